@@ -1,0 +1,1 @@
+//! Karmada's mutating-webhook defaults, applied after loading because there is no API server.

@@ -1,0 +1,1 @@
+//! Which PropagationPolicy claims which template, and selector matching.

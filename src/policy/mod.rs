@@ -1,0 +1,204 @@
+//! The policy repository: a directory of YAML holding resource templates, Karmada policies and
+//! member `Cluster` objects.
+//!
+//! Owns: the Karmada API types ([`types`]), loading and classifying documents ([`load`]),
+//! Karmada's webhook defaults ([`defaults`]), validation ([`validate`]) and which policy claims
+//! which template ([`matching`]). Knows nothing of sled, of the output directory or of HTTP.
+
+pub mod defaults;
+pub mod load;
+pub mod matching;
+pub mod types;
+pub mod validate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use load::{LoadError, load_dir};
+use types::{ClusterSpec, ClusterStatus, ClusterTaintPolicySpec, ObjectMeta, OverrideSpec, PropagationSpec};
+
+pub const POLICY_GROUP: &str = "policy.karmada.io";
+pub const CLUSTER_GROUP: &str = "cluster.karmada.io";
+pub const CONFIG_GROUP: &str = "config.karmada.io";
+
+/// Where a document came from: a path relative to the policy directory and its 1-based
+/// position among the documents of that file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Source {
+    pub file: PathBuf,
+    pub document: usize,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: document {}", self.file.display(), self.document)
+    }
+}
+
+/// Identity of a Kubernetes object: group/version, kind, namespace (None = cluster-scoped), name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ObjectKey {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// API group of the object ("" for the core group).
+    pub fn group(&self) -> &str {
+        match self.api_version.rsplit_once('/') {
+            Some((group, _)) => group,
+            None => "",
+        }
+    }
+
+    /// `KIND/NAMESPACE/NAME`, the form the CLI takes; cluster-scoped objects have an empty
+    /// namespace (`ClusterRole//admin`).
+    pub fn display_ref(&self) -> String {
+        format!("{}/{}/{}", self.kind, self.namespace.as_deref().unwrap_or(""), self.name)
+    }
+
+    /// The store key: stable, unique and ordered.
+    pub fn store_key(&self) -> String {
+        format!(
+            "{}\u{1f}{}\u{1f}{}\u{1f}{}",
+            self.group(),
+            self.kind,
+            self.namespace.as_deref().unwrap_or(""),
+            self.name
+        )
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.display_ref())
+    }
+}
+
+/// A resource template: any Kubernetes object in the repository that is not a Karmada policy
+/// or Cluster. Kept as JSON so that any kind, including custom resources, passes through.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    pub key: ObjectKey,
+    pub meta: ObjectMeta,
+    pub object: serde_json::Value,
+    pub source: Source,
+}
+
+/// A policy object of one of Karmada's policy kinds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy<S> {
+    pub meta: ObjectMeta,
+    pub spec: S,
+    pub source: Source,
+}
+
+impl<S> Policy<S> {
+    pub fn name(&self) -> &str {
+        &self.meta.name
+    }
+    pub fn namespace(&self) -> Option<&str> {
+        self.meta.namespace.as_deref()
+    }
+}
+
+/// A member `Cluster` object as declared in the repository.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterObject {
+    pub meta: ObjectMeta,
+    pub spec: ClusterSpec,
+    pub status: Option<ClusterStatus>,
+    pub source: Source,
+}
+
+/// A Karmada object fedsched accepts and keeps for later stages but does not schedule
+/// (ResourceInterpreterCustomization, ResourceInterpreterWebhookConfiguration).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawObject {
+    pub key: ObjectKey,
+    pub object: serde_json::Value,
+    pub source: Source,
+}
+
+/// Which kind of policy claimed a template; used in decisions, explain and provenance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum PolicyKind {
+    PropagationPolicy,
+    ClusterPropagationPolicy,
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PolicyKind::PropagationPolicy => "PropagationPolicy",
+            PolicyKind::ClusterPropagationPolicy => "ClusterPropagationPolicy",
+        })
+    }
+}
+
+/// Reference to the policy that claimed a template.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PolicyRef {
+    pub kind: PolicyKind,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl fmt::Display for PolicyRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{}/{}/{}", self.kind, ns, self.name),
+            None => write!(f, "{}/{}", self.kind, self.name),
+        }
+    }
+}
+
+/// Everything loaded from one policy directory, each list sorted by (namespace, name) so that
+/// every later stage sees the same order whatever the file layout.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PolicySet {
+    pub templates: Vec<Template>,
+    pub propagation_policies: Vec<Policy<PropagationSpec>>,
+    pub cluster_propagation_policies: Vec<Policy<PropagationSpec>>,
+    pub override_policies: Vec<Policy<OverrideSpec>>,
+    pub cluster_override_policies: Vec<Policy<OverrideSpec>>,
+    pub cluster_taint_policies: Vec<Policy<ClusterTaintPolicySpec>>,
+    pub clusters: Vec<ClusterObject>,
+    pub interpreter_objects: Vec<RawObject>,
+    /// Scope of custom resource kinds declared by CustomResourceDefinitions in the repository:
+    /// (group, kind) → namespaced?
+    pub crd_scopes: BTreeMap<(String, String), bool>,
+}
+
+impl PolicySet {
+    pub fn cluster(&self, name: &str) -> Option<&ClusterObject> {
+        self.clusters.iter().find(|c| c.meta.name == name)
+    }
+
+    pub fn template(&self, key: &ObjectKey) -> Option<&Template> {
+        self.templates.iter().find(|t| &t.key == key)
+    }
+
+    /// Finds a template by the CLI's `KIND/NAMESPACE/NAME` (kind case-insensitive).
+    pub fn find_template(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<&Template> {
+        self.templates.iter().find(|t| {
+            t.key.kind.eq_ignore_ascii_case(kind)
+                && t.key.namespace.as_deref() == namespace
+                && t.key.name == name
+        })
+    }
+
+    pub fn propagation_policy(&self, r: &PolicyRef) -> Option<&Policy<PropagationSpec>> {
+        let list = match r.kind {
+            PolicyKind::PropagationPolicy => &self.propagation_policies,
+            PolicyKind::ClusterPropagationPolicy => &self.cluster_propagation_policies,
+        };
+        list.iter()
+            .find(|p| p.meta.name == r.name && p.meta.namespace == r.namespace)
+    }
+}

@@ -1,0 +1,1 @@
+//! Semantic validation of Karmada policies (the rules of Karmada's validating webhook).
