@@ -1,1 +1,106 @@
-//! members
+//! Member clusters: where cluster state comes from (the "poll" stage).
+//!
+//! Owns: turning what fedsched knows about a member into a [`ClusterSnapshot`]. Today that is
+//! the offline form: a Cluster object without live access is described by its own `.status`
+//! (what the operator asserts), with confidence 1. The live poller (Kubernetes API) produces
+//! the same snapshot type and plugs in beside [`offline_snapshot`].
+
+use std::collections::BTreeSet;
+
+use crate::model::snapshot::{ModelGrade, ResourceSummary};
+use crate::model::{ClusterSnapshot, ClusterTaint, Health, ResourceList, SnapshotSource};
+use crate::policy::types::{QuantityValue, TaintEffect};
+use crate::policy::{ClusterObject, LoadError};
+
+/// Karmada's taint for clusters whose Ready condition is not True.
+pub const TAINT_NOT_READY: &str = "cluster.karmada.io/not-ready";
+/// Karmada's taint for clusters that cannot be reached.
+pub const TAINT_UNREACHABLE: &str = "cluster.karmada.io/unreachable";
+
+/// Builds the snapshot of an offline cluster from its Cluster object.
+pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError> {
+    let err = |field: String, message: String| LoadError {
+        file: c.source.file.clone(),
+        document: Some(c.source.document),
+        field,
+        message,
+    };
+    let status = c.status.clone().unwrap_or_default();
+    let health = match status.conditions.iter().find(|cond| cond.type_ == "Ready") {
+        None => Health::Ready,
+        Some(cond) if cond.status == "True" => Health::Ready,
+        Some(cond) => {
+            let reason = cond.reason.clone().or_else(|| cond.message.clone()).unwrap_or_else(|| cond.status.clone());
+            if cond.status == "Unknown" {
+                Health::Unreachable { reason }
+            } else {
+                Health::NotReady { reason }
+            }
+        }
+    };
+    let mut taints: Vec<ClusterTaint> = c
+        .spec
+        .taints
+        .iter()
+        .map(|t| ClusterTaint { key: t.key.clone(), value: t.value.clone(), effect: t.effect })
+        .collect();
+    let synthetic = match &health {
+        Health::Ready => None,
+        Health::NotReady { .. } => Some(TAINT_NOT_READY),
+        Health::Unreachable { .. } => Some(TAINT_UNREACHABLE),
+    };
+    if let Some(key) = synthetic {
+        if !taints.iter().any(|t| t.key == key) {
+            taints.push(ClusterTaint { key: key.to_string(), value: None, effect: TaintEffect::NoSchedule });
+        }
+    }
+    let summary = match &status.resource_summary {
+        None => None,
+        Some(s) => {
+            let read = |field: &str, m: &std::collections::BTreeMap<String, QuantityValue>| {
+                ResourceList::from_quantities(m).map_err(|(name, e)| {
+                    err(format!("status.resourceSummary.{field}.{name}"), e.to_string())
+                })
+            };
+            Some(ResourceSummary {
+                allocatable: read("allocatable", &s.allocatable)?,
+                allocated: read("allocated", &s.allocated)?,
+                allocating: read("allocating", &s.allocating)?,
+                allocatable_modelings: s.allocatable_modelings.iter().map(|m| (m.grade, m.count)).collect(),
+            })
+        }
+    };
+    let mut resource_models = Vec::new();
+    for (gi, g) in c.spec.resource_models.iter().enumerate() {
+        let mut ranges = Vec::new();
+        for (ri, r) in g.ranges.iter().enumerate() {
+            let q = |v: &QuantityValue, which: &str| -> Result<i64, LoadError> {
+                let field = format!("spec.resourceModels[{gi}].ranges[{ri}].{which}");
+                match v {
+                    QuantityValue::Int(i) => Ok(i.saturating_mul(1000)),
+                    QuantityValue::Text(t) => crate::model::quantity::parse_milli(t).map_err(|e| err(field, e.to_string())),
+                }
+            };
+            ranges.push((r.name.clone(), q(&r.min, "min")?, q(&r.max, "max")?));
+        }
+        resource_models.push(ModelGrade { grade: g.grade, ranges });
+    }
+    let api_enablements: BTreeSet<String> = status
+        .api_enablements
+        .iter()
+        .flat_map(|e| e.resources.iter().map(move |r| format!("{}/{}", e.group_version, r.kind)))
+        .collect();
+    Ok(ClusterSnapshot {
+        name: c.meta.name.clone(),
+        labels: c.meta.labels.clone(),
+        provider: c.spec.provider.clone(),
+        region: c.spec.region.clone(),
+        zones: c.spec.zones.clone(),
+        taints,
+        health,
+        source: SnapshotSource::Offline { file: c.source.file.display().to_string() },
+        api_enablements,
+        summary,
+        resource_models,
+    })
+}

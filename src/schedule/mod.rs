@@ -1,1 +1,314 @@
-//! schedule
+//! Scheduling: which clusters get a workload and how many replicas each.
+//!
+//! Owns: the plugin framework ([`framework`]), the built-in plugins ([`plugins`]), cluster
+//! selection ([`select`]) and replica assignment ([`assign`]). Pure and synchronous: no I/O,
+//! no clock, no store. Same inputs ⇒ same decision. "Cannot schedule" is an outcome with
+//! reasons, not an error.
+
+pub mod assign;
+pub mod framework;
+pub mod plugins;
+pub mod select;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::estimate::max_available;
+use crate::model::{ClusterSnapshot, Workload};
+use crate::policy::ObjectKey;
+use crate::policy::matching::cluster_matches;
+use crate::policy::types::{
+    ClusterAffinity, DynamicWeightFactor, Placement, ReplicaDivisionPreference, ReplicaSchedulingType,
+};
+
+pub use framework::Framework;
+
+use assign::TieBreak;
+use framework::{Fit, PluginContext};
+
+/// Everything a scheduling decision depends on, besides the cluster snapshots.
+pub struct ScheduleRequest<'a> {
+    pub key: &'a ObjectKey,
+    pub uid: Option<&'a str>,
+    pub workload: &'a Workload,
+    pub placement: &'a Placement,
+    /// Replicas per cluster of the previous decision (Karmada's `spec.clusters`).
+    pub previous: &'a BTreeMap<String, i32>,
+    /// The `clusterAffinities` term the previous decision used.
+    pub previous_affinity: Option<&'a str>,
+}
+
+/// The verdict on one cluster, for explain and history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterVerdict {
+    pub name: String,
+    pub feasible: bool,
+    /// Why the cluster was rejected, or notes on how it was treated.
+    pub reasons: Vec<String>,
+    /// Weighted sum of the score plugins.
+    pub score: i64,
+    /// Score per plugin.
+    pub scores: Vec<(String, i64)>,
+    /// Replicas the cluster can hold (free + already assigned), when known.
+    pub available_replicas: Option<i64>,
+    /// Replicas chosen for this cluster; None when not selected or not a workload.
+    pub replicas: Option<i32>,
+    pub selected: bool,
+}
+
+/// The outcome of scheduling one workload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// Selected clusters with their replicas (None = object without replicas).
+    Scheduled { targets: BTreeMap<String, Option<i32>> },
+    Unschedulable { reason: String },
+}
+
+/// A whole scheduling decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleResult {
+    pub outcome: Outcome,
+    /// Every cluster, by name.
+    pub verdicts: Vec<ClusterVerdict>,
+    /// The `clusterAffinities` term used, if the placement has terms.
+    pub affinity_name: Option<String>,
+}
+
+impl ScheduleResult {
+    pub fn targets(&self) -> Option<&BTreeMap<String, Option<i32>>> {
+        match &self.outcome {
+            Outcome::Scheduled { targets } => Some(targets),
+            Outcome::Unschedulable { .. } => None,
+        }
+    }
+}
+
+/// Schedules one workload over the given clusters.
+pub fn schedule(fw: &Framework, req: &ScheduleRequest<'_>, clusters: &[ClusterSnapshot]) -> ScheduleResult {
+    let terms = &req.placement.cluster_affinities;
+    if terms.is_empty() {
+        return schedule_term(fw, req, req.placement.cluster_affinity.as_ref(), clusters, None);
+    }
+    // Ordered groups: start at the term in force, take the first that schedules.
+    let start = req
+        .previous_affinity
+        .and_then(|n| terms.iter().position(|t| t.affinity_name == n))
+        .unwrap_or(0);
+    let mut last = None;
+    for term in &terms[start..] {
+        let aff = term.affinity();
+        let r = schedule_term(fw, req, Some(&aff), clusters, Some(term.affinity_name.clone()));
+        if matches!(r.outcome, Outcome::Scheduled { .. }) {
+            return r;
+        }
+        last = Some(r);
+    }
+    last.unwrap_or_else(|| ScheduleResult {
+        outcome: Outcome::Unschedulable { reason: "no clusterAffinities term".into() },
+        verdicts: Vec::new(),
+        affinity_name: None,
+    })
+}
+
+fn schedule_term(
+    fw: &Framework,
+    req: &ScheduleRequest<'_>,
+    affinity: Option<&ClusterAffinity>,
+    clusters: &[ClusterSnapshot],
+    affinity_name: Option<String>,
+) -> ScheduleResult {
+    let mut verdicts: Vec<ClusterVerdict> = Vec::with_capacity(clusters.len());
+    let mut sorted: Vec<&ClusterSnapshot> = clusters.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    for cluster in sorted {
+        let ctx = PluginContext {
+            key: req.key,
+            workload: req.workload,
+            placement: req.placement,
+            affinity,
+            cluster,
+            previous: req.previous,
+        };
+        let mut reasons = Vec::new();
+        for f in &fw.filters {
+            if let Fit::Reject(reason) = f.filter(&ctx) {
+                reasons.push(format!("{}: {reason}", f.name()));
+            }
+        }
+        let feasible = reasons.is_empty();
+        let mut scores = Vec::new();
+        let mut score = 0;
+        let mut available = None;
+        if feasible {
+            for (s, weight) in &fw.scorers {
+                let v = s.score(&ctx).clamp(0, framework::MAX_SCORE);
+                scores.push((s.name().to_string(), v));
+                score += v * weight;
+            }
+            if req.workload.replicas.is_some() {
+                let (est, answers) = max_available(&fw.estimators, cluster, &req.workload.requirements);
+                for a in answers {
+                    reasons.push(format!("estimator {}: {} more replicas fit", a.estimator, a.replicas));
+                }
+                let already = i64::from(req.previous.get(&cluster.name).copied().unwrap_or(0));
+                available = Some(match est {
+                    Some(e) => e.saturating_add(already),
+                    // Karmada: when no estimator can tell, the cluster is taken to fit them all.
+                    None => i64::from(req.workload.replicas.unwrap_or(0)),
+                });
+            }
+        }
+        verdicts.push(ClusterVerdict {
+            name: cluster.name.clone(),
+            feasible,
+            reasons,
+            score,
+            scores,
+            available_replicas: available,
+            replicas: None,
+            selected: false,
+        });
+    }
+    let outcome = decide(req, &mut verdicts, clusters);
+    if let Outcome::Scheduled { targets } = &outcome {
+        for v in &mut verdicts {
+            if let Some(r) = targets.get(&v.name) {
+                v.selected = true;
+                v.replicas = *r;
+            }
+        }
+    }
+    ScheduleResult { outcome, verdicts, affinity_name }
+}
+
+/// Selects clusters among the feasible ones and assigns replicas.
+fn decide(req: &ScheduleRequest<'_>, verdicts: &mut [ClusterVerdict], clusters: &[ClusterSnapshot]) -> Outcome {
+    let feasible: Vec<&ClusterVerdict> = verdicts.iter().filter(|v| v.feasible).collect();
+    if feasible.is_empty() {
+        return Outcome::Unschedulable {
+            reason: format!("0/{} clusters are available", verdicts.len()),
+        };
+    }
+    let strategy = Strategy::of(req.placement);
+    let selected = match select::select_clusters(req.placement, &feasible, clusters, strategy) {
+        Ok(s) => s,
+        Err(reason) => return Outcome::Unschedulable { reason },
+    };
+    let Some(replicas) = req.workload.replicas else {
+        return Outcome::Scheduled { targets: selected.iter().map(|v| (v.name.clone(), None)).collect() };
+    };
+    let tie = TieBreak::for_uid(req.uid);
+    let to_targets = |m: BTreeMap<String, i64>| Outcome::Scheduled {
+        targets: m.into_iter().map(|(k, v)| (k, Some(i32::try_from(v).unwrap_or(i32::MAX)))).collect(),
+    };
+    match strategy {
+        Strategy::Duplicated => {
+            Outcome::Scheduled { targets: selected.iter().map(|v| (v.name.clone(), Some(replicas))).collect() }
+        }
+        Strategy::StaticWeight => {
+            let weights = static_weights(req.placement, &selected, clusters);
+            if weights.is_empty() {
+                return Outcome::Unschedulable {
+                    reason: "no selected cluster matches any staticWeightList entry".into(),
+                };
+            }
+            to_targets(assign::webster(i64::from(replicas), &weights, &BTreeMap::new(), tie))
+        }
+        Strategy::DynamicWeight | Strategy::Aggregated => {
+            let previous: BTreeMap<String, i64> =
+                req.previous.iter().map(|(k, v)| (k.clone(), i64::from(*v))).collect();
+            // Weights for new replicas are the free replicas (available − already assigned).
+            let free: BTreeMap<String, i64> = selected
+                .iter()
+                .map(|v| {
+                    let avail = v.available_replicas.unwrap_or(0);
+                    let already = previous.get(&v.name).copied().unwrap_or(0);
+                    (v.name.clone(), (avail - already).max(0))
+                })
+                .collect();
+            let r = if strategy == Strategy::Aggregated {
+                assign::aggregated(i64::from(replicas), &free, &previous, tie)
+            } else {
+                assign::dynamic_steady(i64::from(replicas), &free, &previous, tie)
+            };
+            match r {
+                Ok(m) => to_targets(m),
+                Err(e) => Outcome::Unschedulable { reason: e.to_string() },
+            }
+        }
+    }
+}
+
+/// How replicas are divided, from the placement (Karmada's mapping).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    Duplicated,
+    StaticWeight,
+    DynamicWeight,
+    Aggregated,
+}
+
+impl Strategy {
+    pub fn of(p: &Placement) -> Self {
+        let Some(rs) = &p.replica_scheduling else {
+            return Strategy::Duplicated;
+        };
+        match rs.replica_scheduling_type.unwrap_or(ReplicaSchedulingType::Divided) {
+            ReplicaSchedulingType::Duplicated => Strategy::Duplicated,
+            ReplicaSchedulingType::Divided => {
+                match rs.replica_division_preference.unwrap_or(ReplicaDivisionPreference::Weighted) {
+                    ReplicaDivisionPreference::Aggregated => Strategy::Aggregated,
+                    ReplicaDivisionPreference::Weighted => match &rs.weight_preference {
+                        Some(w) if w.dynamic_weight == Some(DynamicWeightFactor::AvailableReplicas) => {
+                            Strategy::DynamicWeight
+                        }
+                        _ => Strategy::StaticWeight,
+                    },
+                }
+            }
+        }
+    }
+
+    /// Whether cluster selection must care about capacity.
+    pub fn needs_replicas(self) -> bool {
+        matches!(self, Strategy::DynamicWeight | Strategy::Aggregated)
+    }
+}
+
+/// Karmada's static weights: a cluster's weight is the largest weight of the entries whose
+/// `targetCluster` matches it; clusters matching no entry are left out; when every weight is
+/// zero (or no list is given) each candidate weighs 1.
+fn static_weights(
+    placement: &Placement,
+    selected: &[&ClusterVerdict],
+    clusters: &[ClusterSnapshot],
+) -> BTreeMap<String, i64> {
+    let list = placement
+        .replica_scheduling
+        .as_ref()
+        .and_then(|r| r.weight_preference.as_ref())
+        .map(|w| w.static_weight_list.as_slice())
+        .unwrap_or(&[]);
+    if list.is_empty() {
+        return selected.iter().map(|v| (v.name.clone(), 1)).collect();
+    }
+    let mut out = BTreeMap::new();
+    for v in selected {
+        let Some(c) = clusters.iter().find(|c| c.name == v.name) else { continue };
+        let w = list
+            .iter()
+            .filter(|e| cluster_matches(&e.target_cluster, &c.facts()))
+            .map(|e| e.weight)
+            .max();
+        if let Some(w) = w {
+            out.insert(v.name.clone(), w);
+        }
+    }
+    if !out.is_empty() && out.values().all(|w| *w == 0) {
+        for w in out.values_mut() {
+            *w = 1;
+        }
+    }
+    out
+}

@@ -1,0 +1,193 @@
+//! Replica estimators: how many more replicas of a workload a cluster can take. Several
+//! estimators may answer for one cluster; the minimum wins (Karmada's rule). An estimator that
+//! cannot tell returns `None` and is ignored.
+
+use super::snapshot::ClusterSnapshot;
+use super::workload::ReplicaRequirements;
+
+/// A replica estimator. Registered in [`estimators`].
+pub trait Estimator: Send + Sync {
+    /// Stable name, shown in explain.
+    fn name(&self) -> &'static str;
+    /// Maximum number of additional replicas, or None when this estimator has no data.
+    fn max_replicas(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Option<i64>;
+}
+
+/// Every built-in estimator, in one list.
+pub fn estimators() -> Vec<Box<dyn Estimator>> {
+    vec![Box::new(SummaryEstimator), Box::new(ResourceModelEstimator)]
+}
+
+/// One estimator's answer, kept for explain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Estimate {
+    pub estimator: &'static str,
+    pub replicas: i64,
+}
+
+/// Minimum over the estimators that answer; None when none does.
+pub fn max_available(
+    estimators: &[Box<dyn Estimator>],
+    cluster: &ClusterSnapshot,
+    req: &ReplicaRequirements,
+) -> (Option<i64>, Vec<Estimate>) {
+    let mut answers = Vec::new();
+    for e in estimators {
+        if let Some(r) = e.max_replicas(cluster, req) {
+            answers.push(Estimate { estimator: e.name(), replicas: r.max(0) });
+        }
+    }
+    (answers.iter().map(|a| a.replicas).min(), answers)
+}
+
+/// Karmada's general estimator over `status.resourceSummary`:
+/// `floor((allocatable − allocated − allocating) / request)` per requested resource, a
+/// resource the cluster does not have allows 0, bounded by the free pod count.
+pub struct SummaryEstimator;
+
+impl Estimator for SummaryEstimator {
+    fn name(&self) -> &'static str {
+        "resource-summary"
+    }
+
+    fn max_replicas(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Option<i64> {
+        let s = cluster.summary.as_ref()?;
+        let free = s.allocatable.free_after(&s.allocated, &s.allocating);
+        let allowed_pods = free.get("pods") / 1000;
+        let mut max = allowed_pods.max(0);
+        for (name, want) in req.request.iter() {
+            if name == "pods" || want <= 0 {
+                continue;
+            }
+            let have = if s.allocatable.contains(name) { free.get(name) } else { 0 };
+            max = max.min(have / want);
+        }
+        Some(max)
+    }
+}
+
+/// Karmada's resource-model estimator over `allocatableModelings`: every node of a grade is
+/// taken to have the grade's lower bound of each modelled resource; replicas are packed node
+/// by node. Unlike upstream, counting does not stop at the first full node.
+pub struct ResourceModelEstimator;
+
+/// Pods a modelled virtual node holds (Karmada's assumption).
+const MODEL_NODE_PODS: i64 = 110;
+
+impl Estimator for ResourceModelEstimator {
+    fn name(&self) -> &'static str {
+        "resource-models"
+    }
+
+    fn max_replicas(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Option<i64> {
+        let s = cluster.summary.as_ref()?;
+        if s.allocatable_modelings.is_empty() || cluster.resource_models.is_empty() {
+            return None;
+        }
+        // Only resources that are both requested and modelled constrain this estimate.
+        let modelled: Vec<(&str, i64)> = req
+            .request
+            .iter()
+            .filter(|(n, w)| *w > 0 && cluster.resource_models.iter().any(|g| g.ranges.iter().any(|r| r.0 == *n)))
+            .collect();
+        let mut total: i64 = 0;
+        for grade in &cluster.resource_models {
+            let count = s.allocatable_modelings.get(&grade.grade).copied().unwrap_or(0);
+            if count <= 0 {
+                continue;
+            }
+            let mut per_node = MODEL_NODE_PODS;
+            for (name, want) in &modelled {
+                let min = grade.ranges.iter().find(|r| r.0 == *name).map(|r| r.1).unwrap_or(0);
+                per_node = per_node.min(min / want);
+            }
+            total = total.saturating_add(per_node.saturating_mul(count));
+        }
+        Some(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::*;
+    use crate::model::snapshot::{Health, ModelGrade, ResourceSummary, SnapshotSource};
+    use crate::model::ResourceList;
+
+    fn list(items: &[(&str, i64)]) -> ResourceList {
+        ResourceList(items.iter().map(|(k, v)| (k.to_string(), *v)).collect())
+    }
+
+    fn cluster(summary: ResourceSummary, models: Vec<ModelGrade>) -> ClusterSnapshot {
+        ClusterSnapshot {
+            name: "m1".into(),
+            labels: BTreeMap::new(),
+            provider: None,
+            region: None,
+            zones: vec![],
+            taints: vec![],
+            health: Health::Ready,
+            source: SnapshotSource::Offline { file: "c.yaml".into() },
+            api_enablements: BTreeSet::new(),
+            summary: Some(summary),
+            resource_models: models,
+        }
+    }
+
+    const GI: i64 = 1 << 30;
+
+    #[test]
+    fn general_estimator_matches_karmada_example() {
+        // allocatable 4 CPU / 8Gi, allocated 1 / 2Gi, request 500m / 1Gi ⇒ 6 (karmada-semantics §2.7).
+        let c = cluster(
+            ResourceSummary {
+                allocatable: list(&[("cpu", 4000), ("memory", 8 * GI * 1000), ("pods", 110_000)]),
+                allocated: list(&[("cpu", 1000), ("memory", 2 * GI * 1000)]),
+                ..Default::default()
+            },
+            vec![],
+        );
+        let req = ReplicaRequirements { request: list(&[("cpu", 500), ("memory", GI * 1000)]), ..Default::default() };
+        assert_eq!(SummaryEstimator.max_replicas(&c, &req), Some(6));
+    }
+
+    #[test]
+    fn missing_resource_and_pods_bound() {
+        let c = cluster(
+            ResourceSummary {
+                allocatable: list(&[("cpu", 100_000), ("pods", 3000)]),
+                allocating: list(&[("pods", 1000)]),
+                ..Default::default()
+            },
+            vec![],
+        );
+        let gpu = ReplicaRequirements { request: list(&[("nvidia.com/gpu", 1000)]), ..Default::default() };
+        assert_eq!(SummaryEstimator.max_replicas(&c, &gpu), Some(0));
+        let none = ReplicaRequirements::default();
+        assert_eq!(SummaryEstimator.max_replicas(&c, &none), Some(2));
+    }
+
+    #[test]
+    fn resource_model_example() {
+        // Grades cpu [0,1), [1,2), [2,4), one node each, request 1.5 CPU ⇒ 1.
+        let grades = vec![
+            ModelGrade { grade: 0, ranges: vec![("cpu".into(), 0, 1000)] },
+            ModelGrade { grade: 1, ranges: vec![("cpu".into(), 1000, 2000)] },
+            ModelGrade { grade: 2, ranges: vec![("cpu".into(), 2000, 4000)] },
+        ];
+        let c = cluster(
+            ResourceSummary {
+                allocatable: list(&[("cpu", 7000), ("pods", 330_000)]),
+                allocatable_modelings: [(0, 1), (1, 1), (2, 1)].into_iter().collect(),
+                ..Default::default()
+            },
+            grades,
+        );
+        let req = ReplicaRequirements { request: list(&[("cpu", 1500)]), ..Default::default() };
+        assert_eq!(ResourceModelEstimator.max_replicas(&c, &req), Some(1));
+        let (min, answers) = max_available(&estimators(), &c, &req);
+        assert_eq!(min, Some(1));
+        assert_eq!(answers.len(), 2);
+    }
+}

@@ -1,0 +1,104 @@
+//! Resource lists: resource name → amount in milli-units.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::quantity::{QuantityError, parse_milli};
+use crate::policy::types::QuantityValue;
+
+/// Amounts per resource name (`cpu`, `memory`, `pods`, `nvidia.com/gpu`…) in milli-units.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ResourceList(pub BTreeMap<String, i64>);
+
+impl ResourceList {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn get(&self, name: &str) -> i64 {
+        self.0.get(name).copied().unwrap_or(0)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
+    pub fn set(&mut self, name: impl Into<String>, milli: i64) {
+        self.0.insert(name.into(), milli);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+
+    /// Adds every amount of `other` (saturating).
+    pub fn add(&mut self, other: &ResourceList) {
+        for (k, v) in &other.0 {
+            let e = self.0.entry(k.clone()).or_insert(0);
+            *e = e.saturating_add(*v);
+        }
+    }
+
+    /// Keeps the larger amount per resource (Kubernetes' rule for init containers).
+    pub fn max_with(&mut self, other: &ResourceList) {
+        for (k, v) in &other.0 {
+            let e = self.0.entry(k.clone()).or_insert(0);
+            *e = (*e).max(*v);
+        }
+    }
+
+    /// `self − a − b` per resource of `self`, floored at zero.
+    pub fn free_after(&self, a: &ResourceList, b: &ResourceList) -> ResourceList {
+        ResourceList(
+            self.0
+                .iter()
+                .map(|(k, v)| (k.clone(), v.saturating_sub(a.get(k)).saturating_sub(b.get(k)).max(0)))
+                .collect(),
+        )
+    }
+
+    /// Reads a Kubernetes resource map; returns the resource name of the first bad quantity.
+    pub fn from_quantities<'a>(
+        map: impl IntoIterator<Item = (&'a String, &'a QuantityValue)>,
+    ) -> Result<ResourceList, (String, QuantityError)> {
+        let mut out = ResourceList::new();
+        for (name, q) in map {
+            let milli = match q {
+                QuantityValue::Int(i) => i.saturating_mul(1000),
+                QuantityValue::Text(t) => parse_milli(t).map_err(|e| (name.clone(), e))?,
+            };
+            out.set(name.clone(), milli);
+        }
+        Ok(out)
+    }
+
+    /// Reads a resource map from untyped JSON (a pod's `resources.requests`).
+    pub fn from_json(value: Option<&serde_json::Value>) -> Result<ResourceList, (String, QuantityError)> {
+        let mut out = ResourceList::new();
+        let Some(map) = value.and_then(|v| v.as_object()) else {
+            return Ok(out);
+        };
+        for (name, q) in map {
+            let milli = match q {
+                serde_json::Value::Number(n) => {
+                    let f = n.as_f64().unwrap_or(0.0);
+                    (f * 1000.0).ceil() as i64
+                }
+                serde_json::Value::String(s) => parse_milli(s).map_err(|e| (name.clone(), e))?,
+                _ => {
+                    return Err((
+                        name.clone(),
+                        QuantityError { text: q.to_string(), reason: "not a quantity" },
+                    ));
+                }
+            };
+            out.set(name.clone(), milli);
+        }
+        Ok(out)
+    }
+}

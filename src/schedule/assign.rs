@@ -1,0 +1,213 @@
+//! Replica assignment: Webster (Sainte-Laguë) apportionment and Karmada's strategies
+//! (static weights, dynamic weights by available replicas in steady mode, aggregated).
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+/// Direction of the name tie-break, from the parity of FNV-32a of the template UID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TieBreak {
+    Ascending,
+    Descending,
+}
+
+impl TieBreak {
+    /// Karmada's rule: ascending when the UID is empty or its FNV-32a hash is even.
+    pub fn for_uid(uid: Option<&str>) -> Self {
+        match uid {
+            None | Some("") => TieBreak::Ascending,
+            Some(u) if crate::model::fnv1a32(u.as_bytes()) % 2 == 0 => TieBreak::Ascending,
+            Some(_) => TieBreak::Descending,
+        }
+    }
+}
+
+/// Webster apportionment of `total` seats over `weights` (name → weight ≥ 0), starting from
+/// `initial` seats. Each step gives one seat to the party with the highest
+/// `weight / (2·seats + 1)`; ties go to fewer seats, then by name in `tie` order.
+/// Parties with zero weight receive nothing. Returns seats per party (zeros dropped).
+pub fn webster(
+    total: i64,
+    weights: &BTreeMap<String, i64>,
+    initial: &BTreeMap<String, i64>,
+    tie: TieBreak,
+) -> BTreeMap<String, i64> {
+    let mut parties: Vec<(&str, i64, i64)> = weights
+        .iter()
+        .filter(|(_, w)| **w > 0)
+        .map(|(n, w)| (n.as_str(), *w, initial.get(n).copied().unwrap_or(0)))
+        .collect();
+    if parties.is_empty() || total <= 0 {
+        return initial.iter().filter(|(_, s)| **s > 0).map(|(n, s)| (n.clone(), *s)).collect();
+    }
+    // Better party first: higher quotient, then fewer seats, then name by tie order.
+    let better = |a: &(&str, i64, i64), b: &(&str, i64, i64)| -> Ordering {
+        // a.w/(2a.s+1) vs b.w/(2b.s+1) without division.
+        let lhs = i128::from(a.1) * i128::from(2 * b.2 + 1);
+        let rhs = i128::from(b.1) * i128::from(2 * a.2 + 1);
+        rhs.cmp(&lhs).then(a.2.cmp(&b.2)).then_with(|| match tie {
+            TieBreak::Ascending => a.0.cmp(b.0),
+            TieBreak::Descending => b.0.cmp(a.0),
+        })
+    };
+    for _ in 0..total {
+        let mut best = 0;
+        for i in 1..parties.len() {
+            if better(&parties[i], &parties[best]) == Ordering::Less {
+                best = i;
+            }
+        }
+        parties[best].2 += 1;
+    }
+    let mut out: BTreeMap<String, i64> = initial.iter().filter(|(_, s)| **s > 0).map(|(n, s)| (n.clone(), *s)).collect();
+    for (n, _, s) in parties {
+        if s > 0 {
+            out.insert(n.to_string(), s);
+        } else {
+            out.remove(n);
+        }
+    }
+    out
+}
+
+/// Why replicas could not be assigned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AssignError {
+    #[error("clusters available replicas {available} are not enough to schedule {wanted}")]
+    NotEnough { available: i64, wanted: i64 },
+}
+
+/// Dynamic weight (steady mode): keep what is placed, scale up by free capacity, scale down
+/// proportionally. `available` = free replicas per candidate; `previous` = last assignment.
+pub fn dynamic_steady(
+    replicas: i64,
+    available: &BTreeMap<String, i64>,
+    previous: &BTreeMap<String, i64>,
+    tie: TieBreak,
+) -> Result<BTreeMap<String, i64>, AssignError> {
+    let prev: BTreeMap<String, i64> =
+        previous.iter().filter(|(n, r)| available.contains_key(*n) && **r > 0).map(|(n, r)| (n.clone(), *r)).collect();
+    let assigned: i64 = prev.values().sum();
+    match assigned.cmp(&replicas) {
+        Ordering::Equal => Ok(prev),
+        Ordering::Greater => Ok(webster(replicas, &prev, &BTreeMap::new(), tie)),
+        Ordering::Less => {
+            let delta = replicas - assigned;
+            let total_free: i64 = available.values().sum();
+            if total_free < delta {
+                return Err(AssignError::NotEnough { available: total_free + assigned, wanted: replicas });
+            }
+            Ok(webster(delta, available, &prev, tie))
+        }
+    }
+}
+
+/// Aggregated: like dynamic, but on as few clusters as possible; clusters already used come
+/// first, then by free capacity (descending), then name.
+pub fn aggregated(
+    replicas: i64,
+    available: &BTreeMap<String, i64>,
+    previous: &BTreeMap<String, i64>,
+    tie: TieBreak,
+) -> Result<BTreeMap<String, i64>, AssignError> {
+    let prev: BTreeMap<String, i64> =
+        previous.iter().filter(|(n, r)| available.contains_key(*n) && **r > 0).map(|(n, r)| (n.clone(), *r)).collect();
+    let assigned: i64 = prev.values().sum();
+    match assigned.cmp(&replicas) {
+        Ordering::Equal => Ok(prev),
+        Ordering::Greater => {
+            // Keep the shortest prefix (by previous replicas, descending) covering the target.
+            let mut order: Vec<(&String, &i64)> = prev.iter().collect();
+            order.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let mut kept = BTreeMap::new();
+            let mut sum = 0;
+            for (n, r) in order {
+                if sum >= replicas {
+                    break;
+                }
+                kept.insert(n.clone(), *r);
+                sum += r;
+            }
+            Ok(webster(replicas, &kept, &BTreeMap::new(), tie))
+        }
+        Ordering::Less => {
+            let delta = replicas - assigned;
+            let mut order: Vec<(&String, &i64)> = available.iter().filter(|(_, a)| **a > 0).collect();
+            order.sort_by(|a, b| {
+                let used = |n: &String| prev.contains_key(n);
+                used(b.0).cmp(&used(a.0)).then(b.1.cmp(a.1)).then(a.0.cmp(b.0))
+            });
+            let mut chosen = BTreeMap::new();
+            let mut cap = 0;
+            for (n, a) in order {
+                if cap >= delta {
+                    break;
+                }
+                chosen.insert(n.clone(), *a);
+                cap += a;
+            }
+            if cap < delta {
+                return Err(AssignError::NotEnough { available: cap + assigned, wanted: replicas });
+            }
+            Ok(webster(delta, &chosen, &prev, tie))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(items: &[(&str, i64)]) -> BTreeMap<String, i64> {
+        items.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn webster_karmada_vectors() {
+        let none = BTreeMap::new();
+        let asc = TieBreak::Ascending;
+        let w = m(&[("m1", 3), ("m2", 2), ("m3", 1)]);
+        assert_eq!(webster(12, &w, &none, asc), m(&[("m1", 6), ("m2", 4), ("m3", 2)]));
+        assert_eq!(webster(13, &w, &none, asc), m(&[("m1", 7), ("m2", 4), ("m3", 2)]));
+        assert_eq!(webster(14, &w, &none, asc), m(&[("m1", 7), ("m2", 5), ("m3", 2)]));
+        let w = m(&[("m1", 2), ("m2", 1), ("m3", 1), ("m4", 1)]);
+        assert_eq!(webster(7, &w, &none, asc), m(&[("m1", 3), ("m2", 2), ("m3", 1), ("m4", 1)]));
+        let w = m(&[("m1", 1), ("m2", 1), ("m3", 1), ("m4", 1)]);
+        assert_eq!(webster(5, &w, &none, asc), m(&[("m1", 2), ("m2", 1), ("m3", 1), ("m4", 1)]));
+        assert_eq!(webster(5, &w, &none, TieBreak::Descending), m(&[("m1", 1), ("m2", 1), ("m3", 1), ("m4", 2)]));
+        let w = m(&[("m1", 2), ("m2", 1)]);
+        assert_eq!(webster(2, &w, &none, asc), m(&[("m1", 1), ("m2", 1)]));
+    }
+
+    #[test]
+    fn dynamic_steady_vectors() {
+        let asc = TieBreak::Ascending;
+        let prev = m(&[("m1", 2), ("m2", 4), ("m3", 6)]);
+        let free = m(&[("m1", 10), ("m2", 10), ("m3", 10)]);
+        assert_eq!(dynamic_steady(6, &free, &prev, asc), Ok(m(&[("m1", 1), ("m2", 2), ("m3", 3)])));
+        assert_eq!(dynamic_steady(24, &free, &prev, asc), Ok(m(&[("m1", 6), ("m2", 8), ("m3", 10)])));
+        assert_eq!(dynamic_steady(12, &free, &prev, asc), Ok(prev.clone()));
+        assert_eq!(
+            dynamic_steady(100, &free, &prev, asc),
+            Err(AssignError::NotEnough { available: 42, wanted: 100 })
+        );
+    }
+
+    #[test]
+    fn aggregated_vectors() {
+        let asc = TieBreak::Ascending;
+        let free = m(&[("m1", 6), ("m2", 8), ("m3", 10)]);
+        assert_eq!(aggregated(12, &free, &BTreeMap::new(), asc), Ok(m(&[("m2", 5), ("m3", 7)])));
+        let free = m(&[("m1", 6), ("m2", 6), ("m3", 20)]);
+        let prev = m(&[("m1", 4), ("m2", 8)]);
+        assert_eq!(aggregated(24, &free, &prev, asc), Ok(m(&[("m1", 10), ("m2", 14)])));
+    }
+
+    #[test]
+    fn tie_break_direction_follows_uid_hash_parity() {
+        assert_eq!(TieBreak::for_uid(None), TieBreak::Ascending);
+        // FNV-32a("a") = 0xe40c292c (even), FNV-32a("b") = 0xe70c2de5 (odd).
+        assert_eq!(TieBreak::for_uid(Some("a")), TieBreak::Ascending);
+        assert_eq!(TieBreak::for_uid(Some("b")), TieBreak::Descending);
+    }
+}

@@ -1,0 +1,16 @@
+//! `cluster-locality`: prefer clusters that already run the workload (Karmada's only effective
+//! score: 100 if present in the previous decision, else 0).
+
+use crate::schedule::framework::{MAX_SCORE, PluginContext, ScorePlugin};
+
+pub struct ClusterLocality;
+
+impl ScorePlugin for ClusterLocality {
+    fn name(&self) -> &'static str {
+        "cluster-locality"
+    }
+
+    fn score(&self, ctx: &PluginContext<'_>) -> i64 {
+        if ctx.previous.contains_key(&ctx.cluster.name) { MAX_SCORE } else { 0 }
+    }
+}
