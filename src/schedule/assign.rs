@@ -154,6 +154,19 @@ pub fn aggregated(
     }
 }
 
+/// Job completions divided like its parallelism: Webster over the per-cluster parallelism.
+pub fn split_completions(
+    completions: i32,
+    parallelism: &BTreeMap<String, i32>,
+    tie: TieBreak,
+) -> BTreeMap<String, i32> {
+    let weights: BTreeMap<String, i64> = parallelism.iter().map(|(k, v)| (k.clone(), i64::from(*v))).collect();
+    webster(i64::from(completions), &weights, &BTreeMap::new(), tie)
+        .into_iter()
+        .map(|(k, v)| (k, i32::try_from(v).unwrap_or(i32::MAX)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +214,14 @@ mod tests {
         let free = m(&[("m1", 6), ("m2", 6), ("m3", 20)]);
         let prev = m(&[("m1", 4), ("m2", 8)]);
         assert_eq!(aggregated(24, &free, &prev, asc), Ok(m(&[("m1", 10), ("m2", 14)])));
+    }
+
+    #[test]
+    fn job_completions_follow_parallelism() {
+        let par: BTreeMap<String, i32> = [("m1".to_string(), 2), ("m2".to_string(), 1)].into_iter().collect();
+        let c = split_completions(9, &par, TieBreak::Ascending);
+        assert_eq!(c.get("m1"), Some(&6));
+        assert_eq!(c.get("m2"), Some(&3));
     }
 
     #[test]
