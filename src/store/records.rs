@@ -54,9 +54,13 @@ pub struct HistoryRecord {
     pub at_ms: u64,
     /// What caused the decision (`policy-change`, `cluster-change:member1`, `timer`…).
     pub trigger: String,
+    /// The workload decided on.
     pub workload: ObjectKey,
+    /// The policy that claimed it, if any.
     pub policy: Option<PolicyRef>,
+    /// What the decision consumed (for replay).
     pub inputs: DecisionInputs,
+    /// The decision with every cluster's verdict and reasons.
     pub result: ScheduleResult,
     /// Free-form notes for explain.
     pub notes: Vec<String>,
@@ -65,7 +69,9 @@ pub struct HistoryRecord {
 /// Where a workload is placed now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlacementRecord {
+    /// The workload placed.
     pub workload: ObjectKey,
+    /// The policy that claimed it, if any.
     pub policy: Option<PolicyRef>,
     /// The last result, scheduled or not.
     pub result: ScheduleResult,
@@ -77,6 +83,7 @@ pub struct PlacementRecord {
     pub files: BTreeMap<String, String>,
     /// Sequence number of the history record of the last result.
     pub history_seq: u64,
+    /// Unix ms of the last result.
     pub decided_at_ms: u64,
 }
 
