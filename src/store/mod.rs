@@ -7,7 +7,7 @@
 //! - the **append-only scheduling history** ([`HistoryRecord`]): every decision with its
 //!   inputs and reasons, so that it can be explained and replayed;
 //! - **content-addressed blobs**: the template and policy JSON a decision used, keyed by
-//!   [`fnv1a64`](crate::model::fnv1a64);
+//!   [`crate::model::fnv1a64`];
 //! - the value format ([`codec`]: a versioned envelope around bincode or JSON) and the key
 //!   layout ([`keys`]);
 //! - the exclusive lock on the state directory (`fedsched.lock`).
@@ -229,7 +229,10 @@ fn counter(tree: &'static str, bytes: Option<&[u8]>) -> Result<u64, StoreError> 
 /// Hands out the next history sequence number inside a transaction.
 fn next_seq(meta: &sled::transaction::TransactionalTree) -> TxResult<u64> {
     let last = abort(counter("meta", meta.get(keys::HISTORY_SEQ)?.as_deref()))?;
-    let seq = last + 1;
+    let seq = abort(last.checked_add(1).ok_or(StoreError::BadKey {
+        tree: "meta",
+        key: keys::HISTORY_SEQ.to_vec(),
+    }))?;
     meta.insert(keys::HISTORY_SEQ, &seq.to_be_bytes())?;
     Ok(seq)
 }
@@ -427,7 +430,14 @@ impl Store {
                                 // The head changed since the fast path: retry with the body.
                                 return Ok(None);
                             };
-                            let version = prev.as_ref().map_or(1, |p| p.version + 1);
+                            let version = match &prev {
+                                None => 1,
+                                Some(p) => abort(p.version.checked_add(1).ok_or_else(|| {
+                                    StoreError::Inconsistent(format!(
+                                        "cluster {name}: version counter exhausted"
+                                    ))
+                                }))?,
+                            };
                             if let Some(p) = &prev {
                                 // Freeze the previous version's meta with its final last_seen.
                                 snaps.insert(
