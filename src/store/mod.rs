@@ -1,1 +1,727 @@
-//! store
+//! The store: fedsched's state in sled (0.34.7) under `state_dir/db`.
+//!
+//! Owns:
+//! - **versioned cluster snapshots**: a new version only when
+//!   [`ClusterSnapshot::content_hash`] changes; otherwise only the head's "last seen" moves;
+//! - the **current placement** of every workload ([`PlacementRecord`]);
+//! - the **append-only scheduling history** ([`HistoryRecord`]): every decision with its
+//!   inputs and reasons, so that it can be explained and replayed;
+//! - **content-addressed blobs**: the template and policy JSON a decision used, keyed by
+//!   [`crate::model::fnv1a64`];
+//! - the value format ([`codec`]: a versioned envelope around bincode or JSON) and the key
+//!   layout ([`keys`]);
+//! - the exclusive lock on the state directory (`fedsched.lock`).
+//!
+//! Does not know: HTTP, YAML, the output directory (paths in [`PlacementRecord::files`] are
+//! opaque strings), the clock (callers pass times), nor how decisions are made. The API is
+//! synchronous and may block on disk (`flush`): async callers use `spawn_blocking`.
+//!
+//! Durability: writes are visible at once and durable after sled's background flush (≤500 ms)
+//! or [`Store::flush`], which callers use as a barrier before any externally visible effect.
+//! Multi-record updates (a snapshot version with its head, a history record with its
+//! placement) are single sled transactions.
+
+pub mod codec;
+pub mod keys;
+mod records;
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sled::Transactional;
+use sled::transaction::{
+    ConflictableTransactionError, ConflictableTransactionResult, TransactionError,
+};
+
+pub use records::{DecisionInputs, HistoryRecord, PlacementRecord, SnapshotMeta};
+
+use crate::model::{ClusterSnapshot, Observed, fnv1a64};
+use crate::policy::ObjectKey;
+use codec::{decode, decode_blob, encode, encode_blob};
+
+/// Layout version of the whole store, kept in `meta/schema_version`.
+pub const STORE_SCHEMA: u32 = 1;
+/// Name of the lock file inside the state directory.
+pub const LOCK_FILE: &str = "fedsched.lock";
+/// Name of the sled directory inside the state directory.
+pub const DB_DIR: &str = "db";
+/// sled page cache size.
+pub const CACHE_CAPACITY: u64 = 64 << 20;
+/// sled background flush interval.
+pub const FLUSH_EVERY_MS: u64 = 500;
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another process holds the state directory's lock.
+    #[error("state directory {} is in use by another fedsched process", path.display())]
+    Locked { path: PathBuf },
+    /// A file system operation outside sled failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// sled reported corruption (or panicked while opening).
+    #[error(
+        "store at {} is corrupt ({detail}); move it aside (e.g. `mv {} {}.corrupt`) and restart with \
+         an empty store",
+        path.display(), path.display(), path.display()
+    )]
+    Corrupt { path: PathBuf, detail: String },
+    /// Any other sled error.
+    #[error("store at {}: {source}", path.display())]
+    Sled { path: PathBuf, source: sled::Error },
+    /// The store was written by a newer fedsched.
+    #[error("store at {} has schema version {found}, newer than this fedsched supports ({supported}); upgrade fedsched", path.display())]
+    NewerStore {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    /// The store holds data but no (or an unreadable) schema version.
+    #[error("store at {} has data but {detail}; move it aside and restart", path.display())]
+    Unversioned { path: PathBuf, detail: String },
+    /// A value is shorter than the envelope header.
+    #[error("{what}: value of {len} bytes is too short for the envelope header")]
+    ShortEnvelope { what: &'static str, len: usize },
+    /// A value does not start with the envelope magic byte.
+    #[error("{what}: bad magic byte {found:#04x}, expected 0xf5")]
+    BadMagic { what: &'static str, found: u8 },
+    /// A value uses a codec this binary does not know.
+    #[error("{what}: unknown codec {codec}")]
+    UnknownCodec { what: &'static str, codec: u8 },
+    /// A value uses a schema this binary does not know.
+    #[error("{what}: schema {found} is not known to this fedsched (it writes schema {supported})")]
+    Schema {
+        what: &'static str,
+        found: u16,
+        supported: u16,
+    },
+    /// The payload ended before the record did.
+    #[error("{what}: payload of {len} bytes is truncated")]
+    Truncated {
+        what: &'static str,
+        len: usize,
+        additional: usize,
+    },
+    /// The record ended before the payload did.
+    #[error("{what}: {} trailing bytes after the record ({consumed} of {len} consumed)", len - consumed)]
+    TrailingBytes {
+        what: &'static str,
+        consumed: usize,
+        len: usize,
+    },
+    /// bincode could not decode the payload.
+    #[error("{what}: cannot decode: {source}")]
+    Decode {
+        what: &'static str,
+        source: bincode::error::DecodeError,
+    },
+    /// serde_json could not decode the payload.
+    #[error("{what}: cannot decode json: {source}")]
+    DecodeJson {
+        what: &'static str,
+        source: serde_json::Error,
+    },
+    /// bincode could not encode a record.
+    #[error("{what}: cannot encode: {source}")]
+    Encode {
+        what: &'static str,
+        source: bincode::error::EncodeError,
+    },
+    /// serde_json could not encode a record.
+    #[error("{what}: cannot encode json: {source}")]
+    EncodeJson {
+        what: &'static str,
+        source: serde_json::Error,
+    },
+    /// A name would break the key layout.
+    #[error("invalid {what} name {name:?}: {reason}")]
+    InvalidName {
+        what: &'static str,
+        name: String,
+        reason: &'static str,
+    },
+    /// A key or counter in a tree does not have the expected form.
+    #[error("malformed key or counter in tree {tree}: {key:02x?}")]
+    BadKey { tree: &'static str, key: Vec<u8> },
+    /// Two different blobs have the same FNV-1a 64 hash.
+    #[error("blob hash collision at {hash:016x}: different content is already stored")]
+    BlobCollision { hash: u64 },
+    /// Records that must agree do not.
+    #[error("inconsistent store: {0}")]
+    Inconsistent(String),
+}
+
+struct Inner {
+    db: sled::Db,
+    meta: sled::Tree,
+    snapshots: sled::Tree,
+    heads: sled::Tree,
+    placements: sled::Tree,
+    history: sled::Tree,
+    blobs: sled::Tree,
+    db_path: PathBuf,
+    /// Holds the exclusive lock; declared last so that it is released after sled closes.
+    _lock: File,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Err(e) = self.db.flush() {
+            tracing::warn!(path = %self.db_path.display(), error = %e, "final store flush failed");
+        }
+    }
+}
+
+/// Handle to the store; cheap to clone, shareable across threads.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("db_path", &self.inner.db_path)
+            .finish()
+    }
+}
+
+type TxResult<T> = ConflictableTransactionResult<T, StoreError>;
+
+/// Turns a store error inside a transaction closure into an abort.
+fn abort<T>(r: Result<T, StoreError>) -> TxResult<T> {
+    r.map_err(ConflictableTransactionError::Abort)
+}
+
+fn sled_error(path: &Path, e: sled::Error) -> StoreError {
+    match e {
+        sled::Error::Corruption { at, .. } => StoreError::Corrupt {
+            path: path.to_path_buf(),
+            detail: match at {
+                Some(at) => format!("sled reports corruption at {at:?}"),
+                None => "sled reports corruption".to_string(),
+            },
+        },
+        source => StoreError::Sled {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// Reads a big-endian counter stored in `meta`.
+fn counter(tree: &'static str, bytes: Option<&[u8]>) -> Result<u64, StoreError> {
+    match bytes {
+        None => Ok(0),
+        Some(b) if b.len() == 8 => keys::be_u64(tree, b),
+        Some(b) => Err(StoreError::BadKey {
+            tree,
+            key: b.to_vec(),
+        }),
+    }
+}
+
+/// Hands out the next history sequence number inside a transaction.
+fn next_seq(meta: &sled::transaction::TransactionalTree) -> TxResult<u64> {
+    let last = abort(counter("meta", meta.get(keys::HISTORY_SEQ)?.as_deref()))?;
+    let seq = abort(last.checked_add(1).ok_or(StoreError::BadKey {
+        tree: "meta",
+        key: keys::HISTORY_SEQ.to_vec(),
+    }))?;
+    meta.insert(keys::HISTORY_SEQ, &seq.to_be_bytes())?;
+    Ok(seq)
+}
+
+fn open_sled(db_path: &Path) -> Result<sled::Db, StoreError> {
+    let config = sled::Config::new()
+        .path(db_path)
+        .cache_capacity(CACHE_CAPACITY)
+        .flush_every_ms(Some(FLUSH_EVERY_MS))
+        .mode(sled::Mode::LowSpace);
+    // sled 0.34 panics on some corrupt files instead of returning an error.
+    match catch_unwind(AssertUnwindSafe(|| config.open())) {
+        Ok(Ok(db)) => Ok(db),
+        Ok(Err(e)) => Err(sled_error(db_path, e)),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            Err(StoreError::Corrupt {
+                path: db_path.to_path_buf(),
+                detail: format!("sled panicked while opening: {msg}"),
+            })
+        }
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the store in `state_dir`.
+    ///
+    /// First takes an exclusive, non-blocking lock on `state_dir/fedsched.lock` and fails at
+    /// once with [`StoreError::Locked`] if another process holds it; the lock is held until the
+    /// last clone of the store is dropped. Then opens sled at `state_dir/db` (64 MiB cache,
+    /// flush every 500 ms, low-space mode) and checks or writes `meta/schema_version`.
+    pub fn open(state_dir: &Path) -> Result<Store, StoreError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Io { path, source }
+        };
+        std::fs::create_dir_all(state_dir).map_err(io(state_dir))?;
+        let lock_path = state_dir.join(LOCK_FILE);
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(io(&lock_path))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked {
+                    path: state_dir.to_path_buf(),
+                });
+            }
+            Err(TryLockError::Error(source)) => {
+                return Err(StoreError::Io {
+                    path: lock_path,
+                    source,
+                });
+            }
+        }
+
+        let db_path = state_dir.join(DB_DIR);
+        // sled writes `conf` when it creates a database: tells a new store from one that lost
+        // everything (sled silently drops log segments that fail their checksum).
+        let existed = db_path.join("conf").exists();
+        let db = open_sled(&db_path)?;
+        let tree = |name: &str| db.open_tree(name).map_err(|e| sled_error(&db_path, e));
+        let inner = Inner {
+            meta: tree("meta")?,
+            snapshots: tree("snapshots")?,
+            heads: tree("snapshot_heads")?,
+            placements: tree("placements")?,
+            history: tree("history")?,
+            blobs: tree("blobs")?,
+            db,
+            db_path,
+            _lock: lock,
+        };
+        let store = Store {
+            inner: Arc::new(inner),
+        };
+        store.check_schema(existed)?;
+        Ok(store)
+    }
+
+    fn err(&self, e: sled::Error) -> StoreError {
+        sled_error(&self.inner.db_path, e)
+    }
+
+    fn tx_err(&self, e: TransactionError<StoreError>) -> StoreError {
+        match e {
+            TransactionError::Abort(e) => e,
+            TransactionError::Storage(e) => self.err(e),
+        }
+    }
+
+    fn check_schema(&self, existed: bool) -> Result<(), StoreError> {
+        let i = &self.inner;
+        let path = || i.db_path.clone();
+        match i.meta.get(keys::SCHEMA_VERSION).map_err(|e| self.err(e))? {
+            Some(v) => {
+                let found = <[u8; 4]>::try_from(v.as_ref())
+                    .map(u32::from_be_bytes)
+                    .map_err(|_| StoreError::Unversioned {
+                        path: path(),
+                        detail: format!("a malformed schema_version {:02x?}", v.as_ref()),
+                    })?;
+                if found > STORE_SCHEMA {
+                    return Err(StoreError::NewerStore {
+                        path: path(),
+                        found,
+                        supported: STORE_SCHEMA,
+                    });
+                }
+                if found < 1 {
+                    return Err(StoreError::Unversioned {
+                        path: path(),
+                        detail: format!("schema_version {found}"),
+                    });
+                }
+                // found <= STORE_SCHEMA: migrations from older layouts go here.
+                Ok(())
+            }
+            None if existed => Err(StoreError::Corrupt {
+                path: path(),
+                detail: "the existing database has no schema_version: sled discarded records it could not verify"
+                    .into(),
+            }),
+            None => {
+                let trees = [&i.snapshots, &i.heads, &i.placements, &i.history, &i.blobs];
+                if trees.iter().any(|t| !t.is_empty()) || !i.meta.is_empty() {
+                    return Err(StoreError::Unversioned {
+                        path: path(),
+                        detail: "no schema_version".into(),
+                    });
+                }
+                i.meta
+                    .insert(keys::SCHEMA_VERSION, &STORE_SCHEMA.to_be_bytes())
+                    .map_err(|e| self.err(e))?;
+                i.db.flush().map_err(|e| self.err(e))?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Path of the sled directory.
+    pub fn db_path(&self) -> &Path {
+        &self.inner.db_path
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Snapshots
+
+    /// Records an observation of a cluster. If its content hash equals the head's, only the
+    /// head's `last_seen_ms` (never backwards) and confidence move; otherwise a new version is
+    /// written together with the head in one transaction. Returns the head version and whether
+    /// it is new.
+    pub fn record_snapshot(
+        &self,
+        snap: &ClusterSnapshot,
+        observed: Observed,
+    ) -> Result<(u64, bool), StoreError> {
+        let name = snap.name.as_str();
+        keys::check_name("cluster", name)?;
+        let hash = snap.content_hash();
+        let head_key = name.as_bytes();
+        let mut body: Option<Vec<u8>> = None;
+        loop {
+            // Fast path outside the transaction: the body is only encoded when needed.
+            let needs_body = match self.inner.heads.get(head_key).map_err(|e| self.err(e))? {
+                Some(v) => decode::<SnapshotMeta>(&v)?.hash != hash,
+                None => true,
+            };
+            if needs_body && body.is_none() {
+                body = Some(encode(snap)?);
+            }
+            let result =
+                (&self.inner.snapshots, &self.inner.heads).transaction(|(snaps, heads)| {
+                    let head = match heads.get(head_key)? {
+                        Some(v) => Some(abort(decode::<SnapshotMeta>(&v))?),
+                        None => None,
+                    };
+                    match head {
+                        Some(mut h) if h.hash == hash => {
+                            h.last_seen_ms = h.last_seen_ms.max(observed.at_ms);
+                            h.confidence = observed.confidence;
+                            heads.insert(head_key, abort(encode(&h))?)?;
+                            Ok(Some((h.version, false)))
+                        }
+                        prev => {
+                            let Some(body) = body.as_ref() else {
+                                // The head changed since the fast path: retry with the body.
+                                return Ok(None);
+                            };
+                            let version = match &prev {
+                                None => 1,
+                                Some(p) => abort(p.version.checked_add(1).ok_or_else(|| {
+                                    StoreError::Inconsistent(format!(
+                                        "cluster {name}: version counter exhausted"
+                                    ))
+                                }))?,
+                            };
+                            if let Some(p) = &prev {
+                                // Freeze the previous version's meta with its final last_seen.
+                                snaps.insert(
+                                    keys::snapshot(name, keys::SNAP_META, p.version),
+                                    abort(encode(p))?,
+                                )?;
+                            }
+                            let meta = SnapshotMeta {
+                                version,
+                                hash,
+                                first_seen_ms: observed.at_ms,
+                                last_seen_ms: observed.at_ms,
+                                health: snap.health.clone(),
+                                confidence: observed.confidence,
+                            };
+                            let meta = abort(encode(&meta))?;
+                            snaps.insert(
+                                keys::snapshot(name, keys::SNAP_META, version),
+                                meta.as_slice(),
+                            )?;
+                            snaps.insert(
+                                keys::snapshot(name, keys::SNAP_BODY, version),
+                                body.as_slice(),
+                            )?;
+                            heads.insert(head_key, meta)?;
+                            Ok(Some((version, true)))
+                        }
+                    }
+                });
+            match result.map_err(|e| self.tx_err(e))? {
+                Some(r) => return Ok(r),
+                None => continue,
+            }
+        }
+    }
+
+    /// The head of a cluster: its newest version's meta (with the latest `last_seen_ms`) and
+    /// content.
+    pub fn latest_snapshot(
+        &self,
+        cluster: &str,
+    ) -> Result<Option<(SnapshotMeta, ClusterSnapshot)>, StoreError> {
+        keys::check_name("cluster", cluster)?;
+        let Some(head) = self
+            .inner
+            .heads
+            .get(cluster.as_bytes())
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let meta = decode::<SnapshotMeta>(&head)?;
+        match self.snapshot(cluster, meta.version)? {
+            Some(snap) => Ok(Some((meta, snap))),
+            None => Err(StoreError::Inconsistent(format!(
+                "head of cluster {cluster} names version {} which is not stored",
+                meta.version
+            ))),
+        }
+    }
+
+    /// One version of a cluster's snapshot.
+    pub fn snapshot(
+        &self,
+        cluster: &str,
+        version: u64,
+    ) -> Result<Option<ClusterSnapshot>, StoreError> {
+        keys::check_name("cluster", cluster)?;
+        let key = keys::snapshot(cluster, keys::SNAP_BODY, version);
+        match self.inner.snapshots.get(key).map_err(|e| self.err(e))? {
+            Some(v) => Ok(Some(decode::<ClusterSnapshot>(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every version of a cluster, oldest first; the newest carries the head's `last_seen_ms`.
+    pub fn snapshot_versions(&self, cluster: &str) -> Result<Vec<SnapshotMeta>, StoreError> {
+        keys::check_name("cluster", cluster)?;
+        let mut out = Vec::new();
+        for kv in self
+            .inner
+            .snapshots
+            .scan_prefix(keys::snapshot_prefix(cluster, keys::SNAP_META))
+        {
+            let (_, v) = kv.map_err(|e| self.err(e))?;
+            out.push(decode::<SnapshotMeta>(&v)?);
+        }
+        if let Some(head) = self
+            .inner
+            .heads
+            .get(cluster.as_bytes())
+            .map_err(|e| self.err(e))?
+        {
+            let head = decode::<SnapshotMeta>(&head)?;
+            if let Some(last) = out.last_mut().filter(|m| m.version == head.version) {
+                *last = head;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Names of all clusters with at least one snapshot, sorted.
+    pub fn clusters(&self) -> Result<Vec<String>, StoreError> {
+        let mut out = Vec::new();
+        for kv in self.inner.heads.iter() {
+            let (k, _) = kv.map_err(|e| self.err(e))?;
+            let name = String::from_utf8(k.to_vec()).map_err(|_| StoreError::BadKey {
+                tree: "snapshot_heads",
+                key: k.to_vec(),
+            })?;
+            out.push(name);
+        }
+        Ok(out)
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Blobs
+
+    /// Stores bytes under their FNV-1a 64 hash and returns it; storing the same bytes again is
+    /// a no-op. Different bytes with an existing hash are refused ([`StoreError::BlobCollision`]).
+    pub fn put_blob(&self, bytes: &[u8]) -> Result<u64, StoreError> {
+        let hash = fnv1a64(bytes);
+        let key = keys::blob(hash);
+        let same = |stored: &[u8]| -> Result<u64, StoreError> {
+            if decode_blob(stored)? == bytes {
+                Ok(hash)
+            } else {
+                Err(StoreError::BlobCollision { hash })
+            }
+        };
+        if let Some(stored) = self.inner.blobs.get(key).map_err(|e| self.err(e))? {
+            return same(&stored);
+        }
+        let value = encode_blob(bytes)?;
+        match self
+            .inner
+            .blobs
+            .compare_and_swap(key, None::<&[u8]>, Some(value))
+            .map_err(|e| self.err(e))?
+        {
+            Ok(()) => Ok(hash),
+            Err(cas) => match cas.current {
+                Some(stored) => same(&stored),
+                None => Err(StoreError::Inconsistent(format!(
+                    "blob {hash:016x} vanished during insert"
+                ))),
+            },
+        }
+    }
+
+    /// The bytes stored under a hash.
+    pub fn blob(&self, hash: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        match self
+            .inner
+            .blobs
+            .get(keys::blob(hash))
+            .map_err(|e| self.err(e))?
+        {
+            Some(v) => Ok(Some(decode_blob(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Placements
+
+    /// The current placement of a workload.
+    pub fn placement(&self, key: &ObjectKey) -> Result<Option<PlacementRecord>, StoreError> {
+        match self
+            .inner
+            .placements
+            .get(keys::workload(key)?)
+            .map_err(|e| self.err(e))?
+        {
+            Some(v) => Ok(Some(decode::<PlacementRecord>(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every placement, ordered by [`ObjectKey::store_key`].
+    pub fn placements(&self) -> Result<Vec<PlacementRecord>, StoreError> {
+        let mut out = Vec::new();
+        for kv in self.inner.placements.iter() {
+            let (_, v) = kv.map_err(|e| self.err(e))?;
+            out.push(decode::<PlacementRecord>(&v)?);
+        }
+        Ok(out)
+    }
+
+    /// Writes (replaces) a workload's placement.
+    pub fn put_placement(&self, rec: &PlacementRecord) -> Result<(), StoreError> {
+        let key = keys::workload(&rec.workload)?;
+        self.inner
+            .placements
+            .insert(key, encode(rec)?)
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Forgets a workload's placement (its history stays).
+    pub fn remove_placement(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        self.inner
+            .placements
+            .remove(keys::workload(key)?)
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // History
+
+    /// Appends a decision to the history, assigning `rec.seq` (monotonic across workloads).
+    pub fn append_history(&self, mut rec: HistoryRecord) -> Result<u64, StoreError> {
+        let prefix = keys::history_prefix(&rec.workload)?;
+        let seq = (&self.inner.meta, &self.inner.history)
+            .transaction(|(meta, history)| {
+                let seq = next_seq(meta)?;
+                let mut r = rec.clone();
+                r.seq = seq;
+                history.insert(keys::history(&prefix, seq), abort(encode(&r))?)?;
+                Ok(seq)
+            })
+            .map_err(|e| self.tx_err(e))?;
+        rec.seq = seq;
+        Ok(seq)
+    }
+
+    /// Appends a decision and writes the workload's placement in one transaction. The
+    /// placement's `history_seq` is set to the assigned sequence number, which is returned.
+    pub fn record_decision(
+        &self,
+        history: HistoryRecord,
+        placement: &PlacementRecord,
+    ) -> Result<u64, StoreError> {
+        if history.workload != placement.workload {
+            return Err(StoreError::Inconsistent(format!(
+                "decision for {} with a placement for {}",
+                history.workload, placement.workload
+            )));
+        }
+        let prefix = keys::history_prefix(&history.workload)?;
+        let pkey = keys::workload(&placement.workload)?;
+        (
+            &self.inner.meta,
+            &self.inner.history,
+            &self.inner.placements,
+        )
+            .transaction(|(meta, hist, places)| {
+                let seq = next_seq(meta)?;
+                let mut h = history.clone();
+                h.seq = seq;
+                hist.insert(keys::history(&prefix, seq), abort(encode(&h))?)?;
+                let mut p = placement.clone();
+                p.history_seq = seq;
+                places.insert(pkey.as_slice(), abort(encode(&p))?)?;
+                Ok(seq)
+            })
+            .map_err(|e| self.tx_err(e))
+    }
+
+    /// The decisions for one workload, oldest first.
+    pub fn history(&self, key: &ObjectKey) -> Result<Vec<HistoryRecord>, StoreError> {
+        let mut out = Vec::new();
+        for kv in self.inner.history.scan_prefix(keys::history_prefix(key)?) {
+            let (_, v) = kv.map_err(|e| self.err(e))?;
+            out.push(decode::<HistoryRecord>(&v)?);
+        }
+        Ok(out)
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Durability and size
+
+    /// Makes every write so far durable (blocking fsync); returns the bytes flushed. Use it as a
+    /// barrier before externally visible effects.
+    pub fn flush(&self) -> Result<usize, StoreError> {
+        self.inner.db.flush().map_err(|e| self.err(e))
+    }
+
+    /// Bytes sled uses on disk.
+    pub fn size_on_disk(&self) -> Result<u64, StoreError> {
+        self.inner.db.size_on_disk().map_err(|e| self.err(e))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,497 @@
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::model::{Health, SnapshotSource};
+use crate::policy::{PolicyKind, PolicyRef};
+use crate::schedule::{ClusterVerdict, Outcome, ScheduleResult};
+
+fn cluster(name: &str, generation: u32) -> ClusterSnapshot {
+    ClusterSnapshot {
+        name: name.to_string(),
+        labels: BTreeMap::from([("gen".to_string(), generation.to_string())]),
+        provider: Some("aws".into()),
+        region: Some("eu-west-1".into()),
+        zones: vec!["eu-west-1a".into()],
+        taints: Vec::new(),
+        health: Health::Ready,
+        source: SnapshotSource::Offline {
+            file: "clusters.yaml".into(),
+        },
+        api_enablements: BTreeSet::from(["apps/v1/Deployment".to_string()]),
+        summary: None,
+        resource_models: Vec::new(),
+    }
+}
+
+fn seen(at_ms: u64) -> Observed {
+    Observed {
+        at_ms,
+        confidence: 1.0,
+    }
+}
+
+fn workload(name: &str) -> ObjectKey {
+    ObjectKey {
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        namespace: Some("default".into()),
+        name: name.into(),
+    }
+}
+
+fn result(targets: &[(&str, i32)]) -> ScheduleResult {
+    ScheduleResult {
+        outcome: Outcome::Scheduled {
+            targets: targets
+                .iter()
+                .map(|(c, r)| (c.to_string(), Some(*r)))
+                .collect(),
+        },
+        verdicts: targets
+            .iter()
+            .map(|(c, r)| ClusterVerdict {
+                name: c.to_string(),
+                feasible: true,
+                reasons: vec!["ok".into()],
+                score: 100,
+                scores: vec![("ClusterAffinity".into(), 100)],
+                available_replicas: Some(10),
+                replicas: Some(*r),
+                selected: true,
+            })
+            .collect(),
+        affinity_name: None,
+    }
+}
+
+fn decision(key: &ObjectKey, at_ms: u64, trigger: &str) -> HistoryRecord {
+    HistoryRecord {
+        seq: 0,
+        at_ms,
+        trigger: trigger.into(),
+        workload: key.clone(),
+        policy: Some(PolicyRef {
+            kind: PolicyKind::PropagationPolicy,
+            namespace: Some("default".into()),
+            name: "pp".into(),
+        }),
+        inputs: DecisionInputs {
+            template_hash: 1,
+            policy_hash: 2,
+            snapshot_versions: BTreeMap::from([("m1".to_string(), 1)]),
+            previous: BTreeMap::new(),
+            previous_affinity: None,
+            profile: "default".into(),
+        },
+        result: result(&[("m1", 3)]),
+        notes: vec![format!("note {trigger}")],
+    }
+}
+
+fn placement(key: &ObjectKey) -> PlacementRecord {
+    let r = result(&[("m1", 2), ("m2", 1)]);
+    PlacementRecord {
+        workload: key.clone(),
+        policy: None,
+        targets: r.targets().cloned().unwrap_or_default(),
+        result: r,
+        affinity_name: None,
+        files: BTreeMap::from([("m1".to_string(), "m1/default/web.yaml".to_string())]),
+        history_seq: 0,
+        decided_at_ms: 5,
+    }
+}
+
+#[test]
+fn store_is_send_sync_and_errors_too() {
+    fn check<T: Send + Sync + 'static>() {}
+    check::<Store>();
+    check::<StoreError>();
+}
+
+#[test]
+fn snapshot_versioning() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.latest_snapshot("m1").unwrap(), None);
+
+    assert_eq!(
+        store.record_snapshot(&cluster("m1", 1), seen(100)).unwrap(),
+        (1, true)
+    );
+    assert_eq!(
+        store
+            .record_snapshot(
+                &cluster("m1", 1),
+                Observed {
+                    at_ms: 200,
+                    confidence: 0.5
+                }
+            )
+            .unwrap(),
+        (1, false)
+    );
+    let versions = store.snapshot_versions("m1").unwrap();
+    assert_eq!(versions.len(), 1);
+    assert_eq!(
+        (
+            versions[0].first_seen_ms,
+            versions[0].last_seen_ms,
+            versions[0].confidence
+        ),
+        (100, 200, 0.5)
+    );
+    // last_seen never goes backwards.
+    store.record_snapshot(&cluster("m1", 1), seen(150)).unwrap();
+    let (meta, snap) = store.latest_snapshot("m1").unwrap().unwrap();
+    assert_eq!((meta.version, meta.last_seen_ms), (1, 200));
+    assert_eq!(snap, cluster("m1", 1));
+
+    assert_eq!(
+        store.record_snapshot(&cluster("m1", 2), seen(300)).unwrap(),
+        (2, true)
+    );
+    assert_eq!(
+        store.record_snapshot(&cluster("m1", 2), seen(400)).unwrap(),
+        (2, false)
+    );
+    let versions = store.snapshot_versions("m1").unwrap();
+    let summary: Vec<_> = versions
+        .iter()
+        .map(|m| (m.version, m.first_seen_ms, m.last_seen_ms))
+        .collect();
+    assert_eq!(summary, vec![(1, 100, 200), (2, 300, 400)]);
+    assert_eq!(versions[1].hash, cluster("m1", 2).content_hash());
+    assert_eq!(store.snapshot("m1", 1).unwrap(), Some(cluster("m1", 1)));
+    assert_eq!(store.snapshot("m1", 2).unwrap(), Some(cluster("m1", 2)));
+    assert_eq!(store.snapshot("m1", 3).unwrap(), None);
+
+    // Going back to older content is a new version, not a rewind.
+    assert_eq!(
+        store.record_snapshot(&cluster("m1", 1), seen(500)).unwrap(),
+        (3, true)
+    );
+
+    // A health change is a content change.
+    let mut sick = cluster("m1", 1);
+    sick.health = Health::NotReady {
+        reason: "kubelet".into(),
+    };
+    assert_eq!(store.record_snapshot(&sick, seen(600)).unwrap(), (4, true));
+    let (meta, _) = store.latest_snapshot("m1").unwrap().unwrap();
+    assert_eq!(meta.health, sick.health);
+
+    // Prefix-sharing cluster names are separate.
+    store.record_snapshot(&cluster("m", 1), seen(1)).unwrap();
+    store.record_snapshot(&cluster("m10", 1), seen(1)).unwrap();
+    assert_eq!(store.snapshot_versions("m").unwrap().len(), 1);
+    assert_eq!(store.snapshot_versions("m1").unwrap().len(), 4);
+    assert_eq!(store.clusters().unwrap(), vec!["m", "m1", "m10"]);
+
+    assert!(matches!(
+        store.record_snapshot(&cluster("a\0b", 1), seen(1)),
+        Err(StoreError::InvalidName { .. })
+    ));
+}
+
+#[test]
+fn snapshot_versions_ordered_past_256() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    for i in 0..300u32 {
+        let (v, new) = store
+            .record_snapshot(&cluster("m1", i), seen(u64::from(i)))
+            .unwrap();
+        assert_eq!((v, new), (u64::from(i) + 1, true));
+    }
+    let versions: Vec<u64> = store
+        .snapshot_versions("m1")
+        .unwrap()
+        .iter()
+        .map(|m| m.version)
+        .collect();
+    assert_eq!(versions, (1..=300).collect::<Vec<_>>());
+    let (meta, snap) = store.latest_snapshot("m1").unwrap().unwrap();
+    assert_eq!(meta.version, 300);
+    assert_eq!(snap, cluster("m1", 299));
+    assert_eq!(store.snapshot("m1", 257).unwrap(), Some(cluster("m1", 256)));
+}
+
+#[test]
+fn history_order_and_isolation() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let web = workload("web");
+    let web2 = workload("web2");
+    let mut seqs = Vec::new();
+    for i in 0..300u64 {
+        let key = if i % 3 == 0 { &web2 } else { &web };
+        seqs.push(
+            store
+                .append_history(decision(key, i, &format!("t{i}")))
+                .unwrap(),
+        );
+    }
+    assert_eq!(seqs, (1..=300).collect::<Vec<_>>());
+    let h = store.history(&web).unwrap();
+    let h2 = store.history(&web2).unwrap();
+    assert_eq!((h.len(), h2.len()), (200, 100));
+    assert!(h.iter().all(|r| r.workload == web));
+    assert!(h2.iter().all(|r| r.workload == web2));
+    assert!(h.windows(2).all(|w| w[0].seq < w[1].seq));
+    assert!(h2.windows(2).all(|w| w[0].seq < w[1].seq));
+    assert_eq!(h[0].seq, 2);
+    assert_eq!(h[0], {
+        let mut d = decision(&web, 1, "t1");
+        d.seq = 2;
+        d
+    });
+    assert!(store.history(&workload("we")).unwrap().is_empty());
+}
+
+#[test]
+fn record_decision_is_atomic_and_links_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let web = workload("web");
+    store.append_history(decision(&web, 1, "first")).unwrap();
+    let seq = store
+        .record_decision(decision(&web, 2, "second"), &placement(&web))
+        .unwrap();
+    assert_eq!(seq, 2);
+    let p = store.placement(&web).unwrap().unwrap();
+    assert_eq!(p.history_seq, 2);
+    assert_eq!(
+        store
+            .history(&web)
+            .unwrap()
+            .last()
+            .map(|r| (r.seq, r.trigger.as_str())),
+        Some((2, "second"))
+    );
+    let err = store
+        .record_decision(decision(&workload("other"), 3, "x"), &placement(&web))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Inconsistent(_)));
+    assert_eq!(store.history(&workload("other")).unwrap().len(), 0);
+}
+
+#[test]
+fn blobs_are_content_addressed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let json = br#"{"apiVersion":"apps/v1","kind":"Deployment"}"#;
+    let h = store.put_blob(json).unwrap();
+    assert_eq!(h, fnv1a64(json));
+    assert_eq!(store.put_blob(json).unwrap(), h);
+    assert_eq!(store.inner.blobs.len(), 1);
+    assert_eq!(store.blob(h).unwrap().as_deref(), Some(&json[..]));
+    assert_eq!(store.blob(h ^ 1).unwrap(), None);
+    let raw = b"not json \xff";
+    let h2 = store.put_blob(raw).unwrap();
+    assert_eq!(store.blob(h2).unwrap().as_deref(), Some(&raw[..]));
+}
+
+#[test]
+fn placements_put_get_remove() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let web = workload("web");
+    let web2 = workload("web2");
+    assert_eq!(store.placement(&web).unwrap(), None);
+    store.put_placement(&placement(&web)).unwrap();
+    store.put_placement(&placement(&web2)).unwrap();
+    assert_eq!(store.placement(&web).unwrap(), Some(placement(&web)));
+    let mut changed = placement(&web);
+    changed.result = ScheduleResult {
+        outcome: Outcome::Unschedulable {
+            reason: "no cluster fits".into(),
+        },
+        verdicts: Vec::new(),
+        affinity_name: Some("primary".into()),
+    };
+    store.put_placement(&changed).unwrap();
+    assert_eq!(store.placement(&web).unwrap(), Some(changed.clone()));
+    assert_eq!(store.placements().unwrap().len(), 2);
+    store.remove_placement(&web).unwrap();
+    assert_eq!(store.placement(&web).unwrap(), None);
+    assert_eq!(store.placements().unwrap(), vec![placement(&web2)]);
+    store.remove_placement(&web).unwrap();
+}
+
+#[test]
+fn reopen_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let web = workload("web");
+    let blob;
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store.record_snapshot(&cluster("m1", 1), seen(1)).unwrap();
+        store.record_snapshot(&cluster("m1", 2), seen(2)).unwrap();
+        store.record_snapshot(&cluster("m1", 2), seen(3)).unwrap();
+        store
+            .record_decision(decision(&web, 1, "a"), &placement(&web))
+            .unwrap();
+        blob = store.put_blob(b"{}").unwrap();
+        let clone = store.clone();
+        drop(store);
+        clone.append_history(decision(&web, 2, "b")).unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let versions = store.snapshot_versions("m1").unwrap();
+    assert_eq!(
+        versions
+            .iter()
+            .map(|m| (m.version, m.last_seen_ms))
+            .collect::<Vec<_>>(),
+        vec![(1, 1), (2, 3)]
+    );
+    assert_eq!(
+        store.placement(&web).unwrap().map(|p| p.history_seq),
+        Some(1)
+    );
+    assert_eq!(store.history(&web).unwrap().len(), 2);
+    assert_eq!(store.blob(blob).unwrap(), Some(b"{}".to_vec()));
+    // The counter survives: no sequence number is reused.
+    assert_eq!(store.append_history(decision(&web, 3, "c")).unwrap(), 3);
+}
+
+#[test]
+fn second_open_is_locked_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let start = Instant::now();
+    let err = Store::open(dir.path()).unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(matches!(err, StoreError::Locked { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("is in use by another fedsched process"),
+        "{err}"
+    );
+    // A clone keeps the lock; dropping every handle releases it.
+    let clone = store.clone();
+    drop(store);
+    assert!(matches!(
+        Store::open(dir.path()),
+        Err(StoreError::Locked { .. })
+    ));
+    drop(clone);
+    Store::open(dir.path()).unwrap();
+}
+
+#[test]
+fn newer_store_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(
+            store
+                .inner
+                .meta
+                .get(keys::SCHEMA_VERSION)
+                .unwrap()
+                .as_deref(),
+            Some(&STORE_SCHEMA.to_be_bytes()[..])
+        );
+        store
+            .inner
+            .meta
+            .insert(keys::SCHEMA_VERSION, &(STORE_SCHEMA + 1).to_be_bytes())
+            .unwrap();
+    }
+    let err = Store::open(dir.path()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::NewerStore {
+                found: 2,
+                supported: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_record_schema_on_disk_is_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let web = workload("web");
+    store.put_placement(&placement(&web)).unwrap();
+    let key = keys::workload(&web).unwrap();
+    let mut raw = store.inner.placements.get(&key).unwrap().unwrap().to_vec();
+    raw[2..4].copy_from_slice(&9u16.to_be_bytes());
+    store.inner.placements.insert(&key, raw).unwrap();
+    let err = store.placement(&web).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Schema {
+                what: "placement record",
+                found: 9,
+                supported: 1
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn unchanged_snapshots_do_not_grow_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let snap = cluster("m1", 1);
+    store.record_snapshot(&snap, seen(0)).unwrap();
+    store.flush().unwrap();
+    let before = store.size_on_disk().unwrap();
+    for i in 1..=1000u64 {
+        assert_eq!(store.record_snapshot(&snap, seen(i)).unwrap(), (1, false));
+    }
+    store.flush().unwrap();
+    let after = store.size_on_disk().unwrap();
+    let growth = after.saturating_sub(before);
+    println!("store growth after 1000 unchanged snapshots: {before} -> {after} bytes (+{growth})");
+    let versions = store.snapshot_versions("m1").unwrap();
+    assert_eq!(versions.len(), 1);
+    assert_eq!(versions[0].last_seen_ms, 1000);
+    assert!(growth < 1 << 20, "grew by {growth} bytes");
+}
+
+#[test]
+fn corrupt_db_is_reported_with_a_hint() {
+    // (file to damage, damage everything after this offset)
+    for (file, from) in [("conf", 8), ("db", 16)] {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            for i in 0..50 {
+                store
+                    .record_snapshot(&cluster("m1", i), seen(u64::from(i)))
+                    .unwrap();
+            }
+            store.flush().unwrap();
+        }
+        let path = dir.path().join(DB_DIR).join(file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        for b in bytes.iter_mut().skip(from) {
+            *b ^= 0x5a;
+        }
+        std::fs::write(&path, bytes).unwrap();
+        let err = Store::open(dir.path()).unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{file}: {err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("move it aside")
+                && msg.contains(&dir.path().join(DB_DIR).display().to_string()),
+            "{msg}"
+        );
+        println!("{file}: {msg}");
+    }
+}
