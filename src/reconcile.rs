@@ -238,8 +238,7 @@ impl Reconciler {
     }
 
     fn inputs_changed(&self, prev: &PlacementRecord, new: &DecisionInputs) -> Result<bool, StoreError> {
-        let last = self.store.history(&prev.workload)?;
-        Ok(match last.last() {
+        Ok(match self.store.last_history(&prev.workload)? {
             Some(h) => h.inputs.template_hash != new.template_hash || h.inputs.policy_hash != new.policy_hash,
             None => true,
         })

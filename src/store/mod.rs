@@ -708,6 +708,27 @@ impl Store {
         Ok(out)
     }
 
+    /// Every workload that has history, including workloads no longer placed (sorted).
+    pub fn workloads_with_history(&self) -> Result<Vec<ObjectKey>, StoreError> {
+        let mut out = std::collections::BTreeSet::new();
+        for kv in self.inner.history.iter() {
+            let (_, v) = kv.map_err(|e| self.err(e))?;
+            out.insert(decode::<HistoryRecord>(&v)?.workload);
+        }
+        Ok(out.into_iter().collect())
+    }
+
+    /// The newest history record of a workload.
+    pub fn last_history(&self, key: &ObjectKey) -> Result<Option<HistoryRecord>, StoreError> {
+        match self.inner.history.scan_prefix(keys::history_prefix(key)?).next_back() {
+            None => Ok(None),
+            Some(kv) => {
+                let (_, v) = kv.map_err(|e| self.err(e))?;
+                Ok(Some(decode::<HistoryRecord>(&v)?))
+            }
+        }
+    }
+
     // ---------------------------------------------------------------------------------------
     // Durability and size
 

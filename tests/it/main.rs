@@ -1,1 +1,8 @@
+//! Integration tests: the real binary on real files.
 
+mod bad_input;
+mod daemon;
+mod explain;
+mod render;
+mod support;
+mod systemd;

@@ -1,0 +1,132 @@
+//! `fedsched run`: reconciles at start and on policy changes, keeps the last good output on a
+//! bad edit, refuses a second instance on the same state, and stops cleanly on SIGTERM.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+struct Daemon {
+    child: Child,
+}
+
+impl Daemon {
+    fn start(s: &Scratch) -> Daemon {
+        let cfg = s.dir.path().join("fedsched.toml");
+        std::fs::write(
+            &cfg,
+            "[reconcile]\ninterval = \"1h\"\ndebounce = \"200ms\"\nshutdown_timeout = \"5s\"\n[log]\nformat = \"json\"\n",
+        )
+        .expect("write config");
+        let child = Command::new(bin())
+            .args(["run", "--config"])
+            .arg(&cfg)
+            .arg("--policies")
+            .arg(s.policies())
+            .arg("--out")
+            .arg(s.out())
+            .arg("--state")
+            .arg(s.state())
+            .env_remove("NOTIFY_SOCKET")
+            .env("FEDSCHED_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn daemon");
+        Daemon { child }
+    }
+
+    fn signal(&self, sig: &str) {
+        let status = Command::new("kill").args(["-s", sig, &self.child.id().to_string()]).status().expect("kill");
+        assert!(status.success());
+    }
+
+    /// Waits for exit (bounded) and returns (exit code, stderr).
+    fn wait(mut self, limit: Duration) -> (Option<i32>, String) {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                let mut err = String::new();
+                if let Some(mut e) = self.child.stderr.take() {
+                    use std::io::Read;
+                    let _ = e.read_to_string(&mut err);
+                }
+                return (status.code(), err);
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!("daemon did not exit within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn file_contains(p: &Path, needle: &str) -> bool {
+    std::fs::read_to_string(p).map(|s| s.contains(needle)).unwrap_or(false)
+}
+
+#[test]
+fn daemon_reacts_to_edits_keeps_last_good_and_stops_cleanly() {
+    let s = Scratch::with_demo();
+    let d = Daemon::start(&s);
+    let web = s.out().join("eu-west-a/shop/apps_deployment_web.yaml");
+    wait_for("the startup reconcile", Duration::from_secs(30), || web.exists());
+
+    // A second fedsched on the same state directory fails fast with a clear message.
+    let second = s.render();
+    assert_eq!(second.status.code(), Some(2), "{}", text(&second.stderr));
+    assert!(text(&second.stderr).contains("in use"), "{}", text(&second.stderr));
+
+    // An edit is picked up (an editor-style save: write a temp file, rename over).
+    let path = s.policies().join("apps/web.yaml");
+    let edited = std::fs::read_to_string(&path).expect("read").replace("replicas: 9", "replicas: 18");
+    let tmp = s.policies().join("apps/.web.yaml.tmp");
+    std::fs::write(&tmp, &edited).expect("write");
+    std::fs::rename(&tmp, &path).expect("rename");
+    wait_for("the edit to be rendered", Duration::from_secs(30), || file_contains(&web, "replicas: 8\n"));
+
+    // A broken edit keeps the last good output.
+    let before = tree(&s.out());
+    std::fs::write(s.policies().join("apps/broken.yaml"), "kind: [\n").expect("write");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(before, tree(&s.out()), "output changed after an invalid edit");
+    std::fs::remove_file(s.policies().join("apps/broken.yaml")).expect("rm");
+
+    // SIGTERM: exit 0 within a few seconds, store intact.
+    let started = Instant::now();
+    d.signal("TERM");
+    let (code, stderr) = d.wait(Duration::from_secs(10));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(8));
+    assert!(stderr.contains("invalid policy input"), "the bad edit was not reported: {stderr}");
+    let h = s.cmd("history", &["Deployment/shop/web", "-o", "json"]);
+    assert!(h.status.success(), "{}", text(&h.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&h.stdout).expect("json");
+    assert!(v.as_array().map(|a| a.len() >= 2).unwrap_or(false), "history: {v}");
+}
+
+#[test]
+fn sigint_also_stops_cleanly() {
+    let s = Scratch::with_demo();
+    let d = Daemon::start(&s);
+    wait_for("the startup reconcile", Duration::from_secs(30), || s.out().join("us-east-gpu/kustomization.yaml").exists());
+    d.signal("INT");
+    let (code, stderr) = d.wait(Duration::from_secs(10));
+    assert_eq!(code, Some(0), "{stderr}");
+}

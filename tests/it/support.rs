@@ -1,0 +1,159 @@
+//! Helpers for driving the real binary on temporary directories.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_fedsched")
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs the binary with the given arguments; no config from the environment.
+pub fn fedsched(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .env_remove("FEDSCHED_CONFIG")
+        .env_remove("NOTIFY_SOCKET")
+        .env("FEDSCHED_LOG", "warn")
+        .output()
+        .expect("run fedsched")
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A scratch area: a policy repository, an output and a state directory.
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Self {
+        Scratch { dir: tempfile::tempdir().expect("tempdir") }
+    }
+
+    /// A scratch area whose policy repository is a copy of `config/demo`.
+    pub fn with_demo() -> Self {
+        let s = Scratch::new();
+        copy_dir(&repo_root().join("config/demo"), &s.policies());
+        s
+    }
+
+    pub fn policies(&self) -> PathBuf {
+        self.dir.path().join("policies")
+    }
+    pub fn out(&self) -> PathBuf {
+        self.dir.path().join("out")
+    }
+    pub fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    pub fn write(&self, rel: &str, content: &str) {
+        let p = self.policies().join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, content).expect("write");
+    }
+
+    pub fn render(&self) -> Output {
+        fedsched(&[
+            "render",
+            "--policies",
+            self.policies().to_str().expect("utf8"),
+            "--out",
+            self.out().to_str().expect("utf8"),
+            "--state",
+            self.state().to_str().expect("utf8"),
+        ])
+    }
+
+    pub fn cmd(&self, sub: &str, extra: &[&str]) -> Output {
+        let mut args = vec![
+            sub.to_string(),
+            "--policies".into(),
+            self.policies().display().to_string(),
+            "--state".into(),
+            self.state().display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        fedsched(&refs)
+    }
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read dir") {
+        let e = e.expect("entry");
+        let p = e.path();
+        let target = to.join(e.file_name());
+        if p.is_dir() {
+            copy_dir(&p, &target);
+        } else {
+            std::fs::copy(&p, &target).expect("copy");
+        }
+    }
+}
+
+/// Every file below `dir` (relative path → bytes).
+pub fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        let Ok(rd) = std::fs::read_dir(dir) else { return };
+        for e in rd {
+            let e = e.expect("entry");
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).expect("prefix").to_string_lossy().replace('\\', "/");
+                out.insert(rel, std::fs::read(&p).expect("read"));
+            }
+        }
+    }
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Modification times of every file below `dir`.
+pub fn mtimes(dir: &Path) -> BTreeMap<String, std::time::SystemTime> {
+    tree(dir)
+        .keys()
+        .map(|k| (k.clone(), std::fs::metadata(dir.join(k)).and_then(|m| m.modified()).expect("mtime")))
+        .collect()
+}
+
+/// Compares a directory with a golden directory; `FEDSCHED_BLESS=1` rewrites the golden.
+pub fn assert_golden(actual_dir: &Path, golden: &str) {
+    let golden_dir = repo_root().join("tests/golden").join(golden);
+    let actual = tree(actual_dir);
+    if std::env::var_os("FEDSCHED_BLESS").is_some() {
+        let _ = std::fs::remove_dir_all(&golden_dir);
+        for (rel, bytes) in &actual {
+            let p = golden_dir.join(rel);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(p, bytes).expect("write golden");
+        }
+        return;
+    }
+    let expected = tree(&golden_dir);
+    assert!(!expected.is_empty(), "golden {golden} is missing: run with FEDSCHED_BLESS=1");
+    let a: Vec<&String> = actual.keys().collect();
+    let e: Vec<&String> = expected.keys().collect();
+    assert_eq!(a, e, "file set differs from golden {golden}");
+    for (rel, bytes) in &expected {
+        let got = &actual[rel];
+        if got != bytes {
+            panic!(
+                "{rel} differs from golden {golden}\n--- expected\n{}\n--- actual\n{}",
+                text(bytes),
+                text(got)
+            );
+        }
+    }
+}
