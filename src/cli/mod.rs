@@ -1,3 +1,5 @@
 //! Command line.
 use std::process::ExitCode;
-pub fn main() -> ExitCode { ExitCode::SUCCESS }
+pub fn main() -> ExitCode {
+    ExitCode::SUCCESS
+}
