@@ -1165,8 +1165,14 @@ mod tests {
         // A marker with content on the same line.
         let docs = split_documents("--- {a: 1}\n---\n---a: 2\n");
         assert_eq!(docs.len(), 2);
-        assert_eq!(parse_document(&docs[0]).ok(), Some(serde_json::json!({"a": 1})));
-        assert_eq!(parse_document(&docs[1]).ok(), Some(serde_json::json!({"---a": 2})));
+        assert_eq!(
+            parse_document(&docs[0]).ok(),
+            Some(serde_json::json!({"a": 1}))
+        );
+        assert_eq!(
+            parse_document(&docs[1]).ok(),
+            Some(serde_json::json!({"---a": 2}))
+        );
     }
 
     #[test]
