@@ -358,8 +358,9 @@ fn is_content(line: &str) -> bool {
     !t.is_empty() && !t.starts_with('#')
 }
 
-/// Parses one document with [`yaml_options`]. Errors read `YAML syntax error at line N,
-/// column C: ...` with the line number of the whole file.
+/// Parses one document with [`yaml_options`]. Errors read `invalid YAML at line N, column C:
+/// ...` with the line number in the whole file; when that line holds a `{{...}}` template
+/// placeholder (Helm, clusterloader2), the message says so.
 pub fn parse_document(doc: &RawDocument) -> Result<Value, String> {
     serde_saphyr::from_str_with_options::<Value>(&doc.text, yaml_options()).map_err(|e| {
         let rendered = e.render_with_options(
@@ -369,14 +370,25 @@ pub fn parse_document(doc: &RawDocument) -> Result<Value, String> {
             Some(loc) => {
                 let suffix = format!(" at line {}, column {}", loc.line(), loc.column());
                 let msg = rendered.strip_suffix(&suffix).unwrap_or(&rendered);
-                let line = doc.first_line as u64 + loc.line().saturating_sub(1);
+                let rel = usize::try_from(loc.line().saturating_sub(1)).unwrap_or(0);
+                let line = doc.first_line + rel;
+                let placeholder = doc
+                    .text
+                    .lines()
+                    .nth(rel)
+                    .is_some_and(|l| l.contains("{{") && l.contains("}}"));
+                let hint = if placeholder {
+                    " (the line holds a `{{...}}` template placeholder: render the template first)"
+                } else {
+                    ""
+                };
                 format!(
-                    "YAML syntax error at line {line}, column {}: {msg}",
+                    "invalid YAML at line {line}, column {}: {msg}{hint}",
                     loc.column()
                 )
             }
             None => format!(
-                "YAML syntax error in the document starting at line {}: {rendered}",
+                "invalid YAML in the document starting at line {}: {rendered}",
                 doc.first_line
             ),
         }

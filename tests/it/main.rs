@@ -1,1 +1,1 @@
-
+mod policy_examples;
