@@ -456,9 +456,12 @@ fn expand_lists(
     }
 }
 
+/// (group, kind, namespaced) of a CRD, or (field, message) of what is wrong with it.
+type CrdScope = Result<(String, String, bool), (String, String)>;
+
 /// Scope of a CustomResourceDefinition: `Some(Ok((group, kind, namespaced)))`, `Some(Err(..))`
 /// for a CRD missing one of the fields, None for other objects.
-fn crd_scope(value: &Value) -> Option<Result<(String, String, bool), (String, String)>> {
+fn crd_scope(value: &Value) -> Option<CrdScope> {
     let api = value.get("apiVersion")?.as_str()?;
     if group_of(api) != "apiextensions.k8s.io"
         || value.get("kind")?.as_str()? != "CustomResourceDefinition"

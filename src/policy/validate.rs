@@ -769,7 +769,9 @@ pub(crate) fn parse_quantity(q: &QuantityValue) -> Option<i128> {
             (e.parse::<i32>().ok()?, 0)
         }
     };
-    exp10 += 9 - i32::try_from(frac_part.len()).ok()?;
+    exp10 = exp10
+        .checked_add(9)?
+        .checked_sub(i32::try_from(frac_part.len()).ok()?)?;
     let mut value = mantissa.checked_mul(1i128.checked_shl(exp2)?)?;
     if exp10 >= 0 {
         value = value.checked_mul(10i128.checked_pow(u32::try_from(exp10).ok()?)?)?;
@@ -1011,10 +1013,8 @@ mod tests {
 
     #[test]
     fn cpp_selectors_keep_any_namespace() {
-        let doc = format!(
-            "apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterPropagationPolicy\nmetadata: {{name: c}}\nspec:\n  resourceSelectors: [{{apiVersion: v1, kind: ConfigMap, namespace: any}}]\n"
-        );
-        assert!(fields(&doc).is_empty());
+        let doc = "apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterPropagationPolicy\nmetadata: {name: c}\nspec:\n  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, namespace: any}]\n";
+        assert!(fields(doc).is_empty());
     }
 
     #[test]
@@ -1148,6 +1148,8 @@ mod tests {
         assert_eq!(q("1e3"), q("1k"));
         assert_eq!(q("x"), None);
         assert_eq!(q("1.2.3"), None);
+        assert_eq!(q("1e2147483647"), None);
+        assert_eq!(q("1e-2147483648"), None);
         assert_eq!(parse_quantity(&QuantityValue::Int(2)), q("2000m"));
     }
 
