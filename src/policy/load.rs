@@ -1408,11 +1408,21 @@ status: {kubernetesVersion: v1.30.0, somethingNew: 1}
         #[cfg(unix)]
         {
             let _ = std::os::unix::fs::symlink(root, root.join("sub/loop"));
+            // ConfigMap-volume layout: `x.yaml -> ..data/x.yaml`, `..data -> ..2024_01`.
+            let _ = fs::create_dir_all(root.join("cm/..2024_01"));
+            let _ = fs::write(root.join("cm/..2024_01/x.yaml"), cm("x"));
+            let _ = std::os::unix::fs::symlink("..2024_01", root.join("cm/..data"));
+            let _ = std::os::unix::fs::symlink("..data/x.yaml", root.join("cm/x.yaml"));
         }
         let (set, errors) = load_dir(root);
         assert!(errors.is_empty(), "{errors:?}");
         let names: Vec<_> = set.templates.iter().map(|t| t.key.name.as_str()).collect();
-        assert_eq!(names, vec!["a", "b"]);
+        let want: &[&str] = if cfg!(unix) {
+            &["a", "b", "x"]
+        } else {
+            &["a", "b"]
+        };
+        assert_eq!(names, want);
         let (_, errors) = load_dir(&root.join("missing"));
         assert_eq!(errors.len(), 1);
     }
