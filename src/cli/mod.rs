@@ -1,5 +1,3 @@
 //! Command line.
 use std::process::ExitCode;
-pub fn main() -> ExitCode {
-    ExitCode::SUCCESS
-}
+pub fn main() -> ExitCode { ExitCode::SUCCESS }

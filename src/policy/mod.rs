@@ -18,9 +18,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use load::{LoadError, load_dir};
-use types::{
-    ClusterSpec, ClusterStatus, ClusterTaintPolicySpec, ObjectMeta, OverrideSpec, PropagationSpec,
-};
+use types::{ClusterSpec, ClusterStatus, ClusterTaintPolicySpec, ObjectMeta, OverrideSpec, PropagationSpec};
 
 pub const POLICY_GROUP: &str = "policy.karmada.io";
 pub const CLUSTER_GROUP: &str = "cluster.karmada.io";
@@ -61,12 +59,7 @@ impl ObjectKey {
     /// `KIND/NAMESPACE/NAME`, the form the CLI takes; cluster-scoped objects have an empty
     /// namespace (`ClusterRole//admin`).
     pub fn display_ref(&self) -> String {
-        format!(
-            "{}/{}/{}",
-            self.kind,
-            self.namespace.as_deref().unwrap_or(""),
-            self.name
-        )
+        format!("{}/{}/{}", self.kind, self.namespace.as_deref().unwrap_or(""), self.name)
     }
 
     /// The store key: stable, unique and ordered.
@@ -192,12 +185,7 @@ impl PolicySet {
     }
 
     /// Finds a template by the CLI's `KIND/NAMESPACE/NAME` (kind case-insensitive).
-    pub fn find_template(
-        &self,
-        kind: &str,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Option<&Template> {
+    pub fn find_template(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<&Template> {
         self.templates.iter().find(|t| {
             t.key.kind.eq_ignore_ascii_case(kind)
                 && t.key.namespace.as_deref() == namespace
