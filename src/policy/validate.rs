@@ -1,1 +1,1167 @@
-//! Semantic validation of Karmada policies (the rules of Karmada's validating webhook).
+//! Semantic validation of Karmada policies (the rules of Karmada's validating webhook,
+//! `pkg/util/validation/validation.go`, and of the Cluster API, `pkg/apis/cluster/validation`).
+//!
+//! Run it after [`super::defaults::apply`]: some rules (a PropagationPolicy's selector
+//! namespace must equal the policy namespace) are written for defaulted objects, as in
+//! Karmada where the mutating webhook runs before the validating one. Enum values and
+//! required fields are already enforced by the typed decode in [`super::load`].
+//!
+//! Every error names the file, the document and the field path, e.g.
+//! `spec.placement.spreadConstraints[1].maxGroups`.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::types::{
+    ClusterAffinity, ClusterSpec, ClusterTaintPolicySpec, FieldSelector, LabelSelector,
+    OverrideSpec, OverriderOperator, Overriders, Placement, Preemption, PropagationSpec, PurgeMode,
+    QuantityValue, ReplicaDivisionPreference, ReplicaSchedulingType, ResourceSelector,
+    SelectorOperator, SpreadByField, TolerationOperator,
+};
+use super::{LoadError, PolicySet, Source};
+
+/// Maximum length of `clusterAffinities[].affinityName` (and overflow names).
+pub const MAX_AFFINITY_NAME_LEN: usize = 32;
+
+/// Validates every policy and Cluster of the set and returns all errors (empty = valid).
+pub fn validate(set: &PolicySet) -> Vec<LoadError> {
+    let mut errors = Vec::new();
+    for p in &set.propagation_policies {
+        let mut v = V::new(&p.source, &mut errors);
+        propagation(&mut v, &p.spec, p.namespace());
+    }
+    for p in &set.cluster_propagation_policies {
+        let mut v = V::new(&p.source, &mut errors);
+        propagation(&mut v, &p.spec, None);
+    }
+    for p in set
+        .override_policies
+        .iter()
+        .chain(&set.cluster_override_policies)
+    {
+        let mut v = V::new(&p.source, &mut errors);
+        override_spec(&mut v, &p.spec);
+    }
+    for p in &set.cluster_taint_policies {
+        let mut v = V::new(&p.source, &mut errors);
+        taint_policy(&mut v, &p.spec);
+    }
+    for c in &set.clusters {
+        let mut v = V::new(&c.source, &mut errors);
+        cluster(&mut v, &c.spec);
+    }
+    errors
+}
+
+/// Collects errors of one object.
+struct V<'a> {
+    source: &'a Source,
+    errors: &'a mut Vec<LoadError>,
+}
+
+impl<'a> V<'a> {
+    fn new(source: &'a Source, errors: &'a mut Vec<LoadError>) -> Self {
+        V { source, errors }
+    }
+    fn err(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.errors.push(LoadError::at(self.source, field, message));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PropagationPolicy / ClusterPropagationPolicy
+
+/// `namespace`: the PropagationPolicy's namespace; None for a ClusterPropagationPolicy.
+fn propagation(v: &mut V, spec: &PropagationSpec, namespace: Option<&str>) {
+    if spec.resource_selectors.is_empty() {
+        v.err(
+            "spec.resourceSelectors",
+            "must not be empty (an empty list never means \"all resources\")",
+        );
+    }
+    for (i, sel) in spec.resource_selectors.iter().enumerate() {
+        let path = format!("spec.resourceSelectors[{i}]");
+        resource_selector(v, &path, sel);
+        if let (Some(ns), Some(sel_ns)) = (namespace, sel.namespace.as_deref())
+            && !sel_ns.is_empty()
+            && sel_ns != ns
+        {
+            v.err(
+                format!("{path}.namespace"),
+                format!("`{sel_ns}` must be the policy's own namespace `{ns}`"),
+            );
+        }
+        if spec.preemption == Preemption::Always && sel.name.as_deref().unwrap_or("").is_empty() {
+            v.err(
+                format!("{path}.name"),
+                "is required on every resource selector when preemption is Always",
+            );
+        }
+    }
+    placement(v, "spec.placement", &spec.placement);
+
+    if let Some(failover) = &spec.failover {
+        if let Some(app) = &failover.application {
+            let base = "spec.failover.application";
+            if !spec.propagate_deps {
+                v.err(
+                    "spec.propagateDeps",
+                    "must be true when application failover (spec.failover.application) is set",
+                );
+            }
+            if let Some(t) = app.decision_conditions.toleration_seconds
+                && t < 0
+            {
+                v.err(
+                    format!("{base}.decisionConditions.tolerationSeconds"),
+                    format!("must be >= 0, got {t}"),
+                );
+            }
+            if let Some(g) = app.grace_period_seconds {
+                let mode = app.purge_mode.unwrap_or(PurgeMode::Gracefully);
+                if mode != PurgeMode::Gracefully {
+                    v.err(
+                        format!("{base}.gracePeriodSeconds"),
+                        format!("is only allowed with purgeMode Gracefully, not {mode:?}"),
+                    );
+                } else if g <= 0 {
+                    v.err(
+                        format!("{base}.gracePeriodSeconds"),
+                        format!("must be greater than 0, got {g}"),
+                    );
+                }
+            }
+            if let Some(sp) = &app.state_preservation {
+                state_preservation(v, &format!("{base}.statePreservation"), sp);
+            }
+        }
+        if let Some(cl) = &failover.cluster {
+            if cl.purge_mode == Some(PurgeMode::Never) {
+                v.err(
+                    "spec.failover.cluster.purgeMode",
+                    "must be Directly or Gracefully (Never is only for application failover)",
+                );
+            }
+            if let Some(sp) = &cl.state_preservation {
+                state_preservation(v, "spec.failover.cluster.statePreservation", sp);
+            }
+        }
+    }
+
+    if let Some(s) = &spec.suspension
+        && s.dispatching == Some(true)
+        && s.dispatching_on_clusters.is_some()
+    {
+        v.err(
+            "spec.suspension",
+            "dispatching and dispatchingOnClusters cannot both be set",
+        );
+    }
+    if let Some(sp) = &spec.schedule_priority
+        && sp.priority_class_source.as_deref() != Some("KubePriorityClass")
+    {
+        v.err(
+            "spec.schedulePriority.priorityClassSource",
+            "must be KubePriorityClass",
+        );
+    }
+}
+
+fn state_preservation(v: &mut V, base: &str, sp: &super::types::StatePreservation) {
+    if sp.rules.is_empty() {
+        v.err(format!("{base}.rules"), "must not be empty");
+    }
+    for (i, r) in sp.rules.iter().enumerate() {
+        if let Err(m) = check_qualified_name(&r.alias_label_name) {
+            v.err(format!("{base}.rules[{i}].aliasLabelName"), m);
+        }
+        if r.json_path.trim().is_empty() {
+            v.err(format!("{base}.rules[{i}].jsonPath"), "must not be empty");
+        }
+    }
+}
+
+fn resource_selector(v: &mut V, path: &str, sel: &ResourceSelector) {
+    if sel.api_version.is_empty() {
+        v.err(format!("{path}.apiVersion"), "must not be empty");
+    }
+    if sel.kind.is_empty() {
+        v.err(format!("{path}.kind"), "must not be empty");
+    }
+    if let Some(ls) = &sel.label_selector {
+        label_selector(v, &format!("{path}.labelSelector"), ls);
+    }
+}
+
+fn placement(v: &mut V, base: &str, p: &Placement) {
+    if let Some(aff) = &p.cluster_affinity {
+        affinity(v, &format!("{base}.clusterAffinity"), aff);
+        if !p.cluster_affinities.is_empty() {
+            v.err(
+                format!("{base}.clusterAffinities"),
+                "clusterAffinities cannot co-exist with clusterAffinity",
+            );
+        }
+    }
+    let overflow_allowed = p.replica_scheduling.as_ref().is_some_and(|rs| {
+        rs.replica_scheduling_type != Some(ReplicaSchedulingType::Duplicated)
+            && (rs.replica_division_preference == Some(ReplicaDivisionPreference::Aggregated)
+                || rs
+                    .weight_preference
+                    .as_ref()
+                    .is_some_and(|w| w.dynamic_weight.is_some()))
+    });
+    let mut names = HashSet::new();
+    let mut check_name = |v: &mut V, path: String, name: &str| {
+        if name.is_empty() || name.len() > MAX_AFFINITY_NAME_LEN {
+            v.err(
+                path,
+                format!(
+                    "must be 1 to {MAX_AFFINITY_NAME_LEN} characters long, got {}",
+                    name.len()
+                ),
+            );
+        } else if let Err(m) = check_qualified_name(name) {
+            v.err(path, m);
+        } else if !names.insert(name.to_string()) {
+            v.err(path, format!("duplicate affinity name `{name}`"));
+        }
+    };
+    for (i, term) in p.cluster_affinities.iter().enumerate() {
+        let tp = format!("{base}.clusterAffinities[{i}]");
+        check_name(v, format!("{tp}.affinityName"), &term.affinity_name);
+        affinity(v, &tp, &term.affinity());
+        if !term.overflow_affinities.is_empty() && !overflow_allowed {
+            v.err(
+                format!("{tp}.overflowAffinities"),
+                "only allowed with Divided scheduling that is Aggregated or uses dynamicWeight",
+            );
+        }
+        for (j, o) in term.overflow_affinities.iter().enumerate() {
+            let op = format!("{tp}.overflowAffinities[{j}]");
+            check_name(v, format!("{op}.affinityName"), &o.affinity_name);
+            let aff = ClusterAffinity {
+                label_selector: o.label_selector.clone(),
+                field_selector: o.field_selector.clone(),
+                cluster_names: o.cluster_names.clone(),
+                exclude: o.exclude.clone(),
+            };
+            if aff == ClusterAffinity::default() {
+                v.err(
+                    op.clone(),
+                    "an overflow affinity must select clusters (it is empty)",
+                );
+            }
+            affinity(v, &op, &aff);
+        }
+    }
+    for (i, t) in p.cluster_tolerations.iter().enumerate() {
+        if matches!(
+            t.operator,
+            Some(TolerationOperator::Lt | TolerationOperator::Gt)
+        ) {
+            v.err(
+                format!("{base}.clusterTolerations[{i}].operator"),
+                "operators Lt and Gt are not supported in cluster tolerations",
+            );
+        }
+    }
+    spread_constraints(v, base, p);
+    if let Some(rs) = &p.replica_scheduling
+        && let Some(wp) = &rs.weight_preference
+    {
+        for (i, w) in wp.static_weight_list.iter().enumerate() {
+            let wpath = format!("{base}.replicaScheduling.weightPreference.staticWeightList[{i}]");
+            if w.weight < 1 {
+                v.err(
+                    format!("{wpath}.weight"),
+                    format!("must be >= 1, got {}", w.weight),
+                );
+            }
+            affinity(v, &format!("{wpath}.targetCluster"), &w.target_cluster);
+        }
+    }
+    if let Some(wa) = &p.workload_affinity {
+        for (name, term) in [
+            ("affinity", &wa.affinity),
+            ("antiAffinity", &wa.anti_affinity),
+        ] {
+            if let Some(t) = term
+                && let Err(m) = check_qualified_name(&t.group_by_label_key)
+            {
+                v.err(format!("{base}.workloadAffinity.{name}.groupByLabelKey"), m);
+            }
+        }
+        if let (Some(a), Some(b)) = (&wa.affinity, &wa.anti_affinity)
+            && a.group_by_label_key == b.group_by_label_key
+        {
+            v.err(
+                format!("{base}.workloadAffinity.antiAffinity.groupByLabelKey"),
+                "must differ from affinity.groupByLabelKey",
+            );
+        }
+    }
+}
+
+fn spread_constraints(v: &mut V, base: &str, p: &Placement) {
+    let mut fields: HashSet<SpreadByField> = HashSet::new();
+    for (i, c) in p.spread_constraints.iter().enumerate() {
+        let cp = format!("{base}.spreadConstraints[{i}]");
+        let has_label = !c.spread_by_label.as_deref().unwrap_or("").is_empty();
+        if c.spread_by_field.is_some() && has_label {
+            v.err(
+                format!("{cp}.spreadByLabel"),
+                "spreadByLabel cannot co-exist with spreadByField",
+            );
+        }
+        if c.min_groups < 0 {
+            v.err(
+                format!("{cp}.minGroups"),
+                format!("must be >= 0, got {}", c.min_groups),
+            );
+        }
+        if c.max_groups < 0 {
+            v.err(
+                format!("{cp}.maxGroups"),
+                format!("must be >= 0, got {}", c.max_groups),
+            );
+        }
+        if c.max_groups > 0 && c.max_groups < c.min_groups {
+            v.err(
+                format!("{cp}.maxGroups"),
+                format!(
+                    "maxGroups ({}) must not be lower than minGroups ({})",
+                    c.max_groups, c.min_groups
+                ),
+            );
+        }
+        if let Some(f) = c.spread_by_field
+            && !fields.insert(f)
+        {
+            v.err(
+                format!("{cp}.spreadByField"),
+                format!("duplicate spreadByField {f:?}"),
+            );
+        }
+    }
+    if !fields.is_empty() && !fields.contains(&SpreadByField::Cluster) {
+        v.err(
+            format!("{base}.spreadConstraints"),
+            "a spreadByField: cluster constraint is required when spreading by field",
+        );
+    }
+}
+
+/// Validates a `ClusterAffinity` at `path` (label selector and field selector rules).
+fn affinity(v: &mut V, path: &str, aff: &ClusterAffinity) {
+    if let Some(ls) = &aff.label_selector {
+        label_selector(v, &format!("{path}.labelSelector"), ls);
+    }
+    if let Some(fs) = &aff.field_selector {
+        field_selector(v, &format!("{path}.fieldSelector"), fs);
+    }
+}
+
+fn field_selector(v: &mut V, path: &str, fs: &FieldSelector) {
+    for (i, r) in fs.match_expressions.iter().enumerate() {
+        let rp = format!("{path}.matchExpressions[{i}]");
+        if !matches!(r.key.as_str(), "provider" | "region" | "zone") {
+            v.err(
+                format!("{rp}.key"),
+                format!(
+                    "unsupported key `{}`, expected provider, region or zone",
+                    r.key
+                ),
+            );
+        }
+        match r.operator {
+            SelectorOperator::In | SelectorOperator::NotIn => {
+                if r.values.is_empty() {
+                    v.err(format!("{rp}.values"), "must not be empty for In and NotIn");
+                }
+            }
+            other => v.err(
+                format!("{rp}.operator"),
+                format!("unsupported operator {other:?}, expected In or NotIn"),
+            ),
+        }
+    }
+}
+
+/// Kubernetes label-selector rules (`metav1validation.ValidateLabelSelector`).
+fn label_selector(v: &mut V, path: &str, ls: &LabelSelector) {
+    for (k, val) in &ls.match_labels {
+        if let Err(m) = check_qualified_name(k) {
+            v.err(format!("{path}.matchLabels"), format!("key `{k}`: {m}"));
+        }
+        if let Err(m) = check_label_value(val) {
+            v.err(format!("{path}.matchLabels.{k}"), m);
+        }
+    }
+    for (i, r) in ls.match_expressions.iter().enumerate() {
+        let rp = format!("{path}.matchExpressions[{i}]");
+        if let Err(m) = check_qualified_name(&r.key) {
+            v.err(format!("{rp}.key"), m);
+        }
+        if let Some(m) = selector_requirement_problem(r.operator, &r.values) {
+            v.err(rp, m);
+        }
+    }
+}
+
+/// Why a label-selector requirement is invalid, if it is (shared with matching).
+pub(crate) fn selector_requirement_problem(
+    op: SelectorOperator,
+    values: &[String],
+) -> Option<String> {
+    match op {
+        SelectorOperator::In | SelectorOperator::NotIn if values.is_empty() => {
+            Some(format!("values must not be empty for operator {op:?}"))
+        }
+        SelectorOperator::Exists | SelectorOperator::DoesNotExist if !values.is_empty() => {
+            Some(format!("values must be empty for operator {op:?}"))
+        }
+        SelectorOperator::Gt | SelectorOperator::Lt => {
+            Some(format!("operator {op:?} is not valid in a label selector"))
+        }
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// OverridePolicy / ClusterOverridePolicy
+
+fn override_spec(v: &mut V, spec: &OverrideSpec) {
+    for (i, sel) in spec.resource_selectors.iter().enumerate() {
+        resource_selector(v, &format!("spec.resourceSelectors[{i}]"), sel);
+    }
+    let deprecated = spec.target_cluster.is_some() || spec.overriders.is_some();
+    if !spec.override_rules.is_empty() && deprecated {
+        v.err(
+            "spec.overrideRules",
+            "overrideRules cannot co-exist with the deprecated targetCluster/overriders",
+        );
+    }
+    for (i, rule) in spec.override_rules.iter().enumerate() {
+        let base = format!("spec.overrideRules[{i}]");
+        if let Some(tc) = &rule.target_cluster {
+            affinity(v, &format!("{base}.targetCluster"), tc);
+        }
+        overriders(v, &format!("{base}.overriders"), &rule.overriders);
+    }
+    if let Some(tc) = &spec.target_cluster {
+        affinity(v, "spec.targetCluster", tc);
+    }
+    if let Some(o) = &spec.overriders {
+        overriders(v, "spec.overriders", o);
+    }
+}
+
+fn overriders(v: &mut V, base: &str, o: &Overriders) {
+    use OverriderOperator::{Add, Remove, Replace};
+    for (i, p) in o.plaintext.iter().enumerate() {
+        let pp = format!("{base}.plaintext[{i}]");
+        if let Err(m) = check_json_pointer(&p.path) {
+            v.err(format!("{pp}.path"), m);
+        }
+        if matches!(p.operator, Add | Replace) && p.value.is_none() {
+            v.err(
+                format!("{pp}.value"),
+                format!("is required for operator {}", op_name(p.operator)),
+            );
+        }
+    }
+    for (i, img) in o.image_overrider.iter().enumerate() {
+        if let Some(pred) = &img.predicate
+            && let Err(m) = check_json_pointer(&pred.path)
+        {
+            v.err(format!("{base}.imageOverrider[{i}].predicate.path"), m);
+        }
+    }
+    for (name, list) in [
+        ("commandOverrider", &o.command_overrider),
+        ("argsOverrider", &o.args_overrider),
+    ] {
+        for (i, c) in list.iter().enumerate() {
+            if c.operator == Replace {
+                v.err(
+                    format!("{base}.{name}[{i}].operator"),
+                    "must be add or remove",
+                );
+            }
+            if c.container_name.is_empty() {
+                v.err(
+                    format!("{base}.{name}[{i}].containerName"),
+                    "must not be empty",
+                );
+            }
+        }
+    }
+    for (name, list, is_label) in [
+        ("labelsOverrider", &o.labels_overrider, true),
+        ("annotationsOverrider", &o.annotations_overrider, false),
+    ] {
+        for (i, l) in list.iter().enumerate() {
+            map_keys_values(v, &format!("{base}.{name}[{i}].value"), &l.value, is_label);
+        }
+    }
+    for (i, f) in o.field_overrider.iter().enumerate() {
+        let fp = format!("{base}.fieldOverrider[{i}]");
+        if let Err(m) = check_json_pointer(&f.field_path) {
+            v.err(format!("{fp}.fieldPath"), m);
+        }
+        match (f.json.is_empty(), f.yaml.is_empty()) {
+            (true, true) => v.err(
+                fp.clone(),
+                "exactly one of json or yaml must be set (neither is)",
+            ),
+            (false, false) => v.err(
+                fp.clone(),
+                "exactly one of json or yaml must be set (both are)",
+            ),
+            _ => {}
+        }
+        for (kind, patches) in [("json", &f.json), ("yaml", &f.yaml)] {
+            for (j, p) in patches.iter().enumerate() {
+                let pp = format!("{fp}.{kind}[{j}]");
+                if let Err(m) = check_json_pointer(&p.sub_path) {
+                    v.err(format!("{pp}.subPath"), m);
+                }
+                match (p.operator, p.value.is_some()) {
+                    (Add | Replace, false) => v.err(
+                        format!("{pp}.value"),
+                        format!("is required for operator {}", op_name(p.operator)),
+                    ),
+                    (Remove, true) => {
+                        v.err(format!("{pp}.value"), "must not be set for operator remove")
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+fn op_name(op: OverriderOperator) -> &'static str {
+    match op {
+        OverriderOperator::Add => "add",
+        OverriderOperator::Remove => "remove",
+        OverriderOperator::Replace => "replace",
+    }
+}
+
+fn map_keys_values(v: &mut V, path: &str, map: &BTreeMap<String, String>, values_are_labels: bool) {
+    for (k, val) in map {
+        if let Err(m) = check_qualified_name(k) {
+            v.err(path.to_string(), format!("key `{k}`: {m}"));
+        }
+        if values_are_labels && let Err(m) = check_label_value(val) {
+            v.err(format!("{path}.{k}"), m);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ClusterTaintPolicy
+
+fn taint_policy(v: &mut V, spec: &ClusterTaintPolicySpec) {
+    if let Some(tc) = &spec.target_clusters {
+        affinity(v, "spec.targetClusters", tc);
+    }
+    if spec.taints.is_empty() {
+        v.err("spec.taints", "must not be empty");
+    }
+    for (i, t) in spec.taints.iter().enumerate() {
+        if let Err(m) = check_qualified_name(&t.key) {
+            v.err(format!("spec.taints[{i}].key"), m);
+        }
+    }
+    if spec.add_on_conditions.is_empty() && spec.remove_on_conditions.is_empty() {
+        v.err(
+            "spec.addOnConditions",
+            "at least one of addOnConditions and removeOnConditions must be set",
+        );
+    }
+    for (name, list) in [
+        ("addOnConditions", &spec.add_on_conditions),
+        ("removeOnConditions", &spec.remove_on_conditions),
+    ] {
+        for (i, c) in list.iter().enumerate() {
+            let cp = format!("spec.{name}[{i}]");
+            if !matches!(c.operator, SelectorOperator::In | SelectorOperator::NotIn) {
+                v.err(format!("{cp}.operator"), "must be In or NotIn");
+            }
+            if c.status_values.is_empty() {
+                v.err(format!("{cp}.statusValues"), "must not be empty");
+            }
+            if c.condition_type.is_empty() {
+                v.err(format!("{cp}.conditionType"), "must not be empty");
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster
+
+fn cluster(v: &mut V, spec: &ClusterSpec) {
+    if spec.zone.as_deref().is_some_and(|z| !z.is_empty()) && !spec.zones.is_empty() {
+        v.err(
+            "spec.zone",
+            "zone and zones cannot both be set (zone is deprecated, use zones)",
+        );
+    }
+    for (field, value) in [
+        ("provider", &spec.provider),
+        ("region", &spec.region),
+        ("zone", &spec.zone),
+    ] {
+        if let Some(val) = value
+            && let Err(m) = check_label_value(val)
+        {
+            v.err(format!("spec.{field}"), m);
+        }
+    }
+    for (i, z) in spec.zones.iter().enumerate() {
+        if let Err(m) = check_label_value(z) {
+            v.err(format!("spec.zones[{i}]"), m);
+        }
+    }
+    resource_models(v, spec);
+}
+
+fn resource_models(v: &mut V, spec: &ClusterSpec) {
+    let models = &spec.resource_models;
+    if models.is_empty() {
+        return;
+    }
+    let mut grades = HashSet::new();
+    for (i, m) in models.iter().enumerate() {
+        if !grades.insert(m.grade) {
+            v.err(
+                format!("spec.resourceModels[{i}].grade"),
+                format!("duplicate grade {}", m.grade),
+            );
+        }
+    }
+    let names = |i: usize| {
+        models[i]
+            .ranges
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>()
+    };
+    let first = names(0);
+    let mut parsed: Vec<Vec<Option<(i128, i128)>>> = Vec::new();
+    for (i, m) in models.iter().enumerate() {
+        if m.ranges.is_empty() {
+            v.err(
+                format!("spec.resourceModels[{i}].ranges"),
+                "must not be empty",
+            );
+        }
+        if i > 0 && names(i) != first {
+            v.err(
+                format!("spec.resourceModels[{i}].ranges"),
+                format!(
+                    "must list the same resources in the same order as the first model ({})",
+                    first.join(", ")
+                ),
+            );
+        }
+        let mut row = Vec::new();
+        for (j, r) in m.ranges.iter().enumerate() {
+            let rp = format!("spec.resourceModels[{i}].ranges[{j}]");
+            let min = parse_quantity(&r.min);
+            let max = parse_quantity(&r.max);
+            if min.is_none() {
+                v.err(
+                    format!("{rp}.min"),
+                    format!("`{}` is not a valid quantity", r.min),
+                );
+            }
+            if max.is_none() {
+                v.err(
+                    format!("{rp}.max"),
+                    format!("`{}` is not a valid quantity", r.max),
+                );
+            }
+            match (min, max) {
+                (Some(a), Some(b)) => {
+                    if a >= b {
+                        v.err(
+                            format!("{rp}.max"),
+                            format!("max ({}) must be greater than min ({})", r.max, r.min),
+                        );
+                    }
+                    row.push(Some((a, b)));
+                }
+                _ => row.push(None),
+            }
+        }
+        parsed.push(row);
+    }
+    // Contiguity in grade order: the previous grade's max is this grade's min.
+    let mut order: Vec<usize> = (0..models.len()).collect();
+    order.sort_by_key(|&i| models[i].grade);
+    for w in order.windows(2) {
+        let (prev, cur) = (w[0], w[1]);
+        if names(prev) != names(cur) {
+            continue; // already reported
+        }
+        for (j, r) in models[cur].ranges.iter().enumerate() {
+            if let (Some(Some((_, pmax))), Some(Some((cmin, _)))) =
+                (parsed[prev].get(j), parsed[cur].get(j))
+                && pmax != cmin
+            {
+                v.err(
+                    format!("spec.resourceModels[{cur}].ranges[{j}].min"),
+                    format!(
+                        "{} of grade {} must start where grade {} ends ({}): grades must be contiguous",
+                        r.name, models[cur].grade, models[prev].grade, models[prev].ranges[j].max
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Parses a Kubernetes quantity into nano-units (`1` → 10⁹, `500m` → 5·10⁸, `1Ki` →
+/// 1024·10⁹). None when the text is not a quantity or does not fit.
+pub(crate) fn parse_quantity(q: &QuantityValue) -> Option<i128> {
+    let s = match q {
+        QuantityValue::Int(i) => return i128::from(*i).checked_mul(1_000_000_000),
+        QuantityValue::Text(s) => s.trim(),
+    };
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let num_end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(num_end);
+    if num.is_empty() || num == "." || num.matches('.').count() > 1 {
+        return None;
+    }
+    let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
+    let digits = format!("{int_part}{frac_part}");
+    let mantissa: i128 = digits.parse().ok()?;
+    // value = mantissa · 10^(exp10 - frac_len) · 2^exp2, in units; ×10⁹ for nano.
+    let (mut exp10, exp2): (i32, u32) = match suffix {
+        "" => (0, 0),
+        "n" => (-9, 0),
+        "u" => (-6, 0),
+        "m" => (-3, 0),
+        "k" => (3, 0),
+        "M" => (6, 0),
+        "G" => (9, 0),
+        "T" => (12, 0),
+        "P" => (15, 0),
+        "E" => (18, 0),
+        "Ki" => (0, 10),
+        "Mi" => (0, 20),
+        "Gi" => (0, 30),
+        "Ti" => (0, 40),
+        "Pi" => (0, 50),
+        "Ei" => (0, 60),
+        other => {
+            let e = other.strip_prefix(['e', 'E'])?;
+            (e.parse::<i32>().ok()?, 0)
+        }
+    };
+    exp10 = exp10
+        .checked_add(9)?
+        .checked_sub(i32::try_from(frac_part.len()).ok()?)?;
+    let mut value = mantissa.checked_mul(1i128.checked_shl(exp2)?)?;
+    if exp10 >= 0 {
+        value = value.checked_mul(10i128.checked_pow(u32::try_from(exp10).ok()?)?)?;
+    } else {
+        value /= 10i128.checked_pow(u32::try_from(-exp10).ok()?)?;
+    }
+    Some(if neg { -value } else { value })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Syntax helpers
+
+/// Kubernetes qualified name (label and annotation keys): optional DNS-subdomain prefix and
+/// `/`, then 1..63 chars of `[A-Za-z0-9_.-]` starting and ending alphanumeric.
+pub fn check_qualified_name(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if let Some(p) = prefix
+        && super::load::check_dns1123_subdomain(p).is_err()
+    {
+        return Err(format!(
+            "`{key}`: prefix `{p}` must be a DNS-1123 subdomain"
+        ));
+    }
+    if name.is_empty() || name.len() > 63 || !name_chars_ok(name) {
+        return Err(format!(
+            "`{key}` is not a qualified name (1-63 characters of letters, digits, '-', '_' and '.', starting and ending with a letter or digit, with an optional DNS prefix and '/')"
+        ));
+    }
+    Ok(())
+}
+
+/// Kubernetes label value: empty, or up to 63 chars of `[A-Za-z0-9_.-]` starting and ending
+/// alphanumeric.
+pub fn check_label_value(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    if value.len() > 63 || !name_chars_ok(value) {
+        return Err(format!(
+            "`{value}` is not a valid label value (up to 63 characters of letters, digits, '-', '_' and '.', starting and ending with a letter or digit)"
+        ));
+    }
+    Ok(())
+}
+
+fn name_chars_ok(s: &str) -> bool {
+    let b = s.as_bytes();
+    let alnum = |c: u8| c.is_ascii_alphanumeric();
+    !b.is_empty()
+        && alnum(b[0])
+        && alnum(b[b.len() - 1])
+        && b.iter()
+            .all(|&c| alnum(c) || c == b'-' || c == b'_' || c == b'.')
+}
+
+/// RFC 6901 JSON pointer as Karmada accepts it: starts with `/`; `~` only as `~0` or `~1`.
+pub fn check_json_pointer(p: &str) -> Result<(), String> {
+    if !p.starts_with('/') {
+        return Err(format!("`{p}` is not a JSON pointer (must start with '/')"));
+    }
+    let mut chars = p.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+            return Err(format!(
+                "`{p}` is not a valid JSON pointer ('~' must be followed by 0 or 1)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::policy::{defaults, load::load_sources};
+
+    /// Loads, defaults and validates; returns the field paths of the validation errors.
+    fn fields(yaml: &str) -> Vec<String> {
+        let (mut set, errors) = load_sources([(PathBuf::from("t.yaml"), yaml.to_string())]);
+        assert!(errors.is_empty(), "load errors: {errors:?}");
+        defaults::apply(&mut set);
+        let errs = validate(&set);
+        for e in &errs {
+            assert_eq!(e.file, PathBuf::from("t.yaml"));
+            assert_eq!(e.document, Some(1));
+        }
+        errs.into_iter().map(|e| e.field).collect()
+    }
+
+    fn pp(spec: &str) -> String {
+        format!(
+            "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: p, namespace: ns}}\nspec:\n{}",
+            indent(spec)
+        )
+    }
+    fn op(spec: &str) -> String {
+        format!(
+            "apiVersion: policy.karmada.io/v1alpha1\nkind: OverridePolicy\nmetadata: {{name: o, namespace: ns}}\nspec:\n{}",
+            indent(spec)
+        )
+    }
+    fn cluster_doc(spec: &str) -> String {
+        format!(
+            "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: c}}\nspec:\n  syncMode: Push\n{}",
+            indent(spec)
+        )
+    }
+    fn indent(s: &str) -> String {
+        s.lines().map(|l| format!("  {l}\n")).collect()
+    }
+    const SEL: &str = "resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n";
+
+    #[test]
+    fn propagation_rules() {
+        let cases: &[(&str, &[&str])] = &[
+            // valid
+            (SEL, &[]),
+            ("resourceSelectors: []", &["spec.resourceSelectors"]),
+            (
+                "resourceSelectors: [{apiVersion: v1, kind: ConfigMap, namespace: other}]",
+                &["spec.resourceSelectors[0].namespace"],
+            ),
+            (
+                "resourceSelectors: [{apiVersion: v1, kind: ConfigMap, labelSelector: {matchExpressions: [{key: a, operator: In}]}}]",
+                &["spec.resourceSelectors[0].labelSelector.matchExpressions[0]"],
+            ),
+            (
+                &format!("{SEL}preemption: Always"),
+                &["spec.resourceSelectors[0].name"],
+            ),
+            (
+                &format!(
+                    "{SEL}placement:\n  clusterAffinity: {{clusterNames: [a]}}\n  clusterAffinities: [{{affinityName: x}}]"
+                ),
+                &["spec.placement.clusterAffinities"],
+            ),
+            (
+                &format!(
+                    "{SEL}placement:\n  clusterAffinities: [{{affinityName: x}}, {{affinityName: x}}, {{affinityName: ''}}, {{affinityName: {}}}]",
+                    "a".repeat(33)
+                ),
+                &[
+                    "spec.placement.clusterAffinities[1].affinityName",
+                    "spec.placement.clusterAffinities[2].affinityName",
+                    "spec.placement.clusterAffinities[3].affinityName",
+                ],
+            ),
+            (
+                &format!(
+                    "{SEL}placement:\n  clusterAffinities:\n  - affinityName: x\n    overflowAffinities: [{{affinityName: x, clusterNames: [b]}}]"
+                ),
+                &[
+                    "spec.placement.clusterAffinities[0].overflowAffinities",
+                    "spec.placement.clusterAffinities[0].overflowAffinities[0].affinityName",
+                ],
+            ),
+            (
+                &format!(
+                    "{SEL}placement:\n  replicaScheduling: {{replicaDivisionPreference: Aggregated}}\n  clusterAffinities:\n  - affinityName: x\n    overflowAffinities: [{{affinityName: y, clusterNames: [b]}}]"
+                ),
+                &[],
+            ),
+            (
+                &format!(
+                    "{SEL}placement:\n  clusterAffinity:\n    fieldSelector:\n      matchExpressions:\n      - {{key: provider, operator: In, values: [aws]}}\n      - {{key: city, operator: In, values: [x]}}\n      - {{key: zone, operator: Exists}}"
+                ),
+                &[
+                    "spec.placement.clusterAffinity.fieldSelector.matchExpressions[1].key",
+                    "spec.placement.clusterAffinity.fieldSelector.matchExpressions[2].operator",
+                ],
+            ),
+            (
+                &format!(
+                    "{SEL}placement:\n  clusterTolerations: [{{key: a, operator: Lt, value: '1'}}, {{effect: NoSchedule}}]"
+                ),
+                &["spec.placement.clusterTolerations[0].operator"],
+            ),
+            (
+                &format!(
+                    "{SEL}placement:\n  spreadConstraints:\n  - {{spreadByField: region, maxGroups: 2}}\n  - {{spreadByField: region, spreadByLabel: x, minGroups: 3, maxGroups: 2}}\n  - {{spreadByLabel: y, minGroups: -1, maxGroups: -1}}"
+                ),
+                &[
+                    "spec.placement.spreadConstraints[1].spreadByLabel",
+                    "spec.placement.spreadConstraints[1].maxGroups",
+                    "spec.placement.spreadConstraints[1].spreadByField",
+                    "spec.placement.spreadConstraints[2].minGroups",
+                    "spec.placement.spreadConstraints[2].maxGroups",
+                    "spec.placement.spreadConstraints",
+                ],
+            ),
+            (
+                &format!(
+                    "{SEL}placement:\n  spreadConstraints:\n  - {{spreadByField: region, maxGroups: 2}}\n  - {{spreadByField: cluster, maxGroups: 3}}"
+                ),
+                &[],
+            ),
+            (
+                &format!(
+                    "{SEL}placement:\n  replicaScheduling:\n    weightPreference:\n      staticWeightList:\n      - {{targetCluster: {{clusterNames: [a]}}, weight: 0}}\n      - {{targetCluster: {{clusterNames: [b]}}, weight: 2}}"
+                ),
+                &["spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight"],
+            ),
+            (
+                &format!("{SEL}failover: {{application: {{decisionConditions: {{}}}}}}"),
+                &["spec.propagateDeps"],
+            ),
+            (
+                &format!(
+                    "{SEL}propagateDeps: true\nfailover: {{application: {{decisionConditions: {{tolerationSeconds: -1}}, purgeMode: Directly, gracePeriodSeconds: 10}}}}"
+                ),
+                &[
+                    "spec.failover.application.decisionConditions.tolerationSeconds",
+                    "spec.failover.application.gracePeriodSeconds",
+                ],
+            ),
+            (
+                &format!(
+                    "{SEL}propagateDeps: true\nfailover: {{application: {{decisionConditions: {{}}, gracePeriodSeconds: 0}}}}"
+                ),
+                &["spec.failover.application.gracePeriodSeconds"],
+            ),
+            (
+                &format!(
+                    "{SEL}suspension: {{dispatching: true, dispatchingOnClusters: {{clusterNames: [a]}}}}"
+                ),
+                &["spec.suspension"],
+            ),
+        ];
+        for (spec, want) in cases {
+            let got = fields(&pp(spec));
+            assert_eq!(&got, want, "spec:\n{spec}");
+        }
+    }
+
+    #[test]
+    fn cpp_selectors_keep_any_namespace() {
+        let doc = "apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterPropagationPolicy\nmetadata: {name: c}\nspec:\n  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, namespace: any}]\n";
+        assert!(fields(doc).is_empty());
+    }
+
+    #[test]
+    fn override_rules() {
+        let rule = |ov: &str| {
+            format!(
+                "{SEL}overrideRules:\n- overriders:\n{}",
+                indent(&indent(ov))
+            )
+        };
+        let cases: Vec<(String, &[&str])> = vec![
+            (
+                rule("plaintext: [{path: /spec/replicas, operator: replace, value: 1}]"),
+                &[],
+            ),
+            (
+                format!(
+                    "{}targetCluster: {{clusterNames: [a]}}\n",
+                    rule("plaintext: []")
+                ),
+                &["spec.overrideRules"],
+            ),
+            (
+                rule(
+                    "plaintext: [{path: spec/replicas, operator: add}, {path: /a~2, operator: remove}]",
+                ),
+                &[
+                    "spec.overrideRules[0].overriders.plaintext[0].path",
+                    "spec.overrideRules[0].overriders.plaintext[0].value",
+                    "spec.overrideRules[0].overriders.plaintext[1].path",
+                ],
+            ),
+            (
+                rule(
+                    "fieldOverrider:\n- fieldPath: /data/a\n  json: [{subPath: /x, operator: remove, value: 1}, {subPath: /y, operator: add}]\n  yaml: [{subPath: /z, operator: remove}]\n- fieldPath: /data/b",
+                ),
+                &[
+                    "spec.overrideRules[0].overriders.fieldOverrider[0]",
+                    "spec.overrideRules[0].overriders.fieldOverrider[0].json[0].value",
+                    "spec.overrideRules[0].overriders.fieldOverrider[0].json[1].value",
+                    "spec.overrideRules[0].overriders.fieldOverrider[1]",
+                ],
+            ),
+            (
+                rule(
+                    "commandOverrider: [{containerName: c, operator: replace, value: [x]}]\nlabelsOverrider: [{operator: add, value: {'bad key!': v, ok: 'bad value!'}}]",
+                ),
+                &[
+                    "spec.overrideRules[0].overriders.commandOverrider[0].operator",
+                    "spec.overrideRules[0].overriders.labelsOverrider[0].value",
+                    "spec.overrideRules[0].overriders.labelsOverrider[0].value.ok",
+                ],
+            ),
+            (
+                format!(
+                    "{SEL}targetCluster: {{fieldSelector: {{matchExpressions: [{{key: name, operator: In, values: [a]}}]}}}}\noverriders: {{plaintext: [{{path: /a, operator: remove}}]}}\n"
+                ),
+                &["spec.targetCluster.fieldSelector.matchExpressions[0].key"],
+            ),
+        ];
+        for (spec, want) in cases {
+            assert_eq!(fields(&op(&spec)), want, "spec:\n{spec}");
+        }
+    }
+
+    #[test]
+    fn cluster_rules() {
+        let models = |r: &str| format!("resourceModels:\n{}", r);
+        let cases: Vec<(String, &[&str])> = vec![
+            (String::from("zones: [a]\nprovider: aws"), &[]),
+            (String::from("zone: a\nzones: [b]"), &["spec.zone"]),
+            (String::from("region: 'not valid!'"), &["spec.region"]),
+            (
+                models(
+                    "- {grade: 0, ranges: [{name: cpu, min: 0, max: 1}, {name: memory, min: 0, max: 4Gi}]}\n- {grade: 1, ranges: [{name: cpu, min: 1, max: '2'}, {name: memory, min: '4294967296', max: 16Gi}]}",
+                ),
+                &[],
+            ),
+            (
+                models(
+                    "- {grade: 0, ranges: [{name: cpu, min: 0, max: 1}]}\n- {grade: 0, ranges: [{name: cpu, min: 1, max: 2}]}",
+                ),
+                &["spec.resourceModels[1].grade"],
+            ),
+            (
+                models(
+                    "- {grade: 0, ranges: [{name: cpu, min: 0, max: 1}, {name: memory, min: 0, max: 1Gi}]}\n- {grade: 1, ranges: [{name: memory, min: 1Gi, max: 2Gi}, {name: cpu, min: 1, max: 2}]}",
+                ),
+                &["spec.resourceModels[1].ranges"],
+            ),
+            (
+                models(
+                    "- {grade: 0, ranges: [{name: cpu, min: 0, max: 1}]}\n- {grade: 1, ranges: [{name: cpu, min: 1500m, max: 1}]}",
+                ),
+                &[
+                    "spec.resourceModels[1].ranges[0].max",
+                    "spec.resourceModels[1].ranges[0].min",
+                ],
+            ),
+            (
+                models("- {grade: 0, ranges: [{name: cpu, min: 0, max: lots}]}"),
+                &["spec.resourceModels[0].ranges[0].max"],
+            ),
+        ];
+        for (spec, want) in cases {
+            assert_eq!(fields(&cluster_doc(&spec)), want, "spec:\n{spec}");
+        }
+    }
+
+    #[test]
+    fn taint_policy_rules() {
+        let doc = "apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterTaintPolicy\nmetadata: {name: t}\nspec:\n  addOnConditions: [{conditionType: Ready, operator: Exists, statusValues: []}]\n  taints: []\n";
+        assert_eq!(
+            fields(doc),
+            vec![
+                "spec.taints",
+                "spec.addOnConditions[0].operator",
+                "spec.addOnConditions[0].statusValues"
+            ]
+        );
+    }
+
+    #[test]
+    fn quantities() {
+        let q = |s: &str| parse_quantity(&QuantityValue::Text(s.to_string()));
+        assert_eq!(q("1"), Some(1_000_000_000));
+        assert_eq!(q("500m"), Some(500_000_000));
+        assert_eq!(q("1.5"), Some(1_500_000_000));
+        assert_eq!(q("1Ki"), Some(1024 * 1_000_000_000));
+        assert_eq!(q("4Gi"), q("4294967296"));
+        assert_eq!(q("1e3"), q("1k"));
+        assert_eq!(q("x"), None);
+        assert_eq!(q("1.2.3"), None);
+        assert_eq!(q("1e2147483647"), None);
+        assert_eq!(q("1e-2147483648"), None);
+        assert_eq!(parse_quantity(&QuantityValue::Int(2)), q("2000m"));
+    }
+
+    #[test]
+    fn syntax_helpers() {
+        assert!(check_qualified_name("failuredomain.kubernetes.io/zone").is_ok());
+        assert!(check_qualified_name("a_b.c").is_ok());
+        assert!(check_qualified_name("/x").is_err());
+        assert!(check_qualified_name("x/").is_err());
+        assert!(check_label_value("").is_ok());
+        assert!(check_label_value("-a").is_err());
+        assert!(check_json_pointer("/a~0b~1c").is_ok());
+        assert!(check_json_pointer("").is_err());
+    }
+}
