@@ -150,7 +150,11 @@ impl Config {
         let mut cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
-            ConfigError::Invalid { path: path.to_path_buf(), key: if key == "." { "(top level)".into() } else { key }, message: inner.message().to_string() }
+            ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key: if key == "." { "(top level)".into() } else { key },
+                message: inner.message().to_string(),
+            }
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         for p in [&mut cfg.policy_dir, &mut cfg.output_dir, &mut cfg.state_dir].into_iter().flatten() {
@@ -184,16 +188,29 @@ impl Config {
 
     /// Reads and parses a configuration file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
         Config::parse(&text, path)
     }
 
     /// Applies command-line overrides and checks the three directories are known.
     pub fn paths(&self, o: &Overrides) -> Result<Paths, ConfigError> {
         Ok(Paths {
-            policy_dir: o.policy_dir.clone().or_else(|| self.policy_dir.clone()).ok_or(ConfigError::Missing("policy_dir (--policies)"))?,
-            output_dir: o.output_dir.clone().or_else(|| self.output_dir.clone()).ok_or(ConfigError::Missing("output_dir (--out)"))?,
-            state_dir: o.state_dir.clone().or_else(|| self.state_dir.clone()).ok_or(ConfigError::Missing("state_dir (--state)"))?,
+            policy_dir: o
+                .policy_dir
+                .clone()
+                .or_else(|| self.policy_dir.clone())
+                .ok_or(ConfigError::Missing("policy_dir (--policies)"))?,
+            output_dir: o
+                .output_dir
+                .clone()
+                .or_else(|| self.output_dir.clone())
+                .ok_or(ConfigError::Missing("output_dir (--out)"))?,
+            state_dir: o
+                .state_dir
+                .clone()
+                .or_else(|| self.state_dir.clone())
+                .ok_or(ConfigError::Missing("state_dir (--state)"))?,
         })
     }
 }
@@ -201,7 +218,8 @@ impl Config {
 /// Deserializes a humantime duration (`"30s"`, `"5m"`, `"1h 30m"`).
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let s = String::deserialize(d)?;
-    humantime::parse_duration(&s).map_err(|e| serde::de::Error::custom(format!("invalid duration {s:?}: {e} (use e.g. \"30s\", \"5m\")")))
+    humantime::parse_duration(&s)
+        .map_err(|e| serde::de::Error::custom(format!("invalid duration {s:?}: {e} (use e.g. \"30s\", \"5m\")")))
 }
 
 #[cfg(test)]

@@ -42,9 +42,14 @@ impl WorkloadRef {
 /// (what the output holds); otherwise schedules now, without writing anything.
 pub fn explain(inputs: &Inputs, store: &Store, r: &WorkloadRef) -> Result<Value, String> {
     let set = &inputs.set;
-    let t = set
-        .find_template(&r.kind, r.namespace.as_deref(), &r.name)
-        .ok_or_else(|| format!("no resource template {}/{}/{} in the policy repository", r.kind, r.namespace.as_deref().unwrap_or(""), r.name))?;
+    let t = set.find_template(&r.kind, r.namespace.as_deref(), &r.name).ok_or_else(|| {
+        format!(
+            "no resource template {}/{}/{} in the policy repository",
+            r.kind,
+            r.namespace.as_deref().unwrap_or(""),
+            r.name
+        )
+    })?;
     let claim = matching::claim(set, t);
     let stored = store.placement(&t.key).map_err(|e| e.to_string())?;
     let (result, source, decided_at) = match (&claim, &stored) {
@@ -55,7 +60,12 @@ pub fn explain(inputs: &Inputs, store: &Store, r: &WorkloadRef) -> Result<Value,
     Ok(document(set, &t.key, claim.as_ref(), result.as_ref(), source, decided_at, stored.as_ref()))
 }
 
-fn dry_run(set: &PolicySet, inputs: &Inputs, key: &ObjectKey, policy: &crate::policy::PolicyRef) -> Option<ScheduleResult> {
+fn dry_run(
+    set: &PolicySet,
+    inputs: &Inputs,
+    key: &ObjectKey,
+    policy: &crate::policy::PolicyRef,
+) -> Option<ScheduleResult> {
     let t = set.template(key)?;
     let p = set.propagation_policy(policy)?;
     let workload = crate::model::workload::interpret(key.group(), &key.kind, &t.object).ok()?;
@@ -80,9 +90,13 @@ fn document(
     decided_at_ms: Option<u64>,
     stored: Option<&PlacementRecord>,
 ) -> Value {
-    let policy_json = |p: &crate::policy::PolicyRef| json!({"kind": p.kind.to_string(), "namespace": p.namespace, "name": p.name});
+    let policy_json =
+        |p: &crate::policy::PolicyRef| json!({"kind": p.kind.to_string(), "namespace": p.namespace, "name": p.name});
     let (state, reason) = match result.map(|r| &r.outcome) {
-        None => ("NotPropagated", Some("no PropagationPolicy or ClusterPropagationPolicy selects this template".to_string())),
+        None => (
+            "NotPropagated",
+            Some("no PropagationPolicy or ClusterPropagationPolicy selects this template".to_string()),
+        ),
         Some(Outcome::Scheduled { .. }) => ("Scheduled", None),
         Some(Outcome::Unschedulable { reason }) => ("Unschedulable", Some(reason.clone())),
     };
@@ -177,4 +191,3 @@ pub fn to_text(doc: &Value) -> String {
     }
     out
 }
-

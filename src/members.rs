@@ -31,11 +31,7 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         Some(cond) if cond.status == "True" => Health::Ready,
         Some(cond) => {
             let reason = cond.reason.clone().or_else(|| cond.message.clone()).unwrap_or_else(|| cond.status.clone());
-            if cond.status == "Unknown" {
-                Health::Unreachable { reason }
-            } else {
-                Health::NotReady { reason }
-            }
+            if cond.status == "Unknown" { Health::Unreachable { reason } } else { Health::NotReady { reason } }
         }
     };
     let mut taints: Vec<ClusterTaint> = c
@@ -58,9 +54,8 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         None => None,
         Some(s) => {
             let read = |field: &str, m: &std::collections::BTreeMap<String, QuantityValue>| {
-                ResourceList::from_quantities(m).map_err(|(name, e)| {
-                    err(format!("status.resourceSummary.{field}.{name}"), e.to_string())
-                })
+                ResourceList::from_quantities(m)
+                    .map_err(|(name, e)| err(format!("status.resourceSummary.{field}.{name}"), e.to_string()))
             };
             Some(ResourceSummary {
                 allocatable: read("allocatable", &s.allocatable)?,
@@ -78,7 +73,9 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
                 let field = format!("spec.resourceModels[{gi}].ranges[{ri}].{which}");
                 match v {
                     QuantityValue::Int(i) => Ok(i.saturating_mul(1000)),
-                    QuantityValue::Text(t) => crate::model::quantity::parse_milli(t).map_err(|e| err(field, e.to_string())),
+                    QuantityValue::Text(t) => {
+                        crate::model::quantity::parse_milli(t).map_err(|e| err(field, e.to_string()))
+                    }
                 }
             };
             ranges.push((r.name.clone(), q(&r.min, "min")?, q(&r.max, "max")?));

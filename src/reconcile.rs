@@ -14,7 +14,8 @@ use serde_json::json;
 use crate::members::offline_snapshot;
 use crate::model::workload::interpret;
 use crate::model::{ClusterSnapshot, Observed, Workload};
-use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template, defaults, load_dir, matching, validate};
+use crate::policy::load::load_repository;
+use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template, matching};
 use crate::publish::{self, ClusterFiles, PublishPlan};
 use crate::render::{self, RenderInput};
 use crate::schedule::{self, Framework, Outcome, ScheduleRequest, ScheduleResult, Strategy, assign};
@@ -29,9 +30,7 @@ pub struct Inputs {
 /// Loads, defaults and validates the policy repository and builds the offline snapshots.
 /// Returns every problem found, or inputs that are safe to act on.
 pub fn load_inputs(policy_dir: &Path) -> Result<Inputs, Vec<LoadError>> {
-    let (mut set, mut errors) = load_dir(policy_dir);
-    defaults::apply(&mut set);
-    errors.extend(validate::validate(&set));
+    let (set, mut errors) = load_repository(policy_dir);
     let mut snapshots = Vec::with_capacity(set.clusters.len());
     for c in &set.clusters {
         match offline_snapshot(c) {
@@ -107,7 +106,13 @@ impl Reconciler {
     }
 
     /// Runs one pass over validated inputs and publishes to `output_dir`.
-    pub fn reconcile(&self, inputs: &Inputs, output_dir: &Path, trigger: &str, now_ms: u64) -> Result<ReconcileReport, ReconcileError> {
+    pub fn reconcile(
+        &self,
+        inputs: &Inputs,
+        output_dir: &Path,
+        trigger: &str,
+        now_ms: u64,
+    ) -> Result<ReconcileReport, ReconcileError> {
         let started = Instant::now();
         let mut report = ReconcileReport { trigger: trigger.to_string(), ..Default::default() };
         let set = &inputs.set;
@@ -135,7 +140,8 @@ impl Reconciler {
             seen.insert(t.key.clone());
             report.workloads += 1;
             let prev = self.store.placement(&t.key)?;
-            let decided = self.decide(t, &claim.policy, &policy.spec.placement, prev.as_ref(), inputs, &snapshot_versions, set)?;
+            let decided =
+                self.decide(t, &claim.policy, &policy.spec.placement, prev.as_ref(), inputs, &snapshot_versions, set)?;
             let Decided { mut record, inputs: dec_inputs, files, keep, problems, scheduled } = decided;
             if scheduled {
                 report.scheduled += 1;
@@ -326,7 +332,8 @@ impl Reconciler {
         // Job completions follow the division of parallelism.
         let completions: BTreeMap<String, i32> = match workload.completions {
             Some(c) if Strategy::of(placement) != Strategy::Duplicated => {
-                let par: BTreeMap<String, i32> = targets.iter().filter_map(|(k, v)| v.map(|v| (k.clone(), v))).collect();
+                let par: BTreeMap<String, i32> =
+                    targets.iter().filter_map(|(k, v)| v.map(|v| (k.clone(), v))).collect();
                 assign::split_completions(c, &par, assign::TieBreak::for_uid(t.meta.uid.as_deref()))
             }
             _ => BTreeMap::new(),
@@ -359,7 +366,11 @@ impl Reconciler {
                         keep.push((cluster.clone(), old.clone()));
                         file_map.insert(cluster.clone(), old.clone());
                     }
-                    problems.push(Problem { workload: t.key.clone(), cluster: Some(cluster.clone()), reason: e.to_string() });
+                    problems.push(Problem {
+                        workload: t.key.clone(),
+                        cluster: Some(cluster.clone()),
+                        reason: e.to_string(),
+                    });
                 }
             }
         }

@@ -57,7 +57,11 @@ pub struct DirArgs {
 
 impl DirArgs {
     fn overrides(&self) -> Overrides {
-        Overrides { policy_dir: self.policy_dir.clone(), output_dir: self.output_dir.clone(), state_dir: self.state_dir.clone() }
+        Overrides {
+            policy_dir: self.policy_dir.clone(),
+            output_dir: self.output_dir.clone(),
+            state_dir: self.state_dir.clone(),
+        }
     }
 }
 
@@ -181,7 +185,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     for t in &s.templates {
                         if let Some(c) = crate::policy::matching::claim(s, t) {
                             for sh in &c.shadowed {
-                                println!("{}: {} is claimed by {}; {} is shadowed for it", t.source, t.key, c.policy, sh);
+                                println!(
+                                    "{}: {} is claimed by {}; {} is shadowed for it",
+                                    t.source, t.key, c.policy, sh
+                                );
                             }
                         }
                     }
@@ -197,7 +204,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Explain { dirs, workload, output } => {
-            let policy_dir = dirs.policy_dir.clone().or_else(|| cfg.policy_dir.clone()).ok_or_else(|| missing("policy_dir", "--policies"))?;
+            let policy_dir = dirs
+                .policy_dir
+                .clone()
+                .or_else(|| cfg.policy_dir.clone())
+                .ok_or_else(|| missing("policy_dir", "--policies"))?;
             let state = state_dir(&cfg, dirs)?;
             let inputs = reconcile::load_inputs(&policy_dir).map_err(|errs| invalid(invalid_inputs(&errs)))?;
             let store = Store::open(&state).context("cannot open the store")?;
@@ -226,15 +237,28 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 }
             }
             match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&history_json(&records)).unwrap_or_default()),
+                OutputFormat::Json => {
+                    println!("{}", serde_json::to_string_pretty(&history_json(&records)).unwrap_or_default())
+                }
                 OutputFormat::Text => {
                     if records.is_empty() {
-                        println!("no history for {}/{}/{}", workload.kind, workload.namespace.as_deref().unwrap_or(""), workload.name);
+                        println!(
+                            "no history for {}/{}/{}",
+                            workload.kind,
+                            workload.namespace.as_deref().unwrap_or(""),
+                            workload.name
+                        );
                     }
                     for r in &records {
                         let outcome = match &r.result.outcome {
                             crate::schedule::Outcome::Scheduled { targets } => {
-                                let t: Vec<String> = targets.iter().map(|(c, n)| match n { Some(n) => format!("{c}={n}"), None => c.clone() }).collect();
+                                let t: Vec<String> = targets
+                                    .iter()
+                                    .map(|(c, n)| match n {
+                                        Some(n) => format!("{c}={n}"),
+                                        None => c.clone(),
+                                    })
+                                    .collect();
                                 format!("scheduled [{}]", t.join(", "))
                             }
                             crate::schedule::Outcome::Unschedulable { reason } => format!("unschedulable: {reason}"),
@@ -258,14 +282,25 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                         .iter()
                         .map(|m| serde_json::json!({"version": m.version, "hash": format!("{:016x}", m.hash), "firstSeen": explain::format_ms(m.first_seen_ms), "lastSeen": explain::format_ms(m.last_seen_ms), "health": format!("{:?}", m.health), "confidence": m.confidence}))
                         .collect();
-                    println!("{}", serde_json::to_string_pretty(&serde_json::json!({"cluster": cluster, "versions": v})).unwrap_or_default());
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&serde_json::json!({"cluster": cluster, "versions": v}))
+                            .unwrap_or_default()
+                    );
                 }
                 OutputFormat::Text => {
                     if versions.is_empty() {
                         println!("no snapshots of cluster {cluster}");
                     }
                     for m in &versions {
-                        println!("v{} {:016x} first seen {} last seen {} {:?}", m.version, m.hash, explain::format_ms(m.first_seen_ms), explain::format_ms(m.last_seen_ms), m.health);
+                        println!(
+                            "v{} {:016x} first seen {} last seen {} {:?}",
+                            m.version,
+                            m.hash,
+                            explain::format_ms(m.first_seen_ms),
+                            explain::format_ms(m.last_seen_ms),
+                            m.health
+                        );
                     }
                 }
             }

@@ -101,7 +101,10 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
                 if let Some(path) = &config_path {
                     match Config::load(path) {
                         Ok(new) => {
-                            if new.policy_dir != cfg.policy_dir || new.output_dir != cfg.output_dir || new.state_dir != cfg.state_dir {
+                            if new.policy_dir != cfg.policy_dir
+                                || new.output_dir != cfg.output_dir
+                                || new.state_dir != cfg.state_dir
+                            {
                                 tracing::warn!("directory settings changed; they take effect at the next restart");
                             }
                             if new.reconcile != cfg.reconcile {
@@ -112,10 +115,17 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
                                 cfg.reconcile = new.reconcile.clone();
                                 policy_watch = start_watch(&paths, &cfg, ignored.clone(), fs_tx.clone());
                             }
-                            cfg = Config { policy_dir: cfg.policy_dir.clone(), output_dir: cfg.output_dir.clone(), state_dir: cfg.state_dir.clone(), ..new };
+                            cfg = Config {
+                                policy_dir: cfg.policy_dir.clone(),
+                                output_dir: cfg.output_dir.clone(),
+                                state_dir: cfg.state_dir.clone(),
+                                ..new
+                            };
                             tracing::info!(config = %path.display(), "configuration reloaded");
                         }
-                        Err(error) => tracing::error!(%error, "configuration reload failed; keeping the previous configuration"),
+                        Err(error) => {
+                            tracing::error!(%error, "configuration reload failed; keeping the previous configuration")
+                        }
                     }
                 }
                 systemd::ready("reloaded");

@@ -38,7 +38,12 @@ pub fn is_relevant(root: &Path, path: &Path, ignored: &[PathBuf]) -> bool {
 
 /// Starts watching `root` recursively. Each debounced batch of relevant changes sends one
 /// `()` on `tx` (a full channel already holds a pending signal, so a failed send is fine).
-pub fn watch(root: &Path, debounce: Duration, ignored: Vec<PathBuf>, tx: mpsc::Sender<()>) -> Result<PolicyWatch, notify::Error> {
+pub fn watch(
+    root: &Path,
+    debounce: Duration,
+    ignored: Vec<PathBuf>,
+    tx: mpsc::Sender<()>,
+) -> Result<PolicyWatch, notify::Error> {
     let root_owned = root.to_path_buf();
     let mut debouncer = new_debouncer(debounce, move |res: DebounceEventResult| match res {
         Ok(events) => {

@@ -112,8 +112,8 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
     use super::*;
-    use crate::model::snapshot::{Health, ModelGrade, ResourceSummary, SnapshotSource};
     use crate::model::ResourceList;
+    use crate::model::snapshot::{Health, ModelGrade, ResourceSummary, SnapshotSource};
 
     fn list(items: &[(&str, i64)]) -> ResourceList {
         ResourceList(items.iter().map(|(k, v)| (k.to_string(), *v)).collect())

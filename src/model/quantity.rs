@@ -25,11 +25,7 @@ pub fn parse_milli(text: &str) -> Result<i64, QuantityError> {
         _ => (1, s),
     };
     // Split number and suffix.
-    let num_end = s
-        .char_indices()
-        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.'))
-        .map(|(i, _)| i)
-        .unwrap_or(s.len());
+    let num_end = s.char_indices().find(|(_, c)| !(c.is_ascii_digit() || *c == '.')).map(|(i, _)| i).unwrap_or(s.len());
     let (num, suffix) = s.split_at(num_end);
     if num.is_empty() || num == "." || num.matches('.').count() > 1 {
         return Err(err("no number"));

@@ -91,10 +91,7 @@ impl ResourceList {
                 }
                 serde_json::Value::String(s) => parse_milli(s).map_err(|e| (name.clone(), e))?,
                 _ => {
-                    return Err((
-                        name.clone(),
-                        QuantityError { text: q.to_string(), reason: "not a quantity" },
-                    ));
+                    return Err((name.clone(), QuantityError { text: q.to_string(), reason: "not a quantity" }));
                 }
             };
             out.set(name.clone(), milli);

@@ -91,15 +91,12 @@ pub fn interpret(group: &str, kind: &str, object: &Value) -> Result<Workload, Wo
 fn int_field(object: &Value, pointer: &str) -> Result<Option<i32>, WorkloadError> {
     match object.pointer(pointer) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_i64()
-            .and_then(|i| i32::try_from(i).ok())
-            .filter(|i| *i >= 0)
-            .map(Some)
-            .ok_or_else(|| WorkloadError::Type {
+        Some(v) => v.as_i64().and_then(|i| i32::try_from(i).ok()).filter(|i| *i >= 0).map(Some).ok_or_else(|| {
+            WorkloadError::Type {
                 field: pointer.trim_start_matches('/').replace('/', "."),
                 expected: "a non-negative 32-bit integer",
-            }),
+            }
+        }),
     }
 }
 
@@ -112,10 +109,12 @@ pub fn pod_requirements(spec: Option<&Value>, at: &str) -> Result<ReplicaRequire
         return Ok(req);
     };
     let container_request = |c: &Value, field: String| -> Result<ResourceList, WorkloadError> {
-        let requests = ResourceList::from_json(c.pointer("/resources/requests"))
-            .map_err(|(name, source)| WorkloadError::Quantity { field: format!("{field}.resources.requests.{name}"), source })?;
-        let limits = ResourceList::from_json(c.pointer("/resources/limits"))
-            .map_err(|(name, source)| WorkloadError::Quantity { field: format!("{field}.resources.limits.{name}"), source })?;
+        let requests = ResourceList::from_json(c.pointer("/resources/requests")).map_err(|(name, source)| {
+            WorkloadError::Quantity { field: format!("{field}.resources.requests.{name}"), source }
+        })?;
+        let limits = ResourceList::from_json(c.pointer("/resources/limits")).map_err(|(name, source)| {
+            WorkloadError::Quantity { field: format!("{field}.resources.limits.{name}"), source }
+        })?;
         let mut out = requests;
         for (k, v) in limits.iter() {
             if !out.contains(k) {

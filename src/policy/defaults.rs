@@ -20,9 +20,7 @@
 //! that way instead of expecting a filled-in block.
 
 use super::PolicySet;
-use super::types::{
-    PropagationSpec, PurgeMode, ReplicaDivisionPreference, ReplicaSchedulingType, SpreadByField,
-};
+use super::types::{PropagationSpec, PurgeMode, ReplicaDivisionPreference, ReplicaSchedulingType, SpreadByField};
 
 /// Grace period Karmada's webhook sets for `purgeMode: Gracefully` application failover.
 pub const DEFAULT_GRACE_PERIOD_SECONDS: i32 = 600;
@@ -60,9 +58,7 @@ pub fn apply(set: &mut PolicySet) {
 pub fn propagation_spec(spec: &mut PropagationSpec) {
     let placement = &mut spec.placement;
     if let Some(rs) = &mut placement.replica_scheduling {
-        let ty = *rs
-            .replica_scheduling_type
-            .get_or_insert(ReplicaSchedulingType::Divided);
+        let ty = *rs.replica_scheduling_type.get_or_insert(ReplicaSchedulingType::Divided);
         if ty == ReplicaSchedulingType::Divided && rs.replica_division_preference.is_none() {
             rs.replica_division_preference = Some(ReplicaDivisionPreference::Weighted);
         }
@@ -131,21 +127,11 @@ spec:
     fn propagation_defaults() {
         let set = set_of(PP);
         let spec = &set.propagation_policies[0].spec;
-        let ns: Vec<_> = spec
-            .resource_selectors
-            .iter()
-            .map(|s| s.namespace.as_deref())
-            .collect();
+        let ns: Vec<_> = spec.resource_selectors.iter().map(|s| s.namespace.as_deref()).collect();
         assert_eq!(ns, vec![Some("team"), Some("other")]);
         let rs = spec.placement.replica_scheduling.as_ref();
-        assert_eq!(
-            rs.and_then(|r| r.replica_scheduling_type),
-            Some(ReplicaSchedulingType::Divided)
-        );
-        assert_eq!(
-            rs.and_then(|r| r.replica_division_preference),
-            Some(ReplicaDivisionPreference::Weighted)
-        );
+        assert_eq!(rs.and_then(|r| r.replica_scheduling_type), Some(ReplicaSchedulingType::Divided));
+        assert_eq!(rs.and_then(|r| r.replica_division_preference), Some(ReplicaDivisionPreference::Weighted));
         let sc = &spec.placement.spread_constraints;
         assert_eq!(sc[0].spread_by_field, Some(SpreadByField::Cluster));
         assert_eq!(sc[0].min_groups, 1);
@@ -155,10 +141,7 @@ spec:
         let app = f.and_then(|f| f.application.as_ref());
         assert_eq!(app.and_then(|a| a.purge_mode), Some(PurgeMode::Gracefully));
         assert_eq!(app.and_then(|a| a.grace_period_seconds), Some(600));
-        assert_eq!(
-            app.and_then(|a| a.decision_conditions.toleration_seconds),
-            Some(300)
-        );
+        assert_eq!(app.and_then(|a| a.decision_conditions.toleration_seconds), Some(300));
         let cl = f.and_then(|f| f.cluster.as_ref());
         assert_eq!(cl.and_then(|c| c.purge_mode), Some(PurgeMode::Gracefully));
     }

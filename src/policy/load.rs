@@ -26,8 +26,7 @@ use serde_json::{Map, Value};
 
 use super::types::{ClusterSpec, ClusterStatus, ObjectMeta};
 use super::{
-    CLUSTER_GROUP, CONFIG_GROUP, ClusterObject, ObjectKey, POLICY_GROUP, Policy, PolicySet,
-    RawObject, Source, Template,
+    CLUSTER_GROUP, CONFIG_GROUP, ClusterObject, ObjectKey, POLICY_GROUP, Policy, PolicySet, RawObject, Source, Template,
 };
 
 /// One problem found in the policy repository. Displays as
@@ -56,12 +55,7 @@ impl LoadError {
 
     /// An error about a whole file (unreadable, not UTF-8, ...).
     pub fn file(file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        LoadError {
-            file: file.into(),
-            document: None,
-            field: String::new(),
-            message: message.into(),
-        }
+        LoadError { file: file.into(), document: None, field: String::new(), message: message.into() }
     }
 }
 
@@ -107,10 +101,7 @@ pub fn load_dir(dir: &Path) -> (PolicySet, Vec<LoadError>) {
             walk(dir, Path::new(""), &mut visited, &mut files, &mut errors);
         }
         Ok(_) => errors.push(LoadError::file(dir, "policy directory is not a directory")),
-        Err(e) => errors.push(LoadError::file(
-            dir,
-            format!("cannot read policy directory: {e}"),
-        )),
+        Err(e) => errors.push(LoadError::file(dir, format!("cannot read policy directory: {e}"))),
     }
     let mut texts = Vec::new();
     for rel in files {
@@ -147,10 +138,7 @@ where
     let mut docs = Vec::new();
     for (file, text) in files {
         for raw in split_documents(&text) {
-            let source = Source {
-                file: file.clone(),
-                document: raw.number,
-            };
+            let source = Source { file: file.clone(), document: raw.number };
             match parse_document(&raw) {
                 Ok(Value::Null) => {}
                 Ok(value) => docs.push((source, value)),
@@ -169,21 +157,13 @@ where
     // CRD scopes first: a custom resource may come before its CRD.
     for item in &items {
         if let Some(Ok((group, kind, namespaced))) = crd_scope(&item.value) {
-            loader
-                .set
-                .crd_scopes
-                .entry((group, kind))
-                .or_insert(namespaced);
+            loader.set.crd_scopes.entry((group, kind)).or_insert(namespaced);
         }
     }
     for item in items {
         loader.classify(item);
     }
-    let Loader {
-        mut set,
-        errors: mut more,
-        ..
-    } = loader;
+    let Loader { mut set, errors: mut more, .. } = loader;
     errors.append(&mut more);
     sort_set(&mut set);
     (set, errors)
@@ -192,13 +172,7 @@ where
 // ---------------------------------------------------------------------------------------------
 // Directory walk
 
-fn walk(
-    abs: &Path,
-    rel: &Path,
-    visited: &mut HashSet<PathBuf>,
-    files: &mut Vec<PathBuf>,
-    errors: &mut Vec<LoadError>,
-) {
+fn walk(abs: &Path, rel: &Path, visited: &mut HashSet<PathBuf>, files: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
     match fs::canonicalize(abs) {
         Ok(canonical) => {
             if !visited.insert(canonical) {
@@ -206,10 +180,7 @@ fn walk(
             }
         }
         Err(e) => {
-            errors.push(LoadError::file(
-                rel,
-                format!("cannot resolve directory: {e}"),
-            ));
+            errors.push(LoadError::file(rel, format!("cannot resolve directory: {e}")));
             return;
         }
     }
@@ -299,22 +270,13 @@ pub fn split_documents(text: &str) -> Vec<RawDocument> {
     }
     impl<'a> Chunk<'a> {
         fn new(start: usize) -> Self {
-            Chunk {
-                start,
-                lines: Vec::new(),
-                has_marker: false,
-                has_content: false,
-            }
+            Chunk { start, lines: Vec::new(), has_marker: false, has_content: false }
         }
     }
     fn flush(chunk: Chunk<'_>, out: &mut Vec<RawDocument>) {
         if chunk.has_content {
             let number = out.len() + 1;
-            out.push(RawDocument {
-                number,
-                first_line: chunk.start + 1,
-                text: chunk.lines.join("\n"),
-            });
+            out.push(RawDocument { number, first_line: chunk.start + 1, text: chunk.lines.join("\n") });
         }
     }
 
@@ -346,11 +308,7 @@ pub fn split_documents(text: &str) -> Vec<RawDocument> {
 /// If `line` is the marker (`---` / `...`) alone or followed by whitespace, what follows it.
 fn marker_rest<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
     let rest = line.strip_prefix(marker)?;
-    if rest.is_empty() || rest.starts_with([' ', '\t']) {
-        Some(rest)
-    } else {
-        None
-    }
+    if rest.is_empty() || rest.starts_with([' ', '\t']) { Some(rest) } else { None }
 }
 
 fn is_content(line: &str) -> bool {
@@ -363,34 +321,23 @@ fn is_content(line: &str) -> bool {
 /// placeholder (Helm, clusterloader2), the message says so.
 pub fn parse_document(doc: &RawDocument) -> Result<Value, String> {
     serde_saphyr::from_str_with_options::<Value>(&doc.text, yaml_options()).map_err(|e| {
-        let rendered = e.render_with_options(
-            serde_saphyr::render_options! { snippets: serde_saphyr::SnippetMode::Off },
-        );
+        let rendered =
+            e.render_with_options(serde_saphyr::render_options! { snippets: serde_saphyr::SnippetMode::Off });
         match e.location() {
             Some(loc) => {
                 let suffix = format!(" at line {}, column {}", loc.line(), loc.column());
                 let msg = rendered.strip_suffix(&suffix).unwrap_or(&rendered);
                 let rel = usize::try_from(loc.line().saturating_sub(1)).unwrap_or(0);
                 let line = doc.first_line + rel;
-                let placeholder = doc
-                    .text
-                    .lines()
-                    .nth(rel)
-                    .is_some_and(|l| l.contains("{{") && l.contains("}}"));
+                let placeholder = doc.text.lines().nth(rel).is_some_and(|l| l.contains("{{") && l.contains("}}"));
                 let hint = if placeholder {
                     " (the line holds a `{{...}}` template placeholder: render the template first)"
                 } else {
                     ""
                 };
-                format!(
-                    "invalid YAML at line {line}, column {}: {msg}{hint}",
-                    loc.column()
-                )
+                format!("invalid YAML at line {line}, column {}: {msg}{hint}", loc.column())
             }
-            None => format!(
-                "invalid YAML in the document starting at line {}: {rendered}",
-                doc.first_line
-            ),
+            None => format!("invalid YAML in the document starting at line {}: {rendered}", doc.first_line),
         }
     })
 }
@@ -415,29 +362,15 @@ fn join_path(prefix: &str, field: &str) -> String {
     }
 }
 
-fn expand_lists(
-    source: Source,
-    prefix: String,
-    value: Value,
-    out: &mut Vec<Item>,
-    errors: &mut Vec<LoadError>,
-) {
+fn expand_lists(source: Source, prefix: String, value: Value, out: &mut Vec<Item>, errors: &mut Vec<LoadError>) {
     let is_list = value.get("apiVersion").and_then(Value::as_str) == Some("v1")
         && value.get("kind").and_then(Value::as_str) == Some("List");
     let Value::Object(mut map) = value else {
-        out.push(Item {
-            source,
-            prefix,
-            value,
-        });
+        out.push(Item { source, prefix, value });
         return;
     };
     if !is_list {
-        out.push(Item {
-            source,
-            prefix,
-            value: Value::Object(map),
-        });
+        out.push(Item { source, prefix, value: Value::Object(map) });
         return;
     }
     match map.remove("items") {
@@ -448,11 +381,9 @@ fn expand_lists(
             }
         }
         None | Some(Value::Null) => {}
-        Some(_) => errors.push(LoadError::at(
-            &source,
-            join_path(&prefix, "items"),
-            "items of a List must be a sequence",
-        )),
+        Some(_) => {
+            errors.push(LoadError::at(&source, join_path(&prefix, "items"), "items of a List must be a sequence"))
+        }
     }
 }
 
@@ -463,9 +394,7 @@ type CrdScope = Result<(String, String, bool), (String, String)>;
 /// for a CRD missing one of the fields, None for other objects.
 fn crd_scope(value: &Value) -> Option<CrdScope> {
     let api = value.get("apiVersion")?.as_str()?;
-    if group_of(api) != "apiextensions.k8s.io"
-        || value.get("kind")?.as_str()? != "CustomResourceDefinition"
-    {
+    if group_of(api) != "apiextensions.k8s.io" || value.get("kind")?.as_str()? != "CustomResourceDefinition" {
         return None;
     }
     let text = |path: &[&str]| -> Result<String, (String, String)> {
@@ -505,10 +434,7 @@ fn group_of(api_version: &str) -> &str {
 }
 
 fn version_of(api_version: &str) -> &str {
-    api_version
-        .rsplit_once('/')
-        .map(|(_, v)| v)
-        .unwrap_or(api_version)
+    api_version.rsplit_once('/').map(|(_, v)| v).unwrap_or(api_version)
 }
 
 /// Kinds whose objects are cluster-scoped, by (group, kind). CRD-declared kinds are looked up
@@ -532,24 +458,12 @@ const CLUSTER_SCOPED: &[(&str, &str)] = &[
     ("networking.k8s.io", "ServiceCIDR"),
     ("node.k8s.io", "RuntimeClass"),
     ("apiregistration.k8s.io", "APIService"),
-    (
-        "admissionregistration.k8s.io",
-        "ValidatingWebhookConfiguration",
-    ),
-    (
-        "admissionregistration.k8s.io",
-        "MutatingWebhookConfiguration",
-    ),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
     ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
-    (
-        "admissionregistration.k8s.io",
-        "ValidatingAdmissionPolicyBinding",
-    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
     ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
-    (
-        "admissionregistration.k8s.io",
-        "MutatingAdmissionPolicyBinding",
-    ),
+    ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"),
     ("policy", "PodSecurityPolicy"),
     ("certificates.k8s.io", "CertificateSigningRequest"),
     ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
@@ -564,17 +478,11 @@ const CLUSTER_SCOPED: &[(&str, &str)] = &[
 
 /// Whether objects of this kind live in a namespace: CRD scopes of the repository first, then
 /// the built-in list of cluster-scoped kinds; unknown kinds are namespaced (as most are).
-pub fn is_namespaced(
-    crd_scopes: &BTreeMap<(String, String), bool>,
-    group: &str,
-    kind: &str,
-) -> bool {
+pub fn is_namespaced(crd_scopes: &BTreeMap<(String, String), bool>, group: &str, kind: &str) -> bool {
     if let Some(namespaced) = crd_scopes.get(&(group.to_string(), kind.to_string())) {
         return *namespaced;
     }
-    !CLUSTER_SCOPED
-        .iter()
-        .any(|(g, k)| *g == group && *k == kind)
+    !CLUSTER_SCOPED.iter().any(|(g, k)| *g == group && *k == kind)
 }
 
 #[derive(Default)]
@@ -599,11 +507,7 @@ enum Class {
 
 impl Loader {
     fn err(&mut self, item: &Item, field: &str, message: impl Into<String>) {
-        self.errors.push(LoadError::at(
-            &item.source,
-            join_path(&item.prefix, field),
-            message,
-        ));
+        self.errors.push(LoadError::at(&item.source, join_path(&item.prefix, field), message));
     }
 
     fn classify(&mut self, item: Item) {
@@ -612,17 +516,12 @@ impl Loader {
                 Value::Array(_) => "a sequence",
                 _ => "a scalar",
             };
-            self.err(
-                &item,
-                "",
-                format!("document must be a mapping (a Kubernetes object), found {what}"),
-            );
+            self.err(&item, "", format!("document must be a mapping (a Kubernetes object), found {what}"));
             return;
         };
-        let (Some(api_version), Some(kind)) = (
-            self.required_str(&item, obj, "apiVersion"),
-            self.required_str(&item, obj, "kind"),
-        ) else {
+        let (Some(api_version), Some(kind)) =
+            (self.required_str(&item, obj, "apiVersion"), self.required_str(&item, obj, "kind"))
+        else {
             return;
         };
         let group = group_of(&api_version).to_string();
@@ -651,11 +550,7 @@ impl Loader {
                         return;
                     }
                     other => {
-                        self.err(
-                            &item,
-                            "kind",
-                            format!("unknown kind {other} in {POLICY_GROUP}/v1alpha1"),
-                        );
+                        self.err(&item, "kind", format!("unknown kind {other} in {POLICY_GROUP}/v1alpha1"));
                         return;
                     }
                 }
@@ -670,11 +565,7 @@ impl Loader {
                     return;
                 }
                 if kind != "Cluster" {
-                    self.err(
-                        &item,
-                        "kind",
-                        format!("unknown kind {kind} in {CLUSTER_GROUP}/v1alpha1"),
-                    );
+                    self.err(&item, "kind", format!("unknown kind {kind} in {CLUSTER_GROUP}/v1alpha1"));
                     return;
                 }
                 Class::Cluster
@@ -689,14 +580,11 @@ impl Loader {
                     return;
                 }
                 match kind.as_str() {
-                    "ResourceInterpreterCustomization"
-                    | "ResourceInterpreterWebhookConfiguration" => Class::Interpreter,
+                    "ResourceInterpreterCustomization" | "ResourceInterpreterWebhookConfiguration" => {
+                        Class::Interpreter
+                    }
                     other => {
-                        self.err(
-                            &item,
-                            "kind",
-                            format!("unknown kind {other} in {CONFIG_GROUP}/v1alpha1"),
-                        );
+                        self.err(&item, "kind", format!("unknown kind {other} in {CONFIG_GROUP}/v1alpha1"));
                         return;
                     }
                 }
@@ -741,20 +629,11 @@ impl Loader {
                 if !self.check_subdomain(&item, &meta.name) {
                     return;
                 }
-                let key = ObjectKey {
-                    api_version,
-                    kind,
-                    namespace: None,
-                    name: meta.name,
-                };
+                let key = ObjectKey { api_version, kind, namespace: None, name: meta.name };
                 if self.duplicate(&item, &group, &key) {
                     return;
                 }
-                self.set.interpreter_objects.push(RawObject {
-                    key,
-                    object: item.value,
-                    source: item.source,
-                });
+                self.set.interpreter_objects.push(RawObject { key, object: item.value, source: item.source });
             }
             Class::Cluster => {
                 if !self.check_cluster_name(&item, &meta.name) {
@@ -779,18 +658,10 @@ impl Loader {
                 if self.duplicate(&item, &group, &key) {
                     return;
                 }
-                self.set.clusters.push(ClusterObject {
-                    meta,
-                    spec,
-                    status,
-                    source: item.source,
-                });
+                self.set.clusters.push(ClusterObject { meta, spec, status, source: item.source });
             }
             Class::PropagationPolicy | Class::OverridePolicy => {
-                let ns = meta
-                    .namespace
-                    .clone()
-                    .unwrap_or_else(|| "default".to_string());
+                let ns = meta.namespace.clone().unwrap_or_else(|| "default".to_string());
                 if !self.check_subdomain(&item, &meta.name) || !self.check_namespace(&item, &ns) {
                     return;
                 }
@@ -804,11 +675,7 @@ impl Loader {
                     if self.duplicate(&item, &group, &key) {
                         return;
                     }
-                    self.set.propagation_policies.push(Policy {
-                        meta,
-                        spec,
-                        source: item.source,
-                    });
+                    self.set.propagation_policies.push(Policy { meta, spec, source: item.source });
                 } else {
                     let Some(spec) = self.decode_spec(&item, &spec_value) else {
                         return;
@@ -816,16 +683,10 @@ impl Loader {
                     if self.duplicate(&item, &group, &key) {
                         return;
                     }
-                    self.set.override_policies.push(Policy {
-                        meta,
-                        spec,
-                        source: item.source,
-                    });
+                    self.set.override_policies.push(Policy { meta, spec, source: item.source });
                 }
             }
-            Class::ClusterPropagationPolicy
-            | Class::ClusterOverridePolicy
-            | Class::ClusterTaintPolicy => {
+            Class::ClusterPropagationPolicy | Class::ClusterOverridePolicy | Class::ClusterTaintPolicy => {
                 if !self.check_subdomain(&item, &meta.name) {
                     return;
                 }
@@ -840,11 +701,7 @@ impl Loader {
                         if self.duplicate(&item, &group, &key) {
                             return;
                         }
-                        self.set.cluster_propagation_policies.push(Policy {
-                            meta,
-                            spec,
-                            source: item.source,
-                        });
+                        self.set.cluster_propagation_policies.push(Policy { meta, spec, source: item.source });
                     }
                     Class::ClusterOverridePolicy => {
                         let Some(spec) = self.decode_spec(&item, &spec_value) else {
@@ -853,11 +710,7 @@ impl Loader {
                         if self.duplicate(&item, &group, &key) {
                             return;
                         }
-                        self.set.cluster_override_policies.push(Policy {
-                            meta,
-                            spec,
-                            source: item.source,
-                        });
+                        self.set.cluster_override_policies.push(Policy { meta, spec, source: item.source });
                     }
                     _ => {
                         let Some(spec) = self.decode_spec(&item, &spec_value) else {
@@ -866,25 +719,14 @@ impl Loader {
                         if self.duplicate(&item, &group, &key) {
                             return;
                         }
-                        self.set.cluster_taint_policies.push(Policy {
-                            meta,
-                            spec,
-                            source: item.source,
-                        });
+                        self.set.cluster_taint_policies.push(Policy { meta, spec, source: item.source });
                     }
                 }
             }
         }
     }
 
-    fn template(
-        &mut self,
-        item: Item,
-        api_version: String,
-        kind: String,
-        group: String,
-        mut meta: ObjectMeta,
-    ) {
+    fn template(&mut self, item: Item, api_version: String, kind: String, group: String, mut meta: ObjectMeta) {
         if let Some(Err((field, msg))) = crd_scope(&item.value) {
             return self.err(&item, &field, msg);
         }
@@ -892,10 +734,7 @@ impl Loader {
             return self.err(&item, "metadata.name", msg);
         }
         let namespace = if is_namespaced(&self.set.crd_scopes, &group, &kind) {
-            let ns = meta
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".to_string());
+            let ns = meta.namespace.clone().unwrap_or_else(|| "default".to_string());
             if !self.check_namespace(&item, &ns) {
                 return;
             }
@@ -904,21 +743,11 @@ impl Loader {
             None
         };
         meta.namespace = namespace.clone();
-        let key = ObjectKey {
-            api_version,
-            kind,
-            namespace,
-            name: meta.name.clone(),
-        };
+        let key = ObjectKey { api_version, kind, namespace, name: meta.name.clone() };
         if self.duplicate(&item, &group, &key) {
             return;
         }
-        self.set.templates.push(Template {
-            key,
-            meta,
-            object: item.value,
-            source: item.source,
-        });
+        self.set.templates.push(Template { key, meta, object: item.value, source: item.source });
     }
 
     fn decode_spec<T: DeserializeOwned>(&mut self, item: &Item, spec: &Value) -> Option<T> {
@@ -931,12 +760,7 @@ impl Loader {
         }
     }
 
-    fn required_str(
-        &mut self,
-        item: &Item,
-        obj: &Map<String, Value>,
-        field: &str,
-    ) -> Option<String> {
+    fn required_str(&mut self, item: &Item, obj: &Map<String, Value>, field: &str) -> Option<String> {
         match obj.get(field) {
             None | Some(Value::Null) => {
                 self.err(item, field, "required field is missing");
@@ -953,18 +777,9 @@ impl Loader {
     /// Records the object; if one with the same group/kind/namespace/name was seen before,
     /// reports an error naming both sources and returns true.
     fn duplicate(&mut self, item: &Item, group: &str, key: &ObjectKey) -> bool {
-        let id = (
-            group.to_string(),
-            key.kind.clone(),
-            key.namespace.clone(),
-            key.name.clone(),
-        );
+        let id = (group.to_string(), key.kind.clone(), key.namespace.clone(), key.name.clone());
         if let Some(first) = self.seen.get(&id) {
-            let msg = format!(
-                "duplicate {} {}: already defined in {first}",
-                key.kind,
-                describe(key)
-            );
+            let msg = format!("duplicate {} {}: already defined in {first}", key.kind, describe(key));
             self.err(item, "metadata.name", msg);
             return true;
         }
@@ -986,11 +801,7 @@ impl Loader {
         match check_dns1123_label(name, 48) {
             Ok(()) => true,
             Err(msg) => {
-                self.err(
-                    item,
-                    "metadata.name",
-                    format!("{msg} (cluster names are limited to 48 characters)"),
-                );
+                self.err(item, "metadata.name", format!("{msg} (cluster names are limited to 48 characters)"));
                 false
             }
         }
@@ -1015,12 +826,7 @@ fn describe(key: &ObjectKey) -> String {
 }
 
 fn key_of(api_version: &str, kind: &str, namespace: Option<String>, name: &str) -> ObjectKey {
-    ObjectKey {
-        api_version: api_version.to_string(),
-        kind: kind.to_string(),
-        namespace,
-        name: name.to_string(),
-    }
+    ObjectKey { api_version: api_version.to_string(), kind: kind.to_string(), namespace, name: name.to_string() }
 }
 
 fn spec_or_empty(obj: &Map<String, Value>) -> Value {
@@ -1034,12 +840,9 @@ fn spec_or_empty(obj: &Map<String, Value>) -> Value {
 /// like an absent field, serde would not.
 fn strip_nulls(value: Value) -> Value {
     match value {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k, strip_nulls(v)))
-                .collect(),
-        ),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, strip_nulls(v))).collect())
+        }
         Value::Array(items) => Value::Array(items.into_iter().map(strip_nulls).collect()),
         other => other,
     }
@@ -1057,15 +860,11 @@ fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, (String, String)> {
 fn sort_set(set: &mut PolicySet) {
     set.templates.sort_by(|a, b| a.key.cmp(&b.key));
     let by_ns_name = |m: &ObjectMeta| (m.namespace.clone(), m.name.clone());
-    set.propagation_policies
-        .sort_by_key(|p| by_ns_name(&p.meta));
-    set.cluster_propagation_policies
-        .sort_by_key(|p| by_ns_name(&p.meta));
+    set.propagation_policies.sort_by_key(|p| by_ns_name(&p.meta));
+    set.cluster_propagation_policies.sort_by_key(|p| by_ns_name(&p.meta));
     set.override_policies.sort_by_key(|p| by_ns_name(&p.meta));
-    set.cluster_override_policies
-        .sort_by_key(|p| by_ns_name(&p.meta));
-    set.cluster_taint_policies
-        .sort_by_key(|p| by_ns_name(&p.meta));
+    set.cluster_override_policies.sort_by_key(|p| by_ns_name(&p.meta));
+    set.cluster_taint_policies.sort_by_key(|p| by_ns_name(&p.meta));
     set.clusters.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
     set.interpreter_objects.sort_by(|a, b| a.key.cmp(&b.key));
 }
@@ -1081,9 +880,7 @@ pub fn check_dns1123_label(name: &str, max: usize) -> Result<(), String> {
     if name.len() > max {
         return Err(format!("`{name}` is longer than {max} characters"));
     }
-    let ok_chars = name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    let ok_chars = name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
     let bytes = name.as_bytes();
     if !ok_chars || !alnum(bytes[0]) || !alnum(bytes[bytes.len() - 1]) {
@@ -1102,10 +899,7 @@ pub fn check_dns1123_subdomain(name: &str) -> Result<(), String> {
     if name.len() > 253 {
         return Err(format!("`{name}` is longer than 253 characters"));
     }
-    if name
-        .split('.')
-        .all(|label| check_dns1123_label(label, 63).is_ok())
-    {
+    if name.split('.').all(|label| check_dns1123_label(label, 63).is_ok()) {
         Ok(())
     } else {
         Err(format!(
@@ -1127,24 +921,15 @@ pub fn check_template_name(name: &str) -> Result<(), String> {
         return Err(format!("`{name}` is not a valid object name"));
     }
     if name.contains('/') || name.contains('\0') {
-        return Err(format!(
-            "`{}` must not contain '/' or NUL",
-            name.escape_debug()
-        ));
+        return Err(format!("`{}` must not contain '/' or NUL", name.escape_debug()));
     }
     if name.contains(':') {
         return Err(format!(
             "`{name}`: names with ':' (such as RBAC `system:` names) are not supported by fedsched yet"
         ));
     }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
-    {
-        return Err(format!(
-            "`{}` may contain only lowercase letters, digits, '.' and '-'",
-            name.escape_debug()
-        ));
+    if !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-') {
+        return Err(format!("`{}` may contain only lowercase letters, digits, '.' and '-'", name.escape_debug()));
     }
     Ok(())
 }
@@ -1159,8 +944,7 @@ mod tests {
 
     #[test]
     fn split_counts_only_non_empty_documents() {
-        let text =
-            "# header\n---\n# only a comment\n---\na: 1\n--- # c\nb: 2\n...\n---\n\n---\nc: 3\n";
+        let text = "# header\n---\n# only a comment\n---\na: 1\n--- # c\nb: 2\n...\n---\n\n---\nc: 3\n";
         let docs = split_documents(text);
         let nums: Vec<_> = docs.iter().map(|d| (d.number, d.first_line)).collect();
         assert_eq!(nums, vec![(1, 4), (2, 6), (3, 11)]);
@@ -1173,31 +957,19 @@ mod tests {
         let docs = split_documents("%YAML 1.2\n---\na: 1\n");
         assert_eq!(docs.len(), 1);
         assert_eq!(docs[0].first_line, 1);
-        assert_eq!(
-            parse_document(&docs[0]).ok(),
-            Some(serde_json::json!({"a": 1}))
-        );
+        assert_eq!(parse_document(&docs[0]).ok(), Some(serde_json::json!({"a": 1})));
         // A marker with content on the same line.
         let docs = split_documents("--- {a: 1}\n---\n---a: 2\n");
         assert_eq!(docs.len(), 2);
-        assert_eq!(
-            parse_document(&docs[0]).ok(),
-            Some(serde_json::json!({"a": 1}))
-        );
-        assert_eq!(
-            parse_document(&docs[1]).ok(),
-            Some(serde_json::json!({"---a": 2}))
-        );
+        assert_eq!(parse_document(&docs[0]).ok(), Some(serde_json::json!({"a": 1})));
+        assert_eq!(parse_document(&docs[1]).ok(), Some(serde_json::json!({"---a": 2})));
     }
 
     #[test]
     fn parse_uses_yaml_1_2_scalars_and_rejects_duplicates() {
         let doc = &split_documents("a: yes\nb: on\nc: 0755\nd: true\ne: 10\n")[0];
         let v = parse_document(doc).unwrap_or_default();
-        assert_eq!(
-            v,
-            serde_json::json!({"a": "yes", "b": "on", "c": "0755", "d": true, "e": 10})
-        );
+        assert_eq!(v, serde_json::json!({"a": "yes", "b": "on", "c": "0755", "d": true, "e": 10}));
         let doc = &split_documents("a: 1\na: 2\n")[0];
         assert!(parse_document(doc).is_err());
     }
@@ -1209,11 +981,7 @@ mod tests {
         assert_eq!(set.templates.len(), 1);
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].document, Some(2));
-        assert!(
-            errors[0].message.contains("line 8") || errors[0].message.contains("line 9"),
-            "{}",
-            errors[0]
-        );
+        assert!(errors[0].message.contains("line 8") || errors[0].message.contains("line 9"), "{}", errors[0]);
     }
 
     #[test]
@@ -1238,19 +1006,12 @@ spec: {group: example.io, names: {kind: Widget}, scope: Cluster}
 "#;
         let (set, errors) = load(&[("a.yaml", text)]);
         assert!(errors.is_empty(), "{errors:?}");
-        let ns: Vec<_> = set
-            .templates
-            .iter()
-            .map(|t| (t.key.kind.as_str(), t.key.namespace.as_deref()))
-            .collect();
+        let ns: Vec<_> = set.templates.iter().map(|t| (t.key.kind.as_str(), t.key.namespace.as_deref())).collect();
         assert!(ns.contains(&("Deployment", Some("default"))));
         assert!(ns.contains(&("Namespace", None)));
         assert!(ns.contains(&("Widget", None)));
         assert!(ns.contains(&("CustomResourceDefinition", None)));
-        assert_eq!(
-            set.crd_scopes.get(&("example.io".into(), "Widget".into())),
-            Some(&false)
-        );
+        assert_eq!(set.crd_scopes.get(&("example.io".into(), "Widget".into())), Some(&false));
     }
 
     #[test]
@@ -1295,17 +1056,10 @@ metadata: {name: "system:foo"}
         let (set, errors) = load(&[("a.yaml", text)]);
         let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
         assert_eq!(errors.len(), 7, "{shown:#?}");
-        assert_eq!(
-            errors[0].field,
-            "spec.placement.replicaScheduling.replicaSchedulingType"
-        );
+        assert_eq!(errors[0].field, "spec.placement.replicaScheduling.replicaSchedulingType");
         assert!(errors[0].message.contains("unknown variant `Dividedd`"));
         assert!(errors[1].message.contains("unknown version v1beta1"));
-        assert!(
-            errors[2]
-                .message
-                .contains("unknown kind Frobnicator in policy.karmada.io/v1alpha1")
-        );
+        assert!(errors[2].message.contains("unknown kind Frobnicator in policy.karmada.io/v1alpha1"));
         assert_eq!(errors[3].field, "apiVersion");
         assert_eq!(errors[4].field, "metadata.name");
         assert_eq!(errors[5].field, "items[1].metadata.name");
@@ -1322,11 +1076,7 @@ metadata: {name: "system:foo"}
         assert_eq!(set.templates.len(), 1);
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].file, PathBuf::from("b.yaml"));
-        assert!(
-            errors[0].message.contains("a.yaml: document 1"),
-            "{}",
-            errors[0]
-        );
+        assert!(errors[0].message.contains("a.yaml: document 1"), "{}", errors[0]);
     }
 
     #[test]
@@ -1351,18 +1101,9 @@ status: {kubernetesVersion: v1.30.0, somethingNew: 1}
         let (set, errors) = load(&[("a.yaml", text)]);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(set.cluster_propagation_policies[0].meta.namespace, None);
-        assert_eq!(
-            set.override_policies[0].meta.namespace.as_deref(),
-            Some("default")
-        );
+        assert_eq!(set.override_policies[0].meta.namespace.as_deref(), Some("default"));
         assert_eq!(set.clusters[0].meta.namespace, None);
-        assert_eq!(
-            set.clusters[0]
-                .status
-                .as_ref()
-                .and_then(|s| s.kubernetes_version.as_deref()),
-            Some("v1.30.0")
-        );
+        assert_eq!(set.clusters[0].status.as_ref().and_then(|s| s.kubernetes_version.as_deref()), Some("v1.30.0"));
     }
 
     #[test]
@@ -1374,11 +1115,7 @@ status: {kubernetesVersion: v1.30.0, somethingNew: 1}
         let (set, errors) = load(&[("c.yaml", &text)]);
         assert!(set.clusters.is_empty());
         assert_eq!(errors.len(), 2, "{errors:?}");
-        assert!(
-            errors[0].message.contains("unknown field `zonez`"),
-            "{}",
-            errors[0]
-        );
+        assert!(errors[0].message.contains("unknown field `zonez`"), "{}", errors[0]);
         assert!(errors[1].message.contains("48"));
     }
 
@@ -1417,11 +1154,7 @@ status: {kubernetesVersion: v1.30.0, somethingNew: 1}
         let (set, errors) = load_dir(root);
         assert!(errors.is_empty(), "{errors:?}");
         let names: Vec<_> = set.templates.iter().map(|t| t.key.name.as_str()).collect();
-        let want: &[&str] = if cfg!(unix) {
-            &["a", "b", "x"]
-        } else {
-            &["a", "b"]
-        };
+        let want: &[&str] = if cfg!(unix) { &["a", "b", "x"] } else { &["a", "b"] };
         assert_eq!(names, want);
         let (_, errors) = load_dir(&root.join("missing"));
         assert_eq!(errors.len(), 1);

@@ -18,8 +18,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use super::types::{
-    ClusterAffinity, LabelSelector, LabelSelectorRequirement, PropagationSpec, ResourceSelector,
-    SelectorOperator,
+    ClusterAffinity, LabelSelector, LabelSelectorRequirement, PropagationSpec, ResourceSelector, SelectorOperator,
 };
 use super::validate::selector_requirement_problem;
 use super::{ClusterObject, Policy, PolicyKind, PolicyRef, PolicySet, Template};
@@ -63,20 +62,11 @@ impl<'a> ClusterFacts<'a> {
 /// hold; an empty selector matches everything; an invalid selector (In/NotIn without values,
 /// Exists/DoesNotExist with values, Gt/Lt) never matches.
 pub fn label_selector_matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    if sel
-        .match_expressions
-        .iter()
-        .any(|r| selector_requirement_problem(r.operator, &r.values).is_some())
-    {
+    if sel.match_expressions.iter().any(|r| selector_requirement_problem(r.operator, &r.values).is_some()) {
         return false;
     }
-    sel.match_labels
-        .iter()
-        .all(|(k, v)| labels.get(k) == Some(v))
-        && sel
-            .match_expressions
-            .iter()
-            .all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
+    sel.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+        && sel.match_expressions.iter().all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
 }
 
 /// One requirement against the value of its key (None = key absent), with node-selector
@@ -191,18 +181,13 @@ pub fn selector_priority(sel: &ResourceSelector, t: &Template) -> Option<Implici
     }
     match &sel.label_selector {
         None => Some(ImplicitPriority::MatchAll),
-        Some(ls) => {
-            label_selector_matches(ls, &t.meta.labels).then_some(ImplicitPriority::LabelSelector)
-        }
+        Some(ls) => label_selector_matches(ls, &t.meta.labels).then_some(ImplicitPriority::LabelSelector),
     }
 }
 
 /// The best implicit priority over all selectors; None when none matches.
 pub fn policy_priority(selectors: &[ResourceSelector], t: &Template) -> Option<ImplicitPriority> {
-    selectors
-        .iter()
-        .filter_map(|s| selector_priority(s, t))
-        .max()
+    selectors.iter().filter_map(|s| selector_priority(s, t)).max()
 }
 
 /// The policy that claims a template, and every other policy that matches it.
@@ -231,17 +216,9 @@ pub fn claim(set: &PolicySet, t: &Template) -> Option<Claim> {
         PolicyKind::PropagationPolicy,
         t,
     );
-    let cpp_allowed = !t
-        .key
-        .namespace
-        .as_deref()
-        .is_some_and(is_reserved_namespace);
+    let cpp_allowed = !t.key.namespace.as_deref().is_some_and(is_reserved_namespace);
     let mut cpps = if cpp_allowed {
-        candidates(
-            set.cluster_propagation_policies.iter(),
-            PolicyKind::ClusterPropagationPolicy,
-            t,
-        )
+        candidates(set.cluster_propagation_policies.iter(), PolicyKind::ClusterPropagationPolicy, t)
     } else {
         Vec::new()
     };
@@ -249,10 +226,7 @@ pub fn claim(set: &PolicySet, t: &Template) -> Option<Claim> {
     cpps.sort_by(compare_candidates);
     let mut all = pps.into_iter().chain(cpps).map(|c| c.policy);
     let policy = all.next()?;
-    Some(Claim {
-        policy,
-        shadowed: all.collect(),
-    })
+    Some(Claim { policy, shadowed: all.collect() })
 }
 
 struct Candidate {
@@ -272,11 +246,7 @@ fn candidates<'a>(
             Some(Candidate {
                 priority: p.spec.priority,
                 implicit,
-                policy: PolicyRef {
-                    kind,
-                    namespace: p.meta.namespace.clone(),
-                    name: p.meta.name.clone(),
-                },
+                policy: PolicyRef { kind, namespace: p.meta.namespace.clone(), name: p.meta.name.clone() },
             })
         })
         .collect()
@@ -299,10 +269,7 @@ mod tests {
     use crate::policy::{ObjectKey, Source, defaults};
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     fn req(key: &str, op: SelectorOperator, values: &[&str]) -> LabelSelectorRequirement {
@@ -341,10 +308,7 @@ mod tests {
             (sel(&[], vec![req("app", In, &[])]), false),
             (sel(&[], vec![req("app", Exists, &["web"])]), false),
             (sel(&[], vec![req("n", Gt, &["1"])]), false),
-            (
-                sel(&[], vec![req("tier", Exists, &[]), req("app", NotIn, &[])]),
-                false,
-            ),
+            (sel(&[], vec![req("tier", Exists, &[]), req("app", NotIn, &[])]), false),
         ];
         for (i, (s, want)) in cases.iter().enumerate() {
             assert_eq!(label_selector_matches(s, &l), *want, "case {i}: {s:?}");
@@ -358,22 +322,11 @@ mod tests {
         region: Option<&'a str>,
         zones: &'a [String],
     ) -> ClusterFacts<'a> {
-        ClusterFacts {
-            name,
-            labels,
-            provider,
-            region,
-            zones,
-        }
+        ClusterFacts { name, labels, provider, region, zones }
     }
 
     fn fields(reqs: Vec<LabelSelectorRequirement>) -> ClusterAffinity {
-        ClusterAffinity {
-            field_selector: Some(FieldSelector {
-                match_expressions: reqs,
-            }),
-            ..Default::default()
-        }
+        ClusterAffinity { field_selector: Some(FieldSelector { match_expressions: reqs }), ..Default::default() }
     }
 
     #[test]
@@ -391,15 +344,7 @@ mod tests {
             ("empty matches all", ClusterAffinity::default(), c, true),
             ("names", names(&["m1", "m3"]), c, true),
             ("names miss", names(&["m3"]), c, false),
-            (
-                "exclude wins over names",
-                ClusterAffinity {
-                    exclude: vec!["m1".into()],
-                    ..names(&["m1"])
-                },
-                c,
-                false,
-            ),
+            ("exclude wins over names", ClusterAffinity { exclude: vec!["m1".into()], ..names(&["m1"]) }, c, false),
             (
                 "labels and names",
                 ClusterAffinity {
@@ -412,118 +357,34 @@ mod tests {
                 c,
                 false,
             ),
-            (
-                "provider In",
-                fields(vec![req("provider", In, &["aws"])]),
-                c,
-                true,
-            ),
-            (
-                "provider In, none set",
-                fields(vec![req("provider", In, &["aws"])]),
-                bare,
-                false,
-            ),
-            (
-                "region NotIn",
-                fields(vec![req("region", NotIn, &["us"])]),
-                c,
-                true,
-            ),
-            (
-                "region NotIn, none set",
-                fields(vec![req("region", NotIn, &["eu"])]),
-                bare,
-                true,
-            ),
-            (
-                "provider Exists",
-                fields(vec![req("provider", Exists, &[])]),
-                bare,
-                false,
-            ),
+            ("provider In", fields(vec![req("provider", In, &["aws"])]), c, true),
+            ("provider In, none set", fields(vec![req("provider", In, &["aws"])]), bare, false),
+            ("region NotIn", fields(vec![req("region", NotIn, &["us"])]), c, true),
+            ("region NotIn, none set", fields(vec![req("region", NotIn, &["eu"])]), bare, true),
+            ("provider Exists", fields(vec![req("provider", Exists, &[])]), bare, false),
             (
                 "all expressions must hold",
-                fields(vec![
-                    req("provider", In, &["aws"]),
-                    req("region", In, &["us"]),
-                ]),
+                fields(vec![req("provider", In, &["aws"]), req("region", In, &["us"])]),
                 c,
                 false,
             ),
-            (
-                "zone In = overlap",
-                fields(vec![req("zone", In, &["az-2", "az-9"])]),
-                c,
-                true,
-            ),
-            (
-                "zone In, no overlap",
-                fields(vec![req("zone", In, &["az-9"])]),
-                c,
-                false,
-            ),
-            (
-                "zone NotIn = no overlap",
-                fields(vec![req("zone", NotIn, &["az-9"])]),
-                c,
-                true,
-            ),
-            (
-                "zone NotIn, overlap",
-                fields(vec![req("zone", NotIn, &["az-1"])]),
-                c,
-                false,
-            ),
-            (
-                "zone NotIn, no zones",
-                fields(vec![req("zone", NotIn, &["az-1"])]),
-                bare,
-                true,
-            ),
-            (
-                "zone Exists",
-                fields(vec![req("zone", Exists, &[])]),
-                c,
-                true,
-            ),
-            (
-                "zone Exists, no zones",
-                fields(vec![req("zone", Exists, &[])]),
-                bare,
-                false,
-            ),
-            (
-                "zone DoesNotExist",
-                fields(vec![req("zone", DoesNotExist, &[])]),
-                bare,
-                true,
-            ),
-            (
-                "invalid: In without values",
-                fields(vec![req("zone", In, &[])]),
-                c,
-                false,
-            ),
-            (
-                "invalid: Lt on zone",
-                fields(vec![req("zone", Lt, &["1"])]),
-                c,
-                false,
-            ),
+            ("zone In = overlap", fields(vec![req("zone", In, &["az-2", "az-9"])]), c, true),
+            ("zone In, no overlap", fields(vec![req("zone", In, &["az-9"])]), c, false),
+            ("zone NotIn = no overlap", fields(vec![req("zone", NotIn, &["az-9"])]), c, true),
+            ("zone NotIn, overlap", fields(vec![req("zone", NotIn, &["az-1"])]), c, false),
+            ("zone NotIn, no zones", fields(vec![req("zone", NotIn, &["az-1"])]), bare, true),
+            ("zone Exists", fields(vec![req("zone", Exists, &[])]), c, true),
+            ("zone Exists, no zones", fields(vec![req("zone", Exists, &[])]), bare, false),
+            ("zone DoesNotExist", fields(vec![req("zone", DoesNotExist, &[])]), bare, true),
+            ("invalid: In without values", fields(vec![req("zone", In, &[])]), c, false),
+            ("invalid: Lt on zone", fields(vec![req("zone", Lt, &["1"])]), c, false),
         ];
         for (what, aff, f, want) in cases {
             assert_eq!(cluster_matches(&aff, &f), want, "{what}");
         }
     }
 
-    fn template(
-        api: &str,
-        kind: &str,
-        ns: Option<&str>,
-        name: &str,
-        l: &[(&str, &str)],
-    ) -> Template {
+    fn template(api: &str, kind: &str, ns: Option<&str>, name: &str, l: &[(&str, &str)]) -> Template {
         Template {
             key: ObjectKey {
                 api_version: api.into(),
@@ -538,20 +399,11 @@ mod tests {
                 ..Default::default()
             },
             object: serde_json::Value::Null,
-            source: Source {
-                file: PathBuf::from("t.yaml"),
-                document: 1,
-            },
+            source: Source { file: PathBuf::from("t.yaml"), document: 1 },
         }
     }
 
-    fn rs(
-        api: &str,
-        kind: &str,
-        ns: Option<&str>,
-        name: Option<&str>,
-        ls: Option<LabelSelector>,
-    ) -> ResourceSelector {
+    fn rs(api: &str, kind: &str, ns: Option<&str>, name: Option<&str>, ls: Option<LabelSelector>) -> ResourceSelector {
         ResourceSelector {
             api_version: api.into(),
             kind: kind.into(),
@@ -563,84 +415,33 @@ mod tests {
 
     #[test]
     fn selector_priorities() {
-        let t = template(
-            "apps/v1",
-            "Deployment",
-            Some("ns"),
-            "web",
-            &[("app", "web")],
-        );
+        let t = template("apps/v1", "Deployment", Some("ns"), "web", &[("app", "web")]);
         let cluster_scoped = template("v1", "Namespace", None, "ns", &[]);
-        let app = |v: &str| {
-            Some(LabelSelector {
-                match_labels: labels(&[("app", v)]),
-                match_expressions: vec![],
-            })
-        };
+        let app = |v: &str| Some(LabelSelector { match_labels: labels(&[("app", v)]), match_expressions: vec![] });
         let cases = [
-            (
-                rs("apps/v1", "Deployment", None, None, None),
-                &t,
-                Some(ImplicitPriority::MatchAll),
-            ),
-            (
-                rs("apps/v1", "Deployment", Some("ns"), None, None),
-                &t,
-                Some(ImplicitPriority::MatchAll),
-            ),
-            (
-                rs("apps/v1", "Deployment", Some("other"), None, None),
-                &t,
-                None,
-            ),
+            (rs("apps/v1", "Deployment", None, None, None), &t, Some(ImplicitPriority::MatchAll)),
+            (rs("apps/v1", "Deployment", Some("ns"), None, None), &t, Some(ImplicitPriority::MatchAll)),
+            (rs("apps/v1", "Deployment", Some("other"), None, None), &t, None),
             (rs("apps/v1beta1", "Deployment", None, None, None), &t, None),
             (rs("apps/v1", "StatefulSet", None, None, None), &t, None),
+            (rs("apps/v1", "Deployment", None, None, app("web")), &t, Some(ImplicitPriority::LabelSelector)),
             (
-                rs("apps/v1", "Deployment", None, None, app("web")),
-                &t,
-                Some(ImplicitPriority::LabelSelector),
-            ),
-            (
-                rs(
-                    "apps/v1",
-                    "Deployment",
-                    None,
-                    None,
-                    Some(LabelSelector::default()),
-                ),
+                rs("apps/v1", "Deployment", None, None, Some(LabelSelector::default())),
                 &t,
                 Some(ImplicitPriority::LabelSelector),
             ),
             (rs("apps/v1", "Deployment", None, None, app("db")), &t, None),
             // a name decides alone: the label selector is ignored
-            (
-                rs("apps/v1", "Deployment", None, Some("web"), app("db")),
-                &t,
-                Some(ImplicitPriority::Name),
-            ),
-            (
-                rs("apps/v1", "Deployment", None, Some("api"), app("web")),
-                &t,
-                None,
-            ),
-            (
-                rs("v1", "Namespace", None, Some("ns"), None),
-                &cluster_scoped,
-                Some(ImplicitPriority::Name),
-            ),
-            (
-                rs("v1", "Namespace", Some("ns"), None, None),
-                &cluster_scoped,
-                None,
-            ),
+            (rs("apps/v1", "Deployment", None, Some("web"), app("db")), &t, Some(ImplicitPriority::Name)),
+            (rs("apps/v1", "Deployment", None, Some("api"), app("web")), &t, None),
+            (rs("v1", "Namespace", None, Some("ns"), None), &cluster_scoped, Some(ImplicitPriority::Name)),
+            (rs("v1", "Namespace", Some("ns"), None, None), &cluster_scoped, None),
         ];
         for (i, (sel, t, want)) in cases.iter().enumerate() {
             assert_eq!(selector_priority(sel, t), *want, "case {i}");
         }
-        let both = [
-            rs("apps/v1", "Deployment", None, None, None),
-            rs("apps/v1", "Deployment", None, Some("web"), None),
-        ];
+        let both =
+            [rs("apps/v1", "Deployment", None, None, None), rs("apps/v1", "Deployment", None, Some("web"), None)];
         assert_eq!(policy_priority(&both, &t), Some(ImplicitPriority::Name));
         assert_eq!(policy_priority(&[], &t), None);
         assert!(ImplicitPriority::Name > ImplicitPriority::LabelSelector);
@@ -648,8 +449,7 @@ mod tests {
     }
 
     fn policies(yaml: &str) -> PolicySet {
-        let (mut set, errors) =
-            crate::policy::load::load_sources([(PathBuf::from("p.yaml"), yaml.to_string())]);
+        let (mut set, errors) = crate::policy::load::load_sources([(PathBuf::from("p.yaml"), yaml.to_string())]);
         assert!(errors.is_empty(), "{errors:?}");
         defaults::apply(&mut set);
         set
@@ -664,28 +464,18 @@ mod tests {
 
     fn names(c: &Option<Claim>) -> (String, Vec<String>) {
         match c {
-            Some(c) => (
-                c.policy.to_string(),
-                c.shadowed.iter().map(|p| p.to_string()).collect(),
-            ),
+            Some(c) => (c.policy.to_string(), c.shadowed.iter().map(|p| p.to_string()).collect()),
             None => (String::new(), vec![]),
         }
     }
 
     const ALL: &str = "{apiVersion: apps/v1, kind: Deployment}";
     const BY_NAME: &str = "{apiVersion: apps/v1, kind: Deployment, name: web}";
-    const BY_LABEL: &str =
-        "{apiVersion: apps/v1, kind: Deployment, labelSelector: {matchLabels: {app: web}}}";
+    const BY_LABEL: &str = "{apiVersion: apps/v1, kind: Deployment, labelSelector: {matchLabels: {app: web}}}";
 
     #[test]
     fn claim_tie_breaks() {
-        let t = template(
-            "apps/v1",
-            "Deployment",
-            Some("ns"),
-            "web",
-            &[("app", "web")],
-        );
+        let t = template("apps/v1", "Deployment", Some("ns"), "web", &[("app", "web")]);
         // explicit priority beats implicit priority
         let yaml = [
             policy("PropagationPolicy", "by-name", Some("ns"), 0, BY_NAME),
@@ -693,13 +483,7 @@ mod tests {
         ]
         .concat();
         let c = claim(&policies(&yaml), &t);
-        assert_eq!(
-            names(&c),
-            (
-                "PropagationPolicy/ns/all-high".into(),
-                vec!["PropagationPolicy/ns/by-name".into()]
-            )
-        );
+        assert_eq!(names(&c), ("PropagationPolicy/ns/all-high".into(), vec!["PropagationPolicy/ns/by-name".into()]));
 
         // same explicit priority: name > label selector > match all
         let yaml = [
@@ -713,10 +497,7 @@ mod tests {
             names(&c),
             (
                 "PropagationPolicy/ns/c-name".into(),
-                vec![
-                    "PropagationPolicy/ns/b-label".into(),
-                    "PropagationPolicy/ns/a-all".into()
-                ]
+                vec!["PropagationPolicy/ns/b-label".into(), "PropagationPolicy/ns/a-all".into()]
             )
         );
 
@@ -732,10 +513,7 @@ mod tests {
             names(&c),
             (
                 "PropagationPolicy/ns/ab".into(),
-                vec![
-                    "PropagationPolicy/ns/abc".into(),
-                    "PropagationPolicy/ns/b".into()
-                ]
+                vec!["PropagationPolicy/ns/abc".into(), "PropagationPolicy/ns/b".into()]
             )
         );
     }
@@ -747,20 +525,8 @@ mod tests {
             policy("ClusterPropagationPolicy", "cpp-low", None, 0, ALL),
             policy("PropagationPolicy", "pp", Some("ns"), 0, ALL),
             policy("PropagationPolicy", "pp-other-ns", Some("other"), 50, ALL),
-            policy(
-                "ClusterPropagationPolicy",
-                "cpp-ns",
-                None,
-                0,
-                "{apiVersion: v1, kind: Namespace}",
-            ),
-            policy(
-                "PropagationPolicy",
-                "pp-ns",
-                Some("ns"),
-                0,
-                "{apiVersion: v1, kind: Namespace}",
-            ),
+            policy("ClusterPropagationPolicy", "cpp-ns", None, 0, "{apiVersion: v1, kind: Namespace}"),
+            policy("PropagationPolicy", "pp-ns", Some("ns"), 0, "{apiVersion: v1, kind: Namespace}"),
         ]
         .concat();
         let set = policies(&yaml);
@@ -769,20 +535,14 @@ mod tests {
             names(&claim(&set, &t)),
             (
                 "PropagationPolicy/ns/pp".into(),
-                vec![
-                    "ClusterPropagationPolicy/cpp-high".into(),
-                    "ClusterPropagationPolicy/cpp-low".into()
-                ]
+                vec!["ClusterPropagationPolicy/cpp-high".into(), "ClusterPropagationPolicy/cpp-low".into()]
             )
         );
         // no PP in this namespace matches: best CPP
         let t = template("apps/v1", "Deployment", Some("third"), "web", &[]);
         assert_eq!(
             names(&claim(&set, &t)),
-            (
-                "ClusterPropagationPolicy/cpp-high".into(),
-                vec!["ClusterPropagationPolicy/cpp-low".into()]
-            )
+            ("ClusterPropagationPolicy/cpp-high".into(), vec!["ClusterPropagationPolicy/cpp-low".into()])
         );
         // reserved namespaces: no CPP
         for ns in ["karmada-system", "karmada-cluster", "karmada-es-member1"] {
@@ -791,10 +551,7 @@ mod tests {
         }
         // cluster-scoped templates: only CPPs (pp-ns selects Namespace but is namespaced)
         let t = template("v1", "Namespace", None, "ns", &[]);
-        assert_eq!(
-            names(&claim(&set, &t)),
-            ("ClusterPropagationPolicy/cpp-ns".into(), vec![])
-        );
+        assert_eq!(names(&claim(&set, &t)), ("ClusterPropagationPolicy/cpp-ns".into(), vec![]));
         // nothing matches
         let t = template("v1", "ConfigMap", Some("ns"), "c", &[]);
         assert_eq!(claim(&set, &t), None);

@@ -187,9 +187,7 @@ impl PolicySet {
     /// Finds a template by the CLI's `KIND/NAMESPACE/NAME` (kind case-insensitive).
     pub fn find_template(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<&Template> {
         self.templates.iter().find(|t| {
-            t.key.kind.eq_ignore_ascii_case(kind)
-                && t.key.namespace.as_deref() == namespace
-                && t.key.name == name
+            t.key.kind.eq_ignore_ascii_case(kind) && t.key.namespace.as_deref() == namespace && t.key.name == name
         })
     }
 
@@ -198,7 +196,6 @@ impl PolicySet {
             PolicyKind::PropagationPolicy => &self.propagation_policies,
             PolicyKind::ClusterPropagationPolicy => &self.cluster_propagation_policies,
         };
-        list.iter()
-            .find(|p| p.meta.name == r.name && p.meta.namespace == r.namespace)
+        list.iter().find(|p| p.meta.name == r.name && p.meta.namespace == r.namespace)
     }
 }

@@ -442,10 +442,7 @@ impl OverrideSpec {
             return self.override_rules.clone();
         }
         match &self.overriders {
-            Some(o) => vec![RuleWithCluster {
-                target_cluster: self.target_cluster.clone(),
-                overriders: o.clone(),
-            }],
+            Some(o) => vec![RuleWithCluster { target_cluster: self.target_cluster.clone(), overriders: o.clone() }],
             None => Vec::new(),
         }
     }

@@ -12,10 +12,10 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::types::{
-    ClusterAffinity, ClusterSpec, ClusterTaintPolicySpec, FieldSelector, LabelSelector,
-    OverrideSpec, OverriderOperator, Overriders, Placement, Preemption, PropagationSpec, PurgeMode,
-    QuantityValue, ReplicaDivisionPreference, ReplicaSchedulingType, ResourceSelector,
-    SelectorOperator, SpreadByField, TolerationOperator,
+    ClusterAffinity, ClusterSpec, ClusterTaintPolicySpec, FieldSelector, LabelSelector, OverrideSpec,
+    OverriderOperator, Overriders, Placement, Preemption, PropagationSpec, PurgeMode, QuantityValue,
+    ReplicaDivisionPreference, ReplicaSchedulingType, ResourceSelector, SelectorOperator, SpreadByField,
+    TolerationOperator,
 };
 use super::{LoadError, PolicySet, Source};
 
@@ -33,11 +33,7 @@ pub fn validate(set: &PolicySet) -> Vec<LoadError> {
         let mut v = V::new(&p.source, &mut errors);
         propagation(&mut v, &p.spec, None);
     }
-    for p in set
-        .override_policies
-        .iter()
-        .chain(&set.cluster_override_policies)
-    {
+    for p in set.override_policies.iter().chain(&set.cluster_override_policies) {
         let mut v = V::new(&p.source, &mut errors);
         override_spec(&mut v, &p.spec);
     }
@@ -73,10 +69,7 @@ impl<'a> V<'a> {
 /// `namespace`: the PropagationPolicy's namespace; None for a ClusterPropagationPolicy.
 fn propagation(v: &mut V, spec: &PropagationSpec, namespace: Option<&str>) {
     if spec.resource_selectors.is_empty() {
-        v.err(
-            "spec.resourceSelectors",
-            "must not be empty (an empty list never means \"all resources\")",
-        );
+        v.err("spec.resourceSelectors", "must not be empty (an empty list never means \"all resources\")");
     }
     for (i, sel) in spec.resource_selectors.iter().enumerate() {
         let path = format!("spec.resourceSelectors[{i}]");
@@ -85,16 +78,10 @@ fn propagation(v: &mut V, spec: &PropagationSpec, namespace: Option<&str>) {
             && !sel_ns.is_empty()
             && sel_ns != ns
         {
-            v.err(
-                format!("{path}.namespace"),
-                format!("`{sel_ns}` must be the policy's own namespace `{ns}`"),
-            );
+            v.err(format!("{path}.namespace"), format!("`{sel_ns}` must be the policy's own namespace `{ns}`"));
         }
         if spec.preemption == Preemption::Always && sel.name.as_deref().unwrap_or("").is_empty() {
-            v.err(
-                format!("{path}.name"),
-                "is required on every resource selector when preemption is Always",
-            );
+            v.err(format!("{path}.name"), "is required on every resource selector when preemption is Always");
         }
     }
     placement(v, "spec.placement", &spec.placement);
@@ -111,10 +98,7 @@ fn propagation(v: &mut V, spec: &PropagationSpec, namespace: Option<&str>) {
             if let Some(t) = app.decision_conditions.toleration_seconds
                 && t < 0
             {
-                v.err(
-                    format!("{base}.decisionConditions.tolerationSeconds"),
-                    format!("must be >= 0, got {t}"),
-                );
+                v.err(format!("{base}.decisionConditions.tolerationSeconds"), format!("must be >= 0, got {t}"));
             }
             if let Some(g) = app.grace_period_seconds {
                 let mode = app.purge_mode.unwrap_or(PurgeMode::Gracefully);
@@ -124,10 +108,7 @@ fn propagation(v: &mut V, spec: &PropagationSpec, namespace: Option<&str>) {
                         format!("is only allowed with purgeMode Gracefully, not {mode:?}"),
                     );
                 } else if g <= 0 {
-                    v.err(
-                        format!("{base}.gracePeriodSeconds"),
-                        format!("must be greater than 0, got {g}"),
-                    );
+                    v.err(format!("{base}.gracePeriodSeconds"), format!("must be greater than 0, got {g}"));
                 }
             }
             if let Some(sp) = &app.state_preservation {
@@ -151,18 +132,12 @@ fn propagation(v: &mut V, spec: &PropagationSpec, namespace: Option<&str>) {
         && s.dispatching == Some(true)
         && s.dispatching_on_clusters.is_some()
     {
-        v.err(
-            "spec.suspension",
-            "dispatching and dispatchingOnClusters cannot both be set",
-        );
+        v.err("spec.suspension", "dispatching and dispatchingOnClusters cannot both be set");
     }
     if let Some(sp) = &spec.schedule_priority
         && sp.priority_class_source.as_deref() != Some("KubePriorityClass")
     {
-        v.err(
-            "spec.schedulePriority.priorityClassSource",
-            "must be KubePriorityClass",
-        );
+        v.err("spec.schedulePriority.priorityClassSource", "must be KubePriorityClass");
     }
 }
 
@@ -196,30 +171,18 @@ fn placement(v: &mut V, base: &str, p: &Placement) {
     if let Some(aff) = &p.cluster_affinity {
         affinity(v, &format!("{base}.clusterAffinity"), aff);
         if !p.cluster_affinities.is_empty() {
-            v.err(
-                format!("{base}.clusterAffinities"),
-                "clusterAffinities cannot co-exist with clusterAffinity",
-            );
+            v.err(format!("{base}.clusterAffinities"), "clusterAffinities cannot co-exist with clusterAffinity");
         }
     }
     let overflow_allowed = p.replica_scheduling.as_ref().is_some_and(|rs| {
         rs.replica_scheduling_type != Some(ReplicaSchedulingType::Duplicated)
             && (rs.replica_division_preference == Some(ReplicaDivisionPreference::Aggregated)
-                || rs
-                    .weight_preference
-                    .as_ref()
-                    .is_some_and(|w| w.dynamic_weight.is_some()))
+                || rs.weight_preference.as_ref().is_some_and(|w| w.dynamic_weight.is_some()))
     });
     let mut names = HashSet::new();
     let mut check_name = |v: &mut V, path: String, name: &str| {
         if name.is_empty() || name.len() > MAX_AFFINITY_NAME_LEN {
-            v.err(
-                path,
-                format!(
-                    "must be 1 to {MAX_AFFINITY_NAME_LEN} characters long, got {}",
-                    name.len()
-                ),
-            );
+            v.err(path, format!("must be 1 to {MAX_AFFINITY_NAME_LEN} characters long, got {}", name.len()));
         } else if let Err(m) = check_qualified_name(name) {
             v.err(path, m);
         } else if !names.insert(name.to_string()) {
@@ -246,19 +209,13 @@ fn placement(v: &mut V, base: &str, p: &Placement) {
                 exclude: o.exclude.clone(),
             };
             if aff == ClusterAffinity::default() {
-                v.err(
-                    op.clone(),
-                    "an overflow affinity must select clusters (it is empty)",
-                );
+                v.err(op.clone(), "an overflow affinity must select clusters (it is empty)");
             }
             affinity(v, &op, &aff);
         }
     }
     for (i, t) in p.cluster_tolerations.iter().enumerate() {
-        if matches!(
-            t.operator,
-            Some(TolerationOperator::Lt | TolerationOperator::Gt)
-        ) {
+        if matches!(t.operator, Some(TolerationOperator::Lt | TolerationOperator::Gt)) {
             v.err(
                 format!("{base}.clusterTolerations[{i}].operator"),
                 "operators Lt and Gt are not supported in cluster tolerations",
@@ -272,19 +229,13 @@ fn placement(v: &mut V, base: &str, p: &Placement) {
         for (i, w) in wp.static_weight_list.iter().enumerate() {
             let wpath = format!("{base}.replicaScheduling.weightPreference.staticWeightList[{i}]");
             if w.weight < 1 {
-                v.err(
-                    format!("{wpath}.weight"),
-                    format!("must be >= 1, got {}", w.weight),
-                );
+                v.err(format!("{wpath}.weight"), format!("must be >= 1, got {}", w.weight));
             }
             affinity(v, &format!("{wpath}.targetCluster"), &w.target_cluster);
         }
     }
     if let Some(wa) = &p.workload_affinity {
-        for (name, term) in [
-            ("affinity", &wa.affinity),
-            ("antiAffinity", &wa.anti_affinity),
-        ] {
+        for (name, term) in [("affinity", &wa.affinity), ("antiAffinity", &wa.anti_affinity)] {
             if let Some(t) = term
                 && let Err(m) = check_qualified_name(&t.group_by_label_key)
             {
@@ -308,39 +259,24 @@ fn spread_constraints(v: &mut V, base: &str, p: &Placement) {
         let cp = format!("{base}.spreadConstraints[{i}]");
         let has_label = !c.spread_by_label.as_deref().unwrap_or("").is_empty();
         if c.spread_by_field.is_some() && has_label {
-            v.err(
-                format!("{cp}.spreadByLabel"),
-                "spreadByLabel cannot co-exist with spreadByField",
-            );
+            v.err(format!("{cp}.spreadByLabel"), "spreadByLabel cannot co-exist with spreadByField");
         }
         if c.min_groups < 0 {
-            v.err(
-                format!("{cp}.minGroups"),
-                format!("must be >= 0, got {}", c.min_groups),
-            );
+            v.err(format!("{cp}.minGroups"), format!("must be >= 0, got {}", c.min_groups));
         }
         if c.max_groups < 0 {
-            v.err(
-                format!("{cp}.maxGroups"),
-                format!("must be >= 0, got {}", c.max_groups),
-            );
+            v.err(format!("{cp}.maxGroups"), format!("must be >= 0, got {}", c.max_groups));
         }
         if c.max_groups > 0 && c.max_groups < c.min_groups {
             v.err(
                 format!("{cp}.maxGroups"),
-                format!(
-                    "maxGroups ({}) must not be lower than minGroups ({})",
-                    c.max_groups, c.min_groups
-                ),
+                format!("maxGroups ({}) must not be lower than minGroups ({})", c.max_groups, c.min_groups),
             );
         }
         if let Some(f) = c.spread_by_field
             && !fields.insert(f)
         {
-            v.err(
-                format!("{cp}.spreadByField"),
-                format!("duplicate spreadByField {f:?}"),
-            );
+            v.err(format!("{cp}.spreadByField"), format!("duplicate spreadByField {f:?}"));
         }
     }
     if !fields.is_empty() && !fields.contains(&SpreadByField::Cluster) {
@@ -365,13 +301,7 @@ fn field_selector(v: &mut V, path: &str, fs: &FieldSelector) {
     for (i, r) in fs.match_expressions.iter().enumerate() {
         let rp = format!("{path}.matchExpressions[{i}]");
         if !matches!(r.key.as_str(), "provider" | "region" | "zone") {
-            v.err(
-                format!("{rp}.key"),
-                format!(
-                    "unsupported key `{}`, expected provider, region or zone",
-                    r.key
-                ),
-            );
+            v.err(format!("{rp}.key"), format!("unsupported key `{}`, expected provider, region or zone", r.key));
         }
         match r.operator {
             SelectorOperator::In | SelectorOperator::NotIn => {
@@ -379,10 +309,7 @@ fn field_selector(v: &mut V, path: &str, fs: &FieldSelector) {
                     v.err(format!("{rp}.values"), "must not be empty for In and NotIn");
                 }
             }
-            other => v.err(
-                format!("{rp}.operator"),
-                format!("unsupported operator {other:?}, expected In or NotIn"),
-            ),
+            other => v.err(format!("{rp}.operator"), format!("unsupported operator {other:?}, expected In or NotIn")),
         }
     }
 }
@@ -409,10 +336,7 @@ fn label_selector(v: &mut V, path: &str, ls: &LabelSelector) {
 }
 
 /// Why a label-selector requirement is invalid, if it is (shared with matching).
-pub(crate) fn selector_requirement_problem(
-    op: SelectorOperator,
-    values: &[String],
-) -> Option<String> {
+pub(crate) fn selector_requirement_problem(op: SelectorOperator, values: &[String]) -> Option<String> {
     match op {
         SelectorOperator::In | SelectorOperator::NotIn if values.is_empty() => {
             Some(format!("values must not be empty for operator {op:?}"))
@@ -436,10 +360,7 @@ fn override_spec(v: &mut V, spec: &OverrideSpec) {
     }
     let deprecated = spec.target_cluster.is_some() || spec.overriders.is_some();
     if !spec.override_rules.is_empty() && deprecated {
-        v.err(
-            "spec.overrideRules",
-            "overrideRules cannot co-exist with the deprecated targetCluster/overriders",
-        );
+        v.err("spec.overrideRules", "overrideRules cannot co-exist with the deprecated targetCluster/overriders");
     }
     for (i, rule) in spec.override_rules.iter().enumerate() {
         let base = format!("spec.overrideRules[{i}]");
@@ -464,10 +385,7 @@ fn overriders(v: &mut V, base: &str, o: &Overriders) {
             v.err(format!("{pp}.path"), m);
         }
         if matches!(p.operator, Add | Replace) && p.value.is_none() {
-            v.err(
-                format!("{pp}.value"),
-                format!("is required for operator {}", op_name(p.operator)),
-            );
+            v.err(format!("{pp}.value"), format!("is required for operator {}", op_name(p.operator)));
         }
     }
     for (i, img) in o.image_overrider.iter().enumerate() {
@@ -477,29 +395,19 @@ fn overriders(v: &mut V, base: &str, o: &Overriders) {
             v.err(format!("{base}.imageOverrider[{i}].predicate.path"), m);
         }
     }
-    for (name, list) in [
-        ("commandOverrider", &o.command_overrider),
-        ("argsOverrider", &o.args_overrider),
-    ] {
+    for (name, list) in [("commandOverrider", &o.command_overrider), ("argsOverrider", &o.args_overrider)] {
         for (i, c) in list.iter().enumerate() {
             if c.operator == Replace {
-                v.err(
-                    format!("{base}.{name}[{i}].operator"),
-                    "must be add or remove",
-                );
+                v.err(format!("{base}.{name}[{i}].operator"), "must be add or remove");
             }
             if c.container_name.is_empty() {
-                v.err(
-                    format!("{base}.{name}[{i}].containerName"),
-                    "must not be empty",
-                );
+                v.err(format!("{base}.{name}[{i}].containerName"), "must not be empty");
             }
         }
     }
-    for (name, list, is_label) in [
-        ("labelsOverrider", &o.labels_overrider, true),
-        ("annotationsOverrider", &o.annotations_overrider, false),
-    ] {
+    for (name, list, is_label) in
+        [("labelsOverrider", &o.labels_overrider, true), ("annotationsOverrider", &o.annotations_overrider, false)]
+    {
         for (i, l) in list.iter().enumerate() {
             map_keys_values(v, &format!("{base}.{name}[{i}].value"), &l.value, is_label);
         }
@@ -510,14 +418,8 @@ fn overriders(v: &mut V, base: &str, o: &Overriders) {
             v.err(format!("{fp}.fieldPath"), m);
         }
         match (f.json.is_empty(), f.yaml.is_empty()) {
-            (true, true) => v.err(
-                fp.clone(),
-                "exactly one of json or yaml must be set (neither is)",
-            ),
-            (false, false) => v.err(
-                fp.clone(),
-                "exactly one of json or yaml must be set (both are)",
-            ),
+            (true, true) => v.err(fp.clone(), "exactly one of json or yaml must be set (neither is)"),
+            (false, false) => v.err(fp.clone(), "exactly one of json or yaml must be set (both are)"),
             _ => {}
         }
         for (kind, patches) in [("json", &f.json), ("yaml", &f.yaml)] {
@@ -527,13 +429,10 @@ fn overriders(v: &mut V, base: &str, o: &Overriders) {
                     v.err(format!("{pp}.subPath"), m);
                 }
                 match (p.operator, p.value.is_some()) {
-                    (Add | Replace, false) => v.err(
-                        format!("{pp}.value"),
-                        format!("is required for operator {}", op_name(p.operator)),
-                    ),
-                    (Remove, true) => {
-                        v.err(format!("{pp}.value"), "must not be set for operator remove")
+                    (Add | Replace, false) => {
+                        v.err(format!("{pp}.value"), format!("is required for operator {}", op_name(p.operator)))
                     }
+                    (Remove, true) => v.err(format!("{pp}.value"), "must not be set for operator remove"),
                     _ => {}
                 }
             }
@@ -576,15 +475,11 @@ fn taint_policy(v: &mut V, spec: &ClusterTaintPolicySpec) {
         }
     }
     if spec.add_on_conditions.is_empty() && spec.remove_on_conditions.is_empty() {
-        v.err(
-            "spec.addOnConditions",
-            "at least one of addOnConditions and removeOnConditions must be set",
-        );
+        v.err("spec.addOnConditions", "at least one of addOnConditions and removeOnConditions must be set");
     }
-    for (name, list) in [
-        ("addOnConditions", &spec.add_on_conditions),
-        ("removeOnConditions", &spec.remove_on_conditions),
-    ] {
+    for (name, list) in
+        [("addOnConditions", &spec.add_on_conditions), ("removeOnConditions", &spec.remove_on_conditions)]
+    {
         for (i, c) in list.iter().enumerate() {
             let cp = format!("spec.{name}[{i}]");
             if !matches!(c.operator, SelectorOperator::In | SelectorOperator::NotIn) {
@@ -605,16 +500,9 @@ fn taint_policy(v: &mut V, spec: &ClusterTaintPolicySpec) {
 
 fn cluster(v: &mut V, spec: &ClusterSpec) {
     if spec.zone.as_deref().is_some_and(|z| !z.is_empty()) && !spec.zones.is_empty() {
-        v.err(
-            "spec.zone",
-            "zone and zones cannot both be set (zone is deprecated, use zones)",
-        );
+        v.err("spec.zone", "zone and zones cannot both be set (zone is deprecated, use zones)");
     }
-    for (field, value) in [
-        ("provider", &spec.provider),
-        ("region", &spec.region),
-        ("zone", &spec.zone),
-    ] {
+    for (field, value) in [("provider", &spec.provider), ("region", &spec.region), ("zone", &spec.zone)] {
         if let Some(val) = value
             && let Err(m) = check_label_value(val)
         {
@@ -637,35 +525,20 @@ fn resource_models(v: &mut V, spec: &ClusterSpec) {
     let mut grades = HashSet::new();
     for (i, m) in models.iter().enumerate() {
         if !grades.insert(m.grade) {
-            v.err(
-                format!("spec.resourceModels[{i}].grade"),
-                format!("duplicate grade {}", m.grade),
-            );
+            v.err(format!("spec.resourceModels[{i}].grade"), format!("duplicate grade {}", m.grade));
         }
     }
-    let names = |i: usize| {
-        models[i]
-            .ranges
-            .iter()
-            .map(|r| r.name.as_str())
-            .collect::<Vec<_>>()
-    };
+    let names = |i: usize| models[i].ranges.iter().map(|r| r.name.as_str()).collect::<Vec<_>>();
     let first = names(0);
     let mut parsed: Vec<Vec<Option<(i128, i128)>>> = Vec::new();
     for (i, m) in models.iter().enumerate() {
         if m.ranges.is_empty() {
-            v.err(
-                format!("spec.resourceModels[{i}].ranges"),
-                "must not be empty",
-            );
+            v.err(format!("spec.resourceModels[{i}].ranges"), "must not be empty");
         }
         if i > 0 && names(i) != first {
             v.err(
                 format!("spec.resourceModels[{i}].ranges"),
-                format!(
-                    "must list the same resources in the same order as the first model ({})",
-                    first.join(", ")
-                ),
+                format!("must list the same resources in the same order as the first model ({})", first.join(", ")),
             );
         }
         let mut row = Vec::new();
@@ -674,24 +547,15 @@ fn resource_models(v: &mut V, spec: &ClusterSpec) {
             let min = parse_quantity(&r.min);
             let max = parse_quantity(&r.max);
             if min.is_none() {
-                v.err(
-                    format!("{rp}.min"),
-                    format!("`{}` is not a valid quantity", r.min),
-                );
+                v.err(format!("{rp}.min"), format!("`{}` is not a valid quantity", r.min));
             }
             if max.is_none() {
-                v.err(
-                    format!("{rp}.max"),
-                    format!("`{}` is not a valid quantity", r.max),
-                );
+                v.err(format!("{rp}.max"), format!("`{}` is not a valid quantity", r.max));
             }
             match (min, max) {
                 (Some(a), Some(b)) => {
                     if a >= b {
-                        v.err(
-                            format!("{rp}.max"),
-                            format!("max ({}) must be greater than min ({})", r.max, r.min),
-                        );
+                        v.err(format!("{rp}.max"), format!("max ({}) must be greater than min ({})", r.max, r.min));
                     }
                     row.push(Some((a, b)));
                 }
@@ -709,8 +573,7 @@ fn resource_models(v: &mut V, spec: &ClusterSpec) {
             continue; // already reported
         }
         for (j, r) in models[cur].ranges.iter().enumerate() {
-            if let (Some(Some((_, pmax))), Some(Some((cmin, _)))) =
-                (parsed[prev].get(j), parsed[cur].get(j))
+            if let (Some(Some((_, pmax))), Some(Some((cmin, _)))) = (parsed[prev].get(j), parsed[cur].get(j))
                 && pmax != cmin
             {
                 v.err(
@@ -736,9 +599,7 @@ pub(crate) fn parse_quantity(q: &QuantityValue) -> Option<i128> {
         Some(rest) => (true, rest),
         None => (false, s.strip_prefix('+').unwrap_or(s)),
     };
-    let num_end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
+    let num_end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (num, suffix) = s.split_at(num_end);
     if num.is_empty() || num == "." || num.matches('.').count() > 1 {
         return None;
@@ -769,9 +630,7 @@ pub(crate) fn parse_quantity(q: &QuantityValue) -> Option<i128> {
             (e.parse::<i32>().ok()?, 0)
         }
     };
-    exp10 = exp10
-        .checked_add(9)?
-        .checked_sub(i32::try_from(frac_part.len()).ok()?)?;
+    exp10 = exp10.checked_add(9)?.checked_sub(i32::try_from(frac_part.len()).ok()?)?;
     let mut value = mantissa.checked_mul(1i128.checked_shl(exp2)?)?;
     if exp10 >= 0 {
         value = value.checked_mul(10i128.checked_pow(u32::try_from(exp10).ok()?)?)?;
@@ -794,9 +653,7 @@ pub fn check_qualified_name(key: &str) -> Result<(), String> {
     if let Some(p) = prefix
         && super::load::check_dns1123_subdomain(p).is_err()
     {
-        return Err(format!(
-            "`{key}`: prefix `{p}` must be a DNS-1123 subdomain"
-        ));
+        return Err(format!("`{key}`: prefix `{p}` must be a DNS-1123 subdomain"));
     }
     if name.is_empty() || name.len() > 63 || !name_chars_ok(name) {
         return Err(format!(
@@ -826,8 +683,7 @@ fn name_chars_ok(s: &str) -> bool {
     !b.is_empty()
         && alnum(b[0])
         && alnum(b[b.len() - 1])
-        && b.iter()
-            .all(|&c| alnum(c) || c == b'-' || c == b'_' || c == b'.')
+        && b.iter().all(|&c| alnum(c) || c == b'-' || c == b'_' || c == b'.')
 }
 
 /// RFC 6901 JSON pointer as Karmada accepts it: starts with `/`; `~` only as `~0` or `~1`.
@@ -838,9 +694,7 @@ pub fn check_json_pointer(p: &str) -> Result<(), String> {
     let mut chars = p.chars();
     while let Some(c) = chars.next() {
         if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-            return Err(format!(
-                "`{p}` is not a valid JSON pointer ('~' must be followed by 0 or 1)"
-            ));
+            return Err(format!("`{p}` is not a valid JSON pointer ('~' must be followed by 0 or 1)"));
         }
     }
     Ok(())
@@ -903,10 +757,7 @@ mod tests {
                 "resourceSelectors: [{apiVersion: v1, kind: ConfigMap, labelSelector: {matchExpressions: [{key: a, operator: In}]}}]",
                 &["spec.resourceSelectors[0].labelSelector.matchExpressions[0]"],
             ),
-            (
-                &format!("{SEL}preemption: Always"),
-                &["spec.resourceSelectors[0].name"],
-            ),
+            (&format!("{SEL}preemption: Always"), &["spec.resourceSelectors[0].name"]),
             (
                 &format!(
                     "{SEL}placement:\n  clusterAffinity: {{clusterNames: [a]}}\n  clusterAffinities: [{{affinityName: x}}]"
@@ -979,10 +830,7 @@ mod tests {
                 ),
                 &["spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight"],
             ),
-            (
-                &format!("{SEL}failover: {{application: {{decisionConditions: {{}}}}}}"),
-                &["spec.propagateDeps"],
-            ),
+            (&format!("{SEL}failover: {{application: {{decisionConditions: {{}}}}}}"), &["spec.propagateDeps"]),
             (
                 &format!(
                     "{SEL}propagateDeps: true\nfailover: {{application: {{decisionConditions: {{tolerationSeconds: -1}}, purgeMode: Directly, gracePeriodSeconds: 10}}}}"
@@ -999,9 +847,7 @@ mod tests {
                 &["spec.failover.application.gracePeriodSeconds"],
             ),
             (
-                &format!(
-                    "{SEL}suspension: {{dispatching: true, dispatchingOnClusters: {{clusterNames: [a]}}}}"
-                ),
+                &format!("{SEL}suspension: {{dispatching: true, dispatchingOnClusters: {{clusterNames: [a]}}}}"),
                 &["spec.suspension"],
             ),
         ];
@@ -1019,28 +865,12 @@ mod tests {
 
     #[test]
     fn override_rules() {
-        let rule = |ov: &str| {
-            format!(
-                "{SEL}overrideRules:\n- overriders:\n{}",
-                indent(&indent(ov))
-            )
-        };
+        let rule = |ov: &str| format!("{SEL}overrideRules:\n- overriders:\n{}", indent(&indent(ov)));
         let cases: Vec<(String, &[&str])> = vec![
+            (rule("plaintext: [{path: /spec/replicas, operator: replace, value: 1}]"), &[]),
+            (format!("{}targetCluster: {{clusterNames: [a]}}\n", rule("plaintext: []")), &["spec.overrideRules"]),
             (
-                rule("plaintext: [{path: /spec/replicas, operator: replace, value: 1}]"),
-                &[],
-            ),
-            (
-                format!(
-                    "{}targetCluster: {{clusterNames: [a]}}\n",
-                    rule("plaintext: []")
-                ),
-                &["spec.overrideRules"],
-            ),
-            (
-                rule(
-                    "plaintext: [{path: spec/replicas, operator: add}, {path: /a~2, operator: remove}]",
-                ),
+                rule("plaintext: [{path: spec/replicas, operator: add}, {path: /a~2, operator: remove}]"),
                 &[
                     "spec.overrideRules[0].overriders.plaintext[0].path",
                     "spec.overrideRules[0].overriders.plaintext[0].value",
@@ -1109,10 +939,7 @@ mod tests {
                 models(
                     "- {grade: 0, ranges: [{name: cpu, min: 0, max: 1}]}\n- {grade: 1, ranges: [{name: cpu, min: 1500m, max: 1}]}",
                 ),
-                &[
-                    "spec.resourceModels[1].ranges[0].max",
-                    "spec.resourceModels[1].ranges[0].min",
-                ],
+                &["spec.resourceModels[1].ranges[0].max", "spec.resourceModels[1].ranges[0].min"],
             ),
             (
                 models("- {grade: 0, ranges: [{name: cpu, min: 0, max: lots}]}"),
@@ -1129,11 +956,7 @@ mod tests {
         let doc = "apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterTaintPolicy\nmetadata: {name: t}\nspec:\n  addOnConditions: [{conditionType: Ready, operator: Exists, statusValues: []}]\n  taints: []\n";
         assert_eq!(
             fields(doc),
-            vec![
-                "spec.taints",
-                "spec.addOnConditions[0].operator",
-                "spec.addOnConditions[0].statusValues"
-            ]
+            vec!["spec.taints", "spec.addOnConditions[0].operator", "spec.addOnConditions[0].statusValues"]
         );
     }
 

@@ -173,11 +173,7 @@ pub enum PublishError {
 /// Builds a closure that wraps an `io::Error` with the action and the path.
 fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> PublishError + use<> {
     let path = path.to_path_buf();
-    move |source| PublishError::Io {
-        action,
-        path,
-        source,
-    }
+    move |source| PublishError::Io { action, path, source }
 }
 
 /// Returns why `s` is not a safe path segment, if it is not.
@@ -188,10 +184,7 @@ fn segment_problem(s: &str) -> Option<&'static str> {
         Some("longer than 253 characters")
     } else if s == "." || s == ".." {
         Some("is a relative directory reference")
-    } else if !s
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-'))
-    {
+    } else if !s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')) {
         Some("only a-z, 0-9, '.', '_' and '-' are allowed")
     } else {
         None
@@ -203,10 +196,7 @@ fn segment_problem(s: &str) -> Option<&'static str> {
 pub fn check_segment(s: &str) -> Result<(), PublishError> {
     match segment_problem(s) {
         None => Ok(()),
-        Some(reason) => Err(PublishError::UnsafeSegment {
-            segment: s.to_owned(),
-            reason,
-        }),
+        Some(reason) => Err(PublishError::UnsafeSegment { segment: s.to_owned(), reason }),
     }
 }
 
@@ -242,35 +232,21 @@ fn object_path_problem(path: &str) -> Option<String> {
 fn validate(plan: &PublishPlan) -> Result<(), PublishError> {
     for (cluster, files) in &plan.clusters {
         if let Some(reason) = cluster_problem(cluster) {
-            return Err(PublishError::UnsafeCluster {
-                cluster: cluster.clone(),
-                reason,
-            });
+            return Err(PublishError::UnsafeCluster { cluster: cluster.clone(), reason });
         }
         for path in files.files.keys().chain(&files.keep) {
             if let Some(reason) = object_path_problem(path) {
-                return Err(PublishError::UnsafePath {
-                    cluster: cluster.clone(),
-                    path: path.clone(),
-                    reason,
-                });
+                return Err(PublishError::UnsafePath { cluster: cluster.clone(), path: path.clone(), reason });
             }
         }
         for (path, content) in &files.files {
             if !has_header(content.as_bytes()) {
-                return Err(PublishError::MissingHeader {
-                    cluster: cluster.clone(),
-                    path: path.clone(),
-                });
+                return Err(PublishError::MissingHeader { cluster: cluster.clone(), path: path.clone() });
             }
         }
         // A file may not double as a directory of another file (or of the kustomization).
-        let all: BTreeSet<&str> = files
-            .files
-            .keys()
-            .map(String::as_str)
-            .chain(std::iter::once(KUSTOMIZATION_FILE))
-            .collect();
+        let all: BTreeSet<&str> =
+            files.files.keys().map(String::as_str).chain(std::iter::once(KUSTOMIZATION_FILE)).collect();
         for file in &all {
             let prefix = format!("{file}/");
             if let Some(other) = all.range(prefix.as_str()..).next()
@@ -299,10 +275,7 @@ fn has_header(bytes: &[u8]) -> bool {
 fn file_has_header(path: &Path) -> Result<bool, PublishError> {
     let mut buf = Vec::with_capacity(GENERATED_HEADER.len() + 1);
     File::open(path)
-        .and_then(|f| {
-            f.take(GENERATED_HEADER.len() as u64 + 1)
-                .read_to_end(&mut buf)
-        })
+        .and_then(|f| f.take(GENERATED_HEADER.len() as u64 + 1).read_to_end(&mut buf))
         .map_err(io_err("read", path))?;
     Ok(has_header(&buf))
 }
@@ -350,16 +323,10 @@ fn check_target(out: &Path, rel: &str) -> Result<bool, PublishError> {
             (Kind::Dir, false) => {}
             (Kind::File, true) => return Ok(true),
             (_, false) => {
-                return Err(PublishError::InTheWay {
-                    path,
-                    expected: "a directory",
-                });
+                return Err(PublishError::InTheWay { path, expected: "a directory" });
             }
             (_, true) => {
-                return Err(PublishError::InTheWay {
-                    path,
-                    expected: "a regular file",
-                });
+                return Err(PublishError::InTheWay { path, expected: "a regular file" });
             }
         }
     }
@@ -388,11 +355,8 @@ fn compute_changes(out: &Path, plan: &PublishPlan) -> Result<Changes, PublishErr
                 resources.insert(kept);
             }
         }
-        let mut desired: Vec<(&str, Vec<u8>)> = files
-            .files
-            .iter()
-            .map(|(path, content)| (path.as_str(), content.as_bytes().to_vec()))
-            .collect();
+        let mut desired: Vec<(&str, Vec<u8>)> =
+            files.files.iter().map(|(path, content)| (path.as_str(), content.as_bytes().to_vec())).collect();
         desired.push((KUSTOMIZATION_FILE, kustomization(&resources).into_bytes()));
         for (path, bytes) in desired {
             let rel = format!("{cluster}/{path}");
@@ -445,9 +409,7 @@ fn list_yaml_files(dir: &Path, prefix: &str, found: &mut Vec<String>) -> Result<
         let Ok(name) = entry.file_name().into_string() else {
             continue; // not UTF-8: never a name fedsched writes
         };
-        let file_type = entry
-            .file_type()
-            .map_err(io_err("inspect", &entry.path()))?;
+        let file_type = entry.file_type().map_err(io_err("inspect", &entry.path()))?;
         let rel = format!("{prefix}{name}");
         if file_type.is_dir() {
             list_yaml_files(&entry.path(), &format!("{rel}/"), found)?;
@@ -488,9 +450,7 @@ fn journal_path(out: &Path) -> PathBuf {
 
 /// Fsyncs a directory so that entries created, renamed or removed in it are durable.
 fn sync_dir(dir: &Path) -> Result<(), PublishError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err("sync directory", dir))
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io_err("sync directory", dir))
 }
 
 /// Creates `dir` (and missing parents), fsyncing the parent of every directory it creates.
@@ -511,10 +471,7 @@ fn create_dirs(dir: &Path) -> Result<(), PublishError> {
             }
             Ok(())
         }
-        Kind::File | Kind::Other => Err(PublishError::InTheWay {
-            path: dir.to_path_buf(),
-            expected: "a directory",
-        }),
+        Kind::File | Kind::Other => Err(PublishError::InTheWay { path: dir.to_path_buf(), expected: "a directory" }),
     }
 }
 
@@ -544,14 +501,8 @@ fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishError> {
             .file_name()
             .and_then(|n| n.to_str())
             .map(str::to_owned)
-            .ok_or_else(|| PublishError::InTheWay {
-                path: path.clone(),
-                expected: "a UTF-8 staged file name",
-            })?;
-        journal.renames.push(Rename {
-            staged,
-            target: target.clone(),
-        });
+            .ok_or_else(|| PublishError::InTheWay { path: path.clone(), expected: "a UTF-8 staged file name" })?;
+        journal.renames.push(Rename { staged, target: target.clone() });
     }
     sync_dir(&staging)?;
     Ok(journal)
@@ -563,28 +514,17 @@ fn write_journal(out: &Path, journal: &Journal) -> Result<(), PublishError> {
     let staging = staging_dir(out);
     create_dirs(&staging)?;
     let path = journal_path(out);
-    let bytes =
-        serde_json::to_vec_pretty(journal).map_err(|source| PublishError::JournalParse {
-            path: path.clone(),
-            source,
-        })?;
-    let mut tmp = tempfile::NamedTempFile::new_in(&staging)
-        .map_err(io_err("create temporary file in", &staging))?;
-    tmp.as_file_mut()
-        .write_all(&bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(io_err("write", &path))?;
-    tmp.persist(&path)
-        .map_err(|e| io_err("rename into", &path)(e.error))?;
+    let bytes = serde_json::to_vec_pretty(journal)
+        .map_err(|source| PublishError::JournalParse { path: path.clone(), source })?;
+    let mut tmp = tempfile::NamedTempFile::new_in(&staging).map_err(io_err("create temporary file in", &staging))?;
+    tmp.as_file_mut().write_all(&bytes).and_then(|()| tmp.as_file().sync_all()).map_err(io_err("write", &path))?;
+    tmp.persist(&path).map_err(|e| io_err("rename into", &path)(e.error))?;
     sync_dir(&state_dir(out))
 }
 
 /// Checks that a journal only names places a publish could have written.
 fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
-    let invalid = |reason: String| PublishError::JournalInvalid {
-        path: path.to_path_buf(),
-        reason,
-    };
+    let invalid = |reason: String| PublishError::JournalInvalid { path: path.to_path_buf(), reason };
     if journal.version != JOURNAL_VERSION {
         return Err(invalid(format!("unsupported version {}", journal.version)));
     }
@@ -592,8 +532,7 @@ fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
     let cluster_path_ok = |target: &str, allow_kustomization: bool| {
         target.split_once('/').is_some_and(|(cluster, rest)| {
             cluster_problem(cluster).is_none()
-                && (object_path_problem(rest).is_none()
-                    || (allow_kustomization && rest == KUSTOMIZATION_FILE))
+                && (object_path_problem(rest).is_none() || (allow_kustomization && rest == KUSTOMIZATION_FILE))
         })
     };
     for rename in &journal.renames {
@@ -619,10 +558,7 @@ fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
 /// Applies a committed journal idempotently: renames staged files that still exist, deletes
 /// targets that still exist, prunes directories emptied by deletions (never a cluster
 /// directory), and fsyncs every directory it changed. Returns the paths written and removed.
-fn apply_journal(
-    out: &Path,
-    journal: &Journal,
-) -> Result<(Vec<PathBuf>, Vec<PathBuf>), PublishError> {
+fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBuf>, Vec<PathBuf>), PublishError> {
     let staging = staging_dir(out);
     let mut dirty: BTreeSet<PathBuf> = BTreeSet::new();
     let mut written = Vec::new();
@@ -638,10 +574,7 @@ fn apply_journal(
             dirty.insert(parent.to_path_buf());
         }
         if matches!(kind_of(&to)?, Kind::Dir | Kind::Other) {
-            return Err(PublishError::InTheWay {
-                path: to,
-                expected: "a regular file",
-            });
+            return Err(PublishError::InTheWay { path: to, expected: "a regular file" });
         }
         fs::rename(&from, &to).map_err(io_err("rename into", &to))?;
         written.push(to);
@@ -654,10 +587,8 @@ fn apply_journal(
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err("remove", &path)(e)),
         }
-        let cluster_dir = deletion
-            .split_once('/')
-            .map(|(cluster, _)| out.join(cluster))
-            .unwrap_or_else(|| out.to_path_buf());
+        let cluster_dir =
+            deletion.split_once('/').map(|(cluster, _)| out.join(cluster)).unwrap_or_else(|| out.to_path_buf());
         let mut dir = path.parent().map(Path::to_path_buf);
         while let Some(current) = dir {
             if !current.starts_with(&cluster_dir) || current == cluster_dir {
@@ -666,12 +597,7 @@ fn apply_journal(
             }
             match fs::remove_dir(&current) {
                 Ok(()) => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::DirectoryNotEmpty | io::ErrorKind::NotFound
-                    ) =>
-                {
+                Err(e) if matches!(e.kind(), io::ErrorKind::DirectoryNotEmpty | io::ErrorKind::NotFound) => {
                     dirty.insert(current);
                     break;
                 }
@@ -730,12 +656,7 @@ fn lock(out: &Path) -> Result<File, PublishError> {
     let dir = state_dir(out);
     create_dirs(&dir)?;
     let path = dir.join(LOCK_FILE);
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(io_err("open", &path))?;
+    let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(io_err("open", &path))?;
     file.lock().map_err(io_err("lock", &path))?;
     Ok(file)
 }
@@ -756,11 +677,8 @@ fn recover_locked(out: &Path) -> Result<bool, PublishError> {
     let applied = match kind_of(&path)? {
         Kind::File => {
             let bytes = fs::read(&path).map_err(io_err("read", &path))?;
-            let journal: Journal =
-                serde_json::from_slice(&bytes).map_err(|source| PublishError::JournalParse {
-                    path: path.clone(),
-                    source,
-                })?;
+            let journal: Journal = serde_json::from_slice(&bytes)
+                .map_err(|source| PublishError::JournalParse { path: path.clone(), source })?;
             check_journal(&path, &journal)?;
             let (written, removed) = apply_journal(out, &journal)?;
             tracing::warn!(
@@ -774,10 +692,7 @@ fn recover_locked(out: &Path) -> Result<bool, PublishError> {
         }
         Kind::Missing => false,
         Kind::Dir | Kind::Other => {
-            return Err(PublishError::InTheWay {
-                path,
-                expected: "a regular file",
-            });
+            return Err(PublishError::InTheWay { path, expected: "a regular file" });
         }
     };
     clean_staging(out)?;
@@ -801,10 +716,7 @@ pub fn publish(out: &Path, plan: &PublishPlan) -> Result<PublishReport, PublishE
     let _lock = lock(out)?;
     recover_locked(out)?;
     let changes = compute_changes(out, plan)?;
-    let mut report = PublishReport {
-        unchanged: changes.unchanged,
-        ..PublishReport::default()
-    };
+    let mut report = PublishReport { unchanged: changes.unchanged, ..PublishReport::default() };
     if changes.writes.is_empty() && changes.deletions.is_empty() {
         return Ok(report);
     }
@@ -834,20 +746,14 @@ mod tests {
 
     fn cluster(files: &[(&str, &str)], keep: &[&str]) -> ClusterFiles {
         ClusterFiles {
-            files: files
-                .iter()
-                .map(|(p, body)| ((*p).to_owned(), object(body)))
-                .collect(),
+            files: files.iter().map(|(p, body)| ((*p).to_owned(), object(body))).collect(),
             keep: keep.iter().map(|k| (*k).to_owned()).collect(),
         }
     }
 
     fn plan(clusters: Vec<(&str, ClusterFiles)>, summary: Option<&str>) -> PublishPlan {
         PublishPlan {
-            clusters: clusters
-                .into_iter()
-                .map(|(name, files)| (name.to_owned(), files))
-                .collect(),
+            clusters: clusters.into_iter().map(|(name, files)| (name.to_owned(), files)).collect(),
             summary: summary.map(str::to_owned),
         }
     }
@@ -884,10 +790,7 @@ mod tests {
                     cluster(
                         &[
                             ("default/apps_deployment_web.yaml", "kind: Deployment\n"),
-                            (
-                                "_cluster/rbac.authorization.k8s.io_clusterrole_admin.yaml",
-                                "kind: ClusterRole\n",
-                            ),
+                            ("_cluster/rbac.authorization.k8s.io_clusterrole_admin.yaml", "kind: ClusterRole\n"),
                             ("default/core_configmap_cfg.yaml", "kind: ConfigMap\n"),
                         ],
                         &[],
@@ -921,26 +824,15 @@ mod tests {
              kind: Kustomization\n\
              resources: []\n"
         );
-        assert_eq!(
-            read(out, "member1/default/apps_deployment_web.yaml"),
-            object("kind: Deployment\n")
-        );
-        assert_eq!(
-            read(out, ".fedsched/placements.json"),
-            "{\"placements\":[]}\n"
-        );
+        assert_eq!(read(out, "member1/default/apps_deployment_web.yaml"), object("kind: Deployment\n"));
+        assert_eq!(read(out, ".fedsched/placements.json"), "{\"placements\":[]}\n");
         assert_eq!(report.written.len(), 6);
         assert!(report.written.windows(2).all(|w| w[0] < w[1]), "sorted");
         assert!(report.removed.is_empty());
         assert_eq!(report.unchanged, 0);
         // No journal and no staged files are left behind.
         assert!(!out.join(".fedsched/journal.json").exists());
-        assert_eq!(
-            fs::read_dir(out.join(".fedsched/staging"))
-                .expect("staging")
-                .count(),
-            0
-        );
+        assert_eq!(fs::read_dir(out.join(".fedsched/staging")).expect("staging").count(), 0);
     }
 
     #[test]
@@ -954,11 +846,7 @@ mod tests {
             "member2/kustomization.yaml",
             ".fedsched/placements.json",
         ];
-        let mtime = |rel: &str| {
-            fs::metadata(out.join(rel))
-                .and_then(|m| m.modified())
-                .expect("mtime")
-        };
+        let mtime = |rel: &str| fs::metadata(out.join(rel)).and_then(|m| m.modified()).expect("mtime");
         let before: Vec<_> = files.iter().map(|f| mtime(f)).collect();
         let bytes_before = snapshot(out);
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -978,16 +866,10 @@ mod tests {
         publish(out, &sample_plan()).expect("first publish");
         let mut next = sample_plan();
         if let Some(c) = next.clusters.get_mut("member1") {
-            c.files.insert(
-                "default/apps_deployment_web.yaml".to_owned(),
-                object("kind: Deployment\nspec: {}\n"),
-            );
+            c.files.insert("default/apps_deployment_web.yaml".to_owned(), object("kind: Deployment\nspec: {}\n"));
         }
         let report = publish(out, &next).expect("publish");
-        assert_eq!(
-            report.written,
-            vec![out.join("member1/default/apps_deployment_web.yaml")]
-        );
+        assert_eq!(report.written, vec![out.join("member1/default/apps_deployment_web.yaml")]);
         assert_eq!(report.unchanged, 5);
     }
 
@@ -998,29 +880,14 @@ mod tests {
         publish(out, &sample_plan()).expect("first publish");
         // Files fedsched did not write: no header, header not on the first line, not YAML.
         fs::write(out.join("member1/default/manual.yaml"), "kind: Manual\n").expect("write");
-        fs::write(
-            out.join("member1/default/late_header.yaml"),
-            format!("kind: X\n{GENERATED_HEADER}\n"),
-        )
-        .expect("write");
+        fs::write(out.join("member1/default/late_header.yaml"), format!("kind: X\n{GENERATED_HEADER}\n"))
+            .expect("write");
         fs::write(out.join("member1/README.md"), GENERATED_HEADER).expect("write");
         // A generated file in a directory that becomes empty.
         fs::create_dir_all(out.join("member1/old-ns")).expect("mkdir");
-        fs::write(
-            out.join("member1/old-ns/core_secret_s.yaml"),
-            object("kind: Secret\n"),
-        )
-        .expect("write");
-        let next = plan(
-            vec![(
-                "member1",
-                cluster(
-                    &[("default/apps_deployment_web.yaml", "kind: Deployment\n")],
-                    &[],
-                ),
-            )],
-            None,
-        );
+        fs::write(out.join("member1/old-ns/core_secret_s.yaml"), object("kind: Secret\n")).expect("write");
+        let next =
+            plan(vec![("member1", cluster(&[("default/apps_deployment_web.yaml", "kind: Deployment\n")], &[]))], None);
         let report = publish(out, &next).expect("publish");
         assert_eq!(
             report.removed,
@@ -1033,14 +900,8 @@ mod tests {
         assert!(out.join("member1/default/manual.yaml").exists());
         assert!(out.join("member1/default/late_header.yaml").exists());
         assert!(out.join("member1/README.md").exists());
-        assert!(
-            !out.join("member1/old-ns").exists(),
-            "emptied directory pruned"
-        );
-        assert!(
-            !out.join("member1/_cluster").exists(),
-            "emptied directory pruned"
-        );
+        assert!(!out.join("member1/old-ns").exists(), "emptied directory pruned");
+        assert!(!out.join("member1/_cluster").exists(), "emptied directory pruned");
         // member2 is absent from the plan: untouched; the summary is kept when not given.
         assert!(out.join("member2/kustomization.yaml").exists());
         assert!(out.join(".fedsched/placements.json").exists());
@@ -1059,23 +920,11 @@ mod tests {
         let out = dir.path();
         publish(out, &sample_plan()).expect("first publish");
         let next = plan(
-            vec![(
-                "member1",
-                cluster(
-                    &[],
-                    &[
-                        "default/apps_deployment_web.yaml",
-                        "default/never_written.yaml",
-                    ],
-                ),
-            )],
+            vec![("member1", cluster(&[], &["default/apps_deployment_web.yaml", "default/never_written.yaml"]))],
             None,
         );
         let report = publish(out, &next).expect("publish");
-        assert!(
-            out.join("member1/default/apps_deployment_web.yaml")
-                .exists()
-        );
+        assert!(out.join("member1/default/apps_deployment_web.yaml").exists());
         assert_eq!(report.removed.len(), 2);
         // The kept file stays in the kustomization; a kept file that does not exist does not.
         assert_eq!(
@@ -1103,43 +952,20 @@ mod tests {
                  resources: []\n"
             )
         );
-        let entries: Vec<_> = fs::read_dir(out.join("member1"))
-            .expect("read_dir")
-            .map(|e| e.expect("entry").file_name())
-            .collect();
+        let entries: Vec<_> =
+            fs::read_dir(out.join("member1")).expect("read_dir").map(|e| e.expect("entry").file_name()).collect();
         assert_eq!(entries, vec![std::ffi::OsString::from(KUSTOMIZATION_FILE)]);
     }
 
     #[test]
     fn check_segment_rules() {
-        for ok in [
-            "a",
-            "default",
-            "apps_deployment_web.yaml",
-            "a-b.c_d",
-            "_cluster",
-            "0",
-        ] {
+        for ok in ["a", "default", "apps_deployment_web.yaml", "a-b.c_d", "_cluster", "0"] {
             assert!(check_segment(ok).is_ok(), "{ok}");
         }
         let long = "a".repeat(254);
-        for bad in [
-            "",
-            ".",
-            "..",
-            "a/b",
-            "A",
-            "a b",
-            "a\0b",
-            "ü",
-            "a:b",
-            long.as_str(),
-        ] {
+        for bad in ["", ".", "..", "a/b", "A", "a b", "a\0b", "ü", "a:b", long.as_str()] {
             let err = check_segment(bad).expect_err(bad);
-            assert!(
-                err.to_string().contains(&format!("{bad:?}")),
-                "error names the value: {err}"
-            );
+            assert!(err.to_string().contains(&format!("{bad:?}")), "error names the value: {err}");
         }
         assert!(check_segment(&"a".repeat(253)).is_ok());
     }
@@ -1158,25 +984,15 @@ mod tests {
             plan(vec![("m", cluster(&[("a/./b.yaml", "")], &[]))], None),
             plan(vec![("m", cluster(&[("x.json", "")], &[]))], None),
             plan(vec![("m", cluster(&[("Web.yaml", "")], &[]))], None),
-            plan(
-                vec![("m", cluster(&[("kustomization.yaml", "")], &[]))],
-                None,
-            ),
-            plan(
-                vec![("m", cluster(&[("a.yaml", ""), ("a.yaml/b.yaml", "")], &[]))],
-                None,
-            ),
-            plan(
-                vec![("m", cluster(&[("kustomization.yaml/b.yaml", "")], &[]))],
-                None,
-            ),
+            plan(vec![("m", cluster(&[("kustomization.yaml", "")], &[]))], None),
+            plan(vec![("m", cluster(&[("a.yaml", ""), ("a.yaml/b.yaml", "")], &[]))], None),
+            plan(vec![("m", cluster(&[("kustomization.yaml/b.yaml", "")], &[]))], None),
             plan(vec![("m", cluster(&[], &["../../etc/passwd.yaml"]))], None),
         ];
         for (i, bad) in bad_plans.iter().enumerate() {
             // A good cluster first, so a partial write would show.
             let mut bad = bad.clone();
-            bad.clusters
-                .insert("aaa-good".to_owned(), cluster(&[("x.yaml", "")], &[]));
+            bad.clusters.insert("aaa-good".to_owned(), cluster(&[("x.yaml", "")], &[]));
             bad.summary = Some("{}".to_owned());
             let dir = TempDir::new().expect("tempdir");
             let out = dir.path().join("out");
@@ -1196,11 +1012,7 @@ mod tests {
         assert!(matches!(err, PublishError::MissingHeader { .. }), "{err}");
         assert!(!out.exists());
         // The offending value is named.
-        let err = publish(
-            &out,
-            &plan(vec![("m", cluster(&[("Bad.yaml", "")], &[]))], None),
-        )
-        .expect_err("bad path");
+        let err = publish(&out, &plan(vec![("m", cluster(&[("Bad.yaml", "")], &[]))], None)).expect_err("bad path");
         assert!(err.to_string().contains("\"Bad.yaml\""), "{err}");
     }
 
@@ -1234,10 +1046,7 @@ mod tests {
         next.clusters.remove("member2");
         if let Some(c) = next.clusters.get_mut("member1") {
             c.files.remove("default/core_configmap_cfg.yaml");
-            c.files.insert(
-                "ns2/core_service_svc.yaml".to_owned(),
-                object("kind: Service\n"),
-            );
+            c.files.insert("ns2/core_service_svc.yaml".to_owned(), object("kind: Service\n"));
         }
         publish(reference.path(), &next).expect("publish");
         let expected = snapshot(reference.path());
@@ -1297,10 +1106,7 @@ mod tests {
 
         let evil = Journal {
             version: JOURNAL_VERSION,
-            renames: vec![Rename {
-                staged: "x".to_owned(),
-                target: "../outside.yaml".to_owned(),
-            }],
+            renames: vec![Rename { staged: "x".to_owned(), target: "../outside.yaml".to_owned() }],
             deletions: vec![],
         };
         write_journal(out, &evil).expect("journal");

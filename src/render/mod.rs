@@ -118,10 +118,8 @@ const PRUNED_METADATA: &[&str] = &[
     "generateName",
 ];
 
-const PRUNED_ANNOTATIONS: &[&str] = &[
-    "deployment.kubernetes.io/revision",
-    "kubectl.kubernetes.io/last-applied-configuration",
-];
+const PRUNED_ANNOTATIONS: &[&str] =
+    &["deployment.kubernetes.io/revision", "kubectl.kubernetes.io/last-applied-configuration"];
 
 /// Removes what the API server populates (Karmada's prune list), so the member's own values
 /// are not fought over.
@@ -136,7 +134,10 @@ fn prune(obj: &mut Value, key: &ObjectKey) {
             for a in PRUNED_ANNOTATIONS {
                 ann.remove(*a);
             }
-            ann.retain(|k, _| !k.starts_with("propagationpolicy.karmada.io/") && !k.starts_with("clusterpropagationpolicy.karmada.io/"));
+            ann.retain(|k, _| {
+                !k.starts_with("propagationpolicy.karmada.io/")
+                    && !k.starts_with("clusterpropagationpolicy.karmada.io/")
+            });
         }
         match &key.namespace {
             Some(ns) => {
@@ -166,7 +167,12 @@ fn prune(obj: &mut Value, key: &ObjectKey) {
                     spec.remove("selector");
                 }
                 if let Some(labels) = spec.pointer_mut("/template/metadata/labels").and_then(Value::as_object_mut) {
-                    for l in ["controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"] {
+                    for l in [
+                        "controller-uid",
+                        "batch.kubernetes.io/controller-uid",
+                        "job-name",
+                        "batch.kubernetes.io/job-name",
+                    ] {
                         labels.remove(l);
                     }
                 }
@@ -190,10 +196,15 @@ fn add_provenance(obj: &mut Value, input: &RenderInput<'_>) {
         let k = &input.template.key;
         ann.insert(
             ANNOTATION_TEMPLATE.into(),
-            Value::String(format!("{}/{}/{}", k.api_version, k.kind, match &k.namespace {
-                Some(ns) => format!("{ns}/{}", k.name),
-                None => k.name.clone(),
-            })),
+            Value::String(format!(
+                "{}/{}/{}",
+                k.api_version,
+                k.kind,
+                match &k.namespace {
+                    Some(ns) => format!("{ns}/{}", k.name),
+                    None => k.name.clone(),
+                }
+            )),
         );
         ann.insert(ANNOTATION_SOURCE.into(), Value::String(input.template.source.to_string()));
     }

@@ -19,9 +19,8 @@ const MAX_IMPLICIT_KEY_CHARS: usize = 1000;
 
 /// Characters that may not start a plain scalar (`-`, `?` and `:` are allowed before a
 /// non-space by the spec, but are always quoted here for simplicity).
-const INDICATORS: &[char] = &[
-    '-', '?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`',
-];
+const INDICATORS: &[char] =
+    &['-', '?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`'];
 
 /// Serializes one value as a single YAML document (no `---` marker, trailing newline).
 ///
@@ -171,11 +170,7 @@ fn format_number(n: &Number) -> String {
 
 /// Renders a string on one line: plain when unambiguous, otherwise double-quoted.
 fn inline_string(s: &str) -> String {
-    if plain_ok(s) {
-        s.to_owned()
-    } else {
-        double_quoted(s)
-    }
+    if plain_ok(s) { s.to_owned() } else { double_quoted(s) }
 }
 
 /// Double-quotes a string with JSON-style escapes (`\uXXXX` for every non-printable and every
@@ -207,11 +202,7 @@ fn double_quoted(s: &str) -> String {
 /// the YAML 1.1 line and paragraph separators, the byte order mark and the non-characters
 /// U+FFFE / U+FFFF.
 fn is_special_char(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{2028}' | '\u{2029}' | '\u{FEFF}' | '\u{FFFE}' | '\u{FFFF}'
-        )
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{FEFF}' | '\u{FFFE}' | '\u{FFFF}')
 }
 
 /// Whether `s` can be written as a plain scalar and read back as this same string by YAML 1.1
@@ -247,19 +238,13 @@ fn looks_numeric(s: &str) -> bool {
         return true;
     }
     let t = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if [".inf", ".nan", "inf", "infinity", "nan"]
-        .iter()
-        .any(|w| t.eq_ignore_ascii_case(w))
-    {
+    if [".inf", ".nan", "inf", "infinity", "nan"].iter().any(|w| t.eq_ignore_ascii_case(w)) {
         return true;
     }
     let starts_numeric = t.starts_with(|c: char| c.is_ascii_digit() || c == '.');
     starts_numeric
         && t.chars().any(|c| c.is_ascii_digit())
-        && t.chars().all(|c| {
-            c.is_ascii_hexdigit()
-                || matches!(c, 'x' | 'X' | 'o' | 'O' | '_' | '.' | ':' | '+' | '-')
-        })
+        && t.chars().all(|c| c.is_ascii_hexdigit() || matches!(c, 'x' | 'X' | 'o' | 'O' | '_' | '.' | ':' | '+' | '-'))
 }
 
 /// YAML 1.1 timestamps start with a date `YYYY-M-D` (`2024-01-01`,
@@ -267,12 +252,7 @@ fn looks_numeric(s: &str) -> bool {
 fn looks_like_date(s: &str) -> bool {
     let b = s.as_bytes();
     let digits = |from: usize, min: usize, max: usize| -> Option<usize> {
-        let n = b
-            .get(from..)?
-            .iter()
-            .take(max)
-            .take_while(|c| c.is_ascii_digit())
-            .count();
+        let n = b.get(from..)?.iter().take(max).take_while(|c| c.is_ascii_digit()).count();
         (n >= min).then_some(from + n)
     };
     let date = || -> Option<()> {
@@ -313,10 +293,7 @@ fn block_scalar(s: &str, top_level: bool) -> Option<Block<'_>> {
         return None;
     }
     let trailing_newlines = s.len() - body.len();
-    let needs_indicator = body
-        .split('\n')
-        .find(|line| !line.is_empty())
-        .is_some_and(|line| line.starts_with(' '));
+    let needs_indicator = body.split('\n').find(|line| !line.is_empty()).is_some_and(|line| line.starts_with(' '));
     if needs_indicator && top_level {
         return None;
     }
@@ -329,11 +306,7 @@ fn block_scalar(s: &str, top_level: bool) -> Option<Block<'_>> {
         1 => "",
         _ => "+",
     });
-    Some(Block {
-        header,
-        body,
-        trailing_newlines,
-    })
+    Some(Block { header, body, trailing_newlines })
 }
 
 /// Writes a block scalar header (the caller has written the `key: ` or `- ` before it) and its
@@ -365,17 +338,13 @@ mod tests {
 
     /// Parses with serde-saphyr's default (YAML 1.1-ish) resolution.
     fn parse_default(yaml: &str) -> Value {
-        serde_saphyr::from_str::<Value>(yaml)
-            .unwrap_or_else(|e| panic!("default parse failed: {e}\n---\n{yaml}"))
+        serde_saphyr::from_str::<Value>(yaml).unwrap_or_else(|e| panic!("default parse failed: {e}\n---\n{yaml}"))
     }
 
     /// Parses with YAML 1.2 booleans.
     fn parse_strict(yaml: &str) -> Value {
-        serde_saphyr::from_str_with_options::<Value>(
-            yaml,
-            serde_saphyr::options! { strict_booleans: true },
-        )
-        .unwrap_or_else(|e| panic!("strict parse failed: {e}\n---\n{yaml}"))
+        serde_saphyr::from_str_with_options::<Value>(yaml, serde_saphyr::options! { strict_booleans: true })
+            .unwrap_or_else(|e| panic!("strict parse failed: {e}\n---\n{yaml}"))
     }
 
     fn assert_round_trip(v: &Value) {
@@ -596,11 +565,7 @@ mod tests {
             ("日本", "日本"),
         ];
         for (input, expected) in cases {
-            assert_eq!(
-                to_yaml(&json!({ "k": input })),
-                format!("k: {expected}\n"),
-                "{input:?}"
-            );
+            assert_eq!(to_yaml(&json!({ "k": input })), format!("k: {expected}\n"), "{input:?}");
         }
     }
 
@@ -618,14 +583,7 @@ mod tests {
              m: {}\n\"n\": []\n"
         );
         assert_round_trip(&v);
-        for top in [
-            json!(null),
-            json!(1.0),
-            json!({}),
-            json!([]),
-            json!("x"),
-            json!(7),
-        ] {
+        for top in [json!(null), json!(1.0), json!({}), json!([]), json!("x"), json!(7)] {
             assert_round_trip(&top);
         }
         assert_eq!(to_yaml(&json!({})), "{}\n");
@@ -664,15 +622,9 @@ mod tests {
             "after": [ { "a": 1, "b": [ { "c": "d" } ] } ],
         });
         let yaml = to_yaml(&v);
-        assert!(
-            yaml.contains(&format!("? {long_key}\n:\n  x:\n  - 1\n")),
-            "{yaml}"
-        );
+        assert!(yaml.contains(&format!("? {long_key}\n:\n  x:\n  - 1\n")), "{yaml}");
         assert!(yaml.contains("matrix:\n- - 1\n  - - 2\n    - 3\n- []\n- - {}\n- - a:\n    - 4\n"));
-        assert!(
-            yaml.starts_with("after:\n- a: 1\n  b:\n  - c: d\n"),
-            "{yaml}"
-        );
+        assert!(yaml.starts_with("after:\n- a: 1\n  b:\n  - c: d\n"), "{yaml}");
         assert_round_trip(&v);
         let long_seq = json!({ (long_key.clone()): [1, { "y": 2 }], "z": "s\nt" });
         assert_round_trip(&long_seq);
@@ -781,8 +733,7 @@ spec:
         let joined = prop::collection::vec(
             prop_oneof![
                 prop::sample::select(TRICKY).prop_map(str::to_owned),
-                prop::sample::select(&[" ", ":", ": ", " #", "\n", "\n\n", "  ", "-", "."][..])
-                    .prop_map(str::to_owned),
+                prop::sample::select(&[" ", ":", ": ", " #", "\n", "\n\n", "  ", "-", "."][..]).prop_map(str::to_owned),
                 "[a-z0-9]{1,4}",
             ],
             1..5,
@@ -796,9 +747,8 @@ spec:
             any::<i64>().prop_map(Value::from),
             any::<u64>().prop_map(Value::from),
             any::<f64>().prop_filter_map("finite", |f| Number::from_f64(f).map(Value::Number)),
-            (-1_000_000i64..1_000_000, -20i32..20).prop_filter_map("finite", |(m, e)| {
-                Number::from_f64(m as f64 * 10f64.powi(e)).map(Value::Number)
-            }),
+            (-1_000_000i64..1_000_000, -20i32..20)
+                .prop_filter_map("finite", |(m, e)| { Number::from_f64(m as f64 * 10f64.powi(e)).map(Value::Number) }),
         ]
     }
 

@@ -59,7 +59,8 @@ pub fn webster(
         }
         parties[best].2 += 1;
     }
-    let mut out: BTreeMap<String, i64> = initial.iter().filter(|(_, s)| **s > 0).map(|(n, s)| (n.clone(), *s)).collect();
+    let mut out: BTreeMap<String, i64> =
+        initial.iter().filter(|(_, s)| **s > 0).map(|(n, s)| (n.clone(), *s)).collect();
     for (n, _, s) in parties {
         if s > 0 {
             out.insert(n.to_string(), s);
@@ -200,10 +201,7 @@ mod tests {
         assert_eq!(dynamic_steady(6, &free, &prev, asc), Ok(m(&[("m1", 1), ("m2", 2), ("m3", 3)])));
         assert_eq!(dynamic_steady(24, &free, &prev, asc), Ok(m(&[("m1", 6), ("m2", 8), ("m3", 10)])));
         assert_eq!(dynamic_steady(12, &free, &prev, asc), Ok(prev.clone()));
-        assert_eq!(
-            dynamic_steady(100, &free, &prev, asc),
-            Err(AssignError::NotEnough { available: 42, wanted: 100 })
-        );
+        assert_eq!(dynamic_steady(100, &free, &prev, asc), Err(AssignError::NotEnough { available: 42, wanted: 100 }));
     }
 
     #[test]

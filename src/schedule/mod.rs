@@ -61,8 +61,12 @@ pub struct ClusterVerdict {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Outcome {
     /// Selected clusters with their replicas (None = object without replicas).
-    Scheduled { targets: BTreeMap<String, Option<i32>> },
-    Unschedulable { reason: String },
+    Scheduled {
+        targets: BTreeMap<String, Option<i32>>,
+    },
+    Unschedulable {
+        reason: String,
+    },
 }
 
 /// A whole scheduling decision.
@@ -91,10 +95,7 @@ pub fn schedule(fw: &Framework, req: &ScheduleRequest<'_>, clusters: &[ClusterSn
         return schedule_term(fw, req, req.placement.cluster_affinity.as_ref(), clusters, None);
     }
     // Ordered groups: start at the term in force, take the first that schedules.
-    let start = req
-        .previous_affinity
-        .and_then(|n| terms.iter().position(|t| t.affinity_name == n))
-        .unwrap_or(0);
+    let start = req.previous_affinity.and_then(|n| terms.iter().position(|t| t.affinity_name == n)).unwrap_or(0);
     let mut last = None;
     for term in &terms[start..] {
         let aff = term.affinity();
@@ -186,9 +187,7 @@ fn schedule_term(
 fn decide(req: &ScheduleRequest<'_>, verdicts: &mut [ClusterVerdict], clusters: &[ClusterSnapshot]) -> Outcome {
     let feasible: Vec<&ClusterVerdict> = verdicts.iter().filter(|v| v.feasible).collect();
     if feasible.is_empty() {
-        return Outcome::Unschedulable {
-            reason: format!("0/{} clusters are available", verdicts.len()),
-        };
+        return Outcome::Unschedulable { reason: format!("0/{} clusters are available", verdicts.len()) };
     }
     let strategy = Strategy::of(req.placement);
     let selected = match select::select_clusters(req.placement, &feasible, clusters, strategy) {
@@ -296,11 +295,7 @@ fn static_weights(
     let mut out = BTreeMap::new();
     for v in selected {
         let Some(c) = clusters.iter().find(|c| c.name == v.name) else { continue };
-        let w = list
-            .iter()
-            .filter(|e| cluster_matches(&e.target_cluster, &c.facts()))
-            .map(|e| e.weight)
-            .max();
+        let w = list.iter().filter(|e| cluster_matches(&e.target_cluster, &c.facts())).map(|e| e.weight).max();
         if let Some(w) = w {
             out.insert(v.name.clone(), w);
         }

@@ -60,11 +60,7 @@ pub trait Versioned: Serialize + DeserializeOwned {
 
     /// Decodes a payload written with an older schema and converts it to the current form.
     /// `None` means the schema is unknown (the default: no older schema exists yet).
-    fn decode_older(
-        _schema: u16,
-        _codec: Codec,
-        _payload: &[u8],
-    ) -> Option<Result<Self, StoreError>> {
+    fn decode_older(_schema: u16, _codec: Codec, _payload: &[u8]) -> Option<Result<Self, StoreError>> {
         None
     }
 }
@@ -85,38 +81,22 @@ fn header(codec: Codec, schema: u16, payload_len: usize) -> Vec<u8> {
 }
 
 /// Splits an envelope into its header and payload, checking magic and codec.
-pub fn open_envelope<'a>(
-    what: &'static str,
-    bytes: &'a [u8],
-) -> Result<(Header, &'a [u8]), StoreError> {
+pub fn open_envelope<'a>(what: &'static str, bytes: &'a [u8]) -> Result<(Header, &'a [u8]), StoreError> {
     if bytes.len() < HEADER_LEN {
-        return Err(StoreError::ShortEnvelope {
-            what,
-            len: bytes.len(),
-        });
+        return Err(StoreError::ShortEnvelope { what, len: bytes.len() });
     }
     if bytes[0] != MAGIC {
-        return Err(StoreError::BadMagic {
-            what,
-            found: bytes[0],
-        });
+        return Err(StoreError::BadMagic { what, found: bytes[0] });
     }
-    let codec = Codec::from_byte(bytes[1]).ok_or(StoreError::UnknownCodec {
-        what,
-        codec: bytes[1],
-    })?;
+    let codec = Codec::from_byte(bytes[1]).ok_or(StoreError::UnknownCodec { what, codec: bytes[1] })?;
     let schema = u16::from_be_bytes([bytes[2], bytes[3]]);
     Ok((Header { codec, schema }, &bytes[HEADER_LEN..]))
 }
 
 /// Encodes a record with codec 1 (bincode) and its current schema.
 pub fn encode<T: Versioned>(value: &T) -> Result<Vec<u8>, StoreError> {
-    let payload = bincode::serde::encode_to_vec(value, bincode_config()).map_err(|source| {
-        StoreError::Encode {
-            what: T::WHAT,
-            source,
-        }
-    })?;
+    let payload = bincode::serde::encode_to_vec(value, bincode_config())
+        .map_err(|source| StoreError::Encode { what: T::WHAT, source })?;
     let mut out = header(Codec::Bincode, T::SCHEMA, payload.len());
     out.extend_from_slice(&payload);
     Ok(out)
@@ -124,10 +104,7 @@ pub fn encode<T: Versioned>(value: &T) -> Result<Vec<u8>, StoreError> {
 
 /// Encodes a record with codec 2 (JSON) and its current schema; for export and debugging.
 pub fn encode_json<T: Versioned>(value: &T) -> Result<Vec<u8>, StoreError> {
-    let payload = serde_json::to_vec(value).map_err(|source| StoreError::EncodeJson {
-        what: T::WHAT,
-        source,
-    })?;
+    let payload = serde_json::to_vec(value).map_err(|source| StoreError::EncodeJson { what: T::WHAT, source })?;
     let mut out = header(Codec::Json, T::SCHEMA, payload.len());
     out.extend_from_slice(&payload);
     Ok(out)
@@ -140,54 +117,32 @@ pub fn decode<T: Versioned>(bytes: &[u8]) -> Result<T, StoreError> {
     if h.schema != T::SCHEMA {
         return match T::decode_older(h.schema, h.codec, payload) {
             Some(r) => r,
-            None => Err(StoreError::Schema {
-                what,
-                found: h.schema,
-                supported: T::SCHEMA,
-            }),
+            None => Err(StoreError::Schema { what, found: h.schema, supported: T::SCHEMA }),
         };
     }
     decode_payload(what, h.codec, payload)
 }
 
 /// Decodes a payload of a known codec, requiring it to be consumed entirely.
-pub fn decode_payload<T: DeserializeOwned>(
-    what: &'static str,
-    codec: Codec,
-    payload: &[u8],
-) -> Result<T, StoreError> {
+pub fn decode_payload<T: DeserializeOwned>(what: &'static str, codec: Codec, payload: &[u8]) -> Result<T, StoreError> {
     match codec {
         Codec::Bincode => {
             let (value, consumed) =
-                bincode::serde::decode_from_slice::<T, _>(payload, bincode_config()).map_err(
-                    |e| match e {
-                        bincode::error::DecodeError::UnexpectedEnd { additional } => {
-                            StoreError::Truncated {
-                                what,
-                                len: payload.len(),
-                                additional,
-                            }
-                        }
-                        source => StoreError::Decode { what, source },
-                    },
-                )?;
+                bincode::serde::decode_from_slice::<T, _>(payload, bincode_config()).map_err(|e| match e {
+                    bincode::error::DecodeError::UnexpectedEnd { additional } => {
+                        StoreError::Truncated { what, len: payload.len(), additional }
+                    }
+                    source => StoreError::Decode { what, source },
+                })?;
             if consumed != payload.len() {
-                return Err(StoreError::TrailingBytes {
-                    what,
-                    consumed,
-                    len: payload.len(),
-                });
+                return Err(StoreError::TrailingBytes { what, consumed, len: payload.len() });
             }
             Ok(value)
         }
         // serde_json rejects trailing characters itself.
         Codec::Json => serde_json::from_slice(payload).map_err(|source| {
             if source.is_eof() {
-                StoreError::Truncated {
-                    what,
-                    len: payload.len(),
-                    additional: 0,
-                }
+                StoreError::Truncated { what, len: payload.len(), additional: 0 }
             } else {
                 StoreError::DecodeJson { what, source }
             }
@@ -208,12 +163,8 @@ pub fn encode_blob(bytes: &[u8]) -> Result<Vec<u8>, StoreError> {
         out.extend_from_slice(bytes);
         Ok(out)
     } else {
-        let payload = bincode::serde::encode_to_vec(bytes, bincode_config()).map_err(|source| {
-            StoreError::Encode {
-                what: BLOB_WHAT,
-                source,
-            }
-        })?;
+        let payload = bincode::serde::encode_to_vec(bytes, bincode_config())
+            .map_err(|source| StoreError::Encode { what: BLOB_WHAT, source })?;
         let mut out = header(Codec::Bincode, BLOB_SCHEMA, payload.len());
         out.extend_from_slice(&payload);
         Ok(out)
@@ -224,11 +175,7 @@ pub fn encode_blob(bytes: &[u8]) -> Result<Vec<u8>, StoreError> {
 pub fn decode_blob(stored: &[u8]) -> Result<Vec<u8>, StoreError> {
     let (h, payload) = open_envelope(BLOB_WHAT, stored)?;
     if h.schema != BLOB_SCHEMA {
-        return Err(StoreError::Schema {
-            what: BLOB_WHAT,
-            found: h.schema,
-            supported: BLOB_SCHEMA,
-        });
+        return Err(StoreError::Schema { what: BLOB_WHAT, found: h.schema, supported: BLOB_SCHEMA });
     }
     match h.codec {
         Codec::Json => Ok(payload.to_vec()),
@@ -267,28 +214,15 @@ mod tests {
         const WHAT: &'static str = "test record";
         const SCHEMA: u16 = 4;
 
-        fn decode_older(
-            schema: u16,
-            codec: Codec,
-            payload: &[u8],
-        ) -> Option<Result<Self, StoreError>> {
+        fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
             (schema == 3).then(|| {
-                decode_payload::<Rec>(Self::WHAT, codec, payload).map(|r| RecV4 {
-                    a: r.a,
-                    b: r.b,
-                    c: r.c,
-                    d: 0,
-                })
+                decode_payload::<Rec>(Self::WHAT, codec, payload).map(|r| RecV4 { a: r.a, b: r.b, c: r.c, d: 0 })
             })
         }
     }
 
     fn rec() -> Rec {
-        Rec {
-            a: 300,
-            b: "web".into(),
-            c: Some(vec![-1, 2]),
-        }
+        Rec { a: 300, b: "web".into(), c: Some(vec![-1, 2]) }
     }
 
     #[test]
@@ -305,20 +239,11 @@ mod tests {
     fn rejects_wrong_magic_and_codec_and_short_header() {
         let mut bytes = encode(&rec()).unwrap();
         bytes[0] = 0x00;
-        assert!(matches!(
-            decode::<Rec>(&bytes),
-            Err(StoreError::BadMagic { found: 0, .. })
-        ));
+        assert!(matches!(decode::<Rec>(&bytes), Err(StoreError::BadMagic { found: 0, .. })));
         bytes[0] = MAGIC;
         bytes[1] = 9;
-        assert!(matches!(
-            decode::<Rec>(&bytes),
-            Err(StoreError::UnknownCodec { codec: 9, .. })
-        ));
-        assert!(matches!(
-            decode::<Rec>(&[0xF5, 1]),
-            Err(StoreError::ShortEnvelope { len: 2, .. })
-        ));
+        assert!(matches!(decode::<Rec>(&bytes), Err(StoreError::UnknownCodec { codec: 9, .. })));
+        assert!(matches!(decode::<Rec>(&[0xF5, 1]), Err(StoreError::ShortEnvelope { len: 2, .. })));
     }
 
     #[test]
@@ -326,44 +251,17 @@ mod tests {
         let mut bytes = encode(&rec()).unwrap();
         bytes[2..4].copy_from_slice(&7u16.to_be_bytes());
         let err = decode::<Rec>(&bytes).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                StoreError::Schema {
-                    found: 7,
-                    supported: 3,
-                    ..
-                }
-            ),
-            "{err}"
-        );
+        assert!(matches!(err, StoreError::Schema { found: 7, supported: 3, .. }), "{err}");
         // A newer record read by an older binary is a schema error, not a prefix read.
-        let newer = encode(&RecV4 {
-            a: 1,
-            b: "x".into(),
-            c: None,
-            d: 5,
-        })
-        .unwrap();
-        assert!(matches!(
-            decode::<Rec>(&newer),
-            Err(StoreError::Schema { found: 4, .. })
-        ));
+        let newer = encode(&RecV4 { a: 1, b: "x".into(), c: None, d: 5 }).unwrap();
+        assert!(matches!(decode::<Rec>(&newer), Err(StoreError::Schema { found: 4, .. })));
     }
 
     #[test]
     fn older_schema_is_upgraded() {
         let old = encode(&rec()).unwrap();
         let up = decode::<RecV4>(&old).unwrap();
-        assert_eq!(
-            up,
-            RecV4 {
-                a: 300,
-                b: "web".into(),
-                c: Some(vec![-1, 2]),
-                d: 0
-            }
-        );
+        assert_eq!(up, RecV4 { a: 300, b: "web".into(), c: Some(vec![-1, 2]), d: 0 });
     }
 
     #[test]
@@ -373,24 +271,12 @@ mod tests {
         let err = decode::<Rec>(&bytes).unwrap_err();
         assert!(matches!(err, StoreError::TrailingBytes { .. }), "{err}");
         // Bytes of a newer struct mislabelled with the old schema: caught by consumption.
-        let mut newer = encode(&RecV4 {
-            a: 1,
-            b: "x".into(),
-            c: None,
-            d: 5,
-        })
-        .unwrap();
+        let mut newer = encode(&RecV4 { a: 1, b: "x".into(), c: None, d: 5 }).unwrap();
         newer[2..4].copy_from_slice(&3u16.to_be_bytes());
-        assert!(matches!(
-            decode::<Rec>(&newer),
-            Err(StoreError::TrailingBytes { .. })
-        ));
+        assert!(matches!(decode::<Rec>(&newer), Err(StoreError::TrailingBytes { .. })));
         let mut json = encode_json(&rec()).unwrap();
         json.extend_from_slice(b"{}");
-        assert!(matches!(
-            decode::<Rec>(&json),
-            Err(StoreError::DecodeJson { .. })
-        ));
+        assert!(matches!(decode::<Rec>(&json), Err(StoreError::DecodeJson { .. })));
     }
 
     #[test]
@@ -398,10 +284,7 @@ mod tests {
         let bytes = encode(&rec()).unwrap();
         for cut in HEADER_LEN..bytes.len() {
             let err = decode::<Rec>(&bytes[..cut]).unwrap_err();
-            assert!(
-                matches!(err, StoreError::Truncated { .. }),
-                "cut at {cut}: {err}"
-            );
+            assert!(matches!(err, StoreError::Truncated { .. }), "cut at {cut}: {err}");
         }
         let json = encode_json(&rec()).unwrap();
         let err = decode::<Rec>(&json[..json.len() - 3]).unwrap_err();

@@ -37,18 +37,10 @@ pub const HISTORY_SEQ: &[u8] = b"history_seq";
 /// Rejects names that would break the key layout.
 pub fn check_name(what: &'static str, name: &str) -> Result<(), StoreError> {
     if name.is_empty() {
-        return Err(StoreError::InvalidName {
-            what,
-            name: name.to_string(),
-            reason: "empty",
-        });
+        return Err(StoreError::InvalidName { what, name: name.to_string(), reason: "empty" });
     }
     if name.as_bytes().contains(&SEP) {
-        return Err(StoreError::InvalidName {
-            what,
-            name: name.to_string(),
-            reason: "contains a NUL byte",
-        });
+        return Err(StoreError::InvalidName { what, name: name.to_string(), reason: "contains a NUL byte" });
     }
     Ok(())
 }
@@ -57,11 +49,7 @@ pub fn check_name(what: &'static str, name: &str) -> Result<(), StoreError> {
 pub fn workload(key: &ObjectKey) -> Result<Vec<u8>, StoreError> {
     let k = key.store_key();
     if k.as_bytes().contains(&SEP) {
-        return Err(StoreError::InvalidName {
-            what: "workload",
-            name: key.to_string(),
-            reason: "contains a NUL byte",
-        });
+        return Err(StoreError::InvalidName { what: "workload", name: key.to_string(), reason: "contains a NUL byte" });
     }
     Ok(k.into_bytes())
 }
@@ -108,10 +96,7 @@ pub fn be_u64(tree: &'static str, bytes: &[u8]) -> Result<u64, StoreError> {
         .len()
         .checked_sub(8)
         .and_then(|start| bytes[start..].try_into().ok())
-        .ok_or_else(|| StoreError::BadKey {
-            tree,
-            key: bytes.to_vec(),
-        })?;
+        .ok_or_else(|| StoreError::BadKey { tree, key: bytes.to_vec() })?;
     Ok(u64::from_be_bytes(tail))
 }
 

@@ -31,9 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sled::Transactional;
-use sled::transaction::{
-    ConflictableTransactionError, ConflictableTransactionResult, TransactionError,
-};
+use sled::transaction::{ConflictableTransactionError, ConflictableTransactionResult, TransactionError};
 
 pub use records::{DecisionInputs, HistoryRecord, PlacementRecord, SnapshotMeta};
 
@@ -60,10 +58,7 @@ pub enum StoreError {
     Locked { path: PathBuf },
     /// A file system operation outside sled failed.
     #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     /// sled reported corruption (or panicked while opening).
     #[error(
         "store at {} is corrupt ({detail}); move it aside (e.g. `mv {} {}.corrupt`) and restart with \
@@ -76,11 +71,7 @@ pub enum StoreError {
     Sled { path: PathBuf, source: sled::Error },
     /// The store was written by a newer fedsched.
     #[error("store at {} has schema version {found}, newer than this fedsched supports ({supported}); upgrade fedsched", path.display())]
-    NewerStore {
-        path: PathBuf,
-        found: u32,
-        supported: u32,
-    },
+    NewerStore { path: PathBuf, found: u32, supported: u32 },
     /// The store holds data but no (or an unreadable) schema version.
     #[error("store at {} has data but {detail}; move it aside and restart", path.display())]
     Unversioned { path: PathBuf, detail: String },
@@ -95,56 +86,28 @@ pub enum StoreError {
     UnknownCodec { what: &'static str, codec: u8 },
     /// A value uses a schema this binary does not know.
     #[error("{what}: schema {found} is not known to this fedsched (it writes schema {supported})")]
-    Schema {
-        what: &'static str,
-        found: u16,
-        supported: u16,
-    },
+    Schema { what: &'static str, found: u16, supported: u16 },
     /// The payload ended before the record did.
     #[error("{what}: payload of {len} bytes is truncated")]
-    Truncated {
-        what: &'static str,
-        len: usize,
-        additional: usize,
-    },
+    Truncated { what: &'static str, len: usize, additional: usize },
     /// The record ended before the payload did.
     #[error("{what}: {} trailing bytes after the record ({consumed} of {len} consumed)", len - consumed)]
-    TrailingBytes {
-        what: &'static str,
-        consumed: usize,
-        len: usize,
-    },
+    TrailingBytes { what: &'static str, consumed: usize, len: usize },
     /// bincode could not decode the payload.
     #[error("{what}: cannot decode: {source}")]
-    Decode {
-        what: &'static str,
-        source: bincode::error::DecodeError,
-    },
+    Decode { what: &'static str, source: bincode::error::DecodeError },
     /// serde_json could not decode the payload.
     #[error("{what}: cannot decode json: {source}")]
-    DecodeJson {
-        what: &'static str,
-        source: serde_json::Error,
-    },
+    DecodeJson { what: &'static str, source: serde_json::Error },
     /// bincode could not encode a record.
     #[error("{what}: cannot encode: {source}")]
-    Encode {
-        what: &'static str,
-        source: bincode::error::EncodeError,
-    },
+    Encode { what: &'static str, source: bincode::error::EncodeError },
     /// serde_json could not encode a record.
     #[error("{what}: cannot encode json: {source}")]
-    EncodeJson {
-        what: &'static str,
-        source: serde_json::Error,
-    },
+    EncodeJson { what: &'static str, source: serde_json::Error },
     /// A name would break the key layout.
     #[error("invalid {what} name {name:?}: {reason}")]
-    InvalidName {
-        what: &'static str,
-        name: String,
-        reason: &'static str,
-    },
+    InvalidName { what: &'static str, name: String, reason: &'static str },
     /// A key or counter in a tree does not have the expected form.
     #[error("malformed key or counter in tree {tree}: {key:02x?}")]
     BadKey { tree: &'static str, key: Vec<u8> },
@@ -185,9 +148,7 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
-            .field("db_path", &self.inner.db_path)
-            .finish()
+        f.debug_struct("Store").field("db_path", &self.inner.db_path).finish()
     }
 }
 
@@ -207,10 +168,7 @@ fn sled_error(path: &Path, e: sled::Error) -> StoreError {
                 None => "sled reports corruption".to_string(),
             },
         },
-        source => StoreError::Sled {
-            path: path.to_path_buf(),
-            source,
-        },
+        source => StoreError::Sled { path: path.to_path_buf(), source },
     }
 }
 
@@ -219,20 +177,14 @@ fn counter(tree: &'static str, bytes: Option<&[u8]>) -> Result<u64, StoreError> 
     match bytes {
         None => Ok(0),
         Some(b) if b.len() == 8 => keys::be_u64(tree, b),
-        Some(b) => Err(StoreError::BadKey {
-            tree,
-            key: b.to_vec(),
-        }),
+        Some(b) => Err(StoreError::BadKey { tree, key: b.to_vec() }),
     }
 }
 
 /// Hands out the next history sequence number inside a transaction.
 fn next_seq(meta: &sled::transaction::TransactionalTree) -> TxResult<u64> {
     let last = abort(counter("meta", meta.get(keys::HISTORY_SEQ)?.as_deref()))?;
-    let seq = abort(last.checked_add(1).ok_or(StoreError::BadKey {
-        tree: "meta",
-        key: keys::HISTORY_SEQ.to_vec(),
-    }))?;
+    let seq = abort(last.checked_add(1).ok_or(StoreError::BadKey { tree: "meta", key: keys::HISTORY_SEQ.to_vec() }))?;
     meta.insert(keys::HISTORY_SEQ, &seq.to_be_bytes())?;
     Ok(seq)
 }
@@ -285,15 +237,10 @@ impl Store {
         match lock.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                return Err(StoreError::Locked {
-                    path: state_dir.to_path_buf(),
-                });
+                return Err(StoreError::Locked { path: state_dir.to_path_buf() });
             }
             Err(TryLockError::Error(source)) => {
-                return Err(StoreError::Io {
-                    path: lock_path,
-                    source,
-                });
+                return Err(StoreError::Io { path: lock_path, source });
             }
         }
 
@@ -314,9 +261,7 @@ impl Store {
             db_path,
             _lock: lock,
         };
-        let store = Store {
-            inner: Arc::new(inner),
-        };
+        let store = Store { inner: Arc::new(inner) };
         store.check_schema(existed)?;
         Ok(store)
     }
@@ -337,24 +282,16 @@ impl Store {
         let path = || i.db_path.clone();
         match i.meta.get(keys::SCHEMA_VERSION).map_err(|e| self.err(e))? {
             Some(v) => {
-                let found = <[u8; 4]>::try_from(v.as_ref())
-                    .map(u32::from_be_bytes)
-                    .map_err(|_| StoreError::Unversioned {
+                let found =
+                    <[u8; 4]>::try_from(v.as_ref()).map(u32::from_be_bytes).map_err(|_| StoreError::Unversioned {
                         path: path(),
                         detail: format!("a malformed schema_version {:02x?}", v.as_ref()),
                     })?;
                 if found > STORE_SCHEMA {
-                    return Err(StoreError::NewerStore {
-                        path: path(),
-                        found,
-                        supported: STORE_SCHEMA,
-                    });
+                    return Err(StoreError::NewerStore { path: path(), found, supported: STORE_SCHEMA });
                 }
                 if found < 1 {
-                    return Err(StoreError::Unversioned {
-                        path: path(),
-                        detail: format!("schema_version {found}"),
-                    });
+                    return Err(StoreError::Unversioned { path: path(), detail: format!("schema_version {found}") });
                 }
                 // found <= STORE_SCHEMA: migrations from older layouts go here.
                 Ok(())
@@ -367,14 +304,9 @@ impl Store {
             None => {
                 let trees = [&i.snapshots, &i.heads, &i.placements, &i.history, &i.blobs];
                 if trees.iter().any(|t| !t.is_empty()) || !i.meta.is_empty() {
-                    return Err(StoreError::Unversioned {
-                        path: path(),
-                        detail: "no schema_version".into(),
-                    });
+                    return Err(StoreError::Unversioned { path: path(), detail: "no schema_version".into() });
                 }
-                i.meta
-                    .insert(keys::SCHEMA_VERSION, &STORE_SCHEMA.to_be_bytes())
-                    .map_err(|e| self.err(e))?;
+                i.meta.insert(keys::SCHEMA_VERSION, &STORE_SCHEMA.to_be_bytes()).map_err(|e| self.err(e))?;
                 i.db.flush().map_err(|e| self.err(e))?;
                 Ok(())
             }
@@ -393,11 +325,7 @@ impl Store {
     /// head's `last_seen_ms` (never backwards) and confidence move; otherwise a new version is
     /// written together with the head in one transaction. Returns the head version and whether
     /// it is new.
-    pub fn record_snapshot(
-        &self,
-        snap: &ClusterSnapshot,
-        observed: Observed,
-    ) -> Result<(u64, bool), StoreError> {
+    pub fn record_snapshot(&self, snap: &ClusterSnapshot, observed: Observed) -> Result<(u64, bool), StoreError> {
         let name = snap.name.as_str();
         keys::check_name("cluster", name)?;
         let hash = snap.content_hash();
@@ -412,61 +340,49 @@ impl Store {
             if needs_body && body.is_none() {
                 body = Some(encode(snap)?);
             }
-            let result =
-                (&self.inner.snapshots, &self.inner.heads).transaction(|(snaps, heads)| {
-                    let head = match heads.get(head_key)? {
-                        Some(v) => Some(abort(decode::<SnapshotMeta>(&v))?),
-                        None => None,
-                    };
-                    match head {
-                        Some(mut h) if h.hash == hash => {
-                            h.last_seen_ms = h.last_seen_ms.max(observed.at_ms);
-                            h.confidence = observed.confidence;
-                            heads.insert(head_key, abort(encode(&h))?)?;
-                            Ok(Some((h.version, false)))
-                        }
-                        prev => {
-                            let Some(body) = body.as_ref() else {
-                                // The head changed since the fast path: retry with the body.
-                                return Ok(None);
-                            };
-                            let version = match &prev {
-                                None => 1,
-                                Some(p) => abort(p.version.checked_add(1).ok_or_else(|| {
-                                    StoreError::Inconsistent(format!(
-                                        "cluster {name}: version counter exhausted"
-                                    ))
-                                }))?,
-                            };
-                            if let Some(p) = &prev {
-                                // Freeze the previous version's meta with its final last_seen.
-                                snaps.insert(
-                                    keys::snapshot(name, keys::SNAP_META, p.version),
-                                    abort(encode(p))?,
-                                )?;
-                            }
-                            let meta = SnapshotMeta {
-                                version,
-                                hash,
-                                first_seen_ms: observed.at_ms,
-                                last_seen_ms: observed.at_ms,
-                                health: snap.health.clone(),
-                                confidence: observed.confidence,
-                            };
-                            let meta = abort(encode(&meta))?;
-                            snaps.insert(
-                                keys::snapshot(name, keys::SNAP_META, version),
-                                meta.as_slice(),
-                            )?;
-                            snaps.insert(
-                                keys::snapshot(name, keys::SNAP_BODY, version),
-                                body.as_slice(),
-                            )?;
-                            heads.insert(head_key, meta)?;
-                            Ok(Some((version, true)))
-                        }
+            let result = (&self.inner.snapshots, &self.inner.heads).transaction(|(snaps, heads)| {
+                let head = match heads.get(head_key)? {
+                    Some(v) => Some(abort(decode::<SnapshotMeta>(&v))?),
+                    None => None,
+                };
+                match head {
+                    Some(mut h) if h.hash == hash => {
+                        h.last_seen_ms = h.last_seen_ms.max(observed.at_ms);
+                        h.confidence = observed.confidence;
+                        heads.insert(head_key, abort(encode(&h))?)?;
+                        Ok(Some((h.version, false)))
                     }
-                });
+                    prev => {
+                        let Some(body) = body.as_ref() else {
+                            // The head changed since the fast path: retry with the body.
+                            return Ok(None);
+                        };
+                        let version = match &prev {
+                            None => 1,
+                            Some(p) => abort(p.version.checked_add(1).ok_or_else(|| {
+                                StoreError::Inconsistent(format!("cluster {name}: version counter exhausted"))
+                            }))?,
+                        };
+                        if let Some(p) = &prev {
+                            // Freeze the previous version's meta with its final last_seen.
+                            snaps.insert(keys::snapshot(name, keys::SNAP_META, p.version), abort(encode(p))?)?;
+                        }
+                        let meta = SnapshotMeta {
+                            version,
+                            hash,
+                            first_seen_ms: observed.at_ms,
+                            last_seen_ms: observed.at_ms,
+                            health: snap.health.clone(),
+                            confidence: observed.confidence,
+                        };
+                        let meta = abort(encode(&meta))?;
+                        snaps.insert(keys::snapshot(name, keys::SNAP_META, version), meta.as_slice())?;
+                        snaps.insert(keys::snapshot(name, keys::SNAP_BODY, version), body.as_slice())?;
+                        heads.insert(head_key, meta)?;
+                        Ok(Some((version, true)))
+                    }
+                }
+            });
             match result.map_err(|e| self.tx_err(e))? {
                 Some(r) => return Ok(r),
                 None => continue,
@@ -476,17 +392,9 @@ impl Store {
 
     /// The head of a cluster: its newest version's meta (with the latest `last_seen_ms`) and
     /// content.
-    pub fn latest_snapshot(
-        &self,
-        cluster: &str,
-    ) -> Result<Option<(SnapshotMeta, ClusterSnapshot)>, StoreError> {
+    pub fn latest_snapshot(&self, cluster: &str) -> Result<Option<(SnapshotMeta, ClusterSnapshot)>, StoreError> {
         keys::check_name("cluster", cluster)?;
-        let Some(head) = self
-            .inner
-            .heads
-            .get(cluster.as_bytes())
-            .map_err(|e| self.err(e))?
-        else {
+        let Some(head) = self.inner.heads.get(cluster.as_bytes()).map_err(|e| self.err(e))? else {
             return Ok(None);
         };
         let meta = decode::<SnapshotMeta>(&head)?;
@@ -500,11 +408,7 @@ impl Store {
     }
 
     /// One version of a cluster's snapshot.
-    pub fn snapshot(
-        &self,
-        cluster: &str,
-        version: u64,
-    ) -> Result<Option<ClusterSnapshot>, StoreError> {
+    pub fn snapshot(&self, cluster: &str, version: u64) -> Result<Option<ClusterSnapshot>, StoreError> {
         keys::check_name("cluster", cluster)?;
         let key = keys::snapshot(cluster, keys::SNAP_BODY, version);
         match self.inner.snapshots.get(key).map_err(|e| self.err(e))? {
@@ -517,20 +421,11 @@ impl Store {
     pub fn snapshot_versions(&self, cluster: &str) -> Result<Vec<SnapshotMeta>, StoreError> {
         keys::check_name("cluster", cluster)?;
         let mut out = Vec::new();
-        for kv in self
-            .inner
-            .snapshots
-            .scan_prefix(keys::snapshot_prefix(cluster, keys::SNAP_META))
-        {
+        for kv in self.inner.snapshots.scan_prefix(keys::snapshot_prefix(cluster, keys::SNAP_META)) {
             let (_, v) = kv.map_err(|e| self.err(e))?;
             out.push(decode::<SnapshotMeta>(&v)?);
         }
-        if let Some(head) = self
-            .inner
-            .heads
-            .get(cluster.as_bytes())
-            .map_err(|e| self.err(e))?
-        {
+        if let Some(head) = self.inner.heads.get(cluster.as_bytes()).map_err(|e| self.err(e))? {
             let head = decode::<SnapshotMeta>(&head)?;
             if let Some(last) = out.last_mut().filter(|m| m.version == head.version) {
                 *last = head;
@@ -544,10 +439,8 @@ impl Store {
         let mut out = Vec::new();
         for kv in self.inner.heads.iter() {
             let (k, _) = kv.map_err(|e| self.err(e))?;
-            let name = String::from_utf8(k.to_vec()).map_err(|_| StoreError::BadKey {
-                tree: "snapshot_heads",
-                key: k.to_vec(),
-            })?;
+            let name = String::from_utf8(k.to_vec())
+                .map_err(|_| StoreError::BadKey { tree: "snapshot_heads", key: k.to_vec() })?;
             out.push(name);
         }
         Ok(out)
@@ -562,40 +455,24 @@ impl Store {
         let hash = fnv1a64(bytes);
         let key = keys::blob(hash);
         let same = |stored: &[u8]| -> Result<u64, StoreError> {
-            if decode_blob(stored)? == bytes {
-                Ok(hash)
-            } else {
-                Err(StoreError::BlobCollision { hash })
-            }
+            if decode_blob(stored)? == bytes { Ok(hash) } else { Err(StoreError::BlobCollision { hash }) }
         };
         if let Some(stored) = self.inner.blobs.get(key).map_err(|e| self.err(e))? {
             return same(&stored);
         }
         let value = encode_blob(bytes)?;
-        match self
-            .inner
-            .blobs
-            .compare_and_swap(key, None::<&[u8]>, Some(value))
-            .map_err(|e| self.err(e))?
-        {
+        match self.inner.blobs.compare_and_swap(key, None::<&[u8]>, Some(value)).map_err(|e| self.err(e))? {
             Ok(()) => Ok(hash),
             Err(cas) => match cas.current {
                 Some(stored) => same(&stored),
-                None => Err(StoreError::Inconsistent(format!(
-                    "blob {hash:016x} vanished during insert"
-                ))),
+                None => Err(StoreError::Inconsistent(format!("blob {hash:016x} vanished during insert"))),
             },
         }
     }
 
     /// The bytes stored under a hash.
     pub fn blob(&self, hash: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        match self
-            .inner
-            .blobs
-            .get(keys::blob(hash))
-            .map_err(|e| self.err(e))?
-        {
+        match self.inner.blobs.get(keys::blob(hash)).map_err(|e| self.err(e))? {
             Some(v) => Ok(Some(decode_blob(&v)?)),
             None => Ok(None),
         }
@@ -606,12 +483,7 @@ impl Store {
 
     /// The current placement of a workload.
     pub fn placement(&self, key: &ObjectKey) -> Result<Option<PlacementRecord>, StoreError> {
-        match self
-            .inner
-            .placements
-            .get(keys::workload(key)?)
-            .map_err(|e| self.err(e))?
-        {
+        match self.inner.placements.get(keys::workload(key)?).map_err(|e| self.err(e))? {
             Some(v) => Ok(Some(decode::<PlacementRecord>(&v)?)),
             None => Ok(None),
         }
@@ -630,19 +502,13 @@ impl Store {
     /// Writes (replaces) a workload's placement.
     pub fn put_placement(&self, rec: &PlacementRecord) -> Result<(), StoreError> {
         let key = keys::workload(&rec.workload)?;
-        self.inner
-            .placements
-            .insert(key, encode(rec)?)
-            .map_err(|e| self.err(e))?;
+        self.inner.placements.insert(key, encode(rec)?).map_err(|e| self.err(e))?;
         Ok(())
     }
 
     /// Forgets a workload's placement (its history stays).
     pub fn remove_placement(&self, key: &ObjectKey) -> Result<(), StoreError> {
-        self.inner
-            .placements
-            .remove(keys::workload(key)?)
-            .map_err(|e| self.err(e))?;
+        self.inner.placements.remove(keys::workload(key)?).map_err(|e| self.err(e))?;
         Ok(())
     }
 
@@ -667,11 +533,7 @@ impl Store {
 
     /// Appends a decision and writes the workload's placement in one transaction. The
     /// placement's `history_seq` is set to the assigned sequence number, which is returned.
-    pub fn record_decision(
-        &self,
-        history: HistoryRecord,
-        placement: &PlacementRecord,
-    ) -> Result<u64, StoreError> {
+    pub fn record_decision(&self, history: HistoryRecord, placement: &PlacementRecord) -> Result<u64, StoreError> {
         if history.workload != placement.workload {
             return Err(StoreError::Inconsistent(format!(
                 "decision for {} with a placement for {}",
@@ -680,11 +542,7 @@ impl Store {
         }
         let prefix = keys::history_prefix(&history.workload)?;
         let pkey = keys::workload(&placement.workload)?;
-        (
-            &self.inner.meta,
-            &self.inner.history,
-            &self.inner.placements,
-        )
+        (&self.inner.meta, &self.inner.history, &self.inner.placements)
             .transaction(|(meta, hist, places)| {
                 let seq = next_seq(meta)?;
                 let mut h = history.clone();

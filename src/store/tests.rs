@@ -15,9 +15,7 @@ fn cluster(name: &str, generation: u32) -> ClusterSnapshot {
         zones: vec!["eu-west-1a".into()],
         taints: Vec::new(),
         health: Health::Ready,
-        source: SnapshotSource::Offline {
-            file: "clusters.yaml".into(),
-        },
+        source: SnapshotSource::Offline { file: "clusters.yaml".into() },
         api_enablements: BTreeSet::from(["apps/v1/Deployment".to_string()]),
         summary: None,
         resource_models: Vec::new(),
@@ -25,10 +23,7 @@ fn cluster(name: &str, generation: u32) -> ClusterSnapshot {
 }
 
 fn seen(at_ms: u64) -> Observed {
-    Observed {
-        at_ms,
-        confidence: 1.0,
-    }
+    Observed { at_ms, confidence: 1.0 }
 }
 
 fn workload(name: &str) -> ObjectKey {
@@ -42,12 +37,7 @@ fn workload(name: &str) -> ObjectKey {
 
 fn result(targets: &[(&str, i32)]) -> ScheduleResult {
     ScheduleResult {
-        outcome: Outcome::Scheduled {
-            targets: targets
-                .iter()
-                .map(|(c, r)| (c.to_string(), Some(*r)))
-                .collect(),
-        },
+        outcome: Outcome::Scheduled { targets: targets.iter().map(|(c, r)| (c.to_string(), Some(*r))).collect() },
         verdicts: targets
             .iter()
             .map(|(c, r)| ClusterVerdict {
@@ -116,51 +106,21 @@ fn snapshot_versioning() {
     let store = Store::open(dir.path()).unwrap();
     assert_eq!(store.latest_snapshot("m1").unwrap(), None);
 
-    assert_eq!(
-        store.record_snapshot(&cluster("m1", 1), seen(100)).unwrap(),
-        (1, true)
-    );
-    assert_eq!(
-        store
-            .record_snapshot(
-                &cluster("m1", 1),
-                Observed {
-                    at_ms: 200,
-                    confidence: 0.5
-                }
-            )
-            .unwrap(),
-        (1, false)
-    );
+    assert_eq!(store.record_snapshot(&cluster("m1", 1), seen(100)).unwrap(), (1, true));
+    assert_eq!(store.record_snapshot(&cluster("m1", 1), Observed { at_ms: 200, confidence: 0.5 }).unwrap(), (1, false));
     let versions = store.snapshot_versions("m1").unwrap();
     assert_eq!(versions.len(), 1);
-    assert_eq!(
-        (
-            versions[0].first_seen_ms,
-            versions[0].last_seen_ms,
-            versions[0].confidence
-        ),
-        (100, 200, 0.5)
-    );
+    assert_eq!((versions[0].first_seen_ms, versions[0].last_seen_ms, versions[0].confidence), (100, 200, 0.5));
     // last_seen never goes backwards.
     store.record_snapshot(&cluster("m1", 1), seen(150)).unwrap();
     let (meta, snap) = store.latest_snapshot("m1").unwrap().unwrap();
     assert_eq!((meta.version, meta.last_seen_ms), (1, 200));
     assert_eq!(snap, cluster("m1", 1));
 
-    assert_eq!(
-        store.record_snapshot(&cluster("m1", 2), seen(300)).unwrap(),
-        (2, true)
-    );
-    assert_eq!(
-        store.record_snapshot(&cluster("m1", 2), seen(400)).unwrap(),
-        (2, false)
-    );
+    assert_eq!(store.record_snapshot(&cluster("m1", 2), seen(300)).unwrap(), (2, true));
+    assert_eq!(store.record_snapshot(&cluster("m1", 2), seen(400)).unwrap(), (2, false));
     let versions = store.snapshot_versions("m1").unwrap();
-    let summary: Vec<_> = versions
-        .iter()
-        .map(|m| (m.version, m.first_seen_ms, m.last_seen_ms))
-        .collect();
+    let summary: Vec<_> = versions.iter().map(|m| (m.version, m.first_seen_ms, m.last_seen_ms)).collect();
     assert_eq!(summary, vec![(1, 100, 200), (2, 300, 400)]);
     assert_eq!(versions[1].hash, cluster("m1", 2).content_hash());
     assert_eq!(store.snapshot("m1", 1).unwrap(), Some(cluster("m1", 1)));
@@ -168,16 +128,11 @@ fn snapshot_versioning() {
     assert_eq!(store.snapshot("m1", 3).unwrap(), None);
 
     // Going back to older content is a new version, not a rewind.
-    assert_eq!(
-        store.record_snapshot(&cluster("m1", 1), seen(500)).unwrap(),
-        (3, true)
-    );
+    assert_eq!(store.record_snapshot(&cluster("m1", 1), seen(500)).unwrap(), (3, true));
 
     // A health change is a content change.
     let mut sick = cluster("m1", 1);
-    sick.health = Health::NotReady {
-        reason: "kubelet".into(),
-    };
+    sick.health = Health::NotReady { reason: "kubelet".into() };
     assert_eq!(store.record_snapshot(&sick, seen(600)).unwrap(), (4, true));
     let (meta, _) = store.latest_snapshot("m1").unwrap().unwrap();
     assert_eq!(meta.health, sick.health);
@@ -189,10 +144,7 @@ fn snapshot_versioning() {
     assert_eq!(store.snapshot_versions("m1").unwrap().len(), 4);
     assert_eq!(store.clusters().unwrap(), vec!["m", "m1", "m10"]);
 
-    assert!(matches!(
-        store.record_snapshot(&cluster("a\0b", 1), seen(1)),
-        Err(StoreError::InvalidName { .. })
-    ));
+    assert!(matches!(store.record_snapshot(&cluster("a\0b", 1), seen(1)), Err(StoreError::InvalidName { .. })));
 }
 
 #[test]
@@ -200,17 +152,10 @@ fn snapshot_versions_ordered_past_256() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     for i in 0..300u32 {
-        let (v, new) = store
-            .record_snapshot(&cluster("m1", i), seen(u64::from(i)))
-            .unwrap();
+        let (v, new) = store.record_snapshot(&cluster("m1", i), seen(u64::from(i))).unwrap();
         assert_eq!((v, new), (u64::from(i) + 1, true));
     }
-    let versions: Vec<u64> = store
-        .snapshot_versions("m1")
-        .unwrap()
-        .iter()
-        .map(|m| m.version)
-        .collect();
+    let versions: Vec<u64> = store.snapshot_versions("m1").unwrap().iter().map(|m| m.version).collect();
     assert_eq!(versions, (1..=300).collect::<Vec<_>>());
     let (meta, snap) = store.latest_snapshot("m1").unwrap().unwrap();
     assert_eq!(meta.version, 300);
@@ -227,11 +172,7 @@ fn history_order_and_isolation() {
     let mut seqs = Vec::new();
     for i in 0..300u64 {
         let key = if i % 3 == 0 { &web2 } else { &web };
-        seqs.push(
-            store
-                .append_history(decision(key, i, &format!("t{i}")))
-                .unwrap(),
-        );
+        seqs.push(store.append_history(decision(key, i, &format!("t{i}"))).unwrap());
     }
     assert_eq!(seqs, (1..=300).collect::<Vec<_>>());
     let h = store.history(&web).unwrap();
@@ -256,23 +197,12 @@ fn record_decision_is_atomic_and_links_seq() {
     let store = Store::open(dir.path()).unwrap();
     let web = workload("web");
     store.append_history(decision(&web, 1, "first")).unwrap();
-    let seq = store
-        .record_decision(decision(&web, 2, "second"), &placement(&web))
-        .unwrap();
+    let seq = store.record_decision(decision(&web, 2, "second"), &placement(&web)).unwrap();
     assert_eq!(seq, 2);
     let p = store.placement(&web).unwrap().unwrap();
     assert_eq!(p.history_seq, 2);
-    assert_eq!(
-        store
-            .history(&web)
-            .unwrap()
-            .last()
-            .map(|r| (r.seq, r.trigger.as_str())),
-        Some((2, "second"))
-    );
-    let err = store
-        .record_decision(decision(&workload("other"), 3, "x"), &placement(&web))
-        .unwrap_err();
+    assert_eq!(store.history(&web).unwrap().last().map(|r| (r.seq, r.trigger.as_str())), Some((2, "second")));
+    let err = store.record_decision(decision(&workload("other"), 3, "x"), &placement(&web)).unwrap_err();
     assert!(matches!(err, StoreError::Inconsistent(_)));
     assert_eq!(store.history(&workload("other")).unwrap().len(), 0);
 }
@@ -305,9 +235,7 @@ fn placements_put_get_remove() {
     assert_eq!(store.placement(&web).unwrap(), Some(placement(&web)));
     let mut changed = placement(&web);
     changed.result = ScheduleResult {
-        outcome: Outcome::Unschedulable {
-            reason: "no cluster fits".into(),
-        },
+        outcome: Outcome::Unschedulable { reason: "no cluster fits".into() },
         verdicts: Vec::new(),
         affinity_name: Some("primary".into()),
     };
@@ -330,9 +258,7 @@ fn reopen_keeps_everything() {
         store.record_snapshot(&cluster("m1", 1), seen(1)).unwrap();
         store.record_snapshot(&cluster("m1", 2), seen(2)).unwrap();
         store.record_snapshot(&cluster("m1", 2), seen(3)).unwrap();
-        store
-            .record_decision(decision(&web, 1, "a"), &placement(&web))
-            .unwrap();
+        store.record_decision(decision(&web, 1, "a"), &placement(&web)).unwrap();
         blob = store.put_blob(b"{}").unwrap();
         let clone = store.clone();
         drop(store);
@@ -340,17 +266,8 @@ fn reopen_keeps_everything() {
     }
     let store = Store::open(dir.path()).unwrap();
     let versions = store.snapshot_versions("m1").unwrap();
-    assert_eq!(
-        versions
-            .iter()
-            .map(|m| (m.version, m.last_seen_ms))
-            .collect::<Vec<_>>(),
-        vec![(1, 1), (2, 3)]
-    );
-    assert_eq!(
-        store.placement(&web).unwrap().map(|p| p.history_seq),
-        Some(1)
-    );
+    assert_eq!(versions.iter().map(|m| (m.version, m.last_seen_ms)).collect::<Vec<_>>(), vec![(1, 1), (2, 3)]);
+    assert_eq!(store.placement(&web).unwrap().map(|p| p.history_seq), Some(1));
     assert_eq!(store.history(&web).unwrap().len(), 2);
     assert_eq!(store.blob(blob).unwrap(), Some(b"{}".to_vec()));
     // The counter survives: no sequence number is reused.
@@ -363,24 +280,13 @@ fn second_open_is_locked_promptly() {
     let store = Store::open(dir.path()).unwrap();
     let start = Instant::now();
     let err = Store::open(dir.path()).unwrap_err();
-    assert!(
-        start.elapsed() < Duration::from_secs(1),
-        "took {:?}",
-        start.elapsed()
-    );
+    assert!(start.elapsed() < Duration::from_secs(1), "took {:?}", start.elapsed());
     assert!(matches!(err, StoreError::Locked { .. }), "{err}");
-    assert!(
-        err.to_string()
-            .contains("is in use by another fedsched process"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("is in use by another fedsched process"), "{err}");
     // A clone keeps the lock; dropping every handle releases it.
     let clone = store.clone();
     drop(store);
-    assert!(matches!(
-        Store::open(dir.path()),
-        Err(StoreError::Locked { .. })
-    ));
+    assert!(matches!(Store::open(dir.path()), Err(StoreError::Locked { .. })));
     drop(clone);
     Store::open(dir.path()).unwrap();
 }
@@ -391,32 +297,13 @@ fn newer_store_schema_is_refused() {
     {
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(
-            store
-                .inner
-                .meta
-                .get(keys::SCHEMA_VERSION)
-                .unwrap()
-                .as_deref(),
+            store.inner.meta.get(keys::SCHEMA_VERSION).unwrap().as_deref(),
             Some(&STORE_SCHEMA.to_be_bytes()[..])
         );
-        store
-            .inner
-            .meta
-            .insert(keys::SCHEMA_VERSION, &(STORE_SCHEMA + 1).to_be_bytes())
-            .unwrap();
+        store.inner.meta.insert(keys::SCHEMA_VERSION, &(STORE_SCHEMA + 1).to_be_bytes()).unwrap();
     }
     let err = Store::open(dir.path()).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StoreError::NewerStore {
-                found: 2,
-                supported: 1,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, StoreError::NewerStore { found: 2, supported: 1, .. }), "{err}");
 }
 
 #[test]
@@ -430,17 +317,7 @@ fn unknown_record_schema_on_disk_is_a_typed_error() {
     raw[2..4].copy_from_slice(&9u16.to_be_bytes());
     store.inner.placements.insert(&key, raw).unwrap();
     let err = store.placement(&web).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StoreError::Schema {
-                what: "placement record",
-                found: 9,
-                supported: 1
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, StoreError::Schema { what: "placement record", found: 9, supported: 1 }), "{err}");
 }
 
 #[test]
@@ -472,9 +349,7 @@ fn corrupt_db_is_reported_with_a_hint() {
         {
             let store = Store::open(dir.path()).unwrap();
             for i in 0..50 {
-                store
-                    .record_snapshot(&cluster("m1", i), seen(u64::from(i)))
-                    .unwrap();
+                store.record_snapshot(&cluster("m1", i), seen(u64::from(i))).unwrap();
             }
             store.flush().unwrap();
         }
@@ -487,11 +362,7 @@ fn corrupt_db_is_reported_with_a_hint() {
         let err = Store::open(dir.path()).unwrap_err();
         assert!(matches!(err, StoreError::Corrupt { .. }), "{file}: {err}");
         let msg = err.to_string();
-        assert!(
-            msg.contains("move it aside")
-                && msg.contains(&dir.path().join(DB_DIR).display().to_string()),
-            "{msg}"
-        );
+        assert!(msg.contains("move it aside") && msg.contains(&dir.path().join(DB_DIR).display().to_string()), "{msg}");
         println!("{file}: {msg}");
     }
 }

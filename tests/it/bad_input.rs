@@ -14,7 +14,10 @@ fn invalid_policy_leaves_previous_output_untouched() {
     let out = s.render();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let err = text(&out.stderr);
-    assert!(err.contains("policies/broken.yaml: document 1: spec.placement.replicaScheduling.replicaSchedulingType"), "{err}");
+    assert!(
+        err.contains("policies/broken.yaml: document 1: spec.placement.replicaScheduling.replicaSchedulingType"),
+        "{err}"
+    );
     assert_eq!(before, tree(&s.out()), "output changed after invalid input");
 }
 
@@ -37,7 +40,10 @@ fn check_prints_every_error_with_file_document_and_field() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines.iter().any(|l| l.starts_with("a.yaml: document 2: ")), "{stdout}");
     assert!(lines.iter().any(|l| l.starts_with("nested/b.yml: document 1: spec.priority: ")), "{stdout}");
-    assert!(lines.iter().any(|l| l.starts_with("c.yaml: document 1: kind: ") && l.contains("PropagationPolicyy")), "{stdout}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("c.yaml: document 1: kind: ") && l.contains("PropagationPolicyy")),
+        "{stdout}"
+    );
     assert!(!stdout.contains(".git"), "{stdout}");
 }
 
@@ -78,7 +84,13 @@ fn config_errors_name_the_key() {
 fn the_shipped_config_files_parse() {
     for f in ["config/fedsched.toml", "config/demo.toml"] {
         let p = repo_root().join(f);
-        let out = fedsched(&["--config", p.to_str().expect("utf8"), "check", "--policies", repo_root().join("config/demo").to_str().expect("utf8")]);
+        let out = fedsched(&[
+            "--config",
+            p.to_str().expect("utf8"),
+            "check",
+            "--policies",
+            repo_root().join("config/demo").to_str().expect("utf8"),
+        ]);
         assert!(out.status.success(), "{f}: {}", text(&out.stderr));
     }
 }

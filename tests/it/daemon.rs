@@ -125,7 +125,9 @@ fn daemon_reacts_to_edits_keeps_last_good_and_stops_cleanly() {
 fn sigint_also_stops_cleanly() {
     let s = Scratch::with_demo();
     let d = Daemon::start(&s);
-    wait_for("the startup reconcile", Duration::from_secs(30), || s.out().join("us-east-gpu/kustomization.yaml").exists());
+    wait_for("the startup reconcile", Duration::from_secs(30), || {
+        s.out().join("us-east-gpu/kustomization.yaml").exists()
+    });
     d.signal("INT");
     let (code, stderr) = d.wait(Duration::from_secs(10));
     assert_eq!(code, Some(0), "{stderr}");

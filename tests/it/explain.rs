@@ -33,7 +33,8 @@ fn explain_answers_for_every_demo_workload() {
     // The reasons say why: the tainted edge cluster and the not-ready cluster are filtered.
     let out = s.cmd("explain", &["Deployment/shop/web", "-o", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let legacy = v["clusters"].as_array().and_then(|a| a.iter().find(|c| c["name"] == "us-east-legacy")).expect("legacy");
+    let legacy =
+        v["clusters"].as_array().and_then(|a| a.iter().find(|c| c["name"] == "us-east-legacy")).expect("legacy");
     assert_eq!(legacy["feasible"], false);
     assert!(legacy["reasons"].to_string().contains("cluster.karmada.io/not-ready"), "{legacy}");
     let text_out = s.cmd("explain", &["Deployment/shop/web"]);

@@ -5,21 +5,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use fedsched::policy::load::{load_dir, load_repository, load_sources};
-use fedsched::policy::types::{
-    ReplicaDivisionPreference, ReplicaSchedulingType, SelectorOperator, TaintEffect,
-};
+use fedsched::policy::types::{ReplicaDivisionPreference, ReplicaSchedulingType, SelectorOperator, TaintEffect};
 use fedsched::policy::{LoadError, PolicySet, defaults, validate::validate};
 
 fn examples() -> PathBuf {
-    let root = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/karmada-examples"
-    ));
-    assert!(
-        root.join("README.md").is_file(),
-        "Karmada example files are missing at {}",
-        root.display()
-    );
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/karmada-examples"));
+    assert!(root.join("README.md").is_file(), "Karmada example files are missing at {}", root.display());
     root
 }
 
@@ -57,10 +48,7 @@ fn load_one(rel: &str) -> (PolicySet, Vec<LoadError>) {
 }
 
 fn shown(errors: &[LoadError]) -> String {
-    errors
-        .iter()
-        .map(|e| format!("  {e}\n"))
-        .collect::<String>()
+    errors.iter().map(|e| format!("  {e}\n")).collect::<String>()
 }
 
 /// How a known-invalid example must fail.
@@ -68,10 +56,7 @@ enum Expect {
     /// A YAML error at this line of the file that mentions a `{{...}}` placeholder.
     Placeholder { line: usize },
     /// A typed-decode error naming this field and containing this text.
-    Field {
-        field: &'static str,
-        text: &'static str,
-    },
+    Field { field: &'static str, text: &'static str },
     /// Not a Kubernetes object: every document lacks `apiVersion` and `kind`.
     NotAnObject,
 }
@@ -81,18 +66,13 @@ fn expectation(rel: &str) -> Option<Expect> {
         "performance/clusterloader2-deployment.yaml" => Expect::Placeholder { line: 4 },
         "performance/clusterloader2-policy.yaml" => Expect::Placeholder { line: 4 },
         "performance/kwok-node.yaml" => Expect::Placeholder { line: 11 },
-        "interpreter-examples/customresourceinterpreter/webhook-configuration.yaml" => {
-            Expect::Placeholder { line: 15 }
+        "interpreter-examples/customresourceinterpreter/webhook-configuration.yaml" => Expect::Placeholder { line: 15 },
+        "proposals/federated-resource-quota-enhancement-policy.yaml" => {
+            Expect::Field { field: "spec.failover.application.purgeMode", text: "unknown variant `Immediately`" }
         }
-        "proposals/federated-resource-quota-enhancement-policy.yaml" => Expect::Field {
-            field: "spec.failover.application.purgeMode",
-            text: "unknown variant `Immediately`",
-        },
         // karmadactl interpret's `--observed`-status input: a list of status items.
         "interpreter-examples/karmadactlinterpret/status-file.yaml" => Expect::NotAnObject,
-        _ if rel.starts_with("resourcecustomizations/") && rel.contains("/testdata/") => {
-            Expect::NotAnObject
-        }
+        _ if rel.starts_with("resourcecustomizations/") && rel.contains("/testdata/") => Expect::NotAnObject,
         _ => return None,
     })
 }
@@ -101,11 +81,7 @@ fn expectation(rel: &str) -> Option<Expect> {
 fn every_example_file_loads_alone_or_fails_for_the_known_reason() {
     let root = examples();
     let files = yaml_files(&root);
-    assert!(
-        files.len() > 190,
-        "only {} example files found",
-        files.len()
-    );
+    assert!(files.len() > 190, "only {} example files found", files.len());
     let mut invalid_seen = 0;
     for rel in &files {
         let rel_str = rel.to_string_lossy().to_string();
@@ -115,11 +91,7 @@ fn every_example_file_loads_alone_or_fails_for_the_known_reason() {
         }
         match expectation(&rel_str) {
             None => {
-                assert!(
-                    errors.is_empty(),
-                    "{rel_str} must load cleanly:\n{}",
-                    shown(&errors)
-                );
+                assert!(errors.is_empty(), "{rel_str} must load cleanly:\n{}", shown(&errors));
                 let objects = set.templates.len()
                     + set.propagation_policies.len()
                     + set.cluster_propagation_policies.len()
@@ -162,10 +134,7 @@ fn every_example_file_loads_alone_or_fails_for_the_known_reason() {
         }
     }
     // 4 placeholder files, the proposal, status-file.yaml and the interpreter test vectors.
-    assert!(
-        invalid_seen > 100,
-        "only {invalid_seen} known-invalid files seen"
-    );
+    assert!(invalid_seen > 100, "only {invalid_seen} known-invalid files seen");
     for known in [
         "performance/clusterloader2-deployment.yaml",
         "performance/clusterloader2-policy.yaml",
@@ -173,10 +142,7 @@ fn every_example_file_loads_alone_or_fails_for_the_known_reason() {
         "interpreter-examples/customresourceinterpreter/webhook-configuration.yaml",
         "proposals/federated-resource-quota-enhancement-policy.yaml",
     ] {
-        assert!(
-            root.join(known).is_file(),
-            "known-invalid example {known} is missing"
-        );
+        assert!(root.join(known).is_file(), "known-invalid example {known} is missing");
     }
 }
 
@@ -198,67 +164,28 @@ fn whole_example_directory_at_once() {
     }
     let dup_text = shown(&errors);
     assert!(
-        duplicates.iter().any(|e| e
-            .message
-            .contains("duplicate PropagationPolicy default/example-policy")),
+        duplicates.iter().any(|e| e.message.contains("duplicate PropagationPolicy default/example-policy")),
         "{dup_text}"
     );
-    assert!(
-        duplicates
-            .iter()
-            .any(|e| e.message.contains("duplicate Deployment default/nginx")),
-        "{dup_text}"
-    );
+    assert!(duplicates.iter().any(|e| e.message.contains("duplicate Deployment default/nginx")), "{dup_text}");
     // The first definition wins, in sorted walk order.
-    let pp = set
-        .propagation_policies
-        .iter()
-        .find(|p| p.meta.name == "example-policy")
-        .expect("example-policy");
-    assert_eq!(
-        pp.source.file,
-        PathBuf::from("artifacts-example/policy_with_labelSelector.yaml")
-    );
+    let pp = set.propagation_policies.iter().find(|p| p.meta.name == "example-policy").expect("example-policy");
+    assert_eq!(pp.source.file, PathBuf::from("artifacts-example/policy_with_labelSelector.yaml"));
 
     assert_eq!(set.clusters.len(), 1);
-    assert_eq!(
-        set.cluster_propagation_policies.len(),
-        1,
-        "the two CPPs share a name"
-    );
+    assert_eq!(set.cluster_propagation_policies.len(), 1, "the two CPPs share a name");
     // 27 built-in customizations + the karmadactl example.
-    assert_eq!(
-        set.interpreter_objects
-            .iter()
-            .filter(|o| o.key.kind == "ResourceInterpreterCustomization")
-            .count(),
-        28
-    );
+    assert_eq!(set.interpreter_objects.iter().filter(|o| o.key.kind == "ResourceInterpreterCustomization").count(), 28);
     let scope = |g: &str, k: &str| set.crd_scopes.get(&(g.to_string(), k.to_string())).copied();
     assert_eq!(scope("webapp.my.domain", "Guestbook"), Some(true));
     assert_eq!(scope("workload.example.io", "Workload"), Some(true));
-    assert_eq!(
-        scope("policy.karmada.io", "ClusterPropagationPolicy"),
-        Some(false)
-    );
+    assert_eq!(scope("policy.karmada.io", "ClusterPropagationPolicy"), Some(false));
     assert_eq!(scope("apps.karmada.io", "WorkloadRebalancer"), Some(false));
     // The Guestbook CR lands in `default`; CRDs and Namespaces are cluster-scoped.
-    let gb = set
-        .find_template("Guestbook", Some("default"), "guestbook-sample")
-        .expect("guestbook");
+    let gb = set.find_template("Guestbook", Some("default"), "guestbook-sample").expect("guestbook");
     assert_eq!(gb.key.api_version, "webapp.my.domain/v1");
-    assert!(
-        set.find_template("Namespace", None, "karmada-cluster")
-            .is_some()
-    );
-    assert!(
-        set.find_template(
-            "CustomResourceDefinition",
-            None,
-            "guestbooks.webapp.my.domain"
-        )
-        .is_some()
-    );
+    assert!(set.find_template("Namespace", None, "karmada-cluster").is_some());
+    assert!(set.find_template("CustomResourceDefinition", None, "guestbooks.webapp.my.domain").is_some());
     // Sorted lists.
     let keys: Vec<_> = set.templates.iter().map(|t| t.key.clone()).collect();
     let mut sorted = keys.clone();
@@ -278,24 +205,10 @@ fn nginx_sample_is_divided_weighted_one_to_one() {
     let pp = &set.propagation_policies[0];
     assert_eq!(pp.meta.name, "nginx-propagation");
     assert_eq!(pp.meta.namespace.as_deref(), Some("default"));
-    assert_eq!(
-        pp.spec.resource_selectors[0].namespace.as_deref(),
-        Some("default")
-    );
-    let rs = pp
-        .spec
-        .placement
-        .replica_scheduling
-        .as_ref()
-        .expect("replicaScheduling");
-    assert_eq!(
-        rs.replica_scheduling_type,
-        Some(ReplicaSchedulingType::Divided)
-    );
-    assert_eq!(
-        rs.replica_division_preference,
-        Some(ReplicaDivisionPreference::Weighted)
-    );
+    assert_eq!(pp.spec.resource_selectors[0].namespace.as_deref(), Some("default"));
+    let rs = pp.spec.placement.replica_scheduling.as_ref().expect("replicaScheduling");
+    assert_eq!(rs.replica_scheduling_type, Some(ReplicaSchedulingType::Divided));
+    assert_eq!(rs.replica_division_preference, Some(ReplicaDivisionPreference::Weighted));
     let weights: Vec<(Vec<String>, i64)> = rs
         .weight_preference
         .as_ref()
@@ -304,13 +217,7 @@ fn nginx_sample_is_divided_weighted_one_to_one() {
         .iter()
         .map(|w| (w.target_cluster.cluster_names.clone(), w.weight))
         .collect();
-    assert_eq!(
-        weights,
-        vec![
-            (vec!["member1".to_string()], 1),
-            (vec!["member2".to_string()], 1)
-        ]
-    );
+    assert_eq!(weights, vec![(vec!["member1".to_string()], 1), (vec!["member2".to_string()], 1)]);
 }
 
 #[test]
@@ -336,22 +243,14 @@ fn cr_cluster_after_defaults() {
 fn toleration_and_field_selector_examples() {
     let (set, errors) = load_one("artifacts-example/propagationpolicy_taintToleration.yaml");
     assert!(errors.is_empty(), "{}", shown(&errors));
-    let tol = &set.propagation_policies[0]
-        .spec
-        .placement
-        .cluster_tolerations;
+    let tol = &set.propagation_policies[0].spec.placement.cluster_tolerations;
     assert_eq!(tol.len(), 1);
     assert_eq!(tol[0].effect, Some(TaintEffect::NoSchedule));
     assert_eq!(tol[0].key, None);
 
     let (set, errors) = load_one("artifacts-example/propagation_fieldsselector.yaml");
     assert!(errors.is_empty(), "{}", shown(&errors));
-    let aff = set.propagation_policies[0]
-        .spec
-        .placement
-        .cluster_affinity
-        .as_ref()
-        .expect("clusterAffinity");
+    let aff = set.propagation_policies[0].spec.placement.cluster_affinity.as_ref().expect("clusterAffinity");
     let exprs: Vec<_> = aff
         .field_selector
         .as_ref()
@@ -363,16 +262,8 @@ fn toleration_and_field_selector_examples() {
     assert_eq!(
         exprs,
         vec![
-            (
-                "provider",
-                SelectorOperator::In,
-                vec!["huaweicloud".to_string()]
-            ),
-            (
-                "region",
-                SelectorOperator::NotIn,
-                vec!["cn-south-1".to_string()]
-            ),
+            ("provider", SelectorOperator::In, vec!["huaweicloud".to_string()]),
+            ("region", SelectorOperator::NotIn, vec!["cn-south-1".to_string()]),
         ]
     );
 }
@@ -428,14 +319,8 @@ fn malformed_yaml_names_file_document_and_line() {
         .and_then(|s| s.split(',').next())
         .and_then(|s| s.parse().ok())
         .expect("line number");
-    assert!(
-        (14..=15).contains(&line),
-        "line {line} not at the broken mapping: {e}"
-    );
-    assert!(
-        e.to_string().starts_with("sub/bad.yaml: document 2: "),
-        "{e}"
-    );
+    assert!((14..=15).contains(&line), "line {line} not at the broken mapping: {e}");
+    assert!(e.to_string().starts_with("sub/bad.yaml: document 2: "), "{e}");
     // The other documents of the file and the other files still load.
     let names: Vec<_> = set.templates.iter().map(|t| t.key.name.as_str()).collect();
     assert_eq!(names, vec!["first", "good"]);
@@ -443,7 +328,8 @@ fn malformed_yaml_names_file_document_and_line() {
 
 #[test]
 fn unknown_kind_wrong_type_missing_field_all_reported_together() {
-    let unknown_kind = "apiVersion: policy.karmada.io/v1alpha1\nkind: ReplicaSchedulingPolicy\nmetadata: {name: r}\nspec: {}\n";
+    let unknown_kind =
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: ReplicaSchedulingPolicy\nmetadata: {name: r}\nspec: {}\n";
     let wrong_type = "\
 apiVersion: policy.karmada.io/v1alpha1
 kind: PropagationPolicy
@@ -483,65 +369,27 @@ spec:
         ("notes.txt", "not: [valid"),
     ]);
     let (set, errors) = load_repository(dir.path());
-    let got: Vec<(String, Option<usize>, String)> = errors
-        .iter()
-        .map(|e| {
-            (
-                e.file.to_string_lossy().to_string(),
-                e.document,
-                e.field.clone(),
-            )
-        })
-        .collect();
+    let got: Vec<(String, Option<usize>, String)> =
+        errors.iter().map(|e| (e.file.to_string_lossy().to_string(), e.document, e.field.clone())).collect();
     assert_eq!(
         got,
         vec![
             ("a-unknown.yaml".to_string(), Some(1), "kind".to_string()),
-            (
-                "b/wrong-type.yml".to_string(),
-                Some(1),
-                "spec.priority".to_string()
-            ),
+            ("b/wrong-type.yml".to_string(), Some(1), "spec.priority".to_string()),
             ("c-missing.yaml".to_string(), Some(1), "spec".to_string()),
-            (
-                "d-no-name.yaml".to_string(),
-                Some(1),
-                "metadata.name".to_string()
-            ),
-            (
-                "e-invalid.yaml".to_string(),
-                Some(1),
-                "spec.placement.spreadConstraints[0].maxGroups".to_string()
-            ),
-            (
-                "e-invalid.yaml".to_string(),
-                Some(1),
-                "spec.placement.spreadConstraints".to_string()
-            ),
+            ("d-no-name.yaml".to_string(), Some(1), "metadata.name".to_string()),
+            ("e-invalid.yaml".to_string(), Some(1), "spec.placement.spreadConstraints[0].maxGroups".to_string()),
+            ("e-invalid.yaml".to_string(), Some(1), "spec.placement.spreadConstraints".to_string()),
         ],
         "{}",
         shown(&errors)
     );
-    assert!(
-        errors[0]
-            .message
-            .contains("unknown kind ReplicaSchedulingPolicy in policy.karmada.io/v1alpha1")
-    );
+    assert!(errors[0].message.contains("unknown kind ReplicaSchedulingPolicy in policy.karmada.io/v1alpha1"));
     assert!(errors[1].message.contains("invalid type"), "{}", errors[1]);
-    assert!(
-        errors[2]
-            .message
-            .contains("missing field `resourceSelectors`"),
-        "{}",
-        errors[2]
-    );
+    assert!(errors[2].message.contains("missing field `resourceSelectors`"), "{}", errors[2]);
     assert!(errors[3].message.contains("required field is missing"));
     assert_eq!(set.templates.len(), 1);
-    assert_eq!(
-        set.propagation_policies.len(),
-        1,
-        "only the semantically invalid one is kept"
-    );
+    assert_eq!(set.propagation_policies.len(), 1, "only the semantically invalid one is kept");
 }
 
 #[test]
@@ -551,9 +399,5 @@ fn missing_directory_is_an_error() {
     let (set, errors) = load_dir(&missing);
     assert_eq!(set, PolicySet::default());
     assert_eq!(errors.len(), 1);
-    assert!(
-        errors[0].message.contains("cannot read policy directory"),
-        "{}",
-        errors[0]
-    );
+    assert!(errors[0].message.contains("cannot read policy directory"), "{}", errors[0]);
 }

@@ -149,11 +149,7 @@ pub fn assert_golden(actual_dir: &Path, golden: &str) {
     for (rel, bytes) in &expected {
         let got = &actual[rel];
         if got != bytes {
-            panic!(
-                "{rel} differs from golden {golden}\n--- expected\n{}\n--- actual\n{}",
-                text(bytes),
-                text(got)
-            );
+            panic!("{rel} differs from golden {golden}\n--- expected\n{}\n--- actual\n{}", text(bytes), text(got));
         }
     }
 }

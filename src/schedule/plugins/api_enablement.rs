@@ -16,10 +16,6 @@ impl FilterPlugin for ApiEnablement {
             return Fit::Pass;
         }
         let gvk = format!("{}/{}", ctx.key.api_version, ctx.key.kind);
-        if apis.contains(&gvk) {
-            Fit::Pass
-        } else {
-            Fit::Reject(format!("cluster does not serve {gvk}"))
-        }
+        if apis.contains(&gvk) { Fit::Pass } else { Fit::Reject(format!("cluster does not serve {gvk}")) }
     }
 }
