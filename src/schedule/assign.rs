@@ -2,7 +2,7 @@
 //! (static weights, dynamic weights by available replicas in steady mode, aggregated).
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// Direction of the name tie-break, from the parity of FNV-32a of the template UID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,54 +22,58 @@ impl TieBreak {
     }
 }
 
-/// Webster apportionment of `total` seats over `weights` (name → weight ≥ 0), starting from
-/// `initial` seats. Each step gives one seat to the party with the highest
-/// `weight / (2·seats + 1)`; ties go to fewer seats, then by name in `tie` order.
-/// Parties with zero weight receive nothing. Returns seats per party (zeros dropped).
-pub fn webster(
-    total: i64,
-    weights: &BTreeMap<String, i64>,
-    initial: &BTreeMap<String, i64>,
-    tie: TieBreak,
-) -> BTreeMap<String, i64> {
-    let mut parties: Vec<(&str, i64, i64)> = weights
-        .iter()
-        .filter(|(_, w)| **w > 0)
-        .map(|(n, w)| (n.as_str(), *w, initial.get(n).copied().unwrap_or(0)))
-        .collect();
-    if parties.is_empty() || total <= 0 {
-        return initial.iter().filter(|(_, s)| **s > 0).map(|(n, s)| (n.clone(), *s)).collect();
+/// Webster apportionment of `total` seats over `weights` (name → weight ≥ 0). Each step gives
+/// one seat to the party with the highest `weight / (2·seats + 1)`; ties go to fewer seats, then
+/// by name in `tie` order. Parties with zero weight receive nothing. Returns seats per party
+/// (parties without seats are left out). O(total · log parties).
+pub fn webster(total: i64, weights: &BTreeMap<String, i64>, tie: TieBreak) -> BTreeMap<String, i64> {
+    let mut heap: BinaryHeap<Party<'_>> =
+        weights.iter().filter(|(_, w)| **w > 0).map(|(n, w)| Party { name: n, weight: *w, seats: 0, tie }).collect();
+    if heap.is_empty() {
+        return BTreeMap::new();
     }
-    // Better party first: higher quotient, then fewer seats, then name by tie order.
-    let better = |a: &(&str, i64, i64), b: &(&str, i64, i64)| -> Ordering {
-        // a.w/(2a.s+1) vs b.w/(2b.s+1) without division.
-        let lhs = i128::from(a.1) * i128::from(2 * b.2 + 1);
-        let rhs = i128::from(b.1) * i128::from(2 * a.2 + 1);
-        rhs.cmp(&lhs).then(a.2.cmp(&b.2)).then_with(|| match tie {
-            TieBreak::Ascending => a.0.cmp(b.0),
-            TieBreak::Descending => b.0.cmp(a.0),
-        })
-    };
-    for _ in 0..total {
-        let mut best = 0;
-        for i in 1..parties.len() {
-            if better(&parties[i], &parties[best]) == Ordering::Less {
-                best = i;
-            }
-        }
-        parties[best].2 += 1;
-    }
-    let mut out: BTreeMap<String, i64> =
-        initial.iter().filter(|(_, s)| **s > 0).map(|(n, s)| (n.clone(), *s)).collect();
-    for (n, _, s) in parties {
-        if s > 0 {
-            out.insert(n.to_string(), s);
-        } else {
-            out.remove(n);
+    for _ in 0..total.max(0) {
+        if let Some(mut best) = heap.pop() {
+            best.seats += 1;
+            heap.push(best);
         }
     }
-    out
+    heap.into_iter().filter(|p| p.seats > 0).map(|p| (p.name.clone(), p.seats)).collect()
 }
+
+/// A party in the Webster heap; the greatest is the next to receive a seat.
+struct Party<'a> {
+    name: &'a String,
+    weight: i64,
+    seats: i64,
+    tie: TieBreak,
+}
+
+impl Ord for Party<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // self.w/(2·self.s+1) vs other.w/(2·other.s+1), without division.
+        let lhs = i128::from(self.weight) * i128::from(2 * other.seats + 1);
+        let rhs = i128::from(other.weight) * i128::from(2 * self.seats + 1);
+        lhs.cmp(&rhs).then(other.seats.cmp(&self.seats)).then_with(|| match self.tie {
+            TieBreak::Ascending => other.name.cmp(self.name),
+            TieBreak::Descending => self.name.cmp(other.name),
+        })
+    }
+}
+
+impl PartialOrd for Party<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Party<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Party<'_> {}
 
 /// Why replicas could not be assigned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -91,14 +95,14 @@ pub fn dynamic_steady(
     let assigned: i64 = prev.values().sum();
     match assigned.cmp(&replicas) {
         Ordering::Equal => Ok(prev),
-        Ordering::Greater => Ok(webster(replicas, &prev, &BTreeMap::new(), tie)),
+        Ordering::Greater => Ok(webster(replicas, &prev, tie)),
         Ordering::Less => {
             let delta = replicas - assigned;
             let total_free: i64 = available.values().sum();
             if total_free < delta {
                 return Err(AssignError::NotEnough { available: total_free + assigned, wanted: replicas });
             }
-            Ok(webster(delta, available, &prev, tie))
+            Ok(add(prev, webster(delta, available, tie)))
         }
     }
 }
@@ -129,7 +133,7 @@ pub fn aggregated(
                 kept.insert(n.clone(), *r);
                 sum += r;
             }
-            Ok(webster(replicas, &kept, &BTreeMap::new(), tie))
+            Ok(webster(replicas, &kept, tie))
         }
         Ordering::Less => {
             let delta = replicas - assigned;
@@ -150,9 +154,17 @@ pub fn aggregated(
             if cap < delta {
                 return Err(AssignError::NotEnough { available: cap + assigned, wanted: replicas });
             }
-            Ok(webster(delta, &chosen, &prev, tie))
+            Ok(add(prev, webster(delta, &chosen, tie)))
         }
     }
+}
+
+/// Sums two assignments.
+fn add(mut a: BTreeMap<String, i64>, b: BTreeMap<String, i64>) -> BTreeMap<String, i64> {
+    for (k, v) in b {
+        *a.entry(k).or_insert(0) += v;
+    }
+    a
 }
 
 /// Job completions divided like its parallelism: Webster over the per-cluster parallelism.
@@ -162,7 +174,7 @@ pub fn split_completions(
     tie: TieBreak,
 ) -> BTreeMap<String, i32> {
     let weights: BTreeMap<String, i64> = parallelism.iter().map(|(k, v)| (k.clone(), i64::from(*v))).collect();
-    webster(i64::from(completions), &weights, &BTreeMap::new(), tie)
+    webster(i64::from(completions), &weights, tie)
         .into_iter()
         .map(|(k, v)| (k, i32::try_from(v).unwrap_or(i32::MAX)))
         .collect()
@@ -178,19 +190,18 @@ mod tests {
 
     #[test]
     fn webster_karmada_vectors() {
-        let none = BTreeMap::new();
         let asc = TieBreak::Ascending;
         let w = m(&[("m1", 3), ("m2", 2), ("m3", 1)]);
-        assert_eq!(webster(12, &w, &none, asc), m(&[("m1", 6), ("m2", 4), ("m3", 2)]));
-        assert_eq!(webster(13, &w, &none, asc), m(&[("m1", 7), ("m2", 4), ("m3", 2)]));
-        assert_eq!(webster(14, &w, &none, asc), m(&[("m1", 7), ("m2", 5), ("m3", 2)]));
+        assert_eq!(webster(12, &w, asc), m(&[("m1", 6), ("m2", 4), ("m3", 2)]));
+        assert_eq!(webster(13, &w, asc), m(&[("m1", 7), ("m2", 4), ("m3", 2)]));
+        assert_eq!(webster(14, &w, asc), m(&[("m1", 7), ("m2", 5), ("m3", 2)]));
         let w = m(&[("m1", 2), ("m2", 1), ("m3", 1), ("m4", 1)]);
-        assert_eq!(webster(7, &w, &none, asc), m(&[("m1", 3), ("m2", 2), ("m3", 1), ("m4", 1)]));
+        assert_eq!(webster(7, &w, asc), m(&[("m1", 3), ("m2", 2), ("m3", 1), ("m4", 1)]));
         let w = m(&[("m1", 1), ("m2", 1), ("m3", 1), ("m4", 1)]);
-        assert_eq!(webster(5, &w, &none, asc), m(&[("m1", 2), ("m2", 1), ("m3", 1), ("m4", 1)]));
-        assert_eq!(webster(5, &w, &none, TieBreak::Descending), m(&[("m1", 1), ("m2", 1), ("m3", 1), ("m4", 2)]));
+        assert_eq!(webster(5, &w, asc), m(&[("m1", 2), ("m2", 1), ("m3", 1), ("m4", 1)]));
+        assert_eq!(webster(5, &w, TieBreak::Descending), m(&[("m1", 1), ("m2", 1), ("m3", 1), ("m4", 2)]));
         let w = m(&[("m1", 2), ("m2", 1)]);
-        assert_eq!(webster(2, &w, &none, asc), m(&[("m1", 1), ("m2", 1)]));
+        assert_eq!(webster(2, &w, asc), m(&[("m1", 1), ("m2", 1)]));
     }
 
     #[test]

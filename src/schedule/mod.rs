@@ -212,7 +212,7 @@ fn decide(req: &ScheduleRequest<'_>, verdicts: &mut [ClusterVerdict], clusters: 
                     reason: "no selected cluster matches any staticWeightList entry".into(),
                 };
             }
-            to_targets(assign::webster(i64::from(replicas), &weights, &BTreeMap::new(), tie))
+            to_targets(assign::webster(i64::from(replicas), &weights, tie))
         }
         Strategy::DynamicWeight | Strategy::Aggregated => {
             let previous: BTreeMap<String, i64> =

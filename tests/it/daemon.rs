@@ -99,7 +99,7 @@ fn daemon_reacts_to_edits_keeps_last_good_and_stops_cleanly() {
     let tmp = s.policies().join("apps/.web.yaml.tmp");
     std::fs::write(&tmp, &edited).expect("write");
     std::fs::rename(&tmp, &path).expect("rename");
-    wait_for("the edit to be rendered", Duration::from_secs(30), || file_contains(&web, "replicas: 8\n"));
+    wait_for("the edit to be rendered", Duration::from_secs(30), || file_contains(&web, "replicas: 7\n"));
 
     // A broken edit keeps the last good output.
     let before = tree(&s.out());
