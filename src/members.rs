@@ -45,10 +45,10 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         Health::NotReady { .. } => Some(TAINT_NOT_READY),
         Health::Unreachable { .. } => Some(TAINT_UNREACHABLE),
     };
-    if let Some(key) = synthetic {
-        if !taints.iter().any(|t| t.key == key) {
-            taints.push(ClusterTaint { key: key.to_string(), value: None, effect: TaintEffect::NoSchedule });
-        }
+    if let Some(key) = synthetic
+        && !taints.iter().any(|t| t.key == key)
+    {
+        taints.push(ClusterTaint { key: key.to_string(), value: None, effect: TaintEffect::NoSchedule });
     }
     let summary = match &status.resource_summary {
         None => None,

@@ -23,10 +23,10 @@ impl FilterPlugin for SpreadConstraintFilter {
             if let Some(field) = missing {
                 return Fit::Reject(format!("cluster has no {field}, required by spreadConstraints"));
             }
-            if let Some(label) = &sc.spread_by_label {
-                if !c.labels.contains_key(label) {
-                    return Fit::Reject(format!("cluster has no label {label}, required by spreadConstraints"));
-                }
+            if let Some(label) = &sc.spread_by_label
+                && !c.labels.contains_key(label)
+            {
+                return Fit::Reject(format!("cluster has no label {label}, required by spreadConstraints"));
             }
         }
         Fit::Pass

@@ -10,10 +10,10 @@ pub struct TaintToleration;
 
 /// Kubernetes' `Toleration.ToleratesTaint`.
 pub fn tolerates(t: &Toleration, taint: &ClusterTaint) -> bool {
-    if let Some(effect) = t.effect {
-        if effect != taint.effect {
-            return false;
-        }
+    if let Some(effect) = t.effect
+        && effect != taint.effect
+    {
+        return false;
     }
     let key = t.key.as_deref().unwrap_or("");
     if !key.is_empty() && key != taint.key {
