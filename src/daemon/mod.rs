@@ -64,7 +64,7 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
 
     let (fs_tx, mut fs_rx) = mpsc::channel::<()>(1);
     let ignored = vec![paths.output_dir.clone(), paths.state_dir.clone()];
-    let mut policy_watch = start_watch(&paths, &cfg, ignored.clone(), fs_tx.clone());
+    let policy_watch = start_watch(&paths, ignored.clone(), fs_tx.clone());
     let mut ticker = tokio::time::interval(cfg.reconcile.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.tick().await; // the first tick is immediate; the startup pass covers it
@@ -93,7 +93,19 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
             },
         };
         match event {
-            Event::PolicyChanged => pending = Some("policy-change"),
+            Event::PolicyChanged => {
+                // Wait for quiet: a git checkout or a sync that swaps many files, even across
+                // several watcher batches, becomes one reconcile.
+                // Bounded, so that a directory that never stops changing still gets reconciled.
+                let deadline = tokio::time::Instant::now() + cfg.reconcile.debounce * 20;
+                while tokio::time::Instant::now() < deadline {
+                    match tokio::time::timeout(cfg.reconcile.debounce, fs_rx.recv()).await {
+                        Ok(Some(())) => continue,
+                        _ => break,
+                    }
+                }
+                pending = Some("policy-change");
+            }
             Event::Tick => pending = Some("timer"),
             Event::Watchdog => systemd::watchdog(),
             Event::Reload => {
@@ -107,13 +119,10 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
                             {
                                 tracing::warn!("directory settings changed; they take effect at the next restart");
                             }
-                            if new.reconcile != cfg.reconcile {
+                            if new.reconcile.interval != cfg.reconcile.interval {
                                 ticker = tokio::time::interval(new.reconcile.interval);
                                 ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                                 ticker.tick().await;
-                                drop(policy_watch.take());
-                                cfg.reconcile = new.reconcile.clone();
-                                policy_watch = start_watch(&paths, &cfg, ignored.clone(), fs_tx.clone());
                             }
                             cfg = Config {
                                 policy_dir: cfg.policy_dir.clone(),
@@ -150,8 +159,8 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
     Ok(())
 }
 
-fn start_watch(paths: &Paths, cfg: &Config, ignored: Vec<PathBuf>, tx: mpsc::Sender<()>) -> Option<watch::PolicyWatch> {
-    match watch::watch(&paths.policy_dir, cfg.reconcile.debounce, ignored, tx) {
+fn start_watch(paths: &Paths, ignored: Vec<PathBuf>, tx: mpsc::Sender<()>) -> Option<watch::PolicyWatch> {
+    match watch::watch(&paths.policy_dir, ignored, tx) {
         Ok(w) => Some(w),
         Err(error) => {
             tracing::warn!(%error, policy_dir = %paths.policy_dir.display(), "cannot watch the policy directory; relying on the periodic reconcile");

@@ -1,20 +1,20 @@
-//! Watches the policy directory and reports "something changed" after a quiet period.
+//! Watches the policy directory and reports "something changed".
 //!
-//! Events are a dirty flag only: the reconcile re-reads the whole directory. Changes under
+//! Events are a dirty flag only: the reconcile re-reads the whole directory; the daemon loop
+//! waits for a quiet period (the debounce) before reconciling. Reads (access events, such as
+//! the reconcile's own reads of the policy files) are not changes. Changes under
 //! hidden directories (`.git`), editor leftovers, and the daemon's own output and state
 //! directories are ignored, so a `git checkout` of hundreds of files is one reconcile and the
 //! daemon never triggers itself.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use notify::RecursiveMode;
-use notify_debouncer_mini::{DebounceEventResult, Debouncer, new_debouncer};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 /// A running watch; dropping it stops watching.
 pub struct PolicyWatch {
-    _debouncer: Debouncer<notify::RecommendedWatcher>,
+    _watcher: RecommendedWatcher,
 }
 
 /// Whether a changed path should trigger a reconcile.
@@ -36,18 +36,15 @@ pub fn is_relevant(root: &Path, path: &Path, ignored: &[PathBuf]) -> bool {
     true
 }
 
-/// Starts watching `root` recursively. Each debounced batch of relevant changes sends one
-/// `()` on `tx` (a full channel already holds a pending signal, so a failed send is fine).
-pub fn watch(
-    root: &Path,
-    debounce: Duration,
-    ignored: Vec<PathBuf>,
-    tx: mpsc::Sender<()>,
-) -> Result<PolicyWatch, notify::Error> {
+/// Starts watching `root` recursively. Each relevant change sends `()` on `tx` (a full
+/// channel already holds a pending signal, so a failed send is fine).
+pub fn watch(root: &Path, ignored: Vec<PathBuf>, tx: mpsc::Sender<()>) -> Result<PolicyWatch, notify::Error> {
     let root_owned = root.to_path_buf();
-    let mut debouncer = new_debouncer(debounce, move |res: DebounceEventResult| match res {
-        Ok(events) => {
-            if events.iter().any(|e| is_relevant(&root_owned, &e.path, &ignored)) {
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<Event>| match res {
+        Ok(event) => {
+            let change = !matches!(event.kind, EventKind::Access(_));
+            // A queue overflow (Rescan) has no paths: reconcile to be safe.
+            if change && (event.paths.is_empty() || event.paths.iter().any(|p| is_relevant(&root_owned, p, &ignored))) {
                 let _ = tx.try_send(());
             }
         }
@@ -56,8 +53,8 @@ pub fn watch(
             let _ = tx.try_send(());
         }
     })?;
-    debouncer.watcher().watch(root, RecursiveMode::Recursive)?;
-    Ok(PolicyWatch { _debouncer: debouncer })
+    watcher.watch(root, RecursiveMode::Recursive)?;
+    Ok(PolicyWatch { _watcher: watcher })
 }
 
 #[cfg(test)]

@@ -268,11 +268,6 @@ impl Strategy {
             }
         }
     }
-
-    /// Whether cluster selection must care about capacity.
-    pub fn needs_replicas(self) -> bool {
-        matches!(self, Strategy::DynamicWeight | Strategy::Aggregated)
-    }
 }
 
 /// Karmada's static weights: a cluster's weight is the largest weight of the entries whose
@@ -307,3 +302,6 @@ fn static_weights(
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,6 +13,10 @@ struct Daemon {
 
 impl Daemon {
     fn start(s: &Scratch) -> Daemon {
+        Daemon::start_with(s, &[])
+    }
+
+    fn start_with(s: &Scratch, env: &[(&str, &str)]) -> Daemon {
         let cfg = s.dir.path().join("fedsched.toml");
         std::fs::write(
             &cfg,
@@ -29,6 +33,7 @@ impl Daemon {
             .arg("--state")
             .arg(s.state())
             .env_remove("NOTIFY_SOCKET")
+            .envs(env.iter().copied())
             .env("FEDSCHED_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -129,6 +134,65 @@ fn sigint_also_stops_cleanly() {
         s.out().join("us-east-gpu/kustomization.yaml").exists()
     });
     d.signal("INT");
+    let (code, stderr) = d.wait(Duration::from_secs(10));
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn a_burst_of_file_changes_is_one_reconcile() {
+    let s = Scratch::with_demo();
+    let d = Daemon::start(&s);
+    wait_for("the startup reconcile", Duration::from_secs(30), || {
+        s.out().join("us-east-gpu/kustomization.yaml").exists()
+    });
+    // Like a git checkout: many files created and rewritten over about half a second.
+    for i in 0..150 {
+        let body = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: burst-{i}\n  namespace: shop\ndata:\n  i: \"{i}\"\n"
+        );
+        std::fs::write(s.policies().join(format!("apps/burst-{i}.yaml")), body).expect("write");
+        if i % 10 == 0 {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(2500));
+    d.signal("TERM");
+    let (code, stderr) = d.wait(Duration::from_secs(10));
+    assert_eq!(code, Some(0), "{stderr}");
+    let passes = stderr.lines().filter(|l| l.contains("reconcile done") && l.contains("policy-change")).count();
+    assert_eq!(passes, 1, "expected one reconcile for the burst:\n{stderr}");
+}
+
+#[test]
+fn systemd_hears_ready_after_the_first_reconcile_and_watchdog_from_the_loop() {
+    use std::os::unix::net::UnixDatagram;
+    let s = Scratch::with_demo();
+    let sock_path = s.dir.path().join("notify.sock");
+    let sock = UnixDatagram::bind(&sock_path).expect("bind notify socket");
+    sock.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let d =
+        Daemon::start_with(&s, &[("NOTIFY_SOCKET", sock_path.to_str().expect("utf8")), ("WATCHDOG_USEC", "400000")]);
+    let mut messages = Vec::new();
+    let mut buf = [0u8; 4096];
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        let n = sock.recv(&mut buf).expect("notification");
+        let m = String::from_utf8_lossy(&buf[..n]).into_owned();
+        if m.contains("READY=1") {
+            // READY comes after the first good reconcile: the output is there.
+            assert!(s.out().join("eu-west-a/kustomization.yaml").exists(), "READY before the output was written");
+        }
+        messages.push(m);
+        if messages.iter().any(|m| m.contains("READY=1"))
+            && messages.iter().filter(|m| m.contains("WATCHDOG=1")).count() >= 3
+        {
+            break;
+        }
+    }
+    assert!(messages.iter().any(|m| m.contains("READY=1")), "{messages:?}");
+    assert!(messages.iter().filter(|m| m.contains("WATCHDOG=1")).count() >= 3, "{messages:?}");
+    assert!(messages.iter().any(|m| m.contains("STATUS=")), "{messages:?}");
+    d.signal("TERM");
     let (code, stderr) = d.wait(Duration::from_secs(10));
     assert_eq!(code, Some(0), "{stderr}");
 }
