@@ -3,7 +3,11 @@
 //!
 //! Plugins take a context struct, so adding a field later breaks no plugin (Karmada had to
 //! add a second filter interface to learn that). Filters answer pass or reject-with-reason;
-//! scorers answer 0..=100.
+//! scorers answer a raw score per cluster, which [`ScorePlugin::normalize`] maps to 0..=100
+//! across the feasible clusters (the default keeps raw scores that are already 0..=100).
+//! A [`Framework`] is one profile: the enabled filters, the weighted scorers and the settings
+//! (price table, round-robin weights) the scorers read; profiles are built from [`registry`]
+//! by [`super::profile::Profiles`].
 
 use std::collections::BTreeMap;
 
@@ -26,7 +30,21 @@ pub struct PluginContext<'a> {
     pub cluster: &'a ClusterSnapshot,
     /// Replicas per cluster of the previous decision (empty for a first schedule).
     pub previous: &'a BTreeMap<String, i32>,
+    /// Settings of the profile in force (price table, round-robin weights).
+    pub settings: &'a ScoreSettings,
 }
+
+/// What configurable scorers read: the price table and the round-robin weights of a profile.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScoreSettings {
+    /// Prices per cluster or region (`[cost]` in the config).
+    pub cost: super::profile::CostTable,
+    /// Cluster → weight for `weighted-round-robin` (absent = 1, 0 = never preferred).
+    pub round_robin_weights: BTreeMap<String, i64>,
+}
+
+/// A raw score meaning "this plugin cannot tell for this cluster"; normalised to 0.
+pub const UNKNOWN_SCORE: i64 = i64::MIN;
 
 /// A filter's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,10 +59,39 @@ pub trait FilterPlugin: Send + Sync {
     fn filter(&self, ctx: &PluginContext<'_>) -> Fit;
 }
 
-/// Ranks feasible clusters; 0..=100, higher is better.
+/// Ranks feasible clusters; higher is better. `score` gives a raw value per cluster;
+/// `normalize` maps the raw values of all feasible clusters to 0..=100 in place.
 pub trait ScorePlugin: Send + Sync {
+    /// Stable kebab-case name, used in profiles and explain.
     fn name(&self) -> &'static str;
+    /// Raw score of one cluster ([`UNKNOWN_SCORE`] when the plugin has no data).
     fn score(&self, ctx: &PluginContext<'_>) -> i64;
+    /// Maps raw scores to 0..=100 across clusters. Default: clamp (for scores already 0..=100).
+    fn normalize(&self, scores: &mut [i64]) {
+        for s in scores {
+            *s = if *s == UNKNOWN_SCORE { 0 } else { (*s).clamp(0, MAX_SCORE) };
+        }
+    }
+}
+
+/// Min-max normalisation: the best known raw score becomes 100, the worst 0, unknown scores 0;
+/// when every known score is equal they all become 100.
+pub fn min_max_normalize(scores: &mut [i64]) {
+    let known = scores.iter().copied().filter(|s| *s != UNKNOWN_SCORE);
+    let (Some(min), Some(max)) = (known.clone().min(), known.max()) else {
+        scores.iter_mut().for_each(|s| *s = 0);
+        return;
+    };
+    for s in scores {
+        *s = if *s == UNKNOWN_SCORE {
+            0
+        } else if max == min {
+            MAX_SCORE
+        } else {
+            let v = (i128::from(*s) - i128::from(min)) * i128::from(MAX_SCORE) / (i128::from(max) - i128::from(min));
+            v as i64
+        };
+    }
 }
 
 /// A plugin of either kind, as registered.
@@ -70,29 +117,98 @@ pub fn registry() -> Vec<Plugin> {
         Plugin::Filter(Box::new(plugins::cluster_affinity::ClusterAffinityFilter)),
         Plugin::Filter(Box::new(plugins::spread_constraint::SpreadConstraintFilter)),
         Plugin::Score(Box::new(plugins::cluster_locality::ClusterLocality)),
+        Plugin::Score(Box::new(plugins::allocation::LeastAllocated)),
+        Plugin::Score(Box::new(plugins::allocation::MostAllocated)),
+        Plugin::Score(Box::new(plugins::cost_first::CostFirst)),
+        Plugin::Score(Box::new(plugins::round_robin::WeightedRoundRobin)),
     ]
 }
 
+/// Name of the built-in profile that reproduces Karmada's scheduler.
+pub const KARMADA_DEFAULT: &str = "karmada-default";
+
 /// The plugins of one scheduling profile, with score weights.
 pub struct Framework {
+    /// Profile name, recorded in every decision.
+    pub name: String,
     pub filters: Vec<Box<dyn FilterPlugin>>,
+    /// Enabled scorers with their weights (> 0), in registry order.
     pub scorers: Vec<(Box<dyn ScorePlugin>, i64)>,
     pub estimators: Vec<Box<dyn crate::model::estimate::Estimator>>,
+    pub settings: ScoreSettings,
 }
 
 impl Framework {
-    /// Karmada's default profile: every filter, locality as the only effective score (weight 1).
+    /// Karmada's default profile: every filter, locality as the only score (weight 1); ties
+    /// are broken by available replicas, then name, in selection.
     pub fn karmada_default() -> Self {
-        let mut filters = Vec::new();
-        let mut scorers = Vec::new();
-        for p in registry() {
-            match p {
-                Plugin::Filter(f) => filters.push(f),
-                Plugin::Score(s) => scorers.push((s, 1)),
+        let scores = [(plugins::cluster_locality::NAME.to_string(), 1)].into_iter().collect();
+        Framework::build(KARMADA_DEFAULT, None, &scores, ScoreSettings::default())
+            .unwrap_or_else(|_| Framework::empty(KARMADA_DEFAULT))
+    }
+
+    fn empty(name: &str) -> Self {
+        Framework {
+            name: name.into(),
+            filters: Vec::new(),
+            scorers: Vec::new(),
+            estimators: crate::model::estimate::estimators(),
+            settings: ScoreSettings::default(),
+        }
+    }
+
+    /// Builds a profile from the registry: `filters` (None = all, in registry order) and
+    /// score weights by plugin name (weight 0 disables a scorer). Unknown names are errors.
+    pub fn build(
+        name: &str,
+        filters: Option<&[String]>,
+        scores: &BTreeMap<String, i64>,
+        settings: ScoreSettings,
+    ) -> Result<Self, String> {
+        let registry = registry();
+        let known = |n: &str, want_filter: bool| {
+            registry.iter().any(|p| p.name() == n && matches!(p, Plugin::Filter(_)) == want_filter)
+        };
+        for f in filters.unwrap_or(&[]) {
+            if !known(f, true) {
+                return Err(format!("unknown filter plugin {f:?} (known: {})", names(&registry, true)));
             }
         }
-        Framework { filters, scorers, estimators: crate::model::estimate::estimators() }
+        for (s, w) in scores {
+            if !known(s, false) {
+                return Err(format!("unknown score plugin {s:?} (known: {})", names(&registry, false)));
+            }
+            if *w < 0 {
+                return Err(format!("score weight of {s} must not be negative"));
+            }
+        }
+        let mut fw = Framework::empty(name);
+        fw.settings = settings;
+        for p in registry {
+            match p {
+                Plugin::Filter(f) => {
+                    if filters.is_none_or(|list| list.iter().any(|n| n == f.name())) {
+                        fw.filters.push(f);
+                    }
+                }
+                Plugin::Score(s) => {
+                    if let Some(w) = scores.get(s.name()).copied().filter(|w| *w > 0) {
+                        fw.scorers.push((s, w));
+                    }
+                }
+            }
+        }
+        Ok(fw)
     }
+}
+
+fn names(registry: &[Plugin], filters: bool) -> String {
+    registry
+        .iter()
+        .filter(|p| matches!(p, Plugin::Filter(_)) == filters)
+        .map(Plugin::name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -109,5 +225,34 @@ mod tests {
         for n in names {
             assert!(n.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{n}");
         }
+    }
+
+    #[test]
+    fn karmada_default_is_every_filter_and_locality_only() {
+        let fw = Framework::karmada_default();
+        assert_eq!(fw.filters.len(), registry().iter().filter(|p| matches!(p, Plugin::Filter(_))).count());
+        let scorers: Vec<(&str, i64)> = fw.scorers.iter().map(|(s, w)| (s.name(), *w)).collect();
+        assert_eq!(scorers, vec![("cluster-locality", 1)]);
+    }
+
+    #[test]
+    fn build_rejects_unknown_names() {
+        let scores = [("cheapest".to_string(), 1)].into_iter().collect();
+        let e = Framework::build("p", None, &scores, ScoreSettings::default()).err().unwrap_or_default();
+        assert!(e.contains("cheapest") && e.contains("cost-first"), "{e}");
+        let e = Framework::build("p", Some(&["nope".to_string()]), &BTreeMap::new(), ScoreSettings::default())
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("nope"), "{e}");
+    }
+
+    #[test]
+    fn min_max() {
+        let mut s = vec![10, 20, UNKNOWN_SCORE, 30];
+        min_max_normalize(&mut s);
+        assert_eq!(s, vec![0, 50, 0, 100]);
+        let mut s = vec![7, 7];
+        min_max_normalize(&mut s);
+        assert_eq!(s, vec![100, 100]);
     }
 }

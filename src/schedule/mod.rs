@@ -8,6 +8,7 @@
 pub mod assign;
 pub mod framework;
 pub mod plugins;
+pub mod profile;
 pub mod select;
 
 use std::collections::BTreeMap;
@@ -26,6 +27,10 @@ pub use framework::Framework;
 
 use assign::TieBreak;
 use framework::{Fit, PluginContext};
+
+/// Prefix of the verdict reasons that carry an estimator's answer
+/// (`estimator <name>: <n> more replicas fit`); explain reads them back.
+pub const ESTIMATOR_PREFIX: &str = "estimator ";
 
 /// Everything a scheduling decision depends on, besides the cluster snapshots.
 pub struct ScheduleRequest<'a> {
@@ -122,15 +127,17 @@ fn schedule_term(
     let mut verdicts: Vec<ClusterVerdict> = Vec::with_capacity(clusters.len());
     let mut sorted: Vec<&ClusterSnapshot> = clusters.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
-    for cluster in sorted {
-        let ctx = PluginContext {
-            key: req.key,
-            workload: req.workload,
-            placement: req.placement,
-            affinity,
-            cluster,
-            previous: req.previous,
-        };
+    let ctx_for = |cluster| PluginContext {
+        key: req.key,
+        workload: req.workload,
+        placement: req.placement,
+        affinity,
+        cluster,
+        previous: req.previous,
+        settings: &fw.settings,
+    };
+    for cluster in &sorted {
+        let ctx = ctx_for(cluster);
         let mut reasons = Vec::new();
         for f in &fw.filters {
             if let Fit::Reject(reason) = f.filter(&ctx) {
@@ -138,38 +145,40 @@ fn schedule_term(
             }
         }
         let feasible = reasons.is_empty();
-        let mut scores = Vec::new();
-        let mut score = 0;
         let mut available = None;
-        if feasible {
-            for (s, weight) in &fw.scorers {
-                let v = s.score(&ctx).clamp(0, framework::MAX_SCORE);
-                scores.push((s.name().to_string(), v));
-                score += v * weight;
+        if feasible && req.workload.replicas.is_some() {
+            let (est, answers) = max_available(&fw.estimators, cluster, &req.workload.requirements);
+            for a in answers {
+                reasons.push(format!("{ESTIMATOR_PREFIX}{}: {} more replicas fit", a.estimator, a.replicas));
             }
-            if req.workload.replicas.is_some() {
-                let (est, answers) = max_available(&fw.estimators, cluster, &req.workload.requirements);
-                for a in answers {
-                    reasons.push(format!("estimator {}: {} more replicas fit", a.estimator, a.replicas));
-                }
-                let already = i64::from(req.previous.get(&cluster.name).copied().unwrap_or(0));
-                available = Some(match est {
-                    Some(e) => e.saturating_add(already),
-                    // Karmada: when no estimator can tell, the cluster is taken to fit them all.
-                    None => i64::from(req.workload.replicas.unwrap_or(0)),
-                });
-            }
+            let already = i64::from(req.previous.get(&cluster.name).copied().unwrap_or(0));
+            available = Some(match est {
+                Some(e) => e.saturating_add(already),
+                // Karmada: when no estimator can tell, the cluster is taken to fit them all.
+                None => i64::from(req.workload.replicas.unwrap_or(0)),
+            });
         }
         verdicts.push(ClusterVerdict {
             name: cluster.name.clone(),
             feasible,
             reasons,
-            score,
-            scores,
+            score: 0,
+            scores: Vec::new(),
             available_replicas: available,
             replicas: None,
             selected: false,
         });
+    }
+    // Score: raw per feasible cluster, normalised per plugin across clusters, weighted sum.
+    let feasible_idx: Vec<usize> = (0..verdicts.len()).filter(|i| verdicts[*i].feasible).collect();
+    for (plugin, weight) in &fw.scorers {
+        let mut raw: Vec<i64> = feasible_idx.iter().map(|i| plugin.score(&ctx_for(sorted[*i]))).collect();
+        plugin.normalize(&mut raw);
+        for (i, v) in feasible_idx.iter().zip(raw) {
+            let v = v.clamp(0, framework::MAX_SCORE);
+            verdicts[*i].scores.push((plugin.name().to_string(), v));
+            verdicts[*i].score += v * weight;
+        }
     }
     let outcome = decide(req, &mut verdicts, clusters);
     if let Outcome::Scheduled { targets } = &outcome {
@@ -190,7 +199,7 @@ fn decide(req: &ScheduleRequest<'_>, verdicts: &mut [ClusterVerdict], clusters: 
         return Outcome::Unschedulable { reason: format!("0/{} clusters are available", verdicts.len()) };
     }
     let strategy = Strategy::of(req.placement);
-    let selected = match select::select_clusters(req.placement, &feasible, clusters, strategy) {
+    let selected = match select::select_clusters(req.placement, &feasible, clusters, strategy, req.workload.replicas) {
         Ok(s) => s,
         Err(reason) => return Outcome::Unschedulable { reason },
     };

@@ -5,9 +5,12 @@ use crate::schedule::framework::{MAX_SCORE, PluginContext, ScorePlugin};
 
 pub struct ClusterLocality;
 
+/// Registered name.
+pub const NAME: &str = "cluster-locality";
+
 impl ScorePlugin for ClusterLocality {
     fn name(&self) -> &'static str {
-        "cluster-locality"
+        NAME
     }
 
     fn score(&self, ctx: &PluginContext<'_>) -> i64 {

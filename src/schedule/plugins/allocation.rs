@@ -1,0 +1,56 @@
+//! `least-allocated` (spread load) and `most-allocated` (bin-pack): how full a cluster would be
+//! with one more replica, from its resource summary, averaged over the resources the workload
+//! requests (cpu and memory when it requests nothing). Kubernetes' NodeResources scoring
+//! strategies at cluster level. A cluster without a summary scores 0.
+
+use crate::model::ClusterSnapshot;
+use crate::schedule::framework::{MAX_SCORE, PluginContext, ScorePlugin, UNKNOWN_SCORE};
+
+/// Prefers the emptiest clusters.
+pub struct LeastAllocated;
+
+/// Prefers the fullest clusters that still fit.
+pub struct MostAllocated;
+
+/// Mean utilisation (0..=1000 ‰) after adding one replica, over the requested resources the
+/// cluster declares; None when the cluster has no summary or none of those resources.
+pub fn utilisation_permille(cluster: &ClusterSnapshot, ctx: &PluginContext<'_>) -> Option<i64> {
+    let s = cluster.summary.as_ref()?;
+    let request = &ctx.workload.requirements.request;
+    let mut dims: Vec<(&str, i64)> = request.iter().filter(|(n, v)| *n != "pods" && *v > 0).collect();
+    if dims.is_empty() {
+        dims = vec![("cpu", 0), ("memory", 0)];
+    }
+    let mut sum = 0i128;
+    let mut n = 0i128;
+    for (name, want) in dims {
+        let total = s.allocatable.get(name);
+        if total <= 0 {
+            continue;
+        }
+        let used = s.allocated.get(name).saturating_add(s.allocating.get(name)).saturating_add(want);
+        sum += (i128::from(used) * 1000 / i128::from(total)).clamp(0, 1000);
+        n += 1;
+    }
+    (n > 0).then(|| (sum / n) as i64)
+}
+
+impl ScorePlugin for LeastAllocated {
+    fn name(&self) -> &'static str {
+        "least-allocated"
+    }
+
+    fn score(&self, ctx: &PluginContext<'_>) -> i64 {
+        utilisation_permille(ctx.cluster, ctx).map(|u| (1000 - u) * MAX_SCORE / 1000).unwrap_or(UNKNOWN_SCORE)
+    }
+}
+
+impl ScorePlugin for MostAllocated {
+    fn name(&self) -> &'static str {
+        "most-allocated"
+    }
+
+    fn score(&self, ctx: &PluginContext<'_>) -> i64 {
+        utilisation_permille(ctx.cluster, ctx).map(|u| u * MAX_SCORE / 1000).unwrap_or(UNKNOWN_SCORE)
+    }
+}

@@ -1,0 +1,226 @@
+//! Cluster selection among the feasible clusters: Karmada's spread constraints
+//! (`pkg/scheduler/core/spreadconstraint`), extended.
+//!
+//! - Clusters are ordered score desc, available replicas desc, name asc.
+//! - No constraint, or static weights (Karmada ignores constraints there): every feasible
+//!   cluster.
+//! - `cluster` only: at least `minGroups` clusters, the first `maxGroups`; for dynamic weights
+//!   and aggregated division, when the selected clusters cannot hold the replicas, walk from the
+//!   last selected backwards swapping in the unselected cluster with the most available
+//!   replicas (more than the one it replaces) — Karmada's `selectClustersByAvailableResource`.
+//! - A topology level (`region`, and — beyond Karmada, which only filters on them — `zone`,
+//!   `provider` and `spreadByLabel`): groups scored as Karmada scores regions ([`groups`]),
+//!   the best combination of `minGroups..=maxGroups` groups holding at least the cluster
+//!   `minGroups` clusters, the best cluster of each chosen group, then the rest by order up to
+//!   the cluster `maxGroups`. One level is selected on, in the order region, zone, provider,
+//!   label; other levels only filter (the `spread-constraint` plugin).
+//!
+//! Deliberate deviation: an unset `maxGroups` (0) means "no limit" (Karmada would select zero
+//! clusters, or one per region).
+
+pub mod groups;
+
+use std::collections::BTreeMap;
+
+use crate::model::ClusterSnapshot;
+use crate::policy::types::{Placement, SpreadByField, SpreadConstraint};
+
+use super::{ClusterVerdict, Strategy};
+use groups::{GroupInfo, group_score, select_groups};
+
+/// Karmada's cluster order: score desc, available replicas desc, name asc.
+pub fn order(feasible: &[&ClusterVerdict]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..feasible.len()).collect();
+    idx.sort_by(|a, b| {
+        let (a, b) = (feasible[*a], feasible[*b]);
+        b.score.cmp(&a.score).then(avail(b).cmp(&avail(a))).then(a.name.cmp(&b.name))
+    });
+    idx
+}
+
+/// Available replicas of a verdict; objects without replicas fit anywhere.
+fn avail(v: &ClusterVerdict) -> i64 {
+    v.available_replicas.unwrap_or(i64::from(i32::MAX))
+}
+
+/// Selects clusters among the feasible ones. `replicas` is the workload's replica count (None
+/// for objects without replicas). Returns the selected clusters (best first) or the reason
+/// none can be.
+pub fn select_clusters<'a>(
+    placement: &Placement,
+    feasible: &[&'a ClusterVerdict],
+    clusters: &[ClusterSnapshot],
+    strategy: Strategy,
+    replicas: Option<i32>,
+) -> Result<Vec<&'a ClusterVerdict>, String> {
+    let ordered: Vec<&ClusterVerdict> = order(feasible).into_iter().map(|i| feasible[i]).collect();
+    let constraints = &placement.spread_constraints;
+    if constraints.is_empty() || strategy == Strategy::StaticWeight {
+        return Ok(ordered);
+    }
+    // Duplicated ignores available resources (Karmada's InvalidReplicas).
+    let need = match strategy {
+        Strategy::Duplicated => None,
+        _ => replicas.map(i64::from),
+    };
+    let by_field = |f: SpreadByField| constraints.iter().find(|s| s.spread_by_field == Some(f));
+    let cluster_sc = by_field(SpreadByField::Cluster);
+    let level = [SpreadByField::Region, SpreadByField::Zone, SpreadByField::Provider]
+        .into_iter()
+        .find_map(|f| by_field(f).map(|sc| (Level::Field(f), sc)))
+        .or_else(|| {
+            constraints
+                .iter()
+                .find_map(|sc| sc.spread_by_label.as_deref().filter(|l| !l.is_empty()).map(|l| (Level::Label(l), sc)))
+        });
+    match (level, cluster_sc) {
+        (Some((level, sc)), _) => by_groups(level, sc, cluster_sc, &ordered, clusters, strategy, replicas),
+        (None, Some(sc)) => by_cluster(sc, ordered, need),
+        (None, None) => Ok(ordered),
+    }
+}
+
+/// A topology level clusters are grouped by.
+#[derive(Debug, Clone, Copy)]
+enum Level<'a> {
+    Field(SpreadByField),
+    Label(&'a str),
+}
+
+impl Level<'_> {
+    fn describe(&self) -> String {
+        match self {
+            Level::Field(f) => format!("{f:?}").to_lowercase(),
+            Level::Label(l) => format!("label {l}"),
+        }
+    }
+
+    /// The group keys of a cluster at this level (a cluster with several zones is in each).
+    fn keys(&self, c: &ClusterSnapshot) -> Vec<String> {
+        let some = |v: Option<&String>| v.filter(|s| !s.is_empty()).cloned().into_iter().collect();
+        match self {
+            Level::Field(SpreadByField::Region) => some(c.region.as_ref()),
+            Level::Field(SpreadByField::Provider) => some(c.provider.as_ref()),
+            Level::Field(SpreadByField::Zone) => c.zones.iter().filter(|z| !z.is_empty()).cloned().collect(),
+            Level::Field(SpreadByField::Cluster) => vec![c.name.clone()],
+            Level::Label(l) => some(c.labels.get(*l)),
+        }
+    }
+}
+
+fn limit(max_groups: i32, n: usize) -> usize {
+    if max_groups > 0 { (max_groups as usize).min(n) } else { n }
+}
+
+/// Karmada's `selectBestClustersByCluster` with the available-resource swap.
+fn by_cluster<'a>(
+    sc: &SpreadConstraint,
+    ordered: Vec<&'a ClusterVerdict>,
+    need: Option<i64>,
+) -> Result<Vec<&'a ClusterVerdict>, String> {
+    let n = ordered.len();
+    if (n as i64) < i64::from(sc.min_groups) {
+        return Err(format!(
+            "spreadConstraints: {n} feasible clusters, fewer than the cluster minGroups {}",
+            sc.min_groups
+        ));
+    }
+    let count = limit(sc.max_groups, n);
+    let mut selected: Vec<&ClusterVerdict> = ordered[..count].to_vec();
+    let Some(need) = need else {
+        return Ok(selected);
+    };
+    let mut rest: Vec<&ClusterVerdict> = ordered[count..].to_vec();
+    let total = |s: &[&ClusterVerdict]| s.iter().map(|v| avail(v)).fold(0i64, i64::saturating_add);
+    let mut i = count;
+    while total(&selected) < need && i > 0 {
+        i -= 1;
+        // The first unselected cluster with the most available replicas, more than selected[i].
+        let mut best: Option<usize> = None;
+        let mut best_avail = avail(selected[i]);
+        for (j, r) in rest.iter().enumerate() {
+            if avail(r) > best_avail {
+                best = Some(j);
+                best_avail = avail(r);
+            }
+        }
+        if let Some(j) = best {
+            std::mem::swap(&mut selected[i], &mut rest[j]);
+        }
+    }
+    if total(&selected) < need {
+        return Err(format!("no enough resource when selecting {count} clusters"));
+    }
+    Ok(selected)
+}
+
+/// Selection by a topology level, Karmada's `selectBestClustersByRegion` generalised.
+fn by_groups<'a>(
+    level: Level<'_>,
+    sc: &SpreadConstraint,
+    cluster_sc: Option<&SpreadConstraint>,
+    ordered: &[&'a ClusterVerdict],
+    clusters: &[ClusterSnapshot],
+    strategy: Strategy,
+    replicas: Option<i32>,
+) -> Result<Vec<&'a ClusterVerdict>, String> {
+    // Group members keep the global order (score desc, available desc, name asc).
+    let mut members: BTreeMap<String, Vec<&ClusterVerdict>> = BTreeMap::new();
+    for v in ordered {
+        let Some(c) = clusters.iter().find(|c| c.name == v.name) else { continue };
+        for k in level.keys(c) {
+            members.entry(k).or_default().push(*v);
+        }
+    }
+    let what = level.describe();
+    if (members.len() as i64) < i64::from(sc.min_groups) {
+        return Err(format!(
+            "spreadConstraints: {} feasible {what} groups, fewer than minGroups {}",
+            members.len(),
+            sc.min_groups
+        ));
+    }
+    let duplicated = strategy == Strategy::Duplicated;
+    let infos: Vec<GroupInfo> = members
+        .iter()
+        .map(|(name, vs)| GroupInfo {
+            name: name.clone(),
+            value: vs.len() as i64,
+            weight: group_score(vs, replicas.unwrap_or(0), sc.min_groups, duplicated),
+        })
+        .collect();
+    let cluster_min = cluster_sc.map(|c| i64::from(c.min_groups.max(1))).unwrap_or(1);
+    let chosen = select_groups(infos, sc.min_groups.max(1) as usize, limit(sc.max_groups, members.len()), cluster_min);
+    if chosen.is_empty() {
+        return Err(format!(
+            "spreadConstraints: no combination of {what} groups holds the cluster minGroups {cluster_min} clusters"
+        ));
+    }
+    let mut selected: Vec<&ClusterVerdict> = Vec::new();
+    let mut candidates: Vec<&ClusterVerdict> = Vec::new();
+    for g in &chosen {
+        let Some(vs) = members.get(&g.name) else { continue };
+        let mut first = true;
+        for v in vs {
+            if selected.iter().any(|s| s.name == v.name) {
+                continue;
+            }
+            if first {
+                selected.push(*v);
+                first = false;
+            } else {
+                candidates.push(*v);
+            }
+        }
+    }
+    candidates.retain(|c| !selected.iter().any(|s| s.name == c.name));
+    candidates.sort_by(|a, b| b.score.cmp(&a.score).then(avail(b).cmp(&avail(a))).then(a.name.cmp(&b.name)));
+    candidates.dedup_by(|a, b| a.name == b.name);
+    let wanted = limit(cluster_sc.map(|c| c.max_groups).unwrap_or(0), selected.len() + candidates.len());
+    let rest = wanted.saturating_sub(selected.len());
+    selected.extend(candidates.into_iter().take(rest));
+    Ok(selected)
+}
+
+#[cfg(test)]
+mod tests;
