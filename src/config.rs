@@ -121,6 +121,12 @@ pub struct Config {
     /// Live access per member cluster, by Cluster name. Clusters not listed are offline.
     #[serde(default)]
     pub clusters: BTreeMap<String, ClusterAccess>,
+    /// Scheduling profiles by name (`[profiles.<name>]`); `karmada-default` is built in.
+    #[serde(default)]
+    pub profiles: BTreeMap<String, crate::schedule::profile::ProfileConfig>,
+    /// Price table for the `cost-first` scorer.
+    #[serde(default)]
+    pub cost: crate::schedule::profile::CostTable,
 }
 
 /// Command-line values that win over the file.
@@ -176,6 +182,9 @@ impl Config {
                 message: "must be greater than zero".into(),
             });
         }
+        if let Err((key, message)) = crate::schedule::profile::Profiles::from_config(&cfg.profiles, &cfg.cost) {
+            return Err(ConfigError::Invalid { path: path.to_path_buf(), key, message });
+        }
         if cfg.poll.concurrency == 0 {
             return Err(ConfigError::Invalid {
                 path: path.to_path_buf(),
@@ -184,6 +193,12 @@ impl Config {
             });
         }
         Ok(cfg)
+    }
+
+    /// The scheduling profiles: the configured ones beside `karmada-default`.
+    pub fn profiles(&self) -> Result<crate::schedule::profile::Profiles, ConfigError> {
+        crate::schedule::profile::Profiles::from_config(&self.profiles, &self.cost)
+            .map_err(|(key, message)| ConfigError::Invalid { path: PathBuf::from("(config)"), key, message })
     }
 
     /// Reads and parses a configuration file.
@@ -268,6 +283,19 @@ context = "admin@member1"
         let e = parse("[reconcile]\ninterval = \"5 parsecs\"\n").expect_err("invalid").to_string();
         assert!(e.contains("reconcile.interval"), "{e}");
         assert!(e.contains("5 parsecs"), "{e}");
+    }
+
+    #[test]
+    fn profiles_and_cost_parse_and_bad_ones_are_named() {
+        let c = parse(
+            "[profiles.binpack]\nscores = { most-allocated = 1 }\n[cost.regions.eu-west-1]\ncpu = 0.04\nmemory = 0.005\n",
+        )
+        .expect("valid");
+        assert_eq!(c.profiles().expect("valid").names(), vec!["binpack", "karmada-default"]);
+        let e = parse("[profiles.x]\nscores = { cheapest = 1 }\n").expect_err("invalid").to_string();
+        assert!(e.contains("profiles.x") && e.contains("cheapest"), "{e}");
+        let e = parse("[profiles.x]\nscore = { most-allocated = 1 }\n").expect_err("invalid").to_string();
+        assert!(e.contains("score"), "{e}");
     }
 
     #[test]

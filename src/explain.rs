@@ -4,8 +4,9 @@
 use serde_json::{Value, json};
 
 use crate::policy::{ObjectKey, PolicySet, matching};
-use crate::reconcile::Inputs;
-use crate::schedule::{self, Framework, Outcome, ScheduleRequest, ScheduleResult};
+use crate::reconcile::{Inputs, REQUIRED_BY_PREFIX, dependency_map};
+use crate::schedule::profile::{Profiles, profile_name};
+use crate::schedule::{self, ESTIMATOR_PREFIX, Framework, Outcome, ScheduleRequest, ScheduleResult};
 use crate::store::{PlacementRecord, Store};
 
 /// A parsed `KIND/NAMESPACE/NAME` argument (empty namespace = cluster-scoped).
@@ -38,9 +39,15 @@ impl WorkloadRef {
     }
 }
 
-/// Builds the explain document for one template. Uses the stored decision when there is one
-/// (what the output holds); otherwise schedules now, without writing anything.
+/// Builds the explain document for one template with the built-in profile only.
 pub fn explain(inputs: &Inputs, store: &Store, r: &WorkloadRef) -> Result<Value, String> {
+    explain_with(inputs, store, &Profiles::builtin(), r)
+}
+
+/// Builds the explain document for one template. Uses the stored decision when there is one
+/// (what the output holds); otherwise schedules now with the policy's profile, without writing
+/// anything.
+pub fn explain_with(inputs: &Inputs, store: &Store, profiles: &Profiles, r: &WorkloadRef) -> Result<Value, String> {
     let set = &inputs.set;
     let t = set.find_template(&r.kind, r.namespace.as_deref(), &r.name).ok_or_else(|| {
         format!(
@@ -50,25 +57,63 @@ pub fn explain(inputs: &Inputs, store: &Store, r: &WorkloadRef) -> Result<Value,
             r.name
         )
     })?;
-    let claim = matching::claim(set, t);
     let stored = store.placement(&t.key).map_err(|e| e.to_string())?;
-    let (result, source, decided_at) = match (&claim, &stored) {
-        (None, _) => (None, "none", None),
-        (Some(_), Some(p)) => (Some(p.result.clone()), "store", Some(p.decided_at_ms)),
-        (Some(c), None) => (dry_run(set, inputs, &t.key, &c.policy), "dry-run", None),
+    let claim = matching::claim_with_previous(set, t, stored.as_ref().and_then(|p| p.policy.as_ref()));
+    let required_by =
+        dependency_map(inputs, |t| store.placement(&t.key).ok().flatten()).remove(&t.key).unwrap_or_default();
+    let last = store.last_history(&t.key).map_err(|e| e.to_string())?;
+    let propagated = claim.is_some() || !required_by.is_empty();
+    let profile = match (&last, &claim) {
+        (Some(h), _) if stored.is_some() => h.inputs.profile.clone(),
+        (_, Some(c)) => {
+            set.propagation_policy(&c.policy).map(|p| profile_name(&p.meta.annotations).to_string()).unwrap_or_default()
+        }
+        _ => crate::schedule::framework::KARMADA_DEFAULT.to_string(),
     };
-    Ok(document(set, &t.key, claim.as_ref(), result.as_ref(), source, decided_at, stored.as_ref()))
+    let (result, source, decided_at) = match (&claim, &stored) {
+        (_, Some(p)) if propagated => (Some(p.result.clone()), "store", Some(p.decided_at_ms)),
+        (Some(c), None) => {
+            let fw = profiles.get(&profile).unwrap_or_else(|| profiles.default_profile());
+            (dry_run(inputs, &t.key, &c.policy, fw), "dry-run", None)
+        }
+        _ => (None, "none", None),
+    };
+    // Data each decision used: the snapshot version recorded with the decision, else the latest.
+    let mut data = serde_json::Map::new();
+    for snap in &inputs.snapshots {
+        let versions = store.snapshot_versions(&snap.name).map_err(|e| e.to_string())?;
+        let used = last.as_ref().and_then(|h| h.inputs.snapshot_versions.get(&snap.name)).copied();
+        let meta = match used {
+            Some(v) if source == "store" => versions.iter().find(|m| m.version == v),
+            _ => versions.last(),
+        };
+        if let Some(m) = meta {
+            data.insert(
+                snap.name.clone(),
+                json!({
+                    "snapshotVersion": m.version,
+                    "observedAt": format_ms(m.last_seen_ms),
+                    "firstSeen": format_ms(m.first_seen_ms),
+                    "confidence": m.confidence,
+                    "ageAtDecisionMs": decided_at.map(|d| d.saturating_sub(m.last_seen_ms)),
+                }),
+            );
+        }
+    }
+    let ctx = Context { set, claim: claim.as_ref(), profile: &profile, required_by: &required_by, data: &data };
+    Ok(document(&ctx, &t.key, result.as_ref(), source, decided_at, stored.as_ref()))
 }
 
 fn dry_run(
-    set: &PolicySet,
     inputs: &Inputs,
     key: &ObjectKey,
     policy: &crate::policy::PolicyRef,
+    fw: &Framework,
 ) -> Option<ScheduleResult> {
+    let set = &inputs.set;
     let t = set.template(key)?;
     let p = set.propagation_policy(policy)?;
-    let workload = crate::model::workload::interpret(key.group(), &key.kind, &t.object).ok()?;
+    let workload = crate::model::workload::interpret(key.group(), &key.kind, &t.object, &inputs.interpreters).ok()?;
     let previous = Default::default();
     let req = ScheduleRequest {
         key,
@@ -78,18 +123,27 @@ fn dry_run(
         previous: &previous,
         previous_affinity: None,
     };
-    Some(schedule::schedule(&Framework::karmada_default(), &req, &inputs.snapshots))
+    Some(schedule::schedule(fw, &req, &inputs.snapshots))
+}
+
+/// What the document says besides the decision.
+struct Context<'a> {
+    set: &'a PolicySet,
+    claim: Option<&'a matching::Claim>,
+    profile: &'a str,
+    required_by: &'a [ObjectKey],
+    data: &'a serde_json::Map<String, Value>,
 }
 
 fn document(
-    _set: &PolicySet,
+    ctx: &Context<'_>,
     key: &ObjectKey,
-    claim: Option<&matching::Claim>,
     result: Option<&ScheduleResult>,
     source: &str,
     decided_at_ms: Option<u64>,
     stored: Option<&PlacementRecord>,
 ) -> Value {
+    let claim = ctx.claim;
     let policy_json =
         |p: &crate::policy::PolicyRef| json!({"kind": p.kind.to_string(), "namespace": p.namespace, "name": p.name});
     let (state, reason) = match result.map(|r| &r.outcome) {
@@ -100,29 +154,69 @@ fn document(
         Some(Outcome::Scheduled { .. }) => ("Scheduled", None),
         Some(Outcome::Unschedulable { reason }) => ("Unschedulable", Some(reason.clone())),
     };
+    let template = ctx.set.template(key);
+    let shadowed: Vec<Value> = claim
+        .map(|c| {
+            c.shadowed
+                .iter()
+                .map(|p| {
+                    let mut v = policy_json(p);
+                    if let (Some(t), Some(obj)) = (template, v.as_object_mut()) {
+                        obj.insert("reason".into(), json!(matching::shadow_reason(ctx.set, t, c, p)));
+                    }
+                    v
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let clusters: Vec<Value> = result
         .map(|r| {
             r.verdicts
                 .iter()
                 .map(|v| {
+                    let estimators: serde_json::Map<String, Value> = v
+                        .reasons
+                        .iter()
+                        .filter_map(|r| {
+                            let rest = r.strip_prefix(ESTIMATOR_PREFIX)?;
+                            let (name, tail) = rest.split_once(": ")?;
+                            let n: i64 = tail.split_whitespace().next()?.parse().ok()?;
+                            Some((name.to_string(), json!(n)))
+                        })
+                        .collect();
                     json!({
                         "name": v.name,
                         "feasible": v.feasible,
                         "reasons": v.reasons,
                         "score": v.score,
                         "scores": v.scores.iter().map(|(k, s)| (k.clone(), json!(s))).collect::<serde_json::Map<_, _>>(),
+                        "estimators": estimators,
                         "availableReplicas": v.available_replicas,
                         "replicas": v.replicas,
                         "selected": v.selected,
+                        "data": ctx.data.get(&v.name),
                     })
                 })
                 .collect()
         })
         .unwrap_or_default();
+    let pulled_by: Vec<Value> = result
+        .into_iter()
+        .flat_map(|r| r.verdicts.iter())
+        .flat_map(|v| v.reasons.iter().filter_map(|r| r.strip_prefix(REQUIRED_BY_PREFIX).map(|w| (v.name.clone(), w))))
+        .map(|(c, w)| json!({"cluster": c, "workload": w}))
+        .collect();
     json!({
         "workload": {"apiVersion": key.api_version, "kind": key.kind, "namespace": key.namespace, "name": key.name},
         "policy": claim.map(|c| policy_json(&c.policy)),
-        "shadowed": claim.map(|c| c.shadowed.iter().map(policy_json).collect::<Vec<_>>()).unwrap_or_default(),
+        "claim": claim.map(|c| json!({
+            "reason": c.reason.as_str(),
+            "preemptedFrom": match &c.reason { matching::ClaimReason::Preempted { from } => Some(policy_json(from)), _ => None },
+        })),
+        "shadowed": shadowed,
+        "profile": ctx.profile,
+        "requiredBy": ctx.required_by.iter().map(|k| k.display_ref()).collect::<Vec<_>>(),
+        "pulledBy": pulled_by,
         "state": state,
         "reason": reason,
         "source": source,
@@ -162,8 +256,22 @@ pub fn to_text(doc: &Value) -> String {
         )),
         None => out.push_str("policy: none\n"),
     }
+    if let Some(reason) = doc["claim"]["reason"].as_str() {
+        out.push_str(&format!("  claim: {reason}\n"));
+    }
     for sh in doc["shadowed"].as_array().into_iter().flatten() {
-        out.push_str(&format!("  shadows: {} {}\n", s(&sh["kind"]), s(&sh["name"])));
+        out.push_str(&format!("  shadows: {} {}", s(&sh["kind"]), s(&sh["name"])));
+        if let Some(r) = sh["reason"].as_str() {
+            out.push_str(&format!(" ({r})"));
+        }
+        out.push('\n');
+    }
+    for w in doc["requiredBy"].as_array().into_iter().flatten() {
+        out.push_str(&format!("required by: {} (propagateDeps)\n", s(w)));
+    }
+    out.push_str(&format!("profile: {}\n", s(&doc["profile"])));
+    if let Some(a) = doc["affinityName"].as_str() {
+        out.push_str(&format!("affinity term: {a}\n"));
     }
     out.push_str(&format!("state: {}", s(&doc["state"])));
     if let Some(r) = doc["reason"].as_str() {
@@ -178,13 +286,19 @@ pub fn to_text(doc: &Value) -> String {
         } else {
             "x"
         };
+        let scores: Vec<String> =
+            c["scores"].as_object().into_iter().flatten().map(|(k, v)| format!("{k}={}", s(v))).collect();
         out.push_str(&format!(
-            "{mark} {:<20} replicas={:<6} available={:<8} score={}\n",
+            "{mark} {:<20} replicas={:<6} available={:<8} score={}{}\n",
             s(&c["name"]),
             s(&c["replicas"]),
             s(&c["availableReplicas"]),
-            s(&c["score"])
+            s(&c["score"]),
+            if scores.is_empty() { String::new() } else { format!(" ({})", scores.join(", ")) }
         ));
+        if let Some(at) = c["data"]["observedAt"].as_str() {
+            out.push_str(&format!("      data: snapshot v{} observed {at}\n", s(&c["data"]["snapshotVersion"])));
+        }
         for r in c["reasons"].as_array().into_iter().flatten() {
             out.push_str(&format!("      {}\n", s(r)));
         }

@@ -12,25 +12,35 @@ use std::time::Instant;
 use serde_json::json;
 
 use crate::members::offline_snapshot;
-use crate::model::workload::interpret;
+use crate::model::workload::{InterpreterTable, interpret};
 use crate::model::{ClusterSnapshot, Observed, Workload};
 use crate::policy::load::load_repository;
 use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template, matching};
 use crate::publish::{self, ClusterFiles, PublishPlan};
 use crate::render::{self, RenderInput};
-use crate::schedule::{self, Framework, Outcome, ScheduleRequest, ScheduleResult, Strategy, assign};
+use crate::schedule::profile::Profiles;
+use crate::schedule::{self, ClusterVerdict, Framework, Outcome, ScheduleRequest, ScheduleResult, Strategy, assign};
 use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
 
 /// Everything a pass reads from the policy repository, validated.
 pub struct Inputs {
     pub set: PolicySet,
     pub snapshots: Vec<ClusterSnapshot>,
+    /// The repository's declarative workload interpreters.
+    pub interpreters: InterpreterTable,
 }
 
-/// Loads, defaults and validates the policy repository and builds the offline snapshots.
-/// Returns every problem found, or inputs that are safe to act on.
+/// [`load_inputs_with`] the built-in profile only (no config).
 pub fn load_inputs(policy_dir: &Path) -> Result<Inputs, Vec<LoadError>> {
+    load_inputs_with(policy_dir, &Profiles::builtin())
+}
+
+/// Loads, defaults and validates the policy repository and builds the offline snapshots; a
+/// policy naming a profile that `profiles` does not have is an error. Returns every problem
+/// found, or inputs that are safe to act on.
+pub fn load_inputs_with(policy_dir: &Path, profiles: &Profiles) -> Result<Inputs, Vec<LoadError>> {
     let (set, mut errors) = load_repository(policy_dir);
+    errors.extend(profiles.validate(&set));
     let mut snapshots = Vec::with_capacity(set.clusters.len());
     for c in &set.clusters {
         match offline_snapshot(c) {
@@ -38,7 +48,8 @@ pub fn load_inputs(policy_dir: &Path) -> Result<Inputs, Vec<LoadError>> {
             Err(e) => errors.push(e),
         }
     }
-    if errors.is_empty() { Ok(Inputs { set, snapshots }) } else { Err(errors) }
+    let interpreters = InterpreterTable::from_set(&set);
+    if errors.is_empty() { Ok(Inputs { set, snapshots, interpreters }) } else { Err(errors) }
 }
 
 /// Why a pass stopped.
@@ -97,12 +108,20 @@ impl ReconcileReport {
 /// The parts of a pass that stay the same between passes.
 pub struct Reconciler {
     pub store: Store,
-    pub framework: Framework,
+    /// Scheduling profiles; a policy picks one by annotation.
+    pub profiles: Profiles,
 }
 
 impl Reconciler {
+    /// A reconciler with the built-in profile only.
     pub fn new(store: Store) -> Self {
-        Reconciler { store, framework: Framework::karmada_default() }
+        Reconciler { store, profiles: Profiles::builtin() }
+    }
+
+    /// Uses the configured profiles.
+    pub fn with_profiles(mut self, profiles: Profiles) -> Self {
+        self.profiles = profiles;
+        self
     }
 
     /// Runs one pass over validated inputs and publishes to `output_dir`.
@@ -134,17 +153,56 @@ impl Reconciler {
         }
         let mut placements = Vec::new();
         let mut seen = BTreeSet::new();
-        for t in &set.templates {
-            let Some(claim) = matching::claim(set, t) else { continue };
-            let Some(policy) = set.propagation_policy(&claim.policy) else { continue };
+        // propagateDeps: dependency → the claimed workloads that reference it.
+        let required_by = dependency_map(inputs, |t| self.store.placement(&t.key).ok().flatten());
+        // Workloads first, then their dependencies (which take the union of their
+        // dependents' clusters); dependencies never have dependencies of their own.
+        let (deps, workloads): (Vec<&Template>, Vec<&Template>) =
+            set.templates.iter().partition(|t| required_by.contains_key(&t.key));
+        let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
+        for t in workloads.into_iter().chain(deps) {
+            let prev = self.store.placement(&t.key)?;
+            let claim = matching::claim_with_previous(set, t, prev.as_ref().and_then(|p| p.policy.as_ref()));
+            let policy = claim.as_ref().and_then(|c| set.propagation_policy(&c.policy).map(|p| (c, p)));
+            let required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)> = required_by
+                .get(&t.key)
+                .into_iter()
+                .flatten()
+                .filter_map(|k| targets_of.get(k).map(|(c, p)| (k.clone(), c.clone(), p.clone())))
+                .collect();
+            let decided = match policy {
+                Some((claim, policy)) => {
+                    // Unknown profiles were rejected when loading.
+                    let fw = self
+                        .profiles
+                        .for_policy(&policy.meta.annotations)
+                        .unwrap_or_else(|| self.profiles.default_profile());
+                    self.decide(
+                        t,
+                        Some(&claim.policy),
+                        &policy.spec.placement,
+                        fw,
+                        prev.as_ref(),
+                        inputs,
+                        &snapshot_versions,
+                        &required,
+                    )?
+                }
+                None if !required.is_empty() => {
+                    let placement = crate::policy::types::Placement::default();
+                    let fw = self.profiles.default_profile();
+                    self.decide(t, None, &placement, fw, prev.as_ref(), inputs, &snapshot_versions, &required)?
+                }
+                None => continue,
+            };
             seen.insert(t.key.clone());
             report.workloads += 1;
-            let prev = self.store.placement(&t.key)?;
-            let decided =
-                self.decide(t, &claim.policy, &policy.spec.placement, prev.as_ref(), inputs, &snapshot_versions, set)?;
             let Decided { mut record, inputs: dec_inputs, files, keep, problems, scheduled } = decided;
             if scheduled {
                 report.scheduled += 1;
+            }
+            if let Some(p) = &record.policy {
+                targets_of.insert(t.key.clone(), (record.targets.keys().cloned().collect(), p.clone()));
             }
             for p in problems {
                 if p.cluster.is_some() {
@@ -250,20 +308,24 @@ impl Reconciler {
         })
     }
 
+    /// Schedules and renders one template. `policy_ref` is None for a dependency no policy
+    /// claims (it goes where `required` — its dependents and their clusters — sends it).
     #[allow(clippy::too_many_arguments)]
     fn decide(
         &self,
         t: &Template,
-        policy_ref: &PolicyRef,
+        policy_ref: Option<&PolicyRef>,
         placement: &crate::policy::types::Placement,
+        fw: &Framework,
         prev: Option<&PlacementRecord>,
         inputs: &Inputs,
         snapshot_versions: &BTreeMap<String, u64>,
-        set: &PolicySet,
+        required: &[(ObjectKey, BTreeSet<String>, PolicyRef)],
     ) -> Result<Decided, StoreError> {
+        let set = &inputs.set;
         let template_hash = self.store.put_blob(&serde_json::to_vec(&t.object).unwrap_or_default())?;
-        let policy_json = set
-            .propagation_policy(policy_ref)
+        let policy_json = policy_ref
+            .and_then(|r| set.propagation_policy(r))
             .map(|p| serde_json::to_vec(&p.spec).unwrap_or_default())
             .unwrap_or_default();
         let policy_hash = self.store.put_blob(&policy_json)?;
@@ -276,7 +338,7 @@ impl Reconciler {
             snapshot_versions: snapshot_versions.clone(),
             previous: previous.clone(),
             previous_affinity: previous_affinity.clone(),
-            profile: "karmada-default".into(),
+            profile: fw.name.clone(),
         };
         let keep_previous = |reason: String, result: ScheduleResult| -> Decided {
             let keep: Vec<(String, String)> =
@@ -284,7 +346,7 @@ impl Reconciler {
             Decided {
                 record: PlacementRecord {
                     workload: t.key.clone(),
-                    policy: Some(policy_ref.clone()),
+                    policy: policy_ref.cloned(),
                     result,
                     targets: prev.map(|p| p.targets.clone()).unwrap_or_default(),
                     affinity_name: previous_affinity.clone(),
@@ -300,7 +362,7 @@ impl Reconciler {
             }
         };
 
-        let workload: Workload = match interpret(t.key.group(), &t.key.kind, &t.object) {
+        let workload: Workload = match interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters) {
             Ok(w) => w,
             Err(e) => {
                 let reason = format!("cannot read the workload: {e}");
@@ -320,13 +382,28 @@ impl Reconciler {
             previous: &previous,
             previous_affinity: previous_affinity.as_deref(),
         };
-        let result = schedule::schedule(&self.framework, &req, &inputs.snapshots);
-        let targets = match &result.outcome {
+        let mut result = match policy_ref {
+            Some(_) => schedule::schedule(fw, &req, &inputs.snapshots),
+            None => attached(&inputs.snapshots),
+        };
+        let mut targets = match &result.outcome {
             Outcome::Scheduled { targets } => targets.clone(),
             Outcome::Unschedulable { reason } => {
                 let reason = reason.clone();
                 return Ok(keep_previous(reason, result));
             }
+        };
+        // propagateDeps: the union with the clusters of the workloads that need this object.
+        if !required.is_empty() {
+            add_required(&mut result, &mut targets, required, &inputs.snapshots);
+        }
+        let Some(render_policy) = policy_ref.or_else(|| required.first().map(|(_, _, p)| p)) else {
+            let result = ScheduleResult {
+                outcome: Outcome::Unschedulable { reason: "not claimed by a policy".into() },
+                verdicts: Vec::new(),
+                affinity_name: None,
+            };
+            return Ok(keep_previous("not claimed by a policy".into(), result));
         };
 
         // Job completions follow the division of parallelism.
@@ -348,7 +425,7 @@ impl Reconciler {
             let input = RenderInput {
                 template: t,
                 workload: &workload,
-                policy: policy_ref,
+                policy: render_policy,
                 replicas: *replicas,
                 completions: match workload.completions {
                     Some(c) if completions.is_empty() => Some(c),
@@ -377,7 +454,7 @@ impl Reconciler {
         Ok(Decided {
             record: PlacementRecord {
                 workload: t.key.clone(),
-                policy: Some(policy_ref.clone()),
+                policy: policy_ref.cloned(),
                 affinity_name: result.affinity_name.clone(),
                 result,
                 targets,
@@ -392,6 +469,81 @@ impl Reconciler {
             scheduled: true,
         })
     }
+}
+
+/// Reason recorded on a cluster that receives a dependency because a workload needs it.
+pub const REQUIRED_BY_PREFIX: &str = "propagateDeps: required by ";
+
+/// Dependencies (templates in the repository) → the workloads that pull them: templates
+/// claimed by a policy with `propagateDeps: true` whose pod template references them. The
+/// claim uses the stored previous claimer (`previous`) like the pass does.
+pub fn dependency_map(
+    inputs: &Inputs,
+    previous: impl Fn(&Template) -> Option<PlacementRecord>,
+) -> BTreeMap<ObjectKey, Vec<ObjectKey>> {
+    let set = &inputs.set;
+    let mut out: BTreeMap<ObjectKey, Vec<ObjectKey>> = BTreeMap::new();
+    for t in &set.templates {
+        let prev = previous(t);
+        let Some(claim) = matching::claim_with_previous(set, t, prev.as_ref().and_then(|p| p.policy.as_ref())) else {
+            continue;
+        };
+        if !set.propagation_policy(&claim.policy).is_some_and(|p| p.spec.propagate_deps) {
+            continue;
+        }
+        for dep in crate::model::deps::dependencies(&t.key, &t.object, &inputs.interpreters) {
+            if dep != t.key && set.template(&dep).is_some() {
+                out.entry(dep).or_default().push(t.key.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The "schedule" of a dependency no policy claims: every cluster feasible, none selected yet.
+fn attached(snapshots: &[ClusterSnapshot]) -> ScheduleResult {
+    let mut names: Vec<&String> = snapshots.iter().map(|s| &s.name).collect();
+    names.sort();
+    ScheduleResult {
+        outcome: Outcome::Scheduled { targets: BTreeMap::new() },
+        verdicts: names
+            .into_iter()
+            .map(|n| ClusterVerdict {
+                name: n.clone(),
+                feasible: true,
+                reasons: vec!["not claimed by a policy: goes only where a workload needs it".into()],
+                score: 0,
+                scores: Vec::new(),
+                available_replicas: None,
+                replicas: None,
+                selected: false,
+            })
+            .collect(),
+        affinity_name: None,
+    }
+}
+
+/// Adds the clusters of the dependents to a dependency's targets (Karmada merges a binding's
+/// `requiredBy` clusters into its own result), noting which workload pulled it.
+fn add_required(
+    result: &mut ScheduleResult,
+    targets: &mut BTreeMap<String, Option<i32>>,
+    required: &[(ObjectKey, BTreeSet<String>, PolicyRef)],
+    snapshots: &[ClusterSnapshot],
+) {
+    for (dependent, clusters, _) in required {
+        for c in clusters {
+            if !snapshots.iter().any(|s| &s.name == c) {
+                continue;
+            }
+            targets.entry(c.clone()).or_insert(None);
+            if let Some(v) = result.verdicts.iter_mut().find(|v| &v.name == c) {
+                v.selected = true;
+                v.reasons.push(format!("{REQUIRED_BY_PREFIX}{dependent}"));
+            }
+        }
+    }
+    result.outcome = Outcome::Scheduled { targets: targets.clone() };
 }
 
 struct Decided {

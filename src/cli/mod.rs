@@ -169,7 +169,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 .clone()
                 .or_else(|| cfg.policy_dir.clone())
                 .ok_or_else(|| missing("policy_dir", "--policies"))?;
-            match reconcile::load_inputs(&dir) {
+            let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
+            match reconcile::load_inputs_with(&dir, &profiles) {
                 Ok(inputs) => {
                     let s = &inputs.set;
                     println!(
@@ -182,12 +183,18 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                         s.cluster_override_policies.len(),
                         s.clusters.len()
                     );
+                    // Conflict report (from scratch: check reads no store, so it cannot know
+                    // which policy claimed a template first).
                     for t in &s.templates {
                         if let Some(c) = crate::policy::matching::claim(s, t) {
                             for sh in &c.shadowed {
                                 println!(
-                                    "{}: {} is claimed by {}; {} is shadowed for it",
-                                    t.source, t.key, c.policy, sh
+                                    "{}: {} is claimed by {}; {} is shadowed for it: {}",
+                                    t.source,
+                                    t.key,
+                                    c.policy,
+                                    sh,
+                                    crate::policy::matching::shadow_reason(s, t, &c, sh)
                                 );
                             }
                         }
@@ -210,9 +217,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 .or_else(|| cfg.policy_dir.clone())
                 .ok_or_else(|| missing("policy_dir", "--policies"))?;
             let state = state_dir(&cfg, dirs)?;
-            let inputs = reconcile::load_inputs(&policy_dir).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+            let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
+            let inputs =
+                reconcile::load_inputs_with(&policy_dir, &profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
             let store = Store::open(&state).context("cannot open the store")?;
-            let doc = explain::explain(&inputs, &store, workload).map_err(|e| invalid(anyhow::anyhow!(e)))?;
+            let doc =
+                explain::explain_with(&inputs, &store, &profiles, workload).map_err(|e| invalid(anyhow::anyhow!(e)))?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
                 OutputFormat::Text => print!("{}", explain::to_text(&doc)),
@@ -355,9 +365,11 @@ fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
 
 fn render(cfg: &Config, dirs: &DirArgs) -> Result<ExitCode, Failure> {
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
-    let inputs = reconcile::load_inputs(&paths.policy_dir).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
+    let inputs =
+        reconcile::load_inputs_with(&paths.policy_dir, &profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
-    let reconciler = Reconciler::new(store);
+    let reconciler = Reconciler::new(store).with_profiles(profiles);
     let report = match reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::daemon::now_ms()) {
         Ok(r) => r,
         Err(ReconcileError::Invalid(errs)) => return Err(invalid(invalid_inputs(&errs))),

@@ -54,7 +54,8 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
         .await
         .context("store task failed")?
         .context("cannot open the store")?;
-    let reconciler = Arc::new(Reconciler::new(store.clone()));
+    let profiles = cfg.profiles()?;
+    let reconciler = Arc::new(Reconciler::new(store.clone()).with_profiles(profiles));
     tracing::info!(
         policy_dir = %paths.policy_dir.display(),
         output_dir = %paths.output_dir.display(),
@@ -174,7 +175,7 @@ async fn reconcile_once(reconciler: &Arc<Reconciler>, paths: &Paths, trigger: &'
     let r = Arc::clone(reconciler);
     let policy_dir = paths.policy_dir.clone();
     let output_dir = paths.output_dir.clone();
-    let joined = tokio::task::spawn_blocking(move || match reconcile::load_inputs(&policy_dir) {
+    let joined = tokio::task::spawn_blocking(move || match reconcile::load_inputs_with(&policy_dir, &r.profiles) {
         Err(errors) => Err(reconcile::ReconcileError::Invalid(errors)),
         Ok(inputs) => r.reconcile(&inputs, &output_dir, trigger, now_ms()),
     })

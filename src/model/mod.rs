@@ -5,6 +5,7 @@
 //! ([`snapshot`]), workloads and their per-replica requirements ([`workload`]), and the
 //! replica estimators registered in one list ([`estimate::estimators`]). Pure: no I/O.
 
+pub mod deps;
 pub mod estimate;
 pub mod quantity;
 pub mod resources;

@@ -1,6 +1,7 @@
-//! Workloads: what a resource template asks of a cluster, read through built-in knowledge of
-//! the Kubernetes workload kinds (Karmada's native interpreter). Kinds without replicas are
-//! not workloads: they are propagated as they are.
+//! Workloads: what a resource template asks of a cluster, read through the repository's
+//! declarative interpreters ([`InterpreterTable`], `fedsched.io/v1alpha1 WorkloadInterpreter`)
+//! first, then built-in knowledge of the Kubernetes workload kinds (Karmada's native
+//! interpreter). Kinds without replicas are not workloads: they are propagated as they are.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,7 @@ use serde_json::Value;
 
 use super::quantity::QuantityError;
 use super::resources::ResourceList;
+use crate::policy::types::WorkloadInterpreterSpec;
 
 /// What one replica needs and where it may run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -52,8 +54,80 @@ pub enum WorkloadError {
     Type { field: String, expected: &'static str },
 }
 
-/// Reads the workload of a template by its group and kind.
-pub fn interpret(group: &str, kind: &str, object: &Value) -> Result<Workload, WorkloadError> {
+/// The declarative interpreters of a repository, by (API group, kind): a `WorkloadInterpreter`
+/// targets every version of its group and kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InterpreterTable {
+    entries: BTreeMap<(String, String), WorkloadInterpreterSpec>,
+}
+
+impl InterpreterTable {
+    /// The table of a loaded repository.
+    pub fn from_set(set: &crate::policy::PolicySet) -> Self {
+        let mut t = InterpreterTable::default();
+        for w in &set.workload_interpreters {
+            t.insert(w.spec.clone());
+        }
+        t
+    }
+
+    /// Adds (or replaces) the interpreter of a kind.
+    pub fn insert(&mut self, spec: WorkloadInterpreterSpec) {
+        let group = spec.target.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("").to_string();
+        self.entries.insert((group, spec.target.kind.clone()), spec);
+    }
+
+    /// The interpreter of a group and kind.
+    pub fn get(&self, group: &str, kind: &str) -> Option<&WorkloadInterpreterSpec> {
+        self.entries.get(&(group.to_string(), kind.to_string()))
+    }
+}
+
+/// Where a kind keeps its pod spec (JSON pointer), for requirements and dependencies.
+pub fn pod_spec_pointer(group: &str, kind: &str, table: &InterpreterTable) -> Option<String> {
+    if let Some(spec) = table.get(group, kind) {
+        return spec.pod_template_path.as_ref().map(|p| format!("{}/spec", p.trim_end_matches('/')));
+    }
+    match (group, kind) {
+        ("apps", "Deployment" | "StatefulSet" | "ReplicaSet" | "DaemonSet") | ("batch", "Job") => {
+            Some("/spec/template/spec".into())
+        }
+        ("batch", "CronJob") => Some("/spec/jobTemplate/spec/template/spec".into()),
+        ("", "Pod") => Some("/spec".into()),
+        _ => None,
+    }
+}
+
+/// Reads a workload through a declarative interpreter.
+fn interpret_declared(spec: &WorkloadInterpreterSpec, object: &Value) -> Result<Workload, WorkloadError> {
+    let Some(replica_path) = &spec.replicas_path else {
+        return Ok(Workload::non_workload());
+    };
+    let replicas = int_field(object, replica_path)?.unwrap_or(1);
+    let mut requirements = match &spec.pod_template_path {
+        Some(p) => {
+            let pointer = format!("{}/spec", p.trim_end_matches('/'));
+            let at = pointer.trim_start_matches('/').replace('/', ".");
+            pod_requirements(object.pointer(&pointer), &at)?
+        }
+        None => ReplicaRequirements::default(),
+    };
+    if let Some(rp) = &spec.requests_path {
+        let field = rp.trim_start_matches('/').replace('/', ".");
+        let mut r = ResourceList::from_json(object.pointer(rp))
+            .map_err(|(name, source)| WorkloadError::Quantity { field: format!("{field}.{name}"), source })?;
+        r.0.retain(|_, v| *v > 0);
+        requirements.request = r;
+    }
+    Ok(Workload { replicas: Some(replicas), completions: None, requirements, replica_path: Some(replica_path.clone()) })
+}
+
+/// Reads the workload of a template by its group and kind: a declarative interpreter from
+/// `table` first, then the built-in kinds.
+pub fn interpret(group: &str, kind: &str, object: &Value, table: &InterpreterTable) -> Result<Workload, WorkloadError> {
+    if let Some(spec) = table.get(group, kind) {
+        return interpret_declared(spec, object);
+    }
     match (group, kind) {
         ("apps", "Deployment") | ("apps", "StatefulSet") | ("apps", "ReplicaSet") => {
             let replicas = int_field(object, "/spec/replicas")?.unwrap_or(1);
@@ -165,7 +239,44 @@ pub fn pod_requirements(spec: Option<&Value>, at: &str) -> Result<ReplicaRequire
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::types::InterpreterTarget;
     use serde_json::json;
+
+    fn none() -> InterpreterTable {
+        InterpreterTable::default()
+    }
+
+    #[test]
+    fn declarative_interpreter_reads_a_custom_kind() {
+        let mut table = InterpreterTable::default();
+        table.insert(WorkloadInterpreterSpec {
+            target: InterpreterTarget { api_version: "apps.kruise.io/v1alpha1".into(), kind: "CloneSet".into() },
+            replicas_path: Some("/spec/replicas".into()),
+            pod_template_path: Some("/spec/template".into()),
+            requests_path: None,
+        });
+        table.insert(WorkloadInterpreterSpec {
+            target: InterpreterTarget { api_version: "example.com/v1".into(), kind: "Model".into() },
+            replicas_path: Some("/spec/shards".into()),
+            pod_template_path: None,
+            requests_path: Some("/spec/perShard".into()),
+        });
+        let c = json!({"spec": {"replicas": 5, "template": {"spec": {"containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "2"}}}]}}}});
+        // Any version of the group matches.
+        let w = interpret("apps.kruise.io", "CloneSet", &c, &table).expect("valid");
+        assert_eq!((w.replicas, w.requirements.request.get("cpu")), (Some(5), 2000));
+        assert_eq!(w.replica_path.as_deref(), Some("/spec/replicas"));
+        assert_eq!(pod_spec_pointer("apps.kruise.io", "CloneSet", &table).as_deref(), Some("/spec/template/spec"));
+        let m = json!({"spec": {"shards": 3, "perShard": {"memory": "1Gi", "nvidia.com/gpu": 1}}});
+        let w = interpret("example.com", "Model", &m, &table).expect("valid");
+        assert_eq!(w.replicas, Some(3));
+        assert_eq!(w.requirements.request.get("nvidia.com/gpu"), 1000);
+        let e = interpret("example.com", "Model", &json!({"spec": {"shards": "x"}}), &table).expect_err("bad");
+        assert!(e.to_string().contains("spec.shards"), "{e}");
+        // Without an interpreter the kind is not a workload.
+        assert_eq!(interpret("example.com", "Other", &m, &table).map(|w| w.replicas), Ok(None));
+    }
 
     #[test]
     fn deployment_requests_sum_containers_max_init_add_overhead() {
@@ -178,7 +289,7 @@ mod tests {
             "overhead": {"cpu": "100m"},
             "nodeSelector": {"gpu": "a100"}
         }}}});
-        let w = interpret("apps", "Deployment", &d).expect("valid");
+        let w = interpret("apps", "Deployment", &d, &none()).expect("valid");
         assert_eq!(w.replicas, Some(3));
         assert_eq!(w.requirements.request.get("cpu"), 2100);
         assert_eq!(w.requirements.request.get("memory"), 64 * 1024 * 1024 * 1000);
@@ -188,11 +299,12 @@ mod tests {
 
     #[test]
     fn defaults_and_jobs() {
-        let w = interpret("apps", "Deployment", &json!({"spec": {}})).expect("valid");
+        let w = interpret("apps", "Deployment", &json!({"spec": {}}), &none()).expect("valid");
         assert_eq!(w.replicas, Some(1));
-        let j = interpret("batch", "Job", &json!({"spec": {"parallelism": 4, "completions": 3}})).expect("valid");
+        let j =
+            interpret("batch", "Job", &json!({"spec": {"parallelism": 4, "completions": 3}}), &none()).expect("valid");
         assert_eq!((j.replicas, j.completions), (Some(3), Some(3)));
-        let c = interpret("", "ConfigMap", &json!({"data": {}})).expect("valid");
+        let c = interpret("", "ConfigMap", &json!({"data": {}}), &none()).expect("valid");
         assert_eq!(c.replicas, None);
     }
 
@@ -200,9 +312,9 @@ mod tests {
     fn bad_quantity_names_the_field() {
         let d = json!({"spec": {"template": {"spec": {"containers": [
             {"name": "a", "resources": {"requests": {"cpu": "lots"}}}]}}}});
-        let e = interpret("apps", "Deployment", &d).expect_err("invalid");
+        let e = interpret("apps", "Deployment", &d, &none()).expect_err("invalid");
         assert!(e.to_string().contains("spec.template.spec.containers[0].resources.requests.cpu"), "{e}");
-        let e = interpret("apps", "Deployment", &json!({"spec": {"replicas": "two"}})).expect_err("invalid");
+        let e = interpret("apps", "Deployment", &json!({"spec": {"replicas": "two"}}), &none()).expect_err("invalid");
         assert!(e.to_string().contains("spec.replicas"), "{e}");
     }
 }

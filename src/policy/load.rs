@@ -24,9 +24,10 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::types::{ClusterSpec, ClusterStatus, ObjectMeta};
+use super::types::{ClusterSpec, ClusterStatus, ObjectMeta, WorkloadInterpreterSpec};
 use super::{
-    CLUSTER_GROUP, CONFIG_GROUP, ClusterObject, ObjectKey, POLICY_GROUP, Policy, PolicySet, RawObject, Source, Template,
+    CLUSTER_GROUP, CONFIG_GROUP, ClusterObject, FEDSCHED_GROUP, ObjectKey, POLICY_GROUP, Policy, PolicySet, RawObject,
+    Source, Template,
 };
 
 /// One problem found in the policy repository. Displays as
@@ -503,6 +504,7 @@ enum Class {
     ClusterTaintPolicy,
     Cluster,
     Interpreter,
+    WorkloadInterpreter,
 }
 
 impl Loader {
@@ -589,6 +591,19 @@ impl Loader {
                     }
                 }
             }
+            FEDSCHED_GROUP => {
+                if version != "v1alpha1" || kind != "WorkloadInterpreter" {
+                    self.err(
+                        &item,
+                        "kind",
+                        format!(
+                            "unknown kind {api_version} {kind} (expected {FEDSCHED_GROUP}/v1alpha1 WorkloadInterpreter)"
+                        ),
+                    );
+                    return;
+                }
+                Class::WorkloadInterpreter
+            }
             _ => Class::Template,
         };
 
@@ -634,6 +649,44 @@ impl Loader {
                     return;
                 }
                 self.set.interpreter_objects.push(RawObject { key, object: item.value, source: item.source });
+            }
+            Class::WorkloadInterpreter => {
+                if !self.check_subdomain(&item, &meta.name) {
+                    return;
+                }
+                meta.namespace = None;
+                let spec: WorkloadInterpreterSpec = match decode(&spec_or_empty(obj)) {
+                    Ok(s) => s,
+                    Err((field, msg)) => return self.err(&item, &join_path("spec", &field), msg),
+                };
+                for (field, path) in [
+                    ("spec.replicasPath", &spec.replicas_path),
+                    ("spec.podTemplatePath", &spec.pod_template_path),
+                    ("spec.requestsPath", &spec.requests_path),
+                ] {
+                    if let Some(p) = path
+                        && !p.starts_with('/')
+                    {
+                        self.err(&item, field, format!("{p:?} is not a JSON pointer (write /spec/replicas)"));
+                        return;
+                    }
+                }
+                let key = key_of(&api_version, &kind, None, &meta.name);
+                if self.duplicate(&item, &group, &key) {
+                    return;
+                }
+                let target = (spec.target.api_version.clone(), spec.target.kind.clone());
+                if let Some(other) = self
+                    .set
+                    .workload_interpreters
+                    .iter()
+                    .find(|w| (w.spec.target.api_version.clone(), w.spec.target.kind.clone()) == target)
+                {
+                    let msg = format!("{} {} already has a WorkloadInterpreter ({})", target.0, target.1, other.source);
+                    self.err(&item, "spec.target", msg);
+                    return;
+                }
+                self.set.workload_interpreters.push(Policy { meta, spec, source: item.source });
             }
             Class::Cluster => {
                 if !self.check_cluster_name(&item, &meta.name) {
@@ -867,6 +920,7 @@ fn sort_set(set: &mut PolicySet) {
     set.cluster_taint_policies.sort_by_key(|p| by_ns_name(&p.meta));
     set.clusters.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
     set.interpreter_objects.sort_by(|a, b| a.key.cmp(&b.key));
+    set.workload_interpreters.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
 }
 
 // ---------------------------------------------------------------------------------------------

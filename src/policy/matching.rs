@@ -7,18 +7,17 @@
 //! - [`cluster_matches`]: Karmada's `ClusterMatches` (exclude, label selector, field selector
 //!   with the special multi-zone rules, cluster names);
 //! - [`selector_priority`] / [`policy_priority`]: the implicit priority of a match;
-//! - [`claim`]: the policy that claims a template and the policies it shadows.
-//!
-//! Not modelled here: Karmada keeps a template with the policy that first claimed it (even if
-//! a better policy appears later) unless preemption is enabled. That stickiness needs the
-//! previous decision, which comes from the store; [`claim`] answers "who would claim this
-//! template from scratch".
+//! - [`claim`]: the policy that claims a template from scratch and the policies it shadows;
+//! - [`claim_with_previous`]: Karmada's "already claimed" stickiness and `preemption: Always`,
+//!   given the policy recorded in the template's previous placement (from the store);
+//! - [`shadow_reason`]: why a matching policy lost, for `check`'s conflict report.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use super::types::{
-    ClusterAffinity, LabelSelector, LabelSelectorRequirement, PropagationSpec, ResourceSelector, SelectorOperator,
+    ClusterAffinity, LabelSelector, LabelSelectorRequirement, Preemption, PropagationSpec, ResourceSelector,
+    SelectorOperator,
 };
 use super::validate::selector_requirement_problem;
 use super::{ClusterObject, Policy, PolicyKind, PolicyRef, PolicySet, Template};
@@ -197,6 +196,107 @@ pub struct Claim {
     /// Other matching policies in claim order: PropagationPolicies first, then
     /// ClusterPropagationPolicies, each best first.
     pub shadowed: Vec<PolicyRef>,
+    /// Why this policy holds the template.
+    pub reason: ClaimReason,
+}
+
+/// How the claiming policy was chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimReason {
+    /// The best matching policy (a first claim, or the previous claimer is also the best).
+    Best,
+    /// Karmada's stickiness: the policy recorded in the previous placement still matches and
+    /// keeps the template although a better policy matches now.
+    AlreadyClaimed,
+    /// A policy with `preemption: Always` took the template from its previous claimer.
+    Preempted { from: PolicyRef },
+}
+
+impl ClaimReason {
+    /// Short machine-readable form for explain (`best`, `already-claimed`, `preempted`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ClaimReason::Best => "best",
+            ClaimReason::AlreadyClaimed => "already-claimed",
+            ClaimReason::Preempted { .. } => "preempted",
+        }
+    }
+}
+
+/// Karmada's claim with history (`pkg/detector/policy.go`, `preemption.go`): a template keeps
+/// the policy of its previous placement while that policy still exists and matches it, unless
+/// a policy with `preemption: Always` outranks it — a PropagationPolicy preempts any
+/// ClusterPropagationPolicy and PropagationPolicies of strictly lower `priority`; a
+/// ClusterPropagationPolicy preempts only ClusterPropagationPolicies of strictly lower
+/// `priority`. The best such preemptor (claim order) wins. Without a previous claimer, or when
+/// it no longer matches, this is [`claim`].
+pub fn claim_with_previous(set: &PolicySet, t: &Template, previous: Option<&PolicyRef>) -> Option<Claim> {
+    let fresh = claim(set, t)?;
+    let Some(prev) = previous.filter(|p| **p != fresh.policy && fresh.shadowed.contains(p)) else {
+        return Some(fresh);
+    };
+    let all: Vec<PolicyRef> = std::iter::once(fresh.policy.clone()).chain(fresh.shadowed.iter().cloned()).collect();
+    let pick = |winner: &PolicyRef, reason: ClaimReason| Claim {
+        policy: winner.clone(),
+        shadowed: all.iter().filter(|p| *p != winner).cloned().collect(),
+        reason,
+    };
+    for cand in all.iter().take_while(|p| *p != prev) {
+        if can_preempt(set, cand, prev) {
+            return Some(pick(cand, ClaimReason::Preempted { from: prev.clone() }));
+        }
+    }
+    Some(pick(prev, ClaimReason::AlreadyClaimed))
+}
+
+/// Whether `by` (with `preemption: Always`) may take a template claimed by `from`.
+pub fn can_preempt(set: &PolicySet, by: &PolicyRef, from: &PolicyRef) -> bool {
+    let (Some(b), Some(f)) = (set.propagation_policy(by), set.propagation_policy(from)) else {
+        return false;
+    };
+    if b.spec.preemption != Preemption::Always {
+        return false;
+    }
+    match (by.kind, from.kind) {
+        (PolicyKind::PropagationPolicy, PolicyKind::ClusterPropagationPolicy) => true,
+        (PolicyKind::ClusterPropagationPolicy, PolicyKind::PropagationPolicy) => false,
+        _ => b.spec.priority > f.spec.priority,
+    }
+}
+
+/// Why `loser` does not claim `t` although it matches, given the [`Claim`] in force: one
+/// sentence for `check` and explain.
+pub fn shadow_reason(set: &PolicySet, t: &Template, claim: &Claim, loser: &PolicyRef) -> String {
+    let winner = &claim.policy;
+    match &claim.reason {
+        ClaimReason::AlreadyClaimed => {
+            return format!("{winner} claimed the template first and keeps it (Karmada does not re-select)");
+        }
+        ClaimReason::Preempted { from } if from == loser => {
+            return format!("preempted by {winner} (preemption: Always)");
+        }
+        _ => {}
+    }
+    let (Some(w), Some(l)) = (set.propagation_policy(winner), set.propagation_policy(loser)) else {
+        return "shadowed".into();
+    };
+    if winner.kind == PolicyKind::PropagationPolicy && loser.kind == PolicyKind::ClusterPropagationPolicy {
+        return "a PropagationPolicy in the template's namespace beats every ClusterPropagationPolicy".into();
+    }
+    if w.spec.priority != l.spec.priority {
+        return format!("lower priority ({} < {})", l.spec.priority, w.spec.priority);
+    }
+    let wi = policy_priority(&w.spec.resource_selectors, t);
+    let li = policy_priority(&l.spec.resource_selectors, t);
+    if wi != li {
+        let show = |i: Option<ImplicitPriority>| match i {
+            Some(ImplicitPriority::Name) => "name",
+            Some(ImplicitPriority::LabelSelector) => "label selector",
+            _ => "apiVersion/kind only",
+        };
+        return format!("same priority, less specific selector ({} < {})", show(li), show(wi));
+    }
+    format!("same priority and selector specificity: the smaller name {:?} wins", winner.name)
 }
 
 /// Which policy claims `t` (Karmada's detector, without the "already claimed" stickiness):
@@ -226,7 +326,7 @@ pub fn claim(set: &PolicySet, t: &Template) -> Option<Claim> {
     cpps.sort_by(compare_candidates);
     let mut all = pps.into_iter().chain(cpps).map(|c| c.policy);
     let policy = all.next()?;
-    Some(Claim { policy, shadowed: all.collect() })
+    Some(Claim { policy, shadowed: all.collect(), reason: ClaimReason::Best })
 }
 
 struct Candidate {
@@ -555,5 +655,149 @@ mod tests {
         // nothing matches
         let t = template("v1", "ConfigMap", Some("ns"), "c", &[]);
         assert_eq!(claim(&set, &t), None);
+    }
+
+    fn pref(kind: PolicyKind, ns: Option<&str>, name: &str) -> PolicyRef {
+        PolicyRef { kind, namespace: ns.map(str::to_string), name: name.into() }
+    }
+
+    fn preempting(kind: &str, name: &str, ns: Option<&str>, priority: i32) -> String {
+        policy(kind, name, ns, priority, BY_NAME) + "  preemption: Always\n"
+    }
+
+    #[test]
+    fn already_claimed_sticks_unless_preempted() {
+        use PolicyKind::{ClusterPropagationPolicy as Cpp, PropagationPolicy as Pp};
+        let t = template("apps/v1", "Deployment", Some("ns"), "web", &[("app", "web")]);
+        let old = pref(Pp, Some("ns"), "old");
+        // (policies, previous claimer, expected claimer, expected reason)
+        let cases: Vec<(String, Option<PolicyRef>, PolicyRef, &str)> = vec![
+            // no history: the best wins
+            (
+                [
+                    policy("PropagationPolicy", "old", Some("ns"), 0, ALL),
+                    policy("PropagationPolicy", "new", Some("ns"), 5, BY_NAME),
+                ]
+                .concat(),
+                None,
+                pref(Pp, Some("ns"), "new"),
+                "best",
+            ),
+            // a better policy without preemption does not take a claimed template
+            (
+                [
+                    policy("PropagationPolicy", "old", Some("ns"), 0, ALL),
+                    policy("PropagationPolicy", "new", Some("ns"), 5, BY_NAME),
+                ]
+                .concat(),
+                Some(old.clone()),
+                old.clone(),
+                "already-claimed",
+            ),
+            // preemption with a higher priority takes it
+            (
+                [
+                    policy("PropagationPolicy", "old", Some("ns"), 0, ALL),
+                    preempting("PropagationPolicy", "new", Some("ns"), 5),
+                ]
+                .concat(),
+                Some(old.clone()),
+                pref(Pp, Some("ns"), "new"),
+                "preempted",
+            ),
+            // preemption needs a strictly higher priority between PropagationPolicies
+            (
+                [
+                    policy("PropagationPolicy", "old", Some("ns"), 5, ALL),
+                    preempting("PropagationPolicy", "new", Some("ns"), 5),
+                ]
+                .concat(),
+                Some(old.clone()),
+                old.clone(),
+                "already-claimed",
+            ),
+            // a PP preempts any CPP, whatever the priorities
+            (
+                [
+                    policy("ClusterPropagationPolicy", "cpp", None, 100, ALL),
+                    preempting("PropagationPolicy", "new", Some("ns"), 0),
+                ]
+                .concat(),
+                Some(pref(Cpp, None, "cpp")),
+                pref(Pp, Some("ns"), "new"),
+                "preempted",
+            ),
+            // a PP without preemption does not take a template from a CPP
+            (
+                [
+                    policy("ClusterPropagationPolicy", "cpp", None, 0, ALL),
+                    policy("PropagationPolicy", "new", Some("ns"), 0, BY_NAME),
+                ]
+                .concat(),
+                Some(pref(Cpp, None, "cpp")),
+                pref(Cpp, None, "cpp"),
+                "already-claimed",
+            ),
+            // a CPP never preempts a PP
+            (
+                [
+                    policy("PropagationPolicy", "old", Some("ns"), 0, ALL),
+                    preempting("ClusterPropagationPolicy", "cpp", None, 100),
+                ]
+                .concat(),
+                Some(old.clone()),
+                old.clone(),
+                "best",
+            ),
+            // a CPP preempts a lower-priority CPP
+            (
+                [
+                    policy("ClusterPropagationPolicy", "a-low", None, 1, ALL),
+                    preempting("ClusterPropagationPolicy", "b-high", None, 2),
+                ]
+                .concat(),
+                Some(pref(Cpp, None, "a-low")),
+                pref(Cpp, None, "b-high"),
+                "preempted",
+            ),
+            // the previous claimer no longer matches (or is gone): fresh claim
+            (
+                policy("PropagationPolicy", "new", Some("ns"), 0, BY_NAME),
+                Some(old.clone()),
+                pref(Pp, Some("ns"), "new"),
+                "best",
+            ),
+        ];
+        for (i, (yaml, prev, want, reason)) in cases.into_iter().enumerate() {
+            let set = policies(&yaml);
+            let c = claim_with_previous(&set, &t, prev.as_ref()).expect("claimed");
+            assert_eq!((&c.policy, c.reason.as_str()), (&want, reason), "case {i}");
+            assert!(!c.shadowed.contains(&c.policy), "case {i}");
+            for sh in &c.shadowed {
+                assert!(!shadow_reason(&set, &t, &c, sh).is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn shadow_reasons_explain_the_rule() {
+        let t = template("apps/v1", "Deployment", Some("ns"), "web", &[("app", "web")]);
+        let yaml = [
+            policy("PropagationPolicy", "win", Some("ns"), 1, BY_NAME),
+            policy("PropagationPolicy", "low", Some("ns"), 0, BY_NAME),
+            policy("PropagationPolicy", "label", Some("ns"), 1, BY_LABEL),
+            policy("PropagationPolicy", "zz", Some("ns"), 1, BY_NAME),
+            policy("ClusterPropagationPolicy", "cpp", None, 9, ALL),
+        ]
+        .concat();
+        let set = policies(&yaml);
+        let c = claim(&set, &t).expect("claimed");
+        let reason = |n: &str, k| {
+            shadow_reason(&set, &t, &c, &pref(k, if k == PolicyKind::PropagationPolicy { Some("ns") } else { None }, n))
+        };
+        assert!(reason("low", PolicyKind::PropagationPolicy).contains("lower priority (0 < 1)"));
+        assert!(reason("label", PolicyKind::PropagationPolicy).contains("label selector < name"));
+        assert!(reason("zz", PolicyKind::PropagationPolicy).contains("smaller name"));
+        assert!(reason("cpp", PolicyKind::ClusterPropagationPolicy).contains("beats every ClusterPropagationPolicy"));
     }
 }

@@ -18,11 +18,16 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use load::{LoadError, load_dir};
-use types::{ClusterSpec, ClusterStatus, ClusterTaintPolicySpec, ObjectMeta, OverrideSpec, PropagationSpec};
+use types::{
+    ClusterSpec, ClusterStatus, ClusterTaintPolicySpec, ObjectMeta, OverrideSpec, PropagationSpec,
+    WorkloadInterpreterSpec,
+};
 
 pub const POLICY_GROUP: &str = "policy.karmada.io";
 pub const CLUSTER_GROUP: &str = "cluster.karmada.io";
 pub const CONFIG_GROUP: &str = "config.karmada.io";
+/// Group of fedsched's own repository kinds (`WorkloadInterpreter`).
+pub const FEDSCHED_GROUP: &str = "fedsched.io";
 
 /// Where a document came from: a path relative to the policy directory and its 1-based
 /// position among the documents of that file.
@@ -170,6 +175,8 @@ pub struct PolicySet {
     pub cluster_taint_policies: Vec<Policy<ClusterTaintPolicySpec>>,
     pub clusters: Vec<ClusterObject>,
     pub interpreter_objects: Vec<RawObject>,
+    /// fedsched's declarative interpreters (`fedsched.io/v1alpha1 WorkloadInterpreter`).
+    pub workload_interpreters: Vec<Policy<WorkloadInterpreterSpec>>,
     /// Scope of custom resource kinds declared by CustomResourceDefinitions in the repository:
     /// (group, kind) → namespaced?
     pub crd_scopes: BTreeMap<(String, String), bool>,

@@ -742,3 +742,36 @@ pub struct AllocatableModeling {
     pub grade: u32,
     pub count: i64,
 }
+
+// ---------------------------------------------------------------------------------------------
+// WorkloadInterpreter (fedsched.io/v1alpha1): fedsched's declarative interpreter
+
+/// `fedsched.io/v1alpha1 WorkloadInterpreter` `spec`: where a kind keeps its replicas, pod
+/// template and per-replica requests, as JSON pointers (RFC 6901, `/spec/replicas`). Read by
+/// [`crate::model::workload::interpret`] before the built-in knowledge, so it may also
+/// override a built-in kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkloadInterpreterSpec {
+    pub target: InterpreterTarget,
+    /// Replica count (integer); absent in an object = 1. Without this path the kind has no
+    /// replicas and is propagated as it is.
+    #[serde(default)]
+    pub replicas_path: Option<String>,
+    /// A pod template (`{metadata, spec}`); its `spec` gives requests, node selector,
+    /// tolerations and the dependencies followed by `propagateDeps`.
+    #[serde(default)]
+    pub pod_template_path: Option<String>,
+    /// A resource map (`{cpu: 500m, memory: 1Gi}`) of per-replica requests; wins over the pod
+    /// template's containers.
+    #[serde(default)]
+    pub requests_path: Option<String>,
+}
+
+/// The kind a [`WorkloadInterpreterSpec`] describes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InterpreterTarget {
+    pub api_version: String,
+    pub kind: String,
+}

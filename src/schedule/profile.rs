@@ -64,6 +64,7 @@ pub struct ProfileConfig {
 
 /// Every profile, built.
 pub struct Profiles {
+    default: Framework,
     frameworks: BTreeMap<String, Framework>,
 }
 
@@ -76,9 +77,12 @@ impl Default for Profiles {
 impl Profiles {
     /// Only the built-in `karmada-default`.
     pub fn builtin() -> Self {
-        let mut frameworks = BTreeMap::new();
-        frameworks.insert(KARMADA_DEFAULT.to_string(), Framework::karmada_default());
-        Profiles { frameworks }
+        Profiles { default: Framework::karmada_default(), frameworks: BTreeMap::new() }
+    }
+
+    /// The built-in `karmada-default`.
+    pub fn default_profile(&self) -> &Framework {
+        &self.default
     }
 
     /// Builds the configured profiles beside the built-in one. Errors name the profile (the
@@ -113,12 +117,15 @@ impl Profiles {
 
     /// The profile of that name.
     pub fn get(&self, name: &str) -> Option<&Framework> {
-        self.frameworks.get(name)
+        if name == KARMADA_DEFAULT { Some(&self.default) } else { self.frameworks.get(name) }
     }
 
     /// Profile names, sorted.
     pub fn names(&self) -> Vec<&str> {
-        self.frameworks.keys().map(String::as_str).collect()
+        let mut names: Vec<&str> = self.frameworks.keys().map(String::as_str).collect();
+        names.push(KARMADA_DEFAULT);
+        names.sort_unstable();
+        names
     }
 
     /// The profile named by a policy's annotations (`karmada-default` without one).
