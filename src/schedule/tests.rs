@@ -1,5 +1,6 @@
-//! Property tests of the scheduling invariants: replicas add up, filtered clusters get
-//! nothing, identical inputs give identical decisions.
+//! Property tests of the scheduling invariants (replicas add up, filtered clusters get nothing,
+//! identical inputs give identical decisions, spread constraints hold) and table-driven tests
+//! of Karmada's worked examples through the whole pipeline.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,7 +11,8 @@ use super::*;
 use crate::model::snapshot::{ResourceSummary, SnapshotSource};
 use crate::model::{ClusterTaint, Health, ResourceList};
 use crate::policy::types::{
-    ClusterPreferences, ReplicaSchedulingStrategy, StaticClusterWeight, TaintEffect, Toleration, TolerationOperator,
+    ClusterAffinityTerm, ClusterPreferences, ReplicaSchedulingStrategy, SpreadByField, SpreadConstraint,
+    StaticClusterWeight, TaintEffect, Toleration, TolerationOperator,
 };
 
 fn cluster(i: usize, cpu_free: i64, tainted: bool, region: bool) -> ClusterSnapshot {
@@ -98,10 +100,18 @@ proptest! {
         replicas in 0i32..60,
         previous in proptest::collection::btree_map(0usize..8, 0i32..10, 0..4),
         uid in proptest::option::of("[a-z0-9-]{1,12}"),
+        spread in proptest::option::of((any::<bool>(), 1i32..3, 0i32..3, 1i32..4, 0i32..5)),
     ) {
         let clusters: Vec<ClusterSnapshot> =
             caps.iter().enumerate().map(|(i, (c, t, r))| cluster(i, *c, *t, *r)).collect();
-        let placement = strategy_placement(kind, tolerate, &weights);
+        let mut placement = strategy_placement(kind, tolerate, &weights);
+        if let Some((by_region, rmin, rextra, cmin, cextra)) = spread {
+            let c = SpreadConstraint { spread_by_field: Some(SpreadByField::Cluster), spread_by_label: None, min_groups: cmin, max_groups: if cextra == 0 { 0 } else { cmin + cextra - 1 } };
+            placement.spread_constraints.push(c);
+            if by_region {
+                placement.spread_constraints.push(SpreadConstraint { spread_by_field: Some(SpreadByField::Region), spread_by_label: None, min_groups: rmin, max_groups: if rextra == 0 { 0 } else { rmin + rextra - 1 } });
+            }
+        }
         let key = ObjectKey { api_version: "apps/v1".into(), kind: "Deployment".into(), namespace: Some("d".into()), name: "w".into() };
         let mut workload = Workload::non_workload();
         workload.replicas = Some(replicas);
@@ -126,6 +136,31 @@ proptest! {
                     }
                 }
                 _ => prop_assert_eq!(sum, i64::from(replicas), "divided replicas must add up"),
+            }
+            // Spread constraints hold (static weights ignore them, as in Karmada): the selection
+            // has between minGroups and maxGroups groups per constraint, and replicas land only
+            // on selected clusters (division may leave a selected cluster with none).
+            if Division::of(&placement) != Division::StaticWeight && !placement.spread_constraints.is_empty() {
+                let feasible: Vec<&ClusterVerdict> = a.verdicts.iter().filter(|v| v.feasible).collect();
+                let selection = select::select_clusters(&placement, &feasible, &clusters, Division::of(&placement), Some(replicas));
+                prop_assert!(selection.is_ok(), "scheduled but the selection fails: {:?}", selection.err());
+                let selection: Vec<String> = selection.map(|s| s.iter().map(|v| v.name.clone()).collect()).unwrap_or_default();
+                for name in targets.keys() {
+                    prop_assert!(selection.contains(name), "{} received replicas without being selected", name);
+                }
+                for sc in &placement.spread_constraints {
+                    let groups: BTreeSet<String> = selection
+                        .iter()
+                        .filter_map(|n| clusters.iter().find(|c| &c.name == n))
+                        .map(|c| match sc.spread_by_field {
+                            Some(SpreadByField::Region) => c.region.clone().unwrap_or_default(),
+                            _ => c.name.clone(),
+                        })
+                        .collect();
+                    let n = groups.len() as i32;
+                    prop_assert!(n >= sc.min_groups, "{} groups < minGroups {}", n, sc.min_groups);
+                    prop_assert!(sc.max_groups == 0 || n <= sc.max_groups, "{} groups > maxGroups {}", n, sc.max_groups);
+                }
             }
             if Division::of(&placement) == Division::DynamicWeight || Division::of(&placement) == Division::Aggregated {
                 // Never more than a cluster can hold (free + what it already runs).
@@ -154,4 +189,288 @@ proptest! {
             prop_assert!((got - quota).abs() < 2.0, "{}: {} seats for quota {}", name, got, quota);
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Karmada's worked examples through the whole pipeline (karmada-semantics.md §2)
+
+fn key() -> ObjectKey {
+    ObjectKey {
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        namespace: Some("d".into()),
+        name: "w".into(),
+    }
+}
+
+fn workload(replicas: i32) -> Workload {
+    let mut w = Workload::non_workload();
+    w.replicas = Some(replicas);
+    w.requirements.request = ResourceList([("cpu".to_string(), 1000)].into());
+    w
+}
+
+fn run(placement: &Placement, clusters: &[ClusterSnapshot], replicas: i32, previous: &[(&str, i32)]) -> ScheduleResult {
+    run_with(&Framework::karmada_default(), placement, clusters, replicas, previous, None)
+}
+
+fn run_with(
+    fw: &Framework,
+    placement: &Placement,
+    clusters: &[ClusterSnapshot],
+    replicas: i32,
+    previous: &[(&str, i32)],
+    previous_affinity: Option<&str>,
+) -> ScheduleResult {
+    let key = key();
+    let w = workload(replicas);
+    let previous: BTreeMap<String, i32> = previous.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let req = ScheduleRequest { key: &key, uid: None, workload: &w, placement, previous: &previous, previous_affinity };
+    schedule(fw, &req, clusters)
+}
+
+fn placed(r: &ScheduleResult) -> Vec<(String, i32)> {
+    r.targets().map(|t| t.iter().map(|(k, v)| (k.clone(), v.unwrap_or(-1))).collect()).unwrap_or_default()
+}
+
+fn pairs(items: &[(&str, i32)]) -> Vec<(String, i32)> {
+    items.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+#[test]
+fn karmada_examples() {
+    let three: Vec<ClusterSnapshot> = (0..3).map(|i| cluster(i, 100, false, true)).collect();
+    // (what, placement, replicas, previous, free cpu per cluster, expected)
+    type Case = (&'static str, Placement, i32, Vec<(&'static str, i32)>, Vec<i64>, Vec<(&'static str, i32)>);
+    let cases: Vec<Case> = vec![
+        (
+            "static 12 over 3:2:1",
+            strategy_placement(1, false, &[3, 2, 1]),
+            12,
+            vec![],
+            vec![100; 3],
+            vec![("m00", 6), ("m01", 4), ("m02", 2)],
+        ),
+        (
+            "static 13 over 3:2:1",
+            strategy_placement(1, false, &[3, 2, 1]),
+            13,
+            vec![],
+            vec![100; 3],
+            vec![("m00", 7), ("m01", 4), ("m02", 2)],
+        ),
+        (
+            "static 2 over 2:1 (#6424)",
+            strategy_placement(1, false, &[2, 1, 0]),
+            2,
+            vec![],
+            vec![100; 3],
+            vec![("m00", 1), ("m01", 1)],
+        ),
+        (
+            "duplicated",
+            strategy_placement(0, false, &[]),
+            3,
+            vec![],
+            vec![100; 3],
+            vec![("m00", 3), ("m01", 3), ("m02", 3)],
+        ),
+        // Dynamic, steady: scale down proportionally, scale up by free capacity, equal keeps.
+        (
+            "dynamic scale down 12→6",
+            strategy_placement(2, false, &[]),
+            6,
+            vec![("m00", 2), ("m01", 4), ("m02", 6)],
+            vec![10; 3],
+            vec![("m00", 1), ("m01", 2), ("m02", 3)],
+        ),
+        (
+            "dynamic scale up 12→24",
+            strategy_placement(2, false, &[]),
+            24,
+            vec![("m00", 2), ("m01", 4), ("m02", 6)],
+            vec![10; 3],
+            vec![("m00", 6), ("m01", 8), ("m02", 10)],
+        ),
+        (
+            "dynamic equal keeps",
+            strategy_placement(2, false, &[]),
+            12,
+            vec![("m00", 2), ("m01", 4), ("m02", 6)],
+            vec![10; 3],
+            vec![("m00", 2), ("m01", 4), ("m02", 6)],
+        ),
+        (
+            "dynamic first schedule",
+            strategy_placement(2, false, &[]),
+            12,
+            vec![],
+            vec![6, 8, 10],
+            vec![("m00", 3), ("m01", 4), ("m02", 5)],
+        ),
+        // Aggregated: fewest clusters, largest first; a scale-up stays on the used clusters.
+        (
+            "aggregated first 12 over 6/8/10",
+            strategy_placement(3, false, &[]),
+            12,
+            vec![],
+            vec![6, 8, 10],
+            vec![("m01", 5), ("m02", 7)],
+        ),
+        (
+            "aggregated 12→24 stays",
+            strategy_placement(3, false, &[]),
+            24,
+            vec![("m00", 4), ("m01", 8)],
+            vec![6, 6, 20],
+            vec![("m00", 10), ("m01", 14)],
+        ),
+    ];
+    for (what, placement, replicas, previous, free, want) in cases {
+        // Free capacity excludes what the workload already runs (available = free + assigned).
+        let clusters: Vec<ClusterSnapshot> = three
+            .iter()
+            .zip(&free)
+            .map(|(c, f)| {
+                let mut c = c.clone();
+                let already = previous.iter().find(|(n, _)| *n == c.name).map(|(_, r)| i64::from(*r)).unwrap_or(0);
+                c.summary = Some(ResourceSummary {
+                    allocatable: ResourceList(
+                        [("cpu".to_string(), (f + already) * 1000), ("pods".to_string(), 1_000_000)].into(),
+                    ),
+                    allocated: ResourceList([("cpu".to_string(), already * 1000)].into()),
+                    ..Default::default()
+                });
+                c
+            })
+            .collect();
+        let r = run(&placement, &clusters, replicas, &previous);
+        assert_eq!(placed(&r), pairs(&want), "{what}: {:?}", r.outcome);
+    }
+}
+
+#[test]
+fn taints_filter_unless_tolerated_or_already_there() {
+    let clusters = vec![cluster(0, 10, true, true), cluster(1, 10, false, true)];
+    let p = strategy_placement(0, false, &[]);
+    let r = run(&p, &clusters, 1, &[]);
+    assert_eq!(placed(&r), pairs(&[("m01", 1)]));
+    assert!(r.verdicts[0].reasons[0].contains("untolerated taint {t:NoSchedule}"), "{:?}", r.verdicts[0].reasons);
+    let r = run(&strategy_placement(0, true, &[]), &clusters, 1, &[]);
+    assert_eq!(placed(&r), pairs(&[("m00", 1), ("m01", 1)]));
+    // Already scheduled there: eviction is failover's business, not the filter's.
+    let r = run(&p, &clusters, 1, &[("m00", 1)]);
+    assert_eq!(placed(&r), pairs(&[("m00", 1), ("m01", 1)]));
+}
+
+#[test]
+fn affinity_groups_first_fitting_term_and_stickiness() {
+    let clusters = vec![cluster(0, 2, false, true), cluster(1, 20, false, false)];
+    let term = |name: &str, cluster: &str| ClusterAffinityTerm {
+        affinity_name: name.into(),
+        cluster_names: vec![cluster.into()],
+        ..Default::default()
+    };
+    let mut p = strategy_placement(2, false, &[]);
+    p.cluster_affinities = vec![term("primary", "m00"), term("backup", "m01")];
+    // 2 replicas fit the primary term.
+    let r = run(&p, &clusters, 2, &[]);
+    assert_eq!((placed(&r), r.affinity_name.as_deref()), (pairs(&[("m00", 2)]), Some("primary")));
+    // 5 do not: the backup term takes them.
+    let r = run(&p, &clusters, 5, &[]);
+    assert_eq!((placed(&r), r.affinity_name.as_deref()), (pairs(&[("m01", 5)]), Some("backup")));
+    // Once on the backup term it stays there, even when the primary could hold them again.
+    let fw = Framework::karmada_default();
+    let r = run_with(&fw, &p, &clusters, 2, &[("m01", 5)], Some("backup"));
+    assert_eq!((placed(&r), r.affinity_name.as_deref()), (pairs(&[("m01", 2)]), Some("backup")));
+    // Nothing fits anywhere: unschedulable, with the reason.
+    let r = run(&p, &clusters, 50, &[]);
+    assert!(matches!(r.outcome, Outcome::Unschedulable { .. }), "{:?}", r.outcome);
+}
+
+#[test]
+fn spread_by_region_through_the_pipeline() {
+    // m00, m02 in r1 (region = true for even), m01, m03 in r2; plus an r3 cluster.
+    let mut clusters: Vec<ClusterSnapshot> = (0..4).map(|i| cluster(i, 10 + i as i64, false, i % 2 == 0)).collect();
+    let mut r3 = cluster(4, 50, false, true);
+    r3.region = Some("r3".into());
+    clusters.push(r3);
+    let mut p = strategy_placement(2, false, &[]);
+    p.spread_constraints = vec![
+        SpreadConstraint {
+            spread_by_field: Some(SpreadByField::Region),
+            spread_by_label: None,
+            min_groups: 2,
+            max_groups: 2,
+        },
+        SpreadConstraint {
+            spread_by_field: Some(SpreadByField::Cluster),
+            spread_by_label: None,
+            min_groups: 2,
+            max_groups: 2,
+        },
+    ];
+    let r = run(&p, &clusters, 20, &[]);
+    let regions: BTreeSet<String> = placed(&r)
+        .iter()
+        .filter_map(|(n, _)| clusters.iter().find(|c| &c.name == n).and_then(|c| c.region.clone()))
+        .collect();
+    assert_eq!(regions.len(), 2, "{:?}", r.outcome);
+    // Karmada caps a group's score at the target (⌊20/2⌋+1 = 11 replicas): every region
+    // reaches it, so the scores tie and the regions holding more clusters (r1, r2) win over
+    // r3 despite its 50 free replicas; the best cluster of each is taken.
+    assert_eq!(placed(&r).iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), vec!["m02", "m03"]);
+    assert_eq!(placed(&r).iter().map(|(_, r)| r).sum::<i32>(), 20);
+}
+
+#[test]
+fn profiles_change_the_choice_as_documented() {
+    use crate::schedule::profile::{CostTable, Price, PriceEntry, ProfileConfig, Profiles};
+    // m00 is nearly empty, m01 half full; both can hold the replica.
+    let mut clusters = vec![cluster(0, 100, false, true), cluster(1, 100, false, false)];
+    if let Some(s) = clusters[1].summary.as_mut() {
+        s.allocated = ResourceList([("cpu".to_string(), 50_000)].into());
+    }
+    let mut p = strategy_placement(0, false, &[]);
+    p.spread_constraints = vec![SpreadConstraint {
+        spread_by_field: Some(SpreadByField::Cluster),
+        spread_by_label: None,
+        min_groups: 1,
+        max_groups: 1,
+    }];
+    let prof = |scores: &[(&str, i64)]| ProfileConfig {
+        scores: scores.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        ..Default::default()
+    };
+    let cost = CostTable {
+        regions: [
+            ("r1".to_string(), PriceEntry { spot: false, prices: [("cpu".to_string(), Price(0.05))].into() }),
+            ("r2".to_string(), PriceEntry { spot: true, prices: [("cpu".to_string(), Price(0.02))].into() }),
+        ]
+        .into(),
+        ..Default::default()
+    };
+    let profiles = Profiles::from_config(
+        &[
+            ("spread".to_string(), prof(&[("least-allocated", 1)])),
+            ("binpack".to_string(), prof(&[("most-allocated", 1)])),
+            ("cheap".to_string(), prof(&[("cost-first", 1)])),
+        ]
+        .into(),
+        &cost,
+    )
+    .expect("valid");
+    let pick = |name: &str| {
+        let fw = profiles.get(name).expect("profile");
+        placed(&run_with(fw, &p, &clusters, 1, &[], None)).into_iter().map(|(n, _)| n).collect::<Vec<_>>()
+    };
+    // Karmada: no score difference, more available replicas wins (m00 has 100 free vs 50).
+    assert_eq!(pick("karmada-default"), vec!["m00"]);
+    assert_eq!(pick("spread"), vec!["m00"]);
+    assert_eq!(pick("binpack"), vec!["m01"]);
+    assert_eq!(pick("cheap"), vec!["m01"]);
+    let fw = profiles.get("binpack").expect("profile");
+    let r = run_with(fw, &p, &clusters, 1, &[], None);
+    assert_eq!(r.verdicts[1].scores, vec![("most-allocated".to_string(), 100)]);
+    assert_eq!(r.verdicts[0].scores, vec![("most-allocated".to_string(), 0)], "normalised per plugin");
 }

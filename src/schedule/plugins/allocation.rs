@@ -1,10 +1,12 @@
 //! `least-allocated` (spread load) and `most-allocated` (bin-pack): how full a cluster would be
 //! with one more replica, from its resource summary, averaged over the resources the workload
 //! requests (cpu and memory when it requests nothing). Kubernetes' NodeResources scoring
-//! strategies at cluster level. A cluster without a summary scores 0.
+//! strategies at cluster level. Normalised min-max across the feasible clusters (the best
+//! cluster 100, the worst 0), so a weight means the same for every scorer. A cluster without a
+//! summary scores 0.
 
 use crate::model::ClusterSnapshot;
-use crate::schedule::framework::{MAX_SCORE, PluginContext, ScorePlugin, UNKNOWN_SCORE};
+use crate::schedule::framework::{PluginContext, ScorePlugin, UNKNOWN_SCORE, min_max_normalize};
 
 /// Prefers the emptiest clusters.
 pub struct LeastAllocated;
@@ -41,7 +43,11 @@ impl ScorePlugin for LeastAllocated {
     }
 
     fn score(&self, ctx: &PluginContext<'_>) -> i64 {
-        utilisation_permille(ctx.cluster, ctx).map(|u| (1000 - u) * MAX_SCORE / 1000).unwrap_or(UNKNOWN_SCORE)
+        utilisation_permille(ctx.cluster, ctx).map(|u| 1000 - u).unwrap_or(UNKNOWN_SCORE)
+    }
+
+    fn normalize(&self, scores: &mut [i64]) {
+        min_max_normalize(scores);
     }
 }
 
@@ -51,6 +57,10 @@ impl ScorePlugin for MostAllocated {
     }
 
     fn score(&self, ctx: &PluginContext<'_>) -> i64 {
-        utilisation_permille(ctx.cluster, ctx).map(|u| u * MAX_SCORE / 1000).unwrap_or(UNKNOWN_SCORE)
+        utilisation_permille(ctx.cluster, ctx).unwrap_or(UNKNOWN_SCORE)
+    }
+
+    fn normalize(&self, scores: &mut [i64]) {
+        min_max_normalize(scores);
     }
 }

@@ -15,8 +15,9 @@
 //!   the cluster `maxGroups`. One level is selected on, in the order region, zone, provider,
 //!   label; other levels only filter (the `spread-constraint` plugin).
 //!
-//! Deliberate deviation: an unset `maxGroups` (0) means "no limit" (Karmada would select zero
-//! clusters, or one per region).
+//! Deliberate deviations: an unset `maxGroups` (0) means "no limit" (Karmada would select zero
+//! clusters, or one per region); when the chosen groups need more clusters (one each) than the
+//! cluster `maxGroups` allows, the workload is unschedulable (Karmada exceeds the limit).
 
 pub mod groups;
 
@@ -213,10 +214,19 @@ fn by_groups<'a>(
             }
         }
     }
+    let cluster_max = cluster_sc.map(|c| c.max_groups).unwrap_or(0);
+    if cluster_max > 0 && selected.len() > cluster_max as usize {
+        // Karmada would return one cluster per group anyway, breaking the cluster maxGroups.
+        return Err(format!(
+            "spreadConstraints: {} {what} groups need {} clusters, more than the cluster maxGroups {cluster_max}",
+            chosen.len(),
+            selected.len()
+        ));
+    }
     candidates.retain(|c| !selected.iter().any(|s| s.name == c.name));
     candidates.sort_by(|a, b| b.score.cmp(&a.score).then(avail(b).cmp(&avail(a))).then(a.name.cmp(&b.name)));
     candidates.dedup_by(|a, b| a.name == b.name);
-    let wanted = limit(cluster_sc.map(|c| c.max_groups).unwrap_or(0), selected.len() + candidates.len());
+    let wanted = limit(cluster_max, selected.len() + candidates.len());
     let rest = wanted.saturating_sub(selected.len());
     selected.extend(candidates.into_iter().take(rest));
     Ok(selected)
