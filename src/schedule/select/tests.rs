@@ -77,7 +77,8 @@ fn by_cluster_swaps_in_capacity_when_short() {
     // Karmada's selectClustersByAvailableResource example: maxGroups 2, 80 replicas.
     let vs = [verdict("member1", 60, 40), verdict("member2", 50, 30), verdict("member3", 40, 60)];
     let refs: Vec<&ClusterVerdict> = vs.iter().collect();
-    let cases: Vec<(Strategy, i32, i32, Result<Vec<&str>, &str>)> = vec![
+    type Case = (Strategy, i32, i32, Result<Vec<&'static str>, &'static str>);
+    let cases: Vec<Case> = vec![
         (Strategy::DynamicWeight, 2, 80, Ok(vec!["member1", "member3"])),
         (Strategy::Aggregated, 2, 80, Ok(vec!["member1", "member3"])),
         (Strategy::DynamicWeight, 2, 60, Ok(vec!["member1", "member2"])),
