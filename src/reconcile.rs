@@ -134,6 +134,7 @@ impl Reconciler {
         }
         let mut placements = Vec::new();
         let mut seen = BTreeSet::new();
+        let mut notes: BTreeMap<ObjectKey, Vec<String>> = BTreeMap::new();
         for t in &set.templates {
             let Some(claim) = matching::claim(set, t) else { continue };
             let Some(policy) = set.propagation_policy(&claim.policy) else { continue };
@@ -147,7 +148,9 @@ impl Reconciler {
                 report.scheduled += 1;
             }
             for p in problems {
-                if p.cluster.is_some() {
+                if let Some(cluster) = &p.cluster {
+                    let note = format!("render failed on {cluster}, previous file kept: {}", p.reason);
+                    notes.entry(t.key.clone()).or_default().push(note);
                     report.render_failures.push(p);
                 } else {
                     report.unschedulable.push(p);
@@ -176,6 +179,7 @@ impl Reconciler {
         report.files_unchanged = published.unchanged;
 
         for (mut record, dec_inputs, prev) in placements {
+            let notes = notes.remove(&record.workload).unwrap_or_default();
             let changed = match &prev {
                 None => true,
                 Some(p) => {
@@ -186,7 +190,7 @@ impl Reconciler {
                         || p.affinity_name != record.affinity_name
                         || self.inputs_changed(p, &dec_inputs)?
                 }
-            };
+            } || self.notes_changed(&record.workload, &notes)?;
             if !changed {
                 continue;
             }
@@ -198,7 +202,7 @@ impl Reconciler {
                 policy: record.policy.clone(),
                 inputs: dec_inputs,
                 result: record.result.clone(),
-                notes: Vec::new(),
+                notes,
             };
             record.history_seq = 0;
             let seq = self.store.record_decision(history, &record)?;
@@ -241,6 +245,15 @@ impl Reconciler {
         self.store.flush()?;
         report.duration_ms = started.elapsed().as_millis();
         Ok(report)
+    }
+
+    /// Whether a workload's notes (render failures) differ from its last history record, so a
+    /// failure is recorded once, and so is its end.
+    fn notes_changed(&self, workload: &ObjectKey, notes: &[String]) -> Result<bool, StoreError> {
+        Ok(match self.store.last_history(workload)? {
+            Some(h) => h.notes != notes,
+            None => !notes.is_empty(),
+        })
     }
 
     fn inputs_changed(&self, prev: &PlacementRecord, new: &DecisionInputs) -> Result<bool, StoreError> {
@@ -340,11 +353,13 @@ impl Reconciler {
         };
 
         let path = render::object_path(&t.key);
+        let overrides = render::overrides::applicable(set, t);
         let mut files = Vec::new();
         let mut keep = Vec::new();
         let mut file_map = BTreeMap::new();
         let mut problems = Vec::new();
         for (cluster, replicas) in &targets {
+            let Some(snapshot) = inputs.snapshots.iter().find(|s| &s.name == cluster) else { continue };
             let input = RenderInput {
                 template: t,
                 workload: &workload,
@@ -355,6 +370,8 @@ impl Reconciler {
                     Some(_) => Some(completions.get(cluster).copied().unwrap_or(0)),
                     None => None,
                 },
+                cluster: snapshot,
+                overrides: &overrides,
             };
             match render::render(&input) {
                 Ok(content) => {
