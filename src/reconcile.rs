@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use crate::config::Config;
 use crate::members::offline_snapshot;
 use crate::model::workload::interpret;
 use crate::model::{ClusterSnapshot, Observed, Workload};
@@ -50,6 +51,8 @@ pub enum ReconcileError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Publish(#[from] publish::PublishError),
+    #[error("git mode: {0}")]
+    Git(#[from] publish::git::GitError),
 }
 
 /// A workload that could not be (fully) placed this pass.
@@ -72,6 +75,10 @@ pub struct ReconcileReport {
     pub files_written: usize,
     pub files_removed: usize,
     pub files_unchanged: usize,
+    /// Clusters the mass-deletion guard held this pass (their directories did not change).
+    pub held_clusters: Vec<publish::HeldCluster>,
+    /// The commit git mode made, if any.
+    pub commit: Option<String>,
     pub new_snapshot_versions: usize,
     pub history_records: usize,
     pub duration_ms: u128,
@@ -80,8 +87,12 @@ pub struct ReconcileReport {
 impl ReconcileReport {
     /// One line for logs and systemd's STATUS=.
     pub fn summary(&self) -> String {
+        let held = match self.held_clusters.len() {
+            0 => String::new(),
+            n => format!("; {n} cluster(s) held by the mass-deletion guard"),
+        };
         format!(
-            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged; {} ms",
+            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}; {} ms",
             self.workloads,
             self.scheduled,
             self.unschedulable.len(),
@@ -94,15 +105,45 @@ impl ReconcileReport {
     }
 }
 
+/// How a pass publishes: the mass-deletion guard and git mode.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PublishSettings {
+    pub guard: publish::DeleteGuard,
+    /// `Some` = git mode: commit (and push) after publishing.
+    pub git: Option<publish::git::GitOptions>,
+}
+
+impl PublishSettings {
+    /// From the `[publish]` and `[git]` sections; `allow_mass_delete` is the command-line flag.
+    pub fn from_config(cfg: &Config, allow_mass_delete: bool) -> Self {
+        let g = &cfg.git;
+        PublishSettings {
+            guard: publish::DeleteGuard {
+                max_delete_ratio: cfg.publish.max_delete_ratio,
+                allow: allow_mass_delete || cfg.publish.allow_mass_delete,
+            },
+            git: g.enabled.then(|| publish::git::GitOptions {
+                author_name: g.author_name.clone(),
+                author_email: g.author_email.clone(),
+                remote: g.remote.clone(),
+                branch: g.branch.clone(),
+                push: g.push,
+                ..Default::default()
+            }),
+        }
+    }
+}
+
 /// The parts of a pass that stay the same between passes.
 pub struct Reconciler {
     pub store: Store,
     pub framework: Framework,
+    pub publish: PublishSettings,
 }
 
 impl Reconciler {
     pub fn new(store: Store) -> Self {
-        Reconciler { store, framework: Framework::karmada_default() }
+        Reconciler { store, framework: Framework::karmada_default(), publish: PublishSettings::default() }
     }
 
     /// Runs one pass over validated inputs and publishes to `output_dir`.
@@ -173,13 +214,23 @@ impl Reconciler {
         plan.summary = Some(summary_json(&placements));
 
         // Publish, then record: a crash in between re-derives the same output next time.
-        let published = publish::publish(output_dir, &plan)?;
+        let published = publish::publish_guarded(output_dir, &plan, &self.publish.guard)?;
         report.files_written = published.written.len();
         report.files_removed = published.removed.len();
         report.files_unchanged = published.unchanged;
+        report.held_clusters = published.held;
+        let held: BTreeMap<&str, &publish::HeldCluster> =
+            report.held_clusters.iter().map(|h| (h.cluster.as_str(), h)).collect();
+        let held_notes = |files: &[&BTreeMap<String, String>]| -> Vec<String> {
+            let clusters: BTreeSet<&str> = files.iter().flat_map(|f| f.keys().map(String::as_str)).collect();
+            clusters.into_iter().filter_map(|c| held.get(c)).map(|h| h.to_string()).collect()
+        };
 
         for (mut record, dec_inputs, prev) in placements {
-            let notes = notes.remove(&record.workload).unwrap_or_default();
+            let mut notes = notes.remove(&record.workload).unwrap_or_default();
+            let mut with_files = vec![&record.files];
+            with_files.extend(prev.as_ref().map(|p| &p.files));
+            notes.extend(held_notes(&with_files));
             let changed = match &prev {
                 None => true,
                 Some(p) => {
@@ -235,7 +286,11 @@ impl Reconciler {
                     verdicts: Vec::new(),
                     affinity_name: None,
                 },
-                notes: vec!["template removed from the policy repository or no longer claimed by a policy".into()],
+                notes: std::iter::once(
+                    "template removed from the policy repository or no longer claimed by a policy".into(),
+                )
+                .chain(held_notes(&[&old.files]))
+                .collect(),
             };
             self.store.append_history(history)?;
             self.store.remove_placement(&old.workload)?;
@@ -243,6 +298,9 @@ impl Reconciler {
             report.history_records += 1;
         }
         self.store.flush()?;
+        if let Some(git) = &self.publish.git {
+            report.commit = publish::git::commit_and_push(output_dir, git, trigger)?.commit;
+        }
         report.duration_ms = started.elapsed().as_millis();
         Ok(report)
     }
