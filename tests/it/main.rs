@@ -3,6 +3,7 @@
 mod bad_input;
 mod daemon;
 mod explain;
+mod overrides;
 mod policy_examples;
 mod render;
 mod support;
