@@ -102,6 +102,58 @@ impl Default for LogSection {
     }
 }
 
+/// `[publish]`: the mass-deletion guard of the output directory.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PublishSection {
+    /// Largest share (0.0–1.0) of a cluster's objects one pass may remove before that cluster
+    /// is held; 1.0 turns the guard off.
+    pub max_delete_ratio: f64,
+    /// Remove whatever a pass decides, however much (the `--allow-mass-delete` flag, always on).
+    pub allow_mass_delete: bool,
+}
+
+// `max_delete_ratio` is checked to lie in 0.0..=1.0 when parsed, so it is never NaN.
+impl Eq for PublishSection {}
+
+impl Default for PublishSection {
+    fn default() -> Self {
+        PublishSection { max_delete_ratio: crate::publish::DEFAULT_MAX_DELETE_RATIO, allow_mass_delete: false }
+    }
+}
+
+/// `[git]`: commit (and push) the output directory after every pass that changed it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitSection {
+    /// Git mode on or off.
+    pub enabled: bool,
+    /// Author and committer name of fedsched's commits.
+    pub author_name: String,
+    /// Author and committer e-mail.
+    pub author_email: String,
+    /// Remote name or URL to push to; none = commit only.
+    pub remote: Option<String>,
+    /// Branch pushed to (and created by `git init` when the output is not yet a repository).
+    pub branch: String,
+    /// Push after each commit (with retry) when a remote is set.
+    pub push: bool,
+}
+
+impl Default for GitSection {
+    fn default() -> Self {
+        let d = crate::publish::git::GitOptions::default();
+        GitSection {
+            enabled: false,
+            author_name: d.author_name,
+            author_email: d.author_email,
+            remote: None,
+            branch: d.branch,
+            push: d.push,
+        }
+    }
+}
+
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -127,6 +179,10 @@ pub struct Config {
     /// Price table for the `cost-first` scorer.
     #[serde(default)]
     pub cost: crate::schedule::profile::CostTable,
+    #[serde(default)]
+    pub publish: PublishSection,
+    #[serde(default)]
+    pub git: GitSection,
 }
 
 /// Command-line values that win over the file.
@@ -184,6 +240,20 @@ impl Config {
         }
         if let Err((key, message)) = crate::schedule::profile::Profiles::from_config(&cfg.profiles, &cfg.cost) {
             return Err(ConfigError::Invalid { path: path.to_path_buf(), key, message });
+        }
+        if !(0.0..=1.0).contains(&cfg.publish.max_delete_ratio) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key: "publish.max_delete_ratio".into(),
+                message: format!("must be between 0.0 and 1.0, not {}", cfg.publish.max_delete_ratio),
+            });
+        }
+        if cfg.git.enabled && (cfg.git.branch.is_empty() || cfg.git.author_name.is_empty()) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key: "git".into(),
+                message: "branch and author_name must not be empty".into(),
+            });
         }
         if cfg.poll.concurrency == 0 {
             return Err(ConfigError::Invalid {
@@ -276,6 +346,29 @@ context = "admin@member1"
         assert!(e.contains("intervall"), "{e}");
         let e = parse("polcy_dir = \"x\"\n").expect_err("invalid").to_string();
         assert!(e.contains("polcy_dir"), "{e}");
+    }
+
+    #[test]
+    fn publish_and_git_sections() {
+        let c = parse("").expect("valid");
+        assert_eq!(c.publish, PublishSection { max_delete_ratio: 0.5, allow_mass_delete: false });
+        assert!(!c.git.enabled);
+        let c = parse(
+            "[publish]\nmax_delete_ratio = 0.25\nallow_mass_delete = true\n[git]\nenabled = true\n\
+             author_name = \"bot\"\nauthor_email = \"bot@example.com\"\nremote = \"origin\"\nbranch = \"rendered\"\npush = false\n",
+        )
+        .expect("valid");
+        assert_eq!(c.publish.max_delete_ratio, 0.25);
+        assert!(c.publish.allow_mass_delete);
+        assert_eq!(c.git.remote.as_deref(), Some("origin"));
+        assert_eq!(c.git.branch, "rendered");
+        assert!(!c.git.push);
+        let e = parse("[publish]\nmax_delete_ratio = 1.5\n").expect_err("range").to_string();
+        assert!(e.contains("publish.max_delete_ratio"), "{e}");
+        let e = parse("[publish]\nmax_delete = 0.5\n").expect_err("unknown").to_string();
+        assert!(e.contains("max_delete"), "{e}");
+        let e = parse("[git]\nenable = true\n").expect_err("unknown").to_string();
+        assert!(e.contains("enable"), "{e}");
     }
 
     #[test]

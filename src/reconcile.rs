@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use crate::config::Config;
 use crate::members::offline_snapshot;
 use crate::model::workload::{InterpreterTable, interpret};
 use crate::model::{ClusterSnapshot, Observed, Workload};
@@ -61,6 +62,8 @@ pub enum ReconcileError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Publish(#[from] publish::PublishError),
+    #[error("git mode: {0}")]
+    Git(#[from] publish::git::GitError),
 }
 
 /// A workload that could not be (fully) placed this pass.
@@ -83,6 +86,10 @@ pub struct ReconcileReport {
     pub files_written: usize,
     pub files_removed: usize,
     pub files_unchanged: usize,
+    /// Clusters the mass-deletion guard held this pass (their directories did not change).
+    pub held_clusters: Vec<publish::HeldCluster>,
+    /// The commit git mode made, if any.
+    pub commit: Option<String>,
     pub new_snapshot_versions: usize,
     pub history_records: usize,
     pub duration_ms: u128,
@@ -91,8 +98,12 @@ pub struct ReconcileReport {
 impl ReconcileReport {
     /// One line for logs and systemd's STATUS=.
     pub fn summary(&self) -> String {
+        let held = match self.held_clusters.len() {
+            0 => String::new(),
+            n => format!("; {n} cluster(s) held by the mass-deletion guard"),
+        };
         format!(
-            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged; {} ms",
+            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}; {} ms",
             self.workloads,
             self.scheduled,
             self.unschedulable.len(),
@@ -105,17 +116,48 @@ impl ReconcileReport {
     }
 }
 
+/// How a pass publishes: the mass-deletion guard and git mode.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PublishSettings {
+    pub guard: publish::DeleteGuard,
+    /// `Some` = git mode: commit (and push) after publishing.
+    pub git: Option<publish::git::GitOptions>,
+}
+
+impl PublishSettings {
+    /// From the `[publish]` and `[git]` sections; `allow_mass_delete` is the command-line flag.
+    pub fn from_config(cfg: &Config, allow_mass_delete: bool) -> Self {
+        let g = &cfg.git;
+        PublishSettings {
+            guard: publish::DeleteGuard {
+                max_delete_ratio: cfg.publish.max_delete_ratio,
+                allow: allow_mass_delete || cfg.publish.allow_mass_delete,
+            },
+            git: g.enabled.then(|| publish::git::GitOptions {
+                author_name: g.author_name.clone(),
+                author_email: g.author_email.clone(),
+                remote: g.remote.clone(),
+                branch: g.branch.clone(),
+                push: g.push,
+                ..Default::default()
+            }),
+        }
+    }
+}
+
 /// The parts of a pass that stay the same between passes.
 pub struct Reconciler {
     pub store: Store,
     /// Scheduling profiles; a policy picks one by annotation.
     pub profiles: Profiles,
+    /// Output safety settings (mass-deletion guard, git mode).
+    pub publish: PublishSettings,
 }
 
 impl Reconciler {
     /// A reconciler with the built-in profile only.
     pub fn new(store: Store) -> Self {
-        Reconciler { store, profiles: Profiles::builtin() }
+        Reconciler { store, profiles: Profiles::builtin(), publish: PublishSettings::default() }
     }
 
     /// Uses the configured profiles.
@@ -153,6 +195,7 @@ impl Reconciler {
         }
         let mut placements = Vec::new();
         let mut seen = BTreeSet::new();
+        let mut notes: BTreeMap<ObjectKey, Vec<String>> = BTreeMap::new();
         // propagateDeps: dependency → the claimed workloads that reference it.
         let required_by = dependency_map(inputs, |t| self.store.placement(&t.key).ok().flatten());
         // Workloads first, then their dependencies (which take the union of their
@@ -205,7 +248,9 @@ impl Reconciler {
                 targets_of.insert(t.key.clone(), (record.targets.keys().cloned().collect(), p.clone()));
             }
             for p in problems {
-                if p.cluster.is_some() {
+                if let Some(cluster) = &p.cluster {
+                    let note = format!("render failed on {cluster}, previous file kept: {}", p.reason);
+                    notes.entry(t.key.clone()).or_default().push(note);
                     report.render_failures.push(p);
                 } else {
                     report.unschedulable.push(p);
@@ -228,12 +273,23 @@ impl Reconciler {
         plan.summary = Some(summary_json(&placements));
 
         // Publish, then record: a crash in between re-derives the same output next time.
-        let published = publish::publish(output_dir, &plan)?;
+        let published = publish::publish_guarded(output_dir, &plan, &self.publish.guard)?;
         report.files_written = published.written.len();
         report.files_removed = published.removed.len();
         report.files_unchanged = published.unchanged;
+        report.held_clusters = published.held;
+        let held: BTreeMap<&str, &publish::HeldCluster> =
+            report.held_clusters.iter().map(|h| (h.cluster.as_str(), h)).collect();
+        let held_notes = |files: &[&BTreeMap<String, String>]| -> Vec<String> {
+            let clusters: BTreeSet<&str> = files.iter().flat_map(|f| f.keys().map(String::as_str)).collect();
+            clusters.into_iter().filter_map(|c| held.get(c)).map(|h| h.to_string()).collect()
+        };
 
         for (mut record, dec_inputs, prev) in placements {
+            let mut notes = notes.remove(&record.workload).unwrap_or_default();
+            let mut with_files = vec![&record.files];
+            with_files.extend(prev.as_ref().map(|p| &p.files));
+            notes.extend(held_notes(&with_files));
             let changed = match &prev {
                 None => true,
                 Some(p) => {
@@ -244,7 +300,7 @@ impl Reconciler {
                         || p.affinity_name != record.affinity_name
                         || self.inputs_changed(p, &dec_inputs)?
                 }
-            };
+            } || self.notes_changed(&record.workload, &notes)?;
             if !changed {
                 continue;
             }
@@ -256,7 +312,7 @@ impl Reconciler {
                 policy: record.policy.clone(),
                 inputs: dec_inputs,
                 result: record.result.clone(),
-                notes: Vec::new(),
+                notes,
             };
             record.history_seq = 0;
             let seq = self.store.record_decision(history, &record)?;
@@ -289,7 +345,11 @@ impl Reconciler {
                     verdicts: Vec::new(),
                     affinity_name: None,
                 },
-                notes: vec!["template removed from the policy repository or no longer claimed by a policy".into()],
+                notes: std::iter::once(
+                    "template removed from the policy repository or no longer claimed by a policy".into(),
+                )
+                .chain(held_notes(&[&old.files]))
+                .collect(),
             };
             self.store.append_history(history)?;
             self.store.remove_placement(&old.workload)?;
@@ -297,8 +357,20 @@ impl Reconciler {
             report.history_records += 1;
         }
         self.store.flush()?;
+        if let Some(git) = &self.publish.git {
+            report.commit = publish::git::commit_and_push(output_dir, git, trigger)?.commit;
+        }
         report.duration_ms = started.elapsed().as_millis();
         Ok(report)
+    }
+
+    /// Whether a workload's notes (render failures) differ from its last history record, so a
+    /// failure is recorded once, and so is its end.
+    fn notes_changed(&self, workload: &ObjectKey, notes: &[String]) -> Result<bool, StoreError> {
+        Ok(match self.store.last_history(workload)? {
+            Some(h) => h.notes != notes,
+            None => !notes.is_empty(),
+        })
     }
 
     fn inputs_changed(&self, prev: &PlacementRecord, new: &DecisionInputs) -> Result<bool, StoreError> {
@@ -417,11 +489,13 @@ impl Reconciler {
         };
 
         let path = render::object_path(&t.key);
+        let overrides = render::overrides::applicable(set, t);
         let mut files = Vec::new();
         let mut keep = Vec::new();
         let mut file_map = BTreeMap::new();
         let mut problems = Vec::new();
         for (cluster, replicas) in &targets {
+            let Some(snapshot) = inputs.snapshots.iter().find(|s| &s.name == cluster) else { continue };
             let input = RenderInput {
                 template: t,
                 workload: &workload,
@@ -432,6 +506,8 @@ impl Reconciler {
                     Some(_) => Some(completions.get(cluster).copied().unwrap_or(0)),
                     None => None,
                 },
+                cluster: snapshot,
+                overrides: &overrides,
             };
             match render::render(&input) {
                 Ok(content) => {

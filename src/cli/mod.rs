@@ -76,6 +76,10 @@ pub enum Command {
     Render {
         #[command(flatten)]
         dirs: DirArgs,
+        /// Confirm removals the mass-deletion guard would hold (more than `publish.max_delete_ratio`
+        /// of a cluster's objects).
+        #[arg(long)]
+        allow_mass_delete: bool,
     },
     /// Validate the policy repository; print every error.
     Check {
@@ -163,7 +167,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             crate::daemon::run_blocking(cfg.clone(), cli.config.clone(), paths)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Render { dirs } => render(&cfg, dirs),
+        Command::Render { dirs, allow_mass_delete } => render(&cfg, dirs, *allow_mass_delete),
         Command::Check { policy_dir } => {
             let dir = policy_dir
                 .clone()
@@ -363,13 +367,14 @@ fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
     anyhow::anyhow!("{} error(s) in the policy repository; nothing was changed", errors.len())
 }
 
-fn render(cfg: &Config, dirs: &DirArgs) -> Result<ExitCode, Failure> {
+fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitCode, Failure> {
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
     let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
     let inputs =
         reconcile::load_inputs_with(&paths.policy_dir, &profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
-    let reconciler = Reconciler::new(store).with_profiles(profiles);
+    let mut reconciler = Reconciler::new(store).with_profiles(profiles);
+    reconciler.publish = reconcile::PublishSettings::from_config(cfg, allow_mass_delete);
     let report = match reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::daemon::now_ms()) {
         Ok(r) => r,
         Err(ReconcileError::Invalid(errs)) => return Err(invalid(invalid_inputs(&errs))),
@@ -380,6 +385,12 @@ fn render(cfg: &Config, dirs: &DirArgs) -> Result<ExitCode, Failure> {
     }
     for p in &report.render_failures {
         eprintln!("render failed: {} on {}: {}", p.workload, p.cluster.as_deref().unwrap_or("?"), p.reason);
+    }
+    for h in &report.held_clusters {
+        eprintln!("held: {h}");
+    }
+    if let Some(c) = &report.commit {
+        eprintln!("committed {c}");
     }
     eprintln!("{}", report.summary());
     Ok(ExitCode::SUCCESS)

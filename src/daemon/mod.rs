@@ -55,7 +55,9 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
         .context("store task failed")?
         .context("cannot open the store")?;
     let profiles = cfg.profiles()?;
-    let reconciler = Arc::new(Reconciler::new(store.clone()).with_profiles(profiles));
+    let mut reconciler = Reconciler::new(store.clone()).with_profiles(profiles);
+    reconciler.publish = crate::reconcile::PublishSettings::from_config(&cfg, false);
+    let reconciler = Arc::new(reconciler);
     tracing::info!(
         policy_dir = %paths.policy_dir.display(),
         output_dir = %paths.output_dir.display(),

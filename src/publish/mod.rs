@@ -19,6 +19,12 @@
 //! [`publish`] always recovers first. Unchanged files are never rewritten (their mtime stays),
 //! only files carrying [`GENERATED_HEADER`] are ever deleted, and cluster directories are never
 //! removed (removing one makes Argo CD ApplicationSets cascade-delete the cluster's workloads).
+//!
+//! The mass-deletion guard ([`publish_guarded`], [`DeleteGuard`]) takes a whole cluster out of
+//! a publish when the plan would remove too large a share of its objects: that cluster stays
+//! exactly as it was, the others proceed. Git mode ([`git`]) turns a publish into a commit.
+
+pub mod git;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
@@ -82,6 +88,66 @@ pub struct PublishReport {
     pub removed: Vec<PathBuf>,
     /// Number of desired files whose bytes were already on disk (not rewritten).
     pub unchanged: usize,
+    /// Clusters the mass-deletion guard held: nothing in their directories changed.
+    pub held: Vec<HeldCluster>,
+}
+
+/// The mass-deletion guard: a publish that would remove more than `max_delete_ratio` of a
+/// cluster's objects is held for that cluster (nothing in its directory changes; other
+/// clusters proceed) unless `allow` is set.
+///
+/// "Objects" are the generated object files in the cluster directory before the publish (the
+/// only files a publish may remove). The rule is `removed > max_delete_ratio × objects`, with
+/// no minimum cluster size: with the default 0.5, removing 1 of 1, 2 of 2 or 2 of 3 objects is
+/// held, removing 1 of 2 or 1 of 3 is not. Emptying a cluster, however small, is exactly the
+/// accident the guard exists for (an empty inventory or a half-read policy directory becoming
+/// a wipe through Argo CD's or Flux's prune), and a confirmation costs one flag.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeleteGuard {
+    /// Largest share of a cluster's objects one publish may remove (0.0–1.0; 1.0 never holds).
+    pub max_delete_ratio: f64,
+    /// Confirmation: remove whatever the plan says.
+    pub allow: bool,
+}
+
+impl Default for DeleteGuard {
+    fn default() -> Self {
+        DeleteGuard { max_delete_ratio: DEFAULT_MAX_DELETE_RATIO, allow: false }
+    }
+}
+
+/// Default of [`DeleteGuard::max_delete_ratio`].
+pub const DEFAULT_MAX_DELETE_RATIO: f64 = 0.5;
+
+impl DeleteGuard {
+    /// A guard that never holds.
+    pub const OFF: DeleteGuard = DeleteGuard { max_delete_ratio: 1.0, allow: true };
+
+    /// Whether removing `removed` of `objects` generated objects must be held.
+    pub fn holds(&self, objects: usize, removed: usize) -> bool {
+        !self.allow && removed > 0 && removed as f64 > self.max_delete_ratio * objects as f64
+    }
+}
+
+/// A cluster whose publish the mass-deletion guard held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldCluster {
+    /// The cluster name.
+    pub cluster: String,
+    /// Generated object files in its directory.
+    pub objects: usize,
+    /// How many of them the plan would have removed.
+    pub removals: usize,
+}
+
+impl std::fmt::Display for HeldCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: would remove {} of {} objects; held by the mass-deletion guard (confirm with --allow-mass-delete)",
+            self.cluster, self.removals, self.objects
+        )
+    }
 }
 
 /// Why a publish or a recovery failed.
@@ -342,47 +408,25 @@ struct Changes {
     deletions: BTreeSet<String>,
     /// Desired files already on disk with the right bytes.
     unchanged: usize,
+    /// Clusters left untouched by the mass-deletion guard.
+    held: Vec<HeldCluster>,
 }
 
-/// Compares the plan with the disk (read-only).
-fn compute_changes(out: &Path, plan: &PublishPlan) -> Result<Changes, PublishError> {
+/// Compares the plan with the disk (read-only). Clusters the guard holds contribute nothing.
+fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> Result<Changes, PublishError> {
     let mut changes = Changes::default();
     for (cluster, files) in &plan.clusters {
-        let cluster_dir = out.join(cluster);
-        let mut resources: BTreeSet<&str> = files.files.keys().map(String::as_str).collect();
-        for kept in &files.keep {
-            if !files.files.contains_key(kept) && check_target(out, &format!("{cluster}/{kept}"))? {
-                resources.insert(kept);
-            }
+        let mut mine = Changes::default();
+        let objects = cluster_changes(out, cluster, files, &mut mine)?;
+        if guard.holds(objects, mine.deletions.len()) {
+            let held = HeldCluster { cluster: cluster.clone(), objects, removals: mine.deletions.len() };
+            tracing::warn!(cluster = %cluster, objects, removals = held.removals, "mass-deletion guard: cluster held");
+            changes.held.push(held);
+            continue;
         }
-        let mut desired: Vec<(&str, Vec<u8>)> =
-            files.files.iter().map(|(path, content)| (path.as_str(), content.as_bytes().to_vec())).collect();
-        desired.push((KUSTOMIZATION_FILE, kustomization(&resources).into_bytes()));
-        for (path, bytes) in desired {
-            let rel = format!("{cluster}/{path}");
-            if check_target(out, &rel)? {
-                let full = out.join(&rel);
-                let existing = fs::read(&full).map_err(io_err("read", &full))?;
-                if existing == bytes {
-                    changes.unchanged += 1;
-                    continue;
-                }
-            }
-            changes.writes.insert(rel, bytes);
-        }
-        if kind_of(&cluster_dir)? == Kind::Dir {
-            let mut found = Vec::new();
-            list_yaml_files(&cluster_dir, "", &mut found)?;
-            for path in found {
-                let stale = path != KUSTOMIZATION_FILE
-                    && !files.files.contains_key(&path)
-                    && !files.keep.contains(&path)
-                    && object_path_problem(&path).is_none();
-                if stale && file_has_header(&cluster_dir.join(&path))? {
-                    changes.deletions.insert(format!("{cluster}/{path}"));
-                }
-            }
-        }
+        changes.writes.append(&mut mine.writes);
+        changes.deletions.append(&mut mine.deletions);
+        changes.unchanged += mine.unchanged;
     }
     if let Some(summary) = &plan.summary {
         let rel = format!("{STATE_DIR}/{SUMMARY_FILE}");
@@ -398,6 +442,55 @@ fn compute_changes(out: &Path, plan: &PublishPlan) -> Result<Changes, PublishErr
         }
     }
     Ok(changes)
+}
+
+/// The changes of one cluster directory; returns how many generated object files it holds.
+fn cluster_changes(
+    out: &Path,
+    cluster: &str,
+    files: &ClusterFiles,
+    changes: &mut Changes,
+) -> Result<usize, PublishError> {
+    let mut objects = 0;
+    let cluster_dir = out.join(cluster);
+    let mut resources: BTreeSet<&str> = files.files.keys().map(String::as_str).collect();
+    for kept in &files.keep {
+        if !files.files.contains_key(kept) && check_target(out, &format!("{cluster}/{kept}"))? {
+            resources.insert(kept);
+        }
+    }
+    let mut desired: Vec<(&str, Vec<u8>)> =
+        files.files.iter().map(|(path, content)| (path.as_str(), content.as_bytes().to_vec())).collect();
+    desired.push((KUSTOMIZATION_FILE, kustomization(&resources).into_bytes()));
+    for (path, bytes) in desired {
+        let rel = format!("{cluster}/{path}");
+        if check_target(out, &rel)? {
+            let full = out.join(&rel);
+            let existing = fs::read(&full).map_err(io_err("read", &full))?;
+            if existing == bytes {
+                changes.unchanged += 1;
+                continue;
+            }
+        }
+        changes.writes.insert(rel, bytes);
+    }
+    if kind_of(&cluster_dir)? == Kind::Dir {
+        let mut found = Vec::new();
+        list_yaml_files(&cluster_dir, "", &mut found)?;
+        for path in found {
+            if path == KUSTOMIZATION_FILE
+                || object_path_problem(&path).is_some()
+                || !file_has_header(&cluster_dir.join(&path))?
+            {
+                continue;
+            }
+            objects += 1;
+            if !files.files.contains_key(&path) && !files.keep.contains(&path) {
+                changes.deletions.insert(format!("{cluster}/{path}"));
+            }
+        }
+    }
+    Ok(objects)
 }
 
 /// Collects the `/`-joined relative paths of regular `*.yaml` files below `dir`, recursively,
@@ -708,20 +801,34 @@ fn recover_locked(out: &Path) -> Result<bool, PublishError> {
 /// leaves either the old or the new state once recovered. Unchanged files are not touched.
 /// Cluster directories are created as needed and never removed; clusters absent from the plan
 /// are left alone. `out` is created if missing.
+///
+/// No mass-deletion guard: see [`publish_guarded`].
 pub fn publish(out: &Path, plan: &PublishPlan) -> Result<PublishReport, PublishError> {
+    publish_guarded(out, plan, &DeleteGuard::OFF)
+}
+
+/// [`publish`] with the mass-deletion guard: a cluster whose removals `guard` holds is left
+/// exactly as it is (no file written or removed, its kustomization untouched) and listed in
+/// [`PublishReport::held`]; every other cluster and the summary are published as usual.
+pub fn publish_guarded(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> Result<PublishReport, PublishError> {
     validate(plan)?;
     if kind_of(out)? == Kind::Missing {
         fs::create_dir_all(out).map_err(io_err("create directory", out))?;
     }
     let _lock = lock(out)?;
     recover_locked(out)?;
-    let changes = compute_changes(out, plan)?;
-    let mut report = PublishReport { unchanged: changes.unchanged, ..PublishReport::default() };
+    let mut changes = compute_changes(out, plan, guard)?;
+    let mut report = PublishReport {
+        unchanged: changes.unchanged,
+        held: std::mem::take(&mut changes.held),
+        ..PublishReport::default()
+    };
     if changes.writes.is_empty() && changes.deletions.is_empty() {
         return Ok(report);
     }
     let journal = stage(out, &changes)?;
     write_journal(out, &journal)?;
+    crash_point_after_journal();
     let (written, removed) = apply_journal(out, &journal)?;
     finish_journal(out)?;
     report.written = written;
@@ -733,6 +840,15 @@ pub fn publish(out: &Path, plan: &PublishPlan) -> Result<PublishReport, PublishE
         "published"
     );
     Ok(report)
+}
+
+/// Test hook (debug builds only): with `FEDSCHED_TEST_CRASH_AFTER_STAGE=1` the process aborts
+/// right after the journal is committed and before any rename, like a `kill -9` there.
+fn crash_point_after_journal() {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("FEDSCHED_TEST_CRASH_AFTER_STAGE").is_some_and(|v| v == "1") {
+        std::process::abort();
+    }
 }
 
 #[cfg(test)]
@@ -958,6 +1074,93 @@ mod tests {
     }
 
     #[test]
+    fn guard_rule_table() {
+        let g = DeleteGuard::default();
+        // (objects before, removed, held?)
+        for (objects, removed, held) in [
+            (0, 0, false),
+            (1, 0, false),
+            (1, 1, true),
+            (2, 1, false),
+            (2, 2, true),
+            (3, 1, false),
+            (3, 2, true),
+            (4, 2, false),
+            (4, 3, true),
+            (100, 50, false),
+            (100, 51, true),
+        ] {
+            assert_eq!(g.holds(objects, removed), held, "{removed} of {objects}");
+        }
+        assert!(!DeleteGuard { allow: true, ..g }.holds(10, 10));
+        assert!(!DeleteGuard::OFF.holds(10, 10));
+        assert!(!DeleteGuard { max_delete_ratio: 1.0, allow: false }.holds(3, 3));
+        assert!(DeleteGuard { max_delete_ratio: 0.0, allow: false }.holds(100, 1));
+    }
+
+    #[test]
+    fn guard_holds_a_cluster_whole_and_lets_others_proceed() {
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path();
+        publish(out, &sample_plan()).expect("first publish");
+        let before = snapshot(out);
+        // member1 would lose 2 of its 3 objects (and gain one): held as a whole. member2 gains one.
+        let next = plan(
+            vec![
+                (
+                    "member1",
+                    cluster(
+                        &[
+                            (
+                                "default/apps_deployment_web.yaml",
+                                "kind: Deployment
+spec: {}
+",
+                            ),
+                            (
+                                "default/core_service_new.yaml",
+                                "kind: Service
+",
+                            ),
+                        ],
+                        &[],
+                    ),
+                ),
+                (
+                    "member2",
+                    cluster(
+                        &[(
+                            "default/core_configmap_x.yaml",
+                            "kind: ConfigMap
+",
+                        )],
+                        &[],
+                    ),
+                ),
+            ],
+            Some("v2"),
+        );
+        let report = publish_guarded(out, &next, &DeleteGuard::default()).expect("publish");
+        assert_eq!(report.held, vec![HeldCluster { cluster: "member1".into(), objects: 3, removals: 2 }]);
+        assert!(report.removed.is_empty());
+        let after = snapshot(out);
+        for (k, v) in &before {
+            if k.starts_with("member1/") {
+                assert_eq!(after.get(k), Some(v), "{k} changed in a held cluster");
+            }
+        }
+        assert!(!out.join("member1/default/core_service_new.yaml").exists());
+        assert!(out.join("member2/default/core_configmap_x.yaml").exists());
+        assert_eq!(read(out, ".fedsched/placements.json"), "v2");
+        // Confirmed: the same plan goes through.
+        let report =
+            publish_guarded(out, &next, &DeleteGuard { allow: true, ..DeleteGuard::default() }).expect("publish");
+        assert!(report.held.is_empty());
+        assert_eq!(report.removed.len(), 2);
+        assert!(out.join("member1/default/core_service_new.yaml").exists());
+    }
+
+    #[test]
     fn check_segment_rules() {
         for ok in ["a", "default", "apps_deployment_web.yaml", "a-b.c_d", "_cluster", "0"] {
             assert!(check_segment(ok).is_ok(), "{ok}");
@@ -1032,7 +1235,7 @@ mod tests {
     /// Runs a publish up to (and including) the journal commit, then "crashes".
     fn crash_after_journal(out: &Path, plan: &PublishPlan) -> Journal {
         validate(plan).expect("valid");
-        let changes = compute_changes(out, plan).expect("changes");
+        let changes = compute_changes(out, plan, &DeleteGuard::OFF).expect("changes");
         let journal = stage(out, &changes).expect("stage");
         write_journal(out, &journal).expect("journal");
         journal
@@ -1082,7 +1285,7 @@ mod tests {
         let mut next = sample_plan();
         next.clusters.remove("member1");
         next.summary = Some("changed".to_owned());
-        let changes = compute_changes(out, &next).expect("changes");
+        let changes = compute_changes(out, &next, &DeleteGuard::OFF).expect("changes");
         stage(out, &changes).expect("stage"); // crash before the journal is written
         assert!(!recover(out).expect("recover"));
         assert_eq!(snapshot(out), before);

@@ -2,14 +2,17 @@
 //!
 //! Owns: replica revision, pruning of server-populated fields, provenance labels and
 //! annotations, output file naming, and the YAML emitter ([`yaml`]). Pure: no I/O. Overrides
-//! (OverridePolicy / ClusterOverridePolicy) plug in between revision and pruning.
+//! (OverridePolicy / ClusterOverridePolicy, [`overrides`]) apply between revision and pruning.
 
+pub mod overrides;
 pub mod yaml;
 
 use serde_json::{Map, Value};
 
-use crate::model::Workload;
+use crate::model::{ClusterSnapshot, Workload};
 use crate::policy::{ObjectKey, PolicyRef, Template};
+
+pub use overrides::{ANNOTATION_APPLIED_OVERRIDES, ApplicableOverride, OverrideError};
 
 pub use crate::publish::GENERATED_HEADER;
 
@@ -29,6 +32,16 @@ pub enum RenderError {
     Replicas { object: String, path: String, reason: String },
     #[error("{object}: the object is not a mapping")]
     NotAnObject { object: String },
+    /// An override could not be applied for this cluster.
+    #[error("{object}: override failed: {source}")]
+    Override {
+        object: String,
+        #[source]
+        source: OverrideError,
+    },
+    /// Overrides changed what identifies the object (apiVersion, kind or name).
+    #[error("{object}: overrides must not change {field}")]
+    IdentityChanged { object: String, field: &'static str },
 }
 
 /// What to render for one cluster.
@@ -38,6 +51,11 @@ pub struct RenderInput<'a> {
     pub policy: &'a PolicyRef,
     pub replicas: Option<i32>,
     pub completions: Option<i32>,
+    /// The member cluster rendered for (matched against each override rule's `targetCluster`).
+    pub cluster: &'a ClusterSnapshot,
+    /// Override policies selecting the template, in application order
+    /// ([`overrides::applicable`]).
+    pub overrides: &'a [ApplicableOverride<'a>],
 }
 
 /// Path of an object's file inside its cluster directory:
@@ -81,8 +99,24 @@ pub fn manifest(input: &RenderInput<'_>) -> Result<Value, RenderError> {
             reason,
         })?;
     }
+    let applied = overrides::apply(&mut obj, &t.key.kind, input.overrides, &input.cluster.facts())
+        .map_err(|source| RenderError::Override { object: object_name.clone(), source })?;
+    for (field, pointer, want) in [
+        ("apiVersion", "/apiVersion", t.key.api_version.as_str()),
+        ("kind", "/kind", t.key.kind.as_str()),
+        ("metadata.name", "/metadata/name", t.key.name.as_str()),
+    ] {
+        if obj.pointer(pointer).and_then(Value::as_str) != Some(want) {
+            return Err(RenderError::IdentityChanged { object: object_name, field });
+        }
+    }
     prune(&mut obj, &t.key);
     add_provenance(&mut obj, input);
+    if let Some(list) = overrides::applied_annotation(&applied)
+        && let Some(ann) = obj.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut)
+    {
+        ann.insert(ANNOTATION_APPLIED_OVERRIDES.into(), Value::String(list));
+    }
     Ok(obj)
 }
 

@@ -104,7 +104,11 @@ fn daemon_reacts_to_edits_keeps_last_good_and_stops_cleanly() {
     let tmp = s.policies().join("apps/.web.yaml.tmp");
     std::fs::write(&tmp, &edited).expect("write");
     std::fs::rename(&tmp, &path).expect("rename");
-    wait_for("the edit to be rendered", Duration::from_secs(30), || file_contains(&web, "replicas: 7\n"));
+    // The publish is complete once its journal is gone (the first rename already shows the edit).
+    let journal = s.out().join(".fedsched/journal.json");
+    wait_for("the edit to be rendered", Duration::from_secs(30), || {
+        file_contains(&web, "replicas: 7\n") && !journal.exists()
+    });
 
     // A broken edit keeps the last good output.
     let before = tree(&s.out());

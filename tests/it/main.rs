@@ -1,9 +1,11 @@
 //! Integration tests: the real binary on real files.
 
 mod bad_input;
+mod consumers;
 mod daemon;
 mod deps;
 mod explain;
+mod overrides;
 mod policy_examples;
 mod render;
 mod scoring;
