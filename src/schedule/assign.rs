@@ -90,9 +90,7 @@ pub fn dynamic_steady(
     previous: &BTreeMap<String, i64>,
     tie: TieBreak,
 ) -> Result<BTreeMap<String, i64>, AssignError> {
-    let prev: BTreeMap<String, i64> =
-        previous.iter().filter(|(n, r)| available.contains_key(*n) && **r > 0).map(|(n, r)| (n.clone(), *r)).collect();
-    let assigned: i64 = prev.values().sum();
+    let (prev, assigned) = still_placed(previous, available);
     match assigned.cmp(&replicas) {
         Ordering::Equal => Ok(prev),
         Ordering::Greater => Ok(webster(replicas, &prev, tie)),
@@ -115,9 +113,7 @@ pub fn aggregated(
     previous: &BTreeMap<String, i64>,
     tie: TieBreak,
 ) -> Result<BTreeMap<String, i64>, AssignError> {
-    let prev: BTreeMap<String, i64> =
-        previous.iter().filter(|(n, r)| available.contains_key(*n) && **r > 0).map(|(n, r)| (n.clone(), *r)).collect();
-    let assigned: i64 = prev.values().sum();
+    let (prev, assigned) = still_placed(previous, available);
     match assigned.cmp(&replicas) {
         Ordering::Equal => Ok(prev),
         Ordering::Greater => {
@@ -157,6 +153,15 @@ pub fn aggregated(
             Ok(add(prev, webster(delta, &chosen, tie)))
         }
     }
+}
+
+/// The previous assignment restricted to the current candidates (replicas on clusters that
+/// dropped out become new replicas, as in Karmada), and its total.
+fn still_placed(previous: &BTreeMap<String, i64>, available: &BTreeMap<String, i64>) -> (BTreeMap<String, i64>, i64) {
+    let prev: BTreeMap<String, i64> =
+        previous.iter().filter(|(n, r)| available.contains_key(*n) && **r > 0).map(|(n, r)| (n.clone(), *r)).collect();
+    let assigned = prev.values().sum();
+    (prev, assigned)
 }
 
 /// Sums two assignments.
