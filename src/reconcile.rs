@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -30,15 +30,39 @@ pub struct Inputs {
 /// Loads, defaults and validates the policy repository and builds the offline snapshots.
 /// Returns every problem found, or inputs that are safe to act on.
 pub fn load_inputs(policy_dir: &Path) -> Result<Inputs, Vec<LoadError>> {
+    load_inputs_timed(policy_dir, &mut PhaseTimings::default())
+}
+
+/// [`load_inputs`], adding the time spent loading and building snapshots to `timings`.
+pub fn load_inputs_timed(policy_dir: &Path, timings: &mut PhaseTimings) -> Result<Inputs, Vec<LoadError>> {
+    let started = Instant::now();
     let (set, mut errors) = load_repository(policy_dir);
+    timings.load += started.elapsed();
+    let started = Instant::now();
     let mut snapshots = Vec::with_capacity(set.clusters.len());
     for c in &set.clusters {
+        let polled = Instant::now();
         match offline_snapshot(c) {
             Ok(s) => snapshots.push(s),
             Err(e) => errors.push(e),
         }
+        crate::metrics::record_poll(&c.meta.name, polled.elapsed(), crate::metrics::PollOutcome::Offline);
     }
+    timings.poll += started.elapsed();
     if errors.is_empty() { Ok(Inputs { set, snapshots }) } else { Err(errors) }
+}
+
+/// Wall time of each phase of a pass. `load` and `poll` (snapshot building) are measured by
+/// [`load_inputs_timed`]; `poll` also covers recording the snapshots; `record` is the store
+/// writes after publishing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PhaseTimings {
+    pub load: Duration,
+    pub poll: Duration,
+    pub schedule: Duration,
+    pub render: Duration,
+    pub publish: Duration,
+    pub record: Duration,
 }
 
 /// Why a pass stopped.
@@ -75,6 +99,8 @@ pub struct ReconcileReport {
     pub new_snapshot_versions: usize,
     pub history_records: usize,
     pub duration_ms: u128,
+    /// Time per phase (the caller adds `load` and `poll` from [`load_inputs_timed`]).
+    pub phases: PhaseTimings,
 }
 
 impl ReconcileReport {
@@ -118,6 +144,7 @@ impl Reconciler {
         let set = &inputs.set;
 
         // Snapshot: version what we know of every member.
+        let phase = Instant::now();
         let mut snapshot_versions = BTreeMap::new();
         for snap in &inputs.snapshots {
             let (version, new) = self.store.record_snapshot(snap, Observed { at_ms: now_ms, confidence: 1.0 })?;
@@ -126,6 +153,7 @@ impl Reconciler {
             }
             snapshot_versions.insert(snap.name.clone(), version);
         }
+        report.phases.poll += phase.elapsed();
 
         // Schedule and render every claimed template.
         let mut plan = PublishPlan { clusters: BTreeMap::new(), summary: None };
@@ -142,7 +170,9 @@ impl Reconciler {
             let prev = self.store.placement(&t.key)?;
             let decided =
                 self.decide(t, &claim.policy, &policy.spec.placement, prev.as_ref(), inputs, &snapshot_versions, set)?;
-            let Decided { mut record, inputs: dec_inputs, files, keep, problems, scheduled } = decided;
+            report.phases.schedule += decided.schedule_time;
+            report.phases.render += decided.render_time;
+            let Decided { mut record, inputs: dec_inputs, files, keep, problems, scheduled, .. } = decided;
             if scheduled {
                 report.scheduled += 1;
             }
@@ -170,7 +200,10 @@ impl Reconciler {
         plan.summary = Some(summary_json(&placements));
 
         // Publish, then record: a crash in between re-derives the same output next time.
+        let phase = Instant::now();
         let published = publish::publish(output_dir, &plan)?;
+        report.phases.publish += phase.elapsed();
+        let phase = Instant::now();
         report.files_written = published.written.len();
         report.files_removed = published.removed.len();
         report.files_unchanged = published.unchanged;
@@ -239,6 +272,7 @@ impl Reconciler {
             report.history_records += 1;
         }
         self.store.flush()?;
+        report.phases.record += phase.elapsed();
         report.duration_ms = started.elapsed().as_millis();
         Ok(report)
     }
@@ -297,6 +331,8 @@ impl Reconciler {
                 keep,
                 problems: vec![Problem { workload: t.key.clone(), cluster: None, reason }],
                 scheduled: false,
+                schedule_time: Duration::ZERO,
+                render_time: Duration::ZERO,
             }
         };
 
@@ -320,14 +356,17 @@ impl Reconciler {
             previous: &previous,
             previous_affinity: previous_affinity.as_deref(),
         };
+        let scheduling = Instant::now();
         let result = schedule::schedule(&self.framework, &req, &inputs.snapshots);
+        let schedule_time = scheduling.elapsed();
         let targets = match &result.outcome {
             Outcome::Scheduled { targets } => targets.clone(),
             Outcome::Unschedulable { reason } => {
                 let reason = reason.clone();
-                return Ok(keep_previous(reason, result));
+                return Ok(Decided { schedule_time, ..keep_previous(reason, result) });
             }
         };
+        let rendering = Instant::now();
 
         // Job completions follow the division of parallelism.
         let completions: BTreeMap<String, i32> = match workload.completions {
@@ -390,6 +429,8 @@ impl Reconciler {
             keep,
             problems,
             scheduled: true,
+            schedule_time,
+            render_time: rendering.elapsed(),
         })
     }
 }
@@ -401,32 +442,14 @@ struct Decided {
     keep: Vec<(String, String)>,
     problems: Vec<Problem>,
     scheduled: bool,
+    schedule_time: Duration,
+    render_time: Duration,
 }
 
 /// `OUT/.fedsched/placements.json`: the decisions in machine-readable form. Deterministic
 /// (no times), so an unchanged fleet does not rewrite it.
 fn summary_json(placements: &[(PlacementRecord, DecisionInputs, Option<PlacementRecord>)]) -> String {
-    let items: Vec<serde_json::Value> = placements
-        .iter()
-        .map(|(p, _, _)| {
-            let (state, reason) = match &p.result.outcome {
-                Outcome::Scheduled { .. } => ("Scheduled", None),
-                Outcome::Unschedulable { reason } => ("Unschedulable", Some(reason.clone())),
-            };
-            json!({
-                "workload": {
-                    "apiVersion": p.workload.api_version,
-                    "kind": p.workload.kind,
-                    "namespace": p.workload.namespace,
-                    "name": p.workload.name,
-                },
-                "policy": p.policy.as_ref().map(|r| json!({"kind": r.kind.to_string(), "namespace": r.namespace, "name": r.name})),
-                "state": state,
-                "reason": reason,
-                "clusters": p.targets.iter().map(|(c, r)| json!({"name": c, "replicas": r, "file": p.files.get(c)})).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
+    let items: Vec<serde_json::Value> = placements.iter().map(|(p, _, _)| crate::report::placement_json(p)).collect();
     let mut s = serde_json::to_string_pretty(&json!({ "placements": items })).unwrap_or_default();
     s.push('\n');
     s
