@@ -299,6 +299,8 @@ fn refresh(m: &Metrics, view: &StatusView, now_ms: u64, heartbeat_age_ms: u64, s
         m.confidence.get_or_create(&l).set(c.confidence);
         m.cluster_ready.get_or_create(&l).set(i64::from(c.ready));
         m.replicas.get_or_create(&l).set(c.replicas);
+        // Counters start at 0 for every known cluster, so that `increase()` sees the first hold.
+        drop(m.holds.get_or_create(&l));
     }
     if view.last_report.is_none() {
         for state in STATES {
