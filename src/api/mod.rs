@@ -177,38 +177,57 @@ fn error(code: StatusCode, message: &str) -> Response {
     (code, axum::Json(json!({ "error": message }))).into_response()
 }
 
+/// A request that cannot be answered: its status and message (`{"error": message}`).
+#[derive(Debug)]
+struct Refusal {
+    code: StatusCode,
+    message: String,
+}
+
+impl Refusal {
+    fn new(code: StatusCode, message: impl Into<String>) -> Refusal {
+        Refusal { code, message: message.into() }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let mut r = error(self.code, &self.message);
+        if self.code == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        r
+    }
+}
+
 fn ok_json(v: Value) -> Response {
     (StatusCode::OK, axum::Json(v)).into_response()
 }
 
-fn authorize(state: &ApiState, headers: &HeaderMap) -> Result<(), Response> {
+fn authorize(state: &ApiState, headers: &HeaderMap) -> Result<(), Refusal> {
     match &state.token {
         None => Ok(()),
         Some(t) if t.matches_header(headers.get(header::AUTHORIZATION)) => Ok(()),
-        Some(_) => {
-            let mut r = error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
-            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            Err(r)
-        }
+        Some(_) => Err(Refusal::new(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")),
     }
 }
 
 /// Runs blocking store work off the async threads; errors become JSON responses.
 async fn blocking<F>(f: F) -> Response
 where
-    F: FnOnce() -> Result<Value, Response> + Send + 'static,
+    F: FnOnce() -> Result<Value, Refusal> + Send + 'static,
 {
     match tokio::task::spawn_blocking(f).await {
         Ok(Ok(v)) => ok_json(v),
-        Ok(Err(r)) => r,
+        Ok(Err(r)) => r.into_response(),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("request task failed: {e}")),
     }
 }
 
-fn store_error(e: StoreError) -> Response {
+fn store_error(e: StoreError) -> Refusal {
     match e {
-        StoreError::InvalidName { .. } => error(StatusCode::BAD_REQUEST, &e.to_string()),
-        other => error(StatusCode::INTERNAL_SERVER_ERROR, &other.to_string()),
+        StoreError::InvalidName { .. } => Refusal::new(StatusCode::BAD_REQUEST, e.to_string()),
+        other => Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
     }
 }
 
@@ -236,7 +255,7 @@ async fn metrics(State(s): State<ApiState>, headers: HeaderMap) -> Response {
     if s.metrics_require_token
         && let Err(r) = authorize(&s, &headers)
     {
-        return r;
+        return r.into_response();
     }
     let view = s.status.borrow().clone();
     let now = crate::daemon::now_ms();
@@ -256,7 +275,7 @@ async fn metrics(State(s): State<ApiState>, headers: HeaderMap) -> Response {
 
 async fn status(State(s): State<ApiState>, headers: HeaderMap) -> Response {
     if let Err(r) = authorize(&s, &headers) {
-        return r;
+        return r.into_response();
     }
     let view = s.status.borrow().clone();
     let pass = view.last_pass.as_ref().map(|p| {
@@ -286,7 +305,7 @@ async fn status(State(s): State<ApiState>, headers: HeaderMap) -> Response {
 
 async fn clusters(State(s): State<ApiState>, headers: HeaderMap) -> Response {
     if let Err(r) = authorize(&s, &headers) {
-        return r;
+        return r.into_response();
     }
     let current: Option<BTreeSet<String>> =
         s.status.borrow().inputs.as_ref().map(|i| i.snapshots.iter().map(|c| c.name.clone()).collect());
@@ -297,7 +316,7 @@ async fn clusters(State(s): State<ApiState>, headers: HeaderMap) -> Response {
 
 async fn snapshots(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Response {
     if let Err(r) = authorize(&s, &headers) {
-        return r;
+        return r.into_response();
     }
     let store = s.store.clone();
     blocking(move || {
@@ -309,7 +328,7 @@ async fn snapshots(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name):
 
 async fn workloads(State(s): State<ApiState>, headers: HeaderMap) -> Response {
     if let Err(r) = authorize(&s, &headers) {
-        return r;
+        return r.into_response();
     }
     let store = s.store.clone();
     blocking(move || Ok(report::workloads_json(&store.placements().map_err(store_error)?))).await
@@ -330,7 +349,7 @@ async fn explain_workload(
     UrlPath((ns, kind, name)): UrlPath<(String, String, String)>,
 ) -> Response {
     if let Err(r) = authorize(&s, &headers) {
-        return r;
+        return r.into_response();
     }
     let Some(inputs) = s.status.borrow().inputs.clone() else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "no good reconcile yet: nothing to explain from");
@@ -339,9 +358,9 @@ async fn explain_workload(
     let store = s.store.clone();
     blocking(move || {
         if inputs.set.find_template(&r.kind, r.namespace.as_deref(), &r.name).is_none() {
-            return Err(error(
+            return Err(Refusal::new(
                 StatusCode::NOT_FOUND,
-                &format!(
+                format!(
                     "no resource template {}/{}/{} in the policy repository",
                     r.kind,
                     r.namespace.as_deref().unwrap_or(""),
@@ -349,7 +368,7 @@ async fn explain_workload(
                 ),
             ));
         }
-        explain::explain(&inputs, &store, &r).map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, &e))
+        explain::explain(&inputs, &store, &r).map_err(|e| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, e))
     })
     .await
 }
@@ -360,7 +379,7 @@ async fn history(
     UrlPath((ns, kind, name)): UrlPath<(String, String, String)>,
 ) -> Response {
     if let Err(r) = authorize(&s, &headers) {
-        return r;
+        return r.into_response();
     }
     let r = workload_ref(&ns, &kind, &name);
     let store = s.store.clone();

@@ -298,13 +298,16 @@ fn family_of<'a>(sample: &'a str, kind: &str) -> &'a str {
     sample
 }
 
+/// Labels of a series without `le`.
+type SeriesKey = Vec<(String, String)>;
+
 /// Histogram rules: cumulative buckets, a +Inf bucket equal to _count.
 fn check_histograms(families: &BTreeMap<String, Family>, samples: &[Sample]) {
     for (name, f) in families.iter().filter(|(_, f)| f.kind == "histogram") {
-        let mut series: BTreeMap<Vec<(String, String)>, Vec<(f64, f64)>> = BTreeMap::new();
-        let mut counts: BTreeMap<Vec<(String, String)>, f64> = BTreeMap::new();
+        let mut series: BTreeMap<SeriesKey, Vec<(f64, f64)>> = BTreeMap::new();
+        let mut counts: BTreeMap<SeriesKey, f64> = BTreeMap::new();
         for s in samples {
-            let key: Vec<(String, String)> =
+            let key: SeriesKey =
                 s.labels.iter().filter(|(k, _)| *k != "le").map(|(k, v)| (k.clone(), v.clone())).collect();
             if s.name == format!("{name}_bucket") {
                 let le = parse_value(s.labels.get("le").expect("bucket without le")).expect("le value");
