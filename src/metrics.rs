@@ -314,3 +314,43 @@ fn refresh(m: &Metrics, view: &StatusView, now_ms: u64, heartbeat_age_ms: u64, s
     m.last_success.set(view.last_success_ms.map(|ms| ms as f64 / 1000.0).unwrap_or(0.0));
     m.heartbeat_age.set(heartbeat_age_ms as f64 / 1000.0);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::ClusterStatus;
+
+    fn view(clusters: &[&str]) -> StatusView {
+        let mut v = StatusView::default();
+        for c in clusters {
+            v.clusters.insert(
+                c.to_string(),
+                ClusterStatus {
+                    name: c.to_string(),
+                    ready: true,
+                    confidence: 0.5,
+                    last_seen_ms: 1_000,
+                    snapshot_version: 1,
+                    replicas: 3,
+                },
+            );
+        }
+        v
+    }
+
+    #[test]
+    fn recorded_values_and_present_gauges_are_encoded() {
+        record_poll("unit-a", Duration::from_millis(20), PollOutcome::Timeout);
+        record_hold("unit-a");
+        let text = refresh_and_encode(&view(&["unit-a", "unit-b"]), 3_500, 0, Some(42)).expect("encode");
+        assert!(text.contains("fedsched_polls_total{cluster=\"unit-a\",outcome=\"timeout\"} 1\n"), "{text}");
+        assert!(text.contains("fedsched_mass_deletion_holds_total{cluster=\"unit-a\"} 1\n"), "{text}");
+        assert!(text.contains("fedsched_mass_deletion_holds_total{cluster=\"unit-b\"} 0\n"), "{text}");
+        assert!(text.contains("fedsched_snapshot_age_seconds{cluster=\"unit-b\"} 2.5\n"), "{text}");
+        assert!(text.contains("fedsched_snapshot_confidence_ratio{cluster=\"unit-a\"} 0.5\n"), "{text}");
+        assert!(text.contains("fedsched_store_size_bytes 42\n"), "{text}");
+        // A cluster that left the view leaves the present-tense gauges.
+        let text = refresh_and_encode(&view(&["unit-a"]), 3_500, 0, None).expect("encode");
+        assert!(!text.contains("fedsched_snapshot_age_seconds{cluster=\"unit-b\"}"), "{text}");
+    }
+}

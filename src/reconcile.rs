@@ -57,11 +57,17 @@ pub fn load_inputs_timed(policy_dir: &Path, timings: &mut PhaseTimings) -> Resul
 /// writes after publishing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PhaseTimings {
+    /// Reading, defaulting and validating the policy repository.
     pub load: Duration,
+    /// Building member snapshots and recording them in the store.
     pub poll: Duration,
+    /// Filter, score, select, assign for every workload.
     pub schedule: Duration,
+    /// Rendering manifests.
     pub render: Duration,
+    /// Writing the output directory.
     pub publish: Duration,
+    /// Recording decisions and history, and the store flush.
     pub record: Duration,
 }
 
