@@ -154,6 +154,45 @@ impl Default for GitSection {
     }
 }
 
+/// `[http]`: the status API, metrics and health endpoints ([`crate::api`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSection {
+    /// `host:port` to listen on; `""` disables the listener. Port 0 picks a free port (the
+    /// bound address is written to `<state_dir>/http.addr`).
+    pub listen: String,
+    /// File holding a bearer token required by `/api/v1/…` (and by `/metrics` when
+    /// `metrics_require_token`). Its contents are never logged.
+    pub token_file: Option<PathBuf>,
+    /// Whether `/metrics` also requires the token (health endpoints never do).
+    pub metrics_require_token: bool,
+    /// `/healthz` answers 503 when the loop has not turned for this long.
+    #[serde(deserialize_with = "duration")]
+    pub heartbeat_timeout: Duration,
+}
+
+impl Default for HttpSection {
+    fn default() -> Self {
+        HttpSection {
+            listen: "127.0.0.1:9464".into(),
+            token_file: None,
+            metrics_require_token: false,
+            heartbeat_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl HttpSection {
+    /// The address to listen on, or `None` when the listener is disabled.
+    pub fn listen_addr(&self) -> Result<Option<std::net::SocketAddr>, String> {
+        let s = self.listen.trim();
+        if s.is_empty() {
+            return Ok(None);
+        }
+        s.parse().map(Some).map_err(|e| format!("invalid address {s:?}: {e} (use e.g. \"127.0.0.1:9464\")"))
+    }
+}
+
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -170,6 +209,8 @@ pub struct Config {
     pub poll: PollSection,
     #[serde(default)]
     pub log: LogSection,
+    #[serde(default)]
+    pub http: HttpSection,
     /// Live access per member cluster, by Cluster name. Clusters not listed are offline.
     #[serde(default)]
     pub clusters: BTreeMap<String, ClusterAccess>,
@@ -230,6 +271,21 @@ impl Config {
                     *p = base.join(&*p);
                 }
             }
+        }
+        if let Some(p) = cfg.http.token_file.as_mut()
+            && p.is_relative()
+        {
+            *p = base.join(&*p);
+        }
+        if let Err(message) = cfg.http.listen_addr() {
+            return Err(ConfigError::Invalid { path: path.to_path_buf(), key: "http.listen".into(), message });
+        }
+        if cfg.http.heartbeat_timeout.is_zero() {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key: "http.heartbeat_timeout".into(),
+                message: "must be greater than zero".into(),
+            });
         }
         if cfg.reconcile.interval.is_zero() {
             return Err(ConfigError::Invalid {
@@ -389,6 +445,17 @@ context = "admin@member1"
         assert!(e.contains("profiles.x") && e.contains("cheapest"), "{e}");
         let e = parse("[profiles.x]\nscore = { most-allocated = 1 }\n").expect_err("invalid").to_string();
         assert!(e.contains("score"), "{e}");
+    }
+
+    #[test]
+    fn http_section_defaults_to_loopback_and_validates_the_address() {
+        let c = parse("").expect("valid");
+        assert_eq!(c.http.listen_addr().expect("ok"), Some("127.0.0.1:9464".parse().expect("addr")));
+        let c = parse("[http]\nlisten = \"\"\ntoken_file = \"token\"\n").expect("valid");
+        assert_eq!(c.http.listen_addr().expect("ok"), None);
+        assert_eq!(c.http.token_file, Some(PathBuf::from("/etc/fedsched/token")));
+        let e = parse("[http]\nlisten = \"localhost\"\n").expect_err("invalid").to_string();
+        assert!(e.contains("http.listen"), "{e}");
     }
 
     #[test]

@@ -16,18 +16,25 @@
 //! - [`reconcile`]: one pass through the whole flow; used by `render` and by the daemon.
 //! - [`daemon`]: the long-running loop: watches, timers, signals, systemd notification.
 //! - [`explain`]: answers "why did this workload go there" from the store and the policies.
+//! - [`report`]: the JSON documents shared by the CLI, the HTTP API and the output summary.
+//! - [`status`], [`metrics`], [`api`]: what the running daemon shows: its in-memory status,
+//!   Prometheus metrics, and the HTTP listener (health, readiness, metrics, JSON API).
 //! - [`config`], [`telemetry`], [`cli`]: the edges.
 
+pub mod api;
 pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod explain;
 pub mod members;
+pub mod metrics;
 pub mod model;
 pub mod policy;
 pub mod publish;
 pub mod reconcile;
 pub mod render;
+pub mod report;
 pub mod schedule;
+pub mod status;
 pub mod store;
 pub mod telemetry;

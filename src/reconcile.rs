@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -40,17 +40,51 @@ pub fn load_inputs(policy_dir: &Path) -> Result<Inputs, Vec<LoadError>> {
 /// policy naming a profile that `profiles` does not have is an error. Returns every problem
 /// found, or inputs that are safe to act on.
 pub fn load_inputs_with(policy_dir: &Path, profiles: &Profiles) -> Result<Inputs, Vec<LoadError>> {
+    load_inputs_timed(policy_dir, profiles, &mut PhaseTimings::default())
+}
+
+/// [`load_inputs_with`], adding the time spent loading and building snapshots to `timings`.
+pub fn load_inputs_timed(
+    policy_dir: &Path,
+    profiles: &Profiles,
+    timings: &mut PhaseTimings,
+) -> Result<Inputs, Vec<LoadError>> {
+    let started = Instant::now();
     let (set, mut errors) = load_repository(policy_dir);
     errors.extend(profiles.validate(&set));
+    timings.load += started.elapsed();
+    let started = Instant::now();
     let mut snapshots = Vec::with_capacity(set.clusters.len());
     for c in &set.clusters {
+        let polled = Instant::now();
         match offline_snapshot(c) {
             Ok(s) => snapshots.push(s),
             Err(e) => errors.push(e),
         }
+        crate::metrics::record_poll(&c.meta.name, polled.elapsed(), crate::metrics::PollOutcome::Offline);
     }
+    timings.poll += started.elapsed();
     let interpreters = InterpreterTable::from_set(&set);
     if errors.is_empty() { Ok(Inputs { set, snapshots, interpreters }) } else { Err(errors) }
+}
+
+/// Wall time of each phase of a pass. `load` and `poll` (snapshot building) are measured by
+/// [`load_inputs_timed`]; `poll` also covers recording the snapshots; `record` is the store
+/// writes after publishing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PhaseTimings {
+    /// Reading, defaulting and validating the policy repository.
+    pub load: Duration,
+    /// Building member snapshots and recording them in the store.
+    pub poll: Duration,
+    /// Filter, score, select, assign for every workload.
+    pub schedule: Duration,
+    /// Rendering manifests.
+    pub render: Duration,
+    /// Writing the output directory.
+    pub publish: Duration,
+    /// Recording decisions and history, and the store flush.
+    pub record: Duration,
 }
 
 /// Why a pass stopped.
@@ -93,6 +127,8 @@ pub struct ReconcileReport {
     pub new_snapshot_versions: usize,
     pub history_records: usize,
     pub duration_ms: u128,
+    /// Time per phase (the caller adds `load` and `poll` from [`load_inputs_timed`]).
+    pub phases: PhaseTimings,
 }
 
 impl ReconcileReport {
@@ -179,6 +215,7 @@ impl Reconciler {
         let set = &inputs.set;
 
         // Snapshot: version what we know of every member.
+        let phase = Instant::now();
         let mut snapshot_versions = BTreeMap::new();
         for snap in &inputs.snapshots {
             let (version, new) = self.store.record_snapshot(snap, Observed { at_ms: now_ms, confidence: 1.0 })?;
@@ -187,6 +224,7 @@ impl Reconciler {
             }
             snapshot_versions.insert(snap.name.clone(), version);
         }
+        report.phases.poll += phase.elapsed();
 
         // Schedule and render every claimed template.
         let mut plan = PublishPlan { clusters: BTreeMap::new(), summary: None };
@@ -240,7 +278,9 @@ impl Reconciler {
             };
             seen.insert(t.key.clone());
             report.workloads += 1;
-            let Decided { mut record, inputs: dec_inputs, files, keep, problems, scheduled } = decided;
+            report.phases.schedule += decided.schedule_time;
+            report.phases.render += decided.render_time;
+            let Decided { mut record, inputs: dec_inputs, files, keep, problems, scheduled, .. } = decided;
             if scheduled {
                 report.scheduled += 1;
             }
@@ -273,7 +313,10 @@ impl Reconciler {
         plan.summary = Some(summary_json(&placements));
 
         // Publish, then record: a crash in between re-derives the same output next time.
+        let phase = Instant::now();
         let published = publish::publish_guarded(output_dir, &plan, &self.publish.guard)?;
+        report.phases.publish += phase.elapsed();
+        let phase = Instant::now();
         report.files_written = published.written.len();
         report.files_removed = published.removed.len();
         report.files_unchanged = published.unchanged;
@@ -357,6 +400,7 @@ impl Reconciler {
             report.history_records += 1;
         }
         self.store.flush()?;
+        report.phases.record += phase.elapsed();
         if let Some(git) = &self.publish.git {
             report.commit = publish::git::commit_and_push(output_dir, git, trigger)?.commit;
         }
@@ -431,6 +475,8 @@ impl Reconciler {
                 keep,
                 problems: vec![Problem { workload: t.key.clone(), cluster: None, reason }],
                 scheduled: false,
+                schedule_time: Duration::ZERO,
+                render_time: Duration::ZERO,
             }
         };
 
@@ -454,15 +500,17 @@ impl Reconciler {
             previous: &previous,
             previous_affinity: previous_affinity.as_deref(),
         };
+        let scheduling = Instant::now();
         let mut result = match policy_ref {
             Some(_) => schedule::schedule(fw, &req, &inputs.snapshots),
             None => attached(&inputs.snapshots),
         };
+        let schedule_time = scheduling.elapsed();
         let mut targets = match &result.outcome {
             Outcome::Scheduled { targets } => targets.clone(),
             Outcome::Unschedulable { reason } => {
                 let reason = reason.clone();
-                return Ok(keep_previous(reason, result));
+                return Ok(Decided { schedule_time, ..keep_previous(reason, result) });
             }
         };
         // propagateDeps: the union with the clusters of the workloads that need this object.
@@ -477,6 +525,7 @@ impl Reconciler {
             };
             return Ok(keep_previous("not claimed by a policy".into(), result));
         };
+        let rendering = Instant::now();
 
         // Job completions follow the division of parallelism.
         let completions: BTreeMap<String, i32> = match workload.completions {
@@ -543,6 +592,8 @@ impl Reconciler {
             keep,
             problems,
             scheduled: true,
+            schedule_time,
+            render_time: rendering.elapsed(),
         })
     }
 }
@@ -629,32 +680,14 @@ struct Decided {
     keep: Vec<(String, String)>,
     problems: Vec<Problem>,
     scheduled: bool,
+    schedule_time: Duration,
+    render_time: Duration,
 }
 
 /// `OUT/.fedsched/placements.json`: the decisions in machine-readable form. Deterministic
 /// (no times), so an unchanged fleet does not rewrite it.
 fn summary_json(placements: &[(PlacementRecord, DecisionInputs, Option<PlacementRecord>)]) -> String {
-    let items: Vec<serde_json::Value> = placements
-        .iter()
-        .map(|(p, _, _)| {
-            let (state, reason) = match &p.result.outcome {
-                Outcome::Scheduled { .. } => ("Scheduled", None),
-                Outcome::Unschedulable { reason } => ("Unschedulable", Some(reason.clone())),
-            };
-            json!({
-                "workload": {
-                    "apiVersion": p.workload.api_version,
-                    "kind": p.workload.kind,
-                    "namespace": p.workload.namespace,
-                    "name": p.workload.name,
-                },
-                "policy": p.policy.as_ref().map(|r| json!({"kind": r.kind.to_string(), "namespace": r.namespace, "name": r.name})),
-                "state": state,
-                "reason": reason,
-                "clusters": p.targets.iter().map(|(c, r)| json!({"name": c, "replicas": r, "file": p.files.get(c)})).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
+    let items: Vec<serde_json::Value> = placements.iter().map(|(p, _, _)| crate::report::placement_json(p)).collect();
     let mut s = serde_json::to_string_pretty(&json!({ "placements": items })).unwrap_or_default();
     s.push('\n');
     s

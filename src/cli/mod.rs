@@ -1,6 +1,11 @@
 //! The command line: parses arguments (clap), sets up logging, runs a command and maps the
 //! result to an exit code. Exit codes: 0 success; 1 invalid input (policy repository or
 //! arguments); 2 operational failure (store locked, I/O).
+//!
+//! `explain`, `history` and `snapshots` read the store; while a daemon holds it (sled is
+//! single-process) they ask the daemon's HTTP API instead (`--server URL`, or found through
+//! `<state>/http.addr` / `[http] listen`). Both paths print the same documents
+//! ([`crate::report`], [`crate::explain`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,10 +13,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::api::client::{self, ServerUrl};
 use crate::config::{Config, LogFormat, Overrides};
 use crate::explain::{self, WorkloadRef};
 use crate::reconcile::{self, ReconcileError, Reconciler};
-use crate::store::Store;
+use crate::report;
+use crate::store::{Store, StoreError};
 
 /// fedsched: Karmada-compatible multi-cluster scheduling that writes GitOps output.
 #[derive(Debug, Parser)]
@@ -65,6 +72,15 @@ impl DirArgs {
     }
 }
 
+/// Where read-only commands get their answers when the store is in use.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServerArgs {
+    /// Ask a running daemon's HTTP API (http://HOST:PORT) instead of opening the store.
+    /// Without it, the API is used only when the store is locked by a running daemon.
+    #[arg(long = "server", value_name = "URL")]
+    pub server: Option<String>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the daemon: reconcile on policy changes, on a timer and on SIGHUP.
@@ -93,6 +109,8 @@ pub enum Command {
         dirs: DirArgs,
         /// KIND/NAMESPACE/NAME (KIND//NAME for cluster-scoped objects).
         workload: WorkloadRef,
+        #[command(flatten)]
+        server: ServerArgs,
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: OutputFormat,
     },
@@ -102,6 +120,8 @@ pub enum Command {
         dirs: DirArgs,
         /// KIND/NAMESPACE/NAME.
         workload: WorkloadRef,
+        #[command(flatten)]
+        server: ServerArgs,
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: OutputFormat,
     },
@@ -111,6 +131,8 @@ pub enum Command {
         dirs: DirArgs,
         /// Cluster name.
         cluster: String,
+        #[command(flatten)]
+        server: ServerArgs,
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: OutputFormat,
     },
@@ -214,112 +236,124 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 }
             }
         }
-        Command::Explain { dirs, workload, output } => {
-            let policy_dir = dirs
-                .policy_dir
-                .clone()
-                .or_else(|| cfg.policy_dir.clone())
-                .ok_or_else(|| missing("policy_dir", "--policies"))?;
-            let state = state_dir(&cfg, dirs)?;
-            let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
-            let inputs =
-                reconcile::load_inputs_with(&policy_dir, &profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
-            let store = Store::open(&state).context("cannot open the store")?;
-            let doc =
-                explain::explain_with(&inputs, &store, &profiles, workload).map_err(|e| invalid(anyhow::anyhow!(e)))?;
+        Command::Explain { dirs, workload, output, server } => {
+            let doc = match open_source(&cfg, dirs, server)? {
+                Source::Server(api) => api.get(&workload_path(workload, "explain"))?,
+                Source::Store(store) => {
+                    let policy_dir = dirs
+                        .policy_dir
+                        .clone()
+                        .or_else(|| cfg.policy_dir.clone())
+                        .ok_or_else(|| missing("policy_dir", "--policies"))?;
+                    let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
+                    let inputs = reconcile::load_inputs_with(&policy_dir, &profiles)
+                        .map_err(|errs| invalid(invalid_inputs(&errs)))?;
+                    explain::explain_with(&inputs, &store, &profiles, workload)
+                        .map_err(|e| invalid(anyhow::anyhow!(e)))?
+                }
+            };
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
                 OutputFormat::Text => print!("{}", explain::to_text(&doc)),
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::History { dirs, workload, output } => {
-            let state = state_dir(&cfg, dirs)?;
-            let store = Store::open(&state).context("cannot open the store")?;
-            let mut records = Vec::new();
-            for p in store.placements()? {
-                if workload.matches(&p.workload) {
-                    records = store.history(&p.workload)?;
-                }
-            }
-            if records.is_empty() {
-                // A removed workload has no placement any more: its history is still kept.
-                for key in store.workloads_with_history()? {
-                    if workload.matches(&key) {
-                        records = store.history(&key)?;
-                    }
-                }
-            }
+        Command::History { dirs, workload, output, server } => {
+            let doc = match open_source(&cfg, dirs, server)? {
+                Source::Server(api) => api.get(&workload_path(workload, "history"))?,
+                Source::Store(store) => report::history_json(&report::history_for(&store, workload)?),
+            };
             match output {
-                OutputFormat::Json => {
-                    println!("{}", serde_json::to_string_pretty(&history_json(&records)).unwrap_or_default())
-                }
-                OutputFormat::Text => {
-                    if records.is_empty() {
-                        println!(
-                            "no history for {}/{}/{}",
-                            workload.kind,
-                            workload.namespace.as_deref().unwrap_or(""),
-                            workload.name
-                        );
-                    }
-                    for r in &records {
-                        let outcome = match &r.result.outcome {
-                            crate::schedule::Outcome::Scheduled { targets } => {
-                                let t: Vec<String> = targets
-                                    .iter()
-                                    .map(|(c, n)| match n {
-                                        Some(n) => format!("{c}={n}"),
-                                        None => c.clone(),
-                                    })
-                                    .collect();
-                                format!("scheduled [{}]", t.join(", "))
-                            }
-                            crate::schedule::Outcome::Unschedulable { reason } => format!("unschedulable: {reason}"),
-                        };
-                        println!("#{} {} trigger={} {}", r.seq, explain::format_ms(r.at_ms), r.trigger, outcome);
-                        for n in &r.notes {
-                            println!("    {n}");
-                        }
-                    }
-                }
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
+                OutputFormat::Text => print!("{}", report::history_text(&doc, workload)),
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Snapshots { dirs, cluster, output } => {
-            let state = state_dir(&cfg, dirs)?;
-            let store = Store::open(&state).context("cannot open the store")?;
-            let versions = store.snapshot_versions(cluster)?;
+        Command::Snapshots { dirs, cluster, output, server } => {
+            let doc = match open_source(&cfg, dirs, server)? {
+                Source::Server(api) => api.get(&format!("/api/v1/clusters/{}/snapshots", client::segment(cluster)))?,
+                Source::Store(store) => report::snapshots_json(cluster, &store.snapshot_versions(cluster)?),
+            };
             match output {
-                OutputFormat::Json => {
-                    let v: Vec<serde_json::Value> = versions
-                        .iter()
-                        .map(|m| serde_json::json!({"version": m.version, "hash": format!("{:016x}", m.hash), "firstSeen": explain::format_ms(m.first_seen_ms), "lastSeen": explain::format_ms(m.last_seen_ms), "health": format!("{:?}", m.health), "confidence": m.confidence}))
-                        .collect();
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&serde_json::json!({"cluster": cluster, "versions": v}))
-                            .unwrap_or_default()
-                    );
-                }
-                OutputFormat::Text => {
-                    if versions.is_empty() {
-                        println!("no snapshots of cluster {cluster}");
-                    }
-                    for m in &versions {
-                        println!(
-                            "v{} {:016x} first seen {} last seen {} {:?}",
-                            m.version,
-                            m.hash,
-                            explain::format_ms(m.first_seen_ms),
-                            explain::format_ms(m.last_seen_ms),
-                            m.health
-                        );
-                    }
-                }
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
+                OutputFormat::Text => print!("{}", report::snapshots_text(&doc)),
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Where a read-only command reads: the store, or a running daemon's API.
+enum Source {
+    Store(Store),
+    Server(Api),
+}
+
+/// A running daemon's API as the CLI uses it.
+struct Api {
+    url: ServerUrl,
+    token: Option<crate::api::Token>,
+}
+
+impl Api {
+    /// GETs a JSON document; maps HTTP errors to exit codes (404: 1, others: 2).
+    fn get(&self, path: &str) -> Result<serde_json::Value, Failure> {
+        let (code, body) =
+            client::get(&self.url, path, self.token.as_ref().map(|t| t.expose()), std::time::Duration::from_secs(30))
+                .with_context(|| format!("cannot ask the fedsched daemon at {}", self.url))?;
+        let doc: serde_json::Value = serde_json::from_str(&body)
+            .with_context(|| format!("{}{path}: answer is not JSON (HTTP {code})", self.url))?;
+        match code {
+            200 => Ok(doc),
+            _ => {
+                let message = doc["error"].as_str().unwrap_or("request failed").to_string();
+                let error = anyhow::anyhow!("{}: HTTP {code}: {message}", self.url);
+                Err(if code == 404 { invalid(error) } else { error.into() })
+            }
+        }
+    }
+}
+
+fn workload_path(r: &WorkloadRef, what: &str) -> String {
+    format!(
+        "/api/v1/workloads/{}/{}/{}/{what}",
+        client::segment(r.namespace.as_deref().unwrap_or("_")),
+        client::segment(&r.kind),
+        client::segment(&r.name)
+    )
+}
+
+/// Opens the store, or, with `--server` or when a daemon holds the store, its API: the
+/// address in `<state>/http.addr` (written by the daemon), else `[http] listen`.
+fn open_source(cfg: &Config, dirs: &DirArgs, server: &ServerArgs) -> Result<Source, Failure> {
+    let token = || -> Result<Option<crate::api::Token>, Failure> {
+        match &cfg.http.token_file {
+            Some(p) => Ok(Some(crate::api::Token::from_file(p)?)),
+            None => Ok(None),
+        }
+    };
+    if let Some(url) = &server.server {
+        return Ok(Source::Server(Api { url: ServerUrl::parse(url).map_err(|e| invalid(e.into()))?, token: token()? }));
+    }
+    let state = state_dir(cfg, dirs)?;
+    match Store::open(&state) {
+        Ok(store) => Ok(Source::Store(store)),
+        Err(StoreError::Locked { path }) => {
+            let from_file = std::fs::read_to_string(state.join(crate::api::ADDR_FILE))
+                .ok()
+                .and_then(|s| s.trim().parse::<std::net::SocketAddr>().ok());
+            let from_config = cfg.http.listen_addr().ok().flatten();
+            match from_file.or(from_config).and_then(ServerUrl::from_addr) {
+                Some(url) => {
+                    tracing::debug!(%url, "the store is in use; asking the running daemon");
+                    Ok(Source::Server(Api { url, token: token()? }))
+                }
+                None => Err(anyhow::Error::new(StoreError::Locked { path })
+                    .context("the store is in use and no daemon API is known (give --server URL)")
+                    .into()),
+            }
+        }
+        Err(e) => Err(anyhow::Error::new(e).context("cannot open the store").into()),
     }
 }
 
@@ -329,35 +363,6 @@ fn missing(key: &str, flag: &str) -> Failure {
 
 fn state_dir(cfg: &Config, dirs: &DirArgs) -> Result<PathBuf, Failure> {
     dirs.state_dir.clone().or_else(|| cfg.state_dir.clone()).ok_or_else(|| missing("state_dir", "--state"))
-}
-
-fn history_json(records: &[crate::store::HistoryRecord]) -> serde_json::Value {
-    serde_json::Value::Array(
-        records
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "seq": r.seq,
-                    "at": explain::format_ms(r.at_ms),
-                    "trigger": r.trigger,
-                    "policy": r.policy.as_ref().map(|p| p.to_string()),
-                    "inputs": {
-                        "templateHash": format!("{:016x}", r.inputs.template_hash),
-                        "policyHash": format!("{:016x}", r.inputs.policy_hash),
-                        "snapshotVersions": r.inputs.snapshot_versions,
-                        "previous": r.inputs.previous,
-                        "profile": r.inputs.profile,
-                    },
-                    "outcome": match &r.result.outcome {
-                        crate::schedule::Outcome::Scheduled { targets } => serde_json::json!({"scheduled": targets}),
-                        crate::schedule::Outcome::Unschedulable { reason } => serde_json::json!({"unschedulable": reason}),
-                    },
-                    "clusters": r.result.verdicts.iter().map(|v| serde_json::json!({"name": v.name, "feasible": v.feasible, "reasons": v.reasons, "score": v.score, "availableReplicas": v.available_replicas, "replicas": v.replicas})).collect::<Vec<_>>(),
-                    "notes": r.notes,
-                })
-            })
-            .collect(),
-    )
 }
 
 fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {

@@ -3,24 +3,28 @@
 //!
 //! Owns: the event loop, the policy watch ([`watch`]), signals, and systemd notification
 //! ([`systemd`]). The loop is the single writer; each reconcile runs on a blocking thread and
-//! the loop waits for it, so a stuck reconcile also stops the watchdog pings. Invalid policy
-//! input keeps the last good output: nothing is written until the repository is valid again.
+//! the loop waits for it, so a stuck reconcile also stops the watchdog pings and the
+//! heartbeat that `/healthz` reads. Invalid policy input keeps the last good output: nothing
+//! is written until the repository is valid again. After each pass the loop publishes a
+//! [`StatusView`] and records metrics; the HTTP listener ([`crate::api`]) reads those and the
+//! store handle, never writes.
 
 pub mod systemd;
 pub mod watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use futures_util::StreamExt;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook_tokio::Signals;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch as status_watch};
 
 use crate::config::{Config, Paths};
-use crate::reconcile::{self, Reconciler};
+use crate::reconcile::{self, PhaseTimings, Reconciler};
+use crate::status::{Heartbeat, PassOutcome, PassStatus, StatusView};
 use crate::store::Store;
 
 /// Unix time in milliseconds.
@@ -43,7 +47,7 @@ enum Event {
     Tick,
     Reload,
     Shutdown(&'static str),
-    Watchdog,
+    Heartbeat,
 }
 
 /// The event loop.
@@ -58,6 +62,10 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
     let mut reconciler = Reconciler::new(store.clone()).with_profiles(profiles);
     reconciler.publish = crate::reconcile::PublishSettings::from_config(&cfg, false);
     let reconciler = Arc::new(reconciler);
+    let heartbeat = Arc::new(Heartbeat::new(now_ms()));
+    let (status_tx, status_rx) =
+        status_watch::channel(Arc::new(StatusView { started_at_ms: now_ms(), ..Default::default() }));
+    let api = start_api(&cfg, &paths, &store, status_rx, &heartbeat).await?;
     tracing::info!(
         policy_dir = %paths.policy_dir.display(),
         output_dir = %paths.output_dir.display(),
@@ -71,14 +79,21 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
     let mut ticker = tokio::time::interval(cfg.reconcile.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.tick().await; // the first tick is immediate; the startup pass covers it
-    let watchdog_every = systemd::watchdog_interval().map(|d| d / 2).unwrap_or(Duration::from_secs(3600));
-    let mut watchdog = tokio::time::interval(watchdog_every);
+    // One timer pets systemd's watchdog and stamps the heartbeat; both stop while a pass is
+    // stuck, because the loop is waiting for it.
+    let mut beat_every = (cfg.http.heartbeat_timeout / 4).max(Duration::from_millis(10));
+    if let Some(w) = systemd::watchdog_interval() {
+        beat_every = beat_every.min(w / 2);
+    }
+    let mut beat = tokio::time::interval(beat_every);
 
     let mut ready = false;
     let mut pending: Option<&'static str> = Some("startup");
     loop {
+        heartbeat.beat(now_ms());
         if let Some(trigger) = pending.take() {
-            let ok = reconcile_once(&reconciler, &paths, trigger).await;
+            let ok = reconcile_once(&reconciler, &paths, trigger, &status_tx).await;
+            heartbeat.beat(now_ms());
             systemd::watchdog();
             if ok && !ready {
                 ready = true;
@@ -88,7 +103,7 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
         let event = tokio::select! {
             Some(()) = fs_rx.recv() => Event::PolicyChanged,
             _ = ticker.tick() => Event::Tick,
-            _ = watchdog.tick() => Event::Watchdog,
+            _ = beat.tick() => Event::Heartbeat,
             sig = signals.next() => match sig {
                 Some(SIGHUP) => Event::Reload,
                 Some(SIGINT) => Event::Shutdown("SIGINT"),
@@ -110,7 +125,7 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
                 pending = Some("policy-change");
             }
             Event::Tick => pending = Some("timer"),
-            Event::Watchdog => systemd::watchdog(),
+            Event::Heartbeat => systemd::watchdog(),
             Event::Reload => {
                 systemd::reloading();
                 if let Some(path) = &config_path {
@@ -122,6 +137,9 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
                             {
                                 tracing::warn!("directory settings changed; they take effect at the next restart");
                             }
+                            if new.http != cfg.http {
+                                tracing::warn!("[http] settings changed; they take effect at the next restart");
+                            }
                             if new.reconcile.interval != cfg.reconcile.interval {
                                 ticker = tokio::time::interval(new.reconcile.interval);
                                 ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -131,6 +149,7 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
                                 policy_dir: cfg.policy_dir.clone(),
                                 output_dir: cfg.output_dir.clone(),
                                 state_dir: cfg.state_dir.clone(),
+                                http: cfg.http.clone(),
                                 ..new
                             };
                             tracing::info!(config = %path.display(), "configuration reloaded");
@@ -151,6 +170,10 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
     }
     systemd::stopping();
     drop(policy_watch);
+    if let Some(server) = api {
+        server.shutdown(cfg.reconcile.shutdown_timeout).await;
+        let _ = std::fs::remove_file(paths.state_dir.join(crate::api::ADDR_FILE));
+    }
     let flush = tokio::task::spawn_blocking(move || store.flush());
     match tokio::time::timeout(cfg.reconcile.shutdown_timeout, flush).await {
         Ok(Ok(Ok(_))) => {}
@@ -172,24 +195,110 @@ fn start_watch(paths: &Paths, ignored: Vec<PathBuf>, tx: mpsc::Sender<()>) -> Op
     }
 }
 
-/// One pass on a blocking thread. Returns whether it completed (inputs valid, output written).
-async fn reconcile_once(reconciler: &Arc<Reconciler>, paths: &Paths, trigger: &'static str) -> bool {
+/// Starts the HTTP listener when `[http] listen` is set. A token file that cannot be read
+/// stops the daemon (never serve unprotected what was meant to be protected); an address
+/// that cannot be bound is logged and the daemon runs on without the listener.
+async fn start_api(
+    cfg: &Config,
+    paths: &Paths,
+    store: &Store,
+    status: status_watch::Receiver<Arc<StatusView>>,
+    heartbeat: &Arc<Heartbeat>,
+) -> anyhow::Result<Option<crate::api::Server>> {
+    let addr = match cfg.http.listen_addr() {
+        Ok(Some(addr)) => addr,
+        Ok(None) => return Ok(None),
+        Err(message) => anyhow::bail!("http.listen: {message}"),
+    };
+    let token = match &cfg.http.token_file {
+        Some(path) => Some(crate::api::Token::from_file(path)?),
+        None => None,
+    };
+    if token.is_none() && !addr.ip().is_loopback() {
+        tracing::warn!(%addr, "the HTTP API listens beyond loopback without http.token_file");
+    }
+    let state = crate::api::ApiState {
+        store: store.clone(),
+        status,
+        heartbeat: Arc::clone(heartbeat),
+        heartbeat_timeout: cfg.http.heartbeat_timeout,
+        token,
+        metrics_require_token: cfg.http.metrics_require_token,
+    };
+    match crate::api::start(addr, state).await {
+        Ok(server) => {
+            if let Err(error) = crate::api::write_addr_file(&paths.state_dir, server.addr) {
+                tracing::warn!(%error, "cannot write the HTTP address file");
+            }
+            tracing::info!(addr = %server.addr, "HTTP listener started");
+            Ok(Some(server))
+        }
+        Err(error) => {
+            tracing::error!(%error, "HTTP listener not started; status API and metrics are unavailable");
+            Ok(None)
+        }
+    }
+}
+
+/// Test hook (debug builds only): `FEDSCHED_TEST_STALL_RECONCILE_MS` makes every pass but the
+/// startup pass sleep that long, to show that a stuck pass stops the watchdog and heartbeat.
+fn test_stall(trigger: &str) {
+    #[cfg(debug_assertions)]
+    if trigger != "startup"
+        && let Some(ms) = std::env::var("FEDSCHED_TEST_STALL_RECONCILE_MS").ok().and_then(|v| v.parse::<u64>().ok())
+    {
+        tracing::warn!(ms, "test hook: stalling the reconcile");
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = trigger;
+}
+
+/// A completed pass with what the status view needs.
+struct Done {
+    report: reconcile::ReconcileReport,
+    inputs: Arc<reconcile::Inputs>,
+    clusters: Result<std::collections::BTreeMap<String, crate::status::ClusterStatus>, crate::store::StoreError>,
+}
+
+/// One pass on a blocking thread, then metrics, logs, STATUS= and the status view. Returns
+/// whether it completed (inputs valid, output written). Logs exactly one summary line.
+async fn reconcile_once(
+    reconciler: &Arc<Reconciler>,
+    paths: &Paths,
+    trigger: &'static str,
+    status: &status_watch::Sender<Arc<StatusView>>,
+) -> bool {
+    let started = Instant::now();
     let r = Arc::clone(reconciler);
     let policy_dir = paths.policy_dir.clone();
     let output_dir = paths.output_dir.clone();
-    let joined = tokio::task::spawn_blocking(move || match reconcile::load_inputs_with(&policy_dir, &r.profiles) {
-        Err(errors) => Err(reconcile::ReconcileError::Invalid(errors)),
-        Ok(inputs) => r.reconcile(&inputs, &output_dir, trigger, now_ms()),
+    let joined = tokio::task::spawn_blocking(move || {
+        test_stall(trigger);
+        let mut timings = PhaseTimings::default();
+        let inputs = match reconcile::load_inputs_timed(&policy_dir, &r.profiles, &mut timings) {
+            Err(errors) => return Err(reconcile::ReconcileError::Invalid(errors)),
+            Ok(inputs) => Arc::new(inputs),
+        };
+        let mut report = r.reconcile(&inputs, &output_dir, trigger, now_ms())?;
+        report.phases.load += timings.load;
+        report.phases.poll += timings.poll;
+        let clusters = crate::status::cluster_statuses(&r.store, &inputs);
+        Ok(Done { report, inputs, clusters })
     })
     .await;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let at_ms = now_ms();
+    let pass = |outcome: PassOutcome| PassStatus { trigger: trigger.to_string(), at_ms, duration_ms, outcome };
     match joined {
-        Ok(Ok(report)) => {
+        Ok(Ok(Done { report, inputs, clusters })) => {
             for p in &report.unschedulable {
                 tracing::warn!(workload = %p.workload, reason = %p.reason, "workload unschedulable; keeping its previous output");
             }
             for p in &report.render_failures {
                 tracing::warn!(workload = %p.workload, cluster = p.cluster.as_deref().unwrap_or(""), reason = %p.reason, "render failed; keeping the previous file");
             }
+            let ph = &report.phases;
             tracing::info!(
                 trigger,
                 workloads = report.workloads,
@@ -198,10 +307,33 @@ async fn reconcile_once(reconciler: &Arc<Reconciler>, paths: &Paths, trigger: &'
                 files_written = report.files_written,
                 files_removed = report.files_removed,
                 history_records = report.history_records,
-                duration_ms = report.duration_ms as u64,
+                duration_ms,
+                load_ms = ph.load.as_millis() as u64,
+                poll_ms = ph.poll.as_millis() as u64,
+                schedule_ms = ph.schedule.as_millis() as u64,
+                render_ms = ph.render.as_millis() as u64,
+                publish_ms = ph.publish.as_millis() as u64,
+                record_ms = ph.record.as_millis() as u64,
                 "reconcile done"
             );
             systemd::status(&report.summary());
+            crate::metrics::record_policy_errors(0);
+            crate::metrics::record_pass("ok", Some(&report));
+            let clusters = clusters.unwrap_or_else(|error| {
+                tracing::warn!(%error, "cannot read cluster status from the store");
+                Default::default()
+            });
+            status.send_modify(|v| {
+                let mut next = StatusView::clone(&**v);
+                next.ready = true;
+                next.last_pass = Some(pass(PassOutcome::Ok));
+                next.last_success_ms = Some(at_ms);
+                next.last_report = Some(report);
+                next.policy_errors = 0;
+                next.clusters = clusters;
+                next.inputs = Some(inputs);
+                *v = Arc::new(next);
+            });
             true
         }
         Ok(Err(reconcile::ReconcileError::Invalid(errors))) => {
@@ -209,18 +341,45 @@ async fn reconcile_once(reconciler: &Arc<Reconciler>, paths: &Paths, trigger: &'
                 tracing::error!(error = %e, "invalid policy input");
             }
             let msg = format!("{} invalid input(s); keeping the last good output", errors.len());
-            tracing::error!(trigger, errors = errors.len(), "policy repository invalid; output left as it was");
+            tracing::error!(
+                trigger,
+                errors = errors.len(),
+                duration_ms,
+                "policy repository invalid; output left as it was"
+            );
             systemd::status(&msg);
+            crate::metrics::record_policy_errors(errors.len());
+            crate::metrics::record_pass("invalid", None);
+            publish_failure(status, pass(PassOutcome::Invalid { errors: errors.len() }), Some(errors.len()));
             false
         }
         Ok(Err(error)) => {
-            tracing::error!(trigger, %error, "reconcile failed; output left as it was");
+            tracing::error!(trigger, %error, duration_ms, "reconcile failed; output left as it was");
             systemd::status(&format!("reconcile failed: {error}"));
+            crate::metrics::record_pass("failed", None);
+            publish_failure(status, pass(PassOutcome::Failed { message: error.to_string() }), None);
             false
         }
         Err(error) => {
-            tracing::error!(trigger, %error, "reconcile task panicked");
+            tracing::error!(trigger, %error, duration_ms, "reconcile task panicked");
+            crate::metrics::record_pass("failed", None);
+            publish_failure(
+                status,
+                pass(PassOutcome::Failed { message: format!("reconcile task panicked: {error}") }),
+                None,
+            );
             false
         }
     }
+}
+
+fn publish_failure(status: &status_watch::Sender<Arc<StatusView>>, pass: PassStatus, policy_errors: Option<usize>) {
+    status.send_modify(|v| {
+        let mut next = StatusView::clone(&**v);
+        next.last_pass = Some(pass);
+        if let Some(n) = policy_errors {
+            next.policy_errors = n;
+        }
+        *v = Arc::new(next);
+    });
 }

@@ -1,5 +1,6 @@
 //! Integration tests: the real binary on real files.
 
+mod api;
 mod bad_input;
 mod consumers;
 mod daemon;

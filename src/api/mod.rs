@@ -1,0 +1,425 @@
+//! The HTTP listener: health, readiness, Prometheus metrics and the read-only JSON API.
+//! The only module that knows HTTP (the server here, the CLI's client in [`client`]).
+//!
+//! | path | answers |
+//! |---|---|
+//! | `/healthz` | 200 while the event loop turns (heartbeat younger than `http.heartbeat_timeout`), else 503 |
+//! | `/readyz` | 200 once a pass completed and the last pass did not fail operationally, else 503 |
+//! | `/metrics` | Prometheus text format ([`crate::metrics`]) |
+//! | `/api/v1/status` | the last pass and readiness |
+//! | `/api/v1/clusters` | members: state, capacity, confidence, snapshot age, replicas |
+//! | `/api/v1/clusters/{name}/snapshots` | as `fedsched snapshots -o json` |
+//! | `/api/v1/workloads` | every placement, as `.fedsched/placements.json` |
+//! | `/api/v1/workloads/{ns}/{kind}/{name}/explain` | as `fedsched explain -o json` (`ns` = `_` for cluster-scoped) |
+//! | `/api/v1/workloads/{ns}/{kind}/{name}/history` | as `fedsched history -o json` |
+//!
+//! Every route is GET only: nothing here writes. The store is read through the daemon's
+//! [`Store`] handle (sled allows one process), on blocking threads; the loop's state comes
+//! from a `watch` of [`StatusView`]. With `http.token_file`, `/api/v1/…` (and `/metrics` if
+//! `http.metrics_require_token`) need `Authorization: Bearer <token>`, compared in constant
+//! time; the token is never logged.
+
+pub mod client;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{Value, json};
+use tokio::sync::{oneshot, watch};
+
+use crate::explain::{self, WorkloadRef};
+use crate::report;
+use crate::status::{Heartbeat, PassOutcome, StatusView};
+use crate::store::{Store, StoreError};
+
+/// Name of the file in the state directory that holds the address the daemon listens on
+/// (`host:port`), for the CLI and for tests when the configured port is 0.
+pub const ADDR_FILE: &str = "http.addr";
+
+/// Errors of the API setup.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The token file cannot be read.
+    #[error("http.token_file {}: cannot read: {source}", path.display())]
+    TokenRead { path: PathBuf, source: std::io::Error },
+    /// The token file holds no token.
+    #[error("http.token_file {}: the file is empty", path.display())]
+    TokenEmpty { path: PathBuf },
+    /// The listener cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+}
+
+/// A bearer token. Its `Debug` does not show it.
+#[derive(Clone)]
+pub struct Token(Arc<str>);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+impl Token {
+    /// Reads a token file: its contents without surrounding whitespace.
+    pub fn from_file(path: &Path) -> Result<Token, ApiError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ApiError::TokenRead { path: path.to_path_buf(), source })?;
+        let t = text.trim();
+        if t.is_empty() {
+            return Err(ApiError::TokenEmpty { path: path.to_path_buf() });
+        }
+        Ok(Token(Arc::from(t)))
+    }
+
+    /// The token text (for the client's `Authorization` header).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether an `Authorization` header value is `Bearer <this token>`, in time independent
+    /// of where the values differ.
+    pub fn matches_header(&self, value: Option<&HeaderValue>) -> bool {
+        let Some(v) = value else { return false };
+        let Some(given) = v.as_bytes().strip_prefix(b"Bearer ") else { return false };
+        constant_time_eq(given, self.0.as_bytes())
+    }
+}
+
+/// Compares two byte strings in time that depends only on their lengths.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= std::hint::black_box(x ^ y);
+    }
+    diff == 0
+}
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct ApiState {
+    /// The daemon's store handle.
+    pub store: Store,
+    /// The loop's published status.
+    pub status: watch::Receiver<Arc<StatusView>>,
+    /// The loop's heartbeat.
+    pub heartbeat: Arc<Heartbeat>,
+    /// `/healthz` turns 503 when the heartbeat is older than this.
+    pub heartbeat_timeout: Duration,
+    /// Bearer token for the JSON API, if configured.
+    pub token: Option<Token>,
+    /// Whether `/metrics` requires the token too.
+    pub metrics_require_token: bool,
+}
+
+/// A running listener; [`Server::shutdown`] stops it.
+pub struct Server {
+    /// The address actually bound (port 0 resolved).
+    pub addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    /// Stops accepting, lets requests in flight finish (bounded by `limit`).
+    pub async fn shutdown(self, limit: Duration) {
+        let _ = self.stop.send(());
+        if tokio::time::timeout(limit, self.task).await.is_err() {
+            tracing::warn!("HTTP listener did not stop in time");
+        }
+    }
+}
+
+/// Binds `addr` and serves the API on the current runtime.
+pub async fn start(addr: SocketAddr, state: ApiState) -> Result<Server, ApiError> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ApiError::Bind { addr, source })?;
+    let bound = listener.local_addr().map_err(|source| ApiError::Bind { addr, source })?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let app = router(state);
+    let task = tokio::spawn(async move {
+        let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+            let _ = stopped.await;
+        });
+        if let Err(error) = serve.await {
+            tracing::error!(%error, "HTTP listener failed");
+        }
+    });
+    Ok(Server { addr: bound, stop, task })
+}
+
+/// The routes (public for tests that drive the router without a socket).
+pub fn router(state: ApiState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/api/v1/status", get(status))
+        .route("/api/v1/clusters", get(clusters))
+        .route("/api/v1/clusters/{name}/snapshots", get(snapshots))
+        .route("/api/v1/workloads", get(workloads))
+        .route("/api/v1/workloads/{ns}/{kind}/{name}/explain", get(explain_workload))
+        .route("/api/v1/workloads/{ns}/{kind}/{name}/history", get(history))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such endpoint") })
+        .with_state(state)
+}
+
+fn error(code: StatusCode, message: &str) -> Response {
+    (code, axum::Json(json!({ "error": message }))).into_response()
+}
+
+/// A request that cannot be answered: its status and message (`{"error": message}`).
+#[derive(Debug)]
+struct Refusal {
+    code: StatusCode,
+    message: String,
+}
+
+impl Refusal {
+    fn new(code: StatusCode, message: impl Into<String>) -> Refusal {
+        Refusal { code, message: message.into() }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let mut r = error(self.code, &self.message);
+        if self.code == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        r
+    }
+}
+
+fn ok_json(v: Value) -> Response {
+    (StatusCode::OK, axum::Json(v)).into_response()
+}
+
+fn authorize(state: &ApiState, headers: &HeaderMap) -> Result<(), Refusal> {
+    match &state.token {
+        None => Ok(()),
+        Some(t) if t.matches_header(headers.get(header::AUTHORIZATION)) => Ok(()),
+        Some(_) => Err(Refusal::new(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")),
+    }
+}
+
+/// Runs blocking store work off the async threads; errors become JSON responses.
+async fn blocking<F>(f: F) -> Response
+where
+    F: FnOnce() -> Result<Value, Refusal> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(v)) => ok_json(v),
+        Ok(Err(r)) => r.into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("request task failed: {e}")),
+    }
+}
+
+fn store_error(e: StoreError) -> Refusal {
+    match e {
+        StoreError::InvalidName { .. } => Refusal::new(StatusCode::BAD_REQUEST, e.to_string()),
+        other => Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
+    }
+}
+
+async fn healthz(State(s): State<ApiState>) -> Response {
+    let age = s.heartbeat.age_ms(crate::daemon::now_ms());
+    let limit = s.heartbeat_timeout.as_millis() as u64;
+    let body = json!({"status": if age <= limit { "ok" } else { "stalled" }, "heartbeatAgeMs": age, "limitMs": limit});
+    let code = if age <= limit { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (code, axum::Json(body)).into_response()
+}
+
+async fn readyz(State(s): State<ApiState>) -> Response {
+    let view = s.status.borrow().clone();
+    let ready = view.is_ready();
+    let body = json!({
+        "ready": ready,
+        "firstReconcileDone": view.ready,
+        "lastPass": view.last_pass.as_ref().map(|p| p.outcome.label()),
+    });
+    let code = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (code, axum::Json(body)).into_response()
+}
+
+async fn metrics(State(s): State<ApiState>, headers: HeaderMap) -> Response {
+    if s.metrics_require_token
+        && let Err(r) = authorize(&s, &headers)
+    {
+        return r.into_response();
+    }
+    let view = s.status.borrow().clone();
+    let now = crate::daemon::now_ms();
+    let age = s.heartbeat.age_ms(now);
+    let store = s.store.clone();
+    let encoded = tokio::task::spawn_blocking(move || {
+        let size = store.size_on_disk().ok();
+        crate::metrics::refresh_and_encode(&view, now, age, size)
+    })
+    .await;
+    match encoded {
+        Ok(Ok(text)) => ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response(),
+        Ok(Err(_)) => error(StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics"),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("metrics task failed: {e}")),
+    }
+}
+
+async fn status(State(s): State<ApiState>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let view = s.status.borrow().clone();
+    let pass = view.last_pass.as_ref().map(|p| {
+        let (errors, message) = match &p.outcome {
+            PassOutcome::Ok => (0, None),
+            PassOutcome::Invalid { errors } => (*errors, None),
+            PassOutcome::Failed { message } => (0, Some(message.clone())),
+        };
+        json!({
+            "trigger": p.trigger,
+            "at": explain::format_ms(p.at_ms),
+            "durationMs": p.duration_ms,
+            "outcome": p.outcome.label(),
+            "errors": errors,
+            "message": message,
+        })
+    });
+    ok_json(json!({
+        "ready": view.is_ready(),
+        "startedAt": explain::format_ms(view.started_at_ms),
+        "lastPass": pass,
+        "lastSuccess": view.last_success_ms.map(explain::format_ms),
+        "lastSummary": view.last_report.as_ref().map(|r| r.summary()),
+        "policyErrors": view.policy_errors,
+    }))
+}
+
+async fn clusters(State(s): State<ApiState>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let current: Option<BTreeSet<String>> =
+        s.status.borrow().inputs.as_ref().map(|i| i.snapshots.iter().map(|c| c.name.clone()).collect());
+    let store = s.store.clone();
+    blocking(move || report::clusters_json(&store, current.as_ref(), crate::daemon::now_ms()).map_err(store_error))
+        .await
+}
+
+async fn snapshots(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let store = s.store.clone();
+    blocking(move || {
+        let versions = store.snapshot_versions(&name).map_err(store_error)?;
+        Ok(report::snapshots_json(&name, &versions))
+    })
+    .await
+}
+
+async fn workloads(State(s): State<ApiState>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let store = s.store.clone();
+    blocking(move || Ok(report::workloads_json(&store.placements().map_err(store_error)?))).await
+}
+
+/// `{ns}/{kind}/{name}` of a URL as a workload reference (`_` = cluster-scoped).
+pub fn workload_ref(ns: &str, kind: &str, name: &str) -> WorkloadRef {
+    WorkloadRef {
+        kind: kind.to_string(),
+        namespace: if ns == "_" || ns.is_empty() { None } else { Some(ns.to_string()) },
+        name: name.to_string(),
+    }
+}
+
+async fn explain_workload(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    UrlPath((ns, kind, name)): UrlPath<(String, String, String)>,
+) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let Some(inputs) = s.status.borrow().inputs.clone() else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "no good reconcile yet: nothing to explain from");
+    };
+    let r = workload_ref(&ns, &kind, &name);
+    let store = s.store.clone();
+    blocking(move || {
+        if inputs.set.find_template(&r.kind, r.namespace.as_deref(), &r.name).is_none() {
+            return Err(Refusal::new(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no resource template {}/{}/{} in the policy repository",
+                    r.kind,
+                    r.namespace.as_deref().unwrap_or(""),
+                    r.name
+                ),
+            ));
+        }
+        explain::explain(&inputs, &store, &r).map_err(|e| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, e))
+    })
+    .await
+}
+
+async fn history(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    UrlPath((ns, kind, name)): UrlPath<(String, String, String)>,
+) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let r = workload_ref(&ns, &kind, &name);
+    let store = s.store.clone();
+    blocking(move || Ok(report::history_json(&report::history_for(&store, &r).map_err(store_error)?))).await
+}
+
+/// Writes `<state_dir>/http.addr` (atomically) with the bound address.
+pub fn write_addr_file(state_dir: &Path, addr: SocketAddr) -> std::io::Result<()> {
+    let mut tmp = tempfile::NamedTempFile::new_in(state_dir)?;
+    std::io::Write::write_all(&mut tmp, format!("{addr}\n").as_bytes())?;
+    tmp.persist(state_dir.join(ADDR_FILE)).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_eq_compares_contents_and_lengths() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+        assert!(!constant_time_eq(b"", b"x"));
+        assert!(constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn token_checks_the_bearer_header_and_hides_itself() {
+        let t = Token(Arc::from("s3cr3t"));
+        assert!(t.matches_header(Some(&HeaderValue::from_static("Bearer s3cr3t"))));
+        assert!(!t.matches_header(Some(&HeaderValue::from_static("Bearer s3cr3"))));
+        assert!(!t.matches_header(Some(&HeaderValue::from_static("Basic s3cr3t"))));
+        assert!(!t.matches_header(None));
+        assert!(!format!("{t:?}").contains("s3cr3t"));
+    }
+
+    #[test]
+    fn underscore_namespace_is_cluster_scoped() {
+        assert_eq!(workload_ref("_", "Namespace", "shop").namespace, None);
+        assert_eq!(workload_ref("shop", "Deployment", "web").namespace.as_deref(), Some("shop"));
+    }
+}

@@ -1,0 +1,356 @@
+//! Prometheus metrics: one process-wide registry and the functions that record into it.
+//!
+//! Owns: metric names, help texts, label sets and the text encoding
+//! (`prometheus-client`'s Prometheus text format 0.0.4). Knows nothing of HTTP: the API
+//! calls [`encode`]. Names are `fedsched_<name>_<unit>[_total]`; labels are low-cardinality
+//! only (`cluster`, `phase`, `outcome`, `state`), never workload names.
+//!
+//! Recording API for the stages:
+//! - [`record_poll`]: one poll (or offline snapshot) of one member cluster;
+//! - [`record_hold`]: the publisher held back a mass deletion for a cluster;
+//! - [`record_pass`]: the loop finished a pass (phase timings, files, workloads by state);
+//! - [`record_policy_errors`]: a load of the policy repository found errors.
+//!
+//! Gauges that describe the present (snapshot age, confidence, replicas per cluster, store
+//! size, readiness) are set from the daemon's [`StatusView`] at scrape time ([`refresh`]).
+
+use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::reconcile::ReconcileReport;
+use crate::status::StatusView;
+
+/// `Content-Type` of [`encode`]'s output.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// How a poll of a member cluster ended (label `outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollOutcome {
+    /// Live poll answered.
+    Ok,
+    /// Live poll failed (connection, authentication, API error).
+    Error,
+    /// Live poll hit `poll.timeout`.
+    Timeout,
+    /// Offline cluster: the snapshot was built from the Cluster object's status.
+    Offline,
+}
+
+impl PollOutcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PollOutcome::Ok => "ok",
+            PollOutcome::Error => "error",
+            PollOutcome::Timeout => "timeout",
+            PollOutcome::Offline => "offline",
+        }
+    }
+}
+
+/// A phase of a pass (label `phase`).
+pub const PHASES: [&str; 6] = ["load", "poll", "schedule", "render", "publish", "record"];
+
+/// Workload states (label `state`).
+pub const STATES: [&str; 3] = ["scheduled", "unschedulable", "pending_failover"];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClusterLabels {
+    cluster: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PollLabels {
+    cluster: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabels {
+    phase: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
+
+fn poll_histogram() -> Histogram {
+    Histogram::new([0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])
+}
+
+fn phase_histogram() -> Histogram {
+    Histogram::new([0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0])
+}
+
+struct Metrics {
+    registry: Registry,
+    polls: Family<PollLabels, Counter>,
+    poll_duration: HistogramFamily<ClusterLabels>,
+    reconciles: Family<OutcomeLabels, Counter>,
+    reconcile_duration: Histogram,
+    phase_duration: HistogramFamily<PhaseLabels>,
+    files_written: Counter,
+    files_removed: Counter,
+    holds: Family<ClusterLabels, Counter>,
+    policy_load_errors: Counter,
+    policy_errors: Gauge,
+    workloads: Family<StateLabels, Gauge>,
+    replicas: Family<ClusterLabels, Gauge>,
+    snapshot_age: Family<ClusterLabels, FloatGauge>,
+    confidence: Family<ClusterLabels, FloatGauge>,
+    cluster_ready: Family<ClusterLabels, Gauge>,
+    store_size: Gauge,
+    ready: Gauge,
+    last_success: FloatGauge,
+    heartbeat_age: FloatGauge,
+    /// Serializes refresh + encode so that a scrape never sees a half-refreshed family.
+    scrape: Mutex<()>,
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+impl Metrics {
+    fn new() -> Metrics {
+        let mut r = Registry::with_prefix("fedsched");
+        let m = Metrics {
+            registry: Registry::default(),
+            polls: Family::default(),
+            poll_duration: Family::new_with_constructor(poll_histogram),
+            reconciles: Family::default(),
+            reconcile_duration: phase_histogram(),
+            phase_duration: Family::new_with_constructor(phase_histogram),
+            files_written: Counter::default(),
+            files_removed: Counter::default(),
+            holds: Family::default(),
+            policy_load_errors: Counter::default(),
+            policy_errors: Gauge::default(),
+            workloads: Family::default(),
+            replicas: Family::default(),
+            snapshot_age: Family::default(),
+            confidence: Family::default(),
+            cluster_ready: Family::default(),
+            store_size: Gauge::default(),
+            ready: Gauge::default(),
+            last_success: FloatGauge::default(),
+            heartbeat_age: FloatGauge::default(),
+            scrape: Mutex::new(()),
+        };
+        r.register(
+            "polls",
+            "Polls of member clusters (offline clusters: snapshot builds), by outcome",
+            m.polls.clone(),
+        );
+        r.register_with_unit(
+            "poll_duration",
+            "Duration of one poll (or offline snapshot build) of one member cluster",
+            Unit::Seconds,
+            m.poll_duration.clone(),
+        );
+        r.register("reconciles", "Reconcile passes, by outcome (ok, invalid, failed)", m.reconciles.clone());
+        r.register_with_unit(
+            "reconcile_duration",
+            "Wall time of a completed reconcile pass, load to flush",
+            Unit::Seconds,
+            m.reconcile_duration.clone(),
+        );
+        r.register_with_unit(
+            "reconcile_phase_duration",
+            "Wall time of each phase of a completed pass (load, poll, schedule, render, publish, record)",
+            Unit::Seconds,
+            m.phase_duration.clone(),
+        );
+        r.register("files_written", "Files written to the output directory", m.files_written.clone());
+        r.register("files_removed", "Files removed from the output directory", m.files_removed.clone());
+        r.register(
+            "mass_deletion_holds",
+            "Times the publisher held back a mass deletion for a cluster",
+            m.holds.clone(),
+        );
+        r.register(
+            "policy_load_errors",
+            "Errors found while loading the policy repository (each invalid pass adds its errors)",
+            m.policy_load_errors.clone(),
+        );
+        r.register(
+            "policy_errors",
+            "Errors in the policy repository at the last load (0 = valid)",
+            m.policy_errors.clone(),
+        );
+        r.register(
+            "workloads",
+            "Workloads by state after the last good pass (scheduled, unschedulable, pending_failover)",
+            m.workloads.clone(),
+        );
+        r.register(
+            "replicas_placed",
+            "Replicas placed on each member cluster by the current placements",
+            m.replicas.clone(),
+        );
+        r.register_with_unit(
+            "snapshot_age",
+            "Time since the cluster's state was last observed",
+            Unit::Seconds,
+            m.snapshot_age.clone(),
+        );
+        r.register(
+            "snapshot_confidence_ratio",
+            "Confidence in the cluster's last observation (1 = fresh or offline, 0 = none)",
+            m.confidence.clone(),
+        );
+        r.register("cluster_ready", "1 when the cluster's last snapshot says Ready", m.cluster_ready.clone());
+        r.register_with_unit("store_size", "Bytes the sled store uses on disk", Unit::Bytes, m.store_size.clone());
+        r.register("ready", "1 once a pass completed and the last pass did not fail", m.ready.clone());
+        r.register_with_unit(
+            "last_success_timestamp",
+            "Unix time of the last completed pass",
+            Unit::Seconds,
+            m.last_success.clone(),
+        );
+        r.register_with_unit(
+            "heartbeat_age",
+            "Time since the event loop last turned",
+            Unit::Seconds,
+            m.heartbeat_age.clone(),
+        );
+        Metrics { registry: r, ..m }
+    }
+}
+
+/// Records one poll of a member cluster: its duration and how it ended. Offline clusters
+/// record the snapshot build with [`PollOutcome::Offline`].
+pub fn record_poll(cluster: &str, duration: Duration, outcome: PollOutcome) {
+    let m = &*METRICS;
+    m.polls.get_or_create(&PollLabels { cluster: cluster.to_string(), outcome: outcome.as_str() }).inc();
+    m.poll_duration.get_or_create(&ClusterLabels { cluster: cluster.to_string() }).observe(duration.as_secs_f64());
+}
+
+/// Records that the publisher held back a mass deletion in a cluster's directory.
+pub fn record_hold(cluster: &str) {
+    METRICS.holds.get_or_create(&ClusterLabels { cluster: cluster.to_string() }).inc();
+}
+
+/// Records a load of the policy repository that found `errors` errors (0 = valid).
+pub fn record_policy_errors(errors: usize) {
+    let m = &*METRICS;
+    m.policy_load_errors.inc_by(errors as u64);
+    m.policy_errors.set(errors as i64);
+}
+
+/// Records the end of a pass: its outcome, and for a completed pass its report (phase
+/// timings, files written and removed, workloads by state).
+pub fn record_pass(outcome: &'static str, report: Option<&ReconcileReport>) {
+    let m = &*METRICS;
+    m.reconciles.get_or_create(&OutcomeLabels { outcome }).inc();
+    let Some(report) = report else { return };
+    let p = &report.phases;
+    let total = p.load + p.poll + p.schedule + p.render + p.publish + p.record;
+    m.reconcile_duration.observe(total.as_secs_f64());
+    for (phase, d) in PHASES.iter().zip([p.load, p.poll, p.schedule, p.render, p.publish, p.record]) {
+        m.phase_duration.get_or_create(&PhaseLabels { phase }).observe(d.as_secs_f64());
+    }
+    m.files_written.inc_by(report.files_written as u64);
+    m.files_removed.inc_by(report.files_removed as u64);
+    for (state, n) in STATES.iter().zip([report.scheduled, report.unschedulable.len(), 0]) {
+        m.workloads.get_or_create(&StateLabels { state }).set(n as i64);
+    }
+}
+
+/// Sets the gauges that describe the present from the daemon's status and encodes every
+/// metric in the Prometheus text format.
+pub fn refresh_and_encode(
+    view: &StatusView,
+    now_ms: u64,
+    heartbeat_age_ms: u64,
+    store_size_bytes: Option<u64>,
+) -> Result<String, std::fmt::Error> {
+    let m = &*METRICS;
+    let _guard = m.scrape.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    refresh(m, view, now_ms, heartbeat_age_ms, store_size_bytes);
+    let mut out = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut out, &m.registry)?;
+    Ok(out)
+}
+
+fn refresh(m: &Metrics, view: &StatusView, now_ms: u64, heartbeat_age_ms: u64, store_size_bytes: Option<u64>) {
+    // Clusters that left the repository disappear from the per-cluster gauges.
+    m.snapshot_age.clear();
+    m.confidence.clear();
+    m.cluster_ready.clear();
+    m.replicas.clear();
+    for c in view.clusters.values() {
+        let l = ClusterLabels { cluster: c.name.clone() };
+        m.snapshot_age.get_or_create(&l).set(now_ms.saturating_sub(c.last_seen_ms) as f64 / 1000.0);
+        m.confidence.get_or_create(&l).set(c.confidence);
+        m.cluster_ready.get_or_create(&l).set(i64::from(c.ready));
+        m.replicas.get_or_create(&l).set(c.replicas);
+        // Counters start at 0 for every known cluster, so that `increase()` sees the first hold.
+        drop(m.holds.get_or_create(&l));
+    }
+    if view.last_report.is_none() {
+        for state in STATES {
+            m.workloads.get_or_create(&StateLabels { state }).set(0);
+        }
+    }
+    if let Some(size) = store_size_bytes {
+        m.store_size.set(i64::try_from(size).unwrap_or(i64::MAX));
+    }
+    m.ready.set(i64::from(view.is_ready()));
+    m.last_success.set(view.last_success_ms.map(|ms| ms as f64 / 1000.0).unwrap_or(0.0));
+    m.heartbeat_age.set(heartbeat_age_ms as f64 / 1000.0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::ClusterStatus;
+
+    fn view(clusters: &[&str]) -> StatusView {
+        let mut v = StatusView::default();
+        for c in clusters {
+            v.clusters.insert(
+                c.to_string(),
+                ClusterStatus {
+                    name: c.to_string(),
+                    ready: true,
+                    confidence: 0.5,
+                    last_seen_ms: 1_000,
+                    snapshot_version: 1,
+                    replicas: 3,
+                },
+            );
+        }
+        v
+    }
+
+    #[test]
+    fn recorded_values_and_present_gauges_are_encoded() {
+        record_poll("unit-a", Duration::from_millis(20), PollOutcome::Timeout);
+        record_hold("unit-a");
+        let text = refresh_and_encode(&view(&["unit-a", "unit-b"]), 3_500, 0, Some(42)).expect("encode");
+        assert!(text.contains("fedsched_polls_total{cluster=\"unit-a\",outcome=\"timeout\"} 1\n"), "{text}");
+        assert!(text.contains("fedsched_mass_deletion_holds_total{cluster=\"unit-a\"} 1\n"), "{text}");
+        assert!(text.contains("fedsched_mass_deletion_holds_total{cluster=\"unit-b\"} 0\n"), "{text}");
+        assert!(text.contains("fedsched_snapshot_age_seconds{cluster=\"unit-b\"} 2.5\n"), "{text}");
+        assert!(text.contains("fedsched_snapshot_confidence_ratio{cluster=\"unit-a\"} 0.5\n"), "{text}");
+        assert!(text.contains("fedsched_store_size_bytes 42\n"), "{text}");
+        // A cluster that left the view leaves the present-tense gauges.
+        let text = refresh_and_encode(&view(&["unit-a"]), 3_500, 0, None).expect("encode");
+        assert!(!text.contains("fedsched_snapshot_age_seconds{cluster=\"unit-b\"}"), "{text}");
+    }
+}

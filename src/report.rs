@@ -1,0 +1,235 @@
+//! The JSON documents fedsched answers with, built in one place for every caller: the CLI
+//! (`history`, `snapshots` with `-o json` or text), the HTTP API (`/api/v1/…`) and the
+//! output directory's `.fedsched/placements.json`. The explain document lives in
+//! [`crate::explain`].
+//!
+//! Text renderings are made from the JSON documents, so that the CLI prints the same text
+//! whether it read the store itself or asked a running daemon.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use crate::explain::{WorkloadRef, format_ms};
+use crate::model::Health;
+use crate::model::quantity::format_milli;
+use crate::model::resources::ResourceList;
+use crate::schedule::Outcome;
+use crate::store::{HistoryRecord, PlacementRecord, SnapshotMeta, Store, StoreError};
+
+/// The history of the workload a reference names: its current placement's history, or, for
+/// a workload no longer placed, the history that is still kept. Empty when there is none.
+pub fn history_for(store: &Store, r: &WorkloadRef) -> Result<Vec<HistoryRecord>, StoreError> {
+    for p in store.placements()? {
+        if r.matches(&p.workload) {
+            let records = store.history(&p.workload)?;
+            if !records.is_empty() {
+                return Ok(records);
+            }
+        }
+    }
+    // A removed workload has no placement any more: its history is still kept.
+    let mut records = Vec::new();
+    for key in store.workloads_with_history()? {
+        if r.matches(&key) {
+            records = store.history(&key)?;
+        }
+    }
+    Ok(records)
+}
+
+/// `fedsched history -o json` and `/api/v1/workloads/{ns}/{kind}/{name}/history`.
+pub fn history_json(records: &[HistoryRecord]) -> Value {
+    Value::Array(
+        records
+            .iter()
+            .map(|r| {
+                json!({
+                    "seq": r.seq,
+                    "at": format_ms(r.at_ms),
+                    "trigger": r.trigger,
+                    "policy": r.policy.as_ref().map(|p| p.to_string()),
+                    "inputs": {
+                        "templateHash": format!("{:016x}", r.inputs.template_hash),
+                        "policyHash": format!("{:016x}", r.inputs.policy_hash),
+                        "snapshotVersions": r.inputs.snapshot_versions,
+                        "previous": r.inputs.previous,
+                        "profile": r.inputs.profile,
+                    },
+                    "outcome": match &r.result.outcome {
+                        Outcome::Scheduled { targets } => json!({"scheduled": targets}),
+                        Outcome::Unschedulable { reason } => json!({"unschedulable": reason}),
+                    },
+                    "clusters": r.result.verdicts.iter().map(|v| json!({"name": v.name, "feasible": v.feasible, "reasons": v.reasons, "score": v.score, "availableReplicas": v.available_replicas, "replicas": v.replicas})).collect::<Vec<_>>(),
+                    "notes": r.notes,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The text form of [`history_json`]: one line per decision, notes indented.
+pub fn history_text(doc: &Value, r: &WorkloadRef) -> String {
+    let records = doc.as_array().map(Vec::as_slice).unwrap_or_default();
+    if records.is_empty() {
+        return format!("no history for {}/{}/{}\n", r.kind, r.namespace.as_deref().unwrap_or(""), r.name);
+    }
+    let mut out = String::new();
+    for rec in records {
+        let outcome = if let Some(targets) = rec["outcome"]["scheduled"].as_object() {
+            let t: Vec<String> = targets
+                .iter()
+                .map(|(c, n)| match n.as_i64() {
+                    Some(n) => format!("{c}={n}"),
+                    None => c.clone(),
+                })
+                .collect();
+            format!("scheduled [{}]", t.join(", "))
+        } else {
+            format!("unschedulable: {}", rec["outcome"]["unschedulable"].as_str().unwrap_or(""))
+        };
+        out.push_str(&format!(
+            "#{} {} trigger={} {}\n",
+            rec["seq"],
+            rec["at"].as_str().unwrap_or(""),
+            rec["trigger"].as_str().unwrap_or(""),
+            outcome
+        ));
+        for n in rec["notes"].as_array().into_iter().flatten() {
+            out.push_str(&format!("    {}\n", n.as_str().unwrap_or("")));
+        }
+    }
+    out
+}
+
+/// `fedsched snapshots -o json` and `/api/v1/clusters/{name}/snapshots`.
+pub fn snapshots_json(cluster: &str, versions: &[SnapshotMeta]) -> Value {
+    let v: Vec<Value> = versions
+        .iter()
+        .map(|m| {
+            json!({
+                "version": m.version,
+                "hash": format!("{:016x}", m.hash),
+                "firstSeen": format_ms(m.first_seen_ms),
+                "lastSeen": format_ms(m.last_seen_ms),
+                "health": format!("{:?}", m.health),
+                "confidence": m.confidence,
+            })
+        })
+        .collect();
+    json!({"cluster": cluster, "versions": v})
+}
+
+/// The text form of [`snapshots_json`].
+pub fn snapshots_text(doc: &Value) -> String {
+    let versions = doc["versions"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if versions.is_empty() {
+        return format!("no snapshots of cluster {}\n", doc["cluster"].as_str().unwrap_or(""));
+    }
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    versions
+        .iter()
+        .map(|m| {
+            format!(
+                "v{} {} first seen {} last seen {} {}\n",
+                m["version"],
+                s(&m["hash"]),
+                s(&m["firstSeen"]),
+                s(&m["lastSeen"]),
+                s(&m["health"])
+            )
+        })
+        .collect()
+}
+
+/// One placement: what `.fedsched/placements.json` lists and `/api/v1/workloads` answers.
+/// Deterministic (no times).
+pub fn placement_json(p: &PlacementRecord) -> Value {
+    let (state, reason) = match &p.result.outcome {
+        Outcome::Scheduled { .. } => ("Scheduled", None),
+        Outcome::Unschedulable { reason } => ("Unschedulable", Some(reason.clone())),
+    };
+    json!({
+        "workload": {
+            "apiVersion": p.workload.api_version,
+            "kind": p.workload.kind,
+            "namespace": p.workload.namespace,
+            "name": p.workload.name,
+        },
+        "policy": p.policy.as_ref().map(|r| json!({"kind": r.kind.to_string(), "namespace": r.namespace, "name": r.name})),
+        "state": state,
+        "reason": reason,
+        "clusters": p.targets.iter().map(|(c, r)| json!({"name": c, "replicas": r, "file": p.files.get(c)})).collect::<Vec<_>>(),
+    })
+}
+
+/// `/api/v1/workloads`: every current placement, in store order (as `placements.json`).
+pub fn workloads_json(placements: &[PlacementRecord]) -> Value {
+    json!({ "placements": placements.iter().map(placement_json).collect::<Vec<_>>() })
+}
+
+/// Replicas placed per cluster by the current placements.
+pub fn replicas_by_cluster(placements: &[PlacementRecord]) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    for p in placements {
+        for (c, r) in &p.targets {
+            *out.entry(c.clone()).or_insert(0) += i64::from(r.unwrap_or(0));
+        }
+    }
+    out
+}
+
+fn resources_json(list: &ResourceList) -> Value {
+    Value::Object(list.iter().map(|(k, v)| (k.to_string(), Value::String(format_milli(k, v)))).collect())
+}
+
+/// `/api/v1/clusters`: every member cluster with a stored snapshot (restricted to `current`
+/// when given): state, capacity, confidence, snapshot age and the replicas placed on it.
+pub fn clusters_json(store: &Store, current: Option<&BTreeSet<String>>, now_ms: u64) -> Result<Value, StoreError> {
+    let replicas = replicas_by_cluster(&store.placements()?);
+    let mut items = Vec::new();
+    for name in store.clusters()? {
+        if current.is_some_and(|c| !c.contains(&name)) {
+            continue;
+        }
+        let Some((meta, snap)) = store.latest_snapshot(&name)? else { continue };
+        let (state, reason) = match &snap.health {
+            Health::Ready => ("Ready", None),
+            Health::NotReady { reason } => ("NotReady", Some(reason.clone())),
+            Health::Unreachable { reason } => ("Unreachable", Some(reason.clone())),
+        };
+        let capacity = snap.summary.as_ref().map(|s| {
+            json!({
+                "allocatable": resources_json(&s.allocatable),
+                "allocated": resources_json(&s.allocated),
+                "allocating": resources_json(&s.allocating),
+                "available": resources_json(&s.allocatable.free_after(&s.allocated, &s.allocating)),
+            })
+        });
+        let source = match &snap.source {
+            crate::model::SnapshotSource::Offline { file } => json!({"offline": file}),
+            crate::model::SnapshotSource::Live { endpoint } => json!({"live": endpoint}),
+        };
+        items.push(json!({
+            "name": name,
+            "state": state,
+            "reason": reason,
+            "source": source,
+            "region": snap.region,
+            "provider": snap.provider,
+            "zones": snap.zones,
+            "taints": snap.taints.iter().map(|t| json!({"key": t.key, "value": t.value, "effect": format!("{:?}", t.effect)})).collect::<Vec<_>>(),
+            "capacity": capacity,
+            "confidence": meta.confidence,
+            "snapshot": {
+                "version": meta.version,
+                "hash": format!("{:016x}", meta.hash),
+                "firstSeen": format_ms(meta.first_seen_ms),
+                "lastSeen": format_ms(meta.last_seen_ms),
+                "ageSeconds": now_ms.saturating_sub(meta.last_seen_ms) as f64 / 1000.0,
+            },
+            "replicas": replicas.get(&name).copied().unwrap_or(0),
+        }));
+    }
+    Ok(json!({ "clusters": items }))
+}
