@@ -321,6 +321,9 @@ impl Reconciler {
         report.files_removed = published.removed.len();
         report.files_unchanged = published.unchanged;
         report.held_clusters = published.held;
+        for h in &report.held_clusters {
+            crate::metrics::record_hold(&h.cluster);
+        }
         let held: BTreeMap<&str, &publish::HeldCluster> =
             report.held_clusters.iter().map(|h| (h.cluster.as_str(), h)).collect();
         let held_notes = |files: &[&BTreeMap<String, String>]| -> Vec<String> {
