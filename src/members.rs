@@ -99,5 +99,8 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         api_enablements,
         summary,
         resource_models,
+        nodes: Vec::new(),
+        pods: None,
+        poll: None,
     })
 }

@@ -19,6 +19,9 @@ fn cluster(name: &str, generation: u32) -> ClusterSnapshot {
         api_enablements: BTreeSet::from(["apps/v1/Deployment".to_string()]),
         summary: None,
         resource_models: Vec::new(),
+        nodes: Vec::new(),
+        pods: None,
+        poll: None,
     }
 }
 
