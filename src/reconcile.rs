@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use crate::members::live::LiveView;
 use crate::members::offline_snapshot;
 use crate::model::workload::interpret;
 use crate::model::{ClusterSnapshot, Observed, Workload};
@@ -39,6 +40,21 @@ pub fn load_inputs(policy_dir: &Path) -> Result<Inputs, Vec<LoadError>> {
         }
     }
     if errors.is_empty() { Ok(Inputs { set, snapshots }) } else { Err(errors) }
+}
+
+impl Inputs {
+    /// Replaces the snapshots of live clusters by what the poller knows of them; a cluster
+    /// that has not been polled successfully by this process falls back on its last live
+    /// snapshot in the store ([`crate::members::apply_live`]).
+    pub fn apply_live(&mut self, view: &LiveView, store: &Store) {
+        crate::members::apply_live(&self.set, &mut self.snapshots, view, |name| match store.latest_snapshot(name) {
+            Ok(found) => found.map(|(_, s)| s),
+            Err(error) => {
+                tracing::warn!(cluster = name, %error, "cannot read the last snapshot from the store");
+                None
+            }
+        });
+    }
 }
 
 /// Why a pass stopped.

@@ -355,9 +355,27 @@ fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
 
 fn render(cfg: &Config, dirs: &DirArgs) -> Result<ExitCode, Failure> {
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
-    let inputs = reconcile::load_inputs(&paths.policy_dir).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    let mut inputs = reconcile::load_inputs(&paths.policy_dir).map_err(|errs| invalid(invalid_inputs(&errs)))?;
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
     let reconciler = Reconciler::new(store);
+    // Live members: one poll round, then the pass.
+    let (targets, unknown) = crate::members::live::targets(cfg, &inputs.set);
+    for name in unknown {
+        eprintln!("warning: [clusters.{name}] has no Cluster object in the policy repository; not polled");
+    }
+    if !targets.is_empty() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let mut poller = crate::members::live::Poller::new(cfg.poll.clone(), cfg.reconcile.interval);
+        let report = rt.block_on(poller.round(&targets));
+        for (cluster, error, _) in &report.failed {
+            eprintln!("poll failed: {cluster}: {error}; using its last stored snapshot");
+        }
+        inputs.apply_live(poller.view(), &reconciler.store);
+    }
     let report = match reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::daemon::now_ms()) {
         Ok(r) => r,
         Err(ReconcileError::Invalid(errs)) => return Err(invalid(invalid_inputs(&errs))),
