@@ -6,7 +6,7 @@
 //! - [`policy`]: the policy repository: Karmada API types, loading, validation, defaults,
 //!   which policy claims which template.
 //! - [`members`]: where cluster state comes from (poll): the offline form reads a Cluster
-//!   object's own status; the live poller plugs in here.
+//!   object's own status; the live poller lists Nodes and Pods from the members' APIs.
 //! - [`model`]: the resource model: quantities, resource lists, cluster snapshots, workloads
 //!   and their requirements, replica estimators.
 //! - [`schedule`]: filter and score plugins, cluster selection and replica assignment.
@@ -16,6 +16,8 @@
 //! - [`reconcile`]: one pass through the whole flow; used by `render` and by the daemon.
 //! - [`daemon`]: the long-running loop: watches, timers, signals, systemd notification.
 //! - [`explain`]: answers "why did this workload go there" from the store and the policies.
+//! - [`simulate`]: simulated member clusters that speak the Kubernetes API (and apply the
+//!   output like a GitOps agent), for the demo, the tests and the benchmarks.
 //! - [`config`], [`telemetry`], [`cli`]: the edges.
 
 pub mod cli;
@@ -29,5 +31,6 @@ pub mod publish;
 pub mod reconcile;
 pub mod render;
 pub mod schedule;
+pub mod simulate;
 pub mod store;
 pub mod telemetry;
