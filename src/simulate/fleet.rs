@@ -213,7 +213,18 @@ pub fn generate(g: &Generate) -> Vec<FleetCluster> {
                 "spec": {"taints": taints},
                 "status": {"allocatable": alloc, "capacity": capacity,
                     "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-                    "nodeInfo": {"kubeletVersion": "v1.33.0", "architecture": if vendor == "ARM" { "arm64" } else { "amd64" }}},
+                    "nodeInfo": {
+                        "architecture": if vendor == "ARM" { "arm64" } else { "amd64" },
+                        "bootID": format!("{:032x}", rng.next()),
+                        "containerRuntimeVersion": "containerd://2.0.0",
+                        "kernelVersion": "6.12.0",
+                        "kubeProxyVersion": "",
+                        "kubeletVersion": "v1.33.0",
+                        "machineID": format!("{:032x}", rng.next()),
+                        "operatingSystem": "linux",
+                        "osImage": "Debian GNU/Linux 13 (trixie)",
+                        "systemUUID": format!("{:032x}", rng.next()),
+                    }},
             }));
         }
         let mut pods = Vec::with_capacity(g.pods);

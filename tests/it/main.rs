@@ -3,6 +3,7 @@
 mod bad_input;
 mod daemon;
 mod explain;
+mod live;
 mod policy_examples;
 mod render;
 mod support;
