@@ -342,15 +342,19 @@ async fn poll_one(
     poll: &PollSection,
 ) -> (Option<Built>, Result<LiveData, PollError>) {
     let started = Instant::now();
-    let built = match built {
-        Some(b) => b,
-        None => match build(t, poll).await {
-            Ok(b) => b,
-            Err(e) => return (None, Err(e)),
-        },
+    // The deadline covers building the client too (an exec credential plugin may hang).
+    let attempt = async {
+        let built = match built {
+            Some(b) => b,
+            None => build(t, poll).await.map_err(|e| (None, e))?,
+        };
+        match list_cluster(&built.client, poll.page_size).await {
+            Ok(r) => Ok((built, r)),
+            Err(e) => Err((Some(built), e)),
+        }
     };
-    let result = match tokio::time::timeout(poll.timeout, list_cluster(&built.client, poll.page_size)).await {
-        Ok(Ok((fold, pages))) => {
+    let (built, result) = match tokio::time::timeout(poll.timeout, attempt).await {
+        Ok(Ok((built, (fold, pages)))) => {
             let obs = fold.finish();
             let poll_facts = PollFacts {
                 duration_ms: started.elapsed().as_millis() as u64,
@@ -358,14 +362,14 @@ async fn poll_one(
                 nodes: obs.nodes.len() as u32,
                 pods: obs.listed_pods,
             };
-            Ok(LiveData { nodes: obs.nodes, unbound: obs.unbound, pods: obs.pods, poll: poll_facts })
+            (Some(built), Ok(LiveData { nodes: obs.nodes, unbound: obs.unbound, pods: obs.pods, poll: poll_facts }))
         }
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(PollError::Deadline(poll.timeout)),
+        Ok(Err((built, e))) => (built, Err(e)),
+        Err(_) => (None, Err(PollError::Deadline(poll.timeout))),
     };
     // A client whose connection misbehaved is rebuilt next time (fresh connections).
     let keep = matches!(&result, Ok(_) | Err(PollError::Forbidden { .. }) | Err(PollError::Http { .. }));
-    (keep.then_some(built), result)
+    (built.filter(|_| keep), result)
 }
 
 async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollError> {
