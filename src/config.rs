@@ -31,7 +31,9 @@ pub enum LogFormat {
     Json,
 }
 
-/// Access to one member cluster's Kubernetes API (used by the live poller).
+/// Access to one member cluster's Kubernetes API (used by the live poller): a kubeconfig
+/// (client certificates, tokens, token files and exec credential plugins work as in kubectl),
+/// or the Cluster object's `spec.apiEndpoint` with a bearer token file and a CA file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterAccess {
@@ -39,7 +41,8 @@ pub struct ClusterAccess {
     pub kubeconfig: Option<PathBuf>,
     /// Context in that kubeconfig (default: its current context).
     pub context: Option<String>,
-    /// Bearer token file, used with the Cluster object's `spec.apiEndpoint`.
+    /// Bearer token file, used with the Cluster object's `spec.apiEndpoint` (re-read when it
+    /// changes; its content never appears in logs, the store or the output).
     pub token_file: Option<PathBuf>,
     /// CA bundle file for the API endpoint.
     pub ca_file: Option<PathBuf>,
@@ -70,20 +73,35 @@ impl Default for ReconcileSection {
     }
 }
 
-/// `[poll]`: member cluster polling.
+/// `[poll]`: member cluster polling (every `reconcile.interval`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PollSection {
-    /// Deadline for one poll of one cluster.
+    /// Deadline for one poll of one cluster (all its pages).
     #[serde(deserialize_with = "duration")]
     pub timeout: Duration,
+    /// Longest wait for a connection or for the next bytes of a response.
+    #[serde(deserialize_with = "duration")]
+    pub read_timeout: Duration,
     /// How many clusters are polled at once.
     pub concurrency: usize,
+    /// Items per list page (`limit`).
+    pub page_size: u32,
+    /// Longest backoff of a failing cluster (the backoff starts at the poll interval and
+    /// doubles, with jitter).
+    #[serde(deserialize_with = "duration")]
+    pub max_backoff: Duration,
 }
 
 impl Default for PollSection {
     fn default() -> Self {
-        PollSection { timeout: Duration::from_secs(10), concurrency: 32 }
+        PollSection {
+            timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(5),
+            concurrency: 32,
+            page_size: 500,
+            max_backoff: Duration::from_secs(300),
+        }
     }
 }
 
@@ -309,6 +327,13 @@ impl Config {
                 path: path.to_path_buf(),
                 key: "git".into(),
                 message: "branch and author_name must not be empty".into(),
+            });
+        }
+        if cfg.poll.page_size == 0 || cfg.poll.timeout.is_zero() || cfg.poll.read_timeout.is_zero() {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key: "poll".into(),
+                message: "page_size, timeout and read_timeout must be greater than zero".into(),
             });
         }
         if cfg.poll.concurrency == 0 {

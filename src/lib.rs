@@ -6,7 +6,7 @@
 //! - [`policy`]: the policy repository: Karmada API types, loading, validation, defaults,
 //!   which policy claims which template.
 //! - [`members`]: where cluster state comes from (poll): the offline form reads a Cluster
-//!   object's own status; the live poller plugs in here.
+//!   object's own status; the live poller lists Nodes and Pods from the members' APIs.
 //! - [`model`]: the resource model: quantities, resource lists, cluster snapshots, workloads
 //!   and their requirements, replica estimators.
 //! - [`schedule`]: filter and score plugins, cluster selection and replica assignment.
@@ -19,6 +19,8 @@
 //! - [`report`]: the JSON documents shared by the CLI, the HTTP API and the output summary.
 //! - [`status`], [`metrics`], [`api`]: what the running daemon shows: its in-memory status,
 //!   Prometheus metrics, and the HTTP listener (health, readiness, metrics, JSON API).
+//! - [`simulate`]: simulated member clusters that speak the Kubernetes API (and apply the
+//!   output like a GitOps agent), for the demo, the tests and the benchmarks.
 //! - [`config`], [`telemetry`], [`cli`]: the edges.
 
 pub mod api;
@@ -35,6 +37,7 @@ pub mod reconcile;
 pub mod render;
 pub mod report;
 pub mod schedule;
+pub mod simulate;
 pub mod status;
 pub mod store;
 pub mod telemetry;

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::config::Config;
+use crate::members::live::LiveView;
 use crate::members::offline_snapshot;
 use crate::model::workload::{InterpreterTable, interpret};
 use crate::model::{ClusterSnapshot, Observed, Workload};
@@ -85,6 +86,21 @@ pub struct PhaseTimings {
     pub publish: Duration,
     /// Recording decisions and history, and the store flush.
     pub record: Duration,
+}
+
+impl Inputs {
+    /// Replaces the snapshots of live clusters by what the poller knows of them; a cluster
+    /// that has not been polled successfully by this process falls back on its last live
+    /// snapshot in the store ([`crate::members::apply_live`]).
+    pub fn apply_live(&mut self, view: &LiveView, store: &Store) {
+        crate::members::apply_live(&self.set, &mut self.snapshots, view, |name| match store.latest_snapshot(name) {
+            Ok(found) => found.map(|(_, s)| s),
+            Err(error) => {
+                tracing::warn!(cluster = name, %error, "cannot read the last snapshot from the store");
+                None
+            }
+        });
+    }
 }
 
 /// Why a pass stopped.

@@ -125,6 +125,8 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: OutputFormat,
     },
+    /// Serve simulated member clusters over the Kubernetes API (or generate a fleet).
+    Simulate(SimulateArgs),
     /// The stored snapshot versions of a member cluster.
     Snapshots {
         #[command(flatten)]
@@ -136,6 +138,78 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: OutputFormat,
     },
+}
+
+/// `fedsched simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// Fleet directory to serve: one subdirectory per cluster (Cluster object, nodes, pods).
+    #[arg(long, value_name = "DIR", required_unless_present = "generate")]
+    pub fleet: Option<PathBuf>,
+    /// HTTPS address (loopback only); port 0 picks one (see FLEET/.simulator/endpoints.json).
+    #[arg(long, default_value = "127.0.0.1:7443")]
+    pub listen: std::net::SocketAddr,
+    /// Also serve plain HTTP on this address (loopback only).
+    #[arg(long, value_name = "ADDR")]
+    pub listen_http: Option<std::net::SocketAddr>,
+    /// Act as the GitOps agent for this output directory (OUT/<cluster>/…).
+    #[arg(long, value_name = "OUT")]
+    pub apply: Option<PathBuf>,
+    /// How often the output directory is checked for changes.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub apply_interval: std::time::Duration,
+    /// Generate a synthetic fleet of N clusters into --out instead of serving.
+    #[arg(long, value_name = "N", requires = "out")]
+    pub generate: Option<usize>,
+    /// Nodes per generated cluster.
+    #[arg(long, default_value_t = 10)]
+    pub nodes: usize,
+    /// Pods per generated cluster.
+    #[arg(long, default_value_t = 100)]
+    pub pods: usize,
+    /// Seed of the generator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where the generated fleet is written.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+fn simulate(a: &SimulateArgs) -> Result<ExitCode, Failure> {
+    use crate::simulate::{self, fleet};
+    if let Some(n) = a.generate {
+        let out = a.out.clone().ok_or_else(|| missing("out", "--out"))?;
+        let f = fleet::generate(&fleet::Generate { clusters: n, nodes: a.nodes, pods: a.pods, seed: a.seed });
+        fleet::write(&out, &f)?;
+        eprintln!("wrote {} clusters ({} nodes, {} pods each) to {}", n, a.nodes, a.pods, out.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let fleet_dir = a.fleet.clone().ok_or_else(|| missing("fleet", "--fleet"))?;
+    let opts = simulate::Options {
+        fleet: fleet_dir,
+        listen: a.listen,
+        listen_http: a.listen_http,
+        apply: a.apply.clone(),
+        apply_interval: a.apply_interval,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot install signal handlers")?;
+        tokio::select! {
+            r = simulate::serve(opts) => r.map_err(|e| match e {
+                simulate::SimError::Fleet { .. } | simulate::SimError::NotLoopback(_) => invalid(e.into()),
+                e => e.into(),
+            }),
+            _ = tokio::signal::ctrl_c() => Ok(()),
+            _ = term.recv() => Ok(()),
+        }
+    })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A failure with the exit code it maps to.
@@ -190,6 +264,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Render { dirs, allow_mass_delete } => render(&cfg, dirs, *allow_mass_delete),
+        Command::Simulate(args) => simulate(args),
         Command::Check { policy_dir } => {
             let dir = policy_dir
                 .clone()
@@ -375,11 +450,29 @@ fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
 fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitCode, Failure> {
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
     let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
-    let inputs =
+    let mut inputs =
         reconcile::load_inputs_with(&paths.policy_dir, &profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
     let mut reconciler = Reconciler::new(store).with_profiles(profiles);
     reconciler.publish = reconcile::PublishSettings::from_config(cfg, allow_mass_delete);
+    // Live members: one poll round, then the pass.
+    let (targets, unknown) = crate::members::live::targets(cfg, &inputs.set);
+    for name in unknown {
+        eprintln!("warning: [clusters.{name}] has no Cluster object in the policy repository; not polled");
+    }
+    if !targets.is_empty() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let mut poller = crate::members::live::Poller::new(cfg.poll.clone(), cfg.reconcile.interval);
+        let report = rt.block_on(poller.round(&targets));
+        for (cluster, error, _) in &report.failed {
+            eprintln!("poll failed: {cluster}: {error}; using its last stored snapshot");
+        }
+        inputs.apply_live(poller.view(), &reconciler.store);
+    }
     let report = match reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::daemon::now_ms()) {
         Ok(r) => r,
         Err(ReconcileError::Invalid(errs)) => return Err(invalid(invalid_inputs(&errs))),

@@ -8,6 +8,11 @@
 //! is written until the repository is valid again. After each pass the loop publishes a
 //! [`StatusView`] and records metrics; the HTTP listener ([`crate::api`]) reads those and the
 //! store handle, never writes.
+//!
+//! Live members: every `reconcile.interval` (and at start) the loop hands the poller to a task
+//! that polls the members ([`crate::members::live::Poller::round`]); the round comes back as
+//! an event, and the reconcile that follows uses the latest view of every cluster. A round in
+//! flight never blocks the loop (signals, watchdog, policy changes go on).
 
 pub mod systemd;
 pub mod watch;
@@ -23,6 +28,7 @@ use signal_hook_tokio::Signals;
 use tokio::sync::{mpsc, watch as status_watch};
 
 use crate::config::{Config, Paths};
+use crate::members::live::{LiveView, Poller, RoundReport, Target, targets};
 use crate::reconcile::{self, PhaseTimings, Reconciler};
 use crate::status::{Heartbeat, PassOutcome, PassStatus, StatusView};
 use crate::store::Store;
@@ -43,6 +49,7 @@ pub fn run_blocking(cfg: Config, config_path: Option<PathBuf>, paths: Paths) -> 
 }
 
 enum Event {
+    Polled(Box<Poller>, RoundReport),
     PolicyChanged,
     Tick,
     Reload,
@@ -87,20 +94,41 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
     }
     let mut beat = tokio::time::interval(beat_every);
 
+    // Live members: the poller travels to a task for each round and comes back with it.
+    let (poll_tx, mut poll_rx) = mpsc::channel::<(Box<Poller>, RoundReport)>(1);
+    let mut poller: Option<Box<Poller>> = Some(Box::new(Poller::new(cfg.poll.clone(), cfg.reconcile.interval)));
+    let mut view = LiveView::default();
+    let mut live_targets: Vec<Target> =
+        if cfg.clusters.is_empty() { Vec::new() } else { initial_targets(&cfg, &paths).await };
+
     let mut ready = false;
-    let mut pending: Option<&'static str> = Some("startup");
+    let mut pending: Option<&'static str> = None;
+    // After a round: the trigger of the reconcile that follows it.
+    let mut after_round: Option<&'static str> = Some("startup");
+    if !start_round(&mut poller, &live_targets, &poll_tx) {
+        pending = after_round.take();
+    }
     loop {
         heartbeat.beat(now_ms());
         if let Some(trigger) = pending.take() {
-            let ok = reconcile_once(&reconciler, &paths, trigger, &status_tx).await;
+            let (ok, new_targets) = reconcile_once(&reconciler, &paths, trigger, &status_tx, &cfg, &view).await;
             heartbeat.beat(now_ms());
             systemd::watchdog();
             if ok && !ready {
                 ready = true;
                 systemd::ready("first reconcile done");
             }
+            if let Some(t) = new_targets
+                && t != live_targets
+            {
+                live_targets = t;
+                if after_round.is_none() && start_round(&mut poller, &live_targets, &poll_tx) {
+                    after_round = Some("cluster-change");
+                }
+            }
         }
         let event = tokio::select! {
+            Some((p, report)) = poll_rx.recv() => Event::Polled(p, report),
             Some(()) = fs_rx.recv() => Event::PolicyChanged,
             _ = ticker.tick() => Event::Tick,
             _ = beat.tick() => Event::Heartbeat,
@@ -111,6 +139,17 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
             },
         };
         match event {
+            Event::Polled(mut p, report) => {
+                log_round(&report);
+                p.reconfigure(cfg.poll.clone(), cfg.reconcile.interval);
+                view = p.view().clone();
+                poller = Some(p);
+                match after_round.take() {
+                    Some(trigger) => pending = Some(trigger),
+                    None if report.changed => pending = Some("cluster-change"),
+                    None => {}
+                }
+            }
             Event::PolicyChanged => {
                 // Wait for quiet: a git checkout or a sync that swaps many files, even across
                 // several watcher batches, becomes one reconcile.
@@ -124,7 +163,14 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
                 }
                 pending = Some("policy-change");
             }
-            Event::Tick => pending = Some("timer"),
+            Event::Tick => {
+                // With live members, poll first and reconcile on the round's return.
+                if after_round.is_some() || start_round(&mut poller, &live_targets, &poll_tx) {
+                    after_round = Some("timer");
+                } else {
+                    pending = Some("timer");
+                }
+            }
             Event::Heartbeat => systemd::watchdog(),
             Event::Reload => {
                 systemd::reloading();
@@ -183,6 +229,65 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
     }
     tracing::info!("fedsched stopped");
     Ok(())
+}
+
+/// Sends the poller off for a round if it is home and there is something to poll.
+fn start_round(
+    poller: &mut Option<Box<Poller>>,
+    targets: &[Target],
+    tx: &mpsc::Sender<(Box<Poller>, RoundReport)>,
+) -> bool {
+    if targets.is_empty() {
+        return false;
+    }
+    let Some(mut p) = poller.take() else { return false };
+    let targets = targets.to_vec();
+    let tx = tx.clone();
+    tokio::spawn(async move {
+        let report = p.round(&targets).await;
+        let _ = tx.send((p, report)).await;
+    });
+    true
+}
+
+fn log_round(report: &RoundReport) {
+    for (cluster, error, retry) in &report.failed {
+        tracing::warn!(
+            cluster = %cluster,
+            kind = error.kind(),
+            error = %error,
+            retry_in_ms = retry.as_millis() as u64,
+            "poll failed; keeping the cluster's last snapshot"
+        );
+    }
+    tracing::debug!(
+        ok = report.ok.len(),
+        failed = report.failed.len(),
+        skipped = report.skipped.len(),
+        changed = report.changed,
+        "poll round done"
+    );
+}
+
+/// The live targets from the policy repository as it is at start (empty if it is invalid:
+/// the startup reconcile reports why).
+async fn initial_targets(cfg: &Config, paths: &Paths) -> Vec<Target> {
+    let dir = paths.policy_dir.clone();
+    let cfg = cfg.clone();
+    match tokio::task::spawn_blocking(move || reconcile::load_inputs(&dir).ok().map(|i| live_targets(&cfg, &i.set)))
+        .await
+    {
+        Ok(Some(t)) => t,
+        _ => Vec::new(),
+    }
+}
+
+fn live_targets(cfg: &Config, set: &crate::policy::PolicySet) -> Vec<Target> {
+    let (t, unknown) = targets(cfg, set);
+    for name in unknown {
+        tracing::warn!(cluster = %name, "[clusters.{name}] has no Cluster object in the policy repository; not polled");
+    }
+    t
 }
 
 fn start_watch(paths: &Paths, ignored: Vec<PathBuf>, tx: mpsc::Sender<()>) -> Option<watch::PolicyWatch> {
@@ -262,35 +367,49 @@ struct Done {
 }
 
 /// One pass on a blocking thread, then metrics, logs, STATUS= and the status view. Returns
-/// whether it completed (inputs valid, output written). Logs exactly one summary line.
+/// whether it completed (inputs valid, output written) and, when the repository was valid, the
+/// live targets it defines. Logs exactly one summary line.
 async fn reconcile_once(
     reconciler: &Arc<Reconciler>,
     paths: &Paths,
     trigger: &'static str,
     status: &status_watch::Sender<Arc<StatusView>>,
-) -> bool {
+    cfg: &Config,
+    view: &LiveView,
+) -> (bool, Option<Vec<Target>>) {
     let started = Instant::now();
     let r = Arc::clone(reconciler);
     let policy_dir = paths.policy_dir.clone();
     let output_dir = paths.output_dir.clone();
+    let cfg = cfg.clone();
+    let view = view.clone();
     let joined = tokio::task::spawn_blocking(move || {
         test_stall(trigger);
         let mut timings = PhaseTimings::default();
-        let inputs = match reconcile::load_inputs_timed(&policy_dir, &r.profiles, &mut timings) {
-            Err(errors) => return Err(reconcile::ReconcileError::Invalid(errors)),
-            Ok(inputs) => Arc::new(inputs),
+        let mut inputs = match reconcile::load_inputs_timed(&policy_dir, &r.profiles, &mut timings) {
+            Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None),
+            Ok(inputs) => inputs,
         };
-        let mut report = r.reconcile(&inputs, &output_dir, trigger, now_ms())?;
-        report.phases.load += timings.load;
-        report.phases.poll += timings.poll;
-        let clusters = crate::status::cluster_statuses(&r.store, &inputs);
-        Ok(Done { report, inputs, clusters })
+        let targets = live_targets(&cfg, &inputs.set);
+        inputs.apply_live(&view, &r.store);
+        let inputs = Arc::new(inputs);
+        let result = r.reconcile(&inputs, &output_dir, trigger, now_ms()).map(|mut report| {
+            report.phases.load += timings.load;
+            report.phases.poll += timings.poll;
+            let clusters = crate::status::cluster_statuses(&r.store, &inputs);
+            Done { report, inputs, clusters }
+        });
+        (result, Some(targets))
     })
     .await;
+    let (joined, targets) = match joined {
+        Ok((r, t)) => (Ok(r), t),
+        Err(e) => (Err(e), None),
+    };
     let duration_ms = started.elapsed().as_millis() as u64;
     let at_ms = now_ms();
     let pass = |outcome: PassOutcome| PassStatus { trigger: trigger.to_string(), at_ms, duration_ms, outcome };
-    match joined {
+    let ok = match joined {
         Ok(Ok(Done { report, inputs, clusters })) => {
             for p in &report.unschedulable {
                 tracing::warn!(workload = %p.workload, reason = %p.reason, "workload unschedulable; keeping its previous output");
@@ -370,7 +489,8 @@ async fn reconcile_once(
             );
             false
         }
-    }
+    };
+    (ok, targets)
 }
 
 fn publish_failure(status: &status_watch::Sender<Arc<StatusView>>, pass: PassStatus, policy_errors: Option<usize>) {

@@ -132,6 +132,9 @@ mod tests {
             api_enablements: BTreeSet::new(),
             summary: Some(summary),
             resource_models: models,
+            nodes: Vec::new(),
+            pods: None,
+            poll: None,
         }
     }
 

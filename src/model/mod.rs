@@ -13,7 +13,7 @@ pub mod snapshot;
 pub mod workload;
 
 pub use resources::ResourceList;
-pub use snapshot::{ClusterSnapshot, ClusterTaint, Health, Observed, SnapshotSource};
+pub use snapshot::{ClusterSnapshot, ClusterTaint, Health, NodeView, Observed, PodFacts, PollFacts, SnapshotSource};
 pub use workload::{ReplicaRequirements, Workload};
 
 /// FNV-1a, 64 bit: the content hash used for versioning snapshots and inputs.

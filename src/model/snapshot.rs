@@ -3,6 +3,12 @@
 //! A snapshot is produced by a member source (offline Cluster status today, the live poller
 //! next) and is what the scheduler and the store see. It holds no time of observation so that
 //! identical content hashes identically; the time lives beside it ([`Observed`]).
+//!
+//! Live snapshots also carry node-level data ([`NodeView`]: what each node offers and what its
+//! pods request) and pod counts ([`PodFacts`]), from which [`ResourceSummary::from_nodes`]
+//! derives the summary exactly as Karmada's cluster status controller does, so the
+//! summary-level estimators work unchanged; the node-level estimator reads the nodes. How the
+//! poll went ([`PollFacts`]) rides along but is not content: it does not change the hash.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -61,6 +67,115 @@ pub struct ResourceSummary {
     pub allocatable_modelings: BTreeMap<u32, i64>,
 }
 
+impl ResourceSummary {
+    /// Karmada's cluster status controller (`cluster_status_controller.go`): `allocatable` =
+    /// Σ node allocatable; `allocated` = Σ requests of the non-terminated pods bound to a node,
+    /// plus their count as `pods`; `allocating` = Σ requests of the pods not bound yet
+    /// (`unbound`, with `unbound_pods`), plus their count; `allocatableModelings` per the
+    /// cluster's resource models (see [`allocatable_modelings`]).
+    pub fn from_nodes(
+        nodes: &[NodeView],
+        unbound: &ResourceList,
+        unbound_pods: u32,
+        models: &[ModelGrade],
+    ) -> ResourceSummary {
+        let mut allocatable = ResourceList::new();
+        let mut allocated = ResourceList::new();
+        let mut bound_pods: i64 = 0;
+        for n in nodes {
+            allocatable.add(&n.allocatable);
+            allocated.add(&n.requested);
+            bound_pods = bound_pods.saturating_add(i64::from(n.pods));
+        }
+        allocated.set("pods", bound_pods.saturating_mul(1000));
+        let mut allocating = unbound.clone();
+        allocating.set("pods", i64::from(unbound_pods).saturating_mul(1000));
+        ResourceSummary {
+            allocatable,
+            allocated,
+            allocating,
+            allocatable_modelings: allocatable_modelings(nodes, models),
+        }
+    }
+}
+
+/// Karmada's `allocatableModelings` (`pkg/modeling`): for every node, the free amount
+/// (allocatable − requests of its pods) of each modelled resource; the node's grade is the
+/// lowest over those resources of the highest grade whose `min` ≤ free; nodes are counted per
+/// grade. Every grade appears (count 0 included). Karmada's loop stops counting at the first
+/// node without free pod slots; this one does not copy that quirk. No models ⇒ empty.
+pub fn allocatable_modelings(nodes: &[NodeView], models: &[ModelGrade]) -> BTreeMap<u32, i64> {
+    let mut out: BTreeMap<u32, i64> = models.iter().map(|m| (m.grade, 0)).collect();
+    let Some(first) = models.first() else { return out };
+    let mut sorted: Vec<&ModelGrade> = models.iter().collect();
+    sorted.sort_by_key(|m| m.grade);
+    for n in nodes {
+        let mut node_grade: Option<u32> = None;
+        for (resource, _, _) in &first.ranges {
+            let free = n.allocatable.get(resource).saturating_sub(n.requested.get(resource));
+            let g = sorted
+                .iter()
+                .filter(|m| m.ranges.iter().any(|(r, min, _)| r == resource && *min <= free))
+                .map(|m| m.grade)
+                .max()
+                .unwrap_or(sorted[0].grade);
+            node_grade = Some(node_grade.map_or(g, |cur| cur.min(g)));
+        }
+        if let Some(g) = node_grade {
+            *out.entry(g).or_insert(0) += 1;
+        }
+    }
+    out
+}
+
+/// One node as the live poller saw it: the node-level data for the node estimator.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NodeView {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.labels` (node selectors and affinity match these).
+    pub labels: BTreeMap<String, String>,
+    /// `spec.taints`.
+    pub taints: Vec<ClusterTaint>,
+    /// `status.allocatable`, milli-units.
+    pub allocatable: ResourceList,
+    /// `status.capacity`, milli-units.
+    pub capacity: ResourceList,
+    /// The `Ready` condition is `True`.
+    pub ready: bool,
+    /// `spec.unschedulable` (cordoned).
+    pub unschedulable: bool,
+    /// Σ requests of the non-terminated pods bound to this node.
+    pub requested: ResourceList,
+    /// Number of non-terminated pods bound to this node.
+    pub pods: u32,
+}
+
+/// Pod counts of a live cluster (content: part of the hash).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PodFacts {
+    /// Non-terminated pods bound to a node.
+    pub bound: u32,
+    /// Pods not bound to a node yet (pending).
+    pub unbound: u32,
+    /// Pods with `PodScheduled=False, reason=Unschedulable`, by controlling owner
+    /// (`Kind/namespace/name`; `Pod/namespace/name` for pods without one).
+    pub unschedulable: BTreeMap<String, u32>,
+}
+
+/// How a poll went (not content: excluded from the hash).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PollFacts {
+    /// Wall time of the poll, milliseconds.
+    pub duration_ms: u64,
+    /// List pages fetched (nodes and pods).
+    pub pages: u32,
+    /// Nodes listed.
+    pub nodes: u32,
+    /// Pods listed (terminated ones included).
+    pub pods: u32,
+}
+
 /// Everything the scheduler may consult about one member cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ClusterSnapshot {
@@ -77,6 +192,12 @@ pub struct ClusterSnapshot {
     /// Summary-level capacity, when known.
     pub summary: Option<ResourceSummary>,
     pub resource_models: Vec<ModelGrade>,
+    /// Node-level data of a live cluster; empty for offline clusters.
+    pub nodes: Vec<NodeView>,
+    /// Pod counts of a live cluster; None for offline clusters.
+    pub pods: Option<PodFacts>,
+    /// How the poll that produced this snapshot went; None for offline clusters.
+    pub poll: Option<PollFacts>,
 }
 
 impl ClusterSnapshot {
@@ -91,8 +212,43 @@ impl ClusterSnapshot {
     }
 
     /// A stable content hash (FNV-1a 64 over the canonical JSON), used to version snapshots.
+    /// [`ClusterSnapshot::poll`] is not content; an offline snapshot hashes as it did before
+    /// node-level data existed.
     pub fn content_hash(&self) -> u64 {
-        let bytes = serde_json::to_vec(self).unwrap_or_default();
+        #[derive(Serialize)]
+        struct Content<'a> {
+            name: &'a String,
+            labels: &'a BTreeMap<String, String>,
+            provider: &'a Option<String>,
+            region: &'a Option<String>,
+            zones: &'a Vec<String>,
+            taints: &'a Vec<ClusterTaint>,
+            health: &'a Health,
+            source: &'a SnapshotSource,
+            api_enablements: &'a BTreeSet<String>,
+            summary: &'a Option<ResourceSummary>,
+            resource_models: &'a Vec<ModelGrade>,
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            nodes: &'a [NodeView],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pods: &'a Option<PodFacts>,
+        }
+        let c = Content {
+            name: &self.name,
+            labels: &self.labels,
+            provider: &self.provider,
+            region: &self.region,
+            zones: &self.zones,
+            taints: &self.taints,
+            health: &self.health,
+            source: &self.source,
+            api_enablements: &self.api_enablements,
+            summary: &self.summary,
+            resource_models: &self.resource_models,
+            nodes: &self.nodes,
+            pods: &self.pods,
+        };
+        let bytes = serde_json::to_vec(&c).unwrap_or_default();
         crate::model::fnv1a64(&bytes)
     }
 }
@@ -104,4 +260,95 @@ pub struct Observed {
     pub at_ms: u64,
     /// Confidence in [0, 1]: 1 for offline clusters and fresh polls.
     pub confidence: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, cpu: i64, mem: i64, req_cpu: i64, req_mem: i64, pods: u32) -> NodeView {
+        let mut allocatable = ResourceList::new();
+        allocatable.set("cpu", cpu);
+        allocatable.set("memory", mem);
+        allocatable.set("pods", 110_000);
+        let mut requested = ResourceList::new();
+        requested.set("cpu", req_cpu);
+        requested.set("memory", req_mem);
+        NodeView {
+            name: name.into(),
+            labels: BTreeMap::new(),
+            taints: vec![],
+            capacity: allocatable.clone(),
+            allocatable,
+            ready: true,
+            unschedulable: false,
+            requested,
+            pods,
+        }
+    }
+
+    #[test]
+    fn summary_follows_karmadas_status_controller() {
+        let gi = 1024 * 1024 * 1024 * 1000;
+        let nodes = vec![node("a", 4000, 8 * gi, 1000, 2 * gi, 3), node("b", 2000, 4 * gi, 500, 0, 1)];
+        let mut unbound = ResourceList::new();
+        unbound.set("cpu", 250);
+        let s = ResourceSummary::from_nodes(&nodes, &unbound, 2, &[]);
+        assert_eq!(s.allocatable.get("cpu"), 6000);
+        assert_eq!(s.allocatable.get("pods"), 220_000);
+        assert_eq!(s.allocated.get("cpu"), 1500);
+        assert_eq!(s.allocated.get("memory"), 2 * gi);
+        assert_eq!(s.allocated.get("pods"), 4000);
+        assert_eq!(s.allocating.get("cpu"), 250);
+        assert_eq!(s.allocating.get("pods"), 2000);
+        assert!(s.allocatable_modelings.is_empty());
+    }
+
+    #[test]
+    fn modelings_grade_each_node_by_its_scarcest_resource() {
+        let gi = 1024 * 1024 * 1024 * 1000;
+        let g = |grade, cpu: (i64, i64), mem: (i64, i64)| ModelGrade {
+            grade,
+            ranges: vec![("cpu".into(), cpu.0, cpu.1), ("memory".into(), mem.0, mem.1)],
+        };
+        let models = vec![
+            g(0, (0, 1000), (0, 4 * gi)),
+            g(1, (1000, 2000), (4 * gi, 16 * gi)),
+            g(2, (2000, i64::MAX), (16 * gi, i64::MAX)),
+        ];
+        // a: 3 CPU free, 6 Gi free → cpu grade 2, memory grade 1 → 1.
+        // b: 0.5 CPU free, 64 Gi free → 0. c: 8 CPU, 32 Gi free → 2.
+        let nodes = vec![
+            node("a", 4000, 8 * gi, 1000, 2 * gi, 1),
+            node("b", 1000, 64 * gi, 500, 0, 1),
+            node("c", 8000, 32 * gi, 0, 0, 0),
+        ];
+        let m = allocatable_modelings(&nodes, &models);
+        assert_eq!(m, BTreeMap::from([(0, 1), (1, 1), (2, 1)]));
+    }
+
+    #[test]
+    fn poll_facts_are_not_content() {
+        let mut s = ClusterSnapshot {
+            name: "m".into(),
+            labels: BTreeMap::new(),
+            provider: None,
+            region: None,
+            zones: vec![],
+            taints: vec![],
+            health: Health::Ready,
+            source: SnapshotSource::Live { endpoint: "https://127.0.0.1:1".into() },
+            api_enablements: BTreeSet::new(),
+            summary: None,
+            resource_models: vec![],
+            nodes: vec![node("a", 1000, 1000, 0, 0, 0)],
+            pods: Some(PodFacts::default()),
+            poll: Some(PollFacts { duration_ms: 5, pages: 2, nodes: 1, pods: 0 }),
+        };
+        let h = s.content_hash();
+        s.poll = Some(PollFacts { duration_ms: 900, pages: 2, nodes: 1, pods: 0 });
+        assert_eq!(h, s.content_hash());
+        s.nodes[0].requested.set("cpu", 1);
+        assert_ne!(h, s.content_hash());
+    }
 }

@@ -174,6 +174,41 @@ fn int_field(object: &Value, pointer: &str) -> Result<Option<i32>, WorkloadError
     }
 }
 
+/// A container's effective request: its requests, and its limits for resources it does not
+/// request (the API server defaults requests to limits).
+pub fn container_request(requests: ResourceList, limits: &ResourceList) -> ResourceList {
+    let mut out = requests;
+    for (k, v) in limits.iter() {
+        if !out.contains(k) {
+            out.set(k, v);
+        }
+    }
+    out
+}
+
+/// The one implementation of Kubernetes' pod request (Karmada's `AddPodRequest`): Σ containers,
+/// each init container maxed in (a sidecar init container, `restartPolicy: Always`, runs
+/// alongside and adds up), plus the pod overhead. Used for templates and for live pods alike.
+pub fn pod_request(
+    containers: &[ResourceList],
+    inits: &[(ResourceList, bool)],
+    overhead: &ResourceList,
+) -> ResourceList {
+    let mut total = ResourceList::new();
+    for c in containers {
+        total.add(c);
+    }
+    for (r, sidecar) in inits {
+        if *sidecar {
+            total.add(r);
+        } else {
+            total.max_with(r);
+        }
+    }
+    total.add(overhead);
+    total
+}
+
 /// Kubernetes' pod request: Σ containers, max with each init container, plus overhead.
 /// A container without requests falls back to its limits (the API server defaults requests to
 /// limits).
@@ -189,34 +224,24 @@ pub fn pod_requirements(spec: Option<&Value>, at: &str) -> Result<ReplicaRequire
         let limits = ResourceList::from_json(c.pointer("/resources/limits")).map_err(|(name, source)| {
             WorkloadError::Quantity { field: format!("{field}.resources.limits.{name}"), source }
         })?;
-        let mut out = requests;
-        for (k, v) in limits.iter() {
-            if !out.contains(k) {
-                out.set(k, v);
-            }
-        }
-        Ok(out)
+        Ok(container_request(requests, &limits))
     };
-    let mut total = ResourceList::new();
-    if let Some(containers) = spec.get("containers").and_then(Value::as_array) {
-        for (i, c) in containers.iter().enumerate() {
-            total.add(&container_request(c, format!("{at}.containers[{i}]"))?);
+    let mut containers = Vec::new();
+    if let Some(list) = spec.get("containers").and_then(Value::as_array) {
+        for (i, c) in list.iter().enumerate() {
+            containers.push(container_request(c, format!("{at}.containers[{i}]"))?);
         }
     }
-    if let Some(inits) = spec.get("initContainers").and_then(Value::as_array) {
-        for (i, c) in inits.iter().enumerate() {
+    let mut inits = Vec::new();
+    if let Some(list) = spec.get("initContainers").and_then(Value::as_array) {
+        for (i, c) in list.iter().enumerate() {
             let r = container_request(c, format!("{at}.initContainers[{i}]"))?;
-            // Sidecar init containers (restartPolicy: Always) run alongside and add up.
-            if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
-                total.add(&r);
-            } else {
-                total.max_with(&r);
-            }
+            inits.push((r, c.get("restartPolicy").and_then(Value::as_str) == Some("Always")));
         }
     }
     let overhead = ResourceList::from_json(spec.get("overhead"))
         .map_err(|(name, source)| WorkloadError::Quantity { field: format!("{at}.overhead.{name}"), source })?;
-    total.add(&overhead);
+    let mut total = pod_request(&containers, &inits, &overhead);
     total.0.retain(|_, v| *v > 0);
     req.request = total;
     if let Some(sel) = spec.get("nodeSelector").and_then(Value::as_object) {

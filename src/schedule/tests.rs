@@ -35,6 +35,9 @@ fn cluster(i: usize, cpu_free: i64, tainted: bool, region: bool) -> ClusterSnaps
             ..Default::default()
         }),
         resource_models: vec![],
+        nodes: Vec::new(),
+        pods: None,
+        poll: None,
     }
 }
 

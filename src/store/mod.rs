@@ -190,6 +190,24 @@ fn next_seq(meta: &sled::transaction::TransactionalTree) -> TxResult<u64> {
 }
 
 fn open_sled(db_path: &Path) -> Result<sled::Db, StoreError> {
+    // Our own lock is held, so no other fedsched uses this store. sled's file lock can still be
+    // held for a moment by the background threads of a handle this process just dropped: retry
+    // briefly instead of failing a reopen.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    loop {
+        match open_sled_once(db_path) {
+            // sled reports it as `Other` with this text (sled 0.34 `Config::try_lock`).
+            Err(StoreError::Sled { source: sled::Error::Io(e), .. })
+                if e.to_string().contains("could not acquire lock") && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn open_sled_once(db_path: &Path) -> Result<sled::Db, StoreError> {
     let config = sled::Config::new()
         .path(db_path)
         .cache_capacity(CACHE_CAPACITY)

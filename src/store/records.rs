@@ -2,12 +2,14 @@
 //! `skip_serializing_if`, `flatten`, `untagged` or `serde_json::Value` (JSON inputs live in
 //! blobs, referenced by hash).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::codec::Versioned;
-use crate::model::{ClusterSnapshot, Health};
+use super::StoreError;
+use super::codec::{Codec, Versioned, decode_payload};
+use crate::model::snapshot::{ModelGrade, ResourceSummary};
+use crate::model::{ClusterSnapshot, ClusterTaint, Health, SnapshotSource};
 use crate::policy::{ObjectKey, PolicyRef};
 use crate::schedule::ScheduleResult;
 
@@ -94,7 +96,53 @@ impl Versioned for SnapshotMeta {
 
 impl Versioned for ClusterSnapshot {
     const WHAT: &'static str = "cluster snapshot";
-    const SCHEMA: u16 = 1;
+    /// 2: node-level data, pod counts and poll facts (live members).
+    const SCHEMA: u16 = 2;
+
+    fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
+        match schema {
+            1 => Some(decode_payload::<ClusterSnapshotV1>(Self::WHAT, codec, payload).map(ClusterSnapshotV1::upgrade)),
+            _ => None,
+        }
+    }
+}
+
+/// Schema 1 of [`ClusterSnapshot`] (before live members), decoded and upgraded in memory.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+struct ClusterSnapshotV1 {
+    name: String,
+    labels: BTreeMap<String, String>,
+    provider: Option<String>,
+    region: Option<String>,
+    zones: Vec<String>,
+    taints: Vec<ClusterTaint>,
+    health: Health,
+    source: SnapshotSource,
+    api_enablements: BTreeSet<String>,
+    summary: Option<ResourceSummary>,
+    resource_models: Vec<ModelGrade>,
+}
+
+impl ClusterSnapshotV1 {
+    fn upgrade(self) -> ClusterSnapshot {
+        ClusterSnapshot {
+            name: self.name,
+            labels: self.labels,
+            provider: self.provider,
+            region: self.region,
+            zones: self.zones,
+            taints: self.taints,
+            health: self.health,
+            source: self.source,
+            api_enablements: self.api_enablements,
+            summary: self.summary,
+            resource_models: self.resource_models,
+            nodes: Vec::new(),
+            pods: None,
+            poll: None,
+        }
+    }
 }
 
 impl Versioned for HistoryRecord {
@@ -105,4 +153,36 @@ impl Versioned for HistoryRecord {
 impl Versioned for PlacementRecord {
     const WHAT: &'static str = "placement record";
     const SCHEMA: u16 = 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::codec::{bincode_config, decode};
+
+    #[test]
+    fn schema_1_snapshots_upgrade_without_node_data() {
+        let v1 = ClusterSnapshotV1 {
+            name: "m1".into(),
+            labels: BTreeMap::new(),
+            provider: None,
+            region: Some("eu".into()),
+            zones: vec![],
+            taints: vec![],
+            health: Health::Ready,
+            source: SnapshotSource::Offline { file: "c.yaml".into() },
+            api_enablements: BTreeSet::new(),
+            summary: None,
+            resource_models: vec![],
+        };
+        let payload = bincode::serde::encode_to_vec(&v1, bincode_config()).expect("encode");
+        let mut bytes = vec![0xF5, 1, 0, 1];
+        bytes.extend_from_slice(&payload);
+        let snap: ClusterSnapshot = decode(&bytes).expect("schema 1 decodes");
+        assert_eq!(snap.region.as_deref(), Some("eu"));
+        assert!(snap.nodes.is_empty() && snap.pods.is_none() && snap.poll.is_none());
+        let mut bad = bytes.clone();
+        bad[3] = 9;
+        assert!(decode::<ClusterSnapshot>(&bad).is_err());
+    }
 }

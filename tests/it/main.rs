@@ -6,6 +6,7 @@ mod consumers;
 mod daemon;
 mod deps;
 mod explain;
+mod live;
 mod overrides;
 mod policy_examples;
 mod render;

@@ -37,6 +37,9 @@ fn snap(name: &str, region: &str, zones: &[&str], provider: &str) -> ClusterSnap
         api_enablements: BTreeSet::new(),
         summary: None,
         resource_models: vec![],
+        nodes: vec![],
+        pods: None,
+        poll: None,
     }
 }
 

@@ -1,9 +1,5 @@
-//! Member clusters: where cluster state comes from (the "poll" stage).
-//!
-//! Owns: turning what fedsched knows about a member into a [`ClusterSnapshot`]. Today that is
-//! the offline form: a Cluster object without live access is described by its own `.status`
-//! (what the operator asserts), with confidence 1. The live poller (Kubernetes API) produces
-//! the same snapshot type and plugs in beside [`offline_snapshot`].
+//! Offline members: a Cluster object without live access is described by its own `.status`
+//! (what the operator asserts), with confidence 1.
 
 use std::collections::BTreeSet;
 
@@ -12,10 +8,7 @@ use crate::model::{ClusterSnapshot, ClusterTaint, Health, ResourceList, Snapshot
 use crate::policy::types::{QuantityValue, TaintEffect};
 use crate::policy::{ClusterObject, LoadError};
 
-/// Karmada's taint for clusters whose Ready condition is not True.
-pub const TAINT_NOT_READY: &str = "cluster.karmada.io/not-ready";
-/// Karmada's taint for clusters that cannot be reached.
-pub const TAINT_UNREACHABLE: &str = "cluster.karmada.io/unreachable";
+use super::{TAINT_NOT_READY, TAINT_UNREACHABLE};
 
 /// Builds the snapshot of an offline cluster from its Cluster object.
 pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError> {
@@ -99,5 +92,8 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         api_enablements,
         summary,
         resource_models,
+        nodes: Vec::new(),
+        pods: None,
+        poll: None,
     })
 }

@@ -1,0 +1,98 @@
+//! Member clusters: where cluster state comes from (the "poll" stage).
+//!
+//! Owns: turning what fedsched knows about a member into a [`ClusterSnapshot`].
+//!
+//! - [`offline`]: a Cluster object without live access is described by its own `.status`.
+//! - [`live`]: the poller: lists Nodes and Pods from each member's Kubernetes API (paginated,
+//!   with read timeouts, a per-poll deadline, bounded concurrency and backoff) and keeps, per
+//!   cluster, the last good observation and the last error ([`live::LiveView`]).
+//! - [`decode`]: narrow decoding of list pages (only what the model needs) and the fold of
+//!   pages into an observation.
+//!
+//! [`apply_live`] merges a [`live::LiveView`] into the offline snapshots: the Cluster object
+//! still gives the name, labels, provider, region, zones, taints and resource models; the
+//! poll gives health, nodes, pod counts and the resource summary (computed as Karmada's
+//! cluster status controller does). A failing cluster keeps its last observation (in memory,
+//! or the last live snapshot in the store after a restart) with health `Unreachable` (or
+//! `NotReady` for a 401/403: the API answered but refused) and Karmada's matching
+//! `NoSchedule` taint, so it receives nothing new but keeps what it has.
+
+pub mod decode;
+pub mod live;
+pub mod offline;
+
+use std::sync::Arc;
+
+pub use offline::offline_snapshot;
+
+use crate::model::snapshot::ResourceSummary;
+use crate::model::{ClusterSnapshot, ClusterTaint, Health, SnapshotSource};
+use crate::policy::PolicySet;
+use crate::policy::types::TaintEffect;
+use live::{LiveData, LiveView};
+
+/// Karmada's taint for clusters whose Ready condition is not True.
+pub const TAINT_NOT_READY: &str = "cluster.karmada.io/not-ready";
+/// Karmada's taint for clusters that cannot be reached.
+pub const TAINT_UNREACHABLE: &str = "cluster.karmada.io/unreachable";
+
+/// Replaces the snapshot of every cluster in `view` by its live form. `stored` returns the last
+/// stored snapshot of a cluster (used when a cluster fails before any poll of this process
+/// succeeded); only a live one is reused.
+pub fn apply_live(
+    set: &PolicySet,
+    snapshots: &mut [ClusterSnapshot],
+    view: &LiveView,
+    stored: impl Fn(&str) -> Option<ClusterSnapshot>,
+) {
+    for snap in snapshots.iter_mut() {
+        let Some(status) = view.clusters.get(&snap.name) else { continue };
+        let Some(cluster) = set.clusters.iter().find(|c| c.meta.name == snap.name) else { continue };
+        let last: Option<Arc<LiveData>> = status.last_good.clone().or_else(|| {
+            stored(&snap.name).filter(|s| matches!(s.source, SnapshotSource::Live { .. })).map(|s| {
+                Arc::new(LiveData {
+                    nodes: s.nodes,
+                    unbound: s.summary.map(|x| x.allocating).unwrap_or_default(),
+                    pods: s.pods.unwrap_or_default(),
+                    poll: s.poll.unwrap_or_default(),
+                })
+            })
+        });
+        let health = match &status.error {
+            None => Health::Ready,
+            Some(e) => e.health(),
+        };
+        let spec_taint = |key: &str| cluster.spec.taints.iter().any(|t| t.key == key);
+        snap.taints.retain(|t| (t.key != TAINT_NOT_READY && t.key != TAINT_UNREACHABLE) || spec_taint(&t.key));
+        let synthetic = match &health {
+            Health::Ready => None,
+            Health::NotReady { .. } => Some(TAINT_NOT_READY),
+            Health::Unreachable { .. } => Some(TAINT_UNREACHABLE),
+        };
+        if let Some(key) = synthetic
+            && !snap.taints.iter().any(|t| t.key == key)
+        {
+            snap.taints.push(ClusterTaint { key: key.to_string(), value: None, effect: TaintEffect::NoSchedule });
+        }
+        snap.health = health;
+        snap.source = SnapshotSource::Live { endpoint: status.endpoint.clone() };
+        match last {
+            Some(data) => {
+                let mut unbound = data.unbound.clone();
+                unbound.0.remove("pods");
+                snap.summary =
+                    Some(ResourceSummary::from_nodes(&data.nodes, &unbound, data.pods.unbound, &snap.resource_models));
+                snap.nodes = data.nodes.clone();
+                snap.pods = Some(data.pods.clone());
+                snap.poll = Some(data.poll.clone());
+            }
+            None => {
+                // Never seen: nothing is known about its capacity.
+                snap.summary = Some(ResourceSummary::default());
+                snap.nodes = Vec::new();
+                snap.pods = None;
+                snap.poll = None;
+            }
+        }
+    }
+}

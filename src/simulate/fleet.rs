@@ -1,0 +1,300 @@
+//! Fleets: a directory of member clusters as YAML, loaded for serving, and the generator of
+//! synthetic fleets.
+//!
+//! Layout: one subdirectory per cluster holding any number of YAML files: its Cluster object
+//! (`cluster.karmada.io/v1alpha1`), and Nodes and Pods, alone or in `kind: List` documents, as
+//! `kubectl get nodes,pods -A -o yaml` prints them (so a capture of a real cluster is a
+//! fleet member as is). Directories whose name starts with `.` are skipped. A cluster without
+//! a Cluster object is named after its directory.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::SimError;
+use crate::policy::load::{parse_document, split_documents};
+
+/// One simulated member cluster's objects.
+#[derive(Debug, Clone)]
+pub struct FleetCluster {
+    /// Cluster name.
+    pub name: String,
+    /// Its Cluster object (`spec.apiEndpoint` is rewritten when served).
+    pub cluster: Value,
+    /// Nodes, sorted by name.
+    pub nodes: Vec<Value>,
+    /// Pods, sorted by namespace and name.
+    pub pods: Vec<Value>,
+}
+
+/// Loads every cluster of a fleet directory.
+pub fn load(dir: &Path) -> Result<Vec<FleetCluster>, SimError> {
+    let io = |path: &Path, source: std::io::Error| SimError::Io { path: path.to_path_buf(), source };
+    let mut out = Vec::new();
+    let mut entries: Vec<PathBuf> =
+        std::fs::read_dir(dir).map_err(|e| io(dir, e))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for sub in entries {
+        let hidden = sub.file_name().and_then(|n| n.to_str()).is_none_or(|n| n.starts_with('.'));
+        if hidden || !sub.is_dir() {
+            continue;
+        }
+        let mut c = FleetCluster {
+            name: sub.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string(),
+            cluster: Value::Null,
+            nodes: Vec::new(),
+            pods: Vec::new(),
+        };
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&sub)
+            .map_err(|e| io(&sub, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")))
+            .collect();
+        files.sort();
+        for f in files {
+            let text = std::fs::read_to_string(&f).map_err(|e| io(&f, e))?;
+            for doc in split_documents(&text) {
+                let v = parse_document(&doc).map_err(|message| SimError::Fleet {
+                    path: f.clone(),
+                    message: format!("document {}: {message}", doc.number),
+                })?;
+                add_object(&mut c, v, &f)?;
+            }
+        }
+        if c.cluster.is_null() {
+            c.cluster = json!({"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                "metadata": {"name": c.name}, "spec": {"syncMode": "Push"}});
+        } else if let Some(n) = c.cluster.pointer("/metadata/name").and_then(Value::as_str) {
+            c.name = n.to_string();
+        }
+        sort_objects(&mut c.nodes);
+        sort_objects(&mut c.pods);
+        out.push(c);
+    }
+    if out.is_empty() {
+        return Err(SimError::Fleet { path: dir.to_path_buf(), message: "no cluster directories in the fleet".into() });
+    }
+    Ok(out)
+}
+
+fn add_object(c: &mut FleetCluster, v: Value, file: &Path) -> Result<(), SimError> {
+    match v.get("kind").and_then(Value::as_str) {
+        Some("List") | Some("NodeList") | Some("PodList") => {
+            if let Some(items) = v.get("items").and_then(Value::as_array) {
+                for item in items {
+                    add_object(c, item.clone(), file)?;
+                }
+            }
+            Ok(())
+        }
+        Some("Cluster") => {
+            c.cluster = v;
+            Ok(())
+        }
+        Some("Node") => {
+            check_named(&v, file)?;
+            c.nodes.push(v);
+            Ok(())
+        }
+        Some("Pod") => {
+            check_named(&v, file)?;
+            c.pods.push(v);
+            Ok(())
+        }
+        // Anything else a capture may hold is ignored.
+        _ => Ok(()),
+    }
+}
+
+fn check_named(v: &Value, file: &Path) -> Result<(), SimError> {
+    match v.pointer("/metadata/name").and_then(Value::as_str) {
+        Some(n) if !n.is_empty() => Ok(()),
+        _ => Err(SimError::Fleet { path: file.to_path_buf(), message: "an object without metadata.name".into() }),
+    }
+}
+
+/// Sorts objects by namespace and name (the order of list responses).
+pub fn sort_objects(items: &mut [Value]) {
+    items.sort_by(|a, b| key(a).cmp(&key(b)));
+}
+
+fn key(v: &Value) -> (&str, &str) {
+    (
+        v.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(""),
+        v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(""),
+    )
+}
+
+/// Parameters of a synthetic fleet.
+#[derive(Debug, Clone)]
+pub struct Generate {
+    /// Number of clusters.
+    pub clusters: usize,
+    /// Nodes per cluster.
+    pub nodes: usize,
+    /// Pods per cluster.
+    pub pods: usize,
+    /// Seed of the deterministic generator.
+    pub seed: u64,
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // SplitMix64.
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[(self.next() % items.len() as u64) as usize]
+    }
+}
+
+const REGIONS: &[&str] = &["eu-west", "eu-central", "us-east", "us-west", "ap-south"];
+const PROVIDERS: &[&str] = &["aws", "gcp", "onprem"];
+const GPUS: &[&str] = &["NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "NVIDIA-L4"];
+const CPU_VENDORS: &[&str] = &["Intel", "AMD", "ARM"];
+const SIZES: &[(u32, u32)] = &[(4, 16), (8, 32), (16, 64), (32, 128)];
+
+/// Generates a synthetic fleet in memory: clusters in regions and zones, nodes of several
+/// sizes with CPU vendors and (on some clusters) GPU models, pods spread over the nodes.
+pub fn generate(g: &Generate) -> Vec<FleetCluster> {
+    let mut rng = Rng(g.seed);
+    let mut out = Vec::with_capacity(g.clusters);
+    for ci in 0..g.clusters {
+        let name = format!("member-{ci:03}");
+        let region = REGIONS[ci % REGIONS.len()];
+        let provider = *rng.pick(PROVIDERS);
+        let zones: Vec<String> = ["a", "b", "c"].iter().map(|z| format!("{region}-{z}")).collect();
+        let has_gpu = ci % 3 == 0;
+        let cluster = json!({
+            "apiVersion": "cluster.karmada.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": {"name": name, "labels": {"region": region, "provider": provider,
+                "gpu": if has_gpu { "true" } else { "false" }}},
+            "spec": {"syncMode": "Push", "provider": provider, "region": region, "zones": zones},
+        });
+        let mut nodes = Vec::with_capacity(g.nodes);
+        for ni in 0..g.nodes {
+            let node_name = format!("{name}-node-{ni:04}");
+            let zone = &zones[ni % zones.len()];
+            let (cpu, mem) = *rng.pick(SIZES);
+            let vendor = *rng.pick(CPU_VENDORS);
+            let mut labels = json!({
+                "kubernetes.io/hostname": node_name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": if vendor == "ARM" { "arm64" } else { "amd64" },
+                "topology.kubernetes.io/region": region,
+                "topology.kubernetes.io/zone": zone,
+                "node.kubernetes.io/instance-type": format!("sim.{cpu}x{mem}"),
+                "feature.node.kubernetes.io/cpu-model.vendor_id": vendor,
+            });
+            let mut alloc = json!({"cpu": format!("{}m", cpu * 1000 - 100), "memory": format!("{}Mi", mem * 1024 - 512),
+                "pods": "110", "ephemeral-storage": "100Gi"});
+            let mut capacity = json!({"cpu": cpu.to_string(), "memory": format!("{mem}Gi"), "pods": "110",
+                "ephemeral-storage": "100Gi"});
+            let mut taints = json!([]);
+            if has_gpu && ni % 4 == 0 {
+                let gpu = *rng.pick(GPUS);
+                labels["nvidia.com/gpu.product"] = json!(gpu);
+                labels["nvidia.com/gpu.present"] = json!("true");
+                alloc["nvidia.com/gpu"] = json!("4");
+                capacity["nvidia.com/gpu"] = json!("4");
+                taints = json!([{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]);
+            }
+            nodes.push(json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": node_name, "labels": labels, "resourceVersion": "1"},
+                "spec": {"taints": taints},
+                "status": {"allocatable": alloc, "capacity": capacity,
+                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                    "nodeInfo": {
+                        "architecture": if vendor == "ARM" { "arm64" } else { "amd64" },
+                        "bootID": format!("{:032x}", rng.next()),
+                        "containerRuntimeVersion": "containerd://2.0.0",
+                        "kernelVersion": "6.12.0",
+                        "kubeProxyVersion": "",
+                        "kubeletVersion": "v1.33.0",
+                        "machineID": format!("{:032x}", rng.next()),
+                        "operatingSystem": "linux",
+                        "osImage": "Debian GNU/Linux 13 (trixie)",
+                        "systemUUID": format!("{:032x}", rng.next()),
+                    }},
+            }));
+        }
+        let mut pods = Vec::with_capacity(g.pods);
+        for pi in 0..g.pods {
+            let app = format!("app-{}", pi % 7);
+            let cpu_m = 100 * (1 + rng.next() % 8);
+            let mem_mi = 128 * (1 + rng.next() % 8);
+            let bound = !nodes.is_empty() && pi % 20 != 19;
+            let node = if bound {
+                nodes[(rng.next() % nodes.len() as u64) as usize]["metadata"]["name"].clone()
+            } else {
+                Value::Null
+            };
+            let phase = if !bound {
+                "Pending"
+            } else if pi % 50 == 7 {
+                "Succeeded"
+            } else {
+                "Running"
+            };
+            let mut spec = json!({
+                "containers": [{"name": "main", "image": format!("registry.example/{app}:1"),
+                    "resources": {"requests": {"cpu": format!("{cpu_m}m"), "memory": format!("{mem_mi}Mi")},
+                                  "limits": {"memory": format!("{mem_mi}Mi")}}}],
+                "restartPolicy": "Always",
+            });
+            let conditions = if bound {
+                json!([{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}])
+            } else {
+                spec["nodeSelector"] = json!({"disktype": "nvme"});
+                json!([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                    "message": "0/1 nodes are available: node(s) didn't match Pod's node affinity/selector."}])
+            };
+            if let Some(n) = node.as_str() {
+                spec["nodeName"] = json!(n);
+            }
+            pods.push(json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("{app}-{pi:05}"), "namespace": format!("team-{}", pi % 3),
+                    "labels": {"app": app}, "resourceVersion": "1",
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{app}-5d8f"),
+                        "uid": format!("00000000-0000-0000-0000-{pi:012}"), "controller": true}]},
+                "spec": spec,
+                "status": {"phase": phase, "conditions": conditions},
+            }));
+        }
+        sort_objects(&mut nodes);
+        sort_objects(&mut pods);
+        out.push(FleetCluster { name, cluster, nodes, pods });
+    }
+    out
+}
+
+/// Writes a fleet as a fleet directory: `<dir>/<cluster>/cluster.yaml` and `state.yaml` (a
+/// `kind: List` of nodes and pods).
+pub fn write(dir: &Path, fleet: &[FleetCluster]) -> Result<(), SimError> {
+    let io = |path: &Path, source: std::io::Error| SimError::Io { path: path.to_path_buf(), source };
+    for c in fleet {
+        let sub = dir.join(&c.name);
+        std::fs::create_dir_all(&sub).map_err(|e| io(&sub, e))?;
+        let cluster = crate::render::yaml::to_yaml(&c.cluster);
+        std::fs::write(sub.join("cluster.yaml"), cluster).map_err(|e| io(&sub, e))?;
+        let items: Vec<Value> = c.nodes.iter().chain(c.pods.iter()).cloned().collect();
+        let list = json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items});
+        std::fs::write(sub.join("state.yaml"), crate::render::yaml::to_yaml(&list)).map_err(|e| io(&sub, e))?;
+    }
+    Ok(())
+}
+
+/// Counts per cluster, for messages.
+pub fn summary(fleet: &[FleetCluster]) -> BTreeMap<String, (usize, usize)> {
+    fleet.iter().map(|c| (c.name.clone(), (c.nodes.len(), c.pods.len()))).collect()
+}

