@@ -258,7 +258,14 @@ impl Poller {
             .map(|(t, built)| {
                 let poll = poll.clone();
                 async move {
+                    let started = Instant::now();
                     let (built, result) = poll_one(&t, built, &poll).await;
+                    let outcome = match &result {
+                        Ok(_) => crate::metrics::PollOutcome::Ok,
+                        Err(PollError::Deadline(_)) => crate::metrics::PollOutcome::Timeout,
+                        Err(_) => crate::metrics::PollOutcome::Error,
+                    };
+                    crate::metrics::record_poll(&t.name, started.elapsed(), outcome);
                     (t, built, result)
                 }
             })
