@@ -118,7 +118,8 @@ fn main() {
 
     // Webster division.
     for (replicas, k) in [(10i64, 5usize), (100, 50), (10_000, 1000)] {
-        let weights: BTreeMap<String, i64> = (0..k).map(|i| (format!("member-{i:04}"), 1 + (i as i64 * 7) % 13)).collect();
+        let weights: BTreeMap<String, i64> =
+            (0..k).map(|i| (format!("member-{i:04}"), 1 + (i as i64 * 7) % 13)).collect();
         bench(&format!("webster {replicas} replicas over {k} clusters"), 7, 50, || {
             webster(replicas, &weights, TieBreak::for_uid(Some("uid")))
         });

@@ -5,8 +5,11 @@
 //! (it keeps its previous output). Inputs that are invalid stop the pass before anything is
 //! written: the output and the store stay as they were.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod cache;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -15,9 +18,10 @@ use crate::config::Config;
 use crate::members::live::LiveView;
 use crate::members::offline_snapshot;
 use crate::model::workload::{InterpreterTable, interpret};
-use crate::model::{ClusterSnapshot, Observed, Workload};
+use crate::model::{ClusterSnapshot, Observed, Workload, fnv1a64};
 use crate::policy::load::load_repository;
-use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template, matching};
+use crate::policy::matching::PolicyIndex;
+use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template};
 use crate::publish::{self, ClusterFiles, PublishPlan};
 use crate::render::{self, RenderInput};
 use crate::schedule::profile::Profiles;
@@ -204,12 +208,19 @@ pub struct Reconciler {
     pub profiles: Profiles,
     /// Output safety settings (mass-deletion guard, git mode).
     pub publish: PublishSettings,
+    /// What this reconciler decided, recorded and published in earlier passes.
+    cache: Mutex<cache::PassCache>,
 }
 
 impl Reconciler {
     /// A reconciler with the built-in profile only.
     pub fn new(store: Store) -> Self {
-        Reconciler { store, profiles: Profiles::builtin(), publish: PublishSettings::default() }
+        Reconciler {
+            store,
+            profiles: Profiles::builtin(),
+            publish: PublishSettings::default(),
+            cache: Mutex::new(cache::PassCache::default()),
+        }
     }
 
     /// Uses the configured profiles.
@@ -219,8 +230,38 @@ impl Reconciler {
     }
 
     /// Runs one pass over validated inputs and publishes to `output_dir`.
+    ///
+    /// A reconciler remembers what it decided, recorded and published ([`cache`]); a pass
+    /// where nothing changed reuses that instead of scheduling, rendering and comparing every
+    /// output file again. Every [`cache::FULL_CHECK_EVERY_MS`], on the first pass, on a
+    /// `sighup` trigger and after a failed pass, the whole output directory is compared.
     pub fn reconcile(
         &self,
+        inputs: &Inputs,
+        output_dir: &Path,
+        trigger: &str,
+        now_ms: u64,
+    ) -> Result<ReconcileReport, ReconcileError> {
+        let mut guard = match self.cache.lock() {
+            Ok(g) => g,
+            Err(poisoned) => {
+                // A pass panicked: what it left behind is not trusted.
+                let mut g = poisoned.into_inner();
+                *g = cache::PassCache::default();
+                self.cache.clear_poison();
+                g
+            }
+        };
+        let result = self.reconcile_cached(&mut guard, inputs, output_dir, trigger, now_ms);
+        if result.is_err() {
+            *guard = cache::PassCache::default();
+        }
+        result
+    }
+
+    fn reconcile_cached(
+        &self,
+        cache: &mut cache::PassCache,
         inputs: &Inputs,
         output_dir: &Path,
         trigger: &str,
@@ -229,12 +270,35 @@ impl Reconciler {
         let started = Instant::now();
         let mut report = ReconcileReport { trigger: trigger.to_string(), ..Default::default() };
         let set = &inputs.set;
+        let index = PolicyIndex::new(set);
+        let full_check = cache.full_check_due(now_ms, trigger);
+        if !cache.loaded {
+            for p in self.store.placements()? {
+                cache.placements.insert(p.workload.clone(), Arc::new(p));
+            }
+            cache.loaded = true;
+        }
 
         // Snapshot: version what we know of every member.
         let phase = Instant::now();
         let mut snapshot_versions = BTreeMap::new();
         for snap in &inputs.snapshots {
-            let (version, new) = self.store.record_snapshot(snap, Observed { at_ms: now_ms, confidence: 1.0 })?;
+            let fingerprint = cache::fingerprint(snap);
+            let (version, new) = match cache.snapshots.get(&snap.name) {
+                Some(s)
+                    if s.fingerprint == fingerprint
+                        && now_ms.saturating_sub(s.recorded_ms) < cache::LAST_SEEN_EVERY_MS =>
+                {
+                    (s.version, false)
+                }
+                _ => {
+                    let observed = Observed { at_ms: now_ms, confidence: 1.0 };
+                    let (version, new) = self.store.record_snapshot(snap, observed)?;
+                    let state = cache::SnapshotState { fingerprint, version, recorded_ms: now_ms };
+                    cache.snapshots.insert(snap.name.clone(), state);
+                    (version, new)
+                }
+            };
             if new {
                 report.new_snapshot_versions += 1;
             }
@@ -242,91 +306,186 @@ impl Reconciler {
         }
         report.phases.poll += phase.elapsed();
 
-        // Schedule and render every claimed template.
-        let mut plan = PublishPlan { clusters: BTreeMap::new(), summary: None };
-        for c in &set.clusters {
-            plan.clusters.insert(c.meta.name.clone(), ClusterFiles::default());
-        }
-        let mut placements = Vec::new();
+        // What every decision of this pass shares.
+        let fleet_key = cache::key_of(&snapshot_versions);
+        let interpreters_key = cache::key_of(&(
+            serde_json::to_vec(&set.interpreter_objects.iter().map(|o| &o.object).collect::<Vec<_>>())
+                .unwrap_or_default(),
+            serde_json::to_vec(&set.workload_interpreters.iter().map(|w| (&w.meta.name, &w.spec)).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        ));
+        let pass = Pass {
+            snapshots: inputs.snapshots.iter().map(|s| (s.name.as_str(), s)).collect(),
+            snapshot_versions: &snapshot_versions,
+        };
+        let mut override_keys: HashMap<(OverrideKindKey, Option<String>, String), u64> = HashMap::new();
+
+        // Schedule and render every claimed template (or reuse the decision).
+        let mut order: Vec<ObjectKey> = Vec::new();
+        let mut fresh: BTreeSet<ObjectKey> = BTreeSet::new();
         let mut seen = BTreeSet::new();
         let mut notes: BTreeMap<ObjectKey, Vec<String>> = BTreeMap::new();
         // propagateDeps: dependency → the claimed workloads that reference it.
-        let required_by = dependency_map(inputs, |t| self.store.placement(&t.key).ok().flatten());
+        let required_by =
+            dependency_map_indexed(inputs, &index, |t| cache.placements.get(&t.key).and_then(|p| p.policy.clone()));
         // Workloads first, then their dependencies (which take the union of their
         // dependents' clusters); dependencies never have dependencies of their own.
         let (deps, workloads): (Vec<&Template>, Vec<&Template>) =
             set.templates.iter().partition(|t| required_by.contains_key(&t.key));
         let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
         for t in workloads.into_iter().chain(deps) {
-            let prev = self.store.placement(&t.key)?;
-            let claim = matching::claim_with_previous(set, t, prev.as_ref().and_then(|p| p.policy.as_ref()));
-            let policy = claim.as_ref().and_then(|c| set.propagation_policy(&c.policy).map(|p| (c, p)));
+            let prev = cache.placements.get(&t.key).cloned();
+            let claim = index.claim_with_previous(t, prev.as_ref().and_then(|p| p.policy.as_ref()));
+            let policy = claim.as_ref().and_then(|c| index.propagation_policy(&c.policy).map(|p| (c, p)));
             let required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)> = required_by
                 .get(&t.key)
                 .into_iter()
                 .flatten()
                 .filter_map(|k| targets_of.get(k).map(|(c, p)| (k.clone(), c.clone(), p.clone())))
                 .collect();
-            let decided = match policy {
-                Some((claim, policy)) => {
-                    // Unknown profiles were rejected when loading.
-                    let fw = self
-                        .profiles
+            let default_placement = crate::policy::types::Placement::default();
+            let (policy_ref, placement, fw) = match policy {
+                // Unknown profiles were rejected when loading.
+                Some((claim, policy)) => (
+                    Some(&claim.policy),
+                    &policy.spec.placement,
+                    self.profiles
                         .for_policy(&policy.meta.annotations)
-                        .unwrap_or_else(|| self.profiles.default_profile());
-                    self.decide(
-                        t,
-                        Some(&claim.policy),
-                        &policy.spec.placement,
-                        fw,
-                        prev.as_ref(),
-                        inputs,
-                        &snapshot_versions,
-                        &required,
-                    )?
-                }
-                None if !required.is_empty() => {
-                    let placement = crate::policy::types::Placement::default();
-                    let fw = self.profiles.default_profile();
-                    self.decide(t, None, &placement, fw, prev.as_ref(), inputs, &snapshot_versions, &required)?
-                }
+                        .unwrap_or_else(|| self.profiles.default_profile()),
+                ),
+                None if !required.is_empty() => (None, &default_placement, self.profiles.default_profile()),
                 None => continue,
             };
+            let template_json = serde_json::to_vec(&t.object).unwrap_or_default();
+            let policy_json = policy_ref
+                .and_then(|r| index.propagation_policy(r))
+                .map(|p| serde_json::to_vec(&p.spec).unwrap_or_default())
+                .unwrap_or_default();
+            let hashes = (fnv1a64(&template_json), fnv1a64(&policy_json));
+            let overrides = render::overrides::applicable_indexed(&index, t);
+            let overrides_key: Vec<u64> = overrides
+                .iter()
+                .map(|o| {
+                    let id = (
+                        OverrideKindKey(o.kind.to_string()),
+                        o.policy.meta.namespace.clone(),
+                        o.policy.meta.name.clone(),
+                    );
+                    *override_keys
+                        .entry(id)
+                        .or_insert_with(|| fnv1a64(&serde_json::to_vec(&o.policy.spec).unwrap_or_default()))
+                })
+                .collect();
+            let key = cache::key_of(&(
+                (hashes, &t.source.file, t.source.document, policy_ref, fleet_key, interpreters_key),
+                (prev.as_ref().map(|p| (&p.targets, &p.affinity_name, &p.files, &p.policy)), &fw.name, &required),
+                overrides_key,
+            ));
+            let hit = cache.decisions.get(&t.key).is_some_and(|c| c.key == key);
+            if !hit {
+                for (bytes, hash) in [(&template_json, hashes.0), (&policy_json, hashes.1)] {
+                    if !cache.blobs.contains(&hash) {
+                        self.store.put_blob(bytes)?;
+                        cache.blobs.insert(hash);
+                    }
+                }
+                let decided = self.decide(
+                    t,
+                    policy_ref,
+                    placement,
+                    fw,
+                    prev.as_deref(),
+                    inputs,
+                    &pass,
+                    &required,
+                    hashes,
+                    &overrides,
+                )?;
+                report.phases.schedule += decided.schedule_time;
+                report.phases.render += decided.render_time;
+                cache.decisions.insert(t.key.clone(), cache::CachedDecision { key, decided });
+                fresh.insert(t.key.clone());
+            }
+            let Some(decided) = cache.decisions.get(&t.key).map(|c| &c.decided) else { continue };
             seen.insert(t.key.clone());
+            order.push(t.key.clone());
             report.workloads += 1;
-            report.phases.schedule += decided.schedule_time;
-            report.phases.render += decided.render_time;
-            let Decided { mut record, inputs: dec_inputs, files, keep, problems, scheduled, .. } = decided;
-            if scheduled {
+            if decided.scheduled {
                 report.scheduled += 1;
             }
-            if let Some(p) = &record.policy {
-                targets_of.insert(t.key.clone(), (record.targets.keys().cloned().collect(), p.clone()));
+            if let Some(p) = &decided.record.policy {
+                targets_of.insert(t.key.clone(), (decided.record.targets.keys().cloned().collect(), p.clone()));
             }
-            for p in problems {
+            for p in &decided.problems {
                 if let Some(cluster) = &p.cluster {
                     let note = format!("render failed on {cluster}, previous file kept: {}", p.reason);
                     notes.entry(t.key.clone()).or_default().push(note);
-                    report.render_failures.push(p);
+                    report.render_failures.push(p.clone());
                 } else {
-                    report.unschedulable.push(p);
+                    report.unschedulable.push(p.clone());
                 }
             }
-            for (cluster, (path, content)) in files {
-                if let Some(cf) = plan.clusters.get_mut(&cluster) {
-                    cf.files.insert(path, content);
-                }
-            }
-            for (cluster, path) in keep {
-                if let Some(cf) = plan.clusters.get_mut(&cluster) {
-                    cf.keep.insert(path);
-                }
-            }
-            record.decided_at_ms = now_ms;
-            placements.push((record, dec_inputs, prev));
         }
+        let removed: Vec<ObjectKey> = {
+            let mut r: Vec<&ObjectKey> = cache.placements.keys().filter(|k| !seen.contains(*k)).collect();
+            r.sort_by_cached_key(|k| k.store_key());
+            r.into_iter().cloned().collect()
+        };
+        cache.decisions.retain(|k, _| seen.contains(k));
 
-        plan.summary = Some(summary_json(&placements));
+        // The summary, rebuilt only when a decision changed.
+        let summary = match &cache.summary {
+            Some(s) if fresh.is_empty() && removed.is_empty() => s.clone(),
+            _ => summary_json(order.iter().filter_map(|k| cache.decisions.get(k).map(|c| &c.decided.record))),
+        };
+        cache.summary = Some(summary.clone());
+
+        // Which cluster directories need publishing: all on a full check, else those whose
+        // desired files (paths and content hashes) differ from what this process published.
+        let mut digests: HashMap<&str, (u64, usize)> =
+            set.clusters.iter().map(|c| (c.meta.name.as_str(), (0u64, 0usize))).collect();
+        for k in &order {
+            let Some(d) = cache.decisions.get(k).map(|c| &c.decided) else { continue };
+            for ((cluster, (path, _)), hash) in d.files.iter().zip(&d.file_hashes) {
+                if let Some(e) = digests.get_mut(cluster.as_str()) {
+                    e.0 = e.0.wrapping_add(cache::file_digest(path, *hash));
+                    e.1 += 1;
+                }
+            }
+            for (cluster, path) in &d.keep {
+                if let Some(e) = digests.get_mut(cluster.as_str()) {
+                    e.0 = e.0.wrapping_add(cache::keep_digest(path));
+                }
+            }
+        }
+        let dirty: BTreeSet<&str> = digests
+            .iter()
+            .filter(|(c, (digest, _))| full_check || cache.published.get(**c) != Some(digest))
+            .map(|(c, _)| *c)
+            .collect();
+        let mut plan = PublishPlan { clusters: BTreeMap::new(), summary: None };
+        for c in &dirty {
+            plan.clusters.insert((*c).to_string(), ClusterFiles::default());
+        }
+        for k in &order {
+            let Some(d) = cache.decisions.get(k).map(|c| &c.decided) else { continue };
+            for (cluster, (path, content)) in &d.files {
+                if let Some(cf) = plan.clusters.get_mut(cluster) {
+                    cf.files.insert(path.clone(), content.clone());
+                }
+            }
+            for (cluster, path) in &d.keep {
+                if let Some(cf) = plan.clusters.get_mut(cluster) {
+                    cf.keep.insert(path.clone());
+                }
+            }
+        }
+        let skipped_files: usize =
+            digests.iter().filter(|(c, _)| !dirty.contains(*c)).map(|(_, (_, files))| files + 1).sum();
+        let summary_unchanged = !full_check && cache.published_summary.as_deref() == Some(summary.as_str());
+        if !summary_unchanged {
+            plan.summary = Some(summary.clone());
+        }
 
         // Publish, then record: a crash in between re-derives the same output next time.
         let phase = Instant::now();
@@ -335,8 +494,21 @@ impl Reconciler {
         let phase = Instant::now();
         report.files_written = published.written.len();
         report.files_removed = published.removed.len();
-        report.files_unchanged = published.unchanged;
+        report.files_unchanged = published.unchanged + skipped_files + usize::from(summary_unchanged);
         report.held_clusters = published.held;
+        if full_check {
+            cache.published.clear();
+            cache.last_full_check_ms = Some(now_ms);
+        }
+        for c in plan.clusters.keys() {
+            match (report.held_clusters.iter().any(|h| &h.cluster == c), digests.get(c.as_str())) {
+                (false, Some((digest, _))) => cache.published.insert(c.clone(), *digest),
+                _ => cache.published.remove(c),
+            };
+        }
+        if plan.summary.is_some() {
+            cache.published_summary = Some(summary);
+        }
         for h in &report.held_clusters {
             crate::metrics::record_hold(&h.cluster);
         }
@@ -347,47 +519,74 @@ impl Reconciler {
             clusters.into_iter().filter_map(|c| held.get(c)).map(|h| h.to_string()).collect()
         };
 
-        for (mut record, dec_inputs, prev) in placements {
-            let mut notes = notes.remove(&record.workload).unwrap_or_default();
-            let mut with_files = vec![&record.files];
+        for key in &order {
+            let Some(d) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
+            let prev = cache.placements.get(key).cloned();
+            let mut notes = notes.remove(key).unwrap_or_default();
+            let mut with_files = vec![&d.record.files];
             with_files.extend(prev.as_ref().map(|p| &p.files));
             notes.extend(held_notes(&with_files));
+            if !cache.history.contains_key(key) {
+                let last = self.store.last_history(key)?.map(|h| cache::LastHistory {
+                    template_hash: h.inputs.template_hash,
+                    policy_hash: h.inputs.policy_hash,
+                    notes: h.notes,
+                });
+                cache.history.insert(key.clone(), last);
+            }
+            let last = cache.history.get(key).and_then(Option::as_ref);
+            // A reused decision has the inputs and result of the stored placement (its key
+            // covers them); only its notes can differ.
             let changed = match &prev {
                 None => true,
+                Some(_) if !fresh.contains(key) => false,
                 Some(p) => {
-                    p.result != record.result
-                        || p.targets != record.targets
-                        || p.files != record.files
-                        || p.policy != record.policy
-                        || p.affinity_name != record.affinity_name
-                        || self.inputs_changed(p, &dec_inputs)?
+                    p.result != d.record.result
+                        || p.targets != d.record.targets
+                        || p.files != d.record.files
+                        || p.policy != d.record.policy
+                        || p.affinity_name != d.record.affinity_name
+                        || last.is_none_or(|h| {
+                            h.template_hash != d.inputs.template_hash || h.policy_hash != d.inputs.policy_hash
+                        })
                 }
-            } || self.notes_changed(&record.workload, &notes)?;
+            } || match last {
+                Some(h) => h.notes != notes,
+                None => !notes.is_empty(),
+            };
             if !changed {
                 continue;
             }
+            let mut record = d.record.clone();
+            record.decided_at_ms = now_ms;
+            record.history_seq = 0;
             let history = HistoryRecord {
                 seq: 0,
                 at_ms: now_ms,
                 trigger: trigger.to_string(),
                 workload: record.workload.clone(),
                 policy: record.policy.clone(),
-                inputs: dec_inputs,
+                inputs: d.inputs.clone(),
                 result: record.result.clone(),
-                notes,
+                notes: notes.clone(),
             };
-            record.history_seq = 0;
             let seq = self.store.record_decision(history, &record)?;
-            let _ = seq;
+            record.history_seq = seq;
+            let last =
+                cache::LastHistory { template_hash: d.inputs.template_hash, policy_hash: d.inputs.policy_hash, notes };
+            cache.history.insert(key.clone(), Some(last));
+            cache.placements.insert(key.clone(), Arc::new(record));
             report.history_records += 1;
         }
 
         // Workloads that are no longer propagated: their files were not planned, so the
         // publisher removed them; record why.
-        for old in self.store.placements()? {
-            if seen.contains(&old.workload) {
-                continue;
-            }
+        for key in removed {
+            let Some(old) = cache.placements.get(&key).cloned() else { continue };
+            let notes: Vec<String> =
+                std::iter::once("template removed from the policy repository or no longer claimed by a policy".into())
+                    .chain(held_notes(&[&old.files]))
+                    .collect();
             let history = HistoryRecord {
                 seq: 0,
                 at_ms: now_ms,
@@ -407,15 +606,13 @@ impl Reconciler {
                     verdicts: Vec::new(),
                     affinity_name: None,
                 },
-                notes: std::iter::once(
-                    "template removed from the policy repository or no longer claimed by a policy".into(),
-                )
-                .chain(held_notes(&[&old.files]))
-                .collect(),
+                notes: notes.clone(),
             };
             self.store.append_history(history)?;
             self.store.remove_placement(&old.workload)?;
-            report.removed_workloads.push(old.workload);
+            cache.placements.remove(&key);
+            cache.history.insert(key.clone(), Some(cache::LastHistory { template_hash: 0, policy_hash: 0, notes }));
+            report.removed_workloads.push(key);
             report.history_records += 1;
         }
         self.store.flush()?;
@@ -425,22 +622,6 @@ impl Reconciler {
         }
         report.duration_ms = started.elapsed().as_millis();
         Ok(report)
-    }
-
-    /// Whether a workload's notes (render failures) differ from its last history record, so a
-    /// failure is recorded once, and so is its end.
-    fn notes_changed(&self, workload: &ObjectKey, notes: &[String]) -> Result<bool, StoreError> {
-        Ok(match self.store.last_history(workload)? {
-            Some(h) => h.notes != notes,
-            None => !notes.is_empty(),
-        })
-    }
-
-    fn inputs_changed(&self, prev: &PlacementRecord, new: &DecisionInputs) -> Result<bool, StoreError> {
-        Ok(match self.store.last_history(&prev.workload)? {
-            Some(h) => h.inputs.template_hash != new.template_hash || h.inputs.policy_hash != new.policy_hash,
-            None => true,
-        })
     }
 
     /// Schedules and renders one template. `policy_ref` is None for a dependency no policy
@@ -454,23 +635,18 @@ impl Reconciler {
         fw: &Framework,
         prev: Option<&PlacementRecord>,
         inputs: &Inputs,
-        snapshot_versions: &BTreeMap<String, u64>,
+        pass: &Pass<'_>,
         required: &[(ObjectKey, BTreeSet<String>, PolicyRef)],
+        (template_hash, policy_hash): (u64, u64),
+        overrides: &[render::ApplicableOverride<'_>],
     ) -> Result<Decided, StoreError> {
-        let set = &inputs.set;
-        let template_hash = self.store.put_blob(&serde_json::to_vec(&t.object).unwrap_or_default())?;
-        let policy_json = policy_ref
-            .and_then(|r| set.propagation_policy(r))
-            .map(|p| serde_json::to_vec(&p.spec).unwrap_or_default())
-            .unwrap_or_default();
-        let policy_hash = self.store.put_blob(&policy_json)?;
         let previous: BTreeMap<String, i32> =
             prev.map(|p| p.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect()).unwrap_or_default();
         let previous_affinity = prev.and_then(|p| p.affinity_name.clone());
         let dec_inputs = DecisionInputs {
             template_hash,
             policy_hash,
-            snapshot_versions: snapshot_versions.clone(),
+            snapshot_versions: pass.snapshot_versions.clone(),
             previous: previous.clone(),
             previous_affinity: previous_affinity.clone(),
             profile: fw.name.clone(),
@@ -491,6 +667,7 @@ impl Reconciler {
                 },
                 inputs: dec_inputs.clone(),
                 files: Vec::new(),
+                file_hashes: Vec::new(),
                 keep,
                 problems: vec![Problem { workload: t.key.clone(), cluster: None, reason }],
                 scheduled: false,
@@ -557,13 +734,13 @@ impl Reconciler {
         };
 
         let path = render::object_path(&t.key);
-        let overrides = render::overrides::applicable(set, t);
         let mut files = Vec::new();
+        let mut file_hashes = Vec::new();
         let mut keep = Vec::new();
         let mut file_map = BTreeMap::new();
         let mut problems = Vec::new();
         for (cluster, replicas) in &targets {
-            let Some(snapshot) = inputs.snapshots.iter().find(|s| &s.name == cluster) else { continue };
+            let Some(snapshot) = pass.snapshots.get(cluster.as_str()).copied() else { continue };
             let input = RenderInput {
                 template: t,
                 workload: &workload,
@@ -575,10 +752,11 @@ impl Reconciler {
                     None => None,
                 },
                 cluster: snapshot,
-                overrides: &overrides,
+                overrides,
             };
             match render::render(&input) {
                 Ok(content) => {
+                    file_hashes.push(fnv1a64(content.as_bytes()));
                     files.push((cluster.clone(), (path.clone(), content)));
                     file_map.insert(cluster.clone(), path.clone());
                 }
@@ -608,6 +786,7 @@ impl Reconciler {
             },
             inputs: dec_inputs,
             files,
+            file_hashes,
             keep,
             problems,
             scheduled: true,
@@ -627,14 +806,28 @@ pub fn dependency_map(
     inputs: &Inputs,
     previous: impl Fn(&Template) -> Option<PlacementRecord>,
 ) -> BTreeMap<ObjectKey, Vec<ObjectKey>> {
+    dependency_map_indexed(inputs, &PolicyIndex::new(&inputs.set), |t| previous(t).and_then(|p| p.policy))
+}
+
+/// [`dependency_map`] over an index of the set, with the previous claimer of each template.
+fn dependency_map_indexed(
+    inputs: &Inputs,
+    index: &PolicyIndex<'_>,
+    previous_policy: impl Fn(&Template) -> Option<PolicyRef>,
+) -> BTreeMap<ObjectKey, Vec<ObjectKey>> {
     let set = &inputs.set;
+    let any_deps =
+        set.propagation_policies.iter().chain(&set.cluster_propagation_policies).any(|p| p.spec.propagate_deps);
     let mut out: BTreeMap<ObjectKey, Vec<ObjectKey>> = BTreeMap::new();
+    if !any_deps {
+        return out;
+    }
     for t in &set.templates {
-        let prev = previous(t);
-        let Some(claim) = matching::claim_with_previous(set, t, prev.as_ref().and_then(|p| p.policy.as_ref())) else {
+        let prev = previous_policy(t);
+        let Some(claim) = index.claim_with_previous(t, prev.as_ref()) else {
             continue;
         };
-        if !set.propagation_policy(&claim.policy).is_some_and(|p| p.spec.propagate_deps) {
+        if !index.propagation_policy(&claim.policy).is_some_and(|p| p.spec.propagate_deps) {
             continue;
         }
         for dep in crate::model::deps::dependencies(&t.key, &t.object, &inputs.interpreters) {
@@ -692,10 +885,23 @@ fn add_required(
     result.outcome = Outcome::Scheduled { targets: targets.clone() };
 }
 
-struct Decided {
+/// What the pass shares with every decision.
+struct Pass<'a> {
+    snapshots: HashMap<&'a str, &'a ClusterSnapshot>,
+    snapshot_versions: &'a BTreeMap<String, u64>,
+}
+
+/// An override kind as a hashable key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct OverrideKindKey(String);
+
+/// One workload's decision and rendered files (kept by the [`cache`] between passes).
+pub(crate) struct Decided {
     record: PlacementRecord,
     inputs: DecisionInputs,
     files: Vec<(String, (String, String))>,
+    /// FNV-1a 64 of each file's content, in the order of `files`.
+    file_hashes: Vec<u64>,
     keep: Vec<(String, String)>,
     problems: Vec<Problem>,
     scheduled: bool,
@@ -705,8 +911,8 @@ struct Decided {
 
 /// `OUT/.fedsched/placements.json`: the decisions in machine-readable form. Deterministic
 /// (no times), so an unchanged fleet does not rewrite it.
-fn summary_json(placements: &[(PlacementRecord, DecisionInputs, Option<PlacementRecord>)]) -> String {
-    let items: Vec<serde_json::Value> = placements.iter().map(|(p, _, _)| crate::report::placement_json(p)).collect();
+fn summary_json<'a>(placements: impl Iterator<Item = &'a PlacementRecord>) -> String {
+    let items: Vec<serde_json::Value> = placements.map(crate::report::placement_json).collect();
     let mut s = serde_json::to_string_pretty(&json!({ "placements": items })).unwrap_or_default();
     s.push('\n');
     s

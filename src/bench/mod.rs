@@ -381,7 +381,11 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
             n = k;
         }
         let pairs = n * inputs.snapshots.len();
-        let f = Figure::ms(Scenario::S1, format!("schedule phase, {n} workloads × {} clusters", inputs.snapshots.len()), &in_sched);
+        let f = Figure::ms(
+            Scenario::S1,
+            format!("schedule phase, {n} workloads × {} clusters", inputs.snapshots.len()),
+            &in_sched,
+        );
         let met = f.value <= 500.0;
         put(f.mark("≤ 500 ms", met), &mut all);
         put(Figure::ms(Scenario::S1, "  with claim + workload interpretation", &total), &mut all);
@@ -526,12 +530,20 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
         let after_du = dir_size(rec.store.db_path());
         let growth = mib(after.saturating_sub(before));
         put(
-            Figure::new(Scenario::S6, format!("store growth over {} no-change reconciles (sled)", o.passes), "MiB", vec![growth])
-                .mark("< 1 MiB", growth < 1.0),
+            Figure::new(
+                Scenario::S6,
+                format!("store growth over {} no-change reconciles (sled)", o.passes),
+                "MiB",
+                vec![growth],
+            )
+            .mark("< 1 MiB", growth < 1.0),
             &mut all,
         );
         let du = after_du as f64 - before_du as f64;
-        put(Figure::new(Scenario::S6, "  growth of the db directory (files)", "MiB", vec![du / (1024.0 * 1024.0)]), &mut all);
+        put(
+            Figure::new(Scenario::S6, "  growth of the db directory (files)", "MiB", vec![du / (1024.0 * 1024.0)]),
+            &mut all,
+        );
         put(Figure::new(Scenario::S6, "  db directory after", "MiB", vec![mib(after_du)]), &mut all);
         put(
             Figure::new(Scenario::S6, "  mean pass", "ms", vec![elapsed.as_secs_f64() * 1e3 / o.passes.max(1) as f64]),
@@ -642,14 +654,14 @@ fn poll_rounds(
         walls.push(wall.elapsed());
         let cpu = timing::process_cpu().unwrap_or_default().saturating_sub(cpu0);
         if !report.failed.is_empty() {
-            return Err(BenchError::Check(format!("S5: {} cluster(s) failed: {:?}", report.failed.len(), report.failed[0])));
+            return Err(BenchError::Check(format!(
+                "S5: {} cluster(s) failed: {:?}",
+                report.failed.len(),
+                report.failed[0]
+            )));
         }
-        pods = poller
-            .view()
-            .clusters
-            .values()
-            .filter_map(|c| c.last_good.as_ref().map(|d| u64::from(d.poll.pods)))
-            .sum();
+        pods =
+            poller.view().clusters.values().filter_map(|c| c.last_good.as_ref().map(|d| u64::from(d.poll.pods))).sum();
         cpu_per_pod.push(cpu.as_secs_f64() * 1e6 / pods.max(1) as f64);
     }
     let mut out = Vec::new();

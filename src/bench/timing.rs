@@ -40,7 +40,13 @@ pub struct Sample {
 impl Sample {
     /// One line for a table: name, median per iteration, runs × iterations.
     pub fn line(&self) -> String {
-        format!("{:<44} {:>12}   (median of {} runs × {} iterations)", self.name, fmt(self.per_iter), self.runs, self.iters)
+        format!(
+            "{:<44} {:>12}   (median of {} runs × {} iterations)",
+            self.name,
+            fmt(self.per_iter),
+            self.runs,
+            self.iters
+        )
     }
 }
 

@@ -13,7 +13,7 @@
 //! - [`shadow_reason`]: why a matching policy lost, for `check`'s conflict report.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::types::{
     ClusterAffinity, LabelSelector, LabelSelectorRequirement, Preemption, PropagationSpec, ResourceSelector,
@@ -231,7 +231,10 @@ impl ClaimReason {
 /// `priority`. The best such preemptor (claim order) wins. Without a previous claimer, or when
 /// it no longer matches, this is [`claim`].
 pub fn claim_with_previous(set: &PolicySet, t: &Template, previous: Option<&PolicyRef>) -> Option<Claim> {
-    let fresh = claim(set, t)?;
+    with_previous(set, claim(set, t)?, previous)
+}
+
+fn with_previous(set: &PolicySet, fresh: Claim, previous: Option<&PolicyRef>) -> Option<Claim> {
     let Some(prev) = previous.filter(|p| **p != fresh.policy && fresh.shadowed.contains(p)) else {
         return Some(fresh);
     };
@@ -309,13 +312,20 @@ pub fn shadow_reason(set: &PolicySet, t: &Template, claim: &Claim, loser: &Polic
 /// "Best" = highest explicit `priority`, then highest [`ImplicitPriority`], then the
 /// lexicographically smaller name (byte order). A PP beats every CPP whatever the priorities.
 pub fn claim(set: &PolicySet, t: &Template) -> Option<Claim> {
-    let mut pps = candidates(
-        set.propagation_policies
-            .iter()
-            .filter(|p| t.key.namespace.is_some() && p.namespace() == t.key.namespace.as_deref()),
-        PolicyKind::PropagationPolicy,
-        t,
-    );
+    let pps = set
+        .propagation_policies
+        .iter()
+        .filter(|p| t.key.namespace.is_some() && p.namespace() == t.key.namespace.as_deref());
+    claim_among(set, pps, t)
+}
+
+/// [`claim`] with the template namespace's PropagationPolicies given (`pps`).
+fn claim_among<'a>(
+    set: &'a PolicySet,
+    pps: impl Iterator<Item = &'a Policy<PropagationSpec>>,
+    t: &Template,
+) -> Option<Claim> {
+    let mut pps = candidates(pps, PolicyKind::PropagationPolicy, t);
     let cpp_allowed = !t.key.namespace.as_deref().is_some_and(is_reserved_namespace);
     let mut cpps = if cpp_allowed {
         candidates(set.cluster_propagation_policies.iter(), PolicyKind::ClusterPropagationPolicy, t)
@@ -358,6 +368,62 @@ fn compare_candidates(a: &Candidate, b: &Candidate) -> Ordering {
         .cmp(&a.priority)
         .then(b.implicit.cmp(&a.implicit))
         .then_with(|| a.policy.name.as_bytes().cmp(b.policy.name.as_bytes()))
+}
+
+/// Lookups of one [`PolicySet`] by namespace and by reference, built once per pass so that
+/// claiming and overriding every template is not quadratic in the number of policies. Gives
+/// exactly the answers of [`claim_with_previous`], [`PolicySet::propagation_policy`] and
+/// [`crate::render::overrides::applicable`] (which scan every policy).
+pub struct PolicyIndex<'a> {
+    set: &'a PolicySet,
+    pps: HashMap<&'a str, Vec<&'a Policy<PropagationSpec>>>,
+    by_ref: HashMap<(PolicyKind, Option<&'a str>, &'a str), &'a Policy<PropagationSpec>>,
+    overrides: HashMap<&'a str, Vec<&'a Policy<crate::policy::types::OverrideSpec>>>,
+}
+
+impl<'a> PolicyIndex<'a> {
+    /// Indexes `set` (the order of each list is kept within a namespace).
+    pub fn new(set: &'a PolicySet) -> Self {
+        let mut pps: HashMap<&str, Vec<_>> = HashMap::new();
+        let mut by_ref = HashMap::new();
+        for p in &set.propagation_policies {
+            if let Some(ns) = p.namespace() {
+                pps.entry(ns).or_default().push(p);
+            }
+            by_ref.entry((PolicyKind::PropagationPolicy, p.namespace(), p.name())).or_insert(p);
+        }
+        for p in &set.cluster_propagation_policies {
+            by_ref.entry((PolicyKind::ClusterPropagationPolicy, p.namespace(), p.name())).or_insert(p);
+        }
+        let mut overrides: HashMap<&str, Vec<_>> = HashMap::new();
+        for p in &set.override_policies {
+            if let Some(ns) = p.namespace() {
+                overrides.entry(ns).or_default().push(p);
+            }
+        }
+        PolicyIndex { set, pps, by_ref, overrides }
+    }
+
+    /// The set indexed.
+    pub fn set(&self) -> &'a PolicySet {
+        self.set
+    }
+
+    /// [`claim_with_previous`].
+    pub fn claim_with_previous(&self, t: &Template, previous: Option<&PolicyRef>) -> Option<Claim> {
+        let pps = t.key.namespace.as_deref().and_then(|ns| self.pps.get(ns)).into_iter().flatten().copied();
+        with_previous(self.set, claim_among(self.set, pps, t)?, previous)
+    }
+
+    /// [`PolicySet::propagation_policy`].
+    pub fn propagation_policy(&self, r: &PolicyRef) -> Option<&'a Policy<PropagationSpec>> {
+        self.by_ref.get(&(r.kind, r.namespace.as_deref(), r.name.as_str())).copied()
+    }
+
+    /// The OverridePolicies of a namespace, in the set's order.
+    pub fn override_policies(&self, namespace: &str) -> &[&'a Policy<crate::policy::types::OverrideSpec>] {
+        self.overrides.get(namespace).map(Vec::as_slice).unwrap_or(&[])
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //! ```
 //!
 //! A publish is all-or-nothing across the whole plan: every new or changed file is first staged
-//! and fsynced under `.fedsched/staging/`, then a journal of renames and deletions is committed
+//! and made durable (one `syncfs`) under `.fedsched/staging/`, then a journal of renames and deletions is committed
 //! atomically, then applied. [`recover`] re-applies an interrupted journal idempotently;
 //! [`publish`] always recovers first. Unchanged files are never rewritten (their mtime stays),
 //! only files carrying [`GENERATED_HEADER`] are ever deleted, and cluster directories are never
@@ -546,6 +546,14 @@ fn sync_dir(dir: &Path) -> Result<(), PublishError> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(io_err("sync directory", dir))
 }
 
+/// Makes every written file of the file system holding `dir` durable (`syncfs(2)`): the
+/// staged files of a publish are on the output directory's file system by construction.
+fn sync_filesystem(dir: &Path) -> Result<(), PublishError> {
+    File::open(dir)
+        .and_then(|d| rustix::fs::syncfs(&d).map_err(io::Error::from))
+        .map_err(io_err("sync the file system of", dir))
+}
+
 /// Creates `dir` (and missing parents), fsyncing the parent of every directory it creates.
 fn create_dirs(dir: &Path) -> Result<(), PublishError> {
     match kind_of(dir)? {
@@ -568,7 +576,7 @@ fn create_dirs(dir: &Path) -> Result<(), PublishError> {
     }
 }
 
-/// Writes every changed file as a fsynced staged file and returns the journal that moves them
+/// Writes every changed file as a staged file (made durable by one `syncfs`) and returns the journal that moves them
 /// into place. Nothing outside the staging directory changes.
 fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishError> {
     let staging = staging_dir(out);
@@ -585,10 +593,7 @@ fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishError> {
             .tempfile_in(&staging)
             .map_err(io_err("create staged file in", &staging))?;
         let tmp_path = tmp.path().to_path_buf();
-        tmp.as_file_mut()
-            .write_all(bytes)
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(io_err("write", &tmp_path))?;
+        tmp.as_file_mut().write_all(bytes).map_err(io_err("write", &tmp_path))?;
         let (_file, path) = tmp.keep().map_err(|e| io_err("keep", &tmp_path)(e.error))?;
         let staged = path
             .file_name()
@@ -597,6 +602,9 @@ fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishError> {
             .ok_or_else(|| PublishError::InTheWay { path: path.clone(), expected: "a UTF-8 staged file name" })?;
         journal.renames.push(Rename { staged, target: target.clone() });
     }
+    // One syncfs for every staged file (one fsync per file costs ~0.5 ms each: 70,000 files
+    // would take most of a first publish); then the staging directory's entries.
+    sync_filesystem(&staging)?;
     sync_dir(&staging)?;
     Ok(journal)
 }

@@ -86,6 +86,28 @@ pub struct OverrideError {
 /// documentation). Empty resource selectors select every template; otherwise
 /// [`selector_priority`] decides, the best selector of a policy giving its priority.
 pub fn applicable<'a>(set: &'a PolicySet, t: &Template) -> Vec<ApplicableOverride<'a>> {
+    let ns = t.key.namespace.as_deref();
+    applicable_among(set, &mut set.override_policies.iter().filter(|p| ns.is_some() && p.namespace() == ns), t)
+}
+
+/// [`applicable`] with an index of the set (the template namespace's OverridePolicies are
+/// looked up instead of scanned).
+pub fn applicable_indexed<'a>(
+    index: &crate::policy::matching::PolicyIndex<'a>,
+    t: &Template,
+) -> Vec<ApplicableOverride<'a>> {
+    let ns: &[&'a Policy<OverrideSpec>] = match t.key.namespace.as_deref() {
+        Some(ns) => index.override_policies(ns),
+        None => &[],
+    };
+    applicable_among(index.set(), &mut ns.iter().copied(), t)
+}
+
+fn applicable_among<'a>(
+    set: &'a PolicySet,
+    namespaced: &mut dyn Iterator<Item = &'a Policy<OverrideSpec>>,
+    t: &Template,
+) -> Vec<ApplicableOverride<'a>> {
     let pick = |kind: OverrideKind, policies: &mut dyn Iterator<Item = &'a Policy<OverrideSpec>>| {
         let mut found: Vec<(ImplicitPriority, &'a str, &'a Policy<OverrideSpec>)> = policies
             .filter_map(|p| {
@@ -101,11 +123,8 @@ pub fn applicable<'a>(set: &'a PolicySet, t: &Template) -> Vec<ApplicableOverrid
         found.into_iter().map(move |(_, _, policy)| ApplicableOverride { kind, policy }).collect::<Vec<_>>()
     };
     let mut out = pick(OverrideKind::ClusterOverridePolicy, &mut set.cluster_override_policies.iter());
-    if let Some(ns) = t.key.namespace.as_deref() {
-        out.extend(pick(
-            OverrideKind::OverridePolicy,
-            &mut set.override_policies.iter().filter(|p| p.namespace() == Some(ns)),
-        ));
+    if t.key.namespace.is_some() {
+        out.extend(pick(OverrideKind::OverridePolicy, namespaced));
     }
     out
 }

@@ -1,0 +1,229 @@
+//! What a [`super::Reconciler`] remembers between passes of one process (the daemon's), so that
+//! a pass where nothing changed costs little (issue 8, S3):
+//!
+//! - **decisions**: per workload, the key of everything its decision and its rendered files
+//!   depend on (template and policy JSON, the claim, snapshot versions of every cluster, the
+//!   previous placement, profile, overrides that apply, interpreters, dependents) and the
+//!   decision itself with its files. Same key ⇒ the decision is reused: no filter, score,
+//!   estimate, assignment or render.
+//! - **placements and last history** of every workload: read from the store once (the first
+//!   pass), then kept in step with what this process writes (the reconciler is the store's
+//!   only writer).
+//! - **snapshots**: per cluster, a fingerprint of the content and the stored version. An
+//!   unchanged snapshot is not re-recorded; its `last_seen_ms` is persisted at most every
+//!   [`LAST_SEEN_EVERY_MS`].
+//! - **published output**: per cluster, a digest of the files (path and content hash) last
+//!   published, and the summary's bytes. Only clusters whose digest changed are published.
+//!
+//! The rule for the output directory: every [`FULL_CHECK_EVERY_MS`] (and on the first pass
+//! of a process, on `sighup`, and after any failed pass) the whole plan is published, which
+//! compares every file on disk with its desired bytes, so a file changed or removed by
+//! someone else is restored then. In between, only clusters whose desired files changed are
+//! compared and written.
+//!
+//! Any error during a pass clears the cache: the next pass starts cold (as `fedsched render`
+//! always does).
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use crate::model::ClusterSnapshot;
+use crate::policy::ObjectKey;
+use crate::store::PlacementRecord;
+
+/// How often a pass publishes the whole plan (compares every output file with the disk).
+pub const FULL_CHECK_EVERY_MS: u64 = 10 * 60 * 1000;
+
+/// How often an unchanged snapshot's `last_seen_ms` is written to the store.
+pub const LAST_SEEN_EVERY_MS: u64 = 60 * 1000;
+
+/// The trigger that forces a full check of the output directory.
+pub const FULL_CHECK_TRIGGER: &str = "sighup";
+
+/// A 64-bit hasher (FNV-1a over the bytes `Hash` feeds it): deterministic, so keys are
+/// comparable across passes. In memory only.
+#[derive(Default)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// Hashes any `Hash` value with [`KeyHasher`].
+pub fn key_of<T: Hash + ?Sized>(v: &T) -> u64 {
+    let mut h = KeyHasher::default();
+    v.hash(&mut h);
+    h.finish()
+}
+
+/// The content of a snapshot as far as versioning goes (everything but the poll facts),
+/// hashed structurally: much cheaper than [`ClusterSnapshot::content_hash`]'s canonical JSON.
+pub fn fingerprint(s: &ClusterSnapshot) -> u64 {
+    let mut h = KeyHasher::default();
+    s.name.hash(&mut h);
+    s.labels.hash(&mut h);
+    s.provider.hash(&mut h);
+    s.region.hash(&mut h);
+    s.zones.hash(&mut h);
+    s.taints.hash(&mut h);
+    s.health.hash(&mut h);
+    s.source.hash(&mut h);
+    s.api_enablements.hash(&mut h);
+    s.summary.hash(&mut h);
+    s.resource_models.hash(&mut h);
+    s.nodes.hash(&mut h);
+    s.pods.hash(&mut h);
+    h.finish()
+}
+
+/// A snapshot as last recorded by this process.
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotState {
+    pub fingerprint: u64,
+    pub version: u64,
+    /// When its `last_seen_ms` was last written.
+    pub recorded_ms: u64,
+}
+
+/// The newest history record of a workload, as far as change detection reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastHistory {
+    pub template_hash: u64,
+    pub policy_hash: u64,
+    pub notes: Vec<String>,
+}
+
+/// A decision with the key of its inputs.
+pub struct CachedDecision {
+    pub key: u64,
+    pub decided: super::Decided,
+}
+
+/// See the module documentation.
+#[derive(Default)]
+pub struct PassCache {
+    /// Placements were read from the store.
+    pub loaded: bool,
+    /// Current placement of every workload (as stored).
+    pub placements: HashMap<ObjectKey, Arc<PlacementRecord>>,
+    /// Newest history record per workload; `None` = known to have none.
+    pub history: HashMap<ObjectKey, Option<LastHistory>>,
+    pub decisions: HashMap<ObjectKey, CachedDecision>,
+    pub snapshots: HashMap<String, SnapshotState>,
+    /// Blob hashes known to be stored.
+    pub blobs: std::collections::HashSet<u64>,
+    /// Digest of the files last published per cluster.
+    pub published: HashMap<String, u64>,
+    /// Bytes of the summary last published.
+    pub published_summary: Option<String>,
+    /// The summary of the last pass and whether any decision changed since.
+    pub summary: Option<String>,
+    /// When the whole plan was last published (None: never in this process).
+    pub last_full_check_ms: Option<u64>,
+}
+
+impl PassCache {
+    /// Whether this pass publishes the whole plan.
+    pub fn full_check_due(&self, now_ms: u64, trigger: &str) -> bool {
+        trigger == FULL_CHECK_TRIGGER
+            || self.last_full_check_ms.is_none_or(|at| now_ms.saturating_sub(at) >= FULL_CHECK_EVERY_MS)
+    }
+}
+
+/// Digest of one file of a cluster (summed per cluster (wrapping): order-independent).
+pub fn file_digest(path: &str, content_hash: u64) -> u64 {
+    key_of(&(path, content_hash))
+}
+
+/// Digest of a kept file (a workload that failed keeps its previous file).
+pub fn keep_digest(path: &str) -> u64 {
+    key_of(&("keep", path))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use super::*;
+    use crate::reconcile::{Reconciler, load_inputs};
+    use crate::simulate::repo::{self, FleetSpec, RepoSpec};
+    use crate::store::Store;
+
+    fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).expect("list").flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if !p.to_string_lossy().contains(".fedsched/lock") {
+                    let rel = p.strip_prefix(dir).expect("prefix").to_string_lossy().into_owned();
+                    out.insert(rel, std::fs::read(&p).expect("read"));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn warm_passes_match_cold_ones_and_the_full_check_restores_tampered_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 8, nodes: 3, pods: 10, seed: 5 }, workloads: 40 };
+        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
+        let warm = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"));
+        let out = dir.path().join("out");
+        let pass = |r: &Reconciler, out: &Path, trigger: &str, now: u64| {
+            let inputs = load_inputs(&policies).expect("inputs");
+            r.reconcile(&inputs, out, trigger, now).expect("reconcile")
+        };
+        let first = pass(&warm, &out, "startup", 1_000);
+        assert!(first.files_written > 0);
+        // Settle (the second pass sees the first placement as previous), then nothing changes.
+        pass(&warm, &out, "timer", 2_000);
+        let quiet = pass(&warm, &out, "timer", 3_000);
+        assert_eq!((quiet.files_written, quiet.history_records, quiet.new_snapshot_versions), (0, 0, 0));
+        assert_eq!(quiet.files_unchanged, first.files_written, "{}", quiet.summary());
+
+        // An edit: the warm pass writes exactly what a cold reconciler writes.
+        let i = 9;
+        std::fs::write(policies.join(repo::workload_file(i)), repo::workload_yaml(i, 17, 8)).expect("edit");
+        let edited = pass(&warm, &out, "policy-change", 4_000);
+        assert!(edited.files_written > 0 && edited.history_records > 0, "{}", edited.summary());
+        let cold_out = dir.path().join("cold-out");
+        let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"));
+        pass(&cold, &cold_out, "startup", 1_000);
+        pass(&cold, &cold_out, "timer", 2_000);
+        let a = tree(&out);
+        let b = tree(&cold_out);
+        assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+        assert!(a == b, "warm and cold outputs differ");
+
+        // Someone edits an output file: a quiet pass does not look; sighup and the periodic
+        // full check do.
+        let (victim, _) =
+            tree(&out).into_iter().find(|(k, _)| k.ends_with(".yaml") && k.contains('/')).expect("a file");
+        let tamper = || {
+            std::fs::write(out.join(&victim), b"# Generated by fedsched. Do not edit: changes are overwritten.\nx: 1\n")
+        };
+        tamper().expect("tamper");
+        assert_eq!(pass(&warm, &out, "timer", 5_000).files_written, 0);
+        assert_eq!(pass(&warm, &out, FULL_CHECK_TRIGGER, 6_000).files_written, 1);
+        tamper().expect("tamper");
+        assert_eq!(pass(&warm, &out, "timer", 6_000 + FULL_CHECK_EVERY_MS).files_written, 1);
+        assert_eq!(tree(&out).get(&victim), b.get(&victim));
+    }
+}
