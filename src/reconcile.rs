@@ -19,7 +19,7 @@ use crate::members::live::LiveView;
 use crate::members::offline_snapshot;
 use crate::model::workload::{InterpreterTable, interpret};
 use crate::model::{ClusterSnapshot, Observed, Workload, fnv1a64};
-use crate::policy::load::load_repository;
+use crate::policy::load::{ParseCache, load_repository_cached};
 use crate::policy::matching::PolicyIndex;
 use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template};
 use crate::publish::{self, ClusterFiles, PublishPlan};
@@ -54,8 +54,18 @@ pub fn load_inputs_timed(
     profiles: &Profiles,
     timings: &mut PhaseTimings,
 ) -> Result<Inputs, Vec<LoadError>> {
+    load_inputs_cached(policy_dir, profiles, timings, None)
+}
+
+/// [`load_inputs_timed`], reusing (and updating) a parse cache of the repository's files.
+pub fn load_inputs_cached(
+    policy_dir: &Path,
+    profiles: &Profiles,
+    timings: &mut PhaseTimings,
+    cache: Option<&mut ParseCache>,
+) -> Result<Inputs, Vec<LoadError>> {
     let started = Instant::now();
-    let (set, mut errors) = load_repository(policy_dir);
+    let (set, mut errors) = load_repository_cached(policy_dir, cache);
     errors.extend(profiles.validate(&set));
     timings.load += started.elapsed();
     let started = Instant::now();
@@ -210,6 +220,8 @@ pub struct Reconciler {
     pub publish: PublishSettings,
     /// What this reconciler decided, recorded and published in earlier passes.
     cache: Mutex<cache::PassCache>,
+    /// The parsed files of the policy repository ([`Reconciler::load_inputs`]).
+    parse_cache: Mutex<ParseCache>,
 }
 
 impl Reconciler {
@@ -220,6 +232,7 @@ impl Reconciler {
             profiles: Profiles::builtin(),
             publish: PublishSettings::default(),
             cache: Mutex::new(cache::PassCache::default()),
+            parse_cache: Mutex::new(ParseCache::default()),
         }
     }
 
@@ -227,6 +240,17 @@ impl Reconciler {
     pub fn with_profiles(mut self, profiles: Profiles) -> Self {
         self.profiles = profiles;
         self
+    }
+
+    /// [`load_inputs_timed`] with this reconciler's profiles, reusing the parsed documents of
+    /// files whose bytes did not change since the previous call.
+    pub fn load_inputs(&self, policy_dir: &Path, timings: &mut PhaseTimings) -> Result<Inputs, Vec<LoadError>> {
+        let mut cache = self.parse_cache.lock().unwrap_or_else(|poisoned| {
+            let mut g = poisoned.into_inner();
+            *g = ParseCache::default();
+            g
+        });
+        load_inputs_cached(policy_dir, &self.profiles, timings, Some(&mut cache))
     }
 
     /// Runs one pass over validated inputs and publishes to `output_dir`.

@@ -224,8 +224,9 @@ fn fixture(o: &Options) -> Result<Fixture, BenchError> {
 }
 
 /// Loads the repository and merges the node-level data, adding to `t.load` and `t.poll`.
-fn load(fix: &Fixture, store: &Store, profiles: &Profiles, t: &mut PhaseTimings) -> Result<Inputs, BenchError> {
-    let mut inputs = reconcile::load_inputs_timed(&fix.repo, profiles, t).map_err(|errors| {
+fn load(fix: &Fixture, rec: &Reconciler, t: &mut PhaseTimings) -> Result<Inputs, BenchError> {
+    let store = &rec.store;
+    let mut inputs = rec.load_inputs(&fix.repo, t).map_err(|errors| {
         let shown: Vec<String> = errors.iter().take(5).map(ToString::to_string).collect();
         BenchError::Invalid(format!("{} error(s): {}", errors.len(), shown.join("; ")))
     })?;
@@ -246,7 +247,7 @@ fn pass(
 ) -> Result<(ReconcileReport, Duration), BenchError> {
     let started = Instant::now();
     let mut t = PhaseTimings::default();
-    let inputs = load(fix, &rec.store, &rec.profiles, &mut t)?;
+    let inputs = load(fix, rec, &mut t)?;
     let mut report = rec.reconcile(&inputs, out, trigger, now_ms)?;
     let wall = started.elapsed();
     report.phases.load += t.load;
@@ -369,8 +370,8 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
 
     if wants(Scenario::S1) {
         fresh_dir(&state)?;
-        let store = Store::open(&state)?;
-        let inputs = load(&fix, &store, &profiles, &mut PhaseTimings::default())?;
+        let rec = Reconciler::new(Store::open(&state)?);
+        let inputs = load(&fix, &rec, &mut PhaseTimings::default())?;
         let mut in_sched = Vec::new();
         let mut total = Vec::new();
         let mut n = 0;
@@ -513,6 +514,9 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
     }
 
     if wants(Scenario::S6) {
+        // Let sled's background flusher settle before the first measurement.
+        rec.store.flush()?;
+        std::thread::sleep(Duration::from_secs(1));
         rec.store.flush()?;
         let before = rec.store.size_on_disk()?;
         let before_du = dir_size(rec.store.db_path());
@@ -524,8 +528,10 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
                 return Err(BenchError::Check(format!("S6: a no-change pass changed something: {}", report.summary())));
             }
         }
-        rec.store.flush()?;
         let elapsed = started.elapsed();
+        rec.store.flush()?;
+        std::thread::sleep(Duration::from_secs(1));
+        rec.store.flush()?;
         let after = rec.store.size_on_disk()?;
         let after_du = dir_size(rec.store.db_path());
         let growth = mib(after.saturating_sub(before));

@@ -386,7 +386,7 @@ async fn reconcile_once(
     let joined = tokio::task::spawn_blocking(move || {
         test_stall(trigger);
         let mut timings = PhaseTimings::default();
-        let mut inputs = match reconcile::load_inputs_timed(&policy_dir, &r.profiles, &mut timings) {
+        let mut inputs = match r.load_inputs(&policy_dir, &mut timings) {
             Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None),
             Ok(inputs) => inputs,
         };

@@ -94,6 +94,26 @@ pub fn yaml_options() -> serde_saphyr::Options {
 ///
 /// Defaults and validation are not applied; see [`load_repository`].
 pub fn load_dir(dir: &Path) -> (PolicySet, Vec<LoadError>) {
+    load_dir_cached(dir, None)
+}
+
+/// The parsed documents of every file loaded before, keyed by path and content hash (FNV-1a
+/// 64): a file whose bytes did not change is not parsed again (YAML parsing is most of a
+/// load). Files that disappear are forgotten at the next load.
+#[derive(Debug, Default)]
+pub struct ParseCache {
+    files: HashMap<PathBuf, (u64, usize, Parsed)>,
+}
+
+/// What parsing one file gave: its documents (source document number, value or message).
+type Parsed = Vec<(usize, Result<Value, String>)>;
+
+fn parse_file(text: &str) -> Parsed {
+    split_documents(text).iter().map(|raw| (raw.number, parse_document(raw))).collect()
+}
+
+/// [`load_dir`], reusing (and updating) `cache` when given.
+pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet, Vec<LoadError>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
     match fs::metadata(dir) {
@@ -114,7 +134,30 @@ pub fn load_dir(dir: &Path) -> (PolicySet, Vec<LoadError>) {
             Err(e) => errors.push(LoadError::file(rel, format!("cannot read file: {e}"))),
         }
     }
-    let (set, mut more) = load_sources(texts);
+    let (set, mut more) = match cache {
+        None => load_sources(texts),
+        Some(cache) => {
+            let mut seen = HashSet::new();
+            let parsed: Vec<(PathBuf, Parsed)> = texts
+                .into_iter()
+                .map(|(rel, text)| {
+                    let hash = crate::model::fnv1a64(text.as_bytes());
+                    let docs = match cache.files.get(&rel) {
+                        Some((h, len, docs)) if *h == hash && *len == text.len() => docs.clone(),
+                        _ => {
+                            let docs = parse_file(&text);
+                            cache.files.insert(rel.clone(), (hash, text.len(), docs.clone()));
+                            docs
+                        }
+                    };
+                    seen.insert(rel.clone());
+                    (rel, docs)
+                })
+                .collect();
+            cache.files.retain(|k, _| seen.contains(k));
+            load_parsed(parsed)
+        }
+    };
     errors.append(&mut more);
     (set, errors)
 }
@@ -123,7 +166,12 @@ pub fn load_dir(dir: &Path) -> (PolicySet, Vec<LoadError>) {
 /// as Karmada's API server would store it, and every load and validation error. Policies that
 /// fail validation are kept in the set; callers must not act on a set with errors.
 pub fn load_repository(dir: &Path) -> (PolicySet, Vec<LoadError>) {
-    let (mut set, mut errors) = load_dir(dir);
+    load_repository_cached(dir, None)
+}
+
+/// [`load_repository`], reusing (and updating) a [`ParseCache`] when given.
+pub fn load_repository_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet, Vec<LoadError>) {
+    let (mut set, mut errors) = load_dir_cached(dir, cache);
     super::defaults::apply(&mut set);
     errors.extend(super::validate::validate(&set));
     (set, errors)
@@ -135,12 +183,17 @@ pub fn load_sources<I>(files: I) -> (PolicySet, Vec<LoadError>)
 where
     I: IntoIterator<Item = (PathBuf, String)>,
 {
+    load_parsed(files.into_iter().map(|(file, text)| (file, parse_file(&text))))
+}
+
+/// [`load_sources`] after parsing.
+fn load_parsed(files: impl IntoIterator<Item = (PathBuf, Parsed)>) -> (PolicySet, Vec<LoadError>) {
     let mut errors = Vec::new();
     let mut docs = Vec::new();
-    for (file, text) in files {
-        for raw in split_documents(&text) {
-            let source = Source { file: file.clone(), document: raw.number };
-            match parse_document(&raw) {
+    for (file, parsed) in files {
+        for (number, result) in parsed {
+            let source = Source { file: file.clone(), document: number };
+            match result {
                 Ok(Value::Null) => {}
                 Ok(value) => docs.push((source, value)),
                 Err(message) => errors.push(LoadError::at(&source, "", message)),

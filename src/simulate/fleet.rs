@@ -191,7 +191,7 @@ fn generate_cluster(g: &Generate, ci: usize, rng: &mut Rng) -> FleetCluster {
         let region = region_of(ci);
         let provider = *rng.pick(PROVIDERS);
         let zones: Vec<String> = ["a", "b", "c"].iter().map(|z| format!("{region}-{z}")).collect();
-        let has_gpu = ci % 3 == 0;
+        let has_gpu = ci.is_multiple_of(3);
         let cluster = json!({
             "apiVersion": "cluster.karmada.io/v1alpha1",
             "kind": "Cluster",

@@ -119,7 +119,7 @@ pub fn cluster_object(ci: usize, c: &FleetCluster, obs: &Observation, clusters: 
     if let Some(labels) = obj.pointer_mut("/metadata/labels").and_then(Value::as_object_mut) {
         labels.insert("shard".into(), json!(format!("s{:03}", ci % shards)));
         labels.insert("tier".into(), json!(["general", "general", "batch", "edge"][ci % 4]));
-        labels.insert("env".into(), json!(if ci % 10 == 0 { "staging" } else { "prod" }));
+        labels.insert("env".into(), json!(if ci.is_multiple_of(10) { "staging" } else { "prod" }));
         labels.insert("cpu-vendor".into(), json!(vendor.to_ascii_lowercase()));
     }
     if ci % 20 == 7 {
@@ -161,7 +161,7 @@ pub fn deployment(i: usize, replicas: i64) -> Value {
     let mem = [128, 256, 512, 1024, 4096][(i / 5) % 5];
     let mut requests = json!({"cpu": format!("{cpu}m"), "memory": format!("{mem}Mi")});
     let mut limits = json!({"memory": format!("{mem}Mi")});
-    if i % 33 == 0 {
+    if i.is_multiple_of(33) {
         requests["nvidia.com/gpu"] = json!("1");
         limits["nvidia.com/gpu"] = json!("1");
     }
@@ -175,7 +175,7 @@ pub fn deployment(i: usize, replicas: i64) -> Value {
             "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 10},
         }],
     });
-    if i % 33 == 0 {
+    if i.is_multiple_of(33) {
         pod_spec["tolerations"] = json!([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]);
         pod_spec["nodeSelector"] = json!({"nvidia.com/gpu.present": "true"});
     }
@@ -259,7 +259,7 @@ pub fn propagation_policy(i: usize, clusters: usize) -> Value {
 
 /// The OverridePolicy of workload `i`, for one workload in four.
 pub fn override_policy(i: usize) -> Option<Value> {
-    if i % 4 != 0 {
+    if !i.is_multiple_of(4) {
         return None;
     }
     let name = workload_name(i);
