@@ -465,9 +465,9 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
         let zero_h = hist.iter().all(|w| *w == 0.0);
         put(count(Scenario::S3, "  new history records", hist).mark("0", zero_h), &mut all);
         // A cold reconciler on the same store: what `fedsched render` does on every call.
-        let cold = Reconciler::new(rec.store.clone());
         let mut cold_walls = Vec::new();
         for _ in 0..runs.min(3) {
+            let cold = Reconciler::new(rec.store.clone());
             now += 1000;
             cold_walls.push(pass(&fix, &cold, &out, "bench-nochange-cold", now)?.1);
         }
