@@ -12,8 +12,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use crate::config::Config;
 use crate::members::live::LiveView;
 use crate::members::offline_snapshot;
@@ -427,7 +425,7 @@ impl Reconciler {
                 )?;
                 report.phases.schedule += decided.schedule_time;
                 report.phases.render += decided.render_time;
-                cache.decisions.insert(t.key.clone(), cache::CachedDecision { key, decided });
+                cache.decisions.insert(t.key.clone(), cache::CachedDecision { key, decided, summary_item: None });
                 fresh.insert(t.key.clone());
             }
             let Some(decided) = cache.decisions.get(&t.key).map(|c| &c.decided) else { continue };
@@ -457,10 +455,23 @@ impl Reconciler {
         };
         cache.decisions.retain(|k, _| seen.contains(k));
 
-        // The summary, rebuilt only when a decision changed.
+        // The summary, rebuilt only when a decision changed, from per-workload fragments.
         let summary = match &cache.summary {
             Some(s) if fresh.is_empty() && removed.is_empty() => s.clone(),
-            _ => summary_json(order.iter().filter_map(|k| cache.decisions.get(k).map(|c| &c.decided.record))),
+            _ => {
+                for k in &order {
+                    if let Some(c) = cache.decisions.get_mut(k)
+                        && c.summary_item.is_none()
+                    {
+                        c.summary_item = Some(summary_item(&c.decided.record));
+                    }
+                }
+                let items: Vec<&str> = order
+                    .iter()
+                    .filter_map(|k| cache.decisions.get(k).and_then(|c| c.summary_item.as_deref()))
+                    .collect();
+                summary_from_items(&items)
+            }
         };
         cache.summary = Some(summary.clone());
 
@@ -934,10 +945,39 @@ pub(crate) struct Decided {
 }
 
 /// `OUT/.fedsched/placements.json`: the decisions in machine-readable form. Deterministic
-/// (no times), so an unchanged fleet does not rewrite it.
+/// (no times), so an unchanged fleet does not rewrite it. The reference the pass's
+/// [`summary_from_items`] must equal.
+#[cfg(test)]
 fn summary_json<'a>(placements: impl Iterator<Item = &'a PlacementRecord>) -> String {
     let items: Vec<serde_json::Value> = placements.map(crate::report::placement_json).collect();
-    let mut s = serde_json::to_string_pretty(&json!({ "placements": items })).unwrap_or_default();
+    let mut s = serde_json::to_string_pretty(&serde_json::json!({ "placements": items })).unwrap_or_default();
     s.push('\n');
+    s
+}
+
+/// One placement of `placements.json` as it appears inside the list (pretty, indented by 4).
+fn summary_item(p: &PlacementRecord) -> String {
+    let text = serde_json::to_string_pretty(&crate::report::placement_json(p)).unwrap_or_default();
+    let mut out = String::with_capacity(text.len() + 64);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str("    ");
+        out.push_str(line);
+    }
+    out
+}
+
+/// [`summary_json`] from [`summary_item`]s: the same bytes.
+fn summary_from_items(items: &[&str]) -> String {
+    if items.is_empty() {
+        return "{\n  \"placements\": []\n}\n".to_string();
+    }
+    let len: usize = items.iter().map(|i| i.len() + 2).sum();
+    let mut s = String::with_capacity(len + 32);
+    s.push_str("{\n  \"placements\": [\n");
+    s.push_str(&items.join(",\n"));
+    s.push_str("\n  ]\n}\n");
     s
 }

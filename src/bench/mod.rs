@@ -322,9 +322,10 @@ pub fn schedule_all(inputs: &Inputs, profiles: &Profiles) -> (Duration, Duration
     let mut n = 0;
     let empty = BTreeMap::new();
     let set = &inputs.set;
+    let index = crate::policy::matching::PolicyIndex::new(set);
     for t in &set.templates {
-        let Some(claim) = crate::policy::matching::claim(set, t) else { continue };
-        let Some(policy) = set.propagation_policy(&claim.policy) else { continue };
+        let Some(claim) = index.claim_with_previous(t, None) else { continue };
+        let Some(policy) = index.propagation_policy(&claim.policy) else { continue };
         let Ok(workload) = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters) else { continue };
         let fw = profiles.for_policy(&policy.meta.annotations).unwrap_or_else(|| profiles.default_profile());
         let req = ScheduleRequest {

@@ -108,6 +108,8 @@ pub struct LastHistory {
 pub struct CachedDecision {
     pub key: u64,
     pub decided: super::Decided,
+    /// Its entry of `placements.json`, once built.
+    pub summary_item: Option<String>,
 }
 
 /// See the module documentation.
@@ -176,6 +178,22 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn summary_fragments_give_the_same_bytes_as_the_whole_document() {
+        assert_eq!(super::super::summary_from_items(&[]), super::super::summary_json(std::iter::empty()));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 4, nodes: 2, pods: 4, seed: 2 }, workloads: 12 };
+        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
+        let r = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"));
+        r.reconcile(&load_inputs(&policies).expect("inputs"), &dir.path().join("out"), "t", 1).expect("reconcile");
+        let placements = r.store.placements().expect("placements");
+        assert!(!placements.is_empty());
+        let items: Vec<String> = placements.iter().map(super::super::summary_item).collect();
+        let items: Vec<&str> = items.iter().map(String::as_str).collect();
+        assert_eq!(super::super::summary_from_items(&items), super::super::summary_json(placements.iter()));
     }
 
     #[test]
