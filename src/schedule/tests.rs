@@ -38,6 +38,9 @@ fn cluster(i: usize, cpu_free: i64, tainted: bool, region: bool) -> ClusterSnaps
         nodes: Vec::new(),
         pods: None,
         poll: None,
+        constraints: Default::default(),
+        freshness: None,
+        index: Default::default(),
     }
 }
 
