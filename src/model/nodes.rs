@@ -201,6 +201,26 @@ impl CpuFigures {
     }
 }
 
+/// CPU figures of a set of nodes, raw and normalised by the performance table.
+pub fn cpu_figures(nodes: &[NodeView], settings: &ModelSettings) -> CpuFigures {
+    let mut cpu = CpuFigures::default();
+    for n in nodes {
+        let factor = settings.cpu_factor(&n.labels);
+        let alloc = n.allocatable.get("cpu");
+        let used = n.requested.get("cpu");
+        cpu.allocatable_raw = cpu.allocatable_raw.saturating_add(alloc);
+        cpu.requested_raw = cpu.requested_raw.saturating_add(used);
+        cpu.allocatable_normalised += alloc as f64 * factor;
+        cpu.requested_normalised += used as f64 * factor;
+        let free_cpu = alloc.saturating_sub(used).max(0);
+        if n.ready && !n.unschedulable && free_cpu as f64 * factor > cpu.largest_free_normalised {
+            cpu.largest_free_normalised = free_cpu as f64 * factor;
+            cpu.largest_free_raw = free_cpu;
+        }
+    }
+    cpu
+}
+
 /// The grouped nodes of one snapshot, with the per-request-shape answers of this snapshot.
 #[derive(Debug)]
 pub struct NodeIndex {
@@ -235,23 +255,12 @@ impl NodeIndex {
         }
         let mut groups: Vec<NodeGroup> = Vec::new();
         let mut by_key: HashMap<(Vec<i64>, i64, Vec<ClusterTaint>, bool, u64), usize> = HashMap::new();
-        let mut cpu = CpuFigures::default();
+        let cpu = cpu_figures(nodes, settings);
         for (i, n) in nodes.iter().enumerate() {
             let free: Vec<i64> = columns.iter().map(|d| d.node_free(n)).collect();
             let pods_free = super::dimensions::PodSlots.node_free(n) / 1000;
             let usable = n.ready && !n.unschedulable;
             let factor = settings.cpu_factor(&n.labels);
-            let alloc = n.allocatable.get("cpu");
-            let used = n.requested.get("cpu");
-            cpu.allocatable_raw = cpu.allocatable_raw.saturating_add(alloc);
-            cpu.requested_raw = cpu.requested_raw.saturating_add(used);
-            cpu.allocatable_normalised += alloc as f64 * factor;
-            cpu.requested_normalised += used as f64 * factor;
-            let free_cpu = alloc.saturating_sub(used).max(0);
-            if usable && free_cpu as f64 * factor > cpu.largest_free_normalised {
-                cpu.largest_free_normalised = free_cpu as f64 * factor;
-                cpu.largest_free_raw = free_cpu;
-            }
             let key = (free, pods_free, n.taints.clone(), usable, factor.to_bits());
             let idx = u32::try_from(i).unwrap_or(u32::MAX);
             match by_key.get(&key) {
