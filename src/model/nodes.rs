@@ -489,3 +489,202 @@ impl Compiler {
         c
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::model::ResourceList;
+
+    fn list(items: &[(&str, i64)]) -> ResourceList {
+        ResourceList(items.iter().map(|(k, v)| (k.to_string(), *v)).collect())
+    }
+
+    fn node(name: &str, cpu: i64, mem: i64, pods: i64) -> NodeView {
+        NodeView {
+            name: name.into(),
+            labels: BTreeMap::new(),
+            taints: vec![],
+            allocatable: list(&[("cpu", cpu), ("memory", mem), ("pods", pods * 1000)]),
+            capacity: ResourceList::new(),
+            ready: true,
+            unschedulable: false,
+            requested: ResourceList::new(),
+            pods: 0,
+        }
+    }
+
+    fn settings() -> Arc<ModelSettings> {
+        Arc::new(ModelSettings::default())
+    }
+
+    fn estimate(nodes: &[NodeView], req: &ReplicaRequirements) -> (i64, i64) {
+        let s = settings();
+        let dims = Dimensions::new(&s);
+        let c = CompiledRequest::compile(1, req, &dims);
+        let idx = NodeIndex::build(nodes, &dims, &s);
+        (idx.estimate(nodes, &c), estimate_naive(nodes, &c))
+    }
+
+    fn req(cpu: i64) -> ReplicaRequirements {
+        ReplicaRequirements { request: list(&[("cpu", cpu)]), ..Default::default() }
+    }
+
+    #[test]
+    fn karmada_accurate_estimator_sums_per_node_floors() {
+        // 3 nodes with 4, 2.5 and 1 CPU free; 1 CPU per replica ⇒ 4 + 2 + 1 = 7, where the
+        // summary (7.5 CPU free) would say 7 too but 1.5-CPU replicas differ: 2 + 1 + 0 = 3 vs 5.
+        let mut nodes =
+            vec![node("a", 4000, 1 << 40, 110), node("b", 4000, 1 << 40, 110), node("c", 1000, 1 << 40, 110)];
+        nodes[1].requested = list(&[("cpu", 1500)]);
+        assert_eq!(estimate(&nodes, &req(1000)), (7, 7));
+        assert_eq!(estimate(&nodes, &req(1500)), (3, 3));
+        // Pod slots bound each node.
+        nodes[0].pods = 108;
+        assert_eq!(estimate(&nodes, &req(1000)).0, 2 + 2 + 1);
+        // A resource no node has: nothing fits.
+        let gpu = ReplicaRequirements { request: list(&[("nvidia.com/gpu", 1000)]), ..Default::default() };
+        assert_eq!(estimate(&nodes, &gpu), (0, 0));
+    }
+
+    #[test]
+    fn node_predicates() {
+        let mut gpu = node("g", 8000, 1 << 40, 110);
+        gpu.labels.insert("disk".into(), "ssd".into());
+        gpu.labels.insert("gen".into(), "5".into());
+        gpu.labels.insert(super::super::dimensions::GPU_PRODUCT_LABEL.into(), "A100".into());
+        gpu.taints.push(ClusterTaint { key: "gpu".into(), value: Some("yes".into()), effect: TaintEffect::NoSchedule });
+        let mut cordoned = node("c", 8000, 1 << 40, 110);
+        cordoned.unschedulable = true;
+        let mut not_ready = node("n", 8000, 1 << 40, 110);
+        not_ready.ready = false;
+        let mut soft = node("p", 8000, 1 << 40, 110);
+        soft.taints.push(ClusterTaint { key: "x".into(), value: None, effect: TaintEffect::PreferNoSchedule });
+        let nodes = vec![gpu, cordoned, not_ready, soft];
+        let tol = r#"[{"key":"gpu","operator":"Equal","value":"yes","effect":"NoSchedule"}]"#;
+        let aff = |op: &str, values: &str| {
+            format!(
+                r#"{{"nodeSelectorTerms":[{{"matchExpressions":[{{"key":"gen","operator":"{op}","values":{values}}}]}}]}}"#
+            )
+        };
+        // (selector, tolerations, affinity, gpu products, expected replicas at 1 CPU each)
+        let cases: Vec<(Vec<(&str, &str)>, &str, String, Vec<&str>, i64)> = vec![
+            (vec![], "", String::new(), vec![], 8),   // only the PreferNoSchedule node
+            (vec![], tol, String::new(), vec![], 16), // + the tainted GPU node
+            (vec![("disk", "ssd")], tol, String::new(), vec![], 8),
+            (vec![("disk", "hdd")], tol, String::new(), vec![], 0),
+            (vec![], tol, aff("In", r#"["5","6"]"#), vec![], 8),
+            (vec![], tol, aff("NotIn", r#"["5"]"#), vec![], 8), // the node without the label
+            (vec![], tol, aff("Exists", "[]"), vec![], 8),
+            (vec![], tol, aff("DoesNotExist", "[]"), vec![], 8),
+            (vec![], tol, aff("Gt", r#"["4"]"#), vec![], 8),
+            (vec![], tol, aff("Gt", r#"["5"]"#), vec![], 0),
+            (vec![], tol, aff("Lt", r#"["6"]"#), vec![], 8),
+            (vec![], tol, r#"{"nodeSelectorTerms":[]}"#.to_string(), vec![], 0),
+            (vec![], tol, String::new(), vec!["A100"], 8),
+            (vec![], tol, String::new(), vec!["H100"], 0),
+        ];
+        for (sel, tolerations, affinity, products, want) in cases {
+            let mut r = req(1000);
+            r.node_selector = sel.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            r.tolerations = tolerations.to_string();
+            r.node_affinity = affinity.clone();
+            r.gpu.products = products.iter().map(|p| p.to_string()).collect();
+            assert_eq!(estimate(&nodes, &r), (want, want), "{sel:?} {tolerations} {affinity} {products:?}");
+        }
+    }
+
+    #[test]
+    fn identical_nodes_form_one_group_and_answers_are_cached() {
+        let nodes: Vec<NodeView> = (0..100)
+            .map(|i| {
+                let mut n = node(&format!("n{i}"), 4000, 1 << 34, 110);
+                n.labels.insert("kubernetes.io/hostname".into(), format!("n{i}"));
+                n
+            })
+            .collect();
+        let s = settings();
+        let dims = Dimensions::new(&s);
+        let idx = NodeIndex::build(&nodes, &dims, &s);
+        assert_eq!(idx.group_count(), 1);
+        let c = CompiledRequest::compile(7, &req(1000), &dims);
+        assert_eq!(idx.estimate(&nodes, &c), 400);
+        assert_eq!(idx.cache.lock().map(|m| m.get(&7).copied()).ok().flatten(), Some(400));
+        // A selector on the unique label is still exact.
+        let mut one = req(1000);
+        one.node_selector.insert("kubernetes.io/hostname".into(), "n7".into());
+        let c = CompiledRequest::compile(8, &one, &dims);
+        assert_eq!(idx.estimate(&nodes, &c), 4);
+    }
+
+    #[test]
+    fn heterogeneous_cpu_is_explained_raw_and_normalised() {
+        let mut amd = node("amd", 10_000, 1 << 40, 110);
+        amd.labels.insert("feature.node.kubernetes.io/cpu-model.vendor_id".into(), "AuthenticAMD".into());
+        amd.requested = list(&[("cpu", 2_000)]);
+        let intel = node("intel", 4_000, 1 << 40, 110);
+        let mut s = ModelSettings::default();
+        s.cpu_performance.insert("AuthenticAMD".into(), 1.2);
+        let s = Arc::new(s);
+        let dims = Dimensions::new(&s);
+        let nodes = vec![amd, intel];
+        let idx = NodeIndex::build(&nodes, &dims, &s);
+        assert_eq!((idx.cpu.allocatable_raw, idx.cpu.allocatable_normalised.round() as i64), (14_000, 16_000));
+        let c = CompiledRequest::compile(1, &req(10_000), &dims);
+        assert_eq!(idx.estimate(&nodes, &c), 0);
+        let lines = idx.explain(&nodes, &c);
+        assert!(lines.iter().any(|l| l.contains("0 of 2 nodes fit")), "{lines:?}");
+        assert!(
+            lines.iter().any(|l| l
+                == "cpu: 12 normalised cores (10 raw) needed per replica, largest node has 9.6 normalised (8 raw) free"),
+            "{lines:?}"
+        );
+    }
+
+    /// First-fit placement of `count` identical pods, one at a time: how many land.
+    fn first_fit(nodes: &[NodeView], req: &CompiledRequest, request: &ResourceList, count: i64) -> i64 {
+        let mut nodes = nodes.to_vec();
+        let mut placed = 0;
+        for _ in 0..count {
+            let Some(n) = nodes.iter_mut().find(|n| req.admits(n) && req.per_node(n) >= 1) else { break };
+            n.requested.add(request);
+            n.pods += 1;
+            placed += 1;
+        }
+        placed
+    }
+
+    proptest! {
+        #[test]
+        fn estimate_is_what_first_fit_achieves(
+            shapes in prop::collection::vec((0i64..16, 0i64..64, 0i64..12, 0u32..8, any::<bool>(), any::<bool>(), 0u8..3), 1..12),
+            cpu in 1i64..6,
+            mem in 0i64..8,
+            selector in any::<bool>(),
+        ) {
+            let nodes: Vec<NodeView> = shapes.iter().enumerate().map(|(i, (c, m, p, used, ready, taint, zone))| {
+                let mut n = node(&format!("n{i}"), c * 500, m * 1024, *p);
+                n.requested = list(&[("cpu", i64::from(*used) * 250)]);
+                n.pods = *used / 2;
+                n.ready = *ready || i % 2 == 0;
+                if *taint {
+                    n.taints.push(ClusterTaint { key: "t".into(), value: None, effect: TaintEffect::NoSchedule });
+                }
+                n.labels.insert("zone".into(), format!("z{zone}"));
+                n
+            }).collect();
+            let request = if mem == 0 { list(&[("cpu", cpu * 250)]) } else { list(&[("cpu", cpu * 250), ("memory", mem * 256)]) };
+            let mut r = ReplicaRequirements { request: request.clone(), ..Default::default() };
+            if selector {
+                r.node_selector.insert("zone".into(), "z1".into());
+            }
+            let (fast, naive) = estimate(&nodes, &r);
+            prop_assert_eq!(fast, naive);
+            let dims = Dimensions::new(&settings());
+            let c = CompiledRequest::compile(1, &r, &dims);
+            // Never more than first-fit achieves, and for identical pods exactly that.
+            prop_assert_eq!(first_fit(&nodes, &c, &request, fast + 3), fast);
+        }
+    }
+}
