@@ -465,6 +465,9 @@ impl std::hash::Hash for IndexCache {
 #[derive(Debug, Default)]
 pub struct Compiler {
     cache: Mutex<(u64, HashMap<ReplicaRequirements, Arc<CompiledRequest>>)>,
+    /// The last request compiled or found: the scheduler asks for one workload across every
+    /// cluster in a row, so an equality check usually spares the hashing.
+    last: Mutex<Option<(ReplicaRequirements, Arc<CompiledRequest>)>>,
 }
 
 /// Distinct request shapes kept compiled before the compiler starts over.
@@ -473,6 +476,20 @@ const COMPILED_LIMIT: usize = 4096;
 impl Compiler {
     /// The compiled form of `req`; equal requirements get the same compiled request (and id).
     pub fn compile(&self, req: &ReplicaRequirements, dims: &Dimensions) -> Arc<CompiledRequest> {
+        if let Ok(last) = self.last.lock()
+            && let Some((r, c)) = last.as_ref()
+            && r == req
+        {
+            return c.clone();
+        }
+        let c = self.lookup(req, dims);
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some((req.clone(), c.clone()));
+        }
+        c
+    }
+
+    fn lookup(&self, req: &ReplicaRequirements, dims: &Dimensions) -> Arc<CompiledRequest> {
         let Ok(mut guard) = self.cache.lock() else {
             return Arc::new(CompiledRequest::compile(u64::MAX, req, dims));
         };
