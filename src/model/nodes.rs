@@ -169,6 +169,10 @@ impl CompiledRequest {
     }
 }
 
+/// What makes nodes identical for the estimator: free vector, free pod slots, taints,
+/// schedulable and Ready, CPU factor (bits).
+type GroupKey = (Vec<i64>, i64, Vec<ClusterTaint>, bool, u64);
+
 /// Nodes with identical free vector, pod slots, taints, schedulability and CPU factor.
 #[derive(Debug)]
 struct NodeGroup {
@@ -254,7 +258,7 @@ impl NodeIndex {
             }
         }
         let mut groups: Vec<NodeGroup> = Vec::new();
-        let mut by_key: HashMap<(Vec<i64>, i64, Vec<ClusterTaint>, bool, u64), usize> = HashMap::new();
+        let mut by_key: HashMap<GroupKey, usize> = HashMap::new();
         let cpu = cpu_figures(nodes, settings);
         for (i, n) in nodes.iter().enumerate() {
             let free: Vec<i64> = columns.iter().map(|d| d.node_free(n)).collect();
@@ -586,7 +590,8 @@ mod tests {
             )
         };
         // (selector, tolerations, affinity, gpu products, expected replicas at 1 CPU each)
-        let cases: Vec<(Vec<(&str, &str)>, &str, String, Vec<&str>, i64)> = vec![
+        type Case<'a> = (Vec<(&'a str, &'a str)>, &'a str, String, Vec<&'a str>, i64);
+        let cases: Vec<Case<'_>> = vec![
             (vec![], "", String::new(), vec![], 8),   // only the PreferNoSchedule node
             (vec![], tol, String::new(), vec![], 16), // + the tainted GPU node
             (vec![("disk", "ssd")], tol, String::new(), vec![], 8),
