@@ -157,8 +157,12 @@ impl ReconcileReport {
             0 => String::new(),
             n => format!("; {n} cluster(s) held by the mass-deletion guard"),
         };
+        let assumed = match self.assumed_replicas {
+            0 => String::new(),
+            n => format!("; {n} assumed replica(s) deducted from live members"),
+        };
         format!(
-            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}; {} ms",
+            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}{assumed}; {} ms",
             self.workloads,
             self.scheduled,
             self.unschedulable.len(),

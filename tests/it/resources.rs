@@ -161,6 +161,13 @@ fn live_heterogeneity_and_confidence_in_explain_and_resources() {
     t.s.write("apps/big.yaml", BIG);
     let o = fedsched(&["render", "-c", cfg]);
     assert!(o.status.success(), "{}", text(&o.stderr));
+    // No agent applies the output: the 6 replicas of web are decided but not running, so the
+    // next pass deducts them (assumed workloads) and still decides the same.
+    let placements = || std::fs::read_to_string(t.s.out().join(".fedsched/placements.json")).expect("placements");
+    let before = placements();
+    let o = fedsched(&["render", "-c", cfg]);
+    assert!(text(&o.stderr).contains("; 6 assumed replica(s) deducted from live members"), "{}", text(&o.stderr));
+    assert_eq!(placements(), before);
 
     // Nothing fits 100 cores: explain says why, in raw and normalised cores.
     let v = json(&fedsched(&["explain", "-c", cfg, "Deployment/shop/big", "-o", "json"]));
