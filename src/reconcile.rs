@@ -14,8 +14,9 @@ use serde_json::json;
 use crate::config::Config;
 use crate::members::live::LiveView;
 use crate::members::offline_snapshot;
+use crate::model::dimensions::{Dimensions, ModelSettings};
 use crate::model::workload::{InterpreterTable, interpret};
-use crate::model::{ClusterSnapshot, Observed, Workload};
+use crate::model::{ClusterSnapshot, Observed, ReplicaRequirements, Workload, assumed};
 use crate::policy::load::load_repository;
 use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template, matching};
 use crate::publish::{self, ClusterFiles, PublishPlan};
@@ -141,6 +142,8 @@ pub struct ReconcileReport {
     /// The commit git mode made, if any.
     pub commit: Option<String>,
     pub new_snapshot_versions: usize,
+    /// Replicas decided for live members but not running there yet, deducted this pass.
+    pub assumed_replicas: i64,
     pub history_records: usize,
     pub duration_ms: u128,
     /// Time per phase (the caller adds `load` and `poll` from [`load_inputs_timed`]).
@@ -154,8 +157,12 @@ impl ReconcileReport {
             0 => String::new(),
             n => format!("; {n} cluster(s) held by the mass-deletion guard"),
         };
+        let assumed = match self.assumed_replicas {
+            0 => String::new(),
+            n => format!("; {n} assumed replica(s) deducted from live members"),
+        };
         format!(
-            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}; {} ms",
+            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}{assumed}; {} ms",
             self.workloads,
             self.scheduled,
             self.unschedulable.len(),
@@ -230,16 +237,33 @@ impl Reconciler {
         let mut report = ReconcileReport { trigger: trigger.to_string(), ..Default::default() };
         let set = &inputs.set;
 
-        // Snapshot: version what we know of every member.
+        // Snapshot: version what we know of every member, with its age and confidence.
         let phase = Instant::now();
+        let model = self.profiles.model().clone();
+        let dims = Dimensions::new(&model);
+        let mut snapshots = inputs.snapshots.clone();
         let mut snapshot_versions = BTreeMap::new();
-        for snap in &inputs.snapshots {
-            let (version, new) = self.store.record_snapshot(snap, Observed { at_ms: now_ms, confidence: 1.0 })?;
+        for snap in &mut snapshots {
+            let at_ms = set_confidence(snap, now_ms, &model);
+            let observed = Observed { at_ms, confidence: snap.confidence() };
+            let (version, new) = self.store.record_snapshot(snap, observed)?;
             if new {
                 report.new_snapshot_versions += 1;
             }
             snapshot_versions.insert(snap.name.clone(), version);
         }
+        // Assumed workloads: recent decisions a live member does not run yet.
+        let mut assumed = Assumed::default();
+        for p in self.store.placements()? {
+            if now_ms.saturating_sub(p.decided_at_ms) >= model.assumed_ttl_ms {
+                continue;
+            }
+            let Some(t) = set.template(&p.workload) else { continue };
+            let Ok(w) = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters) else { continue };
+            let targets: BTreeMap<String, Option<i32>> = p.targets.clone();
+            assumed.update(&mut snapshots, &p.workload, &w.requirements, &targets, &dims);
+        }
+        report.assumed_replicas = assumed.total();
         report.phases.poll += phase.elapsed();
 
         // Schedule and render every claimed template.
@@ -280,7 +304,7 @@ impl Reconciler {
                         &policy.spec.placement,
                         fw,
                         prev.as_ref(),
-                        inputs,
+                        (inputs, &snapshots),
                         &snapshot_versions,
                         &required,
                     )?
@@ -288,7 +312,16 @@ impl Reconciler {
                 None if !required.is_empty() => {
                     let placement = crate::policy::types::Placement::default();
                     let fw = self.profiles.default_profile();
-                    self.decide(t, None, &placement, fw, prev.as_ref(), inputs, &snapshot_versions, &required)?
+                    self.decide(
+                        t,
+                        None,
+                        &placement,
+                        fw,
+                        prev.as_ref(),
+                        (inputs, &snapshots),
+                        &snapshot_versions,
+                        &required,
+                    )?
                 }
                 None => continue,
             };
@@ -296,9 +329,14 @@ impl Reconciler {
             report.workloads += 1;
             report.phases.schedule += decided.schedule_time;
             report.phases.render += decided.render_time;
-            let Decided { mut record, inputs: dec_inputs, files, keep, problems, scheduled, .. } = decided;
+            let Decided { mut record, inputs: dec_inputs, files, keep, problems, scheduled, requirements, .. } =
+                decided;
             if scheduled {
                 report.scheduled += 1;
+                // Later workloads of this pass see this decision's replicas as assumed.
+                if let Some(req) = &requirements {
+                    assumed.update(&mut snapshots, &t.key, req, &record.targets, &dims);
+                }
             }
             if let Some(p) = &record.policy {
                 targets_of.insert(t.key.clone(), (record.targets.keys().cloned().collect(), p.clone()));
@@ -453,7 +491,7 @@ impl Reconciler {
         placement: &crate::policy::types::Placement,
         fw: &Framework,
         prev: Option<&PlacementRecord>,
-        inputs: &Inputs,
+        (inputs, snapshots): (&Inputs, &[ClusterSnapshot]),
         snapshot_versions: &BTreeMap<String, u64>,
         required: &[(ObjectKey, BTreeSet<String>, PolicyRef)],
     ) -> Result<Decided, StoreError> {
@@ -494,6 +532,7 @@ impl Reconciler {
                 keep,
                 problems: vec![Problem { workload: t.key.clone(), cluster: None, reason }],
                 scheduled: false,
+                requirements: None,
                 schedule_time: Duration::ZERO,
                 render_time: Duration::ZERO,
             }
@@ -521,8 +560,8 @@ impl Reconciler {
         };
         let scheduling = Instant::now();
         let mut result = match policy_ref {
-            Some(_) => schedule::schedule(fw, &req, &inputs.snapshots),
-            None => attached(&inputs.snapshots),
+            Some(_) => schedule::schedule(fw, &req, snapshots),
+            None => attached(snapshots),
         };
         let schedule_time = scheduling.elapsed();
         let mut targets = match &result.outcome {
@@ -534,7 +573,7 @@ impl Reconciler {
         };
         // propagateDeps: the union with the clusters of the workloads that need this object.
         if !required.is_empty() {
-            add_required(&mut result, &mut targets, required, &inputs.snapshots);
+            add_required(&mut result, &mut targets, required, snapshots);
         }
         let Some(render_policy) = policy_ref.or_else(|| required.first().map(|(_, _, p)| p)) else {
             let result = ScheduleResult {
@@ -563,7 +602,7 @@ impl Reconciler {
         let mut file_map = BTreeMap::new();
         let mut problems = Vec::new();
         for (cluster, replicas) in &targets {
-            let Some(snapshot) = inputs.snapshots.iter().find(|s| &s.name == cluster) else { continue };
+            let Some(snapshot) = snapshots.iter().find(|s| &s.name == cluster) else { continue };
             let input = RenderInput {
                 template: t,
                 workload: &workload,
@@ -611,6 +650,7 @@ impl Reconciler {
             keep,
             problems,
             scheduled: true,
+            requirements: workload.replicas.is_some().then(|| workload.requirements.clone()),
             schedule_time,
             render_time: rendering.elapsed(),
         })
@@ -699,8 +739,57 @@ struct Decided {
     keep: Vec<(String, String)>,
     problems: Vec<Problem>,
     scheduled: bool,
+    /// Per-replica requirements of a scheduled workload (for assumed replicas).
+    requirements: Option<ReplicaRequirements>,
     schedule_time: Duration,
     render_time: Duration,
+}
+
+/// Sets the age and confidence of a live snapshot (offline ones keep confidence 1); returns
+/// the time of the observation (the last successful poll; `now_ms` for offline clusters).
+pub fn set_confidence(snap: &mut ClusterSnapshot, now_ms: u64, model: &ModelSettings) -> u64 {
+    let Some(f) = snap.freshness.as_mut() else { return now_ms };
+    let age = if f.polled_at_ms == 0 { u64::MAX } else { now_ms.saturating_sub(f.polled_at_ms) };
+    f.age_ms = age;
+    f.confidence_ppm = (model.confidence(age, f.consecutive_failures) * 1e6).round() as u32;
+    if f.polled_at_ms == 0 { now_ms } else { f.polled_at_ms.min(now_ms) }
+}
+
+/// Replicas deducted per (workload, live cluster) this pass.
+#[derive(Debug, Default)]
+pub struct Assumed {
+    deducted: BTreeMap<(ObjectKey, String), i64>,
+}
+
+impl Assumed {
+    /// Deducts what a decision adds beyond what was already deducted for it: per target live
+    /// cluster, decided − observed (pods of the workload) − already deducted. A decrease is
+    /// not given back within the pass (conservative).
+    pub fn update(
+        &mut self,
+        snapshots: &mut [ClusterSnapshot],
+        workload: &ObjectKey,
+        req: &ReplicaRequirements,
+        targets: &BTreeMap<String, Option<i32>>,
+        dims: &Dimensions,
+    ) {
+        for (cluster, replicas) in targets {
+            let Some(r) = replicas else { continue };
+            let Some(snap) = snapshots.iter_mut().find(|s| &s.name == cluster) else { continue };
+            let Some(pods) = snap.pods.as_ref().filter(|_| snap.is_live()) else { continue };
+            let want = assumed::pending(i64::from(*r), assumed::observed(pods, workload));
+            let done = self.deducted.entry((workload.clone(), cluster.clone())).or_insert(0);
+            if want > *done {
+                assumed::deduct(snap, req, want - *done, dims);
+                *done = want;
+            }
+        }
+    }
+
+    /// Replicas deducted in all.
+    pub fn total(&self) -> i64 {
+        self.deducted.values().sum()
+    }
 }
 
 /// `OUT/.fedsched/placements.json`: the decisions in machine-readable form. Deterministic

@@ -368,6 +368,10 @@ async fn poll_one(
                 pages,
                 nodes: obs.nodes.len() as u32,
                 pods: obs.listed_pods,
+                at_ms: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis() as u64)
+                    .unwrap_or(0),
             };
             (Some(built), Ok(LiveData { nodes: obs.nodes, unbound: obs.unbound, pods: obs.pods, poll: poll_facts }))
         }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::support::*;
 
 /// A running simulator.
-struct Sim {
+pub(crate) struct Sim {
     child: Child,
     fleet: PathBuf,
     endpoints: serde_json::Value,
@@ -95,10 +95,10 @@ impl Drop for Sim {
 
 /// A fleet of `n` generated clusters, a policy repository with their Cluster objects (from the
 /// simulator) and a Deployment divided by available replicas, and a config with live access.
-struct Setup {
-    s: Scratch,
-    sim: Sim,
-    config: PathBuf,
+pub(crate) struct Setup {
+    pub(crate) s: Scratch,
+    pub(crate) sim: Sim,
+    pub(crate) config: PathBuf,
 }
 
 const APP: &str = r#"apiVersion: v1
@@ -130,7 +130,7 @@ spec:
       weightPreference: {dynamicWeight: AvailableReplicas}
 "#;
 
-fn setup(n: usize, apply: bool, poll: &str) -> Setup {
+pub(crate) fn setup(n: usize, apply: bool, poll: &str) -> Setup {
     let s = Scratch::new();
     let fleet = s.dir.path().join("fleet");
     let g = fedsched(&[
