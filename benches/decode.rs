@@ -5,8 +5,9 @@
 //! - untyped decoding into `serde_json::Value`, then the template reader's pod request.
 //!
 //! Not a timed test: it prints a table. Run: `cargo bench --bench decode` (release, as a
-//! benchmark should) or `cargo bench --profile dev --bench decode` (quick, unoptimised: the
-//! ratios hold roughly, the absolute numbers do not). Pages are 500 pods of a generated fleet
+//! benchmark should) or `cargo bench --profile dev --bench decode` (unoptimised: the ratios
+//! hold roughly, the absolute numbers do not). With `-- --test` (what CI runs) every path runs
+//! once over one page: a check that it works, not a measurement. Pages are 500 pods of a generated fleet
 //! (`fedsched::simulate::fleet::generate`), serialised as the simulator serves them.
 
 use std::hint::black_box;
@@ -20,16 +21,12 @@ use fedsched::simulate::fleet::{Generate, generate};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-/// CPU time of this thread (Linux `schedstat`), or wall time where that is missing.
+/// CPU time of this thread (the shared helper), or wall time where that is missing.
 fn cpu_now() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()))
-        .map(Duration::from_nanos)
-        .unwrap_or_else(|| {
-            static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-            START.get_or_init(Instant::now).elapsed()
-        })
+    fedsched::bench::timing::thread_cpu().unwrap_or_else(|| {
+        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        START.get_or_init(Instant::now).elapsed()
+    })
 }
 
 fn quantities(m: Option<&std::collections::BTreeMap<String, Quantity>>) -> ResourceList {
@@ -86,15 +83,16 @@ fn typed_to_item(p: Pod) -> PodItem {
 }
 
 fn run(name: &str, pages: &[Vec<u8>], pods_per_round: usize, mut f: impl FnMut(&[u8]) -> usize) -> f64 {
-    // Warm up, then at least 2 CPU-seconds or 3 rounds.
-    for p in pages.iter().take(2) {
+    let quick = fedsched::bench::timing::quick_mode();
+    // Warm up, then at least 2 CPU-seconds or 3 rounds (one round in quick mode).
+    for p in pages.iter().take(if quick { 0 } else { 2 }) {
         black_box(f(p));
     }
     let start = cpu_now();
     let wall = Instant::now();
     let mut pods = 0usize;
     let mut rounds = 0;
-    while rounds < 3 || (cpu_now() - start) < Duration::from_secs(2) {
+    while rounds < 1 || (!quick && (rounds < 3 || (cpu_now() - start) < Duration::from_secs(2))) {
         for p in pages {
             pods += black_box(f(p));
         }
@@ -157,7 +155,8 @@ fn realistic(mut p: serde_json::Value, i: usize) -> serde_json::Value {
 }
 
 fn main() {
-    let fleet = generate(&Generate { clusters: 1, nodes: 50, pods: 5000, seed: 7 });
+    let quick = fedsched::bench::timing::quick_mode();
+    let fleet = generate(&Generate { clusters: 1, nodes: 50, pods: if quick { 500 } else { 5000 }, seed: 7 });
     let pods: Vec<serde_json::Value> =
         fleet[0].pods.iter().cloned().enumerate().map(|(i, p)| realistic(p, i)).collect();
     let pods = &pods;

@@ -22,9 +22,12 @@
 //!   Prometheus metrics, and the HTTP listener (health, readiness, metrics, JSON API).
 //! - [`simulate`]: simulated member clusters that speak the Kubernetes API (and apply the
 //!   output like a GitOps agent), for the demo, the tests and the benchmarks.
+//! - [`bench`]: `fedsched bench` (issue 8's scenarios at fleet scale) and the timing helper of
+//!   the micro-benchmarks.
 //! - [`config`], [`telemetry`], [`cli`]: the edges.
 
 pub mod api;
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod daemon;

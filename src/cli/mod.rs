@@ -140,6 +140,9 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: OutputFormat,
     },
+    /// Benchmarks at fleet scale (issue 8): generated fleet and policy repository, scenarios
+    /// S1–S7, each phase's time and peak RSS. See BENCHMARKS.md.
+    Bench(BenchArgs),
     /// The stored snapshot versions of a member cluster.
     Snapshots {
         #[command(flatten)]
@@ -186,6 +189,82 @@ pub struct SimulateArgs {
     /// Where the generated fleet is written.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+/// `fedsched bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Scenarios to run (S1..S7; repeat or comma-separate); default: all but S5.
+    #[arg(long = "scenario", value_delimiter = ',', num_args = 1..)]
+    pub scenarios: Vec<crate::bench::Scenario>,
+    /// Member clusters.
+    #[arg(long, default_value_t = 1000)]
+    pub clusters: usize,
+    /// Nodes per cluster.
+    #[arg(long, default_value_t = 100)]
+    pub nodes: usize,
+    /// Pods per cluster (node-level data of S1–S4, S6, S7).
+    #[arg(long, default_value_t = 300)]
+    pub pods: usize,
+    /// Workloads.
+    #[arg(long, default_value_t = 10_000)]
+    pub workloads: usize,
+    /// Runs per figure (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// S5: simulated clusters polled.
+    #[arg(long, default_value_t = 20)]
+    pub poll_clusters: usize,
+    /// S5: nodes per simulated cluster.
+    #[arg(long, default_value_t = 100)]
+    pub poll_nodes: usize,
+    /// S5: pods per simulated cluster.
+    #[arg(long, default_value_t = 1500)]
+    pub poll_pods: usize,
+    /// S6: no-change reconciles.
+    #[arg(long, default_value_t = 1000)]
+    pub passes: usize,
+    /// Generator seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Work directory (generated repositories and fleets are kept and reused).
+    #[arg(long, value_name = "DIR", default_value = "target/fedsched-bench")]
+    pub dir: PathBuf,
+}
+
+fn bench(a: &BenchArgs) -> Result<ExitCode, Failure> {
+    use crate::bench::{self, Scenario};
+    let scenarios = if a.scenarios.is_empty() {
+        vec![Scenario::S1, Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7]
+    } else {
+        a.scenarios.clone()
+    };
+    let opts = bench::Options {
+        scenarios,
+        clusters: a.clusters,
+        nodes: a.nodes,
+        pods: a.pods,
+        workloads: a.workloads,
+        runs: a.runs,
+        seed: a.seed,
+        dir: a.dir.clone(),
+        poll_clusters: a.poll_clusters,
+        poll_nodes: a.poll_nodes,
+        poll_pods: a.poll_pods,
+        passes: a.passes,
+    };
+    println!(
+        "fedsched bench: build {}, {} CPUs; C={} N={} P={} W={} runs={}",
+        if cfg!(debug_assertions) { "dev (unoptimised: figures are not representative)" } else { "release" },
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        a.clusters,
+        a.nodes,
+        a.pods,
+        a.workloads,
+        a.runs
+    );
+    bench::run(&opts, &mut |f| println!("{}", f.line()))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn simulate(a: &SimulateArgs) -> Result<ExitCode, Failure> {
@@ -278,6 +357,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Render { dirs, allow_mass_delete } => render(&cfg, dirs, *allow_mass_delete),
         Command::Simulate(args) => simulate(args),
+        Command::Bench(args) => bench(args),
         Command::Check { policy_dir } => {
             let dir = policy_dir
                 .clone()

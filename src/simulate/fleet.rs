@@ -164,14 +164,34 @@ const SIZES: &[(u32, u32)] = &[(4, 16), (8, 32), (16, 64), (32, 128)];
 /// Generates a synthetic fleet in memory: clusters in regions and zones, nodes of several
 /// sizes with CPU vendors and (on some clusters) GPU models, pods spread over the nodes.
 pub fn generate(g: &Generate) -> Vec<FleetCluster> {
+    clusters(g).collect()
+}
+
+/// The clusters of [`generate`] one at a time (same clusters, same order), so that a large
+/// fleet can be folded cluster by cluster without holding every node and pod in memory.
+pub fn clusters(g: &Generate) -> impl Iterator<Item = FleetCluster> + use<> {
+    let g = g.clone();
     let mut rng = Rng(g.seed);
-    let mut out = Vec::with_capacity(g.clusters);
-    for ci in 0..g.clusters {
-        let name = format!("member-{ci:03}");
-        let region = REGIONS[ci % REGIONS.len()];
+    (0..g.clusters).map(move |ci| generate_cluster(&g, ci, &mut rng))
+}
+
+/// Region of generated cluster `ci`.
+pub fn region_of(ci: usize) -> &'static str {
+    REGIONS[ci % REGIONS.len()]
+}
+
+/// Name of generated cluster `ci`.
+pub fn cluster_name(ci: usize) -> String {
+    format!("member-{ci:03}")
+}
+
+fn generate_cluster(g: &Generate, ci: usize, rng: &mut Rng) -> FleetCluster {
+    {
+        let name = cluster_name(ci);
+        let region = region_of(ci);
         let provider = *rng.pick(PROVIDERS);
         let zones: Vec<String> = ["a", "b", "c"].iter().map(|z| format!("{region}-{z}")).collect();
-        let has_gpu = ci % 3 == 0;
+        let has_gpu = ci.is_multiple_of(3);
         let cluster = json!({
             "apiVersion": "cluster.karmada.io/v1alpha1",
             "kind": "Cluster",
@@ -273,9 +293,8 @@ pub fn generate(g: &Generate) -> Vec<FleetCluster> {
         }
         sort_objects(&mut nodes);
         sort_objects(&mut pods);
-        out.push(FleetCluster { name, cluster, nodes, pods });
+        FleetCluster { name, cluster, nodes, pods }
     }
-    out
 }
 
 /// Writes a fleet as a fleet directory: `<dir>/<cluster>/cluster.yaml` and `state.yaml` (a

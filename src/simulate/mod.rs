@@ -17,6 +17,7 @@
 
 pub mod apply;
 pub mod fleet;
+pub mod repo;
 pub mod server;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,693 @@
+//! `fedsched bench`: whole-process scenarios at fleet scale (issue 8), and the timing helper the
+//! micro-benchmarks share ([`timing`]).
+//!
+//! The fixture is a generated policy repository ([`crate::simulate::repo`]) of C clusters and
+//! W workloads, plus node-level data for every cluster (N nodes, P pods each, folded by the
+//! production decoder) that stands in for a poll round: it is merged into the inputs by
+//! [`crate::reconcile::Inputs::apply_live`], as the daemon does after a round. S5 polls a real
+//! simulator process over HTTPS instead.
+//!
+//! Scenarios (the marks are issue 8's, for a 2-core machine and a release build):
+//! - S1: the schedule phase (filter, score, estimate, select, assign of every workload).
+//! - S2: a first full reconcile (load, poll, schedule, render, publish every file, record).
+//! - S3: a reconcile when nothing changed, with the daemon's warm reconciler (0 files
+//!   written, 0 new snapshot versions, 0 history records).
+//! - S4: one template edited → load and reconcile until its output is rewritten.
+//! - S5: a poll round of simulated clusters: CPU per pod, peak RSS.
+//! - S6: many no-change reconciles: store growth.
+//! - S7: restart (open the store, load, poll data, first reconcile with a cold reconciler).
+//!
+//! Every figure is the median of `runs` runs; ratios are of figures of the same invocation.
+//! Peak RSS is the process's high-water mark, so a scenario's RSS is meaningful when it runs
+//! in its own invocation.
+
+pub mod timing;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::members::live::{LiveData, LiveStatus, LiveView};
+use crate::model::snapshot::PollFacts;
+use crate::reconcile::{self, Inputs, PhaseTimings, ReconcileReport, Reconciler};
+use crate::schedule::profile::Profiles;
+use crate::simulate::SimError;
+use crate::simulate::fleet;
+use crate::simulate::repo::{self, FleetSpec, RepoSpec};
+use crate::store::{Store, StoreError};
+use timing::{median, mib};
+
+/// A scenario of issue 8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scenario {
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+}
+
+impl std::str::FromStr for Scenario {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s.to_ascii_uppercase().as_str() {
+            "S1" => Scenario::S1,
+            "S2" => Scenario::S2,
+            "S3" => Scenario::S3,
+            "S4" => Scenario::S4,
+            "S5" => Scenario::S5,
+            "S6" => Scenario::S6,
+            "S7" => Scenario::S7,
+            _ => return Err(format!("unknown scenario {s:?} (S1..S7)")),
+        })
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Scenarios, in order.
+    pub scenarios: Vec<Scenario>,
+    /// Clusters (S1–S4, S6, S7).
+    pub clusters: usize,
+    /// Nodes per cluster.
+    pub nodes: usize,
+    /// Pods per cluster (node-level data of S1–S4, S6, S7).
+    pub pods: usize,
+    /// Workloads.
+    pub workloads: usize,
+    /// Runs per figure (the median is reported).
+    pub runs: usize,
+    /// Generator seed.
+    pub seed: u64,
+    /// Work directory: generated repositories and fleets are kept there and reused.
+    pub dir: PathBuf,
+    /// S5: simulated clusters, nodes and pods per cluster.
+    pub poll_clusters: usize,
+    /// S5: nodes per simulated cluster.
+    pub poll_nodes: usize,
+    /// S5: pods per simulated cluster.
+    pub poll_pods: usize,
+    /// S6: no-change reconciles.
+    pub passes: usize,
+}
+
+/// Why a benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Reconcile(#[from] reconcile::ReconcileError),
+    #[error("the generated repository does not load: {0}")]
+    Invalid(String),
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    #[error("{0}")]
+    Check(String),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> BenchError {
+    let what = what.into();
+    move |source| BenchError::Io { what, source }
+}
+
+/// One reported figure.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// Scenario.
+    pub scenario: Scenario,
+    /// What was measured.
+    pub name: String,
+    /// Median (or the single value).
+    pub value: f64,
+    /// Unit of `value` (and `samples`).
+    pub unit: &'static str,
+    /// Every run.
+    pub samples: Vec<f64>,
+    /// Issue 8's mark for this figure and whether it is met, if it has one.
+    pub mark: Option<(String, bool)>,
+}
+
+impl Figure {
+    fn new(scenario: Scenario, name: impl Into<String>, unit: &'static str, samples: Vec<f64>) -> Self {
+        let value = median_f(&samples);
+        Figure { scenario, name: name.into(), value, unit, samples, mark: None }
+    }
+
+    fn ms(scenario: Scenario, name: impl Into<String>, samples: &[Duration]) -> Self {
+        Figure::new(scenario, name, "ms", samples.iter().map(|d| d.as_secs_f64() * 1e3).collect())
+    }
+
+    fn mark(mut self, text: &str, met: bool) -> Self {
+        self.mark = Some((text.to_string(), met));
+        self
+    }
+
+    /// One line of the report.
+    pub fn line(&self) -> String {
+        let mark = match &self.mark {
+            Some((m, true)) => format!("   mark {m}: met"),
+            Some((m, false)) => format!("   mark {m}: NOT met"),
+            None => String::new(),
+        };
+        let runs = if self.samples.len() > 1 {
+            let all: Vec<String> = self.samples.iter().map(|v| format!("{v:.1}")).collect();
+            format!("   runs [{}]", all.join(", "))
+        } else {
+            String::new()
+        };
+        format!("{:?} {:<52} {:>12.3} {:<6}{mark}{runs}", self.scenario, self.name, self.value, self.unit)
+    }
+}
+
+fn median_f(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
+/// The generated repository and node-level data of every cluster.
+struct Fixture {
+    repo: PathBuf,
+    live: LiveView,
+    spec: RepoSpec,
+}
+
+fn fixture(o: &Options) -> Result<Fixture, BenchError> {
+    let spec = RepoSpec {
+        fleet: FleetSpec { clusters: o.clusters, nodes: o.nodes, pods: o.pods, seed: o.seed },
+        workloads: o.workloads,
+    };
+    let repo = o.dir.join(format!("repo-c{}-n{}-p{}-w{}-s{}", o.clusters, o.nodes, o.pods, o.workloads, o.seed));
+    let stamp = repo.join(".complete");
+    let mut live = LiveView::default();
+    let mut keep = |c: &fleet::FleetCluster, obs: crate::members::decode::Observation| {
+        let poll = PollFacts {
+            at_ms: crate::daemon::now_ms(),
+            duration_ms: 0,
+            pages: 2,
+            nodes: obs.nodes.len() as u32,
+            pods: obs.listed_pods,
+        };
+        let data = LiveData { nodes: obs.nodes, unbound: obs.unbound, pods: obs.pods, poll };
+        live.clusters.insert(
+            c.name.clone(),
+            LiveStatus {
+                endpoint: format!("simulated:{}", c.name),
+                last_good: Some(Arc::new(data)),
+                polls_total: 1,
+                ..Default::default()
+            },
+        );
+    };
+    let started = Instant::now();
+    if stamp.exists() {
+        for c in fleet::clusters(&spec.fleet.generate()) {
+            let obs = repo::observe(&c)?;
+            keep(&c, obs);
+        }
+        tracing::info!(repo = %repo.display(), ms = started.elapsed().as_millis(), "reused the repository; node data generated");
+    } else {
+        if repo.exists() {
+            std::fs::remove_dir_all(&repo).map_err(io(format!("remove {}", repo.display())))?;
+        }
+        let stats = repo::write_repo(&repo, &spec, |_, c, obs| keep(c, obs))?;
+        std::fs::write(&stamp, b"").map_err(io(format!("write {}", stamp.display())))?;
+        tracing::info!(repo = %repo.display(), files = stats.files, bytes = stats.bytes,
+            ms = started.elapsed().as_millis(), "generated the repository");
+    }
+    Ok(Fixture { repo, live, spec })
+}
+
+/// Loads the repository and merges the node-level data, adding to `t.load` and `t.poll`.
+fn load(fix: &Fixture, store: &Store, profiles: &Profiles, t: &mut PhaseTimings) -> Result<Inputs, BenchError> {
+    let mut inputs = reconcile::load_inputs_timed(&fix.repo, profiles, t).map_err(|errors| {
+        let shown: Vec<String> = errors.iter().take(5).map(ToString::to_string).collect();
+        BenchError::Invalid(format!("{} error(s): {}", errors.len(), shown.join("; ")))
+    })?;
+    let started = Instant::now();
+    inputs.apply_live(&fix.live, store);
+    t.poll += started.elapsed();
+    Ok(inputs)
+}
+
+/// One pass as the daemon runs it: load, poll data, reconcile. Returns the report with every
+/// phase filled in, and the wall time of the whole pass.
+fn pass(
+    fix: &Fixture,
+    rec: &Reconciler,
+    out: &Path,
+    trigger: &str,
+    now_ms: u64,
+) -> Result<(ReconcileReport, Duration), BenchError> {
+    let started = Instant::now();
+    let mut t = PhaseTimings::default();
+    let inputs = load(fix, &rec.store, &rec.profiles, &mut t)?;
+    let mut report = rec.reconcile(&inputs, out, trigger, now_ms)?;
+    let wall = started.elapsed();
+    report.phases.load += t.load;
+    report.phases.poll += t.poll;
+    drop(inputs);
+    Ok((report, wall))
+}
+
+/// Runs passes until one records no history (at most 5): after a first decision or an edit,
+/// the next pass sees the previous placement and may record once more (steady division).
+fn settle(fix: &Fixture, rec: &Reconciler, out: &Path, now: &mut u64) -> Result<(), BenchError> {
+    for _ in 0..5 {
+        *now += 1000;
+        let (report, _) = pass(fix, rec, out, "bench-settle", *now)?;
+        if report.history_records == 0 && report.files_written == 0 {
+            return Ok(());
+        }
+    }
+    Err(BenchError::Check("the fleet did not settle in 5 passes".into()))
+}
+
+fn phase_figures(s: Scenario, reports: &[ReconcileReport]) -> Vec<Figure> {
+    let pick = |name: &str, f: fn(&PhaseTimings) -> Duration| {
+        let v: Vec<Duration> = reports.iter().map(|r| f(&r.phases)).collect();
+        Figure::ms(s, format!("  phase {name}"), &v)
+    };
+    vec![
+        pick("load", |p| p.load),
+        pick("poll (snapshots + store)", |p| p.poll),
+        pick("schedule", |p| p.schedule),
+        pick("render", |p| p.render),
+        pick("publish", |p| p.publish),
+        pick("record", |p| p.record),
+    ]
+}
+
+fn count(s: Scenario, name: &str, v: Vec<f64>) -> Figure {
+    Figure::new(s, name, "", v)
+}
+
+fn rss_figure(s: Scenario) -> Figure {
+    Figure::new(s, "peak RSS of this process so far (VmHWM)", "MiB", vec![mib(timing::peak_rss().unwrap_or(0))])
+}
+
+fn fresh_dir(path: &Path) -> Result<(), BenchError> {
+    if path.exists() {
+        std::fs::remove_dir_all(path).map_err(io(format!("remove {}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// Total size of the regular files below `dir`.
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The schedule phase alone over loaded inputs: every claimed template's claim, workload and
+/// [`crate::schedule::schedule`]. Returns (time in `schedule` only, total time, workloads).
+pub fn schedule_all(inputs: &Inputs, profiles: &Profiles) -> (Duration, Duration, usize) {
+    use crate::model::workload::interpret;
+    use crate::schedule::{ScheduleRequest, schedule};
+    let started = Instant::now();
+    let mut in_schedule = Duration::ZERO;
+    let mut n = 0;
+    let empty = BTreeMap::new();
+    let set = &inputs.set;
+    for t in &set.templates {
+        let Some(claim) = crate::policy::matching::claim(set, t) else { continue };
+        let Some(policy) = set.propagation_policy(&claim.policy) else { continue };
+        let Ok(workload) = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters) else { continue };
+        let fw = profiles.for_policy(&policy.meta.annotations).unwrap_or_else(|| profiles.default_profile());
+        let req = ScheduleRequest {
+            key: &t.key,
+            uid: t.meta.uid.as_deref(),
+            workload: &workload,
+            placement: &policy.spec.placement,
+            previous: &empty,
+            previous_affinity: None,
+        };
+        let s = Instant::now();
+        std::hint::black_box(schedule(fw, &req, &inputs.snapshots));
+        in_schedule += s.elapsed();
+        n += 1;
+    }
+    (in_schedule, started.elapsed(), n)
+}
+
+/// Runs the scenarios; `emit` receives every figure as soon as it is measured.
+pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, BenchError> {
+    let mut all = Vec::new();
+    let mut put = |f: Figure, all: &mut Vec<Figure>| {
+        emit(&f);
+        all.push(f);
+    };
+    std::fs::create_dir_all(&o.dir).map_err(io(format!("create {}", o.dir.display())))?;
+    let runs = o.runs.max(1);
+    let wants = |s: Scenario| o.scenarios.contains(&s);
+    if wants(Scenario::S5) {
+        for f in poll_scenario(o)? {
+            put(f, &mut all);
+        }
+    }
+    let reconciling = [Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7];
+    if !wants(Scenario::S1) && !reconciling.iter().any(|s| wants(*s)) {
+        return Ok(all);
+    }
+    let fix = fixture(o)?;
+    let profiles = Profiles::builtin();
+    let state = o.dir.join("state");
+    let out = o.dir.join("out");
+    let mut now = crate::daemon::now_ms();
+
+    if wants(Scenario::S1) {
+        fresh_dir(&state)?;
+        let store = Store::open(&state)?;
+        let inputs = load(&fix, &store, &profiles, &mut PhaseTimings::default())?;
+        let mut in_sched = Vec::new();
+        let mut total = Vec::new();
+        let mut n = 0;
+        for _ in 0..runs {
+            let (s, t, k) = schedule_all(&inputs, &profiles);
+            in_sched.push(s);
+            total.push(t);
+            n = k;
+        }
+        let pairs = n * inputs.snapshots.len();
+        let f = Figure::ms(
+            Scenario::S1,
+            format!("schedule phase, {n} workloads × {} clusters", inputs.snapshots.len()),
+            &in_sched,
+        );
+        let met = f.value <= 500.0;
+        put(f.mark("≤ 500 ms", met), &mut all);
+        put(Figure::ms(Scenario::S1, "  with claim + workload interpretation", &total), &mut all);
+        let per_pair: Vec<f64> = in_sched.iter().map(|d| d.as_secs_f64() * 1e9 / pairs.max(1) as f64).collect();
+        put(Figure::new(Scenario::S1, "  per (workload × cluster) pair", "ns", per_pair), &mut all);
+        put(rss_figure(Scenario::S1), &mut all);
+    }
+    if !reconciling.iter().any(|s| wants(*s)) {
+        return Ok(all);
+    }
+
+    // S2: first full reconciles, each into a fresh store and output directory.
+    let s2_runs = if wants(Scenario::S2) { runs } else { 1 };
+    let mut reports = Vec::new();
+    let mut walls = Vec::new();
+    let mut rec = None;
+    for _ in 0..s2_runs {
+        drop(rec.take());
+        fresh_dir(&state)?;
+        fresh_dir(&out)?;
+        let r = Reconciler::new(Store::open(&state)?);
+        now += 1000;
+        let (report, wall) = pass(&fix, &r, &out, "bench-first", now)?;
+        tracing::info!(summary = %report.summary(), "first reconcile");
+        reports.push(report);
+        walls.push(wall);
+        rec = Some(r);
+    }
+    let Some(rec) = rec else { return Ok(all) };
+    settle(&fix, &rec, &out, &mut now)?;
+    if wants(Scenario::S2) {
+        let f = Figure::ms(Scenario::S2, "first full reconcile (load → record)", &walls);
+        let met = f.value <= 10_000.0;
+        put(f.mark("≤ 10 s", met), &mut all);
+        for f in phase_figures(Scenario::S2, &reports) {
+            put(f, &mut all);
+        }
+        let files: Vec<f64> = reports.iter().map(|r| r.files_written as f64).collect();
+        put(count(Scenario::S2, "  files written", files), &mut all);
+        put(count(Scenario::S2, "  workloads", reports.iter().map(|r| r.workloads as f64).collect()), &mut all);
+        put(rss_figure(Scenario::S2), &mut all);
+    }
+    let full_ms = median(&walls).as_secs_f64() * 1e3;
+
+    if wants(Scenario::S3) {
+        let mut reports = Vec::new();
+        let mut walls = Vec::new();
+        for _ in 0..runs {
+            now += 1000;
+            let (report, wall) = pass(&fix, &rec, &out, "bench-nochange", now)?;
+            reports.push(report);
+            walls.push(wall);
+        }
+        let f = Figure::ms(Scenario::S3, "no-change reconcile, daemon (warm), load → record", &walls);
+        let incremental = f.value;
+        let met = incremental <= 200.0;
+        put(f.mark("≤ 200 ms", met), &mut all);
+        let without_load: Vec<Duration> = reports
+            .iter()
+            .map(|r| {
+                let p = &r.phases;
+                p.poll + p.schedule + p.render + p.publish + p.record
+            })
+            .collect();
+        put(Figure::ms(Scenario::S3, "  without load (reconcile only)", &without_load), &mut all);
+        for f in phase_figures(Scenario::S3, &reports) {
+            put(f, &mut all);
+        }
+        let written: Vec<f64> = reports.iter().map(|r| r.files_written as f64).collect();
+        let zero_w = written.iter().all(|w| *w == 0.0);
+        put(count(Scenario::S3, "  files written", written).mark("0", zero_w), &mut all);
+        let versions: Vec<f64> = reports.iter().map(|r| r.new_snapshot_versions as f64).collect();
+        let zero_v = versions.iter().all(|w| *w == 0.0);
+        put(count(Scenario::S3, "  new snapshot versions", versions).mark("0", zero_v), &mut all);
+        let hist: Vec<f64> = reports.iter().map(|r| r.history_records as f64).collect();
+        let zero_h = hist.iter().all(|w| *w == 0.0);
+        put(count(Scenario::S3, "  new history records", hist).mark("0", zero_h), &mut all);
+        // A cold reconciler on the same store: what `fedsched render` does on every call.
+        let cold = Reconciler::new(rec.store.clone());
+        let mut cold_walls = Vec::new();
+        for _ in 0..runs.min(3) {
+            now += 1000;
+            cold_walls.push(pass(&fix, &cold, &out, "bench-nochange-cold", now)?.1);
+        }
+        let c = Figure::ms(Scenario::S3, "  no-change reconcile, cold (`fedsched render`)", &cold_walls);
+        let ratio = if c.value > 0.0 { incremental / c.value } else { 0.0 };
+        put(c, &mut all);
+        put(Figure::new(Scenario::S3, "  ratio warm no-change / cold no-change", "×", vec![ratio]), &mut all);
+        let ratio = if full_ms > 0.0 { incremental / full_ms } else { 0.0 };
+        put(Figure::new(Scenario::S3, "  ratio warm no-change / first full (S2)", "×", vec![ratio]), &mut all);
+    }
+
+    if wants(Scenario::S4) {
+        let mut walls = Vec::new();
+        let mut reports = Vec::new();
+        let w = fix.spec.workloads.max(1);
+        for k in 0..runs {
+            let i = (k * 7919 + 11) % w;
+            let path = fix.repo.join(repo::workload_file(i));
+            let text = repo::workload_yaml(i, repo::replicas_of(i) + 1 + k as i64, fix.spec.fleet.clusters);
+            std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
+            now += 1000;
+            let (report, wall) = pass(&fix, &rec, &out, "bench-edit", now)?;
+            if report.files_written == 0 {
+                return Err(BenchError::Check(format!("S4: editing workload {i} rewrote no file")));
+            }
+            walls.push(wall);
+            reports.push(report);
+        }
+        // Put the edited files back (and let the store catch up) for the other scenarios.
+        for k in 0..runs {
+            let i = (k * 7919 + 11) % w;
+            let path = fix.repo.join(repo::workload_file(i));
+            let text = repo::workload_yaml(i, repo::replicas_of(i), fix.spec.fleet.clusters);
+            std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
+        }
+        settle(&fix, &rec, &out, &mut now)?;
+        let f = Figure::ms(Scenario::S4, "one template edited → output rewritten (load → record)", &walls);
+        let met = f.value <= 50.0;
+        put(f.mark("≤ 50 ms", met), &mut all);
+        for f in phase_figures(Scenario::S4, &reports) {
+            put(f, &mut all);
+        }
+        put(count(Scenario::S4, "  files written", reports.iter().map(|r| r.files_written as f64).collect()), &mut all);
+    }
+
+    if wants(Scenario::S6) {
+        rec.store.flush()?;
+        let before = rec.store.size_on_disk()?;
+        let before_du = dir_size(rec.store.db_path());
+        let started = Instant::now();
+        for _ in 0..o.passes {
+            now += 1000;
+            let (report, _) = pass(&fix, &rec, &out, "bench-repeat", now)?;
+            if report.files_written != 0 || report.history_records != 0 {
+                return Err(BenchError::Check(format!("S6: a no-change pass changed something: {}", report.summary())));
+            }
+        }
+        rec.store.flush()?;
+        let elapsed = started.elapsed();
+        let after = rec.store.size_on_disk()?;
+        let after_du = dir_size(rec.store.db_path());
+        let growth = mib(after.saturating_sub(before));
+        put(
+            Figure::new(
+                Scenario::S6,
+                format!("store growth over {} no-change reconciles (sled)", o.passes),
+                "MiB",
+                vec![growth],
+            )
+            .mark("< 1 MiB", growth < 1.0),
+            &mut all,
+        );
+        let du = after_du as f64 - before_du as f64;
+        put(
+            Figure::new(Scenario::S6, "  growth of the db directory (files)", "MiB", vec![du / (1024.0 * 1024.0)]),
+            &mut all,
+        );
+        put(Figure::new(Scenario::S6, "  db directory after", "MiB", vec![mib(after_du)]), &mut all);
+        put(
+            Figure::new(Scenario::S6, "  mean pass", "ms", vec![elapsed.as_secs_f64() * 1e3 / o.passes.max(1) as f64]),
+            &mut all,
+        );
+    }
+
+    if wants(Scenario::S7) {
+        drop(rec);
+        let mut walls = Vec::new();
+        for _ in 0..runs {
+            let started = Instant::now();
+            let r = Reconciler::new(Store::open(&state)?);
+            now += 1000;
+            let (report, _) = pass(&fix, &r, &out, "bench-restart", now)?;
+            walls.push(started.elapsed());
+            if report.files_written != 0 {
+                return Err(BenchError::Check(format!("S7: a restart rewrote files: {}", report.summary())));
+            }
+            drop(r);
+        }
+        let f = Figure::ms(Scenario::S7, "restart until ready (open store, load, poll data, reconcile)", &walls);
+        let met = f.value <= 2000.0;
+        put(f.mark("≤ 2 s", met), &mut all);
+    }
+    Ok(all)
+}
+
+/// S5: a real simulator process serves a generated fleet over HTTPS; this process polls it
+/// with the production poller. CPU is this process's (the simulator's is not counted).
+fn poll_scenario(o: &Options) -> Result<Vec<Figure>, BenchError> {
+    let s = Scenario::S5;
+    let g = fleet::Generate { clusters: o.poll_clusters, nodes: o.poll_nodes, pods: o.poll_pods, seed: o.seed };
+    let dir = o.dir.join(format!("fleet-c{}-n{}-p{}-s{}", g.clusters, g.nodes, g.pods, g.seed));
+    let stamp = dir.join(".complete");
+    if !stamp.exists() {
+        fresh_dir(&dir)?;
+        for c in fleet::clusters(&g) {
+            fleet::write(&dir, std::slice::from_ref(&c))?;
+        }
+        std::fs::write(&stamp, b"").map_err(io("stamp"))?;
+    }
+    let meta = dir.join(".simulator");
+    let endpoints = meta.join("endpoints.json");
+    let _ = std::fs::remove_file(&endpoints);
+    let exe = std::env::current_exe().map_err(io("current executable"))?;
+    let mut child = std::process::Command::new(exe)
+        .arg("simulate")
+        .arg("--fleet")
+        .arg(&dir)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("FEDSCHED_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .map_err(io("spawn the simulator"))?;
+    let result = poll_rounds(o, &dir, &endpoints, s, &mut child);
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+fn poll_rounds(
+    o: &Options,
+    dir: &Path,
+    endpoints: &Path,
+    s: Scenario,
+    child: &mut std::process::Child,
+) -> Result<Vec<Figure>, BenchError> {
+    let started = Instant::now();
+    while !endpoints.exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(BenchError::Check(format!("the simulator exited: {status}")));
+        }
+        if started.elapsed() > Duration::from_secs(900) {
+            return Err(BenchError::Check("the simulator did not start within 15 minutes".into()));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tracing::info!(ms = started.elapsed().as_millis(), "simulator up");
+    let meta = dir.join(".simulator");
+    let policies = o.dir.join("s5-policies");
+    fresh_dir(&policies)?;
+    std::fs::create_dir_all(&policies).map_err(io("create s5-policies"))?;
+    for e in std::fs::read_dir(meta.join("clusters")).map_err(io("list simulator clusters"))?.flatten() {
+        std::fs::copy(e.path(), policies.join(e.file_name())).map_err(io("copy a Cluster object"))?;
+    }
+    let access = std::fs::read_to_string(meta.join("fedsched.toml")).map_err(io("read simulator access"))?;
+    let text = format!("[poll]\ntimeout = \"120s\"\nread_timeout = \"60s\"\n{access}");
+    let cfg_path = o.dir.join("s5.toml");
+    let cfg = crate::config::Config::parse(&text, &cfg_path).map_err(|e| BenchError::Check(e.to_string()))?;
+    let inputs = reconcile::load_inputs(&policies).map_err(|e| BenchError::Invalid(format!("{} error(s)", e.len())))?;
+    let (targets, _) = crate::members::live::targets(&cfg, &inputs.set);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(io("start the runtime"))?;
+    let mut poller = crate::members::live::Poller::new(cfg.poll.clone(), Duration::from_secs(30));
+    let mut cpu_per_pod = Vec::new();
+    let mut walls = Vec::new();
+    let mut pods = 0u64;
+    let rss_before = timing::peak_rss().unwrap_or(0);
+    for _ in 0..o.runs.max(1) {
+        let cpu0 = timing::process_cpu().unwrap_or_default();
+        let wall = Instant::now();
+        let report = rt.block_on(poller.round(&targets));
+        walls.push(wall.elapsed());
+        let cpu = timing::process_cpu().unwrap_or_default().saturating_sub(cpu0);
+        if !report.failed.is_empty() {
+            return Err(BenchError::Check(format!(
+                "S5: {} cluster(s) failed: {:?}",
+                report.failed.len(),
+                report.failed[0]
+            )));
+        }
+        pods =
+            poller.view().clusters.values().filter_map(|c| c.last_good.as_ref().map(|d| u64::from(d.poll.pods))).sum();
+        cpu_per_pod.push(cpu.as_secs_f64() * 1e6 / pods.max(1) as f64);
+    }
+    let mut out = Vec::new();
+    let f = Figure::new(
+        s,
+        format!("poll CPU per pod, {} clusters × {} nodes × {} pods", o.poll_clusters, o.poll_nodes, o.poll_pods),
+        "µs",
+        cpu_per_pod,
+    );
+    let met = f.value <= 3.0;
+    out.push(f.mark("≤ 3 µs", met));
+    out.push(Figure::ms(s, format!("  poll round wall ({pods} pods)"), &walls));
+    let peak = timing::peak_rss().unwrap_or(0);
+    out.push(Figure::new(s, "  peak RSS (VmHWM) after the rounds", "MiB", vec![mib(peak)]));
+    out.push(Figure::new(s, "  peak RSS before the first round", "MiB", vec![mib(rss_before)]));
+    let per_cluster = peak.saturating_sub(rss_before) as f64 / o.poll_clusters.max(1) as f64;
+    let projected = (rss_before as f64 + per_cluster * 1000.0) / (1024.0 * 1024.0);
+    out.push(
+        Figure::new(s, "  peak RSS projected to 1,000 clusters (linear in clusters)", "MiB", vec![projected])
+            .mark("≤ 1 GiB", projected <= 1024.0),
+    );
+    Ok(out)
+}
