@@ -211,6 +211,112 @@ impl HttpSection {
     }
 }
 
+/// One label-backed dimension of `[model.label_resources]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelResource {
+    /// Node label holding each node's amount (a quantity).
+    pub label: String,
+    /// Whether it bounds estimates (default true).
+    #[serde(default = "yes")]
+    pub hard: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `[model]`: the resource model (dimensions, CPU performance, confidence, assumed workloads).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelSection {
+    /// Extended resources to model by name (`example.com/dpu`).
+    pub extended: Vec<String>,
+    /// Label-backed dimensions by resource name.
+    pub label_resources: BTreeMap<String, LabelResource>,
+    /// CPU performance factor by node (or Cluster) label value.
+    pub cpu_performance: BTreeMap<String, f64>,
+    /// Labels looked up in `cpu_performance`, first match wins.
+    pub cpu_performance_labels: Vec<String>,
+    /// Confidence halves every this long once a live snapshot is older than `fresh_for`.
+    #[serde(deserialize_with = "duration")]
+    pub confidence_half_life: Duration,
+    /// A live snapshot this young has confidence 1.
+    #[serde(deserialize_with = "duration")]
+    pub fresh_for: Duration,
+    /// Confidence factor per consecutive failed poll (0.0–1.0).
+    pub failure_penalty: f64,
+    /// Below this confidence (0.0–1.0) a cluster receives no new replicas.
+    pub min_confidence: f64,
+    /// How long decisions not yet running in a live member are deducted from it.
+    #[serde(deserialize_with = "duration")]
+    pub assumed_ttl: Duration,
+}
+
+// Every float is checked finite when parsed, so equality is reflexive.
+impl Eq for ModelSection {}
+
+impl Default for ModelSection {
+    fn default() -> Self {
+        let d = crate::model::dimensions::ModelSettings::default();
+        ModelSection {
+            extended: d.extended,
+            label_resources: BTreeMap::new(),
+            cpu_performance: d.cpu_performance,
+            cpu_performance_labels: d.cpu_performance_labels,
+            confidence_half_life: Duration::from_millis(d.confidence_half_life_ms),
+            fresh_for: Duration::from_millis(d.fresh_for_ms),
+            failure_penalty: d.failure_penalty,
+            min_confidence: d.min_confidence,
+            assumed_ttl: Duration::from_millis(d.assumed_ttl_ms),
+        }
+    }
+}
+
+impl ModelSection {
+    /// Checks ranges; the error is (key, message).
+    pub fn check(&self) -> Result<(), (String, String)> {
+        for (k, v) in &self.cpu_performance {
+            if !v.is_finite() || *v <= 0.0 {
+                return Err((format!("model.cpu_performance.{k}"), format!("must be a finite number > 0, not {v}")));
+            }
+        }
+        for (key, v) in [("model.failure_penalty", self.failure_penalty), ("model.min_confidence", self.min_confidence)]
+        {
+            if !(0.0..=1.0).contains(&v) {
+                return Err((key.into(), format!("must be between 0.0 and 1.0, not {v}")));
+            }
+        }
+        if self.confidence_half_life.is_zero() {
+            return Err(("model.confidence_half_life".into(), "must be greater than zero".into()));
+        }
+        Ok(())
+    }
+
+    /// The settings the model reads.
+    pub fn settings(&self) -> crate::model::dimensions::ModelSettings {
+        crate::model::dimensions::ModelSettings {
+            extended: self.extended.clone(),
+            label_dimensions: self
+                .label_resources
+                .iter()
+                .map(|(r, l)| crate::model::dimensions::LabelDimension {
+                    resource: r.clone(),
+                    label: l.label.clone(),
+                    hard: l.hard,
+                })
+                .collect(),
+            cpu_performance: self.cpu_performance.clone(),
+            cpu_performance_labels: self.cpu_performance_labels.clone(),
+            confidence_half_life_ms: self.confidence_half_life.as_millis() as u64,
+            fresh_for_ms: self.fresh_for.as_millis() as u64,
+            failure_penalty: self.failure_penalty,
+            min_confidence: self.min_confidence,
+            assumed_ttl_ms: self.assumed_ttl.as_millis() as u64,
+        }
+    }
+}
+
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -242,6 +348,9 @@ pub struct Config {
     pub publish: PublishSection,
     #[serde(default)]
     pub git: GitSection,
+    /// The resource model.
+    #[serde(default)]
+    pub model: ModelSection,
 }
 
 /// Command-line values that win over the file.
@@ -315,6 +424,9 @@ impl Config {
         if let Err((key, message)) = crate::schedule::profile::Profiles::from_config(&cfg.profiles, &cfg.cost) {
             return Err(ConfigError::Invalid { path: path.to_path_buf(), key, message });
         }
+        if let Err((key, message)) = cfg.model.check() {
+            return Err(ConfigError::Invalid { path: path.to_path_buf(), key, message });
+        }
         if !(0.0..=1.0).contains(&cfg.publish.max_delete_ratio) {
             return Err(ConfigError::Invalid {
                 path: path.to_path_buf(),
@@ -349,6 +461,7 @@ impl Config {
     /// The scheduling profiles: the configured ones beside `karmada-default`.
     pub fn profiles(&self) -> Result<crate::schedule::profile::Profiles, ConfigError> {
         crate::schedule::profile::Profiles::from_config(&self.profiles, &self.cost)
+            .map(|p| p.with_model(std::sync::Arc::new(self.model.settings())))
             .map_err(|(key, message)| ConfigError::Invalid { path: PathBuf::from("(config)"), key, message })
     }
 

@@ -1,6 +1,8 @@
 //! Explain: why a workload went where it went, for every cluster, as JSON or text. One
 //! implementation for the CLI (and later the HTTP API).
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use crate::policy::{ObjectKey, PolicySet, matching};
@@ -297,7 +299,18 @@ pub fn to_text(doc: &Value) -> String {
             if scores.is_empty() { String::new() } else { format!(" ({})", scores.join(", ")) }
         ));
         if let Some(at) = c["data"]["observedAt"].as_str() {
-            out.push_str(&format!("      data: snapshot v{} observed {at}\n", s(&c["data"]["snapshotVersion"])));
+            let age = c["data"]["ageAtDecisionMs"]
+                .as_u64()
+                .map(|ms| {
+                    format!(", {} old at the decision", humantime::format_duration(Duration::from_secs(ms / 1000)))
+                })
+                .unwrap_or_default();
+            let confidence =
+                c["data"]["confidence"].as_f64().map(|v| format!(", confidence {v:.2}")).unwrap_or_default();
+            out.push_str(&format!(
+                "      data: snapshot v{} observed {at}{age}{confidence}\n",
+                s(&c["data"]["snapshotVersion"])
+            ));
         }
         for r in c["reasons"].as_array().into_iter().flatten() {
             out.push_str(&format!("      {}\n", s(r)));

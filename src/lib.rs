@@ -17,6 +17,7 @@
 //! - [`daemon`]: the long-running loop: watches, timers, signals, systemd notification.
 //! - [`explain`]: answers "why did this workload go there" from the store and the policies.
 //! - [`report`]: the JSON documents shared by the CLI, the HTTP API and the output summary.
+//! - [`resources`]: capacity, allocated and free per group of clusters (`fedsched resources`).
 //! - [`status`], [`metrics`], [`api`]: what the running daemon shows: its in-memory status,
 //!   Prometheus metrics, and the HTTP listener (health, readiness, metrics, JSON API).
 //! - [`simulate`]: simulated member clusters that speak the Kubernetes API (and apply the
@@ -39,6 +40,7 @@ pub mod publish;
 pub mod reconcile;
 pub mod render;
 pub mod report;
+pub mod resources;
 pub mod schedule;
 pub mod simulate;
 pub mod status;

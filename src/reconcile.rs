@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::members::live::LiveView;
 use crate::members::offline_snapshot;
+use crate::model::dimensions::{Dimensions, ModelSettings};
 use crate::model::workload::{InterpreterTable, interpret};
-use crate::model::{ClusterSnapshot, Observed, Workload, fnv1a64};
+use crate::model::{ClusterSnapshot, Observed, ReplicaRequirements, Workload, assumed, fnv1a64};
 use crate::policy::load::{ParseCache, load_repository_cached};
 use crate::policy::matching::PolicyIndex;
 use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template};
@@ -153,6 +154,8 @@ pub struct ReconcileReport {
     /// The commit git mode made, if any.
     pub commit: Option<String>,
     pub new_snapshot_versions: usize,
+    /// Replicas decided for live members but not running there yet, deducted this pass.
+    pub assumed_replicas: i64,
     pub history_records: usize,
     pub duration_ms: u128,
     /// Time per phase (the caller adds `load` and `poll` from [`load_inputs_timed`]).
@@ -166,8 +169,12 @@ impl ReconcileReport {
             0 => String::new(),
             n => format!("; {n} cluster(s) held by the mass-deletion guard"),
         };
+        let assumed = match self.assumed_replicas {
+            0 => String::new(),
+            n => format!("; {n} assumed replica(s) deducted from live members"),
+        };
         format!(
-            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}; {} ms",
+            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}{assumed}; {} ms",
             self.workloads,
             self.scheduled,
             self.unschedulable.len(),
@@ -301,22 +308,28 @@ impl Reconciler {
             cache.loaded = true;
         }
 
-        // Snapshot: version what we know of every member.
+        // Snapshot: version what we know of every member, with its age and confidence.
         let phase = Instant::now();
+        let model = self.profiles.model().clone();
+        let dims = Dimensions::new(&model);
+        let mut snapshots = inputs.snapshots.clone();
         let mut snapshot_versions = BTreeMap::new();
-        for snap in &inputs.snapshots {
+        for snap in &mut snapshots {
+            let at_ms = set_confidence(snap, now_ms, &model);
+            let observed = Observed { at_ms, confidence: snap.confidence() };
             let fingerprint = cache::fingerprint(snap);
+            let ppm = snap.freshness.map(|f| f.confidence_ppm);
             let (version, new) = match cache.snapshots.get(&snap.name) {
                 Some(s)
                     if s.fingerprint == fingerprint
+                        && s.confidence_ppm == ppm
                         && now_ms.saturating_sub(s.recorded_ms) < cache::LAST_SEEN_EVERY_MS =>
                 {
                     (s.version, false)
                 }
                 _ => {
-                    let observed = Observed { at_ms: now_ms, confidence: 1.0 };
                     let (version, new) = self.store.record_snapshot(snap, observed)?;
-                    let state = cache::SnapshotState { fingerprint, version, recorded_ms: now_ms };
+                    let state = cache::SnapshotState { fingerprint, confidence_ppm: ppm, version, recorded_ms: now_ms };
                     cache.snapshots.insert(snap.name.clone(), state);
                     (version, new)
                 }
@@ -326,10 +339,40 @@ impl Reconciler {
             }
             snapshot_versions.insert(snap.name.clone(), version);
         }
+        // Assumed workloads: recent decisions a live member does not run yet.
+        let mut assumed = Assumed::default();
+        let templates: HashMap<&ObjectKey, &Template> = set.templates.iter().map(|t| (&t.key, t)).collect();
+        let mut recent: Vec<&PlacementRecord> = cache
+            .placements
+            .values()
+            .map(|p| &**p)
+            .filter(|p| now_ms.saturating_sub(p.decided_at_ms) < model.assumed_ttl_ms)
+            .collect();
+        // In store order, as the store lists them.
+        recent.sort_by_cached_key(|p| p.workload.store_key());
+        for p in recent {
+            let Some(t) = templates.get(&p.workload).copied() else { continue };
+            let Ok(w) = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters) else { continue };
+            let targets: BTreeMap<String, Option<i32>> = p.targets.clone();
+            assumed.update(&mut snapshots, &p.workload, &w.requirements, &targets, &dims);
+        }
+        report.assumed_replicas = assumed.total();
         report.phases.poll += phase.elapsed();
 
         // What every decision of this pass shares.
-        let fleet_key = cache::key_of(&snapshot_versions);
+        // Snapshot versions, and what the scheduler reads of each view's freshness.
+        let fleet_key = cache::key_of(&(
+            &snapshot_versions,
+            snapshots
+                .iter()
+                .map(|s| {
+                    s.freshness.map(|f| match f.confidence_ppm >= 1_000_000 {
+                        true => (f.confidence_ppm, 0, 0),
+                        false => (f.confidence_ppm, f.age_ms / 1000, f.consecutive_failures),
+                    })
+                })
+                .collect::<Vec<_>>(),
+        ));
         let interpreters_key = cache::key_of(&(
             serde_json::to_vec(&set.interpreter_objects.iter().map(|o| &o.object).collect::<Vec<_>>())
                 .unwrap_or_default(),
@@ -337,8 +380,8 @@ impl Reconciler {
                 .unwrap_or_default(),
         ));
         let pass = Pass {
-            snapshots: inputs.snapshots.iter().map(|s| (s.name.as_str(), s)).collect(),
-            snapshot_versions: &snapshot_versions,
+            positions: snapshots.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect(),
+            snapshot_versions: snapshot_versions.clone(),
         };
         let mut override_keys: HashMap<(OverrideKindKey, Option<String>, String), u64> = HashMap::new();
 
@@ -399,7 +442,7 @@ impl Reconciler {
                 })
                 .collect();
             let key = cache::key_of(&(
-                (hashes, &t.source.file, t.source.document, policy_ref, fleet_key, interpreters_key),
+                (hashes, &t.source.file, t.source.document, policy_ref, fleet_key, interpreters_key, assumed.key),
                 (prev.as_ref().map(|p| (&p.targets, &p.affinity_name, &p.files, &p.policy)), &fw.name, &required),
                 overrides_key,
             ));
@@ -417,7 +460,7 @@ impl Reconciler {
                     placement,
                     fw,
                     prev.as_deref(),
-                    inputs,
+                    (inputs, &snapshots),
                     &pass,
                     &required,
                     hashes,
@@ -434,6 +477,10 @@ impl Reconciler {
             report.workloads += 1;
             if decided.scheduled {
                 report.scheduled += 1;
+                // Later workloads of this pass see this decision's replicas as assumed.
+                if let Some(req) = &decided.requirements {
+                    assumed.update(&mut snapshots, &t.key, req, &decided.record.targets, &dims);
+                }
             }
             if let Some(p) = &decided.record.policy {
                 targets_of.insert(t.key.clone(), (decided.record.targets.keys().cloned().collect(), p.clone()));
@@ -669,8 +716,8 @@ impl Reconciler {
         placement: &crate::policy::types::Placement,
         fw: &Framework,
         prev: Option<&PlacementRecord>,
-        inputs: &Inputs,
-        pass: &Pass<'_>,
+        (inputs, snapshots): (&Inputs, &[ClusterSnapshot]),
+        pass: &Pass,
         required: &[(ObjectKey, BTreeSet<String>, PolicyRef)],
         (template_hash, policy_hash): (u64, u64),
         overrides: &[render::ApplicableOverride<'_>],
@@ -706,6 +753,7 @@ impl Reconciler {
                 keep,
                 problems: vec![Problem { workload: t.key.clone(), cluster: None, reason }],
                 scheduled: false,
+                requirements: None,
                 schedule_time: Duration::ZERO,
                 render_time: Duration::ZERO,
             }
@@ -733,8 +781,8 @@ impl Reconciler {
         };
         let scheduling = Instant::now();
         let mut result = match policy_ref {
-            Some(_) => schedule::schedule(fw, &req, &inputs.snapshots),
-            None => attached(&inputs.snapshots),
+            Some(_) => schedule::schedule(fw, &req, snapshots),
+            None => attached(snapshots),
         };
         let schedule_time = scheduling.elapsed();
         let mut targets = match &result.outcome {
@@ -746,7 +794,7 @@ impl Reconciler {
         };
         // propagateDeps: the union with the clusters of the workloads that need this object.
         if !required.is_empty() {
-            add_required(&mut result, &mut targets, required, &inputs.snapshots);
+            add_required(&mut result, &mut targets, required, snapshots);
         }
         let Some(render_policy) = policy_ref.or_else(|| required.first().map(|(_, _, p)| p)) else {
             let result = ScheduleResult {
@@ -775,7 +823,7 @@ impl Reconciler {
         let mut file_map = BTreeMap::new();
         let mut problems = Vec::new();
         for (cluster, replicas) in &targets {
-            let Some(snapshot) = pass.snapshots.get(cluster.as_str()).copied() else { continue };
+            let Some(snapshot) = pass.positions.get(cluster).and_then(|i| snapshots.get(*i)) else { continue };
             let input = RenderInput {
                 template: t,
                 workload: &workload,
@@ -825,6 +873,7 @@ impl Reconciler {
             keep,
             problems,
             scheduled: true,
+            requirements: workload.replicas.is_some().then(|| workload.requirements.clone()),
             schedule_time,
             render_time: rendering.elapsed(),
         })
@@ -921,9 +970,10 @@ fn add_required(
 }
 
 /// What the pass shares with every decision.
-struct Pass<'a> {
-    snapshots: HashMap<&'a str, &'a ClusterSnapshot>,
-    snapshot_versions: &'a BTreeMap<String, u64>,
+struct Pass {
+    /// Position of each cluster in the pass's snapshots.
+    positions: HashMap<String, usize>,
+    snapshot_versions: BTreeMap<String, u64>,
 }
 
 /// An override kind as a hashable key.
@@ -940,8 +990,61 @@ pub(crate) struct Decided {
     keep: Vec<(String, String)>,
     problems: Vec<Problem>,
     scheduled: bool,
+    /// Per-replica requirements of a scheduled workload (for assumed replicas).
+    requirements: Option<ReplicaRequirements>,
     schedule_time: Duration,
     render_time: Duration,
+}
+
+/// Sets the age and confidence of a live snapshot (offline ones keep confidence 1); returns
+/// the time of the observation (the last successful poll; `now_ms` for offline clusters).
+pub fn set_confidence(snap: &mut ClusterSnapshot, now_ms: u64, model: &ModelSettings) -> u64 {
+    let Some(f) = snap.freshness.as_mut() else { return now_ms };
+    let age = if f.polled_at_ms == 0 { u64::MAX } else { now_ms.saturating_sub(f.polled_at_ms) };
+    f.age_ms = age;
+    f.confidence_ppm = (model.confidence(age, f.consecutive_failures) * 1e6).round() as u32;
+    if f.polled_at_ms == 0 { now_ms } else { f.polled_at_ms.min(now_ms) }
+}
+
+/// Replicas deducted per (workload, live cluster) this pass.
+#[derive(Debug, Default)]
+pub struct Assumed {
+    deducted: BTreeMap<(ObjectKey, String), i64>,
+    /// A running digest of every deduction so far: equal digests mean equal deductions, so
+    /// the snapshots a decision sees are covered by its cache key.
+    pub key: u64,
+}
+
+impl Assumed {
+    /// Deducts what a decision adds beyond what was already deducted for it: per target live
+    /// cluster, decided − observed (pods of the workload) − already deducted. A decrease is
+    /// not given back within the pass (conservative).
+    pub fn update(
+        &mut self,
+        snapshots: &mut [ClusterSnapshot],
+        workload: &ObjectKey,
+        req: &ReplicaRequirements,
+        targets: &BTreeMap<String, Option<i32>>,
+        dims: &Dimensions,
+    ) {
+        for (cluster, replicas) in targets {
+            let Some(r) = replicas else { continue };
+            let Some(snap) = snapshots.iter_mut().find(|s| &s.name == cluster) else { continue };
+            let Some(pods) = snap.pods.as_ref().filter(|_| snap.is_live()) else { continue };
+            let want = assumed::pending(i64::from(*r), assumed::observed(pods, workload));
+            let done = self.deducted.entry((workload.clone(), cluster.clone())).or_insert(0);
+            if want > *done {
+                assumed::deduct(snap, req, want - *done, dims);
+                *done = want;
+                self.key = cache::key_of(&(self.key, workload, cluster, want, req));
+            }
+        }
+    }
+
+    /// Replicas deducted in all.
+    pub fn total(&self) -> i64 {
+        self.deducted.values().sum()
+    }
 }
 
 /// `OUT/.fedsched/placements.json`: the decisions in machine-readable form. Deterministic

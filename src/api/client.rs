@@ -67,7 +67,8 @@ impl std::fmt::Display for ServerUrl {
     }
 }
 
-/// Percent-encodes one path segment (everything but RFC 3986 unreserved characters).
+/// Percent-encodes one path segment or query value (everything but RFC 3986 unreserved
+/// characters); used by the CLI client and the live poller.
 pub fn segment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {

@@ -9,6 +9,7 @@
 //! | `/api/v1/status` | the last pass and readiness |
 //! | `/api/v1/clusters` | members: state, capacity, confidence, snapshot age, replicas |
 //! | `/api/v1/clusters/{name}/snapshots` | as `fedsched snapshots -o json` |
+//! | `/api/v1/resources?by=region\|zone\|provider\|label=KEY` | as `fedsched resources -o json` |
 //! | `/api/v1/workloads` | every placement, as `.fedsched/placements.json` |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/explain` | as `fedsched explain -o json` (`ns` = `_` for cluster-scoped) |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/history` | as `fedsched history -o json` |
@@ -120,6 +121,8 @@ pub struct ApiState {
     pub token: Option<Token>,
     /// Whether `/metrics` requires the token too.
     pub metrics_require_token: bool,
+    /// The resource model settings (for `/api/v1/resources`).
+    pub model: Arc<crate::model::dimensions::ModelSettings>,
 }
 
 /// A running listener; [`Server::shutdown`] stops it.
@@ -166,6 +169,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/v1/status", get(status))
         .route("/api/v1/clusters", get(clusters))
         .route("/api/v1/clusters/{name}/snapshots", get(snapshots))
+        .route("/api/v1/resources", get(resources))
         .route("/api/v1/workloads", get(workloads))
         .route("/api/v1/workloads/{ns}/{kind}/{name}/explain", get(explain_workload))
         .route("/api/v1/workloads/{ns}/{kind}/{name}/history", get(history))
@@ -324,6 +328,31 @@ async fn snapshots(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name):
         Ok(report::snapshots_json(&name, &versions))
     })
     .await
+}
+
+/// `?by=` of `/api/v1/resources`.
+#[derive(Debug, serde::Deserialize)]
+struct ResourcesQuery {
+    by: Option<String>,
+}
+
+async fn resources(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    axum::extract::Query(q): axum::extract::Query<ResourcesQuery>,
+) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let by: crate::resources::GroupBy = match q.by.as_deref().unwrap_or("region").parse() {
+        Ok(b) => b,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("by={e}")),
+    };
+    let Some(inputs) = s.status.borrow().inputs.clone() else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "no good reconcile yet: no cluster data");
+    };
+    let views = crate::resources::views(&inputs.snapshots, &s.model, crate::daemon::now_ms());
+    axum::Json(crate::resources::document(&views, &by, &s.model)).into_response()
 }
 
 async fn workloads(State(s): State<ApiState>, headers: HeaderMap) -> Response {

@@ -127,6 +127,19 @@ pub enum Command {
     },
     /// Serve simulated member clusters over the Kubernetes API (or generate a fleet).
     Simulate(SimulateArgs),
+    /// Capacity, allocated and free (raw and normalised) and confidence per group of clusters:
+    /// offline clusters from the policy repository, live ones from their latest snapshot.
+    Resources {
+        #[command(flatten)]
+        dirs: DirArgs,
+        /// Group by region, zone, provider or label=KEY.
+        #[arg(long, default_value = "region")]
+        by: crate::resources::GroupBy,
+        #[command(flatten)]
+        server: ServerArgs,
+        #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+        output: OutputFormat,
+    },
     /// Benchmarks at fleet scale (issue 8): generated fleet and policy repository, scenarios
     /// S1–S7, each phase's time and peak RSS. See BENCHMARKS.md.
     Bench(BenchArgs),
@@ -421,6 +434,31 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
                 OutputFormat::Text => print!("{}", report::history_text(&doc, workload)),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Resources { dirs, by, server, output } => {
+            let doc = match open_source(&cfg, dirs, server)? {
+                Source::Server(api) => api.get(&format!("/api/v1/resources?by={}", client::segment(&by.as_query())))?,
+                Source::Store(store) => {
+                    let policy_dir = dirs
+                        .policy_dir
+                        .clone()
+                        .or_else(|| cfg.policy_dir.clone())
+                        .ok_or_else(|| missing("policy_dir", "--policies"))?;
+                    let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
+                    let mut inputs = reconcile::load_inputs_with(&policy_dir, &profiles)
+                        .map_err(|errs| invalid(invalid_inputs(&errs)))?;
+                    let live: std::collections::BTreeSet<String> = cfg.clusters.keys().cloned().collect();
+                    crate::resources::with_stored_live(&mut inputs.snapshots, &live, &store)?;
+                    let model = profiles.model();
+                    let views = crate::resources::views(&inputs.snapshots, model, crate::daemon::now_ms());
+                    crate::resources::document(&views, by, model)
+                }
+            };
+            match output {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
+                OutputFormat::Text => print!("{}", crate::resources::to_text(&doc)),
             }
             Ok(ExitCode::SUCCESS)
         }

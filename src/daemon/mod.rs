@@ -329,6 +329,7 @@ async fn start_api(
         heartbeat_timeout: cfg.http.heartbeat_timeout,
         token,
         metrics_require_token: cfg.http.metrics_require_token,
+        model: Arc::new(cfg.model.settings()),
     };
     match crate::api::start(addr, state).await {
         Ok(server) => {

@@ -432,6 +432,7 @@ impl Fold {
             return;
         }
         let request = p.request();
+        *self.obs.pods.by_owner.entry(p.owner_key()).or_insert(0) += 1;
         match p.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
             Some(node) => {
                 self.obs.pods.bound = self.obs.pods.bound.saturating_add(1);

@@ -368,6 +368,10 @@ async fn poll_one(
                 pages,
                 nodes: obs.nodes.len() as u32,
                 pods: obs.listed_pods,
+                at_ms: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis() as u64)
+                    .unwrap_or(0),
             };
             (Some(built), Ok(LiveData { nodes: obs.nodes, unbound: obs.unbound, pods: obs.pods, poll: poll_facts }))
         }
@@ -510,7 +514,7 @@ async fn list_all<T: Listed>(
         let mut url = format!("{path}?limit={page_size}");
         if let Some(t) = &token {
             url.push_str("&continue=");
-            url.push_str(&percent_encode(t));
+            url.push_str(&crate::api::client::segment(t));
         }
         match get(client, &url, what).await {
             Ok(bytes) => {
@@ -579,19 +583,6 @@ fn status_message(body: &[u8]) -> String {
     m.chars().take(300).collect()
 }
 
-/// Percent-encodes a query value (RFC 3986 unreserved characters kept).
-pub fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,7 +599,7 @@ mod tests {
         assert!(matches!(f.health(), Health::NotReady { .. }));
         let t = PollError::Transport { what: "pods", message: "reset".into() };
         assert!(matches!(t.health(), Health::Unreachable { .. }));
-        assert_eq!(percent_encode("a+b/c=="), "a%2Bb%2Fc%3D%3D");
+        assert_eq!(crate::api::client::segment("a+b/c=="), "a%2Bb%2Fc%3D%3D");
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::sync::Arc;
 pub use offline::offline_snapshot;
 
 use crate::model::snapshot::ResourceSummary;
-use crate::model::{ClusterSnapshot, ClusterTaint, Health, SnapshotSource};
+use crate::model::{ClusterSnapshot, ClusterTaint, Freshness, Health, SnapshotSource};
 use crate::policy::PolicySet;
 use crate::policy::types::TaintEffect;
 use live::{LiveData, LiveView};
@@ -94,5 +94,13 @@ pub fn apply_live(
                 snap.poll = None;
             }
         }
+        // Age and confidence are computed by the pass (it knows the time and the settings).
+        snap.freshness = Some(Freshness {
+            polled_at_ms: snap.poll.as_ref().map_or(0, |p| p.at_ms),
+            consecutive_failures: status.consecutive_failures,
+            age_ms: 0,
+            confidence_ppm: 1_000_000,
+        });
+        snap.index.reset();
     }
 }

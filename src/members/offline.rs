@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::model::snapshot::{ModelGrade, ResourceSummary};
-use crate::model::{ClusterSnapshot, ClusterTaint, Health, ResourceList, SnapshotSource};
+use crate::model::{ClusterConstraints, ClusterSnapshot, ClusterTaint, Health, Reserve, ResourceList, SnapshotSource};
 use crate::policy::types::{QuantityValue, TaintEffect};
 use crate::policy::{ClusterObject, LoadError};
 
@@ -95,5 +95,69 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         nodes: Vec::new(),
         pods: None,
         poll: None,
+        constraints: constraints(c)?,
+        freshness: None,
+        index: Default::default(),
     })
+}
+
+/// Cluster annotation: headroom kept free, `resource=amount` pairs separated by commas; the
+/// amount is a quantity or a percentage of allocatable (`cpu=10%,memory=4Gi,pods=5%`).
+pub const RESERVE_ANNOTATION: &str = "fedsched.io/reserve";
+/// Cluster annotation: most replicas of one workload the cluster may hold (`"50"`).
+pub const MAX_REPLICAS_ANNOTATION: &str = "fedsched.io/max-replicas-per-workload";
+
+/// Reads the constraint annotations of a Cluster object; errors name the annotation.
+pub fn constraints(c: &ClusterObject) -> Result<ClusterConstraints, LoadError> {
+    let err = |name: &str, message: String| LoadError {
+        file: c.source.file.clone(),
+        document: Some(c.source.document),
+        field: format!("metadata.annotations.{name}"),
+        message,
+    };
+    let mut out = ClusterConstraints::default();
+    if let Some(text) = c.meta.annotations.get(RESERVE_ANNOTATION) {
+        out.reserve = parse_reserve(text).map_err(|m| err(RESERVE_ANNOTATION, m))?;
+    }
+    if let Some(text) = c.meta.annotations.get(MAX_REPLICAS_ANNOTATION) {
+        let n: i64 = text
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| err(MAX_REPLICAS_ANNOTATION, format!("{text:?} is not a non-negative integer")))?;
+        out.max_replicas_per_workload = Some(n);
+    }
+    Ok(out)
+}
+
+/// Parses a reserve: `cpu=10%,memory=4Gi`.
+pub fn parse_reserve(text: &str) -> Result<Vec<(String, Reserve)>, String> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, value) =
+            part.split_once('=').ok_or_else(|| format!("{part:?} is not resource=amount (e.g. cpu=10%)"))?;
+        let (name, value) = (name.trim(), value.trim());
+        if name.is_empty() {
+            return Err(format!("{part:?} has no resource name"));
+        }
+        let r = match value.strip_suffix('%') {
+            Some(p) => {
+                let pct: f64 = p.trim().parse().map_err(|_| format!("{value:?} is not a percentage"))?;
+                if !(0.0..=100.0).contains(&pct) {
+                    return Err(format!("{value:?} is not between 0% and 100%"));
+                }
+                Reserve::Basis((pct * 100.0).round() as u32)
+            }
+            None => {
+                let milli = crate::model::quantity::parse_milli(value).map_err(|e| e.to_string())?;
+                if milli < 0 {
+                    return Err(format!("{value:?} is negative"));
+                }
+                Reserve::Amount(milli)
+            }
+        };
+        out.push((name.to_string(), r));
+    }
+    Ok(out)
 }

@@ -2,6 +2,10 @@
 //! estimators may answer for one cluster; the minimum wins (Karmada's rule). An estimator that
 //! cannot tell returns `None` and is ignored.
 
+use std::sync::Arc;
+
+use super::dimensions::{Dimensions, ModelSettings};
+use super::nodes::Compiler;
 use super::snapshot::ClusterSnapshot;
 use super::workload::ReplicaRequirements;
 
@@ -11,11 +15,27 @@ pub trait Estimator: Send + Sync {
     fn name(&self) -> &'static str;
     /// Maximum number of additional replicas, or None when this estimator has no data.
     fn max_replicas(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Option<i64>;
+    /// Lines for explain on why the estimate is what it is (only asked when a cluster cannot
+    /// take every replica).
+    fn explain(&self, _cluster: &ClusterSnapshot, _req: &ReplicaRequirements) -> Vec<String> {
+        Vec::new()
+    }
 }
 
-/// Every built-in estimator, in one list.
+/// Every built-in estimator with the default model settings.
 pub fn estimators() -> Vec<Box<dyn Estimator>> {
-    vec![Box::new(SummaryEstimator), Box::new(ResourceModelEstimator)]
+    estimators_with(&Arc::new(ModelSettings::default()))
+}
+
+/// Every built-in estimator, in one list: Karmada's general estimator (summary, or resource
+/// models when they apply), the node-level estimator (live clusters), the cluster reserve.
+pub fn estimators_with(settings: &Arc<ModelSettings>) -> Vec<Box<dyn Estimator>> {
+    vec![
+        Box::new(SummaryEstimator),
+        Box::new(ResourceModelEstimator),
+        Box::new(NodeEstimator::new(settings.clone())),
+        Box::new(ReserveEstimator),
+    ]
 }
 
 /// One estimator's answer, kept for explain.
@@ -42,8 +62,31 @@ pub fn max_available(
 
 /// Karmada's general estimator over `status.resourceSummary`:
 /// `floor((allocatable − allocated − allocating) / request)` per requested resource, a
-/// resource the cluster does not have allows 0, bounded by the free pod count.
+/// resource the cluster does not have allows 0, bounded by the free pod count. When the
+/// cluster's resource models apply ([`models_apply`]) Karmada uses them instead, and so does
+/// this estimator (it answers None and [`ResourceModelEstimator`] answers).
 pub struct SummaryEstimator;
+
+/// Free pod slots of a summary (Karmada's `allowedPods`), at least 0.
+fn allowed_pods(s: &super::snapshot::ResourceSummary) -> i64 {
+    let free = s.allocatable.free_after(&s.allocated, &s.allocating);
+    (free.get("pods") / 1000).max(0)
+}
+
+/// Whether Karmada's general estimator uses the resource models for this request: the
+/// summary has `allocatableModelings`, the cluster has models, and every requested resource
+/// is modelled (a missing one makes the models inapplicable: Karmada falls back to the
+/// summary).
+pub fn models_apply(cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> bool {
+    let Some(s) = cluster.summary.as_ref() else { return false };
+    if s.allocatable_modelings.is_empty() || cluster.resource_models.is_empty() {
+        return false;
+    }
+    req.request
+        .iter()
+        .filter(|(n, w)| *w > 0 && *n != "pods")
+        .all(|(n, _)| cluster.resource_models.iter().any(|g| g.ranges.iter().any(|r| r.0 == n)))
+}
 
 impl Estimator for SummaryEstimator {
     fn name(&self) -> &'static str {
@@ -52,9 +95,11 @@ impl Estimator for SummaryEstimator {
 
     fn max_replicas(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Option<i64> {
         let s = cluster.summary.as_ref()?;
+        if models_apply(cluster, req) {
+            return None;
+        }
         let free = s.allocatable.free_after(&s.allocated, &s.allocating);
-        let allowed_pods = free.get("pods") / 1000;
-        let mut max = allowed_pods.max(0);
+        let mut max = allowed_pods(s);
         for (name, want) in req.request.iter() {
             if name == "pods" || want <= 0 {
                 continue;
@@ -67,8 +112,11 @@ impl Estimator for SummaryEstimator {
 }
 
 /// Karmada's resource-model estimator over `allocatableModelings`: every node of a grade is
-/// taken to have the grade's lower bound of each modelled resource; replicas are packed node
-/// by node. Unlike upstream, counting does not stop at the first full node.
+/// taken to have the grade's lower bound of each modelled resource and 110 pod slots; replicas
+/// are packed first-fit node by node (identical replicas on independent nodes: the sum of
+/// per-node floors), bounded by the summary's free pod slots. None when the models do not
+/// apply ([`models_apply`]). The `allocatableModelings` it reads are counted without the
+/// upstream quirk of stopping at the first full node ([`super::snapshot::allocatable_modelings`]).
 pub struct ResourceModelEstimator;
 
 /// Pods a modelled virtual node holds (Karmada's assumption).
@@ -81,7 +129,7 @@ impl Estimator for ResourceModelEstimator {
 
     fn max_replicas(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Option<i64> {
         let s = cluster.summary.as_ref()?;
-        if s.allocatable_modelings.is_empty() || cluster.resource_models.is_empty() {
+        if !models_apply(cluster, req) {
             return None;
         }
         // Only resources that are both requested and modelled constrain this estimate.
@@ -103,8 +151,99 @@ impl Estimator for ResourceModelEstimator {
             }
             total = total.saturating_add(per_node.saturating_mul(count));
         }
-        Some(total)
+        Some(total.min(allowed_pods(s)))
     }
+}
+
+/// The node-level estimator ([`super::nodes`]): live clusters with node data only; offline
+/// clusters keep the summary estimators.
+pub struct NodeEstimator {
+    settings: Arc<ModelSettings>,
+    dims: Dimensions,
+    compiler: Compiler,
+}
+
+impl NodeEstimator {
+    /// An estimator with these settings (dimensions, CPU factors).
+    pub fn new(settings: Arc<ModelSettings>) -> NodeEstimator {
+        NodeEstimator { dims: Dimensions::new(&settings), settings, compiler: Compiler::default() }
+    }
+}
+
+impl Estimator for NodeEstimator {
+    fn name(&self) -> &'static str {
+        "node-level"
+    }
+
+    fn max_replicas(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Option<i64> {
+        if cluster.nodes.is_empty() {
+            return None;
+        }
+        let compiled = self.compiler.compile(req, &self.dims);
+        Some(cluster.node_index(&self.dims, &self.settings).estimate(&cluster.nodes, &compiled))
+    }
+
+    fn explain(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Vec<String> {
+        if cluster.nodes.is_empty() {
+            return Vec::new();
+        }
+        let compiled = self.compiler.compile(req, &self.dims);
+        cluster.node_index(&self.dims, &self.settings).explain(&cluster.nodes, &compiled)
+    }
+}
+
+/// The cluster's reserve (`fedsched.io/reserve`): over the requested resources that have a
+/// reserve, `floor((free − reserve) / request)` on the summary. None without a reserve.
+pub struct ReserveEstimator;
+
+impl Estimator for ReserveEstimator {
+    fn name(&self) -> &'static str {
+        "cluster-reserve"
+    }
+
+    fn max_replicas(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Option<i64> {
+        let c = &cluster.constraints;
+        if c.reserve.is_empty() {
+            return None;
+        }
+        let s = cluster.summary.as_ref()?;
+        let free = s.allocatable.free_after(&s.allocated, &s.allocating);
+        let mut max: Option<i64> = None;
+        let pods_reserved = c.reserved("pods", s.allocatable.get("pods"));
+        if pods_reserved > 0 {
+            max = Some((free.get("pods").saturating_sub(pods_reserved) / 1000).max(0));
+        }
+        for (name, want) in req.request.iter() {
+            if want <= 0 || name == "pods" || !c.reserve.iter().any(|(r, _)| r == name) {
+                continue;
+            }
+            let left = free.get(name).saturating_sub(c.reserved(name, s.allocatable.get(name))).max(0);
+            let n = left / want;
+            max = Some(max.map_or(n, |m| m.min(n)));
+        }
+        max
+    }
+
+    fn explain(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Vec<String> {
+        let c = &cluster.constraints;
+        let Some(s) = cluster.summary.as_ref() else { return Vec::new() };
+        c.reserve
+            .iter()
+            .filter(|(r, _)| r == "pods" || req.request.get(r) > 0)
+            .map(|(r, v)| {
+                format!("reserve: {} of {r} kept free", super::quantity::format_milli(r, v.of(s.allocatable.get(r))))
+            })
+            .collect()
+    }
+}
+
+/// The confidence discount: below 1, the free replicas are multiplied by the confidence
+/// (rounded down). Returns the discounted value.
+pub fn discount(free: i64, confidence: f64) -> i64 {
+    if confidence >= 1.0 {
+        return free;
+    }
+    ((free as f64) * confidence.max(0.0)).floor() as i64
 }
 
 #[cfg(test)]
@@ -135,6 +274,9 @@ mod tests {
             nodes: Vec::new(),
             pods: None,
             poll: None,
+            constraints: Default::default(),
+            freshness: None,
+            index: Default::default(),
         }
     }
 
@@ -191,6 +333,12 @@ mod tests {
         assert_eq!(ResourceModelEstimator.max_replicas(&c, &req), Some(1));
         let (min, answers) = max_available(&estimators(), &c, &req);
         assert_eq!(min, Some(1));
-        assert_eq!(answers.len(), 2);
+        // The models apply: the summary estimator defers to them, as Karmada's does.
+        assert_eq!(answers, vec![Estimate { estimator: "resource-models", replicas: 1 }]);
+        // A requested resource the models lack makes them inapplicable: summary instead.
+        let gpu =
+            ReplicaRequirements { request: list(&[("cpu", 1500), ("nvidia.com/gpu", 1000)]), ..Default::default() };
+        assert_eq!(ResourceModelEstimator.max_replicas(&c, &gpu), None);
+        assert_eq!(SummaryEstimator.max_replicas(&c, &gpu), Some(0));
     }
 }

@@ -3,17 +3,25 @@
 //!
 //! Owns: quantities ([`quantity`]), resource lists ([`resources`]), cluster snapshots
 //! ([`snapshot`]), workloads and their per-replica requirements ([`workload`]), and the
-//! replica estimators registered in one list ([`estimate::estimators`]). Pure: no I/O.
+//! replica estimators registered in one list ([`estimate::estimators`]), the resource
+//! dimensions registered in one list ([`dimensions::Dimensions::new`]), node-level estimation
+//! ([`nodes`]) and assumed workloads ([`assumed`]). Pure: no I/O, no clock.
 
+pub mod assumed;
 pub mod deps;
+pub mod dimensions;
 pub mod estimate;
+pub mod nodes;
 pub mod quantity;
 pub mod resources;
 pub mod snapshot;
 pub mod workload;
 
 pub use resources::ResourceList;
-pub use snapshot::{ClusterSnapshot, ClusterTaint, Health, NodeView, Observed, PodFacts, PollFacts, SnapshotSource};
+pub use snapshot::{
+    ClusterConstraints, ClusterSnapshot, ClusterTaint, Freshness, Health, NodeView, Observed, PodFacts, PollFacts,
+    Reserve, SnapshotSource,
+};
 pub use workload::{ReplicaRequirements, Workload};
 
 /// FNV-1a, 64 bit: the content hash used for versioning snapshots and inputs.

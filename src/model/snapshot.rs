@@ -161,6 +161,9 @@ pub struct PodFacts {
     /// Pods with `PodScheduled=False, reason=Unschedulable`, by controlling owner
     /// (`Kind/namespace/name`; `Pod/namespace/name` for pods without one).
     pub unschedulable: BTreeMap<String, u32>,
+    /// Non-terminated pods (bound or not) by controlling owner, as `unschedulable`: how many
+    /// replicas of each workload a live member runs (assumed workloads are matched to these).
+    pub by_owner: BTreeMap<String, u32>,
 }
 
 /// How a poll went (not content: excluded from the hash).
@@ -174,6 +177,69 @@ pub struct PollFacts {
     pub nodes: u32,
     /// Pods listed (terminated ones included).
     pub pods: u32,
+    /// Unix ms when the poll completed (0 = unknown).
+    pub at_ms: u64,
+}
+
+/// A per-cluster constraint from the policy repository (Cluster annotations
+/// `fedsched.io/reserve`, `fedsched.io/max-replicas-per-workload`). Content.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ClusterConstraints {
+    /// Headroom kept free per resource.
+    pub reserve: Vec<(String, Reserve)>,
+    /// Most replicas of one workload the cluster may hold.
+    pub max_replicas_per_workload: Option<i64>,
+}
+
+impl ClusterConstraints {
+    /// No constraint.
+    pub fn is_empty(&self) -> bool {
+        self.reserve.is_empty() && self.max_replicas_per_workload.is_none()
+    }
+
+    /// Amount of `resource` (milli-units) to keep free out of `allocatable`.
+    pub fn reserved(&self, resource: &str, allocatable: i64) -> i64 {
+        self.reserve.iter().filter(|(r, _)| r == resource).map(|(_, v)| v.of(allocatable)).max().unwrap_or(0)
+    }
+}
+
+/// How much of a resource is kept free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Reserve {
+    /// Hundredths of a percent of allocatable (`10%` = 1000).
+    Basis(u32),
+    /// An amount in milli-units.
+    Amount(i64),
+}
+
+impl Reserve {
+    /// The reserved amount out of `allocatable`.
+    pub fn of(self, allocatable: i64) -> i64 {
+        match self {
+            Reserve::Basis(b) => (i128::from(allocatable) * i128::from(b) / 10_000) as i64,
+            Reserve::Amount(a) => a,
+        }
+    }
+}
+
+/// How fresh a live view is (not content). Offline clusters have none (confidence 1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Freshness {
+    /// Unix ms of the last successful poll (0 = never).
+    pub polled_at_ms: u64,
+    /// Polls that failed since then.
+    pub consecutive_failures: u32,
+    /// Age of the data when the confidence was computed.
+    pub age_ms: u64,
+    /// Confidence in parts per million, set by the reconcile pass (1_000_000 = 1).
+    pub confidence_ppm: u32,
+}
+
+impl Freshness {
+    /// Confidence in [0, 1].
+    pub fn confidence(&self) -> f64 {
+        f64::from(self.confidence_ppm.min(1_000_000)) / 1e6
+    }
 }
 
 /// Everything the scheduler may consult about one member cluster.
@@ -198,9 +264,35 @@ pub struct ClusterSnapshot {
     pub pods: Option<PodFacts>,
     /// How the poll that produced this snapshot went; None for offline clusters.
     pub poll: Option<PollFacts>,
+    /// Reserve and per-workload limits from the Cluster object's annotations.
+    pub constraints: ClusterConstraints,
+    /// Age and confidence of a live view (not content); None = offline, confidence 1.
+    pub freshness: Option<Freshness>,
+    /// Grouped nodes for the node-level estimator (not content, not stored).
+    #[serde(skip)]
+    pub index: super::nodes::IndexCache,
 }
 
 impl ClusterSnapshot {
+    /// Confidence in this view: 1 for offline clusters and fresh polls.
+    pub fn confidence(&self) -> f64 {
+        self.freshness.map_or(1.0, |f| f.confidence())
+    }
+
+    /// Whether node-level data is known (a live cluster polled at least once).
+    pub fn is_live(&self) -> bool {
+        matches!(self.source, SnapshotSource::Live { .. })
+    }
+
+    /// The node index for these settings (built once per snapshot object).
+    pub fn node_index(
+        &self,
+        dims: &super::dimensions::Dimensions,
+        settings: &std::sync::Arc<super::dimensions::ModelSettings>,
+    ) -> std::sync::Arc<super::nodes::NodeIndex> {
+        self.index.get(&self.nodes, dims, settings)
+    }
+
     pub fn facts(&self) -> ClusterFacts<'_> {
         ClusterFacts {
             name: &self.name,
@@ -232,6 +324,8 @@ impl ClusterSnapshot {
             nodes: &'a [NodeView],
             #[serde(skip_serializing_if = "Option::is_none")]
             pods: &'a Option<PodFacts>,
+            #[serde(skip_serializing_if = "ClusterConstraints::is_empty")]
+            constraints: &'a ClusterConstraints,
         }
         let c = Content {
             name: &self.name,
@@ -247,6 +341,7 @@ impl ClusterSnapshot {
             resource_models: &self.resource_models,
             nodes: &self.nodes,
             pods: &self.pods,
+            constraints: &self.constraints,
         };
         let bytes = serde_json::to_vec(&c).unwrap_or_default();
         crate::model::fnv1a64(&bytes)
@@ -343,10 +438,14 @@ mod tests {
             resource_models: vec![],
             nodes: vec![node("a", 1000, 1000, 0, 0, 0)],
             pods: Some(PodFacts::default()),
-            poll: Some(PollFacts { duration_ms: 5, pages: 2, nodes: 1, pods: 0 }),
+            poll: Some(PollFacts { duration_ms: 5, pages: 2, nodes: 1, pods: 0, at_ms: 1 }),
+            constraints: ClusterConstraints::default(),
+            freshness: None,
+            index: Default::default(),
         };
         let h = s.content_hash();
-        s.poll = Some(PollFacts { duration_ms: 900, pages: 2, nodes: 1, pods: 0 });
+        s.poll = Some(PollFacts { duration_ms: 900, pages: 2, nodes: 1, pods: 0, at_ms: 2 });
+        s.freshness = Some(Freshness { polled_at_ms: 2, consecutive_failures: 1, age_ms: 5, confidence_ppm: 10 });
         assert_eq!(h, s.content_hash());
         s.nodes[0].requested.set("cpu", 1);
         assert_ne!(h, s.content_hash());

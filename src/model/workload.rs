@@ -23,6 +23,12 @@ pub struct ReplicaRequirements {
     pub tolerations: String,
     pub node_affinity: String,
     pub priority_class_name: Option<String>,
+    /// Per-replica amounts of label-backed dimensions (template annotation
+    /// `fedsched.io/requests`); not part of the pod's requests.
+    pub extra: ResourceList,
+    /// GPU model constraint (template annotations `fedsched.io/gpu-product`,
+    /// `fedsched.io/gpu-memory`).
+    pub gpu: super::dimensions::GpuConstraint,
 }
 
 /// How a template is scheduled.
@@ -52,6 +58,8 @@ pub enum WorkloadError {
     Quantity { field: String, source: QuantityError },
     #[error("{field}: expected {expected}")]
     Type { field: String, expected: &'static str },
+    #[error("{field}: {reason}")]
+    Annotation { field: String, reason: String },
 }
 
 /// The declarative interpreters of a repository, by (API group, kind): a `WorkloadInterpreter`
@@ -125,6 +133,41 @@ fn interpret_declared(spec: &WorkloadInterpreterSpec, object: &Value) -> Result<
 /// Reads the workload of a template by its group and kind: a declarative interpreter from
 /// `table` first, then the built-in kinds.
 pub fn interpret(group: &str, kind: &str, object: &Value, table: &InterpreterTable) -> Result<Workload, WorkloadError> {
+    let mut w = interpret_kind(group, kind, object, table)?;
+    if w.replicas.is_some() {
+        model_annotations(object, &mut w.requirements)?;
+    }
+    Ok(w)
+}
+
+/// Reads the resource-model annotations of a template (`fedsched.io/requests`,
+/// `fedsched.io/gpu-product`, `fedsched.io/gpu-memory`) into its requirements.
+fn model_annotations(object: &Value, req: &mut ReplicaRequirements) -> Result<(), WorkloadError> {
+    use super::dimensions::{GpuConstraint, REQUESTS_ANNOTATION, parse_requests_annotation};
+    let Some(map) = object.pointer("/metadata/annotations").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    let annotations: BTreeMap<String, String> =
+        map.iter().filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string()))).collect();
+    if let Some(text) = annotations.get(REQUESTS_ANNOTATION) {
+        req.extra = parse_requests_annotation(text).map_err(|reason| WorkloadError::Annotation {
+            field: format!("metadata.annotations.{REQUESTS_ANNOTATION}"),
+            reason,
+        })?;
+    }
+    req.gpu = GpuConstraint::from_annotations(&annotations).map_err(|(name, reason)| WorkloadError::Annotation {
+        field: format!("metadata.annotations.{name}"),
+        reason,
+    })?;
+    Ok(())
+}
+
+fn interpret_kind(
+    group: &str,
+    kind: &str,
+    object: &Value,
+    table: &InterpreterTable,
+) -> Result<Workload, WorkloadError> {
     if let Some(spec) = table.get(group, kind) {
         return interpret_declared(spec, object);
     }

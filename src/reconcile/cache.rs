@@ -84,6 +84,7 @@ pub fn fingerprint(s: &ClusterSnapshot) -> u64 {
     s.resource_models.hash(&mut h);
     s.nodes.hash(&mut h);
     s.pods.hash(&mut h);
+    s.constraints.hash(&mut h);
     h.finish()
 }
 
@@ -91,6 +92,8 @@ pub fn fingerprint(s: &ClusterSnapshot) -> u64 {
 #[derive(Debug, Clone, Copy)]
 pub struct SnapshotState {
     pub fingerprint: u64,
+    /// Confidence recorded with it (live views).
+    pub confidence_ppm: Option<u32>,
     pub version: u64,
     /// When its `last_seen_ms` was last written.
     pub recorded_ms: u64,
@@ -178,6 +181,62 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Live members (node data, assumed replicas, confidence by age): a warm reconciler and a
+    /// cold one per pass, each on its own store, make the same decisions, files and history.
+    #[test]
+    fn warm_and_cold_agree_on_live_members_with_assumed_replicas() {
+        use std::sync::Arc;
+
+        use crate::members::live::{LiveData, LiveStatus, LiveView};
+        use crate::model::snapshot::PollFacts;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 6, nodes: 4, pods: 12, seed: 9 }, workloads: 30 };
+        let mut view = LiveView::default();
+        repo::write_repo(&policies, &spec, |_, c, obs| {
+            let poll = PollFacts { at_ms: 500, duration_ms: 1, pages: 2, nodes: 4, pods: obs.listed_pods };
+            let data = LiveData { nodes: obs.nodes, unbound: obs.unbound, pods: obs.pods, poll };
+            let status = LiveStatus { endpoint: "sim".into(), last_good: Some(Arc::new(data)), ..Default::default() };
+            view.clusters.insert(c.name.clone(), status);
+        })
+        .expect("generate");
+        let warm = Reconciler::new(Store::open(&dir.path().join("warm-state")).expect("store"));
+        let cold_state = dir.path().join("cold-state");
+        let (warm_out, cold_out) = (dir.path().join("warm-out"), dir.path().join("cold-out"));
+        let mut assumed_seen = false;
+        // Within the assumed TTL, past it, then long enough for confidence to drop.
+        for (k, now) in [1_000u64, 2_000, 3_000, 400_000, 401_000, 3_000_000, 3_001_000].into_iter().enumerate() {
+            if k == 4 {
+                let i = 8;
+                std::fs::write(policies.join(repo::workload_file(i)), repo::workload_yaml(i, 23, 6)).expect("edit");
+            }
+            let pass = |r: &Reconciler, out: &Path| {
+                let mut inputs = load_inputs(&policies).expect("inputs");
+                inputs.apply_live(&view, &r.store);
+                r.reconcile(&inputs, out, "timer", now).expect("reconcile")
+            };
+            let w = pass(&warm, &warm_out);
+            let c = {
+                let cold = Reconciler::new(Store::open(&cold_state).expect("store"));
+                pass(&cold, &cold_out)
+            };
+            assert_eq!(
+                (w.history_records, w.files_written, w.assumed_replicas, w.scheduled),
+                (c.history_records, c.files_written, c.assumed_replicas, c.scheduled),
+                "pass {k} at {now}: warm {} / cold {}",
+                w.summary(),
+                c.summary()
+            );
+            assert!(tree(&warm_out) == tree(&cold_out), "pass {k}: outputs differ");
+            assumed_seen |= w.assumed_replicas > 0;
+        }
+        assert!(assumed_seen, "the scenario must deduct assumed replicas");
+        let a = warm.store.placements().expect("placements");
+        let cold = Store::open(&cold_state).expect("store");
+        assert_eq!(a, cold.placements().expect("placements"));
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub struct ScoreSettings {
     pub cost: super::profile::CostTable,
     /// Cluster → weight for `weighted-round-robin` (absent = 1, 0 = never preferred).
     pub round_robin_weights: BTreeMap<String, i64>,
+    /// The resource model settings (`[model]`): CPU performance, confidence threshold.
+    pub model: std::sync::Arc<crate::model::dimensions::ModelSettings>,
 }
 
 /// A raw score meaning "this plugin cannot tell for this cluster"; normalised to 0.
@@ -116,11 +118,14 @@ pub fn registry() -> Vec<Plugin> {
         Plugin::Filter(Box::new(plugins::taint_toleration::TaintToleration)),
         Plugin::Filter(Box::new(plugins::cluster_affinity::ClusterAffinityFilter)),
         Plugin::Filter(Box::new(plugins::spread_constraint::SpreadConstraintFilter)),
+        Plugin::Filter(Box::new(plugins::confidence::Confidence)),
+        Plugin::Filter(Box::new(plugins::replica_limit::ReplicaLimit)),
         Plugin::Score(Box::new(plugins::cluster_locality::ClusterLocality)),
         Plugin::Score(Box::new(plugins::allocation::LeastAllocated)),
         Plugin::Score(Box::new(plugins::allocation::MostAllocated)),
         Plugin::Score(Box::new(plugins::cost_first::CostFirst)),
         Plugin::Score(Box::new(plugins::round_robin::WeightedRoundRobin)),
+        Plugin::Score(Box::new(plugins::gpu_model::GpuModel)),
     ]
 }
 
@@ -183,6 +188,7 @@ impl Framework {
             }
         }
         let mut fw = Framework::empty(name);
+        fw.estimators = crate::model::estimate::estimators_with(&settings.model);
         fw.settings = settings;
         for p in registry {
             match p {

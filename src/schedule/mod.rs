@@ -32,6 +32,28 @@ use framework::{Fit, PluginContext};
 /// (`estimator <name>: <n> more replicas fit`); explain reads them back.
 pub const ESTIMATOR_PREFIX: &str = "estimator ";
 
+/// Prefix of the verdict reasons that explain an estimate (node fit, reserve, confidence,
+/// per-workload limit).
+pub const MODEL_PREFIX: &str = "model: ";
+
+/// Applies a cluster's confidence to its free replicas: unchanged at 1, multiplied by the
+/// confidence between `[model] min_confidence` and 1, zero below (existing replicas stay).
+fn confidence_discount(fw: &Framework, cluster: &ClusterSnapshot, free: i64, reasons: &mut Vec<String>) -> i64 {
+    let c = cluster.confidence();
+    if c >= 1.0 {
+        return free;
+    }
+    let min = fw.settings.model.min_confidence;
+    let (age, failures) = cluster.freshness.map_or((0, 0), |f| (f.age_ms, f.consecutive_failures));
+    let age = humantime::format_duration(std::time::Duration::from_secs(age / 1000));
+    let out = if c < min { 0 } else { crate::model::estimate::discount(free, c) };
+    let why = if c < min { format!(" (below {min:.2}: no new replicas)") } else { String::new() };
+    reasons.push(format!(
+        "{MODEL_PREFIX}confidence {c:.2} (data {age} old, {failures} failed polls){why}: {free} more replicas discounted to {out}"
+    ));
+    out
+}
+
 /// Everything a scheduling decision depends on, besides the cluster snapshots.
 pub struct ScheduleRequest<'a> {
     pub key: &'a ObjectKey,
@@ -146,17 +168,32 @@ fn schedule_term(
         }
         let feasible = reasons.is_empty();
         let mut available = None;
-        if feasible && req.workload.replicas.is_some() {
+        if feasible && let Some(desired) = req.workload.replicas {
             let (est, answers) = max_available(&fw.estimators, cluster, &req.workload.requirements);
             for a in answers {
                 reasons.push(format!("{ESTIMATOR_PREFIX}{}: {} more replicas fit", a.estimator, a.replicas));
             }
+            let est = est.map(|e| confidence_discount(fw, cluster, e, &mut reasons));
+            if est.is_some_and(|e| e < i64::from(desired)) {
+                for e in &fw.estimators {
+                    for line in e.explain(cluster, &req.workload.requirements) {
+                        reasons.push(format!("{MODEL_PREFIX}{line}"));
+                    }
+                }
+            }
             let already = i64::from(req.previous.get(&cluster.name).copied().unwrap_or(0));
-            available = Some(match est {
+            let mut avail = match est {
                 Some(e) => e.saturating_add(already),
                 // Karmada: when no estimator can tell, the cluster is taken to fit them all.
-                None => i64::from(req.workload.replicas.unwrap_or(0)),
-            });
+                None => i64::from(desired),
+            };
+            if let Some(max) = cluster.constraints.max_replicas_per_workload
+                && avail > max
+            {
+                reasons.push(format!("{MODEL_PREFIX}cluster allows at most {max} replicas per workload"));
+                avail = max;
+            }
+            available = Some(avail);
         }
         verdicts.push(ClusterVerdict {
             name: cluster.name.clone(),

@@ -107,12 +107,30 @@ impl Profiles {
             if let Some((c, w)) = p.round_robin_weights.iter().find(|(_, w)| **w < 0) {
                 return Err((format!("profiles.{name}.round_robin_weights.{c}"), format!("{w} is negative")));
             }
-            let settings = ScoreSettings { cost: cost.clone(), round_robin_weights: p.round_robin_weights.clone() };
+            let settings = ScoreSettings {
+                cost: cost.clone(),
+                round_robin_weights: p.round_robin_weights.clone(),
+                model: Default::default(),
+            };
             let fw = Framework::build(name, p.filters.as_deref(), &p.scores, settings)
                 .map_err(|e| (format!("profiles.{name}"), e))?;
             out.frameworks.insert(name.clone(), fw);
         }
         Ok(out)
+    }
+
+    /// Uses these resource-model settings in every profile (estimators and scorers).
+    pub fn with_model(mut self, model: std::sync::Arc<crate::model::dimensions::ModelSettings>) -> Self {
+        for fw in std::iter::once(&mut self.default).chain(self.frameworks.values_mut()) {
+            fw.settings.model = model.clone();
+            fw.estimators = crate::model::estimate::estimators_with(&model);
+        }
+        self
+    }
+
+    /// The resource-model settings the profiles use.
+    pub fn model(&self) -> &std::sync::Arc<crate::model::dimensions::ModelSettings> {
+        &self.default.settings.model
     }
 
     /// The profile of that name.

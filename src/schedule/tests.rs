@@ -38,6 +38,9 @@ fn cluster(i: usize, cpu_free: i64, tainted: bool, region: bool) -> ClusterSnaps
         nodes: Vec::new(),
         pods: None,
         poll: None,
+        constraints: Default::default(),
+        freshness: None,
+        index: Default::default(),
     }
 }
 
@@ -476,4 +479,112 @@ fn profiles_change_the_choice_as_documented() {
     let r = run_with(fw, &p, &clusters, 1, &[], None);
     assert_eq!(r.verdicts[1].scores, vec![("most-allocated".to_string(), 100)]);
     assert_eq!(r.verdicts[0].scores, vec![("most-allocated".to_string(), 0)], "normalised per plugin");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The resource model in the scheduler: confidence, reserve, per-workload limit.
+
+fn dynamic_placement() -> Placement {
+    strategy_placement(2, false, &[])
+}
+
+fn web(replicas: i32) -> (ObjectKey, Workload) {
+    let key = ObjectKey {
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        namespace: Some("d".into()),
+        name: "w".into(),
+    };
+    let mut w = Workload::non_workload();
+    w.replicas = Some(replicas);
+    w.requirements.request = ResourceList([("cpu".to_string(), 1000)].into());
+    (key, w)
+}
+
+fn run_model(clusters: &[ClusterSnapshot], replicas: i32, previous: &BTreeMap<String, i32>) -> ScheduleResult {
+    let (key, workload) = web(replicas);
+    let placement = dynamic_placement();
+    let req = ScheduleRequest {
+        key: &key,
+        uid: None,
+        workload: &workload,
+        placement: &placement,
+        previous,
+        previous_affinity: None,
+    };
+    schedule(&Framework::karmada_default(), &req, clusters)
+}
+
+fn with_confidence(mut c: ClusterSnapshot, confidence: f64) -> ClusterSnapshot {
+    c.source = SnapshotSource::Live { endpoint: "https://m".into() };
+    c.freshness = Some(crate::model::Freshness {
+        polled_at_ms: 1,
+        consecutive_failures: 1,
+        age_ms: 900_000,
+        confidence_ppm: (confidence * 1e6) as u32,
+    });
+    c
+}
+
+#[test]
+fn confidence_discounts_and_below_the_threshold_admits_no_new_replicas() {
+    // (confidence, previous replicas on m00, available replicas of m00, m00 feasible)
+    let cases = [(1.0, 0, 10, true), (0.5, 0, 5, true), (0.1, 0, 0, false), (0.1, 3, 3, true)];
+    for (confidence, prev, available, feasible) in cases {
+        let clusters = vec![with_confidence(cluster(0, 10, false, true), confidence), cluster(1, 10, false, true)];
+        let previous: BTreeMap<String, i32> =
+            if prev > 0 { [("m00".to_string(), prev)].into() } else { BTreeMap::new() };
+        let r = run_model(&clusters, 6, &previous);
+        let v = &r.verdicts[0];
+        assert_eq!(v.feasible, feasible, "{confidence}: {v:?}");
+        if feasible {
+            assert_eq!(v.available_replicas, Some(available), "{confidence}: {v:?}");
+        } else {
+            assert!(v.reasons.iter().any(|r| r.contains("confidence 0.10 is below 0.20")), "{v:?}");
+        }
+        if confidence < 1.0 && feasible {
+            assert!(v.reasons.iter().any(|r| r.starts_with(MODEL_PREFIX) && r.contains("confidence")), "{v:?}");
+        }
+    }
+}
+
+#[test]
+fn fresh_data_gives_karmadas_result() {
+    // Confidence 1 (fresh poll) is exactly the offline (Karmada) decision.
+    let offline = vec![cluster(0, 7, false, true), cluster(1, 3, false, true)];
+    let fresh =
+        vec![with_confidence(cluster(0, 7, false, true), 1.0), with_confidence(cluster(1, 3, false, true), 1.0)];
+    let (a, b) = (run_model(&offline, 8, &BTreeMap::new()), run_model(&fresh, 8, &BTreeMap::new()));
+    assert_eq!(a.outcome, b.outcome);
+    assert_eq!(a.targets().map(|t| t.get("m00").copied()), Some(Some(Some(6))));
+}
+
+#[test]
+fn reserve_and_per_workload_limit() {
+    let mut reserved = cluster(0, 10, false, true);
+    reserved.constraints.reserve = vec![("cpu".into(), crate::model::Reserve::Basis(2000))];
+    let mut limited = cluster(1, 10, false, true);
+    limited.constraints.max_replicas_per_workload = Some(3);
+    let r = run_model(&[reserved, limited], 20, &BTreeMap::new());
+    // 10 CPU with 20 % kept free ⇒ 8; the other is capped at 3 per workload.
+    assert_eq!(r.verdicts[0].available_replicas, Some(8), "{:?}", r.verdicts[0]);
+    assert!(r.verdicts[0].reasons.iter().any(|x| x == "estimator cluster-reserve: 8 more replicas fit"));
+    assert!(r.verdicts[0].reasons.iter().any(|x| x == "model: reserve: 2 of cpu kept free"), "{:?}", r.verdicts[0]);
+    assert_eq!(r.verdicts[1].available_replicas, Some(3));
+    // Duplicated: a cluster that allows fewer replicas than asked is filtered.
+    let mut limited = cluster(0, 100, false, true);
+    limited.constraints.max_replicas_per_workload = Some(3);
+    let (key, workload) = web(5);
+    let placement = strategy_placement(0, false, &[]);
+    let previous = BTreeMap::new();
+    let req = ScheduleRequest {
+        key: &key,
+        uid: None,
+        workload: &workload,
+        placement: &placement,
+        previous: &previous,
+        previous_affinity: None,
+    };
+    let r = schedule(&Framework::karmada_default(), &req, &[limited, cluster(1, 100, false, true)]);
+    assert!(!r.verdicts[0].feasible && r.verdicts[0].reasons[0].starts_with("replica-limit:"), "{:?}", r.verdicts[0]);
 }

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::StoreError;
 use super::codec::{Codec, Versioned, decode_payload};
 use crate::model::snapshot::{ModelGrade, ResourceSummary};
-use crate::model::{ClusterSnapshot, ClusterTaint, Health, SnapshotSource};
+use crate::model::{
+    ClusterConstraints, ClusterSnapshot, ClusterTaint, Health, NodeView, PodFacts, PollFacts, SnapshotSource,
+};
 use crate::policy::{ObjectKey, PolicyRef};
 use crate::schedule::ScheduleResult;
 
@@ -97,12 +99,89 @@ impl Versioned for SnapshotMeta {
 impl Versioned for ClusterSnapshot {
     const WHAT: &'static str = "cluster snapshot";
     /// 2: node-level data, pod counts and poll facts (live members).
-    const SCHEMA: u16 = 2;
+    /// 3: pods by owner, poll time, cluster constraints, freshness (the resource model).
+    const SCHEMA: u16 = 3;
 
     fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
         match schema {
             1 => Some(decode_payload::<ClusterSnapshotV1>(Self::WHAT, codec, payload).map(ClusterSnapshotV1::upgrade)),
+            2 => Some(decode_payload::<ClusterSnapshotV2>(Self::WHAT, codec, payload).map(ClusterSnapshotV2::upgrade)),
             _ => None,
+        }
+    }
+}
+
+/// Schema 2 of [`ClusterSnapshot`] (live members, before the resource model), decoded and
+/// upgraded in memory: no pods by owner, no poll time, no constraints, no freshness.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+struct ClusterSnapshotV2 {
+    name: String,
+    labels: BTreeMap<String, String>,
+    provider: Option<String>,
+    region: Option<String>,
+    zones: Vec<String>,
+    taints: Vec<ClusterTaint>,
+    health: Health,
+    source: SnapshotSource,
+    api_enablements: BTreeSet<String>,
+    summary: Option<ResourceSummary>,
+    resource_models: Vec<ModelGrade>,
+    nodes: Vec<NodeView>,
+    pods: Option<PodFactsV2>,
+    poll: Option<PollFactsV2>,
+}
+
+/// [`PodFacts`] of schema 2.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+struct PodFactsV2 {
+    bound: u32,
+    unbound: u32,
+    unschedulable: BTreeMap<String, u32>,
+}
+
+/// [`PollFacts`] of schema 2.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+struct PollFactsV2 {
+    duration_ms: u64,
+    pages: u32,
+    nodes: u32,
+    pods: u32,
+}
+
+impl ClusterSnapshotV2 {
+    fn upgrade(self) -> ClusterSnapshot {
+        ClusterSnapshot {
+            name: self.name,
+            labels: self.labels,
+            provider: self.provider,
+            region: self.region,
+            zones: self.zones,
+            taints: self.taints,
+            health: self.health,
+            source: self.source,
+            api_enablements: self.api_enablements,
+            summary: self.summary,
+            resource_models: self.resource_models,
+            nodes: self.nodes,
+            pods: self.pods.map(|p| PodFacts {
+                bound: p.bound,
+                unbound: p.unbound,
+                unschedulable: p.unschedulable,
+                by_owner: BTreeMap::new(),
+            }),
+            poll: self.poll.map(|p| PollFacts {
+                duration_ms: p.duration_ms,
+                pages: p.pages,
+                nodes: p.nodes,
+                pods: p.pods,
+                at_ms: 0,
+            }),
+            constraints: ClusterConstraints::default(),
+            freshness: None,
+            index: Default::default(),
         }
     }
 }
@@ -141,6 +220,9 @@ impl ClusterSnapshotV1 {
             nodes: Vec::new(),
             pods: None,
             poll: None,
+            constraints: ClusterConstraints::default(),
+            freshness: None,
+            index: Default::default(),
         }
     }
 }
@@ -184,5 +266,39 @@ mod tests {
         let mut bad = bytes.clone();
         bad[3] = 9;
         assert!(decode::<ClusterSnapshot>(&bad).is_err());
+    }
+
+    #[test]
+    fn schema_2_snapshots_upgrade_without_model_facts() {
+        let v2 = ClusterSnapshotV2 {
+            name: "m1".into(),
+            labels: BTreeMap::new(),
+            provider: None,
+            region: None,
+            zones: vec![],
+            taints: vec![],
+            health: Health::Ready,
+            source: SnapshotSource::Live { endpoint: "https://m1".into() },
+            api_enablements: BTreeSet::new(),
+            summary: None,
+            resource_models: vec![],
+            nodes: vec![],
+            pods: Some(PodFactsV2 { bound: 3, unbound: 1, unschedulable: BTreeMap::new() }),
+            poll: Some(PollFactsV2 { duration_ms: 7, pages: 2, nodes: 0, pods: 4 }),
+        };
+        let payload = bincode::serde::encode_to_vec(&v2, bincode_config()).expect("encode");
+        let mut bytes = vec![0xF5, 1, 0, 2];
+        bytes.extend_from_slice(&payload);
+        let snap: ClusterSnapshot = decode(&bytes).expect("schema 2 decodes");
+        assert_eq!(snap.pods.as_ref().map(|p| (p.bound, p.by_owner.len())), Some((3, 0)));
+        assert_eq!(snap.poll.as_ref().map(|p| (p.duration_ms, p.at_ms)), Some((7, 0)));
+        assert!(snap.constraints.is_empty() && snap.freshness.is_none());
+        // The current schema round-trips, freshness and constraints included.
+        let mut cur = snap.clone();
+        cur.constraints.max_replicas_per_workload = Some(5);
+        cur.freshness = Some(crate::model::Freshness { confidence_ppm: 500_000, ..Default::default() });
+        let back: ClusterSnapshot = decode(&crate::store::codec::encode(&cur).expect("encode")).expect("decode");
+        assert_eq!(back, cur);
+        assert_eq!(back.freshness, cur.freshness);
     }
 }

@@ -22,6 +22,9 @@ fn cluster(name: &str, generation: u32) -> ClusterSnapshot {
         nodes: Vec::new(),
         pods: None,
         poll: None,
+        constraints: Default::default(),
+        freshness: None,
+        index: Default::default(),
     }
 }
 

@@ -6,8 +6,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -16,80 +14,16 @@ use crate::support::*;
 
 const TOKEN: &str = "t0ps3cret-7d1f2a";
 
-struct Daemon {
-    child: Child,
-    config: PathBuf,
+/// The daemon's bound HTTP address, from `<state>/http.addr`.
+fn addr(s: &Scratch) -> String {
+    let file = s.state().join("http.addr");
+    wait_for("the HTTP address file", Duration::from_secs(30), || file.exists());
+    std::fs::read_to_string(&file).expect("read http.addr").trim().to_string()
 }
 
-impl Daemon {
-    fn start(s: &Scratch, http: &str, env: &[(&str, &str)]) -> Daemon {
-        let config = s.dir.path().join("fedsched.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[reconcile]\ninterval = \"1h\"\ndebounce = \"200ms\"\nshutdown_timeout = \"5s\"\n[log]\nformat = \"json\"\n[http]\nlisten = \"127.0.0.1:0\"\n{http}"
-            ),
-        )
-        .expect("write config");
-        let child = Command::new(bin())
-            .args(["run", "--config"])
-            .arg(&config)
-            .arg("--policies")
-            .arg(s.policies())
-            .arg("--out")
-            .arg(s.out())
-            .arg("--state")
-            .arg(s.state())
-            .env_remove("NOTIFY_SOCKET")
-            .env_remove("WATCHDOG_USEC")
-            .env_remove("FEDSCHED_TEST_STALL_RECONCILE_MS")
-            .envs(env.iter().copied())
-            .env("FEDSCHED_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn daemon");
-        Daemon { child, config }
-    }
-
-    /// The bound address, from `<state>/http.addr`.
-    fn addr(&self, s: &Scratch) -> String {
-        let file = s.state().join("http.addr");
-        wait_for("the HTTP address file", Duration::from_secs(30), || file.exists());
-        std::fs::read_to_string(&file).expect("read http.addr").trim().to_string()
-    }
-
-    /// SIGTERM, wait (bounded), return (exit code, stderr).
-    fn stop(mut self) -> (Option<i32>, String) {
-        let status = Command::new("kill").args(["-s", "TERM", &self.child.id().to_string()]).status().expect("kill");
-        assert!(status.success());
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                let mut err = String::new();
-                if let Some(mut e) = self.child.stderr.take() {
-                    let _ = e.read_to_string(&mut err);
-                }
-                return (status.code(), err);
-            }
-            assert!(start.elapsed() < Duration::from_secs(15), "daemon did not exit");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
-}
-
-fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// Starts the daemon with the HTTP listener on a free loopback port plus `http` settings.
+fn start_with_http(s: &Scratch, http: &str, env: &[(&str, &str)]) -> Daemon {
+    Daemon::start(s, &format!("[http]\nlisten = \"127.0.0.1:0\"\n{http}"), env)
 }
 
 /// A minimal HTTP/1.1 client: GET (or another method), `Connection: close`, body by
@@ -379,8 +313,8 @@ fn metrics_parse_and_the_json_api_answers_like_the_cli_behind_a_token() {
     let s = Scratch::with_demo();
     let token_file = s.dir.path().join("api.token");
     std::fs::write(&token_file, format!("{TOKEN}\n")).expect("token");
-    let d = Daemon::start(&s, &format!("token_file = {:?}\n", token_file.to_str().expect("utf8")), &[]);
-    let addr = d.addr(&s);
+    let d = start_with_http(&s, &format!("token_file = {:?}\n", token_file.to_str().expect("utf8")), &[]);
+    let addr = addr(&s);
     wait_for("readiness", Duration::from_secs(30), || request(&addr, "GET", "/readyz", None).0 == 200);
 
     // Health and metrics are open; the JSON API needs the token.
@@ -521,7 +455,7 @@ fn a_stuck_loop_stops_the_watchdog_and_fails_healthz() {
     let sock_path = s.dir.path().join("notify.sock");
     let sock = UnixDatagram::bind(&sock_path).expect("bind notify socket");
     sock.set_read_timeout(Some(Duration::from_millis(50))).expect("timeout");
-    let d = Daemon::start(
+    let d = start_with_http(
         &s,
         "heartbeat_timeout = \"1s\"\n",
         &[
@@ -530,7 +464,7 @@ fn a_stuck_loop_stops_the_watchdog_and_fails_healthz() {
             ("FEDSCHED_TEST_STALL_RECONCILE_MS", "3000"),
         ],
     );
-    let addr = d.addr(&s);
+    let addr = addr(&s);
     let mut buf = [0u8; 4096];
     let mut pings: Vec<Instant> = Vec::new();
     let mut ready = false;

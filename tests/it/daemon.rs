@@ -2,85 +2,9 @@
 //! bad edit, refuses a second instance on the same state, and stops cleanly on SIGTERM.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::*;
-
-struct Daemon {
-    child: Child,
-}
-
-impl Daemon {
-    fn start(s: &Scratch) -> Daemon {
-        Daemon::start_with(s, &[])
-    }
-
-    fn start_with(s: &Scratch, env: &[(&str, &str)]) -> Daemon {
-        let cfg = s.dir.path().join("fedsched.toml");
-        std::fs::write(
-            &cfg,
-            "[reconcile]\ninterval = \"1h\"\ndebounce = \"200ms\"\nshutdown_timeout = \"5s\"\n[log]\nformat = \"json\"\n",
-        )
-        .expect("write config");
-        let child = Command::new(bin())
-            .args(["run", "--config"])
-            .arg(&cfg)
-            .arg("--policies")
-            .arg(s.policies())
-            .arg("--out")
-            .arg(s.out())
-            .arg("--state")
-            .arg(s.state())
-            .env_remove("NOTIFY_SOCKET")
-            .envs(env.iter().copied())
-            .env("FEDSCHED_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn daemon");
-        Daemon { child }
-    }
-
-    fn signal(&self, sig: &str) {
-        let status = Command::new("kill").args(["-s", sig, &self.child.id().to_string()]).status().expect("kill");
-        assert!(status.success());
-    }
-
-    /// Waits for exit (bounded) and returns (exit code, stderr).
-    fn wait(mut self, limit: Duration) -> (Option<i32>, String) {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                let mut err = String::new();
-                if let Some(mut e) = self.child.stderr.take() {
-                    use std::io::Read;
-                    let _ = e.read_to_string(&mut err);
-                }
-                return (status.code(), err);
-            }
-            if start.elapsed() > limit {
-                let _ = self.child.kill();
-                panic!("daemon did not exit within {limit:?}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
-}
-
-fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 fn file_contains(p: &Path, needle: &str) -> bool {
     std::fs::read_to_string(p).map(|s| s.contains(needle)).unwrap_or(false)
@@ -89,7 +13,7 @@ fn file_contains(p: &Path, needle: &str) -> bool {
 #[test]
 fn daemon_reacts_to_edits_keeps_last_good_and_stops_cleanly() {
     let s = Scratch::with_demo();
-    let d = Daemon::start(&s);
+    let d = Daemon::start(&s, "", &[]);
     let web = s.out().join("eu-west-a/shop/apps_deployment_web.yaml");
     wait_for("the startup reconcile", Duration::from_secs(30), || web.exists());
 
@@ -133,7 +57,7 @@ fn daemon_reacts_to_edits_keeps_last_good_and_stops_cleanly() {
 #[test]
 fn sigint_also_stops_cleanly() {
     let s = Scratch::with_demo();
-    let d = Daemon::start(&s);
+    let d = Daemon::start(&s, "", &[]);
     wait_for("the startup reconcile", Duration::from_secs(30), || {
         s.out().join("us-east-gpu/kustomization.yaml").exists()
     });
@@ -145,7 +69,7 @@ fn sigint_also_stops_cleanly() {
 #[test]
 fn a_burst_of_file_changes_is_one_reconcile() {
     let s = Scratch::with_demo();
-    let d = Daemon::start(&s);
+    let d = Daemon::start(&s, "", &[]);
     wait_for("the startup reconcile", Duration::from_secs(30), || {
         s.out().join("us-east-gpu/kustomization.yaml").exists()
     });
@@ -174,8 +98,7 @@ fn systemd_hears_ready_after_the_first_reconcile_and_watchdog_from_the_loop() {
     let sock_path = s.dir.path().join("notify.sock");
     let sock = UnixDatagram::bind(&sock_path).expect("bind notify socket");
     sock.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
-    let d =
-        Daemon::start_with(&s, &[("NOTIFY_SOCKET", sock_path.to_str().expect("utf8")), ("WATCHDOG_USEC", "400000")]);
+    let d = Daemon::start(&s, "", &[("NOTIFY_SOCKET", sock_path.to_str().expect("utf8")), ("WATCHDOG_USEC", "400000")]);
     let mut messages = Vec::new();
     let mut buf = [0u8; 4096];
     let start = Instant::now();

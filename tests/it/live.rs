@@ -3,17 +3,16 @@
 //! client list the simulator with pagination; a `kubectl get nodes,pods -A -o yaml` capture
 //! loads as a fleet.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::support::*;
 
 /// A running simulator.
-struct Sim {
+pub(crate) struct Sim {
     child: Child,
     fleet: PathBuf,
     endpoints: serde_json::Value,
@@ -96,10 +95,10 @@ impl Drop for Sim {
 
 /// A fleet of `n` generated clusters, a policy repository with their Cluster objects (from the
 /// simulator) and a Deployment divided by available replicas, and a config with live access.
-struct Setup {
-    s: Scratch,
-    sim: Sim,
-    config: PathBuf,
+pub(crate) struct Setup {
+    pub(crate) s: Scratch,
+    pub(crate) sim: Sim,
+    pub(crate) config: PathBuf,
 }
 
 const APP: &str = r#"apiVersion: v1
@@ -131,7 +130,7 @@ spec:
       weightPreference: {dynamicWeight: AvailableReplicas}
 "#;
 
-fn setup(n: usize, apply: bool, poll: &str) -> Setup {
+pub(crate) fn setup(n: usize, apply: bool, poll: &str) -> Setup {
     let s = Scratch::new();
     let fleet = s.dir.path().join("fleet");
     let g = fedsched(&[
@@ -204,29 +203,6 @@ fn render_polls_the_fleet_over_https_and_never_writes_tokens() {
     }
 }
 
-/// Collects a child's stderr lines in the background.
-fn capture(child: &mut Child) -> Arc<Mutex<String>> {
-    let buf = Arc::new(Mutex::new(String::new()));
-    let err = child.stderr.take().expect("stderr");
-    let b = Arc::clone(&buf);
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            let mut g = b.lock().expect("lock");
-            g.push_str(&line);
-            g.push('\n');
-        }
-    });
-    buf
-}
-
-fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn the_daemon_survives_every_fault_and_keeps_what_it_published() {
     let t = setup(3, true, "timeout = \"3s\"\nread_timeout = \"1s\"\npage_size = 3\nmax_backoff = \"1s\"");
@@ -239,7 +215,7 @@ fn the_daemon_survives_every_fault_and_keeps_what_it_published() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn daemon");
-    let log = capture(&mut child);
+    let log = capture_stderr(&mut child);
     let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
     wait_for("the first live reconcile", Duration::from_secs(30), || {
         ["member-000", "member-001", "member-002"].iter().all(|c| web(c).exists())

@@ -10,6 +10,7 @@ mod live;
 mod overrides;
 mod policy_examples;
 mod render;
+mod resources;
 mod scoring;
 mod support;
 mod systemd;

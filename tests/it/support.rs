@@ -153,3 +153,111 @@ pub fn assert_golden(actual_dir: &Path, golden: &str) {
         }
     }
 }
+
+/// Polls `cond` every 50 ms until it holds; fails the test after `limit`.
+pub fn wait_for(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Collects a child's stderr in the background (so a chatty child never blocks on a full pipe).
+pub fn capture_stderr(child: &mut std::process::Child) -> std::sync::Arc<std::sync::Mutex<String>> {
+    use std::io::BufRead;
+    let buf = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    if let Some(err) = child.stderr.take() {
+        let b = std::sync::Arc::clone(&buf);
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                let mut g = b.lock().expect("lock");
+                g.push_str(&line);
+                g.push('\n');
+            }
+        });
+    }
+    buf
+}
+
+/// A `fedsched run` on a scratch area, with a config file of its own; killed when dropped.
+pub struct Daemon {
+    pub child: std::process::Child,
+    pub config: PathBuf,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Daemon {
+    /// Starts the daemon with `[reconcile] interval = "1h"`, a 200 ms debounce, JSON logs at info
+    /// level, and `extra_config` appended to the config file.
+    pub fn start(s: &Scratch, extra_config: &str, env: &[(&str, &str)]) -> Daemon {
+        let config = s.dir.path().join("fedsched.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[reconcile]\ninterval = \"1h\"\ndebounce = \"200ms\"\nshutdown_timeout = \"5s\"\n[log]\nformat = \"json\"\n{extra_config}"
+            ),
+        )
+        .expect("write config");
+        let mut child = Command::new(bin())
+            .args(["run", "--config"])
+            .arg(&config)
+            .arg("--policies")
+            .arg(s.policies())
+            .arg("--out")
+            .arg(s.out())
+            .arg("--state")
+            .arg(s.state())
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("WATCHDOG_USEC")
+            .env_remove("FEDSCHED_TEST_STALL_RECONCILE_MS")
+            .envs(env.iter().copied())
+            .env("FEDSCHED_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn daemon");
+        let stderr = capture_stderr(&mut child);
+        Daemon { child, config, stderr }
+    }
+
+    /// Sends a signal (`TERM`, `INT`, `HUP`).
+    pub fn signal(&self, sig: &str) {
+        let status = Command::new("kill").args(["-s", sig, &self.child.id().to_string()]).status().expect("kill");
+        assert!(status.success());
+    }
+
+    /// What the daemon logged so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Waits for exit (bounded) and returns (exit code, everything it logged).
+    pub fn wait(mut self, limit: std::time::Duration) -> (Option<i32>, String) {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                // Let the reader thread drain what is left in the pipe.
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                return (status.code(), self.stderr());
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!("daemon did not exit within {limit:?}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// SIGTERM, then [`Daemon::wait`] up to 15 s.
+    pub fn stop(self) -> (Option<i32>, String) {
+        self.signal("TERM");
+        self.wait(std::time::Duration::from_secs(15))
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}

@@ -1,7 +1,8 @@
 //! `least-allocated` (spread load) and `most-allocated` (bin-pack): how full a cluster would be
 //! with one more replica, from its resource summary, averaged over the resources the workload
 //! requests (cpu and memory when it requests nothing). Kubernetes' NodeResources scoring
-//! strategies at cluster level. Normalised min-max across the feasible clusters (the best
+//! strategies at cluster level. With `[model.cpu_performance]` and node-level data, CPU is
+//! compared in normalised cores (a fast node's free core counts for more). Normalised min-max across the feasible clusters (the best
 //! cluster 100, the worst 0), so a weight means the same for every scorer. A cluster without a
 //! summary scores 0.
 
@@ -25,12 +26,24 @@ pub fn utilisation_permille(cluster: &ClusterSnapshot, ctx: &PluginContext<'_>) 
     }
     let mut sum = 0i128;
     let mut n = 0i128;
+    let model = &ctx.settings.model;
     for (name, want) in dims {
         let total = s.allocatable.get(name);
         if total <= 0 {
             continue;
         }
         let used = s.allocated.get(name).saturating_add(s.allocating.get(name)).saturating_add(want);
+        if name == "cpu" && !cluster.nodes.is_empty() && !model.cpu_performance.is_empty() {
+            // Normalised cores: each node's CPU weighted by its performance factor; requests
+            // not on a listed node (pending) at the cluster's mean factor.
+            let fig = crate::model::nodes::cpu_figures(&cluster.nodes, model);
+            let used_n = fig.requested_normalised + (used - fig.requested_raw) as f64 * fig.mean_factor();
+            if fig.allocatable_normalised > 0.0 {
+                sum += ((used_n * 1000.0 / fig.allocatable_normalised) as i128).clamp(0, 1000);
+                n += 1;
+                continue;
+            }
+        }
         sum += (i128::from(used) * 1000 / i128::from(total)).clamp(0, 1000);
         n += 1;
     }

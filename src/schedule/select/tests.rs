@@ -40,6 +40,9 @@ fn snap(name: &str, region: &str, zones: &[&str], provider: &str) -> ClusterSnap
         nodes: vec![],
         pods: None,
         poll: None,
+        constraints: Default::default(),
+        freshness: None,
+        index: Default::default(),
     }
 }
 

@@ -1,0 +1,183 @@
+//! Assumed workloads (Karmada's scheduling overcommit protection): replicas fedsched has
+//! decided for a live member but that the member does not run yet (rendered, not yet applied
+//! and started) are deducted from that member's capacity until they appear or expire, so
+//! back-to-back passes do not promise the same room twice. Offline members are taken as
+//! declared: nothing is deducted from them.
+//!
+//! Observed replicas are counted from the member's pods by controlling owner
+//! ([`PodFacts::by_owner`]): a Deployment's pods belong to its ReplicaSets (`<name>-<hash>`),
+//! StatefulSet, ReplicaSet and Job pods to the object itself, a bare Pod to itself. Kinds whose
+//! pods cannot be attributed count as not observed until the decision expires.
+
+use super::dimensions::Dimensions;
+use super::nodes::CompiledRequest;
+use super::snapshot::{ClusterSnapshot, PodFacts};
+use super::workload::ReplicaRequirements;
+use crate::policy::ObjectKey;
+
+/// Replicas of `workload` that a live member runs (non-terminated pods, bound or pending).
+pub fn observed(pods: &PodFacts, workload: &ObjectKey) -> i64 {
+    let ns = workload.namespace.as_deref().unwrap_or("default");
+    let total: u64 = match (workload.group(), workload.kind.as_str()) {
+        ("apps", "Deployment") => {
+            let prefix = format!("ReplicaSet/{ns}/{}-", workload.name);
+            pods.by_owner
+                .range(prefix.clone()..)
+                .take_while(|(k, _)| k.starts_with(&prefix))
+                .filter(|(k, _)| !k[prefix.len()..].contains('-'))
+                .map(|(_, n)| u64::from(*n))
+                .sum()
+        }
+        ("apps", kind @ ("StatefulSet" | "ReplicaSet")) | ("batch", kind @ "Job") | ("", kind @ "Pod") => {
+            pods.by_owner.get(&format!("{kind}/{ns}/{}", workload.name)).map_or(0, |n| u64::from(*n))
+        }
+        _ => 0,
+    };
+    i64::try_from(total).unwrap_or(i64::MAX)
+}
+
+/// Replicas still assumed: decided minus observed (never negative).
+pub fn pending(decided: i64, observed: i64) -> i64 {
+    decided.saturating_sub(observed).max(0)
+}
+
+/// Deducts `count` assumed replicas of `req` from a live snapshot: placed first-fit on the
+/// nodes that admit them (their requests added to the node and to the summary's `allocated`),
+/// the rest added to the summary's `allocating` (pending pods). Returns how many went on nodes.
+/// Forgets the snapshot's node index.
+pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64, dims: &Dimensions) -> i64 {
+    if count <= 0 || !snap.is_live() {
+        return 0;
+    }
+    let compiled = CompiledRequest::compile(u64::MAX, req, dims);
+    let mut left = count;
+    let mut placed = 0;
+    for node in snap.nodes.iter_mut() {
+        if left == 0 {
+            break;
+        }
+        if !compiled.admits(node) {
+            continue;
+        }
+        let k = compiled.per_node(node).min(left);
+        if k <= 0 {
+            continue;
+        }
+        for (name, want) in req.request.iter() {
+            let e = node.requested.0.entry(name.to_string()).or_insert(0);
+            *e = e.saturating_add(want.saturating_mul(k));
+        }
+        node.pods = node.pods.saturating_add(u32::try_from(k).unwrap_or(u32::MAX));
+        left -= k;
+        placed += k;
+    }
+    if let Some(s) = snap.summary.as_mut() {
+        for (name, want) in req.request.iter() {
+            if name == "pods" {
+                continue;
+            }
+            let add = |list: &mut super::ResourceList, n: i64| {
+                let e = list.0.entry(name.to_string()).or_insert(0);
+                *e = e.saturating_add(want.saturating_mul(n));
+            };
+            add(&mut s.allocated, placed);
+            add(&mut s.allocating, left);
+        }
+        let bump = |list: &mut super::ResourceList, n: i64| {
+            let e = list.0.entry("pods".to_string()).or_insert(0);
+            *e = e.saturating_add(n.saturating_mul(1000));
+        };
+        bump(&mut s.allocated, placed);
+        bump(&mut s.allocating, left);
+    }
+    snap.index.reset();
+    placed
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::*;
+    use crate::model::dimensions::ModelSettings;
+    use crate::model::snapshot::ResourceSummary;
+    use crate::model::{Health, NodeView, ResourceList, SnapshotSource};
+
+    fn key(api: &str, kind: &str, name: &str) -> ObjectKey {
+        ObjectKey { api_version: api.into(), kind: kind.into(), namespace: Some("shop".into()), name: name.into() }
+    }
+
+    #[test]
+    fn observed_replicas_by_owner() {
+        let pods = PodFacts {
+            by_owner: [
+                ("ReplicaSet/shop/web-5d8f9".to_string(), 2),
+                ("ReplicaSet/shop/web-sim".to_string(), 1),
+                ("ReplicaSet/shop/web-api-77c".to_string(), 4),
+                ("StatefulSet/shop/db".to_string(), 3),
+                ("Job/shop/etl".to_string(), 1),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        let cases = [
+            (key("apps/v1", "Deployment", "web"), 3),
+            (key("apps/v1", "Deployment", "web-api"), 4),
+            (key("apps/v1", "StatefulSet", "db"), 3),
+            (key("batch/v1", "Job", "etl"), 1),
+            (key("apps/v1", "Deployment", "none"), 0),
+            (key("example.com/v1", "Model", "web"), 0),
+        ];
+        for (k, want) in cases {
+            assert_eq!(observed(&pods, &k), want, "{}", k.name);
+        }
+        assert_eq!(pending(5, 3), 2);
+        assert_eq!(pending(2, 3), 0);
+    }
+
+    #[test]
+    fn deduction_places_first_fit_then_pending() {
+        let node = |name: &str, cpu: i64| NodeView {
+            name: name.into(),
+            labels: BTreeMap::new(),
+            taints: vec![],
+            allocatable: ResourceList([("cpu".to_string(), cpu), ("pods".to_string(), 110_000)].into()),
+            capacity: ResourceList::new(),
+            ready: true,
+            unschedulable: false,
+            requested: ResourceList::new(),
+            pods: 0,
+        };
+        let nodes = vec![node("a", 2000), node("b", 1000)];
+        let mut snap = ClusterSnapshot {
+            name: "m".into(),
+            labels: BTreeMap::new(),
+            provider: None,
+            region: None,
+            zones: vec![],
+            taints: vec![],
+            health: Health::Ready,
+            source: SnapshotSource::Live { endpoint: "https://x".into() },
+            api_enablements: BTreeSet::new(),
+            summary: Some(ResourceSummary::from_nodes(&nodes, &ResourceList::new(), 0, &[])),
+            resource_models: vec![],
+            nodes,
+            pods: Some(PodFacts::default()),
+            poll: None,
+            constraints: Default::default(),
+            freshness: None,
+            index: Default::default(),
+        };
+        let req =
+            ReplicaRequirements { request: ResourceList([("cpu".to_string(), 1000)].into()), ..Default::default() };
+        let dims = Dimensions::new(&ModelSettings::default());
+        assert_eq!(deduct(&mut snap, &req, 5, &dims), 3);
+        assert_eq!(snap.nodes[0].requested.get("cpu"), 2000);
+        assert_eq!(snap.nodes[1].pods, 1);
+        let s = snap.summary.as_ref().expect("summary");
+        assert_eq!((s.allocated.get("cpu"), s.allocating.get("cpu"), s.allocating.get("pods")), (3000, 2000, 2000));
+        // Offline snapshots are taken as declared.
+        snap.source = SnapshotSource::Offline { file: "c.yaml".into() };
+        assert_eq!(deduct(&mut snap, &req, 5, &dims), 0);
+    }
+}

@@ -1,0 +1,712 @@
+//! Node-level estimation (Karmada's accurate estimator, `NodeResourceEstimator`): for each node
+//! a replica may use — node selector, required node affinity (`In`, `NotIn`, `Exists`,
+//! `DoesNotExist`, `Gt`, `Lt`; `matchFields` on `metadata.name`), tolerations against the
+//! node's `NoSchedule`/`NoExecute` taints, schedulable and Ready, the GPU model constraint —
+//! `floor(min over requested dimensions(free / request))`, bounded by the node's free pod
+//! slots; summed over nodes. Free = allocatable − requests of the node's non-finished pods.
+//!
+//! Fast path: a cluster's nodes are grouped once per snapshot ([`NodeIndex`]: identical free
+//! vector, free pod slots, taints, schedulability and CPU factor form one group), a replica's
+//! requirements are compiled once ([`CompiledRequest`]: tolerations and affinity parsed), and
+//! the answer per (cluster, request shape) is cached in the index. A cache miss costs one
+//! division per group plus, only when the request looks at labels, one label match per node.
+//! [`estimate_naive`] is the per-node loop the fast path must equal (tests, benchmark).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::Deserialize;
+
+use super::dimensions::{Dimension, Dimensions, GpuConstraint, ModelSettings};
+use super::snapshot::{ClusterTaint, NodeView};
+use super::workload::ReplicaRequirements;
+use crate::policy::types::{TaintEffect, Toleration};
+
+/// One `nodeSelectorRequirement`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct NodeRequirement {
+    pub key: String,
+    pub operator: String,
+    #[serde(default)]
+    pub values: Vec<String>,
+}
+
+/// One `nodeSelectorTerm`: every requirement must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeTerm {
+    #[serde(default)]
+    pub match_expressions: Vec<NodeRequirement>,
+    #[serde(default)]
+    pub match_fields: Vec<NodeRequirement>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RequiredAffinity {
+    #[serde(default)]
+    node_selector_terms: Vec<NodeTerm>,
+}
+
+impl NodeRequirement {
+    /// Kubernetes' `nodeSelectorRequirement` against one value (None = key absent).
+    pub fn matches(&self, value: Option<&str>) -> bool {
+        let int = |s: &str| s.trim().parse::<i64>().ok();
+        match self.operator.as_str() {
+            "In" => value.is_some_and(|v| self.values.iter().any(|x| x == v)),
+            "NotIn" => value.is_none_or(|v| !self.values.iter().any(|x| x == v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            "Gt" | "Lt" => {
+                let (Some(v), [bound]) = (value.and_then(int), self.values.as_slice()) else { return false };
+                let Some(b) = int(bound) else { return false };
+                if self.operator == "Gt" { v > b } else { v < b }
+            }
+            _ => false,
+        }
+    }
+}
+
+impl NodeTerm {
+    /// A term with no requirement matches nothing (Kubernetes).
+    pub fn matches(&self, node_name: &str, labels: &BTreeMap<String, String>) -> bool {
+        if self.match_expressions.is_empty() && self.match_fields.is_empty() {
+            return false;
+        }
+        self.match_expressions.iter().all(|r| r.matches(labels.get(&r.key).map(String::as_str)))
+            && self.match_fields.iter().all(|r| r.matches((r.key == "metadata.name").then_some(node_name)))
+    }
+}
+
+/// Kubernetes' `Toleration.ToleratesTaint` for a pod toleration and a node taint.
+pub fn tolerates(t: &Toleration, taint: &ClusterTaint) -> bool {
+    crate::schedule::plugins::taint_toleration::tolerates(t, taint)
+}
+
+/// Whether every `NoSchedule`/`NoExecute` taint is tolerated.
+pub fn tolerates_all(tolerations: &[Toleration], taints: &[ClusterTaint]) -> bool {
+    taints
+        .iter()
+        .filter(|t| t.effect != TaintEffect::PreferNoSchedule)
+        .all(|taint| tolerations.iter().any(|t| tolerates(t, taint)))
+}
+
+/// A replica's requirements, parsed once: what the node loop reads.
+#[derive(Debug)]
+pub struct CompiledRequest {
+    /// Unique per compilation (the cache key in [`NodeIndex`]).
+    pub id: u64,
+    /// Requested amount per dimension that bounds the estimate (pod slots excluded).
+    pub wants: Vec<(Arc<dyn Dimension>, i64)>,
+    pub node_selector: Vec<(String, String)>,
+    /// Required node affinity terms (any must hold); None = no required affinity.
+    pub affinity: Option<Vec<NodeTerm>>,
+    pub tolerations: Vec<Toleration>,
+    pub gpu: GpuConstraint,
+}
+
+impl std::fmt::Debug for dyn Dimension {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl CompiledRequest {
+    /// Compiles requirements. Tolerations or affinity that cannot be read make the request
+    /// match no node (never more than the pod could get).
+    pub fn compile(id: u64, req: &ReplicaRequirements, dims: &Dimensions) -> CompiledRequest {
+        let tolerations: Vec<Toleration> = if req.tolerations.is_empty() {
+            Vec::new()
+        } else {
+            serde_json::from_str::<Vec<serde_json::Value>>(&req.tolerations)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|v| serde_json::from_value::<Toleration>(v).ok())
+                .collect()
+        };
+        let affinity = if req.node_affinity.is_empty() {
+            None
+        } else {
+            Some(serde_json::from_str::<RequiredAffinity>(&req.node_affinity).unwrap_or_default().node_selector_terms)
+        };
+        CompiledRequest {
+            id,
+            wants: dims.requested(req),
+            node_selector: req.node_selector.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            affinity,
+            tolerations,
+            gpu: req.gpu.clone(),
+        }
+    }
+
+    /// Whether the request looks at node labels or names.
+    pub fn reads_labels(&self) -> bool {
+        !self.node_selector.is_empty() || self.affinity.is_some() || self.gpu.is_set()
+    }
+
+    /// Node selector, required node affinity and GPU model against a node's name and labels.
+    pub fn admits_labels(&self, name: &str, labels: &BTreeMap<String, String>) -> bool {
+        self.node_selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+            && self.affinity.as_ref().is_none_or(|terms| terms.iter().any(|t| t.matches(name, labels)))
+            && (!self.gpu.is_set() || self.gpu.admits(labels))
+    }
+
+    /// Every node predicate: schedulable, Ready, taints tolerated, labels admitted.
+    pub fn admits(&self, node: &NodeView) -> bool {
+        node.ready
+            && !node.unschedulable
+            && tolerates_all(&self.tolerations, &node.taints)
+            && self.admits_labels(&node.name, &node.labels)
+    }
+
+    /// Replicas one node takes by its free amounts (no predicates).
+    pub fn per_node(&self, node: &NodeView) -> i64 {
+        let mut n = super::dimensions::PodSlots.node_free(node) / 1000;
+        for (d, want) in &self.wants {
+            n = n.min(d.node_free(node) / want);
+        }
+        n.max(0)
+    }
+}
+
+/// What makes nodes identical for the estimator: free vector, free pod slots, taints,
+/// schedulable and Ready, CPU factor (bits).
+type GroupKey = (Vec<i64>, i64, Vec<ClusterTaint>, bool, u64);
+
+/// Nodes with identical free vector, pod slots, taints, schedulability and CPU factor.
+#[derive(Debug)]
+struct NodeGroup {
+    /// Free amount per column of [`NodeIndex::columns`].
+    free: Vec<i64>,
+    pods_free: i64,
+    taints: Vec<ClusterTaint>,
+    usable: bool,
+    cpu_factor: f64,
+    /// Indices into the snapshot's nodes.
+    nodes: Vec<u32>,
+}
+
+/// Cluster-wide CPU figures, raw and normalised by the performance table (cores × 1000).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuFigures {
+    pub allocatable_raw: i64,
+    pub requested_raw: i64,
+    pub allocatable_normalised: f64,
+    pub requested_normalised: f64,
+    /// Largest free CPU of one schedulable Ready node, raw, and that node's normalised free.
+    pub largest_free_raw: i64,
+    pub largest_free_normalised: f64,
+}
+
+impl CpuFigures {
+    /// Average performance factor of the allocatable CPU (1 without nodes).
+    pub fn mean_factor(&self) -> f64 {
+        if self.allocatable_raw > 0 { self.allocatable_normalised / self.allocatable_raw as f64 } else { 1.0 }
+    }
+}
+
+/// CPU figures of a set of nodes, raw and normalised by the performance table.
+pub fn cpu_figures(nodes: &[NodeView], settings: &ModelSettings) -> CpuFigures {
+    let mut cpu = CpuFigures::default();
+    for n in nodes {
+        let factor = settings.cpu_factor(&n.labels);
+        let alloc = n.allocatable.get("cpu");
+        let used = n.requested.get("cpu");
+        cpu.allocatable_raw = cpu.allocatable_raw.saturating_add(alloc);
+        cpu.requested_raw = cpu.requested_raw.saturating_add(used);
+        cpu.allocatable_normalised += alloc as f64 * factor;
+        cpu.requested_normalised += used as f64 * factor;
+        let free_cpu = alloc.saturating_sub(used).max(0);
+        if n.ready && !n.unschedulable && free_cpu as f64 * factor > cpu.largest_free_normalised {
+            cpu.largest_free_normalised = free_cpu as f64 * factor;
+            cpu.largest_free_raw = free_cpu;
+        }
+    }
+    cpu
+}
+
+/// The grouped nodes of one snapshot, with the per-request-shape answers of this snapshot.
+#[derive(Debug)]
+pub struct NodeIndex {
+    settings: usize,
+    columns: Vec<Arc<dyn Dimension>>,
+    groups: Vec<NodeGroup>,
+    /// CPU figures for scoring, `resources` and explain.
+    pub cpu: CpuFigures,
+    cache: Mutex<HashMap<u64, i64>>,
+}
+
+impl NodeIndex {
+    /// Groups the nodes. `settings` gives the CPU factors and label-backed dimensions.
+    pub fn build(nodes: &[NodeView], dims: &Dimensions, settings: &Arc<ModelSettings>) -> NodeIndex {
+        let mut columns: Vec<Arc<dyn Dimension>> = Vec::new();
+        let mut seen: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        for n in nodes {
+            for (name, _) in n.allocatable.iter() {
+                if name != "pods" && seen.insert(name) {
+                    columns.push(dims.get(name));
+                }
+            }
+        }
+        for d in dims.iter() {
+            if !d.hard() || d.name() == "pods" || seen.contains(d.name()) {
+                continue;
+            }
+            // Label-backed dimensions (no allocatable entry) still get a column.
+            if nodes.iter().any(|n| d.node_free(n) > 0) {
+                columns.push(d.clone());
+            }
+        }
+        let mut groups: Vec<NodeGroup> = Vec::new();
+        let mut by_key: HashMap<GroupKey, usize> = HashMap::new();
+        let cpu = cpu_figures(nodes, settings);
+        for (i, n) in nodes.iter().enumerate() {
+            let free: Vec<i64> = columns.iter().map(|d| d.node_free(n)).collect();
+            let pods_free = super::dimensions::PodSlots.node_free(n) / 1000;
+            let usable = n.ready && !n.unschedulable;
+            let factor = settings.cpu_factor(&n.labels);
+            let key = (free, pods_free, n.taints.clone(), usable, factor.to_bits());
+            let idx = u32::try_from(i).unwrap_or(u32::MAX);
+            match by_key.get(&key) {
+                Some(g) => groups[*g].nodes.push(idx),
+                None => {
+                    by_key.insert(key.clone(), groups.len());
+                    let (free, pods_free, taints, usable, _) = key;
+                    groups.push(NodeGroup { free, pods_free, taints, usable, cpu_factor: factor, nodes: vec![idx] });
+                }
+            }
+        }
+        NodeIndex { settings: Arc::as_ptr(settings) as usize, columns, groups, cpu, cache: Mutex::new(HashMap::new()) }
+    }
+
+    /// Number of node groups (for tests and the benchmark).
+    pub fn group_count(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The node-level estimate for a compiled request, cached per request.
+    pub fn estimate(&self, nodes: &[NodeView], req: &CompiledRequest) -> i64 {
+        if req.id == u64::MAX {
+            return self.compute(nodes, req);
+        }
+        if let Ok(cache) = self.cache.lock()
+            && let Some(v) = cache.get(&req.id)
+        {
+            return *v;
+        }
+        let v = self.compute(nodes, req);
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.insert(req.id, v);
+        }
+        v
+    }
+
+    fn compute(&self, nodes: &[NodeView], req: &CompiledRequest) -> i64 {
+        let mut cols = Vec::with_capacity(req.wants.len());
+        for (d, want) in &req.wants {
+            match self.columns.iter().position(|c| c.name() == d.name()) {
+                Some(c) => cols.push((c, *want)),
+                // No node has it: nothing fits.
+                None => return 0,
+            }
+        }
+        let labels = req.reads_labels();
+        let mut total: i64 = 0;
+        for g in &self.groups {
+            if !g.usable || !tolerates_all(&req.tolerations, &g.taints) {
+                continue;
+            }
+            let mut per = g.pods_free;
+            for (c, want) in &cols {
+                per = per.min(g.free[*c] / want);
+            }
+            if per <= 0 {
+                continue;
+            }
+            let count = if labels {
+                g.nodes
+                    .iter()
+                    .filter(|i| nodes.get(**i as usize).is_some_and(|n| req.admits_labels(&n.name, &n.labels)))
+                    .count()
+            } else {
+                g.nodes.len()
+            };
+            total = total.saturating_add(per.saturating_mul(count as i64));
+        }
+        total
+    }
+
+    /// Why nodes were left out and the largest free amounts, for explain.
+    pub fn explain(&self, nodes: &[NodeView], req: &CompiledRequest) -> Vec<String> {
+        let mut out = Vec::new();
+        let (mut unusable, mut tainted, mut unlabelled, mut full, mut fit) = (0, 0, 0, 0, 0);
+        for g in &self.groups {
+            let n = g.nodes.len();
+            if !g.usable {
+                unusable += n;
+                continue;
+            }
+            if !tolerates_all(&req.tolerations, &g.taints) {
+                tainted += n;
+                continue;
+            }
+            let admitted = if req.reads_labels() {
+                g.nodes
+                    .iter()
+                    .filter(|i| nodes.get(**i as usize).is_some_and(|x| req.admits_labels(&x.name, &x.labels)))
+                    .count()
+            } else {
+                n
+            };
+            unlabelled += n - admitted;
+            let per = req.wants.iter().fold(g.pods_free, |acc, (d, want)| {
+                let free = self.columns.iter().position(|c| c.name() == d.name()).map_or(0, |c| g.free[c]);
+                acc.min(free / want)
+            });
+            if per > 0 { fit += admitted } else { full += admitted }
+        }
+        out.push(format!(
+            "{fit} of {} nodes fit a replica (not Ready or cordoned: {unusable}, untolerated taints: {tainted}, \
+             selector/affinity/GPU model: {unlabelled}, too full: {full})",
+            nodes.len()
+        ));
+        for (d, want) in &req.wants {
+            let Some(c) = self.columns.iter().position(|x| x.name() == d.name()) else {
+                out.push(format!("{}: {} per replica, no node has it", d.name(), shown(d.name(), *want)));
+                continue;
+            };
+            let best = self.groups.iter().filter(|g| g.usable).map(|g| g.free[c]).max().unwrap_or(0);
+            if d.name() == "cpu" && (self.cpu.mean_factor() - 1.0).abs() > f64::EPSILON {
+                let best_group = self
+                    .groups
+                    .iter()
+                    .filter(|g| g.usable)
+                    .max_by(|a, b| (a.free[c] as f64 * a.cpu_factor).total_cmp(&(b.free[c] as f64 * b.cpu_factor)));
+                let factor = best_group.map_or(1.0, |g| g.cpu_factor);
+                out.push(format!(
+                    "cpu: {} normalised cores ({} raw) needed per replica, largest node has {} normalised ({} raw) free",
+                    cores(*want as f64 * factor),
+                    cores(*want as f64),
+                    cores(self.cpu.largest_free_normalised),
+                    cores(self.cpu.largest_free_raw as f64),
+                ));
+            } else {
+                out.push(format!(
+                    "{}: {} per replica, largest node has {} free",
+                    d.name(),
+                    shown(d.name(), *want),
+                    shown(d.name(), best)
+                ));
+            }
+        }
+        out
+    }
+}
+
+fn shown(name: &str, milli: i64) -> String {
+    super::quantity::format_milli(name, milli)
+}
+
+/// Milli-cores as cores with at most one decimal.
+fn cores(milli: f64) -> String {
+    let v = (milli / 100.0).round() / 10.0;
+    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") }
+}
+
+/// The per-node loop without grouping or caching: what [`NodeIndex::estimate`] must equal.
+pub fn estimate_naive(nodes: &[NodeView], req: &CompiledRequest) -> i64 {
+    nodes.iter().filter(|n| req.admits(n)).map(|n| req.per_node(n)).fold(0i64, |a, b| a.saturating_add(b))
+}
+
+/// The lazily built [`NodeIndex`] of a snapshot. Not content: it compares equal, hashes to
+/// nothing, is not stored, and a clone starts empty (a changed copy never sees stale groups).
+#[derive(Default)]
+pub struct IndexCache(OnceLock<Arc<NodeIndex>>);
+
+impl IndexCache {
+    /// The index, built on first use with these settings; a different settings object gets a
+    /// fresh, uncached index.
+    pub fn get(&self, nodes: &[NodeView], dims: &Dimensions, settings: &Arc<ModelSettings>) -> Arc<NodeIndex> {
+        let idx = self.0.get_or_init(|| Arc::new(NodeIndex::build(nodes, dims, settings)));
+        if idx.settings == Arc::as_ptr(settings) as usize {
+            idx.clone()
+        } else {
+            Arc::new(NodeIndex::build(nodes, dims, settings))
+        }
+    }
+
+    /// Forgets the index (after the nodes changed in place).
+    pub fn reset(&mut self) {
+        self.0 = OnceLock::new();
+    }
+}
+
+impl Clone for IndexCache {
+    fn clone(&self) -> Self {
+        IndexCache::default()
+    }
+}
+
+impl std::fmt::Debug for IndexCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "IndexCache(built)" } else { "IndexCache(empty)" })
+    }
+}
+
+impl PartialEq for IndexCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for IndexCache {}
+
+impl std::hash::Hash for IndexCache {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}
+
+/// Compiles requirements once per distinct shape (bounded; cleared when full).
+#[derive(Debug, Default)]
+pub struct Compiler {
+    cache: Mutex<(u64, HashMap<ReplicaRequirements, Arc<CompiledRequest>>)>,
+    /// The last request compiled or found: the scheduler asks for one workload across every
+    /// cluster in a row, so an equality check usually spares the hashing.
+    last: Mutex<Option<(ReplicaRequirements, Arc<CompiledRequest>)>>,
+}
+
+/// Distinct request shapes kept compiled before the compiler starts over.
+const COMPILED_LIMIT: usize = 4096;
+
+impl Compiler {
+    /// The compiled form of `req`; equal requirements get the same compiled request (and id).
+    pub fn compile(&self, req: &ReplicaRequirements, dims: &Dimensions) -> Arc<CompiledRequest> {
+        if let Ok(last) = self.last.lock()
+            && let Some((r, c)) = last.as_ref()
+            && r == req
+        {
+            return c.clone();
+        }
+        let c = self.lookup(req, dims);
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some((req.clone(), c.clone()));
+        }
+        c
+    }
+
+    fn lookup(&self, req: &ReplicaRequirements, dims: &Dimensions) -> Arc<CompiledRequest> {
+        let Ok(mut guard) = self.cache.lock() else {
+            return Arc::new(CompiledRequest::compile(u64::MAX, req, dims));
+        };
+        let (next, map) = &mut *guard;
+        if let Some(c) = map.get(req) {
+            return c.clone();
+        }
+        if map.len() >= COMPILED_LIMIT {
+            map.clear();
+        }
+        *next += 1;
+        let c = Arc::new(CompiledRequest::compile(*next, req, dims));
+        map.insert(req.clone(), c.clone());
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::model::ResourceList;
+
+    fn list(items: &[(&str, i64)]) -> ResourceList {
+        ResourceList(items.iter().map(|(k, v)| (k.to_string(), *v)).collect())
+    }
+
+    fn node(name: &str, cpu: i64, mem: i64, pods: i64) -> NodeView {
+        NodeView {
+            name: name.into(),
+            labels: BTreeMap::new(),
+            taints: vec![],
+            allocatable: list(&[("cpu", cpu), ("memory", mem), ("pods", pods * 1000)]),
+            capacity: ResourceList::new(),
+            ready: true,
+            unschedulable: false,
+            requested: ResourceList::new(),
+            pods: 0,
+        }
+    }
+
+    fn settings() -> Arc<ModelSettings> {
+        Arc::new(ModelSettings::default())
+    }
+
+    fn estimate(nodes: &[NodeView], req: &ReplicaRequirements) -> (i64, i64) {
+        let s = settings();
+        let dims = Dimensions::new(&s);
+        let c = CompiledRequest::compile(1, req, &dims);
+        let idx = NodeIndex::build(nodes, &dims, &s);
+        (idx.estimate(nodes, &c), estimate_naive(nodes, &c))
+    }
+
+    fn req(cpu: i64) -> ReplicaRequirements {
+        ReplicaRequirements { request: list(&[("cpu", cpu)]), ..Default::default() }
+    }
+
+    #[test]
+    fn karmada_accurate_estimator_sums_per_node_floors() {
+        // 3 nodes with 4, 2.5 and 1 CPU free; 1 CPU per replica ⇒ 4 + 2 + 1 = 7, where the
+        // summary (7.5 CPU free) would say 7 too but 1.5-CPU replicas differ: 2 + 1 + 0 = 3 vs 5.
+        let mut nodes =
+            vec![node("a", 4000, 1 << 40, 110), node("b", 4000, 1 << 40, 110), node("c", 1000, 1 << 40, 110)];
+        nodes[1].requested = list(&[("cpu", 1500)]);
+        assert_eq!(estimate(&nodes, &req(1000)), (7, 7));
+        assert_eq!(estimate(&nodes, &req(1500)), (3, 3));
+        // Pod slots bound each node.
+        nodes[0].pods = 108;
+        assert_eq!(estimate(&nodes, &req(1000)).0, 2 + 2 + 1);
+        // A resource no node has: nothing fits.
+        let gpu = ReplicaRequirements { request: list(&[("nvidia.com/gpu", 1000)]), ..Default::default() };
+        assert_eq!(estimate(&nodes, &gpu), (0, 0));
+    }
+
+    #[test]
+    fn node_predicates() {
+        let mut gpu = node("g", 8000, 1 << 40, 110);
+        gpu.labels.insert("disk".into(), "ssd".into());
+        gpu.labels.insert("gen".into(), "5".into());
+        gpu.labels.insert(super::super::dimensions::GPU_PRODUCT_LABEL.into(), "A100".into());
+        gpu.taints.push(ClusterTaint { key: "gpu".into(), value: Some("yes".into()), effect: TaintEffect::NoSchedule });
+        let mut cordoned = node("c", 8000, 1 << 40, 110);
+        cordoned.unschedulable = true;
+        let mut not_ready = node("n", 8000, 1 << 40, 110);
+        not_ready.ready = false;
+        let mut soft = node("p", 8000, 1 << 40, 110);
+        soft.taints.push(ClusterTaint { key: "x".into(), value: None, effect: TaintEffect::PreferNoSchedule });
+        let nodes = vec![gpu, cordoned, not_ready, soft];
+        let tol = r#"[{"key":"gpu","operator":"Equal","value":"yes","effect":"NoSchedule"}]"#;
+        let aff = |op: &str, values: &str| {
+            format!(
+                r#"{{"nodeSelectorTerms":[{{"matchExpressions":[{{"key":"gen","operator":"{op}","values":{values}}}]}}]}}"#
+            )
+        };
+        // (selector, tolerations, affinity, gpu products, expected replicas at 1 CPU each)
+        type Case<'a> = (Vec<(&'a str, &'a str)>, &'a str, String, Vec<&'a str>, i64);
+        let cases: Vec<Case<'_>> = vec![
+            (vec![], "", String::new(), vec![], 8),   // only the PreferNoSchedule node
+            (vec![], tol, String::new(), vec![], 16), // + the tainted GPU node
+            (vec![("disk", "ssd")], tol, String::new(), vec![], 8),
+            (vec![("disk", "hdd")], tol, String::new(), vec![], 0),
+            (vec![], tol, aff("In", r#"["5","6"]"#), vec![], 8),
+            (vec![], tol, aff("NotIn", r#"["5"]"#), vec![], 8), // the node without the label
+            (vec![], tol, aff("Exists", "[]"), vec![], 8),
+            (vec![], tol, aff("DoesNotExist", "[]"), vec![], 8),
+            (vec![], tol, aff("Gt", r#"["4"]"#), vec![], 8),
+            (vec![], tol, aff("Gt", r#"["5"]"#), vec![], 0),
+            (vec![], tol, aff("Lt", r#"["6"]"#), vec![], 8),
+            (vec![], tol, r#"{"nodeSelectorTerms":[]}"#.to_string(), vec![], 0),
+            (vec![], tol, String::new(), vec!["A100"], 8),
+            (vec![], tol, String::new(), vec!["H100"], 0),
+        ];
+        for (sel, tolerations, affinity, products, want) in cases {
+            let mut r = req(1000);
+            r.node_selector = sel.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            r.tolerations = tolerations.to_string();
+            r.node_affinity = affinity.clone();
+            r.gpu.products = products.iter().map(|p| p.to_string()).collect();
+            assert_eq!(estimate(&nodes, &r), (want, want), "{sel:?} {tolerations} {affinity} {products:?}");
+        }
+    }
+
+    #[test]
+    fn identical_nodes_form_one_group_and_answers_are_cached() {
+        let nodes: Vec<NodeView> = (0..100)
+            .map(|i| {
+                let mut n = node(&format!("n{i}"), 4000, 1 << 34, 110);
+                n.labels.insert("kubernetes.io/hostname".into(), format!("n{i}"));
+                n
+            })
+            .collect();
+        let s = settings();
+        let dims = Dimensions::new(&s);
+        let idx = NodeIndex::build(&nodes, &dims, &s);
+        assert_eq!(idx.group_count(), 1);
+        let c = CompiledRequest::compile(7, &req(1000), &dims);
+        assert_eq!(idx.estimate(&nodes, &c), 400);
+        assert_eq!(idx.cache.lock().map(|m| m.get(&7).copied()).ok().flatten(), Some(400));
+        // A selector on the unique label is still exact.
+        let mut one = req(1000);
+        one.node_selector.insert("kubernetes.io/hostname".into(), "n7".into());
+        let c = CompiledRequest::compile(8, &one, &dims);
+        assert_eq!(idx.estimate(&nodes, &c), 4);
+    }
+
+    #[test]
+    fn heterogeneous_cpu_is_explained_raw_and_normalised() {
+        let mut amd = node("amd", 10_000, 1 << 40, 110);
+        amd.labels.insert("feature.node.kubernetes.io/cpu-model.vendor_id".into(), "AuthenticAMD".into());
+        amd.requested = list(&[("cpu", 2_000)]);
+        let intel = node("intel", 4_000, 1 << 40, 110);
+        let mut s = ModelSettings::default();
+        s.cpu_performance.insert("AuthenticAMD".into(), 1.2);
+        let s = Arc::new(s);
+        let dims = Dimensions::new(&s);
+        let nodes = vec![amd, intel];
+        let idx = NodeIndex::build(&nodes, &dims, &s);
+        assert_eq!((idx.cpu.allocatable_raw, idx.cpu.allocatable_normalised.round() as i64), (14_000, 16_000));
+        let c = CompiledRequest::compile(1, &req(10_000), &dims);
+        assert_eq!(idx.estimate(&nodes, &c), 0);
+        let lines = idx.explain(&nodes, &c);
+        assert!(lines.iter().any(|l| l.contains("0 of 2 nodes fit")), "{lines:?}");
+        assert!(
+            lines.iter().any(|l| l
+                == "cpu: 12 normalised cores (10 raw) needed per replica, largest node has 9.6 normalised (8 raw) free"),
+            "{lines:?}"
+        );
+    }
+
+    /// First-fit placement of `count` identical pods, one at a time: how many land.
+    fn first_fit(nodes: &[NodeView], req: &CompiledRequest, request: &ResourceList, count: i64) -> i64 {
+        let mut nodes = nodes.to_vec();
+        let mut placed = 0;
+        for _ in 0..count {
+            let Some(n) = nodes.iter_mut().find(|n| req.admits(n) && req.per_node(n) >= 1) else { break };
+            n.requested.add(request);
+            n.pods += 1;
+            placed += 1;
+        }
+        placed
+    }
+
+    proptest! {
+        #[test]
+        fn estimate_is_what_first_fit_achieves(
+            shapes in prop::collection::vec((0i64..16, 0i64..64, 0i64..12, 0u32..8, any::<bool>(), any::<bool>(), 0u8..3), 1..12),
+            cpu in 1i64..6,
+            mem in 0i64..8,
+            selector in any::<bool>(),
+        ) {
+            let nodes: Vec<NodeView> = shapes.iter().enumerate().map(|(i, (c, m, p, used, ready, taint, zone))| {
+                let mut n = node(&format!("n{i}"), c * 500, m * 1024, *p);
+                n.requested = list(&[("cpu", i64::from(*used) * 250)]);
+                n.pods = *used / 2;
+                n.ready = *ready || i % 2 == 0;
+                if *taint {
+                    n.taints.push(ClusterTaint { key: "t".into(), value: None, effect: TaintEffect::NoSchedule });
+                }
+                n.labels.insert("zone".into(), format!("z{zone}"));
+                n
+            }).collect();
+            let request = if mem == 0 { list(&[("cpu", cpu * 250)]) } else { list(&[("cpu", cpu * 250), ("memory", mem * 256)]) };
+            let mut r = ReplicaRequirements { request: request.clone(), ..Default::default() };
+            if selector {
+                r.node_selector.insert("zone".into(), "z1".into());
+            }
+            let (fast, naive) = estimate(&nodes, &r);
+            prop_assert_eq!(fast, naive);
+            let dims = Dimensions::new(&settings());
+            let c = CompiledRequest::compile(1, &r, &dims);
+            // Never more than first-fit achieves, and for identical pods exactly that.
+            prop_assert_eq!(first_fit(&nodes, &c, &request, fast + 3), fast);
+        }
+    }
+}

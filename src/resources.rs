@@ -1,0 +1,285 @@
+//! The `resources` document: capacity, allocated and free per dimension (raw, and CPU also in
+//! normalised cores), with confidence, aggregated over clusters grouped by region, zone,
+//! provider or any cluster label. One builder for `fedsched resources` and
+//! `/api/v1/resources`, JSON and text.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::model::ClusterSnapshot;
+use crate::model::dimensions::{Dimensions, ModelSettings};
+use crate::model::nodes::cpu_figures;
+use crate::model::quantity::format_milli;
+
+/// How clusters are grouped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum GroupBy {
+    /// `spec.region` (the default).
+    #[default]
+    Region,
+    /// `spec.zones` (joined with `,` when a cluster spans several).
+    Zone,
+    /// `spec.provider`.
+    Provider,
+    /// A Cluster label.
+    Label(String),
+}
+
+impl std::str::FromStr for GroupBy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "region" => Ok(GroupBy::Region),
+            "zone" => Ok(GroupBy::Zone),
+            "provider" => Ok(GroupBy::Provider),
+            other => match other.strip_prefix("label=") {
+                Some(k) if !k.is_empty() => Ok(GroupBy::Label(k.to_string())),
+                _ => Err(format!("{s:?}: use region, zone, provider or label=KEY")),
+            },
+        }
+    }
+}
+
+impl GroupBy {
+    /// The query form (`region`, `label=KEY`).
+    pub fn as_query(&self) -> String {
+        match self {
+            GroupBy::Region => "region".into(),
+            GroupBy::Zone => "zone".into(),
+            GroupBy::Provider => "provider".into(),
+            GroupBy::Label(k) => format!("label={k}"),
+        }
+    }
+
+    fn key(&self, c: &ClusterSnapshot) -> String {
+        let v = match self {
+            GroupBy::Region => c.region.clone(),
+            GroupBy::Zone => (!c.zones.is_empty()).then(|| c.zones.join(",")),
+            GroupBy::Provider => c.provider.clone(),
+            GroupBy::Label(k) => c.labels.get(k).cloned(),
+        };
+        v.unwrap_or_else(|| "(none)".into())
+    }
+}
+
+/// One cluster as the document sees it: its latest snapshot and how far to trust it.
+#[derive(Debug, Clone)]
+pub struct ClusterView {
+    pub snapshot: ClusterSnapshot,
+    /// Confidence in [0, 1] (1 for offline clusters).
+    pub confidence: f64,
+    /// Age of the data in ms (None for offline clusters).
+    pub age_ms: Option<u64>,
+}
+
+/// Amounts of one dimension (milli-units), summed over clusters.
+#[derive(Debug, Clone, Copy, Default)]
+struct Amounts {
+    capacity: i64,
+    allocated: i64,
+    free: i64,
+}
+
+/// Normalised CPU (milli-cores × performance factor).
+#[derive(Debug, Clone, Copy, Default)]
+struct Normalised {
+    capacity: f64,
+    allocated: f64,
+    free: f64,
+}
+
+fn cluster_amounts(c: &ClusterSnapshot, dims: &[String]) -> BTreeMap<String, Amounts> {
+    let mut out = BTreeMap::new();
+    let Some(s) = c.summary.as_ref() else { return out };
+    for d in dims {
+        let capacity = s.allocatable.get(d);
+        let allocated = s.allocated.get(d).saturating_add(s.allocating.get(d));
+        out.insert(d.clone(), Amounts { capacity, allocated, free: capacity.saturating_sub(allocated).max(0) });
+    }
+    out
+}
+
+fn cluster_cpu(c: &ClusterSnapshot, settings: &ModelSettings) -> Normalised {
+    let Some(s) = c.summary.as_ref() else { return Normalised::default() };
+    let (capacity, allocated) = if c.nodes.is_empty() {
+        let f = settings.cpu_factor(&c.labels);
+        (s.allocatable.get("cpu") as f64 * f, (s.allocated.get("cpu") + s.allocating.get("cpu")) as f64 * f)
+    } else {
+        let fig = cpu_figures(&c.nodes, settings);
+        (
+            fig.allocatable_normalised,
+            fig.requested_normalised
+                + (s.allocated.get("cpu") - fig.requested_raw + s.allocating.get("cpu")) as f64 * fig.mean_factor(),
+        )
+    };
+    Normalised { capacity, allocated, free: (capacity - allocated).max(0.0) }
+}
+
+fn cores(milli: f64) -> f64 {
+    (milli / 10.0).round() / 100.0
+}
+
+fn amounts_json(name: &str, a: &Amounts, n: Option<&Normalised>) -> Value {
+    let mut v = json!({
+        "capacity": format_milli(name, a.capacity),
+        "allocated": format_milli(name, a.allocated),
+        "free": format_milli(name, a.free),
+    });
+    if let (Some(n), Some(o)) = (n, v.as_object_mut()) {
+        o.insert(
+            "normalised".into(),
+            json!({"capacity": cores(n.capacity), "allocated": cores(n.allocated), "free": cores(n.free)}),
+        );
+    }
+    v
+}
+
+/// The document: groups in name order, each with its clusters, totals per dimension and
+/// confidence (lowest and mean).
+pub fn document(views: &[ClusterView], by: &GroupBy, settings: &ModelSettings) -> Value {
+    let registered = Dimensions::new(settings);
+    let mut dims: Vec<String> = registered
+        .iter()
+        .filter(|d| d.summary_free(&Default::default()).is_some())
+        .map(|d| d.name().to_string())
+        .filter(|d| views.iter().any(|v| v.snapshot.summary.as_ref().is_some_and(|s| s.allocatable.get(d) > 0)))
+        .collect();
+    if dims.is_empty() {
+        dims = vec!["cpu".into(), "memory".into(), "pods".into()];
+    }
+    let mut groups: BTreeMap<String, Vec<&ClusterView>> = BTreeMap::new();
+    for v in views {
+        groups.entry(by.key(&v.snapshot)).or_default().push(v);
+    }
+    let mut out = Vec::new();
+    for (key, members) in groups {
+        let mut totals: BTreeMap<String, Amounts> = BTreeMap::new();
+        let mut cpu_total = Normalised::default();
+        let mut clusters = Vec::new();
+        for v in &members {
+            let amounts = cluster_amounts(&v.snapshot, &dims);
+            let cpu = cluster_cpu(&v.snapshot, settings);
+            for (d, a) in &amounts {
+                let t = totals.entry(d.clone()).or_default();
+                t.capacity = t.capacity.saturating_add(a.capacity);
+                t.allocated = t.allocated.saturating_add(a.allocated);
+                t.free = t.free.saturating_add(a.free);
+            }
+            cpu_total.capacity += cpu.capacity;
+            cpu_total.allocated += cpu.allocated;
+            cpu_total.free += cpu.free;
+            let resources: serde_json::Map<String, Value> =
+                amounts.iter().map(|(d, a)| (d.clone(), amounts_json(d, a, (d == "cpu").then_some(&cpu)))).collect();
+            clusters.push(json!({
+                "name": v.snapshot.name,
+                "source": if v.snapshot.is_live() { "live" } else { "offline" },
+                "confidence": (v.confidence * 1000.0).round() / 1000.0,
+                "ageSeconds": v.age_ms.map(|a| a / 1000),
+                "resources": resources,
+            }));
+        }
+        let confidences: Vec<f64> = members.iter().map(|v| v.confidence).collect();
+        let min = confidences.iter().copied().fold(1.0f64, f64::min);
+        let mean = confidences.iter().sum::<f64>() / confidences.len().max(1) as f64;
+        let resources: serde_json::Map<String, Value> =
+            totals.iter().map(|(d, a)| (d.clone(), amounts_json(d, a, (d == "cpu").then_some(&cpu_total)))).collect();
+        out.push(json!({
+            "group": key,
+            "clusters": clusters,
+            "resources": resources,
+            "confidence": {"min": (min * 1000.0).round() / 1000.0, "mean": (mean * 1000.0).round() / 1000.0},
+        }));
+    }
+    json!({ "by": by.as_query(), "dimensions": dims, "groups": out })
+}
+
+/// The document for people.
+pub fn to_text(doc: &Value) -> String {
+    let s = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    let by = s(&doc["by"]);
+    let mut out = String::new();
+    for g in doc["groups"].as_array().into_iter().flatten() {
+        let names: Vec<String> = g["clusters"].as_array().into_iter().flatten().map(|c| s(&c["name"])).collect();
+        out.push_str(&format!(
+            "{by} {}: {} cluster(s) ({}), confidence min {:.2} mean {:.2}\n",
+            s(&g["group"]),
+            names.len(),
+            names.join(", "),
+            g["confidence"]["min"].as_f64().unwrap_or(1.0),
+            g["confidence"]["mean"].as_f64().unwrap_or(1.0),
+        ));
+        for (d, a) in g["resources"].as_object().into_iter().flatten() {
+            let n = &a["normalised"];
+            let norm = |k: &str| if n.is_object() { format!(" ({} normalised)", s(&n[k])) } else { String::new() };
+            out.push_str(&format!(
+                "  {d:<20} capacity {}{}  allocated {}{}  free {}{}\n",
+                s(&a["capacity"]),
+                norm("capacity"),
+                s(&a["allocated"]),
+                norm("allocated"),
+                s(&a["free"]),
+                norm("free"),
+            ));
+        }
+        for c in g["clusters"].as_array().into_iter().flatten() {
+            if c["source"] == "live" {
+                out.push_str(&format!(
+                    "  {}: live, data {}s old, confidence {:.2}\n",
+                    s(&c["name"]),
+                    s(&c["ageSeconds"]),
+                    c["confidence"].as_f64().unwrap_or(1.0)
+                ));
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no member clusters\n");
+    }
+    out
+}
+
+/// The views of a pass's snapshots: live ones get their age and confidence at `now_ms`
+/// ([`crate::reconcile::set_confidence`]), offline ones confidence 1.
+pub fn views(snapshots: &[ClusterSnapshot], settings: &ModelSettings, now_ms: u64) -> Vec<ClusterView> {
+    snapshots
+        .iter()
+        .map(|s| {
+            let mut snapshot = s.clone();
+            crate::reconcile::set_confidence(&mut snapshot, now_ms, settings);
+            ClusterView { confidence: snapshot.confidence(), age_ms: snapshot.freshness.map(|f| f.age_ms), snapshot }
+        })
+        .collect()
+}
+
+/// Replaces the offline snapshots of live clusters (`live`: the names with access in the
+/// config) by their latest live snapshot in the store, last seen at the head's
+/// `last_seen_ms` (the last successful poll).
+pub fn with_stored_live(
+    snapshots: &mut [ClusterSnapshot],
+    live: &std::collections::BTreeSet<String>,
+    store: &crate::store::Store,
+) -> Result<(), crate::store::StoreError> {
+    for snap in snapshots.iter_mut().filter(|s| live.contains(&s.name)) {
+        let Some((meta, stored)) = store.latest_snapshot(&snap.name)? else { continue };
+        if !stored.is_live() {
+            continue;
+        }
+        let failures = stored.freshness.map_or(0, |f| f.consecutive_failures);
+        let offline = std::mem::replace(snap, stored);
+        // The repository still owns identity and constraints.
+        snap.labels = offline.labels;
+        snap.constraints = offline.constraints;
+        snap.freshness = Some(crate::model::Freshness {
+            polled_at_ms: meta.last_seen_ms,
+            consecutive_failures: failures,
+            age_ms: 0,
+            confidence_ppm: 1_000_000,
+        });
+    }
+    Ok(())
+}
