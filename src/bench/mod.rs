@@ -179,7 +179,9 @@ fn median_f(v: &[f64]) -> f64 {
 /// The generated repository and node-level data of every cluster.
 struct Fixture {
     repo: PathBuf,
-    live: LiveView,
+    /// The node-level data of every cluster: a poll round that is refreshed (its time moved
+    /// to the pass's clock) before every pass, as the daemon polls before reconciling.
+    live: std::cell::RefCell<LiveView>,
     spec: RepoSpec,
 }
 
@@ -226,18 +228,24 @@ fn fixture(o: &Options) -> Result<Fixture, BenchError> {
         tracing::info!(repo = %repo.display(), files = stats.files, bytes = stats.bytes,
             ms = started.elapsed().as_millis(), "generated the repository");
     }
-    Ok(Fixture { repo, live, spec })
+    Ok(Fixture { repo, live: std::cell::RefCell::new(live), spec })
 }
 
 /// Loads the repository and merges the node-level data, adding to `t.load` and `t.poll`.
-fn load(fix: &Fixture, rec: &Reconciler, t: &mut PhaseTimings) -> Result<Inputs, BenchError> {
+fn load(fix: &Fixture, rec: &Reconciler, t: &mut PhaseTimings, now_ms: u64) -> Result<Inputs, BenchError> {
     let store = &rec.store;
     let mut inputs = rec.load_inputs(&fix.repo, t).map_err(|errors| {
         let shown: Vec<String> = errors.iter().take(5).map(ToString::to_string).collect();
         BenchError::Invalid(format!("{} error(s): {}", errors.len(), shown.join("; ")))
     })?;
     let started = Instant::now();
-    inputs.apply_live(&fix.live, store);
+    let mut live = fix.live.borrow_mut();
+    for status in live.clusters.values_mut() {
+        if let Some(data) = status.last_good.as_mut() {
+            Arc::make_mut(data).poll.at_ms = now_ms;
+        }
+    }
+    inputs.apply_live(&live, store);
     t.poll += started.elapsed();
     Ok(inputs)
 }
@@ -253,7 +261,7 @@ fn pass(
 ) -> Result<(ReconcileReport, Duration), BenchError> {
     let started = Instant::now();
     let mut t = PhaseTimings::default();
-    let inputs = load(fix, rec, &mut t)?;
+    let inputs = load(fix, rec, &mut t, now_ms)?;
     let mut report = rec.reconcile(&inputs, out, trigger, now_ms)?;
     let wall = started.elapsed();
     report.phases.load += t.load;
@@ -378,7 +386,7 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
     if wants(Scenario::S1) {
         fresh_dir(&state)?;
         let rec = Reconciler::new(Store::open(&state)?);
-        let inputs = load(&fix, &rec, &mut PhaseTimings::default())?;
+        let inputs = load(&fix, &rec, &mut PhaseTimings::default(), now)?;
         let mut in_sched = Vec::new();
         let mut total = Vec::new();
         let mut n = 0;
