@@ -185,7 +185,9 @@ fn main() {
         inputs: DecisionInputs {
             template_hash: 1,
             policy_hash: 2,
-            snapshot_versions: inputs.snapshots.iter().map(|s| (s.name.clone(), 1)).collect(),
+            snapshot_versions: store
+                .put_versions(&inputs.snapshots.iter().map(|s| (s.name.clone(), 1)).collect())
+                .unwrap_or_else(|e| panic!("versions: {e}")),
             previous: BTreeMap::new(),
             previous_affinity: None,
             profile: "karmada-default".into(),

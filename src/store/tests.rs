@@ -55,8 +55,11 @@ fn result(targets: &[(&str, i32)]) -> ScheduleResult {
                 available_replicas: Some(10),
                 replicas: Some(*r),
                 selected: true,
+                estimates: vec![("resource-summary".into(), 10)],
             })
             .collect(),
+        rejected: Vec::new(),
+        universe: 0,
         affinity_name: None,
     }
 }
@@ -75,7 +78,7 @@ fn decision(key: &ObjectKey, at_ms: u64, trigger: &str) -> HistoryRecord {
         inputs: DecisionInputs {
             template_hash: 1,
             policy_hash: 2,
-            snapshot_versions: BTreeMap::from([("m1".to_string(), 1)]),
+            snapshot_versions: 7,
             previous: BTreeMap::new(),
             previous_affinity: None,
             profile: "default".into(),
@@ -240,11 +243,8 @@ fn placements_put_get_remove() {
     store.put_placement(&placement(&web2)).unwrap();
     assert_eq!(store.placement(&web).unwrap(), Some(placement(&web)));
     let mut changed = placement(&web);
-    changed.result = ScheduleResult {
-        outcome: Outcome::Unschedulable { reason: "no cluster fits".into() },
-        verdicts: Vec::new(),
-        affinity_name: Some("primary".into()),
-    };
+    changed.result =
+        ScheduleResult { affinity_name: Some("primary".into()), ..ScheduleResult::unschedulable("no cluster fits") };
     store.put_placement(&changed).unwrap();
     assert_eq!(store.placement(&web).unwrap(), Some(changed.clone()));
     assert_eq!(store.placements().unwrap().len(), 2);
@@ -309,7 +309,7 @@ fn newer_store_schema_is_refused() {
         store.inner.meta.insert(keys::SCHEMA_VERSION, &(STORE_SCHEMA + 1).to_be_bytes()).unwrap();
     }
     let err = Store::open(dir.path()).unwrap_err();
-    assert!(matches!(err, StoreError::NewerStore { found: 2, supported: 1, .. }), "{err}");
+    assert!(matches!(err, StoreError::NewerStore { found: 3, supported: 2, .. }), "{err}");
 }
 
 #[test]
@@ -323,7 +323,7 @@ fn unknown_record_schema_on_disk_is_a_typed_error() {
     raw[2..4].copy_from_slice(&9u16.to_be_bytes());
     store.inner.placements.insert(&key, raw).unwrap();
     let err = store.placement(&web).unwrap_err();
-    assert!(matches!(err, StoreError::Schema { what: "placement record", found: 9, supported: 1 }), "{err}");
+    assert!(matches!(err, StoreError::Schema { what: "placement record", found: 9, supported: 2 }), "{err}");
 }
 
 #[test]
