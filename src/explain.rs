@@ -85,7 +85,7 @@ pub fn explain_with(inputs: &Inputs, store: &Store, profiles: &Profiles, r: &Wor
     // Every cluster's verdict: the stored groups of rejected clusters expanded.
     let verdicts = match (&result, source) {
         (Some(r), "store") => store.expand(r).map_err(|e| e.to_string())?,
-        (Some(r), _) => r.expand(&Fleet::new(&inputs.snapshots).names().to_vec()),
+        (Some(r), _) => r.expand(Fleet::new(&inputs.snapshots).names()),
         (None, _) => Vec::new(),
     };
     // Data each decision used: the snapshot version recorded with the decision, else the latest.
