@@ -214,6 +214,7 @@ pub fn schedule_in(
     if clusters.len() != fleet.len() {
         return schedule(fw, req, clusters);
     }
+    debug_assert!(fleet.fits(clusters), "a fleet used with snapshots it was not built from");
     let terms = &req.placement.cluster_affinities;
     if terms.is_empty() {
         return schedule_term(fleet, fw, req, req.placement.cluster_affinity.as_ref(), clusters, None);
