@@ -507,3 +507,20 @@ fn compact_records_are_small_and_expand_to_every_cluster() {
     assert_eq!(all.len(), 1000);
     assert!(all[7].feasible && !all[8].feasible);
 }
+
+#[test]
+fn record_decisions_in_one_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let (web, api) = (workload("web"), workload("api"));
+    store.append_history(decision(&web, 1, "first")).unwrap();
+    let seqs = store
+        .record_decisions(&[(decision(&web, 2, "a"), placement(&web)), (decision(&api, 2, "b"), placement(&api))])
+        .unwrap();
+    assert_eq!(seqs, vec![2, 3]);
+    assert_eq!(store.placement(&api).unwrap().map(|p| p.history_seq), Some(3));
+    assert_eq!(store.history(&web).unwrap().last().map(|r| r.seq), Some(2));
+    let err = store.record_decisions(&[(decision(&web, 3, "x"), placement(&api))]).unwrap_err();
+    assert!(matches!(err, StoreError::Inconsistent(_)));
+    assert_eq!(store.append_history(decision(&web, 4, "c")).unwrap(), 4, "nothing of the refused batch was written");
+}
