@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 use crate::policy::{ObjectKey, PolicySet, matching};
 use crate::reconcile::{Inputs, REQUIRED_BY_PREFIX, dependency_map};
 use crate::schedule::profile::{Profiles, profile_name};
-use crate::schedule::{self, ESTIMATOR_PREFIX, Framework, Outcome, ScheduleRequest, ScheduleResult};
+use crate::schedule::{
+    self, ClusterVerdict, ESTIMATOR_PREFIX, Fleet, Framework, Outcome, ScheduleRequest, ScheduleResult,
+};
 use crate::store::{PlacementRecord, Store};
 
 /// A parsed `KIND/NAMESPACE/NAME` argument (empty namespace = cluster-scoped).
@@ -80,11 +82,22 @@ pub fn explain_with(inputs: &Inputs, store: &Store, profiles: &Profiles, r: &Wor
         }
         _ => (None, "none", None),
     };
+    // Every cluster's verdict: the stored groups of rejected clusters expanded.
+    let verdicts = match (&result, source) {
+        (Some(r), "store") => store.expand(r).map_err(|e| e.to_string())?,
+        (Some(r), _) => r.expand(Fleet::new(&inputs.snapshots).names()),
+        (None, _) => Vec::new(),
+    };
     // Data each decision used: the snapshot version recorded with the decision, else the latest.
+    let used_versions = match &last {
+        Some(h) if source == "store" => store.versions(h.inputs.snapshot_versions).map_err(|e| e.to_string())?,
+        _ => None,
+    }
+    .unwrap_or_default();
     let mut data = serde_json::Map::new();
     for snap in &inputs.snapshots {
         let versions = store.snapshot_versions(&snap.name).map_err(|e| e.to_string())?;
-        let used = last.as_ref().and_then(|h| h.inputs.snapshot_versions.get(&snap.name)).copied();
+        let used = used_versions.get(&snap.name).copied();
         let meta = match used {
             Some(v) if source == "store" => versions.iter().find(|m| m.version == v),
             _ => versions.last(),
@@ -103,7 +116,7 @@ pub fn explain_with(inputs: &Inputs, store: &Store, profiles: &Profiles, r: &Wor
         }
     }
     let ctx = Context { set, claim: claim.as_ref(), profile: &profile, required_by: &required_by, data: &data };
-    Ok(document(&ctx, &t.key, result.as_ref(), source, decided_at, stored.as_ref()))
+    Ok(document(&ctx, &t.key, result.as_ref(), &verdicts, source, decided_at, stored.as_ref()))
 }
 
 fn dry_run(
@@ -125,7 +138,7 @@ fn dry_run(
         previous: &previous,
         previous_affinity: None,
     };
-    Some(schedule::schedule(fw, &req, &inputs.snapshots))
+    Some(schedule::schedule_in(&Fleet::new(&inputs.snapshots), fw, &req, &inputs.snapshots))
 }
 
 /// What the document says besides the decision.
@@ -141,6 +154,7 @@ fn document(
     ctx: &Context<'_>,
     key: &ObjectKey,
     result: Option<&ScheduleResult>,
+    verdicts: &[ClusterVerdict],
     source: &str,
     decided_at_ms: Option<u64>,
     stored: Option<&PlacementRecord>,
@@ -171,40 +185,34 @@ fn document(
                 .collect()
         })
         .unwrap_or_default();
-    let clusters: Vec<Value> = result
-        .map(|r| {
-            r.verdicts
+    let clusters: Vec<Value> = verdicts
+        .iter()
+        .map(|v| {
+            let estimators: serde_json::Map<String, Value> =
+                v.estimates.iter().map(|(name, n)| (name.clone(), json!(n))).collect();
+            // The estimators' answers first, as explain has always listed them.
+            let reasons: Vec<String> = v
+                .estimates
                 .iter()
-                .map(|v| {
-                    let estimators: serde_json::Map<String, Value> = v
-                        .reasons
-                        .iter()
-                        .filter_map(|r| {
-                            let rest = r.strip_prefix(ESTIMATOR_PREFIX)?;
-                            let (name, tail) = rest.split_once(": ")?;
-                            let n: i64 = tail.split_whitespace().next()?.parse().ok()?;
-                            Some((name.to_string(), json!(n)))
-                        })
-                        .collect();
-                    json!({
-                        "name": v.name,
-                        "feasible": v.feasible,
-                        "reasons": v.reasons,
-                        "score": v.score,
-                        "scores": v.scores.iter().map(|(k, s)| (k.clone(), json!(s))).collect::<serde_json::Map<_, _>>(),
-                        "estimators": estimators,
-                        "availableReplicas": v.available_replicas,
-                        "replicas": v.replicas,
-                        "selected": v.selected,
-                        "data": ctx.data.get(&v.name),
-                    })
-                })
-                .collect()
+                .map(|(name, n)| format!("{ESTIMATOR_PREFIX}{name}: {n} more replicas fit"))
+                .chain(v.reasons.iter().cloned())
+                .collect();
+            json!({
+                "name": v.name,
+                "feasible": v.feasible,
+                "reasons": reasons,
+                "score": v.score,
+                "scores": v.scores.iter().map(|(k, s)| (k.clone(), json!(s))).collect::<serde_json::Map<_, _>>(),
+                "estimators": estimators,
+                "availableReplicas": v.available_replicas,
+                "replicas": v.replicas,
+                "selected": v.selected,
+                "data": ctx.data.get(&v.name),
+            })
         })
-        .unwrap_or_default();
-    let pulled_by: Vec<Value> = result
-        .into_iter()
-        .flat_map(|r| r.verdicts.iter())
+        .collect();
+    let pulled_by: Vec<Value> = verdicts
+        .iter()
         .flat_map(|v| v.reasons.iter().filter_map(|r| r.strip_prefix(REQUIRED_BY_PREFIX).map(|w| (v.name.clone(), w))))
         .map(|(c, w)| json!({"cluster": c, "workload": w}))
         .collect();

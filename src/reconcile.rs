@@ -24,7 +24,9 @@ use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template};
 use crate::publish::{self, ClusterFiles, PublishPlan};
 use crate::render::{self, RenderInput};
 use crate::schedule::profile::Profiles;
-use crate::schedule::{self, ClusterVerdict, Framework, Outcome, ScheduleRequest, ScheduleResult, Strategy, assign};
+use crate::schedule::{
+    self, ClusterVerdict, Fleet, Framework, Outcome, ScheduleRequest, ScheduleResult, Strategy, assign,
+};
 use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
 
 /// Everything a pass reads from the policy repository, validated.
@@ -379,10 +381,7 @@ impl Reconciler {
             serde_json::to_vec(&set.workload_interpreters.iter().map(|w| (&w.meta.name, &w.spec)).collect::<Vec<_>>())
                 .unwrap_or_default(),
         ));
-        let pass = Pass {
-            positions: snapshots.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect(),
-            snapshot_versions: snapshot_versions.clone(),
-        };
+        let pass = Pass::new(&snapshots, &snapshot_versions, &self.store)?;
         let mut override_keys: HashMap<(OverrideKindKey, Option<String>, String), u64> = HashMap::new();
 
         // Schedule and render every claimed template (or reuse the decision).
@@ -678,15 +677,14 @@ impl Reconciler {
                 inputs: DecisionInputs {
                     template_hash: 0,
                     policy_hash: 0,
-                    snapshot_versions: snapshot_versions.clone(),
+                    snapshot_versions: pass.versions,
                     previous: old.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect(),
                     previous_affinity: old.affinity_name.clone(),
                     profile: "karmada-default".into(),
                 },
                 result: ScheduleResult {
                     outcome: Outcome::Scheduled { targets: BTreeMap::new() },
-                    verdicts: Vec::new(),
-                    affinity_name: None,
+                    ..ScheduleResult::unschedulable("")
                 },
                 notes: notes.clone(),
             };
@@ -728,7 +726,7 @@ impl Reconciler {
         let dec_inputs = DecisionInputs {
             template_hash,
             policy_hash,
-            snapshot_versions: pass.snapshot_versions.clone(),
+            snapshot_versions: pass.versions,
             previous: previous.clone(),
             previous_affinity: previous_affinity.clone(),
             profile: fw.name.clone(),
@@ -763,11 +761,7 @@ impl Reconciler {
             Ok(w) => w,
             Err(e) => {
                 let reason = format!("cannot read the workload: {e}");
-                let result = ScheduleResult {
-                    outcome: Outcome::Unschedulable { reason: reason.clone() },
-                    verdicts: Vec::new(),
-                    affinity_name: None,
-                };
+                let result = ScheduleResult::unschedulable(reason.clone());
                 return Ok(keep_previous(reason, result));
             }
         };
@@ -781,8 +775,8 @@ impl Reconciler {
         };
         let scheduling = Instant::now();
         let mut result = match policy_ref {
-            Some(_) => schedule::schedule(fw, &req, snapshots),
-            None => attached(snapshots),
+            Some(_) => schedule::schedule_in(&pass.fleet, fw, &req, snapshots),
+            None => attached(&pass.fleet),
         };
         let schedule_time = scheduling.elapsed();
         let mut targets = match &result.outcome {
@@ -794,14 +788,10 @@ impl Reconciler {
         };
         // propagateDeps: the union with the clusters of the workloads that need this object.
         if !required.is_empty() {
-            add_required(&mut result, &mut targets, required, snapshots);
+            add_required(&mut result, &mut targets, required, &pass.fleet);
         }
         let Some(render_policy) = policy_ref.or_else(|| required.first().map(|(_, _, p)| p)) else {
-            let result = ScheduleResult {
-                outcome: Outcome::Unschedulable { reason: "not claimed by a policy".into() },
-                verdicts: Vec::new(),
-                affinity_name: None,
-            };
+            let result = ScheduleResult::unschedulable("not claimed by a policy");
             return Ok(keep_previous("not claimed by a policy".into(), result));
         };
         let rendering = Instant::now();
@@ -924,48 +914,53 @@ fn dependency_map_indexed(
 }
 
 /// The "schedule" of a dependency no policy claims: every cluster feasible, none selected yet.
-fn attached(snapshots: &[ClusterSnapshot]) -> ScheduleResult {
-    let mut names: Vec<&String> = snapshots.iter().map(|s| &s.name).collect();
-    names.sort();
+fn attached(fleet: &Fleet) -> ScheduleResult {
     ScheduleResult {
         outcome: Outcome::Scheduled { targets: BTreeMap::new() },
-        verdicts: names
-            .into_iter()
+        verdicts: fleet
+            .names()
+            .iter()
             .map(|n| ClusterVerdict {
-                name: n.clone(),
                 feasible: true,
                 reasons: vec!["not claimed by a policy: goes only where a workload needs it".into()],
-                score: 0,
-                scores: Vec::new(),
-                available_replicas: None,
-                replicas: None,
-                selected: false,
+                ..ClusterVerdict::rejected(n.clone(), Vec::new())
             })
             .collect(),
+        rejected: Vec::new(),
+        universe: fleet.universe(),
         affinity_name: None,
     }
 }
 
 /// Adds the clusters of the dependents to a dependency's targets (Karmada merges a binding's
-/// `requiredBy` clusters into its own result), noting which workload pulled it.
+/// `requiredBy` clusters into its own result), noting which workload pulled it. A cluster the
+/// dependency's own filters rejected gets a full verdict (rejected, selected) of its own.
 fn add_required(
     result: &mut ScheduleResult,
     targets: &mut BTreeMap<String, Option<i32>>,
     required: &[(ObjectKey, BTreeSet<String>, PolicyRef)],
-    snapshots: &[ClusterSnapshot],
+    fleet: &Fleet,
 ) {
     for (dependent, clusters, _) in required {
         for c in clusters {
-            if !snapshots.iter().any(|s| &s.name == c) {
-                continue;
-            }
+            let Some(p) = fleet.position(c) else { continue };
             targets.entry(c.clone()).or_insert(None);
-            if let Some(v) = result.verdicts.iter_mut().find(|v| &v.name == c) {
-                v.selected = true;
-                v.reasons.push(format!("{REQUIRED_BY_PREFIX}{dependent}"));
-            }
+            let i = match result.verdicts.binary_search_by(|v| v.name.as_str().cmp(c)) {
+                Ok(i) => i,
+                Err(i) => {
+                    let Some(g) = result.rejected.iter_mut().find(|g| g.clusters.contains(p)) else { continue };
+                    g.clusters.remove(p);
+                    let verdict = ClusterVerdict::rejected(c.clone(), g.reasons.clone());
+                    result.verdicts.insert(i, verdict);
+                    i
+                }
+            };
+            let v = &mut result.verdicts[i];
+            v.selected = true;
+            v.reasons.push(format!("{REQUIRED_BY_PREFIX}{dependent}"));
         }
     }
+    result.rejected.retain(|g| !g.clusters.is_empty());
     result.outcome = Outcome::Scheduled { targets: targets.clone() };
 }
 
@@ -973,7 +968,26 @@ fn add_required(
 struct Pass {
     /// Position of each cluster in the pass's snapshots.
     positions: HashMap<String, usize>,
-    snapshot_versions: BTreeMap<String, u64>,
+    /// The scheduler's fleet context (clusters in name order, filter memo).
+    fleet: Fleet,
+    /// Blob hash of the pass's cluster → snapshot version map ([`Store::put_versions`]).
+    versions: u64,
+}
+
+impl Pass {
+    /// Builds the fleet and stores the pass's versions map and cluster names as blobs (a no-op
+    /// when a previous pass stored the same ones).
+    fn new(snapshots: &[ClusterSnapshot], versions: &BTreeMap<String, u64>, store: &Store) -> Result<Self, StoreError> {
+        let fleet = Fleet::new(snapshots);
+        if !fleet.is_empty() {
+            store.put_universe(fleet.names())?;
+        }
+        Ok(Pass {
+            positions: snapshots.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect(),
+            versions: store.put_versions(versions)?,
+            fleet,
+        })
+    }
 }
 
 /// An override kind as a hashable key.

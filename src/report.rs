@@ -38,13 +38,15 @@ pub fn history_for(store: &Store, r: &WorkloadRef) -> Result<Vec<HistoryRecord>,
     Ok(records)
 }
 
-/// `fedsched history -o json` and `/api/v1/workloads/{ns}/{kind}/{name}/history`.
-pub fn history_json(records: &[HistoryRecord]) -> Value {
-    Value::Array(
-        records
-            .iter()
-            .map(|r| {
-                json!({
+/// `fedsched history -o json` and `/api/v1/workloads/{ns}/{kind}/{name}/history`: every
+/// record with its snapshot versions and every cluster's verdict (read back from the blobs the
+/// compact records reference).
+pub fn history_json(store: &Store, records: &[HistoryRecord]) -> Result<Value, StoreError> {
+    let mut out = Vec::with_capacity(records.len());
+    for r in records {
+        let versions = store.versions(r.inputs.snapshot_versions)?.unwrap_or_default();
+        let verdicts = store.expand(&r.result)?;
+        out.push(json!({
                     "seq": r.seq,
                     "at": format_ms(r.at_ms),
                     "trigger": r.trigger,
@@ -52,7 +54,7 @@ pub fn history_json(records: &[HistoryRecord]) -> Value {
                     "inputs": {
                         "templateHash": format!("{:016x}", r.inputs.template_hash),
                         "policyHash": format!("{:016x}", r.inputs.policy_hash),
-                        "snapshotVersions": r.inputs.snapshot_versions,
+                        "snapshotVersions": versions,
                         "previous": r.inputs.previous,
                         "profile": r.inputs.profile,
                     },
@@ -60,12 +62,11 @@ pub fn history_json(records: &[HistoryRecord]) -> Value {
                         Outcome::Scheduled { targets } => json!({"scheduled": targets}),
                         Outcome::Unschedulable { reason } => json!({"unschedulable": reason}),
                     },
-                    "clusters": r.result.verdicts.iter().map(|v| json!({"name": v.name, "feasible": v.feasible, "reasons": v.reasons, "score": v.score, "availableReplicas": v.available_replicas, "replicas": v.replicas})).collect::<Vec<_>>(),
+                    "clusters": verdicts.iter().map(|v| json!({"name": v.name, "feasible": v.feasible, "reasons": v.reasons, "score": v.score, "availableReplicas": v.available_replicas, "replicas": v.replicas, "estimates": v.estimates.iter().cloned().collect::<BTreeMap<_, _>>()})).collect::<Vec<_>>(),
                     "notes": r.notes,
-                })
-            })
-            .collect(),
-    )
+        }));
+    }
+    Ok(Value::Array(out))
 }
 
 /// The text form of [`history_json`]: one line per decision, notes indented.

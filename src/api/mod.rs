@@ -412,7 +412,11 @@ async fn history(
     }
     let r = workload_ref(&ns, &kind, &name);
     let store = s.store.clone();
-    blocking(move || Ok(report::history_json(&report::history_for(&store, &r).map_err(store_error)?))).await
+    blocking(move || {
+        let records = report::history_for(&store, &r).map_err(store_error)?;
+        report::history_json(&store, &records).map_err(store_error)
+    })
+    .await
 }
 
 /// Writes `<state_dir>/http.addr` (atomically) with the bound address.

@@ -429,7 +429,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::History { dirs, workload, output, server } => {
             let doc = match open_source(&cfg, dirs, server)? {
                 Source::Server(api) => api.get(&workload_path(workload, "history"))?,
-                Source::Store(store) => report::history_json(&report::history_for(&store, workload)?),
+                Source::Store(store) => report::history_json(&store, &report::history_for(&store, workload)?)?,
             };
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),

@@ -30,7 +30,7 @@ pub struct ObjectMeta {
 // ---------------------------------------------------------------------------------------------
 // Selectors shared by every policy kind
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LabelSelector {
     #[serde(default)]
@@ -39,7 +39,7 @@ pub struct LabelSelector {
     pub match_expressions: Vec<LabelSelectorRequirement>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LabelSelectorRequirement {
     pub key: String,
@@ -50,7 +50,7 @@ pub struct LabelSelectorRequirement {
 
 /// Operators of label selectors and of node-selector requirements (`Gt`/`Lt` exist only in
 /// the latter and are rejected by validation where Karmada rejects them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SelectorOperator {
     In,
     NotIn,
@@ -73,7 +73,7 @@ pub struct ResourceSelector {
     pub label_selector: Option<LabelSelector>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FieldSelector {
     #[serde(default)]
@@ -82,7 +82,7 @@ pub struct FieldSelector {
 
 /// `ClusterAffinity`: which clusters a placement (or an override rule, or a static weight)
 /// targets. An empty affinity matches every cluster.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterAffinity {
     #[serde(default)]
@@ -295,7 +295,7 @@ pub struct OverflowClusterAffinity {
 }
 
 /// `corev1.Toleration`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Toleration {
     #[serde(default)]
@@ -310,7 +310,7 @@ pub struct Toleration {
     pub toleration_seconds: Option<i64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TolerationOperator {
     Exists,
     Equal,
@@ -346,7 +346,7 @@ pub enum SpreadByField {
     Provider,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SpreadConstraint {
     #[serde(default)]

@@ -55,10 +55,38 @@ pub enum Fit {
     Reject(String),
 }
 
+/// What a filter's memo key may look at: the workload side of a [`PluginContext`] (no cluster,
+/// no previous placement).
+pub struct MemoContext<'a> {
+    pub key: &'a ObjectKey,
+    pub workload: &'a Workload,
+    pub placement: &'a Placement,
+    /// The placement terms in force (as [`PluginContext::affinity`]).
+    pub affinity: Option<&'a crate::policy::types::ClusterAffinity>,
+    pub settings: &'a ScoreSettings,
+}
+
 /// Removes clusters that cannot run the workload.
 pub trait FilterPlugin: Send + Sync {
     fn name(&self) -> &'static str;
     fn filter(&self, ctx: &PluginContext<'_>) -> Fit;
+
+    /// A hash of the projection of the workload (and settings) this filter's answer depends
+    /// on, for clusters outside the previous placement; `None` (the default) when the filter
+    /// must run for every pair. Contract: for a cluster not in `previous`, two contexts with
+    /// the same key get the same [`Fit`], and the answer reads only cluster fields that do not
+    /// change within a pass (labels, taints, APIs, topology, constraints, confidence — not free
+    /// capacity, which assumed replicas change). [`super::Fleet`] evaluates a keyed filter once
+    /// per (key, cluster) and shares the answer across workloads.
+    fn memo_key(&self, _ctx: &MemoContext<'_>) -> Option<u64> {
+        None
+    }
+}
+
+/// Hash of a memo key's projection (deterministic within a process; memo keys never leave it).
+pub fn memo_hash<T: std::hash::Hash + ?Sized>(v: &T) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(v)
 }
 
 /// Ranks feasible clusters; higher is better. `score` gives a raw value per cluster;

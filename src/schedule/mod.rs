@@ -6,6 +6,7 @@
 //! reasons, not an error.
 
 pub mod assign;
+pub mod fleet;
 pub mod framework;
 pub mod plugins;
 pub mod profile;
@@ -23,13 +24,14 @@ use crate::policy::types::{
     ClusterAffinity, DynamicWeightFactor, Placement, ReplicaDivisionPreference, ReplicaSchedulingType,
 };
 
+pub use fleet::{ClusterSet, Fleet, Rejection};
 pub use framework::Framework;
 
 use assign::TieBreak;
-use framework::{Fit, PluginContext};
+use framework::{Fit, MemoContext, PluginContext};
 
-/// Prefix of the verdict reasons that carry an estimator's answer
-/// (`estimator <name>: <n> more replicas fit`); explain reads them back.
+/// Prefix of the reason line explain shows for an estimator's answer
+/// (`estimator <name>: <n> more replicas fit`, from [`ClusterVerdict::estimates`]).
 pub const ESTIMATOR_PREFIX: &str = "estimator ";
 
 /// Prefix of the verdict reasons that explain an estimate (node fit, reserve, confidence,
@@ -66,12 +68,14 @@ pub struct ScheduleRequest<'a> {
     pub previous_affinity: Option<&'a str>,
 }
 
-/// The verdict on one cluster, for explain and history.
+/// The verdict on one cluster that passed the filters (or that a dependency adds), for explain
+/// and history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterVerdict {
     pub name: String,
     pub feasible: bool,
-    /// Why the cluster was rejected, or notes on how it was treated.
+    /// Why the cluster was rejected, or notes on how it was treated (model lines, the
+    /// dependents that pulled it).
     pub reasons: Vec<String>,
     /// Weighted sum of the score plugins.
     pub score: i64,
@@ -82,6 +86,25 @@ pub struct ClusterVerdict {
     /// Replicas chosen for this cluster; None when not selected or not a workload.
     pub replicas: Option<i32>,
     pub selected: bool,
+    /// Each estimator's answer (more replicas that fit), in estimator order.
+    pub estimates: Vec<(String, i64)>,
+}
+
+impl ClusterVerdict {
+    /// The verdict on a cluster the filters rejected.
+    pub fn rejected(name: String, reasons: Vec<String>) -> Self {
+        ClusterVerdict {
+            name,
+            feasible: false,
+            reasons,
+            score: 0,
+            scores: Vec::new(),
+            available_replicas: None,
+            replicas: None,
+            selected: false,
+            estimates: Vec::new(),
+        }
+    }
 }
 
 /// The outcome of scheduling one workload.
@@ -96,59 +119,221 @@ pub enum Outcome {
     },
 }
 
-/// A whole scheduling decision.
+/// A whole scheduling decision, compact: full verdicts only for the clusters that passed the
+/// filters (and those a dependency adds); the rejected ones grouped by identical reasons, as
+/// ranges of positions in the result's universe (every cluster considered, sorted by name;
+/// [`fleet::names_blob`] under the id [`ScheduleResult::universe`]). [`ScheduleResult::expand`]
+/// gives every cluster's verdict back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduleResult {
     pub outcome: Outcome,
-    /// Every cluster, by name.
+    /// Clusters that passed the filters, and clusters a dependency adds, by name.
     pub verdicts: Vec<ClusterVerdict>,
+    /// Clusters the filters rejected, grouped by identical reasons.
+    pub rejected: Vec<Rejection>,
+    /// Id of the sorted cluster names `rejected` indexes ([`fleet::universe_of`]); 0 when
+    /// nothing was considered.
+    pub universe: u64,
     /// The `clusterAffinities` term used, if the placement has terms.
     pub affinity_name: Option<String>,
 }
 
 impl ScheduleResult {
+    /// A result without verdicts (the workload could not be read, no policy…).
+    pub fn unschedulable(reason: impl Into<String>) -> Self {
+        ScheduleResult {
+            outcome: Outcome::Unschedulable { reason: reason.into() },
+            verdicts: Vec::new(),
+            rejected: Vec::new(),
+            universe: 0,
+            affinity_name: None,
+        }
+    }
+
     pub fn targets(&self) -> Option<&BTreeMap<String, Option<i32>>> {
         match &self.outcome {
             Outcome::Scheduled { targets } => Some(targets),
             Outcome::Unschedulable { .. } => None,
         }
     }
+
+    /// Names of the clusters that passed the filters, by name.
+    pub fn feasible_clusters(&self) -> Vec<&str> {
+        self.verdicts.iter().filter(|v| v.feasible).map(|v| v.name.as_str()).collect()
+    }
+
+    /// Every cluster's verdict, by name: the kept verdicts and the rejected groups expanded.
+    /// `names` is the universe (the sorted names stored under [`ScheduleResult::universe`]);
+    /// positions outside it are skipped.
+    pub fn expand(&self, names: &[String]) -> Vec<ClusterVerdict> {
+        let mut out: Vec<ClusterVerdict> = self.verdicts.clone();
+        for g in &self.rejected {
+            for p in g.clusters.iter() {
+                if let Some(n) = names.get(p as usize) {
+                    out.push(ClusterVerdict::rejected(n.clone(), g.reasons.clone()));
+                }
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// Number of clusters rejected by the filters.
+    pub fn rejected_count(&self) -> usize {
+        self.rejected.iter().map(|g| g.clusters.len()).sum()
+    }
 }
 
-/// Schedules one workload over the given clusters.
+/// The pass's snapshots seen through its [`Fleet`]: clusters by name in O(1).
+pub struct FleetView<'a> {
+    pub fleet: &'a Fleet,
+    pub clusters: &'a [ClusterSnapshot],
+}
+
+impl select::Clusters for FleetView<'_> {
+    fn get(&self, name: &str) -> Option<&ClusterSnapshot> {
+        self.fleet.get(self.clusters, name)
+    }
+}
+
+/// Schedules one workload over the given clusters (a fleet of its own; a pass shares one
+/// [`Fleet`] through [`schedule_in`]).
 pub fn schedule(fw: &Framework, req: &ScheduleRequest<'_>, clusters: &[ClusterSnapshot]) -> ScheduleResult {
+    schedule_in(&Fleet::new(clusters), fw, req, clusters)
+}
+
+/// Schedules one workload over the pass's clusters with the pass's fleet context. `clusters`
+/// must be the snapshot list `fleet` was built from (by names and order; their contents may
+/// have changed in free capacity); otherwise a fleet of their own is used.
+pub fn schedule_in(
+    fleet: &Fleet,
+    fw: &Framework,
+    req: &ScheduleRequest<'_>,
+    clusters: &[ClusterSnapshot],
+) -> ScheduleResult {
+    if clusters.len() != fleet.len() {
+        return schedule(fw, req, clusters);
+    }
+    debug_assert!(fleet.fits(clusters), "a fleet used with snapshots it was not built from");
     let terms = &req.placement.cluster_affinities;
     if terms.is_empty() {
-        return schedule_term(fw, req, req.placement.cluster_affinity.as_ref(), clusters, None);
+        return schedule_term(fleet, fw, req, req.placement.cluster_affinity.as_ref(), clusters, None);
     }
     // Ordered groups: start at the term in force, take the first that schedules.
     let start = req.previous_affinity.and_then(|n| terms.iter().position(|t| t.affinity_name == n)).unwrap_or(0);
     let mut last = None;
     for term in &terms[start..] {
         let aff = term.affinity();
-        let r = schedule_term(fw, req, Some(&aff), clusters, Some(term.affinity_name.clone()));
+        let r = schedule_term(fleet, fw, req, Some(&aff), clusters, Some(term.affinity_name.clone()));
         if matches!(r.outcome, Outcome::Scheduled { .. }) {
             return r;
         }
         last = Some(r);
     }
-    last.unwrap_or_else(|| ScheduleResult {
-        outcome: Outcome::Unschedulable { reason: "no clusterAffinities term".into() },
-        verdicts: Vec::new(),
-        affinity_name: None,
-    })
+    last.unwrap_or_else(|| ScheduleResult::unschedulable("no clusterAffinities term"))
+}
+
+/// Which clusters pass the filters: feasible positions (ascending) and the rejected groups.
+fn filter_clusters(
+    fleet: &Fleet,
+    fw: &Framework,
+    req: &ScheduleRequest<'_>,
+    affinity: Option<&ClusterAffinity>,
+    clusters: &[ClusterSnapshot],
+) -> (Vec<u32>, Vec<Rejection>) {
+    let no_previous = BTreeMap::new();
+    let run = |f: &dyn framework::FilterPlugin, cluster: &ClusterSnapshot, previous: &BTreeMap<String, i32>| {
+        f.filter(&PluginContext {
+            key: req.key,
+            workload: req.workload,
+            placement: req.placement,
+            affinity,
+            cluster,
+            previous,
+            settings: &fw.settings,
+        })
+    };
+    let per_pair = |cluster: &ClusterSnapshot| -> Vec<String> {
+        fw.filters
+            .iter()
+            .filter_map(|f| match run(f.as_ref(), cluster, req.previous) {
+                Fit::Pass => None,
+                Fit::Reject(reason) => Some(format!("{}: {reason}", f.name())),
+            })
+            .collect()
+    };
+    let mut feasible: Vec<u32>;
+    let mut groups: Vec<Rejection>;
+    if fleet.memoises() {
+        let mctx = MemoContext {
+            key: req.key,
+            workload: req.workload,
+            placement: req.placement,
+            affinity,
+            settings: &fw.settings,
+        };
+        let keys: Vec<Option<u64>> = fw.filters.iter().map(|f| f.memo_key(&mctx)).collect();
+        let eval = |f: &dyn framework::FilterPlugin, cluster: &ClusterSnapshot| run(f, cluster, &no_previous);
+        let combo = fleet.combo(&fw.filters, &keys, clusters, &eval);
+        feasible = combo.feasible.clone();
+        groups = combo.groups.clone();
+        // The previous placement's clusters, per pair (several filters let them pass).
+        for name in req.previous.keys() {
+            let Some(p) = fleet.position(name) else { continue };
+            match combo.group_of[p as usize] {
+                u32::MAX => {
+                    if let Ok(i) = feasible.binary_search(&p) {
+                        feasible.remove(i);
+                    }
+                }
+                g => groups[g as usize].clusters.remove(p),
+            }
+            let reasons = per_pair(fleet.cluster(clusters, p));
+            if reasons.is_empty() {
+                if let Err(i) = feasible.binary_search(&p) {
+                    feasible.insert(i, p);
+                }
+            } else {
+                match groups.iter_mut().find(|g| g.reasons == reasons) {
+                    Some(g) => g.clusters.insert(p),
+                    None => groups.push(Rejection { reasons, clusters: fleet::ClusterSet::from_sorted([p]) }),
+                }
+            }
+        }
+        groups.retain(|g| !g.clusters.is_empty());
+        groups.sort_by_key(|g| g.clusters.iter().next());
+    } else {
+        // The reference: every filter for every pair.
+        feasible = Vec::new();
+        let mut members: Vec<(Vec<String>, Vec<u32>)> = Vec::new();
+        for p in 0..fleet.len() as u32 {
+            let reasons = per_pair(fleet.cluster(clusters, p));
+            if reasons.is_empty() {
+                feasible.push(p);
+            } else {
+                match members.iter_mut().find(|(r, _)| *r == reasons) {
+                    Some((_, m)) => m.push(p),
+                    None => members.push((reasons, vec![p])),
+                }
+            }
+        }
+        groups = members
+            .into_iter()
+            .map(|(reasons, m)| Rejection { reasons, clusters: fleet::ClusterSet::from_sorted(m) })
+            .collect();
+    }
+    (feasible, groups)
 }
 
 fn schedule_term(
+    fleet: &Fleet,
     fw: &Framework,
     req: &ScheduleRequest<'_>,
     affinity: Option<&ClusterAffinity>,
     clusters: &[ClusterSnapshot],
     affinity_name: Option<String>,
 ) -> ScheduleResult {
-    let mut verdicts: Vec<ClusterVerdict> = Vec::with_capacity(clusters.len());
-    let mut sorted: Vec<&ClusterSnapshot> = clusters.iter().collect();
-    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    let (feasible, rejected) = filter_clusters(fleet, fw, req, affinity, clusters);
     let ctx_for = |cluster| PluginContext {
         key: req.key,
         workload: req.workload,
@@ -158,21 +343,15 @@ fn schedule_term(
         previous: req.previous,
         settings: &fw.settings,
     };
+    let sorted: Vec<&ClusterSnapshot> = feasible.iter().map(|p| fleet.cluster(clusters, *p)).collect();
+    let mut verdicts: Vec<ClusterVerdict> = Vec::with_capacity(sorted.len());
     for cluster in &sorted {
-        let ctx = ctx_for(cluster);
         let mut reasons = Vec::new();
-        for f in &fw.filters {
-            if let Fit::Reject(reason) = f.filter(&ctx) {
-                reasons.push(format!("{}: {reason}", f.name()));
-            }
-        }
-        let feasible = reasons.is_empty();
+        let mut estimates = Vec::new();
         let mut available = None;
-        if feasible && let Some(desired) = req.workload.replicas {
+        if let Some(desired) = req.workload.replicas {
             let (est, answers) = max_available(&fw.estimators, cluster, &req.workload.requirements);
-            for a in answers {
-                reasons.push(format!("{ESTIMATOR_PREFIX}{}: {} more replicas fit", a.estimator, a.replicas));
-            }
+            estimates = answers.into_iter().map(|a| (a.estimator.to_string(), a.replicas)).collect();
             let est = est.map(|e| confidence_discount(fw, cluster, e, &mut reasons));
             if est.is_some_and(|e| e < i64::from(desired)) {
                 for e in &fw.estimators {
@@ -197,27 +376,28 @@ fn schedule_term(
         }
         verdicts.push(ClusterVerdict {
             name: cluster.name.clone(),
-            feasible,
+            feasible: true,
             reasons,
             score: 0,
             scores: Vec::new(),
             available_replicas: available,
             replicas: None,
             selected: false,
+            estimates,
         });
     }
     // Score: raw per feasible cluster, normalised per plugin across clusters, weighted sum.
-    let feasible_idx: Vec<usize> = (0..verdicts.len()).filter(|i| verdicts[*i].feasible).collect();
     for (plugin, weight) in &fw.scorers {
-        let mut raw: Vec<i64> = feasible_idx.iter().map(|i| plugin.score(&ctx_for(sorted[*i]))).collect();
+        let mut raw: Vec<i64> = sorted.iter().map(|c| plugin.score(&ctx_for(c))).collect();
         plugin.normalize(&mut raw);
-        for (i, v) in feasible_idx.iter().zip(raw) {
-            let v = v.clamp(0, framework::MAX_SCORE);
-            verdicts[*i].scores.push((plugin.name().to_string(), v));
-            verdicts[*i].score += v * weight;
+        for (v, s) in verdicts.iter_mut().zip(raw) {
+            let s = s.clamp(0, framework::MAX_SCORE);
+            v.scores.push((plugin.name().to_string(), s));
+            v.score += s * weight;
         }
     }
-    let outcome = decide(req, &mut verdicts, clusters);
+    let view = FleetView { fleet, clusters };
+    let outcome = decide(req, &mut verdicts, &view, fleet.len());
     if let Outcome::Scheduled { targets } = &outcome {
         for v in &mut verdicts {
             if let Some(r) = targets.get(&v.name) {
@@ -226,14 +406,19 @@ fn schedule_term(
             }
         }
     }
-    ScheduleResult { outcome, verdicts, affinity_name }
+    ScheduleResult { outcome, verdicts, rejected, universe: fleet.universe(), affinity_name }
 }
 
 /// Selects clusters among the feasible ones and assigns replicas.
-fn decide(req: &ScheduleRequest<'_>, verdicts: &mut [ClusterVerdict], clusters: &[ClusterSnapshot]) -> Outcome {
+fn decide(
+    req: &ScheduleRequest<'_>,
+    verdicts: &mut [ClusterVerdict],
+    clusters: &FleetView<'_>,
+    total: usize,
+) -> Outcome {
     let feasible: Vec<&ClusterVerdict> = verdicts.iter().filter(|v| v.feasible).collect();
     if feasible.is_empty() {
-        return Outcome::Unschedulable { reason: format!("0/{} clusters are available", verdicts.len()) };
+        return Outcome::Unschedulable { reason: format!("0/{total} clusters are available") };
     }
     let strategy = Strategy::of(req.placement);
     let selected = match select::select_clusters(req.placement, &feasible, clusters, strategy, req.workload.replicas) {
@@ -322,7 +507,7 @@ impl Strategy {
 fn static_weights(
     placement: &Placement,
     selected: &[&ClusterVerdict],
-    clusters: &[ClusterSnapshot],
+    clusters: &FleetView<'_>,
 ) -> BTreeMap<String, i64> {
     let list = placement
         .replica_scheduling
@@ -335,7 +520,7 @@ fn static_weights(
     }
     let mut out = BTreeMap::new();
     for v in selected {
-        let Some(c) = clusters.iter().find(|c| c.name == v.name) else { continue };
+        let Some(c) = select::Clusters::get(clusters, &v.name) else { continue };
         let w = list.iter().filter(|e| cluster_matches(&e.target_cluster, &c.facts())).map(|e| e.weight).max();
         if let Some(w) = w {
             out.insert(v.name.clone(), w);

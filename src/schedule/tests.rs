@@ -128,10 +128,12 @@ proptest! {
         let a = schedule(&fw, &req, &clusters);
         let b = schedule(&fw, &req, &clusters);
         prop_assert_eq!(&a, &b, "identical inputs must give identical decisions");
-        prop_assert_eq!(a.verdicts.len(), clusters.len());
+        let all = full(&a, &clusters);
+        prop_assert_eq!(all.len(), clusters.len());
+        prop_assert!(a.verdicts.iter().all(|v| v.feasible), "only feasible clusters keep a verdict");
         if let Outcome::Scheduled { targets } = &a.outcome {
             for name in targets.keys() {
-                let v = a.verdicts.iter().find(|v| &v.name == name).expect("verdict");
+                let v = all.iter().find(|v| &v.name == name).expect("verdict");
                 prop_assert!(v.feasible, "{} was filtered but received replicas", name);
             }
             let sum: i64 = targets.values().map(|r| i64::from(r.unwrap_or(0))).sum();
@@ -176,6 +178,56 @@ proptest! {
                     prop_assert!(i64::from(r.unwrap_or(0)) <= v.available_replicas.unwrap_or(0).max(prev));
                 }
             }
+        }
+    }
+
+    /// The memoised path (one fleet shared by several workloads, filters evaluated once per
+    /// memo key) gives the outcome and per-cluster verdicts of evaluating every filter per pair.
+    #[test]
+    fn memoised_filters_equal_every_filter_per_pair(
+        caps in proptest::collection::vec((0i64..40, any::<bool>(), any::<bool>()), 1..10),
+        workloads in proptest::collection::vec(
+            (0u8..4, any::<bool>(), 0i32..20, proptest::option::of(0usize..3), proptest::collection::btree_map(0usize..10, 0i32..5, 0..3), proptest::option::of(1i64..8)),
+            1..6,
+        ),
+        limits in proptest::collection::vec(proptest::option::of(1i64..6), 10),
+        apis in any::<bool>(),
+    ) {
+        let mut clusters: Vec<ClusterSnapshot> =
+            caps.iter().enumerate().map(|(i, (c, t, r))| cluster(i, *c, *t, *r)).collect();
+        for (c, l) in clusters.iter_mut().zip(&limits) {
+            c.constraints.max_replicas_per_workload = *l;
+            if apis && c.name.ends_with('1') {
+                c.api_enablements = ["v1/ConfigMap".to_string()].into();
+            }
+        }
+        // Shuffled order: the fleet sorts by name.
+        clusters.reverse();
+        let fw = Framework::karmada_default();
+        let shared = Fleet::new(&clusters);
+        let reference = Fleet::unmemoised(&clusters);
+        let key = ObjectKey { api_version: "apps/v1".into(), kind: "Deployment".into(), namespace: Some("d".into()), name: "w".into() };
+        for (kind, tolerate, replicas, idx, previous, weight) in workloads {
+            let mut placement = strategy_placement(kind, tolerate, &[weight.unwrap_or(1), 2, 3]);
+            if let Some(i) = idx {
+                placement.cluster_affinity = Some(ClusterAffinity {
+                    label_selector: Some(crate::policy::types::LabelSelector {
+                        match_labels: [("idx".to_string(), i.to_string())].into(),
+                        match_expressions: vec![],
+                    }),
+                    ..Default::default()
+                });
+            }
+            let mut workload = Workload::non_workload();
+            workload.replicas = Some(replicas);
+            workload.requirements.request = ResourceList([("cpu".to_string(), 1000)].into());
+            let previous: BTreeMap<String, i32> = previous.into_iter().map(|(i, r)| (format!("m{i:02}"), r)).collect();
+            let req = ScheduleRequest { key: &key, uid: None, workload: &workload, placement: &placement, previous: &previous, previous_affinity: None };
+            let memo = schedule_in(&shared, &fw, &req, &clusters);
+            let each = schedule_in(&reference, &fw, &req, &clusters);
+            prop_assert_eq!(&memo.outcome, &each.outcome);
+            prop_assert_eq!(memo.expand(shared.names()), each.expand(reference.names()));
+            prop_assert_eq!(memo.feasible_clusters(), each.feasible_clusters());
         }
     }
 
@@ -233,6 +285,11 @@ fn run_with(
     let previous: BTreeMap<String, i32> = previous.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     let req = ScheduleRequest { key: &key, uid: None, workload: &w, placement, previous: &previous, previous_affinity };
     schedule(fw, &req, clusters)
+}
+
+/// Every cluster's verdict of a result over `clusters`.
+fn full(r: &ScheduleResult, clusters: &[ClusterSnapshot]) -> Vec<ClusterVerdict> {
+    r.expand(Fleet::new(clusters).names())
 }
 
 fn placed(r: &ScheduleResult) -> Vec<(String, i32)> {
@@ -361,7 +418,8 @@ fn taints_filter_unless_tolerated_or_already_there() {
     let p = strategy_placement(0, false, &[]);
     let r = run(&p, &clusters, 1, &[]);
     assert_eq!(placed(&r), pairs(&[("m01", 1)]));
-    assert!(r.verdicts[0].reasons[0].contains("untolerated taint {t:NoSchedule}"), "{:?}", r.verdicts[0].reasons);
+    let all = full(&r, &clusters);
+    assert!(all[0].reasons[0].contains("untolerated taint {t:NoSchedule}"), "{:?}", all[0].reasons);
     let r = run(&strategy_placement(0, true, &[]), &clusters, 1, &[]);
     assert_eq!(placed(&r), pairs(&[("m00", 1), ("m01", 1)]));
     // Already scheduled there: eviction is failover's business, not the filter's.
@@ -535,7 +593,8 @@ fn confidence_discounts_and_below_the_threshold_admits_no_new_replicas() {
         let previous: BTreeMap<String, i32> =
             if prev > 0 { [("m00".to_string(), prev)].into() } else { BTreeMap::new() };
         let r = run_model(&clusters, 6, &previous);
-        let v = &r.verdicts[0];
+        let all = full(&r, &clusters);
+        let v = &all[0];
         assert_eq!(v.feasible, feasible, "{confidence}: {v:?}");
         if feasible {
             assert_eq!(v.available_replicas, Some(available), "{confidence}: {v:?}");
@@ -568,7 +627,7 @@ fn reserve_and_per_workload_limit() {
     let r = run_model(&[reserved, limited], 20, &BTreeMap::new());
     // 10 CPU with 20 % kept free ⇒ 8; the other is capped at 3 per workload.
     assert_eq!(r.verdicts[0].available_replicas, Some(8), "{:?}", r.verdicts[0]);
-    assert!(r.verdicts[0].reasons.iter().any(|x| x == "estimator cluster-reserve: 8 more replicas fit"));
+    assert!(r.verdicts[0].estimates.iter().any(|(e, n)| e == "cluster-reserve" && *n == 8), "{:?}", r.verdicts[0]);
     assert!(r.verdicts[0].reasons.iter().any(|x| x == "model: reserve: 2 of cpu kept free"), "{:?}", r.verdicts[0]);
     assert_eq!(r.verdicts[1].available_replicas, Some(3));
     // Duplicated: a cluster that allows fewer replicas than asked is filtered.
@@ -585,6 +644,8 @@ fn reserve_and_per_workload_limit() {
         previous: &previous,
         previous_affinity: None,
     };
-    let r = schedule(&Framework::karmada_default(), &req, &[limited, cluster(1, 100, false, true)]);
-    assert!(!r.verdicts[0].feasible && r.verdicts[0].reasons[0].starts_with("replica-limit:"), "{:?}", r.verdicts[0]);
+    let clusters = [limited, cluster(1, 100, false, true)];
+    let r = schedule(&Framework::karmada_default(), &req, &clusters);
+    let all = full(&r, &clusters);
+    assert!(!all[0].feasible && all[0].reasons[0].starts_with("replica-limit:"), "{:?}", all[0]);
 }

@@ -12,7 +12,7 @@
 //! | `snapshot_heads` | `cluster`                             | [`SnapshotMeta`] (head) |
 //! | `placements`     | `store_key`                           | [`PlacementRecord`]     |
 //! | `history`        | `store_key 0x00 seq`                  | [`HistoryRecord`]       |
-//! | `blobs`          | `fnv1a64`                             | blob envelope           |
+//! | `blobs`          | `fnv1a64`                             | blob envelope: template and policy JSON, a pass's versions map, a universe of cluster names |
 //!
 //! [`SnapshotMeta`]: super::SnapshotMeta
 //! [`PlacementRecord`]: super::PlacementRecord

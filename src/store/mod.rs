@@ -35,12 +35,16 @@ use sled::transaction::{ConflictableTransactionError, ConflictableTransactionRes
 
 pub use records::{DecisionInputs, HistoryRecord, PlacementRecord, SnapshotMeta};
 
+use std::collections::BTreeMap;
+
 use crate::model::{ClusterSnapshot, Observed, fnv1a64};
 use crate::policy::ObjectKey;
-use codec::{decode, decode_blob, encode, encode_blob};
+use codec::{Versioned, decode, decode_blob, encode, encode_blob};
 
 /// Layout version of the whole store, kept in `meta/schema_version`.
-pub const STORE_SCHEMA: u32 = 1;
+/// 2: placements and history in record schema 2 (compact results, versions as blobs); a
+/// layout 1 store is upgraded when opened ([`Store::open`]).
+pub const STORE_SCHEMA: u32 = 2;
 /// Name of the lock file inside the state directory.
 pub const LOCK_FILE: &str = "fedsched.lock";
 /// Name of the sled directory inside the state directory.
@@ -311,7 +315,9 @@ impl Store {
                 if found < 1 {
                     return Err(StoreError::Unversioned { path: path(), detail: format!("schema_version {found}") });
                 }
-                // found <= STORE_SCHEMA: migrations from older layouts go here.
+                if found < 2 {
+                    self.upgrade_to_2()?;
+                }
                 Ok(())
             }
             None if existed => Err(StoreError::Corrupt {
@@ -329,6 +335,41 @@ impl Store {
                 Ok(())
             }
         }
+    }
+
+    /// Layout 1 → 2: rewrites every placement and history record of schema 1 in schema 2
+    /// (storing the blobs the new form references), then the layout version. Idempotent: a
+    /// crash midway leaves records of both schemas, and the next open finishes the job.
+    fn upgrade_to_2(&self) -> Result<(), StoreError> {
+        let i = &self.inner;
+        let mut upgraded = 0usize;
+        for (tree, what) in [(&i.placements, PlacementRecord::WHAT), (&i.history, HistoryRecord::WHAT)] {
+            for kv in tree.iter() {
+                let (k, v) = kv.map_err(|e| self.err(e))?;
+                let (h, payload) = codec::open_envelope(what, &v)?;
+                if h.schema != 1 {
+                    continue;
+                }
+                let (bytes, blobs) = if what == PlacementRecord::WHAT {
+                    let old = codec::decode_payload::<records::PlacementRecordV1>(what, h.codec, payload)?;
+                    let up = old.upgrade();
+                    (encode(&up.record)?, up.blobs)
+                } else {
+                    let old = codec::decode_payload::<records::HistoryRecordV1>(what, h.codec, payload)?;
+                    let up = old.upgrade();
+                    (encode(&up.record)?, up.blobs)
+                };
+                for b in blobs {
+                    self.put_blob(&b)?;
+                }
+                tree.insert(k, bytes).map_err(|e| self.err(e))?;
+                upgraded += 1;
+            }
+        }
+        i.meta.insert(keys::SCHEMA_VERSION, &STORE_SCHEMA.to_be_bytes()).map_err(|e| self.err(e))?;
+        i.db.flush().map_err(|e| self.err(e))?;
+        tracing::info!(records = upgraded, "store upgraded to layout 2 (compact decision records)");
+        Ok(())
     }
 
     /// Path of the sled directory.
@@ -496,6 +537,55 @@ impl Store {
         }
     }
 
+    /// Stores a pass's cluster → snapshot version map as a blob; returns its hash (what
+    /// [`DecisionInputs::snapshot_versions`] holds).
+    pub fn put_versions(&self, versions: &BTreeMap<String, u64>) -> Result<u64, StoreError> {
+        self.put_blob(&records::versions_blob(versions))
+    }
+
+    /// The versions map stored under a hash.
+    pub fn versions(&self, hash: u64) -> Result<Option<BTreeMap<String, u64>>, StoreError> {
+        const WHAT: &str = "snapshot versions blob";
+        match self.blob(hash)? {
+            Some(b) => {
+                serde_json::from_slice(&b).map(Some).map_err(|source| StoreError::DecodeJson { what: WHAT, source })
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Stores the sorted cluster names of a pass (the universe of its results,
+    /// [`crate::schedule::ScheduleResult::universe`]); returns its id.
+    pub fn put_universe(&self, names: &[String]) -> Result<u64, StoreError> {
+        self.put_blob(&crate::schedule::fleet::names_blob(names))
+    }
+
+    /// The sorted cluster names of a universe id (empty for 0, the empty universe).
+    pub fn universe(&self, id: u64) -> Result<Option<Vec<String>>, StoreError> {
+        const WHAT: &str = "cluster names blob";
+        if id == 0 {
+            return Ok(Some(Vec::new()));
+        }
+        match self.blob(id)? {
+            Some(b) => {
+                serde_json::from_slice(&b).map(Some).map_err(|source| StoreError::DecodeJson { what: WHAT, source })
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Every cluster's verdict of a result ([`crate::schedule::ScheduleResult::expand`] over
+    /// its stored universe); an error when the universe is not stored.
+    pub fn expand(
+        &self,
+        result: &crate::schedule::ScheduleResult,
+    ) -> Result<Vec<crate::schedule::ClusterVerdict>, StoreError> {
+        match self.universe(result.universe)? {
+            Some(names) => Ok(result.expand(&names)),
+            None => Err(StoreError::Inconsistent(format!("cluster names {:016x} are not stored", result.universe))),
+        }
+    }
+
     // ---------------------------------------------------------------------------------------
     // Placements
 
@@ -570,6 +660,38 @@ impl Store {
                 p.history_seq = seq;
                 places.insert(pkey.as_slice(), abort(encode(&p))?)?;
                 Ok(seq)
+            })
+            .map_err(|e| self.tx_err(e))
+    }
+
+    /// [`Store::record_decision`] for many decisions in one transaction (a sled transaction
+    /// costs ≈ 0.5 ms whatever its size, so a pass records its decisions in batches). The
+    /// sequence numbers are consecutive, in the order given; returns them.
+    pub fn record_decisions(&self, decisions: &[(HistoryRecord, PlacementRecord)]) -> Result<Vec<u64>, StoreError> {
+        let mut keyed = Vec::with_capacity(decisions.len());
+        for (history, placement) in decisions {
+            if history.workload != placement.workload {
+                return Err(StoreError::Inconsistent(format!(
+                    "decision for {} with a placement for {}",
+                    history.workload, placement.workload
+                )));
+            }
+            keyed.push((keys::history_prefix(&history.workload)?, keys::workload(&placement.workload)?));
+        }
+        (&self.inner.meta, &self.inner.history, &self.inner.placements)
+            .transaction(|(meta, hist, places)| {
+                let mut seqs = Vec::with_capacity(decisions.len());
+                for ((history, placement), (prefix, pkey)) in decisions.iter().zip(&keyed) {
+                    let seq = next_seq(meta)?;
+                    let mut h = history.clone();
+                    h.seq = seq;
+                    hist.insert(keys::history(prefix, seq), abort(encode(&h))?)?;
+                    let mut p = placement.clone();
+                    p.history_seq = seq;
+                    places.insert(pkey.as_slice(), abort(encode(&p))?)?;
+                    seqs.push(seq);
+                }
+                Ok(seqs)
             })
             .map_err(|e| self.tx_err(e))
     }

@@ -8,12 +8,14 @@ use serde::{Deserialize, Serialize};
 
 use super::StoreError;
 use super::codec::{Codec, Versioned, decode_payload};
+use crate::model::fnv1a64;
 use crate::model::snapshot::{ModelGrade, ResourceSummary};
 use crate::model::{
     ClusterConstraints, ClusterSnapshot, ClusterTaint, Health, NodeView, PodFacts, PollFacts, SnapshotSource,
 };
 use crate::policy::{ObjectKey, PolicyRef};
-use crate::schedule::ScheduleResult;
+use crate::schedule::fleet::{names_blob, universe_of};
+use crate::schedule::{ClusterSet, ClusterVerdict, ESTIMATOR_PREFIX, Outcome, Rejection, ScheduleResult};
 
 /// One version of a cluster's snapshot: when its content was first and last seen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,8 +41,10 @@ pub struct DecisionInputs {
     pub template_hash: u64,
     /// Blob hash of the policy JSON.
     pub policy_hash: u64,
-    /// Cluster → snapshot version used.
-    pub snapshot_versions: BTreeMap<String, u64>,
+    /// Blob hash of the cluster → snapshot version map the pass used
+    /// ([`super::Store::put_versions`]; one blob per distinct map, shared by the decisions of
+    /// every pass that saw it).
+    pub snapshot_versions: u64,
     /// Replicas per cluster of the previous decision.
     pub previous: BTreeMap<String, i32>,
     /// The `clusterAffinities` term in force before the decision.
@@ -229,12 +233,205 @@ impl ClusterSnapshotV1 {
 
 impl Versioned for HistoryRecord {
     const WHAT: &'static str = "history record";
-    const SCHEMA: u16 = 1;
+    /// 2: compact results (verdicts of feasible clusters only, rejections grouped, typed
+    /// estimates) and the snapshot versions as a blob reference. Schema 1 records are rewritten
+    /// when the store is opened ([`super::Store::open`], store layout 2).
+    const SCHEMA: u16 = 2;
 }
 
 impl Versioned for PlacementRecord {
     const WHAT: &'static str = "placement record";
-    const SCHEMA: u16 = 1;
+    /// 2: compact results, as [`HistoryRecord`].
+    const SCHEMA: u16 = 2;
+}
+
+/// What the upgrade of a schema 1 record needs to store: the blobs its new form references.
+pub(super) struct Upgraded<T> {
+    pub record: T,
+    /// Blob bytes to store (versions maps and universes).
+    pub blobs: Vec<Vec<u8>>,
+}
+
+/// [`ClusterVerdict`](crate::schedule::ClusterVerdict) of schema 1: estimator answers as
+/// `estimator <name>: <n> more replicas fit` reasons.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+pub(super) struct ClusterVerdictV1 {
+    pub name: String,
+    pub feasible: bool,
+    pub reasons: Vec<String>,
+    pub score: i64,
+    pub scores: Vec<(String, i64)>,
+    pub available_replicas: Option<i64>,
+    pub replicas: Option<i32>,
+    pub selected: bool,
+}
+
+/// [`ScheduleResult`] of schema 1: a verdict for every cluster.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+pub(super) struct ScheduleResultV1 {
+    pub outcome: Outcome,
+    pub verdicts: Vec<ClusterVerdictV1>,
+    pub affinity_name: Option<String>,
+}
+
+/// [`DecisionInputs`] of schema 1: the versions map inline.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+pub(super) struct DecisionInputsV1 {
+    pub template_hash: u64,
+    pub policy_hash: u64,
+    pub snapshot_versions: BTreeMap<String, u64>,
+    pub previous: BTreeMap<String, i32>,
+    pub previous_affinity: Option<String>,
+    pub profile: String,
+}
+
+/// [`HistoryRecord`] of schema 1.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+pub(super) struct HistoryRecordV1 {
+    pub seq: u64,
+    pub at_ms: u64,
+    pub trigger: String,
+    pub workload: ObjectKey,
+    pub policy: Option<PolicyRef>,
+    pub inputs: DecisionInputsV1,
+    pub result: ScheduleResultV1,
+    pub notes: Vec<String>,
+}
+
+/// [`PlacementRecord`] of schema 1.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+pub(super) struct PlacementRecordV1 {
+    pub workload: ObjectKey,
+    pub policy: Option<PolicyRef>,
+    pub result: ScheduleResultV1,
+    pub targets: BTreeMap<String, Option<i32>>,
+    pub affinity_name: Option<String>,
+    pub files: BTreeMap<String, String>,
+    pub history_seq: u64,
+    pub decided_at_ms: u64,
+}
+
+/// The bytes of a versions map blob ([`super::Store::put_versions`]).
+pub(super) fn versions_blob(versions: &BTreeMap<String, u64>) -> Vec<u8> {
+    serde_json::to_vec(versions).unwrap_or_default()
+}
+
+impl ScheduleResultV1 {
+    /// The compact form: feasible (and dependency-added) verdicts kept, with the estimator
+    /// reasons turned into typed estimates; the rest grouped by reasons over the sorted names
+    /// of every verdict (the universe, returned as a blob to store).
+    pub(super) fn upgrade(self, blobs: &mut Vec<Vec<u8>>) -> ScheduleResult {
+        let mut all = self.verdicts;
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        let names: Vec<String> = all.iter().map(|v| v.name.clone()).collect();
+        let universe = universe_of(&names);
+        if universe != 0 {
+            blobs.push(names_blob(&names));
+        }
+        let mut verdicts = Vec::new();
+        let mut groups: Vec<(Vec<String>, Vec<u32>)> = Vec::new();
+        for (p, v) in all.into_iter().enumerate() {
+            if v.feasible || v.selected {
+                let mut estimates = Vec::new();
+                let mut reasons = Vec::new();
+                for r in v.reasons {
+                    match parse_estimate(&r) {
+                        Some(e) if v.feasible => estimates.push(e),
+                        _ => reasons.push(r),
+                    }
+                }
+                verdicts.push(ClusterVerdict {
+                    name: v.name,
+                    feasible: v.feasible,
+                    reasons,
+                    score: v.score,
+                    scores: v.scores,
+                    available_replicas: v.available_replicas,
+                    replicas: v.replicas,
+                    selected: v.selected,
+                    estimates,
+                });
+                continue;
+            }
+            match groups.iter_mut().find(|(r, _)| *r == v.reasons) {
+                Some((_, m)) => m.push(p as u32),
+                None => groups.push((v.reasons, vec![p as u32])),
+            }
+        }
+        ScheduleResult {
+            outcome: self.outcome,
+            verdicts,
+            rejected: groups
+                .into_iter()
+                .map(|(reasons, m)| Rejection { reasons, clusters: ClusterSet::from_sorted(m) })
+                .collect(),
+            universe,
+            affinity_name: self.affinity_name,
+        }
+    }
+}
+
+/// `estimator <name>: <n> more replicas fit` → (name, n): how schema 1 kept estimates.
+fn parse_estimate(r: &str) -> Option<(String, i64)> {
+    let rest = r.strip_prefix(ESTIMATOR_PREFIX)?;
+    let (name, tail) = rest.split_once(": ")?;
+    let n: i64 = tail.strip_suffix(" more replicas fit")?.parse().ok()?;
+    Some((name.to_string(), n))
+}
+
+impl DecisionInputsV1 {
+    fn upgrade(self, blobs: &mut Vec<Vec<u8>>) -> DecisionInputs {
+        let bytes = versions_blob(&self.snapshot_versions);
+        let hash = fnv1a64(&bytes);
+        blobs.push(bytes);
+        DecisionInputs {
+            template_hash: self.template_hash,
+            policy_hash: self.policy_hash,
+            snapshot_versions: hash,
+            previous: self.previous,
+            previous_affinity: self.previous_affinity,
+            profile: self.profile,
+        }
+    }
+}
+
+impl HistoryRecordV1 {
+    pub(super) fn upgrade(self) -> Upgraded<HistoryRecord> {
+        let mut blobs = Vec::new();
+        let record = HistoryRecord {
+            seq: self.seq,
+            at_ms: self.at_ms,
+            trigger: self.trigger,
+            workload: self.workload,
+            policy: self.policy,
+            inputs: self.inputs.upgrade(&mut blobs),
+            result: self.result.upgrade(&mut blobs),
+            notes: self.notes,
+        };
+        Upgraded { record, blobs }
+    }
+}
+
+impl PlacementRecordV1 {
+    pub(super) fn upgrade(self) -> Upgraded<PlacementRecord> {
+        let mut blobs = Vec::new();
+        let record = PlacementRecord {
+            workload: self.workload,
+            policy: self.policy,
+            result: self.result.upgrade(&mut blobs),
+            targets: self.targets,
+            affinity_name: self.affinity_name,
+            files: self.files,
+            history_seq: self.history_seq,
+            decided_at_ms: self.decided_at_ms,
+        };
+        Upgraded { record, blobs }
+    }
 }
 
 #[cfg(test)]

@@ -55,8 +55,11 @@ fn result(targets: &[(&str, i32)]) -> ScheduleResult {
                 available_replicas: Some(10),
                 replicas: Some(*r),
                 selected: true,
+                estimates: vec![("resource-summary".into(), 10)],
             })
             .collect(),
+        rejected: Vec::new(),
+        universe: 0,
         affinity_name: None,
     }
 }
@@ -75,7 +78,7 @@ fn decision(key: &ObjectKey, at_ms: u64, trigger: &str) -> HistoryRecord {
         inputs: DecisionInputs {
             template_hash: 1,
             policy_hash: 2,
-            snapshot_versions: BTreeMap::from([("m1".to_string(), 1)]),
+            snapshot_versions: 7,
             previous: BTreeMap::new(),
             previous_affinity: None,
             profile: "default".into(),
@@ -240,11 +243,8 @@ fn placements_put_get_remove() {
     store.put_placement(&placement(&web2)).unwrap();
     assert_eq!(store.placement(&web).unwrap(), Some(placement(&web)));
     let mut changed = placement(&web);
-    changed.result = ScheduleResult {
-        outcome: Outcome::Unschedulable { reason: "no cluster fits".into() },
-        verdicts: Vec::new(),
-        affinity_name: Some("primary".into()),
-    };
+    changed.result =
+        ScheduleResult { affinity_name: Some("primary".into()), ..ScheduleResult::unschedulable("no cluster fits") };
     store.put_placement(&changed).unwrap();
     assert_eq!(store.placement(&web).unwrap(), Some(changed.clone()));
     assert_eq!(store.placements().unwrap().len(), 2);
@@ -309,7 +309,7 @@ fn newer_store_schema_is_refused() {
         store.inner.meta.insert(keys::SCHEMA_VERSION, &(STORE_SCHEMA + 1).to_be_bytes()).unwrap();
     }
     let err = Store::open(dir.path()).unwrap_err();
-    assert!(matches!(err, StoreError::NewerStore { found: 2, supported: 1, .. }), "{err}");
+    assert!(matches!(err, StoreError::NewerStore { found: 3, supported: 2, .. }), "{err}");
 }
 
 #[test]
@@ -323,7 +323,7 @@ fn unknown_record_schema_on_disk_is_a_typed_error() {
     raw[2..4].copy_from_slice(&9u16.to_be_bytes());
     store.inner.placements.insert(&key, raw).unwrap();
     let err = store.placement(&web).unwrap_err();
-    assert!(matches!(err, StoreError::Schema { what: "placement record", found: 9, supported: 1 }), "{err}");
+    assert!(matches!(err, StoreError::Schema { what: "placement record", found: 9, supported: 2 }), "{err}");
 }
 
 #[test]
@@ -385,4 +385,142 @@ fn corrupt_db_is_reported_with_a_hint() {
         assert!(msg.contains("move it aside") && msg.contains(&dir.path().join(DB_DIR).display().to_string()), "{msg}");
         println!("{file}: {msg}");
     }
+}
+
+#[test]
+fn layout_1_records_are_upgraded_on_open() {
+    use super::records::{ClusterVerdictV1, DecisionInputsV1, HistoryRecordV1, PlacementRecordV1, ScheduleResultV1};
+    let v1_result = || ScheduleResultV1 {
+        outcome: Outcome::Scheduled { targets: BTreeMap::from([("m1".to_string(), Some(3))]) },
+        verdicts: ["m1", "m2", "m3", "m4"]
+            .iter()
+            .map(|n| ClusterVerdictV1 {
+                name: n.to_string(),
+                feasible: *n == "m1",
+                reasons: if *n == "m1" {
+                    vec!["estimator resource-summary: 7 more replicas fit".into(), "model: note".into()]
+                } else if *n == "m3" {
+                    vec!["taint-toleration: cluster had untolerated taint {t:NoSchedule}".into()]
+                } else {
+                    vec!["cluster-affinity: cluster does not match".into()]
+                },
+                score: 0,
+                scores: vec![],
+                available_replicas: (*n == "m1").then_some(7),
+                replicas: (*n == "m1").then_some(3),
+                selected: *n == "m1",
+            })
+            .collect(),
+        affinity_name: None,
+    };
+    let web = workload("web");
+    let versions = BTreeMap::from([("m1".to_string(), 4u64), ("m2".to_string(), 1)]);
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        let envelope = |schema: u16, payload: Vec<u8>| {
+            let mut b = vec![codec::MAGIC, 1, 0, 0];
+            b[2..4].copy_from_slice(&schema.to_be_bytes());
+            b.extend(payload);
+            b
+        };
+        let cfg = codec::bincode_config();
+        let h = HistoryRecordV1 {
+            seq: 1,
+            at_ms: 5,
+            trigger: "t".into(),
+            workload: web.clone(),
+            policy: None,
+            inputs: DecisionInputsV1 {
+                template_hash: 1,
+                policy_hash: 2,
+                snapshot_versions: versions.clone(),
+                previous: BTreeMap::new(),
+                previous_affinity: None,
+                profile: "karmada-default".into(),
+            },
+            result: v1_result(),
+            notes: vec![],
+        };
+        let p = PlacementRecordV1 {
+            workload: web.clone(),
+            policy: None,
+            result: v1_result(),
+            targets: BTreeMap::from([("m1".to_string(), Some(3))]),
+            affinity_name: None,
+            files: BTreeMap::new(),
+            history_seq: 1,
+            decided_at_ms: 5,
+        };
+        let prefix = keys::history_prefix(&web).unwrap();
+        store
+            .inner
+            .history
+            .insert(keys::history(&prefix, 1), envelope(1, bincode::serde::encode_to_vec(&h, cfg).unwrap()))
+            .unwrap();
+        store
+            .inner
+            .placements
+            .insert(keys::workload(&web).unwrap(), envelope(1, bincode::serde::encode_to_vec(&p, cfg).unwrap()))
+            .unwrap();
+        store.inner.meta.insert(keys::SCHEMA_VERSION, &1u32.to_be_bytes()).unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.inner.meta.get(keys::SCHEMA_VERSION).unwrap().as_deref(), Some(&2u32.to_be_bytes()[..]));
+    let h = store.last_history(&web).unwrap().unwrap();
+    assert_eq!(store.versions(h.inputs.snapshot_versions).unwrap(), Some(versions));
+    let p = store.placement(&web).unwrap().unwrap();
+    for result in [&h.result, &p.result] {
+        assert_eq!(result.verdicts.len(), 1, "only the feasible cluster keeps a verdict");
+        assert_eq!(result.verdicts[0].estimates, vec![("resource-summary".to_string(), 7)]);
+        assert_eq!(result.verdicts[0].reasons, vec!["model: note".to_string()]);
+        assert_eq!(result.rejected.len(), 2);
+        let all = store.expand(result).unwrap();
+        let names: Vec<&str> = all.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, vec!["m1", "m2", "m3", "m4"]);
+        assert!(all[2].reasons[0].starts_with("taint-toleration:"), "{:?}", all[2]);
+        assert_eq!(all[3].reasons, vec!["cluster-affinity: cluster does not match".to_string()]);
+    }
+    // Reopening an upgraded store changes nothing.
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.placement(&web).unwrap(), Some(p));
+}
+
+#[test]
+fn compact_records_are_small_and_expand_to_every_cluster() {
+    use crate::schedule::{ClusterSet, Rejection};
+    let names: Vec<String> = (0..1000).map(|i| format!("member-{i:04}")).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let universe = store.put_universe(&names).unwrap();
+    assert_eq!(universe, crate::schedule::fleet::universe_of(&names));
+    let mut r = result(&[("member-0007", 3)]);
+    r.universe = universe;
+    r.rejected = vec![Rejection {
+        reasons: vec!["cluster-affinity: cluster does not match".into()],
+        clusters: ClusterSet::from_sorted((0..1000).filter(|p| *p != 7)),
+    }];
+    let bytes = bincode::serde::encode_to_vec(&r, codec::bincode_config()).unwrap().len();
+    assert!(bytes < 400, "{bytes} bytes");
+    let all = store.expand(&r).unwrap();
+    assert_eq!(all.len(), 1000);
+    assert!(all[7].feasible && !all[8].feasible);
+}
+
+#[test]
+fn record_decisions_in_one_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let (web, api) = (workload("web"), workload("api"));
+    store.append_history(decision(&web, 1, "first")).unwrap();
+    let seqs = store
+        .record_decisions(&[(decision(&web, 2, "a"), placement(&web)), (decision(&api, 2, "b"), placement(&api))])
+        .unwrap();
+    assert_eq!(seqs, vec![2, 3]);
+    assert_eq!(store.placement(&api).unwrap().map(|p| p.history_seq), Some(3));
+    assert_eq!(store.history(&web).unwrap().last().map(|r| r.seq), Some(2));
+    let err = store.record_decisions(&[(decision(&web, 3, "x"), placement(&api))]).unwrap_err();
+    assert!(matches!(err, StoreError::Inconsistent(_)));
+    assert_eq!(store.append_history(decision(&web, 4, "c")).unwrap(), 4, "nothing of the refused batch was written");
 }

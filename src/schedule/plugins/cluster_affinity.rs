@@ -2,7 +2,7 @@
 //! selectors) must match the cluster.
 
 use crate::policy::matching::cluster_matches;
-use crate::schedule::framework::{FilterPlugin, Fit, PluginContext};
+use crate::schedule::framework::{FilterPlugin, Fit, MemoContext, PluginContext, memo_hash};
 
 pub struct ClusterAffinityFilter;
 
@@ -27,5 +27,9 @@ impl FilterPlugin for ClusterAffinityFilter {
             "cluster does not match the clusterAffinity label or field selector".to_string()
         };
         Fit::Reject(reason)
+    }
+
+    fn memo_key(&self, ctx: &MemoContext<'_>) -> Option<u64> {
+        Some(memo_hash(&ctx.affinity))
     }
 }

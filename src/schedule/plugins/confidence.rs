@@ -3,7 +3,7 @@
 //! pass: they keep what they have (their free capacity is counted as zero when estimating).
 //! Offline clusters and fresh polls have confidence 1 and always pass.
 
-use crate::schedule::framework::{FilterPlugin, Fit, PluginContext};
+use crate::schedule::framework::{FilterPlugin, Fit, MemoContext, PluginContext, memo_hash};
 
 pub struct Confidence;
 
@@ -23,5 +23,9 @@ impl FilterPlugin for Confidence {
             "confidence {c:.2} is below {min:.2} (data {} old): no new replicas",
             humantime::format_duration(std::time::Duration::from_secs(age / 1000))
         ))
+    }
+
+    fn memo_key(&self, ctx: &MemoContext<'_>) -> Option<u64> {
+        Some(memo_hash(&ctx.settings.model.min_confidence.to_bits()))
     }
 }

@@ -3,7 +3,7 @@
 //! divided ones see the cluster's available replicas capped (in the scheduler).
 
 use crate::schedule::Strategy;
-use crate::schedule::framework::{FilterPlugin, Fit, PluginContext};
+use crate::schedule::framework::{FilterPlugin, Fit, MemoContext, PluginContext, memo_hash};
 
 pub struct ReplicaLimit;
 
@@ -20,5 +20,14 @@ impl FilterPlugin for ReplicaLimit {
             return Fit::Reject(format!("cluster allows at most {max} replicas per workload, {want} asked"));
         }
         Fit::Pass
+    }
+
+    fn memo_key(&self, ctx: &MemoContext<'_>) -> Option<u64> {
+        // Only a duplicated workload with replicas can be rejected, by its replica count.
+        let duplicated = Strategy::of(ctx.placement) == Strategy::Duplicated;
+        Some(match ctx.workload.replicas.filter(|_| duplicated) {
+            Some(want) => memo_hash(&(1u8, want)),
+            None => memo_hash(&0u8),
+        })
     }
 }

@@ -2,7 +2,7 @@
 //! not declare that property cannot take part.
 
 use crate::policy::types::SpreadByField;
-use crate::schedule::framework::{FilterPlugin, Fit, PluginContext};
+use crate::schedule::framework::{FilterPlugin, Fit, MemoContext, PluginContext, memo_hash};
 
 pub struct SpreadConstraintFilter;
 
@@ -30,5 +30,9 @@ impl FilterPlugin for SpreadConstraintFilter {
             }
         }
         Fit::Pass
+    }
+
+    fn memo_key(&self, ctx: &MemoContext<'_>) -> Option<u64> {
+        Some(memo_hash(&ctx.placement.spread_constraints))
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::model::ClusterTaint;
 use crate::policy::types::{TaintEffect, Toleration, TolerationOperator};
-use crate::schedule::framework::{FilterPlugin, Fit, PluginContext};
+use crate::schedule::framework::{FilterPlugin, Fit, MemoContext, PluginContext, memo_hash};
 
 pub struct TaintToleration;
 
@@ -51,6 +51,10 @@ impl FilterPlugin for TaintToleration {
             }
         }
         Fit::Pass
+    }
+
+    fn memo_key(&self, ctx: &MemoContext<'_>) -> Option<u64> {
+        Some(memo_hash(&ctx.placement.cluster_tolerations))
     }
 }
 

@@ -29,6 +29,24 @@ use crate::policy::types::{Placement, SpreadByField, SpreadConstraint};
 use super::{ClusterVerdict, Strategy};
 use groups::{GroupInfo, group_score, select_groups};
 
+/// Cluster snapshots by name: a slice (searched in order) or the pass's
+/// [`super::FleetView`] (by position).
+pub trait Clusters {
+    fn get(&self, name: &str) -> Option<&ClusterSnapshot>;
+}
+
+impl Clusters for [ClusterSnapshot] {
+    fn get(&self, name: &str) -> Option<&ClusterSnapshot> {
+        self.iter().find(|c| c.name == name)
+    }
+}
+
+impl Clusters for Vec<ClusterSnapshot> {
+    fn get(&self, name: &str) -> Option<&ClusterSnapshot> {
+        self.iter().find(|c| c.name == name)
+    }
+}
+
 /// Karmada's cluster order: score desc, available replicas desc, name asc.
 pub fn order(feasible: &[&ClusterVerdict]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..feasible.len()).collect();
@@ -47,10 +65,10 @@ fn avail(v: &ClusterVerdict) -> i64 {
 /// Selects clusters among the feasible ones. `replicas` is the workload's replica count (None
 /// for objects without replicas). Returns the selected clusters (best first) or the reason
 /// none can be.
-pub fn select_clusters<'a>(
+pub fn select_clusters<'a, C: Clusters + ?Sized>(
     placement: &Placement,
     feasible: &[&'a ClusterVerdict],
-    clusters: &[ClusterSnapshot],
+    clusters: &C,
     strategy: Strategy,
     replicas: Option<i32>,
 ) -> Result<Vec<&'a ClusterVerdict>, String> {
@@ -156,19 +174,19 @@ fn by_cluster<'a>(
 }
 
 /// Selection by a topology level, Karmada's `selectBestClustersByRegion` generalised.
-fn by_groups<'a>(
+fn by_groups<'a, C: Clusters + ?Sized>(
     level: Level<'_>,
     sc: &SpreadConstraint,
     cluster_sc: Option<&SpreadConstraint>,
     ordered: &[&'a ClusterVerdict],
-    clusters: &[ClusterSnapshot],
+    clusters: &C,
     strategy: Strategy,
     replicas: Option<i32>,
 ) -> Result<Vec<&'a ClusterVerdict>, String> {
     // Group members keep the global order (score desc, available desc, name asc).
     let mut members: BTreeMap<String, Vec<&ClusterVerdict>> = BTreeMap::new();
     for v in ordered {
-        let Some(c) = clusters.iter().find(|c| c.name == v.name) else { continue };
+        let Some(c) = clusters.get(&v.name) else { continue };
         for k in level.keys(c) {
             members.entry(k).or_default().push(*v);
         }

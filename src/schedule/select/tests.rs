@@ -21,6 +21,7 @@ fn verdict(name: &str, score: i64, avail: i64) -> ClusterVerdict {
         available_replicas: Some(avail),
         replicas: None,
         selected: false,
+        estimates: vec![],
     }
 }
 
@@ -97,7 +98,7 @@ fn by_cluster_swaps_in_capacity_when_short() {
     ];
     for (i, (strategy, max, replicas, want)) in cases.into_iter().enumerate() {
         let p = dynamic(vec![sc(Some(SpreadByField::Cluster), None, 1, max)]);
-        let got = names(select_clusters(&p, &refs, &[], strategy, Some(replicas)));
+        let got = names(select_clusters(&p, &refs, &[] as &[ClusterSnapshot], strategy, Some(replicas)));
         let want = want.map(|v| v.iter().map(|s| s.to_string()).collect::<Vec<_>>()).map_err(str::to_string);
         match (&got, &want) {
             (Err(g), Err(w)) => assert!(g.contains(w.as_str()), "case {i}: {g}"),
@@ -105,7 +106,10 @@ fn by_cluster_swaps_in_capacity_when_short() {
         }
     }
     let p = dynamic(vec![sc(Some(SpreadByField::Cluster), None, 4, 4)]);
-    assert!(select_clusters(&p, &refs, &[], Strategy::DynamicWeight, Some(1)).is_err(), "minGroups 4 of 3");
+    assert!(
+        select_clusters(&p, &refs, &[] as &[ClusterSnapshot], Strategy::DynamicWeight, Some(1)).is_err(),
+        "minGroups 4 of 3"
+    );
 }
 
 #[test]
