@@ -59,6 +59,7 @@ fn typed_to_item(p: Pod) -> PodItem {
             name: p.metadata.name.unwrap_or_default(),
             namespace: p.metadata.namespace.unwrap_or_default(),
             owner_references: Vec::new(),
+            resource_version: p.metadata.resource_version.clone(),
         },
         spec: fedsched::members::decode::PodSpec {
             node_name: spec.node_name.clone(),
