@@ -223,6 +223,9 @@ impl Drop for Watcher {
     }
 }
 
+/// What listing a cluster gave: its data and, when watching, the cache the watches start from.
+type Listed = Result<(LiveData, Option<Start>), PollError>;
+
 /// What the initial list of a watched cluster hands to its watchers.
 struct Start {
     cache: WatchCache,
@@ -363,25 +366,24 @@ impl Poller {
             jobs.push((t.clone(), built));
         }
         let poll = self.poll.clone();
-        let listed: Vec<(Target, Option<Built>, Result<(LiveData, Option<Start>), PollError>)> =
-            futures_util::stream::iter(jobs)
-                .map(|(t, built)| {
-                    let poll = poll.clone();
-                    async move {
-                        let started = Instant::now();
-                        let (built, result) = poll_one(&t, built, &poll).await;
-                        let outcome = match &result {
-                            Ok(_) => crate::metrics::PollOutcome::Ok,
-                            Err(PollError::Deadline(_)) => crate::metrics::PollOutcome::Timeout,
-                            Err(_) => crate::metrics::PollOutcome::Error,
-                        };
-                        crate::metrics::record_poll(&t.name, started.elapsed(), outcome);
-                        (t, built, result)
-                    }
-                })
-                .buffer_unordered(self.poll.concurrency.max(1))
-                .collect()
-                .await;
+        let listed: Vec<(Target, Option<Built>, Listed)> = futures_util::stream::iter(jobs)
+            .map(|(t, built)| {
+                let poll = poll.clone();
+                async move {
+                    let started = Instant::now();
+                    let (built, result) = poll_one(&t, built, &poll).await;
+                    let outcome = match &result {
+                        Ok(_) => crate::metrics::PollOutcome::Ok,
+                        Err(PollError::Deadline(_)) => crate::metrics::PollOutcome::Timeout,
+                        Err(_) => crate::metrics::PollOutcome::Error,
+                    };
+                    crate::metrics::record_poll(&t.name, started.elapsed(), outcome);
+                    (t, built, result)
+                }
+            })
+            .buffer_unordered(self.poll.concurrency.max(1))
+            .collect()
+            .await;
         for (t, built, result) in listed {
             let result = match result {
                 Ok((data, Some(start))) => {
@@ -495,11 +497,7 @@ fn keeps_client(e: &PollError) -> bool {
     matches!(e, PollError::Forbidden { .. } | PollError::Http { .. })
 }
 
-async fn poll_one(
-    t: &Target,
-    built: Option<Built>,
-    poll: &PollSection,
-) -> (Option<Built>, Result<(LiveData, Option<Start>), PollError>) {
+async fn poll_one(t: &Target, built: Option<Built>, poll: &PollSection) -> (Option<Built>, Listed) {
     let started = Instant::now();
     // The deadline covers building the client too (an exec credential plugin may hang).
     let attempt = async {
@@ -958,6 +956,7 @@ fn status_message(body: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::decode::{Fold, Observation};
     use super::*;
 
     #[test]
@@ -973,6 +972,141 @@ mod tests {
         let t = PollError::Transport { what: "pods", message: "reset".into() };
         assert!(matches!(t.health(), Health::Unreachable { .. }));
         assert_eq!(crate::api::client::segment("a+b/c=="), "a%2Bb%2Fc%3D%3D");
+    }
+
+    /// A pseudo-random pod or node as the API serves it.
+    fn pod_json(r: u64, name: &str, rv: u64) -> String {
+        let node =
+            ["\"nodeName\":\"n1\",", "\"nodeName\":\"n2\",", "", "\"nodeName\":\"ghost\",", "\"nodeName\":\"\","]
+                [(r % 5) as usize];
+        let phase = ["Running", "Pending", "Succeeded", "Failed", "Running"][((r >> 3) % 5) as usize];
+        let cond = if (r >> 6) % 3 == 0 {
+            r#","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]"#
+        } else {
+            ""
+        };
+        let owner = match (r >> 8) % 4 {
+            0 => String::new(),
+            k => format!(r#","ownerReferences":[{{"kind":"ReplicaSet","name":"rs-{k}","controller":true}}]"#),
+        };
+        let req = ["\"cpu\":\"250m\"", "\"cpu\":\"1\",\"memory\":\"64Mi\"", "\"memory\":\"1Gi\"", ""]
+            [((r >> 10) % 4) as usize];
+        format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}"{owner},"annotations":{{"x":"{r}"}}}},"spec":{{{node}"containers":[{{"resources":{{"requests":{{{req}}}}}}}]}},"status":{{"phase":"{phase}"{cond}}}}}"#
+        )
+    }
+
+    fn node_json(r: u64, name: &str, rv: u64) -> String {
+        let unsched = r % 2 == 0;
+        format!(
+            r#"{{"metadata":{{"name":"{name}","resourceVersion":"{rv}","labels":{{"r":"{}"}}}},"spec":{{"unschedulable":{unsched}}},"status":{{"allocatable":{{"cpu":"4","memory":"8Gi"}},"conditions":[{{"type":"Ready","status":"True"}}]}}}}"#,
+            r % 7
+        )
+    }
+
+    fn fresh(nodes: &BTreeMap<String, String>, pods: &BTreeMap<String, String>) -> Observation {
+        let page = |items: &BTreeMap<String, String>| {
+            format!(
+                r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{}]}}"#,
+                items.values().cloned().collect::<Vec<_>>().join(",")
+            )
+        };
+        let mut f = Fold::default();
+        f.nodes(decode_page::<NodeItem>(page(nodes).as_bytes()).expect("nodes").items);
+        f.pods(decode_page::<PodItem>(page(pods).as_bytes()).expect("pods").items);
+        f.finish()
+    }
+
+    fn event<T: Watched>(kind: &str, object: &str) -> WatchEvent<T> {
+        decode_event::<T>(format!(r#"{{"type":"{kind}","object":{object}}}"#).as_bytes()).expect("event")
+    }
+
+    #[test]
+    fn the_watched_cache_equals_a_fresh_list_after_any_sequence_of_events() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            seed >> 20
+        };
+        let (mut nodes, mut pods) = (BTreeMap::new(), BTreeMap::new());
+        let mut cache = WatchCache::default();
+        let (mut rv, mut seen, mut applied) = (1u64, String::new(), 0u64);
+        let mut relists = 0;
+        for step in 0..3000 {
+            rv += 1;
+            let r = next();
+            match r % 10 {
+                0..=4 => {
+                    let name = format!("p{}", next() % 40);
+                    let kind = if pods.contains_key(&name) { "MODIFIED" } else { "ADDED" };
+                    let json = pod_json(next(), &name, rv);
+                    pods.insert(name, json.clone());
+                    apply_events::<PodItem>(&mut cache, vec![event(kind, &json)], &mut seen, &mut applied);
+                }
+                5 | 6 => {
+                    let Some(name) = pods.keys().nth((next() % 40) as usize % pods.len().max(1)).cloned() else {
+                        continue;
+                    };
+                    let json = pods.remove(&name).expect("present");
+                    apply_events::<PodItem>(&mut cache, vec![event("DELETED", &json)], &mut seen, &mut applied);
+                }
+                7 => {
+                    let name = format!("n{}", 1 + next() % 3);
+                    let json = node_json(next(), &name, rv);
+                    nodes.insert(name, json.clone());
+                    apply_events::<NodeItem>(&mut cache, vec![event("MODIFIED", &json)], &mut seen, &mut applied);
+                }
+                8 => {
+                    let name = format!("n{}", 1 + next() % 3);
+                    if let Some(json) = nodes.remove(&name) {
+                        apply_events::<NodeItem>(&mut cache, vec![event("DELETED", &json)], &mut seen, &mut applied);
+                    }
+                }
+                _ => {
+                    // A bookmark, or (one time in four) 410 Gone: events were missed (a pod
+                    // changes unseen), then the relist replaces the pods.
+                    let b = format!(r#"{{"metadata":{{"resourceVersion":"{rv}"}}}}"#);
+                    let mut evs = vec![event::<PodItem>("BOOKMARK", &b)];
+                    if next() % 4 == 0 {
+                        let unseen = format!("unseen-{step}");
+                        pods.insert(unseen.clone(), pod_json(next(), &unseen, rv));
+                        evs.push(event(
+                            "ERROR",
+                            r#"{"kind":"Status","code":410,"reason":"Expired","message":"too old"}"#,
+                        ));
+                        let gone = apply_events::<PodItem>(&mut cache, evs, &mut seen, &mut applied);
+                        assert_eq!(gone.and_then(|s| s.code), Some(410));
+                        assert_ne!(cache.observation(), fresh(&nodes, &pods), "step {step}: the missed event shows");
+                        let page = format!(r#"{{"items":[{}]}}"#, pods.values().cloned().collect::<Vec<_>>().join(","));
+                        let mut part = PodCache::default();
+                        part.add(decode_page::<PodItem>(page.as_bytes()).expect("page").items);
+                        PodItem::replace(&mut cache, part);
+                        relists += 1;
+                    } else {
+                        assert!(apply_events(&mut cache, evs, &mut seen, &mut applied).is_none());
+                    }
+                    assert_eq!(seen, rv.to_string());
+                }
+            }
+            assert_eq!(cache.observation(), fresh(&nodes, &pods), "step {step}");
+        }
+        assert!(relists > 10 && applied > 2000, "{relists} relists, {applied} events");
+        let o = cache.observation();
+        assert!(o.pods.bound > 0 && o.pods.unbound > 0 && !o.pods.unschedulable.is_empty(), "{o:?}");
+    }
+
+    #[test]
+    fn events_decode_in_any_field_order_and_errors_name_the_event() {
+        let e =
+            decode_event::<PodItem>(br#"{"object":{"metadata":{"name":"a","resourceVersion":"5"}},"type":"ADDED"}"#)
+                .expect("object first");
+        assert!(matches!(e, WatchEvent::Added(p) if p.metadata.name == "a" && p.resource_version() == Some("5")));
+        let e =
+            decode_event::<NodeItem>(br#"{"type":"ERROR","object":{"kind":"Status","status":"Failure","code":410}}"#)
+                .expect("error");
+        assert!(matches!(e, WatchEvent::Error(s) if s.code == Some(410)));
+        assert!(decode_event::<PodItem>(br#"{"type":"SOMETHING","object":{}}"#).is_err());
+        assert!(decode_event::<PodItem>(br#"{"type":"ADDED","object":{"spec":{"containers":3}}}"#).is_err());
     }
 
     #[test]
