@@ -849,6 +849,7 @@ async fn watch_once<T: Watched>(ctx: &Ctx, path: &str, what: &'static str, rv: &
             .unwrap_or_default();
         return Err(http_error(status.as_u16(), status_message(&bytes), what));
     }
+    tracing::trace!(cluster = %ctx.cluster, what, rv = %rv, "watching");
     let idle = Duration::from_secs(ctx.timeout_secs) + ctx.poll.read_timeout;
     let mut buf: Vec<u8> = Vec::new();
     let mut applied = 0u64;
@@ -871,6 +872,7 @@ async fn watch_once<T: Watched>(ctx: &Ctx, path: &str, what: &'static str, rv: &
             Ok(Some(Ok(f))) => f,
         };
         let Ok(data) = frame.into_data() else { continue };
+        tracing::trace!(cluster = %ctx.cluster, what, bytes = data.len(), "watch data");
         buf.extend_from_slice(&data);
         let mut events = Vec::new();
         let mut start = 0;
@@ -899,6 +901,7 @@ async fn watch_once<T: Watched>(ctx: &Ctx, path: &str, what: &'static str, rv: &
             applied += n;
             ended
         };
+        tracing::trace!(cluster = %ctx.cluster, what, applied, rv = %rv, "watch events applied");
         if let Some(s) = ended {
             if s.code == Some(410) {
                 return Err(Got::Gone(s.message));

@@ -103,10 +103,8 @@ impl WatchLog {
             o.insert("apiVersion".into(), json!("v1"));
             o.insert("kind".into(), json!(resource.kind()));
         }
-        let mut line = serde_json::to_vec(&json!({"type": kind, "object": shown})).unwrap_or_default();
-        line.push(b'\n');
         let namespace = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string();
-        self.events.push_back(Event { rv: self.rv, resource, namespace, line: Bytes::from(line) });
+        self.events.push_back(Event { rv: self.rv, resource, namespace, line: event_line(kind, &shown) });
         while self.events.len() > self.window {
             if let Some(e) = self.events.pop_front() {
                 self.compacted = e.rv;
@@ -181,21 +179,26 @@ pub struct WatchRequest {
     pub gone: bool,
 }
 
-fn error_line(code: u16, reason: &str, message: &str) -> Bytes {
-    let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": message, "reason": reason, "code": code});
-    let mut line = serde_json::to_vec(&json!({"type": "ERROR", "object": status})).unwrap_or_default();
-    line.push(b'\n');
+/// `{"type":KIND,"object":OBJECT}` and a newline, `type` first (as the API server writes it:
+/// a decoder can then decode the object by its type in one pass).
+fn event_line(kind: &str, object: &Value) -> Bytes {
+    let mut line = format!(r#"{{"type":"{kind}","object":"#).into_bytes();
+    serde_json::to_writer(&mut line, object).unwrap_or_default();
+    line.extend_from_slice(b"}\n");
     Bytes::from(line)
 }
 
+fn error_line(code: u16, reason: &str, message: &str) -> Bytes {
+    let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": reason, "code": code});
+    event_line("ERROR", &status)
+}
+
 fn bookmark_line(resource: Resource, rv: u64) -> Bytes {
-    let mut line =
-        serde_json::to_vec(&json!({"type": "BOOKMARK", "object": {"kind": resource.kind(), "apiVersion": "v1",
-        "metadata": {"resourceVersion": rv.to_string()}}}))
-        .unwrap_or_default();
-    line.push(b'\n');
-    Bytes::from(line)
+    event_line(
+        "BOOKMARK",
+        &json!({"kind": resource.kind(), "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()}}),
+    )
 }
 
 /// Counts the open streams while alive.
@@ -246,10 +249,7 @@ pub async fn stream(state: Arc<State>, w: WatchRequest, tx: tokio::sync::mpsc::S
                             o.insert("apiVersion".into(), json!("v1"));
                             o.insert("kind".into(), json!(w.resource.kind()));
                         }
-                        let mut line =
-                            serde_json::to_vec(&json!({"type": "ADDED", "object": shown})).unwrap_or_default();
-                        line.push(b'\n');
-                        Bytes::from(line)
+                        event_line("ADDED", &shown)
                     })
                     .collect()
             }
@@ -374,6 +374,8 @@ mod tests {
         let mut node = json!({"metadata": {"name": "n"}});
         log.record(Resource::Nodes, "MODIFIED", &mut node);
         assert_eq!(log.since(1, Resource::Pods, None).map(|v| v.len()), Some(1));
+        let line = &log.since(1, Resource::Pods, None).expect("retained")[0];
+        assert!(line.starts_with(br#"{"type":"ADDED","object":{"#) && line.ends_with(b"}}\n"), "{line:?}");
         assert_eq!(log.since(1, Resource::Pods, Some("other")).map(|v| v.len()), Some(0));
         assert_eq!(log.since(2, Resource::Pods, None).map(|v| v.len()), Some(0));
         log.record(Resource::Pods, "DELETED", &mut pod);
