@@ -696,6 +696,42 @@ pub struct PodCache {
     requests: std::collections::HashSet<std::sync::Arc<ResourceList>>,
 }
 
+impl PodFact {
+    /// The same facts (interned values compare by pointer).
+    fn same(&self, o: &PodFact) -> bool {
+        let node = match (&self.node, &o.node) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        node && std::sync::Arc::ptr_eq(&self.request, &o.request)
+            && std::sync::Arc::ptr_eq(&self.owner, &o.owner)
+            && self.terminated == o.terminated
+            && self.unschedulable == o.unschedulable
+    }
+}
+
+/// `list += other` without allocating for resources already present.
+fn add_to(list: &mut ResourceList, other: &ResourceList) {
+    for (k, v) in &other.0 {
+        match list.0.get_mut(k) {
+            Some(e) => *e = e.saturating_add(*v),
+            None => {
+                list.0.insert(k.clone(), *v);
+            }
+        }
+    }
+}
+
+fn count_up(map: &mut BTreeMap<String, u32>, key: &str) {
+    match map.get_mut(key) {
+        Some(n) => *n = n.saturating_add(1),
+        None => {
+            map.insert(key.to_string(), 1);
+        }
+    }
+}
+
 /// `list −= other`, dropping resources that reach zero. Every amount added is positive
 /// ([`PodItem::request`] keeps only positive ones), so a resource is at zero exactly when no
 /// pod contributes to it any more, which is when a fresh [`Fold`] would not have the key.
@@ -738,32 +774,38 @@ impl PodCache {
         a
     }
 
-    /// Adds or replaces a pod.
+    /// Adds or replaces a pod. A pod whose facts did not change (most `MODIFIED` events:
+    /// status and metadata updates) costs its decoding and one lookup.
     pub fn upsert(&mut self, p: &PodItem) {
         let key = p.key();
+        let fact = self.fact(p);
+        if self.pods.get(key.as_str()).is_some_and(|old| old.same(&fact)) {
+            return;
+        }
         self.delete(&key);
-        let terminated = p.is_terminated();
-        let fact = if terminated {
-            PodFact {
-                node: None,
-                request: self.intern_request(ResourceList::new()),
-                owner: self.intern(""),
-                terminated,
-                unschedulable: false,
-            }
-        } else {
-            let node = p.spec.node_name.as_deref().filter(|n| !n.is_empty()).map(|n| self.intern(n));
-            PodFact {
-                node,
-                request: self.intern_request(p.request()),
-                owner: self.intern(&p.owner_key()),
-                terminated,
-                unschedulable: p.is_unschedulable(),
-            }
-        };
         self.account(&fact, true);
         self.pods.insert(key.into_boxed_str(), fact);
         self.collect_garbage();
+    }
+
+    fn fact(&mut self, p: &PodItem) -> PodFact {
+        if p.is_terminated() {
+            return PodFact {
+                node: None,
+                request: self.intern_request(ResourceList::new()),
+                owner: self.intern(""),
+                terminated: true,
+                unschedulable: false,
+            };
+        }
+        let node = p.spec.node_name.as_deref().filter(|n| !n.is_empty()).map(|n| self.intern(n));
+        PodFact {
+            node,
+            request: self.intern_request(p.request()),
+            owner: self.intern(&p.owner_key()),
+            terminated: false,
+            unschedulable: p.is_unschedulable(),
+        }
     }
 
     /// Removes a pod (`namespace/name`); nothing if it is not kept.
@@ -779,16 +821,19 @@ impl PodCache {
             return;
         }
         if add {
-            *self.facts.by_owner.entry(f.owner.to_string()).or_insert(0) += 1;
+            count_up(&mut self.facts.by_owner, &f.owner);
         } else {
             count_down(&mut self.facts.by_owner, &f.owner);
         }
         match &f.node {
             Some(node) => {
-                let e = self.per_node.entry(std::sync::Arc::clone(node)).or_default();
+                let e = match self.per_node.get_mut(&**node) {
+                    Some(e) => e,
+                    None => self.per_node.entry(std::sync::Arc::clone(node)).or_default(),
+                };
                 if add {
                     self.facts.bound = self.facts.bound.saturating_add(1);
-                    e.0.add(&f.request);
+                    add_to(&mut e.0, &f.request);
                     e.1 = e.1.saturating_add(1);
                 } else {
                     self.facts.bound = self.facts.bound.saturating_sub(1);
@@ -801,9 +846,9 @@ impl PodCache {
             }
             None if add => {
                 self.facts.unbound = self.facts.unbound.saturating_add(1);
-                self.unbound.add(&f.request);
+                add_to(&mut self.unbound, &f.request);
                 if f.unschedulable {
-                    *self.facts.unschedulable.entry(f.owner.to_string()).or_insert(0) += 1;
+                    count_up(&mut self.facts.unschedulable, &f.owner);
                 }
             }
             None => {
