@@ -765,6 +765,8 @@ fn poll_rounds(
     }
     let peak = timing::peak_rss().unwrap_or(0);
     out.push(Figure::new(s, "  peak RSS (VmHWM) after the rounds", "MiB", vec![mib(peak)]));
+    let current = timing::status_bytes("VmRSS").unwrap_or(0);
+    out.push(Figure::new(s, "  current RSS (VmRSS) after the rounds", "MiB", vec![mib(current)]));
     out.push(Figure::new(s, "  peak RSS after the first round", "MiB", vec![mib(rss_list)]));
     out.push(Figure::new(s, "  peak RSS before the first round", "MiB", vec![mib(rss_before)]));
     let per_cluster = peak.saturating_sub(rss_before) as f64 / o.poll_clusters.max(1) as f64;

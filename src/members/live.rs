@@ -195,6 +195,9 @@ struct Built {
     /// The client of watch streams: no read timeout (a watch is idle between events); the
     /// watcher bounds the wait for headers and for the next event itself.
     watch_client: Option<kube::Client>,
+    /// What `client` was built from (a watched cluster's list client is rebuilt after its
+    /// list, so that the pooled connection and its large read buffer are let go).
+    config: kube::Config,
     endpoint: String,
 }
 
@@ -384,10 +387,15 @@ impl Poller {
             .buffer_unordered(self.poll.concurrency.max(1))
             .collect()
             .await;
-        for (t, built, result) in listed {
+        for (t, mut built, result) in listed {
             let result = match result {
                 Ok((data, Some(start))) => {
-                    if let Some(b) = &built {
+                    if let Some(b) = &mut built {
+                        // A fresh client: the list's pooled connection (with a read buffer
+                        // grown to the page size) is closed; relists open a new one.
+                        if let Ok(c) = kube::Client::try_from(b.config.clone()) {
+                            b.client = c;
+                        }
                         self.start_watch(b, start);
                     }
                     Ok(data)
@@ -591,8 +599,8 @@ async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollError> {
     } else {
         None
     };
-    let client = kube::Client::try_from(cfg).map_err(|e| access(format!("client: {}", chain(&e))))?;
-    Ok(Built { target: t.clone(), client, watch_client, endpoint })
+    let client = kube::Client::try_from(cfg.clone()).map_err(|e| access(format!("client: {}", chain(&e))))?;
+    Ok(Built { target: t.clone(), client, watch_client, config: cfg, endpoint })
 }
 
 fn read_ca(path: &Path) -> Result<Vec<Vec<u8>>, PollError> {
