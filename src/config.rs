@@ -91,6 +91,10 @@ pub struct PollSection {
     /// doubles, with jitter).
     #[serde(deserialize_with = "duration")]
     pub max_backoff: Duration,
+    /// List each cluster once, then keep it current with watches (`?watch=1`, from the list's
+    /// resource version, relisting on 410 Gone) and serve the rounds from that cache. Off:
+    /// every round lists every cluster.
+    pub watch: bool,
 }
 
 impl Default for PollSection {
@@ -101,6 +105,7 @@ impl Default for PollSection {
             concurrency: 32,
             page_size: 500,
             max_backoff: Duration::from_secs(300),
+            watch: true,
         }
     }
 }

@@ -622,8 +622,17 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
     Ok(all)
 }
 
-/// S5: a real simulator process serves a generated fleet over HTTPS; this process polls it
-/// with the production poller. CPU is this process's (the simulator's is not counted).
+/// S5's simulated churn: pods modified per cluster per second (`fedsched simulate --churn`).
+pub const S5_CHURN_PER_SECOND: f64 = 10.0;
+/// S5's poll interval in the steady state.
+pub const S5_STEADY_EVERY: Duration = Duration::from_secs(5);
+
+/// S5: a real simulator process serves a generated fleet over HTTPS, modifying
+/// [`S5_CHURN_PER_SECOND`] pods per cluster per second; this process polls it with the
+/// production poller (`[poll] watch` on): the first round lists every cluster, then `runs`
+/// rounds every [`S5_STEADY_EVERY`] read the caches the watches keep. CPU is this process's
+/// (the simulator's is not counted); a steady round's CPU covers the interval before it, when
+/// the watch events were applied.
 fn poll_scenario(o: &Options) -> Result<Vec<Figure>, BenchError> {
     let s = Scenario::S5;
     let g = fleet::Generate { clusters: o.poll_clusters, nodes: o.poll_nodes, pods: o.poll_pods, seed: o.seed };
@@ -640,11 +649,14 @@ fn poll_scenario(o: &Options) -> Result<Vec<Figure>, BenchError> {
     let endpoints = meta.join("endpoints.json");
     let _ = std::fs::remove_file(&endpoints);
     let exe = std::env::current_exe().map_err(io("current executable"))?;
+    // The window holds a minute of churn: a watcher never falls behind it between rounds.
+    let window = (S5_CHURN_PER_SECOND * 60.0).ceil() as usize + 64;
     let mut child = std::process::Command::new(exe)
         .arg("simulate")
         .arg("--fleet")
         .arg(&dir)
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", "127.0.0.1:0", "--listen-http", "127.0.0.1:0"])
+        .args(["--churn", &S5_CHURN_PER_SECOND.to_string(), "--watch-window", &window.to_string()])
         .env("FEDSCHED_LOG", "warn")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::inherit())
@@ -654,6 +666,20 @@ fn poll_scenario(o: &Options) -> Result<Vec<Figure>, BenchError> {
     let _ = child.kill();
     let _ = child.wait();
     result
+}
+
+/// Watch events the simulator has produced (its `/admin/stats`), if it answers.
+fn simulator_events(meta: &Path) -> Option<u64> {
+    let e: serde_json::Value = serde_json::from_slice(&std::fs::read(meta.join("endpoints.json")).ok()?).ok()?;
+    let addr: std::net::SocketAddr = e["http"].as_str()?.parse().ok()?;
+    let server = crate::api::client::ServerUrl::from_addr(addr)?;
+    let token = std::fs::read_to_string(meta.join("admin-token")).ok()?;
+    let (code, body) =
+        crate::api::client::get(&server, "/admin/stats", Some(token.trim()), Duration::from_secs(30)).ok()?;
+    if code != 200 {
+        return None;
+    }
+    serde_json::from_str::<serde_json::Value>(&body).ok()?["events"].as_u64()
 }
 
 fn poll_rounds(
@@ -693,39 +719,82 @@ fn poll_rounds(
         .build()
         .map_err(io("start the runtime"))?;
     let mut poller = crate::members::live::Poller::new(cfg.poll.clone(), Duration::from_secs(30));
+    let rss_before = timing::peak_rss().unwrap_or(0);
+    let pods_of = |p: &crate::members::live::Poller| -> u64 {
+        p.view().clusters.values().filter_map(|c| c.last_good.as_ref().map(|d| u64::from(d.poll.pods))).sum()
+    };
+    let events_of =
+        |p: &crate::members::live::Poller| -> u64 { p.view().clusters.values().map(|c| c.watch_events).sum() };
+    let check = |report: &crate::members::live::RoundReport| -> Result<(), BenchError> {
+        match report.failed.first() {
+            Some(f) => Err(BenchError::Check(format!("S5: {} cluster(s) failed: {f:?}", report.failed.len()))),
+            None => Ok(()),
+        }
+    };
+
+    // The first round: every cluster listed.
+    let cpu0 = timing::process_cpu().unwrap_or_default();
+    let wall = Instant::now();
+    let report = rt.block_on(poller.round(&targets));
+    let list_wall = wall.elapsed();
+    let list_cpu = timing::process_cpu().unwrap_or_default().saturating_sub(cpu0);
+    check(&report)?;
+    let pods = pods_of(&poller);
+    let rss_list = timing::peak_rss().unwrap_or(0);
+
+    // The steady state: a round every S5_STEADY_EVERY; the watches apply events in between.
     let mut cpu_per_pod = Vec::new();
     let mut walls = Vec::new();
-    let mut pods = 0u64;
-    let rss_before = timing::peak_rss().unwrap_or(0);
+    let mut applied_per_s = Vec::new();
+    let mut produced_per_s = Vec::new();
+    let mut cpu_mark = timing::process_cpu().unwrap_or_default();
+    let mut at = Instant::now();
+    let mut events = events_of(&poller);
+    let mut produced = simulator_events(&meta);
     for _ in 0..o.runs.max(1) {
-        let cpu0 = timing::process_cpu().unwrap_or_default();
+        std::thread::sleep(S5_STEADY_EVERY);
         let wall = Instant::now();
         let report = rt.block_on(poller.round(&targets));
         walls.push(wall.elapsed());
-        let cpu = timing::process_cpu().unwrap_or_default().saturating_sub(cpu0);
-        if !report.failed.is_empty() {
-            return Err(BenchError::Check(format!(
-                "S5: {} cluster(s) failed: {:?}",
-                report.failed.len(),
-                report.failed[0]
-            )));
+        check(&report)?;
+        let cpu_now = timing::process_cpu().unwrap_or_default();
+        let elapsed = at.elapsed().as_secs_f64();
+        cpu_per_pod.push(cpu_now.saturating_sub(cpu_mark).as_secs_f64() * 1e6 / pods.max(1) as f64);
+        let e = events_of(&poller);
+        applied_per_s.push(e.saturating_sub(events) as f64 / elapsed);
+        let p = simulator_events(&meta);
+        if let (Some(now), Some(before)) = (p, produced) {
+            produced_per_s.push(now.saturating_sub(before) as f64 / elapsed);
         }
-        pods =
-            poller.view().clusters.values().filter_map(|c| c.last_good.as_ref().map(|d| u64::from(d.poll.pods))).sum();
-        cpu_per_pod.push(cpu.as_secs_f64() * 1e6 / pods.max(1) as f64);
+        (cpu_mark, at, events, produced) = (cpu_now, Instant::now(), e, p);
     }
     let mut out = Vec::new();
+    let scale = format!("{} clusters × {} nodes × {} pods", o.poll_clusters, o.poll_nodes, o.poll_pods);
+    out.push(Figure::new(
+        s,
+        format!("first round (list) CPU per pod, {scale}"),
+        "µs",
+        vec![list_cpu.as_secs_f64() * 1e6 / pods.max(1) as f64],
+    ));
+    out.push(Figure::ms(s, format!("  first round (list) wall ({pods} pods)"), &[list_wall]));
     let f = Figure::new(
         s,
-        format!("poll CPU per pod, {} clusters × {} nodes × {} pods", o.poll_clusters, o.poll_nodes, o.poll_pods),
+        format!("steady-state (watch) CPU per pod per round, a round every {} s, {scale}", S5_STEADY_EVERY.as_secs()),
         "µs",
         cpu_per_pod,
     );
     let met = f.value <= 3.0;
     out.push(f.mark("≤ 3 µs", met));
-    out.push(Figure::ms(s, format!("  poll round wall ({pods} pods)"), &walls));
+    out.push(Figure::ms(s, "  steady-state round wall", &walls));
+    out.push(Figure::new(s, "  watch events applied by the poller per second", "/s", applied_per_s));
+    if !produced_per_s.is_empty() {
+        out.push(Figure::new(s, "  watch events produced by the simulator per second", "/s", produced_per_s));
+    }
     let peak = timing::peak_rss().unwrap_or(0);
     out.push(Figure::new(s, "  peak RSS (VmHWM) after the rounds", "MiB", vec![mib(peak)]));
+    let current = timing::status_bytes("VmRSS").unwrap_or(0);
+    out.push(Figure::new(s, "  current RSS (VmRSS) after the rounds", "MiB", vec![mib(current)]));
+    out.push(Figure::new(s, "  peak RSS after the first round", "MiB", vec![mib(rss_list)]));
     out.push(Figure::new(s, "  peak RSS before the first round", "MiB", vec![mib(rss_before)]));
     let per_cluster = peak.saturating_sub(rss_before) as f64 / o.poll_clusters.max(1) as f64;
     let projected = (rss_before as f64 + per_cluster * 1000.0) / (1024.0 * 1024.0);

@@ -174,6 +174,12 @@ pub struct SimulateArgs {
     /// How often the output directory is checked for changes.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub apply_interval: std::time::Duration,
+    /// Pods modified per cluster per second (watch events for benchmarks); 0 = none.
+    #[arg(long, default_value_t = 0.0)]
+    pub churn: f64,
+    /// Watch events retained per cluster (a watch from an older version gets 410 Gone).
+    #[arg(long, default_value_t = crate::simulate::watch::DEFAULT_WINDOW)]
+    pub watch_window: usize,
     /// Generate a synthetic fleet of N clusters into --out instead of serving.
     #[arg(long, value_name = "N", requires = "out")]
     pub generate: Option<usize>,
@@ -283,6 +289,8 @@ fn simulate(a: &SimulateArgs) -> Result<ExitCode, Failure> {
         listen_http: a.listen_http,
         apply: a.apply.clone(),
         apply_interval: a.apply_interval,
+        churn: a.churn,
+        watch_window: a.watch_window,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

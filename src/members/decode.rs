@@ -130,6 +130,9 @@ pub struct NodeMeta {
     /// `metadata.labels`.
     #[serde(default, deserialize_with = "null_as_default")]
     pub labels: BTreeMap<String, String>,
+    /// `metadata.resourceVersion` (watch events and bookmarks carry it).
+    #[serde(default)]
+    pub resource_version: Option<String>,
 }
 
 /// A Node: labels, taints, cordon, allocatable, capacity, Ready.
@@ -246,6 +249,9 @@ pub struct PodMeta {
     /// `metadata.ownerReferences`.
     #[serde(default, deserialize_with = "null_as_empty")]
     pub owner_references: Vec<OwnerItem>,
+    /// `metadata.resourceVersion` (watch events and bookmarks carry it).
+    #[serde(default)]
+    pub resource_version: Option<String>,
 }
 
 /// An owner reference.
@@ -469,6 +475,456 @@ impl Fold {
     pub fn finish(mut self) -> Observation {
         self.obs.nodes = self.nodes.into_values().collect();
         self.obs
+    }
+}
+
+/// A line of a watch stream (`?watch=1`): `{"type": …, "object": …}`.
+#[derive(Debug)]
+pub enum WatchEvent<T> {
+    /// `ADDED`: a new object.
+    Added(T),
+    /// `MODIFIED`: the object as it is now.
+    Modified(T),
+    /// `DELETED`: the object as it was last.
+    Deleted(T),
+    /// `BOOKMARK`: only the object's `metadata.resourceVersion` is meaningful.
+    Bookmark(T),
+    /// `ERROR`: a `Status` (410 Gone: the resource version asked for is too old, relist).
+    Error(StatusItem),
+}
+
+/// A `Status` object (the `object` of an `ERROR` event).
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+pub struct StatusItem {
+    /// HTTP-like code (`410`).
+    #[serde(default)]
+    pub code: Option<u16>,
+    /// `Expired`, `Gone`, `InternalError`…
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Human-readable message.
+    #[serde(default)]
+    pub message: String,
+}
+
+enum EventObject<T> {
+    Item(T),
+    Status(StatusItem),
+    /// `object` came before `type` (the API server writes `type` first; this is the slow path).
+    Raw(serde_json::Value),
+}
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for WatchEvent<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::de::DeserializeOwned> Visitor<'de> for V<T> {
+            type Value = WatchEvent<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a watch event")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WatchEvent<T>, A::Error> {
+                let mut kind: Option<String> = None;
+                let mut object: Option<EventObject<T>> = None;
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "type" => kind = Some(map.next_value()?),
+                        "object" => {
+                            object = Some(match kind.as_deref() {
+                                Some("ERROR") => EventObject::Status(map.next_value()?),
+                                Some(_) => EventObject::Item(map.next_value()?),
+                                None => EventObject::Raw(map.next_value()?),
+                            })
+                        }
+                        _ => {
+                            map.next_value::<de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                let kind = kind.ok_or_else(|| de::Error::missing_field("type"))?;
+                let object = object.ok_or_else(|| de::Error::missing_field("object"))?;
+                let item = |o: EventObject<T>| -> Result<T, A::Error> {
+                    match o {
+                        EventObject::Item(t) => Ok(t),
+                        EventObject::Raw(v) => serde_json::from_value(v).map_err(de::Error::custom),
+                        EventObject::Status(_) => Err(de::Error::custom("a Status where an object was expected")),
+                    }
+                };
+                Ok(match kind.as_str() {
+                    "ADDED" => WatchEvent::Added(item(object)?),
+                    "MODIFIED" => WatchEvent::Modified(item(object)?),
+                    "DELETED" => WatchEvent::Deleted(item(object)?),
+                    "BOOKMARK" => WatchEvent::Bookmark(item(object)?),
+                    "ERROR" => WatchEvent::Error(match object {
+                        EventObject::Status(s) => s,
+                        EventObject::Raw(v) => serde_json::from_value(v).map_err(de::Error::custom)?,
+                        EventObject::Item(_) => StatusItem::default(),
+                    }),
+                    other => {
+                        return Err(de::Error::unknown_variant(
+                            other,
+                            &["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"],
+                        ));
+                    }
+                })
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// Decodes one line of a watch stream.
+pub fn decode_event<T: serde::de::DeserializeOwned>(line: &[u8]) -> Result<WatchEvent<T>, DecodeError> {
+    serde_json::from_slice::<WatchEvent<T>>(line)
+        .map_err(|e| DecodeError { path: ".".into(), message: format!("watch event: {e}") })
+}
+
+/// An object the watch cache keeps: nodes by name, pods by `namespace/name`.
+pub trait Keyed {
+    /// The cache key.
+    fn key(&self) -> String;
+    /// `metadata.resourceVersion`.
+    fn resource_version(&self) -> Option<&str>;
+}
+
+impl Keyed for NodeItem {
+    fn key(&self) -> String {
+        self.metadata.name.clone()
+    }
+    fn resource_version(&self) -> Option<&str> {
+        self.metadata.resource_version.as_deref()
+    }
+}
+
+impl Keyed for PodItem {
+    fn key(&self) -> String {
+        format!("{}/{}", self.metadata.namespace, self.metadata.name)
+    }
+    fn resource_version(&self) -> Option<&str> {
+        self.metadata.resource_version.as_deref()
+    }
+}
+
+/// What a list page or a watch event goes into: a [`Fold`] (one poll) or a [`NodeCache`] /
+/// [`PodCache`] (kept between polls and updated by watch events).
+pub trait Sink<T> {
+    /// Adds (or replaces) listed objects.
+    fn add(&mut self, items: Vec<T>);
+    /// Forgets everything added (the list restarts).
+    fn reset(&mut self);
+}
+
+impl Sink<NodeItem> for Fold {
+    fn add(&mut self, items: Vec<NodeItem>) {
+        self.nodes(items)
+    }
+    fn reset(&mut self) {
+        self.reset_nodes()
+    }
+}
+
+impl Sink<PodItem> for Fold {
+    fn add(&mut self, items: Vec<PodItem>) {
+        self.pods(items)
+    }
+    fn reset(&mut self) {
+        self.reset_pods()
+    }
+}
+
+/// The nodes of a watched cluster by name (views with no requests: [`WatchCache`] adds them).
+#[derive(Debug, Default, Clone)]
+pub struct NodeCache {
+    nodes: BTreeMap<String, NodeView>,
+}
+
+impl NodeCache {
+    /// Adds or replaces a node.
+    pub fn upsert(&mut self, n: NodeItem) {
+        let v = n.into_view();
+        self.nodes.insert(v.name.clone(), v);
+    }
+
+    /// Removes a node.
+    pub fn delete(&mut self, name: &str) {
+        self.nodes.remove(name);
+    }
+
+    /// Nodes kept.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether no node is kept.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+}
+
+impl Sink<NodeItem> for NodeCache {
+    fn add(&mut self, items: Vec<NodeItem>) {
+        for n in items {
+            self.upsert(n);
+        }
+    }
+    fn reset(&mut self) {
+        self.nodes.clear();
+    }
+}
+
+/// What the cache keeps of one pod: exactly what [`Fold::pod`] reads. Strings and request
+/// lists are shared between the pods that have the same (interned per cluster).
+#[derive(Debug, Clone)]
+struct PodFact {
+    node: Option<std::sync::Arc<str>>,
+    request: std::sync::Arc<ResourceList>,
+    owner: std::sync::Arc<str>,
+    terminated: bool,
+    unschedulable: bool,
+}
+
+/// The pods of a watched cluster, with the sums a [`Fold`] would compute kept up to date
+/// event by event (adding a pod adds its contribution, deleting it subtracts it), so building
+/// an observation costs O(nodes + owners), not O(pods).
+#[derive(Debug, Default, Clone)]
+pub struct PodCache {
+    pods: std::collections::HashMap<Box<str>, PodFact>,
+    /// Σ requests and pod count by node name (whether or not that node is listed).
+    per_node: std::collections::HashMap<std::sync::Arc<str>, (ResourceList, u32)>,
+    unbound: ResourceList,
+    facts: PodFacts,
+    strings: std::collections::HashSet<std::sync::Arc<str>>,
+    requests: std::collections::HashSet<std::sync::Arc<ResourceList>>,
+}
+
+impl PodFact {
+    /// The same facts (interned values compare by pointer).
+    fn same(&self, o: &PodFact) -> bool {
+        let node = match (&self.node, &o.node) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        node && std::sync::Arc::ptr_eq(&self.request, &o.request)
+            && std::sync::Arc::ptr_eq(&self.owner, &o.owner)
+            && self.terminated == o.terminated
+            && self.unschedulable == o.unschedulable
+    }
+}
+
+/// `list += other` without allocating for resources already present.
+fn add_to(list: &mut ResourceList, other: &ResourceList) {
+    for (k, v) in &other.0 {
+        match list.0.get_mut(k) {
+            Some(e) => *e = e.saturating_add(*v),
+            None => {
+                list.0.insert(k.clone(), *v);
+            }
+        }
+    }
+}
+
+fn count_up(map: &mut BTreeMap<String, u32>, key: &str) {
+    match map.get_mut(key) {
+        Some(n) => *n = n.saturating_add(1),
+        None => {
+            map.insert(key.to_string(), 1);
+        }
+    }
+}
+
+/// `list −= other`, dropping resources that reach zero. Every amount added is positive
+/// ([`PodItem::request`] keeps only positive ones), so a resource is at zero exactly when no
+/// pod contributes to it any more, which is when a fresh [`Fold`] would not have the key.
+fn subtract(list: &mut ResourceList, other: &ResourceList) {
+    for (k, v) in &other.0 {
+        if let Some(e) = list.0.get_mut(k) {
+            *e = e.saturating_sub(*v);
+            if *e == 0 {
+                list.0.remove(k);
+            }
+        }
+    }
+}
+
+fn count_down(map: &mut BTreeMap<String, u32>, key: &str) {
+    if let Some(n) = map.get_mut(key) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            map.remove(key);
+        }
+    }
+}
+
+impl PodCache {
+    fn intern(&mut self, s: &str) -> std::sync::Arc<str> {
+        if let Some(a) = self.strings.get(s) {
+            return std::sync::Arc::clone(a);
+        }
+        let a: std::sync::Arc<str> = std::sync::Arc::from(s);
+        self.strings.insert(std::sync::Arc::clone(&a));
+        a
+    }
+
+    fn intern_request(&mut self, r: ResourceList) -> std::sync::Arc<ResourceList> {
+        if let Some(a) = self.requests.get(&r) {
+            return std::sync::Arc::clone(a);
+        }
+        let a = std::sync::Arc::new(r);
+        self.requests.insert(std::sync::Arc::clone(&a));
+        a
+    }
+
+    /// Adds or replaces a pod. A pod whose facts did not change (most `MODIFIED` events:
+    /// status and metadata updates) costs its decoding and one lookup.
+    pub fn upsert(&mut self, p: &PodItem) {
+        let key = p.key();
+        let fact = self.fact(p);
+        if self.pods.get(key.as_str()).is_some_and(|old| old.same(&fact)) {
+            return;
+        }
+        self.delete(&key);
+        self.account(&fact, true);
+        self.pods.insert(key.into_boxed_str(), fact);
+        self.collect_garbage();
+    }
+
+    fn fact(&mut self, p: &PodItem) -> PodFact {
+        if p.is_terminated() {
+            return PodFact {
+                node: None,
+                request: self.intern_request(ResourceList::new()),
+                owner: self.intern(""),
+                terminated: true,
+                unschedulable: false,
+            };
+        }
+        let node = p.spec.node_name.as_deref().filter(|n| !n.is_empty()).map(|n| self.intern(n));
+        PodFact {
+            node,
+            request: self.intern_request(p.request()),
+            owner: self.intern(&p.owner_key()),
+            terminated: false,
+            unschedulable: p.is_unschedulable(),
+        }
+    }
+
+    /// Removes a pod (`namespace/name`); nothing if it is not kept.
+    pub fn delete(&mut self, key: &str) {
+        if let Some(old) = self.pods.remove(key) {
+            self.account(&old, false);
+        }
+    }
+
+    /// Adds (`add`) or subtracts a pod's contribution, as [`Fold::pod`] counts it.
+    fn account(&mut self, f: &PodFact, add: bool) {
+        if f.terminated {
+            return;
+        }
+        if add {
+            count_up(&mut self.facts.by_owner, &f.owner);
+        } else {
+            count_down(&mut self.facts.by_owner, &f.owner);
+        }
+        match &f.node {
+            Some(node) => {
+                let e = match self.per_node.get_mut(&**node) {
+                    Some(e) => e,
+                    None => self.per_node.entry(std::sync::Arc::clone(node)).or_default(),
+                };
+                if add {
+                    self.facts.bound = self.facts.bound.saturating_add(1);
+                    add_to(&mut e.0, &f.request);
+                    e.1 = e.1.saturating_add(1);
+                } else {
+                    self.facts.bound = self.facts.bound.saturating_sub(1);
+                    subtract(&mut e.0, &f.request);
+                    e.1 = e.1.saturating_sub(1);
+                    if e.1 == 0 {
+                        self.per_node.remove(node);
+                    }
+                }
+            }
+            None if add => {
+                self.facts.unbound = self.facts.unbound.saturating_add(1);
+                add_to(&mut self.unbound, &f.request);
+                if f.unschedulable {
+                    count_up(&mut self.facts.unschedulable, &f.owner);
+                }
+            }
+            None => {
+                self.facts.unbound = self.facts.unbound.saturating_sub(1);
+                subtract(&mut self.unbound, &f.request);
+                if f.unschedulable {
+                    count_down(&mut self.facts.unschedulable, &f.owner);
+                }
+            }
+        }
+    }
+
+    /// Drops interned strings and requests no pod uses any more, once they outnumber the pods
+    /// (owners come and go with rollouts): memory follows the pods, not the history.
+    fn collect_garbage(&mut self) {
+        if self.strings.len() + self.requests.len() > 2 * self.pods.len() + 64 {
+            self.strings.retain(|s| std::sync::Arc::strong_count(s) > 1);
+            self.requests.retain(|r| std::sync::Arc::strong_count(r) > 1);
+        }
+    }
+
+    /// Pods kept, terminated ones included.
+    pub fn len(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// Whether no pod is kept.
+    pub fn is_empty(&self) -> bool {
+        self.pods.is_empty()
+    }
+}
+
+impl Sink<PodItem> for PodCache {
+    fn add(&mut self, items: Vec<PodItem>) {
+        for p in &items {
+            self.upsert(p);
+        }
+    }
+    fn reset(&mut self) {
+        *self = PodCache::default();
+    }
+}
+
+/// The watched state of one cluster: its nodes and pods as the last list and the watch events
+/// since left them. [`WatchCache::observation`] equals what a [`Fold`] of a fresh list of the
+/// same objects gives (tested).
+#[derive(Debug, Default, Clone)]
+pub struct WatchCache {
+    /// Nodes by name.
+    pub nodes: NodeCache,
+    /// Pods by `namespace/name`.
+    pub pods: PodCache,
+}
+
+impl WatchCache {
+    /// The observation a fresh list of the cached objects would give.
+    pub fn observation(&self) -> Observation {
+        let nodes = self
+            .nodes
+            .nodes
+            .values()
+            .map(|n| {
+                let mut v = n.clone();
+                if let Some((requested, pods)) = self.pods.per_node.get(v.name.as_str()) {
+                    v.requested = requested.clone();
+                    v.pods = *pods;
+                }
+                v
+            })
+            .collect();
+        Observation {
+            nodes,
+            unbound: self.pods.unbound.clone(),
+            pods: self.pods.facts.clone(),
+            listed_pods: u32::try_from(self.pods.pods.len()).unwrap_or(u32::MAX),
+        }
     }
 }
 

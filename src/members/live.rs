@@ -23,15 +23,21 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use http_body_util::BodyExt;
 
-use super::decode::{Fold, NodeItem, PodItem, decode_page};
+use super::decode::{
+    Fold, Keyed, NodeCache, NodeItem, Observation, PodCache, PodItem, Sink, WatchCache, WatchEvent, decode_event,
+    decode_page,
+};
 use crate::config::{ClusterAccess, Config, PollSection};
 use crate::model::{Health, NodeView, PodFacts, PollFacts, ResourceList};
 use crate::policy::{ClusterObject, PolicySet};
 
 /// How often a list restarts after its continue token expired (410 Gone) before giving up.
 pub const MAX_RESTARTS: u32 = 3;
-/// Largest response body accepted for one page.
+/// Largest response body accepted for one page (and for one watch event).
 pub const MAX_PAGE_BYTES: usize = 64 << 20;
+/// `timeoutSeconds` of a watch request, before a per-cluster jitter of up to half of it: the
+/// server ends the stream then and the watcher re-watches from the last resource version.
+pub const WATCH_TIMEOUT_SECS: u64 = 60;
 
 /// One member to poll: its name and how to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,6 +161,12 @@ pub struct LiveStatus {
     pub polls_total: u64,
     /// Failed polls since start, by [`PollError::kind`].
     pub failures_total: BTreeMap<&'static str, u64>,
+    /// Whether the last round was served from watches (`[poll] watch`), not a list.
+    pub watching: bool,
+    /// Watch events applied (bookmarks excluded) since the current watches started.
+    pub watch_events: u64,
+    /// Lists restarted by the watches (410 Gone) since they started.
+    pub relists: u64,
 }
 
 /// Per-cluster live state, as the reconcile consumes it.
@@ -180,7 +192,48 @@ pub struct RoundReport {
 struct Built {
     target: Target,
     client: kube::Client,
+    /// The client of watch streams: no read timeout (a watch is idle between events); the
+    /// watcher bounds the wait for headers and for the next event itself.
+    watch_client: Option<kube::Client>,
+    /// What `client` was built from (a watched cluster's list client is rebuilt after its
+    /// list, so that the pooled connection and its large read buffer are let go).
+    config: kube::Config,
     endpoint: String,
+}
+
+/// What a watched cluster's tasks share with the poller.
+#[derive(Debug, Default)]
+struct Shared {
+    cache: WatchCache,
+    /// Set by a watcher that stopped (its connection failed); the next round reports it.
+    failed: Option<PollError>,
+    events: u64,
+    relists: u64,
+}
+
+/// The watches of one cluster: a task per resource keeping [`Shared::cache`] up to date.
+struct Watcher {
+    target: Target,
+    shared: Arc<std::sync::Mutex<Shared>>,
+    tasks: Vec<tokio::task::AbortHandle>,
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// What listing a cluster gave: its data and, when watching, the cache the watches start from.
+type Listed = Result<(LiveData, Option<Start>), PollError>;
+
+/// What the initial list of a watched cluster hands to its watchers.
+struct Start {
+    cache: WatchCache,
+    nodes_rv: String,
+    pods_rv: String,
 }
 
 /// The poller: one kube client per cluster, kept between rounds, and the per-cluster state.
@@ -188,9 +241,31 @@ pub struct Poller {
     poll: PollSection,
     interval: Duration,
     clients: BTreeMap<String, Built>,
+    watchers: BTreeMap<String, Watcher>,
+    /// Bounds the lists the watchers restart (410 Gone) to `poll.concurrency` at once.
+    permits: Arc<tokio::sync::Semaphore>,
     next_attempt: BTreeMap<String, Instant>,
     view: LiveView,
     seed: u64,
+}
+
+fn lock(m: &std::sync::Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+fn live_data(obs: Observation, duration: Duration, pages: u32) -> LiveData {
+    let poll = PollFacts {
+        duration_ms: duration.as_millis() as u64,
+        pages,
+        nodes: obs.nodes.len() as u32,
+        pods: obs.listed_pods,
+        at_ms: now_ms(),
+    };
+    LiveData { nodes: obs.nodes, unbound: obs.unbound, pods: obs.pods, poll }
 }
 
 impl Poller {
@@ -201,9 +276,11 @@ impl Poller {
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0x5eed);
         Poller {
+            permits: Arc::new(tokio::sync::Semaphore::new(poll.concurrency.max(1))),
             poll,
             interval,
             clients: BTreeMap::new(),
+            watchers: BTreeMap::new(),
             next_attempt: BTreeMap::new(),
             view: LiveView::default(),
             seed,
@@ -214,6 +291,8 @@ impl Poller {
     pub fn reconfigure(&mut self, poll: PollSection, interval: Duration) {
         if poll != self.poll {
             self.clients.clear();
+            self.watchers.clear();
+            self.permits = Arc::new(tokio::sync::Semaphore::new(poll.concurrency.max(1)));
         }
         self.poll = poll;
         self.interval = interval;
@@ -226,17 +305,23 @@ impl Poller {
 
     /// Polls every target that is not backing off, at most `poll.concurrency` at once, each
     /// within `poll.timeout`. Clusters no longer targeted are forgotten.
+    ///
+    /// With `poll.watch`, a cluster is listed once; then watches keep its cache current and
+    /// the rounds read the cache (no request). A watch that failed is reported as this round's
+    /// failure of the cluster; after its backoff the cluster is listed again.
     pub async fn round(&mut self, targets: &[Target]) -> RoundReport {
         let mut report = RoundReport::default();
         let names: std::collections::BTreeSet<&str> = targets.iter().map(|t| t.name.as_str()).collect();
         let before = self.view.clusters.len();
         self.view.clusters.retain(|k, _| names.contains(k.as_str()));
         self.clients.retain(|k, _| names.contains(k.as_str()));
+        self.watchers.retain(|k, _| names.contains(k.as_str()));
         self.next_attempt.retain(|k, _| names.contains(k.as_str()));
         report.changed |= before != self.view.clusters.len();
 
         let now = Instant::now();
         let mut jobs = Vec::new();
+        let mut results: Vec<(Target, Option<Built>, Result<LiveData, PollError>)> = Vec::new();
         for t in targets {
             let status = self
                 .view
@@ -250,11 +335,41 @@ impl Poller {
                 report.skipped.push(t.name.clone());
                 continue;
             }
+            if self.poll.watch
+                && let Some(w) = self.watchers.get(&t.name).filter(|w| w.target == *t)
+            {
+                let started = Instant::now();
+                let result = {
+                    let mut sh = lock(&w.shared);
+                    status.watching = true;
+                    status.watch_events = sh.events;
+                    status.relists = sh.relists;
+                    match sh.failed.take() {
+                        Some(e) => Err(e),
+                        None => Ok(live_data(sh.cache.observation(), started.elapsed(), 0)),
+                    }
+                };
+                let outcome = match &result {
+                    Ok(_) => crate::metrics::PollOutcome::Ok,
+                    Err(_) => crate::metrics::PollOutcome::Error,
+                };
+                crate::metrics::record_poll(&t.name, started.elapsed(), outcome);
+                if let Err(e) = &result {
+                    self.watchers.remove(&t.name);
+                    if !keeps_client(e) {
+                        self.clients.remove(&t.name);
+                    }
+                }
+                results.push((t.clone(), None, result));
+                continue;
+            }
+            self.watchers.remove(&t.name);
+            status.watching = false;
             let built = self.clients.remove(&t.name).filter(|b| b.target == *t);
             jobs.push((t.clone(), built));
         }
         let poll = self.poll.clone();
-        let results: Vec<(Target, Option<Built>, Result<LiveData, PollError>)> = futures_util::stream::iter(jobs)
+        let listed: Vec<(Target, Option<Built>, Listed)> = futures_util::stream::iter(jobs)
             .map(|(t, built)| {
                 let poll = poll.clone();
                 async move {
@@ -272,6 +387,24 @@ impl Poller {
             .buffer_unordered(self.poll.concurrency.max(1))
             .collect()
             .await;
+        for (t, mut built, result) in listed {
+            let result = match result {
+                Ok((data, Some(start))) => {
+                    if let Some(b) = &mut built {
+                        // A fresh client: the list's pooled connection (with a read buffer
+                        // grown to the page size) is closed; relists open a new one.
+                        if let Ok(c) = kube::Client::try_from(b.config.clone()) {
+                            b.client = c;
+                        }
+                        self.start_watch(b, start);
+                    }
+                    Ok(data)
+                }
+                Ok((data, None)) => Ok(data),
+                Err(e) => Err(e),
+            };
+            results.push((t, built, result));
+        }
 
         for (t, built, result) in results {
             let status = self.view.clusters.entry(t.name.clone()).or_default();
@@ -293,6 +426,7 @@ impl Poller {
                     report.ok.push(t.name.clone());
                 }
                 Err(e) => {
+                    status.watching = false;
                     report.changed |= status.error.as_ref() != Some(&e);
                     status.consecutive_failures = status.consecutive_failures.saturating_add(1);
                     *status.failures_total.entry(e.kind()).or_insert(0) += 1;
@@ -307,6 +441,28 @@ impl Poller {
         report.ok.sort();
         report.failed.sort_by(|a, b| a.0.cmp(&b.0));
         report
+    }
+
+    /// Starts the watches of a cluster just listed.
+    fn start_watch(&mut self, b: &Built, start: Start) {
+        let Some(watch) = b.watch_client.clone() else { return };
+        let shared = Arc::new(std::sync::Mutex::new(Shared { cache: start.cache, ..Default::default() }));
+        let jitter = crate::model::fnv1a64(b.target.name.as_bytes()) % (WATCH_TIMEOUT_SECS / 2 + 1);
+        let ctx = Ctx {
+            list: b.client.clone(),
+            watch,
+            shared: Arc::clone(&shared),
+            poll: self.poll.clone(),
+            permits: Arc::clone(&self.permits),
+            timeout_secs: WATCH_TIMEOUT_SECS + jitter,
+            cluster: b.target.name.clone(),
+        };
+        let nodes = tokio::spawn(watch_loop::<NodeItem>(ctx.clone(), "/api/v1/nodes", "nodes", start.nodes_rv));
+        let pods = tokio::spawn(watch_loop::<PodItem>(ctx, "/api/v1/pods", "pods", start.pods_rv));
+        self.watchers.insert(
+            b.target.name.clone(),
+            Watcher { target: b.target.clone(), shared, tasks: vec![nodes.abort_handle(), pods.abort_handle()] },
+        );
     }
 
     /// `interval × 2^(failures−1)`, capped at `poll.max_backoff`, times a jitter in [0.5, 1].
@@ -343,11 +499,13 @@ fn strip_userinfo(url: &str) -> String {
     }
 }
 
-async fn poll_one(
-    t: &Target,
-    built: Option<Built>,
-    poll: &PollSection,
-) -> (Option<Built>, Result<LiveData, PollError>) {
+/// Keeps a client after this error? A client whose connection misbehaved is rebuilt next time
+/// (fresh connections).
+fn keeps_client(e: &PollError) -> bool {
+    matches!(e, PollError::Forbidden { .. } | PollError::Http { .. })
+}
+
+async fn poll_one(t: &Target, built: Option<Built>, poll: &PollSection) -> (Option<Built>, Listed) {
     let started = Instant::now();
     // The deadline covers building the client too (an exec credential plugin may hang).
     let attempt = async {
@@ -355,31 +513,27 @@ async fn poll_one(
             Some(b) => b,
             None => build(t, poll).await.map_err(|e| (None, e))?,
         };
-        match list_cluster(&built.client, poll.page_size).await {
+        let listed = if poll.watch {
+            list_to_cache(&built.client, poll.page_size)
+                .await
+                .map(|(start, pages)| (start.cache.observation(), pages, Some(start)))
+        } else {
+            list_cluster(&built.client, poll.page_size).await.map(|(fold, pages)| (fold.finish(), pages, None))
+        };
+        match listed {
             Ok(r) => Ok((built, r)),
             Err(e) => Err((Some(built), e)),
         }
     };
     let (built, result) = match tokio::time::timeout(poll.timeout, attempt).await {
-        Ok(Ok((built, (fold, pages)))) => {
-            let obs = fold.finish();
-            let poll_facts = PollFacts {
-                duration_ms: started.elapsed().as_millis() as u64,
-                pages,
-                nodes: obs.nodes.len() as u32,
-                pods: obs.listed_pods,
-                at_ms: std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_millis() as u64)
-                    .unwrap_or(0),
-            };
-            (Some(built), Ok(LiveData { nodes: obs.nodes, unbound: obs.unbound, pods: obs.pods, poll: poll_facts }))
-        }
+        Ok(Ok((built, (obs, pages, start)))) => (Some(built), Ok((live_data(obs, started.elapsed(), pages), start))),
         Ok(Err((built, e))) => (built, Err(e)),
         Err(_) => (None, Err(PollError::Deadline(poll.timeout))),
     };
-    // A client whose connection misbehaved is rebuilt next time (fresh connections).
-    let keep = matches!(&result, Ok(_) | Err(PollError::Forbidden { .. }) | Err(PollError::Http { .. }));
+    let keep = match &result {
+        Ok(_) => true,
+        Err(e) => keeps_client(e),
+    };
     (built.filter(|_| keep), result)
 }
 
@@ -438,8 +592,15 @@ async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollError> {
     cfg.reset_reader_on_write = true;
     // Our own backoff decides when to try again; kube's retry would hide 503s inside a poll.
     cfg.default_retry = false;
-    let client = kube::Client::try_from(cfg).map_err(|e| access(format!("client: {}", chain(&e))))?;
-    Ok(Built { target: t.clone(), client, endpoint })
+    let watch_client = if poll.watch {
+        let mut w = cfg.clone();
+        w.read_timeout = None;
+        Some(kube::Client::try_from(w).map_err(|e| access(format!("client: {}", chain(&e))))?)
+    } else {
+        None
+    };
+    let client = kube::Client::try_from(cfg.clone()).map_err(|e| access(format!("client: {}", chain(&e))))?;
+    Ok(Built { target: t.clone(), client, watch_client, config: cfg, endpoint })
 }
 
 fn read_ca(path: &Path) -> Result<Vec<Vec<u8>>, PollError> {
@@ -472,44 +633,35 @@ pub fn chain(e: &dyn std::error::Error) -> String {
 
 async fn list_cluster(client: &kube::Client, page_size: u32) -> Result<(Fold, u32), PollError> {
     let mut fold = Fold::default();
-    let node_pages = list_all::<NodeItem>(client, "/api/v1/nodes", "nodes", page_size, &mut fold).await?;
-    let pod_pages = list_all::<PodItem>(client, "/api/v1/pods", "pods", page_size, &mut fold).await?;
+    let (node_pages, _) = list_all::<NodeItem, _>(client, "/api/v1/nodes", "nodes", page_size, &mut fold).await?;
+    let (pod_pages, _) = list_all::<PodItem, _>(client, "/api/v1/pods", "pods", page_size, &mut fold).await?;
     Ok((fold, node_pages + pod_pages))
 }
 
-trait Listed: serde::de::DeserializeOwned {
-    fn add(fold: &mut Fold, items: Vec<Self>);
-    fn reset(fold: &mut Fold);
+/// The same lists as [`list_cluster`], into a [`WatchCache`], with the resource versions the
+/// watches start from.
+async fn list_to_cache(client: &kube::Client, page_size: u32) -> Result<(Start, u32), PollError> {
+    let mut cache = WatchCache::default();
+    let (node_pages, nodes_rv) =
+        list_all::<NodeItem, _>(client, "/api/v1/nodes", "nodes", page_size, &mut cache.nodes).await?;
+    let (pod_pages, pods_rv) =
+        list_all::<PodItem, _>(client, "/api/v1/pods", "pods", page_size, &mut cache.pods).await?;
+    Ok((Start { cache, nodes_rv, pods_rv }, node_pages + pod_pages))
 }
 
-impl Listed for NodeItem {
-    fn add(fold: &mut Fold, items: Vec<Self>) {
-        fold.nodes(items)
-    }
-    fn reset(fold: &mut Fold) {
-        fold.reset_nodes()
-    }
-}
-
-impl Listed for PodItem {
-    fn add(fold: &mut Fold, items: Vec<Self>) {
-        fold.pods(items)
-    }
-    fn reset(fold: &mut Fold) {
-        fold.reset_pods()
-    }
-}
-
-async fn list_all<T: Listed>(
+/// Lists every page of `path` into `sink`; returns the pages and the resource version of the
+/// first page (a watch from there replays whatever changed while the pages were fetched).
+async fn list_all<T: serde::de::DeserializeOwned, S: Sink<T>>(
     client: &kube::Client,
     path: &str,
     what: &'static str,
     page_size: u32,
-    fold: &mut Fold,
-) -> Result<u32, PollError> {
+    sink: &mut S,
+) -> Result<(u32, String), PollError> {
     let mut token: Option<String> = None;
     let mut restarts = 0;
     let mut pages = 0;
+    let mut rv = String::new();
     loop {
         let mut url = format!("{path}?limit={page_size}");
         if let Some(t) = &token {
@@ -519,11 +671,14 @@ async fn list_all<T: Listed>(
         match get(client, &url, what).await {
             Ok(bytes) => {
                 let page = decode_page::<T>(&bytes).map_err(|e| PollError::Decode { what, message: e.to_string() })?;
+                if token.is_none() {
+                    rv = page.metadata.resource_version.clone().unwrap_or_default();
+                }
                 pages += 1;
-                T::add(fold, page.items);
+                sink.add(page.items);
                 match page.metadata.next() {
                     Some(t) => token = Some(t.to_string()),
-                    None => return Ok(pages),
+                    None => return Ok((pages, rv)),
                 }
             }
             Err(Got::Gone(message)) if token.is_some() => {
@@ -533,10 +688,234 @@ async fn list_all<T: Listed>(
                 }
                 tracing::debug!(what, %message, restarts, "continue token expired; restarting the list");
                 token = None;
-                T::reset(fold);
+                sink.reset();
             }
             Err(Got::Gone(message)) => return Err(PollError::Http { status: 410, what, message }),
             Err(Got::Failed(e)) => return Err(e),
+        }
+    }
+}
+
+/// A watched resource: how its events and relists change a [`WatchCache`].
+trait Watched: serde::de::DeserializeOwned + Keyed + Send + 'static {
+    type Part: Sink<Self> + Default + Send;
+    fn upsert(cache: &mut WatchCache, item: Self);
+    fn delete(cache: &mut WatchCache, item: &Self);
+    fn replace(cache: &mut WatchCache, part: Self::Part);
+}
+
+impl Watched for NodeItem {
+    type Part = NodeCache;
+    fn upsert(cache: &mut WatchCache, item: Self) {
+        cache.nodes.upsert(item)
+    }
+    fn delete(cache: &mut WatchCache, item: &Self) {
+        cache.nodes.delete(&item.metadata.name)
+    }
+    fn replace(cache: &mut WatchCache, part: NodeCache) {
+        cache.nodes = part
+    }
+}
+
+impl Watched for PodItem {
+    type Part = PodCache;
+    fn upsert(cache: &mut WatchCache, item: Self) {
+        cache.pods.upsert(&item)
+    }
+    fn delete(cache: &mut WatchCache, item: &Self) {
+        cache.pods.delete(&item.key())
+    }
+    fn replace(cache: &mut WatchCache, part: PodCache) {
+        cache.pods = part
+    }
+}
+
+/// Applies decoded events to a cache: the one place watch semantics live (the watcher and the
+/// tests call it). Returns the last resource version seen, and the `ERROR` status that ends
+/// the stream, if any (events after it are not applied).
+fn apply_events<T: Watched>(
+    cache: &mut WatchCache,
+    events: Vec<WatchEvent<T>>,
+    rv: &mut String,
+    applied: &mut u64,
+) -> Option<super::decode::StatusItem> {
+    for ev in events {
+        let seen = match ev {
+            WatchEvent::Added(t) | WatchEvent::Modified(t) => {
+                let seen = t.resource_version().map(str::to_string);
+                T::upsert(cache, t);
+                *applied += 1;
+                seen
+            }
+            WatchEvent::Deleted(t) => {
+                T::delete(cache, &t);
+                *applied += 1;
+                t.resource_version().map(str::to_string)
+            }
+            WatchEvent::Bookmark(t) => t.resource_version().map(str::to_string),
+            WatchEvent::Error(s) => return Some(s),
+        };
+        if let Some(v) = seen.filter(|v| !v.is_empty()) {
+            *rv = v;
+        }
+    }
+    None
+}
+
+/// What a watcher task needs.
+#[derive(Clone)]
+struct Ctx {
+    list: kube::Client,
+    watch: kube::Client,
+    shared: Arc<std::sync::Mutex<Shared>>,
+    poll: PollSection,
+    permits: Arc<tokio::sync::Semaphore>,
+    timeout_secs: u64,
+    cluster: String,
+}
+
+/// One resource's watch: re-watches from the last resource version when the stream ends,
+/// relists on 410 Gone, and stops (leaving the error for the next round) when a request fails.
+async fn watch_loop<T: Watched>(ctx: Ctx, path: &'static str, what: &'static str, mut rv: String) {
+    loop {
+        let started = Instant::now();
+        let failed = match watch_once::<T>(&ctx, path, what, &mut rv).await {
+            Ok(events) => {
+                if events == 0 && started.elapsed() < Duration::from_secs(1) {
+                    // A stream that ends at once, repeatedly, must not spin.
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                continue;
+            }
+            Err(Got::Gone(message)) => {
+                tracing::debug!(cluster = %ctx.cluster, what, %message, "watch expired (410 Gone); relisting");
+                match relist::<T>(&ctx, path, what).await {
+                    Ok(new_rv) => {
+                        rv = new_rv;
+                        continue;
+                    }
+                    Err(e) => e,
+                }
+            }
+            Err(Got::Failed(e)) => e,
+        };
+        tracing::debug!(cluster = %ctx.cluster, what, error = %failed, "watch stopped");
+        lock(&ctx.shared).failed = Some(failed);
+        return;
+    }
+}
+
+/// Lists `path` again (at most `poll.concurrency` relists at once, within `poll.timeout`) and
+/// replaces that part of the cache; returns the list's resource version.
+async fn relist<T: Watched>(ctx: &Ctx, path: &str, what: &'static str) -> Result<String, PollError> {
+    let _permit = ctx.permits.acquire().await.map_err(|e| PollError::Transport { what, message: e.to_string() })?;
+    let list = async {
+        let mut part = T::Part::default();
+        let (_, rv) = list_all::<T, _>(&ctx.list, path, what, ctx.poll.page_size, &mut part).await?;
+        Ok::<_, PollError>((part, rv))
+    };
+    let (part, rv) =
+        tokio::time::timeout(ctx.poll.timeout, list).await.map_err(|_| PollError::Deadline(ctx.poll.timeout))??;
+    let mut sh = lock(&ctx.shared);
+    T::replace(&mut sh.cache, part);
+    sh.relists += 1;
+    Ok(rv)
+}
+
+/// One watch request, read until the stream ends. `Ok(events applied)` when it ended normally
+/// (server timeout, closed, idle longer than `timeoutSeconds` + `read_timeout`, broken
+/// mid-stream): re-watch from `rv`. `Gone` for 410 (as a status or an `ERROR` event).
+async fn watch_once<T: Watched>(ctx: &Ctx, path: &str, what: &'static str, rv: &mut String) -> Result<u64, Got> {
+    let url = format!(
+        "{path}?watch=1&resourceVersion={}&allowWatchBookmarks=true&timeoutSeconds={}",
+        crate::api::client::segment(rv),
+        ctx.timeout_secs
+    );
+    let failed = |message: String| Got::Failed(PollError::Transport { what, message });
+    let req = http::Request::get(url)
+        .header(http::header::ACCEPT, "application/json")
+        .body(kube::client::Body::from(Vec::new()))
+        .map_err(|e| failed(e.to_string()))?;
+    let res = match tokio::time::timeout(ctx.poll.read_timeout, ctx.watch.send(req)).await {
+        Err(_) => {
+            return Err(failed(format!(
+                "watch: no response within {}",
+                humantime::format_duration(ctx.poll.read_timeout)
+            )));
+        }
+        Ok(Err(e)) => return Err(failed(format!("watch: {}", chain(&e)))),
+        Ok(Ok(r)) => r,
+    };
+    let status = res.status();
+    let mut body = res.into_body();
+    if !status.is_success() {
+        let bytes = tokio::time::timeout(ctx.poll.read_timeout, http_body_util::Limited::new(body, 1 << 20).collect())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        return Err(http_error(status.as_u16(), status_message(&bytes), what));
+    }
+    tracing::trace!(cluster = %ctx.cluster, what, rv = %rv, "watching");
+    let idle = Duration::from_secs(ctx.timeout_secs) + ctx.poll.read_timeout;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut applied = 0u64;
+    loop {
+        let frame = match tokio::time::timeout(idle, body.frame()).await {
+            Err(_) => return Ok(applied),
+            Ok(None) => {
+                if buf.iter().any(|b| !b.is_ascii_whitespace()) {
+                    return Err(Got::Failed(PollError::Decode {
+                        what,
+                        message: format!("watch stream ended inside an event ({} bytes)", buf.len()),
+                    }));
+                }
+                return Ok(applied);
+            }
+            Ok(Some(Err(e))) => {
+                tracing::debug!(cluster = %ctx.cluster, what, error = %chain(&e), "watch stream broke; re-watching");
+                return Ok(applied);
+            }
+            Ok(Some(Ok(f))) => f,
+        };
+        let Ok(data) = frame.into_data() else { continue };
+        tracing::trace!(cluster = %ctx.cluster, what, bytes = data.len(), "watch data");
+        buf.extend_from_slice(&data);
+        let mut events = Vec::new();
+        let mut start = 0;
+        while let Some(i) = buf[start..].iter().position(|b| *b == b'\n') {
+            let line = &buf[start..start + i];
+            start += i + 1;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let ev =
+                decode_event::<T>(line).map_err(|e| Got::Failed(PollError::Decode { what, message: e.to_string() }))?;
+            events.push(ev);
+        }
+        buf.drain(..start);
+        if buf.len() > MAX_PAGE_BYTES {
+            return Err(Got::Failed(PollError::Decode { what, message: "watch event larger than 64 MiB".into() }));
+        }
+        if events.is_empty() {
+            continue;
+        }
+        let ended = {
+            let mut sh = lock(&ctx.shared);
+            let mut n = 0;
+            let ended = apply_events(&mut sh.cache, events, rv, &mut n);
+            sh.events += n;
+            applied += n;
+            ended
+        };
+        tracing::trace!(cluster = %ctx.cluster, what, applied, rv = %rv, "watch events applied");
+        if let Some(s) = ended {
+            if s.code == Some(410) {
+                return Err(Got::Gone(s.message));
+            }
+            tracing::debug!(cluster = %ctx.cluster, what, code = ?s.code, message = %s.message, "watch ERROR event; re-watching");
+            return Ok(applied);
         }
     }
 }
@@ -561,12 +940,15 @@ async fn get(client: &kube::Client, url: &str, what: &'static str) -> Result<Vec
     if status.is_success() {
         return Ok(body.to_vec());
     }
-    let message = status_message(&body);
-    Err(match status.as_u16() {
+    Err(http_error(status.as_u16(), status_message(&body), what))
+}
+
+fn http_error(status: u16, message: String, what: &'static str) -> Got {
+    match status {
         410 => Got::Gone(message),
         s @ (401 | 403) => Got::Failed(PollError::Forbidden { status: s, what, message }),
         s => Got::Failed(PollError::Http { status: s, what, message }),
-    })
+    }
 }
 
 /// The `message` of a `Status` body, or the start of the body; at most 300 characters.
@@ -585,6 +967,7 @@ fn status_message(body: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::decode::{Fold, Observation};
     use super::*;
 
     #[test]
@@ -600,6 +983,141 @@ mod tests {
         let t = PollError::Transport { what: "pods", message: "reset".into() };
         assert!(matches!(t.health(), Health::Unreachable { .. }));
         assert_eq!(crate::api::client::segment("a+b/c=="), "a%2Bb%2Fc%3D%3D");
+    }
+
+    /// A pseudo-random pod or node as the API serves it.
+    fn pod_json(r: u64, name: &str, rv: u64) -> String {
+        let node =
+            ["\"nodeName\":\"n1\",", "\"nodeName\":\"n2\",", "", "\"nodeName\":\"ghost\",", "\"nodeName\":\"\","]
+                [(r % 5) as usize];
+        let phase = ["Running", "Pending", "Succeeded", "Failed", "Running"][((r >> 3) % 5) as usize];
+        let cond = if (r >> 6).is_multiple_of(3) {
+            r#","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]"#
+        } else {
+            ""
+        };
+        let owner = match (r >> 8) % 4 {
+            0 => String::new(),
+            k => format!(r#","ownerReferences":[{{"kind":"ReplicaSet","name":"rs-{k}","controller":true}}]"#),
+        };
+        let req = ["\"cpu\":\"250m\"", "\"cpu\":\"1\",\"memory\":\"64Mi\"", "\"memory\":\"1Gi\"", ""]
+            [((r >> 10) % 4) as usize];
+        format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}"{owner},"annotations":{{"x":"{r}"}}}},"spec":{{{node}"containers":[{{"resources":{{"requests":{{{req}}}}}}}]}},"status":{{"phase":"{phase}"{cond}}}}}"#
+        )
+    }
+
+    fn node_json(r: u64, name: &str, rv: u64) -> String {
+        let unsched = r.is_multiple_of(2);
+        format!(
+            r#"{{"metadata":{{"name":"{name}","resourceVersion":"{rv}","labels":{{"r":"{}"}}}},"spec":{{"unschedulable":{unsched}}},"status":{{"allocatable":{{"cpu":"4","memory":"8Gi"}},"conditions":[{{"type":"Ready","status":"True"}}]}}}}"#,
+            r % 7
+        )
+    }
+
+    fn fresh(nodes: &BTreeMap<String, String>, pods: &BTreeMap<String, String>) -> Observation {
+        let page = |items: &BTreeMap<String, String>| {
+            format!(
+                r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{}]}}"#,
+                items.values().cloned().collect::<Vec<_>>().join(",")
+            )
+        };
+        let mut f = Fold::default();
+        f.nodes(decode_page::<NodeItem>(page(nodes).as_bytes()).expect("nodes").items);
+        f.pods(decode_page::<PodItem>(page(pods).as_bytes()).expect("pods").items);
+        f.finish()
+    }
+
+    fn event<T: Watched>(kind: &str, object: &str) -> WatchEvent<T> {
+        decode_event::<T>(format!(r#"{{"type":"{kind}","object":{object}}}"#).as_bytes()).expect("event")
+    }
+
+    #[test]
+    fn the_watched_cache_equals_a_fresh_list_after_any_sequence_of_events() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            seed >> 20
+        };
+        let (mut nodes, mut pods) = (BTreeMap::new(), BTreeMap::new());
+        let mut cache = WatchCache::default();
+        let (mut rv, mut seen, mut applied) = (1u64, String::new(), 0u64);
+        let mut relists = 0;
+        for step in 0..2000 {
+            rv += 1;
+            let r = next();
+            match r % 10 {
+                0..=4 => {
+                    let name = format!("p{}", next() % 40);
+                    let kind = if pods.contains_key(&name) { "MODIFIED" } else { "ADDED" };
+                    let json = pod_json(next(), &name, rv);
+                    pods.insert(name, json.clone());
+                    apply_events::<PodItem>(&mut cache, vec![event(kind, &json)], &mut seen, &mut applied);
+                }
+                5 | 6 => {
+                    let Some(name) = pods.keys().nth((next() % 40) as usize % pods.len().max(1)).cloned() else {
+                        continue;
+                    };
+                    let json = pods.remove(&name).expect("present");
+                    apply_events::<PodItem>(&mut cache, vec![event("DELETED", &json)], &mut seen, &mut applied);
+                }
+                7 => {
+                    let name = format!("n{}", 1 + next() % 3);
+                    let json = node_json(next(), &name, rv);
+                    nodes.insert(name, json.clone());
+                    apply_events::<NodeItem>(&mut cache, vec![event("MODIFIED", &json)], &mut seen, &mut applied);
+                }
+                8 => {
+                    let name = format!("n{}", 1 + next() % 3);
+                    if let Some(json) = nodes.remove(&name) {
+                        apply_events::<NodeItem>(&mut cache, vec![event("DELETED", &json)], &mut seen, &mut applied);
+                    }
+                }
+                _ => {
+                    // A bookmark, or (one time in four) 410 Gone: events were missed (a pod
+                    // changes unseen), then the relist replaces the pods.
+                    let b = format!(r#"{{"metadata":{{"resourceVersion":"{rv}"}}}}"#);
+                    let mut evs = vec![event::<PodItem>("BOOKMARK", &b)];
+                    if next().is_multiple_of(4) {
+                        let unseen = format!("unseen-{step}");
+                        pods.insert(unseen.clone(), pod_json(next(), &unseen, rv));
+                        evs.push(event(
+                            "ERROR",
+                            r#"{"kind":"Status","code":410,"reason":"Expired","message":"too old"}"#,
+                        ));
+                        let gone = apply_events::<PodItem>(&mut cache, evs, &mut seen, &mut applied);
+                        assert_eq!(gone.and_then(|s| s.code), Some(410));
+                        assert_ne!(cache.observation(), fresh(&nodes, &pods), "step {step}: the missed event shows");
+                        let page = format!(r#"{{"items":[{}]}}"#, pods.values().cloned().collect::<Vec<_>>().join(","));
+                        let mut part = PodCache::default();
+                        part.add(decode_page::<PodItem>(page.as_bytes()).expect("page").items);
+                        PodItem::replace(&mut cache, part);
+                        relists += 1;
+                    } else {
+                        assert!(apply_events(&mut cache, evs, &mut seen, &mut applied).is_none());
+                    }
+                    assert_eq!(seen, rv.to_string());
+                }
+            }
+            assert_eq!(cache.observation(), fresh(&nodes, &pods), "step {step}");
+        }
+        assert!(relists > 5 && applied > 1000, "{relists} relists, {applied} events");
+        let o = cache.observation();
+        assert!(o.pods.bound > 0 && o.pods.unbound > 0 && !o.pods.unschedulable.is_empty(), "{o:?}");
+    }
+
+    #[test]
+    fn events_decode_in_any_field_order_and_errors_name_the_event() {
+        let e =
+            decode_event::<PodItem>(br#"{"object":{"metadata":{"name":"a","resourceVersion":"5"}},"type":"ADDED"}"#)
+                .expect("object first");
+        assert!(matches!(e, WatchEvent::Added(p) if p.metadata.name == "a" && p.resource_version() == Some("5")));
+        let e =
+            decode_event::<NodeItem>(br#"{"type":"ERROR","object":{"kind":"Status","status":"Failure","code":410}}"#)
+                .expect("error");
+        assert!(matches!(e, WatchEvent::Error(s) if s.code == Some(410)));
+        assert!(decode_event::<PodItem>(br#"{"type":"SOMETHING","object":{}}"#).is_err());
+        assert!(decode_event::<PodItem>(br#"{"type":"ADDED","object":{"spec":{"containers":3}}}"#).is_err());
     }
 
     #[test]

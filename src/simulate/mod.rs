@@ -7,6 +7,8 @@
 //!   selectors), bearer tokens, faults switchable at run time through admin endpoints.
 //! - [`apply`]: the GitOps agent: pods for the workloads in each cluster's output directory,
 //!   bound first-fit or left Unschedulable.
+//! - [`watch`]: resource versions, the window of watch events every change records, watch
+//!   streams with bookmarks and 410 Gone, and the churn generator (`--churn`).
 //!
 //! On start it writes, under `FLEET/.simulator/`: `ca.crt` (a CA made for this run; the
 //! server certificate is for `127.0.0.1` and `localhost`), `tokens/<cluster>` (kept across
@@ -19,6 +21,7 @@ pub mod apply;
 pub mod fleet;
 pub mod repo;
 pub mod server;
+pub mod watch;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -65,6 +68,10 @@ pub struct Options {
     pub apply: Option<PathBuf>,
     /// How often the output directory is checked for changes.
     pub apply_interval: Duration,
+    /// Pods modified per cluster per second (0: none), for watch benchmarks.
+    pub churn: f64,
+    /// Watch events each cluster retains; a watch from an older version gets 410.
+    pub watch_window: usize,
 }
 
 /// The addresses actually bound (port 0 resolved).
@@ -174,10 +181,12 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
         None => None,
     };
 
+    let events = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut served = BTreeMap::new();
     for c in fleet {
         let token = token_at(&meta.join("tokens").join(&c.name))?;
-        served.insert(c.name.clone(), Served { fleet: c, token, rv: 1, fault: Default::default() });
+        let log = watch::WatchLog::new(opts.watch_window, Arc::clone(&events));
+        served.insert(c.name.clone(), Served { fleet: c, token, log, fault: Default::default() });
     }
     write_client_files(&meta, &served, https_addr, http_addr, &certs.ca_pem)?;
 
@@ -187,7 +196,12 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
         admin_token,
         requests: RwLock::new(BTreeMap::new()),
         apply_now: opts.apply.as_ref().map(|_| apply_tx),
+        events,
+        open_watches: Arc::new(std::sync::atomic::AtomicU64::new(0)),
     });
+    if opts.churn > 0.0 {
+        tokio::spawn(watch::churn(Arc::clone(&state), opts.churn));
+    }
     if let Some(out) = opts.apply.clone() {
         tokio::spawn(agent(Arc::clone(&state), out, opts.apply_interval, apply_rx));
     }
@@ -255,10 +269,11 @@ async fn agent(state: Arc<State>, out: PathBuf, every: Duration, mut now: tokio:
             }
             let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
             let Some(c) = clusters.get_mut(&name) else { continue };
+            let before = c.fleet.pods.clone();
             match apply::apply(&mut c.fleet, &dir) {
                 Ok(r) => {
                     if r.changed() {
-                        c.rv += 1;
+                        record_changes(&mut c.log, &before, &mut c.fleet.pods);
                         tracing::info!(cluster = %name, created = r.created, deleted = r.deleted, bound = r.bound, unschedulable = r.unschedulable, "applied");
                     }
                     seen.insert(name, print);
@@ -269,6 +284,30 @@ async fn agent(state: Arc<State>, out: PathBuf, every: Duration, mut now: tokio:
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             Some(()) = now.recv() => seen.clear(),
+        }
+    }
+}
+
+/// Records a watch event for every pod that the agent added, changed or removed.
+fn record_changes(log: &mut watch::WatchLog, before: &[Value], after: &mut [Value]) {
+    fn key(v: &Value) -> (String, String) {
+        let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+        (s("/metadata/namespace"), s("/metadata/name"))
+    }
+    let old: BTreeMap<(String, String), &Value> = before.iter().map(|v| (key(v), v)).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for pod in after.iter_mut() {
+        let k = key(pod);
+        match old.get(&k) {
+            Some(o) if *o == pod => {}
+            Some(_) => log.record(watch::Resource::Pods, "MODIFIED", pod),
+            None => log.record(watch::Resource::Pods, "ADDED", pod),
+        }
+        seen.insert(k);
+    }
+    for (k, o) in old {
+        if !seen.contains(&k) {
+            log.record(watch::Resource::Pods, "DELETED", &mut o.clone());
         }
     }
 }

@@ -12,17 +12,20 @@
 //! cluster's [`Fault`]; `POST /admin/apply` runs the GitOps agent now.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::fleet::FleetCluster;
+use super::fleet::{FleetCluster, sort_objects};
+use super::watch::{ChannelBody, Resource, WatchLog, WatchRequest};
 
 /// Faults injected into one cluster's responses, switchable at run time.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,7 +43,8 @@ pub struct Fault {
     pub truncate: bool,
     /// Answer successful requests with a body that is not JSON.
     pub invalid_json: bool,
-    /// Answer every request that carries a continue token with 410 Gone.
+    /// Answer every request that carries a continue token with 410 Gone, and every watch
+    /// with a 410 `ERROR` event (so a watcher's relist meets the expired continue tokens).
     pub gone_on_continue: bool,
 }
 
@@ -51,8 +55,8 @@ pub struct Served {
     pub fleet: FleetCluster,
     /// Its bearer token.
     pub token: String,
-    /// Its resource version (bumped by the agent).
-    pub rv: u64,
+    /// Its resource version and window of watch events.
+    pub log: WatchLog,
     /// Its faults.
     pub fault: Fault,
 }
@@ -68,6 +72,10 @@ pub struct State {
     pub requests: RwLock<BTreeMap<String, u64>>,
     /// Runs the GitOps agent (set when `--apply` is given).
     pub apply_now: Option<tokio::sync::mpsc::Sender<()>>,
+    /// Watch events produced (every cluster).
+    pub events: Arc<AtomicU64>,
+    /// Watch streams open now.
+    pub open_watches: Arc<AtomicU64>,
 }
 
 /// A request the service drops without a response (the `reset` fault).
@@ -75,10 +83,11 @@ pub struct State {
 #[error("connection reset by fault injection")]
 pub struct Reset;
 
-type Resp = Response<Full<Bytes>>;
+/// A response: a whole body, or a watch stream.
+pub type Resp = Response<BoxBody<Bytes, std::convert::Infallible>>;
 
 fn respond(code: StatusCode, body: Vec<u8>) -> Resp {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
+    let mut r = Response::new(Full::new(Bytes::from(body)).boxed());
     *r.status_mut() = code;
     r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
     r
@@ -167,6 +176,9 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>, server: String) -
     if req.method() != Method::GET {
         return Ok(status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "the simulator only serves GET"));
     }
+    if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
+        return Ok(watch(&state, cluster, api_path, &query, &fault));
+    }
     let resp = {
         let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
         match clusters.get(cluster) {
@@ -182,15 +194,54 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>, server: String) -
         } else {
             bytes[..bytes.len() / 2].to_vec()
         };
-        return Ok(Response::from_parts(parts, Full::new(Bytes::from(body))));
+        return Ok(Response::from_parts(parts, Full::new(Bytes::from(body)).boxed()));
     }
     Ok(resp)
 }
 
+/// Starts a watch stream (`?watch=1`).
+fn watch(state: &Arc<State>, cluster: &str, path: &str, q: &BTreeMap<String, String>, fault: &Fault) -> Resp {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let (resource, namespace) = match segs.as_slice() {
+        ["api", "v1", "nodes"] => (Resource::Nodes, None),
+        ["api", "v1", "pods"] => (Resource::Pods, None),
+        ["api", "v1", "namespaces", ns, "pods"] => (Resource::Pods, Some(ns.to_string())),
+        _ => return status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "watch is served for nodes and pods"),
+    };
+    let from = match q.get("resourceVersion").filter(|v| !v.is_empty()).map(|v| v.parse::<u64>()) {
+        None => None,
+        Some(Ok(v)) => Some(v),
+        Some(Err(_)) => return status(StatusCode::BAD_REQUEST, "BadRequest", "resourceVersion: invalid value"),
+    };
+    let timeout = match q.get("timeoutSeconds").map(|t| t.parse::<u64>()) {
+        None => super::watch::MAX_TIMEOUT,
+        Some(Ok(t)) => Duration::from_secs(t).min(super::watch::MAX_TIMEOUT),
+        Some(Err(_)) => return status(StatusCode::BAD_REQUEST, "BadRequest", "timeoutSeconds: invalid value"),
+    };
+    let w = WatchRequest {
+        cluster: cluster.to_string(),
+        resource,
+        namespace,
+        from,
+        bookmarks: q.get("allowWatchBookmarks").is_some_and(|b| b == "true" || b == "1"),
+        timeout,
+        damaged: if fault.truncate {
+            Some(true)
+        } else if fault.invalid_json {
+            Some(false)
+        } else {
+            None
+        },
+        gone: fault.gone_on_continue,
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(super::watch::stream(Arc::clone(state), w, tx));
+    let mut r = Response::new(BoxBody::new(ChannelBody(rx)));
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    r
+}
+
 fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name: &str) -> Resp {
-    if q.get("watch").is_some_and(|w| w == "true" || w == "1") {
-        return status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "watch is not supported by the simulator");
-    }
     let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
         ["version"] => ok(&json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0-fedsched-sim",
@@ -201,9 +252,9 @@ fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name:
         ["apis"] => ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})),
         ["api", "v1"] => ok(&json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
             {"name": "nodes", "singularName": "node", "namespaced": false, "kind": "Node",
-             "verbs": ["get", "list"], "shortNames": ["no"]},
+             "verbs": ["get", "list", "watch"], "shortNames": ["no"]},
             {"name": "pods", "singularName": "pod", "namespaced": true, "kind": "Pod",
-             "verbs": ["get", "list"], "shortNames": ["po"], "categories": ["all"]}]})),
+             "verbs": ["get", "list", "watch"], "shortNames": ["po"], "categories": ["all"]}]})),
         ["api", "v1", "nodes"] => list(c, "NodeList", &c.fleet.nodes, None, q, name),
         ["api", "v1", "nodes", n] => get(&c.fleet.nodes, None, n, "nodes"),
         ["api", "v1", "pods"] => list(c, "PodList", &c.fleet.pods, None, q, name),
@@ -339,7 +390,7 @@ fn list(c: &Served, kind: &str, items: &[Value], ns: Option<&str>, q: &BTreeMap<
     let end = if limit == 0 { matching.len() } else { offset.saturating_add(limit).min(matching.len()) };
     let start = offset.min(end);
     let page: Vec<&Value> = matching[start..end].to_vec();
-    let mut meta = json!({"resourceVersion": c.rv.to_string()});
+    let mut meta = json!({"resourceVersion": c.log.rv.to_string()});
     if end < matching.len() {
         meta["continue"] = json!(format!("{name}.{end}"));
         meta["remainingItemCount"] = json!(matching.len() - end);
@@ -354,6 +405,103 @@ async fn admin(state: &State, req: Request<Incoming>, rest: &str) -> Resp {
     }
     let segs: Vec<String> = rest.split('/').filter(|s| !s.is_empty()).map(str::to_string).collect();
     let method = req.method().clone();
+    let object = match segs.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["clusters", c, "nodes", n] => Some((c.to_string(), Resource::Nodes, None, n.to_string())),
+        ["clusters", c, "namespaces", ns, "pods", n] => {
+            Some((c.to_string(), Resource::Pods, Some(ns.to_string()), n.to_string()))
+        }
+        _ => None,
+    };
+    if let Some((cluster, resource, ns, name)) = object {
+        let body = match Limited::new(req.into_body(), 4 << 20).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
+        };
+        return edit_object(state, method, &cluster, resource, ns.as_deref(), &name, &body);
+    }
+    admin_rest(state, req, segs, method).await
+}
+
+/// `PUT` (create or replace), `PATCH` (merge patch) or `DELETE` one node or pod, with its
+/// watch event.
+fn edit_object(
+    state: &State,
+    method: Method,
+    cluster: &str,
+    resource: Resource,
+    ns: Option<&str>,
+    name: &str,
+    body: &[u8],
+) -> Resp {
+    let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = clusters.get_mut(cluster) else {
+        return status(StatusCode::NOT_FOUND, "NotFound", "no such cluster");
+    };
+    let Served { fleet, log, .. } = c;
+    let items = match resource {
+        Resource::Nodes => &mut fleet.nodes,
+        Resource::Pods => &mut fleet.pods,
+    };
+    let at = items.iter().position(|v| {
+        v.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+            && ns.is_none_or(|ns| v.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns))
+    });
+    let parsed = || -> Result<Value, Box<Resp>> {
+        serde_json::from_slice(body)
+            .map_err(|e| Box::new(status(StatusCode::BAD_REQUEST, "BadRequest", &format!("body: {e}"))))
+    };
+    let named = |mut v: Value| {
+        if !v.is_object() {
+            v = json!({});
+        }
+        v["metadata"]["name"] = json!(name);
+        if let Some(ns) = ns {
+            v["metadata"]["namespace"] = json!(ns);
+        }
+        v
+    };
+    match (method, at) {
+        (Method::PUT, at) => {
+            let mut v = match parsed() {
+                Ok(v) => named(v),
+                Err(r) => return *r,
+            };
+            let kind = if at.is_some() { "MODIFIED" } else { "ADDED" };
+            log.record(resource, kind, &mut v);
+            match at {
+                Some(i) => items[i] = v.clone(),
+                None => {
+                    items.push(v.clone());
+                    sort_objects(items);
+                }
+            }
+            ok(&v)
+        }
+        (Method::PATCH, Some(i)) => {
+            let patch = match parsed() {
+                Ok(p) => p,
+                Err(r) => return *r,
+            };
+            let mut v = items[i].clone();
+            super::watch::merge_patch(&mut v, &patch);
+            let mut v = named(v);
+            log.record(resource, "MODIFIED", &mut v);
+            items[i] = v.clone();
+            ok(&v)
+        }
+        (Method::DELETE, Some(i)) => {
+            let mut v = items.remove(i);
+            log.record(resource, "DELETED", &mut v);
+            ok(&v)
+        }
+        (Method::PATCH | Method::DELETE, None) => {
+            status(StatusCode::NOT_FOUND, "NotFound", &format!("{name:?} not found"))
+        }
+        _ => status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "PUT, PATCH or DELETE"),
+    }
+}
+
+async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, method: Method) -> Resp {
     match (method, segs.iter().map(String::as_str).collect::<Vec<_>>().as_slice()) {
         (Method::GET, ["clusters", name, "fault"]) => {
             let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
@@ -377,6 +525,7 @@ async fn admin(state: &State, req: Request<Incoming>, rest: &str) -> Resp {
                 Some(c) => {
                     tracing::info!(cluster = %name, fault = ?fault, "fault set");
                     c.fault = fault;
+                    c.log.close_streams();
                     ok(&serde_json::to_value(&c.fault).unwrap_or_default())
                 }
                 None => status(StatusCode::NOT_FOUND, "NotFound", "no such cluster"),
@@ -389,6 +538,25 @@ async fn admin(state: &State, req: Request<Incoming>, rest: &str) -> Resp {
             }
             None => status(StatusCode::BAD_REQUEST, "BadRequest", "the simulator runs without --apply"),
         },
+        (Method::POST, ["clusters", name, "watches", action @ ("close" | "compact")]) => {
+            let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
+            match clusters.get_mut(*name) {
+                Some(c) => {
+                    if *action == "close" {
+                        c.log.close_streams();
+                    } else {
+                        c.log.compact();
+                    }
+                    ok(&json!({"resourceVersion": c.log.rv.to_string(), "compacted": c.log.compacted.to_string()}))
+                }
+                None => status(StatusCode::NOT_FOUND, "NotFound", "no such cluster"),
+            }
+        }
+        (Method::GET, ["stats"]) => ok(&json!({
+            "requests": &*state.requests.read().unwrap_or_else(|p| p.into_inner()),
+            "events": state.events.load(Ordering::Relaxed),
+            "openWatches": state.open_watches.load(Ordering::Relaxed),
+        })),
         (Method::GET, ["requests"]) => {
             ok(&serde_json::to_value(&*state.requests.read().unwrap_or_else(|p| p.into_inner())).unwrap_or_default())
         }

@@ -413,3 +413,196 @@ print(len(nodes), np, len(pods), pp, len(bound) <= len(pods), all(p.metadata.nam
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout).trim(), "4 2 9 5 True True");
 }
+
+/// The replicas of `web` placed on `cluster` by the last pass (0 when not placed there).
+fn web_replicas(s: &Scratch, cluster: &str) -> i64 {
+    let Ok(text) = std::fs::read_to_string(s.out().join(".fedsched/placements.json")) else { return -1 };
+    let Ok(p) = serde_json::from_str::<serde_json::Value>(&text) else { return -1 };
+    let web = p["placements"].as_array().into_iter().flatten().find(|w| w["workload"]["name"] == "web");
+    web.and_then(|w| w["clusters"].as_array().cloned())
+        .into_iter()
+        .flatten()
+        .find(|c| c["name"] == cluster)
+        .and_then(|c| c["replicas"].as_i64())
+        .unwrap_or(0)
+}
+
+impl Sim {
+    /// The simulator's counters: requests by cluster, watch events produced, open streams.
+    fn stats(&self) -> serde_json::Value {
+        let (code, body) = self.http("GET", "/admin/stats", "");
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str(&body).expect("stats")
+    }
+
+    /// The names of a cluster's nodes, through its API.
+    fn nodes(&self, cluster: &str) -> Vec<String> {
+        let (code, body) = self.http_as("GET", &format!("/clusters/{cluster}/api/v1/nodes"), "", &self.token(cluster));
+        assert_eq!(code, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).expect("node list");
+        v["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|n| n["metadata"]["name"].as_str().unwrap_or("").into())
+            .collect()
+    }
+
+    /// Fills every node of a cluster with a pod that requests more CPU than any node has,
+    /// through the admin endpoint (ADDED watch events): nothing fits there any more.
+    fn fill(&self, cluster: &str) {
+        for n in self.nodes(cluster) {
+            let pod = format!(
+                r#"{{"spec": {{"nodeName": "{n}", "containers": [{{"name": "c", "resources": {{"requests": {{"cpu": "1000"}}}}}}]}},
+                    "status": {{"phase": "Running"}}}}"#
+            );
+            let (code, body) = self.http("PUT", &format!("/admin/clusters/{cluster}/namespaces/fill/pods/{n}"), &pod);
+            assert_eq!(code, 200, "{body}");
+        }
+    }
+}
+
+fn daemon(t: &Setup, log_level: &str) -> (Child, std::sync::Arc<std::sync::Mutex<String>>) {
+    let mut child = Command::new(bin())
+        .args(["run", "-c"])
+        .arg(&t.config)
+        .env_remove("NOTIFY_SOCKET")
+        .env("FEDSCHED_LOG", log_level)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn daemon");
+    let log = capture_stderr(&mut child);
+    (child, log)
+}
+
+/// Every member placed some replicas of web and each has its two watches open.
+fn wait_until_watching(t: &Setup, clusters: &[&str]) {
+    wait_for("the first live reconcile", Duration::from_secs(30), || {
+        clusters.iter().all(|c| web_replicas(&t.s, c) > 0)
+    });
+    wait_for("the watches to open", Duration::from_secs(20), || {
+        t.sim.stats()["openWatches"].as_u64().unwrap_or(0) >= 2 * clusters.len() as u64
+    });
+}
+
+/// CPU cores allocated on a cluster as the running daemon sees it (`fedsched resources`,
+/// answered by the daemon's API).
+fn allocated_cores(t: &Setup, cluster: &str) -> f64 {
+    let o = fedsched(&["resources", "-c", t.config.to_str().expect("utf8"), "-o", "json"]);
+    let Ok(doc) = serde_json::from_slice::<serde_json::Value>(&o.stdout) else { return -1.0 };
+    doc["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["clusters"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["name"] == cluster)
+        .and_then(|c| c["resources"]["cpu"]["normalised"]["allocated"].as_f64())
+        .unwrap_or(-1.0)
+}
+
+const WATCHED: &str = "timeout = \"5s\"\nread_timeout = \"2s\"\npage_size = 4\n[http]\nlisten = \"127.0.0.1:0\"";
+
+#[test]
+fn a_change_in_a_member_reaches_the_output_through_its_watch_without_a_new_list() {
+    let t = setup(3, false, WATCHED);
+    let (mut child, log) = daemon(&t, "info");
+    let clusters = ["member-000", "member-001", "member-002"];
+    wait_until_watching(&t, &clusters);
+    let before = t.sim.stats();
+    let requests = |s: &serde_json::Value| s["requests"]["member-000"].as_u64().unwrap_or(0);
+
+    // member-000 fills up: the ADDED events reach the daemon's cache…
+    t.sim.fill("member-000");
+    wait_for("the pods to be seen", Duration::from_secs(30), || allocated_cores(&t, "member-000") >= 4000.0);
+    // … and a workload added now is placed elsewhere.
+    let api_yaml = APP.split_once("---\n").map(|(_, rest)| rest).expect("documents");
+    let api_yaml = api_yaml
+        .replace("{name: web", "{name: api")
+        .replace("name: web,", "name: api,")
+        .replace("replicas: 6", "replicas: 4");
+    t.s.write("apps/api.yaml", &api_yaml.replace("  - {apiVersion: v1, kind: Namespace, name: shop}\n", ""));
+    wait_for("api to be placed", Duration::from_secs(30), || {
+        let text = std::fs::read_to_string(t.s.out().join(".fedsched/placements.json")).unwrap_or_default();
+        text.contains("\"api\"")
+    });
+    let api = |c: &str| {
+        let text = std::fs::read_to_string(t.s.out().join(".fedsched/placements.json")).expect("placements");
+        let p: serde_json::Value = serde_json::from_str(&text).expect("json");
+        let w = p["placements"].as_array().expect("list").iter().find(|w| w["workload"]["name"] == "api").cloned();
+        w.and_then(|w| w["clusters"].as_array().cloned())
+            .into_iter()
+            .flatten()
+            .find(|x| x["name"] == c)
+            .and_then(|x| x["replicas"].as_i64())
+            .unwrap_or(0)
+    };
+    assert_eq!(api("member-000"), 0, "api placed on the full member");
+    assert_eq!(api("member-001") + api("member-002"), 4);
+    // It empties again (DELETED events).
+    for n in t.sim.nodes("member-000") {
+        let (code, body) = t.sim.http("DELETE", &format!("/admin/clusters/member-000/namespaces/fill/pods/{n}"), "");
+        assert_eq!(code, 200, "{body}");
+    }
+    wait_for("the pods to be gone", Duration::from_secs(30), || {
+        (0.0..1000.0).contains(&allocated_cores(&t, "member-000"))
+    });
+    // No list request was needed for any of it (the two requests are the test's own node
+    // lists, in `fill` and above).
+    let after = t.sim.stats();
+    assert!(after["events"].as_u64() > before["events"].as_u64(), "{after}");
+    assert_eq!(requests(&after), requests(&before) + 2, "member-000 was listed again: {before} → {after}");
+
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().expect("lock").clone();
+    assert!(!l.contains("panicked") && !l.contains("poll failed"), "{l}");
+}
+
+#[test]
+fn a_dropped_watch_rewatches_and_an_expired_one_relists() {
+    let t = setup(3, false, WATCHED);
+    let (mut child, log) = daemon(&t, "fedsched=debug");
+    let clusters = ["member-000", "member-001", "member-002"];
+    wait_until_watching(&t, &clusters);
+
+    // Dropped streams: the watchers come back from their last version and the events recorded
+    // meanwhile are replayed.
+    let (code, body) = t.sim.http("POST", "/admin/clusters/member-001/watches/close", "");
+    assert_eq!(code, 200, "{body}");
+    t.sim.fill("member-001");
+    wait_for("the pods of member-001 to be seen", Duration::from_secs(30), || {
+        allocated_cores(&t, "member-001") >= 4000.0
+    });
+    assert!(!log.lock().expect("lock").contains("relisting"), "a dropped stream must not relist");
+
+    // The event window forgotten (410 Gone on the next watch): the watchers relist.
+    let (code, body) = t.sim.http("POST", "/admin/clusters/member-002/watches/compact", "");
+    assert_eq!(code, 200, "{body}");
+    wait_for("the relist after 410 Gone", Duration::from_secs(30), || {
+        log.lock().expect("lock").lines().any(|l| l.contains("relisting") && l.contains("member-002"))
+    });
+    t.sim.fill("member-002");
+    wait_for("the pods of member-002 to be seen", Duration::from_secs(30), || {
+        allocated_cores(&t, "member-002") >= 4000.0
+    });
+
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().expect("lock").clone();
+    assert!(!l.contains("panicked") && !l.contains("poll failed"), "{l}");
+}
+
+#[test]
+fn with_watch_off_every_round_lists() {
+    let t = setup(1, false, "watch = false\ntimeout = \"5s\"\nread_timeout = \"2s\"");
+    let (mut child, _log) = daemon(&t, "info");
+    wait_for("the first live reconcile", Duration::from_secs(30), || web_replicas(&t.s, "member-000") > 0);
+    let first = t.sim.stats()["requests"]["member-000"].as_u64().unwrap_or(0);
+    wait_for("another list", Duration::from_secs(30), || {
+        t.sim.stats()["requests"]["member-000"].as_u64().unwrap_or(0) > first
+    });
+    assert_eq!(t.sim.stats()["openWatches"], 0);
+    child.kill().expect("kill");
+    let _ = child.wait();
+}
