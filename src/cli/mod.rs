@@ -592,7 +592,9 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        let mut poller = crate::members::live::Poller::new(cfg.poll.clone(), cfg.reconcile.interval);
+        // One round: a list, no watches (they would end with the process).
+        let poll = crate::config::PollSection { watch: false, ..cfg.poll.clone() };
+        let mut poller = crate::members::live::Poller::new(poll, cfg.reconcile.interval);
         let report = rt.block_on(poller.round(&targets));
         for (cluster, error, _) in &report.failed {
             eprintln!("poll failed: {cluster}: {error}; using its last stored snapshot");
