@@ -18,7 +18,7 @@ use crate::members::offline_snapshot;
 use crate::model::dimensions::{Dimensions, ModelSettings};
 use crate::model::workload::{InterpreterTable, interpret};
 use crate::model::{ClusterSnapshot, Observed, ReplicaRequirements, Workload, assumed, fnv1a64};
-use crate::policy::load::{ParseCache, load_repository_cached};
+use crate::policy::load::{ParseCache, load_repository_cached, load_repository_refreshed};
 use crate::policy::matching::PolicyIndex;
 use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template};
 use crate::publish::{self, ClusterFiles, PublishPlan};
@@ -27,12 +27,84 @@ use crate::schedule::profile::Profiles;
 use crate::schedule::{self, ClusterVerdict, Framework, Outcome, ScheduleRequest, ScheduleResult, Strategy, assign};
 use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
 
-/// Everything a pass reads from the policy repository, validated.
+/// Everything a pass reads from the policy repository, validated. Cloning is cheap: what does
+/// not change between passes is shared ([`Reconciler::load_inputs`] hands out the previous
+/// inputs again when no file changed).
+#[derive(Clone)]
 pub struct Inputs {
-    pub set: PolicySet,
+    pub set: Arc<PolicySet>,
     pub snapshots: Vec<ClusterSnapshot>,
     /// The repository's declarative workload interpreters.
-    pub interpreters: InterpreterTable,
+    pub interpreters: Arc<InterpreterTable>,
+    /// Content hashes of the set's objects, computed once per load.
+    pub hashes: Arc<InputHashes>,
+}
+
+/// Content hashes (FNV-1a 64 of the JSON) of what decisions read from the set: computed once
+/// when the set is loaded, not per pass.
+#[derive(Debug, Default)]
+pub struct InputHashes {
+    /// Each template's object, in the order of `set.templates`.
+    pub templates: Vec<u64>,
+    /// Each (cluster) propagation policy's spec.
+    pub policies: HashMap<PolicyRef, u64>,
+    /// Each (cluster) override policy's spec, by (kind, namespace, name).
+    pub overrides: HashMap<(render::overrides::OverrideKind, Option<String>, String), u64>,
+    /// The interpreter objects and the declarative interpreters.
+    pub interpreters: u64,
+}
+
+impl InputHashes {
+    /// The hashes of `set`'s objects.
+    pub fn of(set: &PolicySet) -> Self {
+        use crate::policy::PolicyKind;
+        use render::overrides::OverrideKind;
+        let json = |v: &dyn erased_json::Ser| fnv1a64(&v.to_vec());
+        let mut policies = HashMap::new();
+        for (kind, list) in [
+            (PolicyKind::PropagationPolicy, &set.propagation_policies),
+            (PolicyKind::ClusterPropagationPolicy, &set.cluster_propagation_policies),
+        ] {
+            for p in list {
+                let r =
+                    PolicyRef { kind: kind.clone(), namespace: p.meta.namespace.clone(), name: p.meta.name.clone() };
+                policies.insert(r, json(&p.spec));
+            }
+        }
+        let mut overrides = HashMap::new();
+        for (kind, list) in [
+            (OverrideKind::OverridePolicy, &set.override_policies),
+            (OverrideKind::ClusterOverridePolicy, &set.cluster_override_policies),
+        ] {
+            for p in list {
+                overrides.insert((kind, p.meta.namespace.clone(), p.meta.name.clone()), json(&p.spec));
+            }
+        }
+        let interpreters = cache::key_of(&(
+            serde_json::to_vec(&set.interpreter_objects.iter().map(|o| &o.object).collect::<Vec<_>>())
+                .unwrap_or_default(),
+            serde_json::to_vec(&set.workload_interpreters.iter().map(|w| (&w.meta.name, &w.spec)).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        ));
+        InputHashes {
+            templates: set.templates.iter().map(|t| json(&t.object)).collect(),
+            policies,
+            overrides,
+            interpreters,
+        }
+    }
+}
+
+/// Serializing through a trait object (the hashes of differently typed specs).
+mod erased_json {
+    pub trait Ser {
+        fn to_vec(&self) -> Vec<u8>;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn to_vec(&self) -> Vec<u8> {
+            serde_json::to_vec(self).unwrap_or_default()
+        }
+    }
 }
 
 /// [`load_inputs_with`] the built-in profile only (no config).
@@ -64,8 +136,20 @@ pub fn load_inputs_cached(
     cache: Option<&mut ParseCache>,
 ) -> Result<Inputs, Vec<LoadError>> {
     let started = Instant::now();
-    let (set, mut errors) = load_repository_cached(policy_dir, cache);
+    let (set, errors) = load_repository_cached(policy_dir, cache);
+    build_inputs(set, errors, profiles, timings, started)
+}
+
+/// Validates the profiles `set` names and builds the offline snapshots and the hashes.
+fn build_inputs(
+    set: PolicySet,
+    mut errors: Vec<LoadError>,
+    profiles: &Profiles,
+    timings: &mut PhaseTimings,
+    started: Instant,
+) -> Result<Inputs, Vec<LoadError>> {
     errors.extend(profiles.validate(&set));
+    let hashes = if errors.is_empty() { InputHashes::of(&set) } else { InputHashes::default() };
     timings.load += started.elapsed();
     let started = Instant::now();
     let mut snapshots = Vec::with_capacity(set.clusters.len());
@@ -78,8 +162,12 @@ pub fn load_inputs_cached(
         crate::metrics::record_poll(&c.meta.name, polled.elapsed(), crate::metrics::PollOutcome::Offline);
     }
     timings.poll += started.elapsed();
-    let interpreters = InterpreterTable::from_set(&set);
-    if errors.is_empty() { Ok(Inputs { set, snapshots, interpreters }) } else { Err(errors) }
+    let interpreters = Arc::new(InterpreterTable::from_set(&set));
+    if errors.is_empty() {
+        Ok(Inputs { set: Arc::new(set), snapshots, interpreters, hashes: Arc::new(hashes) })
+    } else {
+        Err(errors)
+    }
 }
 
 /// Wall time of each phase of a pass. `load` and `poll` (snapshot building) are measured by
@@ -225,8 +313,18 @@ pub struct Reconciler {
     pub publish: PublishSettings,
     /// What this reconciler decided, recorded and published in earlier passes.
     cache: Mutex<cache::PassCache>,
-    /// The parsed files of the policy repository ([`Reconciler::load_inputs`]).
-    parse_cache: Mutex<ParseCache>,
+    /// The parsed files of the policy repository and the last inputs built from them
+    /// ([`Reconciler::load_inputs`]).
+    load_cache: Mutex<LoadCache>,
+}
+
+/// What [`Reconciler::load_inputs`] keeps between calls.
+#[derive(Default)]
+struct LoadCache {
+    parse: ParseCache,
+    /// The inputs of the last successful load (offline snapshots), reused as they are while no
+    /// file of the repository changes.
+    last: Option<Inputs>,
 }
 
 impl Reconciler {
@@ -237,7 +335,7 @@ impl Reconciler {
             profiles: Profiles::builtin(),
             publish: PublishSettings::default(),
             cache: Mutex::new(cache::PassCache::default()),
-            parse_cache: Mutex::new(ParseCache::default()),
+            load_cache: Mutex::new(LoadCache::default()),
         }
     }
 
@@ -248,14 +346,36 @@ impl Reconciler {
     }
 
     /// [`load_inputs_timed`] with this reconciler's profiles, reusing the parsed documents of
-    /// files whose bytes did not change since the previous call.
+    /// files whose bytes did not change since the previous call. When no file was added,
+    /// removed or changed ([`ParseCache::refresh`]: unchanged stats are trusted, except for
+    /// files modified within a second of being read), the previous inputs are returned again
+    /// (shared, not rebuilt): the set, its validation and the offline snapshots depend on
+    /// nothing else (the profiles are this reconciler's).
     pub fn load_inputs(&self, policy_dir: &Path, timings: &mut PhaseTimings) -> Result<Inputs, Vec<LoadError>> {
-        let mut cache = self.parse_cache.lock().unwrap_or_else(|poisoned| {
+        let mut cache = self.load_cache.lock().unwrap_or_else(|poisoned| {
             let mut g = poisoned.into_inner();
-            *g = ParseCache::default();
+            *g = LoadCache::default();
+            self.load_cache.clear_poison();
             g
         });
-        load_inputs_cached(policy_dir, &self.profiles, timings, Some(&mut cache))
+        let started = Instant::now();
+        let (changed, io_errors) = cache.parse.refresh(policy_dir);
+        if !changed
+            && io_errors.is_empty()
+            && let Some(last) = &cache.last
+        {
+            let inputs = last.clone();
+            timings.load += started.elapsed();
+            for c in &inputs.set.clusters {
+                crate::metrics::record_poll(&c.meta.name, Duration::ZERO, crate::metrics::PollOutcome::Offline);
+            }
+            return Ok(inputs);
+        }
+        cache.last = None;
+        let (set, errors) = load_repository_refreshed(&cache.parse, io_errors);
+        let inputs = build_inputs(set, errors, &self.profiles, timings, started)?;
+        cache.last = Some(inputs.clone());
+        Ok(inputs)
     }
 
     /// Runs one pass over validated inputs and publishes to `output_dir`.
@@ -373,17 +493,11 @@ impl Reconciler {
                 })
                 .collect::<Vec<_>>(),
         ));
-        let interpreters_key = cache::key_of(&(
-            serde_json::to_vec(&set.interpreter_objects.iter().map(|o| &o.object).collect::<Vec<_>>())
-                .unwrap_or_default(),
-            serde_json::to_vec(&set.workload_interpreters.iter().map(|w| (&w.meta.name, &w.spec)).collect::<Vec<_>>())
-                .unwrap_or_default(),
-        ));
+        let interpreters_key = inputs.hashes.interpreters;
         let pass = Pass {
             positions: snapshots.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect(),
             snapshot_versions: snapshot_versions.clone(),
         };
-        let mut override_keys: HashMap<(OverrideKindKey, Option<String>, String), u64> = HashMap::new();
 
         // Schedule and render every claimed template (or reuse the decision).
         let mut order: Vec<ObjectKey> = Vec::new();
@@ -395,10 +509,11 @@ impl Reconciler {
             dependency_map_indexed(inputs, &index, |t| cache.placements.get(&t.key).and_then(|p| p.policy.clone()));
         // Workloads first, then their dependencies (which take the union of their
         // dependents' clusters); dependencies never have dependencies of their own.
-        let (deps, workloads): (Vec<&Template>, Vec<&Template>) =
-            set.templates.iter().partition(|t| required_by.contains_key(&t.key));
+        let (deps, workloads): (Vec<(usize, &Template)>, Vec<(usize, &Template)>) =
+            set.templates.iter().enumerate().partition(|(_, t)| required_by.contains_key(&t.key));
         let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
-        for t in workloads.into_iter().chain(deps) {
+        let empty_hash = fnv1a64(&[]);
+        for (position, t) in workloads.into_iter().chain(deps) {
             let prev = cache.placements.get(&t.key).cloned();
             let claim = index.claim_with_previous(t, prev.as_ref().and_then(|p| p.policy.as_ref()));
             let policy = claim.as_ref().and_then(|c| index.propagation_policy(&c.policy).map(|p| (c, p)));
@@ -421,24 +536,16 @@ impl Reconciler {
                 None if !required.is_empty() => (None, &default_placement, self.profiles.default_profile()),
                 None => continue,
             };
-            let template_json = serde_json::to_vec(&t.object).unwrap_or_default();
-            let policy_json = policy_ref
-                .and_then(|r| index.propagation_policy(r))
-                .map(|p| serde_json::to_vec(&p.spec).unwrap_or_default())
-                .unwrap_or_default();
-            let hashes = (fnv1a64(&template_json), fnv1a64(&policy_json));
+            let hashes = (
+                inputs.hashes.templates.get(position).copied().unwrap_or(empty_hash),
+                policy_ref.and_then(|r| inputs.hashes.policies.get(r)).copied().unwrap_or(empty_hash),
+            );
             let overrides = render::overrides::applicable_indexed(&index, t);
             let overrides_key: Vec<u64> = overrides
                 .iter()
                 .map(|o| {
-                    let id = (
-                        OverrideKindKey(o.kind.to_string()),
-                        o.policy.meta.namespace.clone(),
-                        o.policy.meta.name.clone(),
-                    );
-                    *override_keys
-                        .entry(id)
-                        .or_insert_with(|| fnv1a64(&serde_json::to_vec(&o.policy.spec).unwrap_or_default()))
+                    let id = (o.kind, o.policy.meta.namespace.clone(), o.policy.meta.name.clone());
+                    inputs.hashes.overrides.get(&id).copied().unwrap_or(empty_hash)
                 })
                 .collect();
             let key = cache::key_of(&(
@@ -448,11 +555,17 @@ impl Reconciler {
             ));
             let hit = cache.decisions.get(&t.key).is_some_and(|c| c.key == key);
             if !hit {
-                for (bytes, hash) in [(&template_json, hashes.0), (&policy_json, hashes.1)] {
-                    if !cache.blobs.contains(&hash) {
-                        self.store.put_blob(bytes)?;
-                        cache.blobs.insert(hash);
-                    }
+                if !cache.blobs.contains(&hashes.0) {
+                    self.store.put_blob(&serde_json::to_vec(&t.object).unwrap_or_default())?;
+                    cache.blobs.insert(hashes.0);
+                }
+                if !cache.blobs.contains(&hashes.1) {
+                    let policy_json = policy_ref
+                        .and_then(|r| index.propagation_policy(r))
+                        .map(|p| serde_json::to_vec(&p.spec).unwrap_or_default())
+                        .unwrap_or_default();
+                    self.store.put_blob(&policy_json)?;
+                    cache.blobs.insert(hashes.1);
                 }
                 let decided = self.decide(
                     t,
@@ -975,10 +1088,6 @@ struct Pass {
     positions: HashMap<String, usize>,
     snapshot_versions: BTreeMap<String, u64>,
 }
-
-/// An override kind as a hashable key.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct OverrideKindKey(String);
 
 /// One workload's decision and rendered files (kept by the [`cache`] between passes).
 pub(crate) struct Decided {

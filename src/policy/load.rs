@@ -100,9 +100,64 @@ pub fn load_dir(dir: &Path) -> (PolicySet, Vec<LoadError>) {
 /// The parsed documents of every file loaded before, keyed by path and content hash (FNV-1a
 /// 64): a file whose bytes did not change is not parsed again (YAML parsing is most of a
 /// load). Files that disappear are forgotten at the next load.
+///
+/// Each file's length, modification time and inode are kept too: a file whose stat did not
+/// change is not even read, unless it is "racy" (git's rule): modified within
+/// [`RACY_NS`] of when it was read, when a second write in the same clock tick could have
+/// left the stat unchanged. [`ParseCache::refresh`] says whether anything changed at all, so
+/// a caller can reuse what it built from the previous load.
 #[derive(Debug, Default)]
 pub struct ParseCache {
-    files: HashMap<PathBuf, (u64, usize, Parsed)>,
+    files: HashMap<PathBuf, CachedFile>,
+    /// The files of the last refresh, in walk order (those that were read).
+    order: Vec<PathBuf>,
+}
+
+/// A file's stat, what identifies its bytes without reading them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStat {
+    len: u64,
+    mtime_ns: i128,
+    ino: u64,
+}
+
+impl FileStat {
+    fn of(m: &fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        FileStat {
+            len: m.len(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            ino: m.ino(),
+        }
+    }
+}
+
+/// A file modified less than this before it was read is read again next time.
+pub const RACY_NS: i128 = 1_000_000_000;
+
+#[derive(Debug)]
+struct CachedFile {
+    hash: u64,
+    len: usize,
+    docs: Parsed,
+    /// Stat taken when the file was walked before it was read; None = not trusted.
+    stat: Option<FileStat>,
+    /// Wall clock (ns since the epoch) just before the file was read.
+    read_at_ns: i128,
+}
+
+impl CachedFile {
+    /// Whether `now` (the stat of the file now) proves the bytes are those cached.
+    fn clean(&self, now: Option<FileStat>) -> bool {
+        match (self.stat, now) {
+            (Some(then), Some(now)) => then == now && now.mtime_ns.saturating_add(RACY_NS) <= self.read_at_ns,
+            _ => false,
+        }
+    }
+}
+
+fn wall_ns() -> i128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128)
 }
 
 /// What parsing one file gave: its documents (source document number, value or message).
@@ -112,8 +167,8 @@ fn parse_file(text: &str) -> Parsed {
     split_documents(text).iter().map(|raw| (raw.number, parse_document(raw))).collect()
 }
 
-/// [`load_dir`], reusing (and updating) `cache` when given.
-pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet, Vec<LoadError>) {
+/// The walk of `dir`: every YAML file (relative path and stat) and the walk errors.
+fn walk_dir(dir: &Path) -> (Vec<(PathBuf, Option<FileStat>)>, Vec<LoadError>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
     match fs::metadata(dir) {
@@ -124,41 +179,98 @@ pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet
         Ok(_) => errors.push(LoadError::file(dir, "policy directory is not a directory")),
         Err(e) => errors.push(LoadError::file(dir, format!("cannot read policy directory: {e}"))),
     }
-    let mut texts = Vec::new();
-    for rel in files {
-        match fs::read(dir.join(&rel)) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => texts.push((rel, text)),
-                Err(e) => errors.push(LoadError::file(rel, format!("file is not UTF-8: {e}"))),
-            },
-            Err(e) => errors.push(LoadError::file(rel, format!("cannot read file: {e}"))),
-        }
+    (files, errors)
+}
+
+/// Reads one file as UTF-8.
+fn read_text(dir: &Path, rel: &Path) -> Result<String, LoadError> {
+    match fs::read(dir.join(rel)) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|e| LoadError::file(rel, format!("file is not UTF-8: {e}"))),
+        Err(e) => Err(LoadError::file(rel, format!("cannot read file: {e}"))),
     }
-    let (set, mut more) = match cache {
-        None => load_sources(texts),
-        Some(cache) => {
-            let mut seen = HashSet::new();
-            let parsed: Vec<(PathBuf, Parsed)> = texts
-                .into_iter()
-                .map(|(rel, text)| {
-                    let hash = crate::model::fnv1a64(text.as_bytes());
-                    let docs = match cache.files.get(&rel) {
-                        Some((h, len, docs)) if *h == hash && *len == text.len() => docs.clone(),
-                        _ => {
-                            let docs = parse_file(&text);
-                            cache.files.insert(rel.clone(), (hash, text.len(), docs.clone()));
-                            docs
-                        }
-                    };
-                    seen.insert(rel.clone());
-                    (rel, docs)
-                })
-                .collect();
-            cache.files.retain(|k, _| seen.contains(k));
-            load_parsed(parsed)
+}
+
+impl ParseCache {
+    /// Walks `dir` and brings the cache up to date: files whose stat proves them unchanged are
+    /// not read, files read are parsed only when their bytes changed. Returns whether the
+    /// repository differs from the previous refresh (a file added, removed, renamed or with
+    /// other bytes; always true on the first refresh and when a file could not be read) and
+    /// the walk and read errors.
+    pub fn refresh(&mut self, dir: &Path) -> (bool, Vec<LoadError>) {
+        let first = self.order.is_empty() && self.files.is_empty();
+        let (walked, mut errors) = walk_dir(dir);
+        let mut changed = first || !errors.is_empty();
+        let mut order = Vec::with_capacity(walked.len());
+        for (rel, stat) in walked {
+            if self.files.get(&rel).is_some_and(|c| c.clean(stat)) {
+                order.push(rel);
+                continue;
+            }
+            let read_at_ns = wall_ns();
+            let text = match read_text(dir, &rel) {
+                Ok(text) => text,
+                Err(e) => {
+                    errors.push(e);
+                    changed = true;
+                    continue;
+                }
+            };
+            let hash = crate::model::fnv1a64(text.as_bytes());
+            match self.files.get_mut(&rel) {
+                Some(c) if c.hash == hash && c.len == text.len() => {
+                    c.stat = stat;
+                    c.read_at_ns = read_at_ns;
+                }
+                _ => {
+                    changed = true;
+                    let docs = parse_file(&text);
+                    self.files.insert(rel.clone(), CachedFile { hash, len: text.len(), docs, stat, read_at_ns });
+                }
+            }
+            order.push(rel);
         }
+        changed |= order != self.order;
+        let seen: HashSet<&PathBuf> = order.iter().collect();
+        self.files.retain(|k, _| seen.contains(k));
+        self.order = order;
+        (changed, errors)
+    }
+
+    /// The parsed documents of the files of the last refresh, in walk order.
+    fn parsed(&self) -> Vec<(PathBuf, Parsed)> {
+        self.order.iter().filter_map(|rel| self.files.get(rel).map(|c| (rel.clone(), c.docs.clone()))).collect()
+    }
+}
+
+/// [`load_dir`], reusing (and updating) `cache` when given.
+pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet, Vec<LoadError>) {
+    let Some(cache) = cache else {
+        let (files, mut errors) = walk_dir(dir);
+        let mut texts = Vec::new();
+        for (rel, _) in files {
+            match read_text(dir, &rel) {
+                Ok(text) => texts.push((rel, text)),
+                Err(e) => errors.push(e),
+            }
+        }
+        let (set, mut more) = load_sources(texts);
+        errors.append(&mut more);
+        return (set, errors);
     };
+    let (_, mut errors) = cache.refresh(dir);
+    let (set, mut more) = load_parsed(cache.parsed());
     errors.append(&mut more);
+    (set, errors)
+}
+
+/// [`load_repository`] of what the last [`ParseCache::refresh`] read, with its walk and read
+/// errors first.
+pub fn load_repository_refreshed(cache: &ParseCache, io_errors: Vec<LoadError>) -> (PolicySet, Vec<LoadError>) {
+    let mut errors = io_errors;
+    let (mut set, mut more) = load_parsed(cache.parsed());
+    errors.append(&mut more);
+    super::defaults::apply(&mut set);
+    errors.extend(super::validate::validate(&set));
     (set, errors)
 }
 
@@ -226,7 +338,13 @@ fn load_parsed(files: impl IntoIterator<Item = (PathBuf, Parsed)>) -> (PolicySet
 // ---------------------------------------------------------------------------------------------
 // Directory walk
 
-fn walk(abs: &Path, rel: &Path, visited: &mut HashSet<PathBuf>, files: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
+fn walk(
+    abs: &Path,
+    rel: &Path,
+    visited: &mut HashSet<PathBuf>,
+    files: &mut Vec<(PathBuf, Option<FileStat>)>,
+    errors: &mut Vec<LoadError>,
+) {
     match fs::canonicalize(abs) {
         Ok(canonical) => {
             if !visited.insert(canonical) {
@@ -276,7 +394,7 @@ fn walk(abs: &Path, rel: &Path, visited: &mut HashSet<PathBuf>, files: &mut Vec<
         if meta.is_dir() {
             walk(&child_abs, &child_rel, visited, files, errors);
         } else if meta.is_file() && is_yaml_name(name_str) {
-            files.push(child_rel);
+            files.push((child_rel, Some(FileStat::of(&meta))));
         }
     }
 }
@@ -1265,5 +1383,43 @@ status: {kubernetesVersion: v1.30.0, somethingNew: 1}
         assert_eq!(names, want);
         let (_, errors) = load_dir(&root.join("missing"));
         assert_eq!(errors.len(), 1);
+    }
+
+    #[test]
+    fn refresh_reports_changes_and_reads_only_what_stat_cannot_vouch_for() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cm = |name: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: a\n");
+        fs::write(dir.path().join("a.yaml"), cm("one")).expect("write");
+        fs::write(dir.path().join("b.yaml"), cm("two")).expect("write");
+        let mut cache = ParseCache::default();
+        let (changed, errors) = cache.refresh(dir.path());
+        assert!(changed && errors.is_empty());
+        // Just written: racy, read again, but the bytes are the same.
+        let (changed, _) = cache.refresh(dir.path());
+        assert!(!changed);
+        // Age the cache entries: stats are trusted, so a file replaced by a different one
+        // with the same stat would not be seen; a real edit changes the stat.
+        for c in cache.files.values_mut() {
+            c.read_at_ns = c.read_at_ns.saturating_add(10 * RACY_NS);
+        }
+        assert!(cache.files.values().all(|c| c.clean(c.stat)));
+        fs::write(dir.path().join("a.yaml"), cm("three")).expect("write");
+        let (changed, _) = cache.refresh(dir.path());
+        assert!(changed);
+        let (set, errors) = load_repository_refreshed(&cache, Vec::new());
+        assert!(errors.is_empty(), "{errors:?}");
+        let names: Vec<&str> = set.templates.iter().map(|t| t.key.name.as_str()).collect();
+        assert_eq!(names, ["three", "two"]);
+        // A file added, then removed.
+        fs::write(dir.path().join("c.yaml"), cm("four")).expect("write");
+        assert!(cache.refresh(dir.path()).0);
+        fs::remove_file(dir.path().join("c.yaml")).expect("remove");
+        assert!(cache.refresh(dir.path()).0);
+        assert!(!cache.refresh(dir.path()).0);
+        // A racy entry (modified within RACY_NS of its read) is not trusted.
+        for c in cache.files.values_mut() {
+            c.read_at_ns = c.stat.map_or(0, |s| s.mtime_ns);
+        }
+        assert!(cache.files.values().all(|c| !c.clean(c.stat)));
     }
 }
