@@ -17,7 +17,7 @@ use crate::members::live::LiveView;
 use crate::members::offline_snapshot;
 use crate::model::dimensions::{Dimensions, ModelSettings};
 use crate::model::workload::{InterpreterTable, interpret};
-use crate::model::{ClusterSnapshot, Observed, ReplicaRequirements, Workload, assumed, fnv1a64};
+use crate::model::{ClusterSnapshot, Freshness, Observed, ReplicaRequirements, Workload, assumed, fnv1a64};
 use crate::policy::load::{ParseCache, load_repository_cached, load_repository_refreshed};
 use crate::policy::matching::PolicyIndex;
 use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template};
@@ -432,13 +432,16 @@ impl Reconciler {
         let phase = Instant::now();
         let model = self.profiles.model().clone();
         let dims = Dimensions::new(&model);
-        let mut snapshots = inputs.snapshots.clone();
         let mut snapshot_versions = BTreeMap::new();
-        for snap in &mut snapshots {
-            let at_ms = set_confidence(snap, now_ms, &model);
-            let observed = Observed { at_ms, confidence: snap.confidence() };
+        let mut fingerprints = Vec::with_capacity(inputs.snapshots.len());
+        let mut freshness = Vec::with_capacity(inputs.snapshots.len());
+        for snap in &inputs.snapshots {
+            let (at_ms, fresh) = freshness_at(snap.freshness, now_ms, &model);
+            let observed = Observed { at_ms, confidence: fresh.map_or(1.0, |f| f.confidence()) };
             let fingerprint = cache::fingerprint(snap);
-            let ppm = snap.freshness.map(|f| f.confidence_ppm);
+            let ppm = fresh.map(|f| f.confidence_ppm);
+            fingerprints.push(fingerprint);
+            freshness.push(fresh);
             let (version, new) = match cache.snapshots.get(&snap.name) {
                 Some(s)
                     if s.fingerprint == fingerprint
@@ -448,7 +451,9 @@ impl Reconciler {
                     (s.version, false)
                 }
                 _ => {
-                    let (version, new) = self.store.record_snapshot(snap, observed)?;
+                    let mut snap = snap.clone();
+                    snap.freshness = fresh;
+                    let (version, new) = self.store.record_snapshot(&snap, observed)?;
                     let state = cache::SnapshotState { fingerprint, confidence_ppm: ppm, version, recorded_ms: now_ms };
                     cache.snapshots.insert(snap.name.clone(), state);
                     (version, new)
@@ -459,9 +464,12 @@ impl Reconciler {
             }
             snapshot_versions.insert(snap.name.clone(), version);
         }
-        // Assumed workloads: recent decisions a live member does not run yet.
-        let mut assumed = Assumed::default();
-        let templates: HashMap<&ObjectKey, &Template> = set.templates.iter().map(|t| (&t.key, t)).collect();
+        // Assumed workloads: recent decisions a live member does not run yet, deducted from
+        // the views in store order. The deducted views depend only on the snapshots' content
+        // and on the recent placements (and their templates): when neither changed since the
+        // last pass, the views it deducted are reused instead of replaying every deduction.
+        let templates: HashMap<&ObjectKey, (usize, &Template)> =
+            set.templates.iter().enumerate().map(|(i, t)| (&t.key, (i, t))).collect();
         let mut recent: Vec<&PlacementRecord> = cache
             .placements
             .values()
@@ -470,11 +478,43 @@ impl Reconciler {
             .collect();
         // In store order, as the store lists them.
         recent.sort_by_cached_key(|p| p.workload.store_key());
-        for p in recent {
-            let Some(t) = templates.get(&p.workload).copied() else { continue };
-            let Ok(w) = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters) else { continue };
-            let targets: BTreeMap<String, Option<i32>> = p.targets.clone();
-            assumed.update(&mut snapshots, &p.workload, &w.requirements, &targets, &dims);
+        let views_key = {
+            let mut h = cache::KeyHasher::default();
+            std::hash::Hash::hash(&(&fingerprints, inputs.hashes.interpreters), &mut h);
+            for p in &recent {
+                let template = templates.get(&p.workload).map(|(i, _)| inputs.hashes.templates.get(*i));
+                std::hash::Hash::hash(&(&p.workload, &p.targets, template), &mut h);
+            }
+            std::hash::Hasher::finish(&h)
+        };
+        let (mut snapshots, mut assumed) = match cache.views.take() {
+            Some(v) if v.key == views_key && v.snapshots.len() == inputs.snapshots.len() => {
+                let views = (v.snapshots.clone(), v.assumed.clone());
+                cache.views = Some(v);
+                views
+            }
+            _ => {
+                let mut snapshots = inputs.snapshots.clone();
+                let mut assumed = Assumed::default();
+                for p in recent {
+                    let Some((_, t)) = templates.get(&p.workload).copied() else { continue };
+                    let Ok(w) = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters) else {
+                        continue;
+                    };
+                    assumed.update(&mut snapshots, &p.workload, &w.requirements, &p.targets, &dims);
+                }
+                cache.views = Some(cache::DeductedViews {
+                    key: views_key,
+                    snapshots: snapshots.clone(),
+                    assumed: assumed.clone(),
+                });
+                (snapshots, assumed)
+            }
+        };
+        // What is not content comes from this pass's inputs.
+        for ((snap, input), fresh) in snapshots.iter_mut().zip(&inputs.snapshots).zip(freshness) {
+            snap.freshness = fresh;
+            snap.poll.clone_from(&input.poll);
         }
         report.assumed_replicas = assumed.total();
         report.phases.poll += phase.elapsed();
@@ -1108,15 +1148,23 @@ pub(crate) struct Decided {
 /// Sets the age and confidence of a live snapshot (offline ones keep confidence 1); returns
 /// the time of the observation (the last successful poll; `now_ms` for offline clusters).
 pub fn set_confidence(snap: &mut ClusterSnapshot, now_ms: u64, model: &ModelSettings) -> u64 {
-    let Some(f) = snap.freshness.as_mut() else { return now_ms };
+    let (at_ms, fresh) = freshness_at(snap.freshness, now_ms, model);
+    snap.freshness = fresh;
+    at_ms
+}
+
+/// [`set_confidence`] of a snapshot's freshness: the time of the observation and the
+/// freshness with its age and confidence at `now_ms`.
+fn freshness_at(fresh: Option<Freshness>, now_ms: u64, model: &ModelSettings) -> (u64, Option<Freshness>) {
+    let Some(mut f) = fresh else { return (now_ms, None) };
     let age = if f.polled_at_ms == 0 { u64::MAX } else { now_ms.saturating_sub(f.polled_at_ms) };
     f.age_ms = age;
     f.confidence_ppm = (model.confidence(age, f.consecutive_failures) * 1e6).round() as u32;
-    if f.polled_at_ms == 0 { now_ms } else { f.polled_at_ms.min(now_ms) }
+    (if f.polled_at_ms == 0 { now_ms } else { f.polled_at_ms.min(now_ms) }, Some(f))
 }
 
 /// Replicas deducted per (workload, live cluster) this pass.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Assumed {
     deducted: BTreeMap<(ObjectKey, String), i64>,
     /// A running digest of every deduction so far: equal digests mean equal deductions, so

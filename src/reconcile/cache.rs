@@ -107,6 +107,15 @@ pub struct LastHistory {
     pub notes: Vec<String>,
 }
 
+/// The member views after the deductions of the recent placements (before this pass's own
+/// decisions), with the key of what they were deducted from: the snapshots' fingerprints, the
+/// recent placements (workload, targets, template hash) in store order and the interpreters.
+pub struct DeductedViews {
+    pub key: u64,
+    pub snapshots: Vec<ClusterSnapshot>,
+    pub assumed: super::Assumed,
+}
+
 /// A decision with the key of its inputs.
 pub struct CachedDecision {
     pub key: u64,
@@ -126,6 +135,8 @@ pub struct PassCache {
     pub history: HashMap<ObjectKey, Option<LastHistory>>,
     pub decisions: HashMap<ObjectKey, CachedDecision>,
     pub snapshots: HashMap<String, SnapshotState>,
+    /// The deducted views of the last pass ([`DeductedViews`]).
+    pub views: Option<DeductedViews>,
     /// Blob hashes known to be stored.
     pub blobs: std::collections::HashSet<u64>,
     /// Digest of the files last published per cluster.
