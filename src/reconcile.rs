@@ -231,6 +231,8 @@ pub struct ReconcileReport {
     pub trigger: String,
     pub workloads: usize,
     pub scheduled: usize,
+    /// Workloads scheduled and rendered this pass (the others reused a cached decision).
+    pub decided: usize,
     pub unschedulable: Vec<Problem>,
     pub render_failures: Vec<Problem>,
     pub removed_workloads: Vec<ObjectKey>,
@@ -519,20 +521,14 @@ impl Reconciler {
         report.assumed_replicas = assumed.total();
         report.phases.poll += phase.elapsed();
 
-        // What every decision of this pass shares.
-        // Snapshot versions, and what the scheduler reads of each view's freshness.
-        let fleet_key = cache::key_of(&(
-            &snapshot_versions,
-            snapshots
-                .iter()
-                .map(|s| {
-                    s.freshness.map(|f| match f.confidence_ppm >= 1_000_000 {
-                        true => (f.confidence_ppm, 0, 0),
-                        false => (f.confidence_ppm, f.age_ms / 1000, f.consecutive_failures),
-                    })
-                })
-                .collect::<Vec<_>>(),
-        ));
+        // What every decision of this pass shares: the fleet's static facts (per confidence
+        // threshold, computed on first use) and each cluster's state (snapshot version, what
+        // the scheduler reads of its freshness).
+        let mut fleet_statics: Vec<(u64, u64)> = Vec::new();
+        let cluster_states: Vec<u64> = snapshots
+            .iter()
+            .map(|s| cache::key_of(&(&s.name, snapshot_versions.get(&s.name), cache::freshness_key(s))))
+            .collect();
         let interpreters_key = inputs.hashes.interpreters;
         let pass = Pass {
             positions: snapshots.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect(),
@@ -588,12 +584,22 @@ impl Reconciler {
                     inputs.hashes.overrides.get(&id).copied().unwrap_or(empty_hash)
                 })
                 .collect();
+            let min_confidence = fw.settings.model.min_confidence;
+            let fleet_static = match fleet_statics.iter().find(|(bits, _)| *bits == min_confidence.to_bits()) {
+                Some((_, k)) => *k,
+                None => {
+                    let k = cache::fleet_static_key(&snapshots, min_confidence);
+                    fleet_statics.push((min_confidence.to_bits(), k));
+                    k
+                }
+            };
             let key = cache::key_of(&(
-                (hashes, &t.source.file, t.source.document, policy_ref, fleet_key, interpreters_key, assumed.key),
+                (hashes, &t.source.file, t.source.document, policy_ref, fleet_static, interpreters_key),
                 (prev.as_ref().map(|p| (&p.targets, &p.affinity_name, &p.files, &p.policy)), &fw.name, &required),
                 overrides_key,
             ));
-            let hit = cache.decisions.get(&t.key).is_some_and(|c| c.key == key);
+            let state_of = |clusters: &[usize]| cache::clusters_state(clusters, &cluster_states, &snapshots, &assumed);
+            let hit = cache.decisions.get(&t.key).is_some_and(|c| c.key == key && state_of(&c.clusters) == c.state);
             if !hit {
                 if !cache.blobs.contains(&hashes.0) {
                     self.store.put_blob(&serde_json::to_vec(&t.object).unwrap_or_default())?;
@@ -621,7 +627,20 @@ impl Reconciler {
                 )?;
                 report.phases.schedule += decided.schedule_time;
                 report.phases.render += decided.render_time;
-                cache.decisions.insert(t.key.clone(), cache::CachedDecision { key, decided, summary_item: None });
+                report.decided += 1;
+                // The clusters whose state the decision read: those that passed the filters
+                // (all of them when ordered affinity terms may have been tried in turn).
+                let clusters: Vec<usize> = if placement.cluster_affinities.is_empty() {
+                    let mut c: Vec<usize> =
+                        feasible_names(&decided.record.result).filter_map(|n| pass.positions.get(n).copied()).collect();
+                    c.sort_unstable();
+                    c
+                } else {
+                    (0..snapshots.len()).collect()
+                };
+                let state = state_of(&clusters);
+                let entry = cache::CachedDecision { key, clusters, state, decided, summary_item: None };
+                cache.decisions.insert(t.key.clone(), entry);
                 fresh.insert(t.key.clone());
             }
             let Some(decided) = cache.decisions.get(&t.key).map(|c| &c.decided) else { continue };
@@ -1033,6 +1052,13 @@ impl Reconciler {
     }
 }
 
+/// The clusters that passed the filters of a decision: the only ones whose dynamic state
+/// (capacity, deductions, confidence) it read; the others it read only through the fleet's
+/// static facts ([`cache::fleet_static_key`]).
+fn feasible_names(result: &ScheduleResult) -> impl Iterator<Item = &str> {
+    result.verdicts.iter().filter(|v| v.feasible).map(|v| v.name.as_str())
+}
+
 /// Reason recorded on a cluster that receives a dependency because a workload needs it.
 pub const REQUIRED_BY_PREFIX: &str = "propagateDeps: required by ";
 
@@ -1167,9 +1193,11 @@ fn freshness_at(fresh: Option<Freshness>, now_ms: u64, model: &ModelSettings) ->
 #[derive(Debug, Default, Clone)]
 pub struct Assumed {
     deducted: BTreeMap<(ObjectKey, String), i64>,
-    /// A running digest of every deduction so far: equal digests mean equal deductions, so
-    /// the snapshots a decision sees are covered by its cache key.
+    /// A running digest of every deduction so far: equal digests mean equal deductions.
     pub key: u64,
+    /// The same per cluster: equal digests mean equal deductions from that cluster's view, so
+    /// the view a decision sees of it is covered by its cache key.
+    pub per_cluster: HashMap<String, u64>,
 }
 
 impl Assumed {
@@ -1194,8 +1222,15 @@ impl Assumed {
                 assumed::deduct(snap, req, want - *done, dims);
                 *done = want;
                 self.key = cache::key_of(&(self.key, workload, cluster, want, req));
+                let own = self.per_cluster.entry(cluster.clone()).or_insert(0);
+                *own = cache::key_of(&(*own, workload, want, req));
             }
         }
+    }
+
+    /// The digest of the deductions from one cluster's view so far (0: none).
+    pub fn of_cluster(&self, cluster: &str) -> u64 {
+        self.per_cluster.get(cluster).copied().unwrap_or(0)
     }
 
     /// Replicas deducted in all.
