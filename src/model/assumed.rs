@@ -44,7 +44,8 @@ pub fn pending(decided: i64, observed: i64) -> i64 {
 /// Deducts `count` assumed replicas of `req` from a live snapshot: placed first-fit on the
 /// nodes that admit them (their requests added to the node and to the summary's `allocated`),
 /// the rest added to the summary's `allocating` (pending pods). Returns how many went on nodes.
-/// Forgets the snapshot's node index.
+/// Keeps the snapshot's node index up to date (regrouping only the nodes that changed) when it
+/// was built.
 pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64, dims: &Dimensions) -> i64 {
     if count <= 0 || !snap.is_live() {
         return 0;
@@ -52,7 +53,8 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
     let compiled = CompiledRequest::compile(u64::MAX, req, dims);
     let mut left = count;
     let mut placed = 0;
-    for node in snap.nodes.iter_mut() {
+    let mut changed = Vec::new();
+    for (i, node) in snap.nodes.iter_mut().enumerate() {
         if left == 0 {
             break;
         }
@@ -68,6 +70,7 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
             *e = e.saturating_add(want.saturating_mul(k));
         }
         node.pods = node.pods.saturating_add(u32::try_from(k).unwrap_or(u32::MAX));
+        changed.push(i);
         left -= k;
         placed += k;
     }
@@ -90,7 +93,10 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
         bump(&mut s.allocated, placed);
         bump(&mut s.allocating, left);
     }
-    snap.index.reset();
+    let index = snap.index.take();
+    if let Some(new) = index.and_then(|old| old.after_added_pods(&snap.nodes, &changed)) {
+        snap.index.set(new);
+    }
     placed
 }
 
@@ -176,6 +182,22 @@ mod tests {
         assert_eq!(snap.nodes[1].pods, 1);
         let s = snap.summary.as_ref().expect("summary");
         assert_eq!((s.allocated.get("cpu"), s.allocating.get("cpu"), s.allocating.get("pods")), (3000, 2000, 2000));
+        // A built node index is updated in place: equal to a fresh build.
+        let settings = std::sync::Arc::new(ModelSettings::default());
+        let more = |name: &str, cpu: i64, zone: &str| NodeView {
+            labels: [("zone".to_string(), zone.to_string())].into(),
+            ..node(name, cpu)
+        };
+        snap.nodes = vec![more("c", 4000, "a"), more("d", 4000, "a"), more("e", 4000, "b"), more("f", 1500, "a")];
+        snap.index.reset();
+        for count in [1, 2, 3, 1] {
+            let built = snap.node_index(&dims, &settings);
+            deduct(&mut snap, &req, count, &dims);
+            let kept = snap.node_index(&dims, &settings);
+            assert!(!std::sync::Arc::ptr_eq(&built, &kept), "the index follows the deduction");
+            let fresh = crate::model::nodes::NodeIndex::build(&snap.nodes, &dims, &settings);
+            assert_eq!(format!("{kept:?}"), format!("{fresh:?}"));
+        }
         // Offline snapshots are taken as declared.
         snap.source = SnapshotSource::Offline { file: "c.yaml".into() };
         assert_eq!(deduct(&mut snap, &req, 5, &dims), 0);
