@@ -1192,7 +1192,7 @@ fn freshness_at(fresh: Option<Freshness>, now_ms: u64, model: &ModelSettings) ->
 /// Replicas deducted per (workload, live cluster) this pass.
 #[derive(Debug, Default, Clone)]
 pub struct Assumed {
-    deducted: BTreeMap<(ObjectKey, String), i64>,
+    deducted: HashMap<ObjectKey, HashMap<String, i64>>,
     /// A running digest of every deduction so far: equal digests mean equal deductions.
     pub key: u64,
     /// The same per cluster: equal digests mean equal deductions from that cluster's view, so
@@ -1212,15 +1212,22 @@ impl Assumed {
         targets: &BTreeMap<String, Option<i32>>,
         dims: &Dimensions,
     ) {
+        let mut owner = None;
         for (cluster, replicas) in targets {
             let Some(r) = replicas else { continue };
-            let Some(snap) = snapshots.iter_mut().find(|s| &s.name == cluster) else { continue };
+            // The pass's snapshots are sorted by name (as the set's clusters).
+            let found = match snapshots.binary_search_by(|s| s.name.as_str().cmp(cluster)) {
+                Ok(i) => Some(i),
+                Err(_) => snapshots.iter().position(|s| &s.name == cluster),
+            };
+            let Some(snap) = found.and_then(|i| snapshots.get_mut(i)) else { continue };
             let Some(pods) = snap.pods.as_ref().filter(|_| snap.is_live()) else { continue };
-            let want = assumed::pending(i64::from(*r), assumed::observed(pods, workload));
-            let done = self.deducted.entry((workload.clone(), cluster.clone())).or_insert(0);
-            if want > *done {
-                assumed::deduct(snap, req, want - *done, dims);
-                *done = want;
+            let owner = owner.get_or_insert_with(|| assumed::Owner::of(workload));
+            let want = assumed::pending(i64::from(*r), owner.observed(pods));
+            let done = self.deducted.get(workload).and_then(|m| m.get(cluster)).copied().unwrap_or(0);
+            if want > done {
+                assumed::deduct(snap, req, want - done, dims);
+                self.deducted.entry(workload.clone()).or_default().insert(cluster.clone(), want);
                 self.key = cache::key_of(&(self.key, workload, cluster, want, req));
                 let own = self.per_cluster.entry(cluster.clone()).or_insert(0);
                 *own = cache::key_of(&(*own, workload, want, req));
@@ -1235,7 +1242,7 @@ impl Assumed {
 
     /// Replicas deducted in all.
     pub fn total(&self) -> i64 {
-        self.deducted.values().sum()
+        self.deducted.values().flat_map(HashMap::values).sum()
     }
 }
 

@@ -17,23 +17,49 @@ use crate::policy::ObjectKey;
 
 /// Replicas of `workload` that a live member runs (non-terminated pods, bound or pending).
 pub fn observed(pods: &PodFacts, workload: &ObjectKey) -> i64 {
-    let ns = workload.namespace.as_deref().unwrap_or("default");
-    let total: u64 = match (workload.group(), workload.kind.as_str()) {
-        ("apps", "Deployment") => {
-            let prefix = format!("ReplicaSet/{ns}/{}-", workload.name);
-            pods.by_owner
-                .range(prefix.clone()..)
-                .take_while(|(k, _)| k.starts_with(&prefix))
+    Owner::of(workload).observed(pods)
+}
+
+/// How a workload's pods are found among a member's pods by owner ([`observed`]), computed
+/// once per workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// A Deployment: its ReplicaSets, `ReplicaSet/<ns>/<name>-<hash>` (this prefix).
+    ReplicaSets(String),
+    /// The object itself (`Kind/<ns>/<name>`).
+    Exact(String),
+    /// Pods that cannot be attributed.
+    Unknown,
+}
+
+impl Owner {
+    /// The owner key of `workload`'s pods.
+    pub fn of(workload: &ObjectKey) -> Owner {
+        let ns = workload.namespace.as_deref().unwrap_or("default");
+        match (workload.group(), workload.kind.as_str()) {
+            ("apps", "Deployment") => Owner::ReplicaSets(format!("ReplicaSet/{ns}/{}-", workload.name)),
+            ("apps", kind @ ("StatefulSet" | "ReplicaSet")) | ("batch", kind @ "Job") | ("", kind @ "Pod") => {
+                Owner::Exact(format!("{kind}/{ns}/{}", workload.name))
+            }
+            _ => Owner::Unknown,
+        }
+    }
+
+    /// Replicas of the workload that a live member runs.
+    pub fn observed(&self, pods: &PodFacts) -> i64 {
+        let total: u64 = match self {
+            Owner::ReplicaSets(prefix) => pods
+                .by_owner
+                .range::<str, _>((std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded))
+                .take_while(|(k, _)| k.starts_with(prefix.as_str()))
                 .filter(|(k, _)| !k[prefix.len()..].contains('-'))
                 .map(|(_, n)| u64::from(*n))
-                .sum()
-        }
-        ("apps", kind @ ("StatefulSet" | "ReplicaSet")) | ("batch", kind @ "Job") | ("", kind @ "Pod") => {
-            pods.by_owner.get(&format!("{kind}/{ns}/{}", workload.name)).map_or(0, |n| u64::from(*n))
-        }
-        _ => 0,
-    };
-    i64::try_from(total).unwrap_or(i64::MAX)
+                .sum(),
+            Owner::Exact(key) => pods.by_owner.get(key).map_or(0, |n| u64::from(*n)),
+            Owner::Unknown => 0,
+        };
+        i64::try_from(total).unwrap_or(i64::MAX)
+    }
 }
 
 /// Replicas still assumed: decided minus observed (never negative).
