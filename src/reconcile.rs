@@ -489,12 +489,11 @@ impl Reconciler {
             }
             std::hash::Hasher::finish(&h)
         };
+        // The views move into the pass; they are put back (cloned just before this pass's
+        // first deduction changes them, or moved at the end of the loop) under `views_key`.
+        let mut unsaved_views = Some(views_key);
         let (mut snapshots, mut assumed) = match cache.views.take() {
-            Some(v) if v.key == views_key && v.snapshots.len() == inputs.snapshots.len() => {
-                let views = (v.snapshots.clone(), v.assumed.clone());
-                cache.views = Some(v);
-                views
-            }
+            Some(v) if v.key == views_key && v.snapshots.len() == inputs.snapshots.len() => (v.snapshots, v.assumed),
             _ => {
                 let mut snapshots = inputs.snapshots.clone();
                 let mut assumed = Assumed::default();
@@ -505,11 +504,6 @@ impl Reconciler {
                     };
                     assumed.update(&mut snapshots, &p.workload, &w.requirements, &p.targets, &dims);
                 }
-                cache.views = Some(cache::DeductedViews {
-                    key: views_key,
-                    snapshots: snapshots.clone(),
-                    assumed: assumed.clone(),
-                });
                 (snapshots, assumed)
             }
         };
@@ -651,7 +645,14 @@ impl Reconciler {
                 report.scheduled += 1;
                 // Later workloads of this pass see this decision's replicas as assumed.
                 if let Some(req) = &decided.requirements {
-                    assumed.update(&mut snapshots, &t.key, req, &decided.record.targets, &dims);
+                    let plan = assumed.plan(&snapshots, &t.key, &decided.record.targets);
+                    if !plan.is_empty() {
+                        if let Some(key) = unsaved_views.take() {
+                            let views = (snapshots.clone(), assumed.clone());
+                            cache.views = Some(cache::DeductedViews { key, snapshots: views.0, assumed: views.1 });
+                        }
+                        assumed.apply(&mut snapshots, &t.key, req, plan, &dims);
+                    }
                 }
             }
             if let Some(p) = &decided.record.policy {
@@ -666,6 +667,10 @@ impl Reconciler {
                     report.unschedulable.push(p.clone());
                 }
             }
+        }
+        if let Some(key) = unsaved_views.take() {
+            let (snapshots, assumed) = (std::mem::take(&mut snapshots), std::mem::take(&mut assumed));
+            cache.views = Some(cache::DeductedViews { key, snapshots, assumed });
         }
         let removed: Vec<ObjectKey> = {
             let mut r: Vec<&ObjectKey> = cache.placements.keys().filter(|k| !seen.contains(*k)).collect();
@@ -1212,7 +1217,20 @@ impl Assumed {
         targets: &BTreeMap<String, Option<i32>>,
         dims: &Dimensions,
     ) {
+        let plan = self.plan(snapshots, workload, targets);
+        self.apply(snapshots, workload, req, plan, dims);
+    }
+
+    /// What [`Assumed::update`] would deduct, without changing anything: per target live
+    /// cluster where more is pending than was deducted, (position, cluster, pending, deducted).
+    pub fn plan<'t>(
+        &self,
+        snapshots: &[ClusterSnapshot],
+        workload: &ObjectKey,
+        targets: &'t BTreeMap<String, Option<i32>>,
+    ) -> Vec<(usize, &'t String, i64, i64)> {
         let mut owner = None;
+        let mut plan = Vec::new();
         for (cluster, replicas) in targets {
             let Some(r) = replicas else { continue };
             // The pass's snapshots are sorted by name (as the set's clusters).
@@ -1220,18 +1238,34 @@ impl Assumed {
                 Ok(i) => Some(i),
                 Err(_) => snapshots.iter().position(|s| &s.name == cluster),
             };
-            let Some(snap) = found.and_then(|i| snapshots.get_mut(i)) else { continue };
+            let Some((i, snap)) = found.and_then(|i| snapshots.get(i).map(|s| (i, s))) else { continue };
             let Some(pods) = snap.pods.as_ref().filter(|_| snap.is_live()) else { continue };
             let owner = owner.get_or_insert_with(|| assumed::Owner::of(workload));
             let want = assumed::pending(i64::from(*r), owner.observed(pods));
             let done = self.deducted.get(workload).and_then(|m| m.get(cluster)).copied().unwrap_or(0);
             if want > done {
-                assumed::deduct(snap, req, want - done, dims);
-                self.deducted.entry(workload.clone()).or_default().insert(cluster.clone(), want);
-                self.key = cache::key_of(&(self.key, workload, cluster, want, req));
-                let own = self.per_cluster.entry(cluster.clone()).or_insert(0);
-                *own = cache::key_of(&(*own, workload, want, req));
+                plan.push((i, cluster, want, done));
             }
+        }
+        plan
+    }
+
+    /// Applies a [`Assumed::plan`].
+    pub fn apply(
+        &mut self,
+        snapshots: &mut [ClusterSnapshot],
+        workload: &ObjectKey,
+        req: &ReplicaRequirements,
+        plan: Vec<(usize, &String, i64, i64)>,
+        dims: &Dimensions,
+    ) {
+        for (i, cluster, want, done) in plan {
+            let Some(snap) = snapshots.get_mut(i) else { continue };
+            assumed::deduct(snap, req, want - done, dims);
+            self.deducted.entry(workload.clone()).or_default().insert(cluster.clone(), want);
+            self.key = cache::key_of(&(self.key, workload, cluster, want, req));
+            let own = self.per_cluster.entry(cluster.clone()).or_insert(0);
+            *own = cache::key_of(&(*own, workload, want, req));
         }
     }
 
