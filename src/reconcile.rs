@@ -66,8 +66,7 @@ impl InputHashes {
             (PolicyKind::ClusterPropagationPolicy, &set.cluster_propagation_policies),
         ] {
             for p in list {
-                let r =
-                    PolicyRef { kind: kind.clone(), namespace: p.meta.namespace.clone(), name: p.meta.name.clone() };
+                let r = PolicyRef { kind, namespace: p.meta.namespace.clone(), name: p.meta.name.clone() };
                 policies.insert(r, json(&p.spec));
             }
         }
@@ -539,7 +538,8 @@ impl Reconciler {
             dependency_map_indexed(inputs, &index, |t| cache.placements.get(&t.key).and_then(|p| p.policy.clone()));
         // Workloads first, then their dependencies (which take the union of their
         // dependents' clusters); dependencies never have dependencies of their own.
-        let (deps, workloads): (Vec<(usize, &Template)>, Vec<(usize, &Template)>) =
+        type Indexed<'a> = Vec<(usize, &'a Template)>;
+        let (deps, workloads): (Indexed<'_>, Indexed<'_>) =
             set.templates.iter().enumerate().partition(|(_, t)| required_by.contains_key(&t.key));
         let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
         let empty_hash = fnv1a64(&[]);
