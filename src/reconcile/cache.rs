@@ -258,6 +258,31 @@ mod tests {
     /// Live members (node data, assumed replicas, confidence by age): a warm reconciler and a
     /// cold one per pass, each on its own store, make the same decisions, files and history.
     #[test]
+    fn unchanged_repository_reuses_the_previous_inputs() {
+        use std::sync::Arc;
+
+        use crate::reconcile::PhaseTimings;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
+        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
+        let r = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"));
+        let load = || r.load_inputs(&policies, &mut PhaseTimings::default()).expect("inputs");
+        let (a, b) = (load(), load());
+        assert!(Arc::ptr_eq(&a.set, &b.set) && Arc::ptr_eq(&a.hashes, &b.hashes));
+        assert_eq!(a.hashes.templates.len(), a.set.templates.len());
+        // An edit is seen (the file's stat changed), and gives new inputs.
+        std::fs::write(policies.join(repo::workload_file(2)), repo::workload_yaml(2, 41, 3)).expect("edit");
+        let c = load();
+        assert!(!Arc::ptr_eq(&b.set, &c.set));
+        assert_ne!(b.hashes.templates, c.hashes.templates);
+        let fresh = load_inputs(&policies).expect("inputs");
+        assert_eq!(c.hashes.templates, fresh.hashes.templates);
+        assert!(*c.set == *fresh.set);
+    }
+
+    #[test]
     fn warm_and_cold_agree_on_live_members_with_assumed_replicas() {
         use std::sync::Arc;
 
