@@ -18,7 +18,7 @@ use crate::members::offline_snapshot;
 use crate::model::dimensions::{Dimensions, ModelSettings};
 use crate::model::workload::{InterpreterTable, interpret};
 use crate::model::{ClusterSnapshot, Freshness, Observed, ReplicaRequirements, Workload, assumed, fnv1a64};
-use crate::policy::load::{ParseCache, load_repository_cached, load_repository_refreshed};
+use crate::policy::load::{ParseCache, load_repository_cached, load_repository_incremental};
 use crate::policy::matching::PolicyIndex;
 use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template};
 use crate::publish::{self, ClusterFiles, PublishPlan};
@@ -373,7 +373,7 @@ impl Reconciler {
             return Ok(inputs);
         }
         cache.last = None;
-        let (set, errors) = load_repository_refreshed(&cache.parse, io_errors);
+        let (set, errors) = load_repository_incremental(&mut cache.parse, io_errors);
         let inputs = build_inputs(set, errors, &self.profiles, timings, started)?;
         cache.last = Some(inputs.clone());
         Ok(inputs)
