@@ -57,6 +57,13 @@ pub struct InputHashes {
 impl InputHashes {
     /// The hashes of `set`'s objects.
     pub fn of(set: &PolicySet) -> Self {
+        Self::of_reusing(set, None)
+    }
+
+    /// [`InputHashes::of`], taking the hash of a template from `previous` (a set and its
+    /// hashes) when the previous set has the same template with an equal object (comparing is
+    /// much cheaper than serialising).
+    pub fn of_reusing(set: &PolicySet, previous: Option<(&PolicySet, &InputHashes)>) -> Self {
         use crate::policy::PolicyKind;
         use render::overrides::OverrideKind;
         let json = |v: &dyn erased_json::Ser| fnv1a64(&v.to_vec());
@@ -85,8 +92,20 @@ impl InputHashes {
             serde_json::to_vec(&set.workload_interpreters.iter().map(|w| (&w.meta.name, &w.spec)).collect::<Vec<_>>())
                 .unwrap_or_default(),
         ));
+        let before: HashMap<&ObjectKey, (&serde_json::Value, u64)> = previous
+            .map(|(set, hashes)| {
+                set.templates.iter().zip(&hashes.templates).map(|(t, h)| (&t.key, (&t.object, *h))).collect()
+            })
+            .unwrap_or_default();
         InputHashes {
-            templates: set.templates.iter().map(|t| json(&t.object)).collect(),
+            templates: set
+                .templates
+                .iter()
+                .map(|t| match before.get(&t.key) {
+                    Some((object, hash)) if **object == t.object => *hash,
+                    _ => json(&t.object),
+                })
+                .collect(),
             policies,
             overrides,
             interpreters,
@@ -136,7 +155,7 @@ pub fn load_inputs_cached(
 ) -> Result<Inputs, Vec<LoadError>> {
     let started = Instant::now();
     let (set, errors) = load_repository_cached(policy_dir, cache);
-    build_inputs(set, errors, profiles, timings, started)
+    build_inputs(set, errors, profiles, timings, started, None)
 }
 
 /// Validates the profiles `set` names and builds the offline snapshots and the hashes.
@@ -146,9 +165,13 @@ fn build_inputs(
     profiles: &Profiles,
     timings: &mut PhaseTimings,
     started: Instant,
+    previous: Option<&Inputs>,
 ) -> Result<Inputs, Vec<LoadError>> {
     errors.extend(profiles.validate(&set));
-    let hashes = if errors.is_empty() { InputHashes::of(&set) } else { InputHashes::default() };
+    let hashes = match errors.is_empty() {
+        true => InputHashes::of_reusing(&set, previous.map(|p| (&*p.set, &*p.hashes))),
+        false => InputHashes::default(),
+    };
     timings.load += started.elapsed();
     let started = Instant::now();
     let mut snapshots = Vec::with_capacity(set.clusters.len());
@@ -372,9 +395,9 @@ impl Reconciler {
             }
             return Ok(inputs);
         }
-        cache.last = None;
+        let previous = cache.last.take();
         let (set, errors) = load_repository_incremental(&mut cache.parse, io_errors);
-        let inputs = build_inputs(set, errors, &self.profiles, timings, started)?;
+        let inputs = build_inputs(set, errors, &self.profiles, timings, started, previous.as_ref())?;
         cache.last = Some(inputs.clone());
         Ok(inputs)
     }
@@ -479,12 +502,35 @@ impl Reconciler {
             .collect();
         // In store order, as the store lists them.
         recent.sort_by_cached_key(|p| p.workload.store_key());
+        // The per-replica requirements of each recent placement's template (interpreted again
+        // only when the template or the interpreters changed).
+        if cache.requirements.len() > templates.len() {
+            cache.requirements.retain(|k, _| templates.contains_key(k));
+        }
+        let mut recent_requirements: Vec<Option<Arc<ReplicaRequirements>>> = Vec::with_capacity(recent.len());
+        for p in &recent {
+            let Some((i, t)) = templates.get(&p.workload).copied() else {
+                recent_requirements.push(None);
+                continue;
+            };
+            let source = cache::key_of(&(inputs.hashes.templates.get(i), inputs.hashes.interpreters));
+            let req = match cache.requirements.get(&p.workload) {
+                Some((k, req)) if *k == source => req.clone(),
+                _ => {
+                    let req = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters)
+                        .ok()
+                        .map(|w| Arc::new(w.requirements));
+                    cache.requirements.insert(p.workload.clone(), (source, req.clone()));
+                    req
+                }
+            };
+            recent_requirements.push(req);
+        }
         let views_key = {
             let mut h = cache::KeyHasher::default();
-            std::hash::Hash::hash(&(&fingerprints, inputs.hashes.interpreters), &mut h);
-            for p in &recent {
-                let template = templates.get(&p.workload).map(|(i, _)| inputs.hashes.templates.get(*i));
-                std::hash::Hash::hash(&(&p.workload, &p.targets, template), &mut h);
+            std::hash::Hash::hash(&fingerprints, &mut h);
+            for (p, req) in recent.iter().zip(&recent_requirements) {
+                std::hash::Hash::hash(&(&p.workload, &p.targets, req.as_deref()), &mut h);
             }
             std::hash::Hasher::finish(&h)
         };
@@ -496,12 +542,9 @@ impl Reconciler {
             _ => {
                 let mut snapshots = inputs.snapshots.clone();
                 let mut assumed = Assumed::default();
-                for p in recent {
-                    let Some((_, t)) = templates.get(&p.workload).copied() else { continue };
-                    let Ok(w) = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters) else {
-                        continue;
-                    };
-                    assumed.update(&mut snapshots, &p.workload, &w.requirements, &p.targets, &dims);
+                for (p, req) in recent.iter().zip(&recent_requirements) {
+                    let Some(req) = req else { continue };
+                    assumed.update(&mut snapshots, &p.workload, req, &p.targets, &dims);
                 }
                 (snapshots, assumed)
             }

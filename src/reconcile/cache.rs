@@ -164,7 +164,7 @@ pub struct LastHistory {
 
 /// The member views after the deductions of the recent placements (before this pass's own
 /// decisions), with the key of what they were deducted from: the snapshots' fingerprints, the
-/// recent placements (workload, targets, template hash) in store order and the interpreters.
+/// recent placements (workload, targets, per-replica requirements) in store order.
 pub struct DeductedViews {
     pub key: u64,
     pub snapshots: Vec<ClusterSnapshot>,
@@ -198,6 +198,9 @@ pub struct PassCache {
     pub snapshots: HashMap<String, SnapshotState>,
     /// The deducted views of the last pass ([`DeductedViews`]).
     pub views: Option<DeductedViews>,
+    /// Per workload, the per-replica requirements its template gives (None: it cannot be
+    /// interpreted), with the key of the template and interpreters they come from.
+    pub requirements: HashMap<ObjectKey, (u64, Option<Arc<crate::model::ReplicaRequirements>>)>,
     /// Blob hashes known to be stored.
     pub blobs: std::collections::HashSet<u64>,
     /// Digest of the files last published per cluster.
