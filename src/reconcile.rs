@@ -67,24 +67,63 @@ impl InputHashes {
         use crate::policy::PolicyKind;
         use render::overrides::OverrideKind;
         let json = |v: &dyn erased_json::Ser| fnv1a64(&v.to_vec());
-        let mut policies = HashMap::new();
-        for (kind, list) in [
-            (PolicyKind::PropagationPolicy, &set.propagation_policies),
-            (PolicyKind::ClusterPropagationPolicy, &set.cluster_propagation_policies),
-        ] {
-            for p in list {
-                let r = PolicyRef { kind, namespace: p.meta.namespace.clone(), name: p.meta.name.clone() };
-                policies.insert(r, json(&p.spec));
-            }
+        fn propagation(set: &PolicySet) -> Vec<(PolicyRef, &crate::policy::types::PropagationSpec)> {
+            [
+                (PolicyKind::PropagationPolicy, &set.propagation_policies),
+                (PolicyKind::ClusterPropagationPolicy, &set.cluster_propagation_policies),
+            ]
+            .into_iter()
+            .flat_map(|(kind, list)| {
+                list.iter().map(move |p| {
+                    (PolicyRef { kind, namespace: p.meta.namespace.clone(), name: p.meta.name.clone() }, &p.spec)
+                })
+            })
+            .collect()
         }
+        type OverrideId = (OverrideKind, Option<String>, String);
+        fn overriding(set: &PolicySet) -> Vec<(OverrideId, &crate::policy::types::OverrideSpec)> {
+            [
+                (OverrideKind::OverridePolicy, &set.override_policies),
+                (OverrideKind::ClusterOverridePolicy, &set.cluster_override_policies),
+            ]
+            .into_iter()
+            .flat_map(|(kind, list)| {
+                list.iter().map(move |p| ((kind, p.meta.namespace.clone(), p.meta.name.clone()), &p.spec))
+            })
+            .collect()
+        }
+        // Equal specs serialise equally: the previous hash is reused.
+        let old_policies: HashMap<PolicyRef, (&crate::policy::types::PropagationSpec, u64)> = previous
+            .map(|(set, hashes)| {
+                propagation(set)
+                    .into_iter()
+                    .filter_map(|(r, spec)| hashes.policies.get(&r).map(|h| (r, (spec, *h))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut policies = HashMap::new();
+        for (r, spec) in propagation(set) {
+            let hash = match old_policies.get(&r) {
+                Some((old, h)) if *old == spec => *h,
+                _ => json(spec),
+            };
+            policies.insert(r, hash);
+        }
+        let old_overrides: HashMap<OverrideId, (&crate::policy::types::OverrideSpec, u64)> = previous
+            .map(|(set, hashes)| {
+                overriding(set)
+                    .into_iter()
+                    .filter_map(|(id, spec)| hashes.overrides.get(&id).map(|h| (id, (spec, *h))))
+                    .collect()
+            })
+            .unwrap_or_default();
         let mut overrides = HashMap::new();
-        for (kind, list) in [
-            (OverrideKind::OverridePolicy, &set.override_policies),
-            (OverrideKind::ClusterOverridePolicy, &set.cluster_override_policies),
-        ] {
-            for p in list {
-                overrides.insert((kind, p.meta.namespace.clone(), p.meta.name.clone()), json(&p.spec));
-            }
+        for (id, spec) in overriding(set) {
+            let hash = match old_overrides.get(&id) {
+                Some((old, h)) if *old == spec => *h,
+                _ => json(spec),
+            };
+            overrides.insert(id, hash);
         }
         let interpreters = cache::key_of(&(
             serde_json::to_vec(&set.interpreter_objects.iter().map(|o| &o.object).collect::<Vec<_>>())

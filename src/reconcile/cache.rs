@@ -282,6 +282,9 @@ mod tests {
         assert_ne!(b.hashes.templates, c.hashes.templates);
         let fresh = load_inputs(&policies).expect("inputs");
         assert_eq!(c.hashes.templates, fresh.hashes.templates);
+        assert_eq!(c.hashes.policies, fresh.hashes.policies);
+        assert_eq!(c.hashes.overrides, fresh.hashes.overrides);
+        assert_eq!(c.hashes.interpreters, fresh.hashes.interpreters);
         assert!(*c.set == *fresh.set);
     }
 
