@@ -1,11 +1,19 @@
 //! What a [`super::Reconciler`] remembers between passes of one process (the daemon's), so that
 //! a pass where nothing changed costs little (issue 8, S3):
 //!
-//! - **decisions**: per workload, the key of everything its decision and its rendered files
-//!   depend on (template and policy JSON, the claim, snapshot versions of every cluster, the
-//!   previous placement, profile, overrides that apply, interpreters, dependents) and the
-//!   decision itself with its files. Same key ⇒ the decision is reused: no filter, score,
-//!   estimate, assignment or render.
+//! - **decisions**: per workload, the key of everything static its decision and its rendered
+//!   files depend on (template and policy JSON, the claim, the previous placement, profile,
+//!   overrides that apply, interpreters, dependents, and the fleet's filter-relevant facts:
+//!   [`fleet_static_key`]), the clusters that passed its filters, and their state when it was
+//!   decided ([`clusters_state`]: snapshot version, freshness, and the digest of the
+//!   assumed-replica deductions made from that cluster's view so far in the pass). Same key
+//!   and same state of those clusters ⇒ the decision is reused: no filter, score, estimate,
+//!   assignment or render. A cluster that failed the filters is read only through the static
+//!   facts, so a change of its capacity or deductions does not invalidate the decision.
+//! - **deducted views**: the member views after the deductions of the recent placements
+//!   ([`DeductedViews`]), reused while the snapshots' content and the recent placements (and
+//!   their per-replica requirements) are unchanged; they move into a pass and back, cloned
+//!   only before the pass's first new deduction.
 //! - **placements and last history** of every workload: read from the store once (the first
 //!   pass), then kept in step with what this process writes (the reconciler is the store's
 //!   only writer).
