@@ -17,8 +17,8 @@ use crate::members::live::LiveView;
 use crate::members::offline_snapshot;
 use crate::model::dimensions::{Dimensions, ModelSettings};
 use crate::model::workload::{InterpreterTable, interpret};
-use crate::model::{ClusterSnapshot, Observed, ReplicaRequirements, Workload, assumed, fnv1a64};
-use crate::policy::load::{ParseCache, load_repository_cached};
+use crate::model::{ClusterSnapshot, Freshness, Observed, ReplicaRequirements, Workload, assumed, fnv1a64};
+use crate::policy::load::{ParseCache, load_repository_cached, load_repository_incremental};
 use crate::policy::matching::PolicyIndex;
 use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template};
 use crate::publish::{self, ClusterFiles, PublishPlan};
@@ -29,12 +29,141 @@ use crate::schedule::{
 };
 use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
 
-/// Everything a pass reads from the policy repository, validated.
+/// Everything a pass reads from the policy repository, validated. Cloning is cheap: what does
+/// not change between passes is shared ([`Reconciler::load_inputs`] hands out the previous
+/// inputs again when no file changed).
+#[derive(Clone)]
 pub struct Inputs {
-    pub set: PolicySet,
+    pub set: Arc<PolicySet>,
     pub snapshots: Vec<ClusterSnapshot>,
     /// The repository's declarative workload interpreters.
-    pub interpreters: InterpreterTable,
+    pub interpreters: Arc<InterpreterTable>,
+    /// Content hashes of the set's objects, computed once per load.
+    pub hashes: Arc<InputHashes>,
+}
+
+/// Content hashes (FNV-1a 64 of the JSON) of what decisions read from the set: computed once
+/// when the set is loaded, not per pass.
+#[derive(Debug, Default)]
+pub struct InputHashes {
+    /// Each template's object, in the order of `set.templates`.
+    pub templates: Vec<u64>,
+    /// Each (cluster) propagation policy's spec.
+    pub policies: HashMap<PolicyRef, u64>,
+    /// Each (cluster) override policy's spec, by (kind, namespace, name).
+    pub overrides: HashMap<(render::overrides::OverrideKind, Option<String>, String), u64>,
+    /// The interpreter objects and the declarative interpreters.
+    pub interpreters: u64,
+}
+
+impl InputHashes {
+    /// The hashes of `set`'s objects.
+    pub fn of(set: &PolicySet) -> Self {
+        Self::of_reusing(set, None)
+    }
+
+    /// [`InputHashes::of`], taking the hash of a template from `previous` (a set and its
+    /// hashes) when the previous set has the same template with an equal object (comparing is
+    /// much cheaper than serialising).
+    pub fn of_reusing(set: &PolicySet, previous: Option<(&PolicySet, &InputHashes)>) -> Self {
+        use crate::policy::PolicyKind;
+        use render::overrides::OverrideKind;
+        let json = |v: &dyn erased_json::Ser| fnv1a64(&v.to_vec());
+        fn propagation(set: &PolicySet) -> Vec<(PolicyRef, &crate::policy::types::PropagationSpec)> {
+            [
+                (PolicyKind::PropagationPolicy, &set.propagation_policies),
+                (PolicyKind::ClusterPropagationPolicy, &set.cluster_propagation_policies),
+            ]
+            .into_iter()
+            .flat_map(|(kind, list)| {
+                list.iter().map(move |p| {
+                    (PolicyRef { kind, namespace: p.meta.namespace.clone(), name: p.meta.name.clone() }, &p.spec)
+                })
+            })
+            .collect()
+        }
+        type OverrideId = (OverrideKind, Option<String>, String);
+        fn overriding(set: &PolicySet) -> Vec<(OverrideId, &crate::policy::types::OverrideSpec)> {
+            [
+                (OverrideKind::OverridePolicy, &set.override_policies),
+                (OverrideKind::ClusterOverridePolicy, &set.cluster_override_policies),
+            ]
+            .into_iter()
+            .flat_map(|(kind, list)| {
+                list.iter().map(move |p| ((kind, p.meta.namespace.clone(), p.meta.name.clone()), &p.spec))
+            })
+            .collect()
+        }
+        // Equal specs serialise equally: the previous hash is reused.
+        let old_policies: HashMap<PolicyRef, (&crate::policy::types::PropagationSpec, u64)> = previous
+            .map(|(set, hashes)| {
+                propagation(set)
+                    .into_iter()
+                    .filter_map(|(r, spec)| hashes.policies.get(&r).map(|h| (r, (spec, *h))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut policies = HashMap::new();
+        for (r, spec) in propagation(set) {
+            let hash = match old_policies.get(&r) {
+                Some((old, h)) if *old == spec => *h,
+                _ => json(spec),
+            };
+            policies.insert(r, hash);
+        }
+        let old_overrides: HashMap<OverrideId, (&crate::policy::types::OverrideSpec, u64)> = previous
+            .map(|(set, hashes)| {
+                overriding(set)
+                    .into_iter()
+                    .filter_map(|(id, spec)| hashes.overrides.get(&id).map(|h| (id, (spec, *h))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut overrides = HashMap::new();
+        for (id, spec) in overriding(set) {
+            let hash = match old_overrides.get(&id) {
+                Some((old, h)) if *old == spec => *h,
+                _ => json(spec),
+            };
+            overrides.insert(id, hash);
+        }
+        let interpreters = cache::key_of(&(
+            serde_json::to_vec(&set.interpreter_objects.iter().map(|o| &o.object).collect::<Vec<_>>())
+                .unwrap_or_default(),
+            serde_json::to_vec(&set.workload_interpreters.iter().map(|w| (&w.meta.name, &w.spec)).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        ));
+        let before: HashMap<&ObjectKey, (&serde_json::Value, u64)> = previous
+            .map(|(set, hashes)| {
+                set.templates.iter().zip(&hashes.templates).map(|(t, h)| (&t.key, (&t.object, *h))).collect()
+            })
+            .unwrap_or_default();
+        InputHashes {
+            templates: set
+                .templates
+                .iter()
+                .map(|t| match before.get(&t.key) {
+                    Some((object, hash)) if **object == t.object => *hash,
+                    _ => json(&t.object),
+                })
+                .collect(),
+            policies,
+            overrides,
+            interpreters,
+        }
+    }
+}
+
+/// Serializing through a trait object (the hashes of differently typed specs).
+mod erased_json {
+    pub trait Ser {
+        fn to_vec(&self) -> Vec<u8>;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn to_vec(&self) -> Vec<u8> {
+            serde_json::to_vec(self).unwrap_or_default()
+        }
+    }
 }
 
 /// [`load_inputs_with`] the built-in profile only (no config).
@@ -66,8 +195,24 @@ pub fn load_inputs_cached(
     cache: Option<&mut ParseCache>,
 ) -> Result<Inputs, Vec<LoadError>> {
     let started = Instant::now();
-    let (set, mut errors) = load_repository_cached(policy_dir, cache);
+    let (set, errors) = load_repository_cached(policy_dir, cache);
+    build_inputs(set, errors, profiles, timings, started, None)
+}
+
+/// Validates the profiles `set` names and builds the offline snapshots and the hashes.
+fn build_inputs(
+    set: PolicySet,
+    mut errors: Vec<LoadError>,
+    profiles: &Profiles,
+    timings: &mut PhaseTimings,
+    started: Instant,
+    previous: Option<&Inputs>,
+) -> Result<Inputs, Vec<LoadError>> {
     errors.extend(profiles.validate(&set));
+    let hashes = match errors.is_empty() {
+        true => InputHashes::of_reusing(&set, previous.map(|p| (&*p.set, &*p.hashes))),
+        false => InputHashes::default(),
+    };
     timings.load += started.elapsed();
     let started = Instant::now();
     let mut snapshots = Vec::with_capacity(set.clusters.len());
@@ -80,8 +225,12 @@ pub fn load_inputs_cached(
         crate::metrics::record_poll(&c.meta.name, polled.elapsed(), crate::metrics::PollOutcome::Offline);
     }
     timings.poll += started.elapsed();
-    let interpreters = InterpreterTable::from_set(&set);
-    if errors.is_empty() { Ok(Inputs { set, snapshots, interpreters }) } else { Err(errors) }
+    let interpreters = Arc::new(InterpreterTable::from_set(&set));
+    if errors.is_empty() {
+        Ok(Inputs { set: Arc::new(set), snapshots, interpreters, hashes: Arc::new(hashes) })
+    } else {
+        Err(errors)
+    }
 }
 
 /// Wall time of each phase of a pass. `load` and `poll` (snapshot building) are measured by
@@ -145,6 +294,8 @@ pub struct ReconcileReport {
     pub trigger: String,
     pub workloads: usize,
     pub scheduled: usize,
+    /// Workloads scheduled and rendered this pass (the others reused a cached decision).
+    pub decided: usize,
     pub unschedulable: Vec<Problem>,
     pub render_failures: Vec<Problem>,
     pub removed_workloads: Vec<ObjectKey>,
@@ -227,8 +378,18 @@ pub struct Reconciler {
     pub publish: PublishSettings,
     /// What this reconciler decided, recorded and published in earlier passes.
     cache: Mutex<cache::PassCache>,
-    /// The parsed files of the policy repository ([`Reconciler::load_inputs`]).
-    parse_cache: Mutex<ParseCache>,
+    /// The parsed files of the policy repository and the last inputs built from them
+    /// ([`Reconciler::load_inputs`]).
+    load_cache: Mutex<LoadCache>,
+}
+
+/// What [`Reconciler::load_inputs`] keeps between calls.
+#[derive(Default)]
+struct LoadCache {
+    parse: ParseCache,
+    /// The inputs of the last successful load (offline snapshots), reused as they are while no
+    /// file of the repository changes.
+    last: Option<Inputs>,
 }
 
 impl Reconciler {
@@ -239,7 +400,7 @@ impl Reconciler {
             profiles: Profiles::builtin(),
             publish: PublishSettings::default(),
             cache: Mutex::new(cache::PassCache::default()),
-            parse_cache: Mutex::new(ParseCache::default()),
+            load_cache: Mutex::new(LoadCache::default()),
         }
     }
 
@@ -250,14 +411,36 @@ impl Reconciler {
     }
 
     /// [`load_inputs_timed`] with this reconciler's profiles, reusing the parsed documents of
-    /// files whose bytes did not change since the previous call.
+    /// files whose bytes did not change since the previous call. When no file was added,
+    /// removed or changed ([`ParseCache::refresh`]: unchanged stats are trusted, except for
+    /// files modified within a second of being read), the previous inputs are returned again
+    /// (shared, not rebuilt): the set, its validation and the offline snapshots depend on
+    /// nothing else (the profiles are this reconciler's).
     pub fn load_inputs(&self, policy_dir: &Path, timings: &mut PhaseTimings) -> Result<Inputs, Vec<LoadError>> {
-        let mut cache = self.parse_cache.lock().unwrap_or_else(|poisoned| {
+        let mut cache = self.load_cache.lock().unwrap_or_else(|poisoned| {
             let mut g = poisoned.into_inner();
-            *g = ParseCache::default();
+            *g = LoadCache::default();
+            self.load_cache.clear_poison();
             g
         });
-        load_inputs_cached(policy_dir, &self.profiles, timings, Some(&mut cache))
+        let started = Instant::now();
+        let (changed, io_errors) = cache.parse.refresh(policy_dir);
+        if !changed
+            && io_errors.is_empty()
+            && let Some(last) = &cache.last
+        {
+            let inputs = last.clone();
+            timings.load += started.elapsed();
+            for c in &inputs.set.clusters {
+                crate::metrics::record_poll(&c.meta.name, Duration::ZERO, crate::metrics::PollOutcome::Offline);
+            }
+            return Ok(inputs);
+        }
+        let previous = cache.last.take();
+        let (set, errors) = load_repository_incremental(&mut cache.parse, io_errors);
+        let inputs = build_inputs(set, errors, &self.profiles, timings, started, previous.as_ref())?;
+        cache.last = Some(inputs.clone());
+        Ok(inputs)
     }
 
     /// Runs one pass over validated inputs and publishes to `output_dir`.
@@ -314,13 +497,16 @@ impl Reconciler {
         let phase = Instant::now();
         let model = self.profiles.model().clone();
         let dims = Dimensions::new(&model);
-        let mut snapshots = inputs.snapshots.clone();
         let mut snapshot_versions = BTreeMap::new();
-        for snap in &mut snapshots {
-            let at_ms = set_confidence(snap, now_ms, &model);
-            let observed = Observed { at_ms, confidence: snap.confidence() };
+        let mut fingerprints = Vec::with_capacity(inputs.snapshots.len());
+        let mut freshness = Vec::with_capacity(inputs.snapshots.len());
+        for snap in &inputs.snapshots {
+            let (at_ms, fresh) = freshness_at(snap.freshness, now_ms, &model);
+            let observed = Observed { at_ms, confidence: fresh.map_or(1.0, |f| f.confidence()) };
             let fingerprint = cache::fingerprint(snap);
-            let ppm = snap.freshness.map(|f| f.confidence_ppm);
+            let ppm = fresh.map(|f| f.confidence_ppm);
+            fingerprints.push(fingerprint);
+            freshness.push(fresh);
             let (version, new) = match cache.snapshots.get(&snap.name) {
                 Some(s)
                     if s.fingerprint == fingerprint
@@ -330,7 +516,9 @@ impl Reconciler {
                     (s.version, false)
                 }
                 _ => {
-                    let (version, new) = self.store.record_snapshot(snap, observed)?;
+                    let mut snap = snap.clone();
+                    snap.freshness = fresh;
+                    let (version, new) = self.store.record_snapshot(&snap, observed)?;
                     let state = cache::SnapshotState { fingerprint, confidence_ppm: ppm, version, recorded_ms: now_ms };
                     cache.snapshots.insert(snap.name.clone(), state);
                     (version, new)
@@ -341,9 +529,12 @@ impl Reconciler {
             }
             snapshot_versions.insert(snap.name.clone(), version);
         }
-        // Assumed workloads: recent decisions a live member does not run yet.
-        let mut assumed = Assumed::default();
-        let templates: HashMap<&ObjectKey, &Template> = set.templates.iter().map(|t| (&t.key, t)).collect();
+        // Assumed workloads: recent decisions a live member does not run yet, deducted from
+        // the views in store order. The deducted views depend only on the snapshots' content
+        // and on the recent placements (and their templates): when neither changed since the
+        // last pass, the views it deducted are reused instead of replaying every deduction.
+        let templates: HashMap<&ObjectKey, (usize, &Template)> =
+            set.templates.iter().enumerate().map(|(i, t)| (&t.key, (i, t))).collect();
         let mut recent: Vec<&PlacementRecord> = cache
             .placements
             .values()
@@ -352,37 +543,71 @@ impl Reconciler {
             .collect();
         // In store order, as the store lists them.
         recent.sort_by_cached_key(|p| p.workload.store_key());
-        for p in recent {
-            let Some(t) = templates.get(&p.workload).copied() else { continue };
-            let Ok(w) = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters) else { continue };
-            let targets: BTreeMap<String, Option<i32>> = p.targets.clone();
-            assumed.update(&mut snapshots, &p.workload, &w.requirements, &targets, &dims);
+        // The per-replica requirements of each recent placement's template (interpreted again
+        // only when the template or the interpreters changed).
+        if cache.requirements.len() > templates.len() {
+            cache.requirements.retain(|k, _| templates.contains_key(k));
+        }
+        let mut recent_requirements: Vec<Option<Arc<ReplicaRequirements>>> = Vec::with_capacity(recent.len());
+        for p in &recent {
+            let Some((i, t)) = templates.get(&p.workload).copied() else {
+                recent_requirements.push(None);
+                continue;
+            };
+            let source = cache::key_of(&(inputs.hashes.templates.get(i), inputs.hashes.interpreters));
+            let req = match cache.requirements.get(&p.workload) {
+                Some((k, req)) if *k == source => req.clone(),
+                _ => {
+                    let req = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters)
+                        .ok()
+                        .map(|w| Arc::new(w.requirements));
+                    cache.requirements.insert(p.workload.clone(), (source, req.clone()));
+                    req
+                }
+            };
+            recent_requirements.push(req);
+        }
+        let views_key = {
+            let mut h = cache::KeyHasher::default();
+            std::hash::Hash::hash(&fingerprints, &mut h);
+            for (p, req) in recent.iter().zip(&recent_requirements) {
+                std::hash::Hash::hash(&(&p.workload, &p.targets, req.as_deref()), &mut h);
+            }
+            std::hash::Hasher::finish(&h)
+        };
+        // The views move into the pass; they are put back (cloned just before this pass's
+        // first deduction changes them, or moved at the end of the loop) under `views_key`.
+        let mut unsaved_views = Some(views_key);
+        let (mut snapshots, mut assumed) = match cache.views.take() {
+            Some(v) if v.key == views_key && v.snapshots.len() == inputs.snapshots.len() => (v.snapshots, v.assumed),
+            _ => {
+                let mut snapshots = inputs.snapshots.clone();
+                let mut assumed = Assumed::default();
+                for (p, req) in recent.iter().zip(&recent_requirements) {
+                    let Some(req) = req else { continue };
+                    assumed.update(&mut snapshots, &p.workload, req, &p.targets, &dims);
+                }
+                (snapshots, assumed)
+            }
+        };
+        // What is not content comes from this pass's inputs.
+        for ((snap, input), fresh) in snapshots.iter_mut().zip(&inputs.snapshots).zip(freshness) {
+            snap.freshness = fresh;
+            snap.poll.clone_from(&input.poll);
         }
         report.assumed_replicas = assumed.total();
         report.phases.poll += phase.elapsed();
 
-        // What every decision of this pass shares.
-        // Snapshot versions, and what the scheduler reads of each view's freshness.
-        let fleet_key = cache::key_of(&(
-            &snapshot_versions,
-            snapshots
-                .iter()
-                .map(|s| {
-                    s.freshness.map(|f| match f.confidence_ppm >= 1_000_000 {
-                        true => (f.confidence_ppm, 0, 0),
-                        false => (f.confidence_ppm, f.age_ms / 1000, f.consecutive_failures),
-                    })
-                })
-                .collect::<Vec<_>>(),
-        ));
-        let interpreters_key = cache::key_of(&(
-            serde_json::to_vec(&set.interpreter_objects.iter().map(|o| &o.object).collect::<Vec<_>>())
-                .unwrap_or_default(),
-            serde_json::to_vec(&set.workload_interpreters.iter().map(|w| (&w.meta.name, &w.spec)).collect::<Vec<_>>())
-                .unwrap_or_default(),
-        ));
+        // What every decision of this pass shares: the fleet's static facts (per confidence
+        // threshold, computed on first use) and each cluster's state (snapshot version, what
+        // the scheduler reads of its freshness).
+        let mut fleet_statics: Vec<(u64, u64)> = Vec::new();
+        let cluster_states: Vec<u64> = snapshots
+            .iter()
+            .map(|s| cache::key_of(&(&s.name, snapshot_versions.get(&s.name), cache::freshness_key(s))))
+            .collect();
+        let interpreters_key = inputs.hashes.interpreters;
         let pass = Pass::new(&snapshots, &snapshot_versions, &self.store)?;
-        let mut override_keys: HashMap<(OverrideKindKey, Option<String>, String), u64> = HashMap::new();
 
         // Schedule and render every claimed template (or reuse the decision).
         let mut order: Vec<ObjectKey> = Vec::new();
@@ -394,10 +619,12 @@ impl Reconciler {
             dependency_map_indexed(inputs, &index, |t| cache.placements.get(&t.key).and_then(|p| p.policy.clone()));
         // Workloads first, then their dependencies (which take the union of their
         // dependents' clusters); dependencies never have dependencies of their own.
-        let (deps, workloads): (Vec<&Template>, Vec<&Template>) =
-            set.templates.iter().partition(|t| required_by.contains_key(&t.key));
+        type Indexed<'a> = Vec<(usize, &'a Template)>;
+        let (deps, workloads): (Indexed<'_>, Indexed<'_>) =
+            set.templates.iter().enumerate().partition(|(_, t)| required_by.contains_key(&t.key));
         let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
-        for t in workloads.into_iter().chain(deps) {
+        let empty_hash = fnv1a64(&[]);
+        for (position, t) in workloads.into_iter().chain(deps) {
             let prev = cache.placements.get(&t.key).cloned();
             let claim = index.claim_with_previous(t, prev.as_ref().and_then(|p| p.policy.as_ref()));
             let policy = claim.as_ref().and_then(|c| index.propagation_policy(&c.policy).map(|p| (c, p)));
@@ -420,38 +647,46 @@ impl Reconciler {
                 None if !required.is_empty() => (None, &default_placement, self.profiles.default_profile()),
                 None => continue,
             };
-            let template_json = serde_json::to_vec(&t.object).unwrap_or_default();
-            let policy_json = policy_ref
-                .and_then(|r| index.propagation_policy(r))
-                .map(|p| serde_json::to_vec(&p.spec).unwrap_or_default())
-                .unwrap_or_default();
-            let hashes = (fnv1a64(&template_json), fnv1a64(&policy_json));
+            let hashes = (
+                inputs.hashes.templates.get(position).copied().unwrap_or(empty_hash),
+                policy_ref.and_then(|r| inputs.hashes.policies.get(r)).copied().unwrap_or(empty_hash),
+            );
             let overrides = render::overrides::applicable_indexed(&index, t);
             let overrides_key: Vec<u64> = overrides
                 .iter()
                 .map(|o| {
-                    let id = (
-                        OverrideKindKey(o.kind.to_string()),
-                        o.policy.meta.namespace.clone(),
-                        o.policy.meta.name.clone(),
-                    );
-                    *override_keys
-                        .entry(id)
-                        .or_insert_with(|| fnv1a64(&serde_json::to_vec(&o.policy.spec).unwrap_or_default()))
+                    let id = (o.kind, o.policy.meta.namespace.clone(), o.policy.meta.name.clone());
+                    inputs.hashes.overrides.get(&id).copied().unwrap_or(empty_hash)
                 })
                 .collect();
+            let min_confidence = fw.settings.model.min_confidence;
+            let fleet_static = match fleet_statics.iter().find(|(bits, _)| *bits == min_confidence.to_bits()) {
+                Some((_, k)) => *k,
+                None => {
+                    let k = cache::fleet_static_key(&snapshots, min_confidence);
+                    fleet_statics.push((min_confidence.to_bits(), k));
+                    k
+                }
+            };
             let key = cache::key_of(&(
-                (hashes, &t.source.file, t.source.document, policy_ref, fleet_key, interpreters_key, assumed.key),
+                (hashes, &t.source.file, t.source.document, policy_ref, fleet_static, interpreters_key),
                 (prev.as_ref().map(|p| (&p.targets, &p.affinity_name, &p.files, &p.policy)), &fw.name, &required),
                 overrides_key,
             ));
-            let hit = cache.decisions.get(&t.key).is_some_and(|c| c.key == key);
+            let state_of = |clusters: &[usize]| cache::clusters_state(clusters, &cluster_states, &snapshots, &assumed);
+            let hit = cache.decisions.get(&t.key).is_some_and(|c| c.key == key && state_of(&c.clusters) == c.state);
             if !hit {
-                for (bytes, hash) in [(&template_json, hashes.0), (&policy_json, hashes.1)] {
-                    if !cache.blobs.contains(&hash) {
-                        self.store.put_blob(bytes)?;
-                        cache.blobs.insert(hash);
-                    }
+                if !cache.blobs.contains(&hashes.0) {
+                    self.store.put_blob(&serde_json::to_vec(&t.object).unwrap_or_default())?;
+                    cache.blobs.insert(hashes.0);
+                }
+                if !cache.blobs.contains(&hashes.1) {
+                    let policy_json = policy_ref
+                        .and_then(|r| index.propagation_policy(r))
+                        .map(|p| serde_json::to_vec(&p.spec).unwrap_or_default())
+                        .unwrap_or_default();
+                    self.store.put_blob(&policy_json)?;
+                    cache.blobs.insert(hashes.1);
                 }
                 let decided = self.decide(
                     t,
@@ -467,7 +702,25 @@ impl Reconciler {
                 )?;
                 report.phases.schedule += decided.schedule_time;
                 report.phases.render += decided.render_time;
-                cache.decisions.insert(t.key.clone(), cache::CachedDecision { key, decided, summary_item: None });
+                report.decided += 1;
+                // The clusters whose state the decision read: those that passed the filters
+                // (all of them when ordered affinity terms may have been tried in turn).
+                let clusters: Vec<usize> = if placement.cluster_affinities.is_empty() {
+                    let mut c: Vec<usize> = decided
+                        .record
+                        .result
+                        .feasible_clusters()
+                        .into_iter()
+                        .filter_map(|n| pass.positions.get(n).copied())
+                        .collect();
+                    c.sort_unstable();
+                    c
+                } else {
+                    (0..snapshots.len()).collect()
+                };
+                let state = state_of(&clusters);
+                let entry = cache::CachedDecision { key, clusters, state, decided, summary_item: None };
+                cache.decisions.insert(t.key.clone(), entry);
                 fresh.insert(t.key.clone());
             }
             let Some(decided) = cache.decisions.get(&t.key).map(|c| &c.decided) else { continue };
@@ -478,7 +731,14 @@ impl Reconciler {
                 report.scheduled += 1;
                 // Later workloads of this pass see this decision's replicas as assumed.
                 if let Some(req) = &decided.requirements {
-                    assumed.update(&mut snapshots, &t.key, req, &decided.record.targets, &dims);
+                    let plan = assumed.plan(&snapshots, &t.key, &decided.record.targets);
+                    if !plan.is_empty() {
+                        if let Some(key) = unsaved_views.take() {
+                            let views = (snapshots.clone(), assumed.clone());
+                            cache.views = Some(cache::DeductedViews { key, snapshots: views.0, assumed: views.1 });
+                        }
+                        assumed.apply(&mut snapshots, &t.key, req, plan, &dims);
+                    }
                 }
             }
             if let Some(p) = &decided.record.policy {
@@ -493,6 +753,10 @@ impl Reconciler {
                     report.unschedulable.push(p.clone());
                 }
             }
+        }
+        if let Some(key) = unsaved_views.take() {
+            let (snapshots, assumed) = (std::mem::take(&mut snapshots), std::mem::take(&mut assumed));
+            cache.views = Some(cache::DeductedViews { key, snapshots, assumed });
         }
         let removed: Vec<ObjectKey> = {
             let mut r: Vec<&ObjectKey> = cache.placements.keys().filter(|k| !seen.contains(*k)).collect();
@@ -990,10 +1254,6 @@ impl Pass {
     }
 }
 
-/// An override kind as a hashable key.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct OverrideKindKey(String);
-
 /// One workload's decision and rendered files (kept by the [`cache`] between passes).
 pub(crate) struct Decided {
     record: PlacementRecord,
@@ -1013,20 +1273,30 @@ pub(crate) struct Decided {
 /// Sets the age and confidence of a live snapshot (offline ones keep confidence 1); returns
 /// the time of the observation (the last successful poll; `now_ms` for offline clusters).
 pub fn set_confidence(snap: &mut ClusterSnapshot, now_ms: u64, model: &ModelSettings) -> u64 {
-    let Some(f) = snap.freshness.as_mut() else { return now_ms };
+    let (at_ms, fresh) = freshness_at(snap.freshness, now_ms, model);
+    snap.freshness = fresh;
+    at_ms
+}
+
+/// [`set_confidence`] of a snapshot's freshness: the time of the observation and the
+/// freshness with its age and confidence at `now_ms`.
+fn freshness_at(fresh: Option<Freshness>, now_ms: u64, model: &ModelSettings) -> (u64, Option<Freshness>) {
+    let Some(mut f) = fresh else { return (now_ms, None) };
     let age = if f.polled_at_ms == 0 { u64::MAX } else { now_ms.saturating_sub(f.polled_at_ms) };
     f.age_ms = age;
     f.confidence_ppm = (model.confidence(age, f.consecutive_failures) * 1e6).round() as u32;
-    if f.polled_at_ms == 0 { now_ms } else { f.polled_at_ms.min(now_ms) }
+    (if f.polled_at_ms == 0 { now_ms } else { f.polled_at_ms.min(now_ms) }, Some(f))
 }
 
 /// Replicas deducted per (workload, live cluster) this pass.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Assumed {
-    deducted: BTreeMap<(ObjectKey, String), i64>,
-    /// A running digest of every deduction so far: equal digests mean equal deductions, so
-    /// the snapshots a decision sees are covered by its cache key.
+    deducted: HashMap<ObjectKey, HashMap<String, i64>>,
+    /// A running digest of every deduction so far: equal digests mean equal deductions.
     pub key: u64,
+    /// The same per cluster: equal digests mean equal deductions from that cluster's view, so
+    /// the view a decision sees of it is covered by its cache key.
+    pub per_cluster: HashMap<String, u64>,
 }
 
 impl Assumed {
@@ -1041,23 +1311,66 @@ impl Assumed {
         targets: &BTreeMap<String, Option<i32>>,
         dims: &Dimensions,
     ) {
+        let plan = self.plan(snapshots, workload, targets);
+        self.apply(snapshots, workload, req, plan, dims);
+    }
+
+    /// What [`Assumed::update`] would deduct, without changing anything: per target live
+    /// cluster where more is pending than was deducted, (position, cluster, pending, deducted).
+    pub fn plan<'t>(
+        &self,
+        snapshots: &[ClusterSnapshot],
+        workload: &ObjectKey,
+        targets: &'t BTreeMap<String, Option<i32>>,
+    ) -> Vec<(usize, &'t String, i64, i64)> {
+        let mut owner = None;
+        let mut plan = Vec::new();
         for (cluster, replicas) in targets {
             let Some(r) = replicas else { continue };
-            let Some(snap) = snapshots.iter_mut().find(|s| &s.name == cluster) else { continue };
+            // The pass's snapshots are sorted by name (as the set's clusters).
+            let found = match snapshots.binary_search_by(|s| s.name.as_str().cmp(cluster)) {
+                Ok(i) => Some(i),
+                Err(_) => snapshots.iter().position(|s| &s.name == cluster),
+            };
+            let Some((i, snap)) = found.and_then(|i| snapshots.get(i).map(|s| (i, s))) else { continue };
             let Some(pods) = snap.pods.as_ref().filter(|_| snap.is_live()) else { continue };
-            let want = assumed::pending(i64::from(*r), assumed::observed(pods, workload));
-            let done = self.deducted.entry((workload.clone(), cluster.clone())).or_insert(0);
-            if want > *done {
-                assumed::deduct(snap, req, want - *done, dims);
-                *done = want;
-                self.key = cache::key_of(&(self.key, workload, cluster, want, req));
+            let owner = owner.get_or_insert_with(|| assumed::Owner::of(workload));
+            let want = assumed::pending(i64::from(*r), owner.observed(pods));
+            let done = self.deducted.get(workload).and_then(|m| m.get(cluster)).copied().unwrap_or(0);
+            if want > done {
+                plan.push((i, cluster, want, done));
             }
         }
+        plan
+    }
+
+    /// Applies a [`Assumed::plan`].
+    pub fn apply(
+        &mut self,
+        snapshots: &mut [ClusterSnapshot],
+        workload: &ObjectKey,
+        req: &ReplicaRequirements,
+        plan: Vec<(usize, &String, i64, i64)>,
+        dims: &Dimensions,
+    ) {
+        for (i, cluster, want, done) in plan {
+            let Some(snap) = snapshots.get_mut(i) else { continue };
+            assumed::deduct(snap, req, want - done, dims);
+            self.deducted.entry(workload.clone()).or_default().insert(cluster.clone(), want);
+            self.key = cache::key_of(&(self.key, workload, cluster, want, req));
+            let own = self.per_cluster.entry(cluster.clone()).or_insert(0);
+            *own = cache::key_of(&(*own, workload, want, req));
+        }
+    }
+
+    /// The digest of the deductions from one cluster's view so far (0: none).
+    pub fn of_cluster(&self, cluster: &str) -> u64 {
+        self.per_cluster.get(cluster).copied().unwrap_or(0)
     }
 
     /// Replicas deducted in all.
     pub fn total(&self) -> i64 {
-        self.deducted.values().sum()
+        self.deducted.values().flat_map(HashMap::values).sum()
     }
 }
 

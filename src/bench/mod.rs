@@ -503,6 +503,8 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
         let versions: Vec<f64> = reports.iter().map(|r| r.new_snapshot_versions as f64).collect();
         let zero_v = versions.iter().all(|w| *w == 0.0);
         put(count(Scenario::S3, "  new snapshot versions", versions).mark("0", zero_v), &mut all);
+        let decided: Vec<f64> = reports.iter().map(|r| r.decided as f64).collect();
+        put(count(Scenario::S3, "  workloads scheduled and rendered again", decided), &mut all);
         let hist: Vec<f64> = reports.iter().map(|r| r.history_records as f64).collect();
         let zero_h = hist.iter().all(|w| *w == 0.0);
         put(count(Scenario::S3, "  new history records", hist).mark("0", zero_h), &mut all);
@@ -553,6 +555,8 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
             put(f, &mut all);
         }
         put(count(Scenario::S4, "  files written", reports.iter().map(|r| r.files_written as f64).collect()), &mut all);
+        let decided = reports.iter().map(|r| r.decided as f64).collect();
+        put(count(Scenario::S4, "  workloads scheduled and rendered again", decided), &mut all);
     }
 
     if wants(Scenario::S6) {

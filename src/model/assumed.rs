@@ -17,23 +17,49 @@ use crate::policy::ObjectKey;
 
 /// Replicas of `workload` that a live member runs (non-terminated pods, bound or pending).
 pub fn observed(pods: &PodFacts, workload: &ObjectKey) -> i64 {
-    let ns = workload.namespace.as_deref().unwrap_or("default");
-    let total: u64 = match (workload.group(), workload.kind.as_str()) {
-        ("apps", "Deployment") => {
-            let prefix = format!("ReplicaSet/{ns}/{}-", workload.name);
-            pods.by_owner
-                .range(prefix.clone()..)
-                .take_while(|(k, _)| k.starts_with(&prefix))
+    Owner::of(workload).observed(pods)
+}
+
+/// How a workload's pods are found among a member's pods by owner ([`observed`]), computed
+/// once per workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// A Deployment: its ReplicaSets, `ReplicaSet/<ns>/<name>-<hash>` (this prefix).
+    ReplicaSets(String),
+    /// The object itself (`Kind/<ns>/<name>`).
+    Exact(String),
+    /// Pods that cannot be attributed.
+    Unknown,
+}
+
+impl Owner {
+    /// The owner key of `workload`'s pods.
+    pub fn of(workload: &ObjectKey) -> Owner {
+        let ns = workload.namespace.as_deref().unwrap_or("default");
+        match (workload.group(), workload.kind.as_str()) {
+            ("apps", "Deployment") => Owner::ReplicaSets(format!("ReplicaSet/{ns}/{}-", workload.name)),
+            ("apps", kind @ ("StatefulSet" | "ReplicaSet")) | ("batch", kind @ "Job") | ("", kind @ "Pod") => {
+                Owner::Exact(format!("{kind}/{ns}/{}", workload.name))
+            }
+            _ => Owner::Unknown,
+        }
+    }
+
+    /// Replicas of the workload that a live member runs.
+    pub fn observed(&self, pods: &PodFacts) -> i64 {
+        let total: u64 = match self {
+            Owner::ReplicaSets(prefix) => pods
+                .by_owner
+                .range::<str, _>((std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded))
+                .take_while(|(k, _)| k.starts_with(prefix.as_str()))
                 .filter(|(k, _)| !k[prefix.len()..].contains('-'))
                 .map(|(_, n)| u64::from(*n))
-                .sum()
-        }
-        ("apps", kind @ ("StatefulSet" | "ReplicaSet")) | ("batch", kind @ "Job") | ("", kind @ "Pod") => {
-            pods.by_owner.get(&format!("{kind}/{ns}/{}", workload.name)).map_or(0, |n| u64::from(*n))
-        }
-        _ => 0,
-    };
-    i64::try_from(total).unwrap_or(i64::MAX)
+                .sum(),
+            Owner::Exact(key) => pods.by_owner.get(key).map_or(0, |n| u64::from(*n)),
+            Owner::Unknown => 0,
+        };
+        i64::try_from(total).unwrap_or(i64::MAX)
+    }
 }
 
 /// Replicas still assumed: decided minus observed (never negative).
@@ -44,7 +70,8 @@ pub fn pending(decided: i64, observed: i64) -> i64 {
 /// Deducts `count` assumed replicas of `req` from a live snapshot: placed first-fit on the
 /// nodes that admit them (their requests added to the node and to the summary's `allocated`),
 /// the rest added to the summary's `allocating` (pending pods). Returns how many went on nodes.
-/// Forgets the snapshot's node index.
+/// Keeps the snapshot's node index up to date (regrouping only the nodes that changed) when it
+/// was built.
 pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64, dims: &Dimensions) -> i64 {
     if count <= 0 || !snap.is_live() {
         return 0;
@@ -52,7 +79,8 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
     let compiled = CompiledRequest::compile(u64::MAX, req, dims);
     let mut left = count;
     let mut placed = 0;
-    for node in snap.nodes.iter_mut() {
+    let mut changed = Vec::new();
+    for (i, node) in snap.nodes.iter_mut().enumerate() {
         if left == 0 {
             break;
         }
@@ -68,6 +96,7 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
             *e = e.saturating_add(want.saturating_mul(k));
         }
         node.pods = node.pods.saturating_add(u32::try_from(k).unwrap_or(u32::MAX));
+        changed.push(i);
         left -= k;
         placed += k;
     }
@@ -90,7 +119,10 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
         bump(&mut s.allocated, placed);
         bump(&mut s.allocating, left);
     }
-    snap.index.reset();
+    let index = snap.index.take();
+    if let Some(new) = index.and_then(|old| old.after_added_pods(&snap.nodes, &changed)) {
+        snap.index.set(new);
+    }
     placed
 }
 
@@ -176,6 +208,22 @@ mod tests {
         assert_eq!(snap.nodes[1].pods, 1);
         let s = snap.summary.as_ref().expect("summary");
         assert_eq!((s.allocated.get("cpu"), s.allocating.get("cpu"), s.allocating.get("pods")), (3000, 2000, 2000));
+        // A built node index is updated in place: equal to a fresh build.
+        let settings = std::sync::Arc::new(ModelSettings::default());
+        let more = |name: &str, cpu: i64, zone: &str| NodeView {
+            labels: [("zone".to_string(), zone.to_string())].into(),
+            ..node(name, cpu)
+        };
+        snap.nodes = vec![more("c", 4000, "a"), more("d", 4000, "a"), more("e", 4000, "b"), more("f", 1500, "a")];
+        snap.index.reset();
+        for count in [1, 2, 3, 1] {
+            let built = snap.node_index(&dims, &settings);
+            deduct(&mut snap, &req, count, &dims);
+            let kept = snap.node_index(&dims, &settings);
+            assert!(!std::sync::Arc::ptr_eq(&built, &kept), "the index follows the deduction");
+            let fresh = crate::model::nodes::NodeIndex::build(&snap.nodes, &dims, &settings);
+            assert_eq!(format!("{kept:?}"), format!("{fresh:?}"));
+        }
         // Offline snapshots are taken as declared.
         snap.source = SnapshotSource::Offline { file: "c.yaml".into() };
         assert_eq!(deduct(&mut snap, &req, 5, &dims), 0);

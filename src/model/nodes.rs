@@ -207,9 +207,14 @@ impl CpuFigures {
 
 /// CPU figures of a set of nodes, raw and normalised by the performance table.
 pub fn cpu_figures(nodes: &[NodeView], settings: &ModelSettings) -> CpuFigures {
+    cpu_figures_with(nodes, |_, n| settings.cpu_factor(&n.labels))
+}
+
+/// [`cpu_figures`] with each node's CPU factor given by `factor` (node index, node).
+fn cpu_figures_with(nodes: &[NodeView], factor: impl Fn(usize, &NodeView) -> f64) -> CpuFigures {
     let mut cpu = CpuFigures::default();
-    for n in nodes {
-        let factor = settings.cpu_factor(&n.labels);
+    for (i, n) in nodes.iter().enumerate() {
+        let factor = factor(i, n);
         let alloc = n.allocatable.get("cpu");
         let used = n.requested.get("cpu");
         cpu.allocatable_raw = cpu.allocatable_raw.saturating_add(alloc);
@@ -277,6 +282,91 @@ impl NodeIndex {
             }
         }
         NodeIndex { settings: Arc::as_ptr(settings) as usize, columns, groups, cpu, cache: Mutex::new(HashMap::new()) }
+    }
+
+    /// The index of `nodes` after the nodes at `changed` had pods added (their `requested`
+    /// and `pods` grew; nothing else changed): those nodes are moved to the group of their new
+    /// key, the rest is kept. Equal to [`NodeIndex::build`] on the changed nodes (same groups,
+    /// in the same order, same CPU figures); `None` when a full build is needed (a column
+    /// backed by labels may have lost its last free node).
+    pub fn after_added_pods(&self, nodes: &[NodeView], changed: &[usize]) -> Option<NodeIndex> {
+        let allocatable_names: std::collections::BTreeSet<&str> =
+            nodes.iter().flat_map(|n| n.allocatable.iter().map(|(name, _)| name)).collect();
+        for c in &self.columns {
+            if !allocatable_names.contains(c.name()) && !nodes.iter().any(|n| c.node_free(n) > 0) {
+                return None;
+            }
+        }
+        let mut group_of: Vec<usize> = vec![usize::MAX; nodes.len()];
+        for (gi, g) in self.groups.iter().enumerate() {
+            for &n in &g.nodes {
+                *group_of.get_mut(n as usize)? = gi;
+            }
+        }
+        let mut groups: Vec<NodeGroup> = self
+            .groups
+            .iter()
+            .map(|g| NodeGroup {
+                free: g.free.clone(),
+                pods_free: g.pods_free,
+                taints: g.taints.clone(),
+                usable: g.usable,
+                cpu_factor: g.cpu_factor,
+                nodes: g.nodes.clone(),
+            })
+            .collect();
+        for &i in changed {
+            let (Some(n), Some(&old)) = (nodes.get(i), group_of.get(i)) else { return None };
+            let from = groups.get_mut(old)?;
+            from.nodes.retain(|x| *x as usize != i);
+            let (taints, usable, cpu_factor) = (from.taints.clone(), from.usable, from.cpu_factor);
+            let free: Vec<i64> = self.columns.iter().map(|d| d.node_free(n)).collect();
+            let pods_free = super::dimensions::PodSlots.node_free(n) / 1000;
+            let idx = u32::try_from(i).unwrap_or(u32::MAX);
+            let same = |g: &NodeGroup| {
+                g.free == free
+                    && g.pods_free == pods_free
+                    && g.taints == taints
+                    && g.usable == usable
+                    && g.cpu_factor.to_bits() == cpu_factor.to_bits()
+            };
+            let to = match groups.iter().position(|g| !g.nodes.is_empty() && same(g)) {
+                Some(to) => to,
+                None => {
+                    groups.push(NodeGroup { free, pods_free, taints, usable, cpu_factor, nodes: Vec::new() });
+                    groups.len() - 1
+                }
+            };
+            if let Some(g) = groups.get_mut(to) {
+                g.nodes.push(idx);
+                g.nodes.sort_unstable();
+            }
+            if let Some(slot) = group_of.get_mut(i) {
+                *slot = to;
+            }
+        }
+        // The order of a build: groups by their first node.
+        groups.retain(|g| !g.nodes.is_empty());
+        groups.sort_by_key(|g| g.nodes.first().copied());
+        let factors: Vec<f64> = {
+            let mut f = vec![1.0; nodes.len()];
+            for g in &groups {
+                for &n in &g.nodes {
+                    if let Some(x) = f.get_mut(n as usize) {
+                        *x = g.cpu_factor;
+                    }
+                }
+            }
+            f
+        };
+        let cpu = cpu_figures_with(nodes, |i, _| factors.get(i).copied().unwrap_or(1.0));
+        Some(NodeIndex {
+            settings: self.settings,
+            columns: self.columns.clone(),
+            groups,
+            cpu,
+            cache: Mutex::new(HashMap::new()),
+        })
     }
 
     /// Number of node groups (for tests and the benchmark).
@@ -438,6 +528,16 @@ impl IndexCache {
     /// Forgets the index (after the nodes changed in place).
     pub fn reset(&mut self) {
         self.0 = OnceLock::new();
+    }
+
+    /// The index if it was built (and forgets it).
+    pub fn take(&mut self) -> Option<Arc<NodeIndex>> {
+        self.0.take()
+    }
+
+    /// Sets the index (of the current nodes).
+    pub fn set(&mut self, index: NodeIndex) {
+        self.0 = OnceLock::from(Arc::new(index));
     }
 }
 

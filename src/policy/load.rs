@@ -100,9 +100,79 @@ pub fn load_dir(dir: &Path) -> (PolicySet, Vec<LoadError>) {
 /// The parsed documents of every file loaded before, keyed by path and content hash (FNV-1a
 /// 64): a file whose bytes did not change is not parsed again (YAML parsing is most of a
 /// load). Files that disappear are forgotten at the next load.
+///
+/// Each file's length, modification time and inode are kept too: a file whose stat did not
+/// change is not even read, unless it is "racy" (git's rule): modified within
+/// [`RACY_NS`] of when it was read, when a second write in the same clock tick could have
+/// left the stat unchanged. [`ParseCache::refresh`] says whether anything changed at all, so
+/// a caller can reuse what it built from the previous load.
 #[derive(Debug, Default)]
 pub struct ParseCache {
-    files: HashMap<PathBuf, (u64, usize, Parsed)>,
+    files: HashMap<PathBuf, CachedFile>,
+    /// The files of the last refresh, in walk order (those that were read).
+    order: Vec<PathBuf>,
+}
+
+/// A file's stat, what identifies its bytes without reading them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStat {
+    len: u64,
+    mtime_ns: i128,
+    ino: u64,
+}
+
+impl FileStat {
+    fn of(m: &fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        FileStat {
+            len: m.len(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            ino: m.ino(),
+        }
+    }
+}
+
+/// A file modified less than this before it was read is read again next time.
+pub const RACY_NS: i128 = 1_000_000_000;
+
+#[derive(Debug)]
+struct CachedFile {
+    hash: u64,
+    len: usize,
+    docs: Parsed,
+    /// Stat taken when the file was walked before it was read; None = not trusted.
+    stat: Option<FileStat>,
+    /// Wall clock (ns since the epoch) just before the file was read.
+    read_at_ns: i128,
+    /// The file loaded on its own ([`load_repository_incremental`]); forgotten when its bytes
+    /// change.
+    typed: Option<Typed>,
+}
+
+/// One file's documents typed, defaulted and validated on their own, with the CRD scopes of
+/// the whole repository they were typed with.
+#[derive(Debug)]
+struct Typed {
+    /// [`crd_digest`] of the scopes used.
+    crd: u64,
+    set: PolicySet,
+    errors: Vec<LoadError>,
+    /// Every object recorded for the duplicate check: (group, kind, namespace, name).
+    seen: Vec<(String, String, Option<String>, String)>,
+}
+
+impl CachedFile {
+    /// Whether `now` (the stat of the file now) proves the bytes are those cached.
+    fn clean(&self, now: Option<FileStat>) -> bool {
+        match (self.stat, now) {
+            (Some(then), Some(now)) => then == now && now.mtime_ns.saturating_add(RACY_NS) <= self.read_at_ns,
+            _ => false,
+        }
+    }
+}
+
+fn wall_ns() -> i128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128)
 }
 
 /// What parsing one file gave: its documents (source document number, value or message).
@@ -112,8 +182,8 @@ fn parse_file(text: &str) -> Parsed {
     split_documents(text).iter().map(|raw| (raw.number, parse_document(raw))).collect()
 }
 
-/// [`load_dir`], reusing (and updating) `cache` when given.
-pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet, Vec<LoadError>) {
+/// The walk of `dir`: every YAML file (relative path and stat) and the walk errors.
+fn walk_dir(dir: &Path) -> (Vec<(PathBuf, Option<FileStat>)>, Vec<LoadError>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
     match fs::metadata(dir) {
@@ -124,41 +194,215 @@ pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet
         Ok(_) => errors.push(LoadError::file(dir, "policy directory is not a directory")),
         Err(e) => errors.push(LoadError::file(dir, format!("cannot read policy directory: {e}"))),
     }
-    let mut texts = Vec::new();
-    for rel in files {
-        match fs::read(dir.join(&rel)) {
-            Ok(bytes) => match String::from_utf8(bytes) {
+    (files, errors)
+}
+
+/// Reads one file as UTF-8.
+fn read_text(dir: &Path, rel: &Path) -> Result<String, LoadError> {
+    match fs::read(dir.join(rel)) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|e| LoadError::file(rel, format!("file is not UTF-8: {e}"))),
+        Err(e) => Err(LoadError::file(rel, format!("cannot read file: {e}"))),
+    }
+}
+
+impl ParseCache {
+    /// Walks `dir` and brings the cache up to date: files whose stat proves them unchanged are
+    /// not read, files read are parsed only when their bytes changed. Returns whether the
+    /// repository differs from the previous refresh (a file added, removed, renamed or with
+    /// other bytes; always true on the first refresh and when a file could not be read) and
+    /// the walk and read errors.
+    pub fn refresh(&mut self, dir: &Path) -> (bool, Vec<LoadError>) {
+        let first = self.order.is_empty() && self.files.is_empty();
+        let (walked, mut errors) = walk_dir(dir);
+        let mut changed = first || !errors.is_empty();
+        let mut order = Vec::with_capacity(walked.len());
+        for (rel, stat) in walked {
+            if self.files.get(&rel).is_some_and(|c| c.clean(stat)) {
+                order.push(rel);
+                continue;
+            }
+            let read_at_ns = wall_ns();
+            let text = match read_text(dir, &rel) {
+                Ok(text) => text,
+                Err(e) => {
+                    errors.push(e);
+                    changed = true;
+                    continue;
+                }
+            };
+            let hash = crate::model::fnv1a64(text.as_bytes());
+            match self.files.get_mut(&rel) {
+                Some(c) if c.hash == hash && c.len == text.len() => {
+                    c.stat = stat;
+                    c.read_at_ns = read_at_ns;
+                }
+                _ => {
+                    changed = true;
+                    let docs = parse_file(&text);
+                    let file = CachedFile { hash, len: text.len(), docs, stat, read_at_ns, typed: None };
+                    self.files.insert(rel.clone(), file);
+                }
+            }
+            order.push(rel);
+        }
+        changed |= order != self.order;
+        let seen: HashSet<&PathBuf> = order.iter().collect();
+        self.files.retain(|k, _| seen.contains(k));
+        self.order = order;
+        (changed, errors)
+    }
+
+    /// The parsed documents of the files of the last refresh, in walk order.
+    fn parsed(&self) -> Vec<(PathBuf, Parsed)> {
+        self.order.iter().filter_map(|rel| self.files.get(rel).map(|c| (rel.clone(), c.docs.clone()))).collect()
+    }
+}
+
+/// [`load_dir`], reusing (and updating) `cache` when given.
+pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet, Vec<LoadError>) {
+    let Some(cache) = cache else {
+        let (files, mut errors) = walk_dir(dir);
+        let mut texts = Vec::new();
+        for (rel, _) in files {
+            match read_text(dir, &rel) {
                 Ok(text) => texts.push((rel, text)),
-                Err(e) => errors.push(LoadError::file(rel, format!("file is not UTF-8: {e}"))),
-            },
-            Err(e) => errors.push(LoadError::file(rel, format!("cannot read file: {e}"))),
+                Err(e) => errors.push(e),
+            }
+        }
+        let (set, mut more) = load_sources(texts);
+        errors.append(&mut more);
+        return (set, errors);
+    };
+    let (_, mut errors) = cache.refresh(dir);
+    let (set, mut more) = load_parsed(cache.parsed());
+    errors.append(&mut more);
+    (set, errors)
+}
+
+/// [`load_repository_refreshed`], reusing what each unchanged file gave when loaded on its own.
+///
+/// Loading, defaulting and validating are per object except for three things: the CRD scopes
+/// (collected from every file first, so each file is typed with the repository's scopes and
+/// typed again when they change), the duplicate check and the one-interpreter-per-kind check
+/// across files (checked when merging). The per-file results are merged in walk order and
+/// sorted as a whole load sorts. When any file has an error, or the merge finds a duplicate,
+/// the whole repository is loaded again instead ([`load_repository_refreshed`]), so the errors
+/// and their order are exactly a whole load's. The result equals a whole load (tested).
+pub fn load_repository_incremental(cache: &mut ParseCache, io_errors: Vec<LoadError>) -> (PolicySet, Vec<LoadError>) {
+    if !io_errors.is_empty() {
+        return load_repository_refreshed(cache, io_errors);
+    }
+    // The repository's CRD scopes, first definition wins (as a whole load).
+    let mut crd_scopes: BTreeMap<(String, String), bool> = BTreeMap::new();
+    for rel in &cache.order {
+        let Some(file) = cache.files.get(rel) else { continue };
+        for (_, doc) in &file.docs {
+            let Ok(value) = doc else { continue };
+            for_each_crd(value, &mut |group, kind, namespaced| {
+                crd_scopes.entry((group, kind)).or_insert(namespaced);
+            });
         }
     }
-    let (set, mut more) = match cache {
-        None => load_sources(texts),
-        Some(cache) => {
-            let mut seen = HashSet::new();
-            let parsed: Vec<(PathBuf, Parsed)> = texts
-                .into_iter()
-                .map(|(rel, text)| {
-                    let hash = crate::model::fnv1a64(text.as_bytes());
-                    let docs = match cache.files.get(&rel) {
-                        Some((h, len, docs)) if *h == hash && *len == text.len() => docs.clone(),
-                        _ => {
-                            let docs = parse_file(&text);
-                            cache.files.insert(rel.clone(), (hash, text.len(), docs.clone()));
-                            docs
-                        }
-                    };
-                    seen.insert(rel.clone());
-                    (rel, docs)
-                })
-                .collect();
-            cache.files.retain(|k, _| seen.contains(k));
-            load_parsed(parsed)
+    let crd = crd_digest(&crd_scopes);
+    let mut out = PolicySet { crd_scopes: crd_scopes.clone(), ..Default::default() };
+    let mut seen: HashSet<&(String, String, Option<String>, String)> = HashSet::new();
+    let order = cache.order.clone();
+    for rel in &order {
+        let Some(file) = cache.files.get_mut(rel) else { continue };
+        if file.typed.as_ref().is_none_or(|t| t.crd != crd) {
+            file.typed = Some(type_file(rel, &file.docs, &crd_scopes, crd));
         }
-    };
+    }
+    for rel in &order {
+        let Some(typed) = cache.files.get(rel).and_then(|f| f.typed.as_ref()) else { continue };
+        if !typed.errors.is_empty() || !typed.seen.iter().all(|id| seen.insert(id)) {
+            return load_repository_refreshed(cache, Vec::new());
+        }
+        extend_set(&mut out, &typed.set);
+    }
+    let mut targets = HashSet::new();
+    if !out.workload_interpreters.iter().all(|w| targets.insert((&w.spec.target.api_version, &w.spec.target.kind))) {
+        return load_repository_refreshed(cache, Vec::new());
+    }
+    sort_set(&mut out);
+    (out, Vec::new())
+}
+
+/// Calls `f` with the (group, kind, namespaced) of every CRD in a document (lists expanded).
+fn for_each_crd(value: &Value, f: &mut dyn FnMut(String, String, bool)) {
+    let is_list = value.get("apiVersion").and_then(Value::as_str) == Some("v1")
+        && value.get("kind").and_then(Value::as_str) == Some("List");
+    if is_list {
+        if let Some(Value::Array(items)) = value.get("items") {
+            for item in items {
+                for_each_crd(item, f);
+            }
+        }
+        return;
+    }
+    if let Some(Ok((group, kind, namespaced))) = crd_scope(value) {
+        f(group, kind, namespaced);
+    }
+}
+
+fn crd_digest(scopes: &BTreeMap<(String, String), bool>) -> u64 {
+    let mut bytes = Vec::new();
+    for ((group, kind), namespaced) in scopes {
+        bytes.extend_from_slice(group.as_bytes());
+        bytes.push(0);
+        bytes.extend_from_slice(kind.as_bytes());
+        bytes.push(0);
+        bytes.push(u8::from(*namespaced));
+    }
+    crate::model::fnv1a64(&bytes)
+}
+
+/// One file loaded, defaulted and validated on its own with the repository's CRD scopes.
+fn type_file(rel: &Path, docs: &Parsed, crd_scopes: &BTreeMap<(String, String), bool>, crd: u64) -> Typed {
+    let mut errors = Vec::new();
+    let mut items = Vec::new();
+    for (number, result) in docs {
+        let source = Source { file: rel.to_path_buf(), document: *number };
+        match result {
+            Ok(Value::Null) => {}
+            Ok(value) => expand_lists(source, String::new(), value.clone(), &mut items, &mut errors),
+            Err(message) => errors.push(LoadError::at(&source, "", message.clone())),
+        }
+    }
+    let mut loader = Loader::default();
+    loader.set.crd_scopes = crd_scopes.clone();
+    for item in items {
+        loader.classify(item);
+    }
+    let Loader { mut set, errors: mut more, seen } = loader;
     errors.append(&mut more);
+    set.crd_scopes = BTreeMap::new();
+    super::defaults::apply(&mut set);
+    errors.extend(super::validate::validate(&set));
+    Typed { crd, set, errors, seen: seen.into_keys().collect() }
+}
+
+/// Appends a copy of every object of `part` to `out`.
+fn extend_set(out: &mut PolicySet, part: &PolicySet) {
+    out.templates.extend(part.templates.iter().cloned());
+    out.propagation_policies.extend(part.propagation_policies.iter().cloned());
+    out.cluster_propagation_policies.extend(part.cluster_propagation_policies.iter().cloned());
+    out.override_policies.extend(part.override_policies.iter().cloned());
+    out.cluster_override_policies.extend(part.cluster_override_policies.iter().cloned());
+    out.cluster_taint_policies.extend(part.cluster_taint_policies.iter().cloned());
+    out.clusters.extend(part.clusters.iter().cloned());
+    out.interpreter_objects.extend(part.interpreter_objects.iter().cloned());
+    out.workload_interpreters.extend(part.workload_interpreters.iter().cloned());
+}
+
+/// [`load_repository`] of what the last [`ParseCache::refresh`] read, with its walk and read
+/// errors first.
+pub fn load_repository_refreshed(cache: &ParseCache, io_errors: Vec<LoadError>) -> (PolicySet, Vec<LoadError>) {
+    let mut errors = io_errors;
+    let (mut set, mut more) = load_parsed(cache.parsed());
+    errors.append(&mut more);
+    super::defaults::apply(&mut set);
+    errors.extend(super::validate::validate(&set));
     (set, errors)
 }
 
@@ -226,7 +470,13 @@ fn load_parsed(files: impl IntoIterator<Item = (PathBuf, Parsed)>) -> (PolicySet
 // ---------------------------------------------------------------------------------------------
 // Directory walk
 
-fn walk(abs: &Path, rel: &Path, visited: &mut HashSet<PathBuf>, files: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
+fn walk(
+    abs: &Path,
+    rel: &Path,
+    visited: &mut HashSet<PathBuf>,
+    files: &mut Vec<(PathBuf, Option<FileStat>)>,
+    errors: &mut Vec<LoadError>,
+) {
     match fs::canonicalize(abs) {
         Ok(canonical) => {
             if !visited.insert(canonical) {
@@ -276,7 +526,7 @@ fn walk(abs: &Path, rel: &Path, visited: &mut HashSet<PathBuf>, files: &mut Vec<
         if meta.is_dir() {
             walk(&child_abs, &child_rel, visited, files, errors);
         } else if meta.is_file() && is_yaml_name(name_str) {
-            files.push(child_rel);
+            files.push((child_rel, Some(FileStat::of(&meta))));
         }
     }
 }
@@ -1265,5 +1515,87 @@ status: {kubernetesVersion: v1.30.0, somethingNew: 1}
         assert_eq!(names, want);
         let (_, errors) = load_dir(&root.join("missing"));
         assert_eq!(errors.len(), 1);
+    }
+
+    #[test]
+    fn refresh_reports_changes_and_reads_only_what_stat_cannot_vouch_for() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cm = |name: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: a\n");
+        fs::write(dir.path().join("a.yaml"), cm("one")).expect("write");
+        fs::write(dir.path().join("b.yaml"), cm("two")).expect("write");
+        let mut cache = ParseCache::default();
+        let (changed, errors) = cache.refresh(dir.path());
+        assert!(changed && errors.is_empty());
+        // Just written: racy, read again, but the bytes are the same.
+        let (changed, _) = cache.refresh(dir.path());
+        assert!(!changed);
+        // Age the cache entries: stats are trusted, so a file replaced by a different one
+        // with the same stat would not be seen; a real edit changes the stat.
+        for c in cache.files.values_mut() {
+            c.read_at_ns = c.read_at_ns.saturating_add(10 * RACY_NS);
+        }
+        assert!(cache.files.values().all(|c| c.clean(c.stat)));
+        fs::write(dir.path().join("a.yaml"), cm("three")).expect("write");
+        let (changed, _) = cache.refresh(dir.path());
+        assert!(changed);
+        let (set, errors) = load_repository_refreshed(&cache, Vec::new());
+        assert!(errors.is_empty(), "{errors:?}");
+        let names: Vec<&str> = set.templates.iter().map(|t| t.key.name.as_str()).collect();
+        assert_eq!(names, ["three", "two"]);
+        // A file added, then removed.
+        fs::write(dir.path().join("c.yaml"), cm("four")).expect("write");
+        assert!(cache.refresh(dir.path()).0);
+        fs::remove_file(dir.path().join("c.yaml")).expect("remove");
+        assert!(cache.refresh(dir.path()).0);
+        assert!(!cache.refresh(dir.path()).0);
+        // A racy entry (modified within RACY_NS of its read) is not trusted.
+        for c in cache.files.values_mut() {
+            c.read_at_ns = c.stat.map_or(0, |s| s.mtime_ns);
+        }
+        assert!(cache.files.values().all(|c| !c.clean(c.stat)));
+    }
+
+    #[test]
+    fn incremental_load_equals_a_whole_load() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let put = |name: &str, text: &str| fs::write(dir.path().join(name), text).expect("write");
+        let crd = |scope: &str| {
+            format!(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.io\nspec:\n  group: example.io\n  names:\n    kind: Widget\n  scope: {scope}\n"
+            )
+        };
+        let widget = "apiVersion: example.io/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: shop\n";
+        let deploy = |name: &str, replicas: i64| {
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: shop\nspec:\n  replicas: {replicas}\n"
+            )
+        };
+        let policy = "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata:\n  name: p\n  namespace: shop\nspec:\n  resourceSelectors:\n    - apiVersion: apps/v1\n      kind: Deployment\n  placement:\n    replicaScheduling:\n      replicaSchedulingType: Divided\n";
+        put("a-widget.yaml", widget);
+        put("b-crd.yaml", &crd("Cluster"));
+        put("c-deploy.yaml", &format!("{}---\n{}", deploy("web", 2), deploy("api", 3)));
+        put("d-policy.yaml", policy);
+        let mut cache = ParseCache::default();
+        let check = |cache: &mut ParseCache, what: &str| {
+            let (_, io) = cache.refresh(dir.path());
+            let incremental = load_repository_incremental(cache, io);
+            let whole = load_repository(dir.path());
+            assert!(incremental.0 == whole.0, "{what}: sets differ");
+            assert_eq!(incremental.1, whole.1, "{what}");
+            incremental.1.len()
+        };
+        assert_eq!(check(&mut cache, "first"), 0);
+        put("c-deploy.yaml", &format!("{}---\n{}", deploy("web", 5), deploy("api", 3)));
+        assert_eq!(check(&mut cache, "an edit"), 0);
+        // A CRD's scope changes how an earlier file's custom resource is typed.
+        put("b-crd.yaml", &crd("Namespaced"));
+        assert_eq!(check(&mut cache, "a scope change"), 0);
+        // A duplicate across files, then an error in one file: a whole load's errors.
+        put("e-dup.yaml", &deploy("web", 1));
+        assert_eq!(check(&mut cache, "a duplicate"), 1);
+        put("e-dup.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: Bad_Name\n");
+        assert!(check(&mut cache, "an invalid name") > 0);
+        fs::remove_file(dir.path().join("e-dup.yaml")).expect("remove");
+        assert_eq!(check(&mut cache, "fixed"), 0);
     }
 }

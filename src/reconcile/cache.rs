@@ -1,11 +1,19 @@
 //! What a [`super::Reconciler`] remembers between passes of one process (the daemon's), so that
 //! a pass where nothing changed costs little (issue 8, S3):
 //!
-//! - **decisions**: per workload, the key of everything its decision and its rendered files
-//!   depend on (template and policy JSON, the claim, snapshot versions of every cluster, the
-//!   previous placement, profile, overrides that apply, interpreters, dependents) and the
-//!   decision itself with its files. Same key ⇒ the decision is reused: no filter, score,
-//!   estimate, assignment or render.
+//! - **decisions**: per workload, the key of everything static its decision and its rendered
+//!   files depend on (template and policy JSON, the claim, the previous placement, profile,
+//!   overrides that apply, interpreters, dependents, and the fleet's filter-relevant facts:
+//!   [`fleet_static_key`]), the clusters that passed its filters, and their state when it was
+//!   decided ([`clusters_state`]: snapshot version, freshness, and the digest of the
+//!   assumed-replica deductions made from that cluster's view so far in the pass). Same key
+//!   and same state of those clusters ⇒ the decision is reused: no filter, score, estimate,
+//!   assignment or render. A cluster that failed the filters is read only through the static
+//!   facts, so a change of its capacity or deductions does not invalidate the decision.
+//! - **deducted views**: the member views after the deductions of the recent placements
+//!   ([`DeductedViews`]), reused while the snapshots' content and the recent placements (and
+//!   their per-replica requirements) are unchanged; they move into a pass and back, cloned
+//!   only before the pass's first new deduction.
 //! - **placements and last history** of every workload: read from the store once (the first
 //!   pass), then kept in step with what this process writes (the reconciler is the store's
 //!   only writer).
@@ -88,6 +96,61 @@ pub fn fingerprint(s: &ClusterSnapshot) -> u64 {
     h.finish()
 }
 
+/// What the scheduler reads of a view's freshness: the confidence, and when it is below 1 the
+/// age (seconds, as explain prints it) and the failed polls.
+pub fn freshness_key(s: &ClusterSnapshot) -> Option<(u32, u64, u32)> {
+    s.freshness.map(|f| match f.confidence_ppm >= 1_000_000 {
+        true => (f.confidence_ppm, 0, 0),
+        false => (f.confidence_ppm, f.age_ms / 1000, f.consecutive_failures),
+    })
+}
+
+/// The fleet's facts that the filters read, for a confidence threshold: every cluster's name,
+/// labels, provider, region, zones, taints, health, API enablements and constraints, and
+/// whether its confidence reaches the threshold (below it, the confidence filter's reason
+/// prints the age: then the freshness too). A cluster that fails the filters contributes
+/// only these to a decision.
+pub fn fleet_static_key(snapshots: &[ClusterSnapshot], min_confidence: f64) -> u64 {
+    let mut h = KeyHasher::default();
+    for s in snapshots {
+        s.name.hash(&mut h);
+        s.labels.hash(&mut h);
+        s.provider.hash(&mut h);
+        s.region.hash(&mut h);
+        s.zones.hash(&mut h);
+        s.taints.hash(&mut h);
+        s.health.hash(&mut h);
+        s.api_enablements.hash(&mut h);
+        s.constraints.hash(&mut h);
+        let above = s.confidence() >= min_confidence;
+        above.hash(&mut h);
+        if !above {
+            freshness_key(s).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+/// The state of the clusters at `positions` as a decision sees it: per cluster its state
+/// (`states`: snapshot version and freshness) and the digest of the assumed-replica
+/// deductions made from its view so far in the pass.
+pub fn clusters_state(
+    positions: &[usize],
+    states: &[u64],
+    snapshots: &[ClusterSnapshot],
+    assumed: &super::Assumed,
+) -> u64 {
+    let mut h = KeyHasher::default();
+    for &i in positions {
+        let (Some(state), Some(snap)) = (states.get(i), snapshots.get(i)) else {
+            u64::MAX.hash(&mut h);
+            continue;
+        };
+        (i, *state, assumed.of_cluster(&snap.name)).hash(&mut h);
+    }
+    h.finish()
+}
+
 /// A snapshot as last recorded by this process.
 #[derive(Debug, Clone, Copy)]
 pub struct SnapshotState {
@@ -107,9 +170,24 @@ pub struct LastHistory {
     pub notes: Vec<String>,
 }
 
-/// A decision with the key of its inputs.
+/// The member views after the deductions of the recent placements (before this pass's own
+/// decisions), with the key of what they were deducted from: the snapshots' fingerprints, the
+/// recent placements (workload, targets, per-replica requirements) in store order.
+pub struct DeductedViews {
+    pub key: u64,
+    pub snapshots: Vec<ClusterSnapshot>,
+    pub assumed: super::Assumed,
+}
+
+/// A decision with the key of its inputs: `key` covers everything static it read (template,
+/// policy, claim, previous placement, profile, overrides, interpreters, dependents and the
+/// fleet's static facts), `state` the state of the clusters it read beyond those facts.
 pub struct CachedDecision {
     pub key: u64,
+    /// Positions (in the pass's snapshots) of the clusters that passed its filters.
+    pub clusters: Vec<usize>,
+    /// [`clusters_state`] of `clusters` when it was decided.
+    pub state: u64,
     pub decided: super::Decided,
     /// Its entry of `placements.json`, once built.
     pub summary_item: Option<String>,
@@ -126,6 +204,11 @@ pub struct PassCache {
     pub history: HashMap<ObjectKey, Option<LastHistory>>,
     pub decisions: HashMap<ObjectKey, CachedDecision>,
     pub snapshots: HashMap<String, SnapshotState>,
+    /// The deducted views of the last pass ([`DeductedViews`]).
+    pub views: Option<DeductedViews>,
+    /// Per workload, the per-replica requirements its template gives (None: it cannot be
+    /// interpreted), with the key of the template and interpreters they come from.
+    pub requirements: HashMap<ObjectKey, (u64, Option<Arc<crate::model::ReplicaRequirements>>)>,
     /// Blob hashes known to be stored.
     pub blobs: std::collections::HashSet<u64>,
     /// Digest of the files last published per cluster.
@@ -186,6 +269,34 @@ mod tests {
     /// Live members (node data, assumed replicas, confidence by age): a warm reconciler and a
     /// cold one per pass, each on its own store, make the same decisions, files and history.
     #[test]
+    fn unchanged_repository_reuses_the_previous_inputs() {
+        use std::sync::Arc;
+
+        use crate::reconcile::PhaseTimings;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
+        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
+        let r = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"));
+        let load = || r.load_inputs(&policies, &mut PhaseTimings::default()).expect("inputs");
+        let (a, b) = (load(), load());
+        assert!(Arc::ptr_eq(&a.set, &b.set) && Arc::ptr_eq(&a.hashes, &b.hashes));
+        assert_eq!(a.hashes.templates.len(), a.set.templates.len());
+        // An edit is seen (the file's stat changed), and gives new inputs.
+        std::fs::write(policies.join(repo::workload_file(2)), repo::workload_yaml(2, 41, 3)).expect("edit");
+        let c = load();
+        assert!(!Arc::ptr_eq(&b.set, &c.set));
+        assert_ne!(b.hashes.templates, c.hashes.templates);
+        let fresh = load_inputs(&policies).expect("inputs");
+        assert_eq!(c.hashes.templates, fresh.hashes.templates);
+        assert_eq!(c.hashes.policies, fresh.hashes.policies);
+        assert_eq!(c.hashes.overrides, fresh.hashes.overrides);
+        assert_eq!(c.hashes.interpreters, fresh.hashes.interpreters);
+        assert!(*c.set == *fresh.set);
+    }
+
+    #[test]
     fn warm_and_cold_agree_on_live_members_with_assumed_replicas() {
         use std::sync::Arc;
 
@@ -208,13 +319,23 @@ mod tests {
         let (warm_out, cold_out) = (dir.path().join("warm-out"), dir.path().join("cold-out"));
         let mut assumed_seen = false;
         // Within the assumed TTL, past it, then long enough for confidence to drop.
-        for (k, now) in [1_000u64, 2_000, 3_000, 400_000, 401_000, 3_000_000, 3_001_000].into_iter().enumerate() {
-            if k == 4 {
-                let i = 8;
-                std::fs::write(policies.join(repo::workload_file(i)), repo::workload_yaml(i, 23, 6)).expect("edit");
+        for (k, now) in
+            [1_000u64, 2_000, 3_000, 4_000, 5_000, 400_000, 401_000, 3_000_000, 3_001_000].into_iter().enumerate()
+        {
+            // Edits that change replicas on live members: one within the assumed TTL (the
+            // deductions of later workloads change), two in one pass, one past the TTL.
+            let edits: &[(usize, i64)] = match k {
+                3 => &[(3, 17)],
+                4 => &[(3, 2), (20, 9)],
+                6 => &[(8, 23)],
+                _ => &[],
+            };
+            for (i, replicas) in edits {
+                std::fs::write(policies.join(repo::workload_file(*i)), repo::workload_yaml(*i, *replicas, 6))
+                    .expect("edit");
             }
             let pass = |r: &Reconciler, out: &Path| {
-                let mut inputs = load_inputs(&policies).expect("inputs");
+                let mut inputs = r.load_inputs(&policies, &mut super::super::PhaseTimings::default()).expect("inputs");
                 inputs.apply_live(&view, &r.store);
                 r.reconcile(&inputs, out, "timer", now).expect("reconcile")
             };
@@ -231,6 +352,12 @@ mod tests {
                 c.summary()
             );
             assert!(tree(&warm_out) == tree(&cold_out), "pass {k}: outputs differ");
+            assert_eq!(c.decided, c.workloads, "a cold pass decides everything");
+            if k == 3 || k == 4 {
+                // Only the edited workloads and those that share a cluster with one whose
+                // deductions changed are decided again.
+                assert!(w.decided < c.decided, "pass {k}: {} of {} decided again", w.decided, c.decided);
+            }
             assumed_seen |= w.assumed_replicas > 0;
         }
         assert!(assumed_seen, "the scenario must deduct assumed replicas");

@@ -157,7 +157,9 @@ impl ScheduleResult {
         }
     }
 
-    /// Names of the clusters that passed the filters, by name.
+    /// Names of the clusters that passed the filters, by name: the only clusters whose dynamic
+    /// state (capacity, deductions, confidence) the decision read; the others it read only
+    /// through the fleet's static facts (the reconciler keys cached decisions on this).
     pub fn feasible_clusters(&self) -> Vec<&str> {
         self.verdicts.iter().filter(|v| v.feasible).map(|v| v.name.as_str()).collect()
     }
