@@ -98,13 +98,19 @@ impl Estimator for SummaryEstimator {
         if models_apply(cluster, req) {
             return None;
         }
-        let free = s.allocatable.free_after(&s.allocated, &s.allocating);
         let mut max = allowed_pods(s);
         for (name, want) in req.request.iter() {
             if name == "pods" || want <= 0 {
                 continue;
             }
-            let have = if s.allocatable.contains(name) { free.get(name) } else { 0 };
+            // What `allocatable.free_after(allocated, allocating)` gives for this resource,
+            // without building the whole list per estimate.
+            let have = match s.allocatable.0.get(name) {
+                Some(total) => {
+                    total.saturating_sub(s.allocated.get(name)).saturating_sub(s.allocating.get(name)).max(0)
+                }
+                None => 0,
+            };
             max = max.min(have / want);
         }
         Some(max)

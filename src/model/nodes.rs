@@ -290,10 +290,11 @@ impl NodeIndex {
     /// in the same order, same CPU figures); `None` when a full build is needed (a column
     /// backed by labels may have lost its last free node).
     pub fn after_added_pods(&self, nodes: &[NodeView], changed: &[usize]) -> Option<NodeIndex> {
-        let allocatable_names: std::collections::BTreeSet<&str> =
-            nodes.iter().flat_map(|n| n.allocatable.iter().map(|(name, _)| name)).collect();
+        // Allocatable names do not change with pods; a label-backed column must keep a node
+        // with room (most columns are allocatable on the first node: no scan).
         for c in &self.columns {
-            if !allocatable_names.contains(c.name()) && !nodes.iter().any(|n| c.node_free(n) > 0) {
+            let allocatable = nodes.iter().any(|n| n.allocatable.0.contains_key(c.name()));
+            if !allocatable && !nodes.iter().any(|n| c.node_free(n) > 0) {
                 return None;
             }
         }
