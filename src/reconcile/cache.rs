@@ -191,12 +191,65 @@ pub struct CachedDecision {
     pub decided: super::Decided,
     /// Its entry of `placements.json`, once built.
     pub summary_item: Option<String>,
+    /// False for a decision restored from the store ([`PassCache::loaded`]): its files are
+    /// known by content hash only (their contents are empty strings), and the output holds
+    /// them. A full check compares them with the disk, and decides the workload again (so
+    /// renders it) when a file is missing or differs.
+    pub rendered: bool,
+    /// The placement `history_seq` its [`crate::store::StoredDecision`] was written with.
+    pub persisted_seq: Option<u64>,
+}
+
+impl CachedDecision {
+    /// What the store keeps of it for a restart.
+    pub fn to_stored(&self, workload: &ObjectKey, history_seq: u64) -> crate::store::StoredDecision {
+        let d = &self.decided;
+        crate::store::StoredDecision {
+            workload: workload.clone(),
+            history_seq,
+            key: self.key,
+            clusters: self.clusters.iter().map(|&i| u32::try_from(i).unwrap_or(u32::MAX)).collect(),
+            state: self.state,
+            files: d.files.iter().zip(&d.file_hashes).map(|((c, (p, _)), h)| (c.clone(), p.clone(), *h)).collect(),
+            keep: d.keep.clone(),
+            problems: d.problems.iter().map(|p| (p.cluster.clone(), p.reason.clone())).collect(),
+            scheduled: d.scheduled,
+            requirements: d.requirements.clone(),
+        }
+    }
+
+    /// A decision restored from the store, for the workload's current `placement` (the
+    /// caller checked that the entry was written with its `history_seq`).
+    pub fn restored(stored: crate::store::StoredDecision, placement: &PlacementRecord) -> Self {
+        let problems = stored
+            .problems
+            .into_iter()
+            .map(|(cluster, reason)| super::Problem { workload: stored.workload.clone(), cluster, reason })
+            .collect();
+        let decided = super::Decided::restored(
+            placement,
+            stored.files.iter().map(|(c, p, _)| (c.clone(), (p.clone(), String::new()))).collect(),
+            stored.files.iter().map(|(_, _, h)| *h).collect(),
+            stored.keep,
+            problems,
+            (stored.scheduled, stored.requirements),
+        );
+        CachedDecision {
+            key: stored.key,
+            clusters: stored.clusters.into_iter().map(|i| i as usize).collect(),
+            state: stored.state,
+            decided,
+            summary_item: None,
+            rendered: false,
+            persisted_seq: Some(stored.history_seq),
+        }
+    }
 }
 
 /// See the module documentation.
 #[derive(Default)]
 pub struct PassCache {
-    /// Placements were read from the store.
+    /// Placements (and the stored decisions that are still valid) were read from the store.
     pub loaded: bool,
     /// Current placement of every workload (as stored).
     pub placements: HashMap<ObjectKey, Arc<PlacementRecord>>,
