@@ -1362,7 +1362,9 @@ fn decision_inputs(
         template_hash,
         policy_hash,
         snapshot_versions,
-        previous: prev.map(|p| p.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect()).unwrap_or_default(),
+        previous: prev
+            .map(|p| p.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect())
+            .unwrap_or_default(),
         previous_affinity: prev.and_then(|p| p.affinity_name.clone()),
         profile: profile.to_string(),
     }
