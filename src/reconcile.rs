@@ -490,6 +490,17 @@ impl Reconciler {
             for p in self.store.placements()? {
                 cache.placements.insert(p.workload.clone(), Arc::new(p));
             }
+            // Decisions a previous process persisted, valid while their placement is the one
+            // they were written with (their files are compared with the disk below).
+            for stored in self.store.stored_decisions()? {
+                if let Some(p) = cache.placements.get(&stored.workload)
+                    && p.history_seq == stored.history_seq
+                {
+                    let workload = stored.workload.clone();
+                    let restored = cache::CachedDecision::restored(stored, p);
+                    cache.decisions.insert(workload, restored);
+                }
+            }
             cache.loaded = true;
         }
 
@@ -674,7 +685,19 @@ impl Reconciler {
                 overrides_key,
             ));
             let state_of = |clusters: &[usize]| cache::clusters_state(clusters, &cluster_states, &snapshots, &assumed);
-            let hit = cache.decisions.get(&t.key).is_some_and(|c| c.key == key && state_of(&c.clusters) == c.state);
+            let mut hit = cache.decisions.get(&t.key).is_some_and(|c| c.key == key && state_of(&c.clusters) == c.state);
+            // A decision restored from the store holds its files by hash only: a full check
+            // reads them from the disk, and decides again when one is missing or differs.
+            if hit
+                && full_check
+                && let Some(c) = cache.decisions.get_mut(&t.key)
+                && !c.rendered
+            {
+                match c.decided.files_on_disk(output_dir) {
+                    true => c.decided.inputs = decision_inputs(prev.as_deref(), hashes, pass.versions, &fw.name),
+                    false => hit = false,
+                }
+            }
             if !hit {
                 if !cache.blobs.contains(&hashes.0) {
                     self.store.put_blob(&serde_json::to_vec(&t.object).unwrap_or_default())?;
@@ -719,7 +742,15 @@ impl Reconciler {
                     (0..snapshots.len()).collect()
                 };
                 let state = state_of(&clusters);
-                let entry = cache::CachedDecision { key, clusters, state, decided, summary_item: None };
+                let entry = cache::CachedDecision {
+                    key,
+                    clusters,
+                    state,
+                    decided,
+                    summary_item: None,
+                    rendered: true,
+                    persisted_seq: None,
+                };
                 cache.decisions.insert(t.key.clone(), entry);
                 fresh.insert(t.key.clone());
             }
@@ -812,11 +843,19 @@ impl Reconciler {
         for c in &dirty {
             plan.clusters.insert((*c).to_string(), ClusterFiles::default());
         }
+        // Files of restored decisions (known by hash, checked on the disk) are kept as they are.
+        let mut restored_files = 0;
         for k in &order {
-            let Some(d) = cache.decisions.get(k).map(|c| &c.decided) else { continue };
+            let Some(c) = cache.decisions.get(k) else { continue };
+            let d = &c.decided;
             for (cluster, (path, content)) in &d.files {
                 if let Some(cf) = plan.clusters.get_mut(cluster) {
-                    cf.files.insert(path.clone(), content.clone());
+                    if c.rendered {
+                        cf.files.insert(path.clone(), content.clone());
+                    } else {
+                        cf.keep.insert(path.clone());
+                        restored_files += 1;
+                    }
                 }
             }
             for (cluster, path) in &d.keep {
@@ -839,7 +878,7 @@ impl Reconciler {
         let phase = Instant::now();
         report.files_written = published.written.len();
         report.files_removed = published.removed.len();
-        report.files_unchanged = published.unchanged + skipped_files + usize::from(summary_unchanged);
+        report.files_unchanged = published.unchanged + skipped_files + restored_files + usize::from(summary_unchanged);
         report.held_clusters = published.held;
         if full_check {
             cache.published.clear();
@@ -959,6 +998,18 @@ impl Reconciler {
             report.removed_workloads.push(key);
             report.history_records += 1;
         }
+        // What a restart needs to reuse these decisions, with the placement's `history_seq`
+        // (flushed with the placements; an entry whose seq is not its placement's is ignored).
+        let mut stored = Vec::new();
+        for key in &order {
+            let (Some(c), Some(p)) = (cache.decisions.get_mut(key), cache.placements.get(key)) else { continue };
+            if c.persisted_seq != Some(p.history_seq) {
+                stored.push(c.to_stored(key, p.history_seq));
+                c.persisted_seq = Some(p.history_seq);
+            }
+        }
+        self.store.put_stored_decisions(&stored)?;
+        self.store.remove_stored_decisions(&report.removed_workloads)?;
         self.store.flush()?;
         report.phases.record += phase.elapsed();
         if let Some(git) = &self.publish.git {
@@ -987,14 +1038,7 @@ impl Reconciler {
         let previous: BTreeMap<String, i32> =
             prev.map(|p| p.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect()).unwrap_or_default();
         let previous_affinity = prev.and_then(|p| p.affinity_name.clone());
-        let dec_inputs = DecisionInputs {
-            template_hash,
-            policy_hash,
-            snapshot_versions: pass.versions,
-            previous: previous.clone(),
-            previous_affinity: previous_affinity.clone(),
-            profile: fw.name.clone(),
-        };
+        let dec_inputs = decision_inputs(prev, (template_hash, policy_hash), pass.versions, &fw.name);
         let keep_previous = |reason: String, result: ScheduleResult| -> Decided {
             let keep: Vec<(String, String)> =
                 prev.map(|p| p.files.iter().map(|(c, f)| (c.clone(), f.clone())).collect()).unwrap_or_default();
@@ -1268,6 +1312,62 @@ pub(crate) struct Decided {
     requirements: Option<ReplicaRequirements>,
     schedule_time: Duration,
     render_time: Duration,
+}
+
+impl Decided {
+    /// A decision restored from the store ([`cache::CachedDecision::restored`]): the record is
+    /// the stored placement as a fresh decision gives it (no history seq, no time); the
+    /// inputs are set when it is reused.
+    pub(crate) fn restored(
+        placement: &PlacementRecord,
+        files: Vec<(String, (String, String))>,
+        file_hashes: Vec<u64>,
+        keep: Vec<(String, String)>,
+        problems: Vec<Problem>,
+        (scheduled, requirements): (bool, Option<ReplicaRequirements>),
+    ) -> Self {
+        let record = PlacementRecord { history_seq: 0, decided_at_ms: 0, ..placement.clone() };
+        let inputs = decision_inputs(None, (0, 0), 0, "");
+        Decided {
+            record,
+            inputs,
+            files,
+            file_hashes,
+            keep,
+            problems,
+            scheduled,
+            requirements,
+            schedule_time: Duration::ZERO,
+            render_time: Duration::ZERO,
+        }
+    }
+
+    /// Whether every rendered file is on the disk under `output_dir` with its content hash.
+    fn files_on_disk(&self, output_dir: &Path) -> bool {
+        self.files.iter().zip(&self.file_hashes).all(|((cluster, (path, _)), hash)| {
+            std::fs::read(output_dir.join(cluster).join(path)).is_ok_and(|bytes| fnv1a64(&bytes) == *hash)
+        })
+    }
+}
+
+/// The inputs a decision records: template and policy blob hashes, the pass's versions map,
+/// the previous targets and affinity term, the profile.
+fn decision_inputs(
+    prev: Option<&PlacementRecord>,
+    (template_hash, policy_hash): (u64, u64),
+    snapshot_versions: u64,
+    profile: &str,
+) -> DecisionInputs {
+    DecisionInputs {
+        template_hash,
+        policy_hash,
+        snapshot_versions,
+        previous: prev
+            .map(|p| p.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect())
+            .unwrap_or_default(),
+        previous_affinity: prev.and_then(|p| p.affinity_name.clone()),
+        profile: profile.to_string(),
+    }
 }
 
 /// Sets the age and confidence of a live snapshot (offline ones keep confidence 1); returns

@@ -191,12 +191,65 @@ pub struct CachedDecision {
     pub decided: super::Decided,
     /// Its entry of `placements.json`, once built.
     pub summary_item: Option<String>,
+    /// False for a decision restored from the store ([`PassCache::loaded`]): its files are
+    /// known by content hash only (their contents are empty strings), and the output holds
+    /// them. A full check compares them with the disk, and decides the workload again (so
+    /// renders it) when a file is missing or differs.
+    pub rendered: bool,
+    /// The placement `history_seq` its [`crate::store::StoredDecision`] was written with.
+    pub persisted_seq: Option<u64>,
+}
+
+impl CachedDecision {
+    /// What the store keeps of it for a restart.
+    pub fn to_stored(&self, workload: &ObjectKey, history_seq: u64) -> crate::store::StoredDecision {
+        let d = &self.decided;
+        crate::store::StoredDecision {
+            workload: workload.clone(),
+            history_seq,
+            key: self.key,
+            clusters: self.clusters.iter().map(|&i| u32::try_from(i).unwrap_or(u32::MAX)).collect(),
+            state: self.state,
+            files: d.files.iter().zip(&d.file_hashes).map(|((c, (p, _)), h)| (c.clone(), p.clone(), *h)).collect(),
+            keep: d.keep.clone(),
+            problems: d.problems.iter().map(|p| (p.cluster.clone(), p.reason.clone())).collect(),
+            scheduled: d.scheduled,
+            requirements: d.requirements.clone(),
+        }
+    }
+
+    /// A decision restored from the store, for the workload's current `placement` (the
+    /// caller checked that the entry was written with its `history_seq`).
+    pub fn restored(stored: crate::store::StoredDecision, placement: &PlacementRecord) -> Self {
+        let problems = stored
+            .problems
+            .into_iter()
+            .map(|(cluster, reason)| super::Problem { workload: stored.workload.clone(), cluster, reason })
+            .collect();
+        let decided = super::Decided::restored(
+            placement,
+            stored.files.iter().map(|(c, p, _)| (c.clone(), (p.clone(), String::new()))).collect(),
+            stored.files.iter().map(|(_, _, h)| *h).collect(),
+            stored.keep,
+            problems,
+            (stored.scheduled, stored.requirements),
+        );
+        CachedDecision {
+            key: stored.key,
+            clusters: stored.clusters.into_iter().map(|i| i as usize).collect(),
+            state: stored.state,
+            decided,
+            summary_item: None,
+            rendered: false,
+            persisted_seq: Some(stored.history_seq),
+        }
+    }
 }
 
 /// See the module documentation.
 #[derive(Default)]
 pub struct PassCache {
-    /// Placements were read from the store.
+    /// Placements (and the stored decisions that are still valid) were read from the store.
     pub loaded: bool,
     /// Current placement of every workload (as stored).
     pub placements: HashMap<ObjectKey, Arc<PlacementRecord>>,
@@ -317,6 +370,8 @@ mod tests {
         let warm = Reconciler::new(Store::open(&dir.path().join("warm-state")).expect("store"));
         let cold_state = dir.path().join("cold-state");
         let (warm_out, cold_out) = (dir.path().join("warm-out"), dir.path().join("cold-out"));
+        // A third column: a reconciler restarted on its own store before every pass.
+        let (restart_state, restart_out) = (dir.path().join("restart-state"), dir.path().join("restart-out"));
         let mut assumed_seen = false;
         // Within the assumed TTL, past it, then long enough for confidence to drop.
         for (k, now) in
@@ -341,9 +396,25 @@ mod tests {
             };
             let w = pass(&warm, &warm_out);
             let c = {
-                let cold = Reconciler::new(Store::open(&cold_state).expect("store"));
-                pass(&cold, &cold_out)
+                // Cold: without the decisions the previous pass persisted.
+                let store = Store::open(&cold_state).expect("store");
+                let all: Vec<ObjectKey> =
+                    store.placements().expect("placements").into_iter().map(|p| p.workload).collect();
+                store.remove_stored_decisions(&all).expect("forget");
+                pass(&Reconciler::new(store), &cold_out)
             };
+            let r = {
+                let restarted = Reconciler::new(Store::open(&restart_state).expect("store"));
+                pass(&restarted, &restart_out)
+            };
+            assert_eq!(
+                (r.history_records, r.files_written, r.assumed_replicas, r.scheduled),
+                (c.history_records, c.files_written, c.assumed_replicas, c.scheduled),
+                "pass {k} at {now}: restarted {} / cold {}",
+                r.summary(),
+                c.summary()
+            );
+            assert!(tree(&restart_out) == tree(&cold_out), "pass {k}: restarted and cold outputs differ");
             assert_eq!(
                 (w.history_records, w.files_written, w.assumed_replicas, w.scheduled),
                 (c.history_records, c.files_written, c.assumed_replicas, c.scheduled),
@@ -364,6 +435,7 @@ mod tests {
         let a = warm.store.placements().expect("placements");
         let cold = Store::open(&cold_state).expect("store");
         assert_eq!(a, cold.placements().expect("placements"));
+        assert_eq!(a, Store::open(&restart_state).expect("store").placements().expect("placements"));
     }
 
     #[test]
@@ -429,5 +501,80 @@ mod tests {
         tamper().expect("tamper");
         assert_eq!(pass(&warm, &out, "timer", 6_000 + FULL_CHECK_EVERY_MS).files_written, 1);
         assert_eq!(tree(&out).get(&victim), b.get(&victim));
+    }
+
+    /// A restart reuses the decisions a previous process persisted: nothing decided, written
+    /// or recorded when nothing changed; a hand-edited file is restored; an edited workload
+    /// is decided again, alone; a store without persisted decisions gives a cold pass.
+    #[test]
+    fn a_restart_reuses_the_persisted_decisions() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 6, nodes: 3, pods: 8, seed: 4 }, workloads: 24 };
+        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
+        let state = dir.path().join("state");
+        let out = dir.path().join("out");
+        let restart = |trigger: &str, now: u64| {
+            let r = Reconciler::new(Store::open(&state).expect("store"));
+            r.reconcile(&load_inputs(&policies).expect("inputs"), &out, trigger, now).expect("reconcile")
+        };
+        let first = restart("startup", 1_000);
+        assert_eq!(first.decided, first.workloads);
+        // The first restart sees the first placements as previous: it decides again.
+        restart("startup", 2_000);
+        let before = tree(&out);
+
+        let quiet = restart("startup", 3_000);
+        assert_eq!(
+            (
+                quiet.decided,
+                quiet.files_written,
+                quiet.files_removed,
+                quiet.history_records,
+                quiet.new_snapshot_versions
+            ),
+            (0, 0, 0, 0, 0),
+            "{}",
+            quiet.summary()
+        );
+        assert_eq!(quiet.files_unchanged, first.files_written, "{}", quiet.summary());
+        assert!(tree(&out) == before);
+
+        // A hand edit of an output file is restored (its workload is rendered again).
+        let (victim, _) = before
+            .iter()
+            .find(|(k, _)| k.ends_with(".yaml") && k.contains('/') && !k.ends_with("kustomization.yaml"))
+            .expect("a file");
+        std::fs::write(out.join(victim), b"# Generated by fedsched. Do not edit: changes are overwritten.\nx: 1\n")
+            .expect("tamper");
+        let restored = restart("startup", 4_000);
+        assert_eq!((restored.decided, restored.files_written, restored.history_records), (1, 1, 0));
+        assert!(tree(&out) == before);
+        // A removed one too.
+        std::fs::remove_file(out.join(victim)).expect("remove");
+        assert_eq!(restart("startup", 5_000).files_written, 1);
+        assert!(tree(&out) == before);
+
+        // A workload edit: exactly that workload is decided again, as a cold pass decides it.
+        let i = 7;
+        std::fs::write(policies.join(repo::workload_file(i)), repo::workload_yaml(i, 13, 6)).expect("edit");
+        let edited = restart("policy-change", 6_000);
+        assert_eq!(edited.decided, 1, "{}", edited.summary());
+        assert!(edited.files_written > 0 && edited.history_records == 1, "{}", edited.summary());
+        let cold_out = dir.path().join("cold-out");
+        let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"));
+        cold.reconcile(&load_inputs(&policies).expect("inputs"), &cold_out, "startup", 1_000).expect("reconcile");
+        assert!(tree(&out) == tree(&cold_out), "restarted and cold outputs differ");
+
+        // A store written before decisions were persisted: a cold pass, which writes nothing.
+        restart("startup", 7_000);
+        {
+            let store = Store::open(&state).expect("store");
+            let all: Vec<ObjectKey> = store.placements().expect("placements").into_iter().map(|p| p.workload).collect();
+            store.remove_stored_decisions(&all).expect("forget");
+        }
+        let old = restart("startup", 8_000);
+        assert_eq!((old.decided, old.files_written, old.history_records), (old.workloads, 0, 0), "{}", old.summary());
+        assert_eq!(restart("startup", 9_000).decided, 0);
     }
 }

@@ -10,6 +10,8 @@
 //!   [`crate::model::fnv1a64`];
 //! - the value format ([`codec`]: a versioned envelope around bincode or JSON) and the key
 //!   layout ([`keys`]);
+//! - per workload, the **decision key** a restarted reconciler reuses an unchanged decision
+//!   by ([`StoredDecision`]);
 //! - the exclusive lock on the state directory (`fedsched.lock`).
 //!
 //! Does not know: HTTP, YAML, the output directory (paths in [`PlacementRecord::files`] are
@@ -22,6 +24,7 @@
 //! placement) are single sled transactions.
 
 pub mod codec;
+mod decisions;
 pub mod keys;
 mod records;
 
@@ -33,6 +36,7 @@ use std::sync::Arc;
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, ConflictableTransactionResult, TransactionError};
 
+pub use decisions::StoredDecision;
 pub use records::{DecisionInputs, HistoryRecord, PlacementRecord, SnapshotMeta};
 
 use std::collections::BTreeMap;
@@ -131,6 +135,8 @@ struct Inner {
     placements: sled::Tree,
     history: sled::Tree,
     blobs: sled::Tree,
+    /// Persisted decision keys ([`decisions`]).
+    decisions: sled::Tree,
     db_path: PathBuf,
     /// Holds the exclusive lock; declared last so that it is released after sled closes.
     _lock: File,
@@ -279,6 +285,7 @@ impl Store {
             placements: tree("placements")?,
             history: tree("history")?,
             blobs: tree("blobs")?,
+            decisions: tree("decisions")?,
             db,
             db_path,
             _lock: lock,

@@ -1,0 +1,107 @@
+//! Persisted decision keys: per workload, what lets a restarted reconciler reuse a decision
+//! whose inputs did not change, without rendering it again (issue 8, S7). The reconciler
+//! computes and compares the keys; the store only keeps them.
+//!
+//! An entry is valid only while the workload's placement has the `history_seq` it was
+//! written with: a crash between writing a placement and its entry (or the reverse) leaves a
+//! mismatch, and the entry is ignored (the workload is decided again).
+
+use serde::{Deserialize, Serialize};
+
+use super::codec::{Versioned, decode, encode};
+use super::{Store, StoreError, keys};
+use crate::model::ReplicaRequirements;
+use crate::policy::ObjectKey;
+
+/// One workload's decision as a restart needs it: its cache key and what the decision
+/// produced besides the placement (the rendered files by content hash, not their bytes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredDecision {
+    pub workload: ObjectKey,
+    /// `history_seq` of the placement this entry was written with.
+    pub history_seq: u64,
+    /// The key of the decision's static inputs.
+    pub key: u64,
+    /// Positions of the clusters that passed its filters, and their state.
+    pub clusters: Vec<u32>,
+    pub state: u64,
+    /// Rendered files: cluster, path, FNV-1a 64 of the content.
+    pub files: Vec<(String, String, u64)>,
+    /// Files kept from the previous decision: cluster, path.
+    pub keep: Vec<(String, String)>,
+    /// Problems: cluster (None: unschedulable), reason.
+    pub problems: Vec<(Option<String>, String)>,
+    pub scheduled: bool,
+    pub requirements: Option<ReplicaRequirements>,
+}
+
+impl Versioned for StoredDecision {
+    const WHAT: &'static str = "stored decision";
+    const SCHEMA: u16 = 1;
+}
+
+impl Store {
+    /// Every stored decision (entries that do not decode are skipped: they only cost a
+    /// re-decision).
+    pub fn stored_decisions(&self) -> Result<Vec<StoredDecision>, StoreError> {
+        let mut out = Vec::new();
+        for kv in self.inner.decisions.iter() {
+            let (_, v) = kv.map_err(|e| self.err(e))?;
+            if let Ok(d) = decode::<StoredDecision>(&v) {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes (replaces) stored decisions, in one atomic batch.
+    pub fn put_stored_decisions(&self, decisions: &[StoredDecision]) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        for d in decisions {
+            batch.insert(keys::workload(&d.workload)?, encode(d)?);
+        }
+        self.inner.decisions.apply_batch(batch).map_err(|e| self.err(e))
+    }
+
+    /// Forgets the stored decisions of workloads.
+    pub fn remove_stored_decisions(&self, workloads: &[ObjectKey]) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        for w in workloads {
+            batch.remove(keys::workload(w)?);
+        }
+        self.inner.decisions.apply_batch(batch).map_err(|e| self.err(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_decisions_round_trip_and_removal() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let workload = ObjectKey {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("default".into()),
+            name: "web".into(),
+        };
+        let d = StoredDecision {
+            workload: workload.clone(),
+            history_seq: 3,
+            key: 7,
+            clusters: vec![0, 2],
+            state: 9,
+            files: vec![("m1".into(), "default/web.yaml".into(), 11)],
+            keep: vec![],
+            problems: vec![(None, "why".into())],
+            scheduled: true,
+            requirements: None,
+        };
+        store.put_stored_decisions(std::slice::from_ref(&d)).expect("put");
+        assert_eq!(store.stored_decisions().expect("list"), vec![d]);
+        store.remove_stored_decisions(&[workload]).expect("remove");
+        assert!(store.stored_decisions().expect("list").is_empty());
+    }
+}
