@@ -29,6 +29,10 @@ use crate::schedule::{
 };
 use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
 
+/// How many changed decisions one store transaction records (a sled transaction costs about
+/// the same whatever its size).
+const RECORD_BATCH: usize = 256;
+
 /// Everything a pass reads from the policy repository, validated. Cloning is cheap: what does
 /// not change between passes is shared ([`Reconciler::load_inputs`] hands out the previous
 /// inputs again when no file changed).
@@ -864,6 +868,13 @@ impl Reconciler {
             clusters.into_iter().filter_map(|c| held.get(c)).map(|h| h.to_string()).collect()
         };
 
+        // Changed decisions are written in batches of `RECORD_BATCH`, one transaction each
+        // (sequence numbers and records as one-by-one writes in this order would give them);
+        // the cache learns of a record once its batch is written. Each workload's entries are
+        // read only by its own iteration, so deferring them changes nothing.
+        let mut batch: Vec<(HistoryRecord, PlacementRecord)> = Vec::new();
+        let mut pending: Vec<(ObjectKey, cache::LastHistory)> = Vec::new();
+        let mut recorded = 0;
         for key in &order {
             let Some(d) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
             let prev = cache.placements.get(key).cloned();
@@ -915,14 +926,16 @@ impl Reconciler {
                 result: record.result.clone(),
                 notes: notes.clone(),
             };
-            let seq = self.store.record_decision(history, &record)?;
-            record.history_seq = seq;
             let last =
                 cache::LastHistory { template_hash: d.inputs.template_hash, policy_hash: d.inputs.policy_hash, notes };
-            cache.history.insert(key.clone(), Some(last));
-            cache.placements.insert(key.clone(), Arc::new(record));
-            report.history_records += 1;
+            pending.push((key.clone(), last));
+            batch.push((history, record));
+            if batch.len() >= RECORD_BATCH {
+                recorded += self.record_batch(&mut batch, &mut pending, cache)?;
+            }
         }
+        recorded += self.record_batch(&mut batch, &mut pending, cache)?;
+        report.history_records += recorded;
 
         // Workloads that are no longer propagated: their files were not planned, so the
         // publisher removed them; record why.
@@ -966,6 +979,29 @@ impl Reconciler {
         }
         report.duration_ms = started.elapsed().as_millis();
         Ok(report)
+    }
+
+    /// Writes the batched changed decisions of a pass in one transaction
+    /// ([`Store::record_decisions`]) and then tells the cache: each workload's placement (with
+    /// its assigned history sequence number) and its last history. Empties both vectors;
+    /// returns how many decisions it recorded.
+    fn record_batch(
+        &self,
+        batch: &mut Vec<(HistoryRecord, PlacementRecord)>,
+        pending: &mut Vec<(ObjectKey, cache::LastHistory)>,
+        cache: &mut cache::PassCache,
+    ) -> Result<usize, ReconcileError> {
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        let recorded = batch.len();
+        let seqs = self.store.record_decisions(batch)?;
+        for (((_, mut record), (key, last)), seq) in batch.drain(..).zip(pending.drain(..)).zip(seqs) {
+            record.history_seq = seq;
+            cache.history.insert(key.clone(), Some(last));
+            cache.placements.insert(key, Arc::new(record));
+        }
+        Ok(recorded)
     }
 
     /// Schedules and renders one template. `policy_ref` is None for a dependency no policy
