@@ -19,7 +19,7 @@ fn cluster(name: &str, generation: u32) -> ClusterSnapshot {
         api_enablements: BTreeSet::from(["apps/v1/Deployment".to_string()]),
         summary: None,
         resource_models: Vec::new(),
-        nodes: Vec::new(),
+        nodes: Default::default(),
         pods: None,
         poll: None,
         constraints: Default::default(),
