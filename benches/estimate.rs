@@ -87,7 +87,7 @@ fn fleet() -> Vec<ClusterSnapshot> {
                 api_enablements: BTreeSet::new(),
                 summary: Some(ResourceSummary::from_nodes(&nodes, &ResourceList::new(), 0, &[])),
                 resource_models: vec![],
-                nodes,
+                nodes: std::sync::Arc::new(nodes),
                 pods: None,
                 poll: None,
                 constraints: Default::default(),

@@ -29,6 +29,37 @@ use crate::schedule::{
 };
 use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
 
+/// How many changed decisions one store transaction records (a sled transaction costs about
+/// the same whatever its size).
+const RECORD_BATCH: usize = 256;
+
+/// From how many target clusters a workload's files are rendered on several threads.
+const PARALLEL_RENDER_MIN: usize = 8;
+
+/// `f` of each item, in order: on up to `available_parallelism` scoped threads when there are
+/// at least `min` items (each thread a contiguous run, the runs joined in order), else in turn.
+/// Same results, same order either way (used for a workload's renders, which are pure).
+fn map_ordered<T: Sync, R: Send>(items: &[T], min: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    if items.len() < min.max(2) || threads < 2 {
+        return items.iter().map(f).collect();
+    }
+    let f = &f;
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            items.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>())).collect();
+        let mut out = Vec::with_capacity(items.len());
+        for h in handles {
+            match h.join() {
+                Ok(part) => out.extend(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
+}
+
 /// Everything a pass reads from the policy repository, validated. Cloning is cheap: what does
 /// not change between passes is shared ([`Reconciler::load_inputs`] hands out the previous
 /// inputs again when no file changed).
@@ -903,6 +934,13 @@ impl Reconciler {
             clusters.into_iter().filter_map(|c| held.get(c)).map(|h| h.to_string()).collect()
         };
 
+        // Changed decisions are written in batches of `RECORD_BATCH`, one transaction each
+        // (sequence numbers and records as one-by-one writes in this order would give them);
+        // the cache learns of a record once its batch is written. Each workload's entries are
+        // read only by its own iteration, so deferring them changes nothing.
+        let mut batch: Vec<(HistoryRecord, PlacementRecord)> = Vec::new();
+        let mut pending: Vec<(ObjectKey, cache::LastHistory)> = Vec::new();
+        let mut recorded = 0;
         for key in &order {
             let Some(d) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
             let prev = cache.placements.get(key).cloned();
@@ -954,14 +992,16 @@ impl Reconciler {
                 result: record.result.clone(),
                 notes: notes.clone(),
             };
-            let seq = self.store.record_decision(history, &record)?;
-            record.history_seq = seq;
             let last =
                 cache::LastHistory { template_hash: d.inputs.template_hash, policy_hash: d.inputs.policy_hash, notes };
-            cache.history.insert(key.clone(), Some(last));
-            cache.placements.insert(key.clone(), Arc::new(record));
-            report.history_records += 1;
+            pending.push((key.clone(), last));
+            batch.push((history, record));
+            if batch.len() >= RECORD_BATCH {
+                recorded += self.record_batch(&mut batch, &mut pending, cache)?;
+            }
         }
+        recorded += self.record_batch(&mut batch, &mut pending, cache)?;
+        report.history_records += recorded;
 
         // Workloads that are no longer propagated: their files were not planned, so the
         // publisher removed them; record why.
@@ -1017,6 +1057,29 @@ impl Reconciler {
         }
         report.duration_ms = started.elapsed().as_millis();
         Ok(report)
+    }
+
+    /// Writes the batched changed decisions of a pass in one transaction
+    /// ([`Store::record_decisions`]) and then tells the cache: each workload's placement (with
+    /// its assigned history sequence number) and its last history. Empties both vectors;
+    /// returns how many decisions it recorded.
+    fn record_batch(
+        &self,
+        batch: &mut Vec<(HistoryRecord, PlacementRecord)>,
+        pending: &mut Vec<(ObjectKey, cache::LastHistory)>,
+        cache: &mut cache::PassCache,
+    ) -> Result<usize, ReconcileError> {
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        let recorded = batch.len();
+        let seqs = self.store.record_decisions(batch)?;
+        for (((_, mut record), (key, last)), seq) in batch.drain(..).zip(pending.drain(..)).zip(seqs) {
+            record.history_seq = seq;
+            cache.history.insert(key.clone(), Some(last));
+            cache.placements.insert(key, Arc::new(record));
+        }
+        Ok(recorded)
     }
 
     /// Schedules and renders one template. `policy_ref` is None for a dependency no policy
@@ -1120,22 +1183,29 @@ impl Reconciler {
         let mut keep = Vec::new();
         let mut file_map = BTreeMap::new();
         let mut problems = Vec::new();
-        for (cluster, replicas) in &targets {
-            let Some(snapshot) = pass.positions.get(cluster).and_then(|i| snapshots.get(*i)) else { continue };
-            let input = RenderInput {
-                template: t,
-                workload: &workload,
-                policy: render_policy,
-                replicas: *replicas,
-                completions: match workload.completions {
-                    Some(c) if completions.is_empty() => Some(c),
-                    Some(_) => Some(completions.get(cluster).copied().unwrap_or(0)),
-                    None => None,
-                },
-                cluster: snapshot,
-                overrides,
-            };
-            match render::render(&input) {
+        let jobs: Vec<(&String, RenderInput<'_>)> = targets
+            .iter()
+            .filter_map(|(cluster, replicas)| {
+                let snapshot = pass.positions.get(cluster).and_then(|i| snapshots.get(*i))?;
+                let input = RenderInput {
+                    template: t,
+                    workload: &workload,
+                    policy: render_policy,
+                    replicas: *replicas,
+                    completions: match workload.completions {
+                        Some(c) if completions.is_empty() => Some(c),
+                        Some(_) => Some(completions.get(cluster).copied().unwrap_or(0)),
+                        None => None,
+                    },
+                    cluster: snapshot,
+                    overrides,
+                };
+                Some((cluster, input))
+            })
+            .collect();
+        let rendered = map_ordered(&jobs, PARALLEL_RENDER_MIN, |(cluster, input)| (*cluster, render::render(input)));
+        for (cluster, rendered) in rendered {
+            match rendered {
                 Ok(content) => {
                     file_hashes.push(fnv1a64(content.as_bytes()));
                     files.push((cluster.clone(), (path.clone(), content)));
@@ -1510,4 +1580,19 @@ fn summary_from_items(items: &[&str]) -> String {
     s.push_str(&items.join(",\n"));
     s.push_str("\n  ]\n}\n");
     s
+}
+
+#[cfg(test)]
+mod map_tests {
+    use super::map_ordered;
+
+    #[test]
+    fn map_ordered_keeps_the_order_whatever_the_threads() {
+        let items: Vec<u64> = (0..37).collect();
+        let sequential: Vec<String> = items.iter().map(|i| format!("{}", i * i)).collect();
+        for min in [0, 1, 8, 36, 37, 38, 1000] {
+            assert_eq!(map_ordered(&items, min, |i| format!("{}", i * i)), sequential, "min {min}");
+        }
+        assert!(map_ordered(&[] as &[u64], 0, |i| *i).is_empty());
+    }
 }

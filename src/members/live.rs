@@ -136,8 +136,8 @@ impl PollError {
 /// What a successful poll saw (shared: the view is cloned for every reconcile).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LiveData {
-    /// Nodes with the requests of their pods.
-    pub nodes: Vec<NodeView>,
+    /// Nodes with the requests of their pods (shared with the snapshots built from them).
+    pub nodes: Arc<Vec<NodeView>>,
     /// Σ requests of pods not bound yet.
     pub unbound: ResourceList,
     /// Pod counts.
@@ -265,7 +265,7 @@ fn live_data(obs: Observation, duration: Duration, pages: u32) -> LiveData {
         pods: obs.listed_pods,
         at_ms: now_ms(),
     };
-    LiveData { nodes: obs.nodes, unbound: obs.unbound, pods: obs.pods, poll }
+    LiveData { nodes: Arc::new(obs.nodes), unbound: obs.unbound, pods: obs.pods, poll }
 }
 
 impl Poller {

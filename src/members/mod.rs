@@ -89,7 +89,7 @@ pub fn apply_live(
             None => {
                 // Never seen: nothing is known about its capacity.
                 snap.summary = Some(ResourceSummary::default());
-                snap.nodes = Vec::new();
+                snap.nodes = Arc::default();
                 snap.pods = None;
                 snap.poll = None;
             }

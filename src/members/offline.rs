@@ -92,7 +92,7 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         api_enablements,
         summary,
         resource_models,
-        nodes: Vec::new(),
+        nodes: Default::default(),
         pods: None,
         poll: None,
         constraints: constraints(c)?,

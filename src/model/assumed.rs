@@ -80,10 +80,11 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
     let mut left = count;
     let mut placed = 0;
     let mut changed = Vec::new();
-    for (i, node) in snap.nodes.iter_mut().enumerate() {
+    for i in 0..snap.nodes.len() {
         if left == 0 {
             break;
         }
+        let Some(node) = snap.nodes.get(i) else { break };
         if !compiled.admits(node) {
             continue;
         }
@@ -91,6 +92,8 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
         if k <= 0 {
             continue;
         }
+        // Copy-on-write: the node views are shared with the poller's data and other snapshots.
+        let Some(node) = std::sync::Arc::make_mut(&mut snap.nodes).get_mut(i) else { break };
         for (name, want) in req.request.iter() {
             let e = node.requested.0.entry(name.to_string()).or_insert(0);
             *e = e.saturating_add(want.saturating_mul(k));
@@ -193,7 +196,7 @@ mod tests {
             api_enablements: BTreeSet::new(),
             summary: Some(ResourceSummary::from_nodes(&nodes, &ResourceList::new(), 0, &[])),
             resource_models: vec![],
-            nodes,
+            nodes: std::sync::Arc::new(nodes),
             pods: Some(PodFacts::default()),
             poll: None,
             constraints: Default::default(),
@@ -203,7 +206,12 @@ mod tests {
         let req =
             ReplicaRequirements { request: ResourceList([("cpu".to_string(), 1000)].into()), ..Default::default() };
         let dims = Dimensions::new(&ModelSettings::default());
+        // The node views are shared (with the poller's data); a deduction copies them.
+        let shared = snap.nodes.clone();
+        assert_eq!(deduct(&mut snap, &req, 0, &dims), 0);
+        assert!(std::sync::Arc::ptr_eq(&shared, &snap.nodes), "nothing deducted, nothing copied");
         assert_eq!(deduct(&mut snap, &req, 5, &dims), 3);
+        assert_eq!(shared[0].requested.get("cpu"), 0, "the shared views are left as they were");
         assert_eq!(snap.nodes[0].requested.get("cpu"), 2000);
         assert_eq!(snap.nodes[1].pods, 1);
         let s = snap.summary.as_ref().expect("summary");
@@ -214,7 +222,12 @@ mod tests {
             labels: [("zone".to_string(), zone.to_string())].into(),
             ..node(name, cpu)
         };
-        snap.nodes = vec![more("c", 4000, "a"), more("d", 4000, "a"), more("e", 4000, "b"), more("f", 1500, "a")];
+        snap.nodes = std::sync::Arc::new(vec![
+            more("c", 4000, "a"),
+            more("d", 4000, "a"),
+            more("e", 4000, "b"),
+            more("f", 1500, "a"),
+        ]);
         snap.index.reset();
         for count in [1, 2, 3, 1] {
             let built = snap.node_index(&dims, &settings);

@@ -277,7 +277,7 @@ mod tests {
             api_enablements: BTreeSet::new(),
             summary: Some(summary),
             resource_models: models,
-            nodes: Vec::new(),
+            nodes: Default::default(),
             pods: None,
             poll: None,
             constraints: Default::default(),

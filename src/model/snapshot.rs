@@ -258,8 +258,10 @@ pub struct ClusterSnapshot {
     /// Summary-level capacity, when known.
     pub summary: Option<ResourceSummary>,
     pub resource_models: Vec<ModelGrade>,
-    /// Node-level data of a live cluster; empty for offline clusters.
-    pub nodes: Vec<NodeView>,
+    /// Node-level data of a live cluster; empty for offline clusters. Shared with the poller's
+    /// data and between the pass's copies of the snapshot; a deduction that changes a node
+    /// copies it (`Arc::make_mut`). Serialised as the vector itself (serde's `rc` feature).
+    pub nodes: std::sync::Arc<Vec<NodeView>>,
     /// Pod counts of a live cluster; None for offline clusters.
     pub pods: Option<PodFacts>,
     /// How the poll that produced this snapshot went; None for offline clusters.
@@ -436,7 +438,7 @@ mod tests {
             api_enablements: BTreeSet::new(),
             summary: None,
             resource_models: vec![],
-            nodes: vec![node("a", 1000, 1000, 0, 0, 0)],
+            nodes: std::sync::Arc::new(vec![node("a", 1000, 1000, 0, 0, 0)]),
             pods: Some(PodFacts::default()),
             poll: Some(PollFacts { duration_ms: 5, pages: 2, nodes: 1, pods: 0, at_ms: 1 }),
             constraints: ClusterConstraints::default(),
@@ -447,7 +449,7 @@ mod tests {
         s.poll = Some(PollFacts { duration_ms: 900, pages: 2, nodes: 1, pods: 0, at_ms: 2 });
         s.freshness = Some(Freshness { polled_at_ms: 2, consecutive_failures: 1, age_ms: 5, confidence_ppm: 10 });
         assert_eq!(h, s.content_hash());
-        s.nodes[0].requested.set("cpu", 1);
+        std::sync::Arc::make_mut(&mut s.nodes)[0].requested.set("cpu", 1);
         assert_ne!(h, s.content_hash());
     }
 }

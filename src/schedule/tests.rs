@@ -35,7 +35,7 @@ fn cluster(i: usize, cpu_free: i64, tainted: bool, region: bool) -> ClusterSnaps
             ..Default::default()
         }),
         resource_models: vec![],
-        nodes: Vec::new(),
+        nodes: Default::default(),
         pods: None,
         poll: None,
         constraints: Default::default(),

@@ -169,7 +169,7 @@ impl ClusterSnapshotV2 {
             api_enablements: self.api_enablements,
             summary: self.summary,
             resource_models: self.resource_models,
-            nodes: self.nodes,
+            nodes: std::sync::Arc::new(self.nodes),
             pods: self.pods.map(|p| PodFacts {
                 bound: p.bound,
                 unbound: p.unbound,
@@ -221,7 +221,7 @@ impl ClusterSnapshotV1 {
             api_enablements: self.api_enablements,
             summary: self.summary,
             resource_models: self.resource_models,
-            nodes: Vec::new(),
+            nodes: Default::default(),
             pods: None,
             poll: None,
             constraints: ClusterConstraints::default(),

@@ -19,7 +19,7 @@ fn cluster(name: &str, generation: u32) -> ClusterSnapshot {
         api_enablements: BTreeSet::from(["apps/v1/Deployment".to_string()]),
         summary: None,
         resource_models: Vec::new(),
-        nodes: Vec::new(),
+        nodes: Default::default(),
         pods: None,
         poll: None,
         constraints: Default::default(),
@@ -523,4 +523,30 @@ fn record_decisions_in_one_transaction() {
     let err = store.record_decisions(&[(decision(&web, 3, "x"), placement(&api))]).unwrap_err();
     assert!(matches!(err, StoreError::Inconsistent(_)));
     assert_eq!(store.append_history(decision(&web, 4, "c")).unwrap(), 4, "nothing of the refused batch was written");
+}
+
+#[test]
+fn record_decisions_writes_what_one_by_one_writes_would() {
+    let contents = |store: &Store| -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+        [&store.inner.meta, &store.inner.history, &store.inner.placements]
+            .iter()
+            .map(|t| t.iter().map(|kv| kv.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect())
+            .collect()
+    };
+    let names = ["web", "api", "db", "cache", "web"];
+    let decisions: Vec<(HistoryRecord, PlacementRecord)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (decision(&workload(n), i as u64 + 2, n), placement(&workload(n))))
+        .collect();
+    let (one_dir, batch_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (one, batched) = (Store::open(one_dir.path()).unwrap(), Store::open(batch_dir.path()).unwrap());
+    for store in [&one, &batched] {
+        store.append_history(decision(&workload("web"), 1, "first")).unwrap();
+    }
+    let one_seqs: Vec<u64> = decisions.iter().map(|(h, p)| one.record_decision(h.clone(), p).unwrap()).collect();
+    let mut batch_seqs = batched.record_decisions(&decisions[..2]).unwrap();
+    batch_seqs.extend(batched.record_decisions(&decisions[2..]).unwrap());
+    assert_eq!(one_seqs, batch_seqs);
+    assert_eq!(contents(&one), contents(&batched));
 }

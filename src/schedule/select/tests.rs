@@ -38,7 +38,7 @@ fn snap(name: &str, region: &str, zones: &[&str], provider: &str) -> ClusterSnap
         api_enablements: BTreeSet::new(),
         summary: None,
         resource_models: vec![],
-        nodes: vec![],
+        nodes: Default::default(),
         pods: None,
         poll: None,
         constraints: Default::default(),
