@@ -33,33 +33,6 @@ use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreE
 /// the same whatever its size).
 const RECORD_BATCH: usize = 256;
 
-/// From how many target clusters a workload's files are rendered on several threads.
-const PARALLEL_RENDER_MIN: usize = 8;
-
-/// `f` of each item, in order: on up to `available_parallelism` scoped threads when there are
-/// at least `min` items (each thread a contiguous run, the runs joined in order), else in turn.
-/// Same results, same order either way (used for a workload's renders, which are pure).
-fn map_ordered<T: Sync, R: Send>(items: &[T], min: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    if items.len() < min.max(2) || threads < 2 {
-        return items.iter().map(f).collect();
-    }
-    let f = &f;
-    let chunk = items.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            items.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>())).collect();
-        let mut out = Vec::with_capacity(items.len());
-        for h in handles {
-            match h.join() {
-                Ok(part) => out.extend(part),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        out
-    })
-}
-
 /// Everything a pass reads from the policy repository, validated. Cloning is cheap: what does
 /// not change between passes is shared ([`Reconciler::load_inputs`] hands out the previous
 /// inputs again when no file changed).
@@ -1183,29 +1156,22 @@ impl Reconciler {
         let mut keep = Vec::new();
         let mut file_map = BTreeMap::new();
         let mut problems = Vec::new();
-        let jobs: Vec<(&String, RenderInput<'_>)> = targets
-            .iter()
-            .filter_map(|(cluster, replicas)| {
-                let snapshot = pass.positions.get(cluster).and_then(|i| snapshots.get(*i))?;
-                let input = RenderInput {
-                    template: t,
-                    workload: &workload,
-                    policy: render_policy,
-                    replicas: *replicas,
-                    completions: match workload.completions {
-                        Some(c) if completions.is_empty() => Some(c),
-                        Some(_) => Some(completions.get(cluster).copied().unwrap_or(0)),
-                        None => None,
-                    },
-                    cluster: snapshot,
-                    overrides,
-                };
-                Some((cluster, input))
-            })
-            .collect();
-        let rendered = map_ordered(&jobs, PARALLEL_RENDER_MIN, |(cluster, input)| (*cluster, render::render(input)));
-        for (cluster, rendered) in rendered {
-            match rendered {
+        for (cluster, replicas) in &targets {
+            let Some(snapshot) = pass.positions.get(cluster).and_then(|i| snapshots.get(*i)) else { continue };
+            let input = RenderInput {
+                template: t,
+                workload: &workload,
+                policy: render_policy,
+                replicas: *replicas,
+                completions: match workload.completions {
+                    Some(c) if completions.is_empty() => Some(c),
+                    Some(_) => Some(completions.get(cluster).copied().unwrap_or(0)),
+                    None => None,
+                },
+                cluster: snapshot,
+                overrides,
+            };
+            match render::render(&input) {
                 Ok(content) => {
                     file_hashes.push(fnv1a64(content.as_bytes()));
                     files.push((cluster.clone(), (path.clone(), content)));
@@ -1580,19 +1546,4 @@ fn summary_from_items(items: &[&str]) -> String {
     s.push_str(&items.join(",\n"));
     s.push_str("\n  ]\n}\n");
     s
-}
-
-#[cfg(test)]
-mod map_tests {
-    use super::map_ordered;
-
-    #[test]
-    fn map_ordered_keeps_the_order_whatever_the_threads() {
-        let items: Vec<u64> = (0..37).collect();
-        let sequential: Vec<String> = items.iter().map(|i| format!("{}", i * i)).collect();
-        for min in [0, 1, 8, 36, 37, 38, 1000] {
-            assert_eq!(map_ordered(&items, min, |i| format!("{}", i * i)), sequential, "min {min}");
-        }
-        assert!(map_ordered(&[] as &[u64], 0, |i| *i).is_empty());
-    }
 }
