@@ -319,8 +319,8 @@ mod tests {
         out
     }
 
-    /// Live members (node data, assumed replicas, confidence by age): a warm reconciler and a
-    /// cold one per pass, each on its own store, make the same decisions, files and history.
+    /// An unchanged repository hands out the previous inputs; an edit is seen and equals a
+    /// fresh load.
     #[test]
     fn unchanged_repository_reuses_the_previous_inputs() {
         use std::sync::Arc;
@@ -349,6 +349,8 @@ mod tests {
         assert!(*c.set == *fresh.set);
     }
 
+    /// Live members (node data, assumed replicas, confidence by age): a warm reconciler and a
+    /// cold one per pass, each on its own store, make the same decisions, files and history.
     #[test]
     fn warm_and_cold_agree_on_live_members_with_assumed_replicas() {
         use std::sync::Arc;
