@@ -416,14 +416,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let doc = match open_source(&cfg, dirs, server)? {
                 Source::Server(api) => api.get(&workload_path(workload, "explain"))?,
                 Source::Store(store) => {
-                    let policy_dir = dirs
-                        .policy_dir
-                        .clone()
-                        .or_else(|| cfg.policy_dir.clone())
-                        .ok_or_else(|| missing("policy_dir", "--policies"))?;
-                    let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
-                    let inputs = reconcile::load_inputs_with(&policy_dir, &profiles)
-                        .map_err(|errs| invalid(invalid_inputs(&errs)))?;
+                    let (inputs, profiles) = read_inputs(&cfg, dirs)?;
                     explain::explain_with(&inputs, &store, &profiles, workload)
                         .map_err(|e| invalid(anyhow::anyhow!(e)))?
                 }
@@ -449,14 +442,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let doc = match open_source(&cfg, dirs, server)? {
                 Source::Server(api) => api.get(&format!("/api/v1/resources?by={}", client::segment(&by.as_query())))?,
                 Source::Store(store) => {
-                    let policy_dir = dirs
-                        .policy_dir
-                        .clone()
-                        .or_else(|| cfg.policy_dir.clone())
-                        .ok_or_else(|| missing("policy_dir", "--policies"))?;
-                    let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
-                    let mut inputs = reconcile::load_inputs_with(&policy_dir, &profiles)
-                        .map_err(|errs| invalid(invalid_inputs(&errs)))?;
+                    let (mut inputs, profiles) = read_inputs(&cfg, dirs)?;
                     let live: std::collections::BTreeSet<String> = cfg.clusters.keys().cloned().collect();
                     crate::resources::with_stored_live(&mut inputs.snapshots, &live, &store)?;
                     let model = profiles.model();
@@ -556,6 +542,22 @@ fn open_source(cfg: &Config, dirs: &DirArgs, server: &ServerArgs) -> Result<Sour
         }
         Err(e) => Err(anyhow::Error::new(e).context("cannot open the store").into()),
     }
+}
+
+/// The validated inputs and the profiles the read-only commands (`explain`, `resources`) use
+/// when they read the store themselves: `--policies` or `policy_dir` from the config.
+fn read_inputs(
+    cfg: &Config,
+    dirs: &DirArgs,
+) -> Result<(reconcile::Inputs, crate::schedule::profile::Profiles), Failure> {
+    let policy_dir = dirs
+        .policy_dir
+        .clone()
+        .or_else(|| cfg.policy_dir.clone())
+        .ok_or_else(|| missing("policy_dir", "--policies"))?;
+    let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
+    let inputs = reconcile::load_inputs_with(&policy_dir, &profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    Ok((inputs, profiles))
 }
 
 fn missing(key: &str, flag: &str) -> Failure {
