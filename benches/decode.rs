@@ -10,7 +10,7 @@
 //! benchmark should) or `cargo bench --profile dev --bench decode` (unoptimised: the ratios
 //! hold roughly, the absolute numbers do not). With `-- --test` (what CI runs) every path runs
 //! once over one page: a check that it works, not a measurement. Pages are 500 pods of a generated fleet
-//! (`fedsched::simulate::fleet::generate`), serialised as the simulator serves them.
+//! (`fedsched::testbed::simulate::fleet::generate`), serialised as the simulator serves them.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -21,13 +21,13 @@ use fedsched::members::decode::{
 use fedsched::model::ResourceList;
 use fedsched::model::quantity::parse_milli;
 use fedsched::model::workload::pod_requirements;
-use fedsched::simulate::fleet::{Generate, generate};
+use fedsched::testbed::simulate::fleet::{Generate, generate};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 /// CPU time of this thread (the shared helper), or wall time where that is missing.
 fn cpu_now() -> Duration {
-    fedsched::bench::timing::thread_cpu().unwrap_or_else(|| {
+    fedsched::testbed::bench::timing::thread_cpu().unwrap_or_else(|| {
         static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
         START.get_or_init(Instant::now).elapsed()
     })
@@ -88,7 +88,7 @@ fn typed_to_item(p: Pod) -> PodItem {
 }
 
 fn run(name: &str, pages: &[Vec<u8>], pods_per_round: usize, mut f: impl FnMut(&[u8]) -> usize) -> f64 {
-    let quick = fedsched::bench::timing::quick_mode();
+    let quick = fedsched::testbed::bench::timing::quick_mode();
     // Warm up, then at least 2 CPU-seconds or 3 rounds (one round in quick mode).
     for p in pages.iter().take(if quick { 0 } else { 2 }) {
         black_box(f(p));
@@ -160,7 +160,7 @@ fn realistic(mut p: serde_json::Value, i: usize) -> serde_json::Value {
 }
 
 fn main() {
-    let quick = fedsched::bench::timing::quick_mode();
+    let quick = fedsched::testbed::bench::timing::quick_mode();
     let fleet = generate(&Generate { clusters: 1, nodes: 50, pods: if quick { 500 } else { 5000 }, seed: 7 });
     let pods: Vec<serde_json::Value> =
         fleet[0].pods.iter().cloned().enumerate().map(|(i, p)| realistic(p, i)).collect();

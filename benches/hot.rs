@@ -4,14 +4,13 @@
 //!
 //! Not a timed test: it prints medians. Run: `cargo bench --bench hot` (release), or quickly
 //! `cargo bench --profile dev --bench hot -- --test` (one iteration of each case: what CI runs).
-//! The fixture is a generated policy repository (`fedsched::simulate::repo`) with node-level
+//! The fixture is a generated policy repository (`fedsched::testbed::simulate::repo`) with node-level
 //! data, as `fedsched bench` uses.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
 
-use fedsched::bench::timing::{bench, quick_mode};
 use fedsched::members::live::{LiveData, LiveStatus, LiveView};
 use fedsched::model::Observed;
 use fedsched::model::estimate::max_available;
@@ -22,8 +21,9 @@ use fedsched::render::{self, RenderInput};
 use fedsched::schedule::assign::{TieBreak, webster};
 use fedsched::schedule::framework::{Fit, PluginContext};
 use fedsched::schedule::{Fleet, Framework, ScheduleRequest, ScheduleResult, schedule, schedule_in};
-use fedsched::simulate::repo::{FleetSpec, RepoSpec, write_repo};
 use fedsched::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store};
+use fedsched::testbed::bench::timing::{bench, quick_mode};
+use fedsched::testbed::simulate::repo::{FleetSpec, RepoSpec, write_repo};
 
 fn main() {
     let quick = quick_mode();
@@ -62,7 +62,7 @@ fn main() {
 
     // Workload 8: Divided by available replicas over a region; workload 0: Duplicated.
     let pick = |i: usize| {
-        let name = fedsched::simulate::repo::workload_name(i);
+        let name = fedsched::testbed::simulate::repo::workload_name(i);
         let t = set.templates.iter().find(|t| t.key.name == name).unwrap_or_else(|| panic!("template {name}"));
         let claim = matching::claim(set, t).unwrap_or_else(|| panic!("claim {name}"));
         let policy = set.propagation_policy(&claim.policy).unwrap_or_else(|| panic!("policy {name}"));
@@ -82,8 +82,8 @@ fn main() {
         previous: &empty,
         settings: &fw.settings,
     };
-    let per_pair = |s: fedsched::bench::timing::Sample| {
-        println!("{:<44} {:>12}", "  per pair", fedsched::bench::timing::fmt(s.per_iter / n as u32));
+    let per_pair = |s: fedsched::testbed::bench::timing::Sample| {
+        println!("{:<44} {:>12}", "  per pair", fedsched::testbed::bench::timing::fmt(s.per_iter / n as u32));
     };
     per_pair(bench("filters, one workload × every cluster", 7, 20, || {
         let mut pass = 0;
@@ -242,7 +242,7 @@ fn main() {
     });
     let batch: Vec<(HistoryRecord, PlacementRecord)> = (0..100).map(|_| (history.clone(), placement.clone())).collect();
     let per = bench("store: record_decisions, a batch of 100", 5, 5, || store.record_decisions(&batch));
-    println!("{:<44} {:>12}", "  per decision", fedsched::bench::timing::fmt(per.per_iter / 100));
+    println!("{:<44} {:>12}", "  per decision", fedsched::testbed::bench::timing::fmt(per.per_iter / 100));
     bench("store: put_placement", 7, 50, || store.put_placement(&placement));
     bench("store: placement (read)", 7, 200, || store.placement(&t8.key));
     bench("store: last_history (read)", 7, 50, || store.last_history(&t8.key));

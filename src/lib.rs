@@ -27,11 +27,9 @@
 //! - [`config`], [`telemetry`], [`cli`]: the edges.
 
 pub mod api;
-pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod daemon;
-pub mod explain;
 pub mod members;
 pub mod metrics;
 pub mod model;
@@ -39,10 +37,9 @@ pub mod policy;
 pub mod publish;
 pub mod reconcile;
 pub mod render;
-pub mod report;
-pub mod resources;
 pub mod schedule;
-pub mod simulate;
-pub mod status;
 pub mod store;
 pub mod telemetry;
+pub mod testbed;
+pub mod util;
+pub mod views;

@@ -25,7 +25,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::reconcile::ReconcileReport;
-use crate::status::StatusView;
+use crate::views::status::StatusView;
 
 /// `Content-Type` of [`encode`]'s output.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
@@ -318,7 +318,7 @@ fn refresh(m: &Metrics, view: &StatusView, now_ms: u64, heartbeat_age_ms: u64, s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::ClusterStatus;
+    use crate::views::status::ClusterStatus;
 
     fn view(clusters: &[&str]) -> StatusView {
         let mut v = StatusView::default();

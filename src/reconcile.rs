@@ -17,7 +17,7 @@ use crate::members::live::LiveView;
 use crate::members::offline_snapshot;
 use crate::model::dimensions::{Dimensions, ModelSettings};
 use crate::model::workload::{InterpreterTable, interpret};
-use crate::model::{ClusterSnapshot, Freshness, Observed, ReplicaRequirements, Workload, assumed, fnv1a64};
+use crate::model::{ClusterSnapshot, Freshness, Observed, ReplicaRequirements, Workload, assumed};
 use crate::policy::load::{ParseCache, load_repository_cached, load_repository_incremental};
 use crate::policy::matching::PolicyIndex;
 use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet, Template};
@@ -28,6 +28,7 @@ use crate::schedule::{
     self, ClusterVerdict, Fleet, Framework, Outcome, ScheduleRequest, ScheduleResult, Strategy, assign,
 };
 use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
+use crate::util::hash::fnv1a64;
 
 /// How many changed decisions one store transaction records (a sled transaction costs about
 /// the same whatever its size).
@@ -1515,7 +1516,7 @@ impl Assumed {
 /// [`summary_from_items`] must equal.
 #[cfg(test)]
 fn summary_json<'a>(placements: impl Iterator<Item = &'a PlacementRecord>) -> String {
-    let items: Vec<serde_json::Value> = placements.map(crate::report::placement_json).collect();
+    let items: Vec<serde_json::Value> = placements.map(crate::views::report::placement_json).collect();
     let mut s = serde_json::to_string_pretty(&serde_json::json!({ "placements": items })).unwrap_or_default();
     s.push('\n');
     s
@@ -1523,7 +1524,7 @@ fn summary_json<'a>(placements: impl Iterator<Item = &'a PlacementRecord>) -> St
 
 /// One placement of `placements.json` as it appears inside the list (pretty, indented by 4).
 fn summary_item(p: &PlacementRecord) -> String {
-    let text = serde_json::to_string_pretty(&crate::report::placement_json(p)).unwrap_or_default();
+    let text = serde_json::to_string_pretty(&crate::views::report::placement_json(p)).unwrap_or_default();
     let mut out = String::with_capacity(text.len() + 64);
     for (i, line) in text.split('\n').enumerate() {
         if i > 0 {

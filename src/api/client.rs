@@ -67,20 +67,6 @@ impl std::fmt::Display for ServerUrl {
     }
 }
 
-/// Percent-encodes one path segment or query value (everything but RFC 3986 unreserved
-/// characters); used by the CLI client and the live poller.
-pub fn segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// `GET path` with an optional bearer token. Returns the status code and the body.
 pub fn get(
     server: &ServerUrl,
@@ -211,7 +197,6 @@ mod tests {
         );
         assert_eq!(ServerUrl::from_addr("[::]:1".parse().expect("addr")).expect("url").to_string(), "http://[::1]:1");
         assert!(ServerUrl::from_addr("127.0.0.1:0".parse().expect("addr")).is_none());
-        assert_eq!(segment("a b/c"), "a%20b%2Fc");
     }
 
     #[test]

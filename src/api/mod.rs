@@ -36,10 +36,10 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 
-use crate::explain::{self, WorkloadRef};
-use crate::report;
-use crate::status::{Heartbeat, PassOutcome, StatusView};
 use crate::store::{Store, StoreError};
+use crate::views::explain::{self, WorkloadRef};
+use crate::views::report;
+use crate::views::status::{Heartbeat, PassOutcome, StatusView};
 
 /// Name of the file in the state directory that holds the address the daemon listens on
 /// (`host:port`), for the CLI and for tests when the configured port is 0.
@@ -236,7 +236,7 @@ fn store_error(e: StoreError) -> Refusal {
 }
 
 async fn healthz(State(s): State<ApiState>) -> Response {
-    let age = s.heartbeat.age_ms(crate::daemon::now_ms());
+    let age = s.heartbeat.age_ms(crate::util::clock::now_ms());
     let limit = s.heartbeat_timeout.as_millis() as u64;
     let body = json!({"status": if age <= limit { "ok" } else { "stalled" }, "heartbeatAgeMs": age, "limitMs": limit});
     let code = if age <= limit { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
@@ -262,7 +262,7 @@ async fn metrics(State(s): State<ApiState>, headers: HeaderMap) -> Response {
         return r.into_response();
     }
     let view = s.status.borrow().clone();
-    let now = crate::daemon::now_ms();
+    let now = crate::util::clock::now_ms();
     let age = s.heartbeat.age_ms(now);
     let store = s.store.clone();
     let encoded = tokio::task::spawn_blocking(move || {
@@ -314,7 +314,7 @@ async fn clusters(State(s): State<ApiState>, headers: HeaderMap) -> Response {
     let current: Option<BTreeSet<String>> =
         s.status.borrow().inputs.as_ref().map(|i| i.snapshots.iter().map(|c| c.name.clone()).collect());
     let store = s.store.clone();
-    blocking(move || report::clusters_json(&store, current.as_ref(), crate::daemon::now_ms()).map_err(store_error))
+    blocking(move || report::clusters_json(&store, current.as_ref(), crate::util::clock::now_ms()).map_err(store_error))
         .await
 }
 
@@ -344,15 +344,15 @@ async fn resources(
     if let Err(r) = authorize(&s, &headers) {
         return r.into_response();
     }
-    let by: crate::resources::GroupBy = match q.by.as_deref().unwrap_or("region").parse() {
+    let by: crate::views::resources::GroupBy = match q.by.as_deref().unwrap_or("region").parse() {
         Ok(b) => b,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("by={e}")),
     };
     let Some(inputs) = s.status.borrow().inputs.clone() else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "no good reconcile yet: no cluster data");
     };
-    let views = crate::resources::views(&inputs.snapshots, &s.model, crate::daemon::now_ms());
-    axum::Json(crate::resources::document(&views, &by, &s.model)).into_response()
+    let views = crate::views::resources::views(&inputs.snapshots, &s.model, crate::util::clock::now_ms());
+    axum::Json(crate::views::resources::document(&views, &by, &s.model)).into_response()
 }
 
 async fn workloads(State(s): State<ApiState>, headers: HeaderMap) -> Response {

@@ -5,7 +5,7 @@
 //! `explain`, `history` and `snapshots` read the store; while a daemon holds it (sled is
 //! single-process) they ask the daemon's HTTP API instead (`--server URL`, or found through
 //! `<state>/http.addr` / `[http] listen`). Both paths print the same documents
-//! ([`crate::report`], [`crate::explain`]).
+//! ([`crate::views::report`], [`crate::views::explain`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,10 +15,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::api::client::{self, ServerUrl};
 use crate::config::{Config, LogFormat, Overrides};
-use crate::explain::{self, WorkloadRef};
 use crate::reconcile::{self, ReconcileError, Reconciler};
-use crate::report;
 use crate::store::{Store, StoreError};
+use crate::views::explain::{self, WorkloadRef};
+use crate::views::report;
 
 /// fedsched: Karmada-compatible multi-cluster scheduling that writes GitOps output.
 #[derive(Debug, Parser)]
@@ -134,7 +134,7 @@ pub enum Command {
         dirs: DirArgs,
         /// Group by region, zone, provider or label=KEY.
         #[arg(long, default_value = "region")]
-        by: crate::resources::GroupBy,
+        by: crate::views::resources::GroupBy,
         #[command(flatten)]
         server: ServerArgs,
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
@@ -178,7 +178,7 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0.0)]
     pub churn: f64,
     /// Watch events retained per cluster (a watch from an older version gets 410 Gone).
-    #[arg(long, default_value_t = crate::simulate::watch::DEFAULT_WINDOW)]
+    #[arg(long, default_value_t = crate::testbed::simulate::watch::DEFAULT_WINDOW)]
     pub watch_window: usize,
     /// Generate a synthetic fleet of N clusters into --out instead of serving.
     #[arg(long, value_name = "N", requires = "out")]
@@ -202,7 +202,7 @@ pub struct SimulateArgs {
 pub struct BenchArgs {
     /// Scenarios to run (S1..S7; repeat or comma-separate); default: all but S5.
     #[arg(long = "scenario", value_delimiter = ',', num_args = 1..)]
-    pub scenarios: Vec<crate::bench::Scenario>,
+    pub scenarios: Vec<crate::testbed::bench::Scenario>,
     /// Member clusters.
     #[arg(long, default_value_t = 1000)]
     pub clusters: usize,
@@ -239,7 +239,7 @@ pub struct BenchArgs {
 }
 
 fn bench(a: &BenchArgs) -> Result<ExitCode, Failure> {
-    use crate::bench::{self, Scenario};
+    use crate::testbed::bench::{self, Scenario};
     let scenarios = if a.scenarios.is_empty() {
         vec![Scenario::S1, Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7]
     } else {
@@ -274,7 +274,7 @@ fn bench(a: &BenchArgs) -> Result<ExitCode, Failure> {
 }
 
 fn simulate(a: &SimulateArgs) -> Result<ExitCode, Failure> {
-    use crate::simulate::{self, fleet};
+    use crate::testbed::simulate::{self, fleet};
     if let Some(n) = a.generate {
         let out = a.out.clone().ok_or_else(|| missing("out", "--out"))?;
         let f = fleet::generate(&fleet::Generate { clusters: n, nodes: a.nodes, pods: a.pods, seed: a.seed });
@@ -440,25 +440,29 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Resources { dirs, by, server, output } => {
             let doc = match open_source(&cfg, dirs, server)? {
-                Source::Server(api) => api.get(&format!("/api/v1/resources?by={}", client::segment(&by.as_query())))?,
+                Source::Server(api) => {
+                    api.get(&format!("/api/v1/resources?by={}", crate::util::percent::encode(&by.as_query())))?
+                }
                 Source::Store(store) => {
                     let (mut inputs, profiles) = read_inputs(&cfg, dirs)?;
                     let live: std::collections::BTreeSet<String> = cfg.clusters.keys().cloned().collect();
-                    crate::resources::with_stored_live(&mut inputs.snapshots, &live, &store)?;
+                    crate::views::resources::with_stored_live(&mut inputs.snapshots, &live, &store)?;
                     let model = profiles.model();
-                    let views = crate::resources::views(&inputs.snapshots, model, crate::daemon::now_ms());
-                    crate::resources::document(&views, by, model)
+                    let views = crate::views::resources::views(&inputs.snapshots, model, crate::util::clock::now_ms());
+                    crate::views::resources::document(&views, by, model)
                 }
             };
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-                OutputFormat::Text => print!("{}", crate::resources::to_text(&doc)),
+                OutputFormat::Text => print!("{}", crate::views::resources::to_text(&doc)),
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Snapshots { dirs, cluster, output, server } => {
             let doc = match open_source(&cfg, dirs, server)? {
-                Source::Server(api) => api.get(&format!("/api/v1/clusters/{}/snapshots", client::segment(cluster)))?,
+                Source::Server(api) => {
+                    api.get(&format!("/api/v1/clusters/{}/snapshots", crate::util::percent::encode(cluster)))?
+                }
                 Source::Store(store) => report::snapshots_json(cluster, &store.snapshot_versions(cluster)?),
             };
             match output {
@@ -504,9 +508,9 @@ impl Api {
 fn workload_path(r: &WorkloadRef, what: &str) -> String {
     format!(
         "/api/v1/workloads/{}/{}/{}/{what}",
-        client::segment(r.namespace.as_deref().unwrap_or("_")),
-        client::segment(&r.kind),
-        client::segment(&r.name)
+        crate::util::percent::encode(r.namespace.as_deref().unwrap_or("_")),
+        crate::util::percent::encode(&r.kind),
+        crate::util::percent::encode(&r.name)
     )
 }
 
@@ -603,7 +607,7 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
         }
         inputs.apply_live(poller.view(), &reconciler.store);
     }
-    let report = match reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::daemon::now_ms()) {
+    let report = match reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::util::clock::now_ms()) {
         Ok(r) => r,
         Err(ReconcileError::Invalid(errs)) => return Err(invalid(invalid_inputs(&errs))),
         Err(e) => return Err(e.into()),

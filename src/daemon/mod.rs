@@ -19,7 +19,9 @@ pub mod watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+
+use crate::util::clock::now_ms;
 
 use anyhow::Context;
 use futures_util::StreamExt;
@@ -30,13 +32,8 @@ use tokio::sync::{mpsc, watch as status_watch};
 use crate::config::{Config, Paths};
 use crate::members::live::{LiveView, Poller, RoundReport, Target, targets};
 use crate::reconcile::{self, PhaseTimings, Reconciler};
-use crate::status::{Heartbeat, PassOutcome, PassStatus, StatusView};
 use crate::store::Store;
-
-/// Unix time in milliseconds.
-pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
+use crate::views::status::{Heartbeat, PassOutcome, PassStatus, StatusView};
 
 /// Runs the daemon on its own runtime until a shutdown signal.
 pub fn run_blocking(cfg: Config, config_path: Option<PathBuf>, paths: Paths) -> anyhow::Result<()> {
@@ -364,7 +361,7 @@ fn test_stall(trigger: &str) {
 struct Done {
     report: reconcile::ReconcileReport,
     inputs: Arc<reconcile::Inputs>,
-    clusters: Result<std::collections::BTreeMap<String, crate::status::ClusterStatus>, crate::store::StoreError>,
+    clusters: Result<std::collections::BTreeMap<String, crate::views::status::ClusterStatus>, crate::store::StoreError>,
 }
 
 /// One pass on a blocking thread, then metrics, logs, STATUS= and the status view. Returns
@@ -397,7 +394,7 @@ async fn reconcile_once(
         let result = r.reconcile(&inputs, &output_dir, trigger, now_ms()).map(|mut report| {
             report.phases.load += timings.load;
             report.phases.poll += timings.poll;
-            let clusters = crate::status::cluster_statuses(&r.store, &inputs);
+            let clusters = crate::views::status::cluster_statuses(&r.store, &inputs);
             Done { report, inputs, clusters }
         });
         (result, Some(targets))

@@ -30,6 +30,7 @@ use super::decode::{
 use crate::config::{ClusterAccess, Config, PollSection};
 use crate::model::{Health, NodeView, PodFacts, PollFacts, ResourceList};
 use crate::policy::{ClusterObject, PolicySet};
+use crate::util::clock::now_ms;
 
 /// How often a list restarts after its continue token expired (410 Gone) before giving up.
 pub const MAX_RESTARTS: u32 = 3;
@@ -253,10 +254,6 @@ fn lock(m: &std::sync::Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
 fn live_data(obs: Observation, duration: Duration, pages: u32) -> LiveData {
     let poll = PollFacts {
         duration_ms: duration.as_millis() as u64,
@@ -447,7 +444,7 @@ impl Poller {
     fn start_watch(&mut self, b: &Built, start: Start) {
         let Some(watch) = b.watch_client.clone() else { return };
         let shared = Arc::new(std::sync::Mutex::new(Shared { cache: start.cache, ..Default::default() }));
-        let jitter = crate::model::fnv1a64(b.target.name.as_bytes()) % (WATCH_TIMEOUT_SECS / 2 + 1);
+        let jitter = crate::util::hash::fnv1a64(b.target.name.as_bytes()) % (WATCH_TIMEOUT_SECS / 2 + 1);
         let ctx = Ctx {
             list: b.client.clone(),
             watch,
@@ -470,7 +467,7 @@ impl Poller {
         let exp = failures.saturating_sub(1).min(16);
         let base = self.interval.saturating_mul(1u32 << exp).min(self.poll.max_backoff);
         self.seed = self.seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        let r = crate::model::fnv1a64(format!("{name}{}", self.seed).as_bytes());
+        let r = crate::util::hash::fnv1a64(format!("{name}{}", self.seed).as_bytes());
         let jitter = 0.5 + (r % 1000) as f64 / 2000.0;
         base.mul_f64(jitter)
     }
@@ -666,7 +663,7 @@ async fn list_all<T: serde::de::DeserializeOwned, S: Sink<T>>(
         let mut url = format!("{path}?limit={page_size}");
         if let Some(t) = &token {
             url.push_str("&continue=");
-            url.push_str(&crate::api::client::segment(t));
+            url.push_str(&crate::util::percent::encode(t));
         }
         match get(client, &url, what).await {
             Ok(bytes) => {
@@ -828,7 +825,7 @@ async fn relist<T: Watched>(ctx: &Ctx, path: &str, what: &'static str) -> Result
 async fn watch_once<T: Watched>(ctx: &Ctx, path: &str, what: &'static str, rv: &mut String) -> Result<u64, Got> {
     let url = format!(
         "{path}?watch=1&resourceVersion={}&allowWatchBookmarks=true&timeoutSeconds={}",
-        crate::api::client::segment(rv),
+        crate::util::percent::encode(rv),
         ctx.timeout_secs
     );
     let failed = |message: String| Got::Failed(PollError::Transport { what, message });
@@ -982,7 +979,7 @@ mod tests {
         assert!(matches!(f.health(), Health::NotReady { .. }));
         let t = PollError::Transport { what: "pods", message: "reset".into() };
         assert!(matches!(t.health(), Health::Unreachable { .. }));
-        assert_eq!(crate::api::client::segment("a+b/c=="), "a%2Bb%2Fc%3D%3D");
+        assert_eq!(crate::util::percent::encode("a+b/c=="), "a%2Bb%2Fc%3D%3D");
     }
 
     /// A pseudo-random pod or node as the API serves it.

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use super::dimensions::{Dimension, Dimensions, GpuConstraint, ModelSettings};
 use super::snapshot::{ClusterTaint, NodeView};
 use super::workload::ReplicaRequirements;
-use crate::policy::types::{TaintEffect, Toleration};
+use crate::policy::types::{TaintEffect, Toleration, TolerationOperator};
 
 /// One `nodeSelectorRequirement`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -78,9 +78,29 @@ impl NodeTerm {
     }
 }
 
-/// Kubernetes' `Toleration.ToleratesTaint` for a pod toleration and a node taint.
+/// Kubernetes' `Toleration.ToleratesTaint` for a pod toleration and a node (or cluster) taint:
+/// the one rule, used by the node-level estimator and the `taint-toleration` filter.
 pub fn tolerates(t: &Toleration, taint: &ClusterTaint) -> bool {
-    crate::schedule::plugins::taint_toleration::tolerates(t, taint)
+    if let Some(effect) = t.effect
+        && effect != taint.effect
+    {
+        return false;
+    }
+    let key = t.key.as_deref().unwrap_or("");
+    if !key.is_empty() && key != taint.key {
+        return false;
+    }
+    match t.operator.unwrap_or(TolerationOperator::Equal) {
+        // An empty key with Exists matches every taint.
+        TolerationOperator::Exists => true,
+        TolerationOperator::Equal => {
+            if key.is_empty() {
+                return false;
+            }
+            t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
+        }
+        TolerationOperator::Lt | TolerationOperator::Gt => false,
+    }
 }
 
 /// Whether every `NoSchedule`/`NoExecute` taint is tolerated.
@@ -618,6 +638,41 @@ mod tests {
 
     use super::*;
     use crate::model::ResourceList;
+
+    fn taint(key: &str, value: Option<&str>, effect: TaintEffect) -> ClusterTaint {
+        ClusterTaint { key: key.into(), value: value.map(Into::into), effect }
+    }
+
+    #[test]
+    fn kubernetes_toleration_rules() {
+        let t = taint("dedicated", Some("gpu"), TaintEffect::NoSchedule);
+        let cases = [
+            (Toleration { key: Some("dedicated".into()), value: Some("gpu".into()), ..Default::default() }, true),
+            (Toleration { key: Some("dedicated".into()), value: Some("web".into()), ..Default::default() }, false),
+            (
+                Toleration {
+                    key: Some("dedicated".into()),
+                    operator: Some(TolerationOperator::Exists),
+                    ..Default::default()
+                },
+                true,
+            ),
+            (Toleration { operator: Some(TolerationOperator::Exists), ..Default::default() }, true),
+            (
+                Toleration {
+                    operator: Some(TolerationOperator::Exists),
+                    effect: Some(TaintEffect::NoExecute),
+                    ..Default::default()
+                },
+                false,
+            ),
+            // Karmada's sample: effect only, no key, operator defaults to Equal ⇒ no match.
+            (Toleration { effect: Some(TaintEffect::NoSchedule), ..Default::default() }, false),
+        ];
+        for (tol, want) in cases {
+            assert_eq!(tolerates(&tol, &t), want, "{tol:?}");
+        }
+    }
 
     fn list(items: &[(&str, i64)]) -> ResourceList {
         ResourceList(items.iter().map(|(k, v)| (k.to_string(), *v)).collect())

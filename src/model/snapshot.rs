@@ -346,7 +346,7 @@ impl ClusterSnapshot {
             constraints: &self.constraints,
         };
         let bytes = serde_json::to_vec(&c).unwrap_or_default();
-        crate::model::fnv1a64(&bytes)
+        crate::util::hash::fnv1a64(&bytes)
     }
 }
 

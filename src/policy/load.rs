@@ -230,7 +230,7 @@ impl ParseCache {
                     continue;
                 }
             };
-            let hash = crate::model::fnv1a64(text.as_bytes());
+            let hash = crate::util::hash::fnv1a64(text.as_bytes());
             match self.files.get_mut(&rel) {
                 Some(c) if c.hash == hash && c.len == text.len() => {
                     c.stat = stat;
@@ -354,7 +354,7 @@ fn crd_digest(scopes: &BTreeMap<(String, String), bool>) -> u64 {
         bytes.push(0);
         bytes.push(u8::from(*namespaced));
     }
-    crate::model::fnv1a64(&bytes)
+    crate::util::hash::fnv1a64(&bytes)
 }
 
 /// One file loaded, defaulted and validated on its own with the repository's CRD scopes.

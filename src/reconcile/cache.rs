@@ -299,8 +299,8 @@ mod tests {
 
     use super::*;
     use crate::reconcile::{Reconciler, load_inputs};
-    use crate::simulate::repo::{self, FleetSpec, RepoSpec};
     use crate::store::Store;
+    use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
 
     fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         let mut out = BTreeMap::new();

@@ -16,7 +16,7 @@ impl TieBreak {
     pub fn for_uid(uid: Option<&str>) -> Self {
         match uid {
             None | Some("") => TieBreak::Ascending,
-            Some(u) if crate::model::fnv1a32(u.as_bytes()).is_multiple_of(2) => TieBreak::Ascending,
+            Some(u) if crate::util::hash::fnv1a32(u.as_bytes()).is_multiple_of(2) => TieBreak::Ascending,
             Some(_) => TieBreak::Descending,
         }
     }

@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::framework::{FilterPlugin, Fit};
-use crate::model::{ClusterSnapshot, fnv1a64};
+use crate::model::ClusterSnapshot;
+use crate::util::hash::fnv1a64;
 
 /// Sorted, disjoint, non-adjacent ranges `[start, end)` of positions in a sorted list of
 /// cluster names (a result's universe).

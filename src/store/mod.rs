@@ -7,7 +7,7 @@
 //! - the **append-only scheduling history** ([`HistoryRecord`]): every decision with its
 //!   inputs and reasons, so that it can be explained and replayed;
 //! - **content-addressed blobs**: the template and policy JSON a decision used, keyed by
-//!   [`crate::model::fnv1a64`];
+//!   [`crate::util::hash::fnv1a64`];
 //! - the value format ([`codec`]: a versioned envelope around bincode or JSON) and the key
 //!   layout ([`keys`]);
 //! - per workload, the **decision key** a restarted reconciler reuses an unchanged decision
@@ -41,8 +41,9 @@ pub use records::{DecisionInputs, HistoryRecord, PlacementRecord, SnapshotMeta};
 
 use std::collections::BTreeMap;
 
-use crate::model::{ClusterSnapshot, Observed, fnv1a64};
+use crate::model::{ClusterSnapshot, Observed};
 use crate::policy::ObjectKey;
+use crate::util::hash::fnv1a64;
 use codec::{Versioned, decode, decode_blob, encode, encode_blob};
 
 /// Layout version of the whole store, kept in `meta/schema_version`.

@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use super::StoreError;
 use super::codec::{Codec, Versioned, decode_payload};
-use crate::model::fnv1a64;
 use crate::model::snapshot::{ModelGrade, ResourceSummary};
 use crate::model::{
     ClusterConstraints, ClusterSnapshot, ClusterTaint, Health, NodeView, PodFacts, PollFacts, SnapshotSource,
@@ -16,6 +15,7 @@ use crate::model::{
 use crate::policy::{ObjectKey, PolicyRef};
 use crate::schedule::fleet::{names_blob, universe_of};
 use crate::schedule::{ClusterSet, ClusterVerdict, ESTIMATOR_PREFIX, Outcome, Rejection, ScheduleResult};
+use crate::util::hash::fnv1a64;
 
 /// One version of a cluster's snapshot: when its content was first and last seen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

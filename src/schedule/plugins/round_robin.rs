@@ -5,8 +5,8 @@
 //! the answer never changes for the same inputs. Normalised by rank: the first cluster of the
 //! rotation scores 100, the last 0.
 
-use crate::model::fnv1a64;
 use crate::schedule::framework::{MAX_SCORE, PluginContext, ScorePlugin, UNKNOWN_SCORE};
+use crate::util::hash::fnv1a64;
 
 pub struct WeightedRoundRobin;
 

@@ -1,7 +1,7 @@
 //! The JSON documents fedsched answers with, built in one place for every caller: the CLI
 //! (`history`, `snapshots` with `-o json` or text), the HTTP API (`/api/v1/…`) and the
 //! output directory's `.fedsched/placements.json`. The explain document lives in
-//! [`crate::explain`].
+//! [`crate::views::explain`].
 //!
 //! Text renderings are made from the JSON documents, so that the CLI prints the same text
 //! whether it read the store itself or asked a running daemon.
@@ -10,12 +10,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::explain::{WorkloadRef, format_ms};
 use crate::model::Health;
 use crate::model::quantity::format_milli;
 use crate::model::resources::ResourceList;
 use crate::schedule::Outcome;
 use crate::store::{HistoryRecord, PlacementRecord, SnapshotMeta, Store, StoreError};
+use crate::views::explain::{WorkloadRef, format_ms};
 
 /// The history of the workload a reference names: its current placement's history, or, for
 /// a workload no longer placed, the history that is still kept. Empty when there is none.

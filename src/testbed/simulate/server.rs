@@ -570,41 +570,9 @@ pub fn parse_query(q: &str) -> BTreeMap<String, String> {
         .filter(|p| !p.is_empty())
         .map(|p| {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (percent_decode(k), percent_decode(v))
+            (crate::util::percent::decode(k), crate::util::percent::decode(v))
         })
         .collect()
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' if i + 2 < b.len() => {
-                let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(v) => {
-                        out.push(v);
-                        i += 3;
-                    }
-                    None => {
-                        out.push(b'%');
-                        i += 1;
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -623,6 +591,6 @@ mod tests {
         assert_eq!(field_value(&pod, "spec.nodeName"), "n1");
         assert!(label_matches(&pod, &parse_label_selector("app=web,!tier")));
         assert!(!label_matches(&pod, &parse_label_selector("app!=web")));
-        assert_eq!(percent_decode("a%2"), "a%2");
+        assert_eq!(crate::util::percent::decode("a%2"), "a%2");
     }
 }

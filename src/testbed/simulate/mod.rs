@@ -331,7 +331,7 @@ fn fingerprint(dir: &Path) -> u64 {
     }
     let mut acc = String::new();
     walk(dir, &mut acc);
-    crate::model::fnv1a64(acc.as_bytes())
+    crate::util::hash::fnv1a64(acc.as_bytes())
 }
 
 fn write_client_files(

@@ -104,7 +104,7 @@ pub fn workload_pods(obj: &Value) -> Vec<Value> {
         return Vec::new();
     }
     let template = obj.pointer("/spec/template").cloned().unwrap_or(Value::Null);
-    let hash = format!("{:016x}", crate::model::fnv1a64(template.to_string().as_bytes()));
+    let hash = format!("{:016x}", crate::util::hash::fnv1a64(template.to_string().as_bytes()));
     let labels = template.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
     let spec = template.get("spec").cloned().unwrap_or_else(|| json!({}));
     (0..count.clamp(0, 10_000))

@@ -119,7 +119,7 @@ pub fn cluster_statuses(
     store: &crate::store::Store,
     inputs: &Inputs,
 ) -> Result<BTreeMap<String, ClusterStatus>, crate::store::StoreError> {
-    let replicas = crate::report::replicas_by_cluster(&store.placements()?);
+    let replicas = crate::views::report::replicas_by_cluster(&store.placements()?);
     let mut out = BTreeMap::new();
     for snap in &inputs.snapshots {
         let Some((meta, _)) = store.latest_snapshot(&snap.name)? else { continue };

@@ -1,7 +1,7 @@
 //! `fedsched bench`: whole-process scenarios at fleet scale (issue 8), and the timing helper the
 //! micro-benchmarks share ([`timing`]).
 //!
-//! The fixture is a generated policy repository ([`crate::simulate::repo`]) of C clusters and
+//! The fixture is a generated policy repository ([`crate::testbed::simulate::repo`]) of C clusters and
 //! W workloads, plus node-level data for every cluster (N nodes, P pods each, folded by the
 //! production decoder) that stands in for a poll round: it is merged into the inputs by
 //! [`crate::reconcile::Inputs::apply_live`], as the daemon does after a round. S5 polls a real
@@ -33,10 +33,10 @@ use crate::members::live::{LiveData, LiveStatus, LiveView};
 use crate::model::snapshot::PollFacts;
 use crate::reconcile::{self, Inputs, PhaseTimings, ReconcileReport, Reconciler};
 use crate::schedule::profile::Profiles;
-use crate::simulate::SimError;
-use crate::simulate::fleet;
-use crate::simulate::repo::{self, FleetSpec, RepoSpec};
 use crate::store::{Store, StoreError};
+use crate::testbed::simulate::SimError;
+use crate::testbed::simulate::fleet;
+use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
 use timing::{median, mib};
 
 /// A scenario of issue 8.
@@ -196,7 +196,7 @@ fn fixture(o: &Options) -> Result<Fixture, BenchError> {
     let mut live = LiveView::default();
     let mut keep = |c: &fleet::FleetCluster, obs: crate::members::decode::Observation| {
         let poll = PollFacts {
-            at_ms: crate::daemon::now_ms(),
+            at_ms: crate::util::clock::now_ms(),
             duration_ms: 0,
             pages: 2,
             nodes: obs.nodes.len() as u32,
@@ -400,7 +400,7 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
     let profiles = Profiles::builtin();
     let state = o.dir.join("state");
     let out = o.dir.join("out");
-    let mut now = crate::daemon::now_ms();
+    let mut now = crate::util::clock::now_ms();
 
     if wants(Scenario::S1) {
         fresh_dir(&state)?;

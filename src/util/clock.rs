@@ -1,0 +1,70 @@
+//! The wall clock. The pure core never reads it: the edges (the daemon, the CLI, the poller)
+//! read it here and pass milliseconds down. The daemon takes a [`Clock`] so that tests can
+//! drive it with a [`ManualClock`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Unix time in milliseconds from the system clock (0 before 1970).
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// A source of Unix time in milliseconds.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    fn now_ms(&self) -> u64;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> u64 {
+        now_ms()
+    }
+}
+
+/// A clock that moves only when told to; clones share the same time.
+#[derive(Debug, Clone, Default)]
+pub struct ManualClock(Arc<AtomicU64>);
+
+impl ManualClock {
+    pub fn new(start_ms: u64) -> Self {
+        ManualClock(Arc::new(AtomicU64::new(start_ms)))
+    }
+    pub fn set_ms(&self, ms: u64) {
+        self.0.store(ms, Ordering::SeqCst);
+    }
+    pub fn advance_ms(&self, ms: u64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manual_clock_moves_only_when_told_and_clones_share_it() {
+        let c = ManualClock::new(1_000);
+        let d = c.clone();
+        assert_eq!(c.now_ms(), 1_000);
+        d.advance_ms(250);
+        assert_eq!(c.now_ms(), 1_250);
+        c.set_ms(5);
+        assert_eq!(d.now_ms(), 5);
+    }
+
+    #[test]
+    fn system_clock_is_after_2020() {
+        assert!(SystemClock.now_ms() > 1_577_836_800_000);
+    }
+}

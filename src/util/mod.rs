@@ -1,0 +1,10 @@
+//! The ground floor: small pure helpers every layer may use. Imports nothing from the crate
+//! (the architecture test in `tests/it/architecture.rs` checks it).
+//!
+//! - [`hash`]: the stable content hashes (FNV-1a) used for versions, keys and tie-breaks.
+//! - [`clock`]: the wall clock behind a trait, so the daemon can be driven by a test clock.
+//! - [`percent`]: percent-encoding of URL path segments and query values, and its inverse.
+
+pub mod clock;
+pub mod hash;
+pub mod percent;

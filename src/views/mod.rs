@@ -1,0 +1,15 @@
+//! The read side: the documents fedsched shows about its decisions and its members, one
+//! implementation each, shared by the CLI, the HTTP API and the output summary.
+//!
+//! - [`explain`]: why a workload went where it went (from the store and the policies).
+//! - [`report`]: `history`, `snapshots`, workloads, clusters and their text forms.
+//! - [`resources`]: capacity, allocated and free per group of clusters.
+//! - [`status`]: the daemon's in-memory status (last pass, readiness, cluster health) and
+//!   its loop heartbeat.
+//!
+//! Views read; they never write the store or the output directory.
+
+pub mod explain;
+pub mod report;
+pub mod resources;
+pub mod status;
