@@ -94,3 +94,23 @@ fn the_shipped_config_files_parse() {
         assert!(out.status.success(), "{f}: {}", text(&out.stderr));
     }
 }
+
+/// Karmada accepts a PropagationPolicy whose selector names another namespace (it never
+/// matches); so does fedsched, and `check` says why it will not do what it seems to.
+#[test]
+fn check_accepts_and_warns_about_a_selector_of_another_namespace() {
+    let s = Scratch::new();
+    s.write(
+        "pp.yaml",
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata:\n  name: p\n  namespace: team\nspec:\n  resourceSelectors:\n  - apiVersion: v1\n    kind: ConfigMap\n    namespace: other\n",
+    );
+    s.write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: other\n");
+    let out = fedsched(&["check", "--policies", s.policies().to_str().expect("utf8")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning: ") && err.contains("pp.yaml: document 1: spec.resourceSelectors[0].namespace"),
+        "{err}"
+    );
+    assert!(err.contains("matches nothing"), "{err}");
+}

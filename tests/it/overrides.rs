@@ -130,11 +130,7 @@ fn karmada_nginx_sample_labels_and_annotations() {
     let Some(k0) = karmada_example("samples/nginx/deployment.yaml") else { return };
     let Some(k1) = karmada_example("samples/nginx/propagationpolicy.yaml") else { return };
     let Some(k2) = karmada_example("samples/nginx/overridepolicy.yaml") else { return };
-    let s = scratch(&[
-        ("deployment.yaml", &k0),
-        ("propagationpolicy.yaml", &k1),
-        ("overridepolicy.yaml", &k2),
-    ]);
+    let s = scratch(&[("deployment.yaml", &k0), ("propagationpolicy.yaml", &k1), ("overridepolicy.yaml", &k2)]);
     render_ok(&s);
     let m1 = read(&s, "member1/default/apps_deployment_nginx.yaml");
     let m2 = read(&s, "member2/default/apps_deployment_nginx.yaml");
@@ -147,11 +143,7 @@ fn karmada_nginx_sample_labels_and_annotations() {
 #[test]
 fn karmada_image_example_by_cluster_label() {
     let Some(k0) = karmada_example("artifacts-example/overridepolicy_image.yaml") else { return };
-    let s = scratch(&[
-        ("deployment.yaml", DEPLOYMENT),
-        ("pp.yaml", DUPLICATE),
-        ("op.yaml", &k0),
-    ]);
+    let s = scratch(&[("deployment.yaml", DEPLOYMENT), ("pp.yaml", DUPLICATE), ("op.yaml", &k0)]);
     render_ok(&s);
     let m1 = read(&s, "member1/default/apps_deployment_nginx.yaml");
     let m2 = read(&s, "member2/default/apps_deployment_nginx.yaml");
@@ -176,12 +168,8 @@ spec:
       - {containerName: alpine, operator: remove, value: ["3600"]}
       - {containerName: alpine, operator: add, value: ["60"]}
 "#;
-    let s = scratch(&[
-        ("deployment.yaml", DEPLOYMENT),
-        ("pp.yaml", DUPLICATE),
-        ("op.yaml", &k0),
-        ("args.yaml", args_op),
-    ]);
+    let s =
+        scratch(&[("deployment.yaml", DEPLOYMENT), ("pp.yaml", DUPLICATE), ("op.yaml", &k0), ("args.yaml", args_op)]);
     render_ok(&s);
     let m1 = read(&s, "member1/default/apps_deployment_nginx.yaml");
     let m2 = read(&s, "member2/default/apps_deployment_nginx.yaml");
@@ -197,12 +185,7 @@ spec:
 fn karmada_plaintext_and_cluster_override_examples() {
     let Some(k0) = karmada_example("artifacts-example/overridepolicy_simple.yaml") else { return };
     let Some(k1) = karmada_example("artifacts-example/clusteroverridepolicy.yaml") else { return };
-    let s = scratch(&[
-        ("deployment.yaml", DEPLOYMENT),
-        ("pp.yaml", DUPLICATE),
-        ("op.yaml", &k0),
-        ("cop.yaml", &k1),
-    ]);
+    let s = scratch(&[("deployment.yaml", DEPLOYMENT), ("pp.yaml", DUPLICATE), ("op.yaml", &k0), ("cop.yaml", &k1)]);
     render_ok(&s);
     let m1 = read(&s, "member1/default/apps_deployment_nginx.yaml");
     let m2 = read(&s, "member2/default/apps_deployment_nginx.yaml");

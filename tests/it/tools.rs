@@ -48,19 +48,13 @@ fn provisioned(requirements: &str) -> Result<PathBuf, String> {
     }
     let run = |c: &mut Command| -> Result<(), String> {
         let o = c.output().map_err(|e| format!("{c:?}: {e}"))?;
-        if o.status.success() {
-            Ok(())
-        } else {
-            Err(format!("{c:?} failed: {}", String::from_utf8_lossy(&o.stderr)))
-        }
+        if o.status.success() { Ok(()) } else { Err(format!("{c:?} failed: {}", String::from_utf8_lossy(&o.stderr))) }
     };
     if !venv.join("bin/pip").is_file() {
         let python = std::env::var_os("PYTHON").unwrap_or_else(|| "python3".into());
         run(Command::new(&python).args(["-m", "venv"]).arg(&venv))?;
     }
-    run(Command::new(venv.join("bin/pip"))
-        .args(["install", "-q", "--disable-pip-version-check", "-r"])
-        .arg(&req))?;
+    run(Command::new(venv.join("bin/pip")).args(["install", "-q", "--disable-pip-version-check", "-r"]).arg(&req))?;
     std::fs::write(&marker, &wanted).map_err(|e| format!("{}: {e}", marker.display()))?;
     Ok(venv)
 }
@@ -111,9 +105,9 @@ fn imports_kubernetes(python: &Path) -> bool {
 pub fn python_with_kubernetes() -> PathBuf {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| {
-        let p = find("FEDSCHED_PYTHON", &[ci_venv("python")])
-            .filter(|p| imports_kubernetes(p))
-            .unwrap_or_else(|| provisioned_bin("requirements.txt", "python", "the Python kubernetes client", "FEDSCHED_PYTHON"));
+        let p = find("FEDSCHED_PYTHON", &[ci_venv("python")]).filter(|p| imports_kubernetes(p)).unwrap_or_else(|| {
+            provisioned_bin("requirements.txt", "python", "the Python kubernetes client", "FEDSCHED_PYTHON")
+        });
         assert!(imports_kubernetes(&p), "{} cannot `import kubernetes`", p.display());
         p
     })
