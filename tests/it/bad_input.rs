@@ -114,3 +114,18 @@ fn check_accepts_and_warns_about_a_selector_of_another_namespace() {
     );
     assert!(err.contains("matches nothing"), "{err}");
 }
+
+/// `replicas: 2147483647` (2³¹−1) with a static weight list: division costs O(clusters · log),
+/// not O(replicas) (one by one it ran for minutes), and the split is exact.
+#[test]
+fn the_largest_replica_count_divides_at_once_and_exactly() {
+    let s = Scratch::new();
+    s.write("all.yaml", include_str!("../fixtures/max-replicas.yaml"));
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let m1 = std::fs::read_to_string(s.out().join("m1/default/apps_deployment_big.yaml")).expect("m1");
+    let m2 = std::fs::read_to_string(s.out().join("m2/default/apps_deployment_big.yaml")).expect("m2");
+    // 1 : 2 of 2147483647 by Webster.
+    assert!(m1.contains("  replicas: 715827882\n"), "{m1}");
+    assert!(m2.contains("  replicas: 1431655765\n"), "{m2}");
+}
