@@ -62,10 +62,8 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
         .await
         .context("store task failed")?
         .context("cannot open the store")?;
-    let profiles = cfg.profiles()?;
-    let mut reconciler = Reconciler::new(store.clone()).with_profiles(profiles);
-    reconciler.publish = crate::reconcile::PublishSettings::from_config(&cfg, false);
-    let reconciler = Arc::new(reconciler);
+    let settings = reconcile::Settings::from_config(&cfg, false)?;
+    let reconciler = Arc::new(Reconciler::new(store.clone(), settings));
     let heartbeat = Arc::new(Heartbeat::new(now_ms()));
     let (status_tx, status_rx) =
         status_watch::channel(Arc::new(StatusView { started_at_ms: now_ms(), ..Default::default() }));

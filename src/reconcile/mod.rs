@@ -6,13 +6,15 @@
 //! written: the output and the store stay as they were.
 
 mod cache;
+mod settings;
+
+pub use settings::{PublishSettings, Settings};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::config::Config;
 use crate::members::live::LiveView;
 use crate::members::offline_snapshot;
 use crate::model::dimensions::{Dimensions, ModelSettings};
@@ -345,42 +347,12 @@ impl ReconcileReport {
     }
 }
 
-/// How a pass publishes: the mass-deletion guard and git mode.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PublishSettings {
-    pub guard: publish::DeleteGuard,
-    /// `Some` = git mode: commit (and push) after publishing.
-    pub git: Option<publish::git::GitOptions>,
-}
-
-impl PublishSettings {
-    /// From the `[publish]` and `[git]` sections; `allow_mass_delete` is the command-line flag.
-    pub fn from_config(cfg: &Config, allow_mass_delete: bool) -> Self {
-        let g = &cfg.git;
-        PublishSettings {
-            guard: publish::DeleteGuard {
-                max_delete_ratio: cfg.publish.max_delete_ratio,
-                allow: allow_mass_delete || cfg.publish.allow_mass_delete,
-            },
-            git: g.enabled.then(|| publish::git::GitOptions {
-                author_name: g.author_name.clone(),
-                author_email: g.author_email.clone(),
-                remote: g.remote.clone(),
-                branch: g.branch.clone(),
-                push: g.push,
-                ..Default::default()
-            }),
-        }
-    }
-}
-
 /// The parts of a pass that stay the same between passes.
 pub struct Reconciler {
     pub store: Store,
-    /// Scheduling profiles; a policy picks one by annotation.
-    pub profiles: Profiles,
-    /// Output safety settings (mass-deletion guard, git mode).
-    pub publish: PublishSettings,
+    /// What the reconciler is configured by: profiles (with `[model]` and `[cost]`) and the
+    /// publish settings.
+    settings: Settings,
     /// What this reconciler decided, recorded and published in earlier passes.
     cache: Mutex<cache::PassCache>,
     /// The parsed files of the policy repository and the last inputs built from them
@@ -398,21 +370,20 @@ struct LoadCache {
 }
 
 impl Reconciler {
-    /// A reconciler with the built-in profile only.
-    pub fn new(store: Store) -> Self {
+    /// A reconciler over `store`, configured by `settings` ([`Settings::builtin`]: the
+    /// built-in profile only, default publish settings).
+    pub fn new(store: Store, settings: Settings) -> Self {
         Reconciler {
             store,
-            profiles: Profiles::builtin(),
-            publish: PublishSettings::default(),
+            settings,
             cache: Mutex::new(cache::PassCache::default()),
             load_cache: Mutex::new(LoadCache::default()),
         }
     }
 
-    /// Uses the configured profiles.
-    pub fn with_profiles(mut self, profiles: Profiles) -> Self {
-        self.profiles = profiles;
-        self
+    /// What this reconciler is configured by.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// [`load_inputs_timed`] with this reconciler's profiles, reusing the parsed documents of
@@ -443,7 +414,7 @@ impl Reconciler {
         }
         let previous = cache.last.take();
         let (set, errors) = load_repository_incremental(&mut cache.parse, io_errors);
-        let inputs = build_inputs(set, errors, &self.profiles, timings, started, previous.as_ref())?;
+        let inputs = build_inputs(set, errors, &self.settings.profiles, timings, started, previous.as_ref())?;
         cache.last = Some(inputs.clone());
         Ok(inputs)
     }
@@ -511,7 +482,7 @@ impl Reconciler {
 
         // Snapshot: version what we know of every member, with its age and confidence.
         let phase = Instant::now();
-        let model = self.profiles.model().clone();
+        let model = self.settings.profiles.model().clone();
         let dims = Dimensions::new(&model);
         let mut snapshot_versions = BTreeMap::new();
         let mut fingerprints = Vec::with_capacity(inputs.snapshots.len());
@@ -656,11 +627,12 @@ impl Reconciler {
                 Some((claim, policy)) => (
                     Some(&claim.policy),
                     &policy.spec.placement,
-                    self.profiles
+                    self.settings
+                        .profiles
                         .for_policy(&policy.meta.annotations)
-                        .unwrap_or_else(|| self.profiles.default_profile()),
+                        .unwrap_or_else(|| self.settings.profiles.default_profile()),
                 ),
-                None if !required.is_empty() => (None, &default_placement, self.profiles.default_profile()),
+                None if !required.is_empty() => (None, &default_placement, self.settings.profiles.default_profile()),
                 None => continue,
             };
             let hashes = (
@@ -878,7 +850,7 @@ impl Reconciler {
 
         // Publish, then record: a crash in between re-derives the same output next time.
         let phase = Instant::now();
-        let published = publish::publish_guarded(output_dir, &plan, &self.publish.guard)?;
+        let published = publish::publish_guarded(output_dir, &plan, &self.settings.publish.guard)?;
         report.phases.publish += phase.elapsed();
         let phase = Instant::now();
         report.files_written = published.written.len();
@@ -1026,7 +998,7 @@ impl Reconciler {
         self.store.remove_stored_decisions(&report.removed_workloads)?;
         self.store.flush()?;
         report.phases.record += phase.elapsed();
-        if let Some(git) = &self.publish.git {
+        if let Some(git) = &self.settings.publish.git {
             report.commit = publish::git::commit_and_push(output_dir, git, trigger)?.commit;
         }
         report.duration_ms = started.elapsed().as_millis();
