@@ -169,5 +169,4 @@ mod tests {
         assert_eq!(strip_userinfo("https://u:secret@10.0.0.1:6443/k8s"), "https://10.0.0.1:6443/k8s");
         assert_eq!(strip_userinfo("https://10.0.0.1:6443"), "https://10.0.0.1:6443");
     }
-
 }

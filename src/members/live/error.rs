@@ -109,5 +109,4 @@ mod tests {
         assert!(matches!(t.health(), Health::Unreachable { .. }));
         assert_eq!(crate::util::percent::encode("a+b/c=="), "a%2Bb%2Fc%3D%3D");
     }
-
 }

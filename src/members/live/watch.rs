@@ -171,7 +171,12 @@ pub(super) async fn relist<T: Watched>(ctx: &Ctx, path: &str, what: &'static str
 /// One watch request, read until the stream ends. `Ok(events applied)` when it ended normally
 /// (server timeout, closed, idle longer than `timeoutSeconds` + `read_timeout`, broken
 /// mid-stream): re-watch from `rv`. `Gone` for 410 (as a status or an `ERROR` event).
-pub(super) async fn watch_once<T: Watched>(ctx: &Ctx, path: &str, what: &'static str, rv: &mut String) -> Result<u64, Got> {
+pub(super) async fn watch_once<T: Watched>(
+    ctx: &Ctx,
+    path: &str,
+    what: &'static str,
+    rv: &mut String,
+) -> Result<u64, Got> {
     let url = format!(
         "{path}?watch=1&resourceVersion={}&allowWatchBookmarks=true&timeoutSeconds={}",
         crate::util::percent::encode(rv),
@@ -405,5 +410,4 @@ mod tests {
         assert!(decode_event::<PodItem>(br#"{"type":"SOMETHING","object":{}}"#).is_err());
         assert!(decode_event::<PodItem>(br#"{"type":"ADDED","object":{"spec":{"containers":3}}}"#).is_err());
     }
-
 }
