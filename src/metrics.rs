@@ -376,4 +376,38 @@ mod tests {
         let text = m.refresh_and_encode(&view(&["unit-a"]), 3_500, 0, None).expect("encode");
         assert!(!text.contains("fedsched_snapshot_age_seconds{cluster=\"unit-b\"}"), "{text}");
     }
+
+    #[test]
+    fn rounds_passes_and_offline_loads_are_recorded_from_their_reports() {
+        let m = Metrics::new();
+        let round = RoundReport {
+            polls: vec![
+                PollRecord { cluster: "live-a".into(), outcome: PollOutcome::Ok, duration: Duration::from_millis(5) },
+                PollRecord { cluster: "live-b".into(), outcome: PollOutcome::Error, duration: Duration::ZERO },
+            ],
+            ..Default::default()
+        };
+        m.record_round(&round);
+        m.record_offline([("off-a", Duration::ZERO)]);
+        let report = ReconcileReport {
+            held_clusters: vec![crate::publish::HeldCluster { cluster: "live-a".into(), objects: 4, removals: 4 }],
+            files_written: 3,
+            ..Default::default()
+        };
+        m.record_pass("ok", Some(&report));
+        let text = m.refresh_and_encode(&view(&[]), 0, 0, None).expect("encode");
+        for line in [
+            "fedsched_polls_total{cluster=\"live-a\",outcome=\"ok\"} 1\n",
+            "fedsched_polls_total{cluster=\"live-b\",outcome=\"error\"} 1\n",
+            "fedsched_polls_total{cluster=\"off-a\",outcome=\"offline\"} 1\n",
+            "fedsched_mass_deletion_holds_total{cluster=\"live-a\"} 1\n",
+            "fedsched_files_written_total 3\n",
+            "fedsched_reconciles_total{outcome=\"ok\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line}{text}");
+        }
+        // Another value starts from zero: there is no shared registry.
+        let other = Metrics::new().refresh_and_encode(&view(&[]), 0, 0, None).expect("encode");
+        assert!(!other.contains("live-a"), "{other}");
+    }
 }

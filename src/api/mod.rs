@@ -17,9 +17,9 @@
 //! Every route is GET only: nothing here writes. The store is read through the daemon's
 //! [`Store`] handle (sled allows one process), on blocking threads; the loop's state comes
 //! from a `watch` of [`StatusView`] (the last good inputs and the profiles they ran with), the
-//! metrics from the daemon's `Arc` of them, the wall clock from the daemon's clock. With `http.token_file`, `/api/v1/…` (and `/metrics` if
-//! `http.metrics_require_token`) need `Authorization: Bearer <token>`, compared in constant
-//! time; the token is never logged.
+//! metrics from the daemon's `Arc` of them, the wall clock from the daemon's clock. With
+//! `http.token_file`, `/api/v1/…` (and `/metrics` if `http.metrics_require_token`) need
+//! `Authorization: Bearer <token>`, compared in constant time; the token is never logged.
 
 pub mod client;
 

@@ -135,6 +135,9 @@ pub struct Daemon {
     heartbeat: Arc<Heartbeat>,
     status_tx: status_watch::Sender<Arc<StatusView>>,
     api: Option<crate::api::Server>,
+    /// Whether the loop watches the policy directory (else only [`Control::PolicyChanged`]
+    /// reports changes).
+    watch_policy_dir: bool,
 }
 
 enum Event {
@@ -166,7 +169,26 @@ impl Daemon {
         let (status_tx, status_rx) =
             status_watch::channel(Arc::new(StatusView { started_at_ms: clock.now_ms(), ..Default::default() }));
         let api = start_api(&cfg, &paths, &store, status_rx, &heartbeat, &metrics, &clock).await?;
-        Ok(Daemon { cfg, config_path, paths, clock, store, current, metrics, heartbeat, status_tx, api })
+        Ok(Daemon {
+            cfg,
+            config_path,
+            paths,
+            clock,
+            store,
+            current,
+            metrics,
+            heartbeat,
+            status_tx,
+            api,
+            watch_policy_dir: true,
+        })
+    }
+
+    /// Does not watch the policy directory: changes reach the loop only as
+    /// [`Control::PolicyChanged`] (tests that want one pass per control).
+    pub fn without_policy_watch(mut self) -> Daemon {
+        self.watch_policy_dir = false;
+        self
     }
 
     /// The status the loop publishes after every pass.
@@ -196,7 +218,7 @@ impl Daemon {
         );
         let (fs_tx, mut fs_rx) = mpsc::channel::<()>(1);
         let ignored = vec![paths.output_dir.clone(), paths.state_dir.clone()];
-        let policy_watch = start_watch(&paths, ignored, fs_tx);
+        let policy_watch = if self.watch_policy_dir { start_watch(&paths, ignored, fs_tx) } else { None };
         let mut ticker = interval(self.cfg.reconcile.interval).await;
         // One timer pets systemd's watchdog and stamps the heartbeat; both stop while a pass
         // is stuck, because the loop is waiting for it.
@@ -292,10 +314,8 @@ impl Daemon {
                 Event::Heartbeat => systemd::watchdog(),
                 Event::Reload => {
                     systemd::reloading();
-                    if let Some(interval_changed) = self.reload() {
-                        if interval_changed {
-                            ticker = interval(self.cfg.reconcile.interval).await;
-                        }
+                    if self.reload() == Some(true) {
+                        ticker = interval(self.cfg.reconcile.interval).await;
                     }
                     systemd::ready("reloaded");
                     pending = Some("sighup");
