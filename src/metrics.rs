@@ -327,16 +327,6 @@ impl Metrics {
     }
 }
 
-/// Until the pass stops recording itself (issue 12, branch h1), `crate::reconcile` still calls
-/// these; they record nothing: the daemon records offline polls and held clusters from the
-/// reports ([`Metrics::record_offline`], [`Metrics::record_pass`]).
-#[doc(hidden)]
-pub fn record_poll(_cluster: &str, _duration: Duration, _outcome: PollOutcome) {}
-
-/// See [`record_poll`].
-#[doc(hidden)]
-pub fn record_hold(_cluster: &str) {}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -235,7 +235,7 @@ impl Daemon {
         ));
         let mut view = LiveView::default();
         let mut live_targets: Vec<Target> =
-            if self.cfg.clusters.is_empty() { Vec::new() } else { initial_targets(&self.cfg, &paths).await };
+            if self.cfg.clusters.is_empty() { Vec::new() } else { self.initial_targets().await };
 
         let mut ready = false;
         let mut pending: Option<&'static str> = None;
@@ -346,6 +346,24 @@ impl Daemon {
         Ok(())
     }
 
+    /// The live targets from the policy repository as it is at start (empty if it is invalid:
+    /// the startup reconcile reports why). The load's offline snapshots count as polls.
+    async fn initial_targets(&self) -> Vec<Target> {
+        let dir = self.paths.policy_dir.clone();
+        let cfg = self.cfg.clone();
+        let load = move || {
+            let inputs = reconcile::load_inputs(&dir).ok()?;
+            Some((live_targets(&cfg, &inputs.set), inputs.offline_polls))
+        };
+        match tokio::task::spawn_blocking(load).await {
+            Ok(Some((targets, polls))) => {
+                self.metrics.record_offline(polls.iter().map(|(c, took)| (c.as_str(), *took)));
+                targets
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Reads the configuration file again and puts its settings in force (a new reconciler).
     /// Returns whether `reconcile.interval` changed, or `None` when nothing was reloaded (no
     /// file, or an invalid one: the previous settings stay).
@@ -397,10 +415,10 @@ impl Daemon {
             test_stall(trigger);
             let mut timings = PhaseTimings::default();
             let mut inputs = match r.load_inputs(&policy_dir, &mut timings) {
-                Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None, Vec::new()),
+                Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None, None),
                 Ok(inputs) => inputs,
             };
-            let offline: Vec<String> = inputs.set.clusters.iter().map(|c| c.meta.name.clone()).collect();
+            let offline = Some(Arc::clone(&inputs.offline_polls));
             let targets = live_targets(&cfg, &inputs.set);
             inputs.apply_live(&view, &r.store);
             let inputs = Arc::new(inputs);
@@ -415,8 +433,9 @@ impl Daemon {
         .await;
         let (joined, targets) = match joined {
             Ok((r, t, offline)) => {
-                // Each load builds a snapshot of every Cluster object (an offline poll).
-                self.metrics.record_offline(offline.iter().map(|c| (c.as_str(), Duration::ZERO)));
+                if let Some(polls) = offline {
+                    self.metrics.record_offline(polls.iter().map(|(c, took)| (c.as_str(), *took)));
+                }
                 (Ok(r), t)
             }
             Err(e) => (Err(e), None),
@@ -557,19 +576,6 @@ fn log_round(report: &RoundReport) {
         changed = report.changed,
         "poll round done"
     );
-}
-
-/// The live targets from the policy repository as it is at start (empty if it is invalid:
-/// the startup reconcile reports why).
-async fn initial_targets(cfg: &Config, paths: &Paths) -> Vec<Target> {
-    let dir = paths.policy_dir.clone();
-    let cfg = cfg.clone();
-    match tokio::task::spawn_blocking(move || reconcile::load_inputs(&dir).ok().map(|i| live_targets(&cfg, &i.set)))
-        .await
-    {
-        Ok(Some(t)) => t,
-        _ => Vec::new(),
-    }
 }
 
 fn live_targets(cfg: &Config, set: &crate::policy::PolicySet) -> Vec<Target> {

@@ -38,7 +38,7 @@ use std::sync::Arc;
 
 use crate::model::ClusterSnapshot;
 use crate::policy::ObjectKey;
-use crate::store::PlacementRecord;
+use crate::store::{PlacementRecord, Store, StoreError};
 
 /// How often a pass publishes the whole plan (compares every output file with the disk).
 pub const FULL_CHECK_EVERY_MS: u64 = 10 * 60 * 1000;
@@ -275,6 +275,29 @@ pub struct PassCache {
 }
 
 impl PassCache {
+    /// On the first pass: reads the placements, and the decisions a previous process
+    /// persisted that are still valid (written with their placement's `history_seq`; their
+    /// files are compared with the disk on a full check).
+    pub fn load_once(&mut self, store: &Store) -> Result<(), StoreError> {
+        if self.loaded {
+            return Ok(());
+        }
+        for p in store.placements()? {
+            self.placements.insert(p.workload.clone(), Arc::new(p));
+        }
+        for stored in store.stored_decisions()? {
+            if let Some(p) = self.placements.get(&stored.workload)
+                && p.history_seq == stored.history_seq
+            {
+                let workload = stored.workload.clone();
+                let restored = CachedDecision::restored(stored, p);
+                self.decisions.insert(workload, restored);
+            }
+        }
+        self.loaded = true;
+        Ok(())
+    }
+
     /// Whether this pass publishes the whole plan.
     pub fn full_check_due(&self, now_ms: u64, trigger: &str) -> bool {
         trigger == FULL_CHECK_TRIGGER
@@ -299,7 +322,6 @@ mod tests {
 
     use super::*;
     use crate::reconcile::{Reconciler, Settings, load_inputs};
-    use crate::store::Store;
     use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
 
     fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -442,7 +464,10 @@ mod tests {
 
     #[test]
     fn summary_fragments_give_the_same_bytes_as_the_whole_document() {
-        assert_eq!(super::super::summary_from_items(&[]), super::super::summary_json(std::iter::empty()));
+        assert_eq!(
+            crate::render::summary::summary_from_items(&[]),
+            crate::render::summary::summary_json(std::iter::empty())
+        );
         let dir = tempfile::tempdir().expect("tempdir");
         let policies = dir.path().join("repo");
         let spec = RepoSpec { fleet: FleetSpec { clusters: 4, nodes: 2, pods: 4, seed: 2 }, workloads: 12 };
@@ -451,9 +476,12 @@ mod tests {
         r.reconcile(&load_inputs(&policies).expect("inputs"), &dir.path().join("out"), "t", 1).expect("reconcile");
         let placements = r.store.placements().expect("placements");
         assert!(!placements.is_empty());
-        let items: Vec<String> = placements.iter().map(super::super::summary_item).collect();
+        let items: Vec<String> = placements.iter().map(crate::render::summary::summary_item).collect();
         let items: Vec<&str> = items.iter().map(String::as_str).collect();
-        assert_eq!(super::super::summary_from_items(&items), super::super::summary_json(placements.iter()));
+        assert_eq!(
+            crate::render::summary::summary_from_items(&items),
+            crate::render::summary::summary_json(placements.iter())
+        );
     }
 
     #[test]

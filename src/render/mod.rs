@@ -3,8 +3,10 @@
 //! Owns: replica revision, pruning of server-populated fields, provenance labels and
 //! annotations, output file naming, and the YAML emitter ([`yaml`]). Pure: no I/O. Overrides
 //! (OverridePolicy / ClusterOverridePolicy, [`overrides`]) apply between revision and pruning.
+//! [`summary`]: the text of `.fedsched/placements.json`.
 
 pub mod overrides;
+pub mod summary;
 pub mod yaml;
 
 use serde_json::{Map, Value};
