@@ -3,7 +3,7 @@
 //! SIGINT).
 //!
 //! Owns: the event loop, the policy watch ([`watch`]), systemd notification ([`systemd`]), the
-//! daemon's [`Metrics`], and the settings in force ([`Current`]). The loop is driven from
+//! daemon's [`Metrics`], and the settings in force. The loop is driven from
 //! outside by a stream of [`Control`]s and reads the wall clock through a [`Clock`]:
 //! production ([`run_blocking`]) maps signals to controls and uses the system clock; tests
 //! pass a channel ([`control_channel`]) and a [`crate::util::clock::ManualClock`] and run the
@@ -105,17 +105,17 @@ pub async fn run(
 
 /// The settings in force: the reconciler built from them, and the profiles the read side
 /// (explain, resources) answers with. Rebuilt as a whole on reload.
-pub struct Current {
+struct Current {
     /// The reconciler of this configuration.
-    pub reconciler: Arc<Reconciler>,
+    reconciler: Arc<Reconciler>,
     /// The same profiles as the reconciler's (`[profiles.*]`, `[cost]`, `[model]`).
-    pub profiles: Arc<Profiles>,
+    profiles: Arc<Profiles>,
 }
 
 impl Current {
     /// [`reconcile::Settings::from_config`] (the one way settings are built, at start and on
     /// reload) and a new [`Reconciler`] over `store`.
-    pub fn from_config(cfg: &Config, store: &Store) -> anyhow::Result<Current> {
+    fn from_config(cfg: &Config, store: &Store) -> anyhow::Result<Current> {
         let settings = reconcile::Settings::from_config(cfg, false)?;
         let profiles = Arc::new(cfg.profiles()?);
         Ok(Current { reconciler: Arc::new(Reconciler::new(store.clone(), settings)), profiles })
