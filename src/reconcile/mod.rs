@@ -1,25 +1,27 @@
 //! One reconcile pass through the whole flow. The `render` command runs one pass; the daemon
-//! runs one per trigger. [`Reconciler::reconcile`] is one call per stage, each in its own
+//! runs one per trigger. `Reconciler::reconcile` is one call per stage, each stage in its own
 //! file and handing one type to the next:
 //!
-//! 1. load inputs ([`inputs`], before the pass: [`Reconciler::load_inputs`]) → [`Inputs`];
-//! 2. version snapshots ([`snapshots`]) → `PassSnapshots` (versions, the deducted member
-//!    views) and the `Pass` every decision shares;
-//! 3. decide ([`decide`]: claim, decision key, schedule + render or reuse; propagateDeps
-//!    order from [`deps`]) → `Decisions`;
-//! 4. plan the publish ([`plan`]) → `PlannedPublish`;
-//! 5. publish ([`crate::publish::publish_guarded`]) → [`crate::publish::Published`];
-//! 6. record ([`record`]: history, placements, persisted decisions, flush) → `Recorded`;
+//! 1. load inputs (`inputs.rs`; before the pass, [`Reconciler::load_inputs`]) → [`Inputs`];
+//! 2. version snapshots (`snapshots.rs`) → `PassSnapshots` (snapshot versions, the member
+//!    views after the assumed-replica deductions), then the `Pass` every decision shares
+//!    (positions, the scheduler's fleet, the versions blob, each cluster's state);
+//! 3. decide (`decide.rs`: claim, decision key, schedule + render or reuse; the
+//!    propagateDeps order and helpers in `deps.rs`) → `Decisions`;
+//! 4. plan the publish (`plan.rs`: dirty clusters, kept files, `placements.json`) →
+//!    `PlannedPublish`;
+//! 5. publish ([`publish::publish_guarded`]) → [`publish::PublishReport`];
+//! 6. record (`record.rs`: history and placements in batches, removed workloads, persisted
+//!    decisions, flush) → `Recorded`;
 //!
-//! then git mode's commit, and the [`ReconcileReport`] ([`report`]) made of what the stages
-//! handed over. What a reconciler keeps between passes is [`cache`]; what it is configured
-//! by, [`Settings`] ([`settings`]).
+//! then git mode's commit, and the [`ReconcileReport`] (`report.rs`) made of what the stages
+//! handed over. What a reconciler keeps between passes is `cache.rs`; what it is configured
+//! by is [`Settings`] (`settings.rs`).
 //!
 //! Owns: the order of the stages and what happens to a workload when a stage fails for it
 //! (it keeps its previous output). Inputs that are invalid stop the pass before anything is
-//! written: the output and the store stay as they were. Records no metrics: the report and
-//! the inputs carry what the caller records ([`ReconcileReport::held_clusters`],
-//! [`Inputs::offline_polls`]).
+//! written: the output and the store stay as they were. Records no metrics: the caller
+//! records them from [`Inputs::offline_polls`] and [`ReconcileReport::held_clusters`].
 
 mod cache;
 mod decide;
@@ -39,7 +41,7 @@ use crate::policy::matching::PolicyIndex;
 use crate::publish;
 use crate::store::Store;
 
-pub(crate) use decide::Decided;
+use decide::Decided;
 pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
 use inputs::LoadCache;
 pub use inputs::{InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_timed, load_inputs_with};

@@ -225,3 +225,51 @@ fn record_removed(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn placement(targets: &[(&str, i32)]) -> PlacementRecord {
+        PlacementRecord {
+            workload: ObjectKey {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: Some("default".into()),
+                name: "web".into(),
+            },
+            policy: None,
+            result: ScheduleResult::unschedulable(""),
+            targets: targets.iter().map(|(c, r)| (c.to_string(), Some(*r))).collect(),
+            affinity_name: None,
+            files: targets.iter().map(|(c, _)| (c.to_string(), "web.yaml".to_string())).collect(),
+            history_seq: 0,
+            decided_at_ms: 0,
+        }
+    }
+
+    /// A workload's notes name each held cluster among its new and its previous files, once.
+    #[test]
+    fn held_notes_name_the_held_clusters_of_the_new_and_previous_files() {
+        let held = [HeldCluster { cluster: "a".into(), objects: 4, removals: 3 }];
+        let (new, old) = (placement(&[("b", 1)]).files, placement(&[("a", 1), ("b", 1)]).files);
+        assert_eq!(held_notes(&held, &[&new]), Vec::<String>::new());
+        assert_eq!(held_notes(&held, &[&new, &old]), vec![held[0].to_string()]);
+        assert_eq!(held_notes(&[], &[&new, &old]), Vec::<String>::new());
+    }
+
+    /// A new workload is always recorded; a reused decision only when its notes differ from
+    /// its last history's; a fresh one also when its placement differs.
+    #[test]
+    fn a_reused_decision_is_recorded_only_when_its_notes_change() {
+        let record = placement(&[("a", 2)]);
+        let d = Decided::restored(&record, Vec::new(), Vec::new(), Vec::new(), Vec::new(), (true, None));
+        let last = cache::LastHistory { template_hash: 0, policy_hash: 0, notes: Vec::new() };
+        let moved = placement(&[("b", 2)]);
+        assert!(changed(&d, None, false, None, &[]));
+        assert!(!changed(&d, Some(&moved), false, Some(&last), &[]));
+        assert!(changed(&d, Some(&moved), false, Some(&last), &["held".to_string()]));
+        assert!(changed(&d, Some(&moved), true, Some(&last), &[]));
+        assert!(!changed(&d, Some(&record), true, Some(&last), &[]));
+    }
+}
