@@ -533,6 +533,35 @@ mod tests {
         assert_eq!(tree(&out).get(&victim), b.get(&victim));
     }
 
+    /// A profile changed under the same name (here `[model]`, which every profile carries)
+    /// decides every workload again, in the same process (a reload builds a new reconciler)
+    /// and after a restart: the decision key holds the profile's content, not only its name.
+    #[test]
+    fn a_changed_profile_under_the_same_name_decides_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 4, nodes: 2, pods: 4, seed: 9 }, workloads: 8 };
+        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
+        let state = dir.path().join("state");
+        let out = dir.path().join("out");
+        let settings = |toml_text: &str| {
+            let cfg: crate::config::Config = toml::from_str(toml_text).expect("config");
+            Settings::from_config(&cfg, false).expect("settings")
+        };
+        let pass = |settings: Settings, now: u64| {
+            let r = Reconciler::new(Store::open(&state).expect("store"), settings);
+            r.reconcile(&load_inputs(&policies).expect("inputs"), &out, "startup", now).expect("reconcile")
+        };
+        pass(settings(""), 1_000);
+        pass(settings(""), 2_000);
+        let quiet = pass(settings(""), 3_000);
+        assert_eq!(quiet.decided, 0, "{}", quiet.summary());
+        let changed = pass(settings("[model]\nmin_confidence = 0.5\n"), 4_000);
+        assert_eq!(changed.decided, changed.workloads, "{}", changed.summary());
+        let again = pass(settings("[model]\nmin_confidence = 0.5\n"), 5_000);
+        assert_eq!(again.decided, 0, "{}", again.summary());
+    }
+
     /// A restart reuses the decisions a previous process persisted: nothing decided, written
     /// or recorded when nothing changed; a hand-edited file is restored; an edited workload
     /// is decided again, alone; a store without persisted decisions gives a cold pass.

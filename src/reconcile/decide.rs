@@ -223,7 +223,7 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_>, fleet_static: u64) -> u64 {
     let prev = w.previous.as_ref().map(|p| (&p.targets, &p.affinity_name, &p.files, &p.policy));
     cache::key_of(&(
         (w.hashes, &t.source.file, t.source.document, w.policy.as_ref(), fleet_static, ctx.inputs.hashes.interpreters),
-        (prev, &w.framework.name, &w.required),
+        (prev, &w.framework.name, w.framework.digest, &w.required),
         overrides_key,
     ))
 }

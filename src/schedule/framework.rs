@@ -169,6 +169,10 @@ pub struct Framework {
     pub scorers: Vec<(Box<dyn ScorePlugin>, i64)>,
     pub estimators: Vec<Box<dyn crate::model::estimate::Estimator>>,
     pub settings: ScoreSettings,
+    /// A stable hash of everything above that decides an outcome (plugin names and order,
+    /// weights, settings): part of every decision key, so that a profile changed under the
+    /// same name (a reload, a restart with another config) decides its workloads again.
+    pub digest: u64,
 }
 
 impl Framework {
@@ -187,6 +191,7 @@ impl Framework {
             scorers: Vec::new(),
             estimators: crate::model::estimate::estimators(),
             settings: ScoreSettings::default(),
+            digest: 0,
         }
     }
 
@@ -232,7 +237,19 @@ impl Framework {
                 }
             }
         }
+        fw.refresh_digest();
         Ok(fw)
+    }
+
+    /// Recomputes [`Framework::digest`] after the plugins or settings changed.
+    pub fn refresh_digest(&mut self) {
+        let filters: Vec<&str> = self.filters.iter().map(|f| f.name()).collect();
+        let scorers: Vec<(&str, i64)> = self.scorers.iter().map(|(s, w)| (s.name(), *w)).collect();
+        let estimators: Vec<&str> = self.estimators.iter().map(|e| e.name()).collect();
+        // Debug output of ordered collections and plain values: stable for a build; a
+        // different build at worst decides its workloads again once.
+        let text = format!("{}\u{0}{filters:?}\u{0}{scorers:?}\u{0}{estimators:?}\u{0}{:?}", self.name, self.settings);
+        self.digest = crate::util::hash::fnv1a64(text.as_bytes());
     }
 }
 

@@ -124,6 +124,7 @@ impl Profiles {
         for fw in std::iter::once(&mut self.default).chain(self.frameworks.values_mut()) {
             fw.settings.model = model.clone();
             fw.estimators = crate::model::estimate::estimators_with(&model);
+            fw.refresh_digest();
         }
         self
     }
