@@ -25,8 +25,6 @@ pub struct ParseCache {
     pub(super) order: Vec<PathBuf>,
 }
 
-/// A file's stat, what identifies its bytes without reading them.
-
 /// A file modified less than this before it was read is read again next time.
 pub const RACY_NS: i128 = 1_000_000_000;
 
@@ -39,7 +37,7 @@ pub(super) struct CachedFile {
     pub(super) stat: Option<FileStat>,
     /// Wall clock (ns since the epoch) just before the file was read.
     pub(super) read_at_ns: i128,
-    /// The file loaded on its own ([`load_repository_incremental`]); forgotten when its bytes
+    /// The file loaded on its own ([`super::load_repository_incremental`]); forgotten when its bytes
     /// change.
     pub(super) typed: Option<Typed>,
 }

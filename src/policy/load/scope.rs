@@ -56,7 +56,7 @@ pub(super) fn version_of(api_version: &str) -> &str {
 }
 
 /// Kinds whose objects are cluster-scoped, by (group, kind). CRD-declared kinds are looked up
-/// in [`PolicySet::crd_scopes`] first.
+/// in [`crate::policy::PolicySet::crd_scopes`] first.
 const CLUSTER_SCOPED: &[(&str, &str)] = &[
     ("", "Namespace"),
     ("", "Node"),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::LoadError;
 
+/// A file's stat, what identifies its bytes without reading them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct FileStat {
     pub(super) len: u64,
