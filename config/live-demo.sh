@@ -6,11 +6,12 @@
 set -eu
 cd "$(dirname "$0")/.."
 cargo build -q
-bin=target/debug/fedsched
+# Where cargo put it: CARGO_TARGET_DIR when set, else ./target.
+bin="${CARGO_TARGET_DIR:-target}/debug/fedsched"
 rm -rf live-demo out-live
 mkdir -p live-demo/policies/clusters live-demo/policies/apps
-$bin simulate --generate 3 --nodes 6 --pods 40 --out live-demo/fleet
-$bin simulate --fleet live-demo/fleet --listen 127.0.0.1:0 --listen-http 127.0.0.1:0 --apply out-live &
+"$bin" simulate --generate 3 --nodes 6 --pods 40 --out live-demo/fleet
+"$bin" simulate --fleet live-demo/fleet --listen 127.0.0.1:0 --listen-http 127.0.0.1:0 --apply out-live &
 sim=$!
 trap 'kill $sim 2>/dev/null' EXIT INT TERM
 while [ ! -f live-demo/fleet/.simulator/endpoints.json ]; do sleep 0.2; done
@@ -52,4 +53,4 @@ YAML
   cat live-demo/fleet/.simulator/fedsched.toml
 } > live-demo/fedsched.toml
 echo "kubectl: kubectl --kubeconfig live-demo/fleet/.simulator/kubeconfig --context member-000 get pods -n shop"
-$bin run -c live-demo/fedsched.toml
+"$bin" run -c live-demo/fedsched.toml

@@ -385,6 +385,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                         s.cluster_override_policies.len(),
                         s.clusters.len()
                     );
+                    for w in crate::policy::validate::warnings(s) {
+                        eprintln!("warning: {w}");
+                    }
                     // Conflict report (from scratch: check reads no store, so it cannot know
                     // which policy claimed a template first).
                     for t in &s.templates {

@@ -64,7 +64,8 @@ pub fn max_available(
 /// `floor((allocatable − allocated − allocating) / request)` per requested resource, a
 /// resource the cluster does not have allows 0, bounded by the free pod count. When the
 /// cluster's resource models apply ([`models_apply`]) Karmada uses them instead, and so does
-/// this estimator (it answers None and [`ResourceModelEstimator`] answers).
+/// this estimator (it answers None and [`ResourceModelEstimator`] answers). A cluster without
+/// `status.resourceSummary` allows 0 (as Karmada's `GeneralEstimator`).
 pub struct SummaryEstimator;
 
 /// Free pod slots of a summary (Karmada's `allowedPods`), at least 0.
@@ -94,7 +95,8 @@ impl Estimator for SummaryEstimator {
     }
 
     fn max_replicas(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Option<i64> {
-        let s = cluster.summary.as_ref()?;
+        // Karmada: a cluster that reports no resource summary can take no replica.
+        let Some(s) = cluster.summary.as_ref() else { return Some(0) };
         if models_apply(cluster, req) {
             return None;
         }
@@ -287,6 +289,20 @@ mod tests {
     }
 
     const GI: i64 = 1 << 30;
+
+    #[test]
+    fn a_cluster_without_a_resource_summary_takes_no_replica() {
+        // Karmada's GeneralEstimator returns 0 when `status.resourceSummary` is nil.
+        let mut c = cluster(ResourceSummary::default(), vec![]);
+        c.summary = None;
+        let req = ReplicaRequirements { request: list(&[("cpu", 100)]), ..Default::default() };
+        let (max, answers) = max_available(&estimators(), &c, &req);
+        assert_eq!(max, Some(0), "{answers:?}");
+        assert!(answers.iter().any(|a| a.estimator == "resource-summary" && a.replicas == 0), "{answers:?}");
+        // Without any request either: no summary, no pod slots known.
+        let (max, _) = max_available(&estimators(), &c, &ReplicaRequirements::default());
+        assert_eq!(max, Some(0));
+    }
 
     #[test]
     fn general_estimator_matches_karmada_example() {

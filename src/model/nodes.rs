@@ -93,12 +93,9 @@ pub fn tolerates(t: &Toleration, taint: &ClusterTaint) -> bool {
     match t.operator.unwrap_or(TolerationOperator::Equal) {
         // An empty key with Exists matches every taint.
         TolerationOperator::Exists => true,
-        TolerationOperator::Equal => {
-            if key.is_empty() {
-                return false;
-            }
-            t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-        }
+        // An empty key with Equal matches any key whose value equals the toleration's
+        // (Kubernetes' `ToleratesTaint`; Karmada's taint-toleration example relies on it).
+        TolerationOperator::Equal => t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
         TolerationOperator::Lt | TolerationOperator::Gt => false,
     }
 }
@@ -666,12 +663,21 @@ mod tests {
                 },
                 false,
             ),
-            // Karmada's sample: effect only, no key, operator defaults to Equal ⇒ no match.
+            // Effect only, no key, operator defaults to Equal: the value (empty) must equal the
+            // taint's, so this taint with value `gpu` is not tolerated…
             (Toleration { effect: Some(TaintEffect::NoSchedule), ..Default::default() }, false),
         ];
         for (tol, want) in cases {
             assert_eq!(tolerates(&tol, &t), want, "{tol:?}");
         }
+        // …but a taint with an empty value and that effect is (Karmada's
+        // `propagationpolicy_taintToleration.yaml`: `{effect: NoSchedule}`).
+        let bare = taint("cluster.karmada.io/unschedulable", None, TaintEffect::NoSchedule);
+        let effect_only = Toleration { effect: Some(TaintEffect::NoSchedule), ..Default::default() };
+        assert!(tolerates(&effect_only, &bare));
+        assert!(!tolerates(&effect_only, &taint("k", None, TaintEffect::NoExecute)));
+        let empty_equal = Toleration { operator: Some(TolerationOperator::Equal), ..Default::default() };
+        assert!(tolerates(&empty_equal, &bare), "no effect on the toleration matches every effect");
     }
 
     fn list(items: &[(&str, i64)]) -> ResourceList {

@@ -27,11 +27,11 @@ pub fn validate(set: &PolicySet) -> Vec<LoadError> {
     let mut errors = Vec::new();
     for p in &set.propagation_policies {
         let mut v = V::new(&p.source, &mut errors);
-        propagation(&mut v, &p.spec, p.namespace());
+        propagation(&mut v, &p.spec);
     }
     for p in &set.cluster_propagation_policies {
         let mut v = V::new(&p.source, &mut errors);
-        propagation(&mut v, &p.spec, None);
+        propagation(&mut v, &p.spec);
     }
     for p in set.override_policies.iter().chain(&set.cluster_override_policies) {
         let mut v = V::new(&p.source, &mut errors);
@@ -46,6 +46,34 @@ pub fn validate(set: &PolicySet) -> Vec<LoadError> {
         cluster(&mut v, &c.spec);
     }
     errors
+}
+
+/// Findings that do not make the repository invalid but that a user must hear of (`check`
+/// prints them, every pass logs them): what Karmada accepts and fedsched honours exactly,
+/// where the YAML likely does not do what its author meant. Same form as errors (file,
+/// document, field, message).
+pub fn warnings(set: &PolicySet) -> Vec<LoadError> {
+    let mut out = Vec::new();
+    for p in &set.propagation_policies {
+        let Some(ns) = p.namespace() else { continue };
+        for (i, sel) in p.spec.resource_selectors.iter().enumerate() {
+            if let Some(sel_ns) = sel.namespace.as_deref()
+                && !sel_ns.is_empty()
+                && sel_ns != ns
+            {
+                out.push(LoadError::at(
+                    &p.source,
+                    format!("spec.resourceSelectors[{i}].namespace"),
+                    format!(
+                        "`{sel_ns}` is not the policy's own namespace `{ns}`: a PropagationPolicy selects only \
+                         templates of its namespace, so this selector matches nothing (as in Karmada); use a \
+                         ClusterPropagationPolicy to select across namespaces"
+                    ),
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// Collects errors of one object.
@@ -66,20 +94,13 @@ impl<'a> V<'a> {
 // ---------------------------------------------------------------------------------------------
 // PropagationPolicy / ClusterPropagationPolicy
 
-/// `namespace`: the PropagationPolicy's namespace; None for a ClusterPropagationPolicy.
-fn propagation(v: &mut V, spec: &PropagationSpec, namespace: Option<&str>) {
+fn propagation(v: &mut V, spec: &PropagationSpec) {
     if spec.resource_selectors.is_empty() {
         v.err("spec.resourceSelectors", "must not be empty (an empty list never means \"all resources\")");
     }
     for (i, sel) in spec.resource_selectors.iter().enumerate() {
         let path = format!("spec.resourceSelectors[{i}]");
         resource_selector(v, &path, sel);
-        if let (Some(ns), Some(sel_ns)) = (namespace, sel.namespace.as_deref())
-            && !sel_ns.is_empty()
-            && sel_ns != ns
-        {
-            v.err(format!("{path}.namespace"), format!("`{sel_ns}` must be the policy's own namespace `{ns}`"));
-        }
         if spec.preemption == Preemption::Always && sel.name.as_deref().unwrap_or("").is_empty() {
             v.err(format!("{path}.name"), "is required on every resource selector when preemption is Always");
         }
@@ -749,10 +770,8 @@ mod tests {
             // valid
             (SEL, &[]),
             ("resourceSelectors: []", &["spec.resourceSelectors"]),
-            (
-                "resourceSelectors: [{apiVersion: v1, kind: ConfigMap, namespace: other}]",
-                &["spec.resourceSelectors[0].namespace"],
-            ),
+            // Valid in Karmada (the selector never matches): a warning, not an error.
+            ("resourceSelectors: [{apiVersion: v1, kind: ConfigMap, namespace: other}]", &[]),
             (
                 "resourceSelectors: [{apiVersion: v1, kind: ConfigMap, labelSelector: {matchExpressions: [{key: a, operator: In}]}}]",
                 &["spec.resourceSelectors[0].labelSelector.matchExpressions[0]"],
@@ -855,6 +874,35 @@ mod tests {
             let got = fields(&pp(spec));
             assert_eq!(&got, want, "spec:\n{spec}");
         }
+    }
+
+    #[test]
+    fn a_selector_of_another_namespace_is_valid_matches_nothing_and_is_warned_about() {
+        let docs = format!(
+            "{}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm, namespace: other}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm, namespace: ns}}\n",
+            pp("resourceSelectors: [{apiVersion: v1, kind: ConfigMap, namespace: other}]")
+        );
+        let (mut set, errors) = crate::policy::load::load_sources([(PathBuf::from("t.yaml"), docs)]);
+        assert!(errors.is_empty(), "{errors:?}");
+        crate::policy::defaults::apply(&mut set);
+        assert!(validate(&set).is_empty(), "{:?}", validate(&set));
+        let w = warnings(&set);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].field, "spec.resourceSelectors[0].namespace");
+        assert_eq!(w[0].document, Some(1));
+        assert!(w[0].message.contains("matches nothing"), "{}", w[0].message);
+        // Neither ConfigMap is claimed: not the one in `other` (a PP selects only its own
+        // namespace), not the one in `ns` (the selector names `other`).
+        for t in &set.templates {
+            assert!(crate::policy::matching::claim(&set, t).is_none(), "{} was claimed", t.key);
+        }
+        // A selector of its own namespace, or of none, is not warned about.
+        let (mut set, _) = crate::policy::load::load_sources([(
+            PathBuf::from("t.yaml"),
+            pp("resourceSelectors: [{apiVersion: v1, kind: ConfigMap, namespace: ns}, {apiVersion: v1, kind: Secret}]"),
+        )]);
+        crate::policy::defaults::apply(&mut set);
+        assert!(warnings(&set).is_empty());
     }
 
     #[test]

@@ -25,20 +25,61 @@ impl TieBreak {
 /// Webster apportionment of `total` seats over `weights` (name → weight ≥ 0). Each step gives
 /// one seat to the party with the highest `weight / (2·seats + 1)`; ties go to fewer seats, then
 /// by name in `tie` order. Parties with zero weight receive nothing. Returns seats per party
-/// (parties without seats are left out). O(total · log parties).
+/// (parties without seats are left out).
+///
+/// The result is that of giving the seats one by one, but the cost does not grow with `total`:
+/// [`webster_base`] finds, in O(parties · log total), seats every party certainly gets, and
+/// only the last seats (at most one per party) go through the heap: O(parties · log total).
 pub fn webster(total: i64, weights: &BTreeMap<String, i64>, tie: TieBreak) -> BTreeMap<String, i64> {
-    let mut heap: BinaryHeap<Party<'_>> =
-        weights.iter().filter(|(_, w)| **w > 0).map(|(n, w)| Party { name: n, weight: *w, seats: 0, tie }).collect();
-    if heap.is_empty() {
+    let parties: Vec<(&String, i64)> = weights.iter().filter(|(_, w)| **w > 0).map(|(n, w)| (n, *w)).collect();
+    if parties.is_empty() || total <= 0 {
         return BTreeMap::new();
     }
-    for _ in 0..total.max(0) {
+    let base = webster_base(total, &parties);
+    let given: i64 = base.iter().sum();
+    let mut heap: BinaryHeap<Party<'_>> =
+        parties.iter().zip(&base).map(|((n, w), s)| Party { name: n, weight: *w, seats: *s, tie }).collect();
+    for _ in 0..(total - given).max(0) {
         if let Some(mut best) = heap.pop() {
             best.seats += 1;
             heap.push(best);
         }
     }
     heap.into_iter().filter(|p| p.seats > 0).map(|p| (p.name.clone(), p.seats)).collect()
+}
+
+/// Seats each party is certain to receive in [`webster`], summing to at most `total` and short
+/// of it by at most about one per party.
+///
+/// The one-by-one procedure hands out the seats in a fixed order of "items" (party `i`'s
+/// `j`-th seat has priority `w_i / (2j + 1)`), so its result is the first `total` items. For
+/// a threshold `λ`, the items of priority strictly above `λ` are all among the first `total`
+/// whenever there are at most `total` of them (an item outside would have `total` items
+/// before it, all above `λ`). With `λ = W / d` (`W` the sum of weights) party `i` has
+/// `#{odd k : k·W < w_i·d}` such items; a binary search finds the largest `d` whose count is
+/// at most `total`. Integer arithmetic only (i128, saturating), so the result is exact.
+fn webster_base(total: i64, parties: &[(&String, i64)]) -> Vec<i64> {
+    let w_sum: i128 = parties.iter().map(|(_, w)| i128::from(*w)).sum();
+    let above = |d: i128, w: i64| -> i128 {
+        let q = i128::from(w).saturating_mul(d);
+        if q < 1 { 0 } else { ((q - 1) / w_sum + 1) / 2 }
+    };
+    let count = |d: i128| -> i128 { parties.iter().map(|(_, w)| above(d, *w)).fold(0i128, i128::saturating_add) };
+    let total = i128::from(total);
+    // count(0) = 0 ≤ total; find hi with count(hi) > total (about 2·total + parties suffices).
+    let (mut lo, mut hi) = (0i128, 2 * total + 2 * parties.len() as i128 + 2);
+    while count(hi) <= total {
+        lo = hi;
+        hi = hi.saturating_mul(2);
+        if hi == i128::MAX {
+            break;
+        }
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if count(mid) <= total { lo = mid } else { hi = mid }
+    }
+    parties.iter().map(|(_, w)| i64::try_from(above(lo, *w)).unwrap_or(i64::MAX)).collect()
 }
 
 /// A party in the Webster heap; the greatest is the next to receive a seat.
@@ -207,6 +248,57 @@ mod tests {
         assert_eq!(webster(5, &w, TieBreak::Descending), m(&[("m1", 1), ("m2", 1), ("m3", 1), ("m4", 2)]));
         let w = m(&[("m1", 2), ("m2", 1)]);
         assert_eq!(webster(2, &w, asc), m(&[("m1", 1), ("m2", 1)]));
+    }
+
+    /// The seat-by-seat procedure, as the definition.
+    fn webster_one_by_one(total: i64, weights: &BTreeMap<String, i64>, tie: TieBreak) -> BTreeMap<String, i64> {
+        let mut heap: BinaryHeap<Party<'_>> = weights
+            .iter()
+            .filter(|(_, w)| **w > 0)
+            .map(|(n, w)| Party { name: n, weight: *w, seats: 0, tie })
+            .collect();
+        for _ in 0..total.max(0) {
+            if let Some(mut best) = heap.pop() {
+                best.seats += 1;
+                heap.push(best);
+            }
+        }
+        heap.into_iter().filter(|p| p.seats > 0).map(|p| (p.name.clone(), p.seats)).collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn webster_equals_the_one_by_one_procedure(
+            weights in proptest::collection::vec(0i64..40, 0..9),
+            big in proptest::collection::vec(0i64..1_000_000_000, 0..4),
+            total in 0i64..3_000,
+            descending in proptest::bool::ANY,
+        ) {
+            let tie = if descending { TieBreak::Descending } else { TieBreak::Ascending };
+            // Small weights give many exact ties; large ones exercise the arithmetic.
+            let mut w: BTreeMap<String, i64> = weights.iter().enumerate().map(|(i, w)| (format!("c{i}"), *w)).collect();
+            w.extend(big.iter().enumerate().map(|(i, w)| (format!("b{i}"), *w)));
+            let fast = webster(total, &w, tie);
+            proptest::prop_assert_eq!(fast.values().sum::<i64>(), if w.values().any(|x| *x > 0) { total } else { 0 });
+            proptest::prop_assert_eq!(fast, webster_one_by_one(total, &w, tie));
+        }
+    }
+
+    #[test]
+    fn webster_cost_does_not_grow_with_the_replica_count() {
+        // 2³¹−1 replicas over static weights: one by one this is minutes of work; here it is
+        // a binary search and a few heap steps. The result is still exact.
+        let w = m(&[("m1", 1), ("m2", 2), ("m3", 3), ("m4", i64::from(i32::MAX))]);
+        let r = webster(i64::from(i32::MAX), &w, TieBreak::Ascending);
+        assert_eq!(r.values().sum::<i64>(), i64::from(i32::MAX));
+        // m4 holds all but a few: its weight is ~2³¹ times the others'.
+        assert!(r["m4"] > i64::from(i32::MAX) - 10, "{r:?}");
+        let w = m(&[("a", 1), ("b", 1), ("c", 1)]);
+        let r = webster(i64::MAX / 4, &w, TieBreak::Descending);
+        assert_eq!(r.values().sum::<i64>(), i64::MAX / 4);
+        let max = r.values().max().copied().unwrap_or(0);
+        let min = r.values().min().copied().unwrap_or(0);
+        assert!(max - min <= 1, "{r:?}");
     }
 
     #[test]

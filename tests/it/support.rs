@@ -261,3 +261,34 @@ impl Drop for Daemon {
         let _ = self.child.kill();
     }
 }
+
+/// Says on the terminal (past the test harness's capture) that a test did not run and why.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("a test").to_string();
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}
+
+/// Karmada's published example files: the directory `FEDSCHED_KARMADA_EXAMPLES` names (it must
+/// exist: `.ci/run` sets it, so CI never skips), else `../shared/karmada-examples` beside the
+/// repository when it is there. `None` (a user's clone has no `../shared`): the caller returns,
+/// and this says that it was skipped.
+pub fn karmada_examples() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("FEDSCHED_KARMADA_EXAMPLES").map(PathBuf::from) {
+        assert!(
+            dir.join("README.md").is_file(),
+            "FEDSCHED_KARMADA_EXAMPLES={} is not Karmada's example directory",
+            dir.display()
+        );
+        return Some(dir);
+    }
+    let beside = repo_root().join("../shared/karmada-examples");
+    if beside.join("README.md").is_file() {
+        return Some(beside);
+    }
+    skipped(
+        "Karmada's example files are not here (set FEDSCHED_KARMADA_EXAMPLES to a copy of \
+         karmada-io/karmada's examples, laid out as ../shared/karmada-examples)",
+    );
+    None
+}
