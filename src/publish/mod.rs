@@ -27,7 +27,7 @@
 //! Files, one concept each: this file holds [`publish`] and [`publish_guarded`] and the
 //! layout's names; `plan.rs` the plan and report types; `names.rs` the name checks and the
 //! validation of a plan; `diff.rs` the diff against the directory; `guard.rs` the mass-deletion
-//! guard; `journal.rs` staging, the journal, the renames and `syncfs`; `recover.rs` the recovery
+//! guard; `journal.rs` staging, the journal, the renames and `syncfs`; `recovery.rs` the recovery
 //! of an interrupted journal; `disk.rs` file-system helpers; `error.rs` [`PublishError`]. The
 //! bytes written (object files, `kustomization.yaml`, the header) come from [`crate::render`].
 
@@ -39,7 +39,7 @@ mod guard;
 mod journal;
 mod names;
 mod plan;
-mod recover;
+mod recovery;
 
 use std::fs;
 use std::path::Path;
@@ -48,14 +48,14 @@ pub use error::PublishError;
 pub use guard::{DEFAULT_MAX_DELETE_RATIO, DeleteGuard, HeldCluster};
 pub use names::check_segment;
 pub use plan::{ClusterFiles, PublishPlan, PublishReport};
-pub use recover::recover;
+pub use recovery::recover;
 
 use diff::compute_changes;
 use disk::{Kind, kind_of, lock};
 use error::io_err;
 use journal::{apply_journal, finish_journal, stage, write_journal};
 use names::validate;
-use recover::recover_locked;
+use recovery::recover_locked;
 
 /// Name of the generated kustomization in every cluster directory (reserved: no object path
 /// may use it at the top of a cluster directory).
