@@ -584,12 +584,11 @@ fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
 
 fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitCode, Failure> {
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
-    let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
-    let mut inputs =
-        reconcile::load_inputs_with(&paths.policy_dir, &profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    let settings = reconcile::Settings::from_config(cfg, allow_mass_delete).map_err(|e| invalid(e.into()))?;
+    let mut inputs = reconcile::load_inputs_with(&paths.policy_dir, &settings.profiles)
+        .map_err(|errs| invalid(invalid_inputs(&errs)))?;
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
-    let mut reconciler = Reconciler::new(store).with_profiles(profiles);
-    reconciler.publish = reconcile::PublishSettings::from_config(cfg, allow_mass_delete);
+    let reconciler = Reconciler::new(store, settings);
     // Live members: one poll round, then the pass.
     let (targets, unknown) = crate::members::live::targets(cfg, &inputs.set);
     for name in unknown {

@@ -62,10 +62,8 @@ pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) ->
         .await
         .context("store task failed")?
         .context("cannot open the store")?;
-    let profiles = cfg.profiles()?;
-    let mut reconciler = Reconciler::new(store.clone()).with_profiles(profiles);
-    reconciler.publish = crate::reconcile::PublishSettings::from_config(&cfg, false);
-    let reconciler = Arc::new(reconciler);
+    let settings = reconcile::Settings::from_config(&cfg, false)?;
+    let reconciler = Arc::new(Reconciler::new(store.clone(), settings));
     let heartbeat = Arc::new(Heartbeat::new(now_ms()));
     let (status_tx, status_rx) =
         status_watch::channel(Arc::new(StatusView { started_at_ms: now_ms(), ..Default::default() }));
@@ -271,11 +269,21 @@ fn log_round(report: &RoundReport) {
 async fn initial_targets(cfg: &Config, paths: &Paths) -> Vec<Target> {
     let dir = paths.policy_dir.clone();
     let cfg = cfg.clone();
-    match tokio::task::spawn_blocking(move || reconcile::load_inputs(&dir).ok().map(|i| live_targets(&cfg, &i.set)))
-        .await
-    {
+    let load = move || {
+        let inputs = reconcile::load_inputs(&dir).ok()?;
+        record_offline_polls(&inputs);
+        Some(live_targets(&cfg, &inputs.set))
+    };
+    match tokio::task::spawn_blocking(load).await {
         Ok(Some(t)) => t,
         _ => Vec::new(),
+    }
+}
+
+/// Counts the offline snapshots a load built as polls (outcome "offline").
+fn record_offline_polls(inputs: &reconcile::Inputs) {
+    for (cluster, took) in inputs.offline_polls.iter() {
+        crate::metrics::record_poll(cluster, *took, crate::metrics::PollOutcome::Offline);
     }
 }
 
@@ -388,6 +396,7 @@ async fn reconcile_once(
             Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None),
             Ok(inputs) => inputs,
         };
+        record_offline_polls(&inputs);
         let targets = live_targets(&cfg, &inputs.set);
         inputs.apply_live(&view, &r.store);
         let inputs = Arc::new(inputs);
@@ -435,6 +444,9 @@ async fn reconcile_once(
             );
             systemd::status(&report.summary());
             crate::metrics::record_policy_errors(0);
+            for h in &report.held_clusters {
+                crate::metrics::record_hold(&h.cluster);
+            }
             crate::metrics::record_pass("ok", Some(&report));
             let clusters = clusters.unwrap_or_else(|error| {
                 tracing::warn!(%error, "cannot read cluster status from the store");

@@ -38,7 +38,7 @@ use std::sync::Arc;
 
 use crate::model::ClusterSnapshot;
 use crate::policy::ObjectKey;
-use crate::store::PlacementRecord;
+use crate::store::{PlacementRecord, Store, StoreError};
 
 /// How often a pass publishes the whole plan (compares every output file with the disk).
 pub const FULL_CHECK_EVERY_MS: u64 = 10 * 60 * 1000;
@@ -275,6 +275,29 @@ pub struct PassCache {
 }
 
 impl PassCache {
+    /// On the first pass: reads the placements, and the decisions a previous process
+    /// persisted that are still valid (written with their placement's `history_seq`; their
+    /// files are compared with the disk on a full check).
+    pub fn load_once(&mut self, store: &Store) -> Result<(), StoreError> {
+        if self.loaded {
+            return Ok(());
+        }
+        for p in store.placements()? {
+            self.placements.insert(p.workload.clone(), Arc::new(p));
+        }
+        for stored in store.stored_decisions()? {
+            if let Some(p) = self.placements.get(&stored.workload)
+                && p.history_seq == stored.history_seq
+            {
+                let workload = stored.workload.clone();
+                let restored = CachedDecision::restored(stored, p);
+                self.decisions.insert(workload, restored);
+            }
+        }
+        self.loaded = true;
+        Ok(())
+    }
+
     /// Whether this pass publishes the whole plan.
     pub fn full_check_due(&self, now_ms: u64, trigger: &str) -> bool {
         trigger == FULL_CHECK_TRIGGER
@@ -298,8 +321,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::reconcile::{Reconciler, load_inputs};
-    use crate::store::Store;
+    use crate::reconcile::{Reconciler, Settings, load_inputs};
     use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
 
     fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -331,7 +353,7 @@ mod tests {
         let policies = dir.path().join("repo");
         let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
         repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
-        let r = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"));
+        let r = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
         let load = || r.load_inputs(&policies, &mut PhaseTimings::default()).expect("inputs");
         let (a, b) = (load(), load());
         assert!(Arc::ptr_eq(&a.set, &b.set) && Arc::ptr_eq(&a.hashes, &b.hashes));
@@ -369,7 +391,7 @@ mod tests {
             view.clusters.insert(c.name.clone(), status);
         })
         .expect("generate");
-        let warm = Reconciler::new(Store::open(&dir.path().join("warm-state")).expect("store"));
+        let warm = Reconciler::new(Store::open(&dir.path().join("warm-state")).expect("store"), Settings::builtin());
         let cold_state = dir.path().join("cold-state");
         let (warm_out, cold_out) = (dir.path().join("warm-out"), dir.path().join("cold-out"));
         // A third column: a reconciler restarted on its own store before every pass.
@@ -403,10 +425,10 @@ mod tests {
                 let all: Vec<ObjectKey> =
                     store.placements().expect("placements").into_iter().map(|p| p.workload).collect();
                 store.remove_stored_decisions(&all).expect("forget");
-                pass(&Reconciler::new(store), &cold_out)
+                pass(&Reconciler::new(store, Settings::builtin()), &cold_out)
             };
             let r = {
-                let restarted = Reconciler::new(Store::open(&restart_state).expect("store"));
+                let restarted = Reconciler::new(Store::open(&restart_state).expect("store"), Settings::builtin());
                 pass(&restarted, &restart_out)
             };
             assert_eq!(
@@ -442,18 +464,24 @@ mod tests {
 
     #[test]
     fn summary_fragments_give_the_same_bytes_as_the_whole_document() {
-        assert_eq!(super::super::summary_from_items(&[]), super::super::summary_json(std::iter::empty()));
+        assert_eq!(
+            crate::render::summary::summary_from_items(&[]),
+            crate::render::summary::summary_json(std::iter::empty())
+        );
         let dir = tempfile::tempdir().expect("tempdir");
         let policies = dir.path().join("repo");
         let spec = RepoSpec { fleet: FleetSpec { clusters: 4, nodes: 2, pods: 4, seed: 2 }, workloads: 12 };
         repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
-        let r = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"));
+        let r = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
         r.reconcile(&load_inputs(&policies).expect("inputs"), &dir.path().join("out"), "t", 1).expect("reconcile");
         let placements = r.store.placements().expect("placements");
         assert!(!placements.is_empty());
-        let items: Vec<String> = placements.iter().map(super::super::summary_item).collect();
+        let items: Vec<String> = placements.iter().map(crate::render::summary::summary_item).collect();
         let items: Vec<&str> = items.iter().map(String::as_str).collect();
-        assert_eq!(super::super::summary_from_items(&items), super::super::summary_json(placements.iter()));
+        assert_eq!(
+            crate::render::summary::summary_from_items(&items),
+            crate::render::summary::summary_json(placements.iter())
+        );
     }
 
     #[test]
@@ -462,7 +490,7 @@ mod tests {
         let policies = dir.path().join("repo");
         let spec = RepoSpec { fleet: FleetSpec { clusters: 8, nodes: 3, pods: 10, seed: 5 }, workloads: 40 };
         repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
-        let warm = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"));
+        let warm = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
         let out = dir.path().join("out");
         let pass = |r: &Reconciler, out: &Path, trigger: &str, now: u64| {
             let inputs = load_inputs(&policies).expect("inputs");
@@ -482,7 +510,7 @@ mod tests {
         let edited = pass(&warm, &out, "policy-change", 4_000);
         assert!(edited.files_written > 0 && edited.history_records > 0, "{}", edited.summary());
         let cold_out = dir.path().join("cold-out");
-        let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"));
+        let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"), Settings::builtin());
         pass(&cold, &cold_out, "startup", 1_000);
         pass(&cold, &cold_out, "timer", 2_000);
         let a = tree(&out);
@@ -517,7 +545,7 @@ mod tests {
         let state = dir.path().join("state");
         let out = dir.path().join("out");
         let restart = |trigger: &str, now: u64| {
-            let r = Reconciler::new(Store::open(&state).expect("store"));
+            let r = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
             r.reconcile(&load_inputs(&policies).expect("inputs"), &out, trigger, now).expect("reconcile")
         };
         let first = restart("startup", 1_000);
@@ -564,7 +592,7 @@ mod tests {
         assert_eq!(edited.decided, 1, "{}", edited.summary());
         assert!(edited.files_written > 0 && edited.history_records == 1, "{}", edited.summary());
         let cold_out = dir.path().join("cold-out");
-        let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"));
+        let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"), Settings::builtin());
         cold.reconcile(&load_inputs(&policies).expect("inputs"), &cold_out, "startup", 1_000).expect("reconcile");
         assert!(tree(&out) == tree(&cold_out), "restarted and cold outputs differ");
 

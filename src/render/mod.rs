@@ -4,11 +4,13 @@
 //! annotations, output file naming, and the YAML emitter ([`yaml`]). Pure: no I/O. Overrides
 //! (OverridePolicy / ClusterOverridePolicy, [`overrides`]) apply between revision and pruning.
 //! [`output`] holds the content of the other files of a cluster directory: the generated-file
-//! header and `kustomization.yaml`; the publisher imports it and only decides where the bytes
-//! go (render never imports the publisher).
+//! header and `kustomization.yaml`; [`summary`] the text of `.fedsched/placements.json`. The
+//! publisher imports them and only decides where the bytes go (render never imports the
+//! publisher).
 
 pub mod output;
 pub mod overrides;
+pub mod summary;
 pub mod yaml;
 
 use serde_json::{Map, Value};

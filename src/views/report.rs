@@ -1,7 +1,8 @@
 //! The JSON documents fedsched answers with, built in one place for every caller: the CLI
-//! (`history`, `snapshots` with `-o json` or text), the HTTP API (`/api/v1/…`) and the
-//! output directory's `.fedsched/placements.json`. The explain document lives in
-//! [`crate::views::explain`].
+//! (`history`, `snapshots` with `-o json` or text) and the HTTP API (`/api/v1/…`). The
+//! explain document lives in [`crate::views::explain`]; the output directory's
+//! `.fedsched/placements.json` (whose placements `/api/v1/workloads` answers) in
+//! [`crate::render::summary`].
 //!
 //! Text renderings are made from the JSON documents, so that the CLI prints the same text
 //! whether it read the store itself or asked a running daemon.
@@ -16,6 +17,8 @@ use crate::model::resources::ResourceList;
 use crate::schedule::Outcome;
 use crate::store::{HistoryRecord, PlacementRecord, SnapshotMeta, Store, StoreError};
 use crate::views::explain::{WorkloadRef, format_ms};
+
+use crate::render::summary::placement_json;
 
 /// The history of the workload a reference names: its current placement's history, or, for
 /// a workload no longer placed, the history that is still kept. Empty when there is none.
@@ -141,27 +144,6 @@ pub fn snapshots_text(doc: &Value) -> String {
             )
         })
         .collect()
-}
-
-/// One placement: what `.fedsched/placements.json` lists and `/api/v1/workloads` answers.
-/// Deterministic (no times).
-pub fn placement_json(p: &PlacementRecord) -> Value {
-    let (state, reason) = match &p.result.outcome {
-        Outcome::Scheduled { .. } => ("Scheduled", None),
-        Outcome::Unschedulable { reason } => ("Unschedulable", Some(reason.clone())),
-    };
-    json!({
-        "workload": {
-            "apiVersion": p.workload.api_version,
-            "kind": p.workload.kind,
-            "namespace": p.workload.namespace,
-            "name": p.workload.name,
-        },
-        "policy": p.policy.as_ref().map(|r| json!({"kind": r.kind.to_string(), "namespace": r.namespace, "name": r.name})),
-        "state": state,
-        "reason": reason,
-        "clusters": p.targets.iter().map(|(c, r)| json!({"name": c, "replicas": r, "file": p.files.get(c)})).collect::<Vec<_>>(),
-    })
 }
 
 /// `/api/v1/workloads`: every current placement, in store order (as `placements.json`).

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use crate::members::live::{LiveData, LiveStatus, LiveView};
 use crate::model::snapshot::PollFacts;
-use crate::reconcile::{self, Inputs, PhaseTimings, ReconcileReport, Reconciler};
+use crate::reconcile::{self, Inputs, PhaseTimings, ReconcileReport, Reconciler, Settings};
 use crate::schedule::profile::Profiles;
 use crate::store::{Store, StoreError};
 use crate::testbed::simulate::SimError;
@@ -404,7 +404,7 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
 
     if wants(Scenario::S1) {
         fresh_dir(&state)?;
-        let rec = Reconciler::new(Store::open(&state)?);
+        let rec = Reconciler::new(Store::open(&state)?, Settings::builtin());
         let inputs = load(&fix, &rec, &mut PhaseTimings::default(), now)?;
         let mut in_sched = Vec::new();
         let mut total = Vec::new();
@@ -450,7 +450,7 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
         drop(rec.take());
         fresh_dir(&state)?;
         fresh_dir(&out)?;
-        let r = Reconciler::new(Store::open(&state)?);
+        let r = Reconciler::new(Store::open(&state)?, Settings::builtin());
         now += 1000;
         let (report, wall) = pass(&fix, &r, &out, "bench-first", now)?;
         tracing::info!(summary = %report.summary(), "first reconcile");
@@ -512,7 +512,7 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
         // A cold reconciler on the same store: what `fedsched render` does on every call.
         let mut cold_walls = Vec::new();
         for _ in 0..runs.min(3) {
-            let cold = Reconciler::new(rec.store.clone());
+            let cold = Reconciler::new(rec.store.clone(), Settings::builtin());
             now += 1000;
             cold_walls.push(pass(&fix, &cold, &out, "bench-nochange-cold", now)?.1);
         }
@@ -617,7 +617,7 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
         let mut reports = Vec::new();
         for _ in 0..runs {
             let started = Instant::now();
-            let r = Reconciler::new(Store::open(&state)?);
+            let r = Reconciler::new(Store::open(&state)?, Settings::builtin());
             opens.push(started.elapsed());
             now += 1000;
             let (report, _) = pass(&fix, &r, &out, "bench-restart", now)?;

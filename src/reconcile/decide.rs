@@ -1,0 +1,540 @@
+//! Stage "decide": per claimed template, in the propagateDeps order (workloads first, then
+//! the dependencies they pull, [`super::deps`]): the claim (with the stored previous
+//! claimer), the decision key, then the cached decision reused or the workload scheduled and
+//! rendered again ([`decide`]) — handing over [`Decisions`]: the order, what was decided
+//! afresh, the notes for the history, the removed workloads and the counts. Each workload's
+//! decided outcome ([`Decided`]) lives in the cache's decisions.
+//!
+//! A decision is reused when its key (everything static it read: template, policy, claim,
+//! previous placement, profile, overrides, interpreters, dependents, the fleet's
+//! filter-relevant facts) and the state of the clusters that passed its filters are
+//! unchanged. A decision restored from the store holds its files by hash only: on a full
+//! check it is reused only if every file is on the disk with its hash. A workload that fails
+//! to schedule (or to render for a cluster) keeps its previous files. The replicas of each
+//! scheduled decision are deducted from the live views before the next workload
+//! ([`PassSnapshots::deduct`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::model::workload::interpret;
+use crate::model::{ClusterSnapshot, ReplicaRequirements, Workload};
+use crate::policy::matching::PolicyIndex;
+use crate::policy::types::Placement;
+use crate::policy::{ObjectKey, PolicyRef, Template};
+use crate::render::{self, RenderInput};
+use crate::schedule::profile::Profiles;
+use crate::schedule::{self, Framework, Outcome, ScheduleRequest, ScheduleResult, Strategy, assign};
+use crate::store::{DecisionInputs, PlacementRecord, Store, StoreError};
+use crate::util::hash::fnv1a64;
+
+use super::deps::{add_required, attached, dependency_map_indexed};
+use super::snapshots::{Pass, PassSnapshots};
+use super::{Inputs, Problem, cache};
+
+/// What every decision of a pass shares.
+pub(super) struct Context<'a> {
+    pub store: &'a Store,
+    pub profiles: &'a Profiles,
+    pub inputs: &'a Inputs,
+    pub index: &'a PolicyIndex<'a>,
+    pub pass: &'a Pass,
+    /// Where the files of restored decisions are checked on a full check.
+    pub output_dir: &'a Path,
+    /// Whether this pass compares the whole output directory ([`cache::PassCache::full_check_due`]).
+    pub full_check: bool,
+}
+
+/// What the decide stage hands over.
+#[derive(Default)]
+pub(super) struct Decisions {
+    /// The workloads of this pass, in decision order; each has its entry in the cache's
+    /// decisions.
+    pub order: Vec<ObjectKey>,
+    /// Those decided (scheduled and rendered) this pass; the others reused a decision.
+    pub fresh: BTreeSet<ObjectKey>,
+    /// Per workload, the notes of its render failures (for its history record).
+    pub notes: BTreeMap<ObjectKey, Vec<String>>,
+    /// Workloads with a placement that this pass did not decide, in store order.
+    pub removed: Vec<ObjectKey>,
+    pub scheduled: usize,
+    /// Workloads scheduled and rendered this pass.
+    pub decided: usize,
+    pub unschedulable: Vec<Problem>,
+    pub render_failures: Vec<Problem>,
+    /// Time spent scheduling and rendering the fresh decisions.
+    pub schedule_time: Duration,
+    pub render_time: Duration,
+}
+
+/// One claimed template and what its decision reads beyond the pass's context.
+struct Claimed<'a> {
+    template: &'a Template,
+    /// The placement the template had before this pass.
+    previous: Option<Arc<PlacementRecord>>,
+    /// The claiming policy; `None` for a dependency no policy claims.
+    policy: Option<PolicyRef>,
+    placement: &'a Placement,
+    /// The profile the policy names.
+    framework: &'a Framework,
+    /// propagateDeps: the workloads decided so far that need this object, with their clusters
+    /// and policy.
+    required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)>,
+    /// Content hashes of the template and the policy spec (their blobs).
+    hashes: (u64, u64),
+    /// The override policies that apply, in application order.
+    overrides: Vec<render::ApplicableOverride<'a>>,
+}
+
+/// Decides (or reuses the decision of) every claimed template, deducting the replicas of
+/// each from the live views before the next; then puts the views back into the cache and
+/// forgets the decisions of templates no longer claimed.
+pub(super) fn decide_all(
+    ctx: &Context<'_>,
+    cache: &mut cache::PassCache,
+    snapshots: &mut PassSnapshots,
+) -> Result<Decisions, StoreError> {
+    let set = &ctx.inputs.set;
+    let mut out = Decisions::default();
+    let mut seen = BTreeSet::new();
+    // propagateDeps: dependency → the claimed workloads that reference it.
+    let required_by =
+        dependency_map_indexed(ctx.inputs, ctx.index, |t| cache.placements.get(&t.key).and_then(|p| p.policy.clone()));
+    // Workloads first, then their dependencies (which take the union of their dependents'
+    // clusters); dependencies never have dependencies of their own.
+    type Indexed<'a> = Vec<(usize, &'a Template)>;
+    let (deps, workloads): (Indexed<'_>, Indexed<'_>) =
+        set.templates.iter().enumerate().partition(|(_, t)| required_by.contains_key(&t.key));
+    let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
+    let mut fleet_statics = FleetStatics::default();
+    let default_placement = Placement::default();
+    for (position, t) in workloads.into_iter().chain(deps) {
+        let required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)> = required_by
+            .get(&t.key)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| targets_of.get(k).map(|(c, p)| (k.clone(), c.clone(), p.clone())))
+            .collect();
+        let previous = cache.placements.get(&t.key).cloned();
+        let Some(claimed) = claim(ctx, t, position, previous, required, &default_placement) else { continue };
+        let fleet_static = fleet_statics.key(&snapshots.views, claimed.framework.settings.model.min_confidence);
+        let key = decision_key(ctx, &claimed, fleet_static);
+        reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out)?;
+        let Some(decided) = cache.decisions.get(&t.key).map(|c| &c.decided) else { continue };
+        seen.insert(t.key.clone());
+        out.order.push(t.key.clone());
+        if decided.scheduled {
+            out.scheduled += 1;
+            // Later workloads of this pass see this decision's replicas as assumed.
+            if let Some(req) = &decided.requirements {
+                snapshots.deduct(&mut cache.views, &t.key, req, &decided.record.targets);
+            }
+        }
+        if let Some(p) = &decided.record.policy {
+            targets_of.insert(t.key.clone(), (decided.record.targets.keys().cloned().collect(), p.clone()));
+        }
+        for p in &decided.problems {
+            if let Some(cluster) = &p.cluster {
+                let note = format!("render failed on {cluster}, previous file kept: {}", p.reason);
+                out.notes.entry(t.key.clone()).or_default().push(note);
+                out.render_failures.push(p.clone());
+            } else {
+                out.unschedulable.push(p.clone());
+            }
+        }
+    }
+    snapshots.save_views(&mut cache.views);
+    out.removed = {
+        let mut r: Vec<&ObjectKey> = cache.placements.keys().filter(|k| !seen.contains(*k)).collect();
+        r.sort_by_cached_key(|k| k.store_key());
+        r.into_iter().cloned().collect()
+    };
+    cache.decisions.retain(|k, _| seen.contains(k));
+    Ok(out)
+}
+
+/// The claim of a template (with the stored previous claimer) and what its decision reads:
+/// the policy's placement and profile, the hashes, the overrides. `None` when no policy
+/// claims it and no workload needs it.
+fn claim<'a>(
+    ctx: &Context<'a>,
+    t: &'a Template,
+    position: usize,
+    previous: Option<Arc<PlacementRecord>>,
+    required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)>,
+    default_placement: &'a Placement,
+) -> Option<Claimed<'a>> {
+    let index = ctx.index;
+    let claim = index.claim_with_previous(t, previous.as_ref().and_then(|p| p.policy.as_ref()));
+    let policy = claim.and_then(|c| index.propagation_policy(&c.policy).map(|p| (c.policy, p)));
+    let (policy, placement, framework) = match policy {
+        // Unknown profiles were rejected when loading.
+        Some((claim, policy)) => (
+            Some(claim),
+            &policy.spec.placement,
+            ctx.profiles.for_policy(&policy.meta.annotations).unwrap_or_else(|| ctx.profiles.default_profile()),
+        ),
+        None if !required.is_empty() => (None, default_placement, ctx.profiles.default_profile()),
+        None => return None,
+    };
+    let empty_hash = fnv1a64(&[]);
+    let hashes = (
+        ctx.inputs.hashes.templates.get(position).copied().unwrap_or(empty_hash),
+        policy.as_ref().and_then(|r| ctx.inputs.hashes.policies.get(r)).copied().unwrap_or(empty_hash),
+    );
+    let overrides = render::overrides::applicable_indexed(index, t);
+    Some(Claimed { template: t, previous, policy, placement, framework, required, hashes, overrides })
+}
+
+/// The fleet's static facts per confidence threshold ([`cache::fleet_static_key`]), computed
+/// on first use in a pass.
+#[derive(Default)]
+struct FleetStatics(Vec<(u64, u64)>);
+
+impl FleetStatics {
+    fn key(&mut self, snapshots: &[ClusterSnapshot], min_confidence: f64) -> u64 {
+        match self.0.iter().find(|(bits, _)| *bits == min_confidence.to_bits()) {
+            Some((_, k)) => *k,
+            None => {
+                let k = cache::fleet_static_key(snapshots, min_confidence);
+                self.0.push((min_confidence.to_bits(), k));
+                k
+            }
+        }
+    }
+}
+
+/// The key of everything static a decision reads: the template and policy hashes, the
+/// template's source, the claim, the fleet's static facts, the interpreters, the previous
+/// placement, the profile, the dependents and the overrides.
+fn decision_key(ctx: &Context<'_>, w: &Claimed<'_>, fleet_static: u64) -> u64 {
+    let t = w.template;
+    let empty_hash = fnv1a64(&[]);
+    let overrides_key: Vec<u64> = w
+        .overrides
+        .iter()
+        .map(|o| {
+            let id = (o.kind, o.policy.meta.namespace.clone(), o.policy.meta.name.clone());
+            ctx.inputs.hashes.overrides.get(&id).copied().unwrap_or(empty_hash)
+        })
+        .collect();
+    let prev = w.previous.as_ref().map(|p| (&p.targets, &p.affinity_name, &p.files, &p.policy));
+    cache::key_of(&(
+        (w.hashes, &t.source.file, t.source.document, w.policy.as_ref(), fleet_static, ctx.inputs.hashes.interpreters),
+        (prev, &w.framework.name, &w.required),
+        overrides_key,
+    ))
+}
+
+/// Reuses the cached decision of a claimed template when its key and the state of its
+/// clusters match (a restored one, on a full check, only if its files are on the disk), or
+/// decides it again and caches that. The decision is in the cache's decisions afterwards.
+fn reuse_or_decide(
+    ctx: &Context<'_>,
+    cache: &mut cache::PassCache,
+    snapshots: &PassSnapshots,
+    w: &Claimed<'_>,
+    key: u64,
+    out: &mut Decisions,
+) -> Result<(), StoreError> {
+    let t = w.template;
+    let state_of = |clusters: &[usize]| {
+        cache::clusters_state(clusters, &ctx.pass.cluster_states, &snapshots.views, &snapshots.assumed)
+    };
+    let mut hit = cache.decisions.get(&t.key).is_some_and(|c| c.key == key && state_of(&c.clusters) == c.state);
+    // A decision restored from the store holds its files by hash only: a full check reads
+    // them from the disk, and decides again when one is missing or differs.
+    if hit
+        && ctx.full_check
+        && let Some(c) = cache.decisions.get_mut(&t.key)
+        && !c.rendered
+    {
+        match c.decided.files_on_disk(ctx.output_dir) {
+            true => {
+                c.decided.inputs =
+                    decision_inputs(w.previous.as_deref(), w.hashes, ctx.pass.versions, &w.framework.name)
+            }
+            false => hit = false,
+        }
+    }
+    if hit {
+        return Ok(());
+    }
+    put_blobs(ctx, cache, w)?;
+    let decided = decide(ctx, w, &snapshots.views);
+    out.decided += 1;
+    out.schedule_time += decided.schedule_time;
+    out.render_time += decided.render_time;
+    // The clusters whose state the decision read: those that passed the filters (all of
+    // them when ordered affinity terms may have been tried in turn).
+    let clusters: Vec<usize> = if w.placement.cluster_affinities.is_empty() {
+        let mut c: Vec<usize> = decided
+            .record
+            .result
+            .feasible_clusters()
+            .into_iter()
+            .filter_map(|n| ctx.pass.positions.get(n).copied())
+            .collect();
+        c.sort_unstable();
+        c
+    } else {
+        (0..snapshots.views.len()).collect()
+    };
+    let state = state_of(&clusters);
+    let entry = cache::CachedDecision {
+        key,
+        clusters,
+        state,
+        decided,
+        summary_item: None,
+        rendered: true,
+        persisted_seq: None,
+    };
+    cache.decisions.insert(t.key.clone(), entry);
+    out.fresh.insert(t.key.clone());
+    Ok(())
+}
+
+/// Stores the template's and the policy's JSON as blobs (the history records name them by
+/// hash), once per content in this process.
+fn put_blobs(ctx: &Context<'_>, cache: &mut cache::PassCache, w: &Claimed<'_>) -> Result<(), StoreError> {
+    let (template_hash, policy_hash) = w.hashes;
+    if !cache.blobs.contains(&template_hash) {
+        ctx.store.put_blob(&serde_json::to_vec(&w.template.object).unwrap_or_default())?;
+        cache.blobs.insert(template_hash);
+    }
+    if !cache.blobs.contains(&policy_hash) {
+        let policy_json = w
+            .policy
+            .as_ref()
+            .and_then(|r| ctx.index.propagation_policy(r))
+            .map(|p| serde_json::to_vec(&p.spec).unwrap_or_default())
+            .unwrap_or_default();
+        ctx.store.put_blob(&policy_json)?;
+        cache.blobs.insert(policy_hash);
+    }
+    Ok(())
+}
+
+/// Schedules and renders one claimed template over the pass's member views. A workload
+/// with no policy ([`Claimed::policy`] `None`) is a dependency no policy claims: it goes
+/// where [`Claimed::required`] — its dependents and their clusters — sends it.
+fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> Decided {
+    let (t, policy_ref, placement, fw) = (w.template, w.policy.as_ref(), w.placement, w.framework);
+    let (prev, required, overrides) = (w.previous.as_deref(), &w.required[..], &w.overrides[..]);
+    let (template_hash, policy_hash) = w.hashes;
+    let (inputs, pass) = (ctx.inputs, ctx.pass);
+    let previous: BTreeMap<String, i32> =
+        prev.map(|p| p.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect()).unwrap_or_default();
+    let previous_affinity = prev.and_then(|p| p.affinity_name.clone());
+    let dec_inputs = decision_inputs(prev, (template_hash, policy_hash), pass.versions, &fw.name);
+    let keep_previous = |reason: String, result: ScheduleResult| -> Decided {
+        let keep: Vec<(String, String)> =
+            prev.map(|p| p.files.iter().map(|(c, f)| (c.clone(), f.clone())).collect()).unwrap_or_default();
+        Decided {
+            record: PlacementRecord {
+                workload: t.key.clone(),
+                policy: policy_ref.cloned(),
+                result,
+                targets: prev.map(|p| p.targets.clone()).unwrap_or_default(),
+                affinity_name: previous_affinity.clone(),
+                files: prev.map(|p| p.files.clone()).unwrap_or_default(),
+                history_seq: 0,
+                decided_at_ms: 0,
+            },
+            inputs: dec_inputs.clone(),
+            files: Vec::new(),
+            file_hashes: Vec::new(),
+            keep,
+            problems: vec![Problem { workload: t.key.clone(), cluster: None, reason }],
+            scheduled: false,
+            requirements: None,
+            schedule_time: Duration::ZERO,
+            render_time: Duration::ZERO,
+        }
+    };
+
+    let workload: Workload = match interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters) {
+        Ok(w) => w,
+        Err(e) => {
+            let reason = format!("cannot read the workload: {e}");
+            let result = ScheduleResult::unschedulable(reason.clone());
+            return keep_previous(reason, result);
+        }
+    };
+    let req = ScheduleRequest {
+        key: &t.key,
+        uid: t.meta.uid.as_deref(),
+        workload: &workload,
+        placement,
+        previous: &previous,
+        previous_affinity: previous_affinity.as_deref(),
+    };
+    let scheduling = Instant::now();
+    let mut result = match policy_ref {
+        Some(_) => schedule::schedule_in(&pass.fleet, fw, &req, snapshots),
+        None => attached(&pass.fleet),
+    };
+    let schedule_time = scheduling.elapsed();
+    let mut targets = match &result.outcome {
+        Outcome::Scheduled { targets } => targets.clone(),
+        Outcome::Unschedulable { reason } => {
+            let reason = reason.clone();
+            return Decided { schedule_time, ..keep_previous(reason, result) };
+        }
+    };
+    // propagateDeps: the union with the clusters of the workloads that need this object.
+    if !required.is_empty() {
+        add_required(&mut result, &mut targets, required, &pass.fleet);
+    }
+    let Some(render_policy) = policy_ref.or_else(|| required.first().map(|(_, _, p)| p)) else {
+        let result = ScheduleResult::unschedulable("not claimed by a policy");
+        return keep_previous("not claimed by a policy".into(), result);
+    };
+    let rendering = Instant::now();
+
+    // Job completions follow the division of parallelism.
+    let completions: BTreeMap<String, i32> = match workload.completions {
+        Some(c) if Strategy::of(placement) != Strategy::Duplicated => {
+            let par: BTreeMap<String, i32> = targets.iter().filter_map(|(k, v)| v.map(|v| (k.clone(), v))).collect();
+            assign::split_completions(c, &par, assign::TieBreak::for_uid(t.meta.uid.as_deref()))
+        }
+        _ => BTreeMap::new(),
+    };
+
+    let path = render::object_path(&t.key);
+    let mut files = Vec::new();
+    let mut file_hashes = Vec::new();
+    let mut keep = Vec::new();
+    let mut file_map = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (cluster, replicas) in &targets {
+        let Some(snapshot) = pass.positions.get(cluster).and_then(|i| snapshots.get(*i)) else { continue };
+        let input = RenderInput {
+            template: t,
+            workload: &workload,
+            policy: render_policy,
+            replicas: *replicas,
+            completions: match workload.completions {
+                Some(c) if completions.is_empty() => Some(c),
+                Some(_) => Some(completions.get(cluster).copied().unwrap_or(0)),
+                None => None,
+            },
+            cluster: snapshot,
+            overrides,
+        };
+        match render::render(&input) {
+            Ok(content) => {
+                file_hashes.push(fnv1a64(content.as_bytes()));
+                files.push((cluster.clone(), (path.clone(), content)));
+                file_map.insert(cluster.clone(), path.clone());
+            }
+            Err(e) => {
+                if let Some(old) = prev.and_then(|p| p.files.get(cluster)) {
+                    keep.push((cluster.clone(), old.clone()));
+                    file_map.insert(cluster.clone(), old.clone());
+                }
+                problems.push(Problem {
+                    workload: t.key.clone(),
+                    cluster: Some(cluster.clone()),
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    Decided {
+        record: PlacementRecord {
+            workload: t.key.clone(),
+            policy: policy_ref.cloned(),
+            affinity_name: result.affinity_name.clone(),
+            result,
+            targets,
+            files: file_map,
+            history_seq: 0,
+            decided_at_ms: 0,
+        },
+        inputs: dec_inputs,
+        files,
+        file_hashes,
+        keep,
+        problems,
+        scheduled: true,
+        requirements: workload.replicas.is_some().then(|| workload.requirements.clone()),
+        schedule_time,
+        render_time: rendering.elapsed(),
+    }
+}
+
+/// One workload's decision and rendered files (kept by the [`cache`] between passes).
+pub(crate) struct Decided {
+    pub(super) record: PlacementRecord,
+    pub(super) inputs: DecisionInputs,
+    pub(super) files: Vec<(String, (String, String))>,
+    /// FNV-1a 64 of each file's content, in the order of `files`.
+    pub(super) file_hashes: Vec<u64>,
+    pub(super) keep: Vec<(String, String)>,
+    pub(super) problems: Vec<Problem>,
+    pub(super) scheduled: bool,
+    /// Per-replica requirements of a scheduled workload (for assumed replicas).
+    pub(super) requirements: Option<ReplicaRequirements>,
+    pub(super) schedule_time: Duration,
+    pub(super) render_time: Duration,
+}
+
+impl Decided {
+    /// A decision restored from the store ([`cache::CachedDecision::restored`]): the record is
+    /// the stored placement as a fresh decision gives it (no history seq, no time); the
+    /// inputs are set when it is reused.
+    pub(crate) fn restored(
+        placement: &PlacementRecord,
+        files: Vec<(String, (String, String))>,
+        file_hashes: Vec<u64>,
+        keep: Vec<(String, String)>,
+        problems: Vec<Problem>,
+        (scheduled, requirements): (bool, Option<ReplicaRequirements>),
+    ) -> Self {
+        let record = PlacementRecord { history_seq: 0, decided_at_ms: 0, ..placement.clone() };
+        let inputs = decision_inputs(None, (0, 0), 0, "");
+        Decided {
+            record,
+            inputs,
+            files,
+            file_hashes,
+            keep,
+            problems,
+            scheduled,
+            requirements,
+            schedule_time: Duration::ZERO,
+            render_time: Duration::ZERO,
+        }
+    }
+
+    /// Whether every rendered file is on the disk under `output_dir` with its content hash.
+    pub(super) fn files_on_disk(&self, output_dir: &Path) -> bool {
+        self.files.iter().zip(&self.file_hashes).all(|((cluster, (path, _)), hash)| {
+            std::fs::read(output_dir.join(cluster).join(path)).is_ok_and(|bytes| fnv1a64(&bytes) == *hash)
+        })
+    }
+}
+
+/// The inputs a decision records: template and policy blob hashes, the pass's versions map,
+/// the previous targets and affinity term, the profile.
+pub(super) fn decision_inputs(
+    prev: Option<&PlacementRecord>,
+    (template_hash, policy_hash): (u64, u64),
+    snapshot_versions: u64,
+    profile: &str,
+) -> DecisionInputs {
+    DecisionInputs {
+        template_hash,
+        policy_hash,
+        snapshot_versions,
+        previous: prev
+            .map(|p| p.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect())
+            .unwrap_or_default(),
+        previous_affinity: prev.and_then(|p| p.affinity_name.clone()),
+        profile: profile.to_string(),
+    }
+}

@@ -1,0 +1,296 @@
+//! Stage "load inputs": the policy repository read, defaulted and validated, the profile
+//! names checked, and the offline snapshots built — the [`Inputs`] of a pass.
+//!
+//! [`super::Reconciler::load_inputs`] keeps the parsed files between calls
+//! ([`ParseCache`]: by stat, then by content hash) and hands out the previous inputs again
+//! (shared `Arc`s) when no file was added, removed or changed; when some did, only those
+//! files are typed, defaulted and validated again ([`load_repository_incremental`]).
+//!
+//! This stage records no metrics: [`Inputs::offline_polls`] tells the caller which offline
+//! snapshots the load built, and how long each took.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::members::live::LiveView;
+use crate::members::offline_snapshot;
+use crate::model::ClusterSnapshot;
+use crate::model::workload::InterpreterTable;
+use crate::policy::load::{ParseCache, load_repository_cached, load_repository_incremental};
+use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet};
+use crate::render;
+use crate::schedule::profile::Profiles;
+use crate::store::Store;
+use crate::util::hash::fnv1a64;
+
+use super::{PhaseTimings, Reconciler, cache};
+
+/// Everything a pass reads from the policy repository, validated. Cloning is cheap: what does
+/// not change between passes is shared ([`Reconciler::load_inputs`] hands out the previous
+/// inputs again when no file changed).
+#[derive(Clone)]
+pub struct Inputs {
+    pub set: Arc<PolicySet>,
+    pub snapshots: Vec<ClusterSnapshot>,
+    /// The repository's declarative workload interpreters.
+    pub interpreters: Arc<InterpreterTable>,
+    /// Content hashes of the set's objects, computed once per load.
+    pub hashes: Arc<InputHashes>,
+    /// The offline snapshot of every cluster of the set, in its order, as this load built
+    /// it: (cluster, time it took; zero when the previous inputs were handed out again). For
+    /// the caller's poll metrics (outcome "offline"); live clusters are listed too (their
+    /// offline snapshot is what [`Inputs::apply_live`] replaces).
+    pub offline_polls: Arc<Vec<(String, Duration)>>,
+}
+
+/// Content hashes (FNV-1a 64 of the JSON) of what decisions read from the set: computed once
+/// when the set is loaded, not per pass.
+#[derive(Debug, Default)]
+pub struct InputHashes {
+    /// Each template's object, in the order of `set.templates`.
+    pub templates: Vec<u64>,
+    /// Each (cluster) propagation policy's spec.
+    pub policies: HashMap<PolicyRef, u64>,
+    /// Each (cluster) override policy's spec, by (kind, namespace, name).
+    pub overrides: HashMap<(render::overrides::OverrideKind, Option<String>, String), u64>,
+    /// The interpreter objects and the declarative interpreters.
+    pub interpreters: u64,
+}
+
+impl InputHashes {
+    /// The hashes of `set`'s objects.
+    pub fn of(set: &PolicySet) -> Self {
+        Self::of_reusing(set, None)
+    }
+
+    /// [`InputHashes::of`], taking the hash of a template from `previous` (a set and its
+    /// hashes) when the previous set has the same template with an equal object (comparing is
+    /// much cheaper than serialising).
+    pub fn of_reusing(set: &PolicySet, previous: Option<(&PolicySet, &InputHashes)>) -> Self {
+        use crate::policy::PolicyKind;
+        use render::overrides::OverrideKind;
+        let json = |v: &dyn erased_json::Ser| fnv1a64(&v.to_vec());
+        fn propagation(set: &PolicySet) -> Vec<(PolicyRef, &crate::policy::types::PropagationSpec)> {
+            [
+                (PolicyKind::PropagationPolicy, &set.propagation_policies),
+                (PolicyKind::ClusterPropagationPolicy, &set.cluster_propagation_policies),
+            ]
+            .into_iter()
+            .flat_map(|(kind, list)| {
+                list.iter().map(move |p| {
+                    (PolicyRef { kind, namespace: p.meta.namespace.clone(), name: p.meta.name.clone() }, &p.spec)
+                })
+            })
+            .collect()
+        }
+        type OverrideId = (OverrideKind, Option<String>, String);
+        fn overriding(set: &PolicySet) -> Vec<(OverrideId, &crate::policy::types::OverrideSpec)> {
+            [
+                (OverrideKind::OverridePolicy, &set.override_policies),
+                (OverrideKind::ClusterOverridePolicy, &set.cluster_override_policies),
+            ]
+            .into_iter()
+            .flat_map(|(kind, list)| {
+                list.iter().map(move |p| ((kind, p.meta.namespace.clone(), p.meta.name.clone()), &p.spec))
+            })
+            .collect()
+        }
+        // Equal specs serialise equally: the previous hash is reused.
+        let old_policies: HashMap<PolicyRef, (&crate::policy::types::PropagationSpec, u64)> = previous
+            .map(|(set, hashes)| {
+                propagation(set)
+                    .into_iter()
+                    .filter_map(|(r, spec)| hashes.policies.get(&r).map(|h| (r, (spec, *h))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut policies = HashMap::new();
+        for (r, spec) in propagation(set) {
+            let hash = match old_policies.get(&r) {
+                Some((old, h)) if *old == spec => *h,
+                _ => json(spec),
+            };
+            policies.insert(r, hash);
+        }
+        let old_overrides: HashMap<OverrideId, (&crate::policy::types::OverrideSpec, u64)> = previous
+            .map(|(set, hashes)| {
+                overriding(set)
+                    .into_iter()
+                    .filter_map(|(id, spec)| hashes.overrides.get(&id).map(|h| (id, (spec, *h))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut overrides = HashMap::new();
+        for (id, spec) in overriding(set) {
+            let hash = match old_overrides.get(&id) {
+                Some((old, h)) if *old == spec => *h,
+                _ => json(spec),
+            };
+            overrides.insert(id, hash);
+        }
+        let interpreters = cache::key_of(&(
+            serde_json::to_vec(&set.interpreter_objects.iter().map(|o| &o.object).collect::<Vec<_>>())
+                .unwrap_or_default(),
+            serde_json::to_vec(&set.workload_interpreters.iter().map(|w| (&w.meta.name, &w.spec)).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        ));
+        let before: HashMap<&ObjectKey, (&serde_json::Value, u64)> = previous
+            .map(|(set, hashes)| {
+                set.templates.iter().zip(&hashes.templates).map(|(t, h)| (&t.key, (&t.object, *h))).collect()
+            })
+            .unwrap_or_default();
+        InputHashes {
+            templates: set
+                .templates
+                .iter()
+                .map(|t| match before.get(&t.key) {
+                    Some((object, hash)) if **object == t.object => *hash,
+                    _ => json(&t.object),
+                })
+                .collect(),
+            policies,
+            overrides,
+            interpreters,
+        }
+    }
+}
+
+/// Serializing through a trait object (the hashes of differently typed specs).
+mod erased_json {
+    pub trait Ser {
+        fn to_vec(&self) -> Vec<u8>;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn to_vec(&self) -> Vec<u8> {
+            serde_json::to_vec(self).unwrap_or_default()
+        }
+    }
+}
+
+/// [`load_inputs_with`] the built-in profile only (no config).
+pub fn load_inputs(policy_dir: &Path) -> Result<Inputs, Vec<LoadError>> {
+    load_inputs_with(policy_dir, &Profiles::builtin())
+}
+
+/// Loads, defaults and validates the policy repository and builds the offline snapshots; a
+/// policy naming a profile that `profiles` does not have is an error. Returns every problem
+/// found, or inputs that are safe to act on.
+pub fn load_inputs_with(policy_dir: &Path, profiles: &Profiles) -> Result<Inputs, Vec<LoadError>> {
+    load_inputs_timed(policy_dir, profiles, &mut PhaseTimings::default())
+}
+
+/// [`load_inputs_with`], adding the time spent loading and building snapshots to `timings`.
+pub fn load_inputs_timed(
+    policy_dir: &Path,
+    profiles: &Profiles,
+    timings: &mut PhaseTimings,
+) -> Result<Inputs, Vec<LoadError>> {
+    load_inputs_cached(policy_dir, profiles, timings, None)
+}
+
+/// [`load_inputs_timed`], reusing (and updating) a parse cache of the repository's files.
+pub fn load_inputs_cached(
+    policy_dir: &Path,
+    profiles: &Profiles,
+    timings: &mut PhaseTimings,
+    cache: Option<&mut ParseCache>,
+) -> Result<Inputs, Vec<LoadError>> {
+    let started = Instant::now();
+    let (set, errors) = load_repository_cached(policy_dir, cache);
+    build_inputs(set, errors, profiles, timings, started, None)
+}
+
+/// Validates the profiles `set` names and builds the offline snapshots and the hashes.
+fn build_inputs(
+    set: PolicySet,
+    mut errors: Vec<LoadError>,
+    profiles: &Profiles,
+    timings: &mut PhaseTimings,
+    started: Instant,
+    previous: Option<&Inputs>,
+) -> Result<Inputs, Vec<LoadError>> {
+    errors.extend(profiles.validate(&set));
+    let hashes = match errors.is_empty() {
+        true => InputHashes::of_reusing(&set, previous.map(|p| (&*p.set, &*p.hashes))),
+        false => InputHashes::default(),
+    };
+    timings.load += started.elapsed();
+    let started = Instant::now();
+    let mut snapshots = Vec::with_capacity(set.clusters.len());
+    let mut offline_polls = Vec::with_capacity(set.clusters.len());
+    for c in &set.clusters {
+        let polled = Instant::now();
+        match offline_snapshot(c) {
+            Ok(s) => snapshots.push(s),
+            Err(e) => errors.push(e),
+        }
+        offline_polls.push((c.meta.name.clone(), polled.elapsed()));
+    }
+    timings.poll += started.elapsed();
+    let interpreters = Arc::new(InterpreterTable::from_set(&set));
+    if errors.is_empty() {
+        let (set, hashes, offline_polls) = (Arc::new(set), Arc::new(hashes), Arc::new(offline_polls));
+        Ok(Inputs { set, snapshots, interpreters, hashes, offline_polls })
+    } else {
+        Err(errors)
+    }
+}
+
+impl Inputs {
+    /// Replaces the snapshots of live clusters by what the poller knows of them; a cluster
+    /// that has not been polled successfully by this process falls back on its last live
+    /// snapshot in the store ([`crate::members::apply_live`]).
+    pub fn apply_live(&mut self, view: &LiveView, store: &Store) {
+        crate::members::apply_live(&self.set, &mut self.snapshots, view, |name| match store.latest_snapshot(name) {
+            Ok(found) => found.map(|(_, s)| s),
+            Err(error) => {
+                tracing::warn!(cluster = name, %error, "cannot read the last snapshot from the store");
+                None
+            }
+        });
+    }
+}
+
+/// What [`Reconciler::load_inputs`] keeps between calls.
+#[derive(Default)]
+pub(super) struct LoadCache {
+    parse: ParseCache,
+    /// The inputs of the last successful load (offline snapshots), reused as they are while no
+    /// file of the repository changes.
+    last: Option<Inputs>,
+}
+impl Reconciler {
+    /// [`load_inputs_timed`] with this reconciler's profiles, reusing the parsed documents of
+    /// files whose bytes did not change since the previous call. When no file was added,
+    /// removed or changed ([`ParseCache::refresh`]: unchanged stats are trusted, except for
+    /// files modified within a second of being read), the previous inputs are returned again
+    /// (shared, not rebuilt): the set, its validation and the offline snapshots depend on
+    /// nothing else (the profiles are this reconciler's).
+    pub fn load_inputs(&self, policy_dir: &Path, timings: &mut PhaseTimings) -> Result<Inputs, Vec<LoadError>> {
+        let mut cache = self.load_cache.lock().unwrap_or_else(|poisoned| {
+            let mut g = poisoned.into_inner();
+            *g = LoadCache::default();
+            self.load_cache.clear_poison();
+            g
+        });
+        let started = Instant::now();
+        let (changed, io_errors) = cache.parse.refresh(policy_dir);
+        if !changed
+            && io_errors.is_empty()
+            && let Some(last) = &cache.last
+        {
+            let mut inputs = last.clone();
+            timings.load += started.elapsed();
+            let polls = inputs.set.clusters.iter().map(|c| (c.meta.name.clone(), Duration::ZERO)).collect();
+            inputs.offline_polls = Arc::new(polls);
+            return Ok(inputs);
+        }
+        let previous = cache.last.take();
+        let (set, errors) = load_repository_incremental(&mut cache.parse, io_errors);
+        let inputs = build_inputs(set, errors, &self.settings.profiles, timings, started, previous.as_ref())?;
+        cache.last = Some(inputs.clone());
+        Ok(inputs)
+    }
+}

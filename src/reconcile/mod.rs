@@ -1,0 +1,188 @@
+//! One reconcile pass through the whole flow. The `render` command runs one pass; the daemon
+//! runs one per trigger. `Reconciler::reconcile` is one call per stage, each stage in its own
+//! file and handing one type to the next:
+//!
+//! 1. load inputs (`inputs.rs`; before the pass, [`Reconciler::load_inputs`]) → [`Inputs`];
+//! 2. version snapshots (`snapshots.rs`) → `PassSnapshots` (snapshot versions, the member
+//!    views after the assumed-replica deductions), then the `Pass` every decision shares
+//!    (positions, the scheduler's fleet, the versions blob, each cluster's state);
+//! 3. decide (`decide.rs`: claim, decision key, schedule + render or reuse; the
+//!    propagateDeps order and helpers in `deps.rs`) → `Decisions`;
+//! 4. plan the publish (`plan.rs`: dirty clusters, kept files, `placements.json`) →
+//!    `PlannedPublish`;
+//! 5. publish ([`publish::publish_guarded`]) → [`publish::PublishReport`];
+//! 6. record (`record.rs`: history and placements in batches, removed workloads, persisted
+//!    decisions, flush) → `Recorded`;
+//!
+//! then git mode's commit, and the [`ReconcileReport`] (`report.rs`) made of what the stages
+//! handed over. What a reconciler keeps between passes is `cache.rs`; what it is configured
+//! by is [`Settings`] (`settings.rs`).
+//!
+//! Owns: the order of the stages and what happens to a workload when a stage fails for it
+//! (it keeps its previous output). Inputs that are invalid stop the pass before anything is
+//! written: the output and the store stay as they were. Records no metrics: the caller
+//! records them from [`Inputs::offline_polls`] and [`ReconcileReport::held_clusters`].
+
+mod cache;
+mod decide;
+mod deps;
+mod inputs;
+mod plan;
+mod record;
+mod report;
+mod settings;
+mod snapshots;
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::policy::matching::PolicyIndex;
+use crate::publish;
+use crate::store::Store;
+
+use decide::Decided;
+pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
+use inputs::LoadCache;
+pub use inputs::{InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_timed, load_inputs_with};
+pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport};
+pub use settings::{PublishSettings, Settings};
+pub use snapshots::{Assumed, set_confidence};
+
+/// The parts of a pass that stay the same between passes.
+pub struct Reconciler {
+    pub store: Store,
+    /// What the reconciler is configured by: profiles (with `[model]` and `[cost]`) and the
+    /// publish settings.
+    settings: Settings,
+    /// What this reconciler decided, recorded and published in earlier passes.
+    cache: Mutex<cache::PassCache>,
+    /// The parsed files of the policy repository and the last inputs built from them
+    /// ([`Reconciler::load_inputs`]).
+    load_cache: Mutex<LoadCache>,
+}
+
+impl Reconciler {
+    /// A reconciler over `store`, configured by `settings` ([`Settings::builtin`]: the
+    /// built-in profile only, default publish settings).
+    pub fn new(store: Store, settings: Settings) -> Self {
+        Reconciler {
+            store,
+            settings,
+            cache: Mutex::new(cache::PassCache::default()),
+            load_cache: Mutex::new(LoadCache::default()),
+        }
+    }
+
+    /// What this reconciler is configured by.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Runs one pass over validated inputs and publishes to `output_dir`.
+    ///
+    /// A reconciler remembers what it decided, recorded and published ([`cache`]); a pass
+    /// where nothing changed reuses that instead of scheduling, rendering and comparing every
+    /// output file again. Every [`cache::FULL_CHECK_EVERY_MS`], on the first pass, on a
+    /// `sighup` trigger and after a failed pass, the whole output directory is compared.
+    pub fn reconcile(
+        &self,
+        inputs: &Inputs,
+        output_dir: &Path,
+        trigger: &str,
+        now_ms: u64,
+    ) -> Result<ReconcileReport, ReconcileError> {
+        let mut guard = match self.cache.lock() {
+            Ok(g) => g,
+            Err(poisoned) => {
+                // A pass panicked: what it left behind is not trusted.
+                let mut g = poisoned.into_inner();
+                *g = cache::PassCache::default();
+                self.cache.clear_poison();
+                g
+            }
+        };
+        let result = self.reconcile_cached(&mut guard, inputs, output_dir, trigger, now_ms);
+        if result.is_err() {
+            *guard = cache::PassCache::default();
+        }
+        result
+    }
+
+    /// The stages of one pass, with this process's cache.
+    fn reconcile_cached(
+        &self,
+        cache: &mut cache::PassCache,
+        inputs: &Inputs,
+        output_dir: &Path,
+        trigger: &str,
+        now_ms: u64,
+    ) -> Result<ReconcileReport, ReconcileError> {
+        let started = Instant::now();
+        let full_check = cache.full_check_due(now_ms, trigger);
+        cache.load_once(&self.store)?;
+
+        let phase = Instant::now();
+        let mut snapshots = snapshots::version(&self.store, cache, inputs, self.settings.model(), now_ms)?;
+        let poll = phase.elapsed();
+        let pass = snapshots::Pass::new(&snapshots, &self.store)?;
+
+        let index = PolicyIndex::new(&inputs.set);
+        let context = decide::Context {
+            store: &self.store,
+            profiles: &self.settings.profiles,
+            inputs,
+            index: &index,
+            pass: &pass,
+            output_dir,
+            full_check,
+        };
+        let decisions = decide::decide_all(&context, cache, &mut snapshots)?;
+
+        let planned = plan::plan(cache, &inputs.set, &decisions, full_check);
+
+        // Publish, then record: a crash in between re-derives the same output next time.
+        let phase = Instant::now();
+        let published = publish::publish_guarded(output_dir, &planned.plan, &self.settings.publish.guard)?;
+        let publish_time = phase.elapsed();
+        let files_unchanged = published.unchanged + planned.unchanged;
+        planned.published(cache, &published.held, full_check, now_ms);
+
+        let phase = Instant::now();
+        let recording =
+            record::Recording { store: &self.store, held: &published.held, versions: pass.versions, trigger, now_ms };
+        let recorded = record::record(&recording, cache, &decisions)?;
+        let record_time = phase.elapsed();
+
+        let commit = match &self.settings.publish.git {
+            Some(git) => publish::git::commit_and_push(output_dir, git, trigger)?.commit,
+            None => None,
+        };
+        Ok(ReconcileReport {
+            trigger: trigger.to_string(),
+            workloads: decisions.order.len(),
+            scheduled: decisions.scheduled,
+            decided: decisions.decided,
+            unschedulable: decisions.unschedulable,
+            render_failures: decisions.render_failures,
+            removed_workloads: recorded.removed_workloads,
+            files_written: published.written.len(),
+            files_removed: published.removed.len(),
+            files_unchanged,
+            held_clusters: published.held,
+            commit,
+            new_snapshot_versions: snapshots.new_versions,
+            assumed_replicas: snapshots.assumed_replicas,
+            history_records: recorded.history_records,
+            duration_ms: started.elapsed().as_millis(),
+            phases: PhaseTimings {
+                load: Duration::ZERO,
+                poll,
+                schedule: decisions.schedule_time,
+                render: decisions.render_time,
+                publish: publish_time,
+                record: record_time,
+            },
+        })
+    }
+}

@@ -1,0 +1,152 @@
+//! Stage "plan the publish": which cluster directories this pass publishes and with what
+//! files — all of them on a full check, else those whose desired files (paths and content
+//! hashes, summed as a digest per cluster) differ from what this process last published —
+//! and the `placements.json` summary, rebuilt only when a decision changed, from
+//! per-workload fragments ([`crate::render::summary`]). Hands over a [`PlannedPublish`]: the
+//! [`PublishPlan`] for [`publish::publish_guarded`], and what the cache learns once it is
+//! published ([`PlannedPublish::published`]).
+//!
+//! Files of decisions restored from the store (known by hash, checked on the disk on a full
+//! check) are published as "keep": neither written nor removed.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::policy::PolicySet;
+use crate::publish::{self, ClusterFiles, PublishPlan};
+use crate::render::summary::{summary_from_items, summary_item};
+
+use super::cache;
+use super::decide::Decisions;
+
+/// What the plan stage hands over.
+pub(super) struct PlannedPublish<'a> {
+    /// The cluster directories to publish, and the summary unless it is unchanged.
+    pub plan: PublishPlan,
+    /// Files of the desired output that are not compared with the disk this pass: those of
+    /// clusters not published (each with its `kustomization.yaml`), the kept files of
+    /// restored decisions, and the unchanged summary.
+    pub unchanged: usize,
+    /// Per cluster of the set: the digest of its desired files and how many there are.
+    digests: HashMap<&'a str, (u64, usize)>,
+    summary: String,
+}
+
+/// Plans the publish of the decisions of the pass (in `decisions.order`, each in the cache).
+pub(super) fn plan<'a>(
+    cache: &mut cache::PassCache,
+    set: &'a PolicySet,
+    decisions: &Decisions,
+    full_check: bool,
+) -> PlannedPublish<'a> {
+    let summary = summary(cache, decisions);
+    let order = &decisions.order;
+    let digests = digests(cache, set, order);
+    let dirty: BTreeSet<&str> = digests
+        .iter()
+        .filter(|(c, (digest, _))| full_check || cache.published.get(**c) != Some(digest))
+        .map(|(c, _)| *c)
+        .collect();
+    let mut plan = PublishPlan { clusters: BTreeMap::new(), summary: None };
+    for c in &dirty {
+        plan.clusters.insert((*c).to_string(), ClusterFiles::default());
+    }
+    // Files of restored decisions (known by hash, checked on the disk) are kept as they are.
+    let mut restored_files = 0;
+    for k in order {
+        let Some(c) = cache.decisions.get(k) else { continue };
+        let d = &c.decided;
+        for (cluster, (path, content)) in &d.files {
+            if let Some(cf) = plan.clusters.get_mut(cluster) {
+                if c.rendered {
+                    cf.files.insert(path.clone(), content.clone());
+                } else {
+                    cf.keep.insert(path.clone());
+                    restored_files += 1;
+                }
+            }
+        }
+        for (cluster, path) in &d.keep {
+            if let Some(cf) = plan.clusters.get_mut(cluster) {
+                cf.keep.insert(path.clone());
+            }
+        }
+    }
+    let skipped_files: usize =
+        digests.iter().filter(|(c, _)| !dirty.contains(*c)).map(|(_, (_, files))| files + 1).sum();
+    let summary_unchanged = !full_check && cache.published_summary.as_deref() == Some(summary.as_str());
+    if !summary_unchanged {
+        plan.summary = Some(summary.clone());
+    }
+    let unchanged = skipped_files + restored_files + usize::from(summary_unchanged);
+    PlannedPublish { plan, unchanged, digests, summary }
+}
+
+impl PlannedPublish<'_> {
+    /// Tells the cache what was published: a cluster's digest unless the mass-deletion guard
+    /// held it (`held`), the summary's bytes, and the time of a full check.
+    pub fn published(self, cache: &mut cache::PassCache, held: &[publish::HeldCluster], full_check: bool, now_ms: u64) {
+        if full_check {
+            cache.published.clear();
+            cache.last_full_check_ms = Some(now_ms);
+        }
+        for c in self.plan.clusters.keys() {
+            match (held.iter().any(|h| &h.cluster == c), self.digests.get(c.as_str())) {
+                (false, Some((digest, _))) => cache.published.insert(c.clone(), *digest),
+                _ => cache.published.remove(c),
+            };
+        }
+        if self.plan.summary.is_some() {
+            cache.published_summary = Some(self.summary);
+        }
+    }
+}
+
+/// The `placements.json` of the pass: the last one again when no decision changed and no
+/// workload was removed, else joined from the decisions' fragments (each built once per
+/// decision and kept with it).
+fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> String {
+    let order = &decisions.order;
+    let summary = match &cache.summary {
+        Some(s) if decisions.fresh.is_empty() && decisions.removed.is_empty() => s.clone(),
+        _ => {
+            for k in order {
+                if let Some(c) = cache.decisions.get_mut(k)
+                    && c.summary_item.is_none()
+                {
+                    c.summary_item = Some(summary_item(&c.decided.record));
+                }
+            }
+            let items: Vec<&str> =
+                order.iter().filter_map(|k| cache.decisions.get(k).and_then(|c| c.summary_item.as_deref())).collect();
+            summary_from_items(&items)
+        }
+    };
+    cache.summary = Some(summary.clone());
+    summary
+}
+
+/// Per cluster of the set, the digest of its desired files (paths and content hashes, and
+/// the paths of kept files; summed, so order-independent) and how many files it has.
+fn digests<'a>(
+    cache: &cache::PassCache,
+    set: &'a PolicySet,
+    order: &[crate::policy::ObjectKey],
+) -> HashMap<&'a str, (u64, usize)> {
+    let mut digests: HashMap<&str, (u64, usize)> =
+        set.clusters.iter().map(|c| (c.meta.name.as_str(), (0u64, 0usize))).collect();
+    for k in order {
+        let Some(d) = cache.decisions.get(k).map(|c| &c.decided) else { continue };
+        for ((cluster, (path, _)), hash) in d.files.iter().zip(&d.file_hashes) {
+            if let Some(e) = digests.get_mut(cluster.as_str()) {
+                e.0 = e.0.wrapping_add(cache::file_digest(path, *hash));
+                e.1 += 1;
+            }
+        }
+        for (cluster, path) in &d.keep {
+            if let Some(e) = digests.get_mut(cluster.as_str()) {
+                e.0 = e.0.wrapping_add(cache::keep_digest(path));
+            }
+        }
+    }
+    digests
+}

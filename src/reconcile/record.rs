@@ -1,0 +1,275 @@
+//! Stage "record", after the publish: every decision that changed (or whose notes changed)
+//! is appended to the history and becomes the workload's placement, in batches of
+//! [`RECORD_BATCH`] per store transaction ([`Store::record_decisions`]); workloads no
+//! longer propagated get a last history record and lose their placement; the decisions a
+//! restart can reuse are persisted ([`crate::store::StoredDecision`], with the placement's
+//! `history_seq`); then the store is flushed. Hands over [`Recorded`].
+//!
+//! A note names each cluster the mass-deletion guard held among a workload's clusters (its
+//! new and its previous files).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use crate::policy::ObjectKey;
+use crate::publish::HeldCluster;
+use crate::schedule::{Outcome, ScheduleResult};
+use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
+
+use super::cache;
+use super::decide::{Decided, Decisions};
+
+/// How many changed decisions one store transaction records (a sled transaction costs about
+/// the same whatever its size).
+const RECORD_BATCH: usize = 256;
+
+/// What the record stage hands over (to the report).
+pub(super) struct Recorded {
+    /// History records appended: changed decisions and removed workloads.
+    pub history_records: usize,
+    /// Workloads no longer propagated, in store order.
+    pub removed_workloads: Vec<ObjectKey>,
+}
+
+/// What every record of the pass shares.
+pub(super) struct Recording<'a> {
+    pub store: &'a Store,
+    /// Clusters the mass-deletion guard held this pass.
+    pub held: &'a [HeldCluster],
+    /// Blob hash of the pass's snapshot versions map.
+    pub versions: u64,
+    pub trigger: &'a str,
+    pub now_ms: u64,
+}
+
+/// Records the pass's decisions and removals, persists the reusable decisions, and flushes.
+pub(super) fn record(
+    r: &Recording<'_>,
+    cache: &mut cache::PassCache,
+    decisions: &Decisions,
+) -> Result<Recorded, StoreError> {
+    let order = &decisions.order;
+    let mut history_records = record_changed(r, cache, decisions)?;
+    let removed_workloads = record_removed(r, cache, &decisions.removed)?;
+    history_records += removed_workloads.len();
+    // What a restart needs to reuse these decisions, with the placement's `history_seq`
+    // (flushed with the placements; an entry whose seq is not its placement's is ignored).
+    let mut stored = Vec::new();
+    for key in order {
+        let (Some(c), Some(p)) = (cache.decisions.get_mut(key), cache.placements.get(key)) else { continue };
+        if c.persisted_seq != Some(p.history_seq) {
+            stored.push(c.to_stored(key, p.history_seq));
+            c.persisted_seq = Some(p.history_seq);
+        }
+    }
+    r.store.put_stored_decisions(&stored)?;
+    r.store.remove_stored_decisions(&removed_workloads)?;
+    r.store.flush()?;
+    Ok(Recorded { history_records, removed_workloads })
+}
+
+/// The notes naming the held clusters among those of `files` (a workload's file maps).
+fn held_notes(held: &[HeldCluster], files: &[&BTreeMap<String, String>]) -> Vec<String> {
+    if held.is_empty() {
+        return Vec::new();
+    }
+    let held: BTreeMap<&str, &HeldCluster> = held.iter().map(|h| (h.cluster.as_str(), h)).collect();
+    let clusters: BTreeSet<&str> = files.iter().flat_map(|f| f.keys().map(String::as_str)).collect();
+    clusters.into_iter().filter_map(|c| held.get(c)).map(|h| h.to_string()).collect()
+}
+
+/// Writes the changed decisions in batches of [`RECORD_BATCH`], one transaction each
+/// (sequence numbers and records as one-by-one writes in this order would give them); the
+/// cache learns of a record once its batch is written. Each workload's entries are read only
+/// by its own iteration, so deferring them changes nothing. Returns how many it recorded.
+fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &Decisions) -> Result<usize, StoreError> {
+    let mut batch: Vec<(HistoryRecord, PlacementRecord)> = Vec::new();
+    let mut pending: Vec<(ObjectKey, cache::LastHistory)> = Vec::new();
+    let mut recorded = 0;
+    for key in &decisions.order {
+        let Some(d) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
+        let prev = cache.placements.get(key).cloned();
+        let mut notes = decisions.notes.get(key).cloned().unwrap_or_default();
+        let mut with_files = vec![&d.record.files];
+        with_files.extend(prev.as_ref().map(|p| &p.files));
+        notes.extend(held_notes(r.held, &with_files));
+        if !cache.history.contains_key(key) {
+            let last = r.store.last_history(key)?.map(|h| cache::LastHistory {
+                template_hash: h.inputs.template_hash,
+                policy_hash: h.inputs.policy_hash,
+                notes: h.notes,
+            });
+            cache.history.insert(key.clone(), last);
+        }
+        let last = cache.history.get(key).and_then(Option::as_ref);
+        if !changed(d, prev.as_deref(), decisions.fresh.contains(key), last, &notes) {
+            continue;
+        }
+        let mut record = d.record.clone();
+        record.decided_at_ms = r.now_ms;
+        record.history_seq = 0;
+        let history = HistoryRecord {
+            seq: 0,
+            at_ms: r.now_ms,
+            trigger: r.trigger.to_string(),
+            workload: record.workload.clone(),
+            policy: record.policy.clone(),
+            inputs: d.inputs.clone(),
+            result: record.result.clone(),
+            notes: notes.clone(),
+        };
+        let last =
+            cache::LastHistory { template_hash: d.inputs.template_hash, policy_hash: d.inputs.policy_hash, notes };
+        pending.push((key.clone(), last));
+        batch.push((history, record));
+        if batch.len() >= RECORD_BATCH {
+            recorded += record_batch(r.store, &mut batch, &mut pending, cache)?;
+        }
+    }
+    recorded += record_batch(r.store, &mut batch, &mut pending, cache)?;
+    Ok(recorded)
+}
+
+/// Whether a decision is recorded: a new workload, a fresh decision whose result, targets,
+/// files, policy, affinity term or template and policy hashes differ from its placement and
+/// last history, or notes that differ from the last history's. A reused decision has the
+/// inputs and result of the stored placement (its key covers them); only its notes can
+/// differ.
+fn changed(
+    d: &Decided,
+    prev: Option<&PlacementRecord>,
+    fresh: bool,
+    last: Option<&cache::LastHistory>,
+    notes: &[String],
+) -> bool {
+    (match prev {
+        None => true,
+        Some(_) if !fresh => false,
+        Some(p) => {
+            p.result != d.record.result
+                || p.targets != d.record.targets
+                || p.files != d.record.files
+                || p.policy != d.record.policy
+                || p.affinity_name != d.record.affinity_name
+                || last
+                    .is_none_or(|h| h.template_hash != d.inputs.template_hash || h.policy_hash != d.inputs.policy_hash)
+        }
+    }) || match last {
+        Some(h) => h.notes != notes,
+        None => !notes.is_empty(),
+    }
+}
+
+/// Writes the batched changed decisions of a pass in one transaction
+/// ([`Store::record_decisions`]) and then tells the cache: each workload's placement (with
+/// its assigned history sequence number) and its last history. Empties both vectors;
+/// returns how many decisions it recorded.
+fn record_batch(
+    store: &Store,
+    batch: &mut Vec<(HistoryRecord, PlacementRecord)>,
+    pending: &mut Vec<(ObjectKey, cache::LastHistory)>,
+    cache: &mut cache::PassCache,
+) -> Result<usize, StoreError> {
+    if batch.is_empty() {
+        return Ok(0);
+    }
+    let recorded = batch.len();
+    let seqs = store.record_decisions(batch)?;
+    for (((_, mut record), (key, last)), seq) in batch.drain(..).zip(pending.drain(..)).zip(seqs) {
+        record.history_seq = seq;
+        cache.history.insert(key.clone(), Some(last));
+        cache.placements.insert(key, Arc::new(record));
+    }
+    Ok(recorded)
+}
+
+/// Workloads that are no longer propagated: their files were not planned, so the publisher
+/// removed them; records why, and forgets their placements. Returns them.
+fn record_removed(
+    r: &Recording<'_>,
+    cache: &mut cache::PassCache,
+    removed: &[ObjectKey],
+) -> Result<Vec<ObjectKey>, StoreError> {
+    let mut out = Vec::with_capacity(removed.len());
+    for key in removed {
+        let Some(old) = cache.placements.get(key).cloned() else { continue };
+        let notes: Vec<String> =
+            std::iter::once("template removed from the policy repository or no longer claimed by a policy".into())
+                .chain(held_notes(r.held, &[&old.files]))
+                .collect();
+        let history = HistoryRecord {
+            seq: 0,
+            at_ms: r.now_ms,
+            trigger: r.trigger.to_string(),
+            workload: old.workload.clone(),
+            policy: old.policy.clone(),
+            inputs: DecisionInputs {
+                template_hash: 0,
+                policy_hash: 0,
+                snapshot_versions: r.versions,
+                previous: old.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect(),
+                previous_affinity: old.affinity_name.clone(),
+                profile: "karmada-default".into(),
+            },
+            result: ScheduleResult {
+                outcome: Outcome::Scheduled { targets: BTreeMap::new() },
+                ..ScheduleResult::unschedulable("")
+            },
+            notes: notes.clone(),
+        };
+        r.store.append_history(history)?;
+        r.store.remove_placement(&old.workload)?;
+        cache.placements.remove(key);
+        cache.history.insert(key.clone(), Some(cache::LastHistory { template_hash: 0, policy_hash: 0, notes }));
+        out.push(key.clone());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn placement(targets: &[(&str, i32)]) -> PlacementRecord {
+        PlacementRecord {
+            workload: ObjectKey {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: Some("default".into()),
+                name: "web".into(),
+            },
+            policy: None,
+            result: ScheduleResult::unschedulable(""),
+            targets: targets.iter().map(|(c, r)| (c.to_string(), Some(*r))).collect(),
+            affinity_name: None,
+            files: targets.iter().map(|(c, _)| (c.to_string(), "web.yaml".to_string())).collect(),
+            history_seq: 0,
+            decided_at_ms: 0,
+        }
+    }
+
+    /// A workload's notes name each held cluster among its new and its previous files, once.
+    #[test]
+    fn held_notes_name_the_held_clusters_of_the_new_and_previous_files() {
+        let held = [HeldCluster { cluster: "a".into(), objects: 4, removals: 3 }];
+        let (new, old) = (placement(&[("b", 1)]).files, placement(&[("a", 1), ("b", 1)]).files);
+        assert_eq!(held_notes(&held, &[&new]), Vec::<String>::new());
+        assert_eq!(held_notes(&held, &[&new, &old]), vec![held[0].to_string()]);
+        assert_eq!(held_notes(&[], &[&new, &old]), Vec::<String>::new());
+    }
+
+    /// A new workload is always recorded; a reused decision only when its notes differ from
+    /// its last history's; a fresh one also when its placement differs.
+    #[test]
+    fn a_reused_decision_is_recorded_only_when_its_notes_change() {
+        let record = placement(&[("a", 2)]);
+        let d = Decided::restored(&record, Vec::new(), Vec::new(), Vec::new(), Vec::new(), (true, None));
+        let last = cache::LastHistory { template_hash: 0, policy_hash: 0, notes: Vec::new() };
+        let moved = placement(&[("b", 2)]);
+        assert!(changed(&d, None, false, None, &[]));
+        assert!(!changed(&d, Some(&moved), false, Some(&last), &[]));
+        assert!(changed(&d, Some(&moved), false, Some(&last), &["held".to_string()]));
+        assert!(changed(&d, Some(&moved), true, Some(&last), &[]));
+        assert!(!changed(&d, Some(&record), true, Some(&last), &[]));
+    }
+}

@@ -1,0 +1,101 @@
+//! What a pass tells its caller: the [`ReconcileReport`] (counts, problems, held clusters,
+//! the commit, phase timings), the [`Problem`]s of workloads that could not be (fully)
+//! placed, and why a pass stopped ([`ReconcileError`]).
+
+use std::time::Duration;
+
+use crate::policy::{LoadError, ObjectKey};
+use crate::publish;
+use crate::store::StoreError;
+
+/// Wall time of each phase of a pass. `load` and `poll` (snapshot building) are measured by
+/// [`super::load_inputs_timed`]; `poll` also covers recording the snapshots; `record` is the store
+/// writes after publishing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PhaseTimings {
+    /// Reading, defaulting and validating the policy repository.
+    pub load: Duration,
+    /// Building member snapshots and recording them in the store.
+    pub poll: Duration,
+    /// Filter, score, select, assign for every workload.
+    pub schedule: Duration,
+    /// Rendering manifests.
+    pub render: Duration,
+    /// Writing the output directory.
+    pub publish: Duration,
+    /// Recording decisions and history, and the store flush.
+    pub record: Duration,
+}
+
+/// Why a pass stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("{} invalid input(s) in the policy repository", .0.len())]
+    Invalid(Vec<LoadError>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Publish(#[from] publish::PublishError),
+    #[error("git mode: {0}")]
+    Git(#[from] publish::git::GitError),
+}
+
+/// A workload that could not be (fully) placed this pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub workload: ObjectKey,
+    pub cluster: Option<String>,
+    pub reason: String,
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, Default)]
+pub struct ReconcileReport {
+    pub trigger: String,
+    pub workloads: usize,
+    pub scheduled: usize,
+    /// Workloads scheduled and rendered this pass (the others reused a cached decision).
+    pub decided: usize,
+    pub unschedulable: Vec<Problem>,
+    pub render_failures: Vec<Problem>,
+    pub removed_workloads: Vec<ObjectKey>,
+    pub files_written: usize,
+    pub files_removed: usize,
+    pub files_unchanged: usize,
+    /// Clusters the mass-deletion guard held this pass (their directories did not change).
+    pub held_clusters: Vec<publish::HeldCluster>,
+    /// The commit git mode made, if any.
+    pub commit: Option<String>,
+    pub new_snapshot_versions: usize,
+    /// Replicas decided for live members but not running there yet, deducted this pass.
+    pub assumed_replicas: i64,
+    pub history_records: usize,
+    pub duration_ms: u128,
+    /// Time per phase (the caller adds `load` and `poll` from [`super::load_inputs_timed`]).
+    pub phases: PhaseTimings,
+}
+
+impl ReconcileReport {
+    /// One line for logs and systemd's STATUS=.
+    pub fn summary(&self) -> String {
+        let held = match self.held_clusters.len() {
+            0 => String::new(),
+            n => format!("; {n} cluster(s) held by the mass-deletion guard"),
+        };
+        let assumed = match self.assumed_replicas {
+            0 => String::new(),
+            n => format!("; {n} assumed replica(s) deducted from live members"),
+        };
+        format!(
+            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}{assumed}; {} ms",
+            self.workloads,
+            self.scheduled,
+            self.unschedulable.len(),
+            self.render_failures.len(),
+            self.files_written,
+            self.files_removed,
+            self.files_unchanged,
+            self.duration_ms
+        )
+    }
+}

@@ -1,0 +1,64 @@
+//! What a [`super::Reconciler`] is configured by, built once from the config: the scheduling
+//! profiles (which carry `[model]` and `[cost]`) and how a pass publishes (`[publish]`'s
+//! mass-deletion guard, `[git]`).
+
+use crate::config::{Config, ConfigError};
+use crate::model::dimensions::ModelSettings;
+use crate::publish;
+use crate::schedule::profile::Profiles;
+
+/// Everything a [`super::Reconciler`] is configured by.
+#[derive(Default)]
+pub struct Settings {
+    /// Scheduling profiles (`[profiles.*]`, `[cost]`, `[model]`); a policy picks one by
+    /// annotation.
+    pub profiles: Profiles,
+    /// Output safety settings (mass-deletion guard, git mode).
+    pub publish: PublishSettings,
+}
+
+impl Settings {
+    /// From the config; `allow_mass_delete` is the command-line flag.
+    pub fn from_config(cfg: &Config, allow_mass_delete: bool) -> Result<Settings, ConfigError> {
+        Ok(Settings { profiles: cfg.profiles()?, publish: PublishSettings::from_config(cfg, allow_mass_delete) })
+    }
+
+    /// The built-in profile only and the default publish settings (no config).
+    pub fn builtin() -> Self {
+        Settings { profiles: Profiles::builtin(), publish: PublishSettings::default() }
+    }
+
+    /// The `[model]` section the profiles carry.
+    pub fn model(&self) -> &ModelSettings {
+        self.profiles.model()
+    }
+}
+
+/// How a pass publishes: the mass-deletion guard and git mode.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PublishSettings {
+    pub guard: publish::DeleteGuard,
+    /// `Some` = git mode: commit (and push) after publishing.
+    pub git: Option<publish::git::GitOptions>,
+}
+
+impl PublishSettings {
+    /// From the `[publish]` and `[git]` sections; `allow_mass_delete` is the command-line flag.
+    pub fn from_config(cfg: &Config, allow_mass_delete: bool) -> Self {
+        let g = &cfg.git;
+        PublishSettings {
+            guard: publish::DeleteGuard {
+                max_delete_ratio: cfg.publish.max_delete_ratio,
+                allow: allow_mass_delete || cfg.publish.allow_mass_delete,
+            },
+            git: g.enabled.then(|| publish::git::GitOptions {
+                author_name: g.author_name.clone(),
+                author_email: g.author_email.clone(),
+                remote: g.remote.clone(),
+                branch: g.branch.clone(),
+                push: g.push,
+                ..Default::default()
+            }),
+        }
+    }
+}

@@ -1,0 +1,374 @@
+//! Stage "version snapshots": every member's snapshot versioned in the store (with its age
+//! and confidence), and the member views the pass decides on — the inputs' snapshots after
+//! the assumed-replica deductions of the recent placements ([`Assumed`]) — as
+//! [`PassSnapshots`]; then the [`Pass`] every decision shares (cluster positions, the
+//! scheduler's fleet, the versions blob, each cluster's state).
+//!
+//! An unchanged snapshot (same fingerprint and confidence) is not recorded again, except to
+//! refresh its `last_seen_ms` every [`cache::LAST_SEEN_EVERY_MS`]. The deducted views depend
+//! only on the snapshots' content and on the recent placements (and their templates' per-
+//! replica requirements): while neither changes, the views the last pass deducted are reused
+//! (keyed by [`views_key`]); they move into the pass and back into the cache, cloned only
+//! before this pass's first deduction changes them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::model::dimensions::{Dimensions, ModelSettings};
+use crate::model::workload::interpret;
+use crate::model::{ClusterSnapshot, Freshness, Observed, ReplicaRequirements, assumed};
+use crate::policy::{ObjectKey, Template};
+use crate::schedule::Fleet;
+use crate::store::{PlacementRecord, Store, StoreError};
+
+use super::{Inputs, cache};
+
+/// What the snapshot stage hands to the decisions: the snapshot versions and the member
+/// views, which the decisions of the pass deduct from in turn ([`PassSnapshots::deduct`]).
+pub(super) struct PassSnapshots {
+    /// Cluster → the stored version of its snapshot.
+    pub versions: BTreeMap<String, u64>,
+    /// Snapshots stored as a new version this pass.
+    pub new_versions: usize,
+    /// The member views, in the order of the inputs' snapshots, with this pass's freshness
+    /// and poll facts: after the deductions of the recent placements, then of this pass's
+    /// decisions so far.
+    pub views: Vec<ClusterSnapshot>,
+    /// The deductions made from `views` so far.
+    pub assumed: Assumed,
+    /// Replicas deducted for the recent placements (before this pass's own decisions).
+    pub assumed_replicas: i64,
+    dims: Dimensions,
+    /// The key the views are put back into the cache under, until they are
+    /// ([`PassSnapshots::deduct`], [`PassSnapshots::save_views`]).
+    unsaved: Option<u64>,
+}
+
+/// Versions every snapshot of `inputs` and builds (or reuses) the deducted member views.
+pub(super) fn version(
+    store: &Store,
+    cache: &mut cache::PassCache,
+    inputs: &Inputs,
+    model: &ModelSettings,
+    now_ms: u64,
+) -> Result<PassSnapshots, StoreError> {
+    let dims = Dimensions::new(model);
+    let recorded = record_snapshots(store, cache, inputs, model, now_ms)?;
+    // Assumed workloads: recent decisions a live member does not run yet, deducted from the
+    // views in store order.
+    let templates: HashMap<&ObjectKey, (usize, &Template)> =
+        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, (i, t))).collect();
+    let mut recent: Vec<&PlacementRecord> = cache
+        .placements
+        .values()
+        .map(|p| &**p)
+        .filter(|p| now_ms.saturating_sub(p.decided_at_ms) < model.assumed_ttl_ms)
+        .collect();
+    // In store order, as the store lists them.
+    recent.sort_by_cached_key(|p| p.workload.store_key());
+    let requirements = recent_requirements(&mut cache.requirements, inputs, &templates, &recent);
+    let key = views_key(&recorded.fingerprints, &recent, &requirements);
+    let (mut views, assumed) = match cache.views.take() {
+        Some(v) if v.key == key && v.snapshots.len() == inputs.snapshots.len() => (v.snapshots, v.assumed),
+        _ => {
+            let mut snapshots = inputs.snapshots.clone();
+            let mut assumed = Assumed::default();
+            for (p, req) in recent.iter().zip(&requirements) {
+                let Some(req) = req else { continue };
+                assumed.update(&mut snapshots, &p.workload, req, &p.targets, &dims);
+            }
+            (snapshots, assumed)
+        }
+    };
+    // What is not content comes from this pass's inputs.
+    for ((snap, input), fresh) in views.iter_mut().zip(&inputs.snapshots).zip(recorded.freshness) {
+        snap.freshness = fresh;
+        snap.poll.clone_from(&input.poll);
+    }
+    Ok(PassSnapshots {
+        versions: recorded.versions,
+        new_versions: recorded.new_versions,
+        assumed_replicas: assumed.total(),
+        views,
+        assumed,
+        dims,
+        unsaved: Some(key),
+    })
+}
+
+impl PassSnapshots {
+    /// Lets later workloads of the pass see a decision's replicas as assumed: deducts them
+    /// from the live views ([`Assumed::update`]). Before the pass's first deduction changes
+    /// the views, a copy of them goes back into `saved` (the cache's deducted views).
+    pub fn deduct(
+        &mut self,
+        saved: &mut Option<cache::DeductedViews>,
+        workload: &ObjectKey,
+        req: &ReplicaRequirements,
+        targets: &BTreeMap<String, Option<i32>>,
+    ) {
+        let plan = self.assumed.plan(&self.views, workload, targets);
+        if plan.is_empty() {
+            return;
+        }
+        if let Some(key) = self.unsaved.take() {
+            let snapshots = self.views.clone();
+            *saved = Some(cache::DeductedViews { key, snapshots, assumed: self.assumed.clone() });
+        }
+        self.assumed.apply(&mut self.views, workload, req, plan, &self.dims);
+    }
+
+    /// Puts the views back into `saved` (the cache's deducted views) when no deduction of the
+    /// pass did: moved, not copied (the pass does not read them after its decisions).
+    pub fn save_views(&mut self, saved: &mut Option<cache::DeductedViews>) {
+        if let Some(key) = self.unsaved.take() {
+            let (snapshots, assumed) = (std::mem::take(&mut self.views), std::mem::take(&mut self.assumed));
+            *saved = Some(cache::DeductedViews { key, snapshots, assumed });
+        }
+    }
+}
+
+/// [`record_snapshots`]' answer.
+struct Recorded {
+    versions: BTreeMap<String, u64>,
+    new_versions: usize,
+    /// [`cache::fingerprint`] of each snapshot, in the inputs' order.
+    fingerprints: Vec<u64>,
+    /// Each snapshot's freshness at the pass's time ([`freshness_at`]).
+    freshness: Vec<Option<Freshness>>,
+}
+
+/// Versions what we know of every member, with its age and confidence: a snapshot whose
+/// fingerprint and confidence are the ones this process recorded (less than
+/// [`cache::LAST_SEEN_EVERY_MS`] ago) keeps its version without a store write.
+fn record_snapshots(
+    store: &Store,
+    cache: &mut cache::PassCache,
+    inputs: &Inputs,
+    model: &ModelSettings,
+    now_ms: u64,
+) -> Result<Recorded, StoreError> {
+    let mut out = Recorded {
+        versions: BTreeMap::new(),
+        new_versions: 0,
+        fingerprints: Vec::with_capacity(inputs.snapshots.len()),
+        freshness: Vec::with_capacity(inputs.snapshots.len()),
+    };
+    for snap in &inputs.snapshots {
+        let (at_ms, fresh) = freshness_at(snap.freshness, now_ms, model);
+        let observed = Observed { at_ms, confidence: fresh.map_or(1.0, |f| f.confidence()) };
+        let fingerprint = cache::fingerprint(snap);
+        let ppm = fresh.map(|f| f.confidence_ppm);
+        out.fingerprints.push(fingerprint);
+        out.freshness.push(fresh);
+        let (version, new) = match cache.snapshots.get(&snap.name) {
+            Some(s)
+                if s.fingerprint == fingerprint
+                    && s.confidence_ppm == ppm
+                    && now_ms.saturating_sub(s.recorded_ms) < cache::LAST_SEEN_EVERY_MS =>
+            {
+                (s.version, false)
+            }
+            _ => {
+                let mut snap = snap.clone();
+                snap.freshness = fresh;
+                let (version, new) = store.record_snapshot(&snap, observed)?;
+                let state = cache::SnapshotState { fingerprint, confidence_ppm: ppm, version, recorded_ms: now_ms };
+                cache.snapshots.insert(snap.name.clone(), state);
+                (version, new)
+            }
+        };
+        if new {
+            out.new_versions += 1;
+        }
+        out.versions.insert(snap.name.clone(), version);
+    }
+    Ok(out)
+}
+
+/// The per-replica requirements of each recent placement's template, in `recent`'s order
+/// (kept in `cached`, the cache's requirements; interpreted again only when the template or
+/// the interpreters changed; `None`: the
+/// template is gone or cannot be interpreted).
+fn recent_requirements(
+    cached: &mut HashMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
+    inputs: &Inputs,
+    templates: &HashMap<&ObjectKey, (usize, &Template)>,
+    recent: &[&PlacementRecord],
+) -> Vec<Option<Arc<ReplicaRequirements>>> {
+    if cached.len() > templates.len() {
+        cached.retain(|k, _| templates.contains_key(k));
+    }
+    let mut out: Vec<Option<Arc<ReplicaRequirements>>> = Vec::with_capacity(recent.len());
+    for p in recent {
+        let Some((i, t)) = templates.get(&p.workload).copied() else {
+            out.push(None);
+            continue;
+        };
+        let source = cache::key_of(&(inputs.hashes.templates.get(i), inputs.hashes.interpreters));
+        let req = match cached.get(&p.workload) {
+            Some((k, req)) if *k == source => req.clone(),
+            _ => {
+                let req = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters)
+                    .ok()
+                    .map(|w| Arc::new(w.requirements));
+                cached.insert(p.workload.clone(), (source, req.clone()));
+                req
+            }
+        };
+        out.push(req);
+    }
+    out
+}
+
+/// The key of the deducted views: the snapshots' fingerprints and the recent placements
+/// (workload, targets, per-replica requirements) in store order.
+fn views_key(
+    fingerprints: &[u64],
+    recent: &[&PlacementRecord],
+    requirements: &[Option<Arc<ReplicaRequirements>>],
+) -> u64 {
+    let mut h = cache::KeyHasher::default();
+    std::hash::Hash::hash(&fingerprints, &mut h);
+    for (p, req) in recent.iter().zip(requirements) {
+        std::hash::Hash::hash(&(&p.workload, &p.targets, req.as_deref()), &mut h);
+    }
+    std::hash::Hasher::finish(&h)
+}
+
+/// What the pass shares with every decision, built once the snapshots are versioned.
+pub(super) struct Pass {
+    /// Position of each cluster in the pass's snapshots.
+    pub positions: HashMap<String, usize>,
+    /// The scheduler's fleet context (clusters in name order, filter memo).
+    pub fleet: Fleet,
+    /// Blob hash of the pass's cluster → snapshot version map ([`Store::put_versions`]).
+    pub versions: u64,
+    /// Each cluster's state, by position: its snapshot version and what the scheduler reads
+    /// of its freshness ([`cache::clusters_state`] combines them with the deductions).
+    pub cluster_states: Vec<u64>,
+}
+
+impl Pass {
+    /// Builds the fleet and stores the pass's versions map and cluster names as blobs (a no-op
+    /// when a previous pass stored the same ones).
+    pub fn new(snapshots: &PassSnapshots, store: &Store) -> Result<Self, StoreError> {
+        let (views, versions) = (&snapshots.views, &snapshots.versions);
+        let cluster_states =
+            views.iter().map(|s| cache::key_of(&(&s.name, versions.get(&s.name), cache::freshness_key(s)))).collect();
+        let fleet = Fleet::new(views);
+        if !fleet.is_empty() {
+            store.put_universe(fleet.names())?;
+        }
+        Ok(Pass {
+            positions: views.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect(),
+            versions: store.put_versions(versions)?,
+            fleet,
+            cluster_states,
+        })
+    }
+}
+
+/// Sets the age and confidence of a live snapshot (offline ones keep confidence 1); returns
+/// the time of the observation (the last successful poll; `now_ms` for offline clusters).
+pub fn set_confidence(snap: &mut ClusterSnapshot, now_ms: u64, model: &ModelSettings) -> u64 {
+    let (at_ms, fresh) = freshness_at(snap.freshness, now_ms, model);
+    snap.freshness = fresh;
+    at_ms
+}
+
+/// [`set_confidence`] of a snapshot's freshness: the time of the observation and the
+/// freshness with its age and confidence at `now_ms`.
+fn freshness_at(fresh: Option<Freshness>, now_ms: u64, model: &ModelSettings) -> (u64, Option<Freshness>) {
+    let Some(mut f) = fresh else { return (now_ms, None) };
+    let age = if f.polled_at_ms == 0 { u64::MAX } else { now_ms.saturating_sub(f.polled_at_ms) };
+    f.age_ms = age;
+    f.confidence_ppm = (model.confidence(age, f.consecutive_failures) * 1e6).round() as u32;
+    (if f.polled_at_ms == 0 { now_ms } else { f.polled_at_ms.min(now_ms) }, Some(f))
+}
+
+/// Replicas deducted per (workload, live cluster) this pass.
+#[derive(Debug, Default, Clone)]
+pub struct Assumed {
+    deducted: HashMap<ObjectKey, HashMap<String, i64>>,
+    /// A running digest of every deduction so far: equal digests mean equal deductions.
+    pub key: u64,
+    /// The same per cluster: equal digests mean equal deductions from that cluster's view, so
+    /// the view a decision sees of it is covered by its cache key.
+    pub per_cluster: HashMap<String, u64>,
+}
+
+impl Assumed {
+    /// Deducts what a decision adds beyond what was already deducted for it: per target live
+    /// cluster, decided − observed (pods of the workload) − already deducted. A decrease is
+    /// not given back within the pass (conservative).
+    pub fn update(
+        &mut self,
+        snapshots: &mut [ClusterSnapshot],
+        workload: &ObjectKey,
+        req: &ReplicaRequirements,
+        targets: &BTreeMap<String, Option<i32>>,
+        dims: &Dimensions,
+    ) {
+        let plan = self.plan(snapshots, workload, targets);
+        self.apply(snapshots, workload, req, plan, dims);
+    }
+
+    /// What [`Assumed::update`] would deduct, without changing anything: per target live
+    /// cluster where more is pending than was deducted, (position, cluster, pending, deducted).
+    pub fn plan<'t>(
+        &self,
+        snapshots: &[ClusterSnapshot],
+        workload: &ObjectKey,
+        targets: &'t BTreeMap<String, Option<i32>>,
+    ) -> Vec<(usize, &'t String, i64, i64)> {
+        let mut owner = None;
+        let mut plan = Vec::new();
+        for (cluster, replicas) in targets {
+            let Some(r) = replicas else { continue };
+            // The pass's snapshots are sorted by name (as the set's clusters).
+            let found = match snapshots.binary_search_by(|s| s.name.as_str().cmp(cluster)) {
+                Ok(i) => Some(i),
+                Err(_) => snapshots.iter().position(|s| &s.name == cluster),
+            };
+            let Some((i, snap)) = found.and_then(|i| snapshots.get(i).map(|s| (i, s))) else { continue };
+            let Some(pods) = snap.pods.as_ref().filter(|_| snap.is_live()) else { continue };
+            let owner = owner.get_or_insert_with(|| assumed::Owner::of(workload));
+            let want = assumed::pending(i64::from(*r), owner.observed(pods));
+            let done = self.deducted.get(workload).and_then(|m| m.get(cluster)).copied().unwrap_or(0);
+            if want > done {
+                plan.push((i, cluster, want, done));
+            }
+        }
+        plan
+    }
+
+    /// Applies a [`Assumed::plan`].
+    pub fn apply(
+        &mut self,
+        snapshots: &mut [ClusterSnapshot],
+        workload: &ObjectKey,
+        req: &ReplicaRequirements,
+        plan: Vec<(usize, &String, i64, i64)>,
+        dims: &Dimensions,
+    ) {
+        for (i, cluster, want, done) in plan {
+            let Some(snap) = snapshots.get_mut(i) else { continue };
+            assumed::deduct(snap, req, want - done, dims);
+            self.deducted.entry(workload.clone()).or_default().insert(cluster.clone(), want);
+            self.key = cache::key_of(&(self.key, workload, cluster, want, req));
+            let own = self.per_cluster.entry(cluster.clone()).or_insert(0);
+            *own = cache::key_of(&(*own, workload, want, req));
+        }
+    }
+
+    /// The digest of the deductions from one cluster's view so far (0: none).
+    pub fn of_cluster(&self, cluster: &str) -> u64 {
+        self.per_cluster.get(cluster).copied().unwrap_or(0)
+    }
+
+    /// Replicas deducted in all.
+    pub fn total(&self) -> i64 {
+        self.deducted.values().flat_map(HashMap::values).sum()
+    }
+}
