@@ -11,7 +11,7 @@
 //! a zone node selector, some tolerating a taint some nodes carry); nodes: 4 sizes × 3 CPU
 //! vendors, a unique hostname label, usage in steps (so free vectors repeat only partly).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,9 +20,7 @@ use fedsched::model::dimensions::{Dimensions, ModelSettings};
 use fedsched::model::estimate::{Estimator, NodeEstimator};
 use fedsched::model::nodes::{CompiledRequest, estimate_naive};
 use fedsched::model::snapshot::ResourceSummary;
-use fedsched::model::{
-    ClusterSnapshot, ClusterTaint, Health, NodeView, ReplicaRequirements, ResourceList, SnapshotSource,
-};
+use fedsched::model::{ClusterSnapshot, ClusterTaint, NodeView, ReplicaRequirements, ResourceList};
 use fedsched::policy::types::TaintEffect;
 
 const CLUSTERS: usize = 1000;
@@ -33,7 +31,7 @@ const NAIVE_WORKLOADS: usize = 10;
 const RUNS: usize = 5;
 
 fn list(items: &[(&str, i64)]) -> ResourceList {
-    ResourceList(items.iter().map(|(k, v)| (k.to_string(), *v)).collect())
+    ResourceList::of(items)
 }
 
 fn fleet() -> Vec<ClusterSnapshot> {
@@ -75,25 +73,9 @@ fn fleet() -> Vec<ClusterSnapshot> {
                     }
                 })
                 .collect();
-            ClusterSnapshot {
-                name: format!("member-{c:04}"),
-                labels: BTreeMap::new(),
-                provider: None,
-                region: None,
-                zones: vec![],
-                taints: vec![],
-                health: Health::Ready,
-                source: SnapshotSource::Live { endpoint: format!("https://member-{c}") },
-                api_enablements: BTreeSet::new(),
-                summary: Some(ResourceSummary::from_nodes(&nodes, &ResourceList::new(), 0, &[])),
-                resource_models: vec![],
-                nodes: std::sync::Arc::new(nodes),
-                pods: None,
-                poll: None,
-                constraints: Default::default(),
-                freshness: None,
-                index: Default::default(),
-            }
+            ClusterSnapshot::live(format!("member-{c:04}"), format!("https://member-{c}"))
+                .with_summary(ResourceSummary::from_nodes(&nodes, &ResourceList::new(), 0, &[]))
+                .with_nodes(nodes)
         })
         .collect()
 }

@@ -1,20 +1,25 @@
-//! Prometheus metrics: one process-wide registry and the functions that record into it.
+//! Prometheus metrics: a [`Metrics`] value owned by the daemon (shared with the HTTP API for
+//! `/metrics` behind an `Arc`), recorded from the reports the stages return. There is no
+//! process-wide registry: nothing in the core (`model`, `schedule`, `render`, `policy`,
+//! `members`, `store`, `reconcile`, `views`) imports this module.
 //!
 //! Owns: metric names, help texts, label sets and the text encoding
 //! (`prometheus-client`'s Prometheus text format 0.0.4). Knows nothing of HTTP: the API
-//! calls [`encode`]. Names are `fedsched_<name>_<unit>[_total]`; labels are low-cardinality
-//! only (`cluster`, `phase`, `outcome`, `state`), never workload names.
+//! calls [`Metrics::refresh_and_encode`]. Names are `fedsched_<name>_<unit>[_total]`; labels
+//! are low-cardinality only (`cluster`, `phase`, `outcome`, `state`), never workload names.
 //!
-//! Recording API for the stages:
-//! - [`record_poll`]: one poll (or offline snapshot) of one member cluster;
-//! - [`record_hold`]: the publisher held back a mass deletion for a cluster;
-//! - [`record_pass`]: the loop finished a pass (phase timings, files, workloads by state);
-//! - [`record_policy_errors`]: a load of the policy repository found errors.
+//! Recording, by the daemon after each step:
+//! - [`Metrics::record_round`]: a poll round of the live members (its per-cluster
+//!   [`PollRecord`]s: outcome and duration);
+//! - [`Metrics::record_offline`]: the offline clusters of a load (snapshot builds);
+//! - [`Metrics::record_pass`]: the loop finished a pass (outcome; for a completed pass its
+//!   phase timings, files, workloads by state and the clusters whose mass deletion was held);
+//! - [`Metrics::record_policy_errors`]: a load of the policy repository found errors.
 //!
 //! Gauges that describe the present (snapshot age, confidence, replicas per cluster, store
-//! size, readiness) are set from the daemon's [`StatusView`] at scrape time ([`refresh`]).
+//! size, readiness) are set from the daemon's [`StatusView`] at scrape time.
 
-use std::sync::{LazyLock, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -24,36 +29,13 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
+pub use crate::members::live::PollOutcome;
+use crate::members::live::{PollRecord, RoundReport};
 use crate::reconcile::ReconcileReport;
 use crate::views::status::StatusView;
 
 /// `Content-Type` of [`encode`]'s output.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
-
-/// How a poll of a member cluster ended (label `outcome`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PollOutcome {
-    /// Live poll answered.
-    Ok,
-    /// Live poll failed (connection, authentication, API error).
-    Error,
-    /// Live poll hit `poll.timeout`.
-    Timeout,
-    /// Offline cluster: the snapshot was built from the Cluster object's status.
-    Offline,
-}
-
-impl PollOutcome {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PollOutcome::Ok => "ok",
-            PollOutcome::Error => "error",
-            PollOutcome::Timeout => "timeout",
-            PollOutcome::Offline => "offline",
-        }
-    }
-}
 
 /// A phase of a pass (label `phase`).
 pub const PHASES: [&str; 6] = ["load", "poll", "schedule", "render", "publish", "record"];
@@ -98,7 +80,8 @@ fn phase_histogram() -> Histogram {
     Histogram::new([0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0])
 }
 
-struct Metrics {
+/// The daemon's metrics: every family, registered once in its own registry.
+pub struct Metrics {
     registry: Registry,
     polls: Family<PollLabels, Counter>,
     poll_duration: HistogramFamily<ClusterLabels>,
@@ -123,10 +106,21 @@ struct Metrics {
     scrape: Mutex<()>,
 }
 
-static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
 
 impl Metrics {
-    fn new() -> Metrics {
+    /// Every family at zero.
+    pub fn new() -> Metrics {
         let mut r = Registry::with_prefix("fedsched");
         let m = Metrics {
             registry: Registry::default(),
@@ -230,89 +224,107 @@ impl Metrics {
         );
         Metrics { registry: r, ..m }
     }
-}
 
-/// Records one poll of a member cluster: its duration and how it ended. Offline clusters
-/// record the snapshot build with [`PollOutcome::Offline`].
-pub fn record_poll(cluster: &str, duration: Duration, outcome: PollOutcome) {
-    let m = &*METRICS;
-    m.polls.get_or_create(&PollLabels { cluster: cluster.to_string(), outcome: outcome.as_str() }).inc();
-    m.poll_duration.get_or_create(&ClusterLabels { cluster: cluster.to_string() }).observe(duration.as_secs_f64());
-}
-
-/// Records that the publisher held back a mass deletion in a cluster's directory.
-pub fn record_hold(cluster: &str) {
-    METRICS.holds.get_or_create(&ClusterLabels { cluster: cluster.to_string() }).inc();
-}
-
-/// Records a load of the policy repository that found `errors` errors (0 = valid).
-pub fn record_policy_errors(errors: usize) {
-    let m = &*METRICS;
-    m.policy_load_errors.inc_by(errors as u64);
-    m.policy_errors.set(errors as i64);
-}
-
-/// Records the end of a pass: its outcome, and for a completed pass its report (phase
-/// timings, files written and removed, workloads by state).
-pub fn record_pass(outcome: &'static str, report: Option<&ReconcileReport>) {
-    let m = &*METRICS;
-    m.reconciles.get_or_create(&OutcomeLabels { outcome }).inc();
-    let Some(report) = report else { return };
-    let p = &report.phases;
-    let total = p.load + p.poll + p.schedule + p.render + p.publish + p.record;
-    m.reconcile_duration.observe(total.as_secs_f64());
-    for (phase, d) in PHASES.iter().zip([p.load, p.poll, p.schedule, p.render, p.publish, p.record]) {
-        m.phase_duration.get_or_create(&PhaseLabels { phase }).observe(d.as_secs_f64());
+    /// Records one poll of a member cluster: its duration and how it ended. Offline clusters
+    /// record the snapshot build with [`PollOutcome::Offline`].
+    pub fn record_poll(&self, cluster: &str, duration: Duration, outcome: PollOutcome) {
+        self.polls.get_or_create(&PollLabels { cluster: cluster.to_string(), outcome: outcome.as_str() }).inc();
+        self.poll_duration
+            .get_or_create(&ClusterLabels { cluster: cluster.to_string() })
+            .observe(duration.as_secs_f64());
     }
-    m.files_written.inc_by(report.files_written as u64);
-    m.files_removed.inc_by(report.files_removed as u64);
-    for (state, n) in STATES.iter().zip([report.scheduled, report.unschedulable.len(), 0]) {
-        m.workloads.get_or_create(&StateLabels { state }).set(n as i64);
-    }
-}
 
-/// Sets the gauges that describe the present from the daemon's status and encodes every
-/// metric in the Prometheus text format.
-pub fn refresh_and_encode(
-    view: &StatusView,
-    now_ms: u64,
-    heartbeat_age_ms: u64,
-    store_size_bytes: Option<u64>,
-) -> Result<String, std::fmt::Error> {
-    let m = &*METRICS;
-    let _guard = m.scrape.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    refresh(m, view, now_ms, heartbeat_age_ms, store_size_bytes);
-    let mut out = String::new();
-    prometheus_client::encoding::prometheus_text::encode(&mut out, &m.registry)?;
-    Ok(out)
-}
-
-fn refresh(m: &Metrics, view: &StatusView, now_ms: u64, heartbeat_age_ms: u64, store_size_bytes: Option<u64>) {
-    // Clusters that left the repository disappear from the per-cluster gauges.
-    m.snapshot_age.clear();
-    m.confidence.clear();
-    m.cluster_ready.clear();
-    m.replicas.clear();
-    for c in view.clusters.values() {
-        let l = ClusterLabels { cluster: c.name.clone() };
-        m.snapshot_age.get_or_create(&l).set(now_ms.saturating_sub(c.last_seen_ms) as f64 / 1000.0);
-        m.confidence.get_or_create(&l).set(c.confidence);
-        m.cluster_ready.get_or_create(&l).set(i64::from(c.ready));
-        m.replicas.get_or_create(&l).set(c.replicas);
-        // Counters start at 0 for every known cluster, so that `increase()` sees the first hold.
-        drop(m.holds.get_or_create(&l));
-    }
-    if view.last_report.is_none() {
-        for state in STATES {
-            m.workloads.get_or_create(&StateLabels { state }).set(0);
+    /// Records the polls of a round of the live members.
+    pub fn record_round(&self, round: &RoundReport) {
+        for PollRecord { cluster, outcome, duration } in &round.polls {
+            self.record_poll(cluster, *duration, *outcome);
         }
     }
-    if let Some(size) = store_size_bytes {
-        m.store_size.set(i64::try_from(size).unwrap_or(i64::MAX));
+
+    /// Records the snapshot builds of the offline clusters of one load (each a poll with
+    /// [`PollOutcome::Offline`]).
+    pub fn record_offline<'a>(&self, clusters: impl IntoIterator<Item = (&'a str, Duration)>) {
+        for (cluster, duration) in clusters {
+            self.record_poll(cluster, duration, PollOutcome::Offline);
+        }
     }
-    m.ready.set(i64::from(view.is_ready()));
-    m.last_success.set(view.last_success_ms.map(|ms| ms as f64 / 1000.0).unwrap_or(0.0));
-    m.heartbeat_age.set(heartbeat_age_ms as f64 / 1000.0);
+
+    /// Records that the publisher held back a mass deletion in a cluster's directory.
+    pub fn record_hold(&self, cluster: &str) {
+        self.holds.get_or_create(&ClusterLabels { cluster: cluster.to_string() }).inc();
+    }
+
+    /// Records a load of the policy repository that found `errors` errors (0 = valid).
+    pub fn record_policy_errors(&self, errors: usize) {
+        self.policy_load_errors.inc_by(errors as u64);
+        self.policy_errors.set(errors as i64);
+    }
+
+    /// Records the end of a pass: its outcome, and for a completed pass its report (phase
+    /// timings, files written and removed, workloads by state, held clusters).
+    pub fn record_pass(&self, outcome: &'static str, report: Option<&ReconcileReport>) {
+        self.reconciles.get_or_create(&OutcomeLabels { outcome }).inc();
+        let Some(report) = report else { return };
+        let p = &report.phases;
+        let total = p.load + p.poll + p.schedule + p.render + p.publish + p.record;
+        self.reconcile_duration.observe(total.as_secs_f64());
+        for (phase, d) in PHASES.iter().zip([p.load, p.poll, p.schedule, p.render, p.publish, p.record]) {
+            self.phase_duration.get_or_create(&PhaseLabels { phase }).observe(d.as_secs_f64());
+        }
+        self.files_written.inc_by(report.files_written as u64);
+        self.files_removed.inc_by(report.files_removed as u64);
+        for (state, n) in STATES.iter().zip([report.scheduled, report.unschedulable.len(), 0]) {
+            self.workloads.get_or_create(&StateLabels { state }).set(n as i64);
+        }
+        for h in &report.held_clusters {
+            self.record_hold(&h.cluster);
+        }
+    }
+
+    /// Sets the gauges that describe the present from the daemon's status and encodes every
+    /// metric in the Prometheus text format.
+    pub fn refresh_and_encode(
+        &self,
+        view: &StatusView,
+        now_ms: u64,
+        heartbeat_age_ms: u64,
+        store_size_bytes: Option<u64>,
+    ) -> Result<String, std::fmt::Error> {
+        let _guard = self.scrape.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.refresh(view, now_ms, heartbeat_age_ms, store_size_bytes);
+        let mut out = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+
+    fn refresh(&self, view: &StatusView, now_ms: u64, heartbeat_age_ms: u64, store_size_bytes: Option<u64>) {
+        let m = self;
+        // Clusters that left the repository disappear from the per-cluster gauges.
+        m.snapshot_age.clear();
+        m.confidence.clear();
+        m.cluster_ready.clear();
+        m.replicas.clear();
+        for c in view.clusters.values() {
+            let l = ClusterLabels { cluster: c.name.clone() };
+            m.snapshot_age.get_or_create(&l).set(now_ms.saturating_sub(c.last_seen_ms) as f64 / 1000.0);
+            m.confidence.get_or_create(&l).set(c.confidence);
+            m.cluster_ready.get_or_create(&l).set(i64::from(c.ready));
+            m.replicas.get_or_create(&l).set(c.replicas);
+            // Counters start at 0 for every known cluster, so that `increase()` sees the first hold.
+            drop(m.holds.get_or_create(&l));
+        }
+        if view.last_report.is_none() {
+            for state in STATES {
+                m.workloads.get_or_create(&StateLabels { state }).set(0);
+            }
+        }
+        if let Some(size) = store_size_bytes {
+            m.store_size.set(i64::try_from(size).unwrap_or(i64::MAX));
+        }
+        m.ready.set(i64::from(view.is_ready()));
+        m.last_success.set(view.last_success_ms.map(|ms| ms as f64 / 1000.0).unwrap_or(0.0));
+        m.heartbeat_age.set(heartbeat_age_ms as f64 / 1000.0);
+    }
 }
 
 #[cfg(test)]
@@ -340,9 +352,10 @@ mod tests {
 
     #[test]
     fn recorded_values_and_present_gauges_are_encoded() {
-        record_poll("unit-a", Duration::from_millis(20), PollOutcome::Timeout);
-        record_hold("unit-a");
-        let text = refresh_and_encode(&view(&["unit-a", "unit-b"]), 3_500, 0, Some(42)).expect("encode");
+        let m = Metrics::new();
+        m.record_poll("unit-a", Duration::from_millis(20), PollOutcome::Timeout);
+        m.record_hold("unit-a");
+        let text = m.refresh_and_encode(&view(&["unit-a", "unit-b"]), 3_500, 0, Some(42)).expect("encode");
         assert!(text.contains("fedsched_polls_total{cluster=\"unit-a\",outcome=\"timeout\"} 1\n"), "{text}");
         assert!(text.contains("fedsched_mass_deletion_holds_total{cluster=\"unit-a\"} 1\n"), "{text}");
         assert!(text.contains("fedsched_mass_deletion_holds_total{cluster=\"unit-b\"} 0\n"), "{text}");
@@ -350,7 +363,41 @@ mod tests {
         assert!(text.contains("fedsched_snapshot_confidence_ratio{cluster=\"unit-a\"} 0.5\n"), "{text}");
         assert!(text.contains("fedsched_store_size_bytes 42\n"), "{text}");
         // A cluster that left the view leaves the present-tense gauges.
-        let text = refresh_and_encode(&view(&["unit-a"]), 3_500, 0, None).expect("encode");
+        let text = m.refresh_and_encode(&view(&["unit-a"]), 3_500, 0, None).expect("encode");
         assert!(!text.contains("fedsched_snapshot_age_seconds{cluster=\"unit-b\"}"), "{text}");
+    }
+
+    #[test]
+    fn rounds_passes_and_offline_loads_are_recorded_from_their_reports() {
+        let m = Metrics::new();
+        let round = RoundReport {
+            polls: vec![
+                PollRecord { cluster: "live-a".into(), outcome: PollOutcome::Ok, duration: Duration::from_millis(5) },
+                PollRecord { cluster: "live-b".into(), outcome: PollOutcome::Error, duration: Duration::ZERO },
+            ],
+            ..Default::default()
+        };
+        m.record_round(&round);
+        m.record_offline([("off-a", Duration::ZERO)]);
+        let report = ReconcileReport {
+            held_clusters: vec![crate::publish::HeldCluster { cluster: "live-a".into(), objects: 4, removals: 4 }],
+            files_written: 3,
+            ..Default::default()
+        };
+        m.record_pass("ok", Some(&report));
+        let text = m.refresh_and_encode(&view(&[]), 0, 0, None).expect("encode");
+        for line in [
+            "fedsched_polls_total{cluster=\"live-a\",outcome=\"ok\"} 1\n",
+            "fedsched_polls_total{cluster=\"live-b\",outcome=\"error\"} 1\n",
+            "fedsched_polls_total{cluster=\"off-a\",outcome=\"offline\"} 1\n",
+            "fedsched_mass_deletion_holds_total{cluster=\"live-a\"} 1\n",
+            "fedsched_files_written_total 3\n",
+            "fedsched_reconciles_total{outcome=\"ok\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line}{text}");
+        }
+        // Another value starts from zero: there is no shared registry.
+        let other = Metrics::new().refresh_and_encode(&view(&[]), 0, 0, None).expect("encode");
+        assert!(!other.contains("live-a"), "{other}");
     }
 }

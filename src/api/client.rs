@@ -1,10 +1,21 @@
 //! A minimal HTTP/1.1 client for the CLI to ask a running daemon (`GET` only, plain
 //! `http://`, meant for the loopback listener). The store is single-process: while the
 //! daemon runs, `explain`, `history` and `snapshots` read through its API instead.
+//!
+//! The CLI is synchronous: [`get`] runs hyper-util's client (`HttpConnector`, HTTP/1.1, no
+//! pooling) on a current-thread tokio runtime of its own for the one request. Timeouts: the
+//! connect, the response head and every body frame each get the whole `timeout` (the read
+//! timeout of a socket), so a server that stops answering fails the request.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::header::{ACCEPT, AUTHORIZATION, CONNECTION};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
 
 /// Errors of a request to the daemon.
 #[derive(Debug, thiserror::Error)]
@@ -75,109 +86,97 @@ pub fn get(
     timeout: Duration,
 ) -> Result<(u16, String), ClientError> {
     let url = format!("{server}{path}");
-    let io = |source| ClientError::Io { url: url.clone(), source };
-    let addrs: Vec<SocketAddr> =
-        (server.host.trim_matches(|c| c == '[' || c == ']'), server.port).to_socket_addrs().map_err(io)?.collect();
-    let mut last = None;
-    let mut stream = None;
-    for a in addrs {
-        match TcpStream::connect_timeout(&a, timeout) {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
-            Err(e) => last = Some(e),
-        }
-    }
-    let mut stream = match stream {
-        Some(s) => s,
-        None => return Err(io(last.unwrap_or_else(|| std::io::Error::other("no address")))),
-    };
-    stream.set_read_timeout(Some(timeout)).map_err(io)?;
-    stream.set_write_timeout(Some(timeout)).map_err(io)?;
-    let mut req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {}:{}\r\nAccept: application/json\r\nConnection: close\r\n",
-        server.host, server.port
-    );
+    let uri: hyper::Uri = url.parse().map_err(|_| ClientError::BadUrl(url.clone()))?;
+    let mut req = hyper::Request::get(uri).header(ACCEPT, "application/json").header(CONNECTION, "close");
     if let Some(t) = token {
-        req.push_str(&format!("Authorization: Bearer {t}\r\n"));
+        req = req.header(AUTHORIZATION, format!("Bearer {t}"));
     }
-    req.push_str("\r\n");
-    stream.write_all(req.as_bytes()).map_err(io)?;
-    read_response(BufReader::new(stream)).map_err(|e| match e {
-        ReadError::Io(source) => ClientError::Io { url: url.clone(), source },
-        ReadError::Malformed(detail) => ClientError::Malformed { url: url.clone(), detail },
-    })
+    let io = |source| ClientError::Io { url: url.clone(), source };
+    let req = req
+        .body(Empty::<Bytes>::new())
+        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())))?;
+    let run = move || -> Result<(u16, Vec<u8>), Failure> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Failure::Io)?;
+        rt.block_on(exchange(req, timeout))
+    };
+    // A runtime cannot be started from a runtime's thread: then the request runs on a thread
+    // of its own (the caller blocks either way).
+    let answer = if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|s| s.spawn(run).join())
+            .unwrap_or_else(|_| Err(Failure::Io(std::io::Error::other("the request thread panicked"))))
+    } else {
+        run()
+    };
+    let (code, body) = answer.map_err(|e| match e {
+        Failure::Io(source) => ClientError::Io { url: url.clone(), source },
+        Failure::Malformed(detail) => ClientError::Malformed { url: url.clone(), detail },
+    })?;
+    let body = String::from_utf8(body)
+        .map_err(|_| ClientError::Malformed { url: url.clone(), detail: "body is not UTF-8".into() })?;
+    Ok((code, body))
 }
 
-enum ReadError {
+/// Why an exchange failed, before the URL is attached.
+#[derive(Debug)]
+enum Failure {
     Io(std::io::Error),
     Malformed(String),
 }
 
-impl From<std::io::Error> for ReadError {
-    fn from(e: std::io::Error) -> Self {
-        ReadError::Io(e)
+impl Failure {
+    fn timed_out() -> Failure {
+        Failure::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out waiting for the daemon"))
+    }
+
+    /// A client or body error: `Malformed` when hyper could not parse the answer, else `Io`
+    /// (with the kind of the I/O error underneath, if any). The message is the innermost
+    /// error's (`Connection refused (os error 111)`, not hyper-util's wrappers).
+    fn of(e: &(dyn std::error::Error + 'static)) -> Failure {
+        let mut kind = std::io::ErrorKind::Other;
+        let mut parse = false;
+        let mut innermost = e;
+        let mut at: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(err) = at {
+            if let Some(h) = err.downcast_ref::<hyper::Error>() {
+                parse |= h.is_parse() || h.is_parse_status();
+            }
+            if let Some(io) = err.downcast_ref::<std::io::Error>() {
+                kind = io.kind();
+            }
+            innermost = err;
+            at = err.source();
+        }
+        let message = innermost.to_string();
+        if parse { Failure::Malformed(message) } else { Failure::Io(std::io::Error::new(kind, message)) }
     }
 }
 
-fn read_response(mut r: impl BufRead) -> Result<(u16, String), ReadError> {
-    let mut line = String::new();
-    r.read_line(&mut line)?;
-    let mut parts = line.split_whitespace();
-    let version = parts.next().unwrap_or("");
-    if !version.starts_with("HTTP/1.") {
-        return Err(ReadError::Malformed(format!("status line {:?}", line.trim_end())));
-    }
-    let code: u16 = parts
-        .next()
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| ReadError::Malformed(format!("status line {:?}", line.trim_end())))?;
-    let mut length: Option<usize> = None;
-    let mut chunked = false;
+/// Sends `req` and reads the whole body, each step within `timeout`.
+async fn exchange(req: hyper::Request<Empty<Bytes>>, timeout: Duration) -> Result<(u16, Vec<u8>), Failure> {
+    let mut connector = HttpConnector::new();
+    connector.set_connect_timeout(Some(timeout));
+    let client = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build(connector);
+    let resp = match tokio::time::timeout(timeout, client.request(req)).await {
+        Err(_) => return Err(Failure::timed_out()),
+        Ok(Err(e)) => return Err(Failure::of(&e)),
+        Ok(Ok(resp)) => resp,
+    };
+    let code = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut bytes = Vec::new();
     loop {
-        line.clear();
-        if r.read_line(&mut line)? == 0 {
-            return Err(ReadError::Malformed("headers end early".into()));
-        }
-        let h = line.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = h.split_once(':') {
-            let value = value.trim();
-            if name.eq_ignore_ascii_case("content-length") {
-                length = Some(value.parse().map_err(|_| ReadError::Malformed(format!("content-length {value:?}")))?);
-            } else if name.eq_ignore_ascii_case("transfer-encoding") && value.eq_ignore_ascii_case("chunked") {
-                chunked = true;
+        match tokio::time::timeout(timeout, body.frame()).await {
+            Err(_) => return Err(Failure::timed_out()),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => return Err(Failure::of(&e)),
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    bytes.extend_from_slice(&data);
+                }
             }
         }
     }
-    let mut body = Vec::new();
-    if chunked {
-        loop {
-            line.clear();
-            r.read_line(&mut line)?;
-            let size_text = line.trim_end().split(';').next().unwrap_or("");
-            let size = usize::from_str_radix(size_text, 16)
-                .map_err(|_| ReadError::Malformed(format!("chunk size {size_text:?}")))?;
-            if size == 0 {
-                break;
-            }
-            let mut chunk = vec![0u8; size];
-            r.read_exact(&mut chunk)?;
-            body.extend_from_slice(&chunk);
-            line.clear();
-            r.read_line(&mut line)?;
-        }
-    } else if let Some(n) = length {
-        body.resize(n, 0);
-        r.read_exact(&mut body)?;
-    } else {
-        r.read_to_end(&mut body)?;
-    }
-    let body = String::from_utf8(body).map_err(|_| ReadError::Malformed("body is not UTF-8".into()))?;
-    Ok((code, body))
+    Ok((code, bytes))
 }
 
 #[cfg(test)]
@@ -199,16 +198,64 @@ mod tests {
         assert!(ServerUrl::from_addr("127.0.0.1:0".parse().expect("addr")).is_none());
     }
 
+    /// A server on loopback that answers every connection with `answer` (after reading the
+    /// request head), or never answers when `answer` is `None`.
+    fn serve(answer: Option<&'static [u8]>) -> ServerUrl {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let mut r = std::io::BufReader::new(conn.try_clone().expect("clone"));
+                let mut line = String::new();
+                while r.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                    line.clear();
+                }
+                match answer {
+                    Some(a) => {
+                        let _ = conn.write_all(a);
+                    }
+                    None => std::thread::sleep(Duration::from_secs(30)),
+                }
+            }
+        });
+        ServerUrl::from_addr(addr).expect("url")
+    }
+
     #[test]
     fn responses_with_length_or_chunks_are_read() {
-        let r = read_response(&b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"[..]).ok().expect("ok");
-        assert_eq!(r, (200, "{}".to_string()));
-        let r = read_response(
-            &b"HTTP/1.1 404 Not Found\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n1\r\nd\r\n0\r\n\r\n"[..],
-        )
-        .ok()
-        .expect("ok");
-        assert_eq!(r, (404, "abcd".to_string()));
-        assert!(read_response(&b"SSH-2.0\r\n"[..]).is_err());
+        let t = Duration::from_secs(10);
+        let u = serve(Some(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"));
+        assert_eq!(get(&u, "/x", None, t).expect("ok"), (200, "{}".to_string()));
+        let u =
+            serve(Some(b"HTTP/1.1 404 Not Found\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n1\r\nd\r\n0\r\n\r\n"));
+        assert_eq!(get(&u, "/x", Some("tok"), t).expect("ok"), (404, "abcd".to_string()));
+        let u = serve(Some(b"SSH-2.0\r\n"));
+        assert!(matches!(get(&u, "/x", None, t), Err(ClientError::Malformed { .. })));
+    }
+
+    #[test]
+    fn a_server_that_hangs_times_out() {
+        let u = serve(None);
+        let started = std::time::Instant::now();
+        match get(&u, "/x", None, Duration::from_millis(300)) {
+            Err(ClientError::Io { source, .. }) => assert_eq!(source.kind(), std::io::ErrorKind::TimedOut),
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_refused_connection_is_an_io_error() {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr");
+        let u = ServerUrl::from_addr(addr).expect("url");
+        assert!(matches!(get(&u, "/x", None, Duration::from_secs(5)), Err(ClientError::Io { .. })));
+    }
+
+    #[tokio::test]
+    async fn get_works_from_inside_a_runtime() {
+        let u = serve(Some(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"));
+        assert_eq!(get(&u, "/x", None, Duration::from_secs(10)).expect("ok"), (200, "ok".to_string()));
     }
 }

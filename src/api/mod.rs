@@ -5,20 +5,21 @@
 //! |---|---|
 //! | `/healthz` | 200 while the event loop turns (heartbeat younger than `http.heartbeat_timeout`), else 503 |
 //! | `/readyz` | 200 once a pass completed and the last pass did not fail operationally, else 503 |
-//! | `/metrics` | Prometheus text format ([`crate::metrics`]) |
+//! | `/metrics` | Prometheus text format (the daemon's [`crate::metrics::Metrics`]) |
 //! | `/api/v1/status` | the last pass and readiness |
 //! | `/api/v1/clusters` | members: state, capacity, confidence, snapshot age, replicas |
 //! | `/api/v1/clusters/{name}/snapshots` | as `fedsched snapshots -o json` |
 //! | `/api/v1/resources?by=region\|zone\|provider\|label=KEY` | as `fedsched resources -o json` |
 //! | `/api/v1/workloads` | every placement, as `.fedsched/placements.json` |
-//! | `/api/v1/workloads/{ns}/{kind}/{name}/explain` | as `fedsched explain -o json` (`ns` = `_` for cluster-scoped) |
+//! | `/api/v1/workloads/{ns}/{kind}/{name}/explain` | as `fedsched explain -o json` (`ns` = `_` for cluster-scoped), with the profiles of the last good pass |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/history` | as `fedsched history -o json` |
 //!
 //! Every route is GET only: nothing here writes. The store is read through the daemon's
 //! [`Store`] handle (sled allows one process), on blocking threads; the loop's state comes
-//! from a `watch` of [`StatusView`]. With `http.token_file`, `/api/v1/…` (and `/metrics` if
-//! `http.metrics_require_token`) need `Authorization: Bearer <token>`, compared in constant
-//! time; the token is never logged.
+//! from a `watch` of [`StatusView`] (the last good inputs and the profiles they ran with), the
+//! metrics from the daemon's `Arc` of them, the wall clock from the daemon's clock. With
+//! `http.token_file`, `/api/v1/…` (and `/metrics` if `http.metrics_require_token`) need
+//! `Authorization: Bearer <token>`, compared in constant time; the token is never logged.
 
 pub mod client;
 
@@ -121,8 +122,10 @@ pub struct ApiState {
     pub token: Option<Token>,
     /// Whether `/metrics` requires the token too.
     pub metrics_require_token: bool,
-    /// The resource model settings (for `/api/v1/resources`).
-    pub model: Arc<crate::model::dimensions::ModelSettings>,
+    /// The daemon's metrics (what `/metrics` encodes).
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// The daemon's clock (heartbeat age, snapshot ages).
+    pub clock: Arc<dyn crate::util::clock::Clock>,
 }
 
 /// A running listener; [`Server::shutdown`] stops it.
@@ -236,7 +239,7 @@ fn store_error(e: StoreError) -> Refusal {
 }
 
 async fn healthz(State(s): State<ApiState>) -> Response {
-    let age = s.heartbeat.age_ms(crate::util::clock::now_ms());
+    let age = s.heartbeat.age_ms(s.clock.now_ms());
     let limit = s.heartbeat_timeout.as_millis() as u64;
     let body = json!({"status": if age <= limit { "ok" } else { "stalled" }, "heartbeatAgeMs": age, "limitMs": limit});
     let code = if age <= limit { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
@@ -262,12 +265,13 @@ async fn metrics(State(s): State<ApiState>, headers: HeaderMap) -> Response {
         return r.into_response();
     }
     let view = s.status.borrow().clone();
-    let now = crate::util::clock::now_ms();
+    let now = s.clock.now_ms();
     let age = s.heartbeat.age_ms(now);
     let store = s.store.clone();
+    let metrics = Arc::clone(&s.metrics);
     let encoded = tokio::task::spawn_blocking(move || {
         let size = store.size_on_disk().ok();
-        crate::metrics::refresh_and_encode(&view, now, age, size)
+        metrics.refresh_and_encode(&view, now, age, size)
     })
     .await;
     match encoded {
@@ -314,8 +318,8 @@ async fn clusters(State(s): State<ApiState>, headers: HeaderMap) -> Response {
     let current: Option<BTreeSet<String>> =
         s.status.borrow().inputs.as_ref().map(|i| i.snapshots.iter().map(|c| c.name.clone()).collect());
     let store = s.store.clone();
-    blocking(move || report::clusters_json(&store, current.as_ref(), crate::util::clock::now_ms()).map_err(store_error))
-        .await
+    let now = s.clock.now_ms();
+    blocking(move || report::clusters_json(&store, current.as_ref(), now).map_err(store_error)).await
 }
 
 async fn snapshots(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Response {
@@ -348,11 +352,12 @@ async fn resources(
         Ok(b) => b,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("by={e}")),
     };
-    let Some(inputs) = s.status.borrow().inputs.clone() else {
+    let Some((inputs, profiles)) = good_pass(&s) else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "no good reconcile yet: no cluster data");
     };
-    let views = crate::views::resources::views(&inputs.snapshots, &s.model, crate::util::clock::now_ms());
-    axum::Json(crate::views::resources::document(&views, &by, &s.model)).into_response()
+    let model = profiles.model();
+    let views = crate::views::resources::views(&inputs.snapshots, model, s.clock.now_ms());
+    axum::Json(crate::views::resources::document(&views, &by, model)).into_response()
 }
 
 async fn workloads(State(s): State<ApiState>, headers: HeaderMap) -> Response {
@@ -361,6 +366,13 @@ async fn workloads(State(s): State<ApiState>, headers: HeaderMap) -> Response {
     }
     let store = s.store.clone();
     blocking(move || Ok(report::workloads_json(&store.placements().map_err(store_error)?))).await
+}
+
+/// The inputs of the last good pass and the profiles it ran with (the configured ones, as the
+/// CLI uses), if a pass succeeded.
+fn good_pass(s: &ApiState) -> Option<(Arc<crate::reconcile::Inputs>, Arc<crate::schedule::profile::Profiles>)> {
+    let view = s.status.borrow();
+    Some((view.inputs.clone()?, view.profiles.clone()?))
 }
 
 /// `{ns}/{kind}/{name}` of a URL as a workload reference (`_` = cluster-scoped).
@@ -380,7 +392,7 @@ async fn explain_workload(
     if let Err(r) = authorize(&s, &headers) {
         return r.into_response();
     }
-    let Some(inputs) = s.status.borrow().inputs.clone() else {
+    let Some((inputs, profiles)) = good_pass(&s) else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "no good reconcile yet: nothing to explain from");
     };
     let r = workload_ref(&ns, &kind, &name);
@@ -397,7 +409,8 @@ async fn explain_workload(
                 ),
             ));
         }
-        explain::explain(&inputs, &store, &r).map_err(|e| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, e))
+        explain::explain_with(&inputs, &store, &profiles, &r)
+            .map_err(|e| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, e))
     })
     .await
 }

@@ -1,18 +1,33 @@
 //! The daemon: one loop that owns all state and reconciles on policy changes, on a timer and
-//! on SIGHUP, and shuts down cleanly on SIGTERM / SIGINT.
+//! on [`Control::Reload`] (SIGHUP), and shuts down cleanly on [`Control::Shutdown`] (SIGTERM /
+//! SIGINT).
 //!
-//! Owns: the event loop, the policy watch ([`watch`]), signals, and systemd notification
-//! ([`systemd`]). The loop is the single writer; each reconcile runs on a blocking thread and
-//! the loop waits for it, so a stuck reconcile also stops the watchdog pings and the
-//! heartbeat that `/healthz` reads. Invalid policy input keeps the last good output: nothing
-//! is written until the repository is valid again. After each pass the loop publishes a
-//! [`StatusView`] and records metrics; the HTTP listener ([`crate::api`]) reads those and the
-//! store handle, never writes.
+//! Owns: the event loop, the policy watch ([`watch`]), systemd notification ([`systemd`]), the
+//! daemon's [`Metrics`], and the settings in force. The loop is driven from
+//! outside by a stream of [`Control`]s and reads the wall clock through a [`Clock`]:
+//! production ([`run_blocking`]) maps signals to controls and uses the system clock; tests
+//! pass a channel ([`control_channel`]) and a [`crate::util::clock::ManualClock`] and run the
+//! daemon in-process ([`Daemon::start`], [`Daemon::run`]). Timers (the reconcile interval,
+//! the debounce, the heartbeat) are tokio timers; wall-clock stamps come from the clock.
+//!
+//! The loop is the single writer; each reconcile runs on a blocking thread and the loop waits
+//! for it, so a stuck reconcile also stops the watchdog pings and the heartbeat that
+//! `/healthz` reads. Invalid policy input keeps the last good output: nothing is written until
+//! the repository is valid again. After each pass the loop records metrics from the pass's
+//! report and publishes a [`StatusView`]; the HTTP listener ([`crate::api`]) reads those, the
+//! metrics and the store handle, never writes.
+//!
+//! Reload: the configuration file is read again and [`reconcile::Settings::from_config`]
+//! builds the settings, used by a new [`Reconciler`] (profiles, `[cost]`, `[model]`,
+//! `[publish]`, `[git]`), as at start; `[clusters]`, `[poll]` and `reconcile.interval` apply
+//! too. An invalid file keeps the previous settings. Directory and `[http]` changes need a
+//! restart (a warning says so).
 //!
 //! Live members: every `reconcile.interval` (and at start) the loop hands the poller to a task
 //! that polls the members ([`crate::members::live::Poller::round`]); the round comes back as
-//! an event, and the reconcile that follows uses the latest view of every cluster. A round in
-//! flight never blocks the loop (signals, watchdog, policy changes go on).
+//! an event (its report is recorded in the metrics), and the reconcile that follows uses the
+//! latest view of every cluster. A round in flight never blocks the loop (signals, watchdog,
+//! policy changes go on).
 
 pub mod systemd;
 pub mod watch;
@@ -21,28 +36,108 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::util::clock::now_ms;
-
 use anyhow::Context;
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook_tokio::Signals;
 use tokio::sync::{mpsc, watch as status_watch};
 
 use crate::config::{Config, Paths};
 use crate::members::live::{LiveView, Poller, RoundReport, Target, targets};
+use crate::metrics::Metrics;
 use crate::reconcile::{self, PhaseTimings, Reconciler};
+use crate::schedule::profile::Profiles;
 use crate::store::Store;
+use crate::util::clock::{Clock, SystemClock};
 use crate::views::status::{Heartbeat, PassOutcome, PassStatus, StatusView};
 
-/// Runs the daemon on its own runtime until a shutdown signal.
+/// What steers the loop from outside: signals in production, a channel in tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    /// Re-read the configuration file, rebuild the settings, reconcile (SIGHUP).
+    Reload,
+    /// Something in the policy directory changed (as the directory watch reports it): debounce,
+    /// then reconcile.
+    PolicyChanged,
+    /// Reconcile now as the timer would (poll the live members first).
+    Tick,
+    /// Stop cleanly (SIGTERM, SIGINT); the reason is logged.
+    Shutdown(&'static str),
+}
+
+/// A channel of [`Control`]s and the stream [`Daemon::run`] takes. Dropping every sender ends
+/// the stream, which stops the daemon.
+pub fn control_channel() -> (mpsc::UnboundedSender<Control>, impl Stream<Item = Control> + Unpin + Send) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
+    (tx, Box::pin(stream))
+}
+
+/// Runs the daemon on its own runtime until a shutdown signal: SIGHUP reloads, SIGTERM and
+/// SIGINT stop; wall-clock stamps come from the system clock.
 pub fn run_blocking(cfg: Config, config_path: Option<PathBuf>, paths: Paths) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(run(cfg, config_path, paths))
+    rt.block_on(async move {
+        let signals = Signals::new([SIGTERM, SIGINT, SIGHUP]).context("cannot install signal handlers")?;
+        let control = signals.map(|sig| match sig {
+            SIGHUP => Control::Reload,
+            SIGINT => Control::Shutdown("SIGINT"),
+            _ => Control::Shutdown("SIGTERM"),
+        });
+        run(cfg, config_path, paths, control, Arc::new(SystemClock)).await
+    })
+}
+
+/// Starts the daemon ([`Daemon::start`]) and runs its loop until `control` says stop or ends.
+pub async fn run(
+    cfg: Config,
+    config_path: Option<PathBuf>,
+    paths: Paths,
+    control: impl Stream<Item = Control> + Unpin,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<()> {
+    Daemon::start(cfg, config_path, paths, clock).await?.run(control).await
+}
+
+/// The settings in force: the reconciler built from them, and the profiles the read side
+/// (explain, resources) answers with. Rebuilt as a whole on reload.
+struct Current {
+    /// The reconciler of this configuration.
+    reconciler: Arc<Reconciler>,
+    /// The same profiles as the reconciler's (`[profiles.*]`, `[cost]`, `[model]`).
+    profiles: Arc<Profiles>,
+}
+
+impl Current {
+    /// [`reconcile::Settings::from_config`] (the one way settings are built, at start and on
+    /// reload) and a new [`Reconciler`] over `store`.
+    fn from_config(cfg: &Config, store: &Store) -> anyhow::Result<Current> {
+        let settings = reconcile::Settings::from_config(cfg, false)?;
+        let profiles = Arc::new(cfg.profiles()?);
+        Ok(Current { reconciler: Arc::new(Reconciler::new(store.clone(), settings)), profiles })
+    }
+}
+
+/// A started daemon: store open, settings built, HTTP listener up; [`Daemon::run`] runs the
+/// loop.
+pub struct Daemon {
+    cfg: Config,
+    config_path: Option<PathBuf>,
+    paths: Paths,
+    clock: Arc<dyn Clock>,
+    store: Store,
+    current: Current,
+    metrics: Arc<Metrics>,
+    heartbeat: Arc<Heartbeat>,
+    status_tx: status_watch::Sender<Arc<StatusView>>,
+    api: Option<crate::api::Server>,
+    /// Whether the loop watches the policy directory (else only [`Control::PolicyChanged`]
+    /// reports changes).
+    watch_policy_dir: bool,
 }
 
 enum Event {
@@ -54,176 +149,395 @@ enum Event {
     Heartbeat,
 }
 
-/// The event loop.
-pub async fn run(mut cfg: Config, config_path: Option<PathBuf>, paths: Paths) -> anyhow::Result<()> {
-    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP]).context("cannot install signal handlers")?;
-    let state_dir = paths.state_dir.clone();
-    let store = tokio::task::spawn_blocking(move || Store::open(&state_dir))
-        .await
-        .context("store task failed")?
-        .context("cannot open the store")?;
-    let settings = reconcile::Settings::from_config(&cfg, false)?;
-    let reconciler = Arc::new(Reconciler::new(store.clone(), settings));
-    let heartbeat = Arc::new(Heartbeat::new(now_ms()));
-    let (status_tx, status_rx) =
-        status_watch::channel(Arc::new(StatusView { started_at_ms: now_ms(), ..Default::default() }));
-    let api = start_api(&cfg, &paths, &store, status_rx, &heartbeat).await?;
-    tracing::info!(
-        policy_dir = %paths.policy_dir.display(),
-        output_dir = %paths.output_dir.display(),
-        state_dir = %paths.state_dir.display(),
-        "fedsched started"
-    );
-
-    let (fs_tx, mut fs_rx) = mpsc::channel::<()>(1);
-    let ignored = vec![paths.output_dir.clone(), paths.state_dir.clone()];
-    let policy_watch = start_watch(&paths, ignored.clone(), fs_tx.clone());
-    let mut ticker = tokio::time::interval(cfg.reconcile.interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    ticker.tick().await; // the first tick is immediate; the startup pass covers it
-    // One timer pets systemd's watchdog and stamps the heartbeat; both stop while a pass is
-    // stuck, because the loop is waiting for it.
-    let mut beat_every = (cfg.http.heartbeat_timeout / 4).max(Duration::from_millis(10));
-    if let Some(w) = systemd::watchdog_interval() {
-        beat_every = beat_every.min(w / 2);
+impl Daemon {
+    /// Opens the store, builds the settings and starts the HTTP listener (when `[http]
+    /// listen` is set).
+    pub async fn start(
+        cfg: Config,
+        config_path: Option<PathBuf>,
+        paths: Paths,
+        clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<Daemon> {
+        let state_dir = paths.state_dir.clone();
+        let store = tokio::task::spawn_blocking(move || Store::open(&state_dir))
+            .await
+            .context("store task failed")?
+            .context("cannot open the store")?;
+        let current = Current::from_config(&cfg, &store)?;
+        let heartbeat = Arc::new(Heartbeat::new(clock.now_ms()));
+        let metrics = Arc::new(Metrics::new());
+        let (status_tx, status_rx) =
+            status_watch::channel(Arc::new(StatusView { started_at_ms: clock.now_ms(), ..Default::default() }));
+        let api = start_api(&cfg, &paths, &store, status_rx, &heartbeat, &metrics, &clock).await?;
+        Ok(Daemon {
+            cfg,
+            config_path,
+            paths,
+            clock,
+            store,
+            current,
+            metrics,
+            heartbeat,
+            status_tx,
+            api,
+            watch_policy_dir: true,
+        })
     }
-    let mut beat = tokio::time::interval(beat_every);
 
-    // Live members: the poller travels to a task for each round and comes back with it.
-    let (poll_tx, mut poll_rx) = mpsc::channel::<(Box<Poller>, RoundReport)>(1);
-    let mut poller: Option<Box<Poller>> = Some(Box::new(Poller::new(cfg.poll.clone(), cfg.reconcile.interval)));
-    let mut view = LiveView::default();
-    let mut live_targets: Vec<Target> =
-        if cfg.clusters.is_empty() { Vec::new() } else { initial_targets(&cfg, &paths).await };
-
-    let mut ready = false;
-    let mut pending: Option<&'static str> = None;
-    // After a round: the trigger of the reconcile that follows it.
-    let mut after_round: Option<&'static str> = Some("startup");
-    if !start_round(&mut poller, &live_targets, &poll_tx) {
-        pending = after_round.take();
+    /// Does not watch the policy directory: changes reach the loop only as
+    /// [`Control::PolicyChanged`] (tests that want one pass per control).
+    pub fn without_policy_watch(mut self) -> Daemon {
+        self.watch_policy_dir = false;
+        self
     }
-    loop {
-        heartbeat.beat(now_ms());
-        if let Some(trigger) = pending.take() {
-            let (ok, new_targets) = reconcile_once(&reconciler, &paths, trigger, &status_tx, &cfg, &view).await;
-            heartbeat.beat(now_ms());
-            systemd::watchdog();
-            if ok && !ready {
-                ready = true;
-                systemd::ready("first reconcile done");
+
+    /// The status the loop publishes after every pass.
+    pub fn status(&self) -> status_watch::Receiver<Arc<StatusView>> {
+        self.status_tx.subscribe()
+    }
+
+    /// The daemon's metrics (what `/metrics` encodes).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
+    }
+
+    /// The address the HTTP listener is bound to, if it runs.
+    pub fn http_addr(&self) -> Option<std::net::SocketAddr> {
+        self.api.as_ref().map(|s| s.addr)
+    }
+
+    /// The event loop, until `control` says stop (or ends); then the listener stops and the
+    /// store is flushed.
+    pub async fn run(mut self, mut control: impl Stream<Item = Control> + Unpin) -> anyhow::Result<()> {
+        let paths = self.paths.clone();
+        tracing::info!(
+            policy_dir = %paths.policy_dir.display(),
+            output_dir = %paths.output_dir.display(),
+            state_dir = %paths.state_dir.display(),
+            "fedsched started"
+        );
+        let (fs_tx, mut fs_rx) = mpsc::channel::<()>(1);
+        let ignored = vec![paths.output_dir.clone(), paths.state_dir.clone()];
+        let policy_watch = if self.watch_policy_dir { start_watch(&paths, ignored, fs_tx) } else { None };
+        let mut ticker = interval(self.cfg.reconcile.interval).await;
+        // One timer pets systemd's watchdog and stamps the heartbeat; both stop while a pass
+        // is stuck, because the loop is waiting for it.
+        let mut beat_every = (self.cfg.http.heartbeat_timeout / 4).max(Duration::from_millis(10));
+        if let Some(w) = systemd::watchdog_interval() {
+            beat_every = beat_every.min(w / 2);
+        }
+        let mut beat = tokio::time::interval(beat_every);
+
+        // Live members: the poller travels to a task for each round and comes back with it.
+        let (poll_tx, mut poll_rx) = mpsc::channel::<(Box<Poller>, RoundReport)>(1);
+        let mut poller: Option<Box<Poller>> = Some(Box::new(
+            Poller::new(self.cfg.poll.clone(), self.cfg.reconcile.interval).with_clock(Arc::clone(&self.clock)),
+        ));
+        let mut view = LiveView::default();
+        let mut live_targets: Vec<Target> =
+            if self.cfg.clusters.is_empty() { Vec::new() } else { self.initial_targets().await };
+
+        let mut ready = false;
+        let mut pending: Option<&'static str> = None;
+        // After a round: the trigger of the reconcile that follows it.
+        let mut after_round: Option<&'static str> = Some("startup");
+        if !start_round(&mut poller, &live_targets, &poll_tx) {
+            pending = after_round.take();
+        }
+        loop {
+            self.heartbeat.beat(self.clock.now_ms());
+            if let Some(trigger) = pending.take() {
+                let (ok, new_targets) = self.reconcile_once(trigger, &view).await;
+                self.heartbeat.beat(self.clock.now_ms());
+                systemd::watchdog();
+                if ok && !ready {
+                    ready = true;
+                    systemd::ready("first reconcile done");
+                }
+                if let Some(t) = new_targets
+                    && t != live_targets
+                {
+                    live_targets = t;
+                    if after_round.is_none() && start_round(&mut poller, &live_targets, &poll_tx) {
+                        after_round = Some("cluster-change");
+                    }
+                }
             }
-            if let Some(t) = new_targets
-                && t != live_targets
-            {
-                live_targets = t;
-                if after_round.is_none() && start_round(&mut poller, &live_targets, &poll_tx) {
-                    after_round = Some("cluster-change");
+            let event = tokio::select! {
+                Some((p, report)) = poll_rx.recv() => Event::Polled(p, report),
+                Some(()) = fs_rx.recv() => Event::PolicyChanged,
+                _ = ticker.tick() => Event::Tick,
+                _ = beat.tick() => Event::Heartbeat,
+                c = control.next() => match c {
+                    Some(Control::Reload) => Event::Reload,
+                    Some(Control::PolicyChanged) => Event::PolicyChanged,
+                    Some(Control::Tick) => Event::Tick,
+                    Some(Control::Shutdown(reason)) => Event::Shutdown(reason),
+                    None => Event::Shutdown("control stream ended"),
+                },
+            };
+            match event {
+                Event::Polled(mut p, report) => {
+                    log_round(&report);
+                    self.metrics.record_round(&report);
+                    p.reconfigure(self.cfg.poll.clone(), self.cfg.reconcile.interval);
+                    view = p.view().clone();
+                    poller = Some(p);
+                    match after_round.take() {
+                        Some(trigger) => pending = Some(trigger),
+                        None if report.changed => pending = Some("cluster-change"),
+                        None => {}
+                    }
+                }
+                Event::PolicyChanged => {
+                    // Wait for quiet: a git checkout or a sync that swaps many files, even
+                    // across several watcher batches, becomes one reconcile. Bounded, so that
+                    // a directory that never stops changing still gets reconciled.
+                    let debounce = self.cfg.reconcile.debounce;
+                    let deadline = tokio::time::Instant::now() + debounce * 20;
+                    while tokio::time::Instant::now() < deadline {
+                        match tokio::time::timeout(debounce, fs_rx.recv()).await {
+                            Ok(Some(())) => continue,
+                            _ => break,
+                        }
+                    }
+                    pending = Some("policy-change");
+                }
+                Event::Tick => {
+                    // With live members, poll first and reconcile on the round's return.
+                    if after_round.is_some() || start_round(&mut poller, &live_targets, &poll_tx) {
+                        after_round = Some("timer");
+                    } else {
+                        pending = Some("timer");
+                    }
+                }
+                Event::Heartbeat => systemd::watchdog(),
+                Event::Reload => {
+                    systemd::reloading();
+                    if self.reload() == Some(true) {
+                        ticker = interval(self.cfg.reconcile.interval).await;
+                    }
+                    systemd::ready("reloaded");
+                    pending = Some("sighup");
+                }
+                Event::Shutdown(reason) => {
+                    tracing::info!(signal = reason, "shutting down");
+                    break;
                 }
             }
         }
-        let event = tokio::select! {
-            Some((p, report)) = poll_rx.recv() => Event::Polled(p, report),
-            Some(()) = fs_rx.recv() => Event::PolicyChanged,
-            _ = ticker.tick() => Event::Tick,
-            _ = beat.tick() => Event::Heartbeat,
-            sig = signals.next() => match sig {
-                Some(SIGHUP) => Event::Reload,
-                Some(SIGINT) => Event::Shutdown("SIGINT"),
-                _ => Event::Shutdown("SIGTERM"),
-            },
+        systemd::stopping();
+        drop(policy_watch);
+        let limit = self.cfg.reconcile.shutdown_timeout;
+        if let Some(server) = self.api.take() {
+            server.shutdown(limit).await;
+            let _ = std::fs::remove_file(paths.state_dir.join(crate::api::ADDR_FILE));
+        }
+        let store = self.store.clone();
+        drop(self);
+        let flush = tokio::task::spawn_blocking(move || store.flush());
+        match tokio::time::timeout(limit, flush).await {
+            Ok(Ok(Ok(_))) => {}
+            Ok(Ok(Err(error))) => tracing::error!(%error, "store flush failed at shutdown"),
+            Ok(Err(error)) => tracing::error!(%error, "store flush task failed"),
+            Err(_) => tracing::error!("store flush timed out at shutdown"),
+        }
+        tracing::info!("fedsched stopped");
+        Ok(())
+    }
+
+    /// The live targets from the policy repository as it is at start (empty if it is invalid:
+    /// the startup reconcile reports why). The load's offline snapshots count as polls.
+    async fn initial_targets(&self) -> Vec<Target> {
+        let dir = self.paths.policy_dir.clone();
+        let cfg = self.cfg.clone();
+        let load = move || {
+            let inputs = reconcile::load_inputs(&dir).ok()?;
+            Some((live_targets(&cfg, &inputs.set), inputs.offline_polls))
         };
-        match event {
-            Event::Polled(mut p, report) => {
-                log_round(&report);
-                p.reconfigure(cfg.poll.clone(), cfg.reconcile.interval);
-                view = p.view().clone();
-                poller = Some(p);
-                match after_round.take() {
-                    Some(trigger) => pending = Some(trigger),
-                    None if report.changed => pending = Some("cluster-change"),
-                    None => {}
-                }
+        match tokio::task::spawn_blocking(load).await {
+            Ok(Some((targets, polls))) => {
+                self.metrics.record_offline(polls.iter().map(|(c, took)| (c.as_str(), *took)));
+                targets
             }
-            Event::PolicyChanged => {
-                // Wait for quiet: a git checkout or a sync that swaps many files, even across
-                // several watcher batches, becomes one reconcile.
-                // Bounded, so that a directory that never stops changing still gets reconciled.
-                let deadline = tokio::time::Instant::now() + cfg.reconcile.debounce * 20;
-                while tokio::time::Instant::now() < deadline {
-                    match tokio::time::timeout(cfg.reconcile.debounce, fs_rx.recv()).await {
-                        Ok(Some(())) => continue,
-                        _ => break,
-                    }
-                }
-                pending = Some("policy-change");
-            }
-            Event::Tick => {
-                // With live members, poll first and reconcile on the round's return.
-                if after_round.is_some() || start_round(&mut poller, &live_targets, &poll_tx) {
-                    after_round = Some("timer");
-                } else {
-                    pending = Some("timer");
-                }
-            }
-            Event::Heartbeat => systemd::watchdog(),
-            Event::Reload => {
-                systemd::reloading();
-                if let Some(path) = &config_path {
-                    match Config::load(path) {
-                        Ok(new) => {
-                            if new.policy_dir != cfg.policy_dir
-                                || new.output_dir != cfg.output_dir
-                                || new.state_dir != cfg.state_dir
-                            {
-                                tracing::warn!("directory settings changed; they take effect at the next restart");
-                            }
-                            if new.http != cfg.http {
-                                tracing::warn!("[http] settings changed; they take effect at the next restart");
-                            }
-                            if new.reconcile.interval != cfg.reconcile.interval {
-                                ticker = tokio::time::interval(new.reconcile.interval);
-                                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                                ticker.tick().await;
-                            }
-                            cfg = Config {
-                                policy_dir: cfg.policy_dir.clone(),
-                                output_dir: cfg.output_dir.clone(),
-                                state_dir: cfg.state_dir.clone(),
-                                http: cfg.http.clone(),
-                                ..new
-                            };
-                            tracing::info!(config = %path.display(), "configuration reloaded");
-                        }
-                        Err(error) => {
-                            tracing::error!(%error, "configuration reload failed; keeping the previous configuration")
-                        }
-                    }
-                }
-                systemd::ready("reloaded");
-                pending = Some("sighup");
-            }
-            Event::Shutdown(signal) => {
-                tracing::info!(signal, "shutting down");
-                break;
-            }
+            _ => Vec::new(),
         }
     }
-    systemd::stopping();
-    drop(policy_watch);
-    if let Some(server) = api {
-        server.shutdown(cfg.reconcile.shutdown_timeout).await;
-        let _ = std::fs::remove_file(paths.state_dir.join(crate::api::ADDR_FILE));
+
+    /// Reads the configuration file again and puts its settings in force (a new reconciler).
+    /// Returns whether `reconcile.interval` changed, or `None` when nothing was reloaded (no
+    /// file, or an invalid one: the previous settings stay).
+    fn reload(&mut self) -> Option<bool> {
+        let path = self.config_path.clone()?;
+        let loaded = Config::load(&path)
+            .map_err(anyhow::Error::from)
+            .and_then(|new| Current::from_config(&new, &self.store).map(|current| (new, current)));
+        let (new, current) = match loaded {
+            Ok(l) => l,
+            Err(error) => {
+                tracing::error!(%error, "configuration reload failed; keeping the previous configuration");
+                return None;
+            }
+        };
+        let cfg = &self.cfg;
+        if new.policy_dir != cfg.policy_dir || new.output_dir != cfg.output_dir || new.state_dir != cfg.state_dir {
+            tracing::warn!("directory settings changed; they take effect at the next restart");
+        }
+        if new.http != cfg.http {
+            tracing::warn!("[http] settings changed; they take effect at the next restart");
+        }
+        let interval_changed = new.reconcile.interval != cfg.reconcile.interval;
+        self.cfg = Config {
+            policy_dir: cfg.policy_dir.clone(),
+            output_dir: cfg.output_dir.clone(),
+            state_dir: cfg.state_dir.clone(),
+            http: cfg.http.clone(),
+            ..new
+        };
+        self.current = current;
+        tracing::info!(config = %path.display(), "configuration reloaded");
+        Some(interval_changed)
     }
-    let flush = tokio::task::spawn_blocking(move || store.flush());
-    match tokio::time::timeout(cfg.reconcile.shutdown_timeout, flush).await {
-        Ok(Ok(Ok(_))) => {}
-        Ok(Ok(Err(error))) => tracing::error!(%error, "store flush failed at shutdown"),
-        Ok(Err(error)) => tracing::error!(%error, "store flush task failed"),
-        Err(_) => tracing::error!("store flush timed out at shutdown"),
+
+    /// One pass on a blocking thread, then metrics, logs, STATUS= and the status view. Returns
+    /// whether it completed (inputs valid, output written) and, when the repository was valid,
+    /// the live targets it defines. Logs exactly one summary line.
+    async fn reconcile_once(&self, trigger: &'static str, view: &LiveView) -> (bool, Option<Vec<Target>>) {
+        let started = Instant::now();
+        let r = Arc::clone(&self.current.reconciler);
+        let profiles = Arc::clone(&self.current.profiles);
+        let policy_dir = self.paths.policy_dir.clone();
+        let output_dir = self.paths.output_dir.clone();
+        let cfg = self.cfg.clone();
+        let view = view.clone();
+        let clock = Arc::clone(&self.clock);
+        let joined = tokio::task::spawn_blocking(move || {
+            test_stall(trigger);
+            let mut timings = PhaseTimings::default();
+            let mut inputs = match r.load_inputs(&policy_dir, &mut timings) {
+                Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None, None),
+                Ok(inputs) => inputs,
+            };
+            let offline = Some(Arc::clone(&inputs.offline_polls));
+            let targets = live_targets(&cfg, &inputs.set);
+            inputs.apply_live(&view, &r.store);
+            let inputs = Arc::new(inputs);
+            let result = r.reconcile(&inputs, &output_dir, trigger, clock.now_ms()).map(|mut report| {
+                report.phases.load += timings.load;
+                report.phases.poll += timings.poll;
+                let clusters = crate::views::status::cluster_statuses(&r.store, &inputs);
+                Done { report, inputs, clusters }
+            });
+            (result, Some(targets), offline)
+        })
+        .await;
+        let (joined, targets) = match joined {
+            Ok((r, t, offline)) => {
+                if let Some(polls) = offline {
+                    self.metrics.record_offline(polls.iter().map(|(c, took)| (c.as_str(), *took)));
+                }
+                (Ok(r), t)
+            }
+            Err(e) => (Err(e), None),
+        };
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let at_ms = self.clock.now_ms();
+        let pass = |outcome: PassOutcome| PassStatus { trigger: trigger.to_string(), at_ms, duration_ms, outcome };
+        let status = &self.status_tx;
+        let metrics = &self.metrics;
+        let ok = match joined {
+            Ok(Ok(Done { report, inputs, clusters })) => {
+                for p in &report.unschedulable {
+                    tracing::warn!(workload = %p.workload, reason = %p.reason, "workload unschedulable; keeping its previous output");
+                }
+                for p in &report.render_failures {
+                    tracing::warn!(workload = %p.workload, cluster = p.cluster.as_deref().unwrap_or(""), reason = %p.reason, "render failed; keeping the previous file");
+                }
+                let ph = &report.phases;
+                tracing::info!(
+                    trigger,
+                    workloads = report.workloads,
+                    scheduled = report.scheduled,
+                    unschedulable = report.unschedulable.len(),
+                    files_written = report.files_written,
+                    files_removed = report.files_removed,
+                    history_records = report.history_records,
+                    duration_ms,
+                    load_ms = ph.load.as_millis() as u64,
+                    poll_ms = ph.poll.as_millis() as u64,
+                    schedule_ms = ph.schedule.as_millis() as u64,
+                    render_ms = ph.render.as_millis() as u64,
+                    publish_ms = ph.publish.as_millis() as u64,
+                    record_ms = ph.record.as_millis() as u64,
+                    "reconcile done"
+                );
+                systemd::status(&report.summary());
+                metrics.record_policy_errors(0);
+                metrics.record_pass("ok", Some(&report));
+                let clusters = clusters.unwrap_or_else(|error| {
+                    tracing::warn!(%error, "cannot read cluster status from the store");
+                    Default::default()
+                });
+                status.send_modify(|v| {
+                    let mut next = StatusView::clone(&**v);
+                    next.ready = true;
+                    next.last_pass = Some(pass(PassOutcome::Ok));
+                    next.last_success_ms = Some(at_ms);
+                    next.last_report = Some(report);
+                    next.policy_errors = 0;
+                    next.clusters = clusters;
+                    next.inputs = Some(inputs);
+                    next.profiles = Some(profiles);
+                    next.passes += 1;
+                    *v = Arc::new(next);
+                });
+                true
+            }
+            Ok(Err(reconcile::ReconcileError::Invalid(errors))) => {
+                for e in &errors {
+                    tracing::error!(error = %e, "invalid policy input");
+                }
+                let msg = format!("{} invalid input(s); keeping the last good output", errors.len());
+                tracing::error!(
+                    trigger,
+                    errors = errors.len(),
+                    duration_ms,
+                    "policy repository invalid; output left as it was"
+                );
+                systemd::status(&msg);
+                metrics.record_policy_errors(errors.len());
+                metrics.record_pass("invalid", None);
+                publish_failure(status, pass(PassOutcome::Invalid { errors: errors.len() }), Some(errors.len()));
+                false
+            }
+            Ok(Err(error)) => {
+                tracing::error!(trigger, %error, duration_ms, "reconcile failed; output left as it was");
+                systemd::status(&format!("reconcile failed: {error}"));
+                metrics.record_pass("failed", None);
+                publish_failure(status, pass(PassOutcome::Failed { message: error.to_string() }), None);
+                false
+            }
+            Err(error) => {
+                tracing::error!(trigger, %error, duration_ms, "reconcile task panicked");
+                metrics.record_pass("failed", None);
+                publish_failure(
+                    status,
+                    pass(PassOutcome::Failed { message: format!("reconcile task panicked: {error}") }),
+                    None,
+                );
+                false
+            }
+        };
+        (ok, targets)
     }
-    tracing::info!("fedsched stopped");
-    Ok(())
+}
+
+/// The reconcile timer; its first tick (immediate) is taken: the startup pass covers it.
+async fn interval(every: Duration) -> tokio::time::Interval {
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await;
+    ticker
 }
 
 /// Sends the poller off for a round if it is home and there is something to poll.
@@ -264,29 +578,6 @@ fn log_round(report: &RoundReport) {
     );
 }
 
-/// The live targets from the policy repository as it is at start (empty if it is invalid:
-/// the startup reconcile reports why).
-async fn initial_targets(cfg: &Config, paths: &Paths) -> Vec<Target> {
-    let dir = paths.policy_dir.clone();
-    let cfg = cfg.clone();
-    let load = move || {
-        let inputs = reconcile::load_inputs(&dir).ok()?;
-        record_offline_polls(&inputs);
-        Some(live_targets(&cfg, &inputs.set))
-    };
-    match tokio::task::spawn_blocking(load).await {
-        Ok(Some(t)) => t,
-        _ => Vec::new(),
-    }
-}
-
-/// Counts the offline snapshots a load built as polls (outcome "offline").
-fn record_offline_polls(inputs: &reconcile::Inputs) {
-    for (cluster, took) in inputs.offline_polls.iter() {
-        crate::metrics::record_poll(cluster, *took, crate::metrics::PollOutcome::Offline);
-    }
-}
-
 fn live_targets(cfg: &Config, set: &crate::policy::PolicySet) -> Vec<Target> {
     let (t, unknown) = targets(cfg, set);
     for name in unknown {
@@ -314,6 +605,8 @@ async fn start_api(
     store: &Store,
     status: status_watch::Receiver<Arc<StatusView>>,
     heartbeat: &Arc<Heartbeat>,
+    metrics: &Arc<Metrics>,
+    clock: &Arc<dyn Clock>,
 ) -> anyhow::Result<Option<crate::api::Server>> {
     let addr = match cfg.http.listen_addr() {
         Ok(Some(addr)) => addr,
@@ -334,7 +627,8 @@ async fn start_api(
         heartbeat_timeout: cfg.http.heartbeat_timeout,
         token,
         metrics_require_token: cfg.http.metrics_require_token,
-        model: Arc::new(cfg.model.settings()),
+        metrics: Arc::clone(metrics),
+        clock: Arc::clone(clock),
     };
     match crate::api::start(addr, state).await {
         Ok(server) => {
@@ -372,137 +666,6 @@ struct Done {
     clusters: Result<std::collections::BTreeMap<String, crate::views::status::ClusterStatus>, crate::store::StoreError>,
 }
 
-/// One pass on a blocking thread, then metrics, logs, STATUS= and the status view. Returns
-/// whether it completed (inputs valid, output written) and, when the repository was valid, the
-/// live targets it defines. Logs exactly one summary line.
-async fn reconcile_once(
-    reconciler: &Arc<Reconciler>,
-    paths: &Paths,
-    trigger: &'static str,
-    status: &status_watch::Sender<Arc<StatusView>>,
-    cfg: &Config,
-    view: &LiveView,
-) -> (bool, Option<Vec<Target>>) {
-    let started = Instant::now();
-    let r = Arc::clone(reconciler);
-    let policy_dir = paths.policy_dir.clone();
-    let output_dir = paths.output_dir.clone();
-    let cfg = cfg.clone();
-    let view = view.clone();
-    let joined = tokio::task::spawn_blocking(move || {
-        test_stall(trigger);
-        let mut timings = PhaseTimings::default();
-        let mut inputs = match r.load_inputs(&policy_dir, &mut timings) {
-            Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None),
-            Ok(inputs) => inputs,
-        };
-        record_offline_polls(&inputs);
-        let targets = live_targets(&cfg, &inputs.set);
-        inputs.apply_live(&view, &r.store);
-        let inputs = Arc::new(inputs);
-        let result = r.reconcile(&inputs, &output_dir, trigger, now_ms()).map(|mut report| {
-            report.phases.load += timings.load;
-            report.phases.poll += timings.poll;
-            let clusters = crate::views::status::cluster_statuses(&r.store, &inputs);
-            Done { report, inputs, clusters }
-        });
-        (result, Some(targets))
-    })
-    .await;
-    let (joined, targets) = match joined {
-        Ok((r, t)) => (Ok(r), t),
-        Err(e) => (Err(e), None),
-    };
-    let duration_ms = started.elapsed().as_millis() as u64;
-    let at_ms = now_ms();
-    let pass = |outcome: PassOutcome| PassStatus { trigger: trigger.to_string(), at_ms, duration_ms, outcome };
-    let ok = match joined {
-        Ok(Ok(Done { report, inputs, clusters })) => {
-            for p in &report.unschedulable {
-                tracing::warn!(workload = %p.workload, reason = %p.reason, "workload unschedulable; keeping its previous output");
-            }
-            for p in &report.render_failures {
-                tracing::warn!(workload = %p.workload, cluster = p.cluster.as_deref().unwrap_or(""), reason = %p.reason, "render failed; keeping the previous file");
-            }
-            let ph = &report.phases;
-            tracing::info!(
-                trigger,
-                workloads = report.workloads,
-                scheduled = report.scheduled,
-                unschedulable = report.unschedulable.len(),
-                files_written = report.files_written,
-                files_removed = report.files_removed,
-                history_records = report.history_records,
-                duration_ms,
-                load_ms = ph.load.as_millis() as u64,
-                poll_ms = ph.poll.as_millis() as u64,
-                schedule_ms = ph.schedule.as_millis() as u64,
-                render_ms = ph.render.as_millis() as u64,
-                publish_ms = ph.publish.as_millis() as u64,
-                record_ms = ph.record.as_millis() as u64,
-                "reconcile done"
-            );
-            systemd::status(&report.summary());
-            crate::metrics::record_policy_errors(0);
-            for h in &report.held_clusters {
-                crate::metrics::record_hold(&h.cluster);
-            }
-            crate::metrics::record_pass("ok", Some(&report));
-            let clusters = clusters.unwrap_or_else(|error| {
-                tracing::warn!(%error, "cannot read cluster status from the store");
-                Default::default()
-            });
-            status.send_modify(|v| {
-                let mut next = StatusView::clone(&**v);
-                next.ready = true;
-                next.last_pass = Some(pass(PassOutcome::Ok));
-                next.last_success_ms = Some(at_ms);
-                next.last_report = Some(report);
-                next.policy_errors = 0;
-                next.clusters = clusters;
-                next.inputs = Some(inputs);
-                *v = Arc::new(next);
-            });
-            true
-        }
-        Ok(Err(reconcile::ReconcileError::Invalid(errors))) => {
-            for e in &errors {
-                tracing::error!(error = %e, "invalid policy input");
-            }
-            let msg = format!("{} invalid input(s); keeping the last good output", errors.len());
-            tracing::error!(
-                trigger,
-                errors = errors.len(),
-                duration_ms,
-                "policy repository invalid; output left as it was"
-            );
-            systemd::status(&msg);
-            crate::metrics::record_policy_errors(errors.len());
-            crate::metrics::record_pass("invalid", None);
-            publish_failure(status, pass(PassOutcome::Invalid { errors: errors.len() }), Some(errors.len()));
-            false
-        }
-        Ok(Err(error)) => {
-            tracing::error!(trigger, %error, duration_ms, "reconcile failed; output left as it was");
-            systemd::status(&format!("reconcile failed: {error}"));
-            crate::metrics::record_pass("failed", None);
-            publish_failure(status, pass(PassOutcome::Failed { message: error.to_string() }), None);
-            false
-        }
-        Err(error) => {
-            tracing::error!(trigger, %error, duration_ms, "reconcile task panicked");
-            crate::metrics::record_pass("failed", None);
-            publish_failure(
-                status,
-                pass(PassOutcome::Failed { message: format!("reconcile task panicked: {error}") }),
-                None,
-            );
-            false
-        }
-    };
-    (ok, targets)
-}
-
 fn publish_failure(status: &status_watch::Sender<Arc<StatusView>>, pass: PassStatus, policy_errors: Option<usize>) {
     status.send_modify(|v| {
         let mut next = StatusView::clone(&**v);
@@ -510,6 +673,7 @@ fn publish_failure(status: &status_watch::Sender<Arc<StatusView>>, pass: PassSta
         if let Some(n) = policy_errors {
             next.policy_errors = n;
         }
+        next.passes += 1;
         *v = Arc::new(next);
     });
 }

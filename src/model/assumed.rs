@@ -131,12 +131,11 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, BTreeSet};
 
     use super::*;
     use crate::model::dimensions::ModelSettings;
     use crate::model::snapshot::ResourceSummary;
-    use crate::model::{Health, NodeView, ResourceList, SnapshotSource};
+    use crate::model::{NodeView, ResourceList, SnapshotSource};
 
     fn key(api: &str, kind: &str, name: &str) -> ObjectKey {
         ObjectKey { api_version: api.into(), kind: kind.into(), namespace: Some("shop".into()), name: name.into() }
@@ -172,37 +171,12 @@ mod tests {
 
     #[test]
     fn deduction_places_first_fit_then_pending() {
-        let node = |name: &str, cpu: i64| NodeView {
-            name: name.into(),
-            labels: BTreeMap::new(),
-            taints: vec![],
-            allocatable: ResourceList([("cpu".to_string(), cpu), ("pods".to_string(), 110_000)].into()),
-            capacity: ResourceList::new(),
-            ready: true,
-            unschedulable: false,
-            requested: ResourceList::new(),
-            pods: 0,
-        };
+        let node = |name: &str, cpu: i64| NodeView::ready(name, ResourceList::of(&[("cpu", cpu), ("pods", 110_000)]));
         let nodes = vec![node("a", 2000), node("b", 1000)];
-        let mut snap = ClusterSnapshot {
-            name: "m".into(),
-            labels: BTreeMap::new(),
-            provider: None,
-            region: None,
-            zones: vec![],
-            taints: vec![],
-            health: Health::Ready,
-            source: SnapshotSource::Live { endpoint: "https://x".into() },
-            api_enablements: BTreeSet::new(),
-            summary: Some(ResourceSummary::from_nodes(&nodes, &ResourceList::new(), 0, &[])),
-            resource_models: vec![],
-            nodes: std::sync::Arc::new(nodes),
-            pods: Some(PodFacts::default()),
-            poll: None,
-            constraints: Default::default(),
-            freshness: None,
-            index: Default::default(),
-        };
+        let mut snap = ClusterSnapshot::live("m", "https://x")
+            .with_summary(ResourceSummary::from_nodes(&nodes, &ResourceList::new(), 0, &[]))
+            .with_nodes(nodes)
+            .with_pods(PodFacts::default());
         let req =
             ReplicaRequirements { request: ResourceList([("cpu".to_string(), 1000)].into()), ..Default::default() };
         let dims = Dimensions::new(&ModelSettings::default());

@@ -344,21 +344,14 @@ mod tests {
     use crate::model::ResourceList;
 
     fn list(items: &[(&str, i64)]) -> ResourceList {
-        ResourceList(items.iter().map(|(k, v)| (k.to_string(), *v)).collect())
+        ResourceList::of(items)
     }
 
     fn node(alloc: &[(&str, i64)], used: &[(&str, i64)], pods: u32, labels: &[(&str, &str)]) -> NodeView {
-        NodeView {
-            name: "n".into(),
-            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            taints: vec![],
-            allocatable: list(alloc),
-            capacity: list(alloc),
-            ready: true,
-            unschedulable: false,
-            requested: list(used),
-            pods,
-        }
+        NodeView::ready("n", list(alloc))
+            .with_labels(labels.iter().copied())
+            .with_capacity(list(alloc))
+            .with_requested(list(used), pods)
     }
 
     #[test]

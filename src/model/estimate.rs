@@ -256,36 +256,17 @@ pub fn discount(free: i64, confidence: f64) -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, BTreeSet};
 
     use super::*;
     use crate::model::ResourceList;
-    use crate::model::snapshot::{Health, ModelGrade, ResourceSummary, SnapshotSource};
+    use crate::model::snapshot::{ModelGrade, ResourceSummary};
 
     fn list(items: &[(&str, i64)]) -> ResourceList {
-        ResourceList(items.iter().map(|(k, v)| (k.to_string(), *v)).collect())
+        ResourceList::of(items)
     }
 
     fn cluster(summary: ResourceSummary, models: Vec<ModelGrade>) -> ClusterSnapshot {
-        ClusterSnapshot {
-            name: "m1".into(),
-            labels: BTreeMap::new(),
-            provider: None,
-            region: None,
-            zones: vec![],
-            taints: vec![],
-            health: Health::Ready,
-            source: SnapshotSource::Offline { file: "c.yaml".into() },
-            api_enablements: BTreeSet::new(),
-            summary: Some(summary),
-            resource_models: models,
-            nodes: Default::default(),
-            pods: None,
-            poll: None,
-            constraints: Default::default(),
-            freshness: None,
-            index: Default::default(),
-        }
+        ClusterSnapshot::offline("m1", "c.yaml").with_summary(summary).with_resource_models(models)
     }
 
     const GI: i64 = 1 << 30;

@@ -681,21 +681,11 @@ mod tests {
     }
 
     fn list(items: &[(&str, i64)]) -> ResourceList {
-        ResourceList(items.iter().map(|(k, v)| (k.to_string(), *v)).collect())
+        ResourceList::of(items)
     }
 
     fn node(name: &str, cpu: i64, mem: i64, pods: i64) -> NodeView {
-        NodeView {
-            name: name.into(),
-            labels: BTreeMap::new(),
-            taints: vec![],
-            allocatable: list(&[("cpu", cpu), ("memory", mem), ("pods", pods * 1000)]),
-            capacity: ResourceList::new(),
-            ready: true,
-            unschedulable: false,
-            requested: ResourceList::new(),
-            pods: 0,
-        }
+        NodeView::ready(name, list(&[("cpu", cpu), ("memory", mem), ("pods", pods * 1000)]))
     }
 
     fn settings() -> Arc<ModelSettings> {

@@ -364,24 +364,10 @@ mod tests {
     use super::*;
 
     fn node(name: &str, cpu: i64, mem: i64, req_cpu: i64, req_mem: i64, pods: u32) -> NodeView {
-        let mut allocatable = ResourceList::new();
-        allocatable.set("cpu", cpu);
-        allocatable.set("memory", mem);
-        allocatable.set("pods", 110_000);
-        let mut requested = ResourceList::new();
-        requested.set("cpu", req_cpu);
-        requested.set("memory", req_mem);
-        NodeView {
-            name: name.into(),
-            labels: BTreeMap::new(),
-            taints: vec![],
-            capacity: allocatable.clone(),
-            allocatable,
-            ready: true,
-            unschedulable: false,
-            requested,
-            pods,
-        }
+        let allocatable = ResourceList::of(&[("cpu", cpu), ("memory", mem), ("pods", 110_000)]);
+        NodeView::ready(name, allocatable.clone())
+            .with_capacity(allocatable)
+            .with_requested(ResourceList::of(&[("cpu", req_cpu), ("memory", req_mem)]), pods)
     }
 
     #[test]
@@ -426,25 +412,10 @@ mod tests {
 
     #[test]
     fn poll_facts_are_not_content() {
-        let mut s = ClusterSnapshot {
-            name: "m".into(),
-            labels: BTreeMap::new(),
-            provider: None,
-            region: None,
-            zones: vec![],
-            taints: vec![],
-            health: Health::Ready,
-            source: SnapshotSource::Live { endpoint: "https://127.0.0.1:1".into() },
-            api_enablements: BTreeSet::new(),
-            summary: None,
-            resource_models: vec![],
-            nodes: std::sync::Arc::new(vec![node("a", 1000, 1000, 0, 0, 0)]),
-            pods: Some(PodFacts::default()),
-            poll: Some(PollFacts { duration_ms: 5, pages: 2, nodes: 1, pods: 0, at_ms: 1 }),
-            constraints: ClusterConstraints::default(),
-            freshness: None,
-            index: Default::default(),
-        };
+        let mut s = ClusterSnapshot::live("m", "https://127.0.0.1:1")
+            .with_nodes(vec![node("a", 1000, 1000, 0, 0, 0)])
+            .with_pods(PodFacts::default())
+            .with_poll(PollFacts { duration_ms: 5, pages: 2, nodes: 1, pods: 0, at_ms: 1 });
         let h = s.content_hash();
         s.poll = Some(PollFacts { duration_ms: 900, pages: 2, nodes: 1, pods: 0, at_ms: 2 });
         s.freshness = Some(Freshness { polled_at_ms: 2, consecutive_failures: 1, age_ms: 5, confidence_ppm: 10 });

@@ -9,39 +9,26 @@ use proptest::prelude::*;
 use super::Strategy as Division;
 use super::*;
 use crate::model::snapshot::{ResourceSummary, SnapshotSource};
-use crate::model::{ClusterTaint, Health, ResourceList};
+use crate::model::{ClusterTaint, ResourceList};
 use crate::policy::types::{
     ClusterAffinityTerm, ClusterPreferences, ReplicaSchedulingStrategy, SpreadByField, SpreadConstraint,
     StaticClusterWeight, TaintEffect, Toleration, TolerationOperator,
 };
 
 fn cluster(i: usize, cpu_free: i64, tainted: bool, region: bool) -> ClusterSnapshot {
-    ClusterSnapshot {
-        name: format!("m{i:02}"),
-        labels: [("idx".to_string(), (i % 3).to_string())].into_iter().collect(),
-        provider: None,
-        region: Some(if region { "r1" } else { "r2" }.to_string()),
-        zones: vec![],
-        taints: if tainted {
-            vec![ClusterTaint { key: "t".into(), value: None, effect: TaintEffect::NoSchedule }]
-        } else {
-            vec![]
-        },
-        health: Health::Ready,
-        source: SnapshotSource::Offline { file: "c.yaml".into() },
-        api_enablements: BTreeSet::new(),
-        summary: Some(ResourceSummary {
-            allocatable: ResourceList([("cpu".to_string(), cpu_free * 1000), ("pods".to_string(), 1_000_000)].into()),
+    let taints = if tainted {
+        vec![ClusterTaint { key: "t".into(), value: None, effect: TaintEffect::NoSchedule }]
+    } else {
+        vec![]
+    };
+    ClusterSnapshot::offline(format!("m{i:02}"), "c.yaml")
+        .with_labels([("idx", (i % 3).to_string())])
+        .with_region(if region { "r1" } else { "r2" })
+        .with_taints(taints)
+        .with_summary(ResourceSummary {
+            allocatable: ResourceList::of(&[("cpu", cpu_free * 1000), ("pods", 1_000_000)]),
             ..Default::default()
-        }),
-        resource_models: vec![],
-        nodes: Default::default(),
-        pods: None,
-        poll: None,
-        constraints: Default::default(),
-        freshness: None,
-        index: Default::default(),
-    }
+        })
 }
 
 fn strategy_placement(kind: u8, tolerate: bool, weights: &[i64]) -> Placement {

@@ -1,31 +1,18 @@
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::model::{Health, SnapshotSource};
+use crate::model::Health;
 use crate::policy::{PolicyKind, PolicyRef};
 use crate::schedule::{ClusterVerdict, Outcome, ScheduleResult};
 
 fn cluster(name: &str, generation: u32) -> ClusterSnapshot {
-    ClusterSnapshot {
-        name: name.to_string(),
-        labels: BTreeMap::from([("gen".to_string(), generation.to_string())]),
-        provider: Some("aws".into()),
-        region: Some("eu-west-1".into()),
-        zones: vec!["eu-west-1a".into()],
-        taints: Vec::new(),
-        health: Health::Ready,
-        source: SnapshotSource::Offline { file: "clusters.yaml".into() },
-        api_enablements: BTreeSet::from(["apps/v1/Deployment".to_string()]),
-        summary: None,
-        resource_models: Vec::new(),
-        nodes: Default::default(),
-        pods: None,
-        poll: None,
-        constraints: Default::default(),
-        freshness: None,
-        index: Default::default(),
-    }
+    ClusterSnapshot::offline(name, "clusters.yaml")
+        .with_labels([("gen", generation.to_string())])
+        .with_provider("aws")
+        .with_region("eu-west-1")
+        .with_zones(["eu-west-1a"])
+        .with_api_enablements(["apps/v1/Deployment"])
 }
 
 fn seen(at_ms: u64) -> Observed {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::reconcile::{Inputs, ReconcileReport};
+use crate::schedule::profile::Profiles;
 
 /// How the last pass ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +83,12 @@ pub struct StatusView {
     pub clusters: BTreeMap<String, ClusterStatus>,
     /// The inputs of the last good pass (explain answers from them).
     pub inputs: Option<Arc<Inputs>>,
+    /// The scheduling profiles (with `[model]` and `[cost]`) the last good pass used, set
+    /// together with `inputs`: the API's explain and resources answer with them, as the CLI
+    /// does with the configured ones.
+    pub profiles: Option<Arc<Profiles>>,
+    /// Passes finished since start, good or not (tests wait on it).
+    pub passes: u64,
 }
 
 impl StatusView {

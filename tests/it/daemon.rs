@@ -1,8 +1,22 @@
-//! `fedsched run`: reconciles at start and on policy changes, keeps the last good output on a
-//! bad edit, refuses a second instance on the same state, and stops cleanly on SIGTERM.
+//! The daemon. In-process (most tests): `daemon::Daemon` on real files in a temp dir, driven
+//! through a control channel and a manual clock, observed through its status view and
+//! metrics — it reconciles at start and on policy changes, keeps the last good output on a bad
+//! edit, turns a burst of file changes into one pass, and a reload puts new profiles,
+//! `[publish]` and `[model]` in force (an invalid file keeps the old ones); the API explains
+//! with the daemon's profiles. On the real binary (a few): SIGHUP reloads, SIGTERM and SIGINT
+//! stop cleanly (exit 0), a second instance on the same state is refused, and systemd hears
+//! READY and WATCHDOG.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use fedsched::config::{Config, Paths};
+use fedsched::daemon::{self as fd, Control, control_channel};
+use fedsched::metrics::Metrics;
+use fedsched::util::clock::ManualClock;
+use fedsched::views::status::{PassOutcome, StatusView};
+use tokio::sync::{mpsc, watch};
 
 use crate::support::*;
 
@@ -10,48 +24,327 @@ fn file_contains(p: &Path, needle: &str) -> bool {
     std::fs::read_to_string(p).map(|s| s.contains(needle)).unwrap_or(false)
 }
 
+/// Unix ms the manual clock starts at (2023-11-14T22:13:20Z).
+const T0: u64 = 1_700_000_000_000;
+
+/// The config every in-process daemon starts from, then `extra`.
+fn config_text(extra: &str) -> String {
+    format!("[reconcile]\ninterval = \"1h\"\ndebounce = \"200ms\"\nshutdown_timeout = \"5s\"\n{extra}")
+}
+
+/// A daemon running in this process on a scratch area.
+struct InProcess {
+    rt: tokio::runtime::Runtime,
+    control: mpsc::UnboundedSender<Control>,
+    status: watch::Receiver<Arc<StatusView>>,
+    metrics: Arc<Metrics>,
+    clock: ManualClock,
+    config: PathBuf,
+    task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl InProcess {
+    /// Starts the daemon with `extra` appended to the config; `watch_dir`: whether it watches
+    /// the policy directory (else changes are reported with [`Control::PolicyChanged`]).
+    fn start(s: &Scratch, extra: &str, watch_dir: bool) -> InProcess {
+        let config = s.dir.path().join("fedsched.toml");
+        std::fs::write(&config, config_text(extra)).expect("write config");
+        let cfg = Config::load(&config).expect("config");
+        let paths = Paths { policy_dir: s.policies(), output_dir: s.out(), state_dir: s.state() };
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+        let clock = ManualClock::new(T0);
+        let (control, stream) = control_channel();
+        let daemon = rt
+            .block_on(fd::Daemon::start(cfg, Some(config.clone()), paths, Arc::new(clock.clone())))
+            .expect("daemon starts");
+        let daemon = if watch_dir { daemon } else { daemon.without_policy_watch() };
+        let (status, metrics) = (daemon.status(), daemon.metrics());
+        let task = rt.spawn(daemon.run(stream));
+        InProcess { rt, control, status, metrics, clock, config, task: Some(task) }
+    }
+
+    fn send(&self, c: Control) {
+        self.control.send(c).expect("the daemon is running");
+    }
+
+    /// Waits (up to 30 s) until `n` passes have finished; returns the status then.
+    fn passes(&mut self, n: u64) -> Arc<StatusView> {
+        let status = &mut self.status;
+        let v = self
+            .rt
+            .block_on(async { tokio::time::timeout(Duration::from_secs(30), status.wait_for(|v| v.passes >= n)).await })
+            .unwrap_or_else(|_| panic!("timed out waiting for pass {n}"))
+            .expect("status")
+            .clone();
+        assert_eq!(v.passes, n, "more passes than expected");
+        v
+    }
+
+    fn now(&self) -> Arc<StatusView> {
+        self.status.borrow().clone()
+    }
+
+    fn metric(&self, name_and_labels: &str) -> Option<f64> {
+        let text = self.metrics.refresh_and_encode(&self.now(), T0, 0, None).expect("encode");
+        text.lines()
+            .find_map(|l| l.strip_prefix(name_and_labels).and_then(|v| v.strip_prefix(' ')))
+            .and_then(|v| v.parse().ok())
+    }
+
+    /// Sends a shutdown and waits for the loop to end (it flushes the store).
+    fn stop(mut self) {
+        self.send(Control::Shutdown("test"));
+        let task = self.task.take().expect("running");
+        let r = self.rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), task).await });
+        r.expect("stopped in time").expect("loop task").expect("clean exit");
+    }
+}
+
+fn outcome(v: &StatusView) -> &PassOutcome {
+    &v.last_pass.as_ref().expect("a pass").outcome
+}
+
 #[test]
-fn daemon_reacts_to_edits_keeps_last_good_and_stops_cleanly() {
+fn reacts_to_edits_keeps_last_good_and_stops_cleanly() {
     let s = Scratch::with_demo();
-    let d = Daemon::start(&s, "", &[]);
+    let mut d = InProcess::start(&s, "", false);
     let web = s.out().join("eu-west-a/shop/apps_deployment_web.yaml");
-    wait_for("the startup reconcile", Duration::from_secs(30), || web.exists());
+    let v = d.passes(1);
+    assert_eq!(outcome(&v), &PassOutcome::Ok);
+    assert!(web.exists() && v.ready && v.is_ready());
+    // Wall-clock stamps come from the injected clock.
+    assert_eq!((v.started_at_ms, v.last_success_ms), (T0, Some(T0)));
+    assert_eq!(d.metric("fedsched_reconciles_total{outcome=\"ok\"}"), Some(1.0));
+    assert_eq!(d.metric("fedsched_polls_total{cluster=\"eu-west-a\",outcome=\"offline\"}"), Some(1.0));
 
     // A second fedsched on the same state directory fails fast with a clear message.
     let second = s.render();
     assert_eq!(second.status.code(), Some(2), "{}", text(&second.stderr));
     assert!(text(&second.stderr).contains("in use"), "{}", text(&second.stderr));
 
-    // An edit is picked up (an editor-style save: write a temp file, rename over).
+    // An edit is picked up.
     let path = s.policies().join("apps/web.yaml");
     let edited = std::fs::read_to_string(&path).expect("read").replace("replicas: 9", "replicas: 18");
-    let tmp = s.policies().join("apps/.web.yaml.tmp");
-    std::fs::write(&tmp, &edited).expect("write");
-    std::fs::rename(&tmp, &path).expect("rename");
-    // The publish is complete once its journal is gone (the first rename already shows the edit).
-    let journal = s.out().join(".fedsched/journal.json");
-    wait_for("the edit to be rendered", Duration::from_secs(30), || {
-        file_contains(&web, "replicas: 7\n") && !journal.exists()
-    });
+    std::fs::write(&path, edited).expect("write");
+    d.clock.advance_ms(60_000);
+    d.send(Control::PolicyChanged);
+    let v = d.passes(2);
+    assert_eq!(v.last_pass.as_ref().map(|p| (p.trigger.as_str(), p.at_ms)), Some(("policy-change", T0 + 60_000)));
+    assert!(file_contains(&web, "replicas: 7\n"), "the edit was not rendered");
+    assert!(!s.out().join(".fedsched/journal.json").exists());
 
-    // A broken edit keeps the last good output.
+    // A broken edit keeps the last good output (and the last good inputs).
     let before = tree(&s.out());
     std::fs::write(s.policies().join("apps/broken.yaml"), "kind: [\n").expect("write");
-    std::thread::sleep(Duration::from_millis(1500));
+    d.send(Control::PolicyChanged);
+    let v = d.passes(3);
+    assert!(matches!(outcome(&v), PassOutcome::Invalid { errors } if *errors > 0), "{:?}", outcome(&v));
+    assert!(v.policy_errors > 0 && v.inputs.is_some() && v.is_ready());
+    assert_eq!(v.last_success_ms, Some(T0 + 60_000));
     assert_eq!(before, tree(&s.out()), "output changed after an invalid edit");
+    assert_eq!(d.metric("fedsched_policy_errors"), Some(v.policy_errors as f64));
     std::fs::remove_file(s.policies().join("apps/broken.yaml")).expect("rm");
+    // A timer pass repairs it.
+    d.send(Control::Tick);
+    let v = d.passes(4);
+    assert_eq!(v.last_pass.as_ref().map(|p| p.trigger.as_str()), Some("timer"));
+    assert_eq!(outcome(&v), &PassOutcome::Ok);
 
-    // SIGTERM: exit 0 within a few seconds, store intact.
+    d.stop();
+    let h = s.cmd("history", &["Deployment/shop/web", "-o", "json"]);
+    assert!(h.status.success(), "{}", text(&h.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&h.stdout).expect("json");
+    assert!(v.as_array().map(|a| a.len() >= 2).unwrap_or(false), "history: {v}");
+}
+
+/// The scoring tests' probe: a Duplicated Deployment on one cluster, under profile `spread`.
+const PROBE: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: probe
+  namespace: shop
+  annotations:
+    fedsched.io/profile: spread
+spec:
+  resourceSelectors:
+  - apiVersion: apps/v1
+    kind: Deployment
+    name: probe
+  placement:
+    clusterAffinity:
+      labelSelector:
+        matchExpressions:
+        - {key: tier, operator: In, values: [general, gpu]}
+    spreadConstraints:
+    - {spreadByField: cluster, maxGroups: 1}
+    replicaScheduling:
+      replicaSchedulingType: Duplicated
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: probe
+  namespace: shop
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: probe}}
+  template:
+    metadata: {labels: {app: probe}}
+    spec:
+      containers:
+      - name: probe
+        image: registry.example.com/probe:1
+        resources: {requests: {cpu: 500m, memory: 512Mi}}
+"#;
+
+#[test]
+fn a_reload_puts_new_profiles_publish_and_model_settings_in_force() {
+    let s = Scratch::with_demo();
+    let mut d = InProcess::start(&s, "[publish]\nmax_delete_ratio = 1.0\n", false);
+    assert_eq!(outcome(&d.passes(1)), &PassOutcome::Ok);
+    let edge = s.out().join("us-east-edge/edge/apps_deployment_edge-cache.yaml");
+    assert!(edge.exists());
+
+    // The repository now names profile `spread` and drops the edge-cache Deployment; the new
+    // config defines `spread`, holds any removal and models `example.com/dpu`. With the old
+    // settings the pass would be invalid (unknown profile) and the removal would go through.
+    s.write("probe.yaml", PROBE);
+    std::fs::remove_file(s.policies().join("apps/edge.yaml")).expect("rm");
+    std::fs::write(
+        &d.config,
+        config_text(
+            "[profiles.spread]\nscores = { least-allocated = 1 }\n[publish]\nmax_delete_ratio = 0.0\n\
+             [model]\nextended = [\"example.com/dpu\"]\n",
+        ),
+    )
+    .expect("write config");
+    d.send(Control::Reload);
+    let v = d.passes(2);
+    assert_eq!(v.last_pass.as_ref().map(|p| p.trigger.as_str()), Some("sighup"));
+    assert_eq!(outcome(&v), &PassOutcome::Ok, "the new profile is not in force");
+    let report = v.last_report.as_ref().expect("report");
+    // The profile: least-allocated puts the probe on the emptiest cluster.
+    assert!(s.out().join("eu-west-a/shop/apps_deployment_probe.yaml").exists(), "{}", report.summary());
+    // [publish]: the removal is held.
+    assert!(!report.held_clusters.is_empty(), "{}", report.summary());
+    assert!(edge.exists(), "the held removal went through");
+    assert_eq!(d.metric("fedsched_mass_deletion_holds_total{cluster=\"us-east-edge\"}"), Some(1.0));
+    // [model]: the pass ran with the new model (offline members have no output that depends on
+    // `extended`); the read side answers with the same profiles.
+    let profiles = v.profiles.as_ref().expect("profiles");
+    assert!(profiles.get("spread").is_some());
+    assert_eq!(profiles.model().extended, ["example.com/dpu"]);
+
+    // An invalid file keeps the settings in force.
+    std::fs::write(&d.config, "[publish]\nmax_delete_ratio = 7\n").expect("write config");
+    d.send(Control::Reload);
+    let v = d.passes(3);
+    assert_eq!(outcome(&v), &PassOutcome::Ok, "the old settings were dropped");
+    assert!(!v.last_report.as_ref().expect("report").held_clusters.is_empty());
+    assert!(edge.exists());
+    d.stop();
+}
+
+#[test]
+fn a_burst_of_file_changes_is_one_reconcile() {
+    let s = Scratch::with_demo();
+    let mut d = InProcess::start(&s, "", true);
+    d.passes(1);
+    // Like a git checkout: many files created and rewritten over about half a second.
+    for i in 0..150 {
+        let body = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: burst-{i}\n  namespace: shop\ndata:\n  i: \"{i}\"\n"
+        );
+        std::fs::write(s.policies().join(format!("apps/burst-{i}.yaml")), body).expect("write");
+        if i % 10 == 0 {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+    let v = d.passes(2);
+    assert_eq!(v.last_pass.as_ref().map(|p| p.trigger.as_str()), Some("policy-change"));
+    assert!(s.out().join("eu-west-a/shop/apps_configmap_burst-149.yaml").exists() || v.last_report.is_some());
+    // Quiet now: no second pass follows.
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(d.now().passes, 2, "expected one reconcile for the burst");
+    d.stop();
+}
+
+/// A minimal HTTP/1.1 GET (`Connection: close`); returns (status, body).
+fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr).expect("connect");
+    write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("request");
+    let mut raw = String::new();
+    c.read_to_string(&mut raw).expect("response");
+    let code = raw.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = raw.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (code, body)
+}
+
+#[test]
+fn the_api_explains_with_the_configured_profiles_like_the_cli() {
+    use fedsched::views::explain::{WorkloadRef, explain_with};
+    let s = Scratch::with_demo();
+    s.write("probe.yaml", PROBE);
+    let cfg = Config::parse("[profiles.spread]\nscores = { least-allocated = 1 }\n", Path::new("fedsched.toml"))
+        .expect("config");
+    let profiles = Arc::new(cfg.profiles().expect("profiles"));
+    let inputs = Arc::new(fedsched::reconcile::load_inputs_with(&s.policies(), &profiles).expect("inputs"));
+    // Nothing decided yet: explain schedules the probe now, with the policy's profile.
+    let store = fedsched::store::Store::open(&s.state()).expect("store");
+    let r = WorkloadRef { kind: "Deployment".into(), namespace: Some("shop".into()), name: "probe".into() };
+    let cli = explain_with(&inputs, &store, &profiles, &r).expect("explain");
+    let (_tx, status) =
+        watch::channel(Arc::new(StatusView { inputs: Some(inputs), profiles: Some(profiles), ..Default::default() }));
+    let clock = ManualClock::new(T0);
+    let state = fedsched::api::ApiState {
+        store: store.clone(),
+        status,
+        heartbeat: Arc::new(fedsched::views::status::Heartbeat::new(T0)),
+        heartbeat_timeout: Duration::from_secs(5),
+        token: None,
+        metrics_require_token: false,
+        metrics: Arc::new(Metrics::new()),
+        clock: Arc::new(clock),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+    let server = rt.block_on(fedsched::api::start("127.0.0.1:0".parse().expect("addr"), state)).expect("listen");
+    let (code, body) = get(server.addr, "/api/v1/workloads/shop/Deployment/probe/explain");
+    assert_eq!(code, 200, "{body}");
+    let api: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(api, cli, "the API and the CLI explain differently");
+    // And the answer is the configured profile's: least-allocated scored, the emptiest cluster.
+    assert_eq!(api["source"], "dry-run", "{api}");
+    let clusters = api["clusters"].as_array().expect("clusters");
+    assert!(clusters.iter().any(|c| c["scores"].get("least-allocated").is_some()), "{api}");
+    // The heartbeat age is the injected clock's.
+    assert_eq!(get(server.addr, "/healthz").0, 200);
+    rt.block_on(server.shutdown(Duration::from_secs(5)));
+}
+
+// The real binary: signals.
+
+#[test]
+fn sighup_reloads_and_sigterm_stops_cleanly() {
+    let s = Scratch::with_demo();
+    let d = Daemon::start(&s, "", &[]);
+    wait_for("the startup reconcile", Duration::from_secs(30), || {
+        s.out().join("us-east-gpu/kustomization.yaml").exists()
+    });
+    s.write("probe.yaml", PROBE);
+    let mut config = std::fs::read_to_string(&d.config).expect("config");
+    config.push_str("[profiles.spread]\nscores = { least-allocated = 1 }\n");
+    std::fs::write(&d.config, config).expect("write config");
+    d.signal("HUP");
+    let probe = s.out().join("eu-west-a/shop/apps_deployment_probe.yaml");
+    wait_for("the reloaded profile to place the probe", Duration::from_secs(30), || probe.exists());
     let started = Instant::now();
     d.signal("TERM");
     let (code, stderr) = d.wait(Duration::from_secs(10));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(8));
-    assert!(stderr.contains("invalid policy input"), "the bad edit was not reported: {stderr}");
-    let h = s.cmd("history", &["Deployment/shop/web", "-o", "json"]);
-    assert!(h.status.success(), "{}", text(&h.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&h.stdout).expect("json");
-    assert!(v.as_array().map(|a| a.len() >= 2).unwrap_or(false), "history: {v}");
+    assert!(stderr.contains("configuration reloaded"), "{stderr}");
+    assert!(stderr.lines().any(|l| l.contains("reconcile done") && l.contains("sighup")), "{stderr}");
 }
 
 #[test]
@@ -64,31 +357,6 @@ fn sigint_also_stops_cleanly() {
     d.signal("INT");
     let (code, stderr) = d.wait(Duration::from_secs(10));
     assert_eq!(code, Some(0), "{stderr}");
-}
-
-#[test]
-fn a_burst_of_file_changes_is_one_reconcile() {
-    let s = Scratch::with_demo();
-    let d = Daemon::start(&s, "", &[]);
-    wait_for("the startup reconcile", Duration::from_secs(30), || {
-        s.out().join("us-east-gpu/kustomization.yaml").exists()
-    });
-    // Like a git checkout: many files created and rewritten over about half a second.
-    for i in 0..150 {
-        let body = format!(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: burst-{i}\n  namespace: shop\ndata:\n  i: \"{i}\"\n"
-        );
-        std::fs::write(s.policies().join(format!("apps/burst-{i}.yaml")), body).expect("write");
-        if i % 10 == 0 {
-            std::thread::sleep(Duration::from_millis(30));
-        }
-    }
-    std::thread::sleep(Duration::from_millis(2500));
-    d.signal("TERM");
-    let (code, stderr) = d.wait(Duration::from_secs(10));
-    assert_eq!(code, Some(0), "{stderr}");
-    let passes = stderr.lines().filter(|l| l.contains("reconcile done") && l.contains("policy-change")).count();
-    assert_eq!(passes, 1, "expected one reconcile for the burst:\n{stderr}");
 }
 
 #[test]

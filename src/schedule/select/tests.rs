@@ -1,11 +1,9 @@
 //! Table-driven tests of cluster selection against Karmada's behaviour.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::groups::{GroupInfo, group_score, select_groups};
 use super::*;
-use crate::model::Health;
-use crate::model::snapshot::SnapshotSource;
 use crate::policy::types::{
     ClusterPreferences, DynamicWeightFactor, ReplicaDivisionPreference, ReplicaSchedulingStrategy,
     ReplicaSchedulingType,
@@ -26,25 +24,11 @@ fn verdict(name: &str, score: i64, avail: i64) -> ClusterVerdict {
 }
 
 fn snap(name: &str, region: &str, zones: &[&str], provider: &str) -> ClusterSnapshot {
-    ClusterSnapshot {
-        name: name.into(),
-        labels: [("team".to_string(), provider.to_string())].into(),
-        provider: Some(provider.into()),
-        region: Some(region.into()),
-        zones: zones.iter().map(|z| z.to_string()).collect(),
-        taints: vec![],
-        health: Health::Ready,
-        source: SnapshotSource::Offline { file: "c.yaml".into() },
-        api_enablements: BTreeSet::new(),
-        summary: None,
-        resource_models: vec![],
-        nodes: Default::default(),
-        pods: None,
-        poll: None,
-        constraints: Default::default(),
-        freshness: None,
-        index: Default::default(),
-    }
+    ClusterSnapshot::offline(name, "c.yaml")
+        .with_labels([("team", provider)])
+        .with_provider(provider)
+        .with_region(region)
+        .with_zones(zones.iter().copied())
 }
 
 fn sc(field: Option<SpreadByField>, label: Option<&str>, min: i32, max: i32) -> SpreadConstraint {

@@ -377,40 +377,94 @@ pub fn schedule_all(inputs: &Inputs, profiles: &Profiles, now_ms: u64, deduct: b
     (in_schedule, started.elapsed(), n)
 }
 
+/// Where figures go: to the caller's `emit` as soon as they are measured, and into the list
+/// [`run`] returns.
+struct Sink<'a> {
+    emit: &'a mut dyn FnMut(&Figure),
+    all: Vec<Figure>,
+}
+
+impl Sink<'_> {
+    fn put(&mut self, f: Figure) {
+        (self.emit)(&f);
+        self.all.push(f);
+    }
+
+    fn put_all(&mut self, figures: impl IntoIterator<Item = Figure>) {
+        for f in figures {
+            self.put(f);
+        }
+    }
+}
+
+/// What the reconciling scenarios (S1–S4, S6, S7) share: the fixture, the store and output
+/// directories, the pass clock (every pass moves it on) and the runs per figure.
+struct Bench {
+    fix: Fixture,
+    state: PathBuf,
+    out: PathBuf,
+    now: u64,
+    runs: usize,
+}
+
 /// Runs the scenarios; `emit` receives every figure as soon as it is measured.
+///
+/// S5 runs first (its own fixture and process). The reconciling scenarios share one fixture:
+/// S2's first reconciles always run (once when S2 is not asked for) and leave a settled
+/// reconciler that S3, S4, S6 and S7 continue with, in that order.
 pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, BenchError> {
-    let mut all = Vec::new();
-    let mut put = |f: Figure, all: &mut Vec<Figure>| {
-        emit(&f);
-        all.push(f);
-    };
+    let mut sink = Sink { emit, all: Vec::new() };
     std::fs::create_dir_all(&o.dir).map_err(io(format!("create {}", o.dir.display())))?;
     let runs = o.runs.max(1);
     let wants = |s: Scenario| o.scenarios.contains(&s);
     if wants(Scenario::S5) {
-        for f in poll_scenario(o)? {
-            put(f, &mut all);
-        }
+        sink.put_all(poll_scenario(o)?);
     }
     let reconciling = [Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7];
     if !wants(Scenario::S1) && !reconciling.iter().any(|s| wants(*s)) {
-        return Ok(all);
+        return Ok(sink.all);
     }
     let fix = fixture(o)?;
-    let profiles = Profiles::builtin();
-    let state = o.dir.join("state");
-    let out = o.dir.join("out");
-    let mut now = crate::util::clock::now_ms();
-
+    let mut b =
+        Bench { fix, state: o.dir.join("state"), out: o.dir.join("out"), now: crate::util::clock::now_ms(), runs };
     if wants(Scenario::S1) {
-        fresh_dir(&state)?;
-        let rec = Reconciler::new(Store::open(&state)?, Settings::builtin());
-        let inputs = load(&fix, &rec, &mut PhaseTimings::default(), now)?;
+        b.s1_schedule(&mut sink)?;
+    }
+    if !reconciling.iter().any(|s| wants(*s)) {
+        return Ok(sink.all);
+    }
+    let Some((rec, full_ms)) = b.s2_first_reconcile(wants(Scenario::S2), &mut sink)? else {
+        return Ok(sink.all);
+    };
+    if wants(Scenario::S3) {
+        b.s3_no_change(&rec, full_ms, &mut sink)?;
+    }
+    if wants(Scenario::S4) {
+        b.s4_edit(&rec, &mut sink)?;
+    }
+    if wants(Scenario::S6) {
+        b.s6_store_growth(&rec, o.passes, &mut sink)?;
+    }
+    if wants(Scenario::S7) {
+        b.s7_restart(rec, &mut sink)?;
+    }
+    Ok(sink.all)
+}
+
+impl Bench {
+    /// S1: the schedule phase alone ([`schedule_all`]), with and without deductions, over a
+    /// fresh store's inputs.
+    fn s1_schedule(&mut self, sink: &mut Sink<'_>) -> Result<(), BenchError> {
+        let profiles = Profiles::builtin();
+        let now = self.now;
+        fresh_dir(&self.state)?;
+        let rec = Reconciler::new(Store::open(&self.state)?, Settings::builtin());
+        let inputs = load(&self.fix, &rec, &mut PhaseTimings::default(), now)?;
         let mut in_sched = Vec::new();
         let mut total = Vec::new();
         let mut bare = Vec::new();
         let mut n = 0;
-        for _ in 0..runs {
+        for _ in 0..self.runs {
             let (s, t, k) = schedule_all(&inputs, &profiles, now, true);
             in_sched.push(s);
             total.push(t);
@@ -427,66 +481,70 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
             &in_sched,
         );
         let met = f.value <= 500.0;
-        put(f.mark("≤ 500 ms", met), &mut all);
-        put(Figure::ms(Scenario::S1, "  with claim + workload interpretation + deductions", &total), &mut all);
+        sink.put(f.mark("≤ 500 ms", met));
+        sink.put(Figure::ms(Scenario::S1, "  with claim + workload interpretation + deductions", &total));
         let per_pair: Vec<f64> = in_sched.iter().map(|d| d.as_secs_f64() * 1e9 / pairs.max(1) as f64).collect();
-        put(Figure::new(Scenario::S1, "  per (workload × cluster) pair", "ns", per_pair), &mut all);
-        put(
-            Figure::ms(Scenario::S1, "  without assumed-replica deductions (node indexes built once)", &bare),
-            &mut all,
-        );
-        put(rss_figure(Scenario::S1), &mut all);
-    }
-    if !reconciling.iter().any(|s| wants(*s)) {
-        return Ok(all);
+        sink.put(Figure::new(Scenario::S1, "  per (workload × cluster) pair", "ns", per_pair));
+        sink.put(Figure::ms(Scenario::S1, "  without assumed-replica deductions (node indexes built once)", &bare));
+        sink.put(rss_figure(Scenario::S1));
+        Ok(())
     }
 
-    // S2: first full reconciles, each into a fresh store and output directory.
-    let s2_runs = if wants(Scenario::S2) { runs } else { 1 };
-    let mut reports = Vec::new();
-    let mut walls = Vec::new();
-    let mut rec = None;
-    for _ in 0..s2_runs {
-        drop(rec.take());
-        fresh_dir(&state)?;
-        fresh_dir(&out)?;
-        let r = Reconciler::new(Store::open(&state)?, Settings::builtin());
-        now += 1000;
-        let (report, wall) = pass(&fix, &r, &out, "bench-first", now)?;
-        tracing::info!(summary = %report.summary(), "first reconcile");
-        reports.push(report);
-        walls.push(wall);
-        rec = Some(r);
-    }
-    let Some(rec) = rec else { return Ok(all) };
-    settle(&fix, &rec, &out, &mut now)?;
-    if wants(Scenario::S2) {
-        let f = Figure::ms(Scenario::S2, "first full reconcile (load → record)", &walls);
-        let met = f.value <= 10_000.0;
-        put(f.mark("≤ 10 s", met), &mut all);
-        for f in phase_figures(Scenario::S2, &reports) {
-            put(f, &mut all);
-        }
-        let files: Vec<f64> = reports.iter().map(|r| r.files_written as f64).collect();
-        put(count(Scenario::S2, "  files written", files), &mut all);
-        put(count(Scenario::S2, "  workloads", reports.iter().map(|r| r.workloads as f64).collect()), &mut all);
-        put(rss_figure(Scenario::S2), &mut all);
-    }
-    let full_ms = median(&walls).as_secs_f64() * 1e3;
-
-    if wants(Scenario::S3) {
+    /// S2: first full reconciles, each into a fresh store and output directory (`runs` of them
+    /// when `report`, else one, to set up the others). Returns the last run's reconciler,
+    /// settled, and the median wall time of a first reconcile in ms.
+    fn s2_first_reconcile(
+        &mut self,
+        report: bool,
+        sink: &mut Sink<'_>,
+    ) -> Result<Option<(Reconciler, f64)>, BenchError> {
+        let s2_runs = if report { self.runs } else { 1 };
         let mut reports = Vec::new();
         let mut walls = Vec::new();
-        for _ in 0..runs {
-            now += 1000;
-            let (report, wall) = pass(&fix, &rec, &out, "bench-nochange", now)?;
+        let mut rec = None;
+        for _ in 0..s2_runs {
+            drop(rec.take());
+            fresh_dir(&self.state)?;
+            fresh_dir(&self.out)?;
+            let r = Reconciler::new(Store::open(&self.state)?, Settings::builtin());
+            self.now += 1000;
+            let (report, wall) = pass(&self.fix, &r, &self.out, "bench-first", self.now)?;
+            tracing::info!(summary = %report.summary(), "first reconcile");
+            reports.push(report);
+            walls.push(wall);
+            rec = Some(r);
+        }
+        let Some(rec) = rec else { return Ok(None) };
+        settle(&self.fix, &rec, &self.out, &mut self.now)?;
+        if report {
+            let f = Figure::ms(Scenario::S2, "first full reconcile (load → record)", &walls);
+            let met = f.value <= 10_000.0;
+            sink.put(f.mark("≤ 10 s", met));
+            sink.put_all(phase_figures(Scenario::S2, &reports));
+            let files: Vec<f64> = reports.iter().map(|r| r.files_written as f64).collect();
+            sink.put(count(Scenario::S2, "  files written", files));
+            sink.put(count(Scenario::S2, "  workloads", reports.iter().map(|r| r.workloads as f64).collect()));
+            sink.put(rss_figure(Scenario::S2));
+        }
+        let full_ms = median(&walls).as_secs_f64() * 1e3;
+        Ok(Some((rec, full_ms)))
+    }
+
+    /// S3: no-change reconciles with the warm reconciler, then with cold ones on the same
+    /// store; ratios to each other and to S2's first reconcile (`full_ms`).
+    fn s3_no_change(&mut self, rec: &Reconciler, full_ms: f64, sink: &mut Sink<'_>) -> Result<(), BenchError> {
+        let mut reports = Vec::new();
+        let mut walls = Vec::new();
+        for _ in 0..self.runs {
+            self.now += 1000;
+            let (report, wall) = pass(&self.fix, rec, &self.out, "bench-nochange", self.now)?;
             reports.push(report);
             walls.push(wall);
         }
         let f = Figure::ms(Scenario::S3, "no-change reconcile, daemon (warm), load → record", &walls);
         let incremental = f.value;
         let met = incremental <= 200.0;
-        put(f.mark("≤ 200 ms", met), &mut all);
+        sink.put(f.mark("≤ 200 ms", met));
         let without_load: Vec<Duration> = reports
             .iter()
             .map(|r| {
@@ -494,47 +552,49 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
                 p.poll + p.schedule + p.render + p.publish + p.record
             })
             .collect();
-        put(Figure::ms(Scenario::S3, "  without load (reconcile only)", &without_load), &mut all);
-        for f in phase_figures(Scenario::S3, &reports) {
-            put(f, &mut all);
-        }
+        sink.put(Figure::ms(Scenario::S3, "  without load (reconcile only)", &without_load));
+        sink.put_all(phase_figures(Scenario::S3, &reports));
         let written: Vec<f64> = reports.iter().map(|r| r.files_written as f64).collect();
         let zero_w = written.iter().all(|w| *w == 0.0);
-        put(count(Scenario::S3, "  files written", written).mark("0", zero_w), &mut all);
+        sink.put(count(Scenario::S3, "  files written", written).mark("0", zero_w));
         let versions: Vec<f64> = reports.iter().map(|r| r.new_snapshot_versions as f64).collect();
         let zero_v = versions.iter().all(|w| *w == 0.0);
-        put(count(Scenario::S3, "  new snapshot versions", versions).mark("0", zero_v), &mut all);
+        sink.put(count(Scenario::S3, "  new snapshot versions", versions).mark("0", zero_v));
         let decided: Vec<f64> = reports.iter().map(|r| r.decided as f64).collect();
-        put(count(Scenario::S3, "  workloads scheduled and rendered again", decided), &mut all);
+        sink.put(count(Scenario::S3, "  workloads scheduled and rendered again", decided));
         let hist: Vec<f64> = reports.iter().map(|r| r.history_records as f64).collect();
         let zero_h = hist.iter().all(|w| *w == 0.0);
-        put(count(Scenario::S3, "  new history records", hist).mark("0", zero_h), &mut all);
+        sink.put(count(Scenario::S3, "  new history records", hist).mark("0", zero_h));
         // A cold reconciler on the same store: what `fedsched render` does on every call.
         let mut cold_walls = Vec::new();
-        for _ in 0..runs.min(3) {
+        for _ in 0..self.runs.min(3) {
             let cold = Reconciler::new(rec.store.clone(), Settings::builtin());
-            now += 1000;
-            cold_walls.push(pass(&fix, &cold, &out, "bench-nochange-cold", now)?.1);
+            self.now += 1000;
+            cold_walls.push(pass(&self.fix, &cold, &self.out, "bench-nochange-cold", self.now)?.1);
         }
         let c = Figure::ms(Scenario::S3, "  no-change reconcile, cold (`fedsched render`)", &cold_walls);
         let ratio = if c.value > 0.0 { incremental / c.value } else { 0.0 };
-        put(c, &mut all);
-        put(Figure::new(Scenario::S3, "  ratio warm no-change / cold no-change", "×", vec![ratio]), &mut all);
+        sink.put(c);
+        sink.put(Figure::new(Scenario::S3, "  ratio warm no-change / cold no-change", "×", vec![ratio]));
         let ratio = if full_ms > 0.0 { incremental / full_ms } else { 0.0 };
-        put(Figure::new(Scenario::S3, "  ratio warm no-change / first full (S2)", "×", vec![ratio]), &mut all);
+        sink.put(Figure::new(Scenario::S3, "  ratio warm no-change / first full (S2)", "×", vec![ratio]));
+        Ok(())
     }
 
-    if wants(Scenario::S4) {
+    /// S4: one template edited per run, then a pass that must rewrite its output; the edits
+    /// are put back and the fleet settled afterwards.
+    fn s4_edit(&mut self, rec: &Reconciler, sink: &mut Sink<'_>) -> Result<(), BenchError> {
+        let fix = &self.fix;
         let mut walls = Vec::new();
         let mut reports = Vec::new();
         let w = fix.spec.workloads.max(1);
-        for k in 0..runs {
+        for k in 0..self.runs {
             let i = (k * 7919 + 11) % w;
             let path = fix.repo.join(repo::workload_file(i));
             let text = repo::workload_yaml(i, repo::replicas_of(i) + 1 + k as i64, fix.spec.fleet.clusters);
             std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
-            now += 1000;
-            let (report, wall) = pass(&fix, &rec, &out, "bench-edit", now)?;
+            self.now += 1000;
+            let (report, wall) = pass(fix, rec, &self.out, "bench-edit", self.now)?;
             if report.files_written == 0 {
                 return Err(BenchError::Check(format!("S4: editing workload {i} rewrote no file")));
             }
@@ -542,25 +602,25 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
             reports.push(report);
         }
         // Put the edited files back (and let the store catch up) for the other scenarios.
-        for k in 0..runs {
+        for k in 0..self.runs {
             let i = (k * 7919 + 11) % w;
             let path = fix.repo.join(repo::workload_file(i));
             let text = repo::workload_yaml(i, repo::replicas_of(i), fix.spec.fleet.clusters);
             std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
         }
-        settle(&fix, &rec, &out, &mut now)?;
+        settle(fix, rec, &self.out, &mut self.now)?;
         let f = Figure::ms(Scenario::S4, "one template edited → output rewritten (load → record)", &walls);
         let met = f.value <= 50.0;
-        put(f.mark("≤ 50 ms", met), &mut all);
-        for f in phase_figures(Scenario::S4, &reports) {
-            put(f, &mut all);
-        }
-        put(count(Scenario::S4, "  files written", reports.iter().map(|r| r.files_written as f64).collect()), &mut all);
+        sink.put(f.mark("≤ 50 ms", met));
+        sink.put_all(phase_figures(Scenario::S4, &reports));
+        sink.put(count(Scenario::S4, "  files written", reports.iter().map(|r| r.files_written as f64).collect()));
         let decided = reports.iter().map(|r| r.decided as f64).collect();
-        put(count(Scenario::S4, "  workloads scheduled and rendered again", decided), &mut all);
+        sink.put(count(Scenario::S4, "  workloads scheduled and rendered again", decided));
+        Ok(())
     }
 
-    if wants(Scenario::S6) {
+    /// S6: `passes` no-change reconciles (each must change nothing); the store's growth.
+    fn s6_store_growth(&mut self, rec: &Reconciler, passes: usize, sink: &mut Sink<'_>) -> Result<(), BenchError> {
         // Let sled's background flusher settle before the first measurement.
         rec.store.flush()?;
         std::thread::sleep(Duration::from_secs(1));
@@ -568,11 +628,11 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
         let before = rec.store.size_on_disk()?;
         let before_du = dir_size(rec.store.db_path());
         let started = Instant::now();
-        for _ in 0..o.passes {
+        for _ in 0..passes {
             // 100 ms apart: 1,000 passes stay inside the assumed-replica TTL (5 min), whose
             // expiry would change decisions (the simulated members never run the pods).
-            now += 100;
-            let (report, _) = pass(&fix, &rec, &out, "bench-repeat", now)?;
+            self.now += 100;
+            let (report, _) = pass(&self.fix, rec, &self.out, "bench-repeat", self.now)?;
             if report.files_written != 0 || report.history_records != 0 {
                 return Err(BenchError::Check(format!("S6: a no-change pass changed something: {}", report.summary())));
             }
@@ -584,43 +644,49 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
         let after = rec.store.size_on_disk()?;
         let after_du = dir_size(rec.store.db_path());
         let growth = mib(after.saturating_sub(before));
-        put(
+        sink.put(
             Figure::new(
                 Scenario::S6,
-                format!("store growth over {} no-change reconciles (sled)", o.passes),
+                format!("store growth over {passes} no-change reconciles (sled)"),
                 "MiB",
                 vec![growth],
             )
             .mark("< 1 MiB", growth < 1.0),
-            &mut all,
         );
         let du = after_du as f64 - before_du as f64;
-        put(
-            Figure::new(Scenario::S6, "  growth of the db directory (files)", "MiB", vec![du / (1024.0 * 1024.0)]),
-            &mut all,
-        );
-        put(Figure::new(Scenario::S6, "  db directory after", "MiB", vec![mib(after_du)]), &mut all);
-        put(
-            Figure::new(Scenario::S6, "  mean pass", "ms", vec![elapsed.as_secs_f64() * 1e3 / o.passes.max(1) as f64]),
-            &mut all,
-        );
+        sink.put(Figure::new(
+            Scenario::S6,
+            "  growth of the db directory (files)",
+            "MiB",
+            vec![du / (1024.0 * 1024.0)],
+        ));
+        sink.put(Figure::new(Scenario::S6, "  db directory after", "MiB", vec![mib(after_du)]));
+        sink.put(Figure::new(
+            Scenario::S6,
+            "  mean pass",
+            "ms",
+            vec![elapsed.as_secs_f64() * 1e3 / passes.max(1) as f64],
+        ));
+        Ok(())
     }
 
-    if wants(Scenario::S7) {
+    /// S7: restarts from a steady state: `rec` is dropped, then each run opens the store with
+    /// a new reconciler and runs its first pass (which must write no file).
+    fn s7_restart(&mut self, rec: Reconciler, sink: &mut Sink<'_>) -> Result<(), BenchError> {
         // A restart from a steady state: one more pass sees the current placements as
         // previous, so the decisions it persists are the ones a restart reuses.
-        now += 1000;
-        pass(&fix, &rec, &out, "bench-settle", now)?;
+        self.now += 1000;
+        pass(&self.fix, &rec, &self.out, "bench-settle", self.now)?;
         drop(rec);
         let mut walls = Vec::new();
         let mut opens = Vec::new();
         let mut reports = Vec::new();
-        for _ in 0..runs {
+        for _ in 0..self.runs {
             let started = Instant::now();
-            let r = Reconciler::new(Store::open(&state)?, Settings::builtin());
+            let r = Reconciler::new(Store::open(&self.state)?, Settings::builtin());
             opens.push(started.elapsed());
-            now += 1000;
-            let (report, _) = pass(&fix, &r, &out, "bench-restart", now)?;
+            self.now += 1000;
+            let (report, _) = pass(&self.fix, &r, &self.out, "bench-restart", self.now)?;
             walls.push(started.elapsed());
             tracing::info!(summary = %report.summary(), decided = report.decided, "restart");
             if report.files_written != 0 {
@@ -631,15 +697,13 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
         }
         let f = Figure::ms(Scenario::S7, "restart until ready (open store, load, poll data, reconcile)", &walls);
         let met = f.value <= 2000.0;
-        put(f.mark("≤ 2 s", met), &mut all);
-        put(Figure::ms(Scenario::S7, "  open the store", &opens), &mut all);
-        for f in phase_figures(Scenario::S7, &reports) {
-            put(f, &mut all);
-        }
+        sink.put(f.mark("≤ 2 s", met));
+        sink.put(Figure::ms(Scenario::S7, "  open the store", &opens));
+        sink.put_all(phase_figures(Scenario::S7, &reports));
         let decided: Vec<f64> = reports.iter().map(|r| r.decided as f64).collect();
-        put(Figure::new(Scenario::S7, "  workloads decided again", "workloads", decided), &mut all);
+        sink.put(Figure::new(Scenario::S7, "  workloads decided again", "workloads", decided));
+        Ok(())
     }
-    Ok(all)
 }
 
 /// S5's simulated churn: pods modified per cluster per second (`fedsched simulate --churn`).

@@ -6,10 +6,19 @@
 //! `continue` (an opaque offset token), return `resourceVersion` (and accept it as a
 //! parameter), and filter by `fieldSelector` (`spec.nodeName`, `status.phase`,
 //! `metadata.name`, `metadata.namespace`; `=`, `==`, `!=`) and `labelSelector` (`k=v`,
-//! `k!=v`, `k`, `!k`). Watches are answered 405.
+//! `k!=v`, `k`, `!k`). Watches (`?watch=1`) of nodes and pods are streamed by
+//! [`super::watch`]; of anything else, answered 405.
 //!
 //! Admin (bearer: the admin token): `GET|PUT /admin/clusters/{name}/fault` reads or sets the
-//! cluster's [`Fault`]; `POST /admin/apply` runs the GitOps agent now.
+//! cluster's [`Fault`]; `PUT|PATCH|DELETE /admin/clusters/{name}/nodes/{node}` and
+//! `…/namespaces/{ns}/pods/{pod}` edit one object (with its watch event);
+//! `POST /admin/clusters/{name}/watches/close|compact`; `POST /admin/apply` runs the GitOps
+//! agent now; `GET /admin/stats` and `GET /admin/requests`.
+//!
+//! Layout: [`handle`] routes; `cluster_api` authenticates, applies the faults
+//! (`injected_fault` before, `damage` after) and serves a watch or a GET (`api`:
+//! `discovery`, `list`, `get`); `admin` serves object edits (`edit_object`) and the other
+//! admin endpoints (`admin_rest`, one function each).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -112,10 +121,10 @@ fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Serves one request.
+/// Serves one request: the router. `/healthz`, `/admin/…` (`admin`) and the per-cluster API
+/// under `/clusters/<name>/…` (`cluster_api`).
 pub async fn handle(state: Arc<State>, req: Request<Incoming>, server: String) -> Result<Resp, Reset> {
     let path = req.uri().path().to_string();
-    let query = parse_query(req.uri().query().unwrap_or(""));
     if path == "/healthz" {
         return Ok(respond(StatusCode::OK, b"ok".to_vec()));
     }
@@ -129,17 +138,59 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>, server: String) -
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
     };
-    let fault = {
-        let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
-        let Some(c) = clusters.get(cluster) else {
-            return Ok(status(StatusCode::NOT_FOUND, "NotFound", &format!("no simulated cluster {cluster:?}")));
-        };
-        if !bearer(&req).is_some_and(|t| same(t, &c.token)) {
-            return Ok(status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized"));
-        }
-        c.fault.clone()
+    cluster_api(&state, &req, cluster, api_path, &server).await
+}
+
+/// One request to a simulated cluster's API: authentication, the cluster's faults, then a
+/// watch stream ([`watch`]) or a GET ([`api`]), damaged when the fault says so.
+async fn cluster_api(
+    state: &Arc<State>,
+    req: &Request<Incoming>,
+    cluster: &str,
+    api_path: &str,
+    server: &str,
+) -> Result<Resp, Reset> {
+    let query = parse_query(req.uri().query().unwrap_or(""));
+    let fault = match authenticate(state, req, cluster) {
+        Ok(fault) => fault,
+        Err(resp) => return Ok(*resp),
     };
     *state.requests.write().unwrap_or_else(|p| p.into_inner()).entry(cluster.to_string()).or_insert(0) += 1;
+    if let Some(resp) = injected_fault(&fault, cluster, &query).await? {
+        return Ok(resp);
+    }
+    if req.method() != Method::GET {
+        return Ok(status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "the simulator only serves GET"));
+    }
+    if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
+        return Ok(watch(state, cluster, api_path, &query, &fault));
+    }
+    let resp = {
+        let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+        match clusters.get(cluster) {
+            Some(c) => api(c, api_path, &query, server, cluster),
+            None => status(StatusCode::NOT_FOUND, "NotFound", "cluster removed"),
+        }
+    };
+    Ok(damage(resp, &fault).await)
+}
+
+/// The cluster's faults, if it exists and the request carries its bearer token; otherwise the
+/// 404 or 401 response.
+fn authenticate(state: &State, req: &Request<Incoming>, cluster: &str) -> Result<Fault, Box<Resp>> {
+    let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = clusters.get(cluster) else {
+        return Err(Box::new(status(StatusCode::NOT_FOUND, "NotFound", &format!("no simulated cluster {cluster:?}"))));
+    };
+    if !bearer(req).is_some_and(|t| same(t, &c.token)) {
+        return Err(Box::new(status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized")));
+    }
+    Ok(c.fault.clone())
+}
+
+/// The faults that act before the request is served: latency, timeout (never answer), reset
+/// (`Err`), an injected status, 410 on continue tokens. `Some` is the response to send instead.
+async fn injected_fault(fault: &Fault, cluster: &str, query: &BTreeMap<String, String>) -> Result<Option<Resp>, Reset> {
     if fault.latency_ms > 0 {
         tokio::time::sleep(Duration::from_millis(fault.latency_ms)).await;
     }
@@ -164,39 +215,32 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>, server: String) -
         } else {
             format!("injected fault on cluster {cluster}")
         };
-        return Ok(status(code, reason, &msg));
+        return Ok(Some(status(code, reason, &msg)));
     }
     if fault.gone_on_continue && query.get("continue").is_some_and(|c| !c.is_empty()) {
-        return Ok(status(
+        return Ok(Some(status(
             StatusCode::GONE,
             "Expired",
             "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-        ));
+        )));
     }
-    if req.method() != Method::GET {
-        return Ok(status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "the simulator only serves GET"));
+    Ok(None)
+}
+
+/// The faults that act on a successful response's body: `truncate` (half of it) and
+/// `invalid_json`.
+async fn damage(resp: Resp, fault: &Fault) -> Resp {
+    if resp.status() != StatusCode::OK || !(fault.truncate || fault.invalid_json) {
+        return resp;
     }
-    if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
-        return Ok(watch(&state, cluster, api_path, &query, &fault));
-    }
-    let resp = {
-        let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
-        match clusters.get(cluster) {
-            Some(c) => api(c, api_path, &query, &server, cluster),
-            None => status(StatusCode::NOT_FOUND, "NotFound", "cluster removed"),
-        }
+    let (parts, body) = resp.into_parts();
+    let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let body = if fault.invalid_json {
+        b"{\"kind\": \"PodList\", \"items\": [<html>oops</html>".to_vec()
+    } else {
+        bytes[..bytes.len() / 2].to_vec()
     };
-    if resp.status() == StatusCode::OK && (fault.truncate || fault.invalid_json) {
-        let (parts, body) = resp.into_parts();
-        let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-        let body = if fault.invalid_json {
-            b"{\"kind\": \"PodList\", \"items\": [<html>oops</html>".to_vec()
-        } else {
-            bytes[..bytes.len() / 2].to_vec()
-        };
-        return Ok(Response::from_parts(parts, Full::new(Bytes::from(body)).boxed()));
-    }
-    Ok(resp)
+    Response::from_parts(parts, Full::new(Bytes::from(body)).boxed())
 }
 
 /// Starts a watch stream (`?watch=1`).
@@ -241,9 +285,25 @@ fn watch(state: &Arc<State>, cluster: &str, path: &str, q: &BTreeMap<String, Str
     r
 }
 
+/// A GET of the cluster's API: discovery ([`discovery`]), then nodes and pods (lists and
+/// single objects).
 fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name: &str) -> Resp {
     let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
+        ["api", "v1", "nodes"] => list(c, "NodeList", &c.fleet.nodes, None, q, name),
+        ["api", "v1", "nodes", n] => get(&c.fleet.nodes, None, n, "nodes"),
+        ["api", "v1", "pods"] => list(c, "PodList", &c.fleet.pods, None, q, name),
+        ["api", "v1", "namespaces", ns, "pods"] => list(c, "PodList", &c.fleet.pods, Some(ns), q, name),
+        ["api", "v1", "namespaces", ns, "pods", n] => get(&c.fleet.pods, Some(ns), n, "pods"),
+        segs => discovery(segs, server).unwrap_or_else(|| {
+            status(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource")
+        }),
+    }
+}
+
+/// The discovery documents: `/version`, `/api`, `/apis`, `/api/v1`.
+fn discovery(segs: &[&str], server: &str) -> Option<Resp> {
+    Some(match segs {
         ["version"] => ok(&json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0-fedsched-sim",
             "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
             "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.0", "compiler": "gc", "platform": "linux/amd64"})),
@@ -255,13 +315,8 @@ fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name:
              "verbs": ["get", "list", "watch"], "shortNames": ["no"]},
             {"name": "pods", "singularName": "pod", "namespaced": true, "kind": "Pod",
              "verbs": ["get", "list", "watch"], "shortNames": ["po"], "categories": ["all"]}]})),
-        ["api", "v1", "nodes"] => list(c, "NodeList", &c.fleet.nodes, None, q, name),
-        ["api", "v1", "nodes", n] => get(&c.fleet.nodes, None, n, "nodes"),
-        ["api", "v1", "pods"] => list(c, "PodList", &c.fleet.pods, None, q, name),
-        ["api", "v1", "namespaces", ns, "pods"] => list(c, "PodList", &c.fleet.pods, Some(ns), q, name),
-        ["api", "v1", "namespaces", ns, "pods", n] => get(&c.fleet.pods, Some(ns), n, "pods"),
-        _ => status(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource"),
-    }
+        _ => return None,
+    })
 }
 
 fn get(items: &[Value], ns: Option<&str>, name: &str, resource: &str) -> Resp {
@@ -501,56 +556,14 @@ fn edit_object(
     }
 }
 
+/// The admin endpoints that are not object edits: faults, the GitOps agent, watches, stats.
 async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, method: Method) -> Resp {
     match (method, segs.iter().map(String::as_str).collect::<Vec<_>>().as_slice()) {
-        (Method::GET, ["clusters", name, "fault"]) => {
-            let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
-            match clusters.get(*name) {
-                Some(c) => ok(&serde_json::to_value(&c.fault).unwrap_or_default()),
-                None => status(StatusCode::NOT_FOUND, "NotFound", "no such cluster"),
-            }
-        }
-        (Method::PUT, ["clusters", name, "fault"]) => {
-            let name = name.to_string();
-            let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
-                Ok(b) => b.to_bytes(),
-                Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
-            };
-            let fault: Fault = match serde_json::from_slice(&body) {
-                Ok(f) => f,
-                Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("fault: {e}")),
-            };
-            let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
-            match clusters.get_mut(&name) {
-                Some(c) => {
-                    tracing::info!(cluster = %name, fault = ?fault, "fault set");
-                    c.fault = fault;
-                    c.log.close_streams();
-                    ok(&serde_json::to_value(&c.fault).unwrap_or_default())
-                }
-                None => status(StatusCode::NOT_FOUND, "NotFound", "no such cluster"),
-            }
-        }
-        (Method::POST, ["apply"]) => match &state.apply_now {
-            Some(tx) => {
-                let _ = tx.try_send(());
-                ok(&json!({"apply": "scheduled"}))
-            }
-            None => status(StatusCode::BAD_REQUEST, "BadRequest", "the simulator runs without --apply"),
-        },
+        (Method::GET, ["clusters", name, "fault"]) => get_fault(state, name),
+        (Method::PUT, ["clusters", name, "fault"]) => put_fault(state, req, name).await,
+        (Method::POST, ["apply"]) => apply_now(state),
         (Method::POST, ["clusters", name, "watches", action @ ("close" | "compact")]) => {
-            let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
-            match clusters.get_mut(*name) {
-                Some(c) => {
-                    if *action == "close" {
-                        c.log.close_streams();
-                    } else {
-                        c.log.compact();
-                    }
-                    ok(&json!({"resourceVersion": c.log.rv.to_string(), "compacted": c.log.compacted.to_string()}))
-                }
-                None => status(StatusCode::NOT_FOUND, "NotFound", "no such cluster"),
-            }
+            watches(state, name, action == &"close")
         }
         (Method::GET, ["stats"]) => ok(&json!({
             "requests": &*state.requests.read().unwrap_or_else(|p| p.into_inner()),
@@ -561,6 +574,65 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             ok(&serde_json::to_value(&*state.requests.read().unwrap_or_else(|p| p.into_inner())).unwrap_or_default())
         }
         _ => status(StatusCode::NOT_FOUND, "NotFound", "unknown admin endpoint"),
+    }
+}
+
+/// `GET /admin/clusters/{name}/fault`.
+fn get_fault(state: &State, name: &str) -> Resp {
+    let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
+    match clusters.get(name) {
+        Some(c) => ok(&serde_json::to_value(&c.fault).unwrap_or_default()),
+        None => status(StatusCode::NOT_FOUND, "NotFound", "no such cluster"),
+    }
+}
+
+/// `PUT /admin/clusters/{name}/fault`: sets the cluster's faults and closes its watch streams.
+async fn put_fault(state: &State, req: Request<Incoming>, name: &str) -> Resp {
+    let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
+    };
+    let fault: Fault = match serde_json::from_slice(&body) {
+        Ok(f) => f,
+        Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("fault: {e}")),
+    };
+    let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
+    match clusters.get_mut(name) {
+        Some(c) => {
+            tracing::info!(cluster = %name, fault = ?fault, "fault set");
+            c.fault = fault;
+            c.log.close_streams();
+            ok(&serde_json::to_value(&c.fault).unwrap_or_default())
+        }
+        None => status(StatusCode::NOT_FOUND, "NotFound", "no such cluster"),
+    }
+}
+
+/// `POST /admin/apply`: runs the GitOps agent now.
+fn apply_now(state: &State) -> Resp {
+    match &state.apply_now {
+        Some(tx) => {
+            let _ = tx.try_send(());
+            ok(&json!({"apply": "scheduled"}))
+        }
+        None => status(StatusCode::BAD_REQUEST, "BadRequest", "the simulator runs without --apply"),
+    }
+}
+
+/// `POST /admin/clusters/{name}/watches/close` (`close`: every watcher re-watches) or
+/// `…/compact` (every watcher relists).
+fn watches(state: &State, name: &str, close: bool) -> Resp {
+    let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
+    match clusters.get_mut(name) {
+        Some(c) => {
+            if close {
+                c.log.close_streams();
+            } else {
+                c.log.compact();
+            }
+            ok(&json!({"resourceVersion": c.log.rv.to_string(), "compacted": c.log.compacted.to_string()}))
+        }
+        None => status(StatusCode::NOT_FOUND, "NotFound", "no such cluster"),
     }
 }
 

@@ -1,0 +1,310 @@
+//! The poller and its round: which members to poll now (not backing off), at most
+//! `poll.concurrency` at once, each within `poll.timeout`; watched members read from their
+//! cache; the outcome of each poll goes into the [`RoundReport`]; failures back off
+//! exponentially with jitter.
+
+use super::*;
+
+/// What listing a cluster gave: its data and, when watching, the cache the watches start from.
+pub(super) type Listed = Result<(LiveData, Option<Start>), PollError>;
+
+/// The poller: one kube client per cluster, kept between rounds, and the per-cluster state.
+pub struct Poller {
+    poll: PollSection,
+    interval: Duration,
+    clients: BTreeMap<String, Built>,
+    watchers: BTreeMap<String, Watcher>,
+    /// Bounds the lists the watchers restart (410 Gone) to `poll.concurrency` at once.
+    permits: Arc<tokio::sync::Semaphore>,
+    next_attempt: BTreeMap<String, Instant>,
+    view: LiveView,
+    seed: u64,
+    /// Stamps each observation (`PollFacts::at_ms`).
+    clock: Arc<dyn Clock>,
+}
+
+pub(super) fn live_data(obs: Observation, duration: Duration, pages: u32, at_ms: u64) -> LiveData {
+    let poll = PollFacts {
+        duration_ms: duration.as_millis() as u64,
+        pages,
+        nodes: obs.nodes.len() as u32,
+        pods: obs.listed_pods,
+        at_ms,
+    };
+    LiveData { nodes: Arc::new(obs.nodes), unbound: obs.unbound, pods: obs.pods, poll }
+}
+
+impl Poller {
+    /// A poller; `interval` is the poll interval (the base of the backoff).
+    pub fn new(poll: PollSection, interval: Duration) -> Poller {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0x5eed);
+        Poller {
+            permits: Arc::new(tokio::sync::Semaphore::new(poll.concurrency.max(1))),
+            poll,
+            interval,
+            clients: BTreeMap::new(),
+            watchers: BTreeMap::new(),
+            next_attempt: BTreeMap::new(),
+            view: LiveView::default(),
+            seed,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// Stamps observations with `clock` instead of the system clock.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Poller {
+        self.clock = clock;
+        self
+    }
+
+    /// Changes the settings (after a configuration reload).
+    pub fn reconfigure(&mut self, poll: PollSection, interval: Duration) {
+        if poll != self.poll {
+            self.clients.clear();
+            self.watchers.clear();
+            self.permits = Arc::new(tokio::sync::Semaphore::new(poll.concurrency.max(1)));
+        }
+        self.poll = poll;
+        self.interval = interval;
+    }
+
+    /// The current per-cluster state.
+    pub fn view(&self) -> &LiveView {
+        &self.view
+    }
+
+    /// Polls every target that is not backing off, at most `poll.concurrency` at once, each
+    /// within `poll.timeout`. Clusters no longer targeted are forgotten.
+    ///
+    /// With `poll.watch`, a cluster is listed once; then watches keep its cache current and
+    /// the rounds read the cache (no request). A watch that failed is reported as this round's
+    /// failure of the cluster; after its backoff the cluster is listed again.
+    pub async fn round(&mut self, targets: &[Target]) -> RoundReport {
+        let mut report = RoundReport::default();
+        let names: std::collections::BTreeSet<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+        let before = self.view.clusters.len();
+        self.view.clusters.retain(|k, _| names.contains(k.as_str()));
+        self.clients.retain(|k, _| names.contains(k.as_str()));
+        self.watchers.retain(|k, _| names.contains(k.as_str()));
+        self.next_attempt.retain(|k, _| names.contains(k.as_str()));
+        report.changed |= before != self.view.clusters.len();
+
+        let now = Instant::now();
+        let mut jobs = Vec::new();
+        let mut results: Vec<(Target, Option<Built>, Result<LiveData, PollError>)> = Vec::new();
+        for t in targets {
+            let status = self
+                .view
+                .clusters
+                .entry(t.name.clone())
+                .or_insert_with(|| LiveStatus { endpoint: describe_endpoint(t), ..Default::default() });
+            if status.polls_total == 0 {
+                report.changed = true;
+            }
+            if self.next_attempt.get(&t.name).is_some_and(|at| *at > now) {
+                report.skipped.push(t.name.clone());
+                continue;
+            }
+            if self.poll.watch
+                && let Some(w) = self.watchers.get(&t.name).filter(|w| w.target == *t)
+            {
+                let started = Instant::now();
+                let result = {
+                    let mut sh = lock(&w.shared);
+                    status.watching = true;
+                    status.watch_events = sh.events;
+                    status.relists = sh.relists;
+                    match sh.failed.take() {
+                        Some(e) => Err(e),
+                        None => Ok(live_data(sh.cache.observation(), started.elapsed(), 0, self.clock.now_ms())),
+                    }
+                };
+                // A watch that failed is an error of this round, whatever stopped it.
+                let outcome = if result.is_ok() { PollOutcome::Ok } else { PollOutcome::Error };
+                report.polls.push(PollRecord { cluster: t.name.clone(), outcome, duration: started.elapsed() });
+                if let Err(e) = &result {
+                    self.watchers.remove(&t.name);
+                    if !keeps_client(e) {
+                        self.clients.remove(&t.name);
+                    }
+                }
+                results.push((t.clone(), None, result));
+                continue;
+            }
+            self.watchers.remove(&t.name);
+            status.watching = false;
+            let built = self.clients.remove(&t.name).filter(|b| b.target == *t);
+            jobs.push((t.clone(), built));
+        }
+        let poll = self.poll.clone();
+        let listed: Vec<(Target, Option<Built>, Listed, PollRecord)> = futures_util::stream::iter(jobs)
+            .map(|(t, built)| {
+                let poll = poll.clone();
+                let clock = Arc::clone(&self.clock);
+                async move {
+                    let started = Instant::now();
+                    let (built, result) = poll_one(&t, built, &poll, &*clock).await;
+                    let outcome = match &result {
+                        Ok(_) => PollOutcome::Ok,
+                        Err(PollError::Deadline(_)) => PollOutcome::Timeout,
+                        Err(_) => PollOutcome::Error,
+                    };
+                    (t, built, result, PollRecord { cluster: String::new(), outcome, duration: started.elapsed() })
+                }
+            })
+            .buffer_unordered(self.poll.concurrency.max(1))
+            .collect()
+            .await;
+        for (t, mut built, result, record) in listed {
+            report.polls.push(PollRecord { cluster: t.name.clone(), ..record });
+            let result = match result {
+                Ok((data, Some(start))) => {
+                    if let Some(b) = &mut built {
+                        // A fresh client: the list's pooled connection (with a read buffer
+                        // grown to the page size) is closed; relists open a new one.
+                        if let Ok(c) = kube::Client::try_from(b.config.clone()) {
+                            b.client = c;
+                        }
+                        self.start_watch(b, start);
+                    }
+                    Ok(data)
+                }
+                Ok((data, None)) => Ok(data),
+                Err(e) => Err(e),
+            };
+            results.push((t, built, result));
+        }
+
+        for (t, built, result) in results {
+            let status = self.view.clusters.entry(t.name.clone()).or_default();
+            status.polls_total += 1;
+            if let Some(b) = built {
+                status.endpoint = b.endpoint.clone();
+                self.clients.insert(t.name.clone(), b);
+            }
+            match result {
+                Ok(data) => {
+                    let same = status.last_good.as_deref().is_some_and(|old| {
+                        old.nodes == data.nodes && old.pods == data.pods && old.unbound == data.unbound
+                    });
+                    report.changed |= !same || status.error.is_some();
+                    status.last_good = Some(Arc::new(data));
+                    status.error = None;
+                    status.consecutive_failures = 0;
+                    self.next_attempt.remove(&t.name);
+                    report.ok.push(t.name.clone());
+                }
+                Err(e) => {
+                    status.watching = false;
+                    report.changed |= status.error.as_ref() != Some(&e);
+                    status.consecutive_failures = status.consecutive_failures.saturating_add(1);
+                    *status.failures_total.entry(e.kind()).or_insert(0) += 1;
+                    status.error = Some(e.clone());
+                    let failures = status.consecutive_failures;
+                    let delay = self.backoff(&t.name, failures);
+                    self.next_attempt.insert(t.name.clone(), Instant::now() + delay);
+                    report.failed.push((t.name.clone(), e, delay));
+                }
+            }
+        }
+        report.ok.sort();
+        report.failed.sort_by(|a, b| a.0.cmp(&b.0));
+        report.polls.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+        report
+    }
+
+    /// Starts the watches of a cluster just listed.
+    fn start_watch(&mut self, b: &Built, start: Start) {
+        let Some(watch) = b.watch_client.clone() else { return };
+        let shared = Arc::new(std::sync::Mutex::new(Shared { cache: start.cache, ..Default::default() }));
+        let jitter = crate::util::hash::fnv1a64(b.target.name.as_bytes()) % (WATCH_TIMEOUT_SECS / 2 + 1);
+        let ctx = Ctx {
+            list: b.client.clone(),
+            watch,
+            shared: Arc::clone(&shared),
+            poll: self.poll.clone(),
+            permits: Arc::clone(&self.permits),
+            timeout_secs: WATCH_TIMEOUT_SECS + jitter,
+            cluster: b.target.name.clone(),
+        };
+        let nodes = tokio::spawn(watch_loop::<NodeItem>(ctx.clone(), "/api/v1/nodes", "nodes", start.nodes_rv));
+        let pods = tokio::spawn(watch_loop::<PodItem>(ctx, "/api/v1/pods", "pods", start.pods_rv));
+        self.watchers.insert(
+            b.target.name.clone(),
+            Watcher { target: b.target.clone(), shared, tasks: vec![nodes.abort_handle(), pods.abort_handle()] },
+        );
+    }
+
+    /// `interval × 2^(failures−1)`, capped at `poll.max_backoff`, times a jitter in [0.5, 1].
+    fn backoff(&mut self, name: &str, failures: u32) -> Duration {
+        let exp = failures.saturating_sub(1).min(16);
+        let base = self.interval.saturating_mul(1u32 << exp).min(self.poll.max_backoff);
+        self.seed = self.seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let r = crate::util::hash::fnv1a64(format!("{name}{}", self.seed).as_bytes());
+        let jitter = 0.5 + (r % 1000) as f64 / 2000.0;
+        base.mul_f64(jitter)
+    }
+}
+
+/// Keeps a client after this error? A client whose connection misbehaved is rebuilt next time
+/// (fresh connections).
+pub(super) fn keeps_client(e: &PollError) -> bool {
+    matches!(e, PollError::Forbidden { .. } | PollError::Http { .. })
+}
+
+pub(super) async fn poll_one(
+    t: &Target,
+    built: Option<Built>,
+    poll: &PollSection,
+    clock: &dyn Clock,
+) -> (Option<Built>, Listed) {
+    let started = Instant::now();
+    // The deadline covers building the client too (an exec credential plugin may hang).
+    let attempt = async {
+        let built = match built {
+            Some(b) => b,
+            None => build(t, poll).await.map_err(|e| (None, e))?,
+        };
+        let listed = if poll.watch {
+            list_to_cache(&built.client, poll.page_size)
+                .await
+                .map(|(start, pages)| (start.cache.observation(), pages, Some(start)))
+        } else {
+            list_cluster(&built.client, poll.page_size).await.map(|(fold, pages)| (fold.finish(), pages, None))
+        };
+        match listed {
+            Ok(r) => Ok((built, r)),
+            Err(e) => Err((Some(built), e)),
+        }
+    };
+    let (built, result) = match tokio::time::timeout(poll.timeout, attempt).await {
+        Ok(Ok((built, (obs, pages, start)))) => {
+            (Some(built), Ok((live_data(obs, started.elapsed(), pages, clock.now_ms()), start)))
+        }
+        Ok(Err((built, e))) => (built, Err(e)),
+        Err(_) => (None, Err(PollError::Deadline(poll.timeout))),
+    };
+    let keep = match &result {
+        Ok(_) => true,
+        Err(e) => keeps_client(e),
+    };
+    (built.filter(|_| keep), result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_with_jitter_and_caps() {
+        let poll = PollSection { max_backoff: Duration::from_secs(60), ..Default::default() };
+        let mut p = Poller::new(poll, Duration::from_secs(10));
+        for (n, lo, hi) in [(1, 5, 10), (2, 10, 20), (3, 20, 40), (10, 30, 60)] {
+            let d = p.backoff("m", n);
+            assert!(d >= Duration::from_secs(lo) && d <= Duration::from_secs(hi), "{n}: {d:?}");
+        }
+    }
+}
