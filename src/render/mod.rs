@@ -3,8 +3,12 @@
 //! Owns: replica revision, pruning of server-populated fields, provenance labels and
 //! annotations, output file naming, and the YAML emitter ([`yaml`]). Pure: no I/O. Overrides
 //! (OverridePolicy / ClusterOverridePolicy, [`overrides`]) apply between revision and pruning.
-//! [`summary`]: the text of `.fedsched/placements.json`.
+//! [`output`] holds the content of the other files of a cluster directory: the generated-file
+//! header and `kustomization.yaml`; [`summary`] the text of `.fedsched/placements.json`. The
+//! publisher imports them and only decides where the bytes go (render never imports the
+//! publisher).
 
+pub mod output;
 pub mod overrides;
 pub mod summary;
 pub mod yaml;
@@ -16,7 +20,7 @@ use crate::policy::{ObjectKey, PolicyRef, Template};
 
 pub use overrides::{ANNOTATION_APPLIED_OVERRIDES, ApplicableOverride, OverrideError};
 
-pub use crate::publish::GENERATED_HEADER;
+pub use output::GENERATED_HEADER;
 
 /// Annotation naming the policy that propagated an object.
 pub const ANNOTATION_POLICY: &str = "fedsched.io/policy";

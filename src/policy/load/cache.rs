@@ -1,0 +1,155 @@
+//! [`ParseCache`]: what a previous load parsed, per file, so that a reload reads and parses
+//! only the files that changed.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use super::LoadError;
+use super::incremental::Typed;
+use super::parse::{Parsed, parse_file};
+use super::walk::{FileStat, read_text, walk_dir};
+
+/// The parsed documents of every file loaded before, keyed by path and content hash (FNV-1a
+/// 64): a file whose bytes did not change is not parsed again (YAML parsing is most of a
+/// load). Files that disappear are forgotten at the next load.
+///
+/// Each file's length, modification time and inode are kept too: a file whose stat did not
+/// change is not even read, unless it is "racy" (git's rule): modified within
+/// [`RACY_NS`] of when it was read, when a second write in the same clock tick could have
+/// left the stat unchanged. [`ParseCache::refresh`] says whether anything changed at all, so
+/// a caller can reuse what it built from the previous load.
+#[derive(Debug, Default)]
+pub struct ParseCache {
+    pub(super) files: HashMap<PathBuf, CachedFile>,
+    /// The files of the last refresh, in walk order (those that were read).
+    pub(super) order: Vec<PathBuf>,
+}
+
+/// A file modified less than this before it was read is read again next time.
+pub const RACY_NS: i128 = 1_000_000_000;
+
+#[derive(Debug)]
+pub(super) struct CachedFile {
+    pub(super) hash: u64,
+    pub(super) len: usize,
+    pub(super) docs: Parsed,
+    /// Stat taken when the file was walked before it was read; None = not trusted.
+    pub(super) stat: Option<FileStat>,
+    /// Wall clock (ns since the epoch) just before the file was read.
+    pub(super) read_at_ns: i128,
+    /// The file loaded on its own ([`super::load_repository_incremental`]); forgotten when its bytes
+    /// change.
+    pub(super) typed: Option<Typed>,
+}
+
+impl CachedFile {
+    /// Whether `now` (the stat of the file now) proves the bytes are those cached.
+    fn clean(&self, now: Option<FileStat>) -> bool {
+        match (self.stat, now) {
+            (Some(then), Some(now)) => then == now && now.mtime_ns.saturating_add(RACY_NS) <= self.read_at_ns,
+            _ => false,
+        }
+    }
+}
+
+fn wall_ns() -> i128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128)
+}
+
+impl ParseCache {
+    /// Walks `dir` and brings the cache up to date: files whose stat proves them unchanged are
+    /// not read, files read are parsed only when their bytes changed. Returns whether the
+    /// repository differs from the previous refresh (a file added, removed, renamed or with
+    /// other bytes; always true on the first refresh and when a file could not be read) and
+    /// the walk and read errors.
+    pub fn refresh(&mut self, dir: &Path) -> (bool, Vec<LoadError>) {
+        let first = self.order.is_empty() && self.files.is_empty();
+        let (walked, mut errors) = walk_dir(dir);
+        let mut changed = first || !errors.is_empty();
+        let mut order = Vec::with_capacity(walked.len());
+        for (rel, stat) in walked {
+            if self.files.get(&rel).is_some_and(|c| c.clean(stat)) {
+                order.push(rel);
+                continue;
+            }
+            let read_at_ns = wall_ns();
+            let text = match read_text(dir, &rel) {
+                Ok(text) => text,
+                Err(e) => {
+                    errors.push(e);
+                    changed = true;
+                    continue;
+                }
+            };
+            let hash = crate::util::hash::fnv1a64(text.as_bytes());
+            match self.files.get_mut(&rel) {
+                Some(c) if c.hash == hash && c.len == text.len() => {
+                    c.stat = stat;
+                    c.read_at_ns = read_at_ns;
+                }
+                _ => {
+                    changed = true;
+                    let docs = parse_file(&text);
+                    let file = CachedFile { hash, len: text.len(), docs, stat, read_at_ns, typed: None };
+                    self.files.insert(rel.clone(), file);
+                }
+            }
+            order.push(rel);
+        }
+        changed |= order != self.order;
+        let seen: HashSet<&PathBuf> = order.iter().collect();
+        self.files.retain(|k, _| seen.contains(k));
+        self.order = order;
+        (changed, errors)
+    }
+
+    /// The parsed documents of the files of the last refresh, in walk order.
+    pub(super) fn parsed(&self) -> Vec<(PathBuf, Parsed)> {
+        self.order.iter().filter_map(|rel| self.files.get(rel).map(|c| (rel.clone(), c.docs.clone()))).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::load::load_repository_refreshed;
+    use std::fs;
+
+    #[test]
+    fn refresh_reports_changes_and_reads_only_what_stat_cannot_vouch_for() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cm = |name: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: a\n");
+        fs::write(dir.path().join("a.yaml"), cm("one")).expect("write");
+        fs::write(dir.path().join("b.yaml"), cm("two")).expect("write");
+        let mut cache = ParseCache::default();
+        let (changed, errors) = cache.refresh(dir.path());
+        assert!(changed && errors.is_empty());
+        // Just written: racy, read again, but the bytes are the same.
+        let (changed, _) = cache.refresh(dir.path());
+        assert!(!changed);
+        // Age the cache entries: stats are trusted, so a file replaced by a different one
+        // with the same stat would not be seen; a real edit changes the stat.
+        for c in cache.files.values_mut() {
+            c.read_at_ns = c.read_at_ns.saturating_add(10 * RACY_NS);
+        }
+        assert!(cache.files.values().all(|c| c.clean(c.stat)));
+        fs::write(dir.path().join("a.yaml"), cm("three")).expect("write");
+        let (changed, _) = cache.refresh(dir.path());
+        assert!(changed);
+        let (set, errors) = load_repository_refreshed(&cache, Vec::new());
+        assert!(errors.is_empty(), "{errors:?}");
+        let names: Vec<&str> = set.templates.iter().map(|t| t.key.name.as_str()).collect();
+        assert_eq!(names, ["three", "two"]);
+        // A file added, then removed.
+        fs::write(dir.path().join("c.yaml"), cm("four")).expect("write");
+        assert!(cache.refresh(dir.path()).0);
+        fs::remove_file(dir.path().join("c.yaml")).expect("remove");
+        assert!(cache.refresh(dir.path()).0);
+        assert!(!cache.refresh(dir.path()).0);
+        // A racy entry (modified within RACY_NS of its read) is not trusted.
+        for c in cache.files.values_mut() {
+            c.read_at_ns = c.stat.map_or(0, |s| s.mtime_ns);
+        }
+        assert!(cache.files.values().all(|c| !c.clean(c.stat)));
+    }
+}

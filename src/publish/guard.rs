@@ -1,0 +1,154 @@
+//! The mass-deletion guard: a cluster whose removals exceed the ratio is held whole.
+
+/// The mass-deletion guard: a publish that would remove more than `max_delete_ratio` of a
+/// cluster's objects is held for that cluster (nothing in its directory changes; other
+/// clusters proceed) unless `allow` is set.
+///
+/// "Objects" are the generated object files in the cluster directory before the publish (the
+/// only files a publish may remove). The rule is `removed > max_delete_ratio × objects`, with
+/// no minimum cluster size: with the default 0.5, removing 1 of 1, 2 of 2 or 2 of 3 objects is
+/// held, removing 1 of 2 or 1 of 3 is not. Emptying a cluster, however small, is exactly the
+/// accident the guard exists for (an empty inventory or a half-read policy directory becoming
+/// a wipe through Argo CD's or Flux's prune), and a confirmation costs one flag.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeleteGuard {
+    /// Largest share of a cluster's objects one publish may remove (0.0–1.0; 1.0 never holds).
+    pub max_delete_ratio: f64,
+    /// Confirmation: remove whatever the plan says.
+    pub allow: bool,
+}
+
+impl Default for DeleteGuard {
+    fn default() -> Self {
+        DeleteGuard { max_delete_ratio: DEFAULT_MAX_DELETE_RATIO, allow: false }
+    }
+}
+
+/// Default of [`DeleteGuard::max_delete_ratio`].
+pub const DEFAULT_MAX_DELETE_RATIO: f64 = 0.5;
+
+impl DeleteGuard {
+    /// A guard that never holds.
+    pub const OFF: DeleteGuard = DeleteGuard { max_delete_ratio: 1.0, allow: true };
+
+    /// Whether removing `removed` of `objects` generated objects must be held.
+    pub fn holds(&self, objects: usize, removed: usize) -> bool {
+        !self.allow && removed > 0 && removed as f64 > self.max_delete_ratio * objects as f64
+    }
+}
+
+/// A cluster whose publish the mass-deletion guard held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldCluster {
+    /// The cluster name.
+    pub cluster: String,
+    /// Generated object files in its directory.
+    pub objects: usize,
+    /// How many of them the plan would have removed.
+    pub removals: usize,
+}
+
+impl std::fmt::Display for HeldCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: would remove {} of {} objects; held by the mass-deletion guard (confirm with --allow-mass-delete)",
+            self.cluster, self.removals, self.objects
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_fixtures::{cluster, plan, read, sample_plan, snapshot};
+    use super::*;
+    use crate::publish::{publish, publish_guarded};
+    use tempfile::TempDir;
+
+    #[test]
+    fn guard_rule_table() {
+        let g = DeleteGuard::default();
+        // (objects before, removed, held?)
+        for (objects, removed, held) in [
+            (0, 0, false),
+            (1, 0, false),
+            (1, 1, true),
+            (2, 1, false),
+            (2, 2, true),
+            (3, 1, false),
+            (3, 2, true),
+            (4, 2, false),
+            (4, 3, true),
+            (100, 50, false),
+            (100, 51, true),
+        ] {
+            assert_eq!(g.holds(objects, removed), held, "{removed} of {objects}");
+        }
+        assert!(!DeleteGuard { allow: true, ..g }.holds(10, 10));
+        assert!(!DeleteGuard::OFF.holds(10, 10));
+        assert!(!DeleteGuard { max_delete_ratio: 1.0, allow: false }.holds(3, 3));
+        assert!(DeleteGuard { max_delete_ratio: 0.0, allow: false }.holds(100, 1));
+    }
+
+    #[test]
+    fn guard_holds_a_cluster_whole_and_lets_others_proceed() {
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path();
+        publish(out, &sample_plan()).expect("first publish");
+        let before = snapshot(out);
+        // member1 would lose 2 of its 3 objects (and gain one): held as a whole. member2 gains one.
+        let next = plan(
+            vec![
+                (
+                    "member1",
+                    cluster(
+                        &[
+                            (
+                                "default/apps_deployment_web.yaml",
+                                "kind: Deployment
+spec: {}
+",
+                            ),
+                            (
+                                "default/core_service_new.yaml",
+                                "kind: Service
+",
+                            ),
+                        ],
+                        &[],
+                    ),
+                ),
+                (
+                    "member2",
+                    cluster(
+                        &[(
+                            "default/core_configmap_x.yaml",
+                            "kind: ConfigMap
+",
+                        )],
+                        &[],
+                    ),
+                ),
+            ],
+            Some("v2"),
+        );
+        let report = publish_guarded(out, &next, &DeleteGuard::default()).expect("publish");
+        assert_eq!(report.held, vec![HeldCluster { cluster: "member1".into(), objects: 3, removals: 2 }]);
+        assert!(report.removed.is_empty());
+        let after = snapshot(out);
+        for (k, v) in &before {
+            if k.starts_with("member1/") {
+                assert_eq!(after.get(k), Some(v), "{k} changed in a held cluster");
+            }
+        }
+        assert!(!out.join("member1/default/core_service_new.yaml").exists());
+        assert!(out.join("member2/default/core_configmap_x.yaml").exists());
+        assert_eq!(read(out, ".fedsched/placements.json"), "v2");
+        // Confirmed: the same plan goes through.
+        let report =
+            publish_guarded(out, &next, &DeleteGuard { allow: true, ..DeleteGuard::default() }).expect("publish");
+        assert!(report.held.is_empty());
+        assert_eq!(report.removed.len(), 2);
+        assert!(out.join("member1/default/core_service_new.yaml").exists());
+    }
+}

@@ -1,0 +1,169 @@
+//! Applying a publish: changed files staged (on every core) and made durable by one `syncfs`,
+//! the journal committed, the renames and deletions applied and made durable by a second
+//! `syncfs`, then the journal removed.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::diff::Changes;
+use super::disk::{Kind, create_dirs, journal_path, kind_of, staging_dir, state_dir, sync_dir, sync_filesystem};
+use super::error::io_err;
+use super::{JOURNAL_VERSION, PublishError};
+
+/// The commit record of one publish: staged files to rename into place and files to delete.
+/// Paths are relative to the output root; staged names are relative to the staging directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Journal {
+    pub(super) version: u32,
+    pub(super) renames: Vec<Rename>,
+    pub(super) deletions: Vec<String>,
+}
+
+/// One staged file and where it goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Rename {
+    pub(super) staged: String,
+    pub(super) target: String,
+}
+
+/// Writes every changed file as a staged file (made durable by one `syncfs`) and returns the journal that moves them
+/// into place. Nothing outside the staging directory changes.
+pub(super) fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishError> {
+    let staging = staging_dir(out);
+    create_dirs(&staging)?;
+    let writes: Vec<(&String, &Vec<u8>)> = changes.writes.iter().collect();
+    // Staged writes are independent: spread them over the cores (the kernel work of creating
+    // 100,000 files dominates a first publish); the journal keeps the sorted order.
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 4);
+    let chunk = writes.len().div_ceil(threads).max(1);
+    let staged: Vec<Result<Vec<Rename>, PublishError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = writes
+            .chunks(chunk)
+            .map(|part| {
+                let staging = &staging;
+                scope.spawn(move || part.iter().map(|(target, bytes)| stage_file(staging, target, bytes)).collect())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(io_err("stage files in", &staging)(io::Error::other("a staging thread panicked")))
+                })
+            })
+            .collect()
+    });
+    let mut journal = Journal {
+        version: JOURNAL_VERSION,
+        renames: Vec::with_capacity(writes.len()),
+        deletions: changes.deletions.iter().cloned().collect(),
+    };
+    for part in staged {
+        journal.renames.extend(part?);
+    }
+    // One syncfs for every staged file (one fsync per file costs ~0.5 ms each: 70,000 files
+    // would take most of a first publish); then the staging directory's entries.
+    sync_filesystem(&staging)?;
+    sync_dir(&staging)?;
+    Ok(journal)
+}
+
+/// Writes one staged file under `staging` with a fresh name; returns its journal entry.
+fn stage_file(staging: &Path, target: &str, bytes: &[u8]) -> Result<Rename, PublishError> {
+    let mut tmp = tempfile::Builder::new()
+        .prefix("stage-")
+        .suffix(".tmp")
+        .tempfile_in(staging)
+        .map_err(io_err("create staged file in", staging))?;
+    let tmp_path = tmp.path().to_path_buf();
+    tmp.as_file_mut().write_all(bytes).map_err(io_err("write", &tmp_path))?;
+    let (_file, path) = tmp.keep().map_err(|e| io_err("keep", &tmp_path)(e.error))?;
+    let staged = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| PublishError::InTheWay { path: path.clone(), expected: "a UTF-8 staged file name" })?;
+    Ok(Rename { staged, target: target.to_string() })
+}
+
+/// Commits the journal: written to a temporary file, fsynced, renamed to `journal.json`, and
+/// the state directory fsynced. From here on the publish will complete, even after a crash.
+pub(super) fn write_journal(out: &Path, journal: &Journal) -> Result<(), PublishError> {
+    let staging = staging_dir(out);
+    create_dirs(&staging)?;
+    let path = journal_path(out);
+    let bytes = serde_json::to_vec_pretty(journal)
+        .map_err(|source| PublishError::JournalParse { path: path.clone(), source })?;
+    let mut tmp = tempfile::NamedTempFile::new_in(&staging).map_err(io_err("create temporary file in", &staging))?;
+    tmp.as_file_mut().write_all(&bytes).and_then(|()| tmp.as_file().sync_all()).map_err(io_err("write", &path))?;
+    tmp.persist(&path).map_err(|e| io_err("rename into", &path)(e.error))?;
+    sync_dir(&state_dir(out))
+}
+
+/// Applies a committed journal idempotently: renames staged files that still exist, deletes
+/// targets that still exist, prunes directories emptied by deletions (never a cluster
+/// directory), then makes all of it durable with one `syncfs` of the output's file system
+/// (one fsync per changed directory cost more than the renames at 100,000 files). Returns the
+/// paths written and removed.
+pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBuf>, Vec<PathBuf>), PublishError> {
+    let staging = staging_dir(out);
+    let mut known_dirs: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let mut written = Vec::new();
+    let mut removed = Vec::new();
+    for rename in &journal.renames {
+        let from = staging.join(&rename.staged);
+        let to = out.join(&rename.target);
+        if kind_of(&from)? != Kind::File {
+            continue; // already moved into place before the interruption
+        }
+        if let Some(parent) = to.parent()
+            && !known_dirs.contains(parent)
+        {
+            create_dirs(parent)?;
+            known_dirs.insert(parent.to_path_buf());
+        }
+        if matches!(kind_of(&to)?, Kind::Dir | Kind::Other) {
+            return Err(PublishError::InTheWay { path: to, expected: "a regular file" });
+        }
+        fs::rename(&from, &to).map_err(io_err("rename into", &to))?;
+        written.push(to);
+    }
+    for deletion in &journal.deletions {
+        let path = out.join(deletion);
+        match fs::remove_file(&path) {
+            Ok(()) => removed.push(path.clone()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err("remove", &path)(e)),
+        }
+        let cluster_dir =
+            deletion.split_once('/').map(|(cluster, _)| out.join(cluster)).unwrap_or_else(|| out.to_path_buf());
+        let mut dir = path.parent().map(Path::to_path_buf);
+        while let Some(current) = dir {
+            if !current.starts_with(&cluster_dir) || current == cluster_dir {
+                break;
+            }
+            match fs::remove_dir(&current) {
+                Ok(()) => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::DirectoryNotEmpty | io::ErrorKind::NotFound) => break,
+                Err(e) => return Err(io_err("remove directory", &current)(e)),
+            }
+            dir = current.parent().map(Path::to_path_buf);
+        }
+    }
+    sync_filesystem(out)?;
+    Ok((written, removed))
+}
+
+/// Removes the committed journal (the publish is complete) and fsyncs the state directory.
+pub(super) fn finish_journal(out: &Path) -> Result<(), PublishError> {
+    let path = journal_path(out);
+    match fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err("remove", &path)(e)),
+    }
+    sync_dir(&state_dir(out))
+}

@@ -1,0 +1,207 @@
+//! Recovery of an interrupted publish: a committed journal re-applied idempotently, staged
+//! files of an uncommitted one discarded.
+
+use std::fs;
+use std::path::Path;
+
+use super::disk::{Kind, journal_path, kind_of, lock, staging_dir, sync_dir};
+use super::error::io_err;
+use super::journal::{Journal, apply_journal, finish_journal};
+use super::names::{cluster_problem, object_path_problem};
+use super::{JOURNAL_VERSION, KUSTOMIZATION_FILE, PublishError, STATE_DIR, SUMMARY_FILE};
+
+/// Checks that a journal only names places a publish could have written.
+fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
+    let invalid = |reason: String| PublishError::JournalInvalid { path: path.to_path_buf(), reason };
+    if journal.version != JOURNAL_VERSION {
+        return Err(invalid(format!("unsupported version {}", journal.version)));
+    }
+    let summary = format!("{STATE_DIR}/{SUMMARY_FILE}");
+    let cluster_path_ok = |target: &str, allow_kustomization: bool| {
+        target.split_once('/').is_some_and(|(cluster, rest)| {
+            cluster_problem(cluster).is_none()
+                && (object_path_problem(rest).is_none() || (allow_kustomization && rest == KUSTOMIZATION_FILE))
+        })
+    };
+    for rename in &journal.renames {
+        let staged_ok = !rename.staged.is_empty()
+            && rename.staged != "."
+            && rename.staged != ".."
+            && !rename.staged.contains(['/', '\\', '\0']);
+        if !staged_ok {
+            return Err(invalid(format!("staged name {:?}", rename.staged)));
+        }
+        if rename.target != summary && !cluster_path_ok(&rename.target, true) {
+            return Err(invalid(format!("target {:?}", rename.target)));
+        }
+    }
+    for deletion in &journal.deletions {
+        if !cluster_path_ok(deletion, false) {
+            return Err(invalid(format!("deletion {deletion:?}")));
+        }
+    }
+    Ok(())
+}
+
+/// Removes everything left in the staging directory (contents of publishes that never
+/// committed their journal).
+fn clean_staging(out: &Path) -> Result<(), PublishError> {
+    let staging = staging_dir(out);
+    if kind_of(&staging)? != Kind::Dir {
+        return Ok(());
+    }
+    let entries = fs::read_dir(&staging).map_err(io_err("list", &staging))?;
+    let mut any = false;
+    for entry in entries {
+        let entry = entry.map_err(io_err("list", &staging))?;
+        let path = entry.path();
+        let file_type = entry.file_type().map_err(io_err("inspect", &path))?;
+        if file_type.is_dir() {
+            fs::remove_dir_all(&path).map_err(io_err("remove", &path))?;
+        } else {
+            fs::remove_file(&path).map_err(io_err("remove", &path))?;
+        }
+        any = true;
+    }
+    if any {
+        sync_dir(&staging)?;
+    }
+    Ok(())
+}
+
+/// Finishes an interrupted publish, if any: re-applies `OUT/.fedsched/journal.json`
+/// idempotently, removes it, and discards stale staged files. Returns whether a journal was
+/// found and applied. Does nothing (and creates nothing) when `out` does not exist.
+pub fn recover(out: &Path) -> Result<bool, PublishError> {
+    if kind_of(out)? == Kind::Missing {
+        return Ok(false);
+    }
+    let _lock = lock(out)?;
+    recover_locked(out)
+}
+
+pub(super) fn recover_locked(out: &Path) -> Result<bool, PublishError> {
+    let path = journal_path(out);
+    let applied = match kind_of(&path)? {
+        Kind::File => {
+            let bytes = fs::read(&path).map_err(io_err("read", &path))?;
+            let journal: Journal = serde_json::from_slice(&bytes)
+                .map_err(|source| PublishError::JournalParse { path: path.clone(), source })?;
+            check_journal(&path, &journal)?;
+            let (written, removed) = apply_journal(out, &journal)?;
+            tracing::warn!(
+                journal = %path.display(),
+                written = written.len(),
+                removed = removed.len(),
+                "completed an interrupted publish"
+            );
+            finish_journal(out)?;
+            true
+        }
+        Kind::Missing => false,
+        Kind::Dir | Kind::Other => {
+            return Err(PublishError::InTheWay { path, expected: "a regular file" });
+        }
+    };
+    clean_staging(out)?;
+    Ok(applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_fixtures::{object, read, sample_plan, snapshot};
+    use super::*;
+    use crate::publish::diff::compute_changes;
+    use crate::publish::journal::{Rename, stage, write_journal};
+    use crate::publish::names::validate;
+    use crate::publish::{DeleteGuard, PublishPlan, publish};
+    use tempfile::TempDir;
+
+    /// Runs a publish up to (and including) the journal commit, then "crashes".
+    fn crash_after_journal(out: &Path, plan: &PublishPlan) -> Journal {
+        validate(plan).expect("valid");
+        let changes = compute_changes(out, plan, &DeleteGuard::OFF).expect("changes");
+        let journal = stage(out, &changes).expect("stage");
+        write_journal(out, &journal).expect("journal");
+        journal
+    }
+
+    #[test]
+    fn crash_after_journal_commit_converges_on_recover() {
+        let reference = TempDir::new().expect("tempdir");
+        publish(reference.path(), &sample_plan()).expect("publish");
+        let mut next = sample_plan();
+        next.clusters.remove("member2");
+        if let Some(c) = next.clusters.get_mut("member1") {
+            c.files.remove("default/core_configmap_cfg.yaml");
+            c.files.insert("ns2/core_service_svc.yaml".to_owned(), object("kind: Service\n"));
+        }
+        publish(reference.path(), &next).expect("publish");
+        let expected = snapshot(reference.path());
+
+        for applied in [0, 1, 2, usize::MAX] {
+            let dir = TempDir::new().expect("tempdir");
+            let out = dir.path();
+            publish(out, &sample_plan()).expect("publish");
+            let journal = crash_after_journal(out, &next);
+            assert!(!journal.renames.is_empty() && !journal.deletions.is_empty());
+            // Part of the journal may have been applied before the crash.
+            let partial = Journal {
+                renames: journal.renames.iter().take(applied).cloned().collect(),
+                deletions: journal.deletions.iter().take(applied).cloned().collect(),
+                ..journal.clone()
+            };
+            apply_journal(out, &partial).expect("partial apply");
+            // A stale staged file from an even earlier, uncommitted attempt.
+            fs::write(out.join(".fedsched/staging/stage-stale.tmp"), "junk").expect("write");
+            assert!(recover(out).expect("recover"), "journal applied");
+            assert_eq!(snapshot(out), expected, "after {applied} steps");
+            assert!(!recover(out).expect("second recover"), "nothing left to do");
+            assert_eq!(snapshot(out), expected);
+        }
+    }
+
+    #[test]
+    fn crash_before_journal_commit_keeps_old_state() {
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path();
+        publish(out, &sample_plan()).expect("publish");
+        let before = snapshot(out);
+        let mut next = sample_plan();
+        next.clusters.remove("member1");
+        next.summary = Some("changed".to_owned());
+        let changes = compute_changes(out, &next, &DeleteGuard::OFF).expect("changes");
+        stage(out, &changes).expect("stage"); // crash before the journal is written
+        assert!(!recover(out).expect("recover"));
+        assert_eq!(snapshot(out), before);
+        // The next publish then does the whole job.
+        let report = publish(out, &next).expect("publish");
+        assert_eq!(report.written, vec![out.join(".fedsched/placements.json")]);
+    }
+
+    #[test]
+    fn publish_recovers_first_and_rejects_bad_journals() {
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path();
+        publish(out, &sample_plan()).expect("publish");
+        let mut next = sample_plan();
+        next.summary = Some("v2".to_owned());
+        crash_after_journal(out, &next);
+        // The following publish of the same plan completes the journal and finds nothing to do.
+        let report = publish(out, &next).expect("publish");
+        assert!(report.written.is_empty());
+        assert_eq!(read(out, ".fedsched/placements.json"), "v2");
+
+        let evil = Journal {
+            version: JOURNAL_VERSION,
+            renames: vec![Rename { staged: "x".to_owned(), target: "../outside.yaml".to_owned() }],
+            deletions: vec![],
+        };
+        write_journal(out, &evil).expect("journal");
+        let err = recover(out).expect_err("evil journal");
+        assert!(matches!(err, PublishError::JournalInvalid { .. }), "{err}");
+        fs::write(out.join(".fedsched/journal.json"), "{not json").expect("write");
+        let err = recover(out).expect_err("corrupt journal");
+        assert!(matches!(err, PublishError::JournalParse { .. }), "{err}");
+    }
+}
