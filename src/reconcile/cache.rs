@@ -476,11 +476,12 @@ mod tests {
         r.reconcile(&load_inputs(&policies).expect("inputs"), &dir.path().join("out"), "t", 1).expect("reconcile");
         let placements = r.store.placements().expect("placements");
         assert!(!placements.is_empty());
-        let items: Vec<String> = placements.iter().map(crate::render::summary::summary_item).collect();
+        let items: Vec<String> =
+            placements.iter().map(|p| crate::render::summary::summary_item(&p.summary())).collect();
         let items: Vec<&str> = items.iter().map(String::as_str).collect();
         assert_eq!(
             crate::render::summary::summary_from_items(&items),
-            crate::render::summary::summary_json(placements.iter())
+            crate::render::summary::summary_json(placements.iter().map(PlacementRecord::summary))
         );
     }
 

@@ -113,7 +113,7 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> String {
                 if let Some(c) = cache.decisions.get_mut(k)
                     && c.summary_item.is_none()
                 {
-                    c.summary_item = Some(summary_item(&c.decided.record));
+                    c.summary_item = Some(summary_item(&c.decided.record.summary()));
                 }
             }
             let items: Vec<&str> =

@@ -5,15 +5,30 @@
 //! again; the fragments give the bytes of the whole document ([`summary_json`]).
 //! `/api/v1/workloads` answers the same placements ([`crate::views::report::workloads_json`]).
 
+use std::collections::BTreeMap;
+
 use serde_json::{Value, json};
 
+use crate::policy::{ObjectKey, PolicyRef};
 use crate::schedule::Outcome;
-use crate::store::PlacementRecord;
+
+/// What the summary shows of one decision (borrowed from the stored placement:
+/// `store::PlacementRecord::summary`).
+#[derive(Debug, Clone, Copy)]
+pub struct Placement<'a> {
+    pub workload: &'a ObjectKey,
+    pub policy: Option<&'a PolicyRef>,
+    pub outcome: &'a Outcome,
+    /// Cluster → replicas (None: not divided, e.g. a Duplicated workload without replicas).
+    pub targets: &'a BTreeMap<String, Option<i32>>,
+    /// Cluster → the file written there.
+    pub files: &'a BTreeMap<String, String>,
+}
 
 /// One placement: what `.fedsched/placements.json` lists and `/api/v1/workloads` answers.
 /// Deterministic (no times).
-pub fn placement_json(p: &PlacementRecord) -> Value {
-    let (state, reason) = match &p.result.outcome {
+pub fn placement_json(p: &Placement<'_>) -> Value {
+    let (state, reason) = match p.outcome {
         Outcome::Scheduled { .. } => ("Scheduled", None),
         Outcome::Unschedulable { reason } => ("Unschedulable", Some(reason.clone())),
     };
@@ -34,15 +49,15 @@ pub fn placement_json(p: &PlacementRecord) -> Value {
 /// The whole `placements.json` document at once: the reference the pass's
 /// [`summary_from_items`] must equal.
 #[cfg(test)]
-pub(crate) fn summary_json<'a>(placements: impl Iterator<Item = &'a PlacementRecord>) -> String {
-    let items: Vec<Value> = placements.map(placement_json).collect();
+pub(crate) fn summary_json<'a>(placements: impl Iterator<Item = Placement<'a>>) -> String {
+    let items: Vec<Value> = placements.map(|p| placement_json(&p)).collect();
     let mut s = serde_json::to_string_pretty(&json!({ "placements": items })).unwrap_or_default();
     s.push('\n');
     s
 }
 
 /// One placement of `placements.json` as it appears inside the list (pretty, indented by 4).
-pub fn summary_item(p: &PlacementRecord) -> String {
+pub fn summary_item(p: &Placement<'_>) -> String {
     let text = serde_json::to_string_pretty(&placement_json(p)).unwrap_or_default();
     let mut out = String::with_capacity(text.len() + 64);
     for (i, line) in text.split('\n').enumerate() {

@@ -95,6 +95,19 @@ pub struct PlacementRecord {
     pub decided_at_ms: u64,
 }
 
+impl PlacementRecord {
+    /// What `placements.json` and `/api/v1/workloads` show of it ([`crate::render::summary`]).
+    pub fn summary(&self) -> crate::render::summary::Placement<'_> {
+        crate::render::summary::Placement {
+            workload: &self.workload,
+            policy: self.policy.as_ref(),
+            outcome: &self.result.outcome,
+            targets: &self.targets,
+            files: &self.files,
+        }
+    }
+}
+
 impl Versioned for SnapshotMeta {
     const WHAT: &'static str = "snapshot meta";
     const SCHEMA: u16 = 1;

@@ -148,7 +148,7 @@ pub fn snapshots_text(doc: &Value) -> String {
 
 /// `/api/v1/workloads`: every current placement, in store order (as `placements.json`).
 pub fn workloads_json(placements: &[PlacementRecord]) -> Value {
-    json!({ "placements": placements.iter().map(placement_json).collect::<Vec<_>>() })
+    json!({ "placements": placements.iter().map(|p| placement_json(&p.summary())).collect::<Vec<_>>() })
 }
 
 /// Replicas placed per cluster by the current placements.
