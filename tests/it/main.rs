@@ -1,6 +1,7 @@
 //! Integration tests: the real binary on real files.
 
 mod api;
+mod architecture;
 mod bad_input;
 mod consumers;
 mod daemon;

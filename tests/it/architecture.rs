@@ -1,0 +1,394 @@
+//! The floor plan, enforced: which top-level modules of `src/` may name which others.
+//!
+//! Reads every `.rs` file under `src/`, drops comments, string and character literals and
+//! `#[cfg(test)]` items (unit tests may use the test bed), and collects each `crate::<module>`
+//! the remaining code names (`use crate::a::b`, `use crate::{a, b}`, and paths in
+//! expressions). ARCHITECTURE.md ("Invariants") states the same rules in words.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::Path;
+
+use super::support::repo_root;
+
+/// The pure core: no I/O, no clock, no knowledge of where inputs come from or output goes.
+const CORE: &[&str] = &["model", "schedule", "render"];
+/// The edges: they do I/O, hold state between passes, or talk to people and other programs.
+const EDGE: &[&str] =
+    &["store", "publish", "members", "reconcile", "daemon", "api", "metrics", "cli", "config", "telemetry", "views"];
+
+/// Code of one file with comments, literals and `#[cfg(test)]` items blanked out.
+fn code_only(src: &str) -> String {
+    let b: Vec<char> = src.chars().collect();
+    let mut out = String::with_capacity(src.len());
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < b.len() && b[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i] == '/' && b.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    i += 2;
+                } else if b[i] == '*' && b.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            out.push(' ');
+        } else if c == 'r' && (next == Some('"') || (next == Some('#') && !is_ident(b.get(i.wrapping_sub(1))))) {
+            // Raw string r"…" or r#"…"#.
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while b.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if b.get(j) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            j += 1;
+            'raw: while j < b.len() {
+                if b[j] == '"' && (0..hashes).all(|k| b.get(j + 1 + k) == Some(&'#')) {
+                    j += 1 + hashes;
+                    break 'raw;
+                }
+                j += 1;
+            }
+            i = j;
+            out.push_str("\"\"");
+        } else if c == '"' {
+            i += 1;
+            while i < b.len() && b[i] != '"' {
+                if b[i] == '\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if c == '\'' {
+            // A character literal ('x', '\n', '\u{..}'), not a lifetime ('a).
+            if next == Some('\\') {
+                let mut j = i + 2;
+                while j < b.len() && b[j] != '\'' {
+                    j += 1;
+                }
+                i = j + 1;
+                out.push_str("' '");
+            } else if b.get(i + 2) == Some(&'\'') {
+                i += 3;
+                out.push_str("' '");
+            } else {
+                out.push(c);
+                i += 1;
+            }
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    strip_cfg_test(&out)
+}
+
+fn is_ident(c: Option<&char>) -> bool {
+    c.is_some_and(|c| c.is_alphanumeric() || *c == '_')
+}
+
+/// Removes every item that follows `#[cfg(test)]`: up to the end of its balanced braces, or to
+/// its `;` (on code without comments or literals, so braces balance).
+fn strip_cfg_test(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at..];
+        let mut depth = 0usize;
+        let mut end = after.len();
+        for (k, ch) in after.char_indices() {
+            match ch {
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = k + 1;
+                        break;
+                    }
+                }
+                ';' if depth == 0 => {
+                    end = k + 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The top-level modules named as `crate::<m>` in code.
+fn named_modules(code: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        let preceded_by_ident =
+            rest[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$');
+        rest = &rest[at + "crate::".len()..];
+        if preceded_by_ident {
+            continue;
+        }
+        let trimmed = rest.trim_start();
+        if let Some(group) = trimmed.strip_prefix('{') {
+            // `crate::{a::x, b, c::{y, z}}`: the first segment of each top-level item.
+            let mut depth = 0;
+            let mut item_start = true;
+            let mut ident = String::new();
+            for ch in group.chars() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        if !ident.is_empty() {
+                            found.insert(std::mem::take(&mut ident));
+                        }
+                        item_start = true;
+                    }
+                    c if item_start && (c.is_alphanumeric() || c == '_') => ident.push(c),
+                    c if c.is_whitespace() && ident.is_empty() => {}
+                    _ => {
+                        if item_start && !ident.is_empty() {
+                            found.insert(std::mem::take(&mut ident));
+                        }
+                        item_start = false;
+                    }
+                }
+            }
+            if !ident.is_empty() {
+                found.insert(ident);
+            }
+        } else {
+            let ident: String = trimmed.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if !ident.is_empty() {
+                found.insert(ident);
+            }
+        }
+    }
+    found
+}
+
+/// Top-level module → the other top-level modules its code names, and in which files.
+fn module_graph() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let src = repo_root().join("src");
+    let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).expect("read src") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().and_then(|e| e.to_str()) != Some("rs") {
+                continue;
+            }
+            let rel = path.strip_prefix(&src).expect("under src");
+            let Some(module) = top_module(rel) else { continue };
+            // Files that hold only unit tests.
+            if rel.file_name().and_then(|n| n.to_str()) == Some("tests.rs") {
+                continue;
+            }
+            let text = fs::read_to_string(&path).expect("read source");
+            for named in named_modules(&code_only(&text)) {
+                if named != module {
+                    graph
+                        .entry(module.clone())
+                        .or_default()
+                        .entry(named)
+                        .or_default()
+                        .insert(rel.display().to_string());
+                }
+            }
+            graph.entry(module).or_default();
+        }
+    }
+    graph
+}
+
+fn top_module(rel: &Path) -> Option<String> {
+    let first = rel.components().next()?.as_os_str().to_str()?;
+    match first.strip_suffix(".rs") {
+        Some("lib" | "main") => None,
+        Some(stem) => Some(stem.to_string()),
+        None => Some(first.to_string()),
+    }
+}
+
+fn violations(
+    graph: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+    from: &str,
+    forbidden: &[&str],
+) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(edges) = graph.get(from) {
+        for (to, files) in edges {
+            if forbidden.contains(&to.as_str()) {
+                v.push(format!("{from} -> {to} ({})", files.iter().cloned().collect::<Vec<_>>().join(", ")));
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn the_scanner_sees_imports_and_not_comments_literals_or_unit_tests() {
+    let src = r##"
+        use crate::model::Quantity;
+        use crate::{policy::types::X, util, schedule::{a, b}};
+        // use crate::store::Store;
+        /* crate::daemon */
+        fn f() { let s = "crate::publish::x"; let r = r#"crate::api"#; let c = '"'; crate::render::go(); }
+        fn g<'a>(x: &'a str) -> &'a str { x }
+        #[cfg(test)]
+        mod tests { use crate::testbed::simulate; fn h() { let j = "{"; } }
+        fn after() { crate::members::live(); }
+    "##;
+    let found: Vec<String> = named_modules(&code_only(src)).into_iter().collect();
+    assert_eq!(found, ["members", "model", "policy", "render", "schedule", "util"]);
+}
+
+#[test]
+fn the_core_imports_no_edge_module_and_nothing_of_the_test_bed() {
+    let graph = module_graph();
+    let mut bad = Vec::new();
+    for core in CORE {
+        assert!(graph.contains_key(*core), "module {core} not found under src/");
+        let mut forbidden: Vec<&str> = EDGE.to_vec();
+        forbidden.push("testbed");
+        bad.extend(violations(&graph, core, &forbidden));
+    }
+    // Inside the core, the layers point one way: policy types ← model ← schedule ← render.
+    bad.extend(violations(&graph, "model", &["schedule", "render"]));
+    bad.extend(violations(&graph, "schedule", &["render"]));
+    assert!(bad.is_empty(), "the pure core reaches out:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn policy_and_util_stand_on_their_own() {
+    let graph = module_graph();
+    let mut bad = Vec::new();
+    // The policy types and their loading: only the ground floor below them.
+    let mut not_policy: Vec<&str> = CORE.to_vec();
+    not_policy.extend(EDGE);
+    not_policy.push("testbed");
+    bad.extend(violations(&graph, "policy", &not_policy));
+    // The ground floor imports nothing from the crate.
+    if let Some(edges) = graph.get("util") {
+        for (to, files) in edges {
+            bad.push(format!("util -> {to} ({})", files.iter().cloned().collect::<Vec<_>>().join(", ")));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn only_the_cli_dispatches_into_the_test_bed() {
+    let graph = module_graph();
+    let mut bad = Vec::new();
+    for (from, edges) in &graph {
+        if from == "testbed" || from == "cli" {
+            continue;
+        }
+        if let Some(files) = edges.get("testbed") {
+            bad.push(format!("{from} -> testbed ({})", files.iter().cloned().collect::<Vec<_>>().join(", ")));
+        }
+    }
+    assert!(bad.is_empty(), "the product imports the test bed:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn metrics_are_recorded_at_the_edge_only() {
+    let graph = module_graph();
+    let allowed = ["daemon", "api", "cli", "testbed"];
+    let mut bad = Vec::new();
+    for (from, edges) in &graph {
+        if allowed.contains(&from.as_str()) {
+            continue;
+        }
+        if let Some(files) = edges.get("metrics") {
+            bad.push(format!("{from} -> metrics ({})", files.iter().cloned().collect::<Vec<_>>().join(", ")));
+        }
+    }
+    assert!(bad.is_empty(), "metrics reached from the core:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn top_level_modules_form_no_cycle() {
+    let graph = module_graph();
+    // Depth-first search for a back edge; report the cycle it closes.
+    fn visit(
+        n: &str,
+        graph: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+        state: &mut BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(n.to_string(), 1);
+        path.push(n.to_string());
+        for to in graph.get(n).map(|e| e.keys().cloned().collect::<Vec<_>>()).unwrap_or_default() {
+            if !graph.contains_key(&to) {
+                continue; // not a module of ours (a macro path, say)
+            }
+            match state.get(&to).copied() {
+                Some(1) => {
+                    let start = path.iter().position(|p| *p == to).unwrap_or(0);
+                    let mut cycle = path[start..].to_vec();
+                    cycle.push(to);
+                    return Some(cycle);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(c) = visit(&to, graph, state, path) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        path.pop();
+        state.insert(n.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in graph.keys() {
+        if !state.contains_key(n) {
+            let mut path = Vec::new();
+            if let Some(cycle) = visit(n, &graph, &mut state, &mut path) {
+                let files: Vec<String> = cycle
+                    .windows(2)
+                    .map(|w| {
+                        format!(
+                            "{} -> {}: {}",
+                            w[0],
+                            w[1],
+                            graph[&w[0]][&w[1]].iter().cloned().collect::<Vec<_>>().join(", ")
+                        )
+                    })
+                    .collect();
+                panic!("import cycle {}\n{}", cycle.join(" -> "), files.join("\n"));
+            }
+        }
+    }
+}
