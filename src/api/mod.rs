@@ -409,8 +409,7 @@ async fn explain_workload(
                 ),
             ));
         }
-        explain::explain_with(&inputs, &store, &profiles, &r)
-            .map_err(|e| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, e))
+        explain::explain(&inputs, &store, &profiles, &r).map_err(|e| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, e))
     })
     .await
 }

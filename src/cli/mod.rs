@@ -420,8 +420,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 Source::Server(api) => api.get(&workload_path(workload, "explain"))?,
                 Source::Store(store) => {
                     let (inputs, profiles) = read_inputs(&cfg, dirs)?;
-                    explain::explain_with(&inputs, &store, &profiles, workload)
-                        .map_err(|e| invalid(anyhow::anyhow!(e)))?
+                    explain::explain(&inputs, &store, &profiles, workload).map_err(|e| invalid(anyhow::anyhow!(e)))?
                 }
             };
             match output {

@@ -43,15 +43,10 @@ impl WorkloadRef {
     }
 }
 
-/// Builds the explain document for one template with the built-in profile only.
-pub fn explain(inputs: &Inputs, store: &Store, r: &WorkloadRef) -> Result<Value, String> {
-    explain_with(inputs, store, &Profiles::builtin(), r)
-}
-
 /// Builds the explain document for one template. Uses the stored decision when there is one
 /// (what the output holds); otherwise schedules now with the policy's profile, without writing
 /// anything.
-pub fn explain_with(inputs: &Inputs, store: &Store, profiles: &Profiles, r: &WorkloadRef) -> Result<Value, String> {
+pub fn explain(inputs: &Inputs, store: &Store, profiles: &Profiles, r: &WorkloadRef) -> Result<Value, String> {
     let set = &inputs.set;
     let t = set.find_template(&r.kind, r.namespace.as_deref(), &r.name).ok_or_else(|| {
         format!(

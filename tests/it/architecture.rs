@@ -392,3 +392,70 @@ fn top_level_modules_form_no_cycle() {
         }
     }
 }
+
+/// The longest function bodies (outside unit tests) in lines, from the code without comments
+/// and literals: `fn name` to its balanced closing brace.
+fn long_functions(limit: usize) -> Vec<String> {
+    let src = repo_root().join("src");
+    let mut found = Vec::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).expect("read src") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().and_then(|e| e.to_str()) != Some("rs")
+                || path.file_name().and_then(|n| n.to_str()) == Some("tests.rs")
+            {
+                continue;
+            }
+            let code = code_only(&fs::read_to_string(&path).expect("read source"));
+            let mut rest = code.as_str();
+            let mut offset = 0;
+            while let Some(at) = rest.find("fn ") {
+                let start = offset + at;
+                let before = code[..start].chars().next_back();
+                offset = start + 3;
+                rest = &code[offset..];
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                // The body: the first `{` before any `;` (a declaration without body has none).
+                let Some(open) = rest.find(['{', ';']).filter(|i| rest.as_bytes()[*i] == b'{') else { continue };
+                let mut depth = 0usize;
+                let mut end = rest.len();
+                for (k, ch) in rest[open..].char_indices() {
+                    match ch {
+                        '{' => depth += 1,
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                end = open + k;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let lines = rest[..end].matches('\n').count() + 1;
+                if lines > limit {
+                    let rel = path.strip_prefix(&src).expect("under src").display().to_string();
+                    found.push(format!("{rel}: fn {name}: {lines} lines"));
+                }
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn no_function_is_over_200_lines() {
+    let long = long_functions(200);
+    assert!(long.is_empty(), "split these by concept:\n{}", long.join("\n"));
+    // The measure sees long functions (the longest today is about 140 lines).
+    assert!(!long_functions(100).is_empty());
+}

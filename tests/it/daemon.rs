@@ -283,7 +283,7 @@ fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
 
 #[test]
 fn the_api_explains_with_the_configured_profiles_like_the_cli() {
-    use fedsched::views::explain::{WorkloadRef, explain_with};
+    use fedsched::views::explain::{WorkloadRef, explain};
     let s = Scratch::with_demo();
     s.write("probe.yaml", PROBE);
     let cfg = Config::parse("[profiles.spread]\nscores = { least-allocated = 1 }\n", Path::new("fedsched.toml"))
@@ -293,7 +293,7 @@ fn the_api_explains_with_the_configured_profiles_like_the_cli() {
     // Nothing decided yet: explain schedules the probe now, with the policy's profile.
     let store = fedsched::store::Store::open(&s.state()).expect("store");
     let r = WorkloadRef { kind: "Deployment".into(), namespace: Some("shop".into()), name: "probe".into() };
-    let cli = explain_with(&inputs, &store, &profiles, &r).expect("explain");
+    let cli = explain(&inputs, &store, &profiles, &r).expect("explain");
     let (_tx, status) =
         watch::channel(Arc::new(StatusView { inputs: Some(inputs), profiles: Some(profiles), ..Default::default() }));
     let clock = ManualClock::new(T0);
