@@ -194,6 +194,10 @@ pub struct SimulateArgs {
     /// Pods modified per cluster per second (watch events for benchmarks); 0 = none.
     #[arg(long, default_value_t = 0.0)]
     pub churn: f64,
+    /// With --apply: a pod the agent binds turns Ready this long after it starts (first
+    /// `Ready=False, reason=ContainersNotReady`); 0 = at once.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    pub ready_after: std::time::Duration,
     /// Watch events retained per cluster (a watch from an older version gets 410 Gone).
     #[arg(long, default_value_t = crate::testbed::simulate::watch::DEFAULT_WINDOW)]
     pub watch_window: usize,
@@ -308,6 +312,7 @@ fn simulate(a: &SimulateArgs) -> Result<ExitCode, Failure> {
         apply_interval: a.apply_interval,
         churn: a.churn,
         watch_window: a.watch_window,
+        ready_after: a.ready_after,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
