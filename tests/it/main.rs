@@ -13,6 +13,7 @@ mod policy_examples;
 mod render;
 mod resources;
 mod scoring;
+mod status;
 mod support;
 mod systemd;
 mod tools;
