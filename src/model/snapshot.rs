@@ -5,7 +5,8 @@
 //! identical content hashes identically; the time lives beside it ([`Observed`]).
 //!
 //! Live snapshots also carry node-level data ([`NodeView`]: what each node offers and what its
-//! pods request) and pod counts ([`PodFacts`]), from which [`ResourceSummary::from_nodes`]
+//! pods request) and pod counts ([`PodFacts`], with what each owner's pods are doing:
+//! [`OwnerState`]), from which [`ResourceSummary::from_nodes`]
 //! derives the summary exactly as Karmada's cluster status controller does, so the
 //! summary-level estimators work unchanged; the node-level estimator reads the nodes. How the
 //! poll went ([`PollFacts`]) rides along but is not content: it does not change the hash.
