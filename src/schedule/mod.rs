@@ -11,6 +11,7 @@ pub mod framework;
 pub mod plugins;
 pub mod profile;
 pub mod select;
+pub mod stability;
 
 use std::collections::BTreeMap;
 
