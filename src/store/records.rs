@@ -10,7 +10,7 @@ use super::StoreError;
 use super::codec::{Codec, Versioned, decode_payload};
 use crate::model::snapshot::{ModelGrade, ResourceSummary};
 use crate::model::{
-    ClusterConstraints, ClusterSnapshot, ClusterTaint, Health, NodeView, PodFacts, PollFacts, SnapshotSource,
+    ClusterConstraints, ClusterSnapshot, ClusterTaint, Freshness, Health, NodeView, PodFacts, PollFacts, SnapshotSource,
 };
 use crate::policy::{ObjectKey, PolicyRef};
 use crate::schedule::fleet::{names_blob, universe_of};
@@ -117,13 +117,78 @@ impl Versioned for ClusterSnapshot {
     const WHAT: &'static str = "cluster snapshot";
     /// 2: node-level data, pod counts and poll facts (live members).
     /// 3: pods by owner, poll time, cluster constraints, freshness (the resource model).
-    const SCHEMA: u16 = 3;
+    /// 4: what each owner's pods are doing ([`PodFacts::owners`]: ready, pending, since when).
+    const SCHEMA: u16 = 4;
 
     fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
         match schema {
             1 => Some(decode_payload::<ClusterSnapshotV1>(Self::WHAT, codec, payload).map(ClusterSnapshotV1::upgrade)),
             2 => Some(decode_payload::<ClusterSnapshotV2>(Self::WHAT, codec, payload).map(ClusterSnapshotV2::upgrade)),
+            3 => Some(decode_payload::<ClusterSnapshotV3>(Self::WHAT, codec, payload).map(ClusterSnapshotV3::upgrade)),
             _ => None,
+        }
+    }
+}
+
+/// Schema 3 of [`ClusterSnapshot`] (before the pods' states), decoded and upgraded in memory:
+/// no [`PodFacts::owners`] (a member's next poll fills them).
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+struct ClusterSnapshotV3 {
+    name: String,
+    labels: BTreeMap<String, String>,
+    provider: Option<String>,
+    region: Option<String>,
+    zones: Vec<String>,
+    taints: Vec<ClusterTaint>,
+    health: Health,
+    source: SnapshotSource,
+    api_enablements: BTreeSet<String>,
+    summary: Option<ResourceSummary>,
+    resource_models: Vec<ModelGrade>,
+    nodes: Vec<NodeView>,
+    pods: Option<PodFactsV3>,
+    poll: Option<PollFacts>,
+    constraints: ClusterConstraints,
+    freshness: Option<Freshness>,
+}
+
+/// [`PodFacts`] of schema 3.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+struct PodFactsV3 {
+    bound: u32,
+    unbound: u32,
+    unschedulable: BTreeMap<String, u32>,
+    by_owner: BTreeMap<String, u32>,
+}
+
+impl ClusterSnapshotV3 {
+    fn upgrade(self) -> ClusterSnapshot {
+        ClusterSnapshot {
+            name: self.name,
+            labels: self.labels,
+            provider: self.provider,
+            region: self.region,
+            zones: self.zones,
+            taints: self.taints,
+            health: self.health,
+            source: self.source,
+            api_enablements: self.api_enablements,
+            summary: self.summary,
+            resource_models: self.resource_models,
+            nodes: std::sync::Arc::new(self.nodes),
+            pods: self.pods.map(|p| PodFacts {
+                bound: p.bound,
+                unbound: p.unbound,
+                unschedulable: p.unschedulable,
+                by_owner: p.by_owner,
+                owners: BTreeMap::new(),
+            }),
+            poll: self.poll,
+            constraints: self.constraints,
+            freshness: self.freshness,
+            index: Default::default(),
         }
     }
 }
@@ -188,6 +253,7 @@ impl ClusterSnapshotV2 {
                 unbound: p.unbound,
                 unschedulable: p.unschedulable,
                 by_owner: BTreeMap::new(),
+                owners: BTreeMap::new(),
             }),
             poll: self.poll.map(|p| PollFacts {
                 duration_ms: p.duration_ms,
@@ -510,5 +576,59 @@ mod tests {
         let back: ClusterSnapshot = decode(&crate::store::codec::encode(&cur).expect("encode")).expect("decode");
         assert_eq!(back, cur);
         assert_eq!(back.freshness, cur.freshness);
+    }
+
+    #[test]
+    fn schema_3_snapshots_upgrade_without_pod_states() {
+        let v3 = ClusterSnapshotV3 {
+            name: "m1".into(),
+            labels: BTreeMap::new(),
+            provider: None,
+            region: None,
+            zones: vec![],
+            taints: vec![],
+            health: Health::Ready,
+            source: SnapshotSource::Live { endpoint: "https://m1".into() },
+            api_enablements: BTreeSet::new(),
+            summary: None,
+            resource_models: vec![],
+            nodes: vec![],
+            pods: Some(PodFactsV3 {
+                bound: 2,
+                unbound: 1,
+                unschedulable: BTreeMap::new(),
+                by_owner: [("ReplicaSet/ns/web-1".to_string(), 3)].into(),
+            }),
+            poll: Some(PollFacts { duration_ms: 7, pages: 2, nodes: 0, pods: 3, at_ms: 9 }),
+            constraints: ClusterConstraints { max_replicas_per_workload: Some(4), ..Default::default() },
+            freshness: Some(Freshness { polled_at_ms: 9, ..Default::default() }),
+        };
+        let payload = bincode::serde::encode_to_vec(&v3, bincode_config()).expect("encode");
+        let mut bytes = vec![0xF5, 1, 0, 3];
+        bytes.extend_from_slice(&payload);
+        let snap: ClusterSnapshot = decode(&bytes).expect("schema 3 decodes");
+        let pods = snap.pods.as_ref().expect("pods");
+        assert_eq!((pods.bound, pods.by_owner.get("ReplicaSet/ns/web-1"), pods.owners.len()), (2, Some(&3), 0));
+        assert_eq!(snap.poll.as_ref().map(|p| p.at_ms), Some(9));
+        assert_eq!(snap.constraints.max_replicas_per_workload, Some(4));
+        assert_eq!(snap.freshness.map(|f| f.polled_at_ms), Some(9));
+        // The current schema round-trips the owners' states.
+        let mut cur = snap.clone();
+        if let Some(p) = cur.pods.as_mut() {
+            p.owners.insert(
+                "ReplicaSet/ns/web-1".into(),
+                crate::model::OwnerState {
+                    pods: 3,
+                    bound: 2,
+                    running: 2,
+                    ready: 1,
+                    unschedulable_since: vec![5],
+                    not_ready_since: vec![5, 8],
+                    pending_reasons: [("Unschedulable".to_string(), 1), ("Starting".to_string(), 1)].into(),
+                },
+            );
+        }
+        let back: ClusterSnapshot = decode(&crate::store::codec::encode(&cur).expect("encode")).expect("decode");
+        assert_eq!(back, cur);
     }
 }
