@@ -371,6 +371,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         placement,
         previous: &previous,
         previous_affinity: previous_affinity.as_deref(),
+        failover: &schedule::NO_FAILOVER,
     };
     let scheduling = Instant::now();
     let mut result = match policy_ref {

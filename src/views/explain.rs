@@ -132,6 +132,7 @@ fn dry_run(
         placement: &p.spec.placement,
         previous: &previous,
         previous_affinity: None,
+        failover: &crate::schedule::NO_FAILOVER,
     };
     Some(schedule::schedule_in(&Fleet::new(&inputs.snapshots), fw, &req, &inputs.snapshots))
 }
