@@ -32,6 +32,7 @@ mod record;
 mod report;
 mod settings;
 mod snapshots;
+mod stability;
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -45,7 +46,7 @@ use decide::Decided;
 pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
 use inputs::LoadCache;
 pub use inputs::{InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_timed, load_inputs_with};
-pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport};
+pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport, StabilityEvent, StabilityReport};
 pub use settings::{PublishSettings, Settings};
 pub use snapshots::{Assumed, set_confidence};
 
@@ -128,6 +129,8 @@ impl Reconciler {
         let pass = snapshots::Pass::new(&snapshots, &self.store)?;
 
         let index = PolicyIndex::new(&inputs.set);
+        let stability =
+            stability::run(&self.store, cache, inputs, &snapshots.views, &index, &self.settings.stability, now_ms)?;
         let context = decide::Context {
             store: &self.store,
             profiles: &self.settings.profiles,
@@ -136,6 +139,7 @@ impl Reconciler {
             pass: &pass,
             output_dir,
             full_check,
+            stability: &stability,
         };
         let decisions = decide::decide_all(&context, cache, &mut snapshots)?;
 
@@ -149,8 +153,14 @@ impl Reconciler {
         planned.published(cache, &published.held, full_check, now_ms);
 
         let phase = Instant::now();
-        let recording =
-            record::Recording { store: &self.store, held: &published.held, versions: pass.versions, trigger, now_ms };
+        let recording = record::Recording {
+            store: &self.store,
+            held: &published.held,
+            versions: pass.versions,
+            trigger,
+            now_ms,
+            stability: &stability,
+        };
         let recorded = record::record(&recording, cache, &decisions)?;
         let record_time = phase.elapsed();
 
@@ -183,6 +193,7 @@ impl Reconciler {
                 publish: publish_time,
                 record: record_time,
             },
+            stability: stability.report(),
         })
     }
 }

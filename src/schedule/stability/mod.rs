@@ -224,9 +224,10 @@ impl WorkloadStability {
     }
 
     /// Clusters the scheduler must leave out (Karmada's ClusterEviction filter): those with an
-    /// eviction task.
+    /// eviction task, and those failover moved it away from until it moves back (or, with
+    /// `move_back = false`, until they have been healthy for `stable_for`).
     pub fn evicted(&self) -> BTreeSet<&str> {
-        self.tasks.iter().map(|t| t.cluster.as_str()).collect()
+        self.tasks.iter().map(|t| t.cluster.as_str()).chain(self.moved_from.keys().map(String::as_str)).collect()
     }
 
     /// Clusters whose previous files are kept although the workload left them (tasks not
@@ -308,8 +309,9 @@ pub struct WorkloadInput {
     /// Per cluster, the capacity figure its estimate reads (a mark holds while it is equal).
     pub capacity: BTreeMap<String, u64>,
     /// Clusters its policy prefers over its current placement (static weight, earlier
-    /// affinity term, higher score): move-back targets.
-    pub prefers: BTreeSet<String>,
+    /// affinity term, higher score): move-back targets; `None`: every cluster it was moved
+    /// away from.
+    pub prefers: Option<BTreeSet<String>>,
 }
 
 impl WorkloadInput {
@@ -327,7 +329,7 @@ impl WorkloadInput {
             unschedulable: BTreeMap::new(),
             shape: 0,
             capacity: BTreeMap::new(),
-            prefers: BTreeSet::new(),
+            prefers: None,
         }
     }
 }

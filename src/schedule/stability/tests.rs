@@ -258,7 +258,7 @@ fn move_back_waits_for_stable_for_and_is_limited_per_pass() {
     let mut workloads: Vec<WorkloadInput> = (0..5)
         .map(|i| {
             let mut w = WorkloadInput::new(key(&format!("w{i}")), placed(&[("a", 2)]));
-            w.prefers = BTreeSet::from(["a".to_string()]);
+            w.prefers = Some(BTreeSet::from(["a".to_string()]));
             w
         })
         .collect();
@@ -391,7 +391,7 @@ proptest! {
         let workloads: Vec<WorkloadInput> = (0..n)
             .map(|i| {
                 let mut w = WorkloadInput::new(key(&format!("w{i}")), placed(&[("a", 2), ("b", 1)]));
-                w.prefers = BTreeSet::from(["a".to_string()]);
+                w.prefers = Some(BTreeSet::from(["a".to_string()]));
                 w
             })
             .collect();
@@ -424,7 +424,7 @@ proptest! {
                 w.ready = if ready_mask & 1 != 0 { w.placed.clone() } else { BTreeMap::new() };
                 w.unschedulable = BTreeMap::from([(on.to_string(), Unschedulable { replicas: unsched })]);
                 w.mobility = if ready_mask & 2 != 0 { Mobility::Duplicated } else { Mobility::Divided };
-                w.prefers = names.iter().map(|n| n.to_string()).collect();
+                w.prefers = if unsched % 2 == 0 { None } else { Some(BTreeSet::from(["a".to_string()])) };
                 w
             }).collect();
             let inputs = Inputs { clusters: fleet(&names, &down), workloads };
@@ -461,7 +461,7 @@ proptest! {
         let recovered = down_from + down_for;
         let is_down = |m: u64| (down_from..recovered).contains(&m) || blips.iter().any(|b| recovered + b == m);
         let mut w = WorkloadInput::new(key("w"), placed(&[("a", 1)]));
-        w.prefers = BTreeSet::from(["a".to_string()]);
+        w.prefers = Some(BTreeSet::from(["a".to_string()]));
         let mut state = StabilityState::default();
         let mut last_down = 0;
         let mut evicted = false;

@@ -315,14 +315,18 @@ fn move_back(
     let now = ctx.now_ms;
     let tasks: Vec<String> = next.tasks.iter().map(|t| t.cluster.clone()).collect();
     next.moved_from.retain(|c, _| ctx.clusters.contains_key(c) && (tasks.contains(c) || !input.placed.contains_key(c)));
-    if !ctx.settings.move_back {
-        return;
-    }
     let candidates: Vec<(String, MovedFrom)> = next.moved_from.iter().map(|(c, m)| (c.clone(), m.clone())).collect();
     for (cluster, m) in candidates {
         let Some(t) = ctx.clusters.get(&cluster) else { continue };
         let Some(up_for) = t.healthy_for(now) else { continue };
-        if !input.prefers.contains(&cluster) || up_for < ctx.settings.stable_for_ms {
+        if up_for < ctx.settings.stable_for_ms {
+            continue;
+        }
+        let preferred = input.prefers.as_ref().is_none_or(|p| p.contains(&cluster));
+        if !ctx.settings.move_back || !preferred {
+            // Stable again, but the workload stays where failover put it: the member is only
+            // no longer left out of its later decisions (a `Never` task keeps its files).
+            next.moved_from.remove(&cluster);
             continue;
         }
         let cause = Cause {

@@ -1,0 +1,247 @@
+//! Stage "stability", between the snapshots and the decisions: runs the stability engine
+//! ([`crate::schedule::stability::step`]) over the stored state, the members' conditions and
+//! what their pods are doing, and hands over [`StabilityPass`]: the next state (stored by the
+//! record stage, before its flush), this pass's actions (history notes, metrics, logs), the
+//! workloads with a failover pending, and per workload the [`Directive`] its decision follows
+//! (clusters it is evicted from, kept files, distrusted capacity, a fresh decision to move
+//! back).
+//!
+//! Which workloads the engine sees: those with stability state, and those placed with
+//! replicas on a member that is unhealthy or where their pods are Unschedulable or not Ready
+//! (any other workload has nothing to do, and skipping it keeps a quiet pass cheap). Objects
+//! without replicas (ConfigMaps, Services…) do not fail over: their dependents pull them
+//! where they go. What the engine reads of a workload's pods is h5's `OwnerState` on live
+//! members; an offline member (no pods observed) counts its placed replicas as Ready.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::model::ClusterSnapshot;
+use crate::model::assumed::Owner;
+use crate::model::snapshot::Health;
+use crate::policy::ObjectKey;
+use crate::policy::matching::PolicyIndex;
+use crate::schedule::stability::{
+    self, Action, ActionKind, ApplicationRule, ClusterInput, Condition, FailoverRule, Mobility, Purge,
+    StabilitySettings, StabilityState, Unschedulable, WorkloadInput,
+};
+use crate::schedule::{Failover, Strategy};
+use crate::store::{Store, StoreError};
+use crate::util::hash::fnv1a64;
+
+use super::Inputs;
+use super::cache::PassCache;
+use super::report::{StabilityEvent, StabilityReport};
+
+/// What failover asks of one workload's decision.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Directive {
+    /// Clusters left out (the `cluster-eviction` filter) and distrusted capacity.
+    pub failover: Failover,
+    /// Clusters whose files of the workload stay although it left them (graceful eviction).
+    pub kept: BTreeSet<String>,
+    /// Decide afresh, without the previous placement (a move-back).
+    pub fresh: bool,
+}
+
+/// What the stability stage hands over.
+#[derive(Debug, Default)]
+pub(crate) struct StabilityPass {
+    /// The state after this pass (the record stage stores it).
+    pub state: StabilityState,
+    /// This pass's actions, in the engine's order.
+    pub actions: Vec<Action>,
+    pub pending_failover: BTreeSet<ObjectKey>,
+    pub directives: BTreeMap<ObjectKey, Directive>,
+    /// Blob hash of the state this pass's decisions used (the stored state before the step,
+    /// as JSON), for replay.
+    #[allow(dead_code)]
+    pub state_blob: u64,
+}
+
+impl StabilityPass {
+    /// The history notes of one workload: its actions this pass, held ones excepted.
+    pub fn notes_of(&self, key: &ObjectKey) -> Vec<String> {
+        self.actions
+            .iter()
+            .filter(|a| a.is_event() && a.workload.as_ref() == Some(key))
+            .map(|a| a.to_string())
+            .collect()
+    }
+
+    /// What the report says of this pass.
+    pub fn report(&self) -> StabilityReport {
+        let events = self
+            .actions
+            .iter()
+            .filter(|a| a.is_event())
+            .map(|a| StabilityEvent {
+                workload: a.workload.clone(),
+                cluster: a.cluster.clone(),
+                kind: match a.kind {
+                    ActionKind::Evict { .. } => "eviction",
+                    ActionKind::Purge { .. } => "purge",
+                    ActionKind::Reschedule { .. } => "reschedule",
+                    ActionKind::CannotMove { .. } => "cannot-move",
+                    ActionKind::MoveBack { .. } => "move-back",
+                    ActionKind::StormStarted { .. } => "storm-started",
+                    _ => "storm-ended",
+                },
+                reason: a.reason_label(),
+                text: a.to_string(),
+            })
+            .collect();
+        let storm = self.state.storm.as_ref().map(|s| {
+            format!(
+                "storm guard: {} of {} live members went unhealthy at once; evicting nothing until the share falls",
+                s.unhealthy, s.live
+            )
+        });
+        StabilityReport {
+            events,
+            pending_failover: self.pending_failover.len(),
+            storm,
+            held: self.actions.iter().filter(|a| !a.is_event()).count(),
+        }
+    }
+}
+
+/// Runs the engine for this pass over the member views (`views`, in the inputs' order).
+pub(super) fn run(
+    store: &Store,
+    cache: &PassCache,
+    inputs: &Inputs,
+    views: &[ClusterSnapshot],
+    index: &PolicyIndex<'_>,
+    settings: &StabilitySettings,
+    now_ms: u64,
+) -> Result<StabilityPass, StoreError> {
+    let old = store.stability()?;
+    let state_blob = store.put_blob(&serde_json::to_vec(&old).unwrap_or_default())?;
+    let clusters: Vec<ClusterInput> = views.iter().map(cluster_input).collect();
+    let unhealthy: BTreeSet<&str> =
+        clusters.iter().filter(|c| !c.condition.is_ready()).map(|c| c.name.as_str()).collect();
+    let by_name: HashMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
+    let capacity: HashMap<&str, u64> = views.iter().map(|s| (s.name.as_str(), capacity_figure(s))).collect();
+    let positions: HashMap<&ObjectKey, usize> =
+        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, i)).collect();
+    let mut keys: Vec<&ObjectKey> = cache.placements.keys().collect();
+    keys.sort();
+    let mut workloads = Vec::new();
+    for key in keys {
+        let Some(p) = cache.placements.get(key) else { continue };
+        let placed: BTreeMap<String, i32> = p.targets.iter().filter_map(|(c, r)| r.map(|r| (c.clone(), r))).collect();
+        if placed.is_empty() && !old.workloads.contains_key(key) {
+            continue;
+        }
+        let policy = p.policy.as_ref().and_then(|r| index.propagation_policy(r));
+        let mut w = WorkloadInput::new(key.clone(), placed);
+        if let Some(policy) = policy {
+            let spec = &policy.spec;
+            w.mobility = match Strategy::of(&spec.placement) {
+                Strategy::Duplicated => Mobility::Duplicated,
+                // Static weights are the user's division: moved only with an explicit
+                // `failover.application` (the policy asks for replicas to move when they
+                // do not run).
+                Strategy::StaticWeight => {
+                    Mobility::StaticWeights { allowed: spec.failover.as_ref().is_some_and(|f| f.application.is_some()) }
+                }
+                Strategy::DynamicWeight | Strategy::Aggregated => Mobility::Divided,
+            };
+            w.tolerations = spec.placement.cluster_tolerations.clone();
+            let failover = spec.failover.as_ref();
+            if let Some(mode) = failover.and_then(|f| f.cluster.as_ref()).and_then(|c| c.purge_mode) {
+                w.cluster_rule.purge = Purge::from(mode);
+            }
+            w.application = failover.and_then(|f| f.application.as_ref()).map(|a| ApplicationRule {
+                toleration_ms: u64::try_from(a.decision_conditions.toleration_seconds.unwrap_or(300)).unwrap_or(0)
+                    * 1000,
+                rule: FailoverRule {
+                    purge: a.purge_mode.map_or(Purge::Gracefully, Purge::from),
+                    grace_ms: a.grace_period_seconds.map(|s| u64::try_from(s).unwrap_or(0) * 1000),
+                },
+            });
+        }
+        w.shape = positions.get(key).and_then(|i| inputs.hashes.templates.get(*i)).copied().unwrap_or(0);
+        let owner = Owner::of(key);
+        let mut observed_trouble = false;
+        for (cluster, replicas) in &w.placed {
+            if let Some(f) = capacity.get(cluster.as_str()) {
+                w.capacity.insert(cluster.clone(), *f);
+            }
+            match by_name.get(cluster.as_str()).and_then(|s| s.pods.as_ref()) {
+                Some(pods) => {
+                    let st = owner.state(pods);
+                    w.ready.insert(cluster.clone(), i32::try_from(st.ready).unwrap_or(i32::MAX));
+                    let unschedulable = u32::try_from(st.unschedulable_since.len()).unwrap_or(u32::MAX);
+                    if unschedulable > 0 {
+                        w.unschedulable.insert(cluster.clone(), Unschedulable { replicas: unschedulable });
+                        observed_trouble = true;
+                    }
+                    if st.pods > 0 && st.not_ready() > 0 && w.application.is_some() {
+                        w.not_ready.insert(cluster.clone());
+                        observed_trouble = true;
+                    }
+                }
+                None => {
+                    w.ready.insert(cluster.clone(), *replicas);
+                }
+            }
+        }
+        let on_unhealthy = w.placed.keys().any(|c| unhealthy.contains(c.as_str()));
+        if on_unhealthy || observed_trouble || old.workloads.contains_key(key) {
+            workloads.push(w);
+        }
+    }
+    let step = stability::step(&old, &stability::Inputs { clusters, workloads }, now_ms, settings);
+    let mut directives = BTreeMap::new();
+    for (key, ws) in &step.state.workloads {
+        let shape = positions.get(key).and_then(|i| inputs.hashes.templates.get(*i)).copied().unwrap_or(0);
+        let failover = Failover {
+            evicted: ws.evicted().into_iter().map(str::to_string).collect(),
+            caps: ws.marks.iter().filter(|m| m.shape == shape).map(|m| (m.cluster.clone(), m.cap)).collect(),
+        };
+        let d = Directive { failover, kept: ws.kept().into_iter().map(str::to_string).collect(), fresh: false };
+        directives.insert(key.clone(), d);
+    }
+    for a in &step.actions {
+        if let (Some(key), ActionKind::MoveBack { .. }) = (&a.workload, &a.kind) {
+            directives.entry(key.clone()).or_default().fresh = true;
+        }
+    }
+    for a in step.actions.iter().filter(|a| a.is_event()) {
+        match (&a.kind, &a.workload) {
+            (ActionKind::StormStarted { .. }, _) => {
+                tracing::warn!(action = %a, "stability: storm guard holds every eviction")
+            }
+            (_, Some(w)) => tracing::info!(workload = %w, cluster = %a.cluster, action = %a, "stability"),
+            (_, None) => tracing::info!(action = %a, "stability"),
+        }
+    }
+    Ok(StabilityPass {
+        state: step.state,
+        actions: step.actions,
+        pending_failover: step.pending_failover,
+        directives,
+        state_blob,
+    })
+}
+
+/// A member's condition for the engine.
+fn cluster_input(s: &ClusterSnapshot) -> ClusterInput {
+    let (condition, reason) = match &s.health {
+        Health::Ready => (Condition::Ready, String::new()),
+        Health::NotReady { reason } => (Condition::NotReady, reason.clone()),
+        Health::Unreachable { reason } => (Condition::Unreachable, reason.clone()),
+    };
+    ClusterInput { name: s.name.clone(), condition, reason, live: s.is_live() }
+}
+
+/// The figures a member's capacity for any request shape is judged by: allocatable of the
+/// summary and of every node (with its readiness and cordon), not what is allocated, so a
+/// distrust mark holds until the member's capacity itself changes.
+fn capacity_figure(s: &ClusterSnapshot) -> u64 {
+    let nodes: Vec<(&str, &crate::model::ResourceList, bool, bool)> =
+        s.nodes.iter().map(|n| (n.name.as_str(), &n.allocatable, n.ready, n.unschedulable)).collect();
+    let summary = s.summary.as_ref().map(|x| &x.allocatable);
+    fnv1a64(&serde_json::to_vec(&(summary, nodes)).unwrap_or_default())
+}
