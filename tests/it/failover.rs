@@ -1,0 +1,164 @@
+//! Failover on the in-process daemon with a manual clock (no sleeps): a member lost for the
+//! toleration has its workload evicted, the files it left are kept until the replacement runs
+//! and then purged, and the workload moves back once the member has been healthy for
+//! `stable_for`; every move is in the history once, and in the metrics.
+
+use fedsched::daemon::Control;
+
+use crate::daemon::InProcess;
+use crate::support::*;
+
+const POLICY: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: web
+  namespace: shop
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web}
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference:
+        dynamicWeight: AvailableReplicas
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: settings
+  namespace: shop
+spec:
+  resourceSelectors:
+  - {apiVersion: v1, kind: ConfigMap, name: settings}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: registry.example.com/web:1
+        resources: {requests: {cpu: "1", memory: 1Gi}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: shop
+data: {mode: prod}
+"#;
+
+fn clusters(m1_ready: &str) -> String {
+    ["m1", "m2", "m3"]
+        .iter()
+        .map(|name| {
+            let status = if *name == "m1" { m1_ready } else { "True" };
+            format!(
+                "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\nspec:\n  syncMode: Push\n\
+                 status:\n  conditions:\n  - {{type: Ready, status: \"{status}\", reason: KubeletDown}}\n  resourceSummary:\n\
+                 \x20   allocatable: {{cpu: \"20\", memory: 80Gi, pods: \"110\"}}\n"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+fn replicas(s: &Scratch, cluster: &str) -> Option<i64> {
+    let text = std::fs::read_to_string(s.out().join(cluster).join("shop/apps_deployment_web.yaml")).ok()?;
+    text.lines().find_map(|l| l.trim().strip_prefix("replicas: ")).and_then(|v| v.parse().ok())
+}
+
+fn history_notes(s: &Scratch) -> Vec<String> {
+    let h = s.cmd("history", &["Deployment/shop/web", "-o", "json"]);
+    assert!(h.status.success(), "{}", text(&h.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&h.stdout).expect("json");
+    let mut notes = Vec::new();
+    for r in v.as_array().into_iter().flatten() {
+        for n in r["notes"].as_array().into_iter().flatten() {
+            notes.push(n.as_str().unwrap_or_default().to_string());
+        }
+    }
+    notes
+}
+
+#[test]
+fn outage_evicts_after_the_toleration_purges_after_the_replacement_and_moves_back() {
+    let s = Scratch::new();
+    s.write("apps.yaml", POLICY);
+    s.write("clusters.yaml", &clusters("True"));
+    // One of a member's two objects may go (the ConfigMap stays): the ratio guard holds more.
+    let mut d = InProcess::start(&s, "", false);
+    d.passes(1);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+
+    // m1 goes NotReady: nothing moves within the toleration (300 s by default).
+    s.write("clusters.yaml", &clusters("False"));
+    d.clock.advance_ms(60_000);
+    d.send(Control::PolicyChanged);
+    d.passes(2);
+    d.clock.advance_ms(290_000);
+    d.send(Control::Tick);
+    d.passes(3);
+    assert_eq!(replicas(&s, "m1"), Some(2), "evicted before the toleration");
+
+    // 300 s after it went: evicted; its file stays until the replacement runs.
+    d.clock.advance_ms(10_000);
+    d.send(Control::Tick);
+    let v = d.passes(4);
+    assert_eq!(replicas(&s, "m2").unwrap_or(0) + replicas(&s, "m3").unwrap_or(0), 6, "{:?}", v.last_pass);
+    assert_eq!(replicas(&s, "m1"), Some(2), "graceful eviction keeps the old copy");
+    assert_eq!(d.metric("fedsched_evictions_total{cluster=\"m1\",reason=\"cluster-not-ready\"}"), Some(1.0));
+    assert_eq!(d.metric("fedsched_workloads{state=\"pending_failover\"}"), Some(1.0));
+
+    // Offline members count their replicas as running: purged on the next pass.
+    d.clock.advance_ms(10_000);
+    d.send(Control::Tick);
+    d.passes(5);
+    assert_eq!(replicas(&s, "m1"), None, "purged");
+    assert!(
+        s.out().join("m1/shop/core_configmap_settings.yaml").exists(),
+        "{:?}",
+        tree(&s.out()).keys().collect::<Vec<_>>()
+    );
+    assert_eq!(d.metric("fedsched_workloads{state=\"pending_failover\"}"), Some(0.0));
+
+    // m1 recovers: nothing returns before stable_for (5 min), then the workload moves back.
+    s.write("clusters.yaml", &clusters("True"));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(6);
+    assert_eq!(replicas(&s, "m1"), None, "moved back before stable_for");
+    d.clock.advance_ms(240_000);
+    d.send(Control::Tick);
+    d.passes(7);
+    assert_eq!(replicas(&s, "m1"), None, "moved back before stable_for");
+    d.clock.advance_ms(60_000);
+    d.send(Control::Tick);
+    d.passes(8);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+    // Quiet afterwards.
+    d.clock.advance_ms(60_000);
+    d.send(Control::Tick);
+    d.passes(9);
+    assert_eq!(replicas(&s, "m1"), Some(2));
+    d.stop();
+
+    let notes = history_notes(&s);
+    let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    assert_eq!(count("evicted 2 replicas from m1"), 1, "{notes:#?}");
+    assert_eq!(count("purged the files left on m1"), 1, "{notes:#?}");
+    assert_eq!(count("moved back to m1"), 1, "{notes:#?}");
+    let eviction = notes.iter().find(|n| n.contains("evicted")).cloned().unwrap_or_default();
+    assert!(
+        eviction.contains("NotReady") && eviction.contains("toleration 5m of cluster.karmada.io/not-ready"),
+        "{eviction}"
+    );
+}
