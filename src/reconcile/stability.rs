@@ -161,7 +161,7 @@ pub(super) fn run(
                 },
             });
         }
-        w.shape = positions.get(key).and_then(|i| inputs.hashes.templates.get(*i)).copied().unwrap_or(0);
+        w.shape = shape_of(inputs, &positions, key);
         let owner = Owner::of(key);
         let mut observed_trouble = false;
         for (cluster, replicas) in &w.placed {
@@ -172,7 +172,11 @@ pub(super) fn run(
                 Some(pods) => {
                     let st = owner.state(pods);
                     w.ready.insert(cluster.clone(), i32::try_from(st.ready).unwrap_or(i32::MAX));
-                    let unschedulable = u32::try_from(st.unschedulable_since.len()).unwrap_or(u32::MAX);
+                    // Pods beyond the placed replicas are the ones the member's agent will
+                    // remove (the output already asks for fewer): they do not count.
+                    let excess = st.pods.saturating_sub(u32::try_from(*replicas).unwrap_or(0));
+                    let unschedulable =
+                        u32::try_from(st.unschedulable_since.len()).unwrap_or(u32::MAX).saturating_sub(excess);
                     if unschedulable > 0 {
                         w.unschedulable.insert(cluster.clone(), Unschedulable { replicas: unschedulable });
                         observed_trouble = true;
@@ -195,7 +199,7 @@ pub(super) fn run(
     let step = stability::step(&old, &stability::Inputs { clusters, workloads }, now_ms, settings);
     let mut directives = BTreeMap::new();
     for (key, ws) in &step.state.workloads {
-        let shape = positions.get(key).and_then(|i| inputs.hashes.templates.get(*i)).copied().unwrap_or(0);
+        let shape = shape_of(inputs, &positions, key);
         let failover = Failover {
             evicted: ws.evicted().into_iter().map(str::to_string).collect(),
             caps: ws.marks.iter().filter(|m| m.shape == shape).map(|m| (m.cluster.clone(), m.cap)).collect(),
@@ -226,6 +230,14 @@ pub(super) fn run(
     })
 }
 
+/// The request shape of a workload: a hash of its pod template (`spec.template`; the whole
+/// object for kinds without one), so a change of `replicas` keeps a distrust mark.
+fn shape_of(inputs: &Inputs, positions: &HashMap<&ObjectKey, usize>, key: &ObjectKey) -> u64 {
+    let Some(t) = positions.get(key).and_then(|i| inputs.set.templates.get(*i)) else { return 0 };
+    let part = t.object.pointer("/spec/template").unwrap_or(&t.object);
+    fnv1a64(&serde_json::to_vec(part).unwrap_or_default())
+}
+
 /// A member's condition for the engine.
 fn cluster_input(s: &ClusterSnapshot) -> ClusterInput {
     let (condition, reason) = match &s.health {
@@ -244,4 +256,126 @@ fn capacity_figure(s: &ClusterSnapshot) -> u64 {
         s.nodes.iter().map(|n| (n.name.as_str(), &n.allocatable, n.ready, n.unschedulable)).collect();
     let summary = s.summary.as_ref().map(|x| &x.allocatable);
     fnv1a64(&serde_json::to_vec(&(summary, nodes)).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::model::snapshot::{OwnerState, PodFacts};
+    use crate::reconcile::{Reconciler, Settings, load_inputs};
+    use crate::store::Store;
+
+    const REPO: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web}
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference: {dynamicWeight: AvailableReplicas}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
+"#;
+
+    fn cluster(name: &str) -> String {
+        format!(
+            "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec: {{syncMode: Push}}\n\
+             status:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n\
+             \x20   allocatable: {{cpu: \"20\", memory: 80Gi, pods: \"110\"}}\n"
+        )
+    }
+
+    /// Replicas of a Divided workload Unschedulable on a member for `unschedulable_after`
+    /// leave it (it keeps those that run) and go to the others; the member's capacity is
+    /// distrusted, so the next decisions do not send them back.
+    #[test]
+    fn unschedulable_replicas_are_rescheduled_and_not_sent_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("apps.yaml"), REPO).expect("write");
+        let clusters: Vec<String> = ["m1", "m2", "m3"].iter().map(|n| cluster(n)).collect();
+        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
+        let out = dir.path().join("out");
+        let store = Store::open(&dir.path().join("state")).expect("store");
+        let rec = Reconciler::new(store, Settings::builtin());
+        let mut inputs = load_inputs(&repo).expect("inputs");
+        let t0 = 1_700_000_000_000;
+        let targets = |rec: &Reconciler| -> BTreeMap<String, i32> {
+            let p = rec.store.placements().expect("placements");
+            p[0].targets.iter().map(|(c, r)| (c.clone(), r.unwrap_or(0))).collect()
+        };
+        rec.reconcile(&inputs, &out, "test", t0).expect("pass");
+        let even = BTreeMap::from([("m1".into(), 2), ("m2".into(), 2), ("m3".into(), 2)]);
+        assert_eq!(targets(&rec), even);
+
+        // One of m1's two pods cannot be scheduled there.
+        let state = OwnerState {
+            pods: 2,
+            bound: 1,
+            running: 1,
+            ready: 1,
+            unschedulable_since: vec![t0],
+            not_ready_since: vec![t0],
+            pending_reasons: BTreeMap::from([("Unschedulable".to_string(), 1)]),
+        };
+        let owner = "ReplicaSet/shop/web-5d8f9".to_string();
+        let pods = PodFacts {
+            bound: 1,
+            unbound: 1,
+            unschedulable: BTreeMap::from([(owner.clone(), 1)]),
+            by_owner: BTreeMap::from([(owner.clone(), 2)]),
+            owners: BTreeMap::from([(owner, state)]),
+        };
+        if let Some(m1) = inputs.snapshots.iter_mut().find(|s| s.name == "m1") {
+            m1.pods = Some(pods);
+        }
+        let r = rec.reconcile(&inputs, &out, "test", t0 + 60_000).expect("pass");
+        assert!(r.stability.events.is_empty(), "{:?}", r.stability.events);
+        assert_eq!(targets(&rec), even);
+        let r = rec.reconcile(&inputs, &out, "test", t0 + 60_000 + 180_000).expect("pass");
+        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        assert_eq!(kinds, [("reschedule", "m1")]);
+        let after = targets(&rec);
+        assert_eq!(after.get("m1"), Some(&1), "{after:?}");
+        assert_eq!(after.values().sum::<i32>(), 6, "{after:?}");
+        // Still Unschedulable (the agent has not applied yet), capacity unchanged: nothing
+        // comes back, nothing moves again.
+        for dt in [10_000, 20_000, 400_000] {
+            let r = rec.reconcile(&inputs, &out, "test", t0 + 240_000 + dt).expect("pass");
+            assert!(r.stability.events.is_empty(), "{dt}: {:?}", r.stability.events);
+            assert_eq!(targets(&rec), after, "{dt}");
+        }
+        // A scale-up decides again: the distrusted member gets none of the new replicas.
+        std::fs::write(repo.join("apps.yaml"), REPO.replace("replicas: 6", "replicas: 9")).expect("write");
+        let pods = inputs.snapshots.iter().find(|s| s.name == "m1").and_then(|s| s.pods.clone());
+        let mut inputs = load_inputs(&repo).expect("inputs");
+        if let Some(m1) = inputs.snapshots.iter_mut().find(|s| s.name == "m1") {
+            m1.pods = pods;
+        }
+        rec.reconcile(&inputs, &out, "test", t0 + 700_000).expect("pass");
+        let scaled = targets(&rec);
+        assert_eq!((scaled.get("m1"), scaled.values().sum::<i32>()), (Some(&1), 9), "{scaled:?}");
+        let history = rec.store.history(&rec.store.placements().expect("p")[0].workload).expect("history");
+        let notes: Vec<&String> = history.iter().flat_map(|h| &h.notes).collect();
+        assert_eq!(
+            notes.iter().filter(|n| n.contains("rescheduled 1 Unschedulable replicas off m1")).count(),
+            1,
+            "{notes:?}"
+        );
+    }
 }

@@ -162,3 +162,35 @@ fn outage_evicts_after_the_toleration_purges_after_the_replacement_and_moves_bac
         "{eviction}"
     );
 }
+
+#[test]
+fn a_member_flapping_every_20s_for_10_minutes_moves_nothing() {
+    let s = Scratch::new();
+    s.write("apps.yaml", POLICY);
+    s.write("clusters.yaml", &clusters("True"));
+    let mut d = InProcess::start(&s, "", false);
+    d.passes(1);
+    let before = tree(&s.out());
+    let mut n = 1;
+    for i in 0..30 {
+        s.write("clusters.yaml", &clusters(if i % 2 == 0 { "False" } else { "True" }));
+        d.clock.advance_ms(20_000);
+        d.send(Control::PolicyChanged);
+        n += 1;
+        d.passes(n);
+    }
+    // And a timer pass after it.
+    d.clock.advance_ms(20_000);
+    d.send(Control::Tick);
+    d.passes(n + 1);
+    let mut after = tree(&s.out());
+    let mut before = before;
+    for t in [&mut before, &mut after] {
+        t.remove(".fedsched/lock");
+    }
+    assert_eq!(before, after, "the output changed");
+    assert_eq!(d.metric("fedsched_evictions_total{cluster=\"m1\",reason=\"cluster-not-ready\"}"), None);
+    d.stop();
+    let notes = history_notes(&s);
+    assert!(notes.iter().all(|n| !n.contains("evicted") && !n.contains("moved back")), "{notes:#?}");
+}
