@@ -308,6 +308,17 @@ async fn status(State(s): State<ApiState>, headers: HeaderMap) -> Response {
         "lastSuccess": view.last_success_ms.map(explain::format_ms),
         "lastSummary": view.last_report.as_ref().map(|r| r.summary()),
         "policyErrors": view.policy_errors,
+        "failover": view.last_report.as_ref().map(|r| json!({
+            "stormGuard": r.stability.storm,
+            "pendingFailover": r.stability.pending_failover,
+            "held": r.stability.held,
+            "lastEvents": r.stability.events.iter().map(|e| json!({
+                "workload": e.workload.as_ref().map(|w| w.to_string()),
+                "cluster": e.cluster,
+                "kind": e.kind,
+                "text": e.text,
+            })).collect::<Vec<_>>(),
+        })),
     }))
 }
 

@@ -266,7 +266,7 @@ mod tests {
     use crate::reconcile::{Reconciler, Settings, load_inputs};
     use crate::store::Store;
 
-    const REPO: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+    pub(super) const REPO: &str = r#"apiVersion: policy.karmada.io/v1alpha1
 kind: PropagationPolicy
 metadata: {name: web, namespace: shop}
 spec:
@@ -291,7 +291,7 @@ spec:
       - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
 "#;
 
-    fn cluster(name: &str) -> String {
+    pub(super) fn cluster(name: &str) -> String {
         format!(
             "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec: {{syncMode: Push}}\n\
              status:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n\
@@ -377,5 +377,57 @@ spec:
             1,
             "{notes:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod storm_tests {
+    use crate::model::snapshot::{Health, SnapshotSource};
+    use crate::reconcile::{Reconciler, Settings, load_inputs};
+    use crate::store::Store;
+
+    /// 60 % of the live members unreachable at once: nothing is evicted, the report says so;
+    /// when most come back, the guard releases and the one still lost is evicted.
+    #[test]
+    fn storm_guard_evicts_nothing_while_most_members_are_down() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("apps.yaml"), super::tests::REPO.replace("replicas: 6", "replicas: 10")).expect("w");
+        let names = ["m1", "m2", "m3", "m4", "m5"];
+        let clusters: Vec<String> = names.iter().map(|n| super::tests::cluster(n)).collect();
+        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
+        let out = dir.path().join("out");
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let t0 = 1_700_000_000_000;
+        let with_down = |down: &[&str]| {
+            let mut inputs = load_inputs(&repo).expect("inputs");
+            for s in inputs.snapshots.iter_mut() {
+                s.source = SnapshotSource::Live { endpoint: format!("https://{}", s.name) };
+                if down.contains(&s.name.as_str()) {
+                    s.health = Health::Unreachable { reason: "connection refused".into() };
+                }
+            }
+            inputs
+        };
+        rec.reconcile(&with_down(&[]), &out, "test", t0).expect("pass");
+        let before = rec.store.placements().expect("p")[0].targets.clone();
+        assert_eq!(before.len(), 5);
+        let down = with_down(&["m1", "m2", "m3"]);
+        let r = rec.reconcile(&down, &out, "test", t0 + 10_000).expect("pass");
+        assert!(r.stability.storm.is_some(), "{:?}", r.stability);
+        assert!(r.summary().contains("storm guard"), "{}", r.summary());
+        for m in 1..15 {
+            let r = rec.reconcile(&down, &out, "test", t0 + 10_000 + m * 60_000).expect("pass");
+            assert!(r.stability.events.is_empty(), "{m}: {:?}", r.stability.events);
+            // Past the toleration, the three evictions are due and held.
+            assert!(r.stability.storm.is_some() && (m < 5 || r.stability.held == 3), "{m}: {:?}", r.stability);
+        }
+        assert_eq!(rec.store.placements().expect("p")[0].targets, before, "nothing moved");
+        // m2 and m3 come back: 1 of 5 down, the guard releases; m1 is evicted.
+        let r = rec.reconcile(&with_down(&["m1"]), &out, "test", t0 + 20 * 60_000).expect("pass");
+        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        assert_eq!(kinds, [("storm-ended", ""), ("eviction", "m1")]);
+        assert!(!rec.store.placements().expect("p")[0].targets.contains_key("m1"));
     }
 }
