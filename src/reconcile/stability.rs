@@ -360,6 +360,13 @@ spec:
             assert!(r.stability.events.is_empty(), "{dt}: {:?}", r.stability.events);
             assert_eq!(targets(&rec), after, "{dt}");
         }
+        // explain shows the eviction state.
+        let r: crate::views::explain::WorkloadRef = "Deployment/shop/web".parse().expect("ref");
+        let doc = crate::views::explain::explain(&inputs, &rec.store, &rec.settings().profiles, &r).expect("explain");
+        assert_eq!(doc["failover"]["capacityMarks"][0]["cluster"], "m1", "{doc}");
+        assert_eq!(doc["failover"]["capacityMarks"][0]["cap"], 1, "{doc}");
+        let text = crate::views::explain::to_text(&doc);
+        assert!(text.contains("failover: capacity of m1 distrusted since"), "{text}");
         // A scale-up decides again: the distrusted member gets none of the new replicas.
         std::fs::write(repo.join("apps.yaml"), REPO.replace("replicas: 6", "replicas: 9")).expect("write");
         let pods = inputs.snapshots.iter().find(|s| s.name == "m1").and_then(|s| s.pods.clone());
