@@ -7,6 +7,8 @@
 //! `<state>/http.addr` / `[http] listen`). Both paths print the same documents
 //! ([`crate::views::report`], [`crate::views::explain`]).
 
+mod check;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -371,49 +373,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 .clone()
                 .or_else(|| cfg.policy_dir.clone())
                 .ok_or_else(|| missing("policy_dir", "--policies"))?;
-            let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
-            match reconcile::load_inputs_with(&dir, &profiles) {
-                Ok(inputs) => {
-                    let s = &inputs.set;
-                    println!(
-                        "{}: ok: {} templates, {} PropagationPolicies, {} ClusterPropagationPolicies, {} OverridePolicies, {} ClusterOverridePolicies, {} clusters",
-                        dir.display(),
-                        s.templates.len(),
-                        s.propagation_policies.len(),
-                        s.cluster_propagation_policies.len(),
-                        s.override_policies.len(),
-                        s.cluster_override_policies.len(),
-                        s.clusters.len()
-                    );
-                    for w in crate::policy::validate::warnings(s) {
-                        eprintln!("warning: {w}");
-                    }
-                    // Conflict report (from scratch: check reads no store, so it cannot know
-                    // which policy claimed a template first).
-                    for t in &s.templates {
-                        if let Some(c) = crate::policy::matching::claim(s, t) {
-                            for sh in &c.shadowed {
-                                println!(
-                                    "{}: {} is claimed by {}; {} is shadowed for it: {}",
-                                    t.source,
-                                    t.key,
-                                    c.policy,
-                                    sh,
-                                    crate::policy::matching::shadow_reason(s, t, &c, sh)
-                                );
-                            }
-                        }
-                    }
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(errors) => {
-                    for e in &errors {
-                        println!("{e}");
-                    }
-                    eprintln!("fedsched: {} error(s) in {}", errors.len(), dir.display());
-                    Ok(ExitCode::from(1))
-                }
-            }
+            check::check(&cfg, &dir)
         }
         Command::Explain { dirs, workload, output, server } => {
             let doc = match open_source(&cfg, dirs, server)? {

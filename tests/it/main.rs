@@ -16,3 +16,4 @@ mod scoring;
 mod support;
 mod systemd;
 mod tools;
+mod unsafe_input;

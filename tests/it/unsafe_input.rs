@@ -1,0 +1,76 @@
+//! Issue 16 (a subset): unsafe inputs and misleading output. `check` rejects what a pass
+//! cannot use; one bad template does not block the others; the repository walk stays inside
+//! the repository; non-Kubernetes YAML is skipped.
+
+use crate::support::*;
+
+fn deployment(name: &str, replicas: &str, cpu: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: ml\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: {name}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      containers:\n      - name: c\n        image: x\n        resources:\n          requests:\n            cpu: {cpu}\n"
+    )
+}
+
+fn check(s: &Scratch) -> (Option<i32>, String, String) {
+    let out = fedsched(&["check", "--policies", s.policies().to_str().expect("utf8")]);
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn check_rejects_replicas_and_quantities_a_pass_cannot_read() {
+    let s = Scratch::with_demo();
+    s.write(
+        "apps/bad.yaml",
+        &[
+            deployment("as-string", "\"two\"", "1"),
+            deployment("negative", "-1", "1"),
+            deployment("float", "1.5", "1"),
+            deployment("huge", "2147483648", "1"),
+            deployment("bad-cpu", "1", "lots"),
+            deployment("fine", "2", "100m"),
+        ]
+        .join("---\n"),
+    );
+    let (code, stdout, _) = check(&s);
+    assert_eq!(code, Some(1), "{stdout}");
+    for (doc, field) in [(1, "spec.replicas"), (2, "spec.replicas"), (3, "spec.replicas"), (4, "spec.replicas")] {
+        let want = format!("apps/bad.yaml: document {doc}: {field}: expected a non-negative 32-bit integer");
+        assert!(stdout.contains(&want), "{want}\n{stdout}");
+    }
+    assert!(
+        stdout.contains("apps/bad.yaml: document 5: spec.template.spec.containers[0].resources.requests.cpu"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("document 6"), "{stdout}");
+
+    // The pass skips only those workloads: the others (and the good one) are rendered.
+    let out = s.render();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("as-string"), "the skipped workload is reported: {err}");
+    let files = tree(&s.out());
+    assert!(files.keys().any(|k| k.ends_with("ml/apps_deployment_fine.yaml")), "{:?}", files.keys());
+    assert!(files.keys().any(|k| k.ends_with("shop/apps_deployment_web.yaml")), "{:?}", files.keys());
+    assert!(!files.keys().any(|k| k.contains("as-string")), "{:?}", files.keys());
+}
+
+#[test]
+fn kinds_and_api_versions_that_would_leave_the_output_directory_are_check_errors() {
+    let s = Scratch::with_demo();
+    assert!(s.render().status.success());
+    let before = tree(&s.out());
+    s.write(
+        "apps/evil.yaml",
+        "apiVersion: v1\nkind: Foo/..\nmetadata: {name: a, namespace: shop}\n---\napiVersion: apps/v1/..\nkind: ConfigMap\nmetadata: {name: b, namespace: shop}\n",
+    );
+    let (code, stdout, _) = check(&s);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("apps/evil.yaml: document 1: kind: "), "{stdout}");
+    assert!(stdout.contains("apps/evil.yaml: document 2: apiVersion: "), "{stdout}");
+    // `render` refuses the repository as for every malformed document: exit 1, naming the
+    // file, nothing written.
+    let out = s.render();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("apps/evil.yaml: document 1: kind"), "{err}");
+    assert_eq!(before, tree(&s.out()));
+}
