@@ -74,3 +74,64 @@ fn kinds_and_api_versions_that_would_leave_the_output_directory_are_check_errors
     assert!(err.contains("apps/evil.yaml: document 1: kind"), "{err}");
     assert_eq!(before, tree(&s.out()));
 }
+
+#[test]
+fn token_files_ending_in_a_newline_work_and_requests_carry_a_user_agent() {
+    let t = crate::live::setup(2, false, "timeout = \"5s\"\nread_timeout = \"2s\"");
+    let meta = t.sim.meta();
+    let endpoints: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(meta.join("endpoints.json")).expect("endpoints")).expect("json");
+    let ca = endpoints["caFile"].as_str().expect("ca").to_string();
+    // What `echo TOKEN > file` writes.
+    let dir = t.s.dir.path();
+    let mut access = String::new();
+    for (i, c) in ["member-000", "member-001"].iter().enumerate() {
+        let token = std::fs::read_to_string(meta.join("tokens").join(c)).expect("token");
+        let file = dir.join(format!("token-{c}"));
+        std::fs::write(&file, format!("{}\n", token.trim())).expect("token file");
+        if i == 0 {
+            access.push_str(&format!(
+                "[clusters.{c:?}]\ntoken_file = {:?}\nca_file = {ca:?}\n",
+                file.display().to_string()
+            ));
+        } else {
+            // A kubeconfig whose user has `tokenFile:`.
+            let url = endpoints["clusters"][c].as_str().expect("url");
+            let kc = dir.join("kubeconfig");
+            std::fs::write(
+                &kc,
+                format!(
+                    "apiVersion: v1\nkind: Config\ncurrent-context: m\nclusters:\n- name: m\n  cluster: {{server: {url:?}, certificate-authority: {ca:?}}}\nusers:\n- name: m\n  user: {{tokenFile: {:?}}}\ncontexts:\n- name: m\n  context: {{cluster: m, user: m}}\n",
+                    file.display().to_string()
+                ),
+            )
+            .expect("kubeconfig");
+            access.push_str(&format!("[clusters.{c:?}]\nkubeconfig = {:?}\n", kc.display().to_string()));
+        }
+    }
+    let config = dir.join("newline.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "policy_dir = {:?}\noutput_dir = {:?}\nstate_dir = {:?}\n[poll]\ntimeout = \"5s\"\nread_timeout = \"2s\"\n{access}",
+            t.s.policies().display().to_string(),
+            t.s.out().display().to_string(),
+            t.s.state().display().to_string(),
+        ),
+    )
+    .expect("config");
+    let o = fedsched(&["render", "-c", config.to_str().expect("utf8")]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("poll failed"), "{err}");
+    for c in ["member-000", "member-001"] {
+        let s = t.s.cmd("snapshots", &[c, "-o", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&s.stdout).expect("json");
+        assert_eq!(v["versions"][0]["health"], "Ready", "{c}: {v}");
+    }
+    let (code, stats) = t.sim.http("GET", "/admin/stats", "");
+    assert_eq!(code, 200, "{stats}");
+    let stats: serde_json::Value = serde_json::from_str(&stats).expect("json");
+    let agents: Vec<&str> = stats["userAgents"].as_array().expect("agents").iter().filter_map(|a| a.as_str()).collect();
+    assert!(!agents.is_empty() && agents.iter().all(|a| a.starts_with("fedsched/")), "{agents:?}");
+}
