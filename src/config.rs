@@ -322,6 +322,25 @@ impl ModelSection {
     }
 }
 
+/// `[policy]`: how the policy repository is walked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicySection {
+    /// Symbolic links followed: `"inside"` (those that resolve inside the repository, the
+    /// default) or `"never"`.
+    pub follow_symlinks: crate::policy::load::Symlinks,
+    /// Globs of repository paths not read (`*`, `?`, `**`; a glob without `/` matches a name at
+    /// any depth); `.fedschedignore` at the repository's root adds more.
+    pub ignore: Vec<String>,
+}
+
+impl PolicySection {
+    /// The walk options of this section.
+    pub fn walk_options(&self) -> crate::policy::load::WalkOptions {
+        crate::policy::load::WalkOptions { symlinks: self.follow_symlinks, ignore: self.ignore.clone() }
+    }
+}
+
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -356,6 +375,9 @@ pub struct Config {
     /// The resource model.
     #[serde(default)]
     pub model: ModelSection,
+    /// How the policy repository is walked.
+    #[serde(default)]
+    pub policy: PolicySection,
 }
 
 /// Command-line values that win over the file.

@@ -9,13 +9,18 @@ use std::process::ExitCode;
 use crate::config::Config;
 use crate::model::workload::{WorkloadError, interpret};
 use crate::policy::LoadError;
-use crate::reconcile::{self, Inputs};
+use crate::policy::load::ParseCache;
+use crate::reconcile::{self, Inputs, PhaseTimings};
+use crate::schedule::profile::Profiles;
 
 /// Runs `fedsched check` on `dir`.
 pub(super) fn check(cfg: &Config, dir: &Path) -> Result<ExitCode, super::Failure> {
     let profiles = cfg.profiles().map_err(|e| super::invalid(e.into()))?;
-    let errors = match reconcile::load_inputs_with(dir, &profiles) {
+    let errors = match load(cfg, dir, &profiles) {
         Ok(inputs) => {
+            for n in &inputs.set.notes {
+                eprintln!("note: {n}");
+            }
             let errors = template_errors(&inputs);
             if errors.is_empty() {
                 report_ok(dir, &inputs);
@@ -30,6 +35,12 @@ pub(super) fn check(cfg: &Config, dir: &Path) -> Result<ExitCode, super::Failure
     }
     eprintln!("fedsched: {} error(s) in {}", errors.len(), dir.display());
     Ok(ExitCode::from(1))
+}
+
+/// The inputs of `dir` walked as `[policy]` says (the CLI's one way to load a repository).
+pub(super) fn load(cfg: &Config, dir: &Path, profiles: &Profiles) -> Result<Inputs, Vec<LoadError>> {
+    let mut cache = ParseCache::with_options(cfg.policy.walk_options());
+    reconcile::load_inputs_cached(dir, profiles, &mut PhaseTimings::default(), Some(&mut cache))
 }
 
 /// The templates whose workload cannot be read (replicas that are not a non-negative 32-bit

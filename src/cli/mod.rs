@@ -522,7 +522,7 @@ fn read_inputs(
         .or_else(|| cfg.policy_dir.clone())
         .ok_or_else(|| missing("policy_dir", "--policies"))?;
     let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
-    let inputs = reconcile::load_inputs_with(&policy_dir, &profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    let inputs = check::load(cfg, &policy_dir, &profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
     Ok((inputs, profiles))
 }
 
@@ -544,8 +544,11 @@ fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
 fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitCode, Failure> {
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
     let settings = reconcile::Settings::from_config(cfg, allow_mass_delete).map_err(|e| invalid(e.into()))?;
-    let mut inputs = reconcile::load_inputs_with(&paths.policy_dir, &settings.profiles)
-        .map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    let mut inputs =
+        check::load(cfg, &paths.policy_dir, &settings.profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    for n in &inputs.set.notes {
+        eprintln!("note: {n}");
+    }
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
     let reconciler = Reconciler::new(store, settings);
     // Live members: one poll round, then the pass.

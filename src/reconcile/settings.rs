@@ -15,17 +15,23 @@ pub struct Settings {
     pub profiles: Profiles,
     /// Output safety settings (mass-deletion guard, git mode).
     pub publish: PublishSettings,
+    /// How the policy repository is walked (`[policy]`).
+    pub walk: crate::policy::load::WalkOptions,
 }
 
 impl Settings {
     /// From the config; `allow_mass_delete` is the command-line flag.
     pub fn from_config(cfg: &Config, allow_mass_delete: bool) -> Result<Settings, ConfigError> {
-        Ok(Settings { profiles: cfg.profiles()?, publish: PublishSettings::from_config(cfg, allow_mass_delete) })
+        Ok(Settings {
+            profiles: cfg.profiles()?,
+            publish: PublishSettings::from_config(cfg, allow_mass_delete),
+            walk: cfg.policy.walk_options(),
+        })
     }
 
     /// The built-in profile only and the default publish settings (no config).
     pub fn builtin() -> Self {
-        Settings { profiles: Profiles::builtin(), publish: PublishSettings::default() }
+        Settings { profiles: Profiles::builtin(), publish: PublishSettings::default(), walk: Default::default() }
     }
 
     /// The `[model]` section the profiles carry.

@@ -135,3 +135,65 @@ fn token_files_ending_in_a_newline_work_and_requests_carry_a_user_agent() {
     let agents: Vec<&str> = stats["userAgents"].as_array().expect("agents").iter().filter_map(|a| a.as_str()).collect();
     assert!(!agents.is_empty() && agents.iter().all(|a| a.starts_with("fedsched/")), "{agents:?}");
 }
+
+#[test]
+fn links_out_of_the_repository_and_non_kubernetes_yaml_are_skipped_with_a_note() {
+    let s = Scratch::with_demo();
+    let outside = s.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::write(
+        outside.join("secret.yaml"),
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: stolen, namespace: shop}\nstringData: {password: hunter2}\n",
+    )
+    .expect("write");
+    std::os::unix::fs::symlink(outside.join("secret.yaml"), s.policies().join("apps/secret.yaml")).expect("link");
+    std::os::unix::fs::symlink("/", s.policies().join("root")).expect("link");
+    s.write("chart/Chart.yaml", "apiVersion: v2\nname: shop\nversion: 1.0.0\n");
+    s.write(
+        "chart/templates/deploy.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
+    );
+    s.write("chart/values.yaml", "replicas: 3\n");
+    s.write("values.yaml", "replicas: 3\n");
+    s.write("overlay/kustomization.yaml", "resources: [../apps]\n");
+    s.write("ci/pipeline.yaml", "stages: [build, test]\n");
+    s.write(".fedschedignore", "# not manifests\nci/\n");
+    let (code, stdout, stderr) = check(&s);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    for note in [
+        "note: apps/secret.yaml: not followed: a symbolic link out of the policy repository",
+        "note: root: not followed",
+        "note: chart: skipped: a Helm chart",
+        "note: values.yaml: skipped: Helm values",
+        "note: overlay/kustomization.yaml: skipped",
+    ] {
+        assert!(stderr.contains(note), "{note}\n{stderr}");
+    }
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let all = tree(&s.out());
+    assert!(!all.values().any(|b| String::from_utf8_lossy(b).contains("hunter2")), "a secret was copied");
+
+    // `[policy] follow_symlinks = "never"`: not even a link inside the repository; `ignore`.
+    std::os::unix::fs::symlink(s.policies().join("apps/web.yaml"), s.policies().join("web-link.yaml")).expect("link");
+    s.write("extra/todo.yaml", "todo: [a, b]\n");
+    let cfg = s.dir.path().join("fedsched.toml");
+    std::fs::write(&cfg, "[policy]\nfollow_symlinks = \"never\"\nignore = [\"todo.yaml\"]\n").expect("config");
+    let out =
+        fedsched(&["-c", cfg.to_str().expect("utf8"), "check", "--policies", s.policies().to_str().expect("utf8")]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}{stderr}", text(&out.stdout));
+    assert!(
+        stderr.contains("note: web-link.yaml: not followed: a symbolic link ([policy] follow_symlinks"),
+        "{stderr}"
+    );
+    // Without the config, the link inside is followed and duplicates web.yaml's objects.
+    let (code, stdout, _) = check(&s);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("web-link.yaml") && stdout.contains("duplicate"), "{stdout}");
+    std::fs::write(&cfg, "[policy]\nfollow_symlinks = \"sometimes\"\n").expect("config");
+    let out =
+        fedsched(&["-c", cfg.to_str().expect("utf8"), "check", "--policies", s.policies().to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("follow_symlinks"), "{}", text(&out.stderr));
+}
