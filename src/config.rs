@@ -192,6 +192,12 @@ pub struct HttpSection {
     /// `/healthz` answers 503 when the loop has not turned for this long.
     #[serde(deserialize_with = "duration")]
     pub heartbeat_timeout: Duration,
+    /// Connections served at once; one accepted beyond it is closed at once.
+    pub max_connections: usize,
+    /// A connection that takes longer to send a request's headers, or idles longer between
+    /// requests, is closed.
+    #[serde(deserialize_with = "duration")]
+    pub header_timeout: Duration,
 }
 
 impl Default for HttpSection {
@@ -201,6 +207,8 @@ impl Default for HttpSection {
             token_file: None,
             metrics_require_token: false,
             heartbeat_timeout: Duration::from_secs(60),
+            max_connections: 256,
+            header_timeout: Duration::from_secs(10),
         }
     }
 }

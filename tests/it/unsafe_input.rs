@@ -197,3 +197,97 @@ fn links_out_of_the_repository_and_non_kubernetes_yaml_are_skipped_with_a_note()
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("follow_symlinks"), "{}", text(&out.stderr));
 }
+
+/// One GET with `Connection: close`; (status, body), or None when the connection was closed
+/// or refused before an answer.
+fn try_get(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr).ok()?;
+    c.set_read_timeout(Some(std::time::Duration::from_secs(5))).ok()?;
+    write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").ok()?;
+    let mut raw = String::new();
+    c.read_to_string(&mut raw).ok()?;
+    let code = raw.split(' ').nth(1).and_then(|c| c.parse().ok())?;
+    Some((code, raw.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()))
+}
+
+/// Whether the server closed `c` (EOF or reset) within `limit`.
+fn closed_within(c: &mut std::net::TcpStream, limit: std::time::Duration) -> bool {
+    use std::io::Read;
+    let _ = c.set_read_timeout(Some(limit));
+    let mut buf = [0u8; 512];
+    loop {
+        match c.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue, // a 408 or similar before the close
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn the_http_listener_caps_connections_and_closes_slow_and_idle_ones() {
+    use std::io::Write;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    let s = Scratch::new();
+    let store = fedsched::store::Store::open(&s.state()).expect("store");
+    let (_tx, status) = tokio::sync::watch::channel(Arc::new(fedsched::views::status::StatusView::default()));
+    let now = fedsched::util::clock::now_ms();
+    let state = fedsched::api::ApiState {
+        store,
+        status,
+        heartbeat: Arc::new(fedsched::views::status::Heartbeat::new(now)),
+        heartbeat_timeout: Duration::from_secs(3600),
+        token: None,
+        metrics_require_token: false,
+        metrics: Arc::new(fedsched::metrics::Metrics::new()),
+        clock: Arc::new(fedsched::util::clock::SystemClock),
+    };
+    let limits = fedsched::api::Limits { max_connections: 64, header_timeout: Duration::from_millis(800) };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+    let addr = "127.0.0.1:0".parse().expect("addr");
+    let server = rt.block_on(fedsched::api::start_with(addr, state, limits)).expect("listen");
+    let addr = server.addr;
+    assert_eq!(try_get(addr, "/healthz").map(|r| r.0), Some(200));
+
+    // 300 idle connections (the first 64 are served, the rest closed at once), a kept-alive
+    // connection after its answer, and a client that sends its headers a byte at a time.
+    let mut idle: Vec<std::net::TcpStream> = (0..300).filter_map(|_| std::net::TcpStream::connect(addr).ok()).collect();
+    assert!(idle.len() >= 250, "only {} connections", idle.len());
+    let mut kept = std::net::TcpStream::connect(addr).expect("connect");
+    write!(kept, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").expect("request");
+    let mut slow = std::net::TcpStream::connect(addr).expect("connect");
+    let trickle = std::thread::spawn(move || {
+        let request =
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+        for b in request {
+            if slow.write_all(&[*b]).is_err() {
+                return (true, slow);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        (false, slow)
+    });
+
+    // /healthz answers again within a few header timeouts.
+    let start = Instant::now();
+    loop {
+        if try_get(addr, "/healthz").is_some_and(|r| r.0 == 200) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "/healthz never answered again");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Every idle connection is closed by the server.
+    for (i, c) in idle.iter_mut().enumerate() {
+        assert!(closed_within(c, Duration::from_secs(5)), "idle connection {i} still open");
+    }
+    assert!(closed_within(&mut kept, Duration::from_secs(5)), "the kept-alive connection is still open");
+    let (cut, mut slow) = trickle.join().expect("trickle");
+    assert!(cut || closed_within(&mut slow, Duration::from_secs(2)), "the slow client was served to the end");
+    rt.block_on(server.shutdown(Duration::from_secs(5)));
+}
