@@ -291,3 +291,63 @@ fn the_http_listener_caps_connections_and_closes_slow_and_idle_ones() {
     assert!(cut || closed_within(&mut slow, Duration::from_secs(2)), "the slow client was served to the end");
     rt.block_on(server.shutdown(Duration::from_secs(5)));
 }
+
+#[test]
+fn exit_codes_separate_unknown_names_usage_errors_and_failures() {
+    let s = Scratch::with_demo();
+    assert!(s.render().status.success());
+    // Known names: 0.
+    assert_eq!(s.cmd("history", &["Deployment/shop/web"]).status.code(), Some(0));
+    assert_eq!(s.cmd("snapshots", &["eu-west-a"]).status.code(), Some(0));
+    // Unknown names: 1 for every command.
+    for (sub, arg) in [("history", "Deployment/shop/nope"), ("snapshots", "nope"), ("explain", "Deployment/shop/nope")]
+    {
+        let out = s.cmd(sub, &[arg]);
+        assert_eq!(out.status.code(), Some(1), "{sub} {arg}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("nope"), "{sub}: {}", text(&out.stderr));
+    }
+    let out = s.cmd("history", &["Deployment/shop/nope", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    // Usage errors: 64, not 2 (operational failures).
+    for args in [&["render", "--bogus"][..], &["frobnicate"], &[], &["completion", "tcsh"]] {
+        let out = fedsched(args);
+        assert_eq!(out.status.code(), Some(64), "{args:?}: {}", text(&out.stderr));
+    }
+    assert_eq!(fedsched(&["--help"]).status.code(), Some(0));
+}
+
+#[test]
+fn completion_scripts_and_version_with_the_commit() {
+    let bash = fedsched(&["completion", "bash"]);
+    assert!(bash.status.success());
+    let script = text(&bash.stdout);
+    assert!(script.contains("fedsched") && script.contains("complete"), "{script}");
+    // The script loads in bash and registers a completion for fedsched.
+    if let Ok(out) = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("source /dev/stdin <<'EOF_COMPLETION'\n{script}\nEOF_COMPLETION\ncomplete -p fedsched"))
+        .output()
+    {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("fedsched"), "{}", text(&out.stdout));
+    }
+    let zsh = text(&fedsched(&["completion", "zsh"]).stdout);
+    assert!(zsh.starts_with("#compdef fedsched"), "{zsh}");
+    let fish = text(&fedsched(&["completion", "fish"]).stdout);
+    assert!(fish.contains("complete -c fedsched"), "{fish}");
+    for sub in ["render", "check", "history", "completion"] {
+        assert!(fish.contains(sub), "fish completion lacks {sub}");
+    }
+
+    let v = fedsched(&["--version"]);
+    assert!(v.status.success());
+    let line = text(&v.stdout);
+    let commit = line.trim().strip_prefix(&format!("fedsched {} (commit ", env!("CARGO_PKG_VERSION")));
+    let commit = commit.and_then(|c| c.strip_suffix(')')).unwrap_or_else(|| panic!("{line}"));
+    assert!(commit == "unknown" || (commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit())), "{line}");
+    if let Ok(out) = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output()
+        && out.status.success()
+    {
+        assert_eq!(commit, text(&out.stdout).trim(), "the commit of the build");
+    }
+}
