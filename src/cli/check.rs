@@ -1,7 +1,9 @@
 //! `fedsched check`: the policy repository loaded, defaulted and validated as a pass loads it,
 //! plus what a pass would find only per workload ([`template_errors`]: replicas and
 //! quantities that the workload cannot be read with). Prints every error as
-//! `file: document n: field: message` and exits 1 when there is one.
+//! `file: document n: field: message` and exits 1 when there is one; prints the walk's notes
+//! (what it skipped and why) as `note:` lines on stderr. [`load`] is the CLI's one way to load
+//! a repository (with the `[policy]` walk options).
 
 use std::path::Path;
 use std::process::ExitCode;
