@@ -18,6 +18,8 @@ pub struct Settings {
     pub publish: PublishSettings,
     /// `[reschedule]`: failover, descheduling, move-back, rate limit, storm guard.
     pub stability: StabilitySettings,
+    /// How the policy repository is walked (`[policy]`).
+    pub walk: crate::policy::load::WalkOptions,
 }
 
 impl Settings {
@@ -27,6 +29,7 @@ impl Settings {
             profiles: cfg.profiles()?,
             publish: PublishSettings::from_config(cfg, allow_mass_delete),
             stability: cfg.reschedule.settings(),
+            walk: cfg.policy.walk_options(),
         })
     }
 
@@ -36,6 +39,7 @@ impl Settings {
             profiles: Profiles::builtin(),
             publish: PublishSettings::default(),
             stability: StabilitySettings::default(),
+            walk: Default::default(),
         }
     }
 
