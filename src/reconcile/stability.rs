@@ -362,7 +362,8 @@ spec:
         }
         // explain shows the eviction state.
         let r: crate::views::explain::WorkloadRef = "Deployment/shop/web".parse().expect("ref");
-        let doc = crate::views::explain::explain(&inputs, &rec.store, &rec.settings().profiles, &r).expect("explain");
+        let doc = crate::views::explain::explain(&inputs, &rec.store, &rec.settings().profiles, &r, t0 + 240_000)
+            .expect("explain");
         assert_eq!(doc["failover"]["capacityMarks"][0]["cluster"], "m1", "{doc}");
         assert_eq!(doc["failover"]["capacityMarks"][0]["cap"], 1, "{doc}");
         let text = crate::views::explain::to_text(&doc);

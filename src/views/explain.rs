@@ -1,5 +1,6 @@
-//! Explain: why a workload went where it went, for every cluster, as JSON or text. One
-//! implementation for the CLI (and later the HTTP API).
+//! Explain: why a workload went where it went, for every cluster, as JSON or text, and (for a
+//! placed workload) what the members run of it (the `status` block, from
+//! [`crate::views::workload_status`]). One implementation for the CLI and the HTTP API.
 
 use std::time::Duration;
 
@@ -45,8 +46,15 @@ impl WorkloadRef {
 
 /// Builds the explain document for one template. Uses the stored decision when there is one
 /// (what the output holds); otherwise schedules now with the policy's profile, without writing
-/// anything.
-pub fn explain(inputs: &Inputs, store: &Store, profiles: &Profiles, r: &WorkloadRef) -> Result<Value, String> {
+/// anything. With a stored placement, the document's `status` block is what the members run
+/// of it at `now_ms` ([`crate::views::workload_status`], default threshold).
+pub fn explain(
+    inputs: &Inputs,
+    store: &Store,
+    profiles: &Profiles,
+    r: &WorkloadRef,
+    now_ms: u64,
+) -> Result<Value, String> {
     let set = &inputs.set;
     let t = set.find_template(&r.kind, r.namespace.as_deref(), &r.name).ok_or_else(|| {
         format!(
@@ -114,6 +122,16 @@ pub fn explain(inputs: &Inputs, store: &Store, profiles: &Profiles, r: &Workload
     let mut doc = document(&ctx, &t.key, result.as_ref(), &verdicts, source, decided_at, stored.as_ref());
     let stability = store.stability().map_err(|e| e.to_string())?;
     doc["failover"] = failover_json(&stability, &t.key);
+    let status = match &stored {
+        Some(p) => Some(
+            crate::views::workload_status::placement_document(store, p, now_ms, &Default::default())
+                .map_err(|e| e.to_string())?,
+        ),
+        None => None,
+    };
+    if let Some(obj) = doc.as_object_mut() {
+        obj.insert("status".into(), status.unwrap_or(Value::Null));
+    }
     Ok(doc)
 }
 
@@ -398,6 +416,10 @@ pub fn to_text(doc: &Value) -> String {
         for r in c["reasons"].as_array().into_iter().flatten() {
             out.push_str(&format!("      {}\n", s(r)));
         }
+    }
+    if doc["status"].is_object() {
+        out.push_str("status: ");
+        out.push_str(&crate::views::workload_status::to_text(&doc["status"]));
     }
     out
 }

@@ -293,7 +293,7 @@ fn the_api_explains_with_the_configured_profiles_like_the_cli() {
     // Nothing decided yet: explain schedules the probe now, with the policy's profile.
     let store = fedsched::store::Store::open(&s.state()).expect("store");
     let r = WorkloadRef { kind: "Deployment".into(), namespace: Some("shop".into()), name: "probe".into() };
-    let cli = explain(&inputs, &store, &profiles, &r).expect("explain");
+    let cli = explain(&inputs, &store, &profiles, &r, T0).expect("explain");
     let (_tx, status) =
         watch::channel(Arc::new(StatusView { inputs: Some(inputs), profiles: Some(profiles), ..Default::default() }));
     let clock = ManualClock::new(T0);

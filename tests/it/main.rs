@@ -14,6 +14,7 @@ mod policy_examples;
 mod render;
 mod resources;
 mod scoring;
+mod status;
 mod support;
 mod systemd;
 mod tools;
