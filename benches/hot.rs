@@ -210,6 +210,7 @@ fn main() {
             previous: BTreeMap::new(),
             previous_affinity: None,
             profile: "karmada-default".into(),
+            stability: 0,
         },
         result,
         notes: Vec::new(),

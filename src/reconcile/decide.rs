@@ -572,5 +572,7 @@ pub(super) fn decision_inputs(
             .unwrap_or_default(),
         previous_affinity: prev.and_then(|p| p.affinity_name.clone()),
         profile: profile.to_string(),
+        // Set by the record stage (the pass's stability state).
+        stability: 0,
     }
 }

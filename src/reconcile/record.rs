@@ -124,7 +124,7 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
             trigger: r.trigger.to_string(),
             workload: record.workload.clone(),
             policy: record.policy.clone(),
-            inputs: d.inputs.clone(),
+            inputs: DecisionInputs { stability: r.stability.state_blob, ..d.inputs.clone() },
             result: record.result.clone(),
             notes: notes.iter().chain(&events).cloned().collect(),
         };
@@ -220,6 +220,7 @@ fn record_removed(
                 previous: old.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect(),
                 previous_affinity: old.affinity_name.clone(),
                 profile: "karmada-default".into(),
+                stability: r.stability.state_blob,
             },
             result: ScheduleResult {
                 outcome: Outcome::Scheduled { targets: BTreeMap::new() },

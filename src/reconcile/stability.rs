@@ -53,8 +53,7 @@ pub(crate) struct StabilityPass {
     pub pending_failover: BTreeSet<ObjectKey>,
     pub directives: BTreeMap<ObjectKey, Directive>,
     /// Blob hash of the state this pass's decisions used (the stored state before the step,
-    /// as JSON), for replay.
-    #[allow(dead_code)]
+    /// as JSON), for replay ([`crate::store::DecisionInputs::stability`]).
     pub state_blob: u64,
 }
 
@@ -436,6 +435,14 @@ mod storm_tests {
         let r = rec.reconcile(&with_down(&["m1"]), &out, "test", t0 + 20 * 60_000).expect("pass");
         let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
         assert_eq!(kinds, [("storm-ended", ""), ("eviction", "m1")]);
-        assert!(!rec.store.placements().expect("p")[0].targets.contains_key("m1"));
+        let placement = &rec.store.placements().expect("p")[0];
+        assert!(!placement.targets.contains_key("m1"));
+        // The eviction's record names the stability state the pass started from (the storm
+        // still holding): replay rebuilds the pass from it.
+        let last = rec.store.last_history(&placement.workload).expect("history").expect("a record");
+        assert!(last.notes.iter().any(|n| n.contains("evicted 2 replicas from m1")), "{:?}", last.notes);
+        let blob = rec.store.blob(last.inputs.stability).expect("blob").expect("stored");
+        let used: crate::schedule::stability::StabilityState = serde_json::from_slice(&blob).expect("state json");
+        assert!(used.storm.is_some() && used.clusters["m1"].unhealthy_since_ms == Some(t0 + 10_000));
     }
 }
