@@ -13,6 +13,12 @@
 //! to schedule (or to render for a cluster) keeps its previous files. The replicas of each
 //! scheduled decision are deducted from the live views before the next workload
 //! ([`PassSnapshots::deduct`]).
+//!
+//! Failover's [`Directive`] for a workload (from the stability stage) is part of its key: the
+//! clusters it is evicted from are rejected by the `cluster-eviction` filter and taken out of
+//! the previous placement, distrusted capacity caps a cluster's replicas, a move-back decides
+//! without the previous placement, and the files on clusters a graceful eviction left are
+//! kept until purged.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -6,13 +6,18 @@
 //! 2. version snapshots (`snapshots.rs`) → `PassSnapshots` (snapshot versions, the member
 //!    views after the assumed-replica deductions), then the `Pass` every decision shares
 //!    (positions, the scheduler's fleet, the versions blob, each cluster's state);
-//! 3. decide (`decide.rs`: claim, decision key, schedule + render or reuse; the
-//!    propagateDeps order and helpers in `deps.rs`) → `Decisions`;
-//! 4. plan the publish (`plan.rs`: dirty clusters, kept files, `placements.json`) →
+//! 3. stability (`stability.rs`: the stability engine over the stored state, the members'
+//!    conditions and their pods — evictions, purges, reschedules, move-backs, the storm guard)
+//!    → `StabilityPass` (the next state, the actions, a `Directive` per workload);
+//! 4. decide (`decide.rs`: claim, decision key — which includes the workload's directive —,
+//!    schedule + render or reuse; evicted clusters filtered and out of the previous placement,
+//!    kept files of graceful evictions; the propagateDeps order and helpers in `deps.rs`) →
+//!    `Decisions`;
+//! 5. plan the publish (`plan.rs`: dirty clusters, kept files, `placements.json`) →
 //!    `PlannedPublish`;
-//! 5. publish ([`publish::publish_guarded`]) → [`publish::PublishReport`];
-//! 6. record (`record.rs`: history and placements in batches, removed workloads, persisted
-//!    decisions, flush) → `Recorded`;
+//! 6. publish ([`publish::publish_guarded`]) → [`publish::PublishReport`];
+//! 7. record (`record.rs`: history and placements in batches — failover's actions as notes,
+//!    once —, removed workloads, persisted decisions, the stability state, flush) → `Recorded`;
 //!
 //! then git mode's commit, and the [`ReconcileReport`] (`report.rs`) made of what the stages
 //! handed over. What a reconciler keeps between passes is `cache.rs`; what it is configured

@@ -1,7 +1,9 @@
 //! Scheduling: which clusters get a workload and how many replicas each.
 //!
 //! Owns: the plugin framework ([`framework`]), the built-in plugins ([`plugins`]), cluster
-//! selection ([`select`]) and replica assignment ([`assign`]). Pure and synchronous: no I/O,
+//! selection ([`select`]), replica assignment ([`assign`]) and the stability engine
+//! ([`stability`]: failover, descheduling, move-back, rate limit, storm guard; a
+//! [`ScheduleRequest::failover`] carries its directives into one decision). Pure and synchronous: no I/O,
 //! no clock, no store. Same inputs ⇒ same decision. "Cannot schedule" is an outcome with
 //! reasons, not an error.
 
