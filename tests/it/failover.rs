@@ -194,3 +194,57 @@ fn a_member_flapping_every_20s_for_10_minutes_moves_nothing() {
     let notes = history_notes(&s);
     assert!(notes.iter().all(|n| !n.contains("evicted") && !n.contains("moved back")), "{notes:#?}");
 }
+
+/// The simulator with `--apply` (its agent runs what the output says): a member whose API
+/// fails is evicted after the toleration, its file stays until the replacement pods are
+/// Ready on the others, then goes; when it answers again it gets the workload back after
+/// `stable_for`. Real time with short `[reschedule]` durations: the test waits on conditions.
+#[test]
+fn simulated_outage_moves_the_workload_away_and_back() {
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    let t = crate::live::setup(3, true, "timeout = \"2s\"\nread_timeout = \"1s\"\nmax_backoff = \"1s\"");
+    let mut cfg = std::fs::read_to_string(&t.config).expect("config");
+    cfg.push_str(
+        "\n[reschedule]\ntoleration = \"3s\"\nstable_for = \"4s\"\nmin_stay = \"1s\"\ngrace_period = \"10m\"\n",
+    );
+    std::fs::write(&t.config, cfg).expect("config");
+    let mut child = Command::new(bin())
+        .args(["run", "-c"])
+        .arg(&t.config)
+        .env_remove("NOTIFY_SOCKET")
+        .env("FEDSCHED_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn daemon");
+    let log = capture_stderr(&mut child);
+    let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
+    let members = ["member-000", "member-001", "member-002"];
+    wait_for("the first live reconcile", Duration::from_secs(30), || members.iter().all(|c| web(c).exists()));
+
+    t.sim.fault("member-000", r#"{"status": 503}"#);
+    let evicted = || {
+        let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+        l.contains("evicted") && l.contains("member-000")
+    };
+    wait_for("the eviction", Duration::from_secs(40), evicted);
+    wait_for("the purge after the replacement is Ready", Duration::from_secs(40), || !web("member-000").exists());
+    assert!(web("member-001").exists() && web("member-002").exists());
+    let left: Vec<String> = tree(&t.s.out().join("member-000")).into_keys().collect();
+    assert!(left.iter().any(|f| f.contains("namespace_shop")), "the namespace stays: {left:?}");
+
+    t.sim.fault("member-000", "{}");
+    wait_for("the move back after stable_for", Duration::from_secs(40), || web("member-000").exists());
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+    assert!(!l.contains("panicked") && !l.contains("storm guard"), "{l}");
+    let h = t.s.cmd("history", &["Deployment/shop/web", "-o", "json"]);
+    assert!(h.status.success(), "{}", text(&h.stderr));
+    let notes = text(&h.stdout);
+    for needle in ["evicted", "purged the files left on member-000", "moved back to member-000"] {
+        assert_eq!(notes.matches(needle).count(), 1, "{needle}: {notes}");
+    }
+}
