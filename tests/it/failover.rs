@@ -248,3 +248,54 @@ fn simulated_outage_moves_the_workload_away_and_back() {
         assert_eq!(notes.matches(needle).count(), 1, "{needle}: {notes}");
     }
 }
+
+/// 3 of 5 simulated members fail at once: fedsched assumes its own view is partitioned and
+/// evicts nothing, saying so on every pass; when they answer again the guard releases.
+#[test]
+fn simulated_storm_moves_nothing_and_says_so() {
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    let t = crate::live::setup(5, true, "timeout = \"2s\"\nread_timeout = \"1s\"\nmax_backoff = \"1s\"");
+    let mut cfg = std::fs::read_to_string(&t.config).expect("config");
+    cfg.push_str("\n[reschedule]\ntoleration = \"3s\"\nstable_for = \"4s\"\nmin_stay = \"1s\"\n");
+    std::fs::write(&t.config, cfg).expect("config");
+    let mut child = Command::new(bin())
+        .args(["run", "-c"])
+        .arg(&t.config)
+        .env_remove("NOTIFY_SOCKET")
+        .env("FEDSCHED_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn daemon");
+    let log = capture_stderr(&mut child);
+    let members = ["member-000", "member-001", "member-002", "member-003", "member-004"];
+    let placed = || members.iter().filter(|c| t.s.out().join(c).join("shop/apps_deployment_web.yaml").exists()).count();
+    wait_for("the first live reconcile", Duration::from_secs(30), || placed() >= 3);
+    let snapshot = || {
+        let mut t = tree(&t.s.out());
+        t.retain(|k, _| !k.starts_with(".fedsched"));
+        t
+    };
+    let before = snapshot();
+    for m in &members[..3] {
+        t.sim.fault(m, r#"{"status": 503}"#);
+    }
+    // Every pass while it holds warns; eight passes are well past the 3 s toleration.
+    wait_for("the storm guard to hold for eight passes", Duration::from_secs(60), || {
+        log.lock().map(|l| l.matches("failover suppressed by the storm guard").count() >= 8).unwrap_or(false)
+    });
+    assert_eq!(snapshot(), before, "the output changed during the storm");
+    for m in &members[..3] {
+        t.sim.fault(m, "{}");
+    }
+    wait_for("the storm guard to release", Duration::from_secs(30), || {
+        log.lock().map(|l| l.contains("storm guard released")).unwrap_or(false)
+    });
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+    assert!(!l.contains("evicted") && !l.contains("panicked"), "{l}");
+    assert!(l.contains("storm guard: 3 of 5 live members"), "{l}");
+}
