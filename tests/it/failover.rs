@@ -1,7 +1,14 @@
-//! Failover on the in-process daemon with a manual clock (no sleeps): a member lost for the
-//! toleration has its workload evicted, the files it left are kept until the replacement runs
-//! and then purged, and the workload moves back once the member has been healthy for
-//! `stable_for`; every move is in the history once, and in the metrics.
+//! Failover, descheduling and move-back (README "Failures and recovery").
+//!
+//! On the in-process daemon with a manual clock (no sleeps): a member lost for the toleration
+//! has its workload evicted, the files it left are kept until the replacement runs and then
+//! purged, and the workload moves back once the member has been healthy for `stable_for`;
+//! every move is in the history once, and in the metrics; a member flapping every 20 s for 10
+//! minutes moves nothing. On the simulator with `--apply` (the real daemon, real time, short
+//! `[reschedule]` durations, waiting on conditions): an outage moves the workload away,
+//! purges after the replacement is Ready and moves it back; 3 of 5 members failing at once
+//! trip the storm guard (nothing moves, it says so); a member that shrinks has its
+//! Unschedulable replicas moved within `unschedulable_after` and not sent back.
 
 use fedsched::daemon::Control;
 
@@ -298,4 +305,52 @@ fn simulated_storm_moves_nothing_and_says_so() {
     let l = log.lock().map(|l| l.clone()).unwrap_or_default();
     assert!(!l.contains("evicted") && !l.contains("panicked"), "{l}");
     assert!(l.contains("storm guard: 3 of 5 live members"), "{l}");
+}
+
+/// A simulated member shrinks until the workload's pods no longer fit: they stay
+/// Unschedulable, and after `unschedulable_after` they are rescheduled on the others; the
+/// member's capacity is distrusted, so they do not come back while it stays small.
+#[test]
+fn simulated_unschedulable_replicas_move_within_unschedulable_after() {
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    let t = crate::live::setup(3, true, "timeout = \"2s\"\nread_timeout = \"1s\"\nmax_backoff = \"1s\"");
+    let mut cfg = std::fs::read_to_string(&t.config).expect("config");
+    cfg.push_str("\n[reschedule]\nunschedulable_after = \"3s\"\nmin_stay = \"1s\"\n");
+    std::fs::write(&t.config, cfg).expect("config");
+    let mut child = Command::new(bin())
+        .args(["run", "-c"])
+        .arg(&t.config)
+        .env_remove("NOTIFY_SOCKET")
+        .env("FEDSCHED_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn daemon");
+    let log = capture_stderr(&mut child);
+    let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
+    let members = ["member-000", "member-001", "member-002"];
+    wait_for("the first live reconcile", Duration::from_secs(30), || members.iter().all(|c| web(c).exists()));
+    for n in t.sim.nodes("member-001") {
+        let (code, body) =
+            t.sim.http("PUT", &format!("/admin/clusters/member-001/nodes/{n}/allocatable"), r#"{"cpu": "50m"}"#);
+        assert_eq!(code, 200, "{body}");
+    }
+    wait_for("the reschedule off member-001", Duration::from_secs(60), || {
+        log.lock().map(|l| l.contains("Unschedulable replicas off member-001")).unwrap_or(false)
+    });
+    wait_for("member-001's file to go", Duration::from_secs(20), || !web("member-001").exists());
+    // It stays away while its capacity is what it was judged by.
+    let mark = log.lock().map(|l| l.len()).unwrap_or(0);
+    wait_for("five more passes", Duration::from_secs(30), || {
+        log.lock().map(|l| l[mark..].matches("reconcile done").count() >= 5).unwrap_or(false)
+    });
+    assert!(!web("member-001").exists(), "sent straight back");
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let h = t.s.cmd("history", &["Deployment/shop/web", "-o", "json"]);
+    assert!(h.status.success(), "{}", text(&h.stderr));
+    let notes = text(&h.stdout);
+    assert_eq!(notes.matches("Unschedulable replicas off member-001").count(), 1, "{notes}");
 }
