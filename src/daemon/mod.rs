@@ -472,6 +472,9 @@ impl Daemon {
                     "reconcile done"
                 );
                 systemd::status(&report.summary());
+                if let Some(storm) = &report.stability.storm {
+                    tracing::warn!(%storm, "failover suppressed by the storm guard");
+                }
                 metrics.record_policy_errors(0);
                 metrics.record_pass("ok", Some(&report));
                 let clusters = clusters.unwrap_or_else(|error| {
@@ -630,7 +633,7 @@ async fn start_api(
         metrics: Arc::clone(metrics),
         clock: Arc::clone(clock),
     };
-    match crate::api::start(addr, state).await {
+    match crate::api::start_with(addr, state, crate::api::Limits::from_config(&cfg.http)).await {
         Ok(server) => {
             if let Err(error) = crate::api::write_addr_file(&paths.state_dir, server.addr) {
                 tracing::warn!(%error, "cannot write the HTTP address file");

@@ -276,6 +276,7 @@ impl Reconciler {
             g
         });
         let started = Instant::now();
+        cache.parse.set_options(&self.settings.walk);
         let (changed, io_errors) = cache.parse.refresh(policy_dir);
         if !changed
             && io_errors.is_empty()

@@ -1,11 +1,12 @@
 //! What a [`super::Reconciler`] is configured by, built once from the config: the scheduling
-//! profiles (which carry `[model]` and `[cost]`) and how a pass publishes (`[publish]`'s
-//! mass-deletion guard, `[git]`).
+//! profiles (which carry `[model]` and `[cost]`), how a pass publishes (`[publish]`'s
+//! mass-deletion guard, `[git]`) and the stability engine's `[reschedule]` settings.
 
 use crate::config::{Config, ConfigError};
 use crate::model::dimensions::ModelSettings;
 use crate::publish;
 use crate::schedule::profile::Profiles;
+use crate::schedule::stability::StabilitySettings;
 
 /// Everything a [`super::Reconciler`] is configured by.
 #[derive(Default)]
@@ -15,17 +16,31 @@ pub struct Settings {
     pub profiles: Profiles,
     /// Output safety settings (mass-deletion guard, git mode).
     pub publish: PublishSettings,
+    /// `[reschedule]`: failover, descheduling, move-back, rate limit, storm guard.
+    pub stability: StabilitySettings,
+    /// How the policy repository is walked (`[policy]`).
+    pub walk: crate::policy::load::WalkOptions,
 }
 
 impl Settings {
     /// From the config; `allow_mass_delete` is the command-line flag.
     pub fn from_config(cfg: &Config, allow_mass_delete: bool) -> Result<Settings, ConfigError> {
-        Ok(Settings { profiles: cfg.profiles()?, publish: PublishSettings::from_config(cfg, allow_mass_delete) })
+        Ok(Settings {
+            profiles: cfg.profiles()?,
+            publish: PublishSettings::from_config(cfg, allow_mass_delete),
+            stability: cfg.reschedule.settings(),
+            walk: cfg.policy.walk_options(),
+        })
     }
 
     /// The built-in profile only and the default publish settings (no config).
     pub fn builtin() -> Self {
-        Settings { profiles: Profiles::builtin(), publish: PublishSettings::default() }
+        Settings {
+            profiles: Profiles::builtin(),
+            publish: PublishSettings::default(),
+            stability: StabilitySettings::default(),
+            walk: Default::default(),
+        }
     }
 
     /// The `[model]` section the profiles carry.

@@ -51,6 +51,10 @@ pub struct DecisionInputs {
     pub previous_affinity: Option<String>,
     /// Name of the scheduling profile (plugin set and weights).
     pub profile: String,
+    /// Blob hash of the stability engine's state the pass started from (JSON of
+    /// `schedule::stability::StabilityState`): with the snapshots, the placements and the
+    /// time, what rebuilds the pass's evictions and its directives. 0: not recorded (schema 2).
+    pub stability: u64,
 }
 
 /// One scheduling decision, appended to the history and never changed.
@@ -315,7 +319,65 @@ impl Versioned for HistoryRecord {
     /// 2: compact results (verdicts of feasible clusters only, rejections grouped, typed
     /// estimates) and the snapshot versions as a blob reference. Schema 1 records are rewritten
     /// when the store is opened ([`super::Store::open`], store layout 2).
-    const SCHEMA: u16 = 2;
+    /// 3: the stability state the pass started from ([`DecisionInputs::stability`]).
+    const SCHEMA: u16 = 3;
+
+    fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
+        match schema {
+            2 => Some(decode_payload::<HistoryRecordV2>(Self::WHAT, codec, payload).map(HistoryRecordV2::upgrade)),
+            _ => None,
+        }
+    }
+}
+
+/// [`DecisionInputs`] of history schema 2: no stability state reference.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+pub(super) struct DecisionInputsV2 {
+    pub template_hash: u64,
+    pub policy_hash: u64,
+    pub snapshot_versions: u64,
+    pub previous: BTreeMap<String, i32>,
+    pub previous_affinity: Option<String>,
+    pub profile: String,
+}
+
+/// [`HistoryRecord`] of schema 2, upgraded in memory (stability state not recorded: 0).
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+pub(super) struct HistoryRecordV2 {
+    pub seq: u64,
+    pub at_ms: u64,
+    pub trigger: String,
+    pub workload: ObjectKey,
+    pub policy: Option<PolicyRef>,
+    pub inputs: DecisionInputsV2,
+    pub result: ScheduleResult,
+    pub notes: Vec<String>,
+}
+
+impl HistoryRecordV2 {
+    fn upgrade(self) -> HistoryRecord {
+        let i = self.inputs;
+        HistoryRecord {
+            seq: self.seq,
+            at_ms: self.at_ms,
+            trigger: self.trigger,
+            workload: self.workload,
+            policy: self.policy,
+            inputs: DecisionInputs {
+                template_hash: i.template_hash,
+                policy_hash: i.policy_hash,
+                snapshot_versions: i.snapshot_versions,
+                previous: i.previous,
+                previous_affinity: i.previous_affinity,
+                profile: i.profile,
+                stability: 0,
+            },
+            result: self.result,
+            notes: self.notes,
+        }
+    }
 }
 
 impl Versioned for PlacementRecord {
@@ -475,6 +537,7 @@ impl DecisionInputsV1 {
             previous: self.previous,
             previous_affinity: self.previous_affinity,
             profile: self.profile,
+            stability: 0,
         }
     }
 }
@@ -576,6 +639,36 @@ mod tests {
         let back: ClusterSnapshot = decode(&crate::store::codec::encode(&cur).expect("encode")).expect("decode");
         assert_eq!(back, cur);
         assert_eq!(back.freshness, cur.freshness);
+    }
+
+    #[test]
+    fn schema_2_history_records_upgrade_without_a_stability_state() {
+        let v2 = HistoryRecordV2 {
+            seq: 4,
+            at_ms: 5,
+            trigger: "timer".into(),
+            workload: ObjectKey { api_version: "v1".into(), kind: "Pod".into(), namespace: None, name: "p".into() },
+            policy: None,
+            inputs: DecisionInputsV2 {
+                template_hash: 1,
+                policy_hash: 2,
+                snapshot_versions: 3,
+                previous: [("m1".to_string(), 2)].into(),
+                previous_affinity: None,
+                profile: "karmada-default".into(),
+            },
+            result: ScheduleResult::unschedulable("why"),
+            notes: vec!["n".into()],
+        };
+        let payload = bincode::serde::encode_to_vec(&v2, bincode_config()).expect("encode");
+        let mut bytes = vec![0xF5, 1, 0, 2];
+        bytes.extend_from_slice(&payload);
+        let h: HistoryRecord = decode(&bytes).expect("schema 2 decodes");
+        assert_eq!((h.seq, h.inputs.snapshot_versions, h.inputs.stability), (4, 3, 0));
+        assert_eq!(h.notes, vec!["n".to_string()]);
+        let current = HistoryRecord { inputs: DecisionInputs { stability: 9, ..h.inputs.clone() }, ..h };
+        let back: HistoryRecord = decode(&crate::store::codec::encode(&current).expect("encode")).expect("decode");
+        assert_eq!(back.inputs.stability, 9);
     }
 
     #[test]

@@ -44,7 +44,7 @@ impl Sim {
         Sim { child, fleet: fleet.to_path_buf(), endpoints }
     }
 
-    fn meta(&self) -> PathBuf {
+    pub(crate) fn meta(&self) -> PathBuf {
         self.fleet.join(".simulator")
     }
 
@@ -81,7 +81,7 @@ impl Sim {
         (code, body)
     }
 
-    fn fault(&self, cluster: &str, fault: &str) {
+    pub(crate) fn fault(&self, cluster: &str, fault: &str) {
         let (code, body) = self.http("PUT", &format!("/admin/clusters/{cluster}/fault"), fault);
         assert_eq!(code, 200, "setting fault {fault}: {body}");
     }
