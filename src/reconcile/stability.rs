@@ -10,7 +10,7 @@
 //! replicas on a member that is unhealthy or where their pods are Unschedulable or not Ready
 //! (any other workload has nothing to do, and skipping it keeps a quiet pass cheap). Objects
 //! without replicas (ConfigMaps, Services…) do not fail over: their dependents pull them
-//! where they go. What the engine reads of a workload's pods is h5's `OwnerState` on live
+//! where they go. What the engine reads of a workload's pods is `model::OwnerState` on live
 //! members; an offline member (no pods observed) counts its placed replicas as Ready.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
