@@ -20,6 +20,7 @@ pub mod nodes;
 pub mod quantity;
 pub mod resources;
 pub mod snapshot;
+pub mod interpreter;
 pub mod workload;
 
 pub use resources::ResourceList;
