@@ -7,6 +7,7 @@ mod consumers;
 mod daemon;
 mod deps;
 mod explain;
+mod interpreter;
 mod live;
 mod overrides;
 mod policy_examples;

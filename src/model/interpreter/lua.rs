@@ -7,10 +7,14 @@
 //!   `os.date` / `os.time` (answered from the caller's clock, so a call is a function of its
 //!   inputs), and `require("kube")` for the [`super::kube`] helpers. No `io`, no `os.execute`,
 //!   no bytecode. Every library table a script sees is a read-only proxy.
-//! - **Isolation**: each call runs the compiled chunk in a fresh global environment (reads fall
-//!   through to the read-only base), so globals a script sets (`replica = ...`) never leak into
-//!   the next object.
-//! - **Budgets**: [`INSTRUCTION_BUDGET`] VM instructions and [`MEMORY_BUDGET`] bytes per call. A
+//! - **Isolation**: each call runs the compiled chunk in a fresh global environment (a copy of
+//!   the sandbox's globals), so globals a script sets or clears (`replica = ...`, `error = ''`)
+//!   never leak into the next object.
+//! - **Known difference**: `pairs` visits a table's string keys in C Lua's hash order, where
+//!   gopher-lua visits them in insertion order; a script that builds a list from `pairs` may
+//!   order it differently than Karmada (one case of Karmada's test data).
+//! - **Budgets**: [`INSTRUCTION_BUDGET`] VM instructions, [`TIME_BUDGET`] of wall-clock time
+//!   (checked at the same points) and [`MEMORY_BUDGET`] bytes per call. A
 //!   script that exceeds either fails with [`LuaFailure::Budget`]; the VM is then dropped and a
 //!   new one is made for the next call.
 //! - **Numbers**: Lua 5.1 has only doubles. Going back to JSON, a finite whole number becomes a
@@ -38,6 +42,9 @@ use crate::util::hash::fnv1a64;
 pub const INSTRUCTION_BUDGET: u64 = 20_000_000;
 /// Bytes one call may allocate above what the VM held before it.
 pub const MEMORY_BUDGET: usize = 64 << 20;
+/// Wall-clock time one call may take (checked with the instruction budget): C functions can be
+/// slow without running many instructions (Lua 5.1's string hashing under collisions).
+pub const TIME_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
 const HOOK_EVERY: u32 = 1000;
 const MAX_DEPTH: usize = 200;
 const MAX_CACHED_CHUNKS: usize = 512;
@@ -106,9 +113,11 @@ pub enum LuaArg<'a> {
 
 struct Vm {
     lua: Lua,
-    env_meta: Table,
+    /// The sandbox's globals, copied into each call's fresh environment.
+    base: Vec<(LuaValue, LuaValue)>,
     chunks: HashMap<u64, Function>,
     budget: Rc<Cell<u64>>,
+    deadline: Rc<Cell<Option<std::time::Instant>>>,
     now_ms: Rc<Cell<u64>>,
     exceeded: Rc<Cell<bool>>,
 }
@@ -158,12 +167,14 @@ impl Vm {
         let budget = Rc::new(Cell::new(0u64));
         let now_ms = Rc::new(Cell::new(0u64));
         let exceeded = Rc::new(Cell::new(false));
+        let deadline: Rc<Cell<Option<std::time::Instant>>> = Rc::new(Cell::new(None));
         {
             let budget = budget.clone();
             let exceeded = exceeded.clone();
+            let deadline = deadline.clone();
             lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
                 let left = budget.get();
-                if left == 0 {
+                if left == 0 || deadline.get().is_some_and(|d| std::time::Instant::now() > d) {
                     exceeded.set(true);
                     return Err(mlua::Error::runtime("instruction budget exhausted"));
                 }
@@ -226,9 +237,11 @@ impl Vm {
                 }
             })?,
         )?;
-        let env_meta = lua.create_table()?;
-        env_meta.raw_set("__index", g)?;
-        Ok(Vm { lua, env_meta, chunks: HashMap::new(), budget, now_ms, exceeded })
+        let mut base = Vec::new();
+        for pair in g.pairs::<LuaValue, LuaValue>() {
+            base.push(pair?);
+        }
+        Ok(Vm { lua, base, chunks: HashMap::new(), budget, deadline, now_ms, exceeded })
     }
 
     fn chunk(&mut self, script: &str, chunk_name: &str) -> Result<Function, LuaFailure> {
@@ -264,6 +277,7 @@ impl Vm {
         let _ = lua.set_memory_limit(used.saturating_add(MEMORY_BUDGET));
         self.budget.set(INSTRUCTION_BUDGET / u64::from(HOOK_EVERY));
         self.exceeded.set(false);
+        self.deadline.set(Some(std::time::Instant::now() + TIME_BUDGET));
         self.now_ms.set(now_ms);
         let out = self.run(&lua, &chunk, function, args);
         let _ = lua.set_memory_limit(0);
@@ -281,8 +295,12 @@ impl Vm {
         args: &[LuaArg<'_>],
     ) -> Result<Vec<LuaOut>, LuaFailure> {
         let fail = |e: mlua::Error| self.failure(e);
-        let env = lua.create_table().map_err(fail)?;
-        env.set_metatable(Some(self.env_meta.clone())).map_err(fail)?;
+        // A fresh copy of the globals: a script may assign (or clear, `error = nil`) any of them.
+        let env = lua.create_table_with_capacity(0, self.base.len() + 8).map_err(fail)?;
+        for (k, v) in &self.base {
+            env.raw_set(k.clone(), v.clone()).map_err(fail)?;
+        }
+        env.raw_set("_G", env.clone()).map_err(fail)?;
         chunk.set_environment(env.clone()).map_err(fail)?;
         chunk.call::<()>(()).map_err(fail)?;
         let f = match env.raw_get::<LuaValue>(function).map_err(fail)? {
@@ -303,7 +321,10 @@ impl Vm {
 
     fn failure(&self, e: mlua::Error) -> LuaFailure {
         if self.exceeded.get() {
-            return LuaFailure::Budget(format!("more than {INSTRUCTION_BUDGET} instructions"));
+            return LuaFailure::Budget(format!(
+                "more than {INSTRUCTION_BUDGET} instructions or {} s",
+                TIME_BUDGET.as_secs()
+            ));
         }
         if is_memory_error(&e) {
             return LuaFailure::Budget(format!("more than {} MiB of memory", MEMORY_BUDGET >> 20));
@@ -559,7 +580,7 @@ mod tests {
     fn budgets_stop_runaway_scripts() {
         let e = run("function F() while true do end end", "F", &[]).expect_err("loop");
         assert!(matches!(e, LuaFailure::Budget(_)), "{e}");
-        let e = run("function F() local t = {} local i = 0 while true do i = i + 1 t[i] = string.rep('x', 1000) .. i end end", "F", &[])
+        let e = run("function F() local t = {} local i = 0 while true do i = i + 1 t[i] = {i, i, i, i} end end", "F", &[])
             .expect_err("alloc");
         assert!(matches!(e, LuaFailure::Budget(_)), "{e}");
         let e = run("function F() return string.rep('x', 1000000000) end", "F", &[]).expect_err("rep");

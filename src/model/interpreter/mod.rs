@@ -279,15 +279,21 @@ fn run_uncached(script: &str, chunk: &str, op: Operation, args: &Args<'_>) -> Re
         v.map(LuaArg::Json).unwrap_or(LuaArg::Nil)
     }
     let items_value = args.status_items.map(|s| Value::Array(s.to_vec()));
+    // Single-object operations take the desired object, else the observed one (as Karmada's
+    // rules do).
+    let single = || -> Result<LuaArg<'_>, String> {
+        args.desired
+            .or(args.observed)
+            .map(LuaArg::Json)
+            .ok_or_else(|| format!("{} needs an object (desired or observed)", op.name()))
+    };
     let call_args: Vec<LuaArg<'_>> = match op {
-        Operation::InterpretReplica | Operation::InterpretDependency | Operation::InterpretComponent => {
-            needs(op, "desired", args.desired)?;
-            vec![json(args.desired)]
-        }
-        Operation::ReviseReplica => {
-            needs(op, "desired", args.desired)?;
-            vec![json(args.desired), LuaArg::Number(args.replicas as f64)]
-        }
+        Operation::InterpretReplica
+        | Operation::InterpretDependency
+        | Operation::InterpretComponent
+        | Operation::InterpretStatus
+        | Operation::InterpretHealth => vec![single()?],
+        Operation::ReviseReplica => vec![single()?, LuaArg::Number(args.replicas as f64)],
         Operation::Retain => {
             needs(op, "desired", args.desired)?;
             needs(op, "observed", args.observed)?;
@@ -296,10 +302,6 @@ fn run_uncached(script: &str, chunk: &str, op: Operation, args: &Args<'_>) -> Re
         Operation::AggregateStatus => {
             needs(op, "desired", args.desired)?;
             vec![json(args.desired), json(items_value.as_ref())]
-        }
-        Operation::InterpretStatus | Operation::InterpretHealth => {
-            needs(op, "observed", args.observed)?;
-            vec![json(args.observed)]
         }
     };
     let out = lua::call(script, chunk, op.function(), &call_args, args.now_ms).map_err(|e: LuaFailure| e.to_string())?;

@@ -140,13 +140,13 @@ pub fn decode(op: Operation, out: Vec<LuaOut>, args: &Args<'_>) -> Result<Outcom
             };
             Ok(Outcome::Replica { replicas: replicas as i32, requires, requires_json })
         }
-        Operation::ReviseReplica => Ok(Outcome::Revised(object(first, refs(&[args.desired]))?)),
+        Operation::ReviseReplica => Ok(Outcome::Revised(object(first, refs(&[args.desired.or(args.observed)]))?)),
         Operation::Retain => Ok(Outcome::Retained(object(first, refs(&[args.desired, args.observed]))?)),
         Operation::AggregateStatus => Ok(Outcome::AggregatedStatus(object(first, refs(&[args.desired]))?)),
         Operation::InterpretStatus => match first {
             LuaOut::Nil => Ok(Outcome::Status(None)),
             v => {
-                let reference = args.observed.and_then(|o| o.get("status")).cloned();
+                let reference = args.desired.or(args.observed).and_then(|o| o.get("status")).cloned();
                 Ok(Outcome::Status(Some(object(v, reference.into_iter().collect())?)))
             }
         },
@@ -254,7 +254,8 @@ pub fn components_from_json(v: &Value) -> Result<Vec<Component>, String> {
         };
         let requirements = match m.get("replicaRequirements") {
             None | Some(Value::Null) => None,
-            Some(r) => Some(requirements_from_json(r).map_err(|e| format!("components[{i}].replicaRequirements: {e}"))?),
+            Some(r) => Some(requirements_from_json(r).map_err(|e| format!("components[{i}].replicaRequirements: {e}"))?)
+                .filter(|r| *r != ReplicaRequirements::default()),
         };
         out.push(Component { name: text(m, "name").map_err(|e| format!("components[{i}].{e}"))?, replicas, requirements });
     }
