@@ -356,6 +356,63 @@ pub struct Config {
     /// The resource model.
     #[serde(default)]
     pub model: ModelSection,
+    /// Karmada resource interpreter customizations beyond the repository's.
+    #[serde(default)]
+    pub interpreter: InterpreterSection,
+}
+
+/// `[interpreter]`: where else `ResourceInterpreterCustomization`s come from.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InterpreterSection {
+    /// Directories searched (recursively, `testdata/` skipped) for `*.yaml` / `*.yml` files
+    /// holding customizations, for example a copy of Karmada's third-party customizations.
+    /// They rank below the repository's customizations and above fedsched's built-ins.
+    pub dirs: Vec<PathBuf>,
+    /// Whether fedsched's built-in CRD interpreters are used (default true).
+    pub builtins: bool,
+}
+
+impl Default for InterpreterSection {
+    fn default() -> Self {
+        InterpreterSection { dirs: Vec::new(), builtins: true }
+    }
+}
+
+impl InterpreterSection {
+    /// Reads every customization of `dirs`, in path order.
+    pub fn load(
+        &self,
+    ) -> Result<Vec<std::sync::Arc<crate::model::interpreter::Customization>>, ConfigError> {
+        let mut files = Vec::new();
+        for dir in &self.dirs {
+            collect_yaml(dir, &mut files).map_err(|source| ConfigError::Read { path: dir.clone(), source })?;
+        }
+        files.sort();
+        let mut out = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f).map_err(|source| ConfigError::Read { path: f.clone(), source })?;
+            let found = crate::model::interpreter::parse_customizations(&text, &f.display().to_string()).map_err(|e| {
+                ConfigError::Invalid { path: f.clone(), key: "interpreter.dirs".into(), message: e.to_string() }
+            })?;
+            out.extend(found.into_iter().map(std::sync::Arc::new));
+        }
+        Ok(out)
+    }
+}
+
+fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "testdata") {
+                collect_yaml(&path, out)?;
+            }
+        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            out.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// Command-line values that win over the file.
@@ -408,6 +465,11 @@ impl Config {
             && p.is_relative()
         {
             *p = base.join(&*p);
+        }
+        for p in &mut cfg.interpreter.dirs {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
         }
         if let Err(message) = cfg.http.listen_addr() {
             return Err(ConfigError::Invalid { path: path.to_path_buf(), key: "http.listen".into(), message });

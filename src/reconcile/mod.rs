@@ -46,7 +46,7 @@ pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
 use inputs::LoadCache;
 pub use inputs::{InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_timed, load_inputs_with};
 pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport};
-pub use settings::{PublishSettings, Settings};
+pub use settings::{InterpreterSettings, PublishSettings, Settings};
 pub use snapshots::{Assumed, set_confidence};
 
 /// The parts of a pass that stay the same between passes.

@@ -15,17 +15,43 @@ pub struct Settings {
     pub profiles: Profiles,
     /// Output safety settings (mass-deletion guard, git mode).
     pub publish: PublishSettings,
+    /// Interpreter customizations of `[interpreter] dirs` and whether built-ins are used.
+    pub interpreter: InterpreterSettings,
+}
+
+/// What `[interpreter]` gives a pass: the directories' customizations, read once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterpreterSettings {
+    pub directories: Vec<std::sync::Arc<crate::model::interpreter::Customization>>,
+    pub builtins: bool,
+}
+
+impl Default for InterpreterSettings {
+    fn default() -> Self {
+        InterpreterSettings { directories: Vec::new(), builtins: true }
+    }
 }
 
 impl Settings {
     /// From the config; `allow_mass_delete` is the command-line flag.
     pub fn from_config(cfg: &Config, allow_mass_delete: bool) -> Result<Settings, ConfigError> {
-        Ok(Settings { profiles: cfg.profiles()?, publish: PublishSettings::from_config(cfg, allow_mass_delete) })
+        Ok(Settings {
+            profiles: cfg.profiles()?,
+            publish: PublishSettings::from_config(cfg, allow_mass_delete),
+            interpreter: InterpreterSettings {
+                directories: cfg.interpreter.load()?,
+                builtins: cfg.interpreter.builtins,
+            },
+        })
     }
 
     /// The built-in profile only and the default publish settings (no config).
     pub fn builtin() -> Self {
-        Settings { profiles: Profiles::builtin(), publish: PublishSettings::default() }
+        Settings {
+            profiles: Profiles::builtin(),
+            publish: PublishSettings::default(),
+            interpreter: InterpreterSettings::default(),
+        }
     }
 
     /// The `[model]` section the profiles carry.
