@@ -10,6 +10,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod interpret;
+
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -143,6 +145,9 @@ pub enum Command {
     /// Benchmarks at fleet scale (issue 8): generated fleet and policy repository, scenarios
     /// S1–S7, each phase's time and peak RSS. See BENCHMARKS.md.
     Bench(BenchArgs),
+    /// Run one operation of a ResourceInterpreterCustomization (or of the built-in
+    /// interpreters) on objects from files and print the result, like `karmadactl interpret`.
+    Interpret(interpret::InterpretArgs),
     /// The stored snapshot versions of a member cluster.
     Snapshots {
         #[command(flatten)]
@@ -366,6 +371,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Render { dirs, allow_mass_delete } => render(&cfg, dirs, *allow_mass_delete),
         Command::Simulate(args) => simulate(args),
         Command::Bench(args) => bench(args),
+        Command::Interpret(args) => interpret::interpret(args),
         Command::Check { policy_dir } => {
             let dir = policy_dir
                 .clone()
