@@ -381,9 +381,7 @@ impl Default for InterpreterSection {
 
 impl InterpreterSection {
     /// Reads every customization of `dirs`, in path order.
-    pub fn load(
-        &self,
-    ) -> Result<Vec<std::sync::Arc<crate::model::interpreter::Customization>>, ConfigError> {
+    pub fn load(&self) -> Result<Vec<std::sync::Arc<crate::model::interpreter::Customization>>, ConfigError> {
         let mut files = Vec::new();
         for dir in &self.dirs {
             collect_yaml(dir, &mut files).map_err(|source| ConfigError::Read { path: dir.clone(), source })?;
@@ -392,9 +390,10 @@ impl InterpreterSection {
         let mut out = Vec::new();
         for f in files {
             let text = std::fs::read_to_string(&f).map_err(|source| ConfigError::Read { path: f.clone(), source })?;
-            let found = crate::model::interpreter::parse_customizations(&text, &f.display().to_string()).map_err(|e| {
-                ConfigError::Invalid { path: f.clone(), key: "interpreter.dirs".into(), message: e.to_string() }
-            })?;
+            let found =
+                crate::model::interpreter::parse_customizations(&text, &f.display().to_string()).map_err(|e| {
+                    ConfigError::Invalid { path: f.clone(), key: "interpreter.dirs".into(), message: e.to_string() }
+                })?;
             out.extend(found.into_iter().map(std::sync::Arc::new));
         }
         Ok(out)

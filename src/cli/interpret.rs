@@ -70,8 +70,8 @@ pub(super) fn interpret(args: &InterpretArgs) -> Result<ExitCode, Failure> {
     let customizations = match &args.customization {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
-            let found = interpreter::parse_customizations(&text, &path.display().to_string())
-                .map_err(|e| invalid(e.into()))?;
+            let found =
+                interpreter::parse_customizations(&text, &path.display().to_string()).map_err(|e| invalid(e.into()))?;
             if found.is_empty() {
                 return Err(invalid(anyhow!("{}: no ResourceInterpreterCustomization", path.display())));
             }
@@ -95,7 +95,8 @@ pub(super) fn interpret(args: &InterpretArgs) -> Result<ExitCode, Failure> {
     let desired = args.desired.as_deref().map(read_object).transpose().map_err(invalid)?;
     let observed = args.observed.as_deref().map(read_object).transpose().map_err(invalid)?;
     let items = args.status.as_deref().map(read_documents).transpose().map_err(invalid)?;
-    let object = desired.as_ref().or(observed.as_ref()).ok_or_else(|| invalid(anyhow!("give --desired or --observed")))?;
+    let object =
+        desired.as_ref().or(observed.as_ref()).ok_or_else(|| invalid(anyhow!("give --desired or --observed")))?;
     let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
     let from_file = !customizations.is_empty();

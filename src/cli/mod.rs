@@ -377,8 +377,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 .clone()
                 .or_else(|| cfg.policy_dir.clone())
                 .ok_or_else(|| missing("policy_dir", "--policies"))?;
-            let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
-            match reconcile::load_inputs_with(&dir, &profiles) {
+            let settings = reconcile::Settings::from_config(&cfg, false).map_err(|e| invalid(e.into()))?;
+            match reconcile::load_inputs_for(&dir, &settings) {
                 Ok(inputs) => {
                     let s = &inputs.set;
                     println!(
@@ -567,9 +567,9 @@ fn read_inputs(
         .clone()
         .or_else(|| cfg.policy_dir.clone())
         .ok_or_else(|| missing("policy_dir", "--policies"))?;
-    let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
-    let inputs = reconcile::load_inputs_with(&policy_dir, &profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
-    Ok((inputs, profiles))
+    let settings = reconcile::Settings::from_config(cfg, false).map_err(|e| invalid(e.into()))?;
+    let inputs = reconcile::load_inputs_for(&policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    Ok((inputs, settings.profiles))
 }
 
 fn missing(key: &str, flag: &str) -> Failure {
@@ -590,8 +590,8 @@ fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
 fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitCode, Failure> {
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
     let settings = reconcile::Settings::from_config(cfg, allow_mass_delete).map_err(|e| invalid(e.into()))?;
-    let mut inputs = reconcile::load_inputs_with(&paths.policy_dir, &settings.profiles)
-        .map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    let mut inputs =
+        reconcile::load_inputs_for(&paths.policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
     let reconciler = Reconciler::new(store, settings);
     // Live members: one poll round, then the pass.

@@ -16,11 +16,11 @@ mod builders;
 pub mod deps;
 pub mod dimensions;
 pub mod estimate;
+pub mod interpreter;
 pub mod nodes;
 pub mod quantity;
 pub mod resources;
 pub mod snapshot;
-pub mod interpreter;
 pub mod workload;
 
 pub use resources::ResourceList;

@@ -60,7 +60,13 @@ pub struct Workload {
 impl Workload {
     /// A template that is propagated as is.
     pub fn non_workload() -> Self {
-        Workload { replicas: None, completions: None, requirements: Default::default(), replica_path: None, revision: None }
+        Workload {
+            replicas: None,
+            completions: None,
+            requirements: Default::default(),
+            replica_path: None,
+            revision: None,
+        }
     }
 }
 
@@ -254,6 +260,49 @@ fn interpret_customized(
     })
 }
 
+/// A multi-template workload (`componentResource`: FlinkDeployment, Volcano Job…) is
+/// scheduled as one unit into one cluster, as Karmada does: one "replica" that needs every
+/// component's replicas × requests together. Node constraints are the first constrained
+/// component's. The object is rendered unchanged (no replica revision).
+fn interpret_components(
+    api_version: &str,
+    kind: &str,
+    object: &Value,
+    table: &InterpreterTable,
+) -> Option<Result<Workload, WorkloadError>> {
+    let args = Args { desired: Some(object), ..Args::default() };
+    let out = table.customizations.run(api_version, kind, Operation::InterpretComponent, &args)?;
+    Some(match out {
+        Ok(Outcome::Components(list)) if list.is_empty() => Ok(Workload::non_workload()),
+        Ok(Outcome::Components(list)) => {
+            let mut requirements = ReplicaRequirements::default();
+            let mut constrained = false;
+            for c in &list {
+                let Some(r) = &c.requirements else { continue };
+                for (name, milli) in r.request.iter() {
+                    let total =
+                        requirements.request.get(name).saturating_add(milli.saturating_mul(i64::from(c.replicas)));
+                    requirements.request.set(name, total);
+                }
+                if !constrained
+                    && (!r.node_selector.is_empty() || !r.tolerations.is_empty() || !r.node_affinity.is_empty())
+                {
+                    requirements.node_selector = r.node_selector.clone();
+                    requirements.tolerations = r.tolerations.clone();
+                    requirements.node_affinity = r.node_affinity.clone();
+                    constrained = true;
+                }
+                if requirements.priority_class_name.is_none() {
+                    requirements.priority_class_name = r.priority_class_name.clone();
+                }
+            }
+            Ok(Workload { replicas: Some(1), completions: None, requirements, replica_path: None, revision: None })
+        }
+        Ok(_) => Err(WorkloadError::Interpreter(format!("{kind}: InterpretComponent gave no components"))),
+        Err(e) => Err(WorkloadError::Interpreter(e.to_string())),
+    })
+}
+
 fn interpret_kind(
     group: &str,
     kind: &str,
@@ -261,15 +310,26 @@ fn interpret_kind(
     table: &InterpreterTable,
 ) -> Result<Workload, WorkloadError> {
     let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let scripted = table.customizations.script(api_version, kind, Operation::InterpretReplica);
-    // The repository's scripts rank above its WorkloadInterpreters.
-    if scripted.is_some_and(|(layer, _)| layer == interpreter::Layer::Repository) {
-        if let Some(w) = interpret_customized(api_version, kind, object, table) {
-            return w;
-        }
+    let c = &table.customizations;
+    let in_repository =
+        |op| c.script(api_version, kind, op).is_some_and(|(layer, _)| layer == interpreter::Layer::Repository);
+    // The repository's scripts rank above its WorkloadInterpreters; components (multi-template
+    // kinds) above replicas, as Karmada's multi-template scheduling does.
+    if in_repository(Operation::InterpretComponent)
+        && let Some(w) = interpret_components(api_version, kind, object, table)
+    {
+        return w;
+    }
+    if in_repository(Operation::InterpretReplica)
+        && let Some(w) = interpret_customized(api_version, kind, object, table)
+    {
+        return w;
     }
     if let Some(spec) = table.get(group, kind) {
         return interpret_declared(spec, object);
+    }
+    if let Some(w) = interpret_components(api_version, kind, object, table) {
+        return w;
     }
     if let Some(w) = interpret_customized(api_version, kind, object, table) {
         return w;

@@ -191,6 +191,15 @@ pub fn load_inputs_timed(
     load_inputs_cached(policy_dir, profiles, timings, None)
 }
 
+/// [`load_inputs_with`] with the profiles and the `[interpreter]` customizations of `settings`
+/// (what the CLI's one-shot commands use).
+pub fn load_inputs_for(policy_dir: &Path, settings: &super::Settings) -> Result<Inputs, Vec<LoadError>> {
+    let started = Instant::now();
+    let (set, errors) = load_repository_cached(policy_dir, None);
+    let mut timings = PhaseTimings::default();
+    build_inputs(set, errors, &settings.profiles, &settings.interpreter, &mut timings, started, None)
+}
+
 /// [`load_inputs_timed`], reusing (and updating) a parse cache of the repository's files.
 pub fn load_inputs_cached(
     policy_dir: &Path,

@@ -44,7 +44,9 @@ use crate::store::Store;
 use decide::Decided;
 pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
 use inputs::LoadCache;
-pub use inputs::{InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_timed, load_inputs_with};
+pub use inputs::{
+    InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_for, load_inputs_timed, load_inputs_with,
+};
 pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport};
 pub use settings::{InterpreterSettings, PublishSettings, Settings};
 pub use snapshots::{Assumed, set_confidence};

@@ -102,7 +102,12 @@ fn replicas_at(op: Operation, obj: &Value, pointer: &str, default: i64) -> Resul
     let v = match obj.pointer(pointer) {
         None | Some(Value::Null) => default as f64,
         Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0).trunc(),
-        Some(_) => return Err(arg_error(op, format!("{}: expected a number", pointer.trim_start_matches('/').replace('/', ".")))),
+        Some(_) => {
+            return Err(arg_error(
+                op,
+                format!("{}: expected a number", pointer.trim_start_matches('/').replace('/', ".")),
+            ));
+        }
     };
     if !(0.0..=f64::from(i32::MAX)).contains(&v) {
         return Err(arg_error(op, format!("{v} is not a non-negative 32-bit integer")));
@@ -112,7 +117,8 @@ fn replicas_at(op: Operation, obj: &Value, pointer: &str, default: i64) -> Resul
 
 fn set_at(obj: &Value, parent: &str, field: &str, replicas: i64) -> Result<Value, String> {
     let mut out = obj.clone();
-    let slot = out.pointer_mut(parent).and_then(Value::as_object_mut).ok_or_else(|| format!("{parent} is not an object"))?;
+    let slot =
+        out.pointer_mut(parent).and_then(Value::as_object_mut).ok_or_else(|| format!("{parent} is not an object"))?;
     slot.insert(field.to_string(), json!(replicas));
     Ok(out)
 }
@@ -156,7 +162,9 @@ fn pod_template_workload(op: Operation, args: &Args<'_>) -> Option<Result<Outcom
                 let _ = r;
                 replica_outcome(op, replicas_at(op, obj, "/spec/replicas", 0)?, template)
             }
-            ReviseReplica => set_at(obj, "/spec", "replicas", args.replicas).map(Outcome::Revised).map_err(|e| arg_error(op, e)),
+            ReviseReplica => {
+                set_at(obj, "/spec", "replicas", args.replicas).map(Outcome::Revised).map_err(|e| arg_error(op, e))
+            }
             InterpretDependency => {
                 let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
                 let list = template.get("spec").map(crate::model::deps::pod_dependencies).unwrap_or_default();
@@ -186,7 +194,9 @@ fn argo_workflow(op: Operation, args: &Args<'_>) -> Option<Result<Outcome, Inter
                 let template = json!({"spec": Value::Object(pod)});
                 replica_outcome(op, replicas_at(op, obj, "/spec/parallelism", 1)?, &template)
             }
-            ReviseReplica => set_at(obj, "/spec", "parallelism", args.replicas).map(Outcome::Revised).map_err(|e| arg_error(op, e)),
+            ReviseReplica => {
+                set_at(obj, "/spec", "parallelism", args.replicas).map(Outcome::Revised).map_err(|e| arg_error(op, e))
+            }
             InterpretDependency => {
                 // Only the workflow-level pod fields (templates are not read).
                 let mut pod = serde_json::Map::new();

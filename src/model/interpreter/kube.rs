@@ -100,7 +100,8 @@ fn quantity_arg(v: &LuaValue, n: usize, function: &str) -> mlua::Result<Option<(
         LuaValue::Nil => Ok(None),
         LuaValue::String(s) => {
             let text = s.to_string_lossy();
-            let milli = parse_milli(&text).map_err(|e| mlua::Error::runtime(format!("{function}: argument #{n}: {e}")))?;
+            let milli =
+                parse_milli(&text).map_err(|e| mlua::Error::runtime(format!("{function}: argument #{n}: {e}")))?;
             Ok(Some((milli, text.trim_end().ends_with('i'))))
         }
         LuaValue::Integer(i) => Ok(Some((i.saturating_mul(1000), false))),
@@ -230,13 +231,16 @@ mod tests {
             {"name": "a", "resources": {"requests": {"cpu": "250m"}}, "envFrom": [{"secretRef": {"name": "s"}}]}]}});
         let out = super::super::lua::call(script, "t", "F", &[super::super::lua::LuaArg::Json(&t)], 0).expect("runs");
         use super::super::lua::LuaOut::*;
-        assert_eq!(out, vec![
-            String("250m".into()),
-            String("2Gi".into()),
-            String("1500m".into()),
-            Number(2.048),
-            Number(1.0),
-            String("ns".into())
-        ]);
+        assert_eq!(
+            out,
+            vec![
+                String("250m".into()),
+                String("2Gi".into()),
+                String("1500m".into()),
+                Number(2.048),
+                Number(1.0),
+                String("ns".into())
+            ]
+        );
     }
 }

@@ -211,10 +211,13 @@ impl Vm {
         let os = lua.create_table()?;
         {
             let now = now_ms.clone();
-            os.set("date", lua.create_function(move |lua, (format, time): (Option<String>, Option<f64>)| {
-                let secs = time.map(|t| t as i64).unwrap_or((now.get() / 1000) as i64);
-                os_date(lua, format.as_deref().unwrap_or("%c"), secs)
-            })?)?;
+            os.set(
+                "date",
+                lua.create_function(move |lua, (format, time): (Option<String>, Option<f64>)| {
+                    let secs = time.map(|t| t as i64).unwrap_or((now.get() / 1000) as i64);
+                    os_date(lua, format.as_deref().unwrap_or("%c"), secs)
+                })?,
+            )?;
             let now = now_ms.clone();
             os.set("time", lua.create_function(move |_, ()| Ok((now.get() / 1000) as f64))?)?;
         }
@@ -452,7 +455,9 @@ fn table_to_json(t: &Table, depth: usize) -> Result<Value, LuaFailure> {
             }
             LuaValue::Integer(i) => ints.push((i, v)),
             LuaValue::Number(n) if n.fract() == 0.0 && n.is_finite() => ints.push((n as i64, v)),
-            other => return Err(LuaFailure::Convert(format!("a table key of type {} cannot be encoded", other.type_name()))),
+            other => {
+                return Err(LuaFailure::Convert(format!("a table key of type {} cannot be encoded", other.type_name())));
+            }
         }
     }
     match (ints.is_empty(), strs.is_empty()) {
@@ -571,17 +576,19 @@ mod tests {
             let e = run(script, "F", &[]).expect_err(script);
             assert!(e.to_string().contains(needle), "{script}: {e}");
         }
-        assert_eq!(run("function F() return os.date('!%Y-%m-%dT%H:%M:%SZ') end", "F", &[]).expect("date"), vec![
-            LuaOut::String("2023-11-14T22:13:20Z".into())
-        ]);
+        assert_eq!(
+            run("function F() return os.date('!%Y-%m-%dT%H:%M:%SZ') end", "F", &[]).expect("date"),
+            vec![LuaOut::String("2023-11-14T22:13:20Z".into())]
+        );
     }
 
     #[test]
     fn budgets_stop_runaway_scripts() {
         let e = run("function F() while true do end end", "F", &[]).expect_err("loop");
         assert!(matches!(e, LuaFailure::Budget(_)), "{e}");
-        let e = run("function F() local t = {} local i = 0 while true do i = i + 1 t[i] = {i, i, i, i} end end", "F", &[])
-            .expect_err("alloc");
+        let e =
+            run("function F() local t = {} local i = 0 while true do i = i + 1 t[i] = {i, i, i, i} end end", "F", &[])
+                .expect_err("alloc");
         assert!(matches!(e, LuaFailure::Budget(_)), "{e}");
         let e = run("function F() return string.rep('x', 1000000000) end", "F", &[]).expect_err("rep");
         assert!(matches!(e, LuaFailure::Budget(_)), "{e}");

@@ -105,9 +105,7 @@ impl Operation {
 
     /// By operation name or customization field, case-insensitively.
     pub fn parse(text: &str) -> Option<Operation> {
-        Operation::ALL
-            .into_iter()
-            .find(|o| o.name().eq_ignore_ascii_case(text) || o.field().eq_ignore_ascii_case(text))
+        Operation::ALL.into_iter().find(|o| o.name().eq_ignore_ascii_case(text) || o.field().eq_ignore_ascii_case(text))
     }
 }
 
@@ -174,7 +172,8 @@ pub fn parse_customization(doc: &Value, source: &str) -> Result<Customization, I
     {
         return Err(invalid("kind", "expected config.karmada.io/v1alpha1 ResourceInterpreterCustomization"));
     }
-    let name = doc.pointer("/metadata/name").and_then(Value::as_str).ok_or_else(|| invalid("metadata.name", "missing"))?;
+    let name =
+        doc.pointer("/metadata/name").and_then(Value::as_str).ok_or_else(|| invalid("metadata.name", "missing"))?;
     let api_version = doc
         .pointer("/spec/target/apiVersion")
         .and_then(Value::as_str)
@@ -304,7 +303,8 @@ fn run_uncached(script: &str, chunk: &str, op: Operation, args: &Args<'_>) -> Re
             vec![json(args.desired), json(items_value.as_ref())]
         }
     };
-    let out = lua::call(script, chunk, op.function(), &call_args, args.now_ms).map_err(|e: LuaFailure| e.to_string())?;
+    let out =
+        lua::call(script, chunk, op.function(), &call_args, args.now_ms).map_err(|e: LuaFailure| e.to_string())?;
     results::decode(op, out, args).map_err(|e| format!("script result cannot be used: {e}"))
 }
 

@@ -43,7 +43,11 @@ pub struct Component {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Outcome {
     /// InterpretReplica: replicas and per-replica requirements (also as the script gave them).
-    Replica { replicas: i32, requires: Option<ReplicaRequirements>, requires_json: Option<Value> },
+    Replica {
+        replicas: i32,
+        requires: Option<ReplicaRequirements>,
+        requires_json: Option<Value>,
+    },
     Revised(Value),
     Retained(Value),
     AggregatedStatus(Value),
@@ -231,7 +235,10 @@ pub fn dependencies_from_json(v: &Value) -> Result<Vec<DependencyRef>, String> {
             kind: text(m, "kind").map_err(at)?,
             namespace: text(m, "namespace").map_err(at)?,
             name: text(m, "name").map_err(at)?,
-            label_selector: m.get("labelSelector").filter(|s| !s.is_null() && !empty_object_like(s)).map(|s| s.to_string()),
+            label_selector: m
+                .get("labelSelector")
+                .filter(|s| !s.is_null() && !empty_object_like(s))
+                .map(|s| s.to_string()),
         });
     }
     Ok(out.into_iter().collect())
@@ -254,10 +261,16 @@ pub fn components_from_json(v: &Value) -> Result<Vec<Component>, String> {
         };
         let requirements = match m.get("replicaRequirements") {
             None | Some(Value::Null) => None,
-            Some(r) => Some(requirements_from_json(r).map_err(|e| format!("components[{i}].replicaRequirements: {e}"))?)
-                .filter(|r| *r != ReplicaRequirements::default()),
+            Some(r) => {
+                Some(requirements_from_json(r).map_err(|e| format!("components[{i}].replicaRequirements: {e}"))?)
+                    .filter(|r| *r != ReplicaRequirements::default())
+            }
         };
-        out.push(Component { name: text(m, "name").map_err(|e| format!("components[{i}].{e}"))?, replicas, requirements });
+        out.push(Component {
+            name: text(m, "name").map_err(|e| format!("components[{i}].{e}"))?,
+            replicas,
+            requirements,
+        });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
@@ -309,12 +322,7 @@ fn visit_child(child: &Value, path: &mut Vec<String>, slices: &mut BTreeSet<Stri
 
 fn repair(v: Value, path: &mut Vec<String>, slices: &BTreeSet<String>, structs: &BTreeSet<String>) -> Value {
     // Returns None for a field to delete.
-    fn child(
-        c: Value,
-        path: &mut Vec<String>,
-        slices: &BTreeSet<String>,
-        structs: &BTreeSet<String>,
-    ) -> Option<Value> {
+    fn child(c: Value, path: &mut Vec<String>, slices: &BTreeSet<String>, structs: &BTreeSet<String>) -> Option<Value> {
         match c {
             Value::Array(a) if a.is_empty() => {
                 let p = path.join(".");
@@ -348,7 +356,11 @@ fn repair(v: Value, path: &mut Vec<String>, slices: &BTreeSet<String>, structs: 
                 a.into_iter()
                     .map(|c| {
                         let was_empty = matches!(&c, Value::Array(x) if x.is_empty());
-                        child(c, path, slices, structs).unwrap_or(if was_empty { Value::Array(Vec::new()) } else { Value::Null })
+                        child(c, path, slices, structs).unwrap_or(if was_empty {
+                            Value::Array(Vec::new())
+                        } else {
+                            Value::Null
+                        })
                     })
                     .collect(),
             )
@@ -474,10 +486,7 @@ mod tests {
     fn empty_tables_follow_the_references() {
         let reference = json!({"spec": {"a": {}, "b": [], "list": [{"c": {}}]}});
         let got = json!({"spec": {"a": [], "b": [], "x": [], "list": [{"c": []}]}});
-        assert_eq!(
-            fix_empty(got, &[reference], true),
-            json!({"spec": {"a": {}, "b": [], "list": [{"c": {}}]}})
-        );
+        assert_eq!(fix_empty(got, &[reference], true), json!({"spec": {"a": {}, "b": [], "list": [{"c": {}}]}}));
         assert_eq!(fix_empty(json!([]), &[], true), json!({}));
     }
 
