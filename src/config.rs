@@ -601,6 +601,26 @@ context = "admin@member1"
     }
 
     #[test]
+    fn interpreter_section_resolves_dirs_and_loads_customizations() {
+        let c = parse("[interpreter]\ndirs = [\"custom\"]\nbuiltins = false\n").expect("valid");
+        assert_eq!(c.interpreter.dirs, vec![PathBuf::from("/etc/fedsched/custom")]);
+        assert!(!c.interpreter.builtins);
+        assert!(parse("").expect("valid").interpreter.builtins);
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(dir.path().join("a/testdata")).expect("mkdir");
+        let ric = "apiVersion: config.karmada.io/v1alpha1\nkind: ResourceInterpreterCustomization\nmetadata: {name: c}\nspec:\n  target: {apiVersion: x.io/v1, kind: X}\n  customizations:\n    replicaResource: {luaScript: 'function GetReplicas(o) return 1 end'}\n";
+        std::fs::write(dir.path().join("a/customizations.yaml"), ric).expect("write");
+        std::fs::write(dir.path().join("a/testdata/t.yaml"), "not: [a customization").expect("write");
+        let section = InterpreterSection { dirs: vec![dir.path().to_path_buf()], builtins: true };
+        let found = section.load().expect("loads, testdata skipped");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].kind, "X");
+        std::fs::write(dir.path().join("a/bad.yml"), ric.replace("return 1 end", "return end end")).expect("write");
+        let e = section.load().expect_err("bad script").to_string();
+        assert!(e.contains("bad.yml") && e.contains("luaScript"), "{e}");
+    }
+
+    #[test]
     fn unknown_key_is_named() {
         let e = parse("[reconcile]\nintervall = \"5m\"\n").expect_err("invalid").to_string();
         assert!(e.contains("intervall"), "{e}");

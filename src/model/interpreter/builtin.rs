@@ -10,12 +10,17 @@
 //! | `argoproj.io/v1alpha1 Workflow` | InterpretReplica, ReviseReplica, InterpretDependency |
 //! | `helm.toolkit.fluxcd.io/v2beta1 HelmRelease` | InterpretDependency |
 //! | `kustomize.toolkit.fluxcd.io/v1 Kustomization` | InterpretDependency |
+//! | `flink.apache.org/v1beta1 FlinkDeployment` | InterpretComponent |
+//! | `batch.volcano.sh/v1alpha1 Job` | InterpretComponent |
+//!
+//! Health, status and retention are not built in: fedsched does not observe member status yet
+//! (a customization script for them still runs in `fedsched interpret`).
 
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::results::{DependencyRef, Outcome, requirements_from_json};
+use super::results::{DependencyRef, Outcome, components_from_json, requirements_from_json};
 use super::{Args, InterpreterError, Operation, kube};
 
 /// One built-in interpreter.
@@ -72,6 +77,20 @@ pub static BUILTINS: &[Builtin] = &[
         kind: "Kustomization",
         operations: &[InterpretDependency],
         run: flux_kustomization,
+    },
+    Builtin {
+        name: "flink-deployment",
+        api_version: "flink.apache.org/v1beta1",
+        kind: "FlinkDeployment",
+        operations: &[InterpretComponent],
+        run: flink_deployment,
+    },
+    Builtin {
+        name: "volcano-job",
+        api_version: "batch.volcano.sh/v1alpha1",
+        kind: "Job",
+        operations: &[InterpretComponent],
+        run: volcano_job,
     },
 ];
 
@@ -270,4 +289,95 @@ fn flux_kustomization(op: Operation, args: &Args<'_>) -> Option<Result<Outcome, 
         Ok(deps(list, &namespace(obj)))
     };
     (op == InterpretDependency).then(run)
+}
+
+/// A number, or a string holding one (Lua's `tonumber`); None otherwise.
+fn number(v: Option<&Value>) -> Option<f64> {
+    match v? {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    }
+}
+
+fn components(op: Operation, list: Vec<Value>) -> Result<Outcome, InterpreterError> {
+    components_from_json(&Value::Array(list)).map(Outcome::Components).map_err(|e| arg_error(op, e))
+}
+
+/// FlinkDeployment: a `jobmanager` (`spec.jobManager.replicas`, default 1) and a `taskmanager`
+/// (`spec.taskManager.replicas`, else ⌈`job.parallelism` / `taskmanager.numberOfTaskSlots`⌉,
+/// else 1), each requesting its `resource.cpu` / `resource.memory`, with the node selector,
+/// tolerations and priority class of `spec.podTemplate`.
+fn flink_deployment(op: Operation, args: &Args<'_>) -> Option<Result<Outcome, InterpreterError>> {
+    let run = || -> Result<Outcome, InterpreterError> {
+        let obj = args.desired.or(args.observed).ok_or_else(|| arg_error(op, "needs an object"))?;
+        let pod = obj.pointer("/spec/podTemplate/spec");
+        let requires = |manager: &str| -> Value {
+            let mut request = serde_json::Map::new();
+            for r in ["cpu", "memory"] {
+                if let Some(q) = obj.pointer(&format!("/spec/{manager}/resource/{r}")).filter(|q| !q.is_null()) {
+                    request.insert(r.into(), q.clone());
+                }
+            }
+            let mut out = serde_json::Map::new();
+            out.insert("resourceRequest".into(), Value::Object(request));
+            if let Some(pod) = pod {
+                let mut claim = serde_json::Map::new();
+                for f in ["nodeSelector", "tolerations"] {
+                    if let Some(v) = pod.get(f).filter(|v| !v.is_null()) {
+                        claim.insert(f.into(), v.clone());
+                    }
+                }
+                if !claim.is_empty() {
+                    out.insert("nodeClaim".into(), Value::Object(claim));
+                }
+                if let Some(p) = pod.get("priorityClassName").and_then(Value::as_str).filter(|p| !p.is_empty()) {
+                    out.insert("priorityClassName".into(), json!(p));
+                }
+            }
+            Value::Object(out)
+        };
+        let jm = number(obj.pointer("/spec/jobManager/replicas")).unwrap_or(1.0);
+        let tm = match number(obj.pointer("/spec/taskManager/replicas")) {
+            Some(n) => n,
+            None => {
+                let parallelism = number(obj.pointer("/spec/job/parallelism"));
+                let slots = number(obj.pointer("/spec/flinkConfiguration").and_then(|c| c.get("taskmanager.numberOfTaskSlots")));
+                match (parallelism, slots) {
+                    (Some(p), Some(s)) if s != 0.0 => (p / s).ceil(),
+                    _ => 1.0,
+                }
+            }
+        };
+        components(op, vec![
+            json!({"name": "jobmanager", "replicas": super::lua::number_to_json(jm).map_err(|e| arg_error(op, e.to_string()))?, "replicaRequirements": requires("jobManager")}),
+            json!({"name": "taskmanager", "replicas": super::lua::number_to_json(tm).map_err(|e| arg_error(op, e.to_string()))?, "replicaRequirements": requires("taskManager")}),
+        ])
+    };
+    (op == InterpretComponent).then(run)
+}
+
+/// Volcano Job: one component per `spec.tasks[]` (named by the task, else `task-<index>`),
+/// `minAvailable` replicas (default 1), each requesting what its pod template does.
+fn volcano_job(op: Operation, args: &Args<'_>) -> Option<Result<Outcome, InterpreterError>> {
+    let run = || -> Result<Outcome, InterpreterError> {
+        let obj = args.desired.or(args.observed).ok_or_else(|| arg_error(op, "needs an object"))?;
+        let mut list = Vec::new();
+        for (i, task) in obj.pointer("/spec/tasks").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let replicas = number(task.get("minAvailable")).unwrap_or(1.0);
+            let template = task.get("template").cloned().unwrap_or(Value::Null);
+            let requires = kube::requirements_json(&template).map_err(|e| arg_error(op, e))?;
+            let name = task.get("name").and_then(Value::as_str).filter(|n| !n.is_empty());
+            let mut c = json!({
+                "name": name.map(str::to_string).unwrap_or_else(|| format!("task-{i}")),
+                "replicas": super::lua::number_to_json(replicas).map_err(|e| arg_error(op, e.to_string()))?,
+            });
+            if let Some(r) = requires {
+                c["replicaRequirements"] = r;
+            }
+            list.push(c);
+        }
+        components(op, list)
+    };
+    (op == InterpretComponent).then(run)
 }

@@ -212,9 +212,9 @@ mod tests {
         assert_eq!(format_quantity(1500, false), "1500m");
         assert_eq!(format_quantity(3000, false), "3");
         assert_eq!(format_quantity(3_000_000, false), "3k");
-        assert_eq!(format_quantity(1500_000, false), "1500");
+        assert_eq!(format_quantity(1_500_000, false), "1500");
         assert_eq!(format_quantity(3 * (1 << 30) * 1000, true), "3Gi");
-        assert_eq!(format_quantity(1000_000, true), "1k");
+        assert_eq!(format_quantity(1_000_000, true), "1k");
         assert_eq!(format_quantity(0, true), "0");
     }
 

@@ -469,3 +469,85 @@ impl Revision {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn custom(name: &str, replicas: u32) -> Customization {
+        let doc = json!({
+            "apiVersion": "config.karmada.io/v1alpha1",
+            "kind": "ResourceInterpreterCustomization",
+            "metadata": {"name": name},
+            "spec": {"target": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet"},
+                "customizations": {"replicaResource": {"luaScript": format!("function GetReplicas(o) return {replicas} end")}}}
+        });
+        parse_customization(&doc, name).expect("valid")
+    }
+
+    fn replicas(i: &Interpreters) -> Option<i32> {
+        let obj = json!({"spec": {"replicas": 7, "template": {}}});
+        let args = Args { desired: Some(&obj), ..Args::default() };
+        match i.run("apps.kruise.io/v1alpha1", "CloneSet", Operation::InterpretReplica, &args)? {
+            Ok(Outcome::Replica { replicas, .. }) => Some(replicas),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn precedence_repository_then_directories_then_builtins() {
+        let both = Interpreters::new(vec![custom("repo", 1)], vec![Arc::new(custom("dir", 2))]);
+        assert_eq!(replicas(&both), Some(1));
+        let dir = Interpreters::new(vec![], vec![Arc::new(custom("dir", 2))]);
+        assert_eq!(replicas(&dir), Some(2));
+        let none = Interpreters::new(vec![], vec![]);
+        assert_eq!(replicas(&none), Some(7), "the built-in CloneSet interpreter");
+        let mut off = Interpreters::new(vec![], vec![]);
+        off.builtins_off = true;
+        assert_eq!(replicas(&off), None);
+        // Within a layer, by name.
+        let two = Interpreters::new(vec![custom("b", 4), custom("a", 3)], vec![]);
+        assert_eq!(replicas(&two), Some(3));
+    }
+
+    #[test]
+    fn bad_customizations_name_the_field() {
+        let mut doc = json!({
+            "apiVersion": "config.karmada.io/v1alpha1",
+            "kind": "ResourceInterpreterCustomization",
+            "metadata": {"name": "x"},
+            "spec": {"target": {"apiVersion": "v1", "kind": "Pod"},
+                "customizations": {"replicaResource": {"luaScript": "function GetReplicas( end"}}}
+        });
+        let e = parse_customization(&doc, "f.yaml").expect_err("syntax");
+        assert!(e.to_string().contains("f.yaml: spec.customizations.replicaResource.luaScript"), "{e}");
+        doc["spec"]["customizations"] = json!({"bogus": {"luaScript": ""}});
+        let e = parse_customization(&doc, "f.yaml").expect_err("unknown");
+        assert!(e.to_string().contains("spec.customizations.bogus"), "{e}");
+        doc["spec"]["target"] = json!({});
+        assert!(parse_customization(&doc, "f.yaml").is_err());
+    }
+
+    #[test]
+    fn results_are_cached_by_content() {
+        let c = custom("cached", 5);
+        let obj = json!({"metadata": {"name": "unique-for-the-cache-test"}});
+        let args = Args { desired: Some(&obj), ..Args::default() };
+        let key = cache_key(c.script(Operation::InterpretReplica).expect("script"), Operation::InterpretReplica, &args)
+            .expect("key");
+        assert!(cache_get(key).is_none());
+        run(&c, Operation::InterpretReplica, &args).expect("runs");
+        assert!(cache_get(key).is_some(), "an unchanged object is not interpreted again");
+    }
+
+    #[test]
+    fn a_failing_script_names_customization_and_operation() {
+        let mut c = custom("broken", 1);
+        c.scripts.insert(Operation::InterpretReplica, Arc::from("function GetReplicas(o) return o.spec.missing.x end"));
+        let obj = json!({"spec": {}});
+        let e = run(&c, Operation::InterpretReplica, &Args { desired: Some(&obj), ..Args::default() }).expect_err("fails");
+        let text = e.to_string();
+        assert!(text.contains("broken") && text.contains("InterpretReplica") && text.contains("missing"), "{text}");
+    }
+}
