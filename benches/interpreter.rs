@@ -50,7 +50,11 @@ fn main() {
     let objects: Vec<Value> = (0..n).map(object).collect();
     let scripted = Interpreters::new(
         Vec::new(),
-        parse_customizations(CUSTOMIZATION, "bench").unwrap_or_else(|e| panic!("{e}")).into_iter().map(Arc::new).collect(),
+        parse_customizations(CUSTOMIZATION, "bench")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .map(Arc::new)
+            .collect(),
     );
     let builtin = Interpreters::new(Vec::new(), Vec::new());
     let cold = pass(&scripted, &objects);

@@ -192,6 +192,12 @@ pub struct HttpSection {
     /// `/healthz` answers 503 when the loop has not turned for this long.
     #[serde(deserialize_with = "duration")]
     pub heartbeat_timeout: Duration,
+    /// Connections served at once; one accepted beyond it is closed at once.
+    pub max_connections: usize,
+    /// A connection that takes longer to send a request's headers, or idles longer between
+    /// requests, is closed.
+    #[serde(deserialize_with = "duration")]
+    pub header_timeout: Duration,
 }
 
 impl Default for HttpSection {
@@ -201,6 +207,8 @@ impl Default for HttpSection {
             token_file: None,
             metrics_require_token: false,
             heartbeat_timeout: Duration::from_secs(60),
+            max_connections: 256,
+            header_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -322,6 +330,25 @@ impl ModelSection {
     }
 }
 
+/// `[policy]`: how the policy repository is walked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicySection {
+    /// Symbolic links followed: `"inside"` (those that resolve inside the repository, the
+    /// default) or `"never"`.
+    pub follow_symlinks: crate::policy::load::Symlinks,
+    /// Globs of repository paths not read (`*`, `?`, `**`; a glob without `/` matches a name at
+    /// any depth); `.fedschedignore` at the repository's root adds more.
+    pub ignore: Vec<String>,
+}
+
+impl PolicySection {
+    /// The walk options of this section.
+    pub fn walk_options(&self) -> crate::policy::load::WalkOptions {
+        crate::policy::load::WalkOptions { symlinks: self.follow_symlinks, ignore: self.ignore.clone() }
+    }
+}
+
 /// The whole configuration file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -359,6 +386,9 @@ pub struct Config {
     /// Karmada resource interpreter customizations beyond the repository's.
     #[serde(default)]
     pub interpreter: InterpreterSection,
+    /// How the policy repository is walked.
+    #[serde(default)]
+    pub policy: PolicySection,
 }
 
 /// `[interpreter]`: where else `ResourceInterpreterCustomization`s come from.

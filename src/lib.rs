@@ -1,29 +1,28 @@
 //! fedsched: a multi-cluster Kubernetes scheduler with Karmada's policy semantics that writes
 //! rendered per-cluster manifests for GitOps tools.
 //!
-//! # Layout (the data flow, in order)
+//! # Layout (the floor plan; ARCHITECTURE.md has the rules `tests/it/architecture.rs` checks)
 //!
+//! - [`util`]: the ground floor: stable hashes, the clock, percent-encoding. Imports nothing.
 //! - [`policy`]: the policy repository: Karmada API types, loading, validation, defaults,
 //!   which policy claims which template.
-//! - [`members`]: where cluster state comes from (poll): the offline form reads a Cluster
-//!   object's own status; the live poller lists Nodes and Pods from the members' APIs.
 //! - [`model`]: the resource model: quantities, resource lists, cluster snapshots, workloads
 //!   and their requirements, replica estimators.
 //! - [`schedule`]: filter and score plugins, cluster selection and replica assignment.
-//! - [`render`]: per-cluster manifests: replica revision, pruning, provenance, safe YAML.
-//! - [`publish`]: the output directory: atomic writes, kustomization files, pruning.
+//! - [`render`]: the text of every output file: manifests (replica revision, overrides,
+//!   pruning, provenance, safe YAML), the header, `kustomization.yaml`, `placements.json`.
+//! - [`members`]: where cluster state comes from (poll): the offline form reads a Cluster
+//!   object's own status; the live poller lists and watches Nodes and Pods.
 //! - [`store`]: sled: versioned snapshots, placements, history, content-addressed inputs.
-//! - [`reconcile`]: one pass through the whole flow; used by `render` and by the daemon.
-//! - [`daemon`]: the long-running loop: watches, timers, signals, systemd notification.
-//! - [`explain`]: answers "why did this workload go there" from the store and the policies.
-//! - [`report`]: the JSON documents shared by the CLI, the HTTP API and the output summary.
-//! - [`resources`]: capacity, allocated and free per group of clusters (`fedsched resources`).
-//! - [`status`], [`metrics`], [`api`]: what the running daemon shows: its in-memory status,
-//!   Prometheus metrics, and the HTTP listener (health, readiness, metrics, JSON API).
-//! - [`simulate`]: simulated member clusters that speak the Kubernetes API (and apply the
-//!   output like a GitOps agent), for the demo, the tests and the benchmarks.
-//! - [`bench`]: `fedsched bench` (issue 8's scenarios at fleet scale) and the timing helper of
-//!   the micro-benchmarks.
+//! - [`publish`]: the output directory: atomic writes, pruning, the mass-deletion guard, git.
+//! - [`reconcile`]: one pass through the whole flow, one module per stage; used by `render`
+//!   and by the daemon.
+//! - [`daemon`]: the long-running loop, driven by a stream of controls and a clock.
+//! - [`views`]: the read side (explain, history, snapshots, resources, status), one
+//!   implementation for the CLI and the API.
+//! - [`metrics`], [`api`]: what the running daemon shows: Prometheus metrics and the HTTP
+//!   listener (health, readiness, metrics, JSON API).
+//! - [`testbed`]: simulated member clusters and `fedsched bench`; not part of the product.
 //! - [`config`], [`telemetry`], [`cli`]: the edges.
 
 pub mod api;

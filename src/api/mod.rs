@@ -20,6 +20,10 @@
 //! metrics from the daemon's `Arc` of them, the wall clock from the daemon's clock. With
 //! `http.token_file`, `/api/v1/…` (and `/metrics` if `http.metrics_require_token`) need
 //! `Authorization: Bearer <token>`, compared in constant time; the token is never logged.
+//!
+//! The listener is our own accept loop over hyper's HTTP/1.1 connections ([`Limits`]): a
+//! bounded number of connections, slow headers and idle keep-alive connections closed after
+//! `http.header_timeout`, accept errors (out of file descriptors) survived.
 
 pub mod client;
 
@@ -146,21 +150,104 @@ impl Server {
     }
 }
 
-/// Binds `addr` and serves the API on the current runtime.
+/// Bounds of the listener (`[http] max_connections`, `[http] header_timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections served at once; a connection accepted beyond it is closed at once.
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's headers, and how long a kept-alive
+    /// connection may stay idle between requests; it is closed then.
+    pub header_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_connections: 256, header_timeout: Duration::from_secs(10) }
+    }
+}
+
+impl Limits {
+    /// The limits of the `[http]` section.
+    pub fn from_config(http: &crate::config::HttpSection) -> Self {
+        Limits { max_connections: http.max_connections.max(1), header_timeout: http.header_timeout }
+    }
+}
+
+/// Binds `addr` and serves the API on the current runtime, with the default [`Limits`].
 pub async fn start(addr: SocketAddr, state: ApiState) -> Result<Server, ApiError> {
+    start_with(addr, state, Limits::default()).await
+}
+
+/// Binds `addr` and serves the API on the current runtime within `limits`: at most
+/// `max_connections` connections (one over it is accepted and closed, so it holds no file
+/// descriptor), each closed when its request headers take longer than `header_timeout` or
+/// it idles that long between requests. An accept error (out of file descriptors) is logged
+/// and retried after a pause, never ends the listener.
+pub async fn start_with(addr: SocketAddr, state: ApiState, limits: Limits) -> Result<Server, ApiError> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ApiError::Bind { addr, source })?;
     let bound = listener.local_addr().map_err(|source| ApiError::Bind { addr, source })?;
     let (stop, stopped) = oneshot::channel::<()>();
     let app = router(state);
-    let task = tokio::spawn(async move {
-        let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-            let _ = stopped.await;
-        });
-        if let Err(error) = serve.await {
-            tracing::error!(%error, "HTTP listener failed");
-        }
-    });
+    let task = tokio::spawn(accept_loop(listener, app, limits, stopped));
     Ok(Server { addr: bound, stop, task })
+}
+
+/// Accepts until `stopped`, then lets the connections finish their request in flight.
+async fn accept_loop(listener: tokio::net::TcpListener, app: Router, limits: Limits, stopped: oneshot::Receiver<()>) {
+    let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let (closing, closing_rx) = watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    tokio::pin!(stopped);
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut stopped => break,
+            accepted = listener.accept() => accepted,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                tracing::warn!(%error, "HTTP listener: cannot accept a connection; pausing");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            tracing::debug!(max = limits.max_connections, "HTTP listener: too many connections; closing a new one");
+            drop(stream);
+            continue;
+        };
+        connections.spawn(serve_connection(stream, app.clone(), limits, closing_rx.clone(), permit));
+    }
+    let _ = closing.send(true);
+    while connections.join_next().await.is_some() {}
+}
+
+/// Serves one connection (HTTP/1.1) until the client closes it, a timeout closes it, or the
+/// listener stops (after the request in flight).
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    app: Router,
+    limits: Limits,
+    mut closing: watch::Receiver<bool>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let service = hyper_util::service::TowerToHyperService::new(app);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout).keep_alive(true);
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    let result = tokio::select! {
+        r = conn.as_mut() => r,
+        () = async { drop(closing.wait_for(|c| *c).await) } => {
+            conn.as_mut().graceful_shutdown();
+            conn.as_mut().await
+        }
+    };
+    if let Err(error) = result {
+        tracing::debug!(%error, "HTTP connection ended with an error");
+    }
 }
 
 /// The routes (public for tests that drive the router without a socket).

@@ -1,11 +1,16 @@
 //! The command line: parses arguments (clap), sets up logging, runs a command and maps the
-//! result to an exit code. Exit codes: 0 success; 1 invalid input (policy repository or
-//! arguments); 2 operational failure (store locked, I/O).
+//! result to an exit code ([`exit`]): 0 success; 1 invalid input (policy repository,
+//! configuration, an unknown workload or cluster); 2 operational failure (store locked, I/O,
+//! a member or daemon unreachable); 64 usage error (unknown flag or subcommand, bad value).
+//! `fedsched completion SHELL` prints a shell completion script (clap_complete);
+//! `--version` names the commit (`build.rs`).
 //!
 //! `explain`, `history` and `snapshots` read the store; while a daemon holds it (sled is
 //! single-process) they ask the daemon's HTTP API instead (`--server URL`, or found through
 //! `<state>/http.addr` / `[http] listen`). Both paths print the same documents
 //! ([`crate::views::report`], [`crate::views::explain`]).
+
+mod check;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,9 +27,24 @@ use crate::store::{Store, StoreError};
 use crate::views::explain::{self, WorkloadRef};
 use crate::views::report;
 
+/// `fedsched --version`: the crate version and the commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("FEDSCHED_COMMIT"), ")");
+
+/// The exit codes of every command.
+pub mod exit {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// Invalid input: the policy repository, the configuration, an unknown workload or cluster.
+    pub const INVALID: u8 = 1;
+    /// Operational failure: store locked or unreadable, I/O, the daemon unreachable.
+    pub const FAILURE: u8 = 2;
+    /// Usage error: unknown flag or subcommand, a bad or missing argument (sysexits' EX_USAGE).
+    pub const USAGE: u8 = 64;
+}
+
 /// fedsched: Karmada-compatible multi-cluster scheduling that writes GitOps output.
 #[derive(Debug, Parser)]
-#[command(name = "fedsched", version, about, long_about = None)]
+#[command(name = "fedsched", version = VERSION, about, long_about = None)]
 pub struct Cli {
     /// Configuration file (TOML).
     #[arg(long, short = 'c', global = true, env = "FEDSCHED_CONFIG")]
@@ -158,6 +178,11 @@ pub enum Command {
         server: ServerArgs,
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: OutputFormat,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completion {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
 }
 
@@ -325,17 +350,29 @@ struct Failure {
 
 impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(e: E) -> Self {
-        Failure { code: 2, error: e.into() }
+        Failure { code: exit::FAILURE, error: e.into() }
     }
 }
 
 fn invalid(error: anyhow::Error) -> Failure {
-    Failure { code: 1, error }
+    Failure { code: exit::INVALID, error }
 }
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with 0; usage errors to stderr with [`exit::USAGE`].
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { exit::USAGE } else { exit::OK });
+        }
+    };
+    if let Command::Completion { shell } = &cli.command {
+        use clap::CommandFactory;
+        clap_complete::generate(*shell, &mut Cli::command(), "fedsched", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
     match run(cli) {
         Ok(code) => code,
         Err(f) => {
@@ -369,6 +406,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Render { dirs, allow_mass_delete } => render(&cfg, dirs, *allow_mass_delete),
+        Command::Completion { .. } => Ok(ExitCode::SUCCESS),
         Command::Simulate(args) => simulate(args),
         Command::Bench(args) => bench(args),
         Command::Interpret(args) => interpret::interpret(args),
@@ -377,49 +415,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 .clone()
                 .or_else(|| cfg.policy_dir.clone())
                 .ok_or_else(|| missing("policy_dir", "--policies"))?;
-            let settings = reconcile::Settings::from_config(&cfg, false).map_err(|e| invalid(e.into()))?;
-            match reconcile::load_inputs_for(&dir, &settings) {
-                Ok(inputs) => {
-                    let s = &inputs.set;
-                    println!(
-                        "{}: ok: {} templates, {} PropagationPolicies, {} ClusterPropagationPolicies, {} OverridePolicies, {} ClusterOverridePolicies, {} clusters",
-                        dir.display(),
-                        s.templates.len(),
-                        s.propagation_policies.len(),
-                        s.cluster_propagation_policies.len(),
-                        s.override_policies.len(),
-                        s.cluster_override_policies.len(),
-                        s.clusters.len()
-                    );
-                    for w in crate::policy::validate::warnings(s) {
-                        eprintln!("warning: {w}");
-                    }
-                    // Conflict report (from scratch: check reads no store, so it cannot know
-                    // which policy claimed a template first).
-                    for t in &s.templates {
-                        if let Some(c) = crate::policy::matching::claim(s, t) {
-                            for sh in &c.shadowed {
-                                println!(
-                                    "{}: {} is claimed by {}; {} is shadowed for it: {}",
-                                    t.source,
-                                    t.key,
-                                    c.policy,
-                                    sh,
-                                    crate::policy::matching::shadow_reason(s, t, &c, sh)
-                                );
-                            }
-                        }
-                    }
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(errors) => {
-                    for e in &errors {
-                        println!("{e}");
-                    }
-                    eprintln!("fedsched: {} error(s) in {}", errors.len(), dir.display());
-                    Ok(ExitCode::from(1))
-                }
-            }
+            check::check(&cfg, &dir)
         }
         Command::Explain { dirs, workload, output, server } => {
             let doc = match open_source(&cfg, dirs, server)? {
@@ -440,6 +436,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 Source::Server(api) => api.get(&workload_path(workload, "history"))?,
                 Source::Store(store) => report::history_json(&store, &report::history_for(&store, workload)?)?,
             };
+            if doc.as_array().is_some_and(Vec::is_empty) {
+                let shown =
+                    format!("{}/{}/{}", workload.kind, workload.namespace.as_deref().unwrap_or(""), workload.name);
+                return Err(invalid(anyhow::anyhow!("unknown workload {shown}: no decision is recorded for it")));
+            }
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
                 OutputFormat::Text => print!("{}", report::history_text(&doc, workload)),
@@ -473,6 +474,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 }
                 Source::Store(store) => report::snapshots_json(cluster, &store.snapshot_versions(cluster)?),
             };
+            if doc["versions"].as_array().is_none_or(Vec::is_empty) {
+                return Err(invalid(anyhow::anyhow!("unknown cluster {cluster}: no snapshot of it is stored")));
+            }
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
                 OutputFormat::Text => print!("{}", report::snapshots_text(&doc)),
@@ -568,7 +572,7 @@ fn read_inputs(
         .or_else(|| cfg.policy_dir.clone())
         .ok_or_else(|| missing("policy_dir", "--policies"))?;
     let settings = reconcile::Settings::from_config(cfg, false).map_err(|e| invalid(e.into()))?;
-    let inputs = reconcile::load_inputs_for(&policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    let inputs = check::load(cfg, &policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
     Ok((inputs, settings.profiles))
 }
 
@@ -590,8 +594,10 @@ fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
 fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitCode, Failure> {
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
     let settings = reconcile::Settings::from_config(cfg, allow_mass_delete).map_err(|e| invalid(e.into()))?;
-    let mut inputs =
-        reconcile::load_inputs_for(&paths.policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    let mut inputs = check::load(cfg, &paths.policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    for n in &inputs.set.notes {
+        eprintln!("note: {n}");
+    }
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
     let reconciler = Reconciler::new(store, settings);
     // Live members: one poll round, then the pass.

@@ -630,7 +630,7 @@ async fn start_api(
         metrics: Arc::clone(metrics),
         clock: Arc::clone(clock),
     };
-    match crate::api::start(addr, state).await {
+    match crate::api::start_with(addr, state, crate::api::Limits::from_config(&cfg.http)).await {
         Ok(server) => {
             if let Err(error) = crate::api::write_addr_file(&paths.state_dir, server.addr) {
                 tracing::warn!(%error, "cannot write the HTTP address file");

@@ -180,6 +180,9 @@ pub struct PolicySet {
     /// Scope of custom resource kinds declared by CustomResourceDefinitions in the repository:
     /// (group, kind) → namespaced?
     pub crd_scopes: BTreeMap<(String, String), bool>,
+    /// What the walk skipped and why (links not followed, loops, Helm charts, kustomizations):
+    /// not errors; `check` and `render` print them.
+    pub notes: Vec<LoadError>,
 }
 
 impl PolicySet {

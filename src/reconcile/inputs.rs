@@ -193,9 +193,13 @@ pub fn load_inputs_timed(
 
 /// [`load_inputs_with`] with the profiles and the `[interpreter]` customizations of `settings`
 /// (what the CLI's one-shot commands use).
-pub fn load_inputs_for(policy_dir: &Path, settings: &super::Settings) -> Result<Inputs, Vec<LoadError>> {
+pub fn load_inputs_for(
+    policy_dir: &Path,
+    settings: &super::Settings,
+    cache: Option<&mut ParseCache>,
+) -> Result<Inputs, Vec<LoadError>> {
     let started = Instant::now();
-    let (set, errors) = load_repository_cached(policy_dir, None);
+    let (set, errors) = load_repository_cached(policy_dir, cache);
     let mut timings = PhaseTimings::default();
     build_inputs(set, errors, &settings.profiles, &settings.interpreter, &mut timings, started, None)
 }
@@ -293,6 +297,7 @@ impl Reconciler {
             g
         });
         let started = Instant::now();
+        cache.parse.set_options(&self.settings.walk);
         let (changed, io_errors) = cache.parse.refresh(policy_dir);
         if !changed
             && io_errors.is_empty()

@@ -17,6 +17,8 @@ pub struct Settings {
     pub publish: PublishSettings,
     /// Interpreter customizations of `[interpreter] dirs` and whether built-ins are used.
     pub interpreter: InterpreterSettings,
+    /// How the policy repository is walked (`[policy]`).
+    pub walk: crate::policy::load::WalkOptions,
 }
 
 /// What `[interpreter]` gives a pass: the directories' customizations, read once.
@@ -42,6 +44,7 @@ impl Settings {
                 directories: cfg.interpreter.load()?,
                 builtins: cfg.interpreter.builtins,
             },
+            walk: cfg.policy.walk_options(),
         })
     }
 
@@ -51,6 +54,7 @@ impl Settings {
             profiles: Profiles::builtin(),
             publish: PublishSettings::default(),
             interpreter: InterpreterSettings::default(),
+            walk: Default::default(),
         }
     }
 

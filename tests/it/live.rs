@@ -43,7 +43,7 @@ impl Sim {
         Sim { child, fleet: fleet.to_path_buf(), endpoints }
     }
 
-    fn meta(&self) -> PathBuf {
+    pub(crate) fn meta(&self) -> PathBuf {
         self.fleet.join(".simulator")
     }
 
@@ -56,7 +56,7 @@ impl Sim {
     }
 
     /// A request to the plain HTTP listener with the admin token; returns (status, body).
-    fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+    pub(crate) fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
         let admin = std::fs::read_to_string(self.meta().join("admin-token")).expect("admin token");
         self.http_as(method, path, body, &admin)
     }

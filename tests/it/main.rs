@@ -17,3 +17,4 @@ mod scoring;
 mod support;
 mod systemd;
 mod tools;
+mod unsafe_input;

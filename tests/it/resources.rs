@@ -86,7 +86,7 @@ fn offline_resources_constraints_and_heterogeneity() {
     let t = s.cmd("resources", &["-c", cfg, "--by", "provider"]);
     assert!(text(&t.stdout).contains("provider (none): 2 cluster(s) (amd, intel)"), "{}", text(&t.stdout));
     assert!(text(&t.stdout).contains("capacity 20 (22.0 normalised)"), "{}", text(&t.stdout));
-    assert_eq!(s.cmd("resources", &["--by", "rack"]).status.code(), Some(2), "clap rejects a bad --by");
+    assert_eq!(s.cmd("resources", &["--by", "rack"]).status.code(), Some(64), "clap rejects a bad --by: a usage error");
 
     // The reserve (25 % of 10 CPU ⇒ 8 − 2.5 = 5 replicas) and the per-workload cap (3) show.
     let v = json(&s.cmd("explain", &["Deployment/shop/web", "-o", "json"]));

@@ -1,6 +1,14 @@
 //! Reaching a member: the targets (`[clusters.<name>]` joined with the Cluster object), the
 //! kube client of each (kubeconfig, or `spec.apiEndpoint` + token file + CA), and how an
 //! endpoint is shown (never with user info).
+//!
+//! Every request carries `User-Agent: fedsched/<version>`. A bearer token file (`token_file`,
+//! or a kubeconfig's `tokenFile:`) is read by [`TokenFile`], not by kube: its content is
+//! trimmed of surrounding whitespace as client-go does (`echo TOKEN > file` writes a newline),
+//! and re-read at most once a minute (rotation). An X.509 v1 client certificate, which rustls
+//! cannot use, is named as such instead of as a bad private key.
+
+use std::path::PathBuf;
 
 use super::*;
 
@@ -56,6 +64,154 @@ pub(super) struct Built {
     /// list, so that the pooled connection and its large read buffer are let go).
     pub(super) config: kube::Config,
     pub(super) endpoint: String,
+    /// The bearer token file of the target, when it has one (added to every request).
+    pub(super) token: Option<Arc<TokenFile>>,
+}
+
+impl Built {
+    /// A fresh client with the same configuration (and token file) as `client`.
+    pub(super) fn rebuild(&self) -> Result<kube::Client, PollError> {
+        client_of(self.config.clone(), self.token.clone())
+    }
+}
+
+/// The `User-Agent` of every request to a member's API server.
+pub const USER_AGENT: &str = concat!("fedsched/", env!("CARGO_PKG_VERSION"));
+
+/// How long a token read from a file is used before the file is read again.
+const TOKEN_REREAD: Duration = Duration::from_secs(60);
+
+/// A bearer token file: read when the client is built, then again at most once a minute; its
+/// content trimmed of leading and trailing whitespace (client-go's rule). If a re-read fails or
+/// finds the file empty, the last token read is kept (the file may be gone on purpose).
+pub(super) struct TokenFile {
+    path: PathBuf,
+    /// (when read, the `Authorization` header value).
+    current: std::sync::Mutex<(Instant, http::HeaderValue)>,
+}
+
+impl std::fmt::Debug for TokenFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenFile").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl TokenFile {
+    /// Reads `path`; errors name the file, never its content.
+    pub(super) fn open(path: &Path) -> Result<TokenFile, PollError> {
+        let header = Self::read(path)?;
+        Ok(TokenFile { path: path.to_path_buf(), current: std::sync::Mutex::new((Instant::now(), header)) })
+    }
+
+    fn read(path: &Path) -> Result<http::HeaderValue, PollError> {
+        let access = |m: String| PollError::Access(m);
+        let text = std::fs::read_to_string(path).map_err(|e| access(format!("token file {}: {e}", path.display())))?;
+        let token = text.trim();
+        if token.is_empty() {
+            return Err(access(format!("token file {} is empty", path.display())));
+        }
+        let mut value = http::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+            access(format!("token file {}: the token contains characters not allowed in a header", path.display()))
+        })?;
+        value.set_sensitive(true);
+        Ok(value)
+    }
+
+    /// The `Authorization` header value, re-reading the file when the last read is a minute
+    /// old.
+    pub(super) fn header(&self) -> http::HeaderValue {
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        if current.0.elapsed() >= TOKEN_REREAD {
+            match Self::read(&self.path) {
+                Ok(v) => current.1 = v,
+                Err(error) => tracing::warn!(%error, "cannot re-read the token file; using the last token read"),
+            }
+            current.0 = Instant::now();
+        }
+        current.1.clone()
+    }
+}
+
+/// The kube client of `cfg`, with the token file's `Authorization` header on every request.
+fn client_of(cfg: kube::Config, token: Option<Arc<TokenFile>>) -> Result<kube::Client, PollError> {
+    let problem = client_cert_problem(&cfg.auth_info);
+    let builder = kube::client::ClientBuilder::try_from(cfg).map_err(|e| match &problem {
+        Some(p) => PollError::Access(format!("client certificate: {p}")),
+        None => PollError::Access(format!("client: {}", chain(&e))),
+    })?;
+    let layer = tower::util::MapRequestLayer::new(move |mut req: http::Request<kube::client::Body>| {
+        if let Some(t) = &token {
+            req.headers_mut().insert(http::header::AUTHORIZATION, t.header());
+        }
+        req
+    });
+    Ok(builder.with_layer(&layer).build())
+}
+
+/// Why the client certificate of `auth` cannot be used, when it is an X.509 v1 certificate
+/// (rustls and webpki accept only v3; kube reports that as an invalid private key).
+fn client_cert_problem(auth: &kube::config::AuthInfo) -> Option<String> {
+    let (pem, from) = match (&auth.client_certificate_data, &auth.client_certificate) {
+        (Some(data), _) => (base64_decode(data)?, "client-certificate-data".to_string()),
+        (None, Some(path)) => (std::fs::read(path).ok()?, path.clone()),
+        (None, None) => return None,
+    };
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let first = CertificateDer::pem_slice_iter(&pem).next()?.ok()?;
+    is_x509_v1(first.as_ref()).then(|| {
+        format!(
+            "{from} is an X.509 v1 certificate, which fedsched's TLS library does not accept; issue a v3 \
+             certificate (openssl x509 -req ... -extfile with basicConstraints/keyUsage, or cfssl)"
+        )
+    })
+}
+
+/// Whether a DER certificate has no version field (`[0] EXPLICIT Version` absent from the
+/// TBSCertificate): an X.509 v1 certificate. Malformed input is not v1.
+pub(super) fn is_x509_v1(der: &[u8]) -> bool {
+    // SEQUENCE header: tag, then a short or long length.
+    fn content(der: &[u8]) -> Option<&[u8]> {
+        let (&tag, rest) = der.split_first()?;
+        if tag != 0x30 {
+            return None;
+        }
+        let (&len, rest) = rest.split_first()?;
+        if len < 0x80 {
+            return rest.get(..usize::from(len));
+        }
+        let n = usize::from(len & 0x7f);
+        if n == 0 || n > 4 {
+            return None;
+        }
+        let size = rest.get(..n)?.iter().fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
+        rest.get(n..n.checked_add(size)?)
+    }
+    content(der).and_then(content).and_then(|tbs| tbs.first()).is_some_and(|&tag| tag != 0xa0)
+}
+
+/// Standard base64 (padding optional, whitespace ignored); None when not base64.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for b in text.bytes().filter(|b| !b.is_ascii_whitespace() && *b != b'=') {
+        let v = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
 }
 
 /// `https://host:port/path` of a target (user info removed), or `kubeconfig:<path>`.
@@ -105,15 +261,8 @@ pub(super) async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollE
                 cfg.root_cert = Some(read_ca(ca)?);
             }
             match &t.access.token_file {
-                Some(p) => {
-                    // Checked here for a clear message; kube re-reads it (token rotation).
-                    let token =
-                        std::fs::read_to_string(p).map_err(|e| access(format!("token file {}: {e}", p.display())))?;
-                    if token.trim().is_empty() {
-                        return Err(access(format!("token file {} is empty", p.display())));
-                    }
-                    cfg.auth_info.token_file = Some(p.display().to_string());
-                }
+                // Read by `TokenFile` below (trimmed, re-read for rotation), not by kube.
+                Some(p) => cfg.auth_info.token_file = Some(p.display().to_string()),
                 None => return Err(access("token_file is required with the Cluster's spec.apiEndpoint".into())),
             }
             if t.insecure_skip_tls_verification {
@@ -130,6 +279,13 @@ pub(super) async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollE
             (cfg, strip_userinfo(url))
         }
     };
+    // A token file (ours or the kubeconfig's `tokenFile:`, unless an inline token takes
+    // precedence) is read by `TokenFile`: kube would send its trailing newline.
+    let token = match cfg.auth_info.token_file.take() {
+        Some(path) if cfg.auth_info.token.is_none() => Some(Arc::new(TokenFile::open(Path::new(&path))?)),
+        _ => None,
+    };
+    cfg.headers.push((http::header::USER_AGENT, http::HeaderValue::from_static(USER_AGENT)));
     cfg.connect_timeout = Some(poll.read_timeout);
     cfg.read_timeout = Some(poll.read_timeout);
     cfg.write_timeout = Some(poll.read_timeout);
@@ -139,12 +295,12 @@ pub(super) async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollE
     let watch_client = if poll.watch {
         let mut w = cfg.clone();
         w.read_timeout = None;
-        Some(kube::Client::try_from(w).map_err(|e| access(format!("client: {}", chain(&e))))?)
+        Some(client_of(w, token.clone())?)
     } else {
         None
     };
-    let client = kube::Client::try_from(cfg.clone()).map_err(|e| access(format!("client: {}", chain(&e))))?;
-    Ok(Built { target: t.clone(), client, watch_client, config: cfg, endpoint })
+    let client = client_of(cfg.clone(), token.clone())?;
+    Ok(Built { target: t.clone(), client, watch_client, config: cfg, endpoint, token })
 }
 
 pub(super) fn read_ca(path: &Path) -> Result<Vec<Vec<u8>>, PollError> {
@@ -168,5 +324,92 @@ mod tests {
     fn endpoints_are_shown_without_credentials() {
         assert_eq!(strip_userinfo("https://u:secret@10.0.0.1:6443/k8s"), "https://10.0.0.1:6443/k8s");
         assert_eq!(strip_userinfo("https://10.0.0.1:6443"), "https://10.0.0.1:6443");
+    }
+
+    #[test]
+    fn token_files_are_trimmed_and_never_shown() {
+        let Ok(dir) = tempfile::tempdir() else { return };
+        let p = dir.path().join("token");
+        let _ = std::fs::write(&p, "  abc.def\r\n");
+        let t = TokenFile::open(&p).expect("token");
+        assert_eq!(t.header().to_str().ok(), Some("Bearer abc.def"));
+        assert!(!format!("{t:?}").contains("abc"));
+        let _ = std::fs::write(&p, "\n\n");
+        let e = TokenFile::open(&p).expect_err("empty");
+        assert!(e.to_string().contains("is empty"), "{e}");
+        let _ = std::fs::write(&p, "a\nb");
+        assert!(TokenFile::open(&p).is_err(), "a newline inside the token is not a header value");
+    }
+
+    #[test]
+    fn x509_v1_certificates_are_recognised() {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = rcgen::CertificateParams::new(vec!["client".to_string()]).expect("params").self_signed(&key);
+        let der = cert.expect("cert").der().to_vec();
+        assert!(!is_x509_v1(&der), "rcgen writes v3");
+        // The same certificate without its `[0] Version` element (5 bytes: a0 03 02 01 02).
+        let v1 = strip_version(&der);
+        assert!(is_x509_v1(&v1));
+        assert!(!is_x509_v1(b""));
+        assert!(!is_x509_v1(&[0x30, 0x85, 0, 0, 0, 0, 0]));
+        // Through a kubeconfig's client-certificate-data: the message names the version.
+        let pem = format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", base64(&v1));
+        let auth =
+            kube::config::AuthInfo { client_certificate_data: Some(base64(pem.as_bytes())), ..Default::default() };
+        let p = client_cert_problem(&auth).expect("a problem");
+        assert!(p.contains("X.509 v1"), "{p}");
+        assert_eq!(base64_decode(&base64(b"fedsched!")).as_deref(), Some(&b"fedsched!"[..]));
+    }
+
+    fn strip_version(der: &[u8]) -> Vec<u8> {
+        fn header(len: usize) -> Vec<u8> {
+            let mut h = vec![0x30];
+            if len < 0x80 {
+                h.push(len as u8);
+            } else {
+                let bytes: Vec<u8> = len.to_be_bytes().iter().copied().skip_while(|b| *b == 0).collect();
+                h.push(0x80 | bytes.len() as u8);
+                h.extend(bytes);
+            }
+            h
+        }
+        fn split(der: &[u8]) -> (&[u8], &[u8]) {
+            let len = der[1];
+            let (n, size) = if len < 0x80 {
+                (0, usize::from(len))
+            } else {
+                let n = usize::from(len & 0x7f);
+                (n, der[2..2 + n].iter().fold(0usize, |a, b| (a << 8) | usize::from(*b)))
+            };
+            let start = 2 + n;
+            (&der[start..start + size], &der[start + size..])
+        }
+        let (outer, _) = split(der);
+        let (tbs, rest) = split(outer);
+        assert_eq!(&tbs[..5], &[0xa0, 0x03, 0x02, 0x01, 0x02]);
+        let tbs = &tbs[5..];
+        let mut new_tbs = header(tbs.len());
+        new_tbs.extend_from_slice(tbs);
+        new_tbs.extend_from_slice(rest);
+        let mut out = header(new_tbs.len());
+        out.extend(new_tbs);
+        out
+    }
+
+    fn base64(bytes: &[u8]) -> String {
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            for i in 0..4 {
+                if i <= chunk.len() {
+                    out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
     }
 }

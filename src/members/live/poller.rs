@@ -165,7 +165,7 @@ impl Poller {
                     if let Some(b) = &mut built {
                         // A fresh client: the list's pooled connection (with a read buffer
                         // grown to the page size) is closed; relists open a new one.
-                        if let Ok(c) = kube::Client::try_from(b.config.clone()) {
+                        if let Ok(c) = b.rebuild() {
                             b.client = c;
                         }
                         self.start_watch(b, start);

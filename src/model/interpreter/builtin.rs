@@ -342,17 +342,22 @@ fn flink_deployment(op: Operation, args: &Args<'_>) -> Option<Result<Outcome, In
             Some(n) => n,
             None => {
                 let parallelism = number(obj.pointer("/spec/job/parallelism"));
-                let slots = number(obj.pointer("/spec/flinkConfiguration").and_then(|c| c.get("taskmanager.numberOfTaskSlots")));
+                let slots = number(
+                    obj.pointer("/spec/flinkConfiguration").and_then(|c| c.get("taskmanager.numberOfTaskSlots")),
+                );
                 match (parallelism, slots) {
                     (Some(p), Some(s)) if s != 0.0 => (p / s).ceil(),
                     _ => 1.0,
                 }
             }
         };
-        components(op, vec![
-            json!({"name": "jobmanager", "replicas": super::lua::number_to_json(jm).map_err(|e| arg_error(op, e.to_string()))?, "replicaRequirements": requires("jobManager")}),
-            json!({"name": "taskmanager", "replicas": super::lua::number_to_json(tm).map_err(|e| arg_error(op, e.to_string()))?, "replicaRequirements": requires("taskManager")}),
-        ])
+        components(
+            op,
+            vec![
+                json!({"name": "jobmanager", "replicas": super::lua::number_to_json(jm).map_err(|e| arg_error(op, e.to_string()))?, "replicaRequirements": requires("jobManager")}),
+                json!({"name": "taskmanager", "replicas": super::lua::number_to_json(tm).map_err(|e| arg_error(op, e.to_string()))?, "replicaRequirements": requires("taskManager")}),
+            ],
+        )
     };
     (op == InterpretComponent).then(run)
 }

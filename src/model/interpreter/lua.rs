@@ -456,7 +456,10 @@ fn table_to_json(t: &Table, depth: usize) -> Result<Value, LuaFailure> {
             LuaValue::Integer(i) => ints.push((i, v)),
             LuaValue::Number(n) if n.fract() == 0.0 && n.is_finite() => ints.push((n as i64, v)),
             other => {
-                return Err(LuaFailure::Convert(format!("a table key of type {} cannot be encoded", other.type_name())));
+                return Err(LuaFailure::Convert(format!(
+                    "a table key of type {} cannot be encoded",
+                    other.type_name()
+                )));
             }
         }
     }

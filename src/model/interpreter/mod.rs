@@ -546,7 +546,8 @@ mod tests {
         let mut c = custom("broken", 1);
         c.scripts.insert(Operation::InterpretReplica, Arc::from("function GetReplicas(o) return o.spec.missing.x end"));
         let obj = json!({"spec": {}});
-        let e = run(&c, Operation::InterpretReplica, &Args { desired: Some(&obj), ..Args::default() }).expect_err("fails");
+        let e =
+            run(&c, Operation::InterpretReplica, &Args { desired: Some(&obj), ..Args::default() }).expect_err("fails");
         let text = e.to_string();
         assert!(text.contains("broken") && text.contains("InterpretReplica") && text.contains("missing"), "{text}");
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::LoadError;
 use super::incremental::Typed;
 use super::parse::{Parsed, parse_file};
-use super::walk::{FileStat, read_text, walk_dir};
+use super::walk::{FileStat, WalkOptions, read_text, walk_dir};
 
 /// The parsed documents of every file loaded before, keyed by path and content hash (FNV-1a
 /// 64): a file whose bytes did not change is not parsed again (YAML parsing is most of a
@@ -23,6 +23,10 @@ pub struct ParseCache {
     pub(super) files: HashMap<PathBuf, CachedFile>,
     /// The files of the last refresh, in walk order (those that were read).
     pub(super) order: Vec<PathBuf>,
+    /// How the repository is walked.
+    pub(super) options: WalkOptions,
+    /// What the last walk skipped, and why ([`crate::policy::PolicySet::notes`]).
+    pub(super) notes: Vec<LoadError>,
 }
 
 /// A file modified less than this before it was read is read again next time.
@@ -57,6 +61,18 @@ fn wall_ns() -> i128 {
 }
 
 impl ParseCache {
+    /// An empty cache whose walks use `options`.
+    pub fn with_options(options: WalkOptions) -> Self {
+        ParseCache { options, ..Default::default() }
+    }
+
+    /// Uses `options` from now on; forgets everything when they differ from the current ones.
+    pub fn set_options(&mut self, options: &WalkOptions) {
+        if &self.options != options {
+            *self = ParseCache::with_options(options.clone());
+        }
+    }
+
     /// Walks `dir` and brings the cache up to date: files whose stat proves them unchanged are
     /// not read, files read are parsed only when their bytes changed. Returns whether the
     /// repository differs from the previous refresh (a file added, removed, renamed or with
@@ -64,8 +80,10 @@ impl ParseCache {
     /// the walk and read errors.
     pub fn refresh(&mut self, dir: &Path) -> (bool, Vec<LoadError>) {
         let first = self.order.is_empty() && self.files.is_empty();
-        let (walked, mut errors) = walk_dir(dir);
-        let mut changed = first || !errors.is_empty();
+        let walk = walk_dir(dir, &self.options);
+        let (walked, mut errors) = (walk.files, walk.errors);
+        let mut changed = first || !errors.is_empty() || walk.notes != self.notes;
+        self.notes = walk.notes;
         let mut order = Vec::with_capacity(walked.len());
         for (rel, stat) in walked {
             if self.files.get(&rel).is_some_and(|c| c.clean(stat)) {

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::LoadError;
-use super::names::{check_dns1123_label, check_dns1123_subdomain, check_template_name};
+use super::names::{check_api_version, check_dns1123_label, check_dns1123_subdomain, check_kind, check_template_name};
 use super::scope::{crd_scope, group_of, is_namespaced, version_of};
 use crate::policy::types::{ClusterSpec, ClusterStatus, ObjectMeta, WorkloadInterpreterSpec};
 use crate::policy::{
@@ -258,6 +258,13 @@ impl Loader {
     /// A resource template: namespaced by its kind's scope (`default` when absent).
     fn template(&mut self, item: Item, head: Head) {
         let Head { api_version, kind, group, mut meta } = head;
+        // Both become part of the output file's path: refuse what could leave its directory.
+        if let Err(msg) = check_api_version(&api_version) {
+            return self.err(&item, "apiVersion", msg);
+        }
+        if let Err(msg) = check_kind(&kind) {
+            return self.err(&item, "kind", msg);
+        }
         if let Some(Err((field, msg))) = crd_scope(&item.value) {
             return self.err(&item, &field, msg);
         }

@@ -69,6 +69,7 @@ pub fn load_repository_incremental(cache: &mut ParseCache, io_errors: Vec<LoadEr
         return load_repository_refreshed(cache, Vec::new());
     }
     sort_set(&mut out);
+    out.notes = cache.notes.clone();
     (out, Vec::new())
 }
 

@@ -2,8 +2,10 @@
 //!
 //! The steps, in order:
 //!
-//! 1. [`load_dir`] walks the directory (sorted, recursive, hidden entries and editor leftovers
-//!    skipped, symlinked directories followed at most once) and reads every `*.yaml` / `*.yml`.
+//! 1. [`load_dir`] walks the directory (sorted, recursive, hidden entries, editor leftovers,
+//!    ignore globs and known non-Kubernetes YAML skipped, symbolic links followed only inside
+//!    the repository and every directory at most once; see `walk.rs` and [`WalkOptions`]) and
+//!    reads every `*.yaml` / `*.yml`. What it skipped and why are the set's notes.
 //! 2. [`split_documents`] cuts each file into YAML documents itself, so document numbers and
 //!    line numbers are stable and a syntax error in one document does not hide the others.
 //! 3. Each document is parsed into a [`serde_json::Value`] with [`yaml_options`] (YAML 1.2
@@ -39,9 +41,10 @@ use serde_json::Value;
 pub use cache::{ParseCache, RACY_NS};
 pub use error::LoadError;
 pub use incremental::load_repository_incremental;
-pub use names::{check_dns1123_label, check_dns1123_subdomain, check_template_name};
+pub use names::{check_api_version, check_dns1123_label, check_dns1123_subdomain, check_kind, check_template_name};
 pub use parse::{RawDocument, parse_document, split_documents, yaml_options};
 pub use scope::is_namespaced;
+pub use walk::{IGNORE_FILE, Symlinks, WalkOptions};
 
 use super::{PolicySet, Source};
 use classify::{Loader, expand_lists, sort_set};
@@ -54,9 +57,13 @@ use walk::{read_text, walk_dir};
 /// the other documents of the same file are still loaded.
 ///
 /// Walk rules: entries are visited in byte order of their names, at any depth; hidden entries
-/// (`.git`, `..data`, `.#foo.yaml`) and editor leftovers (`*~`, `*.swp`) are skipped; symlinks
-/// are followed, but every directory is entered at most once (by canonical path), so symlink
-/// loops and aliases do not load files twice. A missing or unreadable `dir` is an error.
+/// (`.git`, `..data`, `.#foo.yaml`) and editor leftovers (`*~`, `*.swp`) are skipped, as are
+/// the globs of a `.fedschedignore` and known non-Kubernetes YAML (Helm charts and values,
+/// kustomizations: a note each); symbolic links are followed only when they resolve inside the
+/// repository, and every directory is entered at most once (by canonical path), so symlink
+/// loops and aliases do not load files twice (a note). A missing or unreadable `dir` is an
+/// error. Uses the default [`WalkOptions`]; [`load_dir_cached`] with a [`ParseCache::with_options`]
+/// for others.
 ///
 /// Defaults and validation are not applied; see [`load_repository`].
 pub fn load_dir(dir: &Path) -> (PolicySet, Vec<LoadError>) {
@@ -66,20 +73,23 @@ pub fn load_dir(dir: &Path) -> (PolicySet, Vec<LoadError>) {
 /// [`load_dir`], reusing (and updating) `cache` when given.
 pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet, Vec<LoadError>) {
     let Some(cache) = cache else {
-        let (files, mut errors) = walk_dir(dir);
+        let walk = walk_dir(dir, &WalkOptions::default());
+        let mut errors = walk.errors;
         let mut texts = Vec::new();
-        for (rel, _) in files {
+        for (rel, _) in walk.files {
             match read_text(dir, &rel) {
                 Ok(text) => texts.push((rel, text)),
                 Err(e) => errors.push(e),
             }
         }
-        let (set, mut more) = load_sources(texts);
+        let (mut set, mut more) = load_sources(texts);
+        set.notes = walk.notes;
         errors.append(&mut more);
         return (set, errors);
     };
     let (_, mut errors) = cache.refresh(dir);
-    let (set, mut more) = load_parsed(cache.parsed());
+    let (mut set, mut more) = load_parsed(cache.parsed());
+    set.notes = cache.notes.clone();
     errors.append(&mut more);
     (set, errors)
 }
@@ -89,6 +99,7 @@ pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet
 pub fn load_repository_refreshed(cache: &ParseCache, io_errors: Vec<LoadError>) -> (PolicySet, Vec<LoadError>) {
     let mut errors = io_errors;
     let (mut set, mut more) = load_parsed(cache.parsed());
+    set.notes = cache.notes.clone();
     errors.append(&mut more);
     super::defaults::apply(&mut set);
     errors.extend(super::validate::validate(&set));

@@ -63,9 +63,62 @@ pub fn check_template_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A template's `kind` becomes part of a file name of the output directory: an identifier
+/// (`[A-Za-z][A-Za-z0-9]*`, at most 63 characters), as every Kubernetes kind is.
+pub fn check_kind(kind: &str) -> Result<(), String> {
+    let bytes = kind.as_bytes();
+    let ok = !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes[0].is_ascii_alphabetic()
+        && bytes.iter().all(|b| b.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` is not a valid kind (a letter, then letters and digits, at most 63 characters)",
+            kind.escape_debug()
+        ))
+    }
+}
+
+/// A template's `apiVersion`: `VERSION` (the core group) or `GROUP/VERSION`, the group a
+/// DNS-1123 subdomain and the version a DNS-1123 label (so no `/..`, no second `/`).
+pub fn check_api_version(api_version: &str) -> Result<(), String> {
+    let shown = api_version.escape_debug();
+    let (group, version) = match api_version.split_once('/') {
+        Some((g, v)) => (Some(g), v),
+        None => (None, api_version),
+    };
+    if let Some(g) = group
+        && let Err(e) = check_dns1123_subdomain(g)
+    {
+        return Err(format!("`{shown}`: the group {e}"));
+    }
+    if let Err(e) = check_dns1123_label(version, 63) {
+        return Err(format!("`{shown}`: the version {e} (GROUP/VERSION, such as apps/v1)"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kinds_and_api_versions() {
+        for ok in ["Deployment", "ConfigMap", "V2Thing"] {
+            assert!(check_kind(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "Foo/..", "..", "a b", "1Pod", "Dé", "Foo-Bar", &"K".repeat(64)] {
+            assert!(check_kind(bad).is_err(), "{bad}");
+        }
+        for ok in ["v1", "apps/v1", "example.io/v1alpha1"] {
+            assert!(check_api_version(ok).is_ok(), "{ok}");
+        }
+        for bad in ["apps/v1/..", "apps/..", "../v1", "a/b/c", "apps/", "/v1", "Apps/v1", "v1 ", "x/../y/v1"] {
+            assert!(check_api_version(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn names() {

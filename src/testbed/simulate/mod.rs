@@ -195,6 +195,7 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
         clusters: RwLock::new(served),
         admin_token,
         requests: RwLock::new(BTreeMap::new()),
+        user_agents: RwLock::default(),
         apply_now: opts.apply.as_ref().map(|_| apply_tx),
         events,
         open_watches: Arc::new(std::sync::atomic::AtomicU64::new(0)),

@@ -79,6 +79,8 @@ pub struct State {
     pub admin_token: String,
     /// Requests served, by cluster (for tests and curiosity).
     pub requests: RwLock<BTreeMap<String, u64>>,
+    /// Every `User-Agent` seen on an authenticated cluster request ("" for none).
+    pub user_agents: RwLock<std::collections::BTreeSet<String>>,
     /// Runs the GitOps agent (set when `--apply` is given).
     pub apply_now: Option<tokio::sync::mpsc::Sender<()>>,
     /// Watch events produced (every cluster).
@@ -156,6 +158,8 @@ async fn cluster_api(
         Err(resp) => return Ok(*resp),
     };
     *state.requests.write().unwrap_or_else(|p| p.into_inner()).entry(cluster.to_string()).or_insert(0) += 1;
+    let agent = req.headers().get(hyper::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    state.user_agents.write().unwrap_or_else(|p| p.into_inner()).insert(agent.to_string());
     if let Some(resp) = injected_fault(&fault, cluster, &query).await? {
         return Ok(resp);
     }
@@ -569,6 +573,7 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             "requests": &*state.requests.read().unwrap_or_else(|p| p.into_inner()),
             "events": state.events.load(Ordering::Relaxed),
             "openWatches": state.open_watches.load(Ordering::Relaxed),
+            "userAgents": &*state.user_agents.read().unwrap_or_else(|p| p.into_inner()),
         })),
         (Method::GET, ["requests"]) => {
             ok(&serde_json::to_value(&*state.requests.read().unwrap_or_else(|p| p.into_inner())).unwrap_or_default())
