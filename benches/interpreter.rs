@@ -26,6 +26,19 @@ spec:
         end
 "#;
 
+const PLAIN: &str = r#"apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterCustomization
+metadata: {name: plain}
+spec:
+  target: {apiVersion: apps.kruise.io/v1alpha1, kind: CloneSet}
+  customizations:
+    replicaResource:
+      luaScript: |
+        function GetReplicas(obj)
+          return obj.spec.replicas
+        end
+"#;
+
 fn object(i: usize) -> Value {
     json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
         "metadata": {"name": format!("app-{i}"), "namespace": "team", "labels": {"app": format!("app-{i}")}},
@@ -56,13 +69,19 @@ fn main() {
             .map(Arc::new)
             .collect(),
     );
+    let plain = Interpreters::new(
+        Vec::new(),
+        parse_customizations(PLAIN, "bench").unwrap_or_else(|e| panic!("{e}")).into_iter().map(Arc::new).collect(),
+    );
     let builtin = Interpreters::new(Vec::new(), Vec::new());
     let cold = pass(&scripted, &objects);
     let warm = pass(&scripted, &objects);
+    let plain_cold = pass(&plain, &objects);
     let native = pass(&builtin, &objects);
     let native_warm = pass(&builtin, &objects);
     println!("interpreter/lua-cold      {cold:8.2} µs/object ({n} objects)");
     println!("interpreter/lua-warm      {warm:8.2} µs/object (content cache)");
+    println!("interpreter/lua-cold-no-kube {plain_cold:5.2} µs/object (a script without kube helpers)");
     println!("interpreter/builtin       {native:8.2} µs/object");
     println!("interpreter/builtin-again {native_warm:8.2} µs/object");
 }

@@ -113,8 +113,9 @@ pub enum LuaArg<'a> {
 
 struct Vm {
     lua: Lua,
-    /// The sandbox's globals, copied into each call's fresh environment.
-    base: Vec<(LuaValue, LuaValue)>,
+    /// Makes a fresh copy of the sandbox's globals (a Lua function: copying in the VM is
+    /// several times faster than one API call per global).
+    fresh_env: Function,
     chunks: HashMap<u64, Function>,
     budget: Rc<Cell<u64>>,
     deadline: Rc<Cell<Option<std::time::Instant>>>,
@@ -240,11 +241,13 @@ impl Vm {
                 }
             })?,
         )?;
-        let mut base = Vec::new();
-        for pair in g.pairs::<LuaValue, LuaValue>() {
-            base.push(pair?);
-        }
-        Ok(Vm { lua, base, chunks: HashMap::new(), budget, deadline, now_ms, exceeded })
+        let fresh_env: Function = lua
+            .load(
+                "local base, nxt = ... return function() local e = {} for k, v in nxt, base do e[k] = v end e._G = e return e end",
+            )
+            .set_mode(ChunkMode::Text)
+            .call((g.clone(), g.get::<Function>("next")?))?;
+        Ok(Vm { lua, fresh_env, chunks: HashMap::new(), budget, deadline, now_ms, exceeded })
     }
 
     fn chunk(&mut self, script: &str, chunk_name: &str) -> Result<Function, LuaFailure> {
@@ -299,11 +302,7 @@ impl Vm {
     ) -> Result<Vec<LuaOut>, LuaFailure> {
         let fail = |e: mlua::Error| self.failure(e);
         // A fresh copy of the globals: a script may assign (or clear, `error = nil`) any of them.
-        let env = lua.create_table_with_capacity(0, self.base.len() + 8).map_err(fail)?;
-        for (k, v) in &self.base {
-            env.raw_set(k.clone(), v.clone()).map_err(fail)?;
-        }
-        env.raw_set("_G", env.clone()).map_err(fail)?;
+        let env: Table = self.fresh_env.call(()).map_err(fail)?;
         chunk.set_environment(env.clone()).map_err(fail)?;
         chunk.call::<()>(()).map_err(fail)?;
         let f = match env.raw_get::<LuaValue>(function).map_err(fail)? {
