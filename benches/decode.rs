@@ -43,6 +43,11 @@ fn quantities(m: Option<&std::collections::BTreeMap<String, Quantity>>) -> Resou
     out
 }
 
+/// A typed timestamp in Unix ms (0 before 1970).
+fn millis(t: &k8s_openapi::jiff::Timestamp) -> u64 {
+    u64::try_from(t.as_millisecond()).unwrap_or(0)
+}
+
 /// The typed path: k8s-openapi's Pod into the same fold (via the narrow item's fields).
 fn typed_to_item(p: Pod) -> PodItem {
     let spec = p.spec.unwrap_or_default();
@@ -64,6 +69,7 @@ fn typed_to_item(p: Pod) -> PodItem {
             namespace: p.metadata.namespace.unwrap_or_default(),
             owner_references: Vec::new(),
             resource_version: p.metadata.resource_version.clone(),
+            creation_timestamp: p.metadata.creation_timestamp.as_ref().map(|t| millis(&t.0)),
         },
         spec: fedsched::members::decode::PodSpec {
             node_name: spec.node_name.clone(),
@@ -81,6 +87,7 @@ fn typed_to_item(p: Pod) -> PodItem {
                     type_: c.type_,
                     status: c.status,
                     reason: c.reason,
+                    last_transition_time: c.last_transition_time.as_ref().map(|t| millis(&t.0)),
                 })
                 .collect(),
         },
@@ -153,6 +160,18 @@ fn realistic(mut p: serde_json::Value, i: usize) -> serde_json::Value {
     p["status"]["podIP"] = json!(format!("10.244.{}.{}", i / 250, i % 250));
     p["status"]["qosClass"] = json!("Burstable");
     p["status"]["startTime"] = json!("2026-11-01T10:00:01Z");
+    // The conditions a kubelet writes (five, each with its transition time); unbound pods keep
+    // the generator's `PodScheduled=False`, with a transition time.
+    p["status"]["conditions"] = if p["spec"]["nodeName"].is_string() {
+        json!(["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+            .iter()
+            .map(|t| json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-11-01T10:00:04Z"}))
+            .collect::<Vec<_>>())
+    } else {
+        json!([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastProbeTime": null,
+            "lastTransitionTime": "2026-11-01T10:00:00Z",
+            "message": "0/50 nodes are available: 50 node(s) didn't match Pod's node affinity/selector."}])
+    };
     p["status"]["containerStatuses"] = json!([{"name": "main", "ready": true, "restartCount": 0, "started": true,
         "image": "registry.example/app:1", "imageID": "registry.example/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
         "containerID": format!("containerd://{i:064x}"), "state": {"running": {"startedAt": "2026-11-01T10:00:03Z"}}}]);

@@ -71,6 +71,7 @@ fn main() {
         (t, policy, w)
     };
     let empty = BTreeMap::new();
+    let no_eviction = std::collections::BTreeSet::new();
     let (t, policy, workload) = pick(8);
     let n = inputs.snapshots.len() as u64;
     let ctx = |cluster| PluginContext {
@@ -80,6 +81,7 @@ fn main() {
         affinity: policy.spec.placement.cluster_affinity.as_ref(),
         cluster,
         previous: &empty,
+        evicted: &no_eviction,
         settings: &fw.settings,
     };
     let per_pair = |s: fedsched::testbed::bench::timing::Sample| {
@@ -121,6 +123,7 @@ fn main() {
             placement: &policy.spec.placement,
             previous: &empty,
             previous_affinity: None,
+            failover: &fedsched::schedule::NO_FAILOVER,
         };
         per_pair(bench(&format!("schedule one workload, {label}"), 7, 10, || schedule(&fw, &req, &inputs.snapshots)));
         // As in a pass: the fleet (clusters in name order, filter memo) is shared and warm.
@@ -178,6 +181,7 @@ fn main() {
         placement: &policy8.spec.placement,
         previous: &empty,
         previous_affinity: None,
+        failover: &fedsched::schedule::NO_FAILOVER,
     };
     let result = schedule(&fw, &req, &inputs.snapshots);
     let targets = result.targets().cloned().unwrap_or_default();
@@ -206,6 +210,7 @@ fn main() {
             previous: BTreeMap::new(),
             previous_affinity: None,
             profile: "karmada-default".into(),
+            stability: 0,
         },
         result,
         notes: Vec::new(),
@@ -220,6 +225,7 @@ fn main() {
             placement: &policy.spec.placement,
             previous: &empty,
             previous_affinity: None,
+            failover: &fedsched::schedule::NO_FAILOVER,
         };
         let r = schedule(&fw, &req, &inputs.snapshots);
         let p = PlacementRecord {

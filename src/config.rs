@@ -330,6 +330,80 @@ impl ModelSection {
     }
 }
 
+/// `[reschedule]`: failover, descheduling of Unschedulable replicas, move-back and the rules
+/// that keep them from flapping (the stability engine, `schedule::stability`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RescheduleSection {
+    /// Unschedulable replicas of a Divided workload are moved after this long.
+    #[serde(deserialize_with = "duration")]
+    pub unschedulable_after: Duration,
+    /// A recovered member gets workloads back after being healthy this long.
+    #[serde(deserialize_with = "duration")]
+    pub stable_for: Duration,
+    /// Most move-backs per pass.
+    pub max_moves_per_pass: usize,
+    /// Whether workloads return to the members their policy prefers (Karmada: never).
+    pub move_back: bool,
+    /// Most evictions, reschedules and purges in any minute.
+    pub max_evictions_per_minute: usize,
+    /// Share of live members unhealthy at once (0.0–1.0) above which nothing is evicted.
+    pub unhealthy_threshold: f64,
+    /// Toleration of `cluster.karmada.io/not-ready|unreachable:NoExecute` when a policy has
+    /// none (Karmada's webhook default, 300 s).
+    #[serde(deserialize_with = "duration")]
+    pub toleration: Duration,
+    /// Grace period of a cluster failover's graceful eviction.
+    #[serde(deserialize_with = "duration")]
+    pub grace_period: Duration,
+    /// A workload that moved stays at least this long before it moves again.
+    #[serde(deserialize_with = "duration")]
+    pub min_stay: Duration,
+    /// Whether members lost for the toleration have their workloads evicted.
+    pub failover: bool,
+}
+
+// `unhealthy_threshold` is checked to lie in 0.0..=1.0 when parsed, so it is never NaN.
+impl Eq for RescheduleSection {}
+
+impl Default for RescheduleSection {
+    fn default() -> Self {
+        let d = crate::schedule::stability::StabilitySettings::default();
+        let ms = Duration::from_millis;
+        RescheduleSection {
+            unschedulable_after: ms(d.unschedulable_after_ms),
+            stable_for: ms(d.stable_for_ms),
+            max_moves_per_pass: d.max_moves_per_pass,
+            move_back: d.move_back,
+            max_evictions_per_minute: d.max_evictions_per_minute,
+            unhealthy_threshold: d.unhealthy_threshold,
+            toleration: ms(d.default_toleration_ms),
+            grace_period: ms(d.grace_period_ms),
+            min_stay: ms(d.min_stay_ms),
+            failover: d.cluster_failover,
+        }
+    }
+}
+
+impl RescheduleSection {
+    /// The settings the stability engine reads.
+    pub fn settings(&self) -> crate::schedule::stability::StabilitySettings {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        crate::schedule::stability::StabilitySettings {
+            unschedulable_after_ms: ms(self.unschedulable_after),
+            stable_for_ms: ms(self.stable_for),
+            max_moves_per_pass: self.max_moves_per_pass,
+            move_back: self.move_back,
+            max_evictions_per_minute: self.max_evictions_per_minute,
+            unhealthy_threshold: self.unhealthy_threshold,
+            default_toleration_ms: ms(self.toleration),
+            grace_period_ms: ms(self.grace_period),
+            min_stay_ms: ms(self.min_stay),
+            cluster_failover: self.failover,
+        }
+    }
+}
+
 /// `[policy]`: how the policy repository is walked.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -386,6 +460,8 @@ pub struct Config {
     /// Karmada resource interpreter customizations beyond the repository's.
     #[serde(default)]
     pub interpreter: InterpreterSection,
+    #[serde(default)]
+    pub reschedule: RescheduleSection,
     /// How the policy repository is walked.
     #[serde(default)]
     pub policy: PolicySection,
@@ -530,6 +606,13 @@ impl Config {
                 message: format!("must be between 0.0 and 1.0, not {}", cfg.publish.max_delete_ratio),
             });
         }
+        if !(0.0..=1.0).contains(&cfg.reschedule.unhealthy_threshold) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key: "reschedule.unhealthy_threshold".into(),
+                message: format!("must be between 0.0 and 1.0, not {}", cfg.reschedule.unhealthy_threshold),
+            });
+        }
         if cfg.git.enabled && (cfg.git.branch.is_empty() || cfg.git.author_name.is_empty()) {
             return Err(ConfigError::Invalid {
                 path: path.to_path_buf(),
@@ -603,6 +686,29 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("/etc/fedsched/fedsched.toml"))
+    }
+
+    #[test]
+    fn reschedule_defaults_and_overrides() {
+        let c = parse("").expect("empty");
+        let d = c.reschedule.settings();
+        assert_eq!(d, crate::schedule::stability::StabilitySettings::default());
+        assert_eq!((d.unschedulable_after_ms, d.stable_for_ms, d.default_toleration_ms), (180_000, 300_000, 300_000));
+        assert!(d.move_back && (d.unhealthy_threshold - 0.55).abs() < 1e-9);
+        let c = parse(
+            "[reschedule]\nunschedulable_after = \"1m\"\nstable_for = \"10m\"\nmax_moves_per_pass = 3\n\
+             move_back = false\nmax_evictions_per_minute = 5\nunhealthy_threshold = 0.4\ntoleration = \"30s\"\n\
+             grace_period = \"2m\"\nmin_stay = \"1m\"\nfailover = false\n",
+        )
+        .expect("reschedule");
+        let s = c.reschedule.settings();
+        assert_eq!((s.unschedulable_after_ms, s.stable_for_ms, s.max_moves_per_pass), (60_000, 600_000, 3));
+        assert_eq!((s.move_back, s.max_evictions_per_minute, s.default_toleration_ms), (false, 5, 30_000));
+        assert_eq!((s.grace_period_ms, s.min_stay_ms, s.cluster_failover), (120_000, 60_000, false));
+        let e = parse("[reschedule]\nunhealthy_threshold = 1.5\n").expect_err("range").to_string();
+        assert!(e.contains("reschedule.unhealthy_threshold"), "{e}");
+        let e = parse("[reschedule]\nstable_fro = \"1m\"\n").expect_err("unknown").to_string();
+        assert!(e.contains("stable_fro"), "{e}");
     }
 
     #[test]

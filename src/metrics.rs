@@ -65,6 +65,17 @@ struct OutcomeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EvictionLabels {
+    cluster: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
     state: &'static str,
 }
@@ -98,6 +109,9 @@ pub struct Metrics {
     snapshot_age: Family<ClusterLabels, FloatGauge>,
     confidence: Family<ClusterLabels, FloatGauge>,
     cluster_ready: Family<ClusterLabels, Gauge>,
+    evictions: Family<EvictionLabels, Counter>,
+    reschedules: Family<ReasonLabels, Counter>,
+    failover_suppressed: Gauge,
     store_size: Gauge,
     ready: Gauge,
     last_success: FloatGauge,
@@ -139,6 +153,9 @@ impl Metrics {
             snapshot_age: Family::default(),
             confidence: Family::default(),
             cluster_ready: Family::default(),
+            evictions: Family::default(),
+            reschedules: Family::default(),
+            failover_suppressed: Gauge::default(),
             store_size: Gauge::default(),
             ready: Gauge::default(),
             last_success: FloatGauge::default(),
@@ -208,6 +225,21 @@ impl Metrics {
             m.confidence.clone(),
         );
         r.register("cluster_ready", "1 when the cluster's last snapshot says Ready", m.cluster_ready.clone());
+        r.register(
+            "evictions",
+            "Workloads evicted from a member by failover, by cluster and reason (cluster-not-ready, cluster-unreachable, application-failover)",
+            m.evictions.clone(),
+        );
+        r.register(
+            "reschedules",
+            "Replicas moved by the stability engine, by reason (unschedulable, move-back, purge, cannot-move)",
+            m.reschedules.clone(),
+        );
+        r.register(
+            "failover_suppressed",
+            "1 while the storm guard holds every eviction (too many members unhealthy at once)",
+            m.failover_suppressed.clone(),
+        );
         r.register_with_unit("store_size", "Bytes the sled store uses on disk", Unit::Bytes, m.store_size.clone());
         r.register("ready", "1 once a pass completed and the last pass did not fail", m.ready.clone());
         r.register_with_unit(
@@ -273,7 +305,22 @@ impl Metrics {
         }
         self.files_written.inc_by(report.files_written as u64);
         self.files_removed.inc_by(report.files_removed as u64);
-        for (state, n) in STATES.iter().zip([report.scheduled, report.unschedulable.len(), 0]) {
+        let st = &report.stability;
+        for e in &st.events {
+            match e.kind {
+                "eviction" => {
+                    let l = EvictionLabels { cluster: e.cluster.clone(), reason: e.reason.clone() };
+                    self.evictions.get_or_create(&l).inc();
+                }
+                "reschedule" | "move-back" | "purge" | "cannot-move" => {
+                    self.reschedules.get_or_create(&ReasonLabels { reason: e.reason.clone() }).inc();
+                }
+                _ => {}
+            }
+        }
+        self.failover_suppressed.set(i64::from(st.storm.is_some()));
+        let states = [report.scheduled, report.unschedulable.len(), st.pending_failover];
+        for (state, n) in STATES.iter().zip(states) {
             self.workloads.get_or_create(&StateLabels { state }).set(n as i64);
         }
         for h in &report.held_clusters {
@@ -379,9 +426,27 @@ mod tests {
         };
         m.record_round(&round);
         m.record_offline([("off-a", Duration::ZERO)]);
+        let event = |kind, cluster: &str, reason: &str| crate::reconcile::StabilityEvent {
+            workload: None,
+            cluster: cluster.into(),
+            kind,
+            reason: reason.into(),
+            text: String::new(),
+        };
         let report = ReconcileReport {
             held_clusters: vec![crate::publish::HeldCluster { cluster: "live-a".into(), objects: 4, removals: 4 }],
             files_written: 3,
+            stability: crate::reconcile::StabilityReport {
+                events: vec![
+                    event("eviction", "live-b", "cluster-unreachable"),
+                    event("eviction", "live-b", "cluster-unreachable"),
+                    event("reschedule", "live-a", "unschedulable"),
+                    event("storm-started", "", "storm"),
+                ],
+                pending_failover: 2,
+                storm: Some("storm".into()),
+                held: 0,
+            },
             ..Default::default()
         };
         m.record_pass("ok", Some(&report));
@@ -393,6 +458,9 @@ mod tests {
             "fedsched_mass_deletion_holds_total{cluster=\"live-a\"} 1\n",
             "fedsched_files_written_total 3\n",
             "fedsched_reconciles_total{outcome=\"ok\"} 1\n",
+            "fedsched_evictions_total{cluster=\"live-b\",reason=\"cluster-unreachable\"} 2\n",
+            "fedsched_reschedules_total{reason=\"unschedulable\"} 1\n",
+            "fedsched_failover_suppressed 1\n",
         ] {
             assert!(text.contains(line), "{line}{text}");
         }

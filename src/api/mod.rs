@@ -13,6 +13,8 @@
 //! | `/api/v1/workloads` | every placement, as `.fedsched/placements.json` |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/explain` | as `fedsched explain -o json` (`ns` = `_` for cluster-scoped), with the profiles of the last good pass |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/history` | as `fedsched history -o json` |
+//! | `/api/v1/workloads/{ns}/{kind}/{name}/status?stuckAfter=5m` | as `fedsched status KIND/NS/NAME -o json` |
+//! | `/api/v1/workloads/status?stuckAfter=5m` | every workload that is not Healthy, as `fedsched status -o json` |
 //!
 //! Every route is GET only: nothing here writes. The store is read through the daemon's
 //! [`Store`] handle (sled allows one process), on blocking threads; the loop's state comes
@@ -263,6 +265,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/v1/workloads", get(workloads))
         .route("/api/v1/workloads/{ns}/{kind}/{name}/explain", get(explain_workload))
         .route("/api/v1/workloads/{ns}/{kind}/{name}/history", get(history))
+        .route("/api/v1/workloads/{ns}/{kind}/{name}/status", get(workload_status))
+        .route("/api/v1/workloads/status", get(unhealthy_workloads))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such endpoint") })
         .with_state(state)
 }
@@ -395,6 +399,17 @@ async fn status(State(s): State<ApiState>, headers: HeaderMap) -> Response {
         "lastSuccess": view.last_success_ms.map(explain::format_ms),
         "lastSummary": view.last_report.as_ref().map(|r| r.summary()),
         "policyErrors": view.policy_errors,
+        "failover": view.last_report.as_ref().map(|r| json!({
+            "stormGuard": r.stability.storm,
+            "pendingFailover": r.stability.pending_failover,
+            "held": r.stability.held,
+            "lastEvents": r.stability.events.iter().map(|e| json!({
+                "workload": e.workload.as_ref().map(|w| w.to_string()),
+                "cluster": e.cluster,
+                "kind": e.kind,
+                "text": e.text,
+            })).collect::<Vec<_>>(),
+        })),
     }))
 }
 
@@ -484,6 +499,7 @@ async fn explain_workload(
     };
     let r = workload_ref(&ns, &kind, &name);
     let store = s.store.clone();
+    let now = s.clock.now_ms();
     blocking(move || {
         if inputs.set.find_template(&r.kind, r.namespace.as_deref(), &r.name).is_none() {
             return Err(Refusal::new(
@@ -496,7 +512,8 @@ async fn explain_workload(
                 ),
             ));
         }
-        explain::explain(&inputs, &store, &profiles, &r).map_err(|e| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, e))
+        explain::explain(&inputs, &store, &profiles, &r, now)
+            .map_err(|e| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, e))
     })
     .await
 }
@@ -516,6 +533,65 @@ async fn history(
         report::history_json(&store, &records).map_err(store_error)
     })
     .await
+}
+
+/// `?stuckAfter=` of the status routes (a duration: `90s`, `5m`).
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusQuery {
+    stuck_after: Option<String>,
+}
+
+impl StatusQuery {
+    fn options(&self) -> Result<crate::views::workload_status::Options, Refusal> {
+        let mut o = crate::views::workload_status::Options::default();
+        if let Some(d) = &self.stuck_after {
+            o.stuck_after = humantime::parse_duration(d)
+                .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, format!("stuckAfter={d:?}: {e}")))?;
+        }
+        Ok(o)
+    }
+}
+
+async fn workload_status(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    UrlPath((ns, kind, name)): UrlPath<(String, String, String)>,
+    axum::extract::Query(q): axum::extract::Query<StatusQuery>,
+) -> Response {
+    use crate::views::workload_status::{StatusError, workload_document};
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let opts = match q.options() {
+        Ok(o) => o,
+        Err(r) => return r.into_response(),
+    };
+    let r = workload_ref(&ns, &kind, &name);
+    let (store, now) = (s.store.clone(), s.clock.now_ms());
+    blocking(move || {
+        workload_document(&store, &r, now, &opts).map_err(|e| match e {
+            StatusError::NotPlaced(_) => Refusal::new(StatusCode::NOT_FOUND, e.to_string()),
+            StatusError::Store(e) => store_error(e),
+        })
+    })
+    .await
+}
+
+async fn unhealthy_workloads(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    axum::extract::Query(q): axum::extract::Query<StatusQuery>,
+) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let opts = match q.options() {
+        Ok(o) => o,
+        Err(r) => return r.into_response(),
+    };
+    let (store, now) = (s.store.clone(), s.clock.now_ms());
+    blocking(move || crate::views::workload_status::unhealthy_document(&store, now, &opts).map_err(store_error)).await
 }
 
 /// Writes `<state_dir>/http.addr` (atomically) with the bound address.

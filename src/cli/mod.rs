@@ -5,7 +5,7 @@
 //! `fedsched completion SHELL` prints a shell completion script (clap_complete);
 //! `--version` names the commit (`build.rs`).
 //!
-//! `explain`, `history` and `snapshots` read the store; while a daemon holds it (sled is
+//! `explain`, `status`, `history` and `snapshots` read the store; while a daemon holds it (sled is
 //! single-process) they ask the daemon's HTTP API instead (`--server URL`, or found through
 //! `<state>/http.addr` / `[http] listen`). Both paths print the same documents
 //! ([`crate::views::report`], [`crate::views::explain`]).
@@ -168,6 +168,23 @@ pub enum Command {
     /// Run one operation of a ResourceInterpreterCustomization (or of the built-in
     /// interpreters) on objects from files and print the result, like `karmadactl interpret`.
     Interpret(interpret::InterpretArgs),
+    /// What the members run of a workload: per cluster desired, ready, pending (with reasons),
+    /// missing, and its state (Healthy, Progressing, Degraded, Unknown). Without a workload:
+    /// every workload that is not Healthy.
+    Status {
+        #[command(flatten)]
+        dirs: DirArgs,
+        /// KIND/NAMESPACE/NAME (KIND//NAME for cluster-scoped objects); none = every workload
+        /// that is not Healthy.
+        workload: Option<WorkloadRef>,
+        /// Unschedulable or not Ready (or pods missing) longer than this ⇒ Degraded.
+        #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+        stuck_after: std::time::Duration,
+        #[command(flatten)]
+        server: ServerArgs,
+        #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+        output: OutputFormat,
+    },
     /// The stored snapshot versions of a member cluster.
     Snapshots {
         #[command(flatten)]
@@ -207,6 +224,10 @@ pub struct SimulateArgs {
     /// Pods modified per cluster per second (watch events for benchmarks); 0 = none.
     #[arg(long, default_value_t = 0.0)]
     pub churn: f64,
+    /// With --apply: a pod the agent binds turns Ready this long after it starts (first
+    /// `Ready=False, reason=ContainersNotReady`); 0 = at once.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    pub ready_after: std::time::Duration,
     /// Watch events retained per cluster (a watch from an older version gets 410 Gone).
     #[arg(long, default_value_t = crate::testbed::simulate::watch::DEFAULT_WINDOW)]
     pub watch_window: usize,
@@ -321,6 +342,7 @@ fn simulate(a: &SimulateArgs) -> Result<ExitCode, Failure> {
         apply_interval: a.apply_interval,
         churn: a.churn,
         watch_window: a.watch_window,
+        ready_after: a.ready_after,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -422,7 +444,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 Source::Server(api) => api.get(&workload_path(workload, "explain"))?,
                 Source::Store(store) => {
                     let (inputs, profiles) = read_inputs(&cfg, dirs)?;
-                    explain::explain(&inputs, &store, &profiles, workload).map_err(|e| invalid(anyhow::anyhow!(e)))?
+                    explain::explain(&inputs, &store, &profiles, workload, crate::util::clock::now_ms())
+                        .map_err(|e| invalid(anyhow::anyhow!(e)))?
                 }
             };
             match output {
@@ -467,6 +490,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Status { dirs, workload, stuck_after, server, output } => {
+            workload_status(&cfg, dirs, workload.as_ref(), *stuck_after, server, *output)
+        }
         Command::Snapshots { dirs, cluster, output, server } => {
             let doc = match open_source(&cfg, dirs, server)? {
                 Source::Server(api) => {
@@ -484,6 +510,36 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `fedsched status [KIND/NS/NAME]`: from the store, or the daemon's API when it holds it.
+fn workload_status(
+    cfg: &Config,
+    dirs: &DirArgs,
+    workload: Option<&WorkloadRef>,
+    stuck_after: std::time::Duration,
+    server: &ServerArgs,
+    output: OutputFormat,
+) -> Result<ExitCode, Failure> {
+    use crate::views::workload_status as ws;
+    let opts = ws::Options { stuck_after };
+    let query = format!("?stuckAfter={}s", stuck_after.as_secs());
+    let doc = match (open_source(cfg, dirs, server)?, workload) {
+        (Source::Server(api), Some(w)) => api.get(&format!("{}{query}", workload_path(w, "status")))?,
+        (Source::Server(api), None) => api.get(&format!("/api/v1/workloads/status{query}"))?,
+        (Source::Store(store), Some(w)) => ws::workload_document(&store, w, crate::util::clock::now_ms(), &opts)
+            .map_err(|e| match e {
+                ws::StatusError::NotPlaced(_) => invalid(e.into()),
+                e => e.into(),
+            })?,
+        (Source::Store(store), None) => ws::unhealthy_document(&store, crate::util::clock::now_ms(), &opts)?,
+    };
+    match (output, workload) {
+        (OutputFormat::Json, _) => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
+        (OutputFormat::Text, Some(_)) => print!("{}", ws::to_text(&doc)),
+        (OutputFormat::Text, None) => print!("{}", ws::list_to_text(&doc)),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Where a read-only command reads: the store, or a running daemon's API.

@@ -472,6 +472,9 @@ impl Daemon {
                     "reconcile done"
                 );
                 systemd::status(&report.summary());
+                if let Some(storm) = &report.stability.storm {
+                    tracing::warn!(%storm, "failover suppressed by the storm guard");
+                }
                 metrics.record_policy_errors(0);
                 metrics.record_pass("ok", Some(&report));
                 let clusters = clusters.unwrap_or_else(|error| {

@@ -1,14 +1,17 @@
 //! Narrow decoding of Kubernetes list pages: only what the model needs.
 //!
 //! A Pod in full (k8s-openapi's typed `Pod`, or a `serde_json::Value`) carries hundreds of
-//! fields; the poller needs a handful: node name, phase, the `PodScheduled` condition, the
-//! requests of containers, init containers and overhead, and the controlling owner. These
-//! structs name only those; serde skips everything else without allocating, and quantities
-//! are parsed straight into milli-units. `benches/decode.rs` measures this against typed
-//! decoding.
+//! fields; the poller needs a handful: node name, phase, the `PodScheduled` and `Ready`
+//! conditions (status, reason, transition time), the creation time, the requests of
+//! containers, init containers and overhead, and the controlling owner. These structs name
+//! only those; serde skips everything else without allocating, quantities are parsed straight
+//! into milli-units and timestamps into Unix ms. `benches/decode.rs` measures this against
+//! typed decoding.
 //!
 //! [`Fold`] turns pages into an [`Observation`]: node views with the requests of their
-//! non-terminated pods, the requests of unbound pods, and pod counts.
+//! non-terminated pods, the requests of unbound pods, pod counts, and per controlling owner
+//! what its pods are doing ([`OwnerState`]: [`PodItem::state`] is one pod's part). The watch
+//! caches ([`PodCache`]) keep the same sums event by event.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,7 +21,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use crate::model::quantity::parse_milli;
 use crate::model::workload::{container_request, pod_request};
-use crate::model::{ClusterTaint, NodeView, PodFacts, ResourceList};
+use crate::model::{ClusterTaint, NodeView, OwnerState, PodFacts, ResourceList};
 use crate::policy::types::TaintEffect;
 
 /// One page of a list response (`NodeList`, `PodList`).
@@ -120,6 +123,33 @@ impl<'de> Deserialize<'de> for Milli {
     }
 }
 
+/// An RFC 3339 timestamp (`2026-11-01T10:00:04Z`, fractions allowed) as Unix ms; `null` or
+/// absent ⇒ `None`; times before 1970 ⇒ 0.
+fn rfc3339_ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Option<u64>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an RFC 3339 timestamp")
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Option<u64>, D2::Error> {
+            d.deserialize_str(V)
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<Option<u64>, E> {
+            let t = humantime::parse_rfc3339_weak(s).map_err(|e| E::custom(format!("timestamp {s:?}: {e}")))?;
+            let ms = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+            Ok(Some(u64::try_from(ms).unwrap_or(u64::MAX)))
+        }
+    }
+    d.deserialize_option(V)
+}
+
 /// The name (and for nodes the labels) of an object.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -186,8 +216,9 @@ pub struct NodeStatus {
     pub conditions: Vec<ConditionItem>,
 }
 
-/// A condition (`type`, `status`, `reason`).
+/// A condition (`type`, `status`, `reason`, `lastTransitionTime`).
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConditionItem {
     /// `Ready`, `PodScheduled`…
     #[serde(rename = "type")]
@@ -198,6 +229,9 @@ pub struct ConditionItem {
     /// Machine-readable reason (`Unschedulable`).
     #[serde(default)]
     pub reason: Option<String>,
+    /// `lastTransitionTime`, Unix ms.
+    #[serde(default, deserialize_with = "rfc3339_ms")]
+    pub last_transition_time: Option<u64>,
 }
 
 impl NodeItem {
@@ -252,6 +286,9 @@ pub struct PodMeta {
     /// `metadata.resourceVersion` (watch events and bookmarks carry it).
     #[serde(default)]
     pub resource_version: Option<String>,
+    /// `metadata.creationTimestamp`, Unix ms.
+    #[serde(default, deserialize_with = "rfc3339_ms")]
+    pub creation_timestamp: Option<u64>,
 }
 
 /// An owner reference.
@@ -358,12 +395,119 @@ impl PodItem {
             .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
     }
 
+    /// What this (non-terminated) pod adds to its owner's [`OwnerState`], read in one pass over
+    /// its conditions; see [`OwnerState`] for the reasons and timestamps.
+    pub fn state(&self) -> PodState<'_> {
+        let bound = self.spec.node_name.as_deref().is_some_and(|n| !n.is_empty());
+        let phase = self.status.phase.as_deref();
+        let running = phase == Some("Running");
+        let (mut ready_c, mut sched_c) = (None, None);
+        for c in &self.status.conditions {
+            match c.type_.as_str() {
+                "Ready" if ready_c.is_none() => ready_c = Some(c),
+                "PodScheduled" if sched_c.is_none() => sched_c = Some(c),
+                _ => {}
+            }
+        }
+        let ready = ready_c.is_some_and(|c| c.status == "True");
+        let created = self.metadata.creation_timestamp.unwrap_or(0);
+        let sched_false = sched_c.filter(|c| c.status == "False");
+        let unschedulable_since = sched_false
+            .filter(|c| !bound && c.reason.as_deref() == Some("Unschedulable"))
+            .map(|c| c.last_transition_time.unwrap_or(created));
+        let not_ready = (!ready).then(|| {
+            let reason = if !bound {
+                reason_of(sched_false).unwrap_or("Scheduling")
+            } else if running {
+                reason_of(ready_c.filter(|c| c.status != "True")).unwrap_or("NotReady")
+            } else {
+                match phase {
+                    None | Some("Pending") | Some("") => "Starting",
+                    Some(other) => other,
+                }
+            };
+            let since = ready_c.and_then(|c| c.last_transition_time).unwrap_or(created);
+            (reason, since)
+        });
+        PodState { bound, running, ready, unschedulable_since, not_ready }
+    }
+
     /// `Kind/namespace/name` of the controlling owner, or of the pod itself.
     pub fn owner_key(&self) -> String {
         let m = &self.metadata;
         match m.owner_references.iter().find(|o| o.controller == Some(true)).or(m.owner_references.first()) {
             Some(o) => format!("{}/{}/{}", o.kind, m.namespace, o.name),
             None => format!("Pod/{}/{}", m.namespace, m.name),
+        }
+    }
+}
+
+/// A condition's reason, when it has a non-empty one.
+fn reason_of(c: Option<&ConditionItem>) -> Option<&str> {
+    c.and_then(|c| c.reason.as_deref()).filter(|r| !r.is_empty())
+}
+
+/// One non-terminated pod's part of its owner's [`OwnerState`] ([`PodItem::state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodState<'a> {
+    /// Bound to a node.
+    pub bound: bool,
+    /// Phase `Running`.
+    pub running: bool,
+    /// `Ready=True`.
+    pub ready: bool,
+    /// Unbound with `PodScheduled=False, reason=Unschedulable`: since when (Unix ms).
+    pub unschedulable_since: Option<u64>,
+    /// Not Ready: why (the [`OwnerState::pending_reasons`] key) and since when (Unix ms).
+    pub not_ready: Option<(&'a str, u64)>,
+}
+
+/// Adds (`add`) or takes away one pod's part of an owner's state. The timestamp vectors are
+/// kept sorted when `sorted` (the watch cache); a [`Fold`] appends and sorts once at the end.
+fn apply_state(s: &mut OwnerState, p: &PodState<'_>, add: bool, sorted: bool) {
+    let step = |n: &mut u32, on: bool| {
+        if on {
+            *n = if add { n.saturating_add(1) } else { n.saturating_sub(1) };
+        }
+    };
+    step(&mut s.pods, true);
+    step(&mut s.bound, p.bound);
+    step(&mut s.running, p.running);
+    step(&mut s.ready, p.ready);
+    let put = |v: &mut Vec<u64>, t: u64| {
+        if !add {
+            if let Ok(i) = v.binary_search(&t) {
+                v.remove(i);
+            }
+        } else if sorted {
+            let i = v.partition_point(|x| *x <= t);
+            v.insert(i, t);
+        } else {
+            v.push(t);
+        }
+    };
+    if let Some(t) = p.unschedulable_since {
+        put(&mut s.unschedulable_since, t);
+    }
+    if let Some((reason, t)) = p.not_ready {
+        put(&mut s.not_ready_since, t);
+        if add {
+            count_up(&mut s.pending_reasons, reason);
+        } else {
+            count_down(&mut s.pending_reasons, reason);
+        }
+    }
+}
+
+/// Runs `f` on the entry of `key` in `map` (a default one, inserted, when missing) without
+/// allocating the key when it is present.
+fn with_entry<V: Default>(map: &mut BTreeMap<String, V>, key: &str, f: impl FnOnce(&mut V)) {
+    match map.get_mut(key) {
+        Some(v) => f(v),
+        None => {
+            let mut v = V::default();
+            f(&mut v);
+            map.insert(key.to_string(), v);
         }
     }
 }
@@ -438,7 +582,10 @@ impl Fold {
             return;
         }
         let request = p.request();
-        *self.obs.pods.by_owner.entry(p.owner_key()).or_insert(0) += 1;
+        let owner = p.owner_key();
+        let state = p.state();
+        with_entry(&mut self.obs.pods.owners, &owner, |s| apply_state(s, &state, true, false));
+        count_up(&mut self.obs.pods.by_owner, &owner);
         match p.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
             Some(node) => {
                 self.obs.pods.bound = self.obs.pods.bound.saturating_add(1);
@@ -450,8 +597,8 @@ impl Fold {
             None => {
                 self.obs.pods.unbound = self.obs.pods.unbound.saturating_add(1);
                 self.obs.unbound.add(&request);
-                if p.is_unschedulable() {
-                    *self.obs.pods.unschedulable.entry(p.owner_key()).or_insert(0) += 1;
+                if state.unschedulable_since.is_some() {
+                    count_up(&mut self.obs.pods.unschedulable, &owner);
                 }
             }
         }
@@ -474,6 +621,10 @@ impl Fold {
     /// The observation.
     pub fn finish(mut self) -> Observation {
         self.obs.nodes = self.nodes.into_values().collect();
+        for s in self.obs.pods.owners.values_mut() {
+            s.unschedulable_since.sort_unstable();
+            s.not_ready_since.sort_unstable();
+        }
         self.obs
     }
 }
@@ -679,7 +830,12 @@ struct PodFact {
     request: std::sync::Arc<ResourceList>,
     owner: std::sync::Arc<str>,
     terminated: bool,
-    unschedulable: bool,
+    running: bool,
+    ready: bool,
+    /// Unbound and Unschedulable: since when.
+    unschedulable_since: Option<u64>,
+    /// Not Ready: the (interned) reason and since when.
+    not_ready: Option<(std::sync::Arc<str>, u64)>,
 }
 
 /// The pods of a watched cluster, with the sums a [`Fold`] would compute kept up to date
@@ -704,10 +860,29 @@ impl PodFact {
             (None, None) => true,
             _ => false,
         };
-        node && std::sync::Arc::ptr_eq(&self.request, &o.request)
+        let not_ready = match (&self.not_ready, &o.not_ready) {
+            (Some((a, t)), Some((b, u))) => std::sync::Arc::ptr_eq(a, b) && t == u,
+            (None, None) => true,
+            _ => false,
+        };
+        node && not_ready
+            && std::sync::Arc::ptr_eq(&self.request, &o.request)
             && std::sync::Arc::ptr_eq(&self.owner, &o.owner)
             && self.terminated == o.terminated
-            && self.unschedulable == o.unschedulable
+            && self.running == o.running
+            && self.ready == o.ready
+            && self.unschedulable_since == o.unschedulable_since
+    }
+
+    /// Its part of the owner's state.
+    fn state(&self) -> PodState<'_> {
+        PodState {
+            bound: self.node.is_some(),
+            running: self.running,
+            ready: self.ready,
+            unschedulable_since: self.unschedulable_since,
+            not_ready: self.not_ready.as_ref().map(|(r, t)| (&**r, *t)),
+        }
     }
 }
 
@@ -795,16 +970,23 @@ impl PodCache {
                 request: self.intern_request(ResourceList::new()),
                 owner: self.intern(""),
                 terminated: true,
-                unschedulable: false,
+                running: false,
+                ready: false,
+                unschedulable_since: None,
+                not_ready: None,
             };
         }
         let node = p.spec.node_name.as_deref().filter(|n| !n.is_empty()).map(|n| self.intern(n));
+        let state = p.state();
         PodFact {
             node,
             request: self.intern_request(p.request()),
             owner: self.intern(&p.owner_key()),
             terminated: false,
-            unschedulable: p.is_unschedulable(),
+            running: state.running,
+            ready: state.ready,
+            unschedulable_since: state.unschedulable_since,
+            not_ready: state.not_ready.map(|(r, t)| (self.intern(r), t)),
         }
     }
 
@@ -824,6 +1006,11 @@ impl PodCache {
             count_up(&mut self.facts.by_owner, &f.owner);
         } else {
             count_down(&mut self.facts.by_owner, &f.owner);
+        }
+        let state = f.state();
+        with_entry(&mut self.facts.owners, &f.owner, |s| apply_state(s, &state, add, true));
+        if !add && self.facts.owners.get(&*f.owner).is_some_and(|s| s.pods == 0) {
+            self.facts.owners.remove(&*f.owner);
         }
         match &f.node {
             Some(node) => {
@@ -847,14 +1034,14 @@ impl PodCache {
             None if add => {
                 self.facts.unbound = self.facts.unbound.saturating_add(1);
                 add_to(&mut self.unbound, &f.request);
-                if f.unschedulable {
+                if f.unschedulable_since.is_some() {
                     count_up(&mut self.facts.unschedulable, &f.owner);
                 }
             }
             None => {
                 self.facts.unbound = self.facts.unbound.saturating_sub(1);
                 subtract(&mut self.unbound, &f.request);
-                if f.unschedulable {
+                if f.unschedulable_since.is_some() {
                     count_down(&mut self.facts.unschedulable, &f.owner);
                 }
             }
@@ -975,6 +1162,68 @@ mod tests {
         assert_eq!((o.pods.bound, o.pods.unbound, o.listed_pods), (1, 1, 3));
         assert_eq!(o.unbound.get("cpu"), 500);
         assert_eq!(o.pods.unschedulable.get("ReplicaSet/ns/web-1"), Some(&1));
+    }
+
+    #[test]
+    fn pods_fold_into_owner_states() {
+        let pod = |name: &str, node: &str, phase: &str, conds: &str| {
+            format!(
+                r#"{{"metadata":{{"name":"{name}","namespace":"ns","creationTimestamp":"2026-11-01T10:00:00Z",
+                  "ownerReferences":[{{"kind":"ReplicaSet","name":"web-1","controller":true}}]}},
+                  "spec":{{{node}"containers":[]}},"status":{{"phase":"{phase}","conditions":[{conds}]}}}}"#
+            )
+        };
+        let ready = r#"{"type":"Ready","status":"True","lastTransitionTime":"2026-11-01T10:00:09Z"}"#;
+        let not_ready = r#"{"type":"Ready","status":"False","reason":"ContainersNotReady","lastTransitionTime":"2026-11-01T10:00:07.250Z"}"#;
+        let unsched = r#"{"type":"PodScheduled","status":"False","reason":"Unschedulable","lastTransitionTime":"2026-11-01T10:00:05Z"}"#;
+        let items = [
+            pod("a", r#""nodeName":"n1","#, "Running", ready),
+            pod("b", r#""nodeName":"n1","#, "Running", not_ready),
+            pod("c", r#""nodeName":"n1","#, "Pending", ""),
+            pod("d", "", "Pending", unsched),
+            pod("e", "", "Pending", r#"{"type":"PodScheduled","status":"False","reason":"SchedulingGated"}"#),
+            pod("f", "", "Pending", ""),
+            pod("g", r#""nodeName":"n1","#, "Succeeded", ""),
+        ];
+        let page = format!(r#"{{"items":[{}]}}"#, items.join(","));
+        let mut f = Fold::default();
+        f.pods(decode_page::<PodItem>(page.as_bytes()).expect("pods").items);
+        let o = f.finish();
+        let t0 = 1_793_527_200_000; // 2026-11-01T10:00:00Z
+        let s = &o.pods.owners["ReplicaSet/ns/web-1"];
+        assert_eq!((s.pods, s.bound, s.running, s.ready), (6, 3, 2, 1));
+        assert_eq!(s.unschedulable_since, vec![t0 + 5000]);
+        // b: its Ready=False transition; c, d, e, f: no Ready condition, the creation time.
+        assert_eq!(s.not_ready_since, vec![t0, t0, t0, t0, t0 + 7250]);
+        let reasons: Vec<(&str, u32)> = s.pending_reasons.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(
+            reasons,
+            vec![
+                ("ContainersNotReady", 1),
+                ("Scheduling", 1),
+                ("SchedulingGated", 1),
+                ("Starting", 1),
+                ("Unschedulable", 1)
+            ]
+        );
+        assert_eq!(o.pods.unschedulable.get("ReplicaSet/ns/web-1"), Some(&1));
+        // The watch cache sums the same, in any order, and forgets a deleted pod's part.
+        let mut cache = PodCache::default();
+        let decoded = decode_page::<PodItem>(page.as_bytes()).expect("pods").items;
+        for p in decoded.iter().rev() {
+            cache.upsert(p);
+        }
+        let w = WatchCache { nodes: NodeCache::default(), pods: cache };
+        assert_eq!(w.observation().pods, o.pods);
+        let mut cache = w.pods;
+        for k in ["ns/a", "ns/b", "ns/c", "ns/d", "ns/e", "ns/f"] {
+            cache.delete(k);
+        }
+        assert!(cache.facts.owners.is_empty() && cache.facts.by_owner.is_empty(), "{:?}", cache.facts);
+        // A bad timestamp is an error naming its field.
+        let bad = page.replace("2026-11-01T10:00:05Z", "yesterday");
+        let e = decode_page::<PodItem>(bad.as_bytes()).expect_err("bad time");
+        assert!(e.path.contains("conditions[0].lastTransitionTime"), "{e}");
     }
 
     #[test]

@@ -7,11 +7,14 @@
 //! Observed replicas are counted from the member's pods by controlling owner
 //! ([`PodFacts::by_owner`]): a Deployment's pods belong to its ReplicaSets (`<name>-<hash>`),
 //! StatefulSet, ReplicaSet and Job pods to the object itself, a bare Pod to itself. Kinds whose
-//! pods cannot be attributed count as not observed until the decision expires.
+//! pods cannot be attributed count as not observed until the decision expires. The same
+//! attribution sums what those pods are doing ([`Owner::state`], from [`PodFacts::owners`]).
 
 use super::dimensions::Dimensions;
 use super::nodes::CompiledRequest;
-use super::snapshot::{ClusterSnapshot, PodFacts};
+use std::collections::BTreeMap;
+
+use super::snapshot::{ClusterSnapshot, OwnerState, PodFacts};
 use super::workload::ReplicaRequirements;
 use crate::policy::ObjectKey;
 
@@ -47,18 +50,32 @@ impl Owner {
 
     /// Replicas of the workload that a live member runs.
     pub fn observed(&self, pods: &PodFacts) -> i64 {
-        let total: u64 = match self {
-            Owner::ReplicaSets(prefix) => pods
-                .by_owner
-                .range::<str, _>((std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded))
-                .take_while(|(k, _)| k.starts_with(prefix.as_str()))
-                .filter(|(k, _)| !k[prefix.len()..].contains('-'))
-                .map(|(_, n)| u64::from(*n))
-                .sum(),
-            Owner::Exact(key) => pods.by_owner.get(key).map_or(0, |n| u64::from(*n)),
-            Owner::Unknown => 0,
-        };
+        let total: u64 = self.entries(&pods.by_owner).map(|(_, n)| u64::from(*n)).sum();
         i64::try_from(total).unwrap_or(i64::MAX)
+    }
+
+    /// What the workload's pods on a live member are doing: the [`OwnerState`]s of its owners
+    /// summed (a Deployment's ReplicaSets, as [`Owner::observed`] counts them). Empty for a
+    /// workload whose pods cannot be attributed.
+    pub fn state(&self, pods: &PodFacts) -> OwnerState {
+        let mut out = OwnerState::default();
+        for (_, s) in self.entries(&pods.owners) {
+            out.merge(s);
+        }
+        out
+    }
+
+    /// The entries of a map keyed by owner (`Kind/ns/name`) that belong to this workload.
+    fn entries<'a, V>(&'a self, map: &'a BTreeMap<String, V>) -> Box<dyn Iterator<Item = (&'a String, &'a V)> + 'a> {
+        match self {
+            Owner::ReplicaSets(prefix) => Box::new(
+                map.range::<str, _>((std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded))
+                    .take_while(move |(k, _)| k.starts_with(prefix.as_str()))
+                    .filter(move |(k, _)| !k[prefix.len()..].contains('-')),
+            ),
+            Owner::Exact(key) => Box::new(map.get_key_value(key.as_str()).into_iter()),
+            Owner::Unknown => Box::new(std::iter::empty()),
+        }
     }
 }
 
@@ -167,6 +184,42 @@ mod tests {
         }
         assert_eq!(pending(5, 3), 2);
         assert_eq!(pending(2, 3), 0);
+    }
+
+    #[test]
+    fn state_sums_a_workloads_owners() {
+        let st = |pods, ready, since: &[u64], reason: &str| OwnerState {
+            pods,
+            bound: pods,
+            running: pods,
+            ready,
+            unschedulable_since: vec![],
+            not_ready_since: since.to_vec(),
+            pending_reasons: if since.is_empty() {
+                BTreeMap::new()
+            } else {
+                [(reason.to_string(), pods - ready)].into()
+            },
+        };
+        let pods = PodFacts {
+            owners: [
+                ("ReplicaSet/shop/web-5d8f9".to_string(), st(2, 1, &[30], "NotReady")),
+                ("ReplicaSet/shop/web-sim".to_string(), st(3, 1, &[10, 40], "NotReady")),
+                ("ReplicaSet/shop/web-api-77c".to_string(), st(4, 0, &[1, 2, 3, 4], "Starting")),
+                ("StatefulSet/shop/db".to_string(), st(3, 3, &[], "")),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        let web = Owner::of(&key("apps/v1", "Deployment", "web")).state(&pods);
+        assert_eq!((web.pods, web.bound, web.running, web.ready), (5, 5, 5, 2));
+        assert_eq!(web.not_ready_since, vec![10, 30, 40], "merged in order, web-api left out");
+        assert_eq!(web.pending_reasons, BTreeMap::from([("NotReady".to_string(), 3)]));
+        assert_eq!(web.not_ready(), 3);
+        let db = Owner::of(&key("apps/v1", "StatefulSet", "db")).state(&pods);
+        assert_eq!((db.pods, db.ready), (3, 3));
+        assert_eq!(Owner::of(&key("example.com/v1", "Model", "web")).state(&pods), OwnerState::default());
+        assert_eq!(Owner::of(&key("apps/v1", "Deployment", "none")).state(&pods), OwnerState::default());
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub mod workload;
 
 pub use resources::ResourceList;
 pub use snapshot::{
-    ClusterConstraints, ClusterSnapshot, ClusterTaint, Freshness, Health, NodeView, Observed, PodFacts, PollFacts,
-    Reserve, SnapshotSource,
+    ClusterConstraints, ClusterSnapshot, ClusterTaint, Freshness, Health, NodeView, Observed, OwnerState, PodFacts,
+    PollFacts, Reserve, SnapshotSource,
 };
 pub use workload::{ReplicaRequirements, Workload};

@@ -151,7 +151,8 @@ pub struct NodeView {
     pub pods: u32,
 }
 
-/// Pod counts of a live cluster (content: part of the hash).
+/// Pod counts of a live cluster (content: part of the hash), and per controlling owner what its
+/// pods are doing ([`OwnerState`]: bound, running, ready, pending with reasons and since when).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PodFacts {
     /// Non-terminated pods bound to a node.
@@ -164,6 +165,83 @@ pub struct PodFacts {
     /// Non-terminated pods (bound or not) by controlling owner, as `unschedulable`: how many
     /// replicas of each workload a live member runs (assumed workloads are matched to these).
     pub by_owner: BTreeMap<String, u32>,
+    /// What the non-terminated pods of each controlling owner are doing, keyed as `by_owner`
+    /// (same keys: `owners[k].pods == by_owner[k]`).
+    pub owners: BTreeMap<String, OwnerState>,
+}
+
+/// The state of one owner's non-terminated pods on a member (or of a workload's owners summed,
+/// [`crate::model::assumed::Owner::state`]). Content: timestamps from the member, never ages,
+/// so the snapshot hashes the same while nothing happens.
+///
+/// Invariants: `bound, running, ready ≤ pods`; `not_ready_since.len() == pods − ready ==
+/// Σ pending_reasons`; `unschedulable_since.len() ≤ pods − bound`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OwnerState {
+    /// Non-terminated pods (phase neither `Succeeded` nor `Failed`).
+    pub pods: u32,
+    /// Of those, pods bound to a node (`spec.nodeName` set).
+    pub bound: u32,
+    /// Of those, pods in phase `Running`.
+    pub running: u32,
+    /// Of those, pods whose `Ready` condition is `True`.
+    pub ready: u32,
+    /// One Unix-ms timestamp per unbound pod with `PodScheduled=False, reason=Unschedulable`:
+    /// that condition's `lastTransitionTime` (the pod's `creationTimestamp` when absent, 0 when
+    /// both are), sorted ascending.
+    pub unschedulable_since: Vec<u64>,
+    /// One Unix-ms timestamp per pod that is not Ready (bound or not): the `Ready=False`
+    /// condition's `lastTransitionTime` (the pod's `creationTimestamp` when the condition is
+    /// absent, 0 when both are), sorted ascending.
+    pub not_ready_since: Vec<u64>,
+    /// Why the pods that are not Ready are not, one count per pod: an unbound pod counts under
+    /// its `PodScheduled=False` reason (`Unschedulable`, `SchedulingGated`…; `Scheduling` while
+    /// the scheduler has not reported), a bound pod not yet `Running` under `Starting`, a
+    /// running pod under its `Ready=False` reason (`ContainersNotReady`…; `NotReady` without).
+    pub pending_reasons: BTreeMap<String, u32>,
+}
+
+impl OwnerState {
+    /// Adds another owner's pods (a Deployment's ReplicaSets summed): counts added, the
+    /// timestamp vectors merged in order, the reasons added.
+    pub fn merge(&mut self, o: &OwnerState) {
+        self.pods = self.pods.saturating_add(o.pods);
+        self.bound = self.bound.saturating_add(o.bound);
+        self.running = self.running.saturating_add(o.running);
+        self.ready = self.ready.saturating_add(o.ready);
+        merge_sorted(&mut self.unschedulable_since, &o.unschedulable_since);
+        merge_sorted(&mut self.not_ready_since, &o.not_ready_since);
+        for (reason, n) in &o.pending_reasons {
+            let e = self.pending_reasons.entry(reason.clone()).or_insert(0);
+            *e = e.saturating_add(*n);
+        }
+    }
+
+    /// Pods that are not Ready (`pods − ready`).
+    pub fn not_ready(&self) -> u32 {
+        self.pods.saturating_sub(self.ready)
+    }
+}
+
+/// `into ∪ from`, both sorted ascending, kept sorted.
+fn merge_sorted(into: &mut Vec<u64>, from: &[u64]) {
+    if from.is_empty() {
+        return;
+    }
+    let mut out = Vec::with_capacity(into.len() + from.len());
+    let (mut i, mut j) = (0, 0);
+    while i < into.len() && j < from.len() {
+        if into[i] <= from[j] {
+            out.push(into[i]);
+            i += 1;
+        } else {
+            out.push(from[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&into[i..]);
+    out.extend_from_slice(&from[j..]);
+    *into = out;
 }
 
 /// How a poll went (not content: excluded from the hash).

@@ -13,6 +13,12 @@
 //! to schedule (or to render for a cluster) keeps its previous files. The replicas of each
 //! scheduled decision are deducted from the live views before the next workload
 //! ([`PassSnapshots::deduct`]).
+//!
+//! Failover's [`Directive`] for a workload (from the stability stage) is part of its key: the
+//! clusters it is evicted from are rejected by the `cluster-eviction` filter and taken out of
+//! the previous placement, distrusted capacity caps a cluster's replicas, a move-back decides
+//! without the previous placement, and the files on clusters a graceful eviction left are
+//! kept until purged.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -32,6 +38,7 @@ use crate::util::hash::fnv1a64;
 
 use super::deps::{add_required, attached, dependency_map_indexed};
 use super::snapshots::{Pass, PassSnapshots};
+use super::stability::{Directive, StabilityPass};
 use super::{Inputs, Problem, cache};
 
 /// What every decision of a pass shares.
@@ -45,6 +52,8 @@ pub(super) struct Context<'a> {
     pub output_dir: &'a Path,
     /// Whether this pass compares the whole output directory ([`cache::PassCache::full_check_due`]).
     pub full_check: bool,
+    /// What failover asks of each workload ([`super::stability`]).
+    pub stability: &'a StabilityPass,
 }
 
 /// What the decide stage hands over.
@@ -86,6 +95,8 @@ struct Claimed<'a> {
     hashes: (u64, u64),
     /// The override policies that apply, in application order.
     overrides: Vec<render::ApplicableOverride<'a>>,
+    /// What failover asks of this decision.
+    directive: Option<&'a Directive>,
 }
 
 /// Decides (or reuses the decision of) every claimed template, deducting the replicas of
@@ -185,7 +196,8 @@ fn claim<'a>(
         policy.as_ref().and_then(|r| ctx.inputs.hashes.policies.get(r)).copied().unwrap_or(empty_hash),
     );
     let overrides = render::overrides::applicable_indexed(index, t);
-    Some(Claimed { template: t, previous, policy, placement, framework, required, hashes, overrides })
+    let directive = ctx.stability.directives.get(&t.key);
+    Some(Claimed { template: t, previous, policy, placement, framework, required, hashes, overrides, directive })
 }
 
 /// The fleet's static facts per confidence threshold ([`cache::fleet_static_key`]), computed
@@ -225,6 +237,7 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_>, fleet_static: u64) -> u64 {
         (w.hashes, &t.source.file, t.source.document, w.policy.as_ref(), fleet_static, ctx.inputs.hashes.interpreters),
         (prev, &w.framework.name, w.framework.digest, &w.required),
         overrides_key,
+        w.directive,
     ))
 }
 
@@ -326,9 +339,8 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
     let (prev, required, overrides) = (w.previous.as_deref(), &w.required[..], &w.overrides[..]);
     let (template_hash, policy_hash) = w.hashes;
     let (inputs, pass) = (ctx.inputs, ctx.pass);
-    let previous: BTreeMap<String, i32> =
-        prev.map(|p| p.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect()).unwrap_or_default();
-    let previous_affinity = prev.and_then(|p| p.affinity_name.clone());
+    let (previous, previous_affinity) = previous_for(prev, w.directive);
+    let failover = w.directive.map_or(&schedule::NO_FAILOVER, |d| &d.failover);
     let dec_inputs = decision_inputs(prev, (template_hash, policy_hash), pass.versions, &fw.name);
     let keep_previous = |reason: String, result: ScheduleResult| -> Decided {
         let keep: Vec<(String, String)> =
@@ -371,6 +383,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         placement,
         previous: &previous,
         previous_affinity: previous_affinity.as_deref(),
+        failover,
     };
     let scheduling = Instant::now();
     let mut result = match policy_ref {
@@ -444,6 +457,10 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
             }
         }
     }
+    if let Some(d) = w.directive {
+        // Graceful eviction: the files on the clusters it left stay until purged.
+        keep.extend(d.kept.iter().filter(|c| !targets.contains_key(*c)).map(|c| (c.clone(), path.clone())));
+    }
     Decided {
         record: PlacementRecord {
             workload: t.key.clone(),
@@ -465,6 +482,31 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         schedule_time,
         render_time: rendering.elapsed(),
     }
+}
+
+/// The previous placement a decision starts from and its affinity term: without the clusters
+/// failover evicted the workload from (Karmada takes them out of `spec.clusters`), capped where
+/// a cluster's capacity is distrusted (the descheduler lowers them), and nothing at all for a
+/// fresh decision (a move-back decides as a first schedule, so the policy's preference rules).
+fn previous_for(
+    prev: Option<&PlacementRecord>,
+    directive: Option<&Directive>,
+) -> (BTreeMap<String, i32>, Option<String>) {
+    let mut previous: BTreeMap<String, i32> =
+        prev.map(|p| p.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect()).unwrap_or_default();
+    let affinity = prev.and_then(|p| p.affinity_name.clone());
+    if let Some(d) = directive {
+        if d.fresh {
+            return (BTreeMap::new(), None);
+        }
+        previous.retain(|c, _| !d.failover.evicted.contains(c));
+        for (c, cap) in &d.failover.caps {
+            if let Some(r) = previous.get_mut(c) {
+                *r = (*r).min(*cap);
+            }
+        }
+    }
+    (previous, affinity)
 }
 
 /// One workload's decision and rendered files (kept by the [`cache`] between passes).
@@ -536,5 +578,7 @@ pub(super) fn decision_inputs(
             .unwrap_or_default(),
         previous_affinity: prev.and_then(|p| p.affinity_name.clone()),
         profile: profile.to_string(),
+        // Set by the record stage (the pass's stability state).
+        stability: 0,
     }
 }

@@ -6,13 +6,18 @@
 //! 2. version snapshots (`snapshots.rs`) → `PassSnapshots` (snapshot versions, the member
 //!    views after the assumed-replica deductions), then the `Pass` every decision shares
 //!    (positions, the scheduler's fleet, the versions blob, each cluster's state);
-//! 3. decide (`decide.rs`: claim, decision key, schedule + render or reuse; the
-//!    propagateDeps order and helpers in `deps.rs`) → `Decisions`;
-//! 4. plan the publish (`plan.rs`: dirty clusters, kept files, `placements.json`) →
+//! 3. stability (`stability.rs`: the stability engine over the stored state, the members'
+//!    conditions and their pods — evictions, purges, reschedules, move-backs, the storm guard)
+//!    → `StabilityPass` (the next state, the actions, a `Directive` per workload);
+//! 4. decide (`decide.rs`: claim, decision key — which includes the workload's directive —,
+//!    schedule + render or reuse; evicted clusters filtered and out of the previous placement,
+//!    kept files of graceful evictions; the propagateDeps order and helpers in `deps.rs`) →
+//!    `Decisions`;
+//! 5. plan the publish (`plan.rs`: dirty clusters, kept files, `placements.json`) →
 //!    `PlannedPublish`;
-//! 5. publish ([`publish::publish_guarded`]) → [`publish::PublishReport`];
-//! 6. record (`record.rs`: history and placements in batches, removed workloads, persisted
-//!    decisions, flush) → `Recorded`;
+//! 6. publish ([`publish::publish_guarded`]) → [`publish::PublishReport`];
+//! 7. record (`record.rs`: history and placements in batches — failover's actions as notes,
+//!    once —, removed workloads, persisted decisions, the stability state, flush) → `Recorded`;
 //!
 //! then git mode's commit, and the [`ReconcileReport`] (`report.rs`) made of what the stages
 //! handed over. What a reconciler keeps between passes is `cache.rs`; what it is configured
@@ -32,6 +37,7 @@ mod record;
 mod report;
 mod settings;
 mod snapshots;
+mod stability;
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -47,7 +53,7 @@ use inputs::LoadCache;
 pub use inputs::{
     InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_for, load_inputs_timed, load_inputs_with,
 };
-pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport};
+pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport, StabilityEvent, StabilityReport};
 pub use settings::{InterpreterSettings, PublishSettings, Settings};
 pub use snapshots::{Assumed, set_confidence};
 
@@ -130,6 +136,8 @@ impl Reconciler {
         let pass = snapshots::Pass::new(&snapshots, &self.store)?;
 
         let index = PolicyIndex::new(&inputs.set);
+        let stability =
+            stability::run(&self.store, cache, inputs, &snapshots.views, &index, &self.settings.stability, now_ms)?;
         let context = decide::Context {
             store: &self.store,
             profiles: &self.settings.profiles,
@@ -138,6 +146,7 @@ impl Reconciler {
             pass: &pass,
             output_dir,
             full_check,
+            stability: &stability,
         };
         let decisions = decide::decide_all(&context, cache, &mut snapshots)?;
 
@@ -151,8 +160,14 @@ impl Reconciler {
         planned.published(cache, &published.held, full_check, now_ms);
 
         let phase = Instant::now();
-        let recording =
-            record::Recording { store: &self.store, held: &published.held, versions: pass.versions, trigger, now_ms };
+        let recording = record::Recording {
+            store: &self.store,
+            held: &published.held,
+            versions: pass.versions,
+            trigger,
+            now_ms,
+            stability: &stability,
+        };
         let recorded = record::record(&recording, cache, &decisions)?;
         let record_time = phase.elapsed();
 
@@ -185,6 +200,7 @@ impl Reconciler {
                 publish: publish_time,
                 record: record_time,
             },
+            stability: stability.report(),
         })
     }
 }

@@ -6,7 +6,9 @@
 //! `history_seq`); then the store is flushed. Hands over [`Recorded`].
 //!
 //! A note names each cluster the mass-deletion guard held among a workload's clusters (its
-//! new and its previous files).
+//! new and its previous files); each eviction, purge, reschedule and move-back of the pass is
+//! a note of its workload's record (recorded once, in that pass). The stability state is
+//! stored before the flush.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreE
 
 use super::cache;
 use super::decide::{Decided, Decisions};
+use super::stability::StabilityPass;
 
 /// How many changed decisions one store transaction records (a sled transaction costs about
 /// the same whatever its size).
@@ -40,6 +43,9 @@ pub(super) struct Recording<'a> {
     pub versions: u64,
     pub trigger: &'a str,
     pub now_ms: u64,
+    /// The stability stage's result: its state is stored with the pass, its actions are
+    /// history notes of their workloads.
+    pub stability: &'a StabilityPass,
 }
 
 /// Records the pass's decisions and removals, persists the reusable decisions, and flushes.
@@ -64,6 +70,7 @@ pub(super) fn record(
     }
     r.store.put_stored_decisions(&stored)?;
     r.store.remove_stored_decisions(&removed_workloads)?;
+    r.store.put_stability(&r.stability.state)?;
     r.store.flush()?;
     Ok(Recorded { history_records, removed_workloads })
 }
@@ -102,7 +109,10 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
             cache.history.insert(key.clone(), last);
         }
         let last = cache.history.get(key).and_then(Option::as_ref);
-        if !changed(d, prev.as_deref(), decisions.fresh.contains(key), last, &notes) {
+        // Failover's actions are recorded once, in the pass they happen; they are not
+        // compared with the last record's notes (their absence next pass is no change).
+        let events = r.stability.notes_of(key);
+        if !changed(d, prev.as_deref(), decisions.fresh.contains(key), last, &notes) && events.is_empty() {
             continue;
         }
         let mut record = d.record.clone();
@@ -114,9 +124,9 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
             trigger: r.trigger.to_string(),
             workload: record.workload.clone(),
             policy: record.policy.clone(),
-            inputs: d.inputs.clone(),
+            inputs: DecisionInputs { stability: r.stability.state_blob, ..d.inputs.clone() },
             result: record.result.clone(),
-            notes: notes.clone(),
+            notes: notes.iter().chain(&events).cloned().collect(),
         };
         let last =
             cache::LastHistory { template_hash: d.inputs.template_hash, policy_hash: d.inputs.policy_hash, notes };
@@ -210,6 +220,7 @@ fn record_removed(
                 previous: old.targets.iter().map(|(k, v)| (k.clone(), v.unwrap_or(0))).collect(),
                 previous_affinity: old.affinity_name.clone(),
                 profile: "karmada-default".into(),
+                stability: r.stability.state_blob,
             },
             result: ScheduleResult {
                 outcome: Outcome::Scheduled { targets: BTreeMap::new() },

@@ -73,6 +73,37 @@ pub struct ReconcileReport {
     pub duration_ms: u128,
     /// Time per phase (the caller adds `load` and `poll` from [`super::load_inputs_timed`]).
     pub phases: PhaseTimings,
+    /// What failover did this pass (evictions, purges, reschedules, move-backs, storm guard).
+    pub stability: StabilityReport,
+}
+
+/// What the stability engine did in one pass (for metrics, logs and status).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StabilityReport {
+    /// Every eviction, purge, reschedule, move-back and storm guard change of the pass.
+    pub events: Vec<StabilityEvent>,
+    /// Workloads with an eviction due but held, or a graceful eviction not purged yet.
+    pub pending_failover: usize,
+    /// While the storm guard holds: why.
+    pub storm: Option<String>,
+    /// Due actions held this pass (rate limit, storm guard, `max_moves_per_pass`, `min_stay`).
+    pub held: usize,
+}
+
+/// One event of [`StabilityReport::events`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct StabilityEvent {
+    /// None for the storm guard.
+    pub workload: Option<ObjectKey>,
+    /// The member (empty for the storm guard).
+    pub cluster: String,
+    /// `eviction`, `purge`, `reschedule`, `cannot-move`, `move-back`, `storm-started`,
+    /// `storm-ended`.
+    pub kind: &'static str,
+    /// The metric reason (`cluster-unreachable`, `unschedulable`, `move-back`…).
+    pub reason: String,
+    /// The history note.
+    pub text: String,
 }
 
 impl ReconcileReport {
@@ -86,8 +117,16 @@ impl ReconcileReport {
             0 => String::new(),
             n => format!("; {n} assumed replica(s) deducted from live members"),
         };
+        let storm = match &self.stability.storm {
+            Some(why) => format!("; {why}"),
+            None => String::new(),
+        };
+        let moves = match self.stability.events.len() {
+            0 => String::new(),
+            n => format!("; {n} failover event(s)"),
+        };
         format!(
-            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}{assumed}; {} ms",
+            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}{assumed}{moves}{storm}; {} ms",
             self.workloads,
             self.scheduled,
             self.unschedulable.len(),

@@ -1,11 +1,12 @@
 //! What a [`super::Reconciler`] is configured by, built once from the config: the scheduling
-//! profiles (which carry `[model]` and `[cost]`) and how a pass publishes (`[publish]`'s
-//! mass-deletion guard, `[git]`).
+//! profiles (which carry `[model]` and `[cost]`), how a pass publishes (`[publish]`'s
+//! mass-deletion guard, `[git]`) and the stability engine's `[reschedule]` settings.
 
 use crate::config::{Config, ConfigError};
 use crate::model::dimensions::ModelSettings;
 use crate::publish;
 use crate::schedule::profile::Profiles;
+use crate::schedule::stability::StabilitySettings;
 
 /// Everything a [`super::Reconciler`] is configured by.
 #[derive(Default)]
@@ -17,6 +18,8 @@ pub struct Settings {
     pub publish: PublishSettings,
     /// Interpreter customizations of `[interpreter] dirs` and whether built-ins are used.
     pub interpreter: InterpreterSettings,
+    /// `[reschedule]`: failover, descheduling, move-back, rate limit, storm guard.
+    pub stability: StabilitySettings,
     /// How the policy repository is walked (`[policy]`).
     pub walk: crate::policy::load::WalkOptions,
 }
@@ -44,6 +47,7 @@ impl Settings {
                 directories: cfg.interpreter.load()?,
                 builtins: cfg.interpreter.builtins,
             },
+            stability: cfg.reschedule.settings(),
             walk: cfg.policy.walk_options(),
         })
     }
@@ -54,6 +58,7 @@ impl Settings {
             profiles: Profiles::builtin(),
             publish: PublishSettings::default(),
             interpreter: InterpreterSettings::default(),
+            stability: StabilitySettings::default(),
             walk: Default::default(),
         }
     }

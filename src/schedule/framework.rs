@@ -30,6 +30,8 @@ pub struct PluginContext<'a> {
     pub cluster: &'a ClusterSnapshot,
     /// Replicas per cluster of the previous decision (empty for a first schedule).
     pub previous: &'a BTreeMap<String, i32>,
+    /// Clusters failover evicted the workload from ([`super::Failover::evicted`]).
+    pub evicted: &'a std::collections::BTreeSet<String>,
     /// Settings of the profile in force (price table, round-robin weights).
     pub settings: &'a ScoreSettings,
 }
@@ -63,6 +65,8 @@ pub struct MemoContext<'a> {
     pub placement: &'a Placement,
     /// The placement terms in force (as [`PluginContext::affinity`]).
     pub affinity: Option<&'a crate::policy::types::ClusterAffinity>,
+    /// As [`PluginContext::evicted`].
+    pub evicted: &'a std::collections::BTreeSet<String>,
     pub settings: &'a ScoreSettings,
 }
 
@@ -143,6 +147,7 @@ impl Plugin {
 pub fn registry() -> Vec<Plugin> {
     vec![
         Plugin::Filter(Box::new(plugins::api_enablement::ApiEnablement)),
+        Plugin::Filter(Box::new(plugins::cluster_eviction::ClusterEviction)),
         Plugin::Filter(Box::new(plugins::taint_toleration::TaintToleration)),
         Plugin::Filter(Box::new(plugins::cluster_affinity::ClusterAffinityFilter)),
         Plugin::Filter(Box::new(plugins::spread_constraint::SpreadConstraintFilter)),

@@ -1,7 +1,9 @@
 //! Scheduling: which clusters get a workload and how many replicas each.
 //!
 //! Owns: the plugin framework ([`framework`]), the built-in plugins ([`plugins`]), cluster
-//! selection ([`select`]) and replica assignment ([`assign`]). Pure and synchronous: no I/O,
+//! selection ([`select`]), replica assignment ([`assign`]) and the stability engine
+//! ([`stability`]: failover, descheduling, move-back, rate limit, storm guard; a
+//! [`ScheduleRequest::failover`] carries its directives into one decision). Pure and synchronous: no I/O,
 //! no clock, no store. Same inputs ⇒ same decision. "Cannot schedule" is an outcome with
 //! reasons, not an error.
 
@@ -11,6 +13,7 @@ pub mod framework;
 pub mod plugins;
 pub mod profile;
 pub mod select;
+pub mod stability;
 
 use std::collections::BTreeMap;
 
@@ -66,7 +69,23 @@ pub struct ScheduleRequest<'a> {
     pub previous: &'a BTreeMap<String, i32>,
     /// The `clusterAffinities` term the previous decision used.
     pub previous_affinity: Option<&'a str>,
+    /// What failover asks of this decision ([`NO_FAILOVER`] when nothing).
+    pub failover: &'a Failover,
 }
+
+/// What the stability engine asks of one decision.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Failover {
+    /// Clusters the workload is evicted from: the `cluster-eviction` filter rejects them
+    /// (Karmada's ClusterEviction filter over the graceful eviction tasks).
+    pub evicted: std::collections::BTreeSet<String>,
+    /// Per cluster, the most replicas it may hold while its capacity figure is distrusted
+    /// (replicas stayed Unschedulable there).
+    pub caps: BTreeMap<String, i32>,
+}
+
+/// No failover directive.
+pub static NO_FAILOVER: Failover = Failover { evicted: std::collections::BTreeSet::new(), caps: BTreeMap::new() };
 
 /// The verdict on one cluster that passed the filters (or that a dependency adds), for explain
 /// and history.
@@ -252,6 +271,7 @@ fn filter_clusters(
             affinity,
             cluster,
             previous,
+            evicted: &req.failover.evicted,
             settings: &fw.settings,
         })
     };
@@ -272,6 +292,7 @@ fn filter_clusters(
             workload: req.workload,
             placement: req.placement,
             affinity,
+            evicted: &req.failover.evicted,
             settings: &fw.settings,
         };
         let keys: Vec<Option<u64>> = fw.filters.iter().map(|f| f.memo_key(&mctx)).collect();
@@ -343,6 +364,7 @@ fn schedule_term(
         affinity,
         cluster,
         previous: req.previous,
+        evicted: &req.failover.evicted,
         settings: &fw.settings,
     };
     let sorted: Vec<&ClusterSnapshot> = feasible.iter().map(|p| fleet.cluster(clusters, *p)).collect();
@@ -373,6 +395,14 @@ fn schedule_term(
             {
                 reasons.push(format!("{MODEL_PREFIX}cluster allows at most {max} replicas per workload"));
                 avail = max;
+            }
+            if let Some(&cap) = req.failover.caps.get(&cluster.name)
+                && avail > i64::from(cap)
+            {
+                reasons.push(format!(
+                    "{MODEL_PREFIX}capacity distrusted after replicas stayed Unschedulable: at most {cap} replicas until its figures change"
+                ));
+                avail = i64::from(cap);
             }
             available = Some(avail);
         }

@@ -110,7 +110,7 @@ proptest! {
         workload.replicas = Some(replicas);
         workload.requirements.request = ResourceList([("cpu".to_string(), 1000)].into());
         let previous: BTreeMap<String, i32> = previous.into_iter().map(|(i, r)| (format!("m{i:02}"), r)).collect();
-        let req = ScheduleRequest { key: &key, uid: uid.as_deref(), workload: &workload, placement: &placement, previous: &previous, previous_affinity: None };
+        let req = ScheduleRequest { key: &key, uid: uid.as_deref(), workload: &workload, placement: &placement, previous: &previous, previous_affinity: None, failover: &NO_FAILOVER };
         let fw = Framework::karmada_default();
         let a = schedule(&fw, &req, &clusters);
         let b = schedule(&fw, &req, &clusters);
@@ -209,7 +209,7 @@ proptest! {
             workload.replicas = Some(replicas);
             workload.requirements.request = ResourceList([("cpu".to_string(), 1000)].into());
             let previous: BTreeMap<String, i32> = previous.into_iter().map(|(i, r)| (format!("m{i:02}"), r)).collect();
-            let req = ScheduleRequest { key: &key, uid: None, workload: &workload, placement: &placement, previous: &previous, previous_affinity: None };
+            let req = ScheduleRequest { key: &key, uid: None, workload: &workload, placement: &placement, previous: &previous, previous_affinity: None, failover: &NO_FAILOVER };
             let memo = schedule_in(&shared, &fw, &req, &clusters);
             let each = schedule_in(&reference, &fw, &req, &clusters);
             prop_assert_eq!(&memo.outcome, &each.outcome);
@@ -270,7 +270,15 @@ fn run_with(
     let key = key();
     let w = workload(replicas);
     let previous: BTreeMap<String, i32> = previous.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    let req = ScheduleRequest { key: &key, uid: None, workload: &w, placement, previous: &previous, previous_affinity };
+    let req = ScheduleRequest {
+        key: &key,
+        uid: None,
+        workload: &w,
+        placement,
+        previous: &previous,
+        previous_affinity,
+        failover: &NO_FAILOVER,
+    };
     schedule(fw, &req, clusters)
 }
 
@@ -556,6 +564,7 @@ fn run_model(clusters: &[ClusterSnapshot], replicas: i32, previous: &BTreeMap<St
         placement: &placement,
         previous,
         previous_affinity: None,
+        failover: &NO_FAILOVER,
     };
     schedule(&Framework::karmada_default(), &req, clusters)
 }
@@ -630,6 +639,7 @@ fn reserve_and_per_workload_limit() {
         placement: &placement,
         previous: &previous,
         previous_affinity: None,
+        failover: &NO_FAILOVER,
     };
     let clusters = [limited, cluster(1, 100, false, true)];
     let r = schedule(&Framework::karmada_default(), &req, &clusters);

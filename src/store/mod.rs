@@ -12,6 +12,7 @@
 //!   layout ([`keys`]);
 //! - per workload, the **decision key** a restarted reconciler reuses an unchanged decision
 //!   by ([`StoredDecision`]);
+//! - the **stability state** (failover, descheduling, move-back: `stability.rs`);
 //! - the exclusive lock on the state directory (`fedsched.lock`).
 //!
 //! Does not know: HTTP, YAML, the output directory (paths in [`PlacementRecord::files`] are
@@ -27,6 +28,7 @@ pub mod codec;
 mod decisions;
 pub mod keys;
 mod records;
+mod stability;
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -138,6 +140,8 @@ struct Inner {
     blobs: sled::Tree,
     /// Persisted decision keys ([`decisions`]).
     decisions: sled::Tree,
+    /// The stability engine's state ([`stability`]).
+    stability: sled::Tree,
     db_path: PathBuf,
     /// Holds the exclusive lock; declared last so that it is released after sled closes.
     _lock: File,
@@ -287,6 +291,7 @@ impl Store {
             history: tree("history")?,
             blobs: tree("blobs")?,
             decisions: tree("decisions")?,
+            stability: tree("stability")?,
             db,
             db_path,
             _lock: lock,

@@ -10,7 +10,7 @@ use super::StoreError;
 use super::codec::{Codec, Versioned, decode_payload};
 use crate::model::snapshot::{ModelGrade, ResourceSummary};
 use crate::model::{
-    ClusterConstraints, ClusterSnapshot, ClusterTaint, Health, NodeView, PodFacts, PollFacts, SnapshotSource,
+    ClusterConstraints, ClusterSnapshot, ClusterTaint, Freshness, Health, NodeView, PodFacts, PollFacts, SnapshotSource,
 };
 use crate::policy::{ObjectKey, PolicyRef};
 use crate::schedule::fleet::{names_blob, universe_of};
@@ -51,6 +51,10 @@ pub struct DecisionInputs {
     pub previous_affinity: Option<String>,
     /// Name of the scheduling profile (plugin set and weights).
     pub profile: String,
+    /// Blob hash of the stability engine's state the pass started from (JSON of
+    /// `schedule::stability::StabilityState`): with the snapshots, the placements and the
+    /// time, what rebuilds the pass's evictions and its directives. 0: not recorded (schema 2).
+    pub stability: u64,
 }
 
 /// One scheduling decision, appended to the history and never changed.
@@ -117,13 +121,78 @@ impl Versioned for ClusterSnapshot {
     const WHAT: &'static str = "cluster snapshot";
     /// 2: node-level data, pod counts and poll facts (live members).
     /// 3: pods by owner, poll time, cluster constraints, freshness (the resource model).
-    const SCHEMA: u16 = 3;
+    /// 4: what each owner's pods are doing ([`PodFacts::owners`]: ready, pending, since when).
+    const SCHEMA: u16 = 4;
 
     fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
         match schema {
             1 => Some(decode_payload::<ClusterSnapshotV1>(Self::WHAT, codec, payload).map(ClusterSnapshotV1::upgrade)),
             2 => Some(decode_payload::<ClusterSnapshotV2>(Self::WHAT, codec, payload).map(ClusterSnapshotV2::upgrade)),
+            3 => Some(decode_payload::<ClusterSnapshotV3>(Self::WHAT, codec, payload).map(ClusterSnapshotV3::upgrade)),
             _ => None,
+        }
+    }
+}
+
+/// Schema 3 of [`ClusterSnapshot`] (before the pods' states), decoded and upgraded in memory:
+/// no [`PodFacts::owners`] (a member's next poll fills them).
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+struct ClusterSnapshotV3 {
+    name: String,
+    labels: BTreeMap<String, String>,
+    provider: Option<String>,
+    region: Option<String>,
+    zones: Vec<String>,
+    taints: Vec<ClusterTaint>,
+    health: Health,
+    source: SnapshotSource,
+    api_enablements: BTreeSet<String>,
+    summary: Option<ResourceSummary>,
+    resource_models: Vec<ModelGrade>,
+    nodes: Vec<NodeView>,
+    pods: Option<PodFactsV3>,
+    poll: Option<PollFacts>,
+    constraints: ClusterConstraints,
+    freshness: Option<Freshness>,
+}
+
+/// [`PodFacts`] of schema 3.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+struct PodFactsV3 {
+    bound: u32,
+    unbound: u32,
+    unschedulable: BTreeMap<String, u32>,
+    by_owner: BTreeMap<String, u32>,
+}
+
+impl ClusterSnapshotV3 {
+    fn upgrade(self) -> ClusterSnapshot {
+        ClusterSnapshot {
+            name: self.name,
+            labels: self.labels,
+            provider: self.provider,
+            region: self.region,
+            zones: self.zones,
+            taints: self.taints,
+            health: self.health,
+            source: self.source,
+            api_enablements: self.api_enablements,
+            summary: self.summary,
+            resource_models: self.resource_models,
+            nodes: std::sync::Arc::new(self.nodes),
+            pods: self.pods.map(|p| PodFacts {
+                bound: p.bound,
+                unbound: p.unbound,
+                unschedulable: p.unschedulable,
+                by_owner: p.by_owner,
+                owners: BTreeMap::new(),
+            }),
+            poll: self.poll,
+            constraints: self.constraints,
+            freshness: self.freshness,
+            index: Default::default(),
         }
     }
 }
@@ -188,6 +257,7 @@ impl ClusterSnapshotV2 {
                 unbound: p.unbound,
                 unschedulable: p.unschedulable,
                 by_owner: BTreeMap::new(),
+                owners: BTreeMap::new(),
             }),
             poll: self.poll.map(|p| PollFacts {
                 duration_ms: p.duration_ms,
@@ -249,7 +319,65 @@ impl Versioned for HistoryRecord {
     /// 2: compact results (verdicts of feasible clusters only, rejections grouped, typed
     /// estimates) and the snapshot versions as a blob reference. Schema 1 records are rewritten
     /// when the store is opened ([`super::Store::open`], store layout 2).
-    const SCHEMA: u16 = 2;
+    /// 3: the stability state the pass started from ([`DecisionInputs::stability`]).
+    const SCHEMA: u16 = 3;
+
+    fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
+        match schema {
+            2 => Some(decode_payload::<HistoryRecordV2>(Self::WHAT, codec, payload).map(HistoryRecordV2::upgrade)),
+            _ => None,
+        }
+    }
+}
+
+/// [`DecisionInputs`] of history schema 2: no stability state reference.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+pub(super) struct DecisionInputsV2 {
+    pub template_hash: u64,
+    pub policy_hash: u64,
+    pub snapshot_versions: u64,
+    pub previous: BTreeMap<String, i32>,
+    pub previous_affinity: Option<String>,
+    pub profile: String,
+}
+
+/// [`HistoryRecord`] of schema 2, upgraded in memory (stability state not recorded: 0).
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+pub(super) struct HistoryRecordV2 {
+    pub seq: u64,
+    pub at_ms: u64,
+    pub trigger: String,
+    pub workload: ObjectKey,
+    pub policy: Option<PolicyRef>,
+    pub inputs: DecisionInputsV2,
+    pub result: ScheduleResult,
+    pub notes: Vec<String>,
+}
+
+impl HistoryRecordV2 {
+    fn upgrade(self) -> HistoryRecord {
+        let i = self.inputs;
+        HistoryRecord {
+            seq: self.seq,
+            at_ms: self.at_ms,
+            trigger: self.trigger,
+            workload: self.workload,
+            policy: self.policy,
+            inputs: DecisionInputs {
+                template_hash: i.template_hash,
+                policy_hash: i.policy_hash,
+                snapshot_versions: i.snapshot_versions,
+                previous: i.previous,
+                previous_affinity: i.previous_affinity,
+                profile: i.profile,
+                stability: 0,
+            },
+            result: self.result,
+            notes: self.notes,
+        }
+    }
 }
 
 impl Versioned for PlacementRecord {
@@ -409,6 +537,7 @@ impl DecisionInputsV1 {
             previous: self.previous,
             previous_affinity: self.previous_affinity,
             profile: self.profile,
+            stability: 0,
         }
     }
 }
@@ -510,5 +639,89 @@ mod tests {
         let back: ClusterSnapshot = decode(&crate::store::codec::encode(&cur).expect("encode")).expect("decode");
         assert_eq!(back, cur);
         assert_eq!(back.freshness, cur.freshness);
+    }
+
+    #[test]
+    fn schema_2_history_records_upgrade_without_a_stability_state() {
+        let v2 = HistoryRecordV2 {
+            seq: 4,
+            at_ms: 5,
+            trigger: "timer".into(),
+            workload: ObjectKey { api_version: "v1".into(), kind: "Pod".into(), namespace: None, name: "p".into() },
+            policy: None,
+            inputs: DecisionInputsV2 {
+                template_hash: 1,
+                policy_hash: 2,
+                snapshot_versions: 3,
+                previous: [("m1".to_string(), 2)].into(),
+                previous_affinity: None,
+                profile: "karmada-default".into(),
+            },
+            result: ScheduleResult::unschedulable("why"),
+            notes: vec!["n".into()],
+        };
+        let payload = bincode::serde::encode_to_vec(&v2, bincode_config()).expect("encode");
+        let mut bytes = vec![0xF5, 1, 0, 2];
+        bytes.extend_from_slice(&payload);
+        let h: HistoryRecord = decode(&bytes).expect("schema 2 decodes");
+        assert_eq!((h.seq, h.inputs.snapshot_versions, h.inputs.stability), (4, 3, 0));
+        assert_eq!(h.notes, vec!["n".to_string()]);
+        let current = HistoryRecord { inputs: DecisionInputs { stability: 9, ..h.inputs.clone() }, ..h };
+        let back: HistoryRecord = decode(&crate::store::codec::encode(&current).expect("encode")).expect("decode");
+        assert_eq!(back.inputs.stability, 9);
+    }
+
+    #[test]
+    fn schema_3_snapshots_upgrade_without_pod_states() {
+        let v3 = ClusterSnapshotV3 {
+            name: "m1".into(),
+            labels: BTreeMap::new(),
+            provider: None,
+            region: None,
+            zones: vec![],
+            taints: vec![],
+            health: Health::Ready,
+            source: SnapshotSource::Live { endpoint: "https://m1".into() },
+            api_enablements: BTreeSet::new(),
+            summary: None,
+            resource_models: vec![],
+            nodes: vec![],
+            pods: Some(PodFactsV3 {
+                bound: 2,
+                unbound: 1,
+                unschedulable: BTreeMap::new(),
+                by_owner: [("ReplicaSet/ns/web-1".to_string(), 3)].into(),
+            }),
+            poll: Some(PollFacts { duration_ms: 7, pages: 2, nodes: 0, pods: 3, at_ms: 9 }),
+            constraints: ClusterConstraints { max_replicas_per_workload: Some(4), ..Default::default() },
+            freshness: Some(Freshness { polled_at_ms: 9, ..Default::default() }),
+        };
+        let payload = bincode::serde::encode_to_vec(&v3, bincode_config()).expect("encode");
+        let mut bytes = vec![0xF5, 1, 0, 3];
+        bytes.extend_from_slice(&payload);
+        let snap: ClusterSnapshot = decode(&bytes).expect("schema 3 decodes");
+        let pods = snap.pods.as_ref().expect("pods");
+        assert_eq!((pods.bound, pods.by_owner.get("ReplicaSet/ns/web-1"), pods.owners.len()), (2, Some(&3), 0));
+        assert_eq!(snap.poll.as_ref().map(|p| p.at_ms), Some(9));
+        assert_eq!(snap.constraints.max_replicas_per_workload, Some(4));
+        assert_eq!(snap.freshness.map(|f| f.polled_at_ms), Some(9));
+        // The current schema round-trips the owners' states.
+        let mut cur = snap.clone();
+        if let Some(p) = cur.pods.as_mut() {
+            p.owners.insert(
+                "ReplicaSet/ns/web-1".into(),
+                crate::model::OwnerState {
+                    pods: 3,
+                    bound: 2,
+                    running: 2,
+                    ready: 1,
+                    unschedulable_since: vec![5],
+                    not_ready_since: vec![5, 8],
+                    pending_reasons: [("Unschedulable".to_string(), 1), ("Starting".to_string(), 1)].into(),
+                },
+            );
+        }
+        let back: ClusterSnapshot = decode(&crate::store::codec::encode(&cur).expect("encode")).expect("decode");
+        assert_eq!(back, cur);
     }
 }

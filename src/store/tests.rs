@@ -69,6 +69,7 @@ fn decision(key: &ObjectKey, at_ms: u64, trigger: &str) -> HistoryRecord {
             previous: BTreeMap::new(),
             previous_affinity: None,
             profile: "default".into(),
+            stability: 0,
         },
         result: result(&[("m1", 3)]),
         notes: vec![format!("note {trigger}")],

@@ -1,5 +1,6 @@
-//! Explain: why a workload went where it went, for every cluster, as JSON or text. One
-//! implementation for the CLI (and later the HTTP API).
+//! Explain: why a workload went where it went, for every cluster, as JSON or text, and (for a
+//! placed workload) what the members run of it (the `status` block, from
+//! [`crate::views::workload_status`]). One implementation for the CLI and the HTTP API.
 
 use std::time::Duration;
 
@@ -45,8 +46,15 @@ impl WorkloadRef {
 
 /// Builds the explain document for one template. Uses the stored decision when there is one
 /// (what the output holds); otherwise schedules now with the policy's profile, without writing
-/// anything.
-pub fn explain(inputs: &Inputs, store: &Store, profiles: &Profiles, r: &WorkloadRef) -> Result<Value, String> {
+/// anything. With a stored placement, the document's `status` block is what the members run
+/// of it at `now_ms` ([`crate::views::workload_status`], default threshold).
+pub fn explain(
+    inputs: &Inputs,
+    store: &Store,
+    profiles: &Profiles,
+    r: &WorkloadRef,
+    now_ms: u64,
+) -> Result<Value, String> {
     let set = &inputs.set;
     let t = set.find_template(&r.kind, r.namespace.as_deref(), &r.name).ok_or_else(|| {
         format!(
@@ -111,7 +119,52 @@ pub fn explain(inputs: &Inputs, store: &Store, profiles: &Profiles, r: &Workload
         }
     }
     let ctx = Context { set, claim: claim.as_ref(), profile: &profile, required_by: &required_by, data: &data };
-    Ok(document(&ctx, &t.key, result.as_ref(), &verdicts, source, decided_at, stored.as_ref()))
+    let mut doc = document(&ctx, &t.key, result.as_ref(), &verdicts, source, decided_at, stored.as_ref());
+    let stability = store.stability().map_err(|e| e.to_string())?;
+    doc["failover"] = failover_json(&stability, &t.key);
+    let status = match &stored {
+        Some(p) => Some(
+            crate::views::workload_status::placement_document(store, p, now_ms, &Default::default())
+                .map_err(|e| e.to_string())?,
+        ),
+        None => None,
+    };
+    if let Some(obj) = doc.as_object_mut() {
+        obj.insert("status".into(), status.unwrap_or(Value::Null));
+    }
+    Ok(doc)
+}
+
+/// The workload's eviction state (the stability engine's stored state): graceful eviction
+/// tasks, the members it was moved away from, Unschedulable replicas being timed, distrusted
+/// capacity, and whether the storm guard holds.
+fn failover_json(state: &crate::schedule::stability::StabilityState, key: &ObjectKey) -> Value {
+    let storm =
+        state.storm.as_ref().map(|s| json!({"since": format_ms(s.since_ms), "unhealthy": s.unhealthy, "live": s.live}));
+    let Some(w) = state.workloads.get(key) else {
+        return json!({"stormGuard": storm, "evictions": [], "movedFrom": [], "unschedulable": [], "capacityMarks": []});
+    };
+    json!({
+        "stormGuard": storm,
+        "evictions": w.tasks.iter().map(|t| json!({
+            "cluster": t.cluster,
+            "replicas": t.replicas,
+            "reason": t.reason.to_string(),
+            "since": format_ms(t.since_ms),
+            "purgeMode": format!("{:?}", t.purge),
+            "gracePeriodSeconds": t.grace_ms / 1000,
+        })).collect::<Vec<_>>(),
+        "movedFrom": w.moved_from.iter().map(|(c, m)| json!({
+            "cluster": c, "replicas": m.replicas, "at": format_ms(m.at_ms), "reason": m.reason.to_string(),
+        })).collect::<Vec<_>>(),
+        "unschedulable": w.unschedulable.iter().map(|(c, p)| json!({
+            "cluster": c, "replicas": p.replicas, "since": format_ms(p.since_ms),
+        })).collect::<Vec<_>>(),
+        "capacityMarks": w.marks.iter().map(|m| json!({
+            "cluster": m.cluster, "cap": m.cap, "since": format_ms(m.since_ms),
+        })).collect::<Vec<_>>(),
+        "lastMoved": (w.moved_at_ms > 0).then(|| format_ms(w.moved_at_ms)),
+    })
 }
 
 fn dry_run(
@@ -132,6 +185,7 @@ fn dry_run(
         placement: &p.spec.placement,
         previous: &previous,
         previous_affinity: None,
+        failover: &crate::schedule::NO_FAILOVER,
     };
     Some(schedule::schedule_in(&Fleet::new(&inputs.snapshots), fw, &req, &inputs.snapshots))
 }
@@ -283,6 +337,50 @@ pub fn to_text(doc: &Value) -> String {
         out.push_str(&format!(" ({r})"));
     }
     out.push_str(&format!("  [decision from {}]\n", s(&doc["source"])));
+    let f = &doc["failover"];
+    if let Some(storm) = f["stormGuard"].as_object() {
+        out.push_str(&format!(
+            "failover: storm guard holds since {} ({} of {} live members unhealthy): nothing is evicted\n",
+            s(&storm["since"]),
+            s(&storm["unhealthy"]),
+            s(&storm["live"])
+        ));
+    }
+    for e in f["evictions"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "failover: evicted from {} ({} replicas, {}, since {}; purge {}, grace {}s)\n",
+            s(&e["cluster"]),
+            s(&e["replicas"]),
+            s(&e["reason"]),
+            s(&e["since"]),
+            s(&e["purgeMode"]),
+            s(&e["gracePeriodSeconds"])
+        ));
+    }
+    for m in f["movedFrom"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "failover: moved away from {} at {} ({}); returns after stable_for\n",
+            s(&m["cluster"]),
+            s(&m["at"]),
+            s(&m["reason"])
+        ));
+    }
+    for u in f["unschedulable"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "failover: {} replicas Unschedulable on {} since {}\n",
+            s(&u["replicas"]),
+            s(&u["cluster"]),
+            s(&u["since"])
+        ));
+    }
+    for m in f["capacityMarks"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "failover: capacity of {} distrusted since {}: at most {} replicas\n",
+            s(&m["cluster"]),
+            s(&m["since"]),
+            s(&m["cap"])
+        ));
+    }
     for c in doc["clusters"].as_array().into_iter().flatten() {
         let mark = if c["selected"].as_bool() == Some(true) {
             "+"
@@ -318,6 +416,10 @@ pub fn to_text(doc: &Value) -> String {
         for r in c["reasons"].as_array().into_iter().flatten() {
             out.push_str(&format!("      {}\n", s(r)));
         }
+    }
+    if doc["status"].is_object() {
+        out.push_str("status: ");
+        out.push_str(&crate::views::workload_status::to_text(&doc["status"]));
     }
     out
 }

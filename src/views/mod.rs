@@ -6,6 +6,8 @@
 //! - [`resources`]: capacity, allocated and free per group of clusters.
 //! - [`status`]: the daemon's in-memory status (last pass, readiness, cluster health) and
 //!   its loop heartbeat.
+//! - [`workload_status`]: what the members run of a placed workload (desired, ready, pending
+//!   with reasons, missing per cluster) and its aggregated state (`fedsched status`).
 //!
 //! Views read; they never write the store or the output directory.
 
@@ -13,3 +15,4 @@ pub mod explain;
 pub mod report;
 pub mod resources;
 pub mod status;
+pub mod workload_status;

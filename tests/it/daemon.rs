@@ -32,13 +32,13 @@ fn config_text(extra: &str) -> String {
     format!("[reconcile]\ninterval = \"1h\"\ndebounce = \"200ms\"\nshutdown_timeout = \"5s\"\n{extra}")
 }
 
-/// A daemon running in this process on a scratch area.
-struct InProcess {
+/// A daemon running in this process on a scratch area (also used by `failover.rs`).
+pub(crate) struct InProcess {
     rt: tokio::runtime::Runtime,
     control: mpsc::UnboundedSender<Control>,
     status: watch::Receiver<Arc<StatusView>>,
     metrics: Arc<Metrics>,
-    clock: ManualClock,
+    pub(crate) clock: ManualClock,
     config: PathBuf,
     task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
@@ -46,7 +46,7 @@ struct InProcess {
 impl InProcess {
     /// Starts the daemon with `extra` appended to the config; `watch_dir`: whether it watches
     /// the policy directory (else changes are reported with [`Control::PolicyChanged`]).
-    fn start(s: &Scratch, extra: &str, watch_dir: bool) -> InProcess {
+    pub(crate) fn start(s: &Scratch, extra: &str, watch_dir: bool) -> InProcess {
         let config = s.dir.path().join("fedsched.toml");
         std::fs::write(&config, config_text(extra)).expect("write config");
         let cfg = Config::load(&config).expect("config");
@@ -63,12 +63,12 @@ impl InProcess {
         InProcess { rt, control, status, metrics, clock, config, task: Some(task) }
     }
 
-    fn send(&self, c: Control) {
+    pub(crate) fn send(&self, c: Control) {
         self.control.send(c).expect("the daemon is running");
     }
 
     /// Waits (up to 30 s) until `n` passes have finished; returns the status then.
-    fn passes(&mut self, n: u64) -> Arc<StatusView> {
+    pub(crate) fn passes(&mut self, n: u64) -> Arc<StatusView> {
         let status = &mut self.status;
         let v = self
             .rt
@@ -84,7 +84,7 @@ impl InProcess {
         self.status.borrow().clone()
     }
 
-    fn metric(&self, name_and_labels: &str) -> Option<f64> {
+    pub(crate) fn metric(&self, name_and_labels: &str) -> Option<f64> {
         let text = self.metrics.refresh_and_encode(&self.now(), T0, 0, None).expect("encode");
         text.lines()
             .find_map(|l| l.strip_prefix(name_and_labels).and_then(|v| v.strip_prefix(' ')))
@@ -92,7 +92,7 @@ impl InProcess {
     }
 
     /// Sends a shutdown and waits for the loop to end (it flushes the store).
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         self.send(Control::Shutdown("test"));
         let task = self.task.take().expect("running");
         let r = self.rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), task).await });
@@ -293,7 +293,7 @@ fn the_api_explains_with_the_configured_profiles_like_the_cli() {
     // Nothing decided yet: explain schedules the probe now, with the policy's profile.
     let store = fedsched::store::Store::open(&s.state()).expect("store");
     let r = WorkloadRef { kind: "Deployment".into(), namespace: Some("shop".into()), name: "probe".into() };
-    let cli = explain(&inputs, &store, &profiles, &r).expect("explain");
+    let cli = explain(&inputs, &store, &profiles, &r, T0).expect("explain");
     let (_tx, status) =
         watch::channel(Arc::new(StatusView { inputs: Some(inputs), profiles: Some(profiles), ..Default::default() }));
     let clock = ManualClock::new(T0);

@@ -19,7 +19,7 @@ pub(crate) struct Sim {
 }
 
 impl Sim {
-    fn start(fleet: &Path, apply: Option<&Path>) -> Sim {
+    fn start(fleet: &Path, apply: Option<&Path>, extra: &[&str]) -> Sim {
         let mut cmd = Command::new(bin());
         cmd.args(["simulate", "--fleet"])
             .arg(fleet)
@@ -30,6 +30,7 @@ impl Sim {
         if let Some(out) = apply {
             cmd.arg("--apply").arg(out);
         }
+        cmd.args(extra);
         let child = cmd.spawn().expect("spawn simulator");
         let path = fleet.join(".simulator/endpoints.json");
         let start = Instant::now();
@@ -80,7 +81,7 @@ impl Sim {
         (code, body)
     }
 
-    fn fault(&self, cluster: &str, fault: &str) {
+    pub(crate) fn fault(&self, cluster: &str, fault: &str) {
         let (code, body) = self.http("PUT", &format!("/admin/clusters/{cluster}/fault"), fault);
         assert_eq!(code, 200, "setting fault {fault}: {body}");
     }
@@ -131,6 +132,11 @@ spec:
 "#;
 
 pub(crate) fn setup(n: usize, apply: bool, poll: &str) -> Setup {
+    setup_with(n, apply, poll, &[])
+}
+
+/// [`setup`] with more arguments for the simulator.
+pub(crate) fn setup_with(n: usize, apply: bool, poll: &str, sim_args: &[&str]) -> Setup {
     let s = Scratch::new();
     let fleet = s.dir.path().join("fleet");
     let g = fedsched(&[
@@ -145,7 +151,7 @@ pub(crate) fn setup(n: usize, apply: bool, poll: &str) -> Setup {
         fleet.to_str().expect("utf8"),
     ]);
     assert!(g.status.success(), "{}", text(&g.stderr));
-    let sim = Sim::start(&fleet, apply.then(|| s.out()).as_deref());
+    let sim = Sim::start(&fleet, apply.then(|| s.out()).as_deref(), sim_args);
     copy_dir(&sim.meta().join("clusters"), &s.policies().join("clusters"));
     s.write("apps/web.yaml", APP);
     let config = s.dir.path().join("fedsched.toml");
@@ -347,7 +353,7 @@ fn kubectl_lists_with_pagination_and_its_capture_loads_as_a_fleet() {
     let fleet2 = t.s.dir.path().join("captured");
     std::fs::create_dir_all(fleet2.join("prod-1")).expect("mkdir");
     std::fs::write(fleet2.join("prod-1/capture.yaml"), &capture.stdout).expect("write");
-    let sim2 = Sim::start(&fleet2, None);
+    let sim2 = Sim::start(&fleet2, None, &[]);
     let o = run(&sim2.kubeconfig(), &["--context", "prod-1", "get", "nodes,pods", "-A", "-o", "name"]);
     let again = text(&o.stdout);
     assert_eq!(again.lines().filter(|l| l.starts_with("node/")).count(), 4, "{again}");
@@ -405,7 +411,7 @@ impl Sim {
     }
 
     /// The names of a cluster's nodes, through its API.
-    fn nodes(&self, cluster: &str) -> Vec<String> {
+    pub(crate) fn nodes(&self, cluster: &str) -> Vec<String> {
         let (code, body) = self.http_as("GET", &format!("/clusters/{cluster}/api/v1/nodes"), "", &self.token(cluster));
         assert_eq!(code, 200, "{body}");
         let v: serde_json::Value = serde_json::from_str(&body).expect("node list");
@@ -431,7 +437,7 @@ impl Sim {
     }
 }
 
-fn daemon(t: &Setup, log_level: &str) -> (Child, std::sync::Arc<std::sync::Mutex<String>>) {
+pub(crate) fn daemon(t: &Setup, log_level: &str) -> (Child, std::sync::Arc<std::sync::Mutex<String>>) {
     let mut child = Command::new(bin())
         .args(["run", "-c"])
         .arg(&t.config)
@@ -470,7 +476,8 @@ fn allocated_cores(t: &Setup, cluster: &str) -> f64 {
         .unwrap_or(-1.0)
 }
 
-const WATCHED: &str = "timeout = \"5s\"\nread_timeout = \"2s\"\npage_size = 4\n[http]\nlisten = \"127.0.0.1:0\"";
+pub(crate) const WATCHED: &str =
+    "timeout = \"5s\"\nread_timeout = \"2s\"\npage_size = 4\n[http]\nlisten = \"127.0.0.1:0\"";
 
 #[test]
 fn a_change_in_a_member_reaches_the_output_through_its_watch_without_a_new_list() {

@@ -282,10 +282,29 @@ mod tests {
             ["\"nodeName\":\"n1\",", "\"nodeName\":\"n2\",", "", "\"nodeName\":\"ghost\",", "\"nodeName\":\"\","]
                 [(r % 5) as usize];
         let phase = ["Running", "Pending", "Succeeded", "Failed", "Running"][((r >> 3) % 5) as usize];
-        let cond = if (r >> 6).is_multiple_of(3) {
-            r#","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]"#
-        } else {
-            ""
+        // Conditions and times as a kubelet and scheduler write them, or missing.
+        let t = |k: u64| format!("2026-11-01T10:0{}:00Z", k % 4);
+        let cond = match (r >> 6) % 9 {
+            0 | 1 => format!(
+                r#","conditions":[{{"type":"PodScheduled","status":"False","reason":"Unschedulable","lastTransitionTime":"{}"}}]"#,
+                t(r >> 12)
+            ),
+            2 => r#","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]"#.to_string(),
+            3 => r#","conditions":[{"type":"PodScheduled","status":"False","reason":"SchedulingGated"}]"#.to_string(),
+            4 => format!(
+                r#","conditions":[{{"type":"Ready","status":"True","lastTransitionTime":"{}"}},{{"type":"PodScheduled","status":"True"}}]"#,
+                t(r >> 12)
+            ),
+            5 => format!(
+                r#","conditions":[{{"type":"Ready","status":"False","reason":"ContainersNotReady","lastTransitionTime":"{}"}}]"#,
+                t(r >> 12)
+            ),
+            6 => r#","conditions":[{"type":"Ready","status":"False","lastTransitionTime":null}]"#.to_string(),
+            _ => String::new(),
+        };
+        let created = match (r >> 14) % 3 {
+            0 => String::new(),
+            k => format!(r#","creationTimestamp":"2026-10-2{k}T08:00:00.5Z""#),
         };
         let owner = match (r >> 8) % 4 {
             0 => String::new(),
@@ -294,7 +313,7 @@ mod tests {
         let req = ["\"cpu\":\"250m\"", "\"cpu\":\"1\",\"memory\":\"64Mi\"", "\"memory\":\"1Gi\"", ""]
             [((r >> 10) % 4) as usize];
         format!(
-            r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}"{owner},"annotations":{{"x":"{r}"}}}},"spec":{{{node}"containers":[{{"resources":{{"requests":{{{req}}}}}}}]}},"status":{{"phase":"{phase}"{cond}}}}}"#
+            r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}"{owner}{created},"annotations":{{"x":"{r}"}}}},"spec":{{{node}"containers":[{{"resources":{{"requests":{{{req}}}}}}}]}},"status":{{"phase":"{phase}"{cond}}}}}"#
         )
     }
 
@@ -395,6 +414,20 @@ mod tests {
         assert!(relists > 5 && applied > 1000, "{relists} relists, {applied} events");
         let o = cache.observation();
         assert!(o.pods.bound > 0 && o.pods.unbound > 0 && !o.pods.unschedulable.is_empty(), "{o:?}");
+        // The owners' states were exercised: ready and not-ready pods, timestamps from the
+        // conditions and from the creation time, several reasons.
+        let states: Vec<&crate::model::OwnerState> = o.pods.owners.values().collect();
+        assert!(states.iter().any(|s| s.ready > 0) && states.iter().any(|s| s.running > s.ready), "{states:?}");
+        let reasons: std::collections::BTreeSet<&String> =
+            states.iter().flat_map(|s| s.pending_reasons.keys()).collect();
+        assert!(reasons.len() >= 4, "{reasons:?}");
+        assert!(states.iter().any(|s| s.unschedulable_since.iter().any(|t| *t > 1_790_000_000_000)), "{states:?}");
+        for (k, s) in &o.pods.owners {
+            assert_eq!(o.pods.by_owner.get(k), Some(&s.pods), "{k}");
+            assert_eq!(s.not_ready_since.len() as u32, s.pods - s.ready, "{k}");
+            assert_eq!(s.pending_reasons.values().sum::<u32>(), s.pods - s.ready, "{k}");
+            assert!(s.not_ready_since.is_sorted() && s.unschedulable_since.is_sorted(), "{k}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod allocation;
 pub mod api_enablement;
 pub mod cluster_affinity;
+pub mod cluster_eviction;
 pub mod cluster_locality;
 pub mod confidence;
 pub mod cost_first;

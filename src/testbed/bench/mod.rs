@@ -362,6 +362,7 @@ pub fn schedule_all(inputs: &Inputs, profiles: &Profiles, now_ms: u64, deduct: b
             placement: &policy.spec.placement,
             previous: &empty,
             previous_affinity: None,
+            failover: &crate::schedule::NO_FAILOVER,
         };
         let s = Instant::now();
         let result = std::hint::black_box(schedule_in(&fleet, fw, &req, &snapshots));

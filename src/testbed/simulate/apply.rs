@@ -1,7 +1,15 @@
 //! The simulator as GitOps agent: "applies" a cluster's output directory by creating the pods
-//! of each workload and binding them first-fit to nodes by requests, node selector, required
-//! node affinity and taints; pods that fit nowhere stay Pending with
-//! `PodScheduled=False, reason=Unschedulable`.
+//! of each workload (with a `creationTimestamp`) and binding them first-fit to nodes by
+//! requests, node selector, required node affinity and taints; pods that fit nowhere stay
+//! Pending with `PodScheduled=False, reason=Unschedulable` and the `lastTransitionTime` of when
+//! they were first found unschedulable (kept while they stay so).
+//!
+//! A bound pod is `Running`; it is `Ready` at once, or, with [`Agent::ready_after`], first
+//! `Ready=False, reason=ContainersNotReady` and Ready once the delay has passed
+//! ([`promote`], called by the agent's loop). The member's own troubles: [`set_node_ready`]
+//! (a node NotReady turns its pods `Ready=False, reason=NodeNotReady`, and back) and
+//! [`set_node_allocatable`] (a node shrinks: the agent's pods that no longer fit are evicted
+//! and placed again, elsewhere or Unschedulable).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -18,6 +26,24 @@ use crate::policy::load::{parse_document, split_documents};
 pub const APPLIED: &str = "simulator.fedsched.io/applied";
 /// Annotation with the hash of the pod template a pod was created from.
 pub const TEMPLATE_HASH: &str = "simulator.fedsched.io/template-hash";
+/// Annotation with the Unix ms at which a bound pod turns Ready ([`Agent::ready_after`]).
+pub const READY_AT: &str = "simulator.fedsched.io/ready-at";
+
+/// How the agent behaves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Agent {
+    /// A bound pod turns Ready this long after it started (0: at once).
+    pub ready_after: std::time::Duration,
+}
+
+/// An RFC 3339 time (seconds and milliseconds) of Unix ms, as the API server writes it.
+pub fn rfc3339(ms: u64) -> String {
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
+}
+
+fn annotation<'a>(p: &'a Value, key: &str) -> Option<&'a Value> {
+    p.pointer(&format!("/metadata/annotations/{}", key.replace('/', "~1")))
+}
 
 /// What an apply pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -128,8 +154,9 @@ pub fn workload_pods(obj: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// Brings a cluster's pods in line with its output directory, then binds pending pods.
-pub fn apply(c: &mut FleetCluster, dir: &Path) -> Result<ApplyReport, SimError> {
+/// Brings a cluster's pods in line with its output directory, then binds pending pods;
+/// `now_ms` dates what changes.
+pub fn apply(c: &mut FleetCluster, dir: &Path, agent: &Agent, now_ms: u64) -> Result<ApplyReport, SimError> {
     let desired = desired_pods(dir)?;
     let mut report = ApplyReport::default();
     let mut existing = BTreeSet::new();
@@ -151,19 +178,158 @@ pub fn apply(c: &mut FleetCluster, dir: &Path) -> Result<ApplyReport, SimError> 
         }
         keep
     });
-    for (key, pod) in desired {
+    for (key, mut pod) in desired {
         if !existing.contains(&key) {
+            pod["metadata"]["creationTimestamp"] = json!(rfc3339(now_ms));
             c.pods.push(pod);
             report.created += 1;
         }
     }
     sort_objects(&mut c.pods);
-    bind(c, &mut report);
+    bind(c, &mut report, agent, now_ms);
     Ok(report)
 }
 
+/// Pods whose Ready delay has passed turn Ready (unless their node is not Ready). Returns how
+/// many did.
+pub fn promote(c: &mut FleetCluster, now_ms: u64) -> usize {
+    let not_ready = not_ready_nodes(c);
+    let mut n = 0;
+    for p in c.pods.iter_mut() {
+        let Some(at) = annotation(p, READY_AT).and_then(Value::as_str).and_then(|t| t.parse::<u64>().ok()) else {
+            continue;
+        };
+        let node = p.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+        if at > now_ms || not_ready.contains(node) {
+            continue;
+        }
+        if let Some(a) = p.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
+            a.remove(READY_AT);
+        }
+        set_ready(p, true, None, now_ms);
+        n += 1;
+    }
+    n
+}
+
+fn not_ready_nodes(c: &FleetCluster) -> BTreeSet<String> {
+    c.nodes
+        .iter()
+        .filter(|n| !node_ready(n))
+        .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
+        .collect()
+}
+
+fn node_ready(node: &Value) -> bool {
+    node.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+}
+
+/// Sets a pod's `Ready` condition (added when missing), with the transition time when the
+/// status changes.
+fn set_ready(p: &mut Value, ready: bool, reason: Option<&str>, now_ms: u64) {
+    let status = if ready { "True" } else { "False" };
+    let cond = json!({"type": "Ready", "status": status, "reason": reason, "lastTransitionTime": rfc3339(now_ms)});
+    if !p["status"]["conditions"].is_array() {
+        p["status"]["conditions"] = json!([]);
+    }
+    let Some(cs) = p["status"]["conditions"].as_array_mut() else { return };
+    match cs.iter_mut().find(|c| c["type"] == "Ready") {
+        Some(c) if c["status"] == status => {}
+        Some(c) => *c = cond,
+        None => cs.push(cond),
+    }
+}
+
+/// Marks a node Ready or NotReady (its `Ready` condition, with the transition time) and its
+/// pods with it: NotReady turns them `Ready=False, reason=NodeNotReady`; Ready again turns
+/// those Ready (the ones still waiting for their delay keep waiting). False when there is no
+/// such node.
+pub fn set_node_ready(c: &mut FleetCluster, node: &str, ready: bool, now_ms: u64) -> bool {
+    let Some(n) = c.nodes.iter_mut().find(|n| n.pointer("/metadata/name").and_then(Value::as_str) == Some(node)) else {
+        return false;
+    };
+    let (status, reason) = if ready { ("True", "KubeletReady") } else { ("Unknown", "NodeStatusUnknown") };
+    let cond = json!({"type": "Ready", "status": status, "reason": reason, "lastTransitionTime": rfc3339(now_ms)});
+    if !n["status"]["conditions"].is_array() {
+        n["status"]["conditions"] = json!([]);
+    }
+    if let Some(cs) = n["status"]["conditions"].as_array_mut() {
+        cs.retain(|c| c["type"] != "Ready");
+        cs.push(cond);
+    }
+    for p in c.pods.iter_mut() {
+        if p.pointer("/spec/nodeName").and_then(Value::as_str) != Some(node) {
+            continue;
+        }
+        if matches!(p.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed")) {
+            continue;
+        }
+        if !ready {
+            set_ready(p, false, Some("NodeNotReady"), now_ms);
+        } else if annotation(p, READY_AT).is_none() {
+            set_ready(p, true, None, now_ms);
+        }
+    }
+    true
+}
+
+/// Changes a node's allocatable (and capacity) amounts (`{"cpu": "1", "memory": "2Gi"}`; other
+/// resources kept), then evicts the agent's pods on it that no longer fit (the last ones
+/// first) and places them again ([`apply`]'s binding: elsewhere, or Unschedulable). `None`
+/// when there is no such node; else what the new placement did.
+pub fn set_node_allocatable(
+    c: &mut FleetCluster,
+    node: &str,
+    amounts: &serde_json::Map<String, Value>,
+    agent: &Agent,
+    now_ms: u64,
+) -> Option<ApplyReport> {
+    let n = c.nodes.iter_mut().find(|n| n.pointer("/metadata/name").and_then(Value::as_str) == Some(node))?;
+    for field in ["allocatable", "capacity"] {
+        if !n["status"][field].is_object() {
+            n["status"][field] = json!({});
+        }
+        for (k, v) in amounts {
+            n["status"][field][k] = v.clone();
+        }
+    }
+    let alloc = ResourceList::from_json(n.pointer("/status/allocatable")).unwrap_or_default();
+    let mut used = ResourceList::new();
+    let mut pods = 0i64;
+    let mut evict = Vec::new();
+    for (i, p) in c.pods.iter().enumerate() {
+        let here = p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node);
+        if !here || matches!(p.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed")) {
+            continue;
+        }
+        let req = request(p);
+        let mut after = used.clone();
+        after.add(&req);
+        let fits_pods = !alloc.contains("pods") || (pods + 1) * 1000 <= alloc.get("pods");
+        let fits = fits_pods && req.iter().all(|(r, _)| after.get(r) <= alloc.get(r));
+        if fits || annotation(p, APPLIED).is_none() {
+            used = after;
+            pods += 1;
+        } else {
+            evict.push(i);
+        }
+    }
+    for i in evict {
+        let Some(p) = c.pods.get_mut(i) else { continue };
+        if let Some(spec) = p["spec"].as_object_mut() {
+            spec.remove("nodeName");
+        }
+        p["status"] = json!({"phase": "Pending"});
+    }
+    let mut report = ApplyReport::default();
+    bind(c, &mut report, agent, now_ms);
+    Some(report)
+}
+
 /// First-fit binding of the agent's unbound pods.
-fn bind(c: &mut FleetCluster, report: &mut ApplyReport) {
+fn bind(c: &mut FleetCluster, report: &mut ApplyReport, agent: &Agent, now_ms: u64) {
     let mut used: BTreeMap<String, (ResourceList, i64)> = BTreeMap::new();
     for p in &c.pods {
         let phase = p.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
@@ -178,7 +344,7 @@ fn bind(c: &mut FleetCluster, report: &mut ApplyReport) {
     }
     let node_count = c.nodes.len();
     for p in c.pods.iter_mut() {
-        let applied = p.pointer(&format!("/metadata/annotations/{}", APPLIED.replace('/', "~1"))).is_some();
+        let applied = annotation(p, APPLIED).is_some();
         let bound = p.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
         if !applied || bound {
             continue;
@@ -195,14 +361,26 @@ fn bind(c: &mut FleetCluster, report: &mut ApplyReport) {
                 e.0.add(&req);
                 e.1 += 1;
                 p["spec"]["nodeName"] = json!(node);
-                p["status"] = json!({"phase": "Running", "conditions": [
-                    {"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]});
+                let t = rfc3339(now_ms);
+                let ready = if agent.ready_after.is_zero() {
+                    json!({"type": "Ready", "status": "True", "lastTransitionTime": t})
+                } else {
+                    let at = now_ms.saturating_add(u64::try_from(agent.ready_after.as_millis()).unwrap_or(u64::MAX));
+                    p["metadata"]["annotations"][READY_AT] = json!(at.to_string());
+                    json!({"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t})
+                };
+                p["status"] = json!({"phase": "Running", "startTime": t, "conditions": [
+                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": t}, ready]});
                 report.bound += 1;
             }
             None => {
-                p["status"] = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
-                    "reason": "Unschedulable",
-                    "message": format!("0/{node_count} nodes are available: no node fits the pod's requests, node selector, affinity and tolerations.")}]});
+                // Found unschedulable before: keep the condition (and its transition time).
+                let already = p.pointer("/status/conditions/0/reason").and_then(Value::as_str) == Some("Unschedulable");
+                if !already {
+                    p["status"] = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                        "reason": "Unschedulable", "lastTransitionTime": rfc3339(now_ms),
+                        "message": format!("0/{node_count} nodes are available: no node fits the pod's requests, node selector, affinity and tolerations.")}]});
+                }
                 report.unschedulable += 1;
             }
         }
@@ -215,11 +393,7 @@ fn request(p: &Value) -> ResourceList {
 
 fn fits(node: &Value, pod: &Value, req: &ResourceList, used: &BTreeMap<String, (ResourceList, i64)>) -> bool {
     let name = node.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
-    let ready = node
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
-    if !ready || node.pointer("/spec/unschedulable").and_then(Value::as_bool).unwrap_or(false) {
+    if !node_ready(node) || node.pointer("/spec/unschedulable").and_then(Value::as_bool).unwrap_or(false) {
         return false;
     }
     let empty = serde_json::Map::new();
@@ -326,16 +500,119 @@ mod tests {
             ],
             pods: vec![],
         };
-        let r = apply(&mut c, dir.path()).expect("apply");
+        let r = apply(&mut c, dir.path(), &Agent::default(), T0).expect("apply");
         assert_eq!((r.created, r.bound, r.unschedulable), (3, 2, 1));
         let on = |n: &str| c.pods.iter().filter(|p| p["spec"]["nodeName"] == n).count();
         assert_eq!((on("a"), on("d"), on("b"), on("c")), (1, 1, 0, 0));
         let pending: Vec<&Value> = c.pods.iter().filter(|p| p["status"]["phase"] == "Pending").collect();
         assert_eq!(pending[0]["status"]["conditions"][0]["reason"], "Unschedulable");
-        // Unchanged directory: nothing to do; removed: pods deleted.
-        assert!(!apply(&mut c, dir.path()).expect("apply").changed());
+        assert_eq!(pending[0]["status"]["conditions"][0]["lastTransitionTime"], "2026-11-01T10:00:00.000Z");
+        // Bound pods are Ready at once (no delay), every pod has its creation time.
+        let bound: Vec<&Value> = c.pods.iter().filter(|p| p["status"]["phase"] == "Running").collect();
+        assert!(bound.iter().all(|p| p["status"]["conditions"][1]["status"] == "True"), "{bound:?}");
+        assert!(c.pods.iter().all(|p| p["metadata"]["creationTimestamp"] == "2026-11-01T10:00:00.000Z"));
+        // Unchanged directory: nothing to do, and the unschedulable pod keeps its time.
+        assert!(!apply(&mut c, dir.path(), &Agent::default(), T0 + 60_000).expect("apply").changed());
+        let pending: Vec<&Value> = c.pods.iter().filter(|p| p["status"]["phase"] == "Pending").collect();
+        assert_eq!(pending[0]["status"]["conditions"][0]["lastTransitionTime"], "2026-11-01T10:00:00.000Z");
+        // Removed: pods deleted.
         std::fs::remove_file(dir.path().join("d.yaml")).expect("rm");
-        assert_eq!(apply(&mut c, dir.path()).expect("apply").deleted, 3);
+        assert_eq!(apply(&mut c, dir.path(), &Agent::default(), T0).expect("apply").deleted, 3);
         assert!(c.pods.is_empty());
+    }
+
+    const T0: u64 = 1_793_527_200_000; // 2026-11-01T10:00:00Z
+
+    fn web(dir: &Path, replicas: u32, cpu: &str) {
+        std::fs::write(
+            dir.join("d.yaml"),
+            format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: shop}}\nspec:\n  replicas: {replicas}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec:\n      containers: [{{name: c, image: i, resources: {{requests: {{cpu: {cpu}}}}}}}]\n"),
+        )
+        .expect("write");
+    }
+
+    fn decoded(c: &FleetCluster) -> crate::model::OwnerState {
+        let page = json!({"items": c.pods}).to_string();
+        let mut f = crate::members::decode::Fold::default();
+        f.pods(crate::members::decode::decode_page(page.as_bytes()).expect("pods").items);
+        f.finish().pods.owners.get("ReplicaSet/shop/web-sim").cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn pods_turn_ready_after_the_delay() {
+        let dir = tempfile::tempdir().expect("tmp");
+        web(dir.path(), 2, "100m");
+        let mut c = FleetCluster {
+            name: "m".into(),
+            cluster: Value::Null,
+            nodes: vec![node("a", "4", false, json!({}))],
+            pods: vec![],
+        };
+        let agent = Agent { ready_after: std::time::Duration::from_secs(2) };
+        apply(&mut c, dir.path(), &agent, T0).expect("apply");
+        let s = decoded(&c);
+        assert_eq!((s.pods, s.running, s.ready), (2, 2, 0));
+        assert_eq!(s.pending_reasons.get("ContainersNotReady"), Some(&2));
+        assert_eq!(s.not_ready_since, vec![T0, T0]);
+        assert_eq!(promote(&mut c, T0 + 1999), 0, "not yet");
+        assert_eq!(promote(&mut c, T0 + 2000), 2);
+        assert_eq!(decoded(&c).ready, 2);
+        assert_eq!(promote(&mut c, T0 + 5000), 0, "once");
+    }
+
+    #[test]
+    fn a_node_not_ready_takes_its_pods_readiness_and_gives_it_back() {
+        let dir = tempfile::tempdir().expect("tmp");
+        web(dir.path(), 2, "100m");
+        let mut c = FleetCluster {
+            name: "m".into(),
+            cluster: Value::Null,
+            nodes: vec![node("a", "4", false, json!({}))],
+            pods: vec![],
+        };
+        apply(&mut c, dir.path(), &Agent::default(), T0).expect("apply");
+        assert!(set_node_ready(&mut c, "a", false, T0 + 1000));
+        assert_eq!(c.nodes[0]["status"]["conditions"][0]["status"], "Unknown");
+        let s = decoded(&c);
+        assert_eq!((s.ready, s.pending_reasons.get("NodeNotReady")), (0, Some(&2)));
+        assert_eq!(s.not_ready_since, vec![T0 + 1000, T0 + 1000]);
+        // Nothing new goes to a node that is not Ready.
+        web(dir.path(), 3, "100m");
+        apply(&mut c, dir.path(), &Agent::default(), T0 + 2000).expect("apply");
+        assert_eq!(decoded(&c).unschedulable_since, vec![T0 + 2000], "the third pod finds no Ready node");
+        assert!(set_node_ready(&mut c, "a", true, T0 + 3000));
+        web(dir.path(), 2, "100m");
+        apply(&mut c, dir.path(), &Agent::default(), T0 + 4000).expect("apply");
+        let s = decoded(&c);
+        assert_eq!((s.pods, s.ready), (2, 2));
+        assert!(!set_node_ready(&mut c, "ghost", false, T0));
+    }
+
+    #[test]
+    fn a_node_that_shrinks_evicts_what_no_longer_fits() {
+        let dir = tempfile::tempdir().expect("tmp");
+        web(dir.path(), 4, "1");
+        let mut c = FleetCluster {
+            name: "m".into(),
+            cluster: Value::Null,
+            nodes: vec![node("a", "4", false, json!({})), node("b", "1", false, json!({}))],
+            pods: vec![],
+        };
+        let r = apply(&mut c, dir.path(), &Agent::default(), T0).expect("apply");
+        assert_eq!((r.bound, r.unschedulable), (4, 0));
+        let on = |c: &FleetCluster, n: &str| c.pods.iter().filter(|p| p["spec"]["nodeName"] == n).count();
+        assert_eq!((on(&c, "a"), on(&c, "b")), (4, 0));
+        // a: 4 → 2 CPUs; two pods evicted: one fits on b, one fits nowhere.
+        let amounts = json!({"cpu": "2"});
+        let r = set_node_allocatable(&mut c, "a", amounts.as_object().expect("map"), &Agent::default(), T0 + 1000)
+            .expect("node a");
+        assert_eq!((r.bound, r.unschedulable), (1, 1));
+        assert_eq!((on(&c, "a"), on(&c, "b")), (2, 1));
+        assert_eq!(c.nodes[0]["status"]["capacity"]["cpu"], "2");
+        let s = decoded(&c);
+        assert_eq!((s.pods, s.ready, s.unschedulable_since.clone()), (4, 3, vec![T0 + 1000]));
+        assert!(
+            set_node_allocatable(&mut c, "ghost", amounts.as_object().expect("map"), &Agent::default(), T0).is_none()
+        );
     }
 }

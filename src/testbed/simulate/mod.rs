@@ -6,7 +6,8 @@
 //! - [`server`]: the API shapes (`/version`, `/api`, `/api/v1/nodes`, pods, pagination,
 //!   selectors), bearer tokens, faults switchable at run time through admin endpoints.
 //! - [`apply`]: the GitOps agent: pods for the workloads in each cluster's output directory,
-//!   bound first-fit or left Unschedulable.
+//!   bound first-fit or left Unschedulable, Ready at once or after `--ready-after`; nodes
+//!   NotReady and shrinking (admin endpoints in [`server`]).
 //! - [`watch`]: resource versions, the window of watch events every change records, watch
 //!   streams with bookmarks and 410 Gone, and the churn generator (`--churn`).
 //!
@@ -72,6 +73,8 @@ pub struct Options {
     pub churn: f64,
     /// Watch events each cluster retains; a watch from an older version gets 410.
     pub watch_window: usize,
+    /// A pod the agent binds turns Ready this long after it starts (0: at once).
+    pub ready_after: Duration,
 }
 
 /// The addresses actually bound (port 0 resolved).
@@ -199,6 +202,7 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
         apply_now: opts.apply.as_ref().map(|_| apply_tx),
         events,
         open_watches: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+        agent: apply::Agent { ready_after: opts.ready_after },
     });
     if opts.churn > 0.0 {
         tokio::spawn(watch::churn(Arc::clone(&state), opts.churn));
@@ -257,12 +261,28 @@ async fn accept_loop(
     }
 }
 
-/// The GitOps agent: applies `OUT/<cluster>` whenever its files change (and on request).
+/// The GitOps agent: applies `OUT/<cluster>` whenever its files change (and on request), and
+/// turns pods Ready once their delay passed ([`apply::promote`]).
 async fn agent(state: Arc<State>, out: PathBuf, every: Duration, mut now: tokio::sync::mpsc::Receiver<()>) {
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    // With a Ready delay, look often enough that pods turn Ready close to on time.
+    let every = match state.agent.ready_after.is_zero() {
+        true => every,
+        false => every.min(Duration::from_millis(200)),
+    };
     loop {
         let names: Vec<String> = state.clusters.read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect();
         for name in names {
+            let now_ms = crate::util::clock::now_ms();
+            if !state.agent.ready_after.is_zero() {
+                let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
+                if let Some(c) = clusters.get_mut(&name) {
+                    let before = c.fleet.pods.clone();
+                    if apply::promote(&mut c.fleet, now_ms) > 0 {
+                        record_changes(&mut c.log, watch::Resource::Pods, &before, &mut c.fleet.pods);
+                    }
+                }
+            }
             let dir = out.join(&name);
             let print = fingerprint(&dir);
             if seen.get(&name) == Some(&print) {
@@ -271,10 +291,10 @@ async fn agent(state: Arc<State>, out: PathBuf, every: Duration, mut now: tokio:
             let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
             let Some(c) = clusters.get_mut(&name) else { continue };
             let before = c.fleet.pods.clone();
-            match apply::apply(&mut c.fleet, &dir) {
+            match apply::apply(&mut c.fleet, &dir, &state.agent, now_ms) {
                 Ok(r) => {
                     if r.changed() {
-                        record_changes(&mut c.log, &before, &mut c.fleet.pods);
+                        record_changes(&mut c.log, watch::Resource::Pods, &before, &mut c.fleet.pods);
                         tracing::info!(cluster = %name, created = r.created, deleted = r.deleted, bound = r.bound, unschedulable = r.unschedulable, "applied");
                     }
                     seen.insert(name, print);
@@ -289,8 +309,13 @@ async fn agent(state: Arc<State>, out: PathBuf, every: Duration, mut now: tokio:
     }
 }
 
-/// Records a watch event for every pod that the agent added, changed or removed.
-fn record_changes(log: &mut watch::WatchLog, before: &[Value], after: &mut [Value]) {
+/// Records a watch event for every pod (or node) that was added, changed or removed.
+pub(crate) fn record_changes(
+    log: &mut watch::WatchLog,
+    resource: watch::Resource,
+    before: &[Value],
+    after: &mut [Value],
+) {
     fn key(v: &Value) -> (String, String) {
         let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
         (s("/metadata/namespace"), s("/metadata/name"))
@@ -301,14 +326,14 @@ fn record_changes(log: &mut watch::WatchLog, before: &[Value], after: &mut [Valu
         let k = key(pod);
         match old.get(&k) {
             Some(o) if *o == pod => {}
-            Some(_) => log.record(watch::Resource::Pods, "MODIFIED", pod),
-            None => log.record(watch::Resource::Pods, "ADDED", pod),
+            Some(_) => log.record(resource, "MODIFIED", pod),
+            None => log.record(resource, "ADDED", pod),
         }
         seen.insert(k);
     }
     for (k, o) in old {
         if !seen.contains(&k) {
-            log.record(watch::Resource::Pods, "DELETED", &mut o.clone());
+            log.record(resource, "DELETED", &mut o.clone());
         }
     }
 }

@@ -13,7 +13,12 @@
 //! cluster's [`Fault`]; `PUT|PATCH|DELETE /admin/clusters/{name}/nodes/{node}` and
 //! `…/namespaces/{ns}/pods/{pod}` edit one object (with its watch event);
 //! `POST /admin/clusters/{name}/watches/close|compact`; `POST /admin/apply` runs the GitOps
-//! agent now; `GET /admin/stats` and `GET /admin/requests`.
+//! agent now; `GET /admin/stats` and `GET /admin/requests`. The member's own troubles:
+//! `PUT /admin/clusters/{name}/nodes/{node}/ready` (`{"ready": false}`: the node and its pods
+//! NotReady; `true`: back), `PUT …/nodes/{node}/allocatable` (`{"cpu": "2"}`: the node
+//! shrinks, the agent's pods that no longer fit are placed again), `PUT|DELETE
+//! /admin/clusters/{name}/outage` (`{"mode": "refused"}`: every connection is closed unanswered;
+//! `"hung"`: never answered; DELETE: back, every fault cleared).
 //!
 //! Layout: [`handle`] routes; `cluster_api` authenticates, applies the faults
 //! (`injected_fault` before, `damage` after) and serves a watch or a GET (`api`:
@@ -87,6 +92,8 @@ pub struct State {
     pub events: Arc<AtomicU64>,
     /// Watch streams open now.
     pub open_watches: Arc<AtomicU64>,
+    /// How the GitOps agent behaves (its Ready delay).
+    pub agent: super::apply::Agent,
 }
 
 /// A request the service drops without a response (the `reset` fault).
@@ -575,6 +582,15 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             "openWatches": state.open_watches.load(Ordering::Relaxed),
             "userAgents": &*state.user_agents.read().unwrap_or_else(|p| p.into_inner()),
         })),
+        (Method::PUT, ["clusters", name, "nodes", node, what @ ("ready" | "allocatable")]) => {
+            let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
+            };
+            node_trouble(state, name, node, what, &body)
+        }
+        (Method::PUT, ["clusters", name, "outage"]) => outage(state, req, name).await,
+        (Method::DELETE, ["clusters", name, "outage"]) => set_fault(state, name, Fault::default()),
         (Method::GET, ["requests"]) => {
             ok(&serde_json::to_value(&*state.requests.read().unwrap_or_else(|p| p.into_inner())).unwrap_or_default())
         }
@@ -601,6 +617,67 @@ async fn put_fault(state: &State, req: Request<Incoming>, name: &str) -> Resp {
         Ok(f) => f,
         Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("fault: {e}")),
     };
+    set_fault(state, name, fault)
+}
+
+/// `PUT /admin/clusters/{name}/nodes/{node}/ready` (`{"ready": bool}`) or `…/allocatable`
+/// (a map of resource → quantity): the node changes, with the watch events of the node and of
+/// every pod that changed with it.
+fn node_trouble(state: &State, name: &str, node: &str, what: &str, body: &[u8]) -> Resp {
+    let v: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("body: {e}")),
+    };
+    let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = clusters.get_mut(name) else {
+        return status(StatusCode::NOT_FOUND, "NotFound", "no such cluster");
+    };
+    let (nodes_before, pods_before) = (c.fleet.nodes.clone(), c.fleet.pods.clone());
+    let now = crate::util::clock::now_ms();
+    let done = match (what, v.get("ready").and_then(Value::as_bool), v.as_object()) {
+        ("ready", Some(ready), _) => {
+            super::apply::set_node_ready(&mut c.fleet, node, ready, now).then(|| json!({"ready": ready}))
+        }
+        ("ready", None, _) => return status(StatusCode::BAD_REQUEST, "BadRequest", "body: {\"ready\": true|false}"),
+        (_, _, Some(amounts)) if amounts.values().all(Value::is_string) => {
+            super::apply::set_node_allocatable(&mut c.fleet, node, amounts, &state.agent, now)
+                .map(|r| json!({"rebound": r.bound, "unschedulable": r.unschedulable}))
+        }
+        _ => return status(StatusCode::BAD_REQUEST, "BadRequest", "body: a map of resource name to quantity"),
+    };
+    let Some(answer) = done else {
+        return status(StatusCode::NOT_FOUND, "NotFound", &format!("no node {node:?}"));
+    };
+    let Served { fleet, log, .. } = c;
+    super::record_changes(log, Resource::Nodes, &nodes_before, &mut fleet.nodes);
+    super::record_changes(log, Resource::Pods, &pods_before, &mut fleet.pods);
+    tracing::info!(cluster = %name, node = %node, %what, "node changed");
+    ok(&answer)
+}
+
+/// `PUT /admin/clusters/{name}/outage` (`{"mode": "refused" | "hung"}`): the cluster's API is
+/// down: connections closed without an answer, or never answered.
+async fn outage(state: &State, req: Request<Incoming>, name: &str) -> Resp {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Outage {
+        mode: String,
+    }
+    let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
+    };
+    let fault = match serde_json::from_slice::<Outage>(&body).map(|o| o.mode) {
+        Ok(m) if m == "refused" => Fault { reset: true, ..Default::default() },
+        Ok(m) if m == "hung" => Fault { timeout: true, ..Default::default() },
+        Ok(m) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("mode {m:?}: refused or hung")),
+        Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("outage: {e}")),
+    };
+    set_fault(state, name, fault)
+}
+
+/// Sets a cluster's faults and closes its watch streams.
+fn set_fault(state: &State, name: &str, fault: Fault) -> Resp {
     let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
     match clusters.get_mut(name) {
         Some(c) => {

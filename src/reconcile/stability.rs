@@ -1,0 +1,448 @@
+//! Stage "stability", between the snapshots and the decisions: runs the stability engine
+//! ([`crate::schedule::stability::step`]) over the stored state, the members' conditions and
+//! what their pods are doing, and hands over [`StabilityPass`]: the next state (stored by the
+//! record stage, before its flush), this pass's actions (history notes, metrics, logs), the
+//! workloads with a failover pending, and per workload the [`Directive`] its decision follows
+//! (clusters it is evicted from, kept files, distrusted capacity, a fresh decision to move
+//! back).
+//!
+//! Which workloads the engine sees: those with stability state, and those placed with
+//! replicas on a member that is unhealthy or where their pods are Unschedulable or not Ready
+//! (any other workload has nothing to do, and skipping it keeps a quiet pass cheap). Objects
+//! without replicas (ConfigMaps, Services…) do not fail over: their dependents pull them
+//! where they go. What the engine reads of a workload's pods is h5's `OwnerState` on live
+//! members; an offline member (no pods observed) counts its placed replicas as Ready.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::model::ClusterSnapshot;
+use crate::model::assumed::Owner;
+use crate::model::snapshot::Health;
+use crate::policy::ObjectKey;
+use crate::policy::matching::PolicyIndex;
+use crate::schedule::stability::{
+    self, Action, ActionKind, ApplicationRule, ClusterInput, Condition, FailoverRule, Mobility, Purge,
+    StabilitySettings, StabilityState, Unschedulable, WorkloadInput,
+};
+use crate::schedule::{Failover, Strategy};
+use crate::store::{Store, StoreError};
+use crate::util::hash::fnv1a64;
+
+use super::Inputs;
+use super::cache::PassCache;
+use super::report::{StabilityEvent, StabilityReport};
+
+/// What failover asks of one workload's decision.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Directive {
+    /// Clusters left out (the `cluster-eviction` filter) and distrusted capacity.
+    pub failover: Failover,
+    /// Clusters whose files of the workload stay although it left them (graceful eviction).
+    pub kept: BTreeSet<String>,
+    /// Decide afresh, without the previous placement (a move-back).
+    pub fresh: bool,
+}
+
+/// What the stability stage hands over.
+#[derive(Debug, Default)]
+pub(crate) struct StabilityPass {
+    /// The state after this pass (the record stage stores it).
+    pub state: StabilityState,
+    /// This pass's actions, in the engine's order.
+    pub actions: Vec<Action>,
+    pub pending_failover: BTreeSet<ObjectKey>,
+    pub directives: BTreeMap<ObjectKey, Directive>,
+    /// Blob hash of the state this pass's decisions used (the stored state before the step,
+    /// as JSON), for replay ([`crate::store::DecisionInputs::stability`]).
+    pub state_blob: u64,
+}
+
+impl StabilityPass {
+    /// The history notes of one workload: its actions this pass, held ones excepted.
+    pub fn notes_of(&self, key: &ObjectKey) -> Vec<String> {
+        self.actions
+            .iter()
+            .filter(|a| a.is_event() && a.workload.as_ref() == Some(key))
+            .map(|a| a.to_string())
+            .collect()
+    }
+
+    /// What the report says of this pass.
+    pub fn report(&self) -> StabilityReport {
+        let events = self
+            .actions
+            .iter()
+            .filter(|a| a.is_event())
+            .map(|a| StabilityEvent {
+                workload: a.workload.clone(),
+                cluster: a.cluster.clone(),
+                kind: match a.kind {
+                    ActionKind::Evict { .. } => "eviction",
+                    ActionKind::Purge { .. } => "purge",
+                    ActionKind::Reschedule { .. } => "reschedule",
+                    ActionKind::CannotMove { .. } => "cannot-move",
+                    ActionKind::MoveBack { .. } => "move-back",
+                    ActionKind::StormStarted { .. } => "storm-started",
+                    _ => "storm-ended",
+                },
+                reason: a.reason_label(),
+                text: a.to_string(),
+            })
+            .collect();
+        let storm = self.state.storm.as_ref().map(|s| {
+            format!(
+                "storm guard: {} of {} live members went unhealthy at once; evicting nothing until the share falls",
+                s.unhealthy, s.live
+            )
+        });
+        StabilityReport {
+            events,
+            pending_failover: self.pending_failover.len(),
+            storm,
+            held: self.actions.iter().filter(|a| !a.is_event()).count(),
+        }
+    }
+}
+
+/// Runs the engine for this pass over the member views (`views`, in the inputs' order).
+pub(super) fn run(
+    store: &Store,
+    cache: &PassCache,
+    inputs: &Inputs,
+    views: &[ClusterSnapshot],
+    index: &PolicyIndex<'_>,
+    settings: &StabilitySettings,
+    now_ms: u64,
+) -> Result<StabilityPass, StoreError> {
+    let old = store.stability()?;
+    let state_blob = store.put_blob(&serde_json::to_vec(&old).unwrap_or_default())?;
+    let clusters: Vec<ClusterInput> = views.iter().map(cluster_input).collect();
+    let unhealthy: BTreeSet<&str> =
+        clusters.iter().filter(|c| !c.condition.is_ready()).map(|c| c.name.as_str()).collect();
+    let by_name: HashMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
+    let capacity: HashMap<&str, u64> = views.iter().map(|s| (s.name.as_str(), capacity_figure(s))).collect();
+    let positions: HashMap<&ObjectKey, usize> =
+        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, i)).collect();
+    let mut keys: Vec<&ObjectKey> = cache.placements.keys().collect();
+    keys.sort();
+    let mut workloads = Vec::new();
+    for key in keys {
+        let Some(p) = cache.placements.get(key) else { continue };
+        let placed: BTreeMap<String, i32> = p.targets.iter().filter_map(|(c, r)| r.map(|r| (c.clone(), r))).collect();
+        if placed.is_empty() && !old.workloads.contains_key(key) {
+            continue;
+        }
+        let policy = p.policy.as_ref().and_then(|r| index.propagation_policy(r));
+        let mut w = WorkloadInput::new(key.clone(), placed);
+        if let Some(policy) = policy {
+            let spec = &policy.spec;
+            w.mobility = match Strategy::of(&spec.placement) {
+                Strategy::Duplicated => Mobility::Duplicated,
+                // Static weights are the user's division: moved only with an explicit
+                // `failover.application` (the policy asks for replicas to move when they
+                // do not run).
+                Strategy::StaticWeight => {
+                    Mobility::StaticWeights { allowed: spec.failover.as_ref().is_some_and(|f| f.application.is_some()) }
+                }
+                Strategy::DynamicWeight | Strategy::Aggregated => Mobility::Divided,
+            };
+            w.tolerations = spec.placement.cluster_tolerations.clone();
+            let failover = spec.failover.as_ref();
+            if let Some(mode) = failover.and_then(|f| f.cluster.as_ref()).and_then(|c| c.purge_mode) {
+                w.cluster_rule.purge = Purge::from(mode);
+            }
+            w.application = failover.and_then(|f| f.application.as_ref()).map(|a| ApplicationRule {
+                toleration_ms: u64::try_from(a.decision_conditions.toleration_seconds.unwrap_or(300)).unwrap_or(0)
+                    * 1000,
+                rule: FailoverRule {
+                    purge: a.purge_mode.map_or(Purge::Gracefully, Purge::from),
+                    grace_ms: a.grace_period_seconds.map(|s| u64::try_from(s).unwrap_or(0) * 1000),
+                },
+            });
+        }
+        w.shape = shape_of(inputs, &positions, key);
+        let owner = Owner::of(key);
+        let mut observed_trouble = false;
+        for (cluster, replicas) in &w.placed {
+            if let Some(f) = capacity.get(cluster.as_str()) {
+                w.capacity.insert(cluster.clone(), *f);
+            }
+            match by_name.get(cluster.as_str()).and_then(|s| s.pods.as_ref()) {
+                Some(pods) => {
+                    let st = owner.state(pods);
+                    w.ready.insert(cluster.clone(), i32::try_from(st.ready).unwrap_or(i32::MAX));
+                    // Pods beyond the placed replicas are the ones the member's agent will
+                    // remove (the output already asks for fewer): they do not count.
+                    let excess = st.pods.saturating_sub(u32::try_from(*replicas).unwrap_or(0));
+                    let unschedulable =
+                        u32::try_from(st.unschedulable_since.len()).unwrap_or(u32::MAX).saturating_sub(excess);
+                    if unschedulable > 0 {
+                        w.unschedulable.insert(cluster.clone(), Unschedulable { replicas: unschedulable });
+                        observed_trouble = true;
+                    }
+                    if st.pods > 0 && st.not_ready() > 0 && w.application.is_some() {
+                        w.not_ready.insert(cluster.clone());
+                        observed_trouble = true;
+                    }
+                }
+                None => {
+                    w.ready.insert(cluster.clone(), *replicas);
+                }
+            }
+        }
+        let on_unhealthy = w.placed.keys().any(|c| unhealthy.contains(c.as_str()));
+        if on_unhealthy || observed_trouble || old.workloads.contains_key(key) {
+            workloads.push(w);
+        }
+    }
+    let step = stability::step(&old, &stability::Inputs { clusters, workloads }, now_ms, settings);
+    let mut directives = BTreeMap::new();
+    for (key, ws) in &step.state.workloads {
+        let shape = shape_of(inputs, &positions, key);
+        let failover = Failover {
+            evicted: ws.evicted().into_iter().map(str::to_string).collect(),
+            caps: ws.marks.iter().filter(|m| m.shape == shape).map(|m| (m.cluster.clone(), m.cap)).collect(),
+        };
+        let d = Directive { failover, kept: ws.kept().into_iter().map(str::to_string).collect(), fresh: false };
+        directives.insert(key.clone(), d);
+    }
+    for a in &step.actions {
+        if let (Some(key), ActionKind::MoveBack { .. }) = (&a.workload, &a.kind) {
+            directives.entry(key.clone()).or_default().fresh = true;
+        }
+    }
+    for a in step.actions.iter().filter(|a| a.is_event()) {
+        match (&a.kind, &a.workload) {
+            (ActionKind::StormStarted { .. }, _) => {
+                tracing::warn!(action = %a, "stability: storm guard holds every eviction")
+            }
+            (_, Some(w)) => tracing::info!(workload = %w, cluster = %a.cluster, action = %a, "stability"),
+            (_, None) => tracing::info!(action = %a, "stability"),
+        }
+    }
+    Ok(StabilityPass {
+        state: step.state,
+        actions: step.actions,
+        pending_failover: step.pending_failover,
+        directives,
+        state_blob,
+    })
+}
+
+/// The request shape of a workload: a hash of its pod template (`spec.template`; the whole
+/// object for kinds without one), so a change of `replicas` keeps a distrust mark.
+fn shape_of(inputs: &Inputs, positions: &HashMap<&ObjectKey, usize>, key: &ObjectKey) -> u64 {
+    let Some(t) = positions.get(key).and_then(|i| inputs.set.templates.get(*i)) else { return 0 };
+    let part = t.object.pointer("/spec/template").unwrap_or(&t.object);
+    fnv1a64(&serde_json::to_vec(part).unwrap_or_default())
+}
+
+/// A member's condition for the engine.
+fn cluster_input(s: &ClusterSnapshot) -> ClusterInput {
+    let (condition, reason) = match &s.health {
+        Health::Ready => (Condition::Ready, String::new()),
+        Health::NotReady { reason } => (Condition::NotReady, reason.clone()),
+        Health::Unreachable { reason } => (Condition::Unreachable, reason.clone()),
+    };
+    ClusterInput { name: s.name.clone(), condition, reason, live: s.is_live() }
+}
+
+/// The figures a member's capacity for any request shape is judged by: allocatable of the
+/// summary and of every node (with its readiness and cordon), not what is allocated, so a
+/// distrust mark holds until the member's capacity itself changes.
+fn capacity_figure(s: &ClusterSnapshot) -> u64 {
+    let nodes: Vec<(&str, &crate::model::ResourceList, bool, bool)> =
+        s.nodes.iter().map(|n| (n.name.as_str(), &n.allocatable, n.ready, n.unschedulable)).collect();
+    let summary = s.summary.as_ref().map(|x| &x.allocatable);
+    fnv1a64(&serde_json::to_vec(&(summary, nodes)).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::model::snapshot::{OwnerState, PodFacts};
+    use crate::reconcile::{Reconciler, Settings, load_inputs};
+    use crate::store::Store;
+
+    pub(super) const REPO: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web}
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference: {dynamicWeight: AvailableReplicas}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
+"#;
+
+    pub(super) fn cluster(name: &str) -> String {
+        format!(
+            "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec: {{syncMode: Push}}\n\
+             status:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n\
+             \x20   allocatable: {{cpu: \"20\", memory: 80Gi, pods: \"110\"}}\n"
+        )
+    }
+
+    /// Replicas of a Divided workload Unschedulable on a member for `unschedulable_after`
+    /// leave it (it keeps those that run) and go to the others; the member's capacity is
+    /// distrusted, so the next decisions do not send them back.
+    #[test]
+    fn unschedulable_replicas_are_rescheduled_and_not_sent_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("apps.yaml"), REPO).expect("write");
+        let clusters: Vec<String> = ["m1", "m2", "m3"].iter().map(|n| cluster(n)).collect();
+        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
+        let out = dir.path().join("out");
+        let store = Store::open(&dir.path().join("state")).expect("store");
+        let rec = Reconciler::new(store, Settings::builtin());
+        let mut inputs = load_inputs(&repo).expect("inputs");
+        let t0 = 1_700_000_000_000;
+        let targets = |rec: &Reconciler| -> BTreeMap<String, i32> {
+            let p = rec.store.placements().expect("placements");
+            p[0].targets.iter().map(|(c, r)| (c.clone(), r.unwrap_or(0))).collect()
+        };
+        rec.reconcile(&inputs, &out, "test", t0).expect("pass");
+        let even = BTreeMap::from([("m1".into(), 2), ("m2".into(), 2), ("m3".into(), 2)]);
+        assert_eq!(targets(&rec), even);
+
+        // One of m1's two pods cannot be scheduled there.
+        let state = OwnerState {
+            pods: 2,
+            bound: 1,
+            running: 1,
+            ready: 1,
+            unschedulable_since: vec![t0],
+            not_ready_since: vec![t0],
+            pending_reasons: BTreeMap::from([("Unschedulable".to_string(), 1)]),
+        };
+        let owner = "ReplicaSet/shop/web-5d8f9".to_string();
+        let pods = PodFacts {
+            bound: 1,
+            unbound: 1,
+            unschedulable: BTreeMap::from([(owner.clone(), 1)]),
+            by_owner: BTreeMap::from([(owner.clone(), 2)]),
+            owners: BTreeMap::from([(owner, state)]),
+        };
+        if let Some(m1) = inputs.snapshots.iter_mut().find(|s| s.name == "m1") {
+            m1.pods = Some(pods);
+        }
+        let r = rec.reconcile(&inputs, &out, "test", t0 + 60_000).expect("pass");
+        assert!(r.stability.events.is_empty(), "{:?}", r.stability.events);
+        assert_eq!(targets(&rec), even);
+        let r = rec.reconcile(&inputs, &out, "test", t0 + 60_000 + 180_000).expect("pass");
+        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        assert_eq!(kinds, [("reschedule", "m1")]);
+        let after = targets(&rec);
+        assert_eq!(after.get("m1"), Some(&1), "{after:?}");
+        assert_eq!(after.values().sum::<i32>(), 6, "{after:?}");
+        // Still Unschedulable (the agent has not applied yet), capacity unchanged: nothing
+        // comes back, nothing moves again.
+        for dt in [10_000, 20_000, 400_000] {
+            let r = rec.reconcile(&inputs, &out, "test", t0 + 240_000 + dt).expect("pass");
+            assert!(r.stability.events.is_empty(), "{dt}: {:?}", r.stability.events);
+            assert_eq!(targets(&rec), after, "{dt}");
+        }
+        // explain shows the eviction state.
+        let r: crate::views::explain::WorkloadRef = "Deployment/shop/web".parse().expect("ref");
+        let doc = crate::views::explain::explain(&inputs, &rec.store, &rec.settings().profiles, &r, t0 + 240_000)
+            .expect("explain");
+        assert_eq!(doc["failover"]["capacityMarks"][0]["cluster"], "m1", "{doc}");
+        assert_eq!(doc["failover"]["capacityMarks"][0]["cap"], 1, "{doc}");
+        let text = crate::views::explain::to_text(&doc);
+        assert!(text.contains("failover: capacity of m1 distrusted since"), "{text}");
+        // A scale-up decides again: the distrusted member gets none of the new replicas.
+        std::fs::write(repo.join("apps.yaml"), REPO.replace("replicas: 6", "replicas: 9")).expect("write");
+        let pods = inputs.snapshots.iter().find(|s| s.name == "m1").and_then(|s| s.pods.clone());
+        let mut inputs = load_inputs(&repo).expect("inputs");
+        if let Some(m1) = inputs.snapshots.iter_mut().find(|s| s.name == "m1") {
+            m1.pods = pods;
+        }
+        rec.reconcile(&inputs, &out, "test", t0 + 700_000).expect("pass");
+        let scaled = targets(&rec);
+        assert_eq!((scaled.get("m1"), scaled.values().sum::<i32>()), (Some(&1), 9), "{scaled:?}");
+        let history = rec.store.history(&rec.store.placements().expect("p")[0].workload).expect("history");
+        let notes: Vec<&String> = history.iter().flat_map(|h| &h.notes).collect();
+        assert_eq!(
+            notes.iter().filter(|n| n.contains("rescheduled 1 Unschedulable replicas off m1")).count(),
+            1,
+            "{notes:?}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod storm_tests {
+    use crate::model::snapshot::{Health, SnapshotSource};
+    use crate::reconcile::{Reconciler, Settings, load_inputs};
+    use crate::store::Store;
+
+    /// 60 % of the live members unreachable at once: nothing is evicted, the report says so;
+    /// when most come back, the guard releases and the one still lost is evicted.
+    #[test]
+    fn storm_guard_evicts_nothing_while_most_members_are_down() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("apps.yaml"), super::tests::REPO.replace("replicas: 6", "replicas: 10")).expect("w");
+        let names = ["m1", "m2", "m3", "m4", "m5"];
+        let clusters: Vec<String> = names.iter().map(|n| super::tests::cluster(n)).collect();
+        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
+        let out = dir.path().join("out");
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let t0 = 1_700_000_000_000;
+        let with_down = |down: &[&str]| {
+            let mut inputs = load_inputs(&repo).expect("inputs");
+            for s in inputs.snapshots.iter_mut() {
+                s.source = SnapshotSource::Live { endpoint: format!("https://{}", s.name) };
+                if down.contains(&s.name.as_str()) {
+                    s.health = Health::Unreachable { reason: "connection refused".into() };
+                }
+            }
+            inputs
+        };
+        rec.reconcile(&with_down(&[]), &out, "test", t0).expect("pass");
+        let before = rec.store.placements().expect("p")[0].targets.clone();
+        assert_eq!(before.len(), 5);
+        let down = with_down(&["m1", "m2", "m3"]);
+        let r = rec.reconcile(&down, &out, "test", t0 + 10_000).expect("pass");
+        assert!(r.stability.storm.is_some(), "{:?}", r.stability);
+        assert!(r.summary().contains("storm guard"), "{}", r.summary());
+        for m in 1..15 {
+            let r = rec.reconcile(&down, &out, "test", t0 + 10_000 + m * 60_000).expect("pass");
+            assert!(r.stability.events.is_empty(), "{m}: {:?}", r.stability.events);
+            // Past the toleration, the three evictions are due and held.
+            assert!(r.stability.storm.is_some() && (m < 5 || r.stability.held == 3), "{m}: {:?}", r.stability);
+        }
+        assert_eq!(rec.store.placements().expect("p")[0].targets, before, "nothing moved");
+        // m2 and m3 come back: 1 of 5 down, the guard releases; m1 is evicted.
+        let r = rec.reconcile(&with_down(&["m1"]), &out, "test", t0 + 20 * 60_000).expect("pass");
+        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        assert_eq!(kinds, [("storm-ended", ""), ("eviction", "m1")]);
+        let placement = &rec.store.placements().expect("p")[0];
+        assert!(!placement.targets.contains_key("m1"));
+        // The eviction's record names the stability state the pass started from (the storm
+        // still holding): replay rebuilds the pass from it.
+        let last = rec.store.last_history(&placement.workload).expect("history").expect("a record");
+        assert!(last.notes.iter().any(|n| n.contains("evicted 2 replicas from m1")), "{:?}", last.notes);
+        let blob = rec.store.blob(last.inputs.stability).expect("blob").expect("stored");
+        let used: crate::schedule::stability::StabilityState = serde_json::from_slice(&blob).expect("state json");
+        assert!(used.storm.is_some() && used.clusters["m1"].unhealthy_since_ms == Some(t0 + 10_000));
+    }
+}

@@ -1,0 +1,489 @@
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::policy::types::{TaintEffect, TolerationOperator};
+
+const MIN: u64 = 60_000;
+
+fn key(name: &str) -> ObjectKey {
+    ObjectKey {
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        namespace: Some("ns".into()),
+        name: name.into(),
+    }
+}
+
+fn cluster(name: &str, condition: Condition) -> ClusterInput {
+    let reason = if condition.is_ready() { String::new() } else { "connection refused".into() };
+    ClusterInput { name: name.into(), condition, reason, live: true }
+}
+
+fn fleet(names: &[&str], down: &[&str]) -> Vec<ClusterInput> {
+    names.iter().map(|n| cluster(n, if down.contains(n) { Condition::Unreachable } else { Condition::Ready })).collect()
+}
+
+fn placed(pairs: &[(&str, i32)]) -> BTreeMap<String, i32> {
+    pairs.iter().map(|(c, r)| (c.to_string(), *r)).collect()
+}
+
+fn kinds(actions: &[Action]) -> Vec<(String, String)> {
+    actions.iter().filter(|a| a.is_event()).map(|a| (a.cluster.clone(), a.reason_label())).collect()
+}
+
+fn evictions(actions: &[Action]) -> usize {
+    actions.iter().filter(|a| matches!(a.kind, ActionKind::Evict { .. })).count()
+}
+
+/// Runs passes at `times`, with the inputs `at(t)` gives, and collects every action.
+fn run(
+    times: impl IntoIterator<Item = u64>,
+    settings: &StabilitySettings,
+    at: impl Fn(u64) -> Inputs,
+) -> (StabilityState, Vec<(u64, Action)>) {
+    let mut state = StabilityState::default();
+    let mut all = Vec::new();
+    for t in times {
+        let s = step(&state, &at(t), t, settings);
+        all.extend(s.actions.into_iter().map(|a| (t, a)));
+        state = s.state;
+    }
+    (state, all)
+}
+
+#[test]
+fn outage_evicts_after_the_toleration_and_purges_when_the_replacement_is_ready() {
+    let settings = StabilitySettings::default();
+    let t0 = 1_000_000;
+    let mut state = StabilityState::default();
+    let names = ["a", "b", "c"];
+    let mut w = WorkloadInput::new(key("web"), placed(&[("a", 2), ("b", 2)]));
+    w.ready = placed(&[("a", 2), ("b", 2)]);
+    // Ready, then a is lost.
+    let s = step(&state, &Inputs { clusters: fleet(&names, &[]), workloads: vec![w.clone()] }, t0, &settings);
+    assert!(s.actions.is_empty());
+    state = s.state;
+    let lost = Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] };
+    for dt in [10_000, 100_000, 299_000] {
+        let s = step(&state, &lost, t0 + dt, &settings);
+        assert_eq!(evictions(&s.actions), 0, "{dt}");
+        state = s.state;
+    }
+    let s = step(&state, &lost, t0 + 10_000 + 300_000, &settings);
+    assert_eq!(kinds(&s.actions), [("a".to_string(), "cluster-unreachable".to_string())]);
+    let text = s.actions[0].to_string();
+    assert!(text.contains("toleration 5m of cluster.karmada.io/unreachable:NoExecute"), "{text}");
+    assert!(text.contains("for 5m") && text.contains("connection refused"), "{text}");
+    assert!(s.pending_failover.contains(&key("web")));
+    state = s.state;
+    let ws = &state.workloads[&key("web")];
+    assert_eq!(ws.evicted(), BTreeSet::from(["a"]));
+    assert_eq!(ws.kept(), BTreeSet::from(["a"]));
+
+    // The scheduler moved the replicas to b and c; not Ready yet: kept.
+    w.placed = placed(&[("b", 2), ("c", 2)]);
+    w.ready = placed(&[("b", 2)]);
+    let moved = Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] };
+    let s = step(&state, &moved, t0 + 320_000, &settings);
+    assert!(kinds(&s.actions).is_empty());
+    assert!(s.pending_failover.contains(&key("web")));
+    state = s.state;
+    // Ready on c too: purged, once.
+    w.ready = placed(&[("b", 2), ("c", 2)]);
+    let ready = Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] };
+    let s = step(&state, &ready, t0 + 330_000, &settings);
+    assert_eq!(kinds(&s.actions), [("a".to_string(), "purge".to_string())]);
+    assert!(matches!(s.actions[0].kind, ActionKind::Purge { reason: PurgeReason::ReplacementReady }));
+    assert!(s.pending_failover.is_empty());
+    state = s.state;
+    let s = step(&state, &ready, t0 + 340_000, &settings);
+    assert!(kinds(&s.actions).is_empty());
+    assert!(s.state.workloads[&key("web")].kept().is_empty());
+}
+
+#[test]
+fn grace_period_purges_but_never_leaves_a_workload_nowhere() {
+    let settings = StabilitySettings { grace_period_ms: 10 * MIN, ..Default::default() };
+    let names = ["a", "b"];
+    let mut w = WorkloadInput::new(key("web"), placed(&[("a", 3)]));
+    let (mut state, actions) =
+        run([0, 6 * MIN], &settings, |_| Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] });
+    assert_eq!(evictions(&actions.iter().map(|(_, a)| a.clone()).collect::<Vec<_>>()), 1);
+    // Nothing else could take it: it stays on a, and its files are never purged.
+    for t in [17 * MIN, 30 * MIN] {
+        let s = step(&state, &Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] }, t, &settings);
+        assert!(kinds(&s.actions).is_empty(), "{:?}", s.actions);
+        state = s.state;
+    }
+    // Moved to b but never Ready there: purged after the grace period from the eviction.
+    w.placed = placed(&[("b", 3)]);
+    let inputs = Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] };
+    let s = step(&state, &inputs, 31 * MIN, &settings);
+    assert_eq!(kinds(&s.actions), [("a".to_string(), "purge".to_string())]);
+    assert!(matches!(s.actions[0].kind, ActionKind::Purge { reason: PurgeReason::GraceElapsed }));
+    assert!(s.actions[0].to_string().contains("grace period 10m passed"));
+}
+
+#[test]
+fn purge_modes_directly_and_never() {
+    let settings = StabilitySettings::default();
+    let names = ["a", "b"];
+    for (purge, expect) in
+        [(Purge::Directly, vec!["cluster-unreachable", "purge"]), (Purge::Never, vec!["cluster-unreachable"])]
+    {
+        let mut w = WorkloadInput::new(key("web"), placed(&[("a", 1), ("b", 1)]));
+        w.cluster_rule.purge = purge;
+        let (state, actions) =
+            run([0, 5 * MIN], &settings, |_| Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] });
+        let labels: Vec<String> = actions.iter().filter(|(_, a)| a.is_event()).map(|(_, a)| a.reason_label()).collect();
+        assert_eq!(labels, expect, "{purge:?}");
+        let ws = &state.workloads[&key("web")];
+        assert_eq!(ws.evicted(), BTreeSet::from(["a"]), "{purge:?}: the member stays out");
+        assert_eq!(ws.kept().is_empty(), purge == Purge::Directly, "{purge:?}");
+        // Moved and Ready elsewhere: Never keeps the files, Directly forgets its task.
+        w.placed = placed(&[("b", 2)]);
+        w.ready = placed(&[("b", 2)]);
+        let s =
+            step(&state, &Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] }, 6 * MIN, &settings);
+        assert!(kinds(&s.actions).is_empty(), "{purge:?}");
+        assert_eq!(s.state.workloads[&key("web")].kept().len(), usize::from(purge == Purge::Never));
+        assert!(s.pending_failover.is_empty());
+    }
+}
+
+#[test]
+fn tolerations_follow_karmadas_taint_manager() {
+    let tol = |key: Option<&str>, op, effect, seconds| Toleration {
+        key: key.map(str::to_string),
+        operator: Some(op),
+        value: None,
+        effect,
+        toleration_seconds: seconds,
+    };
+    let d = 300_000;
+    assert_eq!(workload::toleration_ms(&[], TAINT_UNREACHABLE, d), Some(d));
+    let t = tol(Some(TAINT_UNREACHABLE), TolerationOperator::Exists, Some(TaintEffect::NoExecute), Some(30));
+    assert_eq!(workload::toleration_ms(std::slice::from_ref(&t), TAINT_UNREACHABLE, d), Some(30_000));
+    assert_eq!(workload::toleration_ms(std::slice::from_ref(&t), TAINT_NOT_READY, d), Some(d), "other taint: default");
+    let shorter = tol(None, TolerationOperator::Exists, None, Some(10));
+    assert_eq!(workload::toleration_ms(&[t.clone(), shorter], TAINT_UNREACHABLE, d), Some(10_000), "minimum");
+    let forever = tol(Some(TAINT_UNREACHABLE), TolerationOperator::Exists, Some(TaintEffect::NoExecute), None);
+    assert_eq!(workload::toleration_ms(&[t, forever], TAINT_UNREACHABLE, d), None, "tolerated forever");
+    let no_schedule = tol(Some(TAINT_UNREACHABLE), TolerationOperator::Exists, Some(TaintEffect::NoSchedule), None);
+    assert_eq!(workload::toleration_ms(&[no_schedule], TAINT_UNREACHABLE, d), Some(d), "NoSchedule only");
+}
+
+#[test]
+fn storm_guard_holds_everything_while_most_of_the_fleet_is_down() {
+    let settings = StabilitySettings::default();
+    let names = ["a", "b", "c", "d", "e"];
+    let workloads: Vec<WorkloadInput> = names.iter().map(|n| WorkloadInput::new(key(n), placed(&[(n, 1)]))).collect();
+    let down = |t: u64| -> Vec<&str> {
+        if t < MIN {
+            vec![]
+        } else if t < 20 * MIN {
+            vec!["a", "b", "c"]
+        } else {
+            vec!["a"]
+        }
+    };
+    let (_, actions) = run((0..30).map(|m| m * MIN), &settings, |t| Inputs {
+        clusters: fleet(&names, &down(t)),
+        workloads: workloads.clone(),
+    });
+    let events: Vec<(u64, String, String)> = actions
+        .iter()
+        .filter(|(_, a)| a.is_event())
+        .map(|(t, a)| (t / MIN, a.cluster.clone(), a.reason_label()))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            (1, String::new(), "storm".to_string()),
+            (20, String::new(), "storm".to_string()),
+            (20, "a".to_string(), "cluster-unreachable".to_string()),
+        ]
+    );
+    assert!(matches!(actions[0].1.kind, ActionKind::StormStarted { unhealthy: 3, live: 5 }));
+    let held = actions.iter().filter(|(_, a)| matches!(a.kind, ActionKind::Held { by: Held::Storm, .. })).count();
+    assert!(held >= 3 * 10, "evictions due during the storm are held and reported: {held}");
+}
+
+#[test]
+fn members_lost_one_by_one_are_not_a_storm() {
+    let settings = StabilitySettings::default();
+    let names = ["a", "b", "c", "d", "e"];
+    let workloads: Vec<WorkloadInput> = names.iter().map(|n| WorkloadInput::new(key(n), placed(&[(n, 1)]))).collect();
+    // One more member lost every 10 minutes, up to 4 of 5.
+    let (_, actions) = run((0..50).map(|m| m * MIN), &settings, |t| {
+        let lost = ((t / (10 * MIN)) as usize).min(4);
+        Inputs { clusters: fleet(&names, &names[..lost]), workloads: workloads.clone() }
+    });
+    let labels: Vec<String> = actions.iter().filter(|(_, a)| a.is_event()).map(|(_, a)| a.reason_label()).collect();
+    assert_eq!(labels.iter().filter(|l| *l == "storm").count(), 0, "{labels:?}");
+    assert_eq!(labels.iter().filter(|l| *l == "cluster-unreachable").count(), 4, "{labels:?}");
+}
+
+#[test]
+fn evictions_are_rate_limited_per_minute() {
+    let settings = StabilitySettings { max_evictions_per_minute: 7, ..Default::default() };
+    let names = ["a", "b", "c"];
+    let workloads: Vec<WorkloadInput> =
+        (0..20).map(|i| WorkloadInput::new(key(&format!("w{i:02}")), placed(&[("a", 1), ("b", 1)]))).collect();
+    let times: Vec<u64> = (0..40).map(|i| i * 15_000).collect();
+    let (state, actions) =
+        run(times, &settings, |_| Inputs { clusters: fleet(&names, &["a"]), workloads: workloads.clone() });
+    let at: Vec<u64> =
+        actions.iter().filter(|(_, a)| matches!(a.kind, ActionKind::Evict { .. })).map(|(t, _)| *t).collect();
+    assert_eq!(at.len(), 20, "all evicted in the end");
+    for t in &at {
+        assert!(at.iter().filter(|u| **u >= *t && **u < t + MIN).count() <= 7, "{at:?}");
+    }
+    // Key order: the first seven go first.
+    let first: Vec<String> = actions
+        .iter()
+        .filter(|(t, a)| *t == at[0] && matches!(a.kind, ActionKind::Evict { .. }))
+        .filter_map(|(_, a)| a.workload.as_ref().map(|k| k.name.clone()))
+        .collect();
+    assert_eq!(first, (0..7).map(|i| format!("w{i:02}")).collect::<Vec<_>>());
+    assert_eq!(state.workloads.len(), 20);
+}
+
+#[test]
+fn move_back_waits_for_stable_for_and_is_limited_per_pass() {
+    let settings = StabilitySettings { max_moves_per_pass: 2, ..Default::default() };
+    let names = ["a", "b"];
+    let mut workloads: Vec<WorkloadInput> = (0..5)
+        .map(|i| {
+            let mut w = WorkloadInput::new(key(&format!("w{i}")), placed(&[("a", 2)]));
+            w.prefers = Some(BTreeSet::from(["a".to_string()]));
+            w
+        })
+        .collect();
+    let mut state = StabilityState::default();
+    for t in [0, 6 * MIN] {
+        state =
+            step(&state, &Inputs { clusters: fleet(&names, &["a"]), workloads: workloads.clone() }, t, &settings).state;
+    }
+    assert_eq!(state.workloads.len(), 5);
+    for w in &mut workloads {
+        w.placed = placed(&[("b", 2)]);
+        w.ready = placed(&[("b", 2)]);
+    }
+    // a recovers at 10 min.
+    let mut backs = Vec::new();
+    for m in 7..30 {
+        let down: &[&str] = if m < 10 { &["a"] } else { &[] };
+        let inputs = Inputs { clusters: fleet(&names, down), workloads: workloads.clone() };
+        let s = step(&state, &inputs, m * MIN, &settings);
+        for a in &s.actions {
+            if let ActionKind::MoveBack { replicas } = a.kind {
+                assert_eq!(replicas, 2);
+                backs.push((m, a.workload.clone().map(|k| k.name).unwrap_or_default()));
+            }
+        }
+        state = s.state;
+    }
+    assert_eq!(
+        backs,
+        [(15, "w0".into()), (15, "w1".into()), (16, "w2".into()), (16, "w3".into()), (17, "w4".into())]
+            .map(|(m, n): (u64, String)| (m, n))
+    );
+    // move_back = false: nobody returns.
+    let off = StabilitySettings { move_back: false, ..settings };
+    let (_, actions) = run((0..40).map(|m| m * MIN), &off, |t| {
+        let down: &[&str] = if (1..10).contains(&(t / MIN)) { &["a"] } else { &[] };
+        let mut w = workloads[0].clone();
+        w.placed = if t < 7 * MIN { placed(&[("a", 2)]) } else { placed(&[("b", 2)]) };
+        Inputs { clusters: fleet(&names, down), workloads: vec![w] }
+    });
+    assert!(actions.iter().all(|(_, a)| !matches!(a.kind, ActionKind::MoveBack { .. })));
+    assert_eq!(evictions(&actions.iter().map(|(_, a)| a.clone()).collect::<Vec<_>>()), 1);
+}
+
+#[test]
+fn unschedulable_replicas_move_and_distrust_the_capacity_figure() {
+    let settings = StabilitySettings::default();
+    let names = ["a", "b"];
+    let mut w = WorkloadInput::new(key("web"), placed(&[("a", 5), ("b", 5)]));
+    w.shape = 42;
+    w.capacity = BTreeMap::from([("a".to_string(), 7), ("b".to_string(), 8)]);
+    w.unschedulable = BTreeMap::from([("a".to_string(), Unschedulable { replicas: 3 })]);
+    let mut state = StabilityState::default();
+    for t in [0, MIN, 2 * MIN] {
+        let s = step(&state, &Inputs { clusters: fleet(&names, &[]), workloads: vec![w.clone()] }, t, &settings);
+        assert!(kinds(&s.actions).is_empty());
+        state = s.state;
+    }
+    let s = step(&state, &Inputs { clusters: fleet(&names, &[]), workloads: vec![w.clone()] }, 3 * MIN, &settings);
+    assert_eq!(kinds(&s.actions), [("a".to_string(), "unschedulable".to_string())]);
+    assert!(matches!(s.actions[0].kind, ActionKind::Reschedule { replicas: 3, cap: 2 }));
+    state = s.state;
+    assert_eq!(state.workloads[&key("web")].cap("a", 42), Some(2));
+    assert_eq!(state.workloads[&key("web")].cap("a", 41), None);
+    // The figure is unchanged: the mark holds; it changes: the mark goes.
+    w.placed = placed(&[("a", 2), ("b", 8)]);
+    w.unschedulable.clear();
+    state =
+        step(&state, &Inputs { clusters: fleet(&names, &[]), workloads: vec![w.clone()] }, 4 * MIN, &settings).state;
+    assert_eq!(state.workloads[&key("web")].cap("a", 42), Some(2));
+    w.capacity.insert("a".into(), 9);
+    let s = step(&state, &Inputs { clusters: fleet(&names, &[]), workloads: vec![w.clone()] }, 5 * MIN, &settings);
+    assert!(!s.state.workloads.contains_key(&key("web")) || s.state.workloads[&key("web")].cap("a", 42).is_none());
+
+    // Duplicated: reported once, nothing moves.
+    let mut d = WorkloadInput::new(key("dup"), placed(&[("a", 5), ("b", 5)]));
+    d.mobility = Mobility::Duplicated;
+    d.unschedulable = BTreeMap::from([("a".to_string(), Unschedulable { replicas: 1 })]);
+    let (_, actions) = run((0..10).map(|m| m * MIN), &settings, |_| Inputs {
+        clusters: fleet(&names, &[]),
+        workloads: vec![d.clone()],
+    });
+    let labels: Vec<(u64, String)> =
+        actions.iter().filter(|(_, a)| a.is_event()).map(|(t, a)| (t / MIN, a.reason_label())).collect();
+    assert_eq!(labels, [(3, "cannot-move".to_string())]);
+}
+
+#[test]
+fn application_failover_after_its_toleration() {
+    let settings = StabilitySettings::default();
+    let names = ["a", "b"];
+    let mut w = WorkloadInput::new(key("web"), placed(&[("a", 1), ("b", 1)]));
+    w.application = Some(ApplicationRule {
+        toleration_ms: 120_000,
+        rule: FailoverRule { purge: Purge::Gracefully, grace_ms: Some(60_000) },
+    });
+    w.not_ready = BTreeSet::from(["a".to_string()]);
+    let (state, actions) = run((0..5).map(|m| m * MIN), &settings, |_| Inputs {
+        clusters: fleet(&names, &[]),
+        workloads: vec![w.clone()],
+    });
+    let labels: Vec<(u64, String)> =
+        actions.iter().filter(|(_, a)| a.is_event()).map(|(t, a)| (t / MIN, a.reason_label())).collect();
+    assert_eq!(labels, [(2, "application-failover".to_string())]);
+    assert_eq!(state.workloads[&key("web")].tasks[0].grace_ms, 60_000);
+}
+
+fn flapping_inputs(period_ms: u64, phase_ms: u64, t: u64, workloads: &[WorkloadInput]) -> Inputs {
+    let down = ((t + phase_ms) / period_ms) % 2 == 1;
+    let mut clusters = fleet(&["a", "b", "c"], &[]);
+    if down {
+        clusters[0].condition = if (t / period_ms) % 4 < 2 { Condition::NotReady } else { Condition::Unreachable };
+    }
+    Inputs { clusters, workloads: workloads.to_vec() }
+}
+
+proptest! {
+    /// A member whose health flips faster than the toleration for 10 minutes (observed in
+    /// each phase: passes at least twice per period) causes no eviction, no reschedule, no
+    /// purge and no move-back.
+    #[test]
+    fn flapping_moves_nothing(
+        period_s in 6u64..=120,
+        phase_s in 0u64..120,
+        pass_frac in 0.05f64..=0.5,
+        n in 1usize..6,
+    ) {
+        let pass_s = ((period_s as f64 * pass_frac) as u64).max(1);
+        let settings = StabilitySettings::default();
+        let workloads: Vec<WorkloadInput> = (0..n)
+            .map(|i| {
+                let mut w = WorkloadInput::new(key(&format!("w{i}")), placed(&[("a", 2), ("b", 1)]));
+                w.prefers = Some(BTreeSet::from(["a".to_string()]));
+                w
+            })
+            .collect();
+        let times = (0..).map(|i| i * pass_s * 1000).take_while(|t| *t <= 10 * MIN);
+        let (state, actions) =
+            run(times, &settings, |t| flapping_inputs(period_s * 1000, phase_s * 1000, t, &workloads));
+        prop_assert!(actions.is_empty(), "{actions:?}");
+        prop_assert!(state.workloads.is_empty());
+    }
+
+    /// The same state and inputs give the same step; a replay of a recorded sequence gives
+    /// the same states and actions.
+    #[test]
+    fn deterministic(
+        script in proptest::collection::vec((0u8..8, 1u64..120, 0u8..4, 0u32..4), 1..40),
+        purge in 0u8..3,
+    ) {
+        let settings = StabilitySettings { max_evictions_per_minute: 3, min_stay_ms: MIN, ..Default::default() };
+        let names = ["a", "b", "c"];
+        let mut t = 0u64;
+        let mut state = StabilityState::default();
+        let mut trace = Vec::new();
+        for (down_mask, dt, ready_mask, unsched) in script {
+            t += dt * 1000;
+            let down: Vec<&str> = names.iter().enumerate().filter(|(i, _)| down_mask & (1 << i) != 0).map(|(_, n)| *n).collect();
+            let workloads: Vec<WorkloadInput> = (0..4).map(|i| {
+                let on = names[i % 3];
+                let mut w = WorkloadInput::new(key(&format!("w{i}")), placed(&[(on, 2), (names[(i + 1) % 3], 1)]));
+                w.cluster_rule.purge = [Purge::Directly, Purge::Gracefully, Purge::Never][purge as usize];
+                w.ready = if ready_mask & 1 != 0 { w.placed.clone() } else { BTreeMap::new() };
+                w.unschedulable = BTreeMap::from([(on.to_string(), Unschedulable { replicas: unsched })]);
+                w.mobility = if ready_mask & 2 != 0 { Mobility::Duplicated } else { Mobility::Divided };
+                w.prefers = if unsched % 2 == 0 { None } else { Some(BTreeSet::from(["a".to_string()])) };
+                w
+            }).collect();
+            let inputs = Inputs { clusters: fleet(&names, &down), workloads };
+            let a = step(&state, &inputs, t, &settings);
+            let b = step(&state, &inputs, t, &settings);
+            prop_assert_eq!(&a, &b);
+            // The state survives the store's encoding.
+            let bytes = bincode::serde::encode_to_vec(&a.state, bincode::config::standard()).unwrap_or_default();
+            let back: Option<(StabilityState, usize)> = bincode::serde::decode_from_slice(&bytes, bincode::config::standard()).ok();
+            prop_assert_eq!(back.map(|(s, _)| s), Some(a.state.clone()));
+            // Never more removals in a minute than the limit.
+            prop_assert!(a.state.recent_removals.len() <= settings.max_evictions_per_minute);
+            trace.push((inputs, t, a.clone()));
+            state = a.state;
+        }
+        let mut replayed = StabilityState::default();
+        for (inputs, t, expected) in &trace {
+            let s = step(&replayed, inputs, *t, &settings);
+            prop_assert_eq!(&s, expected);
+            replayed = s.state;
+        }
+    }
+
+    /// Move-back never happens before the member has been healthy for `stable_for`.
+    #[test]
+    fn move_back_never_before_stable_for(
+        down_from in 1u64..5,
+        down_for in 6u64..20,
+        blips in proptest::collection::vec(0u64..60, 0..4),
+        stable_min in 1u64..10,
+    ) {
+        let settings = StabilitySettings { stable_for_ms: stable_min * MIN, min_stay_ms: 0, ..Default::default() };
+        let names = ["a", "b"];
+        let recovered = down_from + down_for;
+        let is_down = |m: u64| (down_from..recovered).contains(&m) || blips.iter().any(|b| recovered + b == m);
+        let mut w = WorkloadInput::new(key("w"), placed(&[("a", 1)]));
+        w.prefers = Some(BTreeSet::from(["a".to_string()]));
+        let mut state = StabilityState::default();
+        let mut last_down = 0;
+        let mut evicted = false;
+        for m in 0..(recovered + 80) {
+            let down = is_down(m);
+            if down { last_down = m; }
+            let inputs = Inputs { clusters: fleet(&names, if down { &["a"] } else { &[] }), workloads: vec![w.clone()] };
+            let s = step(&state, &inputs, m * MIN, &settings);
+            for a in &s.actions {
+                match a.kind {
+                    ActionKind::Evict { .. } => { evicted = true; w.placed = placed(&[("b", 1)]); }
+                    ActionKind::MoveBack { .. } => {
+                        prop_assert!(evicted);
+                        prop_assert!(m >= last_down + 1 + stable_min, "moved back at {m}, down at {last_down}");
+                        w.placed = placed(&[("a", 1)]);
+                    }
+                    _ => {}
+                }
+            }
+            state = s.state;
+        }
+        prop_assert!(evicted);
+        prop_assert_eq!(w.placed, placed(&[("a", 1)]), "it returns in the end");
+    }
+}

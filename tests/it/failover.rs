@@ -1,0 +1,356 @@
+//! Failover, descheduling and move-back (README "Failures and recovery").
+//!
+//! On the in-process daemon with a manual clock (no sleeps): a member lost for the toleration
+//! has its workload evicted, the files it left are kept until the replacement runs and then
+//! purged, and the workload moves back once the member has been healthy for `stable_for`;
+//! every move is in the history once, and in the metrics; a member flapping every 20 s for 10
+//! minutes moves nothing. On the simulator with `--apply` (the real daemon, real time, short
+//! `[reschedule]` durations, waiting on conditions): an outage moves the workload away,
+//! purges after the replacement is Ready and moves it back; 3 of 5 members failing at once
+//! trip the storm guard (nothing moves, it says so); a member that shrinks has its
+//! Unschedulable replicas moved within `unschedulable_after` and not sent back.
+
+use fedsched::daemon::Control;
+
+use crate::daemon::InProcess;
+use crate::support::*;
+
+const POLICY: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: web
+  namespace: shop
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web}
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference:
+        dynamicWeight: AvailableReplicas
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: settings
+  namespace: shop
+spec:
+  resourceSelectors:
+  - {apiVersion: v1, kind: ConfigMap, name: settings}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: registry.example.com/web:1
+        resources: {requests: {cpu: "1", memory: 1Gi}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: shop
+data: {mode: prod}
+"#;
+
+fn clusters(m1_ready: &str) -> String {
+    ["m1", "m2", "m3"]
+        .iter()
+        .map(|name| {
+            let status = if *name == "m1" { m1_ready } else { "True" };
+            format!(
+                "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\nspec:\n  syncMode: Push\n\
+                 status:\n  conditions:\n  - {{type: Ready, status: \"{status}\", reason: KubeletDown}}\n  resourceSummary:\n\
+                 \x20   allocatable: {{cpu: \"20\", memory: 80Gi, pods: \"110\"}}\n"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+fn replicas(s: &Scratch, cluster: &str) -> Option<i64> {
+    let text = std::fs::read_to_string(s.out().join(cluster).join("shop/apps_deployment_web.yaml")).ok()?;
+    text.lines().find_map(|l| l.trim().strip_prefix("replicas: ")).and_then(|v| v.parse().ok())
+}
+
+fn history_notes(s: &Scratch) -> Vec<String> {
+    let h = s.cmd("history", &["Deployment/shop/web", "-o", "json"]);
+    assert!(h.status.success(), "{}", text(&h.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&h.stdout).expect("json");
+    let mut notes = Vec::new();
+    for r in v.as_array().into_iter().flatten() {
+        for n in r["notes"].as_array().into_iter().flatten() {
+            notes.push(n.as_str().unwrap_or_default().to_string());
+        }
+    }
+    notes
+}
+
+#[test]
+fn outage_evicts_after_the_toleration_purges_after_the_replacement_and_moves_back() {
+    let s = Scratch::new();
+    s.write("apps.yaml", POLICY);
+    s.write("clusters.yaml", &clusters("True"));
+    // One of a member's two objects may go (the ConfigMap stays): the ratio guard holds more.
+    let mut d = InProcess::start(&s, "", false);
+    d.passes(1);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+
+    // m1 goes NotReady: nothing moves within the toleration (300 s by default).
+    s.write("clusters.yaml", &clusters("False"));
+    d.clock.advance_ms(60_000);
+    d.send(Control::PolicyChanged);
+    d.passes(2);
+    d.clock.advance_ms(290_000);
+    d.send(Control::Tick);
+    d.passes(3);
+    assert_eq!(replicas(&s, "m1"), Some(2), "evicted before the toleration");
+
+    // 300 s after it went: evicted; its file stays until the replacement runs.
+    d.clock.advance_ms(10_000);
+    d.send(Control::Tick);
+    let v = d.passes(4);
+    assert_eq!(replicas(&s, "m2").unwrap_or(0) + replicas(&s, "m3").unwrap_or(0), 6, "{:?}", v.last_pass);
+    assert_eq!(replicas(&s, "m1"), Some(2), "graceful eviction keeps the old copy");
+    assert_eq!(d.metric("fedsched_evictions_total{cluster=\"m1\",reason=\"cluster-not-ready\"}"), Some(1.0));
+    assert_eq!(d.metric("fedsched_workloads{state=\"pending_failover\"}"), Some(1.0));
+
+    // Offline members count their replicas as running: purged on the next pass.
+    d.clock.advance_ms(10_000);
+    d.send(Control::Tick);
+    d.passes(5);
+    assert_eq!(replicas(&s, "m1"), None, "purged");
+    assert!(
+        s.out().join("m1/shop/core_configmap_settings.yaml").exists(),
+        "{:?}",
+        tree(&s.out()).keys().collect::<Vec<_>>()
+    );
+    assert_eq!(d.metric("fedsched_workloads{state=\"pending_failover\"}"), Some(0.0));
+
+    // m1 recovers: nothing returns before stable_for (5 min), then the workload moves back.
+    s.write("clusters.yaml", &clusters("True"));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(6);
+    assert_eq!(replicas(&s, "m1"), None, "moved back before stable_for");
+    d.clock.advance_ms(240_000);
+    d.send(Control::Tick);
+    d.passes(7);
+    assert_eq!(replicas(&s, "m1"), None, "moved back before stable_for");
+    d.clock.advance_ms(60_000);
+    d.send(Control::Tick);
+    d.passes(8);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+    // Quiet afterwards.
+    d.clock.advance_ms(60_000);
+    d.send(Control::Tick);
+    d.passes(9);
+    assert_eq!(replicas(&s, "m1"), Some(2));
+    d.stop();
+
+    let notes = history_notes(&s);
+    let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    assert_eq!(count("evicted 2 replicas from m1"), 1, "{notes:#?}");
+    assert_eq!(count("purged the files left on m1"), 1, "{notes:#?}");
+    assert_eq!(count("moved back to m1"), 1, "{notes:#?}");
+    let eviction = notes.iter().find(|n| n.contains("evicted")).cloned().unwrap_or_default();
+    assert!(
+        eviction.contains("NotReady") && eviction.contains("toleration 5m of cluster.karmada.io/not-ready"),
+        "{eviction}"
+    );
+}
+
+#[test]
+fn a_member_flapping_every_20s_for_10_minutes_moves_nothing() {
+    let s = Scratch::new();
+    s.write("apps.yaml", POLICY);
+    s.write("clusters.yaml", &clusters("True"));
+    let mut d = InProcess::start(&s, "", false);
+    d.passes(1);
+    let before = tree(&s.out());
+    let mut n = 1;
+    for i in 0..30 {
+        s.write("clusters.yaml", &clusters(if i % 2 == 0 { "False" } else { "True" }));
+        d.clock.advance_ms(20_000);
+        d.send(Control::PolicyChanged);
+        n += 1;
+        d.passes(n);
+    }
+    // And a timer pass after it.
+    d.clock.advance_ms(20_000);
+    d.send(Control::Tick);
+    d.passes(n + 1);
+    let mut after = tree(&s.out());
+    let mut before = before;
+    for t in [&mut before, &mut after] {
+        t.remove(".fedsched/lock");
+    }
+    assert_eq!(before, after, "the output changed");
+    assert_eq!(d.metric("fedsched_evictions_total{cluster=\"m1\",reason=\"cluster-not-ready\"}"), None);
+    d.stop();
+    let notes = history_notes(&s);
+    assert!(notes.iter().all(|n| !n.contains("evicted") && !n.contains("moved back")), "{notes:#?}");
+}
+
+/// The simulator with `--apply` (its agent runs what the output says): a member whose API
+/// fails is evicted after the toleration, its file stays until the replacement pods are
+/// Ready on the others, then goes; when it answers again it gets the workload back after
+/// `stable_for`. Real time with short `[reschedule]` durations: the test waits on conditions.
+#[test]
+fn simulated_outage_moves_the_workload_away_and_back() {
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    let t = crate::live::setup(3, true, "timeout = \"2s\"\nread_timeout = \"1s\"\nmax_backoff = \"1s\"");
+    let mut cfg = std::fs::read_to_string(&t.config).expect("config");
+    cfg.push_str(
+        "\n[reschedule]\ntoleration = \"3s\"\nstable_for = \"4s\"\nmin_stay = \"1s\"\ngrace_period = \"10m\"\n",
+    );
+    std::fs::write(&t.config, cfg).expect("config");
+    let mut child = Command::new(bin())
+        .args(["run", "-c"])
+        .arg(&t.config)
+        .env_remove("NOTIFY_SOCKET")
+        .env("FEDSCHED_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn daemon");
+    let log = capture_stderr(&mut child);
+    let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
+    let members = ["member-000", "member-001", "member-002"];
+    wait_for("the first live reconcile", Duration::from_secs(30), || members.iter().all(|c| web(c).exists()));
+
+    t.sim.fault("member-000", r#"{"status": 503}"#);
+    let evicted = || {
+        let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+        l.contains("evicted") && l.contains("member-000")
+    };
+    wait_for("the eviction", Duration::from_secs(40), evicted);
+    wait_for("the purge after the replacement is Ready", Duration::from_secs(40), || !web("member-000").exists());
+    assert!(web("member-001").exists() && web("member-002").exists());
+    let left: Vec<String> = tree(&t.s.out().join("member-000")).into_keys().collect();
+    assert!(left.iter().any(|f| f.contains("namespace_shop")), "the namespace stays: {left:?}");
+
+    t.sim.fault("member-000", "{}");
+    wait_for("the move back after stable_for", Duration::from_secs(40), || web("member-000").exists());
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+    assert!(!l.contains("panicked") && !l.contains("storm guard"), "{l}");
+    let h = t.s.cmd("history", &["Deployment/shop/web", "-o", "json"]);
+    assert!(h.status.success(), "{}", text(&h.stderr));
+    let notes = text(&h.stdout);
+    for needle in ["evicted", "purged the files left on member-000", "moved back to member-000"] {
+        assert_eq!(notes.matches(needle).count(), 1, "{needle}: {notes}");
+    }
+}
+
+/// 3 of 5 simulated members fail at once: fedsched assumes its own view is partitioned and
+/// evicts nothing, saying so on every pass; when they answer again the guard releases.
+#[test]
+fn simulated_storm_moves_nothing_and_says_so() {
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    let t = crate::live::setup(5, true, "timeout = \"2s\"\nread_timeout = \"1s\"\nmax_backoff = \"1s\"");
+    let mut cfg = std::fs::read_to_string(&t.config).expect("config");
+    cfg.push_str("\n[reschedule]\ntoleration = \"3s\"\nstable_for = \"4s\"\nmin_stay = \"1s\"\n");
+    std::fs::write(&t.config, cfg).expect("config");
+    let mut child = Command::new(bin())
+        .args(["run", "-c"])
+        .arg(&t.config)
+        .env_remove("NOTIFY_SOCKET")
+        .env("FEDSCHED_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn daemon");
+    let log = capture_stderr(&mut child);
+    let members = ["member-000", "member-001", "member-002", "member-003", "member-004"];
+    let placed = || members.iter().filter(|c| t.s.out().join(c).join("shop/apps_deployment_web.yaml").exists()).count();
+    wait_for("the first live reconcile", Duration::from_secs(30), || placed() >= 3);
+    let snapshot = || {
+        let mut t = tree(&t.s.out());
+        t.retain(|k, _| !k.starts_with(".fedsched"));
+        t
+    };
+    let before = snapshot();
+    for m in &members[..3] {
+        t.sim.fault(m, r#"{"status": 503}"#);
+    }
+    // Every pass while it holds warns; eight passes are well past the 3 s toleration.
+    wait_for("the storm guard to hold for eight passes", Duration::from_secs(60), || {
+        log.lock().map(|l| l.matches("failover suppressed by the storm guard").count() >= 8).unwrap_or(false)
+    });
+    assert_eq!(snapshot(), before, "the output changed during the storm");
+    for m in &members[..3] {
+        t.sim.fault(m, "{}");
+    }
+    wait_for("the storm guard to release", Duration::from_secs(30), || {
+        log.lock().map(|l| l.contains("storm guard released")).unwrap_or(false)
+    });
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+    assert!(!l.contains("evicted") && !l.contains("panicked"), "{l}");
+    assert!(l.contains("storm guard: 3 of 5 live members"), "{l}");
+}
+
+/// A simulated member shrinks until the workload's pods no longer fit: they stay
+/// Unschedulable, and after `unschedulable_after` they are rescheduled on the others; the
+/// member's capacity is distrusted, so they do not come back while it stays small.
+#[test]
+fn simulated_unschedulable_replicas_move_within_unschedulable_after() {
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    let t = crate::live::setup(3, true, "timeout = \"2s\"\nread_timeout = \"1s\"\nmax_backoff = \"1s\"");
+    let mut cfg = std::fs::read_to_string(&t.config).expect("config");
+    cfg.push_str("\n[reschedule]\nunschedulable_after = \"3s\"\nmin_stay = \"1s\"\n");
+    std::fs::write(&t.config, cfg).expect("config");
+    let mut child = Command::new(bin())
+        .args(["run", "-c"])
+        .arg(&t.config)
+        .env_remove("NOTIFY_SOCKET")
+        .env("FEDSCHED_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn daemon");
+    let log = capture_stderr(&mut child);
+    let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
+    let members = ["member-000", "member-001", "member-002"];
+    wait_for("the first live reconcile", Duration::from_secs(30), || members.iter().all(|c| web(c).exists()));
+    for n in t.sim.nodes("member-001") {
+        let (code, body) =
+            t.sim.http("PUT", &format!("/admin/clusters/member-001/nodes/{n}/allocatable"), r#"{"cpu": "50m"}"#);
+        assert_eq!(code, 200, "{body}");
+    }
+    wait_for("the reschedule off member-001", Duration::from_secs(60), || {
+        log.lock().map(|l| l.contains("Unschedulable replicas off member-001")).unwrap_or(false)
+    });
+    wait_for("member-001's file to go", Duration::from_secs(20), || !web("member-001").exists());
+    // It stays away while its capacity is what it was judged by.
+    let mark = log.lock().map(|l| l.len()).unwrap_or(0);
+    wait_for("five more passes", Duration::from_secs(30), || {
+        log.lock().map(|l| l[mark..].matches("reconcile done").count() >= 5).unwrap_or(false)
+    });
+    assert!(!web("member-001").exists(), "sent straight back");
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let h = t.s.cmd("history", &["Deployment/shop/web", "-o", "json"]);
+    assert!(h.status.success(), "{}", text(&h.stderr));
+    let notes = text(&h.stdout);
+    assert_eq!(notes.matches("Unschedulable replicas off member-001").count(), 1, "{notes}");
+}
