@@ -457,11 +457,67 @@ pub struct Config {
     /// The resource model.
     #[serde(default)]
     pub model: ModelSection,
+    /// Karmada resource interpreter customizations beyond the repository's.
+    #[serde(default)]
+    pub interpreter: InterpreterSection,
     #[serde(default)]
     pub reschedule: RescheduleSection,
     /// How the policy repository is walked.
     #[serde(default)]
     pub policy: PolicySection,
+}
+
+/// `[interpreter]`: where else `ResourceInterpreterCustomization`s come from.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InterpreterSection {
+    /// Directories searched (recursively, `testdata/` skipped) for `*.yaml` / `*.yml` files
+    /// holding customizations, for example a copy of Karmada's third-party customizations.
+    /// They rank below the repository's customizations and above fedsched's built-ins.
+    pub dirs: Vec<PathBuf>,
+    /// Whether fedsched's built-in CRD interpreters are used (default true).
+    pub builtins: bool,
+}
+
+impl Default for InterpreterSection {
+    fn default() -> Self {
+        InterpreterSection { dirs: Vec::new(), builtins: true }
+    }
+}
+
+impl InterpreterSection {
+    /// Reads every customization of `dirs`, in path order.
+    pub fn load(&self) -> Result<Vec<std::sync::Arc<crate::model::interpreter::Customization>>, ConfigError> {
+        let mut files = Vec::new();
+        for dir in &self.dirs {
+            collect_yaml(dir, &mut files).map_err(|source| ConfigError::Read { path: dir.clone(), source })?;
+        }
+        files.sort();
+        let mut out = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f).map_err(|source| ConfigError::Read { path: f.clone(), source })?;
+            let found =
+                crate::model::interpreter::parse_customizations(&text, &f.display().to_string()).map_err(|e| {
+                    ConfigError::Invalid { path: f.clone(), key: "interpreter.dirs".into(), message: e.to_string() }
+                })?;
+            out.extend(found.into_iter().map(std::sync::Arc::new));
+        }
+        Ok(out)
+    }
+}
+
+fn collect_yaml(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "testdata") {
+                collect_yaml(&path, out)?;
+            }
+        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            out.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// Command-line values that win over the file.
@@ -514,6 +570,11 @@ impl Config {
             && p.is_relative()
         {
             *p = base.join(&*p);
+        }
+        for p in &mut cfg.interpreter.dirs {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
         }
         if let Err(message) = cfg.http.listen_addr() {
             return Err(ConfigError::Invalid { path: path.to_path_buf(), key: "http.listen".into(), message });
@@ -673,6 +734,26 @@ context = "admin@member1"
         assert_eq!(c.reconcile.debounce, Duration::from_millis(250));
         assert_eq!(c.log.format, LogFormat::Json);
         assert_eq!(c.clusters["member1"].kubeconfig, Some(PathBuf::from("/etc/fedsched/kube/member1.yaml")));
+    }
+
+    #[test]
+    fn interpreter_section_resolves_dirs_and_loads_customizations() {
+        let c = parse("[interpreter]\ndirs = [\"custom\"]\nbuiltins = false\n").expect("valid");
+        assert_eq!(c.interpreter.dirs, vec![PathBuf::from("/etc/fedsched/custom")]);
+        assert!(!c.interpreter.builtins);
+        assert!(parse("").expect("valid").interpreter.builtins);
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(dir.path().join("a/testdata")).expect("mkdir");
+        let ric = "apiVersion: config.karmada.io/v1alpha1\nkind: ResourceInterpreterCustomization\nmetadata: {name: c}\nspec:\n  target: {apiVersion: x.io/v1, kind: X}\n  customizations:\n    replicaResource: {luaScript: 'function GetReplicas(o) return 1 end'}\n";
+        std::fs::write(dir.path().join("a/customizations.yaml"), ric).expect("write");
+        std::fs::write(dir.path().join("a/testdata/t.yaml"), "not: [a customization").expect("write");
+        let section = InterpreterSection { dirs: vec![dir.path().to_path_buf()], builtins: true };
+        let found = section.load().expect("loads, testdata skipped");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].kind, "X");
+        std::fs::write(dir.path().join("a/bad.yml"), ric.replace("return 1 end", "return end end")).expect("write");
+        let e = section.load().expect_err("bad script").to_string();
+        assert!(e.contains("bad.yml") && e.contains("luaScript"), "{e}");
     }
 
     #[test]

@@ -12,13 +12,12 @@ use crate::config::Config;
 use crate::model::workload::{WorkloadError, interpret};
 use crate::policy::LoadError;
 use crate::policy::load::ParseCache;
-use crate::reconcile::{self, Inputs, PhaseTimings};
-use crate::schedule::profile::Profiles;
+use crate::reconcile::{self, Inputs};
 
 /// Runs `fedsched check` on `dir`.
 pub(super) fn check(cfg: &Config, dir: &Path) -> Result<ExitCode, super::Failure> {
-    let profiles = cfg.profiles().map_err(|e| super::invalid(e.into()))?;
-    let errors = match load(cfg, dir, &profiles) {
+    let settings = reconcile::Settings::from_config(cfg, false).map_err(|e| super::invalid(e.into()))?;
+    let errors = match load(cfg, dir, &settings) {
         Ok(inputs) => {
             for n in &inputs.set.notes {
                 eprintln!("note: {n}");
@@ -39,10 +38,11 @@ pub(super) fn check(cfg: &Config, dir: &Path) -> Result<ExitCode, super::Failure
     Ok(ExitCode::from(1))
 }
 
-/// The inputs of `dir` walked as `[policy]` says (the CLI's one way to load a repository).
-pub(super) fn load(cfg: &Config, dir: &Path, profiles: &Profiles) -> Result<Inputs, Vec<LoadError>> {
+/// The inputs of `dir` walked as `[policy]` says, with the profiles and `[interpreter]`
+/// customizations of `settings` (the CLI's one way to load a repository).
+pub(super) fn load(cfg: &Config, dir: &Path, settings: &reconcile::Settings) -> Result<Inputs, Vec<LoadError>> {
     let mut cache = ParseCache::with_options(cfg.policy.walk_options());
-    reconcile::load_inputs_cached(dir, profiles, &mut PhaseTimings::default(), Some(&mut cache))
+    reconcile::load_inputs_for(dir, settings, Some(&mut cache))
 }
 
 /// The templates whose workload cannot be read (replicas that are not a non-negative 32-bit
@@ -61,6 +61,7 @@ pub fn template_errors(inputs: &Inputs) -> Vec<LoadError> {
                     (field, format!("expected {expected}{found}"))
                 }
                 WorkloadError::Annotation { field, reason } => (field, reason),
+                WorkloadError::Interpreter(message) => (String::new(), message),
             };
             errors.push(LoadError::at(&t.source, field, message));
         }

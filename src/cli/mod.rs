@@ -15,6 +15,8 @@ mod check;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod interpret;
+
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -163,6 +165,9 @@ pub enum Command {
     /// Benchmarks at fleet scale (issue 8): generated fleet and policy repository, scenarios
     /// S1–S7, each phase's time and peak RSS. See BENCHMARKS.md.
     Bench(BenchArgs),
+    /// Run one operation of a ResourceInterpreterCustomization (or of the built-in
+    /// interpreters) on objects from files and print the result, like `karmadactl interpret`.
+    Interpret(interpret::InterpretArgs),
     /// What the members run of a workload: per cluster desired, ready, pending (with reasons),
     /// missing, and its state (Healthy, Progressing, Degraded, Unknown). Without a workload:
     /// every workload that is not Healthy.
@@ -426,6 +431,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Completion { .. } => Ok(ExitCode::SUCCESS),
         Command::Simulate(args) => simulate(args),
         Command::Bench(args) => bench(args),
+        Command::Interpret(args) => interpret::interpret(args),
         Command::Check { policy_dir } => {
             let dir = policy_dir
                 .clone()
@@ -621,9 +627,9 @@ fn read_inputs(
         .clone()
         .or_else(|| cfg.policy_dir.clone())
         .ok_or_else(|| missing("policy_dir", "--policies"))?;
-    let profiles = cfg.profiles().map_err(|e| invalid(e.into()))?;
-    let inputs = check::load(cfg, &policy_dir, &profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
-    Ok((inputs, profiles))
+    let settings = reconcile::Settings::from_config(cfg, false).map_err(|e| invalid(e.into()))?;
+    let inputs = check::load(cfg, &policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    Ok((inputs, settings.profiles))
 }
 
 fn missing(key: &str, flag: &str) -> Failure {
@@ -644,8 +650,7 @@ fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
 fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitCode, Failure> {
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
     let settings = reconcile::Settings::from_config(cfg, allow_mass_delete).map_err(|e| invalid(e.into()))?;
-    let mut inputs =
-        check::load(cfg, &paths.policy_dir, &settings.profiles).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    let mut inputs = check::load(cfg, &paths.policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
     for n in &inputs.set.notes {
         eprintln!("note: {n}");
     }

@@ -1,6 +1,8 @@
 //! Dependencies of a workload (Karmada's `GetDependencies` for pod templates): the
 //! ConfigMaps, Secrets, ServiceAccount and PersistentVolumeClaims its pod spec references,
-//! which `propagateDeps` sends to the same clusters. Pure.
+//! which `propagateDeps` sends to the same clusters; for a kind with a
+//! `dependencyInterpretation` (a customization script or a built-in CRD interpreter), what that
+//! answers instead. Pure.
 
 use std::collections::BTreeSet;
 
@@ -12,6 +14,9 @@ use crate::policy::ObjectKey;
 /// Every object a template's pod spec references, in the template's namespace (sorted). Empty
 /// for kinds without a known pod template and for cluster-scoped templates.
 pub fn dependencies(key: &ObjectKey, object: &Value, table: &InterpreterTable) -> BTreeSet<ObjectKey> {
+    if let Some(found) = interpreted(key, object, table) {
+        return found;
+    }
     let Some(ns) = &key.namespace else {
         return BTreeSet::new();
     };
@@ -27,6 +32,41 @@ pub fn dependencies(key: &ObjectKey, object: &Value, table: &InterpreterTable) -
             name,
         })
         .collect()
+}
+
+/// The dependencies a customization's (or built-in's) `dependencyInterpretation` gives, in
+/// precedence order (a repository script over a `WorkloadInterpreter`'s pod template, that over
+/// the directories' scripts and the built-ins). References by label selector are not followed.
+/// A script that fails is logged and leaves the template without interpreted dependencies.
+fn interpreted(key: &ObjectKey, object: &Value, table: &InterpreterTable) -> Option<BTreeSet<ObjectKey>> {
+    use super::interpreter::{Args, Layer, Operation, Outcome, Source};
+    let source = table.customizations.source(&key.api_version, &key.kind, Operation::InterpretDependency)?;
+    let declared = table.get(key.group(), &key.kind).is_some();
+    if declared && !matches!(source, Source::Script(Layer::Repository, _)) {
+        return None;
+    }
+    let args = Args { desired: Some(object), ..Args::default() };
+    match table.customizations.run(&key.api_version, &key.kind, Operation::InterpretDependency, &args)? {
+        Ok(Outcome::Dependencies(list)) => Some(
+            list.into_iter()
+                .filter(|d| !d.name.is_empty() && !d.kind.is_empty())
+                .map(|d| ObjectKey {
+                    api_version: d.api_version,
+                    kind: d.kind,
+                    namespace: match d.namespace.as_str() {
+                        "" => key.namespace.clone(),
+                        ns => Some(ns.to_string()),
+                    },
+                    name: d.name,
+                })
+                .collect(),
+        ),
+        Ok(_) => Some(BTreeSet::new()),
+        Err(error) => {
+            tracing::warn!(template = %key.display_ref(), %error, "dependency interpretation failed");
+            Some(BTreeSet::new())
+        }
+    }
 }
 
 /// (kind, name) of everything a pod spec references: volumes (configMap, secret, projected

@@ -16,6 +16,7 @@ mod builders;
 pub mod deps;
 pub mod dimensions;
 pub mod estimate;
+pub mod interpreter;
 pub mod nodes;
 pub mod quantity;
 pub mod resources;

@@ -1,15 +1,24 @@
-//! Workloads: what a resource template asks of a cluster, read through the repository's
-//! declarative interpreters ([`InterpreterTable`], `fedsched.io/v1alpha1 WorkloadInterpreter`)
-//! first, then built-in knowledge of the Kubernetes workload kinds (Karmada's native
-//! interpreter). Kinds without replicas are not workloads: they are propagated as they are.
+//! Workloads: what a resource template asks of a cluster. [`interpret`] asks, in Karmada's
+//! order of precedence: the repository's `ResourceInterpreterCustomization` scripts, the
+//! repository's declarative interpreters (`fedsched.io/v1alpha1 WorkloadInterpreter`), the
+//! customizations of the `[interpreter] dirs` directories, fedsched's built-in CRD
+//! interpreters ([`crate::model::interpreter::builtin`]), then built-in knowledge of the
+//! Kubernetes workload kinds (Karmada's native interpreter). All of them are held by
+//! [`InterpreterTable`]. Kinds without replicas are not workloads: they are propagated as they
+//! are. Where a customization (or built-in) answers `replicaRevision`, the workload carries it
+//! ([`Workload::revision`]) and rendering revises replicas through it.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use super::interpreter::{self, Args, Customization, Interpreters, Operation, Outcome, Revision};
 use super::quantity::QuantityError;
 use super::resources::ResourceList;
+use crate::policy::LoadError;
 use crate::policy::types::WorkloadInterpreterSpec;
 
 /// What one replica needs and where it may run.
@@ -42,12 +51,22 @@ pub struct Workload {
     pub requirements: ReplicaRequirements,
     /// Where the replica count lives in the object (JSON pointer), for replica revision.
     pub replica_path: Option<String>,
+    /// A `replicaRevision` script (or built-in) that writes per-cluster replicas; takes the
+    /// place of `replica_path`.
+    #[serde(default)]
+    pub revision: Option<Revision>,
 }
 
 impl Workload {
     /// A template that is propagated as is.
     pub fn non_workload() -> Self {
-        Workload { replicas: None, completions: None, requirements: Default::default(), replica_path: None }
+        Workload {
+            replicas: None,
+            completions: None,
+            requirements: Default::default(),
+            replica_path: None,
+            revision: None,
+        }
     }
 }
 
@@ -60,23 +79,51 @@ pub enum WorkloadError {
     Type { field: String, expected: &'static str },
     #[error("{field}: {reason}")]
     Annotation { field: String, reason: String },
+    /// A customization script failed (or gave something unusable).
+    #[error("{0}")]
+    Interpreter(String),
 }
 
-/// The declarative interpreters of a repository, by (API group, kind): a `WorkloadInterpreter`
-/// targets every version of its group and kind.
+/// The interpreters in force: the repository's declarative interpreters by (API group, kind)
+/// (a `WorkloadInterpreter` targets every version of its group and kind), and the
+/// `ResourceInterpreterCustomization`s of the repository and of `[interpreter] dirs`
+/// ([`Interpreters`], which also reaches the built-in CRD interpreters).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InterpreterTable {
     entries: BTreeMap<(String, String), WorkloadInterpreterSpec>,
+    pub customizations: Interpreters,
 }
 
 impl InterpreterTable {
-    /// The table of a loaded repository.
+    /// The table of a loaded repository (no `[interpreter] dirs`; invalid customizations are
+    /// left out).
     pub fn from_set(set: &crate::policy::PolicySet) -> Self {
+        Self::build(set, Vec::new()).0
+    }
+
+    /// The table of a loaded repository and the customizations of `[interpreter] dirs`, with
+    /// the problems of the repository's customizations (a script that does not compile…).
+    pub fn build(set: &crate::policy::PolicySet, directories: Vec<Arc<Customization>>) -> (Self, Vec<LoadError>) {
         let mut t = InterpreterTable::default();
         for w in &set.workload_interpreters {
             t.insert(w.spec.clone());
         }
-        t
+        let mut errors = Vec::new();
+        let mut repository = Vec::new();
+        for raw in &set.interpreter_objects {
+            if raw.key.kind != "ResourceInterpreterCustomization" {
+                continue;
+            }
+            match interpreter::parse_customization(&raw.object, &raw.source.to_string()) {
+                Ok(c) => repository.push(c),
+                Err(interpreter::InterpreterError::Invalid { field, reason, .. }) => {
+                    errors.push(LoadError::at(&raw.source, field, reason));
+                }
+                Err(e) => errors.push(LoadError::at(&raw.source, "", e.to_string())),
+            }
+        }
+        t.customizations = Interpreters::new(repository, directories);
+        (t, errors)
     }
 
     /// Adds (or replaces) the interpreter of a kind.
@@ -127,7 +174,13 @@ fn interpret_declared(spec: &WorkloadInterpreterSpec, object: &Value) -> Result<
         r.0.retain(|_, v| *v > 0);
         requirements.request = r;
     }
-    Ok(Workload { replicas: Some(replicas), completions: None, requirements, replica_path: Some(replica_path.clone()) })
+    Ok(Workload {
+        replicas: Some(replicas),
+        completions: None,
+        requirements,
+        replica_path: Some(replica_path.clone()),
+        revision: None,
+    })
 }
 
 /// Reads the workload of a template by its group and kind: a declarative interpreter from
@@ -136,6 +189,13 @@ pub fn interpret(group: &str, kind: &str, object: &Value, table: &InterpreterTab
     let mut w = interpret_kind(group, kind, object, table)?;
     if w.replicas.is_some() {
         model_annotations(object, &mut w.requirements)?;
+        if w.revision.is_none() && w.replica_path.is_some() {
+            // A script's replicaRevision also applies to kinds whose replicas are read natively.
+            let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            if table.customizations.script(api_version, kind, Operation::ReviseReplica).is_some() {
+                w.revision = revision_for(api_version, kind, table);
+            }
+        }
     }
     Ok(w)
 }
@@ -162,14 +222,117 @@ fn model_annotations(object: &Value, req: &mut ReplicaRequirements) -> Result<()
     Ok(())
 }
 
+/// The `replicaRevision` in force for a kind, by precedence (none for native kinds, which
+/// use [`Workload::replica_path`]).
+pub fn revision_for(api_version: &str, kind: &str, table: &InterpreterTable) -> Option<Revision> {
+    match table.customizations.source(api_version, kind, Operation::ReviseReplica)? {
+        interpreter::Source::Script(_, c) => Some(Revision::Script {
+            customization: c.name.clone(),
+            source: c.source.clone(),
+            script: c.script(Operation::ReviseReplica)?.clone(),
+        }),
+        interpreter::Source::Builtin(b) => Some(Revision::Builtin(b.name.to_string())),
+    }
+}
+
+/// Reads a workload through a customization's (or built-in's) `replicaResource`.
+fn interpret_customized(
+    api_version: &str,
+    kind: &str,
+    object: &Value,
+    table: &InterpreterTable,
+) -> Option<Result<Workload, WorkloadError>> {
+    let args = Args { desired: Some(object), ..Args::default() };
+    let out = table.customizations.run(api_version, kind, Operation::InterpretReplica, &args)?;
+    Some(match out {
+        Ok(Outcome::Replica { replicas, requires, .. }) => {
+            let revision = revision_for(api_version, kind, table);
+            Ok(Workload {
+                replicas: Some(replicas),
+                completions: None,
+                requirements: requires.unwrap_or_default(),
+                replica_path: None,
+                revision,
+            })
+        }
+        Ok(_) => Err(WorkloadError::Interpreter(format!("{kind}: InterpretReplica gave no replicas"))),
+        Err(e) => Err(WorkloadError::Interpreter(e.to_string())),
+    })
+}
+
+/// A multi-template workload (`componentResource`: FlinkDeployment, Volcano Job…) is
+/// scheduled as one unit into one cluster, as Karmada does: one "replica" that needs every
+/// component's replicas × requests together. Node constraints are the first constrained
+/// component's. The object is rendered unchanged (no replica revision).
+fn interpret_components(
+    api_version: &str,
+    kind: &str,
+    object: &Value,
+    table: &InterpreterTable,
+) -> Option<Result<Workload, WorkloadError>> {
+    let args = Args { desired: Some(object), ..Args::default() };
+    let out = table.customizations.run(api_version, kind, Operation::InterpretComponent, &args)?;
+    Some(match out {
+        Ok(Outcome::Components(list)) if list.is_empty() => Ok(Workload::non_workload()),
+        Ok(Outcome::Components(list)) => {
+            let mut requirements = ReplicaRequirements::default();
+            let mut constrained = false;
+            for c in &list {
+                let Some(r) = &c.requirements else { continue };
+                for (name, milli) in r.request.iter() {
+                    let total =
+                        requirements.request.get(name).saturating_add(milli.saturating_mul(i64::from(c.replicas)));
+                    requirements.request.set(name, total);
+                }
+                if !constrained
+                    && (!r.node_selector.is_empty() || !r.tolerations.is_empty() || !r.node_affinity.is_empty())
+                {
+                    requirements.node_selector = r.node_selector.clone();
+                    requirements.tolerations = r.tolerations.clone();
+                    requirements.node_affinity = r.node_affinity.clone();
+                    constrained = true;
+                }
+                if requirements.priority_class_name.is_none() {
+                    requirements.priority_class_name = r.priority_class_name.clone();
+                }
+            }
+            Ok(Workload { replicas: Some(1), completions: None, requirements, replica_path: None, revision: None })
+        }
+        Ok(_) => Err(WorkloadError::Interpreter(format!("{kind}: InterpretComponent gave no components"))),
+        Err(e) => Err(WorkloadError::Interpreter(e.to_string())),
+    })
+}
+
 fn interpret_kind(
     group: &str,
     kind: &str,
     object: &Value,
     table: &InterpreterTable,
 ) -> Result<Workload, WorkloadError> {
+    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let c = &table.customizations;
+    let in_repository =
+        |op| c.script(api_version, kind, op).is_some_and(|(layer, _)| layer == interpreter::Layer::Repository);
+    // The repository's scripts rank above its WorkloadInterpreters; components (multi-template
+    // kinds) above replicas, as Karmada's multi-template scheduling does.
+    if in_repository(Operation::InterpretComponent)
+        && let Some(w) = interpret_components(api_version, kind, object, table)
+    {
+        return w;
+    }
+    if in_repository(Operation::InterpretReplica)
+        && let Some(w) = interpret_customized(api_version, kind, object, table)
+    {
+        return w;
+    }
     if let Some(spec) = table.get(group, kind) {
         return interpret_declared(spec, object);
+    }
+    if let Some(w) = interpret_components(api_version, kind, object, table) {
+        return w;
+    }
+    if let Some(w) = interpret_customized(api_version, kind, object, table) {
+        return w;
     }
     match (group, kind) {
         ("apps", "Deployment") | ("apps", "StatefulSet") | ("apps", "ReplicaSet") => {
@@ -180,6 +343,7 @@ fn interpret_kind(
                 completions: None,
                 requirements,
                 replica_path: Some("/spec/replicas".into()),
+                revision: None,
             })
         }
         ("batch", "Job") => {
@@ -195,11 +359,12 @@ fn interpret_kind(
                 completions,
                 requirements,
                 replica_path: Some("/spec/parallelism".into()),
+                revision: None,
             })
         }
         ("", "Pod") => {
             let requirements = pod_requirements(object.pointer("/spec"), "spec")?;
-            Ok(Workload { replicas: Some(1), completions: None, requirements, replica_path: None })
+            Ok(Workload { replicas: Some(1), completions: None, requirements, replica_path: None, revision: None })
         }
         _ => Ok(Workload::non_workload()),
     }

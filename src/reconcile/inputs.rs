@@ -25,6 +25,7 @@ use crate::schedule::profile::Profiles;
 use crate::store::Store;
 use crate::util::hash::fnv1a64;
 
+use super::settings::InterpreterSettings;
 use super::{PhaseTimings, Reconciler, cache};
 
 /// Everything a pass reads from the policy repository, validated. Cloning is cheap: what does
@@ -190,6 +191,19 @@ pub fn load_inputs_timed(
     load_inputs_cached(policy_dir, profiles, timings, None)
 }
 
+/// [`load_inputs_with`] with the profiles and the `[interpreter]` customizations of `settings`
+/// (what the CLI's one-shot commands use).
+pub fn load_inputs_for(
+    policy_dir: &Path,
+    settings: &super::Settings,
+    cache: Option<&mut ParseCache>,
+) -> Result<Inputs, Vec<LoadError>> {
+    let started = Instant::now();
+    let (set, errors) = load_repository_cached(policy_dir, cache);
+    let mut timings = PhaseTimings::default();
+    build_inputs(set, errors, &settings.profiles, &settings.interpreter, &mut timings, started, None)
+}
+
 /// [`load_inputs_timed`], reusing (and updating) a parse cache of the repository's files.
 pub fn load_inputs_cached(
     policy_dir: &Path,
@@ -199,7 +213,7 @@ pub fn load_inputs_cached(
 ) -> Result<Inputs, Vec<LoadError>> {
     let started = Instant::now();
     let (set, errors) = load_repository_cached(policy_dir, cache);
-    build_inputs(set, errors, profiles, timings, started, None)
+    build_inputs(set, errors, profiles, &InterpreterSettings::default(), timings, started, None)
 }
 
 /// Validates the profiles `set` names and builds the offline snapshots and the hashes.
@@ -207,12 +221,13 @@ fn build_inputs(
     set: PolicySet,
     mut errors: Vec<LoadError>,
     profiles: &Profiles,
+    interpreter: &InterpreterSettings,
     timings: &mut PhaseTimings,
     started: Instant,
     previous: Option<&Inputs>,
 ) -> Result<Inputs, Vec<LoadError>> {
     errors.extend(profiles.validate(&set));
-    let hashes = match errors.is_empty() {
+    let mut hashes = match errors.is_empty() {
         true => InputHashes::of_reusing(&set, previous.map(|p| (&*p.set, &*p.hashes))),
         false => InputHashes::default(),
     };
@@ -229,7 +244,13 @@ fn build_inputs(
         offline_polls.push((c.meta.name.clone(), polled.elapsed()));
     }
     timings.poll += started.elapsed();
-    let interpreters = Arc::new(InterpreterTable::from_set(&set));
+    let (mut table, interpreter_errors) = InterpreterTable::build(&set, interpreter.directories.clone());
+    table.customizations.builtins_off = !interpreter.builtins;
+    errors.extend(interpreter_errors);
+    // Decisions also depend on the directories' customizations and on the built-ins switch.
+    let directories: Vec<u64> = interpreter.directories.iter().map(|c| c.digest()).collect();
+    hashes.interpreters = cache::key_of(&(hashes.interpreters, directories, interpreter.builtins));
+    let interpreters = Arc::new(table);
     if errors.is_empty() {
         let (set, hashes, offline_polls) = (Arc::new(set), Arc::new(hashes), Arc::new(offline_polls));
         Ok(Inputs { set, snapshots, interpreters, hashes, offline_polls })
@@ -290,7 +311,15 @@ impl Reconciler {
         }
         let previous = cache.last.take();
         let (set, errors) = load_repository_incremental(&mut cache.parse, io_errors);
-        let inputs = build_inputs(set, errors, &self.settings.profiles, timings, started, previous.as_ref())?;
+        let inputs = build_inputs(
+            set,
+            errors,
+            &self.settings.profiles,
+            &self.settings.interpreter,
+            timings,
+            started,
+            previous.as_ref(),
+        )?;
         cache.last = Some(inputs.clone());
         Ok(inputs)
     }

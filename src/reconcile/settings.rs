@@ -16,10 +16,25 @@ pub struct Settings {
     pub profiles: Profiles,
     /// Output safety settings (mass-deletion guard, git mode).
     pub publish: PublishSettings,
+    /// Interpreter customizations of `[interpreter] dirs` and whether built-ins are used.
+    pub interpreter: InterpreterSettings,
     /// `[reschedule]`: failover, descheduling, move-back, rate limit, storm guard.
     pub stability: StabilitySettings,
     /// How the policy repository is walked (`[policy]`).
     pub walk: crate::policy::load::WalkOptions,
+}
+
+/// What `[interpreter]` gives a pass: the directories' customizations, read once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterpreterSettings {
+    pub directories: Vec<std::sync::Arc<crate::model::interpreter::Customization>>,
+    pub builtins: bool,
+}
+
+impl Default for InterpreterSettings {
+    fn default() -> Self {
+        InterpreterSettings { directories: Vec::new(), builtins: true }
+    }
 }
 
 impl Settings {
@@ -28,6 +43,10 @@ impl Settings {
         Ok(Settings {
             profiles: cfg.profiles()?,
             publish: PublishSettings::from_config(cfg, allow_mass_delete),
+            interpreter: InterpreterSettings {
+                directories: cfg.interpreter.load()?,
+                builtins: cfg.interpreter.builtins,
+            },
             stability: cfg.reschedule.settings(),
             walk: cfg.policy.walk_options(),
         })
@@ -38,6 +57,7 @@ impl Settings {
         Settings {
             profiles: Profiles::builtin(),
             publish: PublishSettings::default(),
+            interpreter: InterpreterSettings::default(),
             stability: StabilitySettings::default(),
             walk: Default::default(),
         }

@@ -1,6 +1,7 @@
 //! Rendering: the manifest one member cluster should run for one template.
 //!
-//! Owns: replica revision, pruning of server-populated fields, provenance labels and
+//! Owns: replica revision (a JSON pointer, or the workload's `replicaRevision` interpreter),
+//! pruning of server-populated fields, provenance labels and
 //! annotations, output file naming, and the YAML emitter ([`yaml`]). Pure: no I/O. Overrides
 //! (OverridePolicy / ClusterOverridePolicy, [`overrides`]) apply between revision and pruning.
 //! [`output`] holds the content of the other files of a cluster directory: the generated-file
@@ -91,7 +92,14 @@ pub fn manifest(input: &RenderInput<'_>) -> Result<Value, RenderError> {
     if !obj.is_object() {
         return Err(RenderError::NotAnObject { object: object_name });
     }
-    if let (Some(path), Some(r)) = (&input.workload.replica_path, input.replicas) {
+    if let (Some(revision), Some(r)) = (&input.workload.revision, input.replicas) {
+        // A customization's replicaRevision (or a built-in CRD interpreter) writes the replicas.
+        obj = revision.apply(&obj, r).map_err(|e| RenderError::Replicas {
+            object: object_name.clone(),
+            path: "replicaRevision".into(),
+            reason: e.to_string(),
+        })?;
+    } else if let (Some(path), Some(r)) = (&input.workload.replica_path, input.replicas) {
         set_pointer(&mut obj, path, Value::from(r)).map_err(|reason| RenderError::Replicas {
             object: object_name.clone(),
             path: path.clone(),

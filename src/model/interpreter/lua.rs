@@ -1,0 +1,618 @@
+//! The Lua 5.1 VM that runs `ResourceInterpreterCustomization` scripts, sandboxed the way
+//! Karmada's gopher-lua VM is and bounded per call.
+//!
+//! - **Libraries**: base (without `load`, `loadstring`, `dofile`, `loadfile`, `require`,
+//!   `module`, `getfenv`, `setfenv`, `rawset`, `collectgarbage`, `newproxy`, `pcall`,
+//!   `xpcall`), `table`, `string` (without `string.dump`), `math`, an `os` holding only
+//!   `os.date` / `os.time` (answered from the caller's clock, so a call is a function of its
+//!   inputs), and `require("kube")` for the [`super::kube`] helpers. No `io`, no `os.execute`,
+//!   no bytecode. Every library table a script sees is a read-only proxy.
+//! - **Isolation**: each call runs the compiled chunk in a fresh global environment (a copy of
+//!   the sandbox's globals), so globals a script sets or clears (`replica = ...`, `error = ''`)
+//!   never leak into the next object.
+//! - **Known difference**: `pairs` visits a table's string keys in C Lua's hash order, where
+//!   gopher-lua visits them in insertion order; a script that builds a list from `pairs` may
+//!   order it differently than Karmada (one case of Karmada's test data).
+//! - **Budgets**: [`INSTRUCTION_BUDGET`] VM instructions, [`TIME_BUDGET`] of wall-clock time
+//!   (checked at the same points) and [`MEMORY_BUDGET`] bytes per call. A
+//!   script that exceeds either fails with [`LuaFailure::Budget`]; the VM is then dropped and a
+//!   new one is made for the next call.
+//! - **Numbers**: Lua 5.1 has only doubles. Going back to JSON, a finite whole number becomes a
+//!   JSON integer (`replicas: 3`, never `3.0`), like Karmada's JSON round trip of gopher-lua
+//!   numbers; other numbers stay floats; NaN and ±inf are errors.
+//! - **Tables**: a table whose keys are exactly `1..n` is an array, one with only string keys an
+//!   object, any other mix an error. An empty table comes out as `[]`; the caller turns it back
+//!   into `{}` where the input had an object ([`super::results::fix_empty`]).
+//!
+//! One VM per thread, compiled chunks cached by script text. Pure from the caller's point of
+//! view: the same script and arguments give the same result.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use mlua::chunk::ChunkMode;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value as LuaValue, VmState};
+use serde_json::{Map, Number, Value};
+
+use super::kube;
+use crate::util::hash::fnv1a64;
+
+/// VM instructions one call may run (counted in steps of [`HOOK_EVERY`]).
+pub const INSTRUCTION_BUDGET: u64 = 20_000_000;
+/// Bytes one call may allocate above what the VM held before it.
+pub const MEMORY_BUDGET: usize = 64 << 20;
+/// Wall-clock time one call may take (checked with the instruction budget): C functions can be
+/// slow without running many instructions (Lua 5.1's string hashing under collisions).
+pub const TIME_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+const HOOK_EVERY: u32 = 1000;
+const MAX_DEPTH: usize = 200;
+const MAX_CACHED_CHUNKS: usize = 512;
+
+/// Why a script call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LuaFailure {
+    /// The script does not compile.
+    Syntax(String),
+    /// The script does not define the function the operation calls.
+    MissingFunction(&'static str),
+    /// The script raised an error (or called something that is not there, such as `os.execute`).
+    Runtime(String),
+    /// The script ran past its instruction or memory budget.
+    Budget(String),
+    /// A value could not cross between Lua and JSON.
+    Convert(String),
+}
+
+impl std::fmt::Display for LuaFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LuaFailure::Syntax(m) => write!(f, "script does not compile: {m}"),
+            LuaFailure::MissingFunction(name) => write!(f, "script defines no function {name}"),
+            LuaFailure::Runtime(m) => write!(f, "script failed: {m}"),
+            LuaFailure::Budget(m) => write!(f, "script exceeded its budget: {m}"),
+            LuaFailure::Convert(m) => write!(f, "script result cannot be used: {m}"),
+        }
+    }
+}
+
+/// A value a script returned, converted out of the VM.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LuaOut {
+    Nil,
+    Bool(bool),
+    Number(f64),
+    String(String),
+    /// A table, as JSON (empty tables as `[]`).
+    Table(Value),
+    /// A function, userdata or thread.
+    Other(&'static str),
+}
+
+impl LuaOut {
+    /// The Lua type name, for error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            LuaOut::Nil => "nil",
+            LuaOut::Bool(_) => "boolean",
+            LuaOut::Number(_) => "number",
+            LuaOut::String(_) => "string",
+            LuaOut::Table(_) => "table",
+            LuaOut::Other(t) => t,
+        }
+    }
+}
+
+/// An argument passed to a script function.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LuaArg<'a> {
+    Json(&'a Value),
+    Number(f64),
+    Nil,
+}
+
+struct Vm {
+    lua: Lua,
+    /// Makes a fresh copy of the sandbox's globals (a Lua function: copying in the VM is
+    /// several times faster than one API call per global).
+    fresh_env: Function,
+    chunks: HashMap<u64, Function>,
+    budget: Rc<Cell<u64>>,
+    deadline: Rc<Cell<Option<std::time::Instant>>>,
+    now_ms: Rc<Cell<u64>>,
+    exceeded: Rc<Cell<bool>>,
+}
+
+thread_local! {
+    static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+}
+
+/// Checks that a script compiles in the sandbox (`fedsched interpret --check`, loading).
+pub fn check(script: &str, chunk_name: &str) -> Result<(), LuaFailure> {
+    with_vm(|vm| vm.chunk(script, chunk_name).map(|_| ()))
+}
+
+/// Runs `function` of `script` with `args`; the script's top level runs first, in a fresh
+/// environment. `now_ms` is what `os.date` / `os.time` answer.
+pub fn call(
+    script: &str,
+    chunk_name: &str,
+    function: &'static str,
+    args: &[LuaArg<'_>],
+    now_ms: u64,
+) -> Result<Vec<LuaOut>, LuaFailure> {
+    with_vm(|vm| vm.call(script, chunk_name, function, args, now_ms))
+}
+
+fn with_vm<T>(f: impl FnOnce(&mut Vm) -> Result<T, LuaFailure>) -> Result<T, LuaFailure> {
+    VM.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Vm::new().map_err(|e| LuaFailure::Runtime(format!("cannot start the Lua VM: {e}")))?);
+        }
+        let Some(vm) = slot.as_mut() else {
+            return Err(LuaFailure::Runtime("cannot start the Lua VM".into()));
+        };
+        let out = f(vm);
+        if matches!(out, Err(LuaFailure::Budget(_))) {
+            // A script that ran out of budget may have left the VM full: start afresh.
+            *slot = None;
+        }
+        out
+    })
+}
+
+impl Vm {
+    fn new() -> mlua::Result<Vm> {
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
+        let budget = Rc::new(Cell::new(0u64));
+        let now_ms = Rc::new(Cell::new(0u64));
+        let exceeded = Rc::new(Cell::new(false));
+        let deadline: Rc<Cell<Option<std::time::Instant>>> = Rc::new(Cell::new(None));
+        {
+            let budget = budget.clone();
+            let exceeded = exceeded.clone();
+            let deadline = deadline.clone();
+            lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
+                let left = budget.get();
+                if left == 0 || deadline.get().is_some_and(|d| std::time::Instant::now() > d) {
+                    exceeded.set(true);
+                    return Err(mlua::Error::runtime("instruction budget exhausted"));
+                }
+                budget.set(left - 1);
+                Ok(VmState::Continue)
+            })?;
+        }
+        // Strings' metatable would hand out the real `string` table: hide it.
+        lua.load("getmetatable('').__metatable = false").exec()?;
+        let g = lua.globals();
+        for name in [
+            "load",
+            "loadstring",
+            "dofile",
+            "loadfile",
+            "require",
+            "module",
+            "getfenv",
+            "setfenv",
+            "rawset",
+            "collectgarbage",
+            "newproxy",
+            "pcall",
+            "xpcall",
+            "gcinfo",
+            "print",
+        ] {
+            g.raw_set(name, LuaValue::Nil)?;
+        }
+        if let Ok(string) = g.get::<Table>("string") {
+            string.raw_set("dump", LuaValue::Nil)?;
+        }
+        // os: date and time only, from the caller's clock.
+        let os = lua.create_table()?;
+        {
+            let now = now_ms.clone();
+            os.set(
+                "date",
+                lua.create_function(move |lua, (format, time): (Option<String>, Option<f64>)| {
+                    let secs = time.map(|t| t as i64).unwrap_or((now.get() / 1000) as i64);
+                    os_date(lua, format.as_deref().unwrap_or("%c"), secs)
+                })?,
+            )?;
+            let now = now_ms.clone();
+            os.set("time", lua.create_function(move |_, ()| Ok((now.get() / 1000) as f64))?)?;
+        }
+        g.raw_set("os", os)?;
+        let kube_table = kube::library(&lua)?;
+        g.raw_set("print", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+        // Read-only proxies for every library table.
+        for name in ["string", "table", "math", "os"] {
+            let real: Table = g.get(name)?;
+            g.raw_set(name, read_only(&lua, real)?)?;
+        }
+        let kube_proxy = read_only(&lua, kube_table)?;
+        g.raw_set(
+            "require",
+            lua.create_function(move |_, name: String| {
+                if name == "kube" {
+                    Ok(kube_proxy.clone())
+                } else {
+                    Err(mlua::Error::runtime(format!("module {name:?} is not available (only \"kube\")")))
+                }
+            })?,
+        )?;
+        let fresh_env: Function = lua
+            .load(
+                "local base, nxt = ... return function() local e = {} for k, v in nxt, base do e[k] = v end e._G = e return e end",
+            )
+            .set_mode(ChunkMode::Text)
+            .call((g.clone(), g.get::<Function>("next")?))?;
+        Ok(Vm { lua, fresh_env, chunks: HashMap::new(), budget, deadline, now_ms, exceeded })
+    }
+
+    fn chunk(&mut self, script: &str, chunk_name: &str) -> Result<Function, LuaFailure> {
+        let key = fnv1a64(script.as_bytes());
+        if let Some(f) = self.chunks.get(&key) {
+            return Ok(f.clone());
+        }
+        let f = self
+            .lua
+            .load(script)
+            .set_name(format!("={chunk_name}"))
+            .set_mode(ChunkMode::Text)
+            .into_function()
+            .map_err(|e| LuaFailure::Syntax(clean(&e)))?;
+        if self.chunks.len() >= MAX_CACHED_CHUNKS {
+            self.chunks.clear();
+        }
+        self.chunks.insert(key, f.clone());
+        Ok(f)
+    }
+
+    fn call(
+        &mut self,
+        script: &str,
+        chunk_name: &str,
+        function: &'static str,
+        args: &[LuaArg<'_>],
+        now_ms: u64,
+    ) -> Result<Vec<LuaOut>, LuaFailure> {
+        let chunk = self.chunk(script, chunk_name)?;
+        let lua = self.lua.clone();
+        let used = lua.used_memory();
+        let _ = lua.set_memory_limit(used.saturating_add(MEMORY_BUDGET));
+        self.budget.set(INSTRUCTION_BUDGET / u64::from(HOOK_EVERY));
+        self.exceeded.set(false);
+        self.deadline.set(Some(std::time::Instant::now() + TIME_BUDGET));
+        self.now_ms.set(now_ms);
+        let out = self.run(&lua, &chunk, function, args);
+        let _ = lua.set_memory_limit(0);
+        if lua.used_memory() > used.saturating_add(8 << 20) {
+            let _ = lua.gc_collect();
+        }
+        out
+    }
+
+    fn run(
+        &self,
+        lua: &Lua,
+        chunk: &Function,
+        function: &'static str,
+        args: &[LuaArg<'_>],
+    ) -> Result<Vec<LuaOut>, LuaFailure> {
+        let fail = |e: mlua::Error| self.failure(e);
+        // A fresh copy of the globals: a script may assign (or clear, `error = nil`) any of them.
+        let env: Table = self.fresh_env.call(()).map_err(fail)?;
+        chunk.set_environment(env.clone()).map_err(fail)?;
+        chunk.call::<()>(()).map_err(fail)?;
+        let f = match env.raw_get::<LuaValue>(function).map_err(fail)? {
+            LuaValue::Function(f) => f,
+            _ => return Err(LuaFailure::MissingFunction(function)),
+        };
+        let mut values = Vec::with_capacity(args.len());
+        for a in args {
+            values.push(match a {
+                LuaArg::Json(v) => to_lua(lua, v, 0).map_err(fail)?,
+                LuaArg::Number(n) => LuaValue::Number(*n),
+                LuaArg::Nil => LuaValue::Nil,
+            });
+        }
+        let ret: MultiValue = f.call(MultiValue::from_vec(values)).map_err(fail)?;
+        ret.into_iter().map(|v| from_lua(&v)).collect()
+    }
+
+    fn failure(&self, e: mlua::Error) -> LuaFailure {
+        if self.exceeded.get() {
+            return LuaFailure::Budget(format!(
+                "more than {INSTRUCTION_BUDGET} instructions or {} s",
+                TIME_BUDGET.as_secs()
+            ));
+        }
+        if is_memory_error(&e) {
+            return LuaFailure::Budget(format!("more than {} MiB of memory", MEMORY_BUDGET >> 20));
+        }
+        match e {
+            mlua::Error::SyntaxError { message, .. } => LuaFailure::Syntax(message),
+            other => LuaFailure::Runtime(clean(&other)),
+        }
+    }
+}
+
+fn is_memory_error(e: &mlua::Error) -> bool {
+    match e {
+        mlua::Error::MemoryError(_) => true,
+        mlua::Error::CallbackError { cause, .. } => is_memory_error(cause),
+        mlua::Error::WithContext { cause, .. } => is_memory_error(cause),
+        _ => false,
+    }
+}
+
+/// An error message without the Lua stack traceback.
+fn clean(e: &mlua::Error) -> String {
+    let text = e.to_string();
+    let text = text.split("\nstack traceback:").next().unwrap_or(&text);
+    text.trim().to_string()
+}
+
+fn read_only(lua: &Lua, real: Table) -> mlua::Result<Table> {
+    let proxy = lua.create_table()?;
+    let meta = lua.create_table()?;
+    meta.raw_set("__index", real)?;
+    meta.raw_set(
+        "__newindex",
+        lua.create_function(|_, (_t, k, _v): (LuaValue, LuaValue, LuaValue)| -> mlua::Result<()> {
+            let name = k.to_string().unwrap_or_else(|_| "?".into());
+            Err(mlua::Error::runtime(format!("the library is read-only (assigning {name})")))
+        })?,
+    )?;
+    meta.raw_set("__metatable", false)?;
+    proxy.set_metatable(Some(meta))?;
+    Ok(proxy)
+}
+
+/// JSON into Lua: objects and arrays become tables, numbers doubles, null nil.
+pub fn to_lua(lua: &Lua, v: &Value, depth: usize) -> mlua::Result<LuaValue> {
+    if depth > MAX_DEPTH {
+        return Err(mlua::Error::runtime("object nested too deeply"));
+    }
+    Ok(match v {
+        Value::Null => LuaValue::Nil,
+        Value::Bool(b) => LuaValue::Boolean(*b),
+        Value::Number(n) => LuaValue::Number(n.as_f64().unwrap_or(0.0)),
+        Value::String(s) => LuaValue::String(lua.create_string(s)?),
+        Value::Array(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, to_lua(lua, item, depth + 1)?)?;
+            }
+            LuaValue::Table(t)
+        }
+        Value::Object(map) => {
+            let t = lua.create_table_with_capacity(0, map.len())?;
+            for (k, item) in map {
+                t.raw_set(k.as_str(), to_lua(lua, item, depth + 1)?)?;
+            }
+            LuaValue::Table(t)
+        }
+    })
+}
+
+fn from_lua(v: &LuaValue) -> Result<LuaOut, LuaFailure> {
+    Ok(match v {
+        LuaValue::Nil => LuaOut::Nil,
+        LuaValue::Boolean(b) => LuaOut::Bool(*b),
+        LuaValue::Integer(i) => LuaOut::Number(*i as f64),
+        LuaValue::Number(n) => LuaOut::Number(*n),
+        LuaValue::String(s) => LuaOut::String(s.to_string_lossy()),
+        LuaValue::Table(t) => LuaOut::Table(table_to_json(t, 0)?),
+        LuaValue::Function(_) => LuaOut::Other("function"),
+        LuaValue::Thread(_) => LuaOut::Other("thread"),
+        _ => LuaOut::Other("userdata"),
+    })
+}
+
+/// A Lua number as JSON: whole numbers as integers.
+pub fn number_to_json(n: f64) -> Result<Value, LuaFailure> {
+    if !n.is_finite() {
+        return Err(LuaFailure::Convert(format!("number {n} is not finite")));
+    }
+    if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
+        return Ok(Value::Number(Number::from(n as i64)));
+    }
+    Number::from_f64(n).map(Value::Number).ok_or_else(|| LuaFailure::Convert(format!("number {n}")))
+}
+
+/// A Lua value as JSON (for the `kube` helpers, which take tables).
+pub(super) fn lua_to_json(v: &LuaValue) -> Result<Value, LuaFailure> {
+    value_to_json(v, 0)
+}
+
+fn value_to_json(v: &LuaValue, depth: usize) -> Result<Value, LuaFailure> {
+    match v {
+        LuaValue::Nil => Ok(Value::Null),
+        LuaValue::Boolean(b) => Ok(Value::Bool(*b)),
+        LuaValue::Integer(i) => Ok(Value::from(*i)),
+        LuaValue::Number(n) => number_to_json(*n),
+        LuaValue::String(s) => Ok(Value::String(s.to_string_lossy())),
+        LuaValue::Table(t) => table_to_json(t, depth + 1),
+        other => Err(LuaFailure::Convert(format!("a {} cannot be encoded", other.type_name()))),
+    }
+}
+
+fn table_to_json(t: &Table, depth: usize) -> Result<Value, LuaFailure> {
+    if depth > MAX_DEPTH {
+        return Err(LuaFailure::Convert("table nested too deeply (or cyclic)".into()));
+    }
+    let mut ints: Vec<(i64, Value)> = Vec::new();
+    let mut strs: Map<String, Value> = Map::new();
+    for pair in t.pairs::<LuaValue, LuaValue>() {
+        let (k, v) = pair.map_err(|e| LuaFailure::Convert(clean(&e)))?;
+        let v = value_to_json(&v, depth)?;
+        match k {
+            LuaValue::String(s) => {
+                strs.insert(s.to_string_lossy(), v);
+            }
+            LuaValue::Integer(i) => ints.push((i, v)),
+            LuaValue::Number(n) if n.fract() == 0.0 && n.is_finite() => ints.push((n as i64, v)),
+            other => {
+                return Err(LuaFailure::Convert(format!(
+                    "a table key of type {} cannot be encoded",
+                    other.type_name()
+                )));
+            }
+        }
+    }
+    match (ints.is_empty(), strs.is_empty()) {
+        (true, true) => Ok(Value::Array(Vec::new())),
+        (true, false) => Ok(Value::Object(strs)),
+        (false, true) => {
+            ints.sort_by_key(|(i, _)| *i);
+            if ints.iter().enumerate().any(|(n, (i, _))| *i != n as i64 + 1) {
+                return Err(LuaFailure::Convert("a sparse array cannot be encoded".into()));
+            }
+            Ok(Value::Array(ints.into_iter().map(|(_, v)| v).collect()))
+        }
+        (false, false) => Err(LuaFailure::Convert("a table with both array and string keys cannot be encoded".into())),
+    }
+}
+
+/// `os.date` for UTC: `*t`/`!*t` tables and strftime's `%Y %m %d %H %M %S %y %j %p %c %x %X %%`.
+fn os_date(lua: &Lua, format: &str, secs: i64) -> mlua::Result<LuaValue> {
+    let f = format.strip_prefix('!').unwrap_or(format);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    let (hh, mm, ss) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    if f == "*t" {
+        let t = lua.create_table()?;
+        for (k, v) in [("year", y), ("month", m), ("day", d), ("hour", hh), ("min", mm), ("sec", ss)] {
+            t.raw_set(k, v)?;
+        }
+        t.raw_set("isdst", false)?;
+        return Ok(LuaValue::Table(t));
+    }
+    let mut out = String::new();
+    let mut chars = f.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('Y') => out.push_str(&format!("{y:04}")),
+            Some('y') => out.push_str(&format!("{:02}", y.rem_euclid(100))),
+            Some('m') => out.push_str(&format!("{m:02}")),
+            Some('d') => out.push_str(&format!("{d:02}")),
+            Some('H') => out.push_str(&format!("{hh:02}")),
+            Some('M') => out.push_str(&format!("{mm:02}")),
+            Some('S') => out.push_str(&format!("{ss:02}")),
+            Some('p') => out.push_str(if hh < 12 { "AM" } else { "PM" }),
+            Some('c') => out.push_str(&format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02}")),
+            Some('x') => out.push_str(&format!("{m:02}/{d:02}/{:02}", y.rem_euclid(100))),
+            Some('X') => out.push_str(&format!("{hh:02}:{mm:02}:{ss:02}")),
+            Some('%') => out.push('%'),
+            other => {
+                return Err(mlua::Error::runtime(format!(
+                    "os.date: unsupported conversion %{}",
+                    other.map(String::from).unwrap_or_default()
+                )));
+            }
+        }
+    }
+    Ok(LuaValue::String(lua.create_string(out)?))
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(script: &str, function: &'static str, args: &[LuaArg<'_>]) -> Result<Vec<LuaOut>, LuaFailure> {
+        call(script, "test", function, args, 1_700_000_000_000)
+    }
+
+    #[test]
+    fn whole_numbers_come_back_as_integers() {
+        let obj = json!({"spec": {"replicas": 4, "ratio": 0.5}});
+        let out = run("function F(o) o.spec.replicas = o.spec.replicas - 1; return o end", "F", &[LuaArg::Json(&obj)])
+            .expect("runs");
+        assert_eq!(out, vec![LuaOut::Table(json!({"spec": {"replicas": 3, "ratio": 0.5}}))]);
+        let text = match &out[0] {
+            LuaOut::Table(v) => v.to_string(),
+            _ => String::new(),
+        };
+        assert!(text.contains("\"replicas\":3,") || text.contains("\"replicas\":3}"), "{text}");
+    }
+
+    #[test]
+    fn globals_do_not_leak_between_calls() {
+        let s = "function F() if seen then return 1 end seen = true return 0 end";
+        assert_eq!(run(s, "F", &[]).expect("runs"), vec![LuaOut::Number(0.0)]);
+        assert_eq!(run(s, "F", &[]).expect("runs"), vec![LuaOut::Number(0.0)]);
+    }
+
+    #[test]
+    fn sandbox_has_no_os_io_or_loaders() {
+        for (script, needle) in [
+            ("function F() os.execute('true') end", "execute"),
+            ("function F() return io.open('/etc/passwd') end", "io"),
+            ("function F() return loadstring('return 1')() end", "loadstring"),
+            ("function F() return load(string.dump(F)) end", "dump"),
+            ("function F() return require('os') end", "not available"),
+            ("function F() string.upper = nil end", "read-only"),
+        ] {
+            let e = run(script, "F", &[]).expect_err(script);
+            assert!(e.to_string().contains(needle), "{script}: {e}");
+        }
+        assert_eq!(
+            run("function F() return os.date('!%Y-%m-%dT%H:%M:%SZ') end", "F", &[]).expect("date"),
+            vec![LuaOut::String("2023-11-14T22:13:20Z".into())]
+        );
+    }
+
+    #[test]
+    fn budgets_stop_runaway_scripts() {
+        let e = run("function F() while true do end end", "F", &[]).expect_err("loop");
+        assert!(matches!(e, LuaFailure::Budget(_)), "{e}");
+        let e =
+            run("function F() local t = {} local i = 0 while true do i = i + 1 t[i] = {i, i, i, i} end end", "F", &[])
+                .expect_err("alloc");
+        assert!(matches!(e, LuaFailure::Budget(_)), "{e}");
+        let e = run("function F() return string.rep('x', 1000000000) end", "F", &[]).expect_err("rep");
+        assert!(matches!(e, LuaFailure::Budget(_)), "{e}");
+        // The next call works again.
+        assert_eq!(run("function F() return true end", "F", &[]).expect("runs"), vec![LuaOut::Bool(true)]);
+    }
+
+    #[test]
+    fn tables_encode_like_karmada() {
+        assert_eq!(run("function F() return {} end", "F", &[]).expect("x"), vec![LuaOut::Table(json!([]))]);
+        assert!(run("function F() return {1, a = 2} end", "F", &[]).is_err());
+        assert!(run("function F() local t = {} t[1] = 1 t[3] = 3 return t end", "F", &[]).is_err());
+        assert!(run("function F() local t = {} t.self = t return t end", "F", &[]).is_err());
+        let e = run("function G() end", "F", &[]).expect_err("missing");
+        assert_eq!(e, LuaFailure::MissingFunction("F"));
+        assert!(matches!(run("function F( end", "F", &[]), Err(LuaFailure::Syntax(_))));
+    }
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+    }
+}
