@@ -138,6 +138,8 @@ pub struct Daemon {
     /// Whether the loop watches the policy directory (else only [`Control::PolicyChanged`]
     /// reports changes).
     watch_policy_dir: bool,
+    /// The repository's notes and warnings last logged (logged again only when they change).
+    findings: std::sync::Mutex<Vec<String>>,
 }
 
 enum Event {
@@ -181,6 +183,7 @@ impl Daemon {
             status_tx,
             api,
             watch_policy_dir: true,
+            findings: Default::default(),
         })
     }
 
@@ -402,6 +405,23 @@ impl Daemon {
     /// One pass on a blocking thread, then metrics, logs, STATUS= and the status view. Returns
     /// whether it completed (inputs valid, output written) and, when the repository was valid,
     /// the live targets it defines. Logs exactly one summary line.
+    /// Logs the repository's notes (what the walk skipped) and warnings (what Karmada accepts
+    /// but likely does not do what its author meant, `policy::validate::warnings`) when they
+    /// differ from the last pass's: once per change, not every pass.
+    fn log_findings(&self, findings: Vec<String>) {
+        let mut last = self.findings.lock().unwrap_or_else(|p| p.into_inner());
+        if *last == findings {
+            return;
+        }
+        for f in &findings {
+            tracing::warn!(finding = %f, "policy repository");
+        }
+        if findings.is_empty() && !last.is_empty() {
+            tracing::info!("policy repository: no notes or warnings any more");
+        }
+        *last = findings;
+    }
+
     async fn reconcile_once(&self, trigger: &'static str, view: &LiveView) -> (bool, Option<Vec<Target>>) {
         let started = Instant::now();
         let r = Arc::clone(&self.current.reconciler);
@@ -418,7 +438,8 @@ impl Daemon {
                 Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None, None),
                 Ok(inputs) => inputs,
             };
-            let offline = Some(Arc::clone(&inputs.offline_polls));
+            let findings = repository_findings(&inputs.set);
+            let offline = Some((Arc::clone(&inputs.offline_polls), findings));
             let targets = live_targets(&cfg, &inputs.set);
             inputs.apply_live(&view, &r.store);
             let inputs = Arc::new(inputs);
@@ -433,8 +454,9 @@ impl Daemon {
         .await;
         let (joined, targets) = match joined {
             Ok((r, t, offline)) => {
-                if let Some(polls) = offline {
+                if let Some((polls, findings)) = offline {
                     self.metrics.record_offline(polls.iter().map(|(c, took)| (c.as_str(), *took)));
+                    self.log_findings(findings);
                 }
                 (Ok(r), t)
             }
@@ -679,4 +701,11 @@ fn publish_failure(status: &status_watch::Sender<Arc<StatusView>>, pass: PassSta
         next.passes += 1;
         *v = Arc::new(next);
     });
+}
+
+/// The notes and warnings of a loaded repository, as `check` prints them.
+fn repository_findings(set: &crate::policy::PolicySet) -> Vec<String> {
+    let notes = set.notes.iter().map(|n| format!("note: {n}"));
+    let warnings = crate::policy::validate::warnings(set).into_iter().map(|w| format!("warning: {w}"));
+    notes.chain(warnings).collect()
 }

@@ -347,16 +347,33 @@ fn sighup_reloads_and_sigterm_stops_cleanly() {
     assert!(stderr.lines().any(|l| l.contains("reconcile done") && l.contains("sighup")), "{stderr}");
 }
 
+/// SIGINT stops cleanly too. On the way: the repository's warnings and notes are logged by
+/// the daemon's passes as `check` prints them, once per change, not on every pass.
 #[test]
-fn sigint_also_stops_cleanly() {
+fn sigint_also_stops_cleanly_and_findings_are_logged_once() {
     let s = Scratch::with_demo();
+    s.write(
+        "policies/elsewhere.yaml",
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: elsewhere, namespace: shop}\nspec:\n  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, namespace: ml}]\n",
+    );
     let d = Daemon::start(&s, "", &[]);
     wait_for("the startup reconcile", Duration::from_secs(30), || {
         s.out().join("us-east-gpu/kustomization.yaml").exists()
     });
+    // A second pass: the web Deployment scaled from 9 to 18 replicas.
+    let web = s.policies().join("apps/web.yaml");
+    let text = std::fs::read_to_string(&web).expect("web.yaml").replace("replicas: 9", "replicas: 18");
+    std::fs::write(&web, text).expect("scale web");
+    let out = s.out().join("eu-west-a/shop/apps_deployment_web.yaml");
+    wait_for("a second pass", Duration::from_secs(30), || {
+        std::fs::read_to_string(&out).is_ok_and(|t| !t.contains("replicas: 4\n"))
+    });
     d.signal("INT");
     let (code, stderr) = d.wait(Duration::from_secs(10));
     assert_eq!(code, Some(0), "{stderr}");
+    let warned: Vec<&str> = stderr.lines().filter(|l| l.contains("spec.resourceSelectors[0].namespace")).collect();
+    assert_eq!(warned.len(), 1, "{stderr}");
+    assert!(warned[0].contains("elsewhere.yaml") && warned[0].contains("matches nothing"), "{stderr}");
 }
 
 #[test]
