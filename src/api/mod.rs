@@ -372,26 +372,33 @@ async fn metrics(State(s): State<ApiState>, headers: HeaderMap) -> Response {
     }
 }
 
+/// `lastPass` of `/api/v1/status`: an invalid pass says how many errors and the first one, a
+/// failed one its error; a good one has no message.
+fn pass_json(p: &crate::views::status::PassStatus) -> Value {
+    let (errors, message) = match &p.outcome {
+        PassOutcome::Ok => (0, None),
+        PassOutcome::Invalid { errors, first } => (
+            *errors,
+            Some(format!("{errors} error(s) in the policy repository; the last good output stays; first: {first}")),
+        ),
+        PassOutcome::Failed { message } => (0, Some(message.clone())),
+    };
+    json!({
+        "trigger": p.trigger,
+        "at": explain::format_ms(p.at_ms),
+        "durationMs": p.duration_ms,
+        "outcome": p.outcome.label(),
+        "errors": errors,
+        "message": message,
+    })
+}
+
 async fn status(State(s): State<ApiState>, headers: HeaderMap) -> Response {
     if let Err(r) = authorize(&s, &headers) {
         return r.into_response();
     }
     let view = s.status.borrow().clone();
-    let pass = view.last_pass.as_ref().map(|p| {
-        let (errors, message) = match &p.outcome {
-            PassOutcome::Ok => (0, None),
-            PassOutcome::Invalid { errors } => (*errors, None),
-            PassOutcome::Failed { message } => (0, Some(message.clone())),
-        };
-        json!({
-            "trigger": p.trigger,
-            "at": explain::format_ms(p.at_ms),
-            "durationMs": p.duration_ms,
-            "outcome": p.outcome.label(),
-            "errors": errors,
-            "message": message,
-        })
-    });
+    let pass = view.last_pass.as_ref().map(pass_json);
     ok_json(json!({
         "ready": view.is_ready(),
         "startedAt": explain::format_ms(view.started_at_ms),
@@ -605,6 +612,25 @@ pub fn write_addr_file(state_dir: &Path, addr: SocketAddr) -> std::io::Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_invalid_pass_says_what_is_wrong_in_the_status() {
+        let pass = |outcome| crate::views::status::PassStatus {
+            trigger: "policy-change".into(),
+            at_ms: 0,
+            duration_ms: 3,
+            outcome,
+        };
+        let first = "apps/broken.yaml: document 1: invalid YAML".to_string();
+        let v = pass_json(&pass(PassOutcome::Invalid { errors: 2, first }));
+        assert_eq!(v["outcome"], "invalid");
+        assert_eq!(v["errors"], 2);
+        let message = v["message"].as_str().unwrap_or_default();
+        assert!(message.contains("2 error(s)") && message.contains("apps/broken.yaml: document 1"), "{v}");
+        assert_eq!(pass_json(&pass(PassOutcome::Ok))["message"], Value::Null);
+        let failed = pass_json(&pass(PassOutcome::Failed { message: "disk full".into() }));
+        assert_eq!(failed["message"], "disk full");
+    }
 
     #[test]
     fn constant_time_eq_compares_contents_and_lengths() {

@@ -532,7 +532,8 @@ impl Daemon {
                 systemd::status(&msg);
                 metrics.record_policy_errors(errors.len());
                 metrics.record_pass("invalid", None);
-                publish_failure(status, pass(PassOutcome::Invalid { errors: errors.len() }), Some(errors.len()));
+                let first = errors.first().map(ToString::to_string).unwrap_or_default();
+                publish_failure(status, pass(PassOutcome::Invalid { errors: errors.len(), first }), Some(errors.len()));
                 false
             }
             Ok(Err(error)) => {

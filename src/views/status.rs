@@ -17,8 +17,9 @@ use crate::schedule::profile::Profiles;
 pub enum PassOutcome {
     /// Inputs valid, output published.
     Ok,
-    /// The policy repository is invalid; the last good output stays.
-    Invalid { errors: usize },
+    /// The policy repository is invalid; the last good output stays. `first`: the first
+    /// error as `check` prints it (file, document, field, message).
+    Invalid { errors: usize, first: String },
     /// An operational failure (store, output directory) or a panic.
     Failed { message: String },
 }

@@ -138,7 +138,11 @@ fn reacts_to_edits_keeps_last_good_and_stops_cleanly() {
     std::fs::write(s.policies().join("apps/broken.yaml"), "kind: [\n").expect("write");
     d.send(Control::PolicyChanged);
     let v = d.passes(3);
-    assert!(matches!(outcome(&v), PassOutcome::Invalid { errors } if *errors > 0), "{:?}", outcome(&v));
+    assert!(
+        matches!(outcome(&v), PassOutcome::Invalid { errors, first } if *errors > 0 && first.contains("apps/broken.yaml")),
+        "{:?}",
+        outcome(&v)
+    );
     assert!(v.policy_errors > 0 && v.inputs.is_some() && v.is_ready());
     assert_eq!(v.last_success_ms, Some(T0 + 60_000));
     assert_eq!(before, tree(&s.out()), "output changed after an invalid edit");
