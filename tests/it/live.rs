@@ -156,10 +156,12 @@ pub(crate) fn setup_with(n: usize, apply: bool, poll: &str, sim_args: &[&str]) -
     s.write("apps/web.yaml", APP);
     let config = s.dir.path().join("fedsched.toml");
     let access = std::fs::read_to_string(sim.meta().join("fedsched.toml")).expect("access");
+    // Daemons of tests that run side by side must not share the default HTTP port.
+    let http = if poll.contains("[http]") { "" } else { "\n[http]\nlisten = \"127.0.0.1:0\"" };
     std::fs::write(
         &config,
         format!(
-            "policy_dir = {:?}\noutput_dir = {:?}\nstate_dir = {:?}\n[reconcile]\ninterval = \"1s\"\ndebounce = \"100ms\"\n[poll]\n{poll}\n[log]\nformat = \"json\"\n{access}",
+            "policy_dir = {:?}\noutput_dir = {:?}\nstate_dir = {:?}\n[reconcile]\ninterval = \"1s\"\ndebounce = \"100ms\"\n[poll]\n{poll}{http}\n[log]\nformat = \"json\"\n{access}",
             s.policies().display().to_string(),
             s.out().display().to_string(),
             s.state().display().to_string(),

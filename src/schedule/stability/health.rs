@@ -117,29 +117,36 @@ pub fn advance(
 
 /// The storm guard after this pass: started, kept, or released (with an action when it
 /// changes).
+///
+/// When the guard releases, the members still unhealthy start their toleration again from
+/// the release: what fedsched saw during the storm is not trusted, and members that answer a
+/// moment later (their next poll) are not evicted for a spell the guard held.
 pub fn storm(
     old: Option<&Storm>,
-    clusters: &BTreeMap<String, ClusterTimeline>,
+    clusters: &mut BTreeMap<String, ClusterTimeline>,
     now_ms: u64,
     settings: &StabilitySettings,
     actions: &mut Vec<Action>,
 ) -> Option<Storm> {
-    let live: Vec<&ClusterTimeline> = clusters.values().filter(|t| t.live).collect();
-    let unhealthy = live.iter().filter(|t| !t.condition.is_ready()).count();
+    let live_n = clusters.values().filter(|t| t.live).count();
+    let unhealthy = clusters.values().filter(|t| t.live && !t.condition.is_ready()).count();
     let window = settings.default_toleration_ms;
-    let recent = live.iter().filter(|t| t.unhealthy_for(now_ms).is_some_and(|d| d <= window)).count();
-    let share = |n: usize| if live.is_empty() { 0.0 } else { n as f64 / live.len() as f64 };
+    let recent = clusters.values().filter(|t| t.live && t.unhealthy_for(now_ms).is_some_and(|d| d <= window)).count();
+    let share = |n: usize| if live_n == 0 { 0.0 } else { n as f64 / live_n as f64 };
     let threshold = settings.unhealthy_threshold;
-    let rule = format!("unhealthy_threshold {threshold} of {} live members within {}", live.len(), super::secs(window));
+    let rule = format!("unhealthy_threshold {threshold} of {live_n} live members within {}", super::secs(window));
     match old {
         Some(s) if share(unhealthy) > threshold => Some(s.clone()),
         Some(s) => {
+            for t in clusters.values_mut().filter(|t| t.live && !t.condition.is_ready()) {
+                t.unhealthy_since_ms = Some(now_ms);
+            }
             actions.push(Action {
                 workload: None,
                 cluster: String::new(),
-                kind: ActionKind::StormEnded { unhealthy, live: live.len() },
+                kind: ActionKind::StormEnded { unhealthy, live: live_n },
                 cause: Cause {
-                    condition: format!("{unhealthy} of {} live members unhealthy", live.len()),
+                    condition: format!("{unhealthy} of {} live members unhealthy", live_n),
                     since_ms: s.since_ms,
                     for_ms: now_ms.saturating_sub(s.since_ms),
                     rule,
@@ -151,15 +158,15 @@ pub fn storm(
             actions.push(Action {
                 workload: None,
                 cluster: String::new(),
-                kind: ActionKind::StormStarted { unhealthy, live: live.len() },
+                kind: ActionKind::StormStarted { unhealthy, live: live_n },
                 cause: Cause {
-                    condition: format!("{recent} of {} live members went unhealthy", live.len()),
+                    condition: format!("{recent} of {} live members went unhealthy", live_n),
                     since_ms: now_ms,
                     for_ms: 0,
                     rule,
                 },
             });
-            Some(Storm { since_ms: now_ms, unhealthy, live: live.len() })
+            Some(Storm { since_ms: now_ms, unhealthy, live: live_n })
         }
         None => None,
     }

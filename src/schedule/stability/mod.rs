@@ -530,8 +530,8 @@ impl Budget {
 /// One pass of the engine: the next state and this pass's actions. Pure.
 pub fn step(state: &StabilityState, inputs: &Inputs, now_ms: u64, settings: &StabilitySettings) -> Step {
     let mut actions = Vec::new();
-    let clusters = health::advance(&state.clusters, &inputs.clusters, now_ms);
-    let storm = health::storm(state.storm.as_ref(), &clusters, now_ms, settings, &mut actions);
+    let mut clusters = health::advance(&state.clusters, &inputs.clusters, now_ms);
+    let storm = health::storm(state.storm.as_ref(), &mut clusters, now_ms, settings, &mut actions);
     let recent: Vec<u64> =
         state.recent_removals.iter().copied().filter(|t| now_ms < t.saturating_add(60_000) && *t <= now_ms).collect();
     let mut budget = Budget {
