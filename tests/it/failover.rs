@@ -208,7 +208,6 @@ fn a_member_flapping_every_20s_for_10_minutes_moves_nothing() {
 /// `stable_for`. Real time with short `[reschedule]` durations: the test waits on conditions.
 #[test]
 fn simulated_outage_moves_the_workload_away_and_back() {
-    use std::process::{Command, Stdio};
     use std::time::Duration;
 
     let t = crate::live::setup(3, true, "timeout = \"2s\"\nread_timeout = \"1s\"\nmax_backoff = \"1s\"");
@@ -217,16 +216,7 @@ fn simulated_outage_moves_the_workload_away_and_back() {
         "\n[reschedule]\ntoleration = \"3s\"\nstable_for = \"4s\"\nmin_stay = \"1s\"\ngrace_period = \"10m\"\n",
     );
     std::fs::write(&t.config, cfg).expect("config");
-    let mut child = Command::new(bin())
-        .args(["run", "-c"])
-        .arg(&t.config)
-        .env_remove("NOTIFY_SOCKET")
-        .env("FEDSCHED_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn daemon");
-    let log = capture_stderr(&mut child);
+    let (mut child, log) = crate::live::daemon(&t, "info");
     let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
     let members = ["member-000", "member-001", "member-002"];
     wait_for("the first live reconcile", Duration::from_secs(30), || members.iter().all(|c| web(c).exists()));
@@ -260,23 +250,13 @@ fn simulated_outage_moves_the_workload_away_and_back() {
 /// evicts nothing, saying so on every pass; when they answer again the guard releases.
 #[test]
 fn simulated_storm_moves_nothing_and_says_so() {
-    use std::process::{Command, Stdio};
     use std::time::Duration;
 
     let t = crate::live::setup(5, true, "timeout = \"2s\"\nread_timeout = \"1s\"\nmax_backoff = \"1s\"");
     let mut cfg = std::fs::read_to_string(&t.config).expect("config");
     cfg.push_str("\n[reschedule]\ntoleration = \"3s\"\nstable_for = \"4s\"\nmin_stay = \"1s\"\n");
     std::fs::write(&t.config, cfg).expect("config");
-    let mut child = Command::new(bin())
-        .args(["run", "-c"])
-        .arg(&t.config)
-        .env_remove("NOTIFY_SOCKET")
-        .env("FEDSCHED_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn daemon");
-    let log = capture_stderr(&mut child);
+    let (mut child, log) = crate::live::daemon(&t, "info");
     let members = ["member-000", "member-001", "member-002", "member-003", "member-004"];
     let placed = || members.iter().filter(|c| t.s.out().join(c).join("shop/apps_deployment_web.yaml").exists()).count();
     wait_for("the first live reconcile", Duration::from_secs(30), || placed() >= 3);
@@ -312,23 +292,13 @@ fn simulated_storm_moves_nothing_and_says_so() {
 /// member's capacity is distrusted, so they do not come back while it stays small.
 #[test]
 fn simulated_unschedulable_replicas_move_within_unschedulable_after() {
-    use std::process::{Command, Stdio};
     use std::time::Duration;
 
     let t = crate::live::setup(3, true, "timeout = \"2s\"\nread_timeout = \"1s\"\nmax_backoff = \"1s\"");
     let mut cfg = std::fs::read_to_string(&t.config).expect("config");
     cfg.push_str("\n[reschedule]\nunschedulable_after = \"3s\"\nmin_stay = \"1s\"\n");
     std::fs::write(&t.config, cfg).expect("config");
-    let mut child = Command::new(bin())
-        .args(["run", "-c"])
-        .arg(&t.config)
-        .env_remove("NOTIFY_SOCKET")
-        .env("FEDSCHED_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn daemon");
-    let log = capture_stderr(&mut child);
+    let (mut child, log) = crate::live::daemon(&t, "info");
     let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
     let members = ["member-000", "member-001", "member-002"];
     wait_for("the first live reconcile", Duration::from_secs(30), || members.iter().all(|c| web(c).exists()));
