@@ -31,16 +31,22 @@ spec:
     replicaScheduling: {replicaSchedulingType: Duplicated}
 "#;
 
-fn status(t: &crate::live::Setup, args: &[&str]) -> (bool, String) {
+/// `fedsched status` with the given stuck threshold: `SLOW` while the test waits for pods that are
+/// not Ready yet (a loaded machine observes them late, and they must not count as stuck), `QUICK`
+/// where it waits for them to be stuck.
+fn status(t: &crate::live::Setup, stuck: &str, args: &[&str]) -> (bool, String) {
     let config = t.config.to_str().expect("utf8");
-    let mut all = vec!["status", "-c", config, "--stuck-after", "1s"];
+    let mut all = vec!["status", "-c", config, "--stuck-after", stuck];
     all.extend_from_slice(args);
     let o = fedsched(&all);
     (o.status.success(), text(&o.stdout) + &text(&o.stderr))
 }
 
-fn api_status(t: &crate::live::Setup) -> serde_json::Value {
-    let (ok, out) = status(t, &["Deployment/shop/api", "-o", "json"]);
+const SLOW: &str = "10m";
+const QUICK: &str = "1s";
+
+fn api_status(t: &crate::live::Setup, stuck: &str) -> serde_json::Value {
+    let (ok, out) = status(t, stuck, &["Deployment/shop/api", "-o", "json"]);
     match ok {
         true => serde_json::from_str(&out).unwrap_or_default(),
         false => serde_json::json!({ "failed": out }),
@@ -51,7 +57,8 @@ fn cluster<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value 
     doc["clusters"].as_array().and_then(|cs| cs.iter().find(|c| c["name"] == name)).unwrap_or(&serde_json::Value::Null)
 }
 
-/// Waits until `api`'s state is `state` (and `also` holds on the document); returns it.
+/// Waits until `api`'s state is `state` (and `also` holds on the document); returns it. `Degraded`
+/// is judged with the `QUICK` threshold, every other state with `SLOW`.
 fn wait_state(
     t: &crate::live::Setup,
     state: &str,
@@ -61,7 +68,7 @@ fn wait_state(
     let mut last = serde_json::Value::Null;
     let start = std::time::Instant::now();
     while start.elapsed() < Duration::from_secs(secs) {
-        last = api_status(t);
+        last = api_status(t, if state == "Degraded" { QUICK } else { SLOW });
         if last["state"] == state && also(&last) {
             return last;
         }
@@ -72,9 +79,9 @@ fn wait_state(
 
 #[test]
 fn status_follows_what_the_members_run() {
-    // The pods turn Ready 45 s after they are bound: wide enough that a loaded machine (the
+    // The pods turn Ready 20 s after they are bound: wide enough that a loaded machine (the
     // suite runs simulators side by side) still observes them not Ready first.
-    let t = setup_with(2, true, WATCHED, &["--ready-after", "45s"]);
+    let t = setup_with(2, true, WATCHED, &["--ready-after", "20s"]);
     t.s.write("apps/api.yaml", API);
     let (mut child, log) = daemon(&t, "info");
     let placed = || std::fs::read_to_string(t.s.out().join(".fedsched/placements.json")).unwrap_or_default();
@@ -97,7 +104,7 @@ fn status_follows_what_the_members_run() {
     for c in ["member-000", "member-001"] {
         assert_eq!((cluster(&doc, c)["ready"].as_u64(), cluster(&doc, c)["missing"].as_u64()), (Some(2), Some(0)));
     }
-    let (ok, out) = status(&t, &["Deployment/shop/api"]);
+    let (ok, out) = status(&t, SLOW, &["Deployment/shop/api"]);
     assert!(ok, "{out}");
     assert!(out.starts_with("apps/v1 Deployment/shop/api: Healthy\n"), "{out}");
     assert!(
@@ -105,7 +112,7 @@ fn status_follows_what_the_members_run() {
         "{out}"
     );
     wait_for("no workload to be listed", Duration::from_secs(60), || {
-        let (ok, out) = status(&t, &[]);
+        let (ok, out) = status(&t, SLOW, &[]);
         ok && out.starts_with("every workload is Healthy")
     });
 
@@ -115,7 +122,7 @@ fn status_follows_what_the_members_run() {
     let doc = wait_state(&t, "Unknown", 60, |_| true);
     assert_eq!(cluster(&doc, "member-001")["state"], "Unknown", "{doc:#}");
     assert!(cluster(&doc, "member-001")["reason"].as_str().is_some_and(|r| r.contains("unreachable")), "{doc:#}");
-    let (ok, out) = status(&t, &[]);
+    let (ok, out) = status(&t, SLOW, &[]);
     assert!(ok && out.contains("Deployment/shop/api: Unknown"), "{out}");
     let (code, body) = t.sim.http("DELETE", "/admin/clusters/member-001/outage", "");
     assert_eq!(code, 200, "{body}");
@@ -151,7 +158,7 @@ fn status_follows_what_the_members_run() {
         c["unschedulable"]["count"].as_u64() == Some(2)
             && c["reason"].as_str().is_some_and(|r| r.contains("Unschedulable for longer"))
     });
-    let (ok, out) = status(&t, &["Deployment/shop/api"]);
+    let (ok, out) = status(&t, QUICK, &["Deployment/shop/api"]);
     assert!(
         ok && out.contains("Unschedulable=2") && out.contains("Unschedulable for longer than 1s"),
         "{out}\n{doc:#}"
@@ -164,9 +171,9 @@ fn status_follows_what_the_members_run() {
     // The daemon stops: status reads its state directory.
     child.kill().expect("kill");
     let _ = child.wait();
-    let (ok, out) = status(&t, &["Deployment/shop/api"]);
+    let (ok, out) = status(&t, QUICK, &["Deployment/shop/api"]);
     assert!(ok && out.contains("Deployment/shop/api: Degraded"), "{out}");
-    let (ok, out) = status(&t, &["Deployment/shop/none"]);
+    let (ok, out) = status(&t, QUICK, &["Deployment/shop/none"]);
     assert!(!ok && out.contains("no placement"), "{out}");
     let l = log.lock().expect("lock").clone();
     assert!(!l.contains("panicked"), "{l}");
