@@ -3,6 +3,7 @@
 mod api;
 mod architecture;
 mod bad_input;
+mod bench;
 mod consumers;
 mod daemon;
 mod deps;

@@ -7,7 +7,9 @@
 //! [`crate::reconcile::Inputs::apply_live`], as the daemon does after a round. S5 polls a real
 //! simulator process over HTTPS instead.
 //!
-//! Scenarios (the marks are issue 8's, for a 2-core machine and a release build):
+//! Scenarios (the marks are issue 17's, for a 2-core machine and a release build, each set for
+//! W = 10,000 × C = 1,000 × 100 nodes and judged only at that size, or scaled explicitly:
+//! [`marks`]):
 //! - S1: the schedule phase (filter, score, estimate, select, assign of every workload).
 //! - S2: a first full reconcile (load, poll, schedule, render, publish every file, record).
 //! - S3: a reconcile when nothing changed, with the daemon's warm reconciler (0 files
@@ -22,6 +24,7 @@
 //! Peak RSS is the process's high-water mark, so a scenario's RSS is meaningful when it runs
 //! in its own invocation.
 
+pub mod marks;
 pub mod timing;
 
 use std::collections::BTreeMap;
@@ -37,6 +40,7 @@ use crate::store::{Store, StoreError};
 use crate::testbed::simulate::SimError;
 use crate::testbed::simulate::fleet;
 use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
+use marks::{Mark, Size};
 use timing::{median, mib};
 
 /// A scenario of issue 8.
@@ -131,8 +135,8 @@ pub struct Figure {
     pub unit: &'static str,
     /// Every run.
     pub samples: Vec<f64>,
-    /// Issue 8's mark for this figure and whether it is met, if it has one.
-    pub mark: Option<(String, bool)>,
+    /// The mark this figure is judged against, if it has one ([`marks`]).
+    pub mark: Option<Mark>,
 }
 
 impl Figure {
@@ -145,18 +149,14 @@ impl Figure {
         Figure::new(scenario, name, "ms", samples.iter().map(|d| d.as_secs_f64() * 1e3).collect())
     }
 
-    fn mark(mut self, text: &str, met: bool) -> Self {
-        self.mark = Some((text.to_string(), met));
+    fn mark(mut self, mark: Mark) -> Self {
+        self.mark = Some(mark);
         self
     }
 
     /// One line of the report.
     pub fn line(&self) -> String {
-        let mark = match &self.mark {
-            Some((m, true)) => format!("   mark {m}: met"),
-            Some((m, false)) => format!("   mark {m}: NOT met"),
-            None => String::new(),
-        };
+        let mark = self.mark.as_ref().map(Mark::suffix).unwrap_or_default();
         let runs = if self.samples.len() > 1 {
             let all: Vec<String> = self.samples.iter().map(|v| format!("{v:.1}")).collect();
             format!("   runs [{}]", all.join(", "))
@@ -165,6 +165,14 @@ impl Figure {
         };
         format!("{:?} {:<52} {:>12.3} {:<6}{mark}{runs}", self.scenario, self.name, self.value, self.unit)
     }
+}
+
+/// `part_ms` as a share of S2's first full reconcile (`full_ms`), against the mark that holds at
+/// every size (≤ 1 %).
+fn share_of_s2(s: Scenario, name: &str, part_ms: f64, full_ms: f64) -> Figure {
+    let share = if full_ms > 0.0 { part_ms * 100.0 / full_ms } else { 0.0 };
+    let met = full_ms > 0.0 && part_ms <= full_ms * marks::SHARE_OF_S2;
+    Figure::new(s, name, "%", vec![share]).mark(Mark::any_size("≤ 1 % of S2", met))
 }
 
 fn median_f(v: &[f64]) -> f64 {
@@ -441,7 +449,7 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
         b.s3_no_change(&rec, full_ms, &mut sink)?;
     }
     if wants(Scenario::S4) {
-        b.s4_edit(&rec, &mut sink)?;
+        b.s4_edit(&rec, full_ms, &mut sink)?;
     }
     if wants(Scenario::S6) {
         b.s6_store_growth(&rec, o.passes, &mut sink)?;
@@ -453,6 +461,11 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
 }
 
 impl Bench {
+    /// The fixture's size, for the marks.
+    fn size(&self) -> Size {
+        Size::of(&self.fix.spec.fleet, self.fix.spec.workloads)
+    }
+
     /// S1: the schedule phase alone ([`schedule_all`]), with and without deductions, over a
     /// fresh store's inputs.
     fn s1_schedule(&mut self, sink: &mut Sink<'_>) -> Result<(), BenchError> {
@@ -481,11 +494,14 @@ impl Bench {
             ),
             &in_sched,
         );
-        let met = f.value <= 500.0;
-        sink.put(f.mark("≤ 500 ms", met));
+        let size = self.size();
+        let m = Mark::at_size("≤ 500 ms", f.value, marks::S1_MS, size);
+        sink.put(f.mark(m));
         sink.put(Figure::ms(Scenario::S1, "  with claim + workload interpretation + deductions", &total));
         let per_pair: Vec<f64> = in_sched.iter().map(|d| d.as_secs_f64() * 1e9 / pairs.max(1) as f64).collect();
-        sink.put(Figure::new(Scenario::S1, "  per (workload × cluster) pair", "ns", per_pair));
+        let f = Figure::new(Scenario::S1, "  per (workload × cluster) pair", "ns", per_pair);
+        let m = Mark::scaled("≤ 50 ns", "pair", "≤ 500 ms", f.value, marks::S1_NS_PER_PAIR);
+        sink.put(f.mark(m));
         sink.put(Figure::ms(Scenario::S1, "  without assumed-replica deductions (node indexes built once)", &bare));
         sink.put(rss_figure(Scenario::S1));
         Ok(())
@@ -519,11 +535,16 @@ impl Bench {
         settle(&self.fix, &rec, &self.out, &mut self.now)?;
         if report {
             let f = Figure::ms(Scenario::S2, "first full reconcile (load → record)", &walls);
-            let met = f.value <= 10_000.0;
-            sink.put(f.mark("≤ 10 s", met));
+            let m = Mark::at_size("≤ 10 s", f.value, marks::S2_MS, self.size());
+            sink.put(f.mark(m));
             sink.put_all(phase_figures(Scenario::S2, &reports));
             let files: Vec<f64> = reports.iter().map(|r| r.files_written as f64).collect();
+            let per_file: Vec<f64> =
+                walls.iter().zip(&files).map(|(w, n)| w.as_secs_f64() * 1e6 / n.max(1.0)).collect();
             sink.put(count(Scenario::S2, "  files written", files));
+            let f = Figure::new(Scenario::S2, "  per file written", "µs", per_file);
+            let m = Mark::scaled("≤ 90 µs", "file", "≤ 10 s for ≈ 111,000 files", f.value, marks::S2_US_PER_FILE);
+            sink.put(f.mark(m));
             sink.put(count(Scenario::S2, "  workloads", reports.iter().map(|r| r.workloads as f64).collect()));
             sink.put(rss_figure(Scenario::S2));
         }
@@ -544,8 +565,8 @@ impl Bench {
         }
         let f = Figure::ms(Scenario::S3, "no-change reconcile, daemon (warm), load → record", &walls);
         let incremental = f.value;
-        let met = incremental <= 200.0;
-        sink.put(f.mark("≤ 200 ms", met));
+        let m = Mark::at_size("≤ 200 ms", incremental, marks::S3_MS, self.size());
+        sink.put(f.mark(m));
         let without_load: Vec<Duration> = reports
             .iter()
             .map(|r| {
@@ -557,15 +578,15 @@ impl Bench {
         sink.put_all(phase_figures(Scenario::S3, &reports));
         let written: Vec<f64> = reports.iter().map(|r| r.files_written as f64).collect();
         let zero_w = written.iter().all(|w| *w == 0.0);
-        sink.put(count(Scenario::S3, "  files written", written).mark("0", zero_w));
+        sink.put(count(Scenario::S3, "  files written", written).mark(Mark::any_size("0", zero_w)));
         let versions: Vec<f64> = reports.iter().map(|r| r.new_snapshot_versions as f64).collect();
         let zero_v = versions.iter().all(|w| *w == 0.0);
-        sink.put(count(Scenario::S3, "  new snapshot versions", versions).mark("0", zero_v));
+        sink.put(count(Scenario::S3, "  new snapshot versions", versions).mark(Mark::any_size("0", zero_v)));
         let decided: Vec<f64> = reports.iter().map(|r| r.decided as f64).collect();
         sink.put(count(Scenario::S3, "  workloads scheduled and rendered again", decided));
         let hist: Vec<f64> = reports.iter().map(|r| r.history_records as f64).collect();
         let zero_h = hist.iter().all(|w| *w == 0.0);
-        sink.put(count(Scenario::S3, "  new history records", hist).mark("0", zero_h));
+        sink.put(count(Scenario::S3, "  new history records", hist).mark(Mark::any_size("0", zero_h)));
         // A cold reconciler on the same store: what `fedsched render` does on every call.
         let mut cold_walls = Vec::new();
         for _ in 0..self.runs.min(3) {
@@ -577,14 +598,13 @@ impl Bench {
         let ratio = if c.value > 0.0 { incremental / c.value } else { 0.0 };
         sink.put(c);
         sink.put(Figure::new(Scenario::S3, "  ratio warm no-change / cold no-change", "×", vec![ratio]));
-        let ratio = if full_ms > 0.0 { incremental / full_ms } else { 0.0 };
-        sink.put(Figure::new(Scenario::S3, "  ratio warm no-change / first full (S2)", "×", vec![ratio]));
+        sink.put(share_of_s2(Scenario::S3, "  warm no-change / first full (S2)", incremental, full_ms));
         Ok(())
     }
 
     /// S4: one template edited per run, then a pass that must rewrite its output; the edits
     /// are put back and the fleet settled afterwards.
-    fn s4_edit(&mut self, rec: &Reconciler, sink: &mut Sink<'_>) -> Result<(), BenchError> {
+    fn s4_edit(&mut self, rec: &Reconciler, full_ms: f64, sink: &mut Sink<'_>) -> Result<(), BenchError> {
         let fix = &self.fix;
         let mut walls = Vec::new();
         let mut reports = Vec::new();
@@ -611,8 +631,10 @@ impl Bench {
         }
         settle(fix, rec, &self.out, &mut self.now)?;
         let f = Figure::ms(Scenario::S4, "one template edited → output rewritten (load → record)", &walls);
-        let met = f.value <= 50.0;
-        sink.put(f.mark("≤ 50 ms", met));
+        let edit_ms = f.value;
+        let m = Mark::at_size("≤ 50 ms", edit_ms, marks::S4_MS, self.size());
+        sink.put(f.mark(m));
+        sink.put(share_of_s2(Scenario::S4, "  one template edited / first full (S2)", edit_ms, full_ms));
         sink.put_all(phase_figures(Scenario::S4, &reports));
         sink.put(count(Scenario::S4, "  files written", reports.iter().map(|r| r.files_written as f64).collect()));
         let decided = reports.iter().map(|r| r.decided as f64).collect();
@@ -652,7 +674,7 @@ impl Bench {
                 "MiB",
                 vec![growth],
             )
-            .mark("< 1 MiB", growth < 1.0),
+            .mark(Mark::any_size("< 1 MiB", growth < 1.0)),
         );
         let du = after_du as f64 - before_du as f64;
         sink.put(Figure::new(
@@ -697,8 +719,13 @@ impl Bench {
             reports.push(report);
         }
         let f = Figure::ms(Scenario::S7, "restart until ready (open store, load, poll data, reconcile)", &walls);
-        let met = f.value <= 2000.0;
-        sink.put(f.mark("≤ 2 s", met));
+        let m = Mark::at_size("≤ 2 s", f.value, marks::S7_MS, self.size());
+        let per_workload: Vec<f64> =
+            f.samples.iter().map(|ms| ms * 1e3 / self.fix.spec.workloads.max(1) as f64).collect();
+        sink.put(f.mark(m));
+        let f = Figure::new(Scenario::S7, "  per workload", "µs", per_workload);
+        let m = Mark::scaled("≤ 200 µs", "workload", "≤ 2 s", f.value, marks::S7_US_PER_WORKLOAD);
+        sink.put(f.mark(m));
         sink.put(Figure::ms(Scenario::S7, "  open the store", &opens));
         sink.put_all(phase_figures(Scenario::S7, &reports));
         let decided: Vec<f64> = reports.iter().map(|r| r.decided as f64).collect();
@@ -869,7 +896,7 @@ fn poll_rounds(
         cpu_per_pod,
     );
     let met = f.value <= 3.0;
-    out.push(f.mark("≤ 3 µs", met));
+    out.push(f.mark(Mark::any_size("≤ 3 µs per pod", met)));
     out.push(Figure::ms(s, "  steady-state round wall", &walls));
     out.push(Figure::new(s, "  watch events applied by the poller per second", "/s", applied_per_s));
     if !produced_per_s.is_empty() {
@@ -885,7 +912,7 @@ fn poll_rounds(
     let projected = (rss_before as f64 + per_cluster * 1000.0) / (1024.0 * 1024.0);
     out.push(
         Figure::new(s, "  peak RSS projected to 1,000 clusters (linear in clusters)", "MiB", vec![projected])
-            .mark("≤ 1 GiB", projected <= 1024.0),
+            .mark(Mark { text: "≤ 1 GiB at 1,000 clusters (projected)".to_string(), met: Some(projected <= 1024.0) }),
     );
     Ok(out)
 }
