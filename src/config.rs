@@ -309,7 +309,10 @@ impl HaSection {
             return bad("context", "is used only with kubeconfig".into());
         }
         for (k, v) in [("lease_namespace", &self.lease_namespace), ("lease_name", &self.lease_name)] {
-            if v.is_empty() || v.len() > 253 || !v.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.') {
+            if v.is_empty()
+                || v.len() > 253
+                || !v.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            {
                 return bad(k, format!("{v:?} is not a Kubernetes object name"));
             }
         }
@@ -807,6 +810,30 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("/etc/fedsched/fedsched.toml"))
+    }
+
+    #[test]
+    fn ha_has_client_go_defaults_and_rules() {
+        let c = parse("[ha]\nserver = \"https://host:6443\"\ntoken_file = \"token\"\n").expect("valid");
+        let ha = c.ha.expect("[ha]");
+        assert_eq!(
+            (ha.lease_duration, ha.renew_deadline, ha.retry_period),
+            (Duration::from_secs(15), Duration::from_secs(10), Duration::from_secs(2))
+        );
+        assert_eq!(ha.token_file.as_deref(), Some(Path::new("/etc/fedsched/token")));
+        assert!(ha.identity().ends_with(&format!("_{}", std::process::id())));
+        assert!(parse("").expect("valid").ha.is_none(), "no [ha]: no election");
+        let bad = |text: &str, key: &str| {
+            let e = parse(text).expect_err(text).to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        };
+        bad("[ha]\nkubeconfig = \"k\"\nlease_duration = \"10s\"", "ha.lease_duration");
+        bad("[ha]\nkubeconfig = \"k\"\nrenew_deadline = \"2s\"", "ha.renew_deadline");
+        bad("[ha]\nserver = \"https://h\"", "ha.token_file");
+        bad("[ha]\n", "ha.server");
+        bad("[ha]\nkubeconfig = \"k\"\nserver = \"https://h\"", "ha.kubeconfig");
+        bad("[ha]\nkubeconfig = \"k\"\nlease_name = \"Not_A_Name\"", "ha.lease_name");
+        bad("[ha]\nkubeconfig = \"k\"\nleader = true", "ha.leader");
     }
 
     #[test]
