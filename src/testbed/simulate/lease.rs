@@ -1,12 +1,14 @@
 //! `coordination.k8s.io/v1` Leases, as a host cluster's API server serves them to leader
 //! election: `GET`, `POST` (create: 409 `AlreadyExists` when taken), `PUT` (replace: 409
 //! `Conflict` when the body's `metadata.resourceVersion` is not the stored one) and `DELETE`
-//! of `/clusters/<c>/apis/coordination.k8s.io/v1/namespaces/<ns>/leases[/<name>]`. Every
-//! simulated cluster can act as the host. No watch (leader election does not need one).
+//! of `/clusters/<c>/apis/coordination.k8s.io/v1/namespaces/<ns>/leases[/<name>]`. No watch
+//! (leader election does not need one).
 //!
-//! Admin: `PUT /admin/clusters/<c>/leases/fault` sets a [`Fault`] that acts on the lease
-//! endpoints only (the member API goes on: a leader cut off from its host, not from its
-//! members); `DELETE` clears it. `GET /admin/leases` lists every lease with its history of
+//! The leases are one host API's: the same store answers under every cluster's path (one
+//! etcd behind several endpoints), so that instances can reach it by different paths and a
+//! fault can cut one of them off. Admin: `PUT /admin/clusters/<c>/leases/fault` sets a
+//! [`Fault`] on the lease endpoints under `<c>`'s path only (the member API goes on: a leader
+//! cut off from its host, not from its members); `DELETE` clears it. `GET /admin/leases` lists every lease with its history of
 //! holders (`{"holder", "atMs", "transitions"}` per change of holder), for tests that check
 //! that no two instances held one lease at once.
 
@@ -29,11 +31,11 @@ struct Stored {
 /// Every cluster's leases and the faults on their endpoints.
 #[derive(Debug, Default)]
 pub struct Leases {
-    /// By (cluster, namespace, name).
-    stored: RwLock<BTreeMap<(String, String, String), Stored>>,
+    /// By (namespace, name).
+    stored: RwLock<BTreeMap<(String, String), Stored>>,
     /// Resource versions handed out (shared by every lease: strictly increasing).
     rv: RwLock<u64>,
-    /// By cluster.
+    /// By the cluster whose path they act on.
     faults: RwLock<BTreeMap<String, Fault>>,
 }
 
@@ -61,8 +63,8 @@ impl Leases {
         let stored = self.stored.read().unwrap_or_else(|p| p.into_inner());
         let items: Vec<Value> = stored
             .iter()
-            .map(|((c, ns, n), s)| {
-                json!({"cluster": c, "namespace": ns, "name": n, "lease": s.object,
+            .map(|((ns, n), s)| {
+                json!({"namespace": ns, "name": n, "lease": s.object,
                     "holders": s.holders.iter().map(|(h, at, t)| json!({"holder": h, "atMs": at, "transitions": t})).collect::<Vec<_>>()})
             })
             .collect();
@@ -75,32 +77,32 @@ impl Leases {
         rv.to_string()
     }
 
-    /// One request to the lease endpoints of `cluster` (`segs`: the path after
+    /// One request to the lease endpoints (`segs`: the path after
     /// `apis/coordination.k8s.io/v1`), authenticated and past its faults already.
-    pub fn serve(&self, cluster: &str, method: &Method, segs: &[&str], body: &[u8]) -> Resp {
+    pub fn serve(&self, method: &Method, segs: &[&str], body: &[u8]) -> Resp {
         let (ns, name) = match segs {
             ["namespaces", ns, "leases"] => (*ns, None),
             ["namespaces", ns, "leases", name] => (*ns, Some(*name)),
             _ => return status(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource"),
         };
         match (method, name) {
-            (&Method::GET, Some(name)) => self.get(cluster, ns, name),
-            (&Method::POST, None) => self.create(cluster, ns, body),
-            (&Method::PUT, Some(name)) => self.replace(cluster, ns, name, body),
-            (&Method::DELETE, Some(name)) => self.delete(cluster, ns, name),
+            (&Method::GET, Some(name)) => self.get(ns, name),
+            (&Method::POST, None) => self.create(ns, body),
+            (&Method::PUT, Some(name)) => self.replace(ns, name, body),
+            (&Method::DELETE, Some(name)) => self.delete(ns, name),
             _ => status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "leases: GET, POST, PUT or DELETE"),
         }
     }
 
-    fn get(&self, cluster: &str, ns: &str, name: &str) -> Resp {
+    fn get(&self, ns: &str, name: &str) -> Resp {
         let stored = self.stored.read().unwrap_or_else(|p| p.into_inner());
-        match stored.get(&(cluster.to_string(), ns.to_string(), name.to_string())) {
+        match stored.get(&(ns.to_string(), name.to_string())) {
             Some(s) => ok(&s.object),
             None => not_found(name),
         }
     }
 
-    fn create(&self, cluster: &str, ns: &str, body: &[u8]) -> Resp {
+    fn create(&self, ns: &str, body: &[u8]) -> Resp {
         let mut object = match parse(body) {
             Ok(v) => v,
             Err(r) => return *r,
@@ -109,7 +111,7 @@ impl Leases {
             return status(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", "metadata.name: Required value");
         };
         let mut stored = self.stored.write().unwrap_or_else(|p| p.into_inner());
-        let key = (cluster.to_string(), ns.to_string(), name.clone());
+        let key = (ns.to_string(), name.clone());
         if stored.contains_key(&key) {
             return status(
                 StatusCode::CONFLICT,
@@ -120,7 +122,7 @@ impl Leases {
         let now = crate::util::clock::now_ms();
         object["metadata"]["namespace"] = json!(ns);
         object["metadata"]["resourceVersion"] = json!(self.next_rv());
-        object["metadata"]["uid"] = json!(format!("lease-{cluster}-{ns}-{name}"));
+        object["metadata"]["uid"] = json!(format!("lease-{ns}-{name}-{}", self.next_rv()));
         object["metadata"]["creationTimestamp"] = json!(super::apply::rfc3339(now));
         let mut s = Stored { object, holders: Vec::new() };
         note_holder(&mut s, now);
@@ -129,13 +131,13 @@ impl Leases {
         respond(StatusCode::CREATED, serde_json::to_vec(&answer).unwrap_or_default())
     }
 
-    fn replace(&self, cluster: &str, ns: &str, name: &str, body: &[u8]) -> Resp {
+    fn replace(&self, ns: &str, name: &str, body: &[u8]) -> Resp {
         let mut object = match parse(body) {
             Ok(v) => v,
             Err(r) => return *r,
         };
         let mut stored = self.stored.write().unwrap_or_else(|p| p.into_inner());
-        let Some(s) = stored.get_mut(&(cluster.to_string(), ns.to_string(), name.to_string())) else {
+        let Some(s) = stored.get_mut(&(ns.to_string(), name.to_string())) else {
             return not_found(name);
         };
         let current = s.object.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
@@ -160,9 +162,9 @@ impl Leases {
         ok(&s.object)
     }
 
-    fn delete(&self, cluster: &str, ns: &str, name: &str) -> Resp {
+    fn delete(&self, ns: &str, name: &str) -> Resp {
         let mut stored = self.stored.write().unwrap_or_else(|p| p.into_inner());
-        match stored.remove(&(cluster.to_string(), ns.to_string(), name.to_string())) {
+        match stored.remove(&(ns.to_string(), name.to_string())) {
             Some(s) => ok(&s.object),
             None => not_found(name),
         }
@@ -215,21 +217,20 @@ mod tests {
         };
         let segs = ["namespaces", "ha", "leases"];
         let one = ["namespaces", "ha", "leases", "fedsched"];
-        assert_eq!(body(l.serve("m", &Method::GET, &one, b"")).0, 404);
-        let (code, created) = body(l.serve("m", &Method::POST, &segs, &lease("a", None)));
+        assert_eq!(body(l.serve(&Method::GET, &one, b"")).0, 404);
+        let (code, created) = body(l.serve(&Method::POST, &segs, &lease("a", None)));
         assert_eq!(code, 201);
         let rv = created["metadata"]["resourceVersion"].as_str().expect("rv").to_string();
         // A second create loses: someone else won.
-        assert_eq!(body(l.serve("m", &Method::POST, &segs, &lease("b", None))).0, 409);
+        assert_eq!(body(l.serve(&Method::POST, &segs, &lease("b", None))).0, 409);
         // A replace with the current version wins once; the same version again conflicts.
-        let (code, replaced) = body(l.serve("m", &Method::PUT, &one, &lease("b", Some(&rv))));
+        let (code, replaced) = body(l.serve(&Method::PUT, &one, &lease("b", Some(&rv))));
         assert_eq!(code, 200);
         assert_ne!(replaced["metadata"]["resourceVersion"].as_str(), Some(rv.as_str()));
-        let (code, conflict) = body(l.serve("m", &Method::PUT, &one, &lease("c", Some(&rv))));
+        let (code, conflict) = body(l.serve(&Method::PUT, &one, &lease("c", Some(&rv))));
         assert_eq!((code, conflict["reason"].as_str()), (409, Some("Conflict")));
-        assert_eq!(body(l.serve("m", &Method::GET, &one, b"")).1["spec"]["holderIdentity"], "b");
-        // Another cluster is another host: its own leases.
-        assert_eq!(body(l.serve("n", &Method::GET, &one, b"")).0, 404);
+        assert_eq!(body(l.serve(&Method::GET, &one, b"")).1["spec"]["holderIdentity"], "b");
+        assert_eq!(body(l.serve(&Method::GET, &["namespaces", "other", "leases", "fedsched"], b"")).0, 404);
         let (_, listed) = body(l.list());
         let holders: Vec<&str> = listed["items"][0]["holders"]
             .as_array()

@@ -173,7 +173,7 @@ async fn lease_api(state: &Arc<State>, req: Request<Incoming>, cluster: &str, se
         Err(e) => return Ok(status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string())),
     };
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
-    Ok(state.leases.serve(cluster, &method, &segs, &body))
+    Ok(state.leases.serve(&method, &segs, &body))
 }
 
 /// One request to a simulated cluster's API: authentication, the cluster's faults, then a
