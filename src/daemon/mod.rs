@@ -457,7 +457,17 @@ impl Daemon {
         let Some(term) = handle.takeover_due() else { return false };
         let store = self.store.clone();
         let out = self.paths.output_dir.clone();
-        let adopted = tokio::task::spawn_blocking(move || reconcile::adopt_published(&store, &out)).await;
+        let git = self.current.reconciler.settings().publish.git.clone();
+        let adopted = tokio::task::spawn_blocking(move || {
+            if let Some(git) = &git {
+                crate::publish::git::sync_from_remote(&out, git).map_err(|e| reconcile::AdoptError::Read {
+                    path: out.display().to_string(),
+                    message: format!("git mode: {e}"),
+                })?;
+            }
+            reconcile::adopt_published(&store, &out)
+        })
+        .await;
         let adopted = match adopted {
             Ok(Ok(a)) => a,
             Ok(Err(error)) => {

@@ -27,7 +27,17 @@ struct Instance {
 impl Instance {
     /// An instance named `name` (its identity) that reaches the lease under `via`'s path.
     fn new(t: &Setup, name: &str, via: &str) -> Instance {
-        let base = std::fs::read_to_string(&t.config).expect("config");
+        Instance::with(t, name, via, None, "")
+    }
+
+    /// [`Instance::new`] with its own output directory and more configuration.
+    fn with(t: &Setup, name: &str, via: &str, output: Option<&std::path::Path>, extra: &str) -> Instance {
+        let mut base = std::fs::read_to_string(&t.config).expect("config");
+        if let Some(out) = output {
+            let old = format!("output_dir = {:?}", t.s.out().display().to_string());
+            assert!(base.contains(&old), "the setup's config names its output_dir");
+            base = base.replace(&old, &format!("output_dir = {:?}", out.display().to_string()));
+        }
         let state = t.s.dir.path().join(format!("state-{name}"));
         let old = format!("state_dir = {:?}", t.s.state().display().to_string());
         assert!(base.contains(&old), "the setup's config names its state_dir");
@@ -37,7 +47,7 @@ impl Instance {
         let https = endpoints["https"].as_str().expect("https");
         let meta = t.sim.meta();
         let text = format!(
-            "{}\n[ha]\nserver = \"https://{https}/clusters/{via}\"\ntoken_file = {:?}\nca_file = {:?}\nlease_namespace = \"fedsched\"\nidentity = \"{name}\"\nlease_duration = \"2s\"\nrenew_deadline = \"1500ms\"\nretry_period = \"300ms\"\n",
+            "{}\n[ha]\nserver = \"https://{https}/clusters/{via}\"\ntoken_file = {:?}\nca_file = {:?}\nlease_namespace = \"fedsched\"\nidentity = \"{name}\"\nlease_duration = \"2s\"\nrenew_deadline = \"1500ms\"\nretry_period = \"300ms\"\n{extra}",
             base.replace(&old, &format!("state_dir = {:?}", state.display().to_string())),
             meta.join("tokens").join(via).display().to_string(),
             meta.join("ca.crt").display().to_string(),
@@ -370,4 +380,74 @@ fn instances_restarted_at_random_never_publish_at_the_same_time() {
     eprintln!("{passes} published passes by {publishers:?}; {} changes of holder", tenures.len());
     assert!(publishers.len() >= 2, "the restarts never moved the lease: {tenures:?}");
     assert!(tenures.len() >= 4, "{tenures:?}");
+}
+
+const EXTRA: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata: {name: extra, namespace: shop}
+data: {k: v}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata: {name: extra}
+spec:
+  resourceSelectors:
+  - {apiVersion: v1, kind: ConfigMap, name: extra, namespace: shop}
+  placement:
+    clusterAffinity: {clusterNames: [member-000]}
+"#;
+
+fn git(args: &[&str]) -> String {
+    let o = Command::new("git").args(args).output().expect("git");
+    assert!(o.status.success(), "git {args:?}: {}", text(&o.stderr));
+    text(&o.stdout).trim().to_string()
+}
+
+#[test]
+fn in_git_mode_the_new_leader_continues_the_old_leaders_history() {
+    let t = setup_with(2, false, POLL, &[]);
+    let remote = t.s.dir.path().join("remote.git");
+    let remote_s = remote.display().to_string();
+    git(&["init", "-q", "--bare", "-b", "main", &remote_s]);
+    let cfg = format!("[git]\nenabled = true\nremote = {remote_s:?}\nbranch = \"main\"\npush = true\n");
+    let (out_a, out_b) = (t.s.dir.path().join("out-a"), t.s.dir.path().join("out-b"));
+    let mut a = Instance::with(&t, "a", "member-000", Some(&out_a), &cfg);
+    let mut b = Instance::with(&t, "b", "member-001", Some(&out_b), &cfg);
+    let gd = format!("--git-dir={remote_s}");
+    let head = || {
+        let o = Command::new("git").args([gd.as_str(), "rev-parse", "-q", "--verify", "main"]).output().expect("git");
+        text(&o.stdout).trim().to_string()
+    };
+    a.start();
+    wait_role(&a, "leader", Duration::from_secs(30));
+    wait_for("a's first push", Duration::from_secs(30), || !head().is_empty());
+    b.start();
+    wait_for("b's shadow passes", Duration::from_secs(30), || {
+        b.logged("reconcile done in shadow; nothing published").len() >= 2
+    });
+    assert!(!out_b.join(".fedsched/placements.json").exists(), "the standby wrote its output");
+    let pushed = head();
+    let placements = git(&[&gd, "show", "main:.fedsched/placements.json"]);
+
+    a.kill9();
+    wait_for("b's takeover passes", Duration::from_secs(30), || b.logged("reconcile done").len() >= 2);
+    assert_eq!(
+        b.logged("takeover: the output is the remote branch as the last leader pushed it").len(),
+        1,
+        "b synced its work tree before adopting"
+    );
+    // Nothing changed: no new commit, the same placements.
+    assert_eq!(head(), pushed, "the takeover committed a change");
+    assert_eq!(
+        std::fs::read_to_string(out_b.join(".fedsched/placements.json")).expect("b's output"),
+        format!("{placements}\n")
+    );
+    // A change: b commits on top of a's history and pushes fast-forward.
+    t.s.write("apps/extra.yaml", EXTRA);
+    wait_for("b's push of the change", Duration::from_secs(30), || head() != pushed);
+    let new = head();
+    git(&[&gd, "merge-base", "--is-ancestor", &pushed, &new]);
+    assert_eq!(git(&[&gd, "rev-list", "--count", &format!("{pushed}..{new}")]), "1");
+    assert!(git(&[&gd, "rev-list", "--merges", "main"]).is_empty(), "a merge in the output history");
+    assert!(b.lines().iter().all(|l| l["message"] != "push failed"), "b's push was rejected");
 }
