@@ -182,7 +182,7 @@ impl Metrics {
             Unit::Seconds,
             m.poll_duration.clone(),
         );
-        r.register("reconciles", "Reconcile passes, by outcome (ok, invalid, failed)", m.reconciles.clone());
+        r.register("reconciles", "Reconcile passes, by outcome (ok, invalid, failed, shadow)", m.reconciles.clone());
         r.register_with_unit(
             "reconcile_duration",
             "Wall time of a completed reconcile pass, load to flush",

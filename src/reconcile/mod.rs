@@ -98,11 +98,17 @@ impl Reconciler {
         self
     }
 
-    fn fenced(&self, decisions: &decide::Decisions) -> Result<(), ReconcileError> {
+    /// The fence's answer before `stage` (`publish`, `commit`).
+    fn fenced(&self, decisions: &decide::Decisions, stage: &str) -> Result<(), ReconcileError> {
         match self.fence.as_ref().map(|f| f()) {
-            Some(Err(reason)) => {
-                Err(ReconcileError::Fenced { reason, workloads: decisions.order.len(), scheduled: decisions.scheduled })
-            }
+            Some(Err(reason)) => Err(ReconcileError::Fenced {
+                reason: match stage {
+                    "publish" => reason,
+                    _ => format!("{reason} (before the {stage}: the files were written; the next leader commits them)"),
+                },
+                workloads: decisions.order.len(),
+                scheduled: decisions.scheduled,
+            }),
             _ => Ok(()),
         }
     }
@@ -179,7 +185,7 @@ impl Reconciler {
         let planned = plan::plan(cache, &inputs.set, &decisions, full_check);
 
         // Publish, then record: a crash in between re-derives the same output next time.
-        self.fenced(&decisions)?;
+        self.fenced(&decisions, "publish")?;
         let phase = Instant::now();
         let published = publish::publish_guarded(output_dir, &planned.plan, &self.settings.publish.guard)?;
         let publish_time = phase.elapsed();
@@ -200,7 +206,7 @@ impl Reconciler {
 
         let commit = match &self.settings.publish.git {
             Some(git) => {
-                self.fenced(&decisions)?;
+                self.fenced(&decisions, "commit")?;
                 publish::git::commit_and_push(output_dir, git, trigger)?.commit
             }
             None => None,
