@@ -28,6 +28,15 @@
 //! an event (its report is recorded in the metrics), and the reconcile that follows uses the
 //! latest view of every cluster. A round in flight never blocks the loop (signals, watchdog,
 //! policy changes go on).
+//!
+//! High availability (`[ha]`, [`crate::ha`]): an election task holds or waits for the Lease
+//! and reports changes of role as events. Every pass runs; the reconciler asks the lease's
+//! fence before publishing, so a standby's pass (and a leader's whose renew deadline passed)
+//! ends in shadow ([`reconcile::ReconcileError::Fenced`]): polled, decided, nothing written or
+//! recorded, still ready. On a new term of leadership the loop first takes over
+//! (`take_over_if_due`: git mode syncs its work tree to the remote, `placements.json` is
+//! adopted as the previous placements and claims, a new reconciler), then opens the fence and
+//! runs a pass. At shutdown the lease is released so that a standby takes over at once.
 
 pub mod systemd;
 pub mod watch;

@@ -451,3 +451,13 @@ fn in_git_mode_the_new_leader_continues_the_old_leaders_history() {
     assert!(git(&[&gd, "rev-list", "--merges", "main"]).is_empty(), "a merge in the output history");
     assert!(b.lines().iter().all(|l| l["message"] != "push failed"), "b's push was rejected");
 }
+
+#[test]
+fn render_refuses_a_configuration_with_ha() {
+    let t = setup_with(1, false, POLL, &[]);
+    let a = Instance::new(&t, "a", "member-000");
+    let o = fedsched(&["render", "-c", a.config.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(64), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("only the elected leader"), "{}", text(&o.stderr));
+    assert!(!t.s.out().join(".fedsched/placements.json").exists(), "render wrote the output");
+}
