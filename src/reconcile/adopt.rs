@@ -105,3 +105,77 @@ fn same_decision_inputs(a: &PlacementRecord, b: &PlacementRecord) -> bool {
         && a.files == b.files
         && std::mem::discriminant(&a.result.outcome) == std::mem::discriminant(&b.result.outcome)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{ObjectKey, PolicyKind, PolicyRef};
+    use std::collections::BTreeMap;
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("shop".into()),
+            name: name.into(),
+        }
+    }
+
+    fn record(name: &str, targets: &[(&str, i32)], policy: &str, seq: u64) -> PlacementRecord {
+        let targets: BTreeMap<String, Option<i32>> = targets.iter().map(|(c, r)| (c.to_string(), Some(*r))).collect();
+        let files = targets.keys().map(|c| (c.clone(), format!("{c}/shop/{name}.yaml"))).collect();
+        PlacementRecord {
+            workload: key(name),
+            policy: Some(PolicyRef {
+                kind: PolicyKind::ClusterPropagationPolicy,
+                namespace: None,
+                name: policy.into(),
+            }),
+            result: ScheduleResult {
+                outcome: Outcome::Scheduled { targets: targets.clone() },
+                verdicts: Vec::new(),
+                rejected: Vec::new(),
+                universe: 0,
+                affinity_name: Some("primary".into()),
+            },
+            targets,
+            affinity_name: Some("primary".into()),
+            files,
+            history_seq: seq,
+            decided_at_ms: 7,
+        }
+    }
+
+    #[test]
+    fn the_published_placements_replace_the_stores_and_nothing_else() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (state, out) = (dir.path().join("state"), dir.path().join("out"));
+        let store = Store::open(&state).expect("store");
+        // Nothing published yet: nothing to adopt.
+        assert_eq!(adopt_published(&store, &out).expect("adopt"), Adopted::default());
+        // The old leader's output: web on a+b by `web`, api on c.
+        let published = [record("web", &[("a", 4), ("b", 2)], "web", 0), record("api", &[("c", 1)], "api", 0)];
+        std::fs::create_dir_all(out.join(".fedsched")).expect("mkdir");
+        let text = crate::render::summary::summary_json(published.iter().map(PlacementRecord::summary));
+        std::fs::write(out.join(".fedsched/placements.json"), text).expect("write");
+        // This instance's store: web elsewhere by another claimer, api as published, old gone.
+        store.put_placement(&record("web", &[("c", 6)], "rival", 3)).expect("put");
+        store.put_placement(&record("api", &[("c", 1)], "api", 5)).expect("put");
+        store.put_placement(&record("old", &[("a", 1)], "old", 9)).expect("put");
+        let done = adopt_published(&store, &out).expect("adopt");
+        assert_eq!(done, Adopted { published: 2, changed: 1, removed: 1 });
+        let web = store.placement(&key("web")).expect("read").expect("web");
+        assert_eq!(web.targets, published[0].targets);
+        assert_eq!(web.policy, published[0].policy, "the first claimer is adopted");
+        assert_eq!(web.affinity_name.as_deref(), Some("primary"));
+        assert_eq!(web.files, published[0].files);
+        assert_eq!(web.history_seq, 3, "adoption writes no history: the store's sequence stays");
+        assert_eq!(store.placement(&key("api")).expect("read").expect("api").history_seq, 5, "unchanged");
+        assert!(store.placement(&key("old")).expect("read").is_none());
+        // Adopting again changes nothing.
+        assert_eq!(adopt_published(&store, &out).expect("adopt"), Adopted { published: 2, changed: 0, removed: 0 });
+        std::fs::write(out.join(".fedsched/placements.json"), "{\"placements\": 3}").expect("write");
+        let e = adopt_published(&store, &out).expect_err("bad file").to_string();
+        assert!(e.contains("placements.json") && e.contains("not a list"), "{e}");
+    }
+}
