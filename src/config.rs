@@ -224,6 +224,118 @@ impl HttpSection {
     }
 }
 
+/// `[ha]`: high availability. Several instances run; the one holding a `coordination.k8s.io/v1`
+/// Lease on the host cluster publishes, the others poll and decide in shadow ([`crate::ha`]).
+/// Without the section there is no election: the instance publishes (as before).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HaSection {
+    /// Path of a kubeconfig for the host cluster (or `server` + `token_file`).
+    pub kubeconfig: Option<PathBuf>,
+    /// Context in that kubeconfig (default: its current context).
+    pub context: Option<String>,
+    /// The host cluster's API server URL (with `token_file`, optionally `ca_file`).
+    pub server: Option<String>,
+    /// Bearer token file for `server` (re-read when it rotates; never logged).
+    pub token_file: Option<PathBuf>,
+    /// CA bundle for `server`.
+    pub ca_file: Option<PathBuf>,
+    /// Namespace of the Lease.
+    pub lease_namespace: String,
+    /// Name of the Lease.
+    pub lease_name: String,
+    /// This instance's identity in the Lease (default: hostname + "_" + pid, as client-go
+    /// users usually build it).
+    pub identity: Option<String>,
+    /// How long a lease is valid after its last renewal, for the others (client-go: 15 s).
+    #[serde(deserialize_with = "duration")]
+    pub lease_duration: Duration,
+    /// The leader stops publishing when it could not renew for this long (client-go: 10 s).
+    #[serde(deserialize_with = "duration")]
+    pub renew_deadline: Duration,
+    /// Time between attempts to acquire or renew (client-go: 2 s).
+    #[serde(deserialize_with = "duration")]
+    pub retry_period: Duration,
+}
+
+impl Default for HaSection {
+    fn default() -> Self {
+        HaSection {
+            kubeconfig: None,
+            context: None,
+            server: None,
+            token_file: None,
+            ca_file: None,
+            lease_namespace: "default".into(),
+            lease_name: "fedsched".into(),
+            identity: None,
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+}
+
+impl HaSection {
+    /// client-go's rules: lease_duration > renew_deadline > 1.2 × retry_period > 0, a host
+    /// cluster given (kubeconfig, or server + token_file), a lease name and namespace.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        let bad = |k: &str, m: String| Err((format!("ha.{k}"), m));
+        if self.retry_period.is_zero() {
+            return bad("retry_period", "must be greater than zero".into());
+        }
+        if self.lease_duration <= self.renew_deadline {
+            return bad(
+                "lease_duration",
+                format!(
+                    "must be greater than renew_deadline ({} ≤ {})",
+                    humantime::format_duration(self.lease_duration),
+                    humantime::format_duration(self.renew_deadline)
+                ),
+            );
+        }
+        if self.renew_deadline.as_secs_f64() <= 1.2 * self.retry_period.as_secs_f64() {
+            return bad("renew_deadline", "must be greater than 1.2 × retry_period (client-go's jitter factor)".into());
+        }
+        match (&self.kubeconfig, &self.server, &self.token_file) {
+            (Some(_), None, None) | (None, Some(_), Some(_)) => {}
+            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+                return bad("kubeconfig", "give kubeconfig or server + token_file, not both".into());
+            }
+            (None, Some(_), None) => return bad("token_file", "is required with server".into()),
+            (None, None, _) => return bad("server", "the host cluster: give kubeconfig or server + token_file".into()),
+        }
+        if self.context.is_some() && self.kubeconfig.is_none() {
+            return bad("context", "is used only with kubeconfig".into());
+        }
+        for (k, v) in [("lease_namespace", &self.lease_namespace), ("lease_name", &self.lease_name)] {
+            if v.is_empty()
+                || v.len() > 253
+                || !v.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            {
+                return bad(k, format!("{v:?} is not a Kubernetes object name"));
+            }
+        }
+        if self.identity.as_deref().is_some_and(str::is_empty) {
+            return bad("identity", "must not be empty".into());
+        }
+        Ok(())
+    }
+
+    /// The identity in force: `identity`, or hostname + "_" + pid.
+    pub fn identity(&self) -> String {
+        self.identity.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty())
+                .or_else(|| std::env::var("HOSTNAME").ok())
+                .unwrap_or_else(|| "localhost".into());
+            format!("{host}_{}", std::process::id())
+        })
+    }
+}
+
 /// One label-backed dimension of `[model.label_resources]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -465,6 +577,8 @@ pub struct Config {
     /// How the policy repository is walked.
     #[serde(default)]
     pub policy: PolicySection,
+    /// High availability: leader election on a Lease (absent: this instance always publishes).
+    pub ha: Option<HaSection>,
 }
 
 /// `[interpreter]`: where else `ResourceInterpreterCustomization`s come from.
@@ -570,6 +684,16 @@ impl Config {
             && p.is_relative()
         {
             *p = base.join(&*p);
+        }
+        if let Some(ha) = cfg.ha.as_mut() {
+            for p in [&mut ha.kubeconfig, &mut ha.token_file, &mut ha.ca_file].into_iter().flatten() {
+                if p.is_relative() {
+                    *p = base.join(&*p);
+                }
+            }
+            if let Err((key, message)) = ha.check() {
+                return Err(ConfigError::Invalid { path: path.to_path_buf(), key, message });
+            }
         }
         for p in &mut cfg.interpreter.dirs {
             if p.is_relative() {
@@ -686,6 +810,30 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("/etc/fedsched/fedsched.toml"))
+    }
+
+    #[test]
+    fn ha_has_client_go_defaults_and_rules() {
+        let c = parse("[ha]\nserver = \"https://host:6443\"\ntoken_file = \"token\"\n").expect("valid");
+        let ha = c.ha.expect("[ha]");
+        assert_eq!(
+            (ha.lease_duration, ha.renew_deadline, ha.retry_period),
+            (Duration::from_secs(15), Duration::from_secs(10), Duration::from_secs(2))
+        );
+        assert_eq!(ha.token_file.as_deref(), Some(Path::new("/etc/fedsched/token")));
+        assert!(ha.identity().ends_with(&format!("_{}", std::process::id())));
+        assert!(parse("").expect("valid").ha.is_none(), "no [ha]: no election");
+        let bad = |text: &str, key: &str| {
+            let e = parse(text).expect_err(text).to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        };
+        bad("[ha]\nkubeconfig = \"k\"\nlease_duration = \"10s\"", "ha.lease_duration");
+        bad("[ha]\nkubeconfig = \"k\"\nrenew_deadline = \"2s\"", "ha.renew_deadline");
+        bad("[ha]\nserver = \"https://h\"", "ha.token_file");
+        bad("[ha]\n", "ha.server");
+        bad("[ha]\nkubeconfig = \"k\"\nserver = \"https://h\"", "ha.kubeconfig");
+        bad("[ha]\nkubeconfig = \"k\"\nlease_name = \"Not_A_Name\"", "ha.lease_name");
+        bad("[ha]\nkubeconfig = \"k\"\nleader = true", "ha.leader");
     }
 
     #[test]

@@ -17,6 +17,8 @@
 //! - [`publish`]: the output directory: atomic writes, pruning, the mass-deletion guard, git.
 //! - [`reconcile`]: one pass through the whole flow, one module per stage; used by `render`
 //!   and by the daemon.
+//! - [`ha`]: high availability: leader election on a Kubernetes Lease (client-go's rules); the
+//!   daemon publishes only while the fence of its lease holds.
 //! - [`daemon`]: the long-running loop, driven by a stream of controls and a clock.
 //! - [`views`]: the read side (explain, history, snapshots, resources, status), one
 //!   implementation for the CLI and the API.
@@ -29,6 +31,7 @@ pub mod api;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod ha;
 pub mod members;
 pub mod metrics;
 pub mod model;

@@ -44,6 +44,11 @@ pub const PHASES: [&str; 6] = ["load", "poll", "schedule", "render", "publish", 
 pub const STATES: [&str; 3] = ["scheduled", "unschedulable", "pending_failover"];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HaLabels {
+    identity: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ClusterLabels {
     cluster: String,
 }
@@ -116,6 +121,8 @@ pub struct Metrics {
     ready: Gauge,
     last_success: FloatGauge,
     heartbeat_age: FloatGauge,
+    ha_leader: Family<HaLabels, Gauge>,
+    ha_transitions: Family<HaLabels, Gauge>,
     /// Serializes refresh + encode so that a scrape never sees a half-refreshed family.
     scrape: Mutex<()>,
 }
@@ -160,6 +167,8 @@ impl Metrics {
             ready: Gauge::default(),
             last_success: FloatGauge::default(),
             heartbeat_age: FloatGauge::default(),
+            ha_leader: Family::default(),
+            ha_transitions: Family::default(),
             scrape: Mutex::new(()),
         };
         r.register(
@@ -173,7 +182,7 @@ impl Metrics {
             Unit::Seconds,
             m.poll_duration.clone(),
         );
-        r.register("reconciles", "Reconcile passes, by outcome (ok, invalid, failed)", m.reconciles.clone());
+        r.register("reconciles", "Reconcile passes, by outcome (ok, invalid, failed, shadow)", m.reconciles.clone());
         r.register_with_unit(
             "reconcile_duration",
             "Wall time of a completed reconcile pass, load to flush",
@@ -185,6 +194,16 @@ impl Metrics {
             "Wall time of each phase of a completed pass (load, poll, schedule, render, publish, record)",
             Unit::Seconds,
             m.phase_duration.clone(),
+        );
+        r.register(
+            "ha_leader",
+            "[ha]: 1 while this instance holds the lease and may publish, 0 as a standby (absent without [ha])",
+            m.ha_leader.clone(),
+        );
+        r.register(
+            "ha_lease_transitions",
+            "[ha]: leaseTransitions of the lease as last seen",
+            m.ha_transitions.clone(),
         );
         r.register("files_written", "Files written to the output directory", m.files_written.clone());
         r.register("files_removed", "Files removed from the output directory", m.files_removed.clone());
@@ -371,6 +390,13 @@ impl Metrics {
         m.ready.set(i64::from(view.is_ready()));
         m.last_success.set(view.last_success_ms.map(|ms| ms as f64 / 1000.0).unwrap_or(0.0));
         m.heartbeat_age.set(heartbeat_age_ms as f64 / 1000.0);
+        if let Some(ha) = view.ha.as_ref().map(|h| h.status()) {
+            m.ha_leader.clear();
+            let l = HaLabels { identity: ha.identity.clone() };
+            m.ha_leader.get_or_create(&l).set(i64::from(ha.role == crate::ha::Role::Leader));
+            m.ha_transitions.clear();
+            m.ha_transitions.get_or_create(&l).set(i64::from(ha.transitions));
+        }
     }
 }
 

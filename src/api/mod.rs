@@ -381,7 +381,7 @@ fn pass_json(p: &crate::views::status::PassStatus) -> Value {
             *errors,
             Some(format!("{errors} error(s) in the policy repository; the last good output stays; first: {first}")),
         ),
-        PassOutcome::Failed { message } => (0, Some(message.clone())),
+        PassOutcome::Failed { message } | PassOutcome::Shadow { reason: message } => (0, Some(message.clone())),
     };
     json!({
         "trigger": p.trigger,
@@ -406,6 +406,10 @@ async fn status(State(s): State<ApiState>, headers: HeaderMap) -> Response {
         "lastSuccess": view.last_success_ms.map(explain::format_ms),
         "lastSummary": view.last_report.as_ref().map(|r| r.summary()),
         "policyErrors": view.policy_errors,
+        "ha": view.ha.as_ref().map(|h| {
+            let st = h.status();
+            json!({"role": st.role.as_str(), "identity": st.identity, "holder": st.holder, "transitions": st.transitions})
+        }),
         "failover": view.last_report.as_ref().map(|r| json!({
             "stormGuard": r.stability.storm,
             "pendingFailover": r.stability.pending_failover,

@@ -648,6 +648,17 @@ fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
 }
 
 fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitCode, Failure> {
+    if cfg.ha.is_some() {
+        // One writer: with [ha], only the elected leader (`fedsched run`) publishes.
+        return Err(Failure {
+            code: exit::USAGE,
+            error: anyhow::anyhow!(
+                "the configuration has [ha]: only the elected leader (`fedsched run`) publishes the output; \
+                 `fedsched render` would write it outside the election (use a configuration without [ha] and \
+                 another output directory for a one-off render)"
+            ),
+        });
+    }
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
     let settings = reconcile::Settings::from_config(cfg, allow_mass_delete).map_err(|e| invalid(e.into()))?;
     let mut inputs = check::load(cfg, &paths.policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;

@@ -28,6 +28,15 @@
 //! an event (its report is recorded in the metrics), and the reconcile that follows uses the
 //! latest view of every cluster. A round in flight never blocks the loop (signals, watchdog,
 //! policy changes go on).
+//!
+//! High availability (`[ha]`, [`crate::ha`]): an election task holds or waits for the Lease
+//! and reports changes of role as events. Every pass runs; the reconciler asks the lease's
+//! fence before publishing, so a standby's pass (and a leader's whose renew deadline passed)
+//! ends in shadow ([`reconcile::ReconcileError::Fenced`]): polled, decided, nothing written or
+//! recorded, still ready. On a new term of leadership the loop first takes over
+//! (`take_over_if_due`: git mode syncs its work tree to the remote, `placements.json` is
+//! adopted as the previous placements and claims, a new reconciler), then opens the fence and
+//! runs a pass. At shutdown the lease is released so that a standby takes over at once.
 
 pub mod systemd;
 pub mod watch;
@@ -43,6 +52,7 @@ use signal_hook_tokio::Signals;
 use tokio::sync::{mpsc, watch as status_watch};
 
 use crate::config::{Config, Paths};
+use crate::ha;
 use crate::members::live::{LiveView, Poller, RoundReport, Target, targets};
 use crate::metrics::Metrics;
 use crate::reconcile::{self, PhaseTimings, Reconciler};
@@ -114,11 +124,66 @@ struct Current {
 
 impl Current {
     /// [`reconcile::Settings::from_config`] (the one way settings are built, at start and on
-    /// reload) and a new [`Reconciler`] over `store`.
-    fn from_config(cfg: &Config, store: &Store) -> anyhow::Result<Current> {
+    /// reload) and a new [`Reconciler`] over `store`, fenced by the lease with `[ha]`.
+    fn from_config(cfg: &Config, store: &Store, ha: Option<&Arc<ha::Handle>>) -> anyhow::Result<Current> {
         let settings = reconcile::Settings::from_config(cfg, false)?;
         let profiles = Arc::new(cfg.profiles()?);
-        Ok(Current { reconciler: Arc::new(Reconciler::new(store.clone(), settings)), profiles })
+        let mut reconciler = Reconciler::new(store.clone(), settings);
+        if let Some(h) = ha {
+            let h = Arc::clone(h);
+            reconciler = reconciler.with_fence(Arc::new(move || h.fence()));
+        }
+        Ok(Current { reconciler: Arc::new(reconciler), profiles })
+    }
+}
+
+/// `[ha]` at run time: the election task and what the loop reads of it.
+struct HaRuntime {
+    handle: Arc<ha::Handle>,
+    /// Changes of role, from the election task.
+    roles: mpsc::UnboundedReceiver<ha::Role>,
+    /// `true` stops the election (the lease is released if held).
+    stop: status_watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl HaRuntime {
+    /// Connects to the host cluster and starts the election task.
+    async fn start(section: &crate::config::HaSection) -> anyhow::Result<HaRuntime> {
+        let identity = section.identity();
+        let timing = ha::timing(section);
+        let api = ha::KubeLeases::connect(section, timing.renew_deadline).await.map_err(anyhow::Error::msg)?;
+        let handle = ha::Handle::new(identity.clone());
+        let (roles_tx, roles) = mpsc::unbounded_channel();
+        let (stop, stop_rx) = status_watch::channel(false);
+        let elector =
+            ha::Elector::new(identity.clone(), section.lease_namespace.clone(), section.lease_name.clone(), timing);
+        let task = tokio::spawn(ha::run(elector, api, Arc::clone(&handle), roles_tx, stop_rx, timing));
+        tracing::info!(
+            identity = %identity,
+            lease = %format!("{}/{}", section.lease_namespace, section.lease_name),
+            lease_duration_ms = timing.lease_duration.as_millis() as u64,
+            renew_deadline_ms = timing.renew_deadline.as_millis() as u64,
+            retry_period_ms = timing.retry_period.as_millis() as u64,
+            "leader election started; publishing only while this instance holds the lease"
+        );
+        Ok(HaRuntime { handle, roles, stop, task })
+    }
+
+    /// Stops the election; a held lease is released so that a standby takes over at once.
+    async fn stop(self, limit: Duration) {
+        let _ = self.stop.send(true);
+        if tokio::time::timeout(limit, self.task).await.is_err() {
+            tracing::warn!("leader election did not stop in time; the lease expires by itself");
+        }
+    }
+}
+
+/// The next change of role, or never without `[ha]`.
+async fn next_role(ha: &mut Option<HaRuntime>) -> Option<ha::Role> {
+    match ha {
+        Some(h) => h.roles.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -140,6 +205,8 @@ pub struct Daemon {
     watch_policy_dir: bool,
     /// The repository's notes and warnings last logged (logged again only when they change).
     findings: std::sync::Mutex<Vec<String>>,
+    /// `[ha]`: the election (`None`: no election, this instance publishes).
+    ha: Option<HaRuntime>,
 }
 
 enum Event {
@@ -149,6 +216,7 @@ enum Event {
     Reload,
     Shutdown(&'static str),
     Heartbeat,
+    Role(ha::Role),
 }
 
 impl Daemon {
@@ -165,11 +233,18 @@ impl Daemon {
             .await
             .context("store task failed")?
             .context("cannot open the store")?;
-        let current = Current::from_config(&cfg, &store)?;
+        let ha = match &cfg.ha {
+            Some(section) => Some(HaRuntime::start(section).await?),
+            None => None,
+        };
+        let current = Current::from_config(&cfg, &store, ha.as_ref().map(|h| &h.handle))?;
         let heartbeat = Arc::new(Heartbeat::new(clock.now_ms()));
         let metrics = Arc::new(Metrics::new());
-        let (status_tx, status_rx) =
-            status_watch::channel(Arc::new(StatusView { started_at_ms: clock.now_ms(), ..Default::default() }));
+        let (status_tx, status_rx) = status_watch::channel(Arc::new(StatusView {
+            started_at_ms: clock.now_ms(),
+            ha: ha.as_ref().map(|h| Arc::clone(&h.handle)),
+            ..Default::default()
+        }));
         let api = start_api(&cfg, &paths, &store, status_rx, &heartbeat, &metrics, &clock).await?;
         Ok(Daemon {
             cfg,
@@ -184,6 +259,7 @@ impl Daemon {
             api,
             watch_policy_dir: true,
             findings: Default::default(),
+            ha,
         })
     }
 
@@ -249,7 +325,11 @@ impl Daemon {
         }
         loop {
             self.heartbeat.beat(self.clock.now_ms());
-            if let Some(trigger) = pending.take() {
+            let mut pending_now = pending.take();
+            if self.take_over_if_due().await && pending_now.is_none() {
+                pending_now = Some("takeover");
+            }
+            if let Some(trigger) = pending_now {
                 let (ok, new_targets) = self.reconcile_once(trigger, &view).await;
                 self.heartbeat.beat(self.clock.now_ms());
                 systemd::watchdog();
@@ -271,6 +351,7 @@ impl Daemon {
                 Some(()) = fs_rx.recv() => Event::PolicyChanged,
                 _ = ticker.tick() => Event::Tick,
                 _ = beat.tick() => Event::Heartbeat,
+                Some(role) = next_role(&mut self.ha) => Event::Role(role),
                 c = control.next() => match c {
                     Some(Control::Reload) => Event::Reload,
                     Some(Control::PolicyChanged) => Event::PolicyChanged,
@@ -315,6 +396,10 @@ impl Daemon {
                     }
                 }
                 Event::Heartbeat => systemd::watchdog(),
+                // Becoming the leader: the takeover (adoption, then a pass) runs at the top of
+                // the loop. Losing it: the fence already stops the publish.
+                Event::Role(ha::Role::Leader) => pending = pending.or(Some("takeover")),
+                Event::Role(ha::Role::Standby) => {}
                 Event::Reload => {
                     systemd::reloading();
                     if self.reload() == Some(true) {
@@ -332,6 +417,9 @@ impl Daemon {
         systemd::stopping();
         drop(policy_watch);
         let limit = self.cfg.reconcile.shutdown_timeout;
+        if let Some(ha) = self.ha.take() {
+            ha.stop(limit).await;
+        }
         if let Some(server) = self.api.take() {
             server.shutdown(limit).await;
             let _ = std::fs::remove_file(paths.state_dir.join(crate::api::ADDR_FILE));
@@ -367,14 +455,67 @@ impl Daemon {
         }
     }
 
+    /// `[ha]`: when this instance holds the lease for a term whose takeover is not done, adopts
+    /// the published state ([`reconcile::adopt_published`]: `placements.json` as the previous
+    /// placements and claims) and starts a new reconciler on it, then opens the fence. Returns
+    /// whether a takeover was done (a pass should follow). On failure the fence stays closed
+    /// (nothing is published from placements that were not adopted) and the next turn of the
+    /// loop tries again.
+    async fn take_over_if_due(&mut self) -> bool {
+        let Some(handle) = self.ha.as_ref().map(|h| Arc::clone(&h.handle)) else { return false };
+        let Some(term) = handle.takeover_due() else { return false };
+        let store = self.store.clone();
+        let out = self.paths.output_dir.clone();
+        let git = self.current.reconciler.settings().publish.git.clone();
+        let adopted = tokio::task::spawn_blocking(move || {
+            if let Some(git) = &git {
+                crate::publish::git::sync_from_remote(&out, git).map_err(|e| reconcile::AdoptError::Read {
+                    path: out.display().to_string(),
+                    message: format!("git mode: {e}"),
+                })?;
+            }
+            reconcile::adopt_published(&store, &out)
+        })
+        .await;
+        let adopted = match adopted {
+            Ok(Ok(a)) => a,
+            Ok(Err(error)) => {
+                tracing::error!(%error, "takeover: cannot adopt the published state; not publishing");
+                return false;
+            }
+            Err(error) => {
+                tracing::error!(%error, "takeover: the adoption task failed; not publishing");
+                return false;
+            }
+        };
+        match Current::from_config(&self.cfg, &self.store, Some(&handle)) {
+            Ok(current) => self.current = current,
+            Err(error) => {
+                tracing::error!(%error, "takeover: cannot build the settings; not publishing");
+                return false;
+            }
+        }
+        handle.adopted(term);
+        let st = handle.status();
+        tracing::info!(
+            identity = %st.identity,
+            transitions = st.transitions,
+            published = adopted.published,
+            changed = adopted.changed,
+            removed = adopted.removed,
+            "takeover: adopted the published placements; publishing as the leader"
+        );
+        true
+    }
+
     /// Reads the configuration file again and puts its settings in force (a new reconciler).
     /// Returns whether `reconcile.interval` changed, or `None` when nothing was reloaded (no
     /// file, or an invalid one: the previous settings stay).
     fn reload(&mut self) -> Option<bool> {
         let path = self.config_path.clone()?;
-        let loaded = Config::load(&path)
-            .map_err(anyhow::Error::from)
-            .and_then(|new| Current::from_config(&new, &self.store).map(|current| (new, current)));
+        let loaded = Config::load(&path).map_err(anyhow::Error::from).and_then(|new| {
+            Current::from_config(&new, &self.store, self.ha.as_ref().map(|h| &h.handle)).map(|current| (new, current))
+        });
         let (new, current) = match loaded {
             Ok(l) => l,
             Err(error) => {
@@ -389,12 +530,16 @@ impl Daemon {
         if new.http != cfg.http {
             tracing::warn!("[http] settings changed; they take effect at the next restart");
         }
+        if new.ha != cfg.ha {
+            tracing::warn!("[ha] settings changed; they take effect at the next restart");
+        }
         let interval_changed = new.reconcile.interval != cfg.reconcile.interval;
         self.cfg = Config {
             policy_dir: cfg.policy_dir.clone(),
             output_dir: cfg.output_dir.clone(),
             state_dir: cfg.state_dir.clone(),
             http: cfg.http.clone(),
+            ha: cfg.ha.clone(),
             ..new
         };
         self.current = current;
@@ -535,6 +680,20 @@ impl Daemon {
                 let first = errors.first().map(ToString::to_string).unwrap_or_default();
                 publish_failure(status, pass(PassOutcome::Invalid { errors: errors.len(), first }), Some(errors.len()));
                 false
+            }
+            Ok(Err(reconcile::ReconcileError::Fenced { reason, workloads, scheduled })) => {
+                tracing::info!(trigger, workloads, scheduled, duration_ms, reason = %reason, "reconcile done in shadow; nothing published");
+                systemd::status(&format!("standby: {reason}"));
+                metrics.record_pass("shadow", None);
+                status.send_modify(|v| {
+                    let mut next = StatusView::clone(&**v);
+                    // A standby serves the read API from its own store: ready.
+                    next.ready = true;
+                    next.last_pass = Some(pass(PassOutcome::Shadow { reason }));
+                    next.passes += 1;
+                    *v = Arc::new(next);
+                });
+                true
             }
             Ok(Err(error)) => {
                 tracing::error!(trigger, %error, duration_ms, "reconcile failed; output left as it was");

@@ -193,6 +193,34 @@ pub fn commit_and_push(out: &Path, opts: &GitOptions, trigger: &str) -> Result<G
     Ok(outcome)
 }
 
+/// `[ha]` takeover in git mode: makes `out` the remote branch as the last leader pushed it
+/// (`git fetch`, `git reset --hard`, `git clean` of files no commit has, a pending push
+/// forgotten), so that the new leader adopts and commits on top of the old leader's history
+/// and pushes fast-forward. What this instance may have committed or written while it led
+/// before is discarded: a later leader published since. Returns whether the tree was synced
+/// (false: no remote or no push configured, or the branch does not exist on the remote yet).
+pub fn sync_from_remote(out: &Path, opts: &GitOptions) -> Result<bool, GitError> {
+    let Some(remote) = opts.remote.as_deref().filter(|_| opts.push) else { return Ok(false) };
+    std::fs::create_dir_all(out)
+        .map_err(|source| GitError::Spawn { args: format!("(mkdir {})", out.display()), source })?;
+    let dir = out.canonicalize().unwrap_or_else(|_| out.to_path_buf());
+    let git = Git { dir: &dir, opts };
+    ensure_repository(&git)?;
+    let refspec = format!("refs/heads/{}", opts.branch);
+    let (status, _, stderr) = git.try_run(&["fetch", "-q", "--no-tags", remote, &refspec], None)?;
+    if !status.success() {
+        if stderr.contains("couldn't find remote ref") {
+            return Ok(false);
+        }
+        return Err(GitError::Failed { args: format!("fetch {remote} {refspec}"), status: status.to_string(), stderr });
+    }
+    git.run(&["reset", "-q", "--hard", "FETCH_HEAD"], None)?;
+    git.run(&["clean", "-fdq", "-e", ".fedsched/lock"], None)?;
+    let _ = std::fs::remove_file(git_dir(&git)?.join(PUSH_PENDING));
+    tracing::info!(remote, branch = %opts.branch, "takeover: the output is the remote branch as the last leader pushed it");
+    Ok(true)
+}
+
 fn ensure_repository(git: &Git<'_>) -> Result<(), GitError> {
     let (status, top, _) = git.try_run(&["rev-parse", "--show-toplevel"], None)?;
     let top = PathBuf::from(top.trim());

@@ -28,6 +28,7 @@
 //! written: the output and the store stay as they were. Records no metrics: the caller
 //! records them from [`Inputs::offline_polls`] and [`ReconcileReport::held_clusters`].
 
+mod adopt;
 mod cache;
 mod decide;
 mod deps;
@@ -47,6 +48,7 @@ use crate::policy::matching::PolicyIndex;
 use crate::publish;
 use crate::store::Store;
 
+pub use adopt::{AdoptError, Adopted, adopt_published};
 use decide::Decided;
 pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
 use inputs::LoadCache;
@@ -68,7 +70,14 @@ pub struct Reconciler {
     /// The parsed files of the policy repository and the last inputs built from them
     /// ([`Reconciler::load_inputs`]).
     load_cache: Mutex<LoadCache>,
+    /// `[ha]`: asked before the publish and before git mode's commit; `Err` (not the leader,
+    /// or the lease's renew deadline passed) ends the pass there ([`ReconcileError::Fenced`]):
+    /// decided in shadow, nothing written, nothing recorded.
+    fence: Option<Fence>,
 }
+
+/// Whether this instance may publish now (`Err`: why not). See [`Reconciler::with_fence`].
+pub type Fence = std::sync::Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 impl Reconciler {
     /// A reconciler over `store`, configured by `settings` ([`Settings::builtin`]: the
@@ -79,6 +88,28 @@ impl Reconciler {
             settings,
             cache: Mutex::new(cache::PassCache::default()),
             load_cache: Mutex::new(LoadCache::default()),
+            fence: None,
+        }
+    }
+
+    /// Publishes (and records) only while `fence` says so (`[ha]`: the lease is held).
+    pub fn with_fence(mut self, fence: Fence) -> Self {
+        self.fence = Some(fence);
+        self
+    }
+
+    /// The fence's answer before `stage` (`publish`, `commit`).
+    fn fenced(&self, decisions: &decide::Decisions, stage: &str) -> Result<(), ReconcileError> {
+        match self.fence.as_ref().map(|f| f()) {
+            Some(Err(reason)) => Err(ReconcileError::Fenced {
+                reason: match stage {
+                    "publish" => reason,
+                    _ => format!("{reason} (before the {stage}: the files were written; the next leader commits them)"),
+                },
+                workloads: decisions.order.len(),
+                scheduled: decisions.scheduled,
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -111,7 +142,8 @@ impl Reconciler {
             }
         };
         let result = self.reconcile_cached(&mut guard, inputs, output_dir, trigger, now_ms);
-        if result.is_err() {
+        // A shadow pass (fenced before the publish) wrote nothing: its cache stays warm.
+        if result.as_ref().is_err_and(|e| !matches!(e, ReconcileError::Fenced { .. })) {
             *guard = cache::PassCache::default();
         }
         result
@@ -153,6 +185,7 @@ impl Reconciler {
         let planned = plan::plan(cache, &inputs.set, &decisions, full_check);
 
         // Publish, then record: a crash in between re-derives the same output next time.
+        self.fenced(&decisions, "publish")?;
         let phase = Instant::now();
         let published = publish::publish_guarded(output_dir, &planned.plan, &self.settings.publish.guard)?;
         let publish_time = phase.elapsed();
@@ -172,7 +205,10 @@ impl Reconciler {
         let record_time = phase.elapsed();
 
         let commit = match &self.settings.publish.git {
-            Some(git) => publish::git::commit_and_push(output_dir, git, trigger)?.commit,
+            Some(git) => {
+                self.fenced(&decisions, "commit")?;
+                publish::git::commit_and_push(output_dir, git, trigger)?.commit
+            }
             None => None,
         };
         Ok(ReconcileReport {

@@ -38,6 +38,10 @@ pub enum ReconcileError {
     Publish(#[from] publish::PublishError),
     #[error("git mode: {0}")]
     Git(#[from] publish::git::GitError),
+    /// `[ha]`: this instance may not publish (standby, or its lease's renew deadline passed):
+    /// the pass decided in shadow and stopped before writing anything.
+    #[error("{reason}; decided {workloads} workload(s) in shadow, nothing published")]
+    Fenced { reason: String, workloads: usize, scheduled: usize },
 }
 
 /// A workload that could not be (fully) placed this pass.

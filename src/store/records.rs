@@ -108,6 +108,7 @@ impl PlacementRecord {
             outcome: &self.result.outcome,
             targets: &self.targets,
             files: &self.files,
+            affinity: self.affinity_name.as_deref(),
         }
     }
 }

@@ -22,15 +22,19 @@ pub enum PassOutcome {
     Invalid { errors: usize, first: String },
     /// An operational failure (store, output directory) or a panic.
     Failed { message: String },
+    /// `[ha]`: a standby's pass (or a leader's whose lease lapsed): decided in shadow, nothing
+    /// published or recorded.
+    Shadow { reason: String },
 }
 
 impl PassOutcome {
-    /// Low-cardinality label: `ok`, `invalid`, `failed`.
+    /// Low-cardinality label: `ok`, `invalid`, `failed`, `shadow`.
     pub fn label(&self) -> &'static str {
         match self {
             PassOutcome::Ok => "ok",
             PassOutcome::Invalid { .. } => "invalid",
             PassOutcome::Failed { .. } => "failed",
+            PassOutcome::Shadow { .. } => "shadow",
         }
     }
 }
@@ -90,6 +94,8 @@ pub struct StatusView {
     pub profiles: Option<Arc<Profiles>>,
     /// Passes finished since start, good or not (tests wait on it).
     pub passes: u64,
+    /// `[ha]`: the election, read live (`None` without `[ha]`).
+    pub ha: Option<Arc<crate::ha::Handle>>,
 }
 
 impl StatusView {

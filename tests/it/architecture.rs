@@ -14,8 +14,20 @@ use super::support::repo_root;
 /// The pure core: no I/O, no clock, no knowledge of where inputs come from or output goes.
 const CORE: &[&str] = &["model", "schedule", "render"];
 /// The edges: they do I/O, hold state between passes, or talk to people and other programs.
-const EDGE: &[&str] =
-    &["store", "publish", "members", "reconcile", "daemon", "api", "metrics", "cli", "config", "telemetry", "views"];
+const EDGE: &[&str] = &[
+    "store",
+    "publish",
+    "members",
+    "reconcile",
+    "daemon",
+    "api",
+    "metrics",
+    "cli",
+    "config",
+    "telemetry",
+    "views",
+    "ha",
+];
 
 /// Code of one file with comments, literals and `#[cfg(test)]` items blanked out.
 fn code_only(src: &str) -> String {
@@ -303,6 +315,33 @@ fn policy_and_util_stand_on_their_own() {
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn leader_election_stands_on_config_members_and_util_only() {
+    let graph = module_graph();
+    assert!(graph.contains_key("ha"), "module ha not found under src/");
+    let bad = violations(
+        &graph,
+        "ha",
+        &[
+            "store",
+            "publish",
+            "reconcile",
+            "daemon",
+            "api",
+            "metrics",
+            "cli",
+            "telemetry",
+            "views",
+            "testbed",
+            "model",
+            "schedule",
+            "render",
+            "policy",
+        ],
+    );
+    assert!(bad.is_empty(), "the election reaches beyond its host client:\n{}", bad.join("\n"));
 }
 
 #[test]

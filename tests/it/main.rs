@@ -9,6 +9,7 @@ mod daemon;
 mod deps;
 mod explain;
 mod failover;
+mod ha;
 mod interpreter;
 mod live;
 mod overrides;

@@ -303,6 +303,25 @@ pub(super) async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollE
     Ok(Built { target: t.clone(), client, watch_client, config: cfg, endpoint, token })
 }
 
+/// A client of a cluster that is not a member (the host cluster of leader election, `[ha]`):
+/// the same construction as a member's (kubeconfig, or `server` + token file + CA; the
+/// `User-Agent`, token-file rotation), every request bounded by `timeout`, no retries.
+pub async fn host_client(
+    access: &ClusterAccess,
+    server: Option<&str>,
+    timeout: Duration,
+) -> Result<kube::Client, PollError> {
+    let target = Target {
+        name: "(host)".into(),
+        access: access.clone(),
+        api_endpoint: server.map(str::to_string),
+        insecure_skip_tls_verification: false,
+        proxy_url: None,
+    };
+    let poll = PollSection { timeout, read_timeout: timeout, watch: false, ..PollSection::default() };
+    Ok(build(&target, &poll).await?.client)
+}
+
 pub(super) fn read_ca(path: &Path) -> Result<Vec<Vec<u8>>, PollError> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;

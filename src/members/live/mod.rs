@@ -41,7 +41,7 @@ use crate::model::{Health, NodeView, PodFacts, PollFacts, ResourceList};
 use crate::policy::{ClusterObject, PolicySet};
 use crate::util::clock::{Clock, SystemClock};
 
-pub use access::{Target, describe_endpoint, targets};
+pub use access::{Target, describe_endpoint, host_client, targets};
 pub use error::{PollError, chain};
 pub use poller::Poller;
 

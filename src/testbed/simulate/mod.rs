@@ -8,6 +8,8 @@
 //! - [`apply`]: the GitOps agent: pods for the workloads in each cluster's output directory,
 //!   bound first-fit or left Unschedulable, Ready at once or after `--ready-after`; nodes
 //!   NotReady and shrinking (admin endpoints in [`server`]).
+//! - [`lease`]: `coordination.k8s.io/v1` Leases (get, create, replace with resourceVersion
+//!   conflicts) for leader election, with a fault of their own.
 //! - [`watch`]: resource versions, the window of watch events every change records, watch
 //!   streams with bookmarks and 410 Gone, and the churn generator (`--churn`).
 //!
@@ -20,6 +22,7 @@
 
 pub mod apply;
 pub mod fleet;
+pub mod lease;
 pub mod repo;
 pub mod server;
 pub mod watch;
@@ -203,6 +206,7 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
         events,
         open_watches: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         agent: apply::Agent { ready_after: opts.ready_after },
+        leases: Default::default(),
     });
     if opts.churn > 0.0 {
         tokio::spawn(watch::churn(Arc::clone(&state), opts.churn));

@@ -12,7 +12,8 @@
 //! Admin (bearer: the admin token): `GET|PUT /admin/clusters/{name}/fault` reads or sets the
 //! cluster's [`Fault`]; `PUT|PATCH|DELETE /admin/clusters/{name}/nodes/{node}` and
 //! `…/namespaces/{ns}/pods/{pod}` edit one object (with its watch event);
-//! `POST /admin/clusters/{name}/watches/close|compact`; `POST /admin/apply` runs the GitOps
+//! `POST /admin/clusters/{name}/watches/close|compact`; `PUT|DELETE
+//! /admin/clusters/{name}/leases/fault` and `GET /admin/leases` ([`super::lease`]); `POST /admin/apply` runs the GitOps
 //! agent now; `GET /admin/stats` and `GET /admin/requests`. The member's own troubles:
 //! `PUT /admin/clusters/{name}/nodes/{node}/ready` (`{"ready": false}`: the node and its pods
 //! NotReady; `true`: back), `PUT …/nodes/{node}/allocatable` (`{"cpu": "2"}`: the node
@@ -94,6 +95,8 @@ pub struct State {
     pub open_watches: Arc<AtomicU64>,
     /// How the GitOps agent behaves (its Ready delay).
     pub agent: super::apply::Agent,
+    /// `coordination.k8s.io/v1` Leases of every cluster (leader election's host API).
+    pub leases: super::lease::Leases,
 }
 
 /// A request the service drops without a response (the `reset` fault).
@@ -104,20 +107,20 @@ pub struct Reset;
 /// A response: a whole body, or a watch stream.
 pub type Resp = Response<BoxBody<Bytes, std::convert::Infallible>>;
 
-fn respond(code: StatusCode, body: Vec<u8>) -> Resp {
+pub(super) fn respond(code: StatusCode, body: Vec<u8>) -> Resp {
     let mut r = Response::new(Full::new(Bytes::from(body)).boxed());
     *r.status_mut() = code;
     r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
     r
 }
 
-fn status(code: StatusCode, reason: &str, message: &str) -> Resp {
+pub(super) fn status(code: StatusCode, reason: &str, message: &str) -> Resp {
     let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": message, "reason": reason, "code": code.as_u16()});
     respond(code, body.to_string().into_bytes())
 }
 
-fn ok(v: &Value) -> Resp {
+pub(super) fn ok(v: &Value) -> Resp {
     respond(StatusCode::OK, serde_json::to_vec(v).unwrap_or_default())
 }
 
@@ -147,7 +150,30 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>, server: String) -
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
     };
+    if let Some(rest) = api_path.strip_prefix("/apis/coordination.k8s.io/v1/") {
+        let segs: Vec<String> = rest.split('/').filter(|s| !s.is_empty()).map(str::to_string).collect();
+        return lease_api(&state, req, cluster, &segs).await;
+    }
     cluster_api(&state, &req, cluster, api_path, &server).await
+}
+
+/// One request to a cluster's Leases ([`super::lease`]): authentication, the lease fault (not
+/// the member's), then the lease endpoints.
+async fn lease_api(state: &Arc<State>, req: Request<Incoming>, cluster: &str, segs: &[String]) -> Result<Resp, Reset> {
+    if let Err(resp) = authenticate(state, &req, cluster) {
+        return Ok(*resp);
+    }
+    let query = parse_query(req.uri().query().unwrap_or(""));
+    if let Some(resp) = injected_fault(&state.leases.fault(cluster), cluster, &query).await? {
+        return Ok(resp);
+    }
+    let method = req.method().clone();
+    let body = match Limited::new(req.into_body(), 1 << 20).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return Ok(status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string())),
+    };
+    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    Ok(state.leases.serve(&method, &segs, &body))
 }
 
 /// One request to a simulated cluster's API: authentication, the cluster's faults, then a
@@ -590,6 +616,18 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             node_trouble(state, name, node, what, &body)
         }
         (Method::PUT, ["clusters", name, "outage"]) => outage(state, req, name).await,
+        (Method::PUT, ["clusters", name, "leases", "fault"]) => {
+            let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
+            };
+            match serde_json::from_slice::<Fault>(&body) {
+                Ok(fault) => state.leases.set_fault(name, fault),
+                Err(e) => status(StatusCode::BAD_REQUEST, "BadRequest", &format!("fault: {e}")),
+            }
+        }
+        (Method::DELETE, ["clusters", name, "leases", "fault"]) => state.leases.set_fault(name, Fault::default()),
+        (Method::GET, ["leases"]) => state.leases.list(),
         (Method::DELETE, ["clusters", name, "outage"]) => set_fault(state, name, Fault::default()),
         (Method::GET, ["requests"]) => {
             ok(&serde_json::to_value(&*state.requests.read().unwrap_or_else(|p| p.into_inner())).unwrap_or_default())

@@ -1,0 +1,287 @@
+//! High availability: several fedsched instances, one leader elected on a
+//! `coordination.k8s.io/v1` Lease of a host cluster (`[ha]`), with client-go's semantics
+//! ([`election`]). The leader publishes; the others poll and decide in shadow.
+//!
+//! - [`election`]: the state machine (`tryAcquireOrRenew`, release) over a [`LeaseApi`],
+//!   with the clock passed in.
+//! - [`KubeLeases`]: that API on `kube`'s `Api<Lease>` (the host client is built like a
+//!   member's: [`crate::members::live::host_client`]).
+//! - [`run`]: the election task: an attempt every `retry_period` (jittered by up to 20 % while
+//!   not leading, as client-go's `wait.JitterUntil`), each bounded by the time left before the
+//!   renew deadline; a change of role is sent to the daemon loop.
+//! - [`Handle`]: what the daemon shares with the task: the role, the holder, the transitions,
+//!   and the fence ([`Handle::fence`]): "is the lease ours, and has the renew deadline not
+//!   passed?", read on the monotonic clock before every publish.
+//!
+//! Imports `config`, `members` (the client) and `util` only.
+
+pub mod election;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, PostParams};
+use tokio::sync::{mpsc, watch};
+
+pub use election::{ApiError, Attempt, Elector, LeaseApi, Timing};
+
+use crate::config::{ClusterAccess, HaSection};
+
+/// What an instance is in the election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Leader,
+    Standby,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Leader => "leader",
+            Role::Standby => "standby",
+        }
+    }
+}
+
+/// The election as the daemon, its status and its metrics see it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HaStatus {
+    pub role: Role,
+    /// This instance's identity.
+    pub identity: String,
+    /// The holder of the lease as last seen (`None`: not seen yet, or released).
+    pub holder: Option<String>,
+    /// `leaseTransitions` as last seen.
+    pub transitions: i32,
+}
+
+/// Shared between the election task and the daemon.
+#[derive(Debug)]
+pub struct Handle {
+    state: Mutex<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    status: HaStatus,
+    /// Until when our leadership holds (monotonic).
+    valid_until: Option<Instant>,
+    /// Terms of leadership begun (each standby → leader change starts one).
+    term: u64,
+    /// The term whose takeover the daemon finished (adopted the published state): the fence
+    /// opens only then, so no pass publishes from placements that were not adopted.
+    adopted: u64,
+}
+
+impl Handle {
+    pub fn new(identity: String) -> Arc<Handle> {
+        Arc::new(Handle {
+            state: Mutex::new(Shared {
+                status: HaStatus { role: Role::Standby, identity, holder: None, transitions: 0 },
+                valid_until: None,
+                term: 0,
+                adopted: 0,
+            }),
+        })
+    }
+
+    /// The election's state now. The role is `leader` only while the fence holds.
+    pub fn status(&self) -> HaStatus {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut status = s.status.clone();
+        if s.valid_until.is_none_or(|until| Instant::now() >= until) {
+            status.role = Role::Standby;
+        }
+        status
+    }
+
+    /// The current term of leadership (see [`Handle::adopted`]).
+    pub fn term(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).term
+    }
+
+    /// The daemon adopted the published state for `term`: the fence may open.
+    pub fn adopted(&self, term: u64) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if s.term == term {
+            s.adopted = term;
+        }
+    }
+
+    /// Whether the lease is held but the takeover of this term is not done yet.
+    pub fn takeover_due(&self) -> Option<u64> {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let leading = s.valid_until.is_some_and(|until| Instant::now() < until);
+        (leading && s.adopted != s.term).then_some(s.term)
+    }
+
+    /// Ok when this instance may publish now: it holds the lease, the renew deadline of its
+    /// last successful renewal has not passed, and the takeover of this term adopted the
+    /// published state. Otherwise why not.
+    pub fn fence(&self) -> Result<(), String> {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match s.valid_until {
+            Some(until) if Instant::now() < until && s.adopted == s.term => Ok(()),
+            Some(until) if Instant::now() < until => {
+                Err("leader, but the takeover has not adopted the published state yet".to_string())
+            }
+            Some(_) => Err(format!(
+                "not the leader: the lease {} could not be renewed before its renew deadline",
+                s.status.identity
+            )),
+            None => Err(match &s.status.holder {
+                Some(h) => format!("standby: the lease is held by {h}"),
+                None => "standby: the lease is not held by this instance".to_string(),
+            }),
+        }
+    }
+
+    fn update(&self, elector: &Elector, base: Instant) -> Role {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let was_leading = s.valid_until.is_some_and(|until| Instant::now() < until);
+        s.valid_until = elector.valid_until().map(|d| base + d);
+        s.status.holder = elector.holder().map(str::to_string);
+        s.status.transitions = elector.transitions();
+        s.status.role = if elector.is_leader(base.elapsed()) { Role::Leader } else { Role::Standby };
+        if s.status.role == Role::Leader && !was_leading {
+            s.term += 1;
+        }
+        s.status.role
+    }
+}
+
+/// [`LeaseApi`] on `kube`'s `Api<Lease>` for one named Lease.
+pub struct KubeLeases {
+    api: Api<Lease>,
+    name: String,
+}
+
+impl KubeLeases {
+    /// The host cluster's client (kubeconfig, or server + token file + CA, like a member's),
+    /// every request bounded by `timeout`.
+    pub async fn connect(ha: &HaSection, timeout: Duration) -> Result<KubeLeases, String> {
+        let access = ClusterAccess {
+            kubeconfig: ha.kubeconfig.clone(),
+            context: ha.context.clone(),
+            token_file: ha.token_file.clone(),
+            ca_file: ha.ca_file.clone(),
+        };
+        let client = crate::members::live::host_client(&access, ha.server.as_deref(), timeout)
+            .await
+            .map_err(|e| format!("[ha] host cluster: {e}"))?;
+        Ok(KubeLeases { api: Api::namespaced(client, &ha.lease_namespace), name: ha.lease_name.clone() })
+    }
+}
+
+fn api_error(e: kube::Error) -> ApiError {
+    match &e {
+        kube::Error::Api(s) if s.code == 409 => ApiError::Conflict(s.message.clone()),
+        _ => ApiError::Other(crate::members::live::chain(&e)),
+    }
+}
+
+impl LeaseApi for KubeLeases {
+    async fn get(&self) -> Result<Option<Lease>, ApiError> {
+        self.api.get_opt(&self.name).await.map_err(api_error)
+    }
+
+    async fn create(&self, lease: &Lease) -> Result<Lease, ApiError> {
+        self.api.create(&PostParams::default(), lease).await.map_err(api_error)
+    }
+
+    async fn replace(&self, lease: &Lease) -> Result<Lease, ApiError> {
+        self.api.replace(&self.name, &PostParams::default(), lease).await.map_err(api_error)
+    }
+}
+
+/// The timing of `[ha]`.
+pub fn timing(ha: &HaSection) -> Timing {
+    Timing { lease_duration: ha.lease_duration, renew_deadline: ha.renew_deadline, retry_period: ha.retry_period }
+}
+
+/// The election task: tries to acquire or renew every retry period until `stop` turns true,
+/// then releases the lease if it holds it. Every change of role is sent on `roles`.
+pub async fn run(
+    mut elector: Elector,
+    api: impl LeaseApi,
+    handle: Arc<Handle>,
+    roles: mpsc::UnboundedSender<Role>,
+    mut stop: watch::Receiver<bool>,
+    timing: Timing,
+) {
+    let base = Instant::now();
+    let mut role = Role::Standby;
+    let mut last_failure: Option<String> = None;
+    loop {
+        let now = base.elapsed();
+        // As leader, an attempt may take until the renew deadline; otherwise one deadline.
+        let bound = elector.valid_until().map(|u| u.saturating_sub(now)).unwrap_or(timing.renew_deadline);
+        let bound = bound.max(Duration::from_millis(10));
+        let attempt = tokio::select! {
+            a = tokio::time::timeout(bound, elector.try_acquire_or_renew(&api, now, crate::util::clock::now_ms())) => {
+                a.unwrap_or_else(|_| Attempt::Failed(ApiError::Other(format!("no answer within {bound:?}"))))
+            }
+            _ = stop.changed() => break,
+        };
+        match &attempt {
+            Attempt::Failed(e) => {
+                let text = e.to_string();
+                if last_failure.as_deref() != Some(text.as_str()) {
+                    tracing::warn!(error = %text, identity = elector.identity(), "lease: acquire or renew failed");
+                }
+                last_failure = Some(text);
+            }
+            _ => last_failure = None,
+        }
+        let next = handle.update(&elector, base);
+        if next != role {
+            match next {
+                Role::Leader => tracing::info!(
+                    identity = elector.identity(),
+                    transitions = elector.transitions(),
+                    "lease acquired: this instance is the leader"
+                ),
+                Role::Standby => tracing::warn!(
+                    identity = elector.identity(),
+                    holder = elector.holder().unwrap_or(""),
+                    "leadership lost: publishing stops"
+                ),
+            }
+            role = next;
+            let _ = roles.send(next);
+        }
+        let mut wait = timing.retry_period;
+        if role == Role::Standby {
+            wait = wait.mul_f64(1.0 + 0.2 * jitter());
+        }
+        // A leader wakes at its deadline at the latest, so the role it reports is exact.
+        if let Some(until) = elector.valid_until() {
+            let left = until.saturating_sub(base.elapsed());
+            if left > Duration::ZERO {
+                wait = wait.min(left);
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => break,
+        }
+    }
+    let released = elector.release(&api, base.elapsed(), crate::util::clock::now_ms()).await;
+    handle.update(&elector, base);
+    if released {
+        tracing::info!(identity = elector.identity(), "lease released");
+    }
+    if role == Role::Leader {
+        let _ = roles.send(Role::Standby);
+    }
+}
+
+/// A number in [0, 1) that differs between instances and attempts (spreads the candidates'
+/// attempts as client-go's jitter does; not for anything that needs randomness).
+fn jitter() -> f64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+    let x = crate::util::hash::fnv1a64(format!("{nanos}/{}", std::process::id()).as_bytes());
+    (x % 1_000_000) as f64 / 1_000_000.0
+}

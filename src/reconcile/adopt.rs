@@ -1,0 +1,181 @@
+//! Takeover (`[ha]`): a new leader adopts what the previous leader published as its previous
+//! placements and claims, so that its first pass decides exactly what the old leader's next
+//! pass would have (steady division, the first claimer, the affinity term in force).
+//!
+//! `OUT/.fedsched/placements.json` carries, per workload, the claiming policy, the targets
+//! with their replicas, the file of each cluster and the `clusterAffinities` term in force:
+//! the inputs a decision reads of its previous placement. Each entry that differs from this
+//! instance's store replaces its placement (its stored decision is dropped: it was made from
+//! another previous placement); placements the output no longer lists are removed. What the
+//! file does not carry stays this instance's own: the history (the old leader's records are in
+//! the old leader's store) and the stability engine's timelines.
+
+use std::path::Path;
+
+use crate::render::summary::{Published, parse_summary};
+use crate::schedule::{Outcome, ScheduleResult};
+use crate::store::{PlacementRecord, Store, StoreError};
+
+/// What an adoption changed in the store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Adopted {
+    /// Entries in `placements.json`.
+    pub published: usize,
+    /// Placements written because they differed from the store's.
+    pub changed: usize,
+    /// Placements removed because the output no longer lists them.
+    pub removed: usize,
+}
+
+/// Why the published state could not be adopted.
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptError {
+    #[error("{path}: {message}")]
+    Read { path: String, message: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Adopts `output_dir/.fedsched/placements.json` into `store` (no file: nothing published
+/// yet, nothing to adopt).
+pub fn adopt_published(store: &Store, output_dir: &Path) -> Result<Adopted, AdoptError> {
+    let path = output_dir.join(".fedsched/placements.json");
+    let shown = path.display().to_string();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Adopted::default()),
+        Err(e) => return Err(AdoptError::Read { path: shown, message: e.to_string() }),
+    };
+    let published = parse_summary(&text).map_err(|message| AdoptError::Read { path: shown, message })?;
+    let mut done = Adopted { published: published.len(), ..Default::default() };
+    let mut stale = Vec::new();
+    let listed: std::collections::BTreeSet<_> = published.iter().map(|p| p.workload.clone()).collect();
+    for p in published {
+        let existing = store.placement(&p.workload)?;
+        let record = record_of(p, existing.as_ref());
+        if existing.as_ref().is_some_and(|e| same_decision_inputs(e, &record)) {
+            continue;
+        }
+        store.put_placement(&record)?;
+        stale.push(record.workload.clone());
+        done.changed += 1;
+    }
+    for p in store.placements()? {
+        if !listed.contains(&p.workload) {
+            store.remove_placement(&p.workload)?;
+            stale.push(p.workload.clone());
+            done.removed += 1;
+        }
+    }
+    store.remove_stored_decisions(&stale)?;
+    store.flush()?;
+    Ok(done)
+}
+
+/// The placement record of a published entry (the history sequence and time of this store's
+/// own record, when it has one: adoption writes no history).
+fn record_of(p: Published, existing: Option<&PlacementRecord>) -> PlacementRecord {
+    let outcome = match p.unschedulable {
+        None => Outcome::Scheduled { targets: p.targets.clone() },
+        Some(reason) => Outcome::Unschedulable { reason },
+    };
+    PlacementRecord {
+        workload: p.workload,
+        policy: p.policy,
+        result: ScheduleResult {
+            outcome,
+            verdicts: Vec::new(),
+            rejected: Vec::new(),
+            universe: 0,
+            affinity_name: p.affinity.clone(),
+        },
+        targets: p.targets,
+        affinity_name: p.affinity,
+        files: p.files,
+        history_seq: existing.map(|e| e.history_seq).unwrap_or(0),
+        decided_at_ms: existing.map(|e| e.decided_at_ms).unwrap_or(0),
+    }
+}
+
+/// Whether two placements give a decision the same previous placement and claim.
+fn same_decision_inputs(a: &PlacementRecord, b: &PlacementRecord) -> bool {
+    a.policy == b.policy
+        && a.targets == b.targets
+        && a.affinity_name == b.affinity_name
+        && a.files == b.files
+        && std::mem::discriminant(&a.result.outcome) == std::mem::discriminant(&b.result.outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{ObjectKey, PolicyKind, PolicyRef};
+    use std::collections::BTreeMap;
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("shop".into()),
+            name: name.into(),
+        }
+    }
+
+    fn record(name: &str, targets: &[(&str, i32)], policy: &str, seq: u64) -> PlacementRecord {
+        let targets: BTreeMap<String, Option<i32>> = targets.iter().map(|(c, r)| (c.to_string(), Some(*r))).collect();
+        let files = targets.keys().map(|c| (c.clone(), format!("{c}/shop/{name}.yaml"))).collect();
+        PlacementRecord {
+            workload: key(name),
+            policy: Some(PolicyRef {
+                kind: PolicyKind::ClusterPropagationPolicy,
+                namespace: None,
+                name: policy.into(),
+            }),
+            result: ScheduleResult {
+                outcome: Outcome::Scheduled { targets: targets.clone() },
+                verdicts: Vec::new(),
+                rejected: Vec::new(),
+                universe: 0,
+                affinity_name: Some("primary".into()),
+            },
+            targets,
+            affinity_name: Some("primary".into()),
+            files,
+            history_seq: seq,
+            decided_at_ms: 7,
+        }
+    }
+
+    #[test]
+    fn the_published_placements_replace_the_stores_and_nothing_else() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (state, out) = (dir.path().join("state"), dir.path().join("out"));
+        let store = Store::open(&state).expect("store");
+        // Nothing published yet: nothing to adopt.
+        assert_eq!(adopt_published(&store, &out).expect("adopt"), Adopted::default());
+        // The old leader's output: web on a+b by `web`, api on c.
+        let published = [record("web", &[("a", 4), ("b", 2)], "web", 0), record("api", &[("c", 1)], "api", 0)];
+        std::fs::create_dir_all(out.join(".fedsched")).expect("mkdir");
+        let text = crate::render::summary::summary_json(published.iter().map(PlacementRecord::summary));
+        std::fs::write(out.join(".fedsched/placements.json"), text).expect("write");
+        // This instance's store: web elsewhere by another claimer, api as published, old gone.
+        store.put_placement(&record("web", &[("c", 6)], "rival", 3)).expect("put");
+        store.put_placement(&record("api", &[("c", 1)], "api", 5)).expect("put");
+        store.put_placement(&record("old", &[("a", 1)], "old", 9)).expect("put");
+        let done = adopt_published(&store, &out).expect("adopt");
+        assert_eq!(done, Adopted { published: 2, changed: 1, removed: 1 });
+        let web = store.placement(&key("web")).expect("read").expect("web");
+        assert_eq!(web.targets, published[0].targets);
+        assert_eq!(web.policy, published[0].policy, "the first claimer is adopted");
+        assert_eq!(web.affinity_name.as_deref(), Some("primary"));
+        assert_eq!(web.files, published[0].files);
+        assert_eq!(web.history_seq, 3, "adoption writes no history: the store's sequence stays");
+        assert_eq!(store.placement(&key("api")).expect("read").expect("api").history_seq, 5, "unchanged");
+        assert!(store.placement(&key("old")).expect("read").is_none());
+        // Adopting again changes nothing.
+        assert_eq!(adopt_published(&store, &out).expect("adopt"), Adopted { published: 2, changed: 0, removed: 0 });
+        std::fs::write(out.join(".fedsched/placements.json"), "{\"placements\": 3}").expect("write");
+        let e = adopt_published(&store, &out).expect_err("bad file").to_string();
+        assert!(e.contains("placements.json") && e.contains("not a list"), "{e}");
+    }
+}
