@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod interpret;
+mod plan;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -196,6 +197,9 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: OutputFormat,
     },
+    /// What a change of the policy repository would do (placements, claims, holds, files), with
+    /// nothing written. Exit 0 no change, 2 changes, 1 invalid input or failure.
+    Plan(plan::PlanArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completion {
         /// The shell.
@@ -432,6 +436,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Simulate(args) => simulate(args),
         Command::Bench(args) => bench(args),
         Command::Interpret(args) => interpret::interpret(args),
+        Command::Plan(args) => plan::plan(&cfg, args),
         Command::Check { policy_dir } => {
             let dir = policy_dir
                 .clone()
@@ -657,25 +662,7 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
     let reconciler = Reconciler::new(store, settings);
     // Live members: one poll round, then the pass.
-    let (targets, unknown) = crate::members::live::targets(cfg, &inputs.set);
-    for name in unknown {
-        eprintln!("warning: [clusters.{name}] has no Cluster object in the policy repository; not polled");
-    }
-    if !targets.is_empty() {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .context("cannot start the async runtime")?;
-        // One round: a list, no watches (they would end with the process).
-        let poll = crate::config::PollSection { watch: false, ..cfg.poll.clone() };
-        let mut poller = crate::members::live::Poller::new(poll, cfg.reconcile.interval);
-        let report = rt.block_on(poller.round(&targets));
-        for (cluster, error, _) in &report.failed {
-            eprintln!("poll failed: {cluster}: {error}; using its last stored snapshot");
-        }
-        inputs.apply_live(poller.view(), &reconciler.store);
-    }
+    poll_once(cfg, &mut inputs, &reconciler.store)?;
     let report = match reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::util::clock::now_ms()) {
         Ok(r) => r,
         Err(ReconcileError::Invalid(errs)) => return Err(invalid(invalid_inputs(&errs))),
@@ -695,4 +682,30 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     }
     eprintln!("{}", report.summary());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Polls the live members of `inputs` once (a list, no watches) and puts their views into
+/// `inputs`; a failed member keeps its last stored snapshot.
+fn poll_once(cfg: &Config, inputs: &mut reconcile::Inputs, store: &Store) -> Result<(), Failure> {
+    let (targets, unknown) = crate::members::live::targets(cfg, &inputs.set);
+    for name in unknown {
+        eprintln!("warning: [clusters.{name}] has no Cluster object in the policy repository; not polled");
+    }
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // One round: a list, no watches (they would end with the process).
+    let poll = crate::config::PollSection { watch: false, ..cfg.poll.clone() };
+    let mut poller = crate::members::live::Poller::new(poll, cfg.reconcile.interval);
+    let report = rt.block_on(poller.round(&targets));
+    for (cluster, error, _) in &report.failed {
+        eprintln!("poll failed: {cluster}: {error}; using its last stored snapshot");
+    }
+    inputs.apply_live(poller.view(), store);
+    Ok(())
 }

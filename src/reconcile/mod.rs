@@ -33,6 +33,7 @@ mod decide;
 mod deps;
 mod inputs;
 mod plan;
+mod preview;
 mod record;
 mod report;
 mod settings;
@@ -53,9 +54,22 @@ use inputs::LoadCache;
 pub use inputs::{
     InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_for, load_inputs_timed, load_inputs_with,
 };
+pub use preview::{PassPreview, PlannedDecision};
 pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport, StabilityEvent, StabilityReport};
 pub use settings::{InterpreterSettings, PublishSettings, Settings};
 pub use snapshots::{Assumed, set_confidence};
+
+/// What the stages up to "plan the publish" hand over ([`Reconciler::stages`]).
+struct Staged<'a> {
+    snapshots: snapshots::PassSnapshots,
+    pass: snapshots::Pass,
+    stability: stability::StabilityPass,
+    decisions: decide::Decisions,
+    planned: plan::PlannedPublish<'a>,
+    full_check: bool,
+    /// Time spent versioning the snapshots.
+    poll: Duration,
+}
 
 /// The parts of a pass that stay the same between passes.
 pub struct Reconciler {
@@ -117,16 +131,16 @@ impl Reconciler {
         result
     }
 
-    /// The stages of one pass, with this process's cache.
-    fn reconcile_cached(
+    /// The stages of a pass up to "plan the publish" (version snapshots, stability, decide,
+    /// plan), with this process's cache: what both a pass and a preview run.
+    fn stages<'a>(
         &self,
         cache: &mut cache::PassCache,
-        inputs: &Inputs,
+        inputs: &'a Inputs,
         output_dir: &Path,
         trigger: &str,
         now_ms: u64,
-    ) -> Result<ReconcileReport, ReconcileError> {
-        let started = Instant::now();
+    ) -> Result<Staged<'a>, ReconcileError> {
         let full_check = cache.full_check_due(now_ms, trigger);
         cache.load_once(&self.store)?;
 
@@ -151,6 +165,21 @@ impl Reconciler {
         let decisions = decide::decide_all(&context, cache, &mut snapshots)?;
 
         let planned = plan::plan(cache, &inputs.set, &decisions, full_check);
+        Ok(Staged { snapshots, pass, stability, decisions, planned, full_check, poll })
+    }
+
+    /// The stages of one pass, with this process's cache.
+    fn reconcile_cached(
+        &self,
+        cache: &mut cache::PassCache,
+        inputs: &Inputs,
+        output_dir: &Path,
+        trigger: &str,
+        now_ms: u64,
+    ) -> Result<ReconcileReport, ReconcileError> {
+        let started = Instant::now();
+        let Staged { snapshots, pass, stability, decisions, planned, full_check, poll } =
+            self.stages(cache, inputs, output_dir, trigger, now_ms)?;
 
         // Publish, then record: a crash in between re-derives the same output next time.
         let phase = Instant::now();
