@@ -11,6 +11,7 @@ mod failover;
 mod interpreter;
 mod live;
 mod overrides;
+mod plan;
 mod policy_examples;
 mod render;
 mod resources;
