@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 mod interpret;
 mod plan;
+mod replay;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -200,6 +201,9 @@ pub enum Command {
     /// What a change of the policy repository would do (placements, claims, holds, files), with
     /// nothing written. Exit 0 no change, 2 changes, 1 invalid input or failure.
     Plan(plan::PlanArgs),
+    /// Make recorded decisions again with this fedsched on their stored inputs; print
+    /// `identical` or the differences. Exit 0 identical, 2 different, 1 invalid or failure.
+    Replay(replay::ReplayArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completion {
         /// The shell.
@@ -437,6 +441,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Bench(args) => bench(args),
         Command::Interpret(args) => interpret::interpret(args),
         Command::Plan(args) => plan::plan(&cfg, args),
+        Command::Replay(args) => replay::replay(&cfg, args),
         Command::Check { policy_dir } => {
             let dir = policy_dir
                 .clone()

@@ -35,6 +35,7 @@ mod inputs;
 mod plan;
 mod preview;
 mod record;
+mod replay;
 mod report;
 mod settings;
 mod snapshots;
@@ -52,9 +53,11 @@ use decide::Decided;
 pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
 use inputs::LoadCache;
 pub use inputs::{
-    InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_for, load_inputs_timed, load_inputs_with,
+    InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_for, load_inputs_from_sources, load_inputs_timed,
+    load_inputs_with,
 };
 pub use preview::{PassPreview, PlannedDecision};
+pub use replay::{ReplayError, replay_pass};
 pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport, StabilityEvent, StabilityReport};
 pub use settings::{InterpreterSettings, PublishSettings, Settings};
 pub use snapshots::{Assumed, set_confidence};
@@ -189,7 +192,13 @@ impl Reconciler {
         planned.published(cache, &published.held, full_check, now_ms);
 
         let phase = Instant::now();
+        let replay =
+            match decisions.fresh.is_empty() && decisions.removed.is_empty() && stability.report().events.is_empty() {
+                true => 0,
+                false => replay::store_pass(&self.store, cache, inputs, now_ms)?,
+            };
         let recording = record::Recording {
+            replay,
             store: &self.store,
             held: &published.held,
             versions: pass.versions,

@@ -45,6 +45,8 @@ pub struct PlannedDecision {
     pub scheduled: bool,
     /// Why it is unschedulable, or the clusters it failed to render for.
     pub problems: Vec<Problem>,
+    /// The files it rendered: (cluster, path, FNV-1a 64 of the bytes).
+    pub files: Vec<(String, String, u64)>,
 }
 
 impl Reconciler {
@@ -78,8 +80,18 @@ impl Reconciler {
         for key in &staged.decisions.order {
             let Some(c) = cache.decisions.get(key) else { continue };
             let d = &c.decided;
-            let planned =
-                PlannedDecision { record: d.record.clone(), scheduled: d.scheduled, problems: d.problems.clone() };
+            let files = d
+                .files
+                .iter()
+                .zip(&d.file_hashes)
+                .map(|((cluster, (path, _)), hash)| (cluster.clone(), path.clone(), *hash))
+                .collect();
+            let planned = PlannedDecision {
+                record: d.record.clone(),
+                scheduled: d.scheduled,
+                problems: d.problems.clone(),
+                files,
+            };
             decisions.insert(key.clone(), planned);
         }
         Ok(PassPreview {

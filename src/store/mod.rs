@@ -29,6 +29,7 @@ mod copy;
 mod decisions;
 pub mod keys;
 mod records;
+mod replay;
 mod stability;
 
 use std::fs::{File, OpenOptions, TryLockError};
@@ -41,6 +42,7 @@ use sled::transaction::{ConflictableTransactionError, ConflictableTransactionRes
 
 pub use decisions::StoredDecision;
 pub use records::{DecisionInputs, HistoryRecord, PlacementRecord, SnapshotMeta};
+pub use replay::{ReplayPass, ReplayRef};
 
 use std::collections::BTreeMap;
 

@@ -3,6 +3,7 @@
 //!
 //! - [`explain`]: why a workload went where it went (from the store and the policies).
 //! - [`plan`]: `fedsched plan`, what a change of the policy repository would do.
+//! - [`replay`]: `fedsched replay`, recorded decisions made again and compared.
 //! - [`report`]: `history`, `snapshots`, workloads, clusters and their text forms.
 //! - [`resources`]: capacity, allocated and free per group of clusters.
 //! - [`status`]: the daemon's in-memory status (last pass, readiness, cluster health) and
@@ -14,6 +15,7 @@
 
 pub mod explain;
 pub mod plan;
+pub mod replay;
 pub mod report;
 pub mod resources;
 pub mod status;

@@ -1,0 +1,138 @@
+//! Replay (`fedsched replay`): what a pass stores so that its decisions can be made again
+//! ([`store_pass`], [`replay_ref`]), and the pass made again from it ([`replay_pass`]).
+//!
+//! A pass that records decisions stores its [`ReplayPass`]: the clock it read, the
+//! repository's files (as blobs, each content once), the placements it started from, each
+//! member's freshness; each history record gets a [`ReplayRef`] (that pass, the hashes of the
+//! files it rendered). With the history record's own inputs (snapshot versions, the stability
+//! state) that is every input of the pass: the repository gives the templates, policies,
+//! overrides, interpreters and dependencies; the stored snapshots at those versions and the
+//! placements give the member views and the assumed-replica deductions.
+//!
+//! A replay rebuilds those inputs, seeds a scratch store with the placements and the
+//! stability state, and runs the stages of a pass ([`super::Reconciler::preview`]) with the
+//! current scheduler, renderer and profiles at the recorded time. Nothing is guessed: an input
+//! that is not in the store makes the replay fail with [`ReplayError::NotRecorded`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::policy::{LoadError, ObjectKey};
+use crate::schedule::stability::StabilityState;
+use crate::store::{PlacementRecord, ReplayPass, ReplayRef, Store, StoreError};
+
+use super::{Inputs, PassPreview, ReconcileError, Reconciler, Settings, cache};
+
+/// Why a pass cannot be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// An input of the decision is not in the store (an older store, or a record written
+    /// without it): never replayed from guesses.
+    #[error("not replayable: {0} was not recorded")]
+    NotRecorded(String),
+    /// The stored repository no longer loads with this fedsched.
+    #[error("the recorded repository does not load: {}", .0.first().map(ToString::to_string).unwrap_or_default())]
+    Invalid(Vec<LoadError>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Reconcile(#[from] ReconcileError),
+    #[error("scratch directory: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Stores the replay inputs of a pass that records decisions; returns the blob hash (0 when
+/// the inputs do not carry the repository's files: a load without a parse cache).
+pub(super) fn store_pass(
+    store: &Store,
+    cache: &mut cache::PassCache,
+    inputs: &Inputs,
+    now_ms: u64,
+) -> Result<u64, StoreError> {
+    if inputs.sources.is_empty() {
+        return Ok(0);
+    }
+    let mut sources = Vec::with_capacity(inputs.sources.len());
+    for (path, hash, text) in inputs.sources.iter() {
+        if !cache.blobs.contains(hash) {
+            store.put_blob(text.as_bytes())?;
+            cache.blobs.insert(*hash);
+        }
+        sources.push((path.to_string_lossy().into_owned(), *hash));
+    }
+    let mut placements: Vec<PlacementRecord> = cache.placements.values().map(|p| (**p).clone()).collect();
+    placements.sort_by_cached_key(|p| p.workload.store_key());
+    let freshness = inputs.snapshots.iter().map(|s| (s.name.clone(), s.freshness)).collect();
+    store.put_replay_pass(&ReplayPass { now_ms, sources, placements, freshness })
+}
+
+/// The replay reference of a workload's decision in the cache.
+pub(super) fn replay_ref(cache: &cache::PassCache, key: &ObjectKey, pass: u64) -> ReplayRef {
+    let files = cache
+        .decisions
+        .get(key)
+        .map(|c| {
+            c.decided
+                .files
+                .iter()
+                .zip(&c.decided.file_hashes)
+                .map(|((cluster, (path, _)), hash)| (cluster.clone(), path.clone(), *hash))
+                .collect()
+        })
+        .unwrap_or_default();
+    ReplayRef { pass, files }
+}
+
+/// Runs a recorded pass again: its stored inputs (the [`ReplayPass`], the snapshot versions
+/// map `versions` and the stability state blob `stability` of its history records) with the
+/// current code and `settings`. Reads `store`, writes only a scratch store of its own.
+pub fn replay_pass(
+    store: &Store,
+    settings: Settings,
+    pass: &ReplayPass,
+    versions: u64,
+    stability: u64,
+) -> Result<PassPreview, ReplayError> {
+    let mut files = Vec::with_capacity(pass.sources.len());
+    for (path, hash) in &pass.sources {
+        let bytes = store.blob(*hash)?.ok_or_else(|| ReplayError::NotRecorded(format!("the file {path}")))?;
+        let text = String::from_utf8(bytes).map_err(|_| ReplayError::NotRecorded(format!("the text of {path}")))?;
+        files.push((PathBuf::from(path), Arc::<str>::from(text)));
+    }
+    let mut inputs = super::load_inputs_from_sources(&files, &settings).map_err(ReplayError::Invalid)?;
+    let versions: BTreeMap<String, u64> = match versions {
+        0 => return Err(ReplayError::NotRecorded("the snapshot versions".into())),
+        v => store.versions(v)?.ok_or_else(|| ReplayError::NotRecorded("the snapshot versions".into()))?,
+    };
+    let freshness: BTreeMap<&str, _> = pass.freshness.iter().map(|(c, f)| (c.as_str(), *f)).collect();
+    for snap in inputs.snapshots.iter_mut() {
+        let version =
+            versions.get(&snap.name).ok_or_else(|| ReplayError::NotRecorded(format!("a snapshot of {}", snap.name)))?;
+        let stored = store
+            .snapshot(&snap.name, *version)?
+            .ok_or_else(|| ReplayError::NotRecorded(format!("snapshot {version} of {}", snap.name)))?;
+        if stored.is_live() {
+            let offline = std::mem::replace(snap, stored);
+            // The repository owns identity and constraints (as when the pass merged its poll).
+            snap.labels = offline.labels;
+            snap.constraints = offline.constraints;
+        }
+        snap.freshness = freshness.get(snap.name.as_str()).copied().flatten();
+    }
+    let scratch = tempfile::tempdir()?;
+    let seeded = Store::open(&scratch.path().join("state"))?;
+    for p in &pass.placements {
+        seeded.put_placement(p)?;
+    }
+    let state: StabilityState = match stability {
+        0 => StabilityState::default(),
+        h => {
+            let bytes = store.blob(h)?.ok_or_else(|| ReplayError::NotRecorded("the stability state".into()))?;
+            serde_json::from_slice(&bytes).map_err(|_| ReplayError::NotRecorded("a readable stability state".into()))?
+        }
+    };
+    seeded.put_stability(&state)?;
+    let reconciler = Reconciler::new(seeded, settings);
+    Ok(reconciler.preview(&inputs, &scratch.path().join("out"), pass.now_ms)?)
+}
