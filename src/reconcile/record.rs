@@ -238,7 +238,10 @@ fn record_removed(
             },
             notes: notes.clone(),
         };
-        r.store.append_history(history)?;
+        let seq = r.store.append_history(history)?;
+        if r.replay != 0 {
+            r.store.put_replay_refs(&[(seq, crate::store::ReplayRef { pass: r.replay, files: Vec::new() })])?;
+        }
         r.store.remove_placement(&old.workload)?;
         cache.placements.remove(key);
         cache.history.insert(key.clone(), Some(cache::LastHistory { template_hash: 0, policy_hash: 0, notes }));

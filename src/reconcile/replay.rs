@@ -129,7 +129,10 @@ pub fn replay_pass(
         0 => StabilityState::default(),
         h => {
             let bytes = store.blob(h)?.ok_or_else(|| ReplayError::NotRecorded("the stability state".into()))?;
-            serde_json::from_slice(&bytes).map_err(|_| ReplayError::NotRecorded("a readable stability state".into()))?
+            // The store's codec; a JSON blob from before (empty when it failed to serialize).
+            crate::store::codec::decode(&bytes).or_else(|_| serde_json::from_slice(&bytes)).map_err(|_| {
+                ReplayError::NotRecorded("the stability state (an older fedsched stored it empty)".into())
+            })?
         }
     };
     seeded.put_stability(&state)?;

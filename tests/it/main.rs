@@ -14,6 +14,7 @@ mod overrides;
 mod plan;
 mod policy_examples;
 mod render;
+mod replay;
 mod resources;
 mod scoring;
 mod status;
