@@ -189,3 +189,66 @@ pub fn to_text(doc: &Value) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::policy::ObjectKey;
+    use crate::schedule::ScheduleResult;
+    use crate::store::{DecisionInputs, ReplayPass, ReplayRef};
+
+    fn record(template_hash: u64) -> HistoryRecord {
+        HistoryRecord {
+            seq: 0,
+            at_ms: 1_000,
+            trigger: "render".into(),
+            workload: ObjectKey {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: Some("default".into()),
+                name: "web".into(),
+            },
+            policy: None,
+            inputs: DecisionInputs {
+                template_hash,
+                policy_hash: 2,
+                snapshot_versions: 7,
+                previous: BTreeMap::new(),
+                previous_affinity: None,
+                profile: "karmada-default".into(),
+                stability: 0,
+            },
+            result: ScheduleResult::unschedulable("x"),
+            notes: Vec::new(),
+        }
+    }
+
+    /// A record of an older store (no replay reference) and one whose pass lost a file are not
+    /// replayed: each says what was not recorded; nothing counts as identical.
+    #[test]
+    fn decisions_without_their_inputs_are_not_replayed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        let old = store.append_history(record(1)).expect("append");
+        let lost = store.append_history(record(3)).expect("append");
+        let pass = ReplayPass {
+            now_ms: 1_000,
+            sources: vec![("apps/web.yaml".into(), 99)],
+            placements: Vec::new(),
+            freshness: Vec::new(),
+        };
+        let hash = store.put_replay_pass(&pass).expect("pass");
+        store.put_replay_refs(&[(lost, ReplayRef { pass: hash, files: Vec::new() })]).expect("ref");
+        let records = store.history(&record(0).workload).expect("history");
+        assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), [old, lost]);
+        let doc = document(&store, &records, &Settings::default).expect("document");
+        assert_eq!((doc["replayed"].as_u64(), doc["notReplayable"].as_u64()), (Some(0), Some(2)), "{doc:#}");
+        let reasons: Vec<&str> =
+            doc["decisions"].as_array().expect("list").iter().filter_map(|d| d["reason"].as_str()).collect();
+        assert!(reasons[0].contains("not recorded (written by an older fedsched)"), "{reasons:?}");
+        assert_eq!(reasons[1], "not replayable: the file apps/web.yaml was not recorded");
+        assert!(to_text(&doc).contains("0 decisions replayed in 1 passes: 0 identical, 0 different; 2 not replayable"));
+    }
+}
