@@ -259,7 +259,7 @@ pub struct SimulateArgs {
 /// `fedsched bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Scenarios to run (S1..S7; repeat or comma-separate); default: all but S5.
+    /// Scenarios to run (S1..S8; repeat or comma-separate); default: all but S5.
     #[arg(long = "scenario", value_delimiter = ',', num_args = 1..)]
     pub scenarios: Vec<crate::testbed::bench::Scenario>,
     /// Member clusters.

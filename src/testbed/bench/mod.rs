@@ -22,6 +22,7 @@
 //! Peak RSS is the process's high-water mark, so a scenario's RSS is meaningful when it runs
 //! in its own invocation.
 
+mod plan;
 pub mod timing;
 
 use std::collections::BTreeMap;
@@ -49,6 +50,7 @@ pub enum Scenario {
     S5,
     S6,
     S7,
+    S8,
 }
 
 impl std::str::FromStr for Scenario {
@@ -62,7 +64,8 @@ impl std::str::FromStr for Scenario {
             "S5" => Scenario::S5,
             "S6" => Scenario::S6,
             "S7" => Scenario::S7,
-            _ => return Err(format!("unknown scenario {s:?} (S1..S7)")),
+            "S8" => Scenario::S8,
+            _ => return Err(format!("unknown scenario {s:?} (S1..S8)")),
         })
     }
 }
@@ -421,7 +424,7 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
     if wants(Scenario::S5) {
         sink.put_all(poll_scenario(o)?);
     }
-    let reconciling = [Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7];
+    let reconciling = [Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7, Scenario::S8];
     if !wants(Scenario::S1) && !reconciling.iter().any(|s| wants(*s)) {
         return Ok(sink.all);
     }
@@ -445,6 +448,9 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
     }
     if wants(Scenario::S6) {
         b.s6_store_growth(&rec, o.passes, &mut sink)?;
+    }
+    if wants(Scenario::S8) {
+        b.s8_plan(&rec, &mut sink)?;
     }
     if wants(Scenario::S7) {
         b.s7_restart(rec, &mut sink)?;
