@@ -57,7 +57,7 @@ pub use inputs::{
     load_inputs_with,
 };
 pub use preview::{PassPreview, PlannedDecision};
-pub use replay::{ReplayError, replay_pass};
+pub use replay::{RecordedHistory, ReplayError, replay_pass};
 pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport, StabilityEvent, StabilityReport};
 pub use settings::{InterpreterSettings, PublishSettings, Settings};
 pub use snapshots::{Assumed, set_confidence};

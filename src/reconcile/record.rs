@@ -187,14 +187,14 @@ fn record_batch(
     }
     let recorded = batch.len();
     let seqs = r.store.record_decisions(batch)?;
-    if r.replay != 0 {
-        let refs: Vec<(u64, crate::store::ReplayRef)> = pending
-            .iter()
-            .zip(&seqs)
-            .map(|((key, _), seq)| (*seq, super::replay::replay_ref(cache, key, r.replay)))
-            .collect();
-        r.store.put_replay_refs(&refs)?;
-    }
+    // Every record's placement, for the passes replayed after it (the pass blob may be 0).
+    let refs: Vec<(u64, crate::store::ReplayRef)> = pending
+        .iter()
+        .zip(batch.iter())
+        .zip(&seqs)
+        .map(|(((key, _), (_, placement)), seq)| (*seq, super::replay::replay_ref(cache, key, r.replay, placement)))
+        .collect();
+    r.store.put_replay_refs(&refs)?;
     for (((_, mut record), (key, last)), seq) in batch.drain(..).zip(pending.drain(..)).zip(seqs) {
         record.history_seq = seq;
         cache.history.insert(key.clone(), Some(last));
@@ -239,9 +239,13 @@ fn record_removed(
             notes: notes.clone(),
         };
         let seq = r.store.append_history(history)?;
-        if r.replay != 0 {
-            r.store.put_replay_refs(&[(seq, crate::store::ReplayRef { pass: r.replay, files: Vec::new() })])?;
-        }
+        let removal = crate::store::ReplayRef {
+            pass: r.replay,
+            targets: BTreeMap::new(),
+            affinity_name: None,
+            files: Vec::new(),
+        };
+        r.store.put_replay_refs(&[(seq, removal)])?;
         r.store.remove_placement(&old.workload)?;
         cache.placements.remove(key);
         cache.history.insert(key.clone(), Some(cache::LastHistory { template_hash: 0, policy_hash: 0, notes }));

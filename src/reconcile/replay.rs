@@ -2,9 +2,10 @@
 //! ([`store_pass`], [`replay_ref`]), and the pass made again from it ([`replay_pass`]).
 //!
 //! A pass that records decisions stores its [`ReplayPass`]: the clock it read, the
-//! repository's files (as blobs, each content once), the placements it started from, each
-//! member's freshness; each history record gets a [`ReplayRef`] (that pass, the hashes of the
-//! files it rendered). With the history record's own inputs (snapshot versions, the stability
+//! repository's files (as blobs, each content once), the last history record before it, each
+//! member's freshness; each history record gets a [`ReplayRef`] (that pass, the placement it
+//! made beyond the record, the hashes of the files it rendered), so the placements a pass
+//! started from are rebuilt from the records before it ([`RecordedHistory`]). With the history record's own inputs (snapshot versions, the stability
 //! state) that is every input of the pass: the repository gives the templates, policies,
 //! overrides, interpreters and dependencies; the stored snapshots at those versions and the
 //! placements give the member views and the assumed-replica deductions.
@@ -20,7 +21,7 @@ use std::sync::Arc;
 
 use crate::policy::{LoadError, ObjectKey};
 use crate::schedule::stability::StabilityState;
-use crate::store::{PlacementRecord, ReplayPass, ReplayRef, Store, StoreError};
+use crate::store::{HistoryRecord, PlacementRecord, ReplayPass, ReplayRef, Store, StoreError};
 
 use super::{Inputs, PassPreview, ReconcileError, Reconciler, Settings, cache};
 
@@ -61,14 +62,18 @@ pub(super) fn store_pass(
         }
         sources.push((path.to_string_lossy().into_owned(), *hash));
     }
-    let mut placements: Vec<PlacementRecord> = cache.placements.values().map(|p| (**p).clone()).collect();
-    placements.sort_by_cached_key(|p| p.workload.store_key());
+    let after_seq = store.last_history_seq()?;
     let freshness = inputs.snapshots.iter().map(|s| (s.name.clone(), s.freshness)).collect();
-    store.put_replay_pass(&ReplayPass { now_ms, sources, placements, freshness })
+    store.put_replay_pass(&ReplayPass { now_ms, sources, after_seq, freshness })
 }
 
 /// The replay reference of a workload's decision in the cache.
-pub(super) fn replay_ref(cache: &cache::PassCache, key: &ObjectKey, pass: u64) -> ReplayRef {
+pub(super) fn replay_ref(
+    cache: &cache::PassCache,
+    key: &ObjectKey,
+    pass: u64,
+    placement: &PlacementRecord,
+) -> ReplayRef {
     let files = cache
         .decisions
         .get(key)
@@ -81,7 +86,53 @@ pub(super) fn replay_ref(cache: &cache::PassCache, key: &ObjectKey, pass: u64) -
                 .collect()
         })
         .unwrap_or_default();
-    ReplayRef { pass, files }
+    ReplayRef { pass, targets: placement.targets.clone(), affinity_name: placement.affinity_name.clone(), files }
+}
+
+/// Every workload's recorded history, for the placements a recorded pass started from.
+pub struct RecordedHistory {
+    records: Vec<Vec<HistoryRecord>>,
+}
+
+impl RecordedHistory {
+    /// Reads every workload's history.
+    pub fn read(store: &Store) -> Result<Self, StoreError> {
+        let mut records = Vec::new();
+        for key in store.workloads_with_history()? {
+            records.push(store.history(&key)?);
+        }
+        Ok(RecordedHistory { records })
+    }
+
+    /// The placements after history record `after_seq`: each workload's last record up to it
+    /// with its [`ReplayRef`], removals excepted, in store order.
+    pub fn placements_at(&self, store: &Store, after_seq: u64) -> Result<Vec<PlacementRecord>, ReplayError> {
+        let mut out = Vec::new();
+        for history in &self.records {
+            let Some(h) = history.iter().rev().find(|h| h.seq <= after_seq) else { continue };
+            if h.inputs.template_hash == 0 && h.inputs.policy_hash == 0 {
+                continue; // a removal: no placement
+            }
+            let r = store.replay_ref(h.seq)?.ok_or_else(|| {
+                ReplayError::NotRecorded(format!(
+                    "the placement of {} (record {}) the pass started from",
+                    h.workload, h.seq
+                ))
+            })?;
+            out.push(PlacementRecord {
+                workload: h.workload.clone(),
+                policy: h.policy.clone(),
+                result: h.result.clone(),
+                targets: r.targets,
+                affinity_name: r.affinity_name,
+                files: r.files.into_iter().map(|(c, f, _)| (c, f)).collect(),
+                history_seq: h.seq,
+                decided_at_ms: h.at_ms,
+            });
+        }
+        out.sort_by_cached_key(|p| p.workload.store_key());
+        Ok(out)
+    }
 }
 
 /// Runs a recorded pass again: its stored inputs (the [`ReplayPass`], the snapshot versions
@@ -89,6 +140,7 @@ pub(super) fn replay_ref(cache: &cache::PassCache, key: &ObjectKey, pass: u64) -
 /// current code and `settings`. Reads `store`, writes only a scratch store of its own.
 pub fn replay_pass(
     store: &Store,
+    history: &RecordedHistory,
     settings: Settings,
     pass: &ReplayPass,
     versions: u64,
@@ -122,8 +174,8 @@ pub fn replay_pass(
     }
     let scratch = tempfile::tempdir()?;
     let seeded = Store::open(&scratch.path().join("state"))?;
-    for p in &pass.placements {
-        seeded.put_placement(p)?;
+    for p in history.placements_at(store, pass.after_seq)? {
+        seeded.put_placement(&p)?;
     }
     let state: StabilityState = match stability {
         0 => StabilityState::default(),

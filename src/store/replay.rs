@@ -1,14 +1,16 @@
 //! What a replay needs beyond the history record (`fedsched replay`): per pass that recorded
 //! decisions, a [`ReplayPass`] blob (the time the pass used, the repository's files as blobs,
-//! the placements the pass started from, each member's freshness), and per history record a
-//! [`ReplayRef`] in the `replay` tree (the pass blob and the hashes of the files the decision
-//! rendered). A record without a `ReplayRef` (written by an older fedsched, or a crash between
-//! the two writes) is not replayable, and says so.
+//! the last history sequence number before it, each member's freshness), and per history
+//! record a [`ReplayRef`] in the `replay` tree (the pass blob, the placement the record made
+//! beyond the record itself, the hashes of the files it rendered). The placements a pass
+//! started from are the records before it with their references: not stored again per pass.
+//! A record without a `ReplayRef` (written by an older fedsched, or a crash between the two
+//! writes) is not replayable, and says so.
 
 use serde::{Deserialize, Serialize};
 
 use super::codec::{Versioned, decode, encode};
-use super::{PlacementRecord, Store, StoreError};
+use super::{Store, StoreError, counter, keys};
 use crate::model::Freshness;
 
 /// The tree of [`ReplayRef`]s, keyed by history sequence number (big-endian).
@@ -22,9 +24,9 @@ pub struct ReplayPass {
     /// The repository's files in walk order: path relative to the repository and the blob
     /// hash of its bytes.
     pub sources: Vec<(String, u64)>,
-    /// The stored placements the pass started from (previous placements, claims, the recent
-    /// placements whose replicas it assumed), in store order.
-    pub placements: Vec<PlacementRecord>,
+    /// The last history sequence number before the pass: the placements it started from are
+    /// each workload's last record up to it (with its [`ReplayRef`]), removals excepted.
+    pub after_seq: u64,
     /// Each member's freshness as the pass's inputs had it (before its age at `now_ms`).
     pub freshness: Vec<(String, Option<Freshness>)>,
 }
@@ -37,8 +39,12 @@ impl Versioned for ReplayPass {
 /// Where a history record's replay inputs are.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayRef {
-    /// Blob hash of the pass's [`ReplayPass`].
+    /// Blob hash of the pass's [`ReplayPass`]; 0: the pass stored none (it recorded notes only).
     pub pass: u64,
+    /// The placement's targets (an unschedulable decision keeps the previous ones).
+    pub targets: std::collections::BTreeMap<String, Option<i32>>,
+    /// The placement's `clusterAffinities` term.
+    pub affinity_name: Option<String>,
     /// The files the decision rendered: (cluster, path, FNV-1a 64 of the bytes).
     pub files: Vec<(String, String, u64)>,
 }
@@ -67,6 +73,11 @@ impl Store {
             batch.insert(&seq.to_be_bytes(), encode(r)?);
         }
         tree.apply_batch(batch).map_err(|e| self.err(e))
+    }
+
+    /// The last history sequence number handed out (0: none yet).
+    pub fn last_history_seq(&self) -> Result<u64, StoreError> {
+        counter("meta", self.inner.meta.get(keys::HISTORY_SEQ).map_err(|e| self.err(e))?.as_deref())
     }
 
     /// The replay reference of history record `seq`, if one was stored.

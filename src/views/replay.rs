@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::reconcile::{PassPreview, ReplayError, Settings, replay_pass};
+use crate::reconcile::{PassPreview, RecordedHistory, ReplayError, Settings, replay_pass};
 use crate::schedule::Outcome;
 use crate::store::{HistoryRecord, ReplayRef, Store, StoreError};
 use crate::views::explain::format_ms;
@@ -29,17 +29,18 @@ pub fn document(
     for r in records {
         refs.push(store.replay_ref(r.seq)?);
     }
+    let history = RecordedHistory::read(store)?;
     // One replay per (pass, versions, stability state).
     let mut passes: BTreeMap<(u64, u64, u64), Result<PassPreview, String>> = BTreeMap::new();
     for (r, rr) in records.iter().zip(&refs) {
-        let Some(rr) = rr else { continue };
+        let Some(rr) = rr.as_ref().filter(|rr| rr.pass != 0) else { continue };
         let key = (rr.pass, r.inputs.snapshot_versions, r.inputs.stability);
         if passes.contains_key(&key) {
             continue;
         }
         let replayed = match store.replay_pass(rr.pass)? {
             None => Err(ReplayError::NotRecorded("the pass's inputs".into()).to_string()),
-            Some(pass) => replay_pass(store, settings(), &pass, key.1, key.2).map_err(|e| e.to_string()),
+            Some(pass) => replay_pass(store, &history, settings(), &pass, key.1, key.2).map_err(|e| e.to_string()),
         };
         passes.insert(key, replayed);
     }
@@ -50,6 +51,7 @@ pub fn document(
             json!({"workload": r.workload.display_ref(), "seq": r.seq, "at": format_ms(r.at_ms), "trigger": r.trigger});
         let entry = match rr {
             None => not(base, "its inputs were not recorded (written by an older fedsched)"),
+            Some(rr) if rr.pass == 0 => not(base, "its pass recorded notes only and stored no replay inputs"),
             Some(rr) => match &passes[&(rr.pass, r.inputs.snapshot_versions, r.inputs.stability)] {
                 Err(e) => not(base, e),
                 Ok(p) => {
@@ -236,11 +238,12 @@ mod tests {
         let pass = ReplayPass {
             now_ms: 1_000,
             sources: vec![("apps/web.yaml".into(), 99)],
-            placements: Vec::new(),
+            after_seq: 0,
             freshness: Vec::new(),
         };
         let hash = store.put_replay_pass(&pass).expect("pass");
-        store.put_replay_refs(&[(lost, ReplayRef { pass: hash, files: Vec::new() })]).expect("ref");
+        let r = ReplayRef { pass: hash, targets: BTreeMap::new(), affinity_name: None, files: Vec::new() };
+        store.put_replay_refs(&[(lost, r)]).expect("ref");
         let records = store.history(&record(0).workload).expect("history");
         assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), [old, lost]);
         let doc = document(&store, &records, &Settings::default).expect("document");
