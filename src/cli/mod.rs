@@ -165,7 +165,7 @@ pub enum Command {
         output: OutputFormat,
     },
     /// Benchmarks at fleet scale (issue 8): generated fleet and policy repository, scenarios
-    /// S1–S7, each phase's time and peak RSS. See BENCHMARKS.md.
+    /// S1–S8 (S8: plan of a one-file edit), each phase's time and peak RSS. See BENCHMARKS.md.
     Bench(BenchArgs),
     /// Run one operation of a ResourceInterpreterCustomization (or of the built-in
     /// interpreters) on objects from files and print the result, like `karmadactl interpret`.
