@@ -65,3 +65,50 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), StoreError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::ObjectKey;
+    use crate::store::PlacementRecord;
+
+    fn placement(name: &str) -> PlacementRecord {
+        PlacementRecord {
+            workload: ObjectKey {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: Some("default".into()),
+                name: name.into(),
+            },
+            policy: None,
+            result: crate::schedule::ScheduleResult::unschedulable("x"),
+            targets: Default::default(),
+            affinity_name: None,
+            files: Default::default(),
+            history_seq: 1,
+            decided_at_ms: 1,
+        }
+    }
+
+    /// While another handle holds the store (its lock), a copy opens with what was flushed;
+    /// writes to the copy never reach the original; a state directory without a store gives
+    /// an empty one.
+    #[test]
+    fn a_copy_opens_beside_the_holder_and_stays_private() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (state, copy) = (dir.path().join("state"), dir.path().join("copy"));
+        let held = Store::open(&state).expect("open");
+        held.put_placement(&placement("web")).expect("put");
+        held.flush().expect("flush");
+        assert!(matches!(Store::open(&state), Err(StoreError::Locked { .. })));
+        let c = Store::open_copy(&state, &copy).expect("copy");
+        assert_eq!(c.placements().expect("placements"), vec![placement("web")]);
+        c.put_placement(&placement("api")).expect("put");
+        c.flush().expect("flush");
+        assert_eq!(held.placements().expect("placements").len(), 1);
+        drop(c);
+        let empty = Store::open_copy(&dir.path().join("none"), &dir.path().join("copy2")).expect("empty");
+        assert!(empty.placements().expect("placements").is_empty());
+        assert!(!dir.path().join("none").exists(), "the source is not created");
+    }
+}
