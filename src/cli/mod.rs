@@ -16,6 +16,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod interpret;
+mod plan;
+mod replay;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -163,7 +165,7 @@ pub enum Command {
         output: OutputFormat,
     },
     /// Benchmarks at fleet scale (issue 8): generated fleet and policy repository, scenarios
-    /// S1–S7, each phase's time and peak RSS. See BENCHMARKS.md.
+    /// S1–S7 and S9 (S9: plan of a one-file edit), each phase's time and peak RSS. See BENCHMARKS.md.
     Bench(BenchArgs),
     /// Run one operation of a ResourceInterpreterCustomization (or of the built-in
     /// interpreters) on objects from files and print the result, like `karmadactl interpret`.
@@ -196,6 +198,12 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: OutputFormat,
     },
+    /// What a change of the policy repository would do (placements, claims, holds, files), with
+    /// nothing written. Exit 0 no change, 2 changes, 1 invalid input or failure.
+    Plan(plan::PlanArgs),
+    /// Make recorded decisions again with this fedsched on their stored inputs; print
+    /// `identical` or the differences. Exit 0 identical, 2 different, 1 invalid or failure.
+    Replay(replay::ReplayArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completion {
         /// The shell.
@@ -251,7 +259,7 @@ pub struct SimulateArgs {
 /// `fedsched bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Scenarios to run (S1..S7; repeat or comma-separate); default: all but S5.
+    /// Scenarios to run (S1..S8; repeat or comma-separate); default: all but S5.
     #[arg(long = "scenario", value_delimiter = ',', num_args = 1..)]
     pub scenarios: Vec<crate::testbed::bench::Scenario>,
     /// Member clusters.
@@ -432,6 +440,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Simulate(args) => simulate(args),
         Command::Bench(args) => bench(args),
         Command::Interpret(args) => interpret::interpret(args),
+        Command::Plan(args) => plan::plan(&cfg, args),
+        Command::Replay(args) => replay::replay(&cfg, args),
         Command::Check { policy_dir } => {
             let dir = policy_dir
                 .clone()
@@ -668,25 +678,7 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
     let reconciler = Reconciler::new(store, settings);
     // Live members: one poll round, then the pass.
-    let (targets, unknown) = crate::members::live::targets(cfg, &inputs.set);
-    for name in unknown {
-        eprintln!("warning: [clusters.{name}] has no Cluster object in the policy repository; not polled");
-    }
-    if !targets.is_empty() {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .context("cannot start the async runtime")?;
-        // One round: a list, no watches (they would end with the process).
-        let poll = crate::config::PollSection { watch: false, ..cfg.poll.clone() };
-        let mut poller = crate::members::live::Poller::new(poll, cfg.reconcile.interval);
-        let report = rt.block_on(poller.round(&targets));
-        for (cluster, error, _) in &report.failed {
-            eprintln!("poll failed: {cluster}: {error}; using its last stored snapshot");
-        }
-        inputs.apply_live(poller.view(), &reconciler.store);
-    }
+    poll_once(cfg, &mut inputs, &reconciler.store)?;
     let report = match reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::util::clock::now_ms()) {
         Ok(r) => r,
         Err(ReconcileError::Invalid(errs)) => return Err(invalid(invalid_inputs(&errs))),
@@ -706,4 +698,30 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     }
     eprintln!("{}", report.summary());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Polls the live members of `inputs` once (a list, no watches) and puts their views into
+/// `inputs`; a failed member keeps its last stored snapshot.
+fn poll_once(cfg: &Config, inputs: &mut reconcile::Inputs, store: &Store) -> Result<(), Failure> {
+    let (targets, unknown) = crate::members::live::targets(cfg, &inputs.set);
+    for name in unknown {
+        eprintln!("warning: [clusters.{name}] has no Cluster object in the policy repository; not polled");
+    }
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // One round: a list, no watches (they would end with the process).
+    let poll = crate::config::PollSection { watch: false, ..cfg.poll.clone() };
+    let mut poller = crate::members::live::Poller::new(poll, cfg.reconcile.interval);
+    let report = rt.block_on(poller.round(&targets));
+    for (cluster, error, _) in &report.failed {
+        eprintln!("poll failed: {cluster}: {error}; using its last stored snapshot");
+    }
+    inputs.apply_live(poller.view(), store);
+    Ok(())
 }

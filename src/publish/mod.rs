@@ -39,6 +39,7 @@ mod guard;
 mod journal;
 mod names;
 mod plan;
+mod preview;
 mod recovery;
 
 use std::fs;
@@ -48,6 +49,7 @@ pub use error::PublishError;
 pub use guard::{DEFAULT_MAX_DELETE_RATIO, DeleteGuard, HeldCluster};
 pub use names::check_segment;
 pub use plan::{ClusterFiles, PublishPlan, PublishReport};
+pub use preview::{Preview, preview};
 pub use recovery::recover;
 
 use diff::compute_changes;

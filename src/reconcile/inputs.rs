@@ -44,6 +44,9 @@ pub struct Inputs {
     /// the caller's poll metrics (outcome "offline"); live clusters are listed too (their
     /// offline snapshot is what [`Inputs::apply_live`] replaces).
     pub offline_polls: Arc<Vec<(String, Duration)>>,
+    /// The repository's files as loaded (path, content hash, text), when the load kept them
+    /// (a load through a [`ParseCache`]); a pass stores them for replay. Empty: not kept.
+    pub sources: Arc<Vec<(std::path::PathBuf, u64, Arc<str>)>>,
 }
 
 /// Content hashes (FNV-1a 64 of the JSON) of what decisions read from the set: computed once
@@ -199,9 +202,14 @@ pub fn load_inputs_for(
     cache: Option<&mut ParseCache>,
 ) -> Result<Inputs, Vec<LoadError>> {
     let started = Instant::now();
-    let (set, errors) = load_repository_cached(policy_dir, cache);
+    let mut cache = cache;
+    let (set, errors) = load_repository_cached(policy_dir, cache.as_deref_mut());
     let mut timings = PhaseTimings::default();
-    build_inputs(set, errors, &settings.profiles, &settings.interpreter, &mut timings, started, None)
+    let mut inputs = build_inputs(set, errors, &settings.profiles, &settings.interpreter, &mut timings, started, None)?;
+    if let Some(c) = cache {
+        inputs.sources = Arc::new(c.sources());
+    }
+    Ok(inputs)
 }
 
 /// [`load_inputs_timed`], reusing (and updating) a parse cache of the repository's files.
@@ -212,8 +220,31 @@ pub fn load_inputs_cached(
     cache: Option<&mut ParseCache>,
 ) -> Result<Inputs, Vec<LoadError>> {
     let started = Instant::now();
-    let (set, errors) = load_repository_cached(policy_dir, cache);
-    build_inputs(set, errors, profiles, &InterpreterSettings::default(), timings, started, None)
+    let mut cache = cache;
+    let (set, errors) = load_repository_cached(policy_dir, cache.as_deref_mut());
+    let mut inputs = build_inputs(set, errors, profiles, &InterpreterSettings::default(), timings, started, None)?;
+    if let Some(c) = cache {
+        inputs.sources = Arc::new(c.sources());
+    }
+    Ok(inputs)
+}
+
+/// The inputs of a repository given as its files (path relative to the repository, text, in
+/// walk order), loaded, defaulted and validated as a load of the directory would: what a
+/// replay rebuilds from the files a pass stored.
+pub fn load_inputs_from_sources(
+    files: &[(std::path::PathBuf, Arc<str>)],
+    settings: &super::Settings,
+) -> Result<Inputs, Vec<LoadError>> {
+    let started = Instant::now();
+    let texts = files.iter().map(|(p, t)| (p.clone(), t.to_string()));
+    let (mut set, mut errors) = crate::policy::load::load_sources(texts);
+    crate::policy::defaults::apply(&mut set);
+    errors.extend(crate::policy::validate::validate(&set));
+    let mut timings = PhaseTimings::default();
+    let mut inputs = build_inputs(set, errors, &settings.profiles, &settings.interpreter, &mut timings, started, None)?;
+    inputs.sources = Arc::new(files.iter().map(|(p, t)| (p.clone(), fnv1a64(t.as_bytes()), t.clone())).collect());
+    Ok(inputs)
 }
 
 /// Validates the profiles `set` names and builds the offline snapshots and the hashes.
@@ -253,7 +284,7 @@ fn build_inputs(
     let interpreters = Arc::new(table);
     if errors.is_empty() {
         let (set, hashes, offline_polls) = (Arc::new(set), Arc::new(hashes), Arc::new(offline_polls));
-        Ok(Inputs { set, snapshots, interpreters, hashes, offline_polls })
+        Ok(Inputs { set, snapshots, interpreters, hashes, offline_polls, sources: Arc::new(Vec::new()) })
     } else {
         Err(errors)
     }
@@ -320,6 +351,8 @@ impl Reconciler {
             started,
             previous.as_ref(),
         )?;
+        let mut inputs = inputs;
+        inputs.sources = Arc::new(cache.parse.sources());
         cache.last = Some(inputs.clone());
         Ok(inputs)
     }

@@ -34,7 +34,9 @@ mod decide;
 mod deps;
 mod inputs;
 mod plan;
+mod preview;
 mod record;
+mod replay;
 mod report;
 mod settings;
 mod snapshots;
@@ -53,11 +55,26 @@ use decide::Decided;
 pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
 use inputs::LoadCache;
 pub use inputs::{
-    InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_for, load_inputs_timed, load_inputs_with,
+    InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_for, load_inputs_from_sources, load_inputs_timed,
+    load_inputs_with,
 };
+pub use preview::{PassPreview, PlannedDecision};
+pub use replay::{RecordedHistory, ReplayError, replay_pass};
 pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport, StabilityEvent, StabilityReport};
 pub use settings::{InterpreterSettings, PublishSettings, Settings};
 pub use snapshots::{Assumed, set_confidence};
+
+/// What the stages up to "plan the publish" hand over ([`Reconciler::stages`]).
+struct Staged<'a> {
+    snapshots: snapshots::PassSnapshots,
+    pass: snapshots::Pass,
+    stability: stability::StabilityPass,
+    decisions: decide::Decisions,
+    planned: plan::PlannedPublish<'a>,
+    full_check: bool,
+    /// Time spent versioning the snapshots.
+    poll: Duration,
+}
 
 /// The parts of a pass that stay the same between passes.
 pub struct Reconciler {
@@ -149,16 +166,16 @@ impl Reconciler {
         result
     }
 
-    /// The stages of one pass, with this process's cache.
-    fn reconcile_cached(
+    /// The stages of a pass up to "plan the publish" (version snapshots, stability, decide,
+    /// plan), with this process's cache: what both a pass and a preview run.
+    fn stages<'a>(
         &self,
         cache: &mut cache::PassCache,
-        inputs: &Inputs,
+        inputs: &'a Inputs,
         output_dir: &Path,
         trigger: &str,
         now_ms: u64,
-    ) -> Result<ReconcileReport, ReconcileError> {
-        let started = Instant::now();
+    ) -> Result<Staged<'a>, ReconcileError> {
         let full_check = cache.full_check_due(now_ms, trigger);
         cache.load_once(&self.store)?;
 
@@ -183,6 +200,21 @@ impl Reconciler {
         let decisions = decide::decide_all(&context, cache, &mut snapshots)?;
 
         let planned = plan::plan(cache, &inputs.set, &decisions, full_check);
+        Ok(Staged { snapshots, pass, stability, decisions, planned, full_check, poll })
+    }
+
+    /// The stages of one pass, with this process's cache.
+    fn reconcile_cached(
+        &self,
+        cache: &mut cache::PassCache,
+        inputs: &Inputs,
+        output_dir: &Path,
+        trigger: &str,
+        now_ms: u64,
+    ) -> Result<ReconcileReport, ReconcileError> {
+        let started = Instant::now();
+        let Staged { snapshots, pass, stability, decisions, planned, full_check, poll } =
+            self.stages(cache, inputs, output_dir, trigger, now_ms)?;
 
         // Publish, then record: a crash in between re-derives the same output next time.
         self.fenced(&decisions, "publish")?;
@@ -193,7 +225,13 @@ impl Reconciler {
         planned.published(cache, &published.held, full_check, now_ms);
 
         let phase = Instant::now();
+        let replay =
+            match decisions.fresh.is_empty() && decisions.removed.is_empty() && stability.report().events.is_empty() {
+                true => 0,
+                false => replay::store_pass(&self.store, cache, inputs, now_ms)?,
+            };
         let recording = record::Recording {
+            replay,
             store: &self.store,
             held: &published.held,
             versions: pass.versions,

@@ -46,6 +46,8 @@ pub(super) struct Recording<'a> {
     /// The stability stage's result: its state is stored with the pass, its actions are
     /// history notes of their workloads.
     pub stability: &'a StabilityPass,
+    /// Blob hash of the pass's replay inputs ([`crate::store::ReplayPass`]); 0: not stored.
+    pub replay: u64,
 }
 
 /// Records the pass's decisions and removals, persists the reusable decisions, and flushes.
@@ -133,10 +135,10 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
         pending.push((key.clone(), last));
         batch.push((history, record));
         if batch.len() >= RECORD_BATCH {
-            recorded += record_batch(r.store, &mut batch, &mut pending, cache)?;
+            recorded += record_batch(r, &mut batch, &mut pending, cache)?;
         }
     }
-    recorded += record_batch(r.store, &mut batch, &mut pending, cache)?;
+    recorded += record_batch(r, &mut batch, &mut pending, cache)?;
     Ok(recorded)
 }
 
@@ -175,7 +177,7 @@ fn changed(
 /// its assigned history sequence number) and its last history. Empties both vectors;
 /// returns how many decisions it recorded.
 fn record_batch(
-    store: &Store,
+    r: &Recording<'_>,
     batch: &mut Vec<(HistoryRecord, PlacementRecord)>,
     pending: &mut Vec<(ObjectKey, cache::LastHistory)>,
     cache: &mut cache::PassCache,
@@ -184,7 +186,15 @@ fn record_batch(
         return Ok(0);
     }
     let recorded = batch.len();
-    let seqs = store.record_decisions(batch)?;
+    let seqs = r.store.record_decisions(batch)?;
+    // Every record's placement, for the passes replayed after it (the pass blob may be 0).
+    let refs: Vec<(u64, crate::store::ReplayRef)> = pending
+        .iter()
+        .zip(batch.iter())
+        .zip(&seqs)
+        .map(|(((key, _), (_, placement)), seq)| (*seq, super::replay::replay_ref(cache, key, r.replay, placement)))
+        .collect();
+    r.store.put_replay_refs(&refs)?;
     for (((_, mut record), (key, last)), seq) in batch.drain(..).zip(pending.drain(..)).zip(seqs) {
         record.history_seq = seq;
         cache.history.insert(key.clone(), Some(last));
@@ -228,7 +238,14 @@ fn record_removed(
             },
             notes: notes.clone(),
         };
-        r.store.append_history(history)?;
+        let seq = r.store.append_history(history)?;
+        let removal = crate::store::ReplayRef {
+            pass: r.replay,
+            targets: BTreeMap::new(),
+            affinity_name: None,
+            files: Vec::new(),
+        };
+        r.store.put_replay_refs(&[(seq, removal)])?;
         r.store.remove_placement(&old.workload)?;
         cache.placements.remove(key);
         cache.history.insert(key.clone(), Some(cache::LastHistory { template_hash: 0, policy_hash: 0, notes }));

@@ -115,7 +115,9 @@ pub(super) fn run(
     now_ms: u64,
 ) -> Result<StabilityPass, StoreError> {
     let old = store.stability()?;
-    let state_blob = store.put_blob(&serde_json::to_vec(&old).unwrap_or_default())?;
+    // The store's codec: JSON cannot key a map by workload (an older fedsched stored an
+    // empty blob for such states).
+    let state_blob = store.put_blob(&crate::store::codec::encode(&old)?)?;
     let clusters: Vec<ClusterInput> = views.iter().map(cluster_input).collect();
     let unhealthy: BTreeSet<&str> =
         clusters.iter().filter(|c| !c.condition.is_ready()).map(|c| c.name.as_str()).collect();
@@ -448,7 +450,7 @@ mod storm_tests {
         let last = rec.store.last_history(&placement.workload).expect("history").expect("a record");
         assert!(last.notes.iter().any(|n| n.contains("evicted 2 replicas from m1")), "{:?}", last.notes);
         let blob = rec.store.blob(last.inputs.stability).expect("blob").expect("stored");
-        let used: crate::schedule::stability::StabilityState = serde_json::from_slice(&blob).expect("state json");
+        let used: crate::schedule::stability::StabilityState = crate::store::codec::decode(&blob).expect("state");
         assert!(used.storm.is_none() && used.clusters["m1"].unhealthy_since_ms == Some(t0 + 20 * 60_000));
     }
 }

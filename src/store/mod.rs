@@ -25,9 +25,11 @@
 //! placement) are single sled transactions.
 
 pub mod codec;
+mod copy;
 mod decisions;
 pub mod keys;
 mod records;
+mod replay;
 mod stability;
 
 use std::fs::{File, OpenOptions, TryLockError};
@@ -40,6 +42,7 @@ use sled::transaction::{ConflictableTransactionError, ConflictableTransactionRes
 
 pub use decisions::StoredDecision;
 pub use records::{DecisionInputs, HistoryRecord, PlacementRecord, SnapshotMeta};
+pub use replay::{ReplayPass, ReplayRef};
 
 use std::collections::BTreeMap;
 

@@ -51,9 +51,9 @@ pub struct DecisionInputs {
     pub previous_affinity: Option<String>,
     /// Name of the scheduling profile (plugin set and weights).
     pub profile: String,
-    /// Blob hash of the stability engine's state the pass started from (JSON of
-    /// `schedule::stability::StabilityState`): with the snapshots, the placements and the
-    /// time, what rebuilds the pass's evictions and its directives. 0: not recorded (schema 2).
+    /// Blob hash of the stability engine's state the pass started from (the store's codec; JSON
+    /// before replay existed, empty when the state had workloads): with the snapshots, the
+    /// placements and the time, what rebuilds the pass's evictions and its directives. 0: not recorded (schema 2).
     pub stability: u64,
 }
 

@@ -3,8 +3,10 @@
 //!
 //! - [`hash`]: the stable content hashes (FNV-1a) used for versions, keys and tie-breaks.
 //! - [`clock`]: the wall clock behind a trait, so the daemon can be driven by a test clock.
+//! - [`diff`]: unified diffs of two texts (`fedsched plan --diff`).
 //! - [`percent`]: percent-encoding of URL path segments and query values, and its inverse.
 
 pub mod clock;
+pub mod diff;
 pub mod hash;
 pub mod percent;

@@ -2,6 +2,8 @@
 //! implementation each, shared by the CLI, the HTTP API and the output summary.
 //!
 //! - [`explain`]: why a workload went where it went (from the store and the policies).
+//! - [`plan`]: `fedsched plan`, what a change of the policy repository would do.
+//! - [`replay`]: `fedsched replay`, recorded decisions made again and compared.
 //! - [`report`]: `history`, `snapshots`, workloads, clusters and their text forms.
 //! - [`resources`]: capacity, allocated and free per group of clusters.
 //! - [`status`]: the daemon's in-memory status (last pass, readiness, cluster health) and
@@ -12,6 +14,8 @@
 //! Views read; they never write the store or the output directory.
 
 pub mod explain;
+pub mod plan;
+pub mod replay;
 pub mod report;
 pub mod resources;
 pub mod status;

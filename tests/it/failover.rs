@@ -234,6 +234,10 @@ fn simulated_outage_moves_the_workload_away_and_back() {
 
     t.sim.fault("member-000", "{}");
     wait_for("the move back after stable_for", Duration::from_secs(40), || web("member-000").exists());
+    // The record stage follows the publish: wait for the pass to record before stopping it.
+    wait_for("the move back recorded", Duration::from_secs(20), || {
+        text(&t.s.cmd("history", &["Deployment/shop/web", "-o", "json"]).stdout).contains("moved back to member-000")
+    });
     child.kill().expect("kill");
     let _ = child.wait();
     let l = log.lock().map(|l| l.clone()).unwrap_or_default();

@@ -102,7 +102,7 @@ pub(crate) struct Setup {
     pub(crate) config: PathBuf,
 }
 
-const APP: &str = r#"apiVersion: v1
+pub(crate) const APP: &str = r#"apiVersion: v1
 kind: Namespace
 metadata: {name: shop}
 ---
@@ -427,7 +427,7 @@ impl Sim {
 
     /// Fills every node of a cluster with a pod that requests more CPU than any node has,
     /// through the admin endpoint (ADDED watch events): nothing fits there any more.
-    fn fill(&self, cluster: &str) {
+    pub(crate) fn fill(&self, cluster: &str) {
         for n in self.nodes(cluster) {
             let pod = format!(
                 r#"{{"spec": {{"nodeName": "{n}", "containers": [{{"name": "c", "resources": {{"requests": {{"cpu": "1000"}}}}}}]}},
@@ -454,7 +454,7 @@ pub(crate) fn daemon(t: &Setup, log_level: &str) -> (Child, std::sync::Arc<std::
 }
 
 /// Every member placed some replicas of web and each has its two watches open.
-fn wait_until_watching(t: &Setup, clusters: &[&str]) {
+pub(crate) fn wait_until_watching(t: &Setup, clusters: &[&str]) {
     wait_for("the first live reconcile", Duration::from_secs(30), || {
         clusters.iter().all(|c| web_replicas(&t.s, c) > 0)
     });

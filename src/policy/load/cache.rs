@@ -37,6 +37,8 @@ pub(super) struct CachedFile {
     pub(super) hash: u64,
     pub(super) len: usize,
     pub(super) docs: Parsed,
+    /// The file's text (stored with the decisions of a pass, for replay).
+    pub(super) text: std::sync::Arc<str>,
     /// Stat taken when the file was walked before it was read; None = not trusted.
     pub(super) stat: Option<FileStat>,
     /// Wall clock (ns since the epoch) just before the file was read.
@@ -108,7 +110,8 @@ impl ParseCache {
                 _ => {
                     changed = true;
                     let docs = parse_file(&text);
-                    let file = CachedFile { hash, len: text.len(), docs, stat, read_at_ns, typed: None };
+                    let (len, text) = (text.len(), std::sync::Arc::from(text));
+                    let file = CachedFile { hash, len, docs, text, stat, read_at_ns, typed: None };
                     self.files.insert(rel.clone(), file);
                 }
             }
@@ -119,6 +122,12 @@ impl ParseCache {
         self.files.retain(|k, _| seen.contains(k));
         self.order = order;
         (changed, errors)
+    }
+
+    /// The files of the last refresh, in walk order: path relative to the repository, content
+    /// hash (FNV-1a 64), text. What a pass stores so that it can be replayed.
+    pub fn sources(&self) -> Vec<(PathBuf, u64, std::sync::Arc<str>)> {
+        self.order.iter().filter_map(|rel| self.files.get(rel).map(|c| (rel.clone(), c.hash, c.text.clone()))).collect()
     }
 
     /// The parsed documents of the files of the last refresh, in walk order.

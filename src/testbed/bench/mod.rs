@@ -25,6 +25,7 @@
 //! in its own invocation.
 
 pub mod marks;
+mod plan;
 pub mod timing;
 
 use std::collections::BTreeMap;
@@ -53,6 +54,7 @@ pub enum Scenario {
     S5,
     S6,
     S7,
+    S9,
 }
 
 impl std::str::FromStr for Scenario {
@@ -66,7 +68,8 @@ impl std::str::FromStr for Scenario {
             "S5" => Scenario::S5,
             "S6" => Scenario::S6,
             "S7" => Scenario::S7,
-            _ => return Err(format!("unknown scenario {s:?} (S1..S7)")),
+            "S9" => Scenario::S9,
+            _ => return Err(format!("unknown scenario {s:?} (S1..S7, S9)")),
         })
     }
 }
@@ -429,7 +432,7 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
     if wants(Scenario::S5) {
         sink.put_all(poll_scenario(o)?);
     }
-    let reconciling = [Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7];
+    let reconciling = [Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7, Scenario::S9];
     if !wants(Scenario::S1) && !reconciling.iter().any(|s| wants(*s)) {
         return Ok(sink.all);
     }
@@ -453,6 +456,9 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
     }
     if wants(Scenario::S6) {
         b.s6_store_growth(&rec, o.passes, &mut sink)?;
+    }
+    if wants(Scenario::S9) {
+        b.s9_plan(&rec, &mut sink)?;
     }
     if wants(Scenario::S7) {
         b.s7_restart(rec, &mut sink)?;

@@ -1,0 +1,62 @@
+//! S9: `fedsched plan` of a one-file edit, as the command runs it: a private copy of the
+//! store, a cold load of the repository (with the fleet's member data, as `plan --live` has
+//! them), the preview of the pass ([`Reconciler::preview`]) and the plan document. Each run
+//! edits another template and puts it back afterwards; the plan must report it.
+
+use std::time::Instant;
+
+use super::{Bench, BenchError, Figure, Scenario, Sink, count, io, load};
+use crate::reconcile::{PhaseTimings, Reconciler, Settings};
+use crate::store::Store;
+use crate::testbed::simulate::repo;
+use crate::views::plan::{Before, document};
+
+impl Bench {
+    /// S9: the wall time of a plan of a one-template edit, and its parts.
+    pub(super) fn s9_plan(&mut self, rec: &Reconciler, sink: &mut Sink<'_>) -> Result<(), BenchError> {
+        rec.store.flush()?;
+        let fix = &self.fix;
+        let w = fix.spec.workloads.max(1);
+        let (mut walls, mut copies, mut loads, mut previews, mut changed, mut decided) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for k in 0..self.runs {
+            let i = (k * 7919 + 13) % w;
+            let path = fix.repo.join(repo::workload_file(i));
+            let text = repo::workload_yaml(i, repo::replicas_of(i) + 1 + k as i64, fix.spec.fleet.clusters);
+            std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
+            self.now += 1000;
+            let started = Instant::now();
+            let scratch = tempfile::tempdir().map_err(io("create a temporary directory"))?;
+            let store = Store::open_copy(&self.state, &scratch.path().join("state"))?;
+            copies.push(started.elapsed());
+            let planner = Reconciler::new(store, Settings::builtin());
+            let phase = Instant::now();
+            let inputs = load(fix, &planner, &mut PhaseTimings::default(), self.now)?;
+            loads.push(phase.elapsed());
+            let phase = Instant::now();
+            let preview = planner.preview(&inputs, &self.out, self.now)?;
+            previews.push(phase.elapsed());
+            let doc = document(&preview, &Before::Published, &inputs.set, &self.out, false);
+            walls.push(started.elapsed());
+            let files = doc["summary"]["filesChanged"].as_u64().unwrap_or(0);
+            if doc["changes"] != true || files == 0 {
+                return Err(BenchError::Check(format!("S9: the plan of an edit of workload {i} shows no change")));
+            }
+            changed.push(doc["summary"]["changed"].as_f64().unwrap_or(0.0));
+            decided.push(files as f64);
+            let path = fix.repo.join(repo::workload_file(i));
+            let text = repo::workload_yaml(i, repo::replicas_of(i), fix.spec.fleet.clusters);
+            std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
+        }
+        let f =
+            Figure::ms(Scenario::S9, "plan of a one-template edit (copy store → load → preview → document)", &walls);
+        let m = super::Mark::at_size("≤ 2 s", f.value, 2_000.0, self.size());
+        sink.put(f.mark(m));
+        sink.put(Figure::ms(Scenario::S9, "  copy of the store", &copies));
+        sink.put(Figure::ms(Scenario::S9, "  load (cold) + member data", &loads));
+        sink.put(Figure::ms(Scenario::S9, "  preview (the pass's stages, publish diff)", &previews));
+        sink.put(count(Scenario::S9, "  workloads changed in the plan", changed));
+        sink.put(count(Scenario::S9, "  files changed in the plan", decided));
+        Ok(())
+    }
+}

@@ -1,0 +1,429 @@
+//! `fedsched plan`: what a change of the policy repository would do, as one document (JSON)
+//! and its text and Markdown forms. Built from the [`PassPreview`] of the changed repository
+//! (the daemon's pass up to the plan of the publish, nothing written) compared with either the
+//! state the daemon last published (the stored placements and the output directory) or, with
+//! a base repository, the preview of the base on the same store and snapshots (so only what
+//! the change itself does shows).
+//!
+//! Per workload: the placement diff (`cluster: 4 → 6`, `+ cluster: 3`, `- cluster`), newly
+//! scheduled or unschedulable with the reason, claim changes (which policy now wins and why,
+//! [`matching::shadow_reason`]), removed workloads; the clusters the mass-deletion guard would
+//! hold; per cluster the files added, changed and removed; with `diff`, the unified diff of
+//! each changed file ([`crate::util::diff::unified`]).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::policy::matching;
+use crate::policy::{ObjectKey, PolicyRef, PolicySet};
+use crate::publish::{Preview, STATE_DIR};
+use crate::reconcile::PassPreview;
+use crate::schedule::Outcome;
+use crate::store::PlacementRecord;
+
+/// What one side of the comparison says of a workload.
+struct Side<'a> {
+    policy: Option<&'a PolicyRef>,
+    targets: &'a BTreeMap<String, Option<i32>>,
+    scheduled: bool,
+    reason: Option<String>,
+}
+
+fn stored_side(p: &PlacementRecord) -> Side<'_> {
+    let (scheduled, reason) = match &p.result.outcome {
+        Outcome::Scheduled { .. } => (true, None),
+        Outcome::Unschedulable { reason } => (false, Some(reason.clone())),
+    };
+    Side { policy: p.policy.as_ref(), targets: &p.targets, scheduled, reason }
+}
+
+fn planned_side(d: &crate::reconcile::PlannedDecision) -> Side<'_> {
+    let reason = d.problems.iter().find(|p| p.cluster.is_none()).map(|p| p.reason.clone());
+    Side { policy: d.record.policy.as_ref(), targets: &d.record.targets, scheduled: d.scheduled, reason }
+}
+
+/// What the comparison starts from.
+pub enum Before<'a> {
+    /// The stored placements and the output directory as they are.
+    Published,
+    /// The preview of a base repository on the same store.
+    Base(&'a PassPreview),
+}
+
+/// The plan document of `after` (the preview of the changed repository, whose set is `set`)
+/// against `before`; `out` is the output directory both previews compared with. `diff` adds
+/// the unified diff of every changed file.
+pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: &Path, diff: bool) -> Value {
+    let workloads = workloads(after, before, set);
+    let (clusters, diffs, summary_changed) = files(after, before, out, diff);
+    let held: Vec<Value> = after
+        .files
+        .held
+        .iter()
+        .filter(|h| match before {
+            Before::Published => true,
+            Before::Base(b) => !b.files.held.contains(h),
+        })
+        .map(|h| json!({"cluster": h.cluster, "objects": h.objects, "removals": h.removals, "message": h.to_string()}))
+        .collect();
+    let stability: Vec<Value> = after
+        .stability
+        .events
+        .iter()
+        .map(|e| json!({"workload": e.workload.as_ref().map(|w| w.display_ref()), "cluster": e.cluster, "kind": e.kind, "text": e.text}))
+        .collect();
+    let count = |what: &str| workloads.iter().filter(|w| w["change"] == what).count();
+    let files_count = |what: &str| clusters.iter().map(|c| c[what].as_array().map_or(0, Vec::len)).sum::<usize>();
+    let claim_changes = workloads.iter().filter(|w| !w["claim"].is_null()).count();
+    let changes = !workloads.is_empty() || !clusters.is_empty() || !held.is_empty() || summary_changed;
+    let mut doc = json!({
+        "changes": changes,
+        "base": matches!(before, Before::Base(_)),
+        "summary": {
+            "workloads": after.decisions.len(),
+            "changed": workloads.len(),
+            "placementChanged": count("placement"),
+            "newlyScheduled": count("newly-scheduled"),
+            "newlyUnschedulable": count("newly-unschedulable"),
+            "added": count("added"),
+            "removed": count("removed"),
+            "claimChanges": claim_changes,
+            "heldClusters": held.len(),
+            "clusters": clusters.len(),
+            "filesAdded": files_count("added"),
+            "filesChanged": files_count("changed"),
+            "filesRemoved": files_count("removed"),
+            "placementsJsonChanged": summary_changed,
+        },
+        "workloads": workloads,
+        "held": held,
+        "clusters": clusters,
+        "stability": stability,
+        "interruptedPublish": after.files.interrupted,
+    });
+    if diff {
+        doc["diffs"] = Value::Array(diffs);
+    }
+    doc
+}
+
+/// The workloads whose placement, schedulability or claim differ between the two sides.
+fn workloads(after: &PassPreview, before: &Before<'_>, set: &PolicySet) -> Vec<Value> {
+    let templates: HashMap<&ObjectKey, &crate::policy::Template> = set.templates.iter().map(|t| (&t.key, t)).collect();
+    let old: BTreeMap<&ObjectKey, Side<'_>> = match before {
+        Before::Published => after.before.iter().map(|(k, p)| (k, stored_side(p))).collect(),
+        Before::Base(b) => b.decisions.iter().map(|(k, d)| (k, planned_side(d))).collect(),
+    };
+    let new: BTreeMap<&ObjectKey, Side<'_>> = after.decisions.iter().map(|(k, d)| (k, planned_side(d))).collect();
+    let keys: BTreeSet<&ObjectKey> = old.keys().chain(new.keys()).copied().collect();
+    let mut out = Vec::new();
+    for key in keys {
+        let (o, n) = (old.get(key), new.get(key));
+        let change = match (o, n) {
+            (None, Some(n)) if n.scheduled => "added",
+            (None, Some(_)) => "newly-unschedulable",
+            (Some(_), None) => "removed",
+            (Some(o), Some(n)) if o.scheduled && !n.scheduled => "newly-unschedulable",
+            (Some(o), Some(n)) if !o.scheduled && n.scheduled => "newly-scheduled",
+            (Some(o), Some(n)) if o.targets != n.targets => "placement",
+            (Some(o), Some(n)) if o.policy != n.policy => "claim",
+            _ => continue,
+        };
+        let empty = BTreeMap::new();
+        let placement = placement_diff(o.map_or(&empty, |s| s.targets), n.map_or(&empty, |s| s.targets));
+        let claim = match (o.and_then(|s| s.policy), n.and_then(|s| s.policy)) {
+            (a, b) if a == b => Value::Null,
+            (a, b) => {
+                let reason = claim_reason(set, templates.get(key).copied(), a, b);
+                json!({"before": a.map(ToString::to_string), "after": b.map(ToString::to_string), "reason": reason})
+            }
+        };
+        let reason = match change {
+            "newly-unschedulable" => n.and_then(|s| s.reason.clone()),
+            "newly-scheduled" => o.and_then(|s| s.reason.clone()).map(|r| format!("was unschedulable: {r}")),
+            "removed" => Some("no longer in the repository or no longer claimed by a policy".into()),
+            _ => None,
+        };
+        out.push(json!({
+            "workload": key.display_ref(),
+            "change": change,
+            "placement": placement,
+            "claim": claim,
+            "reason": reason,
+        }));
+    }
+    out
+}
+
+/// Per cluster of either side: before and after replicas (`null` for a duplicated workload
+/// without a count, or a cluster the side does not have), only where they differ.
+fn placement_diff(old: &BTreeMap<String, Option<i32>>, new: &BTreeMap<String, Option<i32>>) -> Vec<Value> {
+    let clusters: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    clusters
+        .into_iter()
+        .filter(|c| old.get(*c) != new.get(*c))
+        .map(|c| {
+            json!({
+                "cluster": c,
+                "before": old.get(c).map(|r| json!({"replicas": r})),
+                "after": new.get(c).map(|r| json!({"replicas": r})),
+            })
+        })
+        .collect()
+}
+
+/// Why the claim moved from `old` to `new` (in the changed set).
+fn claim_reason(
+    set: &PolicySet,
+    template: Option<&crate::policy::Template>,
+    old: Option<&PolicyRef>,
+    new: Option<&PolicyRef>,
+) -> String {
+    match (old, new, template) {
+        (_, None, _) => "no policy claims the template any more".into(),
+        (None, Some(p), _) => format!("{p} claims the template"),
+        (Some(o), Some(n), Some(t)) => match matching::claim_with_previous(set, t, Some(o)) {
+            Some(c) if c.shadowed.contains(o) => format!("{n} wins; {o}: {}", matching::shadow_reason(set, t, &c, o)),
+            _ if set.propagation_policy(o).is_none() => format!("{o} is no longer in the repository"),
+            _ => format!("{o} no longer matches the template"),
+        },
+        (Some(o), Some(n), None) => format!("{n} replaces {o}"),
+    }
+}
+
+/// Per cluster the files added, changed and removed (sorted by cluster, then path), the
+/// unified diffs when asked, and whether `placements.json` changes.
+fn files(after: &PassPreview, before: &Before<'_>, out: &Path, diff: bool) -> (Vec<Value>, Vec<Value>, bool) {
+    let disk = |path: &str| std::fs::read(out.join(path)).ok();
+    let final_of = |p: &Preview, path: &str| -> Option<Vec<u8>> {
+        match p.writes.get(path) {
+            Some(b) => Some(b.clone()),
+            None if p.deletions.contains(path) => None,
+            None => disk(path),
+        }
+    };
+    let mut paths: BTreeSet<&str> =
+        after.files.writes.keys().map(String::as_str).chain(after.files.deletions.iter().map(String::as_str)).collect();
+    if let Before::Base(b) = before {
+        paths.extend(b.files.writes.keys().map(String::as_str).chain(b.files.deletions.iter().map(String::as_str)));
+    }
+    let mut per_cluster: BTreeMap<&str, [Vec<&str>; 3]> = BTreeMap::new();
+    let mut diffs = Vec::new();
+    let mut summary_changed = false;
+    for path in paths {
+        let old = match before {
+            Before::Published => disk(path),
+            Before::Base(b) => final_of(&b.files, path),
+        };
+        let new = final_of(&after.files, path);
+        if old == new {
+            continue;
+        }
+        if path.starts_with(&format!("{STATE_DIR}/")) {
+            summary_changed = true;
+            continue;
+        }
+        let Some((cluster, rel)) = path.split_once('/') else { continue };
+        let slot = match (&old, &new) {
+            (None, _) => 0,
+            (Some(_), Some(_)) => 1,
+            (Some(_), None) => 2,
+        };
+        per_cluster.entry(cluster).or_default()[slot].push(rel);
+        if diff {
+            let text = |b: &Option<Vec<u8>>| b.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
+            let d = crate::util::diff::unified(path, text(&old).as_deref(), text(&new).as_deref());
+            diffs.push(json!({"path": path, "diff": d}));
+        }
+    }
+    let clusters = per_cluster
+        .into_iter()
+        .map(|(c, [added, changed, removed])| json!({"cluster": c, "added": added, "changed": changed, "removed": removed}))
+        .collect();
+    (clusters, diffs, summary_changed)
+}
+
+/// `cluster: 4 → 6`, `+ cluster: 3`, `- cluster` (no count for a duplicated workload).
+fn placement_lines(w: &Value) -> Vec<String> {
+    let count = |v: &Value| v["replicas"].as_i64().map(|r| r.to_string());
+    w["placement"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let c = p["cluster"].as_str().unwrap_or("");
+            match (p["before"].is_null(), p["after"].is_null()) {
+                (true, _) => match count(&p["after"]) {
+                    Some(r) => format!("+ {c}: {r}"),
+                    None => format!("+ {c}"),
+                },
+                (false, true) => format!("- {c}"),
+                (false, false) => format!(
+                    "{c}: {} → {}",
+                    count(&p["before"]).unwrap_or_else(|| "-".into()),
+                    count(&p["after"]).unwrap_or_else(|| "-".into())
+                ),
+            }
+        })
+        .collect()
+}
+
+fn workload_lines(w: &Value) -> Vec<String> {
+    let mut lines = placement_lines(w);
+    if let Some(c) = w["claim"].as_object() {
+        let show = |v: &Value| v.as_str().unwrap_or("none").to_string();
+        lines.push(format!(
+            "policy: {} → {} ({})",
+            show(&c["before"]),
+            show(&c["after"]),
+            c["reason"].as_str().unwrap_or("")
+        ));
+    }
+    match (w["change"].as_str(), w["reason"].as_str()) {
+        (Some("newly-unschedulable"), r) => {
+            lines.push(format!("newly unschedulable: {} (previous files kept)", r.unwrap_or("")))
+        }
+        (Some("newly-scheduled"), r) => lines.push(format!("newly scheduled ({})", r.unwrap_or(""))),
+        (Some("removed"), r) => lines.push(format!("removed: {}", r.unwrap_or(""))),
+        (Some("added"), _) => lines.push("new workload".into()),
+        _ => {}
+    }
+    lines
+}
+
+fn summary_line(doc: &Value) -> String {
+    let s = &doc["summary"];
+    let n = |k: &str| s[k].as_u64().unwrap_or(0);
+    if doc["changes"] != true {
+        return format!("No changes: {} workloads, placements and files as they are.", n("workloads"));
+    }
+    format!(
+        "Plan: {} of {} workloads change ({} placement, {} newly scheduled, {} newly unschedulable, {} added, {} removed, {} claim changes); files in {} clusters: {} added, {} changed, {} removed; {} clusters held.",
+        n("changed"),
+        n("workloads"),
+        n("placementChanged"),
+        n("newlyScheduled"),
+        n("newlyUnschedulable"),
+        n("added"),
+        n("removed"),
+        n("claimChanges"),
+        n("clusters"),
+        n("filesAdded"),
+        n("filesChanged"),
+        n("filesRemoved"),
+        n("heldClusters"),
+    )
+}
+
+fn file_lines(c: &Value) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (key, mark) in [("added", "+"), ("changed", "~"), ("removed", "-")] {
+        for p in c[key].as_array().into_iter().flatten() {
+            lines.push(format!("{mark} {}", p.as_str().unwrap_or("")));
+        }
+    }
+    lines
+}
+
+/// The text form of a plan document.
+pub fn to_text(doc: &Value) -> String {
+    let mut out = format!("{}\n", summary_line(doc));
+    if doc["interruptedPublish"] == true {
+        out.push_str("note: an interrupted publish waits in the output directory; the next pass finishes it first\n");
+    }
+    for w in doc["workloads"].as_array().into_iter().flatten() {
+        out.push_str(&format!("\n{}\n", w["workload"].as_str().unwrap_or("")));
+        for l in workload_lines(w) {
+            out.push_str(&format!("  {l}\n"));
+        }
+    }
+    for h in doc["held"].as_array().into_iter().flatten() {
+        out.push_str(&format!("\nheld: {}\n", h["message"].as_str().unwrap_or("")));
+    }
+    for e in doc["stability"].as_array().into_iter().flatten() {
+        out.push_str(&format!("\nstability: {}\n", e["text"].as_str().unwrap_or("")));
+    }
+    let clusters = doc["clusters"].as_array().into_iter().flatten().collect::<Vec<_>>();
+    if !clusters.is_empty() {
+        out.push_str("\nfiles:\n");
+        for c in clusters {
+            out.push_str(&format!("  {}\n", c["cluster"].as_str().unwrap_or("")));
+            for l in file_lines(c) {
+                out.push_str(&format!("    {l}\n"));
+            }
+        }
+    }
+    for d in doc["diffs"].as_array().into_iter().flatten() {
+        out.push('\n');
+        out.push_str(d["diff"].as_str().unwrap_or(""));
+    }
+    out
+}
+
+/// The Markdown form, for a pull-request comment: the summary and a table first, the details
+/// folded (`<details>`).
+pub fn to_markdown(doc: &Value) -> String {
+    let s = &doc["summary"];
+    let n = |k: &str| s[k].as_u64().unwrap_or(0);
+    let mut out = String::from("### fedsched plan\n\n");
+    out.push_str(&format!("{}\n\n", summary_line(doc)));
+    if doc["changes"] != true {
+        return out;
+    }
+    out.push_str("| | count |\n|---|---:|\n");
+    for (label, key) in [
+        ("workloads changed", "changed"),
+        ("placement changes", "placementChanged"),
+        ("newly scheduled", "newlyScheduled"),
+        ("newly unschedulable", "newlyUnschedulable"),
+        ("added", "added"),
+        ("removed", "removed"),
+        ("claim changes", "claimChanges"),
+        ("clusters held by the mass-deletion guard", "heldClusters"),
+        ("files added", "filesAdded"),
+        ("files changed", "filesChanged"),
+        ("files removed", "filesRemoved"),
+    ] {
+        out.push_str(&format!("| {label} | {} |\n", n(key)));
+    }
+    let md = |s: &str| s.replace('|', "\\|");
+    let workloads = doc["workloads"].as_array().into_iter().flatten().collect::<Vec<_>>();
+    if !workloads.is_empty() {
+        out.push_str(&format!("\n<details><summary>Workloads ({})</summary>\n\n", workloads.len()));
+        out.push_str("| workload | change | details |\n|---|---|---|\n");
+        for w in workloads {
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                w["workload"].as_str().unwrap_or(""),
+                w["change"].as_str().unwrap_or(""),
+                md(&workload_lines(w).join("<br>"))
+            ));
+        }
+        out.push_str("\n</details>\n");
+    }
+    for h in doc["held"].as_array().into_iter().flatten() {
+        out.push_str(&format!("\n> **held**: {}\n", md(h["message"].as_str().unwrap_or(""))));
+    }
+    let clusters = doc["clusters"].as_array().into_iter().flatten().collect::<Vec<_>>();
+    if !clusters.is_empty() {
+        out.push_str(&format!("\n<details><summary>Files in {} clusters</summary>\n\n", clusters.len()));
+        for c in clusters {
+            out.push_str(&format!("- **{}**\n", c["cluster"].as_str().unwrap_or("")));
+            for l in file_lines(c) {
+                out.push_str(&format!("  - `{l}`\n"));
+            }
+        }
+        out.push_str("\n</details>\n");
+    }
+    let diffs = doc["diffs"].as_array().into_iter().flatten().collect::<Vec<_>>();
+    if !diffs.is_empty() {
+        out.push_str("\n<details><summary>Diff</summary>\n\n```diff\n");
+        for d in diffs {
+            out.push_str(d["diff"].as_str().unwrap_or(""));
+        }
+        out.push_str("```\n\n</details>\n");
+    }
+    out
+}

@@ -1,0 +1,364 @@
+//! `fedsched plan`: the daemon's next pass over a changed repository with nothing written —
+//! compared with what was last published, or with a base repository (`--base`, `--base-ref`);
+//! text, JSON and Markdown; exit 0 no change, 2 changes, 1 invalid input. Plan predicts exactly
+//! what the following `render` does (a property test over generated repositories and edits),
+//! and works while a daemon holds the store.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use proptest::prelude::*;
+use serde_json::Value;
+
+use super::support::{Daemon, Scratch, copy_dir, fedsched, text, tree, wait_for};
+
+fn plan(s: &Scratch, extra: &[&str]) -> (i32, String, String) {
+    let out = s.dir.path().join("out").display().to_string();
+    let mut args = vec!["--out", out.as_str()];
+    args.extend_from_slice(extra);
+    let o = s.cmd("plan", &args);
+    (o.status.code().unwrap_or(-1), text(&o.stdout), text(&o.stderr))
+}
+
+fn plan_json(s: &Scratch, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["-o", "json"];
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = plan(s, &args);
+    let doc = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("plan -o json: {e}\n{stdout}\n{stderr}"));
+    (code, doc)
+}
+
+fn rendered(s: &Scratch) {
+    let o = s.render();
+    assert!(o.status.success(), "render: {}", text(&o.stderr));
+}
+
+fn workload<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["workloads"]
+        .as_array()
+        .and_then(|w| w.iter().find(|w| w["workload"] == name))
+        .unwrap_or_else(|| panic!("{name} not in the plan: {doc:#}"))
+}
+
+fn edit(s: &Scratch, rel: &str, from: &str, to: &str) {
+    let p = s.policies().join(rel);
+    let body = std::fs::read_to_string(&p).expect("read");
+    assert!(body.contains(from), "{rel} has no {from:?}");
+    std::fs::write(&p, body.replacen(from, to, 1)).expect("write");
+}
+
+/// Unchanged repository: exit 0, "No changes"; the store and the output stay byte for byte.
+#[test]
+fn an_unchanged_repository_plans_no_change_and_writes_nothing() {
+    let s = Scratch::with_demo();
+    rendered(&s);
+    let (state, out) = (tree(&s.state()), tree(&s.out()));
+    let (code, stdout, stderr) = plan(&s, &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.starts_with("No changes: 10 workloads"), "{stdout}");
+    assert_eq!(tree(&s.state()), state, "plan changed the store");
+    assert_eq!(tree(&s.out()), out, "plan changed the output");
+}
+
+/// A weight edit: the placement diff, the changed files and their unified diff, in text, JSON
+/// and Markdown; exit 2; nothing written; the next render changes exactly those files.
+#[test]
+fn an_edit_plans_the_placement_diff_and_the_files_the_render_then_writes() {
+    let s = Scratch::with_demo();
+    rendered(&s);
+    edit(&s, "policies/shop.yaml", "weight: 2", "weight: 5");
+    let (state, out) = (tree(&s.state()), tree(&s.out()));
+
+    let (code, stdout, _) = plan(&s, &["--diff"]);
+    assert_eq!(code, 2, "{stdout}");
+    assert!(stdout.contains("Deployment/shop/web\n  eu-west-b: 3 → 4\n  us-east-gpu: 2 → 1\n"), "{stdout}");
+    assert!(stdout.contains("  eu-west-b\n    ~ shop/apps_deployment_web.yaml\n"), "{stdout}");
+    assert!(stdout.contains("-  replicas: 3\n+  replicas: 4\n"), "{stdout}");
+
+    let (code, doc) = plan_json(&s, &[]);
+    assert_eq!(code, 2);
+    assert_eq!(doc["changes"], true);
+    assert_eq!(doc["summary"]["changed"], 1, "{doc:#}");
+    let web = workload(&doc, "Deployment/shop/web");
+    assert_eq!(web["change"], "placement");
+    let eu_b = web["placement"].as_array().and_then(|p| p.iter().find(|p| p["cluster"] == "eu-west-b")).expect("eu-b");
+    assert_eq!((eu_b["before"]["replicas"].as_i64(), eu_b["after"]["replicas"].as_i64()), (Some(3), Some(4)));
+
+    let (code, md, _) = plan(&s, &["-o", "markdown"]);
+    assert_eq!(code, 2);
+    assert!(md.starts_with("### fedsched plan\n\nPlan: 1 of 10 workloads change"), "{md}");
+    assert!(md.contains("| files changed | 2 |") && md.contains("<details><summary>Workloads (1)</summary>"), "{md}");
+    assert_eq!(tree(&s.state()), state, "plan changed the store");
+    assert_eq!(tree(&s.out()), out, "plan changed the output");
+
+    rendered(&s);
+    let changed: BTreeSet<String> = diff_paths(&out, &tree(&s.out()));
+    let expected: BTreeSet<String> =
+        ["eu-west-b/shop/apps_deployment_web.yaml", "us-east-gpu/shop/apps_deployment_web.yaml"]
+            .into_iter()
+            .map(String::from)
+            .chain(std::iter::once(".fedsched/placements.json".to_string()))
+            .collect();
+    assert_eq!(changed, expected);
+    let (code, _, _) = plan(&s, &[]);
+    assert_eq!(code, 0, "after the render, nothing is left to plan");
+}
+
+fn diff_paths(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>) -> BTreeSet<String> {
+    a.keys().chain(b.keys()).filter(|k| a.get(*k) != b.get(*k)).cloned().collect()
+}
+
+/// `--base DIR` compares two repositories on the same store: the same edit shows, an equal base
+/// shows nothing; `--base-ref` takes the base from git history.
+#[test]
+fn a_base_repository_or_git_ref_isolates_the_change() {
+    let s = Scratch::with_demo();
+    rendered(&s);
+    let base = s.dir.path().join("base");
+    copy_dir(&s.policies(), &base);
+    edit(&s, "policies/shop.yaml", "weight: 2", "weight: 5");
+    let base_arg = base.display().to_string();
+    let (code, doc) = plan_json(&s, &["--base", &base_arg]);
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(doc["base"], true);
+    assert_eq!(workload(&doc, "Deployment/shop/web")["change"], "placement");
+    assert_eq!(doc["summary"]["changed"], 1, "{doc:#}");
+
+    copy_dir(&s.policies(), &base);
+    let (code, doc) = plan_json(&s, &["--base", &base_arg]);
+    assert_eq!((code, &doc["changes"]), (0, &Value::Bool(false)), "{doc:#}");
+
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .arg("-C")
+            .arg(s.policies())
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(o.status.success(), "git {args:?}: {}", text(&o.stderr));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "base"]);
+    edit(&s, "policies/shop.yaml", "weight: 5", "weight: 1");
+    let (code, doc) = plan_json(&s, &["--base-ref", "HEAD"]);
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(workload(&doc, "Deployment/shop/web")["change"], "placement");
+    let (code, _, stderr) = plan(&s, &["--base-ref", "no-such-ref"]);
+    assert_eq!(code, 1, "{stderr}");
+}
+
+/// Invalid input exits 1 and names the file.
+#[test]
+fn an_invalid_repository_exits_1() {
+    let s = Scratch::with_demo();
+    rendered(&s);
+    s.write(
+        "apps/broken.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x, namespace: shop}\nspec: [\n",
+    );
+    let (code, _, stderr) = plan(&s, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("broken.yaml"), "{stderr}");
+}
+
+/// A better policy takes a template (claim change with its reason), a workload made
+/// unschedulable is reported with the reason, a removed one too.
+#[test]
+fn claim_changes_newly_unschedulable_and_removed_workloads() {
+    let s = Scratch::with_demo();
+    rendered(&s);
+    // api moves to a policy that names it (more specific, same priority) … with an affinity
+    // to a cluster that does not exist: newly unschedulable.
+    s.write(
+        "policies/api-pinned.yaml",
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: a-pinned, namespace: shop}\n\
+         spec:\n  priority: 100\n  preemption: Always\n  resourceSelectors:\n  - {apiVersion: apps/v1, kind: Deployment, name: web}\n\
+         \x20 placement:\n    clusterAffinity: {clusterNames: [nowhere]}\n",
+    );
+    std::fs::remove_file(s.policies().join("apps/edge.yaml")).expect("rm");
+    let (code, doc) = plan_json(&s, &[]);
+    assert_eq!(code, 2, "{doc:#}");
+    let web = workload(&doc, "Deployment/shop/web");
+    assert_eq!(web["change"], "newly-unschedulable", "{web:#}");
+    assert_eq!(web["claim"]["before"], "PropagationPolicy/shop/web", "{web:#}");
+    assert_eq!(web["claim"]["after"], "PropagationPolicy/shop/a-pinned", "{web:#}");
+    assert!(
+        web["claim"]["reason"].as_str().is_some_and(|r| r.contains("preempted by PropagationPolicy/shop/a-pinned")),
+        "{web:#}"
+    );
+    assert!(web["reason"].as_str().is_some_and(|r| !r.is_empty()), "{web:#}");
+    let removed: Vec<&Value> =
+        doc["workloads"].as_array().expect("workloads").iter().filter(|w| w["change"] == "removed").collect();
+    assert!(!removed.is_empty(), "{doc:#}");
+}
+
+/// Removing every template of a cluster: the mass-deletion guard would hold it, and says so.
+#[test]
+fn the_mass_deletion_guard_holds_are_planned() {
+    let s = Scratch::with_demo();
+    rendered(&s);
+    for f in ["api.yaml", "edge.yaml", "trainer.yaml", "web.yaml"] {
+        std::fs::remove_file(s.policies().join("apps").join(f)).expect("rm");
+    }
+    let (code, doc) = plan_json(&s, &[]);
+    assert_eq!(code, 2);
+    let held = doc["held"].as_array().expect("held");
+    assert!(!held.is_empty(), "{doc:#}");
+    assert!(held[0]["message"].as_str().is_some_and(|m| m.contains("mass-deletion guard")), "{doc:#}");
+    let o = s.render();
+    for h in held {
+        let cluster = h["cluster"].as_str().expect("cluster");
+        assert!(text(&o.stderr).contains(&format!("held: {cluster}:")), "render did not hold {cluster}");
+    }
+}
+
+/// While a daemon holds the store, plan reads a copy of it and answers.
+#[test]
+fn plan_works_while_the_daemon_holds_the_store() {
+    let s = Scratch::with_demo();
+    let d = Daemon::start(&s, "", &[]);
+    wait_for("the daemon's first pass", std::time::Duration::from_secs(60), || {
+        s.out().join(".fedsched/placements.json").exists()
+    });
+    let store_locked = fedsched(&[
+        "render",
+        "--policies",
+        &s.policies().display().to_string(),
+        "--out",
+        &s.out().display().to_string(),
+        "--state",
+        &s.state().display().to_string(),
+    ]);
+    assert!(!store_locked.status.success(), "the daemon holds the store");
+    let base = s.dir.path().join("base");
+    copy_dir(&s.policies(), &base);
+    edit(&s, "policies/shop.yaml", "weight: 2", "weight: 5");
+    let (code, doc) = plan_json(&s, &["--base", &base.display().to_string()]);
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(workload(&doc, "Deployment/shop/web")["change"], "placement");
+    let _ = d.stop();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Property: plan predicts exactly what the following render does.
+
+/// A generated repository: `clusters` offline clusters and one Deployment per entry of
+/// `replicas`, each with a policy of strategy `strategies[i]`.
+fn write_repo(dir: &Path, clusters: usize, replicas: &[u32], strategies: &[u8], cpu: &[u32]) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    std::fs::create_dir_all(dir.join("apps")).expect("mkdir");
+    for c in 0..clusters {
+        let body = format!(
+            "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: m{c}\n  labels: {{tier: t{}}}\n\
+             spec: {{syncMode: Push, region: r{}}}\nstatus:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n\
+             \x20   allocatable: {{cpu: \"{}\", memory: 64Gi, pods: \"110\"}}\n    allocated: {{cpu: \"1\", memory: 1Gi, pods: \"5\"}}\n",
+            c % 2,
+            c % 3,
+            cpu[c % cpu.len()]
+        );
+        std::fs::write(dir.join(format!("clusters/m{c}.yaml")), body).expect("write");
+    }
+    for (i, r) in replicas.iter().enumerate() {
+        let strategy = match strategies[i % strategies.len()] % 3 {
+            0 => "replicaScheduling: {replicaSchedulingType: Duplicated}".to_string(),
+            1 => "replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Aggregated}".to_string(),
+            _ => "replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Weighted, weightPreference: {dynamicWeight: AvailableReplicas}}".to_string(),
+        };
+        let affinity =
+            if i % 2 == 0 { "clusterAffinity: {labelSelector: {matchLabels: {tier: t0}}}\n    " } else { "" };
+        let body = format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: w{i}, namespace: default}}\nspec:\n  replicas: {r}\n\
+             \x20 selector: {{matchLabels: {{app: w{i}}}}}\n  template:\n    metadata: {{labels: {{app: w{i}}}}}\n    spec:\n\
+             \x20     containers:\n      - name: c\n        image: x:1\n        resources: {{requests: {{cpu: 500m, memory: 128Mi}}}}\n\
+             ---\napiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: w{i}, namespace: default}}\nspec:\n\
+             \x20 resourceSelectors: [{{apiVersion: apps/v1, kind: Deployment, name: w{i}}}]\n  placement:\n    {affinity}{strategy}\n"
+        );
+        std::fs::write(dir.join(format!("apps/w{i}.yaml")), body).expect("write");
+    }
+}
+
+/// Each file the plan names is added, changed or removed by the render as it says, no other
+/// file changes (but `placements.json`, when the plan says so), and the render holds the
+/// clusters the plan said it would.
+fn assert_predicted(
+    doc: &Value,
+    before: &BTreeMap<String, Vec<u8>>,
+    after: &BTreeMap<String, Vec<u8>>,
+    render_err: &str,
+) {
+    let mut predicted = BTreeSet::new();
+    for c in doc["clusters"].as_array().into_iter().flatten() {
+        let cluster = c["cluster"].as_str().expect("cluster");
+        for (kind, p) in ["added", "changed", "removed"]
+            .iter()
+            .flat_map(|k| c[*k].as_array().into_iter().flatten().map(move |p| (*k, p)))
+        {
+            let path = format!("{cluster}/{}", p.as_str().expect("path"));
+            let (b, a) = (before.get(&path), after.get(&path));
+            let ok = match kind {
+                "added" => b.is_none() && a.is_some(),
+                "changed" => b.is_some() && a.is_some() && a != b,
+                _ => b.is_some() && a.is_none(),
+            };
+            assert!(ok, "plan said {kind} {path}, render did otherwise");
+            predicted.insert(path);
+        }
+    }
+    if doc["summary"]["placementsJsonChanged"] == true {
+        predicted.insert(".fedsched/placements.json".into());
+    }
+    assert_eq!(diff_paths(before, after), predicted, "render changed other files than planned: {doc:#}");
+    let held: BTreeSet<String> =
+        doc["held"].as_array().into_iter().flatten().map(|h| h["cluster"].as_str().unwrap_or("").to_string()).collect();
+    let render_held: BTreeSet<String> = render_err
+        .lines()
+        .filter_map(|l| l.strip_prefix("held: ").and_then(|l| l.split(':').next()).map(String::from))
+        .collect();
+    assert_eq!(held, render_held, "holds");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Generated repositories and random edits (replicas, strategies, capacity, removed and
+    /// added workloads): plan's files, placements.json flag and holds are what render does.
+    #[test]
+    fn plan_predicts_the_next_render(
+        clusters in 2usize..5,
+        replicas in prop::collection::vec(1u32..12, 1..6),
+        strategies in prop::collection::vec(0u8..3, 1..4),
+        cpu in prop::collection::vec(2u32..16, 1..3),
+        new_replicas in prop::collection::vec(1u32..12, 0..6),
+        new_strategies in prop::collection::vec(0u8..3, 1..4),
+        new_cpu in prop::collection::vec(2u32..16, 1..3),
+    ) {
+        let s = Scratch::new();
+        write_repo(&s.policies(), clusters, &replicas, &strategies, &cpu);
+        rendered(&s);
+        write_repo(&s.policies(), clusters, &new_replicas, &new_strategies, &new_cpu);
+        let before = tree(&s.out());
+        let (code, doc) = plan_json(&s, &[]);
+        prop_assert!(code == 0 || code == 2, "exit {code}");
+        prop_assert_eq!(code == 2, doc["changes"] == true);
+        prop_assert_eq!(&tree(&s.out()), &before, "plan wrote the output");
+        let o = s.render();
+        prop_assert!(o.status.success(), "render: {}", text(&o.stderr));
+        assert_predicted(&doc, &before, &tree(&s.out()), &text(&o.stderr));
+        // What the plan said of the placements is what the render recorded.
+        let summary: Value = serde_json::from_slice(&std::fs::read(s.out().join(".fedsched/placements.json")).expect("summary")).expect("json");
+        for w in doc["workloads"].as_array().into_iter().flatten().filter(|w| w["change"] == "placement" || w["change"] == "added") {
+            let name = w["workload"].as_str().expect("name").rsplit('/').next().expect("name").to_string();
+            let placed = summary["placements"].as_array().and_then(|p| p.iter().find(|p| p["workload"]["name"] == name.as_str())).expect("placed");
+            for p in w["placement"].as_array().into_iter().flatten() {
+                let cluster = placed["clusters"].as_array().and_then(|c| c.iter().find(|c| c["name"] == p["cluster"]));
+                match cluster {
+                    Some(c) => prop_assert_eq!(&c["replicas"], &p["after"]["replicas"], "{} on {}", name, p["cluster"]),
+                    None => prop_assert!(p["after"].is_null(), "{} on {}: planned {}", name, p["cluster"], p["after"]),
+                }
+            }
+        }
+    }
+}
