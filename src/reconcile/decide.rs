@@ -407,6 +407,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         return keep_previous("not claimed by a policy".into(), result);
     };
     let rendering = Instant::now();
+    let render_spec = ctx.index.propagation_policy(render_policy).map(|p| &p.spec);
 
     // Job completions follow the division of parallelism.
     let completions: BTreeMap<String, i32> = match workload.completions {
@@ -437,6 +438,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
             },
             cluster: snapshot,
             overrides,
+            preserve_on_deletion: render_spec.and_then(|s| s.preserve_resources_on_deletion) == Some(true),
         };
         match render::render(&input) {
             Ok(content) => {
@@ -456,6 +458,10 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
                 });
             }
         }
+    }
+    if let Some(suspension) = render_spec.and_then(|s| s.suspension.as_ref()) {
+        let mut rendered = Rendered { files: &mut files, hashes: &mut file_hashes, keep: &mut keep, map: &mut file_map };
+        rendered.suspend(suspension, prev);
     }
     if let Some(d) = w.directive {
         // Graceful eviction: the files on the clusters it left stay until purged.
@@ -481,6 +487,42 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         requirements: workload.replicas.is_some().then(|| workload.requirements.clone()),
         schedule_time,
         render_time: rendering.elapsed(),
+    }
+}
+
+/// The files of one decision while they are assembled.
+struct Rendered<'r> {
+    files: &'r mut Vec<(String, (String, String))>,
+    hashes: &'r mut Vec<u64>,
+    keep: &'r mut Vec<(String, String)>,
+    map: &'r mut BTreeMap<String, String>,
+}
+
+impl Rendered<'_> {
+    /// Karmada's `suspension.dispatching` / `dispatchingOnClusters`: on every suspended
+    /// cluster the workload's files stay exactly as the previous decision left them (none
+    /// written, changed or removed; a cluster it had no file on gets none) until the policy
+    /// resumes it. The decision itself (targets, replicas) is still made and recorded.
+    fn suspend(&mut self, suspension: &crate::policy::types::Suspension, prev: Option<&PlacementRecord>) {
+        let mut clusters: BTreeSet<String> = self.map.keys().cloned().collect();
+        clusters.extend(prev.into_iter().flat_map(|p| p.files.keys().cloned()));
+        for cluster in clusters.into_iter().filter(|c| suspension.suspends(c)) {
+            let mut i = 0;
+            while i < self.files.len() {
+                if self.files[i].0 == cluster {
+                    self.files.remove(i);
+                    self.hashes.remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+            self.keep.retain(|(c, _)| *c != cluster);
+            self.map.remove(&cluster);
+            if let Some(old) = prev.and_then(|p| p.files.get(&cluster)) {
+                self.keep.push((cluster.clone(), old.clone()));
+                self.map.insert(cluster, old.clone());
+            }
+        }
     }
 }
 

@@ -29,6 +29,11 @@ pub const ANNOTATION_POLICY: &str = "fedsched.io/policy";
 pub const ANNOTATION_TEMPLATE: &str = "fedsched.io/template";
 /// Annotation naming the source file of the template in the policy repository.
 pub const ANNOTATION_SOURCE: &str = "fedsched.io/source";
+/// Argo CD's per-object sync options; `Prune=false` keeps the object in the member when its
+/// file is removed (`preserveResourcesOnDeletion`).
+pub const ANNOTATION_ARGOCD_SYNC_OPTIONS: &str = "argocd.argoproj.io/sync-options";
+/// Flux's per-object prune opt-out (`disabled`).
+pub const ANNOTATION_FLUX_PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
 /// Label on every object fedsched renders.
 pub const LABEL_MANAGED_BY: &str = "fedsched.io/managed-by";
 
@@ -63,6 +68,10 @@ pub struct RenderInput<'a> {
     /// Override policies selecting the template, in application order
     /// ([`overrides::applicable`]).
     pub overrides: &'a [ApplicableOverride<'a>],
+    /// The policy's `preserveResourcesOnDeletion`: the object carries the GitOps tools' prune
+    /// opt-outs ([`ANNOTATION_ARGOCD_SYNC_OPTIONS`] `Prune=false`, [`ANNOTATION_FLUX_PRUNE`]
+    /// `disabled`), so that when its file is removed the member keeps it.
+    pub preserve_on_deletion: bool,
 }
 
 /// Path of an object's file inside its cluster directory:
@@ -255,5 +264,13 @@ fn add_provenance(obj: &mut Value, input: &RenderInput<'_>) {
             )),
         );
         ann.insert(ANNOTATION_SOURCE.into(), Value::String(input.template.source.to_string()));
+        if input.preserve_on_deletion {
+            let options = ann.get(ANNOTATION_ARGOCD_SYNC_OPTIONS).and_then(Value::as_str).unwrap_or("");
+            let mut options: Vec<&str> =
+                options.split(',').map(str::trim).filter(|o| !o.is_empty() && !o.starts_with("Prune=")).collect();
+            options.push("Prune=false");
+            ann.insert(ANNOTATION_ARGOCD_SYNC_OPTIONS.into(), Value::String(options.join(",")));
+            ann.insert(ANNOTATION_FLUX_PRUNE.into(), Value::String("disabled".into()));
+        }
     }
 }
