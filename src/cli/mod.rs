@@ -654,6 +654,9 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     for n in &inputs.set.notes {
         eprintln!("note: {n}");
     }
+    for w in crate::policy::validate::warnings(&inputs.set) {
+        eprintln!("warning: {w}");
+    }
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
     let reconciler = Reconciler::new(store, settings);
     // Live members: one poll round, then the pass.

@@ -460,7 +460,8 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         }
     }
     if let Some(suspension) = render_spec.and_then(|s| s.suspension.as_ref()) {
-        let mut rendered = Rendered { files: &mut files, hashes: &mut file_hashes, keep: &mut keep, map: &mut file_map };
+        let mut rendered =
+            Rendered { files: &mut files, hashes: &mut file_hashes, keep: &mut keep, map: &mut file_map };
         rendered.suspend(suspension, prev);
     }
     if let Some(d) = w.directive {

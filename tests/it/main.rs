@@ -8,6 +8,7 @@ mod daemon;
 mod deps;
 mod explain;
 mod failover;
+mod fields;
 mod interpreter;
 mod live;
 mod overrides;
