@@ -4,7 +4,9 @@
 //! A field that is implemented has a behaviour test; the unit test of this module walks every
 //! field of the policy types and fails on one that is neither (see `FIELDS` in the tests).
 //!
-//! Implemented elsewhere and therefore not warned about: `suspension` (the publish keeps the
+//! Implemented elsewhere and therefore not warned about: `activationPreference: Lazy` (the
+//! decide stage keeps the spec of the last decision in force until the template changes),
+//! `suspension` (the publish keeps the
 //! workload's files), `preserveResourcesOnDeletion` (the GitOps tools' prune opt-outs on the
 //! rendered objects), `dependentOverrides` whose OverridePolicies are in the repository (a pass
 //! reads the whole repository at once, so they are always present), `conflictResolution:
@@ -12,7 +14,7 @@
 
 use serde_json::Value;
 
-use super::types::{ActivationPreference, ConflictResolution, PropagationSpec};
+use super::types::{ConflictResolution, PropagationSpec};
 use super::{LoadError, Policy, PolicySet};
 
 /// How every warning of this module begins.
@@ -102,12 +104,6 @@ fn propagation(out: &mut Vec<LoadError>, set: &PolicySet, p: &Policy<Propagation
                 "{UNSUPPORTED} Abort: fedsched cannot see objects that already exist in a member, and Argo CD and \
                  Flux take such an object over when they apply the file (Overwrite)"
             ),
-        );
-    }
-    if s.activation_preference == Some(ActivationPreference::Lazy) {
-        warn(
-            "spec.activationPreference",
-            format!("{UNSUPPORTED} Lazy: a change of this policy applies to its templates at the next pass"),
         );
     }
     if s.schedule_priority.is_some() {
@@ -238,7 +234,7 @@ mod tests {
         ("pp.spec.failover.cluster.purgeMode", Tested("purge_modes_directly_and_never")),
         ("pp.spec.failover.cluster.statePreservation", Warned),
         ("pp.spec.conflictResolution", Warned),
-        ("pp.spec.activationPreference", Warned),
+        ("pp.spec.activationPreference", Tested("lazy_activation_applies_a_policy_change_when_the_template_changes")),
         ("pp.spec.suspension", Tested("suspended_dispatching_keeps_every_file_as_it_was_until_resumed")),
         (
             "pp.spec.preserveResourcesOnDeletion",

@@ -155,7 +155,7 @@ fn preserve_resources_on_deletion_marks_objects_for_argo_cd_and_flux_before_thei
 #[test]
 fn check_names_each_unsupported_field_by_file_document_and_field() {
     let s = scratch(
-        "  activationPreference: Lazy\n  conflictResolution: Abort\n  schedulerName: other\n  \
+        "  conflictResolution: Abort\n  schedulerName: other\n  \
          dependentOverrides: [missing]\n  association: true\n",
     );
     s.write(
@@ -224,4 +224,33 @@ fn deprecated_override_pair_and_api_enablements_apply() {
     }
     assert!(read(&s, "a").contains("tier: gold\n"), "{}", read(&s, "a"));
     assert!(!read(&s, "b").contains("tier: gold"), "{}", read(&s, "b"));
+}
+
+#[test]
+fn lazy_activation_applies_a_policy_change_when_the_template_changes() {
+    let s = Scratch::new();
+    s.write("clusters.yaml", CLUSTERS);
+    s.write("web.yaml", &deployment("nginx:1.0", 2));
+    let lazy = |names: &str| {
+        policy("  activationPreference: Lazy\n").replace("clusterNames: [a, b]", &format!("clusterNames: [{names}]"))
+    };
+    s.write("policy.yaml", &lazy("a"));
+    // A template first claimed by a Lazy policy is propagated at once.
+    render_ok(&s);
+    assert!(!read(&s, "a").is_empty() && read(&s, "b").is_empty());
+    assert!(!text(&check(&s).stderr).contains("activationPreference"), "Lazy is implemented, not warned about");
+    // The policy changes, the template does not: nothing moves, pass after pass.
+    s.write("policy.yaml", &lazy("b"));
+    render_ok(&s);
+    render_ok(&s);
+    assert!(!read(&s, "a").is_empty() && read(&s, "b").is_empty(), "a Lazy policy's change applied at once");
+    // The template changes: the policy of now applies.
+    s.write("web.yaml", &deployment("nginx:2.0", 2));
+    render_deleting(&s);
+    assert!(read(&s, "a").is_empty(), "{}", read(&s, "a"));
+    assert!(read(&s, "b").contains("image: nginx:2.0"), "{}", read(&s, "b"));
+    // Without Lazy, a policy change applies at once.
+    s.write("policy.yaml", &policy("").replace("clusterNames: [a, b]", "clusterNames: [a]"));
+    render_deleting(&s);
+    assert!(!read(&s, "a").is_empty() && read(&s, "b").is_empty());
 }
