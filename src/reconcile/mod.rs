@@ -150,7 +150,8 @@ impl Reconciler {
         };
         let decisions = decide::decide_all(&context, cache, &mut snapshots)?;
 
-        let planned = plan::plan(cache, &inputs.set, &decisions, full_check);
+        let namespaces = self.settings.publish.namespaces;
+        let planned = plan::plan(cache, &inputs.set, &decisions, full_check, namespaces);
 
         // Publish, then record: a crash in between re-derives the same output next time.
         let phase = Instant::now();

@@ -254,3 +254,43 @@ fn lazy_activation_applies_a_policy_change_when_the_template_changes() {
     render_deleting(&s);
     assert!(!read(&s, "a").is_empty() && read(&s, "b").is_empty());
 }
+
+#[test]
+fn each_cluster_gets_the_namespaces_of_its_objects_unless_turned_off() {
+    let s = scratch("");
+    let ns_file = |cluster: &str| s.out().join(cluster).join("_cluster/core_namespace_shop.yaml");
+    render_ok(&s);
+    for c in ["a", "b"] {
+        let ns = std::fs::read_to_string(ns_file(c)).unwrap_or_else(|_| panic!("{c} has no Namespace shop"));
+        assert!(ns.contains("kind: Namespace\n") && ns.contains("name: shop\n"), "{ns}");
+        // Removing the file (the last object left) never deletes the namespace in the member.
+        assert!(ns.contains("argocd.argoproj.io/sync-options: Prune=false\n"), "{ns}");
+        assert!(ns.contains("kustomize.toolkit.fluxcd.io/prune: disabled\n"), "{ns}");
+        let k = std::fs::read_to_string(s.out().join(c).join("kustomization.yaml")).expect("kustomization");
+        assert!(k.contains("_cluster/core_namespace_shop.yaml"), "{k}");
+    }
+    // The repository's Namespace object gives its labels; nothing propagates it by policy.
+    s.write("ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop, labels: {team: checkout}}\n");
+    render_ok(&s);
+    let ns = std::fs::read_to_string(ns_file("a")).expect("ns");
+    assert!(ns.contains("team: checkout\n") && ns.contains("fedsched.io/source: \"ns.yaml: document 1\"\n"), "{ns}");
+    // Karmada's skip label keeps it out.
+    s.write(
+        "ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop, labels: {namespace.karmada.io/skip-auto-propagation: 'true'}}\n",
+    );
+    render_deleting(&s);
+    assert!(!ns_file("a").exists(), "a skipped namespace was propagated");
+    // `default` is never written; `[publish] namespaces = false` turns it off.
+    s.write("ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n");
+    render_ok(&s);
+    assert!(ns_file("a").exists());
+    let cfg = s.dir.path().join("fedsched.toml");
+    std::fs::write(&cfg, "[publish]\nnamespaces = false\nallow_mass_delete = true\n").expect("config");
+    let dir = |p: std::path::PathBuf| p.display().to_string();
+    let (p, o, st) = (dir(s.policies()), dir(s.out()), dir(s.state()));
+    let out = fedsched(&["--config", &dir(cfg), "render", "--policies", &p, "--out", &o, "--state", &st]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!ns_file("a").exists() && !ns_file("b").exists(), "namespaces = false still wrote them");
+    assert!(!read(&s, "a").is_empty());
+}
