@@ -66,6 +66,40 @@ pub fn template_errors(inputs: &Inputs) -> Vec<LoadError> {
             errors.push(LoadError::at(&t.source, field, message));
         }
     }
+    errors.extend(override_errors(inputs));
+    errors
+}
+
+/// The overrides that fail, or leave an invalid object, for a claimed template on one of the
+/// clusters (as a pass would report them as render failures), named by the override policy's
+/// file, document and overrider, with the template and the cluster. One error per overrider.
+pub fn override_errors(inputs: &Inputs) -> Vec<LoadError> {
+    use crate::render::overrides;
+    let s = &inputs.set;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut errors = Vec::new();
+    for t in &s.templates {
+        let applicable = overrides::applicable(s, t);
+        if applicable.is_empty() || crate::policy::matching::claim(s, t).is_none() {
+            continue;
+        }
+        for snapshot in &inputs.snapshots {
+            let mut obj = t.object.clone();
+            let Err(e) = overrides::apply(&mut obj, &t.key.kind, &applicable, &snapshot.facts()) else { continue };
+            let Some(p) = applicable.iter().find(|a| a.display_ref() == e.policy) else { continue };
+            let mut field = match p.policy.spec.override_rules.is_empty() {
+                true => "spec.overriders".to_string(),
+                false => format!("spec.overrideRules[{}].overriders", e.rule),
+            };
+            if e.overrider != overrides::RESULT {
+                field = format!("{field}.{}", e.overrider);
+            }
+            if seen.insert((p.policy.source.clone(), field.clone())) {
+                let message = format!("on {} for cluster {}: {}", t.key.display_ref(), snapshot.name, e.reason);
+                errors.push(LoadError::at(&p.policy.source, field, message));
+            }
+        }
+    }
     errors
 }
 

@@ -3,6 +3,7 @@
 mod api;
 mod architecture;
 mod bad_input;
+mod check_output;
 mod consumers;
 mod daemon;
 mod deps;
