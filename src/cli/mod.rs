@@ -68,6 +68,16 @@ pub enum OutputFormat {
     #[default]
     Text,
     Json,
+    Yaml,
+}
+
+/// Prints a document as `format` says: JSON or YAML as it is, text through `text`.
+fn print_doc(format: OutputFormat, doc: &serde_json::Value, text: impl FnOnce(&serde_json::Value) -> String) {
+    match format {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(doc).unwrap_or_default()),
+        OutputFormat::Yaml => print!("{}", crate::render::yaml::to_yaml(doc)),
+        OutputFormat::Text => print!("{}", text(doc)),
+    }
 }
 
 /// Directory flags shared by the commands; they override the config file.
@@ -124,6 +134,10 @@ pub enum Command {
         /// Policy repository directory.
         #[arg(long = "policies", value_name = "DIR")]
         policy_dir: Option<PathBuf>,
+        /// `json` / `yaml`: every finding as {file, document, field, message, severity} (for
+        /// CI annotations).
+        #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+        output: OutputFormat,
     },
     /// Why a workload went where it went.
     Explain {
@@ -432,12 +446,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Simulate(args) => simulate(args),
         Command::Bench(args) => bench(args),
         Command::Interpret(args) => interpret::interpret(args),
-        Command::Check { policy_dir } => {
+        Command::Check { policy_dir, output } => {
             let dir = policy_dir
                 .clone()
                 .or_else(|| cfg.policy_dir.clone())
                 .ok_or_else(|| missing("policy_dir", "--policies"))?;
-            check::check(&cfg, &dir)
+            check::check(&cfg, &dir, *output)
         }
         Command::Explain { dirs, workload, output, server } => {
             let doc = match open_source(&cfg, dirs, server)? {
@@ -448,10 +462,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                         .map_err(|e| invalid(anyhow::anyhow!(e)))?
                 }
             };
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-                OutputFormat::Text => print!("{}", explain::to_text(&doc)),
-            }
+            print_doc(*output, &doc, explain::to_text);
             Ok(ExitCode::SUCCESS)
         }
         Command::History { dirs, workload, output, server } => {
@@ -464,10 +475,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     format!("{}/{}/{}", workload.kind, workload.namespace.as_deref().unwrap_or(""), workload.name);
                 return Err(invalid(anyhow::anyhow!("unknown workload {shown}: no decision is recorded for it")));
             }
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-                OutputFormat::Text => print!("{}", report::history_text(&doc, workload)),
-            }
+            print_doc(*output, &doc, |d| report::history_text(d, workload));
             Ok(ExitCode::SUCCESS)
         }
         Command::Resources { dirs, by, server, output } => {
@@ -484,10 +492,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     crate::views::resources::document(&views, by, model)
                 }
             };
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-                OutputFormat::Text => print!("{}", crate::views::resources::to_text(&doc)),
-            }
+            print_doc(*output, &doc, crate::views::resources::to_text);
             Ok(ExitCode::SUCCESS)
         }
         Command::Status { dirs, workload, stuck_after, server, output } => {
@@ -503,10 +508,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             if doc["versions"].as_array().is_none_or(Vec::is_empty) {
                 return Err(invalid(anyhow::anyhow!("unknown cluster {cluster}: no snapshot of it is stored")));
             }
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-                OutputFormat::Text => print!("{}", report::snapshots_text(&doc)),
-            }
+            print_doc(*output, &doc, report::snapshots_text);
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -534,10 +536,9 @@ fn workload_status(
             })?,
         (Source::Store(store), None) => ws::unhealthy_document(&store, crate::util::clock::now_ms(), &opts)?,
     };
-    match (output, workload) {
-        (OutputFormat::Json, _) => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-        (OutputFormat::Text, Some(_)) => print!("{}", ws::to_text(&doc)),
-        (OutputFormat::Text, None) => print!("{}", ws::list_to_text(&doc)),
+    match workload {
+        Some(_) => print_doc(output, &doc, ws::to_text),
+        None => print_doc(output, &doc, ws::list_to_text),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -100,3 +100,69 @@ fn overrides_that_leave_an_invalid_object_are_named_by_check_and_fail_the_render
     assert!(err.contains("render failed: ") && err.contains("on a: ") && err.contains("on b: "), "{err}");
     assert_eq!((file("a"), file("b")), (a0, b0), "an invalid override reached the output");
 }
+
+#[test]
+fn check_as_json_or_yaml_lists_every_finding_with_file_document_field_and_severity() {
+    let s = scratch();
+    s.write("override.yaml", BAD_OVERRIDES);
+    s.write("app.yaml", &APP.replace("  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]\n  placement", "  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]\n  schedulerName: other\n  placement"));
+    let out = check(&s, &["-o", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document on stdout");
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["counts"]["templates"], 1);
+    let findings = doc["findings"].as_array().expect("findings");
+    let has = |file: &str, document: u64, field: &str, severity: &str| {
+        findings.iter().any(|f| {
+            f["file"] == file
+                && f["document"] == document
+                && f["field"] == field
+                && f["severity"] == severity
+                && f["message"].as_str().is_some_and(|m| !m.is_empty())
+        })
+    };
+    assert!(has("override.yaml", 1, "spec.overrideRules[0].overriders", "error"), "{doc:#}");
+    assert!(has("override.yaml", 1, "spec.overrideRules[1].overriders", "error"), "{doc:#}");
+    assert!(has("app.yaml", 2, "spec.schedulerName", "warning"), "{doc:#}");
+    // YAML: the same document.
+    let out = check(&s, &["-o", "yaml"]);
+    assert_eq!(out.status.code(), Some(1));
+    let yaml: serde_json::Value = serde_saphyr::from_str(&text(&out.stdout)).expect("YAML");
+    assert_eq!(yaml, doc);
+    // A repository that does not load: its errors, no counts; a valid one: ok.
+    s.write("broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [x]}\n");
+    let doc: serde_json::Value = serde_json::from_slice(&check(&s, &["-o", "json"]).stdout).expect("json");
+    assert!(
+        doc["counts"].is_null()
+            && doc["findings"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f["file"] == "broken.yaml" && f["severity"] == "error")),
+        "{doc:#}"
+    );
+    std::fs::remove_file(s.policies().join("broken.yaml")).expect("rm");
+    std::fs::remove_file(s.policies().join("override.yaml")).expect("rm");
+    let out = check(&s, &["-o", "json"]);
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(doc["ok"], true);
+}
+
+#[test]
+fn read_only_commands_answer_in_yaml_as_in_json() {
+    let s = scratch();
+    assert!(s.render().status.success());
+    for (cmd, arg) in [("history", "Deployment/shop/web"), ("explain", "Deployment/shop/web"), ("snapshots", "a")] {
+        let json = s.cmd(cmd, &[arg, "-o", "json"]);
+        let yaml = s.cmd(cmd, &[arg, "-o", "yaml"]);
+        assert!(json.status.success() && yaml.status.success(), "{cmd}: {}", text(&yaml.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+        let y: serde_json::Value = serde_saphyr::from_str(&text(&yaml.stdout)).expect("yaml");
+        // Same keys at the top (numbers may differ in form: 1.0 against 1).
+        let keys = |v: &serde_json::Value| match v {
+            serde_json::Value::Object(m) => m.keys().cloned().collect::<Vec<_>>(),
+            serde_json::Value::Array(a) => vec![a.len().to_string()],
+            _ => vec![],
+        };
+        assert_eq!(keys(&y), keys(&j), "{cmd}");
+    }
+}
