@@ -664,10 +664,9 @@ async fn start_api(
             tracing::info!(addr = %server.addr, "HTTP listener started");
             Ok(Some(server))
         }
-        Err(error) => {
-            tracing::error!(%error, "HTTP listener not started; status API and metrics are unavailable");
-            Ok(None)
-        }
+        // A daemon without its API would look healthy to nobody and hide from every probe:
+        // the start fails, naming the address (a port in use says so).
+        Err(error) => Err(anyhow::Error::new(error).context("the HTTP listener cannot start")),
     }
 }
 
