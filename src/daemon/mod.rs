@@ -140,6 +140,10 @@ pub struct Daemon {
     watch_policy_dir: bool,
     /// The repository's notes and warnings last logged (logged again only when they change).
     findings: std::sync::Mutex<Vec<String>>,
+    /// The workload problems last logged (workload, cluster → reason): an unschedulable
+    /// workload or a render failure is logged when it appears or its reason changes, not
+    /// every pass.
+    problems: std::sync::Mutex<std::collections::BTreeMap<(String, Option<String>), String>>,
 }
 
 enum Event {
@@ -184,6 +188,7 @@ impl Daemon {
             api,
             watch_policy_dir: true,
             findings: Default::default(),
+            problems: Default::default(),
         })
     }
 
@@ -422,6 +427,35 @@ impl Daemon {
         *last = findings;
     }
 
+    /// Logs the pass's unschedulable workloads and render failures that are new or whose
+    /// reason changed (WARN), and those that went away (INFO); nothing for the same problem
+    /// pass after pass.
+    fn log_problems(&self, report: &reconcile::ReconcileReport) {
+        let mut last = self.problems.lock().unwrap_or_else(|p| p.into_inner());
+        let mut now = std::collections::BTreeMap::new();
+        for p in report.unschedulable.iter().chain(&report.render_failures) {
+            let key = (p.workload.to_string(), p.cluster.clone());
+            if last.get(&key) != Some(&p.reason) {
+                match &p.cluster {
+                    None => {
+                        tracing::warn!(workload = %p.workload, reason = %p.reason, "workload unschedulable; keeping its previous output")
+                    }
+                    Some(c) => {
+                        tracing::warn!(workload = %p.workload, cluster = %c, reason = %p.reason, "render failed; keeping the previous file")
+                    }
+                }
+            }
+            now.insert(key, p.reason.clone());
+        }
+        for (workload, cluster) in last.keys().filter(|k| !now.contains_key(*k)) {
+            match cluster {
+                None => tracing::info!(%workload, "workload no longer unschedulable"),
+                Some(c) => tracing::info!(%workload, cluster = %c, "render no longer fails"),
+            }
+        }
+        *last = now;
+    }
+
     async fn reconcile_once(&self, trigger: &'static str, view: &LiveView) -> (bool, Option<Vec<Target>>) {
         let started = Instant::now();
         let r = Arc::clone(&self.current.reconciler);
@@ -469,12 +503,7 @@ impl Daemon {
         let metrics = &self.metrics;
         let ok = match joined {
             Ok(Ok(Done { report, inputs, clusters })) => {
-                for p in &report.unschedulable {
-                    tracing::warn!(workload = %p.workload, reason = %p.reason, "workload unschedulable; keeping its previous output");
-                }
-                for p in &report.render_failures {
-                    tracing::warn!(workload = %p.workload, cluster = p.cluster.as_deref().unwrap_or(""), reason = %p.reason, "render failed; keeping the previous file");
-                }
+                self.log_problems(&report);
                 let ph = &report.phases;
                 tracing::info!(
                     trigger,

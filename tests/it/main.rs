@@ -12,6 +12,7 @@ mod failover;
 mod fields;
 mod interpreter;
 mod live;
+mod logs;
 mod overrides;
 mod policy_examples;
 mod render;
