@@ -641,6 +641,18 @@ fn state_dir(cfg: &Config, dirs: &DirArgs) -> Result<PathBuf, Failure> {
     dirs.state_dir.clone().or_else(|| cfg.state_dir.clone()).ok_or_else(|| missing("state_dir", "--state"))
 }
 
+/// A repository that did not load: an operational failure (exit 2) when a file could not be
+/// read (an I/O error), else invalid input (exit 1), with every error on stderr.
+fn load_failure(errors: &[crate::policy::LoadError]) -> Failure {
+    match errors.iter().find(|e| e.io) {
+        Some(e) => anyhow::anyhow!(
+            "cannot read the policy repository: {e}; nothing was changed (an I/O error, not a policy error)"
+        )
+        .into(),
+        None => invalid(invalid_inputs(errors)),
+    }
+}
+
 fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
     for e in errors {
         eprintln!("{e}");
@@ -651,7 +663,7 @@ fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
 fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitCode, Failure> {
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
     let settings = reconcile::Settings::from_config(cfg, allow_mass_delete).map_err(|e| invalid(e.into()))?;
-    let mut inputs = check::load(cfg, &paths.policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    let mut inputs = check::load(cfg, &paths.policy_dir, &settings).map_err(|errs| load_failure(&errs))?;
     for n in &inputs.set.notes {
         eprintln!("note: {n}");
     }
@@ -682,7 +694,7 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     }
     let report = match reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::util::clock::now_ms()) {
         Ok(r) => r,
-        Err(ReconcileError::Invalid(errs)) => return Err(invalid(invalid_inputs(&errs))),
+        Err(ReconcileError::Invalid(errs)) => return Err(load_failure(&errs)),
         Err(e) => return Err(e.into()),
     };
     for p in &report.unschedulable {

@@ -547,6 +547,24 @@ impl Daemon {
                 });
                 true
             }
+            // A file that cannot be read is the machine's failure, not the repository's.
+            Ok(Err(reconcile::ReconcileError::Invalid(errors))) if errors.iter().any(|e| e.io) => {
+                let io: Vec<&crate::policy::LoadError> = errors.iter().filter(|e| e.io).collect();
+                for e in &io {
+                    tracing::error!(error = %e, "cannot read the policy repository");
+                }
+                let message = format!("cannot read the policy repository: {}", io[0]);
+                tracing::error!(
+                    trigger,
+                    errors = io.len(),
+                    duration_ms,
+                    "policy repository unreadable (I/O); output left as it was"
+                );
+                systemd::status(&message);
+                metrics.record_pass("failed", None);
+                publish_failure(status, pass(PassOutcome::Failed { message }), None);
+                false
+            }
             Ok(Err(reconcile::ReconcileError::Invalid(errors))) => {
                 for e in &errors {
                     tracing::error!(error = %e, "invalid policy input");

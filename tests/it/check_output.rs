@@ -166,3 +166,40 @@ fn read_only_commands_answer_in_yaml_as_in_json() {
         assert_eq!(keys(&y), keys(&j), "{cmd}");
     }
 }
+
+#[test]
+fn a_file_that_cannot_be_read_is_an_io_failure_not_a_policy_error() {
+    let s = scratch();
+    assert!(s.render().status.success());
+    let before = tree(&s.out());
+    // A link to a file that is not there: reading it fails (as a file would with its
+    // descriptors exhausted or a disk error).
+    std::os::unix::fs::symlink(s.policies().join("missing.yaml"), s.policies().join("broken.yaml")).expect("link");
+    let out = s.render();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "an I/O error is an operational failure: {err}");
+    assert!(err.contains("cannot read the policy repository: broken.yaml: cannot read file"), "{err}");
+    assert!(!err.contains("error(s) in the policy repository"), "{err}");
+    assert!(tree(&s.out()) == before, "the output changed");
+}
+
+#[test]
+fn the_daemon_reports_an_unreadable_file_as_a_failed_pass_not_an_invalid_repository() {
+    use fedsched::daemon::Control;
+    use fedsched::views::status::PassOutcome;
+    let s = scratch();
+    let mut d = crate::daemon::InProcess::start(&s, "", false);
+    let v = d.passes(1);
+    assert_eq!(v.last_pass.as_ref().map(|p| &p.outcome), Some(&PassOutcome::Ok));
+    std::os::unix::fs::symlink(s.policies().join("missing.yaml"), s.policies().join("broken.yaml")).expect("link");
+    d.clock.advance_ms(60_000);
+    d.send(Control::PolicyChanged);
+    let v = d.passes(2);
+    match v.last_pass.as_ref().map(|p| &p.outcome) {
+        Some(PassOutcome::Failed { message }) => {
+            assert!(message.contains("cannot read the policy repository: broken.yaml"), "{message}")
+        }
+        other => panic!("expected a failed pass, got {other:?}"),
+    }
+    assert_eq!(v.policy_errors, 0, "an I/O error counted as a policy error");
+}
