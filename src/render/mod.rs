@@ -191,8 +191,7 @@ pub fn namespace(name: &str, object: Option<&Template>) -> Option<(String, Strin
         if let Some(t) = object {
             ann.insert(ANNOTATION_SOURCE.into(), Value::String(t.source.to_string()));
         }
-        ann.insert(ANNOTATION_ARGOCD_SYNC_OPTIONS.into(), Value::String("Prune=false".into()));
-        ann.insert(ANNOTATION_FLUX_PRUNE.into(), Value::String("disabled".into()));
+        prune_opt_outs(ann);
     }
     Some((object_path(&key), format!("{GENERATED_HEADER}\n{}", yaml::to_yaml(&obj))))
 }
@@ -319,12 +318,19 @@ fn add_provenance(obj: &mut Value, input: &RenderInput<'_>) {
         );
         ann.insert(ANNOTATION_SOURCE.into(), Value::String(input.template.source.to_string()));
         if input.preserve_on_deletion {
-            let options = ann.get(ANNOTATION_ARGOCD_SYNC_OPTIONS).and_then(Value::as_str).unwrap_or("");
-            let mut options: Vec<&str> =
-                options.split(',').map(str::trim).filter(|o| !o.is_empty() && !o.starts_with("Prune=")).collect();
-            options.push("Prune=false");
-            ann.insert(ANNOTATION_ARGOCD_SYNC_OPTIONS.into(), Value::String(options.join(",")));
-            ann.insert(ANNOTATION_FLUX_PRUNE.into(), Value::String("disabled".into()));
+            prune_opt_outs(ann);
         }
     }
+}
+
+/// The GitOps tools' prune opt-outs: Argo CD's `Prune=false` merged into the object's own
+/// sync options (replacing a `Prune=` one), Flux's `prune: disabled`.
+fn prune_opt_outs(ann: &mut Map<String, Value>) {
+    let options = ann.get(ANNOTATION_ARGOCD_SYNC_OPTIONS).and_then(Value::as_str).unwrap_or("");
+    let mut options: Vec<&str> =
+        options.split(',').map(str::trim).filter(|o| !o.is_empty() && !o.starts_with("Prune=")).collect();
+    options.push("Prune=false");
+    let options = options.join(",");
+    ann.insert(ANNOTATION_ARGOCD_SYNC_OPTIONS.into(), Value::String(options));
+    ann.insert(ANNOTATION_FLUX_PRUNE.into(), Value::String("disabled".into()));
 }
