@@ -156,6 +156,7 @@ fn main() {
         completions: None,
         cluster,
         overrides: &overrides,
+        preserve_on_deletion: false,
     };
     let text = render::render(&input).unwrap_or_else(|e| panic!("render: {e}"));
     bench(&format!("render one Deployment ({} bytes of YAML)", text.len()), 7, 200, || render::render(&input));

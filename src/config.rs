@@ -134,6 +134,9 @@ pub struct PublishSection {
     pub max_delete_ratio: f64,
     /// Remove whatever a pass decides, however much (the `--allow-mass-delete` flag, always on).
     pub allow_mass_delete: bool,
+    /// Karmada's namespace propagation: every cluster directory gets the Namespace of each
+    /// namespace its objects are in (default on).
+    pub namespaces: bool,
 }
 
 // `max_delete_ratio` is checked to lie in 0.0..=1.0 when parsed, so it is never NaN.
@@ -141,7 +144,11 @@ impl Eq for PublishSection {}
 
 impl Default for PublishSection {
     fn default() -> Self {
-        PublishSection { max_delete_ratio: crate::publish::DEFAULT_MAX_DELETE_RATIO, allow_mass_delete: false }
+        PublishSection {
+            max_delete_ratio: crate::publish::DEFAULT_MAX_DELETE_RATIO,
+            allow_mass_delete: false,
+            namespaces: true,
+        }
     }
 }
 
@@ -915,7 +922,7 @@ context = "admin@member1"
     #[test]
     fn publish_and_git_sections() {
         let c = parse("").expect("valid");
-        assert_eq!(c.publish, PublishSection { max_delete_ratio: 0.5, allow_mass_delete: false });
+        assert_eq!(c.publish, PublishSection { max_delete_ratio: 0.5, allow_mass_delete: false, namespaces: true });
         assert!(!c.git.enabled);
         let c = parse(
             "[publish]\nmax_delete_ratio = 0.25\nallow_mass_delete = true\n[git]\nenabled = true\n\

@@ -64,6 +64,12 @@ pub enum ApiError {
     /// The listener cannot be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
+    /// Another process listens on the address already.
+    #[error(
+        "cannot listen on {addr}: the address is already in use (another fedsched or another program listens \
+         there); set another [http] listen address, or stop that program"
+    )]
+    InUse { addr: SocketAddr },
 }
 
 /// A bearer token. Its `Debug` does not show it.
@@ -186,7 +192,10 @@ pub async fn start(addr: SocketAddr, state: ApiState) -> Result<Server, ApiError
 /// it idles that long between requests. An accept error (out of file descriptors) is logged
 /// and retried after a pause, never ends the listener.
 pub async fn start_with(addr: SocketAddr, state: ApiState, limits: Limits) -> Result<Server, ApiError> {
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ApiError::Bind { addr, source })?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| match source.kind() {
+        std::io::ErrorKind::AddrInUse => ApiError::InUse { addr },
+        _ => ApiError::Bind { addr, source },
+    })?;
     let bound = listener.local_addr().map_err(|source| ApiError::Bind { addr, source })?;
     let (stop, stopped) = oneshot::channel::<()>();
     let app = router(state);

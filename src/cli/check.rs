@@ -14,28 +14,80 @@ use crate::policy::LoadError;
 use crate::policy::load::ParseCache;
 use crate::reconcile::{self, Inputs};
 
-/// Runs `fedsched check` on `dir`.
-pub(super) fn check(cfg: &Config, dir: &Path) -> Result<ExitCode, super::Failure> {
+/// Runs `fedsched check` on `dir`. Text: errors on stdout (`file: document n: field:
+/// message`), notes and warnings on stderr. `-o json|yaml`: one document on stdout with every
+/// finding ([`findings_document`]). Exit 1 when there is an error.
+pub(super) fn check(cfg: &Config, dir: &Path, output: super::OutputFormat) -> Result<ExitCode, super::Failure> {
     let settings = reconcile::Settings::from_config(cfg, false).map_err(|e| super::invalid(e.into()))?;
-    let errors = match load(cfg, dir, &settings) {
-        Ok(inputs) => {
-            for n in &inputs.set.notes {
-                eprintln!("note: {n}");
-            }
-            let errors = template_errors(&inputs);
-            if errors.is_empty() {
-                report_ok(dir, &inputs);
-                return Ok(ExitCode::SUCCESS);
-            }
-            errors
-        }
-        Err(errors) => errors,
+    let loaded = load(cfg, dir, &settings);
+    let (errors, inputs) = match &loaded {
+        Ok(inputs) => (template_errors(inputs), Some(inputs)),
+        Err(errors) => (errors.clone(), None),
     };
+    if !matches!(output, super::OutputFormat::Text) {
+        let doc = findings_document(dir, inputs, &errors);
+        super::print_doc(output, &doc, |_| String::new());
+        return Ok(if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) });
+    }
+    if let Some(inputs) = inputs {
+        for n in &inputs.set.notes {
+            eprintln!("note: {n}");
+        }
+        if errors.is_empty() {
+            report_ok(dir, inputs);
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     for e in &errors {
         println!("{e}");
     }
     eprintln!("fedsched: {} error(s) in {}", errors.len(), dir.display());
     Ok(ExitCode::from(1))
+}
+
+/// `check -o json|yaml`: `{directory, ok, counts, findings: [{file, document, field, message,
+/// severity}]}`, severity `error`, `warning` or `note` (what the walk skipped, and templates
+/// a higher-ranked policy shadows); `counts` only when the repository loaded.
+fn findings_document(dir: &Path, inputs: Option<&Inputs>, errors: &[LoadError]) -> serde_json::Value {
+    use serde_json::json;
+    let finding = |e: &LoadError, severity: &str| {
+        json!({
+            "file": e.file.display().to_string(),
+            "document": e.document,
+            "field": e.field,
+            "message": e.message,
+            "severity": severity,
+        })
+    };
+    let mut findings: Vec<serde_json::Value> = errors.iter().map(|e| finding(e, "error")).collect();
+    let mut counts = serde_json::Value::Null;
+    if let Some(inputs) = inputs {
+        let s = &inputs.set;
+        findings.extend(crate::policy::validate::warnings(s).iter().map(|w| finding(w, "warning")));
+        findings.extend(s.notes.iter().map(|n| finding(n, "note")));
+        for t in &s.templates {
+            let Some(c) = crate::policy::matching::claim(s, t) else { continue };
+            for sh in &c.shadowed {
+                let reason = crate::policy::matching::shadow_reason(s, t, &c, sh);
+                let message = format!("{} is claimed by {}; {} is shadowed for it: {reason}", t.key, c.policy, sh);
+                findings.push(finding(&LoadError::at(&t.source, "", message), "note"));
+            }
+        }
+        counts = json!({
+            "templates": s.templates.len(),
+            "propagationPolicies": s.propagation_policies.len(),
+            "clusterPropagationPolicies": s.cluster_propagation_policies.len(),
+            "overridePolicies": s.override_policies.len(),
+            "clusterOverridePolicies": s.cluster_override_policies.len(),
+            "clusters": s.clusters.len(),
+        });
+    }
+    json!({
+        "directory": dir.display().to_string(),
+        "ok": errors.is_empty(),
+        "counts": counts,
+        "findings": findings,
+    })
 }
 
 /// The inputs of `dir` walked as `[policy]` says, with the profiles and `[interpreter]`
@@ -64,6 +116,40 @@ pub fn template_errors(inputs: &Inputs) -> Vec<LoadError> {
                 WorkloadError::Interpreter(message) => (String::new(), message),
             };
             errors.push(LoadError::at(&t.source, field, message));
+        }
+    }
+    errors.extend(override_errors(inputs));
+    errors
+}
+
+/// The overrides that fail, or leave an invalid object, for a claimed template on one of the
+/// clusters (as a pass would report them as render failures), named by the override policy's
+/// file, document and overrider, with the template and the cluster. One error per overrider.
+pub fn override_errors(inputs: &Inputs) -> Vec<LoadError> {
+    use crate::render::overrides;
+    let s = &inputs.set;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut errors = Vec::new();
+    for t in &s.templates {
+        let applicable = overrides::applicable(s, t);
+        if applicable.is_empty() || crate::policy::matching::claim(s, t).is_none() {
+            continue;
+        }
+        for snapshot in &inputs.snapshots {
+            let mut obj = t.object.clone();
+            let Err(e) = overrides::apply(&mut obj, &t.key.kind, &applicable, &snapshot.facts()) else { continue };
+            let Some(p) = applicable.iter().find(|a| a.display_ref() == e.policy) else { continue };
+            let mut field = match p.policy.spec.override_rules.is_empty() {
+                true => "spec.overriders".to_string(),
+                false => format!("spec.overrideRules[{}].overriders", e.rule),
+            };
+            if e.overrider != overrides::RESULT {
+                field = format!("{field}.{}", e.overrider);
+            }
+            if seen.insert((p.policy.source.clone(), field.clone())) {
+                let message = format!("on {} for cluster {}: {}", t.key.display_ref(), snapshot.name, e.reason);
+                errors.push(LoadError::at(&p.policy.source, field, message));
+            }
         }
     }
     errors

@@ -118,6 +118,7 @@ pub(super) fn interpret(args: &InterpretArgs) -> Result<ExitCode, Failure> {
     };
     match args.output {
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&outcome.to_json()).unwrap_or_default()),
+        OutputFormat::Yaml => print!("{}", crate::render::yaml::to_yaml(&outcome.to_json())),
         OutputFormat::Text => {
             for (name, value) in outcome.results() {
                 println!("---\n# [RESULT] {name}");

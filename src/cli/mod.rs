@@ -70,6 +70,16 @@ pub enum OutputFormat {
     #[default]
     Text,
     Json,
+    Yaml,
+}
+
+/// Prints a document as `format` says: JSON or YAML as it is, text through `text`.
+fn print_doc(format: OutputFormat, doc: &serde_json::Value, text: impl FnOnce(&serde_json::Value) -> String) {
+    match format {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(doc).unwrap_or_default()),
+        OutputFormat::Yaml => print!("{}", crate::render::yaml::to_yaml(doc)),
+        OutputFormat::Text => print!("{}", text(doc)),
+    }
 }
 
 /// Directory flags shared by the commands; they override the config file.
@@ -126,6 +136,10 @@ pub enum Command {
         /// Policy repository directory.
         #[arg(long = "policies", value_name = "DIR")]
         policy_dir: Option<PathBuf>,
+        /// `json` / `yaml`: every finding as {file, document, field, message, severity} (for
+        /// CI annotations).
+        #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+        output: OutputFormat,
     },
     /// Why a workload went where it went.
     Explain {
@@ -442,12 +456,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Interpret(args) => interpret::interpret(args),
         Command::Plan(args) => plan::plan(&cfg, args),
         Command::Replay(args) => replay::replay(&cfg, args),
-        Command::Check { policy_dir } => {
+        Command::Check { policy_dir, output } => {
             let dir = policy_dir
                 .clone()
                 .or_else(|| cfg.policy_dir.clone())
                 .ok_or_else(|| missing("policy_dir", "--policies"))?;
-            check::check(&cfg, &dir)
+            check::check(&cfg, &dir, *output)
         }
         Command::Explain { dirs, workload, output, server } => {
             let doc = match open_source(&cfg, dirs, server)? {
@@ -458,10 +472,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                         .map_err(|e| invalid(anyhow::anyhow!(e)))?
                 }
             };
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-                OutputFormat::Text => print!("{}", explain::to_text(&doc)),
-            }
+            print_doc(*output, &doc, explain::to_text);
             Ok(ExitCode::SUCCESS)
         }
         Command::History { dirs, workload, output, server } => {
@@ -474,10 +485,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     format!("{}/{}/{}", workload.kind, workload.namespace.as_deref().unwrap_or(""), workload.name);
                 return Err(invalid(anyhow::anyhow!("unknown workload {shown}: no decision is recorded for it")));
             }
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-                OutputFormat::Text => print!("{}", report::history_text(&doc, workload)),
-            }
+            print_doc(*output, &doc, |d| report::history_text(d, workload));
             Ok(ExitCode::SUCCESS)
         }
         Command::Resources { dirs, by, server, output } => {
@@ -494,10 +502,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     crate::views::resources::document(&views, by, model)
                 }
             };
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-                OutputFormat::Text => print!("{}", crate::views::resources::to_text(&doc)),
-            }
+            print_doc(*output, &doc, crate::views::resources::to_text);
             Ok(ExitCode::SUCCESS)
         }
         Command::Status { dirs, workload, stuck_after, server, output } => {
@@ -513,10 +518,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             if doc["versions"].as_array().is_none_or(Vec::is_empty) {
                 return Err(invalid(anyhow::anyhow!("unknown cluster {cluster}: no snapshot of it is stored")));
             }
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-                OutputFormat::Text => print!("{}", report::snapshots_text(&doc)),
-            }
+            print_doc(*output, &doc, report::snapshots_text);
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -544,10 +546,9 @@ fn workload_status(
             })?,
         (Source::Store(store), None) => ws::unhealthy_document(&store, crate::util::clock::now_ms(), &opts)?,
     };
-    match (output, workload) {
-        (OutputFormat::Json, _) => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-        (OutputFormat::Text, Some(_)) => print!("{}", ws::to_text(&doc)),
-        (OutputFormat::Text, None) => print!("{}", ws::list_to_text(&doc)),
+    match workload {
+        Some(_) => print_doc(output, &doc, ws::to_text),
+        None => print_doc(output, &doc, ws::list_to_text),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -650,6 +651,18 @@ fn state_dir(cfg: &Config, dirs: &DirArgs) -> Result<PathBuf, Failure> {
     dirs.state_dir.clone().or_else(|| cfg.state_dir.clone()).ok_or_else(|| missing("state_dir", "--state"))
 }
 
+/// A repository that did not load: an operational failure (exit 2) when a file could not be
+/// read (an I/O error), else invalid input (exit 1), with every error on stderr.
+fn load_failure(errors: &[crate::policy::LoadError]) -> Failure {
+    match errors.iter().find(|e| e.io) {
+        Some(e) => anyhow::anyhow!(
+            "cannot read the policy repository: {e}; nothing was changed (an I/O error, not a policy error)"
+        )
+        .into(),
+        None => invalid(invalid_inputs(errors)),
+    }
+}
+
 fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
     for e in errors {
         eprintln!("{e}");
@@ -671,9 +684,12 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     }
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
     let settings = reconcile::Settings::from_config(cfg, allow_mass_delete).map_err(|e| invalid(e.into()))?;
-    let mut inputs = check::load(cfg, &paths.policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    let mut inputs = check::load(cfg, &paths.policy_dir, &settings).map_err(|errs| load_failure(&errs))?;
     for n in &inputs.set.notes {
         eprintln!("note: {n}");
+    }
+    for w in crate::policy::validate::warnings(&inputs.set) {
+        eprintln!("warning: {w}");
     }
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
     let reconciler = Reconciler::new(store, settings);
@@ -681,7 +697,7 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     poll_once(cfg, &mut inputs, &reconciler.store)?;
     let report = match reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::util::clock::now_ms()) {
         Ok(r) => r,
-        Err(ReconcileError::Invalid(errs)) => return Err(invalid(invalid_inputs(&errs))),
+        Err(ReconcileError::Invalid(errs)) => return Err(load_failure(&errs)),
         Err(e) => return Err(e.into()),
     };
     for p in &report.unschedulable {

@@ -72,10 +72,7 @@ fn run(cfg: &Config, a: &ReplayArgs) -> Result<ExitCode, Failure> {
         }
     };
     let doc = replay::document(&store, &records, &settings)?;
-    match a.output {
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-        OutputFormat::Text => print!("{}", replay::to_text(&doc)),
-    }
+    super::print_doc(a.output, &doc, replay::to_text);
     if doc["different"].as_u64().unwrap_or(0) > 0 {
         return Ok(ExitCode::from(2));
     }

@@ -207,6 +207,10 @@ pub struct Daemon {
     findings: std::sync::Mutex<Vec<String>>,
     /// `[ha]`: the election (`None`: no election, this instance publishes).
     ha: Option<HaRuntime>,
+    /// The workload problems last logged (workload, cluster → reason): an unschedulable
+    /// workload or a render failure is logged when it appears or its reason changes, not
+    /// every pass.
+    problems: std::sync::Mutex<std::collections::BTreeMap<(String, Option<String>), String>>,
 }
 
 enum Event {
@@ -260,6 +264,7 @@ impl Daemon {
             watch_policy_dir: true,
             findings: Default::default(),
             ha,
+            problems: Default::default(),
         })
     }
 
@@ -567,6 +572,35 @@ impl Daemon {
         *last = findings;
     }
 
+    /// Logs the pass's unschedulable workloads and render failures that are new or whose
+    /// reason changed (WARN), and those that went away (INFO); nothing for the same problem
+    /// pass after pass.
+    fn log_problems(&self, report: &reconcile::ReconcileReport) {
+        let mut last = self.problems.lock().unwrap_or_else(|p| p.into_inner());
+        let mut now = std::collections::BTreeMap::new();
+        for p in report.unschedulable.iter().chain(&report.render_failures) {
+            let key = (p.workload.to_string(), p.cluster.clone());
+            if last.get(&key) != Some(&p.reason) {
+                match &p.cluster {
+                    None => {
+                        tracing::warn!(workload = %p.workload, reason = %p.reason, "workload unschedulable; keeping its previous output")
+                    }
+                    Some(c) => {
+                        tracing::warn!(workload = %p.workload, cluster = %c, reason = %p.reason, "render failed; keeping the previous file")
+                    }
+                }
+            }
+            now.insert(key, p.reason.clone());
+        }
+        for (workload, cluster) in last.keys().filter(|k| !now.contains_key(*k)) {
+            match cluster {
+                None => tracing::info!(%workload, "workload no longer unschedulable"),
+                Some(c) => tracing::info!(%workload, cluster = %c, "render no longer fails"),
+            }
+        }
+        *last = now;
+    }
+
     async fn reconcile_once(&self, trigger: &'static str, view: &LiveView) -> (bool, Option<Vec<Target>>) {
         let started = Instant::now();
         let r = Arc::clone(&self.current.reconciler);
@@ -614,12 +648,7 @@ impl Daemon {
         let metrics = &self.metrics;
         let ok = match joined {
             Ok(Ok(Done { report, inputs, clusters })) => {
-                for p in &report.unschedulable {
-                    tracing::warn!(workload = %p.workload, reason = %p.reason, "workload unschedulable; keeping its previous output");
-                }
-                for p in &report.render_failures {
-                    tracing::warn!(workload = %p.workload, cluster = p.cluster.as_deref().unwrap_or(""), reason = %p.reason, "render failed; keeping the previous file");
-                }
+                self.log_problems(&report);
                 let ph = &report.phases;
                 tracing::info!(
                     trigger,
@@ -662,6 +691,24 @@ impl Daemon {
                     *v = Arc::new(next);
                 });
                 true
+            }
+            // A file that cannot be read is the machine's failure, not the repository's.
+            Ok(Err(reconcile::ReconcileError::Invalid(errors))) if errors.iter().any(|e| e.io) => {
+                let io: Vec<&crate::policy::LoadError> = errors.iter().filter(|e| e.io).collect();
+                for e in &io {
+                    tracing::error!(error = %e, "cannot read the policy repository");
+                }
+                let message = format!("cannot read the policy repository: {}", io[0]);
+                tracing::error!(
+                    trigger,
+                    errors = io.len(),
+                    duration_ms,
+                    "policy repository unreadable (I/O); output left as it was"
+                );
+                systemd::status(&message);
+                metrics.record_pass("failed", None);
+                publish_failure(status, pass(PassOutcome::Failed { message }), None);
+                false
             }
             Ok(Err(reconcile::ReconcileError::Invalid(errors))) => {
                 for e in &errors {
@@ -823,10 +870,9 @@ async fn start_api(
             tracing::info!(addr = %server.addr, "HTTP listener started");
             Ok(Some(server))
         }
-        Err(error) => {
-            tracing::error!(%error, "HTTP listener not started; status API and metrics are unavailable");
-            Ok(None)
-        }
+        // A daemon without its API would look healthy to nobody and hide from every probe:
+        // the start fails, naming the address (a port in use says so).
+        Err(error) => Err(anyhow::Error::new(error).context("the HTTP listener cannot start")),
     }
 }
 

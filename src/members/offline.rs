@@ -17,6 +17,7 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         document: Some(c.source.document),
         field,
         message,
+        io: false,
     };
     let status = c.status.clone().unwrap_or_default();
     let health = match status.conditions.iter().find(|cond| cond.type_ == "Ready") {
@@ -114,6 +115,7 @@ pub fn constraints(c: &ClusterObject) -> Result<ClusterConstraints, LoadError> {
         document: Some(c.source.document),
         field: format!("metadata.annotations.{name}"),
         message,
+        io: false,
     };
     let mut out = ClusterConstraints::default();
     if let Some(text) = c.meta.annotations.get(RESERVE_ANNOTATION) {

@@ -8,6 +8,7 @@
 pub mod defaults;
 pub mod load;
 pub mod matching;
+pub mod support;
 pub mod types;
 pub mod validate;
 

@@ -118,8 +118,9 @@ pub struct PropagationSpec {
     pub scheduler_name: Option<String>,
     #[serde(default)]
     pub failover: Option<FailoverBehavior>,
+    /// `None` when not written (Karmada's default is `Abort`).
     #[serde(default)]
-    pub conflict_resolution: ConflictResolution,
+    pub conflict_resolution: Option<ConflictResolution>,
     #[serde(default)]
     pub activation_preference: Option<ActivationPreference>,
     #[serde(default)]
@@ -137,9 +138,8 @@ pub enum Preemption {
     Never,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ConflictResolution {
-    #[default]
     Abort,
     Overwrite,
 }
@@ -156,6 +156,15 @@ pub struct Suspension {
     pub dispatching: Option<bool>,
     #[serde(default)]
     pub dispatching_on_clusters: Option<SuspendClusters>,
+}
+
+impl Suspension {
+    /// Whether dispatching to `cluster` is suspended: `dispatching: true` suspends every
+    /// cluster, `dispatchingOnClusters` the clusters it names.
+    pub fn suspends(&self, cluster: &str) -> bool {
+        self.dispatching == Some(true)
+            || self.dispatching_on_clusters.as_ref().is_some_and(|s| s.cluster_names.iter().any(|c| c == cluster))
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

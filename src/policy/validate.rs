@@ -73,6 +73,7 @@ pub fn warnings(set: &PolicySet) -> Vec<LoadError> {
             }
         }
     }
+    out.extend(super::support::unsupported(set));
     out
 }
 

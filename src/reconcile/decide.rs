@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use crate::model::workload::interpret;
 use crate::model::{ClusterSnapshot, ReplicaRequirements, Workload};
 use crate::policy::matching::PolicyIndex;
-use crate::policy::types::Placement;
+use crate::policy::types::{ActivationPreference, Placement, PropagationSpec};
 use crate::policy::{ObjectKey, PolicyRef, Template};
 use crate::render::{self, RenderInput};
 use crate::schedule::profile::Profiles;
@@ -86,6 +86,9 @@ struct Claimed<'a> {
     /// The claiming policy; `None` for a dependency no policy claims.
     policy: Option<PolicyRef>,
     placement: &'a Placement,
+    /// The claiming policy's spec (the one in force: see [`lazy_pin`]); `None` for a
+    /// dependency no policy claims.
+    spec: Option<&'a PropagationSpec>,
     /// The profile the policy names.
     framework: &'a Framework,
     /// propagateDeps: the workloads decided so far that need this object, with their clusters
@@ -129,7 +132,13 @@ pub(super) fn decide_all(
             .filter_map(|k| targets_of.get(k).map(|(c, p)| (k.clone(), c.clone(), p.clone())))
             .collect();
         let previous = cache.placements.get(&t.key).cloned();
-        let Some(claimed) = claim(ctx, t, position, previous, required, &default_placement) else { continue };
+        let Some(mut claimed) = claim(ctx, t, position, previous, required, &default_placement) else { continue };
+        let pinned = lazy_pin(ctx, cache, &claimed)?;
+        if let Some((policy_hash, spec)) = &pinned {
+            claimed.spec = Some(spec);
+            claimed.placement = &spec.placement;
+            claimed.hashes.1 = *policy_hash;
+        }
         let fleet_static = fleet_statics.key(&snapshots.views, claimed.framework.settings.model.min_confidence);
         let key = decision_key(ctx, &claimed, fleet_static);
         reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out)?;
@@ -180,14 +189,15 @@ fn claim<'a>(
     let index = ctx.index;
     let claim = index.claim_with_previous(t, previous.as_ref().and_then(|p| p.policy.as_ref()));
     let policy = claim.and_then(|c| index.propagation_policy(&c.policy).map(|p| (c.policy, p)));
-    let (policy, placement, framework) = match policy {
+    let (policy, spec, placement, framework) = match policy {
         // Unknown profiles were rejected when loading.
         Some((claim, policy)) => (
             Some(claim),
+            Some(&policy.spec),
             &policy.spec.placement,
             ctx.profiles.for_policy(&policy.meta.annotations).unwrap_or_else(|| ctx.profiles.default_profile()),
         ),
-        None if !required.is_empty() => (None, default_placement, ctx.profiles.default_profile()),
+        None if !required.is_empty() => (None, None, default_placement, ctx.profiles.default_profile()),
         None => return None,
     };
     let empty_hash = fnv1a64(&[]);
@@ -197,7 +207,42 @@ fn claim<'a>(
     );
     let overrides = render::overrides::applicable_indexed(index, t);
     let directive = ctx.stability.directives.get(&t.key);
-    Some(Claimed { template: t, previous, policy, placement, framework, required, hashes, overrides, directive })
+    Some(Claimed { template: t, previous, policy, placement, spec, framework, required, hashes, overrides, directive })
+}
+
+/// `activationPreference: Lazy` (Karmada's lazy activation): a change of the policy takes
+/// effect for a template only when the template itself changes. When the claiming policy is
+/// Lazy, claimed the template before, and the template is the one of the workload's last
+/// decision while the policy is not, the spec of that decision (its stored blob) stays in
+/// force: returns its hash and the spec. A new template, a changed template, or a policy that
+/// is no longer Lazy uses the current spec.
+fn lazy_pin(
+    ctx: &Context<'_>,
+    cache: &mut cache::PassCache,
+    w: &Claimed<'_>,
+) -> Result<Option<(u64, PropagationSpec)>, StoreError> {
+    let lazy = w.spec.is_some_and(|s| s.activation_preference == Some(ActivationPreference::Lazy));
+    let same_claimer = w.previous.as_ref().is_some_and(|p| p.policy.is_some() && p.policy == w.policy);
+    if !lazy || !same_claimer {
+        return Ok(None);
+    }
+    let key = &w.template.key;
+    if !cache.history.contains_key(key) {
+        let last = ctx.store.last_history(key)?.map(|h| cache::LastHistory {
+            template_hash: h.inputs.template_hash,
+            policy_hash: h.inputs.policy_hash,
+            notes: h.notes,
+        });
+        cache.history.insert(key.clone(), last);
+    }
+    let Some(last) = cache.history.get(key).and_then(Option::as_ref) else { return Ok(None) };
+    let (template_hash, policy_hash) = w.hashes;
+    if last.template_hash != template_hash || last.policy_hash == policy_hash {
+        return Ok(None);
+    }
+    let Some(bytes) = ctx.store.blob(last.policy_hash)? else { return Ok(None) };
+    // A blob that no longer reads as a spec (an older schema) leaves the current one in force.
+    Ok(serde_json::from_slice::<PropagationSpec>(&bytes).ok().map(|spec| (last.policy_hash, spec)))
 }
 
 /// The fleet's static facts per confidence threshold ([`cache::fleet_static_key`]), computed
@@ -407,6 +452,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         return keep_previous("not claimed by a policy".into(), result);
     };
     let rendering = Instant::now();
+    let render_spec = w.spec.or_else(|| ctx.index.propagation_policy(render_policy).map(|p| &p.spec));
 
     // Job completions follow the division of parallelism.
     let completions: BTreeMap<String, i32> = match workload.completions {
@@ -437,6 +483,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
             },
             cluster: snapshot,
             overrides,
+            preserve_on_deletion: render_spec.and_then(|s| s.preserve_resources_on_deletion) == Some(true),
         };
         match render::render(&input) {
             Ok(content) => {
@@ -456,6 +503,11 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
                 });
             }
         }
+    }
+    if let Some(suspension) = render_spec.and_then(|s| s.suspension.as_ref()) {
+        let mut rendered =
+            Rendered { files: &mut files, hashes: &mut file_hashes, keep: &mut keep, map: &mut file_map };
+        rendered.suspend(suspension, prev);
     }
     if let Some(d) = w.directive {
         // Graceful eviction: the files on the clusters it left stay until purged.
@@ -481,6 +533,42 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         requirements: workload.replicas.is_some().then(|| workload.requirements.clone()),
         schedule_time,
         render_time: rendering.elapsed(),
+    }
+}
+
+/// The files of one decision while they are assembled.
+struct Rendered<'r> {
+    files: &'r mut Vec<(String, (String, String))>,
+    hashes: &'r mut Vec<u64>,
+    keep: &'r mut Vec<(String, String)>,
+    map: &'r mut BTreeMap<String, String>,
+}
+
+impl Rendered<'_> {
+    /// Karmada's `suspension.dispatching` / `dispatchingOnClusters`: on every suspended
+    /// cluster the workload's files stay exactly as the previous decision left them (none
+    /// written, changed or removed; a cluster it had no file on gets none) until the policy
+    /// resumes it. The decision itself (targets, replicas) is still made and recorded.
+    fn suspend(&mut self, suspension: &crate::policy::types::Suspension, prev: Option<&PlacementRecord>) {
+        let mut clusters: BTreeSet<String> = self.map.keys().cloned().collect();
+        clusters.extend(prev.into_iter().flat_map(|p| p.files.keys().cloned()));
+        for cluster in clusters.into_iter().filter(|c| suspension.suspends(c)) {
+            let mut i = 0;
+            while i < self.files.len() {
+                if self.files[i].0 == cluster {
+                    self.files.remove(i);
+                    self.hashes.remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+            self.keep.retain(|(c, _)| *c != cluster);
+            self.map.remove(&cluster);
+            if let Some(old) = prev.and_then(|p| p.files.get(&cluster)) {
+                self.keep.push((cluster.clone(), old.clone()));
+                self.map.insert(cluster, old.clone());
+            }
+        }
     }
 }
 

@@ -199,7 +199,8 @@ impl Reconciler {
         };
         let decisions = decide::decide_all(&context, cache, &mut snapshots)?;
 
-        let planned = plan::plan(cache, &inputs.set, &decisions, full_check);
+        let namespaces = self.settings.publish.namespaces;
+        let planned = plan::plan(cache, &inputs.set, &decisions, full_check, namespaces);
         Ok(Staged { snapshots, pass, stability, decisions, planned, full_check, poll })
     }
 

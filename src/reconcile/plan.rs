@@ -8,6 +8,10 @@
 //!
 //! Files of decisions restored from the store (known by hash, checked on the disk on a full
 //! check) are published as "keep": neither written nor removed.
+//!
+//! Namespaces (`[publish] namespaces`, Karmada's namespace propagation): a cluster directory
+//! gets the Namespace of every namespace its objects are in, unless a decision writes that
+//! Namespace there itself ([`namespace_files`], rendered by [`crate::render::namespace`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -37,10 +41,20 @@ pub(super) fn plan<'a>(
     set: &'a PolicySet,
     decisions: &Decisions,
     full_check: bool,
+    namespaces: bool,
 ) -> PlannedPublish<'a> {
     let summary = summary(cache, decisions);
     let order = &decisions.order;
-    let digests = digests(cache, set, order);
+    let namespace_files = if namespaces { namespace_files(cache, set, order) } else { HashMap::new() };
+    let mut digests = digests(cache, set, order);
+    for (cluster, files) in &namespace_files {
+        if let Some(e) = digests.get_mut(cluster.as_str()) {
+            for (path, (_, hash)) in files {
+                e.0 = e.0.wrapping_add(cache::file_digest(path, *hash));
+                e.1 += 1;
+            }
+        }
+    }
     let dirty: BTreeSet<&str> = digests
         .iter()
         .filter(|(c, (digest, _))| full_check || cache.published.get(**c) != Some(digest))
@@ -69,6 +83,11 @@ pub(super) fn plan<'a>(
             if let Some(cf) = plan.clusters.get_mut(cluster) {
                 cf.keep.insert(path.clone());
             }
+        }
+    }
+    for (cluster, files) in namespace_files {
+        if let Some(cf) = plan.clusters.get_mut(&cluster) {
+            cf.files.extend(files.into_iter().map(|(path, (content, _))| (path, content)));
         }
     }
     let skipped_files: usize =
@@ -123,6 +142,57 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> String {
     };
     cache.summary = Some(summary.clone());
     summary
+}
+
+/// Per cluster, the Namespace files it needs (path → content and its hash): the namespace of
+/// every object of its desired and kept files that no decision writes there itself, except
+/// those Karmada never propagates (`default`, `kube-*`, Karmada's own) and those whose
+/// Namespace object in the repository has `namespace.karmada.io/skip-auto-propagation: "true"`.
+/// A repository's Namespace object gives its labels and annotations.
+fn namespace_files(
+    cache: &cache::PassCache,
+    set: &PolicySet,
+    order: &[crate::policy::ObjectKey],
+) -> HashMap<String, BTreeMap<String, (String, u64)>> {
+    let mut paths: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+    for k in order {
+        let Some(d) = cache.decisions.get(k).map(|c| &c.decided) else { continue };
+        let files = d.files.iter().map(|(c, (p, _))| (c, p)).chain(d.keep.iter().map(|(c, p)| (c, p)));
+        for (cluster, path) in files {
+            paths.entry(cluster.as_str()).or_default().insert(path.as_str());
+        }
+    }
+    let objects: HashMap<&str, &crate::policy::Template> = set
+        .templates
+        .iter()
+        .filter(|t| t.key.api_version == "v1" && t.key.kind == "Namespace")
+        .map(|t| (t.key.name.as_str(), t))
+        .collect();
+    let mut rendered: HashMap<&str, Option<(String, String, u64)>> = HashMap::new();
+    let mut out = HashMap::new();
+    for (cluster, paths) in &paths {
+        let mut files = BTreeMap::new();
+        let namespaced =
+            paths.iter().filter_map(|p| p.split_once('/').map(|(ns, _)| ns)).filter(|ns| *ns != "_cluster");
+        for ns in namespaced {
+            let entry = rendered.entry(ns).or_insert_with(|| {
+                let object = objects.get(ns).copied();
+                crate::render::namespace(ns, object).map(|(path, content)| {
+                    let hash = crate::util::hash::fnv1a64(content.as_bytes());
+                    (path, content, hash)
+                })
+            });
+            if let Some((path, content, hash)) = entry
+                && !paths.contains(path.as_str())
+            {
+                files.insert(path.clone(), (content.clone(), *hash));
+            }
+        }
+        if !files.is_empty() {
+            out.insert((*cluster).to_string(), files);
+        }
+    }
+    out
 }
 
 /// Per cluster of the set, the digest of its desired files (paths and content hashes, and

@@ -142,9 +142,12 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
     Ok(recorded)
 }
 
-/// Whether a decision is recorded: a new workload, a fresh decision whose result, targets,
-/// files, policy, affinity term or template and policy hashes differ from its placement and
-/// last history, or notes that differ from the last history's. A reused decision has the
+/// Whether a decision is recorded: a new workload, a fresh decision whose outcome (scheduled
+/// or why not), targets, files, policy, affinity term or template and policy hashes differ
+/// from its placement and last history, or notes that differ from the last history's. The
+/// scores and available replicas behind an unchanged decision are not a change (data age,
+/// a member's confidence, the previous placement's own replicas counted as available): the
+/// record of the decision keeps the figures it was made with. A reused decision has the
 /// inputs and result of the stored placement (its key covers them); only its notes can
 /// differ.
 fn changed(
@@ -158,7 +161,7 @@ fn changed(
         None => true,
         Some(_) if !fresh => false,
         Some(p) => {
-            p.result != d.record.result
+            p.result.outcome != d.record.result.outcome
                 || p.targets != d.record.targets
                 || p.files != d.record.files
                 || p.policy != d.record.policy

@@ -69,12 +69,20 @@ impl Settings {
     }
 }
 
-/// How a pass publishes: the mass-deletion guard and git mode.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// How a pass publishes: the mass-deletion guard, git mode, namespace propagation.
+#[derive(Debug, Clone, PartialEq)]
 pub struct PublishSettings {
     pub guard: publish::DeleteGuard,
     /// `Some` = git mode: commit (and push) after publishing.
     pub git: Option<publish::git::GitOptions>,
+    /// `[publish] namespaces`: each cluster directory gets the Namespaces of its objects.
+    pub namespaces: bool,
+}
+
+impl Default for PublishSettings {
+    fn default() -> Self {
+        PublishSettings { guard: publish::DeleteGuard::default(), git: None, namespaces: true }
+    }
 }
 
 impl PublishSettings {
@@ -94,6 +102,7 @@ impl PublishSettings {
                 push: g.push,
                 ..Default::default()
             }),
+            namespaces: cfg.publish.namespaces,
         }
     }
 }

@@ -29,6 +29,13 @@ pub const ANNOTATION_POLICY: &str = "fedsched.io/policy";
 pub const ANNOTATION_TEMPLATE: &str = "fedsched.io/template";
 /// Annotation naming the source file of the template in the policy repository.
 pub const ANNOTATION_SOURCE: &str = "fedsched.io/source";
+/// Argo CD's per-object sync options; `Prune=false` keeps the object in the member when its
+/// file is removed (`preserveResourcesOnDeletion`).
+pub const ANNOTATION_ARGOCD_SYNC_OPTIONS: &str = "argocd.argoproj.io/sync-options";
+/// Flux's per-object prune opt-out (`disabled`).
+pub const ANNOTATION_FLUX_PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
+/// Karmada's label that keeps a Namespace from being propagated automatically.
+pub const LABEL_SKIP_AUTO_PROPAGATION: &str = "namespace.karmada.io/skip-auto-propagation";
 /// Label on every object fedsched renders.
 pub const LABEL_MANAGED_BY: &str = "fedsched.io/managed-by";
 
@@ -63,6 +70,10 @@ pub struct RenderInput<'a> {
     /// Override policies selecting the template, in application order
     /// ([`overrides::applicable`]).
     pub overrides: &'a [ApplicableOverride<'a>],
+    /// The policy's `preserveResourcesOnDeletion`: the object carries the GitOps tools' prune
+    /// opt-outs ([`ANNOTATION_ARGOCD_SYNC_OPTIONS`] `Prune=false`, [`ANNOTATION_FLUX_PRUNE`]
+    /// `disabled`), so that when its file is removed the member keeps it.
+    pub preserve_on_deletion: bool,
 }
 
 /// Path of an object's file inside its cluster directory:
@@ -132,6 +143,57 @@ pub fn manifest(input: &RenderInput<'_>) -> Result<Value, RenderError> {
         ann.insert(ANNOTATION_APPLIED_OVERRIDES.into(), Value::String(list));
     }
     Ok(obj)
+}
+
+/// The Namespace file a cluster directory gets for a namespace its objects are in (Karmada's
+/// namespace propagation): its path and content, from the repository's Namespace object when
+/// there is one (labels and annotations, pruned as any template) or minimal. It always carries
+/// the GitOps tools' prune opt-outs: removing the file (its last object left the cluster) must
+/// never delete a namespace, and what else lives in it, from a member. `None` for namespaces
+/// Karmada never propagates (`default`, `kube-*`, `karmada-system`, `karmada-cluster`,
+/// `karmada-es-*`) and for a Namespace object labelled
+/// `namespace.karmada.io/skip-auto-propagation: "true"`.
+pub fn namespace(name: &str, object: Option<&Template>) -> Option<(String, String)> {
+    let reserved = name == "default"
+        || name.starts_with("kube-")
+        || name == "karmada-system"
+        || name == "karmada-cluster"
+        || name.starts_with("karmada-es-");
+    let skip = object
+        .and_then(|t| t.meta.labels.get(LABEL_SKIP_AUTO_PROPAGATION))
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if reserved || skip {
+        return None;
+    }
+    let key = ObjectKey { api_version: "v1".into(), kind: "Namespace".into(), namespace: None, name: name.into() };
+    let mut meta = Map::new();
+    meta.insert("name".into(), Value::String(name.into()));
+    let mut obj = Map::new();
+    obj.insert("apiVersion".into(), Value::String("v1".into()));
+    obj.insert("kind".into(), Value::String("Namespace".into()));
+    if let Some(t) = object {
+        for field in ["labels", "annotations"] {
+            if let Some(v) = t.object.pointer(&format!("/metadata/{field}")) {
+                meta.insert(field.into(), v.clone());
+            }
+        }
+    }
+    obj.insert("metadata".into(), Value::Object(meta));
+    let mut obj = Value::Object(obj);
+    prune(&mut obj, &key);
+    let m = obj.pointer_mut("/metadata").and_then(Value::as_object_mut)?;
+    let labels = m.entry("labels").or_insert_with(|| Value::Object(Map::new()));
+    if let Some(labels) = labels.as_object_mut() {
+        labels.insert(LABEL_MANAGED_BY.into(), Value::String("fedsched".into()));
+    }
+    let ann = m.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
+    if let Some(ann) = ann.as_object_mut() {
+        if let Some(t) = object {
+            ann.insert(ANNOTATION_SOURCE.into(), Value::String(t.source.to_string()));
+        }
+        prune_opt_outs(ann);
+    }
+    Some((object_path(&key), format!("{GENERATED_HEADER}\n{}", yaml::to_yaml(&obj))))
 }
 
 /// Sets a JSON pointer, creating intermediate objects.
@@ -255,5 +317,20 @@ fn add_provenance(obj: &mut Value, input: &RenderInput<'_>) {
             )),
         );
         ann.insert(ANNOTATION_SOURCE.into(), Value::String(input.template.source.to_string()));
+        if input.preserve_on_deletion {
+            prune_opt_outs(ann);
+        }
     }
+}
+
+/// The GitOps tools' prune opt-outs: Argo CD's `Prune=false` merged into the object's own
+/// sync options (replacing a `Prune=` one), Flux's `prune: disabled`.
+fn prune_opt_outs(ann: &mut Map<String, Value>) {
+    let options = ann.get(ANNOTATION_ARGOCD_SYNC_OPTIONS).and_then(Value::as_str).unwrap_or("");
+    let mut options: Vec<&str> =
+        options.split(',').map(str::trim).filter(|o| !o.is_empty() && !o.starts_with("Prune=")).collect();
+    options.push("Prune=false");
+    let options = options.join(",");
+    ann.insert(ANNOTATION_ARGOCD_SYNC_OPTIONS.into(), Value::String(options));
+    ann.insert(ANNOTATION_FLUX_PRUNE.into(), Value::String("disabled".into()));
 }

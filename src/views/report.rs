@@ -106,7 +106,17 @@ pub fn history_text(doc: &Value, r: &WorkloadRef) -> String {
     out
 }
 
-/// `fedsched snapshots -o json` and `/api/v1/clusters/{name}/snapshots`.
+/// A member's health as a state (`Ready`, `NotReady`, `Unreachable`) and its reason.
+fn health_parts(h: &Health) -> (&'static str, Option<String>) {
+    match h {
+        Health::Ready => ("Ready", None),
+        Health::NotReady { reason } => ("NotReady", Some(reason.clone())),
+        Health::Unreachable { reason } => ("Unreachable", Some(reason.clone())),
+    }
+}
+
+/// `fedsched snapshots -o json` and `/api/v1/clusters/{name}/snapshots`: per version its
+/// health as a state and a reason (`healthReason`, null when Ready).
 pub fn snapshots_json(cluster: &str, versions: &[SnapshotMeta]) -> Value {
     let v: Vec<Value> = versions
         .iter()
@@ -116,7 +126,8 @@ pub fn snapshots_json(cluster: &str, versions: &[SnapshotMeta]) -> Value {
                 "hash": format!("{:016x}", m.hash),
                 "firstSeen": format_ms(m.first_seen_ms),
                 "lastSeen": format_ms(m.last_seen_ms),
-                "health": format!("{:?}", m.health),
+                "health": health_parts(&m.health).0,
+                "healthReason": health_parts(&m.health).1,
                 "confidence": m.confidence,
             })
         })
@@ -134,13 +145,16 @@ pub fn snapshots_text(doc: &Value) -> String {
     versions
         .iter()
         .map(|m| {
+            let health = match m["healthReason"].as_str() {
+                Some(reason) => format!("{} ({reason})", s(&m["health"])),
+                None => s(&m["health"]),
+            };
             format!(
-                "v{} {} first seen {} last seen {} {}\n",
+                "v{} {} first seen {} last seen {} {health}\n",
                 m["version"],
                 s(&m["hash"]),
                 s(&m["firstSeen"]),
                 s(&m["lastSeen"]),
-                s(&m["health"])
             )
         })
         .collect()
@@ -176,11 +190,7 @@ pub fn clusters_json(store: &Store, current: Option<&BTreeSet<String>>, now_ms: 
             continue;
         }
         let Some((meta, snap)) = store.latest_snapshot(&name)? else { continue };
-        let (state, reason) = match &snap.health {
-            Health::Ready => ("Ready", None),
-            Health::NotReady { reason } => ("NotReady", Some(reason.clone())),
-            Health::Unreachable { reason } => ("Unreachable", Some(reason.clone())),
-        };
+        let (state, reason) = health_parts(&snap.health);
         let capacity = snap.summary.as_ref().map(|s| {
             json!({
                 "allocatable": resources_json(&s.allocatable),

@@ -531,3 +531,41 @@ fn a_stuck_loop_stops_the_watchdog_and_fails_healthz() {
     let (code, stderr) = d.stop();
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+#[test]
+fn a_port_in_use_fails_the_start_and_says_so() {
+    let s = Scratch::with_demo();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port();
+    let config = s.dir.path().join("fedsched.toml");
+    std::fs::write(&config, format!("[http]\nlisten = \"127.0.0.1:{port}\"\n")).expect("config");
+    let mut child = std::process::Command::new(bin())
+        .args(["run", "--config"])
+        .arg(&config)
+        .arg("--policies")
+        .arg(s.policies())
+        .arg("--out")
+        .arg(s.out())
+        .arg("--state")
+        .arg(s.state())
+        .env_remove("NOTIFY_SOCKET")
+        .env("FEDSCHED_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = capture_stderr(&mut child);
+    let mut status = None;
+    wait_for("the daemon to exit", Duration::from_secs(60), || {
+        status = child.try_wait().ok().flatten();
+        status.is_some()
+    });
+    let read = || stderr.lock().map(|e| e.clone()).unwrap_or_default();
+    wait_for("the error on stderr", Duration::from_secs(10), || read().contains("already in use"));
+    let err = read();
+    assert_eq!(status.and_then(|s| s.code()), Some(2), "{err}");
+    assert!(err.contains(&format!("127.0.0.1:{port}")) && err.contains("already in use"), "{err}");
+    // Nothing was published by a daemon that could not start.
+    assert!(!s.out().join("eu-west-a").exists());
+    drop(taken);
+}

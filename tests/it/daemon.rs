@@ -29,7 +29,10 @@ const T0: u64 = 1_700_000_000_000;
 
 /// The config every in-process daemon starts from, then `extra`.
 fn config_text(extra: &str) -> String {
-    format!("[reconcile]\ninterval = \"1h\"\ndebounce = \"200ms\"\nshutdown_timeout = \"5s\"\n{extra}")
+    // A free port unless the test sets [http]: daemons side by side never share one (a port in
+    // use fails the start).
+    let http = if extra.contains("[http]") { "" } else { "[http]\nlisten = \"127.0.0.1:0\"\n" };
+    format!("[reconcile]\ninterval = \"1h\"\ndebounce = \"200ms\"\nshutdown_timeout = \"5s\"\n{http}{extra}")
 }
 
 /// A daemon running in this process on a scratch area (also used by `failover.rs`).

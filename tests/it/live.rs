@@ -296,8 +296,14 @@ fn the_daemon_survives_every_fault_and_keeps_what_it_published() {
     }
     // The store saw member-001 unreachable and, under 403, not ready; its nodes were kept.
     let v = snapshots(&t.s, "member-001");
-    let healths: Vec<String> =
-        v["versions"].as_array().expect("versions").iter().map(|m| m["health"].to_string()).collect();
+    let healths: Vec<String> = v["versions"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .map(|m| format!("{} {}", m["health"], m["healthReason"]))
+        .collect();
+    // A state and a reason, never Rust's debug form (`Unreachable { reason: … }`).
+    assert!(healths.iter().all(|h| !h.contains('{')), "{healths:?}");
     assert!(healths.iter().any(|h| h.contains("Unreachable")), "{healths:?}");
     assert!(healths.iter().any(|h| h.contains("NotReady") && h.contains("forbidden")), "{healths:?}");
     assert!(healths.iter().any(|h| h.contains("Ready") && !h.contains("NotReady")), "{healths:?}");

@@ -192,10 +192,13 @@ impl Daemon {
     /// level, and `extra_config` appended to the config file.
     pub fn start(s: &Scratch, extra_config: &str, env: &[(&str, &str)]) -> Daemon {
         let config = s.dir.path().join("fedsched.toml");
+        // A free port unless the test sets [http]: daemons side by side never share one (a port
+        // in use fails the start).
+        let http = if extra_config.contains("[http]") { "" } else { "[http]\nlisten = \"127.0.0.1:0\"\n" };
         std::fs::write(
             &config,
             format!(
-                "[reconcile]\ninterval = \"1h\"\ndebounce = \"200ms\"\nshutdown_timeout = \"5s\"\n[log]\nformat = \"json\"\n{extra_config}"
+                "[reconcile]\ninterval = \"1h\"\ndebounce = \"200ms\"\nshutdown_timeout = \"5s\"\n[log]\nformat = \"json\"\n{http}{extra_config}"
             ),
         )
         .expect("write config");

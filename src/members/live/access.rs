@@ -250,34 +250,7 @@ pub(super) async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollE
             let endpoint = strip_userinfo(&cfg.cluster_url.to_string());
             (cfg, endpoint)
         }
-        None => {
-            let Some(url) = t.api_endpoint.as_deref() else {
-                return Err(access("no kubeconfig configured and the Cluster object has no spec.apiEndpoint".into()));
-            };
-            let uri: http::Uri =
-                url.parse().map_err(|e| access(format!("spec.apiEndpoint {}: {e}", strip_userinfo(url))))?;
-            let mut cfg = kube::Config::new(uri);
-            if let Some(ca) = &t.access.ca_file {
-                cfg.root_cert = Some(read_ca(ca)?);
-            }
-            match &t.access.token_file {
-                // Read by `TokenFile` below (trimmed, re-read for rotation), not by kube.
-                Some(p) => cfg.auth_info.token_file = Some(p.display().to_string()),
-                None => return Err(access("token_file is required with the Cluster's spec.apiEndpoint".into())),
-            }
-            if t.insecure_skip_tls_verification {
-                tracing::warn!(
-                    cluster = %t.name,
-                    "insecureSkipTLSVerification is set: the API server's certificate is not verified"
-                );
-                cfg.accept_invalid_certs = true;
-            }
-            if let Some(proxy) = &t.proxy_url {
-                cfg.proxy_url =
-                    Some(proxy.parse().map_err(|e| access(format!("spec.proxyURL {}: {e}", strip_userinfo(proxy))))?);
-            }
-            (cfg, strip_userinfo(url))
-        }
+        None => endpoint_config(t)?,
     };
     // A token file (ours or the kubeconfig's `tokenFile:`, unless an inline token takes
     // precedence) is read by `TokenFile`: kube would send its trailing newline.
@@ -322,6 +295,38 @@ pub async fn host_client(
     Ok(build(&target, &poll).await?.client)
 }
 
+/// The client configuration of a target without a kubeconfig: the Cluster object's
+/// `spec.apiEndpoint`, `insecureSkipTLSVerification` and `proxyURL`, with the configured CA
+/// and token file; and the endpoint as shown (without user info).
+fn endpoint_config(t: &Target) -> Result<(kube::Config, String), PollError> {
+    let access = |m: String| PollError::Access(m);
+    let Some(url) = t.api_endpoint.as_deref() else {
+        return Err(access("no kubeconfig configured and the Cluster object has no spec.apiEndpoint".into()));
+    };
+    let uri: http::Uri = url.parse().map_err(|e| access(format!("spec.apiEndpoint {}: {e}", strip_userinfo(url))))?;
+    let mut cfg = kube::Config::new(uri);
+    if let Some(ca) = &t.access.ca_file {
+        cfg.root_cert = Some(read_ca(ca)?);
+    }
+    match &t.access.token_file {
+        // Read by `TokenFile` below (trimmed, re-read for rotation), not by kube.
+        Some(p) => cfg.auth_info.token_file = Some(p.display().to_string()),
+        None => return Err(access("token_file is required with the Cluster's spec.apiEndpoint".into())),
+    }
+    if t.insecure_skip_tls_verification {
+        tracing::warn!(
+            cluster = %t.name,
+            "insecureSkipTLSVerification is set: the API server's certificate is not verified"
+        );
+        cfg.accept_invalid_certs = true;
+    }
+    if let Some(proxy) = &t.proxy_url {
+        cfg.proxy_url =
+            Some(proxy.parse().map_err(|e| access(format!("spec.proxyURL {}: {e}", strip_userinfo(proxy))))?);
+    }
+    Ok((cfg, strip_userinfo(url)))
+}
+
 pub(super) fn read_ca(path: &Path) -> Result<Vec<Vec<u8>>, PollError> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
@@ -338,6 +343,33 @@ pub(super) fn read_ca(path: &Path) -> Result<Vec<Vec<u8>>, PollError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn endpoint_config_applies_tls_and_proxy_fields() {
+        let Ok(dir) = tempfile::tempdir() else { return };
+        let token = dir.path().join("token");
+        let _ = std::fs::write(&token, "abc\n");
+        let access = ClusterAccess { token_file: Some(token), ..Default::default() };
+        let mut t = Target {
+            name: "a".into(),
+            access,
+            api_endpoint: Some("https://u:p@10.0.0.1:6443".into()),
+            insecure_skip_tls_verification: false,
+            proxy_url: None,
+        };
+        let (cfg, shown) = endpoint_config(&t).expect("config");
+        assert_eq!(shown, "https://10.0.0.1:6443");
+        assert!(!cfg.accept_invalid_certs);
+        assert!(cfg.proxy_url.is_none());
+        t.insecure_skip_tls_verification = true;
+        t.proxy_url = Some("http://proxy.example:3128".into());
+        let (cfg, _) = endpoint_config(&t).expect("config");
+        assert!(cfg.accept_invalid_certs, "insecureSkipTLSVerification is not applied");
+        assert_eq!(cfg.proxy_url.map(|u| u.to_string()), Some("http://proxy.example:3128/".into()));
+        t.proxy_url = Some("not a url".into());
+        let e = endpoint_config(&t).map(|_| ()).expect_err("bad proxy");
+        assert!(e.to_string().contains("spec.proxyURL"), "{e}");
+    }
 
     #[test]
     fn endpoints_are_shown_without_credentials() {

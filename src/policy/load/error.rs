@@ -17,6 +17,10 @@ pub struct LoadError {
     /// Dotted field path (`spec.placement.replicaScheduling.replicaSchedulingType`), or "" .
     pub field: String,
     pub message: String,
+    /// The file or directory could not be read: an I/O error of the machine (descriptors
+    /// exhausted, a disk error, a dangling link), not a problem of its content. A pass that
+    /// meets one is an operational failure, not an invalid repository.
+    pub io: bool,
 }
 
 impl LoadError {
@@ -27,12 +31,18 @@ impl LoadError {
             document: Some(source.document),
             field: field.into(),
             message: message.into(),
+            io: false,
         }
     }
 
     /// An error about a whole file (unreadable, not UTF-8, ...).
     pub fn file(file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        LoadError { file: file.into(), document: None, field: String::new(), message: message.into() }
+        LoadError { file: file.into(), document: None, field: String::new(), message: message.into(), io: false }
+    }
+
+    /// A file or directory that could not be read ([`LoadError::io`]).
+    pub fn io(file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        LoadError { io: true, ..LoadError::file(file, message) }
     }
 }
 

@@ -83,14 +83,14 @@ pub(super) fn walk_dir(dir: &Path, options: &WalkOptions) -> Walk {
             return out;
         }
         Err(e) => {
-            out.errors.push(LoadError::file(dir, format!("cannot read policy directory: {e}")));
+            out.errors.push(LoadError::io(dir, format!("cannot read policy directory: {e}")));
             return out;
         }
     }
     let root = match fs::canonicalize(dir) {
         Ok(r) => r,
         Err(e) => {
-            out.errors.push(LoadError::file(dir, format!("cannot resolve policy directory: {e}")));
+            out.errors.push(LoadError::io(dir, format!("cannot resolve policy directory: {e}")));
             return out;
         }
     };
@@ -99,7 +99,7 @@ pub(super) fn walk_dir(dir: &Path, options: &WalkOptions) -> Walk {
         Ok(text) => ignore
             .extend(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_string)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => out.errors.push(LoadError::file(IGNORE_FILE, format!("cannot read file: {e}"))),
+        Err(e) => out.errors.push(LoadError::io(IGNORE_FILE, format!("cannot read file: {e}"))),
     }
     let mut walker = Walker { root, symlinks: options.symlinks, ignore, visited: HashSet::new(), out };
     walker.walk(dir, Path::new(""));
@@ -110,7 +110,7 @@ pub(super) fn walk_dir(dir: &Path, options: &WalkOptions) -> Walk {
 pub(super) fn read_text(dir: &Path, rel: &Path) -> Result<String, LoadError> {
     match fs::read(dir.join(rel)) {
         Ok(bytes) => String::from_utf8(bytes).map_err(|e| LoadError::file(rel, format!("file is not UTF-8: {e}"))),
-        Err(e) => Err(LoadError::file(rel, format!("cannot read file: {e}"))),
+        Err(e) => Err(LoadError::io(rel, format!("cannot read file: {e}"))),
     }
 }
 
@@ -156,14 +156,14 @@ impl Walker {
                 }
             }
             Err(e) => {
-                self.out.errors.push(LoadError::file(rel, format!("cannot resolve directory: {e}")));
+                self.out.errors.push(LoadError::io(rel, format!("cannot resolve directory: {e}")));
                 return;
             }
         }
         let entries = match fs::read_dir(abs) {
             Ok(entries) => entries,
             Err(e) => {
-                self.out.errors.push(LoadError::file(rel, format!("cannot read directory: {e}")));
+                self.out.errors.push(LoadError::io(rel, format!("cannot read directory: {e}")));
                 return;
             }
         };
@@ -171,7 +171,7 @@ impl Walker {
         for entry in entries {
             match entry {
                 Ok(entry) => names.push(entry.file_name()),
-                Err(e) => self.out.errors.push(LoadError::file(rel, format!("cannot read directory: {e}"))),
+                Err(e) => self.out.errors.push(LoadError::io(rel, format!("cannot read directory: {e}"))),
             }
         }
         names.sort();
@@ -208,7 +208,7 @@ impl Walker {
             Ok(m) => m,
             Err(e) => {
                 if is_yaml_name(name) {
-                    self.out.errors.push(LoadError::file(rel, format!("cannot read file: {e}")));
+                    self.out.errors.push(LoadError::io(rel, format!("cannot read file: {e}")));
                 }
                 return;
             }

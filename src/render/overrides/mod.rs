@@ -69,12 +69,9 @@ pub fn apply(
                 continue;
             }
             any = true;
-            apply_overriders(obj, kind, &rule.overriders).map_err(|(overrider, reason)| OverrideError {
-                policy: p.display_ref(),
-                rule: i,
-                overrider,
-                reason,
-            })?;
+            apply_overriders(obj, kind, &rule.overriders)
+                .and_then(|()| check_known_fields(obj, kind).map_err(|reason| (RESULT.to_string(), reason)))
+                .map_err(|(overrider, reason)| OverrideError { policy: p.display_ref(), rule: i, overrider, reason })?;
         }
         if any {
             applied.push(p.display_ref());
@@ -110,6 +107,51 @@ fn apply_overriders(obj: &mut Value, kind: &str, o: &Overriders) -> Result<(), F
     }
     for (i, p) in o.plaintext.iter().enumerate() {
         apply_plaintext(obj, p).map_err(at("plaintext", i))?;
+    }
+    Ok(())
+}
+
+/// [`OverrideError::overrider`] when the overriders of a rule applied but left an invalid
+/// object ([`check_known_fields`]).
+pub const RESULT: &str = "the overridden object";
+
+/// The fields of an overridden object whose type Kubernetes fixes and the workload model
+/// reads: `spec.replicas` (and a Job's `parallelism`, `completions`) an integer in 0..2³¹,
+/// and every container's (and init container's) `resources` requests and limits valid,
+/// non-negative quantities. An override that breaks one is a render failure for that
+/// cluster (the previous file is kept), never an invalid manifest in the output.
+pub fn check_known_fields(obj: &Value, kind: &str) -> Result<(), String> {
+    // Only the built-in workload kinds: a custom resource's fields mean what its CRD says.
+    let Some(pod_spec) = pod_spec_pointer(kind, true) else { return Ok(()) };
+    for field in ["replicas", "parallelism", "completions"] {
+        if let Some(v) = obj.pointer(&format!("/spec/{field}")) {
+            let ok = v.as_i64().is_some_and(|n| (0..=i64::from(i32::MAX)).contains(&n));
+            if !ok {
+                return Err(format!("spec.{field} must be an integer from 0 to 2147483647, found {v}"));
+            }
+        }
+    }
+    let Some(pod) = obj.pointer(pod_spec) else { return Ok(()) };
+    for list in ["containers", "initContainers"] {
+        let Some(containers) = pod.get(list).and_then(Value::as_array) else { continue };
+        for (i, c) in containers.iter().enumerate() {
+            for part in ["requests", "limits"] {
+                let Some(map) = c.pointer(&format!("/resources/{part}")).and_then(Value::as_object) else { continue };
+                for (resource, q) in map {
+                    let at = format!("{list}[{i}].resources.{part}.{resource}");
+                    let text = match q {
+                        Value::String(s) => s.clone(),
+                        Value::Number(n) => n.to_string(),
+                        other => return Err(format!("{at} must be a quantity, found {other}")),
+                    };
+                    match crate::model::quantity::parse_milli(&text) {
+                        Ok(m) if m < 0 => return Err(format!("{at} must not be negative, found {text}")),
+                        Ok(_) => {}
+                        Err(e) => return Err(format!("{at}: {e}")),
+                    }
+                }
+            }
+        }
     }
     Ok(())
 }
