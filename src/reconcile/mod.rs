@@ -157,12 +157,13 @@ impl Reconciler {
         let published = publish::publish_guarded(output_dir, &planned.plan, &self.settings.publish.guard)?;
         let publish_time = phase.elapsed();
         let files_unchanged = published.unchanged + planned.unchanged;
-        planned.published(cache, &published.held, full_check, now_ms);
+        planned.published(cache, &published, full_check, now_ms);
 
         let phase = Instant::now();
         let recording = record::Recording {
             store: &self.store,
             held: &published.held,
+            held_moves: &published.held_moves,
             versions: pass.versions,
             trigger,
             now_ms,

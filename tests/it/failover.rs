@@ -84,16 +84,7 @@ fn replicas(s: &Scratch, cluster: &str) -> Option<i64> {
 }
 
 fn history_notes(s: &Scratch) -> Vec<String> {
-    let h = s.cmd("history", &["Deployment/shop/web", "-o", "json"]);
-    assert!(h.status.success(), "{}", text(&h.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&h.stdout).expect("json");
-    let mut notes = Vec::new();
-    for r in v.as_array().into_iter().flatten() {
-        for n in r["notes"].as_array().into_iter().flatten() {
-            notes.push(n.as_str().unwrap_or_default().to_string());
-        }
-    }
-    notes
+    history_notes_of(s, "Deployment/shop/web")
 }
 
 #[test]
@@ -323,4 +314,79 @@ fn simulated_unschedulable_replicas_move_within_unschedulable_after() {
     assert!(h.status.success(), "{}", text(&h.stderr));
     let notes = text(&h.stdout);
     assert_eq!(notes.matches("Unschedulable replicas off member-001").count(), 1, "{notes}");
+}
+
+/// The mass-deletion guard and moves (README "Failures and recovery", the guard): removals of
+/// files whose inputs went are held by the ratio, and a workload moving through a held cluster
+/// moves whole or not at all; a decision that moves a workload off a cluster (here emptying
+/// it) is not held by the ratio.
+#[test]
+fn the_guard_holds_a_move_whole_and_never_a_decisions_removal() {
+    let policies = |web_on: &str| {
+        format!(
+            "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: web, namespace: default}}\n\
+             spec:\n  resourceSelectors:\n  - {{apiVersion: apps/v1, kind: Deployment, name: web}}\n  placement:\n\
+             \x20   clusterAffinity: {{clusterNames: [{web_on}]}}\n---\n\
+             apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: cms, namespace: default}}\n\
+             spec:\n  resourceSelectors:\n  - {{apiVersion: v1, kind: ConfigMap}}\n  placement:\n\
+             \x20   clusterAffinity: {{clusterNames: [m1, m2]}}\n---\n\
+             apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: default}}\nspec:\n  replicas: 2\n\
+             \x20 selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n\
+             \x20   spec: {{containers: [{{name: web, image: registry.example.com/web:1}}]}}\n"
+        )
+    };
+    let cm = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: default}}\ndata: {{k: v}}\n")
+    };
+    let s = Scratch::new();
+    s.write("clusters.yaml", &clusters("True"));
+    s.write("apps.yaml", &policies("m1"));
+    s.write("a.yaml", &cm("a"));
+    s.write("b.yaml", &cm("b"));
+    let render = |extra: &[&str]| {
+        let out = s.out();
+        let mut args = vec!["--out", out.to_str().expect("utf8")];
+        args.extend_from_slice(extra);
+        let out = s.cmd("render", &args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let web = |c: &str| s.out().join(c).join("default/apps_deployment_web.yaml").exists();
+    render(&[]);
+    assert!(web("m1") && !web("m3"));
+
+    // a and b go (2 of m1's 3 objects, 2 of m2's 2: both held) while web moves m1 → m3: its
+    // addition on m3 waits for its removal from m1.
+    std::fs::remove_file(s.policies().join("a.yaml")).expect("rm");
+    std::fs::remove_file(s.policies().join("b.yaml")).expect("rm");
+    s.write("apps.yaml", &policies("m3"));
+    let err = render(&[]);
+    assert!(err.contains("held: m1"), "{err}");
+    assert!(web("m1") && !web("m3"), "the workload runs twice: {err}");
+    let notes = history_notes_of(&s, "Deployment/default/web");
+    assert!(notes.iter().any(|n| n.contains("its changes on m3 wait for held m1")), "{notes:#?}");
+    // Held again on the next pass; confirmed, the move goes whole.
+    render(&[]);
+    assert!(web("m1") && !web("m3"));
+    render(&["--allow-mass-delete"]);
+    assert!(!web("m1") && web("m3"));
+
+    // web leaves m3, its only object: a decision's removal, not held by the ratio.
+    s.write("apps.yaml", &policies("m2"));
+    let err = render(&[]);
+    assert!(!err.contains("held"), "{err}");
+    assert!(!web("m3") && web("m2"));
+    assert!(s.out().join("m3/kustomization.yaml").exists());
+}
+
+fn history_notes_of(s: &Scratch, workload: &str) -> Vec<String> {
+    let h = s.cmd("history", &[workload, "-o", "json"]);
+    assert!(h.status.success(), "{}", text(&h.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&h.stdout).expect("json");
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["notes"].as_array().cloned().unwrap_or_default())
+        .map(|n| n.as_str().unwrap_or_default().to_string())
+        .collect()
 }
