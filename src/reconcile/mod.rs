@@ -130,14 +130,28 @@ impl Reconciler {
         let full_check = cache.full_check_due(now_ms, trigger);
         cache.load_once(&self.store)?;
 
+        // ClusterTaintPolicies' taints go on the snapshots first: filters and versions see them.
+        let old_stability = self.store.stability()?;
+        let taints = stability::cluster_taints(&old_stability, inputs, now_ms);
+        let tainted = stability::with_taints(inputs, &taints);
+        let inputs = tainted.as_ref().unwrap_or(inputs);
+
         let phase = Instant::now();
         let mut snapshots = snapshots::version(&self.store, cache, inputs, self.settings.model(), now_ms)?;
         let poll = phase.elapsed();
         let pass = snapshots::Pass::new(&snapshots, &self.store)?;
 
         let index = PolicyIndex::new(&inputs.set);
-        let stability =
-            stability::run(&self.store, cache, inputs, &snapshots.views, &index, &self.settings.stability, now_ms)?;
+        let stability = stability::run(
+            &self.store,
+            cache,
+            inputs,
+            (&snapshots.views, taints),
+            &index,
+            &self.settings.stability,
+            old_stability,
+            now_ms,
+        )?;
         let context = decide::Context {
             store: &self.store,
             profiles: &self.settings.profiles,

@@ -20,8 +20,9 @@ use crate::model::assumed::Owner;
 use crate::model::snapshot::Health;
 use crate::policy::ObjectKey;
 use crate::policy::matching::PolicyIndex;
+use crate::policy::types::{ClusterTaintPolicySpec, TaintEffect};
 use crate::schedule::stability::{
-    self, Action, ActionKind, ApplicationRule, ClusterInput, Condition, FailoverRule, Mobility, Purge,
+    self, Action, ActionKind, AddedTaint, ApplicationRule, ClusterInput, Condition, FailoverRule, Mobility, Purge,
     StabilitySettings, StabilityState, Unschedulable, WorkloadInput,
 };
 use crate::schedule::{Failover, Strategy};
@@ -104,21 +105,84 @@ impl StabilityPass {
     }
 }
 
-/// Runs the engine for this pass over the member views (`views`, in the inputs' order).
+/// The taints the repository's ClusterTaintPolicies leave on each member this pass
+/// ([`stability::taints::apply`]) from the members' conditions: `Ready` as fedsched observes it
+/// (`True`, `False`, `Unknown` when unreachable), the others as the Cluster object's status
+/// declares them. Members without any are absent; nothing is computed without policies or
+/// taints to carry.
+pub(super) fn cluster_taints(old: &StabilityState, inputs: &Inputs, now_ms: u64) -> BTreeMap<String, Vec<AddedTaint>> {
+    let policies: Vec<(&str, &ClusterTaintPolicySpec)> =
+        inputs.set.cluster_taint_policies.iter().map(|p| (p.meta.name.as_str(), &p.spec)).collect();
+    let mut out = BTreeMap::new();
+    if policies.is_empty() && old.taints.is_empty() {
+        return out;
+    }
+    let objects: HashMap<&str, &crate::policy::ClusterObject> =
+        inputs.set.clusters.iter().map(|c| (c.meta.name.as_str(), c)).collect();
+    for snap in &inputs.snapshots {
+        let ready = match snap.health {
+            Health::Ready => "True",
+            Health::NotReady { .. } => "False",
+            Health::Unreachable { .. } => "Unknown",
+        };
+        let mut conditions = vec![("Ready".to_string(), ready.to_string())];
+        let declared = objects.get(snap.name.as_str()).and_then(|c| c.status.as_ref());
+        for c in declared.into_iter().flat_map(|s| &s.conditions).filter(|c| c.type_ != "Ready") {
+            conditions.push((c.type_.clone(), c.status.clone()));
+        }
+        let member = stability::taints::Member { facts: snap.facts(), conditions: &conditions, taints: &snap.taints };
+        let previous = old.taints.get(&snap.name).map(Vec::as_slice).unwrap_or_default();
+        let next = stability::taints::apply(&policies, &member, previous, now_ms);
+        if next != previous {
+            tracing::info!(cluster = %snap.name, taints = ?next.iter().map(|t| format!("{}:{:?}", t.key, t.effect)).collect::<Vec<_>>(), "cluster taint policies");
+        }
+        if !next.is_empty() {
+            out.insert(snap.name.clone(), next);
+        }
+    }
+    out
+}
+
+/// The inputs with the policies' taints on their members' snapshots (so that filters,
+/// estimators and the snapshot versions see them), when there are any.
+pub(super) fn with_taints(inputs: &Inputs, taints: &BTreeMap<String, Vec<AddedTaint>>) -> Option<Inputs> {
+    if taints.is_empty() {
+        return None;
+    }
+    let mut tainted = inputs.clone();
+    for snap in &mut tainted.snapshots {
+        if let Some(ts) = taints.get(&snap.name) {
+            snap.taints.extend(ts.iter().map(AddedTaint::taint));
+        }
+    }
+    Some(tainted)
+}
+
+/// Runs the engine for this pass over the stored state (`old`), the member views (`views`, in
+/// the inputs' order) and this pass's ClusterTaintPolicy taints.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     store: &Store,
     cache: &PassCache,
     inputs: &Inputs,
-    views: &[ClusterSnapshot],
+    (views, taints): (&[ClusterSnapshot], BTreeMap<String, Vec<AddedTaint>>),
     index: &PolicyIndex<'_>,
     settings: &StabilitySettings,
+    old: StabilityState,
     now_ms: u64,
 ) -> Result<StabilityPass, StoreError> {
-    let old = store.stability()?;
     let state_blob = store.put_blob(&serde_json::to_vec(&old).unwrap_or_default())?;
-    let clusters: Vec<ClusterInput> = views.iter().map(cluster_input).collect();
-    let unhealthy: BTreeSet<&str> =
-        clusters.iter().filter(|c| !c.condition.is_ready()).map(|c| c.name.as_str()).collect();
+    let mut clusters: Vec<ClusterInput> = views.iter().map(cluster_input).collect();
+    for c in &mut clusters {
+        if let Some(ts) = taints.get(&c.name) {
+            c.no_execute = ts.iter().filter(|t| t.effect == TaintEffect::NoExecute).cloned().collect();
+        }
+    }
+    let unhealthy: BTreeSet<&str> = clusters
+        .iter()
+        .filter(|c| !c.condition.is_ready() || !c.no_execute.is_empty())
+        .map(|c| c.name.as_str())
+        .collect();
     let by_name: HashMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
     let capacity: HashMap<&str, u64> = views.iter().map(|s| (s.name.as_str(), capacity_figure(s))).collect();
     let positions: HashMap<&ObjectKey, usize> =
@@ -195,7 +259,8 @@ pub(super) fn run(
             workloads.push(w);
         }
     }
-    let step = stability::step(&old, &stability::Inputs { clusters, workloads }, now_ms, settings);
+    let mut step = stability::step(&old, &stability::Inputs { clusters, workloads }, now_ms, settings);
+    step.state.taints = taints;
     let mut directives = BTreeMap::new();
     for (key, ws) in &step.state.workloads {
         let shape = shape_of(inputs, &positions, key);
@@ -244,7 +309,7 @@ fn cluster_input(s: &ClusterSnapshot) -> ClusterInput {
         Health::NotReady { reason } => (Condition::NotReady, reason.clone()),
         Health::Unreachable { reason } => (Condition::Unreachable, reason.clone()),
     };
-    ClusterInput { name: s.name.clone(), condition, reason, live: s.is_live() }
+    ClusterInput { name: s.name.clone(), condition, reason, live: s.is_live(), no_execute: Vec::new() }
 }
 
 /// The figures a member's capacity for any request shape is judged by: allocatable of the

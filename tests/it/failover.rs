@@ -92,7 +92,6 @@ fn outage_evicts_after_the_toleration_purges_after_the_replacement_and_moves_bac
     let s = Scratch::new();
     s.write("apps.yaml", POLICY);
     s.write("clusters.yaml", &clusters("True"));
-    // One of a member's two objects may go (the ConfigMap stays): the ratio guard holds more.
     let mut d = InProcess::start(&s, "", false);
     d.passes(1);
     assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));

@@ -32,6 +32,7 @@
 //!   the storm guard holds them all until the unhealthy share falls to the threshold again.
 
 pub mod health;
+pub mod taints;
 mod workload;
 
 #[cfg(test)]
@@ -46,6 +47,7 @@ use crate::policy::ObjectKey;
 use crate::policy::types::{PurgeMode, Toleration};
 
 pub use health::{ClusterTimeline, Condition, Storm, TAINT_NOT_READY, TAINT_UNREACHABLE};
+pub use taints::AddedTaint;
 
 /// The `[reschedule]` settings in pure form (milliseconds).
 #[derive(Debug, Clone, PartialEq)]
@@ -104,6 +106,9 @@ pub struct StabilityState {
     pub recent_removals: Vec<u64>,
     /// The storm guard, while it holds.
     pub storm: Option<Storm>,
+    /// Per member, the taints ClusterTaintPolicies put on it ([`taints`]; members without
+    /// any are absent).
+    pub taints: BTreeMap<String, Vec<AddedTaint>>,
 }
 
 /// Karmada's purge modes (a stored copy: the policy enum may grow).
@@ -133,6 +138,9 @@ pub enum Reason {
     ClusterUnreachable,
     /// The workload's pods on the member were not Ready for `decisionConditions.tolerationSeconds`.
     ApplicationFailover,
+    /// A ClusterTaintPolicy put a `NoExecute` taint on the member that the workload does not
+    /// tolerate (for longer than its toleration).
+    ClusterTainted,
 }
 
 impl fmt::Display for Reason {
@@ -141,6 +149,7 @@ impl fmt::Display for Reason {
             Reason::ClusterNotReady => "cluster-not-ready",
             Reason::ClusterUnreachable => "cluster-unreachable",
             Reason::ApplicationFailover => "application-failover",
+            Reason::ClusterTainted => "cluster-tainted",
         })
     }
 }
@@ -277,6 +286,9 @@ pub struct ClusterInput {
     pub reason: String,
     /// A live member (polled): only live members count for the storm guard.
     pub live: bool,
+    /// The `NoExecute` taints ClusterTaintPolicies put on it: workloads that do not tolerate
+    /// one are evicted after their toleration, counted from the time it was added.
+    pub no_execute: Vec<AddedTaint>,
 }
 
 /// Unschedulable replicas of a workload on one cluster, with the figures they were judged by.
@@ -548,9 +560,15 @@ pub fn step(state: &StabilityState, inputs: &Inputs, now_ms: u64, settings: &Sta
     let mut workloads = BTreeMap::new();
     let mut pending_failover = BTreeSet::new();
     let empty = WorkloadStability::default();
+    let no_execute: BTreeMap<&str, &[AddedTaint]> = inputs
+        .clusters
+        .iter()
+        .filter(|c| !c.no_execute.is_empty())
+        .map(|c| (c.name.as_str(), c.no_execute.as_slice()))
+        .collect();
     for (key, input) in by_key {
         let old = state.workloads.get(key).unwrap_or(&empty);
-        let ctx = workload::Ctx { clusters: &clusters, settings, now_ms };
+        let ctx = workload::Ctx { clusters: &clusters, no_execute: &no_execute, settings, now_ms };
         let (next, pending) = workload::step(&ctx, old, input, &mut budget, &mut actions);
         if pending {
             pending_failover.insert(key.clone());
@@ -561,5 +579,6 @@ pub fn step(state: &StabilityState, inputs: &Inputs, now_ms: u64, settings: &Sta
     }
     let mut recent_removals = recent;
     recent_removals.extend(budget.taken);
-    Step { state: StabilityState { clusters, workloads, recent_removals, storm }, actions, pending_failover }
+    let taints = state.taints.clone();
+    Step { state: StabilityState { clusters, workloads, recent_removals, storm, taints }, actions, pending_failover }
 }
