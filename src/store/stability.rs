@@ -73,8 +73,7 @@ mod tests {
             recent_removals: &'a [u64],
             storm: &'a Option<Storm>,
         }
-        let mut state = StabilityState::default();
-        state.recent_removals = vec![7];
+        let mut state = StabilityState { recent_removals: vec![7], ..StabilityState::default() };
         let payload = bincode::serde::encode_to_vec(
             V1 {
                 clusters: &state.clusters,
