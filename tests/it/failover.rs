@@ -389,3 +389,86 @@ fn history_notes_of(s: &Scratch, workload: &str) -> Vec<String> {
         .map(|n| n.as_str().unwrap_or_default().to_string())
         .collect()
 }
+
+const TAINT_POLICY: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterTaintPolicy
+metadata:
+  name: network-down
+spec:
+  targetClusters: {clusterNames: [m1, m2]}
+  addOnConditions:
+  - {conditionType: NetworkAvailable, operator: In, statusValues: ["False"]}
+  removeOnConditions:
+  - {conditionType: NetworkAvailable, operator: In, statusValues: ["True"]}
+  taints:
+  - {key: example.com/network-down, effect: NoExecute}
+"#;
+
+/// Members whose `NetworkAvailable` condition is `network` for m1, `True` for the others.
+fn clusters_with_network(network: &str) -> String {
+    ["m1", "m2", "m3"]
+        .iter()
+        .map(|name| {
+            let status = if *name == "m1" { network } else { "True" };
+            format!(
+                "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\nspec:\n  syncMode: Push\n\
+                 status:\n  conditions:\n  - {{type: Ready, status: \"True\"}}\n  - {{type: NetworkAvailable, status: \"{status}\"}}\n\
+                 \x20 resourceSummary:\n    allocatable: {{cpu: \"20\", memory: 80Gi, pods: \"110\"}}\n"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+/// A ClusterTaintPolicy taints a member from its conditions: its NoExecute taint evicts the
+/// workload that does not tolerate it (the filters keep it off the member), the member keeps
+/// the taint while neither condition list matches, and loses it on removeOnConditions — then
+/// the workload moves back.
+#[test]
+fn a_cluster_taint_policy_taints_from_conditions_evicts_and_lets_back() {
+    let s = Scratch::new();
+    s.write("apps.yaml", POLICY);
+    s.write("taints.yaml", TAINT_POLICY);
+    s.write("clusters.yaml", &clusters_with_network("True"));
+    let mut d = InProcess::start(&s, "", false);
+    d.passes(1);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+
+    // NetworkAvailable False on m1: tainted, and the workload (no toleration) evicted at once.
+    s.write("clusters.yaml", &clusters_with_network("False"));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(2);
+    assert_eq!(replicas(&s, "m2").unwrap_or(0) + replicas(&s, "m3").unwrap_or(0), 6);
+    assert_eq!(d.metric("fedsched_evictions_total{cluster=\"m1\",reason=\"cluster-tainted\"}"), Some(1.0));
+    // The condition disappears (neither list matches): the taint stays, nothing returns.
+    s.write(
+        "clusters.yaml",
+        &clusters_with_network("True").replacen("  - {type: NetworkAvailable, status: \"True\"}\n", "", 1),
+    );
+    d.clock.advance_ms(600_000);
+    d.send(Control::PolicyChanged);
+    d.passes(3);
+    d.clock.advance_ms(10_000);
+    d.send(Control::Tick);
+    d.passes(4);
+    assert_eq!(replicas(&s, "m1"), None, "purged, and not back while tainted");
+    // NetworkAvailable True: the taint goes; m1 has been Ready for stable_for: moved back.
+    s.write("clusters.yaml", &clusters_with_network("True"));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(5);
+    d.clock.advance_ms(10_000);
+    d.send(Control::Tick);
+    d.passes(6);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+    d.stop();
+    let notes = history_notes(&s);
+    let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    assert_eq!(
+        count("tainted example.com/network-down:NoExecute by ClusterTaintPolicy network-down"),
+        1,
+        "{notes:#?}"
+    );
+    assert_eq!(count("moved back to m1"), 1, "{notes:#?}");
+}
