@@ -83,6 +83,7 @@ impl StabilityPass {
                     ActionKind::Reschedule { .. } => "reschedule",
                     ActionKind::CannotMove { .. } => "cannot-move",
                     ActionKind::MoveBack { .. } => "move-back",
+                    ActionKind::Rebalance { .. } => "rebalance",
                     ActionKind::StormStarted { .. } => "storm-started",
                     _ => "storm-ended",
                 },
@@ -261,6 +262,7 @@ pub(super) fn run(
     }
     let mut step = stability::step(&old, &stability::Inputs { clusters, workloads }, now_ms, settings);
     step.state.taints = taints;
+    step.state.rebalances = rebalance(&old, inputs, cache, now_ms, &mut step.actions);
     let mut directives = BTreeMap::new();
     for (key, ws) in &step.state.workloads {
         let shape = shape_of(inputs, &positions, key);
@@ -272,7 +274,7 @@ pub(super) fn run(
         directives.insert(key.clone(), d);
     }
     for a in &step.actions {
-        if let (Some(key), ActionKind::MoveBack { .. }) = (&a.workload, &a.kind) {
+        if let (Some(key), ActionKind::MoveBack { .. } | ActionKind::Rebalance { .. }) = (&a.workload, &a.kind) {
             directives.entry(key.clone()).or_default().fresh = true;
         }
     }
@@ -292,6 +294,60 @@ pub(super) fn run(
         directives,
         state_blob,
     })
+}
+
+/// The WorkloadRebalancers of the repository: each one whose generation (its
+/// `metadata.generation` and spec, hashed) was not acted on yet asks a fresh decision of every
+/// placed workload it names (an action, so a history note; the decision ignores the previous
+/// placement, as Karmada's `rescheduleTriggeredAt`), and records the outcome per workload.
+/// Rebalancers gone from the repository are forgotten.
+fn rebalance(
+    old: &StabilityState,
+    inputs: &Inputs,
+    cache: &PassCache,
+    now_ms: u64,
+    actions: &mut Vec<Action>,
+) -> BTreeMap<String, stability::Rebalance> {
+    let mut out = BTreeMap::new();
+    for r in &inputs.set.workload_rebalancers {
+        let name = r.meta.name.clone();
+        let generation_hash = fnv1a64(&serde_json::to_vec(&(r.meta.generation, &r.spec)).unwrap_or_default());
+        if let Some(done) = old.rebalances.get(&name).filter(|d| d.generation_hash == generation_hash) {
+            out.insert(name, done.clone());
+            continue;
+        }
+        let mut workloads = Vec::new();
+        for w in &r.spec.workloads {
+            let ns = w.namespace.as_deref().filter(|n| !n.is_empty());
+            let key = ObjectKey {
+                api_version: w.api_version.clone(),
+                kind: w.kind.clone(),
+                namespace: ns.map(str::to_string),
+                name: w.name.clone(),
+            };
+            let placed = cache.placements.get(&key).is_some_and(|p| p.targets.values().any(Option::is_some));
+            let label = format!("{} {key}", w.api_version);
+            if !placed {
+                workloads.push((label, "NotFound".to_string()));
+                continue;
+            }
+            let cause = stability::Cause {
+                condition: format!("WorkloadRebalancer {name}"),
+                since_ms: 0,
+                for_ms: 0,
+                rule: "once per generation".into(),
+            };
+            let kind = ActionKind::Rebalance { rebalancer: name.clone(), generation: r.meta.generation };
+            actions.push(Action { workload: Some(key), cluster: String::new(), kind, cause });
+            workloads.push((label, "Successful".to_string()));
+        }
+        tracing::info!(rebalancer = %name, workloads = workloads.len(), "WorkloadRebalancer acted");
+        out.insert(
+            name,
+            stability::Rebalance { generation_hash, generation: r.meta.generation, at_ms: now_ms, workloads },
+        );
+    }
+    out
 }
 
 /// The request shape of a workload: a hash of its pod template (`spec.template`; the whole

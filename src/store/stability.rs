@@ -15,7 +15,7 @@ const STATE_KEY: &[u8] = b"state";
 
 impl Versioned for StabilityState {
     const WHAT: &'static str = "stability state";
-    /// 2: with the taints of ClusterTaintPolicies.
+    /// 2: with the taints of ClusterTaintPolicies and the WorkloadRebalancers' generations.
     const SCHEMA: u16 = 2;
 
     fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
@@ -26,6 +26,7 @@ impl Versioned for StabilityState {
                 recent_removals: v.recent_removals,
                 storm: v.storm,
                 taints: BTreeMap::new(),
+                rebalances: BTreeMap::new(),
             })
         })
     }

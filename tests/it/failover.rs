@@ -465,10 +465,84 @@ fn a_cluster_taint_policy_taints_from_conditions_evicts_and_lets_back() {
     d.stop();
     let notes = history_notes(&s);
     let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
-    assert_eq!(
-        count("tainted example.com/network-down:NoExecute by ClusterTaintPolicy network-down"),
-        1,
-        "{notes:#?}"
-    );
+    assert_eq!(count("tainted example.com/network-down:NoExecute by ClusterTaintPolicy network-down"), 1, "{notes:#?}");
     assert_eq!(count("moved back to m1"), 1, "{notes:#?}");
+}
+
+fn rebalancer(generation: i64, names: &[&str]) -> String {
+    let workloads: String = names
+        .iter()
+        .map(|n| format!("  - {{apiVersion: apps/v1, kind: Deployment, name: {n}, namespace: shop}}\n"))
+        .collect();
+    format!(
+        "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {{name: rebalance-web, generation: {generation}}}\n\
+         spec:\n  workloads:\n{workloads}"
+    )
+}
+
+/// A WorkloadRebalancer decides the workloads it names afresh, once per generation: with
+/// `move_back = false` (Karmada's behaviour) a workload failed over stays where failover put it
+/// after its member recovers, until a rebalancer asks — then it is divided again as a first
+/// schedule would; the history, the metrics and `status` say so; the same generation does
+/// nothing more, a new one acts again.
+#[test]
+fn a_workload_rebalancer_decides_afresh_once_per_generation() {
+    let s = Scratch::new();
+    s.write("apps.yaml", POLICY);
+    s.write("clusters.yaml", &clusters("True"));
+    let mut d = InProcess::start(&s, "[reschedule]\nmove_back = false\n", false);
+    d.passes(1);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+    // m1 lost for the toleration: evicted, then purged; it recovers and stays without it.
+    s.write("clusters.yaml", &clusters("False"));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(2);
+    d.clock.advance_ms(300_000);
+    d.send(Control::Tick);
+    d.passes(3);
+    d.clock.advance_ms(10_000);
+    d.send(Control::Tick);
+    d.passes(4);
+    s.write("clusters.yaml", &clusters("True"));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(5);
+    d.clock.advance_ms(400_000);
+    d.send(Control::Tick);
+    d.passes(6);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (None, Some(3), Some(3)));
+
+    // The rebalancer (also naming a workload that does not exist): decided afresh, 2/2/2.
+    s.write("rebalance.yaml", &rebalancer(1, &["web", "ghost"]));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(7);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+    // Same generation: nothing more.
+    for n in 8..10 {
+        d.clock.advance_ms(10_000);
+        d.send(Control::Tick);
+        d.passes(n);
+    }
+    // Generation 2: again (a history record although the split stays).
+    s.write("rebalance.yaml", &rebalancer(2, &["web"]));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(10);
+    assert_eq!(d.metric("fedsched_reschedules_total{reason=\"rebalance\"}"), Some(2.0));
+    d.stop();
+
+    let notes = history_notes(&s);
+    let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    assert_eq!(count("rebalanced by WorkloadRebalancer rebalance-web generation 1: decided afresh"), 1, "{notes:#?}");
+    assert_eq!(count("rebalanced by WorkloadRebalancer rebalance-web generation 2"), 1, "{notes:#?}");
+    let st = s.cmd("status", &["Deployment/shop/web", "-o", "json"]);
+    assert!(st.status.success(), "{}", text(&st.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&st.stdout).expect("json");
+    assert_eq!(v["rebalances"][0]["rebalancer"], "rebalance-web", "{v:#}");
+    assert_eq!(v["rebalances"][0]["generation"], 2);
+    assert_eq!(v["rebalances"][0]["result"], "Successful");
+    let st = s.cmd("status", &["Deployment/shop/web"]);
+    assert!(text(&st.stdout).contains("rebalanced by WorkloadRebalancer rebalance-web generation 2: Successful"));
 }

@@ -109,6 +109,22 @@ pub struct StabilityState {
     /// Per member, the taints ClusterTaintPolicies put on it ([`taints`]; members without
     /// any are absent).
     pub taints: BTreeMap<String, Vec<AddedTaint>>,
+    /// Per WorkloadRebalancer (by name), the generation it last acted on and its outcome.
+    pub rebalances: BTreeMap<String, Rebalance>,
+}
+
+/// What one WorkloadRebalancer generation did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rebalance {
+    /// Hash of its `metadata.generation` and spec: a new value acts again.
+    pub generation_hash: u64,
+    /// Its `metadata.generation`, when it has one.
+    pub generation: Option<i64>,
+    /// Unix ms it acted.
+    pub at_ms: u64,
+    /// Per named workload (`apiVersion Kind/namespace/name`, in its order): whether it was
+    /// decided afresh (`Successful`) or not found (`NotFound`: no placed workload of that name).
+    pub workloads: Vec<(String, String)>,
 }
 
 /// Karmada's purge modes (a stored copy: the policy enum may grow).
@@ -413,6 +429,8 @@ pub enum ActionKind {
     StormStarted { unhealthy: usize, live: usize },
     /// The storm guard released.
     StormEnded { unhealthy: usize, live: usize },
+    /// A WorkloadRebalancer asked for a fresh decision of the workload.
+    Rebalance { rebalancer: String, generation: Option<i64> },
 }
 
 /// One action of a pass.
@@ -442,6 +460,7 @@ impl Action {
             ActionKind::MoveBack { .. } => "move-back".into(),
             ActionKind::Held { .. } => "held".into(),
             ActionKind::StormStarted { .. } | ActionKind::StormEnded { .. } => "storm".into(),
+            ActionKind::Rebalance { .. } => "rebalance".into(),
         }
     }
 }
@@ -487,6 +506,10 @@ impl fmt::Display for Action {
             }
             ActionKind::StormEnded { unhealthy, live } => {
                 write!(f, "storm guard released: {unhealthy} of {live} live members unhealthy ({})", c.rule)
+            }
+            ActionKind::Rebalance { rebalancer, generation } => {
+                let g = generation.map(|g| format!(" generation {g}")).unwrap_or_default();
+                write!(f, "rebalanced by WorkloadRebalancer {rebalancer}{g}: decided afresh ({})", c.rule)
             }
         }
     }
@@ -579,6 +602,10 @@ pub fn step(state: &StabilityState, inputs: &Inputs, now_ms: u64, settings: &Sta
     }
     let mut recent_removals = recent;
     recent_removals.extend(budget.taken);
-    let taints = state.taints.clone();
-    Step { state: StabilityState { clusters, workloads, recent_removals, storm, taints }, actions, pending_failover }
+    let (taints, rebalances) = (state.taints.clone(), state.rebalances.clone());
+    Step {
+        state: StabilityState { clusters, workloads, recent_removals, storm, taints, rebalances },
+        actions,
+        pending_failover,
+    }
 }
