@@ -315,6 +315,64 @@ fn simulated_unschedulable_replicas_move_within_unschedulable_after() {
     assert_eq!(notes.matches("Unschedulable replicas off member-001").count(), 1, "{notes}");
 }
 
+/// Application failover on the simulator with `--apply`: the nodes of one member go NotReady,
+/// so the workload's pods there are not Ready; after `decisionConditions.tolerationSeconds` the
+/// workload is evicted from that member (the member itself stays Ready), its file stays until
+/// the replacement pods are Ready on the others, then goes. Recorded once each.
+#[test]
+fn simulated_application_failover_moves_pods_not_ready_for_the_toleration() {
+    use std::time::Duration;
+
+    let t = crate::live::setup(3, true, crate::live::WATCHED);
+    let app = t.s.policies().join("apps/web.yaml");
+    let text_of = std::fs::read_to_string(&app).expect("app");
+    let with_failover = text_of.replace(
+        "      weightPreference: {dynamicWeight: AvailableReplicas}\n",
+        "      weightPreference: {dynamicWeight: AvailableReplicas}\n  propagateDeps: true\n  failover:\n    application:\n\
+         \x20     decisionConditions: {tolerationSeconds: 3}\n      purgeMode: Gracefully\n\
+         \x20     gracePeriodSeconds: 600\n",
+    );
+    assert_ne!(with_failover, text_of, "the policy was not extended");
+    std::fs::write(&app, with_failover).expect("app");
+    let mut cfg = std::fs::read_to_string(&t.config).expect("config");
+    cfg.push_str("\n[reschedule]\nmin_stay = \"1s\"\nstable_for = \"10m\"\n");
+    std::fs::write(&t.config, cfg).expect("config");
+    let (mut child, log) = crate::live::daemon(&t, "info");
+    let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
+    let members = ["member-000", "member-001", "member-002"];
+    let start = std::time::Instant::now();
+    while !members.iter().all(|c| web(c).exists()) {
+        let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no first live reconcile: {}",
+            &l[l.len().saturating_sub(3000)..]
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let logged = |needle: &str| log.lock().map(|l| l.contains(needle)).unwrap_or(false);
+    assert!(!logged("application-failover"), "evicted before any pod failed");
+    for n in t.sim.nodes("member-000") {
+        let (code, body) =
+            t.sim.http("PUT", &format!("/admin/clusters/member-000/nodes/{n}/ready"), r#"{"ready": false}"#);
+        assert_eq!(code, 200, "{body}");
+    }
+    wait_for("the application failover off member-000", Duration::from_secs(60), || {
+        logged("from member-000 (application-failover")
+    });
+    wait_for("the purge after the replacement is Ready", Duration::from_secs(60), || !web("member-000").exists());
+    assert!(web("member-001").exists() && web("member-002").exists());
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+    assert!(!l.contains("panicked") && !l.contains("storm guard"), "{l}");
+    let notes = history_notes_of(&t.s, "Deployment/shop/web");
+    let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    assert_eq!(count("from member-000 (application-failover"), 1, "{notes:#?}");
+    assert_eq!(count("purged the files left on member-000"), 1, "{notes:#?}");
+    assert!(notes.iter().all(|n| !n.contains("member-001") || !n.contains("evicted")), "{notes:#?}");
+}
+
 /// The mass-deletion guard and moves (README "Failures and recovery", the guard): removals of
 /// files whose inputs went are held by the ratio, and a workload moving through a held cluster
 /// moves whole or not at all; a decision that moves a workload off a cluster (here emptying
