@@ -373,6 +373,45 @@ fn simulated_application_failover_moves_pods_not_ready_for_the_toleration() {
     assert!(notes.iter().all(|n| !n.contains("member-001") || !n.contains("evicted")), "{notes:#?}");
 }
 
+/// A ClusterTaintPolicy on the simulator: the member's Ready condition as fedsched observes it
+/// (`Unknown` while its API fails) adds a NoExecute taint nobody tolerates, so the workload
+/// leaves at once — long before the 10 min toleration of the built-in unreachable taint — and
+/// when the member answers again (`Ready` `True`: removeOnConditions) the taint goes and the
+/// workload moves back after `stable_for`.
+#[test]
+fn simulated_cluster_taint_policy_evicts_from_observed_conditions() {
+    use std::time::Duration;
+
+    let t = crate::live::setup(3, true, "timeout = \"2s\"\nread_timeout = \"1s\"\nmax_backoff = \"1s\"");
+    t.s.write(
+        "taints.yaml",
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterTaintPolicy\nmetadata: {name: lost}\nspec:\n\
+         \x20 addOnConditions: [{conditionType: Ready, operator: In, statusValues: [\"Unknown\", \"False\"]}]\n\
+         \x20 removeOnConditions: [{conditionType: Ready, operator: In, statusValues: [\"True\"]}]\n\
+         \x20 taints: [{key: example.com/lost, effect: NoExecute}]\n",
+    );
+    let mut cfg = std::fs::read_to_string(&t.config).expect("config");
+    cfg.push_str("\n[reschedule]\ntoleration = \"10m\"\nstable_for = \"3s\"\nmin_stay = \"1s\"\n");
+    std::fs::write(&t.config, cfg).expect("config");
+    let (mut child, log) = crate::live::daemon(&t, "info");
+    let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
+    let members = ["member-000", "member-001", "member-002"];
+    wait_for("the first live reconcile", Duration::from_secs(30), || members.iter().all(|c| web(c).exists()));
+    let logged = |needle: &str| log.lock().map(|l| l.contains(needle)).unwrap_or(false);
+    t.sim.fault("member-000", r#"{"status": 503}"#);
+    wait_for("the taint's eviction", Duration::from_secs(40), || logged("from member-000 (cluster-tainted"));
+    wait_for("the purge", Duration::from_secs(40), || !web("member-000").exists());
+    t.sim.fault("member-000", "{}");
+    wait_for("the move back once the taint is gone", Duration::from_secs(40), || web("member-000").exists());
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let notes = history_notes_of(&t.s, "Deployment/shop/web");
+    let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    assert_eq!(count("tainted example.com/lost:NoExecute by ClusterTaintPolicy lost"), 1, "{notes:#?}");
+    assert_eq!(count("unreachable:NoExecute"), 0, "the built-in toleration fired: {notes:#?}");
+    assert_eq!(count("moved back to member-000"), 1, "{notes:#?}");
+}
+
 /// The mass-deletion guard and moves (README "Failures and recovery", the guard): removals of
 /// files whose inputs went are held by the ratio, and a workload moving through a held cluster
 /// moves whole or not at all; a decision that moves a workload off a cluster (here emptying
