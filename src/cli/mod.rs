@@ -163,7 +163,7 @@ pub enum Command {
         output: OutputFormat,
     },
     /// Benchmarks at fleet scale (issue 8): generated fleet and policy repository, scenarios
-    /// S1–S7, each phase's time and peak RSS. See BENCHMARKS.md.
+    /// S1–S8, each phase's time and peak RSS. See BENCHMARKS.md.
     Bench(BenchArgs),
     /// Run one operation of a ResourceInterpreterCustomization (or of the built-in
     /// interpreters) on objects from files and print the result, like `karmadactl interpret`.
@@ -251,7 +251,7 @@ pub struct SimulateArgs {
 /// `fedsched bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Scenarios to run (S1..S7; repeat or comma-separate); default: all but S5.
+    /// Scenarios to run (S1..S8; repeat or comma-separate); default: all but S5 and S8.
     #[arg(long = "scenario", value_delimiter = ',', num_args = 1..)]
     pub scenarios: Vec<crate::testbed::bench::Scenario>,
     /// Member clusters.

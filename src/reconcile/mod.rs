@@ -131,10 +131,12 @@ impl Reconciler {
         cache.load_once(&self.store)?;
 
         // ClusterTaintPolicies' taints go on the snapshots first: filters and versions see them.
+        let stability_started = Instant::now();
         let old_stability = self.store.stability()?;
         let taints = stability::cluster_taints(&old_stability, inputs, now_ms);
         let tainted = stability::with_taints(inputs, &taints);
         let inputs = tainted.as_ref().unwrap_or(inputs);
+        let mut stability_time = stability_started.elapsed();
 
         let phase = Instant::now();
         let mut snapshots = snapshots::version(&self.store, cache, inputs, self.settings.model(), now_ms)?;
@@ -142,6 +144,7 @@ impl Reconciler {
         let pass = snapshots::Pass::new(&snapshots, &self.store)?;
 
         let index = PolicyIndex::new(&inputs.set);
+        let phase = Instant::now();
         let stability = stability::run(
             &self.store,
             cache,
@@ -152,6 +155,7 @@ impl Reconciler {
             old_stability,
             now_ms,
         )?;
+        stability_time += phase.elapsed();
         let context = decide::Context {
             store: &self.store,
             profiles: &self.settings.profiles,
@@ -210,6 +214,7 @@ impl Reconciler {
             phases: PhaseTimings {
                 load: Duration::ZERO,
                 poll,
+                stability: stability_time,
                 schedule: decisions.schedule_time,
                 render: decisions.render_time,
                 publish: publish_time,

@@ -17,6 +17,9 @@
 //! - S6: many no-change reconciles: store growth.
 //! - S7: restart from a steady state (open the store, load, poll data, first reconcile of a new
 //!   reconciler, which reuses the decisions the previous process persisted).
+//! - S8: failover (issue 13): a pass while nothing fails (the stability stage's share), then
+//!   10 % of the live clusters lost at once: the passes and the time from loss + toleration
+//!   until no workload is placed on a lost cluster.
 //!
 //! Every figure is the median of `runs` runs; ratios are of figures of the same invocation.
 //! Peak RSS is the process's high-water mark, so a scenario's RSS is meaningful when it runs
@@ -49,6 +52,7 @@ pub enum Scenario {
     S5,
     S6,
     S7,
+    S8,
 }
 
 impl std::str::FromStr for Scenario {
@@ -62,7 +66,8 @@ impl std::str::FromStr for Scenario {
             "S5" => Scenario::S5,
             "S6" => Scenario::S6,
             "S7" => Scenario::S7,
-            _ => return Err(format!("unknown scenario {s:?} (S1..S7)")),
+            "S8" => Scenario::S8,
+            _ => return Err(format!("unknown scenario {s:?} (S1..S8)")),
         })
     }
 }
@@ -292,6 +297,7 @@ fn phase_figures(s: Scenario, reports: &[ReconcileReport]) -> Vec<Figure> {
     vec![
         pick("load", |p| p.load),
         pick("poll (snapshots + store)", |p| p.poll),
+        pick("stability", |p| p.stability),
         pick("schedule", |p| p.schedule),
         pick("render", |p| p.render),
         pick("publish", |p| p.publish),
@@ -421,7 +427,7 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
     if wants(Scenario::S5) {
         sink.put_all(poll_scenario(o)?);
     }
-    let reconciling = [Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7];
+    let reconciling = [Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7, Scenario::S8];
     if !wants(Scenario::S1) && !reconciling.iter().any(|s| wants(*s)) {
         return Ok(sink.all);
     }
@@ -448,6 +454,9 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
     }
     if wants(Scenario::S7) {
         b.s7_restart(rec, &mut sink)?;
+    }
+    if wants(Scenario::S8) {
+        b.s8_failover(&mut sink)?;
     }
     Ok(sink.all)
 }
@@ -703,6 +712,115 @@ impl Bench {
         sink.put_all(phase_figures(Scenario::S7, &reports));
         let decided: Vec<f64> = reports.iter().map(|r| r.decided as f64).collect();
         sink.put(Figure::new(Scenario::S7, "  workloads decided again", "workloads", decided));
+        Ok(())
+    }
+}
+
+/// S8's share of the live clusters lost at once.
+pub const S8_LOST_EVERY: usize = 10;
+
+impl Bench {
+    /// S8: failover at fleet scale, on its own store (the move-backs it starts would otherwise
+    /// linger): settled first; `runs` passes while nothing fails (the stability stage's time
+    /// in them); then every [`S8_LOST_EVERY`]th cluster fails its poll at once, a pass observes
+    /// it, the clock moves past the toleration, and passes run until no workload is placed on a
+    /// lost cluster. The rate limit is lifted (`max_evictions_per_minute`): with the default 60
+    /// a minute, evicting thousands of workloads takes as many minutes by design.
+    fn s8_failover(&mut self, sink: &mut Sink<'_>) -> Result<(), BenchError> {
+        let s = Scenario::S8;
+        let (state, out) = (self.state.with_file_name("state-s8"), self.out.with_file_name("out-s8"));
+        fresh_dir(&state)?;
+        fresh_dir(&out)?;
+        let mut settings = Settings::builtin();
+        settings.stability.max_evictions_per_minute = usize::MAX;
+        let toleration = settings.stability.default_toleration_ms;
+        let rec = Reconciler::new(Store::open(&state)?, settings);
+        self.now += 1000;
+        pass(&self.fix, &rec, &out, "bench-first", self.now)?;
+        settle(&self.fix, &rec, &out, &mut self.now)?;
+        let mut quiet = Vec::new();
+        let mut stage = Vec::new();
+        for _ in 0..self.runs {
+            self.now += 1000;
+            let (report, wall) = pass(&self.fix, &rec, &out, "bench-quiet", self.now)?;
+            quiet.push(wall);
+            stage.push(report.phases.stability);
+        }
+        let q = Figure::ms(s, "pass while nothing fails (load → record)", &quiet);
+        let st = Figure::ms(s, "  of which the stability stage", &stage);
+        let share = if q.value > 0.0 { st.value / q.value * 100.0 } else { 0.0 };
+        sink.put(q);
+        sink.put(st);
+        sink.put(Figure::new(s, "  stability stage share of the pass", "%", vec![share]).mark("≤ 5 %", share <= 5.0));
+
+        let names: Vec<String> = self.fix.live.borrow().clusters.keys().cloned().collect();
+        let lost: Vec<&String> = names.iter().step_by(S8_LOST_EVERY).collect();
+        let on_lost = |rec: &Reconciler| -> Result<usize, BenchError> {
+            Ok(rec
+                .store
+                .placements()?
+                .iter()
+                .filter(|p| p.targets.iter().any(|(c, r)| r.is_some_and(|r| r > 0) && lost.contains(&c)))
+                .count())
+        };
+        let affected = on_lost(&rec)?;
+        {
+            let mut live = self.fix.live.borrow_mut();
+            for c in &lost {
+                if let Some(st) = live.clusters.get_mut(*c) {
+                    st.error = Some(crate::members::live::PollError::Transport {
+                        what: "nodes",
+                        message: "connection refused (bench: cluster lost)".into(),
+                    });
+                    st.consecutive_failures = 1;
+                }
+            }
+        }
+        self.now += 1000;
+        pass(&self.fix, &rec, &out, "bench-loss", self.now)?;
+        self.now += toleration;
+        let mut walls = Vec::new();
+        let mut reports = Vec::new();
+        let mut evictions = 0;
+        let mut left = affected;
+        while left > 0 && walls.len() < 10 {
+            self.now += 1000;
+            let (report, wall) = pass(&self.fix, &rec, &out, "bench-failover", self.now)?;
+            evictions += report.stability.events.iter().filter(|e| e.kind == "eviction").count();
+            walls.push(wall);
+            reports.push(report);
+            left = on_lost(&rec)?;
+        }
+        {
+            let mut live = self.fix.live.borrow_mut();
+            for c in &lost {
+                if let Some(st) = live.clusters.get_mut(*c) {
+                    st.error = None;
+                    st.consecutive_failures = 0;
+                }
+            }
+        }
+        let scale = format!("{} of {} clusters lost, {affected} workloads on them", lost.len(), names.len());
+        sink.put(
+            count(
+                s,
+                &format!("passes from loss + toleration until none is on a lost cluster ({scale})"),
+                vec![walls.len() as f64],
+            )
+            .mark("1", walls.len() == 1 && left == 0),
+        );
+        sink.put(count(s, "  workloads still on a lost cluster after them", vec![left as f64]).mark("0", left == 0));
+        sink.put(count(s, "  evictions", vec![evictions as f64]));
+        let first: Vec<Duration> = walls.iter().take(1).copied().collect();
+        sink.put(Figure::ms(s, "  the failover pass (load → record)", &first));
+        let sched: Vec<Duration> = reports.iter().take(1).map(|r| r.phases.schedule).collect();
+        let f = Figure::ms(s, "  its schedule phase", &sched);
+        let met = f.value <= 2000.0;
+        sink.put(f.mark("≤ 2 s", met));
+        let stab: Vec<Duration> = reports.iter().take(1).map(|r| r.phases.stability).collect();
+        sink.put(Figure::ms(s, "  its stability stage", &stab));
+        let total: Duration = walls.iter().sum();
+        sink.put(Figure::ms(s, "  all of them (load → record)", &[total]));
         Ok(())
     }
 }
