@@ -185,7 +185,8 @@ pub(super) fn run(
         .map(|c| c.name.as_str())
         .collect();
     let by_name: HashMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
-    let capacity: HashMap<&str, u64> = views.iter().map(|s| (s.name.as_str(), capacity_figure(s))).collect();
+    // Capacity figures are hashed only for the members of workloads the engine sees.
+    let mut capacity: HashMap<&str, u64> = HashMap::new();
     let positions: HashMap<&ObjectKey, usize> =
         inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, i)).collect();
     let mut keys: Vec<&ObjectKey> = cache.placements.keys().collect();
@@ -225,13 +226,9 @@ pub(super) fn run(
                 },
             });
         }
-        w.shape = shape_of(inputs, &positions, key);
         let owner = Owner::of(key);
         let mut observed_trouble = false;
         for (cluster, replicas) in &w.placed {
-            if let Some(f) = capacity.get(cluster.as_str()) {
-                w.capacity.insert(cluster.clone(), *f);
-            }
             match by_name.get(cluster.as_str()).and_then(|s| s.pods.as_ref()) {
                 Some(pods) => {
                     let st = owner.state(pods);
@@ -257,6 +254,12 @@ pub(super) fn run(
         }
         let on_unhealthy = w.placed.keys().any(|c| unhealthy.contains(c.as_str()));
         if on_unhealthy || observed_trouble || old.workloads.contains_key(key) {
+            w.shape = shape_of(inputs, &positions, key);
+            for cluster in w.placed.keys() {
+                let Some(s) = by_name.get(cluster.as_str()) else { continue };
+                let f = *capacity.entry(s.name.as_str()).or_insert_with(|| capacity_figure(s));
+                w.capacity.insert(cluster.clone(), f);
+            }
             workloads.push(w);
         }
     }
