@@ -224,6 +224,7 @@ fn simulated_outage_moves_the_workload_away_and_back() {
 
     t.sim.fault("member-000", "{}");
     wait_for("the move back after stable_for", Duration::from_secs(40), || web("member-000").exists());
+    two_more_passes(&log);
     child.kill().expect("kill");
     let _ = child.wait();
     let l = log.lock().map(|l| l.clone()).unwrap_or_default();
@@ -362,6 +363,7 @@ fn simulated_application_failover_moves_pods_not_ready_for_the_toleration() {
     });
     wait_for("the purge after the replacement is Ready", Duration::from_secs(60), || !web("member-000").exists());
     assert!(web("member-001").exists() && web("member-002").exists());
+    two_more_passes(&log);
     child.kill().expect("kill");
     let _ = child.wait();
     let l = log.lock().map(|l| l.clone()).unwrap_or_default();
@@ -403,6 +405,7 @@ fn simulated_cluster_taint_policy_evicts_from_observed_conditions() {
     wait_for("the purge", Duration::from_secs(40), || !web("member-000").exists());
     t.sim.fault("member-000", "{}");
     wait_for("the move back once the taint is gone", Duration::from_secs(40), || web("member-000").exists());
+    two_more_passes(&log);
     child.kill().expect("kill");
     let _ = child.wait();
     let notes = history_notes_of(&t.s, "Deployment/shop/web");
@@ -477,6 +480,15 @@ fn the_guard_holds_a_move_whole_and_never_a_decisions_removal() {
     assert!(!err.contains("held"), "{err}");
     assert!(!web("m3") && web("m2"));
     assert!(s.out().join("m3/kustomization.yaml").exists());
+}
+
+/// Waits for two more passes to finish (a pass publishes before it records: a test that stops
+/// the daemon right after seeing a file change may stop it before the history has the move).
+fn two_more_passes(log: &std::sync::Arc<std::sync::Mutex<String>>) {
+    let mark = log.lock().map(|l| l.len()).unwrap_or(0);
+    wait_for("two more passes", std::time::Duration::from_secs(30), || {
+        log.lock().map(|l| l[mark..].matches("reconcile done").count() >= 2).unwrap_or(false)
+    });
 }
 
 fn history_notes_of(s: &Scratch, workload: &str) -> Vec<String> {
