@@ -331,7 +331,7 @@ impl Metrics {
                     let l = EvictionLabels { cluster: e.cluster.clone(), reason: e.reason.clone() };
                     self.evictions.get_or_create(&l).inc();
                 }
-                "reschedule" | "move-back" | "purge" | "cannot-move" => {
+                "reschedule" | "move-back" | "purge" | "cannot-move" | "rebalance" => {
                     self.reschedules.get_or_create(&ReasonLabels { reason: e.reason.clone() }).inc();
                 }
                 _ => {}

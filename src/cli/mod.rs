@@ -179,7 +179,8 @@ pub enum Command {
         output: OutputFormat,
     },
     /// Benchmarks at fleet scale (issue 8): generated fleet and policy repository, scenarios
-    /// S1–S7 and S9 (S9: plan of a one-file edit), each phase's time and peak RSS. See BENCHMARKS.md.
+    /// S1–S7, S9 (plan of a one-file edit) and S10 (failover), each phase's time and peak RSS.
+    /// See BENCHMARKS.md.
     Bench(BenchArgs),
     /// Run one operation of a ResourceInterpreterCustomization (or of the built-in
     /// interpreters) on objects from files and print the result, like `karmadactl interpret`.
@@ -273,7 +274,7 @@ pub struct SimulateArgs {
 /// `fedsched bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Scenarios to run (S1..S8; repeat or comma-separate); default: all but S5.
+    /// Scenarios to run (S1..S7, S9, S10; repeat or comma-separate); default: all but S5 and S10.
     #[arg(long = "scenario", value_delimiter = ',', num_args = 1..)]
     pub scenarios: Vec<crate::testbed::bench::Scenario>,
     /// Member clusters.

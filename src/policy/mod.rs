@@ -21,12 +21,13 @@ use serde::{Deserialize, Serialize};
 pub use load::{LoadError, load_dir};
 use types::{
     ClusterSpec, ClusterStatus, ClusterTaintPolicySpec, ObjectMeta, OverrideSpec, PropagationSpec,
-    WorkloadInterpreterSpec,
+    WorkloadInterpreterSpec, WorkloadRebalancerSpec,
 };
 
 pub const POLICY_GROUP: &str = "policy.karmada.io";
 pub const CLUSTER_GROUP: &str = "cluster.karmada.io";
 pub const CONFIG_GROUP: &str = "config.karmada.io";
+pub const APPS_GROUP: &str = "apps.karmada.io";
 /// Group of fedsched's own repository kinds (`WorkloadInterpreter`).
 pub const FEDSCHED_GROUP: &str = "fedsched.io";
 
@@ -174,6 +175,8 @@ pub struct PolicySet {
     pub override_policies: Vec<Policy<OverrideSpec>>,
     pub cluster_override_policies: Vec<Policy<OverrideSpec>>,
     pub cluster_taint_policies: Vec<Policy<ClusterTaintPolicySpec>>,
+    /// `apps.karmada.io/v1alpha1 WorkloadRebalancer` objects (cluster-scoped).
+    pub workload_rebalancers: Vec<Policy<WorkloadRebalancerSpec>>,
     pub clusters: Vec<ClusterObject>,
     pub interpreter_objects: Vec<RawObject>,
     /// fedsched's declarative interpreters (`fedsched.io/v1alpha1 WorkloadInterpreter`).

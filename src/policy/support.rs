@@ -32,17 +32,6 @@ pub fn unsupported(set: &PolicySet) -> Vec<LoadError> {
     for p in &set.cluster_propagation_policies {
         propagation(&mut out, set, p, true);
     }
-    for p in &set.cluster_taint_policies {
-        out.push(LoadError::at(
-            &p.source,
-            "spec",
-            format!(
-                "{UNSUPPORTED} ClusterTaintPolicy `{}` adds no taint: fedsched does not evaluate cluster \
-                 conditions against taint policies; put the taints in the Cluster object's spec.taints",
-                p.meta.name
-            ),
-        ));
-    }
     clusters(&mut out, set);
     interpreters(&mut out, set);
     out
@@ -254,7 +243,7 @@ mod tests {
         ("op.spec.targetCluster", Tested("deprecated_override_pair_and_api_enablements_apply")),
         ("op.spec.overriders", Tested("deprecated_override_pair_and_api_enablements_apply")),
         // ClusterTaintPolicy
-        ("ctp.spec", Warned),
+        ("ctp.spec", Tested("a_cluster_taint_policy_taints_from_conditions_evicts_and_lets_back")),
         // Cluster
         ("cluster.spec.id", NotApplicable("an identity; no decision reads it")),
         ("cluster.spec.syncMode", NotApplicable("members pull fedsched's files through their GitOps tool either way")),

@@ -25,6 +25,9 @@ pub struct ObjectMeta {
     pub annotations: BTreeMap<String, String>,
     #[serde(default)]
     pub uid: Option<String>,
+    /// `metadata.generation` (a WorkloadRebalancer acts once per generation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -593,6 +596,36 @@ pub struct TaintSpec {
     pub effect: TaintEffect,
     #[serde(default)]
     pub value: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// WorkloadRebalancer (apps.karmada.io/v1alpha1): a fresh decision of the workloads it names,
+// once per generation
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkloadRebalancerSpec {
+    #[serde(default)]
+    pub workloads: Vec<RebalanceReference>,
+    /// Karmada deletes a finished rebalancer after this long; in a repository the object's
+    /// lifetime is the repository's (named in a warning).
+    #[serde(default)]
+    pub ttl_seconds_after_finished: Option<i32>,
+}
+
+/// Karmada's `ObjectReference` of a WorkloadRebalancer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RebalanceReference {
+    #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub name: String,
+    /// Empty: a cluster-scoped resource.
+    #[serde(default)]
+    pub namespace: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------

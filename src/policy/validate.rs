@@ -15,7 +15,7 @@ use super::types::{
     ClusterAffinity, ClusterSpec, ClusterTaintPolicySpec, FieldSelector, LabelSelector, OverrideSpec,
     OverriderOperator, Overriders, Placement, Preemption, PropagationSpec, PurgeMode, QuantityValue,
     ReplicaDivisionPreference, ReplicaSchedulingType, ResourceSelector, SelectorOperator, SpreadByField,
-    TolerationOperator,
+    TolerationOperator, WorkloadRebalancerSpec,
 };
 use super::{LoadError, PolicySet, Source};
 
@@ -40,6 +40,10 @@ pub fn validate(set: &PolicySet) -> Vec<LoadError> {
     for p in &set.cluster_taint_policies {
         let mut v = V::new(&p.source, &mut errors);
         taint_policy(&mut v, &p.spec);
+    }
+    for p in &set.workload_rebalancers {
+        let mut v = V::new(&p.source, &mut errors);
+        rebalancer(&mut v, &p.spec);
     }
     for c in &set.clusters {
         let mut v = V::new(&c.source, &mut errors);
@@ -74,6 +78,16 @@ pub fn warnings(set: &PolicySet) -> Vec<LoadError> {
         }
     }
     out.extend(super::support::unsupported(set));
+    for p in &set.workload_rebalancers {
+        if p.spec.ttl_seconds_after_finished.is_some() {
+            out.push(LoadError::at(
+                &p.source,
+                "spec.ttlSecondsAfterFinished",
+                "has no effect: Karmada deletes a finished WorkloadRebalancer, but in a repository its \
+                 lifetime is the repository's (fedsched acts on it once per generation)",
+            ));
+        }
+    }
     out
 }
 
@@ -477,6 +491,27 @@ fn map_keys_values(v: &mut V, path: &str, map: &BTreeMap<String, String>, values
         }
         if values_are_labels && let Err(m) = check_label_value(val) {
             v.err(format!("{path}.{k}"), m);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// WorkloadRebalancer
+
+fn rebalancer(v: &mut V, spec: &WorkloadRebalancerSpec) {
+    if spec.workloads.is_empty() {
+        v.err("spec.workloads", "must not be empty");
+    }
+    for (i, w) in spec.workloads.iter().enumerate() {
+        for (field, value) in [("apiVersion", &w.api_version), ("kind", &w.kind), ("name", &w.name)] {
+            if value.is_empty() {
+                v.err(format!("spec.workloads[{i}].{field}"), "required field is missing");
+            }
+        }
+        if let Some(ns) = w.namespace.as_deref().filter(|n| !n.is_empty())
+            && let Err(m) = crate::policy::load::check_dns1123_label(ns, 63)
+        {
+            v.err(format!("spec.workloads[{i}].namespace"), m);
         }
     }
 }
@@ -1007,6 +1042,32 @@ mod tests {
             fields(doc),
             vec!["spec.taints", "spec.addOnConditions[0].operator", "spec.addOnConditions[0].statusValues"]
         );
+    }
+
+    /// Karmada's WorkloadRebalancer, verbatim (with the status Karmada writes): parsed into
+    /// the set; a missing field of a reference is an error; `ttlSecondsAfterFinished` is named
+    /// in a warning.
+    #[test]
+    fn workload_rebalancer_rules() {
+        let doc = "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: demo, generation: 3}\n\
+                   spec:\n  workloads:\n  - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: shop}\n\
+                   \x20 - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, name: admin}\n\
+                   \x20 ttlSecondsAfterFinished: 60\nstatus:\n  observedWorkloads:\n\
+                   \x20 - workload: {apiVersion: apps/v1, kind: Deployment, name: web, namespace: shop}\n    result: Successful\n";
+        assert_eq!(fields(doc), Vec::<String>::new());
+        let (set, _) = load_sources([(PathBuf::from("t.yaml"), doc.to_string())]);
+        assert!(set.templates.is_empty(), "a WorkloadRebalancer is not a template");
+        let r = &set.workload_rebalancers[0];
+        assert_eq!((r.meta.name.as_str(), r.meta.generation, r.spec.workloads.len()), ("demo", Some(3), 2));
+        assert_eq!(r.spec.workloads[1].namespace, None);
+        let w = warnings(&set);
+        assert_eq!(w.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(), ["spec.ttlSecondsAfterFinished"]);
+        let bad = "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: demo}\n\
+                   spec:\n  workloads:\n  - {apiVersion: apps/v1, name: web, namespace: Shop_}\n";
+        assert_eq!(fields(bad), vec!["spec.workloads[0].kind", "spec.workloads[0].namespace"]);
+        let empty =
+            "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: demo}\nspec: {}\n";
+        assert_eq!(fields(empty), vec!["spec.workloads"]);
     }
 
     #[test]

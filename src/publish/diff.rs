@@ -1,7 +1,7 @@
 //! The diff of a plan against the output directory (read-only): files to write, generated
 //! files to delete, files already right, and clusters the guard holds.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::Path;
@@ -10,7 +10,8 @@ use super::disk::{Kind, kind_of};
 use super::error::io_err;
 use super::names::object_path_problem;
 use super::{
-    ClusterFiles, DeleteGuard, HeldCluster, KUSTOMIZATION_FILE, PublishError, PublishPlan, STATE_DIR, SUMMARY_FILE,
+    ClusterFiles, DeleteGuard, HeldCluster, HeldMove, KUSTOMIZATION_FILE, PublishError, PublishPlan, STATE_DIR,
+    SUMMARY_FILE,
 };
 use crate::render::output::{GENERATED_HEADER, has_header, kustomization};
 
@@ -58,24 +59,86 @@ pub(super) struct Changes {
     pub(super) unchanged: usize,
     /// Clusters left untouched by the mass-deletion guard.
     pub(super) held: Vec<HeldCluster>,
+    /// Workloads whose changes were held with a held cluster's.
+    pub(super) held_moves: Vec<HeldMove>,
 }
 
-/// Compares the plan with the disk (read-only). Clusters the guard holds contribute nothing.
+/// `rel` (`cluster/path`, relative to the output root) relative to its cluster directory.
+fn relative<'a>(cluster: &str, rel: &'a str) -> &'a str {
+    rel.strip_prefix(cluster).and_then(|r| r.strip_prefix('/')).unwrap_or(rel)
+}
+
+/// Whether the changes of `cluster` write or delete its `path`.
+fn touched_path(changes: &Changes, cluster: &str, path: &str) -> bool {
+    let rel = format!("{cluster}/{path}");
+    changes.writes.contains_key(&rel) || changes.deletions.contains(&rel)
+}
+
+/// Compares the plan with the disk (read-only). Clusters the guard holds contribute nothing;
+/// the guard counts only removals of files no placed workload owns ([`PublishPlan::owners`]),
+/// and a workload with a change in a held cluster keeps its files as they are in every other
+/// cluster too ([`HeldMove`]: a move is all or nothing).
 pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> Result<Changes, PublishError> {
+    let mut owned: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (owner, paths) in &plan.owners {
+        for p in paths {
+            owned.entry(p.as_str()).or_default().push(owner.as_str());
+        }
+    }
     let mut changes = Changes::default();
+    let mut passed: Vec<(&str, Changes)> = Vec::new();
+    // Per owner with a change in a held cluster: the held clusters.
+    let mut held_owners: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for (cluster, files) in &plan.clusters {
         let mut mine = Changes::default();
         let objects = cluster_changes(out, cluster, files, &mut mine)?;
-        if guard.holds(objects, mine.deletions.len()) {
-            let held = HeldCluster { cluster: cluster.clone(), objects, removals: mine.deletions.len() };
+        let counted = mine.deletions.iter().filter(|d| !owned.contains_key(relative(cluster, d))).count();
+        if guard.holds(objects, counted) {
+            let held = HeldCluster { cluster: cluster.clone(), objects, removals: counted };
             tracing::warn!(cluster = %cluster, objects, removals = held.removals, "mass-deletion guard: cluster held");
             changes.held.push(held);
+            for rel in mine.writes.keys().chain(&mine.deletions) {
+                for owner in owned.get(relative(cluster, rel)).into_iter().flatten() {
+                    held_owners.entry(owner).or_default().insert(cluster.clone());
+                }
+            }
             continue;
+        }
+        passed.push((cluster.as_str(), mine));
+    }
+    let held_paths: BTreeSet<&str> =
+        held_owners.keys().flat_map(|o| plan.owners.get(*o).into_iter().flatten().map(String::as_str)).collect();
+    let mut waiting: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for (cluster, mut mine) in passed {
+        let touched = mine.writes.keys().chain(&mine.deletions).any(|rel| held_paths.contains(relative(cluster, rel)));
+        if touched {
+            // Its files of held workloads stay exactly as they are on the disk.
+            let mut files = plan.clusters.get(cluster).cloned().unwrap_or_default();
+            for p in &held_paths {
+                if files.files.remove(*p).is_some() || touched_path(&mine, cluster, p) {
+                    files.keep.insert((*p).to_owned());
+                }
+            }
+            for (owner, paths) in &plan.owners {
+                if held_owners.contains_key(owner.as_str()) && paths.iter().any(|p| touched_path(&mine, cluster, p)) {
+                    waiting.entry(owner.as_str()).or_default().insert(cluster.to_owned());
+                }
+            }
+            mine = Changes::default();
+            cluster_changes(out, cluster, &files, &mut mine)?;
         }
         changes.writes.append(&mut mine.writes);
         changes.deletions.append(&mut mine.deletions);
         changes.unchanged += mine.unchanged;
     }
+    changes.held_moves = held_owners
+        .into_iter()
+        .filter_map(|(owner, held)| {
+            let waiting = waiting.remove(owner)?;
+            tracing::warn!(workload = owner, waiting = waiting.len(), "mass-deletion guard: move held whole");
+            Some(HeldMove { owner: owner.to_owned(), held, waiting })
+        })
+        .collect();
     if let Some(summary) = &plan.summary {
         let rel = format!("{STATE_DIR}/{SUMMARY_FILE}");
         let full = out.join(&rel);

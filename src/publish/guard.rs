@@ -151,4 +151,89 @@ spec: {}
         assert_eq!(report.removed.len(), 2);
         assert!(out.join("member1/default/core_service_new.yaml").exists());
     }
+
+    fn owned(plan: &mut crate::publish::PublishPlan, owner: &str, paths: &[&str]) {
+        plan.owners.insert(owner.into(), paths.iter().map(|p| (*p).to_owned()).collect());
+    }
+
+    const W: &str = "default/apps_deployment_w.yaml";
+
+    /// A workload moving off a cluster is a decision: the ratio guard does not count its
+    /// removal, even when it empties the cluster (1 of 1), and the move goes out whole.
+    #[test]
+    fn a_placed_workloads_move_is_not_held_by_the_ratio() {
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path();
+        let before = plan(vec![("a", cluster(&[(W, "replicas: 2\n")], &[])), ("b", cluster(&[], &[]))], None);
+        publish(out, &before).expect("first publish");
+        let mut next = plan(vec![("a", cluster(&[], &[])), ("b", cluster(&[(W, "replicas: 2\n")], &[]))], None);
+        // Unowned (its workload gone), the same removal is held.
+        let gone = plan(vec![("a", cluster(&[], &[]))], None);
+        assert_eq!(publish_guarded(out, &gone, &DeleteGuard::default()).expect("publish").held.len(), 1);
+        owned(&mut next, "Deployment/default/w", &[W]);
+        let report = publish_guarded(out, &next, &DeleteGuard::default()).expect("publish");
+        assert!(report.held.is_empty() && report.held_moves.is_empty(), "{report:?}");
+        assert!(!out.join("a").join(W).exists() && out.join("b").join(W).exists());
+    }
+
+    /// Removals of files no placed workload owns (their templates or policies went) are held
+    /// by the ratio; a workload with a change in the held cluster keeps every other cluster
+    /// as it was (no addition, no scale-up, no removal) until the hold ends.
+    #[test]
+    fn a_held_cluster_holds_the_moves_through_it_whole() {
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path();
+        let x = "default/core_configmap_x.yaml";
+        let y = "default/core_configmap_y.yaml";
+        let v = "default/apps_deployment_v.yaml";
+        let first = plan(
+            vec![
+                ("a", cluster(&[(W, "replicas: 2\n"), (x, "x\n"), (y, "y\n")], &[])),
+                ("b", cluster(&[], &[])),
+                ("c", cluster(&[(W, "replicas: 1\n"), (v, "replicas: 1\n")], &[])),
+            ],
+            None,
+        );
+        publish(out, &first).expect("first publish");
+        let before = snapshot(out);
+        // x and y disappear from a (2 of 3 counted: held); w leaves a for b and grows on c; v
+        // (no change on a) moves from c to b.
+        let mut next = plan(
+            vec![
+                ("a", cluster(&[], &[])),
+                ("b", cluster(&[(W, "replicas: 1\n"), (v, "replicas: 1\n")], &[])),
+                ("c", cluster(&[(W, "replicas: 2\n")], &[])),
+            ],
+            None,
+        );
+        owned(&mut next, "Deployment/default/w", &[W]);
+        owned(&mut next, "Deployment/default/v", &[v]);
+        let report = publish_guarded(out, &next, &DeleteGuard::default()).expect("publish");
+        assert_eq!(report.held, vec![HeldCluster { cluster: "a".into(), objects: 3, removals: 2 }]);
+        assert_eq!(report.held_moves.len(), 1, "{report:?}");
+        let m = &report.held_moves[0];
+        assert_eq!(m.owner, "Deployment/default/w");
+        assert_eq!(m.waiting.iter().map(String::as_str).collect::<Vec<_>>(), ["b", "c"]);
+        assert!(m.to_string().contains("its changes on b, c wait for held a"), "{m}");
+        let after = snapshot(out);
+        for k in ["a/default/apps_deployment_w.yaml", "c/default/apps_deployment_w.yaml", "a/kustomization.yaml"] {
+            assert_eq!(after.get(k), before.get(k), "{k}");
+        }
+        assert!(!out.join("b").join(W).exists(), "w's addition went out while its removal is held");
+        assert!(!read(out, "b/kustomization.yaml").contains("apps_deployment_w"));
+        // v does not touch a: its move goes out.
+        assert!(out.join("b").join(v).exists() && !out.join("c").join(v).exists());
+        // The other direction: w comes back to a (held: an addition there) and leaves c.
+        let mut back = plan(vec![("a", cluster(&[(W, "replicas: 3\n")], &[])), ("c", cluster(&[], &[]))], None);
+        owned(&mut back, "Deployment/default/w", &[W]);
+        let report = publish_guarded(out, &back, &DeleteGuard::default()).expect("publish");
+        assert_eq!(report.held.len(), 1, "{report:?}");
+        assert_eq!(report.held_moves.len(), 1, "{report:?}");
+        assert!(out.join("c").join(W).exists(), "w's removal from c went out while its addition is held");
+        // Confirmed: everything goes.
+        let report =
+            publish_guarded(out, &next, &DeleteGuard { allow: true, ..DeleteGuard::default() }).expect("publish");
+        assert!(report.held.is_empty() && report.held_moves.is_empty());
+        assert!(!out.join("a").join(W).exists() && out.join("b").join(W).exists());
+    }
 }

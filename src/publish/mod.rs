@@ -48,7 +48,7 @@ use std::path::Path;
 pub use error::PublishError;
 pub use guard::{DEFAULT_MAX_DELETE_RATIO, DeleteGuard, HeldCluster};
 pub use names::check_segment;
-pub use plan::{ClusterFiles, PublishPlan, PublishReport};
+pub use plan::{ClusterFiles, HeldMove, PublishPlan, PublishReport};
 pub use preview::{Preview, preview};
 pub use recovery::recover;
 
@@ -106,6 +106,7 @@ pub fn publish_guarded(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> R
     let mut report = PublishReport {
         unchanged: changes.unchanged,
         held: std::mem::take(&mut changes.held),
+        held_moves: std::mem::take(&mut changes.held_moves),
         ..PublishReport::default()
     };
     if changes.writes.is_empty() && changes.deletions.is_empty() {
@@ -158,6 +159,7 @@ mod test_fixtures {
         PublishPlan {
             clusters: clusters.into_iter().map(|(name, files)| (name.to_owned(), files)).collect(),
             summary: summary.map(str::to_owned),
+            owners: BTreeMap::new(),
         }
     }
 

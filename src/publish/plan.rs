@@ -13,6 +13,12 @@ pub struct PublishPlan {
     pub clusters: BTreeMap<String, ClusterFiles>,
     /// Bytes for `OUT/.fedsched/placements.json`; `None` leaves any existing summary alone.
     pub summary: Option<String>,
+    /// The files of every workload that is still placed: its key → the paths (relative to a
+    /// cluster directory) of its files and kept files. A removal of one of these paths is a
+    /// decision's (a move, a purge after graceful eviction, a scale-down): the ratio guard does
+    /// not count it. A workload with any change in a held cluster has all its changes held, in
+    /// every cluster (a move is all or nothing). Empty: every removal counts.
+    pub owners: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// The desired files of one cluster directory.
@@ -38,4 +44,31 @@ pub struct PublishReport {
     pub unchanged: usize,
     /// Clusters the mass-deletion guard held: nothing in their directories changed.
     pub held: Vec<HeldCluster>,
+    /// Workloads with a change in a held cluster, whose changes in other clusters were held
+    /// with it (all or nothing), in key order.
+    pub held_moves: Vec<HeldMove>,
+}
+
+/// A workload's move held whole because one of its clusters was held.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeldMove {
+    /// The workload's key ([`PublishPlan::owners`]).
+    pub owner: String,
+    /// The held clusters where it had a change.
+    pub held: BTreeSet<String>,
+    /// The other clusters where its changes waited with them.
+    pub waiting: BTreeSet<String>,
+}
+
+impl std::fmt::Display for HeldMove {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let join = |s: &BTreeSet<String>| s.iter().map(String::as_str).collect::<Vec<_>>().join(", ");
+        write!(
+            f,
+            "{}: its changes on {} wait for held {} (a move is all or nothing)",
+            self.owner,
+            join(&self.waiting),
+            join(&self.held)
+        )
+    }
 }

@@ -74,6 +74,18 @@ struct Staged<'a> {
     full_check: bool,
     /// Time spent versioning the snapshots.
     poll: Duration,
+    /// Time spent in the stability stage (taints included).
+    stability_time: Duration,
+}
+
+/// What goes before the stages: this pass's ClusterTaintPolicy taints ([`Reconciler::taint`]).
+struct Tainted {
+    /// The inputs with the taints on their snapshots (`None`: no taint, the inputs as they are).
+    inputs: Option<Inputs>,
+    taints: std::collections::BTreeMap<String, Vec<crate::schedule::stability::AddedTaint>>,
+    /// The stored stability state the taints were computed from.
+    old: crate::schedule::stability::StabilityState,
+    time: Duration,
 }
 
 /// The parts of a pass that stay the same between passes.
@@ -166,18 +178,32 @@ impl Reconciler {
         result
     }
 
+    /// ClusterTaintPolicies' taints, which go on the snapshots before the stages: filters and
+    /// versions see them.
+    fn taint(&self, inputs: &Inputs, now_ms: u64) -> Result<Tainted, ReconcileError> {
+        let started = Instant::now();
+        let old = self.store.stability()?;
+        let taints = stability::cluster_taints(&old, inputs, now_ms);
+        let tainted = stability::with_taints(inputs, &taints);
+        Ok(Tainted { inputs: tainted, taints, old, time: started.elapsed() })
+    }
+
     /// The stages of a pass up to "plan the publish" (version snapshots, stability, decide,
-    /// plan), with this process's cache: what both a pass and a preview run.
+    /// plan) on `inputs` with `tainted`'s taints on them, with this process's cache: what both
+    /// a pass and a preview run.
+    #[allow(clippy::too_many_arguments)]
     fn stages<'a>(
         &self,
         cache: &mut cache::PassCache,
         inputs: &'a Inputs,
+        tainted: Tainted,
         output_dir: &Path,
         trigger: &str,
         now_ms: u64,
     ) -> Result<Staged<'a>, ReconcileError> {
         let full_check = cache.full_check_due(now_ms, trigger);
         cache.load_once(&self.store)?;
+        let Tainted { taints, old: old_stability, time: mut stability_time, .. } = tainted;
 
         let phase = Instant::now();
         let mut snapshots = snapshots::version(&self.store, cache, inputs, self.settings.model(), now_ms)?;
@@ -185,8 +211,18 @@ impl Reconciler {
         let pass = snapshots::Pass::new(&snapshots, &self.store)?;
 
         let index = PolicyIndex::new(&inputs.set);
-        let stability =
-            stability::run(&self.store, cache, inputs, &snapshots.views, &index, &self.settings.stability, now_ms)?;
+        let phase = Instant::now();
+        let stability = stability::run(
+            &self.store,
+            cache,
+            inputs,
+            (&snapshots.views, taints),
+            &index,
+            &self.settings.stability,
+            old_stability,
+            now_ms,
+        )?;
+        stability_time += phase.elapsed();
         let context = decide::Context {
             store: &self.store,
             profiles: &self.settings.profiles,
@@ -201,7 +237,7 @@ impl Reconciler {
 
         let namespaces = self.settings.publish.namespaces;
         let planned = plan::plan(cache, &inputs.set, &decisions, full_check, namespaces);
-        Ok(Staged { snapshots, pass, stability, decisions, planned, full_check, poll })
+        Ok(Staged { snapshots, pass, stability, decisions, planned, full_check, poll, stability_time })
     }
 
     /// The stages of one pass, with this process's cache.
@@ -214,8 +250,11 @@ impl Reconciler {
         now_ms: u64,
     ) -> Result<ReconcileReport, ReconcileError> {
         let started = Instant::now();
-        let Staged { snapshots, pass, stability, decisions, planned, full_check, poll } =
-            self.stages(cache, inputs, output_dir, trigger, now_ms)?;
+        let mut tainted = self.taint(inputs, now_ms)?;
+        let with_taints = tainted.inputs.take();
+        let staged_inputs = with_taints.as_ref().unwrap_or(inputs);
+        let Staged { snapshots, pass, stability, decisions, planned, full_check, poll, stability_time } =
+            self.stages(cache, staged_inputs, tainted, output_dir, trigger, now_ms)?;
 
         // Publish, then record: a crash in between re-derives the same output next time.
         self.fenced(&decisions, "publish")?;
@@ -223,7 +262,7 @@ impl Reconciler {
         let published = publish::publish_guarded(output_dir, &planned.plan, &self.settings.publish.guard)?;
         let publish_time = phase.elapsed();
         let files_unchanged = published.unchanged + planned.unchanged;
-        planned.published(cache, &published.held, full_check, now_ms);
+        planned.published(cache, &published, full_check, now_ms);
 
         let phase = Instant::now();
         let replay =
@@ -235,6 +274,7 @@ impl Reconciler {
             replay,
             store: &self.store,
             held: &published.held,
+            held_moves: &published.held_moves,
             versions: pass.versions,
             trigger,
             now_ms,
@@ -270,6 +310,7 @@ impl Reconciler {
             phases: PhaseTimings {
                 load: Duration::ZERO,
                 poll,
+                stability: stability_time,
                 schedule: decisions.schedule_time,
                 render: decisions.render_time,
                 publish: publish_time,

@@ -60,7 +60,7 @@ pub(super) fn plan<'a>(
         .filter(|(c, (digest, _))| full_check || cache.published.get(**c) != Some(digest))
         .map(|(c, _)| *c)
         .collect();
-    let mut plan = PublishPlan { clusters: BTreeMap::new(), summary: None };
+    let mut plan = PublishPlan { clusters: BTreeMap::new(), summary: None, owners: BTreeMap::new() };
     for c in &dirty {
         plan.clusters.insert((*c).to_string(), ClusterFiles::default());
     }
@@ -69,6 +69,11 @@ pub(super) fn plan<'a>(
     for k in order {
         let Some(c) = cache.decisions.get(k) else { continue };
         let d = &c.decided;
+        let owned: BTreeSet<String> =
+            d.files.iter().map(|(_, (p, _))| p).chain(d.keep.iter().map(|(_, p)| p)).cloned().collect();
+        if !owned.is_empty() {
+            plan.owners.insert(k.to_string(), owned);
+        }
         for (cluster, (path, content)) in &d.files {
             if let Some(cf) = plan.clusters.get_mut(cluster) {
                 if c.rendered {
@@ -102,14 +107,27 @@ pub(super) fn plan<'a>(
 
 impl PlannedPublish<'_> {
     /// Tells the cache what was published: a cluster's digest unless the mass-deletion guard
-    /// held it (`held`), the summary's bytes, and the time of a full check.
-    pub fn published(self, cache: &mut cache::PassCache, held: &[publish::HeldCluster], full_check: bool, now_ms: u64) {
+    /// held it or changes of a held move waited in it (`report`), the summary's bytes, and the
+    /// time of a full check.
+    pub fn published(
+        self,
+        cache: &mut cache::PassCache,
+        report: &publish::PublishReport,
+        full_check: bool,
+        now_ms: u64,
+    ) {
+        let held: BTreeSet<&str> = report
+            .held
+            .iter()
+            .map(|h| h.cluster.as_str())
+            .chain(report.held_moves.iter().flat_map(|m| m.waiting.iter().map(String::as_str)))
+            .collect();
         if full_check {
             cache.published.clear();
             cache.last_full_check_ms = Some(now_ms);
         }
         for c in self.plan.clusters.keys() {
-            match (held.iter().any(|h| &h.cluster == c), self.digests.get(c.as_str())) {
+            match (held.contains(c.as_str()), self.digests.get(c.as_str())) {
                 (false, Some((digest, _))) => cache.published.insert(c.clone(), *digest),
                 _ => cache.published.remove(c),
             };

@@ -74,7 +74,10 @@ impl Reconciler {
         cache.load_once(&self.store)?;
         let before: BTreeMap<ObjectKey, PlacementRecord> =
             cache.placements.iter().map(|(k, p)| (k.clone(), (**p).clone())).collect();
-        let staged = self.stages(cache, inputs, output_dir, "plan", now_ms)?;
+        let mut tainted = self.taint(inputs, now_ms)?;
+        let with_taints = tainted.inputs.take();
+        let staged_inputs = with_taints.as_ref().unwrap_or(inputs);
+        let staged = self.stages(cache, staged_inputs, tainted, output_dir, "plan", now_ms)?;
         let files = publish::preview(output_dir, &staged.planned.plan, &self.settings.publish.guard)?;
         let mut decisions = BTreeMap::new();
         for key in &staged.decisions.order {

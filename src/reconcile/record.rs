@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::policy::ObjectKey;
-use crate::publish::HeldCluster;
+use crate::publish::{HeldCluster, HeldMove};
 use crate::schedule::{Outcome, ScheduleResult};
 use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
 
@@ -39,6 +39,8 @@ pub(super) struct Recording<'a> {
     pub store: &'a Store,
     /// Clusters the mass-deletion guard held this pass.
     pub held: &'a [HeldCluster],
+    /// Moves held whole with a held cluster this pass.
+    pub held_moves: &'a [HeldMove],
     /// Blob hash of the pass's snapshot versions map.
     pub versions: u64,
     pub trigger: &'a str,
@@ -87,6 +89,15 @@ fn held_notes(held: &[HeldCluster], files: &[&BTreeMap<String, String>]) -> Vec<
     clusters.into_iter().filter_map(|c| held.get(c)).map(|h| h.to_string()).collect()
 }
 
+/// The note of a workload whose move the guard held whole, if it is one.
+fn held_move_note(moves: &[HeldMove], key: &ObjectKey) -> Option<String> {
+    if moves.is_empty() {
+        return None;
+    }
+    let owner = key.to_string();
+    moves.binary_search_by(|m| m.owner.as_str().cmp(owner.as_str())).ok().map(|i| moves[i].to_string())
+}
+
 /// Writes the changed decisions in batches of [`RECORD_BATCH`], one transaction each
 /// (sequence numbers and records as one-by-one writes in this order would give them); the
 /// cache learns of a record once its batch is written. Each workload's entries are read only
@@ -102,6 +113,7 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
         let mut with_files = vec![&d.record.files];
         with_files.extend(prev.as_ref().map(|p| &p.files));
         notes.extend(held_notes(r.held, &with_files));
+        notes.extend(held_move_note(r.held_moves, key));
         if !cache.history.contains_key(key) {
             let last = r.store.last_history(key)?.map(|h| cache::LastHistory {
                 template_hash: h.inputs.template_hash,

@@ -17,6 +17,8 @@ pub struct PhaseTimings {
     pub load: Duration,
     /// Building member snapshots and recording them in the store.
     pub poll: Duration,
+    /// The stability stage (ClusterTaintPolicy taints, the engine's step, directives).
+    pub stability: Duration,
     /// Filter, score, select, assign for every workload.
     pub schedule: Duration,
     /// Rendering manifests.

@@ -20,8 +20,9 @@ use crate::model::assumed::Owner;
 use crate::model::snapshot::Health;
 use crate::policy::ObjectKey;
 use crate::policy::matching::PolicyIndex;
+use crate::policy::types::{ClusterTaintPolicySpec, TaintEffect};
 use crate::schedule::stability::{
-    self, Action, ActionKind, ApplicationRule, ClusterInput, Condition, FailoverRule, Mobility, Purge,
+    self, Action, ActionKind, AddedTaint, ApplicationRule, ClusterInput, Condition, FailoverRule, Mobility, Purge,
     StabilitySettings, StabilityState, Unschedulable, WorkloadInput,
 };
 use crate::schedule::{Failover, Strategy};
@@ -82,6 +83,7 @@ impl StabilityPass {
                     ActionKind::Reschedule { .. } => "reschedule",
                     ActionKind::CannotMove { .. } => "cannot-move",
                     ActionKind::MoveBack { .. } => "move-back",
+                    ActionKind::Rebalance { .. } => "rebalance",
                     ActionKind::StormStarted { .. } => "storm-started",
                     _ => "storm-ended",
                 },
@@ -104,25 +106,89 @@ impl StabilityPass {
     }
 }
 
-/// Runs the engine for this pass over the member views (`views`, in the inputs' order).
+/// The taints the repository's ClusterTaintPolicies leave on each member this pass
+/// ([`stability::taints::apply`]) from the members' conditions: `Ready` as fedsched observes it
+/// (`True`, `False`, `Unknown` when unreachable), the others as the Cluster object's status
+/// declares them. Members without any are absent; nothing is computed without policies or
+/// taints to carry.
+pub(super) fn cluster_taints(old: &StabilityState, inputs: &Inputs, now_ms: u64) -> BTreeMap<String, Vec<AddedTaint>> {
+    let policies: Vec<(&str, &ClusterTaintPolicySpec)> =
+        inputs.set.cluster_taint_policies.iter().map(|p| (p.meta.name.as_str(), &p.spec)).collect();
+    let mut out = BTreeMap::new();
+    if policies.is_empty() && old.taints.is_empty() {
+        return out;
+    }
+    let objects: HashMap<&str, &crate::policy::ClusterObject> =
+        inputs.set.clusters.iter().map(|c| (c.meta.name.as_str(), c)).collect();
+    for snap in &inputs.snapshots {
+        let ready = match snap.health {
+            Health::Ready => "True",
+            Health::NotReady { .. } => "False",
+            Health::Unreachable { .. } => "Unknown",
+        };
+        let mut conditions = vec![("Ready".to_string(), ready.to_string())];
+        let declared = objects.get(snap.name.as_str()).and_then(|c| c.status.as_ref());
+        for c in declared.into_iter().flat_map(|s| &s.conditions).filter(|c| c.type_ != "Ready") {
+            conditions.push((c.type_.clone(), c.status.clone()));
+        }
+        let member = stability::taints::Member { facts: snap.facts(), conditions: &conditions, taints: &snap.taints };
+        let previous = old.taints.get(&snap.name).map(Vec::as_slice).unwrap_or_default();
+        let next = stability::taints::apply(&policies, &member, previous, now_ms);
+        if next != previous {
+            tracing::info!(cluster = %snap.name, taints = ?next.iter().map(|t| format!("{}:{:?}", t.key, t.effect)).collect::<Vec<_>>(), "cluster taint policies");
+        }
+        if !next.is_empty() {
+            out.insert(snap.name.clone(), next);
+        }
+    }
+    out
+}
+
+/// The inputs with the policies' taints on their members' snapshots (so that filters,
+/// estimators and the snapshot versions see them), when there are any.
+pub(super) fn with_taints(inputs: &Inputs, taints: &BTreeMap<String, Vec<AddedTaint>>) -> Option<Inputs> {
+    if taints.is_empty() {
+        return None;
+    }
+    let mut tainted = inputs.clone();
+    for snap in &mut tainted.snapshots {
+        if let Some(ts) = taints.get(&snap.name) {
+            snap.taints.extend(ts.iter().map(AddedTaint::taint));
+        }
+    }
+    Some(tainted)
+}
+
+/// Runs the engine for this pass over the stored state (`old`), the member views (`views`, in
+/// the inputs' order) and this pass's ClusterTaintPolicy taints.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     store: &Store,
     cache: &PassCache,
     inputs: &Inputs,
-    views: &[ClusterSnapshot],
+    (views, taints): (&[ClusterSnapshot], BTreeMap<String, Vec<AddedTaint>>),
     index: &PolicyIndex<'_>,
     settings: &StabilitySettings,
+    old: StabilityState,
     now_ms: u64,
 ) -> Result<StabilityPass, StoreError> {
-    let old = store.stability()?;
     // The store's codec: JSON cannot key a map by workload (an older fedsched stored an
     // empty blob for such states).
     let state_blob = store.put_blob(&crate::store::codec::encode(&old)?)?;
-    let clusters: Vec<ClusterInput> = views.iter().map(cluster_input).collect();
-    let unhealthy: BTreeSet<&str> =
-        clusters.iter().filter(|c| !c.condition.is_ready()).map(|c| c.name.as_str()).collect();
+    let mut clusters: Vec<ClusterInput> = views.iter().map(cluster_input).collect();
+    for c in &mut clusters {
+        if let Some(ts) = taints.get(&c.name) {
+            c.no_execute = ts.iter().filter(|t| t.effect == TaintEffect::NoExecute).cloned().collect();
+        }
+    }
+    let unhealthy: BTreeSet<&str> = clusters
+        .iter()
+        .filter(|c| !c.condition.is_ready() || !c.no_execute.is_empty())
+        .map(|c| c.name.as_str())
+        .collect();
     let by_name: HashMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
-    let capacity: HashMap<&str, u64> = views.iter().map(|s| (s.name.as_str(), capacity_figure(s))).collect();
+    // Capacity figures are hashed only for the members of workloads the engine sees.
+    let mut capacity: HashMap<&str, u64> = HashMap::new();
     let positions: HashMap<&ObjectKey, usize> =
         inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, i)).collect();
     let mut keys: Vec<&ObjectKey> = cache.placements.keys().collect();
@@ -162,13 +228,9 @@ pub(super) fn run(
                 },
             });
         }
-        w.shape = shape_of(inputs, &positions, key);
         let owner = Owner::of(key);
         let mut observed_trouble = false;
         for (cluster, replicas) in &w.placed {
-            if let Some(f) = capacity.get(cluster.as_str()) {
-                w.capacity.insert(cluster.clone(), *f);
-            }
             match by_name.get(cluster.as_str()).and_then(|s| s.pods.as_ref()) {
                 Some(pods) => {
                     let st = owner.state(pods);
@@ -194,10 +256,18 @@ pub(super) fn run(
         }
         let on_unhealthy = w.placed.keys().any(|c| unhealthy.contains(c.as_str()));
         if on_unhealthy || observed_trouble || old.workloads.contains_key(key) {
+            w.shape = shape_of(inputs, &positions, key);
+            for cluster in w.placed.keys() {
+                let Some(s) = by_name.get(cluster.as_str()) else { continue };
+                let f = *capacity.entry(s.name.as_str()).or_insert_with(|| capacity_figure(s));
+                w.capacity.insert(cluster.clone(), f);
+            }
             workloads.push(w);
         }
     }
-    let step = stability::step(&old, &stability::Inputs { clusters, workloads }, now_ms, settings);
+    let mut step = stability::step(&old, &stability::Inputs { clusters, workloads }, now_ms, settings);
+    step.state.taints = taints;
+    step.state.rebalances = rebalance(&old, inputs, cache, now_ms, &mut step.actions);
     let mut directives = BTreeMap::new();
     for (key, ws) in &step.state.workloads {
         let shape = shape_of(inputs, &positions, key);
@@ -209,7 +279,7 @@ pub(super) fn run(
         directives.insert(key.clone(), d);
     }
     for a in &step.actions {
-        if let (Some(key), ActionKind::MoveBack { .. }) = (&a.workload, &a.kind) {
+        if let (Some(key), ActionKind::MoveBack { .. } | ActionKind::Rebalance { .. }) = (&a.workload, &a.kind) {
             directives.entry(key.clone()).or_default().fresh = true;
         }
     }
@@ -231,6 +301,60 @@ pub(super) fn run(
     })
 }
 
+/// The WorkloadRebalancers of the repository: each one whose generation (its
+/// `metadata.generation` and spec, hashed) was not acted on yet asks a fresh decision of every
+/// placed workload it names (an action, so a history note; the decision ignores the previous
+/// placement, as Karmada's `rescheduleTriggeredAt`), and records the outcome per workload.
+/// Rebalancers gone from the repository are forgotten.
+fn rebalance(
+    old: &StabilityState,
+    inputs: &Inputs,
+    cache: &PassCache,
+    now_ms: u64,
+    actions: &mut Vec<Action>,
+) -> BTreeMap<String, stability::Rebalance> {
+    let mut out = BTreeMap::new();
+    for r in &inputs.set.workload_rebalancers {
+        let name = r.meta.name.clone();
+        let generation_hash = fnv1a64(&serde_json::to_vec(&(r.meta.generation, &r.spec)).unwrap_or_default());
+        if let Some(done) = old.rebalances.get(&name).filter(|d| d.generation_hash == generation_hash) {
+            out.insert(name, done.clone());
+            continue;
+        }
+        let mut workloads = Vec::new();
+        for w in &r.spec.workloads {
+            let ns = w.namespace.as_deref().filter(|n| !n.is_empty());
+            let key = ObjectKey {
+                api_version: w.api_version.clone(),
+                kind: w.kind.clone(),
+                namespace: ns.map(str::to_string),
+                name: w.name.clone(),
+            };
+            let placed = cache.placements.get(&key).is_some_and(|p| p.targets.values().any(Option::is_some));
+            let label = format!("{} {key}", w.api_version);
+            if !placed {
+                workloads.push((label, "NotFound".to_string()));
+                continue;
+            }
+            let cause = stability::Cause {
+                condition: format!("WorkloadRebalancer {name}"),
+                since_ms: 0,
+                for_ms: 0,
+                rule: "once per generation".into(),
+            };
+            let kind = ActionKind::Rebalance { rebalancer: name.clone(), generation: r.meta.generation };
+            actions.push(Action { workload: Some(key), cluster: String::new(), kind, cause });
+            workloads.push((label, "Successful".to_string()));
+        }
+        tracing::info!(rebalancer = %name, workloads = workloads.len(), "WorkloadRebalancer acted");
+        out.insert(
+            name,
+            stability::Rebalance { generation_hash, generation: r.meta.generation, at_ms: now_ms, workloads },
+        );
+    }
+    out
+}
+
 /// The request shape of a workload: a hash of its pod template (`spec.template`; the whole
 /// object for kinds without one), so a change of `replicas` keeps a distrust mark.
 fn shape_of(inputs: &Inputs, positions: &HashMap<&ObjectKey, usize>, key: &ObjectKey) -> u64 {
@@ -246,7 +370,7 @@ fn cluster_input(s: &ClusterSnapshot) -> ClusterInput {
         Health::NotReady { reason } => (Condition::NotReady, reason.clone()),
         Health::Unreachable { reason } => (Condition::Unreachable, reason.clone()),
     };
-    ClusterInput { name: s.name.clone(), condition, reason, live: s.is_live() }
+    ClusterInput { name: s.name.clone(), condition, reason, live: s.is_live(), no_execute: Vec::new() }
 }
 
 /// The figures a member's capacity for any request shape is judged by: allocatable of the

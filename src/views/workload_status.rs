@@ -354,7 +354,31 @@ pub fn workload_document(store: &Store, r: &WorkloadRef, now_ms: u64, opts: &Opt
     let p = store.placements()?.into_iter().find(|p| r.matches(&p.workload)).ok_or_else(|| {
         StatusError::NotPlaced(format!("{}/{}/{}", r.kind, r.namespace.as_deref().unwrap_or(""), r.name))
     })?;
-    Ok(to_json(&status_of(store, &mut Members::default(), &p, now_ms, opts)?, now_ms))
+    let mut doc = to_json(&status_of(store, &mut Members::default(), &p, now_ms, opts)?, now_ms);
+    doc["rebalances"] = rebalances_of(store, &p.workload)?;
+    Ok(doc)
+}
+
+/// The WorkloadRebalancers whose last generation named the workload, with their result
+/// (`Successful`: decided afresh; `NotFound`) and when they acted.
+pub fn rebalances_of(store: &Store, key: &crate::policy::ObjectKey) -> Result<Value, StoreError> {
+    let label = format!("{} {key}", key.api_version);
+    let state = store.stability()?;
+    let list: Vec<Value> = state
+        .rebalances
+        .iter()
+        .flat_map(|(name, r)| {
+            r.workloads.iter().filter(|(w, _)| *w == label).map(move |(_, result)| {
+                serde_json::json!({
+                    "rebalancer": name,
+                    "generation": r.generation,
+                    "result": result,
+                    "at": format_ms(r.at_ms),
+                })
+            })
+        })
+        .collect();
+    Ok(Value::Array(list))
 }
 
 /// The status block of a workload's placement, for explain.
@@ -364,7 +388,9 @@ pub fn placement_document(
     now_ms: u64,
     opts: &Options,
 ) -> Result<Value, StoreError> {
-    Ok(to_json(&status_of(store, &mut Members::default(), p, now_ms, opts)?, now_ms))
+    let mut doc = to_json(&status_of(store, &mut Members::default(), p, now_ms, opts)?, now_ms);
+    doc["rebalances"] = rebalances_of(store, &p.workload)?;
+    Ok(doc)
 }
 
 /// Every placed workload that is not Healthy (`fedsched status -o json`), with counts by
@@ -478,6 +504,15 @@ pub fn to_text(doc: &Value) -> String {
             _ => {}
         }
         out.push('\n');
+    }
+    for r in doc["rebalances"].as_array().into_iter().flatten() {
+        let g = r["generation"].as_i64().map(|g| format!(" generation {g}")).unwrap_or_default();
+        out.push_str(&format!(
+            "  rebalanced by WorkloadRebalancer {}{g}: {} at {}\n",
+            s(&r["rebalancer"]),
+            s(&r["result"]),
+            s(&r["at"])
+        ));
     }
     out
 }

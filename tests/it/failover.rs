@@ -84,16 +84,7 @@ fn replicas(s: &Scratch, cluster: &str) -> Option<i64> {
 }
 
 fn history_notes(s: &Scratch) -> Vec<String> {
-    let h = s.cmd("history", &["Deployment/shop/web", "-o", "json"]);
-    assert!(h.status.success(), "{}", text(&h.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&h.stdout).expect("json");
-    let mut notes = Vec::new();
-    for r in v.as_array().into_iter().flatten() {
-        for n in r["notes"].as_array().into_iter().flatten() {
-            notes.push(n.as_str().unwrap_or_default().to_string());
-        }
-    }
-    notes
+    history_notes_of(s, "Deployment/shop/web")
 }
 
 #[test]
@@ -101,7 +92,6 @@ fn outage_evicts_after_the_toleration_purges_after_the_replacement_and_moves_bac
     let s = Scratch::new();
     s.write("apps.yaml", POLICY);
     s.write("clusters.yaml", &clusters("True"));
-    // One of a member's two objects may go (the ConfigMap stays): the ratio guard holds more.
     let mut d = InProcess::start(&s, "", false);
     d.passes(1);
     assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
@@ -327,4 +317,348 @@ fn simulated_unschedulable_replicas_move_within_unschedulable_after() {
     assert!(h.status.success(), "{}", text(&h.stderr));
     let notes = text(&h.stdout);
     assert_eq!(notes.matches("Unschedulable replicas off member-001").count(), 1, "{notes}");
+}
+
+/// Application failover on the simulator with `--apply`: the nodes of one member go NotReady,
+/// so the workload's pods there are not Ready; after `decisionConditions.tolerationSeconds` the
+/// workload is evicted from that member (the member itself stays Ready), its file stays until
+/// the replacement pods are Ready on the others, then goes. Recorded once each.
+#[test]
+fn simulated_application_failover_moves_pods_not_ready_for_the_toleration() {
+    use std::time::Duration;
+
+    let t = crate::live::setup(3, true, crate::live::WATCHED);
+    let app = t.s.policies().join("apps/web.yaml");
+    let text_of = std::fs::read_to_string(&app).expect("app");
+    let with_failover = text_of.replace(
+        "      weightPreference: {dynamicWeight: AvailableReplicas}\n",
+        "      weightPreference: {dynamicWeight: AvailableReplicas}\n  propagateDeps: true\n  failover:\n    application:\n\
+         \x20     decisionConditions: {tolerationSeconds: 3}\n      purgeMode: Gracefully\n\
+         \x20     gracePeriodSeconds: 600\n",
+    );
+    assert_ne!(with_failover, text_of, "the policy was not extended");
+    std::fs::write(&app, with_failover).expect("app");
+    let mut cfg = std::fs::read_to_string(&t.config).expect("config");
+    cfg.push_str("\n[reschedule]\nmin_stay = \"1s\"\nstable_for = \"10m\"\n");
+    std::fs::write(&t.config, cfg).expect("config");
+    let (mut child, log) = crate::live::daemon(&t, "info");
+    let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
+    let members = ["member-000", "member-001", "member-002"];
+    let start = std::time::Instant::now();
+    while !members.iter().all(|c| web(c).exists()) {
+        let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no first live reconcile: {}",
+            &l[l.len().saturating_sub(3000)..]
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let logged = |needle: &str| log.lock().map(|l| l.contains(needle)).unwrap_or(false);
+    assert!(!logged("application-failover"), "evicted before any pod failed");
+    for n in t.sim.nodes("member-000") {
+        let (code, body) =
+            t.sim.http("PUT", &format!("/admin/clusters/member-000/nodes/{n}/ready"), r#"{"ready": false}"#);
+        assert_eq!(code, 200, "{body}");
+    }
+    wait_for("the application failover off member-000", Duration::from_secs(60), || {
+        logged("from member-000 (application-failover")
+    });
+    wait_for("the purge after the replacement is Ready", Duration::from_secs(60), || !web("member-000").exists());
+    assert!(web("member-001").exists() && web("member-002").exists());
+    two_more_passes(&log);
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+    assert!(!l.contains("panicked") && !l.contains("storm guard"), "{l}");
+    let notes = history_notes_of(&t.s, "Deployment/shop/web");
+    let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    assert_eq!(count("from member-000 (application-failover"), 1, "{notes:#?}");
+    assert_eq!(count("purged the files left on member-000"), 1, "{notes:#?}");
+    assert!(notes.iter().all(|n| !n.contains("member-001") || !n.contains("evicted")), "{notes:#?}");
+}
+
+/// A ClusterTaintPolicy on the simulator: the member's Ready condition as fedsched observes it
+/// (`Unknown` while its API fails) adds a NoExecute taint nobody tolerates, so the workload
+/// leaves at once — long before the 10 min toleration of the built-in unreachable taint — and
+/// when the member answers again (`Ready` `True`: removeOnConditions) the taint goes and the
+/// workload moves back after `stable_for`.
+#[test]
+fn simulated_cluster_taint_policy_evicts_from_observed_conditions() {
+    use std::time::Duration;
+
+    let t = crate::live::setup(3, true, "timeout = \"5s\"\nread_timeout = \"2s\"\nmax_backoff = \"1s\"");
+    t.s.write(
+        "taints.yaml",
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterTaintPolicy\nmetadata: {name: lost}\nspec:\n\
+         \x20 addOnConditions: [{conditionType: Ready, operator: In, statusValues: [\"Unknown\", \"False\"]}]\n\
+         \x20 removeOnConditions: [{conditionType: Ready, operator: In, statusValues: [\"True\"]}]\n\
+         \x20 taints: [{key: example.com/lost, effect: NoExecute}]\n",
+    );
+    let mut cfg = std::fs::read_to_string(&t.config).expect("config");
+    cfg.push_str("\n[reschedule]\ntoleration = \"10m\"\nstable_for = \"3s\"\nmin_stay = \"1s\"\n");
+    std::fs::write(&t.config, cfg).expect("config");
+    let (mut child, log) = crate::live::daemon(&t, "info");
+    let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
+    let members = ["member-000", "member-001", "member-002"];
+    wait_for("the first live reconcile", Duration::from_secs(30), || members.iter().all(|c| web(c).exists()));
+    let logged = |needle: &str| log.lock().map(|l| l.contains(needle)).unwrap_or(false);
+    t.sim.fault("member-000", r#"{"status": 503}"#);
+    wait_for("the taint's eviction", Duration::from_secs(40), || logged("from member-000 (cluster-tainted"));
+    wait_for("the purge", Duration::from_secs(40), || !web("member-000").exists());
+    t.sim.fault("member-000", "{}");
+    wait_for("the move back once the taint is gone", Duration::from_secs(40), || web("member-000").exists());
+    two_more_passes(&log);
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let notes = history_notes_of(&t.s, "Deployment/shop/web");
+    let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    // A taint nobody tolerates evicts on every spell: on a loaded machine a poll that times out
+    // is one more spell (one more eviction, one more move-back), so the counts are at least one
+    // and go in pairs.
+    let (evicted, back) =
+        (count("tainted example.com/lost:NoExecute by ClusterTaintPolicy lost"), count("moved back to member-000"));
+    assert!(evicted >= 1 && back >= 1 && evicted.abs_diff(back) <= 1, "{notes:#?}");
+    assert_eq!(count("unreachable:NoExecute"), 0, "the built-in toleration fired: {notes:#?}");
+}
+
+/// The mass-deletion guard and moves (README "Failures and recovery", the guard): removals of
+/// files whose inputs went are held by the ratio, and a workload moving through a held cluster
+/// moves whole or not at all; a decision that moves a workload off a cluster (here emptying
+/// it) is not held by the ratio.
+#[test]
+fn the_guard_holds_a_move_whole_and_never_a_decisions_removal() {
+    let policies = |web_on: &str| {
+        format!(
+            "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: web, namespace: default}}\n\
+             spec:\n  resourceSelectors:\n  - {{apiVersion: apps/v1, kind: Deployment, name: web}}\n  placement:\n\
+             \x20   clusterAffinity: {{clusterNames: [{web_on}]}}\n---\n\
+             apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: cms, namespace: default}}\n\
+             spec:\n  resourceSelectors:\n  - {{apiVersion: v1, kind: ConfigMap}}\n  placement:\n\
+             \x20   clusterAffinity: {{clusterNames: [m1, m2]}}\n---\n\
+             apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: default}}\nspec:\n  replicas: 2\n\
+             \x20 selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n\
+             \x20   spec: {{containers: [{{name: web, image: registry.example.com/web:1}}]}}\n"
+        )
+    };
+    let cm = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: default}}\ndata: {{k: v}}\n")
+    };
+    let s = Scratch::new();
+    s.write("clusters.yaml", &clusters("True"));
+    s.write("apps.yaml", &policies("m1"));
+    s.write("a.yaml", &cm("a"));
+    s.write("b.yaml", &cm("b"));
+    let render = |extra: &[&str]| {
+        let out = s.out();
+        let mut args = vec!["--out", out.to_str().expect("utf8")];
+        args.extend_from_slice(extra);
+        let out = s.cmd("render", &args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let web = |c: &str| s.out().join(c).join("default/apps_deployment_web.yaml").exists();
+    render(&[]);
+    assert!(web("m1") && !web("m3"));
+
+    // a and b go (2 of m1's 3 objects, 2 of m2's 2: both held) while web moves m1 → m3: its
+    // addition on m3 waits for its removal from m1.
+    std::fs::remove_file(s.policies().join("a.yaml")).expect("rm");
+    std::fs::remove_file(s.policies().join("b.yaml")).expect("rm");
+    s.write("apps.yaml", &policies("m3"));
+    let err = render(&[]);
+    assert!(err.contains("held: m1"), "{err}");
+    assert!(web("m1") && !web("m3"), "the workload runs twice: {err}");
+    let notes = history_notes_of(&s, "Deployment/default/web");
+    assert!(notes.iter().any(|n| n.contains("its changes on m3 wait for held m1")), "{notes:#?}");
+    // Held again on the next pass; confirmed, the move goes whole.
+    render(&[]);
+    assert!(web("m1") && !web("m3"));
+    render(&["--allow-mass-delete"]);
+    assert!(!web("m1") && web("m3"));
+
+    // web leaves m3, its only object: a decision's removal, not held by the ratio.
+    s.write("apps.yaml", &policies("m2"));
+    let err = render(&[]);
+    assert!(!err.contains("held"), "{err}");
+    assert!(!web("m3") && web("m2"));
+    assert!(s.out().join("m3/kustomization.yaml").exists());
+}
+
+/// Waits for two more passes to finish (a pass publishes before it records: a test that stops
+/// the daemon right after seeing a file change may stop it before the history has the move).
+fn two_more_passes(log: &std::sync::Arc<std::sync::Mutex<String>>) {
+    let mark = log.lock().map(|l| l.len()).unwrap_or(0);
+    wait_for("two more passes", std::time::Duration::from_secs(30), || {
+        log.lock().map(|l| l[mark..].matches("reconcile done").count() >= 2).unwrap_or(false)
+    });
+}
+
+fn history_notes_of(s: &Scratch, workload: &str) -> Vec<String> {
+    let h = s.cmd("history", &[workload, "-o", "json"]);
+    assert!(h.status.success(), "{}", text(&h.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&h.stdout).expect("json");
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["notes"].as_array().cloned().unwrap_or_default())
+        .map(|n| n.as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+const TAINT_POLICY: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterTaintPolicy
+metadata:
+  name: network-down
+spec:
+  targetClusters: {clusterNames: [m1, m2]}
+  addOnConditions:
+  - {conditionType: NetworkAvailable, operator: In, statusValues: ["False"]}
+  removeOnConditions:
+  - {conditionType: NetworkAvailable, operator: In, statusValues: ["True"]}
+  taints:
+  - {key: example.com/network-down, effect: NoExecute}
+"#;
+
+/// Members whose `NetworkAvailable` condition is `network` for m1, `True` for the others.
+fn clusters_with_network(network: &str) -> String {
+    ["m1", "m2", "m3"]
+        .iter()
+        .map(|name| {
+            let status = if *name == "m1" { network } else { "True" };
+            format!(
+                "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\nspec:\n  syncMode: Push\n\
+                 status:\n  conditions:\n  - {{type: Ready, status: \"True\"}}\n  - {{type: NetworkAvailable, status: \"{status}\"}}\n\
+                 \x20 resourceSummary:\n    allocatable: {{cpu: \"20\", memory: 80Gi, pods: \"110\"}}\n"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+/// A ClusterTaintPolicy taints a member from its conditions: its NoExecute taint evicts the
+/// workload that does not tolerate it (the filters keep it off the member), the member keeps
+/// the taint while neither condition list matches, and loses it on removeOnConditions — then
+/// the workload moves back.
+#[test]
+fn a_cluster_taint_policy_taints_from_conditions_evicts_and_lets_back() {
+    let s = Scratch::new();
+    s.write("apps.yaml", POLICY);
+    s.write("taints.yaml", TAINT_POLICY);
+    s.write("clusters.yaml", &clusters_with_network("True"));
+    let mut d = InProcess::start(&s, "", false);
+    d.passes(1);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+
+    // NetworkAvailable False on m1: tainted, and the workload (no toleration) evicted at once.
+    s.write("clusters.yaml", &clusters_with_network("False"));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(2);
+    assert_eq!(replicas(&s, "m2").unwrap_or(0) + replicas(&s, "m3").unwrap_or(0), 6);
+    assert_eq!(d.metric("fedsched_evictions_total{cluster=\"m1\",reason=\"cluster-tainted\"}"), Some(1.0));
+    // The condition disappears (neither list matches): the taint stays, nothing returns.
+    s.write(
+        "clusters.yaml",
+        &clusters_with_network("True").replacen("  - {type: NetworkAvailable, status: \"True\"}\n", "", 1),
+    );
+    d.clock.advance_ms(600_000);
+    d.send(Control::PolicyChanged);
+    d.passes(3);
+    d.clock.advance_ms(10_000);
+    d.send(Control::Tick);
+    d.passes(4);
+    assert_eq!(replicas(&s, "m1"), None, "purged, and not back while tainted");
+    // NetworkAvailable True: the taint goes; m1 has been Ready for stable_for: moved back.
+    s.write("clusters.yaml", &clusters_with_network("True"));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(5);
+    d.clock.advance_ms(10_000);
+    d.send(Control::Tick);
+    d.passes(6);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+    d.stop();
+    let notes = history_notes(&s);
+    let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    assert_eq!(count("tainted example.com/network-down:NoExecute by ClusterTaintPolicy network-down"), 1, "{notes:#?}");
+    assert_eq!(count("moved back to m1"), 1, "{notes:#?}");
+}
+
+fn rebalancer(generation: i64, names: &[&str]) -> String {
+    let workloads: String = names
+        .iter()
+        .map(|n| format!("  - {{apiVersion: apps/v1, kind: Deployment, name: {n}, namespace: shop}}\n"))
+        .collect();
+    format!(
+        "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {{name: rebalance-web, generation: {generation}}}\n\
+         spec:\n  workloads:\n{workloads}"
+    )
+}
+
+/// A WorkloadRebalancer decides the workloads it names afresh, once per generation: with
+/// `move_back = false` (Karmada's behaviour) a workload failed over stays where failover put it
+/// after its member recovers, until a rebalancer asks — then it is divided again as a first
+/// schedule would; the history, the metrics and `status` say so; the same generation does
+/// nothing more, a new one acts again.
+#[test]
+fn a_workload_rebalancer_decides_afresh_once_per_generation() {
+    let s = Scratch::new();
+    s.write("apps.yaml", POLICY);
+    s.write("clusters.yaml", &clusters("True"));
+    let mut d = InProcess::start(&s, "[reschedule]\nmove_back = false\n", false);
+    d.passes(1);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+    // m1 lost for the toleration: evicted, then purged; it recovers and stays without it.
+    s.write("clusters.yaml", &clusters("False"));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(2);
+    d.clock.advance_ms(300_000);
+    d.send(Control::Tick);
+    d.passes(3);
+    d.clock.advance_ms(10_000);
+    d.send(Control::Tick);
+    d.passes(4);
+    s.write("clusters.yaml", &clusters("True"));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(5);
+    d.clock.advance_ms(400_000);
+    d.send(Control::Tick);
+    d.passes(6);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (None, Some(3), Some(3)));
+
+    // The rebalancer (also naming a workload that does not exist): decided afresh, 2/2/2.
+    s.write("rebalance.yaml", &rebalancer(1, &["web", "ghost"]));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(7);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+    // Same generation: nothing more.
+    for n in 8..10 {
+        d.clock.advance_ms(10_000);
+        d.send(Control::Tick);
+        d.passes(n);
+    }
+    // Generation 2: again (a history record although the split stays).
+    s.write("rebalance.yaml", &rebalancer(2, &["web"]));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(10);
+    assert_eq!(d.metric("fedsched_reschedules_total{reason=\"rebalance\"}"), Some(2.0));
+    d.stop();
+
+    let notes = history_notes(&s);
+    let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    assert_eq!(count("rebalanced by WorkloadRebalancer rebalance-web generation 1: decided afresh"), 1, "{notes:#?}");
+    assert_eq!(count("rebalanced by WorkloadRebalancer rebalance-web generation 2"), 1, "{notes:#?}");
+    let st = s.cmd("status", &["Deployment/shop/web", "-o", "json"]);
+    assert!(st.status.success(), "{}", text(&st.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&st.stdout).expect("json");
+    assert_eq!(v["rebalances"][0]["rebalancer"], "rebalance-web", "{v:#}");
+    assert_eq!(v["rebalances"][0]["generation"], 2);
+    assert_eq!(v["rebalances"][0]["result"], "Successful");
+    let st = s.cmd("status", &["Deployment/shop/web"]);
+    assert!(text(&st.stdout).contains("rebalanced by WorkloadRebalancer rebalance-web generation 2: Successful"));
 }

@@ -12,8 +12,8 @@ use super::names::{check_api_version, check_dns1123_label, check_dns1123_subdoma
 use super::scope::{crd_scope, group_of, is_namespaced, version_of};
 use crate::policy::types::{ClusterSpec, ClusterStatus, ObjectMeta, WorkloadInterpreterSpec};
 use crate::policy::{
-    CLUSTER_GROUP, CONFIG_GROUP, ClusterObject, FEDSCHED_GROUP, ObjectKey, POLICY_GROUP, Policy, PolicySet, RawObject,
-    Source, Template,
+    APPS_GROUP, CLUSTER_GROUP, CONFIG_GROUP, ClusterObject, FEDSCHED_GROUP, ObjectKey, POLICY_GROUP, Policy, PolicySet,
+    RawObject, Source, Template,
 };
 
 /// A document (or an item of a `kind: List`) waiting to be classified.
@@ -80,6 +80,7 @@ enum Class {
     OverridePolicy,
     ClusterOverridePolicy,
     ClusterTaintPolicy,
+    WorkloadRebalancer,
     Cluster,
     Interpreter,
     WorkloadInterpreter,
@@ -110,9 +111,10 @@ impl Loader {
             Class::WorkloadInterpreter => self.workload_interpreter(item, head),
             Class::Cluster => self.cluster(item, head),
             Class::PropagationPolicy | Class::OverridePolicy => self.namespaced_policy(item, class, head),
-            Class::ClusterPropagationPolicy | Class::ClusterOverridePolicy | Class::ClusterTaintPolicy => {
-                self.cluster_policy(item, class, head)
-            }
+            Class::ClusterPropagationPolicy
+            | Class::ClusterOverridePolicy
+            | Class::ClusterTaintPolicy
+            | Class::WorkloadRebalancer => self.cluster_policy(item, class, head),
         }
     }
 
@@ -203,6 +205,17 @@ impl Loader {
                         return None;
                     }
                 }
+            }
+            APPS_GROUP if kind == "WorkloadRebalancer" => {
+                if version != "v1alpha1" {
+                    self.err(
+                        item,
+                        "apiVersion",
+                        format!("unknown version {version} of {APPS_GROUP} (expected v1alpha1)"),
+                    );
+                    return None;
+                }
+                Class::WorkloadRebalancer
             }
             FEDSCHED_GROUP => {
                 if version != "v1alpha1" || kind != "WorkloadInterpreter" {
@@ -410,6 +423,11 @@ impl Loader {
                     self.set.cluster_override_policies.push(p);
                 }
             }
+            Class::WorkloadRebalancer => {
+                if let Some(p) = self.policy(item, &group, &key, meta, &spec_value) {
+                    self.set.workload_rebalancers.push(p);
+                }
+            }
             _ => {
                 if let Some(p) = self.policy(item, &group, &key, meta, &spec_value) {
                     self.set.cluster_taint_policies.push(p);
@@ -551,6 +569,7 @@ pub(super) fn sort_set(set: &mut PolicySet) {
     set.override_policies.sort_by_key(|p| by_ns_name(&p.meta));
     set.cluster_override_policies.sort_by_key(|p| by_ns_name(&p.meta));
     set.cluster_taint_policies.sort_by_key(|p| by_ns_name(&p.meta));
+    set.workload_rebalancers.sort_by_key(|p| by_ns_name(&p.meta));
     set.clusters.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
     set.interpreter_objects.sort_by(|a, b| a.key.cmp(&b.key));
     set.workload_interpreters.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));

@@ -32,6 +32,7 @@
 //!   the storm guard holds them all until the unhealthy share falls to the threshold again.
 
 pub mod health;
+pub mod taints;
 mod workload;
 
 #[cfg(test)]
@@ -46,6 +47,7 @@ use crate::policy::ObjectKey;
 use crate::policy::types::{PurgeMode, Toleration};
 
 pub use health::{ClusterTimeline, Condition, Storm, TAINT_NOT_READY, TAINT_UNREACHABLE};
+pub use taints::AddedTaint;
 
 /// The `[reschedule]` settings in pure form (milliseconds).
 #[derive(Debug, Clone, PartialEq)]
@@ -104,6 +106,25 @@ pub struct StabilityState {
     pub recent_removals: Vec<u64>,
     /// The storm guard, while it holds.
     pub storm: Option<Storm>,
+    /// Per member, the taints ClusterTaintPolicies put on it ([`taints`]; members without
+    /// any are absent).
+    pub taints: BTreeMap<String, Vec<AddedTaint>>,
+    /// Per WorkloadRebalancer (by name), the generation it last acted on and its outcome.
+    pub rebalances: BTreeMap<String, Rebalance>,
+}
+
+/// What one WorkloadRebalancer generation did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rebalance {
+    /// Hash of its `metadata.generation` and spec: a new value acts again.
+    pub generation_hash: u64,
+    /// Its `metadata.generation`, when it has one.
+    pub generation: Option<i64>,
+    /// Unix ms it acted.
+    pub at_ms: u64,
+    /// Per named workload (`apiVersion Kind/namespace/name`, in its order): whether it was
+    /// decided afresh (`Successful`) or not found (`NotFound`: no placed workload of that name).
+    pub workloads: Vec<(String, String)>,
 }
 
 /// Karmada's purge modes (a stored copy: the policy enum may grow).
@@ -133,6 +154,9 @@ pub enum Reason {
     ClusterUnreachable,
     /// The workload's pods on the member were not Ready for `decisionConditions.tolerationSeconds`.
     ApplicationFailover,
+    /// A ClusterTaintPolicy put a `NoExecute` taint on the member that the workload does not
+    /// tolerate (for longer than its toleration).
+    ClusterTainted,
 }
 
 impl fmt::Display for Reason {
@@ -141,6 +165,7 @@ impl fmt::Display for Reason {
             Reason::ClusterNotReady => "cluster-not-ready",
             Reason::ClusterUnreachable => "cluster-unreachable",
             Reason::ApplicationFailover => "application-failover",
+            Reason::ClusterTainted => "cluster-tainted",
         })
     }
 }
@@ -277,6 +302,9 @@ pub struct ClusterInput {
     pub reason: String,
     /// A live member (polled): only live members count for the storm guard.
     pub live: bool,
+    /// The `NoExecute` taints ClusterTaintPolicies put on it: workloads that do not tolerate
+    /// one are evicted after their toleration, counted from the time it was added.
+    pub no_execute: Vec<AddedTaint>,
 }
 
 /// Unschedulable replicas of a workload on one cluster, with the figures they were judged by.
@@ -401,6 +429,8 @@ pub enum ActionKind {
     StormStarted { unhealthy: usize, live: usize },
     /// The storm guard released.
     StormEnded { unhealthy: usize, live: usize },
+    /// A WorkloadRebalancer asked for a fresh decision of the workload.
+    Rebalance { rebalancer: String, generation: Option<i64> },
 }
 
 /// One action of a pass.
@@ -430,6 +460,7 @@ impl Action {
             ActionKind::MoveBack { .. } => "move-back".into(),
             ActionKind::Held { .. } => "held".into(),
             ActionKind::StormStarted { .. } | ActionKind::StormEnded { .. } => "storm".into(),
+            ActionKind::Rebalance { .. } => "rebalance".into(),
         }
     }
 }
@@ -475,6 +506,10 @@ impl fmt::Display for Action {
             }
             ActionKind::StormEnded { unhealthy, live } => {
                 write!(f, "storm guard released: {unhealthy} of {live} live members unhealthy ({})", c.rule)
+            }
+            ActionKind::Rebalance { rebalancer, generation } => {
+                let g = generation.map(|g| format!(" generation {g}")).unwrap_or_default();
+                write!(f, "rebalanced by WorkloadRebalancer {rebalancer}{g}: decided afresh ({})", c.rule)
             }
         }
     }
@@ -548,9 +583,15 @@ pub fn step(state: &StabilityState, inputs: &Inputs, now_ms: u64, settings: &Sta
     let mut workloads = BTreeMap::new();
     let mut pending_failover = BTreeSet::new();
     let empty = WorkloadStability::default();
+    let no_execute: BTreeMap<&str, &[AddedTaint]> = inputs
+        .clusters
+        .iter()
+        .filter(|c| !c.no_execute.is_empty())
+        .map(|c| (c.name.as_str(), c.no_execute.as_slice()))
+        .collect();
     for (key, input) in by_key {
         let old = state.workloads.get(key).unwrap_or(&empty);
-        let ctx = workload::Ctx { clusters: &clusters, settings, now_ms };
+        let ctx = workload::Ctx { clusters: &clusters, no_execute: &no_execute, settings, now_ms };
         let (next, pending) = workload::step(&ctx, old, input, &mut budget, &mut actions);
         if pending {
             pending_failover.insert(key.clone());
@@ -561,5 +602,10 @@ pub fn step(state: &StabilityState, inputs: &Inputs, now_ms: u64, settings: &Sta
     }
     let mut recent_removals = recent;
     recent_removals.extend(budget.taken);
-    Step { state: StabilityState { clusters, workloads, recent_removals, storm }, actions, pending_failover }
+    let (taints, rebalances) = (state.taints.clone(), state.rebalances.clone());
+    Step {
+        state: StabilityState { clusters, workloads, recent_removals, storm, taints, rebalances },
+        actions,
+        pending_failover,
+    }
 }

@@ -18,7 +18,7 @@ fn key(name: &str) -> ObjectKey {
 
 fn cluster(name: &str, condition: Condition) -> ClusterInput {
     let reason = if condition.is_ready() { String::new() } else { "connection refused".into() };
-    ClusterInput { name: name.into(), condition, reason, live: true }
+    ClusterInput { name: name.into(), condition, reason, live: true, no_execute: Vec::new() }
 }
 
 fn fleet(names: &[&str], down: &[&str]) -> Vec<ClusterInput> {
@@ -153,15 +153,12 @@ fn purge_modes_directly_and_never() {
     }
 }
 
+fn tol(key: Option<&str>, op: TolerationOperator, effect: Option<TaintEffect>, seconds: Option<i64>) -> Toleration {
+    Toleration { key: key.map(str::to_string), operator: Some(op), value: None, effect, toleration_seconds: seconds }
+}
+
 #[test]
 fn tolerations_follow_karmadas_taint_manager() {
-    let tol = |key: Option<&str>, op, effect, seconds| Toleration {
-        key: key.map(str::to_string),
-        operator: Some(op),
-        value: None,
-        effect,
-        toleration_seconds: seconds,
-    };
     let d = 300_000;
     assert_eq!(workload::toleration_ms(&[], TAINT_UNREACHABLE, d), Some(d));
     let t = tol(Some(TAINT_UNREACHABLE), TolerationOperator::Exists, Some(TaintEffect::NoExecute), Some(30));
@@ -488,4 +485,67 @@ proptest! {
         prop_assert!(evicted);
         prop_assert_eq!(w.placed, placed(&[("a", 1)]), "it returns in the end");
     }
+}
+
+/// A ClusterTaintPolicy's `NoExecute` taint on a Ready member evicts the workloads that do not
+/// tolerate it: at once without a matching toleration, after `tolerationSeconds` (counted from
+/// the time the taint was added) with one, never with one without seconds; and no move-back
+/// onto the member while the taint is there.
+#[test]
+fn a_policys_no_execute_taint_evicts_after_the_toleration_and_blocks_the_move_back() {
+    let settings = StabilitySettings::default();
+    let t0 = 1_000_000;
+    let taint = AddedTaint {
+        key: "example.com/degraded".into(),
+        value: Some("net".into()),
+        effect: TaintEffect::NoExecute,
+        added_at_ms: t0,
+        policy: "degraded".into(),
+    };
+    let inputs = |w: &WorkloadInput, tainted: bool| {
+        let mut clusters = fleet(&["a", "b"], &[]);
+        if tainted {
+            clusters[0].no_execute = vec![taint.clone()];
+        }
+        Inputs { clusters, workloads: vec![w.clone()] }
+    };
+    let mut w = WorkloadInput::new(key("web"), placed(&[("a", 2), ("b", 2)]));
+    w.ready = w.placed.clone();
+    // No toleration: evicted in the first pass that sees the taint.
+    let s = step(&StabilityState::default(), &inputs(&w, true), t0, &settings);
+    assert_eq!(kinds(&s.actions), [("a".to_string(), "cluster-tainted".to_string())]);
+    let text = s.actions[0].to_string();
+    assert!(text.contains("tainted example.com/degraded=net:NoExecute by ClusterTaintPolicy degraded"), "{text}");
+    // Moved to b; a is healthy the whole time, but no move-back while the taint holds.
+    let mut moved = w.clone();
+    moved.placed = placed(&[("b", 4)]);
+    moved.ready = moved.placed.clone();
+    let mut state = s.state;
+    for dt in [MIN, 10 * MIN, 20 * MIN] {
+        let s = step(&state, &inputs(&moved, true), t0 + dt, &settings);
+        assert!(s.actions.iter().all(|a| !matches!(a.kind, ActionKind::MoveBack { .. })), "{:?}", s.actions);
+        state = s.state;
+    }
+    // The taint goes: it moves back (a has been Ready for longer than stable_for).
+    let s = step(&state, &inputs(&moved, false), t0 + 21 * MIN, &settings);
+    assert_eq!(kinds(&s.actions), [("a".to_string(), "move-back".to_string())]);
+
+    // Tolerated for 60 s: evicted 60 s after the taint was added, not before.
+    let mut tolerant = w.clone();
+    tolerant.tolerations =
+        vec![tol(Some("example.com/degraded"), TolerationOperator::Exists, Some(TaintEffect::NoExecute), Some(60))];
+    let s = step(&StabilityState::default(), &inputs(&tolerant, true), t0 + 59_000, &settings);
+    assert_eq!(evictions(&s.actions), 0);
+    let s = step(&s.state, &inputs(&tolerant, true), t0 + 60_000, &settings);
+    assert_eq!(evictions(&s.actions), 1);
+    assert!(s.actions[0].to_string().contains("toleration 1m of example.com/degraded:NoExecute"));
+    // Tolerated without seconds: never.
+    tolerant.tolerations =
+        vec![tol(Some("example.com/degraded"), TolerationOperator::Exists, Some(TaintEffect::NoExecute), None)];
+    let s = step(&StabilityState::default(), &inputs(&tolerant, true), t0 + 100 * MIN, &settings);
+    assert_eq!(evictions(&s.actions), 0);
+    // failover = false: never either.
+    let off = StabilitySettings { cluster_failover: false, ..settings };
+    let s = step(&StabilityState::default(), &inputs(&w, true), t0, &off);
+    assert_eq!(evictions(&s.actions), 0);
 }

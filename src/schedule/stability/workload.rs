@@ -5,10 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use super::health::ClusterTimeline;
+use super::health::{ClusterTimeline, TAINT_NOT_READY, TAINT_UNREACHABLE};
 use super::{
-    Action, ActionKind, Budget, CapacityMark, Cause, EvictionTask, FailoverRule, Held, Mobility, MovedFrom, Pending,
-    Purge, PurgeReason, Reason, StabilitySettings, WorkloadInput, WorkloadStability, secs,
+    Action, ActionKind, AddedTaint, Budget, CapacityMark, Cause, EvictionTask, FailoverRule, Held, Mobility, MovedFrom,
+    Pending, Purge, PurgeReason, Reason, StabilitySettings, WorkloadInput, WorkloadStability, secs,
 };
 use crate::model::ClusterTaint;
 use crate::model::nodes::tolerates;
@@ -17,6 +17,8 @@ use crate::policy::types::{TaintEffect, Toleration};
 /// What every workload's step shares.
 pub(super) struct Ctx<'a> {
     pub clusters: &'a BTreeMap<String, ClusterTimeline>,
+    /// Per member with any, the `NoExecute` taints ClusterTaintPolicies put on it.
+    pub no_execute: &'a BTreeMap<&'a str, &'a [AddedTaint]>,
     pub settings: &'a StabilitySettings,
     pub now_ms: u64,
 }
@@ -27,6 +29,12 @@ pub(super) struct Ctx<'a> {
 /// (Karmada's webhook adds one with 300 s to every policy).
 pub fn toleration_ms(tolerations: &[Toleration], key: &str, default_ms: u64) -> Option<u64> {
     let taint = ClusterTaint { key: key.to_string(), value: None, effect: TaintEffect::NoExecute };
+    taint_toleration_ms(tolerations, &taint, default_ms)
+}
+
+/// [`toleration_ms`] of any `NoExecute` taint (its value counts).
+pub fn taint_toleration_ms(tolerations: &[Toleration], taint: &ClusterTaint, default_ms: u64) -> Option<u64> {
+    let taint = taint.clone();
     let matching: Vec<&Toleration> = tolerations.iter().filter(|t| tolerates(t, &taint)).collect();
     if matching.is_empty() {
         return Some(default_ms);
@@ -202,6 +210,48 @@ fn cluster_failover(
         };
         pending |= evict(ctx, next, input, (cluster, replicas, reason, input.cluster_rule), cause, budget, actions);
     }
+    pending | tainted(ctx, next, input, budget, actions)
+}
+
+/// How long the workload tolerates a policy's `NoExecute` taint: its matching tolerations; none
+/// matching, Karmada's webhook default for the not-ready / unreachable keys, else not at all.
+fn added_toleration_ms(ctx: &Ctx<'_>, input: &WorkloadInput, t: &AddedTaint) -> Option<u64> {
+    let default_ms =
+        if t.key == TAINT_NOT_READY || t.key == TAINT_UNREACHABLE { ctx.settings.default_toleration_ms } else { 0 };
+    taint_toleration_ms(&input.tolerations, &t.taint(), default_ms)
+}
+
+/// Evicts the workload from members carrying a ClusterTaintPolicy's `NoExecute` taint it does
+/// not tolerate, once the taint has been there for the toleration.
+fn tainted(
+    ctx: &Ctx<'_>,
+    next: &mut WorkloadStability,
+    input: &WorkloadInput,
+    budget: &mut Budget,
+    actions: &mut Vec<Action>,
+) -> bool {
+    let mut pending = false;
+    for (cluster, &replicas) in &input.placed {
+        let Some(taints) = ctx.no_execute.get(cluster.as_str()) else { continue };
+        if next.tasks.iter().any(|t| &t.cluster == cluster) {
+            continue;
+        }
+        let due = taints
+            .iter()
+            .filter_map(|t| added_toleration_ms(ctx, input, t).map(|tol| (t, tol)))
+            .filter(|(t, tol)| ctx.now_ms >= t.added_at_ms.saturating_add(*tol))
+            .min_by_key(|(t, tol)| t.added_at_ms.saturating_add(*tol));
+        let Some((t, tolerated)) = due else { continue };
+        let value = t.value.as_deref().map(|v| format!("={v}")).unwrap_or_default();
+        let cause = Cause {
+            condition: format!("tainted {}{value}:NoExecute by ClusterTaintPolicy {}", t.key, t.policy),
+            since_ms: t.added_at_ms,
+            for_ms: ctx.now_ms.saturating_sub(t.added_at_ms),
+            rule: format!("toleration {} of {}:NoExecute", secs(tolerated), t.key),
+        };
+        let what = (cluster.as_str(), replicas, Reason::ClusterTainted, input.cluster_rule);
+        pending |= evict(ctx, next, input, what, cause, budget, actions);
+    }
     pending
 }
 
@@ -320,6 +370,14 @@ fn move_back(
         let Some(t) = ctx.clusters.get(&cluster) else { continue };
         let Some(up_for) = t.healthy_for(now) else { continue };
         if up_for < ctx.settings.stable_for_ms {
+            continue;
+        }
+        // Not back onto a NoExecute taint it does not tolerate.
+        let repelled = ctx.no_execute.get(cluster.as_str()).is_some_and(|ts| {
+            ts.iter()
+                .any(|t| added_toleration_ms(ctx, input, t).is_some_and(|tol| now >= t.added_at_ms.saturating_add(tol)))
+        });
+        if repelled {
             continue;
         }
         let preferred = input.prefers.as_ref().is_none_or(|p| p.contains(&cluster));

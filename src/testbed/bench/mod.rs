@@ -19,6 +19,10 @@
 //! - S6: many no-change reconciles: store growth.
 //! - S7: restart from a steady state (open the store, load, poll data, first reconcile of a new
 //!   reconciler, which reuses the decisions the previous process persisted).
+//! - S9: `fedsched plan` of a one-template edit (issue 14; `plan.rs`).
+//! - S10: failover (issue 13): a pass while nothing fails (the stability stage's share), then
+//!   10 % of the live clusters lost at once: the passes and the time from loss + toleration
+//!   until no workload is placed on a lost cluster.
 //!
 //! Every figure is the median of `runs` runs; ratios are of figures of the same invocation.
 //! Peak RSS is the process's high-water mark, so a scenario's RSS is meaningful when it runs
@@ -55,6 +59,7 @@ pub enum Scenario {
     S6,
     S7,
     S9,
+    S10,
 }
 
 impl std::str::FromStr for Scenario {
@@ -69,7 +74,8 @@ impl std::str::FromStr for Scenario {
             "S6" => Scenario::S6,
             "S7" => Scenario::S7,
             "S9" => Scenario::S9,
-            _ => return Err(format!("unknown scenario {s:?} (S1..S7, S9)")),
+            "S10" => Scenario::S10,
+            _ => return Err(format!("unknown scenario {s:?} (S1..S7, S9, S10)")),
         })
     }
 }
@@ -303,6 +309,7 @@ fn phase_figures(s: Scenario, reports: &[ReconcileReport]) -> Vec<Figure> {
     vec![
         pick("load", |p| p.load),
         pick("poll (snapshots + store)", |p| p.poll),
+        pick("stability", |p| p.stability),
         pick("schedule", |p| p.schedule),
         pick("render", |p| p.render),
         pick("publish", |p| p.publish),
@@ -432,7 +439,8 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
     if wants(Scenario::S5) {
         sink.put_all(poll_scenario(o)?);
     }
-    let reconciling = [Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7, Scenario::S9];
+    let reconciling =
+        [Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7, Scenario::S9, Scenario::S10];
     if !wants(Scenario::S1) && !reconciling.iter().any(|s| wants(*s)) {
         return Ok(sink.all);
     }
@@ -462,6 +470,9 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
     }
     if wants(Scenario::S7) {
         b.s7_restart(rec, &mut sink)?;
+    }
+    if wants(Scenario::S10) {
+        b.s10_failover(&mut sink)?;
     }
     Ok(sink.all)
 }
@@ -736,6 +747,139 @@ impl Bench {
         sink.put_all(phase_figures(Scenario::S7, &reports));
         let decided: Vec<f64> = reports.iter().map(|r| r.decided as f64).collect();
         sink.put(Figure::new(Scenario::S7, "  workloads decided again", "workloads", decided));
+        Ok(())
+    }
+}
+
+/// S10's share of the live clusters lost at once.
+pub const S10_LOST_EVERY: usize = 10;
+
+impl Bench {
+    /// S10: failover at fleet scale, on its own store (the move-backs it starts would otherwise
+    /// linger): settled first; `runs` passes while nothing fails (the stability stage's time
+    /// in them); then every [`S10_LOST_EVERY`]th cluster fails its poll at once, a pass observes
+    /// it, the clock moves past the toleration, and passes run until no workload is placed on a
+    /// lost cluster. The rate limit is lifted (`max_evictions_per_minute`): with the default 60
+    /// a minute, evicting thousands of workloads takes as many minutes by design.
+    fn s10_failover(&mut self, sink: &mut Sink<'_>) -> Result<(), BenchError> {
+        let s = Scenario::S10;
+        let (state, out) = (self.state.with_file_name("state-s8"), self.out.with_file_name("out-s8"));
+        fresh_dir(&state)?;
+        fresh_dir(&out)?;
+        let mut settings = Settings::builtin();
+        settings.stability.max_evictions_per_minute = usize::MAX;
+        let toleration = settings.stability.default_toleration_ms;
+        let rec = Reconciler::new(Store::open(&state)?, settings);
+        self.now += 1000;
+        pass(&self.fix, &rec, &out, "bench-first", self.now)?;
+        settle(&self.fix, &rec, &out, &mut self.now)?;
+        let mut quiet = Vec::new();
+        let mut stage = Vec::new();
+        for _ in 0..self.runs {
+            self.now += 1000;
+            let (report, wall) = pass(&self.fix, &rec, &out, "bench-quiet", self.now)?;
+            quiet.push(wall);
+            stage.push(report.phases.stability);
+        }
+        let q = Figure::ms(s, "pass while nothing fails (load → record)", &quiet);
+        let st = Figure::ms(s, "  of which the stability stage", &stage);
+        let share = if q.value > 0.0 { st.value / q.value * 100.0 } else { 0.0 };
+        sink.put(q);
+        sink.put(st);
+        sink.put(
+            Figure::new(s, "  stability stage share of the pass", "%", vec![share])
+                .mark(Mark::any_size("≤ 5 %", share <= 5.0)),
+        );
+
+        let names: Vec<String> = self.fix.live.borrow().clusters.keys().cloned().collect();
+        let lost: Vec<&String> = names.iter().step_by(S10_LOST_EVERY).collect();
+        let on_lost = |rec: &Reconciler| -> Result<usize, BenchError> {
+            Ok(rec
+                .store
+                .placements()?
+                .iter()
+                .filter(|p| p.targets.iter().any(|(c, r)| r.is_some_and(|r| r > 0) && lost.contains(&c)))
+                .count())
+        };
+        let affected = on_lost(&rec)?;
+        {
+            let mut live = self.fix.live.borrow_mut();
+            for c in &lost {
+                if let Some(st) = live.clusters.get_mut(*c) {
+                    st.error = Some(crate::members::live::PollError::Transport {
+                        what: "nodes",
+                        message: "connection refused (bench: cluster lost)".into(),
+                    });
+                    st.consecutive_failures = 1;
+                }
+            }
+        }
+        self.now += 1000;
+        pass(&self.fix, &rec, &out, "bench-loss", self.now)?;
+        self.now += toleration;
+        let mut walls = Vec::new();
+        let mut reports = Vec::new();
+        let mut evictions = 0;
+        let mut left = affected;
+        let mut moving = 0;
+        // Until none is left, or a pass moves none (what is left cannot be placed elsewhere:
+        // unschedulable, it keeps its placement and files, as any decision that fails).
+        while left > 0 && walls.len() < 10 {
+            self.now += 1000;
+            let (report, wall) = pass(&self.fix, &rec, &out, "bench-failover", self.now)?;
+            evictions += report.stability.events.iter().filter(|e| e.kind == "eviction").count();
+            walls.push(wall);
+            let before = left;
+            left = on_lost(&rec)?;
+            let stuck = report.unschedulable.len();
+            reports.push(report);
+            if left == before {
+                tracing::info!(left, unschedulable = stuck, "S10: a pass moved nothing more");
+                break;
+            }
+            moving = walls.len();
+        }
+        let unschedulable: Vec<String> = reports
+            .last()
+            .map(|r| r.unschedulable.iter().take(3).map(|p| format!("{}: {}", p.workload, p.reason)).collect())
+            .unwrap_or_default();
+        tracing::info!(?unschedulable, "S10: unschedulable after the failover");
+        let unschedulable_n = reports.last().map_or(0, |r| r.unschedulable.len());
+        {
+            let mut live = self.fix.live.borrow_mut();
+            for c in &lost {
+                if let Some(st) = live.clusters.get_mut(*c) {
+                    st.error = None;
+                    st.consecutive_failures = 0;
+                }
+            }
+        }
+        let scale = format!("{} of {} clusters lost, {affected} workloads on them", lost.len(), names.len());
+        sink.put(
+            count(
+                s,
+                &format!("passes from loss + toleration that moved workloads off the lost clusters ({scale})"),
+                vec![moving as f64],
+            )
+            .mark(Mark::any_size("1", moving == 1)),
+        );
+        sink.put(
+            count(s, "  workloads still on a lost cluster after them", vec![left as f64])
+                .mark(Mark::any_size("0", left == 0)),
+        );
+        sink.put(count(s, "  workloads unschedulable after them (keep their placement)", vec![unschedulable_n as f64]));
+        sink.put(count(s, "  evictions", vec![evictions as f64]));
+        let first: Vec<Duration> = walls.iter().take(1).copied().collect();
+        sink.put(Figure::ms(s, "  the failover pass (load → record)", &first));
+        let sched: Vec<Duration> = reports.iter().take(1).map(|r| r.phases.schedule).collect();
+        let f = Figure::ms(s, "  its schedule phase", &sched);
+        let m = Mark::at_size("≤ 2 s", f.value, 2_000.0, self.size());
+        sink.put(f.mark(m));
+        let stab: Vec<Duration> = reports.iter().take(1).map(|r| r.phases.stability).collect();
+        sink.put(Figure::ms(s, "  its stability stage", &stab));
+        sink.put_all(phase_figures(s, &reports[..reports.len().min(1)]));
+        let total: Duration = walls.iter().sum();
+        sink.put(Figure::ms(s, "  all of them (load → record)", &[total]));
         Ok(())
     }
 }
