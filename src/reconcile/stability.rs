@@ -26,7 +26,7 @@ use crate::schedule::stability::{
     StabilitySettings, StabilityState, Unschedulable, WorkloadInput,
 };
 use crate::schedule::{Failover, Strategy};
-use crate::store::{Store, StoreError};
+use crate::store::{PlacementRecord, Store, StoreError};
 use crate::util::hash::fnv1a64;
 
 use super::Inputs;
@@ -164,7 +164,7 @@ pub(super) fn with_taints(inputs: &Inputs, taints: &BTreeMap<String, Vec<AddedTa
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     store: &Store,
-    cache: &PassCache,
+    cache: &mut PassCache,
     inputs: &Inputs,
     (views, taints): (&[ClusterSnapshot], BTreeMap<String, Vec<AddedTaint>>),
     index: &PolicyIndex<'_>,
@@ -172,27 +172,29 @@ pub(super) fn run(
     old: StabilityState,
     now_ms: u64,
 ) -> Result<StabilityPass, StoreError> {
-    // The store's codec: JSON cannot key a map by workload (an older fedsched stored an
-    // empty blob for such states).
-    let state_blob = store.put_blob(&crate::store::codec::encode(&old)?)?;
+    let state_blob = state_blob(store, cache, &old)?;
     let mut clusters: Vec<ClusterInput> = views.iter().map(cluster_input).collect();
     for c in &mut clusters {
         if let Some(ts) = taints.get(&c.name) {
             c.no_execute = ts.iter().filter(|t| t.effect == TaintEffect::NoExecute).cloned().collect();
         }
     }
-    let unhealthy: BTreeSet<&str> = clusters
-        .iter()
-        .filter(|c| !c.condition.is_ready() || !c.no_execute.is_empty())
-        .map(|c| c.name.as_str())
-        .collect();
     let by_name: HashMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
-    // Capacity figures are hashed only for the members of workloads the engine sees.
-    let mut capacity: HashMap<&str, u64> = HashMap::new();
-    let positions: HashMap<&ObjectKey, usize> =
-        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, i)).collect();
-    let mut keys: Vec<&ObjectKey> = cache.placements.keys().collect();
+    let attention = Attention::new(&clusters, views);
+    let mut keys: Vec<&ObjectKey> = cache
+        .placements
+        .iter()
+        .filter(|(key, p)| attention.may_act(key, p, &old, index))
+        .map(|(key, _)| key)
+        .collect();
     keys.sort();
+    // Capacity figures and request shapes are computed only for the workloads the engine sees.
+    let mut capacity: HashMap<&str, u64> = HashMap::new();
+    let positions: HashMap<&ObjectKey, usize> = if keys.is_empty() && old.workloads.is_empty() {
+        HashMap::new()
+    } else {
+        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, i)).collect()
+    };
     let mut workloads = Vec::new();
     for key in keys {
         let Some(p) = cache.placements.get(key) else { continue };
@@ -254,7 +256,7 @@ pub(super) fn run(
                 }
             }
         }
-        let on_unhealthy = w.placed.keys().any(|c| unhealthy.contains(c.as_str()));
+        let on_unhealthy = w.placed.keys().any(|c| attention.unhealthy.contains(c.as_str()));
         if on_unhealthy || observed_trouble || old.workloads.contains_key(key) {
             w.shape = shape_of(inputs, &positions, key);
             for cluster in w.placed.keys() {
@@ -299,6 +301,91 @@ pub(super) fn run(
         directives,
         state_blob,
     })
+}
+
+/// The blob hash of the state a pass starts from (the store's codec: JSON cannot key a map
+/// by workload; an older fedsched stored an empty blob for such states). A state equal to the
+/// one the cache remembers storing is not encoded and stored again: its blob is the same
+/// content, under the same hash.
+fn state_blob(store: &Store, cache: &mut PassCache, old: &StabilityState) -> Result<u64, StoreError> {
+    if let Some((stored, hash)) = &cache.stability_blob
+        && stored == old
+    {
+        return Ok(*hash);
+    }
+    let hash = store.put_blob(&crate::store::codec::encode(old)?)?;
+    cache.stability_blob = Some((old.clone(), hash));
+    Ok(hash)
+}
+
+/// Which workloads may have something to do this pass, judged before their engine input is
+/// built (the one place these conditions live; the engine acts on nothing else): a workload
+/// with stability state (eviction tasks, move-back candidates, timers, marks), or one placed
+/// with replicas on a member that is unhealthy (NotReady, Unreachable, or carrying a
+/// ClusterTaintPolicy `NoExecute` taint) or where pods of its own are Unschedulable, or not
+/// Ready when its policy has `failover.application`. WorkloadRebalancers are handled apart
+/// ([`rebalance`]). Any other workload is skipped without a look at its policy or pods.
+struct Attention<'a> {
+    unhealthy: BTreeSet<&'a str>,
+    /// Per live member with any, the owners (`Kind/ns/name`) of its pods that are
+    /// Unschedulable, and of those that are not Ready.
+    troubled: HashMap<&'a str, (BTreeMap<&'a str, ()>, BTreeMap<&'a str, ()>)>,
+}
+
+impl<'a> Attention<'a> {
+    fn new(clusters: &'a [ClusterInput], views: &'a [ClusterSnapshot]) -> Self {
+        let unhealthy = clusters
+            .iter()
+            .filter(|c| !c.condition.is_ready() || !c.no_execute.is_empty())
+            .map(|c| c.name.as_str())
+            .collect();
+        let mut troubled = HashMap::new();
+        for s in views {
+            let Some(pods) = &s.pods else { continue };
+            let mut unschedulable = BTreeMap::new();
+            let mut not_ready = BTreeMap::new();
+            for (owner, st) in &pods.owners {
+                if !st.unschedulable_since.is_empty() {
+                    unschedulable.insert(owner.as_str(), ());
+                }
+                if st.pods > 0 && st.not_ready() > 0 {
+                    not_ready.insert(owner.as_str(), ());
+                }
+            }
+            if !unschedulable.is_empty() || !not_ready.is_empty() {
+                troubled.insert(s.name.as_str(), (unschedulable, not_ready));
+            }
+        }
+        Attention { unhealthy, troubled }
+    }
+
+    /// Whether `key` (placed as `p`) may have something to do: a necessary condition of the
+    /// engine's, never a sufficient one (the input built then says exactly).
+    fn may_act(&self, key: &ObjectKey, p: &PlacementRecord, old: &StabilityState, index: &PolicyIndex<'_>) -> bool {
+        if old.workloads.contains_key(key) {
+            return true;
+        }
+        let placed = || p.targets.iter().filter(|(_, r)| r.is_some()).map(|(c, _)| c.as_str());
+        if placed().any(|c| self.unhealthy.contains(c)) {
+            return true;
+        }
+        let troubled: Vec<&(BTreeMap<&str, ()>, BTreeMap<&str, ()>)> =
+            placed().filter_map(|c| self.troubled.get(c)).collect();
+        if troubled.is_empty() {
+            return false;
+        }
+        let owner = Owner::of(key);
+        if troubled.iter().any(|(unschedulable, _)| owner.owns_any(unschedulable)) {
+            return true;
+        }
+        let application = || {
+            p.policy
+                .as_ref()
+                .and_then(|r| index.propagation_policy(r))
+                .is_some_and(|pp| pp.spec.failover.as_ref().is_some_and(|f| f.application.is_some()))
+        };
+        troubled.iter().any(|(_, not_ready)| owner.owns_any(not_ready)) && application()
+    }
 }
 
 /// The WorkloadRebalancers of the repository: each one whose generation (its
