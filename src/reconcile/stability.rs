@@ -181,12 +181,8 @@ pub(super) fn run(
     }
     let by_name: HashMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
     let attention = Attention::new(&clusters, views);
-    let mut keys: Vec<&ObjectKey> = cache
-        .placements
-        .iter()
-        .filter(|(key, p)| attention.may_act(key, p, &old, index))
-        .map(|(key, _)| key)
-        .collect();
+    let mut keys: Vec<&ObjectKey> =
+        cache.placements.iter().filter(|(key, p)| attention.may_act(key, p, &old, index)).map(|(key, _)| key).collect();
     keys.sort();
     // Capacity figures and request shapes are computed only for the workloads the engine sees.
     let mut capacity: HashMap<&str, u64> = HashMap::new();
@@ -597,6 +593,95 @@ spec:
             1,
             "{notes:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod attention_tests {
+    use std::collections::BTreeMap;
+
+    use super::Attention;
+    use crate::model::snapshot::{Health, OwnerState, PodFacts};
+    use crate::policy::matching::PolicyIndex;
+    use crate::reconcile::{Reconciler, Settings, load_inputs};
+    use crate::schedule::stability::StabilityState;
+    use crate::store::Store;
+
+    fn pods(owner: &str, unschedulable: bool) -> PodFacts {
+        let state = OwnerState {
+            pods: 2,
+            bound: 1,
+            running: 1,
+            ready: 1,
+            unschedulable_since: if unschedulable { vec![1] } else { Vec::new() },
+            not_ready_since: vec![1],
+            pending_reasons: BTreeMap::from([("Unschedulable".to_string(), 1)]),
+        };
+        PodFacts {
+            bound: 1,
+            unbound: 1,
+            unschedulable: BTreeMap::new(),
+            by_owner: BTreeMap::from([(owner.to_string(), 2)]),
+            owners: BTreeMap::from([(owner.to_string(), state)]),
+        }
+    }
+
+    /// A quiet pass gives the engine nothing: a workload placed on healthy members whose pods
+    /// run is skipped before its input is built; its own Unschedulable pods, an unhealthy
+    /// member it is placed on, or stability state of its own make it count; another
+    /// workload's trouble, or not-Ready pods without `failover.application`, do not.
+    #[test]
+    fn only_workloads_with_something_to_do_reach_the_engine() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("apps.yaml"), super::tests::REPO).expect("write");
+        let clusters: Vec<String> = ["m1", "m2", "m3"].iter().map(|n| super::tests::cluster(n)).collect();
+        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let inputs = load_inputs(&repo).expect("inputs");
+        rec.reconcile(&inputs, &dir.path().join("out"), "test", 1_700_000_000_000).expect("pass");
+        let placement = rec.store.placements().expect("placements").remove(0);
+        let key = placement.workload.clone();
+        let index = PolicyIndex::new(&inputs.set);
+        let quiet = StabilityState::default();
+        let may_act = |views: &[crate::model::ClusterSnapshot], old: &StabilityState| {
+            let clusters: Vec<_> = views.iter().map(super::cluster_input).collect();
+            Attention::new(&clusters, views).may_act(&key, &placement, old, &index)
+        };
+        let with = |f: &dyn Fn(&mut crate::model::ClusterSnapshot)| {
+            let mut views = inputs.snapshots.clone();
+            if let Some(m1) = views.iter_mut().find(|s| s.name == "m1") {
+                f(m1);
+            }
+            views
+        };
+        assert!(!may_act(&inputs.snapshots, &quiet), "a quiet workload is skipped");
+        assert!(may_act(&with(&|s| s.pods = Some(pods("ReplicaSet/shop/web-5d8f9", true))), &quiet));
+        assert!(!may_act(&with(&|s| s.pods = Some(pods("ReplicaSet/shop/other-5d8f9", true))), &quiet));
+        assert!(!may_act(&with(&|s| s.pods = Some(pods("ReplicaSet/shop/web-5d8f9", false))), &quiet));
+        assert!(may_act(&with(&|s| s.health = Health::NotReady { reason: "x".into() }), &quiet));
+        let mut old = StabilityState::default();
+        old.workloads.insert(key.clone(), Default::default());
+        assert!(may_act(&inputs.snapshots, &old));
+    }
+
+    /// Passes that start from the same stability state reference the same blob, stored once.
+    #[test]
+    fn an_unchanged_state_keeps_its_blob() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("state")).expect("store");
+        let mut cache = crate::reconcile::cache::PassCache::default();
+        let mut state = StabilityState { recent_removals: vec![7], ..StabilityState::default() };
+        let first = super::state_blob(&store, &mut cache, &state).expect("blob");
+        assert_eq!(super::state_blob(&store, &mut cache, &state).expect("blob"), first);
+        let blob = store.blob(first).expect("read").expect("stored");
+        assert_eq!(crate::store::codec::decode::<StabilityState>(&blob).expect("state"), state);
+        state.recent_removals.push(8);
+        let second = super::state_blob(&store, &mut cache, &state).expect("blob");
+        assert_ne!(second, first);
+        let blob = store.blob(second).expect("read").expect("stored");
+        assert_eq!(crate::store::codec::decode::<StabilityState>(&blob).expect("state"), state);
     }
 }
 
