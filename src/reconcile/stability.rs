@@ -8,7 +8,9 @@
 //!
 //! Which workloads the engine sees: those with stability state, and those placed with
 //! replicas on a member that is unhealthy or where their pods are Unschedulable or not Ready
-//! (any other workload has nothing to do, and skipping it keeps a quiet pass cheap). Objects
+//! (any other workload has nothing to do, and skipping it keeps a quiet pass cheap: `Attention`
+//! judges it before any input is built). The state blob replay references is stored only when
+//! the state differs from the one the pass cache last stored. Objects
 //! without replicas (ConfigMaps, Services…) do not fail over: their dependents pull them
 //! where they go. What the engine reads of a workload's pods is `model::OwnerState` on live
 //! members; an offline member (no pods observed) counts its placed replicas as Ready.
@@ -323,9 +325,16 @@ fn state_blob(store: &Store, cache: &mut PassCache, old: &StabilityState) -> Res
 /// ([`rebalance`]). Any other workload is skipped without a look at its policy or pods.
 struct Attention<'a> {
     unhealthy: BTreeSet<&'a str>,
-    /// Per live member with any, the owners (`Kind/ns/name`) of its pods that are
-    /// Unschedulable, and of those that are not Ready.
-    troubled: HashMap<&'a str, (BTreeMap<&'a str, ()>, BTreeMap<&'a str, ()>)>,
+    /// Per live member with any, the owners of its pods in trouble.
+    troubled: HashMap<&'a str, Troubled<'a>>,
+}
+
+/// The owners (`Kind/ns/name`) of a member's pods that are Unschedulable, and of those that
+/// are not Ready.
+#[derive(Default)]
+struct Troubled<'a> {
+    unschedulable: BTreeMap<&'a str, ()>,
+    not_ready: BTreeMap<&'a str, ()>,
 }
 
 impl<'a> Attention<'a> {
@@ -338,18 +347,17 @@ impl<'a> Attention<'a> {
         let mut troubled = HashMap::new();
         for s in views {
             let Some(pods) = &s.pods else { continue };
-            let mut unschedulable = BTreeMap::new();
-            let mut not_ready = BTreeMap::new();
+            let mut t = Troubled::default();
             for (owner, st) in &pods.owners {
                 if !st.unschedulable_since.is_empty() {
-                    unschedulable.insert(owner.as_str(), ());
+                    t.unschedulable.insert(owner.as_str(), ());
                 }
                 if st.pods > 0 && st.not_ready() > 0 {
-                    not_ready.insert(owner.as_str(), ());
+                    t.not_ready.insert(owner.as_str(), ());
                 }
             }
-            if !unschedulable.is_empty() || !not_ready.is_empty() {
-                troubled.insert(s.name.as_str(), (unschedulable, not_ready));
+            if !t.unschedulable.is_empty() || !t.not_ready.is_empty() {
+                troubled.insert(s.name.as_str(), t);
             }
         }
         Attention { unhealthy, troubled }
@@ -365,13 +373,12 @@ impl<'a> Attention<'a> {
         if placed().any(|c| self.unhealthy.contains(c)) {
             return true;
         }
-        let troubled: Vec<&(BTreeMap<&str, ()>, BTreeMap<&str, ()>)> =
-            placed().filter_map(|c| self.troubled.get(c)).collect();
+        let troubled: Vec<&Troubled<'_>> = placed().filter_map(|c| self.troubled.get(c)).collect();
         if troubled.is_empty() {
             return false;
         }
         let owner = Owner::of(key);
-        if troubled.iter().any(|(unschedulable, _)| owner.owns_any(unschedulable)) {
+        if troubled.iter().any(|t| owner.owns_any(&t.unschedulable)) {
             return true;
         }
         let application = || {
@@ -380,7 +387,7 @@ impl<'a> Attention<'a> {
                 .and_then(|r| index.propagation_policy(r))
                 .is_some_and(|pp| pp.spec.failover.as_ref().is_some_and(|f| f.application.is_some()))
         };
-        troubled.iter().any(|(_, not_ready)| owner.owns_any(not_ready)) && application()
+        troubled.iter().any(|t| owner.owns_any(&t.not_ready)) && application()
     }
 }
 
