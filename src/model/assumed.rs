@@ -65,13 +65,21 @@ impl Owner {
         out
     }
 
+    /// Whether any key of `owners` (`Kind/ns/name`) belongs to this workload.
+    pub fn owns_any<K: std::borrow::Borrow<str> + Ord, V>(&self, owners: &BTreeMap<K, V>) -> bool {
+        self.entries(owners).next().is_some()
+    }
+
     /// The entries of a map keyed by owner (`Kind/ns/name`) that belong to this workload.
-    fn entries<'a, V>(&'a self, map: &'a BTreeMap<String, V>) -> Box<dyn Iterator<Item = (&'a String, &'a V)> + 'a> {
+    fn entries<'a, K: std::borrow::Borrow<str> + Ord, V>(
+        &'a self,
+        map: &'a BTreeMap<K, V>,
+    ) -> Box<dyn Iterator<Item = (&'a K, &'a V)> + 'a> {
         match self {
             Owner::ReplicaSets(prefix) => Box::new(
                 map.range::<str, _>((std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded))
-                    .take_while(move |(k, _)| k.starts_with(prefix.as_str()))
-                    .filter(move |(k, _)| !k[prefix.len()..].contains('-')),
+                    .take_while(move |(k, _)| k.borrow().starts_with(prefix.as_str()))
+                    .filter(move |(k, _)| !k.borrow()[prefix.len()..].contains('-')),
             ),
             Owner::Exact(key) => Box::new(map.get_key_value(key.as_str()).into_iter()),
             Owner::Unknown => Box::new(std::iter::empty()),

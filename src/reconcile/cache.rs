@@ -272,6 +272,9 @@ pub struct PassCache {
     pub summary: Option<String>,
     /// When the whole plan was last published (None: never in this process).
     pub last_full_check_ms: Option<u64>,
+    /// The stability state last stored as a blob, with its hash: a pass that starts from an
+    /// equal state references that blob without encoding and storing it again.
+    pub stability_blob: Option<(crate::schedule::stability::StabilityState, u64)>,
 }
 
 impl PassCache {

@@ -8,7 +8,9 @@
 //!
 //! Which workloads the engine sees: those with stability state, and those placed with
 //! replicas on a member that is unhealthy or where their pods are Unschedulable or not Ready
-//! (any other workload has nothing to do, and skipping it keeps a quiet pass cheap). Objects
+//! (any other workload has nothing to do, and skipping it keeps a quiet pass cheap: `Attention`
+//! judges it before any input is built). The state blob replay references is stored only when
+//! the state differs from the one the pass cache last stored. Objects
 //! without replicas (ConfigMaps, Services…) do not fail over: their dependents pull them
 //! where they go. What the engine reads of a workload's pods is `model::OwnerState` on live
 //! members; an offline member (no pods observed) counts its placed replicas as Ready.
@@ -26,7 +28,7 @@ use crate::schedule::stability::{
     StabilitySettings, StabilityState, Unschedulable, WorkloadInput,
 };
 use crate::schedule::{Failover, Strategy};
-use crate::store::{Store, StoreError};
+use crate::store::{PlacementRecord, Store, StoreError};
 use crate::util::hash::fnv1a64;
 
 use super::Inputs;
@@ -164,7 +166,7 @@ pub(super) fn with_taints(inputs: &Inputs, taints: &BTreeMap<String, Vec<AddedTa
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     store: &Store,
-    cache: &PassCache,
+    cache: &mut PassCache,
     inputs: &Inputs,
     (views, taints): (&[ClusterSnapshot], BTreeMap<String, Vec<AddedTaint>>),
     index: &PolicyIndex<'_>,
@@ -172,27 +174,25 @@ pub(super) fn run(
     old: StabilityState,
     now_ms: u64,
 ) -> Result<StabilityPass, StoreError> {
-    // The store's codec: JSON cannot key a map by workload (an older fedsched stored an
-    // empty blob for such states).
-    let state_blob = store.put_blob(&crate::store::codec::encode(&old)?)?;
+    let state_blob = state_blob(store, cache, &old)?;
     let mut clusters: Vec<ClusterInput> = views.iter().map(cluster_input).collect();
     for c in &mut clusters {
         if let Some(ts) = taints.get(&c.name) {
             c.no_execute = ts.iter().filter(|t| t.effect == TaintEffect::NoExecute).cloned().collect();
         }
     }
-    let unhealthy: BTreeSet<&str> = clusters
-        .iter()
-        .filter(|c| !c.condition.is_ready() || !c.no_execute.is_empty())
-        .map(|c| c.name.as_str())
-        .collect();
     let by_name: HashMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
-    // Capacity figures are hashed only for the members of workloads the engine sees.
-    let mut capacity: HashMap<&str, u64> = HashMap::new();
-    let positions: HashMap<&ObjectKey, usize> =
-        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, i)).collect();
-    let mut keys: Vec<&ObjectKey> = cache.placements.keys().collect();
+    let attention = Attention::new(&clusters, views);
+    let mut keys: Vec<&ObjectKey> =
+        cache.placements.iter().filter(|(key, p)| attention.may_act(key, p, &old, index)).map(|(key, _)| key).collect();
     keys.sort();
+    // Capacity figures and request shapes are computed only for the workloads the engine sees.
+    let mut capacity: HashMap<&str, u64> = HashMap::new();
+    let positions: HashMap<&ObjectKey, usize> = if keys.is_empty() && old.workloads.is_empty() {
+        HashMap::new()
+    } else {
+        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, i)).collect()
+    };
     let mut workloads = Vec::new();
     for key in keys {
         let Some(p) = cache.placements.get(key) else { continue };
@@ -254,7 +254,7 @@ pub(super) fn run(
                 }
             }
         }
-        let on_unhealthy = w.placed.keys().any(|c| unhealthy.contains(c.as_str()));
+        let on_unhealthy = w.placed.keys().any(|c| attention.unhealthy.contains(c.as_str()));
         if on_unhealthy || observed_trouble || old.workloads.contains_key(key) {
             w.shape = shape_of(inputs, &positions, key);
             for cluster in w.placed.keys() {
@@ -299,6 +299,96 @@ pub(super) fn run(
         directives,
         state_blob,
     })
+}
+
+/// The blob hash of the state a pass starts from (the store's codec: JSON cannot key a map
+/// by workload; an older fedsched stored an empty blob for such states). A state equal to the
+/// one the cache remembers storing is not encoded and stored again: its blob is the same
+/// content, under the same hash.
+fn state_blob(store: &Store, cache: &mut PassCache, old: &StabilityState) -> Result<u64, StoreError> {
+    if let Some((stored, hash)) = &cache.stability_blob
+        && stored == old
+    {
+        return Ok(*hash);
+    }
+    let hash = store.put_blob(&crate::store::codec::encode(old)?)?;
+    cache.stability_blob = Some((old.clone(), hash));
+    Ok(hash)
+}
+
+/// Which workloads may have something to do this pass, judged before their engine input is
+/// built (the one place these conditions live; the engine acts on nothing else): a workload
+/// with stability state (eviction tasks, move-back candidates, timers, marks), or one placed
+/// with replicas on a member that is unhealthy (NotReady, Unreachable, or carrying a
+/// ClusterTaintPolicy `NoExecute` taint) or where pods of its own are Unschedulable, or not
+/// Ready when its policy has `failover.application`. WorkloadRebalancers are handled apart
+/// ([`rebalance`]). Any other workload is skipped without a look at its policy or pods.
+struct Attention<'a> {
+    unhealthy: BTreeSet<&'a str>,
+    /// Per live member with any, the owners of its pods in trouble.
+    troubled: HashMap<&'a str, Troubled<'a>>,
+}
+
+/// The owners (`Kind/ns/name`) of a member's pods that are Unschedulable, and of those that
+/// are not Ready.
+#[derive(Default)]
+struct Troubled<'a> {
+    unschedulable: BTreeMap<&'a str, ()>,
+    not_ready: BTreeMap<&'a str, ()>,
+}
+
+impl<'a> Attention<'a> {
+    fn new(clusters: &'a [ClusterInput], views: &'a [ClusterSnapshot]) -> Self {
+        let unhealthy = clusters
+            .iter()
+            .filter(|c| !c.condition.is_ready() || !c.no_execute.is_empty())
+            .map(|c| c.name.as_str())
+            .collect();
+        let mut troubled = HashMap::new();
+        for s in views {
+            let Some(pods) = &s.pods else { continue };
+            let mut t = Troubled::default();
+            for (owner, st) in &pods.owners {
+                if !st.unschedulable_since.is_empty() {
+                    t.unschedulable.insert(owner.as_str(), ());
+                }
+                if st.pods > 0 && st.not_ready() > 0 {
+                    t.not_ready.insert(owner.as_str(), ());
+                }
+            }
+            if !t.unschedulable.is_empty() || !t.not_ready.is_empty() {
+                troubled.insert(s.name.as_str(), t);
+            }
+        }
+        Attention { unhealthy, troubled }
+    }
+
+    /// Whether `key` (placed as `p`) may have something to do: a necessary condition of the
+    /// engine's, never a sufficient one (the input built then says exactly).
+    fn may_act(&self, key: &ObjectKey, p: &PlacementRecord, old: &StabilityState, index: &PolicyIndex<'_>) -> bool {
+        if old.workloads.contains_key(key) {
+            return true;
+        }
+        let placed = || p.targets.iter().filter(|(_, r)| r.is_some()).map(|(c, _)| c.as_str());
+        if placed().any(|c| self.unhealthy.contains(c)) {
+            return true;
+        }
+        let troubled: Vec<&Troubled<'_>> = placed().filter_map(|c| self.troubled.get(c)).collect();
+        if troubled.is_empty() {
+            return false;
+        }
+        let owner = Owner::of(key);
+        if troubled.iter().any(|t| owner.owns_any(&t.unschedulable)) {
+            return true;
+        }
+        let application = || {
+            p.policy
+                .as_ref()
+                .and_then(|r| index.propagation_policy(r))
+                .is_some_and(|pp| pp.spec.failover.as_ref().is_some_and(|f| f.application.is_some()))
+        };
+        troubled.iter().any(|t| owner.owns_any(&t.not_ready)) && application()
+    }
 }
 
 /// The WorkloadRebalancers of the repository: each one whose generation (its
@@ -510,6 +600,95 @@ spec:
             1,
             "{notes:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod attention_tests {
+    use std::collections::BTreeMap;
+
+    use super::Attention;
+    use crate::model::snapshot::{Health, OwnerState, PodFacts};
+    use crate::policy::matching::PolicyIndex;
+    use crate::reconcile::{Reconciler, Settings, load_inputs};
+    use crate::schedule::stability::StabilityState;
+    use crate::store::Store;
+
+    fn pods(owner: &str, unschedulable: bool) -> PodFacts {
+        let state = OwnerState {
+            pods: 2,
+            bound: 1,
+            running: 1,
+            ready: 1,
+            unschedulable_since: if unschedulable { vec![1] } else { Vec::new() },
+            not_ready_since: vec![1],
+            pending_reasons: BTreeMap::from([("Unschedulable".to_string(), 1)]),
+        };
+        PodFacts {
+            bound: 1,
+            unbound: 1,
+            unschedulable: BTreeMap::new(),
+            by_owner: BTreeMap::from([(owner.to_string(), 2)]),
+            owners: BTreeMap::from([(owner.to_string(), state)]),
+        }
+    }
+
+    /// A quiet pass gives the engine nothing: a workload placed on healthy members whose pods
+    /// run is skipped before its input is built; its own Unschedulable pods, an unhealthy
+    /// member it is placed on, or stability state of its own make it count; another
+    /// workload's trouble, or not-Ready pods without `failover.application`, do not.
+    #[test]
+    fn only_workloads_with_something_to_do_reach_the_engine() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("apps.yaml"), super::tests::REPO).expect("write");
+        let clusters: Vec<String> = ["m1", "m2", "m3"].iter().map(|n| super::tests::cluster(n)).collect();
+        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let inputs = load_inputs(&repo).expect("inputs");
+        rec.reconcile(&inputs, &dir.path().join("out"), "test", 1_700_000_000_000).expect("pass");
+        let placement = rec.store.placements().expect("placements").remove(0);
+        let key = placement.workload.clone();
+        let index = PolicyIndex::new(&inputs.set);
+        let quiet = StabilityState::default();
+        let may_act = |views: &[crate::model::ClusterSnapshot], old: &StabilityState| {
+            let clusters: Vec<_> = views.iter().map(super::cluster_input).collect();
+            Attention::new(&clusters, views).may_act(&key, &placement, old, &index)
+        };
+        let with = |f: &dyn Fn(&mut crate::model::ClusterSnapshot)| {
+            let mut views = inputs.snapshots.clone();
+            if let Some(m1) = views.iter_mut().find(|s| s.name == "m1") {
+                f(m1);
+            }
+            views
+        };
+        assert!(!may_act(&inputs.snapshots, &quiet), "a quiet workload is skipped");
+        assert!(may_act(&with(&|s| s.pods = Some(pods("ReplicaSet/shop/web-5d8f9", true))), &quiet));
+        assert!(!may_act(&with(&|s| s.pods = Some(pods("ReplicaSet/shop/other-5d8f9", true))), &quiet));
+        assert!(!may_act(&with(&|s| s.pods = Some(pods("ReplicaSet/shop/web-5d8f9", false))), &quiet));
+        assert!(may_act(&with(&|s| s.health = Health::NotReady { reason: "x".into() }), &quiet));
+        let mut old = StabilityState::default();
+        old.workloads.insert(key.clone(), Default::default());
+        assert!(may_act(&inputs.snapshots, &old));
+    }
+
+    /// Passes that start from the same stability state reference the same blob, stored once.
+    #[test]
+    fn an_unchanged_state_keeps_its_blob() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("state")).expect("store");
+        let mut cache = crate::reconcile::cache::PassCache::default();
+        let mut state = StabilityState { recent_removals: vec![7], ..StabilityState::default() };
+        let first = super::state_blob(&store, &mut cache, &state).expect("blob");
+        assert_eq!(super::state_blob(&store, &mut cache, &state).expect("blob"), first);
+        let blob = store.blob(first).expect("read").expect("stored");
+        assert_eq!(crate::store::codec::decode::<StabilityState>(&blob).expect("state"), state);
+        state.recent_removals.push(8);
+        let second = super::state_blob(&store, &mut cache, &state).expect("blob");
+        assert_ne!(second, first);
+        let blob = store.blob(second).expect("read").expect("stored");
+        assert_eq!(crate::store::codec::decode::<StabilityState>(&blob).expect("state"), state);
     }
 }
 
