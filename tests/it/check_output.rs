@@ -3,24 +3,6 @@
 
 use crate::support::*;
 
-const CLUSTERS: &str = "\
-apiVersion: cluster.karmada.io/v1alpha1
-kind: Cluster
-metadata: {name: a}
-spec: {syncMode: Push}
-status:
-  apiEnablements: [{groupVersion: apps/v1, resources: [{name: deployments, kind: Deployment}]}]
-  resourceSummary: {allocatable: {cpu: '64', memory: 256Gi, pods: '1000'}}
----
-apiVersion: cluster.karmada.io/v1alpha1
-kind: Cluster
-metadata: {name: b}
-spec: {syncMode: Push}
-status:
-  apiEnablements: [{groupVersion: apps/v1, resources: [{name: deployments, kind: Deployment}]}]
-  resourceSummary: {allocatable: {cpu: '64', memory: 256Gi, pods: '1000'}}
-";
-
 const APP: &str = "\
 apiVersion: apps/v1
 kind: Deployment
@@ -58,7 +40,7 @@ spec:
 
 fn scratch() -> Scratch {
     let s = Scratch::new();
-    s.write("clusters.yaml", CLUSTERS);
+    s.write("clusters.yaml", TWO_CLUSTERS);
     s.write("app.yaml", APP);
     s
 }

@@ -164,46 +164,6 @@ fn reacts_to_edits_keeps_last_good_and_stops_cleanly() {
     assert!(v.as_array().map(|a| a.len() >= 2).unwrap_or(false), "history: {v}");
 }
 
-/// The scoring tests' probe: a Duplicated Deployment on one cluster, under profile `spread`.
-const PROBE: &str = r#"apiVersion: policy.karmada.io/v1alpha1
-kind: PropagationPolicy
-metadata:
-  name: probe
-  namespace: shop
-  annotations:
-    fedsched.io/profile: spread
-spec:
-  resourceSelectors:
-  - apiVersion: apps/v1
-    kind: Deployment
-    name: probe
-  placement:
-    clusterAffinity:
-      labelSelector:
-        matchExpressions:
-        - {key: tier, operator: In, values: [general, gpu]}
-    spreadConstraints:
-    - {spreadByField: cluster, maxGroups: 1}
-    replicaScheduling:
-      replicaSchedulingType: Duplicated
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: probe
-  namespace: shop
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: probe}}
-  template:
-    metadata: {labels: {app: probe}}
-    spec:
-      containers:
-      - name: probe
-        image: registry.example.com/probe:1
-        resources: {requests: {cpu: 500m, memory: 512Mi}}
-"#;
-
 #[test]
 fn a_reload_puts_new_profiles_publish_and_model_settings_in_force() {
     let s = Scratch::with_demo();

@@ -4,24 +4,6 @@
 
 use crate::support::*;
 
-const CLUSTERS: &str = "\
-apiVersion: cluster.karmada.io/v1alpha1
-kind: Cluster
-metadata: {name: a}
-spec: {syncMode: Push}
-status:
-  apiEnablements: [{groupVersion: apps/v1, resources: [{name: deployments, kind: Deployment}]}]
-  resourceSummary: {allocatable: {cpu: '64', memory: 256Gi, pods: '1000'}}
----
-apiVersion: cluster.karmada.io/v1alpha1
-kind: Cluster
-metadata: {name: b}
-spec: {syncMode: Push}
-status:
-  apiEnablements: [{groupVersion: apps/v1, resources: [{name: deployments, kind: Deployment}]}]
-  resourceSummary: {allocatable: {cpu: '64', memory: 256Gi, pods: '1000'}}
-";
-
 fn deployment(image: &str, replicas: u32) -> String {
     format!(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: shop}}\nspec:\n  replicas: {replicas}\n  \
@@ -41,7 +23,7 @@ fn policy(extra: &str) -> String {
 
 fn scratch(extra: &str) -> Scratch {
     let s = Scratch::new();
-    s.write("clusters.yaml", CLUSTERS);
+    s.write("clusters.yaml", TWO_CLUSTERS);
     s.write("web.yaml", &deployment("nginx:1.0", 2));
     s.write("policy.yaml", &policy(extra));
     s
@@ -104,7 +86,7 @@ fn suspended_dispatching_keeps_every_file_as_it_was_until_resumed() {
 #[test]
 fn suspended_dispatching_writes_nothing_to_a_new_cluster_and_removes_nothing() {
     let s = Scratch::new();
-    s.write("clusters.yaml", CLUSTERS);
+    s.write("clusters.yaml", TWO_CLUSTERS);
     s.write("web.yaml", &deployment("nginx:1.0", 2));
     let only =
         |names: &str, extra: &str| policy(extra).replace("clusterNames: [a, b]", &format!("clusterNames: [{names}]"));
@@ -181,7 +163,7 @@ fn check_names_each_unsupported_field_by_file_document_and_field() {
     assert!(!err.contains("apiEnablements"), "{err}");
     s.write(
         "clusters.yaml",
-        &CLUSTERS.replace(
+        &TWO_CLUSTERS.replace(
             "  apiEnablements: [{groupVersion: apps/v1, resources: [{name: deployments, kind: Deployment}]}]\n",
             "",
         ),
@@ -198,7 +180,7 @@ fn deprecated_override_pair_and_api_enablements_apply() {
     let s = Scratch::new();
     let c = "---\napiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: c}\nspec: {syncMode: Push}\n\
              status:\n  resourceSummary: {allocatable: {cpu: '64', memory: 256Gi, pods: '1000'}}\n";
-    s.write("clusters.yaml", &format!("{CLUSTERS}{c}"));
+    s.write("clusters.yaml", &format!("{TWO_CLUSTERS}{c}"));
     s.write("web.yaml", &deployment("nginx:1.0", 2));
     s.write("policy.yaml", &policy("").replace("clusterNames: [a, b]", "clusterNames: [a, b, c]"));
     s.write(
@@ -230,7 +212,7 @@ fn deprecated_override_pair_and_api_enablements_apply() {
 #[test]
 fn lazy_activation_applies_a_policy_change_when_the_template_changes() {
     let s = Scratch::new();
-    s.write("clusters.yaml", CLUSTERS);
+    s.write("clusters.yaml", TWO_CLUSTERS);
     s.write("web.yaml", &deployment("nginx:1.0", 2));
     let lazy = |names: &str| {
         policy("  activationPreference: Lazy\n").replace("clusterNames: [a, b]", &format!("clusterNames: [{names}]"))

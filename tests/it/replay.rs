@@ -74,39 +74,10 @@ fn every_decision_of_offline_passes_replays_identical() {
     assert_eq!((code, doc["replayed"].as_u64()), (0, Some(0)), "{doc:#}");
 }
 
-const PROBE: &str = r#"apiVersion: policy.karmada.io/v1alpha1
-kind: PropagationPolicy
-metadata:
-  name: probe
-  namespace: shop
-  annotations: {fedsched.io/profile: probe-score}
-spec:
-  resourceSelectors:
-  - {apiVersion: apps/v1, kind: Deployment, name: probe}
-  placement:
-    clusterAffinity:
-      labelSelector:
-        matchExpressions:
-        - {key: tier, operator: In, values: [general, gpu]}
-    spreadConstraints:
-    - {spreadByField: cluster, maxGroups: 1}
-    replicaScheduling:
-      replicaSchedulingType: Duplicated
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: probe, namespace: shop}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: probe}}
-  template:
-    metadata: {labels: {app: probe}}
-    spec:
-      containers:
-      - name: probe
-        image: registry.example.com/probe:1
-        resources: {requests: {cpu: 500m, memory: 512Mi}}
-"#;
+/// The scoring tests' probe under the test-only profile `probe-score`.
+fn probe() -> String {
+    PROBE.replace("fedsched.io/profile: spread", "fedsched.io/profile: probe-score")
+}
 
 /// A test-only profile that scores differently at replay time (bin-pack instead of spread):
 /// the probe's decision comes out different, named with its clusters, and replay exits 2;
@@ -114,7 +85,7 @@ spec:
 #[test]
 fn a_profile_that_scores_differently_makes_replay_report_differences() {
     let s = Scratch::with_demo();
-    s.write("probe.yaml", PROBE);
+    s.write("probe.yaml", &probe());
     let recorded = s.dir.path().join("recorded.toml");
     std::fs::write(&recorded, "[profiles.probe-score]\nscores = { least-allocated = 1 }\n").expect("config");
     let changed = s.dir.path().join("changed.toml");

@@ -295,3 +295,62 @@ pub fn karmada_examples() -> Option<PathBuf> {
     );
     None
 }
+
+/// Two offline clusters, `a` and `b`, that serve Deployments (64 CPUs, 256 Gi each).
+pub const TWO_CLUSTERS: &str = "\
+apiVersion: cluster.karmada.io/v1alpha1
+kind: Cluster
+metadata: {name: a}
+spec: {syncMode: Push}
+status:
+  apiEnablements: [{groupVersion: apps/v1, resources: [{name: deployments, kind: Deployment}]}]
+  resourceSummary: {allocatable: {cpu: '64', memory: 256Gi, pods: '1000'}}
+---
+apiVersion: cluster.karmada.io/v1alpha1
+kind: Cluster
+metadata: {name: b}
+spec: {syncMode: Push}
+status:
+  apiEnablements: [{groupVersion: apps/v1, resources: [{name: deployments, kind: Deployment}]}]
+  resourceSummary: {allocatable: {cpu: '64', memory: 256Gi, pods: '1000'}}
+";
+
+/// The scoring tests' probe: a Duplicated Deployment on one cluster, under profile `spread`.
+pub const PROBE: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: probe
+  namespace: shop
+  annotations:
+    fedsched.io/profile: spread
+spec:
+  resourceSelectors:
+  - apiVersion: apps/v1
+    kind: Deployment
+    name: probe
+  placement:
+    clusterAffinity:
+      labelSelector:
+        matchExpressions:
+        - {key: tier, operator: In, values: [general, gpu]}
+    spreadConstraints:
+    - {spreadByField: cluster, maxGroups: 1}
+    replicaScheduling:
+      replicaSchedulingType: Duplicated
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: probe
+  namespace: shop
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: probe}}
+  template:
+    metadata: {labels: {app: probe}}
+    spec:
+      containers:
+      - name: probe
+        image: registry.example.com/probe:1
+        resources: {requests: {cpu: 500m, memory: 512Mi}}
+"#;
