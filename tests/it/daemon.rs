@@ -175,7 +175,7 @@ fn a_reload_puts_new_profiles_publish_and_model_settings_in_force() {
     // The repository now names profile `spread` and drops the edge-cache Deployment; the new
     // config defines `spread`, holds any removal and models `example.com/dpu`. With the old
     // settings the pass would be invalid (unknown profile) and the removal would go through.
-    s.write("probe.yaml", PROBE);
+    s.write("probe.yaml", &probe(Some("spread")));
     std::fs::remove_file(s.policies().join("apps/edge.yaml")).expect("rm");
     std::fs::write(
         &d.config,
@@ -252,7 +252,7 @@ fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
 fn the_api_explains_with_the_configured_profiles_like_the_cli() {
     use fedsched::views::explain::{WorkloadRef, explain};
     let s = Scratch::with_demo();
-    s.write("probe.yaml", PROBE);
+    s.write("probe.yaml", &probe(Some("spread")));
     let cfg = Config::parse("[profiles.spread]\nscores = { least-allocated = 1 }\n", Path::new("fedsched.toml"))
         .expect("config");
     let profiles = Arc::new(cfg.profiles().expect("profiles"));
@@ -298,7 +298,7 @@ fn sighup_reloads_and_sigterm_stops_cleanly() {
     wait_for("the startup reconcile", Duration::from_secs(30), || {
         s.out().join("us-east-gpu/kustomization.yaml").exists()
     });
-    s.write("probe.yaml", PROBE);
+    s.write("probe.yaml", &probe(Some("spread")));
     let mut config = std::fs::read_to_string(&d.config).expect("config");
     config.push_str("[profiles.spread]\nscores = { least-allocated = 1 }\n");
     std::fs::write(&d.config, config).expect("write config");

@@ -59,16 +59,8 @@ impl Instance {
 
     fn start(&mut self) {
         let _ = std::fs::remove_file(self.state.join("http.addr"));
-        let mut child = Command::new(bin())
-            .args(["run", "-c"])
-            .arg(&self.config)
-            .env_remove("NOTIFY_SOCKET")
-            .env("FEDSCHED_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn daemon");
-        self.logs.push(capture_stderr(&mut child));
+        let (child, log) = crate::live::daemon_with(&self.config, "info");
+        self.logs.push(log);
         self.child = Some(child);
     }
 

@@ -214,16 +214,7 @@ fn render_polls_the_fleet_over_https_and_never_writes_tokens() {
 #[test]
 fn the_daemon_survives_every_fault_and_keeps_what_it_published() {
     let t = setup(3, true, "timeout = \"3s\"\nread_timeout = \"1s\"\npage_size = 3\nmax_backoff = \"1s\"");
-    let mut child = Command::new(bin())
-        .args(["run", "-c"])
-        .arg(&t.config)
-        .env_remove("NOTIFY_SOCKET")
-        .env("FEDSCHED_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn daemon");
-    let log = capture_stderr(&mut child);
+    let (mut child, log) = daemon(&t, "info");
     let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
     wait_for("the first live reconcile", Duration::from_secs(30), || {
         ["member-000", "member-001", "member-002"].iter().all(|c| web(c).exists())
@@ -446,9 +437,14 @@ impl Sim {
 }
 
 pub(crate) fn daemon(t: &Setup, log_level: &str) -> (Child, std::sync::Arc<std::sync::Mutex<String>>) {
+    daemon_with(&t.config, log_level)
+}
+
+/// `fedsched run -c config` with its stderr captured.
+pub(crate) fn daemon_with(config: &Path, log_level: &str) -> (Child, std::sync::Arc<std::sync::Mutex<String>>) {
     let mut child = Command::new(bin())
         .args(["run", "-c"])
-        .arg(&t.config)
+        .arg(config)
         .env_remove("NOTIFY_SOCKET")
         .env("FEDSCHED_LOG", log_level)
         .stdout(Stdio::null())

@@ -74,18 +74,13 @@ fn every_decision_of_offline_passes_replays_identical() {
     assert_eq!((code, doc["replayed"].as_u64()), (0, Some(0)), "{doc:#}");
 }
 
-/// The scoring tests' probe under the test-only profile `probe-score`.
-fn probe() -> String {
-    PROBE.replace("fedsched.io/profile: spread", "fedsched.io/profile: probe-score")
-}
-
 /// A test-only profile that scores differently at replay time (bin-pack instead of spread):
 /// the probe's decision comes out different, named with its clusters, and replay exits 2;
 /// the decisions of the other profile stay identical.
 #[test]
 fn a_profile_that_scores_differently_makes_replay_report_differences() {
     let s = Scratch::with_demo();
-    s.write("probe.yaml", &probe());
+    s.write("probe.yaml", &probe(Some("probe-score")));
     let recorded = s.dir.path().join("recorded.toml");
     std::fs::write(&recorded, "[profiles.probe-score]\nscores = { least-allocated = 1 }\n").expect("config");
     let changed = s.dir.path().join("changed.toml");

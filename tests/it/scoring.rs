@@ -22,48 +22,6 @@ cpu = 0.031
 memory = 0.004
 "#;
 
-fn probe(profile: Option<&str>) -> String {
-    let annotation = profile.map(|p| format!("\n  annotations:\n    fedsched.io/profile: {p}")).unwrap_or_default();
-    format!(
-        r#"apiVersion: policy.karmada.io/v1alpha1
-kind: PropagationPolicy
-metadata:
-  name: probe
-  namespace: shop{annotation}
-spec:
-  resourceSelectors:
-  - apiVersion: apps/v1
-    kind: Deployment
-    name: probe
-  placement:
-    clusterAffinity:
-      labelSelector:
-        matchExpressions:
-        - {{key: tier, operator: In, values: [general, gpu]}}
-    spreadConstraints:
-    - {{spreadByField: cluster, maxGroups: 1}}
-    replicaScheduling:
-      replicaSchedulingType: Duplicated
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: probe
-  namespace: shop
-spec:
-  replicas: 2
-  selector: {{matchLabels: {{app: probe}}}}
-  template:
-    metadata: {{labels: {{app: probe}}}}
-    spec:
-      containers:
-      - name: probe
-        image: registry.example.com/probe:1
-        resources: {{requests: {{cpu: 500m, memory: 512Mi}}}}
-"#
-    )
-}
-
 /// Renders the demo plus the probe under a profile; returns the probe's clusters and the
 /// explain document.
 fn placed_under(profile: Option<&str>) -> (Vec<String>, serde_json::Value) {

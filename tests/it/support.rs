@@ -315,14 +315,16 @@ status:
   resourceSummary: {allocatable: {cpu: '64', memory: 256Gi, pods: '1000'}}
 ";
 
-/// The scoring tests' probe: a Duplicated Deployment on one cluster, under profile `spread`.
-pub const PROBE: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+/// The scoring probe: a Duplicated Deployment `shop/probe` on one cluster (tier general or
+/// gpu), under `profile` when given.
+pub fn probe(profile: Option<&str>) -> String {
+    let annotation = profile.map(|p| format!("\n  annotations:\n    fedsched.io/profile: {p}")).unwrap_or_default();
+    format!(
+        r#"apiVersion: policy.karmada.io/v1alpha1
 kind: PropagationPolicy
 metadata:
   name: probe
-  namespace: shop
-  annotations:
-    fedsched.io/profile: spread
+  namespace: shop{annotation}
 spec:
   resourceSelectors:
   - apiVersion: apps/v1
@@ -332,9 +334,9 @@ spec:
     clusterAffinity:
       labelSelector:
         matchExpressions:
-        - {key: tier, operator: In, values: [general, gpu]}
+        - {{key: tier, operator: In, values: [general, gpu]}}
     spreadConstraints:
-    - {spreadByField: cluster, maxGroups: 1}
+    - {{spreadByField: cluster, maxGroups: 1}}
     replicaScheduling:
       replicaSchedulingType: Duplicated
 ---
@@ -345,12 +347,14 @@ metadata:
   namespace: shop
 spec:
   replicas: 2
-  selector: {matchLabels: {app: probe}}
+  selector: {{matchLabels: {{app: probe}}}}
   template:
-    metadata: {labels: {app: probe}}
+    metadata: {{labels: {{app: probe}}}}
     spec:
       containers:
       - name: probe
         image: registry.example.com/probe:1
-        resources: {requests: {cpu: 500m, memory: 512Mi}}
-"#;
+        resources: {{requests: {{cpu: 500m, memory: 512Mi}}}}
+"#
+    )
+}
