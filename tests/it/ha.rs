@@ -4,7 +4,7 @@
 //! a renew deadline of 1.5 s, a retry period of 300 ms.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
