@@ -70,8 +70,16 @@ pub struct SummaryEstimator;
 
 /// Free pod slots of a summary (Karmada's `allowedPods`), at least 0.
 fn allowed_pods(s: &super::snapshot::ResourceSummary) -> i64 {
-    let free = s.allocatable.free_after(&s.allocated, &s.allocating);
-    (free.get("pods") / 1000).max(0)
+    (free_of(s, "pods") / 1000).max(0)
+}
+
+/// What `allocatable.free_after(allocated, allocating)` gives for one resource, without
+/// building the whole list (the estimators ask per cluster and workload).
+fn free_of(s: &super::snapshot::ResourceSummary, name: &str) -> i64 {
+    match s.allocatable.0.get(name) {
+        Some(total) => total.saturating_sub(s.allocated.get(name)).saturating_sub(s.allocating.get(name)).max(0),
+        None => 0,
+    }
 }
 
 /// Whether Karmada's general estimator uses the resource models for this request: the
@@ -105,15 +113,7 @@ impl Estimator for SummaryEstimator {
             if name == "pods" || want <= 0 {
                 continue;
             }
-            // What `allocatable.free_after(allocated, allocating)` gives for this resource,
-            // without building the whole list per estimate.
-            let have = match s.allocatable.0.get(name) {
-                Some(total) => {
-                    total.saturating_sub(s.allocated.get(name)).saturating_sub(s.allocating.get(name)).max(0)
-                }
-                None => 0,
-            };
-            max = max.min(have / want);
+            max = max.min(free_of(s, name) / want);
         }
         Some(max)
     }

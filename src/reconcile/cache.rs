@@ -108,8 +108,9 @@ pub fn freshness_key(s: &ClusterSnapshot) -> Option<(u32, u64, u32)> {
 /// The fleet's facts that the filters read, for a confidence threshold: every cluster's name,
 /// labels, provider, region, zones, taints, health, API enablements and constraints, and
 /// whether its confidence reaches the threshold (below it, the confidence filter's reason
-/// prints the age: then the freshness too). A cluster that fails the filters contributes
-/// only these to a decision.
+/// names when the member was last heard from: then that too, which stays the same while the
+/// member is silent, so a silent member does not make the whole fleet's decisions depend on
+/// the clock). A cluster that fails the filters contributes only these to a decision.
 pub fn fleet_static_key(snapshots: &[ClusterSnapshot], min_confidence: f64) -> u64 {
     let mut h = KeyHasher::default();
     for s in snapshots {
@@ -125,7 +126,7 @@ pub fn fleet_static_key(snapshots: &[ClusterSnapshot], min_confidence: f64) -> u
         let above = s.confidence() >= min_confidence;
         above.hash(&mut h);
         if !above {
-            freshness_key(s).hash(&mut h);
+            s.freshness.map(|f| f.polled_at_ms).hash(&mut h);
         }
     }
     h.finish()

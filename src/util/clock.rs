@@ -11,6 +11,11 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// Unix time in milliseconds as RFC 3339 UTC with milliseconds (`2026-12-02T07:10:00.000Z`).
+pub fn rfc3339_ms(ms: u64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
+}
+
 /// A source of Unix time in milliseconds.
 pub trait Clock: Send + Sync + std::fmt::Debug {
     fn now_ms(&self) -> u64;

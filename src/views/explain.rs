@@ -288,7 +288,7 @@ fn document(
 
 /// RFC 3339 time of a unix-milliseconds stamp.
 pub fn format_ms(ms: u64) -> String {
-    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
+    crate::util::clock::rfc3339_ms(ms)
 }
 
 /// Renders the explain document for people.

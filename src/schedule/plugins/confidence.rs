@@ -18,11 +18,15 @@ impl FilterPlugin for Confidence {
         if c >= min || ctx.previous.contains_key(&ctx.cluster.name) {
             return Fit::Pass;
         }
-        let age = ctx.cluster.freshness.map_or(0, |f| f.age_ms);
-        Fit::Reject(format!(
-            "confidence {c:.2} is below {min:.2} (data {} old): no new replicas",
-            humantime::format_duration(std::time::Duration::from_secs(age / 1000))
-        ))
+        // The reason names when the member was last heard from, not the data's age nor the
+        // failed polls: those grow every pass, and a rejection that read them would make every
+        // decision of the fleet depend on the clock while one member is silent
+        // (`reconcile::cache::fleet_static_key` keys a rejected cluster on this only).
+        let heard = match ctx.cluster.freshness.map_or(0, |f| f.polled_at_ms) {
+            0 => "never heard from".to_owned(),
+            ms => format!("last heard from {}", crate::util::clock::rfc3339_ms(ms)),
+        };
+        Fit::Reject(format!("confidence is below {min:.2} ({heard}): no new replicas"))
     }
 
     fn memo_key(&self, ctx: &MemoContext<'_>) -> Option<u64> {

@@ -875,6 +875,8 @@ impl Bench {
         let f = Figure::ms(s, "  its schedule phase", &sched);
         let m = Mark::at_size("≤ 2 s", f.value, 2_000.0, self.size());
         sink.put(f.mark(m));
+        let decided: Vec<f64> = reports.iter().take(1).map(|r| r.decided as f64).collect();
+        sink.put(count(s, "  workloads decided in it (the others reused)", decided));
         let stab: Vec<Duration> = reports.iter().take(1).map(|r| r.phases.stability).collect();
         sink.put(Figure::ms(s, "  its stability stage", &stab));
         sink.put_all(phase_figures(s, &reports[..reports.len().min(1)]));
