@@ -214,10 +214,7 @@ pub fn aggregated(
 
 /// The previous assignment restricted to the current candidates (replicas on clusters that
 /// dropped out become new replicas, as in Karmada), and its total.
-fn still_placed(
-    previous: &BTreeMap<String, i64>,
-    is_candidate: impl Fn(&str) -> bool,
-) -> (BTreeMap<String, i64>, i64) {
+fn still_placed(previous: &BTreeMap<String, i64>, is_candidate: impl Fn(&str) -> bool) -> (BTreeMap<String, i64>, i64) {
     let prev: BTreeMap<String, i64> =
         previous.iter().filter(|(n, r)| is_candidate(n) && **r > 0).map(|(n, r)| (n.clone(), *r)).collect();
     let assigned = prev.values().sum();

@@ -501,7 +501,8 @@ fn spread(field: SpreadByField, min: i32, max: i32) -> SpreadConstraint {
 fn aggregated_ties_follow_karmadas_region_selection_order() {
     // Three regions of one cluster each, 10 free replicas everywhere; the names run against
     // the regions' order (east < north < west, but z-east > m-north > a-west).
-    let clusters = vec![regional("a-west", "west", 10), regional("m-north", "north", 10), regional("z-east", "east", 10)];
+    let clusters =
+        vec![regional("a-west", "west", 10), regional("m-north", "north", 10), regional("z-east", "east", 10)];
     let mut p = strategy_placement(3, false, &[]);
     p.spread_constraints = vec![spread(SpreadByField::Region, 3, 3), spread(SpreadByField::Cluster, 3, 3)];
     let r = run(&p, &clusters, 15, &[]);
