@@ -190,8 +190,9 @@ pub fn aggregated(
             let delta = replicas - assigned;
             let mut order: Vec<(&String, i64)> = candidates.iter().map(|(n, a)| (n, *a)).collect();
             gosort::sort_by(&mut order, |a, b| a.1 > b.1);
-            let (mut order, rest): (Vec<(&String, i64)>, Vec<(&String, i64)>) =
-                order.into_iter().partition(|(n, _)| prev.contains_key(*n));
+            // The clusters already used first, each part in its order (Karmada's
+            // resortAvailableClusters).
+            let (mut order, rest): (Vec<_>, Vec<_>) = order.into_iter().partition(|(n, _)| prev.contains_key(*n));
             order.extend(rest);
             let mut chosen = BTreeMap::new();
             let mut cap = 0;
