@@ -475,7 +475,7 @@ fn spread_by_region_through_the_pipeline() {
         .filter_map(|(n, _)| clusters.iter().find(|c| &c.name == n).and_then(|c| c.region.clone()))
         .collect();
     assert_eq!(regions.len(), 2, "{:?}", r.outcome);
-    // Karmada caps a group's score at the target (⌊20/2⌋+1 = 11 replicas): every region
+    // Karmada caps a group's score at the target (⌈20/2⌉ = 10 replicas): every region
     // reaches it, so the scores tie and the regions holding more clusters (r1, r2) win over
     // r3 despite its 50 free replicas; the best cluster of each is taken.
     assert_eq!(placed(&r).iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), vec!["m02", "m03"]);
@@ -523,6 +523,21 @@ fn aggregated_ties_follow_karmadas_region_selection_order() {
     // - Webster, 15 seats over 10:10, empty UID (name ascending on ties): m-north 8, z-east 7.
     // Sorting the tie by name instead (fedsched before) gave a-west 8, m-north 7.
     assert_eq!(placed(&r), pairs(&[("m-north", 8), ("z-east", 7)]), "{:?}", r.outcome);
+}
+
+/// Issue 16: Karmada caps a region's score at ⌈replicas / minGroups⌉, so a region that can
+/// just hold the replicas ties with a bigger one and the region order decides.
+#[test]
+fn region_scores_tie_at_karmadas_target() {
+    let clusters = vec![regional("e1", "east", 10), regional("w1", "west", 30)];
+    let mut p = strategy_placement(3, false, &[]);
+    p.spread_constraints = vec![spread(SpreadByField::Region, 1, 1), spread(SpreadByField::Cluster, 1, 1)];
+    let r = run(&p, &clusters, 10, &[]);
+    // Karmada: target ⌈10/1⌉ = 10; east holds 10, west 30: both score 10·1000 + 0. selectGroups
+    // (1 group, target 1): groups by value asc, weight desc, name asc = east, west; paths
+    // [east] (id 0) and [west] (id 1) tie on weight and value: the first found, east. Its
+    // best cluster e1 takes the 10 replicas. (A target of ⌊10/1⌋+1 = 11 made west win.)
+    assert_eq!(placed(&r), pairs(&[("e1", 10)]), "{:?}", r.outcome);
 }
 
 /// Issue 16: scaling an Aggregated workload down over more than 12 previous clusters orders
