@@ -17,7 +17,7 @@ where
 
 #[test]
 fn gives_the_permutations_go_gives() {
-    // go_vectors.txt: what Go's own sort.Sort did with each list (see the file's header). 47
+    // go_vectors.txt: what Go's own sort.Sort did with each list (go_vectors.sh makes it). 47
     // of its 186 cases come out differently with the xorshift shifts of Go 1.19–1.23 (13, 17,
     // 5), so the pattern breaker's generator is checked too; the last two reach the heapsort
     // fallback, others the equal-elements partition, the reversal of a descending run and the
