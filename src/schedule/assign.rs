@@ -169,7 +169,8 @@ pub fn aggregated(
     previous: &BTreeMap<String, i64>,
     tie: TieBreak,
 ) -> Result<BTreeMap<String, i64>, AssignError> {
-    let (prev, assigned) = still_placed(previous, |n| candidates.iter().any(|(c, _)| c == n));
+    let names: std::collections::BTreeSet<&str> = candidates.iter().map(|(n, _)| n.as_str()).collect();
+    let (prev, assigned) = still_placed(previous, |n| names.contains(n));
     match assigned.cmp(&replicas) {
         Ordering::Equal => Ok(prev),
         Ordering::Greater => {
