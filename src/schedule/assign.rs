@@ -4,6 +4,8 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
+use crate::util::gosort;
+
 /// Direction of the name tie-break, from the parity of FNV-32a of the template UID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TieBreak {
@@ -131,7 +133,7 @@ pub fn dynamic_steady(
     previous: &BTreeMap<String, i64>,
     tie: TieBreak,
 ) -> Result<BTreeMap<String, i64>, AssignError> {
-    let (prev, assigned) = still_placed(previous, available);
+    let (prev, assigned) = still_placed(previous, |n| available.contains_key(n));
     match assigned.cmp(&replicas) {
         Ordering::Equal => Ok(prev),
         Ordering::Greater => Ok(webster(replicas, &prev, tie)),
@@ -146,47 +148,63 @@ pub fn dynamic_steady(
     }
 }
 
-/// Aggregated: like dynamic, but on as few clusters as possible; clusters already used come
-/// first, then by free capacity (descending), then name.
+/// Aggregated: like dynamic, but on as few clusters as possible. `candidates` = free replicas
+/// per selected cluster, **in the selection order** (Karmada's candidate list: score desc,
+/// available desc, name asc, or the spread constraints' order — for regions, the best cluster
+/// of each chosen region first); `previous` = last assignment (by name).
+///
+/// Ties between clusters of equal capacity go exactly as in Karmada
+/// (`pkg/scheduler/core/division_algorithm.go`), which orders the clusters with Go's
+/// `sort.Sort` by replicas alone (not stable beyond 12 clusters: [`gosort`]):
+/// - scale up (a first schedule included): the candidates, in their order, sorted by free
+///   replicas descending with Go's `sort.Sort`, then the previously used ones moved to the
+///   front (order kept); the shortest prefix whose free replicas cover the new ones takes them
+///   (Webster over their free replicas);
+/// - scale down: the previous clusters, by name (the order of Karmada's own results, which
+///   Webster lists by name), sorted by previous replicas descending with Go's `sort.Sort`; the
+///   shortest prefix covering the target keeps it (Webster over the previous replicas).
 pub fn aggregated(
     replicas: i64,
-    available: &BTreeMap<String, i64>,
+    candidates: &[(String, i64)],
     previous: &BTreeMap<String, i64>,
     tie: TieBreak,
 ) -> Result<BTreeMap<String, i64>, AssignError> {
-    let (prev, assigned) = still_placed(previous, available);
+    let names: std::collections::BTreeSet<&str> = candidates.iter().map(|(n, _)| n.as_str()).collect();
+    let (prev, assigned) = still_placed(previous, |n| names.contains(n));
     match assigned.cmp(&replicas) {
         Ordering::Equal => Ok(prev),
         Ordering::Greater => {
-            // Keep the shortest prefix (by previous replicas, descending) covering the target.
-            let mut order: Vec<(&String, &i64)> = prev.iter().collect();
-            order.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let mut order: Vec<(&String, i64)> = prev.iter().map(|(n, r)| (n, *r)).collect();
+            gosort::sort_by(&mut order, |a, b| a.1 > b.1);
             let mut kept = BTreeMap::new();
             let mut sum = 0;
             for (n, r) in order {
                 if sum >= replicas {
                     break;
                 }
-                kept.insert(n.clone(), *r);
+                kept.insert(n.clone(), r);
                 sum += r;
             }
             Ok(webster(replicas, &kept, tie))
         }
         Ordering::Less => {
             let delta = replicas - assigned;
-            let mut order: Vec<(&String, &i64)> = available.iter().filter(|(_, a)| **a > 0).collect();
-            order.sort_by(|a, b| {
-                let used = |n: &String| prev.contains_key(n);
-                used(b.0).cmp(&used(a.0)).then(b.1.cmp(a.1)).then(a.0.cmp(b.0))
-            });
+            let mut order: Vec<(&String, i64)> = candidates.iter().map(|(n, a)| (n, *a)).collect();
+            gosort::sort_by(&mut order, |a, b| a.1 > b.1);
+            // The clusters already used first, each part in its order (Karmada's
+            // resortAvailableClusters).
+            let (mut order, rest): (Vec<_>, Vec<_>) = order.into_iter().partition(|(n, _)| prev.contains_key(*n));
+            order.extend(rest);
             let mut chosen = BTreeMap::new();
             let mut cap = 0;
             for (n, a) in order {
                 if cap >= delta {
                     break;
                 }
-                chosen.insert(n.clone(), *a);
-                cap += a;
+                if a > 0 {
+                    chosen.insert(n.clone(), a);
+                    cap += a;
+                }
             }
             if cap < delta {
                 return Err(AssignError::NotEnough { available: cap + assigned, wanted: replicas });
@@ -198,9 +216,9 @@ pub fn aggregated(
 
 /// The previous assignment restricted to the current candidates (replicas on clusters that
 /// dropped out become new replicas, as in Karmada), and its total.
-fn still_placed(previous: &BTreeMap<String, i64>, available: &BTreeMap<String, i64>) -> (BTreeMap<String, i64>, i64) {
+fn still_placed(previous: &BTreeMap<String, i64>, is_candidate: impl Fn(&str) -> bool) -> (BTreeMap<String, i64>, i64) {
     let prev: BTreeMap<String, i64> =
-        previous.iter().filter(|(n, r)| available.contains_key(*n) && **r > 0).map(|(n, r)| (n.clone(), *r)).collect();
+        previous.iter().filter(|(n, r)| is_candidate(n) && **r > 0).map(|(n, r)| (n.clone(), *r)).collect();
     let assigned = prev.values().sum();
     (prev, assigned)
 }
@@ -312,14 +330,52 @@ mod tests {
         assert_eq!(dynamic_steady(100, &free, &prev, asc), Err(AssignError::NotEnough { available: 42, wanted: 100 }));
     }
 
+    fn list(items: &[(&str, i64)]) -> Vec<(String, i64)> {
+        items.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
     #[test]
     fn aggregated_vectors() {
         let asc = TieBreak::Ascending;
-        let free = m(&[("m1", 6), ("m2", 8), ("m3", 10)]);
+        let free = list(&[("m3", 10), ("m2", 8), ("m1", 6)]);
         assert_eq!(aggregated(12, &free, &BTreeMap::new(), asc), Ok(m(&[("m2", 5), ("m3", 7)])));
-        let free = m(&[("m1", 6), ("m2", 6), ("m3", 20)]);
+        let free = list(&[("m3", 20), ("m1", 6), ("m2", 6)]);
         let prev = m(&[("m1", 4), ("m2", 8)]);
         assert_eq!(aggregated(24, &free, &prev, asc), Ok(m(&[("m1", 10), ("m2", 14)])));
+    }
+
+    #[test]
+    fn aggregated_ties_keep_the_candidate_order() {
+        // Equal free replicas: Karmada's sort.Sort of ≤ 12 clusters is an insertion sort, so
+        // the candidates keep their (selection) order, whatever their names.
+        let asc = TieBreak::Ascending;
+        let free = list(&[("z", 10), ("m", 10), ("a", 10)]);
+        assert_eq!(aggregated(15, &free, &BTreeMap::new(), asc), Ok(m(&[("m", 8), ("z", 7)])));
+        let free = list(&[("a", 10), ("m", 10), ("z", 10)]);
+        assert_eq!(aggregated(15, &free, &BTreeMap::new(), asc), Ok(m(&[("a", 8), ("m", 7)])));
+        // A scale-up puts the used clusters first, in that order too.
+        let free = list(&[("z", 4), ("m", 4), ("a", 4), ("b", 9)]);
+        let prev = m(&[("a", 1), ("z", 1)]);
+        assert_eq!(aggregated(6, &free, &prev, asc), Ok(m(&[("a", 1), ("z", 5)])));
+    }
+
+    #[test]
+    fn aggregated_scale_down_orders_more_than_12_previous_clusters_as_go() {
+        // 13 previous clusters, 21 replicas, scaled down to 5. Karmada sorts them (listed by
+        // name) by replicas with Go's sort.Sort — pdqsort above 12 elements: the
+        // pivot is the median of positions 3, 6, 9 (position 6, no swap: "increasing"), the
+        // partial insertion sort stops at position 6 (a 2 after a 1) and gives up (fewer than
+        // 50 elements), the partition around position 6's 2 swaps it to the front and finds
+        // nothing greater, and insertion sort orders positions 1..13: m06, m01, m02, m03,
+        // m04, m00, m08, m09, then the 1s. The shortest prefix covering 5 is m06, m01, m02.
+        let asc = TieBreak::Ascending;
+        let reps = [2, 2, 2, 2, 2, 1, 2, 1, 2, 2, 1, 1, 1];
+        let prev: BTreeMap<String, i64> = reps.iter().enumerate().map(|(i, r)| (format!("m{i:02}"), *r)).collect();
+        let free: Vec<(String, i64)> = prev.keys().map(|k| (k.clone(), 100)).collect();
+        assert_eq!(aggregated(5, &free, &prev, asc), Ok(m(&[("m01", 2), ("m02", 2), ("m06", 1)])));
+        // 12 clusters (the last dropped): insertion sort, stable — name order among equals.
+        let free12 = &free[..12];
+        assert_eq!(aggregated(5, free12, &prev, asc), Ok(m(&[("m00", 2), ("m01", 2), ("m02", 1)])));
     }
 
     #[test]

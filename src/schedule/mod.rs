@@ -480,8 +480,9 @@ fn decide(
         Strategy::DynamicWeight | Strategy::Aggregated => {
             let previous: BTreeMap<String, i64> =
                 req.previous.iter().map(|(k, v)| (k.clone(), i64::from(*v))).collect();
-            // Weights for new replicas are the free replicas (available − already assigned).
-            let free: BTreeMap<String, i64> = selected
+            // Weights for new replicas are the free replicas (available − already assigned),
+            // in the selection order (Aggregated breaks ties between equal clusters by it).
+            let free: Vec<(String, i64)> = selected
                 .iter()
                 .map(|v| {
                     let avail = v.available_replicas.unwrap_or(0);
@@ -492,7 +493,7 @@ fn decide(
             let r = if strategy == Strategy::Aggregated {
                 assign::aggregated(i64::from(replicas), &free, &previous, tie)
             } else {
-                assign::dynamic_steady(i64::from(replicas), &free, &previous, tie)
+                assign::dynamic_steady(i64::from(replicas), &free.into_iter().collect(), &previous, tie)
             };
             match r {
                 Ok(m) => to_targets(m),

@@ -475,11 +475,87 @@ fn spread_by_region_through_the_pipeline() {
         .filter_map(|(n, _)| clusters.iter().find(|c| &c.name == n).and_then(|c| c.region.clone()))
         .collect();
     assert_eq!(regions.len(), 2, "{:?}", r.outcome);
-    // Karmada caps a group's score at the target (⌊20/2⌋+1 = 11 replicas): every region
+    // Karmada caps a group's score at the target (⌈20/2⌉ = 10 replicas): every region
     // reaches it, so the scores tie and the regions holding more clusters (r1, r2) win over
     // r3 despite its 50 free replicas; the best cluster of each is taken.
     assert_eq!(placed(&r).iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), vec!["m02", "m03"]);
     assert_eq!(placed(&r).iter().map(|(_, r)| r).sum::<i32>(), 20);
+}
+
+/// One cluster with `free` CPUs (1 CPU per replica) in `region`.
+fn regional(name: &str, region: &str, free: i64) -> ClusterSnapshot {
+    ClusterSnapshot::offline(name, "c.yaml").with_region(region).with_summary(ResourceSummary {
+        allocatable: ResourceList::of(&[("cpu", free * 1000), ("pods", 1_000_000)]),
+        ..Default::default()
+    })
+}
+
+fn spread(field: SpreadByField, min: i32, max: i32) -> SpreadConstraint {
+    SpreadConstraint { spread_by_field: Some(field), spread_by_label: None, min_groups: min, max_groups: max }
+}
+
+/// Issue 16: a tie between clusters of exactly equal capacity under Aggregated division, on a
+/// first schedule with a region spread constraint, goes as in Karmada: by the region-selection
+/// order, not by cluster name.
+#[test]
+fn aggregated_ties_follow_karmadas_region_selection_order() {
+    // Three regions of one cluster each, 10 free replicas everywhere; the names run against
+    // the regions' order (east < north < west, but z-east > m-north > a-west).
+    let clusters =
+        vec![regional("a-west", "west", 10), regional("m-north", "north", 10), regional("z-east", "east", 10)];
+    let mut p = strategy_placement(3, false, &[]);
+    p.spread_constraints = vec![spread(SpreadByField::Region, 3, 3), spread(SpreadByField::Cluster, 3, 3)];
+    let r = run(&p, &clusters, 15, &[]);
+    // Karmada, by hand (pkg/scheduler/core):
+    // - every cluster is feasible, score 0 (nothing placed yet), 10 available replicas;
+    // - region scores (calcGroupScore, Divided): target ⌈15/3⌉ = 5, each region's one cluster
+    //   holds 10 ≥ 5: 5·1000 + 0 = 5000 for all three (fedsched's formula gives 6000 for all:
+    //   a tie either way);
+    // - selectGroups(min 3, max 3, target = cluster minGroups 3): groups sorted value asc,
+    //   weight desc, name asc = east, north, west; the only feasible path takes all three,
+    //   its groups sorted weight desc, name asc: east, north, west;
+    // - selectBestClustersByRegion: the best cluster of each region in that order, z-east,
+    //   m-north, a-west; needCnt = min(3, cluster maxGroups 3) = 3, nothing more to add;
+    // - dynamicScaleUp: target 15 − 0; the candidates with their 10 allocatable replicas,
+    //   sort.Sort by replicas (3 elements: insertion sort, nothing moves): z-east, m-north,
+    //   a-west; Aggregated: nothing placed before, no reordering; the shortest prefix with
+    //   ≥ 15 replicas: z-east, m-north (20);
+    // - Webster, 15 seats over 10:10, empty UID (name ascending on ties): m-north 8, z-east 7.
+    // Sorting the tie by name instead (fedsched before) gave a-west 8, m-north 7.
+    assert_eq!(placed(&r), pairs(&[("m-north", 8), ("z-east", 7)]), "{:?}", r.outcome);
+}
+
+/// Issue 16: Karmada caps a region's score at ⌈replicas / minGroups⌉, so a region that can
+/// just hold the replicas ties with a bigger one and the region order decides.
+#[test]
+fn region_scores_tie_at_karmadas_target() {
+    let clusters = vec![regional("e1", "east", 10), regional("w1", "west", 30)];
+    let mut p = strategy_placement(3, false, &[]);
+    p.spread_constraints = vec![spread(SpreadByField::Region, 1, 1), spread(SpreadByField::Cluster, 1, 1)];
+    let r = run(&p, &clusters, 10, &[]);
+    // Karmada: target ⌈10/1⌉ = 10; east holds 10, west 30: both score 10·1000 + 0. selectGroups
+    // (1 group, target 1): groups by value asc, weight desc, name asc = east, west; paths
+    // [east] (id 0) and [west] (id 1) tie on weight and value: the first found, east. Its
+    // best cluster e1 takes the 10 replicas. (A target of ⌊10/1⌋+1 = 11 made west win.)
+    assert_eq!(placed(&r), pairs(&[("e1", 10)]), "{:?}", r.outcome);
+}
+
+/// Issue 16: scaling an Aggregated workload down over more than 12 previous clusters orders
+/// them as Karmada's `sort.Sort` (Go's pdqsort, not stable) does, not by name.
+#[test]
+fn aggregated_scale_down_over_13_previous_clusters_follows_go_sort() {
+    let clusters: Vec<ClusterSnapshot> = (0..13).map(|i| cluster(i, 100, false, true)).collect();
+    let reps = [2, 2, 2, 2, 2, 1, 2, 1, 2, 2, 1, 1, 1];
+    let names: Vec<String> = (0..13).map(|i| format!("m{i:02}")).collect();
+    let previous: Vec<(&str, i32)> = names.iter().map(String::as_str).zip(reps).collect();
+    let r = run(&strategy_placement(3, false, &[]), &clusters, 5, &previous);
+    // Karmada: 21 replicas placed, 5 wanted: dynamicScaleDown sorts spec.clusters (by name)
+    // by replicas with Go's sort.Sort: m06, m01, m02, m03, m04, m00, m08, m09, then the 1s
+    // (derivation in schedule::assign's aggregated_scale_down test, checked against Go in
+    // util::gosort); the shortest prefix covering 5 is m06, m01, m02 (6); Webster, 5 seats
+    // over 2:2:2, names ascending on ties: m01 2, m02 2, m06 1.
+    // By name (fedsched before): m00 2, m01 2, m02 1.
+    assert_eq!(placed(&r), pairs(&[("m01", 2), ("m02", 2), ("m06", 1)]), "{:?}", r.outcome);
 }
 
 #[test]

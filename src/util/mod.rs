@@ -5,8 +5,10 @@
 //! - [`clock`]: the wall clock behind a trait, so the daemon can be driven by a test clock.
 //! - [`diff`]: unified diffs of two texts (`fedsched plan --diff`).
 //! - [`percent`]: percent-encoding of URL path segments and query values, and its inverse.
+//! - [`gosort`]: Go's `sort.Sort` ported exactly, to break ties as Karmada's scheduler does.
 
 pub mod clock;
 pub mod diff;
+pub mod gosort;
 pub mod hash;
 pub mod percent;

@@ -25,5 +25,6 @@ mod scoring;
 mod status;
 mod support;
 mod systemd;
+mod ties;
 mod tools;
 mod unsafe_input;

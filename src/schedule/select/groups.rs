@@ -15,13 +15,23 @@ pub struct GroupInfo {
     pub weight: i64,
 }
 
-/// Karmada's group score. `clusters` are in the global order (score desc, available desc).
+/// Karmada's group score (`calcGroupScore`). `clusters` are in the global order (score desc,
+/// available desc); `min_groups` is the group level's minGroups, `cluster_min_groups` the
+/// cluster constraint's (0 without one).
 ///
 /// - Duplicated: `1000 · #clusters that can hold all replicas + their mean score`.
-/// - Divided: target = `⌊replicas / minGroups⌋ + 1` (Karmada's formula); walk the clusters
-///   summing available replicas until the target is reached; `1000 · min(sum, target) + mean
-///   score of the clusters walked` (all clusters when the target is not reached).
-pub fn group_score(clusters: &[&ClusterVerdict], replicas: i32, min_groups: i32, duplicated: bool) -> i64 {
+/// - Divided: target = `⌈replicas / minGroups⌉`; walk the clusters summing available replicas
+///   until at least `max(cluster minGroups, minGroups)` clusters are walked and the target is
+///   reached; `1000 · min(sum, target) + mean score of the clusters walked` (all clusters when
+///   the target is not reached). Groups that reach the target tie on the replica part, and
+///   the search then keeps Karmada's order of groups (value, then name).
+pub fn group_score(
+    clusters: &[&ClusterVerdict],
+    replicas: i32,
+    min_groups: i32,
+    cluster_min_groups: i32,
+    duplicated: bool,
+) -> i64 {
     if clusters.is_empty() {
         return 0;
     }
@@ -35,13 +45,14 @@ pub fn group_score(clusters: &[&ClusterVerdict], replicas: i32, min_groups: i32,
         return valid.len() as i64 * WEIGHT_UNIT + sum / valid.len() as i64;
     }
     let min = i64::from(min_groups.max(1));
-    let target = (replicas - replicas % min) / min + 1;
+    let target = (replicas + min - 1) / min;
+    let walk_at_least = i64::from(cluster_min_groups).max(min);
     let (mut sum_avail, mut sum_score, mut walked) = (0i64, 0i64, 0i64);
     for c in clusters {
         sum_avail = sum_avail.saturating_add(avail(c));
         sum_score += c.score;
         walked += 1;
-        if sum_avail >= target {
+        if walked >= walk_at_least && sum_avail >= target {
             break;
         }
     }

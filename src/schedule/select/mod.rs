@@ -205,7 +205,13 @@ fn by_groups<'a, C: Clusters + ?Sized>(
         .map(|(name, vs)| GroupInfo {
             name: name.clone(),
             value: vs.len() as i64,
-            weight: group_score(vs, replicas.unwrap_or(0), sc.min_groups, duplicated),
+            weight: group_score(
+                vs,
+                replicas.unwrap_or(0),
+                sc.min_groups,
+                cluster_sc.map_or(0, |c| c.min_groups),
+                duplicated,
+            ),
         })
         .collect();
     let cluster_min = cluster_sc.map(|c| i64::from(c.min_groups.max(1))).unwrap_or(1);

@@ -118,15 +118,27 @@ fn select_groups_follows_karmada_dfs() {
 fn group_scores_follow_karmada() {
     let vs = [verdict("a", 100, 4), verdict("b", 0, 10)];
     let refs: Vec<&ClusterVerdict> = vs.iter().collect();
-    // Divided, 12 replicas, minGroups 2 ⇒ target ⌊12/2⌋+1 = 7: a (4) + b (10) reach it.
-    assert_eq!(group_score(&refs, 12, 2, false), 7 * 1000 + 100 / 2);
-    // Target 3: a alone reaches it.
-    assert_eq!(group_score(&refs, 4, 2, false), 3 * 1000 + 100);
-    // Short: 14 available < target 21.
-    assert_eq!(group_score(&refs, 40, 2, false), 14 * 1000 + 100 / 2);
+    // Divided, 12 replicas, minGroups 2 ⇒ target ⌈12/2⌉ = 6: a (4) + b (10) reach it.
+    assert_eq!(group_score(&refs, 12, 2, 1, false), 6 * 1000 + 100 / 2);
+    // Target 2: a alone reaches it, but at least minGroups (2) clusters are walked.
+    assert_eq!(group_score(&refs, 4, 2, 1, false), 2 * 1000 + 100 / 2);
+    // minGroups 1, cluster minGroups 1: a alone (target 4).
+    assert_eq!(group_score(&refs, 4, 1, 1, false), 4 * 1000 + 100);
+    // Short: 14 available < target 20.
+    assert_eq!(group_score(&refs, 40, 2, 1, false), 14 * 1000 + 100 / 2);
     // Duplicated: clusters holding all 5 replicas: b only.
-    assert_eq!(group_score(&refs, 5, 1, true), 1000);
-    assert_eq!(group_score(&refs, 50, 1, true), 0);
+    assert_eq!(group_score(&refs, 5, 1, 1, true), 1000);
+    assert_eq!(group_score(&refs, 50, 1, 1, true), 0);
+    // Karmada's own worked examples (calcGroupScore's comments): 100 replicas, group
+    // minGroups 2, cluster minGroups 1 ⇒ target 50, at least 2 clusters walked.
+    let group = |score: i64, avail: &[i64]| -> Vec<ClusterVerdict> {
+        avail.iter().enumerate().map(|(i, a)| verdict(&format!("m{i}"), score, *a)).collect()
+    };
+    let score = |g: &[ClusterVerdict]| group_score(&g.iter().collect::<Vec<_>>(), 100, 2, 1, false);
+    assert_eq!(score(&group(100, &[10, 10, 10, 10, 5])), 45_100);
+    assert_eq!(score(&group(0, &[40, 30, 10, 10])), 50_000);
+    assert_eq!(score(&group(100, &[40, 40, 10, 10, 5])), 50_100);
+    assert_eq!(score(&group(0, &[100, 100, 10, 10])), 50_000);
 }
 
 #[test]
