@@ -12,7 +12,9 @@
 //! [`apply_live`] merges a [`live::LiveView`] into the offline snapshots: the Cluster object
 //! still gives the name, labels, provider, region, zones, taints and resource models; the
 //! poll gives health, nodes, pod counts and the resource summary (computed as Karmada's
-//! cluster status controller does). A failing cluster keeps its last observation (in memory,
+//! cluster status controller does), and the member's discovery documents the APIs it serves
+//! (until a discovery succeeded: the last stored live list, else the Cluster object's
+//! `status.apiEnablements`, else none — taken to serve every API). A failing cluster keeps its last observation (in memory,
 //! or the last live snapshot in the store after a restart) with health `Unreachable` (or
 //! `NotReady` for a 401/403: the API answered but refused) and Karmada's matching
 //! `NoSchedule` taint, so it receives nothing new but keeps what it has.
@@ -48,16 +50,33 @@ pub fn apply_live(
     for snap in snapshots.iter_mut() {
         let Some(status) = view.clusters.get(&snap.name) else { continue };
         let Some(cluster) = set.clusters.iter().find(|c| c.meta.name == snap.name) else { continue };
-        let last: Option<Arc<LiveData>> = status.last_good.clone().or_else(|| {
-            stored(&snap.name).filter(|s| matches!(s.source, SnapshotSource::Live { .. })).map(|s| {
-                Arc::new(LiveData {
+        // The last live snapshot in the store, read only when this process lacks something:
+        // an observation, or an API list after a discovery that failed.
+        let no_apis = status.apis.is_none() && status.discovery_error.is_some();
+        let stored_live = (status.last_good.is_none() || no_apis)
+            .then(|| stored(&snap.name))
+            .flatten()
+            .filter(|s| matches!(s.source, SnapshotSource::Live { .. }));
+        let (stored_data, stored_apis) = match stored_live {
+            Some(s) => (
+                Some(Arc::new(LiveData {
                     nodes: s.nodes,
                     unbound: s.summary.map(|x| x.allocating).unwrap_or_default(),
                     pods: s.pods.unwrap_or_default(),
                     poll: s.poll.unwrap_or_default(),
-                })
-            })
-        });
+                })),
+                Some(s.api_enablements).filter(|a| !a.is_empty()),
+            ),
+            None => (None, None),
+        };
+        let last: Option<Arc<LiveData>> = status.last_good.clone().or(stored_data);
+        // The APIs it serves: its last discovery, else the last stored live list, else the
+        // Cluster object's own `status.apiEnablements` (empty: taken to serve every API).
+        match (&status.apis, stored_apis) {
+            (Some(apis), _) => snap.api_enablements = (**apis).clone(),
+            (None, Some(apis)) => snap.api_enablements = apis,
+            (None, None) => {}
+        }
         let health = match &status.error {
             None => Health::Ready,
             Some(e) => e.health(),

@@ -1,7 +1,9 @@
 //! The simulator's HTTP(S) server: the Kubernetes API shapes a poller, kubectl and client
 //! libraries use, per cluster under `/clusters/<name>`, with bearer-token auth and faults.
 //!
-//! Served (GET): `/version`, `/api`, `/apis`, `/api/v1`, `/api/v1/nodes[/{name}]`,
+//! Served (GET): `/version`, the discovery documents (`/api`, `/apis`, `/api/<v>`,
+//! `/apis/<g>/<v>`: the APIs of the cluster's Cluster object's `status.apiEnablements`, or the
+//! standard list), `/api/v1/nodes[/{name}]`,
 //! `/api/v1/pods`, `/api/v1/namespaces/{ns}/pods[/{name}]`. Lists honour `limit` and
 //! `continue` (an opaque offset token), return `resourceVersion` (and accept it as a
 //! parameter), and filter by `fieldSelector` (`spec.nodeName`, `status.phase`,
@@ -61,6 +63,9 @@ pub struct Fault {
     /// Answer every request that carries a continue token with 410 Gone, and every watch
     /// with a 410 `ERROR` event (so a watcher's relist meets the expired continue tokens).
     pub gone_on_continue: bool,
+    /// Answer the discovery documents (`/api`, `/apis`, `/api/<v>`, `/apis/<g>/<v>`) only
+    /// with this status; everything else is served.
+    pub discovery_status: Option<u16>,
 }
 
 /// One served cluster.
@@ -74,6 +79,16 @@ pub struct Served {
     pub log: WatchLog,
     /// Its faults.
     pub fault: Fault,
+    /// The APIs it serves, by group version ([`super::fleet::served_apis`]).
+    pub apis: BTreeMap<String, Vec<(String, String)>>,
+}
+
+impl Served {
+    /// A served cluster: its objects, token and watch log; the APIs of its Cluster object.
+    pub fn new(fleet: FleetCluster, token: String, log: WatchLog) -> Served {
+        let apis = super::fleet::served_apis(&fleet.cluster);
+        Served { fleet, token, log, fault: Fault::default(), apis }
+    }
 }
 
 /// Everything the server shares between connections.
@@ -85,6 +100,8 @@ pub struct State {
     pub admin_token: String,
     /// Requests served, by cluster (for tests and curiosity).
     pub requests: RwLock<BTreeMap<String, u64>>,
+    /// Discovery documents requested, by cluster.
+    pub discovery_requests: RwLock<BTreeMap<String, u64>>,
     /// Every `User-Agent` seen on an authenticated cluster request ("" for none).
     pub user_agents: RwLock<std::collections::BTreeSet<String>>,
     /// Runs the GitOps agent (set when `--apply` is given).
@@ -198,6 +215,14 @@ async fn cluster_api(
     }
     if req.method() != Method::GET {
         return Ok(status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "the simulator only serves GET"));
+    }
+    if is_discovery(api_path) {
+        *state.discovery_requests.write().unwrap_or_else(|p| p.into_inner()).entry(cluster.to_string()).or_insert(0) +=
+            1;
+        if let Some(code) = fault.discovery_status {
+            let code = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            return Ok(status(code, "ServiceUnavailable", &format!("injected discovery fault on cluster {cluster}")));
+        }
     }
     if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
         return Ok(watch(state, cluster, api_path, &query, &fault));
@@ -332,28 +357,73 @@ fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name:
         ["api", "v1", "pods"] => list(c, "PodList", &c.fleet.pods, None, q, name),
         ["api", "v1", "namespaces", ns, "pods"] => list(c, "PodList", &c.fleet.pods, Some(ns), q, name),
         ["api", "v1", "namespaces", ns, "pods", n] => get(&c.fleet.pods, Some(ns), n, "pods"),
-        segs => discovery(segs, server).unwrap_or_else(|| {
+        segs => discovery(c, segs, server).unwrap_or_else(|| {
             status(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource")
         }),
     }
 }
 
-/// The discovery documents: `/version`, `/api`, `/apis`, `/api/v1`.
-fn discovery(segs: &[&str], server: &str) -> Option<Resp> {
+/// The discovery documents: `/version`, `/api`, `/apis`, `/api/<v>`, `/apis/<g>/<v>`, of the
+/// APIs the cluster serves ([`super::fleet::served_apis`]: its Cluster object's
+/// `status.apiEnablements`, or the standard list).
+fn discovery(c: &Served, segs: &[&str], server: &str) -> Option<Resp> {
+    let resource_list = |gv: &str| {
+        let resources = c.apis.get(gv)?;
+        let items: Vec<Value> = resources
+            .iter()
+            .map(|(name, kind)| {
+                let namespaced = !matches!(
+                    kind.as_str(),
+                    "Node"
+                        | "Namespace"
+                        | "PersistentVolume"
+                        | "CustomResourceDefinition"
+                        | "ClusterRole"
+                        | "ClusterRoleBinding"
+                        | "StorageClass"
+                        | "IngressClass"
+                );
+                json!({"name": name, "singularName": "", "namespaced": namespaced, "kind": kind,
+                    "verbs": ["get", "list", "watch"]})
+            })
+            .collect();
+        Some(ok(&json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": items})))
+    };
     Some(match segs {
         ["version"] => ok(&json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0-fedsched-sim",
             "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
             "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.0", "compiler": "gc", "platform": "linux/amd64"})),
-        ["api"] => ok(&json!({"kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server}]})),
-        ["apis"] => ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})),
-        ["api", "v1"] => ok(&json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
-            {"name": "nodes", "singularName": "node", "namespaced": false, "kind": "Node",
-             "verbs": ["get", "list", "watch"], "shortNames": ["no"]},
-            {"name": "pods", "singularName": "pod", "namespaced": true, "kind": "Pod",
-             "verbs": ["get", "list", "watch"], "shortNames": ["po"], "categories": ["all"]}]})),
+        ["api"] => {
+            let versions: Vec<&String> = c.apis.keys().filter(|gv| !gv.contains('/')).collect();
+            ok(&json!({"kind": "APIVersions", "versions": versions,
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server}]}))
+        }
+        ["apis"] => {
+            let mut groups: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+            for gv in c.apis.keys() {
+                if let Some((g, v)) = gv.split_once('/') {
+                    groups.entry(g).or_default().push(json!({"groupVersion": gv, "version": v}));
+                }
+            }
+            let groups: Vec<Value> = groups
+                .into_iter()
+                .map(|(name, versions)| {
+                    let preferred = versions.first().cloned().unwrap_or(Value::Null);
+                    json!({"name": name, "versions": versions, "preferredVersion": preferred})
+                })
+                .collect();
+            ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
+        }
+        ["api", v] => return resource_list(*v),
+        ["apis", g, v] => return resource_list(&format!("{g}/{v}")),
         _ => return None,
     })
+}
+
+/// Whether `path` is a discovery document ([`discovery`]).
+fn is_discovery(path: &str) -> bool {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    matches!(segs.as_slice(), ["api"] | ["apis"] | ["api", _] | ["apis", _, _])
 }
 
 fn get(items: &[Value], ns: Option<&str>, name: &str, resource: &str) -> Resp {
@@ -607,6 +677,7 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             "events": state.events.load(Ordering::Relaxed),
             "openWatches": state.open_watches.load(Ordering::Relaxed),
             "userAgents": &*state.user_agents.read().unwrap_or_else(|p| p.into_inner()),
+            "discovery": &*state.discovery_requests.read().unwrap_or_else(|p| p.into_inner()),
         })),
         (Method::PUT, ["clusters", name, "nodes", node, what @ ("ready" | "allocatable")]) => {
             let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
