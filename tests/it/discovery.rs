@@ -120,3 +120,25 @@ fn a_member_whose_discovery_never_succeeded_is_taken_to_serve_every_api() {
     let err = text(&o.stderr);
     assert!(err.contains("no API list of the member was read yet") && err.contains("member-001"), "{err}");
 }
+
+#[test]
+fn the_demo_lists_its_apis_so_a_crd_it_does_not_serve_goes_nowhere() {
+    let s = Scratch::with_demo();
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("apiEnablements"), "{}", text(&out.stderr));
+    let check = fedsched(&["check", "--policies", s.policies().to_str().expect("utf8")]);
+    assert!(!text(&check.stderr).contains("apiEnablements"), "{}", text(&check.stderr));
+    // A CloneSet: no demo cluster serves apps.kruise.io, so it is placed nowhere, and says why.
+    s.write("apps/clones.yaml", CLONES);
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!tree(&s.out()).keys().any(|k| k.contains("cloneset")), "{:?}", tree(&s.out()).keys());
+    let why = text(&s.cmd("explain", &["CloneSet/shop/clones", "-o", "json"]).stdout);
+    assert!(why.contains("cluster does not serve apps.kruise.io/v1alpha1/CloneSet"), "{why}");
+    // Served by the clusters, it is placed.
+    s.serve("apps.kruise.io/v1alpha1", "CloneSet");
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(tree(&s.out()).keys().any(|k| k.contains("cloneset")), "{:?}", tree(&s.out()).keys());
+}
