@@ -98,7 +98,11 @@ fn a_crd_workload_goes_only_where_its_group_is_served_and_a_failed_discovery_kee
     assert!(has_clones(&out, "member-000") && has_web(&out, "member-001"));
     assert!(!has_clones(&out, "member-001"), "a failed discovery lost member-001's list");
     let why = t.s.cmd("explain", &["CloneSet/shop/clones", "-o", "json"]);
-    assert!(text(&why.stdout).contains("cluster does not serve apps.kruise.io/v1alpha1/CloneSet"), "{}", text(&why.stdout));
+    assert!(
+        text(&why.stdout).contains("cluster does not serve apps.kruise.io/v1alpha1/CloneSet"),
+        "{}",
+        text(&why.stdout)
+    );
 
     child.kill().expect("kill");
     let _ = child.wait();

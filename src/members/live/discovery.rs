@@ -217,7 +217,8 @@ mod tests {
 
     #[test]
     fn group_versions_come_from_both_documents_and_bad_ones_are_skipped() {
-        let core = br#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0"}]}"#;
+        let core =
+            br#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0"}]}"#;
         let groups = br#"{"kind":"APIGroupList","groups":[
             {"name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1"}},
             {"name":"autoscaling","versions":[{"groupVersion":"autoscaling/v2"},{"groupVersion":"autoscaling/v1"}]},
@@ -231,7 +232,10 @@ mod tests {
         assert_eq!(gvs, ["v1", "apps/v1", "autoscaling/v2", "autoscaling/v1", "x.example.com/v1beta1"]);
         // Missing fields read as empty; the wrong type is an error naming the document.
         assert_eq!(group_versions(b"{}", b"{}").expect("empty"), Vec::<String>::new());
-        assert_eq!(group_versions(br#"{"versions":null}"#, br#"{"groups":null}"#).expect("nulls"), Vec::<String>::new());
+        assert_eq!(
+            group_versions(br#"{"versions":null}"#, br#"{"groups":null}"#).expect("nulls"),
+            Vec::<String>::new()
+        );
         let e = group_versions(br#"{"versions":"v1"}"#, b"{}").expect_err("a string");
         assert!(e.starts_with("/api:"), "{e}");
         let e = group_versions(b"{}", b"<html>").expect_err("not JSON");
@@ -240,13 +244,15 @@ mod tests {
 
     #[test]
     fn huge_lists_fail_instead_of_fanning_out() {
-        let many: Vec<String> =
-            (0..=MAX_GROUP_VERSIONS).map(|i| format!(r#"{{"versions":[{{"groupVersion":"g{i}.example/v1"}}]}}"#)).collect();
+        let many: Vec<String> = (0..=MAX_GROUP_VERSIONS)
+            .map(|i| format!(r#"{{"versions":[{{"groupVersion":"g{i}.example/v1"}}]}}"#))
+            .collect();
         let groups = format!(r#"{{"groups":[{}]}}"#, many.join(","));
         let e = group_versions(b"{}", groups.as_bytes()).expect_err("too many");
         assert!(e.contains("more than"), "{e}");
         // The same group version repeated a million times is one.
-        let same = format!(r#"{{"groups":[{{"versions":[{}]}}]}}"#, vec![r#"{"groupVersion":"apps/v1"}"#; 100_000].join(","));
+        let same =
+            format!(r#"{{"groups":[{{"versions":[{}]}}]}}"#, vec![r#"{"groupVersion":"apps/v1"}"#; 100_000].join(","));
         assert_eq!(group_versions(b"{}", same.as_bytes()).expect("deduplicated"), ["apps/v1"]);
     }
 
@@ -294,7 +300,8 @@ mod tests {
         for ok in ["v1", "apps/v1", "apps.kruise.io/v1alpha1", "a-b.c/v2beta3"] {
             assert!(valid_group_version(ok), "{ok}");
         }
-        for bad in ["", "/", "apps/", "/v1", "a/b/c", "../v1", "a..b/v1", "apps/v1?x", "apps/v 1", "Apps/v1", "apps/v1.2"]
+        for bad in
+            ["", "/", "apps/", "/v1", "a/b/c", "../v1", "a..b/v1", "apps/v1?x", "apps/v 1", "Apps/v1", "apps/v1.2"]
         {
             assert!(!valid_group_version(bad), "{bad}");
         }

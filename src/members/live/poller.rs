@@ -5,6 +5,9 @@
 
 use super::*;
 
+/// A member's API list (`group/version/Kind` entries), shared with its status.
+type Apis = Arc<std::collections::BTreeSet<String>>;
+
 /// What listing a cluster gave: its data and, when watching, the cache the watches start from.
 pub(super) type Listed = Result<(LiveData, Option<Start>), PollError>;
 
@@ -232,7 +235,7 @@ impl Poller {
     /// `poll.timeout`. Returns whether a member's API list changed.
     async fn discover_due(&mut self, ok: &[String]) -> bool {
         let now = Instant::now();
-        let due: Vec<(String, kube::Client, Option<Arc<std::collections::BTreeSet<String>>>)> = ok
+        let due: Vec<(String, kube::Client, Option<Apis>)> = ok
             .iter()
             .filter(|name| self.discovery.get(*name).is_none_or(|(at, _)| *at <= now))
             .filter_map(|name| {

@@ -414,7 +414,7 @@ fn discovery(c: &Served, segs: &[&str], server: &str) -> Option<Resp> {
                 .collect();
             ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
         }
-        ["api", v] => return resource_list(*v),
+        ["api", v] => return resource_list(v),
         ["apis", g, v] => return resource_list(&format!("{g}/{v}")),
         _ => return None,
     })
