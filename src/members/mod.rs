@@ -123,3 +123,70 @@ pub fn apply_live(
         snap.index.reset();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::PathBuf;
+
+    use super::*;
+    use live::{LiveStatus, PollError};
+
+    fn set(with_list: bool) -> PolicySet {
+        let status = if with_list {
+            "status:\n  apiEnablements: [{groupVersion: apps/v1, resources: [{name: deployments, kind: Deployment}]}]\n"
+        } else {
+            ""
+        };
+        let doc = format!(
+            "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: m}}\nspec: {{syncMode: Push}}\n{status}"
+        );
+        let (set, errors) = crate::policy::load::load_sources([(PathBuf::from("c.yaml"), doc)]);
+        assert!(errors.is_empty(), "{errors:?}");
+        set
+    }
+
+    fn apis(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// The member `m` after `apply_live` with `status` and, in the store, a live snapshot
+    /// listing `stored`.
+    fn applied(set: &PolicySet, status: LiveStatus, stored: Option<BTreeSet<String>>) -> BTreeSet<String> {
+        let mut snaps: Vec<ClusterSnapshot> =
+            set.clusters.iter().map(|c| offline_snapshot(c).expect("offline")).collect();
+        let mut stored_snap = snaps[0].clone();
+        stored_snap.source = SnapshotSource::Live { endpoint: "e".into() };
+        stored_snap.api_enablements = stored.clone().unwrap_or_default();
+        let view = LiveView { clusters: [("m".to_string(), status)].into() };
+        apply_live(set, &mut snaps, &view, |_| stored.as_ref().map(|_| stored_snap.clone()));
+        snaps[0].api_enablements.clone()
+    }
+
+    #[test]
+    fn the_api_list_of_a_live_member_is_its_discovery_else_the_stored_one_else_its_cluster_object() {
+        let data = Some(Arc::new(LiveData::default()));
+        let found = apis(&["v1/Pod", "apps.kruise.io/v1alpha1/CloneSet"]);
+        let discovered =
+            || LiveStatus { last_good: data.clone(), apis: Some(Arc::new(found.clone())), ..Default::default() };
+        let failed = PollError::Http { status: 503, what: "discovery", message: "down".into() };
+        let never =
+            || LiveStatus { last_good: data.clone(), discovery_error: Some(failed.clone()), ..Default::default() };
+        let old = apis(&["v1/Pod"]);
+        for with_list in [false, true] {
+            let set = set(with_list);
+            let object = if with_list { apis(&["apps/v1/Deployment"]) } else { BTreeSet::new() };
+            // Discovered: the discovery wins over the store and the Cluster object.
+            assert_eq!(applied(&set, discovered(), Some(old.clone())), found);
+            // Never discovered in this process, the discovery failed: the stored live list…
+            assert_eq!(applied(&set, never(), Some(old.clone())), old);
+            // …else the Cluster object's own (none: empty, taken to serve every API).
+            assert_eq!(applied(&set, never(), None), object);
+            // Not attempted yet (no error): the Cluster object's, the store is not read.
+            assert_eq!(
+                applied(&set, LiveStatus { last_good: data.clone(), ..Default::default() }, Some(old.clone())),
+                object
+            );
+        }
+    }
+}
