@@ -1,5 +1,5 @@
-//! Live members' API enablements from their discovery documents: a workload of a CRD goes only
-//! to the members that serve its group (the generated fleet serves `apps.kruise.io/v1alpha1`
+//! Live members' API enablements from their discovery documents (aggregated, or plain: one list
+//! per group version): a workload of a CRD goes only to the members that serve its group (the generated fleet serves `apps.kruise.io/v1alpha1`
 //! on even clusters only), discovery is not read again every round, a member whose discovery
 //! fails keeps its last list, and one whose discovery never succeeded is taken to serve every
 //! API (the practical rule, logged).
@@ -53,6 +53,8 @@ fn discovery_requests(sim: &crate::live::Sim, cluster: &str) -> u64 {
 fn a_crd_workload_goes_only_where_its_group_is_served_and_a_failed_discovery_keeps_the_list() {
     let t = setup(2, false, POLL);
     t.s.write("apps/clones.yaml", CLONES);
+    // member-000 answers the aggregated discovery documents, member-001 only the plain ones.
+    t.sim.fault("member-001", r#"{"legacyDiscovery": true}"#);
     let (mut child, log) = daemon(&t, "info");
     let out = t.s.out();
     wait_for("the first live reconcile", Duration::from_secs(30), || {
@@ -69,7 +71,8 @@ fn a_crd_workload_goes_only_where_its_group_is_served_and_a_failed_discovery_kee
 
     // Discovery is read once, not every round.
     let first = (discovery_requests(&t.sim, "member-000"), discovery_requests(&t.sim, "member-001"));
-    assert!(first.0 > 2 && first.1 > 2, "{first:?}");
+    // Aggregated: `/api` and `/apis`; plain: those and a list per group version (10 here).
+    assert_eq!(first, (2, 12), "discovery requests of member-000, member-001");
     let mark = log.lock().expect("lock").len();
     wait_for("three more reconciles", Duration::from_secs(30), || {
         log.lock().expect("lock")[mark..].matches("reconcile done").count() >= 3
@@ -84,7 +87,7 @@ fn a_crd_workload_goes_only_where_its_group_is_served_and_a_failed_discovery_kee
         log.lock().expect("lock")[mark..].lines().any(|l| l.contains("poll failed") && l.contains("member-001"))
     });
     let before = discovery_requests(&t.sim, "member-001");
-    t.sim.fault("member-001", r#"{"discoveryStatus": 503}"#);
+    t.sim.fault("member-001", r#"{"discoveryStatus": 503, "legacyDiscovery": true}"#);
     wait_for("member-001 to recover and fail its discovery", Duration::from_secs(30), || {
         log.lock().expect("lock")[mark..]
             .lines()

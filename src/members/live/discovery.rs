@@ -1,18 +1,22 @@
-//! The APIs a member serves, from its API server's discovery documents: `GET /api` (the core
-//! versions, then `GET /api/<v>` for each), `GET /apis` (the groups and every version they
-//! serve, then `GET /apis/<group>/<version>` for each), as client-go's
+//! The APIs a member serves, from its API server's discovery documents, as client-go's
 //! `ServerGroupsAndResources` and Karmada's cluster status controller read them. The result is
 //! the member's API enablements, as `group/version/Kind` entries (`v1/ConfigMap`,
 //! `apps/v1/Deployment`, `apps.kruise.io/v1alpha1/CloneSet`); subresources (`pods/status`)
 //! are left out, as Karmada does.
 //!
-//! Plain discovery, not kube's `Discovery` (it stops at the first group that fails, reads
-//! bodies without a size limit and one group after the other) nor the aggregated form: every
-//! request is a raw `GET` with the poll's read timeout and [`MAX_DISCOVERY_BYTES`], at most
-//! [`DISCOVERY_CONCURRENCY`] at once, the whole within `poll.timeout`. A group version that
-//! fails (an aggregated API whose backend is down answers 503) keeps the entries the last
-//! discovery found for it; `/api` or `/apis` failing fails the discovery (the poller keeps the
-//! last list).
+//! `GET /api` and `GET /apis` ask for the aggregated form first ([`DISCOVERY_ACCEPT`]:
+//! `APIGroupDiscoveryList`, Kubernetes 1.26 and later), which holds every group version's
+//! resources: two requests in all. A server that answers the plain form (`APIVersions`,
+//! `APIGroupList`) gets one more `GET /api/<v>` or `GET /apis/<group>/<version>` per group
+//! version it lists (every version, not only the preferred one).
+//!
+//! Raw `GET`s, not kube's `Discovery` (it stops at the first group that fails, reads bodies
+//! without a size limit and one group after the other): every request has the poll's read
+//! timeout and [`MAX_DISCOVERY_BYTES`], at most [`DISCOVERY_CONCURRENCY`] at once, the whole
+//! within `poll.timeout`. A group version that fails (an aggregated API whose backend is down
+//! answers 503, or is `Stale` in the aggregated form) keeps the entries the last discovery
+//! found for it; `/api` or `/apis` failing fails the discovery (the poller keeps the last
+//! list).
 //!
 //! Hostile answers are bounded: more than [`MAX_GROUP_VERSIONS`] group versions or more than
 //! [`MAX_ENTRIES`] entries fail the discovery; group versions that are not `group/version`
@@ -34,20 +38,27 @@ pub const MAX_ENTRIES: usize = 100_000;
 /// Discovery requests in flight at once for one member.
 pub const DISCOVERY_CONCURRENCY: usize = 8;
 
-/// `GET /api`: `APIVersions`.
+/// `Accept` of `/api` and `/apis`: the aggregated discovery document (v2, then v2beta1), else
+/// the plain one.
+pub const DISCOVERY_ACCEPT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,\
+     application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+
+/// The `kind` of an aggregated discovery document.
+const AGGREGATED: &str = "APIGroupDiscoveryList";
+
+/// `GET /api` or `GET /apis`: plain (`APIVersions`: `versions`; `APIGroupList`: `groups`) or
+/// aggregated (`APIGroupDiscoveryList`: `items`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(super) struct ApiVersions {
+pub(super) struct Root {
+    #[serde(deserialize_with = "null_as_default")]
+    pub(super) kind: String,
     #[serde(deserialize_with = "null_as_default")]
     pub(super) versions: Vec<String>,
-}
-
-/// `GET /apis`: `APIGroupList`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub(super) struct ApiGroupList {
     #[serde(deserialize_with = "null_as_default")]
     pub(super) groups: Vec<ApiGroup>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub(super) items: Vec<AggregatedGroup>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -62,6 +73,51 @@ pub(super) struct ApiGroup {
 pub(super) struct GroupVersionFor {
     #[serde(deserialize_with = "null_as_default")]
     pub(super) group_version: String,
+}
+
+/// `APIGroupDiscovery`: a group (`metadata.name`, empty for the core group) and its versions.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct AggregatedGroup {
+    #[serde(deserialize_with = "null_as_default")]
+    pub(super) metadata: NameOnly,
+    #[serde(deserialize_with = "null_as_default")]
+    pub(super) versions: Vec<AggregatedVersion>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct NameOnly {
+    #[serde(deserialize_with = "null_as_default")]
+    pub(super) name: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct AggregatedVersion {
+    #[serde(deserialize_with = "null_as_default")]
+    pub(super) version: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub(super) resources: Vec<AggregatedResource>,
+    /// `Current`, or `Stale` when its API service could not be reached.
+    #[serde(deserialize_with = "null_as_default")]
+    pub(super) freshness: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(super) struct AggregatedResource {
+    #[serde(deserialize_with = "null_as_default")]
+    pub(super) resource: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub(super) response_kind: NameKind,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct NameKind {
+    #[serde(deserialize_with = "null_as_default")]
+    pub(super) kind: String,
 }
 
 /// `GET /api/<v>`, `GET /apis/<g>/<v>`: `APIResourceList`.
@@ -112,28 +168,85 @@ pub(super) fn valid_group_version(gv: &str) -> bool {
     }
 }
 
-/// The group versions of `/api` and `/apis` (core first), deduplicated, invalid ones skipped.
-pub(super) fn group_versions(core: &[u8], groups: &[u8]) -> Result<Vec<String>, String> {
-    let core: ApiVersions = serde_json::from_slice(core).map_err(|e| format!("/api: {e}"))?;
-    let groups: ApiGroupList = serde_json::from_slice(groups).map_err(|e| format!("/apis: {e}"))?;
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::new();
-    let all = core.versions.into_iter().filter(|v| !v.contains('/')).chain(
-        groups.groups.into_iter().flat_map(|g| g.versions).map(|v| v.group_version).filter(|gv| gv.contains('/')),
-    );
-    for gv in all {
+/// What `/api` and `/apis` gave: the resource lists they held (the aggregated form), and the
+/// group versions whose list is still to be read (the plain form).
+#[derive(Debug, Default)]
+pub(super) struct Plan {
+    /// Group version → its entries, or why they are not known.
+    pub(super) known: Vec<(String, Result<BTreeSet<String>, String>)>,
+    /// Group versions to read (`/api/<v>`, `/apis/<g>/<v>`).
+    pub(super) fetch: Vec<String>,
+    seen: BTreeSet<String>,
+}
+
+impl Plan {
+    fn add(&mut self, gv: String, known: Option<Result<BTreeSet<String>, String>>) -> Result<(), String> {
         if !valid_group_version(&gv) {
             tracing::debug!(group_version = %gv.chars().take(80).collect::<String>(), "discovery: invalid group version skipped");
-            continue;
+            return Ok(());
         }
-        if seen.insert(gv.clone()) {
-            out.push(gv);
-            if out.len() > MAX_GROUP_VERSIONS {
-                return Err(format!("more than {MAX_GROUP_VERSIONS} group versions advertised"));
+        if !self.seen.insert(gv.clone()) {
+            return Ok(());
+        }
+        if self.seen.len() > MAX_GROUP_VERSIONS {
+            return Err(format!("more than {MAX_GROUP_VERSIONS} group versions advertised"));
+        }
+        match known {
+            Some(k) => self.known.push((gv, k)),
+            None => self.fetch.push(gv),
+        }
+        Ok(())
+    }
+}
+
+/// The group versions of `/api` and `/apis` (core first), deduplicated, invalid ones skipped,
+/// with their entries when the documents are aggregated.
+pub(super) fn plan(core: &[u8], groups: &[u8]) -> Result<Plan, String> {
+    let core: Root = serde_json::from_slice(core).map_err(|e| format!("/api: {e}"))?;
+    let groups: Root = serde_json::from_slice(groups).map_err(|e| format!("/apis: {e}"))?;
+    let mut plan = Plan::default();
+    for (root, is_core) in [(core, true), (groups, false)] {
+        if root.kind == AGGREGATED {
+            for g in root.items {
+                // The core group (no name) under `/api`, the others under `/apis`.
+                if g.metadata.name.is_empty() != is_core {
+                    continue;
+                }
+                for v in g.versions {
+                    let gv = match is_core {
+                        true => v.version,
+                        false => format!("{}/{}", g.metadata.name, v.version),
+                    };
+                    let known = match v.freshness.as_str() {
+                        "Stale" => Err("stale: its API service could not be reached".to_string()),
+                        _ => Ok(kinds(&gv, v.resources.into_iter().map(|r| (r.resource, r.response_kind.kind)))),
+                    };
+                    plan.add(gv, Some(known))?;
+                }
+            }
+        } else if is_core {
+            for v in root.versions.into_iter().filter(|v| !v.contains('/')) {
+                plan.add(v, None)?;
+            }
+        } else {
+            for v in root.groups.into_iter().flat_map(|g| g.versions) {
+                if v.group_version.contains('/') {
+                    plan.add(v.group_version, None)?;
+                }
             }
         }
     }
-    Ok(out)
+    Ok(plan)
+}
+
+/// `group/version/Kind` of each `(resource name, Kind)`: subresources and nameless or kindless
+/// resources left out.
+fn kinds(gv: &str, resources: impl Iterator<Item = (String, String)>) -> BTreeSet<String> {
+    let kind_ok = |k: &str| k.len() <= 253 && k.bytes().all(|b| b.is_ascii_alphanumeric()) && !k.is_empty();
+    resources
+        .filter(|(name, kind)| !name.is_empty() && !name.contains('/') && kind_ok(kind))
+        .map(|(_, kind)| format!("{gv}/{kind}"))
+        .collect()
 }
 
 /// The entries of one resource list of group version `gv` (`group/version/Kind`, sorted,
@@ -143,13 +256,7 @@ pub(super) fn entries(gv: &str, body: &[u8]) -> Result<BTreeSet<String>, String>
     if !list.group_version.is_empty() && list.group_version != gv {
         return Err(format!("the list is of {:?}", list.group_version.chars().take(80).collect::<String>()));
     }
-    let kind_ok = |k: &str| k.len() <= 253 && k.bytes().all(|b| b.is_ascii_alphanumeric()) && !k.is_empty();
-    Ok(list
-        .resources
-        .into_iter()
-        .filter(|r| !r.name.is_empty() && !r.name.contains('/') && kind_ok(&r.kind))
-        .map(|r| format!("{gv}/{}", r.kind))
-        .collect())
+    Ok(kinds(gv, list.resources.into_iter().map(|r| (r.name, r.kind))))
 }
 
 /// The entries of `previous` that belong to group version `gv`.
@@ -170,28 +277,31 @@ pub(super) async fn discover(
     previous: Option<&BTreeSet<String>>,
 ) -> Result<Discovered, PollError> {
     const WHAT: &str = "discovery";
-    let fetch = |path: String| async move {
-        match get_limited(client, &path, WHAT, MAX_DISCOVERY_BYTES).await {
+    let fetch = |path: String, accept: &'static str| async move {
+        match get_limited(client, &path, WHAT, accept, MAX_DISCOVERY_BYTES).await {
             Ok(b) => Ok(b),
             Err(Got::Failed(e)) => Err(e),
             Err(Got::Gone(message)) => Err(PollError::Http { status: 410, what: WHAT, message }),
         }
     };
-    let core = fetch("/api".into()).await?;
-    let groups = fetch("/apis".into()).await?;
-    let gvs = group_versions(&core, &groups).map_err(|message| PollError::Decode { what: WHAT, message })?;
-    let lists: Vec<(String, Result<Vec<u8>, PollError>)> = futures_util::stream::iter(gvs)
+    let core = fetch("/api".into(), DISCOVERY_ACCEPT).await?;
+    let groups = fetch("/apis".into(), DISCOVERY_ACCEPT).await?;
+    let plan = plan(&core, &groups).map_err(|message| PollError::Decode { what: WHAT, message })?;
+    let fetched: Vec<(String, Result<BTreeSet<String>, String>)> = futures_util::stream::iter(plan.fetch)
         .map(|gv| {
             let path = if gv.contains('/') { format!("/apis/{gv}") } else { format!("/api/{gv}") };
-            let fetched = fetch(path);
-            async move { (gv, fetched.await) }
+            let fetched = fetch(path, "application/json");
+            async move {
+                let found = fetched.await.map_err(|e| e.to_string()).and_then(|b| entries(&gv, &b));
+                (gv, found)
+            }
         })
         .buffer_unordered(DISCOVERY_CONCURRENCY)
         .collect()
         .await;
     let mut out = Discovered::default();
-    for (gv, body) in lists {
-        match body.map_err(|e| e.to_string()).and_then(|b| entries(&gv, &b)) {
+    for (gv, found) in plan.known.into_iter().chain(fetched) {
+        match found {
             Ok(found) => out.apis.extend(found),
             Err(why) => {
                 if let Some(prev) = previous {
@@ -214,6 +324,53 @@ pub(super) async fn discover(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The group versions of plain documents, to be read one by one.
+    fn group_versions(core: &[u8], groups: &[u8]) -> Result<Vec<String>, String> {
+        let p = plan(core, groups)?;
+        assert!(p.known.is_empty(), "{p:?}");
+        Ok(p.fetch)
+    }
+
+    #[test]
+    fn aggregated_documents_hold_every_resource_list() {
+        let core = br#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[
+            {"metadata":{"creationTimestamp":null},"versions":[{"version":"v1","resources":[
+                {"resource":"pods","responseKind":{"group":"","version":"v1","kind":"Pod"},"scope":"Namespaced",
+                 "subresources":[{"subresource":"status","responseKind":{"kind":"Pod"}}]},
+                {"resource":"configmaps","responseKind":{"kind":"ConfigMap"}},
+                {"resource":"bindings"},
+                {"resource":"","responseKind":{"kind":"Nameless"}}],"freshness":"Current"}]},
+            {"metadata":{"name":"apps"},"versions":[{"version":"v1","resources":[{"resource":"deployments","responseKind":{"kind":"Deployment"}}]}]}
+        ]}"#;
+        let groups = br#"{"kind":"APIGroupDiscoveryList","items":[
+            {"metadata":{"name":"apps"},"versions":[
+                {"version":"v1","resources":[{"resource":"deployments","responseKind":{"kind":"Deployment"}},
+                    {"resource":"statefulsets","responseKind":{"kind":"StatefulSet"}}]},
+                {"version":"v1beta1","resources":null}]},
+            {"metadata":{"name":"metrics.k8s.io"},"versions":[{"version":"v1beta1","freshness":"Stale"}]},
+            {"metadata":{"name":"../x"},"versions":[{"version":"v1"}]},
+            {"metadata":null,"versions":[{"version":"v9"}]},
+            {"versions":null}
+        ]}"#;
+        let p = plan(core, groups).expect("valid");
+        assert!(p.fetch.is_empty(), "nothing left to read: {p:?}");
+        let known: BTreeMap<&str, Result<Vec<&str>, &str>> = p
+            .known
+            .iter()
+            .map(|(gv, r)| {
+                (gv.as_str(), r.as_ref().map(|e| e.iter().map(String::as_str).collect()).map_err(String::as_str))
+            })
+            .collect();
+        assert_eq!(known["v1"], Ok(vec!["v1/ConfigMap", "v1/Pod"]));
+        assert_eq!(known["apps/v1"], Ok(vec!["apps/v1/Deployment", "apps/v1/StatefulSet"]), "from /apis, not /api");
+        assert_eq!(known["apps/v1beta1"], Ok(vec![]));
+        assert!(known["metrics.k8s.io/v1beta1"].is_err(), "a stale group version is a failed one");
+        assert_eq!(known.len(), 4, "{known:?}");
+        // A plain /api beside an aggregated /apis (and the other way round) works too.
+        let p = plan(br#"{"kind":"APIVersions","versions":["v1"]}"#, groups).expect("mixed");
+        assert_eq!((p.fetch, p.known.len()), (vec!["v1".to_string()], 3));
+    }
 
     #[test]
     fn group_versions_come_from_both_documents_and_bad_ones_are_skipped() {

@@ -16,7 +16,8 @@
 //! names token *files*, and endpoints are shown without user info.
 //!
 //! Discovery: the APIs a member serves are read from its discovery documents ([`discovery`]:
-//! `/api`, `/apis` and each group version's resource list) after its first successful poll,
+//! `/api` and `/apis`, aggregated, or plain and then each group version's resource list)
+//! after its first successful poll,
 //! then every `poll.discovery_interval` (10 min) and after it recovers from a failed poll —
 //! never every round. A discovery that fails keeps the last list (and a group version that
 //! fails keeps its part of it).

@@ -1,9 +1,10 @@
 //! The simulator's HTTP(S) server: the Kubernetes API shapes a poller, kubectl and client
 //! libraries use, per cluster under `/clusters/<name>`, with bearer-token auth and faults.
 //!
-//! Served (GET): `/version`, the discovery documents (`/api`, `/apis`, `/api/<v>`,
-//! `/apis/<g>/<v>`: the APIs of the cluster's Cluster object's `status.apiEnablements`, or the
-//! standard list), `/api/v1/nodes[/{name}]`,
+//! Served (GET): `/version`, the discovery documents (`/api`, `/apis` — aggregated when the
+//! `Accept` asks for `as=APIGroupDiscoveryList`, unless the cluster's `legacyDiscovery` —,
+//! `/api/<v>`, `/apis/<g>/<v>`: the APIs of the cluster's Cluster object's
+//! `status.apiEnablements`, or the standard list), `/api/v1/nodes[/{name}]`,
 //! `/api/v1/pods`, `/api/v1/namespaces/{ns}/pods[/{name}]`. Lists honour `limit` and
 //! `continue` (an opaque offset token), return `resourceVersion` (and accept it as a
 //! parameter), and filter by `fieldSelector` (`spec.nodeName`, `status.phase`,
@@ -66,6 +67,9 @@ pub struct Fault {
     /// Answer the discovery documents (`/api`, `/apis`, `/api/<v>`, `/apis/<g>/<v>`) only
     /// with this status; everything else is served.
     pub discovery_status: Option<u16>,
+    /// Serve `/api` and `/apis` in the plain form only, whatever the client accepts (an API
+    /// server before Kubernetes 1.26): the client reads each group version's list.
+    pub legacy_discovery: bool,
 }
 
 /// One served cluster.
@@ -227,10 +231,12 @@ async fn cluster_api(
     if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
         return Ok(watch(state, cluster, api_path, &query, &fault));
     }
+    let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let aggregated = !fault.legacy_discovery && accept.contains("as=APIGroupDiscoveryList");
     let resp = {
         let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
         match clusters.get(cluster) {
-            Some(c) => api(c, api_path, &query, server, cluster),
+            Some(c) => api(c, api_path, &query, server, cluster, aggregated),
             None => status(StatusCode::NOT_FOUND, "NotFound", "cluster removed"),
         }
     };
@@ -349,7 +355,7 @@ fn watch(state: &Arc<State>, cluster: &str, path: &str, q: &BTreeMap<String, Str
 
 /// A GET of the cluster's API: discovery ([`discovery`]), then nodes and pods (lists and
 /// single objects).
-fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name: &str) -> Resp {
+fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name: &str, aggregated: bool) -> Resp {
     let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
         ["api", "v1", "nodes"] => list(c, "NodeList", &c.fleet.nodes, None, q, name),
@@ -357,39 +363,77 @@ fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name:
         ["api", "v1", "pods"] => list(c, "PodList", &c.fleet.pods, None, q, name),
         ["api", "v1", "namespaces", ns, "pods"] => list(c, "PodList", &c.fleet.pods, Some(ns), q, name),
         ["api", "v1", "namespaces", ns, "pods", n] => get(&c.fleet.pods, Some(ns), n, "pods"),
-        segs => discovery(c, segs, server).unwrap_or_else(|| {
+        segs => discovery(c, segs, server, aggregated).unwrap_or_else(|| {
             status(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource")
         }),
     }
 }
 
-/// The discovery documents: `/version`, `/api`, `/apis`, `/api/<v>`, `/apis/<g>/<v>`, of the
-/// APIs the cluster serves ([`super::fleet::served_apis`]: its Cluster object's
+/// Whether resources of `kind` are cluster-scoped (for the discovery documents).
+fn cluster_scoped(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Node"
+            | "Namespace"
+            | "PersistentVolume"
+            | "CustomResourceDefinition"
+            | "ClusterRole"
+            | "ClusterRoleBinding"
+            | "StorageClass"
+            | "IngressClass"
+    )
+}
+
+/// The aggregated `/api` (`core`) or `/apis` document (`APIGroupDiscoveryList`, v2).
+fn aggregated_discovery(c: &Served, core: bool) -> Resp {
+    let mut groups: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    for (gv, resources) in &c.apis {
+        let (group, version) = gv.split_once('/').unwrap_or(("", gv));
+        if group.is_empty() != core {
+            continue;
+        }
+        let resources: Vec<Value> = resources
+            .iter()
+            .map(|(name, kind)| {
+                json!({"resource": name, "responseKind": {"group": group, "version": version, "kind": kind},
+                    "scope": if cluster_scoped(kind) { "Cluster" } else { "Namespaced" },
+                    "verbs": ["get", "list", "watch"]})
+            })
+            .collect();
+        groups
+            .entry(group)
+            .or_default()
+            .push(json!({"version": version, "resources": resources, "freshness": "Current"}));
+    }
+    let items: Vec<Value> =
+        groups.into_iter().map(|(name, versions)| json!({"metadata": {"name": name}, "versions": versions})).collect();
+    let mut r = ok(&json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {}, "items": items}));
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"),
+    );
+    r
+}
+
+/// The discovery documents: `/version`, `/api`, `/apis` (aggregated when the client asks for
+/// it and the cluster is not `legacyDiscovery`), `/api/<v>`, `/apis/<g>/<v>`, of the APIs the
+/// cluster serves ([`super::fleet::served_apis`]: its Cluster object's
 /// `status.apiEnablements`, or the standard list).
-fn discovery(c: &Served, segs: &[&str], server: &str) -> Option<Resp> {
+fn discovery(c: &Served, segs: &[&str], server: &str, aggregated: bool) -> Option<Resp> {
     let resource_list = |gv: &str| {
         let resources = c.apis.get(gv)?;
         let items: Vec<Value> = resources
             .iter()
             .map(|(name, kind)| {
-                let namespaced = !matches!(
-                    kind.as_str(),
-                    "Node"
-                        | "Namespace"
-                        | "PersistentVolume"
-                        | "CustomResourceDefinition"
-                        | "ClusterRole"
-                        | "ClusterRoleBinding"
-                        | "StorageClass"
-                        | "IngressClass"
-                );
-                json!({"name": name, "singularName": "", "namespaced": namespaced, "kind": kind,
+                json!({"name": name, "singularName": "", "namespaced": !cluster_scoped(kind), "kind": kind,
                     "verbs": ["get", "list", "watch"]})
             })
             .collect();
         Some(ok(&json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": items})))
     };
     Some(match segs {
+        ["api"] | ["apis"] if aggregated => aggregated_discovery(c, segs == ["api"]),
         ["version"] => ok(&json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0-fedsched-sim",
             "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
             "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.0", "compiler": "gc", "platform": "linux/amd64"})),
