@@ -14,8 +14,9 @@
 //! poll gives health, nodes, pod counts and the resource summary (computed as Karmada's
 //! cluster status controller does), and the member's discovery documents the APIs it serves
 //! (until a discovery succeeded: the last stored live list, else the Cluster object's
-//! `status.apiEnablements`, else none — taken to serve every API). A failing cluster keeps its last observation (in memory,
-//! or the last live snapshot in the store after a restart) with health `Unreachable` (or
+//! `status.apiEnablements`, else none — taken to serve every API). A failing cluster keeps
+//! its last observation (in memory, or the last live snapshot in the store after a restart)
+//! and its API list, with health `Unreachable` (or
 //! `NotReady` for a 401/403: the API answered but refused) and Karmada's matching
 //! `NoSchedule` taint, so it receives nothing new but keeps what it has.
 
