@@ -149,3 +149,32 @@ fn the_demo_lists_its_apis_so_a_crd_it_does_not_serve_goes_nowhere() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(tree(&s.out()).keys().any(|k| k.contains("cloneset")), "{:?}", tree(&s.out()).keys());
 }
+
+#[test]
+fn a_crd_installed_in_a_member_is_seen_at_the_next_discovery_interval() {
+    let t = setup(2, false, &format!("discovery_interval = \"2s\"\n{POLL}"));
+    t.s.write("apps/clones.yaml", CLONES);
+    let (mut child, log) = daemon(&t, "info");
+    let out = t.s.out();
+    wait_for("the first live reconcile", Duration::from_secs(30), || {
+        has_web(&out, "member-001") && has_clones(&out, "member-000")
+    });
+    assert!(!has_clones(&out, "member-001"));
+    // The CRD is installed in member-001 (its API server now serves the group).
+    let apis = r#"[{"groupVersion": "v1", "resources": [{"name": "pods", "kind": "Pod"}]},
+        {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]},
+        {"groupVersion": "apps.kruise.io/v1alpha1", "resources": [{"name": "clonesets", "kind": "CloneSet"}]}]"#;
+    let (code, body) = t.sim.http("PUT", "/admin/clusters/member-001/apis", apis);
+    assert_eq!(code, 200, "{body}");
+    wait_for("the CloneSet to reach member-001", Duration::from_secs(30), || has_clones(&out, "member-001"));
+    // Logged at the first discovery and at the change.
+    let changes = log
+        .lock()
+        .expect("lock")
+        .lines()
+        .filter(|l| l.contains("API list changed") && l.contains("member-001"))
+        .count();
+    assert_eq!(changes, 2, "{}", log.lock().expect("lock"));
+    child.kill().expect("kill");
+    let _ = child.wait();
+}

@@ -15,7 +15,8 @@
 //! Admin (bearer: the admin token): `GET|PUT /admin/clusters/{name}/fault` reads or sets the
 //! cluster's [`Fault`]; `PUT|PATCH|DELETE /admin/clusters/{name}/nodes/{node}` and
 //! `…/namespaces/{ns}/pods/{pod}` edit one object (with its watch event);
-//! `POST /admin/clusters/{name}/watches/close|compact`; `PUT|DELETE
+//! `POST /admin/clusters/{name}/watches/close|compact`; `PUT /admin/clusters/{name}/apis`
+//! (the APIs it serves, as `status.apiEnablements`); `PUT|DELETE
 //! /admin/clusters/{name}/leases/fault` and `GET /admin/leases` ([`super::lease`]); `POST /admin/apply` runs the GitOps
 //! agent now; `GET /admin/stats` and `GET /admin/requests`. The member's own troubles:
 //! `PUT /admin/clusters/{name}/nodes/{node}/ready` (`{"ready": false}`: the node and its pods
@@ -731,6 +732,13 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             node_trouble(state, name, node, what, &body)
         }
         (Method::PUT, ["clusters", name, "outage"]) => outage(state, req, name).await,
+        (Method::PUT, ["clusters", name, "apis"]) => {
+            let body = match Limited::new(req.into_body(), 4 << 20).collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
+            };
+            set_apis(state, name, &body)
+        }
         (Method::PUT, ["clusters", name, "leases", "fault"]) => {
             let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
                 Ok(b) => b.to_bytes(),
@@ -827,6 +835,24 @@ async fn outage(state: &State, req: Request<Incoming>, name: &str) -> Resp {
         Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("outage: {e}")),
     };
     set_fault(state, name, fault)
+}
+
+/// `PUT /admin/clusters/{name}/apis` (`status.apiEnablements` in Karmada's form: `[{groupVersion,
+/// resources: [{name, kind}]}]`): the APIs the cluster serves from now on (a CRD installed or
+/// removed).
+fn set_apis(state: &State, name: &str, body: &[u8]) -> Resp {
+    let list: Value = match serde_json::from_slice(body) {
+        Ok(v @ Value::Array(_)) => v,
+        Ok(_) => return status(StatusCode::BAD_REQUEST, "BadRequest", "body: a list of {groupVersion, resources}"),
+        Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("body: {e}")),
+    };
+    let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = clusters.get_mut(name) else {
+        return status(StatusCode::NOT_FOUND, "NotFound", "no such cluster");
+    };
+    c.apis = super::fleet::served_apis(&json!({"status": {"apiEnablements": list}}));
+    tracing::info!(cluster = %name, groupversions = c.apis.len(), "APIs changed");
+    ok(&json!({"groupVersions": c.apis.keys().collect::<Vec<_>>()}))
 }
 
 /// Sets a cluster's faults and closes its watch streams.
