@@ -95,6 +95,10 @@ pub struct PollSection {
     /// resource version, relisting on 410 Gone) and serve the rounds from that cache. Off:
     /// every round lists every cluster.
     pub watch: bool,
+    /// How often each member's API discovery documents (`/api`, `/apis`: the APIs it serves)
+    /// are read again; they are also read at start and when a member recovers.
+    #[serde(deserialize_with = "duration")]
+    pub discovery_interval: Duration,
 }
 
 impl Default for PollSection {
@@ -106,6 +110,7 @@ impl Default for PollSection {
             page_size: 500,
             max_backoff: Duration::from_secs(300),
             watch: true,
+            discovery_interval: Duration::from_secs(600),
         }
     }
 }
@@ -756,6 +761,13 @@ impl Config {
                 path: path.to_path_buf(),
                 key: "poll".into(),
                 message: "page_size, timeout and read_timeout must be greater than zero".into(),
+            });
+        }
+        if cfg.poll.discovery_interval.is_zero() {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key: "poll.discovery_interval".into(),
+                message: "must be greater than zero".into(),
             });
         }
         if cfg.poll.concurrency == 0 {

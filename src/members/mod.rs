@@ -12,8 +12,11 @@
 //! [`apply_live`] merges a [`live::LiveView`] into the offline snapshots: the Cluster object
 //! still gives the name, labels, provider, region, zones, taints and resource models; the
 //! poll gives health, nodes, pod counts and the resource summary (computed as Karmada's
-//! cluster status controller does). A failing cluster keeps its last observation (in memory,
-//! or the last live snapshot in the store after a restart) with health `Unreachable` (or
+//! cluster status controller does), and the member's discovery documents the APIs it serves
+//! (until a discovery succeeded: the last stored live list, else the Cluster object's
+//! `status.apiEnablements`, else none — taken to serve every API). A failing cluster keeps
+//! its last observation (in memory, or the last live snapshot in the store after a restart)
+//! and its API list, with health `Unreachable` (or
 //! `NotReady` for a 401/403: the API answered but refused) and Karmada's matching
 //! `NoSchedule` taint, so it receives nothing new but keeps what it has.
 
@@ -48,16 +51,33 @@ pub fn apply_live(
     for snap in snapshots.iter_mut() {
         let Some(status) = view.clusters.get(&snap.name) else { continue };
         let Some(cluster) = set.clusters.iter().find(|c| c.meta.name == snap.name) else { continue };
-        let last: Option<Arc<LiveData>> = status.last_good.clone().or_else(|| {
-            stored(&snap.name).filter(|s| matches!(s.source, SnapshotSource::Live { .. })).map(|s| {
-                Arc::new(LiveData {
+        // The last live snapshot in the store, read only when this process lacks something:
+        // an observation, or an API list after a discovery that failed.
+        let no_apis = status.apis.is_none() && status.discovery_error.is_some();
+        let stored_live = (status.last_good.is_none() || no_apis)
+            .then(|| stored(&snap.name))
+            .flatten()
+            .filter(|s| matches!(s.source, SnapshotSource::Live { .. }));
+        let (stored_data, stored_apis) = match stored_live {
+            Some(s) => (
+                Some(Arc::new(LiveData {
                     nodes: s.nodes,
                     unbound: s.summary.map(|x| x.allocating).unwrap_or_default(),
                     pods: s.pods.unwrap_or_default(),
                     poll: s.poll.unwrap_or_default(),
-                })
-            })
-        });
+                })),
+                Some(s.api_enablements).filter(|a| !a.is_empty()),
+            ),
+            None => (None, None),
+        };
+        let last: Option<Arc<LiveData>> = status.last_good.clone().or(stored_data);
+        // The APIs it serves: its last discovery, else the last stored live list, else the
+        // Cluster object's own `status.apiEnablements` (empty: taken to serve every API).
+        match (&status.apis, stored_apis) {
+            (Some(apis), _) => snap.api_enablements = (**apis).clone(),
+            (None, Some(apis)) => snap.api_enablements = apis,
+            (None, None) => {}
+        }
         let health = match &status.error {
             None => Health::Ready,
             Some(e) => e.health(),
@@ -102,5 +122,72 @@ pub fn apply_live(
             confidence_ppm: 1_000_000,
         });
         snap.index.reset();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::PathBuf;
+
+    use super::*;
+    use live::{LiveStatus, PollError};
+
+    fn set(with_list: bool) -> PolicySet {
+        let status = if with_list {
+            "status:\n  apiEnablements: [{groupVersion: apps/v1, resources: [{name: deployments, kind: Deployment}]}]\n"
+        } else {
+            ""
+        };
+        let doc = format!(
+            "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: m}}\nspec: {{syncMode: Push}}\n{status}"
+        );
+        let (set, errors) = crate::policy::load::load_sources([(PathBuf::from("c.yaml"), doc)]);
+        assert!(errors.is_empty(), "{errors:?}");
+        set
+    }
+
+    fn apis(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// The member `m` after `apply_live` with `status` and, in the store, a live snapshot
+    /// listing `stored`.
+    fn applied(set: &PolicySet, status: LiveStatus, stored: Option<BTreeSet<String>>) -> BTreeSet<String> {
+        let mut snaps: Vec<ClusterSnapshot> =
+            set.clusters.iter().map(|c| offline_snapshot(c).expect("offline")).collect();
+        let mut stored_snap = snaps[0].clone();
+        stored_snap.source = SnapshotSource::Live { endpoint: "e".into() };
+        stored_snap.api_enablements = stored.clone().unwrap_or_default();
+        let view = LiveView { clusters: [("m".to_string(), status)].into() };
+        apply_live(set, &mut snaps, &view, |_| stored.as_ref().map(|_| stored_snap.clone()));
+        snaps[0].api_enablements.clone()
+    }
+
+    #[test]
+    fn the_api_list_of_a_live_member_is_its_discovery_else_the_stored_one_else_its_cluster_object() {
+        let data = Some(Arc::new(LiveData::default()));
+        let found = apis(&["v1/Pod", "apps.kruise.io/v1alpha1/CloneSet"]);
+        let discovered =
+            || LiveStatus { last_good: data.clone(), apis: Some(Arc::new(found.clone())), ..Default::default() };
+        let failed = PollError::Http { status: 503, what: "discovery", message: "down".into() };
+        let never =
+            || LiveStatus { last_good: data.clone(), discovery_error: Some(failed.clone()), ..Default::default() };
+        let old = apis(&["v1/Pod"]);
+        for with_list in [false, true] {
+            let set = set(with_list);
+            let object = if with_list { apis(&["apps/v1/Deployment"]) } else { BTreeSet::new() };
+            // Discovered: the discovery wins over the store and the Cluster object.
+            assert_eq!(applied(&set, discovered(), Some(old.clone())), found);
+            // Never discovered in this process, the discovery failed: the stored live list…
+            assert_eq!(applied(&set, never(), Some(old.clone())), old);
+            // …else the Cluster object's own (none: empty, taken to serve every API).
+            assert_eq!(applied(&set, never(), None), object);
+            // Not attempted yet (no error): the Cluster object's, the store is not read.
+            assert_eq!(
+                applied(&set, LiveStatus { last_good: data.clone(), ..Default::default() }, Some(old.clone())),
+                object
+            );
+        }
     }
 }

@@ -137,7 +137,8 @@ fn clusters(out: &mut Vec<LoadError>, set: &PolicySet) {
             warn(
                 "status.apiEnablements",
                 "absent: fedsched treats this cluster as serving every API (Karmada's APIEnablement filter \
-                 would send it nothing); list the cluster's APIs to have workloads of other kinds kept away"
+                 would send it nothing) unless it is polled live, when its API server's discovery gives the \
+                 list; list the cluster's APIs to have workloads of other kinds kept away"
                     .into(),
             );
         }

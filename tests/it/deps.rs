@@ -64,7 +64,7 @@ fn dependencies_follow_their_workload() {
 
 #[test]
 fn workload_interpreter_divides_a_custom_kind() {
-    let s = Scratch::with_demo();
+    let s = Scratch::with_demo_serving("apps.kruise.io/v1alpha1", "CloneSet");
     s.write(
         "cloneset.yaml",
         r#"apiVersion: fedsched.io/v1alpha1

@@ -241,7 +241,7 @@ fn render_with(s: &Scratch, dirs: Option<&Path>) -> std::process::Output {
 }
 
 fn cloneset_case(dirs: Option<&Path>, scheduling: &str) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
-    let s = Scratch::with_demo();
+    let s = Scratch::with_demo_serving("apps.kruise.io/v1alpha1", "CloneSet");
     s.write(
         "apps/sample.yaml",
         &format!("{}---\n{CLONESET}", policy(("apps.kruise.io/v1alpha1", "CloneSet"), "sample", scheduling)),
@@ -280,7 +280,7 @@ fn multi_template(file: &str, kind: (&str, &str), rendered_name: &str) {
     let cr = fs::read_to_string(root.join("e2e-manifests").join(file)).expect("read CR");
     let cr = cr.replace("name: to-be-defined", "name: job\n  namespace: shop");
     for (scheduling, clusters) in [(DIVIDED, 1), (DUPLICATED, 2)] {
-        let s = Scratch::with_demo();
+        let s = Scratch::with_demo_serving(kind.0, kind.1);
         s.write("apps/job.yaml", &format!("{}---\n{cr}", policy(kind, "job", scheduling)));
         let out = render_with(&s, Some(&root.join("resourcecustomizations")));
         assert!(out.status.success(), "{}", text(&out.stderr));
@@ -319,8 +319,8 @@ fn customization(kind: (&str, &str), replica_script: &str) -> String {
 
 #[test]
 fn a_repository_script_wins_and_a_runaway_one_keeps_the_previous_output() {
-    let s = Scratch::with_demo();
     let kind = ("apps.kruise.io/v1alpha1", "CloneSet");
+    let s = Scratch::with_demo_serving(kind.0, kind.1);
     s.write("apps/sample.yaml", &format!("{}---\n{CLONESET}", policy(kind, "sample", DIVIDED)));
     // The repository's script (2 replicas whatever spec.replicas says) beats the built-in.
     s.write("interpreters/custom.yaml", &customization(kind, "function GetReplicas(obj)\n  return 2, nil\nend"));

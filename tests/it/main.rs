@@ -8,6 +8,7 @@ mod check_output;
 mod consumers;
 mod daemon;
 mod deps;
+mod discovery;
 mod explain;
 mod failover;
 mod fields;

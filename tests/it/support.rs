@@ -44,6 +44,30 @@ impl Scratch {
         s
     }
 
+    /// A copy of `config/demo` whose clusters also serve `kind` of `api_version` (a CRD: the
+    /// demo's Cluster objects list only the built-in APIs, so the `api-enablement` filter
+    /// keeps any other kind off them).
+    pub fn with_demo_serving(api_version: &str, kind: &str) -> Self {
+        let s = Scratch::with_demo();
+        s.serve(api_version, kind);
+        s
+    }
+
+    /// Adds `kind` of `api_version` to the `status.apiEnablements` of every Cluster object of
+    /// the repository's `clusters/` that lists some.
+    pub fn serve(&self, api_version: &str, kind: &str) {
+        let entry = format!(
+            "  apiEnablements:\n  - groupVersion: {api_version}\n    resources: [{{name: {}s, kind: {kind}}}]\n",
+            kind.to_lowercase()
+        );
+        let dir = self.policies().join("clusters");
+        for e in std::fs::read_dir(&dir).expect("clusters/").flatten() {
+            let text = std::fs::read_to_string(e.path()).expect("read");
+            assert!(text.contains("  apiEnablements:\n"), "{} lists no APIs", e.path().display());
+            std::fs::write(e.path(), text.replace("  apiEnablements:\n", &entry)).expect("write");
+        }
+    }
+
     pub fn policies(&self) -> PathBuf {
         self.dir.path().join("policies")
     }

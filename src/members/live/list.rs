@@ -69,13 +69,24 @@ pub(super) async fn list_all<T: serde::de::DeserializeOwned, S: Sink<T>>(
 }
 
 pub(super) async fn get(client: &kube::Client, url: &str, what: &'static str) -> Result<Vec<u8>, Got> {
+    get_limited(client, url, what, "application/json", MAX_PAGE_BYTES).await
+}
+
+/// A `GET` of `url` with `Accept: accept` whose body may hold at most `limit` bytes.
+pub(super) async fn get_limited(
+    client: &kube::Client,
+    url: &str,
+    what: &'static str,
+    accept: &'static str,
+    limit: usize,
+) -> Result<Vec<u8>, Got> {
     let req = http::Request::get(url)
-        .header(http::header::ACCEPT, "application/json")
+        .header(http::header::ACCEPT, accept)
         .body(kube::client::Body::from(Vec::new()))
         .map_err(|e| Got::Failed(PollError::Transport { what, message: e.to_string() }))?;
     let res = client.send(req).await.map_err(|e| Got::Failed(PollError::Transport { what, message: chain(&e) }))?;
     let status = res.status();
-    let body = http_body_util::Limited::new(res.into_body(), MAX_PAGE_BYTES)
+    let body = http_body_util::Limited::new(res.into_body(), limit)
         .collect()
         .await
         .map_err(|e| Got::Failed(PollError::Transport { what, message: format!("reading the body: {}", chain(&*e)) }))?

@@ -15,10 +15,19 @@
 //! Tokens: kube keeps them in `SecretString`s and never prints them; this module only ever
 //! names token *files*, and endpoints are shown without user info.
 //!
-//! Files: [`access`] (targets and clients), [`poller`] (the round, backoff), [`list`]
-//! (paginated lists), [`watch`] (watch tasks and the watch cache they keep), [`error`].
+//! Discovery: the APIs a member serves are read from its discovery documents ([`discovery`]:
+//! `/api` and `/apis`, aggregated, or plain and then each group version's resource list)
+//! after its first successful poll,
+//! then every `poll.discovery_interval` (10 min) and after it recovers from a failed poll —
+//! never every round. A discovery that fails keeps the last list (and a group version that
+//! fails keeps its part of it).
+//!
+//! Files: [`access`] (targets and clients), [`poller`] (the round, backoff, discovery),
+//! [`list`] (paginated lists), [`discovery`] (the API list), [`watch`] (watch tasks and the
+//! watch cache they keep), [`error`].
 
 mod access;
+mod discovery;
 mod error;
 mod list;
 mod poller;
@@ -42,10 +51,12 @@ use crate::policy::{ClusterObject, PolicySet};
 use crate::util::clock::{Clock, SystemClock};
 
 pub use access::{Target, describe_endpoint, host_client, targets};
+pub use discovery::{Discovered, MAX_DISCOVERY_BYTES, MAX_ENTRIES, MAX_GROUP_VERSIONS};
 pub use error::{PollError, chain};
 pub use poller::Poller;
 
 use access::*;
+use discovery::*;
 use error::*;
 use list::*;
 use watch::*;
@@ -92,6 +103,15 @@ pub struct LiveStatus {
     pub watch_events: u64,
     /// Lists restarted by the watches (410 Gone) since they started.
     pub relists: u64,
+    /// The APIs the member serves (`group/version/Kind`), from its last discovery that
+    /// succeeded; None until one did in this process.
+    pub apis: Option<Arc<std::collections::BTreeSet<String>>>,
+    /// Unix ms of that discovery (0 = none).
+    pub apis_at_ms: u64,
+    /// Why the last discovery failed (None after a success); [`LiveStatus::apis`] is kept.
+    pub discovery_error: Option<PollError>,
+    /// Discoveries since start (metrics, tests).
+    pub discoveries_total: u64,
 }
 
 /// Per-cluster live state, as the reconcile consumes it.

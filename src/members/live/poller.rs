@@ -5,6 +5,9 @@
 
 use super::*;
 
+/// A member's API list (`group/version/Kind` entries), shared with its status.
+type Apis = Arc<std::collections::BTreeSet<String>>;
+
 /// What listing a cluster gave: its data and, when watching, the cache the watches start from.
 pub(super) type Listed = Result<(LiveData, Option<Start>), PollError>;
 
@@ -17,6 +20,9 @@ pub struct Poller {
     /// Bounds the lists the watchers restart (410 Gone) to `poll.concurrency` at once.
     permits: Arc<tokio::sync::Semaphore>,
     next_attempt: BTreeMap<String, Instant>,
+    /// When each member's next discovery is due, and its discoveries failed in a row; a member
+    /// without an entry is due at its next successful poll.
+    discovery: BTreeMap<String, (Instant, u32)>,
     view: LiveView,
     seed: u64,
     /// Stamps each observation (`PollFacts::at_ms`).
@@ -48,6 +54,7 @@ impl Poller {
             clients: BTreeMap::new(),
             watchers: BTreeMap::new(),
             next_attempt: BTreeMap::new(),
+            discovery: BTreeMap::new(),
             view: LiveView::default(),
             seed,
             clock: Arc::new(SystemClock),
@@ -90,6 +97,7 @@ impl Poller {
         self.clients.retain(|k, _| names.contains(k.as_str()));
         self.watchers.retain(|k, _| names.contains(k.as_str()));
         self.next_attempt.retain(|k, _| names.contains(k.as_str()));
+        self.discovery.retain(|k, _| names.contains(k.as_str()));
         report.changed |= before != self.view.clusters.len();
 
         let now = Instant::now();
@@ -191,6 +199,10 @@ impl Poller {
                         old.nodes == data.nodes && old.pods == data.pods && old.unbound == data.unbound
                     });
                     report.changed |= !same || status.error.is_some();
+                    if status.error.is_some() {
+                        // Recovered: what it serves may have changed while it was away.
+                        self.discovery.remove(&t.name);
+                    }
                     status.last_good = Some(Arc::new(data));
                     status.error = None;
                     status.consecutive_failures = 0;
@@ -213,7 +225,76 @@ impl Poller {
         report.ok.sort();
         report.failed.sort_by(|a, b| a.0.cmp(&b.0));
         report.polls.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+        report.changed |= self.discover_due(&report.ok).await;
         report
+    }
+
+    /// Reads the discovery documents of the members polled successfully this round whose
+    /// discovery is due (first success, recovery, `poll.discovery_interval` elapsed, or the
+    /// retry of a failed discovery), at most `poll.concurrency` at once, each within
+    /// `poll.timeout`. Returns whether a member's API list changed.
+    async fn discover_due(&mut self, ok: &[String]) -> bool {
+        let now = Instant::now();
+        let due: Vec<(String, kube::Client, Option<Apis>)> = ok
+            .iter()
+            .filter(|name| self.discovery.get(*name).is_none_or(|(at, _)| *at <= now))
+            .filter_map(|name| {
+                let client = self.clients.get(name)?.client.clone();
+                let previous = self.view.clusters.get(name).and_then(|s| s.apis.clone());
+                Some((name.clone(), client, previous))
+            })
+            .collect();
+        if due.is_empty() {
+            return false;
+        }
+        let timeout = self.poll.timeout;
+        let found: Vec<(String, Result<Discovered, PollError>)> = futures_util::stream::iter(due)
+            .map(|(name, client, previous)| async move {
+                let r = tokio::time::timeout(timeout, discover(&client, previous.as_deref()))
+                    .await
+                    .unwrap_or(Err(PollError::Deadline(timeout)));
+                (name, r)
+            })
+            .buffer_unordered(self.poll.concurrency.max(1))
+            .collect()
+            .await;
+        let mut changed = false;
+        for (name, result) in found {
+            let Some(status) = self.view.clusters.get_mut(&name) else { continue };
+            status.discoveries_total += 1;
+            match result {
+                Ok(d) => {
+                    for (gv, why) in &d.failed {
+                        tracing::warn!(cluster = %name, group_version = %gv, error = %why,
+                            "discovery: cannot read the resources of this group version; keeping what was known of it");
+                    }
+                    if status.apis.as_deref() != Some(&d.apis) {
+                        tracing::info!(cluster = %name, apis = d.apis.len(), "discovery: the member's API list changed");
+                        changed = true;
+                        status.apis = Some(Arc::new(d.apis));
+                    }
+                    status.apis_at_ms = self.clock.now_ms();
+                    status.discovery_error = None;
+                    self.discovery.insert(name, (Instant::now() + self.poll.discovery_interval, 0));
+                }
+                Err(e) => {
+                    let failures = self.discovery.get(&name).map_or(0, |d| d.1).saturating_add(1);
+                    if status.discovery_error.as_ref() != Some(&e) {
+                        match status.apis {
+                            Some(_) => tracing::warn!(cluster = %name, error = %e,
+                                "discovery failed; keeping the member's last API list"),
+                            None => tracing::warn!(cluster = %name, error = %e,
+                                "discovery failed and no API list of the member was read yet: its last stored list is used, else its Cluster object's status.apiEnablements, else it is taken to serve every API"),
+                        }
+                    }
+                    status.discovery_error = Some(e);
+                    let exp = failures.saturating_sub(1).min(16);
+                    let delay = self.interval.saturating_mul(1u32 << exp).min(self.poll.discovery_interval);
+                    self.discovery.insert(name, (Instant::now() + delay, failures));
+                }
+            }
+        }
+        changed
     }
 
     /// Starts the watches of a cluster just listed.

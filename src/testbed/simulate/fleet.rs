@@ -161,8 +161,122 @@ const GPUS: &[&str] = &["NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "NVIDI
 const CPU_VENDORS: &[&str] = &["Intel", "AMD", "ARM"];
 const SIZES: &[(u32, u32)] = &[(4, 16), (8, 32), (16, 64), (32, 128)];
 
+/// The APIs a simulated member serves when its Cluster object lists none: the built-in APIs
+/// of a Kubernetes 1.33 API server that workloads use, as `(groupVersion, [(resource, Kind)])`.
+pub const STANDARD_APIS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "v1",
+        &[
+            ("configmaps", "ConfigMap"),
+            ("endpoints", "Endpoints"),
+            ("events", "Event"),
+            ("limitranges", "LimitRange"),
+            ("namespaces", "Namespace"),
+            ("nodes", "Node"),
+            ("persistentvolumeclaims", "PersistentVolumeClaim"),
+            ("persistentvolumes", "PersistentVolume"),
+            ("pods", "Pod"),
+            ("replicationcontrollers", "ReplicationController"),
+            ("resourcequotas", "ResourceQuota"),
+            ("secrets", "Secret"),
+            ("serviceaccounts", "ServiceAccount"),
+            ("services", "Service"),
+        ],
+    ),
+    ("apiextensions.k8s.io/v1", &[("customresourcedefinitions", "CustomResourceDefinition")]),
+    (
+        "apps/v1",
+        &[
+            ("controllerrevisions", "ControllerRevision"),
+            ("daemonsets", "DaemonSet"),
+            ("deployments", "Deployment"),
+            ("replicasets", "ReplicaSet"),
+            ("statefulsets", "StatefulSet"),
+        ],
+    ),
+    ("autoscaling/v2", &[("horizontalpodautoscalers", "HorizontalPodAutoscaler")]),
+    ("batch/v1", &[("cronjobs", "CronJob"), ("jobs", "Job")]),
+    ("coordination.k8s.io/v1", &[("leases", "Lease")]),
+    (
+        "networking.k8s.io/v1",
+        &[("ingressclasses", "IngressClass"), ("ingresses", "Ingress"), ("networkpolicies", "NetworkPolicy")],
+    ),
+    ("policy/v1", &[("poddisruptionbudgets", "PodDisruptionBudget")]),
+    (
+        "rbac.authorization.k8s.io/v1",
+        &[
+            ("clusterrolebindings", "ClusterRoleBinding"),
+            ("clusterroles", "ClusterRole"),
+            ("rolebindings", "RoleBinding"),
+            ("roles", "Role"),
+        ],
+    ),
+    ("storage.k8s.io/v1", &[("storageclasses", "StorageClass")]),
+];
+
+/// The CRD group of generated clusters with an even index (OpenKruise's CloneSet); the others
+/// do not serve it, so a workload of that kind must stay off them.
+pub const CRD_APIS: (&str, &[(&str, &str)]) = ("apps.kruise.io/v1alpha1", &[("clonesets", "CloneSet")]);
+
+/// Whether generated cluster `ci` serves [`CRD_APIS`].
+pub fn serves_crd(ci: usize) -> bool {
+    ci.is_multiple_of(2)
+}
+
+/// `status.apiEnablements` (Karmada's form) of a list of group versions.
+pub fn api_enablements_value<'a>(apis: impl IntoIterator<Item = &'a (&'a str, &'a [(&'a str, &'a str)])>) -> Value {
+    Value::Array(
+        apis.into_iter()
+            .map(|(gv, resources)| {
+                let resources: Vec<Value> = resources.iter().map(|(n, k)| json!({"name": n, "kind": k})).collect();
+                json!({"groupVersion": gv, "resources": resources})
+            })
+            .collect(),
+    )
+}
+
+/// The APIs a fleet cluster serves: its Cluster object's `status.apiEnablements` (entries
+/// without a group version or with subresource names left out), or [`STANDARD_APIS`]; Nodes
+/// and Pods are always served. By group version, resources as `(name, Kind)`, sorted.
+pub fn served_apis(cluster: &Value) -> BTreeMap<String, Vec<(String, String)>> {
+    let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    match cluster.pointer("/status/apiEnablements").and_then(Value::as_array).filter(|a| !a.is_empty()) {
+        Some(list) => {
+            for e in list {
+                let Some(gv) = e.get("groupVersion").and_then(Value::as_str).filter(|g| !g.is_empty()) else {
+                    continue;
+                };
+                let entry = out.entry(gv.to_string()).or_default();
+                for r in e.get("resources").and_then(Value::as_array).into_iter().flatten() {
+                    let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                    entry.push((s("name"), s("kind")));
+                }
+            }
+        }
+        None => {
+            for (gv, resources) in STANDARD_APIS {
+                out.insert(gv.to_string(), resources.iter().map(|(n, k)| (n.to_string(), k.to_string())).collect());
+            }
+        }
+    }
+    let core = out.entry("v1".into()).or_default();
+    for (n, k) in [("nodes", "Node"), ("pods", "Pod")] {
+        if !core.iter().any(|(name, _)| name == n) {
+            core.push((n.into(), k.into()));
+        }
+    }
+    for resources in out.values_mut() {
+        resources.retain(|(n, k)| !n.is_empty() && !k.is_empty());
+        resources.sort();
+        resources.dedup();
+    }
+    out
+}
+
 /// Generates a synthetic fleet in memory: clusters in regions and zones, nodes of several
-/// sizes with CPU vendors and (on some clusters) GPU models, pods spread over the nodes.
+/// sizes with CPU vendors and (on some clusters) GPU models, pods spread over the nodes. Each
+/// Cluster object's `status.apiEnablements` lists the APIs the simulator serves for it:
+/// [`STANDARD_APIS`], and [`CRD_APIS`] on every other cluster ([`serves_crd`]).
 pub fn generate(g: &Generate) -> Vec<FleetCluster> {
     clusters(g).collect()
 }
@@ -198,6 +312,8 @@ fn generate_cluster(g: &Generate, ci: usize, rng: &mut Rng) -> FleetCluster {
             "metadata": {"name": name, "labels": {"region": region, "provider": provider,
                 "gpu": if has_gpu { "true" } else { "false" }}},
             "spec": {"syncMode": "Push", "provider": provider, "region": region, "zones": zones},
+            "status": {"apiEnablements": api_enablements_value(
+                STANDARD_APIS.iter().chain(serves_crd(ci).then_some(&CRD_APIS)))},
         });
         let mut nodes = Vec::with_capacity(g.nodes);
         for ni in 0..g.nodes {

@@ -192,7 +192,7 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
     for c in fleet {
         let token = token_at(&meta.join("tokens").join(&c.name))?;
         let log = watch::WatchLog::new(opts.watch_window, Arc::clone(&events));
-        served.insert(c.name.clone(), Served { fleet: c, token, log, fault: Default::default() });
+        served.insert(c.name.clone(), Served::new(c, token, log));
     }
     write_client_files(&meta, &served, https_addr, http_addr, &certs.ca_pem)?;
 
@@ -202,6 +202,7 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
         admin_token,
         requests: RwLock::new(BTreeMap::new()),
         user_agents: RwLock::default(),
+        discovery_requests: RwLock::default(),
         apply_now: opts.apply.as_ref().map(|_| apply_tx),
         events,
         open_watches: Arc::new(std::sync::atomic::AtomicU64::new(0)),

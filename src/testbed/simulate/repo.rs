@@ -105,7 +105,7 @@ fn quantities(list: &ResourceList) -> Value {
 }
 
 /// The offline Cluster object of a generated cluster: the fleet's Cluster object with extra
-/// labels, a taint on one cluster in 20, and the status summary of `obs`.
+/// labels, a taint on one cluster in 20, its API enablements and the status summary of `obs`.
 pub fn cluster_object(ci: usize, c: &FleetCluster, obs: &Observation, clusters: usize) -> Value {
     let mut obj = c.cluster.clone();
     let shards = clusters.div_ceil(SHARD_SIZE).max(1);
@@ -126,8 +126,10 @@ pub fn cluster_object(ci: usize, c: &FleetCluster, obs: &Observation, clusters: 
         obj["spec"]["taints"] = json!([{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]);
     }
     let s = summary_of(obs);
+    let apis = c.cluster.pointer("/status/apiEnablements").cloned().unwrap_or_else(|| json!([]));
     obj["status"] = json!({
         "kubernetesVersion": "v1.33.0",
+        "apiEnablements": apis,
         "conditions": [{"type": "Ready", "status": "True"}],
         "resourceSummary": {
             "allocatable": quantities(&s.allocatable),

@@ -1,7 +1,10 @@
 //! The simulator's HTTP(S) server: the Kubernetes API shapes a poller, kubectl and client
 //! libraries use, per cluster under `/clusters/<name>`, with bearer-token auth and faults.
 //!
-//! Served (GET): `/version`, `/api`, `/apis`, `/api/v1`, `/api/v1/nodes[/{name}]`,
+//! Served (GET): `/version`, the discovery documents (`/api`, `/apis` — aggregated when the
+//! `Accept` asks for `as=APIGroupDiscoveryList`, unless the cluster's `legacyDiscovery` —,
+//! `/api/<v>`, `/apis/<g>/<v>`: the APIs of the cluster's Cluster object's
+//! `status.apiEnablements`, or the standard list), `/api/v1/nodes[/{name}]`,
 //! `/api/v1/pods`, `/api/v1/namespaces/{ns}/pods[/{name}]`. Lists honour `limit` and
 //! `continue` (an opaque offset token), return `resourceVersion` (and accept it as a
 //! parameter), and filter by `fieldSelector` (`spec.nodeName`, `status.phase`,
@@ -12,7 +15,8 @@
 //! Admin (bearer: the admin token): `GET|PUT /admin/clusters/{name}/fault` reads or sets the
 //! cluster's [`Fault`]; `PUT|PATCH|DELETE /admin/clusters/{name}/nodes/{node}` and
 //! `…/namespaces/{ns}/pods/{pod}` edit one object (with its watch event);
-//! `POST /admin/clusters/{name}/watches/close|compact`; `PUT|DELETE
+//! `POST /admin/clusters/{name}/watches/close|compact`; `PUT /admin/clusters/{name}/apis`
+//! (the APIs it serves, as `status.apiEnablements`); `PUT|DELETE
 //! /admin/clusters/{name}/leases/fault` and `GET /admin/leases` ([`super::lease`]); `POST /admin/apply` runs the GitOps
 //! agent now; `GET /admin/stats` and `GET /admin/requests`. The member's own troubles:
 //! `PUT /admin/clusters/{name}/nodes/{node}/ready` (`{"ready": false}`: the node and its pods
@@ -61,6 +65,12 @@ pub struct Fault {
     /// Answer every request that carries a continue token with 410 Gone, and every watch
     /// with a 410 `ERROR` event (so a watcher's relist meets the expired continue tokens).
     pub gone_on_continue: bool,
+    /// Answer the discovery documents (`/api`, `/apis`, `/api/<v>`, `/apis/<g>/<v>`) only
+    /// with this status; everything else is served.
+    pub discovery_status: Option<u16>,
+    /// Serve `/api` and `/apis` in the plain form only, whatever the client accepts (an API
+    /// server before Kubernetes 1.26): the client reads each group version's list.
+    pub legacy_discovery: bool,
 }
 
 /// One served cluster.
@@ -74,6 +84,16 @@ pub struct Served {
     pub log: WatchLog,
     /// Its faults.
     pub fault: Fault,
+    /// The APIs it serves, by group version ([`super::fleet::served_apis`]).
+    pub apis: BTreeMap<String, Vec<(String, String)>>,
+}
+
+impl Served {
+    /// A served cluster: its objects, token and watch log; the APIs of its Cluster object.
+    pub fn new(fleet: FleetCluster, token: String, log: WatchLog) -> Served {
+        let apis = super::fleet::served_apis(&fleet.cluster);
+        Served { fleet, token, log, fault: Fault::default(), apis }
+    }
 }
 
 /// Everything the server shares between connections.
@@ -85,6 +105,8 @@ pub struct State {
     pub admin_token: String,
     /// Requests served, by cluster (for tests and curiosity).
     pub requests: RwLock<BTreeMap<String, u64>>,
+    /// Discovery documents requested, by cluster.
+    pub discovery_requests: RwLock<BTreeMap<String, u64>>,
     /// Every `User-Agent` seen on an authenticated cluster request ("" for none).
     pub user_agents: RwLock<std::collections::BTreeSet<String>>,
     /// Runs the GitOps agent (set when `--apply` is given).
@@ -199,13 +221,23 @@ async fn cluster_api(
     if req.method() != Method::GET {
         return Ok(status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "the simulator only serves GET"));
     }
+    if is_discovery(api_path) {
+        *state.discovery_requests.write().unwrap_or_else(|p| p.into_inner()).entry(cluster.to_string()).or_insert(0) +=
+            1;
+        if let Some(code) = fault.discovery_status {
+            let code = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            return Ok(status(code, "ServiceUnavailable", &format!("injected discovery fault on cluster {cluster}")));
+        }
+    }
     if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
         return Ok(watch(state, cluster, api_path, &query, &fault));
     }
+    let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let aggregated = !fault.legacy_discovery && accept.contains("as=APIGroupDiscoveryList");
     let resp = {
         let clusters = state.clusters.read().unwrap_or_else(|p| p.into_inner());
         match clusters.get(cluster) {
-            Some(c) => api(c, api_path, &query, server, cluster),
+            Some(c) => api(c, api_path, &query, server, cluster, aggregated),
             None => status(StatusCode::NOT_FOUND, "NotFound", "cluster removed"),
         }
     };
@@ -324,7 +356,7 @@ fn watch(state: &Arc<State>, cluster: &str, path: &str, q: &BTreeMap<String, Str
 
 /// A GET of the cluster's API: discovery ([`discovery`]), then nodes and pods (lists and
 /// single objects).
-fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name: &str) -> Resp {
+fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name: &str, aggregated: bool) -> Resp {
     let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
         ["api", "v1", "nodes"] => list(c, "NodeList", &c.fleet.nodes, None, q, name),
@@ -332,28 +364,111 @@ fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name:
         ["api", "v1", "pods"] => list(c, "PodList", &c.fleet.pods, None, q, name),
         ["api", "v1", "namespaces", ns, "pods"] => list(c, "PodList", &c.fleet.pods, Some(ns), q, name),
         ["api", "v1", "namespaces", ns, "pods", n] => get(&c.fleet.pods, Some(ns), n, "pods"),
-        segs => discovery(segs, server).unwrap_or_else(|| {
+        segs => discovery(c, segs, server, aggregated).unwrap_or_else(|| {
             status(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource")
         }),
     }
 }
 
-/// The discovery documents: `/version`, `/api`, `/apis`, `/api/v1`.
-fn discovery(segs: &[&str], server: &str) -> Option<Resp> {
+/// Whether resources of `kind` are cluster-scoped (for the discovery documents).
+fn cluster_scoped(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Node"
+            | "Namespace"
+            | "PersistentVolume"
+            | "CustomResourceDefinition"
+            | "ClusterRole"
+            | "ClusterRoleBinding"
+            | "StorageClass"
+            | "IngressClass"
+    )
+}
+
+/// The aggregated `/api` (`core`) or `/apis` document (`APIGroupDiscoveryList`, v2).
+fn aggregated_discovery(c: &Served, core: bool) -> Resp {
+    let mut groups: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    for (gv, resources) in &c.apis {
+        let (group, version) = gv.split_once('/').unwrap_or(("", gv));
+        if group.is_empty() != core {
+            continue;
+        }
+        let resources: Vec<Value> = resources
+            .iter()
+            .map(|(name, kind)| {
+                json!({"resource": name, "responseKind": {"group": group, "version": version, "kind": kind},
+                    "scope": if cluster_scoped(kind) { "Cluster" } else { "Namespaced" },
+                    "verbs": ["get", "list", "watch"]})
+            })
+            .collect();
+        groups
+            .entry(group)
+            .or_default()
+            .push(json!({"version": version, "resources": resources, "freshness": "Current"}));
+    }
+    let items: Vec<Value> =
+        groups.into_iter().map(|(name, versions)| json!({"metadata": {"name": name}, "versions": versions})).collect();
+    let mut r = ok(&json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {}, "items": items}));
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"),
+    );
+    r
+}
+
+/// The discovery documents: `/version`, `/api`, `/apis` (aggregated when the client asks for
+/// it and the cluster is not `legacyDiscovery`), `/api/<v>`, `/apis/<g>/<v>`, of the APIs the
+/// cluster serves ([`super::fleet::served_apis`]: its Cluster object's
+/// `status.apiEnablements`, or the standard list).
+fn discovery(c: &Served, segs: &[&str], server: &str, aggregated: bool) -> Option<Resp> {
+    let resource_list = |gv: &str| {
+        let resources = c.apis.get(gv)?;
+        let items: Vec<Value> = resources
+            .iter()
+            .map(|(name, kind)| {
+                json!({"name": name, "singularName": "", "namespaced": !cluster_scoped(kind), "kind": kind,
+                    "verbs": ["get", "list", "watch"]})
+            })
+            .collect();
+        Some(ok(&json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": items})))
+    };
     Some(match segs {
+        ["api"] | ["apis"] if aggregated => aggregated_discovery(c, segs == ["api"]),
         ["version"] => ok(&json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0-fedsched-sim",
             "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
             "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.0", "compiler": "gc", "platform": "linux/amd64"})),
-        ["api"] => ok(&json!({"kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server}]})),
-        ["apis"] => ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})),
-        ["api", "v1"] => ok(&json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
-            {"name": "nodes", "singularName": "node", "namespaced": false, "kind": "Node",
-             "verbs": ["get", "list", "watch"], "shortNames": ["no"]},
-            {"name": "pods", "singularName": "pod", "namespaced": true, "kind": "Pod",
-             "verbs": ["get", "list", "watch"], "shortNames": ["po"], "categories": ["all"]}]})),
+        ["api"] => {
+            let versions: Vec<&String> = c.apis.keys().filter(|gv| !gv.contains('/')).collect();
+            ok(&json!({"kind": "APIVersions", "versions": versions,
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server}]}))
+        }
+        ["apis"] => {
+            let mut groups: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+            for gv in c.apis.keys() {
+                if let Some((g, v)) = gv.split_once('/') {
+                    groups.entry(g).or_default().push(json!({"groupVersion": gv, "version": v}));
+                }
+            }
+            let groups: Vec<Value> = groups
+                .into_iter()
+                .map(|(name, versions)| {
+                    let preferred = versions.first().cloned().unwrap_or(Value::Null);
+                    json!({"name": name, "versions": versions, "preferredVersion": preferred})
+                })
+                .collect();
+            ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
+        }
+        ["api", v] => return resource_list(v),
+        ["apis", g, v] => return resource_list(&format!("{g}/{v}")),
         _ => return None,
     })
+}
+
+/// Whether `path` is a discovery document ([`discovery`]).
+fn is_discovery(path: &str) -> bool {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    matches!(segs.as_slice(), ["api"] | ["apis"] | ["api", _] | ["apis", _, _])
 }
 
 fn get(items: &[Value], ns: Option<&str>, name: &str, resource: &str) -> Resp {
@@ -607,6 +722,7 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             "events": state.events.load(Ordering::Relaxed),
             "openWatches": state.open_watches.load(Ordering::Relaxed),
             "userAgents": &*state.user_agents.read().unwrap_or_else(|p| p.into_inner()),
+            "discovery": &*state.discovery_requests.read().unwrap_or_else(|p| p.into_inner()),
         })),
         (Method::PUT, ["clusters", name, "nodes", node, what @ ("ready" | "allocatable")]) => {
             let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
@@ -616,6 +732,13 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             node_trouble(state, name, node, what, &body)
         }
         (Method::PUT, ["clusters", name, "outage"]) => outage(state, req, name).await,
+        (Method::PUT, ["clusters", name, "apis"]) => {
+            let body = match Limited::new(req.into_body(), 4 << 20).collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
+            };
+            set_apis(state, name, &body)
+        }
         (Method::PUT, ["clusters", name, "leases", "fault"]) => {
             let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
                 Ok(b) => b.to_bytes(),
@@ -712,6 +835,24 @@ async fn outage(state: &State, req: Request<Incoming>, name: &str) -> Resp {
         Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("outage: {e}")),
     };
     set_fault(state, name, fault)
+}
+
+/// `PUT /admin/clusters/{name}/apis` (`status.apiEnablements` in Karmada's form: `[{groupVersion,
+/// resources: [{name, kind}]}]`): the APIs the cluster serves from now on (a CRD installed or
+/// removed).
+fn set_apis(state: &State, name: &str, body: &[u8]) -> Resp {
+    let list: Value = match serde_json::from_slice(body) {
+        Ok(v @ Value::Array(_)) => v,
+        Ok(_) => return status(StatusCode::BAD_REQUEST, "BadRequest", "body: a list of {groupVersion, resources}"),
+        Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("body: {e}")),
+    };
+    let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = clusters.get_mut(name) else {
+        return status(StatusCode::NOT_FOUND, "NotFound", "no such cluster");
+    };
+    c.apis = super::fleet::served_apis(&json!({"status": {"apiEnablements": list}}));
+    tracing::info!(cluster = %name, groupversions = c.apis.len(), "APIs changed");
+    ok(&json!({"groupVersions": c.apis.keys().collect::<Vec<_>>()}))
 }
 
 /// Sets a cluster's faults and closes its watch streams.
