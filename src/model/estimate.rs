@@ -15,6 +15,11 @@ pub trait Estimator: Send + Sync {
     fn name(&self) -> &'static str;
     /// Maximum number of additional replicas, or None when this estimator has no data.
     fn max_replicas(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Option<i64>;
+    /// [`Estimator::max_replicas`] for each of `clusters`, in order: an estimator with
+    /// per-request preparation (the node-level one compiles the request) does it once.
+    fn max_replicas_each(&self, clusters: &[&ClusterSnapshot], req: &ReplicaRequirements) -> Vec<Option<i64>> {
+        clusters.iter().map(|c| self.max_replicas(c, req)).collect()
+    }
     /// Lines for explain on why the estimate is what it is (only asked when a cluster cannot
     /// take every replica).
     fn explain(&self, _cluster: &ClusterSnapshot, _req: &ReplicaRequirements) -> Vec<String> {
@@ -45,19 +50,25 @@ pub struct Estimate {
     pub replicas: i64,
 }
 
-/// Minimum over the estimators that answer; None when none does.
+/// Per cluster of `clusters` (in order): the minimum over the estimators that answer (None
+/// when none does) and their answers, in the estimators' order.
 pub fn max_available(
     estimators: &[Box<dyn Estimator>],
-    cluster: &ClusterSnapshot,
+    clusters: &[&ClusterSnapshot],
     req: &ReplicaRequirements,
-) -> (Option<i64>, Vec<Estimate>) {
-    let mut answers = Vec::new();
+) -> Vec<(Option<i64>, Vec<Estimate>)> {
+    let mut out: Vec<(Option<i64>, Vec<Estimate>)> = clusters.iter().map(|_| (None, Vec::new())).collect();
     for e in estimators {
-        if let Some(r) = e.max_replicas(cluster, req) {
-            answers.push(Estimate { estimator: e.name(), replicas: r.max(0) });
+        for ((_, answers), r) in out.iter_mut().zip(e.max_replicas_each(clusters, req)) {
+            if let Some(r) = r {
+                answers.push(Estimate { estimator: e.name(), replicas: r.max(0) });
+            }
         }
     }
-    (answers.iter().map(|a| a.replicas).min(), answers)
+    for (min, answers) in &mut out {
+        *min = answers.iter().map(|a| a.replicas).min();
+    }
+    out
 }
 
 /// Karmada's general estimator over `status.resourceSummary`:
@@ -191,6 +202,20 @@ impl Estimator for NodeEstimator {
         Some(cluster.node_index(&self.dims, &self.settings).estimate(&cluster.nodes, &compiled))
     }
 
+    fn max_replicas_each(&self, clusters: &[&ClusterSnapshot], req: &ReplicaRequirements) -> Vec<Option<i64>> {
+        if clusters.iter().all(|c| c.nodes.is_empty()) {
+            return vec![None; clusters.len()];
+        }
+        let compiled = self.compiler.compile(req, &self.dims);
+        clusters
+            .iter()
+            .map(|c| match c.nodes.is_empty() {
+                true => None,
+                false => Some(c.node_index(&self.dims, &self.settings).estimate(&c.nodes, &compiled)),
+            })
+            .collect()
+    }
+
     fn explain(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Vec<String> {
         if cluster.nodes.is_empty() {
             return Vec::new();
@@ -277,11 +302,11 @@ mod tests {
         let mut c = cluster(ResourceSummary::default(), vec![]);
         c.summary = None;
         let req = ReplicaRequirements { request: list(&[("cpu", 100)]), ..Default::default() };
-        let (max, answers) = max_available(&estimators(), &c, &req);
+        let (max, answers) = max_available(&estimators(), &[&c], &req).remove(0);
         assert_eq!(max, Some(0), "{answers:?}");
         assert!(answers.iter().any(|a| a.estimator == "resource-summary" && a.replicas == 0), "{answers:?}");
         // Without any request either: no summary, no pod slots known.
-        let (max, _) = max_available(&estimators(), &c, &ReplicaRequirements::default());
+        let (max, _) = max_available(&estimators(), &[&c], &ReplicaRequirements::default()).remove(0);
         assert_eq!(max, Some(0));
     }
 
@@ -334,7 +359,7 @@ mod tests {
         );
         let req = ReplicaRequirements { request: list(&[("cpu", 1500)]), ..Default::default() };
         assert_eq!(ResourceModelEstimator.max_replicas(&c, &req), Some(1));
-        let (min, answers) = max_available(&estimators(), &c, &req);
+        let (min, answers) = max_available(&estimators(), &[&c], &req).remove(0);
         assert_eq!(min, Some(1));
         // The models apply: the summary estimator defers to them, as Karmada's does.
         assert_eq!(answers, vec![Estimate { estimator: "resource-models", replicas: 1 }]);

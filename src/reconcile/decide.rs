@@ -75,6 +75,8 @@ pub(super) struct Decisions {
     pub render_failures: Vec<Problem>,
     /// Time spent scheduling and rendering the fresh decisions.
     pub schedule_time: Duration,
+    /// CPU time of the deciding thread in the schedule phase (figures only).
+    pub schedule_cpu: Duration,
     pub render_time: Duration,
 }
 
@@ -324,6 +326,7 @@ fn reuse_or_decide(
     let decided = decide(ctx, w, &snapshots.views);
     out.decided += 1;
     out.schedule_time += decided.schedule_time;
+    out.schedule_cpu += decided.schedule_cpu;
     out.render_time += decided.render_time;
     // The clusters whose state the decision read: those that passed the filters (all of
     // them when ordered affinity terms may have been tried in turn).
@@ -409,6 +412,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
             scheduled: false,
             requirements: None,
             schedule_time: Duration::ZERO,
+            schedule_cpu: Duration::ZERO,
             render_time: Duration::ZERO,
         }
     };
@@ -431,16 +435,18 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         failover,
     };
     let scheduling = Instant::now();
+    let scheduling_cpu = crate::util::clock::thread_cpu();
     let mut result = match policy_ref {
         Some(_) => schedule::schedule_in(&pass.fleet, fw, &req, snapshots),
         None => attached(&pass.fleet),
     };
     let schedule_time = scheduling.elapsed();
+    let schedule_cpu = crate::util::clock::thread_cpu().saturating_sub(scheduling_cpu);
     let mut targets = match &result.outcome {
         Outcome::Scheduled { targets } => targets.clone(),
         Outcome::Unschedulable { reason } => {
             let reason = reason.clone();
-            return Decided { schedule_time, ..keep_previous(reason, result) };
+            return Decided { schedule_time, schedule_cpu, ..keep_previous(reason, result) };
         }
     };
     // propagateDeps: the union with the clusters of the workloads that need this object.
@@ -532,6 +538,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         scheduled: true,
         requirements: workload.replicas.is_some().then(|| workload.requirements.clone()),
         schedule_time,
+        schedule_cpu,
         render_time: rendering.elapsed(),
     }
 }
@@ -610,6 +617,7 @@ pub(crate) struct Decided {
     /// Per-replica requirements of a scheduled workload (for assumed replicas).
     pub(super) requirements: Option<ReplicaRequirements>,
     pub(super) schedule_time: Duration,
+    pub(super) schedule_cpu: Duration,
     pub(super) render_time: Duration,
 }
 
@@ -637,6 +645,7 @@ impl Decided {
             scheduled,
             requirements,
             schedule_time: Duration::ZERO,
+            schedule_cpu: Duration::ZERO,
             render_time: Duration::ZERO,
         }
     }

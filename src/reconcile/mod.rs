@@ -312,6 +312,7 @@ impl Reconciler {
                 poll,
                 stability: stability_time,
                 schedule: decisions.schedule_time,
+                schedule_cpu: decisions.schedule_cpu,
                 render: decisions.render_time,
                 publish: publish_time,
                 record: record_time,

@@ -369,12 +369,17 @@ fn schedule_term(
     };
     let sorted: Vec<&ClusterSnapshot> = feasible.iter().map(|p| fleet.cluster(clusters, *p)).collect();
     let mut verdicts: Vec<ClusterVerdict> = Vec::with_capacity(sorted.len());
+    let mut estimated = match req.workload.replicas {
+        Some(_) => max_available(&fw.estimators, &sorted, &req.workload.requirements),
+        None => Vec::new(),
+    }
+    .into_iter();
     for cluster in &sorted {
         let mut reasons = Vec::new();
         let mut estimates = Vec::new();
         let mut available = None;
         if let Some(desired) = req.workload.replicas {
-            let (est, answers) = max_available(&fw.estimators, cluster, &req.workload.requirements);
+            let (est, answers) = estimated.next().unwrap_or_default();
             estimates = answers.into_iter().map(|a| (a.estimator.to_string(), a.replicas)).collect();
             let est = est.map(|e| confidence_discount(fw, cluster, e, &mut reasons));
             if est.is_some_and(|e| e < i64::from(desired)) {

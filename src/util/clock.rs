@@ -16,6 +16,13 @@ pub fn rfc3339_ms(ms: u64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
 }
 
+/// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`, one system call, no file):
+/// what a phase costs in work, whatever else the machine runs. Figures only, never decisions.
+pub fn thread_cpu() -> std::time::Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    std::time::Duration::new(u64::try_from(t.tv_sec).unwrap_or(0), u32::try_from(t.tv_nsec).unwrap_or(0))
+}
+
 /// A source of Unix time in milliseconds.
 pub trait Clock: Send + Sync + std::fmt::Debug {
     fn now_ms(&self) -> u64;

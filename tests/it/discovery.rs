@@ -61,6 +61,10 @@ fn a_crd_workload_goes_only_where_its_group_is_served_and_a_failed_discovery_kee
         has_web(&out, "member-000") && has_web(&out, "member-001") && has_clones(&out, "member-000")
     });
     assert!(!has_clones(&out, "member-001"), "member-001 does not serve apps.kruise.io/v1alpha1");
+    // The pass publishes before it records: explain answers once the pass has ended.
+    wait_for("the first pass recorded", Duration::from_secs(30), || {
+        t.s.cmd("explain", &["CloneSet/shop/clones", "-o", "json"]).status.success()
+    });
     let why = t.s.cmd("explain", &["CloneSet/shop/clones", "-o", "json"]);
     assert!(
         text(&why.stdout).contains("cluster does not serve apps.kruise.io/v1alpha1/CloneSet"),
