@@ -1,6 +1,7 @@
 //! Applying a publish: changed files staged (on every core) and made durable by one `syncfs`,
-//! the journal committed, the renames and deletions applied and made durable by a second
-//! `syncfs`, then the journal removed.
+//! the journal committed, the renames and deletions applied in an order that keeps every
+//! cluster directory consistent at every instant ([`apply_order`]) and made durable by a
+//! second `syncfs`, then the journal removed.
 
 use std::fs;
 use std::io::{self, Write};
@@ -11,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::diff::Changes;
 use super::disk::{Kind, create_dirs, journal_path, kind_of, staging_dir, state_dir, sync_dir, sync_filesystem};
 use super::error::io_err;
-use super::{JOURNAL_VERSION, PublishError};
+use super::{JOURNAL_VERSION, KUSTOMIZATION_FILE, PublishError, STATE_DIR, SUMMARY_FILE};
 
 /// The commit record of one publish: staged files to rename into place and files to delete.
 /// Paths are relative to the output root; staged names are relative to the staging directory.
@@ -103,17 +104,18 @@ pub(super) fn write_journal(out: &Path, journal: &Journal) -> Result<(), Publish
     sync_dir(&state_dir(out))
 }
 
-/// Applies a committed journal idempotently: renames staged files that still exist, deletes
-/// targets that still exist, prunes directories emptied by deletions (never a cluster
-/// directory), then makes all of it durable with one `syncfs` of the output's file system
-/// (one fsync per changed directory cost more than the renames at 100,000 files). Returns the
-/// paths written and removed.
+/// Applies a committed journal idempotently, in [`apply_order`]: renames staged files that
+/// still exist, deletes targets that still exist, prunes directories emptied by deletions
+/// (never a cluster directory), then makes all of it durable with one `syncfs` of the
+/// output's file system (one fsync per changed directory cost more than the renames at
+/// 100,000 files). Returns the paths written and removed, each sorted. A recovery applies the
+/// same order, whatever order the journal lists its entries in.
 pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBuf>, Vec<PathBuf>), PublishError> {
     let staging = staging_dir(out);
     let mut known_dirs: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     let mut written = Vec::new();
     let mut removed = Vec::new();
-    for rename in &journal.renames {
+    for rename in apply_order(&journal.renames) {
         let from = staging.join(&rename.staged);
         let to = out.join(&rename.target);
         if kind_of(&from)? != Kind::File {
@@ -130,11 +132,15 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
         }
         fs::rename(&from, &to).map_err(io_err("rename into", &to))?;
         written.push(to);
+        super::crash_point();
     }
     for deletion in &journal.deletions {
         let path = out.join(deletion);
         match fs::remove_file(&path) {
-            Ok(()) => removed.push(path.clone()),
+            Ok(()) => {
+                removed.push(path.clone());
+                super::crash_point();
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err("remove", &path)(e)),
         }
@@ -154,7 +160,31 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
         }
     }
     sync_filesystem(out)?;
+    written.sort();
+    removed.sort();
     Ok((written, removed))
+}
+
+/// The order renames are applied in, so that every cluster directory is consistent at every
+/// instant (each file its `kustomization.yaml` lists exists, and no generated file is there
+/// that is in neither the old nor the new state): cluster by cluster (in name order), its new
+/// and changed object files first, then its `kustomization.yaml`; then
+/// `.fedsched/placements.json`, once every file it lists is in place. The deletions come after
+/// all of it ([`apply_journal`]): a file is removed only once no kustomization and no summary
+/// lists it any more. A GitOps agent that syncs a cluster directory at any moment sees its old
+/// state, its new state, or the new state with some unlisted leftovers still on disk (which
+/// kustomize ignores).
+pub(super) fn apply_order(renames: &[Rename]) -> Vec<&Rename> {
+    let summary = format!("{STATE_DIR}/{SUMMARY_FILE}");
+    let mut ordered: Vec<&Rename> = renames.iter().collect();
+    ordered.sort_by_cached_key(|r| {
+        if r.target == summary {
+            return (1, String::new(), false, String::new());
+        }
+        let (cluster, rest) = r.target.split_once('/').unwrap_or(("", r.target.as_str()));
+        (0, cluster.to_owned(), rest == KUSTOMIZATION_FILE, r.target.clone())
+    });
+    ordered
 }
 
 /// Removes the committed journal (the publish is complete) and fsyncs the state directory.
