@@ -361,8 +361,8 @@ fn simulate(a: &SimulateArgs) -> Result<ExitCode, Failure> {
         let out = a.out.clone().ok_or_else(|| missing("out", "--out"))?;
         let progress = progress::Progress::start("generating clusters");
         // One cluster at a time (the same clusters as `fleet::generate`), with progress.
-        for (i, c) in fleet::clusters(&fleet::Generate { clusters: n, nodes: a.nodes, pods: a.pods, seed: a.seed })
-            .enumerate()
+        for (i, c) in
+            fleet::clusters(&fleet::Generate { clusters: n, nodes: a.nodes, pods: a.pods, seed: a.seed }).enumerate()
         {
             fleet::write(&out, std::slice::from_ref(&c))?;
             progress.set(i as u64 + 1, Some(n as u64));

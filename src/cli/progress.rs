@@ -76,8 +76,13 @@ impl Progress {
         if !enabled() {
             return Progress { shown: None };
         }
-        let state =
-            Arc::new(Mutex::new(State { label: label.into(), done: 0, total: None, started: Instant::now(), drawn: false }));
+        let state = Arc::new(Mutex::new(State {
+            label: label.into(),
+            done: 0,
+            total: None,
+            started: Instant::now(),
+            drawn: false,
+        }));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let (state, stop) = (Arc::clone(&state), Arc::clone(&stop));
@@ -166,7 +171,13 @@ mod tests {
 
     #[test]
     fn the_line_says_what_how_far_and_how_long() {
-        let s = State { label: "generating clusters".into(), done: 5, total: Some(20), started: Instant::now(), drawn: false };
+        let s = State {
+            label: "generating clusters".into(),
+            done: 5,
+            total: Some(20),
+            started: Instant::now(),
+            drawn: false,
+        };
         assert_eq!(s.line(), "generating clusters: 5/20 (25%), 0 s");
         let s = State { total: None, ..s };
         assert_eq!(s.line(), "generating clusters, 0 s");

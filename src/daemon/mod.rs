@@ -439,6 +439,9 @@ impl Daemon {
         systemd::stopping();
         drop(policy_watch);
         let limit = self.cfg.reconcile.shutdown_timeout;
+        // No pass runs any more: the output directory is let go before the lease, so that the
+        // next leader finds it free.
+        self.output_claim = None;
         if let Some(ha) = self.ha.take() {
             ha.stop(limit).await;
         }

@@ -197,3 +197,33 @@ pub(super) fn finish_journal(out: &Path) -> Result<(), PublishError> {
     }
     sync_dir(&state_dir(out))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cluster_gets_its_objects_before_its_kustomization_and_the_summary_comes_last() {
+        let r = |target: &str| Rename { staged: format!("s-{}", target.len()), target: target.to_owned() };
+        let renames = vec![
+            r(".fedsched/placements.json"),
+            r("member1/_cluster/core_namespace_shop.yaml"),
+            r("member1/kustomization.yaml"),
+            r("member1/shop/apps_deployment_web.yaml"),
+            r("member2/kustomization.yaml"),
+            r("member2/monitoring/core_configmap_a.yaml"),
+        ];
+        let order: Vec<&str> = apply_order(&renames).iter().map(|r| r.target.as_str()).collect();
+        assert_eq!(
+            order,
+            [
+                "member1/_cluster/core_namespace_shop.yaml",
+                "member1/shop/apps_deployment_web.yaml",
+                "member1/kustomization.yaml",
+                "member2/monitoring/core_configmap_a.yaml",
+                "member2/kustomization.yaml",
+                ".fedsched/placements.json",
+            ]
+        );
+    }
+}

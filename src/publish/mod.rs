@@ -58,7 +58,7 @@ use std::path::Path;
 pub use error::PublishError;
 pub use guard::{DEFAULT_MAX_DELETE_RATIO, DeleteGuard, HeldCluster};
 pub use names::check_segment;
-pub use owner::{Owner, OutputClaim, claim_output};
+pub use owner::{OutputClaim, Owner, claim_output};
 pub use plan::{ClusterFiles, HeldMove, PublishPlan, PublishReport};
 pub use preview::{Preview, preview};
 pub use recovery::recover;
@@ -159,7 +159,7 @@ fn crash_point() {
             return;
         };
         if STEPS.fetch_add(1, Ordering::SeqCst) + 1 == at {
-            let _ = signal_hook::low_level::raise(signal_hook::consts::SIGKILL);
+            let _ = signal_hook::low_level::raise(signal_hook::consts::signal::SIGKILL);
             std::process::abort();
         }
     }

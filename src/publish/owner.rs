@@ -61,8 +61,13 @@ pub fn claim_output(out: &Path, state: &Path, command: &str) -> Result<OutputCla
     let dir = state_dir(out);
     create_dirs(&dir)?;
     let path = dir.join(OWNER_FILE);
-    let mut file =
-        File::options().create(true).truncate(false).read(true).write(true).open(&path).map_err(io_err("open", &path))?;
+    let mut file = File::options()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(io_err("open", &path))?;
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
