@@ -64,7 +64,8 @@ fn check_consistent(now: &Tree, old: &Tree, new: &Tree) -> Result<(), String> {
 }
 
 /// The demo rendered, then a change touching several clusters: more replicas, a removed
-/// template, a new ConfigMap in `shop` (a namespace that sorts after `kustomization.yaml`).
+/// template, a new ConfigMap in `shop` (a namespace that sorts after `kustomization.yaml`) that
+/// the shop policy propagates.
 fn rendered_then_changed() -> Scratch {
     let s = Scratch::with_demo();
     let first = render_env(&s, &[]);
@@ -72,6 +73,13 @@ fn rendered_then_changed() -> Scratch {
     let web = std::fs::read_to_string(s.policies().join("apps/web.yaml")).expect("read");
     s.write("apps/web.yaml", &web.replace("replicas: 9", "replicas: 12"));
     std::fs::remove_file(s.policies().join("apps/edge.yaml")).expect("rm");
+    let shop = std::fs::read_to_string(s.policies().join("policies/shop.yaml")).expect("read");
+    let selected = "    name: web-config\n";
+    assert!(shop.contains(selected), "{shop}");
+    s.write(
+        "policies/shop.yaml",
+        &shop.replacen(selected, "    name: web-config\n  - apiVersion: v1\n    kind: ConfigMap\n    name: extra\n", 1),
+    );
     s.write(
         "apps/extra.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, namespace: shop}\ndata: {k: v}\n",
