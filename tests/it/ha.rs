@@ -240,6 +240,8 @@ fn one_leader_publishes_and_a_standby_takes_over_without_changing_a_placement() 
     .expect("metrics")
     .1;
     assert!(metrics.contains("fedsched_ha_leader{identity=\"b\"} 0"), "{metrics}");
+    // The leader owns the shared output directory; the standby does not.
+    assert_eq!(owner(&t), canonical(&a.state), "the leader owns the output directory");
 
     // kill -9 the leader: b takes over within the lease duration and one pass.
     let before = published(&t);
@@ -264,6 +266,18 @@ fn one_leader_publishes_and_a_standby_takes_over_without_changing_a_placement() 
     let sb = b.status();
     assert_eq!((sb["ha"]["role"].as_str(), sb["ha"]["holder"].as_str()), (Some("leader"), Some("b")), "{sb}");
     assert_eq!(sb["ha"]["transitions"], 1, "{sb}");
+    assert_eq!(owner(&t), canonical(&b.state), "the new leader owns the output directory");
+}
+
+/// The state directory named by the output directory's owner file.
+fn owner(t: &Setup) -> String {
+    let bytes = std::fs::read(t.s.out().join(".fedsched/owner")).unwrap_or_default();
+    let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    doc["state_dir"].as_str().unwrap_or("").to_string()
+}
+
+fn canonical(p: &std::path::Path) -> String {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf()).display().to_string()
 }
 
 #[test]
