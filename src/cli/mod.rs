@@ -360,6 +360,7 @@ fn simulate(a: &SimulateArgs) -> Result<ExitCode, Failure> {
     if let Some(n) = a.generate {
         let out = a.out.clone().ok_or_else(|| missing("out", "--out"))?;
         let progress = progress::Progress::start("generating clusters");
+        progress.set(0, Some(n as u64));
         // One cluster at a time (the same clusters as `fleet::generate`), with progress.
         for (i, c) in
             fleet::clusters(&fleet::Generate { clusters: n, nodes: a.nodes, pods: a.pods, seed: a.seed }).enumerate()

@@ -90,6 +90,7 @@ impl Progress {
                 .name("progress".into())
                 .spawn(move || {
                     let mut waited = Duration::ZERO;
+                    let mut last = String::new();
                     while !stop.load(Ordering::Relaxed) {
                         std::thread::sleep(EVERY.min(DELAY));
                         waited += EVERY.min(DELAY);
@@ -98,10 +99,14 @@ impl Progress {
                         }
                         let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
                         let line = s.line();
+                        if s.drawn && line == last {
+                            continue; // nothing new to say
+                        }
                         let mut err = std::io::stderr().lock();
                         let _ = write!(err, "\r\x1b[2K{line}");
                         let _ = err.flush();
                         s.drawn = true;
+                        last = line;
                     }
                 })
                 .ok()
