@@ -34,9 +34,16 @@
 //! fence before publishing, so a standby's pass (and a leader's whose renew deadline passed)
 //! ends in shadow ([`reconcile::ReconcileError::Fenced`]): polled, decided, nothing written or
 //! recorded, still ready. On a new term of leadership the loop first takes over
-//! (`take_over_if_due`: git mode syncs its work tree to the remote, `placements.json` is
-//! adopted as the previous placements and claims, a new reconciler), then opens the fence and
-//! runs a pass. At shutdown the lease is released so that a standby takes over at once.
+//! (`take_over_if_due`: the output directory is claimed, git mode syncs its work tree to the
+//! remote — otherwise a publish the previous leader left half-done is finished —,
+//! `placements.json` is adopted as the previous placements and claims, a new reconciler), then
+//! opens the fence and runs a pass. Losing the lease lets go of the output directory. At
+//! shutdown the output directory, then the lease, are released so that a standby takes over at
+//! once.
+//!
+//! One writer per output directory ([`crate::publish::claim_output`]): without `[ha]` the
+//! daemon claims it at start and holds it for its life; a start on a directory another
+//! fedsched owns fails (exit 2), naming the directory and the owner's pid and state directory.
 
 pub mod systemd;
 pub mod watch;
