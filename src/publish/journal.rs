@@ -108,14 +108,16 @@ pub(super) fn write_journal(out: &Path, journal: &Journal) -> Result<(), Publish
 /// still exist, deletes targets that still exist, prunes directories emptied by deletions
 /// (never a cluster directory), then makes all of it durable with one `syncfs` of the
 /// output's file system (one fsync per changed directory cost more than the renames at
-/// 100,000 files). Returns the paths written and removed, each sorted. A recovery applies the
-/// same order, whatever order the journal lists its entries in.
+/// 100,000 files). Returns the paths written and removed, in the journal's order (sorted, as
+/// [`stage`] writes it). A recovery applies the same order, whatever order the journal lists
+/// its entries in.
 pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBuf>, Vec<PathBuf>), PublishError> {
     let staging = staging_dir(out);
     let mut known_dirs: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
-    let mut written = Vec::new();
     let mut removed = Vec::new();
-    for rename in apply_order(&journal.renames) {
+    let mut done = vec![false; journal.renames.len()];
+    for i in apply_order(&journal.renames) {
+        let rename = &journal.renames[i];
         let from = staging.join(&rename.staged);
         let to = out.join(&rename.target);
         if kind_of(&from)? != Kind::File {
@@ -131,7 +133,7 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
             return Err(PublishError::InTheWay { path: to, expected: "a regular file" });
         }
         fs::rename(&from, &to).map_err(io_err("rename into", &to))?;
-        written.push(to);
+        done[i] = true;
         super::crash_point();
     }
     for deletion in &journal.deletions {
@@ -160,8 +162,7 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
         }
     }
     sync_filesystem(out)?;
-    written.sort();
-    removed.sort();
+    let written = journal.renames.iter().zip(&done).filter(|(_, d)| **d).map(|(r, _)| out.join(&r.target)).collect();
     Ok((written, removed))
 }
 
@@ -174,17 +175,21 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
 /// lists it any more. A GitOps agent that syncs a cluster directory at any moment sees its old
 /// state, its new state, or the new state with some unlisted leftovers still on disk (which
 /// kustomize ignores).
-pub(super) fn apply_order(renames: &[Rename]) -> Vec<&Rename> {
+pub(super) fn apply_order(renames: &[Rename]) -> Vec<usize> {
     let summary = format!("{STATE_DIR}/{SUMMARY_FILE}");
-    let mut ordered: Vec<&Rename> = renames.iter().collect();
-    ordered.sort_by_cached_key(|r| {
+    fn key<'a>(r: &'a Rename, summary: &str) -> (bool, &'a str, bool) {
         if r.target == summary {
-            return (1, String::new(), false, String::new());
+            return (true, "", false);
         }
         let (cluster, rest) = r.target.split_once('/').unwrap_or(("", r.target.as_str()));
-        (0, cluster.to_owned(), rest == KUSTOMIZATION_FILE, r.target.clone())
+        (false, cluster, rest == KUSTOMIZATION_FILE)
+    }
+    let mut order: Vec<usize> = (0..renames.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ra, rb) = (&renames[a], &renames[b]);
+        key(ra, &summary).cmp(&key(rb, &summary)).then_with(|| ra.target.cmp(&rb.target))
     });
-    ordered
+    order
 }
 
 /// Removes the committed journal (the publish is complete) and fsyncs the state directory.
@@ -213,7 +218,7 @@ mod tests {
             r("member2/kustomization.yaml"),
             r("member2/monitoring/core_configmap_a.yaml"),
         ];
-        let order: Vec<&str> = apply_order(&renames).iter().map(|r| r.target.as_str()).collect();
+        let order: Vec<&str> = apply_order(&renames).into_iter().map(|i| renames[i].target.as_str()).collect();
         assert_eq!(
             order,
             [
