@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 mod interpret;
 mod plan;
+mod progress;
 mod replay;
 
 use anyhow::Context;
@@ -343,7 +344,14 @@ fn bench(a: &BenchArgs) -> Result<ExitCode, Failure> {
         a.workloads,
         a.runs
     );
-    bench::run(&opts, &mut |f| println!("{}", f.line()))?;
+    let progress = progress::Progress::start("bench: generating the inputs");
+    let mut figures = 0u64;
+    bench::run(&opts, &mut |f| {
+        figures += 1;
+        progress.println(&f.line());
+        progress.phase(format!("bench: running ({figures} figures so far)"));
+    })?;
+    drop(progress);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -351,8 +359,16 @@ fn simulate(a: &SimulateArgs) -> Result<ExitCode, Failure> {
     use crate::testbed::simulate::{self, fleet};
     if let Some(n) = a.generate {
         let out = a.out.clone().ok_or_else(|| missing("out", "--out"))?;
-        let f = fleet::generate(&fleet::Generate { clusters: n, nodes: a.nodes, pods: a.pods, seed: a.seed });
-        fleet::write(&out, &f)?;
+        let progress = progress::Progress::start("generating clusters");
+        progress.set(0, Some(n as u64));
+        // One cluster at a time (the same clusters as `fleet::generate`), with progress.
+        for (i, c) in
+            fleet::clusters(&fleet::Generate { clusters: n, nodes: a.nodes, pods: a.pods, seed: a.seed }).enumerate()
+        {
+            fleet::write(&out, std::slice::from_ref(&c))?;
+            progress.set(i as u64 + 1, Some(n as u64));
+        }
+        drop(progress);
         eprintln!("wrote {} clusters ({} nodes, {} pods each) to {}", n, a.nodes, a.pods, out.display());
         return Ok(ExitCode::SUCCESS);
     }
@@ -685,7 +701,10 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     }
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
     let settings = reconcile::Settings::from_config(cfg, allow_mass_delete).map_err(|e| invalid(e.into()))?;
-    let mut inputs = check::load(cfg, &paths.policy_dir, &settings).map_err(|errs| load_failure(&errs))?;
+    let progress = progress::Progress::start("render: loading the policy repository");
+    let loaded = check::load(cfg, &paths.policy_dir, &settings);
+    drop(progress);
+    let mut inputs = loaded.map_err(|errs| load_failure(&errs))?;
     for n in &inputs.set.notes {
         eprintln!("note: {n}");
     }
@@ -693,10 +712,16 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
         eprintln!("warning: {w}");
     }
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
+    // Refused while a daemon (or another render) owns the output directory: exit 2.
+    let _claim = crate::publish::claim_output(&paths.output_dir, &paths.state_dir, "render")?;
     let reconciler = Reconciler::new(store, settings);
+    let progress = progress::Progress::start("render: polling the live members");
     // Live members: one poll round, then the pass.
     poll_once(cfg, &mut inputs, &reconciler.store)?;
-    let report = match reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::util::clock::now_ms()) {
+    progress.phase("render: scheduling, rendering and publishing");
+    let reconciled = reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::util::clock::now_ms());
+    drop(progress);
+    let report = match reconciled {
         Ok(r) => r,
         Err(ReconcileError::Invalid(errs)) => return Err(load_failure(&errs)),
         Err(e) => return Err(e.into()),

@@ -34,9 +34,16 @@
 //! fence before publishing, so a standby's pass (and a leader's whose renew deadline passed)
 //! ends in shadow ([`reconcile::ReconcileError::Fenced`]): polled, decided, nothing written or
 //! recorded, still ready. On a new term of leadership the loop first takes over
-//! (`take_over_if_due`: git mode syncs its work tree to the remote, `placements.json` is
-//! adopted as the previous placements and claims, a new reconciler), then opens the fence and
-//! runs a pass. At shutdown the lease is released so that a standby takes over at once.
+//! (`take_over_if_due`: the output directory is claimed, git mode syncs its work tree to the
+//! remote — otherwise a publish the previous leader left half-done is finished —,
+//! `placements.json` is adopted as the previous placements and claims, a new reconciler), then
+//! opens the fence and runs a pass. Losing the lease lets go of the output directory. At
+//! shutdown the output directory, then the lease, are released so that a standby takes over at
+//! once.
+//!
+//! One writer per output directory ([`crate::publish::claim_output`]): without `[ha]` the
+//! daemon claims it at start and holds it for its life; a start on a directory another
+//! fedsched owns fails (exit 2), naming the directory and the owner's pid and state directory.
 
 pub mod systemd;
 pub mod watch;
@@ -211,6 +218,11 @@ pub struct Daemon {
     /// workload or a render failure is logged when it appears or its reason changes, not
     /// every pass.
     problems: std::sync::Mutex<std::collections::BTreeMap<(String, Option<String>), String>>,
+    /// The ownership of the output directory (`publish::claim_output`): held for the daemon's
+    /// life, or with `[ha]` from a takeover until the lease is lost.
+    output_claim: Option<crate::publish::OutputClaim>,
+    /// `[ha]`: the last term whose takeover was refused the output directory (logged once).
+    claim_refused_term: u64,
 }
 
 enum Event {
@@ -237,6 +249,12 @@ impl Daemon {
             .await
             .context("store task failed")?
             .context("cannot open the store")?;
+        // One writer per output directory: without [ha] the daemon owns it for its life; with
+        // [ha] the leader claims it at its takeover (`take_over_if_due`).
+        let output_claim = match &cfg.ha {
+            Some(_) => None,
+            None => Some(crate::publish::claim_output(&paths.output_dir, &paths.state_dir, "run")?),
+        };
         let ha = match &cfg.ha {
             Some(section) => Some(HaRuntime::start(section).await?),
             None => None,
@@ -265,6 +283,8 @@ impl Daemon {
             findings: Default::default(),
             ha,
             problems: Default::default(),
+            output_claim,
+            claim_refused_term: 0,
         })
     }
 
@@ -404,7 +424,11 @@ impl Daemon {
                 // Becoming the leader: the takeover (adoption, then a pass) runs at the top of
                 // the loop. Losing it: the fence already stops the publish.
                 Event::Role(ha::Role::Leader) => pending = pending.or(Some("takeover")),
-                Event::Role(ha::Role::Standby) => {}
+                Event::Role(ha::Role::Standby) => {
+                    if self.output_claim.take().is_some() {
+                        tracing::info!(output_dir = %paths.output_dir.display(), "let go of the output directory");
+                    }
+                }
                 Event::Reload => {
                     systemd::reloading();
                     if self.reload() == Some(true) {
@@ -422,6 +446,9 @@ impl Daemon {
         systemd::stopping();
         drop(policy_watch);
         let limit = self.cfg.reconcile.shutdown_timeout;
+        // No pass runs any more: the output directory is let go before the lease, so that the
+        // next leader finds it free.
+        self.output_claim = None;
         if let Some(ha) = self.ha.take() {
             ha.stop(limit).await;
         }
@@ -469,15 +496,28 @@ impl Daemon {
     async fn take_over_if_due(&mut self) -> bool {
         let Some(handle) = self.ha.as_ref().map(|h| Arc::clone(&h.handle)) else { return false };
         let Some(term) = handle.takeover_due() else { return false };
+        if !self.claim_output_for(term).await {
+            return false;
+        }
         let store = self.store.clone();
         let out = self.paths.output_dir.clone();
         let git = self.current.reconciler.settings().publish.git.clone();
         let adopted = tokio::task::spawn_blocking(move || {
-            if let Some(git) = &git {
-                crate::publish::git::sync_from_remote(&out, git).map_err(|e| reconcile::AdoptError::Read {
-                    path: out.display().to_string(),
-                    message: format!("git mode: {e}"),
-                })?;
+            match &git {
+                Some(git) => {
+                    crate::publish::git::sync_from_remote(&out, git).map_err(|e| reconcile::AdoptError::Read {
+                        path: out.display().to_string(),
+                        message: format!("git mode: {e}"),
+                    })?;
+                }
+                // A publish the previous leader left half-done is finished first, so that the
+                // placements adopted are the last ones it published.
+                None => {
+                    crate::publish::recover(&out).map_err(|e| reconcile::AdoptError::Read {
+                        path: out.display().to_string(),
+                        message: format!("cannot finish the previous leader's publish: {e}"),
+                    })?;
+                }
             }
             reconcile::adopt_published(&store, &out)
         })
@@ -511,6 +551,48 @@ impl Daemon {
             "takeover: adopted the published placements; publishing as the leader"
         );
         true
+    }
+
+    /// `[ha]`: claims the output directory for the leader's term, waiting up to one retry
+    /// period for a previous leader that is letting go of it. Returns whether it is held;
+    /// refused, the takeover waits (the fence stays closed) and the next turn of the loop
+    /// tries again.
+    async fn claim_output_for(&mut self, term: u64) -> bool {
+        if self.output_claim.is_some() {
+            return true;
+        }
+        let out = self.paths.output_dir.clone();
+        let state = self.paths.state_dir.clone();
+        let patience = self.cfg.ha.as_ref().map_or(Duration::ZERO, |h| h.retry_period);
+        let claimed = tokio::task::spawn_blocking(move || {
+            let start = std::time::Instant::now();
+            loop {
+                match crate::publish::claim_output(&out, &state, "run") {
+                    Err(crate::publish::PublishError::OutputInUse { .. }) if start.elapsed() < patience => {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    other => return other,
+                }
+            }
+        })
+        .await;
+        match claimed {
+            Ok(Ok(claim)) => {
+                self.output_claim = Some(claim);
+                true
+            }
+            Ok(Err(error)) => {
+                if self.claim_refused_term != term {
+                    self.claim_refused_term = term;
+                    tracing::error!(%error, "takeover: the output directory is not ours; not publishing");
+                }
+                false
+            }
+            Err(error) => {
+                tracing::error!(%error, "takeover: the claim task failed; not publishing");
+                false
+            }
+        }
     }
 
     /// Reads the configuration file again and puts its settings in force (a new reconciler).

@@ -76,6 +76,14 @@ pub enum PublishError {
         /// What is wrong with it.
         reason: String,
     },
+    /// Another fedsched owns the output directory (a daemon for its life, or a `render`).
+    #[error("the output directory {} is in use by {}; one fedsched writes an output directory at a time (give this one another output directory, or stop the other)", dir.display(), owner_text(owner))]
+    OutputInUse {
+        /// The output directory.
+        dir: PathBuf,
+        /// Its owner, when its owner file names it.
+        owner: Option<super::Owner>,
+    },
     /// An I/O operation failed.
     #[error("cannot {action} {path}")]
     Io {
@@ -93,4 +101,11 @@ pub enum PublishError {
 pub(super) fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> PublishError + use<> {
     let path = path.to_path_buf();
     move |source| PublishError::Io { action, path, source }
+}
+
+fn owner_text(owner: &Option<super::Owner>) -> String {
+    match owner {
+        Some(o) => o.to_string(),
+        None => "another fedsched (its owner file names no process yet)".to_owned(),
+    }
 }

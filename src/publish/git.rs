@@ -5,7 +5,7 @@
 //!
 //! What is committed is decided by git itself (`git add -A` then `git diff --cached`), not by
 //! the publish report, so changes left uncommitted by a crash are committed by the next pass;
-//! nothing staged means no commit. fedsched's own transient files (`.fedsched/lock`, the
+//! nothing staged means no commit. fedsched's own transient files (`.fedsched/lock`, `.fedsched/owner`, the
 //! journal and staging area) are never added. A failed push leaves a marker in `.git/` and is
 //! retried by the next pass even when it has nothing new to commit.
 
@@ -162,6 +162,7 @@ pub fn commit_and_push(out: &Path, opts: &GitOptions, trigger: &str) -> Result<G
             "--",
             ".",
             ":(exclude).fedsched/lock",
+            ":(exclude).fedsched/owner",
             ":(exclude).fedsched/journal.json",
             ":(exclude).fedsched/staging",
         ],
@@ -215,7 +216,7 @@ pub fn sync_from_remote(out: &Path, opts: &GitOptions) -> Result<bool, GitError>
         return Err(GitError::Failed { args: format!("fetch {remote} {refspec}"), status: status.to_string(), stderr });
     }
     git.run(&["reset", "-q", "--hard", "FETCH_HEAD"], None)?;
-    git.run(&["clean", "-fdq", "-e", ".fedsched/lock"], None)?;
+    git.run(&["clean", "-fdq", "-e", ".fedsched/lock", "-e", ".fedsched/owner"], None)?;
     let _ = std::fs::remove_file(git_dir(&git)?.join(PUSH_PENDING));
     tracing::info!(remote, branch = %opts.branch, "takeover: the output is the remote branch as the last leader pushed it");
     Ok(true)

@@ -1,6 +1,7 @@
 //! Applying a publish: changed files staged (on every core) and made durable by one `syncfs`,
-//! the journal committed, the renames and deletions applied and made durable by a second
-//! `syncfs`, then the journal removed.
+//! the journal committed, the renames and deletions applied in an order that keeps every
+//! cluster directory consistent at every instant ([`apply_order`]) and made durable by a
+//! second `syncfs`, then the journal removed.
 
 use std::fs;
 use std::io::{self, Write};
@@ -11,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::diff::Changes;
 use super::disk::{Kind, create_dirs, journal_path, kind_of, staging_dir, state_dir, sync_dir, sync_filesystem};
 use super::error::io_err;
-use super::{JOURNAL_VERSION, PublishError};
+use super::{JOURNAL_VERSION, KUSTOMIZATION_FILE, PublishError, STATE_DIR, SUMMARY_FILE};
 
 /// The commit record of one publish: staged files to rename into place and files to delete.
 /// Paths are relative to the output root; staged names are relative to the staging directory.
@@ -103,17 +104,20 @@ pub(super) fn write_journal(out: &Path, journal: &Journal) -> Result<(), Publish
     sync_dir(&state_dir(out))
 }
 
-/// Applies a committed journal idempotently: renames staged files that still exist, deletes
-/// targets that still exist, prunes directories emptied by deletions (never a cluster
-/// directory), then makes all of it durable with one `syncfs` of the output's file system
-/// (one fsync per changed directory cost more than the renames at 100,000 files). Returns the
-/// paths written and removed.
+/// Applies a committed journal idempotently, in [`apply_order`]: renames staged files that
+/// still exist, deletes targets that still exist, prunes directories emptied by deletions
+/// (never a cluster directory), then makes all of it durable with one `syncfs` of the
+/// output's file system (one fsync per changed directory cost more than the renames at
+/// 100,000 files). Returns the paths written and removed, in the journal's order (sorted, as
+/// [`stage`] writes it). A recovery applies the same order, whatever order the journal lists
+/// its entries in.
 pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBuf>, Vec<PathBuf>), PublishError> {
     let staging = staging_dir(out);
     let mut known_dirs: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
-    let mut written = Vec::new();
     let mut removed = Vec::new();
-    for rename in &journal.renames {
+    let mut done = vec![false; journal.renames.len()];
+    for i in apply_order(&journal.renames) {
+        let rename = &journal.renames[i];
         let from = staging.join(&rename.staged);
         let to = out.join(&rename.target);
         if kind_of(&from)? != Kind::File {
@@ -129,12 +133,16 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
             return Err(PublishError::InTheWay { path: to, expected: "a regular file" });
         }
         fs::rename(&from, &to).map_err(io_err("rename into", &to))?;
-        written.push(to);
+        done[i] = true;
+        super::crash_point();
     }
     for deletion in &journal.deletions {
         let path = out.join(deletion);
         match fs::remove_file(&path) {
-            Ok(()) => removed.push(path.clone()),
+            Ok(()) => {
+                removed.push(path.clone());
+                super::crash_point();
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err("remove", &path)(e)),
         }
@@ -154,7 +162,34 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
         }
     }
     sync_filesystem(out)?;
+    let written = journal.renames.iter().zip(&done).filter(|(_, d)| **d).map(|(r, _)| out.join(&r.target)).collect();
     Ok((written, removed))
+}
+
+/// The order renames are applied in, so that every cluster directory is consistent at every
+/// instant (each file its `kustomization.yaml` lists exists, and no generated file is there
+/// that is in neither the old nor the new state): cluster by cluster (in name order), its new
+/// and changed object files first, then its `kustomization.yaml`; then
+/// `.fedsched/placements.json`, once every file it lists is in place. The deletions come after
+/// all of it ([`apply_journal`]): a file is removed only once no kustomization and no summary
+/// lists it any more. A GitOps agent that syncs a cluster directory at any moment sees its old
+/// state, its new state, or the new state with some unlisted leftovers still on disk (which
+/// kustomize ignores).
+pub(super) fn apply_order(renames: &[Rename]) -> Vec<usize> {
+    let summary = format!("{STATE_DIR}/{SUMMARY_FILE}");
+    fn key<'a>(r: &'a Rename, summary: &str) -> (bool, &'a str, bool) {
+        if r.target == summary {
+            return (true, "", false);
+        }
+        let (cluster, rest) = r.target.split_once('/').unwrap_or(("", r.target.as_str()));
+        (false, cluster, rest == KUSTOMIZATION_FILE)
+    }
+    let mut order: Vec<usize> = (0..renames.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ra, rb) = (&renames[a], &renames[b]);
+        key(ra, &summary).cmp(&key(rb, &summary)).then_with(|| ra.target.cmp(&rb.target))
+    });
+    order
 }
 
 /// Removes the committed journal (the publish is complete) and fsyncs the state directory.
@@ -166,4 +201,34 @@ pub(super) fn finish_journal(out: &Path) -> Result<(), PublishError> {
         Err(e) => return Err(io_err("remove", &path)(e)),
     }
     sync_dir(&state_dir(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cluster_gets_its_objects_before_its_kustomization_and_the_summary_comes_last() {
+        let r = |target: &str| Rename { staged: format!("s-{}", target.len()), target: target.to_owned() };
+        let renames = vec![
+            r(".fedsched/placements.json"),
+            r("member1/_cluster/core_namespace_shop.yaml"),
+            r("member1/kustomization.yaml"),
+            r("member1/shop/apps_deployment_web.yaml"),
+            r("member2/kustomization.yaml"),
+            r("member2/monitoring/core_configmap_a.yaml"),
+        ];
+        let order: Vec<&str> = apply_order(&renames).into_iter().map(|i| renames[i].target.as_str()).collect();
+        assert_eq!(
+            order,
+            [
+                "member1/_cluster/core_namespace_shop.yaml",
+                "member1/shop/apps_deployment_web.yaml",
+                "member1/kustomization.yaml",
+                "member2/monitoring/core_configmap_a.yaml",
+                "member2/kustomization.yaml",
+                ".fedsched/placements.json",
+            ]
+        );
+    }
 }

@@ -15,8 +15,17 @@
 //! A publish is all-or-nothing across the whole plan: every new or changed file is first staged
 //! (on every core) and made durable (one `syncfs`) under `.fedsched/staging/`, then a journal of
 //! renames and deletions is committed atomically (fsync), then applied and made durable by a
-//! second `syncfs` before the journal is removed (no fsync per file or per directory). [`recover`] re-applies an interrupted journal idempotently;
-//! [`publish`] always recovers first. Unchanged files are never rewritten (their mtime stays),
+//! second `syncfs` before the journal is removed (no fsync per file or per directory). The
+//! journal is applied cluster by cluster, object files first, then the cluster's
+//! `kustomization.yaml`, then `placements.json`, then every removal, so that each cluster
+//! directory is consistent at every instant, not only once recovered: whatever moment an Argo CD
+//! or Flux sync reads it, every file its kustomization lists exists. [`recover`] re-applies an
+//! interrupted journal idempotently, in the same order; [`publish`] always recovers first.
+//!
+//! The output directory has one owner at a time ([`claim_output`]): a daemon holds it for its
+//! life (with `[ha]`, the leader for its term), `render` for its pass; another fedsched that
+//! asks for it is refused ([`PublishError::OutputInUse`]) with the owner's pid and state
+//! directory. Unchanged files are never rewritten (their mtime stays),
 //! only files carrying [`crate::render::GENERATED_HEADER`] are ever deleted, and cluster directories are never
 //! removed (removing one makes Argo CD ApplicationSets cascade-delete the cluster's workloads).
 //!
@@ -38,6 +47,7 @@ pub mod git;
 mod guard;
 mod journal;
 mod names;
+mod owner;
 mod plan;
 mod preview;
 mod recovery;
@@ -48,6 +58,7 @@ use std::path::Path;
 pub use error::PublishError;
 pub use guard::{DEFAULT_MAX_DELETE_RATIO, DeleteGuard, HeldCluster};
 pub use names::check_segment;
+pub use owner::{OutputClaim, Owner, claim_output};
 pub use plan::{ClusterFiles, HeldMove, PublishPlan, PublishReport};
 pub use preview::{Preview, preview};
 pub use recovery::recover;
@@ -75,6 +86,8 @@ pub const MAX_SEGMENT_LEN: usize = 253;
 const STAGING_DIR: &str = "staging";
 const JOURNAL_FILE: &str = "journal.json";
 const LOCK_FILE: &str = "lock";
+/// File under [`STATE_DIR`] whose lock is the ownership of the output directory.
+pub const OWNER_FILE: &str = "owner";
 const JOURNAL_VERSION: u32 = 1;
 
 /// Makes the output directory match `plan`.
@@ -113,9 +126,11 @@ pub fn publish_guarded(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> R
         return Ok(report);
     }
     let journal = stage(out, &changes)?;
+    crash_point();
     write_journal(out, &journal)?;
-    crash_point_after_journal();
+    crash_point();
     let (written, removed) = apply_journal(out, &journal)?;
+    crash_point();
     finish_journal(out)?;
     report.written = written;
     report.removed = removed;
@@ -128,12 +143,25 @@ pub fn publish_guarded(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> R
     Ok(report)
 }
 
-/// Test hook (debug builds only): with `FEDSCHED_TEST_CRASH_AFTER_STAGE=1` the process aborts
-/// right after the journal is committed and before any rename, like a `kill -9` there.
-fn crash_point_after_journal() {
+/// Test hook (debug builds only): with `FEDSCHED_TEST_CRASH_AFTER_STEP=N` the process kills
+/// itself with SIGKILL right after the N-th step of its publishes (counted from 1 across the
+/// process's life): the staged files written, the journal committed, each rename, each
+/// deletion (in the order [`journal::apply_order`] applies them, recovery included), the
+/// final `syncfs` before the journal is removed. `tests/it/crash.rs` kills a render at every
+/// step in turn.
+fn crash_point() {
     #[cfg(debug_assertions)]
-    if std::env::var_os("FEDSCHED_TEST_CRASH_AFTER_STAGE").is_some_and(|v| v == "1") {
-        std::process::abort();
+    {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static STEPS: AtomicUsize = AtomicUsize::new(0);
+        let Some(at) = std::env::var("FEDSCHED_TEST_CRASH_AFTER_STEP").ok().and_then(|v| v.parse::<usize>().ok())
+        else {
+            return;
+        };
+        if STEPS.fetch_add(1, Ordering::SeqCst) + 1 == at {
+            let _ = signal_hook::low_level::raise(signal_hook::consts::signal::SIGKILL);
+            std::process::abort();
+        }
     }
 }
 
@@ -177,7 +205,7 @@ mod test_fixtures {
                 if entry.file_type().expect("type").is_dir() {
                     acc.insert(format!("{rel}/"), Vec::new());
                     walk(&entry.path(), &format!("{rel}/"), acc);
-                } else if name != LOCK_FILE {
+                } else if name != LOCK_FILE && name != OWNER_FILE {
                     acc.insert(rel, fs::read(entry.path()).expect("read"));
                 }
             }

@@ -240,6 +240,8 @@ fn one_leader_publishes_and_a_standby_takes_over_without_changing_a_placement() 
     .expect("metrics")
     .1;
     assert!(metrics.contains("fedsched_ha_leader{identity=\"b\"} 0"), "{metrics}");
+    // The leader owns the shared output directory; the standby does not.
+    assert_eq!(owner(&t), canonical(&a.state), "the leader owns the output directory");
 
     // kill -9 the leader: b takes over within the lease duration and one pass.
     let before = published(&t);
@@ -264,6 +266,18 @@ fn one_leader_publishes_and_a_standby_takes_over_without_changing_a_placement() 
     let sb = b.status();
     assert_eq!((sb["ha"]["role"].as_str(), sb["ha"]["holder"].as_str()), (Some("leader"), Some("b")), "{sb}");
     assert_eq!(sb["ha"]["transitions"], 1, "{sb}");
+    assert_eq!(owner(&t), canonical(&b.state), "the new leader owns the output directory");
+}
+
+/// The state directory named by the output directory's owner file.
+fn owner(t: &Setup) -> String {
+    let bytes = std::fs::read(t.s.out().join(".fedsched/owner")).unwrap_or_default();
+    let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    doc["state_dir"].as_str().unwrap_or("").to_string()
+}
+
+fn canonical(p: &std::path::Path) -> String {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf()).display().to_string()
 }
 
 #[test]
@@ -452,4 +466,49 @@ fn render_refuses_a_configuration_with_ha() {
     assert_eq!(o.status.code(), Some(64), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("only the elected leader"), "{}", text(&o.stderr));
     assert!(!t.s.out().join(".fedsched/placements.json").exists(), "render wrote the output");
+}
+
+#[test]
+fn a_leader_does_not_publish_into_an_output_directory_another_daemon_owns() {
+    let t = setup_with(2, false, POLL, &[]);
+    // A daemon without [ha], its own state directory, the same output directory.
+    let base = std::fs::read_to_string(&t.config).expect("config");
+    let old = format!("state_dir = {:?}", t.s.state().display().to_string());
+    assert!(base.contains(&old), "the setup's config names its state_dir");
+    let solo_state = t.s.dir.path().join("state-solo");
+    let solo_config = t.s.dir.path().join("fedsched-solo.toml");
+    let solo_text = base.replace(&old, &format!("state_dir = {:?}", solo_state.display().to_string()));
+    std::fs::write(&solo_config, solo_text).expect("write config");
+    let (solo, solo_log) = crate::live::daemon_with(&solo_config, "info");
+    /// Killed if the test fails before it stops it.
+    struct Solo(Child);
+    impl Drop for Solo {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut solo = Solo(solo);
+    wait_for("the solo daemon's first pass", Duration::from_secs(30), || {
+        solo_log.lock().map(|l| l.contains("reconcile done")).unwrap_or(false)
+    });
+    assert_eq!(owner(&t), canonical(&solo_state));
+
+    // The HA instance wins the lease but not the directory: it does not publish.
+    let mut a = Instance::new(&t, "a", "member-000");
+    a.start();
+    wait_for("a's refused takeover", Duration::from_secs(30), || {
+        !a.logged("takeover: the output directory is not ours; not publishing").is_empty()
+    });
+    let refused = a.logged("takeover: the output directory is not ours; not publishing");
+    let error = refused[0]["error"].as_str().unwrap_or("").to_string();
+    assert!(error.contains(&solo.0.id().to_string()) && error.contains("fedsched run"), "{error}");
+    assert!(a.logged("reconcile done").is_empty(), "a published beside the solo daemon");
+    assert_eq!(refused.len(), 1, "refused once per term, not every turn of the loop");
+
+    // The solo daemon stops: a claims the directory and publishes.
+    let _ = Command::new("kill").args(["-TERM", &solo.0.id().to_string()]).status();
+    let _ = solo.0.wait();
+    wait_for("a's takeover pass", Duration::from_secs(30), || !a.logged("reconcile done").is_empty());
+    assert_eq!(owner(&t), canonical(&a.state));
 }

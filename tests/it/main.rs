@@ -6,6 +6,7 @@ mod bad_input;
 mod bench;
 mod check_output;
 mod consumers;
+mod crash;
 mod daemon;
 mod deps;
 mod discovery;

@@ -111,7 +111,7 @@ fn render_with(s: &Scratch, extra: &[&str], env: &[(&str, &str)]) -> Output {
         .args(extra)
         .env_remove("FEDSCHED_CONFIG")
         .env_remove("NOTIFY_SOCKET")
-        .env_remove("FEDSCHED_TEST_CRASH_AFTER_STAGE")
+        .env_remove("FEDSCHED_TEST_CRASH_AFTER_STEP")
         .env("FEDSCHED_LOG", "warn");
     for (k, v) in env {
         c.env(k, v);
@@ -405,7 +405,7 @@ fn crash_after_journal_commit_then_restart_converges() {
         "apps/extra.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, namespace: shop}\ndata: {k: v}\n",
     );
-    let crashed = render_with(&s, &[], &[("FEDSCHED_TEST_CRASH_AFTER_STAGE", "1")]);
+    let crashed = render_with(&s, &[], &[("FEDSCHED_TEST_CRASH_AFTER_STEP", "2")]);
     assert!(!crashed.status.success(), "the crash hook must abort the process");
     assert!(s.out().join(".fedsched/journal.json").exists(), "journal committed before the crash");
     // Nothing was renamed yet: every cluster directory is exactly as before.
