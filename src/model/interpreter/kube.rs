@@ -14,7 +14,7 @@
 use mlua::{Lua, MultiValue, Table, Value as LuaValue};
 use serde_json::{Map, Value, json};
 
-use super::lua::{lua_to_json, to_lua};
+use super::lua::{lua_to_json, to_lua, unlimited};
 use crate::model::quantity::parse_milli;
 use crate::model::workload::{ReplicaRequirements, pod_requirements};
 
@@ -27,11 +27,13 @@ pub(super) fn library(lua: &Lua) -> mlua::Result<Table> {
             if args.len() != 1 {
                 return Err(mlua::Error::runtime("accuratePodRequirements only accepts one argument"));
             }
-            let template = json_arg(&args[0], "accuratePodRequirements")?;
-            match requirements_json(&template).map_err(mlua::Error::runtime)? {
-                Some(v) => to_lua(lua, &v, 0),
-                None => Ok(LuaValue::Nil),
-            }
+            unlimited(lua, || {
+                let template = json_arg(&args[0], "accuratePodRequirements")?;
+                match requirements_json(&template).map_err(mlua::Error::runtime)? {
+                    Some(v) => to_lua(lua, &v, 0),
+                    None => Ok(LuaValue::Nil),
+                }
+            })
         })?,
     )?;
     t.set(
@@ -40,20 +42,22 @@ pub(super) fn library(lua: &Lua) -> mlua::Result<Table> {
             if args.len() != 2 {
                 return Err(mlua::Error::runtime("getPodDependencies only accepts two arguments"));
             }
-            let template = json_arg(&args[0], "getPodDependencies")?;
-            let namespace = match &args[1] {
-                LuaValue::Nil => "default".to_string(),
-                LuaValue::String(s) => s.to_string_lossy(),
-                LuaValue::Integer(i) => i.to_string(),
-                LuaValue::Number(n) => n.to_string(),
-                other => {
-                    return Err(mlua::Error::runtime(format!(
-                        "getPodDependencies: namespace must be a string, got {}",
-                        other.type_name()
-                    )));
-                }
-            };
-            to_lua(lua, &dependencies_json(&template, &namespace), 0)
+            unlimited(lua, || {
+                let template = json_arg(&args[0], "getPodDependencies")?;
+                let namespace = match &args[1] {
+                    LuaValue::Nil => "default".to_string(),
+                    LuaValue::String(s) => s.to_string_lossy(),
+                    LuaValue::Integer(i) => i.to_string(),
+                    LuaValue::Number(n) => n.to_string(),
+                    other => {
+                        return Err(mlua::Error::runtime(format!(
+                            "getPodDependencies: namespace must be a string, got {}",
+                            other.type_name()
+                        )));
+                    }
+                };
+                to_lua(lua, &dependencies_json(&template, &namespace), 0)
+            })
         })?,
     )?;
     t.set(

@@ -252,13 +252,11 @@ pub fn run(c: &Customization, op: Operation, args: &Args<'_>) -> Result<Outcome,
         });
     };
     let key = cache_key(script, op, args);
-    if let Some(hit) = key.and_then(cache_get) {
+    if let Some(hit) = cache_get(key) {
         return hit.map_err(|failure| script_error(c, op, failure));
     }
     let out = run_uncached(script, &format!("{}/{}", c.name, op.name()), op, args);
-    if let Some(k) = key {
-        cache_put(k, out.clone());
-    }
+    cache_put(key, out.clone());
     out.map_err(|failure| script_error(c, op, failure))
 }
 
@@ -317,19 +315,30 @@ fn cache() -> &'static Mutex<HashMap<(u64, u64), CacheEntry>> {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// (script hash, arguments hash); None when the arguments cannot be serialized.
-fn cache_key(script: &str, op: Operation, args: &Args<'_>) -> Option<(u64, u64)> {
-    let text = serde_json::to_string(&(
-        op.name(),
-        args.desired,
-        args.observed,
-        args.replicas,
-        args.status_items,
-        // The clock only matters to scripts that read it; keyed all the same.
-        args.now_ms,
-    ))
-    .ok()?;
-    Some((fnv1a64(script.as_bytes()), fnv1a64(text.as_bytes())))
+/// (script hash, arguments hash). The arguments are hashed as a walk of their values (no text
+/// built).
+fn cache_key(script: &str, op: Operation, args: &Args<'_>) -> (u64, u64) {
+    let mut h = crate::util::hash::Fnv1a64::new();
+    h.bytes(op.name().as_bytes());
+    for v in [args.desired, args.observed] {
+        match v {
+            Some(v) => h.json(v),
+            None => h.bytes(b"-"),
+        }
+    }
+    h.bytes(&args.replicas.to_le_bytes());
+    match args.status_items {
+        Some(items) => {
+            h.bytes(&(items.len() as u64).to_le_bytes());
+            for item in items {
+                h.json(item);
+            }
+        }
+        None => h.bytes(b"-"),
+    }
+    // The clock only matters to scripts that read it; keyed all the same.
+    h.bytes(&args.now_ms.to_le_bytes());
+    (fnv1a64(script.as_bytes()), h.finish())
 }
 
 fn cache_get(key: (u64, u64)) -> Option<CacheEntry> {
@@ -534,8 +543,7 @@ mod tests {
         let c = custom("cached", 5);
         let obj = json!({"metadata": {"name": "unique-for-the-cache-test"}});
         let args = Args { desired: Some(&obj), ..Args::default() };
-        let key = cache_key(c.script(Operation::InterpretReplica).expect("script"), Operation::InterpretReplica, &args)
-            .expect("key");
+        let key = cache_key(c.script(Operation::InterpretReplica).expect("script"), Operation::InterpretReplica, &args);
         assert!(cache_get(key).is_none());
         run(&c, Operation::InterpretReplica, &args).expect("runs");
         assert!(cache_get(key).is_some(), "an unchanged object is not interpreted again");
