@@ -10,8 +10,9 @@
 //! A mutant of the demo replaces that file of a copy of `config/demo`; a mutant of a Karmada
 //! example file (`FEDSCHED_KARMADA_EXAMPLES`, see [`crate::support::karmada_examples`]; skipped,
 //! and said so, when absent) is added to a copy of the demo, so that it meets clusters,
-//! policies and workloads. `FEDSCHED_MUTANTS` sets the number of mutants (default 48: about a
-//! minute of debug binary on two cores).
+//! policies and workloads. `FEDSCHED_MUTANTS` sets the number of mutants (default 120, one or
+//! two mutations each: 10–30 s of debug binary on two cores). The test prints how many mutants
+//! `check` refused and how many were rendered.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -312,8 +313,15 @@ fn refusal_lines(stderr: &str) -> Vec<String> {
         .collect()
 }
 
+/// How one mutant ended.
+enum Ended {
+    Refused,
+    Rendered,
+    RenderRefused,
+}
+
 /// Builds the mutant repository and runs `check`, then `render` when check accepts it.
-fn try_mutant(base: &Base, mutations: &[Mutation]) -> Result<(), TestCaseError> {
+fn try_mutant(base: &Base, mutations: &[Mutation]) -> Result<Ended, TestCaseError> {
     let mut text = base.text.clone();
     for m in mutations {
         text = apply(&text, m);
@@ -329,14 +337,17 @@ fn try_mutant(base: &Base, mutations: &[Mutation]) -> Result<(), TestCaseError> 
     prop_assert!(!check.panicked(), "check panics on {what}\n{}", check.shown("check"));
     prop_assert!(matches!(check.code, Some(0 | 1)), "check on {what}\n{}", check.shown("check"));
     if check.code != Some(0) {
-        return Ok(());
+        return Ok(Ended::Refused);
     }
     let (out, state) = (s.out().display().to_string(), s.state().display().to_string());
     let render =
         run_bounded(s.dir.path(), "render", &["render", "--policies", &policies, "--out", &out, "--state", &state]);
     prop_assert!(render.code.is_some(), "render hangs on {what} (check accepted it)");
     prop_assert!(!render.panicked(), "render panics on {what}\n{}", render.shown("render"));
-    if render.code != Some(0) {
+    if render.code == Some(0) {
+        return Ok(Ended::Rendered);
+    }
+    {
         let said = format!("{}\n{}", check.stdout, check.stderr);
         for line in refusal_lines(&render.stderr) {
             prop_assert!(
@@ -347,33 +358,61 @@ fn try_mutant(base: &Base, mutations: &[Mutation]) -> Result<(), TestCaseError> 
             );
         }
     }
-    Ok(())
+    Ok(Ended::RenderRefused)
 }
 
 fn cases() -> u32 {
-    std::env::var("FEDSCHED_MUTANTS").ok().and_then(|v| v.parse().ok()).unwrap_or(48)
+    std::env::var("FEDSCHED_MUTANTS").ok().and_then(|v| v.parse().ok()).unwrap_or(120)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
+/// How the mutants ended (printed at the end, so that a run shows what it exercised).
+#[derive(Debug, Default)]
+struct Tally {
+    refused: usize,
+    rendered: usize,
+    render_refused: usize,
+}
+
+/// Mutants of the demo and of Karmada's examples: `check` never panics or hangs, and what it
+/// accepts `render` renders or refuses with check's own message.
+#[test]
+fn mutants_are_checked_and_rendered_consistently() {
+    use proptest::test_runner::{Config, TestRunner};
+    let config = Config {
         cases: cases(),
         failure_persistence: None,
         // Each shrinking step runs the binary twice: enough to simplify a mutant, not hours.
         max_shrink_iters: 64,
-        ..ProptestConfig::default()
-    })]
-
-    /// Mutants of the demo and of Karmada's examples: `check` never panics or hangs, and what
-    /// it accepts `render` renders or refuses with check's own message.
-    #[test]
-    fn mutants_are_checked_and_rendered_consistently(
-        karmada in any::<bool>(),
-        base in any::<usize>(),
-        mutations in prop::collection::vec(mutation(), 1..4),
-    ) {
-        let bases = if karmada && !karmada_bases().is_empty() { karmada_bases() } else { demo_bases() };
-        try_mutant(&bases[pick(base, bases.len())], &mutations)?;
+        ..Config::default()
+    };
+    let tally = std::cell::RefCell::new(Tally::default());
+    let strategy = (any::<bool>(), any::<usize>(), prop::collection::vec(mutation(), 1..3));
+    let karmada = karmada_bases();
+    let result = TestRunner::new(config).run(&strategy, |(from_karmada, base, mutations)| {
+        let bases = if from_karmada && !karmada.is_empty() { karmada } else { demo_bases() };
+        let ended = try_mutant(&bases[pick(base, bases.len())], &mutations)?;
+        let mut t = tally.borrow_mut();
+        match ended {
+            Ended::Refused => t.refused += 1,
+            Ended::Rendered => t.rendered += 1,
+            Ended::RenderRefused => t.render_refused += 1,
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
     }
+    use std::io::Write;
+    let t = tally.into_inner();
+    let _ = writeln!(
+        std::io::stderr(),
+        "mutants: {} refused by check, {} accepted and rendered, {} accepted and refused by render with check's message ({} Karmada example files{})",
+        t.refused,
+        t.rendered,
+        t.render_refused,
+        karmada.len(),
+        if karmada.is_empty() { ": skipped, demo only" } else { "" }
+    );
 }
 
 #[test]

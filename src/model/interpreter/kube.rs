@@ -191,7 +191,8 @@ pub fn requirements_to_json(req: &ReplicaRequirements, namespace: Option<&str>) 
 /// `accuratePodRequirements` of a pod template (JSON).
 pub fn requirements_json(template: &Value) -> Result<Option<Value>, String> {
     let req = pod_requirements(template.get("spec"), "spec").map_err(|e| e.to_string())?;
-    Ok(requirements_to_json(&req, template.pointer("/metadata/namespace").and_then(Value::as_str)))
+    let namespace = template.get("metadata").and_then(|m| m.get("namespace")).and_then(Value::as_str);
+    Ok(requirements_to_json(&req, namespace))
 }
 
 /// `getPodDependencies` of a pod template (JSON list).
