@@ -425,25 +425,28 @@ pub fn pod_requirements(spec: Option<&Value>, at: &str) -> Result<ReplicaRequire
     let Some(spec) = spec else {
         return Ok(req);
     };
-    let container_request = |c: &Value, field: String| -> Result<ResourceList, WorkloadError> {
-        let requests = ResourceList::from_json(c.pointer("/resources/requests")).map_err(|(name, source)| {
-            WorkloadError::Quantity { field: format!("{field}.resources.requests.{name}"), source }
-        })?;
-        let limits = ResourceList::from_json(c.pointer("/resources/limits")).map_err(|(name, source)| {
-            WorkloadError::Quantity { field: format!("{field}.resources.limits.{name}"), source }
+    // The field names are built only for an error (this runs for every object interpreted).
+    let container_request = |c: &Value, field: &dyn Fn() -> String| -> Result<ResourceList, WorkloadError> {
+        let resources = c.get("resources");
+        let requests =
+            ResourceList::from_json(resources.and_then(|r| r.get("requests"))).map_err(|(name, source)| {
+                WorkloadError::Quantity { field: format!("{}.resources.requests.{name}", field()), source }
+            })?;
+        let limits = ResourceList::from_json(resources.and_then(|r| r.get("limits"))).map_err(|(name, source)| {
+            WorkloadError::Quantity { field: format!("{}.resources.limits.{name}", field()), source }
         })?;
         Ok(container_request(requests, &limits))
     };
     let mut containers = Vec::new();
     if let Some(list) = spec.get("containers").and_then(Value::as_array) {
         for (i, c) in list.iter().enumerate() {
-            containers.push(container_request(c, format!("{at}.containers[{i}]"))?);
+            containers.push(container_request(c, &|| format!("{at}.containers[{i}]"))?);
         }
     }
     let mut inits = Vec::new();
     if let Some(list) = spec.get("initContainers").and_then(Value::as_array) {
         for (i, c) in list.iter().enumerate() {
-            let r = container_request(c, format!("{at}.initContainers[{i}]"))?;
+            let r = container_request(c, &|| format!("{at}.initContainers[{i}]"))?;
             inits.push((r, c.get("restartPolicy").and_then(Value::as_str) == Some("Always")));
         }
     }
@@ -462,7 +465,11 @@ pub fn pod_requirements(spec: Option<&Value>, at: &str) -> Result<ReplicaRequire
     if let Some(t) = spec.get("tolerations") {
         req.tolerations = t.to_string();
     }
-    if let Some(a) = spec.pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution") {
+    if let Some(a) = spec
+        .get("affinity")
+        .and_then(|a| a.get("nodeAffinity"))
+        .and_then(|a| a.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    {
         req.node_affinity = a.to_string();
     }
     req.priority_class_name = spec.get("priorityClassName").and_then(Value::as_str).map(str::to_string);

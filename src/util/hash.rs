@@ -12,6 +12,54 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
+/// Appends an unambiguous byte encoding of a JSON value to `out` (a type tag, lengths before
+/// contents), for hashing it in one piece: several times cheaper than serializing it (no
+/// escaping) or than feeding a hasher value by value. For in-memory keys (the interpreter's
+/// content cache); a stored digest takes [`fnv1a64`] of a stable text instead.
+pub fn encode_json(out: &mut Vec<u8>, v: &serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Null => out.push(0),
+        Value::Bool(b) => out.push(if *b { 1 } else { 2 }),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                out.push(3);
+                out.extend_from_slice(&i.to_le_bytes());
+            } else if let Some(u) = n.as_u64() {
+                out.push(4);
+                out.extend_from_slice(&u.to_le_bytes());
+            } else {
+                out.push(5);
+                out.extend_from_slice(&n.as_f64().unwrap_or(f64::NAN).to_bits().to_le_bytes());
+            }
+        }
+        Value::String(s) => {
+            out.push(6);
+            encode_str(out, s);
+        }
+        Value::Array(items) => {
+            out.push(7);
+            out.extend_from_slice(&(items.len() as u64).to_le_bytes());
+            for item in items {
+                encode_json(out, item);
+            }
+        }
+        Value::Object(map) => {
+            out.push(8);
+            out.extend_from_slice(&(map.len() as u64).to_le_bytes());
+            for (k, item) in map {
+                encode_str(out, k);
+                encode_json(out, item);
+            }
+        }
+    }
+}
+
+fn encode_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
 /// FNV-1a, 32 bit: Karmada's hash of a template UID for Webster tie-breaks.
 pub fn fnv1a32(bytes: &[u8]) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
@@ -30,5 +78,35 @@ mod tests {
         assert_eq!(super::fnv1a32(b""), 0x811c_9dc5);
         assert_eq!(super::fnv1a32(b"a"), 0xe40c_292c);
         assert_eq!(super::fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn json_hashes_tell_values_apart() {
+        use serde_json::json;
+        let hash = |v: &serde_json::Value| {
+            let mut out = Vec::new();
+            super::encode_json(&mut out, v);
+            super::fnv1a64(&out)
+        };
+        let values = [
+            json!(null),
+            json!(1),
+            json!(1.0),
+            json!("1"),
+            json!([1]),
+            json!({"a": 1}),
+            json!({"a": "1"}),
+            json!([["a"], "b"]),
+            json!([["a", "b"]]),
+            json!({"ab": "c"}),
+            json!({"a": "bc"}),
+            json!(u64::MAX),
+        ];
+        for (i, a) in values.iter().enumerate() {
+            assert_eq!(hash(a), hash(&a.clone()));
+            for b in &values[i + 1..] {
+                assert_ne!(hash(a), hash(b), "{a} and {b}");
+            }
+        }
     }
 }

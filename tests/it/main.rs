@@ -17,6 +17,7 @@ mod ha;
 mod interpreter;
 mod live;
 mod logs;
+mod mutants;
 mod overrides;
 mod plan;
 mod policy_examples;

@@ -14,7 +14,7 @@
 use mlua::{Lua, MultiValue, Table, Value as LuaValue};
 use serde_json::{Map, Value, json};
 
-use super::lua::{lua_to_json, to_lua};
+use super::lua::{lua_to_json, to_lua, unlimited};
 use crate::model::quantity::parse_milli;
 use crate::model::workload::{ReplicaRequirements, pod_requirements};
 
@@ -27,11 +27,13 @@ pub(super) fn library(lua: &Lua) -> mlua::Result<Table> {
             if args.len() != 1 {
                 return Err(mlua::Error::runtime("accuratePodRequirements only accepts one argument"));
             }
-            let template = json_arg(&args[0], "accuratePodRequirements")?;
-            match requirements_json(&template).map_err(mlua::Error::runtime)? {
-                Some(v) => to_lua(lua, &v, 0),
-                None => Ok(LuaValue::Nil),
-            }
+            unlimited(lua, || {
+                let template = json_arg(&args[0], "accuratePodRequirements")?;
+                match requirements_json(&template).map_err(mlua::Error::runtime)? {
+                    Some(v) => to_lua(lua, &v, 0),
+                    None => Ok(LuaValue::Nil),
+                }
+            })
         })?,
     )?;
     t.set(
@@ -40,20 +42,22 @@ pub(super) fn library(lua: &Lua) -> mlua::Result<Table> {
             if args.len() != 2 {
                 return Err(mlua::Error::runtime("getPodDependencies only accepts two arguments"));
             }
-            let template = json_arg(&args[0], "getPodDependencies")?;
-            let namespace = match &args[1] {
-                LuaValue::Nil => "default".to_string(),
-                LuaValue::String(s) => s.to_string_lossy(),
-                LuaValue::Integer(i) => i.to_string(),
-                LuaValue::Number(n) => n.to_string(),
-                other => {
-                    return Err(mlua::Error::runtime(format!(
-                        "getPodDependencies: namespace must be a string, got {}",
-                        other.type_name()
-                    )));
-                }
-            };
-            to_lua(lua, &dependencies_json(&template, &namespace), 0)
+            unlimited(lua, || {
+                let template = json_arg(&args[0], "getPodDependencies")?;
+                let namespace = match &args[1] {
+                    LuaValue::Nil => "default".to_string(),
+                    LuaValue::String(s) => s.to_string_lossy(),
+                    LuaValue::Integer(i) => i.to_string(),
+                    LuaValue::Number(n) => n.to_string(),
+                    other => {
+                        return Err(mlua::Error::runtime(format!(
+                            "getPodDependencies: namespace must be a string, got {}",
+                            other.type_name()
+                        )));
+                    }
+                };
+                to_lua(lua, &dependencies_json(&template, &namespace), 0)
+            })
         })?,
     )?;
     t.set(
@@ -187,7 +191,8 @@ pub fn requirements_to_json(req: &ReplicaRequirements, namespace: Option<&str>) 
 /// `accuratePodRequirements` of a pod template (JSON).
 pub fn requirements_json(template: &Value) -> Result<Option<Value>, String> {
     let req = pod_requirements(template.get("spec"), "spec").map_err(|e| e.to_string())?;
-    Ok(requirements_to_json(&req, template.pointer("/metadata/namespace").and_then(Value::as_str)))
+    let namespace = template.get("metadata").and_then(|m| m.get("namespace")).and_then(Value::as_str);
+    Ok(requirements_to_json(&req, namespace))
 }
 
 /// `getPodDependencies` of a pod template (JSON list).

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::util::hash::fnv1a64;
+use crate::util::hash::{encode_json, fnv1a64};
 use lua::{LuaArg, LuaFailure};
 pub use results::{Component, DependencyRef, Outcome};
 
@@ -252,13 +252,11 @@ pub fn run(c: &Customization, op: Operation, args: &Args<'_>) -> Result<Outcome,
         });
     };
     let key = cache_key(script, op, args);
-    if let Some(hit) = key.and_then(cache_get) {
+    if let Some(hit) = cache_get(key) {
         return hit.map_err(|failure| script_error(c, op, failure));
     }
     let out = run_uncached(script, &format!("{}/{}", c.name, op.name()), op, args);
-    if let Some(k) = key {
-        cache_put(k, out.clone());
-    }
+    cache_put(key, out.clone());
     out.map_err(|failure| script_error(c, op, failure))
 }
 
@@ -317,19 +315,34 @@ fn cache() -> &'static Mutex<HashMap<(u64, u64), CacheEntry>> {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// (script hash, arguments hash); None when the arguments cannot be serialized.
-fn cache_key(script: &str, op: Operation, args: &Args<'_>) -> Option<(u64, u64)> {
-    let text = serde_json::to_string(&(
-        op.name(),
-        args.desired,
-        args.observed,
-        args.replicas,
-        args.status_items,
-        // The clock only matters to scripts that read it; keyed all the same.
-        args.now_ms,
-    ))
-    .ok()?;
-    Some((fnv1a64(script.as_bytes()), fnv1a64(text.as_bytes())))
+/// (script hash, arguments hash), for the in-memory cache only: SipHash (std's
+/// `DefaultHasher`, fixed keys) over the script and over one byte encoding of the arguments
+/// (no text built; FNV byte by byte over their JSON text was most of a warm call).
+fn cache_key(script: &str, op: Operation, args: &Args<'_>) -> (u64, u64) {
+    use std::hash::Hasher;
+    let mut buf = Vec::with_capacity(1024);
+    buf.extend_from_slice(op.name().as_bytes());
+    for v in [args.desired, args.observed] {
+        match v {
+            Some(v) => encode_json(&mut buf, v),
+            None => buf.push(0xff),
+        }
+    }
+    buf.extend_from_slice(&args.replicas.to_le_bytes());
+    match args.status_items {
+        Some(items) => {
+            buf.extend_from_slice(&(items.len() as u64).to_le_bytes());
+            for item in items {
+                encode_json(&mut buf, item);
+            }
+        }
+        None => buf.push(0xff),
+    }
+    // The clock only matters to scripts that read it; keyed all the same.
+    buf.extend_from_slice(&args.now_ms.to_le_bytes());
+    let mut h = std::hash::DefaultHasher::new();
+    h.write(&buf);
+    (lua::script_hash(script), h.finish())
 }
 
 fn cache_get(key: (u64, u64)) -> Option<CacheEntry> {
@@ -534,8 +547,7 @@ mod tests {
         let c = custom("cached", 5);
         let obj = json!({"metadata": {"name": "unique-for-the-cache-test"}});
         let args = Args { desired: Some(&obj), ..Args::default() };
-        let key = cache_key(c.script(Operation::InterpretReplica).expect("script"), Operation::InterpretReplica, &args)
-            .expect("key");
+        let key = cache_key(c.script(Operation::InterpretReplica).expect("script"), Operation::InterpretReplica, &args);
         assert!(cache_get(key).is_none());
         run(&c, Operation::InterpretReplica, &args).expect("runs");
         assert!(cache_get(key).is_some(), "an unchanged object is not interpreted again");
