@@ -1,7 +1,7 @@
 //! The diff of a plan against the output directory (read-only): files to write, generated
 //! files to delete, files already right, and clusters the guard holds.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::Path;
@@ -164,9 +164,21 @@ fn cluster_changes(
 ) -> Result<usize, PublishError> {
     let mut objects = 0;
     let cluster_dir = out.join(cluster);
+    // The regular `*.yaml` files below the cluster directory (through real directories only),
+    // listed once: a path found there is what `check_target` would find (a regular file on a
+    // way of real directories), so only the paths not listed are checked one by one.
+    let mut found = Vec::new();
+    if kind_of(&cluster_dir)? == Kind::Dir {
+        list_yaml_files(&cluster_dir, "", &mut found)?;
+    }
+    let listed: HashSet<&str> = found.iter().map(String::as_str).collect();
+    let exists = |path: &str| match listed.contains(path) {
+        true => Ok(true),
+        false => check_target(out, &format!("{cluster}/{path}")),
+    };
     let mut resources: BTreeSet<&str> = files.files.keys().map(String::as_str).collect();
     for kept in &files.keep {
-        if !files.files.contains_key(kept) && check_target(out, &format!("{cluster}/{kept}"))? {
+        if !files.files.contains_key(kept) && exists(kept)? {
             resources.insert(kept);
         }
     }
@@ -174,10 +186,10 @@ fn cluster_changes(
         files.files.iter().map(|(path, content)| (path.as_str(), content.as_bytes().to_vec())).collect();
     desired.push((KUSTOMIZATION_FILE, kustomization(&resources).into_bytes()));
     // Planned files found on disk, and whether they carry the header (read once, here).
-    let mut on_disk: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
+    let mut on_disk: HashMap<&str, bool> = HashMap::new();
     for (path, bytes) in desired {
         let rel = format!("{cluster}/{path}");
-        if check_target(out, &rel)? {
+        if exists(path)? {
             let full = out.join(&rel);
             let existing = fs::read(&full).map_err(io_err("read", &full))?;
             on_disk.insert(path, has_header(&existing));
@@ -188,24 +200,20 @@ fn cluster_changes(
         }
         changes.writes.insert(rel, bytes);
     }
-    if kind_of(&cluster_dir)? == Kind::Dir {
-        let mut found = Vec::new();
-        list_yaml_files(&cluster_dir, "", &mut found)?;
-        for path in found {
-            if path == KUSTOMIZATION_FILE || object_path_problem(&path).is_some() {
-                continue;
-            }
-            let generated = match on_disk.get(path.as_str()) {
-                Some(header) => *header,
-                None => file_has_header(&cluster_dir.join(&path))?,
-            };
-            if !generated {
-                continue;
-            }
-            objects += 1;
-            if !files.files.contains_key(&path) && !files.keep.contains(&path) {
-                changes.deletions.insert(format!("{cluster}/{path}"));
-            }
+    for path in &found {
+        if path == KUSTOMIZATION_FILE || object_path_problem(path).is_some() {
+            continue;
+        }
+        let generated = match on_disk.get(path.as_str()) {
+            Some(header) => *header,
+            None => file_has_header(&cluster_dir.join(path))?,
+        };
+        if !generated {
+            continue;
+        }
+        objects += 1;
+        if !files.files.contains_key(path) && !files.keep.contains(path) {
+            changes.deletions.insert(format!("{cluster}/{path}"));
         }
     }
     Ok(objects)

@@ -72,25 +72,39 @@ pub fn load_dir(dir: &Path) -> (PolicySet, Vec<LoadError>) {
 
 /// [`load_dir`], reusing (and updating) `cache` when given.
 pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet, Vec<LoadError>) {
-    let Some(cache) = cache else {
-        let walk = walk_dir(dir, &WalkOptions::default());
-        let mut errors = walk.errors;
-        let mut texts = Vec::new();
-        for (rel, _) in walk.files {
-            match read_text(dir, &rel) {
-                Ok(text) => texts.push((rel, text)),
-                Err(e) => errors.push(e),
-            }
-        }
-        let (mut set, mut more) = load_sources(texts);
-        set.notes = walk.notes;
-        errors.append(&mut more);
-        return (set, errors);
-    };
+    let Some(cache) = cache else { return load_dir_walked(dir, &WalkOptions::default()) };
     let (_, mut errors) = cache.refresh(dir);
     let (mut set, mut more) = load_parsed(cache.parsed());
     set.notes = cache.notes.clone();
     errors.append(&mut more);
+    (set, errors)
+}
+
+/// [`load_dir`] walked with `options`, without a cache: every file read and parsed once, its
+/// documents moved (not copied) into the set. What a one-shot command that keeps nothing
+/// between loads uses (`fedsched plan`).
+pub fn load_dir_walked(dir: &Path, options: &WalkOptions) -> (PolicySet, Vec<LoadError>) {
+    let walk = walk_dir(dir, options);
+    let mut errors = walk.errors;
+    let mut texts = Vec::new();
+    for (rel, _) in walk.files {
+        match read_text(dir, &rel) {
+            Ok(text) => texts.push((rel, text)),
+            Err(e) => errors.push(e),
+        }
+    }
+    let (mut set, mut more) = load_sources(texts);
+    set.notes = walk.notes;
+    errors.append(&mut more);
+    (set, errors)
+}
+
+/// [`load_dir_walked`], then [`super::defaults::apply`] and [`super::validate::validate`]: a
+/// whole [`load_repository`] with the walk `options`, and no cache.
+pub fn load_repository_walked(dir: &Path, options: &WalkOptions) -> (PolicySet, Vec<LoadError>) {
+    let (mut set, mut errors) = load_dir_walked(dir, options);
+    super::defaults::apply(&mut set);
+    errors.extend(super::validate::validate(&set));
     (set, errors)
 }
 
