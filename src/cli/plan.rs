@@ -4,7 +4,8 @@
 //! published or with a base repository (`--base DIR`, `--base-ref REF` of the repository's
 //! git history) on the same store ([`crate::views::plan`]). Exit codes like
 //! `terraform plan -detailed-exitcode`: 0 no change, 2 changes, 1 invalid input or any
-//! failure.
+//! failure. A one-shot process: each repository is loaded once without a parse cache
+//! ([`reconcile::load_inputs_once`]), and what it built is left to the exit.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, ExitCode, Stdio};

@@ -269,6 +269,52 @@ mod tests {
     use std::fs;
     use tempfile::TempDir;
 
+    /// The cluster directory is listed once and only unlisted paths are checked one by one:
+    /// a symlinked namespace directory or a symlink where a planned or kept file goes is still
+    /// refused (nothing behind it touched), and a directory where a file goes too; a kept file
+    /// on disk stays listed in the kustomization, a kept file that is missing does not.
+    #[test]
+    fn listed_and_unlisted_paths_are_checked_alike() {
+        use super::super::test_fixtures::{cluster, plan};
+        use crate::publish::{DeleteGuard, preview};
+        let guard = DeleteGuard::default();
+        let dir = TempDir::new().expect("tempdir");
+        let (out, elsewhere) = (dir.path().join("out"), dir.path().join("elsewhere"));
+        fs::create_dir_all(out.join("member1/default")).expect("mkdir");
+        fs::create_dir_all(&elsewhere).expect("mkdir");
+        let kept = crate::render::output::GENERATED_HEADER.to_owned() + "\nkind: Service\n";
+        fs::write(out.join("member1/default/core_service_web.yaml"), &kept).expect("write");
+        let keep = ["default/core_service_web.yaml", "default/core_service_gone.yaml"];
+        let ok = plan(vec![("member1", cluster(&[("default/apps_deployment_web.yaml", "kind: D\n")], &keep))], None);
+        let p = preview(&out, &ok, &guard).expect("preview");
+        let kustomization = String::from_utf8(p.writes["member1/kustomization.yaml"].clone()).expect("utf-8");
+        assert!(kustomization.contains("core_service_web.yaml"), "{kustomization}");
+        assert!(!kustomization.contains("core_service_gone.yaml"), "{kustomization}");
+        assert!(p.deletions.is_empty(), "{:?}", p.deletions);
+
+        std::os::unix::fs::symlink(&elsewhere, out.join("member1/shop")).expect("symlink");
+        let behind = plan(vec![("member1", cluster(&[("shop/apps_deployment_web.yaml", "kind: D\n")], &[]))], None);
+        let err = preview(&out, &behind, &guard).expect_err("symlinked namespace directory");
+        assert!(matches!(err, PublishError::InTheWay { .. }), "{err}");
+        let err = publish(&out, &behind).expect_err("symlinked namespace directory");
+        assert!(matches!(err, PublishError::InTheWay { .. }), "{err}");
+        assert!(fs::read_dir(&elsewhere).expect("read_dir").next().is_none());
+        fs::remove_file(out.join("member1/shop")).expect("unlink");
+
+        std::os::unix::fs::symlink(elsewhere.join("x.yaml"), out.join("member1/default/apps_deployment_api.yaml"))
+            .expect("symlink");
+        let planned = plan(vec![("member1", cluster(&[("default/apps_deployment_api.yaml", "kind: D\n")], &[]))], None);
+        let kept = plan(vec![("member1", cluster(&[], &["default/apps_deployment_api.yaml"]))], None);
+        for p in [&planned, &kept] {
+            let err = preview(&out, p, &guard).expect_err("symlink where a file goes");
+            assert!(matches!(err, PublishError::InTheWay { .. }), "{err}");
+        }
+        fs::remove_file(out.join("member1/default/apps_deployment_api.yaml")).expect("unlink");
+        fs::create_dir_all(out.join("member1/default/apps_deployment_api.yaml")).expect("mkdir");
+        let err = preview(&out, &planned, &guard).expect_err("directory where a file goes");
+        assert!(matches!(err, PublishError::InTheWay { .. }), "{err}");
+    }
+
     #[test]
     fn symlinked_cluster_dir_is_refused() {
         let dir = TempDir::new().expect("tempdir");

@@ -8,7 +8,8 @@
 //! The stages still write what they write on the way (new snapshot versions, the blobs of
 //! templates and policies): a preview is meant for a private copy of the store
 //! ([`crate::store::Store::open_copy`]), never the daemon's. The reconciler's cache is reset
-//! afterwards, so a preview leaves nothing a later pass of the same reconciler could reuse.
+//! afterwards, so a preview leaves nothing a later pass of the same reconciler could reuse:
+//! its placements and decisions are moved into the [`PassPreview`], not copied.
 
 use std::collections::BTreeMap;
 use std::path::Path;
