@@ -180,3 +180,36 @@ fn load_parsed(files: impl IntoIterator<Item = (PathBuf, Parsed)>) -> (PolicySet
     sort_set(&mut set);
     (set, errors)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    /// The uncached whole load (`fedsched plan`'s) walks with the given options and gives what
+    /// a load through a parse cache with the same options gives: set, notes and errors.
+    #[test]
+    fn a_walked_load_equals_a_cached_one_with_the_same_options() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let deploy = |name: &str| {
+            format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: shop\n")
+        };
+        fs::create_dir_all(dir.path().join("apps/skip")).expect("mkdir");
+        fs::write(dir.path().join("apps/web.yaml"), deploy("web")).expect("write");
+        fs::write(dir.path().join("apps/skip/api.yaml"), deploy("api")).expect("write");
+        fs::write(
+            dir.path().join("apps/bad.yaml"),
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: Bad_Name\n",
+        )
+        .expect("write");
+        fs::write(dir.path().join("apps/values.yaml"), "replicas: 3\n").expect("write");
+        let options = WalkOptions { ignore: vec!["skip".into()], ..WalkOptions::default() };
+        let walked = load_repository_walked(dir.path(), &options);
+        let cached = load_repository_cached(dir.path(), Some(&mut ParseCache::with_options(options)));
+        assert!(walked.0 == cached.0, "sets differ");
+        assert_eq!(walked.1, cached.1);
+        assert!(!walked.1.is_empty(), "the invalid name is an error");
+        let names: Vec<&str> = walked.0.templates.iter().map(|t| t.key.name.as_str()).collect();
+        assert_eq!(names, ["web"], "the ignored directory is not read");
+    }
+}
