@@ -1,7 +1,7 @@
 //! The diff of a plan against the output directory (read-only): files to write, generated
 //! files to delete, files already right, and clusters the guard holds.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::Path;
@@ -89,22 +89,21 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
     let mut passed: Vec<(&str, Changes)> = Vec::new();
     // Per owner with a change in a held cluster: the held clusters.
     let mut held_owners: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    for (cluster, files) in &plan.clusters {
-        let mut mine = Changes::default();
-        let objects = cluster_changes(out, cluster, files, &mut mine)?;
+    for (cluster, result) in every_cluster_changes(out, plan) {
+        let (objects, mine) = result?;
         let counted = mine.deletions.iter().filter(|d| !owned.contains_key(relative(cluster, d))).count();
         if guard.holds(objects, counted) {
-            let held = HeldCluster { cluster: cluster.clone(), objects, removals: counted };
+            let held = HeldCluster { cluster: cluster.to_owned(), objects, removals: counted };
             tracing::warn!(cluster = %cluster, objects, removals = held.removals, "mass-deletion guard: cluster held");
             changes.held.push(held);
             for rel in mine.writes.keys().chain(&mine.deletions) {
                 for owner in owned.get(relative(cluster, rel)).into_iter().flatten() {
-                    held_owners.entry(owner).or_default().insert(cluster.clone());
+                    held_owners.entry(owner).or_default().insert(cluster.to_owned());
                 }
             }
             continue;
         }
-        passed.push((cluster.as_str(), mine));
+        passed.push((cluster, mine));
     }
     let held_paths: BTreeSet<&str> =
         held_owners.keys().flat_map(|o| plan.owners.get(*o).into_iter().flatten().map(String::as_str)).collect();
@@ -155,6 +154,30 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
     Ok(changes)
 }
 
+/// What [`cluster_changes`] gives for one cluster: its generated object files and changes.
+type ClusterResult = Result<(usize, Changes), PublishError>;
+
+/// [`cluster_changes`] of every cluster of the plan, in the plan's order, spread over the
+/// cores: each cluster directory is read on its own (read-only, independent), and a cold
+/// full check reads about 100,000 files.
+fn every_cluster_changes<'p>(out: &Path, plan: &'p PublishPlan) -> Vec<(&'p str, ClusterResult)> {
+    let clusters: Vec<(&String, &ClusterFiles)> = plan.clusters.iter().collect();
+    let one = |(cluster, files): &(&'p String, &'p ClusterFiles)| {
+        let mut mine = Changes::default();
+        (cluster.as_str(), cluster_changes(out, cluster, files, &mut mine).map(|objects| (objects, mine)))
+    };
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 4);
+    if threads == 1 || clusters.len() < 2 {
+        return clusters.iter().map(one).collect();
+    }
+    let chunk = clusters.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            clusters.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(one).collect::<Vec<_>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
+}
+
 /// The changes of one cluster directory; returns how many generated object files it holds.
 fn cluster_changes(
     out: &Path,
@@ -164,9 +187,21 @@ fn cluster_changes(
 ) -> Result<usize, PublishError> {
     let mut objects = 0;
     let cluster_dir = out.join(cluster);
+    // The regular `*.yaml` files below the cluster directory (through real directories only),
+    // listed once: a path found there is what `check_target` would find (a regular file on a
+    // way of real directories), so only the paths not listed are checked one by one.
+    let mut found = Vec::new();
+    if kind_of(&cluster_dir)? == Kind::Dir {
+        list_yaml_files(&cluster_dir, "", &mut found)?;
+    }
+    let listed: HashSet<&str> = found.iter().map(String::as_str).collect();
+    let exists = |path: &str| match listed.contains(path) {
+        true => Ok(true),
+        false => check_target(out, &format!("{cluster}/{path}")),
+    };
     let mut resources: BTreeSet<&str> = files.files.keys().map(String::as_str).collect();
     for kept in &files.keep {
-        if !files.files.contains_key(kept) && check_target(out, &format!("{cluster}/{kept}"))? {
+        if !files.files.contains_key(kept) && exists(kept)? {
             resources.insert(kept);
         }
     }
@@ -174,10 +209,10 @@ fn cluster_changes(
         files.files.iter().map(|(path, content)| (path.as_str(), content.as_bytes().to_vec())).collect();
     desired.push((KUSTOMIZATION_FILE, kustomization(&resources).into_bytes()));
     // Planned files found on disk, and whether they carry the header (read once, here).
-    let mut on_disk: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
+    let mut on_disk: HashMap<&str, bool> = HashMap::new();
     for (path, bytes) in desired {
         let rel = format!("{cluster}/{path}");
-        if check_target(out, &rel)? {
+        if exists(path)? {
             let full = out.join(&rel);
             let existing = fs::read(&full).map_err(io_err("read", &full))?;
             on_disk.insert(path, has_header(&existing));
@@ -188,24 +223,20 @@ fn cluster_changes(
         }
         changes.writes.insert(rel, bytes);
     }
-    if kind_of(&cluster_dir)? == Kind::Dir {
-        let mut found = Vec::new();
-        list_yaml_files(&cluster_dir, "", &mut found)?;
-        for path in found {
-            if path == KUSTOMIZATION_FILE || object_path_problem(&path).is_some() {
-                continue;
-            }
-            let generated = match on_disk.get(path.as_str()) {
-                Some(header) => *header,
-                None => file_has_header(&cluster_dir.join(&path))?,
-            };
-            if !generated {
-                continue;
-            }
-            objects += 1;
-            if !files.files.contains_key(&path) && !files.keep.contains(&path) {
-                changes.deletions.insert(format!("{cluster}/{path}"));
-            }
+    for path in &found {
+        if path == KUSTOMIZATION_FILE || object_path_problem(path).is_some() {
+            continue;
+        }
+        let generated = match on_disk.get(path.as_str()) {
+            Some(header) => *header,
+            None => file_has_header(&cluster_dir.join(path))?,
+        };
+        if !generated {
+            continue;
+        }
+        objects += 1;
+        if !files.files.contains_key(path) && !files.keep.contains(path) {
+            changes.deletions.insert(format!("{cluster}/{path}"));
         }
     }
     Ok(objects)
@@ -237,6 +268,52 @@ mod tests {
     use crate::publish::{PublishError, publish};
     use std::fs;
     use tempfile::TempDir;
+
+    /// The cluster directory is listed once and only unlisted paths are checked one by one:
+    /// a symlinked namespace directory or a symlink where a planned or kept file goes is still
+    /// refused (nothing behind it touched), and a directory where a file goes too; a kept file
+    /// on disk stays listed in the kustomization, a kept file that is missing does not.
+    #[test]
+    fn listed_and_unlisted_paths_are_checked_alike() {
+        use super::super::test_fixtures::{cluster, plan};
+        use crate::publish::{DeleteGuard, preview};
+        let guard = DeleteGuard::default();
+        let dir = TempDir::new().expect("tempdir");
+        let (out, elsewhere) = (dir.path().join("out"), dir.path().join("elsewhere"));
+        fs::create_dir_all(out.join("member1/default")).expect("mkdir");
+        fs::create_dir_all(&elsewhere).expect("mkdir");
+        let kept = crate::render::output::GENERATED_HEADER.to_owned() + "\nkind: Service\n";
+        fs::write(out.join("member1/default/core_service_web.yaml"), &kept).expect("write");
+        let keep = ["default/core_service_web.yaml", "default/core_service_gone.yaml"];
+        let ok = plan(vec![("member1", cluster(&[("default/apps_deployment_web.yaml", "kind: D\n")], &keep))], None);
+        let p = preview(&out, &ok, &guard).expect("preview");
+        let kustomization = String::from_utf8(p.writes["member1/kustomization.yaml"].clone()).expect("utf-8");
+        assert!(kustomization.contains("core_service_web.yaml"), "{kustomization}");
+        assert!(!kustomization.contains("core_service_gone.yaml"), "{kustomization}");
+        assert!(p.deletions.is_empty(), "{:?}", p.deletions);
+
+        std::os::unix::fs::symlink(&elsewhere, out.join("member1/shop")).expect("symlink");
+        let behind = plan(vec![("member1", cluster(&[("shop/apps_deployment_web.yaml", "kind: D\n")], &[]))], None);
+        let err = preview(&out, &behind, &guard).expect_err("symlinked namespace directory");
+        assert!(matches!(err, PublishError::InTheWay { .. }), "{err}");
+        let err = publish(&out, &behind).expect_err("symlinked namespace directory");
+        assert!(matches!(err, PublishError::InTheWay { .. }), "{err}");
+        assert!(fs::read_dir(&elsewhere).expect("read_dir").next().is_none());
+        fs::remove_file(out.join("member1/shop")).expect("unlink");
+
+        std::os::unix::fs::symlink(elsewhere.join("x.yaml"), out.join("member1/default/apps_deployment_api.yaml"))
+            .expect("symlink");
+        let planned = plan(vec![("member1", cluster(&[("default/apps_deployment_api.yaml", "kind: D\n")], &[]))], None);
+        let kept = plan(vec![("member1", cluster(&[], &["default/apps_deployment_api.yaml"]))], None);
+        for p in [&planned, &kept] {
+            let err = preview(&out, p, &guard).expect_err("symlink where a file goes");
+            assert!(matches!(err, PublishError::InTheWay { .. }), "{err}");
+        }
+        fs::remove_file(out.join("member1/default/apps_deployment_api.yaml")).expect("unlink");
+        fs::create_dir_all(out.join("member1/default/apps_deployment_api.yaml")).expect("mkdir");
+        let err = preview(&out, &planned, &guard).expect_err("directory where a file goes");
+        assert!(matches!(err, PublishError::InTheWay { .. }), "{err}");
+    }
 
     #[test]
     fn symlinked_cluster_dir_is_refused() {

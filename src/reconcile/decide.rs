@@ -123,6 +123,9 @@ pub(super) fn decide_all(
     type Indexed<'a> = Vec<(usize, &'a Template)>;
     let (deps, workloads): (Indexed<'_>, Indexed<'_>) =
         set.templates.iter().enumerate().partition(|(_, t)| required_by.contains_key(&t.key));
+    if ctx.full_check {
+        cache::verify_restored(&mut cache.decisions, ctx.output_dir);
+    }
     let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
     let mut fleet_statics = FleetStatics::default();
     let default_placement = Placement::default();
@@ -311,7 +314,7 @@ fn reuse_or_decide(
         && let Some(c) = cache.decisions.get_mut(&t.key)
         && !c.rendered
     {
-        match c.decided.files_on_disk(ctx.output_dir) {
+        match c.on_disk.take().unwrap_or_else(|| c.decided.files_on_disk(ctx.output_dir)) {
             true => {
                 c.decided.inputs =
                     decision_inputs(w.previous.as_deref(), w.hashes, ctx.pass.versions, &w.framework.name)
@@ -352,6 +355,7 @@ fn reuse_or_decide(
         summary_item: None,
         rendered: true,
         persisted_seq: None,
+        on_disk: None,
     };
     cache.decisions.insert(t.key.clone(), entry);
     out.fresh.insert(t.key.clone());

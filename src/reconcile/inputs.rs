@@ -212,6 +212,17 @@ pub fn load_inputs_for(
     Ok(inputs)
 }
 
+/// [`load_inputs_for`] without a parse cache, walked with `settings.walk`: each file read and
+/// parsed once and its documents moved into the set (a cache copies them to keep them). For a
+/// one-shot command that keeps nothing between loads and stores nothing for replay
+/// (`fedsched plan`): [`Inputs::sources`] stays empty.
+pub fn load_inputs_once(policy_dir: &Path, settings: &super::Settings) -> Result<Inputs, Vec<LoadError>> {
+    let started = Instant::now();
+    let (set, errors) = crate::policy::load::load_repository_walked(policy_dir, &settings.walk);
+    let mut timings = PhaseTimings::default();
+    build_inputs(set, errors, &settings.profiles, &settings.interpreter, &mut timings, started, None)
+}
+
 /// [`load_inputs_timed`], reusing (and updating) a parse cache of the repository's files.
 pub fn load_inputs_cached(
     policy_dir: &Path,

@@ -8,10 +8,12 @@
 //! The stages still write what they write on the way (new snapshot versions, the blobs of
 //! templates and policies): a preview is meant for a private copy of the store
 //! ([`crate::store::Store::open_copy`]), never the daemon's. The reconciler's cache is reset
-//! afterwards, so a preview leaves nothing a later pass of the same reconciler could reuse.
+//! afterwards, so a preview leaves nothing a later pass of the same reconciler could reuse:
+//! its placements and decisions are moved into the [`PassPreview`], not copied.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::policy::ObjectKey;
 use crate::publish;
@@ -72,29 +74,29 @@ impl Reconciler {
         now_ms: u64,
     ) -> Result<PassPreview, ReconcileError> {
         cache.load_once(&self.store)?;
-        let before: BTreeMap<ObjectKey, PlacementRecord> =
-            cache.placements.iter().map(|(k, p)| (k.clone(), (**p).clone())).collect();
         let mut tainted = self.taint(inputs, now_ms)?;
         let with_taints = tainted.inputs.take();
         let staged_inputs = with_taints.as_ref().unwrap_or(inputs);
         let staged = self.stages(cache, staged_inputs, tainted, output_dir, "plan", now_ms)?;
         let files = publish::preview(output_dir, &staged.planned.plan, &self.settings.publish.guard)?;
+        // The cache is reset after a preview: its placements and decisions are moved into the
+        // preview, not copied (the stages leave the placements as the pass started from them;
+        // only the record stage changes them).
+        let before: BTreeMap<ObjectKey, PlacementRecord> = std::mem::take(&mut cache.placements)
+            .into_iter()
+            .map(|(k, p)| (k, Arc::try_unwrap(p).unwrap_or_else(|shared| (*shared).clone())))
+            .collect();
         let mut decisions = BTreeMap::new();
         for key in &staged.decisions.order {
-            let Some(c) = cache.decisions.get(key) else { continue };
-            let d = &c.decided;
+            let Some(c) = cache.decisions.remove(key) else { continue };
+            let d = c.decided;
             let files = d
                 .files
-                .iter()
-                .zip(&d.file_hashes)
-                .map(|((cluster, (path, _)), hash)| (cluster.clone(), path.clone(), *hash))
+                .into_iter()
+                .zip(d.file_hashes)
+                .map(|((cluster, (path, _)), hash)| (cluster, path, hash))
                 .collect();
-            let planned = PlannedDecision {
-                record: d.record.clone(),
-                scheduled: d.scheduled,
-                problems: d.problems.clone(),
-                files,
-            };
+            let planned = PlannedDecision { record: d.record, scheduled: d.scheduled, problems: d.problems, files };
             decisions.insert(key.clone(), planned);
         }
         Ok(PassPreview {

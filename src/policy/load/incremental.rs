@@ -147,6 +147,42 @@ mod tests {
     use crate::policy::load::load_repository;
     use std::fs;
 
+    /// A first load of many files (every file typed on its own): the same set and errors as a
+    /// whole load, in the same order, also after an edit that changes a CRD's scope.
+    #[test]
+    fn a_first_load_of_many_files_equals_a_whole_load() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let crd = |scope: &str| {
+            format!(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.io\nspec:\n  group: example.io\n  names:\n    kind: Widget\n  scope: {scope}\n"
+            )
+        };
+        fs::write(dir.path().join("000-crd.yaml"), crd("Namespaced")).expect("write");
+        for i in 0..600 {
+            let text = match i % 3 {
+                0 => format!(
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web-{i}\n  namespace: shop\nspec:\n  replicas: {i}\n"
+                ),
+                1 => format!("apiVersion: example.io/v1\nkind: Widget\nmetadata:\n  name: w-{i}\n  namespace: shop\n"),
+                _ => format!(
+                    "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata:\n  name: p-{i}\n  namespace: shop\nspec:\n  resourceSelectors:\n    - apiVersion: apps/v1\n      kind: Deployment\n      name: web-{}\n",
+                    i - 2
+                ),
+            };
+            fs::write(dir.path().join(format!("f-{i:04}.yaml")), text).expect("write");
+        }
+        let mut cache = ParseCache::default();
+        for what in ["first", "a scope change"] {
+            let (_, io) = cache.refresh(dir.path());
+            let incremental = load_repository_incremental(&mut cache, io);
+            let whole = load_repository(dir.path());
+            assert!(incremental.0 == whole.0, "{what}: sets differ");
+            assert_eq!(incremental.1, whole.1, "{what}");
+            assert_eq!(incremental.0.templates.len(), 401, "{what}: 200 Deployments, 200 Widgets, the CRD");
+            fs::write(dir.path().join("000-crd.yaml"), crd("Cluster")).expect("write");
+        }
+    }
+
     #[test]
     fn incremental_load_equals_a_whole_load() {
         let dir = tempfile::tempdir().expect("tempdir");

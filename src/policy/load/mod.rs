@@ -72,25 +72,39 @@ pub fn load_dir(dir: &Path) -> (PolicySet, Vec<LoadError>) {
 
 /// [`load_dir`], reusing (and updating) `cache` when given.
 pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet, Vec<LoadError>) {
-    let Some(cache) = cache else {
-        let walk = walk_dir(dir, &WalkOptions::default());
-        let mut errors = walk.errors;
-        let mut texts = Vec::new();
-        for (rel, _) in walk.files {
-            match read_text(dir, &rel) {
-                Ok(text) => texts.push((rel, text)),
-                Err(e) => errors.push(e),
-            }
-        }
-        let (mut set, mut more) = load_sources(texts);
-        set.notes = walk.notes;
-        errors.append(&mut more);
-        return (set, errors);
-    };
+    let Some(cache) = cache else { return load_dir_walked(dir, &WalkOptions::default()) };
     let (_, mut errors) = cache.refresh(dir);
     let (mut set, mut more) = load_parsed(cache.parsed());
     set.notes = cache.notes.clone();
     errors.append(&mut more);
+    (set, errors)
+}
+
+/// [`load_dir`] walked with `options`, without a cache: every file read and parsed once, its
+/// documents moved (not copied) into the set. What a one-shot command that keeps nothing
+/// between loads uses (`fedsched plan`).
+pub fn load_dir_walked(dir: &Path, options: &WalkOptions) -> (PolicySet, Vec<LoadError>) {
+    let walk = walk_dir(dir, options);
+    let mut errors = walk.errors;
+    let mut texts = Vec::new();
+    for (rel, _) in walk.files {
+        match read_text(dir, &rel) {
+            Ok(text) => texts.push((rel, text)),
+            Err(e) => errors.push(e),
+        }
+    }
+    let (mut set, mut more) = load_sources(texts);
+    set.notes = walk.notes;
+    errors.append(&mut more);
+    (set, errors)
+}
+
+/// [`load_dir_walked`], then [`super::defaults::apply`] and [`super::validate::validate`]: a
+/// whole [`load_repository`] with the walk `options`, and no cache.
+pub fn load_repository_walked(dir: &Path, options: &WalkOptions) -> (PolicySet, Vec<LoadError>) {
+    let (mut set, mut errors) = load_dir_walked(dir, options);
+    super::defaults::apply(&mut set);
+    errors.extend(super::validate::validate(&set));
     (set, errors)
 }
 
@@ -165,4 +179,37 @@ fn load_parsed(files: impl IntoIterator<Item = (PathBuf, Parsed)>) -> (PolicySet
     errors.append(&mut more);
     sort_set(&mut set);
     (set, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    /// The uncached whole load (`fedsched plan`'s) walks with the given options and gives what
+    /// a load through a parse cache with the same options gives: set, notes and errors.
+    #[test]
+    fn a_walked_load_equals_a_cached_one_with_the_same_options() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let deploy = |name: &str| {
+            format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: shop\n")
+        };
+        fs::create_dir_all(dir.path().join("apps/skip")).expect("mkdir");
+        fs::write(dir.path().join("apps/web.yaml"), deploy("web")).expect("write");
+        fs::write(dir.path().join("apps/skip/api.yaml"), deploy("api")).expect("write");
+        fs::write(
+            dir.path().join("apps/bad.yaml"),
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: Bad_Name\n",
+        )
+        .expect("write");
+        fs::write(dir.path().join("apps/values.yaml"), "replicas: 3\n").expect("write");
+        let options = WalkOptions { ignore: vec!["skip".into()], ..WalkOptions::default() };
+        let walked = load_repository_walked(dir.path(), &options);
+        let cached = load_repository_cached(dir.path(), Some(&mut ParseCache::with_options(options)));
+        assert!(walked.0 == cached.0, "sets differ");
+        assert_eq!(walked.1, cached.1);
+        assert!(!walked.1.is_empty(), "the invalid name is an error");
+        let names: Vec<&str> = walked.0.templates.iter().map(|t| t.key.name.as_str()).collect();
+        assert_eq!(names, ["web"], "the ignored directory is not read");
+    }
 }

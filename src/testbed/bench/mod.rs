@@ -256,6 +256,12 @@ fn load(fix: &Fixture, rec: &Reconciler, t: &mut PhaseTimings, now_ms: u64) -> R
         let shown: Vec<String> = errors.iter().take(5).map(ToString::to_string).collect();
         BenchError::Invalid(format!("{} error(s): {}", errors.len(), shown.join("; ")))
     })?;
+    with_live(fix, &mut inputs, store, t, now_ms);
+    Ok(inputs)
+}
+
+/// Merges the fleet's node-level data (polled at `now_ms`) into `inputs`, adding to `t.poll`.
+fn with_live(fix: &Fixture, inputs: &mut Inputs, store: &Store, t: &mut PhaseTimings, now_ms: u64) {
     let started = Instant::now();
     let mut live = fix.live.borrow_mut();
     for status in live.clusters.values_mut() {
@@ -265,7 +271,6 @@ fn load(fix: &Fixture, rec: &Reconciler, t: &mut PhaseTimings, now_ms: u64) -> R
     }
     inputs.apply_live(&live, store);
     t.poll += started.elapsed();
-    Ok(inputs)
 }
 
 /// One pass as the daemon runs it: load, poll data, reconcile. Returns the report with every

@@ -1,12 +1,12 @@
 //! S9: `fedsched plan` of a one-file edit, as the command runs it: a private copy of the
-//! store, a cold load of the repository (with the fleet's member data, as `plan --live` has
-//! them), the preview of the pass ([`Reconciler::preview`]) and the plan document. Each run
+//! store, a cold load of the repository without a parse cache ([`load_inputs_once`], with the
+//! fleet's member data, as `plan --live` has them), the preview of the pass ([`Reconciler::preview`]) and the plan document. Each run
 //! edits another template and puts it back afterwards; the plan must report it.
 
 use std::time::Instant;
 
-use super::{Bench, BenchError, Figure, Scenario, Sink, count, io, load};
-use crate::reconcile::{PhaseTimings, Reconciler, Settings};
+use super::{Bench, BenchError, Figure, Scenario, Sink, count, io, with_live};
+use crate::reconcile::{PhaseTimings, Reconciler, Settings, load_inputs_once};
 use crate::store::Store;
 use crate::testbed::simulate::repo;
 use crate::views::plan::{Before, document};
@@ -29,10 +29,16 @@ impl Bench {
             let scratch = tempfile::tempdir().map_err(io("create a temporary directory"))?;
             let store = Store::open_copy(&self.state, &scratch.path().join("state"))?;
             copies.push(started.elapsed());
-            let planner = Reconciler::new(store, Settings::builtin());
+            let settings = Settings::builtin();
             let phase = Instant::now();
-            let inputs = load(fix, &planner, &mut PhaseTimings::default(), self.now)?;
+            // As the command loads: once, without a parse cache.
+            let mut inputs = load_inputs_once(&fix.repo, &settings).map_err(|errors| {
+                let shown: Vec<String> = errors.iter().take(5).map(ToString::to_string).collect();
+                BenchError::Invalid(format!("{} error(s): {}", errors.len(), shown.join("; ")))
+            })?;
+            with_live(fix, &mut inputs, &store, &mut PhaseTimings::default(), self.now);
             loads.push(phase.elapsed());
+            let planner = Reconciler::new(store, settings);
             let phase = Instant::now();
             let preview = planner.preview(&inputs, &self.out, self.now)?;
             previews.push(phase.elapsed());
