@@ -59,7 +59,9 @@ fn null_as_empty<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result
     Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
-fn null_as_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+/// A field that may be `null` on the wire reads as its default (API servers write `null` for
+/// empty lists and objects).
+pub(crate) fn null_as_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 

@@ -357,6 +357,31 @@ mod tests {
     use crate::reconcile::{Reconciler, Settings, load_inputs};
     use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
 
+    /// A live view below the confidence threshold, last heard from at `polled_at_ms`.
+    fn silent(polled_at_ms: u64, age_ms: u64, failures: u32, confidence: f64) -> ClusterSnapshot {
+        let mut c = ClusterSnapshot::offline("m1", "c.yaml");
+        c.source = crate::model::SnapshotSource::Live { endpoint: "https://m1".into() };
+        c.freshness = Some(crate::model::Freshness {
+            polled_at_ms,
+            consecutive_failures: failures,
+            age_ms,
+            confidence_ppm: (confidence * 1e6) as u32,
+        });
+        c
+    }
+
+    #[test]
+    fn a_silent_member_that_ages_leaves_the_fleets_static_key_as_it_was() {
+        // Older data, more failed polls, lower confidence: the same member, still silent since
+        // the same poll, so no decision of the fleet has to be made again for it.
+        let fresh_silence = [silent(1_000, 60_000, 2, 0.3)];
+        let long_silence = [silent(1_000, 900_000, 40, 0.05)];
+        assert_eq!(fleet_static_key(&fresh_silence, 0.5), fleet_static_key(&long_silence, 0.5));
+        // Heard from again (another poll), or above the threshold: the key changes.
+        assert_ne!(fleet_static_key(&fresh_silence, 0.5), fleet_static_key(&[silent(2_000, 60_000, 2, 0.3)], 0.5));
+        assert_ne!(fleet_static_key(&fresh_silence, 0.5), fleet_static_key(&[silent(1_000, 60_000, 2, 0.6)], 0.5));
+    }
+
     fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         let mut out = BTreeMap::new();
         let mut stack = vec![dir.to_path_buf()];

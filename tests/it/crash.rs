@@ -14,24 +14,6 @@ use crate::support::*;
 
 type Tree = BTreeMap<String, Vec<u8>>;
 
-/// `fedsched render` of `s` with extra environment.
-fn render_env(s: &Scratch, env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(bin());
-    c.arg("render")
-        .arg("--policies")
-        .arg(s.policies())
-        .arg("--out")
-        .arg(s.out())
-        .arg("--state")
-        .arg(s.state())
-        .env_remove("FEDSCHED_CONFIG")
-        .env_remove("NOTIFY_SOCKET")
-        .env_remove("FEDSCHED_TEST_CRASH_AFTER_STEP")
-        .env("FEDSCHED_LOG", "warn")
-        .envs(env.iter().copied());
-    c.output().expect("run fedsched")
-}
-
 /// What a GitOps tool reads: the cluster directories and `placements.json`, not fedsched's
 /// transient files (lock, owner, journal, staging).
 fn published(out: &Path) -> Tree {
@@ -68,7 +50,7 @@ fn check_consistent(now: &Tree, old: &Tree, new: &Tree) -> Result<(), String> {
 /// the shop policy propagates.
 fn rendered_then_changed() -> Scratch {
     let s = Scratch::with_demo();
-    let first = render_env(&s, &[]);
+    let first = s.render_with(&[], &[]);
     assert!(first.status.success(), "{}", text(&first.stderr));
     let web = std::fs::read_to_string(s.policies().join("apps/web.yaml")).expect("read");
     s.write("apps/web.yaml", &web.replace("replicas: 9", "replicas: 12"));
@@ -92,7 +74,7 @@ fn sigkill_at_every_publish_step_leaves_every_cluster_directory_consistent() {
     // The reference: the same two renders, no crash.
     let reference = rendered_then_changed();
     let old = published(&reference.out());
-    let done = render_env(&reference, &[]);
+    let done = reference.render_with(&[], &[]);
     assert!(done.status.success(), "{}", text(&done.stderr));
     let new = published(&reference.out());
     assert_ne!(old, new);
@@ -105,7 +87,7 @@ fn sigkill_at_every_publish_step_leaves_every_cluster_directory_consistent() {
         assert!(step < 500, "the publish never finished");
         let s = rendered_then_changed();
         assert_eq!(published(&s.out()), old);
-        let crashed = render_env(&s, &[("FEDSCHED_TEST_CRASH_AFTER_STEP", &step.to_string())]);
+        let crashed = s.render_with(&[], &[("FEDSCHED_TEST_CRASH_AFTER_STEP", &step.to_string())]);
         if crashed.status.success() {
             break; // past the last step: the publish completed
         }
@@ -114,7 +96,7 @@ fn sigkill_at_every_publish_step_leaves_every_cluster_directory_consistent() {
         if let Err(e) = check_consistent(&published(&s.out()), &old, &new) {
             panic!("killed after step {step}: {e}");
         }
-        let next = render_env(&s, &[]);
+        let next = s.render_with(&[], &[]);
         assert!(next.status.success(), "step {step}: {}", text(&next.stderr));
         assert_eq!(published(&s.out()), new, "the run after a kill at step {step} converges");
         assert!(!s.out().join(".fedsched/journal.json").exists());
@@ -174,15 +156,18 @@ fn a_second_daemon_or_a_render_on_an_owned_output_directory_is_refused() {
     }
 
     // A render with its own state directory is refused alike; a plan still works.
-    let o = fedsched(&[
-        "render",
-        "--policies",
-        &s.policies().display().to_string(),
-        "--out",
-        &out,
-        "--state",
-        &other.display().to_string(),
-    ]);
+    let render_elsewhere = || {
+        fedsched(&[
+            "render",
+            "--policies",
+            &s.policies().display().to_string(),
+            "--out",
+            &out,
+            "--state",
+            &other.display().to_string(),
+        ])
+    };
+    let o = render_elsewhere();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains(&format!("the output directory {out} is in use")), "{}", text(&o.stderr));
     let plan = s.cmd("plan", &["--out", &out]);
@@ -192,15 +177,7 @@ fn a_second_daemon_or_a_render_on_an_owned_output_directory_is_refused() {
     // Once the daemon is gone, the directory is free again.
     let (code, log) = first.stop();
     assert_eq!(code, Some(0), "{log}");
-    let o = fedsched(&[
-        "render",
-        "--policies",
-        &s.policies().display().to_string(),
-        "--out",
-        &out,
-        "--state",
-        &other.display().to_string(),
-    ]);
+    let o = render_elsewhere();
     assert!(o.status.success(), "{}", text(&o.stderr));
 }
 

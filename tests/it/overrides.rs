@@ -2,7 +2,7 @@
 //! temporary repositories. Golden files under `tests/golden/overrides-*`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use crate::support::*;
 
@@ -96,27 +96,6 @@ fn render_ok(s: &Scratch) -> String {
 
 fn read(s: &Scratch, rel: &str) -> String {
     std::fs::read_to_string(s.out().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
-}
-
-/// `fedsched render` with extra arguments and environment.
-fn render_with(s: &Scratch, extra: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(bin());
-    c.arg("render")
-        .arg("--policies")
-        .arg(s.policies())
-        .arg("--out")
-        .arg(s.out())
-        .arg("--state")
-        .arg(s.state())
-        .args(extra)
-        .env_remove("FEDSCHED_CONFIG")
-        .env_remove("NOTIFY_SOCKET")
-        .env_remove("FEDSCHED_TEST_CRASH_AFTER_STEP")
-        .env("FEDSCHED_LOG", "warn");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("run fedsched")
 }
 
 fn history(s: &Scratch, workload: &str) -> Vec<serde_json::Value> {
@@ -373,7 +352,7 @@ fn mass_deletion_is_held_until_confirmed() {
     // Held again on the next pass (the guard reads the disk, not the store).
     assert!(render_ok(&s).contains("held: member1"));
     // Confirmed with the flag.
-    let out = render_with(&s, &["--allow-mass-delete"], &[]);
+    let out = s.render_with(&["--allow-mass-delete"], &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("held"), "{}", text(&out.stderr));
     for c in ["member1", "member2"] {
@@ -386,7 +365,7 @@ fn mass_deletion_is_held_until_confirmed() {
     std::fs::remove_file(s.policies().join("d.yaml")).expect("rm");
     let cfg = s.dir.path().join("fedsched.toml");
     std::fs::write(&cfg, "[publish]\nmax_delete_ratio = 1.0\n").expect("write");
-    let out = render_with(&s, &["--config", cfg.to_str().expect("utf8")], &[]);
+    let out = s.render_with(&["--config", cfg.to_str().expect("utf8")], &[]);
     assert!(out.status.success() && !text(&out.stderr).contains("held"), "{}", text(&out.stderr));
     assert!(!s.out().join("member1/default/core_configmap_a.yaml").exists(), "a cluster may be emptied when allowed");
     assert!(s.out().join("member1/kustomization.yaml").exists());
@@ -405,7 +384,7 @@ fn crash_after_journal_commit_then_restart_converges() {
         "apps/extra.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, namespace: shop}\ndata: {k: v}\n",
     );
-    let crashed = render_with(&s, &[], &[("FEDSCHED_TEST_CRASH_AFTER_STEP", "2")]);
+    let crashed = s.render_with(&[], &[("FEDSCHED_TEST_CRASH_AFTER_STEP", "2")]);
     assert!(!crashed.status.success(), "the crash hook must abort the process");
     assert!(s.out().join(".fedsched/journal.json").exists(), "journal committed before the crash");
     // Nothing was renamed yet: every cluster directory is exactly as before.
@@ -459,7 +438,7 @@ fn git_mode_commits_changes_once_and_pushes_to_a_bare_remote() {
     )
     .expect("write config");
     let cfg_arg = ["--config", cfg.to_str().expect("utf8")];
-    let out = render_with(&s, &cfg_arg, &[]);
+    let out = s.render_with(&cfg_arg, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("committed "), "{}", text(&out.stderr));
     let log = git(&bare, &["log", "--format=%an <%ae>|%s", "rendered"]);
@@ -479,7 +458,7 @@ fn git_mode_commits_changes_once_and_pushes_to_a_bare_remote() {
     assert!(files.contains(".fedsched/placements.json") && !files.contains(".fedsched/lock"), "{files}");
 
     // Nothing changed: no commit.
-    let out = render_with(&s, &cfg_arg, &[]);
+    let out = s.render_with(&cfg_arg, &[]);
     assert!(out.status.success() && !text(&out.stderr).contains("committed"), "{}", text(&out.stderr));
     assert_eq!(git(&bare, &["rev-list", "--count", "rendered"]).trim(), "1");
 
@@ -487,7 +466,7 @@ fn git_mode_commits_changes_once_and_pushes_to_a_bare_remote() {
     // 2:2:1: 4/3/2 becomes 5/5/2, so us-east-gpu is unchanged).
     let web = std::fs::read_to_string(s.policies().join("apps/web.yaml")).expect("read");
     s.write("apps/web.yaml", &web.replace("replicas: 9", "replicas: 12"));
-    let out = render_with(&s, &cfg_arg, &[]);
+    let out = s.render_with(&cfg_arg, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(git(&bare, &["rev-list", "--count", "rendered"]).trim(), "2");
     let subject = git(&bare, &["log", "-1", "--format=%s", "rendered"]);

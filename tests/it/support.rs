@@ -96,6 +96,27 @@ impl Scratch {
         ])
     }
 
+    /// `fedsched render` with extra arguments and environment (a clean environment
+    /// otherwise: no config, no notify socket, no crash hook unless `env` sets it).
+    pub fn render_with(&self, extra: &[&str], env: &[(&str, &str)]) -> Output {
+        Command::new(bin())
+            .arg("render")
+            .arg("--policies")
+            .arg(self.policies())
+            .arg("--out")
+            .arg(self.out())
+            .arg("--state")
+            .arg(self.state())
+            .args(extra)
+            .env_remove("FEDSCHED_CONFIG")
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("FEDSCHED_TEST_CRASH_AFTER_STEP")
+            .env("FEDSCHED_LOG", "warn")
+            .envs(env.iter().copied())
+            .output()
+            .expect("run fedsched")
+    }
+
     pub fn cmd(&self, sub: &str, extra: &[&str]) -> Output {
         let mut args = vec![
             sub.to_string(),

@@ -23,6 +23,7 @@
 //! made of DNS characters are skipped (they are never put into a URL), as are resources
 //! without a name or a kind; missing fields read as empty.
 
+use crate::members::decode::null_as_default;
 use std::collections::BTreeSet;
 
 use serde::Deserialize;
@@ -137,10 +138,6 @@ pub(super) struct ApiResourceItem {
     pub(super) name: String,
     #[serde(deserialize_with = "null_as_default")]
     pub(super) kind: String,
-}
-
-fn null_as_default<'de, D: serde::Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 /// What one discovery found.
