@@ -55,6 +55,11 @@ pub(super) fn sync_filesystem(dir: &Path) -> Result<(), PublishError> {
 /// Creates `dir` (and missing parents). Not made durable here: every caller is followed by a
 /// `syncfs` of the file system ([`sync_filesystem`]) before anything depends on the entries.
 pub(super) fn create_dirs(dir: &Path) -> Result<(), PublishError> {
+    // The parent of a relative path's first component (`out` of `out/.fedsched`) is the
+    // empty path: the current directory, which exists.
+    if dir.as_os_str().is_empty() {
+        return Ok(());
+    }
     match kind_of(dir)? {
         Kind::Dir => Ok(()),
         Kind::Missing => {

@@ -13,6 +13,23 @@ fn demo_output_matches_golden_files() {
     assert_golden(&s.out(), "demo");
 }
 
+/// The README's first command, as a user types it: relative `--out` and `--state` that do not
+/// exist yet, from the directory that holds the policies.
+#[test]
+fn the_readmes_render_command_works_with_relative_paths() {
+    let s = Scratch::with_demo();
+    let out = std::process::Command::new(bin())
+        .current_dir(s.dir.path())
+        .args(["render", "--policies", "policies", "--out", "out", "--state", "state"])
+        .env_remove("FEDSCHED_CONFIG")
+        .env_remove("NOTIFY_SOCKET")
+        .env("FEDSCHED_LOG", "warn")
+        .output()
+        .expect("run fedsched");
+    assert!(out.status.success(), "render failed: {}", text(&out.stderr));
+    assert_golden(&s.dir.path().join("out"), "demo");
+}
+
 #[test]
 fn demo_places_replicas_as_documented() {
     let s = Scratch::with_demo();
