@@ -21,6 +21,7 @@ use super::fleet::{FleetCluster, sort_objects};
 use crate::model::ResourceList;
 use crate::model::workload::pod_requirements;
 use crate::policy::load::{parse_document, split_documents};
+use crate::util::clock::rfc3339_ms;
 
 /// Annotation on pods the agent created.
 pub const APPLIED: &str = "simulator.fedsched.io/applied";
@@ -34,11 +35,6 @@ pub const READY_AT: &str = "simulator.fedsched.io/ready-at";
 pub struct Agent {
     /// A bound pod turns Ready this long after it started (0: at once).
     pub ready_after: std::time::Duration,
-}
-
-/// An RFC 3339 time (seconds and milliseconds) of Unix ms, as the API server writes it.
-pub fn rfc3339(ms: u64) -> String {
-    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
 }
 
 fn annotation<'a>(p: &'a Value, key: &str) -> Option<&'a Value> {
@@ -180,7 +176,7 @@ pub fn apply(c: &mut FleetCluster, dir: &Path, agent: &Agent, now_ms: u64) -> Re
     });
     for (key, mut pod) in desired {
         if !existing.contains(&key) {
-            pod["metadata"]["creationTimestamp"] = json!(rfc3339(now_ms));
+            pod["metadata"]["creationTimestamp"] = json!(rfc3339_ms(now_ms));
             c.pods.push(pod);
             report.created += 1;
         }
@@ -230,7 +226,7 @@ fn node_ready(node: &Value) -> bool {
 /// status changes.
 fn set_ready(p: &mut Value, ready: bool, reason: Option<&str>, now_ms: u64) {
     let status = if ready { "True" } else { "False" };
-    let cond = json!({"type": "Ready", "status": status, "reason": reason, "lastTransitionTime": rfc3339(now_ms)});
+    let cond = json!({"type": "Ready", "status": status, "reason": reason, "lastTransitionTime": rfc3339_ms(now_ms)});
     if !p["status"]["conditions"].is_array() {
         p["status"]["conditions"] = json!([]);
     }
@@ -251,7 +247,7 @@ pub fn set_node_ready(c: &mut FleetCluster, node: &str, ready: bool, now_ms: u64
         return false;
     };
     let (status, reason) = if ready { ("True", "KubeletReady") } else { ("Unknown", "NodeStatusUnknown") };
-    let cond = json!({"type": "Ready", "status": status, "reason": reason, "lastTransitionTime": rfc3339(now_ms)});
+    let cond = json!({"type": "Ready", "status": status, "reason": reason, "lastTransitionTime": rfc3339_ms(now_ms)});
     if !n["status"]["conditions"].is_array() {
         n["status"]["conditions"] = json!([]);
     }
@@ -361,7 +357,7 @@ fn bind(c: &mut FleetCluster, report: &mut ApplyReport, agent: &Agent, now_ms: u
                 e.0.add(&req);
                 e.1 += 1;
                 p["spec"]["nodeName"] = json!(node);
-                let t = rfc3339(now_ms);
+                let t = rfc3339_ms(now_ms);
                 let ready = if agent.ready_after.is_zero() {
                     json!({"type": "Ready", "status": "True", "lastTransitionTime": t})
                 } else {
@@ -378,7 +374,7 @@ fn bind(c: &mut FleetCluster, report: &mut ApplyReport, agent: &Agent, now_ms: u
                 let already = p.pointer("/status/conditions/0/reason").and_then(Value::as_str) == Some("Unschedulable");
                 if !already {
                     p["status"] = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
-                        "reason": "Unschedulable", "lastTransitionTime": rfc3339(now_ms),
+                        "reason": "Unschedulable", "lastTransitionTime": rfc3339_ms(now_ms),
                         "message": format!("0/{node_count} nodes are available: no node fits the pod's requests, node selector, affinity and tolerations.")}]});
                 }
                 report.unschedulable += 1;

@@ -123,7 +123,7 @@ impl Leases {
         object["metadata"]["namespace"] = json!(ns);
         object["metadata"]["resourceVersion"] = json!(self.next_rv());
         object["metadata"]["uid"] = json!(format!("lease-{ns}-{name}-{}", self.next_rv()));
-        object["metadata"]["creationTimestamp"] = json!(super::apply::rfc3339(now));
+        object["metadata"]["creationTimestamp"] = json!(crate::util::clock::rfc3339_ms(now));
         let mut s = Stored { object, holders: Vec::new() };
         note_holder(&mut s, now);
         let answer = s.object.clone();
