@@ -9,7 +9,13 @@
 //!   assumed-replica deductions made from that cluster's view so far in the pass). Same key
 //!   and same state of those clusters ⇒ the decision is reused: no filter, score, estimate,
 //!   assignment or render. A cluster that failed the filters is read only through the static
-//!   facts, so a change of its capacity or deductions does not invalidate the decision.
+//!   facts, so a change of its capacity or deductions does not invalidate the decision. A
+//!   decision whose outcome did not read capacity at all
+//!   ([`crate::schedule::schedule_reads`]: Duplicated, static weights, a steady or shrinking
+//!   Divided placement without spread constraints) is reused on its key alone, so the
+//!   deductions of a failover or of one edited workload do not make the fleet's steady
+//!   workloads decided again (their verdicts keep the figures they were made with, as their
+//!   history does).
 //! - **deducted views**: the member views after the deductions of the recent placements
 //!   ([`DeductedViews`]), reused while the snapshots' content and the recent placements (and
 //!   their per-replica requirements) are unchanged; they move into a pass and back, cloned
@@ -518,6 +524,76 @@ mod tests {
         let cold = Store::open(&cold_state).expect("store");
         assert_eq!(a, cold.placements().expect("placements"));
         assert_eq!(a, Store::open(&restart_state).expect("store").placements().expect("placements"));
+    }
+
+    /// An edit that changes the deductions on every live member decides again only the edited
+    /// workload and those whose outcome reads capacity (a scale-up, spread constraints); the
+    /// steady ones (Duplicated, static weights, Divided with its replicas placed) are reused,
+    /// and the output and history equal a cold reconciler's.
+    #[test]
+    fn deductions_do_not_redecide_workloads_whose_outcome_reads_no_capacity() {
+        use std::sync::Arc;
+
+        use crate::members::live::{LiveData, LiveStatus, LiveView};
+        use crate::model::snapshot::PollFacts;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 6, nodes: 4, pods: 12, seed: 9 }, workloads: 40 };
+        let mut view = LiveView::default();
+        repo::write_repo(&policies, &spec, |_, c, obs| {
+            let poll = PollFacts { at_ms: 500, duration_ms: 1, pages: 2, nodes: 4, pods: obs.listed_pods };
+            let data = LiveData { nodes: Arc::new(obs.nodes), unbound: obs.unbound, pods: obs.pods, poll };
+            let status = LiveStatus { endpoint: "sim".into(), last_good: Some(Arc::new(data)), ..Default::default() };
+            view.clusters.insert(c.name.clone(), status);
+        })
+        .expect("generate");
+        let pass = |r: &Reconciler, out: &Path, now: u64| {
+            let mut inputs = r.load_inputs(&policies, &mut super::super::PhaseTimings::default()).expect("inputs");
+            inputs.apply_live(&view, &r.store);
+            r.reconcile(&inputs, out, "timer", now).expect("reconcile")
+        };
+        let warm = Reconciler::new(Store::open(&dir.path().join("warm")).expect("store"), Settings::builtin());
+        let cold_state = dir.path().join("cold");
+        let (out, cold_out) = (dir.path().join("out"), dir.path().join("cold-out"));
+        // Cold: a new reconciler without the decisions the previous pass persisted.
+        let both = |now: u64| {
+            let w = pass(&warm, &out, now);
+            let store = Store::open(&cold_state).expect("store");
+            let all: Vec<ObjectKey> = store.placements().expect("placements").into_iter().map(|p| p.workload).collect();
+            store.remove_stored_decisions(&all).expect("forget");
+            let c = pass(&Reconciler::new(store, Settings::builtin()), &cold_out, now);
+            assert!(tree(&out) == tree(&cold_out), "at {now}: warm and cold outputs differ");
+            assert_eq!(
+                (w.history_records, w.files_written, w.assumed_replicas),
+                (c.history_records, c.files_written, c.assumed_replicas),
+                "at {now}: warm {} / cold {}",
+                w.summary(),
+                c.summary()
+            );
+            w
+        };
+        both(1_000);
+        both(2_000);
+        let quiet = both(3_000);
+        assert_eq!(quiet.decided, 0, "{}", quiet.summary());
+        // Workload 0 is Duplicated over the one shard (every cluster): more replicas deduct on
+        // every member.
+        std::fs::write(policies.join(repo::workload_file(0)), repo::workload_yaml(0, 5, 6)).expect("edit");
+        let edited = both(4_000);
+        assert_eq!(edited.redecided.inputs, 1, "{:?}", edited.redecided);
+        // The pass after it starts from views with the edit's deductions (within the pass
+        // they were made after the edited workload's decision).
+        let after = both(5_000);
+        assert!(after.assumed_replicas > quiet.assumed_replicas, "{} / {}", quiet.summary(), after.summary());
+        // Of the 40, workloads 19 (spread constraints) and 39 (ordered affinity terms) and the
+        // unschedulable ones (not enough room: a scale-up that failed) may read capacity.
+        for r in [&edited, &after] {
+            assert!(r.redecided.capacity <= 2 + r.unschedulable.len(), "{:?}: {}", r.redecided, r.summary());
+        }
+        assert_eq!(both(6_000).decided, 0);
+        let placements = |state: &Path| Store::open(state).expect("store").placements().expect("placements");
+        assert_eq!(warm.store.placements().expect("placements"), placements(&cold_state));
     }
 
     #[test]

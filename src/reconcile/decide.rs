@@ -71,6 +71,8 @@ pub(super) struct Decisions {
     pub scheduled: usize,
     /// Workloads scheduled and rendered this pass.
     pub decided: usize,
+    /// Why they were decided again.
+    pub redecided: super::report::Redecided,
     pub unschedulable: Vec<Problem>,
     pub render_failures: Vec<Problem>,
     /// Time spent scheduling and rendering the fresh decisions.
@@ -306,7 +308,24 @@ fn reuse_or_decide(
     let state_of = |clusters: &[usize]| {
         cache::clusters_state(clusters, &ctx.pass.cluster_states, &snapshots.views, &snapshots.assumed)
     };
-    let mut hit = cache.decisions.get(&t.key).is_some_and(|c| c.key == key && state_of(&c.clusters) == c.state);
+    let why = &mut out.redecided;
+    let mut hit = match cache.decisions.get(&t.key) {
+        None => {
+            why.new += 1;
+            false
+        }
+        Some(c) if c.key != key => {
+            why.inputs += 1;
+            false
+        }
+        // Capacity is all the state of the feasible clusters a decision reads beyond the
+        // static facts its key covers: when its outcome did not read it, it stands.
+        Some(c) if c.decided.reads_capacity && state_of(&c.clusters) != c.state => {
+            why.capacity += 1;
+            false
+        }
+        Some(_) => true,
+    };
     // A decision restored from the store holds its files by hash only: a full check reads
     // them from the disk, and decides again when one is missing or differs.
     if hit
@@ -319,7 +338,10 @@ fn reuse_or_decide(
                 c.decided.inputs =
                     decision_inputs(w.previous.as_deref(), w.hashes, ctx.pass.versions, &w.framework.name)
             }
-            false => hit = false,
+            false => {
+                out.redecided.files += 1;
+                hit = false
+            }
         }
     }
     if hit {
@@ -415,6 +437,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
             problems: vec![Problem { workload: t.key.clone(), cluster: None, reason }],
             scheduled: false,
             requirements: None,
+            reads_capacity: false,
             schedule_time: Duration::ZERO,
             schedule_cpu: Duration::ZERO,
             render_time: Duration::ZERO,
@@ -440,9 +463,9 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
     };
     let scheduling = Instant::now();
     let scheduling_cpu = crate::util::clock::thread_cpu();
-    let mut result = match policy_ref {
-        Some(_) => schedule::schedule_in(&pass.fleet, fw, &req, snapshots),
-        None => attached(&pass.fleet),
+    let (mut result, reads_capacity) = match policy_ref {
+        Some(_) => schedule::schedule_reads(&pass.fleet, fw, &req, snapshots),
+        None => (attached(&pass.fleet), false),
     };
     let schedule_time = scheduling.elapsed();
     let schedule_cpu = crate::util::clock::thread_cpu().saturating_sub(scheduling_cpu);
@@ -450,7 +473,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         Outcome::Scheduled { targets } => targets.clone(),
         Outcome::Unschedulable { reason } => {
             let reason = reason.clone();
-            return Decided { schedule_time, schedule_cpu, ..keep_previous(reason, result) };
+            return Decided { schedule_time, schedule_cpu, reads_capacity, ..keep_previous(reason, result) };
         }
     };
     // propagateDeps: the union with the clusters of the workloads that need this object.
@@ -541,6 +564,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         problems,
         scheduled: true,
         requirements: workload.replicas.is_some().then(|| workload.requirements.clone()),
+        reads_capacity,
         schedule_time,
         schedule_cpu,
         render_time: rendering.elapsed(),
@@ -620,6 +644,10 @@ pub(crate) struct Decided {
     pub(super) scheduled: bool,
     /// Per-replica requirements of a scheduled workload (for assumed replicas).
     pub(super) requirements: Option<ReplicaRequirements>,
+    /// Whether its outcome read the feasible clusters' capacity ([`schedule::schedule_reads`]):
+    /// when not, a change of their capacity alone does not decide it again. A decision
+    /// restored from the store counts as reading it (the store does not keep this).
+    pub(super) reads_capacity: bool,
     pub(super) schedule_time: Duration,
     pub(super) schedule_cpu: Duration,
     pub(super) render_time: Duration,
@@ -648,6 +676,7 @@ impl Decided {
             problems,
             scheduled,
             requirements,
+            reads_capacity: true,
             schedule_time: Duration::ZERO,
             schedule_cpu: Duration::ZERO,
             render_time: Duration::ZERO,

@@ -60,7 +60,7 @@ pub use inputs::{
 };
 pub use preview::{PassPreview, PlannedDecision};
 pub use replay::{RecordedHistory, ReplayError, replay_pass};
-pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport, StabilityEvent, StabilityReport};
+pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport, Redecided, StabilityEvent, StabilityReport};
 pub use settings::{InterpreterSettings, PublishSettings, Settings};
 pub use snapshots::{Assumed, set_confidence};
 
@@ -295,6 +295,7 @@ impl Reconciler {
             workloads: decisions.order.len(),
             scheduled: decisions.scheduled,
             decided: decisions.decided,
+            redecided: decisions.redecided,
             unschedulable: decisions.unschedulable,
             render_failures: decisions.render_failures,
             removed_workloads: recorded.removed_workloads,

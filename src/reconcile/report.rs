@@ -65,6 +65,8 @@ pub struct ReconcileReport {
     pub scheduled: usize,
     /// Workloads scheduled and rendered this pass (the others reused a cached decision).
     pub decided: usize,
+    /// Why they were decided again: see [`Redecided`].
+    pub redecided: Redecided,
     pub unschedulable: Vec<Problem>,
     pub render_failures: Vec<Problem>,
     pub removed_workloads: Vec<ObjectKey>,
@@ -84,6 +86,21 @@ pub struct ReconcileReport {
     pub phases: PhaseTimings,
     /// What failover did this pass (evictions, purges, reschedules, move-backs, storm guard).
     pub stability: StabilityReport,
+}
+
+/// Why a pass decided workloads again instead of reusing their cached decisions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Redecided {
+    /// No cached decision (a new workload, the first pass of a process, or after an error).
+    pub new: usize,
+    /// What it reads that is not capacity changed: template, policy, claim, previous
+    /// placement, profile, overrides, the fleet's filter facts, a failover directive.
+    pub inputs: usize,
+    /// Only the capacity (or its freshness, or this pass's deductions) of a cluster that
+    /// passed its filters changed.
+    pub capacity: usize,
+    /// A restored decision whose files were not on the disk as recorded (a full check).
+    pub files: usize,
 }
 
 /// What the stability engine did in one pass (for metrics, logs and status).

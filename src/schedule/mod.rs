@@ -232,8 +232,30 @@ pub fn schedule_in(
     req: &ScheduleRequest<'_>,
     clusters: &[ClusterSnapshot],
 ) -> ScheduleResult {
+    schedule_reads(fleet, fw, req, clusters).0
+}
+
+/// [`schedule_in`], and whether its outcome read the feasible clusters' capacity.
+///
+/// `false` means the outcome (scheduled or not, and the targets) is a function of the
+/// request, the previous placement and the fleet's static facts alone: it would be the same
+/// with any free capacity, confidence or scores of the clusters. That holds when every
+/// `clusterAffinities` term tried selected its clusters without reading scores or available
+/// replicas (no spread constraints, or static weights, which ignore them) and divided the
+/// replicas without them: Duplicated, static weights, or dynamic weights and Aggregated while
+/// the previous placement on selected clusters covers the desired replicas (steady or scaling
+/// down: Karmada keeps or shrinks it). The reconciler reuses such a decision when only
+/// capacity changed; the verdicts it keeps carry the figures it was made with, as the history
+/// does ([`crate::reconcile`]'s record stage).
+pub fn schedule_reads(
+    fleet: &Fleet,
+    fw: &Framework,
+    req: &ScheduleRequest<'_>,
+    clusters: &[ClusterSnapshot],
+) -> (ScheduleResult, bool) {
     if clusters.len() != fleet.len() {
-        return schedule(fw, req, clusters);
+        let own = Fleet::new(clusters);
+        return schedule_reads(&own, fw, req, clusters);
     }
     debug_assert!(fleet.fits(clusters), "a fleet used with snapshots it was not built from");
     let terms = &req.placement.cluster_affinities;
@@ -243,15 +265,17 @@ pub fn schedule_in(
     // Ordered groups: start at the term in force, take the first that schedules.
     let start = req.previous_affinity.and_then(|n| terms.iter().position(|t| t.affinity_name == n)).unwrap_or(0);
     let mut last = None;
+    let mut read = false;
     for term in &terms[start..] {
         let aff = term.affinity();
-        let r = schedule_term(fleet, fw, req, Some(&aff), clusters, Some(term.affinity_name.clone()));
+        let (r, reads) = schedule_term(fleet, fw, req, Some(&aff), clusters, Some(term.affinity_name.clone()));
+        read |= reads;
         if matches!(r.outcome, Outcome::Scheduled { .. }) {
-            return r;
+            return (r, read);
         }
         last = Some(r);
     }
-    last.unwrap_or_else(|| ScheduleResult::unschedulable("no clusterAffinities term"))
+    (last.unwrap_or_else(|| ScheduleResult::unschedulable("no clusterAffinities term")), read)
 }
 
 /// Which clusters pass the filters: feasible positions (ascending) and the rejected groups.
@@ -355,7 +379,7 @@ fn schedule_term(
     affinity: Option<&ClusterAffinity>,
     clusters: &[ClusterSnapshot],
     affinity_name: Option<String>,
-) -> ScheduleResult {
+) -> (ScheduleResult, bool) {
     let (feasible, rejected) = filter_clusters(fleet, fw, req, affinity, clusters);
     let ctx_for = |cluster| PluginContext {
         key: req.key,
@@ -434,7 +458,7 @@ fn schedule_term(
         }
     }
     let view = FleetView { fleet, clusters };
-    let outcome = decide(req, &mut verdicts, &view, fleet.len());
+    let (outcome, reads) = decide(req, &mut verdicts, &view, fleet.len());
     if let Outcome::Scheduled { targets } = &outcome {
         for v in &mut verdicts {
             if let Some(r) = targets.get(&v.name) {
@@ -443,28 +467,54 @@ fn schedule_term(
             }
         }
     }
-    ScheduleResult { outcome, verdicts, rejected, universe: fleet.universe(), affinity_name }
+    (ScheduleResult { outcome, verdicts, rejected, universe: fleet.universe(), affinity_name }, reads)
 }
 
-/// Selects clusters among the feasible ones and assigns replicas.
+/// Selects clusters among the feasible ones and assigns replicas; and whether the outcome
+/// read their capacity or scores ([`schedule_reads`]).
 fn decide(
     req: &ScheduleRequest<'_>,
     verdicts: &mut [ClusterVerdict],
     clusters: &FleetView<'_>,
     total: usize,
-) -> Outcome {
+) -> (Outcome, bool) {
     let feasible: Vec<&ClusterVerdict> = verdicts.iter().filter(|v| v.feasible).collect();
     if feasible.is_empty() {
-        return Outcome::Unschedulable { reason: format!("0/{total} clusters are available") };
+        return (Outcome::Unschedulable { reason: format!("0/{total} clusters are available") }, false);
     }
     let strategy = Strategy::of(req.placement);
+    let selecting_reads = select::reads_capacity(req.placement, strategy);
     let selected = match select::select_clusters(req.placement, &feasible, clusters, strategy, req.workload.replicas) {
         Ok(s) => s,
-        Err(reason) => return Outcome::Unschedulable { reason },
+        Err(reason) => return (Outcome::Unschedulable { reason }, selecting_reads),
     };
     let Some(replicas) = req.workload.replicas else {
-        return Outcome::Scheduled { targets: selected.iter().map(|v| (v.name.clone(), None)).collect() };
+        return (
+            Outcome::Scheduled { targets: selected.iter().map(|v| (v.name.clone(), None)).collect() },
+            selecting_reads,
+        );
     };
+    let dividing_reads = match strategy {
+        Strategy::Duplicated | Strategy::StaticWeight => false,
+        Strategy::DynamicWeight | Strategy::Aggregated => {
+            let previous: BTreeMap<String, i64> =
+                req.previous.iter().map(|(k, v)| (k.clone(), i64::from(*v))).collect();
+            let in_selection = |n: &str| selected.iter().any(|v| v.name == n);
+            assign::reads_free(i64::from(replicas), &previous, in_selection)
+        }
+    };
+    let outcome = divide(req, strategy, replicas, &selected, clusters);
+    (outcome, selecting_reads || dividing_reads)
+}
+
+/// Divides `replicas` over the selected clusters by the placement's strategy.
+fn divide(
+    req: &ScheduleRequest<'_>,
+    strategy: Strategy,
+    replicas: i32,
+    selected: &[&ClusterVerdict],
+    clusters: &FleetView<'_>,
+) -> Outcome {
     let tie = TieBreak::for_uid(req.uid);
     let to_targets = |m: BTreeMap<String, i64>| Outcome::Scheduled {
         targets: m.into_iter().map(|(k, v)| (k, Some(i32::try_from(v).unwrap_or(i32::MAX)))).collect(),
@@ -474,7 +524,7 @@ fn decide(
             Outcome::Scheduled { targets: selected.iter().map(|v| (v.name.clone(), Some(replicas))).collect() }
         }
         Strategy::StaticWeight => {
-            let weights = static_weights(req.placement, &selected, clusters);
+            let weights = static_weights(req.placement, selected, clusters);
             if weights.is_empty() {
                 return Outcome::Unschedulable {
                     reason: "no selected cluster matches any staticWeightList entry".into(),

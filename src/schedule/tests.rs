@@ -218,6 +218,62 @@ proptest! {
         }
     }
 
+    /// A decision that says its outcome did not read capacity ([`schedule_reads`]) gets the
+    /// same outcome with any other free capacity of the same clusters (the
+    /// reconciler reuses it when only those change); and one that says it did is found among
+    /// the strategies and placements that can read it.
+    #[test]
+    fn outcomes_that_read_no_capacity_ignore_it(
+        caps in proptest::collection::vec((0i64..40, 0i64..40, any::<bool>(), any::<bool>()), 1..8),
+        kind in 0u8..4,
+        tolerate in any::<bool>(),
+        replicas in 0i32..60,
+        previous in proptest::collection::btree_map(0usize..8, 0i32..20, 0..5),
+        spread in proptest::option::of((1i32..3, 0i32..3)),
+        affinities in any::<bool>(),
+    ) {
+        let before: Vec<ClusterSnapshot> =
+            caps.iter().enumerate().map(|(i, (c, _, t, r))| cluster(i, *c, *t, *r)).collect();
+        let after: Vec<ClusterSnapshot> = caps
+            .iter()
+            .enumerate()
+            .map(|(i, (_, c, t, r))| cluster(i, *c, *t, *r))
+            .collect();
+        let mut placement = strategy_placement(kind, tolerate, &[2, 1, 1]);
+        if let Some((min, extra)) = spread {
+            placement.spread_constraints.push(SpreadConstraint { spread_by_field: Some(SpreadByField::Cluster), spread_by_label: None, min_groups: min, max_groups: if extra == 0 { 0 } else { min + extra - 1 } });
+        }
+        if affinities {
+            let term = |name: &str, idx: &str| ClusterAffinityTerm {
+                affinity_name: name.into(),
+                label_selector: Some(crate::policy::types::LabelSelector {
+                    match_labels: [("idx".to_string(), idx.to_string())].into(),
+                    match_expressions: vec![],
+                }),
+                ..Default::default()
+            };
+            placement.cluster_affinities = vec![term("first", "0"), term("second", "1")];
+        }
+        let key = key();
+        let workload = workload(replicas);
+        let previous: BTreeMap<String, i32> = previous.into_iter().map(|(i, r)| (format!("m{i:02}"), r)).collect();
+        let req = ScheduleRequest { key: &key, uid: None, workload: &workload, placement: &placement, previous: &previous, previous_affinity: None, failover: &NO_FAILOVER };
+        let fw = Framework::karmada_default();
+        let (a, reads) = schedule_reads(&Fleet::new(&before), &fw, &req, &before);
+        let (b, _) = schedule_reads(&Fleet::new(&after), &fw, &req, &after);
+        if !reads {
+            prop_assert_eq!(&a.outcome, &b.outcome, "an outcome that read no capacity changed with it");
+            prop_assert_eq!(&a.affinity_name, &b.affinity_name);
+        }
+        let divided = matches!(Division::of(&placement), Division::DynamicWeight | Division::Aggregated);
+        let covered: i32 = previous.values().filter(|r| **r > 0).sum();
+        if divided && placement.spread_constraints.is_empty() && !affinities && covered < replicas
+            && !a.verdicts.is_empty()
+        {
+            prop_assert!(reads, "a scale-up of a Divided workload reads the free replicas");
+        }
+    }
+
     #[test]
     fn webster_gives_every_seat_and_respects_quota(
         weights in proptest::collection::btree_map("[a-z]{1,4}", 1i64..20, 1..10),

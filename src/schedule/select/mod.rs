@@ -73,15 +73,37 @@ pub fn select_clusters<'a, C: Clusters + ?Sized>(
     replicas: Option<i32>,
 ) -> Result<Vec<&'a ClusterVerdict>, String> {
     let ordered: Vec<&ClusterVerdict> = order(feasible).into_iter().map(|i| feasible[i]).collect();
-    let constraints = &placement.spread_constraints;
-    if constraints.is_empty() || strategy == Strategy::StaticWeight {
-        return Ok(ordered);
-    }
     // Duplicated ignores available resources (Karmada's InvalidReplicas).
     let need = match strategy {
         Strategy::Duplicated => None,
         _ => replicas.map(i64::from),
     };
+    match constraints_in_force(placement, strategy) {
+        (Some((level, sc)), cluster_sc) => by_groups(level, sc, cluster_sc, &ordered, clusters, strategy, replicas),
+        (None, Some(sc)) => by_cluster(sc, ordered, need),
+        (None, None) => Ok(ordered),
+    }
+}
+
+/// Whether [`select_clusters`] reads the clusters' scores and available replicas: only when
+/// a spread constraint is in force. Otherwise it selects every feasible cluster, whatever
+/// their capacity (its order does not change an outcome: targets are by name, and the
+/// strategies that read the order read the capacity too).
+pub fn reads_capacity(placement: &Placement, strategy: Strategy) -> bool {
+    !matches!(constraints_in_force(placement, strategy), (None, None))
+}
+
+/// The spread constraints [`select_clusters`] applies: the topology level (region, zone,
+/// provider, then a label) with its constraint, and the cluster constraint. None with static
+/// weights (Karmada ignores spread constraints for them).
+fn constraints_in_force(
+    placement: &Placement,
+    strategy: Strategy,
+) -> (Option<(Level<'_>, &SpreadConstraint)>, Option<&SpreadConstraint>) {
+    let constraints = &placement.spread_constraints;
+    if constraints.is_empty() || strategy == Strategy::StaticWeight {
+        return (None, None);
+    }
     let by_field = |f: SpreadByField| constraints.iter().find(|s| s.spread_by_field == Some(f));
     let cluster_sc = by_field(SpreadByField::Cluster);
     let level = [SpreadByField::Region, SpreadByField::Zone, SpreadByField::Provider]
@@ -92,11 +114,7 @@ pub fn select_clusters<'a, C: Clusters + ?Sized>(
                 .iter()
                 .find_map(|sc| sc.spread_by_label.as_deref().filter(|l| !l.is_empty()).map(|l| (Level::Label(l), sc)))
         });
-    match (level, cluster_sc) {
-        (Some((level, sc)), _) => by_groups(level, sc, cluster_sc, &ordered, clusters, strategy, replicas),
-        (None, Some(sc)) => by_cluster(sc, ordered, need),
-        (None, None) => Ok(ordered),
-    }
+    (level, cluster_sc)
 }
 
 /// A topology level clusters are grouped by.

@@ -887,6 +887,9 @@ impl Bench {
         sink.put(f.mark(m));
         let decided: Vec<f64> = reports.iter().take(1).map(|r| r.decided as f64).collect();
         sink.put(count(s, "  workloads decided in it (the others reused)", decided));
+        let why: Vec<crate::reconcile::Redecided> = reports.iter().take(1).map(|r| r.redecided).collect();
+        sink.put(count(s, "    because their inputs changed", why.iter().map(|w| w.inputs as f64).collect()));
+        sink.put(count(s, "    because only capacity changed", why.iter().map(|w| w.capacity as f64).collect()));
         let stab: Vec<Duration> = reports.iter().take(1).map(|r| r.phases.stability).collect();
         sink.put(Figure::ms(s, "  its stability stage", &stab));
         sink.put_all(phase_figures(s, &reports[..reports.len().min(1)]));
