@@ -147,9 +147,21 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
         bump(&mut s.allocated, placed);
         bump(&mut s.allocating, left);
     }
-    let index = snap.index.take();
-    if let Some(new) = index.and_then(|old| old.after_added_pods(&snap.nodes, &changed)) {
-        snap.index.set(new);
+    // The index follows the nodes: in place when this view alone holds it (every deduction
+    // from it after the pass's first), else on a copy.
+    if let Some(mut index) = snap.index.take() {
+        match std::sync::Arc::get_mut(&mut index) {
+            Some(own) => {
+                if own.add_pods(&snap.nodes, &changed) {
+                    snap.index.set_shared(index);
+                }
+            }
+            None => {
+                if let Some(new) = index.after_added_pods(&snap.nodes, &changed) {
+                    snap.index.set(new);
+                }
+            }
+        }
     }
     placed
 }
@@ -271,6 +283,36 @@ mod tests {
             assert!(!std::sync::Arc::ptr_eq(&built, &kept), "the index follows the deduction");
             let fresh = crate::model::nodes::NodeIndex::build(&snap.nodes, &dims, &settings);
             assert_eq!(format!("{kept:?}"), format!("{fresh:?}"));
+        }
+        // An index no one else holds is updated in place, to the same groups.
+        snap.nodes = std::sync::Arc::new(vec![
+            more("c", 8000, "a"),
+            more("d", 8000, "a"),
+            more("e", 4000, "b"),
+            more("f", 6500, "a"),
+        ]);
+        snap.index.reset();
+        let first = snap.node_index(&dims, &settings);
+        let address = std::sync::Arc::as_ptr(&first);
+        drop(first);
+        for count in [1, 2, 3, 1, 4] {
+            deduct(&mut snap, &req, count, &dims);
+            let kept = snap.node_index(&dims, &settings);
+            assert_eq!(std::sync::Arc::as_ptr(&kept), address, "updated in place");
+            let fresh = crate::model::nodes::NodeIndex::build(&snap.nodes, &dims, &settings);
+            assert_eq!(format!("{kept:?}"), format!("{fresh:?}"));
+            let cpu = |r: i64| ReplicaRequirements {
+                request: ResourceList([("cpu".to_string(), r)].into()),
+                ..Default::default()
+            };
+            for r in [500, 1000, 3000] {
+                let compiled = crate::model::nodes::CompiledRequest::compile(r as u64, &cpu(r), &dims);
+                assert_eq!(
+                    kept.estimate(&snap.nodes, &compiled),
+                    fresh.estimate(&snap.nodes, &compiled),
+                    "estimates follow"
+                );
+            }
         }
         // Offline snapshots are taken as declared.
         snap.source = SnapshotSource::Offline { file: "c.yaml".into() };

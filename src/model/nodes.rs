@@ -191,7 +191,7 @@ impl CompiledRequest {
 type GroupKey = (Vec<i64>, i64, Vec<ClusterTaint>, bool, u64);
 
 /// Nodes with identical free vector, pod slots, taints, schedulability and CPU factor.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct NodeGroup {
     /// Free amount per column of [`NodeIndex::columns`].
     free: Vec<i64>,
@@ -307,50 +307,59 @@ impl NodeIndex {
     /// in the same order, same CPU figures); `None` when a full build is needed (a column
     /// backed by labels may have lost its last free node).
     pub fn after_added_pods(&self, nodes: &[NodeView], changed: &[usize]) -> Option<NodeIndex> {
+        let mut copy = NodeIndex {
+            settings: self.settings,
+            columns: self.columns.clone(),
+            groups: self.groups.clone(),
+            cpu: self.cpu,
+            cache: Mutex::new(HashMap::new()),
+        };
+        copy.add_pods(nodes, changed).then_some(copy)
+    }
+
+    /// [`NodeIndex::after_added_pods`] in place, for an index no one else holds (a pass's
+    /// deductions from one member's view after the first: no copy of every group). `false`
+    /// when a full build is needed; the index is then in no useful state and must be dropped.
+    pub fn add_pods(&mut self, nodes: &[NodeView], changed: &[usize]) -> bool {
         // Allocatable names do not change with pods; a label-backed column must keep a node
         // with room (most columns are allocatable on the first node: no scan).
         for c in &self.columns {
             let allocatable = nodes.iter().any(|n| n.allocatable.0.contains_key(c.name()));
             if !allocatable && !nodes.iter().any(|n| c.node_free(n) > 0) {
-                return None;
+                return false;
             }
         }
         let mut group_of: Vec<usize> = vec![usize::MAX; nodes.len()];
         for (gi, g) in self.groups.iter().enumerate() {
             for &n in &g.nodes {
-                *group_of.get_mut(n as usize)? = gi;
+                let Some(slot) = group_of.get_mut(n as usize) else { return false };
+                *slot = gi;
             }
         }
-        let mut groups: Vec<NodeGroup> = self
-            .groups
-            .iter()
-            .map(|g| NodeGroup {
-                free: g.free.clone(),
-                pods_free: g.pods_free,
-                taints: g.taints.clone(),
-                usable: g.usable,
-                cpu_factor: g.cpu_factor,
-                nodes: g.nodes.clone(),
-            })
-            .collect();
+        let groups = &mut self.groups;
         for &i in changed {
-            let (Some(n), Some(&old)) = (nodes.get(i), group_of.get(i)) else { return None };
-            let from = groups.get_mut(old)?;
+            let (Some(n), Some(&old)) = (nodes.get(i), group_of.get(i)) else { return false };
+            let Some(from) = groups.get_mut(old) else { return false };
             from.nodes.retain(|x| *x as usize != i);
-            let (taints, usable, cpu_factor) = (from.taints.clone(), from.usable, from.cpu_factor);
+            let (usable, cpu_factor) = (from.usable, from.cpu_factor);
             let free: Vec<i64> = self.columns.iter().map(|d| d.node_free(n)).collect();
             let pods_free = super::dimensions::PodSlots.node_free(n) / 1000;
             let idx = u32::try_from(i).unwrap_or(u32::MAX);
-            let same = |g: &NodeGroup| {
+            let same = |g: &NodeGroup, taints: &[ClusterTaint]| {
                 g.free == free
                     && g.pods_free == pods_free
                     && g.taints == taints
                     && g.usable == usable
                     && g.cpu_factor.to_bits() == cpu_factor.to_bits()
             };
-            let to = match groups.iter().position(|g| !g.nodes.is_empty() && same(g)) {
+            let to = {
+                let taints = &groups[old].taints;
+                groups.iter().position(|g| !g.nodes.is_empty() && same(g, taints))
+            };
+            let to = match to {
                 Some(to) => to,
                 None => {
+                    let taints = groups[old].taints.clone();
                     groups.push(NodeGroup { free, pods_free, taints, usable, cpu_factor, nodes: Vec::new() });
                     groups.len() - 1
                 }
@@ -368,7 +377,7 @@ impl NodeIndex {
         groups.sort_by_key(|g| g.nodes.first().copied());
         let factors: Vec<f64> = {
             let mut f = vec![1.0; nodes.len()];
-            for g in &groups {
+            for g in groups.iter() {
                 for &n in &g.nodes {
                     if let Some(x) = f.get_mut(n as usize) {
                         *x = g.cpu_factor;
@@ -377,14 +386,11 @@ impl NodeIndex {
             }
             f
         };
-        let cpu = cpu_figures_with(nodes, |i, _| factors.get(i).copied().unwrap_or(1.0));
-        Some(NodeIndex {
-            settings: self.settings,
-            columns: self.columns.clone(),
-            groups,
-            cpu,
-            cache: Mutex::new(HashMap::new()),
-        })
+        self.cpu = cpu_figures_with(nodes, |i, _| factors.get(i).copied().unwrap_or(1.0));
+        if let Ok(cache) = self.cache.get_mut() {
+            cache.clear();
+        }
+        true
     }
 
     /// Number of node groups (for tests and the benchmark).
@@ -555,7 +561,12 @@ impl IndexCache {
 
     /// Sets the index (of the current nodes).
     pub fn set(&mut self, index: NodeIndex) {
-        self.0 = OnceLock::from(Arc::new(index));
+        self.set_shared(Arc::new(index));
+    }
+
+    /// Sets the index (of the current nodes), shared.
+    pub fn set_shared(&mut self, index: Arc<NodeIndex>) {
+        self.0 = OnceLock::from(index);
     }
 }
 
