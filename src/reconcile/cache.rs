@@ -435,26 +435,33 @@ mod tests {
         assert!(*c.set == *fresh.set);
     }
 
-    /// Live members (node data, assumed replicas, confidence by age): a warm reconciler and a
-    /// cold one per pass, each on its own store, make the same decisions, files and history.
-    #[test]
-    fn warm_and_cold_agree_on_live_members_with_assumed_replicas() {
+    /// Writes a generated repository of `workloads` over 6 live members (4 nodes, 12 pods each)
+    /// into `policies`, and returns the members' view as the poller would hold it.
+    fn live_repo(policies: &Path, workloads: usize) -> crate::members::live::LiveView {
         use std::sync::Arc;
 
         use crate::members::live::{LiveData, LiveStatus, LiveView};
         use crate::model::snapshot::PollFacts;
 
-        let dir = tempfile::tempdir().expect("tempdir");
-        let policies = dir.path().join("repo");
-        let spec = RepoSpec { fleet: FleetSpec { clusters: 6, nodes: 4, pods: 12, seed: 9 }, workloads: 30 };
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 6, nodes: 4, pods: 12, seed: 9 }, workloads };
         let mut view = LiveView::default();
-        repo::write_repo(&policies, &spec, |_, c, obs| {
+        repo::write_repo(policies, &spec, |_, c, obs| {
             let poll = PollFacts { at_ms: 500, duration_ms: 1, pages: 2, nodes: 4, pods: obs.listed_pods };
             let data = LiveData { nodes: Arc::new(obs.nodes), unbound: obs.unbound, pods: obs.pods, poll };
             let status = LiveStatus { endpoint: "sim".into(), last_good: Some(Arc::new(data)), ..Default::default() };
             view.clusters.insert(c.name.clone(), status);
         })
         .expect("generate");
+        view
+    }
+
+    /// Live members (node data, assumed replicas, confidence by age): a warm reconciler and a
+    /// cold one per pass, each on its own store, make the same decisions, files and history.
+    #[test]
+    fn warm_and_cold_agree_on_live_members_with_assumed_replicas() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let view = live_repo(&policies, 30);
         let warm = Reconciler::new(Store::open(&dir.path().join("warm-state")).expect("store"), Settings::builtin());
         let cold_state = dir.path().join("cold-state");
         let (warm_out, cold_out) = (dir.path().join("warm-out"), dir.path().join("cold-out"));
@@ -532,22 +539,9 @@ mod tests {
     /// and the output and history equal a cold reconciler's.
     #[test]
     fn deductions_do_not_redecide_workloads_whose_outcome_reads_no_capacity() {
-        use std::sync::Arc;
-
-        use crate::members::live::{LiveData, LiveStatus, LiveView};
-        use crate::model::snapshot::PollFacts;
-
         let dir = tempfile::tempdir().expect("tempdir");
         let policies = dir.path().join("repo");
-        let spec = RepoSpec { fleet: FleetSpec { clusters: 6, nodes: 4, pods: 12, seed: 9 }, workloads: 40 };
-        let mut view = LiveView::default();
-        repo::write_repo(&policies, &spec, |_, c, obs| {
-            let poll = PollFacts { at_ms: 500, duration_ms: 1, pages: 2, nodes: 4, pods: obs.listed_pods };
-            let data = LiveData { nodes: Arc::new(obs.nodes), unbound: obs.unbound, pods: obs.pods, poll };
-            let status = LiveStatus { endpoint: "sim".into(), last_good: Some(Arc::new(data)), ..Default::default() };
-            view.clusters.insert(c.name.clone(), status);
-        })
-        .expect("generate");
+        let view = live_repo(&policies, 40);
         let pass = |r: &Reconciler, out: &Path, now: u64| {
             let mut inputs = r.load_inputs(&policies, &mut super::super::PhaseTimings::default()).expect("inputs");
             inputs.apply_live(&view, &r.store);
