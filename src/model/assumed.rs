@@ -269,12 +269,11 @@ mod tests {
             labels: [("zone".to_string(), zone.to_string())].into(),
             ..node(name, cpu)
         };
-        snap.nodes = std::sync::Arc::new(vec![
-            more("c", 4000, "a"),
-            more("d", 4000, "a"),
-            more("e", 4000, "b"),
-            more("f", 1500, "a"),
-        ]);
+        // Four nodes c, d, f in zone a and e in zone b, with these CPUs.
+        let four = |[c, d, e, f]: [i64; 4]| {
+            std::sync::Arc::new(vec![more("c", c, "a"), more("d", d, "a"), more("e", e, "b"), more("f", f, "a")])
+        };
+        snap.nodes = four([4000, 4000, 4000, 1500]);
         snap.index.reset();
         for count in [1, 2, 3, 1] {
             let built = snap.node_index(&dims, &settings);
@@ -285,12 +284,7 @@ mod tests {
             assert_eq!(format!("{kept:?}"), format!("{fresh:?}"));
         }
         // An index no one else holds is updated in place, to the same groups.
-        snap.nodes = std::sync::Arc::new(vec![
-            more("c", 8000, "a"),
-            more("d", 8000, "a"),
-            more("e", 4000, "b"),
-            more("f", 6500, "a"),
-        ]);
+        snap.nodes = four([8000, 8000, 4000, 6500]);
         snap.index.reset();
         let first = snap.node_index(&dims, &settings);
         let address = std::sync::Arc::as_ptr(&first);

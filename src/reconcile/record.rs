@@ -106,6 +106,7 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
     let mut batch: Vec<(HistoryRecord, PlacementRecord)> = Vec::new();
     let mut pending: Vec<(ObjectKey, cache::LastHistory)> = Vec::new();
     let mut recorded = 0;
+    let mut stability_notes = r.stability.notes_by_workload();
     for key in &decisions.order {
         let Some(d) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
         let prev = cache.placements.get(key).cloned();
@@ -125,7 +126,7 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
         let last = cache.history.get(key).and_then(Option::as_ref);
         // Failover's actions are recorded once, in the pass they happen; they are not
         // compared with the last record's notes (their absence next pass is no change).
-        let events = r.stability.notes_of(key);
+        let events = stability_notes.remove(key).unwrap_or_default();
         if !changed(d, prev.as_deref(), decisions.fresh.contains(key), last, &notes) && events.is_empty() {
             continue;
         }

@@ -58,24 +58,19 @@ pub(crate) struct StabilityPass {
     /// Blob hash of the state this pass's decisions used (the stored state before the step,
     /// as JSON), for replay ([`crate::store::DecisionInputs::stability`]).
     pub state_blob: u64,
-    /// Per workload, the positions of its events in `actions` (built on first use: a failover
-    /// pass has thousands of actions, and the record stage asks for every workload's).
-    events_by_workload: std::sync::OnceLock<HashMap<ObjectKey, Vec<usize>>>,
 }
 
 impl StabilityPass {
-    /// The history notes of one workload: its actions this pass, held ones excepted.
-    pub fn notes_of(&self, key: &ObjectKey) -> Vec<String> {
-        let index = self.events_by_workload.get_or_init(|| {
-            let mut m: HashMap<ObjectKey, Vec<usize>> = HashMap::new();
-            for (i, a) in self.actions.iter().enumerate().filter(|(_, a)| a.is_event()) {
-                if let Some(w) = &a.workload {
-                    m.entry(w.clone()).or_default().push(i);
-                }
+    /// The history notes of every workload with actions this pass (held ones excepted), in
+    /// the engine's order: one walk over the actions, however many workloads ask.
+    pub fn notes_by_workload(&self) -> HashMap<&ObjectKey, Vec<String>> {
+        let mut notes: HashMap<&ObjectKey, Vec<String>> = HashMap::new();
+        for a in self.actions.iter().filter(|a| a.is_event()) {
+            if let Some(w) = &a.workload {
+                notes.entry(w).or_default().push(a.to_string());
             }
-            m
-        });
-        index.get(key).into_iter().flatten().filter_map(|&i| self.actions.get(i)).map(|a| a.to_string()).collect()
+        }
+        notes
     }
 
     /// What the report says of this pass.
@@ -306,7 +301,6 @@ pub(super) fn run(
         pending_failover: step.pending_failover,
         directives,
         state_blob,
-        events_by_workload: std::sync::OnceLock::new(),
     })
 }
 

@@ -214,8 +214,6 @@ pub fn aggregated(
     }
 }
 
-/// The previous assignment restricted to the current candidates (replicas on clusters that
-/// dropped out become new replicas, as in Karmada), and its total.
 /// Whether [`dynamic_steady`] and [`aggregated`] read the free replicas for this target and
 /// previous placement: only when the previous replicas on candidate clusters fall short of it
 /// (a scale-up, or a first schedule); keeping or shrinking the previous placement does not.
@@ -223,6 +221,8 @@ pub fn reads_free(replicas: i64, previous: &BTreeMap<String, i64>, is_candidate:
     still_placed(previous, is_candidate).1 < replicas
 }
 
+/// The previous assignment restricted to the current candidates (replicas on clusters that
+/// dropped out become new replicas, as in Karmada), and its total.
 fn still_placed(previous: &BTreeMap<String, i64>, is_candidate: impl Fn(&str) -> bool) -> (BTreeMap<String, i64>, i64) {
     let prev: BTreeMap<String, i64> =
         previous.iter().filter(|(n, r)| is_candidate(n) && **r > 0).map(|(n, r)| (n.clone(), *r)).collect();

@@ -494,24 +494,30 @@ fn decide(
             selecting_reads,
         );
     };
+    // The divisions that start from the previous placement read it by name, in replicas.
+    let previous: BTreeMap<String, i64> = match strategy {
+        Strategy::Duplicated | Strategy::StaticWeight => BTreeMap::new(),
+        Strategy::DynamicWeight | Strategy::Aggregated => {
+            req.previous.iter().map(|(k, v)| (k.clone(), i64::from(*v))).collect()
+        }
+    };
     let dividing_reads = match strategy {
         Strategy::Duplicated | Strategy::StaticWeight => false,
         Strategy::DynamicWeight | Strategy::Aggregated => {
-            let previous: BTreeMap<String, i64> =
-                req.previous.iter().map(|(k, v)| (k.clone(), i64::from(*v))).collect();
             let in_selection = |n: &str| selected.iter().any(|v| v.name == n);
             assign::reads_free(i64::from(replicas), &previous, in_selection)
         }
     };
-    let outcome = divide(req, strategy, replicas, &selected, clusters);
+    let outcome = divide(req, strategy, (replicas, &previous), &selected, clusters);
     (outcome, selecting_reads || dividing_reads)
 }
 
-/// Divides `replicas` over the selected clusters by the placement's strategy.
+/// Divides `replicas` over the selected clusters by the placement's strategy; `previous` is
+/// the previous placement for dynamic weights and Aggregated (empty for the others).
 fn divide(
     req: &ScheduleRequest<'_>,
     strategy: Strategy,
-    replicas: i32,
+    (replicas, previous): (i32, &BTreeMap<String, i64>),
     selected: &[&ClusterVerdict],
     clusters: &FleetView<'_>,
 ) -> Outcome {
@@ -533,8 +539,6 @@ fn divide(
             to_targets(assign::webster(i64::from(replicas), &weights, tie))
         }
         Strategy::DynamicWeight | Strategy::Aggregated => {
-            let previous: BTreeMap<String, i64> =
-                req.previous.iter().map(|(k, v)| (k.clone(), i64::from(*v))).collect();
             // Weights for new replicas are the free replicas (available − already assigned),
             // in the selection order (Aggregated breaks ties between equal clusters by it).
             let free: Vec<(String, i64)> = selected
@@ -546,9 +550,9 @@ fn divide(
                 })
                 .collect();
             let r = if strategy == Strategy::Aggregated {
-                assign::aggregated(i64::from(replicas), &free, &previous, tie)
+                assign::aggregated(i64::from(replicas), &free, previous, tie)
             } else {
-                assign::dynamic_steady(i64::from(replicas), &free.into_iter().collect(), &previous, tie)
+                assign::dynamic_steady(i64::from(replicas), &free.into_iter().collect(), previous, tie)
             };
             match r {
                 Ok(m) => to_targets(m),

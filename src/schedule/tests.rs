@@ -265,6 +265,10 @@ proptest! {
             prop_assert_eq!(&a.outcome, &b.outcome, "an outcome that read no capacity changed with it");
             prop_assert_eq!(&a.affinity_name, &b.affinity_name);
         }
+        let fixed = matches!(Division::of(&placement), Division::Duplicated | Division::StaticWeight);
+        if fixed && (placement.spread_constraints.is_empty() || Division::of(&placement) == Division::StaticWeight) {
+            prop_assert!(!reads, "Duplicated and static weights without spread constraints read no capacity");
+        }
         let divided = matches!(Division::of(&placement), Division::DynamicWeight | Division::Aggregated);
         let covered: i32 = previous.values().filter(|r| **r > 0).sum();
         if divided && placement.spread_constraints.is_empty() && !affinities && covered < replicas
