@@ -8,11 +8,15 @@
 //! Fast path: a cluster's nodes are grouped once per snapshot ([`NodeIndex`]: identical free
 //! vector, free pod slots, taints, schedulability and CPU factor form one group), a replica's
 //! requirements are compiled once ([`CompiledRequest`]: tolerations and affinity parsed), and
-//! the answer per (cluster, request shape) is cached in the index. A cache miss costs one
-//! division per group plus, only when the request looks at labels, one label match per node.
+//! the answer per (cluster, request shape) is cached in the index, with the counts explain
+//! formats. A cache miss costs one division per group; a request that looks at labels also
+//! reads which nodes its label constraints admit, matched once per (snapshot, label
+//! constraints) and kept in the index: requests of different sizes with the same node
+//! selector, affinity and GPU model share it.
 //! [`estimate_naive`] is the per-node loop the fast path must equal (tests, benchmark).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
@@ -111,8 +115,13 @@ pub fn tolerates_all(tolerations: &[Toleration], taints: &[ClusterTaint]) -> boo
 /// A replica's requirements, parsed once: what the node loop reads.
 #[derive(Debug)]
 pub struct CompiledRequest {
-    /// Unique per compilation (the cache key in [`NodeIndex`]).
+    /// Unique per compilation in the process (the cache key in [`NodeIndex`]); `u64::MAX`:
+    /// not cached.
     pub id: u64,
+    /// Unique per distinct label constraints (node selector, required node affinity, GPU
+    /// model) in the process: the key of the admitted nodes in [`NodeIndex`]; `u64::MAX`: not
+    /// cached.
+    pub labels: u64,
     /// Requested amount per dimension that bounds the estimate (pod slots excluded).
     pub wants: Vec<(Arc<dyn Dimension>, i64)>,
     pub node_selector: Vec<(String, String)>,
@@ -148,6 +157,7 @@ impl CompiledRequest {
         };
         CompiledRequest {
             id,
+            labels: u64::MAX,
             wants: dims.requested(req),
             node_selector: req.node_selector.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             affinity,
@@ -255,7 +265,23 @@ pub struct NodeIndex {
     groups: Vec<NodeGroup>,
     /// CPU figures for scoring, `resources` and explain.
     pub cpu: CpuFigures,
-    cache: Mutex<HashMap<u64, i64>>,
+    /// Per compiled request ([`CompiledRequest::id`]): its walk over the groups.
+    cache: Mutex<HashMap<u64, Walk>>,
+    /// Per label constraints ([`CompiledRequest::labels`]): which nodes (by position) they
+    /// admit. Pods do not change labels: kept when pods are added.
+    admitted: Mutex<HashMap<u64, Arc<[bool]>>>,
+}
+
+/// One request's walk over a snapshot's node groups: the estimate, and where the nodes went
+/// (the counts explain formats).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Walk {
+    total: i64,
+    fit: usize,
+    unusable: usize,
+    tainted: usize,
+    unlabelled: usize,
+    full: usize,
 }
 
 impl NodeIndex {
@@ -298,7 +324,14 @@ impl NodeIndex {
                 }
             }
         }
-        NodeIndex { settings: Arc::as_ptr(settings) as usize, columns, groups, cpu, cache: Mutex::new(HashMap::new()) }
+        NodeIndex {
+            settings: Arc::as_ptr(settings) as usize,
+            columns,
+            groups,
+            cpu,
+            cache: Mutex::new(HashMap::new()),
+            admitted: Mutex::new(HashMap::new()),
+        }
     }
 
     /// The index of `nodes` after the nodes at `changed` had pods added (their `requested`
@@ -313,6 +346,7 @@ impl NodeIndex {
             groups: self.groups.clone(),
             cpu: self.cpu,
             cache: Mutex::new(HashMap::new()),
+            admitted: Mutex::new(self.admitted.lock().map(|a| a.clone()).unwrap_or_default()),
         };
         copy.add_pods(nodes, changed).then_some(copy)
     }
@@ -400,6 +434,11 @@ impl NodeIndex {
 
     /// The node-level estimate for a compiled request, cached per request.
     pub fn estimate(&self, nodes: &[NodeView], req: &CompiledRequest) -> i64 {
+        self.walk(nodes, req).total
+    }
+
+    /// The request's walk, from the cache or computed (and cached).
+    fn walk(&self, nodes: &[NodeView], req: &CompiledRequest) -> Walk {
         if req.id == u64::MAX {
             return self.compute(nodes, req);
         }
@@ -415,70 +454,69 @@ impl NodeIndex {
         v
     }
 
-    fn compute(&self, nodes: &[NodeView], req: &CompiledRequest) -> i64 {
-        let mut cols = Vec::with_capacity(req.wants.len());
-        for (d, want) in &req.wants {
-            match self.columns.iter().position(|c| c.name() == d.name()) {
-                Some(c) => cols.push((c, *want)),
-                // No node has it: nothing fits.
-                None => return 0,
-            }
+    /// Which nodes (by position) the request's label constraints admit; None when it reads no
+    /// labels (every node is admitted).
+    fn admission(&self, nodes: &[NodeView], req: &CompiledRequest) -> Option<Arc<[bool]>> {
+        if !req.reads_labels() {
+            return None;
         }
-        let labels = req.reads_labels();
-        let mut total: i64 = 0;
-        for g in &self.groups {
-            if !g.usable || !tolerates_all(&req.tolerations, &g.taints) {
-                continue;
-            }
-            let mut per = g.pods_free;
-            for (c, want) in &cols {
-                per = per.min(g.free[*c] / want);
-            }
-            if per <= 0 {
-                continue;
-            }
-            let count = if labels {
-                g.nodes
-                    .iter()
-                    .filter(|i| nodes.get(**i as usize).is_some_and(|n| req.admits_labels(&n.name, &n.labels)))
-                    .count()
-            } else {
-                g.nodes.len()
-            };
-            total = total.saturating_add(per.saturating_mul(count as i64));
+        let matched = || -> Arc<[bool]> { nodes.iter().map(|n| req.admits_labels(&n.name, &n.labels)).collect() };
+        if req.labels == u64::MAX {
+            return Some(matched());
         }
-        total
+        if let Ok(admitted) = self.admitted.lock()
+            && let Some(bits) = admitted.get(&req.labels)
+            && bits.len() == nodes.len()
+        {
+            return Some(bits.clone());
+        }
+        let bits = matched();
+        if let Ok(mut admitted) = self.admitted.lock() {
+            admitted.insert(req.labels, bits.clone());
+        }
+        Some(bits)
     }
 
-    /// Why nodes were left out and the largest free amounts, for explain.
-    pub fn explain(&self, nodes: &[NodeView], req: &CompiledRequest) -> Vec<String> {
-        let mut out = Vec::new();
-        let (mut unusable, mut tainted, mut unlabelled, mut full, mut fit) = (0, 0, 0, 0, 0);
+    fn compute(&self, nodes: &[NodeView], req: &CompiledRequest) -> Walk {
+        // Per wanted dimension its column; a dimension no node has lets nothing fit.
+        let cols: Vec<(Option<usize>, i64)> =
+            req.wants.iter().map(|(d, want)| (self.columns.iter().position(|c| c.name() == d.name()), *want)).collect();
+        let admitted = self.admission(nodes, req);
+        let mut w = Walk::default();
         for g in &self.groups {
             let n = g.nodes.len();
             if !g.usable {
-                unusable += n;
+                w.unusable += n;
                 continue;
             }
             if !tolerates_all(&req.tolerations, &g.taints) {
-                tainted += n;
+                w.tainted += n;
                 continue;
             }
-            let admitted = if req.reads_labels() {
-                g.nodes
-                    .iter()
-                    .filter(|i| nodes.get(**i as usize).is_some_and(|x| req.admits_labels(&x.name, &x.labels)))
-                    .count()
-            } else {
-                n
+            let count = match &admitted {
+                Some(bits) => g.nodes.iter().filter(|i| bits.get(**i as usize).copied().unwrap_or(false)).count(),
+                None => n,
             };
-            unlabelled += n - admitted;
-            let per = req.wants.iter().fold(g.pods_free, |acc, (d, want)| {
-                let free = self.columns.iter().position(|c| c.name() == d.name()).map_or(0, |c| g.free[c]);
-                acc.min(free / want)
+            w.unlabelled += n - count;
+            let per = cols.iter().fold(g.pods_free, |acc, (c, want)| match c {
+                Some(c) => acc.min(g.free[*c] / want),
+                None => 0,
             });
-            if per > 0 { fit += admitted } else { full += admitted }
+            if per <= 0 {
+                w.full += count;
+                continue;
+            }
+            w.fit += count;
+            w.total = w.total.saturating_add(per.saturating_mul(count as i64));
         }
+        w
+    }
+
+    /// Why nodes were left out and the largest free amounts, for explain (the counts come from
+    /// the request's walk: cached when the estimate was asked).
+    pub fn explain(&self, nodes: &[NodeView], req: &CompiledRequest) -> Vec<String> {
+        let Walk { fit, unusable, tainted, unlabelled, full, .. } = self.walk(nodes, req);
+        let mut out = Vec::with_capacity(1 + req.wants.len());
         out.push(format!(
             "{fit} of {} nodes fit a replica (not Ready or cordoned: {unusable}, untolerated taints: {tainted}, \
              selector/affinity/GPU model: {unlabelled}, too full: {full})",
@@ -595,16 +633,36 @@ impl std::hash::Hash for IndexCache {
 }
 
 /// Compiles requirements once per distinct shape (bounded; cleared when full).
+///
+/// Ids come from one counter for the whole process: every profile has its own compiler, and
+/// their requests meet in the same snapshots' indexes, where an id is a cache key.
 #[derive(Debug, Default)]
 pub struct Compiler {
-    cache: Mutex<(u64, HashMap<ReplicaRequirements, Arc<CompiledRequest>>)>,
+    cache: Mutex<Compiled>,
     /// The last request compiled or found: the scheduler asks for one workload across every
     /// cluster in a row, so an equality check usually spares the hashing.
     last: Mutex<Option<(ReplicaRequirements, Arc<CompiledRequest>)>>,
 }
 
+/// What a [`Compiler`] keeps: compiled requests by shape, label-constraint ids.
+#[derive(Debug, Default)]
+struct Compiled {
+    requests: HashMap<ReplicaRequirements, Arc<CompiledRequest>>,
+    labels: HashMap<LabelConstraints, u64>,
+}
+
+/// The parts of a request that read node labels and names.
+type LabelConstraints = (BTreeMap<String, String>, String, GpuConstraint);
+
 /// Distinct request shapes kept compiled before the compiler starts over.
 const COMPILED_LIMIT: usize = 4096;
+
+/// The next [`CompiledRequest::id`] or [`CompiledRequest::labels`] (never reused in a process,
+/// so a stale cache entry can never answer for another request).
+fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
 
 impl Compiler {
     /// The compiled form of `req`; equal requirements get the same compiled request (and id).
@@ -626,16 +684,23 @@ impl Compiler {
         let Ok(mut guard) = self.cache.lock() else {
             return Arc::new(CompiledRequest::compile(u64::MAX, req, dims));
         };
-        let (next, map) = &mut *guard;
-        if let Some(c) = map.get(req) {
+        let compiled = &mut *guard;
+        if let Some(c) = compiled.requests.get(req) {
             return c.clone();
         }
-        if map.len() >= COMPILED_LIMIT {
-            map.clear();
+        if compiled.requests.len() >= COMPILED_LIMIT {
+            compiled.requests.clear();
         }
-        *next += 1;
-        let c = Arc::new(CompiledRequest::compile(*next, req, dims));
-        map.insert(req.clone(), c.clone());
+        if compiled.labels.len() >= COMPILED_LIMIT {
+            compiled.labels.clear();
+        }
+        let mut c = CompiledRequest::compile(next_id(), req, dims);
+        if c.reads_labels() {
+            let key = (req.node_selector.clone(), req.node_affinity.clone(), req.gpu.clone());
+            c.labels = *compiled.labels.entry(key).or_insert_with(next_id);
+        }
+        let c = Arc::new(c);
+        compiled.requests.insert(req.clone(), c.clone());
         c
     }
 }
@@ -795,12 +860,79 @@ mod tests {
         assert_eq!(idx.group_count(), 1);
         let c = CompiledRequest::compile(7, &req(1000), &dims);
         assert_eq!(idx.estimate(&nodes, &c), 400);
-        assert_eq!(idx.cache.lock().map(|m| m.get(&7).copied()).ok().flatten(), Some(400));
+        assert_eq!(idx.cache.lock().map(|m| m.get(&7).map(|w| w.total)).ok().flatten(), Some(400));
         // A selector on the unique label is still exact.
         let mut one = req(1000);
         one.node_selector.insert("kubernetes.io/hostname".into(), "n7".into());
         let c = CompiledRequest::compile(8, &one, &dims);
         assert_eq!(idx.estimate(&nodes, &c), 4);
+    }
+
+    /// Every profile has its own compiler; their requests meet in the same index. Two
+    /// different requests must never share a cache entry (ids were per compiler once: the
+    /// second profile's first request got the first profile's answer).
+    #[test]
+    fn compilers_of_different_profiles_never_share_an_answer() {
+        let nodes: Vec<NodeView> = (0..4).map(|i| node(&format!("n{i}"), 4000, 1 << 34, 110)).collect();
+        let s = settings();
+        let dims = Dimensions::new(&s);
+        let idx = NodeIndex::build(&nodes, &dims, &s);
+        let (a, b) = (Compiler::default(), Compiler::default());
+        let small = a.compile(&req(1000), &dims);
+        let large = b.compile(&req(2000), &dims);
+        assert_ne!(small.id, large.id);
+        assert_eq!(idx.estimate(&nodes, &small), 16);
+        assert_eq!(idx.estimate(&nodes, &large), 8);
+    }
+
+    /// Requests of different sizes under the same label constraints share the nodes those
+    /// admit; a deduction (pods added) keeps them, and every answer and explain count stays
+    /// the per-node loop's.
+    #[test]
+    fn label_admission_is_shared_by_equal_constraints_and_survives_deductions() {
+        let mut nodes: Vec<NodeView> = (0..12)
+            .map(|i| {
+                let mut n = node(&format!("n{i}"), 4000, 1 << 34, 110);
+                n.labels.insert("zone".into(), format!("z{}", i % 3));
+                n
+            })
+            .collect();
+        let s = settings();
+        let dims = Dimensions::new(&s);
+        let compiler = Compiler::default();
+        let shaped = |cpu: i64, zone: &str| {
+            let mut r = req(cpu);
+            r.node_selector.insert("zone".into(), zone.into());
+            compiler.compile(&r, &dims)
+        };
+        let (one, two, other) = (shaped(1000, "z1"), shaped(2000, "z1"), shaped(1000, "z2"));
+        assert_eq!(one.labels, two.labels, "same selector, same label constraints");
+        assert_ne!(one.labels, other.labels);
+        assert_ne!(one.labels, u64::MAX);
+        let fit_line = |idx: &NodeIndex, nodes: &[NodeView], c: &CompiledRequest| {
+            let fit = nodes.iter().filter(|n| c.admits(n) && c.per_node(n) > 0).count();
+            let line = idx.explain(nodes, c).remove(0);
+            (line.starts_with(&format!("{fit} of {} nodes fit", nodes.len())), line)
+        };
+        let mut idx = NodeIndex::build(&nodes, &dims, &s);
+        for c in [&one, &two, &other] {
+            assert_eq!(idx.estimate(&nodes, c), estimate_naive(&nodes, c));
+        }
+        // n1 and n4 (z1, z1) fill up: nodes move groups, the admitted nodes stay right.
+        for i in [1, 4] {
+            nodes[i].requested = list(&[("cpu", 3500)]);
+            nodes[i].pods = 3;
+        }
+        let copy = idx.after_added_pods(&nodes, &[1, 4]).expect("same columns");
+        assert!(idx.add_pods(&nodes, &[1, 4]));
+        for index in [&idx, &copy] {
+            for c in [&one, &two, &other] {
+                assert_eq!(index.estimate(&nodes, c), estimate_naive(&nodes, c));
+                let (ok, line) = fit_line(index, &nodes, c);
+                assert!(ok, "{line}");
+            }
+            assert!(fit_line(index, &nodes, &one).1.contains("selector/affinity/GPU model: 8, too full: 2"));
+        }
     }
 
     #[test]
