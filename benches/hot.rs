@@ -308,7 +308,8 @@ fn legacy_result(
                 .map(|(e, n)| format!("estimator {e}: {n} more replicas fit"))
                 .chain(v.reasons)
                 .collect();
-            (v.name, v.feasible, reasons, v.score, v.scores, v.available_replicas, v.replicas, v.selected)
+            let scores = v.scores.into_iter().map(|(k, s)| (k.into_owned(), s)).collect();
+            (v.name, v.feasible, reasons, v.score, scores, v.available_replicas, v.replicas, v.selected)
         })
         .collect();
     (r.outcome.clone(), verdicts, r.affinity_name.clone())

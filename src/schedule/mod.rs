@@ -98,15 +98,16 @@ pub struct ClusterVerdict {
     pub reasons: Vec<String>,
     /// Weighted sum of the score plugins.
     pub score: i64,
-    /// Score per plugin.
-    pub scores: Vec<(String, i64)>,
+    /// Score per plugin (names borrowed, as the estimates').
+    pub scores: Vec<(std::borrow::Cow<'static, str>, i64)>,
     /// Replicas the cluster can hold (free + already assigned), when known.
     pub available_replicas: Option<i64>,
     /// Replicas chosen for this cluster; None when not selected or not a workload.
     pub replicas: Option<i32>,
     pub selected: bool,
-    /// Each estimator's answer (more replicas that fit), in estimator order.
-    pub estimates: Vec<(String, i64)>,
+    /// Each estimator's answer (more replicas that fit), in estimator order (the built-in
+    /// names are borrowed: no allocation per cluster and decision).
+    pub estimates: Vec<(std::borrow::Cow<'static, str>, i64)>,
 }
 
 impl ClusterVerdict {
@@ -404,7 +405,7 @@ fn schedule_term(
         let mut available = None;
         if let Some(desired) = req.workload.replicas {
             let (est, answers) = estimated.next().unwrap_or_default();
-            estimates = answers.into_iter().map(|a| (a.estimator.to_string(), a.replicas)).collect();
+            estimates = answers.into_iter().map(|a| (a.estimator.into(), a.replicas)).collect();
             let est = est.map(|e| confidence_discount(fw, cluster, e, &mut reasons));
             if est.is_some_and(|e| e < i64::from(desired)) {
                 for e in &fw.estimators {
@@ -453,7 +454,7 @@ fn schedule_term(
         plugin.normalize(&mut raw);
         for (v, s) in verdicts.iter_mut().zip(raw) {
             let s = s.clamp(0, framework::MAX_SCORE);
-            v.scores.push((plugin.name().to_string(), s));
+            v.scores.push((plugin.name().into(), s));
             v.score += s * weight;
         }
     }

@@ -666,8 +666,8 @@ fn profiles_change_the_choice_as_documented() {
     assert_eq!(pick("cheap"), vec!["m01"]);
     let fw = profiles.get("binpack").expect("profile");
     let r = run_with(fw, &p, &clusters, 1, &[], None);
-    assert_eq!(r.verdicts[1].scores, vec![("most-allocated".to_string(), 100)]);
-    assert_eq!(r.verdicts[0].scores, vec![("most-allocated".to_string(), 0)], "normalised per plugin");
+    assert_eq!(r.verdicts[1].scores, vec![("most-allocated".into(), 100)]);
+    assert_eq!(r.verdicts[0].scores, vec![("most-allocated".into(), 0)], "normalised per plugin");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -483,7 +483,7 @@ impl ScheduleResultV1 {
                 let mut reasons = Vec::new();
                 for r in v.reasons {
                     match parse_estimate(&r) {
-                        Some(e) if v.feasible => estimates.push(e),
+                        Some((name, n)) if v.feasible => estimates.push((name.into(), n)),
                         _ => reasons.push(r),
                     }
                 }
@@ -492,7 +492,7 @@ impl ScheduleResultV1 {
                     feasible: v.feasible,
                     reasons,
                     score: v.score,
-                    scores: v.scores,
+                    scores: v.scores.into_iter().map(|(name, s)| (name.into(), s)).collect(),
                     available_replicas: v.available_replicas,
                     replicas: v.replicas,
                     selected: v.selected,

@@ -460,7 +460,7 @@ fn layout_1_records_are_upgraded_on_open() {
     let p = store.placement(&web).unwrap().unwrap();
     for result in [&h.result, &p.result] {
         assert_eq!(result.verdicts.len(), 1, "only the feasible cluster keeps a verdict");
-        assert_eq!(result.verdicts[0].estimates, vec![("resource-summary".to_string(), 7)]);
+        assert_eq!(result.verdicts[0].estimates, vec![("resource-summary".into(), 7)]);
         assert_eq!(result.verdicts[0].reasons, vec!["model: note".to_string()]);
         assert_eq!(result.rejected.len(), 2);
         let all = store.expand(result).unwrap();

@@ -238,7 +238,7 @@ fn document(
         .iter()
         .map(|v| {
             let estimators: serde_json::Map<String, Value> =
-                v.estimates.iter().map(|(name, n)| (name.clone(), json!(n))).collect();
+                v.estimates.iter().map(|(name, n)| (name.to_string(), json!(n))).collect();
             // The estimators' answers first, as explain has always listed them.
             let reasons: Vec<String> = v
                 .estimates
@@ -251,7 +251,7 @@ fn document(
                 "feasible": v.feasible,
                 "reasons": reasons,
                 "score": v.score,
-                "scores": v.scores.iter().map(|(k, s)| (k.clone(), json!(s))).collect::<serde_json::Map<_, _>>(),
+                "scores": v.scores.iter().map(|(k, s)| (k.to_string(), json!(s))).collect::<serde_json::Map<_, _>>(),
                 "estimators": estimators,
                 "availableReplicas": v.available_replicas,
                 "replicas": v.replicas,
