@@ -70,6 +70,29 @@ impl Owner {
         self.entries(owners).next().is_some()
     }
 
+    /// The key a workload's owner is found under in a map built by [`Owner::claimants`]
+    /// (the prefix of a Deployment's ReplicaSets, the object itself); None when its pods cannot
+    /// be attributed.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Owner::ReplicaSets(k) | Owner::Exact(k) => Some(k),
+            Owner::Unknown => None,
+        }
+    }
+
+    /// The inverse of the attribution: the [`Owner::key`]s of every workload a pod owner
+    /// (`Kind/ns/name`) belongs to — itself, and for a ReplicaSet `<name>-<hash>` the
+    /// Deployment `<name>`. Lets a fleet-wide map of pod owners be asked per workload with
+    /// one lookup instead of one range scan per member.
+    pub fn claimants(pod_owner: &str) -> impl Iterator<Item = &str> {
+        let deployment = pod_owner
+            .strip_prefix("ReplicaSet/")
+            .and_then(|rest| rest.split_once('/'))
+            .and_then(|(_, name)| name.rfind('-').map(|i| name.len() - i))
+            .map(|tail| &pod_owner[..pod_owner.len() - tail + 1]);
+        std::iter::once(pod_owner).chain(deployment)
+    }
+
     /// The entries of a map keyed by owner (`Kind/ns/name`) that belong to this workload.
     fn entries<'a, K: std::borrow::Borrow<str> + Ord, V>(
         &'a self,
@@ -176,6 +199,41 @@ mod tests {
 
     fn key(api: &str, kind: &str, name: &str) -> ObjectKey {
         ObjectKey { api_version: api.into(), kind: kind.into(), namespace: Some("shop".into()), name: name.into() }
+    }
+
+    /// A workload owns a pod owner exactly when its key is among the pod owner's claimants.
+    #[test]
+    fn claimants_invert_the_attribution() {
+        let owners = [
+            "ReplicaSet/shop/web-5d8f9",
+            "ReplicaSet/shop/web-api-77c",
+            "ReplicaSet/shop/web",
+            "ReplicaSet/shop/-x",
+            "StatefulSet/shop/db",
+            "StatefulSet/shop/db-0",
+            "Job/shop/etl",
+            "Pod/shop/web-5d8f9",
+            "ReplicaSet/other/web-1",
+        ];
+        let workloads = [
+            key("apps/v1", "Deployment", "web"),
+            key("apps/v1", "Deployment", "web-api"),
+            key("apps/v1", "Deployment", ""),
+            key("apps/v1", "ReplicaSet", "web-5d8f9"),
+            key("apps/v1", "ReplicaSet", "web"),
+            key("apps/v1", "StatefulSet", "db"),
+            key("batch/v1", "Job", "etl"),
+            key("v1", "Pod", "web-5d8f9"),
+            key("v1", "ConfigMap", "web"),
+        ];
+        for o in owners {
+            let map: BTreeMap<String, ()> = [(o.to_string(), ())].into();
+            for w in &workloads {
+                let owner = Owner::of(w);
+                let claimed = owner.key().is_some_and(|k| Owner::claimants(o).any(|c| c == k));
+                assert_eq!(owner.owns_any(&map), claimed, "{o} and {w}");
+            }
+        }
     }
 
     #[test]

@@ -328,16 +328,17 @@ fn state_blob(store: &Store, cache: &mut PassCache, old: &StabilityState) -> Res
 /// ([`rebalance`]). Any other workload is skipped without a look at its policy or pods.
 struct Attention<'a> {
     unhealthy: BTreeSet<&'a str>,
-    /// Per live member with any, the owners of its pods in trouble.
+    /// Per owner key ([`Owner::key`]) of workloads whose pods are in trouble on some live
+    /// member: those members. Built from every member's pod owners once; a workload is then
+    /// judged with one lookup, not a scan per member it is placed on.
     troubled: HashMap<&'a str, Troubled<'a>>,
 }
 
-/// The owners (`Kind/ns/name`) of a member's pods that are Unschedulable, and of those that
-/// are not Ready.
+/// The live members where a workload's pods are Unschedulable, and where they are not Ready.
 #[derive(Default)]
 struct Troubled<'a> {
-    unschedulable: BTreeMap<&'a str, ()>,
-    not_ready: BTreeMap<&'a str, ()>,
+    unschedulable: BTreeSet<&'a str>,
+    not_ready: BTreeSet<&'a str>,
 }
 
 impl<'a> Attention<'a> {
@@ -347,20 +348,24 @@ impl<'a> Attention<'a> {
             .filter(|c| !c.condition.is_ready() || !c.no_execute.is_empty())
             .map(|c| c.name.as_str())
             .collect();
-        let mut troubled = HashMap::new();
+        let mut troubled: HashMap<&str, Troubled<'_>> = HashMap::new();
         for s in views {
             let Some(pods) = &s.pods else { continue };
-            let mut t = Troubled::default();
             for (owner, st) in &pods.owners {
-                if !st.unschedulable_since.is_empty() {
-                    t.unschedulable.insert(owner.as_str(), ());
+                let (unschedulable, not_ready) =
+                    (!st.unschedulable_since.is_empty(), st.pods > 0 && st.not_ready() > 0);
+                if !unschedulable && !not_ready {
+                    continue;
                 }
-                if st.pods > 0 && st.not_ready() > 0 {
-                    t.not_ready.insert(owner.as_str(), ());
+                for claimant in Owner::claimants(owner) {
+                    let t = troubled.entry(claimant).or_default();
+                    if unschedulable {
+                        t.unschedulable.insert(s.name.as_str());
+                    }
+                    if not_ready {
+                        t.not_ready.insert(s.name.as_str());
+                    }
                 }
-            }
-            if !t.unschedulable.is_empty() || !t.not_ready.is_empty() {
-                troubled.insert(s.name.as_str(), t);
             }
         }
         Attention { unhealthy, troubled }
@@ -373,15 +378,15 @@ impl<'a> Attention<'a> {
             return true;
         }
         let placed = || p.targets.iter().filter(|(_, r)| r.is_some()).map(|(c, _)| c.as_str());
-        if placed().any(|c| self.unhealthy.contains(c)) {
+        if !self.unhealthy.is_empty() && placed().any(|c| self.unhealthy.contains(c)) {
             return true;
         }
-        let troubled: Vec<&Troubled<'_>> = placed().filter_map(|c| self.troubled.get(c)).collect();
-        if troubled.is_empty() {
+        if self.troubled.is_empty() {
             return false;
         }
         let owner = Owner::of(key);
-        if troubled.iter().any(|t| owner.owns_any(&t.unschedulable)) {
+        let Some(t) = owner.key().and_then(|k| self.troubled.get(k)) else { return false };
+        if placed().any(|c| t.unschedulable.contains(c)) {
             return true;
         }
         let application = || {
@@ -390,7 +395,7 @@ impl<'a> Attention<'a> {
                 .and_then(|r| index.propagation_policy(r))
                 .is_some_and(|pp| pp.spec.failover.as_ref().is_some_and(|f| f.application.is_some()))
         };
-        troubled.iter().any(|t| owner.owns_any(&t.not_ready)) && application()
+        !t.not_ready.is_empty() && placed().any(|c| t.not_ready.contains(c)) && application()
     }
 }
 
