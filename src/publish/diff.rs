@@ -166,7 +166,7 @@ fn every_cluster_changes<'p>(out: &Path, plan: &'p PublishPlan) -> Vec<(&'p str,
         let mut mine = Changes::default();
         (cluster.as_str(), cluster_changes(out, cluster, files, &mut mine).map(|objects| (objects, mine)))
     };
-    let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 4);
+    let threads = crate::util::threads::workers();
     if threads == 1 || clusters.len() < 2 {
         return clusters.iter().map(one).collect();
     }

@@ -38,7 +38,7 @@ pub(super) fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishErr
     let writes: Vec<(&String, &Vec<u8>)> = changes.writes.iter().collect();
     // Staged writes are independent: spread them over the cores (the kernel work of creating
     // 100,000 files dominates a first publish); the journal keeps the sorted order.
-    let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 4);
+    let threads = crate::util::threads::workers();
     let chunk = writes.len().div_ceil(threads).max(1);
     let staged: Vec<Result<Vec<Rename>, PublishError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = writes

@@ -326,7 +326,7 @@ impl PassCache {
 /// 100,000 files on a cold full check.
 pub fn verify_restored(decisions: &mut HashMap<ObjectKey, CachedDecision>, output_dir: &std::path::Path) {
     let mut restored: Vec<&mut CachedDecision> = decisions.values_mut().filter(|c| !c.rendered).collect();
-    let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 4);
+    let threads = crate::util::threads::workers();
     let verify = |part: &mut [&mut CachedDecision]| {
         for c in part {
             c.on_disk = Some(c.decided.files_on_disk(output_dir));

@@ -1,9 +1,12 @@
 //! Stage "decide": per claimed template, in the propagateDeps order (workloads first, then
 //! the dependencies they pull, [`super::deps`]): the claim (with the stored previous
-//! claimer), the decision key, then the cached decision reused or the workload scheduled and
-//! rendered again ([`decide`]) — handing over [`Decisions`]: the order, what was decided
-//! afresh, the notes for the history, the removed workloads and the counts. Each workload's
-//! decided outcome ([`Decided`]) lives in the cache's decisions.
+//! claimer), the decision key, then the cached decision reused or the workload scheduled
+//! again ([`decide`]); after the last, the files of every decision made afresh are rendered
+//! in one batch on every core ([`render_all`]: a render reads only the clusters' facts, which
+//! the deductions between decisions do not change, and each answer goes back to its decision
+//! by position, so the bytes are the same on any thread count) — handing over [`Decisions`]:
+//! the order, what was decided afresh, the notes for the history, the removed workloads and
+//! the counts. Each workload's decided outcome ([`Decided`]) lives in the cache's decisions.
 //!
 //! A decision is reused when its key (everything static it read: template, policy, claim,
 //! previous placement, profile, overrides, interpreters, dependents, the fleet's
@@ -82,17 +85,18 @@ pub(super) struct Decisions {
     pub render_time: Duration,
 }
 
-/// One claimed template and what its decision reads beyond the pass's context.
-struct Claimed<'a> {
+/// One claimed template and what its decision reads beyond the pass's context. `'s`: the
+/// policy spec in force, which a Lazy policy's pin holds only for the template's turn.
+struct Claimed<'a, 's> {
     template: &'a Template,
     /// The placement the template had before this pass.
     previous: Option<Arc<PlacementRecord>>,
     /// The claiming policy; `None` for a dependency no policy claims.
     policy: Option<PolicyRef>,
-    placement: &'a Placement,
+    placement: &'s Placement,
     /// The claiming policy's spec (the one in force: see [`lazy_pin`]); `None` for a
     /// dependency no policy claims.
-    spec: Option<&'a PropagationSpec>,
+    spec: Option<&'s PropagationSpec>,
     /// The profile the policy names.
     framework: &'a Framework,
     /// propagateDeps: the workloads decided so far that need this object, with their clusters
@@ -130,6 +134,7 @@ pub(super) fn decide_all(
     }
     let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
     let mut fleet_statics = FleetStatics::default();
+    let mut renders: Vec<RenderJob<'_>> = Vec::new();
     let default_placement = Placement::default();
     for (position, t) in workloads.into_iter().chain(deps) {
         let required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)> = required_by
@@ -148,7 +153,7 @@ pub(super) fn decide_all(
         }
         let fleet_static = fleet_statics.key(&snapshots.views, claimed.framework.settings.model.min_confidence);
         let key = decision_key(ctx, &claimed, fleet_static);
-        reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out)?;
+        reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out, &mut renders)?;
         let Some(decided) = cache.decisions.get(&t.key).map(|c| &c.decided) else { continue };
         seen.insert(t.key.clone());
         out.order.push(t.key.clone());
@@ -162,10 +167,24 @@ pub(super) fn decide_all(
         if let Some(p) = &decided.record.policy {
             targets_of.insert(t.key.clone(), (decided.record.targets.keys().cloned().collect(), p.clone()));
         }
+    }
+    // The files of this pass's decisions, in one batch on every core (a render reads the
+    // clusters' facts, which deductions do not change), then in decision order.
+    let rendering = Instant::now();
+    let rendered = render_all(&renders, &snapshots.views, &ctx.pass.positions);
+    out.render_time += rendering.elapsed();
+    for (job, files) in renders.iter().zip(rendered) {
+        if let Some(c) = cache.decisions.get_mut(&job.template.key) {
+            files.into_decided(&mut c.decided);
+        }
+    }
+    drop(renders);
+    for key in &out.order {
+        let Some(decided) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
         for p in &decided.problems {
             if let Some(cluster) = &p.cluster {
                 let note = format!("render failed on {cluster}, previous file kept: {}", p.reason);
-                out.notes.entry(t.key.clone()).or_default().push(note);
+                out.notes.entry(key.clone()).or_default().push(note);
                 out.render_failures.push(p.clone());
             } else {
                 out.unschedulable.push(p.clone());
@@ -192,7 +211,7 @@ fn claim<'a>(
     previous: Option<Arc<PlacementRecord>>,
     required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)>,
     default_placement: &'a Placement,
-) -> Option<Claimed<'a>> {
+) -> Option<Claimed<'a, 'a>> {
     let index = ctx.index;
     let claim = index.claim_with_previous(t, previous.as_ref().and_then(|p| p.policy.as_ref()));
     let policy = claim.and_then(|c| index.propagation_policy(&c.policy).map(|p| (c.policy, p)));
@@ -226,7 +245,7 @@ fn claim<'a>(
 fn lazy_pin(
     ctx: &Context<'_>,
     cache: &mut cache::PassCache,
-    w: &Claimed<'_>,
+    w: &Claimed<'_, '_>,
 ) -> Result<Option<(u64, PropagationSpec)>, StoreError> {
     let lazy = w.spec.is_some_and(|s| s.activation_preference == Some(ActivationPreference::Lazy));
     let same_claimer = w.previous.as_ref().is_some_and(|p| p.policy.is_some() && p.policy == w.policy);
@@ -273,7 +292,7 @@ impl FleetStatics {
 /// The key of everything static a decision reads: the template and policy hashes, the
 /// template's source, the claim, the fleet's static facts, the interpreters, the previous
 /// placement, the profile, the dependents and the overrides.
-fn decision_key(ctx: &Context<'_>, w: &Claimed<'_>, fleet_static: u64) -> u64 {
+fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, fleet_static: u64) -> u64 {
     let t = w.template;
     let empty_hash = fnv1a64(&[]);
     let overrides_key: Vec<u64> = w
@@ -296,13 +315,14 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_>, fleet_static: u64) -> u64 {
 /// Reuses the cached decision of a claimed template when its key and the state of its
 /// clusters match (a restored one, on a full check, only if its files are on the disk), or
 /// decides it again and caches that. The decision is in the cache's decisions afterwards.
-fn reuse_or_decide(
-    ctx: &Context<'_>,
+fn reuse_or_decide<'a>(
+    ctx: &Context<'a>,
     cache: &mut cache::PassCache,
     snapshots: &PassSnapshots,
-    w: &Claimed<'_>,
+    w: &Claimed<'a, '_>,
     key: u64,
     out: &mut Decisions,
+    renders: &mut Vec<RenderJob<'a>>,
 ) -> Result<(), StoreError> {
     let t = w.template;
     let state_of = |clusters: &[usize]| {
@@ -348,11 +368,11 @@ fn reuse_or_decide(
         return Ok(());
     }
     put_blobs(ctx, cache, w)?;
-    let decided = decide(ctx, w, &snapshots.views);
+    let (decided, render) = decide(ctx, w, &snapshots.views);
+    renders.extend(render);
     out.decided += 1;
     out.schedule_time += decided.schedule_time;
     out.schedule_cpu += decided.schedule_cpu;
-    out.render_time += decided.render_time;
     // The clusters whose state the decision read: those that passed the filters (all of
     // them when ordered affinity terms may have been tried in turn).
     let clusters: Vec<usize> = if w.placement.cluster_affinities.is_empty() {
@@ -386,7 +406,7 @@ fn reuse_or_decide(
 
 /// Stores the template's and the policy's JSON as blobs (the history records name them by
 /// hash), once per content in this process.
-fn put_blobs(ctx: &Context<'_>, cache: &mut cache::PassCache, w: &Claimed<'_>) -> Result<(), StoreError> {
+fn put_blobs(ctx: &Context<'_>, cache: &mut cache::PassCache, w: &Claimed<'_, '_>) -> Result<(), StoreError> {
     let (template_hash, policy_hash) = w.hashes;
     if !cache.blobs.contains(&template_hash) {
         ctx.store.put_blob(&serde_json::to_vec(&w.template.object).unwrap_or_default())?;
@@ -405,10 +425,15 @@ fn put_blobs(ctx: &Context<'_>, cache: &mut cache::PassCache, w: &Claimed<'_>) -
     Ok(())
 }
 
-/// Schedules and renders one claimed template over the pass's member views. A workload
-/// with no policy ([`Claimed::policy`] `None`) is a dependency no policy claims: it goes
-/// where [`Claimed::required`] — its dependents and their clusters — sends it.
-fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> Decided {
+/// Schedules one claimed template over the pass's member views, and says what rendering its
+/// files takes (the pass renders every decision's files in one batch: [`render_all`]). A
+/// workload with no policy ([`Claimed::policy`] `None`) is a dependency no policy claims: it
+/// goes where [`Claimed::required`] — its dependents and their clusters — sends it.
+fn decide<'a>(
+    ctx: &Context<'a>,
+    w: &Claimed<'a, '_>,
+    snapshots: &[ClusterSnapshot],
+) -> (Decided, Option<RenderJob<'a>>) {
     let (t, policy_ref, placement, fw) = (w.template, w.policy.as_ref(), w.placement, w.framework);
     let (prev, required, overrides) = (w.previous.as_deref(), &w.required[..], &w.overrides[..]);
     let (template_hash, policy_hash) = w.hashes;
@@ -440,7 +465,6 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
             reads_capacity: false,
             schedule_time: Duration::ZERO,
             schedule_cpu: Duration::ZERO,
-            render_time: Duration::ZERO,
         }
     };
 
@@ -449,7 +473,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         Err(e) => {
             let reason = format!("cannot read the workload: {e}");
             let result = ScheduleResult::unschedulable(reason.clone());
-            return keep_previous(reason, result);
+            return (keep_previous(reason, result), None);
         }
     };
     let req = ScheduleRequest {
@@ -473,7 +497,7 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         Outcome::Scheduled { targets } => targets.clone(),
         Outcome::Unschedulable { reason } => {
             let reason = reason.clone();
-            return Decided { schedule_time, schedule_cpu, reads_capacity, ..keep_previous(reason, result) };
+            return (Decided { schedule_time, schedule_cpu, reads_capacity, ..keep_previous(reason, result) }, None);
         }
     };
     // propagateDeps: the union with the clusters of the workloads that need this object.
@@ -482,9 +506,8 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
     }
     let Some(render_policy) = policy_ref.or_else(|| required.first().map(|(_, _, p)| p)) else {
         let result = ScheduleResult::unschedulable("not claimed by a policy");
-        return keep_previous("not claimed by a policy".into(), result);
+        return (keep_previous("not claimed by a policy".into(), result), None);
     };
-    let rendering = Instant::now();
     let render_spec = w.spec.or_else(|| ctx.index.propagation_policy(render_policy).map(|p| &p.spec));
 
     // Job completions follow the division of parallelism.
@@ -495,79 +518,183 @@ fn decide(ctx: &Context<'_>, w: &Claimed<'_>, snapshots: &[ClusterSnapshot]) -> 
         }
         _ => BTreeMap::new(),
     };
-
-    let path = render::object_path(&t.key);
-    let mut files = Vec::new();
-    let mut file_hashes = Vec::new();
-    let mut keep = Vec::new();
-    let mut file_map = BTreeMap::new();
-    let mut problems = Vec::new();
-    for (cluster, replicas) in &targets {
-        let Some(snapshot) = pass.positions.get(cluster).and_then(|i| snapshots.get(*i)) else { continue };
-        let input = RenderInput {
-            template: t,
-            workload: &workload,
-            policy: render_policy,
-            replicas: *replicas,
-            completions: match workload.completions {
-                Some(c) if completions.is_empty() => Some(c),
-                Some(_) => Some(completions.get(cluster).copied().unwrap_or(0)),
-                None => None,
-            },
-            cluster: snapshot,
-            overrides,
-            preserve_on_deletion: render_spec.and_then(|s| s.preserve_resources_on_deletion) == Some(true),
-        };
-        match render::render(&input) {
-            Ok(content) => {
-                file_hashes.push(fnv1a64(content.as_bytes()));
-                files.push((cluster.clone(), (path.clone(), content)));
-                file_map.insert(cluster.clone(), path.clone());
-            }
-            Err(e) => {
-                if let Some(old) = prev.and_then(|p| p.files.get(cluster)) {
-                    keep.push((cluster.clone(), old.clone()));
-                    file_map.insert(cluster.clone(), old.clone());
-                }
-                problems.push(Problem {
-                    workload: t.key.clone(),
-                    cluster: Some(cluster.clone()),
-                    reason: e.to_string(),
-                });
-            }
-        }
-    }
-    if let Some(suspension) = render_spec.and_then(|s| s.suspension.as_ref()) {
-        let mut rendered =
-            Rendered { files: &mut files, hashes: &mut file_hashes, keep: &mut keep, map: &mut file_map };
-        rendered.suspend(suspension, prev);
-    }
-    if let Some(d) = w.directive {
-        // Graceful eviction: the files on the clusters it left stay until purged.
-        keep.extend(d.kept.iter().filter(|c| !targets.contains_key(*c)).map(|c| (c.clone(), path.clone())));
-    }
-    Decided {
+    let job = RenderJob {
+        template: t,
+        targets: targets.clone(),
+        completions,
+        policy: render_policy.clone(),
+        overrides: overrides.to_vec(),
+        preserve_on_deletion: render_spec.and_then(|s| s.preserve_resources_on_deletion) == Some(true),
+        suspension: render_spec.and_then(|s| s.suspension.clone()),
+        previous: w.previous.clone(),
+        directive: w.directive,
+        workload,
+    };
+    let requirements = job.workload.replicas.is_some().then(|| job.workload.requirements.clone());
+    let decided = Decided {
         record: PlacementRecord {
             workload: t.key.clone(),
             policy: policy_ref.cloned(),
             affinity_name: result.affinity_name.clone(),
             result,
             targets,
-            files: file_map,
+            // The files come from the render batch ([`RenderedFiles::into_decided`]).
+            files: BTreeMap::new(),
             history_seq: 0,
             decided_at_ms: 0,
         },
         inputs: dec_inputs,
-        files,
-        file_hashes,
-        keep,
-        problems,
+        files: Vec::new(),
+        file_hashes: Vec::new(),
+        keep: Vec::new(),
+        problems: Vec::new(),
         scheduled: true,
-        requirements: workload.replicas.is_some().then(|| workload.requirements.clone()),
+        requirements,
         reads_capacity,
         schedule_time,
         schedule_cpu,
-        render_time: rendering.elapsed(),
+    };
+    (decided, Some(job))
+}
+
+/// What rendering one decision's files takes, handed from [`decide`] to [`render_all`].
+struct RenderJob<'a> {
+    template: &'a Template,
+    workload: Workload,
+    targets: BTreeMap<String, Option<i32>>,
+    /// Job completions per cluster (empty: not divided).
+    completions: BTreeMap<String, i32>,
+    /// The policy the files name (the claimer, or a dependent's for an unclaimed dependency).
+    policy: PolicyRef,
+    overrides: Vec<render::ApplicableOverride<'a>>,
+    preserve_on_deletion: bool,
+    suspension: Option<crate::policy::types::Suspension>,
+    previous: Option<Arc<PlacementRecord>>,
+    directive: Option<&'a Directive>,
+}
+
+/// Renders every job's files, on [`crate::util::threads::workers`] threads when there are
+/// enough files to share; the
+/// answers are in the jobs' order whatever the thread count (each job is rendered by one
+/// thread, alone, from shared read-only inputs).
+fn render_all(
+    jobs: &[RenderJob<'_>],
+    views: &[ClusterSnapshot],
+    positions: &std::collections::HashMap<String, usize>,
+) -> Vec<RenderedFiles> {
+    /// Files per thread below which another thread costs more than it saves.
+    const FILES_PER_THREAD: usize = 64;
+    let files: usize = jobs.iter().map(|j| j.targets.len()).sum();
+    let threads = crate::util::threads::workers().min(files / FILES_PER_THREAD).max(1);
+    if threads == 1 {
+        return jobs.iter().map(|j| j.render(views, positions)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<Option<RenderedFiles>> = jobs.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(job) = jobs.get(i) else { break };
+                        done.push((i, job.render(views, positions)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        for worker in workers {
+            match worker.join() {
+                Ok(done) => {
+                    for (i, files) in done {
+                        if let Some(slot) = out.get_mut(i) {
+                            *slot = Some(files);
+                        }
+                    }
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+    out.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+/// One decision's rendered files, before they go into its [`Decided`].
+#[derive(Default)]
+struct RenderedFiles {
+    files: Vec<(String, (String, String))>,
+    hashes: Vec<u64>,
+    keep: Vec<(String, String)>,
+    map: BTreeMap<String, String>,
+    problems: Vec<Problem>,
+}
+
+impl RenderedFiles {
+    fn into_decided(self, d: &mut Decided) {
+        d.record.files = self.map;
+        d.files = self.files;
+        d.file_hashes = self.hashes;
+        d.keep = self.keep;
+        d.problems = self.problems;
+    }
+}
+
+impl RenderJob<'_> {
+    /// The files on every target cluster (a cluster that fails keeps its previous file), then
+    /// suspension and graceful eviction's kept files.
+    fn render(&self, views: &[ClusterSnapshot], positions: &std::collections::HashMap<String, usize>) -> RenderedFiles {
+        let t = self.template;
+        let prev = self.previous.as_deref();
+        let path = render::object_path(&t.key);
+        let mut out = RenderedFiles::default();
+        for (cluster, replicas) in &self.targets {
+            let Some(snapshot) = positions.get(cluster).and_then(|i| views.get(*i)) else { continue };
+            let input = RenderInput {
+                template: t,
+                workload: &self.workload,
+                policy: &self.policy,
+                replicas: *replicas,
+                completions: match self.workload.completions {
+                    Some(c) if self.completions.is_empty() => Some(c),
+                    Some(_) => Some(self.completions.get(cluster).copied().unwrap_or(0)),
+                    None => None,
+                },
+                cluster: snapshot,
+                overrides: &self.overrides,
+                preserve_on_deletion: self.preserve_on_deletion,
+            };
+            match render::render(&input) {
+                Ok(content) => {
+                    out.hashes.push(fnv1a64(content.as_bytes()));
+                    out.files.push((cluster.clone(), (path.clone(), content)));
+                    out.map.insert(cluster.clone(), path.clone());
+                }
+                Err(e) => {
+                    if let Some(old) = prev.and_then(|p| p.files.get(cluster)) {
+                        out.keep.push((cluster.clone(), old.clone()));
+                        out.map.insert(cluster.clone(), old.clone());
+                    }
+                    out.problems.push(Problem {
+                        workload: t.key.clone(),
+                        cluster: Some(cluster.clone()),
+                        reason: e.to_string(),
+                    });
+                }
+            }
+        }
+        if let Some(suspension) = &self.suspension {
+            let mut rendered =
+                Rendered { files: &mut out.files, hashes: &mut out.hashes, keep: &mut out.keep, map: &mut out.map };
+            rendered.suspend(suspension, prev);
+        }
+        if let Some(d) = self.directive {
+            // Graceful eviction: the files on the clusters it left stay until purged.
+            out.keep
+                .extend(d.kept.iter().filter(|c| !self.targets.contains_key(*c)).map(|c| (c.clone(), path.clone())));
+        }
+        out
     }
 }
 
@@ -650,7 +777,6 @@ pub(crate) struct Decided {
     pub(super) reads_capacity: bool,
     pub(super) schedule_time: Duration,
     pub(super) schedule_cpu: Duration,
-    pub(super) render_time: Duration,
 }
 
 impl Decided {
@@ -679,7 +805,6 @@ impl Decided {
             reads_capacity: true,
             schedule_time: Duration::ZERO,
             schedule_cpu: Duration::ZERO,
-            render_time: Duration::ZERO,
         }
     }
 

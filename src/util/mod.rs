@@ -6,9 +6,11 @@
 //! - [`diff`]: unified diffs of two texts (`fedsched plan --diff`).
 //! - [`percent`]: percent-encoding of URL path segments and query values, and its inverse.
 //! - [`gosort`]: Go's `sort.Sort` ported exactly, to break ties as Karmada's scheduler does.
+//! - [`threads`]: how many threads a pass's parallel steps use (`FEDSCHED_THREADS`).
 
 pub mod clock;
 pub mod diff;
 pub mod gosort;
 pub mod hash;
 pub mod percent;
+pub mod threads;

@@ -114,3 +114,80 @@ fn unschedulable_workload_keeps_its_previous_output() {
     let last = v.as_array().and_then(|a| a.last()).expect("history");
     assert!(last["outcome"]["unschedulable"].as_str().unwrap_or("").contains("not enough"), "{last}");
 }
+
+/// The files of a pass are rendered in one batch on several threads; the bytes are the same on
+/// one thread and on four (`FEDSCHED_THREADS`), placements, overrides and `placements.json`
+/// included, on a first render and after an edit.
+#[test]
+fn the_output_is_the_same_bytes_on_one_thread_and_on_four() {
+    let repo = Scratch::new();
+    for c in 0..24 {
+        repo.write(
+            &format!("clusters/m{c}.yaml"),
+            &format!(
+                "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: m{c}\n  labels: {{tier: t{}}}\n\
+                 spec: {{syncMode: Push, region: r{}}}\nstatus:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n\
+                 \x20   allocatable: {{cpu: \"{}\", memory: 64Gi, pods: \"110\"}}\n    allocated: {{cpu: \"1\", memory: 1Gi, pods: \"5\"}}\n",
+                c % 2,
+                c % 3,
+                8 + c % 5
+            ),
+        );
+    }
+    repo.write(
+        "overrides.yaml",
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterOverridePolicy\nmetadata: {name: regional}\nspec:\n\
+         \x20 resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n  overrideRules:\n\
+         \x20 - targetCluster: {labelSelector: {matchLabels: {tier: t1}}}\n\
+         \x20   overriders: {imageOverrider: [{component: Registry, operator: replace, value: mirror.example}]}\n",
+    );
+    let app = |i: usize, replicas: usize| {
+        let strategy = match i % 3 {
+            0 => "{replicaSchedulingType: Duplicated}",
+            1 => "{replicaSchedulingType: Divided, replicaDivisionPreference: Aggregated}",
+            _ => {
+                "{replicaSchedulingType: Divided, replicaDivisionPreference: Weighted, weightPreference: {dynamicWeight: AvailableReplicas}}"
+            }
+        };
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: w{i}, namespace: default}}\nspec:\n  replicas: {replicas}\n\
+             \x20 selector: {{matchLabels: {{app: w{i}}}}}\n  template:\n    metadata: {{labels: {{app: w{i}}}}}\n    spec:\n\
+             \x20     containers:\n      - name: c\n        image: registry.example/x:{i}\n        resources: {{requests: {{cpu: 500m, memory: 128Mi}}}}\n\
+             ---\napiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: w{i}, namespace: default}}\nspec:\n\
+             \x20 resourceSelectors: [{{apiVersion: apps/v1, kind: Deployment, name: w{i}}}]\n  placement:\n    replicaScheduling: {strategy}\n"
+        )
+    };
+    for i in 0..30 {
+        repo.write(&format!("apps/w{i}.yaml"), &app(i, 3 + i % 17));
+    }
+    let render = |s: &Scratch, threads: &str| {
+        let o = std::process::Command::new(bin())
+            .args(["render", "--policies"])
+            .arg(repo.policies())
+            .arg("--out")
+            .arg(s.out())
+            .arg("--state")
+            .arg(s.state())
+            .env_remove("FEDSCHED_CONFIG")
+            .env_remove("NOTIFY_SOCKET")
+            .env("FEDSCHED_LOG", "warn")
+            .env("FEDSCHED_THREADS", threads)
+            .output()
+            .expect("run fedsched");
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    };
+    let (one, four) = (Scratch::new(), Scratch::new());
+    render(&one, "1");
+    render(&four, "4");
+    let first = tree(&one.out());
+    assert!(first.len() > 300, "enough files for several threads: {}", first.len());
+    assert_eq!(first, tree(&four.out()));
+    // An edit: one workload scales, another changes strategy; each output follows it alike.
+    repo.write("apps/w4.yaml", &app(4, 40));
+    repo.write("apps/w5.yaml", &app(6, 9).replace("w6", "w5"));
+    render(&one, "1");
+    render(&four, "4");
+    let second = tree(&one.out());
+    assert_ne!(first, second, "the edit changed the output");
+    assert_eq!(second, tree(&four.out()));
+}
