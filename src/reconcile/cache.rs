@@ -19,7 +19,8 @@
 //! - **deducted views**: the member views after the deductions of the recent placements
 //!   ([`DeductedViews`]), reused while the snapshots' content and the recent placements (and
 //!   their per-replica requirements) are unchanged; they move into a pass and back, cloned
-//!   only before the pass's first new deduction.
+//!   only before the pass's first new deduction. When they are not, each cluster's view is
+//!   still reused when its snapshot and its own deduction sequence are unchanged.
 //! - **placements and last history** of every workload: read from the store once (the first
 //!   pass), then kept in step with what this process writes (the reconciler is the store's
 //!   only writer).
@@ -184,6 +185,9 @@ pub struct DeductedViews {
     pub key: u64,
     pub snapshots: Vec<ClusterSnapshot>,
     pub assumed: super::Assumed,
+    /// The snapshots' fingerprints (in the views' order): a view whose snapshot and deduction
+    /// sequence are unchanged is reused on its own when the key as a whole differs.
+    pub fingerprints: Vec<u64>,
 }
 
 /// A decision with the key of its inputs: `key` covers everything static it read (template,

@@ -42,6 +42,8 @@ pub(super) struct PassSnapshots {
     /// The key the views are put back into the cache under, until they are
     /// ([`PassSnapshots::deduct`], [`PassSnapshots::save_views`]).
     unsaved: Option<u64>,
+    /// The fingerprints of the snapshots the views were deducted from (saved with them).
+    fingerprints: Vec<u64>,
 }
 
 /// Versions every snapshot of `inputs` and builds (or reuses) the deducted member views.
@@ -70,15 +72,7 @@ pub(super) fn version(
     let key = views_key(&recorded.fingerprints, &recent, &requirements);
     let (mut views, assumed) = match cache.views.take() {
         Some(v) if v.key == key && v.snapshots.len() == inputs.snapshots.len() => (v.snapshots, v.assumed),
-        _ => {
-            let mut snapshots = inputs.snapshots.clone();
-            let mut assumed = Assumed::default();
-            for (p, req) in recent.iter().zip(&requirements) {
-                let Some(req) = req else { continue };
-                assumed.update(&mut snapshots, &p.workload, req, &p.targets, &dims);
-            }
-            (snapshots, assumed)
-        }
+        cached => rebuild_views(inputs, &recent, &requirements, &recorded.fingerprints, cached, &dims),
     };
     // What is not content comes from this pass's inputs.
     for ((snap, input), fresh) in views.iter_mut().zip(&inputs.snapshots).zip(recorded.freshness) {
@@ -93,7 +87,59 @@ pub(super) fn version(
         assumed,
         dims,
         unsaved: Some(key),
+        fingerprints: recorded.fingerprints,
     })
+}
+
+/// The member views after the recent placements' deductions, in store order, when the cached
+/// ones do not fit the pass as a whole. A deduction touches only its own cluster's view, and
+/// what it deducts (pending = decided − observed) reads pods, which deductions do not change:
+/// so every deduction is planned first (the [`Assumed`] bookkeeping, in store order), and a
+/// cluster whose snapshot and deduction sequence (its [`Assumed::of_cluster`] digest) equal
+/// those of the cached views takes its cached view; only the others are copied and deducted
+/// again. One edited workload redoes the clusters it is placed on, not the fleet.
+fn rebuild_views(
+    inputs: &Inputs,
+    recent: &[&PlacementRecord],
+    requirements: &[Option<Arc<ReplicaRequirements>>],
+    fingerprints: &[u64],
+    cached: Option<cache::DeductedViews>,
+    dims: &Dimensions,
+) -> (Vec<ClusterSnapshot>, Assumed) {
+    let mut assumed = Assumed::default();
+    let mut deductions: Vec<Vec<(&ReplicaRequirements, i64)>> = vec![Vec::new(); inputs.snapshots.len()];
+    for (p, req) in recent.iter().zip(requirements) {
+        let Some(req) = req else { continue };
+        let plan = assumed.plan(&inputs.snapshots, &p.workload, &p.targets);
+        for (i, _, want, done) in &plan {
+            if let Some(d) = deductions.get_mut(*i) {
+                d.push((req, want - done));
+            }
+        }
+        assumed.record(&p.workload, req, &plan);
+    }
+    let mut cached = cached.filter(|c| c.snapshots.len() == inputs.snapshots.len() && c.fingerprints == fingerprints);
+    let views = inputs
+        .snapshots
+        .iter()
+        .enumerate()
+        .map(|(i, input)| {
+            let digest = assumed.of_cluster(&input.name);
+            if let Some(c) = cached.as_mut()
+                && let Some(view) = c.snapshots.get_mut(i)
+                && view.name == input.name
+                && c.assumed.of_cluster(&input.name) == digest
+            {
+                return std::mem::replace(view, ClusterSnapshot::offline("", ""));
+            }
+            let mut view = input.clone();
+            for (req, n) in deductions.get(i).into_iter().flatten() {
+                assumed::deduct(&mut view, req, *n, dims);
+            }
+            view
+        })
+        .collect();
+    (views, assumed)
 }
 
 impl PassSnapshots {
@@ -113,7 +159,8 @@ impl PassSnapshots {
         }
         if let Some(key) = self.unsaved.take() {
             let snapshots = self.views.clone();
-            *saved = Some(cache::DeductedViews { key, snapshots, assumed: self.assumed.clone() });
+            let fingerprints = self.fingerprints.clone();
+            *saved = Some(cache::DeductedViews { key, snapshots, assumed: self.assumed.clone(), fingerprints });
         }
         self.assumed.apply(&mut self.views, workload, req, plan, &self.dims);
     }
@@ -123,7 +170,8 @@ impl PassSnapshots {
     pub fn save_views(&mut self, saved: &mut Option<cache::DeductedViews>) {
         if let Some(key) = self.unsaved.take() {
             let (snapshots, assumed) = (std::mem::take(&mut self.views), std::mem::take(&mut self.assumed));
-            *saved = Some(cache::DeductedViews { key, snapshots, assumed });
+            let fingerprints = std::mem::take(&mut self.fingerprints);
+            *saved = Some(cache::DeductedViews { key, snapshots, assumed, fingerprints });
         }
     }
 }
@@ -352,9 +400,18 @@ impl Assumed {
         plan: Vec<(usize, &String, i64, i64)>,
         dims: &Dimensions,
     ) {
-        for (i, cluster, want, done) in plan {
-            let Some(snap) = snapshots.get_mut(i) else { continue };
-            assumed::deduct(snap, req, want - done, dims);
+        for (i, _, want, done) in &plan {
+            if let Some(snap) = snapshots.get_mut(*i) {
+                assumed::deduct(snap, req, want - done, dims);
+            }
+        }
+        self.record(workload, req, &plan);
+    }
+
+    /// The bookkeeping of an applied [`Assumed::plan`] (what was deducted, the digests),
+    /// without touching any view.
+    fn record(&mut self, workload: &ObjectKey, req: &ReplicaRequirements, plan: &[(usize, &String, i64, i64)]) {
+        for &(_, cluster, want, _) in plan {
             self.deducted.entry(workload.clone()).or_default().insert(cluster.clone(), want);
             self.key = cache::key_of(&(self.key, workload, cluster, want, req));
             let own = self.per_cluster.entry(cluster.clone()).or_insert(0);
