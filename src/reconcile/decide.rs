@@ -178,7 +178,6 @@ pub(super) fn decide_all(
             files.into_decided(&mut c.decided);
         }
     }
-    drop(renders);
     for key in &out.order {
         let Some(decided) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
         for p in &decided.problems {
@@ -632,6 +631,32 @@ struct RenderedFiles {
 }
 
 impl RenderedFiles {
+    /// Karmada's `suspension.dispatching` / `dispatchingOnClusters`: on every suspended
+    /// cluster the workload's files stay exactly as the previous decision left them (none
+    /// written, changed or removed; a cluster it had no file on gets none) until the policy
+    /// resumes it. The decision itself (targets, replicas) is still made and recorded.
+    fn suspend(&mut self, suspension: &crate::policy::types::Suspension, prev: Option<&PlacementRecord>) {
+        let mut clusters: BTreeSet<String> = self.map.keys().cloned().collect();
+        clusters.extend(prev.into_iter().flat_map(|p| p.files.keys().cloned()));
+        for cluster in clusters.into_iter().filter(|c| suspension.suspends(c)) {
+            let mut i = 0;
+            while i < self.files.len() {
+                if self.files[i].0 == cluster {
+                    self.files.remove(i);
+                    self.hashes.remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+            self.keep.retain(|(c, _)| *c != cluster);
+            self.map.remove(&cluster);
+            if let Some(old) = prev.and_then(|p| p.files.get(&cluster)) {
+                self.keep.push((cluster.clone(), old.clone()));
+                self.map.insert(cluster, old.clone());
+            }
+        }
+    }
+
     fn into_decided(self, d: &mut Decided) {
         d.record.files = self.map;
         d.files = self.files;
@@ -685,9 +710,7 @@ impl RenderJob<'_> {
             }
         }
         if let Some(suspension) = &self.suspension {
-            let mut rendered =
-                Rendered { files: &mut out.files, hashes: &mut out.hashes, keep: &mut out.keep, map: &mut out.map };
-            rendered.suspend(suspension, prev);
+            out.suspend(suspension, prev);
         }
         if let Some(d) = self.directive {
             // Graceful eviction: the files on the clusters it left stay until purged.
@@ -695,42 +718,6 @@ impl RenderJob<'_> {
                 .extend(d.kept.iter().filter(|c| !self.targets.contains_key(*c)).map(|c| (c.clone(), path.clone())));
         }
         out
-    }
-}
-
-/// The files of one decision while they are assembled.
-struct Rendered<'r> {
-    files: &'r mut Vec<(String, (String, String))>,
-    hashes: &'r mut Vec<u64>,
-    keep: &'r mut Vec<(String, String)>,
-    map: &'r mut BTreeMap<String, String>,
-}
-
-impl Rendered<'_> {
-    /// Karmada's `suspension.dispatching` / `dispatchingOnClusters`: on every suspended
-    /// cluster the workload's files stay exactly as the previous decision left them (none
-    /// written, changed or removed; a cluster it had no file on gets none) until the policy
-    /// resumes it. The decision itself (targets, replicas) is still made and recorded.
-    fn suspend(&mut self, suspension: &crate::policy::types::Suspension, prev: Option<&PlacementRecord>) {
-        let mut clusters: BTreeSet<String> = self.map.keys().cloned().collect();
-        clusters.extend(prev.into_iter().flat_map(|p| p.files.keys().cloned()));
-        for cluster in clusters.into_iter().filter(|c| suspension.suspends(c)) {
-            let mut i = 0;
-            while i < self.files.len() {
-                if self.files[i].0 == cluster {
-                    self.files.remove(i);
-                    self.hashes.remove(i);
-                } else {
-                    i += 1;
-                }
-            }
-            self.keep.retain(|(c, _)| *c != cluster);
-            self.map.remove(&cluster);
-            if let Some(old) = prev.and_then(|p| p.files.get(&cluster)) {
-                self.keep.push((cluster.clone(), old.clone()));
-                self.map.insert(cluster, old.clone());
-            }
-        }
     }
 }
 

@@ -95,9 +95,10 @@ pub(super) fn version(
 /// ones do not fit the pass as a whole. A deduction touches only its own cluster's view, and
 /// what it deducts (pending = decided − observed) reads pods, which deductions do not change:
 /// so every deduction is planned first (the [`Assumed`] bookkeeping, in store order), and a
-/// cluster whose snapshot and deduction sequence (its [`Assumed::of_cluster`] digest) equal
-/// those of the cached views takes its cached view; only the others are copied and deducted
-/// again. One edited workload redoes the clusters it is placed on, not the fleet.
+/// cluster whose snapshot (its fingerprint) and deduction sequence (its
+/// [`Assumed::of_cluster`] digest) equal those of the cached views takes its cached view; only
+/// the others are copied and deducted again. One edited workload, or one member whose data
+/// changed, redoes those clusters, not the fleet.
 fn rebuild_views(
     inputs: &Inputs,
     recent: &[&PlacementRecord],
@@ -118,7 +119,7 @@ fn rebuild_views(
         }
         assumed.record(&p.workload, req, &plan);
     }
-    let mut cached = cached.filter(|c| c.snapshots.len() == inputs.snapshots.len() && c.fingerprints == fingerprints);
+    let mut cached = cached.filter(|c| c.snapshots.len() == inputs.snapshots.len());
     let views = inputs
         .snapshots
         .iter()
@@ -126,6 +127,7 @@ fn rebuild_views(
         .map(|(i, input)| {
             let digest = assumed.of_cluster(&input.name);
             if let Some(c) = cached.as_mut()
+                && c.fingerprints.get(i) == fingerprints.get(i)
                 && let Some(view) = c.snapshots.get_mut(i)
                 && view.name == input.name
                 && c.assumed.of_cluster(&input.name) == digest

@@ -395,7 +395,7 @@ impl<'a> Attention<'a> {
                 .and_then(|r| index.propagation_policy(r))
                 .is_some_and(|pp| pp.spec.failover.as_ref().is_some_and(|f| f.application.is_some()))
         };
-        !t.not_ready.is_empty() && placed().any(|c| t.not_ready.contains(c)) && application()
+        placed().any(|c| t.not_ready.contains(c)) && application()
     }
 }
 
