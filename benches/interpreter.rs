@@ -4,6 +4,10 @@
 //!
 //! Not a timed test: it prints per-object times. Run: `cargo bench --bench interpreter`
 //! (release), or `cargo bench --profile dev --bench interpreter -- --test` (CI: one small pass).
+//! `-- --cold N` runs only the cold pass over N objects (after one object that starts the VM),
+//! for an instruction count that does not depend on the machine's load:
+//! `valgrind --tool=callgrind --toggle-collect='interpreter::pass' <bench binary> --cold 2000`
+//! (`--builtin` as well: the Rust built-in instead of the script).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -48,6 +52,7 @@ fn object(i: usize) -> Value {
                     {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}}})
 }
 
+#[inline(never)]
 fn pass(i: &Interpreters, objects: &[Value]) -> f64 {
     let started = Instant::now();
     for o in objects {
@@ -59,7 +64,15 @@ fn pass(i: &Interpreters, objects: &[Value]) -> f64 {
 }
 
 fn main() {
-    let n = if quick_mode() { 100 } else { 10_000 };
+    let args: Vec<String> = std::env::args().collect();
+    let cold_only =
+        args.iter().position(|a| a == "--cold").map(|i| args.get(i + 1).and_then(|n| n.parse::<usize>().ok()));
+    let n = match cold_only {
+        Some(Some(n)) => n + 1,
+        Some(None) => panic!("--cold takes a number of objects"),
+        None if quick_mode() => 100,
+        None => 10_000,
+    };
     let objects: Vec<Value> = (0..n).map(object).collect();
     let scripted = Interpreters::new(
         Vec::new(),
@@ -74,6 +87,15 @@ fn main() {
         parse_customizations(PLAIN, "bench").unwrap_or_else(|e| panic!("{e}")).into_iter().map(Arc::new).collect(),
     );
     let builtin = Interpreters::new(Vec::new(), Vec::new());
+    if cold_only.is_some() {
+        // `--builtin`: the Rust built-in instead, for what Lua adds.
+        let (name, which) =
+            if args.iter().any(|a| a == "--builtin") { ("builtin", &builtin) } else { ("lua-cold", &scripted) };
+        pass(which, &objects[..1]);
+        let cold = pass(which, &objects[1..]);
+        println!("interpreter/{name:<13} {cold:8.2} µs/object ({} objects, cold pass only)", n - 1);
+        return;
+    }
     let cold = pass(&scripted, &objects);
     let warm = pass(&scripted, &objects);
     let plain_cold = pass(&plain, &objects);

@@ -27,6 +27,12 @@
 //! - [`testbed`]: simulated member clusters and `fedsched bench`; not part of the product.
 //! - [`config`], [`telemetry`], [`cli`]: the edges.
 
+/// Every program that links fedsched (the daemon, the CLI, the tests and benches) allocates
+/// through mimalloc: parsing, scheduling, rendering and the Lua VM are allocation-heavy, and
+/// glibc's malloc was a fifth of a cold interpreter call (ARCHITECTURE.md, "Crates").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod api;
 pub mod cli;
 pub mod config;

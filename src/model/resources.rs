@@ -79,10 +79,15 @@ impl ResourceList {
 
     /// Reads a resource map from untyped JSON (a pod's `resources.requests`).
     pub fn from_json(value: Option<&serde_json::Value>) -> Result<ResourceList, (String, QuantityError)> {
+        match value.and_then(|v| v.as_object()) {
+            Some(map) => ResourceList::from_map(map),
+            None => Ok(ResourceList::new()),
+        }
+    }
+
+    /// [`ResourceList::from_json`] of an object's fields.
+    pub fn from_map(map: &serde_json::Map<String, serde_json::Value>) -> Result<ResourceList, (String, QuantityError)> {
         let mut out = ResourceList::new();
-        let Some(map) = value.and_then(|v| v.as_object()) else {
-            return Ok(out);
-        };
         for (name, q) in map {
             let milli = match q {
                 serde_json::Value::Number(n) => {

@@ -419,7 +419,11 @@ pub fn pod_request(
 
 /// Kubernetes' pod request: Σ containers, max with each init container, plus overhead.
 /// A container without requests falls back to its limits (the API server defaults requests to
-/// limits).
+/// limits). Reads only `containers[].resources`, `initContainers[].{resources, restartPolicy}`,
+/// `overhead`, `nodeSelector`, `tolerations`,
+/// `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution` and
+/// `priorityClassName` (the Lua helper converts only these: `interpreter::kube`'s
+/// `pod_template_shape`; a field read here must be added there).
 pub fn pod_requirements(spec: Option<&Value>, at: &str) -> Result<ReplicaRequirements, WorkloadError> {
     let mut req = ReplicaRequirements::default();
     let Some(spec) = spec else {

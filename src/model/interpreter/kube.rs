@@ -14,21 +14,26 @@
 use mlua::{Lua, MultiValue, Table, Value as LuaValue};
 use serde_json::{Map, Value, json};
 
-use super::lua::{lua_to_json, to_lua, unlimited};
+use super::lua::{Shape, lua_to_json, lua_to_json_shaped, to_lua, unlimited};
 use crate::model::quantity::parse_milli;
 use crate::model::workload::{ReplicaRequirements, pod_requirements};
 
 /// The `kube` table.
 pub(super) fn library(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
+    let template_shape = pod_template_shape(lua)?;
     t.set(
         "accuratePodRequirements",
-        lua.create_function(|lua, args: MultiValue| {
+        lua.create_function(move |lua, args: MultiValue| {
             if args.len() != 1 {
                 return Err(mlua::Error::runtime("accuratePodRequirements only accepts one argument"));
             }
             unlimited(lua, || {
-                let template = json_arg(&args[0], "accuratePodRequirements")?;
+                let template = match &args[0] {
+                    LuaValue::Table(_) => lua_to_json_shaped(&args[0], &template_shape)
+                        .map_err(|e| mlua::Error::runtime(format!("accuratePodRequirements: {e}")))?,
+                    other => json_arg(other, "accuratePodRequirements")?,
+                };
                 match requirements_json(&template).map_err(mlua::Error::runtime)? {
                     Some(v) => to_lua(lua, &v, 0),
                     None => Ok(LuaValue::Nil),
@@ -89,6 +94,32 @@ pub(super) fn library(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     Ok(t)
+}
+
+/// The parts of a pod template [`pod_requirements`] reads (its doc lists them): only these
+/// cross from Lua to JSON, so a template's labels, images, environment, probes and volumes
+/// cost nothing. A value elsewhere in the template that JSON cannot hold (a function, a sparse
+/// list) is therefore not an error here, where Karmada's full conversion would fail.
+fn pod_template_shape(lua: &Lua) -> mlua::Result<Shape> {
+    let field =
+        |name: &str, shape: Shape| -> mlua::Result<(mlua::LuaString, Shape)> { Ok((lua.create_string(name)?, shape)) };
+    let container = || -> mlua::Result<Shape> {
+        Ok(Shape::Fields(vec![field("resources", Shape::All)?, field("restartPolicy", Shape::All)?]))
+    };
+    let node_affinity = Shape::Fields(vec![field("requiredDuringSchedulingIgnoredDuringExecution", Shape::All)?]);
+    let spec = Shape::Fields(vec![
+        field("containers", Shape::Items(Box::new(container()?)))?,
+        field("initContainers", Shape::Items(Box::new(container()?)))?,
+        field("overhead", Shape::All)?,
+        field("nodeSelector", Shape::All)?,
+        field("tolerations", Shape::All)?,
+        field("affinity", Shape::Fields(vec![field("nodeAffinity", node_affinity)?]))?,
+        field("priorityClassName", Shape::All)?,
+    ]);
+    Ok(Shape::Fields(vec![
+        field("metadata", Shape::Fields(vec![field("namespace", Shape::All)?]))?,
+        field("spec", spec)?,
+    ]))
 }
 
 fn json_arg(v: &LuaValue, function: &str) -> mlua::Result<Value> {
@@ -154,12 +185,14 @@ pub fn requirements_to_json(req: &ReplicaRequirements, namespace: Option<&str>) 
     if !req.node_selector.is_empty() {
         claim.insert("nodeSelector".into(), json!(req.node_selector));
     }
-    if let Ok(v) = serde_json::from_str::<Value>(&req.tolerations)
+    if !req.tolerations.is_empty()
+        && let Ok(v) = serde_json::from_str::<Value>(&req.tolerations)
         && v.as_array().is_some_and(|a| !a.is_empty())
     {
         claim.insert("tolerations".into(), v);
     }
-    if let Ok(v) = serde_json::from_str::<Value>(&req.node_affinity)
+    if !req.node_affinity.is_empty()
+        && let Ok(v) = serde_json::from_str::<Value>(&req.node_affinity)
         && !v.is_null()
     {
         claim.insert("hardNodeAffinity".into(), v);
@@ -221,6 +254,44 @@ mod tests {
         assert_eq!(format_quantity(3 * (1 << 30) * 1000, true), "3Gi");
         assert_eq!(format_quantity(1_000_000, true), "1k");
         assert_eq!(format_quantity(0, true), "0");
+    }
+
+    #[test]
+    fn accurate_pod_requirements_reads_only_the_fields_it_needs_with_the_same_answer() {
+        use super::super::lua::{LuaArg, LuaOut, call};
+        // Every field `pod_requirements` reads, among many it does not.
+        let template = serde_json::json!({
+            "metadata": {"namespace": "team", "labels": {"app": "a"}, "annotations": {"x": "y"}},
+            "spec": {
+                "nodeSelector": {"zone": "a", "disk": "ssd"},
+                "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "affinity": {
+                    "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "arch", "operator": "In", "values": ["arm64"]}]}]}},
+                    "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}},
+                "priorityClassName": "high",
+                "overhead": {"cpu": "50m"},
+                "volumes": [{"name": "v", "configMap": {"name": "cm"}}],
+                "initContainers": [
+                    {"name": "i", "image": "busybox", "resources": {"requests": {"cpu": "2"}}},
+                    {"name": "s", "restartPolicy": "Always", "resources": {"limits": {"memory": "1Gi"}}}],
+                "containers": [
+                    {"name": "c", "image": "nginx", "env": [{"name": "A", "value": "1"}],
+                     "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "1"}}},
+                    {"name": "d", "ports": [{"containerPort": 80}], "resources": {"limits": {"nvidia.com/gpu": 1}}}]}});
+        let script = "local kube = require('kube') function F(t) return kube.accuratePodRequirements(t) end";
+        let out = call(script, "t", "F", &[LuaArg::Json(&template)], 0).expect("runs");
+        let want = requirements_json(&template).expect("valid").expect("asks for something");
+        assert_eq!(out, vec![LuaOut::Table(want)]);
+        // What it does not read is not converted: a value JSON cannot hold elsewhere in the
+        // template is no error (a function in the environment), one in what it reads is.
+        let script = "local kube = require('kube') function F(t, where) \
+            if where == 1 then t.spec.containers[1].env = print else t.spec.containers[1].resources.requests.cpu = print end \
+            return kube.accuratePodRequirements(t) end";
+        let out = call(script, "t", "F", &[LuaArg::Json(&template), LuaArg::Number(1.0)], 0).expect("runs");
+        assert!(matches!(&out[0], LuaOut::Table(t) if t["resourceRequest"]["cpu"] == "2050m"), "{out:?}");
+        let e = call(script, "t", "F", &[LuaArg::Json(&template), LuaArg::Number(2.0)], 0).expect_err("a function");
+        assert!(e.to_string().contains("function"), "{e}");
     }
 
     #[test]

@@ -36,6 +36,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use mlua::chunk::ChunkMode;
+use mlua::prelude::{LuaGcIncParams, LuaGcMode};
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value as LuaValue, VmState};
 use serde_json::{Map, Number, Value};
 
@@ -51,6 +52,12 @@ pub const TIME_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
 const HOOK_EVERY: u32 = 1000;
 const MAX_DEPTH: usize = 200;
 const MAX_CACHED_CHUNKS: usize = 512;
+/// The collector's pause (percent): a cycle starts when the VM holds this much of what it held
+/// after the last one. Lua's 200 makes a VM whose live data is small (the sandbox, the chunks)
+/// collect every few calls; each call leaves its arguments and results as garbage.
+const GC_PAUSE: i32 = 400;
+/// Garbage the VM may gather between two full collections.
+const COLLECT_EVERY: usize = 16 << 20;
 
 /// Why a script call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,6 +133,8 @@ struct Vm {
     deadline: Rc<Cell<Option<std::time::Instant>>>,
     now_ms: Rc<Cell<u64>>,
     exceeded: Rc<Cell<bool>>,
+    /// What the VM held after its last full collection.
+    settled: usize,
 }
 
 thread_local! {
@@ -179,6 +188,7 @@ fn with_vm<T>(f: impl FnOnce(&mut Vm) -> Result<T, LuaFailure>) -> Result<T, Lua
 impl Vm {
     fn new() -> mlua::Result<Vm> {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
+        lua.gc_set_mode(LuaGcMode::Incremental(LuaGcIncParams::default().pause(GC_PAUSE)));
         let budget = Rc::new(Cell::new(0u64));
         let now_ms = Rc::new(Cell::new(0u64));
         let exceeded = Rc::new(Cell::new(false));
@@ -262,7 +272,8 @@ impl Vm {
             )
             .set_mode(ChunkMode::Text)
             .call((g.clone(), g.get::<Function>("next")?))?;
-        Ok(Vm { lua, fresh_env, globals, chunks: HashMap::new(), budget, deadline, now_ms, exceeded })
+        let settled = lua.used_memory();
+        Ok(Vm { lua, fresh_env, globals, chunks: HashMap::new(), budget, deadline, now_ms, exceeded, settled })
     }
 
     fn chunk(&mut self, script: &str, chunk_name: &str) -> Result<Function, LuaFailure> {
@@ -318,8 +329,9 @@ impl Vm {
         let ret = self.run(env, &chunk, function, values);
         let _ = lua.set_memory_limit(0);
         let out = ret.and_then(|ret| ret.iter().map(from_lua).collect());
-        if lua.used_memory() > used.saturating_add(8 << 20) {
+        if lua.used_memory() > self.settled.saturating_add(COLLECT_EVERY) {
             let _ = lua.gc_collect();
+            self.settled = lua.used_memory();
         }
         out
     }
@@ -456,12 +468,21 @@ fn from_lua(v: &LuaValue) -> Result<LuaOut, LuaFailure> {
         LuaValue::Boolean(b) => LuaOut::Bool(*b),
         LuaValue::Integer(i) => LuaOut::Number(*i as f64),
         LuaValue::Number(n) => LuaOut::Number(*n),
-        LuaValue::String(s) => LuaOut::String(s.to_string_lossy()),
+        LuaValue::String(s) => LuaOut::String(text(s)),
         LuaValue::Table(t) => LuaOut::Table(table_to_json(t, 0)?),
         LuaValue::Function(_) => LuaOut::Other("function"),
         LuaValue::Thread(_) => LuaOut::Other("thread"),
         _ => LuaOut::Other("userdata"),
     })
+}
+
+/// A Lua string as Rust text (invalid UTF-8 replaced, as `to_string_lossy` does; valid text,
+/// nearly always, without the lossy scan).
+fn text(s: &mlua::LuaString) -> String {
+    match s.to_str() {
+        Ok(t) => t.to_owned(),
+        Err(_) => s.to_string_lossy(),
+    }
 }
 
 /// A Lua number as JSON: whole numbers as integers.
@@ -486,13 +507,65 @@ fn value_to_json(v: &LuaValue, depth: usize) -> Result<Value, LuaFailure> {
         LuaValue::Boolean(b) => Ok(Value::Bool(*b)),
         LuaValue::Integer(i) => Ok(Value::from(*i)),
         LuaValue::Number(n) => number_to_json(*n),
-        LuaValue::String(s) => Ok(Value::String(s.to_string_lossy())),
+        LuaValue::String(s) => Ok(Value::String(text(s))),
         LuaValue::Table(t) => table_to_json(t, depth + 1),
         other => Err(LuaFailure::Convert(format!("a {} cannot be encoded", other.type_name()))),
     }
 }
 
+/// Which parts of a table to convert to JSON: a helper that reads a few fields of a large
+/// object (a pod template) converts only those, not everything a script passes it.
+pub(super) enum Shape {
+    /// The whole value.
+    All,
+    /// Only these fields of a table (the keys made once per VM, so a lookup hashes nothing):
+    /// any other value is converted whole.
+    Fields(Vec<(mlua::LuaString, Shape)>),
+    /// Every item of a list, each to the inner shape; the keys are checked as
+    /// [`lua_to_json`] checks them.
+    Items(Box<Shape>),
+}
+
+/// A Lua value as JSON, only the parts `shape` names (for the `kube` helpers).
+pub(super) fn lua_to_json_shaped(v: &LuaValue, shape: &Shape) -> Result<Value, LuaFailure> {
+    shaped(v, shape, 0)
+}
+
+fn shaped(v: &LuaValue, shape: &Shape, depth: usize) -> Result<Value, LuaFailure> {
+    let t = match (v, shape) {
+        (LuaValue::Table(t), Shape::Fields(_) | Shape::Items(_)) => t,
+        _ => return value_to_json(v, depth),
+    };
+    if depth > MAX_DEPTH {
+        return Err(LuaFailure::Convert("table nested too deeply (or cyclic)".into()));
+    }
+    match shape {
+        Shape::Fields(fields) => {
+            let mut out = Map::new();
+            for (key, inner) in fields {
+                let item: LuaValue = t.raw_get(key).map_err(|e| LuaFailure::Convert(clean(&e)))?;
+                if !item.is_nil() {
+                    let name = text(key);
+                    out.insert(name, shaped(&item, inner, depth + 1)?);
+                }
+            }
+            Ok(Value::Object(out))
+        }
+        Shape::Items(inner) => table_entries(t, depth + 1, |v, depth| shaped(v, inner, depth)),
+        Shape::All => table_to_json(t, depth + 1),
+    }
+}
+
 fn table_to_json(t: &Table, depth: usize) -> Result<Value, LuaFailure> {
+    table_entries(t, depth, value_to_json)
+}
+
+/// A table as a JSON array or object, each value converted by `convert`.
+fn table_entries(
+    t: &Table,
+    depth: usize,
+    convert: impl Fn(&LuaValue, usize) -> Result<Value, LuaFailure>,
+) -> Result<Value, LuaFailure> {
     if depth > MAX_DEPTH {
         return Err(LuaFailure::Convert("table nested too deeply (or cyclic)".into()));
     }
@@ -500,10 +573,10 @@ fn table_to_json(t: &Table, depth: usize) -> Result<Value, LuaFailure> {
     let mut strs: Map<String, Value> = Map::new();
     for pair in t.pairs::<LuaValue, LuaValue>() {
         let (k, v) = pair.map_err(|e| LuaFailure::Convert(clean(&e)))?;
-        let v = value_to_json(&v, depth)?;
+        let v = convert(&v, depth)?;
         match k {
             LuaValue::String(s) => {
-                strs.insert(s.to_string_lossy(), v);
+                strs.insert(text(&s), v);
             }
             LuaValue::Integer(i) => ints.push((i, v)),
             LuaValue::Number(n) if n.fract() == 0.0 && n.is_finite() => ints.push((n as i64, v)),
@@ -672,6 +745,22 @@ mod tests {
         )
         .expect("runs");
         assert!(matches!(&out[0], LuaOut::Table(t) if t["nodeClaim"]["nodeSelector"]["zone"] == "a"), "{out:?}");
+    }
+
+    #[test]
+    fn garbage_is_collected_within_a_call_and_between_calls() {
+        // 100 MiB of short-lived strings in one call, under a 64 MiB budget: the collector
+        // runs while the script does.
+        let script = "function F() local n = 0 for i = 1, 1000 do local s = string.rep('x', 100000) .. i n = n + #s end return n end";
+        assert_eq!(run(script, "F", &[]).expect("within the budget"), vec![LuaOut::Number(100_002_893.0)]);
+        // Calls that leave their arguments behind do not make the VM grow without bound.
+        let big = json!({"items": (0..2000).map(|i| json!({"name": format!("item-{i}"), "n": i})).collect::<Vec<_>>()});
+        let mut high = 0;
+        for _ in 0..200 {
+            run("function F(o) return #o.items end", "F", &[LuaArg::Json(&big)]).expect("runs");
+            high = high.max(VM.with(|cell| cell.borrow().as_ref().map(|vm| vm.lua.used_memory()).unwrap_or(0)));
+        }
+        assert!(high < (COLLECT_EVERY + (48 << 20)), "the VM held {high} bytes");
     }
 
     #[test]

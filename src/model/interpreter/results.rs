@@ -175,10 +175,11 @@ fn empty_object_like(v: &Value) -> bool {
     matches!(v, Value::Array(a) if a.is_empty()) || matches!(v, Value::Object(m) if m.is_empty())
 }
 
-fn as_map(v: Option<&Value>) -> Option<Map<String, Value>> {
+fn as_map(v: Option<&Value>) -> Option<std::borrow::Cow<'_, Map<String, Value>>> {
+    use std::borrow::Cow;
     match v {
-        Some(Value::Object(m)) => Some(m.clone()),
-        Some(v) if empty_object_like(v) => Some(Map::new()),
+        Some(Value::Object(m)) => Some(Cow::Borrowed(m)),
+        Some(v) if empty_object_like(v) => Some(Cow::Owned(Map::new())),
         _ => None,
     }
 }
@@ -191,16 +192,15 @@ pub fn requirements_from_json(v: &Value) -> Result<ReplicaRequirements, String> 
     }
     let m = v.as_object().ok_or("expected an object")?;
     if let Some(rr) = as_map(m.get("resourceRequest")) {
-        let mut list = ResourceList::from_json(Some(&Value::Object(rr)))
-            .map_err(|(name, e)| format!("resourceRequest.{name}: {e}"))?;
+        let mut list = ResourceList::from_map(&rr).map_err(|(name, e)| format!("resourceRequest.{name}: {e}"))?;
         list.0.retain(|_, v| *v > 0);
         req.request = list;
     }
     if let Some(claim) = as_map(m.get("nodeClaim")) {
         if let Some(sel) = as_map(claim.get("nodeSelector")) {
-            for (k, v) in sel {
+            for (k, v) in sel.iter() {
                 let s = v.as_str().ok_or_else(|| format!("nodeClaim.nodeSelector.{k}: expected a string"))?;
-                req.node_selector.insert(k, s.to_string());
+                req.node_selector.insert(k.clone(), s.to_string());
             }
         }
         if let Some(t) = claim.get("tolerations").filter(|t| !empty_object_like(t)) {
@@ -281,12 +281,24 @@ pub fn fix_empty(v: Value, refs: &[Value], root_is_object: bool) -> Value {
     if matches!(&v, Value::Array(a) if a.is_empty()) {
         return if root_is_object { Value::Object(Map::new()) } else { v };
     }
+    // Only an empty table (`[]`) below the root is repaired: without one the value is as it is.
+    if !has_empty_list(&v) {
+        return v;
+    }
     let mut empty_slices = BTreeSet::new();
     let mut empty_structs = BTreeSet::new();
     for r in refs {
         collect_empty(r, &mut Vec::new(), &mut empty_slices, &mut empty_structs);
     }
     repair(v, &mut Vec::new(), &empty_slices, &empty_structs)
+}
+
+fn has_empty_list(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.values().any(|c| matches!(c, Value::Array(a) if a.is_empty()) || has_empty_list(c)),
+        Value::Array(a) => a.iter().any(|c| matches!(c, Value::Array(x) if x.is_empty()) || has_empty_list(c)),
+        _ => false,
+    }
 }
 
 fn collect_empty(v: &Value, path: &mut Vec<String>, slices: &mut BTreeSet<String>, structs: &mut BTreeSet<String>) {
