@@ -166,16 +166,7 @@ fn every_cluster_changes<'p>(out: &Path, plan: &'p PublishPlan) -> Vec<(&'p str,
         let mut mine = Changes::default();
         (cluster.as_str(), cluster_changes(out, cluster, files, &mut mine).map(|objects| (objects, mine)))
     };
-    let threads = crate::util::threads::workers();
-    if threads == 1 || clusters.len() < 2 {
-        return clusters.iter().map(one).collect();
-    }
-    let chunk = clusters.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            clusters.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(one).collect::<Vec<_>>())).collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    })
+    crate::util::threads::map_ordered(&clusters, crate::util::threads::workers(), one)
 }
 
 /// The changes of one cluster directory; returns how many generated object files it holds.

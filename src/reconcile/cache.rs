@@ -330,22 +330,12 @@ impl PassCache {
 /// 100,000 files on a cold full check.
 pub fn verify_restored(decisions: &mut HashMap<ObjectKey, CachedDecision>, output_dir: &std::path::Path) {
     let mut restored: Vec<&mut CachedDecision> = decisions.values_mut().filter(|c| !c.rendered).collect();
-    let threads = crate::util::threads::workers();
-    let verify = |part: &mut [&mut CachedDecision]| {
-        for c in part {
-            c.on_disk = Some(c.decided.files_on_disk(output_dir));
-        }
-    };
-    if threads == 1 || restored.len() < 2 {
-        verify(&mut restored);
-        return;
-    }
-    let chunk = restored.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        for part in restored.chunks_mut(chunk) {
-            scope.spawn(move || verify(part));
-        }
+    let on_disk = crate::util::threads::map_ordered(&restored, crate::util::threads::workers(), |c| {
+        c.decided.files_on_disk(output_dir)
     });
+    for (c, found) in restored.iter_mut().zip(on_disk) {
+        c.on_disk = Some(found);
+    }
 }
 
 /// Digest of one file of a cluster (summed per cluster (wrapping): order-independent).

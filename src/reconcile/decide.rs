@@ -573,9 +573,8 @@ struct RenderJob<'a> {
 }
 
 /// Renders every job's files, on [`crate::util::threads::workers`] threads when there are
-/// enough files to share; the
-/// answers are in the jobs' order whatever the thread count (each job is rendered by one
-/// thread, alone, from shared read-only inputs).
+/// enough files to share; the answers are in the jobs' order whatever the thread count (each
+/// job is rendered by one thread, alone, from shared read-only inputs).
 fn render_all(
     jobs: &[RenderJob<'_>],
     views: &[ClusterSnapshot],
@@ -584,40 +583,8 @@ fn render_all(
     /// Files per thread below which another thread costs more than it saves.
     const FILES_PER_THREAD: usize = 64;
     let files: usize = jobs.iter().map(|j| j.targets.len()).sum();
-    let threads = crate::util::threads::workers().min(files / FILES_PER_THREAD).max(1);
-    if threads == 1 {
-        return jobs.iter().map(|j| j.render(views, positions)).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut out: Vec<Option<RenderedFiles>> = jobs.iter().map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(job) = jobs.get(i) else { break };
-                        done.push((i, job.render(views, positions)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        for worker in workers {
-            match worker.join() {
-                Ok(done) => {
-                    for (i, files) in done {
-                        if let Some(slot) = out.get_mut(i) {
-                            *slot = Some(files);
-                        }
-                    }
-                }
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-    });
-    out.into_iter().map(Option::unwrap_or_default).collect()
+    let threads = crate::util::threads::workers().min(files / FILES_PER_THREAD);
+    crate::util::threads::map_ordered(jobs, threads, |job| job.render(views, positions))
 }
 
 /// One decision's rendered files, before they go into its [`Decided`].

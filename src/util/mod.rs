@@ -6,7 +6,8 @@
 //! - [`diff`]: unified diffs of two texts (`fedsched plan --diff`).
 //! - [`percent`]: percent-encoding of URL path segments and query values, and its inverse.
 //! - [`gosort`]: Go's `sort.Sort` ported exactly, to break ties as Karmada's scheduler does.
-//! - [`threads`]: how many threads a pass's parallel steps use (`FEDSCHED_THREADS`).
+//! - [`threads`]: how many threads a pass's parallel steps use (`FEDSCHED_THREADS`), and the
+//!   one helper that maps a slice on them in order (`map_ordered`).
 
 pub mod clock;
 pub mod diff;

@@ -11,6 +11,23 @@ pub fn workers() -> usize {
     from(std::env::var(ENV).ok().as_deref(), std::thread::available_parallelism().map_or(1, usize::from))
 }
 
+/// `f` of every item, in the items' order whatever the thread count: the items are cut into
+/// `threads` runs (at most one per item, at least one), each mapped on a thread of its own.
+/// A panic in a thread goes on in the caller.
+pub fn map_ordered<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = threads.min(items.len()).max(1);
+    if threads == 1 {
+        return items.iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            items.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
+}
+
 /// [`workers`] from the variable's value and the core count: a value that is not a number
 /// in 1–64 is ignored.
 fn from(var: Option<&str>, cores: usize) -> usize {
@@ -22,7 +39,17 @@ fn from(var: Option<&str>, cores: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::from;
+    use super::{from, map_ordered};
+
+    #[test]
+    fn mapped_items_keep_their_order_on_any_thread_count() {
+        let items: Vec<u32> = (0..103).collect();
+        let want: Vec<u64> = items.iter().map(|i| u64::from(*i) * 3).collect();
+        for threads in [0, 1, 2, 3, 4, 64, 200] {
+            assert_eq!(map_ordered(&items, threads, |i| u64::from(*i) * 3), want, "{threads} threads");
+        }
+        assert!(map_ordered(&[] as &[u32], 4, |i| *i).is_empty());
+    }
 
     #[test]
     fn the_variable_wins_when_it_is_a_sane_count() {
