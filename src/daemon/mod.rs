@@ -342,6 +342,8 @@ impl Daemon {
             if self.cfg.clusters.is_empty() { Vec::new() } else { self.initial_targets().await };
 
         let mut ready = false;
+        // When a pass last walked the policy directory ([`must_walk`]).
+        let mut last_walk_ms: Option<u64> = None;
         let mut pending: Option<&'static str> = None;
         // After a round: the trigger of the reconcile that follows it.
         let mut after_round: Option<&'static str> = Some("startup");
@@ -355,7 +357,13 @@ impl Daemon {
                 pending_now = Some("takeover");
             }
             if let Some(trigger) = pending_now {
-                let (ok, new_targets) = self.reconcile_once(trigger, &view).await;
+                let now_ms = self.clock.now_ms();
+                let changed = policy_watch.as_ref().map(watch::PolicyWatch::take_changed);
+                let walk = must_walk(changed, trigger, last_walk_ms, now_ms);
+                if walk {
+                    last_walk_ms = Some(now_ms);
+                }
+                let (ok, new_targets) = self.reconcile_once(trigger, &view, walk).await;
                 self.heartbeat.beat(self.clock.now_ms());
                 systemd::watchdog();
                 if ok && !ready {
@@ -683,7 +691,9 @@ impl Daemon {
         *last = now;
     }
 
-    async fn reconcile_once(&self, trigger: &'static str, view: &LiveView) -> (bool, Option<Vec<Target>>) {
+    /// One pass; `walk`: read the policy directory (else, when the last load was good, its
+    /// inputs again: [`must_walk`]).
+    async fn reconcile_once(&self, trigger: &'static str, view: &LiveView, walk: bool) -> (bool, Option<Vec<Target>>) {
         let started = Instant::now();
         let r = Arc::clone(&self.current.reconciler);
         let profiles = Arc::clone(&self.current.profiles);
@@ -695,7 +705,7 @@ impl Daemon {
         let joined = tokio::task::spawn_blocking(move || {
             test_stall(trigger);
             let mut timings = PhaseTimings::default();
-            let mut inputs = match r.load_inputs(&policy_dir, &mut timings) {
+            let mut inputs = match r.load_inputs_watched(&policy_dir, &mut timings, !walk) {
                 Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None, None),
                 Ok(inputs) => inputs,
             };
@@ -904,6 +914,24 @@ fn live_targets(cfg: &Config, set: &crate::policy::PolicySet) -> Vec<Target> {
     t
 }
 
+/// How long a pass may go on trusting the policy watch before one walks the directory anyway
+/// (a change the watch cannot see: a network file system, a directory it could not add).
+pub const WALK_AT_LEAST_EVERY_MS: u64 = 10 * 60 * 1000;
+
+/// Whether the pass of `trigger` walks the policy directory. `changed`: what the watch saw
+/// since the last pass ([`watch::PolicyWatch::take_changed`], taken before the walk); `None`:
+/// no watch. Always without a watch, and for every trigger but the timer and a poll round
+/// (`timer`, `cluster-change`); for those, when the watch saw a change or an error, or when the
+/// last walk is [`WALK_AT_LEAST_EVERY_MS`] old. Otherwise the pass takes the inputs of the last
+/// good load again ([`reconcile::Reconciler::load_inputs_watched`]): a quiet daemon does not
+/// stat every file of the repository on every pass.
+fn must_walk(changed: Option<bool>, trigger: &str, last_walk_ms: Option<u64>, now_ms: u64) -> bool {
+    let Some(changed) = changed else { return true };
+    let quiet_trigger = matches!(trigger, "timer" | "cluster-change");
+    let stale = last_walk_ms.is_none_or(|at| now_ms.saturating_sub(at) >= WALK_AT_LEAST_EVERY_MS);
+    changed || !quiet_trigger || stale
+}
+
 fn start_watch(paths: &Paths, ignored: Vec<PathBuf>, tx: mpsc::Sender<()>) -> Option<watch::PolicyWatch> {
     match watch::watch(&paths.policy_dir, ignored, tx) {
         Ok(w) => Some(w),
@@ -1000,4 +1028,31 @@ fn repository_findings(set: &crate::policy::PolicySet) -> Vec<String> {
     let notes = set.notes.iter().map(|n| format!("note: {n}"));
     let warnings = crate::policy::validate::warnings(set).into_iter().map(|w| format!("warning: {w}"));
     notes.chain(warnings).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a watch every pass walks; with one, a timer pass or a poll round walks only after
+    /// a change or an error the watch saw, or once the last walk is old; every other trigger
+    /// walks.
+    #[test]
+    fn a_quiet_watch_spares_timer_and_round_passes_the_walk() {
+        let t = 1_000_000;
+        for trigger in ["timer", "cluster-change", "startup", "policy-change", "sighup", "takeover"] {
+            assert!(must_walk(None, trigger, Some(t), t), "{trigger} without a watch");
+            assert!(must_walk(Some(true), trigger, Some(t), t), "{trigger} after a change");
+            assert!(must_walk(Some(false), trigger, None, t), "{trigger} before any walk");
+            let stale = t + WALK_AT_LEAST_EVERY_MS;
+            assert!(must_walk(Some(false), trigger, Some(t), stale), "{trigger} with an old walk");
+        }
+        for trigger in ["timer", "cluster-change"] {
+            assert!(!must_walk(Some(false), trigger, Some(t), t + 1), "{trigger}, quiet");
+            assert!(!must_walk(Some(false), trigger, Some(t), t + WALK_AT_LEAST_EVERY_MS - 1), "{trigger}, quiet");
+        }
+        for trigger in ["startup", "policy-change", "sighup", "takeover"] {
+            assert!(must_walk(Some(false), trigger, Some(t), t + 1), "{trigger}, quiet");
+        }
+    }
 }

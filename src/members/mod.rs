@@ -39,6 +39,50 @@ pub const TAINT_NOT_READY: &str = "cluster.karmada.io/not-ready";
 /// Karmada's taint for clusters that cannot be reached.
 pub const TAINT_UNREACHABLE: &str = "cluster.karmada.io/unreachable";
 
+/// The resource summary of a member's live data ([`ResourceSummary::from_nodes`], Karmada's
+/// cluster status summary), kept with what it was computed from: the same node list (the same
+/// `Arc`: the poller keeps a member's list while its nodes are unchanged), unbound requests
+/// and resource models give it again without a walk of every node. Shared by the copies of a
+/// [`LiveView`] (the daemon hands one to each pass), so a quiet member's summary is computed
+/// once, not on every pass.
+#[derive(Debug, Default, Clone)]
+pub struct SummaryMemo(Arc<std::sync::Mutex<Option<Summarised>>>);
+
+#[derive(Debug)]
+struct Summarised {
+    nodes: Arc<Vec<crate::model::NodeView>>,
+    unbound: crate::model::ResourceList,
+    unbound_pods: u32,
+    models: Vec<crate::model::snapshot::ModelGrade>,
+    summary: ResourceSummary,
+}
+
+impl SummaryMemo {
+    /// The summary of `data` under `models`: the kept one when it was computed from the same.
+    pub fn of(&self, data: &LiveData, models: &[crate::model::snapshot::ModelGrade]) -> ResourceSummary {
+        let mut unbound = data.unbound.clone();
+        unbound.0.remove("pods");
+        let mut memo = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(m) = memo.as_ref()
+            && Arc::ptr_eq(&m.nodes, &data.nodes)
+            && m.unbound == unbound
+            && m.unbound_pods == data.pods.unbound
+            && m.models == models
+        {
+            return m.summary.clone();
+        }
+        let summary = ResourceSummary::from_nodes(&data.nodes, &unbound, data.pods.unbound, models);
+        *memo = Some(Summarised {
+            nodes: Arc::clone(&data.nodes),
+            unbound,
+            unbound_pods: data.pods.unbound,
+            models: models.to_vec(),
+            summary: summary.clone(),
+        });
+        summary
+    }
+}
+
 /// Replaces the snapshot of every cluster in `view` by its live form. `stored` returns the last
 /// stored snapshot of a cluster (used when a cluster fails before any poll of this process
 /// succeeded); only a live one is reused.
@@ -98,10 +142,7 @@ pub fn apply_live(
         snap.source = SnapshotSource::Live { endpoint: status.endpoint.clone() };
         match last {
             Some(data) => {
-                let mut unbound = data.unbound.clone();
-                unbound.0.remove("pods");
-                snap.summary =
-                    Some(ResourceSummary::from_nodes(&data.nodes, &unbound, data.pods.unbound, &snap.resource_models));
+                snap.summary = Some(status.summary.of(&data, &snap.resource_models));
                 snap.nodes = data.nodes.clone();
                 snap.pods = Some(data.pods.clone());
                 snap.poll = Some(data.poll.clone());
@@ -145,6 +186,50 @@ mod tests {
         let (set, errors) = crate::policy::load::load_sources([(PathBuf::from("c.yaml"), doc)]);
         assert!(errors.is_empty(), "{errors:?}");
         set
+    }
+
+    /// The kept summary is the one [`ResourceSummary::from_nodes`] gives for what is asked
+    /// now, whatever was asked before: the same list, a changed list, other unbound requests,
+    /// other resource models.
+    #[test]
+    fn the_summary_memo_answers_as_a_fresh_summary_does() {
+        use crate::model::snapshot::{ModelGrade, PollFacts};
+        use crate::model::{NodeView, PodFacts, ResourceList};
+
+        let node = |name: &str, cpu: i64| NodeView::ready(name, ResourceList::of(&[("cpu", cpu), ("memory", 8 << 30)]));
+        let data = |nodes: Arc<Vec<NodeView>>, unbound: i64, pending: u32| LiveData {
+            nodes,
+            unbound: ResourceList::of(&[("cpu", unbound), ("pods", 7000)]),
+            pods: PodFacts { unbound: pending, ..Default::default() },
+            poll: PollFacts::default(),
+        };
+        let grades = |min: i64| {
+            vec![
+                ModelGrade { grade: 0, ranges: vec![("cpu".into(), 0, min)] },
+                ModelGrade { grade: 1, ranges: vec![("cpu".into(), min, i64::MAX)] },
+            ]
+        };
+        let fresh = |d: &LiveData, models: &[ModelGrade]| {
+            let mut unbound = d.unbound.clone();
+            unbound.0.remove("pods");
+            ResourceSummary::from_nodes(&d.nodes, &unbound, d.pods.unbound, models)
+        };
+        let memo = SummaryMemo::default();
+        let nodes = Arc::new(vec![node("a", 4000), node("b", 1000)]);
+        let mut cases = vec![
+            (data(Arc::clone(&nodes), 500, 1), grades(2000)),
+            (data(Arc::clone(&nodes), 500, 1), grades(2000)),
+            (data(Arc::clone(&nodes), 900, 1), grades(2000)),
+            (data(Arc::clone(&nodes), 900, 3), grades(2000)),
+            (data(Arc::clone(&nodes), 900, 3), grades(500)),
+        ];
+        let mut changed = (*nodes).clone();
+        changed[1] = node("b", 3000);
+        cases.push((data(Arc::new(changed), 900, 3), grades(500)));
+        for (i, (d, models)) in cases.iter().enumerate() {
+            assert_eq!(memo.of(d, models), fresh(d, models), "case {i}");
+            assert_eq!(memo.clone().of(d, models), fresh(d, models), "case {i}, through a copy of the view");
+        }
     }
 
     fn apis(names: &[&str]) -> BTreeSet<String> {

@@ -84,7 +84,9 @@ pub fn key_of<T: Hash + ?Sized>(v: &T) -> u64 {
 
 /// The content of a snapshot as far as versioning goes (everything but the poll facts),
 /// hashed structurally: much cheaper than [`ClusterSnapshot::content_hash`]'s canonical JSON.
-pub fn fingerprint(s: &ClusterSnapshot) -> u64 {
+/// `nodes` is the digest of its node list (`key_of(&*s.nodes)`), which [`NodeDigests`] keeps
+/// per list.
+pub fn fingerprint(s: &ClusterSnapshot, nodes: u64) -> u64 {
     let mut h = KeyHasher::default();
     s.name.hash(&mut h);
     s.labels.hash(&mut h);
@@ -97,10 +99,42 @@ pub fn fingerprint(s: &ClusterSnapshot) -> u64 {
     s.api_enablements.hash(&mut h);
     s.summary.hash(&mut h);
     s.resource_models.hash(&mut h);
-    s.nodes.hash(&mut h);
+    nodes.hash(&mut h);
     s.pods.hash(&mut h);
     s.constraints.hash(&mut h);
     h.finish()
+}
+
+/// The digest of each member's node list, kept with the list it was computed from. Node lists
+/// are shared (`Arc`) between the poller's data, the snapshots and their copies, and a list
+/// that changes is a new list (a deduction copies before it writes: `Arc::make_mut`), so the
+/// same list is hashed once, not on every pass: hashing 100 nodes of 1,000 members was most
+/// of a quiet pass's snapshot stage (BENCHMARKS.md, issue 17, S3). The entry holds the list,
+/// so its address cannot be reused by another list while it is here.
+#[derive(Default)]
+pub struct NodeDigests(HashMap<String, (Arc<Vec<crate::model::NodeView>>, u64)>);
+
+impl NodeDigests {
+    /// The digest of `s`'s node list: the kept one when it is the same list.
+    pub fn of(&mut self, s: &ClusterSnapshot) -> u64 {
+        match self.0.get(&s.name) {
+            Some((nodes, digest)) if Arc::ptr_eq(nodes, &s.nodes) => *digest,
+            _ => {
+                let digest = key_of(&*s.nodes);
+                self.0.insert(s.name.clone(), (Arc::clone(&s.nodes), digest));
+                digest
+            }
+        }
+    }
+
+    /// Forgets the members not in `snapshots` (a member removed from the repository), once
+    /// each of them has its entry ([`NodeDigests::of`]): then an entry more is a stale one.
+    pub fn retain_of(&mut self, snapshots: &[ClusterSnapshot]) {
+        if self.0.len() > snapshots.len() {
+            let names: std::collections::HashSet<&str> = snapshots.iter().map(|s| s.name.as_str()).collect();
+            self.0.retain(|name, _| names.contains(name.as_str()));
+        }
+    }
 }
 
 /// What the scheduler reads of a view's freshness: the confidence, and when it is below 1 the
@@ -261,6 +295,31 @@ impl CachedDecision {
     }
 }
 
+/// The recent placements of the last pass in store order (those whose replicas the views
+/// deduct), the per-replica requirements their deductions used, and the digest of both
+/// (`reconcile/snapshots.rs`: kept while they are the same objects).
+pub struct RecentPlacements {
+    pub placements: Vec<Arc<PlacementRecord>>,
+    pub requirements: Vec<Option<Arc<crate::model::ReplicaRequirements>>>,
+    pub digest: u64,
+}
+
+/// The desired output of a pass as the plan of the publish reads it, and what it was made
+/// from (`reconcile/plan.rs` reuses it while none of that changed).
+pub struct DesiredOutput {
+    /// The policy set of the pass (held, so that the same `Arc` means the same set).
+    pub set: Arc<crate::policy::PolicySet>,
+    /// `[publish] namespaces`.
+    pub namespaces: bool,
+    /// [`key_of`] the pass's workloads in decision order.
+    pub order: u64,
+    /// Per cluster of the set, in its order: the digest of its desired files (paths and
+    /// content hashes, and the paths of kept files, summed) and how many files it has.
+    pub digests: Vec<(u64, usize)>,
+    /// Per cluster, the Namespace files it needs (path → content and its hash).
+    pub namespace_files: HashMap<String, std::collections::BTreeMap<String, (String, u64)>>,
+}
+
 /// See the module documentation.
 #[derive(Default)]
 pub struct PassCache {
@@ -272,6 +331,8 @@ pub struct PassCache {
     pub history: HashMap<ObjectKey, Option<LastHistory>>,
     pub decisions: HashMap<ObjectKey, CachedDecision>,
     pub snapshots: HashMap<String, SnapshotState>,
+    /// The digest of each member's node list, for the snapshots' fingerprints.
+    pub node_digests: NodeDigests,
     /// The deducted views of the last pass ([`DeductedViews`]).
     pub views: Option<DeductedViews>,
     /// Per workload, the per-replica requirements its template gives (None: it cannot be
@@ -285,6 +346,10 @@ pub struct PassCache {
     pub published_summary: Option<String>,
     /// The summary of the last pass and whether any decision changed since.
     pub summary: Option<String>,
+    /// The last pass's desired output, as the plan of the publish reads it.
+    pub desired: Option<DesiredOutput>,
+    /// The last pass's recent placements and their digest.
+    pub recent: Option<RecentPlacements>,
     /// When the whole plan was last published (None: never in this process).
     pub last_full_check_ms: Option<u64>,
     /// The stability state last stored as a blob, with its hash: a pass that starts from an
@@ -427,6 +492,114 @@ mod tests {
         assert_eq!(c.hashes.overrides, fresh.hashes.overrides);
         assert_eq!(c.hashes.interpreters, fresh.hashes.interpreters);
         assert!(*c.set == *fresh.set);
+    }
+
+    /// The daemon's load with a quiet watch: the last good inputs again, without a look at the
+    /// directory (the caller vouches that nothing changed); without that word the directory is
+    /// read; after a failed load there is nothing to hand out, so the directory is read even so.
+    #[test]
+    fn a_watched_load_trusts_the_caller_only_with_good_inputs_of_the_same_directory() {
+        use std::sync::Arc;
+
+        use crate::reconcile::PhaseTimings;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
+        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
+        let r = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let load = |unchanged| r.load_inputs_watched(&policies, &mut PhaseTimings::default(), unchanged);
+        let a = load(true).expect("the first load reads the directory");
+        std::fs::write(policies.join(repo::workload_file(2)), repo::workload_yaml(2, 41, 3)).expect("edit");
+        let trusted = load(true).expect("inputs");
+        assert!(Arc::ptr_eq(&a.set, &trusted.set), "the caller said nothing changed");
+        let read = load(false).expect("inputs");
+        assert!(!Arc::ptr_eq(&a.set, &read.set), "the edit is seen once the directory is read");
+        // Another directory is never answered with this one's inputs.
+        let other = dir.path().join("other");
+        repo::write_repo(&other, &spec, |_, _, _| {}).expect("generate");
+        let there = r.load_inputs_watched(&other, &mut PhaseTimings::default(), true).expect("inputs");
+        assert!(!Arc::ptr_eq(&read.set, &there.set));
+        // A broken file: the load fails, and the next one reads the directory again.
+        std::fs::write(other.join(repo::workload_file(1)), "kind: [unterminated\n").expect("break");
+        assert!(r.load_inputs_watched(&other, &mut PhaseTimings::default(), false).is_err());
+        assert!(r.load_inputs_watched(&other, &mut PhaseTimings::default(), true).is_err(), "not the old inputs");
+    }
+
+    /// A node list's digest is kept per list: the same list gives the kept digest, an equal
+    /// list the same digest, and a changed list a new one (a stale digest would hide a change
+    /// of the member's nodes from the snapshot versions and the deducted views).
+    #[test]
+    fn node_digests_follow_the_node_lists() {
+        use std::sync::Arc;
+
+        use crate::model::{NodeView, ResourceList};
+
+        let node = |cpu: i64| NodeView::ready("n1", ResourceList::of(&[("cpu", cpu)]));
+        let mut snap = ClusterSnapshot::offline("m1", "c.yaml");
+        snap.nodes = Arc::new(vec![node(4000)]);
+        let mut digests = NodeDigests::default();
+        let first = digests.of(&snap);
+        assert_eq!(first, key_of(&*snap.nodes));
+        assert_eq!(digests.of(&snap), first);
+        snap.nodes = Arc::new(vec![node(4000)]);
+        assert_eq!(digests.of(&snap), first, "an equal list");
+        Arc::make_mut(&mut snap.nodes)[0] = node(2000);
+        let changed = digests.of(&snap);
+        assert_ne!(changed, first, "a changed list");
+        assert_eq!(changed, key_of(&*snap.nodes));
+        assert_ne!(fingerprint(&snap, changed), fingerprint(&snap, first));
+        // A member gone from the fleet is forgotten.
+        digests.retain_of(&[]);
+        assert!(digests.0.is_empty());
+    }
+
+    /// The desired output the plan of the publish keeps between passes is made again when the
+    /// policy set changes without any decision changing: a Namespace object no policy
+    /// propagates gives its labels to the Namespace files of every cluster (warm as cold), and
+    /// a quiet pass before and after writes nothing.
+    #[test]
+    fn a_namespace_object_edit_alone_reaches_the_namespace_files_of_a_warm_reconciler() {
+        use crate::reconcile::PhaseTimings;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
+        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
+        let warm = Reconciler::new(Store::open(&dir.path().join("warm-state")).expect("store"), Settings::builtin());
+        let (warm_out, cold_out) = (dir.path().join("warm-out"), dir.path().join("cold-out"));
+        let pass = |r: &Reconciler, out: &Path, now: u64| {
+            let inputs = r.load_inputs(&policies, &mut PhaseTimings::default()).expect("inputs");
+            r.reconcile(&inputs, out, "timer", now).expect("reconcile")
+        };
+        pass(&warm, &warm_out, 1_000);
+        assert_eq!(pass(&warm, &warm_out, 2_000).files_written, 0, "a quiet pass");
+        let ns = repo::namespace_of(0);
+        let ns_files: Vec<String> = tree(&warm_out)
+            .into_keys()
+            .filter(|p| p.ends_with(&format!("_cluster/core_namespace_{ns}.yaml")))
+            .collect();
+        assert!(!ns_files.is_empty(), "the generated workloads' namespace has its files");
+        let object =
+            format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}, labels: {{owner: platform}}}}\n");
+        std::fs::write(policies.join("namespace.yaml"), object).expect("write");
+        let edited = pass(&warm, &warm_out, 3_000);
+        assert_eq!((edited.decided, edited.files_written), (0, ns_files.len()), "{}", edited.summary());
+        let written = tree(&warm_out);
+        for f in &ns_files {
+            let text = String::from_utf8_lossy(&written[f]).into_owned();
+            assert!(text.contains("owner: platform\n"), "{f}: {text}");
+        }
+        assert_eq!(pass(&warm, &warm_out, 4_000).files_written, 0, "a quiet pass after the edit");
+        let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"), Settings::builtin());
+        pass(&cold, &cold_out, 4_000);
+        // The cluster directories (`.fedsched/` holds the decisions' times).
+        let clusters = |out: &Path| {
+            let mut t = tree(out);
+            t.retain(|p, _| !p.starts_with(".fedsched"));
+            t
+        };
+        assert!(clusters(&warm_out) == clusters(&cold_out), "warm and cold outputs differ");
     }
 
     /// Writes a generated repository of `workloads` over 6 live members (4 nodes, 12 pods each)

@@ -132,6 +132,8 @@ pub(super) fn decide_all(
     if ctx.full_check {
         cache::verify_restored(&mut cache.decisions, ctx.output_dir);
     }
+    // The clusters and policy of each workload a dependency follows (only those).
+    let dependents: std::collections::HashSet<&ObjectKey> = required_by.values().flatten().collect();
     let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
     let mut fleet_statics = FleetStatics::default();
     let mut renders: Vec<RenderJob<'_>> = Vec::new();
@@ -159,12 +161,20 @@ pub(super) fn decide_all(
         out.order.push(t.key.clone());
         if decided.scheduled {
             out.scheduled += 1;
-            // Later workloads of this pass see this decision's replicas as assumed.
+            // Later workloads of this pass see this decision's replicas as assumed (those of
+            // an unchanged recent placement are in the views already).
+            let placed = cache.placements.get(&t.key).map(|p| &**p);
             if let Some(req) = &decided.requirements {
-                snapshots.deduct(&mut cache.views, &t.key, req, &decided.record.targets);
+                if snapshots.already_deducted(placed, &decided.record.targets) {
+                    debug_assert!(snapshots.deducts_nothing(&t.key, &decided.record.targets));
+                } else {
+                    snapshots.deduct(&mut cache.views, &t.key, req, &decided.record.targets);
+                }
             }
         }
-        if let Some(p) = &decided.record.policy {
+        if let Some(p) = &decided.record.policy
+            && dependents.contains(&t.key)
+        {
             targets_of.insert(t.key.clone(), (decided.record.targets.keys().cloned().collect(), p.clone()));
         }
     }

@@ -321,10 +321,36 @@ impl Inputs {
 pub(super) struct LoadCache {
     parse: ParseCache,
     /// The inputs of the last successful load (offline snapshots), reused as they are while no
-    /// file of the repository changes.
+    /// file of the repository changes, with the directory they were loaded from.
     last: Option<Inputs>,
+    last_dir: Option<std::path::PathBuf>,
 }
 impl Reconciler {
+    /// [`Reconciler::load_inputs`] for a caller that knows whether any file may have changed
+    /// since its last load: with `unchanged` (the daemon's watch of the directory saw no event
+    /// since it last loaded), the last good inputs of the same directory are handed out again
+    /// without walking it. Without them (the first load, a failed one, another directory), or
+    /// without `unchanged`, the directory is walked as [`Reconciler::load_inputs`] walks it.
+    pub fn load_inputs_watched(
+        &self,
+        policy_dir: &Path,
+        timings: &mut PhaseTimings,
+        unchanged: bool,
+    ) -> Result<Inputs, Vec<LoadError>> {
+        if unchanged {
+            let started = Instant::now();
+            let cache = self.load_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if let Some(last) = cache.last.as_ref().filter(|_| cache.last_dir.as_deref() == Some(policy_dir)) {
+                let mut inputs = last.clone();
+                let polls = inputs.set.clusters.iter().map(|c| (c.meta.name.clone(), Duration::ZERO)).collect();
+                inputs.offline_polls = Arc::new(polls);
+                timings.load += started.elapsed();
+                return Ok(inputs);
+            }
+        }
+        self.load_inputs(policy_dir, timings)
+    }
+
     /// [`load_inputs_timed`] with this reconciler's profiles, reusing the parsed documents of
     /// files whose bytes did not change since the previous call. When no file was added,
     /// removed or changed ([`ParseCache::refresh`]: unchanged stats are trusted, except for
@@ -341,8 +367,10 @@ impl Reconciler {
         let started = Instant::now();
         cache.parse.set_options(&self.settings.walk);
         let (changed, io_errors) = cache.parse.refresh(policy_dir);
+        let same_dir = cache.last_dir.as_deref() == Some(policy_dir);
         if !changed
             && io_errors.is_empty()
+            && same_dir
             && let Some(last) = &cache.last
         {
             let mut inputs = last.clone();
@@ -365,6 +393,7 @@ impl Reconciler {
         let mut inputs = inputs;
         inputs.sources = Arc::new(cache.parse.sources());
         cache.last = Some(inputs.clone());
+        cache.last_dir = Some(policy_dir.to_path_buf());
         Ok(inputs)
     }
 }

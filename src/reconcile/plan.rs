@@ -14,6 +14,7 @@
 //! Namespace there itself ([`namespace_files`], rendered by [`crate::render::namespace`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use crate::policy::PolicySet;
 use crate::publish::{self, ClusterFiles, PublishPlan};
@@ -38,23 +39,16 @@ pub(super) struct PlannedPublish<'a> {
 /// Plans the publish of the decisions of the pass (in `decisions.order`, each in the cache).
 pub(super) fn plan<'a>(
     cache: &mut cache::PassCache,
-    set: &'a PolicySet,
+    set: &'a Arc<PolicySet>,
     decisions: &Decisions,
     full_check: bool,
     namespaces: bool,
 ) -> PlannedPublish<'a> {
     let summary = summary(cache, decisions);
     let order = &decisions.order;
-    let namespace_files = if namespaces { namespace_files(cache, set, order) } else { HashMap::new() };
-    let mut digests = digests(cache, set, order);
-    for (cluster, files) in &namespace_files {
-        if let Some(e) = digests.get_mut(cluster.as_str()) {
-            for (path, (_, hash)) in files {
-                e.0 = e.0.wrapping_add(cache::file_digest(path, *hash));
-                e.1 += 1;
-            }
-        }
-    }
+    let memo = desired(cache, set, decisions, full_check, namespaces);
+    let digests: HashMap<&str, (u64, usize)> =
+        set.clusters.iter().zip(&memo.digests).map(|(c, d)| (c.meta.name.as_str(), *d)).collect();
     let dirty: BTreeSet<&str> = digests
         .iter()
         .filter(|(c, (digest, _))| full_check || cache.published.get(**c) != Some(digest))
@@ -65,8 +59,10 @@ pub(super) fn plan<'a>(
         plan.clusters.insert((*c).to_string(), ClusterFiles::default());
     }
     // Files of restored decisions (known by hash, checked on the disk) are kept as they are.
+    // With no cluster to publish there is nothing to fill (the owners serve the publish of
+    // the plan's clusters only).
     let mut restored_files = 0;
-    for k in order {
+    for k in order.iter().filter(|_| !dirty.is_empty()) {
         let Some(c) = cache.decisions.get(k) else { continue };
         let d = &c.decided;
         let owned: BTreeSet<String> =
@@ -90,11 +86,12 @@ pub(super) fn plan<'a>(
             }
         }
     }
-    for (cluster, files) in namespace_files {
-        if let Some(cf) = plan.clusters.get_mut(&cluster) {
-            cf.files.extend(files.into_iter().map(|(path, (content, _))| (path, content)));
+    for (cluster, files) in &memo.namespace_files {
+        if let Some(cf) = plan.clusters.get_mut(cluster) {
+            cf.files.extend(files.iter().map(|(path, (content, _))| (path.clone(), content.clone())));
         }
     }
+    cache.desired = Some(memo);
     let skipped_files: usize =
         digests.iter().filter(|(c, _)| !dirty.contains(*c)).map(|(_, (_, files))| files + 1).sum();
     let summary_unchanged = !full_check && cache.published_summary.as_deref() == Some(summary.as_str());
@@ -103,6 +100,45 @@ pub(super) fn plan<'a>(
     }
     let unchanged = skipped_files + restored_files + usize::from(summary_unchanged);
     PlannedPublish { plan, unchanged, digests, summary }
+}
+
+/// The desired output of the pass as the plan reads it: per cluster of the set the digest of
+/// its files and their count, and the Namespace files each cluster needs. The last pass's
+/// again when nothing it was made from changed: the same set (the same `Arc`: the loader hands
+/// it out again while no file changed), the same `[publish] namespaces`, the same workloads in
+/// the same order, none of them decided afresh and none removed (a reused decision's files are
+/// the ones it had), and no full check. A quiet pass of a large fleet thus does not walk every
+/// decision's files.
+fn desired(
+    cache: &mut cache::PassCache,
+    set: &Arc<PolicySet>,
+    decisions: &Decisions,
+    full_check: bool,
+    namespaces: bool,
+) -> cache::DesiredOutput {
+    let order = &decisions.order;
+    let order_key = cache::key_of(order);
+    let unchanged = !full_check && decisions.fresh.is_empty() && decisions.removed.is_empty();
+    if let Some(memo) = cache.desired.take()
+        && unchanged
+        && Arc::ptr_eq(&memo.set, set)
+        && memo.namespaces == namespaces
+        && memo.order == order_key
+    {
+        return memo;
+    }
+    let namespace_files = if namespaces { namespace_files(cache, set, order) } else { HashMap::new() };
+    let mut digests = digests(cache, set, order);
+    for (cluster, files) in &namespace_files {
+        if let Some(e) = digests.get_mut(cluster.as_str()) {
+            for (path, (_, hash)) in files {
+                e.0 = e.0.wrapping_add(cache::file_digest(path, *hash));
+                e.1 += 1;
+            }
+        }
+    }
+    let digests = set.clusters.iter().map(|c| digests.get(c.meta.name.as_str()).copied().unwrap_or_default()).collect();
+    cache::DesiredOutput { set: Arc::clone(set), namespaces, order: order_key, digests, namespace_files }
 }
 
 impl PlannedPublish<'_> {

@@ -44,6 +44,10 @@ pub(super) struct PassSnapshots {
     unsaved: Option<u64>,
     /// The fingerprints of the snapshots the views were deducted from (saved with them).
     fingerprints: Vec<u64>,
+    /// The pass's time and the assumed-replica TTL: which placements the pass started from
+    /// are recent, so already deducted ([`PassSnapshots::already_deducted`]).
+    now_ms: u64,
+    assumed_ttl_ms: u64,
 }
 
 /// Versions every snapshot of `inputs` and builds (or reuses) the deducted member views.
@@ -60,16 +64,10 @@ pub(super) fn version(
     // views in store order.
     let templates: HashMap<&ObjectKey, (usize, &Template)> =
         inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, (i, t))).collect();
-    let mut recent: Vec<&PlacementRecord> = cache
-        .placements
-        .values()
-        .map(|p| &**p)
-        .filter(|p| now_ms.saturating_sub(p.decided_at_ms) < model.assumed_ttl_ms)
-        .collect();
-    // In store order, as the store lists them.
-    recent.sort_by_cached_key(|p| p.workload.store_key());
+    let recent_placements = recent_placements(cache, now_ms, model.assumed_ttl_ms);
+    let recent: Vec<&PlacementRecord> = recent_placements.iter().map(|p| &**p).collect();
     let requirements = recent_requirements(&mut cache.requirements, inputs, &templates, &recent);
-    let key = views_key(&recorded.fingerprints, &recent, &requirements);
+    let key = views_key(&recorded.fingerprints, recent_digest(&mut cache.recent, &recent_placements, &requirements));
     let (mut views, assumed) = match cache.views.take() {
         Some(v) if v.key == key && v.snapshots.len() == inputs.snapshots.len() => (v.snapshots, v.assumed),
         cached => rebuild_views(inputs, &recent, &requirements, &recorded.fingerprints, cached, &dims),
@@ -88,6 +86,8 @@ pub(super) fn version(
         dims,
         unsaved: Some(key),
         fingerprints: recorded.fingerprints,
+        now_ms,
+        assumed_ttl_ms: model.assumed_ttl_ms,
     })
 }
 
@@ -145,6 +145,27 @@ fn rebuild_views(
 }
 
 impl PassSnapshots {
+    /// Whether deducting a decision with `targets` would change nothing because the views
+    /// already hold it: `placement` (the workload's placement the pass started from) is one of
+    /// the recent placements deducted before the decisions ([`version`]), with the same
+    /// targets. What a deduction takes is planned from the targets and the member's pods
+    /// alone, so the plan would find every replica deducted. A quiet pass of a large fleet
+    /// skips the plan of each of its decisions this way.
+    pub fn already_deducted(
+        &self,
+        placement: Option<&PlacementRecord>,
+        targets: &BTreeMap<String, Option<i32>>,
+    ) -> bool {
+        placement
+            .is_some_and(|p| self.now_ms.saturating_sub(p.decided_at_ms) < self.assumed_ttl_ms && p.targets == *targets)
+    }
+
+    /// Whether [`PassSnapshots::deduct`] would deduct nothing (checked in debug builds where
+    /// [`PassSnapshots::already_deducted`] skips it).
+    pub fn deducts_nothing(&self, workload: &ObjectKey, targets: &BTreeMap<String, Option<i32>>) -> bool {
+        self.assumed.plan(&self.views, workload, targets).is_empty()
+    }
+
     /// Lets later workloads of the pass see a decision's replicas as assumed: deducts them
     /// from the live views ([`Assumed::update`]). Before the pass's first deduction changes
     /// the views, a copy of them goes back into `saved` (the cache's deducted views).
@@ -207,7 +228,7 @@ fn record_snapshots(
     for snap in &inputs.snapshots {
         let (at_ms, fresh) = freshness_at(snap.freshness, now_ms, model);
         let observed = Observed { at_ms, confidence: fresh.map_or(1.0, |f| f.confidence()) };
-        let fingerprint = cache::fingerprint(snap);
+        let fingerprint = cache::fingerprint(snap, cache.node_digests.of(snap));
         let ppm = fresh.map(|f| f.confidence_ppm);
         out.fingerprints.push(fingerprint);
         out.freshness.push(fresh);
@@ -233,6 +254,7 @@ fn record_snapshots(
         }
         out.versions.insert(snap.name.clone(), version);
     }
+    cache.node_digests.retain_of(&inputs.snapshots);
     Ok(out)
 }
 
@@ -271,19 +293,60 @@ fn recent_requirements(
     out
 }
 
-/// The key of the deducted views: the snapshots' fingerprints and the recent placements
-/// (workload, targets, per-replica requirements) in store order.
-fn views_key(
-    fingerprints: &[u64],
-    recent: &[&PlacementRecord],
+/// The placements decided less than `ttl_ms` before `now_ms` (those whose replicas are
+/// assumed), in store order, as the store lists them: the last pass's list again when it is
+/// the same (the same placement objects, all still recent, and no other), which a quiet pass
+/// of a large fleet finds without sorting every workload's key.
+fn recent_placements(cache: &cache::PassCache, now_ms: u64, ttl_ms: u64) -> Vec<Arc<PlacementRecord>> {
+    let is_recent = |p: &PlacementRecord| now_ms.saturating_sub(p.decided_at_ms) < ttl_ms;
+    let count = cache.placements.values().filter(|p| is_recent(p)).count();
+    if let Some(m) = &cache.recent
+        && m.placements.len() == count
+        && m.placements
+            .iter()
+            .all(|p| is_recent(p) && cache.placements.get(&p.workload).is_some_and(|q| Arc::ptr_eq(p, q)))
+    {
+        return m.placements.clone();
+    }
+    let mut recent: Vec<Arc<PlacementRecord>> = cache.placements.values().filter(|p| is_recent(p)).cloned().collect();
+    recent.sort_by_cached_key(|p| p.workload.store_key());
+    recent
+}
+
+/// The digest of the recent placements (workload, targets, per-replica requirements) in store
+/// order; kept in `memo` with the placement and requirement objects it was computed from, and
+/// given again while they are the same objects.
+fn recent_digest(
+    memo: &mut Option<cache::RecentPlacements>,
+    recent: &[Arc<PlacementRecord>],
     requirements: &[Option<Arc<ReplicaRequirements>>],
 ) -> u64 {
+    let same_requirement = |a: &Option<Arc<ReplicaRequirements>>, b: &Option<Arc<ReplicaRequirements>>| match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    };
+    if let Some(m) = memo.as_ref()
+        && m.placements.len() == recent.len()
+        && m.placements.iter().zip(recent).all(|(a, b)| Arc::ptr_eq(a, b))
+        && m.requirements.len() == requirements.len()
+        && m.requirements.iter().zip(requirements).all(|(a, b)| same_requirement(a, b))
+    {
+        return m.digest;
+    }
     let mut h = cache::KeyHasher::default();
-    std::hash::Hash::hash(&fingerprints, &mut h);
     for (p, req) in recent.iter().zip(requirements) {
         std::hash::Hash::hash(&(&p.workload, &p.targets, req.as_deref()), &mut h);
     }
-    std::hash::Hasher::finish(&h)
+    let digest = std::hash::Hasher::finish(&h);
+    *memo = Some(cache::RecentPlacements { placements: recent.to_vec(), requirements: requirements.to_vec(), digest });
+    digest
+}
+
+/// The key of the deducted views: the snapshots' fingerprints and the digest of the recent
+/// placements ([`recent_digest`]).
+fn views_key(fingerprints: &[u64], recent: u64) -> u64 {
+    cache::key_of(&(fingerprints, recent))
 }
 
 /// What the pass shares with every decision, built once the snapshots are versioned.

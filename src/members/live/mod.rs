@@ -112,6 +112,9 @@ pub struct LiveStatus {
     pub discovery_error: Option<PollError>,
     /// Discoveries since start (metrics, tests).
     pub discoveries_total: u64,
+    /// The resource summary last computed from this member's nodes, shared by the view's
+    /// copies ([`crate::members::SummaryMemo`]).
+    pub summary: crate::members::SummaryMemo,
 }
 
 /// Per-cluster live state, as the reconcile consumes it.

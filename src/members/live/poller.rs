@@ -194,10 +194,22 @@ impl Poller {
                 self.clients.insert(t.name.clone(), b);
             }
             match result {
-                Ok(data) => {
-                    let same = status.last_good.as_deref().is_some_and(|old| {
-                        old.nodes == data.nodes && old.pods == data.pods && old.unbound == data.unbound
-                    });
+                Ok(mut data) => {
+                    // Nodes as they were keep their list (a watch round builds a new one from
+                    // its cache): what is keyed on the list (the snapshot's fingerprint, the
+                    // node index) is then not computed again.
+                    let same_nodes = match status.last_good.as_deref() {
+                        Some(old) if old.nodes == data.nodes => {
+                            data.nodes = Arc::clone(&old.nodes);
+                            true
+                        }
+                        _ => false,
+                    };
+                    let same = same_nodes
+                        && status
+                            .last_good
+                            .as_deref()
+                            .is_some_and(|old| old.pods == data.pods && old.unbound == data.unbound);
                     report.changed |= !same || status.error.is_some();
                     if status.error.is_some() {
                         // Recovered: what it serves may have changed while it was away.

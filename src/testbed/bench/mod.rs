@@ -251,8 +251,20 @@ fn fixture(o: &Options) -> Result<Fixture, BenchError> {
 
 /// Loads the repository and merges the node-level data, adding to `t.load` and `t.poll`.
 fn load(fix: &Fixture, rec: &Reconciler, t: &mut PhaseTimings, now_ms: u64) -> Result<Inputs, BenchError> {
+    load_watched(fix, rec, t, now_ms, false)
+}
+
+/// [`load`]; `unchanged`: as the daemon loads when its watch of the directory saw no event
+/// (the last good inputs, no walk: [`Reconciler::load_inputs_watched`]).
+fn load_watched(
+    fix: &Fixture,
+    rec: &Reconciler,
+    t: &mut PhaseTimings,
+    now_ms: u64,
+    unchanged: bool,
+) -> Result<Inputs, BenchError> {
     let store = &rec.store;
-    let mut inputs = rec.load_inputs(&fix.repo, t).map_err(|errors| {
+    let mut inputs = rec.load_inputs_watched(&fix.repo, t, unchanged).map_err(|errors| {
         let shown: Vec<String> = errors.iter().take(5).map(ToString::to_string).collect();
         BenchError::Invalid(format!("{} error(s): {}", errors.len(), shown.join("; ")))
     })?;
@@ -282,9 +294,20 @@ fn pass(
     trigger: &str,
     now_ms: u64,
 ) -> Result<(ReconcileReport, Duration), BenchError> {
+    pass_watched(fix, rec, out, (trigger, now_ms), false)
+}
+
+/// [`pass`]; `unchanged`: the daemon's watch of the directory saw no event ([`load_watched`]).
+fn pass_watched(
+    fix: &Fixture,
+    rec: &Reconciler,
+    out: &Path,
+    (trigger, now_ms): (&str, u64),
+    unchanged: bool,
+) -> Result<(ReconcileReport, Duration), BenchError> {
     let started = Instant::now();
     let mut t = PhaseTimings::default();
-    let inputs = load(fix, rec, &mut t, now_ms)?;
+    let inputs = load_watched(fix, rec, &mut t, now_ms, unchanged)?;
     let mut report = rec.reconcile(&inputs, out, trigger, now_ms)?;
     let wall = started.elapsed();
     report.phases.load += t.load;
@@ -574,18 +597,22 @@ impl Bench {
         Ok(Some((rec, full_ms)))
     }
 
-    /// S3: no-change reconciles with the warm reconciler, then with cold ones on the same
-    /// store; ratios to each other and to S2's first reconcile (`full_ms`).
+    /// S3: no-change reconciles with the warm reconciler — as the daemon runs them, its watch
+    /// of the policy directory quiet, then each with a walk of the directory —, then with cold
+    /// ones on the same store; ratios to each other and to S2's first reconcile (`full_ms`).
     fn s3_no_change(&mut self, rec: &Reconciler, full_ms: f64, sink: &mut Sink<'_>) -> Result<(), BenchError> {
         let mut reports = Vec::new();
         let mut walls = Vec::new();
+        let mut walked = Vec::new();
         for _ in 0..self.runs {
             self.now += 1000;
-            let (report, wall) = pass(&self.fix, rec, &self.out, "bench-nochange", self.now)?;
+            let (report, wall) = pass_watched(&self.fix, rec, &self.out, ("bench-nochange", self.now), true)?;
             reports.push(report);
             walls.push(wall);
+            self.now += 1000;
+            walked.push(pass(&self.fix, rec, &self.out, "bench-nochange", self.now)?.1);
         }
-        let f = Figure::ms(Scenario::S3, "no-change reconcile, daemon (warm), load → record", &walls);
+        let f = Figure::ms(Scenario::S3, "no-change reconcile, daemon (warm, watch quiet), load → record", &walls);
         let incremental = f.value;
         let m = Mark::at_size("≤ 200 ms", incremental, marks::S3_MS, self.size());
         sink.put(f.mark(m));
@@ -597,6 +624,7 @@ impl Bench {
             })
             .collect();
         sink.put(Figure::ms(Scenario::S3, "  without load (reconcile only)", &without_load));
+        sink.put(Figure::ms(Scenario::S3, "  with a walk of the repository (a watch event, or no watch)", &walked));
         sink.put_all(phase_figures(Scenario::S3, &reports));
         let written: Vec<f64> = reports.iter().map(|r| r.files_written as f64).collect();
         let zero_w = written.iter().all(|w| *w == 0.0);
