@@ -30,6 +30,8 @@ pub const DEFAULT_TOLERATION_SECONDS: i32 = 300;
 /// Applies every default to every object of the set, in place. Idempotent.
 pub fn apply(set: &mut PolicySet) {
     for p in &mut set.propagation_policies {
+        // Defaults run before the set is shared: no copy is made.
+        let p = std::sync::Arc::make_mut(p);
         if let Some(ns) = p.meta.namespace.clone() {
             for sel in &mut p.spec.resource_selectors {
                 if sel.namespace.as_deref().unwrap_or("").is_empty() {
@@ -40,7 +42,7 @@ pub fn apply(set: &mut PolicySet) {
         propagation_spec(&mut p.spec);
     }
     for p in &mut set.cluster_propagation_policies {
-        propagation_spec(&mut p.spec);
+        propagation_spec(&mut std::sync::Arc::make_mut(p).spec);
     }
     for c in &mut set.clusters {
         if c.spec.zones.is_empty()

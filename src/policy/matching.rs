@@ -315,6 +315,7 @@ pub fn claim(set: &PolicySet, t: &Template) -> Option<Claim> {
     let pps = set
         .propagation_policies
         .iter()
+        .map(|p| &**p)
         .filter(|p| t.key.namespace.is_some() && p.namespace() == t.key.namespace.as_deref());
     claim_among(set, pps, t)
 }
@@ -328,7 +329,7 @@ fn claim_among<'a>(
     let mut pps = candidates(pps, PolicyKind::PropagationPolicy, t);
     let cpp_allowed = !t.key.namespace.as_deref().is_some_and(is_reserved_namespace);
     let mut cpps = if cpp_allowed {
-        candidates(set.cluster_propagation_policies.iter(), PolicyKind::ClusterPropagationPolicy, t)
+        candidates(set.cluster_propagation_policies.iter().map(|p| &**p), PolicyKind::ClusterPropagationPolicy, t)
     } else {
         Vec::new()
     };
@@ -386,17 +387,17 @@ impl<'a> PolicyIndex<'a> {
     pub fn new(set: &'a PolicySet) -> Self {
         let mut pps: HashMap<&str, Vec<_>> = HashMap::new();
         let mut by_ref = HashMap::new();
-        for p in &set.propagation_policies {
+        for p in set.propagation_policies.iter().map(|p| &**p) {
             if let Some(ns) = p.namespace() {
                 pps.entry(ns).or_default().push(p);
             }
             by_ref.entry((PolicyKind::PropagationPolicy, p.namespace(), p.name())).or_insert(p);
         }
-        for p in &set.cluster_propagation_policies {
+        for p in set.cluster_propagation_policies.iter().map(|p| &**p) {
             by_ref.entry((PolicyKind::ClusterPropagationPolicy, p.namespace(), p.name())).or_insert(p);
         }
         let mut overrides: HashMap<&str, Vec<_>> = HashMap::new();
-        for p in &set.override_policies {
+        for p in set.override_policies.iter().map(|p| &**p) {
             if let Some(ns) = p.namespace() {
                 overrides.entry(ns).or_default().push(p);
             }

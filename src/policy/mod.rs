@@ -169,11 +169,14 @@ impl fmt::Display for PolicyRef {
 /// every later stage sees the same order whatever the file layout.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PolicySet {
-    pub templates: Vec<Template>,
-    pub propagation_policies: Vec<Policy<PropagationSpec>>,
-    pub cluster_propagation_policies: Vec<Policy<PropagationSpec>>,
-    pub override_policies: Vec<Policy<OverrideSpec>>,
-    pub cluster_override_policies: Vec<Policy<OverrideSpec>>,
+    /// Shared (`Arc`): an incremental load puts the templates of unchanged files into the new
+    /// set without copying them, and the set's users borrow them.
+    pub templates: Vec<std::sync::Arc<Template>>,
+    /// Shared as the templates are.
+    pub propagation_policies: Vec<std::sync::Arc<Policy<PropagationSpec>>>,
+    pub cluster_propagation_policies: Vec<std::sync::Arc<Policy<PropagationSpec>>>,
+    pub override_policies: Vec<std::sync::Arc<Policy<OverrideSpec>>>,
+    pub cluster_override_policies: Vec<std::sync::Arc<Policy<OverrideSpec>>>,
     pub cluster_taint_policies: Vec<Policy<ClusterTaintPolicySpec>>,
     /// `apps.karmada.io/v1alpha1 WorkloadRebalancer` objects (cluster-scoped).
     pub workload_rebalancers: Vec<Policy<WorkloadRebalancerSpec>>,
@@ -195,14 +198,17 @@ impl PolicySet {
     }
 
     pub fn template(&self, key: &ObjectKey) -> Option<&Template> {
-        self.templates.iter().find(|t| &t.key == key)
+        self.templates.iter().find(|t| &t.key == key).map(|t| &**t)
     }
 
     /// Finds a template by the CLI's `KIND/NAMESPACE/NAME` (kind case-insensitive).
     pub fn find_template(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<&Template> {
-        self.templates.iter().find(|t| {
-            t.key.kind.eq_ignore_ascii_case(kind) && t.key.namespace.as_deref() == namespace && t.key.name == name
-        })
+        self.templates
+            .iter()
+            .find(|t| {
+                t.key.kind.eq_ignore_ascii_case(kind) && t.key.namespace.as_deref() == namespace && t.key.name == name
+            })
+            .map(|t| &**t)
     }
 
     pub fn propagation_policy(&self, r: &PolicyRef) -> Option<&Policy<PropagationSpec>> {
@@ -210,6 +216,6 @@ impl PolicySet {
             PolicyKind::PropagationPolicy => &self.propagation_policies,
             PolicyKind::ClusterPropagationPolicy => &self.cluster_propagation_policies,
         };
-        list.iter().find(|p| p.meta.name == r.name && p.meta.namespace == r.namespace)
+        list.iter().find(|p| p.meta.name == r.name && p.meta.namespace == r.namespace).map(|p| &**p)
     }
 }

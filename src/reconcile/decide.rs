@@ -128,7 +128,7 @@ pub(super) fn decide_all(
     // clusters); dependencies never have dependencies of their own.
     type Indexed<'a> = Vec<(usize, &'a Template)>;
     let (deps, workloads): (Indexed<'_>, Indexed<'_>) =
-        set.templates.iter().enumerate().partition(|(_, t)| required_by.contains_key(&t.key));
+        set.templates.iter().map(|t| &**t).enumerate().partition(|(_, t)| required_by.contains_key(&t.key));
     if ctx.full_check {
         cache::verify_restored(&mut cache.decisions, ctx.output_dir);
     }

@@ -112,8 +112,9 @@ impl InputHashes {
             .unwrap_or_default();
         let mut policies = HashMap::new();
         for (r, spec) in propagation(set) {
+            // A policy of an unchanged file is the same object (an incremental load shares it).
             let hash = match old_policies.get(&r) {
-                Some((old, h)) if *old == spec => *h,
+                Some((old, h)) if std::ptr::eq(*old, spec) || *old == spec => *h,
                 _ => json(spec),
             };
             policies.insert(r, hash);
@@ -129,7 +130,7 @@ impl InputHashes {
         let mut overrides = HashMap::new();
         for (id, spec) in overriding(set) {
             let hash = match old_overrides.get(&id) {
-                Some((old, h)) if *old == spec => *h,
+                Some((old, h)) if std::ptr::eq(*old, spec) || *old == spec => *h,
                 _ => json(spec),
             };
             overrides.insert(id, hash);
@@ -140,17 +141,16 @@ impl InputHashes {
             serde_json::to_vec(&set.workload_interpreters.iter().map(|w| (&w.meta.name, &w.spec)).collect::<Vec<_>>())
                 .unwrap_or_default(),
         ));
-        let before: HashMap<&ObjectKey, (&serde_json::Value, u64)> = previous
-            .map(|(set, hashes)| {
-                set.templates.iter().zip(&hashes.templates).map(|(t, h)| (&t.key, (&t.object, *h))).collect()
-            })
+        // A template of an unchanged file is the same object (an incremental load shares it).
+        let before: HashMap<&ObjectKey, (&Arc<crate::policy::Template>, u64)> = previous
+            .map(|(set, hashes)| set.templates.iter().zip(&hashes.templates).map(|(t, h)| (&t.key, (t, *h))).collect())
             .unwrap_or_default();
         InputHashes {
             templates: set
                 .templates
                 .iter()
                 .map(|t| match before.get(&t.key) {
-                    Some((object, hash)) if **object == t.object => *hash,
+                    Some((old, hash)) if Arc::ptr_eq(old, t) || old.object == t.object => *hash,
                     _ => json(&t.object),
                 })
                 .collect(),

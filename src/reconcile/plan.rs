@@ -220,7 +220,7 @@ fn namespace_files(
         .templates
         .iter()
         .filter(|t| t.key.api_version == "v1" && t.key.kind == "Namespace")
-        .map(|t| (t.key.name.as_str(), t))
+        .map(|t| (t.key.name.as_str(), &**t))
         .collect();
     let mut rendered: HashMap<&str, Option<(String, String, u64)>> = HashMap::new();
     let mut out = HashMap::new();

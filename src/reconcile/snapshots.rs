@@ -63,7 +63,7 @@ pub(super) fn version(
     // Assumed workloads: recent decisions a live member does not run yet, deducted from the
     // views in store order.
     let templates: HashMap<&ObjectKey, (usize, &Template)> =
-        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, (i, t))).collect();
+        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, (i, &**t))).collect();
     let recent_placements = recent_placements(cache, now_ms, model.assumed_ttl_ms);
     let recent: Vec<&PlacementRecord> = recent_placements.iter().map(|p| &**p).collect();
     let requirements = recent_requirements(&mut cache.requirements, inputs, &templates, &recent);

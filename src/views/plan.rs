@@ -111,7 +111,8 @@ pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: 
 
 /// The workloads whose placement, schedulability or claim differ between the two sides.
 fn workloads(after: &PassPreview, before: &Before<'_>, set: &PolicySet) -> Vec<Value> {
-    let templates: HashMap<&ObjectKey, &crate::policy::Template> = set.templates.iter().map(|t| (&t.key, t)).collect();
+    let templates: HashMap<&ObjectKey, &crate::policy::Template> =
+        set.templates.iter().map(|t| (&t.key, &**t)).collect();
     let old: BTreeMap<&ObjectKey, Side<'_>> = match before {
         Before::Published => after.before.iter().map(|(k, p)| (k, stored_side(p))).collect(),
         Before::Base(b) => b.decisions.iter().map(|(k, d)| (k, planned_side(d))).collect(),

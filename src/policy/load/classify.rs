@@ -298,7 +298,7 @@ impl Loader {
         if self.duplicate(&item, &group, &key) {
             return;
         }
-        self.set.templates.push(Template { key, meta, object: item.value, source: item.source });
+        self.set.templates.push(std::sync::Arc::new(Template { key, meta, object: item.value, source: item.source }));
     }
 
     /// A resource interpreter object of `config.karmada.io`, kept raw.
@@ -395,10 +395,10 @@ impl Loader {
         let key = key_of(&api_version, &kind, meta.namespace.clone(), &meta.name);
         if matches!(class, Class::PropagationPolicy) {
             if let Some(p) = self.policy(item, &group, &key, meta, &spec_value) {
-                self.set.propagation_policies.push(p);
+                self.set.propagation_policies.push(std::sync::Arc::new(p));
             }
         } else if let Some(p) = self.policy(item, &group, &key, meta, &spec_value) {
-            self.set.override_policies.push(p);
+            self.set.override_policies.push(std::sync::Arc::new(p));
         }
     }
 
@@ -415,12 +415,12 @@ impl Loader {
         match class {
             Class::ClusterPropagationPolicy => {
                 if let Some(p) = self.policy(item, &group, &key, meta, &spec_value) {
-                    self.set.cluster_propagation_policies.push(p);
+                    self.set.cluster_propagation_policies.push(std::sync::Arc::new(p));
                 }
             }
             Class::ClusterOverridePolicy => {
                 if let Some(p) = self.policy(item, &group, &key, meta, &spec_value) {
-                    self.set.cluster_override_policies.push(p);
+                    self.set.cluster_override_policies.push(std::sync::Arc::new(p));
                 }
             }
             Class::WorkloadRebalancer => {

@@ -51,7 +51,11 @@ impl ApplicableOverride<'_> {
 /// [`selector_priority`] decides, the best selector of a policy giving its priority.
 pub fn applicable<'a>(set: &'a PolicySet, t: &Template) -> Vec<ApplicableOverride<'a>> {
     let ns = t.key.namespace.as_deref();
-    applicable_among(set, &mut set.override_policies.iter().filter(|p| ns.is_some() && p.namespace() == ns), t)
+    applicable_among(
+        set,
+        &mut set.override_policies.iter().map(|p| &**p).filter(|p| ns.is_some() && p.namespace() == ns),
+        t,
+    )
 }
 
 /// [`applicable`] with an index of the set (the template namespace's OverridePolicies are
@@ -86,7 +90,7 @@ fn applicable_among<'a>(
         found.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         found.into_iter().map(move |(_, _, policy)| ApplicableOverride { kind, policy }).collect::<Vec<_>>()
     };
-    let mut out = pick(OverrideKind::ClusterOverridePolicy, &mut set.cluster_override_policies.iter());
+    let mut out = pick(OverrideKind::ClusterOverridePolicy, &mut set.cluster_override_policies.iter().map(|p| &**p));
     if t.key.namespace.is_some() {
         out.extend(pick(OverrideKind::OverridePolicy, namespaced));
     }
@@ -128,10 +132,12 @@ mod tests {
             }),
             namespace: None,
         };
-        let pol = |name: &str, ns: Option<&str>, selectors: Vec<ResourceSelector>| Policy {
-            meta: ObjectMeta { name: name.into(), namespace: ns.map(str::to_string), ..Default::default() },
-            spec: OverrideSpec { resource_selectors: selectors, ..Default::default() },
-            source: Source { file: "p.yaml".into(), document: 1 },
+        let pol = |name: &str, ns: Option<&str>, selectors: Vec<ResourceSelector>| {
+            std::sync::Arc::new(Policy {
+                meta: ObjectMeta { name: name.into(), namespace: ns.map(str::to_string), ..Default::default() },
+                spec: OverrideSpec { resource_selectors: selectors, ..Default::default() },
+                source: Source { file: "p.yaml".into(), document: 1 },
+            })
         };
         let set = PolicySet {
             override_policies: vec![
