@@ -304,20 +304,150 @@ pub struct RecentPlacements {
     pub digest: u64,
 }
 
-/// The desired output of a pass as the plan of the publish reads it, and what it was made
-/// from (`reconcile/plan.rs` reuses it while none of that changed).
+/// The desired output of the decisions of a pass as the plan of the publish reads it
+/// (`reconcile/plan.rs` keeps it between passes and brings it up to date from what a pass
+/// changed): per cluster the digest of its decisions' files, and the Namespace files it needs.
 pub struct DesiredOutput {
-    /// The policy set of the pass (held, so that the same `Arc` means the same set).
+    /// The policy set it was made with (held, so that the same `Arc` means the same set: its
+    /// Namespace objects give the Namespace files).
     pub set: Arc<crate::policy::PolicySet>,
     /// `[publish] namespaces`.
     pub namespaces: bool,
-    /// [`key_of`] the pass's workloads in decision order.
-    pub order: u64,
-    /// Per cluster of the set, in its order: the digest of its desired files (paths and
-    /// content hashes, and the paths of kept files, summed) and how many files it has.
-    pub digests: Vec<(u64, usize)>,
-    /// Per cluster, the Namespace files it needs (path → content and its hash).
+    /// Per cluster: the sum of its decisions' file digests ([`file_digest`], [`keep_digest`];
+    /// a sum, so a decision can be taken out again) and how many files they write.
+    sums: HashMap<String, (u64, usize)>,
+    /// Per cluster: per namespace, how many of its decisions' paths (files and kept files) are
+    /// in it.
+    in_namespace: HashMap<String, HashMap<String, usize>>,
+    /// Per cluster: how many of its decisions' paths are each cluster-scoped path
+    /// (`_cluster/…`: a decision that writes a Namespace there itself).
+    cluster_scoped: HashMap<String, HashMap<String, usize>>,
+    /// Per cluster, the Namespace files it needs (path → content and its hash): the namespace
+    /// of every object of its files and kept files that no decision writes there itself, except
+    /// those Karmada never propagates (`default`, `kube-*`, Karmada's own) and those whose
+    /// Namespace object in the repository has `namespace.karmada.io/skip-auto-propagation:
+    /// "true"`; a repository's Namespace object gives its labels and annotations.
     pub namespace_files: HashMap<String, std::collections::BTreeMap<String, (String, u64)>>,
+}
+
+impl DesiredOutput {
+    /// Nothing desired yet.
+    pub fn new(set: Arc<crate::policy::PolicySet>, namespaces: bool) -> Self {
+        DesiredOutput {
+            set,
+            namespaces,
+            sums: HashMap::new(),
+            in_namespace: HashMap::new(),
+            cluster_scoped: HashMap::new(),
+            namespace_files: HashMap::new(),
+        }
+    }
+
+    /// Counts one path of a decision in (`add`) or out: its digest, whether it is a written file
+    /// (else a kept one), the namespace it is in or the cluster-scoped path it is.
+    pub fn count(&mut self, cluster: &str, path: &str, digest: u64, file: bool, add: bool) {
+        fn step(n: &mut usize, add: bool) {
+            *n = if add { *n + 1 } else { n.saturating_sub(1) };
+        }
+        let sum = self.sums.entry(cluster.to_string()).or_default();
+        sum.0 = if add { sum.0.wrapping_add(digest) } else { sum.0.wrapping_sub(digest) };
+        if file {
+            step(&mut sum.1, add);
+        }
+        let (counts, name) = match path.split_once('/') {
+            Some(("_cluster", _)) => (&mut self.cluster_scoped, path),
+            Some((ns, _)) => (&mut self.in_namespace, ns),
+            None => return,
+        };
+        let per_cluster = counts.entry(cluster.to_string()).or_default();
+        let n = per_cluster.entry(name.to_string()).or_default();
+        step(n, add);
+        if *n == 0 {
+            per_cluster.remove(name);
+            if per_cluster.is_empty() {
+                counts.remove(cluster);
+            }
+        }
+    }
+
+    /// Counts a decision's files and kept files in; adds the clusters they are on to `touched`.
+    pub fn put_in(&mut self, d: &super::Decided, touched: &mut std::collections::BTreeSet<String>) {
+        for ((cluster, (path, _)), hash) in d.files.iter().zip(&d.file_hashes) {
+            self.count(cluster, path, file_digest(path, *hash), true, true);
+            touched.insert(cluster.clone());
+        }
+        for (cluster, path) in &d.keep {
+            self.count(cluster, path, keep_digest(path), false, true);
+            touched.insert(cluster.clone());
+        }
+    }
+
+    /// Makes the Namespace files of `clusters` again (`None`: of every cluster) from the counts.
+    pub fn namespace_files_of(&mut self, clusters: Option<&std::collections::BTreeSet<String>>) {
+        if !self.namespaces {
+            self.namespace_files.clear();
+            return;
+        }
+        let objects: HashMap<&str, &crate::policy::Template> = self
+            .set
+            .templates
+            .iter()
+            .filter(|t| t.key.api_version == "v1" && t.key.kind == "Namespace")
+            .map(|t| (t.key.name.as_str(), &**t))
+            .collect();
+        let mut rendered: HashMap<&str, Option<(String, String, u64)>> = HashMap::new();
+        let which: std::collections::BTreeSet<&String> = match clusters {
+            Some(c) => c.iter().collect(),
+            None => self.in_namespace.keys().chain(self.namespace_files.keys()).collect(),
+        };
+        let mut out = Vec::new();
+        for cluster in which {
+            let mut files = std::collections::BTreeMap::new();
+            let scoped = self.cluster_scoped.get(cluster);
+            for ns in self.in_namespace.get(cluster).into_iter().flat_map(|m| m.keys()) {
+                let entry = rendered.entry(ns.as_str()).or_insert_with(|| {
+                    crate::render::namespace(ns, objects.get(ns.as_str()).copied()).map(|(path, content)| {
+                        let hash = crate::util::hash::fnv1a64(content.as_bytes());
+                        (path, content, hash)
+                    })
+                });
+                if let Some((path, content, hash)) = entry
+                    && !scoped.is_some_and(|s| s.contains_key(path.as_str()))
+                {
+                    files.insert(path.clone(), (content.clone(), *hash));
+                }
+            }
+            out.push((cluster.clone(), files));
+        }
+        for (cluster, files) in out {
+            match files.is_empty() {
+                true => self.namespace_files.remove(&cluster),
+                false => self.namespace_files.insert(cluster, files),
+            };
+        }
+    }
+
+    /// The digest of a cluster's desired files (its decisions' and its Namespace files) and how
+    /// many there are.
+    pub fn digest(&self, cluster: &str) -> (u64, usize) {
+        let (mut digest, mut files) = self.sums.get(cluster).copied().unwrap_or_default();
+        for (path, (_, hash)) in self.namespace_files.get(cluster).into_iter().flatten() {
+            digest = digest.wrapping_add(file_digest(path, *hash));
+            files += 1;
+        }
+        (digest, files)
+    }
+
+    /// Whether it desires what `other` does (debug builds compare the one kept between passes
+    /// with one built from scratch).
+    pub fn same_as(&self, other: &DesiredOutput) -> bool {
+        let clusters: std::collections::BTreeSet<&String> =
+            self.sums.keys().chain(other.sums.keys()).chain(self.namespace_files.keys()).collect();
+        clusters.iter().all(|c| self.digest(c) == other.digest(c))
+            && self.namespace_files == other.namespace_files
+            && self.in_namespace == other.in_namespace
+            && self.cluster_scoped == other.cluster_scoped
+    }
 }
 
 /// See the module documentation.
@@ -464,6 +594,15 @@ mod tests {
         out
     }
 
+    /// A generated repository of 6 workloads over 3 offline members in `dir/repo`, and a
+    /// reconciler on a store in `dir/state`.
+    fn small_repo(dir: &Path) -> (std::path::PathBuf, Reconciler) {
+        let policies = dir.join("repo");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
+        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
+        (policies, Reconciler::new(Store::open(&dir.join("state")).expect("store"), Settings::builtin()))
+    }
+
     /// An unchanged repository hands out the previous inputs; an edit is seen and equals a
     /// fresh load.
     #[test]
@@ -473,10 +612,7 @@ mod tests {
         use crate::reconcile::PhaseTimings;
 
         let dir = tempfile::tempdir().expect("tempdir");
-        let policies = dir.path().join("repo");
-        let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
-        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
-        let r = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let (policies, r) = small_repo(dir.path());
         let load = || r.load_inputs(&policies, &mut PhaseTimings::default()).expect("inputs");
         let (a, b) = (load(), load());
         assert!(Arc::ptr_eq(&a.set, &b.set) && Arc::ptr_eq(&a.hashes, &b.hashes));
@@ -504,10 +640,7 @@ mod tests {
         use crate::reconcile::PhaseTimings;
 
         let dir = tempfile::tempdir().expect("tempdir");
-        let policies = dir.path().join("repo");
-        let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
-        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
-        let r = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let (policies, r) = small_repo(dir.path());
         let load = |unchanged| r.load_inputs_watched(&policies, &mut PhaseTimings::default(), unchanged);
         let a = load(true).expect("the first load reads the directory");
         std::fs::write(policies.join(repo::workload_file(2)), repo::workload_yaml(2, 41, 3)).expect("edit");
@@ -517,6 +650,7 @@ mod tests {
         assert!(!Arc::ptr_eq(&a.set, &read.set), "the edit is seen once the directory is read");
         // Another directory is never answered with this one's inputs.
         let other = dir.path().join("other");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
         repo::write_repo(&other, &spec, |_, _, _| {}).expect("generate");
         let there = r.load_inputs_watched(&other, &mut PhaseTimings::default(), true).expect("inputs");
         assert!(!Arc::ptr_eq(&read.set, &there.set));
@@ -563,10 +697,7 @@ mod tests {
         use crate::reconcile::PhaseTimings;
 
         let dir = tempfile::tempdir().expect("tempdir");
-        let policies = dir.path().join("repo");
-        let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
-        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
-        let warm = Reconciler::new(Store::open(&dir.path().join("warm-state")).expect("store"), Settings::builtin());
+        let (policies, warm) = small_repo(dir.path());
         let (warm_out, cold_out) = (dir.path().join("warm-out"), dir.path().join("cold-out"));
         let pass = |r: &Reconciler, out: &Path, now: u64| {
             let inputs = r.load_inputs(&policies, &mut PhaseTimings::default()).expect("inputs");

@@ -71,6 +71,9 @@ pub(super) struct Decisions {
     pub notes: BTreeMap<ObjectKey, Vec<String>>,
     /// Workloads with a placement that this pass did not decide, in store order.
     pub removed: Vec<ObjectKey>,
+    /// The output of the earlier decisions this pass replaced (decided again) or dropped (no
+    /// longer decided): what the plan of the publish takes out of the desired output.
+    pub replaced: Vec<Replaced>,
     pub scheduled: usize,
     /// Workloads scheduled and rendered this pass.
     pub decided: usize,
@@ -83,6 +86,20 @@ pub(super) struct Decisions {
     /// CPU time of the deciding thread in the schedule phase (figures only).
     pub schedule_cpu: Duration,
     pub render_time: Duration,
+}
+
+/// The files (cluster, path, content hash) and kept files (cluster, path) of a decision an
+/// earlier pass made, which this pass replaced or dropped.
+pub(super) struct Replaced {
+    pub files: Vec<(String, String, u64)>,
+    pub keep: Vec<(String, String)>,
+}
+
+impl Replaced {
+    fn of(d: Decided) -> Self {
+        let files = d.files.into_iter().zip(d.file_hashes).map(|((cluster, (path, _)), hash)| (cluster, path, hash));
+        Replaced { files: files.collect(), keep: d.keep }
+    }
 }
 
 /// One claimed template and what its decision reads beyond the pass's context. `'s`: the
@@ -206,7 +223,12 @@ pub(super) fn decide_all(
         r.sort_by_cached_key(|k| k.store_key());
         r.into_iter().cloned().collect()
     };
-    cache.decisions.retain(|k, _| seen.contains(k));
+    let gone: Vec<ObjectKey> = cache.decisions.keys().filter(|k| !seen.contains(*k)).cloned().collect();
+    for k in gone {
+        if let Some(old) = cache.decisions.remove(&k) {
+            out.replaced.push(Replaced::of(old.decided));
+        }
+    }
     Ok(out)
 }
 
@@ -408,7 +430,9 @@ fn reuse_or_decide<'a>(
         persisted_seq: None,
         on_disk: None,
     };
-    cache.decisions.insert(t.key.clone(), entry);
+    if let Some(old) = cache.decisions.insert(t.key.clone(), entry) {
+        out.replaced.push(Replaced::of(old.decided));
+    }
     out.fresh.insert(t.key.clone());
     Ok(())
 }

@@ -48,7 +48,7 @@ pub(super) fn plan<'a>(
     let order = &decisions.order;
     let memo = desired(cache, set, decisions, full_check, namespaces);
     let digests: HashMap<&str, (u64, usize)> =
-        set.clusters.iter().zip(&memo.digests).map(|(c, d)| (c.meta.name.as_str(), *d)).collect();
+        set.clusters.iter().map(|c| (c.meta.name.as_str(), memo.digest(&c.meta.name))).collect();
     let dirty: BTreeSet<&str> = digests
         .iter()
         .filter(|(c, (digest, _))| full_check || cache.published.get(**c) != Some(digest))
@@ -102,13 +102,14 @@ pub(super) fn plan<'a>(
     PlannedPublish { plan, unchanged, digests, summary }
 }
 
-/// The desired output of the pass as the plan reads it: per cluster of the set the digest of
-/// its files and their count, and the Namespace files each cluster needs. The last pass's
-/// again when nothing it was made from changed: the same set (the same `Arc`: the loader hands
-/// it out again while no file changed), the same `[publish] namespaces`, the same workloads in
-/// the same order, none of them decided afresh and none removed (a reused decision's files are
-/// the ones it had), and no full check. A quiet pass of a large fleet thus does not walk every
-/// decision's files.
+/// The desired output of the pass as the plan reads it: per cluster the digest of its
+/// decisions' files and their count, and the Namespace files each cluster needs. Kept between
+/// passes and brought up to date from what the pass changed — the decisions it replaced or
+/// dropped taken out, those it made afresh put in, the Namespace files of the clusters they
+/// touch made again (of every cluster when the set is another: its Namespace objects may have
+/// changed) — so that an edit does not walk every decision's files. Built from every decision
+/// on a full check, on the first pass and when `[publish] namespaces` changes. Debug builds
+/// check it against one built from scratch.
 fn desired(
     cache: &mut cache::PassCache,
     set: &Arc<PolicySet>,
@@ -116,29 +117,45 @@ fn desired(
     full_check: bool,
     namespaces: bool,
 ) -> cache::DesiredOutput {
-    let order = &decisions.order;
-    let order_key = cache::key_of(order);
-    let unchanged = !full_check && decisions.fresh.is_empty() && decisions.removed.is_empty();
-    if let Some(memo) = cache.desired.take()
-        && unchanged
-        && Arc::ptr_eq(&memo.set, set)
-        && memo.namespaces == namespaces
-        && memo.order == order_key
-    {
-        return memo;
-    }
-    let namespace_files = if namespaces { namespace_files(cache, set, order) } else { HashMap::new() };
-    let mut digests = digests(cache, set, order);
-    for (cluster, files) in &namespace_files {
-        if let Some(e) = digests.get_mut(cluster.as_str()) {
-            for (path, (_, hash)) in files {
-                e.0 = e.0.wrapping_add(cache::file_digest(path, *hash));
-                e.1 += 1;
+    let memo = match cache.desired.take() {
+        Some(mut memo) if !full_check && memo.namespaces == namespaces => {
+            let mut touched = BTreeSet::new();
+            for r in &decisions.replaced {
+                for (cluster, path, hash) in &r.files {
+                    memo.count(cluster, path, cache::file_digest(path, *hash), true, false);
+                    touched.insert(cluster.clone());
+                }
+                for (cluster, path) in &r.keep {
+                    memo.count(cluster, path, cache::keep_digest(path), false, false);
+                    touched.insert(cluster.clone());
+                }
             }
+            for c in decisions.fresh.iter().filter_map(|k| cache.decisions.get(k)) {
+                memo.put_in(&c.decided, &mut touched);
+            }
+            let same_set = Arc::ptr_eq(&memo.set, set);
+            memo.set = Arc::clone(set);
+            memo.namespace_files_of(if same_set { Some(&touched) } else { None });
+            memo
         }
+        _ => from_scratch(cache, set, namespaces),
+    };
+    debug_assert!(
+        memo.same_as(&from_scratch(cache, set, namespaces)),
+        "the desired output kept between passes drifted"
+    );
+    memo
+}
+
+/// The desired output built from every decision of the cache ([`desired`]).
+fn from_scratch(cache: &cache::PassCache, set: &Arc<PolicySet>, namespaces: bool) -> cache::DesiredOutput {
+    let mut memo = cache::DesiredOutput::new(Arc::clone(set), namespaces);
+    let mut touched = BTreeSet::new();
+    for c in cache.decisions.values() {
+        memo.put_in(&c.decided, &mut touched);
     }
-    let digests = set.clusters.iter().map(|c| digests.get(c.meta.name.as_str()).copied().unwrap_or_default()).collect();
-    cache::DesiredOutput { set: Arc::clone(set), namespaces, order: order_key, digests, namespace_files }
+    memo.namespace_files_of(None);
+    memo
 }
 
 impl PlannedPublish<'_> {
@@ -196,81 +213,4 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> String {
     };
     cache.summary = Some(summary.clone());
     summary
-}
-
-/// Per cluster, the Namespace files it needs (path → content and its hash): the namespace of
-/// every object of its desired and kept files that no decision writes there itself, except
-/// those Karmada never propagates (`default`, `kube-*`, Karmada's own) and those whose
-/// Namespace object in the repository has `namespace.karmada.io/skip-auto-propagation: "true"`.
-/// A repository's Namespace object gives its labels and annotations.
-fn namespace_files(
-    cache: &cache::PassCache,
-    set: &PolicySet,
-    order: &[crate::policy::ObjectKey],
-) -> HashMap<String, BTreeMap<String, (String, u64)>> {
-    let mut paths: HashMap<&str, BTreeSet<&str>> = HashMap::new();
-    for k in order {
-        let Some(d) = cache.decisions.get(k).map(|c| &c.decided) else { continue };
-        let files = d.files.iter().map(|(c, (p, _))| (c, p)).chain(d.keep.iter().map(|(c, p)| (c, p)));
-        for (cluster, path) in files {
-            paths.entry(cluster.as_str()).or_default().insert(path.as_str());
-        }
-    }
-    let objects: HashMap<&str, &crate::policy::Template> = set
-        .templates
-        .iter()
-        .filter(|t| t.key.api_version == "v1" && t.key.kind == "Namespace")
-        .map(|t| (t.key.name.as_str(), &**t))
-        .collect();
-    let mut rendered: HashMap<&str, Option<(String, String, u64)>> = HashMap::new();
-    let mut out = HashMap::new();
-    for (cluster, paths) in &paths {
-        let mut files = BTreeMap::new();
-        let namespaced =
-            paths.iter().filter_map(|p| p.split_once('/').map(|(ns, _)| ns)).filter(|ns| *ns != "_cluster");
-        for ns in namespaced {
-            let entry = rendered.entry(ns).or_insert_with(|| {
-                let object = objects.get(ns).copied();
-                crate::render::namespace(ns, object).map(|(path, content)| {
-                    let hash = crate::util::hash::fnv1a64(content.as_bytes());
-                    (path, content, hash)
-                })
-            });
-            if let Some((path, content, hash)) = entry
-                && !paths.contains(path.as_str())
-            {
-                files.insert(path.clone(), (content.clone(), *hash));
-            }
-        }
-        if !files.is_empty() {
-            out.insert((*cluster).to_string(), files);
-        }
-    }
-    out
-}
-
-/// Per cluster of the set, the digest of its desired files (paths and content hashes, and
-/// the paths of kept files; summed, so order-independent) and how many files it has.
-fn digests<'a>(
-    cache: &cache::PassCache,
-    set: &'a PolicySet,
-    order: &[crate::policy::ObjectKey],
-) -> HashMap<&'a str, (u64, usize)> {
-    let mut digests: HashMap<&str, (u64, usize)> =
-        set.clusters.iter().map(|c| (c.meta.name.as_str(), (0u64, 0usize))).collect();
-    for k in order {
-        let Some(d) = cache.decisions.get(k).map(|c| &c.decided) else { continue };
-        for ((cluster, (path, _)), hash) in d.files.iter().zip(&d.file_hashes) {
-            if let Some(e) = digests.get_mut(cluster.as_str()) {
-                e.0 = e.0.wrapping_add(cache::file_digest(path, *hash));
-                e.1 += 1;
-            }
-        }
-        for (cluster, path) in &d.keep {
-            if let Some(e) = digests.get_mut(cluster.as_str()) {
-                e.0 = e.0.wrapping_add(cache::keep_digest(path));
-            }
-        }
-    }
-    digests
 }

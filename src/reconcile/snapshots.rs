@@ -404,10 +404,8 @@ fn freshness_at(fresh: Option<Freshness>, now_ms: u64, model: &ModelSettings) ->
 #[derive(Debug, Default, Clone)]
 pub struct Assumed {
     deducted: HashMap<ObjectKey, HashMap<String, i64>>,
-    /// A running digest of every deduction so far: equal digests mean equal deductions.
-    pub key: u64,
-    /// The same per cluster: equal digests mean equal deductions from that cluster's view, so
-    /// the view a decision sees of it is covered by its cache key.
+    /// Per cluster, a running digest of the deductions from its view: equal digests mean equal
+    /// deductions, so the view a decision sees of it is covered by its cache key.
     pub per_cluster: HashMap<String, u64>,
 }
 
@@ -478,7 +476,6 @@ impl Assumed {
     fn record(&mut self, workload: &ObjectKey, req: &ReplicaRequirements, plan: &[(usize, &String, i64, i64)]) {
         for &(_, cluster, want, _) in plan {
             self.deducted.entry(workload.clone()).or_default().insert(cluster.clone(), want);
-            self.key = cache::key_of(&(self.key, workload, cluster, want, req));
             let own = self.per_cluster.entry(cluster.clone()).or_insert(0);
             *own = cache::key_of(&(*own, workload, want, req));
         }
