@@ -11,7 +11,9 @@
 //!
 //! Namespaces (`[publish] namespaces`, Karmada's namespace propagation): a cluster directory
 //! gets the Namespace of every namespace its objects are in, unless a decision writes that
-//! Namespace there itself ([`namespace_files`], rendered by [`crate::render::namespace`]).
+//! Namespace there itself ([`cache::DesiredOutput::namespace_files`], rendered by
+//! [`crate::render::namespace`]). The per-cluster digests and Namespace files are kept between
+//! passes and brought up to date from what a pass changed ([`desired`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
