@@ -660,6 +660,33 @@ mod tests {
         assert!(r.load_inputs_watched(&other, &mut PhaseTimings::default(), true).is_err(), "not the old inputs");
     }
 
+    /// A repository behind a link that is swapped (git-sync's worktree, a ConfigMap volume's
+    /// `..data`) changes with no event in the directory a watch follows: it is read even when
+    /// the caller says nothing changed.
+    #[test]
+    fn a_repository_behind_a_link_is_read_even_after_a_quiet_watch() {
+        use std::sync::Arc;
+
+        use crate::reconcile::PhaseTimings;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (first, r) = small_repo(dir.path());
+        let second = dir.path().join("second");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
+        repo::write_repo(&second, &spec, |_, _, _| {}).expect("generate");
+        std::fs::write(second.join(repo::workload_file(2)), repo::workload_yaml(2, 41, 3)).expect("edit");
+        let current = dir.path().join("current");
+        std::os::unix::fs::symlink(&first, &current).expect("link");
+        let load = || r.load_inputs_watched(&current, &mut PhaseTimings::default(), true).expect("inputs");
+        let a = load();
+        // Swapped as git-sync swaps it: a new link renamed over the old one.
+        std::os::unix::fs::symlink(&second, dir.path().join("next")).expect("link");
+        std::fs::rename(dir.path().join("next"), &current).expect("swap");
+        let b = load();
+        assert!(!Arc::ptr_eq(&a.set, &b.set), "the swapped repository was not read");
+        assert!(*b.set == *load_inputs(&second).expect("inputs").set);
+    }
+
     /// A node list's digest is kept per list: the same list gives the kept digest, an equal
     /// list the same digest, and a changed list a new one (a stale digest would hide a change
     /// of the member's nodes from the snapshot versions and the deducted views).

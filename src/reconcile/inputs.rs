@@ -329,8 +329,9 @@ impl Reconciler {
     /// [`Reconciler::load_inputs`] for a caller that knows whether any file may have changed
     /// since its last load: with `unchanged` (the daemon's watch of the directory saw no event
     /// since it last loaded), the last good inputs of the same directory are handed out again
-    /// without walking it. Without them (the first load, a failed one, another directory), or
-    /// without `unchanged`, the directory is walked as [`Reconciler::load_inputs`] walks it.
+    /// without walking it. Without them (the first load, a failed one, another directory), for a
+    /// repository the last walk reached through a symbolic link, or without `unchanged`, the
+    /// directory is walked as [`Reconciler::load_inputs`] walks it.
     pub fn load_inputs_watched(
         &self,
         policy_dir: &Path,
@@ -340,7 +341,10 @@ impl Reconciler {
         if unchanged {
             let started = Instant::now();
             let cache = self.load_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            if let Some(last) = cache.last.as_ref().filter(|_| cache.last_dir.as_deref() == Some(policy_dir)) {
+            // A repository reached through a link (a ConfigMap volume, git-sync's worktree) is
+            // read every time: a swapped link changes it with no event in the watched directory.
+            let trusted = cache.last_dir.as_deref() == Some(policy_dir) && !cache.parse.through_links();
+            if let Some(last) = cache.last.as_ref().filter(|_| trusted) {
                 let mut inputs = last.clone();
                 let polls = inputs.set.clusters.iter().map(|c| (c.meta.name.clone(), Duration::ZERO)).collect();
                 inputs.offline_polls = Arc::new(polls);

@@ -27,6 +27,9 @@ pub struct ParseCache {
     pub(super) options: WalkOptions,
     /// What the last walk skipped, and why ([`crate::policy::PolicySet::notes`]).
     pub(super) notes: Vec<LoadError>,
+    /// Whether the last walk reached the repository through a symbolic link
+    /// ([`ParseCache::through_links`]).
+    pub(super) links: bool,
 }
 
 /// A file modified less than this before it was read is read again next time.
@@ -68,6 +71,12 @@ impl ParseCache {
         ParseCache { options, ..Default::default() }
     }
 
+    /// Whether the last walk reached the repository through a symbolic link (one followed in
+    /// it, or one on its path): a watch of the directory does not see such a link swapped.
+    pub fn through_links(&self) -> bool {
+        self.links
+    }
+
     /// Uses `options` from now on; forgets everything when they differ from the current ones.
     pub fn set_options(&mut self, options: &WalkOptions) {
         if &self.options != options {
@@ -86,6 +95,7 @@ impl ParseCache {
         let (walked, mut errors) = (walk.files, walk.errors);
         let mut changed = first || !errors.is_empty() || walk.notes != self.notes;
         self.notes = walk.notes;
+        self.links = walk.links;
         let mut order = Vec::with_capacity(walked.len());
         for (rel, stat) in walked {
             if self.files.get(&rel).is_some_and(|c| c.clean(stat)) {

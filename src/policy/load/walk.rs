@@ -52,6 +52,11 @@ pub(super) struct Walk {
     pub(super) errors: Vec<LoadError>,
     /// What was skipped and why (not errors).
     pub(super) notes: Vec<LoadError>,
+    /// Whether the repository was reached through a symbolic link: a link followed inside it
+    /// (a ConfigMap volume's `..data`), or one on its own path (git-sync's worktree link).
+    /// Swapping such a link changes what the walk reads without an event a watch of the
+    /// directory would see.
+    pub(super) links: bool,
 }
 
 /// A file's stat, what identifies its bytes without reading them.
@@ -101,6 +106,8 @@ pub(super) fn walk_dir(dir: &Path, options: &WalkOptions) -> Walk {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => out.errors.push(LoadError::io(IGNORE_FILE, format!("cannot read file: {e}"))),
     }
+    // A path that is not its canonical form has a link on it (or `.`/`..`: counted alike).
+    out.links = std::path::absolute(dir).map_or(true, |abs| abs != root);
     let mut walker = Walker { root, symlinks: options.symlinks, ignore, visited: HashSet::new(), out };
     walker.walk(dir, Path::new(""));
     walker.out
@@ -203,6 +210,7 @@ impl Walker {
         if is_link && !self.link_allowed(abs, &rel) {
             return;
         }
+        self.out.links |= is_link;
         // `metadata` follows symlinks.
         let meta = match fs::metadata(abs) {
             Ok(m) => m,
@@ -325,6 +333,26 @@ mod tests {
         assert!(notes.iter().any(|n| n.starts_with("sub/loop: ") && n.contains("loop")), "{notes:?}");
         let (_, errors) = load_dir(&root.join("missing"));
         assert_eq!(errors.len(), 1);
+    }
+
+    /// A walk says whether it reached the repository through a link: none for a plain
+    /// directory; a followed link inside (a ConfigMap volume); a link on the path (git-sync).
+    #[test]
+    fn a_walk_says_whether_it_went_through_a_link() {
+        let Ok(dir) = tempfile::tempdir() else { return };
+        let plain = dir.path().join("plain");
+        let _ = fs::create_dir_all(&plain);
+        let _ = fs::write(plain.join("a.yaml"), cm("a"));
+        let options = WalkOptions::default();
+        assert!(!walk_dir(&plain, &options).links);
+        let _ = std::os::unix::fs::symlink(&plain, dir.path().join("current"));
+        assert!(walk_dir(&dir.path().join("current"), &options).links, "a link on the path");
+        let volume = dir.path().join("volume");
+        let _ = fs::create_dir_all(volume.join("..2024_01"));
+        let _ = fs::write(volume.join("..2024_01/x.yaml"), cm("x"));
+        let _ = std::os::unix::fs::symlink("..2024_01", volume.join("..data"));
+        let _ = std::os::unix::fs::symlink("..data/x.yaml", volume.join("x.yaml"));
+        assert!(walk_dir(&volume, &options).links, "a link followed inside");
     }
 
     #[test]
