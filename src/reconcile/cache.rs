@@ -370,15 +370,23 @@ impl DesiredOutput {
         }
     }
 
-    /// Counts a decision's files and kept files in; adds the clusters they are on to `touched`.
-    pub fn put_in(&mut self, d: &super::Decided, touched: &mut std::collections::BTreeSet<String>) {
+    /// Counts a decision's files and kept files in.
+    pub fn put_in(&mut self, d: &super::Decided) {
         for ((cluster, (path, _)), hash) in d.files.iter().zip(&d.file_hashes) {
             self.count(cluster, path, file_digest(path, *hash), true, true);
-            touched.insert(cluster.clone());
         }
         for (cluster, path) in &d.keep {
             self.count(cluster, path, keep_digest(path), false, true);
-            touched.insert(cluster.clone());
+        }
+    }
+
+    /// Counts the files and kept files of a decision a pass replaced or dropped out.
+    pub fn take_out(&mut self, r: &super::decide::Replaced) {
+        for (cluster, path, hash) in &r.files {
+            self.count(cluster, path, file_digest(path, *hash), true, false);
+        }
+        for (cluster, path) in &r.keep {
+            self.count(cluster, path, keep_digest(path), false, false);
         }
     }
 

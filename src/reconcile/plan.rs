@@ -121,19 +121,15 @@ fn desired(
 ) -> cache::DesiredOutput {
     let memo = match cache.desired.take() {
         Some(mut memo) if !full_check && memo.namespaces == namespaces => {
-            let mut touched = BTreeSet::new();
+            // The clusters whose Namespace files may change.
+            let mut touched: BTreeSet<String> = BTreeSet::new();
             for r in &decisions.replaced {
-                for (cluster, path, hash) in &r.files {
-                    memo.count(cluster, path, cache::file_digest(path, *hash), true, false);
-                    touched.insert(cluster.clone());
-                }
-                for (cluster, path) in &r.keep {
-                    memo.count(cluster, path, cache::keep_digest(path), false, false);
-                    touched.insert(cluster.clone());
-                }
+                memo.take_out(r);
+                touched.extend(r.files.iter().map(|(c, _, _)| c).chain(r.keep.iter().map(|(c, _)| c)).cloned());
             }
-            for c in decisions.fresh.iter().filter_map(|k| cache.decisions.get(k)) {
-                memo.put_in(&c.decided, &mut touched);
+            for d in decisions.fresh.iter().filter_map(|k| cache.decisions.get(k)).map(|c| &c.decided) {
+                memo.put_in(d);
+                touched.extend(d.files.iter().map(|(c, _)| c).chain(d.keep.iter().map(|(c, _)| c)).cloned());
             }
             let same_set = Arc::ptr_eq(&memo.set, set);
             memo.set = Arc::clone(set);
@@ -152,9 +148,8 @@ fn desired(
 /// The desired output built from every decision of the cache ([`desired`]).
 fn from_scratch(cache: &cache::PassCache, set: &Arc<PolicySet>, namespaces: bool) -> cache::DesiredOutput {
     let mut memo = cache::DesiredOutput::new(Arc::clone(set), namespaces);
-    let mut touched = BTreeSet::new();
     for c in cache.decisions.values() {
-        memo.put_in(&c.decided, &mut touched);
+        memo.put_in(&c.decided);
     }
     memo.namespace_files_of(None);
     memo

@@ -196,20 +196,15 @@ impl Poller {
             match result {
                 Ok(mut data) => {
                     // Nodes as they were keep their list (a watch round builds a new one from
-                    // its cache): what is keyed on the list (the snapshot's fingerprint, the
-                    // node index) is then not computed again.
-                    let same_nodes = match status.last_good.as_deref() {
+                    // its cache): what is kept per list (the snapshot's node digest, the
+                    // member's summary) is then not computed again.
+                    let same = match status.last_good.as_deref() {
                         Some(old) if old.nodes == data.nodes => {
                             data.nodes = Arc::clone(&old.nodes);
-                            true
+                            old.pods == data.pods && old.unbound == data.unbound
                         }
                         _ => false,
                     };
-                    let same = same_nodes
-                        && status
-                            .last_good
-                            .as_deref()
-                            .is_some_and(|old| old.pods == data.pods && old.unbound == data.unbound);
                     report.changed |= !same || status.error.is_some();
                     if status.error.is_some() {
                         // Recovered: what it serves may have changed while it was away.
