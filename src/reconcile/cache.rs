@@ -111,7 +111,7 @@ pub fn fingerprint(s: &ClusterSnapshot, nodes: u64) -> u64 {
 /// same list is hashed once, not on every pass: hashing 100 nodes of 1,000 members was most
 /// of a quiet pass's snapshot stage (BENCHMARKS.md, issue 17, S3). The entry holds the list,
 /// so its address cannot be reused by another list while it is here.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct NodeDigests(HashMap<String, (Arc<Vec<crate::model::NodeView>>, u64)>);
 
 impl NodeDigests {
@@ -215,6 +215,7 @@ pub struct LastHistory {
 /// The member views after the deductions of the recent placements (before this pass's own
 /// decisions), with the key of what they were deducted from: the snapshots' fingerprints, the
 /// recent placements (workload, targets, per-replica requirements) in store order.
+#[derive(Clone)]
 pub struct DeductedViews {
     pub key: u64,
     pub snapshots: Vec<ClusterSnapshot>,
@@ -227,6 +228,7 @@ pub struct DeductedViews {
 /// A decision with the key of its inputs: `key` covers everything static it read (template,
 /// policy, claim, previous placement, profile, overrides, interpreters, dependents and the
 /// fleet's static facts), `state` the state of the clusters it read beyond those facts.
+#[derive(Clone)]
 pub struct CachedDecision {
     pub key: u64,
     /// Positions (in the pass's snapshots) of the clusters that passed its filters.
@@ -298,6 +300,7 @@ impl CachedDecision {
 /// The recent placements of the last pass in store order (those whose replicas the views
 /// deduct), the per-replica requirements their deductions used, and the digest of both
 /// (`reconcile/snapshots.rs`: kept while they are the same objects).
+#[derive(Clone)]
 pub struct RecentPlacements {
     pub placements: Vec<Arc<PlacementRecord>>,
     pub requirements: Vec<Option<Arc<crate::model::ReplicaRequirements>>>,
@@ -307,6 +310,7 @@ pub struct RecentPlacements {
 /// The desired output of the decisions of a pass as the plan of the publish reads it
 /// (`reconcile/plan.rs` keeps it between passes and brings it up to date from what a pass
 /// changed): per cluster the digest of its decisions' files, and the Namespace files it needs.
+#[derive(Clone)]
 pub struct DesiredOutput {
     /// The policy set it was made with (held, so that the same `Arc` means the same set: its
     /// Namespace objects give the Namespace files).
@@ -459,7 +463,7 @@ impl DesiredOutput {
 }
 
 /// See the module documentation.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct PassCache {
     /// Placements (and the stored decisions that are still valid) were read from the store.
     pub loaded: bool,
@@ -467,7 +471,9 @@ pub struct PassCache {
     pub placements: HashMap<ObjectKey, Arc<PlacementRecord>>,
     /// Newest history record per workload; `None` = known to have none.
     pub history: HashMap<ObjectKey, Option<LastHistory>>,
-    pub decisions: HashMap<ObjectKey, CachedDecision>,
+    /// Shared, so that a preview works on a copy of the cache ([`PassCache::fork`]) that
+    /// copies only the decisions it changes (`Arc::make_mut`).
+    pub decisions: HashMap<ObjectKey, Arc<CachedDecision>>,
     pub snapshots: HashMap<String, SnapshotState>,
     /// The digest of each member's node list, for the snapshots' fingerprints.
     pub node_digests: NodeDigests,
@@ -496,6 +502,13 @@ pub struct PassCache {
 }
 
 impl PassCache {
+    /// A copy for a preview of a pass ([`crate::reconcile::Reconciler::preview_warm`]): a pass
+    /// on the copy changes nothing here. Cheap: placements, decisions, requirements and the
+    /// views' node lists are shared (`Arc`), and a decision the preview changes is copied then.
+    pub fn fork(&self) -> PassCache {
+        self.clone()
+    }
+
     /// On the first pass: reads the placements, and the decisions a previous process
     /// persisted that are still valid (written with their placement's `history_seq`; their
     /// files are compared with the disk on a full check).
@@ -512,7 +525,7 @@ impl PassCache {
             {
                 let workload = stored.workload.clone();
                 let restored = CachedDecision::restored(stored, p);
-                self.decisions.insert(workload, restored);
+                self.decisions.insert(workload, Arc::new(restored));
             }
         }
         self.loaded = true;
@@ -531,8 +544,9 @@ impl PassCache {
 /// their hashes ([`CachedDecision::on_disk`]), spread over the cores: the same reads the
 /// decisions would make one by one (nothing writes the output before the publish), about
 /// 100,000 files on a cold full check.
-pub fn verify_restored(decisions: &mut HashMap<ObjectKey, CachedDecision>, output_dir: &std::path::Path) {
-    let mut restored: Vec<&mut CachedDecision> = decisions.values_mut().filter(|c| !c.rendered).collect();
+pub fn verify_restored(decisions: &mut HashMap<ObjectKey, Arc<CachedDecision>>, output_dir: &std::path::Path) {
+    let mut restored: Vec<&mut CachedDecision> =
+        decisions.values_mut().filter(|c| !c.rendered).map(Arc::make_mut).collect();
     let on_disk = crate::util::threads::map_ordered(&restored, crate::util::threads::workers(), |c| {
         c.decided.files_on_disk(output_dir)
     });
@@ -786,6 +800,110 @@ mod tests {
         })
         .expect("generate");
         view
+    }
+
+    /// What a store holds that a pass could change: placements, history, persisted decisions,
+    /// snapshot versions, the stability state.
+    fn store_digest(store: &Store) -> String {
+        let mut out = String::new();
+        for p in store.placements().expect("placements") {
+            out += &format!("{:?}\n", (&p.workload, &p.targets, p.history_seq));
+            out += &format!("{:?}\n", store.history(&p.workload).expect("history").len());
+        }
+        out += &format!("seq {}\n", store.last_history_seq().expect("seq"));
+        out += &format!("decisions {}\n", store.stored_decisions().expect("decisions").len());
+        for c in store.clusters().expect("clusters") {
+            let v: Vec<(u64, u64)> =
+                store.snapshot_versions(&c).expect("versions").iter().map(|m| (m.version, m.last_seen_ms)).collect();
+            let head = store.latest_snapshot(&c).expect("head").map(|(m, _)| (m.version, m.last_seen_ms));
+            out += &format!("{c} {v:?} {head:?}\n");
+        }
+        out += &format!("{:?}\n", store.stability().expect("stability"));
+        out
+    }
+
+    /// `fedsched plan` through a running daemon: a warm preview on the daemon's reconciler
+    /// predicts what a cold preview (a copy of the store, a new reconciler) predicts, writes
+    /// nothing to the store or the output, and leaves the reconciler as it was: its next pass
+    /// equals a twin's that never previewed, decision for decision and byte for byte.
+    #[test]
+    fn a_warm_preview_equals_a_cold_one_and_leaves_the_daemon_as_it_was() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let view = live_repo(&policies, 30);
+        let open =
+            |name: &str| Reconciler::new(Store::open(&dir.path().join(name)).expect("store"), Settings::builtin());
+        let (daemon, twin) = (open("daemon-state"), open("twin-state"));
+        let (daemon_out, twin_out) = (dir.path().join("daemon-out"), dir.path().join("twin-out"));
+        let inputs = |r: &Reconciler| {
+            let mut inputs = r.load_inputs(&policies, &mut super::super::PhaseTimings::default()).expect("inputs");
+            inputs.apply_live(&view, &r.store);
+            inputs
+        };
+        for now in [1_000u64, 2_000] {
+            daemon.reconcile(&inputs(&daemon), &daemon_out, "timer", now).expect("pass");
+            twin.reconcile(&inputs(&twin), &twin_out, "timer", now).expect("pass");
+        }
+        // The edit under review: replicas of one workload (its deduction changes what later
+        // ones see), another workload removed.
+        std::fs::write(policies.join(repo::workload_file(3)), repo::workload_yaml(3, 17, 6)).expect("edit");
+        let removed = policies.join(repo::workload_file(11));
+        let removed_text = std::fs::read(&removed).expect("read");
+        std::fs::remove_file(&removed).expect("remove");
+        let now = 3_000;
+        let (store_before, out_before) = (store_digest(&daemon.store), tree(&daemon_out));
+        let edited = inputs(&daemon);
+        let template =
+            edited.set.templates.iter().find(|t| t.key.name == repo::workload_name(3)).expect("the edited template");
+        let blob = crate::util::hash::fnv1a64(&serde_json::to_vec(&template.object).expect("json"));
+        let warm = daemon.preview_warm(&edited, &daemon_out, now).expect("warm preview");
+        assert_eq!(store_digest(&daemon.store), store_before, "the preview wrote to the store");
+        assert!(daemon.store.blob(blob).expect("read").is_none(), "the preview stored the edited template");
+        assert!(tree(&daemon_out) == out_before, "the preview wrote to the output");
+        let cold = {
+            let copy = tempfile::tempdir().expect("tempdir");
+            let store = Store::open_copy(&dir.path().join("daemon-state"), copy.path()).expect("copy");
+            let planner = Reconciler::new(store, Settings::builtin());
+            let inputs = inputs(&planner);
+            planner.preview(&inputs, &daemon_out, now).expect("cold preview")
+        };
+        assert!(!warm.full_check && cold.full_check);
+        let side = |p: &crate::reconcile::PassPreview| -> Vec<String> {
+            p.decisions
+                .iter()
+                .map(|(k, d)| {
+                    let files: Vec<(&str, &str, u64)> = d.files().collect();
+                    format!("{k} {:?} {} {:?} {files:?}", d.record().targets, d.scheduled(), d.problems())
+                })
+                .collect()
+        };
+        assert_eq!(side(&warm), side(&cold));
+        assert_eq!(warm.removed, cold.removed);
+        assert_eq!(warm.removed.len(), 1);
+        assert_eq!(warm.files.writes, cold.files.writes);
+        assert_eq!(warm.files.deletions, cold.files.deletions);
+        assert!(!warm.files.writes.is_empty() && !warm.files.deletions.is_empty(), "the edit shows");
+        let before = |p: &crate::reconcile::PassPreview| {
+            format!("{:?}", p.before.values().map(|r| &r.targets).collect::<Vec<_>>())
+        };
+        assert_eq!(before(&warm), before(&cold));
+        // The daemon's next passes equal the twin's, which never previewed.
+        for (k, now) in [3_000u64, 4_000].into_iter().enumerate() {
+            if k == 1 {
+                std::fs::write(&removed, &removed_text).expect("put back");
+            }
+            let d = daemon.reconcile(&inputs(&daemon), &daemon_out, "timer", now).expect("pass");
+            let t = twin.reconcile(&inputs(&twin), &twin_out, "timer", now).expect("pass");
+            assert_eq!(
+                (d.decided, d.history_records, d.files_written, d.files_removed, d.assumed_replicas),
+                (t.decided, t.history_records, t.files_written, t.files_removed, t.assumed_replicas),
+                "pass at {now}: daemon {} / twin {}",
+                d.summary(),
+                t.summary()
+            );
+            assert!(tree(&daemon_out) == tree(&twin_out), "pass at {now}: outputs differ");
+            assert_eq!(store_digest(&daemon.store), store_digest(&twin.store), "pass at {now}: stores differ");
+        }
     }
 
     /// Live members (node data, assumed replicas, confidence by age): a warm reconciler and a

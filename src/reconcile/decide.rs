@@ -96,9 +96,13 @@ pub(super) struct Replaced {
 }
 
 impl Replaced {
-    fn of(d: Decided) -> Self {
-        let files = d.files.into_iter().zip(d.file_hashes).map(|((cluster, (path, _)), hash)| (cluster, path, hash));
-        Replaced { files: files.collect(), keep: d.keep }
+    fn of(d: &Decided) -> Self {
+        let files = d
+            .files
+            .iter()
+            .zip(&d.file_hashes)
+            .map(|((cluster, (path, _)), hash)| (cluster.clone(), path.clone(), *hash));
+        Replaced { files: files.collect(), keep: d.keep.clone() }
     }
 }
 
@@ -202,7 +206,7 @@ pub(super) fn decide_all(
     out.render_time += rendering.elapsed();
     for (job, files) in renders.iter().zip(rendered) {
         if let Some(c) = cache.decisions.get_mut(&job.template.key) {
-            files.into_decided(&mut c.decided);
+            files.into_decided(&mut Arc::make_mut(c).decided);
         }
     }
     for key in &out.order {
@@ -226,7 +230,7 @@ pub(super) fn decide_all(
     let gone: Vec<ObjectKey> = cache.decisions.keys().filter(|k| !seen.contains(*k)).cloned().collect();
     for k in gone {
         if let Some(old) = cache.decisions.remove(&k) {
-            out.replaced.push(Replaced::of(old.decided));
+            out.replaced.push(Replaced::of(&old.decided));
         }
     }
     Ok(out)
@@ -381,8 +385,7 @@ fn reuse_or_decide<'a>(
     // them from the disk, and decides again when one is missing or differs.
     if hit
         && ctx.full_check
-        && let Some(c) = cache.decisions.get_mut(&t.key)
-        && !c.rendered
+        && let Some(c) = cache.decisions.get_mut(&t.key).filter(|c| !c.rendered).map(Arc::make_mut)
     {
         match c.on_disk.take().unwrap_or_else(|| c.decided.files_on_disk(ctx.output_dir)) {
             true => {
@@ -430,8 +433,8 @@ fn reuse_or_decide<'a>(
         persisted_seq: None,
         on_disk: None,
     };
-    if let Some(old) = cache.decisions.insert(t.key.clone(), entry) {
-        out.replaced.push(Replaced::of(old.decided));
+    if let Some(old) = cache.decisions.insert(t.key.clone(), Arc::new(entry)) {
+        out.replaced.push(Replaced::of(&old.decided));
     }
     out.fresh.insert(t.key.clone());
     Ok(())
@@ -748,6 +751,7 @@ fn previous_for(
 }
 
 /// One workload's decision and rendered files (kept by the [`cache`] between passes).
+#[derive(Clone)]
 pub(crate) struct Decided {
     pub(super) record: PlacementRecord,
     pub(super) inputs: DecisionInputs,

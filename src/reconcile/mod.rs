@@ -92,8 +92,8 @@ struct Tainted {
 pub struct Reconciler {
     pub store: Store,
     /// What the reconciler is configured by: profiles (with `[model]` and `[cost]`) and the
-    /// publish settings.
-    settings: Settings,
+    /// publish settings (shared with the reconciler of a warm preview).
+    settings: std::sync::Arc<Settings>,
     /// What this reconciler decided, recorded and published in earlier passes.
     cache: Mutex<cache::PassCache>,
     /// The parsed files of the policy repository and the last inputs built from them
@@ -114,7 +114,7 @@ impl Reconciler {
     pub fn new(store: Store, settings: Settings) -> Self {
         Reconciler {
             store,
-            settings,
+            settings: std::sync::Arc::new(settings),
             cache: Mutex::new(cache::PassCache::default()),
             load_cache: Mutex::new(LoadCache::default()),
             fence: None,

@@ -197,9 +197,7 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> String {
         Some(s) if decisions.fresh.is_empty() && decisions.removed.is_empty() => s.clone(),
         _ => {
             for k in order {
-                if let Some(c) = cache.decisions.get_mut(k)
-                    && c.summary_item.is_none()
-                {
+                if let Some(c) = cache.decisions.get_mut(k).filter(|c| c.summary_item.is_none()).map(Arc::make_mut) {
                     c.summary_item = Some(summary_item(&c.decided.record.summary()));
                 }
             }

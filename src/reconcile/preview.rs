@@ -5,15 +5,15 @@
 //! started from, the decision of every workload, the workloads it would remove, the file
 //! changes and the stability actions.
 //!
-//! The stages still write what they write on the way (new snapshot versions, the blobs of
-//! templates and policies): a preview is meant for a private copy of the store
-//! ([`crate::store::Store::open_copy`]), never the daemon's. The reconciler's cache is reset
-//! afterwards, so a preview leaves nothing a later pass of the same reconciler could reuse:
-//! its placements and decisions are moved into the [`PassPreview`], not copied.
+//! Two ways: [`Reconciler::preview`] for a reconciler of its own on a private copy of the store
+//! ([`crate::store::Store::open_copy`]; the stages write snapshot versions and blobs there, and
+//! its cache is reset afterwards), and [`Reconciler::preview_warm`] for a running reconciler
+//! (the daemon's): the stages run on a copy of its cache and a dry run of its store, so the
+//! daemon's next pass and its store are exactly as without the preview.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::policy::ObjectKey;
 use crate::publish;
@@ -25,7 +25,7 @@ use super::{Inputs, Problem, ReconcileError, Reconciler, StabilityReport, cache}
 #[derive(Debug, Clone)]
 pub struct PassPreview {
     /// The stored placements the pass started from.
-    pub before: BTreeMap<ObjectKey, PlacementRecord>,
+    pub before: BTreeMap<ObjectKey, Arc<PlacementRecord>>,
     /// The decision of every workload of the pass.
     pub decisions: BTreeMap<ObjectKey, PlannedDecision>,
     /// Workloads with a placement that the pass would no longer propagate.
@@ -38,32 +38,87 @@ pub struct PassPreview {
     pub full_check: bool,
 }
 
-/// One workload's decision in a [`PassPreview`].
-#[derive(Debug, Clone)]
-pub struct PlannedDecision {
+/// One workload's decision in a [`PassPreview`]: the reconciler's own decision, shared with
+/// its cache (a warm preview copies none of the decisions it did not change).
+#[derive(Clone)]
+pub struct PlannedDecision(Arc<cache::CachedDecision>);
+
+impl PlannedDecision {
     /// The placement it would record (an unschedulable workload keeps its previous targets).
-    pub record: PlacementRecord,
+    pub fn record(&self) -> &PlacementRecord {
+        &self.0.decided.record
+    }
+
     /// Whether it was scheduled (else its previous files stay).
-    pub scheduled: bool,
+    pub fn scheduled(&self) -> bool {
+        self.0.decided.scheduled
+    }
+
     /// Why it is unschedulable, or the clusters it failed to render for.
-    pub problems: Vec<Problem>,
+    pub fn problems(&self) -> &[Problem] {
+        &self.0.decided.problems
+    }
+
     /// The files it rendered: (cluster, path, FNV-1a 64 of the bytes).
-    pub files: Vec<(String, String, u64)>,
+    pub fn files(&self) -> impl Iterator<Item = (&str, &str, u64)> {
+        let d = &self.0.decided;
+        d.files.iter().zip(&d.file_hashes).map(|((cluster, (path, _)), hash)| (cluster.as_str(), path.as_str(), *hash))
+    }
+}
+
+impl std::fmt::Debug for PlannedDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlannedDecision")
+            .field("workload", &self.record().workload)
+            .field("targets", &self.record().targets)
+            .field("scheduled", &self.scheduled())
+            .field("problems", &self.problems())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Reconciler {
     /// Runs the stages of a pass over `inputs` up to the plan of the publish and previews the
-    /// publish in `output_dir`: nothing is published or recorded.
+    /// publish in `output_dir`: nothing is published or recorded. For a reconciler of its own
+    /// on a private copy of the store: the stages write what they write on the way, and the
+    /// cache is reset afterwards ([`Reconciler::preview_warm`] is the one for a running one).
     pub fn preview(&self, inputs: &Inputs, output_dir: &Path, now_ms: u64) -> Result<PassPreview, ReconcileError> {
-        let mut guard = self.cache.lock().unwrap_or_else(|poisoned| {
+        let mut guard = self.lock_cache();
+        let result = self.preview_cached(&mut guard, inputs, output_dir, now_ms);
+        *guard = cache::PassCache::default();
+        result
+    }
+
+    /// [`Reconciler::preview`] on a running reconciler (the daemon's, `fedsched plan` through
+    /// its API), which it leaves exactly as it was: the stages run on a copy of its cache
+    /// ([`cache::PassCache::fork`]: what the last pass decided is reused, so a one-file edit
+    /// costs what the edit touches) and on a dry run of its store ([`crate::store::Store::dry_run`]: snapshot
+    /// versions and blobs answered in memory, any other write an error). Holds the cache's
+    /// lock throughout, so a pass and a preview never overlap: the output directory the
+    /// preview compares with is not being published meanwhile.
+    pub fn preview_warm(&self, inputs: &Inputs, output_dir: &Path, now_ms: u64) -> Result<PassPreview, ReconcileError> {
+        let guard = self.lock_cache();
+        let mut fork = guard.fork();
+        let dry = Reconciler {
+            store: self.store.dry_run(),
+            settings: Arc::clone(&self.settings),
+            cache: Mutex::new(cache::PassCache::default()),
+            load_cache: Mutex::new(Default::default()),
+            fence: None,
+        };
+        let result = dry.preview_cached(&mut fork, inputs, output_dir, now_ms);
+        drop(guard);
+        result
+    }
+
+    /// The cache, reset when a pass panicked while holding it (what it left is not trusted).
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, cache::PassCache> {
+        self.cache.lock().unwrap_or_else(|poisoned| {
             let mut g = poisoned.into_inner();
             *g = cache::PassCache::default();
             self.cache.clear_poison();
             g
-        });
-        let result = self.preview_cached(&mut guard, inputs, output_dir, now_ms);
-        *guard = cache::PassCache::default();
-        result
+        })
     }
 
     fn preview_cached(
@@ -79,25 +134,16 @@ impl Reconciler {
         let staged_inputs = with_taints.as_ref().unwrap_or(inputs);
         let staged = self.stages(cache, staged_inputs, tainted, output_dir, "plan", now_ms)?;
         let files = publish::preview(output_dir, &staged.planned.plan, &self.settings.publish.guard)?;
-        // The cache is reset after a preview: its placements and decisions are moved into the
-        // preview, not copied (the stages leave the placements as the pass started from them;
-        // only the record stage changes them).
-        let before: BTreeMap<ObjectKey, PlacementRecord> = std::mem::take(&mut cache.placements)
-            .into_iter()
-            .map(|(k, p)| (k, Arc::try_unwrap(p).unwrap_or_else(|shared| (*shared).clone())))
-            .collect();
+        // The placements and decisions are moved into the preview, not copied (the stages
+        // leave the placements as the pass started from them; only the record stage changes
+        // them): the cache is a fork, or is reset after the preview.
+        let before: BTreeMap<ObjectKey, Arc<PlacementRecord>> =
+            std::mem::take(&mut cache.placements).into_iter().collect();
         let mut decisions = BTreeMap::new();
         for key in &staged.decisions.order {
-            let Some(c) = cache.decisions.remove(key) else { continue };
-            let d = c.decided;
-            let files = d
-                .files
-                .into_iter()
-                .zip(d.file_hashes)
-                .map(|((cluster, (path, _)), hash)| (cluster, path, hash))
-                .collect();
-            let planned = PlannedDecision { record: d.record, scheduled: d.scheduled, problems: d.problems, files };
-            decisions.insert(key.clone(), planned);
+            if let Some(c) = cache.decisions.remove(key) {
+                decisions.insert(key.clone(), PlannedDecision(c));
+            }
         }
         Ok(PassPreview {
             before,

@@ -69,7 +69,7 @@ pub(super) fn record(
         let (Some(c), Some(p)) = (cache.decisions.get_mut(key), cache.placements.get(key)) else { continue };
         if c.persisted_seq != Some(p.history_seq) {
             stored.push(c.to_stored(key, p.history_seq));
-            c.persisted_seq = Some(p.history_seq);
+            Arc::make_mut(c).persisted_seq = Some(p.history_seq);
         }
     }
     r.store.put_stored_decisions(&stored)?;

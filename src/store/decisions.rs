@@ -56,6 +56,7 @@ impl Store {
 
     /// Writes (replaces) stored decisions, in one atomic batch.
     pub fn put_stored_decisions(&self, decisions: &[StoredDecision]) -> Result<(), StoreError> {
+        self.writable("stored decisions")?;
         let mut batch = sled::Batch::default();
         for d in decisions {
             batch.insert(keys::workload(&d.workload)?, encode(d)?);
@@ -65,6 +66,7 @@ impl Store {
 
     /// Forgets the stored decisions of workloads.
     pub fn remove_stored_decisions(&self, workloads: &[ObjectKey]) -> Result<(), StoreError> {
+        self.writable("stored decisions")?;
         let mut batch = sled::Batch::default();
         for w in workloads {
             batch.remove(keys::workload(w)?);

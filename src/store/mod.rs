@@ -44,7 +44,7 @@ pub use decisions::StoredDecision;
 pub use records::{DecisionInputs, HistoryRecord, PlacementRecord, SnapshotMeta};
 pub use replay::{ReplayPass, ReplayRef};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::model::{ClusterSnapshot, Observed};
 use crate::policy::ObjectKey;
@@ -131,6 +131,9 @@ pub enum StoreError {
     /// Records that must agree do not.
     #[error("inconsistent store: {0}")]
     Inconsistent(String),
+    /// A write through a dry-run handle ([`Store::dry_run`]) that it does not answer in memory.
+    #[error("a dry run does not write the store ({what})")]
+    DryRun { what: &'static str },
 }
 
 struct Inner {
@@ -162,6 +165,17 @@ impl Drop for Inner {
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
+    /// Set on a dry-run handle ([`Store::dry_run`]): what its writes would have written.
+    dry: Option<Arc<DryRun>>,
+}
+
+/// What a dry-run handle answers instead of writing: blobs (content-addressed, so a later read
+/// of one finds it) and the snapshot versions it handed out, per cluster (content hash,
+/// version), so that the same observation gets the same version twice.
+#[derive(Default)]
+struct DryRun {
+    blobs: std::sync::Mutex<HashMap<u64, Vec<u8>>>,
+    heads: std::sync::Mutex<HashMap<String, (u64, u64)>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -299,7 +313,7 @@ impl Store {
             db_path,
             _lock: lock,
         };
-        let store = Store { inner: Arc::new(inner) };
+        let store = Store { inner: Arc::new(inner), dry: None };
         store.check_schema(existed)?;
         Ok(store)
     }
@@ -405,6 +419,9 @@ impl Store {
         keys::check_name("cluster", name)?;
         let hash = snap.content_hash();
         let head_key = name.as_bytes();
+        if let Some(dry) = &self.dry {
+            return self.dry_snapshot(dry, name, hash);
+        }
         let mut body: Option<Vec<u8>> = None;
         loop {
             // Fast path outside the transaction: the body is only encoded when needed.
@@ -535,6 +552,17 @@ impl Store {
         if let Some(stored) = self.inner.blobs.get(key).map_err(|e| self.err(e))? {
             return same(&stored);
         }
+        if let Some(dry) = &self.dry {
+            let mut blobs = dry.blobs.lock().unwrap_or_else(|p| p.into_inner());
+            return match blobs.get(&hash) {
+                Some(held) if held.as_slice() != bytes => Err(StoreError::BlobCollision { hash }),
+                Some(_) => Ok(hash),
+                None => {
+                    blobs.insert(hash, bytes.to_vec());
+                    Ok(hash)
+                }
+            };
+        }
         let value = encode_blob(bytes)?;
         match self.inner.blobs.compare_and_swap(key, None::<&[u8]>, Some(value)).map_err(|e| self.err(e))? {
             Ok(()) => Ok(hash),
@@ -549,7 +577,10 @@ impl Store {
     pub fn blob(&self, hash: u64) -> Result<Option<Vec<u8>>, StoreError> {
         match self.inner.blobs.get(keys::blob(hash)).map_err(|e| self.err(e))? {
             Some(v) => Ok(Some(decode_blob(&v)?)),
-            None => Ok(None),
+            None => Ok(self
+                .dry
+                .as_ref()
+                .and_then(|dry| dry.blobs.lock().unwrap_or_else(|p| p.into_inner()).get(&hash).cloned())),
         }
     }
 
@@ -625,6 +656,7 @@ impl Store {
 
     /// Writes (replaces) a workload's placement.
     pub fn put_placement(&self, rec: &PlacementRecord) -> Result<(), StoreError> {
+        self.writable("placement")?;
         let key = keys::workload(&rec.workload)?;
         self.inner.placements.insert(key, encode(rec)?).map_err(|e| self.err(e))?;
         Ok(())
@@ -632,6 +664,7 @@ impl Store {
 
     /// Forgets a workload's placement (its history stays).
     pub fn remove_placement(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        self.writable("placement")?;
         self.inner.placements.remove(keys::workload(key)?).map_err(|e| self.err(e))?;
         Ok(())
     }
@@ -641,6 +674,7 @@ impl Store {
 
     /// Appends a decision to the history, assigning `rec.seq` (monotonic across workloads).
     pub fn append_history(&self, mut rec: HistoryRecord) -> Result<u64, StoreError> {
+        self.writable("history")?;
         let prefix = keys::history_prefix(&rec.workload)?;
         let seq = (&self.inner.meta, &self.inner.history)
             .transaction(|(meta, history)| {
@@ -658,6 +692,7 @@ impl Store {
     /// Appends a decision and writes the workload's placement in one transaction. The
     /// placement's `history_seq` is set to the assigned sequence number, which is returned.
     pub fn record_decision(&self, history: HistoryRecord, placement: &PlacementRecord) -> Result<u64, StoreError> {
+        self.writable("history")?;
         if history.workload != placement.workload {
             return Err(StoreError::Inconsistent(format!(
                 "decision for {} with a placement for {}",
@@ -684,6 +719,7 @@ impl Store {
     /// costs ≈ 0.5 ms whatever its size, so a pass records its decisions in batches). The
     /// sequence numbers are consecutive, in the order given; returns them.
     pub fn record_decisions(&self, decisions: &[(HistoryRecord, PlacementRecord)]) -> Result<Vec<u64>, StoreError> {
+        self.writable("history")?;
         let mut keyed = Vec::with_capacity(decisions.len());
         for (history, placement) in decisions {
             if history.workload != placement.workload {
@@ -749,7 +785,59 @@ impl Store {
     /// Makes every write so far durable (blocking fsync); returns the bytes flushed. Use it as a
     /// barrier before externally visible effects.
     pub fn flush(&self) -> Result<usize, StoreError> {
+        self.writable("flush")?;
         self.inner.db.flush().map_err(|e| self.err(e))
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Dry runs
+
+    /// A handle on the same store that never writes it: it reads what the store holds, answers
+    /// blob writes and snapshot recordings in memory (a blob written through it reads back
+    /// through it; a snapshot gets the version a real write would give it), and refuses every
+    /// other write with [`StoreError::DryRun`]. What `fedsched plan` previews a pass with, on the
+    /// running daemon's store: the refusal makes a write that a preview should not make an
+    /// error instead of a change.
+    pub fn dry_run(&self) -> Store {
+        Store { inner: Arc::clone(&self.inner), dry: Some(Arc::new(DryRun::default())) }
+    }
+
+    /// Whether this handle is a dry run ([`Store::dry_run`]).
+    pub fn is_dry_run(&self) -> bool {
+        self.dry.is_some()
+    }
+
+    /// `Err` on a dry-run handle: `what` would be written.
+    pub(crate) fn writable(&self, what: &'static str) -> Result<(), StoreError> {
+        match self.dry {
+            Some(_) => Err(StoreError::DryRun { what }),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Store::record_snapshot`] on a dry-run handle: the head's version when the content is
+    /// the head's, else the next version (the same one for the same content again).
+    fn dry_snapshot(&self, dry: &DryRun, name: &str, hash: u64) -> Result<(u64, bool), StoreError> {
+        let mut heads = dry.heads.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&(held, version)) = heads.get(name)
+            && held == hash
+        {
+            return Ok((version, false));
+        }
+        let head = match self.inner.heads.get(name.as_bytes()).map_err(|e| self.err(e))? {
+            Some(v) => Some(decode::<SnapshotMeta>(&v)?),
+            None => None,
+        };
+        match head {
+            Some(h) if h.hash == hash => Ok((h.version, false)),
+            prev => {
+                let version = prev
+                    .map_or(Some(1), |p| p.version.checked_add(1))
+                    .ok_or_else(|| StoreError::Inconsistent(format!("cluster {name}: version counter exhausted")))?;
+                heads.insert(name.to_string(), (hash, version));
+                Ok((version, true))
+            }
+        }
     }
 
     /// Bytes sled uses on disk.

@@ -67,6 +67,7 @@ impl Store {
 
     /// Records where the replay inputs of these history records are.
     pub fn put_replay_refs(&self, refs: &[(u64, ReplayRef)]) -> Result<(), StoreError> {
+        self.writable("replay references")?;
         let tree = self.inner.db.open_tree(TREE).map_err(|e| self.err(e))?;
         let mut batch = sled::Batch::default();
         for (seq, r) in refs {

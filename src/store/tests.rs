@@ -538,3 +538,46 @@ fn record_decisions_writes_what_one_by_one_writes_would() {
     assert_eq!(one_seqs, batch_seqs);
     assert_eq!(contents(&one), contents(&batched));
 }
+
+/// A dry-run handle reads the store, answers blob writes and snapshot recordings in memory,
+/// refuses every other write, and leaves the store as it was.
+#[test]
+fn a_dry_run_reads_the_store_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    store.record_snapshot(&cluster("a", 1), seen(1_000)).expect("record");
+    let kept = store.put_blob(b"kept").expect("blob");
+    let key = workload("web");
+    store.put_placement(&placement(&key)).expect("put");
+    let before_heads = store.latest_snapshot("a").expect("head").expect("a head");
+
+    let dry = store.dry_run();
+    assert!(dry.is_dry_run() && !store.is_dry_run());
+    // Reads see the store.
+    assert_eq!(dry.blob(kept).expect("read"), Some(b"kept".to_vec()));
+    assert_eq!(dry.placements().expect("placements").len(), 1);
+    // Snapshots: the head's version for the same content, the next one for new content, and
+    // that same version again for the same new content.
+    assert_eq!(dry.record_snapshot(&cluster("a", 1), seen(2_000)).expect("same"), (1, false));
+    assert_eq!(dry.record_snapshot(&cluster("a", 2), seen(2_000)).expect("new"), (2, true));
+    assert_eq!(dry.record_snapshot(&cluster("a", 2), seen(3_000)).expect("again"), (2, false));
+    assert_eq!(dry.record_snapshot(&cluster("b", 1), seen(2_000)).expect("first"), (1, true));
+    // A blob written through the dry run reads back through it, not through the store.
+    let held = dry.put_blob(b"held").expect("dry blob");
+    assert_eq!(dry.blob(held).expect("read"), Some(b"held".to_vec()));
+    assert_eq!(store.blob(held).expect("read"), None);
+    // Every other write is refused.
+    assert!(matches!(dry.put_placement(&placement(&workload("api"))), Err(StoreError::DryRun { .. })));
+    assert!(matches!(dry.remove_placement(&key), Err(StoreError::DryRun { .. })));
+    assert!(matches!(dry.append_history(decision(&key, 5, "plan")), Err(StoreError::DryRun { .. })));
+    assert!(matches!(dry.record_decision(decision(&key, 5, "plan"), &placement(&key)), Err(StoreError::DryRun { .. })));
+    assert!(matches!(dry.put_stability(&Default::default()), Err(StoreError::DryRun { .. })));
+    assert!(matches!(dry.put_stored_decisions(&[]), Err(StoreError::DryRun { .. })));
+    assert!(matches!(dry.flush(), Err(StoreError::DryRun { .. })));
+    // The store is as it was.
+    assert_eq!(store.snapshot_versions("a").expect("versions").len(), 1);
+    assert!(store.latest_snapshot("b").expect("b").is_none());
+    assert_eq!(store.latest_snapshot("a").expect("head").expect("a head").0, before_heads.0);
+    assert_eq!(store.placements().expect("placements").len(), 1);
+    assert!(store.history(&key).expect("history").is_empty());
+}

@@ -40,8 +40,8 @@ fn stored_side(p: &PlacementRecord) -> Side<'_> {
 }
 
 fn planned_side(d: &crate::reconcile::PlannedDecision) -> Side<'_> {
-    let reason = d.problems.iter().find(|p| p.cluster.is_none()).map(|p| p.reason.clone());
-    Side { policy: d.record.policy.as_ref(), targets: &d.record.targets, scheduled: d.scheduled, reason }
+    let reason = d.problems().iter().find(|p| p.cluster.is_none()).map(|p| p.reason.clone());
+    Side { policy: d.record().policy.as_ref(), targets: &d.record().targets, scheduled: d.scheduled(), reason }
 }
 
 /// What the comparison starts from.

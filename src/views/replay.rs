@@ -99,18 +99,17 @@ fn compare(r: &HistoryRecord, rr: &ReplayRef, p: &PassPreview) -> Vec<String> {
         return vec!["recorded as removed, but the replay propagates it".into()];
     }
     let mut out = Vec::new();
-    if d.record.policy != r.policy {
+    if d.record().policy != r.policy {
         let show = |p: &Option<crate::policy::PolicyRef>| p.as_ref().map_or("none".to_string(), ToString::to_string);
-        out.push(format!("policy: {} → {}", show(&r.policy), show(&d.record.policy)));
+        out.push(format!("policy: {} → {}", show(&r.policy), show(&d.record().policy)));
     }
-    out.extend(outcome_diff(&r.result.outcome, &d.record.result.outcome));
-    if out.is_empty() && d.record.result != r.result {
+    out.extend(outcome_diff(&r.result.outcome, &d.record().result.outcome));
+    if out.is_empty() && d.record().result != r.result {
         out.push("the result differs: cluster verdicts, scores or reasons".into());
     }
     let recorded: BTreeMap<(&str, &str), u64> =
         rr.files.iter().map(|(c, f, h)| ((c.as_str(), f.as_str()), *h)).collect();
-    let replayed: BTreeMap<(&str, &str), u64> =
-        d.files.iter().map(|(c, f, h)| ((c.as_str(), f.as_str()), *h)).collect();
+    let replayed: BTreeMap<(&str, &str), u64> = d.files().map(|(c, f, h)| ((c, f), h)).collect();
     let files: BTreeSet<&(&str, &str)> = recorded.keys().chain(replayed.keys()).collect();
     for f in files {
         match (recorded.get(f), replayed.get(f)) {
