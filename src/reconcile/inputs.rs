@@ -400,4 +400,97 @@ impl Reconciler {
         cache.last_dir = Some(policy_dir.to_path_buf());
         Ok(inputs)
     }
+
+    /// The inputs of a repository given as its files (`fedsched plan` through the daemon: a
+    /// pull request's repository, read by the command), loaded as [`Reconciler::load_inputs`]
+    /// would load a directory holding them: each file whose path and bytes this reconciler's
+    /// last load had keeps what was parsed and typed of it ([`ParseCache::overlay`]), and the
+    /// hashes of unchanged objects are taken from the last inputs. Nothing of this reconciler's
+    /// load cache changes. The offline snapshots only: the caller merges live members.
+    pub fn load_preview_inputs(
+        &self,
+        repository: crate::policy::load::RepositoryFiles,
+        timings: &mut PhaseTimings,
+    ) -> Result<Inputs, Vec<LoadError>> {
+        let started = Instant::now();
+        let (mut overlay, previous) = {
+            let cache = self.load_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            (cache.parse.overlay(repository.files, repository.notes), cache.last.clone())
+        };
+        let (set, errors) = load_repository_incremental(&mut overlay, Vec::new());
+        let mut inputs = build_inputs(
+            set,
+            errors,
+            &self.settings.profiles,
+            &self.settings.interpreter,
+            timings,
+            started,
+            previous.as_ref(),
+        )?;
+        inputs.sources = Arc::new(overlay.sources());
+        Ok(inputs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::load::read_repository;
+    use crate::reconcile::Settings;
+
+    fn write(dir: &Path, rel: &str, text: &str) {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    fn deploy(name: &str, replicas: i64) -> String {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: shop\nspec:\n  replicas: {replicas}\n"
+        )
+    }
+
+    /// A repository sent as its files (`fedsched plan` through the daemon) loads on a warm
+    /// reconciler as a cold load of the same directory does: same set, hashes, errors and
+    /// notes; and the reconciler's own load is as it was.
+    #[test]
+    fn a_repository_sent_as_files_loads_as_its_directory_does() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (daemon_dir, pr) = (dir.path().join("daemon"), dir.path().join("pr"));
+        let policy = "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata:\n  name: p\n  namespace: shop\nspec:\n  resourceSelectors:\n    - apiVersion: apps/v1\n      kind: Deployment\n  placement:\n    replicaScheduling:\n      replicaSchedulingType: Divided\n";
+        for d in [&daemon_dir, &pr] {
+            write(d, "apps/web.yaml", &deploy("web", 2));
+            write(d, "apps/api.yaml", &deploy("api", 3));
+            write(d, "policy.yaml", policy);
+            write(d, "chart/Chart.yaml", "apiVersion: v2\nname: x\n");
+        }
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let daemon_before = rec.load_inputs(&daemon_dir, &mut PhaseTimings::default()).expect("daemon load");
+        // The pull request: one file edited, one added, one removed.
+        write(&pr, "apps/web.yaml", &deploy("web", 5));
+        write(&pr, "apps/new.yaml", &deploy("new", 1));
+        std::fs::remove_file(pr.join("apps/api.yaml")).expect("remove");
+        let settings = Settings::builtin();
+        let (files, errors) = read_repository(&pr, &settings.walk);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(!files.notes.is_empty(), "Chart.yaml is skipped with a note");
+        let sent = rec.load_preview_inputs(files, &mut PhaseTimings::default()).expect("sent");
+        let cold = load_inputs_once(&pr, &settings).expect("cold");
+        assert!(*sent.set == *cold.set, "sets differ");
+        assert_eq!(sent.set.notes, cold.set.notes);
+        assert_eq!(sent.hashes.templates, cold.hashes.templates);
+        assert_eq!(sent.hashes.policies, cold.hashes.policies);
+        assert_eq!(sent.sources.len(), 3, "the files sent are the pass's sources");
+        // An invalid file: the errors of a whole load.
+        write(&pr, "apps/bad.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: Bad_Name\n");
+        let (files, _) = read_repository(&pr, &settings.walk);
+        let sent = rec.load_preview_inputs(files, &mut PhaseTimings::default()).err();
+        let cold = load_inputs_once(&pr, &settings).err();
+        assert!(cold.as_ref().is_some_and(|e| !e.is_empty()), "the name is invalid");
+        assert_eq!(sent, cold);
+        // The reconciler's own repository loads as before.
+        let daemon_after = rec.load_inputs(&daemon_dir, &mut PhaseTimings::default()).expect("daemon load");
+        assert!(*daemon_after.set == *daemon_before.set);
+        assert_eq!(daemon_after.sources.len(), 3);
+    }
 }

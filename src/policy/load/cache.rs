@@ -35,11 +35,12 @@ pub struct ParseCache {
 /// A file modified less than this before it was read is read again next time.
 pub const RACY_NS: i128 = 1_000_000_000;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct CachedFile {
     pub(super) hash: u64,
     pub(super) len: usize,
-    pub(super) docs: Parsed,
+    /// Shared: an overlay ([`ParseCache::overlay`]) copies a file without its documents.
+    pub(super) docs: std::sync::Arc<Parsed>,
     /// The file's text (stored with the decisions of a pass, for replay).
     pub(super) text: std::sync::Arc<str>,
     /// Stat taken when the file was walked before it was read; None = not trusted.
@@ -119,7 +120,7 @@ impl ParseCache {
                 }
                 _ => {
                     changed = true;
-                    let docs = parse_file(&text);
+                    let docs = std::sync::Arc::new(parse_file(&text));
                     let (len, text) = (text.len(), std::sync::Arc::from(text));
                     let file = CachedFile { hash, len, docs, text, stat, read_at_ns, typed: None };
                     self.files.insert(rel.clone(), file);
@@ -142,7 +143,31 @@ impl ParseCache {
 
     /// The parsed documents of the files of the last refresh, in walk order.
     pub(super) fn parsed(&self) -> Vec<(PathBuf, Parsed)> {
-        self.order.iter().filter_map(|rel| self.files.get(rel).map(|c| (rel.clone(), c.docs.clone()))).collect()
+        self.order.iter().filter_map(|rel| self.files.get(rel).map(|c| (rel.clone(), (*c.docs).clone()))).collect()
+    }
+
+    /// A cache of the repository given as `files` (path relative to the repository, text, in
+    /// walk order) and the walk's `notes`, made without the file system: a file whose path and
+    /// bytes this cache holds keeps what was parsed and typed of it here (shared, not copied),
+    /// the others are parsed. What `fedsched plan` through the daemon loads a pull request's
+    /// repository with: a one-file change parses one file. This cache is not changed.
+    pub fn overlay(&self, files: Vec<(PathBuf, String)>, notes: Vec<LoadError>) -> ParseCache {
+        let mut out = ParseCache { options: self.options.clone(), notes, ..Default::default() };
+        for (rel, text) in files {
+            let hash = crate::util::hash::fnv1a64(text.as_bytes());
+            let file = match self.files.get(&rel) {
+                Some(c) if c.hash == hash && c.len == text.len() => c.clone(),
+                _ => {
+                    let docs = std::sync::Arc::new(parse_file(&text));
+                    let (len, text) = (text.len(), std::sync::Arc::from(text));
+                    CachedFile { hash, len, docs, text, stat: None, read_at_ns: 0, typed: None }
+                }
+            };
+            if out.files.insert(rel.clone(), file).is_none() {
+                out.order.push(rel);
+            }
+        }
+        out
     }
 }
 

@@ -8,7 +8,7 @@ use crate::policy::Source;
 
 /// One problem found in the policy repository. Displays as
 /// `<file>: document <n>: <field path>: <message>`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub struct LoadError {
     /// Path relative to the policy directory.
     pub file: PathBuf,

@@ -13,7 +13,7 @@ use super::{LoadError, ParseCache, load_repository_refreshed};
 use crate::policy::{PolicySet, Source};
 
 /// the whole repository they were typed with.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Typed {
     /// [`crd_digest`] of the scopes used.
     crd: u64,
@@ -40,7 +40,7 @@ pub fn load_repository_incremental(cache: &mut ParseCache, io_errors: Vec<LoadEr
     let mut crd_scopes: BTreeMap<(String, String), bool> = BTreeMap::new();
     for rel in &cache.order {
         let Some(file) = cache.files.get(rel) else { continue };
-        for (_, doc) in &file.docs {
+        for (_, doc) in file.docs.iter() {
             let Ok(value) = doc else { continue };
             for_each_crd(value, &mut |group, kind, namespaced| {
                 crd_scopes.entry((group, kind)).or_insert(namespaced);

@@ -84,19 +84,36 @@ pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet
 /// documents moved (not copied) into the set. What a one-shot command that keeps nothing
 /// between loads uses (`fedsched plan`).
 pub fn load_dir_walked(dir: &Path, options: &WalkOptions) -> (PolicySet, Vec<LoadError>) {
+    let (read, mut errors) = read_repository(dir, options);
+    let (mut set, mut more) = load_sources(read.files);
+    set.notes = read.notes;
+    errors.append(&mut more);
+    (set, errors)
+}
+
+/// A repository's files as a load reads them, without the file system: what `fedsched plan`
+/// sends to a running daemon ([`ParseCache::overlay`] loads it there).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RepositoryFiles {
+    /// Path relative to the repository and text, in walk order.
+    pub files: Vec<(PathBuf, String)>,
+    /// What the walk skipped, and why ([`PolicySet::notes`]).
+    pub notes: Vec<LoadError>,
+}
+
+/// Walks `dir` with `options` and reads every file it loads ([`load_dir`]'s rules); the walk
+/// and read errors beside.
+pub fn read_repository(dir: &Path, options: &WalkOptions) -> (RepositoryFiles, Vec<LoadError>) {
     let walk = walk_dir(dir, options);
     let mut errors = walk.errors;
-    let mut texts = Vec::new();
+    let mut files = Vec::new();
     for (rel, _) in walk.files {
         match read_text(dir, &rel) {
-            Ok(text) => texts.push((rel, text)),
+            Ok(text) => files.push((rel, text)),
             Err(e) => errors.push(e),
         }
     }
-    let (mut set, mut more) = load_sources(texts);
-    set.notes = walk.notes;
-    errors.append(&mut more);
-    (set, errors)
+    (RepositoryFiles { files, notes: walk.notes }, errors)
 }
 
 /// [`load_dir_walked`], then [`super::defaults::apply`] and [`super::validate::validate`]: a
