@@ -1,5 +1,5 @@
-//! A minimal HTTP/1.1 client for the CLI to ask a running daemon (`GET` only, plain
-//! `http://`, meant for the loopback listener). The store is single-process: while the
+//! A minimal HTTP/1.1 client for the CLI to ask a running daemon (`GET`, and `POST` of a JSON
+//! body for `fedsched plan`; plain `http://`, meant for the loopback listener). The store is single-process: while the
 //! daemon runs, `explain`, `history` and `snapshots` read through its API instead.
 //!
 //! The CLI is synchronous: [`get`] runs hyper-util's client (`HttpConnector`, HTTP/1.1, no
@@ -11,8 +11,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
-use hyper::header::{ACCEPT, AUTHORIZATION, CONNECTION};
+use http_body_util::{BodyExt, Full};
+use hyper::header::{ACCEPT, AUTHORIZATION, CONNECTION, CONTENT_TYPE};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -85,15 +85,45 @@ pub fn get(
     token: Option<&str>,
     timeout: Duration,
 ) -> Result<(u16, String), ClientError> {
+    request(server, hyper::Method::GET, path, None, token, timeout)
+}
+
+/// `POST path` of a JSON `body` with an optional bearer token. Returns the status code and the
+/// body of the answer.
+pub fn post_json(
+    server: &ServerUrl,
+    path: &str,
+    body: Vec<u8>,
+    token: Option<&str>,
+    timeout: Duration,
+) -> Result<(u16, String), ClientError> {
+    request(server, hyper::Method::POST, path, Some(body), token, timeout)
+}
+
+fn request(
+    server: &ServerUrl,
+    method: hyper::Method,
+    path: &str,
+    body: Option<Vec<u8>>,
+    token: Option<&str>,
+    timeout: Duration,
+) -> Result<(u16, String), ClientError> {
     let url = format!("{server}{path}");
     let uri: hyper::Uri = url.parse().map_err(|_| ClientError::BadUrl(url.clone()))?;
-    let mut req = hyper::Request::get(uri).header(ACCEPT, "application/json").header(CONNECTION, "close");
+    let mut req = hyper::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(ACCEPT, "application/json")
+        .header(CONNECTION, "close");
+    if body.is_some() {
+        req = req.header(CONTENT_TYPE, "application/json");
+    }
     if let Some(t) = token {
         req = req.header(AUTHORIZATION, format!("Bearer {t}"));
     }
     let io = |source| ClientError::Io { url: url.clone(), source };
     let req = req
-        .body(Empty::<Bytes>::new())
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))
         .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())))?;
     let run = move || -> Result<(u16, Vec<u8>), Failure> {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Failure::Io)?;
@@ -152,7 +182,7 @@ impl Failure {
 }
 
 /// Sends `req` and reads the whole body, each step within `timeout`.
-async fn exchange(req: hyper::Request<Empty<Bytes>>, timeout: Duration) -> Result<(u16, Vec<u8>), Failure> {
+async fn exchange(req: hyper::Request<Full<Bytes>>, timeout: Duration) -> Result<(u16, Vec<u8>), Failure> {
     let mut connector = HttpConnector::new();
     connector.set_connect_timeout(Some(timeout));
     let client = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build(connector);

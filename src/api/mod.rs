@@ -15,8 +15,10 @@
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/history` | as `fedsched history -o json` |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/status?stuckAfter=5m` | as `fedsched status KIND/NS/NAME -o json` |
 //! | `/api/v1/workloads/status?stuckAfter=5m` | every workload that is not Healthy, as `fedsched status -o json` |
+//! | `POST /api/v1/plan` | `fedsched plan` on the daemon: the body is a [`PlanRequest`] (the changed repository's files, the base's), the answer the plan document (as `fedsched plan -o json`); 422 with `errors` for an invalid repository, 503 before the first good pass |
 //!
-//! Every route is GET only: nothing here writes. The store is read through the daemon's
+//! Every route but the plan is GET; nothing here writes (a plan previews on a copy of the
+//! reconciler's cache and a dry run of the store: [`crate::reconcile::Reconciler::preview_warm`]). The store is read through the daemon's
 //! [`Store`] handle (sled allows one process), on blocking threads; the loop's state comes
 //! from a `watch` of [`StatusView`] (the last good inputs and the profiles they ran with), the
 //! metrics from the daemon's `Arc` of them, the wall clock from the daemon's clock. With
@@ -39,12 +41,13 @@ use axum::Router;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 
 use crate::store::{Store, StoreError};
 use crate::views::explain::{self, WorkloadRef};
+use crate::views::plan::{PlanFailure, PlanRequest};
 use crate::views::report;
 use crate::views::status::{Heartbeat, PassOutcome, StatusView};
 
@@ -138,7 +141,13 @@ pub struct ApiState {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The daemon's clock (heartbeat age, snapshot ages).
     pub clock: Arc<dyn crate::util::clock::Clock>,
+    /// The output directory the daemon publishes to (a plan compares with it).
+    pub output_dir: PathBuf,
 }
+
+/// The largest plan request accepted (the repositories' files as JSON): a repository of 10,000
+/// workloads is ≈ 20 MiB.
+pub const PLAN_BODY_LIMIT: usize = 256 << 20;
 
 /// A running listener; [`Server::shutdown`] stops it.
 pub struct Server {
@@ -276,6 +285,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/v1/workloads/{ns}/{kind}/{name}/history", get(history))
         .route("/api/v1/workloads/{ns}/{kind}/{name}/status", get(workload_status))
         .route("/api/v1/workloads/status", get(unhealthy_workloads))
+        .route("/api/v1/plan", post(plan).layer(axum::extract::DefaultBodyLimit::max(PLAN_BODY_LIMIT)))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such endpoint") })
         .with_state(state)
 }
@@ -612,6 +622,43 @@ async fn unhealthy_workloads(
     };
     let (store, now) = (s.store.clone(), s.clock.now_ms());
     blocking(move || crate::views::workload_status::unhealthy_document(&store, now, &opts).map_err(store_error)).await
+}
+
+/// `POST /api/v1/plan`: [`crate::views::plan::on_daemon`] on the last good pass's reconciler.
+async fn plan(State(s): State<ApiState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let request: PlanRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("the body is not a plan request: {e}")),
+    };
+    let Some(planner) = s.status.borrow().planner.clone() else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "no good pass yet: the daemon plans from its last good pass");
+    };
+    let (out, now_ms) = (s.output_dir.clone(), s.clock.now_ms());
+    let started = std::time::Instant::now();
+    let answer = tokio::task::spawn_blocking(move || crate::views::plan::on_daemon(&planner, &out, request, now_ms));
+    match answer.await {
+        Ok(Ok(doc)) => {
+            let summary = &doc["summary"];
+            tracing::info!(
+                workloads = summary["workloads"].as_u64().unwrap_or(0),
+                changed = summary["changed"].as_u64().unwrap_or(0),
+                clusters = summary["clusters"].as_u64().unwrap_or(0),
+                duration_ms = started.elapsed().as_millis() as u64,
+                "plan answered"
+            );
+            ok_json(doc)
+        }
+        Ok(Err(PlanFailure::Invalid { which, errors })) => {
+            let message = format!("{} error(s) in {which}", errors.len());
+            let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"error": message, "errors": errors}))).into_response()
+        }
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("request task failed: {e}")),
+    }
 }
 
 /// Writes `<state_dir>/http.addr` (atomically) with the bound address.

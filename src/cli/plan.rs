@@ -1,11 +1,19 @@
 //! `fedsched plan`: the daemon's next pass over a changed policy repository, with nothing
-//! written ([`Reconciler::preview`] on a private copy of the store, [`Store::open_copy`], so
-//! it also works while the daemon holds the store), compared with what the daemon last
-//! published or with a base repository (`--base DIR`, `--base-ref REF` of the repository's
-//! git history) on the same store ([`crate::views::plan`]). Exit codes like
-//! `terraform plan -detailed-exitcode`: 0 no change, 2 changes, 1 invalid input or any
-//! failure. A one-shot process: each repository is loaded once without a parse cache
-//! ([`reconcile::load_inputs_once`]), and what it built is left to the exit.
+//! written, compared with what the daemon last published or with a base repository (`--base
+//! DIR`, `--base-ref REF` of the repository's git history) ([`crate::views::plan`]). Exit codes
+//! like `terraform plan -detailed-exitcode`: 0 no change, 2 changes, 1 invalid input or any
+//! failure.
+//!
+//! Two ways, the same document:
+//! - **through the running daemon** (`--server URL`, or by itself when a daemon holds the
+//!   store of `--state` and its API address is known): the repositories are read here and sent
+//!   as their files (`POST /api/v1/plan`); the daemon previews them on its warm cache and a dry
+//!   run of its store ([`crate::views::plan::on_daemon`]), so the plan costs what the change
+//!   touches. Its members are the daemon's live view (`--live` changes nothing there).
+//! - **in this process** (`--local`, no daemon, or a daemon that cannot be reached or has no
+//!   good pass yet: said on stderr): [`Reconciler::preview`] on a private copy of the store
+//!   ([`Store::open_copy`]), each repository loaded once without a parse cache
+//!   ([`reconcile::load_inputs_once`]); what it built is left to the exit.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, ExitCode, Stdio};
@@ -14,10 +22,12 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use super::{DirArgs, Failure, exit, invalid, invalid_inputs};
+use crate::api::client::{self, ServerUrl};
 use crate::config::Config;
+use crate::policy::load::{RepositoryFiles, read_repository};
 use crate::reconcile::{self, Inputs, Reconciler};
 use crate::store::Store;
-use crate::views::plan::{self, Before};
+use crate::views::plan::{self, Before, PlanRequest};
 
 /// `fedsched plan`.
 #[derive(Debug, Args)]
@@ -41,6 +51,13 @@ pub struct PlanArgs {
     pub diff: bool,
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: PlanFormat,
+    /// Plan through this daemon's API (http://HOST:PORT). Without it, a daemon that holds the
+    /// store of `--state` is asked when its API address is known.
+    #[arg(long, value_name = "URL", conflicts_with = "local")]
+    pub server: Option<String>,
+    /// Plan in this process on a copy of the store, even while a daemon runs.
+    #[arg(long)]
+    pub local: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, ValueEnum)]
@@ -60,13 +77,23 @@ fn run(cfg: &Config, a: &PlanArgs) -> Result<ExitCode, Failure> {
     let paths = cfg.paths(&a.dirs.overrides()).map_err(|e| invalid(e.into()))?;
     let settings = reconcile::Settings::from_config(cfg, false).map_err(|e| invalid(e.into()))?;
     let scratch = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let store = Store::open_copy(&paths.state_dir, &scratch.path().join("state"))
-        .with_context(|| format!("cannot read the store of {}", paths.state_dir.display()))?;
     let base_dir = match (&a.base, &a.base_ref) {
         (Some(dir), _) => Some(dir.clone()),
         (None, Some(r)) => Some(checkout(&paths.policy_dir, r, &scratch.path().join("base"))?),
         (None, None) => None,
     };
+    if let Some(daemon) = daemon_of(cfg, a, &paths.state_dir)? {
+        let explicit = a.server.is_some();
+        match on_daemon(&daemon, a, &settings, &paths.policy_dir, base_dir.as_deref())? {
+            Asked::Planned(doc) => return Ok(print(&doc, a.output)),
+            Asked::Unavailable(why) if !explicit => {
+                eprintln!("fedsched plan: {why}; planning in this process on a copy of the store");
+            }
+            Asked::Unavailable(why) => return Err(anyhow::anyhow!("{why}").into()),
+        }
+    }
+    let store = Store::open_copy(&paths.state_dir, &scratch.path().join("state"))
+        .with_context(|| format!("cannot read the store of {}", paths.state_dir.display()))?;
     let load = |dir: &Path| -> Result<Inputs, Failure> {
         let mut inputs = reconcile::load_inputs_once(dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
         if a.live {
@@ -91,16 +118,118 @@ fn run(cfg: &Config, a: &PlanArgs) -> Result<ExitCode, Failure> {
         None => Before::Published,
     };
     let doc = plan::document(&after, &before, &after_inputs.set, &paths.output_dir, a.diff);
-    match a.output {
-        PlanFormat::Json => println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default()),
-        PlanFormat::Text => print!("{}", plan::to_text(&doc)),
-        PlanFormat::Markdown => print!("{}", plan::to_markdown(&doc)),
-    }
-    let code = ExitCode::from(if doc["changes"] == true { 2 } else { exit::OK });
+    let code = print(&doc, a.output);
     // The process ends here: the previews and inputs (every workload's decision and template)
     // are left to the exit instead of being freed one allocation at a time.
     std::mem::forget((after, base, after_inputs, base_inputs, doc));
     Ok(code)
+}
+
+/// Prints the plan document in `format`; the exit code it gives (0 no change, 2 changes).
+fn print(doc: &serde_json::Value, format: PlanFormat) -> ExitCode {
+    match format {
+        PlanFormat::Json => println!("{}", serde_json::to_string_pretty(doc).unwrap_or_default()),
+        PlanFormat::Text => print!("{}", plan::to_text(doc)),
+        PlanFormat::Markdown => print!("{}", plan::to_markdown(doc)),
+    }
+    ExitCode::from(if doc["changes"] == true { 2 } else { exit::OK })
+}
+
+/// A daemon to plan through: `--server`, or the one holding the store of `state_dir` when its
+/// API address is known (`<state>/http.addr`, else `[http] listen`). None with `--local`.
+fn daemon_of(cfg: &Config, a: &PlanArgs, state_dir: &Path) -> Result<Option<Api>, Failure> {
+    let token = match &cfg.http.token_file {
+        Some(p) => Some(crate::api::Token::from_file(p)?),
+        None => None,
+    };
+    if a.local {
+        return Ok(None);
+    }
+    if let Some(url) = &a.server {
+        return Ok(Some(Api { url: ServerUrl::parse(url).map_err(|e| invalid(e.into()))?, token }));
+    }
+    if !Store::in_use(state_dir) {
+        return Ok(None);
+    }
+    let from_file = std::fs::read_to_string(state_dir.join(crate::api::ADDR_FILE))
+        .ok()
+        .and_then(|s| s.trim().parse::<std::net::SocketAddr>().ok());
+    let from_config = cfg.http.listen_addr().ok().flatten();
+    match from_file.or(from_config).and_then(ServerUrl::from_addr) {
+        Some(url) => Ok(Some(Api { url, token })),
+        None => {
+            eprintln!(
+                "fedsched plan: a daemon holds {} but its API address is not known; planning in this process",
+                state_dir.display()
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// What asking the daemon gave.
+enum Asked {
+    Planned(serde_json::Value),
+    /// It cannot be reached, or has no good pass yet.
+    Unavailable(String),
+}
+
+/// How long the daemon may take for each step of the exchange (connect, answer, each frame).
+const DAEMON_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Sends the repositories to the daemon and returns its plan document. An invalid repository
+/// is exit 1 with every error on stderr, as in this process.
+fn on_daemon(
+    api: &Api,
+    a: &PlanArgs,
+    settings: &reconcile::Settings,
+    policy_dir: &Path,
+    base_dir: Option<&Path>,
+) -> Result<Asked, Failure> {
+    let read = |dir: &Path| -> Result<RepositoryFiles, Failure> {
+        let (files, errors) = read_repository(dir, &settings.walk);
+        match errors.is_empty() {
+            true => Ok(files),
+            false => Err(invalid(invalid_inputs(&errors))),
+        }
+    };
+    let request = PlanRequest { after: read(policy_dir)?, base: base_dir.map(read).transpose()?, diff: a.diff };
+    let body = serde_json::to_vec(&request).context("cannot encode the plan request")?;
+    let token = api.token.as_ref().map(|t| t.expose());
+    let (code, answer) = match client::post_json(&api.url, "/api/v1/plan", body, token, DAEMON_TIMEOUT) {
+        Ok(answer) => answer,
+        Err(e @ client::ClientError::Io { .. }) => {
+            return Ok(Asked::Unavailable(format!("cannot reach the daemon: {e}")));
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("cannot ask the fedsched daemon").into()),
+    };
+    let doc: serde_json::Value = serde_json::from_str(&answer)
+        .with_context(|| format!("{}/api/v1/plan: the answer is not JSON (HTTP {code})", api.url))?;
+    match code {
+        200 => Ok(Asked::Planned(doc)),
+        503 => Ok(Asked::Unavailable(format!(
+            "the daemon at {}: {}",
+            api.url,
+            doc["error"].as_str().unwrap_or("unavailable")
+        ))),
+        422 => {
+            for e in doc["errors"].as_array().into_iter().flatten() {
+                eprintln!("{}", e.as_str().unwrap_or_default());
+            }
+            let message = doc["error"].as_str().unwrap_or("invalid policy repository");
+            Err(invalid(anyhow::anyhow!("{message}; nothing was changed")))
+        }
+        _ => {
+            Err(anyhow::anyhow!("{}/api/v1/plan: HTTP {code}: {}", api.url, doc["error"].as_str().unwrap_or("failed"))
+                .into())
+        }
+    }
+}
+
+/// A daemon's API as `plan` uses it.
+struct Api {
+    url: ServerUrl,
+    token: Option<crate::api::Token>,
 }
 
 /// The policy directory `policies` as it is at `reference` of its git repository, extracted

@@ -718,7 +718,8 @@ impl Daemon {
                 report.phases.load += timings.load;
                 report.phases.poll += timings.poll;
                 let clusters = crate::views::status::cluster_statuses(&r.store, &inputs);
-                Done { report, inputs, clusters }
+                let planner = Arc::new(crate::views::plan::Planner { reconciler: Arc::clone(&r), live: view });
+                Done { report, inputs, clusters, planner }
             });
             (result, Some(targets), offline)
         })
@@ -739,7 +740,7 @@ impl Daemon {
         let status = &self.status_tx;
         let metrics = &self.metrics;
         let ok = match joined {
-            Ok(Ok(Done { report, inputs, clusters })) => {
+            Ok(Ok(Done { report, inputs, clusters, planner })) => {
                 self.log_problems(&report);
                 let ph = &report.phases;
                 tracing::info!(
@@ -783,6 +784,7 @@ impl Daemon {
                     next.clusters = clusters;
                     next.inputs = Some(inputs);
                     next.profiles = Some(profiles);
+                    next.planner = Some(planner);
                     next.passes += 1;
                     *v = Arc::new(next);
                 });
@@ -975,6 +977,7 @@ async fn start_api(
         metrics_require_token: cfg.http.metrics_require_token,
         metrics: Arc::clone(metrics),
         clock: Arc::clone(clock),
+        output_dir: paths.output_dir.clone(),
     };
     match crate::api::start_with(addr, state, crate::api::Limits::from_config(&cfg.http)).await {
         Ok(server) => {
@@ -1009,6 +1012,7 @@ struct Done {
     report: reconcile::ReconcileReport,
     inputs: Arc<reconcile::Inputs>,
     clusters: Result<std::collections::BTreeMap<String, crate::views::status::ClusterStatus>, crate::store::StoreError>,
+    planner: Arc<crate::views::plan::Planner>,
 }
 
 fn publish_failure(status: &status_watch::Sender<Arc<StatusView>>, pass: PassStatus, policy_errors: Option<usize>) {

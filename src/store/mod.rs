@@ -318,6 +318,16 @@ impl Store {
         Ok(store)
     }
 
+    /// Whether another process holds the store of `state_dir` (a running daemon): its lock
+    /// file exists and cannot be locked now. Creates nothing; a lock taken here is released at
+    /// once.
+    pub fn in_use(state_dir: &Path) -> bool {
+        match File::open(state_dir.join(LOCK_FILE)) {
+            Ok(lock) => matches!(lock.try_lock_shared(), Err(TryLockError::WouldBlock)),
+            Err(_) => false,
+        }
+    }
+
     fn err(&self, e: sled::Error) -> StoreError {
         sled_error(&self.inner.db_path, e)
     }

@@ -581,3 +581,19 @@ fn a_dry_run_reads_the_store_and_writes_nothing() {
     assert_eq!(store.placements().expect("placements").len(), 1);
     assert!(store.history(&key).expect("history").is_empty());
 }
+
+/// `Store::in_use` tells a store held by another handle (a running daemon) from a free one,
+/// and creates nothing.
+#[test]
+fn in_use_probes_the_lock_without_creating_anything() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state");
+    assert!(!Store::in_use(&state));
+    assert!(!state.exists(), "the probe created the state directory");
+    let store = Store::open(&state).expect("open");
+    assert!(Store::in_use(&state));
+    drop(store);
+    assert!(!Store::in_use(&state));
+    let again = Store::open(&state).expect("the probe left no lock behind");
+    drop(again);
+}

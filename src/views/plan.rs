@@ -13,15 +13,86 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::members::live::LiveView;
+use crate::policy::LoadError;
+use crate::policy::load::RepositoryFiles;
 use crate::policy::matching;
 use crate::policy::{ObjectKey, PolicyRef, PolicySet};
 use crate::publish::{Preview, STATE_DIR};
-use crate::reconcile::PassPreview;
+use crate::reconcile::{Inputs, PassPreview, ReconcileError, Reconciler};
 use crate::schedule::Outcome;
 use crate::store::PlacementRecord;
+
+/// What `fedsched plan` sends to a running daemon (`POST /api/v1/plan`): the changed
+/// repository and, with `--base`/`--base-ref`, the base one, each as its files.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct PlanRequest {
+    pub after: RepositoryFiles,
+    #[serde(default)]
+    pub base: Option<RepositoryFiles>,
+    /// Add the unified diff of every changed file.
+    #[serde(default)]
+    pub diff: bool,
+}
+
+/// What a running daemon plans with, as its last good pass left it: the reconciler (its
+/// cache warm) and the live members that pass merged.
+pub struct Planner {
+    pub reconciler: Arc<Reconciler>,
+    pub live: LiveView,
+}
+
+impl std::fmt::Debug for Planner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Planner").field("live", &self.live.clusters.len()).finish_non_exhaustive()
+    }
+}
+
+/// Why a plan has no document.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanFailure {
+    /// A repository of the request is invalid (`which`: "the changed repository", "the base
+    /// repository").
+    #[error("{} error(s) in {which}", errors.len())]
+    Invalid { which: &'static str, errors: Vec<LoadError> },
+    /// The preview failed (the store, the output directory).
+    #[error("{0}")]
+    Failed(#[from] ReconcileError),
+}
+
+/// The plan document of `request` on a running daemon ([`Planner`]): each repository loaded
+/// through the reconciler's parse cache ([`Reconciler::load_preview_inputs`]), the live members
+/// merged as the daemon's pass merges them, previewed on the reconciler's warm cache
+/// ([`Reconciler::preview_warm`]: nothing written, the reconciler left as it was), compared
+/// with what the daemon published (or the base's preview). Costs what the change touches.
+pub fn on_daemon(
+    planner: &Planner,
+    output_dir: &Path,
+    request: PlanRequest,
+    now_ms: u64,
+) -> Result<Value, PlanFailure> {
+    let r = &planner.reconciler;
+    let load = |files: RepositoryFiles, which: &'static str| -> Result<Inputs, PlanFailure> {
+        let mut inputs = r
+            .load_preview_inputs(files, &mut Default::default())
+            .map_err(|errors| PlanFailure::Invalid { which, errors })?;
+        inputs.apply_live(&planner.live, &r.store);
+        Ok(inputs)
+    };
+    let after_inputs = load(request.after, "the changed repository")?;
+    let base_inputs = request.base.map(|b| load(b, "the base repository")).transpose()?;
+    let base = base_inputs.as_ref().map(|i| r.preview_warm(i, output_dir, now_ms)).transpose()?;
+    let after = r.preview_warm(&after_inputs, output_dir, now_ms)?;
+    let before = match &base {
+        Some(b) => Before::Base(b),
+        None => Before::Published,
+    };
+    Ok(document(&after, &before, &after_inputs.set, output_dir, request.diff))
+}
 
 /// What one side of the comparison says of a workload.
 struct Side<'a> {

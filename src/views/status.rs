@@ -92,6 +92,9 @@ pub struct StatusView {
     /// together with `inputs`: the API's explain and resources answer with them, as the CLI
     /// does with the configured ones.
     pub profiles: Option<Arc<Profiles>>,
+    /// What `fedsched plan` asks the daemon to plan with: the reconciler and live members of
+    /// the last good pass (`POST /api/v1/plan`).
+    pub planner: Option<Arc<crate::views::plan::Planner>>,
     /// Passes finished since start, good or not (tests wait on it).
     pub passes: u64,
     /// `[ha]`: the election, read live (`None` without `[ha]`).

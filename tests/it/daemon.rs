@@ -273,6 +273,7 @@ fn the_api_explains_with_the_configured_profiles_like_the_cli() {
         metrics_require_token: false,
         metrics: Arc::new(Metrics::new()),
         clock: Arc::new(clock),
+        output_dir: s.out(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
     let server = rt.block_on(fedsched::api::start("127.0.0.1:0".parse().expect("addr"), state)).expect("listen");

@@ -241,6 +241,78 @@ fn plan_works_while_the_daemon_holds_the_store() {
     let _ = d.stop();
 }
 
+/// While a daemon runs, `plan` asks it (its address from the state directory): the same
+/// document as a plan in this process (`--local`, on a copy of the store), nothing written to
+/// the output; an invalid repository is exit 1 with its errors; an explicit `--server` that
+/// does not answer is a failure, not a silent local plan.
+#[test]
+fn plan_through_the_daemon_equals_a_plan_in_process() {
+    let s = Scratch::with_demo();
+    let d = Daemon::start(&s, "", &[]);
+    wait_for("the daemon's first pass", std::time::Duration::from_secs(60), || {
+        s.out().join(".fedsched/placements.json").exists()
+    });
+    // The pull request: a copy of the repository (the daemon does not watch it), edited.
+    let pr = s.dir.path().join("pr");
+    copy_dir(&s.policies(), &pr);
+    let p = pr.join("policies/shop.yaml");
+    let body = std::fs::read_to_string(&p).expect("read");
+    std::fs::write(&p, body.replacen("weight: 2", "weight: 5", 1)).expect("write");
+    let dirs = |pr: &Path| {
+        vec![
+            "plan".to_string(),
+            "--policies".into(),
+            pr.display().to_string(),
+            "--state".into(),
+            s.state().display().to_string(),
+            "--out".into(),
+            s.out().display().to_string(),
+            "-o".into(),
+            "json".into(),
+        ]
+    };
+    let run = |extra: &[&str]| {
+        let mut args = dirs(&pr);
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = fedsched(&refs);
+        let doc: Value = serde_json::from_str(&text(&o.stdout)).unwrap_or(Value::Null);
+        (o.status.code().unwrap_or(-1), doc, text(&o.stderr))
+    };
+    let before = tree(&s.out());
+    let (code, daemon, stderr) = run(&[]);
+    assert_eq!(code, 2, "{daemon:#}\n{stderr}");
+    wait_for("the daemon's log of the plan", std::time::Duration::from_secs(10), || {
+        d.stderr().contains("plan answered")
+    });
+    assert_eq!(workload(&daemon, "Deployment/shop/web")["change"], "placement");
+    let (code, local, stderr) = run(&["--local"]);
+    assert_eq!(code, 2, "{local:#}\n{stderr}");
+    assert_eq!(daemon, local, "the daemon and the process plan differently");
+    assert!(tree(&s.out()) == before, "a plan wrote to the output");
+    // With a base: only the change shows, as in process.
+    let base = s.dir.path().join("base");
+    copy_dir(&s.policies(), &base);
+    let (code, with_base, _) = run(&["--base", &base.display().to_string()]);
+    let (_, with_base_local, _) = run(&["--base", &base.display().to_string(), "--local"]);
+    assert_eq!(code, 2);
+    assert_eq!(with_base, with_base_local);
+    // An invalid repository: exit 1, the error named on stderr.
+    std::fs::write(pr.join("bad.yaml"), "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: Bad_Name\n")
+        .expect("write");
+    let (code, _, stderr) = run(&[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("bad.yaml"), "{stderr}");
+    std::fs::remove_file(pr.join("bad.yaml")).expect("remove");
+    // An explicit daemon that does not answer.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr");
+    let (code, _, stderr) = run(&["--server", &format!("http://{free}")]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("cannot reach the daemon"), "{stderr}");
+    assert!(tree(&s.out()) == before, "a plan wrote to the output");
+    let _ = d.stop();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Property: plan predicts exactly what the following render does.
 
