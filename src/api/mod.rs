@@ -656,6 +656,7 @@ async fn plan(State(s): State<ApiState>, headers: HeaderMap, body: axum::body::B
             let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
             (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"error": message, "errors": errors}))).into_response()
         }
+        Ok(Err(e @ PlanFailure::Gone)) => error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
         Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("request task failed: {e}")),
     }
@@ -672,6 +673,44 @@ pub fn write_addr_file(state_dir: &Path, addr: SocketAddr) -> std::io::Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `POST /api/v1/plan` refuses what it cannot plan: no token (401), a body that is not a
+    /// plan request (400), a daemon without a good pass yet (503); and it is POST only.
+    #[test]
+    fn the_plan_endpoint_refuses_what_it_cannot_plan() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("state")).expect("store");
+        let token_file = dir.path().join("token");
+        std::fs::write(&token_file, "s3cret\n").expect("token");
+        let (_tx, status) = watch::channel(Arc::new(StatusView::default()));
+        let state = ApiState {
+            store,
+            status,
+            heartbeat: Arc::new(Heartbeat::new(0)),
+            heartbeat_timeout: Duration::from_secs(3600),
+            token: Some(Token::from_file(&token_file).expect("token")),
+            metrics_require_token: false,
+            metrics: Arc::new(crate::metrics::Metrics::new()),
+            clock: Arc::new(crate::util::clock::SystemClock),
+            output_dir: dir.path().join("out"),
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+        let server = rt.block_on(start("127.0.0.1:0".parse().expect("addr"), state)).expect("listen");
+        let url = client::ServerUrl::from_addr(server.addr).expect("url");
+        let t = Duration::from_secs(10);
+        let request = serde_json::to_vec(&PlanRequest::default()).expect("json");
+        let post = |body: &[u8], token: Option<&str>| {
+            client::post_json(&url, "/api/v1/plan", body.to_vec(), token, t).expect("answer").0
+        };
+        assert_eq!(post(&request, None), 401);
+        assert_eq!(post(&request, Some("wrong")), 401);
+        assert_eq!(post(b"{not json", Some("s3cret")), 400);
+        assert_eq!(post(b"{\"after\": 3}", Some("s3cret")), 400);
+        assert_eq!(post(&request, Some("s3cret")), 503, "no good pass yet");
+        let (code, _) = client::get(&url, "/api/v1/plan", Some("s3cret"), t).expect("answer");
+        assert_eq!(code, 405, "GET is not a plan");
+        rt.block_on(server.shutdown(Duration::from_secs(5)));
+    }
 
     #[test]
     fn an_invalid_pass_says_what_is_wrong_in_the_status() {

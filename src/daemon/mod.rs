@@ -718,7 +718,7 @@ impl Daemon {
                 report.phases.load += timings.load;
                 report.phases.poll += timings.poll;
                 let clusters = crate::views::status::cluster_statuses(&r.store, &inputs);
-                let planner = Arc::new(crate::views::plan::Planner { reconciler: Arc::clone(&r), live: view });
+                let planner = Arc::new(crate::views::plan::Planner { reconciler: Arc::downgrade(&r), live: view });
                 Done { report, inputs, clusters, planner }
             });
             (result, Some(targets), offline)

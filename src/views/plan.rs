@@ -13,7 +13,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -40,9 +39,11 @@ pub struct PlanRequest {
 }
 
 /// What a running daemon plans with, as its last good pass left it: the reconciler (its
-/// cache warm) and the live members that pass merged.
+/// cache warm) and the live members that pass merged. The reconciler is held weakly: the
+/// daemon owns it (and through it the store and its lock), and a status view kept by a reader
+/// must not keep the store open after the daemon stopped or replaced it on a reload.
 pub struct Planner {
-    pub reconciler: Arc<Reconciler>,
+    pub reconciler: std::sync::Weak<Reconciler>,
     pub live: LiveView,
 }
 
@@ -62,6 +63,10 @@ pub enum PlanFailure {
     /// The preview failed (the store, the output directory).
     #[error("{0}")]
     Failed(#[from] ReconcileError),
+    /// The reconciler of the last good pass is gone (the daemon stops, or reloaded its
+    /// configuration and has not finished a pass with the new one).
+    #[error("the daemon is stopping or reloading; ask again after its next pass")]
+    Gone,
 }
 
 /// The plan document of `request` on a running daemon ([`Planner`]): each repository loaded
@@ -75,12 +80,23 @@ pub fn on_daemon(
     request: PlanRequest,
     now_ms: u64,
 ) -> Result<Value, PlanFailure> {
-    let r = &planner.reconciler;
+    let Some(reconciler) = planner.reconciler.upgrade() else { return Err(PlanFailure::Gone) };
+    on_reconciler(&reconciler, &planner.live, output_dir, request, now_ms)
+}
+
+/// [`on_daemon`] with the reconciler and the live members given apart.
+pub fn on_reconciler(
+    r: &Reconciler,
+    live: &LiveView,
+    output_dir: &Path,
+    request: PlanRequest,
+    now_ms: u64,
+) -> Result<Value, PlanFailure> {
     let load = |files: RepositoryFiles, which: &'static str| -> Result<Inputs, PlanFailure> {
         let mut inputs = r
             .load_preview_inputs(files, &mut Default::default())
             .map_err(|errors| PlanFailure::Invalid { which, errors })?;
-        inputs.apply_live(&planner.live, &r.store);
+        inputs.apply_live(live, &r.store);
         Ok(inputs)
     };
     let after_inputs = load(request.after, "the changed repository")?;
