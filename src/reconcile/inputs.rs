@@ -384,18 +384,8 @@ impl Reconciler {
             return Ok(inputs);
         }
         let previous = cache.last.take();
-        let (set, errors) = load_repository_incremental(&mut cache.parse, io_errors);
-        let inputs = build_inputs(
-            set,
-            errors,
-            &self.settings.profiles,
-            &self.settings.interpreter,
-            timings,
-            started,
-            previous.as_ref(),
-        )?;
-        let mut inputs = inputs;
-        inputs.sources = Arc::new(cache.parse.sources());
+        let loaded = load_repository_incremental(&mut cache.parse, io_errors);
+        let inputs = self.inputs_of(loaded, &cache.parse, timings, started, previous.as_ref())?;
         cache.last = Some(inputs.clone());
         cache.last_dir = Some(policy_dir.to_path_buf());
         Ok(inputs)
@@ -417,17 +407,24 @@ impl Reconciler {
             let cache = self.load_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             (cache.parse.overlay(repository.files, repository.notes), cache.last.clone())
         };
-        let (set, errors) = load_repository_incremental(&mut overlay, Vec::new());
-        let mut inputs = build_inputs(
-            set,
-            errors,
-            &self.settings.profiles,
-            &self.settings.interpreter,
-            timings,
-            started,
-            previous.as_ref(),
-        )?;
-        inputs.sources = Arc::new(overlay.sources());
+        let loaded = load_repository_incremental(&mut overlay, Vec::new());
+        self.inputs_of(loaded, &overlay, timings, started, previous.as_ref())
+    }
+
+    /// [`build_inputs`] of a loaded set with this reconciler's profiles and interpreters, the
+    /// files `parse` holds as the sources.
+    fn inputs_of(
+        &self,
+        (set, errors): (PolicySet, Vec<LoadError>),
+        parse: &ParseCache,
+        timings: &mut PhaseTimings,
+        started: Instant,
+        previous: Option<&Inputs>,
+    ) -> Result<Inputs, Vec<LoadError>> {
+        let settings = &self.settings;
+        let mut inputs =
+            build_inputs(set, errors, &settings.profiles, &settings.interpreter, timings, started, previous)?;
+        inputs.sources = Arc::new(parse.sources());
         Ok(inputs)
     }
 }

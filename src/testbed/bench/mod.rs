@@ -506,6 +506,25 @@ pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, Be
 }
 
 impl Bench {
+    /// Edits workload `i`'s template in the repository (its replicas moved by `by`) and moves
+    /// the pass clock on: the one-file edit of S4 and S9.
+    fn edit_workload(&mut self, i: usize, by: i64) -> Result<(), BenchError> {
+        let fix = &self.fix;
+        let path = fix.repo.join(repo::workload_file(i));
+        let text = repo::workload_yaml(i, repo::replicas_of(i) + by, fix.spec.fleet.clusters);
+        std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
+        self.now += 1000;
+        Ok(())
+    }
+
+    /// Puts workload `i`'s template back as generated.
+    fn restore_workload(&self, i: usize) -> Result<(), BenchError> {
+        let fix = &self.fix;
+        let path = fix.repo.join(repo::workload_file(i));
+        let text = repo::workload_yaml(i, repo::replicas_of(i), fix.spec.fleet.clusters);
+        std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))
+    }
+
     /// The fixture's size, for the marks.
     fn size(&self) -> Size {
         Size::of(&self.fix.spec.fleet, self.fix.spec.workloads)
@@ -661,10 +680,8 @@ impl Bench {
         let w = fix.spec.workloads.max(1);
         for k in 0..self.runs {
             let i = (k * 7919 + 11) % w;
-            let path = fix.repo.join(repo::workload_file(i));
-            let text = repo::workload_yaml(i, repo::replicas_of(i) + 1 + k as i64, fix.spec.fleet.clusters);
-            std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
-            self.now += 1000;
+            self.edit_workload(i, 1 + k as i64)?;
+            let fix = &self.fix;
             let (report, wall) = pass(fix, rec, &self.out, "bench-edit", self.now)?;
             if report.files_written == 0 {
                 return Err(BenchError::Check(format!("S4: editing workload {i} rewrote no file")));
@@ -674,12 +691,9 @@ impl Bench {
         }
         // Put the edited files back (and let the store catch up) for the other scenarios.
         for k in 0..self.runs {
-            let i = (k * 7919 + 11) % w;
-            let path = fix.repo.join(repo::workload_file(i));
-            let text = repo::workload_yaml(i, repo::replicas_of(i), fix.spec.fleet.clusters);
-            std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
+            self.restore_workload((k * 7919 + 11) % w)?;
         }
-        settle(fix, rec, &self.out, &mut self.now)?;
+        settle(&self.fix, rec, &self.out, &mut self.now)?;
         let f = Figure::ms(Scenario::S4, "one template edited → output rewritten (load → record)", &walls);
         let edit_ms = f.value;
         let m = Mark::at_size("≤ 50 ms", edit_ms, marks::S4_MS, self.size());

@@ -13,7 +13,6 @@ use super::{Bench, BenchError, Figure, Scenario, Sink, count, io, with_live};
 use crate::policy::load::read_repository;
 use crate::reconcile::{PhaseTimings, Reconciler, Settings, load_inputs_once};
 use crate::store::Store;
-use crate::testbed::simulate::repo;
 use crate::views::plan::{Before, PlanRequest, document, on_reconciler};
 
 impl Bench {
@@ -26,10 +25,8 @@ impl Bench {
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for k in 0..self.runs {
             let i = (k * 7919 + 13) % w;
-            let path = fix.repo.join(repo::workload_file(i));
-            let text = repo::workload_yaml(i, repo::replicas_of(i) + 1 + k as i64, fix.spec.fleet.clusters);
-            std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
-            self.now += 1000;
+            self.edit_workload(i, 1 + k as i64)?;
+            let fix = &self.fix;
             let started = Instant::now();
             let scratch = tempfile::tempdir().map_err(io("create a temporary directory"))?;
             let store = Store::open_copy(&self.state, &scratch.path().join("state"))?;
@@ -55,9 +52,7 @@ impl Bench {
             }
             changed.push(doc["summary"]["changed"].as_f64().unwrap_or(0.0));
             decided.push(files as f64);
-            let path = fix.repo.join(repo::workload_file(i));
-            let text = repo::workload_yaml(i, repo::replicas_of(i), fix.spec.fleet.clusters);
-            std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
+            self.restore_workload(i)?;
         }
         sink.put(Figure::ms(
             Scenario::S9,
@@ -84,10 +79,8 @@ impl Bench {
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for k in 0..self.runs {
             let i = (k * 6007 + 29) % w;
-            let path = fix.repo.join(repo::workload_file(i));
-            let text = repo::workload_yaml(i, repo::replicas_of(i) + 2 + k as i64, fix.spec.fleet.clusters);
-            std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
-            self.now += 1000;
+            self.edit_workload(i, 2 + k as i64)?;
+            let fix = &self.fix;
             let started = Instant::now();
             // The command: read the repository, encode the request.
             let (files, errors) = read_repository(&fix.repo, &settings.walk);
@@ -121,8 +114,7 @@ impl Bench {
             }
             changed.push(doc["summary"]["changed"].as_f64().unwrap_or(0.0));
             files_changed.push(files as f64);
-            let text = repo::workload_yaml(i, repo::replicas_of(i), fix.spec.fleet.clusters);
-            std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
+            self.restore_workload(i)?;
         }
         let f = Figure::ms(
             Scenario::S9,
