@@ -138,19 +138,22 @@ fn print(doc: &serde_json::Value, format: PlanFormat) -> ExitCode {
 /// A daemon to plan through: `--server`, or the one holding the store of `state_dir` when its
 /// API address is known (`<state>/http.addr`, else `[http] listen`). None with `--local`.
 fn daemon_of(cfg: &Config, a: &PlanArgs, state_dir: &Path) -> Result<Option<Api>, Failure> {
-    let token = match &cfg.http.token_file {
-        Some(p) => Some(crate::api::Token::from_file(p)?),
-        None => None,
+    let token = || -> Result<Option<crate::api::Token>, Failure> {
+        match &cfg.http.token_file {
+            Some(p) => Ok(Some(crate::api::Token::from_file(p)?)),
+            None => Ok(None),
+        }
     };
     if a.local {
         return Ok(None);
     }
     if let Some(url) = &a.server {
-        return Ok(Some(Api { url: ServerUrl::parse(url).map_err(|e| invalid(e.into()))?, token }));
+        return Ok(Some(Api { url: ServerUrl::parse(url).map_err(|e| invalid(e.into()))?, token: token()? }));
     }
     if !Store::in_use(state_dir) {
         return Ok(None);
     }
+    let token = token()?;
     let from_file = std::fs::read_to_string(state_dir.join(crate::api::ADDR_FILE))
         .ok()
         .and_then(|s| s.trim().parse::<std::net::SocketAddr>().ok());
