@@ -62,6 +62,14 @@ impl CachedFile {
     }
 }
 
+/// What [`ParseCache::refresh`] read of a file its stat did not vouch for.
+enum Read {
+    /// The bytes are the cached ones: only the stat and the time of the read are new.
+    Same { stat: Option<FileStat>, read_at_ns: i128 },
+    /// Other bytes, parsed.
+    New(CachedFile),
+}
+
 fn wall_ns() -> i128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128)
 }
@@ -97,36 +105,51 @@ impl ParseCache {
         let mut changed = first || !errors.is_empty() || walk.notes != self.notes;
         self.notes = walk.notes;
         self.links = walk.links;
-        let mut order = Vec::with_capacity(walked.len());
-        for (rel, stat) in walked {
-            if self.files.get(&rel).is_some_and(|c| c.clean(stat)) {
-                order.push(rel);
-                continue;
-            }
+        // Files whose stat does not vouch for them are read, and parsed when their bytes
+        // changed, on every core (a first load parses every file: most of a restart's load);
+        // the answers are applied in walk order.
+        let unclean: Vec<(&PathBuf, Option<FileStat>)> =
+            walked.iter().filter(|(rel, stat)| !self.files.get(rel).is_some_and(|c| c.clean(*stat))).map(|(r, s)| (r, *s)).collect();
+        let files = &self.files;
+        let read = crate::util::threads::map_ordered(&unclean, crate::util::threads::workers(), |(rel, stat)| {
             let read_at_ns = wall_ns();
-            let text = match read_text(dir, &rel) {
-                Ok(text) => text,
-                Err(e) => {
+            let text = read_text(dir, rel)?;
+            let hash = crate::util::hash::fnv1a64(text.as_bytes());
+            Ok(match files.get(*rel) {
+                Some(c) if c.hash == hash && c.len == text.len() => Read::Same { stat: *stat, read_at_ns },
+                _ => {
+                    let docs = std::sync::Arc::new(parse_file(&text));
+                    let (len, text) = (text.len(), std::sync::Arc::from(text));
+                    Read::New(CachedFile { hash, len, docs, text, stat: *stat, read_at_ns, typed: None })
+                }
+            })
+        });
+        let mut answers = unclean.iter().map(|(rel, _)| *rel).zip(read).peekable();
+        let mut order = Vec::with_capacity(walked.len());
+        for (rel, _) in &walked {
+            let answer = match answers.peek() {
+                Some((r, _)) if *r == rel => answers.next().map(|(_, a)| a),
+                _ => None,
+            };
+            match answer {
+                None => {}
+                Some(Err(e)) => {
                     errors.push(e);
                     changed = true;
                     continue;
                 }
-            };
-            let hash = crate::util::hash::fnv1a64(text.as_bytes());
-            match self.files.get_mut(&rel) {
-                Some(c) if c.hash == hash && c.len == text.len() => {
-                    c.stat = stat;
-                    c.read_at_ns = read_at_ns;
+                Some(Ok(Read::Same { stat, read_at_ns })) => {
+                    if let Some(c) = self.files.get_mut(rel) {
+                        c.stat = stat;
+                        c.read_at_ns = read_at_ns;
+                    }
                 }
-                _ => {
+                Some(Ok(Read::New(file))) => {
                     changed = true;
-                    let docs = std::sync::Arc::new(parse_file(&text));
-                    let (len, text) = (text.len(), std::sync::Arc::from(text));
-                    let file = CachedFile { hash, len, docs, text, stat, read_at_ns, typed: None };
                     self.files.insert(rel.clone(), file);
                 }
             }
-            order.push(rel);
+            order.push(rel.clone());
         }
         changed |= order != self.order;
         let seen: HashSet<&PathBuf> = order.iter().collect();
