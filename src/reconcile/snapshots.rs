@@ -120,26 +120,33 @@ fn rebuild_views(
         assumed.record(&p.workload, req, &plan);
     }
     let mut cached = cached.filter(|c| c.snapshots.len() == inputs.snapshots.len());
-    let views = inputs
+    let kept: Vec<Option<ClusterSnapshot>> = inputs
         .snapshots
         .iter()
         .enumerate()
         .map(|(i, input)| {
-            let digest = assumed.of_cluster(&input.name);
-            if let Some(c) = cached.as_mut()
-                && c.fingerprints.get(i) == fingerprints.get(i)
-                && let Some(view) = c.snapshots.get_mut(i)
+            let c = cached.as_mut()?;
+            let view = c.snapshots.get_mut(i)?;
+            let same = c.fingerprints.get(i) == fingerprints.get(i)
                 && view.name == input.name
-                && c.assumed.of_cluster(&input.name) == digest
-            {
-                return std::mem::replace(view, ClusterSnapshot::offline("", ""));
-            }
-            let mut view = input.clone();
-            for (req, n) in deductions.get(i).into_iter().flatten() {
-                assumed::deduct(&mut view, req, *n, dims);
-            }
-            view
+                && c.assumed.of_cluster(&input.name) == assumed.of_cluster(&input.name);
+            same.then(|| std::mem::replace(view, ClusterSnapshot::offline("", "")))
         })
+        .collect();
+    // The others are copied and deducted again, each on its own: on every core (a restart
+    // builds every member's view).
+    let rebuilt: Vec<usize> = kept.iter().enumerate().filter(|(_, k)| k.is_none()).map(|(i, _)| i).collect();
+    let mut built = crate::util::threads::map_ordered(&rebuilt, crate::util::threads::workers(), |&i| {
+        let mut view = inputs.snapshots[i].clone();
+        for (req, n) in deductions.get(i).into_iter().flatten() {
+            assumed::deduct(&mut view, req, *n, dims);
+        }
+        view
+    })
+    .into_iter();
+    let views = kept
+        .into_iter()
+        .map(|k| k.or_else(|| built.next()).unwrap_or_else(|| ClusterSnapshot::offline("", "")))
         .collect();
     (views, assumed)
 }

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::codec::{Versioned, decode, encode};
+use super::codec::{Versioned, encode};
 use super::{Store, StoreError, keys};
 use crate::model::ReplicaRequirements;
 use crate::policy::ObjectKey;
@@ -44,14 +44,11 @@ impl Store {
     /// Every stored decision (entries that do not decode are skipped: they only cost a
     /// re-decision).
     pub fn stored_decisions(&self) -> Result<Vec<StoredDecision>, StoreError> {
-        let mut out = Vec::new();
+        let mut values = Vec::new();
         for kv in self.inner.decisions.iter() {
-            let (_, v) = kv.map_err(|e| self.err(e))?;
-            if let Ok(d) = decode::<StoredDecision>(&v) {
-                out.push(d);
-            }
+            values.push(kv.map_err(|e| self.err(e))?.1);
         }
-        Ok(out)
+        Ok(super::decode_all::<StoredDecision>(&values).into_iter().filter_map(Result::ok).collect())
     }
 
     /// Writes (replaces) stored decisions, in one atomic batch.

@@ -108,8 +108,11 @@ impl ParseCache {
         // Files whose stat does not vouch for them are read, and parsed when their bytes
         // changed, on every core (a first load parses every file: most of a restart's load);
         // the answers are applied in walk order.
-        let unclean: Vec<(&PathBuf, Option<FileStat>)> =
-            walked.iter().filter(|(rel, stat)| !self.files.get(rel).is_some_and(|c| c.clean(*stat))).map(|(r, s)| (r, *s)).collect();
+        let unclean: Vec<(&PathBuf, Option<FileStat>)> = walked
+            .iter()
+            .filter(|(rel, stat)| !self.files.get(rel).is_some_and(|c| c.clean(*stat)))
+            .map(|(r, s)| (r, *s))
+            .collect();
         let files = &self.files;
         let read = crate::util::threads::map_ordered(&unclean, crate::util::threads::workers(), |(rel, stat)| {
             let read_at_ns = wall_ns();
