@@ -67,7 +67,7 @@ enum Read {
     /// The bytes are the cached ones: only the stat and the time of the read are new.
     Same { stat: Option<FileStat>, read_at_ns: i128 },
     /// Other bytes, parsed.
-    New(CachedFile),
+    New(Box<CachedFile>),
 }
 
 fn wall_ns() -> i128 {
@@ -123,7 +123,7 @@ impl ParseCache {
                 _ => {
                     let docs = std::sync::Arc::new(parse_file(&text));
                     let (len, text) = (text.len(), std::sync::Arc::from(text));
-                    Read::New(CachedFile { hash, len, docs, text, stat: *stat, read_at_ns, typed: None })
+                    Read::New(Box::new(CachedFile { hash, len, docs, text, stat: *stat, read_at_ns, typed: None }))
                 }
             })
         });
@@ -149,7 +149,7 @@ impl ParseCache {
                 }
                 Some(Ok(Read::New(file))) => {
                     changed = true;
-                    self.files.insert(rel.clone(), file);
+                    self.files.insert(rel.clone(), *file);
                 }
             }
             order.push(rel.clone());
