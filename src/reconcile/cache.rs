@@ -519,14 +519,20 @@ impl PassCache {
         for p in store.placements()? {
             self.placements.insert(p.workload.clone(), Arc::new(p));
         }
-        for stored in store.stored_decisions()? {
-            if let Some(p) = self.placements.get(&stored.workload)
-                && p.history_seq == stored.history_seq
-            {
-                let workload = stored.workload.clone();
-                let restored = CachedDecision::restored(stored, p);
-                self.decisions.insert(workload, Arc::new(restored));
-            }
+        // Restored on every core (each on its own), inserted in the store's order.
+        let valid: Vec<(crate::store::StoredDecision, Arc<PlacementRecord>)> = store
+            .stored_decisions()?
+            .into_iter()
+            .filter_map(|stored| {
+                let p = self.placements.get(&stored.workload).filter(|p| p.history_seq == stored.history_seq)?;
+                Some((stored, Arc::clone(p)))
+            })
+            .collect();
+        let restored = crate::util::threads::map_into_ordered(valid, crate::util::threads::workers(), |(stored, p)| {
+            (stored.workload.clone(), CachedDecision::restored(stored, &p))
+        });
+        for (workload, restored) in restored {
+            self.decisions.insert(workload, Arc::new(restored));
         }
         self.loaded = true;
         Ok(())
@@ -623,6 +629,40 @@ mod tests {
         let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
         repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
         (policies, Reconciler::new(Store::open(&dir.join("state")).expect("store"), Settings::builtin()))
+    }
+
+    /// A restarted reconciler that finds its members as the store's heads last saw them, less
+    /// than LAST_SEEN_EVERY_MS ago, keeps their versions without writing the heads; a minute
+    /// later it writes them again.
+    #[test]
+    fn a_restart_keeps_recent_snapshot_heads_without_writing_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (policies, first) = small_repo(dir.path());
+        let out = dir.path().join("out");
+        let inputs = load_inputs(&policies).expect("inputs");
+        first.reconcile(&inputs, &out, "startup", 1_000).expect("pass");
+        let names: Vec<String> = inputs.snapshots.iter().map(|s| s.name.clone()).collect();
+        let heads = |store: &Store| -> Vec<(u64, u64)> {
+            names
+                .iter()
+                .map(|n| store.snapshot_head(n).expect("head").map(|h| (h.version, h.last_seen_ms)).expect("a head"))
+                .collect()
+        };
+        let store = first.store.clone();
+        drop(first);
+        let before = heads(&store);
+        assert!(before.iter().all(|&(v, seen)| v == 1 && seen == 1_000), "{before:?}");
+        let restart = |now: u64| {
+            let r = Reconciler::new(store.clone(), Settings::builtin());
+            let report = r.reconcile(&load_inputs(&policies).expect("inputs"), &out, "startup", now).expect("pass");
+            assert_eq!(report.new_snapshot_versions, 0);
+            assert_eq!(report.files_written, 0);
+        };
+        restart(1_000 + LAST_SEEN_EVERY_MS - 1);
+        assert_eq!(heads(&store), before, "a restart within the minute wrote the heads");
+        restart(1_000 + LAST_SEEN_EVERY_MS);
+        let seen: Vec<u64> = heads(&store).iter().map(|&(_, seen)| seen).collect();
+        assert!(seen.iter().all(|&s| s == 1_000 + LAST_SEEN_EVERY_MS), "{seen:?}");
     }
 
     /// An unchanged repository hands out the previous inputs; an edit is seen and equals a

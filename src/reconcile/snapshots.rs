@@ -247,11 +247,29 @@ fn record_snapshots(
             {
                 (s.version, false)
             }
-            _ => {
+            cached => {
                 let mut snap = snap.clone();
                 snap.freshness = fresh;
-                let (version, new) = store.record_snapshot(&snap, observed)?;
-                let state = cache::SnapshotState { fingerprint, confidence_ppm: ppm, version, recorded_ms: now_ms };
+                // A process that has not recorded this member yet (a restart) finds the same
+                // content and confidence in the store's head, seen less than
+                // LAST_SEEN_EVERY_MS ago: it keeps that version without a write, as a warm
+                // process would (a store transaction per member was most of a restart's poll).
+                let head = match cached {
+                    None => store.snapshot_head(&snap.name)?.filter(|h| {
+                        h.confidence == observed.confidence
+                            && observed.at_ms.saturating_sub(h.last_seen_ms) < cache::LAST_SEEN_EVERY_MS
+                            && h.hash == snap.content_hash()
+                    }),
+                    Some(_) => None,
+                };
+                let (version, new, recorded_ms) = match head {
+                    Some(h) => (h.version, false, h.last_seen_ms),
+                    None => {
+                        let (version, new) = store.record_snapshot(&snap, observed)?;
+                        (version, new, now_ms)
+                    }
+                };
+                let state = cache::SnapshotState { fingerprint, confidence_ppm: ppm, version, recorded_ms };
                 cache.snapshots.insert(snap.name.clone(), state);
                 (version, new)
             }

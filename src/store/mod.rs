@@ -515,6 +515,16 @@ impl Store {
         }
     }
 
+    /// The meta of a cluster's head (its newest version, with the latest `last_seen_ms`),
+    /// without its content.
+    pub fn snapshot_head(&self, cluster: &str) -> Result<Option<SnapshotMeta>, StoreError> {
+        keys::check_name("cluster", cluster)?;
+        match self.inner.heads.get(cluster.as_bytes()).map_err(|e| self.err(e))? {
+            Some(head) => Ok(Some(decode::<SnapshotMeta>(&head)?)),
+            None => Ok(None),
+        }
+    }
+
     /// One version of a cluster's snapshot.
     pub fn snapshot(&self, cluster: &str, version: u64) -> Result<Option<ClusterSnapshot>, StoreError> {
         keys::check_name("cluster", cluster)?;

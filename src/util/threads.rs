@@ -28,6 +28,30 @@ pub fn map_ordered<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T)
     })
 }
 
+/// [`map_ordered`] of items it takes (no copy of an item a thread needs to own).
+pub fn map_into_ordered<T: Send, R: Send>(items: Vec<T>, threads: usize, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let threads = threads.min(items.len()).max(1);
+    if threads == 1 {
+        return items.into_iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let mut parts: Vec<Vec<T>> = Vec::with_capacity(threads);
+    let mut rest = items.into_iter();
+    loop {
+        let part: Vec<T> = rest.by_ref().take(chunk).collect();
+        if part.is_empty() {
+            break;
+        }
+        parts.push(part);
+    }
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            parts.into_iter().map(|part| scope.spawn(move || part.into_iter().map(f).collect::<Vec<R>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
+}
+
 /// [`workers`] from the variable's value and the core count: a value that is not a number
 /// in 1–64 is ignored.
 fn from(var: Option<&str>, cores: usize) -> usize {
@@ -39,7 +63,7 @@ fn from(var: Option<&str>, cores: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{from, map_ordered};
+    use super::{from, map_into_ordered, map_ordered};
 
     #[test]
     fn mapped_items_keep_their_order_on_any_thread_count() {
@@ -49,6 +73,12 @@ mod tests {
             assert_eq!(map_ordered(&items, threads, |i| u64::from(*i) * 3), want, "{threads} threads");
         }
         assert!(map_ordered(&[] as &[u32], 4, |i| *i).is_empty());
+        for threads in [0, 1, 2, 3, 4, 64, 200] {
+            let owned: Vec<String> = items.iter().map(u32::to_string).collect();
+            let got = map_into_ordered(owned, threads, |s| s.parse::<u64>().map_or(0, |n| n * 3));
+            assert_eq!(got, want, "{threads} threads, owned items");
+        }
+        assert!(map_into_ordered(Vec::<u32>::new(), 4, |i| i).is_empty());
     }
 
     #[test]

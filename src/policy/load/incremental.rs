@@ -51,10 +51,21 @@ pub fn load_repository_incremental(cache: &mut ParseCache, io_errors: Vec<LoadEr
     let mut out = PolicySet { crd_scopes: crd_scopes.clone(), ..Default::default() };
     let mut seen: HashSet<&(String, String, Option<String>, String)> = HashSet::new();
     let order = cache.order.clone();
-    for rel in &order {
-        let Some(file) = cache.files.get_mut(rel) else { continue };
-        if file.typed.as_ref().is_none_or(|t| t.crd != crd) {
-            file.typed = Some(type_file(rel, &file.docs, &crd_scopes, crd));
+    // Files typed with other CRD scopes, or never: typed on every core (a first load types
+    // every file), each on its own.
+    let untyped: Vec<(&std::path::PathBuf, &std::sync::Arc<super::parse::Parsed>)> = order
+        .iter()
+        .filter_map(|rel| cache.files.get(rel).map(|f| (rel, f)))
+        .filter(|(_, f)| f.typed.as_ref().is_none_or(|t| t.crd != crd))
+        .map(|(rel, f)| (rel, &f.docs))
+        .collect();
+    let typed = crate::util::threads::map_ordered(&untyped, crate::util::threads::workers(), |(rel, docs)| {
+        type_file(rel, docs, &crd_scopes, crd)
+    });
+    let typed: Vec<(std::path::PathBuf, Typed)> = untyped.iter().map(|(rel, _)| (*rel).clone()).zip(typed).collect();
+    for (rel, t) in typed {
+        if let Some(file) = cache.files.get_mut(&rel) {
+            file.typed = Some(t);
         }
     }
     for rel in &order {
