@@ -1,5 +1,7 @@
 //! How many threads a pass's parallel steps use (staged writes, the output diff, the check of
-//! restored files, the render batch): the cores, at most 4, or `FEDSCHED_THREADS` (1–64)
+//! restored files, the render batch; on a load and a restart: reading, parsing and typing the
+//! repository's files, decoding the store's placements and persisted decisions, restoring the
+//! decisions, rebuilding the member views): the cores, at most 4, or `FEDSCHED_THREADS` (1–64)
 //! when it is set — for a unit whose CPU quota is smaller than the machine, and for the tests
 //! that show a pass gives the same bytes on one thread and on several.
 
