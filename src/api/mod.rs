@@ -143,6 +143,32 @@ pub struct ApiState {
     pub clock: Arc<dyn crate::util::clock::Clock>,
     /// The output directory the daemon publishes to (a plan compares with it).
     pub output_dir: PathBuf,
+    /// One plan at a time (`Default` for a new listener).
+    pub plans: PlanGate,
+}
+
+/// Lets one plan run at a time: a plan holds the reconciler's cache, so the daemon's next pass
+/// waits for it, and plans queued behind one another would keep it waiting. Another plan
+/// asked for meanwhile is refused with 429.
+#[derive(Clone, Default)]
+pub struct PlanGate(Arc<std::sync::atomic::AtomicBool>);
+
+impl PlanGate {
+    /// Takes the gate; `None` while a plan runs. Released when the guard drops.
+    fn enter(&self) -> Option<PlanTurn> {
+        use std::sync::atomic::Ordering;
+        let free = self.0.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        free.then(|| PlanTurn(Arc::clone(&self.0)))
+    }
+}
+
+/// A plan's turn ([`PlanGate::enter`]).
+struct PlanTurn(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for PlanTurn {
+    fn drop(&mut self) {
+        self.0.store(false, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// The largest plan request accepted (the repositories' files as JSON): a repository of 10,000
@@ -636,9 +662,15 @@ async fn plan(State(s): State<ApiState>, headers: HeaderMap, body: axum::body::B
     let Some(planner) = s.status.borrow().planner.clone() else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "no good pass yet: the daemon plans from its last good pass");
     };
+    let Some(turn) = s.plans.enter() else {
+        return error(StatusCode::TOO_MANY_REQUESTS, "another plan is running; ask again when it is done");
+    };
     let (out, now_ms) = (s.output_dir.clone(), s.clock.now_ms());
     let started = std::time::Instant::now();
-    let answer = tokio::task::spawn_blocking(move || crate::views::plan::on_daemon(&planner, &out, request, now_ms));
+    let answer = tokio::task::spawn_blocking(move || {
+        let _turn = turn;
+        crate::views::plan::on_daemon(&planner, &out, request, now_ms)
+    });
     match answer.await {
         Ok(Ok(doc)) => {
             let summary = &doc["summary"];
@@ -693,7 +725,9 @@ mod tests {
             metrics: Arc::new(crate::metrics::Metrics::new()),
             clock: Arc::new(crate::util::clock::SystemClock),
             output_dir: dir.path().join("out"),
+            plans: PlanGate::default(),
         };
+        let state_gate = state.plans.clone();
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
         let server = rt.block_on(start("127.0.0.1:0".parse().expect("addr"), state)).expect("listen");
         let url = client::ServerUrl::from_addr(server.addr).expect("url");
@@ -707,6 +741,11 @@ mod tests {
         assert_eq!(post(b"{not json", Some("s3cret")), 400);
         assert_eq!(post(b"{\"after\": 3}", Some("s3cret")), 400);
         assert_eq!(post(&request, Some("s3cret")), 503, "no good pass yet");
+        // One plan at a time.
+        let turn = state_gate.enter().expect("free");
+        assert!(state_gate.enter().is_none(), "taken while a plan runs");
+        drop(turn);
+        assert!(state_gate.enter().is_some(), "free again");
         let (code, _) = client::get(&url, "/api/v1/plan", Some("s3cret"), t).expect("answer");
         assert_eq!(code, 405, "GET is not a plan");
         rt.block_on(server.shutdown(Duration::from_secs(5)));

@@ -180,6 +180,11 @@ enum Asked {
 /// How long the daemon may take for each step of the exchange (connect, answer, each frame).
 const DAEMON_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// While the daemon runs another plan: ask again after this pause, at most this many times
+/// (two minutes), then plan in this process.
+const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
+const BUSY_RETRIES: u32 = 240;
+
 /// Sends the repositories to the daemon and returns its plan document. An invalid repository
 /// is exit 1 with every error on stderr, as in this process.
 fn on_daemon(
@@ -199,18 +204,26 @@ fn on_daemon(
     let request = PlanRequest { after: read(policy_dir)?, base: base_dir.map(read).transpose()?, diff: a.diff };
     let body = serde_json::to_vec(&request).context("cannot encode the plan request")?;
     let token = api.token.as_ref().map(|t| t.expose());
-    let (code, answer) = match client::post_json(&api.url, "/api/v1/plan", body, token, DAEMON_TIMEOUT) {
-        Ok(answer) => answer,
-        Err(e @ client::ClientError::Io { .. }) => {
-            return Ok(Asked::Unavailable(format!("cannot reach the daemon: {e}")));
+    // The daemon runs one plan at a time (429 while another runs): wait for a turn, bounded.
+    let mut turns = 0;
+    let (code, answer) = loop {
+        match client::post_json(&api.url, "/api/v1/plan", body.clone(), token, DAEMON_TIMEOUT) {
+            Ok((429, _)) if turns < BUSY_RETRIES => {
+                turns += 1;
+                std::thread::sleep(BUSY_PAUSE);
+            }
+            Ok(answer) => break answer,
+            Err(e @ client::ClientError::Io { .. }) => {
+                return Ok(Asked::Unavailable(format!("cannot reach the daemon: {e}")));
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context("cannot ask the fedsched daemon").into()),
         }
-        Err(e) => return Err(anyhow::Error::new(e).context("cannot ask the fedsched daemon").into()),
     };
     let doc: serde_json::Value = serde_json::from_str(&answer)
         .with_context(|| format!("{}/api/v1/plan: the answer is not JSON (HTTP {code})", api.url))?;
     match code {
         200 => Ok(Asked::Planned(doc)),
-        503 => Ok(Asked::Unavailable(format!(
+        503 | 429 => Ok(Asked::Unavailable(format!(
             "the daemon at {}: {}",
             api.url,
             doc["error"].as_str().unwrap_or("unavailable")

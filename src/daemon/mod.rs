@@ -978,6 +978,7 @@ async fn start_api(
         metrics: Arc::clone(metrics),
         clock: Arc::clone(clock),
         output_dir: paths.output_dir.clone(),
+        plans: Default::default(),
     };
     match crate::api::start_with(addr, state, crate::api::Limits::from_config(&cfg.http)).await {
         Ok(server) => {

@@ -274,6 +274,7 @@ fn the_api_explains_with_the_configured_profiles_like_the_cli() {
         metrics: Arc::new(Metrics::new()),
         clock: Arc::new(clock),
         output_dir: s.out(),
+        plans: Default::default(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
     let server = rt.block_on(fedsched::api::start("127.0.0.1:0".parse().expect("addr"), state)).expect("listen");

@@ -247,6 +247,7 @@ fn the_http_listener_caps_connections_and_closes_slow_and_idle_ones() {
         metrics: Arc::new(fedsched::metrics::Metrics::new()),
         clock: Arc::new(fedsched::util::clock::SystemClock),
         output_dir: s.out(),
+        plans: Default::default(),
     };
     let limits = fedsched::api::Limits { max_connections: 64, header_timeout: Duration::from_millis(800) };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
