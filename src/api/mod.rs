@@ -15,7 +15,7 @@
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/history` | as `fedsched history -o json` |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/status?stuckAfter=5m` | as `fedsched status KIND/NS/NAME -o json` |
 //! | `/api/v1/workloads/status?stuckAfter=5m` | every workload that is not Healthy, as `fedsched status -o json` |
-//! | `POST /api/v1/plan` | `fedsched plan` on the daemon: the body is a [`PlanRequest`] (the changed repository's files, the base's), the answer the plan document (as `fedsched plan -o json`); 422 with `errors` for an invalid repository, 503 before the first good pass |
+//! | `POST /api/v1/plan` | `fedsched plan` on the daemon: the body is a [`PlanRequest`] (the changed repository's files, the base's), the answer the plan document (as `fedsched plan -o json`); 422 with `errors` for an invalid repository, 503 before the first good pass, 429 while another plan runs |
 //!
 //! Every route but the plan is GET; nothing here writes (a plan previews on a copy of the
 //! reconciler's cache and a dry run of the store: [`crate::reconcile::Reconciler::preview_warm`]). The store is read through the daemon's
