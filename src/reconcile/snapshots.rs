@@ -499,9 +499,26 @@ impl Assumed {
     /// The bookkeeping of an applied [`Assumed::plan`] (what was deducted, the digests),
     /// without touching any view.
     fn record(&mut self, workload: &ObjectKey, req: &ReplicaRequirements, plan: &[(usize, &String, i64, i64)]) {
+        if plan.is_empty() {
+            return;
+        }
+        // The workload's key is copied once, and a cluster's name once per map it is new in
+        // (a rebuild of the views records every recent placement).
+        let deducted = match self.deducted.get_mut(workload) {
+            Some(d) => d,
+            None => self.deducted.entry(workload.clone()).or_default(),
+        };
         for &(_, cluster, want, _) in plan {
-            self.deducted.entry(workload.clone()).or_default().insert(cluster.clone(), want);
-            let own = self.per_cluster.entry(cluster.clone()).or_insert(0);
+            match deducted.get_mut(cluster.as_str()) {
+                Some(n) => *n = want,
+                None => {
+                    deducted.insert(cluster.clone(), want);
+                }
+            }
+            let own = match self.per_cluster.get_mut(cluster.as_str()) {
+                Some(own) => own,
+                None => self.per_cluster.entry(cluster.clone()).or_insert(0),
+            };
             *own = cache::key_of(&(*own, workload, want, req));
         }
     }
