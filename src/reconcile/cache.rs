@@ -188,7 +188,8 @@ pub fn clusters_state(
             u64::MAX.hash(&mut h);
             continue;
         };
-        (i, *state, assumed.of_cluster(&snap.name)).hash(&mut h);
+        debug_assert_eq!(assumed.of_position(i), assumed.of_cluster(&snap.name), "{}", snap.name);
+        (i, *state, assumed.of_position(i)).hash(&mut h);
     }
     h.finish()
 }

@@ -432,6 +432,10 @@ pub struct Assumed {
     /// Per cluster, a running digest of the deductions from its view: equal digests mean equal
     /// deductions, so the view a decision sees of it is covered by its cache key.
     pub per_cluster: HashMap<String, u64>,
+    /// The same digests by the cluster's position in the views the deductions were planned on
+    /// (the pass's views, in their order): what a decision's state reads, once per feasible
+    /// cluster, without a lookup by name ([`Assumed::of_position`]).
+    by_position: Vec<u64>,
 }
 
 impl Assumed {
@@ -508,7 +512,7 @@ impl Assumed {
             Some(d) => d,
             None => self.deducted.entry(workload.clone()).or_default(),
         };
-        for &(_, cluster, want, _) in plan {
+        for &(i, cluster, want, _) in plan {
             match deducted.get_mut(cluster.as_str()) {
                 Some(n) => *n = want,
                 None => {
@@ -520,7 +524,19 @@ impl Assumed {
                 None => self.per_cluster.entry(cluster.clone()).or_insert(0),
             };
             *own = cache::key_of(&(*own, workload, want, req));
+            if self.by_position.len() <= i {
+                self.by_position.resize(i + 1, 0);
+            }
+            if let Some(p) = self.by_position.get_mut(i) {
+                *p = *own;
+            }
         }
+    }
+
+    /// [`Assumed::of_cluster`] of the cluster at position `i` of the views its deductions were
+    /// planned on (0: none).
+    pub fn of_position(&self, i: usize) -> u64 {
+        self.by_position.get(i).copied().unwrap_or(0)
     }
 
     /// The digest of the deductions from one cluster's view so far (0: none).
