@@ -194,6 +194,36 @@ pub fn clusters_state(
     h.finish()
 }
 
+/// Per workload, the digest of its previous placement as a decision key reads it (targets,
+/// affinity term, files, policy), kept with the placement object it was computed from and
+/// given again while the workload's placement is that same object (a quiet pass hashed every
+/// workload's file paths again).
+#[derive(Default, Clone)]
+pub struct PreviousDigests(HashMap<ObjectKey, (Arc<PlacementRecord>, u64)>);
+
+impl PreviousDigests {
+    /// The digest of `previous` (the workload's placement the pass started from; `None`: none).
+    pub fn of(&mut self, workload: &ObjectKey, previous: Option<&Arc<PlacementRecord>>) -> u64 {
+        let Some(p) = previous else { return key_of(&None::<()>) };
+        match self.0.get(workload) {
+            Some((kept, digest)) if Arc::ptr_eq(kept, p) => *digest,
+            _ => {
+                let digest = key_of(&Some((&p.targets, &p.affinity_name, &p.files, &p.policy)));
+                self.0.insert(workload.clone(), (Arc::clone(p), digest));
+                digest
+            }
+        }
+    }
+
+    /// Forgets the workloads not in `placements` (once there are more entries than
+    /// placements: a removed workload's).
+    pub fn retain_of(&mut self, placements: &HashMap<ObjectKey, Arc<PlacementRecord>>) {
+        if self.0.len() > placements.len() {
+            self.0.retain(|k, _| placements.contains_key(k));
+        }
+    }
+}
+
 /// A snapshot as last recorded by this process.
 #[derive(Debug, Clone, Copy)]
 pub struct SnapshotState {
@@ -478,6 +508,8 @@ pub struct PassCache {
     pub snapshots: HashMap<String, SnapshotState>,
     /// The digest of each member's node list, for the snapshots' fingerprints.
     pub node_digests: NodeDigests,
+    /// The digest of each workload's previous placement, for the decision keys.
+    pub previous_digests: PreviousDigests,
     /// The deducted views of the last pass ([`DeductedViews`]).
     pub views: Option<DeductedViews>,
     /// Per workload, the per-replica requirements its template gives (None: it cannot be

@@ -141,7 +141,8 @@ pub(super) fn decide_all(
 ) -> Result<Decisions, StoreError> {
     let set = &ctx.inputs.set;
     let mut out = Decisions::default();
-    let mut seen = BTreeSet::new();
+    // The workloads of the pass (borrowed from the set: no copy of 10,000 keys per pass).
+    let mut seen: std::collections::HashSet<&ObjectKey> = std::collections::HashSet::new();
     // propagateDeps: dependency → the claimed workloads that reference it.
     let required_by =
         dependency_map_indexed(ctx.inputs, ctx.index, |t| cache.placements.get(&t.key).and_then(|p| p.policy.clone()));
@@ -175,10 +176,11 @@ pub(super) fn decide_all(
             claimed.hashes.1 = *policy_hash;
         }
         let fleet_static = fleet_statics.key(&snapshots.views, claimed.framework.settings.model.min_confidence);
-        let key = decision_key(ctx, &claimed, fleet_static);
+        let previous = cache.previous_digests.of(&t.key, claimed.previous.as_ref());
+        let key = decision_key(ctx, &claimed, (fleet_static, previous));
         reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out, &mut renders)?;
         let Some(decided) = cache.decisions.get(&t.key).map(|c| &c.decided) else { continue };
-        seen.insert(t.key.clone());
+        seen.insert(&t.key);
         out.order.push(t.key.clone());
         if decided.scheduled {
             out.scheduled += 1;
@@ -227,6 +229,7 @@ pub(super) fn decide_all(
         r.sort_by_cached_key(|k| k.store_key());
         r.into_iter().cloned().collect()
     };
+    cache.previous_digests.retain_of(&cache.placements);
     let gone: Vec<ObjectKey> = cache.decisions.keys().filter(|k| !seen.contains(*k)).cloned().collect();
     for k in gone {
         if let Some(old) = cache.decisions.remove(&k) {
@@ -327,7 +330,7 @@ impl FleetStatics {
 /// The key of everything static a decision reads: the template and policy hashes, the
 /// template's source, the claim, the fleet's static facts, the interpreters, the previous
 /// placement, the profile, the dependents and the overrides.
-fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, fleet_static: u64) -> u64 {
+fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, (fleet_static, previous): (u64, u64)) -> u64 {
     let t = w.template;
     let empty_hash = fnv1a64(&[]);
     let overrides_key: Vec<u64> = w
@@ -338,10 +341,9 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, fleet_static: u64) -> u6
             ctx.inputs.hashes.overrides.get(&id).copied().unwrap_or(empty_hash)
         })
         .collect();
-    let prev = w.previous.as_ref().map(|p| (&p.targets, &p.affinity_name, &p.files, &p.policy));
     cache::key_of(&(
         (w.hashes, &t.source.file, t.source.document, w.policy.as_ref(), fleet_static, ctx.inputs.hashes.interpreters),
-        (prev, &w.framework.name, w.framework.digest, &w.required),
+        (previous, &w.framework.name, w.framework.digest, &w.required),
         overrides_key,
         w.directive,
     ))
