@@ -583,6 +583,34 @@ struct Api {
 }
 
 impl Api {
+    /// The daemon at `--server URL`, with `[http] token_file`'s token.
+    fn at(cfg: &Config, url: &str) -> Result<Api, Failure> {
+        Ok(Api { url: ServerUrl::parse(url).map_err(|e| invalid(e.into()))?, token: api_token(cfg)? })
+    }
+
+    /// The daemon that holds the store of `state`, when its address is known: `<state>/http.addr`
+    /// (written by the daemon), else `[http] listen`.
+    fn of_state(cfg: &Config, state: &std::path::Path) -> Result<Option<Api>, Failure> {
+        let from_file = std::fs::read_to_string(state.join(crate::api::ADDR_FILE))
+            .ok()
+            .and_then(|s| s.trim().parse::<std::net::SocketAddr>().ok());
+        let from_config = cfg.http.listen_addr().ok().flatten();
+        match from_file.or(from_config).and_then(ServerUrl::from_addr) {
+            Some(url) => Ok(Some(Api { url, token: api_token(cfg)? })),
+            None => Ok(None),
+        }
+    }
+}
+
+/// `[http] token_file`'s bearer token, if one is configured.
+fn api_token(cfg: &Config) -> Result<Option<crate::api::Token>, Failure> {
+    match &cfg.http.token_file {
+        Some(p) => Ok(Some(crate::api::Token::from_file(p)?)),
+        None => Ok(None),
+    }
+}
+
+impl Api {
     /// GETs a JSON document; maps HTTP errors to exit codes (404: 1, others: 2).
     fn get(&self, path: &str) -> Result<serde_json::Value, Failure> {
         let (code, body) =
@@ -613,33 +641,21 @@ fn workload_path(r: &WorkloadRef, what: &str) -> String {
 /// Opens the store, or, with `--server` or when a daemon holds the store, its API: the
 /// address in `<state>/http.addr` (written by the daemon), else `[http] listen`.
 fn open_source(cfg: &Config, dirs: &DirArgs, server: &ServerArgs) -> Result<Source, Failure> {
-    let token = || -> Result<Option<crate::api::Token>, Failure> {
-        match &cfg.http.token_file {
-            Some(p) => Ok(Some(crate::api::Token::from_file(p)?)),
-            None => Ok(None),
-        }
-    };
     if let Some(url) = &server.server {
-        return Ok(Source::Server(Api { url: ServerUrl::parse(url).map_err(|e| invalid(e.into()))?, token: token()? }));
+        return Ok(Source::Server(Api::at(cfg, url)?));
     }
     let state = state_dir(cfg, dirs)?;
     match Store::open(&state) {
         Ok(store) => Ok(Source::Store(store)),
-        Err(StoreError::Locked { path }) => {
-            let from_file = std::fs::read_to_string(state.join(crate::api::ADDR_FILE))
-                .ok()
-                .and_then(|s| s.trim().parse::<std::net::SocketAddr>().ok());
-            let from_config = cfg.http.listen_addr().ok().flatten();
-            match from_file.or(from_config).and_then(ServerUrl::from_addr) {
-                Some(url) => {
-                    tracing::debug!(%url, "the store is in use; asking the running daemon");
-                    Ok(Source::Server(Api { url, token: token()? }))
-                }
-                None => Err(anyhow::Error::new(StoreError::Locked { path })
-                    .context("the store is in use and no daemon API is known (give --server URL)")
-                    .into()),
+        Err(StoreError::Locked { path }) => match Api::of_state(cfg, &state)? {
+            Some(api) => {
+                tracing::debug!(url = %api.url, "the store is in use; asking the running daemon");
+                Ok(Source::Server(api))
             }
-        }
+            None => Err(anyhow::Error::new(StoreError::Locked { path })
+                .context("the store is in use and no daemon API is known (give --server URL)")
+                .into()),
+        },
         Err(e) => Err(anyhow::Error::new(e).context("cannot open the store").into()),
     }
 }

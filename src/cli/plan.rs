@@ -21,8 +21,8 @@ use std::process::{Command as Process, ExitCode, Stdio};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
-use super::{DirArgs, Failure, exit, invalid, invalid_inputs};
-use crate::api::client::{self, ServerUrl};
+use super::{Api, DirArgs, Failure, exit, invalid, invalid_inputs};
+use crate::api::client;
 use crate::config::Config;
 use crate::policy::load::{RepositoryFiles, read_repository};
 use crate::reconcile::{self, Inputs, Reconciler};
@@ -138,28 +138,17 @@ fn print(doc: &serde_json::Value, format: PlanFormat) -> ExitCode {
 /// A daemon to plan through: `--server`, or the one holding the store of `state_dir` when its
 /// API address is known (`<state>/http.addr`, else `[http] listen`). None with `--local`.
 fn daemon_of(cfg: &Config, a: &PlanArgs, state_dir: &Path) -> Result<Option<Api>, Failure> {
-    let token = || -> Result<Option<crate::api::Token>, Failure> {
-        match &cfg.http.token_file {
-            Some(p) => Ok(Some(crate::api::Token::from_file(p)?)),
-            None => Ok(None),
-        }
-    };
     if a.local {
         return Ok(None);
     }
     if let Some(url) = &a.server {
-        return Ok(Some(Api { url: ServerUrl::parse(url).map_err(|e| invalid(e.into()))?, token: token()? }));
+        return Ok(Some(Api::at(cfg, url)?));
     }
     if !Store::in_use(state_dir) {
         return Ok(None);
     }
-    let token = token()?;
-    let from_file = std::fs::read_to_string(state_dir.join(crate::api::ADDR_FILE))
-        .ok()
-        .and_then(|s| s.trim().parse::<std::net::SocketAddr>().ok());
-    let from_config = cfg.http.listen_addr().ok().flatten();
-    match from_file.or(from_config).and_then(ServerUrl::from_addr) {
-        Some(url) => Ok(Some(Api { url, token })),
+    match Api::of_state(cfg, state_dir)? {
+        Some(api) => Ok(Some(api)),
         None => {
             eprintln!(
                 "fedsched plan: a daemon holds {} but its API address is not known; planning in this process",
@@ -240,12 +229,6 @@ fn on_daemon(
                 .into())
         }
     }
-}
-
-/// A daemon's API as `plan` uses it.
-struct Api {
-    url: ServerUrl,
-    token: Option<crate::api::Token>,
 }
 
 /// The policy directory `policies` as it is at `reference` of its git repository, extracted
