@@ -22,8 +22,9 @@
 //!   only before the pass's first new deduction. When they are not, each cluster's view is
 //!   still reused when its snapshot and its own deduction sequence are unchanged.
 //! - **placements and last history** of every workload: read from the store once (the first
-//!   pass), then kept in step with what this process writes (the reconciler is the store's
-//!   only writer).
+//!   pass; the last history record of a workload with a valid persisted decision comes with
+//!   that entry, the others' on first use), then kept in step with what this process writes
+//!   (the reconciler is the store's only writer).
 //! - **snapshots**: per cluster, a fingerprint of the content and the stored version. An
 //!   unchanged snapshot is not re-recorded; its `last_seen_ms` is persisted at most every
 //!   [`LAST_SEEN_EVERY_MS`].
@@ -235,13 +236,7 @@ pub struct SnapshotState {
     pub recorded_ms: u64,
 }
 
-/// The newest history record of a workload, as far as change detection reads it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LastHistory {
-    pub template_hash: u64,
-    pub policy_hash: u64,
-    pub notes: Vec<String>,
-}
+pub use crate::store::LastHistory;
 
 /// The member views after the deductions of the recent placements (before this pass's own
 /// decisions), with the key of what they were deducted from: the snapshots' fingerprints, the
@@ -282,8 +277,14 @@ pub struct CachedDecision {
 }
 
 impl CachedDecision {
-    /// What the store keeps of it for a restart.
-    pub fn to_stored(&self, workload: &ObjectKey, history_seq: u64) -> crate::store::StoredDecision {
+    /// What the store keeps of it for a restart, with the workload's newest history record
+    /// (`last`: `None` when the cache does not know it).
+    pub fn to_stored(
+        &self,
+        workload: &ObjectKey,
+        history_seq: u64,
+        last: Option<&Option<LastHistory>>,
+    ) -> crate::store::StoredDecision {
         let d = &self.decided;
         crate::store::StoredDecision {
             workload: workload.clone(),
@@ -296,6 +297,7 @@ impl CachedDecision {
             problems: d.problems.iter().map(|p| (p.cluster.clone(), p.reason.clone())).collect(),
             scheduled: d.scheduled,
             requirements: d.requirements.clone(),
+            last: last.cloned(),
         }
     }
 
@@ -561,10 +563,21 @@ impl PassCache {
                 Some((stored, Arc::clone(p)))
             })
             .collect();
-        let restored = crate::util::threads::map_into_ordered(valid, crate::util::threads::workers(), |(stored, p)| {
-            (stored.workload.clone(), CachedDecision::restored(stored, &p))
-        });
-        for (workload, restored) in restored {
+        let restored =
+            crate::util::threads::map_into_ordered(valid, crate::util::threads::workers(), |(mut stored, p)| {
+                let last = stored.last.take();
+                (stored.workload.clone(), last, CachedDecision::restored(stored, &p))
+            });
+        for (workload, last, mut restored) in restored {
+            // The entry's last history record (valid with the entry): the record stage does
+            // not read it from the history. An entry that does not say (an older version's)
+            // is written again by the first pass, with it.
+            match last {
+                Some(last) => {
+                    self.history.insert(workload.clone(), last);
+                }
+                None => restored.persisted_seq = None,
+            }
             self.decisions.insert(workload, Arc::new(restored));
         }
         self.loaded = true;

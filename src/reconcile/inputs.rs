@@ -325,6 +325,17 @@ pub(super) struct LoadCache {
     last: Option<Inputs>,
     last_dir: Option<std::path::PathBuf>,
 }
+
+impl LoadCache {
+    /// An empty load cache whose parsed documents are also kept in `store`, so that the first
+    /// load of a restarted process parses only the files that changed since.
+    pub(super) fn kept_in(store: &Store) -> Self {
+        let mut cache = LoadCache::default();
+        cache.parse.keep_in(Arc::new(store.clone()));
+        cache
+    }
+}
+
 impl Reconciler {
     /// [`Reconciler::load_inputs`] for a caller that knows whether any file may have changed
     /// since its last load: with `unchanged` (the daemon's watch of the directory saw no event
@@ -364,7 +375,7 @@ impl Reconciler {
     pub fn load_inputs(&self, policy_dir: &Path, timings: &mut PhaseTimings) -> Result<Inputs, Vec<LoadError>> {
         let mut cache = self.load_cache.lock().unwrap_or_else(|poisoned| {
             let mut g = poisoned.into_inner();
-            *g = LoadCache::default();
+            *g = LoadCache::kept_in(&self.store);
             self.load_cache.clear_poison();
             g
         });

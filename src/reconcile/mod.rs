@@ -113,10 +113,10 @@ impl Reconciler {
     /// built-in profile only, default publish settings).
     pub fn new(store: Store, settings: Settings) -> Self {
         Reconciler {
+            load_cache: Mutex::new(LoadCache::kept_in(&store)),
             store,
             settings: std::sync::Arc::new(settings),
             cache: Mutex::new(cache::PassCache::default()),
-            load_cache: Mutex::new(LoadCache::default()),
             fence: None,
         }
     }
@@ -209,7 +209,6 @@ impl Reconciler {
         let mut snapshots = snapshots::version(&self.store, cache, inputs, self.settings.model(), now_ms)?;
         let poll = phase.elapsed();
         let pass = snapshots::Pass::new(&snapshots, &self.store)?;
-
         let index = PolicyIndex::new(&inputs.set);
         let phase = Instant::now();
         let stability = stability::run(

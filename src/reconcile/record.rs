@@ -68,7 +68,7 @@ pub(super) fn record(
     for key in order {
         let (Some(c), Some(p)) = (cache.decisions.get_mut(key), cache.placements.get(key)) else { continue };
         if c.persisted_seq != Some(p.history_seq) {
-            stored.push(c.to_stored(key, p.history_seq));
+            stored.push(c.to_stored(key, p.history_seq, cache.history.get(key)));
             Arc::make_mut(c).persisted_seq = Some(p.history_seq);
         }
     }

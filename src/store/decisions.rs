@@ -4,11 +4,15 @@
 //!
 //! An entry is valid only while the workload's placement has the `history_seq` it was
 //! written with: a crash between writing a placement and its entry (or the reverse) leaves a
-//! mismatch, and the entry is ignored (the workload is decided again).
+//! mismatch, and the entry is ignored (the workload is decided again). Every history record of
+//! a placed workload is written with a new placement (so a new `history_seq`), so a valid
+//! entry's [`StoredDecision::last`] is the workload's newest history record as change
+//! detection reads it: a restart does not decode 10,000 history records (each with every
+//! cluster's verdict) to learn their notes.
 
 use serde::{Deserialize, Serialize};
 
-use super::codec::{Versioned, encode};
+use super::codec::{Codec, Versioned, decode_payload, encode};
 use super::{Store, StoreError, keys};
 use crate::model::ReplicaRequirements;
 use crate::policy::ObjectKey;
@@ -33,11 +37,77 @@ pub struct StoredDecision {
     pub problems: Vec<(Option<String>, String)>,
     pub scheduled: bool,
     pub requirements: Option<ReplicaRequirements>,
+    /// The workload's newest history record when the entry was written: `Some(None)` when it
+    /// had none, `None` when the entry does not say (schema 1: read from the history).
+    pub last: Option<Option<LastHistory>>,
+}
+
+/// A workload's newest history record, as far as change detection reads it: the hashes of the
+/// template and policy it was decided with, and its notes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastHistory {
+    pub template_hash: u64,
+    pub policy_hash: u64,
+    pub notes: Vec<String>,
 }
 
 impl Versioned for StoredDecision {
     const WHAT: &'static str = "stored decision";
-    const SCHEMA: u16 = 1;
+    const SCHEMA: u16 = 2;
+
+    fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
+        match schema {
+            1 => Some(decode_payload::<StoredDecisionV1>(Self::WHAT, codec, payload).map(StoredDecisionV1::upgrade)),
+            _ => None,
+        }
+    }
+}
+
+/// Schema 1 of [`StoredDecision`] (before [`StoredDecision::last`]), upgraded in memory: the
+/// last history record is read from the history when needed.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+struct StoredDecisionV1 {
+    workload: ObjectKey,
+    history_seq: u64,
+    key: u64,
+    clusters: Vec<u32>,
+    state: u64,
+    files: Vec<(String, String, u64)>,
+    keep: Vec<(String, String)>,
+    problems: Vec<(Option<String>, String)>,
+    scheduled: bool,
+    requirements: Option<ReplicaRequirements>,
+}
+
+impl StoredDecisionV1 {
+    fn upgrade(self) -> StoredDecision {
+        let StoredDecisionV1 {
+            workload,
+            history_seq,
+            key,
+            clusters,
+            state,
+            files,
+            keep,
+            problems,
+            scheduled,
+            requirements,
+        } = self;
+        StoredDecision {
+            workload,
+            history_seq,
+            key,
+            clusters,
+            state,
+            files,
+            keep,
+            problems,
+            scheduled,
+            requirements,
+            last: None,
+        }
+    }
 }
 
 impl Store {
@@ -97,10 +167,31 @@ mod tests {
             problems: vec![(None, "why".into())],
             scheduled: true,
             requirements: None,
+            last: Some(Some(LastHistory { template_hash: 1, policy_hash: 2, notes: vec!["held".into()] })),
         };
         store.put_stored_decisions(std::slice::from_ref(&d)).expect("put");
-        assert_eq!(store.stored_decisions().expect("list"), vec![d]);
-        store.remove_stored_decisions(&[workload]).expect("remove");
+        assert_eq!(store.stored_decisions().expect("list"), vec![d.clone()]);
+        store.remove_stored_decisions(std::slice::from_ref(&workload)).expect("remove");
         assert!(store.stored_decisions().expect("list").is_empty());
+
+        // An entry an older version wrote (schema 1) still restores its decision; its last
+        // history record is not known (read from the history when needed).
+        let v1 = StoredDecisionV1 {
+            workload: workload.clone(),
+            history_seq: d.history_seq,
+            key: d.key,
+            clusters: d.clusters.clone(),
+            state: d.state,
+            files: d.files.clone(),
+            keep: d.keep.clone(),
+            problems: d.problems.clone(),
+            scheduled: d.scheduled,
+            requirements: None,
+        };
+        let payload = bincode::serde::encode_to_vec(&v1, super::super::codec::bincode_config()).expect("encode");
+        let mut bytes = vec![0xF5, 1, 0, 1];
+        bytes.extend_from_slice(&payload);
+        store.inner.decisions.insert(keys::workload(&workload).expect("key"), bytes).expect("insert");
+        assert_eq!(store.stored_decisions().expect("list"), vec![StoredDecision { last: None, ..d }]);
     }
 }

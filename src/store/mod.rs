@@ -28,6 +28,7 @@ pub mod codec;
 mod copy;
 mod decisions;
 pub mod keys;
+mod parsed;
 mod records;
 mod replay;
 mod stability;
@@ -40,7 +41,7 @@ use std::sync::Arc;
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, ConflictableTransactionResult, TransactionError};
 
-pub use decisions::StoredDecision;
+pub use decisions::{LastHistory, StoredDecision};
 pub use records::{DecisionInputs, HistoryRecord, PlacementRecord, SnapshotMeta};
 pub use replay::{ReplayPass, ReplayRef};
 
@@ -148,6 +149,8 @@ struct Inner {
     decisions: sled::Tree,
     /// The stability engine's state ([`stability`]).
     stability: sled::Tree,
+    /// The repository's parsed documents ([`parsed`]).
+    parsed: sled::Tree,
     db_path: PathBuf,
     /// Holds the exclusive lock; declared last so that it is released after sled closes.
     _lock: File,
@@ -315,6 +318,7 @@ impl Store {
             blobs: tree("blobs")?,
             decisions: tree("decisions")?,
             stability: tree("stability")?,
+            parsed: tree("parsed")?,
             db,
             db_path,
             _lock: lock,

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::LoadError;
 use super::incremental::Typed;
 use super::parse::{Parsed, parse_file};
+use super::persist::{self, ParseStore};
 use super::walk::{FileStat, WalkOptions, read_text, walk_dir};
 
 /// The parsed documents of every file loaded before, keyed by path and content hash (FNV-1a
@@ -18,7 +19,11 @@ use super::walk::{FileStat, WalkOptions, read_text, walk_dir};
 /// [`RACY_NS`] of when it was read, when a second write in the same clock tick could have
 /// left the stat unchanged. [`ParseCache::refresh`] says whether anything changed at all, so
 /// a caller can reuse what it built from the previous load.
-#[derive(Debug, Default)]
+///
+/// With a [`ParseStore`] ([`ParseCache::keep_in`]), what is parsed is also kept there, and a
+/// file read for the first time (a restart) takes its documents from there when its bytes
+/// were parsed before: a restart reads the repository but parses only what changed.
+#[derive(Default)]
 pub struct ParseCache {
     pub(super) files: HashMap<PathBuf, CachedFile>,
     /// The files of the last refresh, in walk order (those that were read).
@@ -30,6 +35,20 @@ pub struct ParseCache {
     /// Whether the last walk reached the repository through a symbolic link
     /// ([`ParseCache::through_links`]).
     pub(super) links: bool,
+    /// Where parsed documents are kept across processes, if anywhere.
+    persisted: Option<std::sync::Arc<dyn ParseStore>>,
+}
+
+impl std::fmt::Debug for ParseCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParseCache")
+            .field("files", &self.files.len())
+            .field("options", &self.options)
+            .field("notes", &self.notes)
+            .field("links", &self.links)
+            .field("persisted", &self.persisted.is_some())
+            .finish()
+    }
 }
 
 /// A file modified less than this before it was read is read again next time.
@@ -50,6 +69,8 @@ pub(super) struct CachedFile {
     /// The file loaded on its own ([`super::load_repository_incremental`]); forgotten when its bytes
     /// change.
     pub(super) typed: Option<Typed>,
+    /// Its key in the [`ParseStore`] ([`persist::digest`]), when one is used.
+    pub(super) digest: Option<[u8; 32]>,
 }
 
 impl CachedFile {
@@ -66,8 +87,25 @@ impl CachedFile {
 enum Read {
     /// The bytes are the cached ones: only the stat and the time of the read are new.
     Same { stat: Option<FileStat>, read_at_ns: i128 },
-    /// Other bytes, parsed.
-    New(Box<CachedFile>),
+    /// Other bytes, parsed (or their documents taken from the [`ParseStore`]), with the
+    /// encoded documents to keep there when they were parsed here.
+    New(Box<CachedFile>, Option<Vec<u8>>),
+}
+
+/// The documents of `text`: from `persisted` when kept there, else parsed (and encoded to be
+/// kept there). Returns them, the file's key in the store and the encoding to keep.
+fn parse_kept(
+    text: &str,
+    persisted: Option<&dyn ParseStore>,
+) -> (std::sync::Arc<Parsed>, Option<[u8; 32]>, Option<Vec<u8>>) {
+    let Some(store) = persisted else { return (std::sync::Arc::new(parse_file(text)), None, None) };
+    let digest = persist::digest(text);
+    if let Some(docs) = store.get(&digest).and_then(|bytes| persist::decode(&bytes)) {
+        return (std::sync::Arc::new(docs), Some(digest), None);
+    }
+    let docs = parse_file(text);
+    let kept = persist::encode(&docs);
+    (std::sync::Arc::new(docs), Some(digest), Some(kept))
 }
 
 fn wall_ns() -> i128 {
@@ -86,11 +124,20 @@ impl ParseCache {
         self.links
     }
 
-    /// Uses `options` from now on; forgets everything when they differ from the current ones.
+    /// Uses `options` from now on; forgets everything when they differ from the current ones
+    /// (the [`ParseStore`] stays).
     pub fn set_options(&mut self, options: &WalkOptions) {
         if &self.options != options {
+            let persisted = self.persisted.take();
             *self = ParseCache::with_options(options.clone());
+            self.persisted = persisted;
         }
+    }
+
+    /// Keeps what is parsed in `store` too, and takes what a file parsed to from there when
+    /// its bytes were parsed before (a restart).
+    pub fn keep_in(&mut self, store: std::sync::Arc<dyn ParseStore>) {
+        self.persisted = Some(store);
     }
 
     /// Walks `dir` and brings the cache up to date: files whose stat proves them unchanged are
@@ -113,7 +160,7 @@ impl ParseCache {
             .filter(|(rel, stat)| !self.files.get(rel).is_some_and(|c| c.clean(*stat)))
             .map(|(r, s)| (r, *s))
             .collect();
-        let files = &self.files;
+        let (files, persisted) = (&self.files, self.persisted.as_deref());
         let read = crate::util::threads::map_ordered(&unclean, crate::util::threads::workers(), |(rel, stat)| {
             let read_at_ns = wall_ns();
             let text = read_text(dir, rel)?;
@@ -121,14 +168,16 @@ impl ParseCache {
             Ok(match files.get(*rel) {
                 Some(c) if c.hash == hash && c.len == text.len() => Read::Same { stat: *stat, read_at_ns },
                 _ => {
-                    let docs = std::sync::Arc::new(parse_file(&text));
+                    let (docs, digest, kept) = parse_kept(&text, persisted);
                     let (len, text) = (text.len(), std::sync::Arc::from(text));
-                    Read::New(Box::new(CachedFile { hash, len, docs, text, stat: *stat, read_at_ns, typed: None }))
+                    let file = CachedFile { hash, len, docs, text, stat: *stat, read_at_ns, typed: None, digest };
+                    Read::New(Box::new(file), kept)
                 }
             })
         });
         let mut answers = unclean.iter().map(|(rel, _)| *rel).zip(read).peekable();
         let mut order = Vec::with_capacity(walked.len());
+        let mut to_keep = Vec::new();
         for (rel, _) in &walked {
             let answer = match answers.peek() {
                 Some((r, _)) if *r == rel => answers.next().map(|(_, a)| a),
@@ -147,8 +196,11 @@ impl ParseCache {
                         c.read_at_ns = read_at_ns;
                     }
                 }
-                Some(Ok(Read::New(file))) => {
+                Some(Ok(Read::New(file, kept))) => {
                     changed = true;
+                    if let (Some(digest), Some(kept)) = (file.digest, kept) {
+                        to_keep.push((digest, kept));
+                    }
                     self.files.insert(rel.clone(), *file);
                 }
             }
@@ -158,6 +210,11 @@ impl ParseCache {
         let seen: HashSet<&PathBuf> = order.iter().collect();
         self.files.retain(|k, _| seen.contains(k));
         self.order = order;
+        // What was parsed here is kept, and what the repository no longer holds forgotten.
+        if let Some(store) = self.persisted.as_deref().filter(|_| !to_keep.is_empty()) {
+            store.put(to_keep);
+            store.retain(&self.files.values().filter_map(|f| f.digest).collect());
+        }
         (changed, errors)
     }
 
@@ -186,7 +243,7 @@ impl ParseCache {
                 _ => {
                     let docs = std::sync::Arc::new(parse_file(&text));
                     let (len, text) = (text.len(), std::sync::Arc::from(text));
-                    CachedFile { hash, len, docs, text, stat: None, read_at_ns: 0, typed: None }
+                    CachedFile { hash, len, docs, text, stat: None, read_at_ns: 0, typed: None, digest: None }
                 }
             };
             if out.files.insert(rel.clone(), file).is_none() {

@@ -31,6 +31,7 @@ mod error;
 mod incremental;
 mod names;
 mod parse;
+mod persist;
 mod scope;
 mod walk;
 
@@ -43,6 +44,7 @@ pub use error::LoadError;
 pub use incremental::load_repository_incremental;
 pub use names::{check_api_version, check_dns1123_label, check_dns1123_subdomain, check_kind, check_template_name};
 pub use parse::{RawDocument, parse_document, split_documents, yaml_options};
+pub use persist::{ParseStore, digest as parse_digest};
 pub use scope::is_namespaced;
 pub use walk::{IGNORE_FILE, Symlinks, WalkOptions};
 
