@@ -222,6 +222,7 @@ fn cluster_changes(
         }
         let generated = match on_disk.get(path.as_str()) {
             Some(header) => *header,
+            None if files.generated.contains(path) => true,
             None => file_has_header(&cluster_dir.join(path))?,
         };
         if !generated {

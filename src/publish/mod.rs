@@ -180,6 +180,7 @@ mod test_fixtures {
         ClusterFiles {
             files: files.iter().map(|(p, body)| ((*p).to_owned(), object(body))).collect(),
             keep: keep.iter().map(|k| (*k).to_owned()).collect(),
+            generated: Default::default(),
         }
     }
 

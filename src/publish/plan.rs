@@ -31,6 +31,10 @@ pub struct ClusterFiles {
     /// kustomization) although they are not in `files`, e.g. a workload that failed to
     /// schedule or render keeps its previous output.
     pub keep: BTreeSet<String>,
+    /// Paths of `keep` that the caller read on the disk in this pass and found to hold bytes
+    /// it rendered (so beginning with [`crate::render::GENERATED_HEADER`]): the publish counts
+    /// them as generated without reading their first line again.
+    pub generated: BTreeSet<String>,
 }
 
 /// What a publish did.

@@ -84,7 +84,7 @@ fn record_of(p: Published, existing: Option<&PlacementRecord>) -> PlacementRecor
         policy: p.policy,
         result: ScheduleResult {
             outcome,
-            verdicts: Vec::new(),
+            verdicts: Default::default(),
             rejected: Vec::new(),
             universe: 0,
             affinity_name: p.affinity.clone(),
@@ -133,7 +133,7 @@ mod tests {
             }),
             result: ScheduleResult {
                 outcome: Outcome::Scheduled { targets: targets.clone() },
-                verdicts: Vec::new(),
+                verdicts: Default::default(),
                 rejected: Vec::new(),
                 universe: 0,
                 affinity_name: Some("primary".into()),

@@ -128,6 +128,11 @@ impl NodeDigests {
         }
     }
 
+    /// Keeps `digest` ([`key_of`] of its node list, computed by the caller) for `s`'s list.
+    pub fn put(&mut self, s: &ClusterSnapshot, digest: u64) {
+        self.0.insert(s.name.clone(), (Arc::clone(&s.nodes), digest));
+    }
+
     /// Forgets the members not in `snapshots` (a member removed from the repository), once
     /// each of them has its entry ([`NodeDigests::of`]): then an entry more is a stale one.
     pub fn retain_of(&mut self, snapshots: &[ClusterSnapshot]) {

@@ -67,7 +67,8 @@ pub(super) fn attached(fleet: &Fleet) -> ScheduleResult {
                 reasons: vec!["not claimed by a policy: goes only where a workload needs it".into()],
                 ..ClusterVerdict::rejected(n.clone(), Vec::new())
             })
-            .collect(),
+            .collect::<Vec<_>>()
+            .into(),
         rejected: Vec::new(),
         universe: fleet.universe(),
         affinity_name: None,
@@ -93,11 +94,11 @@ pub(super) fn add_required(
                     let Some(g) = result.rejected.iter_mut().find(|g| g.clusters.contains(p)) else { continue };
                     g.clusters.remove(p);
                     let verdict = ClusterVerdict::rejected(c.clone(), g.reasons.clone());
-                    result.verdicts.insert(i, verdict);
+                    std::sync::Arc::make_mut(&mut result.verdicts).insert(i, verdict);
                     i
                 }
             };
-            let v = &mut result.verdicts[i];
+            let Some(v) = std::sync::Arc::make_mut(&mut result.verdicts).get_mut(i) else { continue };
             v.selected = true;
             v.reasons.push(format!("{REQUIRED_BY_PREFIX}{dependent}"));
         }

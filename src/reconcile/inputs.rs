@@ -145,19 +145,14 @@ impl InputHashes {
         let before: HashMap<&ObjectKey, (&Arc<crate::policy::Template>, u64)> = previous
             .map(|(set, hashes)| set.templates.iter().zip(&hashes.templates).map(|(t, h)| (&t.key, (t, *h))).collect())
             .unwrap_or_default();
-        InputHashes {
-            templates: set
-                .templates
-                .iter()
-                .map(|t| match before.get(&t.key) {
-                    Some((old, hash)) if Arc::ptr_eq(old, t) || old.object == t.object => *hash,
-                    _ => json(&t.object),
-                })
-                .collect(),
-            policies,
-            overrides,
-            interpreters,
-        }
+        // On every core: a first load (a restart) serialises every template.
+        let templates = crate::util::threads::map_ordered(&set.templates, crate::util::threads::workers(), |t| {
+            match before.get(&t.key) {
+                Some((old, hash)) if Arc::ptr_eq(old, t) || old.object == t.object => *hash,
+                _ => json(&t.object),
+            }
+        });
+        InputHashes { templates, policies, overrides, interpreters }
     }
 }
 

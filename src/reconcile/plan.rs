@@ -78,6 +78,11 @@ pub(super) fn plan<'a>(
                     cf.files.insert(path.clone(), content.clone());
                 } else {
                     cf.keep.insert(path.clone());
+                    // On a full check, a restored decision still restored was read on the
+                    // disk in this pass (else it was decided again).
+                    if full_check {
+                        cf.generated.insert(path.clone());
+                    }
                     restored_files += 1;
                 }
             }
@@ -196,9 +201,20 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> String {
     let summary = match &cache.summary {
         Some(s) if decisions.fresh.is_empty() && decisions.removed.is_empty() => s.clone(),
         _ => {
-            for k in order {
-                if let Some(c) = cache.decisions.get_mut(k).filter(|c| c.summary_item.is_none()).map(Arc::make_mut) {
-                    c.summary_item = Some(summary_item(&c.decided.record.summary()));
+            // The missing fragments (every one after a restart) on every core.
+            let missing: Vec<(&crate::policy::ObjectKey, &cache::CachedDecision)> = order
+                .iter()
+                .filter_map(|k| cache.decisions.get_key_value(k))
+                .filter(|(_, c)| c.summary_item.is_none())
+                .map(|(k, c)| (k, &**c))
+                .collect();
+            let items = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |(_, c)| {
+                summary_item(&c.decided.record.summary())
+            });
+            let keys: Vec<crate::policy::ObjectKey> = missing.iter().map(|(k, _)| (*k).clone()).collect();
+            for (k, item) in keys.iter().zip(items) {
+                if let Some(c) = cache.decisions.get_mut(k).map(Arc::make_mut) {
+                    c.summary_item = Some(item);
                 }
             }
             let items: Vec<&str> =

@@ -232,6 +232,21 @@ fn record_snapshots(
         fingerprints: Vec::with_capacity(inputs.snapshots.len()),
         freshness: Vec::with_capacity(inputs.snapshots.len()),
     };
+    // Members this process has not recorded yet (all of them after a restart): their node
+    // digests, content hashes and store heads on every core first (hashing and decoding 1,000
+    // members was most of a restart's snapshot stage).
+    let cold: Vec<&ClusterSnapshot> =
+        inputs.snapshots.iter().filter(|s| !cache.snapshots.contains_key(&s.name)).collect();
+    let mut heads: HashMap<&str, (u64, Option<crate::store::SnapshotMeta>)> = HashMap::with_capacity(cold.len());
+    let read = crate::util::threads::map_ordered(&cold, crate::util::threads::workers(), |s| {
+        let nodes = cache::key_of(&*s.nodes);
+        store.snapshot_head(&s.name).map(|head| (nodes, s.content_hash(), head))
+    });
+    for (s, r) in cold.iter().zip(read) {
+        let (nodes, hash, head) = r?;
+        cache.node_digests.put(s, nodes);
+        heads.insert(s.name.as_str(), (hash, head));
+    }
     for snap in &inputs.snapshots {
         let (at_ms, fresh) = freshness_at(snap.freshness, now_ms, model);
         let observed = Observed { at_ms, confidence: fresh.map_or(1.0, |f| f.confidence()) };
@@ -248,23 +263,23 @@ fn record_snapshots(
                 (s.version, false)
             }
             cached => {
-                let mut snap = snap.clone();
-                snap.freshness = fresh;
                 // A process that has not recorded this member yet (a restart) finds the same
                 // content and confidence in the store's head, seen less than
                 // LAST_SEEN_EVERY_MS ago: it keeps that version without a write, as a warm
                 // process would (a store transaction per member was most of a restart's poll).
-                let head = match cached {
-                    None => store.snapshot_head(&snap.name)?.filter(|h| {
+                let head = match (cached, heads.remove(snap.name.as_str())) {
+                    (None, Some((hash, head))) => head.filter(|h| {
                         h.confidence == observed.confidence
                             && observed.at_ms.saturating_sub(h.last_seen_ms) < cache::LAST_SEEN_EVERY_MS
-                            && h.hash == snap.content_hash()
+                            && h.hash == hash
                     }),
-                    Some(_) => None,
+                    _ => None,
                 };
                 let (version, new, recorded_ms) = match head {
                     Some(h) => (h.version, false, h.last_seen_ms),
                     None => {
+                        let mut snap = snap.clone();
+                        snap.freshness = fresh;
                         let (version, new) = store.record_snapshot(&snap, observed)?;
                         (version, new, now_ms)
                     }

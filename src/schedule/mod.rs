@@ -147,8 +147,11 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduleResult {
     pub outcome: Outcome,
-    /// Clusters that passed the filters, and clusters a dependency adds, by name.
-    pub verdicts: Vec<ClusterVerdict>,
+    /// Clusters that passed the filters, and clusters a dependency adds, by name. Shared: a
+    /// placement, the decision that made it and its history record hold the same verdicts
+    /// (hundreds per workload at 1,000 clusters), so copying a record does not copy them;
+    /// stored as a plain list.
+    pub verdicts: std::sync::Arc<Vec<ClusterVerdict>>,
     /// Clusters the filters rejected, grouped by identical reasons.
     pub rejected: Vec<Rejection>,
     /// Id of the sorted cluster names `rejected` indexes ([`fleet::universe_of`]); 0 when
@@ -163,7 +166,7 @@ impl ScheduleResult {
     pub fn unschedulable(reason: impl Into<String>) -> Self {
         ScheduleResult {
             outcome: Outcome::Unschedulable { reason: reason.into() },
-            verdicts: Vec::new(),
+            verdicts: Default::default(),
             rejected: Vec::new(),
             universe: 0,
             affinity_name: None,
@@ -188,7 +191,7 @@ impl ScheduleResult {
     /// `names` is the universe (the sorted names stored under [`ScheduleResult::universe`]);
     /// positions outside it are skipped.
     pub fn expand(&self, names: &[String]) -> Vec<ClusterVerdict> {
-        let mut out: Vec<ClusterVerdict> = self.verdicts.clone();
+        let mut out: Vec<ClusterVerdict> = self.verdicts.to_vec();
         for g in &self.rejected {
             for p in g.clusters.iter() {
                 if let Some(n) = names.get(p as usize) {
@@ -468,6 +471,7 @@ fn schedule_term(
             }
         }
     }
+    let verdicts = verdicts.into();
     (ScheduleResult { outcome, verdicts, rejected, universe: fleet.universe(), affinity_name }, reads)
 }
 

@@ -507,7 +507,7 @@ impl ScheduleResultV1 {
         }
         ScheduleResult {
             outcome: self.outcome,
-            verdicts,
+            verdicts: verdicts.into(),
             rejected: groups
                 .into_iter()
                 .map(|(reasons, m)| Rejection { reasons, clusters: ClusterSet::from_sorted(m) })

@@ -44,7 +44,8 @@ fn result(targets: &[(&str, i32)]) -> ScheduleResult {
                 selected: true,
                 estimates: vec![("resource-summary".into(), 10)],
             })
-            .collect(),
+            .collect::<Vec<_>>()
+            .into(),
         rejected: Vec::new(),
         universe: 0,
         affinity_name: None,
