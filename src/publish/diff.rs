@@ -14,6 +14,7 @@ use super::{
     SUMMARY_FILE,
 };
 use crate::render::output::{GENERATED_HEADER, has_header, kustomization};
+use crate::util::stat::{FileStat, read_file, wall_ns};
 
 /// Whether the file at `path` begins with the generated header (reads only its first line).
 fn file_has_header(path: &Path) -> Result<bool, PublishError> {
@@ -57,6 +58,9 @@ pub(super) struct Changes {
     pub(super) deletions: BTreeSet<String>,
     /// Desired files already on disk with the right bytes.
     pub(super) unchanged: usize,
+    /// The stat of each of those (path relative to the output root) that proves its bytes
+    /// from now on ([`FileStat::settled_at`]).
+    pub(super) stats: HashMap<String, FileStat>,
     /// Clusters left untouched by the mass-deletion guard.
     pub(super) held: Vec<HeldCluster>,
     /// Workloads whose changes were held with a held cluster's.
@@ -131,6 +135,7 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
         changes.writes.extend(std::mem::take(&mut mine.writes));
         changes.deletions.extend(std::mem::take(&mut mine.deletions));
         changes.unchanged += mine.unchanged;
+        changes.stats.extend(std::mem::take(&mut mine.stats));
     }
     changes.held_moves = held_owners
         .into_iter()
@@ -207,10 +212,14 @@ fn cluster_changes(
         let rel = format!("{cluster}/{path}");
         if exists(path)? {
             let full = out.join(&rel);
-            let existing = fs::read(&full).map_err(io_err("read", &full))?;
+            let read_at = wall_ns();
+            let (stat, existing) = read_file(&full).map_err(io_err("read", &full))?;
             on_disk.insert(path, has_header(&existing));
             if existing == bytes {
                 changes.unchanged += 1;
+                if stat.settled_at(read_at) {
+                    changes.stats.insert(rel, stat);
+                }
                 continue;
             }
         }

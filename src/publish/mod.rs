@@ -118,6 +118,7 @@ pub fn publish_guarded(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> R
     let mut changes = compute_changes(out, plan, guard)?;
     let mut report = PublishReport {
         unchanged: changes.unchanged,
+        stats: std::mem::take(&mut changes.stats),
         held: std::mem::take(&mut changes.held),
         held_moves: std::mem::take(&mut changes.held_moves),
         ..PublishReport::default()

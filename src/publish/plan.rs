@@ -46,6 +46,11 @@ pub struct PublishReport {
     pub removed: Vec<PathBuf>,
     /// Number of desired files whose bytes were already on disk (not rewritten).
     pub unchanged: usize,
+    /// Of the planned files found with their bytes (paths relative to the output root, `/`
+    /// separated): the stat of each that proves them from now on
+    /// ([`crate::util::stat::FileStat::settled_at`]), so that a later check can stat the file
+    /// instead of reading it.
+    pub stats: std::collections::HashMap<String, crate::util::stat::FileStat>,
     /// Clusters the mass-deletion guard held: nothing in their directories changed.
     pub held: Vec<HeldCluster>,
     /// Workloads with a change in a held cluster, whose changes in other clusters were held

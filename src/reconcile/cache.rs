@@ -279,6 +279,17 @@ pub struct CachedDecision {
     /// For a restored decision on a full check: whether its files were found on the disk with
     /// their hashes ([`verify_restored`], ahead of the decisions), taken by the decision.
     pub on_disk: Option<bool>,
+    /// Per file of a restored decision: the stat that proves its bytes, if any
+    /// ([`crate::store::StoredDecision::stats`]); empty for a rendered decision.
+    pub stats: Vec<Option<crate::util::stat::FileStat>>,
+}
+
+/// What a full check found of a restored decision's files ([`CachedDecision::check_files`]).
+pub struct FilesCheck {
+    /// Every file is on the disk with its hash.
+    pub found: bool,
+    /// The stats that prove the files now, when they differ from the decision's.
+    pub stats: Option<Vec<Option<crate::util::stat::FileStat>>>,
 }
 
 impl CachedDecision {
@@ -303,6 +314,48 @@ impl CachedDecision {
             scheduled: d.scheduled,
             requirements: d.requirements.clone(),
             last: last.cloned(),
+            stats: self.stats.clone(),
+        }
+    }
+
+    /// Whether every file of this (restored) decision is on the disk under `output_dir` with
+    /// its content hash. A file whose stat is the one kept for it is not read (its bytes are
+    /// those read when that stat was kept); the others are read and hashed, and the stat of
+    /// each one found right is kept when it proves its bytes from now on
+    /// ([`crate::util::stat::FileStat::settled_at`]: not modified within a second of the read).
+    pub fn check_files(&self, output_dir: &std::path::Path) -> FilesCheck {
+        use crate::util::stat::{FileStat, wall_ns};
+        let d = &self.decided;
+        let mut stats = Vec::with_capacity(d.files.len());
+        let missing = FilesCheck { found: false, stats: None };
+        for (i, ((cluster, (path, _)), hash)) in d.files.iter().zip(&d.file_hashes).enumerate() {
+            let full = output_dir.join(cluster).join(path);
+            if let Some(kept) = self.stats.get(i).copied().flatten()
+                && FileStat::of_path(&full) == Some(kept)
+            {
+                stats.push(Some(kept));
+                continue;
+            }
+            let read_at = wall_ns();
+            match FileStat::read(&full) {
+                Some((now, bytes)) if crate::util::hash::fnv1a64(&bytes) == *hash => {
+                    stats.push(now.settled_at(read_at).then_some(now));
+                }
+                _ => return missing,
+            }
+        }
+        let changed = stats != self.stats && !(stats.iter().all(Option::is_none) && self.stats.is_empty());
+        FilesCheck { found: true, stats: changed.then_some(stats) }
+    }
+
+    /// Takes what [`CachedDecision::check_files`] found: whether the files are on the disk
+    /// ([`CachedDecision::on_disk`]), and new stats (the entry is written to the store again,
+    /// with them, by the record stage).
+    pub fn checked(&mut self, check: FilesCheck) {
+        self.on_disk = Some(check.found);
+        if let Some(stats) = check.stats {
+            self.stats = stats;
+            self.persisted_seq = None;
         }
     }
 
@@ -331,6 +384,7 @@ impl CachedDecision {
             rendered: false,
             persisted_seq: Some(stored.history_seq),
             on_disk: None,
+            stats: if stored.stats.len() == stored.files.len() { stored.stats } else { Vec::new() },
         }
     }
 }
@@ -596,19 +650,19 @@ impl PassCache {
     }
 }
 
-/// On a full check, reads the files of every decision restored from the store (known by
+/// On a full check, checks the files of every decision restored from the store (known by
 /// hash only) and notes whether each has all of them on the disk under `output_dir` with
-/// their hashes ([`CachedDecision::on_disk`]), spread over the cores: the same reads the
+/// their hashes ([`CachedDecision::on_disk`]), spread over the cores: the same checks the
 /// decisions would make one by one (nothing writes the output before the publish), about
-/// 100,000 files on a cold full check.
+/// 100,000 files on a cold full check, each read or, when its kept stat proves it, only
+/// stat'ed ([`CachedDecision::check_files`]).
 pub fn verify_restored(decisions: &mut HashMap<ObjectKey, Arc<CachedDecision>>, output_dir: &std::path::Path) {
     let mut restored: Vec<&mut CachedDecision> =
         decisions.values_mut().filter(|c| !c.rendered).map(Arc::make_mut).collect();
-    let on_disk = crate::util::threads::map_ordered(&restored, crate::util::threads::workers(), |c| {
-        c.decided.files_on_disk(output_dir)
-    });
-    for (c, found) in restored.iter_mut().zip(on_disk) {
-        c.on_disk = Some(found);
+    let checks =
+        crate::util::threads::map_ordered(&restored, crate::util::threads::workers(), |c| c.check_files(output_dir));
+    for (c, check) in restored.iter_mut().zip(checks) {
+        c.checked(check);
     }
 }
 
@@ -1231,6 +1285,59 @@ mod tests {
         assert_eq!(changed.decided, changed.workloads, "{}", changed.summary());
         let again = pass(settings("[model]\nmin_confidence = 0.5\n"), 5_000);
         assert_eq!(again.decided, 0, "{}", again.summary());
+    }
+
+    /// Files proven by their stat: a daemon's full check keeps the stats of the files it found
+    /// right once they are a second old, the store keeps them with the decisions, and a
+    /// restart stats those files instead of reading them — and still sees a file edited while
+    /// it was down (same length, other bytes), which it restores alone.
+    #[test]
+    fn a_restart_trusts_proven_file_stats_and_still_sees_an_edit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let spec = RepoSpec { fleet: FleetSpec { clusters: 4, nodes: 2, pods: 4, seed: 3 }, workloads: 8 };
+        repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
+        let (state, out) = (dir.path().join("state"), dir.path().join("out"));
+        let inputs = load_inputs(&policies).expect("inputs");
+        let daemon = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
+        daemon.reconcile(&inputs, &out, "startup", 1_000).expect("first pass");
+        daemon.reconcile(&inputs, &out, "timer", 2_000).expect("second pass");
+        // Files written less than a second before they are read prove nothing by their stat.
+        std::thread::sleep(std::time::Duration::from_millis(1_100));
+        let check = daemon.reconcile(&inputs, &out, FULL_CHECK_TRIGGER, 3_000).expect("full check");
+        assert_eq!((check.files_written, check.files_removed), (0, 0), "{}", check.summary());
+        drop(daemon);
+        let store = Store::open(&state).expect("store");
+        let stored = store.stored_decisions().expect("stored");
+        let with_files: Vec<_> = stored.iter().filter(|d| !d.files.is_empty()).collect();
+        assert!(!with_files.is_empty());
+        assert!(
+            with_files.iter().all(|d| d.stats.len() == d.files.len() && d.stats.iter().all(Option::is_some)),
+            "every file of every decision proven by its stat"
+        );
+        drop(store);
+        let before = tree(&out);
+        let restart = |now: u64| {
+            let r = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
+            r.reconcile(&load_inputs(&policies).expect("inputs"), &out, "startup", now).expect("reconcile")
+        };
+        let quiet = restart(4_000);
+        assert_eq!((quiet.decided, quiet.files_written, quiet.history_records), (0, 0, 0), "{}", quiet.summary());
+        assert!(tree(&out) == before);
+
+        // Edited while down, to other bytes of the same length: found, and restored alone.
+        let victim = before
+            .keys()
+            .find(|k| k.ends_with(".yaml") && !k.ends_with("kustomization.yaml") && !k.contains("core_namespace_"))
+            .expect("a workload's file")
+            .clone();
+        let mut tampered = before[&victim].clone();
+        let last = tampered.len() - 2;
+        tampered[last] = if tampered[last] == b'x' { b'y' } else { b'x' };
+        std::fs::write(out.join(&victim), &tampered).expect("tamper");
+        let restored = restart(5_000);
+        assert_eq!((restored.decided, restored.files_written), (1, 1), "{}", restored.summary());
+        assert!(tree(&out) == before);
     }
 
     /// A restart reuses the decisions a previous process persisted: nothing decided, written

@@ -389,7 +389,11 @@ fn reuse_or_decide<'a>(
         && ctx.full_check
         && let Some(c) = cache.decisions.get_mut(&t.key).filter(|c| !c.rendered).map(Arc::make_mut)
     {
-        match c.on_disk.take().unwrap_or_else(|| c.decided.files_on_disk(ctx.output_dir)) {
+        if c.on_disk.is_none() {
+            let check = c.check_files(ctx.output_dir);
+            c.checked(check);
+        }
+        match c.on_disk.take().unwrap_or(false) {
             true => {
                 c.decided.inputs =
                     decision_inputs(w.previous.as_deref(), w.hashes, ctx.pass.versions, &w.framework.name)
@@ -434,6 +438,7 @@ fn reuse_or_decide<'a>(
         rendered: true,
         persisted_seq: None,
         on_disk: None,
+        stats: Vec::new(),
     };
     if let Some(old) = cache.decisions.insert(t.key.clone(), Arc::new(entry)) {
         out.replaced.push(Replaced::of(&old.decided));
@@ -800,13 +805,6 @@ impl Decided {
             schedule_time: Duration::ZERO,
             schedule_cpu: Duration::ZERO,
         }
-    }
-
-    /// Whether every rendered file is on the disk under `output_dir` with its content hash.
-    pub(super) fn files_on_disk(&self, output_dir: &Path) -> bool {
-        self.files.iter().zip(&self.file_hashes).all(|((cluster, (path, _)), hash)| {
-            std::fs::read(output_dir.join(cluster).join(path)).is_ok_and(|bytes| fnv1a64(&bytes) == *hash)
-        })
     }
 }
 

@@ -190,6 +190,33 @@ impl PlannedPublish<'_> {
         if self.plan.summary.is_some() {
             cache.published_summary = Some(self.summary);
         }
+        if full_check {
+            keep_stats(cache, &report.stats);
+        }
+    }
+}
+
+/// After a full check: each rendered decision keeps the stats that prove its files now (those
+/// the publish found with their bytes, settled), so that a restarted process stats these files
+/// instead of reading them ([`cache::CachedDecision::check_files`]); a decision whose stats
+/// changed is written to the store again by the record stage.
+fn keep_stats(cache: &mut cache::PassCache, stats: &HashMap<String, crate::util::stat::FileStat>) {
+    if stats.is_empty() {
+        return;
+    }
+    for c in cache.decisions.values_mut().filter(|c| c.rendered) {
+        let now: Vec<Option<crate::util::stat::FileStat>> = c
+            .decided
+            .files
+            .iter()
+            .map(|(cluster, (path, _))| stats.get(&format!("{cluster}/{path}")).copied())
+            .collect();
+        let unknown = now.iter().all(Option::is_none);
+        if now != c.stats && !(unknown && c.stats.is_empty()) {
+            let c = Arc::make_mut(c);
+            c.stats = if unknown { Vec::new() } else { now };
+            c.persisted_seq = None;
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use super::codec::{Codec, Versioned, decode_payload, encode};
 use super::{Store, StoreError, keys};
 use crate::model::ReplicaRequirements;
 use crate::policy::ObjectKey;
+use crate::util::stat::FileStat;
 
 /// One workload's decision as a restart needs it: its cache key and what the decision
 /// produced besides the placement (the rendered files by content hash, not their bytes).
@@ -40,6 +41,10 @@ pub struct StoredDecision {
     /// The workload's newest history record when the entry was written: `Some(None)` when it
     /// had none, `None` when the entry does not say (schema 1: read from the history).
     pub last: Option<Option<LastHistory>>,
+    /// Per file of `files` (same order, or empty: none known): the file's stat when it was
+    /// last read and found to hold its hash, if that proves its bytes ([`FileStat::settled_at`]):
+    /// a full check after a restart stats such a file instead of reading it.
+    pub stats: Vec<Option<FileStat>>,
 }
 
 /// A workload's newest history record, as far as change detection reads it: the hashes of the
@@ -53,11 +58,12 @@ pub struct LastHistory {
 
 impl Versioned for StoredDecision {
     const WHAT: &'static str = "stored decision";
-    const SCHEMA: u16 = 2;
+    const SCHEMA: u16 = 3;
 
     fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
         match schema {
             1 => Some(decode_payload::<StoredDecisionV1>(Self::WHAT, codec, payload).map(StoredDecisionV1::upgrade)),
+            2 => Some(decode_payload::<StoredDecisionV2>(Self::WHAT, codec, payload).map(StoredDecisionV2::upgrade)),
             _ => None,
         }
     }
@@ -106,7 +112,24 @@ impl StoredDecisionV1 {
             scheduled,
             requirements,
             last: None,
+            stats: Vec::new(),
         }
+    }
+}
+
+/// Schema 2 of [`StoredDecision`] (before [`StoredDecision::stats`]), upgraded in memory: no
+/// file stat known (a full check reads the files, once). Schema 1's fields then `last`
+/// (bincode writes a nested struct's fields in place, with nothing around them).
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+struct StoredDecisionV2 {
+    v1: StoredDecisionV1,
+    last: Option<Option<LastHistory>>,
+}
+
+impl StoredDecisionV2 {
+    fn upgrade(self) -> StoredDecision {
+        StoredDecision { last: self.last, ..self.v1.upgrade() }
     }
 }
 
@@ -168,6 +191,7 @@ mod tests {
             scheduled: true,
             requirements: None,
             last: Some(Some(LastHistory { template_hash: 1, policy_hash: 2, notes: vec!["held".into()] })),
+            stats: vec![Some(FileStat { len: 3, mtime_ns: 4, ctime_ns: 5, ino: 6 })],
         };
         store.put_stored_decisions(std::slice::from_ref(&d)).expect("put");
         assert_eq!(store.stored_decisions().expect("list"), vec![d.clone()]);
@@ -188,10 +212,19 @@ mod tests {
             scheduled: d.scheduled,
             requirements: None,
         };
-        let payload = bincode::serde::encode_to_vec(&v1, super::super::codec::bincode_config()).expect("encode");
-        let mut bytes = vec![0xF5, 1, 0, 1];
-        bytes.extend_from_slice(&payload);
-        store.inner.decisions.insert(keys::workload(&workload).expect("key"), bytes).expect("insert");
-        assert_eq!(store.stored_decisions().expect("list"), vec![StoredDecision { last: None, ..d }]);
+        let older = |schema: u8, payload: Vec<u8>| {
+            let mut bytes = vec![0xF5, 1, 0, schema];
+            bytes.extend_from_slice(&payload);
+            store.inner.decisions.insert(keys::workload(&workload).expect("key"), bytes).expect("insert");
+            store.stored_decisions().expect("list")
+        };
+        let config = super::super::codec::bincode_config();
+        let last = d.last.clone();
+        let v2 = StoredDecisionV2 { v1, last: last.clone() };
+        let payload = bincode::serde::encode_to_vec(&v2.v1, config).expect("encode");
+        assert_eq!(older(1, payload), vec![StoredDecision { last: None, stats: Vec::new(), ..d.clone() }]);
+        // Schema 2: the last history record, no file stats.
+        let payload = bincode::serde::encode_to_vec(&v2, config).expect("encode");
+        assert_eq!(older(2, payload), vec![StoredDecision { last, stats: Vec::new(), ..d }]);
     }
 }

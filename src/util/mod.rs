@@ -5,6 +5,7 @@
 //! - [`clock`]: the wall clock behind a trait, so the daemon can be driven by a test clock.
 //! - [`diff`]: unified diffs of two texts (`fedsched plan --diff`).
 //! - [`percent`]: percent-encoding of URL path segments and query values, and its inverse.
+//! - [`stat`]: a file's stat as proof that its bytes did not change (git's racy rule).
 //! - [`gosort`]: Go's `sort.Sort` ported exactly, to break ties as Karmada's scheduler does.
 //! - [`threads`]: how many threads a pass's parallel steps use (`FEDSCHED_THREADS`), and the
 //!   one helper that maps a slice on them in order (`map_ordered`).
@@ -14,4 +15,5 @@ pub mod diff;
 pub mod gosort;
 pub mod hash;
 pub mod percent;
+pub mod stat;
 pub mod threads;

@@ -9,6 +9,7 @@ use super::incremental::Typed;
 use super::parse::{Parsed, parse_file};
 use super::persist::{self, ParseStore};
 use super::walk::{FileStat, WalkOptions, read_text, walk_dir};
+use crate::util::stat::wall_ns;
 
 /// The parsed documents of every file loaded before, keyed by path and content hash (FNV-1a
 /// 64): a file whose bytes did not change is not parsed again (YAML parsing is most of a
@@ -51,8 +52,7 @@ impl std::fmt::Debug for ParseCache {
     }
 }
 
-/// A file modified less than this before it was read is read again next time.
-pub const RACY_NS: i128 = 1_000_000_000;
+pub use crate::util::stat::RACY_NS;
 
 #[derive(Debug, Clone)]
 pub(super) struct CachedFile {
@@ -77,7 +77,7 @@ impl CachedFile {
     /// Whether `now` (the stat of the file now) proves the bytes are those cached.
     fn clean(&self, now: Option<FileStat>) -> bool {
         match (self.stat, now) {
-            (Some(then), Some(now)) => then == now && now.mtime_ns.saturating_add(RACY_NS) <= self.read_at_ns,
+            (Some(then), Some(now)) => then == now && now.settled_at(self.read_at_ns),
             _ => false,
         }
     }
@@ -106,10 +106,6 @@ fn parse_kept(
     let docs = parse_file(text);
     let kept = persist::encode(&docs);
     (std::sync::Arc::new(docs), Some(digest), Some(kept))
-}
-
-fn wall_ns() -> i128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128)
 }
 
 impl ParseCache {

@@ -59,24 +59,7 @@ pub(super) struct Walk {
     pub(super) links: bool,
 }
 
-/// A file's stat, what identifies its bytes without reading them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FileStat {
-    pub(super) len: u64,
-    pub(super) mtime_ns: i128,
-    pub(super) ino: u64,
-}
-
-impl FileStat {
-    fn of(m: &fs::Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt;
-        FileStat {
-            len: m.len(),
-            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-            ino: m.ino(),
-        }
-    }
-}
+pub(super) use crate::util::stat::FileStat;
 
 /// The walk of `dir` with `options`.
 pub(super) fn walk_dir(dir: &Path, options: &WalkOptions) -> Walk {

@@ -1,0 +1,100 @@
+//! A file's stat as proof that its bytes did not change (git's index rule): length,
+//! modification and change times, inode. A stat taken when the bytes were read proves them
+//! later only if the file was not modified within [`RACY_NS`] of that read: a second write in
+//! the same clock tick could leave every field as it was ("racy" files are read again).
+
+use serde::{Deserialize, Serialize};
+
+/// A file modified less than this before it was read is not trusted by its stat.
+pub const RACY_NS: i128 = 1_000_000_000;
+
+/// What identifies a regular file's bytes without reading them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStat {
+    pub len: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub ino: u64,
+}
+
+impl FileStat {
+    /// The stat of `m`.
+    pub fn of(m: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        FileStat {
+            len: m.len(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+            ino: m.ino(),
+        }
+    }
+
+    /// The stat of the regular file at `path` (not followed if a symbolic link: a link is not
+    /// a file whose bytes this proves); `None` when it is missing or not a regular file.
+    pub fn of_path(path: &std::path::Path) -> Option<Self> {
+        std::fs::symlink_metadata(path).ok().filter(std::fs::Metadata::is_file).map(|m| FileStat::of(&m))
+    }
+
+    /// The bytes of the regular file at `path` (a symbolic link is not followed) and its stat
+    /// taken on the open file before reading it; `None` when it is missing, not a regular file
+    /// or cannot be read.
+    pub fn read(path: &std::path::Path) -> Option<(Self, Vec<u8>)> {
+        read_file(path).ok()
+    }
+
+    /// Whether this stat, taken just before the bytes were read at `read_at_ns`, proves them
+    /// from now on: the file was last modified (content or inode) at least [`RACY_NS`] before.
+    pub fn settled_at(&self, read_at_ns: i128) -> bool {
+        self.mtime_ns.saturating_add(RACY_NS) <= read_at_ns && self.ctime_ns.saturating_add(RACY_NS) <= read_at_ns
+    }
+}
+
+/// [`FileStat::read`], with the error: `InvalidInput` for a file that is not a regular one,
+/// the error of the open (a link: `ELOOP`) or of the read otherwise.
+pub fn read_file(path: &std::path::Path) -> std::io::Result<(FileStat, Vec<u8>)> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let nofollow = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
+    let mut file = std::fs::OpenOptions::new().read(true).custom_flags(nofollow).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
+    file.read_to_end(&mut bytes)?;
+    Ok((FileStat::of(&meta), bytes))
+}
+
+/// The wall clock in nanoseconds since the epoch (0 before it), the scale of [`FileStat`]'s
+/// times.
+pub fn wall_ns() -> i128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_just_written_is_racy_and_an_edit_changes_its_stat() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f.yaml");
+        std::fs::write(&path, "a: 1\n").expect("write");
+        let read_at = wall_ns();
+        let stat = FileStat::of_path(&path).expect("stat");
+        assert!(!stat.settled_at(read_at), "modified just now");
+        assert!(stat.settled_at(read_at + 2 * RACY_NS));
+        std::fs::write(&path, "a: 22\n").expect("write");
+        assert_ne!(FileStat::of_path(&path), Some(stat));
+        // A symbolic link and a directory are not files whose bytes a stat proves.
+        std::os::unix::fs::symlink(&path, dir.path().join("link.yaml")).expect("symlink");
+        assert_eq!(FileStat::of_path(&dir.path().join("link.yaml")), None);
+        assert_eq!(FileStat::of_path(dir.path()), None);
+        assert_eq!(FileStat::of_path(&dir.path().join("missing.yaml")), None);
+        // Read with its stat: the same stat, the bytes; not through a link, not a directory.
+        let (read, bytes) = FileStat::read(&path).expect("read");
+        assert_eq!((Some(read), bytes.as_slice()), (FileStat::of_path(&path), &b"a: 22\n"[..]));
+        assert!(FileStat::read(&dir.path().join("link.yaml")).is_none());
+        assert!(FileStat::read(dir.path()).is_none());
+    }
+}
