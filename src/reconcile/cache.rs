@@ -315,6 +315,7 @@ impl CachedDecision {
             requirements: d.requirements.clone(),
             last: last.cloned(),
             stats: self.stats.clone(),
+            reads_capacity: d.reads_capacity,
         }
     }
 
@@ -373,7 +374,7 @@ impl CachedDecision {
             stored.files.iter().map(|(_, _, h)| *h).collect(),
             stored.keep,
             problems,
-            (stored.scheduled, stored.requirements),
+            (stored.scheduled, stored.requirements, stored.reads_capacity),
         );
         CachedDecision {
             key: stored.key,
@@ -1338,6 +1339,48 @@ mod tests {
         let restored = restart(5_000);
         assert_eq!((restored.decided, restored.files_written), (1, 1), "{}", restored.summary());
         assert!(tree(&out) == before);
+    }
+
+    /// A restart after edits decides nothing again: a restarted process rebuilds the member
+    /// views with every recent deduction at once, where the daemon deducted them edit by
+    /// edit, so the clusters' states differ; a decision whose outcome did not read capacity
+    /// (kept with it in the store) stands whatever they are, as it does in the daemon.
+    #[test]
+    fn a_restart_after_edits_decides_nothing_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let view = live_repo(&policies, 40);
+        let (state, out) = (dir.path().join("state"), dir.path().join("out"));
+        let inputs = |r: &Reconciler| {
+            let mut inputs = r.load_inputs(&policies, &mut super::super::PhaseTimings::default()).expect("inputs");
+            inputs.apply_live(&view, &r.store);
+            inputs
+        };
+        let daemon = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
+        let pass = |now: u64| daemon.reconcile(&inputs(&daemon), &out, "timer", now).expect("reconcile");
+        let mut now = 1_000;
+        for _ in 0..3 {
+            pass(now);
+            now += 1_000;
+        }
+        let mut redecided = 0;
+        for i in [3, 11, 17, 26] {
+            std::fs::write(policies.join(repo::workload_file(i)), repo::workload_yaml(i, 9, 6)).expect("edit");
+            redecided += pass(now).decided;
+            std::fs::write(policies.join(repo::workload_file(i)), repo::workload_yaml(i, repo::replicas_of(i), 6))
+                .expect("restore");
+            redecided += pass(now + 1_000).decided;
+            now += 2_000;
+        }
+        assert!(redecided > 8, "the edits' deductions decide other workloads again: {redecided}");
+        for _ in 0..2 {
+            pass(now);
+            now += 1_000;
+        }
+        drop(daemon);
+        let r = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
+        let restarted = r.reconcile(&inputs(&r), &out, "startup", now).expect("restart");
+        assert_eq!((restarted.decided, restarted.files_written), (0, 0), "{}", restarted.summary());
     }
 
     /// A restart reuses the decisions a previous process persisted: nothing decided, written

@@ -772,7 +772,8 @@ pub(crate) struct Decided {
     pub(super) requirements: Option<ReplicaRequirements>,
     /// Whether its outcome read the feasible clusters' capacity ([`schedule::schedule_reads`]):
     /// when not, a change of their capacity alone does not decide it again. A decision
-    /// restored from the store counts as reading it (the store does not keep this).
+    /// restored from the store has it as it was decided (one stored by an older version counts
+    /// as reading it).
     pub(super) reads_capacity: bool,
     pub(super) schedule_time: Duration,
     pub(super) schedule_cpu: Duration,
@@ -788,7 +789,7 @@ impl Decided {
         file_hashes: Vec<u64>,
         keep: Vec<(String, String)>,
         problems: Vec<Problem>,
-        (scheduled, requirements): (bool, Option<ReplicaRequirements>),
+        (scheduled, requirements, reads_capacity): (bool, Option<ReplicaRequirements>, bool),
     ) -> Self {
         let record = PlacementRecord { history_seq: 0, decided_at_ms: 0, ..placement.clone() };
         let inputs = decision_inputs(None, (0, 0), 0, "");
@@ -801,7 +802,7 @@ impl Decided {
             problems,
             scheduled,
             requirements,
-            reads_capacity: true,
+            reads_capacity,
             schedule_time: Duration::ZERO,
             schedule_cpu: Duration::ZERO,
         }

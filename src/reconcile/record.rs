@@ -307,7 +307,7 @@ mod tests {
     #[test]
     fn a_reused_decision_is_recorded_only_when_its_notes_change() {
         let record = placement(&[("a", 2)]);
-        let d = Decided::restored(&record, Vec::new(), Vec::new(), Vec::new(), Vec::new(), (true, None));
+        let d = Decided::restored(&record, Vec::new(), Vec::new(), Vec::new(), Vec::new(), (true, None, true));
         let last = cache::LastHistory { template_hash: 0, policy_hash: 0, notes: Vec::new() };
         let moved = placement(&[("b", 2)]);
         assert!(changed(&d, None, false, None, &[]));

@@ -45,6 +45,9 @@ pub struct StoredDecision {
     /// last read and found to hold its hash, if that proves its bytes ([`FileStat::settled_at`]):
     /// a full check after a restart stats such a file instead of reading it.
     pub stats: Vec<Option<FileStat>>,
+    /// Whether the decision's outcome read its feasible clusters' capacity (when not, a
+    /// restart reuses it whatever their state; schemas 1 and 2: taken to have read it).
+    pub reads_capacity: bool,
 }
 
 /// A workload's newest history record, as far as change detection reads it: the hashes of the
@@ -113,12 +116,14 @@ impl StoredDecisionV1 {
             requirements,
             last: None,
             stats: Vec::new(),
+            reads_capacity: true,
         }
     }
 }
 
-/// Schema 2 of [`StoredDecision`] (before [`StoredDecision::stats`]), upgraded in memory: no
-/// file stat known (a full check reads the files, once). Schema 1's fields then `last`
+/// Schema 2 of [`StoredDecision`] (before [`StoredDecision::stats`] and
+/// [`StoredDecision::reads_capacity`]), upgraded in memory: no file stat known (a full check
+/// reads the files, once), the capacity taken to have been read. Schema 1's fields then `last`
 /// (bincode writes a nested struct's fields in place, with nothing around them).
 #[derive(Deserialize)]
 #[cfg_attr(test, derive(Serialize))]
@@ -192,6 +197,7 @@ mod tests {
             requirements: None,
             last: Some(Some(LastHistory { template_hash: 1, policy_hash: 2, notes: vec!["held".into()] })),
             stats: vec![Some(FileStat { len: 3, mtime_ns: 4, ctime_ns: 5, ino: 6 })],
+            reads_capacity: false,
         };
         store.put_stored_decisions(std::slice::from_ref(&d)).expect("put");
         assert_eq!(store.stored_decisions().expect("list"), vec![d.clone()]);
@@ -222,9 +228,10 @@ mod tests {
         let last = d.last.clone();
         let v2 = StoredDecisionV2 { v1, last: last.clone() };
         let payload = bincode::serde::encode_to_vec(&v2.v1, config).expect("encode");
-        assert_eq!(older(1, payload), vec![StoredDecision { last: None, stats: Vec::new(), ..d.clone() }]);
+        let upgraded = StoredDecision { stats: Vec::new(), reads_capacity: true, ..d.clone() };
+        assert_eq!(older(1, payload), vec![StoredDecision { last: None, ..upgraded.clone() }]);
         // Schema 2: the last history record, no file stats.
         let payload = bincode::serde::encode_to_vec(&v2, config).expect("encode");
-        assert_eq!(older(2, payload), vec![StoredDecision { last, stats: Vec::new(), ..d }]);
+        assert_eq!(older(2, payload), vec![StoredDecision { last, ..upgraded }]);
     }
 }
