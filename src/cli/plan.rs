@@ -12,8 +12,9 @@
 //!   touches. Its members are the daemon's live view (`--live` changes nothing there).
 //! - **in this process** (`--local`, no daemon, or a daemon that cannot be reached or has no
 //!   good pass yet: said on stderr): [`Reconciler::preview`] on a private copy of the store
-//!   ([`Store::open_copy`]), each repository loaded once without a parse cache
-//!   ([`reconcile::load_inputs_once`]); what it built is left to the exit.
+//!   ([`Store::open_copy`]), each repository loaded by that reconciler (through the parse
+//!   cache the copy holds: what the daemon parsed is not parsed again); what it built is left
+//!   to the exit.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, ExitCode, Stdio};
@@ -94,19 +95,24 @@ fn run(cfg: &Config, a: &PlanArgs) -> Result<ExitCode, Failure> {
     }
     let store = Store::open_copy(&paths.state_dir, &scratch.path().join("state"))
         .with_context(|| format!("cannot read the store of {}", paths.state_dir.display()))?;
+    // Loaded through the reconciler: the copy holds the daemon's parse cache, so a file the
+    // daemon (or a previous `render`) parsed is not parsed again.
+    let reconciler = Reconciler::new(store, settings);
     let load = |dir: &Path| -> Result<Inputs, Failure> {
-        let mut inputs = reconcile::load_inputs_once(dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+        let mut inputs = reconciler
+            .load_inputs(dir, &mut reconcile::PhaseTimings::default())
+            .map_err(|errs| invalid(invalid_inputs(&errs)))?;
+        let store = &reconciler.store;
         if a.live {
-            super::poll_once(cfg, &mut inputs, &store)?;
+            super::poll_once(cfg, &mut inputs, store)?;
         } else {
             let live: std::collections::BTreeSet<String> = cfg.clusters.keys().cloned().collect();
-            crate::views::resources::with_stored_live(&mut inputs.snapshots, &live, &store)?;
+            crate::views::resources::with_stored_live(&mut inputs.snapshots, &live, store)?;
         }
         Ok(inputs)
     };
     let after_inputs = load(&paths.policy_dir)?;
     let base_inputs = base_dir.as_deref().map(load).transpose()?;
-    let reconciler = Reconciler::new(store, settings);
     let now = crate::util::clock::now_ms();
     let base = match &base_inputs {
         Some(inputs) => Some(reconciler.preview(inputs, &paths.output_dir, now).context("the base repository")?),

@@ -2,8 +2,8 @@
 //! daemon (the mark): the command reads the repository and encodes it as the request, the
 //! daemon decodes it and plans on its warm reconciler ([`on_reconciler`]: its parse cache, its
 //! live members, a warm preview, the document). In process (`--local`, no daemon): a private
-//! copy of the store, a cold load of the repository without a parse cache
-//! ([`load_inputs_once`], with the fleet's member data, as `plan --live` has them), the preview
+//! copy of the store, a cold load of the repository by its reconciler (through the parse
+//! cache the copy holds, with the fleet's member data, as `plan --live` has them), the preview
 //! of the pass ([`Reconciler::preview`]) and the plan document. Each run edits another template
 //! (its replicas) and puts it back afterwards; the plan must report it.
 
@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use super::{Bench, BenchError, Figure, Scenario, Sink, count, io, with_live};
 use crate::policy::load::read_repository;
-use crate::reconcile::{PhaseTimings, Reconciler, Settings, load_inputs_once};
+use crate::reconcile::{PhaseTimings, Reconciler, Settings};
 use crate::store::Store;
 use crate::views::plan::{Before, PlanRequest, document, on_reconciler};
 
@@ -31,16 +31,15 @@ impl Bench {
             let scratch = tempfile::tempdir().map_err(io("create a temporary directory"))?;
             let store = Store::open_copy(&self.state, &scratch.path().join("state"))?;
             copies.push(started.elapsed());
-            let settings = Settings::builtin();
             let phase = Instant::now();
-            // As the command loads: once, without a parse cache.
-            let mut inputs = load_inputs_once(&fix.repo, &settings).map_err(|errors| {
+            // As the command loads: by the copy's reconciler, through the copy's parse cache.
+            let planner = Reconciler::new(store, Settings::builtin());
+            let mut inputs = planner.load_inputs(&fix.repo, &mut PhaseTimings::default()).map_err(|errors| {
                 let shown: Vec<String> = errors.iter().take(5).map(ToString::to_string).collect();
                 BenchError::Invalid(format!("{} error(s): {}", errors.len(), shown.join("; ")))
             })?;
-            with_live(fix, &mut inputs, &store, &mut PhaseTimings::default(), self.now);
+            with_live(fix, &mut inputs, &planner.store, &mut PhaseTimings::default(), self.now);
             loads.push(phase.elapsed());
-            let planner = Reconciler::new(store, settings);
             let phase = Instant::now();
             let preview = planner.preview(&inputs, &self.out, self.now)?;
             previews.push(phase.elapsed());
