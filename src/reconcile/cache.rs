@@ -284,12 +284,17 @@ pub struct CachedDecision {
     pub stats: Vec<Option<crate::util::stat::FileStat>>,
 }
 
+/// Per-file stats as a decision keeps them: none proven is none known (empty).
+pub fn proven(stats: Vec<Option<crate::util::stat::FileStat>>) -> Vec<Option<crate::util::stat::FileStat>> {
+    if stats.iter().all(Option::is_none) { Vec::new() } else { stats }
+}
+
 /// What a full check found of a restored decision's files ([`CachedDecision::check_files`]).
 pub struct FilesCheck {
     /// Every file is on the disk with its hash.
     pub found: bool,
-    /// The stats that prove the files now, when they differ from the decision's.
-    pub stats: Option<Vec<Option<crate::util::stat::FileStat>>>,
+    /// When found: per file, the stat that proves it now, if any.
+    pub stats: Vec<Option<crate::util::stat::FileStat>>,
 }
 
 impl CachedDecision {
@@ -325,10 +330,10 @@ impl CachedDecision {
     /// each one found right is kept when it proves its bytes from now on
     /// ([`crate::util::stat::FileStat::settled_at`]: not modified within a second of the read).
     pub fn check_files(&self, output_dir: &std::path::Path) -> FilesCheck {
-        use crate::util::stat::{FileStat, wall_ns};
+        use crate::util::stat::{FileStat, read_file, wall_ns};
         let d = &self.decided;
         let mut stats = Vec::with_capacity(d.files.len());
-        let missing = FilesCheck { found: false, stats: None };
+        let missing = FilesCheck { found: false, stats: Vec::new() };
         for (i, ((cluster, (path, _)), hash)) in d.files.iter().zip(&d.file_hashes).enumerate() {
             let full = output_dir.join(cluster).join(path);
             if let Some(kept) = self.stats.get(i).copied().flatten()
@@ -338,23 +343,31 @@ impl CachedDecision {
                 continue;
             }
             let read_at = wall_ns();
-            match FileStat::read(&full) {
-                Some((now, bytes)) if crate::util::hash::fnv1a64(&bytes) == *hash => {
+            match read_file(&full) {
+                Ok((now, bytes)) if crate::util::hash::fnv1a64(&bytes) == *hash => {
                     stats.push(now.settled_at(read_at).then_some(now));
                 }
                 _ => return missing,
             }
         }
-        let changed = stats != self.stats && !(stats.iter().all(Option::is_none) && self.stats.is_empty());
-        FilesCheck { found: true, stats: changed.then_some(stats) }
+        FilesCheck { found: true, stats }
     }
 
     /// Takes what [`CachedDecision::check_files`] found: whether the files are on the disk
-    /// ([`CachedDecision::on_disk`]), and new stats (the entry is written to the store again,
-    /// with them, by the record stage).
+    /// ([`CachedDecision::on_disk`]), and the stats that prove them ([`CachedDecision::keep_stats`]).
     pub fn checked(&mut self, check: FilesCheck) {
         self.on_disk = Some(check.found);
-        if let Some(stats) = check.stats {
+        if check.found {
+            self.keep_stats(check.stats);
+        }
+    }
+
+    /// Keeps `stats` (per file, the stat that proves it now; none proven is kept as none
+    /// known). When they differ from the kept ones, the entry is written to the store again,
+    /// with them, by the record stage.
+    pub fn keep_stats(&mut self, stats: Vec<Option<crate::util::stat::FileStat>>) {
+        let stats = proven(stats);
+        if stats != self.stats {
             self.stats = stats;
             self.persisted_seq = None;
         }
@@ -1288,10 +1301,70 @@ mod tests {
         assert_eq!(again.decided, 0, "{}", again.summary());
     }
 
+    /// A restored decision's file check: a file whose stat is the kept one is not read (the
+    /// stat stands for the bytes proven before, so even a wrong hash goes unnoticed), one
+    /// whose stat differs is read and compared with its hash; a file just written is found
+    /// but its stat proves nothing yet.
+    #[test]
+    fn a_kept_stat_stands_for_the_bytes_and_another_stat_makes_the_file_read() {
+        use crate::util::stat::FileStat;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("out");
+        let file = out.join("m1/default/web.yaml");
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&file, "kind: Deployment\n").expect("write");
+        let workload = ObjectKey {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("default".into()),
+            name: "web".into(),
+        };
+        let placement = PlacementRecord {
+            workload: workload.clone(),
+            policy: None,
+            result: crate::schedule::ScheduleResult::unschedulable(""),
+            targets: BTreeMap::from([("m1".to_string(), Some(1))]),
+            affinity_name: None,
+            files: BTreeMap::from([("m1".to_string(), "default/web.yaml".to_string())]),
+            history_seq: 0,
+            decided_at_ms: 0,
+        };
+        let hash = crate::util::hash::fnv1a64(b"kind: Deployment\n");
+        let stored = |hash: u64, stats: Vec<Option<FileStat>>| crate::store::StoredDecision {
+            workload: workload.clone(),
+            history_seq: 0,
+            key: 0,
+            clusters: Vec::new(),
+            state: 0,
+            files: vec![("m1".into(), "default/web.yaml".into(), hash)],
+            keep: Vec::new(),
+            problems: Vec::new(),
+            scheduled: true,
+            requirements: None,
+            last: None,
+            stats,
+            reads_capacity: false,
+        };
+        let check = |hash, stats| CachedDecision::restored(stored(hash, stats), &placement).check_files(&out);
+
+        let read = check(hash, Vec::new());
+        assert!(read.found, "read and found with its hash");
+        assert!(proven(read.stats).is_empty(), "written just now: its stat proves nothing yet");
+        assert!(!check(hash ^ 1, Vec::new()).found, "read: another hash is noticed");
+        let now = FileStat::of_path(&file).expect("stat");
+        assert!(check(hash ^ 1, vec![Some(now)]).found, "the kept stat stands for the bytes: not read");
+        std::fs::write(&file, "kind: Deploymenu\n").expect("edit");
+        assert!(!check(hash, vec![Some(now)]).found, "another stat: read, and the bytes differ");
+        std::fs::remove_file(&file).expect("remove");
+        assert!(!check(hash, vec![Some(now)]).found, "missing");
+    }
+
     /// Files proven by their stat: a daemon's full check keeps the stats of the files it found
-    /// right once they are a second old, the store keeps them with the decisions, and a
-    /// restart stats those files instead of reading them — and still sees a file edited while
-    /// it was down (same length, other bytes), which it restores alone.
+    /// right once they are a second old, the store keeps them with the decisions, a restart
+    /// on them writes nothing (it stats those files instead of reading them:
+    /// `a_kept_stat_stands_for_the_bytes_and_another_stat_makes_the_file_read`) — and still
+    /// sees a file edited while it was down (same length, other bytes), which it restores
+    /// alone.
     #[test]
     fn a_restart_trusts_proven_file_stats_and_still_sees_an_edit() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -207,17 +207,6 @@ pub fn load_inputs_for(
     Ok(inputs)
 }
 
-/// [`load_inputs_for`] without a parse cache, walked with `settings.walk`: each file read and
-/// parsed once and its documents moved into the set (a cache copies them to keep them). For a
-/// one-shot command that keeps nothing between loads and stores nothing for replay
-/// (`fedsched plan`): [`Inputs::sources`] stays empty.
-pub fn load_inputs_once(policy_dir: &Path, settings: &super::Settings) -> Result<Inputs, Vec<LoadError>> {
-    let started = Instant::now();
-    let (set, errors) = crate::policy::load::load_repository_walked(policy_dir, &settings.walk);
-    let mut timings = PhaseTimings::default();
-    build_inputs(set, errors, &settings.profiles, &settings.interpreter, &mut timings, started, None)
-}
-
 /// [`load_inputs_timed`], reusing (and updating) a parse cache of the repository's files.
 pub fn load_inputs_cached(
     policy_dir: &Path,
@@ -478,7 +467,7 @@ mod tests {
         assert!(errors.is_empty(), "{errors:?}");
         assert!(!files.notes.is_empty(), "Chart.yaml is skipped with a note");
         let sent = rec.load_preview_inputs(files, &mut PhaseTimings::default()).expect("sent");
-        let cold = load_inputs_once(&pr, &settings).expect("cold");
+        let cold = load_inputs(&pr).expect("cold");
         assert!(*sent.set == *cold.set, "sets differ");
         assert_eq!(sent.set.notes, cold.set.notes);
         assert_eq!(sent.hashes.templates, cold.hashes.templates);
@@ -488,7 +477,7 @@ mod tests {
         write(&pr, "apps/bad.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: Bad_Name\n");
         let (files, _) = read_repository(&pr, &settings.walk);
         let sent = rec.load_preview_inputs(files, &mut PhaseTimings::default()).err();
-        let cold = load_inputs_once(&pr, &settings).err();
+        let cold = load_inputs(&pr).err();
         assert!(cold.as_ref().is_some_and(|e| !e.is_empty()), "the name is invalid");
         assert_eq!(sent, cold);
         // The reconciler's own repository loads as before.

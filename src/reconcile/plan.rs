@@ -205,17 +205,16 @@ fn keep_stats(cache: &mut cache::PassCache, stats: &HashMap<String, crate::util:
         return;
     }
     for c in cache.decisions.values_mut().filter(|c| c.rendered) {
-        let now: Vec<Option<crate::util::stat::FileStat>> = c
-            .decided
-            .files
-            .iter()
-            .map(|(cluster, (path, _))| stats.get(&format!("{cluster}/{path}")).copied())
-            .collect();
-        let unknown = now.iter().all(Option::is_none);
-        if now != c.stats && !(unknown && c.stats.is_empty()) {
-            let c = Arc::make_mut(c);
-            c.stats = if unknown { Vec::new() } else { now };
-            c.persisted_seq = None;
+        let now = cache::proven(
+            c.decided
+                .files
+                .iter()
+                .map(|(cluster, (path, _))| stats.get(&format!("{cluster}/{path}")).copied())
+                .collect(),
+        );
+        // Copied (`make_mut`) only when something changes.
+        if now != c.stats {
+            Arc::make_mut(c).keep_stats(now);
         }
     }
 }

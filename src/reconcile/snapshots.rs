@@ -237,15 +237,19 @@ fn record_snapshots(
     // members was most of a restart's snapshot stage).
     let cold: Vec<&ClusterSnapshot> =
         inputs.snapshots.iter().filter(|s| !cache.snapshots.contains_key(&s.name)).collect();
-    let mut heads: HashMap<&str, (u64, Option<crate::store::SnapshotMeta>)> = HashMap::with_capacity(cold.len());
+    // Each cold member's head with the content hash of its snapshot now (hashed only when
+    // there is a head to compare with: not on a first reconcile).
+    let mut heads: HashMap<&str, (crate::store::SnapshotMeta, u64)> = HashMap::with_capacity(cold.len());
     let read = crate::util::threads::map_ordered(&cold, crate::util::threads::workers(), |s| {
         let nodes = cache::key_of(&*s.nodes);
-        store.snapshot_head(&s.name).map(|head| (nodes, s.content_hash(), head))
+        store.snapshot_head(&s.name).map(|head| (nodes, head.map(|h| (h, s.content_hash()))))
     });
     for (s, r) in cold.iter().zip(read) {
-        let (nodes, hash, head) = r?;
+        let (nodes, head) = r?;
         cache.node_digests.put(s, nodes);
-        heads.insert(s.name.as_str(), (hash, head));
+        if let Some(head) = head {
+            heads.insert(s.name.as_str(), head);
+        }
     }
     for snap in &inputs.snapshots {
         let (at_ms, fresh) = freshness_at(snap.freshness, now_ms, model);
@@ -268,11 +272,10 @@ fn record_snapshots(
                 // LAST_SEEN_EVERY_MS ago: it keeps that version without a write, as a warm
                 // process would (a store transaction per member was most of a restart's poll).
                 let head = match (cached, heads.remove(snap.name.as_str())) {
-                    (None, Some((hash, head))) => head.filter(|h| {
-                        h.confidence == observed.confidence
-                            && observed.at_ms.saturating_sub(h.last_seen_ms) < cache::LAST_SEEN_EVERY_MS
-                            && h.hash == hash
-                    }),
+                    (None, Some((h, hash))) => (h.confidence == observed.confidence
+                        && observed.at_ms.saturating_sub(h.last_seen_ms) < cache::LAST_SEEN_EVERY_MS
+                        && h.hash == hash)
+                        .then_some(h),
                     _ => None,
                 };
                 let (version, new, recorded_ms) = match head {

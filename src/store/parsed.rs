@@ -34,14 +34,29 @@ impl ParseStore for Store {
     }
 
     fn retain(&self, keep: &HashSet<[u8; 32]>) {
-        if self.writable("parse cache").is_err() {
-            return;
-        }
         let mut batch = sled::Batch::default();
         for key in self.inner.parsed.iter().keys().flatten() {
             if <[u8; 32]>::try_from(&key[..]).map_or(true, |k| !keep.contains(&k)) {
                 batch.remove(key);
             }
+        }
+        self.prune(batch);
+    }
+
+    fn remove(&self, keys: Vec<[u8; 32]>) {
+        let mut batch = sled::Batch::default();
+        for key in keys {
+            batch.remove(&key[..]);
+        }
+        self.prune(batch);
+    }
+}
+
+impl Store {
+    /// Applies the removals of `batch` to the parse cache (not through a dry-run handle).
+    fn prune(&self, batch: sled::Batch) {
+        if self.writable("parse cache").is_err() {
+            return;
         }
         if let Err(e) = self.inner.parsed.apply_batch(batch) {
             tracing::debug!(error = %e, "parse cache: prune failed");
@@ -90,6 +105,8 @@ mod tests {
         assert!(changed && errors.is_empty());
         let loaded = crate::policy::load::load_repository_incremental(&mut second, Vec::new());
         assert!(loaded.0 == whole.0 && loaded.1 == whole.1);
+        let repaired = store.inner.parsed.get(key_b).expect("read").expect("kept");
+        assert_ne!(&repaired[..], &b"\xff\xff"[..], "the corrupted entry is replaced by the parse");
 
         // An edit and a removal: the store holds the two files there are now.
         write(&repo, "a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a2\n  namespace: x\n");
@@ -97,6 +114,25 @@ mod tests {
         write(&repo, "c.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: x\n");
         second.refresh(&repo);
         assert_eq!(store.inner.parsed.len(), 2);
+
+        // Two files with the same bytes share an entry: removing one keeps it.
+        let same = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: x\n";
+        write(&repo, "c-copy.yaml", same);
+        second.refresh(&repo);
+        assert_eq!(store.inner.parsed.len(), 2);
+        std::fs::remove_file(repo.join("c-copy.yaml")).expect("remove");
+        second.refresh(&repo);
+        let key_c = crate::policy::load::parse_digest(same);
+        assert!(store.inner.parsed.get(key_c).expect("read").is_some(), "c.yaml still uses it");
+
+        // A file changed while no process ran: the next process's first load forgets the
+        // entry of its old bytes.
+        write(&repo, "c.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c2\n  namespace: x\n");
+        let mut third = ParseCache::default();
+        third.keep_in(Arc::new(store.clone()));
+        third.refresh(&repo);
+        assert_eq!(store.inner.parsed.len(), 2);
+        assert!(store.inner.parsed.get(key_c).expect("read").is_none());
 
         // A dry run writes nothing.
         write(&repo, "d.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\n  namespace: x\n");

@@ -35,13 +35,6 @@ impl FileStat {
         std::fs::symlink_metadata(path).ok().filter(std::fs::Metadata::is_file).map(|m| FileStat::of(&m))
     }
 
-    /// The bytes of the regular file at `path` (a symbolic link is not followed) and its stat
-    /// taken on the open file before reading it; `None` when it is missing, not a regular file
-    /// or cannot be read.
-    pub fn read(path: &std::path::Path) -> Option<(Self, Vec<u8>)> {
-        read_file(path).ok()
-    }
-
     /// Whether this stat, taken just before the bytes were read at `read_at_ns`, proves them
     /// from now on: the file was last modified (content or inode) at least [`RACY_NS`] before.
     pub fn settled_at(&self, read_at_ns: i128) -> bool {
@@ -49,8 +42,9 @@ impl FileStat {
     }
 }
 
-/// [`FileStat::read`], with the error: `InvalidInput` for a file that is not a regular one,
-/// the error of the open (a link: `ELOOP`) or of the read otherwise.
+/// The bytes of the regular file at `path` (a symbolic link is not followed) and its stat,
+/// taken on the open file before reading it. Errors: `InvalidInput` for a file that is not a
+/// regular one, the open's (a link: `ELOOP`) or the read's otherwise.
 pub fn read_file(path: &std::path::Path) -> std::io::Result<(FileStat, Vec<u8>)> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
@@ -92,9 +86,9 @@ mod tests {
         assert_eq!(FileStat::of_path(dir.path()), None);
         assert_eq!(FileStat::of_path(&dir.path().join("missing.yaml")), None);
         // Read with its stat: the same stat, the bytes; not through a link, not a directory.
-        let (read, bytes) = FileStat::read(&path).expect("read");
+        let (read, bytes) = read_file(&path).expect("read");
         assert_eq!((Some(read), bytes.as_slice()), (FileStat::of_path(&path), &b"a: 22\n"[..]));
-        assert!(FileStat::read(&dir.path().join("link.yaml")).is_none());
-        assert!(FileStat::read(dir.path()).is_none());
+        assert!(read_file(&dir.path().join("link.yaml")).is_err());
+        assert!(read_file(dir.path()).is_err());
     }
 }

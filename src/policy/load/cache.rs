@@ -9,6 +9,7 @@ use super::incremental::Typed;
 use super::parse::{Parsed, parse_file};
 use super::persist::{self, ParseStore};
 use super::walk::{FileStat, WalkOptions, read_text, walk_dir};
+pub use crate::util::stat::RACY_NS;
 use crate::util::stat::wall_ns;
 
 /// The parsed documents of every file loaded before, keyed by path and content hash (FNV-1a
@@ -51,8 +52,6 @@ impl std::fmt::Debug for ParseCache {
             .finish()
     }
 }
-
-pub use crate::util::stat::RACY_NS;
 
 #[derive(Debug, Clone)]
 pub(super) struct CachedFile {
@@ -173,7 +172,8 @@ impl ParseCache {
         });
         let mut answers = unclean.iter().map(|(rel, _)| *rel).zip(read).peekable();
         let mut order = Vec::with_capacity(walked.len());
-        let mut to_keep = Vec::new();
+        // Parsed here, to keep in the store; the keys of the files replaced or removed.
+        let (mut to_keep, mut gone) = (Vec::new(), Vec::new());
         for (rel, _) in &walked {
             let answer = match answers.peek() {
                 Some((r, _)) if *r == rel => answers.next().map(|(_, a)| a),
@@ -197,21 +197,46 @@ impl ParseCache {
                     if let (Some(digest), Some(kept)) = (file.digest, kept) {
                         to_keep.push((digest, kept));
                     }
-                    self.files.insert(rel.clone(), *file);
+                    if let Some(old) = self.files.insert(rel.clone(), *file).and_then(|old| old.digest) {
+                        gone.push(old);
+                    }
                 }
             }
             order.push(rel.clone());
         }
         changed |= order != self.order;
         let seen: HashSet<&PathBuf> = order.iter().collect();
-        self.files.retain(|k, _| seen.contains(k));
+        self.files.retain(|k, f| {
+            let keep = seen.contains(k);
+            if !keep {
+                gone.extend(f.digest);
+            }
+            keep
+        });
         self.order = order;
-        // What was parsed here is kept, and what the repository no longer holds forgotten.
-        if let Some(store) = self.persisted.as_deref().filter(|_| !to_keep.is_empty()) {
-            store.put(to_keep);
-            store.retain(&self.files.values().filter_map(|f| f.digest).collect());
+        if let Some(store) = self.persisted.as_deref() {
+            self.keep(store, first, to_keep, gone);
         }
         (changed, errors)
+    }
+
+    /// Keeps what a refresh parsed in `store` and forgets what the repository no longer
+    /// holds: after the first refresh of a process, every entry of no current file (files
+    /// changed while no process ran, if anything was parsed); later, the keys of the files
+    /// replaced or removed, unless another file has the same bytes.
+    fn keep(&self, store: &dyn ParseStore, first: bool, to_keep: Vec<([u8; 32], Vec<u8>)>, gone: Vec<[u8; 32]>) {
+        if to_keep.is_empty() && gone.is_empty() {
+            return;
+        }
+        let current: HashSet<[u8; 32]> = self.files.values().filter_map(|f| f.digest).collect();
+        if !to_keep.is_empty() {
+            store.put(to_keep);
+        }
+        if first {
+            store.retain(&current);
+        } else {
+            store.remove(gone.into_iter().filter(|d| !current.contains(d)).collect());
+        }
     }
 
     /// The files of the last refresh, in walk order: path relative to the repository, content

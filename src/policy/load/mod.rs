@@ -118,15 +118,6 @@ pub fn read_repository(dir: &Path, options: &WalkOptions) -> (RepositoryFiles, V
     (RepositoryFiles { files, notes: walk.notes }, errors)
 }
 
-/// [`load_dir_walked`], then [`super::defaults::apply`] and [`super::validate::validate`]: a
-/// whole [`load_repository`] with the walk `options`, and no cache.
-pub fn load_repository_walked(dir: &Path, options: &WalkOptions) -> (PolicySet, Vec<LoadError>) {
-    let (mut set, mut errors) = load_dir_walked(dir, options);
-    super::defaults::apply(&mut set);
-    errors.extend(super::validate::validate(&set));
-    (set, errors)
-}
-
 /// [`load_repository`] of what the last [`ParseCache::refresh`] read, with its walk and read
 /// errors first.
 pub fn load_repository_refreshed(cache: &ParseCache, io_errors: Vec<LoadError>) -> (PolicySet, Vec<LoadError>) {
@@ -205,8 +196,8 @@ mod tests {
     use super::*;
     use std::fs;
 
-    /// The uncached whole load (`fedsched plan`'s) walks with the given options and gives what
-    /// a load through a parse cache with the same options gives: set, notes and errors.
+    /// A load through a parse cache walks with the cache's options and gives what an
+    /// uncached whole load walked with the same options gives: set, notes and errors.
     #[test]
     fn a_walked_load_equals_a_cached_one_with_the_same_options() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -223,7 +214,12 @@ mod tests {
         .expect("write");
         fs::write(dir.path().join("apps/values.yaml"), "replicas: 3\n").expect("write");
         let options = WalkOptions { ignore: vec!["skip".into()], ..WalkOptions::default() };
-        let walked = load_repository_walked(dir.path(), &options);
+        let walked = {
+            let (mut set, mut errors) = load_dir_walked(dir.path(), &options);
+            super::super::defaults::apply(&mut set);
+            errors.extend(super::super::validate::validate(&set));
+            (set, errors)
+        };
         let cached = load_repository_cached(dir.path(), Some(&mut ParseCache::with_options(options)));
         assert!(walked.0 == cached.0, "sets differ");
         assert_eq!(walked.1, cached.1);

@@ -26,6 +26,8 @@ pub trait ParseStore: Send + Sync {
     fn put(&self, entries: Vec<([u8; 32], Vec<u8>)>);
     /// Forgets every entry whose key is not in `keep` (the files of the repository now).
     fn retain(&self, keep: &std::collections::HashSet<[u8; 32]>);
+    /// Forgets the entries of `keys`.
+    fn remove(&self, keys: Vec<[u8; 32]>);
 }
 
 /// The key of a file's parsed documents: SHA-256 of the parser's version and the bytes.
