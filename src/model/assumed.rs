@@ -143,8 +143,7 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
         // Copy-on-write: the node views are shared with the poller's data and other snapshots.
         let Some(node) = std::sync::Arc::make_mut(&mut snap.nodes).get_mut(i) else { break };
         for (name, want) in req.request.iter() {
-            let e = node.requested.0.entry(name.to_string()).or_insert(0);
-            *e = e.saturating_add(want.saturating_mul(k));
+            add_to(&mut node.requested, name, want.saturating_mul(k));
         }
         node.pods = node.pods.saturating_add(u32::try_from(k).unwrap_or(u32::MAX));
         changed.push(i);
@@ -156,19 +155,11 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
             if name == "pods" {
                 continue;
             }
-            let add = |list: &mut super::ResourceList, n: i64| {
-                let e = list.0.entry(name.to_string()).or_insert(0);
-                *e = e.saturating_add(want.saturating_mul(n));
-            };
-            add(&mut s.allocated, placed);
-            add(&mut s.allocating, left);
+            add_to(&mut s.allocated, name, want.saturating_mul(placed));
+            add_to(&mut s.allocating, name, want.saturating_mul(left));
         }
-        let bump = |list: &mut super::ResourceList, n: i64| {
-            let e = list.0.entry("pods".to_string()).or_insert(0);
-            *e = e.saturating_add(n.saturating_mul(1000));
-        };
-        bump(&mut s.allocated, placed);
-        bump(&mut s.allocating, left);
+        add_to(&mut s.allocated, "pods", placed.saturating_mul(1000));
+        add_to(&mut s.allocating, "pods", left.saturating_mul(1000));
     }
     // The index follows the nodes: in place when this view alone holds it (every deduction
     // from it after the pass's first), else on a copy.
@@ -187,6 +178,16 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
         }
     }
     placed
+}
+
+/// Adds `n` to `name` in `list` (saturating), the name copied only when it is new.
+fn add_to(list: &mut super::ResourceList, name: &str, n: i64) {
+    match list.0.get_mut(name) {
+        Some(e) => *e = e.saturating_add(n),
+        None => {
+            list.0.insert(name.to_string(), n);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -263,8 +263,9 @@ pub struct NodeIndex {
     settings: usize,
     columns: Vec<Arc<dyn Dimension>>,
     groups: Vec<NodeGroup>,
-    /// CPU figures for scoring, `resources` and explain.
-    pub cpu: CpuFigures,
+    /// CPU figures for explain ([`NodeIndex::cpu`]), computed on first use: a deduction
+    /// changes them, and explain is asked of few of the views a pass deducts from.
+    cpu: OnceLock<CpuFigures>,
     /// Per compiled request ([`CompiledRequest::id`]): its walk over the groups.
     cache: Mutex<HashMap<u64, Walk>>,
     /// Per label constraints ([`CompiledRequest::labels`]): which nodes (by position) they
@@ -307,7 +308,6 @@ impl NodeIndex {
         }
         let mut groups: Vec<NodeGroup> = Vec::new();
         let mut by_key: HashMap<GroupKey, usize> = HashMap::new();
-        let cpu = cpu_figures(nodes, settings);
         for (i, n) in nodes.iter().enumerate() {
             let free: Vec<i64> = columns.iter().map(|d| d.node_free(n)).collect();
             let pods_free = super::dimensions::PodSlots.node_free(n) / 1000;
@@ -328,10 +328,26 @@ impl NodeIndex {
             settings: Arc::as_ptr(settings) as usize,
             columns,
             groups,
-            cpu,
+            cpu: OnceLock::new(),
             cache: Mutex::new(HashMap::new()),
             admitted: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The cluster-wide CPU figures of `nodes` (the nodes this index was built from), each
+    /// node's CPU factor from its group: [`cpu_figures`] of the nodes with the index's settings.
+    pub fn cpu(&self, nodes: &[NodeView]) -> CpuFigures {
+        *self.cpu.get_or_init(|| {
+            let mut factors = vec![1.0; nodes.len()];
+            for g in &self.groups {
+                for &n in &g.nodes {
+                    if let Some(x) = factors.get_mut(n as usize) {
+                        *x = g.cpu_factor;
+                    }
+                }
+            }
+            cpu_figures_with(nodes, |i, _| factors.get(i).copied().unwrap_or(1.0))
+        })
     }
 
     /// The index of `nodes` after the nodes at `changed` had pods added (their `requested`
@@ -344,7 +360,7 @@ impl NodeIndex {
             settings: self.settings,
             columns: self.columns.clone(),
             groups: self.groups.clone(),
-            cpu: self.cpu,
+            cpu: OnceLock::new(),
             cache: Mutex::new(HashMap::new()),
             admitted: Mutex::new(self.admitted.lock().map(|a| a.clone()).unwrap_or_default()),
         };
@@ -409,18 +425,7 @@ impl NodeIndex {
         // The order of a build: groups by their first node.
         groups.retain(|g| !g.nodes.is_empty());
         groups.sort_by_key(|g| g.nodes.first().copied());
-        let factors: Vec<f64> = {
-            let mut f = vec![1.0; nodes.len()];
-            for g in groups.iter() {
-                for &n in &g.nodes {
-                    if let Some(x) = f.get_mut(n as usize) {
-                        *x = g.cpu_factor;
-                    }
-                }
-            }
-            f
-        };
-        self.cpu = cpu_figures_with(nodes, |i, _| factors.get(i).copied().unwrap_or(1.0));
+        self.cpu = OnceLock::new();
         if let Ok(cache) = self.cache.get_mut() {
             cache.clear();
         }
@@ -528,7 +533,8 @@ impl NodeIndex {
                 continue;
             };
             let best = self.groups.iter().filter(|g| g.usable).map(|g| g.free[c]).max().unwrap_or(0);
-            if d.name() == "cpu" && (self.cpu.mean_factor() - 1.0).abs() > f64::EPSILON {
+            let cpu = if d.name() == "cpu" { self.cpu(nodes) } else { CpuFigures::default() };
+            if d.name() == "cpu" && (cpu.mean_factor() - 1.0).abs() > f64::EPSILON {
                 let best_group = self
                     .groups
                     .iter()
@@ -539,8 +545,8 @@ impl NodeIndex {
                     "cpu: {} normalised cores ({} raw) needed per replica, largest node has {} normalised ({} raw) free",
                     cores(*want as f64 * factor),
                     cores(*want as f64),
-                    cores(self.cpu.largest_free_normalised),
-                    cores(self.cpu.largest_free_raw as f64),
+                    cores(cpu.largest_free_normalised),
+                    cores(cpu.largest_free_raw as f64),
                 ));
             } else {
                 out.push(format!(
@@ -918,6 +924,8 @@ mod tests {
         for c in [&one, &two, &other] {
             assert_eq!(idx.estimate(&nodes, c), estimate_naive(&nodes, c));
         }
+        let before = idx.cpu(&nodes);
+        assert_eq!(before, cpu_figures(&nodes, &s));
         // n1 and n4 (z1, z1) fill up: nodes move groups, the admitted nodes stay right.
         for i in [1, 4] {
             nodes[i].requested = list(&[("cpu", 3500)]);
@@ -932,6 +940,9 @@ mod tests {
                 assert!(ok, "{line}");
             }
             assert!(fit_line(index, &nodes, &one).1.contains("selector/affinity/GPU model: 8, too full: 2"));
+            // The CPU figures follow the added pods (the ones computed before are not kept).
+            assert_eq!(index.cpu(&nodes), cpu_figures(&nodes, &s));
+            assert_ne!(index.cpu(&nodes), before);
         }
     }
 
@@ -947,7 +958,9 @@ mod tests {
         let dims = Dimensions::new(&s);
         let nodes = vec![amd, intel];
         let idx = NodeIndex::build(&nodes, &dims, &s);
-        assert_eq!((idx.cpu.allocatable_raw, idx.cpu.allocatable_normalised.round() as i64), (14_000, 16_000));
+        let cpu = idx.cpu(&nodes);
+        assert_eq!((cpu.allocatable_raw, cpu.allocatable_normalised.round() as i64), (14_000, 16_000));
+        assert_eq!(cpu, cpu_figures(&nodes, &s));
         let c = CompiledRequest::compile(1, &req(10_000), &dims);
         assert_eq!(idx.estimate(&nodes, &c), 0);
         let lines = idx.explain(&nodes, &c);
