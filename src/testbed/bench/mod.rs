@@ -353,11 +353,41 @@ fn rss_figure(s: Scenario) -> Figure {
     Figure::new(s, "peak RSS of this process so far (VmHWM)", "MiB", vec![mib(timing::peak_rss().unwrap_or(0))])
 }
 
+/// Makes `path` absent, for a fresh store or output directory.
+///
+/// The directory is moved aside into [`RETIRED_DIR`] beside it (a rename), not removed: removing
+/// a first reconcile's 116,000 files makes the writes of the next tens of seconds wait on the
+/// disk (on an ext4 mounted with `discard`, a published first reconcile took 5 s after a quiet
+/// minute and 20 s right after the previous run's output was removed), so every run after the
+/// first measured its predecessor's removal. [`run`] removes what it retired once every figure
+/// is measured.
 fn fresh_dir(path: &Path) -> Result<(), BenchError> {
     if path.exists() {
-        std::fs::remove_dir_all(path).map_err(io(format!("remove {}", path.display())))?;
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return std::fs::remove_dir_all(path).map_err(io(format!("remove {}", path.display())));
+        };
+        let retired = parent.join(RETIRED_DIR);
+        std::fs::create_dir_all(&retired).map_err(io(format!("create {}", retired.display())))?;
+        static RETIRED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = RETIRED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let to = retired.join(format!("{}-{}-{n}", name.to_string_lossy(), std::process::id()));
+        std::fs::rename(path, &to).map_err(io(format!("move {} aside", path.display())))?;
     }
     Ok(())
+}
+
+/// Where [`fresh_dir`] moves the directories it replaces (under the bench's directory).
+pub const RETIRED_DIR: &str = ".retired";
+
+/// Removes the directories [`fresh_dir`] moved aside under `dir` (this run's and those an
+/// interrupted run left).
+fn remove_retired(dir: &Path) -> Result<(), BenchError> {
+    let retired = dir.join(RETIRED_DIR);
+    match std::fs::remove_dir_all(&retired) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(format!("remove {}", retired.display()))(e)),
+    }
 }
 
 /// Total size of the regular files below `dir`.
@@ -460,6 +490,13 @@ struct Bench {
 /// S2's first reconciles always run (once when S2 is not asked for) and leave a settled
 /// reconciler that S3, S4, S6 and S7 continue with, in that order.
 pub fn run(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, BenchError> {
+    let figures = run_scenarios(o, emit)?;
+    remove_retired(&o.dir)?;
+    Ok(figures)
+}
+
+/// [`run`] before the retired directories are removed.
+fn run_scenarios(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figure>, BenchError> {
     let mut sink = Sink { emit, all: Vec::new() };
     std::fs::create_dir_all(&o.dir).map_err(io(format!("create {}", o.dir.display())))?;
     let runs = o.runs.max(1);
