@@ -83,23 +83,37 @@ fn touched_path(changes: &Changes, cluster: &str, path: &str) -> bool {
 /// and a workload with a change in a held cluster keeps its files as they are in every other
 /// cluster too ([`HeldMove`]: a move is all or nothing).
 pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> Result<Changes, PublishError> {
-    let mut owned: HashMap<&str, Vec<&str>> = HashMap::new();
-    for (owner, paths) in &plan.owners {
-        for p in paths {
-            owned.entry(p.as_str()).or_default().push(owner.as_str());
-        }
-    }
+    // Path → owners, built when a cluster first has a removal (most passes have none).
+    let owned_map: std::cell::OnceCell<HashMap<&str, Vec<&str>>> = std::cell::OnceCell::new();
+    let owned = || -> &HashMap<&str, Vec<&str>> {
+        owned_map.get_or_init(|| {
+            let mut owned: HashMap<&str, Vec<&str>> = HashMap::new();
+            for (owner, paths) in plan.owners.iter() {
+                for p in paths {
+                    owned.entry(p.as_str()).or_default().push(owner.as_str());
+                }
+            }
+            owned
+        })
+    };
     let mut changes = Changes::default();
     let mut passed: Vec<(&str, Changes)> = Vec::new();
     // Per owner with a change in a held cluster: the held clusters.
     let mut held_owners: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for (cluster, result) in every_cluster_changes(out, plan) {
         let (objects, mine) = result?;
-        let counted = mine.deletions.iter().filter(|d| !owned.contains_key(relative(cluster, d))).count();
+        let counted = match mine.deletions.is_empty() {
+            true => 0,
+            false => {
+                let owned = owned();
+                mine.deletions.iter().filter(|d| !owned.contains_key(relative(cluster, d))).count()
+            }
+        };
         if guard.holds(objects, counted) {
             let held = HeldCluster { cluster: cluster.to_owned(), objects, removals: counted };
             tracing::warn!(cluster = %cluster, objects, removals = held.removals, "mass-deletion guard: cluster held");
             changes.held.push(held);
+            let owned = owned();
             for rel in mine.writes.keys().chain(&mine.deletions) {
                 for owner in owned.get(relative(cluster, rel)).into_iter().flatten() {
                     held_owners.entry(owner).or_default().insert(cluster.to_owned());
@@ -122,7 +136,7 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
                     files.keep.insert((*p).to_owned());
                 }
             }
-            for (owner, paths) in &plan.owners {
+            for (owner, paths) in plan.owners.iter() {
                 if held_owners.contains_key(owner.as_str()) && paths.iter().any(|p| touched_path(&mine, cluster, p)) {
                     waiting.entry(owner.as_str()).or_default().insert(cluster.to_owned());
                 }

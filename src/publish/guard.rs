@@ -153,7 +153,8 @@ spec: {}
     }
 
     fn owned(plan: &mut crate::publish::PublishPlan, owner: &str, paths: &[&str]) {
-        plan.owners.insert(owner.into(), paths.iter().map(|p| (*p).to_owned()).collect());
+        std::sync::Arc::make_mut(&mut plan.owners)
+            .insert(owner.into(), paths.iter().map(|p| (*p).to_owned()).collect());
     }
 
     const W: &str = "default/apps_deployment_w.yaml";

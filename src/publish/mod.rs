@@ -59,7 +59,7 @@ pub use error::PublishError;
 pub use guard::{DEFAULT_MAX_DELETE_RATIO, DeleteGuard, HeldCluster};
 pub use names::check_segment;
 pub use owner::{OutputClaim, Owner, claim_output};
-pub use plan::{ClusterFiles, HeldMove, PublishPlan, PublishReport};
+pub use plan::{ClusterFiles, HeldMove, Owners, PublishPlan, PublishReport};
 pub use preview::{Preview, preview};
 pub use recovery::recover;
 
@@ -189,7 +189,7 @@ mod test_fixtures {
         PublishPlan {
             clusters: clusters.into_iter().map(|(name, files)| (name.to_owned(), files)).collect(),
             summary: summary.map(str::to_owned),
-            owners: BTreeMap::new(),
+            owners: Default::default(),
         }
     }
 

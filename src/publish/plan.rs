@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::HeldCluster;
 
@@ -17,9 +18,13 @@ pub struct PublishPlan {
     /// cluster directory) of its files and kept files. A removal of one of these paths is a
     /// decision's (a move, a purge after graceful eviction, a scale-down): the ratio guard does
     /// not count it. A workload with any change in a held cluster has all its changes held, in
-    /// every cluster (a move is all or nothing). Empty: every removal counts.
-    pub owners: BTreeMap<String, BTreeSet<String>>,
+    /// every cluster (a move is all or nothing). Empty: every removal counts. Shared: the
+    /// reconciler keeps it between passes and changes only the entries of changed decisions.
+    pub owners: Arc<Owners>,
 }
+
+/// [`PublishPlan::owners`]: per workload key, the paths of its files and kept files.
+pub type Owners = BTreeMap<String, BTreeSet<String>>;
 
 /// The desired files of one cluster directory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -600,6 +600,8 @@ pub struct PassCache {
     pub summary: Option<String>,
     /// The last pass's desired output, as the plan of the publish reads it.
     pub desired: Option<DesiredOutput>,
+    /// The paths each workload's decision owned in the last pass (the publish's guard).
+    pub owners: Option<Arc<crate::publish::Owners>>,
     /// The last pass's recent placements and their digest.
     pub recent: Option<RecentPlacements>,
     /// When the whole plan was last published (None: never in this process).

@@ -74,6 +74,8 @@ pub(super) struct Decisions {
     /// The output of the earlier decisions this pass replaced (decided again) or dropped (no
     /// longer decided): what the plan of the publish takes out of the desired output.
     pub replaced: Vec<Replaced>,
+    /// The workloads whose decision this pass dropped (no longer decided).
+    pub dropped: Vec<ObjectKey>,
     pub scheduled: usize,
     /// Workloads scheduled and rendered this pass.
     pub decided: usize,
@@ -235,6 +237,7 @@ pub(super) fn decide_all(
         if let Some(old) = cache.decisions.remove(&k) {
             out.replaced.push(Replaced::of(&old.decided));
         }
+        out.dropped.push(k);
     }
     Ok(out)
 }

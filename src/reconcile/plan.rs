@@ -56,22 +56,17 @@ pub(super) fn plan<'a>(
         .filter(|(c, (digest, _))| full_check || cache.published.get(**c) != Some(digest))
         .map(|(c, _)| *c)
         .collect();
-    let mut plan = PublishPlan { clusters: BTreeMap::new(), summary: None, owners: BTreeMap::new() };
+    let mut plan =
+        PublishPlan { clusters: BTreeMap::new(), summary: None, owners: owners(cache, decisions, full_check) };
     for c in &dirty {
         plan.clusters.insert((*c).to_string(), ClusterFiles::default());
     }
     // Files of restored decisions (known by hash, checked on the disk) are kept as they are.
-    // With no cluster to publish there is nothing to fill (the owners serve the publish of
-    // the plan's clusters only).
+    // With no cluster to publish there is nothing to fill.
     let mut restored_files = 0;
     for k in order.iter().filter(|_| !dirty.is_empty()) {
         let Some(c) = cache.decisions.get(k) else { continue };
         let d = &c.decided;
-        let owned: BTreeSet<String> =
-            d.files.iter().map(|(_, (p, _))| p).chain(d.keep.iter().map(|(_, p)| p)).cloned().collect();
-        if !owned.is_empty() {
-            plan.owners.insert(k.to_string(), owned);
-        }
         for (cluster, (path, content)) in &d.files {
             if let Some(cf) = plan.clusters.get_mut(cluster) {
                 if c.rendered {
@@ -107,6 +102,46 @@ pub(super) fn plan<'a>(
     }
     let unchanged = skipped_files + restored_files + usize::from(summary_unchanged);
     PlannedPublish { plan, unchanged, digests, summary }
+}
+
+/// The paths each workload's decision owns ([`PublishPlan::owners`]: files and kept files),
+/// kept between passes: the entries of the workloads decided afresh or dropped are made again
+/// and the others kept, so that an edit does not copy every decision's paths. Built from every
+/// decision on a full check and on the first pass. Debug builds check it against one built
+/// from scratch.
+fn owners(cache: &mut cache::PassCache, decisions: &Decisions, full_check: bool) -> Arc<publish::Owners> {
+    let owners = match cache.owners.take() {
+        Some(mut memo) if !full_check => {
+            let m = Arc::make_mut(&mut memo);
+            for k in decisions.fresh.iter().chain(&decisions.dropped) {
+                match cache.decisions.get(k).map(|c| owned_paths(&c.decided)).filter(|o| !o.is_empty()) {
+                    Some(owned) => m.insert(k.to_string(), owned),
+                    None => m.remove(&k.to_string()),
+                };
+            }
+            memo
+        }
+        _ => Arc::new(owners_of(cache, &decisions.order)),
+    };
+    debug_assert!(*owners == owners_of(cache, &decisions.order), "owners kept between passes differ");
+    cache.owners = Some(Arc::clone(&owners));
+    owners
+}
+
+/// [`owners`] from scratch: every decision of `order` that owns a path.
+fn owners_of(cache: &cache::PassCache, order: &[crate::policy::ObjectKey]) -> publish::Owners {
+    order
+        .iter()
+        .filter_map(|k| {
+            let owned = owned_paths(&cache.decisions.get(k)?.decided);
+            (!owned.is_empty()).then(|| (k.to_string(), owned))
+        })
+        .collect()
+}
+
+/// The paths (relative to a cluster directory) of a decision's files and kept files.
+fn owned_paths(d: &super::decide::Decided) -> BTreeSet<String> {
+    d.files.iter().map(|(_, (p, _))| p).chain(d.keep.iter().map(|(_, p)| p)).cloned().collect()
 }
 
 /// The desired output of the pass as the plan reads it: per cluster the digest of its
