@@ -30,6 +30,9 @@
 //!   [`LAST_SEEN_EVERY_MS`].
 //! - **published output**: per cluster, a digest of the files (path and content hash) last
 //!   published, and the summary's bytes. Only clusters whose digest changed are published.
+//!   The desired output and the paths each decision owns (the publish guard's
+//!   [`crate::publish::PublishPlan::owners`]) are kept up to date from the decisions a pass
+//!   made afresh, replaced or dropped, not built again from every decision.
 //!
 //! The rule for the output directory: every [`FULL_CHECK_EVERY_MS`] (and on the first pass
 //! of a process, on `sighup`, and after any failed pass) the whole plan is published, which

@@ -53,4 +53,16 @@ fn marks_are_judged_only_at_their_size_or_scaled_explicitly() {
         assert!(marked.iter().any(|l| l.contains(want)), "no {want:?}:\n{out}");
     }
     assert_eq!(marked.iter().filter(|l| l.contains("≤ 1 % of S2 (any size)")).count(), 2, "{out}");
+    // The store and output directories a run replaces are moved aside, then removed after its
+    // last figure: a second run over the first's directories leaves nothing aside either.
+    let retired = dir.join(".retired");
+    assert!(!retired.exists(), "the first run left {}", retired.display());
+    let stale = dir.join("out").join("stale-marker");
+    std::fs::write(&stale, "from the first run").expect("marker");
+    let args = ["bench", "--clusters", "3", "--workloads", "8", "--nodes", "2", "--pods", "4", "--runs", "2"];
+    let again = fedsched(&[&args[..], &["--scenario", "S2", "--dir", dir.to_str().expect("utf8")]].concat());
+    assert!(again.status.success(), "{}{}", text(&again.stdout), text(&again.stderr));
+    assert!(!retired.exists(), "the second run left {}", retired.display());
+    assert!(!stale.exists(), "the second run's output is a fresh directory");
+    assert!(dir.join("out").join(".fedsched").join("placements.json").is_file());
 }
