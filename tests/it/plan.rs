@@ -249,9 +249,13 @@ fn plan_works_while_the_daemon_holds_the_store() {
 fn plan_through_the_daemon_equals_a_plan_in_process() {
     let s = Scratch::with_demo();
     let d = Daemon::start(&s, "", &[]);
-    // The first publish finished (its journal removed): the output stays as it is from here.
+    // The first pass finished (its journal removed, then its record and the daemon's status,
+    // which holds the planner: until then the daemon answers 503 and `plan` plans in its own
+    // process): the output stays as it is from here.
     wait_for("the daemon's first pass", std::time::Duration::from_secs(60), || {
-        s.out().join(".fedsched/placements.json").exists() && !s.out().join(".fedsched/journal.json").exists()
+        s.out().join(".fedsched/placements.json").exists()
+            && !s.out().join(".fedsched/journal.json").exists()
+            && d.stderr().contains("reconcile done")
     });
     // The pull request: a copy of the repository (the daemon does not watch it), edited.
     let pr = s.dir.path().join("pr");
@@ -283,6 +287,7 @@ fn plan_through_the_daemon_equals_a_plan_in_process() {
     let before = tree(&s.out());
     let (code, daemon, stderr) = run(&[]);
     assert_eq!(code, 2, "{daemon:#}\n{stderr}");
+    assert!(!stderr.contains("planning in this process"), "the daemon did not answer: {stderr}");
     wait_for("the daemon's log of the plan", std::time::Duration::from_secs(10), || {
         d.stderr().contains("plan answered")
     });
