@@ -62,10 +62,10 @@ fn fleet() -> Vec<ClusterSnapshot> {
                     };
                     NodeView {
                         name: format!("c{c}-n{n}"),
-                        labels,
-                        taints,
-                        allocatable: list(&[("cpu", cpu * 1000), ("memory", mem * gi), ("pods", 110_000)]),
-                        capacity: list(&[("cpu", cpu * 1000), ("memory", mem * gi), ("pods", 110_000)]),
+                        labels: labels.into(),
+                        taints: taints.into(),
+                        allocatable: list(&[("cpu", cpu * 1000), ("memory", mem * gi), ("pods", 110_000)]).into(),
+                        capacity: list(&[("cpu", cpu * 1000), ("memory", mem * gi), ("pods", 110_000)]).into(),
                         ready: n % 50 != 49,
                         unschedulable: false,
                         requested: list(&[("cpu", step * cpu * 100), ("memory", step * mem * gi / 10)]),

@@ -242,15 +242,16 @@ impl NodeItem {
         NodeView {
             ready: self.status.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"),
             name: self.metadata.name,
-            labels: self.metadata.labels,
-            taints: self
-                .spec
-                .taints
-                .into_iter()
-                .map(|t| ClusterTaint { key: t.key, value: t.value.filter(|v| !v.is_empty()), effect: t.effect })
-                .collect(),
-            allocatable: self.status.allocatable.0,
-            capacity: self.status.capacity.0,
+            labels: self.metadata.labels.into(),
+            taints: std::sync::Arc::new(
+                self.spec
+                    .taints
+                    .into_iter()
+                    .map(|t| ClusterTaint { key: t.key, value: t.value.filter(|v| !v.is_empty()), effect: t.effect })
+                    .collect(),
+            ),
+            allocatable: self.status.allocatable.0.into(),
+            capacity: self.status.capacity.0.into(),
             unschedulable: self.spec.unschedulable.unwrap_or(false),
             requested: ResourceList::new(),
             pods: 0,

@@ -325,7 +325,7 @@ mod tests {
         // A built node index is updated in place: equal to a fresh build.
         let settings = std::sync::Arc::new(ModelSettings::default());
         let more = |name: &str, cpu: i64, zone: &str| NodeView {
-            labels: [("zone".to_string(), zone.to_string())].into(),
+            labels: std::sync::Arc::new([("zone".to_string(), zone.to_string())].into()),
             ..node(name, cpu)
         };
         // Four nodes c, d, f in zone a and e in zone b, with these CPUs.

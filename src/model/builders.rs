@@ -134,9 +134,9 @@ impl NodeView {
         NodeView {
             name: name.into(),
             labels: Default::default(),
-            taints: Vec::new(),
-            allocatable,
-            capacity: ResourceList::new(),
+            taints: Default::default(),
+            allocatable: allocatable.into(),
+            capacity: Default::default(),
             ready: true,
             unschedulable: false,
             requested: ResourceList::new(),
@@ -146,17 +146,17 @@ impl NodeView {
 
     /// Replaces the labels.
     pub fn with_labels<K: Into<String>, V: Into<String>>(mut self, labels: impl IntoIterator<Item = (K, V)>) -> Self {
-        self.labels = labels.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        self.labels = std::sync::Arc::new(labels.into_iter().map(|(k, v)| (k.into(), v.into())).collect());
         self
     }
 
     pub fn with_taints(mut self, taints: Vec<ClusterTaint>) -> Self {
-        self.taints = taints;
+        self.taints = taints.into();
         self
     }
 
     pub fn with_capacity(mut self, capacity: ResourceList) -> Self {
-        self.capacity = capacity;
+        self.capacity = capacity.into();
         self
     }
 

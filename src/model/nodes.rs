@@ -313,7 +313,7 @@ impl NodeIndex {
             let pods_free = super::dimensions::PodSlots.node_free(n) / 1000;
             let usable = n.ready && !n.unschedulable;
             let factor = settings.cpu_factor(&n.labels);
-            let key = (free, pods_free, n.taints.clone(), usable, factor.to_bits());
+            let key = (free, pods_free, n.taints.to_vec(), usable, factor.to_bits());
             let idx = u32::try_from(i).unwrap_or(u32::MAX);
             match by_key.get(&key) {
                 Some(g) => groups[*g].nodes.push(idx),
@@ -806,16 +806,25 @@ mod tests {
     #[test]
     fn node_predicates() {
         let mut gpu = node("g", 8000, 1 << 40, 110);
-        gpu.labels.insert("disk".into(), "ssd".into());
-        gpu.labels.insert("gen".into(), "5".into());
-        gpu.labels.insert(super::super::dimensions::GPU_PRODUCT_LABEL.into(), "A100".into());
-        gpu.taints.push(ClusterTaint { key: "gpu".into(), value: Some("yes".into()), effect: TaintEffect::NoSchedule });
+        std::sync::Arc::make_mut(&mut gpu.labels).insert("disk".into(), "ssd".into());
+        std::sync::Arc::make_mut(&mut gpu.labels).insert("gen".into(), "5".into());
+        std::sync::Arc::make_mut(&mut gpu.labels)
+            .insert(super::super::dimensions::GPU_PRODUCT_LABEL.into(), "A100".into());
+        std::sync::Arc::make_mut(&mut gpu.taints).push(ClusterTaint {
+            key: "gpu".into(),
+            value: Some("yes".into()),
+            effect: TaintEffect::NoSchedule,
+        });
         let mut cordoned = node("c", 8000, 1 << 40, 110);
         cordoned.unschedulable = true;
         let mut not_ready = node("n", 8000, 1 << 40, 110);
         not_ready.ready = false;
         let mut soft = node("p", 8000, 1 << 40, 110);
-        soft.taints.push(ClusterTaint { key: "x".into(), value: None, effect: TaintEffect::PreferNoSchedule });
+        std::sync::Arc::make_mut(&mut soft.taints).push(ClusterTaint {
+            key: "x".into(),
+            value: None,
+            effect: TaintEffect::PreferNoSchedule,
+        });
         let nodes = vec![gpu, cordoned, not_ready, soft];
         let tol = r#"[{"key":"gpu","operator":"Equal","value":"yes","effect":"NoSchedule"}]"#;
         let aff = |op: &str, values: &str| {
@@ -856,7 +865,7 @@ mod tests {
         let nodes: Vec<NodeView> = (0..100)
             .map(|i| {
                 let mut n = node(&format!("n{i}"), 4000, 1 << 34, 110);
-                n.labels.insert("kubernetes.io/hostname".into(), format!("n{i}"));
+                std::sync::Arc::make_mut(&mut n.labels).insert("kubernetes.io/hostname".into(), format!("n{i}"));
                 n
             })
             .collect();
@@ -899,7 +908,7 @@ mod tests {
         let mut nodes: Vec<NodeView> = (0..12)
             .map(|i| {
                 let mut n = node(&format!("n{i}"), 4000, 1 << 34, 110);
-                n.labels.insert("zone".into(), format!("z{}", i % 3));
+                std::sync::Arc::make_mut(&mut n.labels).insert("zone".into(), format!("z{}", i % 3));
                 n
             })
             .collect();
@@ -949,7 +958,8 @@ mod tests {
     #[test]
     fn heterogeneous_cpu_is_explained_raw_and_normalised() {
         let mut amd = node("amd", 10_000, 1 << 40, 110);
-        amd.labels.insert("feature.node.kubernetes.io/cpu-model.vendor_id".into(), "AuthenticAMD".into());
+        std::sync::Arc::make_mut(&mut amd.labels)
+            .insert("feature.node.kubernetes.io/cpu-model.vendor_id".into(), "AuthenticAMD".into());
         amd.requested = list(&[("cpu", 2_000)]);
         let intel = node("intel", 4_000, 1 << 40, 110);
         let mut s = ModelSettings::default();
@@ -999,9 +1009,9 @@ mod tests {
                 n.pods = *used / 2;
                 n.ready = *ready || i % 2 == 0;
                 if *taint {
-                    n.taints.push(ClusterTaint { key: "t".into(), value: None, effect: TaintEffect::NoSchedule });
+                    std::sync::Arc::make_mut(&mut n.taints).push(ClusterTaint { key: "t".into(), value: None, effect: TaintEffect::NoSchedule });
                 }
-                n.labels.insert("zone".into(), format!("z{zone}"));
+                std::sync::Arc::make_mut(&mut n.labels).insert("zone".into(), format!("z{zone}"));
                 n
             }).collect();
             let request = if mem == 0 { list(&[("cpu", cpu * 250)]) } else { list(&[("cpu", cpu * 250), ("memory", mem * 256)]) };

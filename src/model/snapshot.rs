@@ -12,6 +12,7 @@
 //! poll went ([`PollFacts`]) rides along but is not content: it does not change the hash.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -130,18 +131,22 @@ pub fn allocatable_modelings(nodes: &[NodeView], models: &[ModelGrade]) -> BTree
 }
 
 /// One node as the live poller saw it: the node-level data for the node estimator.
+///
+/// What a pod does not change (labels, taints, allocatable, capacity) is shared (`Arc`, stored
+/// and hashed as the value itself): a deduction copies a member's node list before it adds
+/// pods, and copying every node's labels and lists was most of a first pass's deductions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct NodeView {
     /// `metadata.name`.
     pub name: String,
     /// `metadata.labels` (node selectors and affinity match these).
-    pub labels: BTreeMap<String, String>,
+    pub labels: Arc<BTreeMap<String, String>>,
     /// `spec.taints`.
-    pub taints: Vec<ClusterTaint>,
+    pub taints: Arc<Vec<ClusterTaint>>,
     /// `status.allocatable`, milli-units.
-    pub allocatable: ResourceList,
+    pub allocatable: Arc<ResourceList>,
     /// `status.capacity`, milli-units.
-    pub capacity: ResourceList,
+    pub capacity: Arc<ResourceList>,
     /// The `Ready` condition is `True`.
     pub ready: bool,
     /// `spec.unschedulable` (cordoned).

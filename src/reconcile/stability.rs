@@ -476,7 +476,7 @@ fn cluster_input(s: &ClusterSnapshot) -> ClusterInput {
 /// distrust mark holds until the member's capacity itself changes.
 fn capacity_figure(s: &ClusterSnapshot) -> u64 {
     let nodes: Vec<(&str, &crate::model::ResourceList, bool, bool)> =
-        s.nodes.iter().map(|n| (n.name.as_str(), &n.allocatable, n.ready, n.unschedulable)).collect();
+        s.nodes.iter().map(|n| (n.name.as_str(), &*n.allocatable, n.ready, n.unschedulable)).collect();
     let summary = s.summary.as_ref().map(|x| &x.allocatable);
     fnv1a64(&serde_json::to_vec(&(summary, nodes)).unwrap_or_default())
 }
