@@ -143,7 +143,7 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
         // Copy-on-write: the node views are shared with the poller's data and other snapshots.
         let Some(node) = std::sync::Arc::make_mut(&mut snap.nodes).get_mut(i) else { break };
         for (name, want) in req.request.iter() {
-            add_to(&mut node.requested, name, want.saturating_mul(k));
+            node.requested.add_amount(name, want.saturating_mul(k));
         }
         node.pods = node.pods.saturating_add(u32::try_from(k).unwrap_or(u32::MAX));
         changed.push(i);
@@ -155,11 +155,11 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
             if name == "pods" {
                 continue;
             }
-            add_to(&mut s.allocated, name, want.saturating_mul(placed));
-            add_to(&mut s.allocating, name, want.saturating_mul(left));
+            s.allocated.add_amount(name, want.saturating_mul(placed));
+            s.allocating.add_amount(name, want.saturating_mul(left));
         }
-        add_to(&mut s.allocated, "pods", placed.saturating_mul(1000));
-        add_to(&mut s.allocating, "pods", left.saturating_mul(1000));
+        s.allocated.add_amount("pods", placed.saturating_mul(1000));
+        s.allocating.add_amount("pods", left.saturating_mul(1000));
     }
     // The index follows the nodes: in place when this view alone holds it (every deduction
     // from it after the pass's first), else on a copy.
@@ -178,16 +178,6 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
         }
     }
     placed
-}
-
-/// Adds `n` to `name` in `list` (saturating), the name copied only when it is new.
-fn add_to(list: &mut super::ResourceList, name: &str, n: i64) {
-    match list.0.get_mut(name) {
-        Some(e) => *e = e.saturating_add(n),
-        None => {
-            list.0.insert(name.to_string(), n);
-        }
-    }
 }
 
 #[cfg(test)]

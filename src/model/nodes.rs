@@ -533,8 +533,11 @@ impl NodeIndex {
                 continue;
             };
             let best = self.groups.iter().filter(|g| g.usable).map(|g| g.free[c]).max().unwrap_or(0);
-            let cpu = if d.name() == "cpu" { self.cpu(nodes) } else { CpuFigures::default() };
-            if d.name() == "cpu" && (cpu.mean_factor() - 1.0).abs() > f64::EPSILON {
+            // Heterogeneous CPU (a mean performance factor other than 1): raw and normalised.
+            let cpu = (d.name() == "cpu")
+                .then(|| self.cpu(nodes))
+                .filter(|cpu| (cpu.mean_factor() - 1.0).abs() > f64::EPSILON);
+            if let Some(cpu) = cpu {
                 let best_group = self
                     .groups
                     .iter()

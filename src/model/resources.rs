@@ -39,8 +39,18 @@ impl ResourceList {
     /// Adds every amount of `other` (saturating).
     pub fn add(&mut self, other: &ResourceList) {
         for (k, v) in &other.0 {
-            let e = self.0.entry(k.clone()).or_insert(0);
-            *e = e.saturating_add(*v);
+            self.add_amount(k, *v);
+        }
+    }
+
+    /// Adds `milli` to `name` (saturating; a name not listed yet starts at 0), copying the
+    /// name only when it is new (a deduction adds to every node it touches).
+    pub fn add_amount(&mut self, name: &str, milli: i64) {
+        match self.0.get_mut(name) {
+            Some(e) => *e = e.saturating_add(milli),
+            None => {
+                self.0.insert(name.to_string(), milli);
+            }
         }
     }
 
@@ -102,5 +112,27 @@ impl ResourceList {
             out.set(name.clone(), milli);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ResourceList;
+
+    #[test]
+    fn amounts_add_to_listed_and_new_names_saturating() {
+        let mut l = ResourceList::new();
+        l.set("cpu", 500);
+        l.add_amount("cpu", 250);
+        l.add_amount("memory", 0);
+        l.add_amount("pods", i64::MAX);
+        l.add_amount("pods", 1);
+        assert_eq!((l.get("cpu"), l.get("pods")), (750, i64::MAX));
+        // A zero amount still lists the name, as an entry with 0 (deductions rely on it).
+        assert!(l.contains("memory"));
+        let mut sum = ResourceList::new();
+        sum.add(&l);
+        sum.add(&l);
+        assert_eq!((sum.get("cpu"), sum.get("memory"), sum.get("pods")), (1500, 0, i64::MAX));
     }
 }

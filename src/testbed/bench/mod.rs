@@ -377,7 +377,7 @@ fn fresh_dir(path: &Path) -> Result<(), BenchError> {
 }
 
 /// Where [`fresh_dir`] moves the directories it replaces (under the bench's directory).
-pub const RETIRED_DIR: &str = ".retired";
+const RETIRED_DIR: &str = ".retired";
 
 /// Removes the directories [`fresh_dir`] moved aside under `dir` (this run's and those an
 /// interrupted run left).
