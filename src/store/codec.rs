@@ -51,6 +51,12 @@ pub fn bincode_config() -> bincode::config::Configuration {
     bincode::config::standard()
 }
 
+/// Most bytes one decode may allocate for strings and byte vectors. bincode allocates a
+/// length-prefixed string or byte vector before reading it, so a damaged length would otherwise
+/// ask for exabytes and abort the process; with the limit it is [`StoreError::Decode`]. Reading
+/// is unchanged: the largest record (a snapshot of thousands of nodes) holds a few MiB.
+pub const DECODE_LIMIT: usize = 256 << 20;
+
 /// A record family stored behind the envelope.
 pub trait Versioned: Serialize + DeserializeOwned {
     /// Name used in error messages (`snapshot meta`, `history record`…).
@@ -128,12 +134,13 @@ pub fn decode_payload<T: DeserializeOwned>(what: &'static str, codec: Codec, pay
     match codec {
         Codec::Bincode => {
             let (value, consumed) =
-                bincode::serde::decode_from_slice::<T, _>(payload, bincode_config()).map_err(|e| match e {
-                    bincode::error::DecodeError::UnexpectedEnd { additional } => {
-                        StoreError::Truncated { what, len: payload.len(), additional }
-                    }
-                    source => StoreError::Decode { what, source },
-                })?;
+                bincode::serde::decode_from_slice::<T, _>(payload, bincode_config().with_limit::<DECODE_LIMIT>())
+                    .map_err(|e| match e {
+                        bincode::error::DecodeError::UnexpectedEnd { additional } => {
+                            StoreError::Truncated { what, len: payload.len(), additional }
+                        }
+                        source => StoreError::Decode { what, source },
+                    })?;
             if consumed != payload.len() {
                 return Err(StoreError::TrailingBytes { what, consumed, len: payload.len() });
             }
@@ -277,6 +284,24 @@ mod tests {
         let mut json = encode_json(&rec()).unwrap();
         json.extend_from_slice(b"{}");
         assert!(matches!(decode::<Rec>(&json), Err(StoreError::DecodeJson { .. })));
+    }
+
+    #[test]
+    fn a_damaged_length_is_an_error_not_an_abort() {
+        // `a` = 300 (varint 0xFB + u16), then `b`'s length: 2^63 as a varint u64 (0xFD + 8 bytes).
+        let bytes = encode(&rec()).unwrap();
+        assert_eq!(&bytes[HEADER_LEN..HEADER_LEN + 4], &[0xFB, 0x2C, 0x01, 3]);
+        let mut damaged = bytes[..HEADER_LEN + 3].to_vec();
+        damaged.push(0xFD);
+        damaged.extend_from_slice(&(1u64 << 63).to_le_bytes());
+        damaged.extend_from_slice(&bytes[HEADER_LEN + 4..]);
+        let err = decode::<Rec>(&damaged).unwrap_err();
+        assert!(matches!(err, StoreError::Decode { .. }), "{err}");
+        // Just over the limit is refused too, at the limit's edge a length is only read.
+        let mut over = bytes[..HEADER_LEN + 3].to_vec();
+        over.push(0xFD);
+        over.extend_from_slice(&(DECODE_LIMIT as u64 + 1).to_le_bytes());
+        assert!(matches!(decode::<Rec>(&over), Err(StoreError::Decode { .. })));
     }
 
     #[test]

@@ -25,6 +25,7 @@
 //! placement) are single sled transactions.
 
 pub mod codec;
+mod compact;
 mod copy;
 mod decisions;
 pub mod keys;

@@ -72,7 +72,9 @@ pub struct HistoryRecord {
     pub policy: Option<PolicyRef>,
     /// What the decision consumed (for replay).
     pub inputs: DecisionInputs,
-    /// The decision with every cluster's verdict and reasons.
+    /// The decision with every cluster's verdict and reasons (stored in the compact form of
+    /// [`super::compact`]).
+    #[serde(with = "super::compact")]
     pub result: ScheduleResult,
     /// Free-form notes for explain.
     pub notes: Vec<String>,
@@ -85,7 +87,8 @@ pub struct PlacementRecord {
     pub workload: ObjectKey,
     /// The policy that claimed it, if any.
     pub policy: Option<PolicyRef>,
-    /// The last result, scheduled or not.
+    /// The last result, scheduled or not (stored in the compact form of [`super::compact`]).
+    #[serde(with = "super::compact")]
     pub result: ScheduleResult,
     /// The last successful targets: what the output holds.
     pub targets: BTreeMap<String, Option<i32>>,
@@ -321,12 +324,43 @@ impl Versioned for HistoryRecord {
     /// estimates) and the snapshot versions as a blob reference. Schema 1 records are rewritten
     /// when the store is opened ([`super::Store::open`], store layout 2).
     /// 3: the stability state the pass started from ([`DecisionInputs::stability`]).
-    const SCHEMA: u16 = 3;
+    /// 4: the result's verdicts as rows ([`super::compact`]).
+    const SCHEMA: u16 = 4;
 
     fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
         match schema {
             2 => Some(decode_payload::<HistoryRecordV2>(Self::WHAT, codec, payload).map(HistoryRecordV2::upgrade)),
+            3 => Some(decode_payload::<HistoryRecordV3>(Self::WHAT, codec, payload).map(HistoryRecordV3::upgrade)),
             _ => None,
+        }
+    }
+}
+
+/// [`HistoryRecord`] of schema 3: the result's verdicts as plain structs.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+pub(super) struct HistoryRecordV3 {
+    pub seq: u64,
+    pub at_ms: u64,
+    pub trigger: String,
+    pub workload: ObjectKey,
+    pub policy: Option<PolicyRef>,
+    pub inputs: DecisionInputs,
+    pub result: ScheduleResult,
+    pub notes: Vec<String>,
+}
+
+impl HistoryRecordV3 {
+    fn upgrade(self) -> HistoryRecord {
+        HistoryRecord {
+            seq: self.seq,
+            at_ms: self.at_ms,
+            trigger: self.trigger,
+            workload: self.workload,
+            policy: self.policy,
+            inputs: self.inputs,
+            result: self.result,
+            notes: self.notes,
         }
     }
 }
@@ -384,7 +418,44 @@ impl HistoryRecordV2 {
 impl Versioned for PlacementRecord {
     const WHAT: &'static str = "placement record";
     /// 2: compact results, as [`HistoryRecord`].
-    const SCHEMA: u16 = 2;
+    /// 3: the result's verdicts as rows ([`super::compact`]).
+    const SCHEMA: u16 = 3;
+
+    fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
+        match schema {
+            2 => Some(decode_payload::<PlacementRecordV2>(Self::WHAT, codec, payload).map(PlacementRecordV2::upgrade)),
+            _ => None,
+        }
+    }
+}
+
+/// [`PlacementRecord`] of schema 2: the result's verdicts as plain structs.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+pub(super) struct PlacementRecordV2 {
+    pub workload: ObjectKey,
+    pub policy: Option<PolicyRef>,
+    pub result: ScheduleResult,
+    pub targets: BTreeMap<String, Option<i32>>,
+    pub affinity_name: Option<String>,
+    pub files: BTreeMap<String, String>,
+    pub history_seq: u64,
+    pub decided_at_ms: u64,
+}
+
+impl PlacementRecordV2 {
+    fn upgrade(self) -> PlacementRecord {
+        PlacementRecord {
+            workload: self.workload,
+            policy: self.policy,
+            result: self.result,
+            targets: self.targets,
+            affinity_name: self.affinity_name,
+            files: self.files,
+            history_seq: self.history_seq,
+            decided_at_ms: self.decided_at_ms,
+        }
+    }
 }
 
 /// What the upgrade of a schema 1 record needs to store: the blobs its new form references.
@@ -670,6 +741,75 @@ mod tests {
         let current = HistoryRecord { inputs: DecisionInputs { stability: 9, ..h.inputs.clone() }, ..h };
         let back: HistoryRecord = decode(&crate::store::codec::encode(&current).expect("encode")).expect("decode");
         assert_eq!(back.inputs.stability, 9);
+    }
+
+    #[test]
+    fn plain_verdicts_of_history_3_and_placement_2_upgrade_to_rows() {
+        let verdict = |name: &str, selected: bool| ClusterVerdict {
+            name: name.into(),
+            feasible: true,
+            reasons: vec!["model: 2 of 3 nodes fit".into()],
+            score: 100,
+            scores: vec![("cluster-locality".into(), 100)],
+            available_replicas: Some(4),
+            replicas: selected.then_some(2),
+            selected,
+            estimates: vec![("general".into(), 4)],
+        };
+        let result = ScheduleResult {
+            outcome: Outcome::Scheduled { targets: [("m1".to_string(), Some(2))].into() },
+            verdicts: std::sync::Arc::new(vec![verdict("m1", true), verdict("m2", false)]),
+            rejected: vec![],
+            universe: 7,
+            affinity_name: None,
+        };
+        let workload =
+            ObjectKey { api_version: "apps/v1".into(), kind: "Deployment".into(), namespace: None, name: "w".into() };
+        let envelope = |schema: u16, payload: Vec<u8>| {
+            let mut bytes = vec![0xF5, 1];
+            bytes.extend_from_slice(&schema.to_be_bytes());
+            bytes.extend(payload);
+            bytes
+        };
+        let v3 = HistoryRecordV3 {
+            seq: 4,
+            at_ms: 5,
+            trigger: "timer".into(),
+            workload: workload.clone(),
+            policy: None,
+            inputs: DecisionInputs {
+                template_hash: 1,
+                policy_hash: 2,
+                snapshot_versions: 3,
+                previous: BTreeMap::new(),
+                previous_affinity: None,
+                profile: "karmada-default".into(),
+                stability: 9,
+            },
+            result: result.clone(),
+            notes: vec!["n".into()],
+        };
+        let bytes = envelope(3, bincode::serde::encode_to_vec(&v3, bincode_config()).expect("encode"));
+        let h: HistoryRecord = decode(&bytes).expect("schema 3 decodes");
+        assert_eq!((h.seq, h.inputs.stability, &h.result), (4, 9, &result));
+        let rewritten = crate::store::codec::encode(&h).expect("encode");
+        assert!(rewritten.len() < bytes.len(), "rows {} bytes, plain {} bytes", rewritten.len(), bytes.len());
+        assert_eq!(decode::<HistoryRecord>(&rewritten).expect("decode"), h);
+
+        let v2 = PlacementRecordV2 {
+            workload,
+            policy: None,
+            result: result.clone(),
+            targets: [("m1".to_string(), Some(2))].into(),
+            affinity_name: None,
+            files: [("m1".to_string(), "m1/w.yaml".to_string())].into(),
+            history_seq: 4,
+            decided_at_ms: 5,
+        };
+        let bytes = envelope(2, bincode::serde::encode_to_vec(&v2, bincode_config()).expect("encode"));
+        let p: PlacementRecord = decode(&bytes).expect("placement schema 2 decodes");
+        assert_eq!((&p.result, p.history_seq, p.files.len()), (&result, 4, 1));
+        assert_eq!(decode::<PlacementRecord>(&crate::store::codec::encode(&p).expect("encode")).expect("decode"), p);
     }
 
     #[test]

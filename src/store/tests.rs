@@ -312,7 +312,7 @@ fn unknown_record_schema_on_disk_is_a_typed_error() {
     raw[2..4].copy_from_slice(&9u16.to_be_bytes());
     store.inner.placements.insert(&key, raw).unwrap();
     let err = store.placement(&web).unwrap_err();
-    assert!(matches!(err, StoreError::Schema { what: "placement record", found: 9, supported: 2 }), "{err}");
+    assert!(matches!(err, StoreError::Schema { what: "placement record", found: 9, supported: 3 }), "{err}");
 }
 
 #[test]
