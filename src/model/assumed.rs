@@ -125,6 +125,12 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
         return 0;
     }
     let compiled = CompiledRequest::compile(u64::MAX, req, dims);
+    // What each node takes, from the node groups when the view has its index (a deduction
+    // walks past the nodes earlier ones filled: no resource looked up by name for those).
+    let fits = snap.index.built().and_then(|idx| idx.per_node(&snap.nodes, &compiled, dims));
+    debug_assert!(fits.as_ref().is_none_or(|f| {
+        snap.nodes.iter().zip(f).all(|(n, k)| *k == if compiled.admits(n) { compiled.per_node(n) } else { 0 })
+    }));
     let mut left = count;
     let mut placed = 0;
     let mut changed = Vec::new();
@@ -132,11 +138,17 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
         if left == 0 {
             break;
         }
-        let Some(node) = snap.nodes.get(i) else { break };
-        if !compiled.admits(node) {
-            continue;
+        let k = match &fits {
+            Some(fits) => fits.get(i).copied().unwrap_or(0),
+            None => {
+                let Some(node) = snap.nodes.get(i) else { break };
+                if !compiled.admits(node) {
+                    continue;
+                }
+                compiled.per_node(node)
+            }
         }
-        let k = compiled.per_node(node).min(left);
+        .min(left);
         if k <= 0 {
             continue;
         }

@@ -267,6 +267,8 @@ pub fn parse_requests_annotation(text: &str) -> Result<super::ResourceList, Stri
 #[derive(Clone)]
 pub struct Dimensions {
     list: Vec<Arc<dyn Dimension>>,
+    /// What the list was built from, hashed ([`Dimensions::id`]).
+    id: u64,
 }
 
 impl std::fmt::Debug for Dimensions {
@@ -295,7 +297,16 @@ impl Dimensions {
                 list.push(Arc::new(ResourceDimension(e.clone())));
             }
         }
-        Dimensions { list }
+        // The list is a function of these settings alone.
+        let id =
+            crate::util::hash::fnv1a64(format!("{:?} {:?}", settings.label_dimensions, settings.extended).as_bytes());
+        Dimensions { list, id }
+    }
+
+    /// Equal for lists built from equal settings: an index built with one list answers for
+    /// another only when their ids are equal.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Every registered dimension, in order.

@@ -213,6 +213,17 @@ struct NodeGroup {
     nodes: Vec<u32>,
 }
 
+impl NodeGroup {
+    /// Replicas one node of the group takes, by its pod slots and the wanted columns
+    /// ([`NodeIndex::wanted_columns`]); may be ≤ 0.
+    fn per_replica(&self, cols: &[(Option<usize>, i64)]) -> i64 {
+        cols.iter().fold(self.pods_free, |acc, (c, want)| match c.and_then(|c| self.free.get(c)) {
+            Some(free) => acc.min(free / want),
+            None => 0,
+        })
+    }
+}
+
 /// Cluster-wide CPU figures, raw and normalised by the performance table (cores × 1000).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CpuFigures {
@@ -261,6 +272,8 @@ fn cpu_figures_with(nodes: &[NodeView], factor: impl Fn(usize, &NodeView) -> f64
 #[derive(Debug)]
 pub struct NodeIndex {
     settings: usize,
+    /// [`Dimensions::id`] of the dimensions the columns came from.
+    dims: u64,
     columns: Vec<Arc<dyn Dimension>>,
     groups: Vec<NodeGroup>,
     /// CPU figures for explain ([`NodeIndex::cpu`]), computed on first use: a deduction
@@ -326,6 +339,7 @@ impl NodeIndex {
         }
         NodeIndex {
             settings: Arc::as_ptr(settings) as usize,
+            dims: dims.id(),
             columns,
             groups,
             cpu: OnceLock::new(),
@@ -358,6 +372,7 @@ impl NodeIndex {
     pub fn after_added_pods(&self, nodes: &[NodeView], changed: &[usize]) -> Option<NodeIndex> {
         let mut copy = NodeIndex {
             settings: self.settings,
+            dims: self.dims,
             columns: self.columns.clone(),
             groups: self.groups.clone(),
             cpu: OnceLock::new(),
@@ -482,10 +497,44 @@ impl NodeIndex {
         Some(bits)
     }
 
+    /// Per wanted dimension of `req` its column; a dimension no node has lets nothing fit.
+    fn wanted_columns(&self, req: &CompiledRequest) -> Vec<(Option<usize>, i64)> {
+        req.wants.iter().map(|(d, want)| (self.columns.iter().position(|c| c.name() == d.name()), *want)).collect()
+    }
+
+    /// Replicas each node takes of `req`, 0 where a predicate fails: node by node what
+    /// [`CompiledRequest::admits`] and [`CompiledRequest::per_node`] give, from the groups
+    /// (no node's maps read). `None` when the index was built with other dimensions than
+    /// `dims` (another profile's model settings).
+    pub fn per_node(&self, nodes: &[NodeView], req: &CompiledRequest, dims: &Dimensions) -> Option<Vec<i64>> {
+        if self.dims != dims.id() {
+            return None;
+        }
+        let cols = self.wanted_columns(req);
+        let admitted = self.admission(nodes, req);
+        let mut out = vec![0i64; nodes.len()];
+        for g in &self.groups {
+            if !g.usable || !tolerates_all(&req.tolerations, &g.taints) {
+                continue;
+            }
+            let per = g.per_replica(&cols);
+            if per <= 0 {
+                continue;
+            }
+            for &i in &g.nodes {
+                let i = i as usize;
+                if admitted.as_ref().is_none_or(|bits| bits.get(i).copied().unwrap_or(false))
+                    && let Some(slot) = out.get_mut(i)
+                {
+                    *slot = per;
+                }
+            }
+        }
+        Some(out)
+    }
+
     fn compute(&self, nodes: &[NodeView], req: &CompiledRequest) -> Walk {
-        // Per wanted dimension its column; a dimension no node has lets nothing fit.
-        let cols: Vec<(Option<usize>, i64)> =
-            req.wants.iter().map(|(d, want)| (self.columns.iter().position(|c| c.name() == d.name()), *want)).collect();
+        let cols = self.wanted_columns(req);
         let admitted = self.admission(nodes, req);
         let mut w = Walk::default();
         for g in &self.groups {
@@ -503,10 +552,7 @@ impl NodeIndex {
                 None => n,
             };
             w.unlabelled += n - count;
-            let per = cols.iter().fold(g.pods_free, |acc, (c, want)| match c {
-                Some(c) => acc.min(g.free[*c] / want),
-                None => 0,
-            });
+            let per = g.per_replica(&cols);
             if per <= 0 {
                 w.full += count;
                 continue;
@@ -599,6 +645,11 @@ impl IndexCache {
     /// Forgets the index (after the nodes changed in place).
     pub fn reset(&mut self) {
         self.0 = OnceLock::new();
+    }
+
+    /// The index if it was built.
+    pub fn built(&self) -> Option<&Arc<NodeIndex>> {
+        self.0.get()
     }
 
     /// The index if it was built (and forgets it).
@@ -901,6 +952,61 @@ mod tests {
         assert_ne!(small.id, large.id);
         assert_eq!(idx.estimate(&nodes, &small), 16);
         assert_eq!(idx.estimate(&nodes, &large), 8);
+    }
+
+    /// What each node takes by the groups equals the node-by-node predicates and figures (the
+    /// deduction's first fit reads it), before and after pods are added; an index built with
+    /// other dimensions does not answer.
+    #[test]
+    fn per_node_answers_equal_the_node_by_node_figures() {
+        let mut nodes: Vec<NodeView> = (0..10)
+            .map(|i| {
+                let mut n = node(&format!("n{i}"), 1000 * (1 + i % 4), 1 << 33, 4 + i);
+                std::sync::Arc::make_mut(&mut n.labels).insert("zone".into(), format!("z{}", i % 2));
+                n
+            })
+            .collect();
+        nodes[3].ready = false;
+        nodes[5].unschedulable = true;
+        nodes[6].taints = Arc::new(vec![taint("dedicated", Some("gpu"), TaintEffect::NoSchedule)]);
+        nodes[7].requested = list(&[("cpu", 4000)]);
+        let s = settings();
+        let dims = Dimensions::new(&s);
+        let compiler = Compiler::default();
+        let mut zoned = req(500);
+        zoned.node_selector.insert("zone".into(), "z1".into());
+        let mut tolerant = req(1500);
+        tolerant.tolerations = r#"[{"key":"dedicated","operator":"Exists"}]"#.into();
+        let shapes = [req(500), req(3000), zoned, tolerant];
+        let naive = |nodes: &[NodeView], c: &CompiledRequest| -> Vec<i64> {
+            nodes.iter().map(|n| if c.admits(n) { c.per_node(n) } else { 0 }).collect()
+        };
+        let mut idx = NodeIndex::build(&nodes, &dims, &s);
+        for r in &shapes {
+            let c = compiler.compile(r, &dims);
+            assert_eq!(idx.per_node(&nodes, &c, &dims), Some(naive(&nodes, &c)), "{r:?}");
+        }
+        for i in [0, 1, 6] {
+            nodes[i].requested = list(&[("cpu", 500), ("memory", 1 << 30)]);
+            nodes[i].pods = 2;
+        }
+        assert!(idx.add_pods(&nodes, &[0, 1, 6]));
+        for r in &shapes {
+            let c = compiler.compile(r, &dims);
+            assert_eq!(idx.per_node(&nodes, &c, &dims), Some(naive(&nodes, &c)), "after pods: {r:?}");
+        }
+        let labelled = ModelSettings {
+            label_dimensions: vec![crate::model::dimensions::LabelDimension {
+                resource: "fedsched.io/network-bandwidth".into(),
+                label: "bandwidth".into(),
+                hard: true,
+            }],
+            ..ModelSettings::default()
+        };
+        let other = Dimensions::new(&labelled);
+        assert_ne!(other.id(), dims.id());
+        assert_eq!(Dimensions::new(&ModelSettings::default()).id(), dims.id());
+        assert_eq!(idx.per_node(&nodes, &compiler.compile(&shapes[0], &other), &other), None);
     }
 
     /// Requests of different sizes under the same label constraints share the nodes those
