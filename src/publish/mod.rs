@@ -9,7 +9,7 @@
 //! OUT/<cluster>/_cluster/<file>.yaml          cluster-scoped objects
 //! OUT/.fedsched/placements.json               optional summary, outside every cluster dir
 //! OUT/.fedsched/journal.json                  only while a publish is being applied
-//! OUT/.fedsched/staging/                      staged file contents
+//! OUT/.fedsched/staging/s<k>/                 staged file contents (1,024 a directory)
 //! ```
 //!
 //! A publish is all-or-nothing across the whole plan: every new or changed file is first staged

@@ -23,11 +23,13 @@ fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
                 && (object_path_problem(rest).is_none() || (allow_kustomization && rest == KUSTOMIZATION_FILE))
         })
     };
+    // A plain name, or a directory of the staging directory and a name (`s12/stage-….tmp`).
+    let name_ok = |n: &str| !n.is_empty() && n != "." && n != ".." && !n.contains(['/', '\\', '\0']);
     for rename in &journal.renames {
-        let staged_ok = !rename.staged.is_empty()
-            && rename.staged != "."
-            && rename.staged != ".."
-            && !rename.staged.contains(['/', '\\', '\0']);
+        let staged_ok = match rename.staged.split_once('/') {
+            Some((dir, name)) => name_ok(dir) && name_ok(name),
+            None => name_ok(&rename.staged),
+        };
         if !staged_ok {
             return Err(invalid(format!("staged name {:?}", rename.staged)));
         }
@@ -200,6 +202,16 @@ mod tests {
         write_journal(out, &evil).expect("journal");
         let err = recover(out).expect_err("evil journal");
         assert!(matches!(err, PublishError::JournalInvalid { .. }), "{err}");
+        for staged in ["../x", "s1/../x", "s1/x/y", "/x", "s1/", "./x", "s1\\x"] {
+            let evil = Journal {
+                version: JOURNAL_VERSION,
+                renames: vec![Rename { staged: staged.to_owned(), target: "member1/kustomization.yaml".to_owned() }],
+                deletions: vec![],
+            };
+            write_journal(out, &evil).expect("journal");
+            let err = recover(out).expect_err(staged);
+            assert!(matches!(err, PublishError::JournalInvalid { .. }), "{staged}: {err}");
+        }
         fs::write(out.join(".fedsched/journal.json"), "{not json").expect("write");
         let err = recover(out).expect_err("corrupt journal");
         assert!(matches!(err, PublishError::JournalParse { .. }), "{err}");
