@@ -430,8 +430,8 @@ impl NodeIndex {
                 }
             };
             if let Some(g) = groups.get_mut(to) {
-                g.nodes.push(idx);
-                g.nodes.sort_unstable();
+                let at = g.nodes.partition_point(|x| *x < idx);
+                g.nodes.insert(at, idx);
             }
             if let Some(slot) = group_of.get_mut(i) {
                 *slot = to;
@@ -439,7 +439,9 @@ impl NodeIndex {
         }
         // The order of a build: groups by their first node.
         groups.retain(|g| !g.nodes.is_empty());
-        groups.sort_by_key(|g| g.nodes.first().copied());
+        if !groups.is_sorted_by_key(|g| g.nodes.first().copied()) {
+            groups.sort_by_key(|g| g.nodes.first().copied());
+        }
         self.cpu = OnceLock::new();
         if let Ok(cache) = self.cache.get_mut() {
             cache.clear();

@@ -101,10 +101,10 @@ pub fn open_envelope<'a>(what: &'static str, bytes: &'a [u8]) -> Result<(Header,
 
 /// Encodes a record with codec 1 (bincode) and its current schema.
 pub fn encode<T: Versioned>(value: &T) -> Result<Vec<u8>, StoreError> {
-    let payload = bincode::serde::encode_to_vec(value, bincode_config())
+    // The payload goes straight after the header (no second copy of a record's bytes).
+    let mut out = header(Codec::Bincode, T::SCHEMA, 256);
+    bincode::serde::encode_into_std_write(value, &mut out, bincode_config())
         .map_err(|source| StoreError::Encode { what: T::WHAT, source })?;
-    let mut out = header(Codec::Bincode, T::SCHEMA, payload.len());
-    out.extend_from_slice(&payload);
     Ok(out)
 }
 

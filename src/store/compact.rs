@@ -119,9 +119,14 @@ impl Serialize for Values<'_> {
     }
 }
 
-/// The position of `names` in `lists`, added when new.
-fn list_index<'a>(lists: &mut Vec<Vec<&'a str>>, named: &'a [(Cow<'static, str>, i64)]) -> u32 {
-    let found = lists.iter().position(|l| l.len() == named.len() && l.iter().zip(named).all(|(a, (b, _))| *a == b));
+/// The position of `names` in `lists`, added when new; `last` (the previous row's) is tried
+/// first: the rows of a result almost always share one list.
+fn list_index<'a>(lists: &mut Vec<Vec<&'a str>>, last: u32, named: &'a [(Cow<'static, str>, i64)]) -> u32 {
+    let same = |l: &Vec<&str>| l.len() == named.len() && l.iter().zip(named).all(|(a, (b, _))| *a == b);
+    if lists.get(last as usize).is_some_and(same) {
+        return last;
+    }
+    let found = lists.iter().position(same);
     let at = found.unwrap_or_else(|| {
         lists.push(named.iter().map(|(n, _)| n.as_ref()).collect());
         lists.len() - 1
@@ -175,10 +180,14 @@ impl Serialize for Rows<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut scores = Vec::new();
         let mut estimates = Vec::new();
+        let mut last = (0, 0);
         let shapes = self
             .0
             .iter()
-            .map(|v| (list_index(&mut scores, &v.scores), list_index(&mut estimates, &v.estimates)))
+            .map(|v| {
+                last = (list_index(&mut scores, last.0, &v.scores), list_index(&mut estimates, last.1, &v.estimates));
+                last
+            })
             .collect();
         RowsOut { scores, estimates, rows: RowSeq { verdicts: self.0, shapes } }.serialize(s)
     }
