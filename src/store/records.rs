@@ -336,21 +336,27 @@ impl Versioned for HistoryRecord {
     }
 }
 
-/// [`HistoryRecord`] of schema 3: the result's verdicts as plain structs.
+/// [`HistoryRecord`] of schemas 2 and 3 (`I`: their decision inputs), upgraded in memory: the
+/// result's verdicts as plain structs.
 #[derive(Deserialize)]
 #[cfg_attr(test, derive(Serialize))]
-pub(super) struct HistoryRecordV3 {
+pub(super) struct HistoryRecordPlain<I> {
     pub seq: u64,
     pub at_ms: u64,
     pub trigger: String,
     pub workload: ObjectKey,
     pub policy: Option<PolicyRef>,
-    pub inputs: DecisionInputs,
+    pub inputs: I,
     pub result: ScheduleResult,
     pub notes: Vec<String>,
 }
 
-impl HistoryRecordV3 {
+/// [`HistoryRecord`] of schema 3.
+pub(super) type HistoryRecordV3 = HistoryRecordPlain<DecisionInputs>;
+/// [`HistoryRecord`] of schema 2 (stability state not recorded: 0).
+pub(super) type HistoryRecordV2 = HistoryRecordPlain<DecisionInputsV2>;
+
+impl<I: Into<DecisionInputs>> HistoryRecordPlain<I> {
     fn upgrade(self) -> HistoryRecord {
         HistoryRecord {
             seq: self.seq,
@@ -358,7 +364,7 @@ impl HistoryRecordV3 {
             trigger: self.trigger,
             workload: self.workload,
             policy: self.policy,
-            inputs: self.inputs,
+            inputs: self.inputs.into(),
             result: self.result,
             notes: self.notes,
         }
@@ -377,40 +383,16 @@ pub(super) struct DecisionInputsV2 {
     pub profile: String,
 }
 
-/// [`HistoryRecord`] of schema 2, upgraded in memory (stability state not recorded: 0).
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(Serialize))]
-pub(super) struct HistoryRecordV2 {
-    pub seq: u64,
-    pub at_ms: u64,
-    pub trigger: String,
-    pub workload: ObjectKey,
-    pub policy: Option<PolicyRef>,
-    pub inputs: DecisionInputsV2,
-    pub result: ScheduleResult,
-    pub notes: Vec<String>,
-}
-
-impl HistoryRecordV2 {
-    fn upgrade(self) -> HistoryRecord {
-        let i = self.inputs;
-        HistoryRecord {
-            seq: self.seq,
-            at_ms: self.at_ms,
-            trigger: self.trigger,
-            workload: self.workload,
-            policy: self.policy,
-            inputs: DecisionInputs {
-                template_hash: i.template_hash,
-                policy_hash: i.policy_hash,
-                snapshot_versions: i.snapshot_versions,
-                previous: i.previous,
-                previous_affinity: i.previous_affinity,
-                profile: i.profile,
-                stability: 0,
-            },
-            result: self.result,
-            notes: self.notes,
+impl From<DecisionInputsV2> for DecisionInputs {
+    fn from(i: DecisionInputsV2) -> DecisionInputs {
+        DecisionInputs {
+            template_hash: i.template_hash,
+            policy_hash: i.policy_hash,
+            snapshot_versions: i.snapshot_versions,
+            previous: i.previous,
+            previous_affinity: i.previous_affinity,
+            profile: i.profile,
+            stability: 0,
         }
     }
 }
