@@ -405,19 +405,20 @@ impl Versioned for PlacementRecord {
 
     fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
         match schema {
-            2 => Some(decode_payload::<PlacementRecordV2>(Self::WHAT, codec, payload).map(PlacementRecordV2::upgrade)),
+            2 => Some(decode_payload::<PlacementRecordV2>(Self::WHAT, codec, payload).map(|p| p.upgrade_with(|r| r))),
             _ => None,
         }
     }
 }
 
-/// [`PlacementRecord`] of schema 2: the result's verdicts as plain structs.
+/// [`PlacementRecord`] of schemas 1 and 2 (`R`: their result), upgraded in memory: schema 1
+/// a verdict for every cluster, schema 2 the result's verdicts as plain structs.
 #[derive(Deserialize)]
 #[cfg_attr(test, derive(Serialize))]
-pub(super) struct PlacementRecordV2 {
+pub(super) struct PlacementRecordPlain<R> {
     pub workload: ObjectKey,
     pub policy: Option<PolicyRef>,
-    pub result: ScheduleResult,
+    pub result: R,
     pub targets: BTreeMap<String, Option<i32>>,
     pub affinity_name: Option<String>,
     pub files: BTreeMap<String, String>,
@@ -425,12 +426,18 @@ pub(super) struct PlacementRecordV2 {
     pub decided_at_ms: u64,
 }
 
-impl PlacementRecordV2 {
-    fn upgrade(self) -> PlacementRecord {
+/// [`PlacementRecord`] of schema 2.
+pub(super) type PlacementRecordV2 = PlacementRecordPlain<ScheduleResult>;
+/// [`PlacementRecord`] of schema 1.
+pub(super) type PlacementRecordV1 = PlacementRecordPlain<ScheduleResultV1>;
+
+impl<R> PlacementRecordPlain<R> {
+    /// The record in the current form, its result converted by `result`.
+    fn upgrade_with(self, result: impl FnOnce(R) -> ScheduleResult) -> PlacementRecord {
         PlacementRecord {
             workload: self.workload,
             policy: self.policy,
-            result: self.result,
+            result: result(self.result),
             targets: self.targets,
             affinity_name: self.affinity_name,
             files: self.files,
@@ -495,20 +502,6 @@ pub(super) struct HistoryRecordV1 {
     pub inputs: DecisionInputsV1,
     pub result: ScheduleResultV1,
     pub notes: Vec<String>,
-}
-
-/// [`PlacementRecord`] of schema 1.
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(Serialize))]
-pub(super) struct PlacementRecordV1 {
-    pub workload: ObjectKey,
-    pub policy: Option<PolicyRef>,
-    pub result: ScheduleResultV1,
-    pub targets: BTreeMap<String, Option<i32>>,
-    pub affinity_name: Option<String>,
-    pub files: BTreeMap<String, String>,
-    pub history_seq: u64,
-    pub decided_at_ms: u64,
 }
 
 /// The bytes of a versions map blob ([`super::Store::put_versions`]).
@@ -616,16 +609,7 @@ impl HistoryRecordV1 {
 impl PlacementRecordV1 {
     pub(super) fn upgrade(self) -> Upgraded<PlacementRecord> {
         let mut blobs = Vec::new();
-        let record = PlacementRecord {
-            workload: self.workload,
-            policy: self.policy,
-            result: self.result.upgrade(&mut blobs),
-            targets: self.targets,
-            affinity_name: self.affinity_name,
-            files: self.files,
-            history_seq: self.history_seq,
-            decided_at_ms: self.decided_at_ms,
-        };
+        let record = self.upgrade_with(|r| r.upgrade(&mut blobs));
         Upgraded { record, blobs }
     }
 }
