@@ -160,7 +160,7 @@ pub(super) fn decide_all(
     let dependents: std::collections::HashSet<&ObjectKey> = required_by.values().flatten().collect();
     let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
     let mut fleet_statics = FleetStatics::default();
-    let mut renders: Vec<RenderJob<'_>> = Vec::new();
+    let mut batch = Batch::default();
     let default_placement = Placement::default();
     for (position, t) in workloads.into_iter().chain(deps) {
         let required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)> = required_by
@@ -180,7 +180,7 @@ pub(super) fn decide_all(
         let fleet_static = fleet_statics.key(&snapshots.views, claimed.framework.settings.model.min_confidence);
         let previous = cache.previous_digests.of(&t.key, claimed.previous.as_ref());
         let key = decision_key(ctx, &claimed, (fleet_static, previous));
-        reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out, &mut renders)?;
+        reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out, &mut batch)?;
         let Some(decided) = cache.decisions.get(&t.key).map(|c| &c.decided) else { continue };
         seen.insert(&t.key);
         out.order.push(t.key.clone());
@@ -206,6 +206,8 @@ pub(super) fn decide_all(
     // The files of this pass's decisions, in one batch on every core (a render reads the
     // clusters' facts, which deductions do not change), then in decision order.
     let rendering = Instant::now();
+    put_blobs(ctx.store, &batch.blobs)?;
+    let renders = batch.renders;
     let rendered = render_all(&renders, &snapshots.views, &ctx.pass.positions);
     out.render_time += rendering.elapsed();
     for (job, files) in renders.iter().zip(rendered) {
@@ -362,7 +364,7 @@ fn reuse_or_decide<'a>(
     w: &Claimed<'a, '_>,
     key: u64,
     out: &mut Decisions,
-    renders: &mut Vec<RenderJob<'a>>,
+    batch: &mut Batch<'a>,
 ) -> Result<(), StoreError> {
     let t = w.template;
     let state_of = |clusters: &[usize]| {
@@ -410,9 +412,9 @@ fn reuse_or_decide<'a>(
     if hit {
         return Ok(());
     }
-    put_blobs(ctx, cache, w)?;
+    note_blobs(ctx, cache, w, &mut batch.blobs);
     let (decided, render) = decide(ctx, w, &snapshots.views);
-    renders.extend(render);
+    batch.renders.extend(render);
     out.decided += 1;
     out.schedule_time += decided.schedule_time;
     out.schedule_cpu += decided.schedule_cpu;
@@ -450,25 +452,45 @@ fn reuse_or_decide<'a>(
     Ok(())
 }
 
-/// Stores the template's and the policy's JSON as blobs (the history records name them by
-/// hash), once per content in this process.
-fn put_blobs(ctx: &Context<'_>, cache: &mut cache::PassCache, w: &Claimed<'_, '_>) -> Result<(), StoreError> {
+/// What the pass's fresh decisions leave to do in one batch after the last of them: render
+/// their files ([`render_all`]) and store the blobs their records will name ([`put_blobs`]).
+#[derive(Default)]
+struct Batch<'a> {
+    renders: Vec<RenderJob<'a>>,
+    blobs: Vec<Blob<'a>>,
+}
+
+/// A blob a decision's history record names by hash: the template's object or the policy's
+/// spec (`None`: no policy, the empty blob).
+enum Blob<'a> {
+    Template(&'a serde_json::Value),
+    Policy(Option<&'a crate::policy::types::PropagationSpec>),
+}
+
+/// Notes the template's and the policy's JSON as blobs to store, once per content in this
+/// process (the set of stored hashes is the cache's, dropped with it when a pass fails).
+fn note_blobs<'a>(ctx: &Context<'a>, cache: &mut cache::PassCache, w: &Claimed<'a, '_>, blobs: &mut Vec<Blob<'a>>) {
     let (template_hash, policy_hash) = w.hashes;
-    if !cache.blobs.contains(&template_hash) {
-        ctx.store.put_blob(&serde_json::to_vec(&w.template.object).unwrap_or_default())?;
-        cache.blobs.insert(template_hash);
+    if cache.blobs.insert(template_hash) {
+        blobs.push(Blob::Template(&w.template.object));
     }
-    if !cache.blobs.contains(&policy_hash) {
-        let policy_json = w
-            .policy
-            .as_ref()
-            .and_then(|r| ctx.index.propagation_policy(r))
-            .map(|p| serde_json::to_vec(&p.spec).unwrap_or_default())
-            .unwrap_or_default();
-        ctx.store.put_blob(&policy_json)?;
-        cache.blobs.insert(policy_hash);
+    if cache.blobs.insert(policy_hash) {
+        let spec = w.policy.as_ref().and_then(|r| ctx.index.propagation_policy(r)).map(|p| &p.spec);
+        blobs.push(Blob::Policy(spec));
     }
-    Ok(())
+}
+
+/// Stores the noted blobs, serialised and written on every core (a first pass stores 10,000
+/// templates), before any record that names them is written (the record stage).
+fn put_blobs(store: &Store, blobs: &[Blob<'_>]) -> Result<(), StoreError> {
+    let stored = crate::util::threads::map_ordered(blobs, crate::util::threads::workers(), |b| {
+        let json = match b {
+            Blob::Template(object) => serde_json::to_vec(object).unwrap_or_default(),
+            Blob::Policy(spec) => spec.map(|s| serde_json::to_vec(s).unwrap_or_default()).unwrap_or_default(),
+        };
+        store.put_blob(&json)
+    });
+    stored.into_iter().try_for_each(|r| r.map(|_| ()))
 }
 
 /// Schedules one claimed template over the pass's member views, and says what rendering its
