@@ -203,10 +203,10 @@ pub(super) fn decide_all(
             targets_of.insert(t.key.clone(), (decided.record.targets.keys().cloned().collect(), p.clone()));
         }
     }
+    put_blobs(ctx.store, &batch.blobs)?;
     // The files of this pass's decisions, in one batch on every core (a render reads the
     // clusters' facts, which deductions do not change), then in decision order.
     let rendering = Instant::now();
-    put_blobs(ctx.store, &batch.blobs)?;
     let renders = batch.renders;
     let rendered = render_all(&renders, &snapshots.views, &ctx.pass.positions);
     out.render_time += rendering.elapsed();
