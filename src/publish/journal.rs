@@ -36,7 +36,7 @@ type Staged<'a> = (&'a String, &'a Vec<u8>);
 /// Files staged in one directory under the staging directory. Creating a file locks its
 /// directory: with every staged file in one directory the cores took turns (no faster on two
 /// than on one), and each create searched a directory of 100,000 entries.
-pub(super) const STAGED_PER_DIR: usize = 1024;
+const STAGED_PER_DIR: usize = 1024;
 
 /// Writes every changed file as a staged file (made durable by one `syncfs`) and returns the journal that moves them
 /// into place. Nothing outside the staging directory changes.
