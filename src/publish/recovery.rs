@@ -163,6 +163,51 @@ mod tests {
         }
     }
 
+    /// A publish of more files than one staging directory holds: staged in several, applied
+    /// cluster by cluster on every core, and after a crash part-way through the renames
+    /// recovered to exactly the state of an uninterrupted publish, with no staging directory
+    /// left.
+    #[test]
+    fn a_publish_staged_in_several_directories_recovers_after_a_crash() {
+        use super::super::test_fixtures::{cluster, plan};
+        let names: Vec<Vec<(String, String)>> = (0..3)
+            .map(|c| {
+                (0..1100).map(|i| (format!("ns{}/core_configmap_c{c}-{i}.yaml", i % 7), format!("n: {i}\n"))).collect()
+            })
+            .collect();
+        let big = || {
+            let clusters: Vec<(&str, crate::publish::ClusterFiles)> = ["member1", "member2", "member3"]
+                .into_iter()
+                .zip(&names)
+                .map(|(name, files)| {
+                    let files: Vec<(&str, &str)> = files.iter().map(|(p, b)| (p.as_str(), b.as_str())).collect();
+                    (name, cluster(&files, &[]))
+                })
+                .collect();
+            plan(clusters, Some("big"))
+        };
+        let reference = TempDir::new().expect("tempdir");
+        publish(reference.path(), &big()).expect("publish");
+        let expected = snapshot(reference.path());
+        assert_eq!(
+            expected.keys().filter(|k| k.ends_with(".yaml") && !k.ends_with("kustomization.yaml")).count(),
+            3300
+        );
+
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path();
+        let journal = crash_after_journal(out, &big());
+        let dirs: std::collections::BTreeSet<&str> =
+            journal.renames.iter().filter_map(|r| r.staged.split_once('/').map(|(d, _)| d)).collect();
+        assert!(dirs.len() >= 4, "3,304 files in directories of 1,024: {dirs:?}");
+        // The first cluster's renames and part of the second's happened before the crash.
+        let partial = Journal { renames: journal.renames[..1500].to_vec(), deletions: vec![], ..journal.clone() };
+        apply_journal(out, &partial).expect("partial apply");
+        assert!(recover(out).expect("recover"), "journal applied");
+        assert_eq!(snapshot(out), expected);
+        assert_eq!(fs::read_dir(out.join(".fedsched/staging")).expect("staging").count(), 0);
+    }
+
     #[test]
     fn crash_before_journal_commit_keeps_old_state() {
         let dir = TempDir::new().expect("tempdir");

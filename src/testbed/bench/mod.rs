@@ -356,10 +356,11 @@ fn rss_figure(s: Scenario) -> Figure {
 /// Makes `path` absent, for a fresh store or output directory.
 ///
 /// The directory is moved aside into [`RETIRED_DIR`] beside it (a rename), not removed: removing
-/// a first reconcile's 116,000 files makes the writes of the next tens of seconds wait on the
-/// disk (on an ext4 mounted with `discard`, a published first reconcile took 5 s after a quiet
-/// minute and 20 s right after the previous run's output was removed), so every run after the
-/// first measured its predecessor's removal. [`run`] removes what it retired once every figure
+/// a first reconcile's 116,000 files makes the writes of the next minutes wait on the disk (on
+/// an ext4 mounted with `discard`, a published first reconcile took 5 s after a quiet minute
+/// and 20 s right after the previous run's output was removed; ext4 skips inodes freed in the
+/// last 60–300 s when it allocates one), so every run after the first measured its
+/// predecessor's removal. [`run`] removes what it retired once every figure
 /// is measured.
 fn fresh_dir(path: &Path) -> Result<(), BenchError> {
     if path.exists() {
