@@ -19,7 +19,7 @@ use crate::model::workload::interpret;
 use crate::model::{ClusterSnapshot, Freshness, Observed, ReplicaRequirements, assumed};
 use crate::policy::{ObjectKey, Template};
 use crate::schedule::Fleet;
-use crate::store::{PlacementRecord, Store, StoreError};
+use crate::store::{PlacementRecord, PreparedSnapshot, Store, StoreError};
 
 use super::{Inputs, cache};
 
@@ -237,19 +237,26 @@ fn record_snapshots(
     // members was most of a restart's snapshot stage).
     let cold: Vec<&ClusterSnapshot> =
         inputs.snapshots.iter().filter(|s| !cache.snapshots.contains_key(&s.name)).collect();
-    // Each cold member's head with the content hash of its snapshot now (hashed only when
-    // there is a head to compare with: not on a first reconcile).
-    let mut heads: HashMap<&str, (crate::store::SnapshotMeta, u64)> = HashMap::with_capacity(cold.len());
+    // Each cold member's head with its snapshot's content hash now and, when that is a new
+    // version (no head: a first reconcile; another hash), its encoded body: a first
+    // reconcile of 1,000 members hashed and encoded each on the main thread.
+    let mut heads: HashMap<&str, (Option<crate::store::SnapshotMeta>, PreparedSnapshot)> =
+        HashMap::with_capacity(cold.len());
     let read = crate::util::threads::map_ordered(&cold, crate::util::threads::workers(), |s| {
         let nodes = cache::key_of(&*s.nodes);
-        store.snapshot_head(&s.name).map(|head| (nodes, head.map(|h| (h, s.content_hash()))))
+        let head = store.snapshot_head(&s.name)?;
+        let hash = s.content_hash();
+        let prepared = if head.as_ref().is_some_and(|h| h.hash == hash) {
+            PreparedSnapshot::of(s, false)?
+        } else {
+            PreparedSnapshot::of(&with_freshness(s, now_ms, model), true)?
+        };
+        Ok::<_, StoreError>((nodes, head, prepared))
     });
     for (s, r) in cold.iter().zip(read) {
-        let (nodes, head) = r?;
+        let (nodes, head, prepared) = r?;
         cache.node_digests.put(s, nodes);
-        if let Some(head) = head {
-            heads.insert(s.name.as_str(), head);
-        }
+        heads.insert(s.name.as_str(), (head, prepared));
     }
     for snap in &inputs.snapshots {
         let (at_ms, fresh) = freshness_at(snap.freshness, now_ms, model);
@@ -271,19 +278,24 @@ fn record_snapshots(
                 // content and confidence in the store's head, seen less than
                 // LAST_SEEN_EVERY_MS ago: it keeps that version without a write, as a warm
                 // process would (a store transaction per member was most of a restart's poll).
-                let head = match (cached, heads.remove(snap.name.as_str())) {
-                    (None, Some((h, hash))) => (h.confidence == observed.confidence
-                        && observed.at_ms.saturating_sub(h.last_seen_ms) < cache::LAST_SEEN_EVERY_MS
-                        && h.hash == hash)
+                let (head, prepared) = match (cached, heads.remove(snap.name.as_str())) {
+                    (None, Some((Some(h), prepared))) => (
+                        (h.confidence == observed.confidence
+                            && observed.at_ms.saturating_sub(h.last_seen_ms) < cache::LAST_SEEN_EVERY_MS
+                            && h.hash == prepared.hash())
                         .then_some(h),
-                    _ => None,
+                        Some(prepared),
+                    ),
+                    (_, cold) => (None, cold.map(|(_, prepared)| prepared)),
                 };
                 let (version, new, recorded_ms) = match head {
                     Some(h) => (h.version, false, h.last_seen_ms),
                     None => {
-                        let mut snap = snap.clone();
-                        snap.freshness = fresh;
-                        let (version, new) = store.record_snapshot(&snap, observed)?;
+                        let snap = with_freshness(snap, now_ms, model);
+                        let (version, new) = match prepared {
+                            Some(prepared) => store.record_prepared_snapshot(&snap, observed, prepared)?,
+                            None => store.record_snapshot(&snap, observed)?,
+                        };
                         (version, new, now_ms)
                     }
                 };
@@ -441,6 +453,13 @@ fn freshness_at(fresh: Option<Freshness>, now_ms: u64, model: &ModelSettings) ->
     f.age_ms = age;
     f.confidence_ppm = (model.confidence(age, f.consecutive_failures) * 1e6).round() as u32;
     (if f.polled_at_ms == 0 { now_ms } else { f.polled_at_ms.min(now_ms) }, Some(f))
+}
+
+/// The snapshot as recorded: its freshness at the pass's time ([`freshness_at`]).
+fn with_freshness(snap: &ClusterSnapshot, now_ms: u64, model: &ModelSettings) -> ClusterSnapshot {
+    let mut snap = snap.clone();
+    snap.freshness = freshness_at(snap.freshness, now_ms, model).1;
+    snap
 }
 
 /// Replicas deducted per (workload, live cluster) this pass.

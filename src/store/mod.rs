@@ -436,14 +436,24 @@ impl Store {
     /// written together with the head in one transaction. Returns the head version and whether
     /// it is new.
     pub fn record_snapshot(&self, snap: &ClusterSnapshot, observed: Observed) -> Result<(u64, bool), StoreError> {
+        self.record_prepared_snapshot(snap, observed, PreparedSnapshot { hash: snap.content_hash(), body: None })
+    }
+
+    /// [`Store::record_snapshot`] with the snapshot's content hash, and maybe its encoded
+    /// body, computed beforehand ([`PreparedSnapshot::of`]: on any thread, without the store).
+    pub fn record_prepared_snapshot(
+        &self,
+        snap: &ClusterSnapshot,
+        observed: Observed,
+        prepared: PreparedSnapshot,
+    ) -> Result<(u64, bool), StoreError> {
         let name = snap.name.as_str();
         keys::check_name("cluster", name)?;
-        let hash = snap.content_hash();
+        let PreparedSnapshot { hash, mut body } = prepared;
         let head_key = name.as_bytes();
         if let Some(dry) = &self.dry {
             return self.dry_snapshot(dry, name, hash);
         }
-        let mut body: Option<Vec<u8>> = None;
         loop {
             // Fast path outside the transaction: the body is only encoded when needed.
             let needs_body = match self.inner.heads.get(head_key).map_err(|e| self.err(e))? {
@@ -873,6 +883,28 @@ impl Store {
     /// Bytes sled uses on disk.
     pub fn size_on_disk(&self) -> Result<u64, StoreError> {
         self.inner.db.size_on_disk().map_err(|e| self.err(e))
+    }
+}
+
+/// What recording a snapshot computes from the snapshot alone, done beforehand (on the
+/// workers, for a pass's many new members): its content hash and, when a new version is
+/// expected, its encoded body. A body that is not needed is not written; one missing is
+/// encoded by the store.
+pub struct PreparedSnapshot {
+    hash: u64,
+    body: Option<Vec<u8>>,
+}
+
+impl PreparedSnapshot {
+    /// The content hash of `snap`, and its body encoded when `with_body`.
+    pub fn of(snap: &ClusterSnapshot, with_body: bool) -> Result<PreparedSnapshot, StoreError> {
+        let body = if with_body { Some(encode(snap)?) } else { None };
+        Ok(PreparedSnapshot { hash: snap.content_hash(), body })
+    }
+
+    /// The content hash of the snapshot it was prepared from.
+    pub fn hash(&self) -> u64 {
+        self.hash
     }
 }
 
