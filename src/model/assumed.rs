@@ -11,7 +11,7 @@
 //! attribution sums what those pods are doing ([`Owner::state`], from [`PodFacts::owners`]).
 
 use super::dimensions::Dimensions;
-use super::nodes::CompiledRequest;
+use super::nodes::{CompiledRequest, first_fit_naive};
 use std::collections::BTreeMap;
 
 use super::snapshot::{ClusterSnapshot, OwnerState, PodFacts};
@@ -115,43 +115,33 @@ pub fn pending(decided: i64, observed: i64) -> i64 {
     decided.saturating_sub(observed).max(0)
 }
 
-/// Deducts `count` assumed replicas of `req` from a live snapshot: placed first-fit on the
-/// nodes that admit them (their requests added to the node and to the summary's `allocated`),
-/// the rest added to the summary's `allocating` (pending pods). Returns how many went on nodes.
-/// Keeps the snapshot's node index up to date (regrouping only the nodes that changed) when it
-/// was built.
-pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64, dims: &Dimensions) -> i64 {
+/// Deducts `count` assumed replicas of `req` (`compiled`: its compiled form, with the
+/// dimensions `dims`) from a live snapshot: placed first-fit on the nodes that admit them
+/// (their requests added to the node and to the summary's `allocated`), the rest added to the
+/// summary's `allocating` (pending pods). Returns how many went on nodes. Keeps the
+/// snapshot's node index up to date (regrouping only the nodes that changed) when it was
+/// built.
+pub fn deduct(
+    snap: &mut ClusterSnapshot,
+    req: &ReplicaRequirements,
+    compiled: &CompiledRequest,
+    count: i64,
+    dims: &Dimensions,
+) -> i64 {
     if count <= 0 || !snap.is_live() {
         return 0;
     }
-    let compiled = CompiledRequest::compile(u64::MAX, req, dims);
-    // What each node takes, from the node groups when the view has its index (a deduction
-    // walks past the nodes earlier ones filled: no resource looked up by name for those).
-    let fits = snap.index.built().and_then(|idx| idx.per_node(&snap.nodes, &compiled, dims));
-    debug_assert!(fits.as_ref().is_none_or(|f| {
-        snap.nodes.iter().zip(f).all(|(n, k)| *k == if compiled.admits(n) { compiled.per_node(n) } else { 0 })
-    }));
-    let mut left = count;
+    // Where they go, from the node groups when the view has its index (a deduction walks
+    // past the nodes earlier ones filled: no resource looked up by name for those).
+    let fits = snap
+        .index
+        .built()
+        .and_then(|idx| idx.first_fit(&snap.nodes, compiled, dims, count))
+        .unwrap_or_else(|| first_fit_naive(&snap.nodes, compiled, count));
+    debug_assert_eq!(fits, first_fit_naive(&snap.nodes, compiled, count));
     let mut placed = 0;
-    let mut changed = Vec::new();
-    for i in 0..snap.nodes.len() {
-        if left == 0 {
-            break;
-        }
-        let k = match &fits {
-            Some(fits) => fits.get(i).copied().unwrap_or(0),
-            None => {
-                let Some(node) = snap.nodes.get(i) else { break };
-                if !compiled.admits(node) {
-                    continue;
-                }
-                compiled.per_node(node)
-            }
-        }
-        .min(left);
-        if k <= 0 {
-            continue;
-        }
+    let mut changed = Vec::with_capacity(fits.len());
+    for (i, k) in fits {
         // Copy-on-write: the node views are shared with the poller's data and other snapshots.
         let Some(node) = std::sync::Arc::make_mut(&mut snap.nodes).get_mut(i) else { break };
         for (name, want) in req.request.iter() {
@@ -159,9 +149,9 @@ pub fn deduct(snap: &mut ClusterSnapshot, req: &ReplicaRequirements, count: i64,
         }
         node.pods = node.pods.saturating_add(u32::try_from(k).unwrap_or(u32::MAX));
         changed.push(i);
-        left -= k;
         placed += k;
     }
+    let left = count - placed;
     if let Some(s) = snap.summary.as_mut() {
         for (name, want) in req.request.iter() {
             if name == "pods" {
@@ -316,9 +306,9 @@ mod tests {
         let dims = Dimensions::new(&ModelSettings::default());
         // The node views are shared (with the poller's data); a deduction copies them.
         let shared = snap.nodes.clone();
-        assert_eq!(deduct(&mut snap, &req, 0, &dims), 0);
+        assert_eq!(deduct(&mut snap, &req, &CompiledRequest::compile(u64::MAX, &req, &dims), 0, &dims), 0);
         assert!(std::sync::Arc::ptr_eq(&shared, &snap.nodes), "nothing deducted, nothing copied");
-        assert_eq!(deduct(&mut snap, &req, 5, &dims), 3);
+        assert_eq!(deduct(&mut snap, &req, &CompiledRequest::compile(u64::MAX, &req, &dims), 5, &dims), 3);
         assert_eq!(shared[0].requested.get("cpu"), 0, "the shared views are left as they were");
         assert_eq!(snap.nodes[0].requested.get("cpu"), 2000);
         assert_eq!(snap.nodes[1].pods, 1);
@@ -338,11 +328,11 @@ mod tests {
         snap.index.reset();
         for count in [1, 2, 3, 1] {
             let built = snap.node_index(&dims, &settings);
-            deduct(&mut snap, &req, count, &dims);
+            deduct(&mut snap, &req, &CompiledRequest::compile(u64::MAX, &req, &dims), count, &dims);
             let kept = snap.node_index(&dims, &settings);
             assert!(!std::sync::Arc::ptr_eq(&built, &kept), "the index follows the deduction");
             let fresh = crate::model::nodes::NodeIndex::build(&snap.nodes, &dims, &settings);
-            assert_eq!(format!("{kept:?}"), format!("{fresh:?}"));
+            assert_eq!(kept.canonical(), fresh.canonical());
         }
         // An index no one else holds is updated in place, to the same groups.
         snap.nodes = four([8000, 8000, 4000, 6500]);
@@ -351,11 +341,11 @@ mod tests {
         let address = std::sync::Arc::as_ptr(&first);
         drop(first);
         for count in [1, 2, 3, 1, 4] {
-            deduct(&mut snap, &req, count, &dims);
+            deduct(&mut snap, &req, &CompiledRequest::compile(u64::MAX, &req, &dims), count, &dims);
             let kept = snap.node_index(&dims, &settings);
             assert_eq!(std::sync::Arc::as_ptr(&kept), address, "updated in place");
             let fresh = crate::model::nodes::NodeIndex::build(&snap.nodes, &dims, &settings);
-            assert_eq!(format!("{kept:?}"), format!("{fresh:?}"));
+            assert_eq!(kept.canonical(), fresh.canonical());
             let cpu = |r: i64| ReplicaRequirements {
                 request: ResourceList([("cpu".to_string(), r)].into()),
                 ..Default::default()
@@ -371,6 +361,6 @@ mod tests {
         }
         // Offline snapshots are taken as declared.
         snap.source = SnapshotSource::Offline { file: "c.yaml".into() };
-        assert_eq!(deduct(&mut snap, &req, 5, &dims), 0);
+        assert_eq!(deduct(&mut snap, &req, &CompiledRequest::compile(u64::MAX, &req, &dims), 5, &dims), 0);
     }
 }

@@ -166,6 +166,16 @@ impl CompiledRequest {
         }
     }
 
+    /// [`CompiledRequest::compile`] with the process's id of its label constraints, so the
+    /// nodes they admit are matched once per index ([`NodeIndex`] keeps them).
+    pub fn compile_labelled(id: u64, req: &ReplicaRequirements, dims: &Dimensions) -> CompiledRequest {
+        let mut c = CompiledRequest::compile(id, req, dims);
+        if c.reads_labels() {
+            c.labels = label_id(req);
+        }
+        c
+    }
+
     /// Whether the request looks at node labels or names.
     pub fn reads_labels(&self) -> bool {
         !self.node_selector.is_empty() || self.affinity.is_some() || self.gpu.is_set()
@@ -275,7 +285,13 @@ pub struct NodeIndex {
     /// [`Dimensions::id`] of the dimensions the columns came from.
     dims: u64,
     columns: Vec<Arc<dyn Dimension>>,
+    /// How many of the first columns are allocatable resources (pods do not change which
+    /// nodes have them); the rest are backed by labels.
+    allocatable_columns: usize,
+    /// The groups, in no particular order: every answer is the same whatever their order.
     groups: Vec<NodeGroup>,
+    /// Per node (by position), its group.
+    group_of: Vec<u32>,
     /// CPU figures for explain ([`NodeIndex::cpu`]), computed on first use: a deduction
     /// changes them, and explain is asked of few of the views a pass deducts from.
     cpu: OnceLock<CpuFigures>,
@@ -310,6 +326,7 @@ impl NodeIndex {
                 }
             }
         }
+        let allocatable_columns = columns.len();
         for d in dims.iter() {
             if !d.hard() || d.name() == "pods" || seen.contains(d.name()) {
                 continue;
@@ -321,6 +338,7 @@ impl NodeIndex {
         }
         let mut groups: Vec<NodeGroup> = Vec::new();
         let mut by_key: HashMap<GroupKey, usize> = HashMap::new();
+        let mut group_of = Vec::with_capacity(nodes.len());
         for (i, n) in nodes.iter().enumerate() {
             let free: Vec<i64> = columns.iter().map(|d| d.node_free(n)).collect();
             let pods_free = super::dimensions::PodSlots.node_free(n) / 1000;
@@ -329,8 +347,12 @@ impl NodeIndex {
             let key = (free, pods_free, n.taints.to_vec(), usable, factor.to_bits());
             let idx = u32::try_from(i).unwrap_or(u32::MAX);
             match by_key.get(&key) {
-                Some(g) => groups[*g].nodes.push(idx),
+                Some(g) => {
+                    groups[*g].nodes.push(idx);
+                    group_of.push(u32::try_from(*g).unwrap_or(u32::MAX));
+                }
                 None => {
+                    group_of.push(u32::try_from(groups.len()).unwrap_or(u32::MAX));
                     by_key.insert(key.clone(), groups.len());
                     let (free, pods_free, taints, usable, _) = key;
                     groups.push(NodeGroup { free, pods_free, taints, usable, cpu_factor: factor, nodes: vec![idx] });
@@ -341,7 +363,9 @@ impl NodeIndex {
             settings: Arc::as_ptr(settings) as usize,
             dims: dims.id(),
             columns,
+            allocatable_columns,
             groups,
+            group_of,
             cpu: OnceLock::new(),
             cache: Mutex::new(HashMap::new()),
             admitted: Mutex::new(HashMap::new()),
@@ -374,7 +398,9 @@ impl NodeIndex {
             settings: self.settings,
             dims: self.dims,
             columns: self.columns.clone(),
+            allocatable_columns: self.allocatable_columns,
             groups: self.groups.clone(),
+            group_of: self.group_of.clone(),
             cpu: OnceLock::new(),
             cache: Mutex::new(HashMap::new()),
             admitted: Mutex::new(self.admitted.lock().map(|a| a.clone()).unwrap_or_default()),
@@ -386,67 +412,107 @@ impl NodeIndex {
     /// deductions from one member's view after the first: no copy of every group). `false`
     /// when a full build is needed; the index is then in no useful state and must be dropped.
     pub fn add_pods(&mut self, nodes: &[NodeView], changed: &[usize]) -> bool {
-        // Allocatable names do not change with pods; a label-backed column must keep a node
-        // with room (most columns are allocatable on the first node: no scan).
-        for c in &self.columns {
-            let allocatable = nodes.iter().any(|n| n.allocatable.0.contains_key(c.name()));
-            if !allocatable && !nodes.iter().any(|n| c.node_free(n) > 0) {
+        if self.group_of.len() != nodes.len() {
+            return false;
+        }
+        for &i in changed {
+            if !self.move_node(nodes, i) {
                 return false;
             }
         }
-        let mut group_of: Vec<usize> = vec![usize::MAX; nodes.len()];
-        for (gi, g) in self.groups.iter().enumerate() {
-            for &n in &g.nodes {
-                let Some(slot) = group_of.get_mut(n as usize) else { return false };
-                *slot = gi;
-            }
-        }
-        let groups = &mut self.groups;
-        for &i in changed {
-            let (Some(n), Some(&old)) = (nodes.get(i), group_of.get(i)) else { return false };
-            let Some(from) = groups.get_mut(old) else { return false };
-            from.nodes.retain(|x| *x as usize != i);
-            let (usable, cpu_factor) = (from.usable, from.cpu_factor);
-            let free: Vec<i64> = self.columns.iter().map(|d| d.node_free(n)).collect();
-            let pods_free = super::dimensions::PodSlots.node_free(n) / 1000;
-            let idx = u32::try_from(i).unwrap_or(u32::MAX);
-            let same = |g: &NodeGroup, taints: &[ClusterTaint]| {
-                g.free == free
-                    && g.pods_free == pods_free
-                    && g.taints == taints
-                    && g.usable == usable
-                    && g.cpu_factor.to_bits() == cpu_factor.to_bits()
-            };
-            let to = {
-                let taints = &groups[old].taints;
-                groups.iter().position(|g| !g.nodes.is_empty() && same(g, taints))
-            };
-            let to = match to {
-                Some(to) => to,
-                None => {
-                    let taints = groups[old].taints.clone();
-                    groups.push(NodeGroup { free, pods_free, taints, usable, cpu_factor, nodes: Vec::new() });
-                    groups.len() - 1
-                }
-            };
-            if let Some(g) = groups.get_mut(to) {
-                let at = g.nodes.partition_point(|x| *x < idx);
-                g.nodes.insert(at, idx);
-            }
-            if let Some(slot) = group_of.get_mut(i) {
-                *slot = to;
-            }
-        }
-        // The order of a build: groups by their first node.
-        groups.retain(|g| !g.nodes.is_empty());
-        if !groups.is_sorted_by_key(|g| g.nodes.first().copied()) {
-            groups.sort_by_key(|g| g.nodes.first().copied());
+        // A label-backed column must keep a node with room (a build would not have it).
+        let (from, to) = (self.allocatable_columns, self.columns.len());
+        if !(from..to).all(|c| self.groups.iter().any(|g| g.free.get(c).is_some_and(|f| *f > 0))) {
+            return false;
         }
         self.cpu = OnceLock::new();
         if let Ok(cache) = self.cache.get_mut() {
             cache.clear();
         }
         true
+    }
+
+    /// Moves node `i` (its pods changed) to the group of its new key: an existing group, its
+    /// own group when it was alone there, or a new one. An emptied group is removed (the last
+    /// group takes its place). `false` when the node is not in the index.
+    fn move_node(&mut self, nodes: &[NodeView], i: usize) -> bool {
+        let (Some(n), Some(&old)) = (nodes.get(i), self.group_of.get(i)) else { return false };
+        let old = old as usize;
+        let idx = u32::try_from(i).unwrap_or(u32::MAX);
+        let free: Vec<i64> = self.columns.iter().map(|d| d.node_free(n)).collect();
+        let pods_free = super::dimensions::PodSlots.node_free(n) / 1000;
+        let groups = &mut self.groups;
+        let Some(from) = groups.get_mut(old) else { return false };
+        let Ok(at) = from.nodes.binary_search(&idx) else { return false };
+        from.nodes.remove(at);
+        let emptied = from.nodes.is_empty();
+        let to = {
+            let from = &groups[old];
+            groups.iter().position(|g| {
+                g.pods_free == pods_free
+                    && g.free == free
+                    && !g.nodes.is_empty()
+                    && g.usable == from.usable
+                    && g.cpu_factor.to_bits() == from.cpu_factor.to_bits()
+                    && g.taints == from.taints
+            })
+        };
+        let to = match to {
+            Some(to) => to,
+            None if emptied => {
+                // Alone in its group: the group takes the node's new figures.
+                let g = &mut groups[old];
+                (g.free, g.pods_free) = (free, pods_free);
+                old
+            }
+            None => {
+                let from = &groups[old];
+                let group = NodeGroup {
+                    free,
+                    pods_free,
+                    taints: from.taints.clone(),
+                    usable: from.usable,
+                    cpu_factor: from.cpu_factor,
+                    nodes: Vec::new(),
+                };
+                groups.push(group);
+                groups.len() - 1
+            }
+        };
+        let g = &mut groups[to];
+        let at = g.nodes.partition_point(|x| *x < idx);
+        g.nodes.insert(at, idx);
+        self.group_of[i] = u32::try_from(to).unwrap_or(u32::MAX);
+        if emptied && to != old {
+            // The last group fills the emptied one's place.
+            groups.swap_remove(old);
+            if let Some(moved) = groups.get(old) {
+                let slot = u32::try_from(old).unwrap_or(u32::MAX);
+                for &m in &moved.nodes {
+                    if let Some(x) = self.group_of.get_mut(m as usize) {
+                        *x = slot;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// The index whatever its groups' order (tests compare an updated index with a build):
+    /// its columns and its groups by first node. Checks that every node is in the group
+    /// `group_of` names.
+    #[cfg(test)]
+    pub(crate) fn canonical(&self) -> String {
+        for (gi, g) in self.groups.iter().enumerate() {
+            assert!(!g.nodes.is_empty(), "an empty group is kept");
+            for &n in &g.nodes {
+                assert_eq!(self.group_of[n as usize] as usize, gi, "node {n}");
+            }
+        }
+        let mut groups: Vec<&NodeGroup> = self.groups.iter().collect();
+        groups.sort_by_key(|g| g.nodes.first().copied());
+        let columns: Vec<&str> = self.columns.iter().map(|c| c.name()).collect();
+        format!("{columns:?} {} {groups:?}", self.allocatable_columns)
     }
 
     /// Number of node groups (for tests and the benchmark).
@@ -504,32 +570,48 @@ impl NodeIndex {
         req.wants.iter().map(|(d, want)| (self.columns.iter().position(|c| c.name() == d.name()), *want)).collect()
     }
 
-    /// Replicas each node takes of `req`, 0 where a predicate fails: node by node what
-    /// [`CompiledRequest::admits`] and [`CompiledRequest::per_node`] give, from the groups
-    /// (no node's maps read). `None` when the index was built with other dimensions than
-    /// `dims` (another profile's model settings).
-    pub fn per_node(&self, nodes: &[NodeView], req: &CompiledRequest, dims: &Dimensions) -> Option<Vec<i64>> {
-        if self.dims != dims.id() {
+    /// Where `count` replicas of `req` go first-fit, in node order: (node position, replicas)
+    /// for each node that takes some, as [`CompiledRequest::admits`] and
+    /// [`CompiledRequest::per_node`] give node by node, from the groups (each group's figure
+    /// computed once, no node's maps read, the walk stops once every replica is placed).
+    /// Fewer than `count` when the nodes are full. `None` when the index was built with other
+    /// dimensions than `dims` (another profile's model settings) or other nodes.
+    pub fn first_fit(
+        &self,
+        nodes: &[NodeView],
+        req: &CompiledRequest,
+        dims: &Dimensions,
+        count: i64,
+    ) -> Option<Vec<(usize, i64)>> {
+        if self.dims != dims.id() || self.group_of.len() != nodes.len() {
             return None;
         }
         let cols = self.wanted_columns(req);
         let admitted = self.admission(nodes, req);
-        let mut out = vec![0i64; nodes.len()];
-        for g in &self.groups {
-            if !g.usable || !tolerates_all(&req.tolerations, &g.taints) {
+        let mut per_group: Vec<Option<i64>> = vec![None; self.groups.len()];
+        let mut out = Vec::new();
+        let mut left = count;
+        for (i, &g) in self.group_of.iter().enumerate() {
+            if left <= 0 {
+                break;
+            }
+            if admitted.as_ref().is_some_and(|bits| !bits.get(i).copied().unwrap_or(false)) {
                 continue;
             }
-            let per = g.per_replica(&cols);
-            if per <= 0 {
-                continue;
-            }
-            for &i in &g.nodes {
-                let i = i as usize;
-                if admitted.as_ref().is_none_or(|bits| bits.get(i).copied().unwrap_or(false))
-                    && let Some(slot) = out.get_mut(i)
-                {
-                    *slot = per;
+            let (Some(slot), Some(group)) = (per_group.get_mut(g as usize), self.groups.get(g as usize)) else {
+                return None;
+            };
+            let per = *slot.get_or_insert_with(|| {
+                if group.usable && tolerates_all(&req.tolerations, &group.taints) {
+                    group.per_replica(&cols).max(0)
+                } else {
+                    0
                 }
+            });
+            let k = per.min(left);
+            if k > 0 {
+                out.push((i, k));
+                left -= k;
             }
         }
         Some(out)
@@ -590,7 +672,11 @@ impl NodeIndex {
                     .groups
                     .iter()
                     .filter(|g| g.usable)
-                    .max_by(|a, b| (a.free[c] as f64 * a.cpu_factor).total_cmp(&(b.free[c] as f64 * b.cpu_factor)));
+                    .max_by(|a, b| {
+                        (a.free[c] as f64 * a.cpu_factor)
+                            .total_cmp(&(b.free[c] as f64 * b.cpu_factor))
+                            .then_with(|| a.nodes.first().cmp(&b.nodes.first()))
+                    });
                 let factor = best_group.map_or(1.0, |g| g.cpu_factor);
                 out.push(format!(
                     "cpu: {} normalised cores ({} raw) needed per replica, largest node has {} normalised ({} raw) free",
@@ -620,6 +706,26 @@ fn shown(name: &str, milli: i64) -> String {
 fn cores(milli: f64) -> String {
     let v = (milli / 100.0).round() / 10.0;
     if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") }
+}
+
+/// The per-node first fit without grouping: what [`NodeIndex::first_fit`] must equal.
+pub fn first_fit_naive(nodes: &[NodeView], req: &CompiledRequest, count: i64) -> Vec<(usize, i64)> {
+    let mut out = Vec::new();
+    let mut left = count;
+    for (i, n) in nodes.iter().enumerate() {
+        if left <= 0 {
+            break;
+        }
+        if !req.admits(n) {
+            continue;
+        }
+        let k = req.per_node(n).min(left);
+        if k > 0 {
+            out.push((i, k));
+            left -= k;
+        }
+    }
+    out
 }
 
 /// The per-node loop without grouping or caching: what [`NodeIndex::estimate`] must equal.
@@ -710,7 +816,6 @@ pub struct Compiler {
 #[derive(Debug, Default)]
 struct Compiled {
     requests: HashMap<ReplicaRequirements, Arc<CompiledRequest>>,
-    labels: HashMap<LabelConstraints, u64>,
 }
 
 /// The parts of a request that read node labels and names.
@@ -724,6 +829,19 @@ const COMPILED_LIMIT: usize = 4096;
 fn next_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The [`CompiledRequest::labels`] of `req`'s label constraints: one id per distinct
+/// constraints in the process (every compiler and the deductions share them; bounded, a new
+/// id once the table started over).
+fn label_id(req: &ReplicaRequirements) -> u64 {
+    static LABELS: OnceLock<Mutex<HashMap<LabelConstraints, u64>>> = OnceLock::new();
+    let Ok(mut labels) = LABELS.get_or_init(Default::default).lock() else { return u64::MAX };
+    if labels.len() >= COMPILED_LIMIT {
+        labels.clear();
+    }
+    let key = (req.node_selector.clone(), req.node_affinity.clone(), req.gpu.clone());
+    *labels.entry(key).or_insert_with(next_id)
 }
 
 impl Compiler {
@@ -753,15 +871,7 @@ impl Compiler {
         if compiled.requests.len() >= COMPILED_LIMIT {
             compiled.requests.clear();
         }
-        if compiled.labels.len() >= COMPILED_LIMIT {
-            compiled.labels.clear();
-        }
-        let mut c = CompiledRequest::compile(next_id(), req, dims);
-        if c.reads_labels() {
-            let key = (req.node_selector.clone(), req.node_affinity.clone(), req.gpu.clone());
-            c.labels = *compiled.labels.entry(key).or_insert_with(next_id);
-        }
-        let c = Arc::new(c);
+        let c = Arc::new(CompiledRequest::compile_labelled(next_id(), req, dims));
         compiled.requests.insert(req.clone(), c.clone());
         c
     }
@@ -980,13 +1090,15 @@ mod tests {
         let mut tolerant = req(1500);
         tolerant.tolerations = r#"[{"key":"dedicated","operator":"Exists"}]"#.into();
         let shapes = [req(500), req(3000), zoned, tolerant];
-        let naive = |nodes: &[NodeView], c: &CompiledRequest| -> Vec<i64> {
-            nodes.iter().map(|n| if c.admits(n) { c.per_node(n) } else { 0 }).collect()
+        let fits = |idx: &NodeIndex, nodes: &[NodeView], c: &CompiledRequest| {
+            for count in [1, 3, 7, 40, i64::from(i32::MAX)] {
+                assert_eq!(idx.first_fit(nodes, c, &dims, count), Some(first_fit_naive(nodes, c, count)), "{count}");
+            }
         };
         let mut idx = NodeIndex::build(&nodes, &dims, &s);
         for r in &shapes {
             let c = compiler.compile(r, &dims);
-            assert_eq!(idx.per_node(&nodes, &c, &dims), Some(naive(&nodes, &c)), "{r:?}");
+            fits(&idx, &nodes, &c);
         }
         for i in [0, 1, 6] {
             nodes[i].requested = list(&[("cpu", 500), ("memory", 1 << 30)]);
@@ -995,7 +1107,7 @@ mod tests {
         assert!(idx.add_pods(&nodes, &[0, 1, 6]));
         for r in &shapes {
             let c = compiler.compile(r, &dims);
-            assert_eq!(idx.per_node(&nodes, &c, &dims), Some(naive(&nodes, &c)), "after pods: {r:?}");
+            fits(&idx, &nodes, &c);
         }
         let labelled = ModelSettings {
             label_dimensions: vec![crate::model::dimensions::LabelDimension {
@@ -1008,7 +1120,7 @@ mod tests {
         let other = Dimensions::new(&labelled);
         assert_ne!(other.id(), dims.id());
         assert_eq!(Dimensions::new(&ModelSettings::default()).id(), dims.id());
-        assert_eq!(idx.per_node(&nodes, &compiler.compile(&shapes[0], &other), &other), None);
+        assert_eq!(idx.first_fit(&nodes, &compiler.compile(&shapes[0], &other), &other, 1), None);
     }
 
     /// Requests of different sizes under the same label constraints share the nodes those

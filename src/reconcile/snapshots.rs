@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::model::dimensions::{Dimensions, ModelSettings};
+use crate::model::nodes::CompiledRequest;
 use crate::model::workload::interpret;
 use crate::model::{ClusterSnapshot, Freshness, Observed, ReplicaRequirements, assumed};
 use crate::policy::{ObjectKey, Template};
@@ -139,7 +140,7 @@ fn rebuild_views(
     let mut built = crate::util::threads::map_ordered(&rebuilt, crate::util::threads::workers(), |&i| {
         let mut view = inputs.snapshots[i].clone();
         for (req, n) in deductions.get(i).into_iter().flatten() {
-            assumed::deduct(&mut view, req, *n, dims);
+            assumed::deduct(&mut view, req, &CompiledRequest::compile_labelled(u64::MAX, req, dims), *n, dims);
         }
         view
     })
@@ -529,9 +530,10 @@ impl Assumed {
         plan: Vec<(usize, &String, i64, i64)>,
         dims: &Dimensions,
     ) {
+        let compiled = CompiledRequest::compile_labelled(u64::MAX, req, dims);
         for (i, _, want, done) in &plan {
             if let Some(snap) = snapshots.get_mut(*i) {
-                assumed::deduct(snap, req, want - done, dims);
+                assumed::deduct(snap, req, &compiled, want - done, dims);
             }
         }
         self.record(workload, req, &plan);
