@@ -211,8 +211,7 @@ fn record_batch(
         .map(|(((key, _), (_, placement)), seq)| (*seq, super::replay::replay_ref(cache, key, r.replay, placement)))
         .collect();
     r.store.put_replay_refs(&refs)?;
-    for (((_, mut record), (key, last)), seq) in batch.drain(..).zip(pending.drain(..)).zip(seqs) {
-        record.history_seq = seq;
+    for ((_, record), (key, last)) in batch.drain(..).zip(pending.drain(..)) {
         cache.history.insert(key.clone(), Some(last));
         cache.placements.insert(key, Arc::new(record));
     }

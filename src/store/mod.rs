@@ -757,11 +757,15 @@ impl Store {
 
     /// [`Store::record_decision`] for many decisions in one transaction (a sled transaction
     /// costs ≈ 0.5 ms whatever its size, so a pass records its decisions in batches). The
-    /// sequence numbers are consecutive, in the order given; returns them.
-    pub fn record_decisions(&self, decisions: &[(HistoryRecord, PlacementRecord)]) -> Result<Vec<u64>, StoreError> {
+    /// sequence numbers are consecutive, in the order given; each record's `seq` and
+    /// placement's `history_seq` are set to its number; returns them.
+    pub fn record_decisions(
+        &self,
+        decisions: &mut [(HistoryRecord, PlacementRecord)],
+    ) -> Result<Vec<u64>, StoreError> {
         self.writable("history")?;
         let mut keyed = Vec::with_capacity(decisions.len());
-        for (history, placement) in decisions {
+        for (history, placement) in decisions.iter() {
             if history.workload != placement.workload {
                 return Err(StoreError::Inconsistent(format!(
                     "decision for {} with a placement for {}",
@@ -770,22 +774,43 @@ impl Store {
             }
             keyed.push((keys::history_prefix(&history.workload)?, keys::workload(&placement.workload)?));
         }
-        (&self.inner.meta, &self.inner.history, &self.inner.placements)
-            .transaction(|(meta, hist, places)| {
-                let mut seqs = Vec::with_capacity(decisions.len());
-                for ((history, placement), (prefix, pkey)) in decisions.iter().zip(&keyed) {
-                    let seq = next_seq(meta)?;
-                    let mut h = history.clone();
-                    h.seq = seq;
-                    hist.insert(keys::history(prefix, seq), abort(encode(&h))?)?;
-                    let mut p = placement.clone();
-                    p.history_seq = seq;
-                    places.insert(pkey.as_slice(), abort(encode(&p))?)?;
-                    seqs.push(seq);
-                }
-                Ok(seqs)
+        if decisions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let count = u64::try_from(decisions.len()).unwrap_or(u64::MAX);
+        loop {
+            // The sequence numbers the transaction will hand out (this process is the store's
+            // only writer: the counter does not move in between; if it did, start again), so
+            // the records are encoded before it, on every core.
+            let last = counter("meta", self.inner.meta.get(keys::HISTORY_SEQ).map_err(|e| self.err(e))?.as_deref())?;
+            let end = last.checked_add(count).ok_or(StoreError::BadKey { tree: "meta", key: keys::HISTORY_SEQ.to_vec() })?;
+            for ((history, placement), seq) in decisions.iter_mut().zip(last + 1..) {
+                history.seq = seq;
+                placement.history_seq = seq;
+            }
+            let encoded = crate::util::threads::map_ordered(decisions, crate::util::threads::workers(), |(h, p)| {
+                Ok::<_, StoreError>((encode(h)?, encode(p)?))
             })
-            .map_err(|e| self.tx_err(e))
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?;
+            let written = (&self.inner.meta, &self.inner.history, &self.inner.placements)
+                .transaction(|(meta, hist, places)| {
+                    if abort(counter("meta", meta.get(keys::HISTORY_SEQ)?.as_deref()))? != last {
+                        return Ok(false);
+                    }
+                    for (((h, p), (prefix, pkey)), (hb, pb)) in decisions.iter().zip(&keyed).zip(&encoded) {
+                        hist.insert(keys::history(prefix, h.seq), hb.as_slice())?;
+                        places.insert(pkey.as_slice(), pb.as_slice())?;
+                        debug_assert_eq!(h.seq, p.history_seq);
+                    }
+                    meta.insert(keys::HISTORY_SEQ, &end.to_be_bytes())?;
+                    Ok(true)
+                })
+                .map_err(|e| self.tx_err(e))?;
+            if written {
+                return Ok(decisions.iter().map(|(h, _)| h.seq).collect());
+            }
+        }
     }
 
     /// The decisions for one workload, oldest first.

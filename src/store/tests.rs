@@ -504,12 +504,12 @@ fn record_decisions_in_one_transaction() {
     let (web, api) = (workload("web"), workload("api"));
     store.append_history(decision(&web, 1, "first")).unwrap();
     let seqs = store
-        .record_decisions(&[(decision(&web, 2, "a"), placement(&web)), (decision(&api, 2, "b"), placement(&api))])
+        .record_decisions(&mut [(decision(&web, 2, "a"), placement(&web)), (decision(&api, 2, "b"), placement(&api))])
         .unwrap();
     assert_eq!(seqs, vec![2, 3]);
     assert_eq!(store.placement(&api).unwrap().map(|p| p.history_seq), Some(3));
     assert_eq!(store.history(&web).unwrap().last().map(|r| r.seq), Some(2));
-    let err = store.record_decisions(&[(decision(&web, 3, "x"), placement(&api))]).unwrap_err();
+    let err = store.record_decisions(&mut [(decision(&web, 3, "x"), placement(&api))]).unwrap_err();
     assert!(matches!(err, StoreError::Inconsistent(_)));
     assert_eq!(store.append_history(decision(&web, 4, "c")).unwrap(), 4, "nothing of the refused batch was written");
 }
@@ -523,7 +523,7 @@ fn record_decisions_writes_what_one_by_one_writes_would() {
             .collect()
     };
     let names = ["web", "api", "db", "cache", "web"];
-    let decisions: Vec<(HistoryRecord, PlacementRecord)> = names
+    let mut decisions: Vec<(HistoryRecord, PlacementRecord)> = names
         .iter()
         .enumerate()
         .map(|(i, n)| (decision(&workload(n), i as u64 + 2, n), placement(&workload(n))))
@@ -534,8 +534,8 @@ fn record_decisions_writes_what_one_by_one_writes_would() {
         store.append_history(decision(&workload("web"), 1, "first")).unwrap();
     }
     let one_seqs: Vec<u64> = decisions.iter().map(|(h, p)| one.record_decision(h.clone(), p).unwrap()).collect();
-    let mut batch_seqs = batched.record_decisions(&decisions[..2]).unwrap();
-    batch_seqs.extend(batched.record_decisions(&decisions[2..]).unwrap());
+    let mut batch_seqs = batched.record_decisions(&mut decisions[..2]).unwrap();
+    batch_seqs.extend(batched.record_decisions(&mut decisions[2..]).unwrap());
     assert_eq!(one_seqs, batch_seqs);
     assert_eq!(contents(&one), contents(&batched));
 }
