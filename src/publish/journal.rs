@@ -21,6 +21,19 @@ pub(super) struct Journal {
     pub(super) version: u32,
     pub(super) renames: Vec<Rename>,
     pub(super) deletions: Vec<String>,
+    /// Cluster directories staged whole: each moved into place by one rename when its
+    /// directory is still missing there (the renames of its files, staged under it, are then
+    /// done by that one); file by file otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) new_dirs: Vec<NewDir>,
+}
+
+/// A cluster directory that did not exist, staged whole (`n<k>` in the staging directory).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct NewDir {
+    pub(super) staged: String,
+    /// The cluster directory (relative to the output root: one name).
+    pub(super) target: String,
 }
 
 /// One staged file and where it goes.
@@ -43,7 +56,32 @@ const STAGED_PER_DIR: usize = 1024;
 pub(super) fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishError> {
     let staging = staging_dir(out);
     create_dirs(&staging)?;
-    let writes: Vec<Staged<'_>> = changes.writes.iter().collect();
+    // The files of a cluster whose directory does not exist yet (every cluster of a first
+    // publish) are staged as that directory, which one rename moves into place: no rename per
+    // file, and the directory appears whole.
+    let mut new_clusters: Vec<(&str, Vec<Staged<'_>>)> = Vec::new();
+    let mut writes: Vec<Staged<'_>> = Vec::with_capacity(changes.writes.len());
+    for (target, bytes) in &changes.writes {
+        let Some((cluster, _)) = target.split_once('/').filter(|(c, _)| *c != super::STATE_DIR) else {
+            writes.push((target, bytes));
+            continue;
+        };
+        match new_clusters.last_mut() {
+            Some((c, files)) if *c == cluster => files.push((target, bytes)),
+            _ if kind_of(&out.join(cluster))? == Kind::Missing => new_clusters.push((cluster, vec![(target, bytes)])),
+            _ => writes.push((target, bytes)),
+        }
+    }
+    let new_staged = crate::util::threads::map_ordered(&new_clusters, crate::util::threads::workers(), |(cluster, files)| {
+        stage_cluster(&staging, cluster, files)
+    });
+    let mut new_dirs = Vec::with_capacity(new_clusters.len());
+    let mut renames = Vec::with_capacity(changes.writes.len());
+    for staged in new_staged {
+        let (dir, files) = staged?;
+        new_dirs.push(dir);
+        renames.extend(files);
+    }
     // Staged writes are independent: spread them over the cores (the kernel work of creating
     // 100,000 files dominates a first publish), each run of `STAGED_PER_DIR` files in a
     // directory of its own (`s0`, `s1`…); the journal keeps the sorted order.
@@ -53,16 +91,45 @@ pub(super) fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishErr
         create_dirs(&staging.join(&dir))?;
         run.iter().map(|(target, bytes)| stage_file(&staging, &dir, target, bytes)).collect::<Result<Vec<_>, _>>()
     });
-    let mut renames = Vec::with_capacity(writes.len());
     for run in staged {
         renames.extend(run?);
     }
-    let journal = Journal { version: JOURNAL_VERSION, renames, deletions: changes.deletions.iter().cloned().collect() };
+    // The journal lists the renames sorted by target, as the changes are.
+    renames.sort_by(|a, b| a.target.cmp(&b.target));
+    let deletions = changes.deletions.iter().cloned().collect();
+    let journal = Journal { version: JOURNAL_VERSION, renames, deletions, new_dirs };
     // One syncfs for every staged file (one fsync per file costs ~0.5 ms each: 70,000 files
     // would take most of a first publish); then the staging directory's entries.
     sync_filesystem(&staging)?;
     sync_dir(&staging)?;
     Ok(journal)
+}
+
+/// Stages the files of a cluster whose directory is missing as the directory `n-<cluster>`
+/// of the staging directory, laid out as the cluster directory will be; returns its journal
+/// entries (the directory, and a rename per file from its place in it).
+fn stage_cluster(staging: &Path, cluster: &str, files: &[Staged<'_>]) -> Result<(NewDir, Vec<Rename>), PublishError> {
+    let dir = format!("n-{cluster}");
+    let root = staging.join(&dir);
+    let mut made = std::collections::HashSet::new();
+    let mut renames = Vec::with_capacity(files.len());
+    for (target, bytes) in files {
+        let rel = target.strip_prefix(cluster).and_then(|r| r.strip_prefix('/')).unwrap_or(target.as_str());
+        let path = root.join(rel);
+        if let Some(parent) = path.parent()
+            && made.insert(parent.to_path_buf())
+        {
+            create_dirs(parent)?;
+        }
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io_err("create staged file", &path))?;
+        file.write_all(bytes).map_err(io_err("write", &path))?;
+        renames.push(Rename { staged: format!("{dir}/{rel}"), target: target.to_string() });
+    }
+    Ok((NewDir { staged: dir, target: cluster.to_string() }, renames))
 }
 
 /// Writes one staged file under `staging/dir` with a fresh name; returns its journal entry.
@@ -110,9 +177,26 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
     let staging = staging_dir(out);
     let mut removed = Vec::new();
     let mut done = vec![false; journal.renames.len()];
+    // Whole new cluster directories first: each one rename when the directory is still
+    // missing; its files' renames are then done.
+    let mut moved_dirs = std::collections::HashSet::new();
+    for dir in &journal.new_dirs {
+        let (from, to) = (staging.join(&dir.staged), out.join(&dir.target));
+        if kind_of(&from)? == Kind::Dir && kind_of(&to)? == Kind::Missing {
+            fs::rename(&from, &to).map_err(io_err("rename into", &to))?;
+            super::crash_point();
+            moved_dirs.insert(dir.staged.as_str());
+        }
+    }
+    if !moved_dirs.is_empty() {
+        for (rename, d) in journal.renames.iter().zip(done.iter_mut()) {
+            *d = rename.staged.split_once('/').is_some_and(|(dir, _)| moved_dirs.contains(dir));
+        }
+    }
     // Cluster directories are independent: each one's renames run in order on one core, the
     // clusters on every core; `placements.json` only once every cluster is done.
-    let (clusters, last) = cluster_runs(&journal.renames);
+    let pending: Vec<usize> = (0..journal.renames.len()).filter(|i| !done[*i]).collect();
+    let (clusters, last) = cluster_runs(&journal.renames, &pending);
     let applied = crate::util::threads::map_ordered(&clusters, crate::util::threads::workers(), |run| {
         let mut known_dirs = std::collections::HashSet::new();
         let mut moved = Vec::with_capacity(run.len());
@@ -202,14 +286,20 @@ fn apply_rename(
     Ok(true)
 }
 
-/// [`apply_order`] cut into one run per cluster directory (each in its order), and what comes
-/// after every cluster (`placements.json`).
-fn cluster_runs(renames: &[Rename]) -> (Vec<Vec<usize>>, Vec<usize>) {
+/// [`apply_order`] of the renames at `pending` cut into one run per cluster directory (each
+/// in its order), and what comes after every cluster (`placements.json`).
+fn cluster_runs(renames: &[Rename], pending: &[usize]) -> (Vec<Vec<usize>>, Vec<usize>) {
     let summary = format!("{STATE_DIR}/{SUMMARY_FILE}");
     let mut runs: Vec<Vec<usize>> = Vec::new();
     let mut last = Vec::new();
     let mut current: Option<&str> = None;
-    for i in apply_order(renames) {
+    let mut pending_only = vec![false; renames.len()];
+    for &i in pending {
+        if let Some(p) = pending_only.get_mut(i) {
+            *p = true;
+        }
+    }
+    for i in apply_order(renames).into_iter().filter(|i| pending_only[*i]) {
         let target = renames[i].target.as_str();
         if target == summary {
             last.push(i);

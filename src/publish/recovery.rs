@@ -25,8 +25,21 @@ fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
     };
     // A plain name, or a directory of the staging directory and a name (`s12/stage-….tmp`).
     let name_ok = |n: &str| !n.is_empty() && n != "." && n != ".." && !n.contains(['/', '\\', '\0']);
+    // A whole new cluster directory: a plain name in the staging directory, moved to a
+    // cluster directory.
+    let mut new_dirs = std::collections::HashMap::new();
+    for dir in &journal.new_dirs {
+        if !name_ok(&dir.staged) || cluster_problem(&dir.target).is_some() {
+            return Err(invalid(format!("new directory {:?} for {:?}", dir.staged, dir.target)));
+        }
+        new_dirs.insert(dir.staged.as_str(), dir.target.as_str());
+    }
     for rename in &journal.renames {
         let staged_ok = match rename.staged.split_once('/') {
+            // A file staged in a new cluster directory: at the place its target has in it.
+            Some((dir, rest)) if new_dirs.contains_key(dir) => {
+                rename.target.split_once('/') == new_dirs.get(dir).map(|cluster| (*cluster, rest))
+            }
             Some((dir, name)) => name_ok(dir) && name_ok(name),
             None => name_ok(&rename.staged),
         };
@@ -114,7 +127,7 @@ mod tests {
     use super::super::test_fixtures::{object, read, sample_plan, snapshot};
     use super::*;
     use crate::publish::diff::compute_changes;
-    use crate::publish::journal::{Rename, stage, write_journal};
+    use crate::publish::journal::{NewDir, Rename, stage, write_journal};
     use crate::publish::names::validate;
     use crate::publish::{DeleteGuard, PublishPlan, publish};
     use tempfile::TempDir;
@@ -196,7 +209,12 @@ mod tests {
 
         let dir = TempDir::new().expect("tempdir");
         let out = dir.path();
+        // The cluster directories exist (a first publish stages each whole instead).
+        for c in ["member1", "member2", "member3"] {
+            fs::create_dir_all(out.join(c)).expect("mkdir");
+        }
         let journal = crash_after_journal(out, &big());
+        assert!(journal.new_dirs.is_empty());
         let dirs: std::collections::BTreeSet<&str> =
             journal.renames.iter().filter_map(|r| r.staged.split_once('/').map(|(d, _)| d)).collect();
         assert!(dirs.len() >= 4, "3,304 files in directories of 1,024: {dirs:?}");
@@ -204,6 +222,36 @@ mod tests {
         let partial = Journal { renames: journal.renames[..1500].to_vec(), deletions: vec![], ..journal.clone() };
         apply_journal(out, &partial).expect("partial apply");
         assert!(recover(out).expect("recover"), "journal applied");
+        assert_eq!(snapshot(out), expected);
+        assert_eq!(fs::read_dir(out.join(".fedsched/staging")).expect("staging").count(), 0);
+    }
+
+    /// A first publish stages each cluster directory whole and moves it into place with one
+    /// rename. After a crash between those renames, recovery moves the rest; a cluster
+    /// directory someone created in between gets its files one by one (their own file kept);
+    /// both give the output of an uninterrupted publish, with nothing left in staging.
+    #[test]
+    fn a_first_publish_moves_each_new_cluster_directory_whole_and_recovers() {
+        let reference = TempDir::new().expect("tempdir");
+        let report = publish(reference.path(), &sample_plan()).expect("publish");
+        let mut expected = snapshot(reference.path());
+        let files = expected.keys().filter(|k| !k.ends_with('/') && !k.starts_with(".fedsched/")).count();
+        assert_eq!(report.written.len(), files + 1, "every file and the summary reported written");
+
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path();
+        let journal = crash_after_journal(out, &sample_plan());
+        let targets: Vec<&str> = journal.new_dirs.iter().map(|d| d.target.as_str()).collect();
+        assert_eq!(targets, ["member1", "member2"]);
+        assert!(journal.renames.iter().all(|r| r.target.starts_with(".fedsched/") || r.staged.starts_with("n-")));
+        // The first directory was moved before the crash; someone made the second one.
+        let first = Journal { new_dirs: journal.new_dirs[..1].to_vec(), renames: vec![], ..journal.clone() };
+        apply_journal(out, &first).expect("partial apply");
+        assert!(out.join("member1/kustomization.yaml").is_file());
+        fs::create_dir_all(out.join("member2")).expect("mkdir");
+        fs::write(out.join("member2/notes.txt"), "mine").expect("write");
+        assert!(recover(out).expect("recover"), "journal applied");
+        expected.insert("member2/notes.txt".to_owned(), b"mine".to_vec());
         assert_eq!(snapshot(out), expected);
         assert_eq!(fs::read_dir(out.join(".fedsched/staging")).expect("staging").count(), 0);
     }
@@ -243,6 +291,7 @@ mod tests {
             version: JOURNAL_VERSION,
             renames: vec![Rename { staged: "x".to_owned(), target: "../outside.yaml".to_owned() }],
             deletions: vec![],
+            new_dirs: vec![],
         };
         write_journal(out, &evil).expect("journal");
         let err = recover(out).expect_err("evil journal");
@@ -252,10 +301,31 @@ mod tests {
                 version: JOURNAL_VERSION,
                 renames: vec![Rename { staged: staged.to_owned(), target: "member1/kustomization.yaml".to_owned() }],
                 deletions: vec![],
+                new_dirs: vec![],
             };
             write_journal(out, &evil).expect("journal");
             let err = recover(out).expect_err(staged);
             assert!(matches!(err, PublishError::JournalInvalid { .. }), "{staged}: {err}");
+        }
+        // A new cluster directory: a plain staged name, a cluster name, and files staged at
+        // their place in it.
+        let new_dir = |staged: &str, target: &str| NewDir { staged: staged.to_owned(), target: target.to_owned() };
+        let file = |staged: &str, target: &str| Rename { staged: staged.to_owned(), target: target.to_owned() };
+        let cases = [
+            (new_dir("../n", "member1"), file("s0/x", "member1/kustomization.yaml")),
+            (new_dir("n-a/b", "member1"), file("s0/x", "member1/kustomization.yaml")),
+            (new_dir("n-a", ".."), file("s0/x", "member1/kustomization.yaml")),
+            (new_dir("n-a", "member1/x"), file("s0/x", "member1/kustomization.yaml")),
+            (new_dir("n-a", "member1"), file("n-a/kustomization.yaml", "member2/kustomization.yaml")),
+            (new_dir("n-a", "member1"), file("n-a/ns/x.yaml", "member1/ns/y.yaml")),
+            (new_dir("n-a", "member1"), file("n-a/../../x.yaml", "member1/../../x.yaml")),
+        ];
+        for (dir, rename) in cases {
+            let what = format!("{dir:?} {rename:?}");
+            let evil = Journal { version: JOURNAL_VERSION, renames: vec![rename], deletions: vec![], new_dirs: vec![dir] };
+            write_journal(out, &evil).expect("journal");
+            let err = recover(out).expect_err(&what);
+            assert!(matches!(err, PublishError::JournalInvalid { .. }), "{what}: {err}");
         }
         fs::write(out.join(".fedsched/journal.json"), "{not json").expect("write");
         let err = recover(out).expect_err("corrupt journal");
