@@ -247,8 +247,9 @@ fn main() {
     bench(&format!("store: record_decision ({encoded} bytes of history, {clusters} verdicts)"), 5, 20, || {
         store.record_decision(history.clone(), &placement)
     });
-    let batch: Vec<(HistoryRecord, PlacementRecord)> = (0..100).map(|_| (history.clone(), placement.clone())).collect();
-    let per = bench("store: record_decisions, a batch of 100", 5, 5, || store.record_decisions(&batch));
+    let mut batch: Vec<(HistoryRecord, PlacementRecord)> =
+        (0..100).map(|_| (history.clone(), placement.clone())).collect();
+    let per = bench("store: record_decisions, a batch of 100", 5, 5, || store.record_decisions(&mut batch));
     println!("{:<44} {:>12}", "  per decision", fedsched::testbed::bench::timing::fmt(per.per_iter / 100));
     bench("store: put_placement", 7, 50, || store.put_placement(&placement));
     bench("store: placement (read)", 7, 200, || store.placement(&t8.key));
