@@ -1191,6 +1191,18 @@ mod tests {
         std::fs::write(policies.join(repo::workload_file(0)), repo::workload_yaml(0, 5, 6)).expect("edit");
         let edited = both(4_000);
         assert_eq!(edited.redecided.inputs, 1, "{:?}", edited.redecided);
+        // The views saved for the next pass (copied before the edit's deductions) share the
+        // node indexes of the views they were copied from (a copy starts without one): the
+        // next pass does not group the members' nodes again. The warm and cold outputs are
+        // equal with them.
+        let shared = warm
+            .cache
+            .lock()
+            .expect("cache")
+            .views
+            .as_ref()
+            .map_or(0, |v| v.snapshots.iter().filter(|s| s.is_live() && s.index.built().is_some()).count());
+        assert!(shared > 0, "no saved view kept its index");
         // The pass after it starts from views with the edit's deductions (within the pass
         // they were made after the edited workload's decision).
         let after = both(5_000);

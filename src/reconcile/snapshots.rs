@@ -189,7 +189,15 @@ impl PassSnapshots {
             return;
         }
         if let Some(key) = self.unsaved.take() {
-            let snapshots = self.views.clone();
+            let mut snapshots = self.views.clone();
+            // The copies share the views' node indexes (a clone starts without one): the next
+            // pass estimates on them without grouping every member's nodes again. A deduction
+            // from either side changes a shared index on a copy of its own.
+            for (copy, view) in snapshots.iter_mut().zip(&self.views) {
+                if let Some(index) = view.index.built() {
+                    copy.index.set_shared(index.clone());
+                }
+            }
             let fingerprints = self.fingerprints.clone();
             *saved = Some(cache::DeductedViews { key, snapshots, assumed: self.assumed.clone(), fingerprints });
         }
@@ -547,6 +555,8 @@ impl Assumed {
         }
         // The workload's key is copied once, and a cluster's name once per map it is new in
         // (a rebuild of the views records every recent placement).
+        // What is deducted, hashed once for all its clusters.
+        let what = cache::key_of(&(workload, req));
         let deducted = match self.deducted.get_mut(workload) {
             Some(d) => d,
             None => self.deducted.entry(workload.clone()).or_default(),
@@ -562,7 +572,7 @@ impl Assumed {
                 Some(own) => own,
                 None => self.per_cluster.entry(cluster.clone()).or_insert(0),
             };
-            *own = cache::key_of(&(*own, workload, want, req));
+            *own = cache::key_of(&(*own, what, want));
             if self.by_position.len() <= i {
                 self.by_position.resize(i + 1, 0);
             }
