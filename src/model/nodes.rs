@@ -668,15 +668,11 @@ impl NodeIndex {
                 .then(|| self.cpu(nodes))
                 .filter(|cpu| (cpu.mean_factor() - 1.0).abs() > f64::EPSILON);
             if let Some(cpu) = cpu {
-                let best_group = self
-                    .groups
-                    .iter()
-                    .filter(|g| g.usable)
-                    .max_by(|a, b| {
-                        (a.free[c] as f64 * a.cpu_factor)
-                            .total_cmp(&(b.free[c] as f64 * b.cpu_factor))
-                            .then_with(|| a.nodes.first().cmp(&b.nodes.first()))
-                    });
+                let best_group = self.groups.iter().filter(|g| g.usable).max_by(|a, b| {
+                    (a.free[c] as f64 * a.cpu_factor)
+                        .total_cmp(&(b.free[c] as f64 * b.cpu_factor))
+                        .then_with(|| a.nodes.first().cmp(&b.nodes.first()))
+                });
                 let factor = best_group.map_or(1.0, |g| g.cpu_factor);
                 out.push(format!(
                     "cpu: {} normalised cores ({} raw) needed per replica, largest node has {} normalised ({} raw) free",

@@ -72,9 +72,10 @@ pub(super) fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishErr
             _ => writes.push((target, bytes)),
         }
     }
-    let new_staged = crate::util::threads::map_ordered(&new_clusters, crate::util::threads::workers(), |(cluster, files)| {
-        stage_cluster(&staging, cluster, files)
-    });
+    let new_staged =
+        crate::util::threads::map_ordered(&new_clusters, crate::util::threads::workers(), |(cluster, files)| {
+            stage_cluster(&staging, cluster, files)
+        });
     let mut new_dirs = Vec::with_capacity(new_clusters.len());
     let mut renames = Vec::with_capacity(changes.writes.len());
     for staged in new_staged {

@@ -759,10 +759,7 @@ impl Store {
     /// costs ≈ 0.5 ms whatever its size, so a pass records its decisions in batches). The
     /// sequence numbers are consecutive, in the order given; each record's `seq` and
     /// placement's `history_seq` are set to its number; returns them.
-    pub fn record_decisions(
-        &self,
-        decisions: &mut [(HistoryRecord, PlacementRecord)],
-    ) -> Result<Vec<u64>, StoreError> {
+    pub fn record_decisions(&self, decisions: &mut [(HistoryRecord, PlacementRecord)]) -> Result<Vec<u64>, StoreError> {
         self.writable("history")?;
         let mut keyed = Vec::with_capacity(decisions.len());
         for (history, placement) in decisions.iter() {
@@ -783,7 +780,8 @@ impl Store {
             // only writer: the counter does not move in between; if it did, start again), so
             // the records are encoded before it, on every core.
             let last = counter("meta", self.inner.meta.get(keys::HISTORY_SEQ).map_err(|e| self.err(e))?.as_deref())?;
-            let end = last.checked_add(count).ok_or(StoreError::BadKey { tree: "meta", key: keys::HISTORY_SEQ.to_vec() })?;
+            let end =
+                last.checked_add(count).ok_or(StoreError::BadKey { tree: "meta", key: keys::HISTORY_SEQ.to_vec() })?;
             for ((history, placement), seq) in decisions.iter_mut().zip(last + 1..) {
                 history.seq = seq;
                 placement.history_seq = seq;
