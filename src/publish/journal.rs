@@ -28,7 +28,8 @@ pub(super) struct Journal {
     pub(super) new_dirs: Vec<NewDir>,
 }
 
-/// A cluster directory that did not exist, staged whole (`n<k>` in the staging directory).
+/// A cluster directory that did not exist, staged whole (`n-<cluster>` in the staging
+/// directory).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct NewDir {
     pub(super) staged: String,
@@ -61,14 +62,22 @@ pub(super) fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishErr
     // file, and the directory appears whole.
     let mut new_clusters: Vec<(&str, Vec<Staged<'_>>)> = Vec::new();
     let mut writes: Vec<Staged<'_>> = Vec::with_capacity(changes.writes.len());
+    let mut checked: Option<(&str, bool)> = None;
     for (target, bytes) in &changes.writes {
         let Some((cluster, _)) = target.split_once('/').filter(|(c, _)| *c != super::STATE_DIR) else {
             writes.push((target, bytes));
             continue;
         };
-        match new_clusters.last_mut() {
-            Some((c, files)) if *c == cluster => files.push((target, bytes)),
-            _ if kind_of(&out.join(cluster))? == Kind::Missing => new_clusters.push((cluster, vec![(target, bytes)])),
+        // The writes are sorted by target: a cluster's are together, its directory looked at once.
+        if checked.is_none_or(|(c, _)| c != cluster) {
+            let missing = kind_of(&out.join(cluster))? == Kind::Missing;
+            if missing {
+                new_clusters.push((cluster, Vec::new()));
+            }
+            checked = Some((cluster, missing));
+        }
+        match (checked, new_clusters.last_mut()) {
+            (Some((_, true)), Some((_, files))) => files.push((target, bytes)),
             _ => writes.push((target, bytes)),
         }
     }

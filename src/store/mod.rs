@@ -63,6 +63,9 @@ pub const LOCK_FILE: &str = "fedsched.lock";
 pub const DB_DIR: &str = "db";
 /// sled page cache size.
 pub const CACHE_CAPACITY: u64 = 64 << 20;
+/// How often [`Store::record_decisions`] encodes a batch again when the sequence counter
+/// moved before its transaction (it cannot while this process is the only writer).
+const RECORD_ATTEMPTS: usize = 3;
 /// sled background flush interval.
 pub const FLUSH_EVERY_MS: u64 = 500;
 
@@ -775,7 +778,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let count = u64::try_from(decisions.len()).unwrap_or(u64::MAX);
-        loop {
+        for _ in 0..RECORD_ATTEMPTS {
             // The sequence numbers the transaction will hand out (this process is the store's
             // only writer: the counter does not move in between; if it did, start again), so
             // the records are encoded before it, on every core.
@@ -809,6 +812,9 @@ impl Store {
                 return Ok(decisions.iter().map(|(h, _)| h.seq).collect());
             }
         }
+        Err(StoreError::Inconsistent(format!(
+            "the history sequence counter moved during each of {RECORD_ATTEMPTS} attempts to record a batch: another writer?"
+        )))
     }
 
     /// The decisions for one workload, oldest first.
