@@ -254,12 +254,8 @@ fn record_snapshots(
     let read = crate::util::threads::map_ordered(&cold, crate::util::threads::workers(), |s| {
         let nodes = cache::key_of(&*s.nodes);
         let head = store.snapshot_head(&s.name)?;
-        let hash = s.content_hash();
-        let prepared = if head.as_ref().is_some_and(|h| h.hash == hash) {
-            PreparedSnapshot::of(s, false)?
-        } else {
-            PreparedSnapshot::of(&with_freshness(s, now_ms, model), true)?
-        };
+        let fresh = freshness_at(s.freshness, now_ms, model).1;
+        let prepared = PreparedSnapshot::of(s, head.as_ref().map(|h| h.hash), fresh)?;
         Ok::<_, StoreError>((nodes, head, prepared))
     });
     for (s, r) in cold.iter().zip(read) {
@@ -300,7 +296,7 @@ fn record_snapshots(
                 let (version, new, recorded_ms) = match head {
                     Some(h) => (h.version, false, h.last_seen_ms),
                     None => {
-                        let snap = with_freshness(snap, now_ms, model);
+                        let snap = ClusterSnapshot { freshness: fresh, ..snap.clone() };
                         let (version, new) = match prepared {
                             Some(prepared) => store.record_prepared_snapshot(&snap, observed, prepared)?,
                             None => store.record_snapshot(&snap, observed)?,
@@ -464,13 +460,6 @@ fn freshness_at(fresh: Option<Freshness>, now_ms: u64, model: &ModelSettings) ->
     (if f.polled_at_ms == 0 { now_ms } else { f.polled_at_ms.min(now_ms) }, Some(f))
 }
 
-/// The snapshot as recorded: its freshness at the pass's time ([`freshness_at`]).
-fn with_freshness(snap: &ClusterSnapshot, now_ms: u64, model: &ModelSettings) -> ClusterSnapshot {
-    let mut snap = snap.clone();
-    snap.freshness = freshness_at(snap.freshness, now_ms, model).1;
-    snap
-}
-
 /// Replicas deducted per (workload, live cluster) this pass.
 #[derive(Debug, Default, Clone)]
 pub struct Assumed {
@@ -553,10 +542,10 @@ impl Assumed {
         if plan.is_empty() {
             return;
         }
-        // The workload's key is copied once, and a cluster's name once per map it is new in
-        // (a rebuild of the views records every recent placement).
         // What is deducted, hashed once for all its clusters.
         let what = cache::key_of(&(workload, req));
+        // The workload's key is copied once, and a cluster's name once per map it is new in
+        // (a rebuild of the views records every recent placement).
         let deducted = match self.deducted.get_mut(workload) {
             Some(d) => d,
             None => self.deducted.entry(workload.clone()).or_default(),

@@ -443,7 +443,8 @@ impl Store {
     }
 
     /// [`Store::record_snapshot`] with the snapshot's content hash, and maybe its encoded
-    /// body, computed beforehand ([`PreparedSnapshot::of`]: on any thread, without the store).
+    /// body, computed beforehand ([`PreparedSnapshot::of`]: on any thread, without the store);
+    /// `snap` is the snapshot as recorded (its freshness the one the body was prepared with).
     pub fn record_prepared_snapshot(
         &self,
         snap: &ClusterSnapshot,
@@ -925,10 +926,19 @@ pub struct PreparedSnapshot {
 }
 
 impl PreparedSnapshot {
-    /// The content hash of `snap`, and its body encoded when `with_body`.
-    pub fn of(snap: &ClusterSnapshot, with_body: bool) -> Result<PreparedSnapshot, StoreError> {
-        let body = if with_body { Some(encode(snap)?) } else { None };
-        Ok(PreparedSnapshot { hash: snap.content_hash(), body })
+    /// The content hash of `snap` and, unless it is `head` (the stored head's hash), its body
+    /// as recorded: `snap` with `freshness` (which is not content).
+    pub fn of(
+        snap: &ClusterSnapshot,
+        head: Option<u64>,
+        freshness: Option<crate::model::Freshness>,
+    ) -> Result<PreparedSnapshot, StoreError> {
+        let hash = snap.content_hash();
+        let body = match head == Some(hash) {
+            true => None,
+            false => Some(encode(&ClusterSnapshot { freshness, ..snap.clone() })?),
+        };
+        Ok(PreparedSnapshot { hash, body })
     }
 
     /// The content hash of the snapshot it was prepared from.

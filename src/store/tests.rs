@@ -598,3 +598,42 @@ fn in_use_probes_the_lock_without_creating_anything() {
     let again = Store::open(&state).expect("the probe left no lock behind");
     drop(again);
 }
+
+/// A snapshot prepared beforehand is recorded as `record_snapshot` records it, with the
+/// freshness it was prepared with in its body; prepared against a head of the same content it
+/// carries no body and adds no version.
+#[test]
+fn a_prepared_snapshot_records_what_record_snapshot_records() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (prepared_store, plain_store) =
+        (Store::open(&dir.path().join("p")).expect("open"), Store::open(&dir.path().join("q")).expect("open"));
+    let fresh = Some(crate::model::Freshness {
+        polled_at_ms: 900,
+        consecutive_failures: 0,
+        age_ms: 100,
+        confidence_ppm: 990_000,
+    });
+    let snap = cluster("a", 1);
+    let prepared = PreparedSnapshot::of(&snap, None, fresh).expect("prepare");
+    assert_eq!(prepared.hash(), snap.content_hash());
+    assert!(prepared.body.is_some());
+    let with_freshness = ClusterSnapshot { freshness: fresh, ..snap.clone() };
+    assert_eq!(
+        prepared_store.record_prepared_snapshot(&with_freshness, seen(1_000), prepared).expect("record"),
+        (1, true)
+    );
+    assert_eq!(plain_store.record_snapshot(&with_freshness, seen(1_000)).expect("record"), (1, true));
+    let (stored, plain) = (
+        prepared_store.latest_snapshot("a").expect("read").expect("head"),
+        plain_store.latest_snapshot("a").expect("read").expect("head"),
+    );
+    assert_eq!(stored.1.freshness, fresh);
+    assert_eq!(stored, plain);
+    // Against a head of the same content: no body, no new version.
+    let again = PreparedSnapshot::of(&snap, Some(snap.content_hash()), fresh).expect("prepare");
+    assert!(again.body.is_none());
+    assert_eq!(
+        prepared_store.record_prepared_snapshot(&with_freshness, seen(2_000), again).expect("record"),
+        (1, false)
+    );
+}
