@@ -205,8 +205,7 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
     }
     // Cluster directories are independent: each one's renames run in order on one core, the
     // clusters on every core; `placements.json` only once every cluster is done.
-    let pending: Vec<usize> = (0..journal.renames.len()).filter(|i| !done[*i]).collect();
-    let (clusters, last) = cluster_runs(&journal.renames, &pending);
+    let (clusters, last) = cluster_runs(&journal.renames, &done);
     let applied = crate::util::threads::map_ordered(&clusters, crate::util::threads::workers(), |run| {
         let mut known_dirs = std::collections::HashSet::new();
         let mut moved = Vec::with_capacity(run.len());
@@ -296,20 +295,15 @@ fn apply_rename(
     Ok(true)
 }
 
-/// [`apply_order`] of the renames at `pending` cut into one run per cluster directory (each
-/// in its order), and what comes after every cluster (`placements.json`).
-fn cluster_runs(renames: &[Rename], pending: &[usize]) -> (Vec<Vec<usize>>, Vec<usize>) {
+/// [`apply_order`] of the renames not `done` (a whole new directory moved them) cut into one
+/// run per cluster directory (each in its order), and what comes after every cluster
+/// (`placements.json`).
+fn cluster_runs(renames: &[Rename], done: &[bool]) -> (Vec<Vec<usize>>, Vec<usize>) {
     let summary = format!("{STATE_DIR}/{SUMMARY_FILE}");
     let mut runs: Vec<Vec<usize>> = Vec::new();
     let mut last = Vec::new();
     let mut current: Option<&str> = None;
-    let mut pending_only = vec![false; renames.len()];
-    for &i in pending {
-        if let Some(p) = pending_only.get_mut(i) {
-            *p = true;
-        }
-    }
-    for i in apply_order(renames).into_iter().filter(|i| pending_only[*i]) {
+    for i in apply_order(renames).into_iter().filter(|i| !done.get(*i).copied().unwrap_or(false)) {
         let target = renames[i].target.as_str();
         if target == summary {
             last.push(i);

@@ -10,6 +10,7 @@
 //! OUT/.fedsched/placements.json               optional summary, outside every cluster dir
 //! OUT/.fedsched/journal.json                  only while a publish is being applied
 //! OUT/.fedsched/staging/s<k>/                 staged file contents (1,024 a directory)
+//! OUT/.fedsched/staging/n-<cluster>/          a cluster directory that did not exist, staged whole
 //! ```
 //!
 //! A publish is all-or-nothing across the whole plan: every new or changed file is first staged
