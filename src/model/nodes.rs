@@ -1062,11 +1062,11 @@ mod tests {
         assert_eq!(idx.estimate(&nodes, &large), 8);
     }
 
-    /// What each node takes by the groups equals the node-by-node predicates and figures (the
-    /// deduction's first fit reads it), before and after pods are added; an index built with
-    /// other dimensions does not answer.
+    /// The first fit by the groups equals the node-by-node one (the deduction places its
+    /// replicas with it), before and after pods are added; an index built with other
+    /// dimensions does not answer.
     #[test]
-    fn per_node_answers_equal_the_node_by_node_figures() {
+    fn first_fit_by_the_groups_equals_the_node_by_node_one() {
         let mut nodes: Vec<NodeView> = (0..10)
             .map(|i| {
                 let mut n = node(&format!("n{i}"), 1000 * (1 + i % 4), 1 << 33, 4 + i);
@@ -1244,6 +1244,33 @@ mod tests {
             let c = CompiledRequest::compile(1, &r, &dims);
             // Never more than first-fit achieves, and for identical pods exactly that.
             prop_assert_eq!(first_fit(&nodes, &c, &request, fast + 3), fast);
+        }
+
+        /// Pods added node by node, the index moved along (`add_pods`: groups joined, left,
+        /// emptied and replaced by the last one) is after every step the index a build of the
+        /// nodes gives, whatever its groups' order, and its first fit the node-by-node one.
+        #[test]
+        fn an_index_moved_along_added_pods_is_a_fresh_build(
+            cpus in prop::collection::vec(1i64..5, 2..14),
+            steps in prop::collection::vec((0usize..14, 1i64..4), 1..30),
+            count in 1i64..20,
+        ) {
+            let s = settings();
+            let dims = Dimensions::new(&s);
+            let mut nodes: Vec<NodeView> =
+                cpus.iter().enumerate().map(|(i, c)| node(&format!("n{i}"), c * 1000, 1 << 34, 110)).collect();
+            let mut idx = NodeIndex::build(&nodes, &dims, &s);
+            let c = CompiledRequest::compile(u64::MAX, &req(500), &dims);
+            for (at, pods) in steps {
+                let i = at % nodes.len();
+                let used = nodes[i].requested.get("cpu");
+                nodes[i].requested = list(&[("cpu", used + pods * 500)]);
+                nodes[i].pods += u32::try_from(pods).unwrap_or(0);
+                prop_assert!(idx.add_pods(&nodes, &[i]));
+                prop_assert_eq!(idx.canonical(), NodeIndex::build(&nodes, &dims, &s).canonical());
+                prop_assert_eq!(idx.first_fit(&nodes, &c, &dims, count), Some(first_fit_naive(&nodes, &c, count)));
+                prop_assert_eq!(idx.estimate(&nodes, &c), estimate_naive(&nodes, &c));
+            }
         }
     }
 }
