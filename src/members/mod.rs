@@ -140,6 +140,7 @@ pub fn apply_live(
         }
         snap.health = health;
         snap.source = SnapshotSource::Live { endpoint: status.endpoint.clone() };
+        snap.summary_free.reset();
         match last {
             Some(data) => {
                 snap.summary = Some(status.summary.of(&data, &snap.resource_models));

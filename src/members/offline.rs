@@ -99,6 +99,7 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         constraints: constraints(c)?,
         freshness: None,
         index: Default::default(),
+        summary_free: Default::default(),
     })
 }
 

@@ -39,6 +39,7 @@ impl ClusterSnapshot {
             constraints: ClusterConstraints::default(),
             freshness: None,
             index: Default::default(),
+            summary_free: Default::default(),
         }
     }
 
@@ -92,11 +93,13 @@ impl ClusterSnapshot {
 
     pub fn with_summary(mut self, summary: ResourceSummary) -> Self {
         self.summary = Some(summary);
+        self.summary_free.reset();
         self
     }
 
     pub fn with_resource_models(mut self, models: Vec<ModelGrade>) -> Self {
         self.resource_models = models;
+        self.summary_free.reset();
         self
     }
 

@@ -7,6 +7,34 @@ use serde::{Deserialize, Serialize};
 use super::quantity::{QuantityError, parse_milli};
 use crate::policy::types::QuantityValue;
 
+/// Resource names given a [`resource_id`] at most (a hostile member may list any number of
+/// extended resources; past this, names get none and their readers take the by-name path).
+const RESOURCE_IDS: usize = 4096;
+
+/// A small id of a resource name, the same for the whole process and never reused (the
+/// summary estimator's free amounts are kept by id per view: [`super::estimate::SummaryFree`]).
+/// `None` once [`RESOURCE_IDS`] names have one.
+pub fn resource_id(name: &str) -> Option<u32> {
+    static IDS: std::sync::OnceLock<std::sync::RwLock<std::collections::HashMap<String, u32>>> =
+        std::sync::OnceLock::new();
+    let ids = IDS.get_or_init(Default::default);
+    if let Ok(read) = ids.read()
+        && let Some(id) = read.get(name)
+    {
+        return Some(*id);
+    }
+    let mut write = ids.write().ok()?;
+    let next = u32::try_from(write.len()).ok()?;
+    match write.get(name) {
+        Some(id) => Some(*id),
+        None if write.len() < RESOURCE_IDS => {
+            write.insert(name.to_owned(), next);
+            Some(next)
+        }
+        None => None,
+    }
+}
+
 /// Amounts per resource name (`cpu`, `memory`, `pods`, `nvidia.com/gpu`…) in milli-units.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ResourceList(pub BTreeMap<String, i64>);

@@ -357,6 +357,9 @@ pub struct ClusterSnapshot {
     /// Grouped nodes for the node-level estimator (not content, not stored).
     #[serde(skip)]
     pub index: super::nodes::IndexCache,
+    /// The summary's free amounts for the summary estimator (not content, not stored).
+    #[serde(skip)]
+    pub summary_free: super::estimate::SummaryCache,
 }
 
 impl ClusterSnapshot {

@@ -197,6 +197,7 @@ impl ClusterSnapshotV3 {
             constraints: self.constraints,
             freshness: self.freshness,
             index: Default::default(),
+            summary_free: Default::default(),
         }
     }
 }
@@ -273,6 +274,7 @@ impl ClusterSnapshotV2 {
             constraints: ClusterConstraints::default(),
             freshness: None,
             index: Default::default(),
+            summary_free: Default::default(),
         }
     }
 }
@@ -314,6 +316,7 @@ impl ClusterSnapshotV1 {
             constraints: ClusterConstraints::default(),
             freshness: None,
             index: Default::default(),
+            summary_free: Default::default(),
         }
     }
 }
