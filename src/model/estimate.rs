@@ -300,6 +300,10 @@ impl Estimator for ResourceModelEstimator {
     }
 }
 
+/// Unbuilt node indexes one request needs before they are built on every core (fewer are
+/// not worth the threads).
+const PARALLEL_INDEXES: usize = 16;
+
 /// The node-level estimator ([`super::nodes`]): live clusters with node data only; offline
 /// clusters keep the summary estimators.
 pub struct NodeEstimator {
@@ -333,6 +337,16 @@ impl Estimator for NodeEstimator {
             return vec![None; clusters.len()];
         }
         let compiled = self.compiler.compile(req, &self.dims);
+        // The node indexes this request is the first to need (a first pass meets every
+        // member's nodes ungrouped), built on every core when there are many: an index is the
+        // same whichever thread groups it.
+        let unbuilt: Vec<&ClusterSnapshot> =
+            clusters.iter().copied().filter(|c| !c.nodes.is_empty() && c.index.built().is_none()).collect();
+        if unbuilt.len() >= PARALLEL_INDEXES {
+            crate::util::threads::map_ordered(&unbuilt, crate::util::threads::workers(), |c| {
+                c.node_index(&self.dims, &self.settings);
+            });
+        }
         clusters
             .iter()
             .map(|c| match c.nodes.is_empty() {
