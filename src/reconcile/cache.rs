@@ -413,6 +413,9 @@ impl CachedDecision {
 pub struct RecentPlacements {
     pub placements: Vec<Arc<PlacementRecord>>,
     pub requirements: Vec<Option<Arc<crate::model::ReplicaRequirements>>>,
+    /// Each placement's own digest (workload, targets, requirements), in order: an edit
+    /// hashes again only the placements it replaced.
+    pub entries: Vec<u64>,
     pub digest: u64,
 }
 

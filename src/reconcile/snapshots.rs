@@ -110,9 +110,15 @@ fn rebuild_views(
 ) -> (Vec<ClusterSnapshot>, Assumed) {
     let mut assumed = Assumed::default();
     let mut deductions: Vec<Vec<(&ReplicaRequirements, i64)>> = vec![Vec::new(); inputs.snapshots.len()];
-    for (p, req) in recent.iter().zip(requirements) {
+    // Each placement's plan on every core: a workload has one placement, so nothing is
+    // deducted for it yet when its plan is made, and the plans do not depend on each other.
+    let fresh = Assumed::default();
+    let plans = crate::util::threads::map_ordered(recent, crate::util::threads::workers(), |p| {
+        fresh.plan(&inputs.snapshots, &p.workload, &p.targets)
+    });
+    for ((p, req), plan) in recent.iter().zip(requirements).zip(plans) {
         let Some(req) = req else { continue };
-        let plan = assumed.plan(&inputs.snapshots, &p.workload, &p.targets);
+        debug_assert_eq!(plan, assumed.plan(&inputs.snapshots, &p.workload, &p.targets));
         for (i, _, want, done) in &plan {
             if let Some(d) = deductions.get_mut(*i) {
                 d.push((req, want - done));
@@ -360,13 +366,16 @@ fn recent_requirements(
 fn recent_placements(cache: &cache::PassCache, now_ms: u64, ttl_ms: u64) -> Vec<Arc<PlacementRecord>> {
     let is_recent = |p: &PlacementRecord| now_ms.saturating_sub(p.decided_at_ms) < ttl_ms;
     let count = cache.placements.values().filter(|p| is_recent(p)).count();
+    // The same workloads as the last pass's list (some placements replaced by an edit's
+    // decision): the same store order, with the current placements.
     if let Some(m) = &cache.recent
         && m.placements.len() == count
-        && m.placements
-            .iter()
-            .all(|p| is_recent(p) && cache.placements.get(&p.workload).is_some_and(|q| Arc::ptr_eq(p, q)))
     {
-        return m.placements.clone();
+        let current: Option<Vec<Arc<PlacementRecord>>> =
+            m.placements.iter().map(|p| cache.placements.get(&p.workload).filter(|q| is_recent(q)).cloned()).collect();
+        if let Some(current) = current {
+            return current;
+        }
     }
     let mut recent: Vec<Arc<PlacementRecord>> = cache.placements.values().filter(|p| is_recent(p)).cloned().collect();
     recent.sort_by_cached_key(|p| p.workload.store_key());
@@ -394,12 +403,27 @@ fn recent_digest(
     {
         return m.digest;
     }
-    let mut h = cache::KeyHasher::default();
-    for (p, req) in recent.iter().zip(requirements) {
-        std::hash::Hash::hash(&(&p.workload, &p.targets, req.as_deref()), &mut h);
-    }
-    let digest = std::hash::Hasher::finish(&h);
-    *memo = Some(cache::RecentPlacements { placements: recent.to_vec(), requirements: requirements.to_vec(), digest });
+    // Each placement's digest, kept for those that are the same objects at the same place.
+    let kept = memo.take();
+    let entries: Vec<u64> = recent
+        .iter()
+        .zip(requirements)
+        .enumerate()
+        .map(|(i, (p, req))| {
+            let same = kept.as_ref().and_then(|m| {
+                let (q, r) = (m.placements.get(i)?, m.requirements.get(i)?);
+                (Arc::ptr_eq(p, q) && same_requirement(req, r)).then(|| m.entries.get(i).copied()).flatten()
+            });
+            same.unwrap_or_else(|| cache::key_of(&(&p.workload, &p.targets, req.as_deref())))
+        })
+        .collect();
+    let digest = cache::key_of(&entries);
+    *memo = Some(cache::RecentPlacements {
+        placements: recent.to_vec(),
+        requirements: requirements.to_vec(),
+        entries,
+        digest,
+    });
     digest
 }
 
@@ -585,5 +609,77 @@ impl Assumed {
     /// Replicas deducted in all.
     pub fn total(&self) -> i64 {
         self.deducted.values().flat_map(HashMap::values).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::ScheduleResult;
+
+    fn placement(name: &str, replicas: i32, decided_at_ms: u64) -> Arc<PlacementRecord> {
+        Arc::new(PlacementRecord {
+            workload: ObjectKey {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: Some("shop".into()),
+                name: name.into(),
+            },
+            policy: None,
+            result: ScheduleResult::unschedulable(""),
+            targets: [("m1".to_string(), Some(replicas)), ("m2".to_string(), Some(1))].into(),
+            affinity_name: None,
+            files: BTreeMap::new(),
+            history_seq: 0,
+            decided_at_ms,
+        })
+    }
+
+    /// After an edit replaced some placements, the recent list and its digest the last pass's
+    /// memo gives are those a pass without any memo computes: the same workloads in store
+    /// order with the current placements, and the same digest; a changed set of workloads is
+    /// listed again from scratch.
+    #[test]
+    fn an_edit_updates_the_recent_list_and_digest_as_a_fresh_pass_computes_them() {
+        let mut cache = cache::PassCache::default();
+        for name in ["web", "api", "db", "cache"] {
+            let p = placement(name, 2, 1_000);
+            cache.placements.insert(p.workload.clone(), p);
+        }
+        let req = Some(Arc::new(ReplicaRequirements::default()));
+        let fresh = |cache: &cache::PassCache, now: u64| {
+            let recent = recent_placements(&cache::PassCache { recent: None, ..cache.fork() }, now, 10_000);
+            let reqs = vec![req.clone(); recent.len()];
+            let digest = recent_digest(&mut None, &recent, &reqs);
+            (recent, digest)
+        };
+        let memo = |cache: &mut cache::PassCache, now: u64| {
+            let recent = recent_placements(cache, now, 10_000);
+            let reqs = vec![req.clone(); recent.len()];
+            let digest = recent_digest(&mut cache.recent, &recent, &reqs);
+            (recent, digest)
+        };
+        let names = |r: &[Arc<PlacementRecord>]| r.iter().map(|p| p.workload.name.clone()).collect::<Vec<_>>();
+        let (first, d1) = memo(&mut cache, 2_000);
+        assert_eq!(names(&first), ["api", "cache", "db", "web"]);
+        assert_eq!((names(&first), d1), (names(&fresh(&cache, 2_000).0), fresh(&cache, 2_000).1));
+        // One edit: "db" decided again with other targets.
+        let edited = placement("db", 3, 2_500);
+        cache.placements.insert(edited.workload.clone(), edited.clone());
+        let (second, d2) = memo(&mut cache, 3_000);
+        let (want, want_digest) = fresh(&cache, 3_000);
+        assert_eq!(names(&second), names(&want));
+        assert!(second.iter().zip(&want).all(|(a, b)| Arc::ptr_eq(a, b)), "the current placements");
+        assert!(Arc::ptr_eq(&second[2], &edited));
+        assert_eq!(d2, want_digest);
+        assert_ne!(d1, d2, "the edit changes the digest");
+        // A placement that is no longer recent, and a new workload: listed from scratch.
+        let late = placement("queue", 1, 20_000);
+        cache.placements.insert(late.workload.clone(), late);
+        let (third, d3) = memo(&mut cache, 14_000);
+        let (want, want_digest) = fresh(&cache, 14_000);
+        assert_eq!(names(&third), names(&want));
+        assert_eq!(names(&third), ["queue"]);
+        assert_eq!(d3, want_digest);
     }
 }
