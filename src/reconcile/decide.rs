@@ -193,7 +193,7 @@ pub(super) fn decide_all(
                 if snapshots.already_deducted(placed, &decided.record.targets) {
                     debug_assert!(snapshots.deducts_nothing(&t.key, &decided.record.targets));
                 } else {
-                    snapshots.deduct(&mut cache.views, &t.key, req, &decided.record.targets);
+                    snapshots.deduct(&t.key, req, &decided.record.targets);
                 }
             }
         }

@@ -8,8 +8,9 @@
 //! refresh its `last_seen_ms` every [`cache::LAST_SEEN_EVERY_MS`]. The deducted views depend
 //! only on the snapshots' content and on the recent placements (and their templates' per-
 //! replica requirements): while neither changes, the views the last pass deducted are reused
-//! (keyed by [`views_key`]); they move into the pass and back into the cache, cloned only
-//! before this pass's first deduction changes them.
+//! (keyed by [`views_key`]); they move into the pass and back into the cache as the pass
+//! started from them: a view is copied before the pass's first deduction from it, and the
+//! deductions' bookkeeping is undone ([`PassSnapshots::save_views`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -41,8 +42,13 @@ pub(super) struct PassSnapshots {
     pub assumed_replicas: i64,
     dims: Dimensions,
     /// The key the views are put back into the cache under, until they are
-    /// ([`PassSnapshots::deduct`], [`PassSnapshots::save_views`]).
+    /// ([`PassSnapshots::save_views`]).
     unsaved: Option<u64>,
+    /// Until then, each view as it was before the pass's first deduction from it (the views
+    /// the pass changed, by position) and how to undo the pass's bookkeeping
+    /// ([`PassSnapshots::deduct`]): the cache gets the views the pass started from.
+    originals: HashMap<usize, ClusterSnapshot>,
+    before: Before,
     /// The fingerprints of the snapshots the views were deducted from (saved with them).
     fingerprints: Vec<u64>,
     /// The pass's time and the assumed-replica TTL: which placements the pass started from
@@ -86,6 +92,8 @@ pub(super) fn version(
         assumed,
         dims,
         unsaved: Some(key),
+        originals: HashMap::new(),
+        before: Before::Log(Vec::new()),
         fingerprints: recorded.fingerprints,
         now_ms,
         assumed_ttl_ms: model.assumed_ttl_ms,
@@ -181,44 +189,101 @@ impl PassSnapshots {
     }
 
     /// Lets later workloads of the pass see a decision's replicas as assumed: deducts them
-    /// from the live views ([`Assumed::update`]). Before the pass's first deduction changes
-    /// the views, a copy of them goes back into `saved` (the cache's deducted views).
-    pub fn deduct(
-        &mut self,
-        saved: &mut Option<cache::DeductedViews>,
-        workload: &ObjectKey,
-        req: &ReplicaRequirements,
-        targets: &BTreeMap<String, Option<i32>>,
-    ) {
+    /// from the live views ([`Assumed::update`]). Until the views are saved, a view keeps its
+    /// state before the pass's first deduction from it, and the bookkeeping its undo
+    /// ([`PassSnapshots::save_views`] puts them back): only the views the pass deducts from
+    /// are copied, not every member's.
+    pub fn deduct(&mut self, workload: &ObjectKey, req: &ReplicaRequirements, targets: &BTreeMap<String, Option<i32>>) {
         let plan = self.assumed.plan(&self.views, workload, targets);
         if plan.is_empty() {
             return;
         }
-        if let Some(key) = self.unsaved.take() {
-            let mut snapshots = self.views.clone();
-            // The copies share the views' node indexes (a clone starts without one): the next
-            // pass estimates on them without grouping every member's nodes again. A deduction
-            // from either side changes a shared index on a copy of its own.
-            for (copy, view) in snapshots.iter_mut().zip(&self.views) {
-                if let Some(index) = view.index.built() {
-                    copy.index.set_shared(index.clone());
+        let undo = match self.unsaved {
+            Some(_) => {
+                for (i, ..) in &plan {
+                    if let (std::collections::hash_map::Entry::Vacant(e), Some(view)) =
+                        (self.originals.entry(*i), self.views.get(*i))
+                    {
+                        // The copy shares the view's node index (a clone starts without one):
+                        // the next pass estimates on it without grouping its nodes again. A
+                        // deduction from either side changes a shared index on a copy of its own.
+                        let mut copy = view.clone();
+                        if let Some(index) = view.index.built() {
+                            copy.index.set_shared(index.clone());
+                        }
+                        e.insert(copy);
+                    }
+                }
+                // The bookkeeping from before: copied at the first deduction when it is small
+                // (a first pass starts from none), else undone at the end.
+                if self.assumed.workloads() <= SMALL_ASSUMED
+                    && matches!(&self.before, Before::Log(log) if log.is_empty())
+                {
+                    self.before = Before::Copy(self.assumed.clone());
+                }
+                match &mut self.before {
+                    Before::Log(log) => Some(log),
+                    Before::Copy(_) => None,
                 }
             }
-            let fingerprints = self.fingerprints.clone();
-            *saved = Some(cache::DeductedViews { key, snapshots, assumed: self.assumed.clone(), fingerprints });
-        }
-        self.assumed.apply(&mut self.views, workload, req, plan, &self.dims);
+            None => None,
+        };
+        self.assumed.apply_logged(&mut self.views, workload, req, plan, &self.dims, undo);
     }
 
-    /// Puts the views back into `saved` (the cache's deducted views) when no deduction of the
-    /// pass did: moved, not copied (the pass does not read them after its decisions).
+    /// Puts the views as the pass started from them back into `saved` (the cache's deducted
+    /// views), keyed by what they were deducted from: moved, with the views the pass deducted
+    /// from replaced by their copies from before and the pass's bookkeeping undone (the pass
+    /// does not read them after its decisions).
     pub fn save_views(&mut self, saved: &mut Option<cache::DeductedViews>) {
         if let Some(key) = self.unsaved.take() {
-            let (snapshots, assumed) = (std::mem::take(&mut self.views), std::mem::take(&mut self.assumed));
+            let mut snapshots = std::mem::take(&mut self.views);
+            for (i, original) in self.originals.drain() {
+                if let Some(view) = snapshots.get_mut(i) {
+                    *view = original;
+                }
+            }
+            let assumed = match std::mem::replace(&mut self.before, Before::Log(Vec::new())) {
+                Before::Copy(assumed) => assumed,
+                Before::Log(log) => {
+                    let mut assumed = std::mem::take(&mut self.assumed);
+                    assumed.undo(log);
+                    assumed
+                }
+            };
             let fingerprints = std::mem::take(&mut self.fingerprints);
             *saved = Some(cache::DeductedViews { key, snapshots, assumed, fingerprints });
         }
     }
+}
+
+/// Workloads with deductions up to which the pass copies the bookkeeping it started from
+/// instead of noting how to undo its own ([`PassSnapshots::deduct`]). The library's unit
+/// tests always undo (their repositories are small); the binary's tests mostly copy.
+#[cfg(not(test))]
+const SMALL_ASSUMED: usize = 64;
+#[cfg(test)]
+const SMALL_ASSUMED: usize = 0;
+
+/// How the bookkeeping the pass started from is given back ([`PassSnapshots::save_views`]).
+enum Before {
+    /// Copied before the pass's first deduction.
+    Copy(Assumed),
+    /// The pass's changes, to undo.
+    Log(Vec<Undo>),
+}
+
+/// What one deduction's bookkeeping changed for one cluster ([`Assumed::undo`]).
+struct Undo {
+    workload: ObjectKey,
+    cluster: String,
+    position: usize,
+    /// The workload's deduction from the cluster before (`None`: none).
+    deducted: Option<i64>,
+    /// The cluster's digest before (`None`: no deduction from it yet).
+    digest: Option<u64>,
+    /// The position's digest before.
+    by_position: u64,
 }
 
 /// [`record_snapshots`]' answer.
@@ -551,13 +616,69 @@ impl Assumed {
         plan: Vec<(usize, &String, i64, i64)>,
         dims: &Dimensions,
     ) {
+        self.apply_logged(snapshots, workload, req, plan, dims, None);
+    }
+
+    /// [`Assumed::apply`], noting in `undo` how to undo its bookkeeping ([`Assumed::undo`]).
+    fn apply_logged(
+        &mut self,
+        snapshots: &mut [ClusterSnapshot],
+        workload: &ObjectKey,
+        req: &ReplicaRequirements,
+        plan: Vec<(usize, &String, i64, i64)>,
+        dims: &Dimensions,
+        undo: Option<&mut Vec<Undo>>,
+    ) {
         let compiled = CompiledRequest::compile_labelled(u64::MAX, req, dims);
         for (i, _, want, done) in &plan {
             if let Some(snap) = snapshots.get_mut(*i) {
                 assumed::deduct(snap, req, &compiled, want - done, dims);
             }
         }
+        if let Some(undo) = undo {
+            for &(position, cluster, ..) in &plan {
+                undo.push(Undo {
+                    workload: workload.clone(),
+                    cluster: cluster.clone(),
+                    position,
+                    deducted: self.deducted.get(workload).and_then(|d| d.get(cluster.as_str())).copied(),
+                    digest: self.per_cluster.get(cluster.as_str()).copied(),
+                    by_position: self.of_position(position),
+                });
+            }
+        }
         self.record(workload, req, &plan);
+    }
+
+    /// Undoes the bookkeeping `log` noted ([`Assumed::apply_logged`]), newest first: the
+    /// deductions and digests are those from before.
+    fn undo(&mut self, log: Vec<Undo>) {
+        for u in log.into_iter().rev() {
+            match u.deducted {
+                Some(n) => {
+                    self.deducted.entry(u.workload).or_default().insert(u.cluster.clone(), n);
+                }
+                None => {
+                    if let Some(d) = self.deducted.get_mut(&u.workload) {
+                        d.remove(u.cluster.as_str());
+                        if d.is_empty() {
+                            self.deducted.remove(&u.workload);
+                        }
+                    }
+                }
+            }
+            match u.digest {
+                Some(digest) => {
+                    self.per_cluster.insert(u.cluster, digest);
+                }
+                None => {
+                    self.per_cluster.remove(u.cluster.as_str());
+                }
+            }
+            if let Some(p) = self.by_position.get_mut(u.position) {
+                *p = u.by_position;
+            }
+        }
     }
 
     /// The bookkeeping of an applied [`Assumed::plan`] (what was deducted, the digests),
@@ -606,6 +727,11 @@ impl Assumed {
         self.per_cluster.get(cluster).copied().unwrap_or(0)
     }
 
+    /// Workloads with deductions.
+    pub fn workloads(&self) -> usize {
+        self.deducted.len()
+    }
+
     /// Replicas deducted in all.
     pub fn total(&self) -> i64 {
         self.deducted.values().flat_map(HashMap::values).sum()
@@ -633,6 +759,59 @@ mod tests {
             history_seq: 0,
             decided_at_ms,
         })
+    }
+
+    /// The bookkeeping a pass undoes before saving its views is the one it started from:
+    /// whatever its deductions added (new workloads, a workload on a new cluster, more
+    /// replicas of a deducted one), the undo gives the same deductions and digests back.
+    #[test]
+    fn undone_deductions_give_back_the_bookkeeping_the_pass_started_from() {
+        use crate::model::{NodeView, PodFacts, ResourceList};
+        let node = |name: &str| NodeView::ready(name, ResourceList::of(&[("cpu", 64_000), ("pods", 110_000)]));
+        let mut views: Vec<ClusterSnapshot> = ["m1", "m2", "m3"]
+            .iter()
+            .map(|m| {
+                ClusterSnapshot::live(*m, "https://x")
+                    .with_summary(crate::model::snapshot::ResourceSummary::from_nodes(
+                        &[node("a"), node("b")],
+                        &ResourceList::new(),
+                        0,
+                        &[],
+                    ))
+                    .with_nodes(vec![node("a"), node("b")])
+                    .with_pods(PodFacts::default())
+            })
+            .collect();
+        let req = ReplicaRequirements { request: ResourceList::of(&[("cpu", 500)]), ..Default::default() };
+        let dims = Dimensions::new(&ModelSettings::default());
+        let key = |name: &str| placement(name, 1, 0).workload.clone();
+        let targets = |t: &[(&str, i32)]| -> BTreeMap<String, Option<i32>> {
+            t.iter().map(|(c, r)| (c.to_string(), Some(*r))).collect()
+        };
+        let mut assumed = Assumed::default();
+        assumed.update(&mut views, &key("web"), &req, &targets(&[("m1", 2), ("m2", 1)]), &dims);
+        assumed.update(&mut views, &key("api"), &req, &targets(&[("m2", 3)]), &dims);
+        let before = assumed.clone();
+        let mut log = Vec::new();
+        for (name, t) in [
+            ("web", targets(&[("m1", 4), ("m2", 1), ("m3", 2)])),
+            ("db", targets(&[("m3", 1)])),
+            ("api", targets(&[("m2", 5), ("m1", 1)])),
+            ("db", targets(&[("m3", 2), ("m2", 1)])),
+        ] {
+            let plan = assumed.plan(&views, &key(name), &t);
+            assert!(!plan.is_empty());
+            assumed.apply_logged(&mut views, &key(name), &req, plan, &dims, Some(&mut log));
+        }
+        assert_ne!(assumed.per_cluster, before.per_cluster);
+        assumed.undo(log);
+        assert_eq!(assumed.deducted, before.deducted);
+        assert_eq!(assumed.per_cluster, before.per_cluster);
+        for (i, v) in views.iter().enumerate() {
+            assert_eq!(assumed.of_position(i), before.of_position(i), "{}", v.name);
+            assert_eq!(assumed.of_position(i), assumed.of_cluster(&v.name));
+        }
+        assert_eq!(assumed.total(), 6);
     }
 
     /// After an edit replaced some placements, the recent list and its digest the last pass's
