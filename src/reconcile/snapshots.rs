@@ -216,7 +216,7 @@ impl PassSnapshots {
                 }
                 // The bookkeeping from before: copied at the first deduction when it is small
                 // (a first pass starts from none), else undone at the end.
-                if self.assumed.workloads() <= SMALL_ASSUMED
+                if self.assumed.workloads() < SMALL_ASSUMED
                     && matches!(&self.before, Before::Log(log) if log.is_empty())
                 {
                     self.before = Before::Copy(self.assumed.clone());
@@ -257,13 +257,14 @@ impl PassSnapshots {
     }
 }
 
-/// Workloads with deductions up to which the pass copies the bookkeeping it started from
+/// Workloads with deductions below which the pass copies the bookkeeping it started from
 /// instead of noting how to undo its own ([`PassSnapshots::deduct`]). The library's unit
-/// tests always undo (their repositories are small); the binary's tests mostly copy.
+/// tests undo whenever there is something to undo (their repositories are small); the
+/// binary's tests mostly copy.
 #[cfg(not(test))]
 const SMALL_ASSUMED: usize = 64;
 #[cfg(test)]
-const SMALL_ASSUMED: usize = 0;
+const SMALL_ASSUMED: usize = 1;
 
 /// How the bookkeeping the pass started from is given back ([`PassSnapshots::save_views`]).
 enum Before {
