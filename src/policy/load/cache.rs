@@ -68,6 +68,9 @@ pub(super) struct CachedFile {
     /// The file loaded on its own ([`super::load_repository_incremental`]); forgotten when its bytes
     /// change.
     pub(super) typed: Option<Typed>,
+    /// The CRDs its documents define (group, kind, namespaced), in order; listed on first use
+    /// ([`super::load_repository_incremental`]) and forgotten with the documents.
+    pub(super) crds: Option<Vec<(String, String, bool)>>,
     /// Its key in the [`ParseStore`] ([`persist::digest`]), when one is used.
     pub(super) digest: Option<[u8; 32]>,
 }
@@ -165,7 +168,8 @@ impl ParseCache {
                 _ => {
                     let (docs, digest, kept) = parse_kept(&text, persisted);
                     let (len, text) = (text.len(), std::sync::Arc::from(text));
-                    let file = CachedFile { hash, len, docs, text, stat: *stat, read_at_ns, typed: None, digest };
+                    let file =
+                        CachedFile { hash, len, docs, text, stat: *stat, read_at_ns, typed: None, crds: None, digest };
                     Read::New(Box::new(file), kept)
                 }
             })
@@ -264,7 +268,17 @@ impl ParseCache {
                 _ => {
                     let docs = std::sync::Arc::new(parse_file(&text));
                     let (len, text) = (text.len(), std::sync::Arc::from(text));
-                    CachedFile { hash, len, docs, text, stat: None, read_at_ns: 0, typed: None, digest: None }
+                    CachedFile {
+                        hash,
+                        len,
+                        docs,
+                        text,
+                        stat: None,
+                        read_at_ns: 0,
+                        typed: None,
+                        crds: None,
+                        digest: None,
+                    }
                 }
             };
             if out.files.insert(rel.clone(), file).is_none() {

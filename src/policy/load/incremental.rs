@@ -19,8 +19,9 @@ pub(super) struct Typed {
     crd: u64,
     set: PolicySet,
     errors: Vec<LoadError>,
-    /// Every object recorded for the duplicate check: (group, kind, namespace, name).
-    seen: Vec<(String, String, Option<String>, String)>,
+    /// Every object recorded for the duplicate check: the digest of its (group, kind,
+    /// namespace, name).
+    seen: Vec<u64>,
 }
 
 /// [`load_repository_refreshed`], reusing what each unchanged file gave when loaded on its own.
@@ -36,20 +37,28 @@ pub fn load_repository_incremental(cache: &mut ParseCache, io_errors: Vec<LoadEr
     if !io_errors.is_empty() {
         return load_repository_refreshed(cache, io_errors);
     }
-    // The repository's CRD scopes, first definition wins (as a whole load).
+    // The repository's CRD scopes, first definition wins (as a whole load); each file's CRDs
+    // listed once per content.
     let mut crd_scopes: BTreeMap<(String, String), bool> = BTreeMap::new();
     for rel in &cache.order {
-        let Some(file) = cache.files.get(rel) else { continue };
-        for (_, doc) in file.docs.iter() {
-            let Ok(value) = doc else { continue };
-            for_each_crd(value, &mut |group, kind, namespaced| {
-                crd_scopes.entry((group, kind)).or_insert(namespaced);
-            });
+        let Some(file) = cache.files.get_mut(rel) else { continue };
+        let crds = file.crds.get_or_insert_with(|| {
+            let mut crds = Vec::new();
+            for (_, doc) in file.docs.iter() {
+                let Ok(value) = doc else { continue };
+                for_each_crd(value, &mut |group, kind, namespaced| crds.push((group, kind, namespaced)));
+            }
+            crds
+        });
+        for (group, kind, namespaced) in crds.iter() {
+            crd_scopes.entry((group.clone(), kind.clone())).or_insert(*namespaced);
         }
     }
     let crd = crd_digest(&crd_scopes);
     let mut out = PolicySet { crd_scopes: crd_scopes.clone(), ..Default::default() };
-    let mut seen: HashSet<&(String, String, Option<String>, String)> = HashSet::new();
+    // The duplicate check by each object's digest: two equal digests (a duplicate, or in
+    // theory two objects whose digests collide) take the whole load, which names the duplicate.
+    let mut seen: HashSet<u64> = HashSet::new();
     let order = cache.order.clone();
     // Files typed with other CRD scopes, or never: typed on every core (a first load types
     // every file), each on its own.
@@ -70,7 +79,7 @@ pub fn load_repository_incremental(cache: &mut ParseCache, io_errors: Vec<LoadEr
     }
     for rel in &order {
         let Some(typed) = cache.files.get(rel).and_then(|f| f.typed.as_ref()) else { continue };
-        if !typed.errors.is_empty() || !typed.seen.iter().all(|id| seen.insert(id)) {
+        if !typed.errors.is_empty() || !typed.seen.iter().all(|id| seen.insert(*id)) {
             return load_repository_refreshed(cache, Vec::new());
         }
         extend_set(&mut out, &typed.set);
@@ -135,7 +144,8 @@ fn type_file(rel: &Path, docs: &Parsed, crd_scopes: &BTreeMap<(String, String), 
     set.crd_scopes = BTreeMap::new();
     crate::policy::defaults::apply(&mut set);
     errors.extend(crate::policy::validate::validate(&set));
-    Typed { crd, set, errors, seen: seen.into_keys().collect() }
+    let seen = seen.into_keys().map(|id| crate::util::hash::fnv1a64(format!("{id:?}").as_bytes())).collect();
+    Typed { crd, set, errors, seen }
 }
 
 /// Appends a copy of every object of `part` to `out`.
