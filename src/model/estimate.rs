@@ -205,16 +205,15 @@ impl SummaryFree {
     }
 }
 
-/// The lazily made [`SummaryFree`] of a snapshot. Not content: it compares equal, hashes to
-/// nothing, is not stored, and a clone starts empty; whatever changes the summary resets it
-/// (the assumed-replica deduction, the poller's merge).
-#[derive(Default)]
-pub struct SummaryCache(std::sync::OnceLock<Arc<SummaryFree>>);
+/// The lazily made [`SummaryFree`] of a snapshot (not content: [`crate::util::derived::Derived`]);
+/// whatever changes the summary resets it (the assumed-replica deduction, the poller's merge,
+/// the builders).
+pub type SummaryCache = crate::util::derived::Derived<SummaryFree>;
 
 impl SummaryCache {
     /// The free amounts of `cluster` (whose cache this is), made on first use.
     pub fn get(&self, cluster: &ClusterSnapshot) -> &SummaryFree {
-        let free = self.0.get_or_init(|| Arc::new(SummaryFree::of(cluster)));
+        let free = self.get_or_make(|| SummaryFree::of(cluster));
         debug_assert!(
             {
                 let now = SummaryFree::of(cluster);
@@ -225,35 +224,6 @@ impl SummaryCache {
         );
         free
     }
-
-    /// Forgets the free amounts (after the summary changed in place).
-    pub fn reset(&mut self) {
-        self.0 = std::sync::OnceLock::new();
-    }
-}
-
-impl Clone for SummaryCache {
-    fn clone(&self) -> Self {
-        SummaryCache::default()
-    }
-}
-
-impl std::fmt::Debug for SummaryCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.get().is_some() { "SummaryCache(made)" } else { "SummaryCache(empty)" })
-    }
-}
-
-impl PartialEq for SummaryCache {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for SummaryCache {}
-
-impl std::hash::Hash for SummaryCache {
-    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 /// Karmada's resource-model estimator over `allocatableModelings`: every node of a grade is

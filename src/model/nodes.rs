@@ -729,16 +729,14 @@ pub fn estimate_naive(nodes: &[NodeView], req: &CompiledRequest) -> i64 {
     nodes.iter().filter(|n| req.admits(n)).map(|n| req.per_node(n)).fold(0i64, |a, b| a.saturating_add(b))
 }
 
-/// The lazily built [`NodeIndex`] of a snapshot. Not content: it compares equal, hashes to
-/// nothing, is not stored, and a clone starts empty (a changed copy never sees stale groups).
-#[derive(Default)]
-pub struct IndexCache(OnceLock<Arc<NodeIndex>>);
+/// The lazily built [`NodeIndex`] of a snapshot (not content: [`crate::util::derived::Derived`]).
+pub type IndexCache = crate::util::derived::Derived<NodeIndex>;
 
 impl IndexCache {
     /// The index, built on first use with these settings; a different settings object gets a
     /// fresh, uncached index.
     pub fn get(&self, nodes: &[NodeView], dims: &Dimensions, settings: &Arc<ModelSettings>) -> Arc<NodeIndex> {
-        let idx = self.0.get_or_init(|| Arc::new(NodeIndex::build(nodes, dims, settings)));
+        let idx = self.get_or_make(|| NodeIndex::build(nodes, dims, settings));
         if idx.settings == Arc::as_ptr(settings) as usize {
             idx.clone()
         } else {
@@ -746,54 +744,10 @@ impl IndexCache {
         }
     }
 
-    /// Forgets the index (after the nodes changed in place).
-    pub fn reset(&mut self) {
-        self.0 = OnceLock::new();
-    }
-
-    /// The index if it was built.
-    pub fn built(&self) -> Option<&Arc<NodeIndex>> {
-        self.0.get()
-    }
-
-    /// The index if it was built (and forgets it).
-    pub fn take(&mut self) -> Option<Arc<NodeIndex>> {
-        self.0.take()
-    }
-
     /// Sets the index (of the current nodes).
     pub fn set(&mut self, index: NodeIndex) {
         self.set_shared(Arc::new(index));
     }
-
-    /// Sets the index (of the current nodes), shared.
-    pub fn set_shared(&mut self, index: Arc<NodeIndex>) {
-        self.0 = OnceLock::from(index);
-    }
-}
-
-impl Clone for IndexCache {
-    fn clone(&self) -> Self {
-        IndexCache::default()
-    }
-}
-
-impl std::fmt::Debug for IndexCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.get().is_some() { "IndexCache(built)" } else { "IndexCache(empty)" })
-    }
-}
-
-impl PartialEq for IndexCache {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for IndexCache {}
-
-impl std::hash::Hash for IndexCache {
-    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 /// Compiles requirements once per distinct shape (bounded; cleared when full).

@@ -576,7 +576,7 @@ impl Assumed {
         dims: &Dimensions,
     ) {
         let plan = self.plan(snapshots, workload, targets);
-        self.apply(snapshots, workload, req, plan, dims);
+        self.apply_logged(snapshots, workload, req, plan, dims, None);
     }
 
     /// What [`Assumed::update`] would deduct, without changing anything: per target live
@@ -608,19 +608,8 @@ impl Assumed {
         plan
     }
 
-    /// Applies a [`Assumed::plan`].
-    pub fn apply(
-        &mut self,
-        snapshots: &mut [ClusterSnapshot],
-        workload: &ObjectKey,
-        req: &ReplicaRequirements,
-        plan: Vec<(usize, &String, i64, i64)>,
-        dims: &Dimensions,
-    ) {
-        self.apply_logged(snapshots, workload, req, plan, dims, None);
-    }
-
-    /// [`Assumed::apply`], noting in `undo` how to undo its bookkeeping ([`Assumed::undo`]).
+    /// Applies a [`Assumed::plan`], noting in `undo` (when given) how to undo its bookkeeping
+    /// ([`Assumed::undo`]).
     fn apply_logged(
         &mut self,
         snapshots: &mut [ClusterSnapshot],

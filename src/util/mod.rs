@@ -7,10 +7,12 @@
 //! - [`percent`]: percent-encoding of URL path segments and query values, and its inverse.
 //! - [`stat`]: a file's stat as proof that its bytes did not change (git's racy rule).
 //! - [`gosort`]: Go's `sort.Sort` ported exactly, to break ties as Karmada's scheduler does.
+//! - [`derived`]: a value derived from its owner's content, kept beside it, not content.
 //! - [`threads`]: how many threads a pass's parallel steps use (`FEDSCHED_THREADS`), and the
 //!   one helper that maps a slice on them in order (`map_ordered`).
 
 pub mod clock;
+pub mod derived;
 pub mod diff;
 pub mod gosort;
 pub mod hash;
