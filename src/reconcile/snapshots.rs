@@ -116,23 +116,42 @@ fn rebuild_views(
     cached: Option<cache::DeductedViews>,
     dims: &Dimensions,
 ) -> (Vec<ClusterSnapshot>, Assumed) {
-    let mut assumed = Assumed::default();
     let mut deductions: Vec<Vec<(&ReplicaRequirements, i64)>> = vec![Vec::new(); inputs.snapshots.len()];
-    // Each placement's plan on every core: a workload has one placement, so nothing is
-    // deducted for it yet when its plan is made, and the plans do not depend on each other.
+    // Each placement's plan and its bookkeeping's parts on every core: a workload has one
+    // placement, so nothing is deducted for it yet when its plan is made, and the plans do not
+    // depend on each other; the digests are then chained in store order.
     let fresh = Assumed::default();
-    let plans = crate::util::threads::map_ordered(recent, crate::util::threads::workers(), |p| {
-        fresh.plan(&inputs.snapshots, &p.workload, &p.targets)
+    let work: Vec<(&PlacementRecord, &ReplicaRequirements)> =
+        recent.iter().zip(requirements).filter_map(|(p, req)| Some((*p, req.as_deref()?))).collect();
+    let planned = crate::util::threads::map_ordered(&work, crate::util::threads::workers(), |(p, req)| {
+        let plan = fresh.plan(&inputs.snapshots, &p.workload, &p.targets);
+        let owned: Vec<(usize, String, i64)> = plan.iter().map(|(i, c, want, _)| (*i, (*c).clone(), *want)).collect();
+        let what = match owned.is_empty() {
+            true => 0,
+            false => cache::key_of(&(&p.workload, *req)),
+        };
+        (p.workload.clone(), what, owned)
     });
-    for ((p, req), plan) in recent.iter().zip(requirements).zip(plans) {
-        let Some(req) = req else { continue };
-        debug_assert_eq!(plan, assumed.plan(&inputs.snapshots, &p.workload, &p.targets));
-        for (i, _, want, done) in &plan {
+    for ((_, req), (_, _, plan)) in work.iter().zip(&planned) {
+        for (i, _, want) in plan {
             if let Some(d) = deductions.get_mut(*i) {
-                d.push((req, want - done));
+                d.push((req, *want));
             }
         }
-        assumed.record(&p.workload, req, &plan);
+    }
+    let assumed = Assumed::of_plans(&inputs.snapshots, planned);
+    #[cfg(debug_assertions)]
+    {
+        let mut sequential = Assumed::default();
+        for (p, req) in &work {
+            let plan = sequential.plan(&inputs.snapshots, &p.workload, &p.targets);
+            sequential.record(&p.workload, req, &plan);
+        }
+        debug_assert_eq!(sequential.deducted, assumed.deducted);
+        debug_assert_eq!(sequential.per_cluster, assumed.per_cluster);
+        for i in 0..inputs.snapshots.len() {
+            debug_assert_eq!(sequential.of_position(i), assumed.of_position(i));
+        }
     }
     let mut cached = cached.filter(|c| c.snapshots.len() == inputs.snapshots.len());
     let kept: Vec<Option<ClusterSnapshot>> = inputs
@@ -638,6 +657,36 @@ impl Assumed {
             }
         }
         self.record(workload, req, &plan);
+    }
+
+    /// The bookkeeping of deducting, from `views` as they are and in order, each workload's
+    /// plan ((position, cluster, replicas) as [`Assumed::plan`] gives it with nothing deducted
+    /// yet) with `what` the digest of its workload and requirements: what [`Assumed::record`]
+    /// of each in turn gives, with the digests chained by position and named once at the end.
+    fn of_plans(views: &[ClusterSnapshot], plans: Vec<(ObjectKey, u64, Vec<(usize, String, i64)>)>) -> Assumed {
+        let mut assumed = Assumed::default();
+        for (workload, what, plan) in plans {
+            if plan.is_empty() {
+                continue;
+            }
+            let mut deducted = HashMap::with_capacity(plan.len());
+            for (i, cluster, want) in plan {
+                if assumed.by_position.len() <= i {
+                    assumed.by_position.resize(i + 1, 0);
+                }
+                if let Some(own) = assumed.by_position.get_mut(i) {
+                    *own = cache::key_of(&(*own, what, want));
+                }
+                deducted.insert(cluster, want);
+            }
+            assumed.deducted.insert(workload, deducted);
+        }
+        for (view, digest) in views.iter().zip(&assumed.by_position) {
+            if *digest != 0 {
+                assumed.per_cluster.insert(view.name.clone(), *digest);
+            }
+        }
+        assumed
     }
 
     /// Undoes the bookkeeping `log` noted ([`Assumed::apply_logged`]), newest first: the
