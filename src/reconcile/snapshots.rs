@@ -293,6 +293,10 @@ enum Before {
     Log(Vec<Undo>),
 }
 
+/// A recent placement's deduction as [`Assumed::of_plans`] takes it: its workload, the
+/// digest of its workload and requirements, and its plan (position, cluster, replicas).
+type PlannedDeduction = (ObjectKey, u64, Vec<(usize, String, i64)>);
+
 /// What one deduction's bookkeeping changed for one cluster ([`Assumed::undo`]).
 struct Undo {
     workload: ObjectKey,
@@ -663,7 +667,7 @@ impl Assumed {
     /// plan ((position, cluster, replicas) as [`Assumed::plan`] gives it with nothing deducted
     /// yet) with `what` the digest of its workload and requirements: what [`Assumed::record`]
     /// of each in turn gives, with the digests chained by position and named once at the end.
-    fn of_plans(views: &[ClusterSnapshot], plans: Vec<(ObjectKey, u64, Vec<(usize, String, i64)>)>) -> Assumed {
+    fn of_plans(views: &[ClusterSnapshot], plans: Vec<PlannedDeduction>) -> Assumed {
         let mut assumed = Assumed::default();
         for (workload, what, plan) in plans {
             if plan.is_empty() {
