@@ -48,7 +48,7 @@ pub(super) struct PassSnapshots {
     /// the pass changed, by position) and how to undo the pass's bookkeeping
     /// ([`PassSnapshots::deduct`]): the cache gets the views the pass started from.
     originals: HashMap<usize, ClusterSnapshot>,
-    before: Before,
+    undo: Vec<Undo>,
     /// The fingerprints of the snapshots the views were deducted from (saved with them).
     fingerprints: Vec<u64>,
     /// The pass's time and the assumed-replica TTL: which placements the pass started from
@@ -93,7 +93,7 @@ pub(super) fn version(
         dims,
         unsaved: Some(key),
         originals: HashMap::new(),
-        before: Before::Log(Vec::new()),
+        undo: Vec::new(),
         fingerprints: recorded.fingerprints,
         now_ms,
         assumed_ttl_ms: model.assumed_ttl_ms,
@@ -233,17 +233,7 @@ impl PassSnapshots {
                         e.insert(copy);
                     }
                 }
-                // The bookkeeping from before: copied at the first deduction when it is small
-                // (a first pass starts from none), else undone at the end.
-                if self.assumed.workloads() < SMALL_ASSUMED
-                    && matches!(&self.before, Before::Log(log) if log.is_empty())
-                {
-                    self.before = Before::Copy(self.assumed.clone());
-                }
-                match &mut self.before {
-                    Before::Log(log) => Some(log),
-                    Before::Copy(_) => None,
-                }
+                Some(&mut self.undo)
             }
             None => None,
         };
@@ -262,35 +252,12 @@ impl PassSnapshots {
                     *view = original;
                 }
             }
-            let assumed = match std::mem::replace(&mut self.before, Before::Log(Vec::new())) {
-                Before::Copy(assumed) => assumed,
-                Before::Log(log) => {
-                    let mut assumed = std::mem::take(&mut self.assumed);
-                    assumed.undo(log);
-                    assumed
-                }
-            };
+            let mut assumed = std::mem::take(&mut self.assumed);
+            assumed.undo(std::mem::take(&mut self.undo));
             let fingerprints = std::mem::take(&mut self.fingerprints);
             *saved = Some(cache::DeductedViews { key, snapshots, assumed, fingerprints });
         }
     }
-}
-
-/// Workloads with deductions below which the pass copies the bookkeeping it started from
-/// instead of noting how to undo its own ([`PassSnapshots::deduct`]). The library's unit
-/// tests undo whenever there is something to undo (their repositories are small); the
-/// binary's tests mostly copy.
-#[cfg(not(test))]
-const SMALL_ASSUMED: usize = 64;
-#[cfg(test)]
-const SMALL_ASSUMED: usize = 1;
-
-/// How the bookkeeping the pass started from is given back ([`PassSnapshots::save_views`]).
-enum Before {
-    /// Copied before the pass's first deduction.
-    Copy(Assumed),
-    /// The pass's changes, to undo.
-    Log(Vec<Undo>),
 }
 
 /// A recent placement's deduction as [`Assumed::of_plans`] takes it: its workload, the
@@ -768,11 +735,6 @@ impl Assumed {
     /// The digest of the deductions from one cluster's view so far (0: none).
     pub fn of_cluster(&self, cluster: &str) -> u64 {
         self.per_cluster.get(cluster).copied().unwrap_or(0)
-    }
-
-    /// Workloads with deductions.
-    pub fn workloads(&self) -> usize {
-        self.deducted.len()
     }
 
     /// Replicas deducted in all.
