@@ -295,6 +295,10 @@ pub struct NodeIndex {
     /// CPU figures for explain ([`NodeIndex::cpu`]), computed on first use: a deduction
     /// changes them, and explain is asked of few of the views a pass deducts from.
     cpu: OnceLock<CpuFigures>,
+    /// The nodes' allocatable CPU, raw and normalised, summed as [`cpu_figures`] sums them
+    /// (pods do not change it: kept when pods are added). Its mean factor tells explain
+    /// whether the CPU is heterogeneous without the figures a deduction resets.
+    cpu_allocatable: (i64, f64),
     /// Per compiled request ([`CompiledRequest::id`]): its walk over the groups.
     cache: Mutex<HashMap<u64, Walk>>,
     /// Per label constraints ([`CompiledRequest::labels`]): which nodes (by position) they
@@ -359,6 +363,13 @@ impl NodeIndex {
                 }
             }
         }
+        let mut cpu_allocatable = (0i64, 0f64);
+        for (n, &g) in nodes.iter().zip(&group_of) {
+            let alloc = n.allocatable.get("cpu");
+            let factor = groups.get(g as usize).map_or(1.0, |g| g.cpu_factor);
+            cpu_allocatable.0 = cpu_allocatable.0.saturating_add(alloc);
+            cpu_allocatable.1 += alloc as f64 * factor;
+        }
         NodeIndex {
             settings: Arc::as_ptr(settings) as usize,
             dims: dims.id(),
@@ -367,6 +378,7 @@ impl NodeIndex {
             groups,
             group_of,
             cpu: OnceLock::new(),
+            cpu_allocatable,
             cache: Mutex::new(HashMap::new()),
             admitted: Mutex::new(HashMap::new()),
         }
@@ -388,6 +400,13 @@ impl NodeIndex {
         })
     }
 
+    /// [`CpuFigures::mean_factor`] of [`NodeIndex::cpu`], from the allocatable CPU alone
+    /// (the same bits: the same sums in the same order).
+    pub fn cpu_mean_factor(&self) -> f64 {
+        let (raw, normalised) = self.cpu_allocatable;
+        CpuFigures { allocatable_raw: raw, allocatable_normalised: normalised, ..CpuFigures::default() }.mean_factor()
+    }
+
     /// The index of `nodes` after the nodes at `changed` had pods added (their `requested`
     /// and `pods` grew; nothing else changed): those nodes are moved to the group of their new
     /// key, the rest is kept. Equal to [`NodeIndex::build`] on the changed nodes (same groups,
@@ -402,6 +421,7 @@ impl NodeIndex {
             groups: self.groups.clone(),
             group_of: self.group_of.clone(),
             cpu: OnceLock::new(),
+            cpu_allocatable: self.cpu_allocatable,
             cache: Mutex::new(HashMap::new()),
             admitted: Mutex::new(self.admitted.lock().map(|a| a.clone()).unwrap_or_default()),
         };
@@ -664,9 +684,8 @@ impl NodeIndex {
             };
             let best = self.groups.iter().filter(|g| g.usable).map(|g| g.free[c]).max().unwrap_or(0);
             // Heterogeneous CPU (a mean performance factor other than 1): raw and normalised.
-            let cpu = (d.name() == "cpu")
-                .then(|| self.cpu(nodes))
-                .filter(|cpu| (cpu.mean_factor() - 1.0).abs() > f64::EPSILON);
+            let cpu = (d.name() == "cpu" && (self.cpu_mean_factor() - 1.0).abs() > f64::EPSILON)
+                .then(|| self.cpu(nodes));
             if let Some(cpu) = cpu {
                 let best_group = self.groups.iter().filter(|g| g.usable).max_by(|a, b| {
                     (a.free[c] as f64 * a.cpu_factor)
@@ -1125,6 +1144,8 @@ mod tests {
             // The CPU figures follow the added pods (the ones computed before are not kept).
             assert_eq!(index.cpu(&nodes), cpu_figures(&nodes, &s));
             assert_ne!(index.cpu(&nodes), before);
+            // The mean factor explain asks first is the figures' own, kept through the pods.
+            assert_eq!(index.cpu_mean_factor().to_bits(), index.cpu(&nodes).mean_factor().to_bits());
         }
     }
 
@@ -1144,6 +1165,7 @@ mod tests {
         let cpu = idx.cpu(&nodes);
         assert_eq!((cpu.allocatable_raw, cpu.allocatable_normalised.round() as i64), (14_000, 16_000));
         assert_eq!(cpu, cpu_figures(&nodes, &s));
+        assert_eq!(idx.cpu_mean_factor().to_bits(), cpu.mean_factor().to_bits());
         let c = CompiledRequest::compile(1, &req(10_000), &dims);
         assert_eq!(idx.estimate(&nodes, &c), 0);
         let lines = idx.explain(&nodes, &c);
