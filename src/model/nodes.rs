@@ -684,8 +684,8 @@ impl NodeIndex {
             };
             let best = self.groups.iter().filter(|g| g.usable).map(|g| g.free[c]).max().unwrap_or(0);
             // Heterogeneous CPU (a mean performance factor other than 1): raw and normalised.
-            let cpu = (d.name() == "cpu" && (self.cpu_mean_factor() - 1.0).abs() > f64::EPSILON)
-                .then(|| self.cpu(nodes));
+            let cpu =
+                (d.name() == "cpu" && (self.cpu_mean_factor() - 1.0).abs() > f64::EPSILON).then(|| self.cpu(nodes));
             if let Some(cpu) = cpu {
                 let best_group = self.groups.iter().filter(|g| g.usable).max_by(|a, b| {
                     (a.free[c] as f64 * a.cpu_factor)

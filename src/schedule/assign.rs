@@ -33,7 +33,17 @@ impl TieBreak {
 /// [`webster_base`] finds, in O(parties · log total), seats every party certainly gets, and
 /// only the last seats (at most one per party) go through the heap: O(parties · log total).
 pub fn webster(total: i64, weights: &BTreeMap<String, i64>, tie: TieBreak) -> BTreeMap<String, i64> {
-    let parties: Vec<(&String, i64)> = weights.iter().filter(|(_, w)| **w > 0).map(|(n, w)| (n, *w)).collect();
+    webster_of(total, weights.iter().map(|(n, w)| (n.as_str(), *w)), tie)
+}
+
+/// [`webster`] over parties in any order (each name once): the divisions that weigh the
+/// selected clusters in their selection order need no map by name of all of them.
+pub fn webster_of<'a>(
+    total: i64,
+    weights: impl IntoIterator<Item = (&'a str, i64)>,
+    tie: TieBreak,
+) -> BTreeMap<String, i64> {
+    let parties: Vec<(&str, i64)> = weights.into_iter().filter(|(_, w)| *w > 0).collect();
     if parties.is_empty() || total <= 0 {
         return BTreeMap::new();
     }
@@ -47,7 +57,7 @@ pub fn webster(total: i64, weights: &BTreeMap<String, i64>, tie: TieBreak) -> BT
             heap.push(best);
         }
     }
-    heap.into_iter().filter(|p| p.seats > 0).map(|p| (p.name.clone(), p.seats)).collect()
+    heap.into_iter().filter(|p| p.seats > 0).map(|p| (p.name.to_owned(), p.seats)).collect()
 }
 
 /// Seats each party is certain to receive in [`webster`], summing to at most `total` and short
@@ -60,9 +70,16 @@ pub fn webster(total: i64, weights: &BTreeMap<String, i64>, tie: TieBreak) -> BT
 /// before it, all above `λ`). With `λ = W / d` (`W` the sum of weights) party `i` has
 /// `#{odd k : k·W < w_i·d}` such items; a binary search finds the largest `d` whose count is
 /// at most `total`. Integer arithmetic only (i128, saturating), so the result is exact.
-fn webster_base(total: i64, parties: &[(&String, i64)]) -> Vec<i64> {
+fn webster_base(total: i64, parties: &[(&str, i64)]) -> Vec<i64> {
     let w_sum: i128 = parties.iter().map(|(_, w)| i128::from(*w)).sum();
+    // In 64 bits while the products fit (a division of 128 bits costs several of 64).
+    let narrow = i64::try_from(w_sum).ok();
     let above = |d: i128, w: i64| -> i128 {
+        if let (Some(w_sum), Ok(d)) = (narrow, i64::try_from(d))
+            && let Some(q) = w.checked_mul(d)
+        {
+            return i128::from(if q < 1 { 0 } else { ((q - 1) / w_sum + 1) / 2 });
+        }
         let q = i128::from(w).saturating_mul(d);
         if q < 1 { 0 } else { ((q - 1) / w_sum + 1) / 2 }
     };
@@ -86,7 +103,7 @@ fn webster_base(total: i64, parties: &[(&String, i64)]) -> Vec<i64> {
 
 /// A party in the Webster heap; the greatest is the next to receive a seat.
 struct Party<'a> {
-    name: &'a String,
+    name: &'a str,
     weight: i64,
     seats: i64,
     tie: TieBreak,
@@ -129,21 +146,23 @@ pub enum AssignError {
 /// proportionally. `available` = free replicas per candidate; `previous` = last assignment.
 pub fn dynamic_steady(
     replicas: i64,
-    available: &BTreeMap<String, i64>,
+    available: &[(&str, i64)],
     previous: &BTreeMap<String, i64>,
     tie: TieBreak,
 ) -> Result<BTreeMap<String, i64>, AssignError> {
-    let (prev, assigned) = still_placed(previous, |n| available.contains_key(n));
+    let names: std::collections::HashSet<&str> =
+        if previous.is_empty() { Default::default() } else { available.iter().map(|(n, _)| *n).collect() };
+    let (prev, assigned) = still_placed(previous, |n| names.contains(n));
     match assigned.cmp(&replicas) {
         Ordering::Equal => Ok(prev),
         Ordering::Greater => Ok(webster(replicas, &prev, tie)),
         Ordering::Less => {
             let delta = replicas - assigned;
-            let total_free: i64 = available.values().sum();
+            let total_free: i64 = available.iter().map(|(_, a)| a).sum();
             if total_free < delta {
                 return Err(AssignError::NotEnough { available: total_free + assigned, wanted: replicas });
             }
-            Ok(add(prev, webster(delta, available, tie)))
+            Ok(add(prev, webster_of(delta, available.iter().copied(), tie)))
         }
     }
 }
@@ -165,11 +184,11 @@ pub fn dynamic_steady(
 ///   shortest prefix covering the target keeps it (Webster over the previous replicas).
 pub fn aggregated(
     replicas: i64,
-    candidates: &[(String, i64)],
+    candidates: &[(&str, i64)],
     previous: &BTreeMap<String, i64>,
     tie: TieBreak,
 ) -> Result<BTreeMap<String, i64>, AssignError> {
-    let names: std::collections::BTreeSet<&str> = candidates.iter().map(|(n, _)| n.as_str()).collect();
+    let names: std::collections::BTreeSet<&str> = candidates.iter().map(|(n, _)| *n).collect();
     let (prev, assigned) = still_placed(previous, |n| names.contains(n));
     match assigned.cmp(&replicas) {
         Ordering::Equal => Ok(prev),
@@ -189,7 +208,7 @@ pub fn aggregated(
         }
         Ordering::Less => {
             let delta = replicas - assigned;
-            let mut order: Vec<(&String, i64)> = candidates.iter().map(|(n, a)| (n, *a)).collect();
+            let mut order: Vec<(&str, i64)> = candidates.to_vec();
             gosort::sort_by(&mut order, |a, b| a.1 > b.1);
             // The clusters already used first, each part in its order (Karmada's
             // resortAvailableClusters).
@@ -202,7 +221,7 @@ pub fn aggregated(
                     break;
                 }
                 if a > 0 {
-                    chosen.insert(n.clone(), a);
+                    chosen.insert(n.to_owned(), a);
                     cap += a;
                 }
             }
@@ -288,7 +307,7 @@ mod tests {
                 heap.push(best);
             }
         }
-        heap.into_iter().filter(|p| p.seats > 0).map(|p| (p.name.clone(), p.seats)).collect()
+        heap.into_iter().filter(|p| p.seats > 0).map(|p| (p.name.to_owned(), p.seats)).collect()
     }
 
     proptest::proptest! {
@@ -305,7 +324,10 @@ mod tests {
             w.extend(big.iter().enumerate().map(|(i, w)| (format!("b{i}"), *w)));
             let fast = webster(total, &w, tie);
             proptest::prop_assert_eq!(fast.values().sum::<i64>(), if w.values().any(|x| *x > 0) { total } else { 0 });
-            proptest::prop_assert_eq!(fast, webster_one_by_one(total, &w, tie));
+            proptest::prop_assert_eq!(&fast, &webster_one_by_one(total, &w, tie));
+            // The parties' order does not matter (the selection order is not the names').
+            let reversed: Vec<(&str, i64)> = w.iter().rev().map(|(n, w)| (n.as_str(), *w)).collect();
+            proptest::prop_assert_eq!(webster_of(total, reversed, tie), fast);
         }
     }
 
@@ -330,15 +352,15 @@ mod tests {
     fn dynamic_steady_vectors() {
         let asc = TieBreak::Ascending;
         let prev = m(&[("m1", 2), ("m2", 4), ("m3", 6)]);
-        let free = m(&[("m1", 10), ("m2", 10), ("m3", 10)]);
+        let free = [("m1", 10), ("m2", 10), ("m3", 10)];
         assert_eq!(dynamic_steady(6, &free, &prev, asc), Ok(m(&[("m1", 1), ("m2", 2), ("m3", 3)])));
         assert_eq!(dynamic_steady(24, &free, &prev, asc), Ok(m(&[("m1", 6), ("m2", 8), ("m3", 10)])));
         assert_eq!(dynamic_steady(12, &free, &prev, asc), Ok(prev.clone()));
         assert_eq!(dynamic_steady(100, &free, &prev, asc), Err(AssignError::NotEnough { available: 42, wanted: 100 }));
     }
 
-    fn list(items: &[(&str, i64)]) -> Vec<(String, i64)> {
-        items.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    fn list<'a>(items: &[(&'a str, i64)]) -> Vec<(&'a str, i64)> {
+        items.to_vec()
     }
 
     #[test]
@@ -378,7 +400,7 @@ mod tests {
         let asc = TieBreak::Ascending;
         let reps = [2, 2, 2, 2, 2, 1, 2, 1, 2, 2, 1, 1, 1];
         let prev: BTreeMap<String, i64> = reps.iter().enumerate().map(|(i, r)| (format!("m{i:02}"), *r)).collect();
-        let free: Vec<(String, i64)> = prev.keys().map(|k| (k.clone(), 100)).collect();
+        let free: Vec<(&str, i64)> = prev.keys().map(|k| (k.as_str(), 100)).collect();
         assert_eq!(aggregated(5, &free, &prev, asc), Ok(m(&[("m01", 2), ("m02", 2), ("m06", 1)])));
         // 12 clusters (the last dropped): insertion sort, stable — name order among equals.
         let free12 = &free[..12];

@@ -546,18 +546,18 @@ fn divide(
         Strategy::DynamicWeight | Strategy::Aggregated => {
             // Weights for new replicas are the free replicas (available − already assigned),
             // in the selection order (Aggregated breaks ties between equal clusters by it).
-            let free: Vec<(String, i64)> = selected
+            let free: Vec<(&str, i64)> = selected
                 .iter()
                 .map(|v| {
                     let avail = v.available_replicas.unwrap_or(0);
                     let already = previous.get(&v.name).copied().unwrap_or(0);
-                    (v.name.clone(), (avail - already).max(0))
+                    (v.name.as_str(), (avail - already).max(0))
                 })
                 .collect();
             let r = if strategy == Strategy::Aggregated {
                 assign::aggregated(i64::from(replicas), &free, previous, tie)
             } else {
-                assign::dynamic_steady(i64::from(replicas), &free.into_iter().collect(), previous, tie)
+                assign::dynamic_steady(i64::from(replicas), &free, previous, tie)
             };
             match r {
                 Ok(m) => to_targets(m),
