@@ -227,10 +227,7 @@ impl NodeGroup {
     /// Replicas one node of the group takes, by its pod slots and the wanted columns
     /// ([`NodeIndex::wanted_columns`]); may be ≤ 0.
     fn per_replica(&self, cols: &[(Option<usize>, i64)]) -> i64 {
-        cols.iter().fold(self.pods_free, |acc, (c, want)| match c.and_then(|c| self.free.get(c)) {
-            Some(free) => acc.min(free / want),
-            None => 0,
-        })
+        per_replica(&self.free, self.pods_free, cols)
     }
 }
 
@@ -299,11 +296,38 @@ pub struct NodeIndex {
     /// (pods do not change it: kept when pods are added). Its mean factor tells explain
     /// whether the CPU is heterogeneous without the figures a deduction resets.
     cpu_allocatable: (i64, f64),
-    /// Per compiled request ([`CompiledRequest::id`]): its walk over the groups.
-    cache: Mutex<HashMap<u64, Walk>>,
+    /// Per compiled request ([`CompiledRequest::id`]): its walk over the groups, as of the
+    /// first so many entries of `moved` (brought up to date when asked again).
+    cache: Mutex<HashMap<u64, (Walk, usize)>>,
+    /// The nodes pods were added to since the index was built ([`NodeIndex::add_pods`]), in
+    /// order: a cached walk follows them instead of walking every group again.
+    moved: Vec<Moved>,
     /// Per label constraints ([`CompiledRequest::labels`]): which nodes (by position) they
     /// admit. Pods do not change labels: kept when pods are added.
     admitted: Mutex<HashMap<u64, Arc<[bool]>>>,
+}
+
+/// A node pods were added to: its free amounts (per column) and pod slots before and after.
+#[derive(Debug, Clone)]
+struct Moved {
+    node: u32,
+    before: (Box<[i64]>, i64),
+    after: (Box<[i64]>, i64),
+}
+
+/// Moves a cached walk follows at most when it is asked again; beyond, it is walked again.
+const MOVES_FOLLOWED: usize = 64;
+/// Moves an index keeps; beyond, all but the last [`MOVES_FOLLOWED`] go, with the cached
+/// walks older than those.
+const MOVES_KEPT: usize = 2 * MOVES_FOLLOWED;
+
+/// Replicas one node with these free amounts and pod slots takes of the wanted columns
+/// ([`NodeIndex::wanted_columns`]); may be ≤ 0.
+fn per_replica(free: &[i64], pods_free: i64, cols: &[(Option<usize>, i64)]) -> i64 {
+    cols.iter().fold(pods_free, |acc, (c, want)| match c.and_then(|c| free.get(c)) {
+        Some(free) => acc.min(free / want),
+        None => 0,
+    })
 }
 
 /// One request's walk over a snapshot's node groups: the estimate, and where the nodes went
@@ -380,6 +404,7 @@ impl NodeIndex {
             cpu: OnceLock::new(),
             cpu_allocatable,
             cache: Mutex::new(HashMap::new()),
+            moved: Vec::new(),
             admitted: Mutex::new(HashMap::new()),
         }
     }
@@ -422,7 +447,8 @@ impl NodeIndex {
             group_of: self.group_of.clone(),
             cpu: OnceLock::new(),
             cpu_allocatable: self.cpu_allocatable,
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(self.cache.lock().map(|c| c.clone()).unwrap_or_default()),
+            moved: self.moved.clone(),
             admitted: Mutex::new(self.admitted.lock().map(|a| a.clone()).unwrap_or_default()),
         };
         copy.add_pods(nodes, changed).then_some(copy)
@@ -436,8 +462,16 @@ impl NodeIndex {
             return false;
         }
         for &i in changed {
+            let figures = |idx: &NodeIndex| {
+                let g = idx.group_of.get(i).and_then(|g| idx.groups.get(*g as usize));
+                g.map(|g| (g.free.clone().into_boxed_slice(), g.pods_free))
+            };
+            let before = figures(self);
             if !self.move_node(nodes, i) {
                 return false;
+            }
+            if let (Some(before), Some(after), Ok(node)) = (before, figures(self), u32::try_from(i)) {
+                self.moved.push(Moved { node, before, after });
             }
         }
         // A label-backed column must keep a node with room (a build would not have it).
@@ -446,8 +480,14 @@ impl NodeIndex {
             return false;
         }
         self.cpu = OnceLock::new();
-        if let Ok(cache) = self.cache.get_mut() {
-            cache.clear();
+        if self.moved.len() > MOVES_KEPT {
+            // The oldest moves go, with the walks that would still need them.
+            let cut = self.moved.len() - MOVES_FOLLOWED;
+            self.moved.drain(..cut);
+            if let Ok(cache) = self.cache.get_mut() {
+                cache.retain(|_, (_, at)| *at >= cut);
+                cache.values_mut().for_each(|(_, at)| *at -= cut);
+            }
         }
         true
     }
@@ -550,16 +590,58 @@ impl NodeIndex {
         if req.id == u64::MAX {
             return self.compute(nodes, req);
         }
-        if let Ok(cache) = self.cache.lock()
-            && let Some(v) = cache.get(&req.id)
-        {
-            return *v;
-        }
-        let v = self.compute(nodes, req);
+        let now = self.moved.len();
+        let cached = self.cache.lock().ok().and_then(|cache| cache.get(&req.id).copied());
+        let v = match cached {
+            Some((v, at)) if at == now => return v,
+            Some((v, at)) if now - at <= MOVES_FOLLOWED => match self.follow(nodes, req, v, &self.moved[at..]) {
+                Some(v) => {
+                    debug_assert_eq!(v, self.compute(nodes, req), "a walk that followed the moved nodes");
+                    v
+                }
+                None => self.compute(nodes, req),
+            },
+            _ => self.compute(nodes, req),
+        };
         if let Ok(mut cache) = self.cache.lock() {
-            cache.insert(req.id, v);
+            cache.insert(req.id, (v, now));
         }
         v
+    }
+
+    /// `walk` after the nodes of `moved` took their new figures, node by node: each node the
+    /// request may use (its group usable and tolerated, its labels admitted: none of which
+    /// pods change) leaves its old count and enters its new one. `None` when a sum may have
+    /// saturated (then only a walk over the groups is exact).
+    fn follow(&self, nodes: &[NodeView], req: &CompiledRequest, mut walk: Walk, moved: &[Moved]) -> Option<Walk> {
+        if walk.total == i64::MAX {
+            return None;
+        }
+        let cols = self.wanted_columns(req);
+        let admitted = self.admission(nodes, req);
+        for m in moved {
+            let i = m.node as usize;
+            let group = self.groups.get(*self.group_of.get(i)? as usize)?;
+            let admits = admitted.as_ref().is_none_or(|bits| bits.get(i).copied().unwrap_or(false));
+            if !group.usable || !tolerates_all(&req.tolerations, &group.taints) || !admits {
+                continue;
+            }
+            match per_replica(&m.before.0, m.before.1, &cols) {
+                per if per <= 0 => walk.full = walk.full.checked_sub(1)?,
+                per => {
+                    walk.fit = walk.fit.checked_sub(1)?;
+                    walk.total = walk.total.checked_sub(per)?;
+                }
+            }
+            match per_replica(&m.after.0, m.after.1, &cols) {
+                per if per <= 0 => walk.full += 1,
+                per => {
+                    walk.fit += 1;
+                    walk.total = walk.total.checked_add(per).filter(|t| *t < i64::MAX)?;
+                }
+            }
+        }
+        Some(walk)
     }
 
     /// Which nodes (by position) the request's label constraints admit; None when it reads no
@@ -1010,7 +1092,7 @@ mod tests {
         assert_eq!(idx.group_count(), 1);
         let c = CompiledRequest::compile(7, &req(1000), &dims);
         assert_eq!(idx.estimate(&nodes, &c), 400);
-        assert_eq!(idx.cache.lock().map(|m| m.get(&7).map(|w| w.total)).ok().flatten(), Some(400));
+        assert_eq!(idx.cache.lock().map(|m| m.get(&7).map(|w| w.0.total)).ok().flatten(), Some(400));
         // A selector on the unique label is still exact.
         let mut one = req(1000);
         one.node_selector.insert("kubernetes.io/hostname".into(), "n7".into());
@@ -1237,7 +1319,11 @@ mod tests {
                 cpus.iter().enumerate().map(|(i, c)| node(&format!("n{i}"), c * 1000, 1 << 34, 110)).collect();
             let mut idx = NodeIndex::build(&nodes, &dims, &s);
             let c = CompiledRequest::compile(u64::MAX, &req(500), &dims);
-            for (at, pods) in steps {
+            // Cached walks, one asked at every step, one every third (it follows several
+            // moves at once): always the walk of a fresh build.
+            let (every, third) = (CompiledRequest::compile(11, &req(700), &dims), CompiledRequest::compile(12, &req(1500), &dims));
+            prop_assert_eq!(idx.estimate(&nodes, &third), estimate_naive(&nodes, &third));
+            for (step, (at, pods)) in steps.into_iter().enumerate() {
                 let i = at % nodes.len();
                 let used = nodes[i].requested.get("cpu");
                 nodes[i].requested = list(&[("cpu", used + pods * 500)]);
@@ -1246,6 +1332,11 @@ mod tests {
                 prop_assert_eq!(idx.canonical(), NodeIndex::build(&nodes, &dims, &s).canonical());
                 prop_assert_eq!(idx.first_fit(&nodes, &c, &dims, count), Some(first_fit_naive(&nodes, &c, count)));
                 prop_assert_eq!(idx.estimate(&nodes, &c), estimate_naive(&nodes, &c));
+                let fresh = NodeIndex::build(&nodes, &dims, &s);
+                prop_assert_eq!(idx.explain(&nodes, &every), fresh.explain(&nodes, &every));
+                if step % 3 == 2 {
+                    prop_assert_eq!(idx.explain(&nodes, &third), fresh.explain(&nodes, &third));
+                }
             }
         }
     }
