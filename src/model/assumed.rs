@@ -163,7 +163,7 @@ pub fn deduct(
         s.allocated.add_amount("pods", placed.saturating_mul(1000));
         s.allocating.add_amount("pods", left.saturating_mul(1000));
     }
-    snap.summary_free.reset();
+    snap.summary_free.deducted(snap.summary.as_ref(), req);
     // The index follows the nodes: in place when this view alone holds it (every deduction
     // from it after the pass's first), else on a copy.
     if let Some(mut index) = snap.index.take() {

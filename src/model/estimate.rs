@@ -211,6 +211,31 @@ impl SummaryFree {
 pub type SummaryCache = crate::util::derived::Derived<SummaryFree>;
 
 impl SummaryCache {
+    /// After `req`'s replicas were deducted from `summary` (its allocated and allocating grew
+    /// by the request's resources and pods, nothing else changed): the free amounts of the
+    /// requested resources and the pod slots read again, the others kept (a deduction no
+    /// longer makes every resource's free amount again). Forgets them when none were made.
+    pub fn deducted(&mut self, summary: Option<&super::snapshot::ResourceSummary>, req: &ReplicaRequirements) {
+        let (Some(s), Some(old)) = (summary, self.take()) else {
+            self.reset();
+            return;
+        };
+        let mut free = old.free.clone();
+        for name in req.request.iter().map(|(name, _)| name).chain(["pods"]) {
+            if let Some(id) = super::resources::resource_id(name)
+                && let Ok(k) = free.binary_search_by_key(&id, |(i, _)| *i)
+            {
+                free[k].1 = free_of(s, name);
+            }
+        }
+        self.set_shared(std::sync::Arc::new(SummaryFree {
+            free,
+            pods: allowed_pods(s),
+            models: old.models,
+            complete: old.complete,
+        }));
+    }
+
     /// The free amounts of `cluster` (whose cache this is), made on first use.
     pub fn get(&self, cluster: &ClusterSnapshot) -> &SummaryFree {
         let free = self.get_or_make(|| SummaryFree::of(cluster));
