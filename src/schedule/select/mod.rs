@@ -49,6 +49,14 @@ impl Clusters for Vec<ClusterSnapshot> {
 
 /// Karmada's cluster order: score desc, available replicas desc, name asc.
 pub fn order(feasible: &[&ClusterVerdict]) -> Vec<usize> {
+    // The verdicts come in the fleet's order, which is by name: the name tie-break is then
+    // the position's (no name compared in the sort).
+    if feasible.windows(2).all(|w| w[0].name < w[1].name) {
+        let mut keys: Vec<(std::cmp::Reverse<(i64, i64)>, usize)> =
+            feasible.iter().enumerate().map(|(i, v)| (std::cmp::Reverse((v.score, avail(v))), i)).collect();
+        keys.sort_unstable();
+        return keys.into_iter().map(|(_, i)| i).collect();
+    }
     let mut idx: Vec<usize> = (0..feasible.len()).collect();
     idx.sort_by(|a, b| {
         let (a, b) = (feasible[*a], feasible[*b]);

@@ -251,3 +251,28 @@ fn spread_by_region_zone_provider_and_label() {
         }
     }
 }
+
+/// Karmada's order (score desc, available desc, name asc) whether the verdicts come by name
+/// (the fleet's order: ties broken by position) or not (ties broken by name).
+#[test]
+fn the_order_breaks_ties_by_name_whatever_order_the_verdicts_come_in() {
+    let by_name: Vec<ClusterVerdict> =
+        (0..40).map(|i| verdict(&format!("m{i:02}"), (i * 7 % 3) as i64, (i * 11 % 5) as i64)).collect();
+    let want = |vs: &[&ClusterVerdict]| {
+        let mut names: Vec<&ClusterVerdict> = vs.to_vec();
+        names.sort_by(|a, b| b.score.cmp(&a.score).then(avail(b).cmp(&avail(a))).then(a.name.cmp(&b.name)));
+        names.into_iter().map(|v| v.name.clone()).collect::<Vec<_>>()
+    };
+    let mut unordered: Vec<&ClusterVerdict> = by_name.iter().collect();
+    for list in [by_name.iter().collect::<Vec<_>>(), {
+        unordered.reverse();
+        unordered.clone()
+    }] {
+        let got: Vec<String> = order(&list).into_iter().map(|i| list[i].name.clone()).collect();
+        assert_eq!(got, want(&list));
+    }
+    // Equal score and capacity everywhere: the names alone decide.
+    let ties: Vec<ClusterVerdict> = ["a", "b", "c"].iter().map(|n| verdict(n, 1, 1)).collect();
+    let list: Vec<&ClusterVerdict> = ties.iter().rev().collect();
+    assert_eq!(order(&list), vec![2, 1, 0]);
+}
