@@ -43,12 +43,9 @@ pub fn estimators_with(settings: &Arc<ModelSettings>) -> Vec<Box<dyn Estimator>>
     ]
 }
 
-/// One estimator's answer, kept for explain.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Estimate {
-    pub estimator: &'static str,
-    pub replicas: i64,
-}
+/// One estimator's answer as a verdict keeps it for explain: the estimator's name (the
+/// built-in names borrowed) and the replicas.
+pub type Estimate = (std::borrow::Cow<'static, str>, i64);
 
 /// Per cluster of `clusters` (in order): the minimum over the estimators that answer (None
 /// when none does) and their answers, in the estimators' order.
@@ -61,12 +58,12 @@ pub fn max_available(
     for e in estimators {
         for ((_, answers), r) in out.iter_mut().zip(e.max_replicas_each(clusters, req)) {
             if let Some(r) = r {
-                answers.push(Estimate { estimator: e.name(), replicas: r.max(0) });
+                answers.push((std::borrow::Cow::Borrowed(e.name()), r.max(0)));
             }
         }
     }
     for (min, answers) in &mut out {
-        *min = answers.iter().map(|a| a.replicas).min();
+        *min = answers.iter().map(|a| a.1).min();
     }
     out
 }
@@ -439,7 +436,7 @@ mod tests {
         let req = ReplicaRequirements { request: list(&[("cpu", 100)]), ..Default::default() };
         let (max, answers) = max_available(&estimators(), &[&c], &req).remove(0);
         assert_eq!(max, Some(0), "{answers:?}");
-        assert!(answers.iter().any(|a| a.estimator == "resource-summary" && a.replicas == 0), "{answers:?}");
+        assert!(answers.iter().any(|a| a.0 == "resource-summary" && a.1 == 0), "{answers:?}");
         // Without any request either: no summary, no pod slots known.
         let (max, _) = max_available(&estimators(), &[&c], &ReplicaRequirements::default()).remove(0);
         assert_eq!(max, Some(0));
@@ -559,7 +556,7 @@ mod tests {
         let (min, answers) = max_available(&estimators(), &[&c], &req).remove(0);
         assert_eq!(min, Some(1));
         // The models apply: the summary estimator defers to them, as Karmada's does.
-        assert_eq!(answers, vec![Estimate { estimator: "resource-models", replicas: 1 }]);
+        assert_eq!(answers, vec![("resource-models".into(), 1)]);
         // A requested resource the models lack makes them inapplicable: summary instead.
         let gpu =
             ReplicaRequirements { request: list(&[("cpu", 1500), ("nvidia.com/gpu", 1000)]), ..Default::default() };

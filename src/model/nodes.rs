@@ -25,6 +25,7 @@ use super::dimensions::{Dimension, Dimensions, GpuConstraint, ModelSettings};
 use super::snapshot::{ClusterTaint, NodeView};
 use super::workload::ReplicaRequirements;
 use crate::policy::types::{TaintEffect, Toleration, TolerationOperator};
+use crate::util::hash::IdMap;
 
 /// One `nodeSelectorRequirement`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -298,13 +299,13 @@ pub struct NodeIndex {
     cpu_allocatable: (i64, f64),
     /// Per compiled request ([`CompiledRequest::id`]): its walk over the groups, as of the
     /// first so many entries of `moved` (brought up to date when asked again).
-    cache: Mutex<HashMap<u64, (Walk, usize)>>,
+    cache: Mutex<IdMap<u64, (Walk, usize)>>,
     /// The nodes pods were added to since the index was built ([`NodeIndex::add_pods`]), in
     /// order: a cached walk follows them instead of walking every group again.
     moved: Vec<Moved>,
     /// Per label constraints ([`CompiledRequest::labels`]): which nodes (by position) they
     /// admit. Pods do not change labels: kept when pods are added.
-    admitted: Mutex<HashMap<u64, Arc<[bool]>>>,
+    admitted: Mutex<IdMap<u64, Arc<[bool]>>>,
 }
 
 /// A node pods were added to: its free amounts (per column) and pod slots before and after.
@@ -403,9 +404,9 @@ impl NodeIndex {
             group_of,
             cpu: OnceLock::new(),
             cpu_allocatable,
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(IdMap::default()),
             moved: Vec::new(),
-            admitted: Mutex::new(HashMap::new()),
+            admitted: Mutex::new(IdMap::default()),
         }
     }
 

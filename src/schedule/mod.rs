@@ -408,7 +408,7 @@ fn schedule_term(
         let mut available = None;
         if let Some(desired) = req.workload.replicas {
             let (est, answers) = estimated.next().unwrap_or_default();
-            estimates = answers.into_iter().map(|a| (a.estimator.into(), a.replicas)).collect();
+            estimates = answers;
             let est = est.map(|e| confidence_discount(fw, cluster, e, &mut reasons));
             if est.is_some_and(|e| e < i64::from(desired)) {
                 for e in &fw.estimators {

@@ -12,6 +12,29 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
+/// A hasher for in-memory maps keyed by process-local integer ids (compiled requests, label
+/// constraints): a multiplication per word instead of SipHash's rounds. Ids are made by the
+/// process, never read from outside, so no seed is needed against chosen collisions.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map keyed by process-local ids, hashed with [`IdHasher`].
+pub type IdMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// Appends an unambiguous byte encoding of a JSON value to `out` (a type tag, lengths before
 /// contents), for hashing it in one piece: several times cheaper than serializing it (no
 /// escaping) or than feeding a hasher value by value. For in-memory keys (the interpreter's
