@@ -148,6 +148,9 @@ struct Memo {
     /// Content hash of an answer → ids with that hash.
     by_content: HashMap<u64, Vec<u32>>,
     combos: HashMap<Vec<u32>, Arc<Combo>>,
+    /// Memo key of a cluster affinity ([`crate::schedule::framework::memo_hash`]) → whether
+    /// each position matches it ([`Fleet::affinity_matches`]).
+    affinities: HashMap<u64, Arc<[bool]>>,
 }
 
 /// The scheduler's per-pass view of the fleet (see the module documentation). `Send + Sync`:
@@ -233,6 +236,35 @@ impl Fleet {
     /// The combined answer of `filters` for a workload: each keyed filter's memoised answer
     /// (evaluated now over every cluster if new), unkeyed ones evaluated over every cluster.
     /// `eval` runs a filter on a cluster with an empty previous placement.
+    /// Whether the cluster at each position matches `affinity` (static facts: names, labels,
+    /// fields), memoised for the pass by the affinity's memo key like the filters' answers:
+    /// the static weight lists of thousands of policies name the same few selectors.
+    pub(crate) fn affinity_matches(
+        &self,
+        affinity: &crate::policy::types::ClusterAffinity,
+        clusters: &[ClusterSnapshot],
+    ) -> Arc<[bool]> {
+        let evaluate = || -> Arc<[bool]> {
+            (0..self.len() as u32)
+                .map(|p| crate::policy::matching::cluster_matches(affinity, &self.cluster(clusters, p).facts()))
+                .collect()
+        };
+        if !self.memoise {
+            return evaluate();
+        }
+        let key = crate::schedule::framework::memo_hash(affinity);
+        let lock = || match self.memo.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(known) = lock().affinities.get(&key) {
+            return known.clone();
+        }
+        let answer = evaluate();
+        lock().affinities.insert(key, answer.clone());
+        answer
+    }
+
     pub(crate) fn combo(
         &self,
         filters: &[Box<dyn FilterPlugin>],

@@ -22,7 +22,6 @@ use serde::{Deserialize, Serialize};
 use crate::model::estimate::max_available;
 use crate::model::{ClusterSnapshot, Workload};
 use crate::policy::ObjectKey;
-use crate::policy::matching::cluster_matches;
 use crate::policy::types::{
     ClusterAffinity, DynamicWeightFactor, Placement, ReplicaDivisionPreference, ReplicaSchedulingType,
 };
@@ -615,10 +614,13 @@ fn static_weights(
     if list.is_empty() {
         return selected.iter().map(|v| (v.name.clone(), 1)).collect();
     }
+    let matches: Vec<std::sync::Arc<[bool]>> =
+        list.iter().map(|e| clusters.fleet.affinity_matches(&e.target_cluster, clusters.clusters)).collect();
     let mut out = BTreeMap::new();
     for v in selected {
-        let Some(c) = select::Clusters::get(clusters, &v.name) else { continue };
-        let w = list.iter().filter(|e| cluster_matches(&e.target_cluster, &c.facts())).map(|e| e.weight).max();
+        let Some(p) = clusters.fleet.position(&v.name) else { continue };
+        let matched = |m: &std::sync::Arc<[bool]>| m.get(p as usize).copied().unwrap_or(false);
+        let w = list.iter().zip(&matches).filter(|(_, m)| matched(m)).map(|(e, _)| e.weight).max();
         if let Some(w) = w {
             out.insert(v.name.clone(), w);
         }
