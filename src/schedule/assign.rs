@@ -32,7 +32,8 @@ impl TieBreak {
 /// The result is that of giving the seats one by one, but the cost does not grow with `total`:
 /// [`webster_base`] finds, in O(parties · log total), seats every party certainly gets, and
 /// only the last seats (at most one per party) go through the heap: O(parties · log total).
-/// Up to two seats per party, every seat goes through the heap (cheaper than the search).
+/// Up to two seats per party, every seat goes through the heap (cheaper than the search),
+/// among the `total` heaviest parties when there are more.
 pub fn webster(total: i64, weights: &BTreeMap<String, i64>, tie: TieBreak) -> BTreeMap<String, i64> {
     webster_of(total, weights.iter().map(|(n, w)| (n.as_str(), *w)), tie)
 }
@@ -44,13 +45,26 @@ pub fn webster_of<'a>(
     weights: impl IntoIterator<Item = (&'a str, i64)>,
     tie: TieBreak,
 ) -> BTreeMap<String, i64> {
-    let parties: Vec<(&str, i64)> = weights.into_iter().filter(|(_, w)| *w > 0).collect();
+    let mut parties: Vec<(&str, i64)> = weights.into_iter().filter(|(_, w)| *w > 0).collect();
     if parties.is_empty() || total <= 0 {
         return BTreeMap::new();
     }
     // A few seats per party: one by one from the heap costs less than the base's search.
     let base = match usize::try_from(total) {
-        Ok(t) if t <= 2 * parties.len() => vec![0; parties.len()],
+        Ok(t) if t <= 2 * parties.len() => {
+            if t < parties.len() {
+                // Every party starts with no seat: one ranked below `t` others (by weight,
+                // then the name tie-break) gets none, their first seats all coming first.
+                parties.select_nth_unstable_by(t, |a, b| {
+                    b.1.cmp(&a.1).then_with(|| match tie {
+                        TieBreak::Ascending => a.0.cmp(b.0),
+                        TieBreak::Descending => b.0.cmp(a.0),
+                    })
+                });
+                parties.truncate(t);
+            }
+            vec![0; parties.len()]
+        }
         _ => webster_base(total, &parties),
     };
     let given: i64 = base.iter().sum();
