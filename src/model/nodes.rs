@@ -9,7 +9,9 @@
 //! vector, free pod slots, taints, schedulability and CPU factor form one group), a replica's
 //! requirements are compiled once ([`CompiledRequest`]: tolerations and affinity parsed), and
 //! the answer per (cluster, request shape) is cached in the index, with the counts explain
-//! formats. A cache miss costs one division per group; a request that looks at labels also
+//! formats; after a deduction a cached answer follows the nodes it moved (their figures
+//! before and after) instead of walking every group again. A cache miss costs one division
+//! per group; a request that looks at labels also
 //! reads which nodes its label constraints admit, matched once per (snapshot, label
 //! constraints) and kept in the index: requests of different sizes with the same node
 //! selector, affinity and GPU model share it.
@@ -595,13 +597,15 @@ impl NodeIndex {
         let cached = self.cache.lock().ok().and_then(|cache| cache.get(&req.id).copied());
         let v = match cached {
             Some((v, at)) if at == now => return v,
-            Some((v, at)) if now - at <= MOVES_FOLLOWED => match self.follow(nodes, req, v, &self.moved[at..]) {
-                Some(v) => {
-                    debug_assert_eq!(v, self.compute(nodes, req), "a walk that followed the moved nodes");
-                    v
+            Some((v, at)) if at < now && now - at <= MOVES_FOLLOWED => {
+                match self.moved.get(at..).and_then(|moved| self.follow(nodes, req, v, moved)) {
+                    Some(v) => {
+                        debug_assert_eq!(v, self.compute(nodes, req), "a walk that followed the moved nodes");
+                        v
+                    }
+                    None => self.compute(nodes, req),
                 }
-                None => self.compute(nodes, req),
-            },
+            }
             _ => self.compute(nodes, req),
         };
         if let Ok(mut cache) = self.cache.lock() {
