@@ -233,9 +233,15 @@ impl Fleet {
         self.memoise
     }
 
-    /// The combined answer of `filters` for a workload: each keyed filter's memoised answer
-    /// (evaluated now over every cluster if new), unkeyed ones evaluated over every cluster.
-    /// `eval` runs a filter on a cluster with an empty previous placement.
+    /// The pass's memo, taken back when a thread panicked while holding it (as the filters'
+    /// memo always was: at worst an answer is interned and not yet keyed, and made again).
+    fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
+        match self.memo.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
     /// Whether the cluster at each position matches `affinity` (static facts: names, labels,
     /// fields), memoised for the pass by the affinity's memo key like the filters' answers:
     /// the static weight lists of thousands of policies name the same few selectors.
@@ -253,18 +259,17 @@ impl Fleet {
             return evaluate();
         }
         let key = crate::schedule::framework::memo_hash(affinity);
-        let lock = || match self.memo.lock() {
-            Ok(m) => m,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if let Some(known) = lock().affinities.get(&key) {
+        if let Some(known) = self.memo().affinities.get(&key) {
             return known.clone();
         }
         let answer = evaluate();
-        lock().affinities.insert(key, answer.clone());
+        self.memo().affinities.insert(key, answer.clone());
         answer
     }
 
+    /// The combined answer of `filters` for a workload: each keyed filter's memoised answer
+    /// (evaluated now over every cluster if new), unkeyed ones evaluated over every cluster.
+    /// `eval` runs a filter on a cluster with an empty previous placement.
     pub(crate) fn combo(
         &self,
         filters: &[Box<dyn FilterPlugin>],
@@ -272,10 +277,7 @@ impl Fleet {
         clusters: &[ClusterSnapshot],
         eval: &dyn Fn(&dyn FilterPlugin, &ClusterSnapshot) -> Fit,
     ) -> Arc<Combo> {
-        let mut memo = match self.memo.lock() {
-            Ok(m) => m,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut memo = self.memo();
         let mut ids = Vec::with_capacity(filters.len());
         for (f, key) in filters.iter().zip(keys) {
             let known = key.and_then(|k| memo.keyed.get(&(f.name(), k)).copied());
