@@ -464,16 +464,24 @@ impl NodeIndex {
         if self.group_of.len() != nodes.len() {
             return false;
         }
+        // Moves are logged only for cached walks to follow: with none cached, a walk made
+        // later starts from the nodes as they are then.
+        let logged = self.cache.get_mut().is_ok_and(|c| !c.is_empty());
+        if !logged {
+            self.moved.clear();
+        }
         for &i in changed {
             let figures = |idx: &NodeIndex| {
                 let g = idx.group_of.get(i).and_then(|g| idx.groups.get(*g as usize));
                 g.map(|g| (g.free.clone().into_boxed_slice(), g.pods_free))
             };
-            let before = figures(self);
+            let before = if logged { figures(self) } else { None };
             if !self.move_node(nodes, i) {
                 return false;
             }
-            if let (Some(before), Some(after), Ok(node)) = (before, figures(self), u32::try_from(i)) {
+            if let Some(before) = before
+                && let (Some(after), Ok(node)) = (figures(self), u32::try_from(i))
+            {
                 self.moved.push(Moved { node, before, after });
             }
         }
