@@ -343,7 +343,9 @@ impl Estimator for NodeEstimator {
             .iter()
             .map(|c| match c.nodes.is_empty() {
                 true => None,
-                false => Some(c.node_index(&self.dims, &self.settings).estimate(&c.nodes, &compiled)),
+                false => {
+                    Some(c.index.with(&c.nodes, &self.dims, &self.settings, |idx| idx.estimate(&c.nodes, &compiled)))
+                }
             })
             .collect()
     }
@@ -353,7 +355,7 @@ impl Estimator for NodeEstimator {
             return Vec::new();
         }
         let compiled = self.compiler.compile(req, &self.dims);
-        cluster.node_index(&self.dims, &self.settings).explain(&cluster.nodes, &compiled)
+        cluster.index.with(&cluster.nodes, &self.dims, &self.settings, |idx| idx.explain(&cluster.nodes, &compiled))
     }
 }
 

@@ -858,6 +858,23 @@ impl IndexCache {
         }
     }
 
+    /// `f` of the index, as [`IndexCache::get`] gives it, borrowed when it is the cached one
+    /// (the estimators ask once per workload and cluster: no reference count moved).
+    pub fn with<R>(
+        &self,
+        nodes: &[NodeView],
+        dims: &Dimensions,
+        settings: &Arc<ModelSettings>,
+        f: impl FnOnce(&NodeIndex) -> R,
+    ) -> R {
+        let idx = self.get_or_make(|| NodeIndex::build(nodes, dims, settings));
+        if idx.settings == Arc::as_ptr(settings) as usize {
+            f(idx)
+        } else {
+            f(&NodeIndex::build(nodes, dims, settings))
+        }
+    }
+
     /// Sets the index (of the current nodes).
     pub fn set(&mut self, index: NodeIndex) {
         self.set_shared(Arc::new(index));

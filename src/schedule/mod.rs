@@ -463,15 +463,39 @@ fn schedule_term(
     let view = FleetView { fleet, clusters };
     let (outcome, reads) = decide(req, &mut verdicts, &view, fleet.len());
     if let Outcome::Scheduled { targets } = &outcome {
-        for v in &mut verdicts {
-            if let Some(r) = targets.get(&v.name) {
-                v.selected = true;
-                v.replicas = *r;
-            }
-        }
+        mark_selected(&mut verdicts, targets);
     }
     let verdicts = verdicts.into();
     (ScheduleResult { outcome, verdicts, rejected, universe: fleet.universe(), affinity_name }, reads)
+}
+
+/// Marks the verdicts of the clusters `targets` names as selected, with their replicas. The
+/// verdicts come in the fleet's order, which is by name as the targets iterate: one walk of
+/// both then answers (a verdict no target names is passed, every target must meet its verdict
+/// on the way). Otherwise, a lookup per verdict.
+fn mark_selected(verdicts: &mut [ClusterVerdict], targets: &BTreeMap<String, Option<i32>>) {
+    let mut pending = targets.iter().peekable();
+    for v in verdicts.iter_mut() {
+        let Some((name, r)) = pending.peek() else { break };
+        match name.as_str().cmp(v.name.as_str()) {
+            std::cmp::Ordering::Equal => {
+                v.selected = true;
+                v.replicas = **r;
+                pending.next();
+            }
+            std::cmp::Ordering::Greater => {}
+            // A target before this verdict's name that met none: not in name order.
+            std::cmp::Ordering::Less => break,
+        }
+    }
+    if pending.peek().is_none() {
+        return;
+    }
+    for v in verdicts.iter_mut() {
+        let r = targets.get(&v.name);
+        v.selected = r.is_some();
+        v.replicas = r.copied().flatten();
+    }
 }
 
 /// Selects clusters among the feasible ones and assigns replicas; and whether the outcome
@@ -531,7 +555,10 @@ fn divide(
     };
     match strategy {
         Strategy::Duplicated => {
-            Outcome::Scheduled { targets: selected.iter().map(|v| (v.name.clone(), Some(replicas))).collect() }
+            // In the verdicts' order (the fleet's, by name) the map is built without sorting.
+            let mut by_position = selected.to_vec();
+            by_position.sort_unstable_by_key(|v| std::ptr::from_ref::<ClusterVerdict>(v) as usize);
+            Outcome::Scheduled { targets: by_position.iter().map(|v| (v.name.clone(), Some(replicas))).collect() }
         }
         Strategy::StaticWeight => {
             let weights = static_weights(req.placement, selected, clusters);
