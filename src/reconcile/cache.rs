@@ -43,6 +43,7 @@
 //! Any error during a pass clears the cache: the next pass starts cold (as `fedsched render`
 //! always does).
 
+use crate::util::hash::KeyMap;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -208,7 +209,7 @@ pub fn clusters_state(
 /// given again while the workload's placement is that same object (a quiet pass hashed every
 /// workload's file paths again).
 #[derive(Default, Clone)]
-pub struct PreviousDigests(HashMap<ObjectKey, (Arc<PlacementRecord>, u64)>);
+pub struct PreviousDigests(KeyMap<ObjectKey, (Arc<PlacementRecord>, u64)>);
 
 impl PreviousDigests {
     /// The digest of `previous` (the workload's placement the pass started from; `None`: none).
@@ -226,7 +227,7 @@ impl PreviousDigests {
 
     /// Forgets the workloads not in `placements` (once there are more entries than
     /// placements: a removed workload's).
-    pub fn retain_of(&mut self, placements: &HashMap<ObjectKey, Arc<PlacementRecord>>) {
+    pub fn retain_of(&mut self, placements: &KeyMap<ObjectKey, Arc<PlacementRecord>>) {
         if self.0.len() > placements.len() {
             self.0.retain(|k, _| placements.contains_key(k));
         }
@@ -580,12 +581,12 @@ pub struct PassCache {
     /// Placements (and the stored decisions that are still valid) were read from the store.
     pub loaded: bool,
     /// Current placement of every workload (as stored).
-    pub placements: HashMap<ObjectKey, Arc<PlacementRecord>>,
+    pub placements: KeyMap<ObjectKey, Arc<PlacementRecord>>,
     /// Newest history record per workload; `None` = known to have none.
-    pub history: HashMap<ObjectKey, Option<LastHistory>>,
+    pub history: KeyMap<ObjectKey, Option<LastHistory>>,
     /// Shared, so that a preview works on a copy of the cache ([`PassCache::fork`]) that
     /// copies only the decisions it changes (`Arc::make_mut`).
-    pub decisions: HashMap<ObjectKey, Arc<CachedDecision>>,
+    pub decisions: KeyMap<ObjectKey, Arc<CachedDecision>>,
     pub snapshots: HashMap<String, SnapshotState>,
     /// The digest of each member's node list, for the snapshots' fingerprints.
     pub node_digests: NodeDigests,
@@ -595,7 +596,7 @@ pub struct PassCache {
     pub views: Option<DeductedViews>,
     /// Per workload, the per-replica requirements its template gives (None: it cannot be
     /// interpreted), with the key of the template and interpreters they come from.
-    pub requirements: HashMap<ObjectKey, (u64, Option<Arc<crate::model::ReplicaRequirements>>)>,
+    pub requirements: KeyMap<ObjectKey, (u64, Option<Arc<crate::model::ReplicaRequirements>>)>,
     /// Blob hashes known to be stored.
     pub blobs: std::collections::HashSet<u64>,
     /// Digest of the files last published per cluster.
@@ -678,7 +679,7 @@ impl PassCache {
 /// decisions would make one by one (nothing writes the output before the publish), about
 /// 100,000 files on a cold full check, each read or, when its kept stat proves it, only
 /// stat'ed ([`CachedDecision::check_files`]).
-pub fn verify_restored(decisions: &mut HashMap<ObjectKey, Arc<CachedDecision>>, output_dir: &std::path::Path) {
+pub fn verify_restored(decisions: &mut KeyMap<ObjectKey, Arc<CachedDecision>>, output_dir: &std::path::Path) {
     let mut restored: Vec<&mut CachedDecision> =
         decisions.values_mut().filter(|c| !c.rendered).map(Arc::make_mut).collect();
     let checks =

@@ -23,6 +23,7 @@
 //! without the previous placement, and the files on clusters a graceful eviction left are
 //! kept until purged.
 
+use crate::util::hash::KeySet;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -144,7 +145,7 @@ pub(super) fn decide_all(
     let set = &ctx.inputs.set;
     let mut out = Decisions::default();
     // The workloads of the pass (borrowed from the set: no copy of 10,000 keys per pass).
-    let mut seen: std::collections::HashSet<&ObjectKey> = std::collections::HashSet::new();
+    let mut seen: KeySet<&ObjectKey> = KeySet::default();
     // propagateDeps: dependency → the claimed workloads that reference it.
     let required_by =
         dependency_map_indexed(ctx.inputs, ctx.index, |t| cache.placements.get(&t.key).and_then(|p| p.policy.clone()));
@@ -157,7 +158,7 @@ pub(super) fn decide_all(
         cache::verify_restored(&mut cache.decisions, ctx.output_dir);
     }
     // The clusters and policy of each workload a dependency follows (only those).
-    let dependents: std::collections::HashSet<&ObjectKey> = required_by.values().flatten().collect();
+    let dependents: KeySet<&ObjectKey> = required_by.values().flatten().collect();
     let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
     let mut fleet_statics = FleetStatics::default();
     let mut batch = Batch::default();

@@ -9,6 +9,7 @@
 //! This stage records no metrics: [`Inputs::offline_polls`] tells the caller which offline
 //! snapshots the load built, and how long each took.
 
+use crate::util::hash::KeyMap;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -142,7 +143,7 @@ impl InputHashes {
                 .unwrap_or_default(),
         ));
         // A template of an unchanged file is the same object (an incremental load shares it).
-        let before: HashMap<&ObjectKey, (&Arc<crate::policy::Template>, u64)> = previous
+        let before: KeyMap<&ObjectKey, (&Arc<crate::policy::Template>, u64)> = previous
             .map(|(set, hashes)| set.templates.iter().zip(&hashes.templates).map(|(t, h)| (&t.key, (t, *h))).collect())
             .unwrap_or_default();
         // On every core: a first load (a restart) serialises every template.

@@ -12,6 +12,7 @@
 //! started from them: a view is copied before the pass's first deduction from it, and the
 //! deductions' bookkeeping is undone ([`PassSnapshots::save_views`]).
 
+use crate::util::hash::KeyMap;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -69,7 +70,7 @@ pub(super) fn version(
     let recorded = record_snapshots(store, cache, inputs, model, now_ms)?;
     // Assumed workloads: recent decisions a live member does not run yet, deducted from the
     // views in store order.
-    let templates: HashMap<&ObjectKey, (usize, &Template)> =
+    let templates: KeyMap<&ObjectKey, (usize, &Template)> =
         inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, (i, &**t))).collect();
     let recent_placements = recent_placements(cache, now_ms, model.assumed_ttl_ms);
     let recent: Vec<&PlacementRecord> = recent_placements.iter().map(|p| &**p).collect();
@@ -385,9 +386,9 @@ fn record_snapshots(
 /// the interpreters changed; `None`: the
 /// template is gone or cannot be interpreted).
 fn recent_requirements(
-    cached: &mut HashMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
+    cached: &mut KeyMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
     inputs: &Inputs,
-    templates: &HashMap<&ObjectKey, (usize, &Template)>,
+    templates: &KeyMap<&ObjectKey, (usize, &Template)>,
     recent: &[&PlacementRecord],
 ) -> Vec<Option<Arc<ReplicaRequirements>>> {
     if cached.len() > templates.len() {
@@ -543,7 +544,7 @@ fn freshness_at(fresh: Option<Freshness>, now_ms: u64, model: &ModelSettings) ->
 /// Replicas deducted per (workload, live cluster) this pass.
 #[derive(Debug, Default, Clone)]
 pub struct Assumed {
-    deducted: HashMap<ObjectKey, HashMap<String, i64>>,
+    deducted: KeyMap<ObjectKey, HashMap<String, i64>>,
     /// Per cluster, a running digest of the deductions from its view: equal digests mean equal
     /// deductions, so the view a decision sees of it is covered by its cache key.
     pub per_cluster: HashMap<String, u64>,

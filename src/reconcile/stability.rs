@@ -15,6 +15,7 @@
 //! where they go. What the engine reads of a workload's pods is `model::OwnerState` on live
 //! members; an offline member (no pods observed) counts its placed replicas as Ready.
 
+use crate::util::hash::KeyMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::model::ClusterSnapshot;
@@ -191,8 +192,8 @@ pub(super) fn run(
     keys.sort();
     // Capacity figures and request shapes are computed only for the workloads the engine sees.
     let mut capacity: HashMap<&str, u64> = HashMap::new();
-    let positions: HashMap<&ObjectKey, usize> = if keys.is_empty() && old.workloads.is_empty() {
-        HashMap::new()
+    let positions: KeyMap<&ObjectKey, usize> = if keys.is_empty() && old.workloads.is_empty() {
+        KeyMap::default()
     } else {
         inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, i)).collect()
     };
@@ -455,7 +456,7 @@ fn rebalance(
 
 /// The request shape of a workload: a hash of its pod template (`spec.template`; the whole
 /// object for kinds without one), so a change of `replicas` keeps a distrust mark.
-fn shape_of(inputs: &Inputs, positions: &HashMap<&ObjectKey, usize>, key: &ObjectKey) -> u64 {
+fn shape_of(inputs: &Inputs, positions: &KeyMap<&ObjectKey, usize>, key: &ObjectKey) -> u64 {
     let Some(t) = positions.get(key).and_then(|i| inputs.set.templates.get(*i)) else { return 0 };
     let part = t.object.pointer("/spec/template").unwrap_or(&t.object);
     fnv1a64(&serde_json::to_vec(part).unwrap_or_default())
