@@ -204,32 +204,36 @@ pub fn clusters_state(
     h.finish()
 }
 
-/// Per workload, the digest of its previous placement as a decision key reads it (targets,
-/// affinity term, files, policy), kept with the placement object it was computed from and
-/// given again while the workload's placement is that same object (a quiet pass hashed every
-/// workload's file paths again).
+/// Per placement object, the digest of the placement as a decision key reads it (targets,
+/// affinity term, files, policy), given again while a workload's placement is that same
+/// object (a quiet pass hashed every workload's file paths again). Keyed by the object's
+/// address, which the entry's own reference keeps from being reused: no object key hashed or
+/// compared per workload.
 #[derive(Default, Clone)]
-pub struct PreviousDigests(KeyMap<ObjectKey, (Arc<PlacementRecord>, u64)>);
+pub struct PreviousDigests(crate::util::hash::IdMap<usize, (Arc<PlacementRecord>, u64)>);
 
 impl PreviousDigests {
     /// The digest of `previous` (the workload's placement the pass started from; `None`: none).
-    pub fn of(&mut self, workload: &ObjectKey, previous: Option<&Arc<PlacementRecord>>) -> u64 {
+    pub fn of(&mut self, previous: Option<&Arc<PlacementRecord>>) -> u64 {
         let Some(p) = previous else { return key_of(&None::<()>) };
-        match self.0.get(workload) {
+        let at = Arc::as_ptr(p) as usize;
+        match self.0.get(&at) {
             Some((kept, digest)) if Arc::ptr_eq(kept, p) => *digest,
             _ => {
                 let digest = key_of(&Some((&p.targets, &p.affinity_name, &p.files, &p.policy)));
-                self.0.insert(workload.clone(), (Arc::clone(p), digest));
+                self.0.insert(at, (Arc::clone(p), digest));
                 digest
             }
         }
     }
 
-    /// Forgets the workloads not in `placements` (once there are more entries than
-    /// placements: a removed workload's).
+    /// Forgets the placements no longer in `placements` (replaced or removed), once they are
+    /// more than an eighth of them.
     pub fn retain_of(&mut self, placements: &KeyMap<ObjectKey, Arc<PlacementRecord>>) {
-        if self.0.len() > placements.len() {
-            self.0.retain(|k, _| placements.contains_key(k));
+        if self.0.len() > placements.len() + placements.len() / 8 + 64 {
+            let current: std::collections::HashSet<usize, std::hash::BuildHasherDefault<crate::util::hash::IdHasher>> =
+                placements.values().map(|p| Arc::as_ptr(p) as usize).collect();
+            self.0.retain(|at, _| current.contains(at));
         }
     }
 }

@@ -144,8 +144,9 @@ pub(super) fn decide_all(
 ) -> Result<Decisions, StoreError> {
     let set = &ctx.inputs.set;
     let mut out = Decisions::default();
-    // The workloads of the pass (borrowed from the set: no copy of 10,000 keys per pass).
-    let mut seen: KeySet<&ObjectKey> = KeySet::default();
+    // The pass's workloads are `out.order`; how many of them have a placement (when all
+    // placements do, none was removed: no set of the workloads is needed).
+    let mut seen_placed = 0usize;
     // propagateDeps: dependency → the claimed workloads that reference it.
     let required_by =
         dependency_map_indexed(ctx.inputs, ctx.index, |t| cache.placements.get(&t.key).and_then(|p| p.policy.clone()));
@@ -171,6 +172,7 @@ pub(super) fn decide_all(
             .filter_map(|k| targets_of.get(k).map(|(c, p)| (k.clone(), c.clone(), p.clone())))
             .collect();
         let previous = cache.placements.get(&t.key).cloned();
+        let placed = previous.clone();
         let Some(mut claimed) = claim(ctx, t, position, previous, required, &default_placement) else { continue };
         let pinned = lazy_pin(ctx, cache, &claimed)?;
         if let Some((policy_hash, spec)) = &pinned {
@@ -179,19 +181,20 @@ pub(super) fn decide_all(
             claimed.hashes.1 = *policy_hash;
         }
         let fleet_static = fleet_statics.key(&snapshots.views, claimed.framework.settings.model.min_confidence);
-        let previous = cache.previous_digests.of(&t.key, claimed.previous.as_ref());
+        let previous = cache.previous_digests.of(claimed.previous.as_ref());
         let key = decision_key(ctx, &claimed, (fleet_static, previous));
-        reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out, &mut batch)?;
-        let Some(decided) = cache.decisions.get(&t.key).map(|c| &c.decided) else { continue };
-        seen.insert(&t.key);
+        let Some(entry) = reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out, &mut batch)? else {
+            continue;
+        };
+        let decided = &entry.decided;
+        seen_placed += usize::from(placed.is_some());
         out.order.push(t.key.clone());
         if decided.scheduled {
             out.scheduled += 1;
             // Later workloads of this pass see this decision's replicas as assumed (those of
             // an unchanged recent placement are in the views already).
-            let placed = cache.placements.get(&t.key).map(|p| &**p);
             if let Some(req) = &decided.requirements {
-                if snapshots.already_deducted(placed, &decided.record.targets) {
+                if snapshots.already_deducted(placed.as_deref(), &decided.record.targets) {
                     debug_assert!(snapshots.deducts_nothing(&t.key, &decided.record.targets));
                 } else {
                     snapshots.deduct(&t.key, req, &decided.record.targets);
@@ -229,13 +232,23 @@ pub(super) fn decide_all(
         }
     }
     snapshots.save_views(&mut cache.views);
-    out.removed = {
-        let mut r: Vec<&ObjectKey> = cache.placements.keys().filter(|k| !seen.contains(*k)).collect();
-        r.sort_by_cached_key(|k| k.store_key());
-        r.into_iter().cloned().collect()
+    // Every workload of the pass has a decision: with as many decisions, none is gone; with
+    // as many placements of the pass's workloads as placements, none was removed.
+    let quiet = seen_placed == cache.placements.len() && out.order.len() == cache.decisions.len();
+    let seen: KeySet<&ObjectKey> = if quiet { KeySet::default() } else { out.order.iter().collect() };
+    out.removed = match seen_placed == cache.placements.len() {
+        true => Vec::new(),
+        false => {
+            let mut r: Vec<&ObjectKey> = cache.placements.keys().filter(|k| !seen.contains(*k)).collect();
+            r.sort_by_cached_key(|k| k.store_key());
+            r.into_iter().cloned().collect()
+        }
     };
     cache.previous_digests.retain_of(&cache.placements);
-    let gone: Vec<ObjectKey> = cache.decisions.keys().filter(|k| !seen.contains(*k)).cloned().collect();
+    let gone: Vec<ObjectKey> = match out.order.len() == cache.decisions.len() {
+        true => Vec::new(),
+        false => cache.decisions.keys().filter(|k| !seen.contains(*k)).cloned().collect(),
+    };
     for k in gone {
         if let Some(old) = cache.decisions.remove(&k) {
             out.replaced.push(Replaced::of(&old.decided));
@@ -357,7 +370,8 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, (fleet_static, previous)
 
 /// Reuses the cached decision of a claimed template when its key and the state of its
 /// clusters match (a restored one, on a full check, only if its files are on the disk), or
-/// decides it again and caches that. The decision is in the cache's decisions afterwards.
+/// decides it again and caches that. The decision is in the cache's decisions afterwards
+/// (returned).
 fn reuse_or_decide<'a>(
     ctx: &Context<'a>,
     cache: &mut cache::PassCache,
@@ -366,13 +380,14 @@ fn reuse_or_decide<'a>(
     key: u64,
     out: &mut Decisions,
     batch: &mut Batch<'a>,
-) -> Result<(), StoreError> {
+) -> Result<Option<Arc<cache::CachedDecision>>, StoreError> {
     let t = w.template;
     let state_of = |clusters: &[usize]| {
         cache::clusters_state(clusters, &ctx.pass.cluster_states, &snapshots.views, &snapshots.assumed)
     };
     let why = &mut out.redecided;
-    let mut hit = match cache.decisions.get(&t.key) {
+    let cached = cache.decisions.get(&t.key).cloned();
+    let mut hit = match cached.as_deref() {
         None => {
             why.new += 1;
             false
@@ -389,6 +404,11 @@ fn reuse_or_decide<'a>(
         }
         Some(_) => true,
     };
+    if hit && !ctx.full_check {
+        return Ok(cached);
+    }
+    // (No second reference while the full check may change the decision in place.)
+    drop(cached);
     // A decision restored from the store holds its files by hash only: a full check reads
     // them from the disk, and decides again when one is missing or differs.
     if hit
@@ -411,7 +431,7 @@ fn reuse_or_decide<'a>(
         }
     }
     if hit {
-        return Ok(());
+        return Ok(cache.decisions.get(&t.key).cloned());
     }
     note_blobs(ctx, cache, w, &mut batch.blobs);
     let (decided, render) = decide(ctx, w, &snapshots.views);
@@ -446,11 +466,12 @@ fn reuse_or_decide<'a>(
         on_disk: None,
         stats: Vec::new(),
     };
-    if let Some(old) = cache.decisions.insert(t.key.clone(), Arc::new(entry)) {
+    let entry = Arc::new(entry);
+    if let Some(old) = cache.decisions.insert(t.key.clone(), Arc::clone(&entry)) {
         out.replaced.push(Replaced::of(&old.decided));
     }
     out.fresh.insert(t.key.clone());
-    Ok(())
+    Ok(Some(entry))
 }
 
 /// What the pass's fresh decisions leave to do in one batch after the last of them: render
