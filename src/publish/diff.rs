@@ -1,6 +1,10 @@
 //! The diff of a plan against the output directory (read-only): files to write, generated
 //! files to delete, files already right, and clusters the guard holds.
 
+use std::sync::Arc;
+
+use bytes::Bytes;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::Read;
@@ -49,11 +53,20 @@ fn check_target(out: &Path, rel: &str) -> Result<bool, PublishError> {
     Ok(false)
 }
 
+/// A shared text as the bytes of a write.
+struct SharedText(Arc<String>);
+
+impl AsRef<[u8]> for SharedText {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
 /// The changes one publish makes, with paths relative to the output root (`/`-separated).
 #[derive(Debug, Default)]
 pub(super) struct Changes {
     /// New or changed files and their bytes, sorted by path.
-    pub(super) writes: BTreeMap<String, Vec<u8>>,
+    pub(super) writes: BTreeMap<String, Bytes>,
     /// Generated files to delete, sorted.
     pub(super) deletions: BTreeSet<String>,
     /// Desired files already on disk with the right bytes.
@@ -163,13 +176,14 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
         let rel = format!("{STATE_DIR}/{SUMMARY_FILE}");
         let full = out.join(&rel);
         let same = match kind_of(&full)? {
-            Kind::File => fs::read(&full).map_err(io_err("read", &full))? == summary.as_bytes(),
+            Kind::File if !plan.summary_is_new => fs::read(&full).map_err(io_err("read", &full))? == summary.as_bytes(),
             _ => false,
         };
         if same {
             changes.unchanged += 1;
         } else {
-            changes.writes.insert(rel, summary.as_bytes().to_vec());
+            // Shared with the plan, not copied.
+            changes.writes.insert(rel, Bytes::from_owner(SharedText(Arc::clone(summary))));
         }
     }
     Ok(changes)
@@ -237,7 +251,7 @@ fn cluster_changes(
                 continue;
             }
         }
-        changes.writes.insert(rel, bytes);
+        changes.writes.insert(rel, Bytes::from(bytes));
     }
     for path in &found {
         if path == KUSTOMIZATION_FILE || object_path_problem(path).is_some() {
@@ -304,7 +318,7 @@ mod tests {
         let keep = ["default/core_service_web.yaml", "default/core_service_gone.yaml"];
         let ok = plan(vec![("member1", cluster(&[("default/apps_deployment_web.yaml", "kind: D\n")], &keep))], None);
         let p = preview(&out, &ok, &guard).expect("preview");
-        let kustomization = String::from_utf8(p.writes["member1/kustomization.yaml"].clone()).expect("utf-8");
+        let kustomization = String::from_utf8(p.writes["member1/kustomization.yaml"].to_vec()).expect("utf-8");
         assert!(kustomization.contains("core_service_web.yaml"), "{kustomization}");
         assert!(!kustomization.contains("core_service_gone.yaml"), "{kustomization}");
         assert!(p.deletions.is_empty(), "{:?}", p.deletions);

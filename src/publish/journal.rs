@@ -45,7 +45,7 @@ pub(super) struct Rename {
 }
 
 /// A file to stage: its target and bytes.
-type Staged<'a> = (&'a String, &'a Vec<u8>);
+type Staged<'a> = (&'a String, &'a bytes::Bytes);
 
 /// Files staged in one directory under the staging directory. Creating a file locks its
 /// directory: with every staged file in one directory the cores took turns (no faster on two

@@ -189,7 +189,8 @@ mod test_fixtures {
     pub(super) fn plan(clusters: Vec<(&str, ClusterFiles)>, summary: Option<&str>) -> PublishPlan {
         PublishPlan {
             clusters: clusters.into_iter().map(|(name, files)| (name.to_owned(), files)).collect(),
-            summary: summary.map(str::to_owned),
+            summary: summary.map(|s| std::sync::Arc::new(s.to_owned())),
+            summary_is_new: false,
             owners: Default::default(),
         }
     }
@@ -243,6 +244,7 @@ mod test_fixtures {
 mod tests {
     use super::test_fixtures::{GENERATED_HEADER, cluster, object, plan, read, sample_plan, snapshot};
     use super::*;
+    use std::sync::Arc;
     use tempfile::TempDir;
 
     #[test]
@@ -300,6 +302,28 @@ mod tests {
         let after: Vec<_> = files.iter().map(|f| mtime(f)).collect();
         assert_eq!(before, after);
         assert_eq!(bytes_before, snapshot(out));
+    }
+
+    /// A summary the caller knows to be new (it published another) is written without the
+    /// disk's copy read; otherwise an equal copy on the disk is left alone.
+    #[test]
+    fn a_summary_known_to_be_new_is_written_without_reading_the_disk() {
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path();
+        publish(out, &sample_plan()).expect("first publish");
+        let rel = ".fedsched/placements.json";
+        let mut next = sample_plan();
+        next.summary = Some(Arc::new("{\"placements\":[1]}\n".to_owned()));
+        next.summary_is_new = true;
+        let report = publish(out, &next).expect("new summary");
+        assert_eq!(report.written, vec![out.join(rel)], "{report:?}");
+        assert_eq!(read(out, rel), "{\"placements\":[1]}\n");
+        // Equal on the disk: left alone unless said to be new.
+        next.summary_is_new = false;
+        assert!(publish(out, &next).expect("same summary").written.is_empty());
+        next.summary_is_new = true;
+        assert_eq!(publish(out, &next).expect("said new").written, vec![out.join(rel)]);
+        assert_eq!(read(out, rel), "{\"placements\":[1]}\n");
     }
 
     #[test]

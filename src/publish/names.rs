@@ -137,7 +137,7 @@ mod tests {
             // A good cluster first, so a partial write would show.
             let mut bad = bad.clone();
             bad.clusters.insert("aaa-good".to_owned(), cluster(&[("x.yaml", "")], &[]));
-            bad.summary = Some("{}".to_owned());
+            bad.summary = Some(std::sync::Arc::new("{}".to_owned()));
             let dir = TempDir::new().expect("tempdir");
             let out = dir.path().join("out");
             let err = publish(&out, &bad).expect_err(&format!("plan {i} must be rejected"));

@@ -13,7 +13,12 @@ pub struct PublishPlan {
     /// Desired content per cluster name. Clusters absent here are left untouched.
     pub clusters: BTreeMap<String, ClusterFiles>,
     /// Bytes for `OUT/.fedsched/placements.json`; `None` leaves any existing summary alone.
-    pub summary: Option<String>,
+    /// Shared: the reconciler keeps the summary it publishes (tens of MB at 10,000 workloads).
+    pub summary: Option<Arc<String>>,
+    /// The summary differs from the one this process last published, which it takes to be on
+    /// the disk: written without reading the disk's copy to compare. When `false`, an equal
+    /// copy on the disk is left as it is.
+    pub summary_is_new: bool,
     /// The files of every workload that is still placed: its key → the paths (relative to a
     /// cluster directory) of its files and kept files. A removal of one of these paths is a
     /// decision's (a move, a purge after graceful eviction, a scale-down): the ratio guard does

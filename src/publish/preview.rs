@@ -13,7 +13,7 @@ use super::{DeleteGuard, HeldCluster, PublishError, PublishPlan, STATE_DIR};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Preview {
     /// New or changed files and their bytes.
-    pub writes: BTreeMap<String, Vec<u8>>,
+    pub writes: BTreeMap<String, bytes::Bytes>,
     /// Generated files that would be removed.
     pub deletions: BTreeSet<String>,
     /// Desired files already on disk with the right bytes.

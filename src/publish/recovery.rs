@@ -264,7 +264,7 @@ mod tests {
         let before = snapshot(out);
         let mut next = sample_plan();
         next.clusters.remove("member1");
-        next.summary = Some("changed".to_owned());
+        next.summary = Some(std::sync::Arc::new("changed".to_owned()));
         let changes = compute_changes(out, &next, &DeleteGuard::OFF).expect("changes");
         stage(out, &changes).expect("stage"); // crash before the journal is written
         assert!(!recover(out).expect("recover"));
@@ -280,7 +280,7 @@ mod tests {
         let out = dir.path();
         publish(out, &sample_plan()).expect("publish");
         let mut next = sample_plan();
-        next.summary = Some("v2".to_owned());
+        next.summary = Some(std::sync::Arc::new("v2".to_owned()));
         crash_after_journal(out, &next);
         // The following publish of the same plan completes the journal and finds nothing to do.
         let report = publish(out, &next).expect("publish");

@@ -606,9 +606,9 @@ pub struct PassCache {
     /// Digest of the files last published per cluster.
     pub published: HashMap<String, u64>,
     /// Bytes of the summary last published.
-    pub published_summary: Option<String>,
+    pub published_summary: Option<Arc<String>>,
     /// The summary of the last pass and whether any decision changed since.
-    pub summary: Option<String>,
+    pub summary: Option<Arc<String>>,
     /// The last pass's desired output, as the plan of the publish reads it.
     pub desired: Option<DesiredOutput>,
     /// The paths each workload's decision owned in the last pass (the publish's guard).

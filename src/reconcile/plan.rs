@@ -35,7 +35,7 @@ pub(super) struct PlannedPublish<'a> {
     pub unchanged: usize,
     /// Per cluster of the set: the digest of its desired files and how many there are.
     digests: HashMap<&'a str, (u64, usize)>,
-    summary: String,
+    summary: Arc<String>,
 }
 
 /// Plans the publish of the decisions of the pass (in `decisions.order`, each in the cache).
@@ -56,8 +56,12 @@ pub(super) fn plan<'a>(
         .filter(|(c, (digest, _))| full_check || cache.published.get(**c) != Some(digest))
         .map(|(c, _)| *c)
         .collect();
-    let mut plan =
-        PublishPlan { clusters: BTreeMap::new(), summary: None, owners: owners(cache, decisions, full_check) };
+    let mut plan = PublishPlan {
+        clusters: BTreeMap::new(),
+        summary: None,
+        summary_is_new: false,
+        owners: owners(cache, decisions, full_check),
+    };
     for c in &dirty {
         plan.clusters.insert((*c).to_string(), ClusterFiles::default());
     }
@@ -96,9 +100,13 @@ pub(super) fn plan<'a>(
     cache.desired = Some(memo);
     let skipped_files: usize =
         digests.iter().filter(|(c, _)| !dirty.contains(*c)).map(|(_, (_, files))| files + 1).sum();
-    let summary_unchanged = !full_check && cache.published_summary.as_deref() == Some(summary.as_str());
+    let published = cache.published_summary.as_ref();
+    let same_as_published = published.is_some_and(|p| Arc::ptr_eq(p, &summary) || **p == *summary);
+    let summary_unchanged = !full_check && same_as_published;
     if !summary_unchanged {
-        plan.summary = Some(summary.clone());
+        plan.summary = Some(Arc::clone(&summary));
+        // Another summary than the one published (which a full check reads on the disk).
+        plan.summary_is_new = !full_check && published.is_some();
     }
     let unchanged = skipped_files + restored_files + usize::from(summary_unchanged);
     PlannedPublish { plan, unchanged, digests, summary }
@@ -257,7 +265,7 @@ fn keep_stats(cache: &mut cache::PassCache, stats: &HashMap<String, crate::util:
 /// The `placements.json` of the pass: the last one again when no decision changed and no
 /// workload was removed, else joined from the decisions' fragments (each built once per
 /// decision and kept with it).
-fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> String {
+fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Arc<String> {
     let order = &decisions.order;
     let summary = match &cache.summary {
         Some(s) if decisions.fresh.is_empty() && decisions.removed.is_empty() => s.clone(),
@@ -280,9 +288,9 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> String {
             }
             let items: Vec<&str> =
                 order.iter().filter_map(|k| cache.decisions.get(k).and_then(|c| c.summary_item.as_deref())).collect();
-            summary_from_items(&items)
+            Arc::new(summary_from_items(&items))
         }
     };
-    cache.summary = Some(summary.clone());
+    cache.summary = Some(Arc::clone(&summary));
     summary
 }

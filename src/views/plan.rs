@@ -287,7 +287,7 @@ fn files(after: &PassPreview, before: &Before<'_>, out: &Path, diff: bool) -> (V
     let disk = |path: &str| std::fs::read(out.join(path)).ok();
     let final_of = |p: &Preview, path: &str| -> Option<Vec<u8>> {
         match p.writes.get(path) {
-            Some(b) => Some(b.clone()),
+            Some(b) => Some(b.to_vec()),
             None if p.deletions.contains(path) => None,
             None => disk(path),
         }
