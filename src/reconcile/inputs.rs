@@ -262,7 +262,18 @@ fn build_inputs(
     let started = Instant::now();
     let mut snapshots = Vec::with_capacity(set.clusters.len());
     let mut offline_polls = Vec::with_capacity(set.clusters.len());
-    for c in &set.clusters {
+    // A cluster object equal to the previous load's at its position keeps that load's
+    // snapshot (a snapshot is made from its object alone; comparing costs less than reading
+    // its status's quantities again): an edited template does not rebuild the fleet's.
+    let kept = previous.filter(|p| p.set.clusters.len() == set.clusters.len() && p.snapshots.len() == set.clusters.len());
+    for (i, c) in set.clusters.iter().enumerate() {
+        let same = kept.and_then(|p| p.snapshots.get(i).filter(|_| p.set.clusters.get(i) == Some(c)));
+        if let Some(s) = same.filter(|s| s.name == c.meta.name) {
+            debug_assert!(offline_snapshot(c).is_ok_and(|fresh| fresh == *s), "a kept offline snapshot differs");
+            snapshots.push(s.clone());
+            offline_polls.push((c.meta.name.clone(), Duration::ZERO));
+            continue;
+        }
         let polled = Instant::now();
         match offline_snapshot(c) {
             Ok(s) => snapshots.push(s),
@@ -441,6 +452,47 @@ mod tests {
         format!(
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: shop\nspec:\n  replicas: {replicas}\n"
         )
+    }
+
+    /// A warm load after an edit keeps the offline snapshots of unchanged clusters and builds
+    /// the changed one again: the snapshots equal a cold load's, through a changed status, an
+    /// added cluster and a removed one.
+    #[test]
+    fn a_warm_load_keeps_unchanged_clusters_snapshots_and_rebuilds_the_others() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        let cluster = |name: &str, cpu: &str| {
+            format!(
+                "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\nspec:\n  syncMode: Push\nstatus:\n  resourceSummary:\n    allocatable:\n      cpu: \"{cpu}\"\n      pods: \"110\"\n"
+            )
+        };
+        write(&repo, "clusters/a.yaml", &cluster("a", "8"));
+        write(&repo, "clusters/b.yaml", &cluster("b", "16"));
+        write(&repo, "apps/web.yaml", &deploy("web", 2));
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let first = rec.load_inputs(&repo, &mut PhaseTimings::default()).expect("first load");
+        assert_eq!(first.snapshots.len(), 2);
+        let steps: [&dyn Fn(); 3] = [
+            &|| write(&repo, "apps/web.yaml", &deploy("web", 3)),
+            &|| write(&repo, "clusters/b.yaml", &cluster("b", "32")),
+            &|| {
+                write(&repo, "clusters/c.yaml", &cluster("c", "4"));
+                std::fs::remove_file(repo.join("clusters/a.yaml")).expect("remove");
+            },
+        ];
+        for (i, step) in steps.iter().enumerate() {
+            // Past the parse cache's one-second window for files modified as they are read.
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+            step();
+            let warm = rec.load_inputs(&repo, &mut PhaseTimings::default()).expect("warm load");
+            let cold = load_inputs(&repo).expect("cold load");
+            assert_eq!(warm.snapshots, cold.snapshots, "step {i}");
+        }
+        let last = rec.load_inputs(&repo, &mut PhaseTimings::default()).expect("last");
+        let names: Vec<&str> = last.snapshots.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["b", "c"]);
+        let cpu = |s: &ClusterSnapshot| s.summary.as_ref().map(|r| r.allocatable.get("cpu"));
+        assert_eq!(cpu(&last.snapshots[0]), Some(32_000), "the changed status is read again");
     }
 
     /// A repository sent as its files (`fedsched plan` through the daemon) loads on a warm
