@@ -265,7 +265,8 @@ fn build_inputs(
     // A cluster object equal to the previous load's at its position keeps that load's
     // snapshot (a snapshot is made from its object alone; comparing costs less than reading
     // its status's quantities again): an edited template does not rebuild the fleet's.
-    let kept = previous.filter(|p| p.set.clusters.len() == set.clusters.len() && p.snapshots.len() == set.clusters.len());
+    let kept =
+        previous.filter(|p| p.set.clusters.len() == set.clusters.len() && p.snapshots.len() == set.clusters.len());
     for (i, c) in set.clusters.iter().enumerate() {
         let same = kept.and_then(|p| p.snapshots.get(i).filter(|_| p.set.clusters.get(i) == Some(c)));
         if let Some(s) = same.filter(|s| s.name == c.meta.name) {
