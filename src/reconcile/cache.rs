@@ -579,6 +579,17 @@ impl DesiredOutput {
     }
 }
 
+/// A buffer kept for reuse. Not state: a copy of the cache (a preview's fork) starts without
+/// one.
+#[derive(Default)]
+pub struct Spare(pub Option<String>);
+
+impl Clone for Spare {
+    fn clone(&self) -> Self {
+        Spare(None)
+    }
+}
+
 /// See the module documentation.
 #[derive(Default, Clone)]
 pub struct PassCache {
@@ -609,6 +620,9 @@ pub struct PassCache {
     pub published_summary: Option<Arc<String>>,
     /// The summary of the last pass and whether any decision changed since.
     pub summary: Option<Arc<String>>,
+    /// The buffer of a summary no longer published, kept for the next one to be written into
+    /// ([`crate::render::summary::summary_into`]).
+    pub summary_spare: Spare,
     /// The last pass's desired output, as the plan of the publish reads it.
     pub desired: Option<DesiredOutput>,
     /// The paths each workload's decision owned in the last pass (the publish's guard).

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use crate::policy::PolicySet;
 use crate::publish::{self, ClusterFiles, PublishPlan};
-use crate::render::summary::{summary_from_items, summary_item};
+use crate::render::summary::{summary_into, summary_item};
 
 use super::cache;
 use super::decide::Decisions;
@@ -231,7 +231,12 @@ impl PlannedPublish<'_> {
             };
         }
         if self.plan.summary.is_some() {
-            cache.published_summary = Some(self.summary);
+            // The summary published before, when nothing else holds it, lends its buffer to
+            // the next one.
+            let before = cache.published_summary.replace(self.summary);
+            if let Some(buffer) = before.and_then(|b| Arc::try_unwrap(b).ok()) {
+                cache.summary_spare.0 = Some(buffer);
+            }
         }
         if full_check {
             keep_stats(cache, &report.stats);
@@ -288,7 +293,9 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Arc<String> {
             }
             let items: Vec<&str> =
                 order.iter().filter_map(|k| cache.decisions.get(k).and_then(|c| c.summary_item.as_deref())).collect();
-            Arc::new(summary_from_items(&items))
+            let mut buffer = cache.summary_spare.0.take().unwrap_or_default();
+            summary_into(&mut buffer, &items);
+            Arc::new(buffer)
         }
     };
     cache.summary = Some(Arc::clone(&summary));

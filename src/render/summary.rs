@@ -151,15 +151,30 @@ pub fn summary_item(p: &Placement<'_>) -> String {
 
 /// `placements.json` from [`summary_item`]s: the bytes [`summary_json`] gives.
 pub fn summary_from_items(items: &[&str]) -> String {
+    let mut s = String::new();
+    summary_into(&mut s, items);
+    s
+}
+
+/// [`summary_from_items`] written into `out` (cleared first), in place: a caller that keeps
+/// the buffer of an earlier summary reuses its memory (tens of MB at 10,000 workloads, whose
+/// fresh pages cost more to fault in than the bytes cost to copy).
+pub fn summary_into(out: &mut String, items: &[&str]) {
+    out.clear();
     if items.is_empty() {
-        return "{\n  \"placements\": []\n}\n".to_string();
+        out.push_str("{\n  \"placements\": []\n}\n");
+        return;
     }
     let len: usize = items.iter().map(|i| i.len() + 2).sum();
-    let mut s = String::with_capacity(len + 32);
-    s.push_str("{\n  \"placements\": [\n");
-    s.push_str(&items.join(",\n"));
-    s.push_str("\n  ]\n}\n");
-    s
+    out.reserve(len + 32);
+    out.push_str("{\n  \"placements\": [\n");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(",\n");
+        }
+        out.push_str(item);
+    }
+    out.push_str("\n  ]\n}\n");
 }
 
 #[cfg(test)]
@@ -203,5 +218,14 @@ mod tests {
         assert!(!text.split("\"state\": \"Unschedulable\"").nth(1).unwrap_or("").contains("affinityTerm"));
         let e = parse_summary("{\"placements\": [{\"workload\": {}}]}").expect_err("bad");
         assert!(e.contains("placements[0]: workload/apiVersion: missing"), "{e}");
+        // From the fragments, into a buffer that held another summary: the same bytes.
+        let items = [summary_item(&p(&scheduled, Some("primary"))), summary_item(&p(&unschedulable, None))];
+        let items: Vec<&str> = items.iter().map(String::as_str).collect();
+        let mut buffer = "stale bytes of an earlier, longer summary".repeat(100);
+        summary_into(&mut buffer, &items);
+        assert_eq!(buffer, text);
+        assert_eq!(summary_from_items(&items), text);
+        summary_into(&mut buffer, &[]);
+        assert_eq!(buffer, summary_json(std::iter::empty()));
     }
 }
