@@ -850,11 +850,9 @@ impl IndexCache {
     /// The index, built on first use with these settings; a different settings object gets a
     /// fresh, uncached index.
     pub fn get(&self, nodes: &[NodeView], dims: &Dimensions, settings: &Arc<ModelSettings>) -> Arc<NodeIndex> {
-        let idx = self.get_or_make(|| NodeIndex::build(nodes, dims, settings));
-        if idx.settings == Arc::as_ptr(settings) as usize {
-            idx.clone()
-        } else {
-            Arc::new(NodeIndex::build(nodes, dims, settings))
+        match self.cached(nodes, dims, settings) {
+            Some(idx) => Arc::clone(idx),
+            None => Arc::new(NodeIndex::build(nodes, dims, settings)),
         }
     }
 
@@ -867,12 +865,16 @@ impl IndexCache {
         settings: &Arc<ModelSettings>,
         f: impl FnOnce(&NodeIndex) -> R,
     ) -> R {
-        let idx = self.get_or_make(|| NodeIndex::build(nodes, dims, settings));
-        if idx.settings == Arc::as_ptr(settings) as usize {
-            f(idx)
-        } else {
-            f(&NodeIndex::build(nodes, dims, settings))
+        match self.cached(nodes, dims, settings) {
+            Some(idx) => f(idx),
+            None => f(&NodeIndex::build(nodes, dims, settings)),
         }
+    }
+
+    /// The cached index (built on first use) when it was built with these settings.
+    fn cached(&self, nodes: &[NodeView], dims: &Dimensions, settings: &Arc<ModelSettings>) -> Option<&Arc<NodeIndex>> {
+        let idx = self.get_or_make(|| NodeIndex::build(nodes, dims, settings));
+        (idx.settings == Arc::as_ptr(settings) as usize).then_some(idx)
     }
 
     /// Sets the index (of the current nodes).

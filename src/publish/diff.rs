@@ -1,14 +1,13 @@
 //! The diff of a plan against the output directory (read-only): files to write, generated
 //! files to delete, files already right, and clusters the guard holds.
 
-use std::sync::Arc;
-
-use bytes::Bytes;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
 
 use super::disk::{Kind, kind_of};
 use super::error::io_err;

@@ -43,7 +43,6 @@
 //! Any error during a pass clears the cache: the next pass starts cold (as `fedsched render`
 //! always does).
 
-use crate::util::hash::KeyMap;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -51,6 +50,7 @@ use std::sync::Arc;
 use crate::model::ClusterSnapshot;
 use crate::policy::ObjectKey;
 use crate::store::{PlacementRecord, Store, StoreError};
+use crate::util::hash::KeyMap;
 
 /// How often a pass publishes the whole plan (compares every output file with the disk).
 pub const FULL_CHECK_EVERY_MS: u64 = 10 * 60 * 1000;
@@ -231,7 +231,7 @@ impl PreviousDigests {
     /// more than an eighth of them.
     pub fn retain_of(&mut self, placements: &KeyMap<ObjectKey, Arc<PlacementRecord>>) {
         if self.0.len() > placements.len() + placements.len() / 8 + 64 {
-            let current: std::collections::HashSet<usize, std::hash::BuildHasherDefault<crate::util::hash::IdHasher>> =
+            let current: crate::util::hash::IdSet<usize> =
                 placements.values().map(|p| Arc::as_ptr(p) as usize).collect();
             self.0.retain(|at, _| current.contains(at));
         }
@@ -1241,10 +1241,12 @@ mod tests {
 
     #[test]
     fn summary_fragments_give_the_same_bytes_as_the_whole_document() {
-        assert_eq!(
-            crate::render::summary::summary_from_items(&[]),
-            crate::render::summary::summary_json(std::iter::empty())
-        );
+        let joined = |items: &[&str]| {
+            let mut s = String::new();
+            crate::render::summary::summary_into(&mut s, items);
+            s
+        };
+        assert_eq!(joined(&[]), crate::render::summary::summary_json(std::iter::empty()));
         let dir = tempfile::tempdir().expect("tempdir");
         let policies = dir.path().join("repo");
         let spec = RepoSpec { fleet: FleetSpec { clusters: 4, nodes: 2, pods: 4, seed: 2 }, workloads: 12 };
@@ -1257,7 +1259,7 @@ mod tests {
             placements.iter().map(|p| crate::render::summary::summary_item(&p.summary())).collect();
         let items: Vec<&str> = items.iter().map(String::as_str).collect();
         assert_eq!(
-            crate::render::summary::summary_from_items(&items),
+            joined(&items),
             crate::render::summary::summary_json(placements.iter().map(PlacementRecord::summary))
         );
     }

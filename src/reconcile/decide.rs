@@ -23,7 +23,6 @@
 //! without the previous placement, and the files on clusters a graceful eviction left are
 //! kept until purged.
 
-use crate::util::hash::KeySet;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -38,7 +37,7 @@ use crate::render::{self, RenderInput};
 use crate::schedule::profile::Profiles;
 use crate::schedule::{self, Framework, Outcome, ScheduleRequest, ScheduleResult, Strategy, assign};
 use crate::store::{DecisionInputs, PlacementRecord, Store, StoreError};
-use crate::util::hash::fnv1a64;
+use crate::util::hash::{KeySet, fnv1a64};
 
 use super::deps::{add_required, attached, dependency_map_indexed};
 use super::snapshots::{Pass, PassSnapshots};

@@ -9,7 +9,6 @@
 //! This stage records no metrics: [`Inputs::offline_polls`] tells the caller which offline
 //! snapshots the load built, and how long each took.
 
-use crate::util::hash::KeyMap;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -24,7 +23,7 @@ use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet};
 use crate::render;
 use crate::schedule::profile::Profiles;
 use crate::store::Store;
-use crate::util::hash::fnv1a64;
+use crate::util::hash::{KeyMap, fnv1a64};
 
 use super::settings::InterpreterSettings;
 use super::{PhaseTimings, Reconciler, cache};

@@ -12,7 +12,6 @@
 //! started from them: a view is copied before the pass's first deduction from it, and the
 //! deductions' bookkeeping is undone ([`PassSnapshots::save_views`]).
 
-use crate::util::hash::KeyMap;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -23,6 +22,7 @@ use crate::model::{ClusterSnapshot, Freshness, Observed, ReplicaRequirements, as
 use crate::policy::{ObjectKey, Template};
 use crate::schedule::Fleet;
 use crate::store::{PlacementRecord, PreparedSnapshot, Store, StoreError};
+use crate::util::hash::KeyMap;
 
 use super::{Inputs, cache};
 

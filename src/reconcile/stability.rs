@@ -15,7 +15,6 @@
 //! where they go. What the engine reads of a workload's pods is `model::OwnerState` on live
 //! members; an offline member (no pods observed) counts its placed replicas as Ready.
 
-use crate::util::hash::KeyMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::model::ClusterSnapshot;
@@ -30,7 +29,7 @@ use crate::schedule::stability::{
 };
 use crate::schedule::{Failover, Strategy};
 use crate::store::{PlacementRecord, Store, StoreError};
-use crate::util::hash::fnv1a64;
+use crate::util::hash::{KeyMap, fnv1a64};
 
 use super::Inputs;
 use super::cache::PassCache;

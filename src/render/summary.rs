@@ -1,7 +1,7 @@
 //! `OUT/.fedsched/placements.json`: the decisions in machine-readable form, one
 //! [`placement_json`] per workload in store order. Deterministic (no times), so an unchanged
 //! fleet does not rewrite it. The pass builds it from per-workload fragments
-//! ([`summary_item`], [`summary_from_items`]) so that only changed decisions are serialised
+//! ([`summary_item`], [`summary_into`]) so that only changed decisions are serialised
 //! again; the fragments give the bytes of the whole document ([`summary_json`]).
 //! `/api/v1/workloads` answers the same placements ([`crate::views::report::workloads_json`]).
 
@@ -126,7 +126,7 @@ fn parse_item(item: &Value) -> Result<Published, String> {
 }
 
 /// The whole `placements.json` document at once: the reference the pass's
-/// [`summary_from_items`] must equal.
+/// [`summary_into`] must equal.
 #[cfg(test)]
 pub(crate) fn summary_json<'a>(placements: impl Iterator<Item = Placement<'a>>) -> String {
     let items: Vec<Value> = placements.map(|p| placement_json(&p)).collect();
@@ -149,15 +149,9 @@ pub fn summary_item(p: &Placement<'_>) -> String {
     out
 }
 
-/// `placements.json` from [`summary_item`]s: the bytes [`summary_json`] gives.
-pub fn summary_from_items(items: &[&str]) -> String {
-    let mut s = String::new();
-    summary_into(&mut s, items);
-    s
-}
-
-/// [`summary_from_items`] written into `out` (cleared first), in place: a caller that keeps
-/// the buffer of an earlier summary reuses its memory (tens of MB at 10,000 workloads, whose
+/// `placements.json` from [`summary_item`]s (the bytes [`summary_json`] gives), written into
+/// `out` (cleared first), in place: a caller that keeps the buffer of an earlier summary
+/// reuses its memory (tens of MB at 10,000 workloads, whose
 /// fresh pages cost more to fault in than the bytes cost to copy).
 pub fn summary_into(out: &mut String, items: &[&str]) {
     out.clear();
@@ -224,7 +218,6 @@ mod tests {
         let mut buffer = "stale bytes of an earlier, longer summary".repeat(100);
         summary_into(&mut buffer, &items);
         assert_eq!(buffer, text);
-        assert_eq!(summary_from_items(&items), text);
         summary_into(&mut buffer, &[]);
         assert_eq!(buffer, summary_json(std::iter::empty()));
     }

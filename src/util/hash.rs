@@ -36,6 +36,9 @@ impl std::hash::Hasher for IdHasher {
 /// A map keyed by process-local ids, hashed with [`IdHasher`].
 pub type IdMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
 
+/// A set of process-local ids, hashed with [`IdHasher`].
+pub type IdSet<K> = std::collections::HashSet<K, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// A map in memory keyed by names read from outside (object keys, cluster names): foldhash,
 /// seeded per process (a repository cannot pick colliding names ahead of time), a few times
 /// cheaper than SipHash over an object key's four strings. Never for stored values (the seed
