@@ -20,11 +20,9 @@ pub trait Estimator: Send + Sync {
     fn max_replicas_each(&self, clusters: &[&ClusterSnapshot], req: &ReplicaRequirements) -> Vec<Option<i64>> {
         clusters.iter().map(|c| self.max_replicas(c, req)).collect()
     }
-    /// Lines for explain on why the estimate is what it is (only asked when a cluster cannot
-    /// take every replica).
-    fn explain(&self, _cluster: &ClusterSnapshot, _req: &ReplicaRequirements) -> Vec<String> {
-        Vec::new()
-    }
+    /// Lines for explain on why the estimate is what it is, each given to `line` (only asked
+    /// when a cluster cannot take every replica).
+    fn explain(&self, _cluster: &ClusterSnapshot, _req: &ReplicaRequirements, _line: &mut dyn FnMut(&str)) {}
 }
 
 /// Every built-in estimator with the default model settings.
@@ -350,12 +348,15 @@ impl Estimator for NodeEstimator {
             .collect()
     }
 
-    fn explain(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Vec<String> {
+    fn explain(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements, line: &mut dyn FnMut(&str)) {
         if cluster.nodes.is_empty() {
-            return Vec::new();
+            return;
         }
         let compiled = self.compiler.compile(req, &self.dims);
-        cluster.index.with(&cluster.nodes, &self.dims, &self.settings, |idx| idx.explain(&cluster.nodes, &compiled))
+        let lines = cluster
+            .index
+            .with(&cluster.nodes, &self.dims, &self.settings, |idx| idx.explain_shared(&cluster.nodes, &compiled));
+        lines.iter().for_each(|l| line(l));
     }
 }
 
@@ -391,16 +392,15 @@ impl Estimator for ReserveEstimator {
         max
     }
 
-    fn explain(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Vec<String> {
+    fn explain(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements, line: &mut dyn FnMut(&str)) {
         let c = &cluster.constraints;
-        let Some(s) = cluster.summary.as_ref() else { return Vec::new() };
-        c.reserve
-            .iter()
-            .filter(|(r, _)| r == "pods" || req.request.get(r) > 0)
-            .map(|(r, v)| {
-                format!("reserve: {} of {r} kept free", super::quantity::format_milli(r, v.of(s.allocatable.get(r))))
-            })
-            .collect()
+        let Some(s) = cluster.summary.as_ref() else { return };
+        for (r, v) in c.reserve.iter().filter(|(r, _)| r == "pods" || req.request.get(r) > 0) {
+            line(&format!(
+                "reserve: {} of {r} kept free",
+                super::quantity::format_milli(r, v.of(s.allocatable.get(r)))
+            ));
+        }
     }
 }
 

@@ -308,6 +308,10 @@ pub struct NodeIndex {
     /// Per label constraints ([`CompiledRequest::labels`]): which nodes (by position) they
     /// admit. Pods do not change labels: kept when pods are added.
     admitted: Mutex<IdMap<u64, Arc<[bool]>>>,
+    /// Per compiled request ([`CompiledRequest::id`]): its explain lines
+    /// ([`NodeIndex::explain_shared`]) for the nodes as they are. Forgotten when pods are
+    /// added (the lines read the free amounts); a copy starts without them.
+    explained: Mutex<IdMap<u64, Arc<[String]>>>,
 }
 
 /// A node pods were added to: its free amounts (per column) and pod slots before and after.
@@ -409,6 +413,7 @@ impl NodeIndex {
             cache: Mutex::new(IdMap::default()),
             moved: Vec::new(),
             admitted: Mutex::new(IdMap::default()),
+            explained: Mutex::new(IdMap::default()),
         }
     }
 
@@ -453,6 +458,7 @@ impl NodeIndex {
             cache: Mutex::new(self.cache.lock().map(|c| c.clone()).unwrap_or_default()),
             moved: self.moved.clone(),
             admitted: Mutex::new(self.admitted.lock().map(|a| a.clone()).unwrap_or_default()),
+            explained: Mutex::new(IdMap::default()),
         };
         copy.add_pods(nodes, changed).then_some(copy)
     }
@@ -467,6 +473,9 @@ impl NodeIndex {
         // Moves are logged only for cached walks to follow: with none cached, a walk made
         // later starts from the nodes as they are then.
         let logged = self.cache.get_mut().is_ok_and(|c| !c.is_empty());
+        if let Ok(explained) = self.explained.get_mut() {
+            explained.clear();
+        }
         if !logged {
             self.moved.clear();
         }
@@ -760,6 +769,25 @@ impl NodeIndex {
             w.total = w.total.saturating_add(per.saturating_mul(count as i64));
         }
         w
+    }
+
+    /// [`NodeIndex::explain`], kept per compiled request until pods are added: the scheduler
+    /// asks it of every cluster that cannot take all of a workload's replicas, and workloads
+    /// of one request shape ask it of the same clusters in turn.
+    pub fn explain_shared(&self, nodes: &[NodeView], req: &CompiledRequest) -> Arc<[String]> {
+        if req.id == u64::MAX {
+            return self.explain(nodes, req).into();
+        }
+        if let Ok(explained) = self.explained.lock()
+            && let Some(lines) = explained.get(&req.id)
+        {
+            return lines.clone();
+        }
+        let lines: Arc<[String]> = self.explain(nodes, req).into();
+        if let Ok(mut explained) = self.explained.lock() {
+            explained.insert(req.id, lines.clone());
+        }
+        lines
     }
 
     /// Why nodes were left out and the largest free amounts, for explain (the counts come from
@@ -1241,6 +1269,11 @@ mod tests {
         }
         let before = idx.cpu(&nodes);
         assert_eq!(before, cpu_figures(&nodes, &s));
+        let explained: Vec<Arc<[String]>> = [&one, &two, &other].map(|c| idx.explain_shared(&nodes, c)).into();
+        for (c, lines) in [&one, &two, &other].iter().zip(&explained) {
+            assert_eq!(**lines, *idx.explain(&nodes, c));
+            assert!(Arc::ptr_eq(lines, &idx.explain_shared(&nodes, c)), "kept");
+        }
         // n1 and n4 (z1, z1) fill up: nodes move groups, the admitted nodes stay right.
         for i in [1, 4] {
             nodes[i].requested = list(&[("cpu", 3500)]);
@@ -1255,6 +1288,11 @@ mod tests {
                 assert!(ok, "{line}");
             }
             assert!(fit_line(index, &nodes, &one).1.contains("selector/affinity/GPU model: 8, too full: 2"));
+            // The explain lines kept before the pods were added are not given again.
+            for c in [&one, &two, &other] {
+                assert_eq!(*index.explain_shared(&nodes, c), *index.explain(&nodes, c));
+            }
+            assert_ne!(*index.explain_shared(&nodes, &one), *explained[0]);
             // The CPU figures follow the added pods (the ones computed before are not kept).
             assert_eq!(index.cpu(&nodes), cpu_figures(&nodes, &s));
             assert_ne!(index.cpu(&nodes), before);

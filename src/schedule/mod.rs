@@ -411,9 +411,12 @@ fn schedule_term(
             let est = est.map(|e| confidence_discount(fw, cluster, e, &mut reasons));
             if est.is_some_and(|e| e < i64::from(desired)) {
                 for e in &fw.estimators {
-                    for line in e.explain(cluster, &req.workload.requirements) {
-                        reasons.push(format!("{MODEL_PREFIX}{line}"));
-                    }
+                    e.explain(cluster, &req.workload.requirements, &mut |line| {
+                        let mut reason = String::with_capacity(MODEL_PREFIX.len() + line.len());
+                        reason.push_str(MODEL_PREFIX);
+                        reason.push_str(line);
+                        reasons.push(reason);
+                    });
                 }
             }
             let already = i64::from(req.previous.get(&cluster.name).copied().unwrap_or(0));
