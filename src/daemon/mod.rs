@@ -342,7 +342,7 @@ impl Daemon {
             if self.cfg.clusters.is_empty() { Vec::new() } else { self.initial_targets().await };
 
         let mut ready = false;
-        // When a pass last walked the policy directory ([`must_walk`]).
+        // When a pass last walked the policy directory ([`reading`]).
         let mut last_walk_ms: Option<u64> = None;
         let mut pending: Option<&'static str> = None;
         // After a round: the trigger of the reconcile that follows it.
@@ -358,12 +358,12 @@ impl Daemon {
             }
             if let Some(trigger) = pending_now {
                 let now_ms = self.clock.now_ms();
-                let changed = policy_watch.as_ref().map(watch::PolicyWatch::take_changed);
-                let walk = must_walk(changed, trigger, last_walk_ms, now_ms);
-                if walk {
+                let changes = policy_watch.as_ref().map(watch::PolicyWatch::take_changes);
+                let changed = reading(changes, trigger, last_walk_ms, now_ms);
+                if changed == reconcile::Changed::Unknown {
                     last_walk_ms = Some(now_ms);
                 }
-                let (ok, new_targets) = self.reconcile_once(trigger, &view, walk).await;
+                let (ok, new_targets) = self.reconcile_once(trigger, &view, changed).await;
                 self.heartbeat.beat(self.clock.now_ms());
                 systemd::watchdog();
                 if ok && !ready {
@@ -691,9 +691,14 @@ impl Daemon {
         *last = now;
     }
 
-    /// One pass; `walk`: read the policy directory (else, when the last load was good, its
-    /// inputs again: [`must_walk`]).
-    async fn reconcile_once(&self, trigger: &'static str, view: &LiveView, walk: bool) -> (bool, Option<Vec<Target>>) {
+    /// One pass; `changed`: what may have changed in the policy directory since the last load
+    /// ([`reading`]).
+    async fn reconcile_once(
+        &self,
+        trigger: &'static str,
+        view: &LiveView,
+        changed: reconcile::Changed,
+    ) -> (bool, Option<Vec<Target>>) {
         let started = Instant::now();
         let r = Arc::clone(&self.current.reconciler);
         let profiles = Arc::clone(&self.current.profiles);
@@ -705,7 +710,7 @@ impl Daemon {
         let joined = tokio::task::spawn_blocking(move || {
             test_stall(trigger);
             let mut timings = PhaseTimings::default();
-            let mut inputs = match r.load_inputs_watched(&policy_dir, &mut timings, !walk) {
+            let mut inputs = match r.load_inputs_watched(&policy_dir, &mut timings, &changed) {
                 Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None, None),
                 Ok(inputs) => inputs,
             };
@@ -920,18 +925,30 @@ fn live_targets(cfg: &Config, set: &crate::policy::PolicySet) -> Vec<Target> {
 /// (a change the watch cannot see: a network file system, a directory it could not add).
 pub const WALK_AT_LEAST_EVERY_MS: u64 = 10 * 60 * 1000;
 
-/// Whether the pass of `trigger` walks the policy directory. `changed`: what the watch saw
-/// since the last pass ([`watch::PolicyWatch::take_changed`], taken before the walk); `None`:
-/// no watch. Always without a watch, and for every trigger but the timer and a poll round
-/// (`timer`, `cluster-change`); for those, when the watch saw a change or an error, or when the
-/// last walk is [`WALK_AT_LEAST_EVERY_MS`] old. Otherwise the pass takes the inputs of the last
-/// good load again ([`reconcile::Reconciler::load_inputs_watched`]): a quiet daemon does not
-/// stat every file of the repository on every pass.
-fn must_walk(changed: Option<bool>, trigger: &str, last_walk_ms: Option<u64>, now_ms: u64) -> bool {
-    let Some(changed) = changed else { return true };
-    let quiet_trigger = matches!(trigger, "timer" | "cluster-change");
+/// What the pass of `trigger` takes as changed in the policy directory (how it reads it:
+/// [`reconcile::Reconciler::load_inputs_watched`]). `changes`: what the watch saw since the last
+/// pass ([`watch::PolicyWatch::take_changes`], taken before the read); `None`: no watch.
+/// Without a watch, for every trigger but a watch event (`policy-change`), the timer and a
+/// poll round (`cluster-change`), and when the last walk is [`WALK_AT_LEAST_EVERY_MS`] old:
+/// not known (a walk). Otherwise what the watch saw: nothing (the timer and a poll round take
+/// the last good inputs again: a quiet daemon does not stat every file of the repository on
+/// every pass; a watch event whose changes an earlier pass took walks, as before), the files
+/// it named (read without a walk when they are all files the last walk read), or not known.
+fn reading(
+    changes: Option<reconcile::Changed>,
+    trigger: &str,
+    last_walk_ms: Option<u64>,
+    now_ms: u64,
+) -> reconcile::Changed {
+    use reconcile::Changed;
+    let Some(changes) = changes else { return Changed::Unknown };
     let stale = last_walk_ms.is_none_or(|at| now_ms.saturating_sub(at) >= WALK_AT_LEAST_EVERY_MS);
-    changed || !quiet_trigger || stale
+    match (trigger, changes) {
+        _ if stale => Changed::Unknown,
+        ("timer" | "cluster-change", changes) => changes,
+        ("policy-change", Changed::Files(files)) => Changed::Files(files),
+        _ => Changed::Unknown,
+    }
 }
 
 fn start_watch(paths: &Paths, ignored: Vec<PathBuf>, tx: mpsc::Sender<()>) -> Option<watch::PolicyWatch> {
@@ -1040,24 +1057,39 @@ mod tests {
     use super::*;
 
     /// Without a watch every pass walks; with one, a timer pass or a poll round walks only after
-    /// a change or an error the watch saw, or once the last walk is old; every other trigger
-    /// walks.
+    /// an overflow or an error the watch saw, or once the last walk is old, and reads the files
+    /// the watch named; a watch event reads the files it named; every other trigger walks.
     #[test]
     fn a_quiet_watch_spares_timer_and_round_passes_the_walk() {
+        use reconcile::Changed;
         let t = 1_000_000;
+        let named = || Changed::Files(vec!["apps/a.yaml".into()]);
         for trigger in ["timer", "cluster-change", "startup", "policy-change", "sighup", "takeover"] {
-            assert!(must_walk(None, trigger, Some(t), t), "{trigger} without a watch");
-            assert!(must_walk(Some(true), trigger, Some(t), t), "{trigger} after a change");
-            assert!(must_walk(Some(false), trigger, None, t), "{trigger} before any walk");
+            assert_eq!(reading(None, trigger, Some(t), t), Changed::Unknown, "{trigger} without a watch");
+            assert_eq!(
+                reading(Some(Changed::Unknown), trigger, Some(t), t),
+                Changed::Unknown,
+                "{trigger} after an overflow"
+            );
+            assert_eq!(
+                reading(Some(Changed::Nothing), trigger, None, t),
+                Changed::Unknown,
+                "{trigger} before any walk"
+            );
             let stale = t + WALK_AT_LEAST_EVERY_MS;
-            assert!(must_walk(Some(false), trigger, Some(t), stale), "{trigger} with an old walk");
+            assert_eq!(reading(Some(named()), trigger, Some(t), stale), Changed::Unknown, "{trigger} with an old walk");
         }
         for trigger in ["timer", "cluster-change"] {
-            assert!(!must_walk(Some(false), trigger, Some(t), t + 1), "{trigger}, quiet");
-            assert!(!must_walk(Some(false), trigger, Some(t), t + WALK_AT_LEAST_EVERY_MS - 1), "{trigger}, quiet");
+            assert_eq!(reading(Some(Changed::Nothing), trigger, Some(t), t + 1), Changed::Nothing, "{trigger}, quiet");
+            let late = t + WALK_AT_LEAST_EVERY_MS - 1;
+            assert_eq!(reading(Some(Changed::Nothing), trigger, Some(t), late), Changed::Nothing, "{trigger}, quiet");
+            assert_eq!(reading(Some(named()), trigger, Some(t), t + 1), named(), "{trigger}, a file named");
         }
-        for trigger in ["startup", "policy-change", "sighup", "takeover"] {
-            assert!(must_walk(Some(false), trigger, Some(t), t + 1), "{trigger}, quiet");
+        assert_eq!(reading(Some(named()), "policy-change", Some(t), t + 1), named());
+        assert_eq!(reading(Some(Changed::Nothing), "policy-change", Some(t), t + 1), Changed::Unknown);
+        for trigger in ["startup", "sighup", "takeover"] {
+            assert_eq!(reading(Some(Changed::Nothing), trigger, Some(t), t + 1), Changed::Unknown, "{trigger}, quiet");
+            assert_eq!(reading(Some(named()), trigger, Some(t), t + 1), Changed::Unknown, "{trigger}, a file named");
         }
     }
 }

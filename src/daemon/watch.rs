@@ -1,34 +1,79 @@
-//! Watches the policy directory and reports "something changed".
+//! Watches the policy directory and reports what changed.
 //!
-//! Events are a dirty flag only: the reconcile re-reads the whole directory; the daemon loop
-//! waits for a quiet period (the debounce) before reconciling. The flag is also kept
-//! ([`PolicyWatch::take_changed`]): a pass on a timer or a poll round does not walk the
-//! directory again while the watch saw nothing. Reads (access events, such as
-//! the reconcile's own reads of the policy files) are not changes. Changes under
+//! Each relevant event wakes the daemon loop, which waits for a quiet period (the debounce)
+//! before reconciling. What the events named is kept until the pass takes it
+//! ([`PolicyWatch::take_changes`]): nothing (a pass on a timer or a poll round does not walk
+//! the directory again), the paths of the files that changed (the pass reads those, without
+//! a walk, when they are all files the last walk read: an edit, a `git pull` of edits), or
+//! "walk" (an event without paths — the kernel's queue overflowed —, a watch error, more than
+//! [`PATHS_KEPT`] paths, and before the first pass). Reads (access events, such as the
+//! reconcile's own reads of the policy files) are not changes. Changes under
 //! hidden directories (`.git`), editor leftovers, and the daemon's own output and state
 //! directories are ignored, so a `git checkout` of hundreds of files is one reconcile and the
 //! daemon never triggers itself.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
+use crate::reconcile::Changed;
+
+/// Changed paths kept between passes; beyond, the next pass walks (a checkout of many files:
+/// a walk costs no more than reading them one by one).
+pub const PATHS_KEPT: usize = 256;
+
 /// A running watch; dropping it stops watching.
 pub struct PolicyWatch {
     _watcher: RecommendedWatcher,
-    /// Set by every relevant change and every watch error since the last
-    /// [`PolicyWatch::take_changed`].
-    changed: Arc<AtomicBool>,
+    /// The directory as watched (the events' paths start with it).
+    root: PathBuf,
+    /// What the watch saw since the last [`PolicyWatch::take_changes`].
+    seen: Arc<Mutex<Seen>>,
+}
+
+/// What a watch saw: the relevant paths that changed, or that a walk is needed.
+#[derive(Debug, Default)]
+struct Seen {
+    walk: bool,
+    paths: BTreeSet<PathBuf>,
+}
+
+impl Seen {
+    fn note(&mut self, paths: &[PathBuf]) {
+        if paths.is_empty() {
+            self.walk = true;
+        }
+        if !self.walk {
+            self.paths.extend(paths.iter().cloned());
+            self.walk = self.paths.len() > PATHS_KEPT;
+        }
+        if self.walk {
+            self.paths.clear();
+        }
+    }
 }
 
 impl PolicyWatch {
-    /// Whether the watch saw a change (or an error) since the last call; clears the flag. Taken
-    /// before the directory is read, so a change made during the read sets it again.
-    pub fn take_changed(&self) -> bool {
-        self.changed.swap(false, Ordering::SeqCst)
+    /// What the watch saw since the last call (and forgets it): taken before the directory is
+    /// read, so a change made during the read is seen by the next pass. Paths relative to the
+    /// watched directory; one that is not below it asks for a walk.
+    pub fn take_changes(&self) -> Changed {
+        let seen = match self.seen.lock() {
+            Ok(mut seen) => std::mem::take(&mut *seen),
+            Err(_) => return Changed::Unknown,
+        };
+        if seen.walk {
+            return Changed::Unknown;
+        }
+        if seen.paths.is_empty() {
+            return Changed::Nothing;
+        }
+        let relative: Option<Vec<PathBuf>> =
+            seen.paths.iter().map(|p| p.strip_prefix(&self.root).ok().map(Path::to_path_buf)).collect();
+        relative.map_or(Changed::Unknown, Changed::Files)
     }
 }
 
@@ -59,25 +104,34 @@ pub fn is_relevant(root: &Path, path: &Path, ignored: &[PathBuf]) -> bool {
 /// channel already holds a pending signal, so a failed send is fine).
 pub fn watch(root: &Path, ignored: Vec<PathBuf>, tx: mpsc::Sender<()>) -> Result<PolicyWatch, notify::Error> {
     let root_owned = root.to_path_buf();
-    let changed = Arc::new(AtomicBool::new(true));
-    let flag = Arc::clone(&changed);
+    // Unknown before the first read.
+    let seen = Arc::new(Mutex::new(Seen { walk: true, paths: BTreeSet::new() }));
+    let noted = Arc::clone(&seen);
+    let note = move |paths: &[PathBuf]| match noted.lock() {
+        Ok(mut seen) => seen.note(paths),
+        Err(poisoned) => poisoned.into_inner().walk = true,
+    };
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<Event>| match res {
         Ok(event) => {
-            let change = !matches!(event.kind, EventKind::Access(_));
-            // A queue overflow (Rescan) has no paths: reconcile to be safe.
-            if change && (event.paths.is_empty() || event.paths.iter().any(|p| is_relevant(&root_owned, p, &ignored))) {
-                flag.store(true, Ordering::SeqCst);
+            if matches!(event.kind, EventKind::Access(_)) {
+                return;
+            }
+            // A queue overflow (Rescan) has no paths: a walk, to be safe.
+            let relevant: Vec<PathBuf> =
+                event.paths.iter().filter(|p| is_relevant(&root_owned, p, &ignored)).cloned().collect();
+            if event.paths.is_empty() || !relevant.is_empty() {
+                note(&relevant);
                 let _ = tx.try_send(());
             }
         }
         Err(error) => {
             tracing::warn!(%error, "policy directory watch error; reconciling to be safe");
-            flag.store(true, Ordering::SeqCst);
+            note(&[]);
             let _ = tx.try_send(());
         }
     })?;
     watcher.watch(root, RecursiveMode::Recursive)?;
-    Ok(PolicyWatch { _watcher: watcher, changed })
+    Ok(PolicyWatch { _watcher: watcher, root: root.to_path_buf(), seen })
 }
 
 #[cfg(test)]
@@ -98,25 +152,46 @@ mod tests {
         assert!(!is_relevant(root, Path::new("/repo/apps/.fedschedignore"), &ignored));
     }
 
-    /// The flag the daemon reads before a pass: set by a change made after the watch started,
-    /// cleared by reading it, set again by the next change; reads (a pass's own) leave it.
+    /// What the daemon takes before a pass: unknown before the first, then nothing until a
+    /// change; a write names its file, relative to the directory; reads (a pass's own) are not
+    /// changes; taking it forgets it.
     #[test]
-    fn the_changed_flag_follows_the_directory() {
+    fn the_changes_follow_the_directory() {
         let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("a.yaml"), "x: 1\n").expect("write");
+        std::fs::create_dir(dir.path().join("apps")).expect("mkdir");
+        std::fs::write(dir.path().join("apps/a.yaml"), "x: 1\n").expect("write");
         let (tx, mut rx) = mpsc::channel(1);
         let w = watch(dir.path(), Vec::new(), tx).expect("watch");
-        assert!(w.take_changed(), "unknown before the first read: taken as changed");
-        assert!(!w.take_changed(), "cleared by reading it");
-        let _ = std::fs::read(dir.path().join("a.yaml")).expect("read");
+        assert_eq!(w.take_changes(), Changed::Unknown, "unknown before the first read");
+        assert_eq!(w.take_changes(), Changed::Nothing, "forgotten once taken");
+        let _ = std::fs::read(dir.path().join("apps/a.yaml")).expect("read");
         std::thread::sleep(std::time::Duration::from_millis(200));
-        assert!(!w.take_changed(), "a read is no change");
-        std::fs::write(dir.path().join("a.yaml"), "x: 2\n").expect("write");
+        assert_eq!(w.take_changes(), Changed::Nothing, "a read is no change");
+        std::fs::write(dir.path().join("apps/a.yaml"), "x: 2\n").expect("write");
         let waited = std::time::Instant::now();
         while rx.try_recv().is_err() && waited.elapsed() < std::time::Duration::from_secs(10) {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        assert!(w.take_changed(), "a write is a change");
-        assert!(!w.take_changed());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert_eq!(w.take_changes(), Changed::Files(vec![PathBuf::from("apps/a.yaml")]), "a write names its file");
+        assert_eq!(w.take_changes(), Changed::Nothing);
+    }
+
+    /// An event without paths (the kernel's queue overflowed) and more paths than are kept ask
+    /// for a walk, and a walk stays asked for until taken.
+    #[test]
+    fn an_overflow_or_many_paths_ask_for_a_walk() {
+        let mut seen = Seen::default();
+        seen.note(&[PathBuf::from("/repo/a.yaml")]);
+        assert!(!seen.walk && seen.paths.len() == 1);
+        seen.note(&[]);
+        assert!(seen.walk && seen.paths.is_empty());
+        seen.note(&[PathBuf::from("/repo/b.yaml")]);
+        assert!(seen.walk && seen.paths.is_empty(), "still a walk");
+        let mut seen = Seen::default();
+        for i in 0..=PATHS_KEPT {
+            seen.note(&[PathBuf::from(format!("/repo/f{i}.yaml"))]);
+        }
+        assert!(seen.walk && seen.paths.is_empty());
     }
 }

@@ -629,6 +629,9 @@ pub struct PassCache {
     pub owners: Option<Arc<crate::publish::Owners>>,
     /// The last pass's recent placements and their digest.
     pub recent: Option<RecentPlacements>,
+    /// The deductions of the recent placements as the last rebuild of the views planned them
+    /// (`reconcile/snapshots.rs`).
+    pub planned: super::snapshots::PlannedDeductions,
     /// When the whole plan was last published (None: never in this process).
     pub last_full_check_ms: Option<u64>,
     /// The stability state last stored as a blob, with its hash: a pass that starts from an
@@ -723,7 +726,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::reconcile::{Reconciler, Settings, load_inputs};
+    use crate::reconcile::{Changed, Inputs, Reconciler, Settings, load_inputs};
     use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
 
     /// A live view below the confidence threshold, last heard from at `polled_at_ms`.
@@ -849,23 +852,78 @@ mod tests {
 
         let dir = tempfile::tempdir().expect("tempdir");
         let (policies, r) = small_repo(dir.path());
-        let load = |unchanged| r.load_inputs_watched(&policies, &mut PhaseTimings::default(), unchanged);
-        let a = load(true).expect("the first load reads the directory");
+        let load = |changed: Changed| r.load_inputs_watched(&policies, &mut PhaseTimings::default(), &changed);
+        let a = load(Changed::Nothing).expect("the first load reads the directory");
         std::fs::write(policies.join(repo::workload_file(2)), repo::workload_yaml(2, 41, 3)).expect("edit");
-        let trusted = load(true).expect("inputs");
+        let trusted = load(Changed::Nothing).expect("inputs");
         assert!(Arc::ptr_eq(&a.set, &trusted.set), "the caller said nothing changed");
-        let read = load(false).expect("inputs");
+        let read = load(Changed::Unknown).expect("inputs");
         assert!(!Arc::ptr_eq(&a.set, &read.set), "the edit is seen once the directory is read");
         // Another directory is never answered with this one's inputs.
         let other = dir.path().join("other");
         let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
         repo::write_repo(&other, &spec, |_, _, _| {}).expect("generate");
-        let there = r.load_inputs_watched(&other, &mut PhaseTimings::default(), true).expect("inputs");
+        let there = r.load_inputs_watched(&other, &mut PhaseTimings::default(), &Changed::Nothing).expect("inputs");
         assert!(!Arc::ptr_eq(&read.set, &there.set));
         // A broken file: the load fails, and the next one reads the directory again.
         std::fs::write(other.join(repo::workload_file(1)), "kind: [unterminated\n").expect("break");
-        assert!(r.load_inputs_watched(&other, &mut PhaseTimings::default(), false).is_err());
-        assert!(r.load_inputs_watched(&other, &mut PhaseTimings::default(), true).is_err(), "not the old inputs");
+        assert!(r.load_inputs_watched(&other, &mut PhaseTimings::default(), &Changed::Unknown).is_err());
+        let again = r.load_inputs_watched(&other, &mut PhaseTimings::default(), &Changed::Nothing);
+        assert!(again.is_err(), "not the old inputs");
+        let named = Changed::Files(vec![repo::workload_file(1).into()]);
+        assert!(r.load_inputs_watched(&other, &mut PhaseTimings::default(), &named).is_err(), "nor with files named");
+    }
+
+    /// With the paths a watch saw, a load reads those files only (a change elsewhere is not
+    /// seen: nothing is walked) and gives what a walk gives; a path that is not a file the
+    /// last walk read (a new file, a removed one, a directory) makes it walk.
+    #[test]
+    fn a_load_of_the_files_a_watch_named_reads_those_and_walks_for_anything_else() {
+        use std::sync::Arc;
+
+        use crate::reconcile::PhaseTimings;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (policies, r) = small_repo(dir.path());
+        let load = |changed: Changed| r.load_inputs_watched(&policies, &mut PhaseTimings::default(), &changed);
+        let walked = || load_inputs(&policies).expect("a whole load");
+        let files = |paths: &[String]| Changed::Files(paths.iter().map(Into::into).collect());
+        let a = load(Changed::Unknown).expect("the first load");
+        // Two files edited, one named: only the named one is read.
+        std::fs::write(policies.join(repo::workload_file(2)), repo::workload_yaml(2, 41, 3)).expect("edit");
+        std::fs::write(policies.join(repo::workload_file(3)), repo::workload_yaml(3, 42, 3)).expect("edit");
+        let one = load(files(&[repo::workload_file(2)])).expect("inputs");
+        assert!(!Arc::ptr_eq(&a.set, &one.set));
+        let replicas = |i: &Inputs, w: usize| {
+            let name = repo::workload_name(w);
+            let t = i.set.templates.iter().find(|t| t.key.name == name).expect("template");
+            t.object.pointer("/spec/replicas").and_then(serde_json::Value::as_i64)
+        };
+        assert_eq!(replicas(&one, 2), Some(41));
+        assert_eq!(replicas(&one, 3), Some(repo::replicas_of(3)), "the file not named was not read");
+        // Naming the other one: now the set is a walk's.
+        let both = load(files(&[repo::workload_file(3)])).expect("inputs");
+        assert!(*both.set == *walked().set, "both edits");
+        // A file named whose bytes did not change: the same inputs, shared.
+        let same = load(files(&[repo::workload_file(3)])).expect("inputs");
+        assert!(Arc::ptr_eq(&both.set, &same.set));
+        // A new file, a removed file, a directory: each a walk, whose result is the whole load's.
+        let extra = "apps/extra.yaml".to_string();
+        std::fs::write(
+            policies.join(&extra),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: team-00\n",
+        )
+        .expect("add");
+        let added = load(files(&[extra.clone()])).expect("inputs");
+        assert!(*added.set == *walked().set, "a new file");
+        assert!(added.set.templates.iter().any(|t| t.key.name == "extra"));
+        std::fs::remove_file(policies.join(&extra)).expect("remove");
+        let removed = load(files(&[extra])).expect("inputs");
+        assert!(*removed.set == *walked().set, "a removed file");
+        assert!(!removed.set.templates.iter().any(|t| t.key.name == "extra"));
+        std::fs::write(policies.join(repo::workload_file(4)), repo::workload_yaml(4, 43, 3)).expect("edit");
+        let by_dir = load(files(&["apps".to_string()])).expect("inputs");
+        assert_eq!(replicas(&by_dir, 4), Some(43), "a directory named: walked");
     }
 
     /// A repository behind a link that is swapped (git-sync's worktree, a ConfigMap volume's
@@ -885,7 +943,7 @@ mod tests {
         std::fs::write(second.join(repo::workload_file(2)), repo::workload_yaml(2, 41, 3)).expect("edit");
         let current = dir.path().join("current");
         std::os::unix::fs::symlink(&first, &current).expect("link");
-        let load = || r.load_inputs_watched(&current, &mut PhaseTimings::default(), true).expect("inputs");
+        let load = || r.load_inputs_watched(&current, &mut PhaseTimings::default(), &Changed::Nothing).expect("inputs");
         let a = load();
         // Swapped as git-sync swaps it: a new link renamed over the old one.
         std::os::unix::fs::symlink(&second, dir.path().join("next")).expect("link");

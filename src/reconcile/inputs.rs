@@ -322,6 +322,18 @@ pub(super) struct LoadCache {
     last_dir: Option<std::path::PathBuf>,
 }
 
+/// What a watch of the policy directory saw since the reconciler last loaded it
+/// ([`Reconciler::load_inputs_watched`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Changed {
+    /// No event: the last good inputs hold.
+    Nothing,
+    /// Events on these paths only (relative to the directory).
+    Files(Vec<std::path::PathBuf>),
+    /// Not known (no watch, a watch error or overflow, a trigger that reads everything).
+    Unknown,
+}
+
 impl LoadCache {
     /// An empty load cache whose parsed documents are also kept in `store`, so that the first
     /// load of a restarted process parses only the files that changed since.
@@ -333,33 +345,41 @@ impl LoadCache {
 }
 
 impl Reconciler {
-    /// [`Reconciler::load_inputs`] for a caller that knows whether any file may have changed
-    /// since its last load: with `unchanged` (the daemon's watch of the directory saw no event
-    /// since it last loaded), the last good inputs of the same directory are handed out again
-    /// without walking it. Without them (the first load, a failed one, another directory), for a
-    /// repository the last walk reached through a symbolic link, or without `unchanged`, the
-    /// directory is walked as [`Reconciler::load_inputs`] walks it.
+    /// [`Reconciler::load_inputs`] for a caller that knows what may have changed in the
+    /// directory since its last load (the daemon's watch of it): with [`Changed::Nothing`], the
+    /// last good inputs of the same directory are handed out again without walking it; with
+    /// [`Changed::Files`], only those files are read again ([`ParseCache::refresh_files`]),
+    /// without a walk. Without last good inputs (the first load, a failed one, another
+    /// directory), for a repository the last walk reached through a symbolic link, when the
+    /// files are not all files the last walk read, and with [`Changed::Unknown`], the directory
+    /// is walked as [`Reconciler::load_inputs`] walks it.
     pub fn load_inputs_watched(
         &self,
         policy_dir: &Path,
         timings: &mut PhaseTimings,
-        unchanged: bool,
+        changed: &Changed,
     ) -> Result<Inputs, Vec<LoadError>> {
-        if unchanged {
-            let started = Instant::now();
-            let cache = self.load_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            // A repository reached through a link (a ConfigMap volume, git-sync's worktree) is
-            // read every time: a swapped link changes it with no event in the watched directory.
-            let trusted = cache.last_dir.as_deref() == Some(policy_dir) && !cache.parse.through_links();
-            if let Some(last) = cache.last.as_ref().filter(|_| trusted) {
-                let mut inputs = last.clone();
-                let polls = inputs.set.clusters.iter().map(|c| (c.meta.name.clone(), Duration::ZERO)).collect();
-                inputs.offline_polls = Arc::new(polls);
-                timings.load += started.elapsed();
-                return Ok(inputs);
-            }
+        if matches!(changed, Changed::Unknown) {
+            return self.load_inputs(policy_dir, timings);
         }
-        self.load_inputs(policy_dir, timings)
+        let started = Instant::now();
+        let mut cache = self.locked_load_cache();
+        // A repository reached through a link (a ConfigMap volume, git-sync's worktree) is
+        // read every time: a swapped link changes it with no event in the watched directory.
+        let trusted = cache.last_dir.as_deref() == Some(policy_dir) && !cache.parse.through_links();
+        if !trusted || cache.last.is_none() {
+            drop(cache);
+            return self.load_inputs(policy_dir, timings);
+        }
+        let refreshed = match changed {
+            Changed::Files(files) => {
+                cache.parse.set_options(&self.settings.walk);
+                cache.parse.refresh_files(policy_dir, files)
+            }
+            _ => Some((false, Vec::new())),
+        };
+        let refreshed = refreshed.unwrap_or_else(|| cache.parse.refresh(policy_dir));
+        self.load_refreshed(&mut cache, policy_dir, refreshed, timings, started)
     }
 
     /// [`load_inputs_timed`] with this reconciler's profiles, reusing the parsed documents of
@@ -369,15 +389,33 @@ impl Reconciler {
     /// (shared, not rebuilt): the set, its validation and the offline snapshots depend on
     /// nothing else (the profiles are this reconciler's).
     pub fn load_inputs(&self, policy_dir: &Path, timings: &mut PhaseTimings) -> Result<Inputs, Vec<LoadError>> {
-        let mut cache = self.load_cache.lock().unwrap_or_else(|poisoned| {
+        let mut cache = self.locked_load_cache();
+        let started = Instant::now();
+        cache.parse.set_options(&self.settings.walk);
+        let refreshed = cache.parse.refresh(policy_dir);
+        self.load_refreshed(&mut cache, policy_dir, refreshed, timings, started)
+    }
+
+    /// The load cache (a load that panicked left it in no trusted state: started again).
+    fn locked_load_cache(&self) -> std::sync::MutexGuard<'_, LoadCache> {
+        self.load_cache.lock().unwrap_or_else(|poisoned| {
             let mut g = poisoned.into_inner();
             *g = LoadCache::kept_in(&self.store);
             self.load_cache.clear_poison();
             g
-        });
-        let started = Instant::now();
-        cache.parse.set_options(&self.settings.walk);
-        let (changed, io_errors) = cache.parse.refresh(policy_dir);
+        })
+    }
+
+    /// The inputs after the parse cache was refreshed (`(changed, io_errors)`): the last good
+    /// ones again when nothing changed, else the repository loaded again (incrementally).
+    fn load_refreshed(
+        &self,
+        cache: &mut LoadCache,
+        policy_dir: &Path,
+        (changed, io_errors): (bool, Vec<LoadError>),
+        timings: &mut PhaseTimings,
+        started: Instant,
+    ) -> Result<Inputs, Vec<LoadError>> {
         let same_dir = cache.last_dir.as_deref() == Some(policy_dir);
         if !changed
             && io_errors.is_empty()

@@ -55,8 +55,8 @@ use decide::Decided;
 pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
 use inputs::LoadCache;
 pub use inputs::{
-    InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_for, load_inputs_from_sources, load_inputs_timed,
-    load_inputs_with,
+    Changed, InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_for, load_inputs_from_sources,
+    load_inputs_timed, load_inputs_with,
 };
 pub use preview::{PassPreview, PlannedDecision};
 pub use replay::{RecordedHistory, ReplayError, replay_pass};

@@ -78,7 +78,10 @@ pub(super) fn version(
     let key = views_key(&recorded.fingerprints, recent_digest(&mut cache.recent, &recent_placements, &requirements));
     let (mut views, assumed) = match cache.views.take() {
         Some(v) if v.key == key && v.snapshots.len() == inputs.snapshots.len() => (v.snapshots, v.assumed),
-        cached => rebuild_views(inputs, &recent, &requirements, &recorded.fingerprints, cached, &dims),
+        cached => {
+            let planned = &mut cache.planned;
+            rebuild_views(inputs, (&recent_placements, &requirements, planned), &recorded.fingerprints, cached, &dims)
+        }
     };
     // What is not content comes from this pass's inputs.
     for ((snap, input), fresh) in views.iter_mut().zip(&inputs.snapshots).zip(recorded.freshness) {
@@ -108,31 +111,25 @@ pub(super) fn version(
 /// cluster whose snapshot (its fingerprint) and deduction sequence (its
 /// [`Assumed::of_cluster`] digest) equal those of the cached views takes its cached view; only
 /// the others are copied and deducted again. One edited workload, or one member whose data
-/// changed, redoes those clusters, not the fleet.
+/// changed, redoes those clusters, not the fleet. A placement's plan is made again only when
+/// the placement or its requirements are other objects, or a snapshot it read changed
+/// ([`PlannedDeductions`]).
 fn rebuild_views(
     inputs: &Inputs,
-    recent: &[&PlacementRecord],
-    requirements: &[Option<Arc<ReplicaRequirements>>],
+    (recent, requirements, memo): (
+        &[Arc<PlacementRecord>],
+        &[Option<Arc<ReplicaRequirements>>],
+        &mut PlannedDeductions,
+    ),
     fingerprints: &[u64],
     cached: Option<cache::DeductedViews>,
     dims: &Dimensions,
 ) -> (Vec<ClusterSnapshot>, Assumed) {
     let mut deductions: Vec<Vec<(&ReplicaRequirements, i64)>> = vec![Vec::new(); inputs.snapshots.len()];
-    // Each placement's plan and its bookkeeping's parts on every core: a workload has one
-    // placement, so nothing is deducted for it yet when its plan is made, and the plans do not
-    // depend on each other; the digests are then chained in store order.
-    let fresh = Assumed::default();
-    let work: Vec<(&PlacementRecord, &ReplicaRequirements)> =
-        recent.iter().zip(requirements).filter_map(|(p, req)| Some((*p, req.as_deref()?))).collect();
-    let planned = crate::util::threads::map_ordered(&work, crate::util::threads::workers(), |(p, req)| {
-        let plan = fresh.plan(&inputs.snapshots, &p.workload, &p.targets);
-        let owned: Vec<(usize, String, i64)> = plan.iter().map(|(i, c, want, _)| (*i, (*c).clone(), *want)).collect();
-        let what = match owned.is_empty() {
-            true => 0,
-            false => cache::key_of(&(&p.workload, *req)),
-        };
-        (p.workload.clone(), what, owned)
-    });
+    let work: Vec<(&Arc<PlacementRecord>, &Arc<ReplicaRequirements>)> =
+        recent.iter().zip(requirements).filter_map(|(p, req)| Some((p, req.as_ref()?))).collect();
+    let planned = memo.plan_all(&inputs.snapshots, fingerprints, &work);
+    let work: Vec<(&PlacementRecord, &ReplicaRequirements)> = work.iter().map(|(p, r)| (&***p, &***r)).collect();
     for ((_, req), (_, _, plan)) in work.iter().zip(&planned) {
         for (i, _, want) in plan {
             if let Some(d) = deductions.get_mut(*i) {
@@ -264,6 +261,95 @@ impl PassSnapshots {
 /// A recent placement's deduction as [`Assumed::of_plans`] takes it: its workload, the
 /// digest of its workload and requirements, and its plan (position, cluster, replicas).
 type PlannedDeduction = (ObjectKey, u64, Vec<(usize, String, i64)>);
+
+/// The recent placements' deductions as the last rebuild of the views planned them
+/// ([`rebuild_views`]), by placement object: a plan reads the placement's targets, its
+/// requirements and the snapshots of its target clusters (found by name: liveness, the
+/// workload's pods), so it holds while the placement and requirements are the same objects,
+/// the members are the same clusters in the same order, and the snapshots it read have the
+/// same fingerprints. An edit's rebuild plans the edited placement, not all of them.
+#[derive(Default, Clone)]
+pub struct PlannedDeductions {
+    /// The digest of the members' names, in order, the plans were made on.
+    names: u64,
+    /// By the placement object's address (the entry holds the object: the address is not
+    /// reused while it is here).
+    by_placement: crate::util::hash::IdMap<usize, Arc<PlanMemo>>,
+}
+
+#[derive(Clone)]
+struct PlanMemo {
+    placement: Arc<PlacementRecord>,
+    requirements: Arc<ReplicaRequirements>,
+    /// The position and fingerprint of each snapshot the plan read.
+    read: Vec<(usize, u64)>,
+    what: u64,
+    plan: Vec<(usize, String, i64)>,
+}
+
+impl PlannedDeductions {
+    /// The plan of each of `work`'s placements (with nothing deducted yet) on `snapshots`
+    /// (whose fingerprints are `fingerprints`), in `work`'s order: kept ones given again, the
+    /// others made on every core (a workload has one placement, so the plans do not depend on
+    /// each other; the digests are chained in store order afterwards). Keeps the plans of
+    /// `work` only.
+    fn plan_all(
+        &mut self,
+        snapshots: &[ClusterSnapshot],
+        fingerprints: &[u64],
+        work: &[(&Arc<PlacementRecord>, &Arc<ReplicaRequirements>)],
+    ) -> Vec<PlannedDeduction> {
+        let names = cache::key_of(&snapshots.iter().map(|s| s.name.as_str()).collect::<Vec<_>>());
+        let mut kept = std::mem::take(&mut self.by_placement);
+        if self.names != names {
+            kept.clear();
+        }
+        self.names = names;
+        let holds = |m: &PlanMemo, p: &Arc<PlacementRecord>, r: &Arc<ReplicaRequirements>| {
+            Arc::ptr_eq(&m.placement, p)
+                && Arc::ptr_eq(&m.requirements, r)
+                && m.read.iter().all(|(i, f)| fingerprints.get(*i) == Some(f))
+        };
+        let mut memos: Vec<Option<Arc<PlanMemo>>> =
+            work.iter().map(|(p, r)| kept.remove(&(Arc::as_ptr(p) as usize)).filter(|m| holds(m, p, r))).collect();
+        let missing: Vec<usize> = memos.iter().enumerate().filter(|(_, m)| m.is_none()).map(|(k, _)| k).collect();
+        let fresh = Assumed::default();
+        let made = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |&k| {
+            let (p, req) = work[k];
+            let plan = fresh.plan(snapshots, &p.workload, &p.targets);
+            let owned: Vec<(usize, String, i64)> =
+                plan.iter().map(|(i, c, want, _)| (*i, (*c).clone(), *want)).collect();
+            let what = match owned.is_empty() {
+                true => 0,
+                false => cache::key_of(&(&p.workload, &**req)),
+            };
+            let read = p
+                .targets
+                .iter()
+                .filter(|(_, r)| r.is_some())
+                .filter_map(|(c, _)| {
+                    snapshots
+                        .binary_search_by(|s| s.name.as_str().cmp(c))
+                        .ok()
+                        .or_else(|| snapshots.iter().position(|s| &s.name == c))
+                })
+                .map(|i| (i, fingerprints.get(i).copied().unwrap_or(0)))
+                .collect();
+            Arc::new(PlanMemo { placement: Arc::clone(p), requirements: Arc::clone(req), read, what, plan: owned })
+        });
+        for (k, m) in missing.into_iter().zip(made) {
+            if let Some(slot) = memos.get_mut(k) {
+                *slot = Some(m);
+            }
+        }
+        let mut out = Vec::with_capacity(work.len());
+        for m in memos.into_iter().flatten() {
+            out.push((m.placement.workload.clone(), m.what, m.plan.clone()));
+            self.by_placement.insert(Arc::as_ptr(&m.placement) as usize, m);
+        }
+        out
+    }
+}
 
 /// What one deduction's bookkeeping changed for one cluster ([`Assumed::undo`]).
 struct Undo {

@@ -110,6 +110,29 @@ fn parse_kept(
     (std::sync::Arc::new(docs), Some(digest), Some(kept))
 }
 
+/// Reads the file at `rel` (its stat taken before the read: `stat`) and says whether its bytes
+/// are the cached ones (`files`), or parses them (or takes their documents from `persisted`).
+fn read_one(
+    files: &HashMap<PathBuf, CachedFile>,
+    persisted: Option<&dyn ParseStore>,
+    dir: &Path,
+    rel: &Path,
+    stat: Option<FileStat>,
+) -> Result<Read, LoadError> {
+    let read_at_ns = wall_ns();
+    let text = read_text(dir, rel)?;
+    let hash = crate::util::hash::fnv1a64(text.as_bytes());
+    Ok(match files.get(rel) {
+        Some(c) if c.hash == hash && c.len == text.len() => Read::Same { stat, read_at_ns },
+        _ => {
+            let (docs, digest, kept) = parse_kept(&text, persisted);
+            let (len, text) = (text.len(), std::sync::Arc::from(text));
+            let file = CachedFile { hash, len, docs, text, stat, read_at_ns, typed: None, crds: None, digest };
+            Read::New(Box::new(file), kept)
+        }
+    })
+}
+
 impl ParseCache {
     /// An empty cache whose walks use `options`.
     pub fn with_options(options: WalkOptions) -> Self {
@@ -160,19 +183,7 @@ impl ParseCache {
             .collect();
         let (files, persisted) = (&self.files, self.persisted.as_deref());
         let read = crate::util::threads::map_ordered(&unclean, crate::util::threads::workers(), |(rel, stat)| {
-            let read_at_ns = wall_ns();
-            let text = read_text(dir, rel)?;
-            let hash = crate::util::hash::fnv1a64(text.as_bytes());
-            Ok(match files.get(*rel) {
-                Some(c) if c.hash == hash && c.len == text.len() => Read::Same { stat: *stat, read_at_ns },
-                _ => {
-                    let (docs, digest, kept) = parse_kept(&text, persisted);
-                    let (len, text) = (text.len(), std::sync::Arc::from(text));
-                    let file =
-                        CachedFile { hash, len, docs, text, stat: *stat, read_at_ns, typed: None, crds: None, digest };
-                    Read::New(Box::new(file), kept)
-                }
-            })
+            read_one(files, persisted, dir, rel, *stat)
         });
         let mut answers = unclean.iter().map(|(rel, _)| *rel).zip(read).peekable();
         let mut order = Vec::with_capacity(walked.len());
@@ -190,21 +201,7 @@ impl ParseCache {
                     changed = true;
                     continue;
                 }
-                Some(Ok(Read::Same { stat, read_at_ns })) => {
-                    if let Some(c) = self.files.get_mut(rel) {
-                        c.stat = stat;
-                        c.read_at_ns = read_at_ns;
-                    }
-                }
-                Some(Ok(Read::New(file, kept))) => {
-                    changed = true;
-                    if let (Some(digest), Some(kept)) = (file.digest, kept) {
-                        to_keep.push((digest, kept));
-                    }
-                    if let Some(old) = self.files.insert(rel.clone(), *file).and_then(|old| old.digest) {
-                        gone.push(old);
-                    }
-                }
+                Some(Ok(read)) => changed |= self.apply(rel, read, &mut to_keep, &mut gone),
             }
             order.push(rel.clone());
         }
@@ -222,6 +219,68 @@ impl ParseCache {
             self.keep(store, first, to_keep, gone);
         }
         (changed, errors)
+    }
+
+    /// [`ParseCache::refresh`] when only the files at `changed` (relative to `dir`) may differ
+    /// from the last refresh: what a watch of the directory says (the daemon's). Reads those
+    /// files only, and does not walk. `None` when that cannot be vouched for, so the caller
+    /// walks ([`ParseCache::refresh`]): a path that is not a file the last walk read (added,
+    /// or not a YAML file: a directory, the ignore file), a file that is gone or no longer a
+    /// regular file (a link now), one that cannot be read, no refresh before, or a repository
+    /// the last walk reached through a symbolic link.
+    pub fn refresh_files(&mut self, dir: &Path, changed: &[PathBuf]) -> Option<(bool, Vec<LoadError>)> {
+        if self.order.is_empty() || self.links {
+            return None;
+        }
+        let mut stats = Vec::with_capacity(changed.len());
+        for rel in changed {
+            if !self.files.contains_key(rel) {
+                return None;
+            }
+            stats.push((rel, Some(FileStat::of_path(&dir.join(rel))?)));
+        }
+        let (mut to_keep, mut gone) = (Vec::new(), Vec::new());
+        let mut any = false;
+        for (rel, stat) in stats {
+            if self.files.get(rel).is_some_and(|c| c.clean(stat)) {
+                continue;
+            }
+            let read = read_one(&self.files, self.persisted.as_deref(), dir, rel, stat).ok()?;
+            any |= self.apply(rel, read, &mut to_keep, &mut gone);
+        }
+        if let Some(store) = self.persisted.as_deref() {
+            self.keep(store, false, to_keep, gone);
+        }
+        Some((any, Vec::new()))
+    }
+
+    /// Applies what a refresh read of the file at `rel`: returns whether its bytes changed;
+    /// what to keep in the store and the keys it no longer needs go to `to_keep` and `gone`.
+    fn apply(
+        &mut self,
+        rel: &Path,
+        read: Read,
+        to_keep: &mut Vec<([u8; 32], Vec<u8>)>,
+        gone: &mut Vec<[u8; 32]>,
+    ) -> bool {
+        match read {
+            Read::Same { stat, read_at_ns } => {
+                if let Some(c) = self.files.get_mut(rel) {
+                    c.stat = stat;
+                    c.read_at_ns = read_at_ns;
+                }
+                false
+            }
+            Read::New(file, kept) => {
+                if let (Some(digest), Some(kept)) = (file.digest, kept) {
+                    to_keep.push((digest, kept));
+                }
+                if let Some(old) = self.files.insert(rel.to_path_buf(), *file).and_then(|old| old.digest) {
+                    gone.push(old);
+                }
+                true
+            }
+        }
     }
 
     /// Keeps what a refresh parsed in `store` and forgets what the repository no longer

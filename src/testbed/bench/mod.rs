@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use crate::members::live::{LiveData, LiveStatus, LiveView};
 use crate::model::snapshot::PollFacts;
-use crate::reconcile::{self, Inputs, PhaseTimings, ReconcileReport, Reconciler, Settings};
+use crate::reconcile::{self, Changed, Inputs, PhaseTimings, ReconcileReport, Reconciler, Settings};
 use crate::schedule::profile::Profiles;
 use crate::store::{Store, StoreError};
 use crate::testbed::simulate::SimError;
@@ -251,20 +251,21 @@ fn fixture(o: &Options) -> Result<Fixture, BenchError> {
 
 /// Loads the repository and merges the node-level data, adding to `t.load` and `t.poll`.
 fn load(fix: &Fixture, rec: &Reconciler, t: &mut PhaseTimings, now_ms: u64) -> Result<Inputs, BenchError> {
-    load_watched(fix, rec, t, now_ms, false)
+    load_watched(fix, rec, t, now_ms, &Changed::Unknown)
 }
 
-/// [`load`]; `unchanged`: as the daemon loads when its watch of the directory saw no event
-/// (the last good inputs, no walk: [`Reconciler::load_inputs_watched`]).
+/// [`load`] as the daemon loads after its watch of the directory saw `changed`: nothing (the
+/// last good inputs, no walk), events on some files (those read, no walk), or not known (a
+/// walk): [`Reconciler::load_inputs_watched`].
 fn load_watched(
     fix: &Fixture,
     rec: &Reconciler,
     t: &mut PhaseTimings,
     now_ms: u64,
-    unchanged: bool,
+    changed: &Changed,
 ) -> Result<Inputs, BenchError> {
     let store = &rec.store;
-    let mut inputs = rec.load_inputs_watched(&fix.repo, t, unchanged).map_err(|errors| {
+    let mut inputs = rec.load_inputs_watched(&fix.repo, t, changed).map_err(|errors| {
         let shown: Vec<String> = errors.iter().take(5).map(ToString::to_string).collect();
         BenchError::Invalid(format!("{} error(s): {}", errors.len(), shown.join("; ")))
     })?;
@@ -294,20 +295,20 @@ fn pass(
     trigger: &str,
     now_ms: u64,
 ) -> Result<(ReconcileReport, Duration), BenchError> {
-    pass_watched(fix, rec, out, (trigger, now_ms), false)
+    pass_watched(fix, rec, out, (trigger, now_ms), &Changed::Unknown)
 }
 
-/// [`pass`]; `unchanged`: the daemon's watch of the directory saw no event ([`load_watched`]).
+/// [`pass`] after the daemon's watch of the directory saw `changed` ([`load_watched`]).
 fn pass_watched(
     fix: &Fixture,
     rec: &Reconciler,
     out: &Path,
     (trigger, now_ms): (&str, u64),
-    unchanged: bool,
+    changed: &Changed,
 ) -> Result<(ReconcileReport, Duration), BenchError> {
     let started = Instant::now();
     let mut t = PhaseTimings::default();
-    let inputs = load_watched(fix, rec, &mut t, now_ms, unchanged)?;
+    let inputs = load_watched(fix, rec, &mut t, now_ms, changed)?;
     let mut report = rec.reconcile(&inputs, out, trigger, now_ms)?;
     let wall = started.elapsed();
     report.phases.load += t.load;
@@ -663,7 +664,8 @@ impl Bench {
         let mut walked = Vec::new();
         for _ in 0..self.runs {
             self.now += 1000;
-            let (report, wall) = pass_watched(&self.fix, rec, &self.out, ("bench-nochange", self.now), true)?;
+            let (report, wall) =
+                pass_watched(&self.fix, rec, &self.out, ("bench-nochange", self.now), &Changed::Nothing)?;
             reports.push(report);
             walls.push(wall);
             self.now += 1000;
@@ -709,27 +711,40 @@ impl Bench {
         Ok(())
     }
 
-    /// S4: one template edited per run, then a pass that must rewrite its output; the edits
-    /// are put back and the fleet settled afterwards.
+    /// S4: one template edited per run, then a pass that must rewrite its output, as the
+    /// daemon runs it (its watch of the directory names the edited file: that file is read,
+    /// nothing walked); then as many edits each followed by a pass that walks the directory
+    /// (no watch). The edits are put back and the fleet settled afterwards.
     fn s4_edit(&mut self, rec: &Reconciler, full_ms: f64, sink: &mut Sink<'_>) -> Result<(), BenchError> {
         let fix = &self.fix;
         let mut walls = Vec::new();
+        let mut walked = Vec::new();
         let mut reports = Vec::new();
         let w = fix.spec.workloads.max(1);
-        for k in 0..self.runs {
-            let i = (k * 7919 + 11) % w;
+        let edited = |k: usize| (k * 7919 + 11) % w;
+        for k in 0..2 * self.runs {
+            let i = edited(k);
             self.edit_workload(i, 1 + k as i64)?;
-            let fix = &self.fix;
-            let (report, wall) = pass(fix, rec, &self.out, "bench-edit", self.now)?;
+            let watched = k < self.runs;
+            let changed = match watched {
+                true => Changed::Files(vec![repo::workload_file(i).into()]),
+                false => Changed::Unknown,
+            };
+            let (report, wall) = pass_watched(&self.fix, rec, &self.out, ("bench-edit", self.now), &changed)?;
             if report.files_written == 0 {
                 return Err(BenchError::Check(format!("S4: editing workload {i} rewrote no file")));
             }
-            walls.push(wall);
-            reports.push(report);
+            match watched {
+                true => {
+                    walls.push(wall);
+                    reports.push(report);
+                }
+                false => walked.push(wall),
+            }
         }
         // Put the edited files back (and let the store catch up) for the other scenarios.
-        for k in 0..self.runs {
-            self.restore_workload((k * 7919 + 11) % w)?;
+        for k in 0..2 * self.runs {
+            self.restore_workload(edited(k))?;
         }
         settle(&self.fix, rec, &self.out, &mut self.now)?;
         let f = Figure::ms(Scenario::S4, "one template edited → output rewritten (load → record)", &walls);
@@ -737,6 +752,7 @@ impl Bench {
         let m = Mark::at_size("≤ 50 ms", edit_ms, marks::S4_MS, self.size());
         sink.put(f.mark(m));
         sink.put(share_of_s2(Scenario::S4, "  one template edited / first full (S2)", edit_ms, full_ms));
+        sink.put(Figure::ms(Scenario::S4, "  with a walk of the repository (no watch)", &walked));
         sink.put_all(phase_figures(Scenario::S4, &reports));
         sink.put(count(Scenario::S4, "  files written", reports.iter().map(|r| r.files_written as f64).collect()));
         let decided = reports.iter().map(|r| r.decided as f64).collect();
