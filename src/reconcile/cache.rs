@@ -914,7 +914,7 @@ mod tests {
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: team-00\n",
         )
         .expect("add");
-        let added = load(files(&[extra.clone()])).expect("inputs");
+        let added = load(files(std::slice::from_ref(&extra))).expect("inputs");
         assert!(*added.set == *walked().set, "a new file");
         assert!(added.set.templates.iter().any(|t| t.key.name == "extra"));
         std::fs::remove_file(policies.join(&extra)).expect("remove");

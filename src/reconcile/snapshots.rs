@@ -78,10 +78,15 @@ pub(super) fn version(
     let key = views_key(&recorded.fingerprints, recent_digest(&mut cache.recent, &recent_placements, &requirements));
     let (mut views, assumed) = match cache.views.take() {
         Some(v) if v.key == key && v.snapshots.len() == inputs.snapshots.len() => (v.snapshots, v.assumed),
-        cached => {
-            let planned = &mut cache.planned;
-            rebuild_views(inputs, (&recent_placements, &requirements, planned), &recorded.fingerprints, cached, &dims)
-        }
+        cached => rebuild_views(
+            inputs,
+            &recent_placements,
+            &requirements,
+            &mut cache.planned,
+            &recorded.fingerprints,
+            cached,
+            &dims,
+        ),
     };
     // What is not content comes from this pass's inputs.
     for ((snap, input), fresh) in views.iter_mut().zip(&inputs.snapshots).zip(recorded.freshness) {
@@ -116,11 +121,9 @@ pub(super) fn version(
 /// ([`PlannedDeductions`]).
 fn rebuild_views(
     inputs: &Inputs,
-    (recent, requirements, memo): (
-        &[Arc<PlacementRecord>],
-        &[Option<Arc<ReplicaRequirements>>],
-        &mut PlannedDeductions,
-    ),
+    recent: &[Arc<PlacementRecord>],
+    requirements: &[Option<Arc<ReplicaRequirements>>],
+    memo: &mut PlannedDeductions,
     fingerprints: &[u64],
     cached: Option<cache::DeductedViews>,
     dims: &Dimensions,
