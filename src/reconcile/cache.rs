@@ -924,6 +924,13 @@ mod tests {
         std::fs::write(policies.join(repo::workload_file(4)), repo::workload_yaml(4, 43, 3)).expect("edit");
         let by_dir = load(files(&["apps".to_string()])).expect("inputs");
         assert_eq!(replicas(&by_dir, 4), Some(43), "a directory named: walked");
+        // A file replaced by a link to `/`: walked (the link is not followed out of the repository).
+        let linked = policies.join(repo::workload_file(5));
+        std::fs::remove_file(&linked).expect("remove");
+        std::os::unix::fs::symlink("/", &linked).expect("link");
+        let by_link = load(files(&[repo::workload_file(5)])).expect("inputs");
+        assert!(*by_link.set == *walked().set, "a link named");
+        assert!(!by_link.set.templates.iter().any(|t| t.key.name == repo::workload_name(5)));
     }
 
     /// A repository behind a link that is swapped (git-sync's worktree, a ConfigMap volume's
