@@ -236,6 +236,35 @@ fn a_burst_of_file_changes_is_one_reconcile() {
     d.stop();
 }
 
+/// With the policy watch on, an edit of a file the last walk read is read again from the path
+/// the watch names (no walk), and its output follows; a file then added (the watch names a
+/// path no walk read) makes the pass walk, and the edit made with it is seen too.
+#[test]
+fn the_watch_names_the_edited_file_and_an_added_one_walks() {
+    let s = Scratch::with_demo();
+    let mut d = InProcess::start(&s, "", true);
+    assert_eq!(outcome(&d.passes(1)), &PassOutcome::Ok);
+    let web = s.out().join("eu-west-a/shop/apps_deployment_web.yaml");
+    assert!(file_contains(&web, "replicas: 4\n"), "the demo's division");
+    let path = s.policies().join("apps/web.yaml");
+    let edited = std::fs::read_to_string(&path).expect("read").replace("replicas: 9", "replicas: 18");
+    std::fs::write(&path, &edited).expect("write");
+    let v = d.passes(2);
+    assert_eq!(v.last_pass.as_ref().map(|p| p.trigger.as_str()), Some("policy-change"));
+    assert_eq!(outcome(&v), &PassOutcome::Ok);
+    assert!(file_contains(&web, "replicas: 7\n"), "the edit the watch named was not rendered");
+    // A new file and, in the same burst, an edit back: the pass walks and sees both.
+    let body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: added\n  namespace: shop\ndata:\n  k: v\n";
+    std::fs::write(s.policies().join("apps/added.yaml"), body).expect("write");
+    std::fs::write(&path, edited.replace("replicas: 18", "replicas: 9")).expect("write");
+    let v = d.passes(3);
+    assert_eq!(outcome(&v), &PassOutcome::Ok);
+    let inputs = v.inputs.as_ref().expect("inputs");
+    assert!(inputs.set.templates.iter().any(|t| t.key.name == "added"), "the added file was not read");
+    assert!(!file_contains(&web, "replicas: 7\n"), "the edit beside the added file was not rendered");
+    d.stop();
+}
+
 /// A minimal HTTP/1.1 GET (`Connection: close`); returns (status, body).
 fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     use std::io::{Read, Write};
