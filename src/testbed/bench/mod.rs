@@ -14,7 +14,8 @@
 //! - S2: a first full reconcile (load, poll, schedule, render, publish every file, record).
 //! - S3: a reconcile when nothing changed, with the daemon's warm reconciler (0 files
 //!   written, 0 new snapshot versions, 0 history records).
-//! - S4: one template edited → load and reconcile until its output is rewritten.
+//! - S4: one template edited → load and reconcile until its output is rewritten, loaded as the
+//!   watching daemon loads (the edited file's path from the watch), and beside it with a walk.
 //! - S5: a poll round of simulated clusters: CPU per pod, peak RSS.
 //! - S6: many no-change reconciles: store growth.
 //! - S7: restart from a steady state (open the store, load, poll data, first reconcile of a new
