@@ -330,12 +330,7 @@ impl PlannedDeductions {
                 .targets
                 .iter()
                 .filter(|(_, r)| r.is_some())
-                .filter_map(|(c, _)| {
-                    snapshots
-                        .binary_search_by(|s| s.name.as_str().cmp(c))
-                        .ok()
-                        .or_else(|| snapshots.iter().position(|s| &s.name == c))
-                })
+                .filter_map(|(c, _)| position_of(snapshots, c))
                 .map(|i| (i, fingerprints.get(i).copied().unwrap_or(0)))
                 .collect();
             Arc::new(PlanMemo { placement: Arc::clone(p), requirements: Arc::clone(req), read, what, plan: owned })
@@ -630,6 +625,15 @@ fn freshness_at(fresh: Option<Freshness>, now_ms: u64, model: &ModelSettings) ->
     (if f.polled_at_ms == 0 { now_ms } else { f.polled_at_ms.min(now_ms) }, Some(f))
 }
 
+/// The position of the snapshot of `cluster` in `snapshots` (the pass's, sorted by name as
+/// the set's clusters are; searched in order if they are not): what a deduction's plan reads.
+fn position_of(snapshots: &[ClusterSnapshot], cluster: &str) -> Option<usize> {
+    match snapshots.binary_search_by(|s| s.name.as_str().cmp(cluster)) {
+        Ok(i) => Some(i),
+        Err(_) => snapshots.iter().position(|s| s.name == cluster),
+    }
+}
+
 /// Replicas deducted per (workload, live cluster) this pass.
 #[derive(Debug, Default, Clone)]
 pub struct Assumed {
@@ -671,12 +675,9 @@ impl Assumed {
         let mut plan = Vec::new();
         for (cluster, replicas) in targets {
             let Some(r) = replicas else { continue };
-            // The pass's snapshots are sorted by name (as the set's clusters).
-            let found = match snapshots.binary_search_by(|s| s.name.as_str().cmp(cluster)) {
-                Ok(i) => Some(i),
-                Err(_) => snapshots.iter().position(|s| &s.name == cluster),
+            let Some((i, snap)) = position_of(snapshots, cluster).and_then(|i| snapshots.get(i).map(|s| (i, s))) else {
+                continue;
             };
-            let Some((i, snap)) = found.and_then(|i| snapshots.get(i).map(|s| (i, s))) else { continue };
             let Some(pods) = snap.pods.as_ref().filter(|_| snap.is_live()) else { continue };
             let owner = owner.get_or_insert_with(|| assumed::Owner::of(workload));
             let want = assumed::pending(i64::from(*r), owner.observed(pods));
