@@ -127,6 +127,9 @@ pub struct CompiledRequest {
     pub labels: u64,
     /// Requested amount per dimension that bounds the estimate (pod slots excluded).
     pub wants: Vec<(Arc<dyn Dimension>, i64)>,
+    /// Per entry of `wants`, its amount as a [`Divisor`]: the node loop divides free amounts
+    /// by it once per group and walk.
+    divisors: Vec<Divisor>,
     pub node_selector: Vec<(String, String)>,
     /// Required node affinity terms (any must hold); None = no required affinity.
     pub affinity: Option<Vec<NodeTerm>>,
@@ -158,10 +161,12 @@ impl CompiledRequest {
         } else {
             Some(serde_json::from_str::<RequiredAffinity>(&req.node_affinity).unwrap_or_default().node_selector_terms)
         };
+        let wants = dims.requested(req);
         CompiledRequest {
             id,
             labels: u64::MAX,
-            wants: dims.requested(req),
+            divisors: wants.iter().map(|(_, want)| Divisor::new(*want)).collect(),
+            wants,
             node_selector: req.node_selector.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             affinity,
             tolerations,
@@ -209,6 +214,62 @@ impl CompiledRequest {
     }
 }
 
+/// Division of non-negative amounts by one positive amount, by a multiplication and shifts
+/// instead of a division instruction (the estimate divides every node group's free amounts by
+/// the same request): the round-up method of Granlund and Montgomery, "Division by Invariant
+/// Integers using Multiplication" (PLDI 1994, figure 4.1), exact for every dividend below
+/// 2⁶⁴. A negative dividend, or a divisor that is not positive, divides as `/` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Divisor {
+    d: i64,
+    magic: u64,
+    shift1: u32,
+    shift2: u32,
+}
+
+impl Divisor {
+    pub(crate) fn new(d: i64) -> Divisor {
+        let Ok(du) = u64::try_from(d) else { return Divisor { d, magic: 0, shift1: 0, shift2: 0 } };
+        if du == 0 {
+            return Divisor { d, magic: 0, shift1: 0, shift2: 0 };
+        }
+        // l = ⌈log₂ d⌉ (d < 2⁶³, so l ≤ 63); m = ⌊2⁶⁴ · (2ˡ − d) / d⌋ + 1, below 2⁶⁴ since 2ˡ − d < d.
+        let l = 64 - (du - 1).leading_zeros();
+        let m = ((1u128 << 64) * ((1u128 << l) - u128::from(du))) / u128::from(du) + 1;
+        Divisor { d, magic: u64::try_from(m).unwrap_or(u64::MAX), shift1: l.min(1), shift2: l.saturating_sub(1) }
+    }
+
+    /// `n / d`, rounded toward zero as `/` rounds.
+    #[inline]
+    pub(crate) fn div(&self, n: i64) -> i64 {
+        match u64::try_from(n) {
+            Ok(n) if self.d > 0 => {
+                let t = ((u128::from(n) * u128::from(self.magic)) >> 64) as u64;
+                ((t + ((n - t) >> self.shift1)) >> self.shift2) as i64
+            }
+            _ => n / self.d,
+        }
+    }
+}
+
+/// The wanted columns of a request in one index ([`NodeIndex::wanted_columns`]): per wanted
+/// dimension its column (`None`: no node has it) and the request's amount of it. Up to four
+/// on the stack (requests want CPU, memory and perhaps one accelerator), more in a vector.
+enum Cols {
+    Few(usize, [(Option<usize>, Divisor); 4]),
+    Many(Vec<(Option<usize>, Divisor)>),
+}
+
+impl std::ops::Deref for Cols {
+    type Target = [(Option<usize>, Divisor)];
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Cols::Few(n, cols) => cols.get(..*n).unwrap_or(&[]),
+            Cols::Many(cols) => cols,
+        }
+    }
+}
+
 /// What makes nodes identical for the estimator: free vector, free pod slots, taints,
 /// schedulable and Ready, CPU factor (bits).
 type GroupKey = (Vec<i64>, i64, Vec<ClusterTaint>, bool, u64);
@@ -229,7 +290,7 @@ struct NodeGroup {
 impl NodeGroup {
     /// Replicas one node of the group takes, by its pod slots and the wanted columns
     /// ([`NodeIndex::wanted_columns`]); may be ≤ 0.
-    fn per_replica(&self, cols: &[(Option<usize>, i64)]) -> i64 {
+    fn per_replica(&self, cols: &[(Option<usize>, Divisor)]) -> i64 {
         per_replica(&self.free, self.pods_free, cols)
     }
 }
@@ -330,9 +391,9 @@ const MOVES_KEPT: usize = 2 * MOVES_FOLLOWED;
 
 /// Replicas one node with these free amounts and pod slots takes of the wanted columns
 /// ([`NodeIndex::wanted_columns`]); may be ≤ 0.
-fn per_replica(free: &[i64], pods_free: i64, cols: &[(Option<usize>, i64)]) -> i64 {
+fn per_replica(free: &[i64], pods_free: i64, cols: &[(Option<usize>, Divisor)]) -> i64 {
     cols.iter().fold(pods_free, |acc, (c, want)| match c.and_then(|c| free.get(c)) {
-        Some(free) => acc.min(free / want),
+        Some(free) => acc.min(want.div(*free)),
         None => 0,
     })
 }
@@ -690,8 +751,23 @@ impl NodeIndex {
     }
 
     /// Per wanted dimension of `req` its column; a dimension no node has lets nothing fit.
-    fn wanted_columns(&self, req: &CompiledRequest) -> Vec<(Option<usize>, i64)> {
-        req.wants.iter().map(|(d, want)| (self.columns.iter().position(|c| c.name() == d.name()), *want)).collect()
+    fn wanted_columns(&self, req: &CompiledRequest) -> Cols {
+        let column = |d: &Arc<dyn Dimension>| {
+            self.columns.iter().position(|c| std::ptr::addr_eq(Arc::as_ptr(c), Arc::as_ptr(d)) || c.name() == d.name())
+        };
+        let mut wanted = req.wants.iter().zip(&req.divisors).map(|((d, _), want)| (column(d), *want));
+        match req.wants.len() {
+            n @ 0..=4 => {
+                let mut few = [(None, Divisor::new(1)); 4];
+                for slot in few.iter_mut().take(n) {
+                    if let Some(c) = wanted.next() {
+                        *slot = c;
+                    }
+                }
+                Cols::Few(n, few)
+            }
+            _ => Cols::Many(wanted.collect()),
+        }
     }
 
     /// Where `count` replicas of `req` go first-fit, in node order: (node position, replicas)
@@ -1342,7 +1418,32 @@ mod tests {
         placed
     }
 
+    #[test]
+    fn a_divisor_divides_as_the_division_instruction() {
+        let divisors =
+            [1, 2, 3, 7, 10, 1000, 1 << 20, (1 << 20) + 1, 999_999_937, (1 << 62) + 1, i64::MAX - 1, i64::MAX];
+        let dividends = [0, 1, 2, 999, 1000, 1001, (1 << 40) - 1, 1 << 40, i64::MAX - 1, i64::MAX, -1, -1000, i64::MIN];
+        for d in divisors {
+            let divisor = Divisor::new(d);
+            for n in dividends.into_iter().chain([d - 1, d, d.saturating_add(1)].into_iter().filter(|n| *n >= 0)) {
+                assert_eq!(divisor.div(n), n / d, "{n} / {d}");
+            }
+        }
+    }
+
     proptest! {
+        #[test]
+        fn a_divisor_divides_any_amount(d in 1i64.., n in any::<i64>(), small in 1i64..100_000, near in 0i64..100_000) {
+            prop_assert_eq!(Divisor::new(d).div(n), n / d);
+            prop_assert_eq!(Divisor::new(small).div(n), n / small);
+            // Dividends next to multiples of the divisor, where a rounding error would show.
+            let k = n.unsigned_abs() % (1 << 40);
+            let m = i64::try_from(k).unwrap().saturating_mul(small);
+            for n in [m.saturating_sub(1), m, m.saturating_add(1), m.saturating_add(near)] {
+                prop_assert_eq!(Divisor::new(small).div(n), n / small);
+            }
+        }
+
         #[test]
         fn estimate_is_what_first_fit_achieves(
             shapes in prop::collection::vec((0i64..16, 0i64..64, 0i64..12, 0u32..8, any::<bool>(), any::<bool>(), 0u8..3), 1..12),
