@@ -21,6 +21,9 @@
 //!   their per-replica requirements) are unchanged; they move into a pass and back, cloned
 //!   only before the pass's first new deduction. When they are not, each cluster's view is
 //!   still reused when its snapshot and its own deduction sequence are unchanged.
+//! - **claims**: per template, the policy that claims it ([`ClaimMemo`]), kept while the
+//!   template, its previous claimer and the PropagationPolicies that could claim it (those of
+//!   its namespace, every ClusterPropagationPolicy) are the same objects.
 //! - **placements and last history** of every workload: read from the store once (the first
 //!   pass; the last history record of a workload with a valid persisted decision comes with
 //!   that entry, the others' on first use), then kept in step with what this process writes
@@ -290,6 +293,130 @@ pub struct CachedDecision {
     /// Per file of a restored decision: the stat that proves its bytes, if any
     /// ([`crate::store::StoredDecision::stats`]); empty for a rendered decision.
     pub stats: Vec<Option<crate::util::stat::FileStat>>,
+    /// The placement object last found to have this decision's targets.
+    pub same_targets: SameTargets,
+}
+
+/// Whether a placement has a decision's targets ([`SameTargets::equal`]), remembered for the
+/// placement object last found to have them: a quiet pass asks it of every workload's
+/// placement (the same object pass after pass), and comparing two target maps compares every
+/// cluster's name. The placement is kept (an `Arc`), so the object asked again is that one,
+/// not another at its address; a decision's targets never change once decided.
+#[derive(Default)]
+pub struct SameTargets(std::sync::Mutex<Option<Arc<PlacementRecord>>>);
+
+impl Clone for SameTargets {
+    fn clone(&self) -> Self {
+        SameTargets(std::sync::Mutex::new(self.0.lock().ok().and_then(|p| p.clone())))
+    }
+}
+
+impl SameTargets {
+    /// Whether `placement` has `targets` (the decision's own).
+    pub fn equal(
+        &self,
+        placement: &Arc<PlacementRecord>,
+        targets: &std::collections::BTreeMap<String, Option<i32>>,
+    ) -> bool {
+        if let Ok(known) = self.0.lock()
+            && known.as_ref().is_some_and(|p| Arc::ptr_eq(p, placement))
+        {
+            debug_assert!(placement.targets == *targets, "a decision's targets changed");
+            return true;
+        }
+        let equal = placement.targets == *targets;
+        if equal && let Ok(mut known) = self.0.lock() {
+            *known = Some(Arc::clone(placement));
+        }
+        equal
+    }
+}
+
+type PropagationPolicy = crate::policy::Policy<crate::policy::types::PropagationSpec>;
+
+/// Per template, the policy that claims it (Karmada's claim: [`crate::policy::matching`]),
+/// kept while the answer cannot change: the template is the same object, asked with the same
+/// previous claimer, and the PropagationPolicies that could claim it — those of its namespace
+/// and every ClusterPropagationPolicy — are the same objects in the same order as when it was
+/// claimed. A pass after an edit of one file claims again the templates of the namespaces
+/// whose policies that file holds, not the fleet's (each claim tries every policy of the
+/// namespace). [`ClaimMemo::begin`] finds, once per pass, which namespaces' policies changed.
+#[derive(Default, Clone)]
+pub struct ClaimMemo {
+    /// Per namespace, its PropagationPolicies as of the pass (in the set's order).
+    namespaces: HashMap<String, Vec<Arc<PropagationPolicy>>>,
+    cluster_wide: Vec<Arc<PropagationPolicy>>,
+    /// The namespaces whose PropagationPolicies are not the last pass's objects.
+    changed: std::collections::HashSet<String>,
+    /// Per template object (its address; the entry keeps the template, so the address is not
+    /// another's): the previous claimer it was claimed with, and the claim's policy.
+    claims: crate::util::hash::IdMap<usize, ClaimEntry>,
+}
+
+/// A kept claim: the template, the previous claimer it was asked with, the claiming policy.
+type ClaimEntry = (Arc<crate::policy::Template>, Option<crate::policy::PolicyRef>, Option<crate::policy::PolicyRef>);
+
+impl ClaimMemo {
+    /// Compares the set's PropagationPolicies with those the kept claims were made with; the
+    /// kept claims of a namespace that changed (of every namespace, when the
+    /// ClusterPropagationPolicies changed) are not given again.
+    pub fn begin(&mut self, set: &crate::policy::PolicySet) {
+        let mut now: HashMap<String, Vec<Arc<PropagationPolicy>>> = HashMap::with_capacity(self.namespaces.len());
+        for p in &set.propagation_policies {
+            let Some(ns) = p.namespace() else { continue };
+            match now.get_mut(ns) {
+                Some(list) => list.push(Arc::clone(p)),
+                None => {
+                    now.insert(ns.to_string(), vec![Arc::clone(p)]);
+                }
+            }
+        }
+        let same = |a: &[Arc<PropagationPolicy>], b: &[Arc<PropagationPolicy>]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y))
+        };
+        let mut changed: std::collections::HashSet<String> = now
+            .iter()
+            .filter(|(ns, list)| !self.namespaces.get(*ns).is_some_and(|old| same(old, list)))
+            .map(|(ns, _)| ns.clone())
+            .collect();
+        changed.extend(self.namespaces.keys().filter(|ns| !now.contains_key(*ns)).cloned());
+        self.changed = changed;
+        self.namespaces = now;
+        if !same(&self.cluster_wide, &set.cluster_propagation_policies) {
+            self.cluster_wide = set.cluster_propagation_policies.clone();
+            self.claims.clear();
+        }
+        let templates = set.templates.len();
+        if self.claims.len() > templates + templates / 8 + 64 {
+            let current: crate::util::hash::IdSet<usize> =
+                set.templates.iter().map(|t| Arc::as_ptr(t) as usize).collect();
+            self.claims.retain(|at, _| current.contains(at));
+        }
+    }
+
+    /// The kept policy that claims `t` when `previous` claimed it before (`Some(None)`: kept
+    /// as claimed by none); `None` when it must be claimed again ([`ClaimMemo::keep`] it).
+    pub fn kept(
+        &self,
+        t: &Arc<crate::policy::Template>,
+        previous: Option<&crate::policy::PolicyRef>,
+    ) -> Option<Option<crate::policy::PolicyRef>> {
+        if t.key.namespace.as_deref().is_some_and(|ns| self.changed.contains(ns)) {
+            return None;
+        }
+        let (kept, asked, claimed) = self.claims.get(&(Arc::as_ptr(t) as usize))?;
+        (Arc::ptr_eq(kept, t) && asked.as_ref() == previous).then(|| claimed.clone())
+    }
+
+    /// Keeps the claim of `t` with `previous` as its previous claimer.
+    pub fn keep(
+        &mut self,
+        t: &Arc<crate::policy::Template>,
+        previous: Option<&crate::policy::PolicyRef>,
+        claimed: Option<crate::policy::PolicyRef>,
+    ) {
+        self.claims.insert(Arc::as_ptr(t) as usize, (Arc::clone(t), previous.cloned(), claimed));
+    }
 }
 
 /// Per-file stats as a decision keeps them: none proven is none known (empty).
@@ -407,6 +534,7 @@ impl CachedDecision {
             persisted_seq: Some(stored.history_seq),
             on_disk: None,
             stats: if stored.stats.len() == stored.files.len() { stored.stats } else { Vec::new() },
+            same_targets: SameTargets::default(),
         }
     }
 }
@@ -632,6 +760,8 @@ pub struct PassCache {
     /// The deductions of the recent placements as the last rebuild of the views planned them
     /// (`reconcile/snapshots.rs`).
     pub planned: super::snapshots::PlannedDeductions,
+    /// Per template, the policy that claimed it ([`ClaimMemo`]).
+    pub claims: ClaimMemo,
     /// When the whole plan was last published (None: never in this process).
     pub last_full_check_ms: Option<u64>,
     /// The stability state last stored as a blob, with its hash: a pass that starts from an
@@ -1641,5 +1771,99 @@ mod tests {
         let old = restart("startup", 8_000);
         assert_eq!((old.decided, old.files_written, old.history_records), (old.workloads, 0, 0), "{}", old.summary());
         assert_eq!(restart("startup", 9_000).decided, 0);
+    }
+
+    #[test]
+    fn the_same_targets_are_remembered_per_placement_object() {
+        let placement = |targets: &[(&str, i32)]| {
+            Arc::new(PlacementRecord {
+                workload: ObjectKey {
+                    api_version: "apps/v1".into(),
+                    kind: "Deployment".into(),
+                    namespace: Some("default".into()),
+                    name: "web".into(),
+                },
+                policy: None,
+                result: crate::schedule::ScheduleResult::unschedulable(""),
+                targets: targets.iter().map(|(c, r)| (c.to_string(), Some(*r))).collect(),
+                affinity_name: None,
+                files: BTreeMap::new(),
+                history_seq: 0,
+                decided_at_ms: 0,
+            })
+        };
+        let decided: BTreeMap<String, Option<i32>> = BTreeMap::from([("m1".into(), Some(2)), ("m2".into(), Some(1))]);
+        let memo = SameTargets::default();
+        let same = placement(&[("m1", 2), ("m2", 1)]);
+        let other = placement(&[("m1", 1), ("m2", 2)]);
+        assert!(!memo.equal(&other, &decided), "other targets");
+        assert!(memo.equal(&same, &decided));
+        assert!(memo.equal(&same, &decided), "asked again: remembered");
+        assert!(!memo.equal(&other, &decided), "another object is compared, not taken for the remembered one");
+        let copy = memo.clone();
+        assert!(copy.equal(&same, &decided) && !copy.equal(&placement(&[("m1", 2)]), &decided));
+    }
+
+    #[test]
+    fn a_claim_is_made_again_only_where_the_policies_changed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policy = |ns: &str, name: &str, priority: i32| {
+            format!(
+                "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: {name}, namespace: {ns}}}\n\
+                 spec:\n  priority: {priority}\n  resourceSelectors: [{{apiVersion: apps/v1, kind: Deployment}}]\n  \
+                 placement: {{clusterAffinity: {{clusterNames: [m1]}}}}\n"
+            )
+        };
+        let deployment = |ns: &str| {
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: {ns}}}\nspec: {{replicas: 1}}\n"
+            )
+        };
+        let write = |file: &str, text: String| std::fs::write(dir.path().join(file), text).expect("write");
+        write("a.yaml", format!("{}---\n{}", deployment("a"), policy("a", "low", 1)));
+        write("b.yaml", format!("{}---\n{}", deployment("b"), policy("b", "only", 1)));
+        let mut parsed = crate::policy::load::ParseCache::default();
+        // As the daemon loads: the objects of unchanged files are the same objects.
+        let mut load = || {
+            let (_, errors) = parsed.refresh(dir.path());
+            crate::policy::load::load_repository_incremental(&mut parsed, errors).0
+        };
+        let claims_of = |memo: &mut ClaimMemo, set: &crate::policy::PolicySet, asked: &mut Vec<String>| {
+            memo.begin(set);
+            let index = crate::policy::matching::PolicyIndex::new(set);
+            let mut out = Vec::new();
+            for t in &set.templates {
+                let claimed = match memo.kept(t, None) {
+                    Some(kept) => kept,
+                    None => {
+                        asked.push(t.key.namespace.clone().unwrap_or_default());
+                        let fresh = index.claim_with_previous(t, None).map(|c| c.policy);
+                        memo.keep(t, None, fresh.clone());
+                        fresh
+                    }
+                };
+                out.push(claimed.map(|p| p.name));
+            }
+            out
+        };
+        let mut memo = ClaimMemo::default();
+        let mut asked = Vec::new();
+        let first = load();
+        assert_eq!(claims_of(&mut memo, &first, &mut asked), [Some("low".to_string()), Some("only".to_string())]);
+        assert_eq!(asked, ["a", "b"]);
+
+        // Nothing changed: nothing is claimed again.
+        asked.clear();
+        let again = load();
+        assert_eq!(claims_of(&mut memo, &again, &mut asked), [Some("low".to_string()), Some("only".to_string())]);
+        assert!(asked.is_empty(), "{asked:?}");
+
+        // A policy of higher priority in namespace a: a's template is claimed again (and the new
+        // policy claims it); b's claim is kept.
+        asked.clear();
+        write("a.yaml", format!("{}---\n{}---\n{}", deployment("a"), policy("a", "low", 1), policy("a", "high", 5)));
+        let edited = load();
+        assert_eq!(claims_of(&mut memo, &edited, &mut asked), [Some("high".to_string()), Some("only".to_string())]);
+        assert_eq!(asked, ["a"]);
     }
 }

@@ -151,9 +151,9 @@ pub(super) fn decide_all(
         dependency_map_indexed(ctx.inputs, ctx.index, |t| cache.placements.get(&t.key).and_then(|p| p.policy.clone()));
     // Workloads first, then their dependencies (which take the union of their dependents'
     // clusters); dependencies never have dependencies of their own.
-    type Indexed<'a> = Vec<(usize, &'a Template)>;
+    type Indexed<'a> = Vec<(usize, &'a Arc<Template>)>;
     let (deps, workloads): (Indexed<'_>, Indexed<'_>) =
-        set.templates.iter().map(|t| &**t).enumerate().partition(|(_, t)| required_by.contains_key(&t.key));
+        set.templates.iter().enumerate().partition(|(_, t)| required_by.contains_key(&t.key));
     if ctx.full_check {
         cache::verify_restored(&mut cache.decisions, ctx.output_dir);
     }
@@ -163,7 +163,11 @@ pub(super) fn decide_all(
     let mut fleet_statics = FleetStatics::default();
     let mut batch = Batch::default();
     let default_placement = Placement::default();
-    for (position, t) in workloads.into_iter().chain(deps) {
+    // (Moved out for the loop; an error ends the pass, and the cache with it.)
+    let mut claims = std::mem::take(&mut cache.claims);
+    claims.begin(set);
+    for (position, shared) in workloads.into_iter().chain(deps) {
+        let t: &Template = shared;
         let required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)> = required_by
             .get(&t.key)
             .into_iter()
@@ -172,7 +176,10 @@ pub(super) fn decide_all(
             .collect();
         let previous = cache.placements.get(&t.key).cloned();
         let placed = previous.clone();
-        let Some(mut claimed) = claim(ctx, t, position, previous, required, &default_placement) else { continue };
+        let Some(mut claimed) = claim(ctx, (shared, position), &mut claims, previous, required, &default_placement)
+        else {
+            continue;
+        };
         let pinned = lazy_pin(ctx, cache, &claimed)?;
         if let Some((policy_hash, spec)) = &pinned {
             claimed.spec = Some(spec);
@@ -193,7 +200,8 @@ pub(super) fn decide_all(
             // Later workloads of this pass see this decision's replicas as assumed (those of
             // an unchanged recent placement are in the views already).
             if let Some(req) = &decided.requirements {
-                if snapshots.already_deducted(placed.as_deref(), &decided.record.targets) {
+                let targets = &decided.record.targets;
+                if snapshots.already_deducted(placed.as_ref(), |p| entry.same_targets.equal(p, targets)) {
                     debug_assert!(snapshots.deducts_nothing(&t.key, &decided.record.targets));
                 } else {
                     snapshots.deduct(&t.key, req, &decided.record.targets);
@@ -206,6 +214,7 @@ pub(super) fn decide_all(
             targets_of.insert(t.key.clone(), (decided.record.targets.keys().cloned().collect(), p.clone()));
         }
     }
+    cache.claims = claims;
     put_blobs(ctx.store, &batch.blobs)?;
     // The files of this pass's decisions, in one batch on every core (a render reads the
     // clusters' facts, which deductions do not change), then in decision order.
@@ -262,15 +271,28 @@ pub(super) fn decide_all(
 /// claims it and no workload needs it.
 fn claim<'a>(
     ctx: &Context<'a>,
-    t: &'a Template,
-    position: usize,
+    (shared, position): (&'a Arc<Template>, usize),
+    claims: &mut cache::ClaimMemo,
     previous: Option<Arc<PlacementRecord>>,
     required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)>,
     default_placement: &'a Placement,
 ) -> Option<Claimed<'a, 'a>> {
     let index = ctx.index;
-    let claim = index.claim_with_previous(t, previous.as_ref().and_then(|p| p.policy.as_ref()));
-    let policy = claim.and_then(|c| index.propagation_policy(&c.policy).map(|p| (c.policy, p)));
+    let t: &'a Template = shared;
+    let claimer = previous.as_ref().and_then(|p| p.policy.as_ref());
+    let fresh = || index.claim_with_previous(t, claimer).map(|c| c.policy);
+    let claim = match claims.kept(shared, claimer) {
+        Some(kept) => {
+            debug_assert_eq!(kept, fresh(), "the kept claim of {}", t.key);
+            kept
+        }
+        None => {
+            let claim = fresh();
+            claims.keep(shared, claimer, claim.clone());
+            claim
+        }
+    };
+    let policy = claim.and_then(|c| index.propagation_policy(&c).map(|p| (c, p)));
     let (policy, spec, placement, framework) = match policy {
         // Unknown profiles were rejected when loading.
         Some((claim, policy)) => (
@@ -464,6 +486,7 @@ fn reuse_or_decide<'a>(
         persisted_seq: None,
         on_disk: None,
         stats: Vec::new(),
+        same_targets: cache::SameTargets::default(),
     };
     let entry = Arc::new(entry);
     if let Some(old) = cache.decisions.insert(t.key.clone(), Arc::clone(&entry)) {

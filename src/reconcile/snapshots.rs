@@ -190,16 +190,16 @@ impl PassSnapshots {
     /// Whether deducting a decision with `targets` would change nothing because the views
     /// already hold it: `placement` (the workload's placement the pass started from) is one of
     /// the recent placements deducted before the decisions ([`version`]), with the same
-    /// targets. What a deduction takes is planned from the targets and the member's pods
-    /// alone, so the plan would find every replica deducted. A quiet pass of a large fleet
-    /// skips the plan of each of its decisions this way.
+    /// targets (`same_targets`: [`cache::SameTargets::equal`]). What a deduction takes is
+    /// planned from the targets and the member's pods alone, so the plan would find every
+    /// replica deducted. A quiet pass of a large fleet skips the plan of each of its decisions
+    /// this way.
     pub fn already_deducted(
         &self,
-        placement: Option<&PlacementRecord>,
-        targets: &BTreeMap<String, Option<i32>>,
+        placement: Option<&Arc<PlacementRecord>>,
+        same_targets: impl FnOnce(&Arc<PlacementRecord>) -> bool,
     ) -> bool {
-        placement
-            .is_some_and(|p| self.now_ms.saturating_sub(p.decided_at_ms) < self.assumed_ttl_ms && p.targets == *targets)
+        placement.is_some_and(|p| self.now_ms.saturating_sub(p.decided_at_ms) < self.assumed_ttl_ms && same_targets(p))
     }
 
     /// Whether [`PassSnapshots::deduct`] would deduct nothing (checked in debug builds where
