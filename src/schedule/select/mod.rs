@@ -140,14 +140,19 @@ impl Level<'_> {
         }
     }
 
-    /// The group keys of a cluster at this level (a cluster with several zones is in each).
-    fn keys(&self, c: &ClusterSnapshot) -> Vec<String> {
-        let some = |v: Option<&String>| v.filter(|s| !s.is_empty()).cloned().into_iter().collect();
+    /// The group keys of a cluster at this level (a cluster with several zones is in each),
+    /// borrowed from the snapshot: `f` is called with each.
+    fn for_each_key<'c>(&self, c: &'c ClusterSnapshot, mut f: impl FnMut(&'c str)) {
+        let mut some = |v: Option<&'c String>| {
+            if let Some(v) = v.filter(|s| !s.is_empty()) {
+                f(v)
+            }
+        };
         match self {
             Level::Field(SpreadByField::Region) => some(c.region.as_ref()),
             Level::Field(SpreadByField::Provider) => some(c.provider.as_ref()),
-            Level::Field(SpreadByField::Zone) => c.zones.iter().filter(|z| !z.is_empty()).cloned().collect(),
-            Level::Field(SpreadByField::Cluster) => vec![c.name.clone()],
+            Level::Field(SpreadByField::Zone) => c.zones.iter().for_each(|z| some(Some(z))),
+            Level::Field(SpreadByField::Cluster) => f(&c.name),
             Level::Label(l) => some(c.labels.get(*l)),
         }
     }
@@ -210,12 +215,10 @@ fn by_groups<'a, C: Clusters + ?Sized>(
     replicas: Option<i32>,
 ) -> Result<Vec<&'a ClusterVerdict>, String> {
     // Group members keep the global order (score desc, available desc, name asc).
-    let mut members: BTreeMap<String, Vec<&ClusterVerdict>> = BTreeMap::new();
+    let mut members: BTreeMap<&str, Vec<&ClusterVerdict>> = BTreeMap::new();
     for v in ordered {
         let Some(c) = clusters.get(&v.name) else { continue };
-        for k in level.keys(c) {
-            members.entry(k).or_default().push(*v);
-        }
+        level.for_each_key(c, |k| members.entry(k).or_default().push(*v));
     }
     let what = level.describe();
     if (members.len() as i64) < i64::from(sc.min_groups) {
@@ -229,7 +232,7 @@ fn by_groups<'a, C: Clusters + ?Sized>(
     let infos: Vec<GroupInfo> = members
         .iter()
         .map(|(name, vs)| GroupInfo {
-            name: name.clone(),
+            name: name.to_string(),
             value: vs.len() as i64,
             weight: group_score(
                 vs,
@@ -250,7 +253,7 @@ fn by_groups<'a, C: Clusters + ?Sized>(
     let mut selected: Vec<&ClusterVerdict> = Vec::new();
     let mut candidates: Vec<&ClusterVerdict> = Vec::new();
     for g in &chosen {
-        let Some(vs) = members.get(&g.name) else { continue };
+        let Some(vs) = members.get(g.name.as_str()) else { continue };
         let mut first = true;
         for v in vs {
             if selected.iter().any(|s| s.name == v.name) {
