@@ -67,7 +67,7 @@ fn suspended_dispatching_keeps_every_file_as_it_was_until_resumed() {
     render_ok(&s);
     assert_eq!((read(&s, "a"), read(&s, "b")), (a0.clone(), b0.clone()), "a suspended workload's files changed");
     let placements = std::fs::read_to_string(s.out().join(".fedsched/placements.json")).expect("placements");
-    assert!(placements.contains("\"replicas\": 3"), "the decision is still recorded: {placements}");
+    assert!(placements.contains("\"replicas\":3"), "the decision is still recorded: {placements}");
     // A second pass while suspended still changes nothing.
     render_ok(&s);
     assert_eq!(read(&s, "a"), a0);
