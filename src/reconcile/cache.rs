@@ -1775,23 +1775,7 @@ mod tests {
 
     #[test]
     fn the_same_targets_are_remembered_per_placement_object() {
-        let placement = |targets: &[(&str, i32)]| {
-            Arc::new(PlacementRecord {
-                workload: ObjectKey {
-                    api_version: "apps/v1".into(),
-                    kind: "Deployment".into(),
-                    namespace: Some("default".into()),
-                    name: "web".into(),
-                },
-                policy: None,
-                result: crate::schedule::ScheduleResult::unschedulable(""),
-                targets: targets.iter().map(|(c, r)| (c.to_string(), Some(*r))).collect(),
-                affinity_name: None,
-                files: BTreeMap::new(),
-                history_seq: 0,
-                decided_at_ms: 0,
-            })
-        };
+        let placement = |targets: &[(&str, i32)]| Arc::new(super::super::record::tests::placement(targets));
         let decided: BTreeMap<String, Option<i32>> = BTreeMap::from([("m1".into(), Some(2)), ("m2".into(), Some(1))]);
         let memo = SameTargets::default();
         let same = placement(&[("m1", 2), ("m2", 1)]);

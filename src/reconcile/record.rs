@@ -270,10 +270,11 @@ fn record_removed(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn placement(targets: &[(&str, i32)]) -> PlacementRecord {
+    /// A placement of `Deployment/default/web` with these targets (a file `web.yaml` on each).
+    pub(in crate::reconcile) fn placement(targets: &[(&str, i32)]) -> PlacementRecord {
         PlacementRecord {
             workload: ObjectKey {
                 api_version: "apps/v1".into(),
