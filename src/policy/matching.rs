@@ -421,6 +421,12 @@ impl<'a> PolicyIndex<'a> {
         self.by_ref.get(&(r.kind, r.namespace.as_deref(), r.name.as_str())).copied()
     }
 
+    /// Every namespace with PropagationPolicies, with them in the set's order (the namespaces
+    /// in no particular order).
+    pub fn propagation_policies_by_namespace(&self) -> impl Iterator<Item = (&'a str, &[&'a Policy<PropagationSpec>])> {
+        self.pps.iter().map(|(ns, list)| (*ns, list.as_slice()))
+    }
+
     /// The OverridePolicies of a namespace, in the set's order.
     pub fn override_policies(&self, namespace: &str) -> &[&'a Policy<crate::policy::types::OverrideSpec>] {
         self.overrides.get(namespace).map(Vec::as_slice).unwrap_or(&[])

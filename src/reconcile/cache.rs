@@ -343,7 +343,8 @@ type PropagationPolicy = crate::policy::Policy<crate::policy::types::Propagation
 /// namespace). [`ClaimMemo::begin`] finds, once per pass, which namespaces' policies changed.
 #[derive(Default, Clone)]
 pub struct ClaimMemo {
-    /// Per namespace, its PropagationPolicies as of the pass (in the set's order).
+    /// Per namespace, its PropagationPolicies as of the pass (in the set's order); only the
+    /// namespaces whose policies changed are taken again.
     namespaces: HashMap<String, Vec<Arc<PropagationPolicy>>>,
     cluster_wide: Vec<Arc<PropagationPolicy>>,
     /// The namespaces whose PropagationPolicies are not the last pass's objects.
@@ -357,32 +358,39 @@ pub struct ClaimMemo {
 type ClaimEntry = (Arc<crate::policy::Template>, Option<crate::policy::PolicyRef>, Option<crate::policy::PolicyRef>);
 
 impl ClaimMemo {
-    /// Compares the set's PropagationPolicies with those the kept claims were made with; the
-    /// kept claims of a namespace that changed (of every namespace, when the
-    /// ClusterPropagationPolicies changed) are not given again.
-    pub fn begin(&mut self, set: &crate::policy::PolicySet) {
-        let mut now: HashMap<String, Vec<Arc<PropagationPolicy>>> = HashMap::with_capacity(self.namespaces.len());
-        for p in &set.propagation_policies {
-            let Some(ns) = p.namespace() else { continue };
-            match now.get_mut(ns) {
-                Some(list) => list.push(Arc::clone(p)),
-                None => {
-                    now.insert(ns.to_string(), vec![Arc::clone(p)]);
+    /// Compares the PropagationPolicies of the pass (`index`, grouped by namespace as the
+    /// claims read them) with those the kept claims were made with; the kept claims of a
+    /// namespace that changed (of every namespace, when the ClusterPropagationPolicies changed)
+    /// are not given again.
+    pub fn begin(&mut self, set: &crate::policy::PolicySet, index: &crate::policy::matching::PolicyIndex<'_>) {
+        // A kept list is the same as the pass's when it holds the same objects in the same
+        // order (the kept `Arc`s keep their addresses from being another policy's).
+        let same = |kept: &[Arc<PropagationPolicy>], now: &[&PropagationPolicy]| {
+            kept.len() == now.len() && kept.iter().zip(now).all(|(k, n)| std::ptr::eq(Arc::as_ptr(k), *n))
+        };
+        let mut seen = 0;
+        let mut changed: std::collections::HashSet<String> = std::collections::HashSet::new();
+        for (ns, now) in index.propagation_policies_by_namespace() {
+            seen += 1;
+            if !self.namespaces.get(ns).is_some_and(|kept| same(kept, now)) {
+                changed.insert(ns.to_string());
+            }
+        }
+        if seen != self.namespaces.len() || !changed.is_empty() {
+            // Namespaces that lost every policy, then the changed ones' lists taken again.
+            let present: std::collections::HashSet<&str> =
+                index.propagation_policies_by_namespace().map(|(ns, _)| ns).collect();
+            changed.extend(self.namespaces.keys().filter(|ns| !present.contains(ns.as_str())).cloned());
+            self.namespaces.retain(|ns, _| present.contains(ns.as_str()) && !changed.contains(ns));
+            for p in &set.propagation_policies {
+                if let Some(ns) = p.namespace().filter(|ns| changed.contains(*ns)) {
+                    self.namespaces.entry(ns.to_string()).or_default().push(Arc::clone(p));
                 }
             }
         }
-        let same = |a: &[Arc<PropagationPolicy>], b: &[Arc<PropagationPolicy>]| {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y))
-        };
-        let mut changed: std::collections::HashSet<String> = now
-            .iter()
-            .filter(|(ns, list)| !self.namespaces.get(*ns).is_some_and(|old| same(old, list)))
-            .map(|(ns, _)| ns.clone())
-            .collect();
-        changed.extend(self.namespaces.keys().filter(|ns| !now.contains_key(*ns)).cloned());
         self.changed = changed;
-        self.namespaces = now;
-        if !same(&self.cluster_wide, &set.cluster_propagation_policies) {
+        let cluster_wide: Vec<&PropagationPolicy> = set.cluster_propagation_policies.iter().map(|p| &**p).collect();
+        if !same(&self.cluster_wide, &cluster_wide) {
             self.cluster_wide = set.cluster_propagation_policies.clone();
             self.claims.clear();
         }
@@ -1813,8 +1821,8 @@ mod tests {
             crate::policy::load::load_repository_incremental(&mut parsed, errors).0
         };
         let claims_of = |memo: &mut ClaimMemo, set: &crate::policy::PolicySet, asked: &mut Vec<String>| {
-            memo.begin(set);
             let index = crate::policy::matching::PolicyIndex::new(set);
+            memo.begin(set, &index);
             let mut out = Vec::new();
             for t in &set.templates {
                 let claimed = match memo.kept(t, None) {
@@ -1849,5 +1857,12 @@ mod tests {
         let edited = load();
         assert_eq!(claims_of(&mut memo, &edited, &mut asked), [Some("high".to_string()), Some("only".to_string())]);
         assert_eq!(asked, ["a"]);
+
+        // Namespace b loses its only policy: b's template is claimed again (by none); a's is kept.
+        asked.clear();
+        write("b.yaml", deployment("b"));
+        let emptied = load();
+        assert_eq!(claims_of(&mut memo, &emptied, &mut asked), [Some("high".to_string()), None]);
+        assert_eq!(asked, ["b"]);
     }
 }

@@ -165,7 +165,7 @@ pub(super) fn decide_all(
     let default_placement = Placement::default();
     // (Moved out for the loop; an error ends the pass, and the cache with it.)
     let mut claims = std::mem::take(&mut cache.claims);
-    claims.begin(set);
+    claims.begin(set, ctx.index);
     for (position, shared) in workloads.into_iter().chain(deps) {
         let t: &Template = shared;
         let required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)> = required_by

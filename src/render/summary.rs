@@ -1,6 +1,6 @@
 //! `OUT/.fedsched/placements.json`: the decisions in machine-readable form, one
-//! [`placement_json`] per workload in store order, each on a line of its own (compact JSON). Deterministic (no times), so an unchanged
-//! fleet does not rewrite it. The pass builds it from per-workload fragments
+//! [`placement_json`] per workload in store order, each on a line of its own (compact JSON).
+//! Deterministic (no times), so an unchanged fleet does not rewrite it. The pass builds it from per-workload fragments
 //! ([`summary_item`], [`summary_into`]) so that only changed decisions are serialised
 //! again; the fragments give the bytes of the whole document ([`summary_json`]).
 //! `/api/v1/workloads` answers the same placements ([`crate::views::report::workloads_json`]).
