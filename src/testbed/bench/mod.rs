@@ -204,13 +204,36 @@ struct Fixture {
     spec: RepoSpec,
 }
 
+/// Whether workload `i` of the fixture has a placement with a target cluster in `rec`'s store.
+fn placed_anywhere(rec: &Reconciler, i: usize) -> Result<bool, BenchError> {
+    let key = crate::policy::ObjectKey {
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        namespace: Some(repo::namespace_of(i)),
+        name: repo::workload_name(i),
+    };
+    Ok(rec.store.placement(&key)?.is_some_and(|p| !p.targets.is_empty()))
+}
+
+/// The file whose presence says a generated repository is complete and as generated.
+const COMPLETE: &str = ".complete";
+
+/// The replicas of workload `i` in an edit: one fewer than generated (a workload that fitted
+/// still fits, so its output is rewritten), one more when it has one.
+fn edited_replicas(i: usize) -> i64 {
+    match repo::replicas_of(i) {
+        r if r >= 2 => r - 1,
+        r => r + 1,
+    }
+}
+
 fn fixture(o: &Options) -> Result<Fixture, BenchError> {
     let spec = RepoSpec {
         fleet: FleetSpec { clusters: o.clusters, nodes: o.nodes, pods: o.pods, seed: o.seed },
         workloads: o.workloads,
     };
     let repo = o.dir.join(format!("repo-c{}-n{}-p{}-w{}-s{}", o.clusters, o.nodes, o.pods, o.workloads, o.seed));
-    let stamp = repo.join(".complete");
+    let stamp = repo.join(COMPLETE);
     let mut live = LiveView::default();
     let mut keep = |c: &fleet::FleetCluster, obs: crate::members::decode::Observation| {
         let poll = PollFacts {
@@ -546,12 +569,18 @@ fn run_scenarios(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figur
 }
 
 impl Bench {
-    /// Edits workload `i`'s template in the repository (its replicas moved by `by`) and moves
-    /// the pass clock on: the one-file edit of S4 and S9.
-    fn edit_workload(&mut self, i: usize, by: i64) -> Result<(), BenchError> {
+    /// Edits workload `i`'s template in the repository (its replicas one fewer, or one more when
+    /// it has one: [`edited_replicas`]) and moves the pass clock on: the one-file edit of S4
+    /// and S9. Until [`Bench::edits_restored`], the repository is not marked complete: a run
+    /// that stops before putting the edits back leaves it to be generated again.
+    fn edit_workload(&mut self, i: usize) -> Result<(), BenchError> {
         let fix = &self.fix;
+        let stamp = fix.repo.join(COMPLETE);
+        if stamp.exists() {
+            std::fs::remove_file(&stamp).map_err(io(format!("remove {}", stamp.display())))?;
+        }
         let path = fix.repo.join(repo::workload_file(i));
-        let text = repo::workload_yaml(i, repo::replicas_of(i) + by, fix.spec.fleet.clusters);
+        let text = repo::workload_yaml(i, edited_replicas(i), fix.spec.fleet.clusters);
         std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))?;
         self.now += 1000;
         Ok(())
@@ -563,6 +592,12 @@ impl Bench {
         let path = fix.repo.join(repo::workload_file(i));
         let text = repo::workload_yaml(i, repo::replicas_of(i), fix.spec.fleet.clusters);
         std::fs::write(&path, text).map_err(io(format!("write {}", path.display())))
+    }
+
+    /// Marks the repository complete again once every edit is put back.
+    fn edits_restored(&self) -> Result<(), BenchError> {
+        let stamp = self.fix.repo.join(COMPLETE);
+        std::fs::write(&stamp, b"").map_err(io(format!("write {}", stamp.display())))
     }
 
     /// The fixture's size, for the marks.
@@ -722,10 +757,20 @@ impl Bench {
         let mut walked = Vec::new();
         let mut reports = Vec::new();
         let w = fix.spec.workloads.max(1);
-        let edited = |k: usize| (k * 7919 + 11) % w;
-        for k in 0..2 * self.runs {
-            let i = edited(k);
-            self.edit_workload(i, 1 + k as i64)?;
+        // Spread over the repository; an unscheduled workload (whose edit rewrites nothing:
+        // it keeps no file) is passed over for the next one.
+        let mut edited = Vec::new();
+        for c in 0..w {
+            if edited.len() == 2 * self.runs {
+                break;
+            }
+            let i = (c * 7919 + 11) % w;
+            if placed_anywhere(rec, i)? {
+                edited.push(i);
+            }
+        }
+        for (k, &i) in edited.iter().enumerate() {
+            self.edit_workload(i)?;
             let watched = k < self.runs;
             let changed = match watched {
                 true => Changed::Files(vec![repo::workload_file(i).into()]),
@@ -744,9 +789,10 @@ impl Bench {
             }
         }
         // Put the edited files back (and let the store catch up) for the other scenarios.
-        for k in 0..2 * self.runs {
-            self.restore_workload(edited(k))?;
+        for &i in &edited {
+            self.restore_workload(i)?;
         }
+        self.edits_restored()?;
         settle(&self.fix, rec, &self.out, &mut self.now)?;
         let f = Figure::ms(Scenario::S4, "one template edited → output rewritten (load → record)", &walls);
         let edit_ms = f.value;
@@ -1022,7 +1068,7 @@ fn poll_scenario(o: &Options) -> Result<Vec<Figure>, BenchError> {
     let s = Scenario::S5;
     let g = fleet::Generate { clusters: o.poll_clusters, nodes: o.poll_nodes, pods: o.poll_pods, seed: o.seed };
     let dir = o.dir.join(format!("fleet-c{}-n{}-p{}-s{}", g.clusters, g.nodes, g.pods, g.seed));
-    let stamp = dir.join(".complete");
+    let stamp = dir.join(COMPLETE);
     if !stamp.exists() {
         fresh_dir(&dir)?;
         for c in fleet::clusters(&g) {

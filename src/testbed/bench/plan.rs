@@ -25,7 +25,7 @@ impl Bench {
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for k in 0..self.runs {
             let i = (k * 7919 + 13) % w;
-            self.edit_workload(i, 1 + k as i64)?;
+            self.edit_workload(i)?;
             let fix = &self.fix;
             let started = Instant::now();
             let scratch = tempfile::tempdir().map_err(io("create a temporary directory"))?;
@@ -53,6 +53,7 @@ impl Bench {
             decided.push(files as f64);
             self.restore_workload(i)?;
         }
+        self.edits_restored()?;
         sink.put(Figure::ms(
             Scenario::S9,
             "plan in process, no daemon (--local: copy store → load → preview → document)",
@@ -78,7 +79,7 @@ impl Bench {
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for k in 0..self.runs {
             let i = (k * 6007 + 29) % w;
-            self.edit_workload(i, 2 + k as i64)?;
+            self.edit_workload(i)?;
             let fix = &self.fix;
             let started = Instant::now();
             // The command: read the repository, encode the request.
@@ -115,6 +116,7 @@ impl Bench {
             files_changed.push(files as f64);
             self.restore_workload(i)?;
         }
+        self.edits_restored()?;
         let f = Figure::ms(
             Scenario::S9,
             "plan of a one-template edit through the running daemon (read + send → plan)",
