@@ -201,7 +201,7 @@ mod tests {
         let data = |nodes: Arc<Vec<NodeView>>, unbound: i64, pending: u32| LiveData {
             nodes,
             unbound: ResourceList::of(&[("cpu", unbound), ("pods", 7000)]),
-            pods: PodFacts { unbound: pending, ..Default::default() },
+            pods: Arc::new(PodFacts { unbound: pending, ..Default::default() }),
             poll: PollFacts::default(),
         };
         let grades = |min: i64| {

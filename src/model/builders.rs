@@ -110,7 +110,7 @@ impl ClusterSnapshot {
     }
 
     pub fn with_pods(mut self, pods: PodFacts) -> Self {
-        self.pods = Some(pods);
+        self.pods = Some(std::sync::Arc::new(pods));
         self
     }
 

@@ -346,8 +346,9 @@ pub struct ClusterSnapshot {
     /// data and between the pass's copies of the snapshot; a deduction that changes a node
     /// copies it (`Arc::make_mut`). Serialised as the vector itself (serde's `rc` feature).
     pub nodes: std::sync::Arc<Vec<NodeView>>,
-    /// Pod counts of a live cluster; None for offline clusters.
-    pub pods: Option<PodFacts>,
+    /// Pod counts of a live cluster; None for offline clusters. Shared as `nodes` is (a
+    /// change copies: `Arc::make_mut`); serialised as the facts themselves.
+    pub pods: Option<std::sync::Arc<PodFacts>>,
     /// How the poll that produced this snapshot went; None for offline clusters.
     pub poll: Option<PollFacts>,
     /// Reserve and per-workload limits from the Cluster object's annotations.
@@ -412,7 +413,7 @@ impl ClusterSnapshot {
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             nodes: &'a [NodeView],
             #[serde(skip_serializing_if = "Option::is_none")]
-            pods: &'a Option<PodFacts>,
+            pods: &'a Option<std::sync::Arc<PodFacts>>,
             #[serde(skip_serializing_if = "ClusterConstraints::is_empty")]
             constraints: &'a ClusterConstraints,
         }

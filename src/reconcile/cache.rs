@@ -92,9 +92,9 @@ pub fn key_of<T: Hash + ?Sized>(v: &T) -> u64 {
 
 /// The content of a snapshot as far as versioning goes (everything but the poll facts),
 /// hashed structurally: much cheaper than [`ClusterSnapshot::content_hash`]'s canonical JSON.
-/// `nodes` is the digest of its node list (`key_of(&*s.nodes)`), which [`NodeDigests`] keeps
-/// per list.
-pub fn fingerprint(s: &ClusterSnapshot, nodes: u64) -> u64 {
+/// `shared` is the digest of its node list (`key_of(&*s.nodes)`) and of its pod facts
+/// (`key_of(&s.pods)`), which [`NodeDigests`] keeps per list and per facts.
+pub fn fingerprint(s: &ClusterSnapshot, shared: SharedDigests) -> u64 {
     let mut h = KeyHasher::default();
     s.name.hash(&mut h);
     s.labels.hash(&mut h);
@@ -107,37 +107,78 @@ pub fn fingerprint(s: &ClusterSnapshot, nodes: u64) -> u64 {
     s.api_enablements.hash(&mut h);
     s.summary.hash(&mut h);
     s.resource_models.hash(&mut h);
-    nodes.hash(&mut h);
-    s.pods.hash(&mut h);
+    shared.nodes.hash(&mut h);
+    shared.pods.hash(&mut h);
     s.constraints.hash(&mut h);
     h.finish()
 }
 
-/// The digest of each member's node list, kept with the list it was computed from. Node lists
-/// are shared (`Arc`) between the poller's data, the snapshots and their copies, and a list
-/// that changes is a new list (a deduction copies before it writes: `Arc::make_mut`), so the
-/// same list is hashed once, not on every pass: hashing 100 nodes of 1,000 members was most
-/// of a quiet pass's snapshot stage (BENCHMARKS.md, issue 17, S3). The entry holds the list,
-/// so its address cannot be reused by another list while it is here.
+/// The digests of the parts of a snapshot shared with the poller's data ([`NodeDigests`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedDigests {
+    /// `key_of(&*s.nodes)`.
+    pub nodes: u64,
+    /// `key_of(&s.pods)`.
+    pub pods: u64,
+}
+
+impl SharedDigests {
+    /// Both digests computed.
+    pub fn of(s: &ClusterSnapshot) -> Self {
+        SharedDigests { nodes: key_of(&*s.nodes), pods: key_of(&s.pods) }
+    }
+}
+
+/// The digests of each member's node list and pod facts, kept with the list and the facts
+/// they were computed from. Both are shared (`Arc`) between the poller's data, the snapshots
+/// and their copies, and a list or facts that change are new ones (a change copies before it
+/// writes: `Arc::make_mut`), so the same ones are hashed once, not on every pass: hashing 100
+/// nodes of 1,000 members was most of a quiet pass's snapshot stage (BENCHMARKS.md, issue 17,
+/// S3), and the pods' owner maps most of the rest. The entry holds what it was computed from,
+/// so an address cannot be reused by another list or facts while it is here.
 #[derive(Default, Clone)]
-pub struct NodeDigests(HashMap<String, (Arc<Vec<crate::model::NodeView>>, u64)>);
+pub struct NodeDigests(HashMap<String, Kept>);
+
+/// One member's entry of [`NodeDigests`].
+#[derive(Clone)]
+struct Kept {
+    nodes: Arc<Vec<crate::model::NodeView>>,
+    pods: Option<Arc<crate::model::snapshot::PodFacts>>,
+    digests: SharedDigests,
+}
 
 impl NodeDigests {
-    /// The digest of `s`'s node list: the kept one when it is the same list.
-    pub fn of(&mut self, s: &ClusterSnapshot) -> u64 {
-        match self.0.get(&s.name) {
-            Some((nodes, digest)) if Arc::ptr_eq(nodes, &s.nodes) => *digest,
-            _ => {
-                let digest = key_of(&*s.nodes);
-                self.0.insert(s.name.clone(), (Arc::clone(&s.nodes), digest));
-                digest
+    /// The digests of `s`'s node list and pod facts: the kept ones for the same list and facts.
+    pub fn of(&mut self, s: &ClusterSnapshot) -> SharedDigests {
+        let same_pods = |kept: &Option<Arc<_>>| match (kept, &s.pods) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        match self.0.get_mut(&s.name) {
+            Some(k) if Arc::ptr_eq(&k.nodes, &s.nodes) && same_pods(&k.pods) => k.digests,
+            Some(k) => {
+                if !Arc::ptr_eq(&k.nodes, &s.nodes) {
+                    k.digests.nodes = key_of(&*s.nodes);
+                    k.nodes = Arc::clone(&s.nodes);
+                }
+                if !same_pods(&k.pods) {
+                    k.digests.pods = key_of(&s.pods);
+                    k.pods = s.pods.clone();
+                }
+                k.digests
+            }
+            None => {
+                let digests = SharedDigests::of(s);
+                self.put(s, digests);
+                digests
             }
         }
     }
 
-    /// Keeps `digest` ([`key_of`] of its node list, computed by the caller) for `s`'s list.
-    pub fn put(&mut self, s: &ClusterSnapshot, digest: u64) {
-        self.0.insert(s.name.clone(), (Arc::clone(&s.nodes), digest));
+    /// Keeps `digests` ([`SharedDigests::of`] `s`, computed by the caller) for `s`'s list and facts.
+    pub fn put(&mut self, s: &ClusterSnapshot, digests: SharedDigests) {
+        self.0.insert(s.name.clone(), Kept { nodes: Arc::clone(&s.nodes), pods: s.pods.clone(), digests });
     }
 
     /// Forgets the members not in `snapshots` (a member removed from the repository), once
@@ -1098,13 +1139,15 @@ mod tests {
         assert!(*b.set == *load_inputs(&second).expect("inputs").set);
     }
 
-    /// A node list's digest is kept per list: the same list gives the kept digest, an equal
-    /// list the same digest, and a changed list a new one (a stale digest would hide a change
-    /// of the member's nodes from the snapshot versions and the deducted views).
+    /// A node list's and pod facts' digests are kept per list and facts: the same ones give
+    /// the kept digests, equal ones the same digests, and changed ones new digests (a stale
+    /// digest would hide a change of the member's nodes or pods from the snapshot versions and
+    /// the deducted views).
     #[test]
-    fn node_digests_follow_the_node_lists() {
+    fn shared_digests_follow_the_node_lists_and_pod_facts() {
         use std::sync::Arc;
 
+        use crate::model::snapshot::PodFacts;
         use crate::model::{NodeView, ResourceList};
 
         let node = |cpu: i64| NodeView::ready("n1", ResourceList::of(&[("cpu", cpu)]));
@@ -1112,15 +1155,34 @@ mod tests {
         snap.nodes = Arc::new(vec![node(4000)]);
         let mut digests = NodeDigests::default();
         let first = digests.of(&snap);
-        assert_eq!(first, key_of(&*snap.nodes));
+        assert_eq!(first, SharedDigests::of(&snap));
         assert_eq!(digests.of(&snap), first);
         snap.nodes = Arc::new(vec![node(4000)]);
         assert_eq!(digests.of(&snap), first, "an equal list");
         Arc::make_mut(&mut snap.nodes)[0] = node(2000);
         let changed = digests.of(&snap);
-        assert_ne!(changed, first, "a changed list");
-        assert_eq!(changed, key_of(&*snap.nodes));
+        assert_ne!(changed.nodes, first.nodes, "a changed list");
+        assert_eq!(changed, SharedDigests::of(&snap));
         assert_ne!(fingerprint(&snap, changed), fingerprint(&snap, first));
+        // Pod facts: new facts, then the same facts changed in place (copied on write).
+        let facts = |bound: u32| PodFacts { bound, ..PodFacts::default() };
+        snap.pods = Some(Arc::new(facts(3)));
+        let with_pods = digests.of(&snap);
+        assert_ne!(with_pods.pods, changed.pods, "facts where there were none");
+        assert_eq!(with_pods.nodes, changed.nodes);
+        assert_eq!(digests.of(&snap), with_pods);
+        let shared = snap.pods.clone();
+        if let Some(p) = snap.pods.as_mut() {
+            Arc::make_mut(p).bound = 4;
+        }
+        let more = digests.of(&snap);
+        assert_ne!(more.pods, with_pods.pods, "changed facts");
+        assert_eq!(more, SharedDigests::of(&snap));
+        assert_ne!(fingerprint(&snap, more), fingerprint(&snap, with_pods));
+        snap.pods = shared;
+        assert_eq!(digests.of(&snap), with_pods, "the earlier facts again");
+        snap.pods = None;
+        assert_eq!(digests.of(&snap), changed, "no facts");
         // A member gone from the fleet is forgotten.
         digests.retain_of(&[]);
         assert!(digests.0.is_empty());
@@ -1183,7 +1245,7 @@ mod tests {
         let mut view = LiveView::default();
         repo::write_repo(policies, &spec, |_, c, obs| {
             let poll = PollFacts { at_ms: 500, duration_ms: 1, pages: 2, nodes: 4, pods: obs.listed_pods };
-            let data = LiveData { nodes: Arc::new(obs.nodes), unbound: obs.unbound, pods: obs.pods, poll };
+            let data = LiveData { nodes: Arc::new(obs.nodes), unbound: obs.unbound, pods: Arc::new(obs.pods), poll };
             let status = LiveStatus { endpoint: "sim".into(), last_good: Some(Arc::new(data)), ..Default::default() };
             view.clusters.insert(c.name.clone(), status);
         })

@@ -399,15 +399,15 @@ fn record_snapshots(
     let mut heads: HashMap<&str, (Option<crate::store::SnapshotMeta>, PreparedSnapshot)> =
         HashMap::with_capacity(cold.len());
     let read = crate::util::threads::map_ordered(&cold, crate::util::threads::workers(), |s| {
-        let nodes = cache::key_of(&*s.nodes);
+        let shared = cache::SharedDigests::of(s);
         let head = store.snapshot_head(&s.name)?;
         let fresh = freshness_at(s.freshness, now_ms, model).1;
         let prepared = PreparedSnapshot::of(s, head.as_ref().map(|h| h.hash), fresh)?;
-        Ok::<_, StoreError>((nodes, head, prepared))
+        Ok::<_, StoreError>((shared, head, prepared))
     });
     for (s, r) in cold.iter().zip(read) {
-        let (nodes, head, prepared) = r?;
-        cache.node_digests.put(s, nodes);
+        let (shared, head, prepared) = r?;
+        cache.node_digests.put(s, shared);
         heads.insert(s.name.as_str(), (head, prepared));
     }
     for snap in &inputs.snapshots {

@@ -565,7 +565,7 @@ spec:
             owners: BTreeMap::from([(owner, state)]),
         };
         if let Some(m1) = inputs.snapshots.iter_mut().find(|s| s.name == "m1") {
-            m1.pods = Some(pods);
+            m1.pods = Some(std::sync::Arc::new(pods));
         }
         let r = rec.reconcile(&inputs, &out, "test", t0 + 60_000).expect("pass");
         assert!(r.stability.events.is_empty(), "{:?}", r.stability.events);
@@ -672,9 +672,9 @@ mod attention_tests {
             views
         };
         assert!(!may_act(&inputs.snapshots, &quiet), "a quiet workload is skipped");
-        assert!(may_act(&with(&|s| s.pods = Some(pods("ReplicaSet/shop/web-5d8f9", true))), &quiet));
-        assert!(!may_act(&with(&|s| s.pods = Some(pods("ReplicaSet/shop/other-5d8f9", true))), &quiet));
-        assert!(!may_act(&with(&|s| s.pods = Some(pods("ReplicaSet/shop/web-5d8f9", false))), &quiet));
+        assert!(may_act(&with(&|s| s.pods = Some(pods("ReplicaSet/shop/web-5d8f9", true).into())), &quiet));
+        assert!(!may_act(&with(&|s| s.pods = Some(pods("ReplicaSet/shop/other-5d8f9", true).into())), &quiet));
+        assert!(!may_act(&with(&|s| s.pods = Some(pods("ReplicaSet/shop/web-5d8f9", false).into())), &quiet));
         assert!(may_act(&with(&|s| s.health = Health::NotReady { reason: "x".into() }), &quiet));
         let mut old = StabilityState::default();
         old.workloads.insert(key.clone(), Default::default());

@@ -3,6 +3,7 @@
 //! blobs, referenced by hash).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -186,12 +187,14 @@ impl ClusterSnapshotV3 {
             summary: self.summary,
             resource_models: self.resource_models,
             nodes: std::sync::Arc::new(self.nodes),
-            pods: self.pods.map(|p| PodFacts {
-                bound: p.bound,
-                unbound: p.unbound,
-                unschedulable: p.unschedulable,
-                by_owner: p.by_owner,
-                owners: BTreeMap::new(),
+            pods: self.pods.map(|p| {
+                Arc::new(PodFacts {
+                    bound: p.bound,
+                    unbound: p.unbound,
+                    unschedulable: p.unschedulable,
+                    by_owner: p.by_owner,
+                    owners: BTreeMap::new(),
+                })
             }),
             poll: self.poll,
             constraints: self.constraints,
@@ -257,12 +260,14 @@ impl ClusterSnapshotV2 {
             summary: self.summary,
             resource_models: self.resource_models,
             nodes: std::sync::Arc::new(self.nodes),
-            pods: self.pods.map(|p| PodFacts {
-                bound: p.bound,
-                unbound: p.unbound,
-                unschedulable: p.unschedulable,
-                by_owner: BTreeMap::new(),
-                owners: BTreeMap::new(),
+            pods: self.pods.map(|p| {
+                Arc::new(PodFacts {
+                    bound: p.bound,
+                    unbound: p.unbound,
+                    unschedulable: p.unschedulable,
+                    by_owner: BTreeMap::new(),
+                    owners: BTreeMap::new(),
+                })
             }),
             poll: self.poll.map(|p| PollFacts {
                 duration_ms: p.duration_ms,
@@ -818,7 +823,7 @@ mod tests {
         // The current schema round-trips the owners' states.
         let mut cur = snap.clone();
         if let Some(p) = cur.pods.as_mut() {
-            p.owners.insert(
+            Arc::make_mut(p).owners.insert(
                 "ReplicaSet/ns/web-1".into(),
                 crate::model::OwnerState {
                     pods: 3,

@@ -76,8 +76,8 @@ pub struct LiveData {
     pub nodes: Arc<Vec<NodeView>>,
     /// Σ requests of pods not bound yet.
     pub unbound: ResourceList,
-    /// Pod counts.
-    pub pods: PodFacts,
+    /// Pod counts (shared with the snapshots built from them).
+    pub pods: Arc<PodFacts>,
     /// How the poll went.
     pub poll: PollFacts,
 }

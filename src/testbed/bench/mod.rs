@@ -243,7 +243,8 @@ fn fixture(o: &Options) -> Result<Fixture, BenchError> {
             nodes: obs.nodes.len() as u32,
             pods: obs.listed_pods,
         };
-        let data = LiveData { nodes: std::sync::Arc::new(obs.nodes), unbound: obs.unbound, pods: obs.pods, poll };
+        let data =
+            LiveData { nodes: std::sync::Arc::new(obs.nodes), unbound: obs.unbound, pods: Arc::new(obs.pods), poll };
         live.clusters.insert(
             c.name.clone(),
             LiveStatus {
