@@ -18,7 +18,9 @@ use crate::members::live::LiveView;
 use crate::members::offline_snapshot;
 use crate::model::ClusterSnapshot;
 use crate::model::workload::InterpreterTable;
-use crate::policy::load::{ParseCache, load_repository_cached, load_repository_incremental};
+use crate::policy::load::{
+    ParseCache, Spliced, load_repository_cached, load_repository_incremental, load_repository_spliced,
+};
 use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet};
 use crate::render;
 use crate::schedule::profile::Profiles;
@@ -75,7 +77,7 @@ impl InputHashes {
     pub fn of_reusing(set: &PolicySet, previous: Option<(&PolicySet, &InputHashes)>) -> Self {
         use crate::policy::PolicyKind;
         use render::overrides::OverrideKind;
-        let json = |v: &dyn erased_json::Ser| fnv1a64(&v.to_vec());
+        let json = json_hash;
         fn propagation(set: &PolicySet) -> Vec<(PolicyRef, &crate::policy::types::PropagationSpec)> {
             [
                 (PolicyKind::PropagationPolicy, &set.propagation_policies),
@@ -154,6 +156,53 @@ impl InputHashes {
         });
         InputHashes { templates, policies, overrides, interpreters }
     }
+
+    /// These hashes after a splice ([`load_repository_spliced`]): those of the replaced objects
+    /// of `set` computed, the others kept.
+    fn spliced(&self, set: &PolicySet, spliced: &Spliced) -> Self {
+        use crate::policy::PolicyKind;
+        use render::overrides::OverrideKind;
+        let mut out = InputHashes {
+            templates: self.templates.clone(),
+            policies: self.policies.clone(),
+            overrides: self.overrides.clone(),
+            interpreters: self.interpreters,
+        };
+        for &i in &spliced.templates {
+            if let (Some(h), Some(t)) = (out.templates.get_mut(i), set.templates.get(i)) {
+                *h = json_hash(&t.object);
+            }
+        }
+        let propagation = [
+            (PolicyKind::PropagationPolicy, &set.propagation_policies, &spliced.propagation_policies),
+            (
+                PolicyKind::ClusterPropagationPolicy,
+                &set.cluster_propagation_policies,
+                &spliced.cluster_propagation_policies,
+            ),
+        ];
+        for (kind, list, positions) in propagation {
+            for p in positions.iter().filter_map(|&i| list.get(i)) {
+                let r = PolicyRef { kind, namespace: p.meta.namespace.clone(), name: p.meta.name.clone() };
+                out.policies.insert(r, json_hash(&p.spec));
+            }
+        }
+        let overriding = [
+            (OverrideKind::OverridePolicy, &set.override_policies, &spliced.override_policies),
+            (OverrideKind::ClusterOverridePolicy, &set.cluster_override_policies, &spliced.cluster_override_policies),
+        ];
+        for (kind, list, positions) in overriding {
+            for p in positions.iter().filter_map(|&i| list.get(i)) {
+                out.overrides.insert((kind, p.meta.namespace.clone(), p.meta.name.clone()), json_hash(&p.spec));
+            }
+        }
+        out
+    }
+}
+
+/// The content hash of a value: FNV-1a 64 of its JSON.
+fn json_hash(v: &dyn erased_json::Ser) -> u64 {
+    fnv1a64(&v.to_vec())
 }
 
 /// Serializing through a trait object (the hashes of differently typed specs).
@@ -429,11 +478,72 @@ impl Reconciler {
             return Ok(inputs);
         }
         let previous = cache.last.take();
+        if io_errors.is_empty()
+            && same_dir
+            && let Some(prev) = &previous
+            && let Some(inputs) = self.spliced(&mut cache.parse, prev, timings, started)
+        {
+            cache.last = Some(inputs.clone());
+            return Ok(inputs);
+        }
         let loaded = load_repository_incremental(&mut cache.parse, io_errors);
         let inputs = self.inputs_of(loaded, &cache.parse, timings, started, previous.as_ref())?;
         cache.last = Some(inputs.clone());
         cache.last_dir = Some(policy_dir.to_path_buf());
         Ok(inputs)
+    }
+
+    /// The previous inputs with the objects of the files changed since put in place of theirs
+    /// ([`load_repository_spliced`]): the set, the hashes of the replaced objects and those
+    /// files' sources are new, the rest (offline snapshots, interpreters) is the previous
+    /// inputs'. An edit of a template or a policy costs its file, not the repository's merge.
+    /// `None` (the caller merges the set) when the splice does not apply, or a replaced
+    /// policy names an unknown profile (the merge reports every error, in order).
+    fn spliced(
+        &self,
+        parse: &mut ParseCache,
+        previous: &Inputs,
+        timings: &mut PhaseTimings,
+        started: Instant,
+    ) -> Option<Inputs> {
+        let (set, spliced) = load_repository_spliced(parse, &previous.set)?;
+        let profiles = &self.settings.profiles;
+        let named = |list: &[Arc<crate::policy::Policy<crate::policy::types::PropagationSpec>>], at: &[usize]| {
+            at.iter().filter_map(|&i| list.get(i)).all(|p| profiles.for_policy(&p.meta.annotations).is_some())
+        };
+        if !named(&set.propagation_policies, &spliced.propagation_policies)
+            || !named(&set.cluster_propagation_policies, &spliced.cluster_propagation_policies)
+        {
+            return None;
+        }
+        let hashes = previous.hashes.spliced(&set, &spliced);
+        let mut sources = (*previous.sources).clone();
+        for rel in &spliced.files {
+            let (hash, text) = parse.source_of(rel)?;
+            let entry = sources.iter_mut().find(|(p, ..)| p == rel)?;
+            *entry = (rel.clone(), hash, text);
+        }
+        #[cfg(debug_assertions)]
+        {
+            let (merged, errors) = load_repository_incremental(parse, Vec::new());
+            debug_assert!(errors.is_empty() && merged == set, "a spliced set differs from the merge");
+            let fresh = InputHashes::of(&set);
+            debug_assert_eq!(fresh.templates, hashes.templates);
+            debug_assert_eq!(fresh.policies, hashes.policies);
+            debug_assert_eq!(fresh.overrides, hashes.overrides);
+            debug_assert_eq!(sources, parse.sources());
+        }
+        let polls = set.clusters.iter().map(|c| (c.meta.name.clone(), Duration::ZERO)).collect();
+        let inputs = Inputs {
+            set: Arc::new(set),
+            snapshots: previous.snapshots.clone(),
+            interpreters: Arc::clone(&previous.interpreters),
+            hashes: Arc::new(hashes),
+            offline_polls: Arc::new(polls),
+            sources: Arc::new(sources),
+        };
+        timings.load += started.elapsed();
+        Some(inputs)
     }
 
     /// The inputs of a repository given as its files (`fedsched plan` through the daemon: a
@@ -525,6 +635,10 @@ mod tests {
             let warm = rec.load_inputs(&repo, &mut PhaseTimings::default()).expect("warm load");
             let cold = load_inputs(&repo).expect("cold load");
             assert_eq!(warm.snapshots, cold.snapshots, "step {i}");
+            // The first step's edit is spliced into the last set: the same set and hashes.
+            assert!(*warm.set == *cold.set, "step {i}");
+            assert_eq!(warm.hashes.templates, cold.hashes.templates, "step {i}");
+            assert_eq!(warm.hashes.policies, cold.hashes.policies, "step {i}");
         }
         let last = rec.load_inputs(&repo, &mut PhaseTimings::default()).expect("last");
         let names: Vec<&str> = last.snapshots.iter().map(|s| s.name.as_str()).collect();

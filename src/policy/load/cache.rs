@@ -39,6 +39,12 @@ pub struct ParseCache {
     pub(super) links: bool,
     /// Where parsed documents are kept across processes, if anywhere.
     persisted: Option<std::sync::Arc<dyn ParseStore>>,
+    /// The files the refreshes since the last merge of the set ([`super::load_repository_incremental`])
+    /// found with other bytes, with what each gave before: what [`super::load_repository_spliced`]
+    /// puts into that set instead of merging every file again. `None` when a refresh since
+    /// changed more than bytes (a file added, removed or unreadable, other notes) or stopped
+    /// half-way: then only a merge makes the set.
+    pub(super) replaced: Option<Vec<super::incremental::ReplacedFile>>,
 }
 
 impl std::fmt::Debug for ParseCache {
@@ -171,6 +177,7 @@ impl ParseCache {
         let walk = walk_dir(dir, &self.options);
         let (walked, mut errors) = (walk.files, walk.errors);
         let mut changed = first || !errors.is_empty() || walk.notes != self.notes;
+        let changed_shape = changed;
         self.notes = walk.notes;
         self.links = walk.links;
         // Files whose stat does not vouch for them are read, and parsed when their bytes
@@ -204,6 +211,10 @@ impl ParseCache {
                 Some(Ok(read)) => changed |= self.apply(rel, read, &mut to_keep, &mut gone),
             }
             order.push(rel.clone());
+        }
+        // More than bytes changed: the set is merged again.
+        if changed_shape || order != self.order {
+            self.replaced = None;
         }
         changed |= order != self.order;
         let seen: HashSet<&PathBuf> = order.iter().collect();
@@ -245,7 +256,11 @@ impl ParseCache {
             if self.files.get(rel).is_some_and(|c| c.clean(stat)) {
                 continue;
             }
-            let read = read_one(&self.files, self.persisted.as_deref(), dir, rel, stat).ok()?;
+            let Ok(read) = read_one(&self.files, self.persisted.as_deref(), dir, rel, stat) else {
+                // Stopped half-way (the caller walks): the set is merged again.
+                self.replaced = None;
+                return None;
+            };
             any |= self.apply(rel, read, &mut to_keep, &mut gone);
         }
         if let Some(store) = self.persisted.as_deref() {
@@ -275,8 +290,11 @@ impl ParseCache {
                 if let (Some(digest), Some(kept)) = (file.digest, kept) {
                     to_keep.push((digest, kept));
                 }
-                if let Some(old) = self.files.insert(rel.to_path_buf(), *file).and_then(|old| old.digest) {
-                    gone.push(old);
+                if let Some(old) = self.files.insert(rel.to_path_buf(), *file) {
+                    gone.extend(old.digest);
+                    if let Some(replaced) = self.replaced.as_mut() {
+                        replaced.push(super::incremental::ReplacedFile::of(rel, old));
+                    }
                 }
                 true
             }
@@ -306,6 +324,11 @@ impl ParseCache {
     /// hash (FNV-1a 64), text. What a pass stores so that it can be replayed.
     pub fn sources(&self) -> Vec<(PathBuf, u64, std::sync::Arc<str>)> {
         self.order.iter().filter_map(|rel| self.files.get(rel).map(|c| (rel.clone(), c.hash, c.text.clone()))).collect()
+    }
+
+    /// The content hash and text of the file at `rel`, as [`ParseCache::sources`] lists it.
+    pub fn source_of(&self, rel: &Path) -> Option<(u64, std::sync::Arc<str>)> {
+        self.files.get(rel).map(|c| (c.hash, c.text.clone()))
     }
 
     /// The parsed documents of the files of the last refresh, in walk order.

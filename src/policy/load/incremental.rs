@@ -2,7 +2,8 @@
 //! that changed, and equals a whole load.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -10,7 +11,7 @@ use super::classify::{Loader, expand_lists, sort_set};
 use super::parse::Parsed;
 use super::scope::crd_scope;
 use super::{LoadError, ParseCache, load_repository_refreshed};
-use crate::policy::{PolicySet, Source};
+use crate::policy::{Policy, PolicySet, Source};
 
 /// the whole repository they were typed with.
 #[derive(Debug, Clone)]
@@ -34,6 +35,8 @@ pub(super) struct Typed {
 /// the whole repository is loaded again instead ([`load_repository_refreshed`]), so the errors
 /// and their order are exactly a whole load's. The result equals a whole load (tested).
 pub fn load_repository_incremental(cache: &mut ParseCache, io_errors: Vec<LoadError>) -> (PolicySet, Vec<LoadError>) {
+    // The set merged here is what later refreshes' changes are spliced into.
+    cache.replaced = Some(Vec::new());
     if !io_errors.is_empty() {
         return load_repository_refreshed(cache, io_errors);
     }
@@ -42,14 +45,8 @@ pub fn load_repository_incremental(cache: &mut ParseCache, io_errors: Vec<LoadEr
     let mut crd_scopes: BTreeMap<(String, String), bool> = BTreeMap::new();
     for rel in &cache.order {
         let Some(file) = cache.files.get_mut(rel) else { continue };
-        let crds = file.crds.get_or_insert_with(|| {
-            let mut crds = Vec::new();
-            for (_, doc) in file.docs.iter() {
-                let Ok(value) = doc else { continue };
-                for_each_crd(value, &mut |group, kind, namespaced| crds.push((group, kind, namespaced)));
-            }
-            crds
-        });
+        let docs = &file.docs;
+        let crds = file.crds.get_or_insert_with(|| crds_of(docs));
         for (group, kind, namespaced) in crds.iter() {
             crd_scopes.entry((group.clone(), kind.clone())).or_insert(*namespaced);
         }
@@ -91,6 +88,175 @@ pub fn load_repository_incremental(cache: &mut ParseCache, io_errors: Vec<LoadEr
     sort_set(&mut out);
     out.notes = cache.notes.clone();
     (out, Vec::new())
+}
+
+/// A file whose bytes a refresh found changed, with what it gave before ([`ParseCache::replaced`]).
+#[derive(Debug)]
+pub(super) struct ReplacedFile {
+    rel: PathBuf,
+    /// The file typed before (`None`: never typed, as when it changed twice between loads).
+    typed: Option<Typed>,
+    /// The CRDs it defined before (`None`: not listed).
+    crds: Option<Vec<(String, String, bool)>>,
+}
+
+impl ReplacedFile {
+    /// What `old` (the cache's entry before the refresh) gave, for the file at `rel`.
+    pub(super) fn of(rel: &Path, old: super::cache::CachedFile) -> Self {
+        ReplacedFile { rel: rel.to_path_buf(), typed: old.typed, crds: old.crds }
+    }
+}
+
+/// The positions in each shared list of a spliced set whose object was replaced
+/// ([`load_repository_spliced`]): what the caller hashes again.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Spliced {
+    pub templates: Vec<usize>,
+    pub propagation_policies: Vec<usize>,
+    pub cluster_propagation_policies: Vec<usize>,
+    pub override_policies: Vec<usize>,
+    pub cluster_override_policies: Vec<usize>,
+    /// The files whose bytes changed.
+    pub files: Vec<PathBuf>,
+}
+
+/// The set `previous` (what [`load_repository_incremental`] last merged from this cache) with
+/// the objects of the files changed since ([`ParseCache::replaced`]) put in place of theirs,
+/// instead of merging every file again: an edit that changes what objects say, not which
+/// objects there are. `None` (the caller merges) unless every changed file was typed before
+/// with `previous`'s CRD scopes, defines no CRD before or after, types again without an error,
+/// holds the same objects (kind, namespace, name) in the same order, and the same clusters,
+/// interpreters, taint policies and rebalancers; and each object it held before is the one in
+/// `previous` (the same `Arc`). The result equals a merge (checked in debug builds; tested).
+pub fn load_repository_spliced(cache: &mut ParseCache, previous: &PolicySet) -> Option<(PolicySet, Spliced)> {
+    let replaced = cache.replaced.as_mut().map(std::mem::take)?;
+    if replaced.is_empty() {
+        return None;
+    }
+    let crd = crd_digest(&previous.crd_scopes);
+    let mut set = previous.clone();
+    let mut spliced = Spliced::default();
+    let mut typed = Vec::with_capacity(replaced.len());
+    for r in &replaced {
+        let old = r.typed.as_ref().filter(|t| t.crd == crd && t.errors.is_empty())?;
+        if r.crds.as_ref().is_none_or(|c| !c.is_empty()) {
+            return None;
+        }
+        let file = cache.files.get_mut(&r.rel)?;
+        let docs = &file.docs;
+        let crds = file.crds.get_or_insert_with(|| crds_of(docs));
+        if !crds.is_empty() {
+            return None;
+        }
+        let new = type_file(&r.rel, docs, &previous.crd_scopes, crd);
+        if !new.errors.is_empty() || !same_ids(&old.seen, &new.seen) {
+            return None;
+        }
+        splice(&mut set, &old.set, &new.set, &mut spliced)?;
+        spliced.files.push(r.rel.clone());
+        typed.push((r.rel.clone(), new));
+    }
+    for (rel, t) in typed {
+        if let Some(file) = cache.files.get_mut(&rel) {
+            file.typed = Some(t);
+        }
+    }
+    Some((set, spliced))
+}
+
+/// Whether two files' objects are the same ones (their duplicate-check digests, in any order).
+fn same_ids(a: &[u64], b: &[u64]) -> bool {
+    let sorted = |v: &[u64]| {
+        let mut v = v.to_vec();
+        v.sort_unstable();
+        v
+    };
+    a.len() == b.len() && sorted(a) == sorted(b)
+}
+
+/// Puts `new`'s objects (one file typed again) in place of `old`'s (the same file typed before)
+/// in `set`, noting their positions; `None` when the two do not hold the same objects in the
+/// same order, or an old object is not the one in `set`.
+fn splice(set: &mut PolicySet, old: &PolicySet, new: &PolicySet, out: &mut Spliced) -> Option<()> {
+    let same_rest = old.cluster_taint_policies == new.cluster_taint_policies
+        && old.workload_rebalancers == new.workload_rebalancers
+        && old.clusters == new.clusters
+        && old.interpreter_objects == new.interpreter_objects
+        && old.workload_interpreters == new.workload_interpreters;
+    if !same_rest {
+        return None;
+    }
+    replace_in(&mut set.templates, &old.templates, &new.templates, |a, b| a.key.cmp(&b.key), &mut out.templates)?;
+    let by_ns_name =
+        |a: &Policy<_>, b: &Policy<_>| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name));
+    replace_in(
+        &mut set.propagation_policies,
+        &old.propagation_policies,
+        &new.propagation_policies,
+        by_ns_name,
+        &mut out.propagation_policies,
+    )?;
+    replace_in(
+        &mut set.cluster_propagation_policies,
+        &old.cluster_propagation_policies,
+        &new.cluster_propagation_policies,
+        by_ns_name,
+        &mut out.cluster_propagation_policies,
+    )?;
+    let by_ns_name =
+        |a: &Policy<_>, b: &Policy<_>| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name));
+    replace_in(
+        &mut set.override_policies,
+        &old.override_policies,
+        &new.override_policies,
+        by_ns_name,
+        &mut out.override_policies,
+    )?;
+    replace_in(
+        &mut set.cluster_override_policies,
+        &old.cluster_override_policies,
+        &new.cluster_override_policies,
+        by_ns_name,
+        &mut out.cluster_override_policies,
+    )
+}
+
+/// In `list` (sorted by `cmp`, keys unique: a merged set's list), each of `old`'s objects
+/// replaced by the object at the same index of `new`, which must have the same key; the
+/// positions go to `positions`.
+fn replace_in<T>(
+    list: &mut [Arc<T>],
+    old: &[Arc<T>],
+    new: &[Arc<T>],
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+    positions: &mut Vec<usize>,
+) -> Option<()> {
+    if old.len() != new.len() {
+        return None;
+    }
+    for (o, n) in old.iter().zip(new) {
+        if cmp(o, n) != std::cmp::Ordering::Equal {
+            return None;
+        }
+        let at = list.binary_search_by(|x| cmp(x, o)).ok()?;
+        let slot = list.get_mut(at)?;
+        if !Arc::ptr_eq(slot, o) {
+            return None;
+        }
+        *slot = Arc::clone(n);
+        positions.push(at);
+    }
+    Some(())
+}
+
+/// The CRDs a file's documents define (group, kind, namespaced), in order.
+fn crds_of(docs: &Parsed) -> Vec<(String, String, bool)> {
+    let mut crds = Vec::new();
+    for (_, doc) in docs.iter() {
+        let Ok(value) = doc else { continue };
+        for_each_crd(value, &mut |group, kind, namespaced| crds.push((group, kind, namespaced)));
+    }
+    crds
 }
 
 /// Calls `f` with the (group, kind, namespaced) of every CRD in a document (lists expanded).
@@ -246,5 +412,109 @@ mod tests {
         assert!(check(&mut cache, "an invalid name") > 0);
         fs::remove_file(dir.path().join("e-dup.yaml")).expect("remove");
         assert_eq!(check(&mut cache, "fixed"), 0);
+    }
+
+    /// An edit that changes what objects say is put into the last merged set (the objects of
+    /// the other files stay the same `Arc`s) and equals a merge and a whole load; an edit that
+    /// changes which objects there are, a CRD, a new file, an error, or a file changed twice
+    /// between loads is merged instead.
+    #[test]
+    fn a_spliced_edit_equals_a_merge_and_other_edits_are_merged() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let put = |name: &str, text: &str| fs::write(dir.path().join(name), text).expect("write");
+        let crd = |scope: &str| {
+            format!(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.io\nspec:\n  group: example.io\n  names:\n    kind: Widget\n  scope: {scope}\n"
+            )
+        };
+        let widget = |size: u32| {
+            format!(
+                "apiVersion: example.io/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: shop\nspec:\n  size: {size}\n"
+            )
+        };
+        let deploy = |name: &str, replicas: i64| {
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: shop\nspec:\n  replicas: {replicas}\n"
+            )
+        };
+        let deploys = |web: &str, replicas: i64| format!("{}---\n{}", deploy(web, replicas), deploy("api", 3));
+        let policies = |kind: &str, value: &str| {
+            format!(
+                "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata:\n  name: p\n  namespace: shop\nspec:\n  resourceSelectors:\n    - apiVersion: apps/v1\n      kind: Deployment\n  placement:\n    replicaScheduling:\n      replicaSchedulingType: {kind}\n---\napiVersion: policy.karmada.io/v1alpha1\nkind: OverridePolicy\nmetadata:\n  name: o\n  namespace: shop\nspec:\n  resourceSelectors:\n    - apiVersion: apps/v1\n      kind: Deployment\n  overrideRules:\n    - overriders:\n        labelsOverrider:\n          - operator: add\n            value:\n              tier: {value}\n"
+            )
+        };
+        let cluster_policy = |name: &str| {
+            format!(
+                "apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterPropagationPolicy\nmetadata:\n  name: cp\nspec:\n  resourceSelectors:\n    - apiVersion: v1\n      kind: Namespace\n      name: {name}\n"
+            )
+        };
+        put("a-crd.yaml", &crd("Namespaced"));
+        put("b-widget.yaml", &widget(1));
+        put("c-deploy.yaml", &deploys("web", 2));
+        put("d-policy.yaml", &policies("Divided", "a"));
+        put("e-cpp.yaml", &cluster_policy("shop"));
+        let mut cache = ParseCache::default();
+        let (_, io) = cache.refresh(dir.path());
+        let (mut last, errors) = load_repository_incremental(&mut cache, io);
+        assert!(errors.is_empty(), "{errors:?}");
+        let step = |cache: &mut ParseCache, last: &mut PolicySet, spliceable: bool, what: &str| -> Option<Spliced> {
+            let (changed, io) = cache.refresh(dir.path());
+            assert!(changed && io.is_empty(), "{what}");
+            let spliced = load_repository_spliced(cache, last);
+            assert_eq!(spliced.is_some(), spliceable, "{what}");
+            let whole = load_repository(dir.path());
+            let (set, positions) = match spliced {
+                Some((set, positions)) => (set, Some(positions)),
+                None => {
+                    let (merged, errors) = load_repository_incremental(cache, Vec::new());
+                    assert_eq!(errors, whole.1, "{what}");
+                    (merged, None)
+                }
+            };
+            assert!(set == whole.0, "{what}: sets differ");
+            if whole.1.is_empty() {
+                if let Some(p) = &positions {
+                    // The objects of unchanged files are the last set's.
+                    let kept = set.templates.iter().enumerate().filter(|(i, _)| !p.templates.contains(i));
+                    assert!(kept.into_iter().all(|(i, t)| Arc::ptr_eq(t, &last.templates[i])), "{what}");
+                }
+                *last = set;
+            }
+            positions
+        };
+        let web_at = |set: &PolicySet| set.templates.iter().position(|t| t.key.name == "web");
+        put("c-deploy.yaml", &deploys("web", 5));
+        let spliced = step(&mut cache, &mut last, true, "replicas edited").expect("spliced");
+        assert_eq!(spliced.files, [PathBuf::from("c-deploy.yaml")]);
+        assert_eq!(spliced.templates.len(), 2, "both Deployments of the file");
+        assert!(web_at(&last).is_some_and(|i| spliced.templates.contains(&i)));
+        put("d-policy.yaml", &policies("Duplicated", "b"));
+        let spliced = step(&mut cache, &mut last, true, "a policy and an override edited").expect("spliced");
+        assert_eq!((spliced.propagation_policies.len(), spliced.override_policies.len()), (1, 1));
+        put("b-widget.yaml", &widget(2));
+        put("e-cpp.yaml", &cluster_policy("shop-2"));
+        let spliced =
+            step(&mut cache, &mut last, true, "a custom resource and a cluster policy edited").expect("spliced");
+        assert_eq!(spliced.cluster_propagation_policies.len(), 1);
+        assert_eq!(spliced.files.len(), 2);
+        put("c-deploy.yaml", &deploys("web-2", 5));
+        step(&mut cache, &mut last, false, "a Deployment renamed");
+        put("c-deploy.yaml", &format!("{}---\n{}", deploys("web-2", 5), deploy("extra", 1)));
+        step(&mut cache, &mut last, false, "a Deployment added");
+        put("a-crd.yaml", &crd("Cluster"));
+        step(&mut cache, &mut last, false, "a CRD's scope changed");
+        put("f-new.yaml", &deploy("new", 1));
+        step(&mut cache, &mut last, false, "a file added");
+        put("c-deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: Bad_Name\n  namespace: shop\n");
+        step(&mut cache, &mut last, false, "an invalid name");
+        put("c-deploy.yaml", &format!("{}---\n{}", deploys("web-2", 6), deploy("extra", 1)));
+        step(&mut cache, &mut last, false, "fixed: the file was typed with an error before");
+        put("c-deploy.yaml", &format!("{}---\n{}", deploys("web-2", 7), deploy("extra", 1)));
+        step(&mut cache, &mut last, true, "edited again");
+        // Two refreshes before the next load: the file's middle version was never typed.
+        put("c-deploy.yaml", &format!("{}---\n{}", deploys("web-2", 8), deploy("extra", 1)));
+        let _ = cache.refresh(dir.path());
+        put("c-deploy.yaml", &format!("{}---\n{}", deploys("web-2", 9), deploy("extra", 1)));
+        step(&mut cache, &mut last, false, "changed twice between loads");
     }
 }

@@ -41,7 +41,7 @@ use serde_json::Value;
 
 pub use cache::{ParseCache, RACY_NS};
 pub use error::LoadError;
-pub use incremental::load_repository_incremental;
+pub use incremental::{Spliced, load_repository_incremental, load_repository_spliced};
 pub use names::{check_api_version, check_dns1123_label, check_dns1123_subdomain, check_kind, check_template_name};
 pub use parse::{RawDocument, parse_document, split_documents, yaml_options};
 pub use persist::{ParseStore, digest as parse_digest};
