@@ -39,7 +39,7 @@ fn main() {
         let data = LiveData {
             nodes: std::sync::Arc::new(obs.nodes),
             unbound: obs.unbound,
-            pods: obs.pods,
+            pods: std::sync::Arc::new(obs.pods),
             poll: Default::default(),
         };
         live.clusters.insert(
