@@ -390,6 +390,8 @@ pub struct ClaimMemo {
     cluster_wide: Vec<Arc<PropagationPolicy>>,
     /// The namespaces whose PropagationPolicies are not the last pass's objects.
     changed: std::collections::HashSet<String>,
+    /// Whether the pass's ClusterPropagationPolicies are not the last pass's objects.
+    cluster_wide_changed: bool,
     /// Per template object (its address; the entry keeps the template, so the address is not
     /// another's): the previous claimer it was claimed with, and the claim's policy.
     claims: crate::util::hash::IdMap<usize, ClaimEntry>,
@@ -431,7 +433,8 @@ impl ClaimMemo {
         }
         self.changed = changed;
         let cluster_wide: Vec<&PropagationPolicy> = set.cluster_propagation_policies.iter().map(|p| &**p).collect();
-        if !same(&self.cluster_wide, &cluster_wide) {
+        self.cluster_wide_changed = !same(&self.cluster_wide, &cluster_wide);
+        if self.cluster_wide_changed {
             self.cluster_wide = set.cluster_propagation_policies.clone();
             self.claims.clear();
         }
@@ -441,6 +444,12 @@ impl ClaimMemo {
                 set.templates.iter().map(|t| Arc::as_ptr(t) as usize).collect();
             self.claims.retain(|at, _| current.contains(at));
         }
+    }
+
+    /// Whether the pass's PropagationPolicies and ClusterPropagationPolicies are all the last
+    /// pass's objects, in the same order ([`ClaimMemo::begin`]): every claim is the last pass's.
+    pub fn unchanged(&self) -> bool {
+        self.changed.is_empty() && !self.cluster_wide_changed
     }
 
     /// The kept policy that claims `t` when `previous` claimed it before (`Some(None)`: kept
@@ -465,6 +474,113 @@ impl ClaimMemo {
         claimed: Option<crate::policy::PolicyRef>,
     ) {
         self.claims.insert(Arc::as_ptr(t) as usize, (Arc::clone(t), previous.cloned(), claimed));
+    }
+}
+
+/// Per template, the key of its decision ([`crate::reconcile`]'s `decision_key`), given again
+/// without claiming the template, finding its overrides and hashing what the key covers, while
+/// all of that is the same: the pass changes none of what every key reads — no
+/// PropagationPolicy or ClusterPropagationPolicy is another object ([`ClaimMemo::unchanged`]),
+/// nor any override policy, the interpreters or the profiles, and it is not a full check —,
+/// and the template and its previous placement are the objects the key was computed with,
+/// the fleet's static facts for its confidence threshold are the same, and it has no
+/// dependents' targets and no failover directive (now or then). A Lazy policy's template is
+/// not kept (its pin reads the workload's history). An edit of one template, or a pass that
+/// changed nothing, computes the keys of only the templates it changed.
+#[derive(Default, Clone)]
+pub struct KeyMemo {
+    /// Per template object (its address; the entry keeps the template): the key and what it
+    /// was computed with.
+    keys: crate::util::hash::IdMap<usize, KeptKey>,
+    /// The override policies of the last pass (both kinds, in the set's order).
+    overrides: Vec<usize>,
+    /// The interpreters' and the profiles' digests of the last pass.
+    digests: (u64, u64),
+    /// Whether the pass's memo may be read ([`KeyMemo::begin`]).
+    usable: bool,
+}
+
+/// A kept decision key ([`KeyMemo`]).
+#[derive(Clone)]
+struct KeptKey {
+    template: Arc<crate::policy::Template>,
+    previous: Option<Arc<PlacementRecord>>,
+    /// The confidence threshold (its bits) and the fleet's static facts for it.
+    fleet: (u64, u64),
+    key: u64,
+}
+
+impl KeyMemo {
+    /// Whether this pass may give kept keys: `claims_unchanged` ([`ClaimMemo::unchanged`]), not
+    /// a full check, and the override policies, the interpreters' digest and the profiles'
+    /// digest the last pass's.
+    pub fn begin(
+        &mut self,
+        set: &crate::policy::PolicySet,
+        (interpreters, profiles): (u64, u64),
+        claims_unchanged: bool,
+        full_check: bool,
+    ) {
+        let overrides: Vec<usize> = set
+            .override_policies
+            .iter()
+            .map(|p| Arc::as_ptr(p) as usize)
+            .chain(set.cluster_override_policies.iter().map(|p| Arc::as_ptr(p) as usize))
+            .collect();
+        let same = overrides == self.overrides && self.digests == (interpreters, profiles);
+        self.usable = same && claims_unchanged && !full_check;
+        if !same {
+            // The addresses are kept by the set's policies only while they live: a list that
+            // changed is not trusted again, nor any key computed before it.
+            self.keys.clear();
+        }
+        self.overrides = overrides;
+        self.digests = (interpreters, profiles);
+        let templates = set.templates.len();
+        if self.keys.len() > templates + templates / 8 + 64 {
+            let current: crate::util::hash::IdSet<usize> =
+                set.templates.iter().map(|t| Arc::as_ptr(t) as usize).collect();
+            self.keys.retain(|at, _| current.contains(at));
+        }
+    }
+
+    /// The kept key of `t`'s decision when this pass may give it, `t` and its `previous`
+    /// placement are the objects it was computed with, and `fleet` (the fleet's static facts
+    /// for a confidence threshold, by the threshold's bits) gives what it gave then.
+    pub fn kept(
+        &self,
+        t: &Arc<crate::policy::Template>,
+        previous: Option<&Arc<PlacementRecord>>,
+        fleet: impl FnOnce(u64) -> u64,
+    ) -> Option<u64> {
+        if !self.usable {
+            return None;
+        }
+        let k = self.keys.get(&(Arc::as_ptr(t) as usize))?;
+        let same_previous = match (&k.previous, previous) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        (Arc::ptr_eq(&k.template, t) && same_previous && fleet(k.fleet.0) == k.fleet.1).then_some(k.key)
+    }
+
+    /// Keeps `key`, computed for `t` with `previous` and the fleet's static facts `fleet`
+    /// (threshold bits, key).
+    pub fn keep(
+        &mut self,
+        t: &Arc<crate::policy::Template>,
+        previous: Option<&Arc<PlacementRecord>>,
+        fleet: (u64, u64),
+        key: u64,
+    ) {
+        let kept = KeptKey { template: Arc::clone(t), previous: previous.cloned(), fleet, key };
+        self.keys.insert(Arc::as_ptr(t) as usize, kept);
+    }
+
+    /// Forgets the key of `t` (its decision read what the memo does not cover).
+    pub fn forget(&mut self, t: &Arc<crate::policy::Template>) {
+        self.keys.remove(&(Arc::as_ptr(t) as usize));
     }
 }
 
@@ -811,6 +927,8 @@ pub struct PassCache {
     pub planned: super::snapshots::PlannedDeductions,
     /// Per template, the policy that claimed it ([`ClaimMemo`]).
     pub claims: ClaimMemo,
+    /// Per template, the key of its decision ([`KeyMemo`]).
+    pub keys: KeyMemo,
     /// When the whole plan was last published (None: never in this process).
     pub last_full_check_ms: Option<u64>,
     /// The stability state last stored as a blob, with its hash: a pass that starts from an

@@ -166,6 +166,8 @@ pub(super) fn decide_all(
     // (Moved out for the loop; an error ends the pass, and the cache with it.)
     let mut claims = std::mem::take(&mut cache.claims);
     claims.begin(set, ctx.index);
+    let digests = (ctx.inputs.hashes.interpreters, ctx.profiles.digest());
+    cache.keys.begin(set, digests, claims.unchanged(), ctx.full_check);
     for (position, shared) in workloads.into_iter().chain(deps) {
         let t: &Template = shared;
         let required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)> = required_by
@@ -176,21 +178,61 @@ pub(super) fn decide_all(
             .collect();
         let previous = cache.placements.get(&t.key).cloned();
         let placed = previous.clone();
-        let Some(mut claimed) = claim(ctx, (shared, position), &mut claims, previous, required, &default_placement)
-        else {
-            continue;
+        // The decision key kept from an earlier pass (nothing it read changed), and the
+        // decision it keys still standing: reused without claiming the template again.
+        let directed = !ctx.stability.directives.is_empty() && ctx.stability.directives.contains_key(&t.key);
+        let kept = match required.is_empty() && !directed {
+            true => cache
+                .keys
+                .kept(shared, previous.as_ref(), |bits| fleet_statics.key(&snapshots.views, f64::from_bits(bits))),
+            false => None,
         };
-        let pinned = lazy_pin(ctx, cache, &claimed)?;
-        if let Some((policy_hash, spec)) = &pinned {
-            claimed.spec = Some(spec);
-            claimed.placement = &spec.placement;
-            claimed.hashes.1 = *policy_hash;
-        }
-        let fleet_static = fleet_statics.key(&snapshots.views, claimed.framework.settings.model.min_confidence);
-        let previous = cache.previous_digests.of(claimed.previous.as_ref());
-        let key = decision_key(ctx, &claimed, (fleet_static, previous));
-        let Some(entry) = reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out, &mut batch)? else {
-            continue;
+        let reused = kept.and_then(|key| reuse_kept(ctx, cache, snapshots, &t.key, key));
+        let entry = match reused {
+            Some(entry) => {
+                #[cfg(debug_assertions)]
+                debug_check_kept_key(
+                    ctx,
+                    cache,
+                    &mut claims,
+                    (shared, position),
+                    &default_placement,
+                    &mut fleet_statics,
+                    &snapshots.views,
+                    entry.key,
+                )?;
+                entry
+            }
+            None => {
+                let Some(mut claimed) =
+                    claim(ctx, (shared, position), &mut claims, previous, required, &default_placement)
+                else {
+                    cache.keys.forget(shared);
+                    continue;
+                };
+                let lazy = claimed.spec.is_some_and(|s| s.activation_preference == Some(ActivationPreference::Lazy));
+                let pinned = lazy_pin(ctx, cache, &claimed)?;
+                if let Some((policy_hash, spec)) = &pinned {
+                    claimed.spec = Some(spec);
+                    claimed.placement = &spec.placement;
+                    claimed.hashes.1 = *policy_hash;
+                }
+                let confidence = claimed.framework.settings.model.min_confidence;
+                let fleet_static = fleet_statics.key(&snapshots.views, confidence);
+                let previous = cache.previous_digests.of(claimed.previous.as_ref());
+                let key = decision_key(ctx, &claimed, (fleet_static, previous));
+                match lazy || !claimed.required.is_empty() || claimed.directive.is_some() {
+                    true => cache.keys.forget(shared),
+                    false => {
+                        let fleet = (confidence.to_bits(), fleet_static);
+                        cache.keys.keep(shared, claimed.previous.as_ref(), fleet, key)
+                    }
+                }
+                let Some(entry) = reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out, &mut batch)? else {
+                    continue;
+                };
+                entry
+            }
         };
         let decided = &entry.decided;
         seen_placed += usize::from(placed.is_some());
@@ -387,6 +429,50 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, (fleet_static, previous)
         overrides_key,
         w.directive,
     ))
+}
+
+/// The cached decision of `workload` when its key is `key` (kept: [`cache::KeyMemo`]) and the
+/// state of its clusters is the one it read (when it read capacity): what
+/// [`reuse_or_decide`] reuses, found without the template's claim. `None`: the caller claims
+/// the template and decides as usual.
+fn reuse_kept(
+    ctx: &Context<'_>,
+    cache: &cache::PassCache,
+    snapshots: &PassSnapshots,
+    workload: &ObjectKey,
+    key: u64,
+) -> Option<Arc<cache::CachedDecision>> {
+    let c = cache.decisions.get(workload)?;
+    let standing = c.key == key
+        && (!c.decided.reads_capacity
+            || cache::clusters_state(&c.clusters, &ctx.pass.cluster_states, &snapshots.views, &snapshots.assumed)
+                == c.state);
+    standing.then(|| Arc::clone(c))
+}
+
+/// Debug builds: the key a kept key stands for, computed as a template without one computes
+/// it, is the kept one.
+#[cfg(debug_assertions)]
+#[allow(clippy::too_many_arguments)]
+fn debug_check_kept_key<'a>(
+    ctx: &Context<'a>,
+    cache: &mut cache::PassCache,
+    claims: &mut cache::ClaimMemo,
+    (shared, position): (&'a Arc<Template>, usize),
+    default_placement: &'a Placement,
+    fleet_statics: &mut FleetStatics,
+    views: &[ClusterSnapshot],
+    kept: u64,
+) -> Result<(), StoreError> {
+    let previous = cache.placements.get(&shared.key).cloned();
+    let claimed = claim(ctx, (shared, position), claims, previous, Vec::new(), default_placement);
+    debug_assert!(claimed.is_some(), "a kept key of {}, which no policy claims", shared.key);
+    let Some(claimed) = claimed else { return Ok(()) };
+    debug_assert!(lazy_pin(ctx, cache, &claimed)?.is_none(), "a kept key of {}, pinned", shared.key);
+    let fleet_static = fleet_statics.key(views, claimed.framework.settings.model.min_confidence);
+    let previous = cache.previous_digests.of(claimed.previous.as_ref());
+    debug_assert_eq!(decision_key(ctx, &claimed, (fleet_static, previous)), kept, "the kept key of {}", shared.key);
+    Ok(())
 }
 
 /// Reuses the cached decision of a claimed template when its key and the state of its

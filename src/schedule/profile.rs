@@ -139,6 +139,15 @@ impl Profiles {
         if name == KARMADA_DEFAULT { Some(&self.default) } else { self.frameworks.get(name) }
     }
 
+    /// A digest of every profile (name and [`Framework::digest`]): equal digests, the same
+    /// answers for every policy.
+    pub fn digest(&self) -> u64 {
+        let all: Vec<(&str, u64)> = std::iter::once((self.default.name.as_str(), self.default.digest))
+            .chain(self.frameworks.iter().map(|(n, f)| (n.as_str(), f.digest)))
+            .collect();
+        crate::util::hash::fnv1a64(format!("{all:?}").as_bytes())
+    }
+
     /// Profile names, sorted.
     pub fn names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.frameworks.keys().map(String::as_str).collect();
