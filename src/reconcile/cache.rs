@@ -742,6 +742,10 @@ pub struct DesiredOutput {
     /// Namespace object in the repository has `namespace.karmada.io/skip-auto-propagation:
     /// "true"`; a repository's Namespace object gives its labels and annotations.
     pub namespace_files: HashMap<String, std::collections::BTreeMap<String, (String, u64)>>,
+    /// Per cluster: the workloads whose decisions have paths there (files and kept files), with
+    /// how many: what the plan of a publish that writes a few clusters reads, instead of every
+    /// decision.
+    holders: HashMap<String, KeyMap<ObjectKey, usize>>,
 }
 
 impl DesiredOutput {
@@ -754,7 +758,35 @@ impl DesiredOutput {
             in_namespace: HashMap::new(),
             cluster_scoped: HashMap::new(),
             namespace_files: HashMap::new(),
+            holders: HashMap::new(),
         }
+    }
+
+    /// Counts a path of `workload`'s decision in `cluster` in (`add`) or out of the holders.
+    fn hold(&mut self, cluster: &str, workload: &ObjectKey, add: bool) {
+        let held = match self.holders.get_mut(cluster) {
+            Some(h) => h,
+            None => self.holders.entry(cluster.to_string()).or_default(),
+        };
+        match (held.get_mut(workload), add) {
+            (Some(n), true) => *n += 1,
+            (None, true) => {
+                held.insert(workload.clone(), 1);
+            }
+            (Some(n), false) if *n > 1 => *n -= 1,
+            (Some(_), false) => {
+                held.remove(workload);
+                if held.is_empty() {
+                    self.holders.remove(cluster);
+                }
+            }
+            (None, false) => {}
+        }
+    }
+
+    /// The workloads whose decisions have paths in `cluster`.
+    pub fn holders_of(&self, cluster: &str) -> impl Iterator<Item = &ObjectKey> {
+        self.holders.get(cluster).into_iter().flat_map(|h| h.keys())
     }
 
     /// Counts one path of a decision in (`add`) or out: its digest, whether it is a written file
@@ -786,11 +818,14 @@ impl DesiredOutput {
 
     /// Counts a decision's files and kept files in.
     pub fn put_in(&mut self, d: &super::Decided) {
+        let workload = &d.record.workload;
         for ((cluster, (path, _)), hash) in d.files.iter().zip(&d.file_hashes) {
             self.count(cluster, path, file_digest(path, *hash), true, true);
+            self.hold(cluster, workload, true);
         }
         for (cluster, path) in &d.keep {
             self.count(cluster, path, keep_digest(path), false, true);
+            self.hold(cluster, workload, true);
         }
     }
 
@@ -798,9 +833,11 @@ impl DesiredOutput {
     pub fn take_out(&mut self, r: &super::decide::Replaced) {
         for (cluster, path, hash) in &r.files {
             self.count(cluster, path, file_digest(path, *hash), true, false);
+            self.hold(cluster, &r.workload, false);
         }
         for (cluster, path) in &r.keep {
             self.count(cluster, path, keep_digest(path), false, false);
+            self.hold(cluster, &r.workload, false);
         }
     }
 
@@ -869,6 +906,7 @@ impl DesiredOutput {
             && self.namespace_files == other.namespace_files
             && self.in_namespace == other.in_namespace
             && self.cluster_scoped == other.cluster_scoped
+            && self.holders == other.holders
     }
 }
 

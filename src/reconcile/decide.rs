@@ -93,6 +93,7 @@ pub(super) struct Decisions {
 /// The files (cluster, path, content hash) and kept files (cluster, path) of a decision an
 /// earlier pass made, which this pass replaced or dropped.
 pub(super) struct Replaced {
+    pub workload: ObjectKey,
     pub files: Vec<(String, String, u64)>,
     pub keep: Vec<(String, String)>,
 }
@@ -104,7 +105,7 @@ impl Replaced {
             .iter()
             .zip(&d.file_hashes)
             .map(|((cluster, (path, _)), hash)| (cluster.clone(), path.clone(), *hash));
-        Replaced { files: files.collect(), keep: d.keep.clone() }
+        Replaced { workload: d.record.workload.clone(), files: files.collect(), keep: d.keep.clone() }
     }
 }
 

@@ -66,9 +66,13 @@ pub(super) fn plan<'a>(
         plan.clusters.insert((*c).to_string(), ClusterFiles::default());
     }
     // Files of restored decisions (known by hash, checked on the disk) are kept as they are.
-    // With no cluster to publish there is nothing to fill.
+    // With no cluster to publish there is nothing to fill; with some, the decisions that have
+    // paths there (in decision order), not every decision.
     let mut restored_files = 0;
-    for k in order.iter().filter(|_| !dirty.is_empty()) {
+    let holders: Option<crate::util::hash::KeySet<&crate::policy::ObjectKey>> =
+        (!full_check).then(|| dirty.iter().flat_map(|c| memo.holders_of(c)).collect());
+    let holds = |k: &crate::policy::ObjectKey| holders.as_ref().is_none_or(|h| h.contains(k));
+    for k in order.iter().filter(|k| !dirty.is_empty() && holds(k)) {
         let Some(c) = cache.decisions.get(k) else { continue };
         let d = &c.decided;
         for (cluster, (path, content)) in &d.files {
@@ -179,9 +183,12 @@ fn desired(
                 memo.put_in(d);
                 touched.extend(d.files.iter().map(|(c, _)| c).chain(d.keep.iter().map(|(c, _)| c)).cloned());
             }
-            let same_set = Arc::ptr_eq(&memo.set, set);
+            // The Namespace files read the set's Namespace objects: when they are the same
+            // objects (an edit of another file), only the touched clusters' are made again.
+            let same_namespaces =
+                Arc::ptr_eq(&memo.set, set) || namespace_objects(&memo.set).eq(namespace_objects(set));
             memo.set = Arc::clone(set);
-            memo.namespace_files_of(if same_set { Some(&touched) } else { None });
+            memo.namespace_files_of(if same_namespaces { Some(&touched) } else { None });
             memo
         }
         _ => from_scratch(cache, set, namespaces),
@@ -191,6 +198,14 @@ fn desired(
         "the desired output kept between passes drifted"
     );
     memo
+}
+
+/// The addresses of the set's Namespace objects, in order.
+fn namespace_objects(set: &PolicySet) -> impl Iterator<Item = usize> + '_ {
+    set.templates
+        .iter()
+        .filter(|t| t.key.api_version == "v1" && t.key.kind == "Namespace")
+        .map(|t| Arc::as_ptr(t) as usize)
 }
 
 /// The desired output built from every decision of the cache ([`desired`]).

@@ -133,14 +133,22 @@ fn rebuild_views(
         recent.iter().zip(requirements).filter_map(|(p, req)| Some((p, req.as_ref()?))).collect();
     let planned = memo.plan_all(&inputs.snapshots, fingerprints, &work);
     let work: Vec<(&PlacementRecord, &ReplicaRequirements)> = work.iter().map(|(p, r)| (&***p, &***r)).collect();
-    for ((_, req), (_, _, plan)) in work.iter().zip(&planned) {
-        for (i, _, want) in plan {
+    for ((_, req), m) in work.iter().zip(&planned) {
+        for (i, _, want) in &m.plan {
             if let Some(d) = deductions.get_mut(*i) {
                 d.push((req, *want));
             }
         }
     }
-    let assumed = Assumed::of_plans(&inputs.snapshots, planned);
+    // The cached views' digests by position (what a kept view is compared with below), then
+    // their bookkeeping brought up to date for this pass's plans.
+    let mut cached = cached.filter(|c| c.snapshots.len() == inputs.snapshots.len());
+    let before: Vec<u64> = match &cached {
+        Some(c) => (0..inputs.snapshots.len()).map(|i| c.assumed.of_position(i)).collect(),
+        None => Vec::new(),
+    };
+    let last = cached.as_mut().map(|c| std::mem::take(&mut c.assumed));
+    let assumed = memo.assumed(&inputs.snapshots, &planned, last);
     #[cfg(debug_assertions)]
     {
         let mut sequential = Assumed::default();
@@ -154,7 +162,6 @@ fn rebuild_views(
             debug_assert_eq!(sequential.of_position(i), assumed.of_position(i));
         }
     }
-    let mut cached = cached.filter(|c| c.snapshots.len() == inputs.snapshots.len());
     let kept: Vec<Option<ClusterSnapshot>> = inputs
         .snapshots
         .iter()
@@ -164,7 +171,7 @@ fn rebuild_views(
             let view = c.snapshots.get_mut(i)?;
             let same = c.fingerprints.get(i) == fingerprints.get(i)
                 && view.name == input.name
-                && c.assumed.of_cluster(&input.name) == assumed.of_cluster(&input.name);
+                && before.get(i).copied().unwrap_or(0) == assumed.of_position(i);
             same.then(|| std::mem::replace(view, ClusterSnapshot::offline("", "")))
         })
         .collect();
@@ -261,10 +268,6 @@ impl PassSnapshots {
     }
 }
 
-/// A recent placement's deduction as [`Assumed::of_plans`] takes it: its workload, the
-/// digest of its workload and requirements, and its plan (position, cluster, replicas).
-type PlannedDeduction = (ObjectKey, u64, Vec<(usize, String, i64)>);
-
 /// The recent placements' deductions as the last rebuild of the views planned them
 /// ([`rebuild_views`]), by placement object: a plan reads the placement's targets, its
 /// requirements and the snapshots of its target clusters (found by name: liveness, the
@@ -278,6 +281,8 @@ pub struct PlannedDeductions {
     /// By the placement object's address (the entry holds the object: the address is not
     /// reused while it is here).
     by_placement: crate::util::hash::IdMap<usize, Arc<PlanMemo>>,
+    /// The plans of the last rebuild, in store order ([`PlannedDeductions::assumed`]).
+    last: Vec<Arc<PlanMemo>>,
 }
 
 #[derive(Clone)]
@@ -301,11 +306,12 @@ impl PlannedDeductions {
         snapshots: &[ClusterSnapshot],
         fingerprints: &[u64],
         work: &[(&Arc<PlacementRecord>, &Arc<ReplicaRequirements>)],
-    ) -> Vec<PlannedDeduction> {
+    ) -> Vec<Arc<PlanMemo>> {
         let names = cache::key_of(&snapshots.iter().map(|s| s.name.as_str()).collect::<Vec<_>>());
         let mut kept = std::mem::take(&mut self.by_placement);
         if self.names != names {
             kept.clear();
+            self.last.clear();
         }
         self.names = names;
         let holds = |m: &PlanMemo, p: &Arc<PlacementRecord>, r: &Arc<ReplicaRequirements>| {
@@ -342,10 +348,71 @@ impl PlannedDeductions {
         }
         let mut out = Vec::with_capacity(work.len());
         for m in memos.into_iter().flatten() {
-            out.push((m.placement.workload.clone(), m.what, m.plan.clone()));
-            self.by_placement.insert(Arc::as_ptr(&m.placement) as usize, m);
+            self.by_placement.insert(Arc::as_ptr(&m.placement) as usize, Arc::clone(&m));
+            out.push(m);
         }
         out
+    }
+
+    /// The bookkeeping of `plans` (this rebuild's, in store order) on `views`: what
+    /// [`Assumed::of_plans`] gives. When `last` (the bookkeeping the cached views started from)
+    /// was made of the last rebuild's plans and few of them are other plans now (an edit's
+    /// decision replaced a placement), `last` is brought up to date instead: the replaced
+    /// workloads' deductions exchanged, and the digests of the clusters they deduct from
+    /// chained again in store order. A fleet's bookkeeping is not copied for one edit.
+    fn assumed(&mut self, views: &[ClusterSnapshot], plans: &[Arc<PlanMemo>], last: Option<Assumed>) -> Assumed {
+        let before = std::mem::replace(&mut self.last, plans.to_vec());
+        let Some(mut a) = last.filter(|_| before.len() == plans.len() && !plans.is_empty()) else {
+            return Assumed::of_plans(views, plans);
+        };
+        let changed: Vec<usize> = (0..plans.len()).filter(|&k| !Arc::ptr_eq(&before[k], &plans[k])).collect();
+        if changed.len() * 8 > plans.len() {
+            return Assumed::of_plans(views, plans);
+        }
+        let mut touched = vec![false; views.len()];
+        for &k in &changed {
+            let old = &before[k];
+            a.deducted.remove(&old.placement.workload);
+            for (i, ..) in &old.plan {
+                if let Some(t) = touched.get_mut(*i) {
+                    *t = true;
+                }
+            }
+        }
+        for &k in &changed {
+            let new = &plans[k];
+            if !new.plan.is_empty() {
+                let deducted = new.plan.iter().map(|(_, c, want)| (c.clone(), *want)).collect();
+                a.deducted.insert(new.placement.workload.clone(), deducted);
+            }
+            for (i, ..) in &new.plan {
+                if let Some(t) = touched.get_mut(*i) {
+                    *t = true;
+                }
+            }
+        }
+        let mut chains = vec![0u64; views.len()];
+        for m in plans {
+            for (i, _, want) in &m.plan {
+                if touched.get(*i) == Some(&true)
+                    && let Some(own) = chains.get_mut(*i)
+                {
+                    *own = cache::key_of(&(*own, m.what, *want));
+                }
+            }
+        }
+        for (i, view) in views.iter().enumerate().filter(|(i, _)| touched[*i]) {
+            let digest = chains[i];
+            if a.by_position.len() <= i {
+                a.by_position.resize(i + 1, 0);
+            }
+            a.by_position[i] = digest;
+            match digest {
+                0 => a.per_cluster.remove(&view.name),
+                d => a.per_cluster.insert(view.name.clone(), d),
+            };
+        }
+        a
     }
 }
 
@@ -725,23 +792,23 @@ impl Assumed {
     /// plan ((position, cluster, replicas) as [`Assumed::plan`] gives it with nothing deducted
     /// yet) with `what` the digest of its workload and requirements: what [`Assumed::record`]
     /// of each in turn gives, with the digests chained by position and named once at the end.
-    fn of_plans(views: &[ClusterSnapshot], plans: Vec<PlannedDeduction>) -> Assumed {
+    fn of_plans(views: &[ClusterSnapshot], plans: &[Arc<PlanMemo>]) -> Assumed {
         let mut assumed = Assumed::default();
-        for (workload, what, plan) in plans {
-            if plan.is_empty() {
+        for m in plans {
+            if m.plan.is_empty() {
                 continue;
             }
-            let mut deducted = HashMap::with_capacity(plan.len());
-            for (i, cluster, want) in plan {
-                if assumed.by_position.len() <= i {
+            let mut deducted = HashMap::with_capacity(m.plan.len());
+            for (i, cluster, want) in &m.plan {
+                if assumed.by_position.len() <= *i {
                     assumed.by_position.resize(i + 1, 0);
                 }
-                if let Some(own) = assumed.by_position.get_mut(i) {
-                    *own = cache::key_of(&(*own, what, want));
+                if let Some(own) = assumed.by_position.get_mut(*i) {
+                    *own = cache::key_of(&(*own, m.what, *want));
                 }
-                deducted.insert(cluster, want);
+                deducted.insert(cluster.clone(), *want);
             }
-            assumed.deducted.insert(workload, deducted);
+            assumed.deducted.insert(m.placement.workload.clone(), deducted);
         }
         for (view, digest) in views.iter().zip(&assumed.by_position) {
             if *digest != 0 {
