@@ -107,7 +107,22 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
     let mut pending: Vec<(ObjectKey, cache::LastHistory)> = Vec::new();
     let mut recorded = 0;
     let mut stability_notes = r.stability.notes_by_workload();
+    // A decision reused from an earlier pass, with a placement and a last record without
+    // notes, records nothing when the pass gives it no note (no render failure, no held
+    // cluster or move, no failover action): [`changed`] is false. Those are found by lookups,
+    // not compared.
+    let quiet =
+        decisions.notes.is_empty() && r.held.is_empty() && r.held_moves.is_empty() && stability_notes.is_empty();
+    let fresh: crate::util::hash::KeySet<&ObjectKey> = decisions.fresh.iter().collect();
     for key in &decisions.order {
+        let is_fresh = !fresh.is_empty() && fresh.contains(key);
+        if quiet
+            && !is_fresh
+            && cache.placements.contains_key(key)
+            && cache.history.get(key).is_some_and(|last| last.as_ref().is_none_or(|h| h.notes.is_empty()))
+        {
+            continue;
+        }
         let Some(d) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
         let prev = cache.placements.get(key).cloned();
         let mut notes = decisions.notes.get(key).cloned().unwrap_or_default();
@@ -127,7 +142,7 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
         // Failover's actions are recorded once, in the pass they happen; they are not
         // compared with the last record's notes (their absence next pass is no change).
         let events = stability_notes.remove(key).unwrap_or_default();
-        if !changed(d, prev.as_deref(), decisions.fresh.contains(key), last, &notes) && events.is_empty() {
+        if !changed(d, prev.as_deref(), is_fresh, last, &notes) && events.is_empty() {
             continue;
         }
         let mut record = d.record.clone();
