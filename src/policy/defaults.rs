@@ -44,7 +44,7 @@ pub fn apply(set: &mut PolicySet) {
     for p in &mut set.cluster_propagation_policies {
         propagation_spec(&mut std::sync::Arc::make_mut(p).spec);
     }
-    for c in &mut set.clusters {
+    for c in std::sync::Arc::make_mut(&mut set.clusters).iter_mut() {
         if c.spec.zones.is_empty()
             && let Some(zone) = c.spec.zone.take()
         {

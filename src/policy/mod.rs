@@ -180,7 +180,9 @@ pub struct PolicySet {
     pub cluster_taint_policies: Vec<Policy<ClusterTaintPolicySpec>>,
     /// `apps.karmada.io/v1alpha1 WorkloadRebalancer` objects (cluster-scoped).
     pub workload_rebalancers: Vec<Policy<WorkloadRebalancerSpec>>,
-    pub clusters: Vec<ClusterObject>,
+    /// Shared: a splice of an edited file into the last set copies the list's handle, not the
+    /// fleet's Cluster objects.
+    pub clusters: std::sync::Arc<Vec<ClusterObject>>,
     pub interpreter_objects: Vec<RawObject>,
     /// fedsched's declarative interpreters (`fedsched.io/v1alpha1 WorkloadInterpreter`).
     pub workload_interpreters: Vec<Policy<WorkloadInterpreterSpec>>,

@@ -113,7 +113,7 @@ fn propagation(out: &mut Vec<LoadError>, set: &PolicySet, p: &Policy<Propagation
 }
 
 fn clusters(out: &mut Vec<LoadError>, set: &PolicySet) {
-    for c in &set.clusters {
+    for c in set.clusters.iter() {
         let mut warn = |field: &str, message: String| out.push(LoadError::at(&c.source, field, message));
         for (field, set) in [
             ("spec.secretRef", c.spec.secret_ref.is_some()),

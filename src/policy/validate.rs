@@ -45,7 +45,7 @@ pub fn validate(set: &PolicySet) -> Vec<LoadError> {
         let mut v = V::new(&p.source, &mut errors);
         rebalancer(&mut v, &p.spec);
     }
-    for c in &set.clusters {
+    for c in set.clusters.iter() {
         let mut v = V::new(&c.source, &mut errors);
         cluster(&mut v, &c.spec);
     }

@@ -380,7 +380,12 @@ impl Loader {
         if self.duplicate(&item, &group, &key) {
             return;
         }
-        self.set.clusters.push(ClusterObject { meta, spec, status, source: item.source });
+        std::sync::Arc::make_mut(&mut self.set.clusters).push(ClusterObject {
+            meta,
+            spec,
+            status,
+            source: item.source,
+        });
     }
 
     /// A PropagationPolicy or OverridePolicy: namespaced (`default` when absent).
@@ -570,7 +575,7 @@ pub(super) fn sort_set(set: &mut PolicySet) {
     set.cluster_override_policies.sort_by_key(|p| by_ns_name(&p.meta));
     set.cluster_taint_policies.sort_by_key(|p| by_ns_name(&p.meta));
     set.workload_rebalancers.sort_by_key(|p| by_ns_name(&p.meta));
-    set.clusters.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
+    std::sync::Arc::make_mut(&mut set.clusters).sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
     set.interpreter_objects.sort_by(|a, b| a.key.cmp(&b.key));
     set.workload_interpreters.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
 }

@@ -328,7 +328,7 @@ fn extend_set(out: &mut PolicySet, part: &PolicySet) {
     out.cluster_override_policies.extend(part.cluster_override_policies.iter().cloned());
     out.cluster_taint_policies.extend(part.cluster_taint_policies.iter().cloned());
     out.workload_rebalancers.extend(part.workload_rebalancers.iter().cloned());
-    out.clusters.extend(part.clusters.iter().cloned());
+    Arc::make_mut(&mut out.clusters).extend(part.clusters.iter().cloned());
     out.interpreter_objects.extend(part.interpreter_objects.iter().cloned());
     out.workload_interpreters.extend(part.workload_interpreters.iter().cloned());
 }
