@@ -339,16 +339,18 @@ mod tests {
     use crate::policy::load::load_repository;
     use std::fs;
 
+    /// A CustomResourceDefinition of `example.io` Widgets with `scope`.
+    fn crd(scope: &str) -> String {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.io\nspec:\n  group: example.io\n  names:\n    kind: Widget\n  scope: {scope}\n"
+        )
+    }
+
     /// A first load of many files (every file typed on its own): the same set and errors as a
     /// whole load, in the same order, also after an edit that changes a CRD's scope.
     #[test]
     fn a_first_load_of_many_files_equals_a_whole_load() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let crd = |scope: &str| {
-            format!(
-                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.io\nspec:\n  group: example.io\n  names:\n    kind: Widget\n  scope: {scope}\n"
-            )
-        };
         fs::write(dir.path().join("000-crd.yaml"), crd("Namespaced")).expect("write");
         for i in 0..600 {
             let text = match i % 3 {
@@ -379,11 +381,6 @@ mod tests {
     fn incremental_load_equals_a_whole_load() {
         let dir = tempfile::tempdir().expect("tempdir");
         let put = |name: &str, text: &str| fs::write(dir.path().join(name), text).expect("write");
-        let crd = |scope: &str| {
-            format!(
-                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.io\nspec:\n  group: example.io\n  names:\n    kind: Widget\n  scope: {scope}\n"
-            )
-        };
         let widget = "apiVersion: example.io/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: shop\n";
         let deploy = |name: &str, replicas: i64| {
             format!(
@@ -427,11 +424,6 @@ mod tests {
     fn a_spliced_edit_equals_a_merge_and_other_edits_are_merged() {
         let dir = tempfile::tempdir().expect("tempdir");
         let put = |name: &str, text: &str| fs::write(dir.path().join(name), text).expect("write");
-        let crd = |scope: &str| {
-            format!(
-                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.io\nspec:\n  group: example.io\n  names:\n    kind: Widget\n  scope: {scope}\n"
-            )
-        };
         let widget = |size: u32| {
             format!(
                 "apiVersion: example.io/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: shop\nspec:\n  size: {size}\n"
