@@ -477,10 +477,10 @@ impl Reconciler {
             inputs.offline_polls = Arc::new(polls);
             return Ok(inputs);
         }
-        let previous = cache.last.take();
+        let mut previous = cache.last.take();
         if io_errors.is_empty()
             && same_dir
-            && let Some(prev) = &previous
+            && let Some(prev) = &mut previous
             && let Some(inputs) = self.spliced(&mut cache.parse, prev, timings, started)
         {
             cache.last = Some(inputs.clone());
@@ -498,11 +498,12 @@ impl Reconciler {
     /// files' sources are new, the rest (offline snapshots, interpreters) is the previous
     /// inputs'. An edit of a template or a policy costs its file, not the repository's merge.
     /// `None` (the caller merges the set) when the splice does not apply, or a replaced
-    /// policy names an unknown profile (the merge reports every error, in order).
+    /// policy names an unknown profile (the merge reports every error, in order). The offline
+    /// snapshots are moved out of `previous` once the splice stands (not copied).
     fn spliced(
         &self,
         parse: &mut ParseCache,
-        previous: &Inputs,
+        previous: &mut Inputs,
         timings: &mut PhaseTimings,
         started: Instant,
     ) -> Option<Inputs> {
@@ -536,7 +537,7 @@ impl Reconciler {
         let polls = set.clusters.iter().map(|c| (c.meta.name.clone(), Duration::ZERO)).collect();
         let inputs = Inputs {
             set: Arc::new(set),
-            snapshots: previous.snapshots.clone(),
+            snapshots: std::mem::take(&mut previous.snapshots),
             interpreters: Arc::clone(&previous.interpreters),
             hashes: Arc::new(hashes),
             offline_polls: Arc::new(polls),
