@@ -374,6 +374,7 @@ impl SameTargets {
 }
 
 type PropagationPolicy = crate::policy::Policy<crate::policy::types::PropagationSpec>;
+type OverridePolicy = crate::policy::Policy<crate::policy::types::OverrideSpec>;
 
 /// Per template, the policy that claims it (Karmada's claim: [`crate::policy::matching`]),
 /// kept while the answer cannot change: the template is the same object, asked with the same
@@ -492,8 +493,9 @@ pub struct KeyMemo {
     /// Per template object (its address; the entry keeps the template): the key and what it
     /// was computed with.
     keys: crate::util::hash::IdMap<usize, KeptKey>,
-    /// The override policies of the last pass (both kinds, in the set's order).
-    overrides: Vec<usize>,
+    /// The override policies of the last pass (both kinds, in the set's order), held so that
+    /// their addresses are not another policy's while compared.
+    overrides: Vec<Arc<OverridePolicy>>,
     /// The interpreters' and the profiles' digests of the last pass.
     digests: (u64, u64),
     /// Whether the pass's memo may be read ([`KeyMemo::begin`]).
@@ -521,20 +523,18 @@ impl KeyMemo {
         claims_unchanged: bool,
         full_check: bool,
     ) {
-        let overrides: Vec<usize> = set
-            .override_policies
-            .iter()
-            .map(|p| Arc::as_ptr(p) as usize)
-            .chain(set.cluster_override_policies.iter().map(|p| Arc::as_ptr(p) as usize))
-            .collect();
-        let same = overrides == self.overrides && self.digests == (interpreters, profiles);
+        let now = set.override_policies.iter().chain(&set.cluster_override_policies);
+        let same_overrides = self.overrides.len() == now.clone().count()
+            && self.overrides.iter().zip(now.clone()).all(|(a, b)| Arc::ptr_eq(a, b));
+        let same = same_overrides && self.digests == (interpreters, profiles);
         self.usable = same && claims_unchanged && !full_check;
         if !same {
-            // The addresses are kept by the set's policies only while they live: a list that
-            // changed is not trusted again, nor any key computed before it.
+            // No key computed before a change of these is given again.
             self.keys.clear();
         }
-        self.overrides = overrides;
+        if !same_overrides {
+            self.overrides = now.cloned().collect();
+        }
         self.digests = (interpreters, profiles);
         let templates = set.templates.len();
         if self.keys.len() > templates + templates / 8 + 64 {
@@ -2082,5 +2082,47 @@ mod tests {
         let emptied = load();
         assert_eq!(claims_of(&mut memo, &emptied, &mut asked), [Some("high".to_string()), None]);
         assert_eq!(asked, ["b"]);
+    }
+
+    /// A kept decision key is given again only while the pass may give it (no policy,
+    /// override, interpreter or profile changed, not a full check) and the template and the
+    /// fleet's static facts are those it was computed with.
+    #[test]
+    fn kept_decision_keys_follow_what_they_were_computed_with() {
+        let load = |replicas: u32, tier: &str| {
+            let text = format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  replicas: {replicas}\n---\napiVersion: policy.karmada.io/v1alpha1\nkind: OverridePolicy\nmetadata:\n  name: o\n  namespace: shop\nspec:\n  resourceSelectors:\n    - apiVersion: apps/v1\n      kind: Deployment\n  overrideRules:\n    - overriders:\n        labelsOverrider:\n          - operator: add\n            value:\n              tier: {tier}\n"
+            );
+            crate::policy::load::load_sources([(std::path::PathBuf::from("a.yaml"), text)]).0
+        };
+        let set = load(2, "a");
+        let t = Arc::clone(&set.templates[0]);
+        let fleet = |bits: u64| if bits == 7 { 70 } else { 0 };
+        let mut memo = KeyMemo::default();
+        memo.begin(&set, (1, 2), false, false);
+        memo.keep(&t, None, (7, 70), 42);
+        assert_eq!(memo.kept(&t, None, fleet), None, "the claims changed this pass");
+        memo.begin(&set, (1, 2), true, false);
+        assert_eq!(memo.kept(&t, None, fleet), Some(42));
+        assert_eq!(memo.kept(&t, None, |_| 71), None, "other static facts");
+        let edited = load(3, "a");
+        assert_eq!(memo.kept(&edited.templates[0], None, fleet), None, "another template object");
+        memo.begin(&set, (1, 2), true, true);
+        assert_eq!(memo.kept(&t, None, fleet), None, "a full check");
+        memo.begin(&set, (1, 3), true, false);
+        assert_eq!(memo.kept(&t, None, fleet), None, "other profiles");
+        memo.keep(&t, None, (7, 70), 43);
+        memo.begin(&set, (1, 3), true, false);
+        assert_eq!(memo.kept(&t, None, fleet), Some(43));
+        // The same override policy read again is another object: every key is forgotten.
+        let other = load(2, "a");
+        let mut with_other = set.clone();
+        with_other.override_policies = other.override_policies.clone();
+        memo.begin(&with_other, (1, 3), true, false);
+        assert_eq!(memo.kept(&t, None, fleet), None, "another override policy object");
+        memo.begin(&with_other, (1, 3), true, false);
+        assert_eq!(memo.kept(&t, None, fleet), None, "forgotten, not given again");
+        memo.forget(&t);
+        assert!(memo.keys.is_empty());
     }
 }
