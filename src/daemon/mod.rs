@@ -757,6 +757,7 @@ impl Daemon {
                     decided_new = report.redecided.new,
                     decided_inputs = report.redecided.inputs,
                     decided_capacity = report.redecided.capacity,
+                    capacity_checked_kept = report.redecided.outcome_stood,
                     files_written = report.files_written,
                     files_removed = report.files_removed,
                     history_records = report.history_records,

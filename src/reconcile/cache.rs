@@ -15,7 +15,10 @@
 //!   Divided placement without spread constraints) is reused on its key alone, so the
 //!   deductions of a failover or of one edited workload do not make the fleet's steady
 //!   workloads decided again (their verdicts keep the figures they were made with, as their
-//!   history does).
+//!   history does). One whose outcome read capacity is checked before it is decided again: the
+//!   verdicts of its changed clusters ([`ClusterDigests::state_since`]) computed again, and
+//!   selection and division run on them when they differ; the same outcome keeps it
+//!   ([`crate::schedule::outcome_stands`]).
 //! - **deducted views**: the member views after the deductions of the recent placements
 //!   ([`DeductedViews`]), reused while the snapshots' content and the recent placements (and
 //!   their per-replica requirements) are unchanged; they move into a pass and back, cloned
@@ -227,25 +230,99 @@ pub fn fleet_static_key(snapshots: &[ClusterSnapshot], min_confidence: f64) -> u
     h.finish()
 }
 
-/// The state of the clusters at `positions` as a decision sees it: per cluster its state
-/// (`states`: snapshot version and freshness) and the digest of the assumed-replica
-/// deductions made from its view so far in the pass.
+/// The state of the clusters at `positions` as a decision sees it: the wrapping sum of each
+/// cluster's [`ClusterDigests::of`] (its position, its state — snapshot version and freshness
+/// — and the digest of the assumed-replica deductions made from its view so far in the pass).
+/// A sum, so that the clusters that changed since a reference can be told from it
+/// ([`ClusterDigests::state_since`]).
 pub fn clusters_state(
     positions: &[usize],
-    states: &[u64],
+    digests: &ClusterDigests,
     snapshots: &[ClusterSnapshot],
     assumed: &super::Assumed,
 ) -> u64 {
-    let mut h = KeyHasher::default();
-    for &i in positions {
-        let (Some(state), Some(snap)) = (states.get(i), snapshots.get(i)) else {
-            u64::MAX.hash(&mut h);
-            continue;
+    positions.iter().fold(0u64, |sum, &i| sum.wrapping_add(digests.of(i, snapshots, assumed)))
+}
+
+/// Each cluster's state digest as [`clusters_state`] adds them up: computed once per pass for
+/// the views as the pass starts, and again only for a cluster whose deductions the pass
+/// changed since; with the digests the previous pass started from (its reference), by which
+/// a decision made or confirmed then finds the clusters whose state changed since.
+#[derive(Debug, Default, Clone)]
+pub struct ClusterDigests {
+    states: Vec<u64>,
+    /// Per position, the deductions' digest as the pass started, and the cluster's digest.
+    start: Vec<(u64, u64)>,
+    /// The digests the previous pass started from, when its clusters were these (by name, in
+    /// order); empty otherwise.
+    reference: Vec<u64>,
+    /// The digest of the clusters' names, in order.
+    names: u64,
+}
+
+impl ClusterDigests {
+    /// The digests of `snapshots` (with `states`: each cluster's snapshot version and
+    /// freshness) as deducted by `assumed`, the pass's views as it starts; `last` is the
+    /// previous pass's ([`ClusterDigests::start_digests`]); `names` identifies the clusters'
+    /// names in order.
+    pub fn new(states: Vec<u64>, assumed: &super::Assumed, names: u64, last: Option<(u64, Vec<u64>)>) -> Self {
+        let start = states
+            .iter()
+            .enumerate()
+            .map(|(i, state)| {
+                let a = assumed.of_position(i);
+                (a, key_of(&(i, *state, a)))
+            })
+            .collect();
+        let reference = match last {
+            Some((n, digests)) if n == names && digests.len() == states.len() => digests,
+            _ => Vec::new(),
         };
-        debug_assert_eq!(assumed.of_position(i), assumed.of_cluster(&snap.name), "{}", snap.name);
-        (i, *state, assumed.of_position(i)).hash(&mut h);
+        ClusterDigests { states, start, reference, names }
     }
-    h.finish()
+
+    /// The digests this pass started from, for the next pass's reference.
+    pub fn start_digests(&self) -> (u64, Vec<u64>) {
+        (self.names, self.start.iter().map(|(_, d)| *d).collect())
+    }
+
+    /// The digest of the cluster at position `i` as a decision sees it now.
+    pub fn of(&self, i: usize, snapshots: &[ClusterSnapshot], assumed: &super::Assumed) -> u64 {
+        let (Some(state), Some(&(a0, d0))) = (self.states.get(i), self.start.get(i)) else { return u64::MAX };
+        let a = assumed.of_position(i);
+        debug_assert_eq!(Some(a), snapshots.get(i).map(|s| assumed.of_cluster(&s.name)), "position {i}");
+        match a == a0 {
+            true => d0,
+            false => key_of(&(i, *state, a)),
+        }
+    }
+
+    /// The state of the clusters at `positions` now ([`clusters_state`]), and, when `then` (a
+    /// state of theirs a decision read) is the state they had as the previous pass started,
+    /// which of `positions` (their indices in it) changed their digest since (`None`: not
+    /// known which).
+    pub fn state_since(
+        &self,
+        positions: &[usize],
+        snapshots: &[ClusterSnapshot],
+        assumed: &super::Assumed,
+        then: u64,
+    ) -> (u64, Option<Vec<usize>>) {
+        if self.reference.is_empty() {
+            return (clusters_state(positions, self, snapshots, assumed), None);
+        }
+        let (mut now, mut before, mut changed) = (0u64, 0u64, Vec::new());
+        for (k, &i) in positions.iter().enumerate() {
+            let d = self.of(i, snapshots, assumed);
+            let r = self.reference.get(i).copied().unwrap_or(u64::MAX);
+            now = now.wrapping_add(d);
+            before = before.wrapping_add(r);
+            if d != r {
+                changed.push(k);
+            }
+        }
+        (now, (before == then).then_some(changed))
+    }
 }
 
 /// Per placement object, the digest of the placement as a decision key reads it (targets,
@@ -960,6 +1037,9 @@ pub struct PassCache {
     pub owners: Option<Arc<crate::publish::Owners>>,
     /// The last pass's recent placements and their digest.
     pub recent: Option<RecentPlacements>,
+    /// The clusters' state digests the last pass started from, with the digest of their
+    /// names ([`ClusterDigests::start_digests`]).
+    pub cluster_digests: Option<(u64, Vec<u64>)>,
     /// The deductions of the recent placements as the last rebuild of the views planned them
     /// (`reconcile/snapshots.rs`).
     pub planned: super::snapshots::PlannedDeductions,
@@ -1063,6 +1143,32 @@ mod tests {
     use super::*;
     use crate::reconcile::{Changed, Inputs, Reconciler, Settings, load_inputs};
     use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
+
+    #[test]
+    fn the_clusters_that_changed_since_the_last_pass_are_told_from_a_decisions_state() {
+        let views: Vec<ClusterSnapshot> =
+            ["a", "b", "c"].iter().map(|n| ClusterSnapshot::offline(*n, "c.yaml")).collect();
+        let none = crate::reconcile::Assumed::default();
+        let first = ClusterDigests::new(vec![1, 2, 3], &none, 7, None);
+        let all = [0, 1, 2];
+        let then = clusters_state(&all, &first, &views, &none);
+        // The first pass has no reference: not known which changed.
+        assert_eq!(first.state_since(&all, &views, &none, then), (then, None));
+        let second = ClusterDigests::new(vec![1, 5, 3], &none, 7, Some(first.start_digests()));
+        let now = clusters_state(&all, &second, &views, &none);
+        assert_ne!(now, then);
+        // Of a decision that read the state as the last pass started: the second cluster.
+        assert_eq!(second.state_since(&all, &views, &none, then), (now, Some(vec![1])));
+        assert_eq!(
+            second.state_since(&[0, 2], &views, &none, clusters_state(&[0, 2], &first, &views, &none)).1,
+            Some(vec![])
+        );
+        // A state read at another time: not known.
+        assert_eq!(second.state_since(&all, &views, &none, then ^ 1).1, None);
+        // Other clusters (by names): no reference.
+        let other = ClusterDigests::new(vec![1, 5, 3], &none, 8, Some(first.start_digests()));
+        assert_eq!(other.state_since(&all, &views, &none, then).1, None);
+    }
 
     /// A live view below the confidence threshold, last heard from at `polled_at_ms`.
     fn silent(polled_at_ms: u64, age_ms: u64, failures: u32, confidence: f64) -> ClusterSnapshot {
@@ -1652,8 +1758,11 @@ mod tests {
         assert!(after.assumed_replicas > quiet.assumed_replicas, "{} / {}", quiet.summary(), after.summary());
         // Of the 40, workloads 19 (spread constraints) and 39 (ordered affinity terms) and the
         // unschedulable ones (not enough room: a scale-up that failed) may read capacity.
+        // Workload 19's selection, checked against the new figures, stands: not decided again
+        // (and the outputs equal the cold pass's, which decides it afresh).
         for r in [&edited, &after] {
             assert!(r.redecided.capacity <= 2 + r.unschedulable.len(), "{:?}: {}", r.redecided, r.summary());
+            assert!(r.redecided.outcome_stood >= 1, "{:?}: {}", r.redecided, r.summary());
         }
         assert_eq!(both(6_000).decided, 0);
         let placements = |state: &Path| Store::open(state).expect("store").placements().expect("placements");

@@ -446,8 +446,7 @@ fn reuse_kept(
     let c = cache.decisions.get(workload)?;
     let standing = c.key == key
         && (!c.decided.reads_capacity
-            || cache::clusters_state(&c.clusters, &ctx.pass.cluster_states, &snapshots.views, &snapshots.assumed)
-                == c.state);
+            || cache::clusters_state(&c.clusters, &ctx.pass.digests, &snapshots.views, &snapshots.assumed) == c.state);
     standing.then(|| Arc::clone(c))
 }
 
@@ -490,11 +489,12 @@ fn reuse_or_decide<'a>(
     batch: &mut Batch<'a>,
 ) -> Result<Option<Arc<cache::CachedDecision>>, StoreError> {
     let t = w.template;
-    let state_of = |clusters: &[usize]| {
-        cache::clusters_state(clusters, &ctx.pass.cluster_states, &snapshots.views, &snapshots.assumed)
-    };
+    let state_of =
+        |clusters: &[usize]| cache::clusters_state(clusters, &ctx.pass.digests, &snapshots.views, &snapshots.assumed);
     let why = &mut out.redecided;
-    let cached = cache.decisions.get(&t.key).cloned();
+    let mut cached = cache.decisions.get(&t.key).cloned();
+    // The state of its clusters when a decision that read it stands on a changed state.
+    let mut restate = None;
     let mut hit = match cached.as_deref() {
         None => {
             why.new += 1;
@@ -505,13 +505,31 @@ fn reuse_or_decide<'a>(
             false
         }
         // Capacity is all the state of the feasible clusters a decision reads beyond the
-        // static facts its key covers: when its outcome did not read it, it stands.
-        Some(c) if c.decided.reads_capacity && state_of(&c.clusters) != c.state => {
-            why.capacity += 1;
-            false
+        // static facts its key covers: when its outcome did not read it, it stands; when it
+        // did, it stands while what it read of them is the same.
+        Some(c) if c.decided.reads_capacity => {
+            match ctx.pass.digests.state_since(&c.clusters, &snapshots.views, &snapshots.assumed, c.state) {
+                (state, _) if state == c.state => true,
+                (state, changed) if capacity_stands(ctx, w, c, &snapshots.views, changed.as_deref()) => {
+                    why.outcome_stood += 1;
+                    restate = Some(state);
+                    true
+                }
+                _ => {
+                    why.capacity += 1;
+                    false
+                }
+            }
         }
         Some(_) => true,
     };
+    if let Some(state) = restate
+        && let Some(c) = cache.decisions.get_mut(&t.key)
+    {
+        drop(cached);
+        Arc::make_mut(c).state = state;
+        cached = Some(Arc::clone(c));
+    }
     if hit && !ctx.full_check {
         return Ok(cached);
     }
@@ -581,6 +599,50 @@ fn reuse_or_decide<'a>(
     }
     out.fresh.insert(t.key.clone());
     Ok(Some(entry))
+}
+
+/// Whether the cached decision `c` of `w`, which read its feasible clusters' capacity, stands
+/// although their state changed (this pass's deductions, new figures): its key is `w`'s (the
+/// request, previous placement, directive and the fleet's static facts, hence its filters, are
+/// the same), and its feasible clusters' verdicts computed again on the current views give its
+/// outcome again ([`schedule::outcome_stands`]). A replica more or less deducted from a cluster
+/// then decides again, renders and records only the workloads whose placement it moves; the
+/// others keep the figures they were made with. Debug builds schedule it again and compare.
+fn capacity_stands(
+    ctx: &Context<'_>,
+    w: &Claimed<'_, '_>,
+    c: &cache::CachedDecision,
+    views: &[ClusterSnapshot],
+    changed: Option<&[usize]>,
+) -> bool {
+    if !c.decided.scheduled || !w.required.is_empty() || w.policy.is_none() {
+        return false;
+    }
+    let t = w.template;
+    let Ok(workload) = interpret(t.key.group(), &t.key.kind, &t.object, &ctx.inputs.interpreters) else {
+        return false;
+    };
+    let (previous, previous_affinity) = previous_for(w.previous.as_deref(), w.directive);
+    let req = ScheduleRequest {
+        key: &t.key,
+        uid: t.meta.uid.as_deref(),
+        workload: &workload,
+        placement: w.placement,
+        previous: &previous,
+        previous_affinity: previous_affinity.as_deref(),
+        failover: w.directive.map_or(&schedule::NO_FAILOVER, |d| &d.failover),
+    };
+    let stands = schedule::outcome_stands(&ctx.pass.fleet, w.framework, &req, views, &c.decided.record.result, changed);
+    #[cfg(debug_assertions)]
+    if stands {
+        let (again, _) = schedule::schedule_reads(&ctx.pass.fleet, w.framework, &req, views);
+        debug_assert_eq!(
+            again.outcome, c.decided.record.result.outcome,
+            "{}: the outcome stood on the verdicts, not when scheduled again",
+            t.key
+        );
+    }
+    stands
 }
 
 /// What the pass's fresh decisions leave to do in one batch after the last of them: render

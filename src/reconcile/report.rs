@@ -99,6 +99,9 @@ pub struct Redecided {
     /// Only the capacity (or its freshness, or this pass's deductions) of a cluster that
     /// passed its filters changed.
     pub capacity: usize,
+    /// Not decided again: the capacity of a cluster that passed its filters changed, but its
+    /// verdicts computed again gave the same outcome (kept with the figures it was made with).
+    pub outcome_stood: usize,
     /// A restored decision whose files were not on the disk as recorded (a full check).
     pub files: usize,
 }

@@ -650,18 +650,20 @@ pub(super) struct Pass {
     /// Blob hash of the pass's cluster → snapshot version map ([`Store::put_versions`]).
     pub versions: u64,
     /// Each cluster's state, by position: its snapshot version and what the scheduler reads
-    /// of its freshness ([`cache::clusters_state`] combines them with the deductions).
-    pub cluster_states: Vec<u64>,
+    /// of its freshness, combined with the deductions ([`cache::clusters_state`]).
+    pub digests: cache::ClusterDigests,
 }
 
 impl Pass {
     /// Builds the fleet and stores the pass's versions map and cluster names as blobs (a no-op
-    /// when a previous pass stored the same ones).
-    pub fn new(snapshots: &PassSnapshots, store: &Store) -> Result<Self, StoreError> {
+    /// when a previous pass stored the same ones). `last`: the digests the previous pass
+    /// started from ([`cache::ClusterDigests::start_digests`]).
+    pub fn new(snapshots: &PassSnapshots, store: &Store, last: Option<(u64, Vec<u64>)>) -> Result<Self, StoreError> {
         let (views, versions) = (&snapshots.views, &snapshots.versions);
         let cluster_states =
             views.iter().map(|s| cache::key_of(&(&s.name, versions.get(&s.name), cache::freshness_key(s)))).collect();
         let fleet = Fleet::new(views);
+        let digests = cache::ClusterDigests::new(cluster_states, &snapshots.assumed, fleet.universe(), last);
         if !fleet.is_empty() {
             store.put_universe(fleet.names())?;
         }
@@ -669,7 +671,7 @@ impl Pass {
             positions: views.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect(),
             versions: store.put_versions(versions)?,
             fleet,
-            cluster_states,
+            digests,
         })
     }
 }

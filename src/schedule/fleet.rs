@@ -160,7 +160,7 @@ pub struct Fleet {
     order: Vec<usize>,
     /// Cluster names in order.
     names: Vec<String>,
-    positions: HashMap<String, u32>,
+    positions: crate::util::hash::KeyMap<String, u32>,
     universe: u64,
     /// Whether keyed filters are memoised (false: every filter per pair, the reference path).
     memoise: bool,

@@ -100,6 +100,15 @@ pub trait ScorePlugin: Send + Sync {
     fn name(&self) -> &'static str;
     /// Raw score of one cluster ([`UNKNOWN_SCORE`] when the plugin has no data).
     fn score(&self, ctx: &PluginContext<'_>) -> i64;
+    /// Whether the raw score reads only what a decision's key covers — the request, the
+    /// previous placement, the profile's settings, the cluster's name and static facts
+    /// (region, labels) — and never its free capacity, nodes, deductions or freshness: then
+    /// every cluster's score stays while only capacity changes, and a decision is checked by
+    /// the verdicts of the clusters that changed alone ([`crate::schedule::outcome_stands`]).
+    /// Default: no.
+    fn static_only(&self) -> bool {
+        false
+    }
     /// Maps raw scores to 0..=100 across clusters. Default: clamp (for scores already 0..=100).
     fn normalize(&self, scores: &mut [i64]) {
         for s in scores {
@@ -181,6 +190,11 @@ pub struct Framework {
 }
 
 impl Framework {
+    /// Whether every score plugin reads only static facts ([`ScorePlugin::static_only`]).
+    pub fn scores_static(&self) -> bool {
+        self.scorers.iter().all(|(p, _)| p.static_only())
+    }
+
     /// Karmada's default profile: every filter, locality as the only score (weight 1); ties
     /// are broken by available replicas, then name, in selection.
     pub fn karmada_default() -> Self {

@@ -281,6 +281,86 @@ pub fn schedule_reads(
     (last.unwrap_or_else(|| ScheduleResult::unschedulable("no clusterAffinities term")), read)
 }
 
+/// Whether a result `schedule_reads` gave for `req`, which read capacity, stands on these
+/// clusters as they are now, without filtering, rendering or recording again: its feasible
+/// clusters' verdicts (available replicas, the model's notes, scores) are computed again on
+/// their current views and, unless they are the ones it holds, selection and division run on
+/// them and give its outcome again. `changed`, when known, are the indices of the held
+/// verdicts whose clusters' state changed since the result was made (or last stood): while
+/// every score reads only static facts ([`Framework::scores_static`]) only those verdicts are
+/// computed again. The caller vouches that the request and the fleet's static facts (which
+/// decide the filters, the topology groups and static scores) are those the result was made
+/// from; the result then keeps the figures it was made with, as a decision that did not read
+/// capacity does. `false` whenever that cannot be told this way: ordered `clusterAffinities`
+/// terms, verdicts a dependency added, a fleet of other clusters.
+pub fn outcome_stands(
+    fleet: &Fleet,
+    fw: &Framework,
+    req: &ScheduleRequest<'_>,
+    clusters: &[ClusterSnapshot],
+    result: &ScheduleResult,
+    changed: Option<&[usize]>,
+) -> bool {
+    if clusters.len() != fleet.len() || !req.placement.cluster_affinities.is_empty() {
+        return false;
+    }
+    let held = &result.verdicts;
+    let affinity = req.placement.cluster_affinity.as_ref();
+    let view = FleetView { fleet, clusters };
+    let same = |n: &ClusterVerdict, h: &ClusterVerdict| {
+        n.name == h.name
+            && n.available_replicas == h.available_replicas
+            && n.score == h.score
+            && n.scores == h.scores
+            && n.estimates == h.estimates
+            && n.reasons == h.reasons
+    };
+    if let Some(changed) = changed.filter(|_| fw.scores_static()) {
+        let mut at = Vec::with_capacity(changed.len());
+        let mut sorted = Vec::with_capacity(changed.len());
+        for &k in changed {
+            let Some(h) = held.get(k).filter(|h| h.feasible) else { return false };
+            let Some(c) = fleet.get(clusters, &h.name) else { return false };
+            at.push(k);
+            sorted.push(c);
+        }
+        let mut now = availability_verdicts(fw, req, &sorted);
+        for (n, &k) in now.iter_mut().zip(&at) {
+            if let Some(h) = held.get(k) {
+                n.score = h.score;
+                n.scores.clone_from(&h.scores);
+            }
+        }
+        if now.iter().zip(&at).all(|(n, &k)| held.get(k).is_some_and(|h| same(n, h))) {
+            return true;
+        }
+        let mut feasible: Vec<&ClusterVerdict> = held.iter().filter(|v| v.feasible).collect();
+        if feasible.len() != held.len() {
+            return false;
+        }
+        for (n, &k) in now.iter().zip(&at) {
+            if let Some(slot) = feasible.get_mut(k) {
+                *slot = n;
+            }
+        }
+        return decide_on(req, feasible, &view, fleet.len()).0 == result.outcome;
+    }
+    let mut sorted = Vec::with_capacity(held.len());
+    for v in held.iter() {
+        let Some(c) = fleet.get(clusters, &v.name) else { return false };
+        if !v.feasible {
+            return false;
+        }
+        sorted.push(c);
+    }
+    let now = feasible_verdicts(fw, req, affinity, &sorted);
+    if now.len() != held.len() {
+        return false;
+    }
+    now.iter().zip(held.iter()).all(|(n, h)| same(n, h))
+        || decide_on(req, now.iter().collect(), &view, fleet.len()).0 == result.outcome
+}
+
 /// Which clusters pass the filters: feasible positions (ascending) and the rejected groups.
 fn filter_clusters(
     fleet: &Fleet,
@@ -384,6 +464,26 @@ fn schedule_term(
     affinity_name: Option<String>,
 ) -> (ScheduleResult, bool) {
     let (feasible, rejected) = filter_clusters(fleet, fw, req, affinity, clusters);
+    let sorted: Vec<&ClusterSnapshot> = feasible.iter().map(|p| fleet.cluster(clusters, *p)).collect();
+    let mut verdicts = feasible_verdicts(fw, req, affinity, &sorted);
+    let view = FleetView { fleet, clusters };
+    let (outcome, reads) = decide(req, &verdicts, &view, fleet.len());
+    if let Outcome::Scheduled { targets } = &outcome {
+        mark_selected(&mut verdicts, targets);
+    }
+    let verdicts = verdicts.into();
+    (ScheduleResult { outcome, verdicts, rejected, universe: fleet.universe(), affinity_name }, reads)
+}
+
+/// The verdicts on the clusters that passed the filters (`sorted`, in the fleet's order):
+/// available replicas (estimators, confidence, caps), the model's notes, the scores. What
+/// selection and division read beside the request and the fleet's static facts.
+fn feasible_verdicts(
+    fw: &Framework,
+    req: &ScheduleRequest<'_>,
+    affinity: Option<&ClusterAffinity>,
+    sorted: &[&ClusterSnapshot],
+) -> Vec<ClusterVerdict> {
     let ctx_for = |cluster| PluginContext {
         key: req.key,
         workload: req.workload,
@@ -394,14 +494,35 @@ fn schedule_term(
         evicted: &req.failover.evicted,
         settings: &fw.settings,
     };
-    let sorted: Vec<&ClusterSnapshot> = feasible.iter().map(|p| fleet.cluster(clusters, *p)).collect();
+    let mut verdicts = availability_verdicts(fw, req, sorted);
+    // Score: raw per feasible cluster, normalised per plugin across clusters, weighted sum.
+    for (plugin, weight) in &fw.scorers {
+        let mut raw: Vec<i64> = sorted.iter().map(|c| plugin.score(&ctx_for(c))).collect();
+        plugin.normalize(&mut raw);
+        for (v, s) in verdicts.iter_mut().zip(raw) {
+            let s = s.clamp(0, framework::MAX_SCORE);
+            v.scores.push((plugin.name().into(), s));
+            v.score += s * weight;
+        }
+    }
+    verdicts
+}
+
+/// [`feasible_verdicts`] without the scores: per cluster, the estimators' answers, the
+/// available replicas after confidence, the cluster's limit and failover's caps, and the
+/// model's notes.
+fn availability_verdicts(
+    fw: &Framework,
+    req: &ScheduleRequest<'_>,
+    sorted: &[&ClusterSnapshot],
+) -> Vec<ClusterVerdict> {
     let mut verdicts: Vec<ClusterVerdict> = Vec::with_capacity(sorted.len());
     let mut estimated = match req.workload.replicas {
-        Some(_) => max_available(&fw.estimators, &sorted, &req.workload.requirements),
+        Some(_) => max_available(&fw.estimators, sorted, &req.workload.requirements),
         None => Vec::new(),
     }
     .into_iter();
-    for cluster in &sorted {
+    for cluster in sorted {
         let mut reasons = Vec::new();
         let mut estimates = Vec::new();
         let mut available = None;
@@ -453,23 +574,7 @@ fn schedule_term(
             estimates,
         });
     }
-    // Score: raw per feasible cluster, normalised per plugin across clusters, weighted sum.
-    for (plugin, weight) in &fw.scorers {
-        let mut raw: Vec<i64> = sorted.iter().map(|c| plugin.score(&ctx_for(c))).collect();
-        plugin.normalize(&mut raw);
-        for (v, s) in verdicts.iter_mut().zip(raw) {
-            let s = s.clamp(0, framework::MAX_SCORE);
-            v.scores.push((plugin.name().into(), s));
-            v.score += s * weight;
-        }
-    }
-    let view = FleetView { fleet, clusters };
-    let (outcome, reads) = decide(req, &mut verdicts, &view, fleet.len());
-    if let Outcome::Scheduled { targets } = &outcome {
-        mark_selected(&mut verdicts, targets);
-    }
-    let verdicts = verdicts.into();
-    (ScheduleResult { outcome, verdicts, rejected, universe: fleet.universe(), affinity_name }, reads)
+    verdicts
 }
 
 /// Marks the verdicts of the clusters `targets` names as selected, with their replicas. The
@@ -505,11 +610,20 @@ fn mark_selected(verdicts: &mut [ClusterVerdict], targets: &BTreeMap<String, Opt
 /// read their capacity or scores ([`schedule_reads`]).
 fn decide(
     req: &ScheduleRequest<'_>,
-    verdicts: &mut [ClusterVerdict],
+    verdicts: &[ClusterVerdict],
     clusters: &FleetView<'_>,
     total: usize,
 ) -> (Outcome, bool) {
-    let feasible: Vec<&ClusterVerdict> = verdicts.iter().filter(|v| v.feasible).collect();
+    decide_on(req, verdicts.iter().filter(|v| v.feasible).collect(), clusters, total)
+}
+
+/// [`decide`] on the verdicts of the feasible clusters (in the fleet's order).
+fn decide_on(
+    req: &ScheduleRequest<'_>,
+    feasible: Vec<&ClusterVerdict>,
+    clusters: &FleetView<'_>,
+    total: usize,
+) -> (Outcome, bool) {
     if feasible.is_empty() {
         return (Outcome::Unschedulable { reason: format!("0/{total} clusters are available") }, false);
     }

@@ -821,3 +821,86 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A result checked against changed capacity (`outcome_stands`) without scheduling again.
+
+proptest! {
+    /// Whatever the clusters' capacity becomes, a result stands exactly when scheduling again
+    /// gives its outcome: through every verdict computed again (`changed` unknown), and through
+    /// only the changed clusters' verdicts while the scores read static facts (Karmada's
+    /// default profile); a profile whose scores read capacity takes the first way.
+    #[test]
+    fn a_result_stands_exactly_when_scheduling_again_gives_its_outcome(
+        caps in proptest::collection::vec((1i64..40, any::<bool>()), 2..9),
+        changes in proptest::collection::btree_map(0usize..9, -20i64..20, 1..3),
+        kind in 0u8..4,
+        replicas in 1i32..30,
+        previous in proptest::collection::btree_map(0usize..9, 1i32..6, 0..3),
+        (by_region, cmin, cextra) in (any::<bool>(), 1i32..3, 0i32..3),
+        least_allocated in any::<bool>(),
+    ) {
+        use crate::schedule::profile::{CostTable, ProfileConfig, Profiles};
+        let before: Vec<ClusterSnapshot> = caps.iter().enumerate().map(|(i, (c, r))| cluster(i, *c, false, *r)).collect();
+        let mut after = before.clone();
+        for (i, delta) in &changes {
+            if let Some(c) = after.get_mut(*i) {
+                *c = cluster(*i, (caps[*i].0 + delta).max(0), false, caps[*i].1);
+            }
+        }
+        let mut placement = strategy_placement(kind, false, &[1, 2, 3]);
+        placement.spread_constraints.push(SpreadConstraint { spread_by_field: Some(SpreadByField::Cluster), spread_by_label: None, min_groups: cmin, max_groups: if cextra == 0 { 0 } else { cmin + cextra } });
+        if by_region {
+            placement.spread_constraints.push(SpreadConstraint { spread_by_field: Some(SpreadByField::Region), spread_by_label: None, min_groups: 1, max_groups: 2 });
+        }
+        let profiles = Profiles::from_config(
+            &[("spread".to_string(), ProfileConfig { scores: [("least-allocated".to_string(), 1)].into(), ..Default::default() })].into(),
+            &CostTable::default(),
+        ).expect("valid");
+        let fw = match least_allocated {
+            true => profiles.get("spread").expect("profile"),
+            false => profiles.get("karmada-default").expect("profile"),
+        };
+        prop_assert_eq!(fw.scores_static(), !least_allocated);
+        let key = key();
+        let w = workload(replicas);
+        let previous: BTreeMap<String, i32> = previous.into_iter().map(|(i, r)| (format!("m{i:02}"), r)).collect();
+        let req = ScheduleRequest { key: &key, uid: None, workload: &w, placement: &placement, previous: &previous, previous_affinity: None, failover: &NO_FAILOVER };
+        let made = schedule(fw, &req, &before);
+        prop_assume!(matches!(made.outcome, Outcome::Scheduled { .. }));
+        let again = schedule(fw, &req, &after).outcome == made.outcome;
+        let fleet = Fleet::new(&after);
+        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, &made, None), again);
+        let changed: Vec<usize> = made
+            .verdicts
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| changes.keys().any(|i| format!("m{i:02}") == v.name))
+            .map(|(k, _)| k)
+            .collect();
+        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, &made, Some(&changed)), again);
+        // Nothing changed: it stands.
+        prop_assert!(outcome_stands(&Fleet::new(&before), fw, &req, &before, &made, Some(&[])));
+    }
+}
+
+#[test]
+fn a_result_with_ordered_affinity_terms_is_scheduled_again() {
+    let clusters: Vec<ClusterSnapshot> = (0..3).map(|i| cluster(i, 10, false, true)).collect();
+    let mut placement = strategy_placement(2, false, &[]);
+    placement.cluster_affinities = vec![ClusterAffinityTerm { affinity_name: "a".into(), ..Default::default() }];
+    let (key, w, previous) = (key(), workload(3), BTreeMap::new());
+    let req = ScheduleRequest {
+        key: &key,
+        uid: None,
+        workload: &w,
+        placement: &placement,
+        previous: &previous,
+        previous_affinity: None,
+        failover: &NO_FAILOVER,
+    };
+    let fw = Framework::karmada_default();
+    let made = schedule(&fw, &req, &clusters);
+    assert!(matches!(made.outcome, Outcome::Scheduled { .. }));
+    assert!(!outcome_stands(&Fleet::new(&clusters), &fw, &req, &clusters, &made, None), "terms are tried in turn");
+}

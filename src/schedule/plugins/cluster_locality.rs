@@ -9,6 +9,11 @@ pub struct ClusterLocality;
 pub const NAME: &str = "cluster-locality";
 
 impl ScorePlugin for ClusterLocality {
+    /// Reads the previous placement only.
+    fn static_only(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

@@ -39,6 +39,11 @@ pub fn replica_cost_micros(ctx: &PluginContext<'_>) -> Option<i64> {
 }
 
 impl ScorePlugin for CostFirst {
+    /// Reads the profile's price table, the cluster's name and region, and the request only.
+    fn static_only(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "cost-first"
     }

@@ -11,6 +11,11 @@ use crate::util::hash::fnv1a64;
 pub struct WeightedRoundRobin;
 
 impl ScorePlugin for WeightedRoundRobin {
+    /// Reads the profile's weights, the workload's and the cluster's names only.
+    fn static_only(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "weighted-round-robin"
     }

@@ -250,20 +250,24 @@ fn by_groups<'a, C: Clusters + ?Sized>(
             "spreadConstraints: no combination of {what} groups holds the cluster minGroups {cluster_min} clusters"
         ));
     }
+    // A cluster has one verdict, which every group it is in holds: verdicts are told apart
+    // by address.
+    let same = |a: &ClusterVerdict, b: &ClusterVerdict| std::ptr::eq(a, b);
+    let id = |v: &ClusterVerdict| std::ptr::from_ref(v) as usize as u64;
     let mut selected: Vec<&ClusterVerdict> = Vec::new();
-    let mut candidates: Vec<&ClusterVerdict> = Vec::new();
+    let mut candidates = crate::util::hash::IdSet::default();
     for g in &chosen {
         let Some(vs) = members.get(g.name.as_str()) else { continue };
         let mut first = true;
         for v in vs {
-            if selected.iter().any(|s| s.name == v.name) {
+            if selected.iter().any(|s| same(s, v)) {
                 continue;
             }
             if first {
                 selected.push(*v);
                 first = false;
             } else {
-                candidates.push(*v);
+                candidates.insert(id(v));
             }
         }
     }
@@ -276,12 +280,14 @@ fn by_groups<'a, C: Clusters + ?Sized>(
             selected.len()
         ));
     }
-    candidates.retain(|c| !selected.iter().any(|s| s.name == c.name));
-    candidates.sort_by(|a, b| b.score.cmp(&a.score).then(avail(b).cmp(&avail(a))).then(a.name.cmp(&b.name)));
-    candidates.dedup_by(|a, b| a.name == b.name);
+    for s in &selected {
+        candidates.remove(&id(s));
+    }
+    // The candidates by score desc, available desc, name asc: in the global order, once each.
     let wanted = limit(cluster_max, selected.len() + candidates.len());
     let rest = wanted.saturating_sub(selected.len());
-    selected.extend(candidates.into_iter().take(rest));
+    let by_order = ordered.iter().filter(|v| candidates.contains(&id(v)));
+    selected.extend(by_order.take(rest).copied());
     Ok(selected)
 }
 

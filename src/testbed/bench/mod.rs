@@ -805,6 +805,8 @@ impl Bench {
         sink.put(count(Scenario::S4, "  files written", reports.iter().map(|r| r.files_written as f64).collect()));
         let decided = reports.iter().map(|r| r.decided as f64).collect();
         sink.put(count(Scenario::S4, "  workloads scheduled and rendered again", decided));
+        let stood = reports.iter().map(|r| r.redecided.outcome_stood as f64).collect();
+        sink.put(count(Scenario::S4, "  capacity changed, same outcome: kept", stood));
         Ok(())
     }
 
