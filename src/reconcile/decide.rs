@@ -163,6 +163,8 @@ pub(super) fn decide_all(
     let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
     let mut fleet_statics = FleetStatics::default();
     let mut batch = Batch::default();
+    // The positions in `out.order` of the decisions that may hold problems.
+    let mut with_problems: Vec<usize> = Vec::new();
     let default_placement = Placement::default();
     // (Moved out for the loop; an error ends the pass, and the cache with it.)
     let mut claims = std::mem::take(&mut cache.claims);
@@ -188,6 +190,7 @@ pub(super) fn decide_all(
                 .kept(shared, previous.as_ref(), |bits| fleet_statics.key(&snapshots.views, f64::from_bits(bits))),
             false => None,
         };
+        let decided_before = out.decided;
         let reused = kept.and_then(|key| reuse_kept(ctx, cache, snapshots, &t.key, key));
         let entry = match reused {
             Some(entry) => {
@@ -237,6 +240,10 @@ pub(super) fn decide_all(
         };
         let decided = &entry.decided;
         seen_placed += usize::from(placed.is_some());
+        // Problems come with a decision, or from rendering this pass's.
+        if out.decided != decided_before || !decided.problems.is_empty() {
+            with_problems.push(out.order.len());
+        }
         out.order.push(t.key.clone());
         if decided.scheduled {
             out.scheduled += 1;
@@ -270,7 +277,7 @@ pub(super) fn decide_all(
             files.into_decided(&mut Arc::make_mut(c).decided);
         }
     }
-    for key in &out.order {
+    for key in with_problems.iter().filter_map(|i| out.order.get(*i)) {
         let Some(decided) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
         for p in &decided.problems {
             if let Some(cluster) = &p.cluster {

@@ -272,6 +272,7 @@ impl Reconciler {
             };
         let recording = record::Recording {
             replay,
+            full_check,
             store: &self.store,
             held: &published.held,
             held_moves: &published.held_moves,

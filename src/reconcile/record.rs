@@ -50,6 +50,9 @@ pub(super) struct Recording<'a> {
     pub stability: &'a StabilityPass,
     /// Blob hash of the pass's replay inputs ([`crate::store::ReplayPass`]); 0: not stored.
     pub replay: u64,
+    /// A full check: the output's stats may have proven files of any decision, and the first
+    /// pass of a process restores decisions that may need writing again.
+    pub full_check: bool,
 }
 
 /// Records the pass's decisions and removals, persists the reusable decisions, and flushes.
@@ -58,18 +61,36 @@ pub(super) fn record(
     cache: &mut cache::PassCache,
     decisions: &Decisions,
 ) -> Result<Recorded, StoreError> {
-    let order = &decisions.order;
-    let mut history_records = record_changed(r, cache, decisions)?;
+    let (mut history_records, placed) = record_changed(r, cache, decisions)?;
     let removed_workloads = record_removed(r, cache, &decisions.removed)?;
     history_records += removed_workloads.len();
     // What a restart needs to reuse these decisions, with the placement's `history_seq`
     // (flushed with the placements; an entry whose seq is not its placement's is ignored).
+    // Outside a full check (which proves files' stats and, as a process's first pass, follows
+    // the restore) only a decision made this pass or one whose placement this pass recorded
+    // can be persisted with another seq than its placement's: those are looked at, not every
+    // one.
     let mut stored = Vec::new();
-    for key in order {
+    let candidates: Vec<&ObjectKey> = match r.full_check {
+        true => decisions.order.iter().collect(),
+        false => {
+            let mut c: Vec<&ObjectKey> = decisions.fresh.iter().chain(&placed).collect();
+            c.sort_unstable();
+            c.dedup();
+            c
+        }
+    };
+    for key in candidates {
         let (Some(c), Some(p)) = (cache.decisions.get_mut(key), cache.placements.get(key)) else { continue };
         if c.persisted_seq != Some(p.history_seq) {
             stored.push(c.to_stored(key, p.history_seq, cache.history.get(key)));
             Arc::make_mut(c).persisted_seq = Some(p.history_seq);
+        }
+    }
+    #[cfg(debug_assertions)]
+    for key in &decisions.order {
+        if let (Some(c), Some(p)) = (cache.decisions.get(key), cache.placements.get(key)) {
+            debug_assert_eq!(c.persisted_seq, Some(p.history_seq), "{key}: persisted with another seq");
         }
     }
     r.store.put_stored_decisions(&stored)?;
@@ -101,8 +122,14 @@ fn held_move_note(moves: &[HeldMove], key: &ObjectKey) -> Option<String> {
 /// Writes the changed decisions in batches of [`RECORD_BATCH`], one transaction each
 /// (sequence numbers and records as one-by-one writes in this order would give them); the
 /// cache learns of a record once its batch is written. Each workload's entries are read only
-/// by its own iteration, so deferring them changes nothing. Returns how many it recorded.
-fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &Decisions) -> Result<usize, StoreError> {
+/// by its own iteration, so deferring them changes nothing. Returns how many it recorded, and
+/// the workloads whose placements it wrote.
+fn record_changed(
+    r: &Recording<'_>,
+    cache: &mut cache::PassCache,
+    decisions: &Decisions,
+) -> Result<(usize, Vec<ObjectKey>), StoreError> {
+    let mut placed = Vec::new();
     let mut batch: Vec<(HistoryRecord, PlacementRecord)> = Vec::new();
     let mut pending: Vec<(ObjectKey, cache::LastHistory)> = Vec::new();
     let mut recorded = 0;
@@ -161,13 +188,14 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
         let last =
             cache::LastHistory { template_hash: d.inputs.template_hash, policy_hash: d.inputs.policy_hash, notes };
         pending.push((key.clone(), last));
+        placed.push(key.clone());
         batch.push((history, record));
         if batch.len() >= RECORD_BATCH {
             recorded += record_batch(r, &mut batch, &mut pending, cache)?;
         }
     }
     recorded += record_batch(r, &mut batch, &mut pending, cache)?;
-    Ok(recorded)
+    Ok((recorded, placed))
 }
 
 /// Whether a decision is recorded: a new workload, a fresh decision whose outcome (scheduled

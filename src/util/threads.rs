@@ -10,7 +10,14 @@ pub const ENV: &str = "FEDSCHED_THREADS";
 
 /// Threads for one parallel step (at least 1).
 pub fn workers() -> usize {
-    from(std::env::var(ENV).ok().as_deref(), std::thread::available_parallelism().map_or(1, usize::from))
+    from(std::env::var(ENV).ok().as_deref(), cores())
+}
+
+/// The cores this process may use, asked once: `available_parallelism` reads the cgroup's CPU
+/// quota files on every call (a pass asked it a dozen times).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
 /// `f` of every item, in the items' order whatever the thread count: the items are cut into
