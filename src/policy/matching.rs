@@ -12,8 +12,9 @@
 //!   given the policy recorded in the template's previous placement (from the store);
 //! - [`shadow_reason`]: why a matching policy lost, for `check`'s conflict report.
 
+use crate::util::hash::KeyMap;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::types::{
     ClusterAffinity, LabelSelector, LabelSelectorRequirement, Preemption, PropagationSpec, ResourceSelector,
@@ -377,16 +378,16 @@ fn compare_candidates(a: &Candidate, b: &Candidate) -> Ordering {
 /// [`crate::render::overrides::applicable`] (which scan every policy).
 pub struct PolicyIndex<'a> {
     set: &'a PolicySet,
-    pps: HashMap<&'a str, Vec<&'a Policy<PropagationSpec>>>,
-    by_ref: HashMap<(PolicyKind, Option<&'a str>, &'a str), &'a Policy<PropagationSpec>>,
-    overrides: HashMap<&'a str, Vec<&'a Policy<crate::policy::types::OverrideSpec>>>,
+    pps: KeyMap<&'a str, Vec<&'a Policy<PropagationSpec>>>,
+    by_ref: KeyMap<(PolicyKind, Option<&'a str>, &'a str), &'a Policy<PropagationSpec>>,
+    overrides: KeyMap<&'a str, Vec<&'a Policy<crate::policy::types::OverrideSpec>>>,
 }
 
 impl<'a> PolicyIndex<'a> {
     /// Indexes `set` (the order of each list is kept within a namespace).
     pub fn new(set: &'a PolicySet) -> Self {
-        let mut pps: HashMap<&str, Vec<_>> = HashMap::new();
-        let mut by_ref = HashMap::new();
+        let mut pps: KeyMap<&str, Vec<_>> = KeyMap::default();
+        let mut by_ref = KeyMap::with_capacity_and_hasher(set.propagation_policies.len(), Default::default());
         for p in set.propagation_policies.iter().map(|p| &**p) {
             if let Some(ns) = p.namespace() {
                 pps.entry(ns).or_default().push(p);
@@ -396,7 +397,7 @@ impl<'a> PolicyIndex<'a> {
         for p in set.cluster_propagation_policies.iter().map(|p| &**p) {
             by_ref.entry((PolicyKind::ClusterPropagationPolicy, p.namespace(), p.name())).or_insert(p);
         }
-        let mut overrides: HashMap<&str, Vec<_>> = HashMap::new();
+        let mut overrides: KeyMap<&str, Vec<_>> = KeyMap::default();
         for p in set.override_policies.iter().map(|p| &**p) {
             if let Some(ns) = p.namespace() {
                 overrides.entry(ns).or_default().push(p);
