@@ -794,6 +794,26 @@ pub struct RecentPlacements {
     pub digest: u64,
 }
 
+/// The recent placements in store order, with each one's store key and the oldest decision
+/// time among them ([`PassCache::recent_list`]).
+#[derive(Clone, Default)]
+pub struct RecentList {
+    pub placements: Vec<Arc<PlacementRecord>>,
+    pub keys: Vec<String>,
+    pub oldest_ms: u64,
+}
+
+/// The per-replica requirements of the recent placements, in their order, with the templates
+/// (by position), interpreters and placements they were found from
+/// ([`PassCache::recent_requirements`]).
+#[derive(Clone)]
+pub struct RequirementsMemo {
+    pub interpreters: u64,
+    pub templates: Vec<Arc<crate::policy::Template>>,
+    pub placements: Vec<Arc<PlacementRecord>>,
+    pub requirements: Vec<Option<Arc<crate::model::ReplicaRequirements>>>,
+}
+
 /// The desired output of the decisions of a pass as the plan of the publish reads it
 /// (`reconcile/plan.rs` keeps it between passes and brings it up to date from what a pass
 /// changed): per cluster the digest of its decisions' files, and the Namespace files it needs.
@@ -1037,6 +1057,16 @@ pub struct PassCache {
     pub owners: Option<Arc<crate::publish::Owners>>,
     /// The last pass's recent placements and their digest.
     pub recent: Option<RecentPlacements>,
+    /// The last pass's recent placements in store order, with their store keys: patched with
+    /// [`PassCache::placements_changed`] while none of them expired
+    /// (`reconcile/snapshots.rs`).
+    pub recent_list: Option<RecentList>,
+    /// The recent placements' requirements as the last pass found them, with what it found
+    /// them from (`reconcile/snapshots.rs`).
+    pub recent_requirements: Option<RequirementsMemo>,
+    /// The workloads whose placement this process set or removed since the recent placements
+    /// were last listed (`None`: not followed; they are listed from scratch).
+    pub placements_changed: Option<Vec<ObjectKey>>,
     /// The clusters' state digests the last pass started from, with the digest of their
     /// names ([`ClusterDigests::start_digests`]).
     pub cluster_digests: Option<(u64, Vec<u64>)>,
@@ -1055,6 +1085,22 @@ pub struct PassCache {
 }
 
 impl PassCache {
+    /// Sets a workload's placement (noted for the recent placements' list).
+    pub fn set_placement(&mut self, p: Arc<PlacementRecord>) {
+        if let Some(changed) = self.placements_changed.as_mut() {
+            changed.push(p.workload.clone());
+        }
+        self.placements.insert(p.workload.clone(), p);
+    }
+
+    /// Removes a workload's placement (noted for the recent placements' list).
+    pub fn remove_placement(&mut self, workload: &ObjectKey) -> Option<Arc<PlacementRecord>> {
+        if let Some(changed) = self.placements_changed.as_mut() {
+            changed.push(workload.clone());
+        }
+        self.placements.remove(workload)
+    }
+
     /// A copy for a preview of a pass ([`crate::reconcile::Reconciler::preview_warm`]): a pass
     /// on the copy changes nothing here. Cheap: placements, decisions, requirements and the
     /// views' node lists are shared (`Arc`), and a decision the preview changes is copied then.

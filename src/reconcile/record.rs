@@ -255,8 +255,9 @@ fn record_batch(
         .collect();
     r.store.put_replay_refs(&refs)?;
     for ((_, record), (key, last)) in batch.drain(..).zip(pending.drain(..)) {
-        cache.history.insert(key.clone(), Some(last));
-        cache.placements.insert(key, Arc::new(record));
+        debug_assert_eq!(key, record.workload);
+        cache.history.insert(key, Some(last));
+        cache.set_placement(Arc::new(record));
     }
     Ok(recorded)
 }
@@ -305,7 +306,7 @@ fn record_removed(
         };
         r.store.put_replay_refs(&[(seq, removal)])?;
         r.store.remove_placement(&old.workload)?;
-        cache.placements.remove(key);
+        cache.remove_placement(key);
         cache.history.insert(key.clone(), Some(cache::LastHistory { template_hash: 0, policy_hash: 0, notes }));
         out.push(key.clone());
     }

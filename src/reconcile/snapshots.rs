@@ -70,11 +70,14 @@ pub(super) fn version(
     let recorded = record_snapshots(store, cache, inputs, model, now_ms)?;
     // Assumed workloads: recent decisions a live member does not run yet, deducted from the
     // views in store order.
-    let templates: KeyMap<&ObjectKey, (usize, &Template)> =
-        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, (i, &**t))).collect();
     let recent_placements = recent_placements(cache, now_ms, model.assumed_ttl_ms);
-    let recent: Vec<&PlacementRecord> = recent_placements.iter().map(|p| &**p).collect();
-    let requirements = recent_requirements(&mut cache.requirements, inputs, &templates, &recent);
+    let keys = cache.recent_list.as_ref().map_or(&[][..], |l| &l.keys[..]);
+    let requirements = recent_requirements(
+        &mut cache.recent_requirements,
+        &mut cache.requirements,
+        inputs,
+        (&recent_placements, keys),
+    );
     let key = views_key(&recorded.fingerprints, recent_digest(&mut cache.recent, &recent_placements, &requirements));
     let (mut views, assumed) = match cache.views.take() {
         Some(v) if v.key == key && v.snapshots.len() == inputs.snapshots.len() => (v.snapshots, v.assumed),
@@ -534,60 +537,165 @@ fn record_snapshots(
 
 /// The per-replica requirements of each recent placement's template, in `recent`'s order
 /// (kept in `cached`, the cache's requirements; interpreted again only when the template or
-/// the interpreters changed; `None`: the
-/// template is gone or cannot be interpreted).
+/// the interpreters changed; `None`: the template is gone or cannot be interpreted). With the
+/// last pass's ([`cache::RequirementsMemo`]) for the same workloads in the same order, the same
+/// interpreters and as many templates, only the entries whose placement or template is
+/// another object are looked at again (`keys`: the recent placements' store keys).
 fn recent_requirements(
+    memo: &mut Option<cache::RequirementsMemo>,
     cached: &mut KeyMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
     inputs: &Inputs,
-    templates: &KeyMap<&ObjectKey, (usize, &Template)>,
-    recent: &[&PlacementRecord],
+    (recent, keys): (&[Arc<PlacementRecord>], &[String]),
 ) -> Vec<Option<Arc<ReplicaRequirements>>> {
-    if cached.len() > templates.len() {
-        cached.retain(|k, _| templates.contains_key(k));
-    }
-    let mut out: Vec<Option<Arc<ReplicaRequirements>>> = Vec::with_capacity(recent.len());
-    for p in recent {
-        let Some((i, t)) = templates.get(&p.workload).copied() else {
-            out.push(None);
-            continue;
-        };
-        let source = cache::key_of(&(inputs.hashes.templates.get(i), inputs.hashes.interpreters));
-        let req = match cached.get(&p.workload) {
-            Some((k, req)) if *k == source => req.clone(),
-            _ => {
-                let req = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters)
-                    .ok()
-                    .map(|w| Arc::new(w.requirements));
-                cached.insert(p.workload.clone(), (source, req.clone()));
-                req
+    let templates = &inputs.set.templates;
+    let patched = memo.take().and_then(|m| {
+        let same = m.interpreters == inputs.hashes.interpreters
+            && m.templates.len() == templates.len()
+            && m.placements.len() == recent.len()
+            && keys.len() == recent.len();
+        if !same {
+            return None;
+        }
+        let mut again = Vec::new();
+        for (i, (was, now)) in m.placements.iter().zip(recent).enumerate() {
+            if !Arc::ptr_eq(was, now) {
+                if was.workload != now.workload {
+                    return None;
+                }
+                again.push(i);
             }
-        };
-        out.push(req);
-    }
+        }
+        for (was, now) in m.templates.iter().zip(templates.iter()) {
+            if !Arc::ptr_eq(was, now) {
+                for key in [&was.key, &now.key] {
+                    if let Ok(i) = keys.binary_search(&key.store_key()) {
+                        again.push(i);
+                    }
+                }
+            }
+        }
+        let mut out = m.requirements;
+        for i in again {
+            if let (Some(slot), Some(p)) = (out.get_mut(i), recent.get(i)) {
+                *slot = requirement_of(cached, inputs, template_of(templates, &p.workload));
+            }
+        }
+        Some(out)
+    });
+    let out = match patched {
+        Some(out) => {
+            #[cfg(debug_assertions)]
+            debug_assert!(out == all_requirements(cached, inputs, recent), "patched requirements differ");
+            out
+        }
+        None => all_requirements(cached, inputs, recent),
+    };
+    *memo = Some(cache::RequirementsMemo {
+        interpreters: inputs.hashes.interpreters,
+        templates: templates.clone(),
+        placements: recent.to_vec(),
+        requirements: out.clone(),
+    });
     out
 }
 
-/// The placements decided less than `ttl_ms` before `now_ms` (those whose replicas are
-/// assumed), in store order, as the store lists them: the last pass's list again when it is
-/// the same (the same placement objects, all still recent, and no other), which a quiet pass
-/// of a large fleet finds without sorting every workload's key.
-fn recent_placements(cache: &cache::PassCache, now_ms: u64, ttl_ms: u64) -> Vec<Arc<PlacementRecord>> {
-    let is_recent = |p: &PlacementRecord| now_ms.saturating_sub(p.decided_at_ms) < ttl_ms;
-    let count = cache.placements.values().filter(|p| is_recent(p)).count();
-    // The same workloads as the last pass's list (some placements replaced by an edit's
-    // decision): the same store order, with the current placements.
-    if let Some(m) = &cache.recent
-        && m.placements.len() == count
-    {
-        let current: Option<Vec<Arc<PlacementRecord>>> =
-            m.placements.iter().map(|p| cache.placements.get(&p.workload).filter(|q| is_recent(q)).cloned()).collect();
-        if let Some(current) = current {
-            return current;
+/// [`recent_requirements`] of every recent placement.
+fn all_requirements(
+    cached: &mut KeyMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
+    inputs: &Inputs,
+    recent: &[Arc<PlacementRecord>],
+) -> Vec<Option<Arc<ReplicaRequirements>>> {
+    let templates: KeyMap<&ObjectKey, (usize, &Template)> =
+        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, (i, &**t))).collect();
+    if cached.len() > templates.len() {
+        cached.retain(|k, _| templates.contains_key(k));
+    }
+    recent.iter().map(|p| requirement_of(cached, inputs, templates.get(&p.workload).copied())).collect()
+}
+
+/// The template of `workload` in the set's templates (sorted by key) with its position.
+fn template_of<'t>(templates: &'t [Arc<Template>], workload: &ObjectKey) -> Option<(usize, &'t Template)> {
+    let i = templates.binary_search_by(|t| t.key.cmp(workload)).ok()?;
+    templates.get(i).map(|t| (i, &**t))
+}
+
+/// The per-replica requirements of one template (at its position), kept in `cached` by the
+/// template's hash and the interpreters'.
+fn requirement_of(
+    cached: &mut KeyMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
+    inputs: &Inputs,
+    template: Option<(usize, &Template)>,
+) -> Option<Arc<ReplicaRequirements>> {
+    let (i, t) = template?;
+    let source = cache::key_of(&(inputs.hashes.templates.get(i), inputs.hashes.interpreters));
+    match cached.get(&t.key) {
+        Some((k, req)) if *k == source => req.clone(),
+        _ => {
+            let req = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters)
+                .ok()
+                .map(|w| Arc::new(w.requirements));
+            cached.insert(t.key.clone(), (source, req.clone()));
+            req
         }
     }
-    let mut recent: Vec<Arc<PlacementRecord>> = cache.placements.values().filter(|p| is_recent(p)).cloned().collect();
-    recent.sort_by_cached_key(|p| p.workload.store_key());
-    recent
+}
+
+/// The placements decided less than `ttl_ms` before `now_ms` (those whose replicas are
+/// assumed), in store order, as the store lists them: the last pass's list patched with the
+/// placements this process set or removed since ([`cache::PassCache::placements_changed`])
+/// while none of the listed ones expired, which a pass of a large fleet finds without looking
+/// at every workload's placement or sorting their keys; listed from scratch otherwise.
+fn recent_placements(cache: &mut cache::PassCache, now_ms: u64, ttl_ms: u64) -> Vec<Arc<PlacementRecord>> {
+    let is_recent = |p: &PlacementRecord| now_ms.saturating_sub(p.decided_at_ms) < ttl_ms;
+    let changed = cache.placements_changed.replace(Vec::new());
+    if let (Some(list), Some(mut changed)) = (cache.recent_list.as_mut(), changed)
+        && (list.placements.is_empty() || now_ms.saturating_sub(list.oldest_ms) < ttl_ms)
+    {
+        changed.sort_unstable();
+        changed.dedup();
+        for key in &changed {
+            let store_key = key.store_key();
+            let current = cache.placements.get(key).filter(|p| is_recent(p));
+            match (list.keys.binary_search(&store_key), current) {
+                (Ok(i), Some(p)) => list.placements[i] = Arc::clone(p),
+                (Ok(i), None) => {
+                    list.placements.remove(i);
+                    list.keys.remove(i);
+                }
+                (Err(i), Some(p)) => {
+                    list.placements.insert(i, Arc::clone(p));
+                    list.keys.insert(i, store_key);
+                }
+                (Err(_), None) => {}
+            }
+        }
+        list.oldest_ms = list.placements.iter().map(|p| p.decided_at_ms).min().unwrap_or(0);
+        #[cfg(debug_assertions)]
+        {
+            let (fresh, _) = list_recent(&cache.placements, is_recent);
+            debug_assert!(
+                fresh.len() == list.placements.len()
+                    && fresh.iter().zip(&list.placements).all(|(a, b)| Arc::ptr_eq(a, b)),
+                "the patched recent placements are not those listed from scratch"
+            );
+        }
+        return list.placements.clone();
+    }
+    let (placements, keys) = list_recent(&cache.placements, is_recent);
+    let oldest_ms = placements.iter().map(|p| p.decided_at_ms).min().unwrap_or(0);
+    cache.recent_list = Some(cache::RecentList { placements: placements.clone(), keys, oldest_ms });
+    placements
+}
+
+/// The placements `is_recent` takes, sorted by store key, with their store keys.
+fn list_recent(
+    placements: &KeyMap<ObjectKey, Arc<PlacementRecord>>,
+    is_recent: impl Fn(&PlacementRecord) -> bool,
+) -> (Vec<Arc<PlacementRecord>>, Vec<String>) {
+    let mut keyed: Vec<(String, Arc<PlacementRecord>)> =
+        placements.values().filter(|p| is_recent(p)).map(|p| (p.workload.store_key(), Arc::clone(p))).collect();
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    keyed.into_iter().map(|(k, p)| (p, k)).unzip()
 }
 
 /// The digest of the recent placements (workload, targets, per-replica requirements) in store
@@ -987,12 +1095,15 @@ mod tests {
     fn an_edit_updates_the_recent_list_and_digest_as_a_fresh_pass_computes_them() {
         let mut cache = cache::PassCache::default();
         for name in ["web", "api", "db", "cache"] {
-            let p = placement(name, 2, 1_000);
-            cache.placements.insert(p.workload.clone(), p);
+            cache.set_placement(placement(name, 2, 1_000));
         }
         let req = Some(Arc::new(ReplicaRequirements::default()));
         let fresh = |cache: &cache::PassCache, now: u64| {
-            let recent = recent_placements(&cache::PassCache { recent: None, ..cache.fork() }, now, 10_000);
+            let recent = recent_placements(
+                &mut cache::PassCache { recent: None, recent_list: None, ..cache.fork() },
+                now,
+                10_000,
+            );
             let reqs = vec![req.clone(); recent.len()];
             let digest = recent_digest(&mut None, &recent, &reqs);
             (recent, digest)
@@ -1009,7 +1120,7 @@ mod tests {
         assert_eq!((names(&first), d1), (names(&fresh(&cache, 2_000).0), fresh(&cache, 2_000).1));
         // One edit: "db" decided again with other targets.
         let edited = placement("db", 3, 2_500);
-        cache.placements.insert(edited.workload.clone(), edited.clone());
+        cache.set_placement(edited.clone());
         let (second, d2) = memo(&mut cache, 3_000);
         let (want, want_digest) = fresh(&cache, 3_000);
         assert_eq!(names(&second), names(&want));
@@ -1017,9 +1128,18 @@ mod tests {
         assert!(Arc::ptr_eq(&second[2], &edited));
         assert_eq!(d2, want_digest);
         assert_ne!(d1, d2, "the edit changes the digest");
+        // A new workload and a removed one while none expired: the list patched, as listed
+        // from scratch.
+        cache.set_placement(placement("mq", 1, 3_500));
+        cache.remove_placement(&placement("api", 1, 0).workload);
+        let (patched, d4) = memo(&mut cache, 4_000);
+        let (want, want_digest) = fresh(&cache, 4_000);
+        assert_eq!(names(&patched), ["cache", "db", "mq", "web"]);
+        assert!(patched.len() == want.len() && patched.iter().zip(&want).all(|(a, b)| Arc::ptr_eq(a, b)));
+        assert_eq!(d4, want_digest);
         // A placement that is no longer recent, and a new workload: listed from scratch.
         let late = placement("queue", 1, 20_000);
-        cache.placements.insert(late.workload.clone(), late);
+        cache.set_placement(late);
         let (third, d3) = memo(&mut cache, 14_000);
         let (want, want_digest) = fresh(&cache, 14_000);
         assert_eq!(names(&third), names(&want));
