@@ -38,14 +38,33 @@ pub enum Owner {
 impl Owner {
     /// The owner key of `workload`'s pods.
     pub fn of(workload: &ObjectKey) -> Owner {
-        let ns = workload.namespace.as_deref().unwrap_or("default");
-        match (workload.group(), workload.kind.as_str()) {
-            ("apps", "Deployment") => Owner::ReplicaSets(format!("ReplicaSet/{ns}/{}-", workload.name)),
-            ("apps", kind @ ("StatefulSet" | "ReplicaSet")) | ("batch", kind @ "Job") | ("", kind @ "Pod") => {
-                Owner::Exact(format!("{kind}/{ns}/{}", workload.name))
-            }
-            _ => Owner::Unknown,
+        let mut key = String::new();
+        match Owner::write_key(workload, &mut key) {
+            Some(true) => Owner::ReplicaSets(key),
+            Some(false) => Owner::Exact(key),
+            None => Owner::Unknown,
         }
+    }
+
+    /// Writes [`Owner::key`] of `workload`'s owner into `out` (cleared first): `Some(true)` for
+    /// a Deployment's ReplicaSets prefix, `Some(false)` for the object itself, `None` (nothing
+    /// written) for pods that cannot be attributed.
+    pub fn write_key(workload: &ObjectKey, out: &mut String) -> Option<bool> {
+        use std::fmt::Write;
+        out.clear();
+        let ns = workload.namespace.as_deref().unwrap_or("default");
+        let (kind, replica_sets) = match (workload.group(), workload.kind.as_str()) {
+            ("apps", "Deployment") => ("ReplicaSet", true),
+            ("apps", kind @ ("StatefulSet" | "ReplicaSet")) | ("batch", kind @ "Job") | ("", kind @ "Pod") => {
+                (kind, false)
+            }
+            _ => return None,
+        };
+        let _ = write!(out, "{kind}/{ns}/{}", workload.name);
+        if replica_sets {
+            out.push('-');
+        }
+        Some(replica_sets)
     }
 
     /// Replicas of the workload that a live member runs.

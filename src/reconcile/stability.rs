@@ -184,18 +184,18 @@ pub(super) fn run(
             c.no_execute = ts.iter().filter(|t| t.effect == TaintEffect::NoExecute).cloned().collect();
         }
     }
-    let by_name: HashMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
+    let by_name: KeyMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
     let attention = Attention::new(&clusters, views);
-    let mut keys: Vec<&ObjectKey> =
-        cache.placements.iter().filter(|(key, p)| attention.may_act(key, p, &old, index)).map(|(key, _)| key).collect();
+    let mut owner = String::new();
+    let mut keys: Vec<&ObjectKey> = cache
+        .placements
+        .iter()
+        .filter(|(key, p)| attention.may_act(key, p, (&old, index), &mut owner))
+        .map(|(key, _)| key)
+        .collect();
     keys.sort();
     // Capacity figures and request shapes are computed only for the workloads the engine sees.
     let mut capacity: HashMap<&str, u64> = HashMap::new();
-    let positions: KeyMap<&ObjectKey, usize> = if keys.is_empty() && old.workloads.is_empty() {
-        KeyMap::default()
-    } else {
-        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, i)).collect()
-    };
     let mut workloads = Vec::new();
     for key in keys {
         let Some(p) = cache.placements.get(key) else { continue };
@@ -259,7 +259,7 @@ pub(super) fn run(
         }
         let on_unhealthy = w.placed.keys().any(|c| attention.unhealthy.contains(c.as_str()));
         if on_unhealthy || observed_trouble || old.workloads.contains_key(key) {
-            w.shape = shape_of(inputs, &positions, key);
+            w.shape = shape_of(inputs, key);
             for cluster in w.placed.keys() {
                 let Some(s) = by_name.get(cluster.as_str()) else { continue };
                 let f = *capacity.entry(s.name.as_str()).or_insert_with(|| capacity_figure(s));
@@ -273,7 +273,7 @@ pub(super) fn run(
     step.state.rebalances = rebalance(&old, inputs, cache, now_ms, &mut step.actions);
     let mut directives = BTreeMap::new();
     for (key, ws) in &step.state.workloads {
-        let shape = shape_of(inputs, &positions, key);
+        let shape = shape_of(inputs, key);
         let failover = Failover {
             evicted: ws.evicted().into_iter().map(str::to_string).collect(),
             caps: ws.marks.iter().filter(|m| m.shape == shape).map(|m| (m.cluster.clone(), m.cap)).collect(),
@@ -331,7 +331,7 @@ struct Attention<'a> {
     /// Per owner key ([`Owner::key`]) of workloads whose pods are in trouble on some live
     /// member: those members. Built from every member's pod owners once; a workload is then
     /// judged with one lookup, not a scan per member it is placed on.
-    troubled: HashMap<&'a str, Troubled<'a>>,
+    troubled: KeyMap<&'a str, Troubled<'a>>,
 }
 
 /// The live members where a workload's pods are Unschedulable, and where they are not Ready.
@@ -348,7 +348,7 @@ impl<'a> Attention<'a> {
             .filter(|c| !c.condition.is_ready() || !c.no_execute.is_empty())
             .map(|c| c.name.as_str())
             .collect();
-        let mut troubled: HashMap<&str, Troubled<'_>> = HashMap::new();
+        let mut troubled: KeyMap<&str, Troubled<'_>> = KeyMap::default();
         for s in views {
             let Some(pods) = &s.pods else { continue };
             for (owner, st) in &pods.owners {
@@ -373,7 +373,14 @@ impl<'a> Attention<'a> {
 
     /// Whether `key` (placed as `p`) may have something to do: a necessary condition of the
     /// engine's, never a sufficient one (the input built then says exactly).
-    fn may_act(&self, key: &ObjectKey, p: &PlacementRecord, old: &StabilityState, index: &PolicyIndex<'_>) -> bool {
+    /// (`owner`: a buffer for the workload's owner key.)
+    fn may_act(
+        &self,
+        key: &ObjectKey,
+        p: &PlacementRecord,
+        (old, index): (&StabilityState, &PolicyIndex<'_>),
+        owner: &mut String,
+    ) -> bool {
         if old.workloads.contains_key(key) {
             return true;
         }
@@ -384,8 +391,11 @@ impl<'a> Attention<'a> {
         if self.troubled.is_empty() {
             return false;
         }
-        let owner = Owner::of(key);
-        let Some(t) = owner.key().and_then(|k| self.troubled.get(k)) else { return false };
+        let t = match Owner::write_key(key, owner) {
+            Some(_) => self.troubled.get(owner.as_str()),
+            None => None,
+        };
+        let Some(t) = t else { return false };
         if placed().any(|c| t.unschedulable.contains(c)) {
             return true;
         }
@@ -455,8 +465,11 @@ fn rebalance(
 
 /// The request shape of a workload: a hash of its pod template (`spec.template`; the whole
 /// object for kinds without one), so a change of `replicas` keeps a distrust mark.
-fn shape_of(inputs: &Inputs, positions: &KeyMap<&ObjectKey, usize>, key: &ObjectKey) -> u64 {
-    let Some(t) = positions.get(key).and_then(|i| inputs.set.templates.get(*i)) else { return 0 };
+fn shape_of(inputs: &Inputs, key: &ObjectKey) -> u64 {
+    // The set's templates are sorted by key: a search, not a map of every template.
+    let templates = &inputs.set.templates;
+    let found = templates.binary_search_by(|t| t.key.cmp(key)).ok().and_then(|i| templates.get(i));
+    let Some(t) = found.or_else(|| templates.iter().find(|t| &t.key == key)) else { return 0 };
     let part = t.object.pointer("/spec/template").unwrap_or(&t.object);
     fnv1a64(&serde_json::to_vec(part).unwrap_or_default())
 }
@@ -662,7 +675,7 @@ mod attention_tests {
         let quiet = StabilityState::default();
         let may_act = |views: &[crate::model::ClusterSnapshot], old: &StabilityState| {
             let clusters: Vec<_> = views.iter().map(super::cluster_input).collect();
-            Attention::new(&clusters, views).may_act(&key, &placement, old, &index)
+            Attention::new(&clusters, views).may_act(&key, &placement, (old, &index), &mut String::new())
         };
         let with = |f: &dyn Fn(&mut crate::model::ClusterSnapshot)| {
             let mut views = inputs.snapshots.clone();
