@@ -191,7 +191,7 @@ pub(super) fn decide_all(
             false => None,
         };
         let decided_before = out.decided;
-        let reused = kept.and_then(|key| reuse_kept(ctx, cache, snapshots, &t.key, key));
+        let reused = kept.and_then(|key| reuse_kept(ctx, cache, snapshots, (t, key), &mut out.redecided));
         let entry = match reused {
             Some(entry) => {
                 #[cfg(debug_assertions)]
@@ -439,22 +439,41 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, (fleet_static, previous)
     ))
 }
 
-/// The cached decision of `workload` when its key is `key` (kept: [`cache::KeyMemo`]) and the
-/// state of its clusters is the one it read (when it read capacity): what
-/// [`reuse_or_decide`] reuses, found without the template's claim. `None`: the caller claims
-/// the template and decides as usual.
+/// The cached decision of `template` when its key is `key` (kept: [`cache::KeyMemo`]) and the
+/// state of its clusters is the one it read (when it read capacity), or its outcome stands on
+/// their changed state ([`outcome_stands_on`], with the placement and profile of the policy it
+/// was claimed by, which a kept key vouches for): what [`reuse_or_decide`] reuses, found
+/// without the template's claim. `None`: the caller claims the template and decides as usual.
 fn reuse_kept(
     ctx: &Context<'_>,
-    cache: &cache::PassCache,
+    cache: &mut cache::PassCache,
     snapshots: &PassSnapshots,
-    workload: &ObjectKey,
-    key: u64,
+    (template, key): (&Template, u64),
+    why: &mut super::Redecided,
 ) -> Option<Arc<cache::CachedDecision>> {
+    let workload = &template.key;
     let c = cache.decisions.get(workload)?;
-    let standing = c.key == key
-        && (!c.decided.reads_capacity
-            || cache::clusters_state(&c.clusters, &ctx.pass.digests, &snapshots.views, &snapshots.assumed) == c.state);
-    standing.then(|| Arc::clone(c))
+    if c.key != key {
+        return None;
+    }
+    if !c.decided.reads_capacity {
+        return Some(Arc::clone(c));
+    }
+    let (state, changed) = ctx.pass.digests.state_since(&c.clusters, &snapshots.views, &snapshots.assumed, c.state);
+    if state == c.state {
+        return Some(Arc::clone(c));
+    }
+    let policy = c.decided.record.policy.as_ref().and_then(|r| ctx.index.propagation_policy(r))?;
+    let framework = ctx.profiles.for_policy(&policy.meta.annotations).unwrap_or_else(|| ctx.profiles.default_profile());
+    let claim = (template, &policy.spec.placement, framework);
+    let previous = cache.placements.get(workload).map(|p| &**p);
+    if !outcome_stands_on(ctx, claim, (previous, None), c, (&snapshots.views, changed.as_deref())) {
+        return None;
+    }
+    why.outcome_stood += 1;
+    let c = cache.decisions.get_mut(workload)?;
+    Arc::make_mut(c).state = state;
+    Some(Arc::clone(c))
 }
 
 /// Debug builds: the key a kept key stands for, computed as a template without one computes
@@ -622,27 +641,42 @@ fn capacity_stands(
     views: &[ClusterSnapshot],
     changed: Option<&[usize]>,
 ) -> bool {
-    if !c.decided.scheduled || !w.required.is_empty() || w.policy.is_none() {
+    if !w.required.is_empty() || w.policy.is_none() {
         return false;
     }
-    let t = w.template;
+    let claim = (w.template, w.placement, w.framework);
+    outcome_stands_on(ctx, claim, (w.previous.as_deref(), w.directive), c, (views, changed))
+}
+
+/// [`capacity_stands`] of a template claimed with `placement` and `framework` and placed as
+/// `previous`, under `directive`.
+fn outcome_stands_on(
+    ctx: &Context<'_>,
+    (t, placement, framework): (&Template, &Placement, &Framework),
+    (previous, directive): (Option<&PlacementRecord>, Option<&Directive>),
+    c: &cache::CachedDecision,
+    (views, changed): (&[ClusterSnapshot], Option<&[usize]>),
+) -> bool {
+    if !c.decided.scheduled {
+        return false;
+    }
     let Ok(workload) = interpret(t.key.group(), &t.key.kind, &t.object, &ctx.inputs.interpreters) else {
         return false;
     };
-    let (previous, previous_affinity) = previous_for(w.previous.as_deref(), w.directive);
+    let (previous, previous_affinity) = previous_for(previous, directive);
     let req = ScheduleRequest {
         key: &t.key,
         uid: t.meta.uid.as_deref(),
         workload: &workload,
-        placement: w.placement,
+        placement,
         previous: &previous,
         previous_affinity: previous_affinity.as_deref(),
-        failover: w.directive.map_or(&schedule::NO_FAILOVER, |d| &d.failover),
+        failover: directive.map_or(&schedule::NO_FAILOVER, |d| &d.failover),
     };
-    let stands = schedule::outcome_stands(&ctx.pass.fleet, w.framework, &req, views, &c.decided.record.result, changed);
+    let stands = schedule::outcome_stands(&ctx.pass.fleet, framework, &req, views, &c.decided.record.result, changed);
     #[cfg(debug_assertions)]
     if stands {
-        let (again, _) = schedule::schedule_reads(&ctx.pass.fleet, w.framework, &req, views);
+        let (again, _) = schedule::schedule_reads(&ctx.pass.fleet, framework, &req, views);
         debug_assert_eq!(
             again.outcome, c.decided.record.result.outcome,
             "{}: the outcome stood on the verdicts, not when scheduled again",
