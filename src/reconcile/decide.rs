@@ -664,15 +664,7 @@ fn outcome_stands_on(
         return false;
     };
     let (previous, previous_affinity) = previous_for(previous, directive);
-    let req = ScheduleRequest {
-        key: &t.key,
-        uid: t.meta.uid.as_deref(),
-        workload: &workload,
-        placement,
-        previous: &previous,
-        previous_affinity: previous_affinity.as_deref(),
-        failover: directive.map_or(&schedule::NO_FAILOVER, |d| &d.failover),
-    };
+    let req = schedule_request(t, &workload, placement, (&previous, previous_affinity.as_deref()), directive);
     let stands = schedule::outcome_stands(&ctx.pass.fleet, framework, &req, views, &c.decided.record.result, changed);
     #[cfg(debug_assertions)]
     if stands {
@@ -684,6 +676,26 @@ fn outcome_stands_on(
         );
     }
     stands
+}
+
+/// The scheduler's request for template `t` read as `workload`, claimed with `placement`, from
+/// its previous placement (as [`previous_for`] gives it) under `directive`.
+fn schedule_request<'r>(
+    t: &'r Template,
+    workload: &'r Workload,
+    placement: &'r Placement,
+    (previous, previous_affinity): (&'r BTreeMap<String, i32>, Option<&'r str>),
+    directive: Option<&'r Directive>,
+) -> ScheduleRequest<'r> {
+    ScheduleRequest {
+        key: &t.key,
+        uid: t.meta.uid.as_deref(),
+        workload,
+        placement,
+        previous,
+        previous_affinity,
+        failover: directive.map_or(&schedule::NO_FAILOVER, |d| &d.failover),
+    }
 }
 
 /// What the pass's fresh decisions leave to do in one batch after the last of them: render
@@ -741,7 +753,6 @@ fn decide<'a>(
     let (template_hash, policy_hash) = w.hashes;
     let (inputs, pass) = (ctx.inputs, ctx.pass);
     let (previous, previous_affinity) = previous_for(prev, w.directive);
-    let failover = w.directive.map_or(&schedule::NO_FAILOVER, |d| &d.failover);
     let dec_inputs = decision_inputs(prev, (template_hash, policy_hash), pass.versions, &fw.name);
     let keep_previous = |reason: String, result: ScheduleResult| -> Decided {
         let keep: Vec<(String, String)> =
@@ -778,15 +789,7 @@ fn decide<'a>(
             return (keep_previous(reason, result), None);
         }
     };
-    let req = ScheduleRequest {
-        key: &t.key,
-        uid: t.meta.uid.as_deref(),
-        workload: &workload,
-        placement,
-        previous: &previous,
-        previous_affinity: previous_affinity.as_deref(),
-        failover,
-    };
+    let req = schedule_request(t, &workload, placement, (&previous, previous_affinity.as_deref()), w.directive);
     let scheduling = Instant::now();
     let scheduling_cpu = crate::util::clock::thread_cpu();
     let (mut result, reads_capacity) = match policy_ref {
