@@ -94,16 +94,7 @@ pub fn apply_live(
 ) {
     for snap in snapshots.iter_mut() {
         let Some(status) = view.clusters.get(&snap.name) else { continue };
-        // The Cluster objects are sorted by name (a search, not a walk per member: 1,000
-        // members compared half a million names); searched in order if they are not.
-        let by_name = set.clusters.binary_search_by(|c| c.meta.name.as_str().cmp(snap.name.as_str()));
-        let Some(cluster) = by_name
-            .ok()
-            .and_then(|i| set.clusters.get(i))
-            .or_else(|| set.clusters.iter().find(|c| c.meta.name == snap.name))
-        else {
-            continue;
-        };
+        let Some(cluster) = set.cluster(&snap.name) else { continue };
         // The last live snapshot in the store, read only when this process lacks something:
         // an observation, or an API list after a discovery that failed.
         let no_apis = status.apis.is_none() && status.discovery_error.is_some();

@@ -782,36 +782,23 @@ impl CachedDecision {
 }
 
 /// The recent placements of the last pass in store order (those whose replicas the views
-/// deduct), the per-replica requirements their deductions used, and the digest of both
-/// (`reconcile/snapshots.rs`: kept while they are the same objects).
+/// deduct) with their store keys and the oldest decision time among them, the per-replica
+/// requirements their deductions used with the set and interpreters they were found from, and
+/// the digest of both (`reconcile/snapshots.rs`: the next pass patches the list with the
+/// placements set or removed since, looks again at the requirements where a placement or
+/// template is another object, and hashes again only the placements that are).
 #[derive(Clone)]
 pub struct RecentPlacements {
     pub placements: Vec<Arc<PlacementRecord>>,
+    pub keys: Vec<String>,
+    pub oldest_ms: u64,
     pub requirements: Vec<Option<Arc<crate::model::ReplicaRequirements>>>,
+    pub set: Arc<crate::policy::PolicySet>,
+    pub interpreters: u64,
     /// Each placement's own digest (workload, targets, requirements), in order: an edit
     /// hashes again only the placements it replaced.
     pub entries: Vec<u64>,
     pub digest: u64,
-}
-
-/// The recent placements in store order, with each one's store key and the oldest decision
-/// time among them ([`PassCache::recent_list`]).
-#[derive(Clone, Default)]
-pub struct RecentList {
-    pub placements: Vec<Arc<PlacementRecord>>,
-    pub keys: Vec<String>,
-    pub oldest_ms: u64,
-}
-
-/// The per-replica requirements of the recent placements, in their order, with the templates
-/// (by position), interpreters and placements they were found from
-/// ([`PassCache::recent_requirements`]).
-#[derive(Clone)]
-pub struct RequirementsMemo {
-    pub interpreters: u64,
-    pub templates: Vec<Arc<crate::policy::Template>>,
-    pub placements: Vec<Arc<PlacementRecord>>,
-    pub requirements: Vec<Option<Arc<crate::model::ReplicaRequirements>>>,
 }
 
 /// The desired output of the decisions of a pass as the plan of the publish reads it
@@ -1055,15 +1042,8 @@ pub struct PassCache {
     pub desired: Option<DesiredOutput>,
     /// The paths each workload's decision owned in the last pass (the publish's guard).
     pub owners: Option<Arc<crate::publish::Owners>>,
-    /// The last pass's recent placements and their digest.
+    /// The last pass's recent placements, their requirements and their digest.
     pub recent: Option<RecentPlacements>,
-    /// The last pass's recent placements in store order, with their store keys: patched with
-    /// [`PassCache::placements_changed`] while none of them expired
-    /// (`reconcile/snapshots.rs`).
-    pub recent_list: Option<RecentList>,
-    /// The recent placements' requirements as the last pass found them, with what it found
-    /// them from (`reconcile/snapshots.rs`).
-    pub recent_requirements: Option<RequirementsMemo>,
     /// The workloads whose placement this process set or removed since the recent placements
     /// were last listed (`None`: not followed; they are listed from scratch).
     pub placements_changed: Option<Vec<ObjectKey>>,

@@ -61,24 +61,24 @@ pub(super) fn record(
     cache: &mut cache::PassCache,
     decisions: &Decisions,
 ) -> Result<Recorded, StoreError> {
-    let (mut history_records, placed) = record_changed(r, cache, decisions)?;
+    let mut history_records = record_changed(r, cache, decisions)?;
     let removed_workloads = record_removed(r, cache, &decisions.removed)?;
     history_records += removed_workloads.len();
     // What a restart needs to reuse these decisions, with the placement's `history_seq`
     // (flushed with the placements; an entry whose seq is not its placement's is ignored).
     // Outside a full check (which proves files' stats and, as a process's first pass, follows
-    // the restore) only a decision made this pass or one whose placement this pass recorded
-    // can be persisted with another seq than its placement's: those are looked at, not every
-    // one.
+    // the restore) only a decision made this pass or one whose placement this pass set (the
+    // placements noted since the pass listed its recent ones) can be persisted with another
+    // seq than its placement's: those are looked at, not every one.
     let mut stored = Vec::new();
-    let candidates: Vec<&ObjectKey> = match r.full_check {
-        true => decisions.order.iter().collect(),
-        false => {
-            let mut c: Vec<&ObjectKey> = decisions.fresh.iter().chain(&placed).collect();
+    let candidates: Vec<&ObjectKey> = match (r.full_check, &cache.placements_changed) {
+        (false, Some(placed)) => {
+            let mut c: Vec<&ObjectKey> = decisions.fresh.iter().chain(placed).collect();
             c.sort_unstable();
             c.dedup();
             c
         }
+        _ => decisions.order.iter().collect(),
     };
     for key in candidates {
         let (Some(c), Some(p)) = (cache.decisions.get_mut(key), cache.placements.get(key)) else { continue };
@@ -122,14 +122,8 @@ fn held_move_note(moves: &[HeldMove], key: &ObjectKey) -> Option<String> {
 /// Writes the changed decisions in batches of [`RECORD_BATCH`], one transaction each
 /// (sequence numbers and records as one-by-one writes in this order would give them); the
 /// cache learns of a record once its batch is written. Each workload's entries are read only
-/// by its own iteration, so deferring them changes nothing. Returns how many it recorded, and
-/// the workloads whose placements it wrote.
-fn record_changed(
-    r: &Recording<'_>,
-    cache: &mut cache::PassCache,
-    decisions: &Decisions,
-) -> Result<(usize, Vec<ObjectKey>), StoreError> {
-    let mut placed = Vec::new();
+/// by its own iteration, so deferring them changes nothing. Returns how many it recorded.
+fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &Decisions) -> Result<usize, StoreError> {
     let mut batch: Vec<(HistoryRecord, PlacementRecord)> = Vec::new();
     let mut pending: Vec<(ObjectKey, cache::LastHistory)> = Vec::new();
     let mut recorded = 0;
@@ -188,14 +182,13 @@ fn record_changed(
         let last =
             cache::LastHistory { template_hash: d.inputs.template_hash, policy_hash: d.inputs.policy_hash, notes };
         pending.push((key.clone(), last));
-        placed.push(key.clone());
         batch.push((history, record));
         if batch.len() >= RECORD_BATCH {
             recorded += record_batch(r, &mut batch, &mut pending, cache)?;
         }
     }
     recorded += record_batch(r, &mut batch, &mut pending, cache)?;
-    Ok((recorded, placed))
+    Ok(recorded)
 }
 
 /// Whether a decision is recorded: a new workload, a fresh decision whose outcome (scheduled

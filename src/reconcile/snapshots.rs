@@ -70,21 +70,29 @@ pub(super) fn version(
     let recorded = record_snapshots(store, cache, inputs, model, now_ms)?;
     // Assumed workloads: recent decisions a live member does not run yet, deducted from the
     // views in store order.
-    let recent_placements = recent_placements(cache, now_ms, model.assumed_ttl_ms);
-    let keys = cache.recent_list.as_ref().map_or(&[][..], |l| &l.keys[..]);
-    let requirements = recent_requirements(
-        &mut cache.recent_requirements,
-        &mut cache.requirements,
-        inputs,
-        (&recent_placements, keys),
-    );
-    let key = views_key(&recorded.fingerprints, recent_digest(&mut cache.recent, &recent_placements, &requirements));
+    let mut last = cache.recent.take();
+    let changed = cache.placements_changed.replace(Vec::new());
+    let (placements, keys) =
+        recent_placements(&cache.placements, (last.as_mut(), changed), (now_ms, model.assumed_ttl_ms));
+    let requirements = recent_requirements(last.as_ref(), &mut cache.requirements, inputs, (&placements, &keys));
+    let (entries, digest) = recent_digest(last.as_ref(), &placements, &requirements);
+    let recent = cache.recent.insert(cache::RecentPlacements {
+        oldest_ms: placements.iter().map(|p| p.decided_at_ms).min().unwrap_or(0),
+        placements,
+        keys,
+        requirements,
+        set: Arc::clone(&inputs.set),
+        interpreters: inputs.hashes.interpreters,
+        entries,
+        digest,
+    });
+    let key = views_key(&recorded.fingerprints, recent.digest);
     let (mut views, assumed) = match cache.views.take() {
         Some(v) if v.key == key && v.snapshots.len() == inputs.snapshots.len() => (v.snapshots, v.assumed),
         cached => rebuild_views(
             inputs,
-            &recent_placements,
-            &requirements,
+            &recent.placements,
+            &recent.requirements,
             &mut cache.planned,
             &recorded.fingerprints,
             cached,
@@ -538,20 +546,21 @@ fn record_snapshots(
 /// The per-replica requirements of each recent placement's template, in `recent`'s order
 /// (kept in `cached`, the cache's requirements; interpreted again only when the template or
 /// the interpreters changed; `None`: the template is gone or cannot be interpreted). With the
-/// last pass's ([`cache::RequirementsMemo`]) for the same workloads in the same order, the same
+/// last pass's ([`cache::RecentPlacements`]) for the same workloads in the same order, the same
 /// interpreters and as many templates, only the entries whose placement or template is
 /// another object are looked at again (`keys`: the recent placements' store keys).
 fn recent_requirements(
-    memo: &mut Option<cache::RequirementsMemo>,
+    last: Option<&cache::RecentPlacements>,
     cached: &mut KeyMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
     inputs: &Inputs,
     (recent, keys): (&[Arc<PlacementRecord>], &[String]),
 ) -> Vec<Option<Arc<ReplicaRequirements>>> {
     let templates = &inputs.set.templates;
-    let patched = memo.take().and_then(|m| {
+    let patched = last.and_then(|m| {
         let same = m.interpreters == inputs.hashes.interpreters
-            && m.templates.len() == templates.len()
+            && m.set.templates.len() == templates.len()
             && m.placements.len() == recent.len()
+            && m.requirements.len() == recent.len()
             && keys.len() == recent.len();
         if !same {
             return None;
@@ -565,38 +574,33 @@ fn recent_requirements(
                 again.push(i);
             }
         }
-        for (was, now) in m.templates.iter().zip(templates.iter()) {
-            if !Arc::ptr_eq(was, now) {
-                for key in [&was.key, &now.key] {
-                    if let Ok(i) = keys.binary_search(&key.store_key()) {
-                        again.push(i);
+        if !Arc::ptr_eq(&m.set, &inputs.set) {
+            for (was, now) in m.set.templates.iter().zip(templates.iter()) {
+                if !Arc::ptr_eq(was, now) {
+                    for key in [&was.key, &now.key] {
+                        if let Ok(i) = keys.binary_search(&key.store_key()) {
+                            again.push(i);
+                        }
                     }
                 }
             }
         }
-        let mut out = m.requirements;
+        let mut out = m.requirements.clone();
         for i in again {
             if let (Some(slot), Some(p)) = (out.get_mut(i), recent.get(i)) {
-                *slot = requirement_of(cached, inputs, template_of(templates, &p.workload));
+                *slot = requirement_of(cached, inputs, inputs.set.template_at(&p.workload));
             }
         }
         Some(out)
     });
-    let out = match patched {
+    match patched {
         Some(out) => {
             #[cfg(debug_assertions)]
             debug_assert!(out == all_requirements(cached, inputs, recent), "patched requirements differ");
             out
         }
         None => all_requirements(cached, inputs, recent),
-    };
-    *memo = Some(cache::RequirementsMemo {
-        interpreters: inputs.hashes.interpreters,
-        templates: templates.clone(),
-        placements: recent.to_vec(),
-        requirements: out.clone(),
-    });
-    out
+    }
 }
 
 /// [`recent_requirements`] of every recent placement.
@@ -605,18 +609,10 @@ fn all_requirements(
     inputs: &Inputs,
     recent: &[Arc<PlacementRecord>],
 ) -> Vec<Option<Arc<ReplicaRequirements>>> {
-    let templates: KeyMap<&ObjectKey, (usize, &Template)> =
-        inputs.set.templates.iter().enumerate().map(|(i, t)| (&t.key, (i, &**t))).collect();
-    if cached.len() > templates.len() {
-        cached.retain(|k, _| templates.contains_key(k));
+    if cached.len() > inputs.set.templates.len() {
+        cached.retain(|k, _| inputs.set.template(k).is_some());
     }
-    recent.iter().map(|p| requirement_of(cached, inputs, templates.get(&p.workload).copied())).collect()
-}
-
-/// The template of `workload` in the set's templates (sorted by key) with its position.
-fn template_of<'t>(templates: &'t [Arc<Template>], workload: &ObjectKey) -> Option<(usize, &'t Template)> {
-    let i = templates.binary_search_by(|t| t.key.cmp(workload)).ok()?;
-    templates.get(i).map(|t| (i, &**t))
+    recent.iter().map(|p| requirement_of(cached, inputs, inputs.set.template_at(&p.workload))).collect()
 }
 
 /// The per-replica requirements of one template (at its position), kept in `cached` by the
@@ -641,50 +637,50 @@ fn requirement_of(
 }
 
 /// The placements decided less than `ttl_ms` before `now_ms` (those whose replicas are
-/// assumed), in store order, as the store lists them: the last pass's list patched with the
-/// placements this process set or removed since ([`cache::PassCache::placements_changed`])
-/// while none of the listed ones expired, which a pass of a large fleet finds without looking
-/// at every workload's placement or sorting their keys; listed from scratch otherwise.
-fn recent_placements(cache: &mut cache::PassCache, now_ms: u64, ttl_ms: u64) -> Vec<Arc<PlacementRecord>> {
+/// assumed), in store order, as the store lists them, with their store keys: the last pass's
+/// list patched with the placements this process set or removed since (`changed`:
+/// [`cache::PassCache::placements_changed`]) while none of the listed ones expired, which a
+/// pass of a large fleet finds without looking at every workload's placement or sorting their
+/// keys; listed from scratch otherwise. The last list's keys are moved out, not copied.
+fn recent_placements(
+    placements: &KeyMap<ObjectKey, Arc<PlacementRecord>>,
+    (last, changed): (Option<&mut cache::RecentPlacements>, Option<Vec<ObjectKey>>),
+    (now_ms, ttl_ms): (u64, u64),
+) -> (Vec<Arc<PlacementRecord>>, Vec<String>) {
     let is_recent = |p: &PlacementRecord| now_ms.saturating_sub(p.decided_at_ms) < ttl_ms;
-    let changed = cache.placements_changed.replace(Vec::new());
-    if let (Some(list), Some(mut changed)) = (cache.recent_list.as_mut(), changed)
-        && (list.placements.is_empty() || now_ms.saturating_sub(list.oldest_ms) < ttl_ms)
-    {
-        changed.sort_unstable();
-        changed.dedup();
-        for key in &changed {
-            let store_key = key.store_key();
-            let current = cache.placements.get(key).filter(|p| is_recent(p));
-            match (list.keys.binary_search(&store_key), current) {
-                (Ok(i), Some(p)) => list.placements[i] = Arc::clone(p),
-                (Ok(i), None) => {
-                    list.placements.remove(i);
-                    list.keys.remove(i);
-                }
-                (Err(i), Some(p)) => {
-                    list.placements.insert(i, Arc::clone(p));
-                    list.keys.insert(i, store_key);
-                }
-                (Err(_), None) => {}
-            }
-        }
-        list.oldest_ms = list.placements.iter().map(|p| p.decided_at_ms).min().unwrap_or(0);
-        #[cfg(debug_assertions)]
-        {
-            let (fresh, _) = list_recent(&cache.placements, is_recent);
-            debug_assert!(
-                fresh.len() == list.placements.len()
-                    && fresh.iter().zip(&list.placements).all(|(a, b)| Arc::ptr_eq(a, b)),
-                "the patched recent placements are not those listed from scratch"
-            );
-        }
-        return list.placements.clone();
+    let (Some(last), Some(mut changed)) = (last, changed) else { return list_recent(placements, is_recent) };
+    if !last.placements.is_empty() && now_ms.saturating_sub(last.oldest_ms) >= ttl_ms {
+        return list_recent(placements, is_recent);
     }
-    let (placements, keys) = list_recent(&cache.placements, is_recent);
-    let oldest_ms = placements.iter().map(|p| p.decided_at_ms).min().unwrap_or(0);
-    cache.recent_list = Some(cache::RecentList { placements: placements.clone(), keys, oldest_ms });
-    placements
+    let mut list = last.placements.clone();
+    let mut keys = std::mem::take(&mut last.keys);
+    changed.sort_unstable();
+    changed.dedup();
+    for key in &changed {
+        let store_key = key.store_key();
+        let current = placements.get(key).filter(|p| is_recent(p));
+        match (keys.binary_search(&store_key), current) {
+            (Ok(i), Some(p)) => list[i] = Arc::clone(p),
+            (Ok(i), None) => {
+                list.remove(i);
+                keys.remove(i);
+            }
+            (Err(i), Some(p)) => {
+                list.insert(i, Arc::clone(p));
+                keys.insert(i, store_key);
+            }
+            (Err(_), None) => {}
+        }
+    }
+    #[cfg(debug_assertions)]
+    {
+        let (fresh, _) = list_recent(placements, is_recent);
+        debug_assert!(
+            fresh.len() == list.len() && fresh.iter().zip(&list).all(|(a, b)| Arc::ptr_eq(a, b)),
+            "the patched recent placements are not those listed from scratch"
+        );
+    }
+    (list, keys)
 }
 
 /// The placements `is_recent` takes, sorted by store key, with their store keys.
@@ -699,34 +695,33 @@ fn list_recent(
 }
 
 /// The digest of the recent placements (workload, targets, per-replica requirements) in store
-/// order; kept in `memo` with the placement and requirement objects it was computed from, and
-/// given again while they are the same objects.
+/// order, with each placement's own digest: the last pass's again while they are the same
+/// objects, each placement's kept while it and its requirements are the same objects at the
+/// same place.
 fn recent_digest(
-    memo: &mut Option<cache::RecentPlacements>,
+    last: Option<&cache::RecentPlacements>,
     recent: &[Arc<PlacementRecord>],
     requirements: &[Option<Arc<ReplicaRequirements>>],
-) -> u64 {
+) -> (Vec<u64>, u64) {
     let same_requirement = |a: &Option<Arc<ReplicaRequirements>>, b: &Option<Arc<ReplicaRequirements>>| match (a, b) {
         (Some(a), Some(b)) => Arc::ptr_eq(a, b),
         (None, None) => true,
         _ => false,
     };
-    if let Some(m) = memo.as_ref()
+    if let Some(m) = last
         && m.placements.len() == recent.len()
         && m.placements.iter().zip(recent).all(|(a, b)| Arc::ptr_eq(a, b))
         && m.requirements.len() == requirements.len()
         && m.requirements.iter().zip(requirements).all(|(a, b)| same_requirement(a, b))
     {
-        return m.digest;
+        return (m.entries.clone(), m.digest);
     }
-    // Each placement's digest, kept for those that are the same objects at the same place.
-    let kept = memo.take();
     let entries: Vec<u64> = recent
         .iter()
         .zip(requirements)
         .enumerate()
         .map(|(i, (p, req))| {
-            let same = kept.as_ref().and_then(|m| {
+            let same = last.and_then(|m| {
                 let (q, r) = (m.placements.get(i)?, m.requirements.get(i)?);
                 (Arc::ptr_eq(p, q) && same_requirement(req, r)).then(|| m.entries.get(i).copied()).flatten()
             });
@@ -734,13 +729,7 @@ fn recent_digest(
         })
         .collect();
     let digest = cache::key_of(&entries);
-    *memo = Some(cache::RecentPlacements {
-        placements: recent.to_vec(),
-        requirements: requirements.to_vec(),
-        entries,
-        digest,
-    });
-    digest
+    (entries, digest)
 }
 
 /// The key of the deducted views: the snapshots' fingerprints and the digest of the recent
@@ -1099,19 +1088,28 @@ mod tests {
         }
         let req = Some(Arc::new(ReplicaRequirements::default()));
         let fresh = |cache: &cache::PassCache, now: u64| {
-            let recent = recent_placements(
-                &mut cache::PassCache { recent: None, recent_list: None, ..cache.fork() },
-                now,
-                10_000,
-            );
+            let (recent, _) = recent_placements(&cache.placements, (None, None), (now, 10_000));
             let reqs = vec![req.clone(); recent.len()];
-            let digest = recent_digest(&mut None, &recent, &reqs);
+            let (_, digest) = recent_digest(None, &recent, &reqs);
             (recent, digest)
         };
+        // As a pass lists them: patched from the last pass's list, which it then keeps.
         let memo = |cache: &mut cache::PassCache, now: u64| {
-            let recent = recent_placements(cache, now, 10_000);
+            let mut last = cache.recent.take();
+            let changed = cache.placements_changed.replace(Vec::new());
+            let (recent, keys) = recent_placements(&cache.placements, (last.as_mut(), changed), (now, 10_000));
             let reqs = vec![req.clone(); recent.len()];
-            let digest = recent_digest(&mut cache.recent, &recent, &reqs);
+            let (entries, digest) = recent_digest(last.as_ref(), &recent, &reqs);
+            cache.recent = Some(cache::RecentPlacements {
+                oldest_ms: recent.iter().map(|p| p.decided_at_ms).min().unwrap_or(0),
+                placements: recent.clone(),
+                keys,
+                requirements: reqs,
+                set: Arc::default(),
+                interpreters: 0,
+                entries,
+                digest,
+            });
             (recent, digest)
         };
         let names = |r: &[Arc<PlacementRecord>]| r.iter().map(|p| p.workload.name.clone()).collect::<Vec<_>>();

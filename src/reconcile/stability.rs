@@ -466,10 +466,7 @@ fn rebalance(
 /// The request shape of a workload: a hash of its pod template (`spec.template`; the whole
 /// object for kinds without one), so a change of `replicas` keeps a distrust mark.
 fn shape_of(inputs: &Inputs, key: &ObjectKey) -> u64 {
-    // The set's templates are sorted by key: a search, not a map of every template.
-    let templates = &inputs.set.templates;
-    let found = templates.binary_search_by(|t| t.key.cmp(key)).ok().and_then(|i| templates.get(i));
-    let Some(t) = found.or_else(|| templates.iter().find(|t| &t.key == key)) else { return 0 };
+    let Some(t) = inputs.set.template(key) else { return 0 };
     let part = t.object.pointer("/spec/template").unwrap_or(&t.object);
     fnv1a64(&serde_json::to_vec(part).unwrap_or_default())
 }
