@@ -50,7 +50,6 @@ impl Owner {
     /// a Deployment's ReplicaSets prefix, `Some(false)` for the object itself, `None` (nothing
     /// written) for pods that cannot be attributed.
     pub fn write_key(workload: &ObjectKey, out: &mut String) -> Option<bool> {
-        use std::fmt::Write;
         out.clear();
         let ns = workload.namespace.as_deref().unwrap_or("default");
         let (kind, replica_sets) = match (workload.group(), workload.kind.as_str()) {
@@ -60,7 +59,9 @@ impl Owner {
             }
             _ => return None,
         };
-        let _ = write!(out, "{kind}/{ns}/{}", workload.name);
+        for part in [kind, "/", ns, "/", workload.name.as_str()] {
+            out.push_str(part);
+        }
         if replica_sets {
             out.push('-');
         }

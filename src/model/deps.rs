@@ -29,7 +29,7 @@ pub fn dependencies(key: &ObjectKey, object: &Value, table: &InterpreterTable) -
             api_version: "v1".into(),
             kind: kind.into(),
             namespace: Some(ns.clone()),
-            name,
+            name: name.into(),
         })
         .collect()
 }
@@ -51,13 +51,13 @@ fn interpreted(key: &ObjectKey, object: &Value, table: &InterpreterTable) -> Opt
             list.into_iter()
                 .filter(|d| !d.name.is_empty() && !d.kind.is_empty())
                 .map(|d| ObjectKey {
-                    api_version: d.api_version,
-                    kind: d.kind,
+                    api_version: d.api_version.into(),
+                    kind: d.kind.into(),
                     namespace: match d.namespace.as_str() {
                         "" => key.namespace.clone(),
-                        ns => Some(ns.to_string()),
+                        ns => Some(ns.into()),
                     },
-                    name: d.name,
+                    name: d.name.into(),
                 })
                 .collect(),
         ),
@@ -185,7 +185,7 @@ mod tests {
             name: "c".into(),
         };
         let got: Vec<String> =
-            dependencies(&key, &cron, &InterpreterTable::default()).iter().map(|k| k.name.clone()).collect();
+            dependencies(&key, &cron, &InterpreterTable::default()).iter().map(|k| k.name.to_string()).collect();
         assert_eq!(got, ["cfg"]);
     }
 }

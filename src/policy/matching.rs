@@ -563,7 +563,7 @@ mod tests {
             key: ObjectKey {
                 api_version: api.into(),
                 kind: kind.into(),
-                namespace: ns.map(str::to_string),
+                namespace: ns.map(Into::into),
                 name: name.into(),
             },
             meta: ObjectMeta {

@@ -48,13 +48,27 @@ impl fmt::Display for Source {
 /// Identity of a Kubernetes object: group/version, kind, namespace (None = cluster-scoped), name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ObjectKey {
-    pub api_version: String,
-    pub kind: String,
-    pub namespace: Option<String>,
-    pub name: String,
+    pub api_version: KeyPart,
+    pub kind: KeyPart,
+    pub namespace: Option<KeyPart>,
+    pub name: KeyPart,
 }
 
+/// One part of an [`ObjectKey`]: a string kept inline up to 24 bytes (every apiVersion and
+/// kind, most names), so that hashing, comparing and cloning a key reads no other memory.
+/// Hashes, orders and serializes exactly as `String`.
+pub type KeyPart = compact_str::CompactString;
+
 impl ObjectKey {
+    pub fn new(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Self {
+        ObjectKey {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: namespace.map(Into::into),
+            name: name.into(),
+        }
+    }
+
     /// API group of the object ("" for the core group).
     pub fn group(&self) -> &str {
         match self.api_version.rsplit_once('/') {

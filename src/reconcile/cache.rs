@@ -203,24 +203,17 @@ pub fn freshness_key(s: &ClusterSnapshot) -> Option<(u32, u64, u32)> {
     })
 }
 
-/// The fleet's facts that the filters read, for a confidence threshold: every cluster's name,
-/// labels, provider, region, zones, taints, health, API enablements and constraints, and
-/// whether its confidence reaches the threshold (below it, the confidence filter's reason
-/// names when the member was last heard from: then that too, which stays the same while the
-/// member is silent, so a silent member does not make the whole fleet's decisions depend on
-/// the clock). A cluster that fails the filters contributes only these to a decision.
-pub fn fleet_static_key(snapshots: &[ClusterSnapshot], min_confidence: f64) -> u64 {
+/// The fleet's facts that the filters read, for a confidence threshold: every cluster's
+/// [`static_digest`] (`statics`, by position), and whether its confidence reaches the threshold
+/// (below it, the confidence filter's reason names when the member was last heard from: then
+/// that too, which stays the same while the member is silent, so a silent member does not make
+/// the whole fleet's decisions depend on the clock). A cluster that fails the filters
+/// contributes only these to a decision.
+pub fn fleet_static_key(snapshots: &[ClusterSnapshot], statics: &[u64], min_confidence: f64) -> u64 {
+    debug_assert_eq!(snapshots.len(), statics.len());
     let mut h = KeyHasher::default();
-    for s in snapshots {
-        s.name.hash(&mut h);
-        s.labels.hash(&mut h);
-        s.provider.hash(&mut h);
-        s.region.hash(&mut h);
-        s.zones.hash(&mut h);
-        s.taints.hash(&mut h);
-        s.health.hash(&mut h);
-        s.api_enablements.hash(&mut h);
-        s.constraints.hash(&mut h);
+    for (s, digest) in snapshots.iter().zip(statics) {
+        digest.hash(&mut h);
         let above = s.confidence() >= min_confidence;
         above.hash(&mut h);
         if !above {
@@ -228,6 +221,52 @@ pub fn fleet_static_key(snapshots: &[ClusterSnapshot], min_confidence: f64) -> u
         }
     }
     h.finish()
+}
+
+/// A cluster's facts that the filters read and that time does not change: its name, labels,
+/// provider, region, zones, taints, health, API enablements and constraints.
+pub fn static_digest(s: &ClusterSnapshot) -> u64 {
+    let mut h = KeyHasher::default();
+    s.name.hash(&mut h);
+    s.labels.hash(&mut h);
+    s.provider.hash(&mut h);
+    s.region.hash(&mut h);
+    s.zones.hash(&mut h);
+    s.taints.hash(&mut h);
+    s.health.hash(&mut h);
+    s.api_enablements.hash(&mut h);
+    s.constraints.hash(&mut h);
+    h.finish()
+}
+
+/// Each cluster's [`static_digest`] by position, kept between passes with the snapshot
+/// [`fingerprint`] it was computed from: the fingerprint covers every static fact, so a
+/// cluster whose fingerprint is the same keeps its digest and only the others are hashed again.
+#[derive(Debug, Default, Clone)]
+pub struct StaticDigests(Vec<Option<(u64, u64)>>);
+
+impl StaticDigests {
+    /// The digests of `snapshots` (whose fingerprints are `fingerprints`), by position.
+    pub fn of(&mut self, snapshots: &[ClusterSnapshot], fingerprints: &[u64]) -> Vec<u64> {
+        self.0.resize(snapshots.len(), None);
+        let mut out = Vec::with_capacity(snapshots.len());
+        for (i, s) in snapshots.iter().enumerate() {
+            let fingerprint = fingerprints.get(i).copied();
+            let digest = match (self.0[i], fingerprint) {
+                (Some((kept, digest)), Some(f)) if kept == f => {
+                    debug_assert_eq!(digest, static_digest(s), "the static digest of {} kept", s.name);
+                    digest
+                }
+                _ => {
+                    let digest = static_digest(s);
+                    self.0[i] = fingerprint.map(|f| (f, digest));
+                    digest
+                }
+            };
+            out.push(digest);
+        }
+        out
+    }
 }
 
 /// The state of the clusters at `positions` as a decision sees it: the wrapping sum of each
@@ -1059,9 +1098,14 @@ pub struct PassCache {
     pub keys: KeyMemo,
     /// When the whole plan was last published (None: never in this process).
     pub last_full_check_ms: Option<u64>,
+    /// Each cluster's static digest, kept while its snapshot's fingerprint is the same.
+    pub static_digests: StaticDigests,
     /// The stability state last stored as a blob, with its hash: a pass that starts from an
     /// equal state references that blob without encoding and storing it again.
     pub stability_blob: Option<(crate::schedule::stability::StabilityState, u64)>,
+    /// The members' pod owners in trouble, as the stability stage last read them
+    /// (`reconcile/stability.rs`; shared with a fork until either changes it).
+    pub troubled: Arc<super::stability::TroubledOwners>,
 }
 
 impl PassCache {
@@ -1213,12 +1257,20 @@ mod tests {
     fn a_silent_member_that_ages_leaves_the_fleets_static_key_as_it_was() {
         // Older data, more failed polls, lower confidence: the same member, still silent since
         // the same poll, so no decision of the fleet has to be made again for it.
+        let key = |s: &[ClusterSnapshot]| {
+            let statics: Vec<u64> = s.iter().map(static_digest).collect();
+            fleet_static_key(s, &statics, 0.5)
+        };
         let fresh_silence = [silent(1_000, 60_000, 2, 0.3)];
         let long_silence = [silent(1_000, 900_000, 40, 0.05)];
-        assert_eq!(fleet_static_key(&fresh_silence, 0.5), fleet_static_key(&long_silence, 0.5));
+        assert_eq!(key(&fresh_silence), key(&long_silence));
         // Heard from again (another poll), or above the threshold: the key changes.
-        assert_ne!(fleet_static_key(&fresh_silence, 0.5), fleet_static_key(&[silent(2_000, 60_000, 2, 0.3)], 0.5));
-        assert_ne!(fleet_static_key(&fresh_silence, 0.5), fleet_static_key(&[silent(1_000, 60_000, 2, 0.6)], 0.5));
+        assert_ne!(key(&fresh_silence), key(&[silent(2_000, 60_000, 2, 0.3)]));
+        assert_ne!(key(&fresh_silence), key(&[silent(1_000, 60_000, 2, 0.6)]));
+        // Another static fact: the key changes.
+        let mut labelled = silent(1_000, 60_000, 2, 0.3);
+        labelled.labels.insert("tier".into(), "gold".into());
+        assert_ne!(key(&fresh_silence), key(&[labelled]));
     }
 
     fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -2181,7 +2233,7 @@ mod tests {
                 let claimed = match memo.kept(t, None) {
                     Some(kept) => kept,
                     None => {
-                        asked.push(t.key.namespace.clone().unwrap_or_default());
+                        asked.push(t.key.namespace.as_deref().unwrap_or_default().to_string());
                         let fresh = index.claim_with_previous(t, None).map(|c| c.policy);
                         memo.keep(t, None, fresh.clone());
                         fresh

@@ -161,7 +161,7 @@ pub(super) fn decide_all(
     // The clusters and policy of each workload a dependency follows (only those).
     let dependents: KeySet<&ObjectKey> = required_by.values().flatten().collect();
     let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
-    let mut fleet_statics = FleetStatics::default();
+    let mut fleet_statics = FleetStatics::new(cache.static_digests.of(&snapshots.views, &snapshots.fingerprints));
     let mut batch = Batch::default();
     // The positions in `out.order` of the decisions that may hold problems.
     let mut with_problems: Vec<usize> = Vec::new();
@@ -400,17 +400,23 @@ fn lazy_pin(
 }
 
 /// The fleet's static facts per confidence threshold ([`cache::fleet_static_key`]), computed
-/// on first use in a pass.
-#[derive(Default)]
-struct FleetStatics(Vec<(u64, u64)>);
+/// on first use in a pass from the clusters' static digests.
+struct FleetStatics {
+    statics: Vec<u64>,
+    keys: Vec<(u64, u64)>,
+}
 
 impl FleetStatics {
+    fn new(statics: Vec<u64>) -> Self {
+        FleetStatics { statics, keys: Vec::new() }
+    }
+
     fn key(&mut self, snapshots: &[ClusterSnapshot], min_confidence: f64) -> u64 {
-        match self.0.iter().find(|(bits, _)| *bits == min_confidence.to_bits()) {
+        match self.keys.iter().find(|(bits, _)| *bits == min_confidence.to_bits()) {
             Some((_, k)) => *k,
             None => {
-                let k = cache::fleet_static_key(snapshots, min_confidence);
-                self.0.push((min_confidence.to_bits(), k));
+                let k = cache::fleet_static_key(snapshots, &self.statics, min_confidence);
+                self.keys.push((min_confidence.to_bits(), k));
                 k
             }
         }

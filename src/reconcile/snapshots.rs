@@ -51,7 +51,7 @@ pub(super) struct PassSnapshots {
     originals: HashMap<usize, ClusterSnapshot>,
     undo: Vec<Undo>,
     /// The fingerprints of the snapshots the views were deducted from (saved with them).
-    fingerprints: Vec<u64>,
+    pub(super) fingerprints: Vec<u64>,
     /// The pass's time and the assumed-replica TTL: which placements the pass started from
     /// are recent, so already deducted ([`PassSnapshots::already_deducted`]).
     now_ms: u64,

@@ -16,10 +16,11 @@
 //! members; an offline member (no pods observed) counts its placed replicas as Ready.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use crate::model::ClusterSnapshot;
 use crate::model::assumed::Owner;
-use crate::model::snapshot::Health;
+use crate::model::snapshot::{Health, PodFacts};
 use crate::policy::ObjectKey;
 use crate::policy::matching::PolicyIndex;
 use crate::policy::types::{ClusterTaintPolicySpec, TaintEffect};
@@ -29,7 +30,7 @@ use crate::schedule::stability::{
 };
 use crate::schedule::{Failover, Strategy};
 use crate::store::{PlacementRecord, Store, StoreError};
-use crate::util::hash::{KeyMap, fnv1a64};
+use crate::util::hash::{KeyMap, KeySet, fnv1a64};
 
 use super::Inputs;
 use super::cache::PassCache;
@@ -185,7 +186,8 @@ pub(super) fn run(
         }
     }
     let by_name: KeyMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
-    let attention = Attention::new(&clusters, views);
+    Arc::make_mut(&mut cache.troubled).update(views);
+    let attention = Attention::new(&clusters, &cache.troubled);
     let mut owner = String::new();
     let mut keys: Vec<&ObjectKey> = cache
         .placements
@@ -329,46 +331,109 @@ fn state_blob(store: &Store, cache: &mut PassCache, old: &StabilityState) -> Res
 struct Attention<'a> {
     unhealthy: BTreeSet<&'a str>,
     /// Per owner key ([`Owner::key`]) of workloads whose pods are in trouble on some live
-    /// member: those members. Built from every member's pod owners once; a workload is then
-    /// judged with one lookup, not a scan per member it is placed on.
-    troubled: KeyMap<&'a str, Troubled<'a>>,
+    /// member: those members. A workload is judged with one lookup, not a scan per member it
+    /// is placed on.
+    troubled: &'a KeyMap<String, Troubled>,
 }
 
 /// The live members where a workload's pods are Unschedulable, and where they are not Ready.
-#[derive(Default)]
-struct Troubled<'a> {
-    unschedulable: BTreeSet<&'a str>,
-    not_ready: BTreeSet<&'a str>,
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Troubled {
+    unschedulable: BTreeSet<String>,
+    not_ready: BTreeSet<String>,
+}
+
+/// [`Attention`]'s view of the members' pods, kept between passes (in the pass cache): per
+/// owner key, the members where its pods are in trouble ([`Troubled`]), and per member the pod
+/// facts that part was read from. A member whose pod facts are the same `Arc` as last pass
+/// (held here, so the address is not reused) is not read again; one whose facts changed or
+/// that is gone has its part taken out (and put in again from the new facts). A quiet fleet
+/// costs a pointer comparison per member, not a walk of every pod owner.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct TroubledOwners {
+    read: KeyMap<String, (Arc<PodFacts>, Vec<(String, bool, bool)>)>,
+    by_owner: KeyMap<String, Troubled>,
+}
+
+impl TroubledOwners {
+    /// Brings the view up to date with `views`' pod facts.
+    fn update(&mut self, views: &[ClusterSnapshot]) {
+        let mut same = 0usize;
+        let mut changed: Vec<(&str, &Arc<PodFacts>)> = Vec::new();
+        for s in views {
+            let Some(pods) = &s.pods else { continue };
+            match self.read.get(s.name.as_str()) {
+                Some((read, _)) if Arc::ptr_eq(read, pods) => same += 1,
+                _ => changed.push((s.name.as_str(), pods)),
+            }
+        }
+        if changed.is_empty() && same == self.read.len() {
+            return;
+        }
+        let live: KeySet<&str> = views.iter().filter(|s| s.pods.is_some()).map(|s| s.name.as_str()).collect();
+        let gone: Vec<String> = self.read.keys().filter(|n| !live.contains(n.as_str())).cloned().collect();
+        for name in gone.iter().map(String::as_str).chain(changed.iter().map(|(n, _)| *n)) {
+            self.take_out(name);
+        }
+        for (name, pods) in changed {
+            self.put_in(name, pods);
+        }
+        #[cfg(debug_assertions)]
+        {
+            let mut fresh = TroubledOwners::default();
+            for s in views {
+                if let Some(pods) = &s.pods {
+                    fresh.put_in(&s.name, pods);
+                }
+            }
+            debug_assert_eq!(fresh.by_owner, self.by_owner, "the troubled owners kept between passes drifted");
+        }
+    }
+
+    /// Takes member `name`'s part out.
+    fn take_out(&mut self, name: &str) {
+        let Some((_, entries)) = self.read.remove(name) else { return };
+        for (owner, _, _) in entries {
+            let Some(t) = self.by_owner.get_mut(&owner) else { continue };
+            t.unschedulable.remove(name);
+            t.not_ready.remove(name);
+            if t.unschedulable.is_empty() && t.not_ready.is_empty() {
+                self.by_owner.remove(&owner);
+            }
+        }
+    }
+
+    /// Puts member `name`'s part in, read from `pods`.
+    fn put_in(&mut self, name: &str, pods: &Arc<PodFacts>) {
+        let mut entries = Vec::new();
+        for (owner, st) in &pods.owners {
+            let (unschedulable, not_ready) = (!st.unschedulable_since.is_empty(), st.pods > 0 && st.not_ready() > 0);
+            if !unschedulable && !not_ready {
+                continue;
+            }
+            for claimant in Owner::claimants(owner) {
+                let t = self.by_owner.entry(claimant.to_string()).or_default();
+                if unschedulable {
+                    t.unschedulable.insert(name.to_string());
+                }
+                if not_ready {
+                    t.not_ready.insert(name.to_string());
+                }
+                entries.push((claimant.to_string(), unschedulable, not_ready));
+            }
+        }
+        self.read.insert(name.to_string(), (Arc::clone(pods), entries));
+    }
 }
 
 impl<'a> Attention<'a> {
-    fn new(clusters: &'a [ClusterInput], views: &'a [ClusterSnapshot]) -> Self {
+    fn new(clusters: &'a [ClusterInput], troubled: &'a TroubledOwners) -> Self {
         let unhealthy = clusters
             .iter()
             .filter(|c| !c.condition.is_ready() || !c.no_execute.is_empty())
             .map(|c| c.name.as_str())
             .collect();
-        let mut troubled: KeyMap<&str, Troubled<'_>> = KeyMap::default();
-        for s in views {
-            let Some(pods) = &s.pods else { continue };
-            for (owner, st) in &pods.owners {
-                let (unschedulable, not_ready) =
-                    (!st.unschedulable_since.is_empty(), st.pods > 0 && st.not_ready() > 0);
-                if !unschedulable && !not_ready {
-                    continue;
-                }
-                for claimant in Owner::claimants(owner) {
-                    let t = troubled.entry(claimant).or_default();
-                    if unschedulable {
-                        t.unschedulable.insert(s.name.as_str());
-                    }
-                    if not_ready {
-                        t.not_ready.insert(s.name.as_str());
-                    }
-                }
-            }
-        }
-        Attention { unhealthy, troubled }
+        Attention { unhealthy, troubled: &troubled.by_owner }
     }
 
     /// Whether `key` (placed as `p`) may have something to do: a necessary condition of the
@@ -432,12 +497,7 @@ fn rebalance(
         let mut workloads = Vec::new();
         for w in &r.spec.workloads {
             let ns = w.namespace.as_deref().filter(|n| !n.is_empty());
-            let key = ObjectKey {
-                api_version: w.api_version.clone(),
-                kind: w.kind.clone(),
-                namespace: ns.map(str::to_string),
-                name: w.name.clone(),
-            };
+            let key = ObjectKey::new(&w.api_version, &w.kind, ns, &w.name);
             let placed = cache.placements.get(&key).is_some_and(|p| p.targets.values().any(Option::is_some));
             let label = format!("{} {key}", w.api_version);
             if !placed {
@@ -624,8 +684,9 @@ spec:
 #[cfg(test)]
 mod attention_tests {
     use std::collections::BTreeMap;
+    use std::sync::Arc;
 
-    use super::Attention;
+    use super::{Attention, TroubledOwners};
     use crate::model::snapshot::{Health, OwnerState, PodFacts};
     use crate::policy::matching::PolicyIndex;
     use crate::reconcile::{Reconciler, Settings, load_inputs};
@@ -670,9 +731,13 @@ mod attention_tests {
         let key = placement.workload.clone();
         let index = PolicyIndex::new(&inputs.set);
         let quiet = StabilityState::default();
+        // One view of the pods kept across the calls, as between passes.
+        let troubled = std::cell::RefCell::new(TroubledOwners::default());
         let may_act = |views: &[crate::model::ClusterSnapshot], old: &StabilityState| {
             let clusters: Vec<_> = views.iter().map(super::cluster_input).collect();
-            Attention::new(&clusters, views).may_act(&key, &placement, (old, &index), &mut String::new())
+            let mut t = troubled.borrow_mut();
+            t.update(views);
+            Attention::new(&clusters, &t).may_act(&key, &placement, (old, &index), &mut String::new())
         };
         let with = |f: &dyn Fn(&mut crate::model::ClusterSnapshot)| {
             let mut views = inputs.snapshots.clone();
@@ -689,6 +754,51 @@ mod attention_tests {
         let mut old = StabilityState::default();
         old.workloads.insert(key.clone(), Default::default());
         assert!(may_act(&inputs.snapshots, &old));
+    }
+
+    /// The pods' view kept between passes follows the members: a member whose pod facts are
+    /// the same `Arc` is not read again, one whose facts changed is read again, one gone (or
+    /// without pods now) is taken out; after each step the view is the one read from scratch.
+    #[test]
+    fn the_troubled_owners_follow_the_members_pods() {
+        use crate::model::ClusterSnapshot;
+        use crate::model::snapshot::SnapshotSource;
+        let member = |name: &str, owner: &str, unschedulable: bool| {
+            ClusterSnapshot::new(name, SnapshotSource::Live { endpoint: format!("https://{name}") })
+                .with_pods(pods(owner, unschedulable))
+        };
+        let scratch = |views: &[ClusterSnapshot]| {
+            let mut t = TroubledOwners::default();
+            t.update(views);
+            t.by_owner
+        };
+        let unschedulable_on = |t: &TroubledOwners, owner: &str| -> Vec<String> {
+            t.by_owner.get(owner).map(|t| t.unschedulable.iter().cloned().collect()).unwrap_or_default()
+        };
+        let mut views =
+            vec![member("m1", "ReplicaSet/shop/web-5d8f9", true), member("m2", "ReplicaSet/shop/web-77c4b", true)];
+        let mut kept = TroubledOwners::default();
+        kept.update(&views);
+        assert_eq!(unschedulable_on(&kept, "ReplicaSet/shop/web-"), ["m1", "m2"]);
+        let m1_read = kept.read.get("m1").map(|(p, _)| Arc::as_ptr(p));
+        // m2's pods run now: m2 is read again, m1 (the same facts) is not.
+        views[1] = member("m2", "ReplicaSet/shop/web-77c4b", false);
+        kept.update(&views);
+        assert_eq!(unschedulable_on(&kept, "ReplicaSet/shop/web-"), ["m1"]);
+        assert_eq!(kept.read.get("m1").map(|(p, _)| Arc::as_ptr(p)), m1_read);
+        assert_eq!(kept.by_owner, scratch(&views));
+        // Another workload in trouble on m2; then m1 without pods, then gone.
+        views[1] = member("m2", "StatefulSet/shop/db", true);
+        kept.update(&views);
+        assert_eq!(unschedulable_on(&kept, "StatefulSet/shop/db"), ["m2"]);
+        assert_eq!(kept.by_owner, scratch(&views));
+        views[0].pods = None;
+        kept.update(&views);
+        assert!(!kept.by_owner.contains_key("ReplicaSet/shop/web-"), "m1's part is taken out");
+        assert_eq!(kept.by_owner, scratch(&views));
+        views.remove(1);
+        kept.update(&views);
+        assert!(kept.by_owner.is_empty() && kept.read.is_empty(), "{kept:?}");
     }
 
     /// Passes that start from the same stability state reference the same blob, stored once.

@@ -251,7 +251,7 @@ fn prune(obj: &mut Value, key: &ObjectKey) {
         }
         match &key.namespace {
             Some(ns) => {
-                meta.insert("namespace".into(), Value::String(ns.clone()));
+                meta.insert("namespace".into(), Value::String(ns.to_string()));
             }
             None => {
                 meta.remove("namespace");
@@ -312,7 +312,7 @@ fn add_provenance(obj: &mut Value, input: &RenderInput<'_>) {
                 k.kind,
                 match &k.namespace {
                     Some(ns) => format!("{ns}/{}", k.name),
-                    None => k.name.clone(),
+                    None => k.name.to_string(),
                 }
             )),
         );

@@ -83,10 +83,10 @@ fn parse_item(item: &Value) -> Result<Published, String> {
     };
     let optional = |v: &Value, path: &str| v.pointer(path).and_then(Value::as_str).map(str::to_string);
     let workload = ObjectKey {
-        api_version: text(item, "/workload/apiVersion")?,
-        kind: text(item, "/workload/kind")?,
-        namespace: optional(item, "/workload/namespace"),
-        name: text(item, "/workload/name")?,
+        api_version: text(item, "/workload/apiVersion")?.into(),
+        kind: text(item, "/workload/kind")?.into(),
+        namespace: optional(item, "/workload/namespace").map(Into::into),
+        name: text(item, "/workload/name")?.into(),
     };
     let policy = match item.get("policy").filter(|p| !p.is_null()) {
         None => None,

@@ -40,7 +40,9 @@ impl std::str::FromStr for WorkloadRef {
 impl WorkloadRef {
     /// Whether a stored key is this reference (kind case-insensitive).
     pub fn matches(&self, key: &ObjectKey) -> bool {
-        key.kind.eq_ignore_ascii_case(&self.kind) && key.namespace == self.namespace && key.name == self.name
+        key.kind.eq_ignore_ascii_case(&self.kind)
+            && key.namespace.as_deref() == self.namespace.as_deref()
+            && key.name == self.name
     }
 }
 

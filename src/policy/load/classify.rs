@@ -69,7 +69,8 @@ pub(super) struct Loader {
     pub(super) set: PolicySet,
     pub(super) errors: Vec<LoadError>,
     /// (group, kind, namespace, name) → where first seen.
-    pub(super) seen: HashMap<(String, String, Option<String>, String), Source>,
+    pub(super) seen:
+        HashMap<(String, crate::policy::KeyPart, Option<crate::policy::KeyPart>, crate::policy::KeyPart), Source>,
 }
 
 /// How a classified document is stored.
@@ -294,7 +295,12 @@ impl Loader {
             None
         };
         meta.namespace = namespace.clone();
-        let key = ObjectKey { api_version, kind, namespace, name: meta.name.clone() };
+        let key = ObjectKey {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: namespace.map(Into::into),
+            name: meta.name.as_str().into(),
+        };
         if self.duplicate(&item, &group, &key) {
             return;
         }
@@ -307,7 +313,8 @@ impl Loader {
         if !self.check_subdomain(&item, &meta.name) {
             return;
         }
-        let key = ObjectKey { api_version, kind, namespace: None, name: meta.name };
+        let key =
+            ObjectKey { api_version: api_version.into(), kind: kind.into(), namespace: None, name: meta.name.into() };
         if self.duplicate(&item, &group, &key) {
             return;
         }
@@ -529,12 +536,12 @@ impl Loader {
 fn describe(key: &ObjectKey) -> String {
     match &key.namespace {
         Some(ns) => format!("{ns}/{}", key.name),
-        None => key.name.clone(),
+        None => key.name.to_string(),
     }
 }
 
 fn key_of(api_version: &str, kind: &str, namespace: Option<String>, name: &str) -> ObjectKey {
-    ObjectKey { api_version: api_version.to_string(), kind: kind.to_string(), namespace, name: name.to_string() }
+    ObjectKey::new(api_version, kind, namespace.as_deref(), name)
 }
 
 /// The object's `spec` without nulls; an empty mapping when absent or null.

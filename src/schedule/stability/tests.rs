@@ -244,7 +244,7 @@ fn evictions_are_rate_limited_per_minute() {
     let first: Vec<String> = actions
         .iter()
         .filter(|(t, a)| *t == at[0] && matches!(a.kind, ActionKind::Evict { .. }))
-        .filter_map(|(_, a)| a.workload.as_ref().map(|k| k.name.clone()))
+        .filter_map(|(_, a)| a.workload.as_ref().map(|k| k.name.to_string()))
         .collect();
     assert_eq!(first, (0..7).map(|i| format!("w{i:02}")).collect::<Vec<_>>());
     assert_eq!(state.workloads.len(), 20);
@@ -280,7 +280,7 @@ fn move_back_waits_for_stable_for_and_is_limited_per_pass() {
         for a in &s.actions {
             if let ActionKind::MoveBack { replicas } = a.kind {
                 assert_eq!(replicas, 2);
-                backs.push((m, a.workload.clone().map(|k| k.name).unwrap_or_default()));
+                backs.push((m, a.workload.clone().map(|k| k.name.to_string()).unwrap_or_default()));
             }
         }
         state = s.state;

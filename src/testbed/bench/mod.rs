@@ -209,8 +209,8 @@ fn placed_anywhere(rec: &Reconciler, i: usize) -> Result<bool, BenchError> {
     let key = crate::policy::ObjectKey {
         api_version: "apps/v1".into(),
         kind: "Deployment".into(),
-        namespace: Some(repo::namespace_of(i)),
-        name: repo::workload_name(i),
+        namespace: Some(repo::namespace_of(i).into()),
+        name: repo::workload_name(i).into(),
     };
     Ok(rec.store.placement(&key)?.is_some_and(|p| !p.targets.is_empty()))
 }
