@@ -96,9 +96,13 @@ pub fn key_of<T: Hash + ?Sized>(v: &T) -> u64 {
 /// The content of a snapshot as far as versioning goes (everything but the poll facts),
 /// hashed structurally: much cheaper than [`ClusterSnapshot::content_hash`]'s canonical JSON.
 /// `shared` is the digest of its node list (`key_of(&*s.nodes)`) and of its pod facts
-/// (`key_of(&s.pods)`), which [`NodeDigests`] keeps per list and per facts.
+/// (`key_of(&s.pods)`), which [`NodeDigests`] keeps per list and per facts. Computed for every
+/// member every pass and never stored, so with foldhash's fixed-seed quality hasher, which
+/// takes words where [`KeyHasher`] takes bytes (a fleet's API enablements and labels were
+/// most of a quiet pass's snapshot stage).
 pub fn fingerprint(s: &ClusterSnapshot, shared: SharedDigests) -> u64 {
-    let mut h = KeyHasher::default();
+    use std::hash::BuildHasher;
+    let mut h = foldhash::quality::FixedState::with_seed(0x6669_6e67_6572_7072).build_hasher();
     s.name.hash(&mut h);
     s.labels.hash(&mut h);
     s.provider.hash(&mut h);

@@ -383,7 +383,9 @@ impl PlannedDeductions {
         let mut touched = vec![false; views.len()];
         for &k in &changed {
             let old = &before[k];
-            a.deducted.remove(&old.placement.workload);
+            if let Some(d) = a.deducted.remove(&old.placement.workload) {
+                a.total -= d.values().sum::<i64>();
+            }
             for (i, ..) in &old.plan {
                 if let Some(t) = touched.get_mut(*i) {
                     *t = true;
@@ -393,8 +395,11 @@ impl PlannedDeductions {
         for &k in &changed {
             let new = &plans[k];
             if !new.plan.is_empty() {
-                let deducted = new.plan.iter().map(|(_, c, want)| (c.clone(), *want)).collect();
-                a.deducted.insert(new.placement.workload.clone(), deducted);
+                let deducted: HashMap<String, i64> = new.plan.iter().map(|(_, c, want)| (c.clone(), *want)).collect();
+                a.total += deducted.values().sum::<i64>();
+                if let Some(d) = a.deducted.insert(new.placement.workload.clone(), deducted) {
+                    a.total -= d.values().sum::<i64>();
+                }
             }
             for (i, ..) in &new.plan {
                 if let Some(t) = touched.get_mut(*i) {
@@ -804,6 +809,8 @@ fn position_of(snapshots: &[ClusterSnapshot], cluster: &str) -> Option<usize> {
 #[derive(Debug, Default, Clone)]
 pub struct Assumed {
     deducted: KeyMap<ObjectKey, HashMap<String, i64>>,
+    /// The sum of `deducted`, kept as it changes ([`Assumed::total`]).
+    total: i64,
     /// Per cluster, a running digest of the deductions from its view: equal digests mean equal
     /// deductions, so the view a decision sees of it is covered by its cache key.
     pub per_cluster: HashMap<String, u64>,
@@ -907,7 +914,10 @@ impl Assumed {
                 }
                 deducted.insert(cluster.clone(), *want);
             }
-            assumed.deducted.insert(m.placement.workload.clone(), deducted);
+            assumed.total += deducted.values().sum::<i64>();
+            if let Some(d) = assumed.deducted.insert(m.placement.workload.clone(), deducted) {
+                assumed.total -= d.values().sum::<i64>();
+            }
         }
         for (view, digest) in views.iter().zip(&assumed.by_position) {
             if *digest != 0 {
@@ -923,11 +933,12 @@ impl Assumed {
         for u in log.into_iter().rev() {
             match u.deducted {
                 Some(n) => {
-                    self.deducted.entry(u.workload).or_default().insert(u.cluster.clone(), n);
+                    let was = self.deducted.entry(u.workload).or_default().insert(u.cluster.clone(), n);
+                    self.total += n - was.unwrap_or(0);
                 }
                 None => {
                     if let Some(d) = self.deducted.get_mut(&u.workload) {
-                        d.remove(u.cluster.as_str());
+                        self.total -= d.remove(u.cluster.as_str()).unwrap_or(0);
                         if d.is_empty() {
                             self.deducted.remove(&u.workload);
                         }
@@ -964,9 +975,13 @@ impl Assumed {
         };
         for &(i, cluster, want, _) in plan {
             match deducted.get_mut(cluster.as_str()) {
-                Some(n) => *n = want,
+                Some(n) => {
+                    self.total += want - *n;
+                    *n = want;
+                }
                 None => {
                     deducted.insert(cluster.clone(), want);
+                    self.total += want;
                 }
             }
             let own = match self.per_cluster.get_mut(cluster.as_str()) {
@@ -996,7 +1011,8 @@ impl Assumed {
 
     /// Replicas deducted in all.
     pub fn total(&self) -> i64 {
-        self.deducted.values().flat_map(HashMap::values).sum()
+        debug_assert_eq!(self.total, self.deducted.values().flat_map(HashMap::values).sum::<i64>());
+        self.total
     }
 }
 
