@@ -118,7 +118,7 @@ pub fn apply_live(
         // The APIs it serves: its last discovery, else the last stored live list, else the
         // Cluster object's own `status.apiEnablements` (empty: taken to serve every API).
         match (&status.apis, stored_apis) {
-            (Some(apis), _) => snap.api_enablements = (**apis).clone(),
+            (Some(apis), _) => snap.api_enablements = Arc::clone(apis),
             (None, Some(apis)) => snap.api_enablements = apis,
             (None, None) => {}
         }
@@ -244,10 +244,10 @@ mod tests {
             set.clusters.iter().map(|c| offline_snapshot(c).expect("offline")).collect();
         let mut stored_snap = snaps[0].clone();
         stored_snap.source = SnapshotSource::Live { endpoint: "e".into() };
-        stored_snap.api_enablements = stored.clone().unwrap_or_default();
+        stored_snap.api_enablements = Arc::new(stored.clone().unwrap_or_default());
         let view = LiveView { clusters: [("m".to_string(), status)].into() };
         apply_live(set, &mut snaps, &view, |_| stored.as_ref().map(|_| stored_snap.clone()));
-        snaps[0].api_enablements.clone()
+        (*snaps[0].api_enablements).clone()
     }
 
     #[test]

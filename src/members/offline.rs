@@ -90,7 +90,7 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         taints,
         health,
         source: SnapshotSource::Offline { file: c.source.file.display().to_string() },
-        api_enablements,
+        api_enablements: std::sync::Arc::new(api_enablements),
         summary,
         resource_models,
         nodes: Default::default(),

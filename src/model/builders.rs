@@ -87,7 +87,7 @@ impl ClusterSnapshot {
 
     /// Replaces the served `group/version/Kind` entries.
     pub fn with_api_enablements<A: Into<String>>(mut self, apis: impl IntoIterator<Item = A>) -> Self {
-        self.api_enablements = apis.into_iter().map(Into::into).collect();
+        self.api_enablements = std::sync::Arc::new(apis.into_iter().map(Into::into).collect());
         self
     }
 

@@ -338,7 +338,9 @@ pub struct ClusterSnapshot {
     pub health: Health,
     pub source: SnapshotSource,
     /// `group/version/Kind` entries the member serves; empty = unknown (nothing is filtered).
-    pub api_enablements: BTreeSet<String>,
+    /// Shared (a member's discovery list, hundreds of entries, is copied into every pass's
+    /// snapshot of it); hashes and serializes as the set.
+    pub api_enablements: std::sync::Arc<BTreeSet<String>>,
     /// Summary-level capacity, when known.
     pub summary: Option<ResourceSummary>,
     pub resource_models: Vec<ModelGrade>,

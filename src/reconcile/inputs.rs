@@ -361,6 +361,14 @@ impl Inputs {
     }
 }
 
+/// Keeps a copy of `inputs` as the last good ones, counted in the load phase (the copy of the
+/// offline snapshots is part of loading them).
+fn keep_last(cache: &mut LoadCache, inputs: &Inputs, timings: &mut PhaseTimings) {
+    let copying = Instant::now();
+    cache.last = Some(inputs.clone());
+    timings.load += copying.elapsed();
+}
+
 /// What [`Reconciler::load_inputs`] keeps between calls.
 #[derive(Default)]
 pub(super) struct LoadCache {
@@ -483,12 +491,12 @@ impl Reconciler {
             && let Some(prev) = &mut previous
             && let Some(inputs) = self.spliced(&mut cache.parse, prev, timings, started)
         {
-            cache.last = Some(inputs.clone());
+            keep_last(cache, &inputs, timings);
             return Ok(inputs);
         }
         let loaded = load_repository_incremental(&mut cache.parse, io_errors);
         let inputs = self.inputs_of(loaded, &cache.parse, timings, started, previous.as_ref())?;
-        cache.last = Some(inputs.clone());
+        keep_last(cache, &inputs, timings);
         cache.last_dir = Some(policy_dir.to_path_buf());
         Ok(inputs)
     }

@@ -284,19 +284,29 @@ fn keep_stats(cache: &mut cache::PassCache, stats: &HashMap<String, crate::util:
 
 /// The `placements.json` of the pass: the last one again when no decision changed and no
 /// workload was removed, else joined from the decisions' fragments (each built once per
-/// decision and kept with it).
+/// decision and kept with it). Once a summary was made, every decision then had its fragment:
+/// only the pass's fresh decisions can lack one.
 fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Arc<String> {
     let order = &decisions.order;
     let summary = match &cache.summary {
         Some(s) if decisions.fresh.is_empty() && decisions.removed.is_empty() => s.clone(),
-        _ => {
+        made => {
             // The missing fragments (every one after a restart) on every core.
-            let missing: Vec<(&crate::policy::ObjectKey, &cache::CachedDecision)> = order
-                .iter()
+            let lacking: Vec<&crate::policy::ObjectKey> = match made {
+                Some(_) => decisions.fresh.iter().collect(),
+                None => order.iter().collect(),
+            };
+            let missing: Vec<(&crate::policy::ObjectKey, &cache::CachedDecision)> = lacking
+                .into_iter()
                 .filter_map(|k| cache.decisions.get_key_value(k))
                 .filter(|(_, c)| c.summary_item.is_none())
                 .map(|(k, c)| (k, &**c))
                 .collect();
+            debug_assert!(
+                order.iter().filter_map(|k| cache.decisions.get(k)).filter(|c| c.summary_item.is_none()).count()
+                    == missing.len(),
+                "a decision that is not fresh lacks its summary fragment"
+            );
             let items = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |(_, c)| {
                 summary_item(&c.decided.record.summary())
             });

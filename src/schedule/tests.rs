@@ -185,7 +185,7 @@ proptest! {
         for (c, l) in clusters.iter_mut().zip(&limits) {
             c.constraints.max_replicas_per_workload = *l;
             if apis && c.name.ends_with('1') {
-                c.api_enablements = ["v1/ConfigMap".to_string()].into();
+                c.api_enablements = std::sync::Arc::new(["v1/ConfigMap".to_string()].into());
             }
         }
         // Shuffled order: the fleet sorts by name.
