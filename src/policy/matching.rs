@@ -15,10 +15,11 @@
 use crate::util::hash::KeyMap;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::types::{
-    ClusterAffinity, LabelSelector, LabelSelectorRequirement, Preemption, PropagationSpec, ResourceSelector,
-    SelectorOperator,
+    ClusterAffinity, LabelSelector, LabelSelectorRequirement, OverrideSpec, Preemption, PropagationSpec,
+    ResourceSelector, SelectorOperator,
 };
 use super::validate::selector_requirement_problem;
 use super::{ClusterObject, Policy, PolicyKind, PolicyRef, PolicySet, Template};
@@ -378,32 +379,86 @@ fn compare_candidates(a: &Candidate, b: &Candidate) -> Ordering {
 /// [`crate::render::overrides::applicable`] (which scan every policy).
 pub struct PolicyIndex<'a> {
     set: &'a PolicySet,
-    pps: KeyMap<&'a str, Vec<&'a Policy<PropagationSpec>>>,
-    by_ref: KeyMap<(PolicyKind, Option<&'a str>, &'a str), &'a Policy<PropagationSpec>>,
-    overrides: KeyMap<&'a str, Vec<&'a Policy<crate::policy::types::OverrideSpec>>>,
+    positions: std::sync::Arc<IndexPositions>,
+}
+
+/// What a [`PolicyIndex`] looks up, by position in the set's lists, with the policies it was
+/// built from: kept between passes ([`PolicyIndex::kept`]) and used again while the set holds
+/// the same policy objects in the same order (an edit of a template leaves them so).
+#[derive(Debug, Default)]
+pub struct IndexPositions {
+    /// The policies indexed, kept so that their addresses stay theirs.
+    policies: (Vec<Arc<Policy<PropagationSpec>>>, Vec<Arc<Policy<PropagationSpec>>>, Vec<Arc<Policy<OverrideSpec>>>),
+    /// Per namespace, its PropagationPolicies' positions in the set's order.
+    pps: KeyMap<String, Vec<usize>>,
+    /// Per policy name, the (kind, namespace, position in its kind's list) of the policies of
+    /// that name, the first of each reference only.
+    by_name: KeyMap<String, Vec<(PolicyKind, Option<String>, usize)>>,
+    /// Per namespace, its OverridePolicies' positions in the set's order.
+    overrides: KeyMap<String, Vec<usize>>,
+}
+
+impl IndexPositions {
+    fn of(set: &PolicySet) -> Self {
+        let mut pps: KeyMap<String, Vec<usize>> = KeyMap::default();
+        let mut by_name: KeyMap<String, Vec<(PolicyKind, Option<String>, usize)>> =
+            KeyMap::with_capacity_and_hasher(set.propagation_policies.len(), Default::default());
+        let mut name = |kind: PolicyKind, p: &Policy<PropagationSpec>, i: usize| {
+            let same = by_name.entry(p.name().to_string()).or_default();
+            if !same.iter().any(|(k, ns, _)| *k == kind && ns.as_deref() == p.namespace()) {
+                same.push((kind, p.namespace().map(str::to_string), i));
+            }
+        };
+        for (i, p) in set.propagation_policies.iter().enumerate() {
+            if let Some(ns) = p.namespace() {
+                match pps.get_mut(ns) {
+                    Some(list) => list.push(i),
+                    None => {
+                        pps.insert(ns.to_string(), vec![i]);
+                    }
+                }
+            }
+            name(PolicyKind::PropagationPolicy, p, i);
+        }
+        for (i, p) in set.cluster_propagation_policies.iter().enumerate() {
+            name(PolicyKind::ClusterPropagationPolicy, p, i);
+        }
+        let mut overrides: KeyMap<String, Vec<usize>> = KeyMap::default();
+        for (i, p) in set.override_policies.iter().enumerate() {
+            if let Some(ns) = p.namespace() {
+                overrides.entry(ns.to_string()).or_default().push(i);
+            }
+        }
+        let policies =
+            (set.propagation_policies.clone(), set.cluster_propagation_policies.clone(), set.override_policies.clone());
+        IndexPositions { policies, pps, by_name, overrides }
+    }
+
+    /// Whether this index was built from `set`'s policies: the same objects, in the same order.
+    fn indexes(&self, set: &PolicySet) -> bool {
+        fn same<T>(kept: &[Arc<T>], now: &[Arc<T>]) -> bool {
+            kept.len() == now.len() && kept.iter().zip(now).all(|(k, n)| Arc::ptr_eq(k, n))
+        }
+        same(&self.policies.0, &set.propagation_policies)
+            && same(&self.policies.1, &set.cluster_propagation_policies)
+            && same(&self.policies.2, &set.override_policies)
+    }
 }
 
 impl<'a> PolicyIndex<'a> {
     /// Indexes `set` (the order of each list is kept within a namespace).
     pub fn new(set: &'a PolicySet) -> Self {
-        let mut pps: KeyMap<&str, Vec<_>> = KeyMap::default();
-        let mut by_ref = KeyMap::with_capacity_and_hasher(set.propagation_policies.len(), Default::default());
-        for p in set.propagation_policies.iter().map(|p| &**p) {
-            if let Some(ns) = p.namespace() {
-                pps.entry(ns).or_default().push(p);
-            }
-            by_ref.entry((PolicyKind::PropagationPolicy, p.namespace(), p.name())).or_insert(p);
-        }
-        for p in set.cluster_propagation_policies.iter().map(|p| &**p) {
-            by_ref.entry((PolicyKind::ClusterPropagationPolicy, p.namespace(), p.name())).or_insert(p);
-        }
-        let mut overrides: KeyMap<&str, Vec<_>> = KeyMap::default();
-        for p in set.override_policies.iter().map(|p| &**p) {
-            if let Some(ns) = p.namespace() {
-                overrides.entry(ns).or_default().push(p);
-            }
-        }
-        PolicyIndex { set, pps, by_ref, overrides }
+        PolicyIndex { set, positions: Arc::new(IndexPositions::of(set)) }
+    }
+
+    /// Indexes `set` with the positions `kept` from an earlier pass when they index the same
+    /// policies (else indexes it afresh and keeps that).
+    pub fn kept(set: &'a PolicySet, kept: &mut Option<Arc<IndexPositions>>) -> Self {
+        let positions = match kept.as_ref().filter(|k| k.indexes(set)) {
+            Some(k) => Arc::clone(k),
+            None => Arc::clone(kept.insert(Arc::new(IndexPositions::of(set)))),
+        };
+        PolicyIndex { set, positions }
     }
 
     /// The set indexed.
@@ -413,24 +468,38 @@ impl<'a> PolicyIndex<'a> {
 
     /// [`claim_with_previous`].
     pub fn claim_with_previous(&self, t: &Template, previous: Option<&PolicyRef>) -> Option<Claim> {
-        let pps = t.key.namespace.as_deref().and_then(|ns| self.pps.get(ns)).into_iter().flatten().copied();
+        let at = t.key.namespace.as_deref().and_then(|ns| self.positions.pps.get(ns));
+        let pps = at.into_iter().flatten().filter_map(|&i| self.set.propagation_policies.get(i)).map(|p| &**p);
         with_previous(self.set, claim_among(self.set, pps, t)?, previous)
     }
 
     /// [`PolicySet::propagation_policy`].
     pub fn propagation_policy(&self, r: &PolicyRef) -> Option<&'a Policy<PropagationSpec>> {
-        self.by_ref.get(&(r.kind, r.namespace.as_deref(), r.name.as_str())).copied()
+        let same = self.positions.by_name.get(r.name.as_str())?;
+        let (kind, _, i) = same.iter().find(|(k, ns, _)| *k == r.kind && ns.as_deref() == r.namespace.as_deref())?;
+        let list = match kind {
+            PolicyKind::ClusterPropagationPolicy => &self.set.cluster_propagation_policies,
+            _ => &self.set.propagation_policies,
+        };
+        list.get(*i).map(|p| &**p)
     }
 
     /// Every namespace with PropagationPolicies, with them in the set's order (the namespaces
     /// in no particular order).
-    pub fn propagation_policies_by_namespace(&self) -> impl Iterator<Item = (&'a str, &[&'a Policy<PropagationSpec>])> {
-        self.pps.iter().map(|(ns, list)| (*ns, list.as_slice()))
+    pub fn propagation_policies_by_namespace(
+        &self,
+    ) -> impl Iterator<Item = (&str, impl Iterator<Item = &'a Policy<PropagationSpec>> + '_)> {
+        let set = self.set;
+        self.positions.pps.iter().map(move |(ns, at)| {
+            (ns.as_str(), at.iter().filter_map(move |&i| set.propagation_policies.get(i)).map(|p| &**p))
+        })
     }
 
     /// The OverridePolicies of a namespace, in the set's order.
-    pub fn override_policies(&self, namespace: &str) -> &[&'a Policy<crate::policy::types::OverrideSpec>] {
-        self.overrides.get(namespace).map(Vec::as_slice).unwrap_or(&[])
+    pub fn override_policies(&self, namespace: &str) -> impl Iterator<Item = &'a Policy<OverrideSpec>> + '_ {
+        let set = self.set;
+        let at = self.positions.overrides.get(namespace);
+        at.into_iter().flatten().filter_map(move |&i| set.override_policies.get(i)).map(|p| &**p)
     }
 }
 

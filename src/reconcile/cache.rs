@@ -529,14 +529,20 @@ impl ClaimMemo {
     pub fn begin(&mut self, set: &crate::policy::PolicySet, index: &crate::policy::matching::PolicyIndex<'_>) {
         // A kept list is the same as the pass's when it holds the same objects in the same
         // order (the kept `Arc`s keep their addresses from being another policy's).
-        let same = |kept: &[Arc<PropagationPolicy>], now: &[&PropagationPolicy]| {
-            kept.len() == now.len() && kept.iter().zip(now).all(|(k, n)| std::ptr::eq(Arc::as_ptr(k), *n))
+        let same = |kept: &[Arc<PropagationPolicy>], now: &mut dyn Iterator<Item = &PropagationPolicy>| {
+            let mut kept = kept.iter();
+            for n in now {
+                if !kept.next().is_some_and(|k| std::ptr::eq(Arc::as_ptr(k), n)) {
+                    return false;
+                }
+            }
+            kept.next().is_none()
         };
         let mut seen = 0;
         let mut changed: std::collections::HashSet<String> = std::collections::HashSet::new();
-        for (ns, now) in index.propagation_policies_by_namespace() {
+        for (ns, mut now) in index.propagation_policies_by_namespace() {
             seen += 1;
-            if !self.namespaces.get(ns).is_some_and(|kept| same(kept, now)) {
+            if !self.namespaces.get(ns).is_some_and(|kept| same(kept, &mut now)) {
                 changed.insert(ns.to_string());
             }
         }
@@ -554,7 +560,7 @@ impl ClaimMemo {
         }
         self.changed = changed;
         let cluster_wide: Vec<&PropagationPolicy> = set.cluster_propagation_policies.iter().map(|p| &**p).collect();
-        self.cluster_wide_changed = !same(&self.cluster_wide, &cluster_wide);
+        self.cluster_wide_changed = !same(&self.cluster_wide, &mut cluster_wide.into_iter());
         if self.cluster_wide_changed {
             self.cluster_wide = set.cluster_propagation_policies.clone();
             self.claims.clear();
@@ -1102,6 +1108,9 @@ pub struct PassCache {
     pub keys: KeyMemo,
     /// When the whole plan was last published (None: never in this process).
     pub last_full_check_ms: Option<u64>,
+    /// The policy index's positions, kept while the set holds the same policies
+    /// ([`crate::policy::matching::PolicyIndex::kept`]).
+    pub policy_index: Option<Arc<crate::policy::matching::IndexPositions>>,
     /// Each cluster's static digest, kept while its snapshot's fingerprint is the same.
     pub static_digests: StaticDigests,
     /// The stability state last stored as a blob, with its hash: a pass that starts from an
@@ -2229,8 +2238,26 @@ mod tests {
             let (_, errors) = parsed.refresh(dir.path());
             crate::policy::load::load_repository_incremental(&mut parsed, errors).0
         };
+        // The index's positions kept between the passes too: used again while the set holds the
+        // same policy objects, made again when a policy changes; the lookups answer as the set's.
+        let positions = std::cell::RefCell::new(None);
+        let made = std::cell::Cell::new(0);
         let claims_of = |memo: &mut ClaimMemo, set: &crate::policy::PolicySet, asked: &mut Vec<String>| {
-            let index = crate::policy::matching::PolicyIndex::new(set);
+            let mut kept = positions.borrow_mut();
+            let before = kept.clone();
+            let index = crate::policy::matching::PolicyIndex::kept(set, &mut kept);
+            if !before.is_some_and(|b| kept.as_ref().is_some_and(|k| Arc::ptr_eq(&b, k))) {
+                made.set(made.get() + 1);
+            }
+            for p in &set.propagation_policies {
+                let r = crate::policy::PolicyRef {
+                    kind: crate::policy::PolicyKind::PropagationPolicy,
+                    namespace: p.meta.namespace.clone(),
+                    name: p.meta.name.clone(),
+                };
+                let (by_index, by_set) = (index.propagation_policy(&r), set.propagation_policy(&r));
+                assert!(by_index.is_some_and(|i| by_set.is_some_and(|s| std::ptr::eq(i, s))), "{r}");
+            }
             memo.begin(set, &index);
             let mut out = Vec::new();
             for t in &set.templates {
@@ -2258,6 +2285,7 @@ mod tests {
         let again = load();
         assert_eq!(claims_of(&mut memo, &again, &mut asked), [Some("low".to_string()), Some("only".to_string())]);
         assert!(asked.is_empty(), "{asked:?}");
+        assert_eq!(made.get(), 1, "the same policies: the index's positions are used again");
 
         // A policy of higher priority in namespace a: a's template is claimed again (and the new
         // policy claims it); b's claim is kept.
@@ -2266,6 +2294,7 @@ mod tests {
         let edited = load();
         assert_eq!(claims_of(&mut memo, &edited, &mut asked), [Some("high".to_string()), Some("only".to_string())]);
         assert_eq!(asked, ["a"]);
+        assert_eq!(made.get(), 2, "another policy: the set is indexed again");
 
         // Namespace b loses its only policy: b's template is claimed again (by none); a's is kept.
         asked.clear();

@@ -210,7 +210,7 @@ impl Reconciler {
         let poll = phase.elapsed();
         let pass = snapshots::Pass::new(&snapshots, &self.store, cache.cluster_digests.take())?;
         cache.cluster_digests = Some(pass.digests.start_digests());
-        let index = PolicyIndex::new(&inputs.set);
+        let index = PolicyIndex::kept(&inputs.set, &mut cache.policy_index);
         let phase = Instant::now();
         let stability = stability::run(
             &self.store,

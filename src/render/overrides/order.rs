@@ -64,11 +64,11 @@ pub fn applicable_indexed<'a>(
     index: &crate::policy::matching::PolicyIndex<'a>,
     t: &Template,
 ) -> Vec<ApplicableOverride<'a>> {
-    let ns: &[&'a Policy<OverrideSpec>] = match t.key.namespace.as_deref() {
-        Some(ns) => index.override_policies(ns),
-        None => &[],
+    let ns: Vec<&'a Policy<OverrideSpec>> = match t.key.namespace.as_deref() {
+        Some(ns) => index.override_policies(ns).collect(),
+        None => Vec::new(),
     };
-    applicable_among(index.set(), &mut ns.iter().copied(), t)
+    applicable_among(index.set(), &mut ns.into_iter(), t)
 }
 
 fn applicable_among<'a>(
