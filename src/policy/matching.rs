@@ -387,8 +387,11 @@ pub struct PolicyIndex<'a> {
 /// the same policy objects in the same order (an edit of a template leaves them so).
 #[derive(Debug, Default)]
 pub struct IndexPositions {
-    /// The policies indexed, kept so that their addresses stay theirs.
-    policies: (Vec<Arc<Policy<PropagationSpec>>>, Vec<Arc<Policy<PropagationSpec>>>, Vec<Arc<Policy<OverrideSpec>>>),
+    /// The policies indexed (Propagation, ClusterPropagation, Override), kept so that their
+    /// addresses stay theirs.
+    propagation: Vec<Arc<Policy<PropagationSpec>>>,
+    cluster_propagation: Vec<Arc<Policy<PropagationSpec>>>,
+    override_policies: Vec<Arc<Policy<OverrideSpec>>>,
     /// Per namespace, its PropagationPolicies' positions in the set's order.
     pps: KeyMap<String, Vec<usize>>,
     /// Per policy name, the (kind, namespace, position in its kind's list) of the policies of
@@ -429,9 +432,14 @@ impl IndexPositions {
                 overrides.entry(ns.to_string()).or_default().push(i);
             }
         }
-        let policies =
-            (set.propagation_policies.clone(), set.cluster_propagation_policies.clone(), set.override_policies.clone());
-        IndexPositions { policies, pps, by_name, overrides }
+        IndexPositions {
+            propagation: set.propagation_policies.clone(),
+            cluster_propagation: set.cluster_propagation_policies.clone(),
+            override_policies: set.override_policies.clone(),
+            pps,
+            by_name,
+            overrides,
+        }
     }
 
     /// Whether this index was built from `set`'s policies: the same objects, in the same order.
@@ -439,9 +447,9 @@ impl IndexPositions {
         fn same<T>(kept: &[Arc<T>], now: &[Arc<T>]) -> bool {
             kept.len() == now.len() && kept.iter().zip(now).all(|(k, n)| Arc::ptr_eq(k, n))
         }
-        same(&self.policies.0, &set.propagation_policies)
-            && same(&self.policies.1, &set.cluster_propagation_policies)
-            && same(&self.policies.2, &set.override_policies)
+        same(&self.propagation, &set.propagation_policies)
+            && same(&self.cluster_propagation, &set.cluster_propagation_policies)
+            && same(&self.override_policies, &set.override_policies)
     }
 }
 

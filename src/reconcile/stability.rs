@@ -351,9 +351,13 @@ pub(crate) struct Troubled {
 /// costs a pointer comparison per member, not a walk of every pod owner.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct TroubledOwners {
-    read: KeyMap<String, (Arc<PodFacts>, Vec<(String, bool, bool)>)>,
+    read: KeyMap<String, (Arc<PodFacts>, Vec<TroubledEntry>)>,
     by_owner: KeyMap<String, Troubled>,
 }
+
+/// One owner key in trouble on a member: the key, whether pods are Unschedulable, whether
+/// pods are not Ready.
+type TroubledEntry = (String, bool, bool);
 
 impl TroubledOwners {
     /// Brings the view up to date with `views`' pod facts.
