@@ -103,21 +103,28 @@ pub fn key_of<T: Hash + ?Sized>(v: &T) -> u64 {
 pub fn fingerprint(s: &ClusterSnapshot, shared: SharedDigests) -> u64 {
     use std::hash::BuildHasher;
     let mut h = foldhash::quality::FixedState::with_seed(0x6669_6e67_6572_7072).build_hasher();
-    s.name.hash(&mut h);
-    s.labels.hash(&mut h);
-    s.provider.hash(&mut h);
-    s.region.hash(&mut h);
-    s.zones.hash(&mut h);
-    s.taints.hash(&mut h);
-    s.health.hash(&mut h);
+    // Every static fact first ([`StaticDigests`] relies on the fingerprint covering them).
+    hash_static_facts(s, &mut h);
     s.source.hash(&mut h);
-    s.api_enablements.hash(&mut h);
     s.summary.hash(&mut h);
     s.resource_models.hash(&mut h);
     shared.nodes.hash(&mut h);
     shared.pods.hash(&mut h);
-    s.constraints.hash(&mut h);
     h.finish()
+}
+
+/// Hashes a cluster's facts that the filters read and that time does not change: its name,
+/// labels, provider, region, zones, taints, health, API enablements and constraints.
+fn hash_static_facts<H: Hasher>(s: &ClusterSnapshot, h: &mut H) {
+    s.name.hash(h);
+    s.labels.hash(h);
+    s.provider.hash(h);
+    s.region.hash(h);
+    s.zones.hash(h);
+    s.taints.hash(h);
+    s.health.hash(h);
+    s.api_enablements.hash(h);
+    s.constraints.hash(h);
 }
 
 /// The digests of the parts of a snapshot shared with the poller's data ([`NodeDigests`]).
@@ -227,19 +234,11 @@ pub fn fleet_static_key(snapshots: &[ClusterSnapshot], statics: &[u64], min_conf
     h.finish()
 }
 
-/// A cluster's facts that the filters read and that time does not change: its name, labels,
-/// provider, region, zones, taints, health, API enablements and constraints.
+/// The digest of a cluster's static facts ([`hash_static_facts`]), with [`KeyHasher`]: it
+/// enters decision keys, which a restarted process compares.
 pub fn static_digest(s: &ClusterSnapshot) -> u64 {
     let mut h = KeyHasher::default();
-    s.name.hash(&mut h);
-    s.labels.hash(&mut h);
-    s.provider.hash(&mut h);
-    s.region.hash(&mut h);
-    s.zones.hash(&mut h);
-    s.taints.hash(&mut h);
-    s.health.hash(&mut h);
-    s.api_enablements.hash(&mut h);
-    s.constraints.hash(&mut h);
+    hash_static_facts(s, &mut h);
     h.finish()
 }
 
