@@ -186,7 +186,10 @@ pub(super) fn run(
         }
     }
     let by_name: KeyMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
-    Arc::make_mut(&mut cache.troubled).update(views);
+    // Copied (a preview's fork shares it) only when a member's pods changed.
+    if !cache.troubled.current(views) {
+        Arc::make_mut(&mut cache.troubled).update(views);
+    }
     let attention = Attention::new(&clusters, &cache.troubled);
     let mut owner = String::new();
     let mut keys: Vec<&ObjectKey> = cache
@@ -360,6 +363,19 @@ pub(crate) struct TroubledOwners {
 type TroubledEntry = (String, bool, bool);
 
 impl TroubledOwners {
+    /// Whether the view was read from `views`' pod facts (the same `Arc`s, no member gone).
+    fn current(&self, views: &[ClusterSnapshot]) -> bool {
+        let mut same = 0usize;
+        for s in views {
+            let Some(pods) = &s.pods else { continue };
+            match self.read.get(s.name.as_str()) {
+                Some((read, _)) if Arc::ptr_eq(read, pods) => same += 1,
+                _ => return false,
+            }
+        }
+        same == self.read.len()
+    }
+
     /// Brings the view up to date with `views`' pod facts.
     fn update(&mut self, views: &[ClusterSnapshot]) {
         let mut same = 0usize;
@@ -785,8 +801,10 @@ mod attention_tests {
         kept.update(&views);
         assert_eq!(unschedulable_on(&kept, "ReplicaSet/shop/web-"), ["m1", "m2"]);
         let m1_read = kept.read.get("m1").map(|(p, _)| Arc::as_ptr(p));
+        assert!(kept.current(&views));
         // m2's pods run now: m2 is read again, m1 (the same facts) is not.
         views[1] = member("m2", "ReplicaSet/shop/web-77c4b", false);
+        assert!(!kept.current(&views), "m2's facts are another Arc");
         kept.update(&views);
         assert_eq!(unschedulable_on(&kept, "ReplicaSet/shop/web-"), ["m1"]);
         assert_eq!(kept.read.get("m1").map(|(p, _)| Arc::as_ptr(p)), m1_read);
@@ -801,6 +819,7 @@ mod attention_tests {
         assert!(!kept.by_owner.contains_key("ReplicaSet/shop/web-"), "m1's part is taken out");
         assert_eq!(kept.by_owner, scratch(&views));
         views.remove(1);
+        assert!(!kept.current(&views), "m2 is gone");
         kept.update(&views);
         assert!(kept.by_owner.is_empty() && kept.read.is_empty(), "{kept:?}");
     }
