@@ -503,10 +503,11 @@ impl<'a> PolicyIndex<'a> {
         })
     }
 
-    /// The OverridePolicies of a namespace, in the set's order.
-    pub fn override_policies(&self, namespace: &str) -> impl Iterator<Item = &'a Policy<OverrideSpec>> + '_ {
+    /// The OverridePolicies of a namespace, in the set's order (none for a cluster-scoped
+    /// template's `None`).
+    pub fn override_policies(&self, namespace: Option<&str>) -> impl Iterator<Item = &'a Policy<OverrideSpec>> + '_ {
         let set = self.set;
-        let at = self.positions.overrides.get(namespace);
+        let at = namespace.and_then(|ns| self.positions.overrides.get(ns));
         at.into_iter().flatten().filter_map(move |&i| set.override_policies.get(i)).map(|p| &**p)
     }
 }

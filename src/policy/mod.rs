@@ -60,6 +60,7 @@ pub struct ObjectKey {
 pub type KeyPart = compact_str::CompactString;
 
 impl ObjectKey {
+    /// The key of `api_version`/`kind` `namespace`/`name` (`None`: cluster-scoped).
     pub fn new(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Self {
         ObjectKey {
             api_version: api_version.into(),

@@ -528,20 +528,14 @@ impl ClaimMemo {
     pub fn begin(&mut self, set: &crate::policy::PolicySet, index: &crate::policy::matching::PolicyIndex<'_>) {
         // A kept list is the same as the pass's when it holds the same objects in the same
         // order (the kept `Arc`s keep their addresses from being another policy's).
-        let same = |kept: &[Arc<PropagationPolicy>], now: &mut dyn Iterator<Item = &PropagationPolicy>| {
-            let mut kept = kept.iter();
-            for n in now {
-                if !kept.next().is_some_and(|k| std::ptr::eq(Arc::as_ptr(k), n)) {
-                    return false;
-                }
-            }
-            kept.next().is_none()
-        };
+        fn same<'p>(kept: &[Arc<PropagationPolicy>], now: impl Iterator<Item = &'p PropagationPolicy>) -> bool {
+            now.map(std::ptr::from_ref).eq(kept.iter().map(Arc::as_ptr))
+        }
         let mut seen = 0;
         let mut changed: std::collections::HashSet<String> = std::collections::HashSet::new();
-        for (ns, mut now) in index.propagation_policies_by_namespace() {
+        for (ns, now) in index.propagation_policies_by_namespace() {
             seen += 1;
-            if !self.namespaces.get(ns).is_some_and(|kept| same(kept, &mut now)) {
+            if !self.namespaces.get(ns).is_some_and(|kept| same(kept, now)) {
                 changed.insert(ns.to_string());
             }
         }
@@ -558,8 +552,7 @@ impl ClaimMemo {
             }
         }
         self.changed = changed;
-        let cluster_wide: Vec<&PropagationPolicy> = set.cluster_propagation_policies.iter().map(|p| &**p).collect();
-        self.cluster_wide_changed = !same(&self.cluster_wide, &mut cluster_wide.into_iter());
+        self.cluster_wide_changed = !same(&self.cluster_wide, set.cluster_propagation_policies.iter().map(|p| &**p));
         if self.cluster_wide_changed {
             self.cluster_wide = set.cluster_propagation_policies.clone();
             self.claims.clear();

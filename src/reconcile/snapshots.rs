@@ -383,9 +383,7 @@ impl PlannedDeductions {
         let mut touched = vec![false; views.len()];
         for &k in &changed {
             let old = &before[k];
-            if let Some(d) = a.deducted.remove(&old.placement.workload) {
-                a.total -= d.values().sum::<i64>();
-            }
+            a.take_workload(&old.placement.workload);
             for (i, ..) in &old.plan {
                 if let Some(t) = touched.get_mut(*i) {
                     *t = true;
@@ -395,11 +393,8 @@ impl PlannedDeductions {
         for &k in &changed {
             let new = &plans[k];
             if !new.plan.is_empty() {
-                let deducted: HashMap<String, i64> = new.plan.iter().map(|(_, c, want)| (c.clone(), *want)).collect();
-                a.total += deducted.values().sum::<i64>();
-                if let Some(d) = a.deducted.insert(new.placement.workload.clone(), deducted) {
-                    a.total -= d.values().sum::<i64>();
-                }
+                let deducted = new.plan.iter().map(|(_, c, want)| (c.clone(), *want)).collect();
+                a.put_workload(new.placement.workload.clone(), deducted);
             }
             for (i, ..) in &new.plan {
                 if let Some(t) = touched.get_mut(*i) {
@@ -914,10 +909,7 @@ impl Assumed {
                 }
                 deducted.insert(cluster.clone(), *want);
             }
-            assumed.total += deducted.values().sum::<i64>();
-            if let Some(d) = assumed.deducted.insert(m.placement.workload.clone(), deducted) {
-                assumed.total -= d.values().sum::<i64>();
-            }
+            assumed.put_workload(m.placement.workload.clone(), deducted);
         }
         for (view, digest) in views.iter().zip(&assumed.by_position) {
             if *digest != 0 {
@@ -1007,6 +999,21 @@ impl Assumed {
     /// The digest of the deductions from one cluster's view so far (0: none).
     pub fn of_cluster(&self, cluster: &str) -> u64 {
         self.per_cluster.get(cluster).copied().unwrap_or(0)
+    }
+
+    /// Sets one workload's deductions (replacing any), keeping the total.
+    fn put_workload(&mut self, workload: ObjectKey, deducted: HashMap<String, i64>) {
+        self.total += deducted.values().sum::<i64>();
+        if let Some(old) = self.deducted.insert(workload, deducted) {
+            self.total -= old.values().sum::<i64>();
+        }
+    }
+
+    /// Takes one workload's deductions out, keeping the total.
+    fn take_workload(&mut self, workload: &ObjectKey) {
+        if let Some(old) = self.deducted.remove(workload) {
+            self.total -= old.values().sum::<i64>();
+        }
     }
 
     /// Replicas deducted in all.

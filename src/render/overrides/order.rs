@@ -64,11 +64,7 @@ pub fn applicable_indexed<'a>(
     index: &crate::policy::matching::PolicyIndex<'a>,
     t: &Template,
 ) -> Vec<ApplicableOverride<'a>> {
-    let ns: Vec<&'a Policy<OverrideSpec>> = match t.key.namespace.as_deref() {
-        Some(ns) => index.override_policies(ns).collect(),
-        None => Vec::new(),
-    };
-    applicable_among(index.set(), &mut ns.into_iter(), t)
+    applicable_among(index.set(), &mut index.override_policies(t.key.namespace.as_deref()), t)
 }
 
 fn applicable_among<'a>(
