@@ -10,7 +10,7 @@
 //!   and their requirements, replica estimators.
 //! - [`schedule`]: filter and score plugins, cluster selection and replica assignment.
 //! - [`render`]: the text of every output file: manifests (replica revision, overrides,
-//!   pruning, provenance, safe YAML), the header, `kustomization.yaml`, `placements.json`.
+//!   pruning, provenance, safe YAML), the header, `kustomization.yaml`, the summary's shards.
 //! - [`members`]: where cluster state comes from (poll): the offline form reads a Cluster
 //!   object's own status; the live poller lists and watches Nodes and Pods.
 //! - [`store`]: sled: versioned snapshots, placements, history, content-addressed inputs.

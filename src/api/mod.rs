@@ -10,7 +10,7 @@
 //! | `/api/v1/clusters` | members: state, capacity, confidence, snapshot age, replicas |
 //! | `/api/v1/clusters/{name}/snapshots` | as `fedsched snapshots -o json` |
 //! | `/api/v1/resources?by=region\|zone\|provider\|label=KEY` | as `fedsched resources -o json` |
-//! | `/api/v1/workloads` | every placement, as `.fedsched/placements.json` |
+//! | `/api/v1/workloads` | every placement, as the summary's shards (`.fedsched/placements/`) list them |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/explain` | as `fedsched explain -o json` (`ns` = `_` for cluster-scoped), with the profiles of the last good pass |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/history` | as `fedsched history -o json` |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/status?stuckAfter=5m` | as `fedsched status KIND/NS/NAME -o json` |

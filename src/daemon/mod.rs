@@ -36,7 +36,7 @@
 //! recorded, still ready. On a new term of leadership the loop first takes over
 //! (`take_over_if_due`: the output directory is claimed, git mode syncs its work tree to the
 //! remote — otherwise a publish the previous leader left half-done is finished —,
-//! `placements.json` is adopted as the previous placements and claims, a new reconciler), then
+//! the summary's shards are adopted as the previous placements and claims, a new reconciler), then
 //! opens the fence and runs a pass. Losing the lease lets go of the output directory. At
 //! shutdown the output directory, then the lease, are released so that a standby takes over at
 //! once.
@@ -496,7 +496,7 @@ impl Daemon {
     }
 
     /// `[ha]`: when this instance holds the lease for a term whose takeover is not done, adopts
-    /// the published state ([`reconcile::adopt_published`]: `placements.json` as the previous
+    /// the published state ([`reconcile::adopt_published`]: the summary's shards as the previous
     /// placements and claims) and starts a new reconciler on it, then opens the fence. Returns
     /// whether a takeover was done (a pass should follow). On failure the fence stays closed
     /// (nothing is published from placements that were not adopted) and the next turn of the

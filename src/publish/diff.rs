@@ -13,8 +13,8 @@ use super::disk::{Kind, kind_of};
 use super::error::io_err;
 use super::names::object_path_problem;
 use super::{
-    ClusterFiles, DeleteGuard, HeldCluster, HeldMove, KUSTOMIZATION_FILE, PublishError, PublishPlan, STATE_DIR,
-    SUMMARY_FILE,
+    ClusterFiles, DeleteGuard, HeldCluster, HeldMove, KUSTOMIZATION_FILE, PublishError, PublishPlan,
+    legacy_summary_path, summary_shard_path,
 };
 use crate::render::output::{GENERATED_HEADER, has_header, kustomization};
 use crate::util::stat::{FileStat, read_file, wall_ns};
@@ -172,17 +172,23 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
         })
         .collect();
     if let Some(summary) = &plan.summary {
-        let rel = format!("{STATE_DIR}/{SUMMARY_FILE}");
-        let full = out.join(&rel);
-        let same = match kind_of(&full)? {
-            Kind::File if !plan.summary_is_new => fs::read(&full).map_err(io_err("read", &full))? == summary.as_bytes(),
-            _ => false,
-        };
-        if same {
-            changes.unchanged += 1;
-        } else {
-            // Shared with the plan, not copied.
-            changes.writes.insert(rel, Bytes::from_owner(SharedText(Arc::clone(summary))));
+        for (name, bytes) in &summary.shards {
+            let rel = summary_shard_path(name);
+            // No symlink on the way (`.fedsched/placements` pointing elsewhere is refused).
+            let exists = check_target(out, &rel)?;
+            let full = out.join(&rel);
+            let same = summary.compare && exists && fs::read(&full).map_err(io_err("read", &full))? == bytes.as_bytes();
+            if same {
+                changes.unchanged += 1;
+            } else {
+                // Shared with the plan, not copied.
+                changes.writes.insert(rel, Bytes::from_owner(SharedText(Arc::clone(bytes))));
+            }
+        }
+        // The single file of earlier versions goes once the shards replace it.
+        let legacy = legacy_summary_path();
+        if summary.compare && kind_of(&out.join(&legacy))? == Kind::File {
+            changes.deletions.insert(legacy);
         }
     }
     Ok(changes)

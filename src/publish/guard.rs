@@ -143,7 +143,7 @@ spec: {}
         }
         assert!(!out.join("member1/default/core_service_new.yaml").exists());
         assert!(out.join("member2/default/core_configmap_x.yaml").exists());
-        assert_eq!(read(out, ".fedsched/placements.json"), "v2");
+        assert_eq!(read(out, ".fedsched/placements/00.json"), "v2");
         // Confirmed: the same plan goes through.
         let report =
             publish_guarded(out, &next, &DeleteGuard { allow: true, ..DeleteGuard::default() }).expect("publish");

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::diff::Changes;
 use super::disk::{Kind, create_dirs, journal_path, kind_of, staging_dir, state_dir, sync_dir, sync_filesystem};
 use super::error::io_err;
-use super::{JOURNAL_VERSION, KUSTOMIZATION_FILE, PublishError, STATE_DIR, SUMMARY_FILE};
+use super::{JOURNAL_VERSION, KUSTOMIZATION_FILE, PublishError, is_summary_path};
 
 /// The commit record of one publish: staged files to rename into place and files to delete.
 /// Paths are relative to the output root; staged names are relative to the staging directory.
@@ -176,7 +176,7 @@ pub(super) fn write_journal(out: &Path, journal: &Journal) -> Result<(), Publish
 }
 
 /// Applies a committed journal idempotently, in [`apply_order`] within each cluster directory
-/// (the clusters on every core, `placements.json` after all of them): renames staged files that
+/// (the clusters on every core, the summary's shards after all of them): renames staged files that
 /// still exist, deletes targets that still exist, prunes directories emptied by deletions
 /// (never a cluster directory), then makes all of it durable with one `syncfs` of the
 /// output's file system (one fsync per changed directory cost more than the renames at
@@ -204,7 +204,7 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
         }
     }
     // Cluster directories are independent: each one's renames run in order on one core, the
-    // clusters on every core; `placements.json` only once every cluster is done.
+    // clusters on every core; the summary's shards only once every cluster is done.
     let (clusters, last) = cluster_runs(&journal.renames, &done);
     let applied = crate::util::threads::map_ordered(&clusters, crate::util::threads::workers(), |run| {
         let mut known_dirs = std::collections::HashSet::new();
@@ -297,15 +297,14 @@ fn apply_rename(
 
 /// [`apply_order`] of the renames not `done` (a whole new directory moved them) cut into one
 /// run per cluster directory (each in its order), and what comes after every cluster
-/// (`placements.json`).
+/// (the summary's shards).
 fn cluster_runs(renames: &[Rename], done: &[bool]) -> (Vec<Vec<usize>>, Vec<usize>) {
-    let summary = format!("{STATE_DIR}/{SUMMARY_FILE}");
     let mut runs: Vec<Vec<usize>> = Vec::new();
     let mut last = Vec::new();
     let mut current: Option<&str> = None;
     for i in apply_order(renames).into_iter().filter(|i| !done.get(*i).copied().unwrap_or(false)) {
         let target = renames[i].target.as_str();
-        if target == summary {
+        if is_summary_path(target) {
             last.push(i);
             continue;
         }
@@ -323,15 +322,14 @@ fn cluster_runs(renames: &[Rename], done: &[bool]) -> (Vec<Vec<usize>>, Vec<usiz
 /// instant (each file its `kustomization.yaml` lists exists, and no generated file is there
 /// that is in neither the old nor the new state): cluster by cluster (in name order), its new
 /// and changed object files first, then its `kustomization.yaml`; then
-/// `.fedsched/placements.json`, once every file it lists is in place. The deletions come after
+/// the summary's shards (`.fedsched/placements/`), once every file they list is in place. The deletions come after
 /// all of it ([`apply_journal`]): a file is removed only once no kustomization and no summary
 /// lists it any more. A GitOps agent that syncs a cluster directory at any moment sees its old
 /// state, its new state, or the new state with some unlisted leftovers still on disk (which
 /// kustomize ignores).
 pub(super) fn apply_order(renames: &[Rename]) -> Vec<usize> {
-    let summary = format!("{STATE_DIR}/{SUMMARY_FILE}");
-    fn key<'a>(r: &'a Rename, summary: &str) -> (bool, &'a str, bool) {
-        if r.target == summary {
+    fn key(r: &Rename) -> (bool, &str, bool) {
+        if is_summary_path(&r.target) {
             return (true, "", false);
         }
         let (cluster, rest) = r.target.split_once('/').unwrap_or(("", r.target.as_str()));
@@ -340,7 +338,7 @@ pub(super) fn apply_order(renames: &[Rename]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..renames.len()).collect();
     order.sort_by(|&a, &b| {
         let (ra, rb) = (&renames[a], &renames[b]);
-        key(ra, &summary).cmp(&key(rb, &summary)).then_with(|| ra.target.cmp(&rb.target))
+        key(ra).cmp(&key(rb)).then_with(|| ra.target.cmp(&rb.target))
     });
     order
 }
@@ -364,7 +362,8 @@ mod tests {
     fn each_cluster_gets_its_objects_before_its_kustomization_and_the_summary_comes_last() {
         let r = |target: &str| Rename { staged: format!("s-{}", target.len()), target: target.to_owned() };
         let renames = vec![
-            r(".fedsched/placements.json"),
+            r(".fedsched/placements/3f.json"),
+            r(".fedsched/placements/07.json"),
             r("member1/_cluster/core_namespace_shop.yaml"),
             r("member1/kustomization.yaml"),
             r("member1/shop/apps_deployment_web.yaml"),
@@ -380,7 +379,8 @@ mod tests {
                 "member1/kustomization.yaml",
                 "member2/monitoring/core_configmap_a.yaml",
                 "member2/kustomization.yaml",
-                ".fedsched/placements.json",
+                ".fedsched/placements/07.json",
+                ".fedsched/placements/3f.json",
             ]
         );
     }

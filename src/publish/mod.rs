@@ -7,7 +7,7 @@
 //! OUT/<cluster>/kustomization.yaml            lists every object file below, sorted
 //! OUT/<cluster>/<namespace>/<file>.yaml       namespaced objects (paths chosen by the caller)
 //! OUT/<cluster>/_cluster/<file>.yaml          cluster-scoped objects
-//! OUT/.fedsched/placements.json               optional summary, outside every cluster dir
+//! OUT/.fedsched/placements/<xx>.json         the summary's 256 shards, outside every cluster dir
 //! OUT/.fedsched/journal.json                  only while a publish is being applied
 //! OUT/.fedsched/staging/s<k>/                 staged file contents (1,024 a directory)
 //! OUT/.fedsched/staging/n-<cluster>/          a cluster directory that did not exist, staged whole
@@ -18,7 +18,7 @@
 //! renames and deletions is committed atomically (fsync), then applied and made durable by a
 //! second `syncfs` before the journal is removed (no fsync per file or per directory). The
 //! journal is applied cluster by cluster, object files first, then the cluster's
-//! `kustomization.yaml`, then `placements.json`, then every removal, so that each cluster
+//! `kustomization.yaml`, then the summary's shards, then every removal, so that each cluster
 //! directory is consistent at every instant, not only once recovered: whatever moment an Argo CD
 //! or Flux sync reads it, every file its kustomization lists exists. [`recover`] re-applies an
 //! interrupted journal idempotently, in the same order; [`publish`] always recovers first.
@@ -60,7 +60,7 @@ pub use error::PublishError;
 pub use guard::{DEFAULT_MAX_DELETE_RATIO, DeleteGuard, HeldCluster};
 pub use names::check_segment;
 pub use owner::{OutputClaim, Owner, claim_output};
-pub use plan::{ClusterFiles, HeldMove, Owners, PublishPlan, PublishReport};
+pub use plan::{ClusterFiles, HeldMove, Owners, PublishPlan, PublishReport, SummaryPlan};
 pub use preview::{Preview, preview};
 pub use recovery::recover;
 
@@ -78,8 +78,27 @@ pub const KUSTOMIZATION_FILE: &str = "kustomization.yaml";
 /// Directory under the output root holding fedsched's own state (never a cluster name).
 pub const STATE_DIR: &str = ".fedsched";
 
-/// File under [`STATE_DIR`] holding the placement summary.
-pub const SUMMARY_FILE: &str = "placements.json";
+/// The relative path of summary shard `name` (`.fedsched/placements/00.json`).
+pub(crate) fn summary_shard_path(name: &str) -> String {
+    format!("{STATE_DIR}/{}/{name}", crate::render::summary::SHARD_DIR)
+}
+
+/// The relative path of the single summary file of earlier versions.
+pub(crate) fn legacy_summary_path() -> String {
+    format!("{STATE_DIR}/{}", crate::render::summary::LEGACY_FILE)
+}
+
+/// Whether `rel` (relative to the output root) is a file of the placement summary: a shard
+/// (`.fedsched/placements/<xx>.json`) or the single file of earlier versions.
+pub(crate) fn is_summary_path(rel: &str) -> bool {
+    let Some(rest) = rel.strip_prefix(STATE_DIR).and_then(|r| r.strip_prefix('/')) else { return false };
+    if rest == crate::render::summary::LEGACY_FILE {
+        return true;
+    }
+    rest.strip_prefix(crate::render::summary::SHARD_DIR)
+        .and_then(|r| r.strip_prefix('/'))
+        .is_some_and(|n| n.len() == 7 && n.ends_with(".json") && n[..2].bytes().all(|b| b.is_ascii_hexdigit()))
+}
 
 /// Longest accepted path segment (a DNS-1123 subdomain).
 pub const MAX_SEGMENT_LEN: usize = 253;
@@ -186,11 +205,18 @@ mod test_fixtures {
         }
     }
 
+    /// A summary of one shard (`00.json`), compared with the disk.
+    pub(super) fn summary_plan(text: &str) -> super::SummaryPlan {
+        super::SummaryPlan {
+            shards: [("00.json".to_owned(), std::sync::Arc::new(text.to_owned()))].into(),
+            compare: true,
+        }
+    }
+
     pub(super) fn plan(clusters: Vec<(&str, ClusterFiles)>, summary: Option<&str>) -> PublishPlan {
         PublishPlan {
             clusters: clusters.into_iter().map(|(name, files)| (name.to_owned(), files)).collect(),
-            summary: summary.map(|s| std::sync::Arc::new(s.to_owned())),
-            summary_is_new: false,
+            summary: summary.map(summary_plan),
             owners: Default::default(),
         }
     }
@@ -242,9 +268,8 @@ mod test_fixtures {
 
 #[cfg(test)]
 mod tests {
-    use super::test_fixtures::{GENERATED_HEADER, cluster, object, plan, read, sample_plan, snapshot};
+    use super::test_fixtures::{GENERATED_HEADER, cluster, object, plan, read, sample_plan, snapshot, summary_plan};
     use super::*;
-    use std::sync::Arc;
     use tempfile::TempDir;
 
     #[test]
@@ -270,7 +295,7 @@ mod tests {
              resources: []\n"
         );
         assert_eq!(read(out, "member1/default/apps_deployment_web.yaml"), object("kind: Deployment\n"));
-        assert_eq!(read(out, ".fedsched/placements.json"), "{\"placements\":[]}\n");
+        assert_eq!(read(out, ".fedsched/placements/00.json"), "{\"placements\":[]}\n");
         assert_eq!(report.written.len(), 6);
         assert!(report.written.windows(2).all(|w| w[0] < w[1]), "sorted");
         assert!(report.removed.is_empty());
@@ -289,7 +314,7 @@ mod tests {
             "member1/default/apps_deployment_web.yaml",
             "member1/kustomization.yaml",
             "member2/kustomization.yaml",
-            ".fedsched/placements.json",
+            ".fedsched/placements/00.json",
         ];
         let mtime = |rel: &str| fs::metadata(out.join(rel)).and_then(|m| m.modified()).expect("mtime");
         let before: Vec<_> = files.iter().map(|f| mtime(f)).collect();
@@ -311,19 +336,54 @@ mod tests {
         let dir = TempDir::new().expect("tempdir");
         let out = dir.path();
         publish(out, &sample_plan()).expect("first publish");
-        let rel = ".fedsched/placements.json";
+        let rel = ".fedsched/placements/00.json";
         let mut next = sample_plan();
-        next.summary = Some(Arc::new("{\"placements\":[1]}\n".to_owned()));
-        next.summary_is_new = true;
+        next.summary = Some(summary_plan("{\"placements\":[1]}\n"));
+        if let Some(s) = next.summary.as_mut() {
+            s.compare = false;
+        }
         let report = publish(out, &next).expect("new summary");
         assert_eq!(report.written, vec![out.join(rel)], "{report:?}");
         assert_eq!(read(out, rel), "{\"placements\":[1]}\n");
         // Equal on the disk: left alone unless said to be new.
-        next.summary_is_new = false;
+        if let Some(s) = next.summary.as_mut() {
+            s.compare = true;
+        }
         assert!(publish(out, &next).expect("same summary").written.is_empty());
-        next.summary_is_new = true;
+        if let Some(s) = next.summary.as_mut() {
+            s.compare = false;
+        }
         assert_eq!(publish(out, &next).expect("said new").written, vec![out.join(rel)]);
         assert_eq!(read(out, rel), "{\"placements\":[1]}\n");
+    }
+
+    /// The single `placements.json` of earlier versions goes with the first publish that
+    /// compares the shards with the disk; a shard directory that is a symlink (to `/`) is
+    /// refused before anything is written.
+    #[test]
+    fn the_shards_replace_the_single_file_of_earlier_versions_and_a_symlink_is_refused() {
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path().join("out");
+        fs::create_dir_all(out.join(".fedsched")).expect("mkdir");
+        fs::write(out.join(".fedsched/placements.json"), "{\"placements\":[]}\n").expect("write");
+        let report = publish(&out, &sample_plan()).expect("publish");
+        assert_eq!(report.removed, vec![out.join(".fedsched/placements.json")]);
+        assert_eq!(read(&out, ".fedsched/placements/00.json"), "{\"placements\":[]}\n");
+        // Written again without comparing: the single file is not looked for.
+        let mut next = sample_plan();
+        if let Some(s) = next.summary.as_mut() {
+            s.compare = false;
+        }
+        fs::write(out.join(".fedsched/placements.json"), "stale").expect("write");
+        assert!(publish(&out, &next).expect("publish").removed.is_empty());
+
+        let bad = dir.path().join("bad");
+        fs::create_dir_all(bad.join(".fedsched")).expect("mkdir");
+        std::os::unix::fs::symlink(dir.path(), bad.join(".fedsched/placements")).expect("symlink");
+        let err = publish(&bad, &sample_plan()).expect_err("a symlinked shard directory");
+        assert!(matches!(err, PublishError::InTheWay { .. }), "{err}");
+        assert!(!dir.path().join("00.json").exists(), "written through the symlink");
+        assert!(!bad.join("member1").exists(), "a cluster written before the refusal");
     }
 
     #[test]
@@ -371,7 +431,7 @@ mod tests {
         assert!(!out.join("member1/_cluster").exists(), "emptied directory pruned");
         // member2 is absent from the plan: untouched; the summary is kept when not given.
         assert!(out.join("member2/kustomization.yaml").exists());
-        assert!(out.join(".fedsched/placements.json").exists());
+        assert!(out.join(".fedsched/placements/00.json").exists());
         assert_eq!(
             read(out, "member1/kustomization.yaml"),
             object(

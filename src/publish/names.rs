@@ -95,7 +95,7 @@ pub(super) fn validate(plan: &PublishPlan) -> Result<(), PublishError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_fixtures::{cluster, plan};
+    use super::super::test_fixtures::{cluster, plan, summary_plan};
     use super::*;
     use crate::publish::{ClusterFiles, publish};
     use std::fs;
@@ -137,7 +137,7 @@ mod tests {
             // A good cluster first, so a partial write would show.
             let mut bad = bad.clone();
             bad.clusters.insert("aaa-good".to_owned(), cluster(&[("x.yaml", "")], &[]));
-            bad.summary = Some(std::sync::Arc::new("{}".to_owned()));
+            bad.summary = Some(summary_plan("{}"));
             let dir = TempDir::new().expect("tempdir");
             let out = dir.path().join("out");
             let err = publish(&out, &bad).expect_err(&format!("plan {i} must be rejected"));

@@ -12,13 +12,9 @@ use super::HeldCluster;
 pub struct PublishPlan {
     /// Desired content per cluster name. Clusters absent here are left untouched.
     pub clusters: BTreeMap<String, ClusterFiles>,
-    /// Bytes for `OUT/.fedsched/placements.json`; `None` leaves any existing summary alone.
-    /// Shared: the reconciler keeps the summary it publishes (tens of MB at 10,000 workloads).
-    pub summary: Option<Arc<String>>,
-    /// The summary differs from the one this process last published, which it takes to be on
-    /// the disk: written without reading the disk's copy to compare. When `false`, an equal
-    /// copy on the disk is left as it is.
-    pub summary_is_new: bool,
+    /// The summary's shard files to publish (`OUT/.fedsched/placements/<xx>.json`); `None`
+    /// leaves the summary alone.
+    pub summary: Option<SummaryPlan>,
     /// The files of every workload that is still placed: its key → the paths (relative to a
     /// cluster directory) of its files and kept files. A removal of one of these paths is a
     /// decision's (a move, a purge after graceful eviction, a scale-down): the ratio guard does
@@ -26,6 +22,19 @@ pub struct PublishPlan {
     /// every cluster (a move is all or nothing). Empty: every removal counts. Shared: the
     /// reconciler keeps it between passes and changes only the entries of changed decisions.
     pub owners: Arc<Owners>,
+}
+
+/// The shard files of the placement summary a publish writes ([`crate::render::summary`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SummaryPlan {
+    /// Shard file name (`00.json`) → its bytes. Shared: the reconciler keeps the shards it
+    /// publishes.
+    pub shards: BTreeMap<String, Arc<String>>,
+    /// Each shard is compared with the disk's copy and written only when it differs, and the
+    /// single `placements.json` of earlier versions is removed: a full check, or the first
+    /// publish of a process. Otherwise the shards differ from those this process last
+    /// published, which it takes to be on the disk: written without reading the disk.
+    pub compare: bool,
 }
 
 /// [`PublishPlan::owners`]: per workload key, the paths of its files and kept files.

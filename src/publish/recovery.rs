@@ -8,7 +8,7 @@ use super::disk::{Kind, journal_path, kind_of, lock, staging_dir, sync_dir};
 use super::error::io_err;
 use super::journal::{Journal, apply_journal, finish_journal};
 use super::names::{cluster_problem, object_path_problem};
-use super::{JOURNAL_VERSION, KUSTOMIZATION_FILE, PublishError, STATE_DIR, SUMMARY_FILE};
+use super::{JOURNAL_VERSION, KUSTOMIZATION_FILE, PublishError, is_summary_path};
 
 /// Checks that a journal only names places a publish could have written.
 fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
@@ -16,7 +16,6 @@ fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
     if journal.version != JOURNAL_VERSION {
         return Err(invalid(format!("unsupported version {}", journal.version)));
     }
-    let summary = format!("{STATE_DIR}/{SUMMARY_FILE}");
     let cluster_path_ok = |target: &str, allow_kustomization: bool| {
         target.split_once('/').is_some_and(|(cluster, rest)| {
             cluster_problem(cluster).is_none()
@@ -46,12 +45,12 @@ fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
         if !staged_ok {
             return Err(invalid(format!("staged name {:?}", rename.staged)));
         }
-        if rename.target != summary && !cluster_path_ok(&rename.target, true) {
+        if !is_summary_path(&rename.target) && !cluster_path_ok(&rename.target, true) {
             return Err(invalid(format!("target {:?}", rename.target)));
         }
     }
     for deletion in &journal.deletions {
-        if !cluster_path_ok(deletion, false) {
+        if !is_summary_path(deletion) && !cluster_path_ok(deletion, false) {
             return Err(invalid(format!("deletion {deletion:?}")));
         }
     }
@@ -124,7 +123,7 @@ pub(super) fn recover_locked(out: &Path) -> Result<bool, PublishError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_fixtures::{object, read, sample_plan, snapshot};
+    use super::super::test_fixtures::{object, read, sample_plan, snapshot, summary_plan};
     use super::*;
     use crate::publish::diff::compute_changes;
     use crate::publish::journal::{NewDir, Rename, stage, write_journal};
@@ -264,14 +263,14 @@ mod tests {
         let before = snapshot(out);
         let mut next = sample_plan();
         next.clusters.remove("member1");
-        next.summary = Some(std::sync::Arc::new("changed".to_owned()));
+        next.summary = Some(summary_plan("changed"));
         let changes = compute_changes(out, &next, &DeleteGuard::OFF).expect("changes");
         stage(out, &changes).expect("stage"); // crash before the journal is written
         assert!(!recover(out).expect("recover"));
         assert_eq!(snapshot(out), before);
         // The next publish then does the whole job.
         let report = publish(out, &next).expect("publish");
-        assert_eq!(report.written, vec![out.join(".fedsched/placements.json")]);
+        assert_eq!(report.written, vec![out.join(".fedsched/placements/00.json")]);
     }
 
     #[test]
@@ -280,12 +279,12 @@ mod tests {
         let out = dir.path();
         publish(out, &sample_plan()).expect("publish");
         let mut next = sample_plan();
-        next.summary = Some(std::sync::Arc::new("v2".to_owned()));
+        next.summary = Some(summary_plan("v2"));
         crash_after_journal(out, &next);
         // The following publish of the same plan completes the journal and finds nothing to do.
         let report = publish(out, &next).expect("publish");
         assert!(report.written.is_empty());
-        assert_eq!(read(out, ".fedsched/placements.json"), "v2");
+        assert_eq!(read(out, ".fedsched/placements/00.json"), "v2");
 
         let evil = Journal {
             version: JOURNAL_VERSION,

@@ -2,7 +2,8 @@
 //! placements and claims, so that its first pass decides exactly what the old leader's next
 //! pass would have (steady division, the first claimer, the affinity term in force).
 //!
-//! `OUT/.fedsched/placements.json` carries, per workload, the claiming policy, the targets
+//! The summary (`OUT/.fedsched/placements/*.json`, or the single `placements.json` of
+//! earlier versions) carries, per workload, the claiming policy, the targets
 //! with their replicas, the file of each cluster and the `clusterAffinities` term in force:
 //! the inputs a decision reads of its previous placement. Each entry that differs from this
 //! instance's store replaces its placement (its stored decision is dropped: it was made from
@@ -12,14 +13,14 @@
 
 use std::path::Path;
 
-use crate::render::summary::{Published, parse_summary};
+use crate::render::summary::{Published, read_published};
 use crate::schedule::{Outcome, ScheduleResult};
 use crate::store::{PlacementRecord, Store, StoreError};
 
 /// What an adoption changed in the store.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Adopted {
-    /// Entries in `placements.json`.
+    /// Entries in the published summary.
     pub published: usize,
     /// Placements written because they differed from the store's.
     pub changed: usize,
@@ -36,17 +37,15 @@ pub enum AdoptError {
     Store(#[from] StoreError),
 }
 
-/// Adopts `output_dir/.fedsched/placements.json` into `store` (no file: nothing published
-/// yet, nothing to adopt).
+/// Adopts the summary of `output_dir` (its shards under `.fedsched/placements/`, else the
+/// `placements.json` of an earlier version) into `store` (neither: nothing published yet,
+/// nothing to adopt).
 pub fn adopt_published(store: &Store, output_dir: &Path) -> Result<Adopted, AdoptError> {
-    let path = output_dir.join(".fedsched/placements.json");
-    let shown = path.display().to_string();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Adopted::default()),
-        Err(e) => return Err(AdoptError::Read { path: shown, message: e.to_string() }),
+    let published = match read_published(&output_dir.join(crate::publish::STATE_DIR)) {
+        Ok(Some(p)) => p,
+        Ok(None) => return Ok(Adopted::default()),
+        Err((path, message)) => return Err(AdoptError::Read { path: path.display().to_string(), message }),
     };
-    let published = parse_summary(&text).map_err(|message| AdoptError::Read { path: shown, message })?;
     let mut done = Adopted { published: published.len(), ..Default::default() };
     let mut stale = Vec::new();
     let listed: std::collections::BTreeSet<_> = published.iter().map(|p| p.workload.clone()).collect();
@@ -177,5 +176,22 @@ mod tests {
         std::fs::write(out.join(".fedsched/placements.json"), "{\"placements\": 3}").expect("write");
         let e = adopt_published(&store, &out).expect_err("bad file").to_string();
         assert!(e.contains("placements.json") && e.contains("not a list"), "{e}");
+        // This version's shards: read instead of the single file of earlier versions (here
+        // unreadable), every shard's entries together.
+        let shards = crate::render::summary::Shards::of(published.iter().map(PlacementRecord::summary));
+        std::fs::create_dir_all(out.join(".fedsched/placements")).expect("mkdir");
+        for (i, text) in shards.0.iter().enumerate() {
+            let name = crate::render::summary::shard_name(i);
+            std::fs::write(out.join(".fedsched/placements").join(name), text.as_bytes()).expect("write");
+        }
+        assert_eq!(adopt_published(&store, &out).expect("adopt"), Adopted { published: 2, changed: 0, removed: 0 });
+        // A shard that lost web: web's placement is removed.
+        let web = crate::render::summary::shard_name(crate::render::summary::shard_of(&key("web")));
+        std::fs::write(out.join(".fedsched/placements").join(&web), "{\"placements\":[]}\n").expect("write");
+        assert_eq!(adopt_published(&store, &out).expect("adopt"), Adopted { published: 1, changed: 0, removed: 1 });
+        // A bad shard is named.
+        std::fs::write(out.join(".fedsched/placements").join(&web), "{\"placements\": [{}]}").expect("write");
+        let e = adopt_published(&store, &out).expect_err("bad shard").to_string();
+        assert!(e.contains(&format!("placements/{web}")) && e.contains("placements[0]"), "{e}");
     }
 }

@@ -438,7 +438,7 @@ pub struct CachedDecision {
     /// [`clusters_state`] of `clusters` when it was decided.
     pub state: u64,
     pub decided: super::Decided,
-    /// Its entry of `placements.json`, once built.
+    /// Its entry of the summary (a line of its shard), once built.
     pub summary_item: Option<String>,
     /// False for a decision restored from the store ([`PassCache::loaded`]): its files are
     /// known by content hash only (their contents are empty strings), and the output holds
@@ -1035,17 +1035,6 @@ impl DesiredOutput {
     }
 }
 
-/// A buffer kept for reuse. Not state: a copy of the cache (a preview's fork) starts without
-/// one.
-#[derive(Default)]
-pub struct Spare(pub Option<String>);
-
-impl Clone for Spare {
-    fn clone(&self) -> Self {
-        Spare(None)
-    }
-}
-
 /// See the module documentation.
 #[derive(Default, Clone)]
 pub struct PassCache {
@@ -1072,13 +1061,10 @@ pub struct PassCache {
     pub blobs: std::collections::HashSet<u64>,
     /// Digest of the files last published per cluster.
     pub published: HashMap<String, u64>,
-    /// Bytes of the summary last published.
-    pub published_summary: Option<Arc<String>>,
-    /// The summary of the last pass and whether any decision changed since.
-    pub summary: Option<Arc<String>>,
-    /// The buffer of a summary no longer published, kept for the next one to be written into
-    /// ([`crate::render::summary::summary_into`]).
-    pub summary_spare: Spare,
+    /// The summary's shards last published.
+    pub published_summary: Option<crate::render::summary::Shards>,
+    /// The summary's shards of the last pass.
+    pub summary: Option<crate::render::summary::Shards>,
     /// The last pass's desired output, as the plan of the publish reads it.
     pub desired: Option<DesiredOutput>,
     /// The paths each workload's decision owned in the last pass (the publish's guard).

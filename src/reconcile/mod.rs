@@ -13,7 +13,7 @@
 //!    schedule + render or reuse; evicted clusters filtered and out of the previous placement,
 //!    kept files of graceful evictions; the propagateDeps order and helpers in `deps.rs`) →
 //!    `Decisions`;
-//! 5. plan the publish (`plan.rs`: dirty clusters, kept files, `placements.json`) →
+//! 5. plan the publish (`plan.rs`: dirty clusters, kept files, the summary's changed shards) →
 //!    `PlannedPublish`;
 //! 6. publish ([`publish::publish_guarded`]) → [`publish::PublishReport`];
 //! 7. record (`record.rs`: history and placements in batches — failover's actions as notes,

@@ -1,8 +1,8 @@
 //! Stage "plan the publish": which cluster directories this pass publishes and with what
 //! files — all of them on a full check, else those whose desired files (paths and content
 //! hashes, summed as a digest per cluster) differ from what this process last published —
-//! and the `placements.json` summary, rebuilt only when a decision changed, from
-//! per-workload fragments ([`crate::render::summary`]). Hands over a [`PlannedPublish`]: the
+//! and the summary's shards (`.fedsched/placements/`), those of changed decisions joined
+//! again from per-workload fragments ([`crate::render::summary`]). Hands over a [`PlannedPublish`]: the
 //! [`PublishPlan`] for [`publish::publish_guarded`], and what the cache learns once it is
 //! published ([`PlannedPublish::published`]).
 //!
@@ -19,23 +19,23 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::policy::PolicySet;
-use crate::publish::{self, ClusterFiles, PublishPlan};
-use crate::render::summary::{summary_into, summary_item};
+use crate::publish::{self, ClusterFiles, PublishPlan, SummaryPlan};
+use crate::render::summary::{SHARDS, Shards, shard_name, shard_of, summary_into, summary_item};
 
 use super::cache;
 use super::decide::Decisions;
 
 /// What the plan stage hands over.
 pub(super) struct PlannedPublish<'a> {
-    /// The cluster directories to publish, and the summary unless it is unchanged.
+    /// The cluster directories to publish, and the summary's changed shards.
     pub plan: PublishPlan,
     /// Files of the desired output that are not compared with the disk this pass: those of
     /// clusters not published (each with its `kustomization.yaml`), the kept files of
-    /// restored decisions, and the unchanged summary.
+    /// restored decisions, and the unchanged shards of the summary.
     pub unchanged: usize,
     /// Per cluster of the set: the digest of its desired files and how many there are.
     digests: HashMap<&'a str, (u64, usize)>,
-    summary: Arc<String>,
+    summary: Shards,
 }
 
 /// Plans the publish of the decisions of the pass (in `decisions.order`, each in the cache).
@@ -56,12 +56,8 @@ pub(super) fn plan<'a>(
         .filter(|(c, (digest, _))| full_check || cache.published.get(**c) != Some(digest))
         .map(|(c, _)| *c)
         .collect();
-    let mut plan = PublishPlan {
-        clusters: BTreeMap::new(),
-        summary: None,
-        summary_is_new: false,
-        owners: owners(cache, decisions, full_check),
-    };
+    let mut plan =
+        PublishPlan { clusters: BTreeMap::new(), summary: None, owners: owners(cache, decisions, full_check) };
     for c in &dirty {
         plan.clusters.insert((*c).to_string(), ClusterFiles::default());
     }
@@ -104,15 +100,21 @@ pub(super) fn plan<'a>(
     cache.desired = Some(memo);
     let skipped_files: usize =
         digests.iter().filter(|(c, _)| !dirty.contains(*c)).map(|(_, (_, files))| files + 1).sum();
-    let published = cache.published_summary.as_ref();
-    let same_as_published = published.is_some_and(|p| Arc::ptr_eq(p, &summary) || **p == *summary);
-    let summary_unchanged = !full_check && same_as_published;
-    if !summary_unchanged {
-        plan.summary = Some(Arc::clone(&summary));
-        // Another summary than the one published (which a full check reads on the disk).
-        plan.summary_is_new = !full_check && published.is_some();
+    // The summary's shards: every one compared with the disk on a full check and on this
+    // process's first publish, else those that differ from the shards last published.
+    let compare = full_check || cache.published_summary.is_none();
+    let changed: Vec<usize> = match &cache.published_summary {
+        Some(published) if !compare => summary.changed_from(published),
+        _ => (0..SHARDS).collect(),
+    };
+    let shards_unchanged = SHARDS - changed.len();
+    if !changed.is_empty() {
+        plan.summary = Some(SummaryPlan {
+            shards: changed.iter().map(|&i| (shard_name(i), Arc::clone(&summary.0[i]))).collect(),
+            compare,
+        });
     }
-    let unchanged = skipped_files + restored_files + usize::from(summary_unchanged);
+    let unchanged = skipped_files + restored_files + shards_unchanged;
     PlannedPublish { plan, unchanged, digests, summary }
 }
 
@@ -246,12 +248,7 @@ impl PlannedPublish<'_> {
             };
         }
         if self.plan.summary.is_some() {
-            // The summary published before, when nothing else holds it, lends its buffer to
-            // the next one.
-            let before = cache.published_summary.replace(self.summary);
-            if let Some(buffer) = before.and_then(|b| Arc::try_unwrap(b).ok()) {
-                cache.summary_spare.0 = Some(buffer);
-            }
+            cache.published_summary = Some(self.summary);
         }
         if full_check {
             keep_stats(cache, &report.stats);
@@ -282,14 +279,16 @@ fn keep_stats(cache: &mut cache::PassCache, stats: &HashMap<String, crate::util:
     }
 }
 
-/// The `placements.json` of the pass: the last one again when no decision changed and no
-/// workload was removed, else joined from the decisions' fragments (each built once per
-/// decision and kept with it). Once a summary was made, every decision then had its fragment:
-/// only the pass's fresh decisions can lack one.
-fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Arc<String> {
+/// The summary's shards of the pass: the last ones again when no decision changed and no
+/// workload was removed, else the shards of the changed and removed workloads joined again
+/// from the decisions' fragments (each built once per decision and kept with it), the others
+/// kept. Once a summary was made, every decision then had its fragment: only the pass's fresh
+/// decisions can lack one. Debug builds compare the shards with ones made from scratch.
+fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Shards {
     let order = &decisions.order;
-    let summary = match &cache.summary {
-        Some(s) if decisions.fresh.is_empty() && decisions.removed.is_empty() => s.clone(),
+    let unchanged = decisions.fresh.is_empty() && decisions.removed.is_empty() && decisions.dropped.is_empty();
+    let shards = match &cache.summary {
+        Some(s) if unchanged => s.clone(),
         made => {
             // The missing fragments (every one after a restart) on every core.
             let lacking: Vec<&crate::policy::ObjectKey> = match made {
@@ -316,13 +315,37 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Arc<String> {
                     c.summary_item = Some(item);
                 }
             }
-            let items: Vec<&str> =
-                order.iter().filter_map(|k| cache.decisions.get(k).and_then(|c| c.summary_item.as_deref())).collect();
-            let mut buffer = cache.summary_spare.0.take().unwrap_or_default();
-            summary_into(&mut buffer, &items);
-            Arc::new(buffer)
+            // The shards to join again: every one for a first summary, else those of the
+            // workloads decided afresh, removed or dropped.
+            let mut dirty = vec![made.is_none(); SHARDS];
+            for k in decisions.fresh.iter().chain(&decisions.removed).chain(&decisions.dropped) {
+                dirty[shard_of(k)] = true;
+            }
+            let mut items: Vec<Vec<&str>> = vec![Vec::new(); SHARDS];
+            for k in order {
+                let shard = shard_of(k);
+                if dirty[shard]
+                    && let Some(item) = cache.decisions.get(k).and_then(|c| c.summary_item.as_deref())
+                {
+                    items[shard].push(item);
+                }
+            }
+            let mut shards = made.clone().unwrap_or_else(Shards::empty);
+            for (i, list) in items.iter().enumerate().filter(|(i, _)| dirty[*i]) {
+                let mut text = String::new();
+                summary_into(&mut text, list);
+                // An equal shard keeps its `Arc`: the plan finds it unchanged by address.
+                if *shards.0[i] != text {
+                    shards.0[i] = Arc::new(text);
+                }
+            }
+            shards
         }
     };
-    cache.summary = Some(Arc::clone(&summary));
-    summary
+    debug_assert!(
+        shards == Shards::of(order.iter().filter_map(|k| cache.decisions.get(k)).map(|c| c.decided.record.summary())),
+        "the summary's shards kept between passes differ from ones made from scratch"
+    );
+    cache.summary = Some(shards.clone());
+    shards
 }

@@ -5,7 +5,7 @@
 //! annotations, output file naming, and the YAML emitter ([`yaml`]). Pure: no I/O. Overrides
 //! (OverridePolicy / ClusterOverridePolicy, [`overrides`]) apply between revision and pruning.
 //! [`output`] holds the content of the other files of a cluster directory: the generated-file
-//! header and `kustomization.yaml`; [`summary`] the text of `.fedsched/placements.json`. The
+//! header and `kustomization.yaml`; [`summary`] the text of the summary's shards (`.fedsched/placements/`). The
 //! publisher imports them and only decides where the bytes go (render never imports the
 //! publisher).
 

@@ -1,11 +1,18 @@
-//! `OUT/.fedsched/placements.json`: the decisions in machine-readable form, one
-//! [`placement_json`] per workload in store order, each on a line of its own (compact JSON).
-//! Deterministic (no times), so an unchanged fleet does not rewrite it. The pass builds it from per-workload fragments
-//! ([`summary_item`], [`summary_into`]) so that only changed decisions are serialised
-//! again; the fragments give the bytes of the whole document ([`summary_json`]).
+//! `OUT/.fedsched/placements/`: the decisions in machine-readable form, one
+//! [`placement_json`] per workload, each on a line of its own (compact JSON), in
+//! [`SHARDS`] shard files (`00.json` … `ff.json`, every one always present, each a document
+//! `{"placements":[…]}` listing its workloads in store order). A workload's shard is a stable
+//! hash of its key ([`shard_of`]), so that an edit rewrites one small file instead of the
+//! whole summary (11 MB at 10,000 workloads). Deterministic (no times), so an unchanged fleet
+//! does not rewrite it. The pass builds each shard from per-workload fragments
+//! ([`summary_item`], [`summary_into`]) so that only changed decisions are serialised again
+//! and only their shards joined again. Earlier versions wrote one file,
+//! `.fedsched/placements.json`, in the same document format: [`read_published`] reads either.
 //! `/api/v1/workloads` answers the same placements ([`crate::views::report::workloads_json`]).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -27,7 +34,119 @@ pub struct Placement<'a> {
     pub affinity: Option<&'a str>,
 }
 
-/// One placement: what `.fedsched/placements.json` lists and `/api/v1/workloads` answers.
+/// Number of shard files of the summary. Fixed (not a function of the fleet's size), so that
+/// a workload's shard never changes: 256 files of ≈ 43 KB at 10,000 workloads.
+pub const SHARDS: usize = 256;
+
+/// Directory under the output's `.fedsched/` holding the shard files.
+pub const SHARD_DIR: &str = "placements";
+
+/// The single summary file earlier versions wrote under `.fedsched/` (read at takeover when
+/// no shard directory exists; removed by the first full publish of this version).
+pub const LEGACY_FILE: &str = "placements.json";
+
+/// The shard of a workload: the top byte of the FNV-1a hash (64 bit) of its API group, kind,
+/// namespace and name, each followed by a unit separator (0x1f). Stable across builds,
+/// platforms and releases.
+pub fn shard_of(key: &ObjectKey) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let parts = [key.group(), key.kind.as_str(), key.namespace.as_deref().unwrap_or(""), key.name.as_str()];
+    for part in parts {
+        for b in part.bytes().chain(std::iter::once(0x1f)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    (h >> 56) as usize
+}
+
+/// The file name of shard `i` (`00.json` … `ff.json`).
+pub fn shard_name(i: usize) -> String {
+    format!("{i:02x}.json")
+}
+
+/// The summary of a pass: every shard's document, by shard number ([`SHARDS`] of them).
+/// Shards are shared (`Arc`) between the passes that did not change them and the publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shards(pub Vec<Arc<String>>);
+
+impl Shards {
+    /// Every shard empty (`{"placements":[]}`).
+    pub fn empty() -> Self {
+        let empty = Arc::new(EMPTY.to_string());
+        Shards(vec![empty; SHARDS])
+    }
+
+    /// The shards of `placements` (in store order; each shard lists its own in that order).
+    pub fn of<'a>(placements: impl Iterator<Item = Placement<'a>>) -> Self {
+        let mut items: Vec<Vec<String>> = vec![Vec::new(); SHARDS];
+        for p in placements {
+            items[shard_of(p.workload)].push(summary_item(&p));
+        }
+        Shards(
+            items
+                .iter()
+                .map(|list| {
+                    let mut text = String::new();
+                    summary_into(&mut text, &list.iter().map(String::as_str).collect::<Vec<_>>());
+                    Arc::new(text)
+                })
+                .collect(),
+        )
+    }
+
+    /// The shards whose bytes differ from `other`'s (by position; all when the counts differ).
+    pub fn changed_from(&self, other: &Shards) -> Vec<usize> {
+        (0..self.0.len())
+            .filter(|&i| other.0.get(i).is_none_or(|o| !Arc::ptr_eq(o, &self.0[i]) && **o != *self.0[i]))
+            .collect()
+    }
+}
+
+/// An empty shard's bytes.
+const EMPTY: &str = "{\"placements\":[]}\n";
+
+/// What an output directory's summary holds, read back for a takeover or a test: the
+/// documents of the shard directory (`state_dir/placements/*.json`, by name), else the one
+/// file of earlier versions (`state_dir/placements.json`); `None` when neither exists
+/// (nothing published). An error names the file and the entry.
+pub fn read_published(state_dir: &Path) -> Result<Option<Vec<Published>>, (PathBuf, String)> {
+    let dir = state_dir.join(SHARD_DIR);
+    let files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(entries) => {
+            let mut files = Vec::new();
+            for entry in entries {
+                let entry = entry.map_err(|e| (dir.clone(), e.to_string()))?;
+                let name = entry.file_name();
+                let is_shard = name.to_str().is_some_and(|n| {
+                    n.len() == 7 && n.ends_with(".json") && n[..2].bytes().all(|b| b.is_ascii_hexdigit())
+                });
+                if is_shard {
+                    files.push(entry.path());
+                }
+            }
+            files.sort();
+            files
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let legacy = state_dir.join(LEGACY_FILE);
+            match std::fs::metadata(&legacy) {
+                Ok(_) => vec![legacy],
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err((legacy, e.to_string())),
+            }
+        }
+        Err(e) => return Err((dir, e.to_string())),
+    };
+    let mut all = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).map_err(|e| (path.clone(), e.to_string()))?;
+        all.extend(parse_summary(&text).map_err(|e| (path.clone(), e))?);
+    }
+    Ok(Some(all))
+}
+
+/// One placement: what the summary's shards list and `/api/v1/workloads` answers.
 /// Deterministic (no times).
 pub fn placement_json(p: &Placement<'_>) -> Value {
     let (state, reason) = match p.outcome {
@@ -52,7 +171,7 @@ pub fn placement_json(p: &Placement<'_>) -> Value {
     v
 }
 
-/// One placement as a new leader reads it back from `placements.json` ([`parse_summary`]):
+/// One placement as a new leader reads it back from the summary ([`parse_summary`]):
 /// what the next decision of the workload starts from (claimer, targets, affinity term,
 /// files).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +185,8 @@ pub struct Published {
     pub affinity: Option<String>,
 }
 
-/// Reads `placements.json` back ([`placement_json`]'s fields). An error names the entry and
+/// Reads a summary document (a shard, or the `placements.json` of earlier versions) back
+/// ([`placement_json`]'s fields). An error names the entry and
 /// the field.
 pub fn parse_summary(text: &str) -> Result<Vec<Published>, String> {
     let doc: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -125,33 +245,31 @@ fn parse_item(item: &Value) -> Result<Published, String> {
     Ok(Published { workload, policy, unschedulable, targets, files, affinity: optional(item, "/affinityTerm") })
 }
 
-/// The whole `placements.json` document at once: the reference the pass's
-/// [`summary_into`] must equal.
+/// One summary document at once (a shard's, or the whole of an earlier version's
+/// `placements.json`): the reference the pass's [`summary_into`] must equal.
 #[cfg(test)]
 pub(crate) fn summary_json<'a>(placements: impl Iterator<Item = Placement<'a>>) -> String {
     let items: Vec<String> =
         placements.map(|p| serde_json::to_string(&placement_json(&p)).unwrap_or_default()).collect();
     match items.is_empty() {
-        true => "{\"placements\":[]}\n".to_string(),
+        true => EMPTY.to_string(),
         false => format!("{{\"placements\":[\n{}\n]}}\n", items.join(",\n")),
     }
 }
 
-/// One placement of `placements.json` as it appears inside the list: compact JSON on one line
-/// (the document has one placement per line, so that an edit changes the line of its
+/// One placement of a summary document as it appears inside the list: compact JSON on one
+/// line (the document has one placement per line, so that an edit changes the line of its
 /// workload: a small diff for git mode, and a third fewer bytes than indented JSON).
 pub fn summary_item(p: &Placement<'_>) -> String {
     serde_json::to_string(&placement_json(p)).unwrap_or_default()
 }
 
-/// `placements.json` from [`summary_item`]s (the bytes [`summary_json`] gives), written into
-/// `out` (cleared first), in place: a caller that keeps the buffer of an earlier summary
-/// reuses its memory (megabytes at 10,000 workloads, whose
-/// fresh pages cost more to fault in than the bytes cost to copy).
+/// A summary document from [`summary_item`]s (the bytes [`summary_json`] gives), written into
+/// `out` (cleared first).
 pub fn summary_into(out: &mut String, items: &[&str]) {
     out.clear();
     if items.is_empty() {
-        out.push_str("{\"placements\":[]}\n");
+        out.push_str(EMPTY);
         return;
     }
     let len: usize = items.iter().map(|i| i.len() + 2).sum();
@@ -170,6 +288,86 @@ pub fn summary_into(out: &mut String, items: &[&str]) {
 mod tests {
     use super::*;
     use crate::policy::PolicyKind;
+
+    /// The shard of a workload is part of the output's layout: it never changes between
+    /// releases (a change would move every workload's entry), and spreads workloads evenly.
+    #[test]
+    fn a_workloads_shard_is_stable_and_the_shards_spread_evenly() {
+        let key = |ns: Option<&str>, name: &str| ObjectKey {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: ns.map(Into::into),
+            name: name.into(),
+        };
+        // FNV-1a of "apps␟Deployment␟shop␟web␟", its top byte.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in b"apps\x1fDeployment\x1fshop\x1fweb\x1f" {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        assert_eq!(shard_of(&key(Some("shop"), "web")), (h >> 56) as usize);
+        assert_eq!(shard_of(&key(Some("shop"), "web")), 0x8c, "a workload's shard changed: the layout moved");
+        // The API version is not part of it (the group is): v1beta1 → v1 keeps the shard.
+        let mut beta = key(Some("shop"), "web");
+        beta.api_version = "apps/v1beta1".into();
+        assert_eq!(shard_of(&beta), shard_of(&key(Some("shop"), "web")));
+        // A cluster-scoped object and a namespaced one of the same name differ.
+        assert_ne!(shard_of(&key(None, "web")), shard_of(&key(Some("shop"), "web")));
+        let mut counts = vec![0usize; SHARDS];
+        for i in 0..25_600 {
+            counts[shard_of(&key(Some(&format!("ns-{}", i % 37)), &format!("app-{i}")))] += 1;
+        }
+        let (min, max) = (counts.iter().min().copied(), counts.iter().max().copied());
+        assert!(min.is_some_and(|m| m >= 60) && max.is_some_and(|m| m <= 150), "{min:?}..{max:?}");
+        assert_eq!(shard_name(0), "00.json");
+        assert_eq!(shard_name(0xff), "ff.json");
+    }
+
+    #[test]
+    fn the_shards_list_each_workload_once_in_store_order_and_read_back() {
+        let key = |name: &str| ObjectKey {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("a".into()),
+            name: name.into(),
+        };
+        let keys: Vec<ObjectKey> = (0..600).map(|i| key(&format!("c{i:04}"))).collect();
+        let outcome = Outcome::Unschedulable { reason: "none".into() };
+        let (targets, files) = (BTreeMap::new(), BTreeMap::new());
+        let p = |k| Placement {
+            workload: k,
+            policy: None,
+            outcome: &outcome,
+            targets: &targets,
+            files: &files,
+            affinity: None,
+        };
+        let shards = Shards::of(keys.iter().map(p));
+        assert_eq!(shards.0.len(), SHARDS);
+        let dir = tempfile::tempdir().expect("tmp");
+        assert_eq!(read_published(dir.path()), Ok(None), "nothing published");
+        std::fs::create_dir_all(dir.path().join(SHARD_DIR)).expect("mkdir");
+        for (i, text) in shards.0.iter().enumerate() {
+            // Each shard is a document of its own, its workloads in store order.
+            let back = parse_summary(text).expect("shard parses");
+            assert!(back.iter().all(|b| shard_of(&b.workload) == i));
+            assert!(back.windows(2).all(|w| w[0].workload.name < w[1].workload.name));
+            std::fs::write(dir.path().join(SHARD_DIR).join(shard_name(i)), text.as_bytes()).expect("write");
+        }
+        // A file that is not a shard is not read.
+        std::fs::write(dir.path().join(SHARD_DIR).join("notes.txt"), "not json").expect("write");
+        let mut back: Vec<String> = read_published(dir.path())
+            .expect("read")
+            .expect("published")
+            .into_iter()
+            .map(|b| b.workload.name.to_string())
+            .collect();
+        back.sort();
+        assert_eq!(back, keys.iter().map(|k| k.name.to_string()).collect::<Vec<_>>());
+        // An unchanged shard compares equal; one with another workload differs.
+        let fewer = Shards::of(keys[1..].iter().map(p));
+        assert_eq!(fewer.changed_from(&shards), vec![shard_of(&keys[0])]);
+        assert_eq!(shards.changed_from(&shards), Vec::<usize>::new());
+    }
 
     #[test]
     fn placements_read_back_as_published() {

@@ -104,7 +104,7 @@ pub struct PlacementRecord {
 }
 
 impl PlacementRecord {
-    /// What `placements.json` and `/api/v1/workloads` show of it ([`crate::render::summary`]).
+    /// What the summary's shards and `/api/v1/workloads` show of it ([`crate::render::summary`]).
     pub fn summary(&self) -> crate::render::summary::Placement<'_> {
         crate::render::summary::Placement {
             workload: &self.workload,

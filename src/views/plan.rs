@@ -282,7 +282,7 @@ fn claim_reason(
 }
 
 /// Per cluster the files added, changed and removed (sorted by cluster, then path), the
-/// unified diffs when asked, and whether `placements.json` changes.
+/// unified diffs when asked, and whether the summary (any of its shards) changes.
 fn files(after: &PassPreview, before: &Before<'_>, out: &Path, diff: bool) -> (Vec<Value>, Vec<Value>, bool) {
     let disk = |path: &str| std::fs::read(out.join(path)).ok();
     let final_of = |p: &Preview, path: &str| -> Option<Vec<u8>> {

@@ -1,7 +1,7 @@
 //! The JSON documents fedsched answers with, built in one place for every caller: the CLI
 //! (`history`, `snapshots` with `-o json` or text) and the HTTP API (`/api/v1/…`). The
 //! explain document lives in [`crate::views::explain`]; the output directory's
-//! `.fedsched/placements.json` (whose placements `/api/v1/workloads` answers) in
+//! the summary's shards `.fedsched/placements/` (whose placements `/api/v1/workloads` answers) in
 //! [`crate::render::summary`].
 //!
 //! Text renderings are made from the JSON documents, so that the CLI prints the same text
@@ -160,7 +160,7 @@ pub fn snapshots_text(doc: &Value) -> String {
         .collect()
 }
 
-/// `/api/v1/workloads`: every current placement, in store order (as `placements.json`).
+/// `/api/v1/workloads`: every current placement, in store order (as the summary's shards list them).
 pub fn workloads_json(placements: &[PlacementRecord]) -> Value {
     json!({ "placements": placements.iter().map(|p| placement_json(&p.summary())).collect::<Vec<_>>() })
 }

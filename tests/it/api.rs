@@ -412,9 +412,7 @@ fn metrics_parse_and_the_json_api_answers_like_the_cli_behind_a_token() {
         items
     };
     let workloads = get_json(&addr, "/api/v1/workloads", Some(TOKEN));
-    let on_disk: Value =
-        serde_json::from_slice(&std::fs::read(s.out().join(".fedsched/placements.json")).expect("read"))
-            .expect("placements.json");
+    let on_disk: Value = serde_json::from_str(&placements_of(&s.out()).expect("read")).expect("the summary");
     assert_eq!(sort(&workloads), sort(&on_disk));
 
     // explain / history / snapshots: API == CLI through the fallback (store locked) now, and

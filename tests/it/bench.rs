@@ -64,5 +64,5 @@ fn marks_are_judged_only_at_their_size_or_scaled_explicitly() {
     assert!(again.status.success(), "{}{}", text(&again.stdout), text(&again.stderr));
     assert!(!retired.exists(), "the second run left {}", retired.display());
     assert!(!stale.exists(), "the second run's output is a fresh directory");
-    assert!(dir.join("out").join(".fedsched").join("placements.json").is_file());
+    assert!(dir.join("out").join(".fedsched").join("placements").join("00.json").is_file());
 }

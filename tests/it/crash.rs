@@ -18,7 +18,7 @@ type Tree = BTreeMap<String, Vec<u8>>;
 /// transient files (lock, owner, journal, staging).
 fn published(out: &Path) -> Tree {
     let mut t = tree(out);
-    t.retain(|k, _| !k.starts_with(".fedsched/") || k == ".fedsched/placements.json");
+    t.retain(|k, _| !k.starts_with(".fedsched/") || k.starts_with(".fedsched/placements/"));
     t
 }
 

@@ -66,7 +66,7 @@ fn suspended_dispatching_keeps_every_file_as_it_was_until_resumed() {
     assert!(!text(&check.stderr).contains("suspension"), "suspension is implemented, not warned about");
     render_ok(&s);
     assert_eq!((read(&s, "a"), read(&s, "b")), (a0.clone(), b0.clone()), "a suspended workload's files changed");
-    let placements = std::fs::read_to_string(s.out().join(".fedsched/placements.json")).expect("placements");
+    let placements = placements_of(&s.out()).expect("placements");
     assert!(placements.contains("\"replicas\":3"), "the decision is still recorded: {placements}");
     // A second pass while suspended still changes nothing.
     render_ok(&s);

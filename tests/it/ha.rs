@@ -170,12 +170,12 @@ fn holders(t: &Setup) -> Vec<(String, u64)> {
 /// The output as the GitOps tool sees it: every file but fedsched's transient ones.
 fn published(t: &Setup) -> std::collections::BTreeMap<String, String> {
     let mut files = tree(&t.s.out());
-    files.retain(|k, _| !k.starts_with(".fedsched/") || k == ".fedsched/placements.json");
+    files.retain(|k, _| !k.starts_with(".fedsched/") || k.starts_with(".fedsched/placements/"));
     files.into_iter().map(|(k, v)| (k, text(&v))).collect()
 }
 
 fn web_clusters(t: &Setup) -> Vec<(String, i64)> {
-    let text = std::fs::read_to_string(t.s.out().join(".fedsched/placements.json")).unwrap_or_default();
+    let text = placements_of(&t.s.out()).unwrap_or_default();
     let p: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     let web = p["placements"].as_array().into_iter().flatten().find(|w| w["workload"]["name"] == "web").cloned();
     web.and_then(|w| w["clusters"].as_array().cloned())
@@ -431,9 +431,15 @@ fn in_git_mode_the_new_leader_continues_the_old_leaders_history() {
     wait_for("b's shadow passes", Duration::from_secs(30), || {
         b.logged("reconcile done in shadow; nothing published").len() >= 2
     });
-    assert!(!out_b.join(".fedsched/placements.json").exists(), "the standby wrote its output");
+    assert!(!out_b.join(".fedsched/placements/ff.json").exists(), "the standby wrote its output");
     let pushed = head();
-    let placements = git(&[&gd, "show", "main:.fedsched/placements.json"]);
+    // The summary a pushed: each shard's path and blob id (`mode blob id\tpath` lines).
+    let pushed_shards: Vec<(String, String)> = git(&[&gd, "ls-tree", "-r", "main", ".fedsched/placements"])
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(head, path)| (path.to_string(), head.rsplit(' ').next().unwrap_or("").to_string()))
+        .collect();
+    assert_eq!(pushed_shards.len(), 256, "{pushed_shards:?}");
 
     a.kill9();
     wait_for("b's takeover passes", Duration::from_secs(30), || b.logged("reconcile done").len() >= 2);
@@ -444,9 +450,13 @@ fn in_git_mode_the_new_leader_continues_the_old_leaders_history() {
     );
     // Nothing changed: no new commit, the same placements.
     assert_eq!(head(), pushed, "the takeover committed a change");
+    let paths: Vec<String> = pushed_shards.iter().map(|(p, _)| out_b.join(p).display().to_string()).collect();
+    let args: Vec<&str> = std::iter::once("hash-object").chain(paths.iter().map(String::as_str)).collect();
+    let b_ids = git(&args);
     assert_eq!(
-        std::fs::read_to_string(out_b.join(".fedsched/placements.json")).expect("b's output"),
-        format!("{placements}\n")
+        b_ids.lines().collect::<Vec<_>>(),
+        pushed_shards.iter().map(|(_, id)| id.as_str()).collect::<Vec<_>>(),
+        "b's summary"
     );
     // A change: b commits on top of a's history and pushes fast-forward.
     t.s.write("apps/extra.yaml", EXTRA);
@@ -465,7 +475,7 @@ fn render_refuses_a_configuration_with_ha() {
     let o = fedsched(&["render", "-c", a.config.to_str().expect("utf8")]);
     assert_eq!(o.status.code(), Some(64), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("only the elected leader"), "{}", text(&o.stderr));
-    assert!(!t.s.out().join(".fedsched/placements.json").exists(), "render wrote the output");
+    assert!(!t.s.out().join(".fedsched/placements/ff.json").exists(), "render wrote the output");
 }
 
 #[test]

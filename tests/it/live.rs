@@ -194,7 +194,7 @@ fn render_polls_the_fleet_over_https_and_never_writes_tokens() {
         assert_eq!(last["health"], "Ready", "{v}");
     }
     // The replicas follow the live capacity: 6 in total.
-    let placements = std::fs::read_to_string(t.s.out().join(".fedsched/placements.json")).expect("placements");
+    let placements = placements_of(&t.s.out()).expect("placements");
     let p: serde_json::Value = serde_json::from_str(&placements).expect("json");
     let web = p["placements"].as_array().expect("list").iter().find(|w| w["workload"]["name"] == "web").cloned();
     let total: i64 = web.expect("web")["clusters"]
@@ -390,7 +390,7 @@ print(len(nodes), np, len(pods), pp, len(bound) <= len(pods), all(p.metadata.nam
 
 /// The replicas of `web` placed on `cluster` by the last pass (0 when not placed there).
 fn web_replicas(s: &Scratch, cluster: &str) -> i64 {
-    let Ok(text) = std::fs::read_to_string(s.out().join(".fedsched/placements.json")) else { return -1 };
+    let Ok(text) = placements_of(&s.out()) else { return -1 };
     let Ok(p) = serde_json::from_str::<serde_json::Value>(&text) else { return -1 };
     let web = p["placements"].as_array().into_iter().flatten().find(|w| w["workload"]["name"] == "web");
     web.and_then(|w| w["clusters"].as_array().cloned())
@@ -503,11 +503,11 @@ fn a_change_in_a_member_reaches_the_output_through_its_watch_without_a_new_list(
         .replace("replicas: 6", "replicas: 4");
     t.s.write("apps/api.yaml", &api_yaml.replace("  - {apiVersion: v1, kind: Namespace, name: shop}\n", ""));
     wait_for("api to be placed", Duration::from_secs(30), || {
-        let text = std::fs::read_to_string(t.s.out().join(".fedsched/placements.json")).unwrap_or_default();
+        let text = placements_of(&t.s.out()).unwrap_or_default();
         text.contains("\"api\"")
     });
     let api = |c: &str| {
-        let text = std::fs::read_to_string(t.s.out().join(".fedsched/placements.json")).expect("placements");
+        let text = placements_of(&t.s.out()).expect("placements");
         let p: serde_json::Value = serde_json::from_str(&text).expect("json");
         let w = p["placements"].as_array().expect("list").iter().find(|w| w["workload"]["name"] == "api").cloned();
         w.and_then(|w| w["clusters"].as_array().cloned())

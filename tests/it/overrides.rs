@@ -455,7 +455,7 @@ fn git_mode_commits_changes_once_and_pushes_to_a_bare_remote() {
     );
     // fedsched's transient files are not committed.
     let files = git(&bare, &["ls-tree", "-r", "--name-only", "rendered"]);
-    assert!(files.contains(".fedsched/placements.json") && !files.contains(".fedsched/lock"), "{files}");
+    assert!(files.contains(".fedsched/placements/ff.json") && !files.contains(".fedsched/lock"), "{files}");
 
     // Nothing changed: no commit.
     let out = s.render_with(&cfg_arg, &[]);

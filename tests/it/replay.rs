@@ -126,7 +126,7 @@ fn every_decision_of_a_live_scenario_replays_identical() {
     std::thread::sleep(Duration::from_secs(3));
     t.s.write("apps/api.yaml", &api_yaml);
     wait_for("api to be placed", Duration::from_secs(60), || {
-        std::fs::read_to_string(t.s.out().join(".fedsched/placements.json")).unwrap_or_default().contains("\"api\"")
+        placements_of(&t.s.out()).unwrap_or_default().contains("\"api\"")
     });
     std::thread::sleep(Duration::from_secs(2));
     let (code, doc) = replay_json(&t.s, Some(&t.config), &["--all"]);

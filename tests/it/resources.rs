@@ -163,7 +163,7 @@ fn live_heterogeneity_and_confidence_in_explain_and_resources() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     // No agent applies the output: the 6 replicas of web are decided but not running, so the
     // next pass deducts them (assumed workloads) and still decides the same.
-    let placements = || std::fs::read_to_string(t.s.out().join(".fedsched/placements.json")).expect("placements");
+    let placements = || placements_of(&t.s.out()).expect("placements");
     let before = placements();
     let o = fedsched(&["render", "-c", cfg]);
     assert!(text(&o.stderr).contains("; 6 assumed replica(s) deducted from live members"), "{}", text(&o.stderr));

@@ -84,7 +84,7 @@ fn status_follows_what_the_members_run() {
     let t = setup_with(2, true, WATCHED, &["--ready-after", "20s"]);
     t.s.write("apps/api.yaml", API);
     let (mut child, log) = daemon(&t, "info");
-    let placed = || std::fs::read_to_string(t.s.out().join(".fedsched/placements.json")).unwrap_or_default();
+    let placed = || placements_of(&t.s.out()).unwrap_or_default();
     let started = std::time::Instant::now();
     while !placed().contains("\"api\"") {
         let l = log.lock().expect("lock").clone();

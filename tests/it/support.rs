@@ -12,6 +12,32 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The placement summary of an output directory as one document, in the format of the single
+/// `placements.json` of earlier versions: `{"placements":[…]}` with one entry per line, the
+/// entries of every shard under `.fedsched/placements/` in shard order. `NotFound` when
+/// nothing was published.
+pub fn placements_of(out: &Path) -> std::io::Result<String> {
+    let mut shards: Vec<PathBuf> = std::fs::read_dir(out.join(".fedsched/placements"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    shards.sort();
+    let mut items = Vec::new();
+    for shard in shards {
+        let text = std::fs::read_to_string(&shard)?;
+        let inner = text.strip_prefix("{\"placements\":[\n").and_then(|t| t.strip_suffix("\n]}\n"));
+        match inner {
+            Some(inner) => items.push(inner.to_string()),
+            None if text == "{\"placements\":[]}\n" => {}
+            None => return Err(std::io::Error::other(format!("{}: not a summary shard: {text}", shard.display()))),
+        }
+    }
+    Ok(match items.is_empty() {
+        true => "{\"placements\":[]}\n".to_string(),
+        false => format!("{{\"placements\":[\n{}\n]}}\n", items.join(",\n")),
+    })
+}
+
 /// Runs the binary with the given arguments; no config from the environment.
 pub fn fedsched(args: &[&str]) -> Output {
     Command::new(bin())
@@ -173,10 +199,20 @@ pub fn mtimes(dir: &Path) -> BTreeMap<String, std::time::SystemTime> {
         .collect()
 }
 
-/// Compares a directory with a golden directory; `FEDSCHED_BLESS=1` rewrites the golden.
+/// Compares a directory with a golden directory; `FEDSCHED_BLESS=1` rewrites the golden. The
+/// summary's 256 shards (`.fedsched/placements/`, all present) are compared as one document,
+/// `.fedsched/placements.joined.json` in the golden ([`placements_of`]): which shard holds a
+/// workload is the unit tests' concern, what the summary says is the golden's.
 pub fn assert_golden(actual_dir: &Path, golden: &str) {
     let golden_dir = repo_root().join("tests/golden").join(golden);
-    let actual = tree(actual_dir);
+    let mut actual = tree(actual_dir);
+    let shards = actual.keys().filter(|k| k.starts_with(".fedsched/placements/")).count();
+    if shards > 0 {
+        assert_eq!(shards, 256, "the summary's shards in {}", actual_dir.display());
+        actual.retain(|k, _| !k.starts_with(".fedsched/placements/"));
+        let joined = placements_of(actual_dir).expect("the summary");
+        actual.insert(".fedsched/placements.joined.json".into(), joined.into_bytes());
+    }
     if std::env::var_os("FEDSCHED_BLESS").is_some() {
         let _ = std::fs::remove_dir_all(&golden_dir);
         for (rel, bytes) in &actual {
