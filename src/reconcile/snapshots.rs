@@ -139,18 +139,10 @@ fn rebuild_views(
     cached: Option<cache::DeductedViews>,
     dims: &Dimensions,
 ) -> (Vec<ClusterSnapshot>, Assumed) {
-    let mut deductions: Vec<Vec<(&ReplicaRequirements, i64)>> = vec![Vec::new(); inputs.snapshots.len()];
     let work: Vec<(&Arc<PlacementRecord>, &Arc<ReplicaRequirements>)> =
         recent.iter().zip(requirements).filter_map(|(p, req)| Some((p, req.as_ref()?))).collect();
     let planned = memo.plan_all(&inputs.snapshots, fingerprints, &work);
     let work: Vec<(&PlacementRecord, &ReplicaRequirements)> = work.iter().map(|(p, r)| (&***p, &***r)).collect();
-    for ((_, req), m) in work.iter().zip(&planned) {
-        for (i, _, want) in &m.plan {
-            if let Some(d) = deductions.get_mut(*i) {
-                d.push((req, *want));
-            }
-        }
-    }
     // The cached views' digests by position (what a kept view is compared with below), then
     // their bookkeeping brought up to date for this pass's plans.
     let mut cached = cached.filter(|c| c.snapshots.len() == inputs.snapshots.len());
@@ -189,6 +181,20 @@ fn rebuild_views(
     // The others are copied and deducted again, each on its own: on every core (a restart
     // builds every member's view).
     let rebuilt: Vec<usize> = kept.iter().enumerate().filter(|(_, k)| k.is_none()).map(|(i, _)| i).collect();
+    // Their deductions, in store order (the others' are not gathered: an edit rebuilds a few
+    // views of a thousand).
+    let mut deductions: Vec<Vec<(&ReplicaRequirements, i64)>> = vec![Vec::new(); inputs.snapshots.len()];
+    if !rebuilt.is_empty() {
+        for ((_, req), m) in work.iter().zip(&planned) {
+            for (i, _, want) in &m.plan {
+                if kept.get(*i).is_some_and(Option::is_none)
+                    && let Some(d) = deductions.get_mut(*i)
+                {
+                    d.push((req, *want));
+                }
+            }
+        }
+    }
     let mut built = crate::util::threads::map_ordered(&rebuilt, crate::util::threads::workers(), |&i| {
         let mut view = inputs.snapshots[i].clone();
         for (req, n) in deductions.get(i).into_iter().flatten() {
