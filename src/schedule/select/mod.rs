@@ -52,6 +52,26 @@ pub fn order(feasible: &[&ClusterVerdict]) -> Vec<usize> {
     // The verdicts come in the fleet's order, which is by name: the name tie-break is then
     // the position's (no name compared in the sort).
     if feasible.windows(2).all(|w| w[0].name < w[1].name) {
+        // Scores in 0..2¹⁶, available replicas in 0..2³² and positions in 0..2¹⁶ (every
+        // fleet in practice) pack into one word whose ascending order is this order: a sort
+        // of words instead of tuples.
+        let packed: Option<Vec<u64>> = (feasible.len() <= 1 << 16)
+            .then(|| {
+                feasible
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let score = u16::try_from(v.score).ok()?;
+                        let avail = u32::try_from(avail(v)).ok()?;
+                        Some((u64::from(u16::MAX - score) << 48) | (u64::from(u32::MAX - avail) << 16) | i as u64)
+                    })
+                    .collect()
+            })
+            .flatten();
+        if let Some(mut keys) = packed {
+            keys.sort_unstable();
+            return keys.into_iter().map(|k| (k & 0xffff) as usize).collect();
+        }
         let mut keys: Vec<(std::cmp::Reverse<(i64, i64)>, usize)> =
             feasible.iter().enumerate().map(|(i, v)| (std::cmp::Reverse((v.score, avail(v))), i)).collect();
         keys.sort_unstable();
@@ -214,12 +234,27 @@ fn by_groups<'a, C: Clusters + ?Sized>(
     strategy: Strategy,
     replicas: Option<i32>,
 ) -> Result<Vec<&'a ClusterVerdict>, String> {
-    // Group members keep the global order (score desc, available desc, name asc).
-    let mut members: BTreeMap<&str, Vec<&ClusterVerdict>> = BTreeMap::new();
-    for v in ordered {
+    // Group members keep the global order (score desc, available desc, name asc), each with
+    // its index in `ordered` (a cluster has one verdict, which every group it is in holds);
+    // the groups are found by a hash of their key, then put in key order.
+    let mut slots: crate::util::hash::KeyMap<&str, usize> = Default::default();
+    let mut found: Vec<(&str, Vec<&ClusterVerdict>, Vec<usize>)> = Vec::new();
+    for (at, v) in ordered.iter().enumerate() {
         let Some(c) = clusters.get(&v.name) else { continue };
-        level.for_each_key(c, |k| members.entry(k).or_default().push(*v));
+        level.for_each_key(c, |k| {
+            let slot = *slots.entry(k).or_insert_with(|| {
+                found.push((k, Vec::new(), Vec::new()));
+                found.len() - 1
+            });
+            if let Some((_, vs, ats)) = found.get_mut(slot) {
+                vs.push(*v);
+                ats.push(at);
+            }
+        });
     }
+    found.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let members: BTreeMap<&str, (Vec<&ClusterVerdict>, Vec<usize>)> =
+        found.into_iter().map(|(k, vs, ats)| (k, (vs, ats))).collect();
     let what = level.describe();
     if (members.len() as i64) < i64::from(sc.min_groups) {
         return Err(format!(
@@ -231,7 +266,7 @@ fn by_groups<'a, C: Clusters + ?Sized>(
     let duplicated = strategy == Strategy::Duplicated;
     let infos: Vec<GroupInfo> = members
         .iter()
-        .map(|(name, vs)| GroupInfo {
+        .map(|(name, (vs, _))| GroupInfo {
             name: name.to_string(),
             value: vs.len() as i64,
             weight: group_score(
@@ -250,24 +285,23 @@ fn by_groups<'a, C: Clusters + ?Sized>(
             "spreadConstraints: no combination of {what} groups holds the cluster minGroups {cluster_min} clusters"
         ));
     }
-    // A cluster has one verdict, which every group it is in holds: verdicts are told apart
-    // by address.
-    let same = |a: &ClusterVerdict, b: &ClusterVerdict| std::ptr::eq(a, b);
-    let id = |v: &ClusterVerdict| std::ptr::from_ref(v) as usize as u64;
+    // Verdicts are told apart by their index in `ordered`.
     let mut selected: Vec<&ClusterVerdict> = Vec::new();
-    let mut candidates = crate::util::hash::IdSet::default();
+    let mut is_selected = vec![false; ordered.len()];
+    let mut candidates = vec![false; ordered.len()];
     for g in &chosen {
-        let Some(vs) = members.get(g.name.as_str()) else { continue };
+        let Some((vs, ats)) = members.get(g.name.as_str()) else { continue };
         let mut first = true;
-        for v in vs {
-            if selected.iter().any(|s| same(s, v)) {
+        for (v, &at) in vs.iter().zip(ats) {
+            if is_selected[at] {
                 continue;
             }
             if first {
                 selected.push(*v);
+                is_selected[at] = true;
                 first = false;
             } else {
-                candidates.insert(id(v));
+                candidates[at] = true;
             }
         }
     }
@@ -280,14 +314,14 @@ fn by_groups<'a, C: Clusters + ?Sized>(
             selected.len()
         ));
     }
-    for s in &selected {
-        candidates.remove(&id(s));
+    for (c, s) in candidates.iter_mut().zip(&is_selected) {
+        *c &= !s;
     }
     // The candidates by score desc, available desc, name asc: in the global order, once each.
-    let wanted = limit(cluster_max, selected.len() + candidates.len());
+    let wanted = limit(cluster_max, selected.len() + candidates.iter().filter(|c| **c).count());
     let rest = wanted.saturating_sub(selected.len());
-    let by_order = ordered.iter().filter(|v| candidates.contains(&id(v)));
-    selected.extend(by_order.take(rest).copied());
+    let by_order = ordered.iter().zip(&candidates).filter(|(_, c)| **c).map(|(v, _)| *v);
+    selected.extend(by_order.take(rest));
     Ok(selected)
 }
 

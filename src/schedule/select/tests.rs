@@ -271,6 +271,23 @@ fn the_order_breaks_ties_by_name_whatever_order_the_verdicts_come_in() {
         let got: Vec<String> = order(&list).into_iter().map(|i| list[i].name.clone()).collect();
         assert_eq!(got, want(&list));
     }
+    // Values at the packed word's edges (and past them: the general sort), objects without
+    // replicas (available = i32::MAX): the same order.
+    let edges = [0, 1, 65_534, 65_535, 65_536, -1, i64::from(u32::MAX), i64::from(u32::MAX) + 1, i64::MAX, i64::MIN];
+    for (a, b) in [(0usize, 4usize), (0, 10), (4, 10)] {
+        let vs: Vec<ClusterVerdict> = (0..60)
+            .map(|i| {
+                let mut v = verdict(&format!("m{i:02}"), edges[a + i % (b - a)], edges[a + i * 7 % (b - a)]);
+                if i % 13 == 0 {
+                    v.available_replicas = None;
+                }
+                v
+            })
+            .collect();
+        let list: Vec<&ClusterVerdict> = vs.iter().collect();
+        let got: Vec<String> = order(&list).into_iter().map(|i| list[i].name.clone()).collect();
+        assert_eq!(got, want(&list), "values {:?}", &edges[a..b]);
+    }
     // Equal score and capacity everywhere: the names alone decide.
     let ties: Vec<ClusterVerdict> = ["a", "b", "c"].iter().map(|n| verdict(n, 1, 1)).collect();
     let list: Vec<&ClusterVerdict> = ties.iter().rev().collect();
