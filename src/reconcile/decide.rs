@@ -666,9 +666,19 @@ fn outcome_stands_on(
     if !c.decided.scheduled {
         return false;
     }
-    let Ok(workload) = interpret(t.key.group(), &t.key.kind, &t.object, &ctx.inputs.interpreters) else {
-        return false;
+    // As this process read the template when it decided it, else read again.
+    let workload = match &c.decided.workload {
+        Some(w) => Arc::clone(w),
+        None => match interpret(t.key.group(), &t.key.kind, &t.object, &ctx.inputs.interpreters) {
+            Ok(w) => Arc::new(w),
+            Err(_) => return false,
+        },
     };
+    debug_assert!(
+        interpret(t.key.group(), &t.key.kind, &t.object, &ctx.inputs.interpreters).ok().as_ref() == Some(&*workload),
+        "{}: the kept reading of the template differs from a fresh one",
+        t.key
+    );
     let (previous, previous_affinity) = previous_for(previous, directive);
     let req = schedule_request(t, &workload, placement, (&previous, previous_affinity.as_deref()), directive);
     let stands = schedule::outcome_stands(&ctx.pass.fleet, framework, &req, views, &c.decided.record.result, changed);
@@ -781,14 +791,15 @@ fn decide<'a>(
             problems: vec![Problem { workload: t.key.clone(), cluster: None, reason }],
             scheduled: false,
             requirements: None,
+            workload: None,
             reads_capacity: false,
             schedule_time: Duration::ZERO,
             schedule_cpu: Duration::ZERO,
         }
     };
 
-    let workload: Workload = match interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters) {
-        Ok(w) => w,
+    let workload: Arc<Workload> = match interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters) {
+        Ok(w) => Arc::new(w),
         Err(e) => {
             let reason = format!("cannot read the workload: {e}");
             let result = ScheduleResult::unschedulable(reason.clone());
@@ -861,6 +872,7 @@ fn decide<'a>(
         problems: Vec::new(),
         scheduled: true,
         requirements,
+        workload: Some(Arc::clone(&job.workload)),
         reads_capacity,
         schedule_time,
         schedule_cpu,
@@ -871,7 +883,7 @@ fn decide<'a>(
 /// What rendering one decision's files takes, handed from [`decide`] to [`render_all`].
 struct RenderJob<'a> {
     template: &'a Template,
-    workload: Workload,
+    workload: Arc<Workload>,
     targets: BTreeMap<String, Option<i32>>,
     /// Job completions per cluster (empty: not divided).
     completions: BTreeMap<String, i32>,
@@ -1038,6 +1050,11 @@ pub(crate) struct Decided {
     pub(super) scheduled: bool,
     /// Per-replica requirements of a scheduled workload (for assumed replicas).
     pub(super) requirements: Option<ReplicaRequirements>,
+    /// The template as the interpreters read it when this process decided it (`None`:
+    /// restored from the store, or not read): what a check whether its outcome stands on
+    /// changed capacity schedules again, instead of interpreting the template again (the
+    /// decision's key covers the template and the interpreters).
+    pub(super) workload: Option<Arc<Workload>>,
     /// Whether its outcome read the feasible clusters' capacity ([`schedule::schedule_reads`]):
     /// when not, a change of their capacity alone does not decide it again. A decision
     /// restored from the store has it as it was decided (one stored by an older version counts
@@ -1070,6 +1087,7 @@ impl Decided {
             problems,
             scheduled,
             requirements,
+            workload: None,
             reads_capacity,
             schedule_time: Duration::ZERO,
             schedule_cpu: Duration::ZERO,
