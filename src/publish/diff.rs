@@ -95,7 +95,7 @@ fn touched_path(changes: &Changes, cluster: &str, path: &str) -> bool {
 /// and a workload with a change in a held cluster keeps its files as they are in every other
 /// cluster too ([`HeldMove`]: a move is all or nothing).
 pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> Result<Changes, PublishError> {
-    // Path → owners, built when a cluster first has a removal (most passes have none).
+    // Path → owners, built when a cluster is held (rare).
     let owned_map: std::cell::OnceCell<HashMap<&str, Vec<&str>>> = std::cell::OnceCell::new();
     let owned = || -> &HashMap<&str, Vec<&str>> {
         owned_map.get_or_init(|| {
@@ -112,15 +112,22 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
     let mut passed: Vec<(&str, Changes)> = Vec::new();
     // Per owner with a change in a held cluster: the held clusters.
     let mut held_owners: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    for (cluster, result) in every_cluster_changes(out, plan) {
+    let results = every_cluster_changes(out, plan);
+    // The removed paths (relative to their cluster directory) that a still-placed workload
+    // owns: a decision's removals, which the guard does not count. Found in one scan of the
+    // owners for the few paths removed, not through a map of every owned path.
+    let removed: HashSet<String> = results
+        .iter()
+        .filter_map(|(cluster, r)| r.as_ref().ok().map(|(_, mine)| (*cluster, mine)))
+        .flat_map(|(cluster, mine)| mine.deletions.iter().map(move |d| relative(cluster, d).to_owned()))
+        .collect();
+    let owned_removed: HashSet<&str> = match removed.is_empty() {
+        true => HashSet::new(),
+        false => plan.owners.values().flatten().map(String::as_str).filter(|p| removed.contains(*p)).collect(),
+    };
+    for (cluster, result) in results {
         let (objects, mine) = result?;
-        let counted = match mine.deletions.is_empty() {
-            true => 0,
-            false => {
-                let owned = owned();
-                mine.deletions.iter().filter(|d| !owned.contains_key(relative(cluster, d))).count()
-            }
-        };
+        let counted = mine.deletions.iter().filter(|d| !owned_removed.contains(relative(cluster, d))).count();
         if guard.holds(objects, counted) {
             let held = HeldCluster { cluster: cluster.to_owned(), objects, removals: counted };
             tracing::warn!(cluster = %cluster, objects, removals = held.removals, "mass-deletion guard: cluster held");
