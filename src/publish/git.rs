@@ -333,7 +333,13 @@ pub fn message(changes: &[Change], trigger: &str) -> (String, String) {
             body.push_str(&format!("  {verb} {rel}\n"));
         }
     }
-    for c in other {
+    // The summary's shards as one line (a first publish writes all 256 of them).
+    let shards = other.iter().filter(|c| super::is_shard_path(&c.path)).count();
+    if shards > 0 {
+        let s = if shards == 1 { "" } else { "s" };
+        body.push_str(&format!("\nupdated the placement summary ({shards} shard{s} of .fedsched/placements/)\n"));
+    }
+    for c in other.iter().filter(|c| !super::is_shard_path(&c.path)) {
         body.push_str(&format!("\n{} {}\n", if c.status == 'D' { "removed" } else { "updated" }, c.path));
     }
     (subject, body)
@@ -354,7 +360,9 @@ mod tests {
             ch('M', "member1/kustomization.yaml"),
             ch('M', "member2/default/apps_deployment_web.yaml"),
             ch('D', "member2/default/core_configmap_old.yaml"),
-            ch('M', ".fedsched/placements.json"),
+            ch('M', ".fedsched/placements/0a.json"),
+            ch('A', ".fedsched/placements/3f.json"),
+            ch('D', ".fedsched/placements.json"),
         ];
         let (subject, body) = message(&changes, "policy-change");
         assert_eq!(subject, "fedsched: member1, member2: 1 added, 1 changed, 1 removed objects");
@@ -363,14 +371,16 @@ mod tests {
             body,
             "Trigger: policy-change\n\nmember1:\n  added default/apps_deployment_web.yaml\n  changed kustomization.yaml\n\n\
              member2:\n  changed default/apps_deployment_web.yaml\n  removed default/core_configmap_old.yaml\n\n\
-             updated .fedsched/placements.json\n"
+             updated the placement summary (2 shards of .fedsched/placements/)\n\n\
+             removed .fedsched/placements.json\n"
         );
         let many: Vec<Change> =
             (0..20).map(|i| ch('M', &format!("cluster-number-{i}/default/apps_deployment_web.yaml"))).collect();
         let (subject, _) = message(&many, "timer");
         assert_eq!(subject, "fedsched: 20 clusters: 20 changed objects");
-        let (subject, _) = message(&[ch('M', ".fedsched/placements.json")], "timer");
+        let (subject, body) = message(&[ch('M', ".fedsched/placements/8c.json")], "timer");
         assert_eq!(subject, "fedsched: summary: placement summary");
+        assert_eq!(body, "Trigger: timer\n\nupdated the placement summary (1 shard of .fedsched/placements/)\n");
     }
 
     #[test]

@@ -91,13 +91,16 @@ pub(crate) fn legacy_summary_path() -> String {
 /// Whether `rel` (relative to the output root) is a file of the placement summary: a shard
 /// (`.fedsched/placements/<xx>.json`) or the single file of earlier versions.
 pub(crate) fn is_summary_path(rel: &str) -> bool {
-    let Some(rest) = rel.strip_prefix(STATE_DIR).and_then(|r| r.strip_prefix('/')) else { return false };
-    if rest == crate::render::summary::LEGACY_FILE {
-        return true;
-    }
-    rest.strip_prefix(crate::render::summary::SHARD_DIR)
+    rel == legacy_summary_path() || is_shard_path(rel)
+}
+
+/// Whether `rel` is a shard of the summary (`.fedsched/placements/<xx>.json`).
+pub(crate) fn is_shard_path(rel: &str) -> bool {
+    rel.strip_prefix(STATE_DIR)
         .and_then(|r| r.strip_prefix('/'))
-        .is_some_and(|n| n.len() == 7 && n.ends_with(".json") && n[..2].bytes().all(|b| b.is_ascii_hexdigit()))
+        .and_then(|r| r.strip_prefix(crate::render::summary::SHARD_DIR))
+        .and_then(|r| r.strip_prefix('/'))
+        .is_some_and(crate::render::summary::is_shard_name)
 }
 
 /// Longest accepted path segment (a DNS-1123 subdomain).

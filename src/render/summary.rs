@@ -65,6 +65,12 @@ pub fn shard_name(i: usize) -> String {
     format!("{i:02x}.json")
 }
 
+/// Whether `name` is a shard's file name ([`shard_name`]: two lowercase hex digits, `.json`).
+pub fn is_shard_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() == 7 && name.ends_with(".json") && b[..2].iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// The summary of a pass: every shard's document, by shard number ([`SHARDS`] of them).
 /// Shards are shared (`Arc`) between the passes that did not change them and the publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,10 +124,7 @@ pub fn read_published(state_dir: &Path) -> Result<Option<Vec<Published>>, (PathB
             for entry in entries {
                 let entry = entry.map_err(|e| (dir.clone(), e.to_string()))?;
                 let name = entry.file_name();
-                let is_shard = name.to_str().is_some_and(|n| {
-                    n.len() == 7 && n.ends_with(".json") && n[..2].bytes().all(|b| b.is_ascii_hexdigit())
-                });
-                if is_shard {
+                if name.to_str().is_some_and(is_shard_name) {
                     files.push(entry.path());
                 }
             }
@@ -320,6 +323,10 @@ mod tests {
         assert!(min.is_some_and(|m| m >= 60) && max.is_some_and(|m| m <= 150), "{min:?}..{max:?}");
         assert_eq!(shard_name(0), "00.json");
         assert_eq!(shard_name(0xff), "ff.json");
+        assert!((0..SHARDS).all(|i| is_shard_name(&shard_name(i))));
+        for other in ["FF.json", "0g.json", "é.json", "000.json", "00.yaml", "00.json~", ""] {
+            assert!(!is_shard_name(other), "{other}");
+        }
     }
 
     #[test]
