@@ -49,14 +49,9 @@ pub const LEGACY_FILE: &str = "placements.json";
 /// namespace and name, each followed by a unit separator (0x1f). Stable across builds,
 /// platforms and releases.
 pub fn shard_of(key: &ObjectKey) -> usize {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    use crate::util::hash::{FNV1A64_START, fnv1a64_more};
     let parts = [key.group(), key.kind.as_str(), key.namespace.as_deref().unwrap_or(""), key.name.as_str()];
-    for part in parts {
-        for b in part.bytes().chain(std::iter::once(0x1f)) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
+    let h = parts.iter().fold(FNV1A64_START, |h, part| fnv1a64_more(fnv1a64_more(h, part.as_bytes()), &[0x1f]));
     (h >> 56) as usize
 }
 
@@ -118,6 +113,10 @@ const EMPTY: &str = "{\"placements\":[]}\n";
 /// (nothing published). An error names the file and the entry.
 pub fn read_published(state_dir: &Path) -> Result<Option<Vec<Published>>, (PathBuf, String)> {
     let dir = state_dir.join(SHARD_DIR);
+    // The publish never writes through a symlink; a takeover does not read through one.
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err((dir, "a symbolic link, not the directory fedsched writes: refused".into()));
+    }
     let files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
         Ok(entries) => {
             let mut files = Vec::new();
@@ -303,10 +302,7 @@ mod tests {
             name: name.into(),
         };
         // FNV-1a of "apps␟Deployment␟shop␟web␟", its top byte.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in b"apps\x1fDeployment\x1fshop\x1fweb\x1f" {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        let h = crate::util::hash::fnv1a64(b"apps\x1fDeployment\x1fshop\x1fweb\x1f");
         assert_eq!(shard_of(&key(Some("shop"), "web")), (h >> 56) as usize);
         assert_eq!(shard_of(&key(Some("shop"), "web")), 0x8c, "a workload's shard changed: the layout moved");
         // The API version is not part of it (the group is): v1beta1 → v1 keeps the shard.
@@ -360,6 +356,11 @@ mod tests {
             assert!(back.windows(2).all(|w| w[0].workload.name < w[1].workload.name));
             std::fs::write(dir.path().join(SHARD_DIR).join(shard_name(i)), text.as_bytes()).expect("write");
         }
+        // A shard directory that is a symlink is refused.
+        let linked = tempfile::tempdir().expect("tmp");
+        std::os::unix::fs::symlink(dir.path().join(SHARD_DIR), linked.path().join(SHARD_DIR)).expect("symlink");
+        let (path, e) = read_published(linked.path()).expect_err("a symlink");
+        assert!(path.ends_with(SHARD_DIR) && e.contains("symbolic link"), "{e}");
         // A file that is not a shard is not read.
         std::fs::write(dir.path().join(SHARD_DIR).join("notes.txt"), "not json").expect("write");
         let mut back: Vec<String> = read_published(dir.path())

@@ -5,7 +5,15 @@
 
 /// FNV-1a, 64 bit: the content hash used for versioning snapshots and inputs.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    fnv1a64_more(FNV1A64_START, bytes)
+}
+
+/// FNV-1a 64's starting value (its offset basis): [`fnv1a64_more`] from it hashes bytes that
+/// come in several pieces as [`fnv1a64`] hashes them joined.
+pub const FNV1A64_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a 64 of `bytes` continued from the hash `h` of the bytes before them.
+pub fn fnv1a64_more(mut h: u64, bytes: &[u8]) -> u64 {
     for b in bytes {
         h ^= u64::from(*b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
