@@ -565,19 +565,24 @@ fn recent_requirements(
     let patched = last.and_then(|m| {
         let same = m.interpreters == inputs.hashes.interpreters
             && m.set.templates.len() == templates.len()
-            && m.placements.len() == recent.len()
-            && m.requirements.len() == recent.len()
+            && m.requirements.len() == m.placements.len()
             && keys.len() == recent.len();
         if !same {
             return None;
         }
+        // Each placement that is the same object as in the last list takes its requirements
+        // from there (a placement that became recent or stopped being one moves the others);
+        // the others, and those whose template changed, are read again.
+        let aligned = align(&m.placements, recent);
+        let mut out: Vec<Option<Arc<ReplicaRequirements>>> = Vec::with_capacity(recent.len());
         let mut again = Vec::new();
-        for (i, (was, now)) in m.placements.iter().zip(recent).enumerate() {
-            if !Arc::ptr_eq(was, now) {
-                if was.workload != now.workload {
-                    return None;
+        for (i, at) in aligned.iter().enumerate() {
+            match at.and_then(|j| m.requirements.get(j)) {
+                Some(req) => out.push(req.clone()),
+                None => {
+                    out.push(None);
+                    again.push(i);
                 }
-                again.push(i);
             }
         }
         if !Arc::ptr_eq(&m.set, &inputs.set) {
@@ -591,7 +596,6 @@ fn recent_requirements(
                 }
             }
         }
-        let mut out = m.requirements.clone();
         for i in again {
             if let (Some(slot), Some(p)) = (out.get_mut(i), recent.get(i)) {
                 *slot = requirement_of(cached, inputs, inputs.set.template_at(&p.workload));
@@ -722,20 +726,65 @@ fn recent_digest(
     {
         return (m.entries.clone(), m.digest);
     }
+    // Each placement that is the same object as in the last list, with the same
+    // requirements, keeps its digest (wherever a placement that became recent or stopped
+    // being one moved it).
+    let aligned = match last {
+        Some(m) if m.entries.len() == m.placements.len() => align(&m.placements, recent),
+        _ => vec![None; recent.len()],
+    };
     let entries: Vec<u64> = recent
         .iter()
         .zip(requirements)
-        .enumerate()
-        .map(|(i, (p, req))| {
-            let same = last.and_then(|m| {
-                let (q, r) = (m.placements.get(i)?, m.requirements.get(i)?);
-                (Arc::ptr_eq(p, q) && same_requirement(req, r)).then(|| m.entries.get(i).copied()).flatten()
+        .zip(aligned)
+        .map(|((p, req), at)| {
+            let same = last.zip(at).and_then(|(m, j)| {
+                let r = m.requirements.get(j)?;
+                same_requirement(req, r).then(|| m.entries.get(j).copied()).flatten()
             });
             same.unwrap_or_else(|| cache::key_of(&(&p.workload, &p.targets, req.as_deref())))
         })
         .collect();
     let digest = cache::key_of(&entries);
     (entries, digest)
+}
+
+/// For each placement of `now`, the position in `was` of the same object, both lists in store
+/// order (the recent placements of two passes): a merge that compares addresses, and store
+/// keys only where they differ (a placement that became recent, stopped being one or was
+/// replaced: a few per pass).
+fn align(was: &[Arc<PlacementRecord>], now: &[Arc<PlacementRecord>]) -> Vec<Option<usize>> {
+    let mut out = Vec::with_capacity(now.len());
+    let mut j = 0;
+    for p in now {
+        loop {
+            let Some(w) = was.get(j) else {
+                out.push(None);
+                break;
+            };
+            if Arc::ptr_eq(w, p) {
+                out.push(Some(j));
+                j += 1;
+                break;
+            }
+            match w.workload.store_key().cmp(&p.workload.store_key()) {
+                // Gone from the list: look further.
+                std::cmp::Ordering::Less => j += 1,
+                // Replaced by another placement of the same workload.
+                std::cmp::Ordering::Equal => {
+                    out.push(None);
+                    j += 1;
+                    break;
+                }
+                // New in the list.
+                std::cmp::Ordering::Greater => {
+                    out.push(None);
+                    break;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The key of the deducted views: the snapshots' fingerprints and the digest of the recent
@@ -1050,6 +1099,28 @@ mod tests {
             history_seq: 0,
             decided_at_ms,
         })
+    }
+
+    /// Two passes' recent placements are matched by object, whatever became recent, stopped
+    /// being one or was replaced between them.
+    #[test]
+    fn recent_placements_of_two_passes_are_matched_by_object() {
+        let was: Vec<Arc<PlacementRecord>> = ["b", "d", "f", "h"].iter().map(|n| placement(n, 1, 0)).collect();
+        // a new first, d replaced, e new, f gone, h kept, z new last.
+        let now = vec![
+            placement("a", 1, 0),
+            Arc::clone(&was[0]),
+            placement("d", 2, 0),
+            placement("e", 1, 0),
+            Arc::clone(&was[3]),
+            placement("z", 1, 0),
+        ];
+        assert_eq!(align(&was, &now), vec![None, Some(0), None, None, Some(3), None]);
+        assert_eq!(align(&was, &was), vec![Some(0), Some(1), Some(2), Some(3)]);
+        assert_eq!(align(&[], &was), vec![None; 4]);
+        assert!(align(&was, &[]).is_empty());
+        // Everything gone but the last one.
+        assert_eq!(align(&was, &was[3..]), vec![Some(3)]);
     }
 
     /// The bookkeeping a pass undoes before saving its views is the one it started from:
