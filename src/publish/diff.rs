@@ -179,11 +179,23 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
         })
         .collect();
     if let Some(summary) = &plan.summary {
+        // No symlink on the way (`.fedsched/placements` pointing elsewhere is refused): the
+        // directories checked with the first shard, then each shard itself.
+        let mut dirs_checked = false;
         for (name, bytes) in &summary.shards {
             let rel = summary_shard_path(name);
-            // No symlink on the way (`.fedsched/placements` pointing elsewhere is refused).
-            let exists = check_target(out, &rel)?;
             let full = out.join(&rel);
+            let exists = match dirs_checked {
+                false => check_target(out, &rel)?,
+                true => match kind_of(&full)? {
+                    Kind::File => true,
+                    Kind::Missing => false,
+                    Kind::Dir | Kind::Other => {
+                        return Err(PublishError::InTheWay { path: full, expected: "a regular file" });
+                    }
+                },
+            };
+            dirs_checked = true;
             let same = summary.compare && exists && fs::read(&full).map_err(io_err("read", &full))? == bytes.as_bytes();
             if same {
                 changes.unchanged += 1;

@@ -8,7 +8,7 @@ use super::disk::{Kind, journal_path, kind_of, lock, staging_dir, sync_dir};
 use super::error::io_err;
 use super::journal::{Journal, apply_journal, finish_journal};
 use super::names::{cluster_problem, object_path_problem};
-use super::{JOURNAL_VERSION, KUSTOMIZATION_FILE, PublishError, is_summary_path};
+use super::{JOURNAL_VERSION, KUSTOMIZATION_FILE, PublishError, is_summary_path, legacy_summary_path};
 
 /// Checks that a journal only names places a publish could have written.
 fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
@@ -50,7 +50,8 @@ fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
         }
     }
     for deletion in &journal.deletions {
-        if !is_summary_path(deletion) && !cluster_path_ok(deletion, false) {
+        // A publish deletes no shard of the summary, only the single file of earlier versions.
+        if *deletion != legacy_summary_path() && !cluster_path_ok(deletion, false) {
             return Err(invalid(format!("deletion {deletion:?}")));
         }
     }
@@ -306,6 +307,32 @@ mod tests {
             let err = recover(out).expect_err(staged);
             assert!(matches!(err, PublishError::JournalInvalid { .. }), "{staged}: {err}");
         }
+        // Under `.fedsched/`: renames to the summary's shards only, no deletion but the single
+        // file of earlier versions.
+        let summary_cases = [
+            (vec![], vec![".fedsched/placements/3f.json"]),
+            (vec![".fedsched/journal.json"], vec![]),
+            (vec![".fedsched/placements/3F.json"], vec![]),
+            (vec![".fedsched/placements/../owner"], vec![]),
+        ];
+        for (targets, deletions) in summary_cases {
+            let what = format!("{targets:?} {deletions:?}");
+            let evil = Journal {
+                version: JOURNAL_VERSION,
+                renames: targets.iter().map(|t| Rename { staged: "x".to_owned(), target: (*t).to_owned() }).collect(),
+                deletions: deletions.iter().map(|d| (*d).to_owned()).collect(),
+                new_dirs: vec![],
+            };
+            let err = check_journal(Path::new("j"), &evil).expect_err(&what);
+            assert!(matches!(err, PublishError::JournalInvalid { .. }), "{what}: {err}");
+        }
+        let upgrade = Journal {
+            version: JOURNAL_VERSION,
+            renames: vec![Rename { staged: "x".to_owned(), target: ".fedsched/placements/3f.json".to_owned() }],
+            deletions: vec![".fedsched/placements.json".to_owned()],
+            new_dirs: vec![],
+        };
+        assert!(check_journal(Path::new("j"), &upgrade).is_ok());
         // A new cluster directory: a plain staged name, a cluster name, and files staged at
         // their place in it.
         let new_dir = |staged: &str, target: &str| NewDir { staged: staged.to_owned(), target: target.to_owned() };

@@ -735,7 +735,7 @@ impl CachedDecision {
             keep: d.keep.clone(),
             problems: d.problems.iter().map(|p| (p.cluster.clone(), p.reason.clone())).collect(),
             scheduled: d.scheduled,
-            requirements: d.requirements.clone(),
+            requirements: d.requirements().cloned(),
             last: last.cloned(),
             stats: self.stats.clone(),
             reads_capacity: d.reads_capacity,

@@ -249,7 +249,7 @@ pub(super) fn decide_all(
             out.scheduled += 1;
             // Later workloads of this pass see this decision's replicas as assumed (those of
             // an unchanged recent placement are in the views already).
-            if let Some(req) = &decided.requirements {
+            if let Some(req) = decided.requirements() {
                 let targets = &decided.record.targets;
                 if snapshots.already_deducted(placed.as_ref(), |p| entry.same_targets.equal(p, targets)) {
                     debug_assert!(snapshots.deducts_nothing(&t.key, &decided.record.targets));
@@ -790,7 +790,7 @@ fn decide<'a>(
             keep,
             problems: vec![Problem { workload: t.key.clone(), cluster: None, reason }],
             scheduled: false,
-            requirements: None,
+            stored_requirements: None,
             workload: None,
             reads_capacity: false,
             schedule_time: Duration::ZERO,
@@ -852,7 +852,6 @@ fn decide<'a>(
         directive: w.directive,
         workload,
     };
-    let requirements = job.workload.replicas.is_some().then(|| job.workload.requirements.clone());
     let decided = Decided {
         record: PlacementRecord {
             workload: t.key.clone(),
@@ -871,7 +870,7 @@ fn decide<'a>(
         keep: Vec::new(),
         problems: Vec::new(),
         scheduled: true,
-        requirements,
+        stored_requirements: None,
         workload: Some(Arc::clone(&job.workload)),
         reads_capacity,
         schedule_time,
@@ -1048,12 +1047,14 @@ pub(crate) struct Decided {
     pub(super) keep: Vec<(String, String)>,
     pub(super) problems: Vec<Problem>,
     pub(super) scheduled: bool,
-    /// Per-replica requirements of a scheduled workload (for assumed replicas).
-    pub(super) requirements: Option<ReplicaRequirements>,
+    /// Per-replica requirements of a scheduled workload restored from the store (a decision
+    /// of this process has them in `workload`): [`Decided::requirements`].
+    stored_requirements: Option<ReplicaRequirements>,
     /// The template as the interpreters read it when this process decided it (`None`:
-    /// restored from the store, or not read): what a check whether its outcome stands on
-    /// changed capacity schedules again, instead of interpreting the template again (the
-    /// decision's key covers the template and the interpreters).
+    /// restored from the store, or not read): its per-replica requirements, and what a check
+    /// whether its outcome stands on changed capacity schedules again, instead of
+    /// interpreting the template again (the decision's key covers the template and the
+    /// interpreters).
     pub(super) workload: Option<Arc<Workload>>,
     /// Whether its outcome read the feasible clusters' capacity ([`schedule::schedule_reads`]):
     /// when not, a change of their capacity alone does not decide it again. A decision
@@ -1065,6 +1066,14 @@ pub(crate) struct Decided {
 }
 
 impl Decided {
+    /// Per-replica requirements of a scheduled workload with replicas (for assumed replicas).
+    pub(super) fn requirements(&self) -> Option<&ReplicaRequirements> {
+        match &self.workload {
+            Some(w) => w.replicas.is_some().then_some(&w.requirements),
+            None => self.stored_requirements.as_ref(),
+        }
+    }
+
     /// A decision restored from the store ([`cache::CachedDecision::restored`]): the record is
     /// the stored placement as a fresh decision gives it (no history seq, no time); the
     /// inputs are set when it is reused.
@@ -1086,7 +1095,7 @@ impl Decided {
             keep,
             problems,
             scheduled,
-            requirements,
+            stored_requirements: requirements,
             workload: None,
             reads_capacity,
             schedule_time: Duration::ZERO,

@@ -74,8 +74,11 @@ pub(super) fn version(
     let changed = cache.placements_changed.replace(Vec::new());
     let (placements, keys) =
         recent_placements(&cache.placements, (last.as_mut(), changed), (now_ms, model.assumed_ttl_ms));
-    let requirements = recent_requirements(last.as_ref(), &mut cache.requirements, inputs, (&placements, &keys));
-    let (entries, digest) = recent_digest(last.as_ref(), &placements, &requirements);
+    // The last list's position of each placement that is the same object (for both below).
+    let aligned = last.as_ref().map(|m| align(&m.placements, &placements));
+    let last_aligned = last.as_ref().zip(aligned.as_deref());
+    let requirements = recent_requirements(last_aligned, &mut cache.requirements, inputs, (&placements, &keys));
+    let (entries, digest) = recent_digest(last_aligned, &placements, &requirements);
     let recent = cache.recent.insert(cache::RecentPlacements {
         oldest_ms: placements.iter().map(|p| p.decided_at_ms).min().unwrap_or(0),
         placements,
@@ -556,24 +559,24 @@ fn record_snapshots(
 /// interpreters and as many templates, only the entries whose placement or template is
 /// another object are looked at again (`keys`: the recent placements' store keys).
 fn recent_requirements(
-    last: Option<&cache::RecentPlacements>,
+    last: Option<(&cache::RecentPlacements, &[Option<usize>])>,
     cached: &mut KeyMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
     inputs: &Inputs,
     (recent, keys): (&[Arc<PlacementRecord>], &[String]),
 ) -> Vec<Option<Arc<ReplicaRequirements>>> {
     let templates = &inputs.set.templates;
-    let patched = last.and_then(|m| {
+    let patched = last.and_then(|(m, aligned)| {
         let same = m.interpreters == inputs.hashes.interpreters
             && m.set.templates.len() == templates.len()
             && m.requirements.len() == m.placements.len()
-            && keys.len() == recent.len();
+            && keys.len() == recent.len()
+            && aligned.len() == recent.len();
         if !same {
             return None;
         }
         // Each placement that is the same object as in the last list takes its requirements
         // from there (a placement that became recent or stopped being one moves the others);
         // the others, and those whose template changed, are read again.
-        let aligned = align(&m.placements, recent);
         let mut out: Vec<Option<Arc<ReplicaRequirements>>> = Vec::with_capacity(recent.len());
         let mut again = Vec::new();
         for (i, at) in aligned.iter().enumerate() {
@@ -709,7 +712,7 @@ fn list_recent(
 /// objects, each placement's kept while it and its requirements are the same objects at the
 /// same place.
 fn recent_digest(
-    last: Option<&cache::RecentPlacements>,
+    last: Option<(&cache::RecentPlacements, &[Option<usize>])>,
     recent: &[Arc<PlacementRecord>],
     requirements: &[Option<Arc<ReplicaRequirements>>],
 ) -> (Vec<u64>, u64) {
@@ -718,9 +721,9 @@ fn recent_digest(
         (None, None) => true,
         _ => false,
     };
-    if let Some(m) = last
+    if let Some((m, aligned)) = last
         && m.placements.len() == recent.len()
-        && m.placements.iter().zip(recent).all(|(a, b)| Arc::ptr_eq(a, b))
+        && aligned.iter().enumerate().all(|(i, at)| *at == Some(i))
         && m.requirements.len() == requirements.len()
         && m.requirements.iter().zip(requirements).all(|(a, b)| same_requirement(a, b))
     {
@@ -729,16 +732,13 @@ fn recent_digest(
     // Each placement that is the same object as in the last list, with the same
     // requirements, keeps its digest (wherever a placement that became recent or stopped
     // being one moved it).
-    let aligned = match last {
-        Some(m) if m.entries.len() == m.placements.len() => align(&m.placements, recent),
-        _ => vec![None; recent.len()],
-    };
     let entries: Vec<u64> = recent
         .iter()
         .zip(requirements)
-        .zip(aligned)
-        .map(|((p, req), at)| {
-            let same = last.zip(at).and_then(|(m, j)| {
+        .enumerate()
+        .map(|(i, (p, req))| {
+            let same = last.and_then(|(m, aligned)| {
+                let j = aligned.get(i).copied().flatten().filter(|_| m.entries.len() == m.placements.len())?;
                 let r = m.requirements.get(j)?;
                 same_requirement(req, r).then(|| m.entries.get(j).copied()).flatten()
             });
@@ -1199,7 +1199,8 @@ mod tests {
             let changed = cache.placements_changed.replace(Vec::new());
             let (recent, keys) = recent_placements(&cache.placements, (last.as_mut(), changed), (now, 10_000));
             let reqs = vec![req.clone(); recent.len()];
-            let (entries, digest) = recent_digest(last.as_ref(), &recent, &reqs);
+            let aligned = last.as_ref().map(|m| align(&m.placements, &recent));
+            let (entries, digest) = recent_digest(last.as_ref().zip(aligned.as_deref()), &recent, &reqs);
             cache.recent = Some(cache::RecentPlacements {
                 oldest_ms: recent.iter().map(|p| p.decided_at_ms).min().unwrap_or(0),
                 placements: recent.clone(),

@@ -128,6 +128,13 @@ pub fn read_published(state_dir: &Path) -> Result<Option<Vec<Published>>, (PathB
                 }
             }
             files.sort();
+            // Every shard is always published: one missing is a damaged summary, not an empty
+            // part of the fleet (adopting it would drop those workloads' placements).
+            if files.len() != SHARDS {
+                let missing = (0..SHARDS).map(shard_name).find(|n| !files.iter().any(|f| f.ends_with(n)));
+                let what = missing.map_or_else(|| "a shard".to_string(), |n| format!("shard {n}"));
+                return Err((dir, format!("{what} is missing (the summary has {SHARDS})")));
+            }
             files
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -361,6 +368,11 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join(SHARD_DIR), linked.path().join(SHARD_DIR)).expect("symlink");
         let (path, e) = read_published(linked.path()).expect_err("a symlink");
         assert!(path.ends_with(SHARD_DIR) && e.contains("symbolic link"), "{e}");
+        // A missing shard is a damaged summary, named.
+        std::fs::rename(dir.path().join(SHARD_DIR).join("07.json"), dir.path().join("07.json")).expect("move");
+        let (_, e) = read_published(dir.path()).expect_err("a shard missing");
+        assert!(e.contains("shard 07.json is missing"), "{e}");
+        std::fs::rename(dir.path().join("07.json"), dir.path().join(SHARD_DIR).join("07.json")).expect("move");
         // A file that is not a shard is not read.
         std::fs::write(dir.path().join(SHARD_DIR).join("notes.txt"), "not json").expect("write");
         let mut back: Vec<String> = read_published(dir.path())

@@ -21,8 +21,6 @@
 
 pub mod groups;
 
-use std::collections::BTreeMap;
-
 use crate::model::ClusterSnapshot;
 use crate::policy::types::{Placement, SpreadByField, SpreadConstraint};
 
@@ -234,27 +232,24 @@ fn by_groups<'a, C: Clusters + ?Sized>(
     strategy: Strategy,
     replicas: Option<i32>,
 ) -> Result<Vec<&'a ClusterVerdict>, String> {
-    // Group members keep the global order (score desc, available desc, name asc), each with
-    // its index in `ordered` (a cluster has one verdict, which every group it is in holds);
-    // the groups are found by a hash of their key, then put in key order.
+    // Each group's members by their index in `ordered` (so in the global order: score desc,
+    // available desc, name asc; a cluster has one verdict, which every group it is in holds),
+    // the groups found by a hash of their key, then sorted by key.
     let mut slots: crate::util::hash::KeyMap<&str, usize> = Default::default();
-    let mut found: Vec<(&str, Vec<&ClusterVerdict>, Vec<usize>)> = Vec::new();
+    let mut members: Vec<(&str, Vec<usize>)> = Vec::new();
     for (at, v) in ordered.iter().enumerate() {
         let Some(c) = clusters.get(&v.name) else { continue };
         level.for_each_key(c, |k| {
             let slot = *slots.entry(k).or_insert_with(|| {
-                found.push((k, Vec::new(), Vec::new()));
-                found.len() - 1
+                members.push((k, Vec::new()));
+                members.len() - 1
             });
-            if let Some((_, vs, ats)) = found.get_mut(slot) {
-                vs.push(*v);
+            if let Some((_, ats)) = members.get_mut(slot) {
                 ats.push(at);
             }
         });
     }
-    found.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let members: BTreeMap<&str, (Vec<&ClusterVerdict>, Vec<usize>)> =
-        found.into_iter().map(|(k, vs, ats)| (k, (vs, ats))).collect();
+    members.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let what = level.describe();
     if (members.len() as i64) < i64::from(sc.min_groups) {
         return Err(format!(
@@ -266,11 +261,11 @@ fn by_groups<'a, C: Clusters + ?Sized>(
     let duplicated = strategy == Strategy::Duplicated;
     let infos: Vec<GroupInfo> = members
         .iter()
-        .map(|(name, (vs, _))| GroupInfo {
+        .map(|(name, ats)| GroupInfo {
             name: name.to_string(),
-            value: vs.len() as i64,
+            value: ats.len() as i64,
             weight: group_score(
-                vs,
+                &ats.iter().map(|&at| ordered[at]).collect::<Vec<_>>(),
                 replicas.unwrap_or(0),
                 sc.min_groups,
                 cluster_sc.map_or(0, |c| c.min_groups),
@@ -290,14 +285,14 @@ fn by_groups<'a, C: Clusters + ?Sized>(
     let mut is_selected = vec![false; ordered.len()];
     let mut candidates = vec![false; ordered.len()];
     for g in &chosen {
-        let Some((vs, ats)) = members.get(g.name.as_str()) else { continue };
+        let Ok(i) = members.binary_search_by(|(k, _)| (*k).cmp(g.name.as_str())) else { continue };
         let mut first = true;
-        for (v, &at) in vs.iter().zip(ats) {
+        for &at in &members[i].1 {
             if is_selected[at] {
                 continue;
             }
             if first {
-                selected.push(*v);
+                selected.push(ordered[at]);
                 is_selected[at] = true;
                 first = false;
             } else {
