@@ -53,7 +53,7 @@ pub struct Inputs {
 
 /// Content hashes (FNV-1a 64 of the JSON) of what decisions read from the set: computed once
 /// when the set is loaded, not per pass.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct InputHashes {
     /// Each template's object, in the order of `set.templates`.
     pub templates: Vec<u64>,
@@ -159,15 +159,10 @@ impl InputHashes {
 
     /// These hashes after a splice ([`load_repository_spliced`]): those of the replaced objects
     /// of `set` computed, the others kept.
-    fn spliced(&self, set: &PolicySet, spliced: &Spliced) -> Self {
+    fn spliced(self, set: &PolicySet, spliced: &Spliced) -> Self {
         use crate::policy::PolicyKind;
         use render::overrides::OverrideKind;
-        let mut out = InputHashes {
-            templates: self.templates.clone(),
-            policies: self.policies.clone(),
-            overrides: self.overrides.clone(),
-            interpreters: self.interpreters,
-        };
+        let mut out = self;
         for &i in &spliced.templates {
             if let (Some(h), Some(t)) = (out.templates.get_mut(i), set.templates.get(i)) {
                 *h = json_hash(&t.object);
@@ -525,12 +520,23 @@ impl Reconciler {
         {
             return None;
         }
-        let hashes = previous.hashes.spliced(&set, &spliced);
-        let mut sources = (*previous.sources).clone();
+        // The spliced files' places among the sources, found before anything is taken from
+        // `previous` (which the caller loads again from when this gives `None`).
+        let mut replaced = Vec::with_capacity(spliced.files.len());
         for rel in &spliced.files {
             let (hash, text) = parse.source_of(rel)?;
-            let entry = sources.iter_mut().find(|(p, ..)| p == rel)?;
-            *entry = (rel.clone(), hash, text);
+            let at = previous.sources.iter().position(|(p, ..)| p == rel)?;
+            replaced.push((at, hash, text));
+        }
+        // The previous inputs' hashes and sources, changed in place when the last pass let go
+        // of them (copied otherwise): an edit does not copy 10,000 paths and hashes.
+        let hashes = Arc::unwrap_or_clone(std::mem::take(&mut previous.hashes)).spliced(&set, &spliced);
+        let mut sources = Arc::unwrap_or_clone(std::mem::take(&mut previous.sources));
+        for (at, hash, text) in replaced {
+            if let Some(entry) = sources.get_mut(at) {
+                entry.1 = hash;
+                entry.2 = text;
+            }
         }
         #[cfg(debug_assertions)]
         {

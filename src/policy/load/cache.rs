@@ -309,14 +309,29 @@ impl ParseCache {
         if to_keep.is_empty() && gone.is_empty() {
             return;
         }
-        let current: HashSet<[u8; 32]> = self.files.values().filter_map(|f| f.digest).collect();
         if !to_keep.is_empty() {
             store.put(to_keep);
         }
         if first {
+            let current: HashSet<[u8; 32]> = self.files.values().filter_map(|f| f.digest).collect();
             store.retain(&current);
-        } else {
-            store.remove(gone.into_iter().filter(|d| !current.contains(d)).collect());
+        } else if !gone.is_empty() {
+            // The few digests gone are looked for among the current files' (an edit has one):
+            // no set of every file's digest is built for them.
+            let mut gone = gone;
+            gone.sort_unstable();
+            gone.dedup();
+            for f in self.files.values() {
+                if let Some(d) = &f.digest
+                    && let Ok(i) = gone.binary_search(d)
+                {
+                    gone.remove(i);
+                    if gone.is_empty() {
+                        return;
+                    }
+                }
+            }
+            store.remove(gone);
         }
     }
 
