@@ -95,16 +95,18 @@ pub fn key_of<T: Hash + ?Sized>(v: &T) -> u64 {
 
 /// The content of a snapshot as far as versioning goes (everything but the poll facts),
 /// hashed structurally: much cheaper than [`ClusterSnapshot::content_hash`]'s canonical JSON.
-/// `shared` is the digest of its node list (`key_of(&*s.nodes)`) and of its pod facts
-/// (`key_of(&s.pods)`), which [`NodeDigests`] keeps per list and per facts. Computed for every
+/// `shared` is the digest of its node list (`key_of(&*s.nodes)`), of its pod facts
+/// (`key_of(&s.pods)`) and of its API enablements, which [`NodeDigests`] keeps per list, per
+/// facts and per set. Computed for every
 /// member every pass and never stored, so with foldhash's fixed-seed quality hasher, which
 /// takes words where [`KeyHasher`] takes bytes (a fleet's API enablements and labels were
 /// most of a quiet pass's snapshot stage).
 pub fn fingerprint(s: &ClusterSnapshot, shared: SharedDigests) -> u64 {
     use std::hash::BuildHasher;
     let mut h = foldhash::quality::FixedState::with_seed(0x6669_6e67_6572_7072).build_hasher();
-    // Every static fact first ([`StaticDigests`] relies on the fingerprint covering them).
-    hash_static_facts(s, &mut h);
+    // Every static fact first ([`StaticDigests`] relies on the fingerprint covering them),
+    // the API enablements (hundreds of entries per member) by their kept digest.
+    hash_static_facts(s, Some(shared.apis), &mut h);
     s.source.hash(&mut h);
     s.summary.hash(&mut h);
     s.resource_models.hash(&mut h);
@@ -114,8 +116,9 @@ pub fn fingerprint(s: &ClusterSnapshot, shared: SharedDigests) -> u64 {
 }
 
 /// Hashes a cluster's facts that the filters read and that time does not change: its name,
-/// labels, provider, region, zones, taints, health, API enablements and constraints.
-fn hash_static_facts<H: Hasher>(s: &ClusterSnapshot, h: &mut H) {
+/// labels, provider, region, zones, taints, health, API enablements (`apis`: their digest
+/// [`SharedDigests::apis`] in their place, when given) and constraints.
+fn hash_static_facts<H: Hasher>(s: &ClusterSnapshot, apis: Option<u64>, h: &mut H) {
     s.name.hash(h);
     s.labels.hash(h);
     s.provider.hash(h);
@@ -123,7 +126,10 @@ fn hash_static_facts<H: Hasher>(s: &ClusterSnapshot, h: &mut H) {
     s.zones.hash(h);
     s.taints.hash(h);
     s.health.hash(h);
-    s.api_enablements.hash(h);
+    match apis {
+        Some(digest) => digest.hash(h),
+        None => s.api_enablements.hash(h),
+    }
     s.constraints.hash(h);
 }
 
@@ -134,12 +140,14 @@ pub struct SharedDigests {
     pub nodes: u64,
     /// `key_of(&s.pods)`.
     pub pods: u64,
+    /// `key_of(&*s.api_enablements)`.
+    pub apis: u64,
 }
 
 impl SharedDigests {
     /// Both digests computed.
     pub fn of(s: &ClusterSnapshot) -> Self {
-        SharedDigests { nodes: key_of(&*s.nodes), pods: key_of(&s.pods) }
+        SharedDigests { nodes: key_of(&*s.nodes), pods: key_of(&s.pods), apis: key_of(&*s.api_enablements) }
     }
 }
 
@@ -158,6 +166,7 @@ pub struct NodeDigests(HashMap<String, Kept>);
 struct Kept {
     nodes: Arc<Vec<crate::model::NodeView>>,
     pods: Option<Arc<crate::model::snapshot::PodFacts>>,
+    apis: Arc<std::collections::BTreeSet<String>>,
     digests: SharedDigests,
 }
 
@@ -170,7 +179,13 @@ impl NodeDigests {
             _ => false,
         };
         match self.0.get_mut(&s.name) {
-            Some(k) if Arc::ptr_eq(&k.nodes, &s.nodes) && same_pods(&k.pods) => k.digests,
+            Some(k)
+                if Arc::ptr_eq(&k.nodes, &s.nodes)
+                    && same_pods(&k.pods)
+                    && Arc::ptr_eq(&k.apis, &s.api_enablements) =>
+            {
+                k.digests
+            }
             Some(k) => {
                 if !Arc::ptr_eq(&k.nodes, &s.nodes) {
                     k.digests.nodes = key_of(&*s.nodes);
@@ -179,6 +194,10 @@ impl NodeDigests {
                 if !same_pods(&k.pods) {
                     k.digests.pods = key_of(&s.pods);
                     k.pods = s.pods.clone();
+                }
+                if !Arc::ptr_eq(&k.apis, &s.api_enablements) {
+                    k.digests.apis = key_of(&*s.api_enablements);
+                    k.apis = Arc::clone(&s.api_enablements);
                 }
                 k.digests
             }
@@ -192,7 +211,8 @@ impl NodeDigests {
 
     /// Keeps `digests` ([`SharedDigests::of`] `s`, computed by the caller) for `s`'s list and facts.
     pub fn put(&mut self, s: &ClusterSnapshot, digests: SharedDigests) {
-        self.0.insert(s.name.clone(), Kept { nodes: Arc::clone(&s.nodes), pods: s.pods.clone(), digests });
+        let apis = Arc::clone(&s.api_enablements);
+        self.0.insert(s.name.clone(), Kept { nodes: Arc::clone(&s.nodes), pods: s.pods.clone(), apis, digests });
     }
 
     /// Forgets the members not in `snapshots` (a member removed from the repository), once
@@ -238,7 +258,7 @@ pub fn fleet_static_key(snapshots: &[ClusterSnapshot], statics: &[u64], min_conf
 /// enters decision keys, which a restarted process compares.
 pub fn static_digest(s: &ClusterSnapshot) -> u64 {
     let mut h = KeyHasher::default();
-    hash_static_facts(s, &mut h);
+    hash_static_facts(s, None, &mut h);
     h.finish()
 }
 
@@ -1470,12 +1490,12 @@ mod tests {
         assert!(*b.set == *load_inputs(&second).expect("inputs").set);
     }
 
-    /// A node list's and pod facts' digests are kept per list and facts: the same ones give
-    /// the kept digests, equal ones the same digests, and changed ones new digests (a stale
-    /// digest would hide a change of the member's nodes or pods from the snapshot versions and
-    /// the deducted views).
+    /// A node list's, pod facts' and API list's digests are kept per list, facts and set: the
+    /// same ones give the kept digests, equal ones the same digests, and changed ones new
+    /// digests (a stale digest would hide a change of the member's nodes, pods or APIs from the
+    /// snapshot versions and the deducted views).
     #[test]
-    fn shared_digests_follow_the_node_lists_and_pod_facts() {
+    fn shared_digests_follow_the_node_lists_pod_facts_and_api_lists() {
         use std::sync::Arc;
 
         use crate::model::snapshot::PodFacts;
@@ -1514,6 +1534,16 @@ mod tests {
         assert_eq!(digests.of(&snap), with_pods, "the earlier facts again");
         snap.pods = None;
         assert_eq!(digests.of(&snap), changed, "no facts");
+        // API enablements: a new set with other entries, then the same set changed in place.
+        snap.api_enablements = Arc::new(["apps/v1/Deployment".to_string()].into());
+        let with_apis = digests.of(&snap);
+        assert_ne!(with_apis.apis, changed.apis, "another API list");
+        assert_eq!(with_apis, SharedDigests::of(&snap));
+        assert_ne!(fingerprint(&snap, with_apis), fingerprint(&snap, changed));
+        Arc::make_mut(&mut snap.api_enablements).insert("batch/v1/Job".to_string());
+        let more_apis = digests.of(&snap);
+        assert_ne!(more_apis.apis, with_apis.apis, "a changed API list");
+        assert_eq!(more_apis, SharedDigests::of(&snap));
         // A member gone from the fleet is forgotten.
         digests.retain_of(&[]);
         assert!(digests.0.is_empty());

@@ -187,16 +187,30 @@ fn rebuild_views(
     // Their deductions, in store order (the others' are not gathered: an edit rebuilds a few
     // views of a thousand).
     let mut deductions: Vec<Vec<(&ReplicaRequirements, i64)>> = vec![Vec::new(); inputs.snapshots.len()];
-    if !rebuilt.is_empty() {
+    for &i in &rebuilt {
+        // The plans that deduct from the view, in store order ([`PlannedDeductions::touching`]).
+        for &k in memo.touching_of(i) {
+            let (Some((_, req)), Some(m)) = (work.get(k as usize), planned.get(k as usize)) else { continue };
+            for (_, _, want) in m.plan.iter().filter(|(j, ..)| *j == i) {
+                if let Some(d) = deductions.get_mut(i) {
+                    d.push((req, *want));
+                }
+            }
+        }
+    }
+    #[cfg(debug_assertions)]
+    {
+        let mut scanned: Vec<Vec<(&ReplicaRequirements, i64)>> = vec![Vec::new(); inputs.snapshots.len()];
         for ((_, req), m) in work.iter().zip(&planned) {
             for (i, _, want) in &m.plan {
                 if kept.get(*i).is_some_and(Option::is_none)
-                    && let Some(d) = deductions.get_mut(*i)
+                    && let Some(d) = scanned.get_mut(*i)
                 {
                     d.push((req, *want));
                 }
             }
         }
+        debug_assert!(scanned == deductions, "the deductions found by cluster differ from a scan of every plan");
     }
     let mut built = crate::util::threads::map_ordered(&rebuilt, crate::util::threads::workers(), |&i| {
         let mut view = inputs.snapshots[i].clone();
@@ -303,6 +317,10 @@ pub struct PlannedDeductions {
     by_placement: crate::util::hash::IdMap<usize, Arc<PlanMemo>>,
     /// The plans of the last rebuild, in store order ([`PlannedDeductions::assumed`]).
     last: Vec<Arc<PlanMemo>>,
+    /// Per cluster position, the indices in `last` of the plans that deduct from it,
+    /// ascending (`None`: not made for `last`): a cluster's digest chain and its view's
+    /// deductions are found from its plans, not from a scan of every plan.
+    touching: Option<Vec<Vec<u32>>>,
 }
 
 #[derive(Clone)]
@@ -332,6 +350,7 @@ impl PlannedDeductions {
         if self.names != names {
             kept.clear();
             self.last.clear();
+            self.touching = None;
         }
         self.names = names;
         let holds = |m: &PlanMemo, p: &Arc<PlacementRecord>, r: &Arc<ReplicaRequirements>| {
@@ -339,8 +358,11 @@ impl PlannedDeductions {
                 && Arc::ptr_eq(&m.requirements, r)
                 && m.read.iter().all(|(i, f)| fingerprints.get(*i) == Some(f))
         };
-        let mut memos: Vec<Option<Arc<PlanMemo>>> =
-            work.iter().map(|(p, r)| kept.remove(&(Arc::as_ptr(p) as usize)).filter(|m| holds(m, p, r))).collect();
+        // Looked up, not taken out and put back: an edit plans one placement of 10,000.
+        let mut memos: Vec<Option<Arc<PlanMemo>>> = work
+            .iter()
+            .map(|(p, r)| kept.get(&(Arc::as_ptr(p) as usize)).filter(|m| holds(m, p, r)).cloned())
+            .collect();
         let missing: Vec<usize> = memos.iter().enumerate().filter(|(_, m)| m.is_none()).map(|(k, _)| k).collect();
         let fresh = Assumed::default();
         let made = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |&k| {
@@ -366,12 +388,43 @@ impl PlannedDeductions {
                 *slot = Some(m);
             }
         }
-        let mut out = Vec::with_capacity(work.len());
-        for m in memos.into_iter().flatten() {
-            self.by_placement.insert(Arc::as_ptr(&m.placement) as usize, Arc::clone(&m));
-            out.push(m);
+        let out: Vec<Arc<PlanMemo>> = memos.into_iter().flatten().collect();
+        for m in &out {
+            let at = Arc::as_ptr(&m.placement) as usize;
+            if !kept.get(&at).is_some_and(|k| Arc::ptr_eq(k, m)) {
+                kept.insert(at, Arc::clone(m));
+            }
         }
+        // The plans of placements no longer listed, forgotten once they are more than an
+        // eighth (each holds its placement: an address is not reused while it is here).
+        if kept.len() > out.len() + out.len() / 8 + 64 {
+            let current: crate::util::hash::IdSet<usize> =
+                out.iter().map(|m| Arc::as_ptr(&m.placement) as usize).collect();
+            kept.retain(|at, _| current.contains(at));
+        }
+        self.by_placement = kept;
         out
+    }
+
+    /// The indices (in the last rebuild's plans, ascending) of the plans that deduct from the
+    /// cluster at `position`.
+    fn touching_of(&self, position: usize) -> &[u32] {
+        self.touching.as_ref().and_then(|t| t.get(position)).map_or(&[], Vec::as_slice)
+    }
+
+    /// [`PlannedDeductions::touching`] made from `plans`.
+    fn touching_from(clusters: usize, plans: &[Arc<PlanMemo>]) -> Vec<Vec<u32>> {
+        let mut touching = vec![Vec::new(); clusters];
+        for (k, m) in plans.iter().enumerate() {
+            for (i, ..) in &m.plan {
+                if let Some(t) = touching.get_mut(*i)
+                    && t.last() != Some(&(k as u32))
+                {
+                    t.push(k as u32);
+                }
+            }
+        }
+        touching
     }
 
     /// The bookkeeping of `plans` (this rebuild's, in store order) on `views`: what
@@ -382,13 +435,35 @@ impl PlannedDeductions {
     /// chained again in store order. A fleet's bookkeeping is not copied for one edit.
     fn assumed(&mut self, views: &[ClusterSnapshot], plans: &[Arc<PlanMemo>], last: Option<Assumed>) -> Assumed {
         let before = std::mem::replace(&mut self.last, plans.to_vec());
+        let touching = self.touching.take().filter(|t| t.len() == views.len());
         let Some(mut a) = last.filter(|_| before.len() == plans.len() && !plans.is_empty()) else {
+            self.touching = Some(Self::touching_from(views.len(), plans));
             return Assumed::of_plans(views, plans);
         };
         let changed: Vec<usize> = (0..plans.len()).filter(|&k| !Arc::ptr_eq(&before[k], &plans[k])).collect();
         if changed.len() * 8 > plans.len() {
+            self.touching = Some(Self::touching_from(views.len(), plans));
             return Assumed::of_plans(views, plans);
         }
+        // The plans by cluster, brought up to date from `before`'s for the changed plans.
+        let mut touching = touching.unwrap_or_else(|| Self::touching_from(views.len(), &before));
+        for &k in &changed {
+            for (i, ..) in &before[k].plan {
+                if let Some(t) = touching.get_mut(*i)
+                    && let Ok(at) = t.binary_search(&(k as u32))
+                {
+                    t.remove(at);
+                }
+            }
+            for (i, ..) in &plans[k].plan {
+                if let Some(t) = touching.get_mut(*i)
+                    && let Err(at) = t.binary_search(&(k as u32))
+                {
+                    t.insert(at, k as u32);
+                }
+            }
+        }
+        debug_assert!(touching == Self::touching_from(views.len(), plans), "the plans by cluster drifted");
         let mut touched = vec![false; views.len()];
         for &k in &changed {
             let old = &before[k];
@@ -411,16 +486,16 @@ impl PlannedDeductions {
                 }
             }
         }
+        // Each touched cluster's chain, in store order, from the plans that deduct from it.
         let mut chains = vec![0u64; views.len()];
-        for m in plans {
-            for (i, _, want) in &m.plan {
-                if touched.get(*i) == Some(&true)
-                    && let Some(own) = chains.get_mut(*i)
-                {
+        for (i, own) in chains.iter_mut().enumerate().filter(|(i, _)| touched[*i]) {
+            for m in touching.get(i).into_iter().flatten().filter_map(|&k| plans.get(k as usize)) {
+                for (_, _, want) in m.plan.iter().filter(|(j, ..)| *j == i) {
                     *own = cache::key_of(&(*own, m.what, *want));
                 }
             }
         }
+        self.touching = Some(touching);
         for (i, view) in views.iter().enumerate().filter(|(i, _)| touched[*i]) {
             let digest = chains[i];
             if a.by_position.len() <= i {
