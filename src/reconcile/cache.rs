@@ -1079,6 +1079,8 @@ pub struct PassCache {
     pub requirements: KeyMap<ObjectKey, (u64, Option<Arc<crate::model::ReplicaRequirements>>)>,
     /// Blob hashes known to be stored.
     pub blobs: std::collections::HashSet<u64>,
+    /// The runs of the file list the last replay inputs stored ([`super::replay::StoredRuns`]).
+    pub replay_runs: super::replay::StoredRuns,
     /// Digest of the files last published per cluster.
     pub published: HashMap<String, u64>,
     /// The summary's shards last published.

@@ -67,6 +67,11 @@ pub(super) struct Decisions {
     pub order: Vec<ObjectKey>,
     /// Those decided (scheduled and rendered) this pass; the others reused a decision.
     pub fresh: BTreeSet<ObjectKey>,
+    /// Per workload of `order` (by position): whether it is in `fresh`, and whether it had a
+    /// placement as the pass began. What the record stage's quiet path reads of each workload
+    /// without looking its key up twice.
+    pub fresh_at: Vec<bool>,
+    pub placed_at: Vec<bool>,
     /// Per workload, the notes of its render failures (for its history record).
     pub notes: BTreeMap<ObjectKey, Vec<String>>,
     /// Workloads with a placement that this pass did not decide, in store order.
@@ -245,6 +250,8 @@ pub(super) fn decide_all(
             with_problems.push(out.order.len());
         }
         out.order.push(t.key.clone());
+        out.fresh_at.push(out.decided != decided_before);
+        out.placed_at.push(placed.is_some());
         if decided.scheduled {
             out.scheduled += 1;
             // Later workloads of this pass see this decision's replicas as assumed (those of

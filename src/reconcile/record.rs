@@ -134,14 +134,22 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
     // not compared.
     let quiet =
         decisions.notes.is_empty() && r.held.is_empty() && r.held_moves.is_empty() && stability_notes.is_empty();
-    let fresh: crate::util::hash::KeySet<&ObjectKey> = decisions.fresh.iter().collect();
-    for key in &decisions.order {
-        let is_fresh = !fresh.is_empty() && fresh.contains(key);
+    // Whether a workload was decided afresh and had a placement are read by its position (the
+    // decide stage noted both); its placement is the one the pass began with until its own
+    // turn here, which is the only one that changes it.
+    debug_assert!(
+        decisions.fresh_at.len() == decisions.order.len() && decisions.placed_at.len() == decisions.order.len()
+    );
+    let at = |flags: &[bool], i: usize| flags.get(i).copied();
+    for (i, key) in decisions.order.iter().enumerate() {
+        let is_fresh = at(&decisions.fresh_at, i).unwrap_or_else(|| decisions.fresh.contains(key));
+        debug_assert_eq!(is_fresh, decisions.fresh.contains(key), "{key}: fresh by position");
         if quiet
             && !is_fresh
-            && cache.placements.contains_key(key)
+            && at(&decisions.placed_at, i).unwrap_or_else(|| cache.placements.contains_key(key))
             && cache.history.get(key).is_some_and(|last| last.as_ref().is_none_or(|h| h.notes.is_empty()))
         {
+            debug_assert!(cache.placements.contains_key(key), "{key}: placed by position");
             continue;
         }
         let Some(d) = cache.decisions.get(key).map(|c| &c.decided) else { continue };

@@ -15,13 +15,13 @@
 //! current scheduler, renderer and profiles at the recorded time. Nothing is guessed: an input
 //! that is not in the store makes the replay fail with [`ReplayError::NotRecorded`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::policy::{LoadError, ObjectKey};
 use crate::schedule::stability::StabilityState;
-use crate::store::{HistoryRecord, PlacementRecord, ReplayPass, ReplayRef, Store, StoreError};
+use crate::store::{HistoryRecord, PlacementRecord, ReplayPass, ReplayRef, Store, StoreError, StoredPass};
 
 use super::{Inputs, PassPreview, ReconcileError, Reconciler, Settings, cache};
 
@@ -43,8 +43,16 @@ pub enum ReplayError {
     Io(#[from] std::io::Error),
 }
 
+/// The runs of the file list ([`crate::store::source_runs`]) the last stored replay inputs
+/// had, each with its blob hash: a run of this pass equal to one of them (the same paths and
+/// content hashes, found by its first path) is that blob, neither encoded nor stored again.
+#[derive(Default, Clone)]
+pub struct StoredRuns(Vec<(Vec<(PathBuf, u64)>, u64)>);
+
 /// Stores the replay inputs of a pass that records decisions; returns the blob hash (0 when
-/// the inputs do not carry the repository's files: a load without a parse cache).
+/// the inputs do not carry the repository's files: a load without a parse cache). The file
+/// list is stored in runs: only the runs that differ from the last stored pass's are written
+/// (with the files they list), as [`Store::put_replay_pass`] would write them.
 pub(super) fn store_pass(
     store: &Store,
     cache: &mut cache::PassCache,
@@ -54,17 +62,51 @@ pub(super) fn store_pass(
     if inputs.sources.is_empty() {
         return Ok(0);
     }
-    let mut sources = Vec::with_capacity(inputs.sources.len());
-    for (path, hash, text) in inputs.sources.iter() {
-        if !cache.blobs.contains(hash) {
-            store.put_blob(text.as_bytes())?;
-            cache.blobs.insert(*hash);
+    let sources = &inputs.sources;
+    let ranges = crate::store::source_runs(sources, |(_, hash, _)| *hash);
+    // (Taken for the pass: an error leaves none, and the next pass stores every run.)
+    let mut last = std::mem::take(&mut cache.replay_runs.0);
+    let same: Vec<Option<usize>> = {
+        let by_first: HashMap<&std::path::Path, usize> =
+            last.iter().enumerate().filter_map(|(i, (run, _))| Some((run.first()?.0.as_path(), i))).collect();
+        ranges
+            .iter()
+            .map(|r| {
+                let entries = &sources[r.clone()];
+                let i = *by_first.get(entries.first()?.0.as_path())?;
+                let (run, _) = &last[i];
+                let equal =
+                    run.len() == entries.len() && run.iter().zip(entries).all(|((p, h), (q, g, _))| h == g && p == q);
+                equal.then_some(i)
+            })
+            .collect()
+    };
+    let mut runs = Vec::with_capacity(ranges.len());
+    let mut kept = Vec::with_capacity(ranges.len());
+    for (r, same) in ranges.into_iter().zip(same) {
+        if let Some((run, blob)) = same.and_then(|i| last.get_mut(i)).filter(|(run, _)| !run.is_empty()) {
+            runs.push(*blob);
+            kept.push((std::mem::take(run), *blob));
+            continue;
         }
-        sources.push((path.to_string_lossy().into_owned(), *hash));
+        let entries = &sources[r];
+        let mut listed = Vec::with_capacity(entries.len());
+        for (path, hash, text) in entries {
+            if !cache.blobs.contains(hash) {
+                store.put_blob(text.as_bytes())?;
+                cache.blobs.insert(*hash);
+            }
+            listed.push((path.to_string_lossy().into_owned(), *hash));
+        }
+        let blob = store.put_source_run(&listed)?;
+        runs.push(blob);
+        kept.push((entries.iter().map(|(p, h, _)| (p.clone(), *h)).collect(), blob));
     }
     let after_seq = store.last_history_seq()?;
     let freshness = inputs.snapshots.iter().map(|s| (s.name.clone(), s.freshness)).collect();
-    store.put_replay_pass(&ReplayPass { now_ms, sources, after_seq, freshness })
+    let hash = store.put_stored_pass(&StoredPass { now_ms, runs, after_seq, freshness })?;
+    cache.replay_runs.0 = kept;
+    Ok(hash)
 }
 
 /// The replay reference of a workload's decision in the cache.
@@ -190,4 +232,86 @@ pub fn replay_pass(
     seeded.put_stability(&state)?;
     let reconciler = Reconciler::new(seeded, settings);
     Ok(reconciler.preview(&inputs, &scratch.path().join("out"), pass.now_ms)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::codec::decode;
+
+    fn file(i: usize, v: usize) -> (PathBuf, Arc<str>) {
+        let text =
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n  namespace: a\ndata:\n  v: \"{v}\"\n");
+        (PathBuf::from(format!("cm/{i:04}.yaml")), Arc::from(text))
+    }
+
+    fn runs_of(store: &Store, pass: u64) -> Vec<u64> {
+        let bytes = store.blob(pass).expect("read").expect("stored");
+        decode::<StoredPass>(&bytes).expect("a pass of runs").runs
+    }
+
+    /// The file list is stored in runs cut by content: an edit of one file of 600 stores the
+    /// run it is in (or the two a moved cut touches), the pass reads back whole and equal to
+    /// the pass's files, and it is the pass [`Store::put_replay_pass`] stores for that list,
+    /// as a restarted process (no runs kept) stores it.
+    #[test]
+    fn an_edit_stores_the_run_of_its_file_and_the_pass_reads_back_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("state")).expect("open");
+        let settings = || Settings::builtin();
+        let mut files: Vec<(PathBuf, Arc<str>)> = (0..600).map(|i| file(i, 0)).collect();
+        let inputs = super::super::load_inputs_from_sources(&files, &settings()).expect("inputs");
+        let mut cache = cache::PassCache::default();
+        let first = store_pass(&store, &mut cache, &inputs, 1_000).expect("store");
+        files[300] = file(300, 1);
+        let edited = super::super::load_inputs_from_sources(&files, &settings()).expect("inputs");
+        let second = store_pass(&store, &mut cache, &edited, 2_000).expect("store");
+
+        let (before, after) = (runs_of(&store, first), runs_of(&store, second));
+        assert!(before.len() >= 4, "600 files in several runs: {}", before.len());
+        let new: Vec<&u64> = after.iter().filter(|r| !before.contains(r)).collect();
+        assert!((1..=2).contains(&new.len()), "runs stored again: {} of {}", new.len(), after.len());
+
+        let listed = |i: &Inputs| -> Vec<(String, u64)> {
+            i.sources.iter().map(|(p, h, _)| (p.to_string_lossy().into_owned(), *h)).collect()
+        };
+        let read = store.replay_pass(second).expect("read").expect("stored");
+        assert_eq!(read.sources, listed(&edited));
+        assert_eq!(read.now_ms, 2_000);
+        assert_eq!(store.replay_pass(first).expect("read").expect("stored").sources, listed(&inputs));
+        assert_eq!(store.put_replay_pass(&read).expect("whole"), second, "the bytes of a pass stored whole");
+        let mut restarted = cache::PassCache::default();
+        assert_eq!(store_pass(&store, &mut restarted, &edited, 2_000).expect("store"), second);
+        // Each file's bytes are stored for the replay.
+        for (path, hash) in &read.sources {
+            assert!(store.blob(*hash).expect("read").is_some(), "{path}");
+        }
+    }
+
+    /// A pass stored whole by an earlier version (schema 1) reads as it was; a pass one of
+    /// whose runs is missing reads as not stored.
+    #[test]
+    fn a_pass_stored_whole_is_read_and_a_missing_run_is_no_pass() {
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct Whole {
+            now_ms: u64,
+            sources: Vec<(String, u64)>,
+            after_seq: u64,
+            freshness: Vec<(String, Option<crate::model::Freshness>)>,
+        }
+        impl crate::store::codec::Versioned for Whole {
+            const WHAT: &'static str = "replay pass";
+            const SCHEMA: u16 = 1;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("state")).expect("open");
+        let whole = Whole { now_ms: 7, sources: vec![("a.yaml".into(), 42)], after_seq: 3, freshness: Vec::new() };
+        let hash = store.put_blob(&crate::store::codec::encode(&whole).expect("encode")).expect("put");
+        let read = store.replay_pass(hash).expect("read").expect("stored");
+        assert_eq!((read.now_ms, read.sources, read.after_seq), (7, vec![("a.yaml".to_string(), 42)], 3));
+
+        let broken = StoredPass { now_ms: 1, runs: vec![0xdead_beef], after_seq: 0, freshness: Vec::new() };
+        let hash = store.put_stored_pass(&broken).expect("put");
+        assert!(store.replay_pass(hash).expect("read").is_none());
+    }
 }

@@ -44,7 +44,7 @@ use sled::transaction::{ConflictableTransactionError, ConflictableTransactionRes
 
 pub use decisions::{LastHistory, StoredDecision};
 pub use records::{DecisionInputs, HistoryRecord, PlacementRecord, SnapshotMeta};
-pub use replay::{ReplayPass, ReplayRef};
+pub use replay::{ReplayPass, ReplayRef, SourceRun, StoredPass, source_runs};
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -6,12 +6,75 @@
 //! started from are the records before it with their references: not stored again per pass.
 //! A record without a `ReplayRef` (written by an older fedsched, or a crash between the two
 //! writes) is not replayable, and says so.
+//!
+//! The repository's file list is stored in runs ([`SourceRun`], each a blob): a run ends after
+//! a file whose content hash is a multiple of [`RUN_CUT`] (or at [`RUN_MAX`] files), so the
+//! runs are cut by content, and an edit, an added or a removed file changes the run it is in,
+//! not the others. A pass stores its runs' hashes ([`StoredPass`], schema 2), and a pass that
+//! changed one file of 10,000 stores one run of ~64 entries, not the whole list again. A pass
+//! of schema 1 (the whole list in the pass) is still read.
 
 use serde::{Deserialize, Serialize};
 
-use super::codec::{Versioned, decode, encode};
+use super::codec::{Versioned, decode, decode_payload, encode, open_envelope};
 use super::{Store, StoreError, counter, keys};
 use crate::model::Freshness;
+
+/// A run of the file list ends after a file whose content hash is a multiple of this: runs of
+/// ~64 files on average.
+pub const RUN_CUT: u64 = 64;
+
+/// A run of the file list holds at most this many files.
+pub const RUN_MAX: usize = 1024;
+
+/// Whether a run of the file list ends after a file with content hash `hash`, the run holding
+/// `len` files with it.
+pub fn run_ends_after(hash: u64, len: usize) -> bool {
+    hash % RUN_CUT == 0 || len >= RUN_MAX
+}
+
+/// The runs of a file list (path, content hash) as [`run_ends_after`] cuts them, as index
+/// ranges.
+pub fn source_runs<T>(sources: &[T], hash_of: impl Fn(&T) -> u64) -> Vec<std::ops::Range<usize>> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for (i, s) in sources.iter().enumerate() {
+        if run_ends_after(hash_of(s), i + 1 - start) {
+            runs.push(start..i + 1);
+            start = i + 1;
+        }
+    }
+    if start < sources.len() {
+        runs.push(start..sources.len());
+    }
+    runs
+}
+
+/// One run of a pass's file list: path relative to the repository, blob hash of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceRun {
+    pub sources: Vec<(String, u64)>,
+}
+
+impl Versioned for SourceRun {
+    const WHAT: &'static str = "replay source run";
+    const SCHEMA: u16 = 1;
+}
+
+/// A [`ReplayPass`] as stored (schema 2): its file list as the blob hashes of its runs, in
+/// order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredPass {
+    pub now_ms: u64,
+    pub runs: Vec<u64>,
+    pub after_seq: u64,
+    pub freshness: Vec<(String, Option<Freshness>)>,
+}
+
+impl Versioned for StoredPass {
+    const WHAT: &'static str = "replay pass";
+    const SCHEMA: u16 = 2;
+}
 
 /// The tree of [`ReplayRef`]s, keyed by history sequence number (big-endian).
 const TREE: &str = "replay";
@@ -31,10 +94,8 @@ pub struct ReplayPass {
     pub freshness: Vec<(String, Option<Freshness>)>,
 }
 
-impl Versioned for ReplayPass {
-    const WHAT: &'static str = "replay pass";
-    const SCHEMA: u16 = 1;
-}
+/// The schema of a [`ReplayPass`] stored whole (by earlier versions).
+const WHOLE_PASS_SCHEMA: u16 = 1;
 
 /// Where a history record's replay inputs are.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,14 +116,48 @@ impl Versioned for ReplayRef {
 }
 
 impl Store {
-    /// Stores a pass's replay inputs as a blob; returns its hash.
+    /// Stores a pass's replay inputs: its file list's runs ([`source_runs`]), then the pass
+    /// ([`StoredPass`]); returns the pass's blob hash.
     pub fn put_replay_pass(&self, pass: &ReplayPass) -> Result<u64, StoreError> {
+        let runs = source_runs(&pass.sources, |(_, hash)| *hash)
+            .into_iter()
+            .map(|r| self.put_source_run(&pass.sources[r]))
+            .collect::<Result<Vec<u64>, StoreError>>()?;
+        let stored =
+            StoredPass { now_ms: pass.now_ms, runs, after_seq: pass.after_seq, freshness: pass.freshness.clone() };
+        self.put_stored_pass(&stored)
+    }
+
+    /// Stores one run of a pass's file list as a blob; returns its hash.
+    pub fn put_source_run(&self, sources: &[(String, u64)]) -> Result<u64, StoreError> {
+        self.put_blob(&encode(&SourceRun { sources: sources.to_vec() })?)
+    }
+
+    /// Stores a pass whose runs are stored ([`Store::put_source_run`]); returns its blob hash.
+    pub fn put_stored_pass(&self, pass: &StoredPass) -> Result<u64, StoreError> {
         self.put_blob(&encode(pass)?)
     }
 
-    /// The replay inputs stored under `hash`.
+    /// The replay inputs stored under `hash`, with the file list joined from its runs; `None`
+    /// when the pass or one of its runs is not in the store.
     pub fn replay_pass(&self, hash: u64) -> Result<Option<ReplayPass>, StoreError> {
-        self.blob(hash)?.map(|b| decode(&b)).transpose()
+        let Some(bytes) = self.blob(hash)? else { return Ok(None) };
+        let (header, payload) = open_envelope(StoredPass::WHAT, &bytes)?;
+        let stored: StoredPass = match header.schema {
+            WHOLE_PASS_SCHEMA => return decode_payload(StoredPass::WHAT, header.codec, payload).map(Some),
+            _ => decode(&bytes)?,
+        };
+        let mut sources = Vec::new();
+        for run in &stored.runs {
+            let Some(bytes) = self.blob(*run)? else { return Ok(None) };
+            sources.extend(decode::<SourceRun>(&bytes)?.sources);
+        }
+        Ok(Some(ReplayPass {
+            now_ms: stored.now_ms,
+            sources,
+            after_seq: stored.after_seq,
+            freshness: stored.freshness,
+        }))
     }
 
     /// Records where the replay inputs of these history records are.
