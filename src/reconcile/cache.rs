@@ -318,6 +318,9 @@ pub struct ClusterDigests {
     /// The digests the previous pass started from, when its clusters were these (by name, in
     /// order); empty otherwise.
     reference: Vec<u64>,
+    /// The digests as the previous pass's decisions left them (after its last deduction),
+    /// likewise: the state a decision made or confirmed after that pass's deductions read.
+    reference_end: Vec<u64>,
     /// The digest of the clusters' names, in order.
     names: u64,
 }
@@ -325,9 +328,15 @@ pub struct ClusterDigests {
 impl ClusterDigests {
     /// The digests of `snapshots` (with `states`: each cluster's snapshot version and
     /// freshness) as deducted by `assumed`, the pass's views as it starts; `last` is the
-    /// previous pass's ([`ClusterDigests::start_digests`]); `names` identifies the clusters'
-    /// names in order.
-    pub fn new(states: Vec<u64>, assumed: &super::Assumed, names: u64, last: Option<(u64, Vec<u64>)>) -> Self {
+    /// previous pass's ([`ClusterDigests::start_digests`]) and `last_end` those its decisions
+    /// left ([`ClusterDigests::end_digests`]); `names` identifies the clusters' names in order.
+    pub fn new(
+        states: Vec<u64>,
+        assumed: &super::Assumed,
+        names: u64,
+        last: Option<(u64, Vec<u64>)>,
+        last_end: Option<(u64, Vec<u64>)>,
+    ) -> Self {
         let start = states
             .iter()
             .enumerate()
@@ -336,16 +345,23 @@ impl ClusterDigests {
                 (a, key_of(&(i, *state, a)))
             })
             .collect();
-        let reference = match last {
+        let fits = |last: Option<(u64, Vec<u64>)>| match last {
             Some((n, digests)) if n == names && digests.len() == states.len() => digests,
             _ => Vec::new(),
         };
-        ClusterDigests { states, start, reference, names }
+        let (reference, reference_end) = (fits(last), fits(last_end));
+        ClusterDigests { states, start, reference, reference_end, names }
     }
 
     /// The digests this pass started from, for the next pass's reference.
     pub fn start_digests(&self) -> (u64, Vec<u64>) {
         (self.names, self.start.iter().map(|(_, d)| *d).collect())
+    }
+
+    /// The digests as they are now (after the pass's deductions so far, `assumed`), for the
+    /// next pass's second reference.
+    pub fn end_digests(&self, snapshots: &[ClusterSnapshot], assumed: &super::Assumed) -> (u64, Vec<u64>) {
+        (self.names, (0..self.start.len()).map(|i| self.of(i, snapshots, assumed)).collect())
     }
 
     /// The digest of the cluster at position `i` as a decision sees it now.
@@ -360,9 +376,9 @@ impl ClusterDigests {
     }
 
     /// The state of the clusters at `positions` now ([`clusters_state`]), and, when `then` (a
-    /// state of theirs a decision read) is the state they had as the previous pass started,
-    /// which of `positions` (their indices in it) changed their digest since (`None`: not
-    /// known which).
+    /// state of theirs a decision read) is the state they had as the previous pass started or
+    /// as its decisions left them, which of `positions` (their indices in it) changed their
+    /// digest since (`None`: not known which).
     pub fn state_since(
         &self,
         positions: &[usize],
@@ -383,7 +399,22 @@ impl ClusterDigests {
                 changed.push(k);
             }
         }
-        (now, (before == then).then_some(changed))
+        if before == then {
+            return (now, Some(changed));
+        }
+        // Read after the previous pass's deductions (a decision after an edited workload).
+        if self.reference_end.is_empty() {
+            return (now, None);
+        }
+        let (mut after, mut changed) = (0u64, Vec::new());
+        for (k, &i) in positions.iter().enumerate() {
+            let e = self.reference_end.get(i).copied().unwrap_or(u64::MAX);
+            after = after.wrapping_add(e);
+            if self.of(i, snapshots, assumed) != e {
+                changed.push(k);
+            }
+        }
+        (now, (after == then).then_some(changed))
     }
 }
 
@@ -1099,6 +1130,8 @@ pub struct PassCache {
     /// The clusters' state digests the last pass started from, with the digest of their
     /// names ([`ClusterDigests::start_digests`]).
     pub cluster_digests: Option<(u64, Vec<u64>)>,
+    /// Those the last pass's decisions left ([`ClusterDigests::end_digests`]).
+    pub cluster_digests_end: Option<(u64, Vec<u64>)>,
     /// The deductions of the recent placements as the last rebuild of the views planned them
     /// (`reconcile/snapshots.rs`).
     pub planned: super::snapshots::PlannedDeductions,
@@ -1232,12 +1265,12 @@ mod tests {
         let views: Vec<ClusterSnapshot> =
             ["a", "b", "c"].iter().map(|n| ClusterSnapshot::offline(*n, "c.yaml")).collect();
         let none = crate::reconcile::Assumed::default();
-        let first = ClusterDigests::new(vec![1, 2, 3], &none, 7, None);
+        let first = ClusterDigests::new(vec![1, 2, 3], &none, 7, None, None);
         let all = [0, 1, 2];
         let then = clusters_state(&all, &first, &views, &none);
         // The first pass has no reference: not known which changed.
         assert_eq!(first.state_since(&all, &views, &none, then), (then, None));
-        let second = ClusterDigests::new(vec![1, 5, 3], &none, 7, Some(first.start_digests()));
+        let second = ClusterDigests::new(vec![1, 5, 3], &none, 7, Some(first.start_digests()), None);
         let now = clusters_state(&all, &second, &views, &none);
         assert_ne!(now, then);
         // Of a decision that read the state as the last pass started: the second cluster.
@@ -1249,8 +1282,65 @@ mod tests {
         // A state read at another time: not known.
         assert_eq!(second.state_since(&all, &views, &none, then ^ 1).1, None);
         // Other clusters (by names): no reference.
-        let other = ClusterDigests::new(vec![1, 5, 3], &none, 8, Some(first.start_digests()));
+        let other = ClusterDigests::new(vec![1, 5, 3], &none, 8, Some(first.start_digests()), None);
         assert_eq!(other.state_since(&all, &views, &none, then).1, None);
+    }
+
+    /// A decision made or confirmed after the last pass's deductions (a workload after an
+    /// edited one) read the state those deductions left: the next pass tells which of its
+    /// clusters changed since from the digests that pass's decisions left, not only from
+    /// those it started from.
+    #[test]
+    fn the_clusters_changed_since_a_state_read_after_the_last_deductions_are_told() {
+        use crate::model::dimensions::{Dimensions, ModelSettings};
+        use crate::model::{NodeView, PodFacts, ReplicaRequirements, ResourceList};
+        let node = |name: &str| NodeView::ready(name, ResourceList::of(&[("cpu", 64_000), ("pods", 110_000)]));
+        let mut views: Vec<ClusterSnapshot> = ["m1", "m2", "m3"]
+            .iter()
+            .map(|m| {
+                ClusterSnapshot::live(*m, "https://x")
+                    .with_summary(crate::model::snapshot::ResourceSummary::from_nodes(
+                        &[node("a")],
+                        &ResourceList::new(),
+                        0,
+                        &[],
+                    ))
+                    .with_nodes(vec![node("a")])
+                    .with_pods(PodFacts::default())
+            })
+            .collect();
+        let req = ReplicaRequirements { request: ResourceList::of(&[("cpu", 500)]), ..Default::default() };
+        let dims = Dimensions::new(&ModelSettings::default());
+        let web = ObjectKey {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("shop".into()),
+            name: "web".into(),
+        };
+        let mut assumed = crate::reconcile::Assumed::default();
+        let first = ClusterDigests::new(vec![1, 2, 3], &assumed, 7, None, None);
+        // The pass deducts an edited workload's replicas from m1, then a decision reads all three.
+        let targets: std::collections::BTreeMap<String, Option<i32>> = [("m1".to_string(), Some(2))].into();
+        assumed.update(&mut views, &web, &req, &targets, &dims);
+        let all = [0, 1, 2];
+        let then = clusters_state(&all, &first, &views, &assumed);
+        assert_ne!(then, clusters_state(&all, &first, &views, &crate::reconcile::Assumed::default()));
+        // The next pass starts from those deductions; m3's snapshot changed.
+        let end = Some(first.end_digests(&views, &assumed));
+        let second = ClusterDigests::new(vec![1, 2, 9], &assumed, 7, Some(first.start_digests()), end.clone());
+        let (now, changed) = second.state_since(&all, &views, &assumed, then);
+        assert_ne!(now, then);
+        assert_eq!(changed, Some(vec![2]));
+        assert_eq!(
+            second.state_since(&[0, 1], &views, &assumed, clusters_state(&[0, 1], &first, &views, &assumed)).1,
+            Some(vec![])
+        );
+        // With the start reference only: not known which.
+        let start_only = ClusterDigests::new(vec![1, 2, 9], &assumed, 7, Some(first.start_digests()), None);
+        assert_eq!(start_only.state_since(&all, &views, &assumed, then), (now, None));
+        // Other clusters (by names): neither reference.
+        let other = ClusterDigests::new(vec![1, 2, 9], &assumed, 8, Some(first.start_digests()), end);
+        assert_eq!(other.state_since(&all, &views, &assumed, then).1, None);
     }
 
     /// A live view below the confidence threshold, last heard from at `polled_at_ms`.

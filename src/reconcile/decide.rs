@@ -296,6 +296,7 @@ pub(super) fn decide_all(
             }
         }
     }
+    cache.cluster_digests_end = Some(ctx.pass.digests.end_digests(&snapshots.views, &snapshots.assumed));
     snapshots.save_views(&mut cache.views);
     // Every workload of the pass has a decision: with as many decisions, none is gone; with
     // as many placements of the pass's workloads as placements, none was removed.

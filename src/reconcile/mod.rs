@@ -208,7 +208,8 @@ impl Reconciler {
         let phase = Instant::now();
         let mut snapshots = snapshots::version(&self.store, cache, inputs, self.settings.model(), now_ms)?;
         let poll = phase.elapsed();
-        let pass = snapshots::Pass::new(&snapshots, &self.store, cache.cluster_digests.take())?;
+        let last = (cache.cluster_digests.take(), cache.cluster_digests_end.take());
+        let pass = snapshots::Pass::new(&snapshots, &self.store, last)?;
         cache.cluster_digests = Some(pass.digests.start_digests());
         let index = PolicyIndex::kept(&inputs.set, &mut cache.policy_index);
         let phase = Instant::now();

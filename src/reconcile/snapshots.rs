@@ -884,13 +884,18 @@ pub(super) struct Pass {
 impl Pass {
     /// Builds the fleet and stores the pass's versions map and cluster names as blobs (a no-op
     /// when a previous pass stored the same ones). `last`: the digests the previous pass
-    /// started from ([`cache::ClusterDigests::start_digests`]).
-    pub fn new(snapshots: &PassSnapshots, store: &Store, last: Option<(u64, Vec<u64>)>) -> Result<Self, StoreError> {
+    /// started from ([`cache::ClusterDigests::start_digests`]) and `last_end` those its
+    /// decisions left ([`cache::ClusterDigests::end_digests`]).
+    pub fn new(
+        snapshots: &PassSnapshots,
+        store: &Store,
+        (last, last_end): (Option<(u64, Vec<u64>)>, Option<(u64, Vec<u64>)>),
+    ) -> Result<Self, StoreError> {
         let (views, versions) = (&snapshots.views, &snapshots.versions);
         let cluster_states =
             views.iter().map(|s| cache::key_of(&(&s.name, versions.get(&s.name), cache::freshness_key(s)))).collect();
         let fleet = Fleet::new(views);
-        let digests = cache::ClusterDigests::new(cluster_states, &snapshots.assumed, fleet.universe(), last);
+        let digests = cache::ClusterDigests::new(cluster_states, &snapshots.assumed, fleet.universe(), last, last_end);
         if !fleet.is_empty() {
             store.put_universe(fleet.names())?;
         }
