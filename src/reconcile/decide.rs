@@ -62,9 +62,10 @@ pub(super) struct Context<'a> {
 /// What the decide stage hands over.
 #[derive(Default)]
 pub(super) struct Decisions {
-    /// The workloads of this pass, in decision order; each has its entry in the cache's
-    /// decisions.
-    pub order: Vec<ObjectKey>,
+    /// The templates of this pass's workloads, in decision order (shared with the inputs: no
+    /// key copied per workload); each has its entry in the cache's decisions
+    /// ([`Decisions::keys`]).
+    pub order: Vec<Arc<Template>>,
     /// Those decided (scheduled and rendered) this pass; the others reused a decision.
     pub fresh: BTreeSet<ObjectKey>,
     /// Per workload of `order` (by position): whether it is in `fresh`, and whether it had a
@@ -93,6 +94,13 @@ pub(super) struct Decisions {
     /// CPU time of the deciding thread in the schedule phase (figures only).
     pub schedule_cpu: Duration,
     pub render_time: Duration,
+}
+
+impl Decisions {
+    /// The keys of the pass's workloads, in decision order.
+    pub fn keys(&self) -> impl ExactSizeIterator<Item = &ObjectKey> + Clone {
+        self.order.iter().map(|t| &t.key)
+    }
 }
 
 /// The files (cluster, path, content hash) and kept files (cluster, path) of a decision an
@@ -249,7 +257,7 @@ pub(super) fn decide_all(
         if out.decided != decided_before || !decided.problems.is_empty() {
             with_problems.push(out.order.len());
         }
-        out.order.push(t.key.clone());
+        out.order.push(Arc::clone(shared));
         out.fresh_at.push(out.decided != decided_before);
         out.placed_at.push(placed.is_some());
         if decided.scheduled {
@@ -284,7 +292,7 @@ pub(super) fn decide_all(
             files.into_decided(&mut Arc::make_mut(c).decided);
         }
     }
-    for key in with_problems.iter().filter_map(|i| out.order.get(*i)) {
+    for key in with_problems.iter().filter_map(|i| out.order.get(*i).map(|t| &t.key)) {
         let Some(decided) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
         for p in &decided.problems {
             if let Some(cluster) = &p.cluster {
@@ -301,7 +309,7 @@ pub(super) fn decide_all(
     // Every workload of the pass has a decision: with as many decisions, none is gone; with
     // as many placements of the pass's workloads as placements, none was removed.
     let quiet = seen_placed == cache.placements.len() && out.order.len() == cache.decisions.len();
-    let seen: KeySet<&ObjectKey> = if quiet { KeySet::default() } else { out.order.iter().collect() };
+    let seen: KeySet<&ObjectKey> = if quiet { KeySet::default() } else { out.order.iter().map(|t| &t.key).collect() };
     out.removed = match seen_placed == cache.placements.len() {
         true => Vec::new(),
         false => {

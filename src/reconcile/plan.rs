@@ -47,7 +47,7 @@ pub(super) fn plan<'a>(
     namespaces: bool,
 ) -> PlannedPublish<'a> {
     let summary = summary(cache, decisions);
-    let order = &decisions.order;
+    let order = decisions.keys();
     let memo = desired(cache, set, decisions, full_check, namespaces);
     let digests: HashMap<&str, (u64, usize)> =
         set.clusters.iter().map(|c| (c.meta.name.as_str(), memo.digest(&c.meta.name))).collect();
@@ -68,7 +68,7 @@ pub(super) fn plan<'a>(
     let holders: Option<crate::util::hash::KeySet<&crate::policy::ObjectKey>> =
         (!full_check).then(|| dirty.iter().flat_map(|c| memo.holders_of(c)).collect());
     let holds = |k: &crate::policy::ObjectKey| holders.as_ref().is_none_or(|h| h.contains(k));
-    for k in order.iter().filter(|k| !dirty.is_empty() && holds(k)) {
+    for k in order.filter(|k| !dirty.is_empty() && holds(k)) {
         let Some(c) = cache.decisions.get(k) else { continue };
         let d = &c.decided;
         for (cluster, (path, content)) in &d.files {
@@ -135,17 +135,19 @@ fn owners(cache: &mut cache::PassCache, decisions: &Decisions, full_check: bool)
             }
             memo
         }
-        _ => Arc::new(owners_of(cache, &decisions.order)),
+        _ => Arc::new(owners_of(cache, decisions.keys())),
     };
-    debug_assert!(*owners == owners_of(cache, &decisions.order), "owners kept between passes differ");
+    debug_assert!(*owners == owners_of(cache, decisions.keys()), "owners kept between passes differ");
     cache.owners = Some(Arc::clone(&owners));
     owners
 }
 
 /// [`owners`] from scratch: every decision of `order` that owns a path.
-fn owners_of(cache: &cache::PassCache, order: &[crate::policy::ObjectKey]) -> publish::Owners {
+fn owners_of<'k>(
+    cache: &cache::PassCache,
+    order: impl Iterator<Item = &'k crate::policy::ObjectKey>,
+) -> publish::Owners {
     order
-        .iter()
         .filter_map(|k| {
             let owned = owned_paths(&cache.decisions.get(k)?.decided);
             (!owned.is_empty()).then(|| (k.to_string(), owned))
@@ -285,7 +287,7 @@ fn keep_stats(cache: &mut cache::PassCache, stats: &HashMap<String, crate::util:
 /// kept. Once a summary was made, every decision then had its fragment: only the pass's fresh
 /// decisions can lack one. Debug builds compare the shards with ones made from scratch.
 fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Shards {
-    let order = &decisions.order;
+    let order = decisions.keys();
     let unchanged = decisions.fresh.is_empty() && decisions.removed.is_empty() && decisions.dropped.is_empty();
     let shards = match &cache.summary {
         Some(s) if unchanged => s.clone(),
@@ -293,7 +295,7 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Shards {
             // The missing fragments (every one after a restart) on every core.
             let lacking: Vec<&crate::policy::ObjectKey> = match made {
                 Some(_) => decisions.fresh.iter().collect(),
-                None => order.iter().collect(),
+                None => order.clone().collect(),
             };
             let missing: Vec<(&crate::policy::ObjectKey, &cache::CachedDecision)> = lacking
                 .into_iter()
@@ -302,7 +304,7 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Shards {
                 .map(|(k, c)| (k, &**c))
                 .collect();
             debug_assert!(
-                order.iter().filter_map(|k| cache.decisions.get(k)).filter(|c| c.summary_item.is_none()).count()
+                order.clone().filter_map(|k| cache.decisions.get(k)).filter(|c| c.summary_item.is_none()).count()
                     == missing.len(),
                 "a decision that is not fresh lacks its summary fragment"
             );
@@ -322,7 +324,7 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Shards {
                 dirty[shard_of(k)] = true;
             }
             let mut items: Vec<Vec<&str>> = vec![Vec::new(); SHARDS];
-            for k in order {
+            for k in order.clone() {
                 let shard = shard_of(k);
                 if dirty[shard]
                     && let Some(item) = cache.decisions.get(k).and_then(|c| c.summary_item.as_deref())
@@ -343,7 +345,7 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Shards {
         }
     };
     debug_assert!(
-        shards == Shards::of(order.iter().filter_map(|k| cache.decisions.get(k)).map(|c| c.decided.record.summary())),
+        shards == Shards::of(order.clone().filter_map(|k| cache.decisions.get(k)).map(|c| c.decided.record.summary())),
         "the summary's shards kept between passes differ from ones made from scratch"
     );
     cache.summary = Some(shards.clone());

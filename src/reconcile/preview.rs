@@ -140,7 +140,7 @@ impl Reconciler {
         let before: BTreeMap<ObjectKey, Arc<PlacementRecord>> =
             std::mem::take(&mut cache.placements).into_iter().collect();
         let mut decisions = BTreeMap::new();
-        for key in &staged.decisions.order {
+        for key in staged.decisions.keys() {
             if let Some(c) = cache.decisions.remove(key) {
                 decisions.insert(key.clone(), PlannedDecision(c));
             }

@@ -78,7 +78,7 @@ pub(super) fn record(
             c.dedup();
             c
         }
-        _ => decisions.order.iter().collect(),
+        _ => decisions.keys().collect(),
     };
     for key in candidates {
         let (Some(c), Some(p)) = (cache.decisions.get_mut(key), cache.placements.get(key)) else { continue };
@@ -88,7 +88,7 @@ pub(super) fn record(
         }
     }
     #[cfg(debug_assertions)]
-    for key in &decisions.order {
+    for key in decisions.keys() {
         if let (Some(c), Some(p)) = (cache.decisions.get(key), cache.placements.get(key)) {
             debug_assert_eq!(c.persisted_seq, Some(p.history_seq), "{key}: persisted with another seq");
         }
@@ -141,7 +141,7 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
         decisions.fresh_at.len() == decisions.order.len() && decisions.placed_at.len() == decisions.order.len()
     );
     let at = |flags: &[bool], i: usize| flags.get(i).copied();
-    for (i, key) in decisions.order.iter().enumerate() {
+    for (i, key) in decisions.keys().enumerate() {
         let is_fresh = at(&decisions.fresh_at, i).unwrap_or_else(|| decisions.fresh.contains(key));
         debug_assert_eq!(is_fresh, decisions.fresh.contains(key), "{key}: fresh by position");
         if quiet
