@@ -231,6 +231,23 @@ impl PolicySet {
         found.and_then(|i| self.templates.get(i).map(|t| (i, &**t)))
     }
 
+    /// The set's Namespace objects (`v1` `Namespace`) in key order: a range of the templates,
+    /// sorted by key as every set is, found by two searches (not a scan of every template).
+    pub fn namespace_objects(&self) -> &[std::sync::Arc<Template>] {
+        fn kind(t: &Template) -> (&str, &str) {
+            (t.key.api_version.as_str(), t.key.kind.as_str())
+        }
+        let start = self.templates.partition_point(|t| kind(t) < ("v1", "Namespace"));
+        let rest = self.templates.get(start..).unwrap_or_default();
+        let found = &rest[..rest.partition_point(|t| kind(t) == ("v1", "Namespace"))];
+        debug_assert_eq!(
+            found.len(),
+            self.templates.iter().filter(|t| kind(t) == ("v1", "Namespace")).count(),
+            "templates not sorted"
+        );
+        found
+    }
+
     /// Finds a template by the CLI's `KIND/NAMESPACE/NAME` (kind case-insensitive).
     pub fn find_template(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<&Template> {
         self.templates

@@ -1023,13 +1023,8 @@ impl DesiredOutput {
             self.namespace_files.clear();
             return;
         }
-        let objects: HashMap<&str, &crate::policy::Template> = self
-            .set
-            .templates
-            .iter()
-            .filter(|t| t.key.api_version == "v1" && t.key.kind == "Namespace")
-            .map(|t| (t.key.name.as_str(), &**t))
-            .collect();
+        let objects: HashMap<&str, &crate::policy::Template> =
+            self.set.namespace_objects().iter().map(|t| (t.key.name.as_str(), &**t)).collect();
         let mut rendered: HashMap<&str, Option<(String, String, u64)>> = HashMap::new();
         let which: std::collections::BTreeSet<&String> = match clusters {
             Some(c) => c.iter().collect(),

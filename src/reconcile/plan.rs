@@ -206,10 +206,7 @@ fn desired(
 
 /// The addresses of the set's Namespace objects, in order.
 fn namespace_objects(set: &PolicySet) -> impl Iterator<Item = usize> + '_ {
-    set.templates
-        .iter()
-        .filter(|t| t.key.api_version == "v1" && t.key.kind == "Namespace")
-        .map(|t| Arc::as_ptr(t) as usize)
+    set.namespace_objects().iter().map(|t| Arc::as_ptr(t) as usize)
 }
 
 /// The desired output built from every decision of the cache ([`desired`]).

@@ -597,6 +597,43 @@ mod tests {
         load_sources(files.iter().map(|(p, t)| (PathBuf::from(p), t.to_string())))
     }
 
+    /// The set's Namespace objects are the `v1` `Namespace` templates, whatever the files'
+    /// order: not a kind of that name in another group, nor the objects in those namespaces.
+    #[test]
+    fn the_namespace_objects_are_the_core_namespace_templates() {
+        let text = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: z, namespace: team}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: example.io/v1
+kind: Namespace
+metadata: {name: lookalike}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: team}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: apps}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: s, namespace: apps}
+"#;
+        let (set, errors) = load(&[("a.yaml", text)]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let names: Vec<&str> = set.namespace_objects().iter().map(|t| t.key.name.as_str()).collect();
+        assert_eq!(names, ["apps", "team"]);
+        let (empty, _) = load(&[("b.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: x}\n")]);
+        assert!(empty.namespace_objects().is_empty());
+    }
+
     #[test]
     fn templates_get_namespaces_by_scope() {
         let text = r#"
