@@ -2,7 +2,7 @@
 //! files to delete, files already right, and clusters the guard holds.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::fs::{self, File};
+use std::fs;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
@@ -17,12 +17,12 @@ use super::{
     legacy_summary_path, summary_shard_path,
 };
 use crate::render::output::{GENERATED_HEADER, has_header, kustomization};
-use crate::util::stat::{FileStat, read_file, wall_ns};
+use crate::util::stat::{FileStat, open_untouched, read_file, wall_ns};
 
 /// Whether the file at `path` begins with the generated header (reads only its first line).
 fn file_has_header(path: &Path) -> Result<bool, PublishError> {
     let mut buf = Vec::with_capacity(GENERATED_HEADER.len() + 1);
-    File::open(path)
+    open_untouched(path, true)
         .and_then(|f| f.take(GENERATED_HEADER.len() as u64 + 1).read_to_end(&mut buf))
         .map_err(io_err("read", path))?;
     Ok(has_header(&buf))
@@ -202,7 +202,8 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
                 },
             };
             dirs_checked = true;
-            let same = summary.compare && exists && fs::read(&full).map_err(io_err("read", &full))? == bytes.as_bytes();
+            let same =
+                summary.compare && exists && read_file(&full).map_err(io_err("read", &full))?.1 == bytes.as_bytes();
             if same {
                 changes.unchanged += 1;
             } else {
