@@ -151,6 +151,8 @@ struct Memo {
     /// Memo key of a cluster affinity ([`crate::schedule::framework::memo_hash`]) → whether
     /// each position matches it ([`Fleet::affinity_matches`]).
     affinities: HashMap<u64, Arc<[bool]>>,
+    /// A topology level's key → its groups by position ([`Fleet::level_index`]).
+    levels: HashMap<String, Arc<crate::schedule::select::LevelIndex>>,
 }
 
 /// The scheduler's per-pass view of the fleet (see the module documentation). `Send + Sync`:
@@ -240,6 +242,23 @@ impl Fleet {
             Ok(m) => m,
             Err(poisoned) => poisoned.into_inner(),
         }
+    }
+
+    /// The groups of each position at a topology level (`key` names the level; `build` makes
+    /// the index from the clusters), memoised for the pass: the level's keys are static facts,
+    /// so the selection by groups of every decision and outcome check of the pass reads them
+    /// by position instead of from each cluster's snapshot.
+    pub(crate) fn level_index(
+        &self,
+        key: &str,
+        build: impl FnOnce() -> crate::schedule::select::LevelIndex,
+    ) -> Arc<crate::schedule::select::LevelIndex> {
+        if let Some(known) = self.memo().levels.get(key) {
+            return known.clone();
+        }
+        let index = Arc::new(build());
+        self.memo().levels.insert(key.to_string(), index.clone());
+        index
     }
 
     /// Whether the cluster at each position matches `affinity` (static facts: names, labels,

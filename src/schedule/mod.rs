@@ -218,6 +218,19 @@ impl select::Clusters for FleetView<'_> {
     fn get(&self, name: &str) -> Option<&ClusterSnapshot> {
         self.fleet.get(self.clusters, name)
     }
+
+    fn level_index(&self, level: select::Level<'_>) -> Option<std::sync::Arc<select::LevelIndex>> {
+        // (The unmemoised fleet is the reference the memo must equal: it reads each cluster.)
+        if !self.fleet.memoises() || self.clusters.len() != self.fleet.len() {
+            return None;
+        }
+        let build = || select::LevelIndex::build(level, self.fleet.len(), |p| self.fleet.cluster(self.clusters, p));
+        Some(self.fleet.level_index(&level.key(), build))
+    }
+
+    fn position(&self, name: &str) -> Option<u32> {
+        self.fleet.position(name)
+    }
 }
 
 /// Schedules one workload over the given clusters (a fleet of its own; a pass shares one

@@ -31,6 +31,56 @@ use groups::{GroupInfo, group_score, select_groups};
 /// [`super::FleetView`] (by position).
 pub trait Clusters {
     fn get(&self, name: &str) -> Option<&ClusterSnapshot>;
+
+    /// The groups at `level` of each cluster, by position ([`Clusters::position`]); `None`:
+    /// not kept here (the selection reads each cluster's keys).
+    fn level_index(&self, _level: Level<'_>) -> Option<std::sync::Arc<LevelIndex>> {
+        None
+    }
+
+    /// The position of a cluster by name, where [`Clusters::level_index`] gives an index.
+    fn position(&self, _name: &str) -> Option<u32> {
+        None
+    }
+}
+
+/// The groups of every cluster of a fleet at one topology level: the group keys sorted, and
+/// per position (the fleet's, by name) the ids (indices in the keys) of its groups.
+#[derive(Debug, Default)]
+pub struct LevelIndex {
+    keys: Vec<String>,
+    /// Per position, the range of `ids` holding its groups' ids.
+    at: Vec<(u32, u32)>,
+    ids: Vec<u32>,
+}
+
+impl LevelIndex {
+    /// The index of `clusters` (`len` of them, by position) at `level`.
+    pub fn build<'c>(level: Level<'_>, len: usize, cluster: impl Fn(u32) -> &'c ClusterSnapshot) -> Self {
+        let mut per: Vec<Vec<&'c str>> = Vec::with_capacity(len);
+        let mut keys: Vec<&str> = Vec::new();
+        for p in 0..len as u32 {
+            let mut mine = Vec::new();
+            level.for_each_key(cluster(p), |k| mine.push(k));
+            keys.extend(&mine);
+            per.push(mine);
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let (mut at, mut ids) = (Vec::with_capacity(len), Vec::new());
+        for mine in per {
+            let start = ids.len() as u32;
+            ids.extend(mine.iter().filter_map(|k| keys.binary_search(k).ok()).map(|i| i as u32));
+            at.push((start, ids.len() as u32));
+        }
+        LevelIndex { keys: keys.into_iter().map(str::to_string).collect(), at, ids }
+    }
+
+    /// The ids of the groups of the cluster at `position`, in the order the level gives them.
+    fn groups_at(&self, position: u32) -> &[u32] {
+        let (start, end) = self.at.get(position as usize).copied().unwrap_or((0, 0));
+        self.ids.get(start as usize..end as usize).unwrap_or_default()
+    }
 }
 
 impl Clusters for [ClusterSnapshot] {
@@ -145,12 +195,20 @@ fn constraints_in_force(
 
 /// A topology level clusters are grouped by.
 #[derive(Debug, Clone, Copy)]
-enum Level<'a> {
+pub enum Level<'a> {
     Field(SpreadByField),
     Label(&'a str),
 }
 
 impl Level<'_> {
+    /// A key naming the level (a memo's).
+    pub fn key(&self) -> String {
+        match self {
+            Level::Field(f) => format!("field {f:?}"),
+            Level::Label(l) => format!("label {l}"),
+        }
+    }
+
     fn describe(&self) -> String {
         match self {
             Level::Field(f) => format!("{f:?}").to_lowercase(),
@@ -222,19 +280,13 @@ fn by_cluster<'a>(
     Ok(selected)
 }
 
-/// Selection by a topology level, Karmada's `selectBestClustersByRegion` generalised.
-fn by_groups<'a, C: Clusters + ?Sized>(
+/// Each group's members at `level` (by their index in `ordered`), the groups sorted by key,
+/// read from each verdict's cluster.
+fn members_by_name<'k, C: Clusters + ?Sized>(
     level: Level<'_>,
-    sc: &SpreadConstraint,
-    cluster_sc: Option<&SpreadConstraint>,
-    ordered: &[&'a ClusterVerdict],
-    clusters: &C,
-    strategy: Strategy,
-    replicas: Option<i32>,
-) -> Result<Vec<&'a ClusterVerdict>, String> {
-    // Each group's members by their index in `ordered` (so in the global order: score desc,
-    // available desc, name asc; a cluster has one verdict, which every group it is in holds),
-    // the groups found by a hash of their key, then sorted by key.
+    ordered: &[&ClusterVerdict],
+    clusters: &'k C,
+) -> Vec<(&'k str, Vec<usize>)> {
     let mut slots: crate::util::hash::KeyMap<&str, usize> = Default::default();
     let mut members: Vec<(&str, Vec<usize>)> = Vec::new();
     for (at, v) in ordered.iter().enumerate() {
@@ -250,6 +302,42 @@ fn by_groups<'a, C: Clusters + ?Sized>(
         });
     }
     members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    members
+}
+
+/// Selection by a topology level, Karmada's `selectBestClustersByRegion` generalised.
+fn by_groups<'a, C: Clusters + ?Sized>(
+    level: Level<'_>,
+    sc: &SpreadConstraint,
+    cluster_sc: Option<&SpreadConstraint>,
+    ordered: &[&'a ClusterVerdict],
+    clusters: &C,
+    strategy: Strategy,
+    replicas: Option<i32>,
+) -> Result<Vec<&'a ClusterVerdict>, String> {
+    // Each group's members by their index in `ordered` (so in the global order: score desc,
+    // available desc, name asc; a cluster has one verdict, which every group it is in holds),
+    // the groups found by a hash of their key, then sorted by key.
+    let indexed = clusters.level_index(level);
+    let members: Vec<(&str, Vec<usize>)> = match &indexed {
+        // The fleet's groups by position: the group of each verdict's cluster is an index.
+        Some(index) => {
+            let mut by_id: Vec<Vec<usize>> = vec![Vec::new(); index.keys.len()];
+            for (at, v) in ordered.iter().enumerate() {
+                let Some(p) = clusters.position(&v.name) else { continue };
+                for &id in index.groups_at(p) {
+                    if let Some(ats) = by_id.get_mut(id as usize) {
+                        ats.push(at);
+                    }
+                }
+            }
+            let members: Vec<(&str, Vec<usize>)> =
+                index.keys.iter().map(String::as_str).zip(by_id).filter(|(_, ats)| !ats.is_empty()).collect();
+            debug_assert_eq!(members, members_by_name(level, ordered, clusters), "the level index's groups");
+            members
+        }
+        None => members_by_name(level, ordered, clusters),
+    };
     let what = level.describe();
     if (members.len() as i64) < i64::from(sc.min_groups) {
         return Err(format!(
