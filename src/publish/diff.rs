@@ -2,7 +2,6 @@
 //! files to delete, files already right, and clusters the guard holds.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::fs;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
@@ -17,7 +16,7 @@ use super::{
     legacy_summary_path, summary_shard_path,
 };
 use crate::render::output::{GENERATED_HEADER, has_header, kustomization};
-use crate::util::stat::{FileStat, open_untouched, read_file, wall_ns};
+use crate::util::stat::{EntryKind, FileStat, list_dir_untouched, open_untouched, read_file, wall_ns};
 
 /// Whether the file at `path` begins with the generated header (reads only its first line).
 fn file_has_header(path: &Path) -> Result<bool, PublishError> {
@@ -307,18 +306,13 @@ fn cluster_changes(
 /// Collects the `/`-joined relative paths of regular `*.yaml` files below `dir`, recursively,
 /// without following symlinks.
 fn list_yaml_files(dir: &Path, prefix: &str, found: &mut Vec<String>) -> Result<(), PublishError> {
-    let entries = fs::read_dir(dir).map_err(io_err("list", dir))?;
-    for entry in entries {
-        let entry = entry.map_err(io_err("list", dir))?;
-        let Ok(name) = entry.file_name().into_string() else {
-            continue; // not UTF-8: never a name fedsched writes
-        };
-        let file_type = entry.file_type().map_err(io_err("inspect", &entry.path()))?;
+    // (Names that are not UTF-8 are left out: never a name fedsched writes.)
+    for (name, kind) in list_dir_untouched(dir).map_err(io_err("list", dir))? {
         let rel = format!("{prefix}{name}");
-        if file_type.is_dir() {
-            list_yaml_files(&entry.path(), &format!("{rel}/"), found)?;
-        } else if file_type.is_file() && name.ends_with(".yaml") {
-            found.push(rel);
+        match kind {
+            EntryKind::Dir => list_yaml_files(&dir.join(&name), &format!("{rel}/"), found)?,
+            EntryKind::File if name.ends_with(".yaml") => found.push(rel),
+            _ => {}
         }
     }
     Ok(())

@@ -76,6 +76,48 @@ pub fn open_untouched(path: &std::path::Path, follow: bool) -> std::io::Result<s
     }
 }
 
+/// What an entry of a directory is (a symbolic link is not followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+    Other,
+}
+
+/// The entries of the directory `dir` (names that are not UTF-8 left out), read without
+/// updating its access time (as [`open_untouched`]): a full check lists every directory of the
+/// output, which would otherwise dirty each one's inode for the next `syncfs`.
+pub fn list_dir_untouched(dir: &std::path::Path) -> std::io::Result<Vec<(String, EntryKind)>> {
+    use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let fd = match rustix::fs::open(dir, flags | OFlags::NOATIME, Mode::empty()) {
+        Err(rustix::io::Errno::PERM) => rustix::fs::open(dir, flags, Mode::empty())?,
+        opened => opened?,
+    };
+    let kind_of = |t: FileType| match t {
+        FileType::RegularFile => EntryKind::File,
+        FileType::Directory => EntryKind::Dir,
+        _ => EntryKind::Other,
+    };
+    let mut out = Vec::new();
+    for entry in Dir::read_from(&fd)? {
+        let entry = entry?;
+        let Ok(name) = entry.file_name().to_str() else { continue };
+        if name == "." || name == ".." {
+            continue;
+        }
+        // A file system that does not say the entry's type in the listing: its stat.
+        let kind = match entry.file_type() {
+            FileType::Unknown => kind_of(FileType::from_raw_mode(
+                rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)?.st_mode,
+            )),
+            t => kind_of(t),
+        };
+        out.push((name.to_string(), kind));
+    }
+    Ok(out)
+}
+
 /// The wall clock in nanoseconds since the epoch (0 before it), the scale of [`FileStat`]'s
 /// times.
 pub fn wall_ns() -> i128 {
@@ -107,6 +149,35 @@ mod tests {
         assert_eq!((Some(read), bytes.as_slice()), (FileStat::of_path(&path), &b"a: 22\n"[..]));
         assert!(read_file(&dir.path().join("link.yaml")).is_err());
         assert!(read_file(dir.path()).is_err());
+    }
+
+    /// Listing a directory gives its files, directories and other entries (a link is not
+    /// followed), and leaves its access time as it was.
+    #[test]
+    fn a_listing_gives_the_entries_and_leaves_the_access_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("a.yaml"), "a: 1\n").expect("write");
+        std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+        std::os::unix::fs::symlink(dir.path().join("sub"), dir.path().join("link")).expect("symlink");
+        let old = rustix::fs::Timestamps {
+            last_access: rustix::fs::Timespec { tv_sec: 1_000_000, tv_nsec: 0 },
+            last_modification: rustix::fs::Timespec { tv_sec: 2_000_000, tv_nsec: 0 },
+        };
+        rustix::fs::utimensat(rustix::fs::CWD, dir.path(), &old, rustix::fs::AtFlags::empty()).expect("set times");
+        let accessed = || std::fs::metadata(dir.path()).and_then(|m| m.accessed()).expect("atime");
+        let before = accessed();
+        let mut listed = list_dir_untouched(dir.path()).expect("list");
+        listed.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            listed,
+            [
+                ("a.yaml".to_string(), EntryKind::File),
+                ("link".to_string(), EntryKind::Other),
+                ("sub".to_string(), EntryKind::Dir)
+            ]
+        );
+        assert_eq!(accessed(), before);
+        assert!(list_dir_untouched(&dir.path().join("a.yaml")).is_err());
     }
 
     /// Reading a file leaves its access time as it was, even one older than its last change
