@@ -306,6 +306,11 @@ pub fn clusters_state(
     positions.iter().fold(0u64, |sum, &i| sum.wrapping_add(digests.of(i, snapshots, assumed)))
 }
 
+/// The digests of a pass's clusters by position, with the digest of their names in order
+/// (what the next pass compares its own with: [`ClusterDigests::start_digests`],
+/// [`ClusterDigests::end_digests`]).
+pub type DigestReference = (u64, Vec<u64>);
+
 /// Each cluster's state digest as [`clusters_state`] adds them up: computed once per pass for
 /// the views as the pass starts, and again only for a cluster whose deductions the pass
 /// changed since; with the digests the previous pass started from (its reference), by which
@@ -334,8 +339,8 @@ impl ClusterDigests {
         states: Vec<u64>,
         assumed: &super::Assumed,
         names: u64,
-        last: Option<(u64, Vec<u64>)>,
-        last_end: Option<(u64, Vec<u64>)>,
+        last: Option<DigestReference>,
+        last_end: Option<DigestReference>,
     ) -> Self {
         let start = states
             .iter()
@@ -345,7 +350,7 @@ impl ClusterDigests {
                 (a, key_of(&(i, *state, a)))
             })
             .collect();
-        let fits = |last: Option<(u64, Vec<u64>)>| match last {
+        let fits = |last: Option<DigestReference>| match last {
             Some((n, digests)) if n == names && digests.len() == states.len() => digests,
             _ => Vec::new(),
         };
@@ -354,13 +359,13 @@ impl ClusterDigests {
     }
 
     /// The digests this pass started from, for the next pass's reference.
-    pub fn start_digests(&self) -> (u64, Vec<u64>) {
+    pub fn start_digests(&self) -> DigestReference {
         (self.names, self.start.iter().map(|(_, d)| *d).collect())
     }
 
     /// The digests as they are now (after the pass's deductions so far, `assumed`), for the
     /// next pass's second reference.
-    pub fn end_digests(&self, snapshots: &[ClusterSnapshot], assumed: &super::Assumed) -> (u64, Vec<u64>) {
+    pub fn end_digests(&self, snapshots: &[ClusterSnapshot], assumed: &super::Assumed) -> DigestReference {
         (self.names, (0..self.start.len()).map(|i| self.of(i, snapshots, assumed)).collect())
     }
 
@@ -1138,9 +1143,9 @@ pub struct PassCache {
     pub placements_changed: Option<Vec<ObjectKey>>,
     /// The clusters' state digests the last pass started from, with the digest of their
     /// names ([`ClusterDigests::start_digests`]).
-    pub cluster_digests: Option<(u64, Vec<u64>)>,
+    pub cluster_digests: Option<DigestReference>,
     /// Those the last pass's decisions left ([`ClusterDigests::end_digests`]).
-    pub cluster_digests_end: Option<(u64, Vec<u64>)>,
+    pub cluster_digests_end: Option<DigestReference>,
     /// The deductions of the recent placements as the last rebuild of the views planned them
     /// (`reconcile/snapshots.rs`).
     pub planned: super::snapshots::PlannedDeductions,
@@ -1309,22 +1314,8 @@ mod tests {
     #[test]
     fn the_clusters_changed_since_a_state_read_after_the_last_deductions_are_told() {
         use crate::model::dimensions::{Dimensions, ModelSettings};
-        use crate::model::{NodeView, PodFacts, ReplicaRequirements, ResourceList};
-        let node = |name: &str| NodeView::ready(name, ResourceList::of(&[("cpu", 64_000), ("pods", 110_000)]));
-        let mut views: Vec<ClusterSnapshot> = ["m1", "m2", "m3"]
-            .iter()
-            .map(|m| {
-                ClusterSnapshot::live(*m, "https://x")
-                    .with_summary(crate::model::snapshot::ResourceSummary::from_nodes(
-                        &[node("a")],
-                        &ResourceList::new(),
-                        0,
-                        &[],
-                    ))
-                    .with_nodes(vec![node("a")])
-                    .with_pods(PodFacts::default())
-            })
-            .collect();
+        use crate::model::{ReplicaRequirements, ResourceList};
+        let mut views = crate::reconcile::snapshots::tests::live_views(&["m1", "m2", "m3"], &["a"]);
         let req = ReplicaRequirements { request: ResourceList::of(&[("cpu", 500)]), ..Default::default() };
         let dims = Dimensions::new(&ModelSettings::default());
         let web = ObjectKey {

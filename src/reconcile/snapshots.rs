@@ -889,7 +889,7 @@ impl Pass {
     pub fn new(
         snapshots: &PassSnapshots,
         store: &Store,
-        (last, last_end): (Option<(u64, Vec<u64>)>, Option<(u64, Vec<u64>)>),
+        (last, last_end): (Option<cache::DigestReference>, Option<cache::DigestReference>),
     ) -> Result<Self, StoreError> {
         let (views, versions) = (&snapshots.views, &snapshots.versions);
         let cluster_states =
@@ -1159,7 +1159,7 @@ impl Assumed {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::schedule::ScheduleResult;
 
@@ -1203,27 +1203,35 @@ mod tests {
         assert_eq!(align(&was, &was[3..]), vec![Some(3)]);
     }
 
+    /// Live views of `members`, each with the nodes `nodes` (64 CPUs, 110 pods each) and no
+    /// pods.
+    pub(in crate::reconcile) fn live_views(members: &[&str], nodes: &[&str]) -> Vec<ClusterSnapshot> {
+        use crate::model::{NodeView, PodFacts, ResourceList};
+        let node = |name: &str| NodeView::ready(name, ResourceList::of(&[("cpu", 64_000), ("pods", 110_000)]));
+        let nodes: Vec<NodeView> = nodes.iter().map(|n| node(n)).collect();
+        members
+            .iter()
+            .map(|m| {
+                ClusterSnapshot::live(*m, "https://x")
+                    .with_summary(crate::model::snapshot::ResourceSummary::from_nodes(
+                        &nodes,
+                        &ResourceList::new(),
+                        0,
+                        &[],
+                    ))
+                    .with_nodes(nodes.clone())
+                    .with_pods(PodFacts::default())
+            })
+            .collect()
+    }
+
     /// The bookkeeping a pass undoes before saving its views is the one it started from:
     /// whatever its deductions added (new workloads, a workload on a new cluster, more
     /// replicas of a deducted one), the undo gives the same deductions and digests back.
     #[test]
     fn undone_deductions_give_back_the_bookkeeping_the_pass_started_from() {
-        use crate::model::{NodeView, PodFacts, ResourceList};
-        let node = |name: &str| NodeView::ready(name, ResourceList::of(&[("cpu", 64_000), ("pods", 110_000)]));
-        let mut views: Vec<ClusterSnapshot> = ["m1", "m2", "m3"]
-            .iter()
-            .map(|m| {
-                ClusterSnapshot::live(*m, "https://x")
-                    .with_summary(crate::model::snapshot::ResourceSummary::from_nodes(
-                        &[node("a"), node("b")],
-                        &ResourceList::new(),
-                        0,
-                        &[],
-                    ))
-                    .with_nodes(vec![node("a"), node("b")])
-                    .with_pods(PodFacts::default())
-            })
-            .collect();
+        use crate::model::ResourceList;
+        let mut views = live_views(&["m1", "m2", "m3"], &["a", "b"]);
         let req = ReplicaRequirements { request: ResourceList::of(&[("cpu", 500)]), ..Default::default() };
         let dims = Dimensions::new(&ModelSettings::default());
         let key = |name: &str| placement(name, 1, 0).workload.clone();

@@ -30,7 +30,7 @@ pub const RUN_MAX: usize = 1024;
 /// Whether a run of the file list ends after a file with content hash `hash`, the run holding
 /// `len` files with it.
 pub fn run_ends_after(hash: u64, len: usize) -> bool {
-    hash % RUN_CUT == 0 || len >= RUN_MAX
+    hash.is_multiple_of(RUN_CUT) || len >= RUN_MAX
 }
 
 /// The runs of a file list (path, content hash) as [`run_ends_after`] cuts them, as index
