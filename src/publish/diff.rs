@@ -114,9 +114,9 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
     let results = every_cluster_changes(out, plan);
     // The removed paths (relative to their cluster directory) that a still-placed workload
     // owns: a decision's removals, which the guard does not count. Found in one scan of the
-    // owners for the few paths removed, not through a map of every owned path.
-    // Sorted, and searched by comparing bytes: the ~30,000 owned paths are not hashed for the
-    // one or two an edit removes.
+    // owners against the few removed paths, sorted and searched by comparing bytes: no map of
+    // every owned path, and the ~30,000 owned paths are not hashed for the one or two an edit
+    // removes.
     let mut removed: Vec<&str> = results
         .iter()
         .filter_map(|(cluster, r)| r.as_ref().ok().map(|(_, mine)| (*cluster, mine)))

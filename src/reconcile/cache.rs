@@ -922,10 +922,7 @@ pub struct DesiredOutput {
     /// those Karmada never propagates (`default`, `kube-*`, Karmada's own) and those whose
     /// Namespace object in the repository has `namespace.karmada.io/skip-auto-propagation:
     /// "true"`; a repository's Namespace object gives its labels and annotations.
-    pub namespace_files: HashMap<String, std::collections::BTreeMap<String, (String, u64)>>,
-    /// Per cluster, the digest and count of its Namespace files ([`namespace_sum`]), kept with
-    /// them: a plan reads every cluster's digest, not its Namespace files' paths hashed again.
-    namespace_sums: HashMap<String, (u64, usize)>,
+    pub namespace_files: HashMap<String, NamespaceFiles>,
     /// Per cluster: the workloads whose decisions have paths there (files and kept files), with
     /// how many: what the plan of a publish that writes a few clusters reads, instead of every
     /// decision.
@@ -942,7 +939,6 @@ impl DesiredOutput {
             in_namespace: HashMap::new(),
             cluster_scoped: HashMap::new(),
             namespace_files: HashMap::new(),
-            namespace_sums: HashMap::new(),
             holders: HashMap::new(),
         }
     }
@@ -1030,7 +1026,6 @@ impl DesiredOutput {
     pub fn namespace_files_of(&mut self, clusters: Option<&std::collections::BTreeSet<String>>) {
         if !self.namespaces {
             self.namespace_files.clear();
-            self.namespace_sums.clear();
             return;
         }
         let objects: HashMap<&str, &crate::policy::Template> =
@@ -1061,14 +1056,8 @@ impl DesiredOutput {
         }
         for (cluster, files) in out {
             match files.is_empty() {
-                true => {
-                    self.namespace_sums.remove(&cluster);
-                    self.namespace_files.remove(&cluster)
-                }
-                false => {
-                    self.namespace_sums.insert(cluster.clone(), namespace_sum(&files));
-                    self.namespace_files.insert(cluster, files)
-                }
+                true => self.namespace_files.remove(&cluster),
+                false => self.namespace_files.insert(cluster, NamespaceFiles::new(files)),
             };
         }
     }
@@ -1077,7 +1066,7 @@ impl DesiredOutput {
     /// many there are.
     pub fn digest(&self, cluster: &str) -> (u64, usize) {
         let (digest, files) = self.sums.get(cluster).copied().unwrap_or_default();
-        let (ns_digest, ns_files) = self.namespace_sums.get(cluster).copied().unwrap_or_default();
+        let (ns_digest, ns_files) = self.namespace_files.get(cluster).map_or((0, 0), |n| (n.digest, n.files.len()));
         (digest.wrapping_add(ns_digest), files + ns_files)
     }
 
@@ -1086,13 +1075,7 @@ impl DesiredOutput {
     pub fn same_as(&self, other: &DesiredOutput) -> bool {
         let clusters: std::collections::BTreeSet<&String> =
             self.sums.keys().chain(other.sums.keys()).chain(self.namespace_files.keys()).collect();
-        let sums_kept = |d: &DesiredOutput| {
-            d.namespace_sums.len() == d.namespace_files.len()
-                && d.namespace_files.iter().all(|(c, files)| d.namespace_sums.get(c) == Some(&namespace_sum(files)))
-        };
         clusters.iter().all(|c| self.digest(c) == other.digest(c))
-            && sums_kept(self)
-            && sums_kept(other)
             && self.namespace_files == other.namespace_files
             && self.in_namespace == other.in_namespace
             && self.cluster_scoped == other.cluster_scoped
@@ -1260,11 +1243,20 @@ pub fn file_digest(path: &str, content_hash: u64) -> u64 {
     key_of(&(path, content_hash))
 }
 
-/// The digest of a cluster's Namespace files (the sum of their [`file_digest`]s) and how many
-/// there are.
-fn namespace_sum(files: &std::collections::BTreeMap<String, (String, u64)>) -> (u64, usize) {
-    let digest = files.iter().fold(0u64, |d, (path, (_, hash))| d.wrapping_add(file_digest(path, *hash)));
-    (digest, files.len())
+/// A cluster's Namespace files (path → content and its hash) with their digest, made with
+/// them (the sum of their [`file_digest`]s): a plan reads every cluster's digest, not the
+/// files' paths hashed again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceFiles {
+    pub files: std::collections::BTreeMap<String, (String, u64)>,
+    digest: u64,
+}
+
+impl NamespaceFiles {
+    fn new(files: std::collections::BTreeMap<String, (String, u64)>) -> Self {
+        let digest = files.iter().fold(0u64, |d, (path, (_, hash))| d.wrapping_add(file_digest(path, *hash)));
+        NamespaceFiles { files, digest }
+    }
 }
 
 /// Digest of a kept file (a workload that failed keeps its previous file).

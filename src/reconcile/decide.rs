@@ -62,17 +62,11 @@ pub(super) struct Context<'a> {
 /// What the decide stage hands over.
 #[derive(Default)]
 pub(super) struct Decisions {
-    /// The templates of this pass's workloads, in decision order (shared with the inputs: no
-    /// key copied per workload); each has its entry in the cache's decisions
+    /// This pass's workloads, in decision order; each has its entry in the cache's decisions
     /// ([`Decisions::keys`]).
-    pub order: Vec<Arc<Template>>,
+    pub order: Vec<Ordered>,
     /// Those decided (scheduled and rendered) this pass; the others reused a decision.
     pub fresh: BTreeSet<ObjectKey>,
-    /// Per workload of `order` (by position): whether it is in `fresh`, and whether it had a
-    /// placement as the pass began. What the record stage's quiet path reads of each workload
-    /// without looking its key up twice.
-    pub fresh_at: Vec<bool>,
-    pub placed_at: Vec<bool>,
     /// Per workload, the notes of its render failures (for its history record).
     pub notes: BTreeMap<ObjectKey, Vec<String>>,
     /// Workloads with a placement that this pass did not decide, in store order.
@@ -96,10 +90,21 @@ pub(super) struct Decisions {
     pub render_time: Duration,
 }
 
+/// One workload of the pass's order, with what the record stage's quiet path reads of it
+/// instead of looking its key up.
+pub(super) struct Ordered {
+    /// Its template (shared with the inputs: no key copied per workload).
+    pub template: Arc<Template>,
+    /// Decided afresh this pass (in [`Decisions::fresh`]).
+    pub fresh: bool,
+    /// It had a placement as the pass began.
+    pub placed: bool,
+}
+
 impl Decisions {
     /// The keys of the pass's workloads, in decision order.
     pub fn keys(&self) -> impl ExactSizeIterator<Item = &ObjectKey> + Clone {
-        self.order.iter().map(|t| &t.key)
+        self.order.iter().map(|o| &o.template.key)
     }
 }
 
@@ -257,9 +262,11 @@ pub(super) fn decide_all(
         if out.decided != decided_before || !decided.problems.is_empty() {
             with_problems.push(out.order.len());
         }
-        out.order.push(Arc::clone(shared));
-        out.fresh_at.push(out.decided != decided_before);
-        out.placed_at.push(placed.is_some());
+        out.order.push(Ordered {
+            template: Arc::clone(shared),
+            fresh: out.decided != decided_before,
+            placed: placed.is_some(),
+        });
         if decided.scheduled {
             out.scheduled += 1;
             // Later workloads of this pass see this decision's replicas as assumed (those of
@@ -292,7 +299,7 @@ pub(super) fn decide_all(
             files.into_decided(&mut Arc::make_mut(c).decided);
         }
     }
-    for key in with_problems.iter().filter_map(|i| out.order.get(*i).map(|t| &t.key)) {
+    for key in with_problems.iter().filter_map(|i| out.order.get(*i).map(|o| &o.template.key)) {
         let Some(decided) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
         for p in &decided.problems {
             if let Some(cluster) = &p.cluster {
@@ -309,7 +316,8 @@ pub(super) fn decide_all(
     // Every workload of the pass has a decision: with as many decisions, none is gone; with
     // as many placements of the pass's workloads as placements, none was removed.
     let quiet = seen_placed == cache.placements.len() && out.order.len() == cache.decisions.len();
-    let seen: KeySet<&ObjectKey> = if quiet { KeySet::default() } else { out.order.iter().map(|t| &t.key).collect() };
+    let seen: KeySet<&ObjectKey> =
+        if quiet { KeySet::default() } else { out.order.iter().map(|o| &o.template.key).collect() };
     out.removed = match seen_placed == cache.placements.len() {
         true => Vec::new(),
         false => {

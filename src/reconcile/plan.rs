@@ -92,9 +92,9 @@ pub(super) fn plan<'a>(
             }
         }
     }
-    for (cluster, files) in &memo.namespace_files {
+    for (cluster, namespaces) in &memo.namespace_files {
         if let Some(cf) = plan.clusters.get_mut(cluster) {
-            cf.files.extend(files.iter().map(|(path, (content, _))| (path.clone(), content.clone())));
+            cf.files.extend(namespaces.files.iter().map(|(path, (content, _))| (path.clone(), content.clone())));
         }
     }
     cache.desired = Some(memo);

@@ -134,22 +134,18 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
     // not compared.
     let quiet =
         decisions.notes.is_empty() && r.held.is_empty() && r.held_moves.is_empty() && stability_notes.is_empty();
-    // Whether a workload was decided afresh and had a placement are read by its position (the
-    // decide stage noted both); its placement is the one the pass began with until its own
-    // turn here, which is the only one that changes it.
-    debug_assert!(
-        decisions.fresh_at.len() == decisions.order.len() && decisions.placed_at.len() == decisions.order.len()
-    );
-    let at = |flags: &[bool], i: usize| flags.get(i).copied();
-    for (i, key) in decisions.keys().enumerate() {
-        let is_fresh = at(&decisions.fresh_at, i).unwrap_or_else(|| decisions.fresh.contains(key));
-        debug_assert_eq!(is_fresh, decisions.fresh.contains(key), "{key}: fresh by position");
+    // Whether a workload was decided afresh and had a placement are what the decide stage noted
+    // with it: its placement is the one the pass began with until its own turn here, which is
+    // the only one that changes it.
+    for ordered in &decisions.order {
+        let (key, is_fresh) = (&ordered.template.key, ordered.fresh);
+        debug_assert_eq!(is_fresh, decisions.fresh.contains(key), "{key}: noted fresh");
+        debug_assert_eq!(ordered.placed, cache.placements.contains_key(key), "{key}: noted placed");
         if quiet
             && !is_fresh
-            && at(&decisions.placed_at, i).unwrap_or_else(|| cache.placements.contains_key(key))
+            && ordered.placed
             && cache.history.get(key).is_some_and(|last| last.as_ref().is_none_or(|h| h.notes.is_empty()))
         {
-            debug_assert!(cache.placements.contains_key(key), "{key}: placed by position");
             continue;
         }
         let Some(d) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
