@@ -705,7 +705,14 @@ fn outcome_stands_on(
     );
     let (previous, previous_affinity) = previous_for(previous, directive);
     let req = schedule_request(t, &workload, placement, (&previous, previous_affinity.as_deref()), directive);
-    let stands = schedule::outcome_stands(&ctx.pass.fleet, framework, &req, views, &c.decided.record.result, changed);
+    let stands = schedule::outcome_stands(
+        &ctx.pass.fleet,
+        framework,
+        &req,
+        views,
+        &c.decided.record.result,
+        (Some(&c.clusters), changed),
+    );
     #[cfg(debug_assertions)]
     if stands {
         let (again, _) = schedule::schedule_reads(&ctx.pass.fleet, framework, &req, views);

@@ -160,6 +160,8 @@ struct Memo {
 pub struct Fleet {
     /// Index in the pass's snapshots of each cluster, in name order.
     order: Vec<usize>,
+    /// Position of each snapshot (by its index in the pass's snapshots): `order` inverted.
+    rank: Vec<u32>,
     /// Cluster names in order.
     names: Vec<String>,
     positions: crate::util::hash::KeyMap<String, u32>,
@@ -183,7 +185,11 @@ impl Fleet {
         let names: Vec<String> = order.iter().map(|i| clusters[*i].name.clone()).collect();
         let positions = names.iter().enumerate().map(|(p, n)| (n.clone(), p as u32)).collect();
         let universe = universe_of(&names);
-        Fleet { order, names, positions, universe, memoise: true, memo: Mutex::new(Memo::default()) }
+        let mut rank = vec![0u32; order.len()];
+        for (p, &i) in order.iter().enumerate() {
+            rank[i] = p as u32;
+        }
+        Fleet { order, rank, names, positions, universe, memoise: true, memo: Mutex::new(Memo::default()) }
     }
 
     /// A fleet that evaluates every filter for every pair (the reference the memo must equal).
@@ -208,6 +214,21 @@ impl Fleet {
     /// The universe id of this fleet's results ([`universe_of`] its names).
     pub fn universe(&self) -> u64 {
         self.universe
+    }
+
+    /// The positions of the clusters at these indices of the pass's snapshots, when they
+    /// ascend as the indices do (so in name order; the snapshots of a pass are sorted by name,
+    /// so they always do there): `None` if one is not a snapshot's or they do not ascend.
+    pub fn positions_of(&self, indices: &[usize]) -> Option<Vec<u32>> {
+        let mut out = Vec::with_capacity(indices.len());
+        for &i in indices {
+            let p = *self.rank.get(i)?;
+            if out.last().is_some_and(|&last| last >= p) {
+                return None;
+            }
+            out.push(p);
+        }
+        Some(out)
     }
 
     /// Position of a cluster in name order.

@@ -305,19 +305,34 @@ pub fn schedule_reads(
 /// decide the filters, the topology groups and static scores) are those the result was made
 /// from; the result then keeps the figures it was made with, as a decision that did not read
 /// capacity does. `false` whenever that cannot be told this way: ordered `clusterAffinities`
-/// terms, verdicts a dependency added, a fleet of other clusters.
+/// terms, verdicts a dependency added, a fleet of other clusters. `at`, when known, are the
+/// indices in `clusters` of the held verdicts' clusters, ascending (as the reconciler's cache
+/// keeps them, and `changed` indexes them): the clusters are then found by position, not by
+/// name; when they do not match the held verdicts one for one in order, `changed` is not used.
 pub fn outcome_stands(
     fleet: &Fleet,
     fw: &Framework,
     req: &ScheduleRequest<'_>,
     clusters: &[ClusterSnapshot],
     result: &ScheduleResult,
-    changed: Option<&[usize]>,
+    (at, changed): (Option<&[usize]>, Option<&[usize]>),
 ) -> bool {
     if clusters.len() != fleet.len() || !req.placement.cluster_affinities.is_empty() {
         return false;
     }
     let held = &result.verdicts;
+    // The held verdicts' positions: the indices given, in the fleet's order (by name) as the
+    // verdicts are. `changed` indexes the held verdicts only when the indices line up.
+    let positions = at.and_then(|at| fleet.positions_of(at)).filter(|p| p.len() == held.len());
+    let changed = changed.filter(|_| at.is_none() || positions.is_some());
+    debug_assert!(
+        positions.as_ref().is_none_or(|p| p.iter().zip(held.iter()).all(|(&p, h)| fleet.names()[p as usize] == h.name)),
+        "the held verdicts' positions"
+    );
+    let cluster_of = |k: usize, h: &ClusterVerdict| match &positions {
+        Some(p) => p.get(k).map(|&p| fleet.cluster(clusters, p)),
+        None => fleet.get(clusters, &h.name),
+    };
     let affinity = req.placement.cluster_affinity.as_ref();
     let view = FleetView { fleet, clusters };
     let same = |n: &ClusterVerdict, h: &ClusterVerdict| {
@@ -333,7 +348,7 @@ pub fn outcome_stands(
         let mut sorted = Vec::with_capacity(changed.len());
         for &k in changed {
             let Some(h) = held.get(k).filter(|h| h.feasible) else { return false };
-            let Some(c) = fleet.get(clusters, &h.name) else { return false };
+            let Some(c) = cluster_of(k, h) else { return false };
             at.push(k);
             sorted.push(c);
         }
@@ -356,11 +371,11 @@ pub fn outcome_stands(
                 *slot = n;
             }
         }
-        return decide_on(req, feasible, &view, fleet.len()).0 == result.outcome;
+        return decide_on(req, (feasible, positions.as_deref()), &view, fleet.len()).0 == result.outcome;
     }
     let mut sorted = Vec::with_capacity(held.len());
-    for v in held.iter() {
-        let Some(c) = fleet.get(clusters, &v.name) else { return false };
+    for (k, v) in held.iter().enumerate() {
+        let Some(c) = cluster_of(k, v) else { return false };
         if !v.feasible {
             return false;
         }
@@ -371,7 +386,7 @@ pub fn outcome_stands(
         return false;
     }
     now.iter().zip(held.iter()).all(|(n, h)| same(n, h))
-        || decide_on(req, now.iter().collect(), &view, fleet.len()).0 == result.outcome
+        || decide_on(req, (now.iter().collect(), positions.as_deref()), &view, fleet.len()).0 == result.outcome
 }
 
 /// Which clusters pass the filters: feasible positions (ascending) and the rejected groups.
@@ -480,7 +495,7 @@ fn schedule_term(
     let sorted: Vec<&ClusterSnapshot> = feasible.iter().map(|p| fleet.cluster(clusters, *p)).collect();
     let mut verdicts = feasible_verdicts(fw, req, affinity, &sorted);
     let view = FleetView { fleet, clusters };
-    let (outcome, reads) = decide(req, &verdicts, &view, fleet.len());
+    let (outcome, reads) = decide(req, (&verdicts, &feasible), &view, fleet.len());
     if let Outcome::Scheduled { targets } = &outcome {
         mark_selected(&mut verdicts, targets);
     }
@@ -620,20 +635,24 @@ fn mark_selected(verdicts: &mut [ClusterVerdict], targets: &BTreeMap<String, Opt
 }
 
 /// Selects clusters among the feasible ones and assigns replicas; and whether the outcome
-/// read their capacity or scores ([`schedule_reads`]).
+/// read their capacity or scores ([`schedule_reads`]). `positions`: the fleet positions of
+/// the verdicts, one each when all are feasible.
 fn decide(
     req: &ScheduleRequest<'_>,
-    verdicts: &[ClusterVerdict],
+    (verdicts, positions): (&[ClusterVerdict], &[u32]),
     clusters: &FleetView<'_>,
     total: usize,
 ) -> (Outcome, bool) {
-    decide_on(req, verdicts.iter().filter(|v| v.feasible).collect(), clusters, total)
+    let feasible: Vec<&ClusterVerdict> = verdicts.iter().filter(|v| v.feasible).collect();
+    let positions = (feasible.len() == verdicts.len()).then_some(positions);
+    decide_on(req, (feasible, positions), clusters, total)
 }
 
-/// [`decide`] on the verdicts of the feasible clusters (in the fleet's order).
+/// [`decide`] on the verdicts of the feasible clusters (in the fleet's order), with their
+/// fleet positions where known.
 fn decide_on(
     req: &ScheduleRequest<'_>,
-    feasible: Vec<&ClusterVerdict>,
+    (feasible, positions): (Vec<&ClusterVerdict>, Option<&[u32]>),
     clusters: &FleetView<'_>,
     total: usize,
 ) -> (Outcome, bool) {
@@ -642,7 +661,9 @@ fn decide_on(
     }
     let strategy = Strategy::of(req.placement);
     let selecting_reads = select::reads_capacity(req.placement, strategy);
-    let selected = match select::select_clusters(req.placement, &feasible, clusters, strategy, req.workload.replicas) {
+    let selecting = (&feasible[..], positions);
+    let selected = match select::select_clusters_at(req.placement, selecting, clusters, strategy, req.workload.replicas)
+    {
         Ok(s) => s,
         Err(reason) => return (Outcome::Unschedulable { reason }, selecting_reads),
     };

@@ -870,7 +870,7 @@ proptest! {
         prop_assume!(matches!(made.outcome, Outcome::Scheduled { .. }));
         let again = schedule(fw, &req, &after).outcome == made.outcome;
         let fleet = Fleet::new(&after);
-        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, &made, None), again);
+        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, &made, (None, None)), again);
         let changed: Vec<usize> = made
             .verdicts
             .iter()
@@ -878,9 +878,31 @@ proptest! {
             .filter(|(_, v)| changes.keys().any(|i| format!("m{i:02}") == v.name))
             .map(|(k, _)| k)
             .collect();
-        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, &made, Some(&changed)), again);
+        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, &made, (None, Some(&changed))), again);
+        // The held verdicts' clusters given by index (as the reconciler's cache keeps them).
+        let at = |list: &[ClusterSnapshot]| -> Vec<usize> {
+            let mut at: Vec<usize> =
+                made.verdicts.iter().filter_map(|v| list.iter().position(|c| c.name == v.name)).collect();
+            at.sort_unstable();
+            at
+        };
+        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, &made, (Some(&at(&after)), Some(&changed))), again);
+        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, &made, (Some(&at(&after)), None)), again);
+        // Snapshots not in name order: the indices (and the changed ones, which index them as
+        // the cache's state does) do not line up with the verdicts one for one.
+        let reversed: Vec<ClusterSnapshot> = after.iter().rev().cloned().collect();
+        let reversed_at = at(&reversed);
+        let reversed_changed: Vec<usize> = reversed_at
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| changes.keys().any(|c| format!("m{c:02}") == reversed[**i].name))
+            .map(|(k, _)| k)
+            .collect();
+        let given = (Some(&reversed_at[..]), Some(&reversed_changed[..]));
+        prop_assert_eq!(outcome_stands(&Fleet::new(&reversed), fw, &req, &reversed, &made, given), again);
         // Nothing changed: it stands.
-        prop_assert!(outcome_stands(&Fleet::new(&before), fw, &req, &before, &made, Some(&[])));
+        prop_assert!(outcome_stands(&Fleet::new(&before), fw, &req, &before, &made, (None, Some(&[]))));
+        prop_assert!(outcome_stands(&Fleet::new(&before), fw, &req, &before, &made, (Some(&at(&before)), Some(&[]))));
     }
 }
 
@@ -902,5 +924,8 @@ fn a_result_with_ordered_affinity_terms_is_scheduled_again() {
     let fw = Framework::karmada_default();
     let made = schedule(&fw, &req, &clusters);
     assert!(matches!(made.outcome, Outcome::Scheduled { .. }));
-    assert!(!outcome_stands(&Fleet::new(&clusters), &fw, &req, &clusters, &made, None), "terms are tried in turn");
+    assert!(
+        !outcome_stands(&Fleet::new(&clusters), &fw, &req, &clusters, &made, (None, None)),
+        "terms are tried in turn"
+    );
 }

@@ -97,9 +97,16 @@ impl Clusters for Vec<ClusterSnapshot> {
 
 /// Karmada's cluster order: score desc, available replicas desc, name asc.
 pub fn order(feasible: &[&ClusterVerdict]) -> Vec<usize> {
+    order_in(feasible, false)
+}
+
+/// [`order`]; `by_name`: the caller knows the verdicts come in name order (their fleet
+/// positions ascend), so their names need not be compared to tell.
+fn order_in(feasible: &[&ClusterVerdict], by_name: bool) -> Vec<usize> {
+    debug_assert!(!by_name || feasible.windows(2).all(|w| w[0].name < w[1].name), "verdicts said to be in name order");
     // The verdicts come in the fleet's order, which is by name: the name tie-break is then
     // the position's (no name compared in the sort).
-    if feasible.windows(2).all(|w| w[0].name < w[1].name) {
+    if by_name || feasible.windows(2).all(|w| w[0].name < w[1].name) {
         // Scores in 0..2¹⁶, available replicas in 0..2³² and positions in 0..2¹⁶ (every
         // fleet in practice) pack into one word whose ascending order is this order: a sort
         // of words instead of tuples.
@@ -148,14 +155,34 @@ pub fn select_clusters<'a, C: Clusters + ?Sized>(
     strategy: Strategy,
     replicas: Option<i32>,
 ) -> Result<Vec<&'a ClusterVerdict>, String> {
-    let ordered: Vec<&ClusterVerdict> = order(feasible).into_iter().map(|i| feasible[i]).collect();
+    select_clusters_at(placement, (feasible, None), clusters, strategy, replicas)
+}
+
+/// [`select_clusters`] where the caller may know each feasible verdict's position in the
+/// fleet ([`Clusters::position`]; ascending, so the verdicts are in name order): the order
+/// then compares no names and the groups are read by position, not found by name.
+pub fn select_clusters_at<'a, C: Clusters + ?Sized>(
+    placement: &Placement,
+    (feasible, positions): (&[&'a ClusterVerdict], Option<&[u32]>),
+    clusters: &C,
+    strategy: Strategy,
+    replicas: Option<i32>,
+) -> Result<Vec<&'a ClusterVerdict>, String> {
+    let positions = positions.filter(|p| p.len() == feasible.len());
+    debug_assert!(positions.is_none_or(|p| p.windows(2).all(|w| w[0] < w[1])), "positions not ascending");
+    let at = order_in(feasible, positions.is_some());
+    let ordered: Vec<&ClusterVerdict> = at.iter().map(|&i| feasible[i]).collect();
     // Duplicated ignores available resources (Karmada's InvalidReplicas).
     let need = match strategy {
         Strategy::Duplicated => None,
         _ => replicas.map(i64::from),
     };
     match constraints_in_force(placement, strategy) {
-        (Some((level, sc)), cluster_sc) => by_groups(level, sc, cluster_sc, &ordered, clusters, strategy, replicas),
+        (Some((level, sc)), cluster_sc) => {
+            let ordered_at: Option<Vec<u32>> = positions.map(|p| at.iter().map(|&i| p[i]).collect());
+            let ordered = (&ordered[..], ordered_at.as_deref());
+            by_groups(level, sc, cluster_sc, ordered, clusters, strategy, replicas)
+        }
         (None, Some(sc)) => by_cluster(sc, ordered, need),
         (None, None) => Ok(ordered),
     }
@@ -306,11 +333,12 @@ fn members_by_name<'k, C: Clusters + ?Sized>(
 }
 
 /// Selection by a topology level, Karmada's `selectBestClustersByRegion` generalised.
+/// `ordered_at`, where known, holds the fleet position of each of `ordered`.
 fn by_groups<'a, C: Clusters + ?Sized>(
     level: Level<'_>,
     sc: &SpreadConstraint,
     cluster_sc: Option<&SpreadConstraint>,
-    ordered: &[&'a ClusterVerdict],
+    (ordered, ordered_at): (&[&'a ClusterVerdict], Option<&[u32]>),
     clusters: &C,
     strategy: Strategy,
     replicas: Option<i32>,
@@ -324,7 +352,12 @@ fn by_groups<'a, C: Clusters + ?Sized>(
         Some(index) => {
             let mut by_id: Vec<Vec<usize>> = vec![Vec::new(); index.keys.len()];
             for (at, v) in ordered.iter().enumerate() {
-                let Some(p) = clusters.position(&v.name) else { continue };
+                let p = match ordered_at {
+                    Some(positions) => positions.get(at).copied(),
+                    None => clusters.position(&v.name),
+                };
+                let Some(p) = p else { continue };
+                debug_assert_eq!(Some(p), clusters.position(&v.name), "the position given for {}", v.name);
                 for &id in index.groups_at(p) {
                     if let Some(ats) = by_id.get_mut(id as usize) {
                         ats.push(at);
