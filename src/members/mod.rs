@@ -54,30 +54,32 @@ struct Summarised {
     unbound: crate::model::ResourceList,
     unbound_pods: u32,
     models: Vec<crate::model::snapshot::ModelGrade>,
-    summary: ResourceSummary,
+    summary: Arc<ResourceSummary>,
 }
 
 impl SummaryMemo {
     /// The summary of `data` under `models`: the kept one when it was computed from the same.
-    pub fn of(&self, data: &LiveData, models: &[crate::model::snapshot::ModelGrade]) -> ResourceSummary {
-        let mut unbound = data.unbound.clone();
-        unbound.0.remove("pods");
+    /// The kept one is shared, not copied: every pass's snapshot of the member holds it.
+    pub fn of(&self, data: &LiveData, models: &[crate::model::snapshot::ModelGrade]) -> Arc<ResourceSummary> {
+        // The unbound pods' requests without their `pods` entry (counted apart).
+        let unbound_requests = || data.unbound.0.iter().filter(|(name, _)| name.as_str() != "pods");
         let mut memo = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(m) = memo.as_ref()
             && Arc::ptr_eq(&m.nodes, &data.nodes)
-            && m.unbound == unbound
+            && m.unbound.0.iter().eq(unbound_requests())
             && m.unbound_pods == data.pods.unbound
             && m.models == models
         {
-            return m.summary.clone();
+            return Arc::clone(&m.summary);
         }
-        let summary = ResourceSummary::from_nodes(&data.nodes, &unbound, data.pods.unbound, models);
+        let unbound = crate::model::ResourceList(unbound_requests().map(|(k, v)| (k.clone(), *v)).collect());
+        let summary = Arc::new(ResourceSummary::from_nodes(&data.nodes, &unbound, data.pods.unbound, models));
         *memo = Some(Summarised {
             nodes: Arc::clone(&data.nodes),
             unbound,
             unbound_pods: data.pods.unbound,
             models: models.to_vec(),
-            summary: summary.clone(),
+            summary: Arc::clone(&summary),
         });
         summary
     }
@@ -106,7 +108,7 @@ pub fn apply_live(
             Some(s) => (
                 Some(Arc::new(LiveData {
                     nodes: s.nodes,
-                    unbound: s.summary.map(|x| x.allocating).unwrap_or_default(),
+                    unbound: s.summary.map(|x| Arc::unwrap_or_clone(x).allocating).unwrap_or_default(),
                     pods: s.pods.unwrap_or_default(),
                     poll: s.poll.unwrap_or_default(),
                 })),
@@ -150,7 +152,7 @@ pub fn apply_live(
             }
             None => {
                 // Never seen: nothing is known about its capacity.
-                snap.summary = Some(ResourceSummary::default());
+                snap.summary = Some(Arc::default());
                 snap.nodes = Arc::default();
                 snap.pods = None;
                 snap.poll = None;
@@ -228,8 +230,10 @@ mod tests {
         changed[1] = node("b", 3000);
         cases.push((data(Arc::new(changed), 900, 3), grades(500)));
         for (i, (d, models)) in cases.iter().enumerate() {
-            assert_eq!(memo.of(d, models), fresh(d, models), "case {i}");
-            assert_eq!(memo.clone().of(d, models), fresh(d, models), "case {i}, through a copy of the view");
+            assert_eq!(*memo.of(d, models), fresh(d, models), "case {i}");
+            assert_eq!(*memo.clone().of(d, models), fresh(d, models), "case {i}, through a copy of the view");
+            // Asked again of the same data: the kept summary itself, not a copy.
+            assert!(Arc::ptr_eq(&memo.of(d, models), &memo.of(d, models)), "case {i}: shared");
         }
     }
 

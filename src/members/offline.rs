@@ -91,7 +91,7 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         health,
         source: SnapshotSource::Offline { file: c.source.file.display().to_string() },
         api_enablements: std::sync::Arc::new(api_enablements),
-        summary,
+        summary: summary.map(std::sync::Arc::new),
         resource_models,
         nodes: Default::default(),
         pods: None,

@@ -172,7 +172,7 @@ pub fn deduct(
         placed += k;
     }
     let left = count - placed;
-    if let Some(s) = snap.summary.as_mut() {
+    if let Some(s) = snap.summary.as_mut().map(std::sync::Arc::make_mut) {
         for (name, want) in req.request.iter() {
             if name == "pods" {
                 continue;
@@ -183,7 +183,7 @@ pub fn deduct(
         s.allocated.add_amount("pods", placed.saturating_mul(1000));
         s.allocating.add_amount("pods", left.saturating_mul(1000));
     }
-    snap.summary_free.deducted(snap.summary.as_ref(), req);
+    snap.summary_free.deducted(snap.summary.as_deref(), req);
     // The index follows the nodes: in place when this view alone holds it (every deduction
     // from it after the pass's first), else on a copy.
     if let Some(mut index) = snap.index.take() {
@@ -325,12 +325,23 @@ mod tests {
         let req =
             ReplicaRequirements { request: ResourceList([("cpu".to_string(), 1000)].into()), ..Default::default() };
         let dims = Dimensions::new(&ModelSettings::default());
-        // The node views are shared (with the poller's data); a deduction copies them.
+        // The node views and the summary are shared (with the poller's data and memo); a
+        // deduction copies them.
         let shared = snap.nodes.clone();
+        let shared_summary = snap.summary.clone().expect("summary");
         assert_eq!(deduct(&mut snap, &req, &CompiledRequest::compile(u64::MAX, &req, &dims), 0, &dims), 0);
         assert!(std::sync::Arc::ptr_eq(&shared, &snap.nodes), "nothing deducted, nothing copied");
+        assert!(
+            snap.summary.as_ref().is_some_and(|s| std::sync::Arc::ptr_eq(s, &shared_summary)),
+            "summary not copied"
+        );
         assert_eq!(deduct(&mut snap, &req, &CompiledRequest::compile(u64::MAX, &req, &dims), 5, &dims), 3);
         assert_eq!(shared[0].requested.get("cpu"), 0, "the shared views are left as they were");
+        assert_eq!(
+            (shared_summary.allocated.get("cpu"), shared_summary.allocating.get("cpu")),
+            (0, 0),
+            "the shared summary is left as it was"
+        );
         assert_eq!(snap.nodes[0].requested.get("cpu"), 2000);
         assert_eq!(snap.nodes[1].pods, 1);
         let s = snap.summary.as_ref().expect("summary");

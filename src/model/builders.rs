@@ -92,7 +92,7 @@ impl ClusterSnapshot {
     }
 
     pub fn with_summary(mut self, summary: ResourceSummary) -> Self {
-        self.summary = Some(summary);
+        self.summary = Some(std::sync::Arc::new(summary));
         self.summary_free.reset();
         self
     }

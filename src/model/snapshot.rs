@@ -341,8 +341,11 @@ pub struct ClusterSnapshot {
     /// Shared (a member's discovery list, hundreds of entries, is copied into every pass's
     /// snapshot of it); hashes and serializes as the set.
     pub api_enablements: std::sync::Arc<BTreeSet<String>>,
-    /// Summary-level capacity, when known.
-    pub summary: Option<ResourceSummary>,
+    /// Summary-level capacity, when known. Shared (the poller's memo of a member's summary is
+    /// in every pass's snapshot of it, and each copy of a snapshot holds the same one); a
+    /// deduction changes a copy of its own (`Arc::make_mut`). Hashes and serialises as the
+    /// summary itself.
+    pub summary: Option<std::sync::Arc<ResourceSummary>>,
     pub resource_models: Vec<ModelGrade>,
     /// Node-level data of a live cluster; empty for offline clusters. Shared with the poller's
     /// data and between the pass's copies of the snapshot; a deduction that changes a node
@@ -410,7 +413,7 @@ impl ClusterSnapshot {
             health: &'a Health,
             source: &'a SnapshotSource,
             api_enablements: &'a BTreeSet<String>,
-            summary: &'a Option<ResourceSummary>,
+            summary: &'a Option<std::sync::Arc<ResourceSummary>>,
             resource_models: &'a Vec<ModelGrade>,
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             nodes: &'a [NodeView],

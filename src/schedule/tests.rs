@@ -452,13 +452,13 @@ fn karmada_examples() {
             .map(|(c, f)| {
                 let mut c = c.clone();
                 let already = previous.iter().find(|(n, _)| *n == c.name).map(|(_, r)| i64::from(*r)).unwrap_or(0);
-                c.summary = Some(ResourceSummary {
+                c.summary = Some(std::sync::Arc::new(ResourceSummary {
                     allocatable: ResourceList(
                         [("cpu".to_string(), (f + already) * 1000), ("pods".to_string(), 1_000_000)].into(),
                     ),
                     allocated: ResourceList([("cpu".to_string(), already * 1000)].into()),
                     ..Default::default()
-                });
+                }));
                 c
             })
             .collect();
@@ -623,7 +623,7 @@ fn profiles_change_the_choice_as_documented() {
     use crate::schedule::profile::{CostTable, Price, PriceEntry, ProfileConfig, Profiles};
     // m00 is nearly empty, m01 half full; both can hold the replica.
     let mut clusters = vec![cluster(0, 100, false, true), cluster(1, 100, false, false)];
-    if let Some(s) = clusters[1].summary.as_mut() {
+    if let Some(s) = clusters[1].summary.as_mut().map(std::sync::Arc::make_mut) {
         s.allocated = ResourceList([("cpu".to_string(), 50_000)].into());
     }
     let mut p = strategy_placement(0, false, &[]);

@@ -184,7 +184,7 @@ impl ClusterSnapshotV3 {
             health: self.health,
             source: self.source,
             api_enablements: std::sync::Arc::new(self.api_enablements),
-            summary: self.summary,
+            summary: self.summary.map(std::sync::Arc::new),
             resource_models: self.resource_models,
             nodes: std::sync::Arc::new(self.nodes),
             pods: self.pods.map(|p| {
@@ -257,7 +257,7 @@ impl ClusterSnapshotV2 {
             health: self.health,
             source: self.source,
             api_enablements: std::sync::Arc::new(self.api_enablements),
-            summary: self.summary,
+            summary: self.summary.map(std::sync::Arc::new),
             resource_models: self.resource_models,
             nodes: std::sync::Arc::new(self.nodes),
             pods: self.pods.map(|p| {
@@ -313,7 +313,7 @@ impl ClusterSnapshotV1 {
             health: self.health,
             source: self.source,
             api_enablements: std::sync::Arc::new(self.api_enablements),
-            summary: self.summary,
+            summary: self.summary.map(std::sync::Arc::new),
             resource_models: self.resource_models,
             nodes: Default::default(),
             pods: None,
