@@ -100,6 +100,24 @@ pub const SHARE_OF_S2: f64 = 0.01;
 /// S7: restart until ready ≤ 2 s at the mark size, ≤ 200 µs per workload.
 pub const S7_MS: f64 = 2_000.0;
 pub const S7_US_PER_WORKLOAD: f64 = S7_MS * 1e3 / MARK_SIZE.workloads as f64;
+/// S5: the poller's peak RSS ≤ 1 GiB at 1,000 member clusters.
+pub const S5_RSS_MIB: f64 = 1024.0;
+pub const S5_RSS_CLUSTERS: usize = 1_000;
+
+/// S5's peak RSS at [`S5_RSS_CLUSTERS`] clusters (MiB) from a poll of `clusters` clusters
+/// whose process held `baseline` bytes (its current RSS, not its high-water mark: work done
+/// before, such as generating the fleet, must not hide the poller's growth) before the first
+/// round and peaked at `peak` bytes: the peak itself at that size or more (`true`: measured),
+/// else the baseline plus the growth scaled linearly in clusters (`false`: projected; the
+/// list round's buffers, bounded by `poll.concurrency`, are scaled too, so it errs high).
+pub fn s5_rss_at_mark(baseline: u64, peak: u64, clusters: usize) -> (f64, bool) {
+    let mib = |b: f64| b / (1024.0 * 1024.0);
+    if clusters >= S5_RSS_CLUSTERS {
+        return (mib(peak as f64), true);
+    }
+    let growth = peak.saturating_sub(baseline) as f64 / clusters.max(1) as f64;
+    (mib(baseline as f64 + growth * S5_RSS_CLUSTERS as f64), false)
+}
 
 #[cfg(test)]
 mod tests {
@@ -119,6 +137,21 @@ mod tests {
         let at = Mark::at_size("≤ 500 ms", 300.0, S1_MS, MARK_SIZE);
         assert_eq!(at.suffix(), "   mark ≤ 500 ms at W=10,000 × C=1,000 × N=100: met");
         assert_eq!(Mark::at_size("≤ 500 ms", 501.0, S1_MS, MARK_SIZE).met, Some(false));
+    }
+
+    #[test]
+    fn s5_rss_is_measured_at_its_size_and_projected_from_the_current_rss_below_it() {
+        const MIB: u64 = 1024 * 1024;
+        // 100 clusters grew a 15 MiB process to 130 MiB: 1.15 MiB each, 1,165 MiB at 1,000.
+        assert_eq!(s5_rss_at_mark(15 * MIB, 130 * MIB, 100), (1165.0, false));
+        // A baseline taken as the high-water mark of earlier work (72 MiB) would have hidden
+        // most of that growth: 72 + 58 × 10 = 652 MiB, "met". The caller passes the current RSS.
+        assert_eq!(s5_rss_at_mark(72 * MIB, 130 * MIB, 100), (652.0, false));
+        // At the mark's size the peak is the figure.
+        assert_eq!(s5_rss_at_mark(15 * MIB, 900 * MIB, 1_000), (900.0, true));
+        assert_eq!(s5_rss_at_mark(15 * MIB, 1100 * MIB, 2_000), (1100.0, true));
+        // A peak below the baseline (it cannot be, but) projects no growth.
+        assert_eq!(s5_rss_at_mark(20 * MIB, 10 * MIB, 10), (20.0, false));
     }
 
     #[test]

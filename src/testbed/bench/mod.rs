@@ -1072,17 +1072,30 @@ fn poll_scenario(o: &Options) -> Result<Vec<Figure>, BenchError> {
     let g = fleet::Generate { clusters: o.poll_clusters, nodes: o.poll_nodes, pods: o.poll_pods, seed: o.seed };
     let dir = o.dir.join(format!("fleet-c{}-n{}-p{}-s{}", g.clusters, g.nodes, g.pods, g.seed));
     let stamp = dir.join(COMPLETE);
+    let exe = std::env::current_exe().map_err(io("current executable"))?;
     if !stamp.exists() {
         fresh_dir(&dir)?;
-        for c in fleet::clusters(&g) {
-            fleet::write(&dir, std::slice::from_ref(&c))?;
+        // By a child process (`fedsched simulate --generate`): this process's memory is then
+        // the poller's alone, which S5 measures.
+        let status = std::process::Command::new(&exe)
+            .arg("simulate")
+            .args(["--generate", &g.clusters.to_string(), "--nodes", &g.nodes.to_string()])
+            .args(["--pods", &g.pods.to_string(), "--seed", &g.seed.to_string()])
+            .arg("--out")
+            .arg(&dir)
+            .env("FEDSCHED_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .status()
+            .map_err(io("spawn the fleet generator"))?;
+        if !status.success() {
+            return Err(BenchError::Check(format!("generating the fleet failed: {status}")));
         }
         std::fs::write(&stamp, b"").map_err(io("stamp"))?;
     }
     let meta = dir.join(".simulator");
     let endpoints = meta.join("endpoints.json");
     let _ = std::fs::remove_file(&endpoints);
-    let exe = std::env::current_exe().map_err(io("current executable"))?;
     // The window holds a minute of churn: a watcher never falls behind it between rounds.
     let window = (S5_CHURN_PER_SECOND * 60.0).ceil() as usize + 64;
     let mut child = std::process::Command::new(exe)
@@ -1153,7 +1166,10 @@ fn poll_rounds(
         .build()
         .map_err(io("start the runtime"))?;
     let mut poller = crate::members::live::Poller::new(cfg.poll.clone(), Duration::from_secs(30));
-    let rss_before = timing::peak_rss().unwrap_or(0);
+    // The baseline of the poller's growth: the current RSS, not the high-water mark (which
+    // holds whatever this process did before, such as loading the policies).
+    let hwm_before = timing::peak_rss().unwrap_or(0);
+    let rss_before = timing::status_bytes("VmRSS").unwrap_or(hwm_before);
     let pods_of = |p: &crate::members::live::Poller| -> u64 {
         p.view().clusters.values().filter_map(|c| c.last_good.as_ref().map(|d| u64::from(d.poll.pods))).sum()
     };
@@ -1229,12 +1245,25 @@ fn poll_rounds(
     let current = timing::status_bytes("VmRSS").unwrap_or(0);
     out.push(Figure::new(s, "  current RSS (VmRSS) after the rounds", "MiB", vec![mib(current)]));
     out.push(Figure::new(s, "  peak RSS after the first round", "MiB", vec![mib(rss_list)]));
-    out.push(Figure::new(s, "  peak RSS before the first round", "MiB", vec![mib(rss_before)]));
-    let per_cluster = peak.saturating_sub(rss_before) as f64 / o.poll_clusters.max(1) as f64;
-    let projected = (rss_before as f64 + per_cluster * 1000.0) / (1024.0 * 1024.0);
-    out.push(
-        Figure::new(s, "  peak RSS projected to 1,000 clusters (linear in clusters)", "MiB", vec![projected])
-            .mark(Mark { text: "≤ 1 GiB at 1,000 clusters (projected)".to_string(), met: Some(projected <= 1024.0) }),
-    );
+    out.push(Figure::new(s, "  peak RSS before the first round", "MiB", vec![mib(hwm_before)]));
+    out.push(Figure::new(s, "  current RSS before the first round", "MiB", vec![mib(rss_before)]));
+    // Judged only where measured: a projection from fewer clusters scales the list round's
+    // buffers too (bounded by `poll.concurrency`, not by the fleet), and small fleets cost more
+    // per cluster; it gave 1,168 MiB from 100 clusters where 1,000 measured 1,003 MiB.
+    let (at_mark, measured) = marks::s5_rss_at_mark(rss_before, peak, o.poll_clusters);
+    let (what, mark) = match measured {
+        true => (
+            "  peak RSS at 1,000 clusters or more (measured)",
+            Mark { text: "≤ 1 GiB at 1,000 clusters".to_string(), met: Some(at_mark <= marks::S5_RSS_MIB) },
+        ),
+        false => (
+            "  peak RSS projected to 1,000 clusters (current RSS before + growth, linear in clusters; errs high)",
+            Mark {
+                text: format!("≤ 1 GiB is set for 1,000 clusters, this is {} (projected)", o.poll_clusters),
+                met: None,
+            },
+        ),
+    };
+    out.push(Figure::new(s, what, "MiB", vec![at_mark]).mark(mark));
     Ok(out)
 }
