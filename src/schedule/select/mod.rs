@@ -168,8 +168,9 @@ pub fn select_clusters_at<'a, C: Clusters + ?Sized>(
     strategy: Strategy,
     replicas: Option<i32>,
 ) -> Result<Vec<&'a ClusterVerdict>, String> {
-    let positions = positions.filter(|p| p.len() == feasible.len());
-    debug_assert!(positions.is_none_or(|p| p.windows(2).all(|w| w[0] < w[1])), "positions not ascending");
+    // (Positions that do not ascend one per verdict are not used: the verdicts are then
+    // ordered by name as without them.)
+    let positions = positions.filter(|p| p.len() == feasible.len() && p.windows(2).all(|w| w[0] < w[1]));
     let at = order_in(feasible, positions.is_some());
     let ordered: Vec<&ClusterVerdict> = at.iter().map(|&i| feasible[i]).collect();
     // Duplicated ignores available resources (Karmada's InvalidReplicas).
