@@ -394,7 +394,12 @@ impl ClusterDigests {
         if self.reference.is_empty() {
             return (clusters_state(positions, self, snapshots, assumed), None);
         }
-        let (mut now, mut before, mut changed) = (0u64, 0u64, Vec::new());
+        // Each cluster's digest now, against both references in one walk: the start's, and
+        // (when kept) the end's, which a decision made after the previous pass's deductions
+        // read (a workload after an edited one).
+        let with_end = !self.reference_end.is_empty();
+        let (mut now, mut before, mut after) = (0u64, 0u64, 0u64);
+        let (mut changed, mut changed_end) = (Vec::new(), Vec::new());
         for (k, &i) in positions.iter().enumerate() {
             let d = self.of(i, snapshots, assumed);
             let r = self.reference.get(i).copied().unwrap_or(u64::MAX);
@@ -403,23 +408,18 @@ impl ClusterDigests {
             if d != r {
                 changed.push(k);
             }
-        }
-        if before == then {
-            return (now, Some(changed));
-        }
-        // Read after the previous pass's deductions (a decision after an edited workload).
-        if self.reference_end.is_empty() {
-            return (now, None);
-        }
-        let (mut after, mut changed) = (0u64, Vec::new());
-        for (k, &i) in positions.iter().enumerate() {
-            let e = self.reference_end.get(i).copied().unwrap_or(u64::MAX);
-            after = after.wrapping_add(e);
-            if self.of(i, snapshots, assumed) != e {
-                changed.push(k);
+            if with_end {
+                let e = self.reference_end.get(i).copied().unwrap_or(u64::MAX);
+                after = after.wrapping_add(e);
+                if d != e {
+                    changed_end.push(k);
+                }
             }
         }
-        (now, (after == then).then_some(changed))
+        match (before == then, with_end && after == then) {
+            (true, _) => (now, Some(changed)),
+            (false, end) => (now, end.then_some(changed_end)),
+        }
     }
 }
 

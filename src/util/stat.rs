@@ -151,6 +151,17 @@ mod tests {
         assert!(read_file(dir.path()).is_err());
     }
 
+    /// Sets the access time of `path` to an old one, older than its modification time (which
+    /// `relatime` would update on a read); returns a reader of its access time.
+    fn aged(path: &std::path::Path) -> impl Fn() -> std::time::SystemTime + '_ {
+        let old = rustix::fs::Timestamps {
+            last_access: rustix::fs::Timespec { tv_sec: 1_000_000, tv_nsec: 0 },
+            last_modification: rustix::fs::Timespec { tv_sec: 2_000_000, tv_nsec: 0 },
+        };
+        rustix::fs::utimensat(rustix::fs::CWD, path, &old, rustix::fs::AtFlags::empty()).expect("set times");
+        move || std::fs::metadata(path).and_then(|m| m.accessed()).expect("atime")
+    }
+
     /// Listing a directory gives its files, directories and other entries (a link is not
     /// followed), and leaves its access time as it was.
     #[test]
@@ -159,12 +170,7 @@ mod tests {
         std::fs::write(dir.path().join("a.yaml"), "a: 1\n").expect("write");
         std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
         std::os::unix::fs::symlink(dir.path().join("sub"), dir.path().join("link")).expect("symlink");
-        let old = rustix::fs::Timestamps {
-            last_access: rustix::fs::Timespec { tv_sec: 1_000_000, tv_nsec: 0 },
-            last_modification: rustix::fs::Timespec { tv_sec: 2_000_000, tv_nsec: 0 },
-        };
-        rustix::fs::utimensat(rustix::fs::CWD, dir.path(), &old, rustix::fs::AtFlags::empty()).expect("set times");
-        let accessed = || std::fs::metadata(dir.path()).and_then(|m| m.accessed()).expect("atime");
+        let accessed = aged(dir.path());
         let before = accessed();
         let mut listed = list_dir_untouched(dir.path()).expect("list");
         listed.sort_by(|a, b| a.0.cmp(&b.0));
@@ -180,23 +186,13 @@ mod tests {
         assert!(list_dir_untouched(&dir.path().join("a.yaml")).is_err());
     }
 
-    /// Reading a file leaves its access time as it was, even one older than its last change
-    /// (which `relatime` would update on a read).
+    /// Reading a file leaves its access time as it was, even one older than its last change.
     #[test]
     fn a_read_leaves_the_access_time() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("f.yaml");
-        std::fs::write(
-            &path, "a: 1
-",
-        )
-        .expect("write");
-        let old = rustix::fs::Timestamps {
-            last_access: rustix::fs::Timespec { tv_sec: 1_000_000, tv_nsec: 0 },
-            last_modification: rustix::fs::Timespec { tv_sec: 2_000_000, tv_nsec: 0 },
-        };
-        rustix::fs::utimensat(rustix::fs::CWD, &path, &old, rustix::fs::AtFlags::empty()).expect("set times");
-        let accessed = || std::fs::metadata(&path).and_then(|m| m.accessed()).expect("atime");
+        std::fs::write(&path, "a: 1\n").expect("write");
+        let accessed = aged(&path);
         let before = accessed();
         let (_, bytes) = read_file(&path).expect("read");
         assert_eq!(bytes, b"a: 1\n");

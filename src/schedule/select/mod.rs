@@ -346,7 +346,8 @@ fn by_groups<'a, C: Clusters + ?Sized>(
 ) -> Result<Vec<&'a ClusterVerdict>, String> {
     // Each group's members by their index in `ordered` (so in the global order: score desc,
     // available desc, name asc; a cluster has one verdict, which every group it is in holds),
-    // the groups found by a hash of their key, then sorted by key.
+    // the groups sorted by key: from the fleet's level index where it keeps one, else read
+    // from each verdict's cluster ([`members_by_name`]).
     let indexed = clusters.level_index(level);
     let members: Vec<(&str, Vec<usize>)> = match &indexed {
         // The fleet's groups by position: the group of each verdict's cluster is an index.

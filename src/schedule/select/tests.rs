@@ -215,9 +215,13 @@ fn spread_by_region_zone_provider_and_label() {
             Ok(vec!["ap-a", "eu-a", "eu-b", "us-a", "us-b"]),
         ),
     ];
-    // The verdicts in name order (a fleet's), with their positions given or not.
+    // The verdicts in name order (a fleet's), selected through the fleet's view (which keeps
+    // each level's groups by position) with their positions given: the right ones, and ones
+    // that do not ascend, which must not be used (they would put verdicts in other groups).
     let mut by_name = refs.clone();
     by_name.sort_by(|a, b| a.name.cmp(&b.name));
+    let fleet = crate::schedule::Fleet::new(&clusters);
+    let view = crate::schedule::FleetView { fleet: &fleet, clusters: &clusters };
     let ascending: Vec<u32> = (0..by_name.len() as u32).collect();
     let descending: Vec<u32> = ascending.iter().rev().copied().collect();
     for (what, constraints, strategy, want) in cases {
@@ -225,7 +229,7 @@ fn spread_by_region_zone_provider_and_label() {
         let got = names(select_clusters(&p, &refs, &clusters, strategy, Some(10)));
         let plain = names(select_clusters(&p, &by_name, &clusters, strategy, Some(10)));
         for positions in [&ascending, &descending] {
-            let given = names(select_clusters_at(&p, (&by_name, Some(positions)), &clusters, strategy, Some(10)));
+            let given = names(select_clusters_at(&p, (&by_name, Some(positions)), &view, strategy, Some(10)));
             assert_eq!(given, plain, "{what}: positions {positions:?} given");
         }
         match want {
