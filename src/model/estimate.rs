@@ -53,17 +53,33 @@ pub fn max_available(
     req: &ReplicaRequirements,
 ) -> Vec<(Option<i64>, Vec<Estimate>)> {
     let mut out: Vec<(Option<i64>, Vec<Estimate>)> = clusters.iter().map(|_| (None, Vec::new())).collect();
-    for e in estimators {
-        for ((_, answers), r) in out.iter_mut().zip(e.max_replicas_each(clusters, req)) {
-            if let Some(r) = r {
-                answers.push((std::borrow::Cow::Borrowed(e.name()), r.max(0)));
-            }
+    push_estimates(estimators, clusters, req, |k, answer| {
+        if let Some((_, answers)) = out.get_mut(k) {
+            answers.push(answer);
         }
-    }
+    });
     for (min, answers) in &mut out {
         *min = answers.iter().map(|a| a.1).min();
     }
     out
+}
+
+/// The estimators' answers for `clusters`, each given to `push` with its cluster's index in
+/// `clusters`: per cluster in the estimators' order (an estimator that cannot tell gives
+/// none). Their minimum is the cluster's estimate ([`max_available`]).
+pub fn push_estimates(
+    estimators: &[Box<dyn Estimator>],
+    clusters: &[&ClusterSnapshot],
+    req: &ReplicaRequirements,
+    mut push: impl FnMut(usize, Estimate),
+) {
+    for e in estimators {
+        for (k, r) in e.max_replicas_each(clusters, req).into_iter().enumerate() {
+            if let Some(r) = r {
+                push(k, (std::borrow::Cow::Borrowed(e.name()), r.max(0)));
+            }
+        }
+    }
 }
 
 /// Karmada's general estimator over `status.resourceSummary`:

@@ -234,7 +234,8 @@ impl Reconciler {
             full_check,
             stability: &stability,
         };
-        let decisions = decide::decide_all(&context, cache, &mut snapshots)?;
+        // On the pool: a decision's estimates split across its threads.
+        let decisions = crate::util::threads::on_pool(|| decide::decide_all(&context, cache, &mut snapshots))?;
 
         let namespaces = self.settings.publish.namespaces;
         let planned = plan::plan(cache, &inputs.set, &decisions, full_check, namespaces);

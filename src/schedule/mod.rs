@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::estimate::max_available;
+use crate::model::estimate::push_estimates;
 use crate::model::{ClusterSnapshot, Workload};
 use crate::policy::ObjectKey;
 use crate::policy::types::{
@@ -544,65 +544,87 @@ fn availability_verdicts(
     req: &ScheduleRequest<'_>,
     sorted: &[&ClusterSnapshot],
 ) -> Vec<ClusterVerdict> {
-    let mut verdicts: Vec<ClusterVerdict> = Vec::with_capacity(sorted.len());
-    let mut estimated = match req.workload.replicas {
-        Some(_) => max_available(&fw.estimators, sorted, &req.workload.requirements),
-        None => Vec::new(),
-    }
-    .into_iter();
-    for cluster in sorted {
-        let mut reasons = Vec::new();
-        let mut estimates = Vec::new();
-        let mut available = None;
-        if let Some(desired) = req.workload.replicas {
-            let (est, answers) = estimated.next().unwrap_or_default();
-            estimates = answers;
-            let est = est.map(|e| confidence_discount(fw, cluster, e, &mut reasons));
-            if est.is_some_and(|e| e < i64::from(desired)) {
-                for e in &fw.estimators {
-                    e.explain(cluster, &req.workload.requirements, &mut |line| {
-                        let mut reason = String::with_capacity(MODEL_PREFIX.len() + line.len());
-                        reason.push_str(MODEL_PREFIX);
-                        reason.push_str(line);
-                        reasons.push(reason);
-                    });
-                }
-            }
-            let already = i64::from(req.previous.get(&cluster.name).copied().unwrap_or(0));
-            let mut avail = match est {
-                Some(e) => e.saturating_add(already),
-                // Karmada: when no estimator can tell, the cluster is taken to fit them all.
-                None => i64::from(desired),
-            };
-            if let Some(max) = cluster.constraints.max_replicas_per_workload
-                && avail > max
-            {
-                reasons.push(format!("{MODEL_PREFIX}cluster allows at most {max} replicas per workload"));
-                avail = max;
-            }
-            if let Some(&cap) = req.failover.caps.get(&cluster.name)
-                && avail > i64::from(cap)
-            {
-                reasons.push(format!(
-                    "{MODEL_PREFIX}capacity distrusted after replicas stayed Unschedulable: at most {cap} replicas until its figures change"
-                ));
-                avail = i64::from(cap);
-            }
-            available = Some(avail);
-        }
-        verdicts.push(ClusterVerdict {
-            name: cluster.name.clone(),
+    let answers = match req.workload.replicas {
+        Some(_) => fw.estimators.len(),
+        None => 0,
+    };
+    let mut verdicts: Vec<ClusterVerdict> = sorted
+        .iter()
+        .map(|c| ClusterVerdict {
+            name: c.name.clone(),
             feasible: true,
-            reasons,
+            reasons: Vec::new(),
             score: 0,
             scores: Vec::new(),
-            available_replicas: available,
+            available_replicas: None,
             replicas: None,
             selected: false,
-            estimates,
+            estimates: Vec::with_capacity(answers),
+        })
+        .collect();
+    if let Some(desired) = req.workload.replicas {
+        // Each cluster's verdict is its own: runs of clusters on the pool's threads give the
+        // same verdicts as one run.
+        crate::util::threads::split_zip(sorted, &mut verdicts, PARALLEL_VERDICTS, |run, verdicts| {
+            availability_run(fw, req, desired, run, verdicts);
         });
     }
     verdicts
+}
+
+/// Feasible clusters a run of [`availability_verdicts`] has at least before a decision's
+/// estimates are cut across threads (a run of fewer costs less than the hand-over).
+const PARALLEL_VERDICTS: usize = 64;
+
+/// [`availability_verdicts`] of a workload of `desired` replicas on one run of clusters, into
+/// their verdicts.
+fn availability_run(
+    fw: &Framework,
+    req: &ScheduleRequest<'_>,
+    desired: i32,
+    sorted: &[&ClusterSnapshot],
+    verdicts: &mut [ClusterVerdict],
+) {
+    push_estimates(&fw.estimators, sorted, &req.workload.requirements, |k, answer| {
+        if let Some(v) = verdicts.get_mut(k) {
+            v.estimates.push(answer);
+        }
+    });
+    for (cluster, v) in sorted.iter().zip(verdicts.iter_mut()) {
+        let reasons = &mut v.reasons;
+        let est = v.estimates.iter().map(|a| a.1).min().map(|e| confidence_discount(fw, cluster, e, reasons));
+        if est.is_some_and(|e| e < i64::from(desired)) {
+            for e in &fw.estimators {
+                e.explain(cluster, &req.workload.requirements, &mut |line| {
+                    let mut reason = String::with_capacity(MODEL_PREFIX.len() + line.len());
+                    reason.push_str(MODEL_PREFIX);
+                    reason.push_str(line);
+                    reasons.push(reason);
+                });
+            }
+        }
+        let already = i64::from(req.previous.get(&cluster.name).copied().unwrap_or(0));
+        let mut avail = match est {
+            Some(e) => e.saturating_add(already),
+            // Karmada: when no estimator can tell, the cluster is taken to fit them all.
+            None => i64::from(desired),
+        };
+        if let Some(max) = cluster.constraints.max_replicas_per_workload
+            && avail > max
+        {
+            reasons.push(format!("{MODEL_PREFIX}cluster allows at most {max} replicas per workload"));
+            avail = max;
+        }
+        if let Some(&cap) = req.failover.caps.get(&cluster.name)
+            && avail > i64::from(cap)
+        {
+            reasons.push(format!(
+                "{MODEL_PREFIX}capacity distrusted after replicas stayed Unschedulable: at most {cap} replicas until its figures change"
+            ));
+            avail = i64::from(cap);
+        }
+        v.available_replicas = Some(avail);
+    }
 }
 
 /// Marks the verdicts of the clusters `targets` names as selected, with their replicas. The

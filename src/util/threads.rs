@@ -4,6 +4,13 @@
 //! decisions, rebuilding the member views): the cores, at most 4, or `FEDSCHED_THREADS` (1–64)
 //! when it is set — for a unit whose CPU quota is smaller than the machine, and for the tests
 //! that show a pass gives the same bytes on one thread and on several.
+//!
+//! Steps of milliseconds spawn scoped threads ([`map_ordered`]). Steps of microseconds — one
+//! decision's per-cluster estimates, asked 10,000 times a pass — can pay neither a thread's
+//! start nor a sleeping thread's wake-up (on a virtual machine, waking another core costs
+//! about as much as the step). They split on the process's pool ([`split_ordered`]), which a
+//! stage enters once ([`on_pool`]): for the stage's length the pool's other threads stay
+//! awake looking for runs to take, so a split is a hand-over between awake threads.
 
 /// The environment variable that sets the thread count.
 pub const ENV: &str = "FEDSCHED_THREADS";
@@ -61,6 +68,139 @@ pub fn map_into_ordered<T: Send, R: Send>(items: Vec<T>, threads: usize, f: impl
     })
 }
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The process's pool for fine-grained splits: [`workers`] threads as they were when first
+/// asked; `None` when that is one, or when the pool cannot start (everything then runs on the
+/// caller's thread, as with one).
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let n = workers();
+        if n < 2 {
+            return None;
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("fedsched-pool-{i}"))
+            .build()
+            .map_err(|error| tracing::warn!(%error, "the thread pool did not start: splits run on one thread"))
+            .ok()
+    })
+    .as_ref()
+}
+
+/// How long a kept-awake thread looks for runs without finding one before it naps: a stage
+/// between its splits (reading, claiming, deducting) costs no more than a core's spin.
+const IDLE_BEFORE_NAP: std::time::Duration = std::time::Duration::from_millis(2);
+/// A nap's length (a split meanwhile runs on its caller's thread).
+const NAP: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// Runs `f` on one of the pool's threads while the others stay awake for its splits
+/// ([`split_ordered`]); here when there is no pool or this thread is one of its threads.
+pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    let Some(p) = pool().filter(|p| p.current_thread_index().is_none()) else { return f() };
+    p.install(|| {
+        let owner = rayon::current_thread_index();
+        let done = AtomicBool::new(false);
+        /// Ends the keepers when `f` returns or unwinds.
+        struct Done<'a>(&'a AtomicBool);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Release);
+            }
+        }
+        rayon::scope(|scope| {
+            for _ in 1..p.current_num_threads() {
+                scope.spawn(|_| keep_awake(&done, owner));
+            }
+            let _done = Done(&done);
+            f()
+        })
+    })
+}
+
+/// A pool thread's loop while a stage runs on the pool ([`on_pool`]): takes the runs its
+/// splits offer until the stage ends; naps when none came for a while. Returns at once on the
+/// stage's own thread (which may meet this job while it waits for a run: it must not stay).
+fn keep_awake(done: &AtomicBool, owner: Option<usize>) {
+    if rayon::current_thread_index() == owner {
+        return;
+    }
+    let mut last = std::time::Instant::now();
+    let mut idle = 0u32;
+    while !done.load(Ordering::Acquire) {
+        if rayon::yield_now() == Some(rayon::Yield::Executed) {
+            last = std::time::Instant::now();
+            continue;
+        }
+        std::hint::spin_loop();
+        idle = idle.wrapping_add(1);
+        if idle.is_multiple_of(64) && last.elapsed() > IDLE_BEFORE_NAP {
+            std::thread::sleep(NAP);
+        }
+    }
+}
+
+/// `f` over `items` and `outs` (the answer slot of each item, as many) cut into consecutive
+/// runs of at least `min_len` items, one per pool thread at most: the same slots filled as by
+/// `f(items, outs)` whenever `f` fills each item's slot from that item alone, whatever the
+/// thread count. The slots are made by the caller, on its thread: a run on another thread
+/// allocates nothing the caller frees (with mimalloc, a block freed by another thread than
+/// its allocator's costs that allocator a slower path). Cut only within [`on_pool`];
+/// elsewhere, and for fewer than `2 × min_len` items, `f(items, outs)`.
+pub fn split_zip<T: Sync, U: Send>(items: &[T], outs: &mut [U], min_len: usize, f: impl Fn(&[T], &mut [U]) + Sync) {
+    let n = items.len().min(outs.len());
+    let (items, outs) = (&items[..n], &mut outs[..n]);
+    let threads = match pool() {
+        Some(p) if p.current_thread_index().is_some() => p.current_num_threads(),
+        _ => 1,
+    };
+    let runs = threads.min(n / min_len.max(1)).max(1);
+    zip_in(items, outs, runs, &f);
+}
+
+/// `f` over `items` and `outs` in `runs` runs: the right half of the runs on another pool
+/// thread when one takes it, the left half here.
+fn zip_in<T: Sync, U: Send>(items: &[T], outs: &mut [U], runs: usize, f: &(impl Fn(&[T], &mut [U]) + Sync)) {
+    if runs <= 1 {
+        return f(items, outs);
+    }
+    let left_runs = runs / 2;
+    let mid = items.len() * left_runs / runs;
+    let (left, right) = items.split_at(mid);
+    let (left_outs, right_outs) = outs.split_at_mut(mid);
+    // Rayon's join waits for a run another thread took by sleeping, and a sleeping thread
+    // takes as long to wake as the run: the caller waits here instead, awake, for a run it
+    // saw taken (a run not taken yet, the join runs here after the left one).
+    let (taken, finished) = (AtomicBool::new(false), AtomicBool::new(false));
+    rayon::join(
+        || {
+            zip_in(left, left_outs, left_runs, f);
+            let mut spins = 0u32;
+            while taken.load(Ordering::Acquire) && !finished.load(Ordering::Acquire) {
+                spins = spins.saturating_add(1);
+                match spins < 1 << 14 {
+                    true => std::hint::spin_loop(),
+                    false => std::thread::yield_now(),
+                }
+            }
+        },
+        || {
+            taken.store(true, Ordering::Release);
+            /// Marks the run finished, also when it unwinds.
+            struct Finished<'a>(&'a AtomicBool);
+            impl Drop for Finished<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::Release);
+                }
+            }
+            let _finished = Finished(&finished);
+            zip_in(right, right_outs, runs - left_runs, f);
+        },
+    );
+}
+
 /// [`workers`] from the variable's value and the core count: a value that is not a number
 /// in 1–64 is ignored.
 fn from(var: Option<&str>, cores: usize) -> usize {
@@ -72,7 +212,7 @@ fn from(var: Option<&str>, cores: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{from, map_into_ordered, map_ordered};
+    use super::{Ordering, from, map_into_ordered, map_ordered, on_pool, split_zip, zip_in};
 
     #[test]
     fn mapped_items_keep_their_order_on_any_thread_count() {
@@ -88,6 +228,63 @@ mod tests {
             assert_eq!(got, want, "{threads} threads, owned items");
         }
         assert!(map_into_ordered(Vec::<u32>::new(), 4, |i| i).is_empty());
+    }
+
+    /// `split_zip` of `items` into slots of their triples, cut into `min_len` runs (on the
+    /// pool when `pooled`); and how many runs `f` saw.
+    fn tripled(items: &[u32], min_len: usize, pooled: bool) -> (Vec<u64>, usize) {
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let mut outs = vec![0u64; items.len()];
+        let f = |part: &[u32], outs: &mut [u64]| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            for (o, i) in outs.iter_mut().zip(part) {
+                *o = u64::from(*i) * 3;
+            }
+        };
+        match pooled {
+            true => on_pool(|| split_zip(items, &mut outs, min_len, f)),
+            false => split_zip(items, &mut outs, min_len, f),
+        }
+        (outs, calls.load(Ordering::Relaxed))
+    }
+
+    #[test]
+    fn split_runs_fill_every_slot_on_any_cut() {
+        let items: Vec<u32> = (0..103).collect();
+        let want: Vec<u64> = items.iter().map(|i| u64::from(*i) * 3).collect();
+        for runs in [0, 1, 2, 3, 4, 7, 103] {
+            let mut outs = vec![0u64; items.len()];
+            zip_in(&items, &mut outs, runs, &|part: &[u32], outs: &mut [u64]| {
+                for (o, i) in outs.iter_mut().zip(part) {
+                    *o = u64::from(*i) * 3;
+                }
+            });
+            assert_eq!(outs, want, "{runs} runs");
+        }
+        let threads = super::pool().map_or(1, |p| p.current_num_threads());
+        for min_len in [1, 10, 52, 200] {
+            assert_eq!(tripled(&items, min_len, false), (want.clone(), 1), "off the pool: one run of {min_len}");
+            let runs = threads.min(items.len() / min_len).max(1);
+            assert_eq!(tripled(&items, min_len, true), (want.clone(), runs), "on the pool, runs of {min_len}");
+        }
+        assert_eq!(tripled(&[], 1, true), (Vec::new(), 1));
+    }
+
+    #[test]
+    fn a_panic_on_the_pool_reaches_the_caller_and_the_pool_goes_on() {
+        let items: Vec<u32> = (0..64).collect();
+        let caught = std::panic::catch_unwind(|| {
+            on_pool(|| {
+                let mut outs = vec![0u32; items.len()];
+                split_zip(&items, &mut outs, 1, |part, outs| {
+                    assert!(!part.contains(&63), "the last run panics");
+                    outs.copy_from_slice(part);
+                });
+            })
+        });
+        assert!(caught.is_err());
+        let (got, _) = tripled(&items, 1, true);
+        assert_eq!(got, items.iter().map(|i| u64::from(*i) * 3).collect::<Vec<_>>(), "the pool still answers");
     }
 
     #[test]

@@ -437,6 +437,12 @@ pub fn dir_size(dir: &Path) -> u64 {
 /// live members before the next workload (assumed replicas, [`crate::reconcile::Assumed`]), as
 /// in a pass. Returns (time in the fleet build and `schedule_in` only, total time, workloads).
 pub fn schedule_all(inputs: &Inputs, profiles: &Profiles, now_ms: u64, deduct: bool) -> (Duration, Duration, usize) {
+    // On the pool, as the reconciler's decide stage runs.
+    crate::util::threads::on_pool(|| schedule_all_here(inputs, profiles, now_ms, deduct))
+}
+
+/// [`schedule_all`] on this thread.
+fn schedule_all_here(inputs: &Inputs, profiles: &Profiles, now_ms: u64, deduct: bool) -> (Duration, Duration, usize) {
     use crate::model::workload::interpret;
     use crate::schedule::{Fleet, ScheduleRequest, schedule_in};
     let model = profiles.model().clone();
