@@ -929,3 +929,64 @@ fn a_result_with_ordered_affinity_terms_is_scheduled_again() {
         "terms are tried in turn"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// A decision's estimates split across the pool's threads (`util::threads::split_zip`).
+
+/// A live member of two nodes with `i % 7` free cores between them, its summary saying the
+/// same; every fifth is heard from less (a confidence discount), every eleventh allows two
+/// replicas per workload: every kind of note a verdict can carry.
+fn live_member(i: usize) -> ClusterSnapshot {
+    use crate::model::NodeView;
+    let cpu = (i % 7) as i64 * 1000;
+    let node = |n: &str, cpu: i64| {
+        NodeView::ready(
+            format!("m{i:03}-{n}"),
+            ResourceList::of(&[("cpu", cpu), ("memory", 8 << 30), ("pods", 110_000)]),
+        )
+    };
+    let mut c = ClusterSnapshot::live(format!("m{i:03}"), "https://m")
+        .with_nodes(vec![node("a", cpu / 2), node("b", cpu - cpu / 2)])
+        .with_summary(ResourceSummary {
+            allocatable: ResourceList::of(&[("cpu", cpu), ("memory", 16 << 30), ("pods", 220_000)]),
+            ..Default::default()
+        });
+    if i % 5 == 0 {
+        c = with_confidence(c, 0.6);
+    }
+    if i % 11 == 0 {
+        c = c.with_constraints(crate::model::snapshot::ClusterConstraints {
+            max_replicas_per_workload: Some(2),
+            ..Default::default()
+        });
+    }
+    c
+}
+
+#[test]
+fn a_decision_split_across_threads_is_the_decision_made_on_one() {
+    // 300 feasible clusters: runs of at least `PARALLEL_VERDICTS` on every thread of a
+    // machine with up to four cores.
+    let clusters: Vec<ClusterSnapshot> = (0..300).map(live_member).collect();
+    assert!(clusters.len() >= 4 * PARALLEL_VERDICTS);
+    let previous: BTreeMap<String, i32> = [("m007".to_string(), 3), ("m250".to_string(), 1)].into();
+    for replicas in [1, 40, 900] {
+        let one = run_model(&clusters, replicas, &previous);
+        let split = crate::util::threads::on_pool(|| run_model(&clusters, replicas, &previous));
+        assert_eq!(split, one, "{replicas} replicas");
+        let verdicts = full(&one, &clusters);
+        let notes: BTreeSet<&str> = verdicts
+            .iter()
+            .flat_map(|v| &v.reasons)
+            .filter_map(|r| r.strip_prefix(MODEL_PREFIX))
+            .map(|r| r.split_whitespace().next().unwrap_or(""))
+            .collect();
+        // The confidence discount, the cluster's limit, the node-level estimator's lines.
+        for note in ["confidence", "cluster", "cpu:"] {
+            if replicas > 1 {
+                assert!(notes.iter().any(|n| n.starts_with(note)), "{replicas} replicas: notes {notes:?}");
+            }
+        }
+        assert!(verdicts.iter().all(|v| !v.estimates.is_empty()), "every cluster estimated");
+    }
+}
