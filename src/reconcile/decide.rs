@@ -839,13 +839,14 @@ fn decide<'a>(
     };
     let req = schedule_request(t, &workload, placement, (&previous, previous_affinity.as_deref()), w.directive);
     let scheduling = Instant::now();
-    let scheduling_cpu = crate::util::clock::thread_cpu();
+    // The CPU of the split estimates' runs on other threads counted too.
+    let scheduling_cpu = crate::util::threads::cpu_with_helpers();
     let (mut result, reads_capacity) = match policy_ref {
         Some(_) => schedule::schedule_reads(&pass.fleet, fw, &req, snapshots),
         None => (attached(&pass.fleet), false),
     };
     let schedule_time = scheduling.elapsed();
-    let schedule_cpu = crate::util::clock::thread_cpu().saturating_sub(scheduling_cpu);
+    let schedule_cpu = crate::util::threads::cpu_with_helpers().saturating_sub(scheduling_cpu);
     let mut targets = match &result.outcome {
         Outcome::Scheduled { targets } => targets.clone(),
         Outcome::Unschedulable { reason } => {

@@ -21,8 +21,9 @@ pub struct PhaseTimings {
     pub stability: Duration,
     /// Filter, score, select, assign for every workload.
     pub schedule: Duration,
-    /// CPU time of the pass's thread in the schedule phase: the schedule work itself, without
-    /// the time the thread waited for a core on a busy machine.
+    /// CPU time of the pass's thread in the schedule phase, with that of the threads that
+    /// computed its split estimates: the schedule work itself, without the time a thread
+    /// waited for a core on a busy machine.
     pub schedule_cpu: Duration,
     /// Rendering manifests.
     pub render: Duration,

@@ -174,7 +174,8 @@ fn zip_in<T: Sync, U: Send>(items: &[T], outs: &mut [U], runs: usize, f: &(impl 
     // takes as long to wake as the run: the caller waits here instead, awake, for a run it
     // saw taken (a run not taken yet, the join runs here after the left one).
     let (taken, finished) = (AtomicBool::new(false), AtomicBool::new(false));
-    rayon::join(
+    let caller = std::thread::current().id();
+    let ((), helped) = rayon::join(
         || {
             zip_in(left, left_outs, left_runs, f);
             let mut spins = 0u32;
@@ -196,9 +197,27 @@ fn zip_in<T: Sync, U: Send>(items: &[T], outs: &mut [U], runs: usize, f: &(impl 
                 }
             }
             let _finished = Finished(&finished);
+            // The CPU a run took on another thread, for the caller's figures.
+            let started = (std::thread::current().id() != caller).then(cpu_with_helpers);
             zip_in(right, right_outs, runs - left_runs, f);
+            started.map(|s| cpu_with_helpers().saturating_sub(s))
         },
     );
+    if let Some(cpu) = helped {
+        HELPED.with(|h| h.set(h.get().saturating_add(cpu)));
+    }
+}
+
+std::thread_local! {
+    /// CPU time other threads spent on the runs of this thread's splits.
+    static HELPED: std::cell::Cell<std::time::Duration> = const { std::cell::Cell::new(std::time::Duration::ZERO) };
+}
+
+/// This thread's CPU time ([`super::clock::thread_cpu`]) with the CPU time other threads spent
+/// on the runs of its splits ([`split_zip`]): what a step the thread times cost in work,
+/// wherever its runs ran.
+pub fn cpu_with_helpers() -> std::time::Duration {
+    super::clock::thread_cpu().saturating_add(HELPED.with(std::cell::Cell::get))
 }
 
 /// [`workers`] from the variable's value and the core count: a value that is not a number
@@ -268,6 +287,30 @@ mod tests {
             assert_eq!(tripled(&items, min_len, true), (want.clone(), runs), "on the pool, runs of {min_len}");
         }
         assert_eq!(tripled(&[], 1, true), (Vec::new(), 1));
+    }
+
+    #[test]
+    fn the_cpu_of_runs_on_other_threads_counts_for_the_caller() {
+        // Runs that burn about 20 ms of CPU each, on the pool: whichever thread ran them,
+        // the caller's count grows by about their sum.
+        let items: Vec<u32> = (0..4).collect();
+        let burn = |part: &[u32], outs: &mut [u64]| {
+            for (o, _) in outs.iter_mut().zip(part) {
+                let start = super::super::clock::thread_cpu();
+                let mut x = 1u64;
+                while super::super::clock::thread_cpu().saturating_sub(start) < std::time::Duration::from_millis(20) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+                *o = x;
+            }
+        };
+        let counted = on_pool(|| {
+            let before = super::cpu_with_helpers();
+            let mut outs = vec![0u64; items.len()];
+            split_zip(&items, &mut outs, 1, burn);
+            super::cpu_with_helpers().saturating_sub(before)
+        });
+        assert!(counted >= std::time::Duration::from_millis(75), "{counted:?} counted for 80 ms of runs");
     }
 
     #[test]

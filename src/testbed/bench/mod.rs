@@ -1039,13 +1039,13 @@ impl Bench {
         sink.put(count(s, "  evictions", vec![evictions as f64]));
         let first: Vec<Duration> = walls.iter().take(1).copied().collect();
         sink.put(Figure::ms(s, "  the failover pass (load → record)", &first));
-        // The mark is judged on the schedule work (the CPU time of the deciding thread): on a
-        // shared 2-core machine the wall time also counts the time the thread waited for a
-        // core. Both are printed.
+        // The mark is judged on the schedule work (the CPU time of the deciding thread, with
+        // its split estimates' runs on other threads): on a shared 2-core machine the wall
+        // time also counts the time a thread waited for a core. Both are printed.
         let sched: Vec<Duration> = reports.iter().take(1).map(|r| r.phases.schedule).collect();
         sink.put(Figure::ms(s, "  its schedule phase (wall)", &sched));
         let cpu: Vec<Duration> = reports.iter().take(1).map(|r| r.phases.schedule_cpu).collect();
-        let f = Figure::ms(s, "  its schedule work (CPU of the deciding thread)", &cpu);
+        let f = Figure::ms(s, "  its schedule work (CPU of the deciding thread and its split runs)", &cpu);
         let m = Mark::at_size("≤ 2 s", f.value, 2_000.0, self.size());
         sink.put(f.mark(m));
         let decided: Vec<f64> = reports.iter().take(1).map(|r| r.decided as f64).collect();
