@@ -951,10 +951,10 @@ fn live_member(i: usize) -> ClusterSnapshot {
             allocatable: ResourceList::of(&[("cpu", cpu), ("memory", 16 << 30), ("pods", 220_000)]),
             ..Default::default()
         });
-    if i % 5 == 0 {
+    if i.is_multiple_of(5) {
         c = with_confidence(c, 0.6);
     }
-    if i % 11 == 0 {
+    if i.is_multiple_of(11) {
         c = c.with_constraints(crate::model::snapshot::ClusterConstraints {
             max_replicas_per_workload: Some(2),
             ..Default::default()
