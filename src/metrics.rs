@@ -38,7 +38,7 @@ use crate::views::status::StatusView;
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
 /// A phase of a pass (label `phase`).
-pub const PHASES: [&str; 6] = ["load", "poll", "schedule", "render", "publish", "record"];
+pub const PHASES: [&str; 7] = ["load", "poll", "schedule", "decide", "render", "publish", "record"];
 
 /// Workload states (label `state`).
 pub const STATES: [&str; 3] = ["scheduled", "unschedulable", "pending_failover"];
@@ -319,7 +319,7 @@ impl Metrics {
         let p = &report.phases;
         let total = p.load + p.poll + p.schedule + p.render + p.publish + p.record;
         self.reconcile_duration.observe(total.as_secs_f64());
-        for (phase, d) in PHASES.iter().zip([p.load, p.poll, p.schedule, p.render, p.publish, p.record]) {
+        for (phase, d) in PHASES.iter().zip([p.load, p.poll, p.schedule, p.decide, p.render, p.publish, p.record]) {
             self.phase_duration.get_or_create(&PhaseLabels { phase }).observe(d.as_secs_f64());
         }
         self.files_written.inc_by(report.files_written as u64);

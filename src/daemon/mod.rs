@@ -765,6 +765,7 @@ impl Daemon {
                     load_ms = ph.load.as_millis() as u64,
                     poll_ms = ph.poll.as_millis() as u64,
                     schedule_ms = ph.schedule.as_millis() as u64,
+                    decide_ms = ph.decide.as_millis() as u64,
                     render_ms = ph.render.as_millis() as u64,
                     publish_ms = ph.publish.as_millis() as u64,
                     record_ms = ph.record.as_millis() as u64,

@@ -88,6 +88,9 @@ pub(super) struct Decisions {
     /// CPU time of the deciding thread in the schedule phase (figures only).
     pub schedule_cpu: Duration,
     pub render_time: Duration,
+    /// The stage's own work besides that: claims, decision keys, checks that kept decisions
+    /// still stand, deductions.
+    pub decide_time: Duration,
 }
 
 /// One workload of the pass's order, with what the record stage's quiet path reads of it
@@ -160,6 +163,7 @@ pub(super) fn decide_all(
     cache: &mut cache::PassCache,
     snapshots: &mut PassSnapshots,
 ) -> Result<Decisions, StoreError> {
+    let started = Instant::now();
     let set = &ctx.inputs.set;
     let mut out = Decisions::default();
     // The pass's workloads are `out.order`; how many of them have a placement (when all
@@ -337,6 +341,7 @@ pub(super) fn decide_all(
         }
         out.dropped.push(k);
     }
+    out.decide_time = started.elapsed().saturating_sub(out.schedule_time).saturating_sub(out.render_time);
     Ok(out)
 }
 

@@ -317,6 +317,7 @@ impl Reconciler {
                 stability: stability_time,
                 schedule: decisions.schedule_time,
                 schedule_cpu: decisions.schedule_cpu,
+                decide: decisions.decide_time,
                 render: decisions.render_time,
                 publish: publish_time,
                 record: record_time,

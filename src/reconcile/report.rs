@@ -25,6 +25,10 @@ pub struct PhaseTimings {
     /// computed its split estimates: the schedule work itself, without the time a thread
     /// waited for a core on a busy machine.
     pub schedule_cpu: Duration,
+    /// The decide stage's own work besides scheduling and rendering: claims, decision keys,
+    /// checks that kept decisions still stand, deductions (a pass that changed little spends
+    /// its decide stage here).
+    pub decide: Duration,
     /// Rendering manifests.
     pub render: Duration,
     /// Writing the output directory.

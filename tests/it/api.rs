@@ -375,7 +375,7 @@ fn metrics_parse_and_the_json_api_answers_like_the_cli_behind_a_token() {
     assert_eq!(value(&samples, "fedsched_reconciles_total", &[("outcome", "ok")]), 1.0);
     assert!(value(&samples, "fedsched_files_written_total", &[]) > 0.0);
     assert!(value(&samples, "fedsched_store_size_bytes", &[]) > 0.0);
-    for phase in ["load", "poll", "schedule", "render", "publish", "record"] {
+    for phase in ["load", "poll", "schedule", "decide", "render", "publish", "record"] {
         assert_eq!(value(&samples, "fedsched_reconcile_phase_duration_seconds_count", &[("phase", phase)]), 1.0);
     }
     for c in CLUSTERS {

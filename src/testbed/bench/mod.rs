@@ -365,6 +365,7 @@ fn phase_figures(s: Scenario, reports: &[ReconcileReport]) -> Vec<Figure> {
         pick("poll (snapshots + store)", |p| p.poll),
         pick("stability", |p| p.stability),
         pick("schedule", |p| p.schedule),
+        pick("decide (claims, keys, kept decisions' checks, deductions)", |p| p.decide),
         pick("render", |p| p.render),
         pick("publish", |p| p.publish),
         pick("record", |p| p.record),
