@@ -8,9 +8,11 @@
 //! Steps of milliseconds spawn scoped threads ([`map_ordered`]). Steps of microseconds — one
 //! decision's per-cluster estimates, asked 10,000 times a pass — can pay neither a thread's
 //! start nor a sleeping thread's wake-up (on a virtual machine, waking another core costs
-//! about as much as the step). They split on the process's pool ([`split_ordered`]), which a
+//! about as much as the step). They split on the process's pool ([`split_zip`]), which a
 //! stage enters once ([`on_pool`]): for the stage's length the pool's other threads stay
 //! awake looking for runs to take, so a split is a hand-over between awake threads.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The environment variable that sets the thread count.
 pub const ENV: &str = "FEDSCHED_THREADS";
@@ -68,8 +70,6 @@ pub fn map_into_ordered<T: Send, R: Send>(items: Vec<T>, threads: usize, f: impl
     })
 }
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 /// The process's pool for fine-grained splits: [`workers`] threads as they were when first
 /// asked; `None` when that is one, or when the pool cannot start (everything then runs on the
 /// caller's thread, as with one).
@@ -97,7 +97,10 @@ const IDLE_BEFORE_NAP: std::time::Duration = std::time::Duration::from_millis(2)
 const NAP: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// Runs `f` on one of the pool's threads while the others stay awake for its splits
-/// ([`split_ordered`]); here when there is no pool or this thread is one of its threads.
+/// ([`split_zip`]); here when there is no pool or this thread is one of its threads. Two
+/// stages that enter at once share the threads (a keeper of one may run the other: both end,
+/// the first no sooner than the second; the reconciler's passes, plans included, hold its
+/// cache's lock and do not overlap).
 pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     let Some(p) = pool().filter(|p| p.current_thread_index().is_none()) else { return f() };
     p.install(|| {
