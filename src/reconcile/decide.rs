@@ -85,7 +85,8 @@ pub(super) struct Decisions {
     pub render_failures: Vec<Problem>,
     /// Time spent scheduling and rendering the fresh decisions.
     pub schedule_time: Duration,
-    /// CPU time of the deciding thread in the schedule phase (figures only).
+    /// CPU time of the deciding thread in the schedule phase, with its split runs' on other
+    /// threads (figures only).
     pub schedule_cpu: Duration,
     pub render_time: Duration,
     /// The stage's own work besides that: claims, decision keys, checks that kept decisions
