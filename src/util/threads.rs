@@ -153,6 +153,7 @@ fn keep_awake(done: &AtomicBool, owner: Option<usize>) {
 /// its allocator's costs that allocator a slower path). Cut only within [`on_pool`];
 /// elsewhere, and for fewer than `2 × min_len` items, `f(items, outs)`.
 pub fn split_zip<T: Sync, U: Send>(items: &[T], outs: &mut [U], min_len: usize, f: impl Fn(&[T], &mut [U]) + Sync) {
+    debug_assert_eq!(items.len(), outs.len(), "one slot per item");
     let n = items.len().min(outs.len());
     let (items, outs) = (&items[..n], &mut outs[..n]);
     let threads = match pool() {
