@@ -255,6 +255,10 @@ pub struct SimulateArgs {
     /// Watch events retained per cluster (a watch from an older version gets 410 Gone).
     #[arg(long, default_value_t = crate::testbed::simulate::watch::DEFAULT_WINDOW)]
     pub watch_window: usize,
+    /// Speak HTTP/1.1 only over HTTPS (as an API server behind a proxy that does not offer
+    /// HTTP/2); by default both are offered by ALPN, HTTP/2 first, as kube-apiserver does.
+    #[arg(long)]
+    pub http1_only: bool,
     /// Generate a synthetic fleet of N clusters into --out instead of serving.
     #[arg(long, value_name = "N", requires = "out")]
     pub generate: Option<usize>,
@@ -382,6 +386,7 @@ fn simulate(a: &SimulateArgs) -> Result<ExitCode, Failure> {
         churn: a.churn,
         watch_window: a.watch_window,
         ready_after: a.ready_after,
+        http1_only: a.http1_only,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

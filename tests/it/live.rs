@@ -573,6 +573,58 @@ fn a_dropped_watch_rewatches_and_an_expired_one_relists() {
     assert!(!l.contains("panicked") && !l.contains("poll failed"), "{l}");
 }
 
+/// The simulator's HTTPS connections speaking `proto` ("h2" or "http/1.1"): (accepted, open).
+fn connections(t: &Setup, proto: &str) -> (u64, u64) {
+    let c = &t.sim.stats()["connections"];
+    (c["accepted"][proto].as_u64().unwrap_or(0), c["open"][proto].as_u64().unwrap_or(0))
+}
+
+#[test]
+fn both_watches_of_a_member_share_one_http2_connection() {
+    let t = setup(3, false, WATCHED);
+    let (mut child, log) = daemon(&t, "info");
+    let clusters = ["member-000", "member-001", "member-002"];
+    wait_until_watching(&t, &clusters);
+    // Six streams (nodes and pods of three members) on three connections, one TLS handshake
+    // each: the second watch of a member waited for the first one's connection.
+    assert_eq!(t.sim.stats()["openWatches"], 6);
+    assert_eq!(connections(&t, "h2"), (3, 3), "{}", t.sim.stats());
+
+    // The server ends member-001's streams: both are watched again on the same connection,
+    // and an event still arrives.
+    let (code, body) = t.sim.http("POST", "/admin/clusters/member-001/watches/close", "");
+    assert_eq!(code, 200, "{body}");
+    t.sim.fill("member-001");
+    wait_for("the pods of member-001 to be seen", Duration::from_secs(30), || {
+        allocated_cores(&t, "member-001") >= 4000.0
+    });
+    wait_for("the watches to open again", Duration::from_secs(20), || t.sim.stats()["openWatches"] == 6);
+    assert_eq!(connections(&t, "h2"), (3, 3), "{}", t.sim.stats());
+
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().expect("lock").clone();
+    assert!(!l.contains("panicked") && !l.contains("poll failed"), "{l}");
+}
+
+#[test]
+fn watches_run_over_http1_when_the_server_offers_no_http2() {
+    let t = setup_with(2, false, WATCHED, &["--http1-only"]);
+    let (mut child, log) = daemon(&t, "info");
+    wait_until_watching(&t, &["member-000", "member-001"]);
+    // One HTTP/1.1 connection per open stream; nothing spoke HTTP/2.
+    assert_eq!(connections(&t, "h2").0, 0, "{}", t.sim.stats());
+    assert!(connections(&t, "http/1.1").1 >= 4, "{}", t.sim.stats());
+    t.sim.fill("member-000");
+    wait_for("the pods of member-000 to be seen", Duration::from_secs(30), || {
+        allocated_cores(&t, "member-000") >= 4000.0
+    });
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().expect("lock").clone();
+    assert!(!l.contains("panicked") && !l.contains("poll failed"), "{l}");
+}
+
 #[test]
 fn with_watch_off_every_round_lists() {
     let t = setup(1, false, "watch = false\ntimeout = \"5s\"\nread_timeout = \"2s\"");

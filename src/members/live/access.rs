@@ -148,6 +148,71 @@ fn client_of(cfg: kube::Config, token: Option<Arc<TokenFile>>) -> Result<kube::C
     Ok(builder.with_layer(&layer).build())
 }
 
+/// How often an idle HTTP/2 watch connection is pinged (client-go's `ReadIdleTimeout`).
+const WATCH_PING_EVERY: Duration = Duration::from_secs(30);
+
+/// The client of a member's watch streams: one connection carries both watches (nodes and
+/// pods) when the API server speaks HTTP/2 (offered by ALPN, as every kube-apiserver does);
+/// HTTP/1.1 otherwise, one connection per open stream. An HTTP/2 connection is pinged every
+/// [`WATCH_PING_EVERY`] and closed when a ping is not answered within `ping_timeout`, so a
+/// silent peer breaks both streams at once instead of leaving them waiting.
+///
+/// Behind a proxy (`spec.proxyURL`) or with an exec credential plugin, the member's client is
+/// kube's own, HTTP/1.1 only: kube's client handles proxy tunnels and a plugin's certificate
+/// expiry, which this stack does not repeat.
+fn watch_client_of(
+    cfg: kube::Config,
+    token: Option<Arc<TokenFile>>,
+    ping_timeout: Duration,
+) -> Result<kube::Client, PollError> {
+    use kube::client::ConfigExt;
+    use tower::ServiceBuilder;
+    if cfg.proxy_url.is_some() || cfg.auth_info.exec.is_some() {
+        return client_of(cfg, token);
+    }
+    let problem = client_cert_problem(&cfg.auth_info);
+    let failed = |what: &str, e: &dyn std::error::Error| match &problem {
+        Some(p) => PollError::Access(format!("client certificate: {p}")),
+        None => PollError::Access(format!("watch client: {what}: {}", chain(e))),
+    };
+    let tls = cfg.rustls_client_config().map_err(|e| failed("TLS", &e))?;
+    let mut tcp = hyper_util::client::legacy::connect::HttpConnector::new();
+    tcp.enforce_http(false);
+    let https = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http();
+    let https = match &cfg.tls_server_name {
+        Some(name) => {
+            let name = rustls::pki_types::ServerName::try_from(name.clone())
+                .map_err(|e| PollError::Access(format!("tls-server-name {name:?}: {e}")))?;
+            https.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
+        }
+        None => https,
+    };
+    let mut connector = hyper_timeout::TimeoutConnector::new(https.enable_all_versions().wrap_connector(tcp));
+    connector.set_connect_timeout(cfg.connect_timeout);
+    connector.set_write_timeout(cfg.write_timeout);
+    connector.set_read_timeout(cfg.read_timeout);
+    let http = hyper_util::client::legacy::Builder::new(hyper_util::rt::TokioExecutor::new())
+        .timer(hyper_util::rt::TokioTimer::new())
+        .http2_keep_alive_interval(WATCH_PING_EVERY)
+        .http2_keep_alive_timeout(ping_timeout)
+        .http2_keep_alive_while_idle(true)
+        .build::<_, kube::client::Body>(connector);
+    let token_layer = tower::util::MapRequestLayer::new(move |mut req: http::Request<kube::client::Body>| {
+        if let Some(t) = &token {
+            req.headers_mut().insert(http::header::AUTHORIZATION, t.header());
+        }
+        req
+    });
+    let service = ServiceBuilder::new()
+        .layer(token_layer)
+        .layer(cfg.base_uri_layer())
+        .option_layer(cfg.auth_layer().map_err(|e| failed("authentication", &e))?)
+        .layer(cfg.extra_headers_layer().map_err(|e| failed("headers", &e))?)
+        .map_err(tower::BoxError::from)
+        .service(http);
+    Ok(kube::Client::new(service, cfg.default_namespace))
+}
+
 /// Why the client certificate of `auth` cannot be used, when it is an X.509 v1 certificate
 /// (rustls and webpki accept only v3; kube reports that as an invalid private key).
 fn client_cert_problem(auth: &kube::config::AuthInfo) -> Option<String> {
@@ -268,7 +333,7 @@ pub(super) async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollE
     let watch_client = if poll.watch {
         let mut w = cfg.clone();
         w.read_timeout = None;
-        Some(client_of(w, token.clone())?)
+        Some(watch_client_of(w, token.clone(), poll.read_timeout)?)
     } else {
         None
     };

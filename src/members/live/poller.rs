@@ -318,8 +318,9 @@ impl Poller {
             timeout_secs: WATCH_TIMEOUT_SECS + jitter,
             cluster: b.target.name.clone(),
         };
-        let nodes = tokio::spawn(watch_loop::<NodeItem>(ctx.clone(), "/api/v1/nodes", "nodes", start.nodes_rv));
-        let pods = tokio::spawn(watch_loop::<PodItem>(ctx, "/api/v1/pods", "pods", start.pods_rv));
+        let (first, second) = Turn::pair();
+        let nodes = tokio::spawn(watch_loop::<NodeItem>(ctx.clone(), "/api/v1/nodes", "nodes", start.nodes_rv, first));
+        let pods = tokio::spawn(watch_loop::<PodItem>(ctx, "/api/v1/pods", "pods", start.pods_rv, second));
         self.watchers.insert(
             b.target.name.clone(),
             Watcher { target: b.target.clone(), shared, tasks: vec![nodes.abort_handle(), pods.abort_handle()] },

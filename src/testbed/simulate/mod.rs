@@ -78,6 +78,8 @@ pub struct Options {
     pub watch_window: usize,
     /// A pod the agent binds turns Ready this long after it starts (0: at once).
     pub ready_after: Duration,
+    /// Offer HTTP/1.1 only over HTTPS (otherwise HTTP/2 first, then HTTP/1.1, by ALPN).
+    pub http1_only: bool,
 }
 
 /// The addresses actually bound (port 0 resolved).
@@ -143,7 +145,7 @@ fn make_certs() -> Result<Certs, SimError> {
     Ok(Certs { ca_pem: ca_cert.pem(), cert_der: cert.der().to_vec(), key_der: key.serialize_der() })
 }
 
-fn tls_acceptor(certs: &Certs) -> Result<tokio_rustls::TlsAcceptor, SimError> {
+fn tls_acceptor(certs: &Certs, http1_only: bool) -> Result<tokio_rustls::TlsAcceptor, SimError> {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
@@ -155,7 +157,10 @@ fn tls_acceptor(certs: &Certs) -> Result<tokio_rustls::TlsAcceptor, SimError> {
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certs.key_der.clone())),
         )
         .map_err(|e| SimError::Tls(e.to_string()))?;
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    cfg.alpn_protocols = match http1_only {
+        true => vec![b"http/1.1".to_vec()],
+        false => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+    };
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(cfg)))
 }
 
@@ -175,7 +180,7 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
     std::fs::create_dir_all(meta.join("clusters")).map_err(io(&meta))?;
     let admin_token = token_at(&meta.join("admin-token"))?;
     let certs = make_certs()?;
-    let acceptor = tls_acceptor(&certs)?;
+    let acceptor = tls_acceptor(&certs, opts.http1_only)?;
     let https = bind(opts.listen).await?;
     let https_addr = https.local_addr().map_err(|source| SimError::Bind { addr: opts.listen, source })?;
     let http = match opts.listen_http {
@@ -206,6 +211,7 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
         apply_now: opts.apply.as_ref().map(|_| apply_tx),
         events,
         open_watches: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+        connections: Default::default(),
         agent: apply::Agent { ready_after: opts.ready_after },
         leases: Default::default(),
     });
@@ -247,11 +253,17 @@ async fn accept_loop(
         let tls = tls.clone();
         let name = server_name.clone();
         tokio::spawn(async move {
+            let counts = Arc::clone(&state.connections);
             let svc = hyper::service::service_fn(move |req| server::handle(Arc::clone(&state), req, name.clone()));
-            let builder = hyper::server::conn::http1::Builder::new();
+            // HTTP/1.1, or HTTP/2 (told by its preface: after ALPN's `h2` over TLS).
+            let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
             let result = match tls {
                 Some(acceptor) => match acceptor.accept(stream).await {
-                    Ok(s) => builder.serve_connection(TokioIo::new(s), svc).await,
+                    Ok(s) => {
+                        let h2 = s.get_ref().1.alpn_protocol() == Some(b"h2");
+                        let _open = counts.opened(h2);
+                        builder.serve_connection(TokioIo::new(s), svc).await
+                    }
                     Err(error) => {
                         tracing::debug!(%error, "TLS handshake failed");
                         return;

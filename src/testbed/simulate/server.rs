@@ -115,10 +115,46 @@ pub struct State {
     pub events: Arc<AtomicU64>,
     /// Watch streams open now.
     pub open_watches: Arc<AtomicU64>,
+    /// HTTPS connections, by protocol.
+    pub connections: Arc<Connections>,
     /// How the GitOps agent behaves (its Ready delay).
     pub agent: super::apply::Agent,
     /// `coordination.k8s.io/v1` Leases of every cluster (leader election's host API).
     pub leases: super::lease::Leases,
+}
+
+/// HTTPS connections served: accepted (TLS handshake done) and open now, by the protocol
+/// ALPN chose (`h2`, or HTTP/1.1).
+#[derive(Debug, Default)]
+pub struct Connections {
+    accepted: [AtomicU64; 2],
+    open: [AtomicU64; 2],
+}
+
+/// One open connection of [`Connections`]; closed when dropped.
+pub struct Open<'a>(&'a Connections, usize);
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        self.0.open[self.1].fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Connections {
+    /// Counts a connection that completed its TLS handshake, open until the guard drops.
+    pub fn opened(&self, h2: bool) -> Open<'_> {
+        let i = usize::from(h2);
+        self.accepted[i].fetch_add(1, Ordering::Relaxed);
+        self.open[i].fetch_add(1, Ordering::Relaxed);
+        Open(self, i)
+    }
+
+    /// `{"accepted": {"http/1.1": n, "h2": n}, "open": {…}}`.
+    fn stats(&self) -> Value {
+        let by =
+            |c: &[AtomicU64; 2]| json!({"http/1.1": c[0].load(Ordering::Relaxed), "h2": c[1].load(Ordering::Relaxed)});
+        json!({"accepted": by(&self.accepted), "open": by(&self.open)})
+    }
 }
 
 /// A request the service drops without a response (the `reset` fault).
@@ -721,6 +757,7 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             "requests": &*state.requests.read().unwrap_or_else(|p| p.into_inner()),
             "events": state.events.load(Ordering::Relaxed),
             "openWatches": state.open_watches.load(Ordering::Relaxed),
+            "connections": state.connections.stats(),
             "userAgents": &*state.user_agents.read().unwrap_or_else(|p| p.into_inner()),
             "discovery": &*state.discovery_requests.read().unwrap_or_else(|p| p.into_inner()),
         })),
