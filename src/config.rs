@@ -99,6 +99,11 @@ pub struct PollSection {
     /// are read again; they are also read at start and when a member recovers.
     #[serde(deserialize_with = "duration")]
     pub discovery_interval: Duration,
+    /// How long a member's HTTP/2 watch connection may stay silent before it is pinged; a ping
+    /// not answered within `read_timeout` closes the connection and both its watches are
+    /// made again (a peer that hangs with the connection open). 0: no pings.
+    #[serde(deserialize_with = "duration")]
+    pub watch_ping_interval: Duration,
 }
 
 impl Default for PollSection {
@@ -111,6 +116,7 @@ impl Default for PollSection {
             max_backoff: Duration::from_secs(300),
             watch: true,
             discovery_interval: Duration::from_secs(600),
+            watch_ping_interval: Duration::from_secs(30),
         }
     }
 }
@@ -770,6 +776,14 @@ impl Config {
                 message: "must be greater than zero".into(),
             });
         }
+        let ping = cfg.poll.watch_ping_interval;
+        if !ping.is_zero() && ping < Duration::from_secs(1) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key: "poll.watch_ping_interval".into(),
+                message: "must be \"0s\" (no pings) or at least 1s".into(),
+            });
+        }
         if cfg.poll.concurrency == 0 {
             return Err(ConfigError::Invalid {
                 path: path.to_path_buf(),
@@ -853,6 +867,21 @@ mod tests {
         bad("[ha]\nkubeconfig = \"k\"\nserver = \"https://h\"", "ha.kubeconfig");
         bad("[ha]\nkubeconfig = \"k\"\nlease_name = \"Not_A_Name\"", "ha.lease_name");
         bad("[ha]\nkubeconfig = \"k\"\nleader = true", "ha.leader");
+    }
+
+    #[test]
+    fn watch_ping_interval_is_30s_off_at_zero_and_at_least_a_second() {
+        assert_eq!(parse("").expect("empty").poll.watch_ping_interval, Duration::from_secs(30));
+        assert_eq!(
+            parse("[poll]\nwatch_ping_interval = \"0s\"").expect("off").poll.watch_ping_interval,
+            Duration::ZERO
+        );
+        assert_eq!(
+            parse("[poll]\nwatch_ping_interval = \"1s\"").expect("1s").poll.watch_ping_interval,
+            Duration::from_secs(1)
+        );
+        let e = parse("[poll]\nwatch_ping_interval = \"500ms\"").expect_err("too often").to_string();
+        assert!(e.contains("poll.watch_ping_interval"), "{e}");
     }
 
     #[test]

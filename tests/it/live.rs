@@ -608,6 +608,29 @@ fn both_watches_of_a_member_share_one_http2_connection() {
 }
 
 #[test]
+fn a_watch_connection_that_hangs_open_is_pinged_given_up_and_replaced() {
+    let t = setup(1, false, "timeout = \"5s\"\nread_timeout = \"2s\"\npage_size = 4\nwatch_ping_interval = \"1s\"");
+    let (mut child, log) = daemon(&t, "info");
+    wait_until_watching(&t, &["member-000"]);
+    assert_eq!(connections(&t, "h2"), (1, 1), "{}", t.sim.stats());
+    // The server stops reading and writing on every connection it has, and keeps them open.
+    let (code, body) = t.sim.http("POST", "/admin/connections/freeze", "");
+    assert_eq!(code, 200, "{body}");
+    // The silent connection is pinged after a second, given up two seconds later, and both
+    // watches are made again on one new connection (the streams themselves would wait 60 s
+    // or more).
+    wait_for("a new watch connection", Duration::from_secs(20), || connections(&t, "h2").0 >= 2);
+    wait_for("the watches to open again", Duration::from_secs(20), || t.sim.stats()["openWatches"] == 4);
+    assert_eq!(connections(&t, "h2"), (2, 2), "the frozen one is still open: {}", t.sim.stats());
+    t.sim.fill("member-000");
+    wait_for("the pods to be seen", Duration::from_secs(30), || allocated_cores(&t, "member-000") >= 4000.0);
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().expect("lock").clone();
+    assert!(!l.contains("panicked"), "{l}");
+}
+
+#[test]
 fn watches_run_over_http1_when_the_server_offers_no_http2() {
     let t = setup_with(2, false, WATCHED, &["--http1-only"]);
     let (mut child, log) = daemon(&t, "info");

@@ -148,14 +148,12 @@ fn client_of(cfg: kube::Config, token: Option<Arc<TokenFile>>) -> Result<kube::C
     Ok(builder.with_layer(&layer).build())
 }
 
-/// How often an idle HTTP/2 watch connection is pinged (client-go's `ReadIdleTimeout`).
-const WATCH_PING_EVERY: Duration = Duration::from_secs(30);
-
 /// The client of a member's watch streams: one connection carries both watches (nodes and
 /// pods) when the API server speaks HTTP/2 (offered by ALPN, as every kube-apiserver does);
-/// HTTP/1.1 otherwise, one connection per open stream. An HTTP/2 connection is pinged every
-/// [`WATCH_PING_EVERY`] and closed when a ping is not answered within `ping_timeout`, so a
-/// silent peer breaks both streams at once instead of leaving them waiting.
+/// HTTP/1.1 otherwise, one connection per open stream. An HTTP/2 connection silent for
+/// `poll.watch_ping_interval` is pinged (client-go's `ReadIdleTimeout`, 30 s) and closed when
+/// the ping is not answered within `poll.read_timeout`, so a peer that hangs with the
+/// connection open breaks both streams at once instead of leaving them waiting.
 ///
 /// Behind a proxy (`spec.proxyURL`) or with an exec credential plugin, the member's client is
 /// kube's own, HTTP/1.1 only: kube's client handles proxy tunnels and a plugin's certificate
@@ -163,7 +161,7 @@ const WATCH_PING_EVERY: Duration = Duration::from_secs(30);
 fn watch_client_of(
     cfg: kube::Config,
     token: Option<Arc<TokenFile>>,
-    ping_timeout: Duration,
+    poll: &PollSection,
 ) -> Result<kube::Client, PollError> {
     use kube::client::ConfigExt;
     use tower::ServiceBuilder;
@@ -191,10 +189,11 @@ fn watch_client_of(
     connector.set_connect_timeout(cfg.connect_timeout);
     connector.set_write_timeout(cfg.write_timeout);
     connector.set_read_timeout(cfg.read_timeout);
+    let ping = Some(poll.watch_ping_interval).filter(|d| !d.is_zero());
     let http = hyper_util::client::legacy::Builder::new(hyper_util::rt::TokioExecutor::new())
         .timer(hyper_util::rt::TokioTimer::new())
-        .http2_keep_alive_interval(WATCH_PING_EVERY)
-        .http2_keep_alive_timeout(ping_timeout)
+        .http2_keep_alive_interval(ping)
+        .http2_keep_alive_timeout(poll.read_timeout)
         .http2_keep_alive_while_idle(true)
         .build::<_, kube::client::Body>(connector);
     let token_layer = tower::util::MapRequestLayer::new(move |mut req: http::Request<kube::client::Body>| {
@@ -333,7 +332,7 @@ pub(super) async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollE
     let watch_client = if poll.watch {
         let mut w = cfg.clone();
         w.read_timeout = None;
-        Some(watch_client_of(w, token.clone(), poll.read_timeout)?)
+        Some(watch_client_of(w, token.clone(), poll)?)
     } else {
         None
     };

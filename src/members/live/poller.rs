@@ -312,15 +312,15 @@ impl Poller {
         let ctx = Ctx {
             list: b.client.clone(),
             watch,
+            sending: Arc::default(),
             shared: Arc::clone(&shared),
             poll: self.poll.clone(),
             permits: Arc::clone(&self.permits),
             timeout_secs: WATCH_TIMEOUT_SECS + jitter,
             cluster: b.target.name.clone(),
         };
-        let (first, second) = Turn::pair();
-        let nodes = tokio::spawn(watch_loop::<NodeItem>(ctx.clone(), "/api/v1/nodes", "nodes", start.nodes_rv, first));
-        let pods = tokio::spawn(watch_loop::<PodItem>(ctx, "/api/v1/pods", "pods", start.pods_rv, second));
+        let nodes = tokio::spawn(watch_loop::<NodeItem>(ctx.clone(), "/api/v1/nodes", "nodes", start.nodes_rv));
+        let pods = tokio::spawn(watch_loop::<PodItem>(ctx, "/api/v1/pods", "pods", start.pods_rv));
         self.watchers.insert(
             b.target.name.clone(),
             Watcher { target: b.target.clone(), shared, tasks: vec![nodes.abort_handle(), pods.abort_handle()] },

@@ -113,6 +113,11 @@ pub(super) fn apply_events<T: Watched>(
 pub(super) struct Ctx {
     pub(super) list: kube::Client,
     pub(super) watch: kube::Client,
+    /// Held by a watch request of the cluster until it has its answer: the cluster's watches
+    /// start one after the other, so that the second finds the first one's HTTP/2 connection
+    /// in the client's pool instead of opening one more (the client learns which protocol the
+    /// server speaks only from a TLS handshake: two requests at once would make two).
+    pub(super) sending: Arc<tokio::sync::Mutex<()>>,
     pub(super) shared: Arc<std::sync::Mutex<Shared>>,
     pub(super) poll: PollSection,
     pub(super) permits: Arc<tokio::sync::Semaphore>,
@@ -120,45 +125,12 @@ pub(super) struct Ctx {
     pub(super) cluster: String,
 }
 
-/// Orders the first requests of a cluster's two watches: the second waits (at most
-/// `read_timeout`) until the first has its response, so that it finds the first one's HTTP/2
-/// connection in the client's pool instead of opening one more (the client learns which
-/// protocol the server speaks only from a TLS handshake).
-pub(super) enum Turn {
-    /// Tells the other watch when this one's first request is answered (or has failed).
-    First(tokio::sync::oneshot::Sender<()>),
-    /// Waits for the other watch's first answer.
-    After(tokio::sync::oneshot::Receiver<()>),
-}
-
-impl Turn {
-    /// The turns of two watches: (first, second).
-    pub(super) fn pair() -> (Turn, Turn) {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        (Turn::First(tx), Turn::After(rx))
-    }
-}
-
 /// One resource's watch: re-watches from the last resource version when the stream ends,
 /// relists on 410 Gone, and stops (leaving the error for the next round) when a request fails.
-pub(super) async fn watch_loop<T: Watched>(
-    ctx: Ctx,
-    path: &'static str,
-    what: &'static str,
-    mut rv: String,
-    turn: Turn,
-) {
-    let mut answered = match turn {
-        Turn::First(tx) => Some(tx),
-        Turn::After(rx) => {
-            // An error (the first watch ended without an answer) or the time limit: go on.
-            let _ = tokio::time::timeout(ctx.poll.read_timeout, rx).await;
-            None
-        }
-    };
+pub(super) async fn watch_loop<T: Watched>(ctx: Ctx, path: &'static str, what: &'static str, mut rv: String) {
     loop {
         let started = Instant::now();
-        let failed = match watch_once::<T>(&ctx, path, what, &mut rv, &mut answered).await {
+        let failed = match watch_once::<T>(&ctx, path, what, &mut rv).await {
             Ok(events) => {
                 if events == 0 && started.elapsed() < Duration::from_secs(1) {
                     // A stream that ends at once, repeatedly, must not spin.
@@ -204,13 +176,11 @@ pub(super) async fn relist<T: Watched>(ctx: &Ctx, path: &str, what: &'static str
 /// One watch request, read until the stream ends. `Ok(events applied)` when it ended normally
 /// (server timeout, closed, idle longer than `timeoutSeconds` + `read_timeout`, broken
 /// mid-stream): re-watch from `rv`. `Gone` for 410 (as a status or an `ERROR` event).
-/// `answered` is told when the request has its response or failed ([`Turn`]).
 pub(super) async fn watch_once<T: Watched>(
     ctx: &Ctx,
     path: &str,
     what: &'static str,
     rv: &mut String,
-    answered: &mut Option<tokio::sync::oneshot::Sender<()>>,
 ) -> Result<u64, Got> {
     let url = format!(
         "{path}?watch=1&resourceVersion={}&allowWatchBookmarks=true&timeoutSeconds={}",
@@ -222,10 +192,10 @@ pub(super) async fn watch_once<T: Watched>(
         .header(http::header::ACCEPT, "application/json")
         .body(kube::client::Body::from(Vec::new()))
         .map_err(|e| failed(e.to_string()))?;
-    let sent = tokio::time::timeout(ctx.poll.read_timeout, ctx.watch.send(req)).await;
-    if let Some(tx) = answered.take() {
-        let _ = tx.send(());
-    }
+    let sent = {
+        let _turn = ctx.sending.lock().await;
+        tokio::time::timeout(ctx.poll.read_timeout, ctx.watch.send(req)).await
+    };
     let res = match sent {
         Err(_) => {
             return Err(failed(format!(

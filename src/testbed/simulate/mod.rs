@@ -242,7 +242,8 @@ async fn accept_loop(
 ) {
     loop {
         let (stream, _) = match listener.accept().await {
-            Ok(s) => s,
+            // Only HTTPS connections freeze (the admin endpoints are on plain HTTP).
+            Ok((s, addr)) => (Frozen::new(s, &state.connections, tls.is_some()), addr),
             Err(error) => {
                 tracing::warn!(%error, "accept failed");
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -275,6 +276,76 @@ async fn accept_loop(
                 tracing::debug!(%error, "connection ended with an error");
             }
         });
+    }
+}
+
+/// A connection that stops reading and writing for good once
+/// [`server::Connections::frozen`] says so (`POST /admin/connections/freeze`): its reads and
+/// writes stay pending, and nothing wakes them.
+struct Frozen<S> {
+    inner: S,
+    serial: u64,
+    connections: Arc<server::Connections>,
+}
+
+impl<S> Frozen<S> {
+    /// A connection that freezes with the others when `freezes`.
+    fn new(inner: S, connections: &Arc<server::Connections>, freezes: bool) -> Self {
+        let serial = match freezes {
+            true => connections.serial(),
+            false => u64::MAX,
+        };
+        Frozen { inner, serial, connections: Arc::clone(connections) }
+    }
+
+    fn frozen(&self) -> bool {
+        self.connections.frozen(self.serial)
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Frozen<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.frozen() {
+            return std::task::Poll::Pending;
+        }
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Frozen<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.frozen() {
+            return std::task::Poll::Pending;
+        }
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.frozen() {
+            return std::task::Poll::Pending;
+        }
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.frozen() {
+            return std::task::Poll::Pending;
+        }
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 

@@ -18,7 +18,8 @@
 //! `POST /admin/clusters/{name}/watches/close|compact`; `PUT /admin/clusters/{name}/apis`
 //! (the APIs it serves, as `status.apiEnablements`); `PUT|DELETE
 //! /admin/clusters/{name}/leases/fault` and `GET /admin/leases` ([`super::lease`]); `POST /admin/apply` runs the GitOps
-//! agent now; `GET /admin/stats` and `GET /admin/requests`. The member's own troubles:
+//! agent now; `POST /admin/connections/freeze` stops every HTTPS connection open now for good
+//! (it neither reads nor writes again); `GET /admin/stats` and `GET /admin/requests`. The member's own troubles:
 //! `PUT /admin/clusters/{name}/nodes/{node}/ready` (`{"ready": false}`: the node and its pods
 //! NotReady; `true`: back), `PUT …/nodes/{node}/allocatable` (`{"cpu": "2"}`: the node
 //! shrinks, the agent's pods that no longer fit are placed again), `PUT|DELETE
@@ -124,11 +125,16 @@ pub struct State {
 }
 
 /// HTTPS connections served: accepted (TLS handshake done) and open now, by the protocol
-/// ALPN chose (`h2`, or HTTP/1.1).
+/// ALPN chose (`h2`, or HTTP/1.1); and which of them are frozen
+/// (`POST /admin/connections/freeze`).
 #[derive(Debug, Default)]
 pub struct Connections {
     accepted: [AtomicU64; 2],
     open: [AtomicU64; 2],
+    /// Connections accepted so far: the next one's serial number.
+    serials: AtomicU64,
+    /// Connections whose serial number is below this neither read nor write any more.
+    frozen_below: AtomicU64,
 }
 
 /// One open connection of [`Connections`]; closed when dropped.
@@ -147,6 +153,25 @@ impl Connections {
         self.accepted[i].fetch_add(1, Ordering::Relaxed);
         self.open[i].fetch_add(1, Ordering::Relaxed);
         Open(self, i)
+    }
+
+    /// The serial number of a connection just accepted.
+    pub fn serial(&self) -> u64 {
+        self.serials.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Whether the connection with this serial number is frozen.
+    pub fn frozen(&self, serial: u64) -> bool {
+        serial < self.frozen_below.load(Ordering::Relaxed)
+    }
+
+    /// Freezes every connection accepted so far, for good: each stops reading and writing,
+    /// as a peer that hangs with its connections open (the kernel still acknowledges what the
+    /// client sends). Later connections are served.
+    fn freeze(&self) -> u64 {
+        let n = self.serials.load(Ordering::Relaxed);
+        self.frozen_below.fetch_max(n, Ordering::Relaxed);
+        n
     }
 
     /// `{"accepted": {"http/1.1": n, "h2": n}, "open": {…}}`.
@@ -753,6 +778,7 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
         (Method::POST, ["clusters", name, "watches", action @ ("close" | "compact")]) => {
             watches(state, name, action == &"close")
         }
+        (Method::POST, ["connections", "freeze"]) => ok(&json!({"frozen": state.connections.freeze()})),
         (Method::GET, ["stats"]) => ok(&json!({
             "requests": &*state.requests.read().unwrap_or_else(|p| p.into_inner()),
             "events": state.events.load(Ordering::Relaxed),
