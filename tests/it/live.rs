@@ -631,6 +631,38 @@ fn a_watch_connection_that_hangs_open_is_pinged_given_up_and_replaced() {
 }
 
 #[test]
+fn after_a_goaway_the_watches_go_on_then_move_to_a_new_connection() {
+    let t = setup(1, false, WATCHED);
+    let (mut child, log) = daemon(&t, "fedsched=debug");
+    wait_until_watching(&t, &["member-000"]);
+    assert_eq!(connections(&t, "h2"), (1, 1), "{}", t.sim.stats());
+    // The server says GOAWAY (as kube-apiserver does to spread clients over its replicas):
+    // the open streams go on, and still bring events.
+    let (code, body) = t.sim.http("POST", "/admin/connections/goaway", "");
+    assert_eq!(code, 200, "{body}");
+    t.sim.fill("member-000");
+    wait_for("the pods to be seen", Duration::from_secs(30), || allocated_cores(&t, "member-000") >= 4000.0);
+    assert_eq!(connections(&t, "h2"), (1, 1), "{}", t.sim.stats());
+    // When they end, both are made again on one new connection, and the old one closes.
+    let (code, body) = t.sim.http("POST", "/admin/clusters/member-000/watches/close", "");
+    assert_eq!(code, 200, "{body}");
+    wait_for("the watches on a new connection", Duration::from_secs(20), || {
+        connections(&t, "h2") == (2, 1) && t.sim.stats()["openWatches"] == 2
+    });
+    for n in t.sim.nodes("member-000") {
+        let (code, body) = t.sim.http("DELETE", &format!("/admin/clusters/member-000/namespaces/fill/pods/{n}"), "");
+        assert_eq!(code, 200, "{body}");
+    }
+    wait_for("the pods to be gone", Duration::from_secs(30), || {
+        (0.0..1000.0).contains(&allocated_cores(&t, "member-000"))
+    });
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().expect("lock").clone();
+    assert!(!l.contains("panicked") && !l.contains("poll failed") && !l.contains("watch stopped"), "{l}");
+}
+
+#[test]
 fn watches_run_over_http1_when_the_server_offers_no_http2() {
     let t = setup_with(2, false, WATCHED, &["--http1-only"]);
     let (mut child, log) = daemon(&t, "info");

@@ -263,7 +263,17 @@ async fn accept_loop(
                     Ok(s) => {
                         let h2 = s.get_ref().1.alpn_protocol() == Some(b"h2");
                         let _open = counts.opened(h2);
-                        builder.serve_connection(TokioIo::new(s), svc).await
+                        let mut goaway = counts.goaway();
+                        let mut conn = std::pin::pin!(builder.serve_connection(TokioIo::new(s), svc));
+                        tokio::select! {
+                            result = conn.as_mut() => result,
+                            // GOAWAY (HTTP/2) or `Connection: close` (HTTP/1.1): the streams
+                            // open go on to their end; no new one is taken.
+                            _ = goaway.changed() => {
+                                conn.as_mut().graceful_shutdown();
+                                conn.await
+                            }
+                        }
                     }
                     Err(error) => {
                         tracing::debug!(%error, "TLS handshake failed");

@@ -19,7 +19,8 @@
 //! (the APIs it serves, as `status.apiEnablements`); `PUT|DELETE
 //! /admin/clusters/{name}/leases/fault` and `GET /admin/leases` ([`super::lease`]); `POST /admin/apply` runs the GitOps
 //! agent now; `POST /admin/connections/freeze` stops every HTTPS connection open now for good
-//! (it neither reads nor writes again); `GET /admin/stats` and `GET /admin/requests`. The member's own troubles:
+//! (it neither reads nor writes again); `POST /admin/connections/goaway` shuts every HTTPS
+//! connection open now down gracefully (HTTP/2's GOAWAY: its streams go on, no new one); `GET /admin/stats` and `GET /admin/requests`. The member's own troubles:
 //! `PUT /admin/clusters/{name}/nodes/{node}/ready` (`{"ready": false}`: the node and its pods
 //! NotReady; `true`: back), `PUT …/nodes/{node}/allocatable` (`{"cpu": "2"}`: the node
 //! shrinks, the agent's pods that no longer fit are placed again), `PUT|DELETE
@@ -135,6 +136,9 @@ pub struct Connections {
     serials: AtomicU64,
     /// Connections whose serial number is below this neither read nor write any more.
     frozen_below: AtomicU64,
+    /// Bumped by `POST /admin/connections/goaway`: every connection open then shuts down
+    /// gracefully.
+    goaway: tokio::sync::watch::Sender<u64>,
 }
 
 /// One open connection of [`Connections`]; closed when dropped.
@@ -158,6 +162,18 @@ impl Connections {
     /// The serial number of a connection just accepted.
     pub fn serial(&self) -> u64 {
         self.serials.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// What tells a connection just accepted to shut down gracefully (GOAWAY in HTTP/2): a
+    /// change after this call.
+    pub fn goaway(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.goaway.subscribe()
+    }
+
+    /// Tells every open connection to shut down gracefully; returns how many were told.
+    fn send_goaway(&self) -> usize {
+        self.goaway.send_modify(|n| *n += 1);
+        self.goaway.receiver_count()
     }
 
     /// Whether the connection with this serial number is frozen.
@@ -779,6 +795,7 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             watches(state, name, action == &"close")
         }
         (Method::POST, ["connections", "freeze"]) => ok(&json!({"frozen": state.connections.freeze()})),
+        (Method::POST, ["connections", "goaway"]) => ok(&json!({"told": state.connections.send_goaway()})),
         (Method::GET, ["stats"]) => ok(&json!({
             "requests": &*state.requests.read().unwrap_or_else(|p| p.into_inner()),
             "events": state.events.load(Ordering::Relaxed),
