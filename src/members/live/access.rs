@@ -408,6 +408,57 @@ pub(super) fn read_ca(path: &Path) -> Result<Vec<Vec<u8>>, PollError> {
 mod tests {
     use super::*;
 
+    /// A TLS server with the simulator's throwaway CA, offering HTTP/2 and HTTP/1.1, that
+    /// answers every request with the HTTP version it came in.
+    async fn version_server(certs: &crate::testbed::simulate::Certs) -> std::net::SocketAddr {
+        let acceptor = crate::testbed::simulate::tls_acceptor(certs, false).expect("acceptor");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(stream) = acceptor.accept(stream).await else { return };
+                    let svc = hyper::service::service_fn(|req: http::Request<hyper::body::Incoming>| async move {
+                        let body = http_body_util::Full::new(bytes::Bytes::from(format!("{:?}", req.version())));
+                        Ok::<_, std::convert::Infallible>(http::Response::new(body))
+                    });
+                    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+                    let _ = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), svc).await;
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn the_watch_client_verifies_the_server_and_speaks_http2_with_it() {
+        use crate::testbed::simulate::make_certs;
+        let certs = make_certs().expect("certificates");
+        let addr = version_server(&certs).await;
+        let dir = tempfile::tempdir().expect("directory");
+        let (ours, other) = (dir.path().join("ca.pem"), dir.path().join("other.pem"));
+        std::fs::write(&ours, &certs.ca_pem).expect("CA");
+        std::fs::write(&other, make_certs().expect("other certificates").ca_pem).expect("other CA");
+        let get = |ca: &Path, insecure: bool| {
+            let mut cfg = kube::Config::new(format!("https://{addr}").parse().expect("URI"));
+            cfg.root_cert = Some(read_ca(ca).expect("CA"));
+            cfg.accept_invalid_certs = insecure;
+            let client = watch_client_of(cfg, None, &PollSection::default());
+            async move {
+                let req = http::Request::get("/version").body(kube::client::Body::from(Vec::new())).expect("request");
+                let res = client.expect("client").send(req).await.map_err(|e| chain(&e))?;
+                let body = res.into_body().collect().await.map_err(|e| e.to_string())?;
+                Ok::<_, String>(String::from_utf8_lossy(&body.to_bytes()).into_owned())
+            }
+        };
+        assert_eq!(get(&ours, false).await, Ok("HTTP/2.0".to_string()));
+        let refused = get(&other, false).await.expect_err("a server its CA did not sign");
+        assert!(refused.contains("certificate"), "{refused}");
+        // insecureSkipTLSVerification: the same server accepted.
+        assert_eq!(get(&other, true).await, Ok("HTTP/2.0".to_string()));
+    }
+
     #[test]
     fn endpoint_config_applies_tls_and_proxy_fields() {
         let Ok(dir) = tempfile::tempdir() else { return };

@@ -121,13 +121,15 @@ fn token_at(path: &Path) -> Result<String, SimError> {
     }
 }
 
-struct Certs {
-    ca_pem: String,
+/// A throwaway CA and a server certificate it signed (for `localhost`, `127.0.0.1`, `::1`).
+pub(crate) struct Certs {
+    pub(crate) ca_pem: String,
     cert_der: Vec<u8>,
     key_der: Vec<u8>,
 }
 
-fn make_certs() -> Result<Certs, SimError> {
+/// Makes a [`Certs`].
+pub(crate) fn make_certs() -> Result<Certs, SimError> {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
     let tls = |e: rcgen::Error| SimError::Tls(e.to_string());
     let ca_key = KeyPair::generate().map_err(tls)?;
@@ -145,7 +147,9 @@ fn make_certs() -> Result<Certs, SimError> {
     Ok(Certs { ca_pem: ca_cert.pem(), cert_der: cert.der().to_vec(), key_der: key.serialize_der() })
 }
 
-fn tls_acceptor(certs: &Certs, http1_only: bool) -> Result<tokio_rustls::TlsAcceptor, SimError> {
+/// A TLS acceptor with the server certificate of `certs`, offering HTTP/2 and HTTP/1.1 (or
+/// HTTP/1.1 only) by ALPN.
+pub(crate) fn tls_acceptor(certs: &Certs, http1_only: bool) -> Result<tokio_rustls::TlsAcceptor, SimError> {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
