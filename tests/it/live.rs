@@ -486,7 +486,7 @@ pub(crate) const WATCHED: &str =
 #[test]
 fn a_change_in_a_member_reaches_the_output_through_its_watch_without_a_new_list() {
     let t = setup(3, false, WATCHED);
-    let (mut child, log) = daemon(&t, "info");
+    let (child, log) = daemon(&t, "info");
     let clusters = ["member-000", "member-001", "member-002"];
     wait_until_watching(&t, &clusters);
     let before = t.sim.stats();
@@ -533,16 +533,13 @@ fn a_change_in_a_member_reaches_the_output_through_its_watch_without_a_new_list(
     assert!(after["events"].as_u64() > before["events"].as_u64(), "{after}");
     assert_eq!(requests(&after), requests(&before) + 2, "member-000 was listed again: {before} → {after}");
 
-    child.kill().expect("kill");
-    let _ = child.wait();
-    let l = log.lock().expect("lock").clone();
-    assert!(!l.contains("panicked") && !l.contains("poll failed"), "{l}");
+    stop_without_failures(child, &log);
 }
 
 #[test]
 fn a_dropped_watch_rewatches_and_an_expired_one_relists() {
     let t = setup(3, false, WATCHED);
-    let (mut child, log) = daemon(&t, "fedsched=debug");
+    let (child, log) = daemon(&t, "fedsched=debug");
     let clusters = ["member-000", "member-001", "member-002"];
     wait_until_watching(&t, &clusters);
 
@@ -567,10 +564,16 @@ fn a_dropped_watch_rewatches_and_an_expired_one_relists() {
         allocated_cores(&t, "member-002") >= 4000.0
     });
 
+    stop_without_failures(child, &log);
+}
+
+/// Stops the daemon; its log, returned, shows no panic and no failed poll.
+fn stop_without_failures(mut child: Child, log: &std::sync::Arc<std::sync::Mutex<String>>) -> String {
     child.kill().expect("kill");
     let _ = child.wait();
     let l = log.lock().expect("lock").clone();
     assert!(!l.contains("panicked") && !l.contains("poll failed"), "{l}");
+    l
 }
 
 /// The simulator's HTTPS connections speaking `proto` ("h2" or "http/1.1"): (accepted, open).
@@ -582,7 +585,7 @@ fn connections(t: &Setup, proto: &str) -> (u64, u64) {
 #[test]
 fn both_watches_of_a_member_share_one_http2_connection() {
     let t = setup(3, false, WATCHED);
-    let (mut child, log) = daemon(&t, "info");
+    let (child, log) = daemon(&t, "info");
     let clusters = ["member-000", "member-001", "member-002"];
     wait_until_watching(&t, &clusters);
     // Six streams (nodes and pods of three members) on three connections, one TLS handshake
@@ -601,10 +604,7 @@ fn both_watches_of_a_member_share_one_http2_connection() {
     wait_for("the watches to open again", Duration::from_secs(20), || t.sim.stats()["openWatches"] == 6);
     assert_eq!(connections(&t, "h2"), (3, 3), "{}", t.sim.stats());
 
-    child.kill().expect("kill");
-    let _ = child.wait();
-    let l = log.lock().expect("lock").clone();
-    assert!(!l.contains("panicked") && !l.contains("poll failed"), "{l}");
+    stop_without_failures(child, &log);
 }
 
 #[test]
@@ -633,7 +633,7 @@ fn a_watch_connection_that_hangs_open_is_pinged_given_up_and_replaced() {
 #[test]
 fn after_a_goaway_the_watches_go_on_then_move_to_a_new_connection() {
     let t = setup(1, false, WATCHED);
-    let (mut child, log) = daemon(&t, "fedsched=debug");
+    let (child, log) = daemon(&t, "fedsched=debug");
     wait_until_watching(&t, &["member-000"]);
     assert_eq!(connections(&t, "h2"), (1, 1), "{}", t.sim.stats());
     // The server says GOAWAY (as kube-apiserver does to spread clients over its replicas):
@@ -656,16 +656,14 @@ fn after_a_goaway_the_watches_go_on_then_move_to_a_new_connection() {
     wait_for("the pods to be gone", Duration::from_secs(30), || {
         (0.0..1000.0).contains(&allocated_cores(&t, "member-000"))
     });
-    child.kill().expect("kill");
-    let _ = child.wait();
-    let l = log.lock().expect("lock").clone();
-    assert!(!l.contains("panicked") && !l.contains("poll failed") && !l.contains("watch stopped"), "{l}");
+    let l = stop_without_failures(child, &log);
+    assert!(!l.contains("watch stopped"), "{l}");
 }
 
 #[test]
 fn watches_run_over_http1_when_the_server_offers_no_http2() {
     let t = setup_with(2, false, WATCHED, &["--http1-only"]);
-    let (mut child, log) = daemon(&t, "info");
+    let (child, log) = daemon(&t, "info");
     wait_until_watching(&t, &["member-000", "member-001"]);
     // One HTTP/1.1 connection per open stream; nothing spoke HTTP/2.
     assert_eq!(connections(&t, "h2").0, 0, "{}", t.sim.stats());
@@ -674,10 +672,7 @@ fn watches_run_over_http1_when_the_server_offers_no_http2() {
     wait_for("the pods of member-000 to be seen", Duration::from_secs(30), || {
         allocated_cores(&t, "member-000") >= 4000.0
     });
-    child.kill().expect("kill");
-    let _ = child.wait();
-    let l = log.lock().expect("lock").clone();
-    assert!(!l.contains("panicked") && !l.contains("poll failed"), "{l}");
+    stop_without_failures(child, &log);
 }
 
 #[test]
