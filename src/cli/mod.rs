@@ -259,6 +259,10 @@ pub struct SimulateArgs {
     /// HTTP/2); by default both are offered by ALPN, HTTP/2 first, as kube-apiserver does.
     #[arg(long)]
     pub http1_only: bool,
+    /// HTTP/2 streams one connection may carry at once (`SETTINGS_MAX_CONCURRENT_STREAMS`);
+    /// default: 200 (hyper's).
+    #[arg(long, value_name = "N")]
+    pub max_concurrent_streams: Option<u32>,
     /// Generate a synthetic fleet of N clusters into --out instead of serving.
     #[arg(long, value_name = "N", requires = "out")]
     pub generate: Option<usize>,
@@ -387,6 +391,7 @@ fn simulate(a: &SimulateArgs) -> Result<ExitCode, Failure> {
         watch_window: a.watch_window,
         ready_after: a.ready_after,
         http1_only: a.http1_only,
+        max_concurrent_streams: a.max_concurrent_streams,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -661,6 +661,20 @@ fn after_a_goaway_the_watches_go_on_then_move_to_a_new_connection() {
 }
 
 #[test]
+fn a_server_that_allows_one_stream_per_connection_gets_a_connection_per_watch() {
+    // (As a proxy in front of an API server may: HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS 1.)
+    let t = setup_with(2, false, WATCHED, &["--max-concurrent-streams", "1"]);
+    let (child, log) = daemon(&t, "info");
+    // The second watch of each member finds no room on the shared connection: after
+    // read_timeout it is sent on a connection of its own, and both stay open.
+    wait_until_watching(&t, &["member-000", "member-001"]);
+    assert_eq!(connections(&t, "h2").1, 2, "{}", t.sim.stats());
+    t.sim.fill("member-000");
+    wait_for("the pods to be seen", Duration::from_secs(30), || allocated_cores(&t, "member-000") >= 4000.0);
+    stop_without_failures(child, &log);
+}
+
+#[test]
 fn watches_run_over_http1_when_the_server_offers_no_http2() {
     let t = setup_with(2, false, WATCHED, &["--http1-only"]);
     let (child, log) = daemon(&t, "info");

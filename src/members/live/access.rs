@@ -60,6 +60,9 @@ pub(super) struct Built {
     /// The client of watch streams: no read timeout (a watch is idle between events); the
     /// watcher bounds the wait for headers and for the next event itself.
     pub(super) watch_client: Option<kube::Client>,
+    /// Whether `watch_client` may carry both watches on one HTTP/2 connection (else it is
+    /// kube's own, HTTP/1.1).
+    pub(super) watch_multiplexed: bool,
     /// What `client` was built from (a watched cluster's list client is rebuilt after its
     /// list, so that the pooled connection and its large read buffer are let go).
     pub(super) config: kube::Config,
@@ -133,7 +136,7 @@ impl TokenFile {
 }
 
 /// The kube client of `cfg`, with the token file's `Authorization` header on every request.
-fn client_of(cfg: kube::Config, token: Option<Arc<TokenFile>>) -> Result<kube::Client, PollError> {
+pub(super) fn client_of(cfg: kube::Config, token: Option<Arc<TokenFile>>) -> Result<kube::Client, PollError> {
     let problem = client_cert_problem(&cfg.auth_info);
     let builder = kube::client::ClientBuilder::try_from(cfg).map_err(|e| match &problem {
         Some(p) => PollError::Access(format!("client certificate: {p}")),
@@ -165,7 +168,7 @@ fn watch_client_of(
 ) -> Result<kube::Client, PollError> {
     use kube::client::ConfigExt;
     use tower::ServiceBuilder;
-    if cfg.proxy_url.is_some() || cfg.auth_info.exec.is_some() {
+    if !multiplexes(&cfg) {
         return client_of(cfg, token);
     }
     let problem = client_cert_problem(&cfg.auth_info);
@@ -210,6 +213,12 @@ fn watch_client_of(
         .map_err(tower::BoxError::from)
         .service(http);
     Ok(kube::Client::new(service, cfg.default_namespace))
+}
+
+/// Whether [`watch_client_of`] builds its own client for `cfg` (one that may speak HTTP/2),
+/// not kube's.
+fn multiplexes(cfg: &kube::Config) -> bool {
+    cfg.proxy_url.is_none() && cfg.auth_info.exec.is_none()
 }
 
 /// Why the client certificate of `auth` cannot be used, when it is an X.509 v1 certificate
@@ -336,8 +345,9 @@ pub(super) async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollE
     } else {
         None
     };
+    let watch_multiplexed = multiplexes(&cfg);
     let client = client_of(cfg.clone(), token.clone())?;
-    Ok(Built { target: t.clone(), client, watch_client, config: cfg, endpoint, token })
+    Ok(Built { target: t.clone(), client, watch_client, watch_multiplexed, config: cfg, endpoint, token })
 }
 
 /// A client of a cluster that is not a member (the host cluster of leader election, `[ha]`):

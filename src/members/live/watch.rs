@@ -118,6 +118,9 @@ pub(super) struct Ctx {
     /// in the client's pool instead of opening one more (the client learns which protocol the
     /// server speaks only from a TLS handshake: two requests at once would make two).
     pub(super) sending: Arc<tokio::sync::Mutex<()>>,
+    /// How a watch gets a connection of its own when its request finds no room on the shared
+    /// one (`None`: the watch client is kube's own, one connection per stream already).
+    pub(super) own: Option<OwnConnection>,
     pub(super) shared: Arc<std::sync::Mutex<Shared>>,
     pub(super) poll: PollSection,
     pub(super) permits: Arc<tokio::sync::Semaphore>,
@@ -125,12 +128,34 @@ pub(super) struct Ctx {
     pub(super) cluster: String,
 }
 
+/// A watch's own HTTP/1.1 connection (kube's client, made when first needed): for a server
+/// that lets a connection carry fewer streams than a member's two watches (HTTP/2's
+/// `SETTINGS_MAX_CONCURRENT_STREAMS` below 2, which a proxy in front of an API server may
+/// set), where the second watch's request would wait on the shared connection for good.
+#[derive(Clone)]
+pub(super) struct OwnConnection(Arc<(kube::Config, Option<Arc<TokenFile>>)>);
+
+impl OwnConnection {
+    /// From the member's client configuration (its read timeout removed: a watch is idle
+    /// between events).
+    pub(super) fn new(mut cfg: kube::Config, token: Option<Arc<TokenFile>>) -> Self {
+        cfg.read_timeout = None;
+        OwnConnection(Arc::new((cfg, token)))
+    }
+
+    fn client(&self) -> Result<kube::Client, PollError> {
+        client_of(self.0.0.clone(), self.0.1.clone())
+    }
+}
+
 /// One resource's watch: re-watches from the last resource version when the stream ends,
 /// relists on 410 Gone, and stops (leaving the error for the next round) when a request fails.
 pub(super) async fn watch_loop<T: Watched>(ctx: Ctx, path: &'static str, what: &'static str, mut rv: String) {
+    // This watch's own connection, once the shared one had no room for it.
+    let mut own = None;
     loop {
         let started = Instant::now();
-        let failed = match watch_once::<T>(&ctx, path, what, &mut rv).await {
+        let failed = match watch_once::<T>(&ctx, path, what, &mut rv, &mut own).await {
             Ok(events) => {
                 if events == 0 && started.elapsed() < Duration::from_secs(1) {
                     // A stream that ends at once, repeatedly, must not spin.
@@ -176,11 +201,17 @@ pub(super) async fn relist<T: Watched>(ctx: &Ctx, path: &str, what: &'static str
 /// One watch request, read until the stream ends. `Ok(events applied)` when it ended normally
 /// (server timeout, closed, idle longer than `timeoutSeconds` + `read_timeout`, broken
 /// mid-stream): re-watch from `rv`. `Gone` for 410 (as a status or an `ERROR` event).
+///
+/// A request the shared watch connection does not answer within `read_timeout` is sent once
+/// more on a connection of the watch's own ([`OwnConnection`]), which it keeps in `own`: a
+/// server that allows one stream per connection is watched that way, and a server that hangs
+/// fails after the second wait.
 pub(super) async fn watch_once<T: Watched>(
     ctx: &Ctx,
     path: &str,
     what: &'static str,
     rv: &mut String,
+    own: &mut Option<kube::Client>,
 ) -> Result<u64, Got> {
     let url = format!(
         "{path}?watch=1&resourceVersion={}&allowWatchBookmarks=true&timeoutSeconds={}",
@@ -188,13 +219,23 @@ pub(super) async fn watch_once<T: Watched>(
         ctx.timeout_secs
     );
     let failed = |message: String| Got::Failed(PollError::Transport { what, message });
-    let req = http::Request::get(url)
-        .header(http::header::ACCEPT, "application/json")
-        .body(kube::client::Body::from(Vec::new()))
-        .map_err(|e| failed(e.to_string()))?;
-    let sent = {
-        let _turn = ctx.sending.lock().await;
-        tokio::time::timeout(ctx.poll.read_timeout, ctx.watch.send(req)).await
+    let sent = loop {
+        let req = http::Request::get(url.as_str())
+            .header(http::header::ACCEPT, "application/json")
+            .body(kube::client::Body::from(Vec::new()))
+            .map_err(|e| failed(e.to_string()))?;
+        let client = own.as_ref().unwrap_or(&ctx.watch);
+        let sent = {
+            let _turn = ctx.sending.lock().await;
+            tokio::time::timeout(ctx.poll.read_timeout, client.send(req)).await
+        };
+        match (&sent, &ctx.own) {
+            (Err(_), Some(connection)) if own.is_none() => {
+                tracing::debug!(cluster = %ctx.cluster, what, "no answer on the shared watch connection; watching on a connection of its own");
+                *own = Some(connection.client().map_err(Got::Failed)?);
+            }
+            _ => break sent,
+        }
     };
     let res = match sent {
         Err(_) => {

@@ -80,6 +80,8 @@ pub struct Options {
     pub ready_after: Duration,
     /// Offer HTTP/1.1 only over HTTPS (otherwise HTTP/2 first, then HTTP/1.1, by ALPN).
     pub http1_only: bool,
+    /// HTTP/2 streams one connection may carry at once (None: hyper's default).
+    pub max_concurrent_streams: Option<u32>,
 }
 
 /// The addresses actually bound (port 0 resolved).
@@ -216,6 +218,7 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
         events,
         open_watches: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         connections: Default::default(),
+        max_concurrent_streams: opts.max_concurrent_streams,
         agent: apply::Agent { ready_after: opts.ready_after },
         leases: Default::default(),
     });
@@ -259,9 +262,13 @@ async fn accept_loop(
         let name = server_name.clone();
         tokio::spawn(async move {
             let counts = Arc::clone(&state.connections);
+            let max_streams = state.max_concurrent_streams;
             let svc = hyper::service::service_fn(move |req| server::handle(Arc::clone(&state), req, name.clone()));
             // HTTP/1.1, or HTTP/2 (told by its preface: after ALPN's `h2` over TLS).
-            let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            let mut builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            if let Some(n) = max_streams {
+                builder.http2().max_concurrent_streams(n);
+            }
             let result = match tls {
                 Some(acceptor) => match acceptor.accept(stream).await {
                     Ok(s) => {

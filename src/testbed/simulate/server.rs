@@ -119,6 +119,8 @@ pub struct State {
     pub open_watches: Arc<AtomicU64>,
     /// HTTPS connections, by protocol.
     pub connections: Arc<Connections>,
+    /// HTTP/2 streams one connection may carry at once (None: hyper's default).
+    pub max_concurrent_streams: Option<u32>,
     /// How the GitOps agent behaves (its Ready delay).
     pub agent: super::apply::Agent,
     /// `coordination.k8s.io/v1` Leases of every cluster (leader election's host API).
