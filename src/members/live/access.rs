@@ -65,7 +65,7 @@ pub(super) struct Built {
     pub(super) watch_multiplexed: bool,
     /// What `client` was built from (a watched cluster's list client is rebuilt after its
     /// list, so that the pooled connection and its large read buffer are let go).
-    pub(super) config: kube::Config,
+    pub(super) config: Arc<kube::Config>,
     pub(super) endpoint: String,
     /// The bearer token file of the target, when it has one (added to every request).
     pub(super) token: Option<Arc<TokenFile>>,
@@ -74,7 +74,7 @@ pub(super) struct Built {
 impl Built {
     /// A fresh client with the same configuration (and token file) as `client`.
     pub(super) fn rebuild(&self) -> Result<kube::Client, PollError> {
-        client_of(self.config.clone(), self.token.clone())
+        client_of((*self.config).clone(), self.token.clone())
     }
 }
 
@@ -347,7 +347,8 @@ pub(super) async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollE
     };
     let watch_multiplexed = multiplexes(&cfg);
     let client = client_of(cfg.clone(), token.clone())?;
-    Ok(Built { target: t.clone(), client, watch_client, watch_multiplexed, config: cfg, endpoint, token })
+    let config = Arc::new(cfg);
+    Ok(Built { target: t.clone(), client, watch_client, watch_multiplexed, config, endpoint, token })
 }
 
 /// A client of a cluster that is not a member (the host cluster of leader election, `[ha]`):

@@ -133,18 +133,19 @@ pub(super) struct Ctx {
 /// `SETTINGS_MAX_CONCURRENT_STREAMS` below 2, which a proxy in front of an API server may
 /// set), where the second watch's request would wait on the shared connection for good.
 #[derive(Clone)]
-pub(super) struct OwnConnection(Arc<(kube::Config, Option<Arc<TokenFile>>)>);
+pub(super) struct OwnConnection(Arc<kube::Config>, Option<Arc<TokenFile>>);
 
 impl OwnConnection {
-    /// From the member's client configuration (its read timeout removed: a watch is idle
-    /// between events).
-    pub(super) fn new(mut cfg: kube::Config, token: Option<Arc<TokenFile>>) -> Self {
-        cfg.read_timeout = None;
-        OwnConnection(Arc::new((cfg, token)))
+    /// From the member's client configuration (shared with its list client).
+    pub(super) fn new(cfg: Arc<kube::Config>, token: Option<Arc<TokenFile>>) -> Self {
+        OwnConnection(cfg, token)
     }
 
+    /// The client, without a read timeout (a watch is idle between events).
     fn client(&self) -> Result<kube::Client, PollError> {
-        client_of(self.0.0.clone(), self.0.1.clone())
+        let mut cfg = (*self.0).clone();
+        cfg.read_timeout = None;
+        client_of(cfg, self.1.clone())
     }
 }
 
