@@ -191,7 +191,7 @@ impl Metrics {
         );
         r.register_with_unit(
             "reconcile_phase_duration",
-            "Wall time of each phase of a completed pass (load, poll, schedule, render, publish, record)",
+            "Wall time of each phase of a completed pass (load, poll, schedule, decide, render, publish, record)",
             Unit::Seconds,
             m.phase_duration.clone(),
         );
@@ -317,8 +317,7 @@ impl Metrics {
         self.reconciles.get_or_create(&OutcomeLabels { outcome }).inc();
         let Some(report) = report else { return };
         let p = &report.phases;
-        let total = p.load + p.poll + p.schedule + p.render + p.publish + p.record;
-        self.reconcile_duration.observe(total.as_secs_f64());
+        self.reconcile_duration.observe(p.total().as_secs_f64());
         for (phase, d) in PHASES.iter().zip([p.load, p.poll, p.schedule, p.decide, p.render, p.publish, p.record]) {
             self.phase_duration.get_or_create(&PhaseLabels { phase }).observe(d.as_secs_f64());
         }

@@ -37,6 +37,14 @@ pub struct PhaseTimings {
     pub record: Duration,
 }
 
+impl PhaseTimings {
+    /// The pass's wall time: every phase (`schedule_cpu` is not one: it is the schedule
+    /// phase's work).
+    pub fn total(&self) -> Duration {
+        self.load + self.poll + self.stability + self.schedule + self.decide + self.render + self.publish + self.record
+    }
+}
+
 /// Why a pass stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {

@@ -375,9 +375,14 @@ fn metrics_parse_and_the_json_api_answers_like_the_cli_behind_a_token() {
     assert_eq!(value(&samples, "fedsched_reconciles_total", &[("outcome", "ok")]), 1.0);
     assert!(value(&samples, "fedsched_files_written_total", &[]) > 0.0);
     assert!(value(&samples, "fedsched_store_size_bytes", &[]) > 0.0);
+    let mut phases = 0.0;
     for phase in ["load", "poll", "schedule", "decide", "render", "publish", "record"] {
         assert_eq!(value(&samples, "fedsched_reconcile_phase_duration_seconds_count", &[("phase", phase)]), 1.0);
+        phases += value(&samples, "fedsched_reconcile_phase_duration_seconds_sum", &[("phase", phase)]);
     }
+    // The pass's duration covers every phase.
+    let pass = value(&samples, "fedsched_reconcile_duration_seconds_sum", &[]);
+    assert!(pass >= phases * (1.0 - 1e-9), "pass {pass} s, its phases {phases} s");
     for c in CLUSTERS {
         assert_eq!(value(&samples, "fedsched_snapshot_confidence_ratio", &[("cluster", c)]), 1.0);
         assert!(value(&samples, "fedsched_snapshot_age_seconds", &[("cluster", c)]) < 600.0);

@@ -719,13 +719,8 @@ impl Bench {
         let incremental = f.value;
         let m = Mark::at_size("≤ 200 ms", incremental, marks::S3_MS, self.size());
         sink.put(f.mark(m));
-        let without_load: Vec<Duration> = reports
-            .iter()
-            .map(|r| {
-                let p = &r.phases;
-                p.poll + p.schedule + p.render + p.publish + p.record
-            })
-            .collect();
+        let without_load: Vec<Duration> =
+            reports.iter().map(|r| r.phases.total().saturating_sub(r.phases.load)).collect();
         sink.put(Figure::ms(Scenario::S3, "  without load (reconcile only)", &without_load));
         sink.put(Figure::ms(Scenario::S3, "  with a walk of the repository (a watch event, or no watch)", &walked));
         sink.put_all(phase_figures(Scenario::S3, &reports));
