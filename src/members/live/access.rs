@@ -60,9 +60,6 @@ pub(super) struct Built {
     /// The client of watch streams: no read timeout (a watch is idle between events); the
     /// watcher bounds the wait for headers and for the next event itself.
     pub(super) watch_client: Option<kube::Client>,
-    /// Whether `watch_client` may carry both watches on one HTTP/2 connection (else it is
-    /// kube's own, HTTP/1.1).
-    pub(super) watch_multiplexed: bool,
     /// What `client` was built from (a watched cluster's list client is rebuilt after its
     /// list, so that the pooled connection and its large read buffer are let go).
     pub(super) config: Arc<kube::Config>,
@@ -137,11 +134,8 @@ impl TokenFile {
 
 /// The kube client of `cfg`, with the token file's `Authorization` header on every request.
 pub(super) fn client_of(cfg: kube::Config, token: Option<Arc<TokenFile>>) -> Result<kube::Client, PollError> {
-    let problem = client_cert_problem(&cfg.auth_info);
-    let builder = kube::client::ClientBuilder::try_from(cfg).map_err(|e| match &problem {
-        Some(p) => PollError::Access(format!("client certificate: {p}")),
-        None => PollError::Access(format!("client: {}", chain(&e))),
-    })?;
+    let auth = cfg.auth_info.clone();
+    let builder = kube::client::ClientBuilder::try_from(cfg).map_err(|e| client_error(&auth, "client", &e))?;
     let layer = tower::util::MapRequestLayer::new(move |mut req: http::Request<kube::client::Body>| {
         if let Some(t) = &token {
             req.headers_mut().insert(http::header::AUTHORIZATION, t.header());
@@ -171,12 +165,8 @@ fn watch_client_of(
     if !multiplexes(&cfg) {
         return client_of(cfg, token);
     }
-    let problem = client_cert_problem(&cfg.auth_info);
-    let failed = |what: &str, e: &dyn std::error::Error| match &problem {
-        Some(p) => PollError::Access(format!("client certificate: {p}")),
-        None => PollError::Access(format!("watch client: {what}: {}", chain(e))),
-    };
-    let tls = cfg.rustls_client_config().map_err(|e| failed("TLS", &e))?;
+    let failed = |what: &str, e: &dyn std::error::Error| client_error(&cfg.auth_info, what, e);
+    let tls = cfg.rustls_client_config().map_err(|e| failed("watch client: TLS", &e))?;
     let mut tcp = hyper_util::client::legacy::connect::HttpConnector::new();
     tcp.enforce_http(false);
     let https = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http();
@@ -208,17 +198,26 @@ fn watch_client_of(
     let service = ServiceBuilder::new()
         .layer(token_layer)
         .layer(cfg.base_uri_layer())
-        .option_layer(cfg.auth_layer().map_err(|e| failed("authentication", &e))?)
-        .layer(cfg.extra_headers_layer().map_err(|e| failed("headers", &e))?)
+        .option_layer(cfg.auth_layer().map_err(|e| failed("watch client: authentication", &e))?)
+        .layer(cfg.extra_headers_layer().map_err(|e| failed("watch client: headers", &e))?)
         .map_err(tower::BoxError::from)
         .service(http);
     Ok(kube::Client::new(service, cfg.default_namespace))
 }
 
-/// Whether [`watch_client_of`] builds its own client for `cfg` (one that may speak HTTP/2),
-/// not kube's.
-fn multiplexes(cfg: &kube::Config) -> bool {
+/// Whether [`watch_client_of`] builds its own client for `cfg` (one that may carry both
+/// watches on one HTTP/2 connection), not kube's (HTTP/1.1).
+pub(super) fn multiplexes(cfg: &kube::Config) -> bool {
     cfg.proxy_url.is_none() && cfg.auth_info.exec.is_none()
+}
+
+/// The error of a client that cannot be built for `what`: the client certificate's problem
+/// when it has one ([`client_cert_problem`], read only now), else `e`.
+fn client_error(auth: &kube::config::AuthInfo, what: &str, e: &dyn std::error::Error) -> PollError {
+    match client_cert_problem(auth) {
+        Some(p) => PollError::Access(format!("client certificate: {p}")),
+        None => PollError::Access(format!("{what}: {}", chain(e))),
+    }
 }
 
 /// Why the client certificate of `auth` cannot be used, when it is an X.509 v1 certificate
@@ -345,10 +344,9 @@ pub(super) async fn build(t: &Target, poll: &PollSection) -> Result<Built, PollE
     } else {
         None
     };
-    let watch_multiplexed = multiplexes(&cfg);
     let client = client_of(cfg.clone(), token.clone())?;
     let config = Arc::new(cfg);
-    Ok(Built { target: t.clone(), client, watch_client, watch_multiplexed, config, endpoint, token })
+    Ok(Built { target: t.clone(), client, watch_client, config, endpoint, token })
 }
 
 /// A client of a cluster that is not a member (the host cluster of leader election, `[ha]`):
@@ -535,6 +533,14 @@ mod tests {
             kube::config::AuthInfo { client_certificate_data: Some(base64(pem.as_bytes())), ..Default::default() };
         let p = client_cert_problem(&auth).expect("a problem");
         assert!(p.contains("X.509 v1"), "{p}");
+        // Both clients of a member say so when they cannot be built with it.
+        let key_pem = key.serialize_pem();
+        let mut cfg = kube::Config::new("https://127.0.0.1:6443".parse().expect("URI"));
+        cfg.auth_info = kube::config::AuthInfo { client_key_data: Some(base64(key_pem.as_bytes()).into()), ..auth };
+        for e in [client_of(cfg.clone(), None).err(), watch_client_of(cfg, None, &PollSection::default()).err()] {
+            let e = e.expect("no client with a v1 certificate").to_string();
+            assert!(e.contains("X.509 v1"), "{e}");
+        }
         assert_eq!(base64_decode(&base64(b"fedsched!")).as_deref(), Some(&b"fedsched!"[..]));
     }
 

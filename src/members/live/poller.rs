@@ -313,7 +313,7 @@ impl Poller {
             list: b.client.clone(),
             watch,
             sending: Arc::default(),
-            own: b.watch_multiplexed.then(|| OwnConnection::new(b.config.clone(), b.token.clone())),
+            own: multiplexes(&b.config).then(|| OwnConnection::new(Arc::clone(&b.config), b.token.clone())),
             shared: Arc::clone(&shared),
             poll: self.poll.clone(),
             permits: Arc::clone(&self.permits),

@@ -248,9 +248,9 @@ async fn accept_loop(
     server_name: String,
 ) {
     loop {
-        let (stream, _) = match listener.accept().await {
+        let stream = match listener.accept().await {
             // Only HTTPS connections freeze (the admin endpoints are on plain HTTP).
-            Ok((s, addr)) => (Frozen::new(s, &state.connections, tls.is_some()), addr),
+            Ok((s, _)) => Frozen::new(s, &state.connections, tls.is_some()),
             Err(error) => {
                 tracing::warn!(%error, "accept failed");
                 tokio::time::sleep(Duration::from_millis(50)).await;
