@@ -38,6 +38,34 @@ pub fn webster(total: i64, weights: &BTreeMap<String, i64>, tie: TieBreak) -> BT
     webster_of(total, weights.iter().map(|(n, w)| (n.as_str(), *w)), tie)
 }
 
+/// [`webster`] with upper bounds: a party whose seats would exceed its cap in `caps` gets its
+/// cap, and the other seats are divided again among the others by their weights (until no
+/// party exceeds its cap). `None` when the capped parties and those without weight cannot seat
+/// `total`. Without caps (or none reached) it is [`webster`].
+pub fn webster_capped(
+    total: i64,
+    weights: &BTreeMap<String, i64>,
+    caps: &BTreeMap<String, i64>,
+    tie: TieBreak,
+) -> Option<BTreeMap<String, i64>> {
+    let mut fixed: BTreeMap<String, i64> = BTreeMap::new();
+    loop {
+        let left = total - fixed.values().sum::<i64>();
+        let free = weights.iter().filter(|(n, _)| !fixed.contains_key(*n)).map(|(n, w)| (n.as_str(), *w));
+        let mut seats = webster_of(left, free, tie);
+        if left > 0 && seats.is_empty() {
+            return None;
+        }
+        let over: Vec<(String, i64)> =
+            seats.iter().filter_map(|(n, s)| caps.get(n).filter(|c| s > *c).map(|c| (n.clone(), *c))).collect();
+        if over.is_empty() {
+            seats.extend(fixed.into_iter().filter(|(_, s)| *s > 0));
+            return Some(seats);
+        }
+        fixed.extend(over);
+    }
+}
+
 /// [`webster`] over parties in any order (each name once): the divisions that weigh the
 /// selected clusters in their selection order need no map by name of all of them.
 pub fn webster_of<'a>(

@@ -615,6 +615,16 @@ fn availability_run(
             reasons.push(format!("{MODEL_PREFIX}cluster allows at most {max} replicas per workload"));
             avail = max;
         }
+        if already > 0
+            && avail > already
+            && let Some(t) = health_taint(cluster, req.placement)
+        {
+            reasons.push(format!(
+                "{MODEL_PREFIX}tainted {}:{:?} (member not Ready): keeps its {already} replicas, takes no new ones",
+                t.key, t.effect
+            ));
+            avail = already;
+        }
         if let Some(&cap) = req.failover.caps.get(&cluster.name)
             && avail > i64::from(cap)
         {
@@ -654,6 +664,38 @@ fn mark_selected(verdicts: &mut [ClusterVerdict], targets: &BTreeMap<String, Opt
         v.selected = r.is_some();
         v.replicas = r.copied().flatten();
     }
+}
+
+/// The not-ready / unreachable taint of `cluster` that `placement` does not tolerate, if it
+/// carries one (Karmada's cluster controller puts it on a member, `NoSchedule`, the moment the
+/// member is seen NotReady or Unreachable; fedsched's snapshots carry it likewise). Karmada's
+/// taint filter lets a cluster that already runs the workload pass (its eviction is failover's
+/// business, after the `NoExecute` toleration): such a member keeps the replicas it has, and
+/// takes no new ones — no scale-up, no replicas moved from another member — until it is Ready.
+pub fn health_taint<'a>(cluster: &'a ClusterSnapshot, placement: &Placement) -> Option<&'a crate::model::ClusterTaint> {
+    use crate::policy::types::TaintEffect;
+    cluster.taints.iter().find(|t| {
+        (t.key == stability::TAINT_NOT_READY || t.key == stability::TAINT_UNREACHABLE)
+            && matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)
+            && !placement.cluster_tolerations.iter().any(|tol| crate::model::nodes::tolerates(tol, t))
+    })
+}
+
+/// Per selected cluster that keeps its replicas and takes no new ones ([`health_taint`]): the
+/// replicas it has (the previous decision's).
+fn health_caps(
+    req: &ScheduleRequest<'_>,
+    selected: &[&ClusterVerdict],
+    clusters: &FleetView<'_>,
+) -> BTreeMap<String, i64> {
+    selected
+        .iter()
+        .filter_map(|v| {
+            let already = req.previous.get(&v.name).copied().filter(|r| *r > 0)?;
+            let snapshot = clusters.fleet.get(clusters.clusters, &v.name)?;
+            health_taint(snapshot, req.placement).map(|_| (v.name.clone(), i64::from(already)))
+        })
+        .collect()
 }
 
 /// Selects clusters among the feasible ones and assigns replicas; and whether the outcome
@@ -731,7 +773,14 @@ fn divide(
             // In the verdicts' order (the fleet's, by name) the map is built without sorting.
             let mut by_position = selected.to_vec();
             by_position.sort_unstable_by_key(|v| std::ptr::from_ref::<ClusterVerdict>(v) as usize);
-            Outcome::Scheduled { targets: by_position.iter().map(|v| (v.name.clone(), Some(replicas))).collect() }
+            let held = health_caps(req, selected, clusters);
+            let replicas_on = |name: &str| {
+                let cap = held.get(name).map_or(replicas, |c| i32::try_from(*c).unwrap_or(i32::MAX));
+                replicas.min(cap)
+            };
+            Outcome::Scheduled {
+                targets: by_position.iter().map(|v| (v.name.clone(), Some(replicas_on(&v.name)))).collect(),
+            }
         }
         Strategy::StaticWeight => {
             let weights = static_weights(req.placement, selected, clusters);
@@ -740,7 +789,16 @@ fn divide(
                     reason: "no selected cluster matches any staticWeightList entry".into(),
                 };
             }
-            to_targets(assign::webster(i64::from(replicas), &weights, tie))
+            let held = health_caps(req, selected, clusters);
+            match assign::webster_capped(i64::from(replicas), &weights, &held, tie) {
+                Some(m) => to_targets(m),
+                None => Outcome::Unschedulable {
+                    reason: format!(
+                        "{replicas} replicas do not fit: members not Ready ({}) keep the replicas they have and take no new ones",
+                        held.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                    ),
+                },
+            }
         }
         Strategy::DynamicWeight | Strategy::Aggregated => {
             // Weights for new replicas are the free replicas (available − already assigned),

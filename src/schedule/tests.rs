@@ -482,6 +482,75 @@ fn taints_filter_unless_tolerated_or_already_there() {
     assert_eq!(placed(&r), pairs(&[("m00", 1), ("m01", 1)]));
 }
 
+/// Issue 46, invariant 4: a member seen NotReady or Unreachable (Karmada's cluster controller
+/// taints it `NoSchedule` at once) keeps the replicas it has and gets no new ones, whatever
+/// the division: a scale-up 6 → 12 puts every new replica on the Ready members. A policy that
+/// tolerates the taint gets Karmada's division (the member is schedulable for it).
+#[test]
+fn a_member_not_ready_keeps_its_replicas_and_takes_no_new_ones() {
+    use crate::schedule::stability::{TAINT_NOT_READY, TAINT_UNREACHABLE};
+    for key in [TAINT_UNREACHABLE, TAINT_NOT_READY] {
+        let mut clusters: Vec<ClusterSnapshot> = (0..3).map(|i| cluster(i, 100, false, true)).collect();
+        clusters[0].taints.push(ClusterTaint { key: key.into(), value: None, effect: TaintEffect::NoSchedule });
+        // (strategy, previous replicas per member, the lost member's replicas after 6 → 12)
+        for (kind, previous, expect) in [(0u8, 6, 6), (1, 2, 2), (2, 2, 2), (3, 2, 2)] {
+            let p = strategy_placement(kind, false, &[1, 1, 1]);
+            let prev = [("m00", previous), ("m01", previous), ("m02", previous)];
+            let r = run(&p, &clusters, 12, &prev);
+            let got: BTreeMap<String, i32> = placed(&r).into_iter().collect();
+            assert_eq!(got.get("m00"), Some(&expect), "{key} strategy {kind}: {got:?}");
+            if kind != 0 {
+                assert_eq!(got.values().sum::<i32>(), 12, "{key} strategy {kind}: {got:?}");
+            } else {
+                assert_eq!((got.get("m01"), got.get("m02")), (Some(&12), Some(&12)), "{got:?}");
+            }
+            // Fewer replicas: it may lose some (a scale-down is no new replica).
+            let r = run(&p, &clusters, 3, &prev);
+            let got: BTreeMap<String, i32> = placed(&r).into_iter().collect();
+            assert!(got.get("m00").is_none_or(|r| *r <= previous.min(3)), "{key} strategy {kind}: {got:?}");
+            // Not placed there before: the filter keeps it out.
+            let r = run(&p, &clusters, 12, &[]);
+            assert!(placed(&r).iter().all(|(c, _)| c != "m00"), "{key} strategy {kind}: {:?}", placed(&r));
+            // Tolerated: Karmada's division, the member takes its share.
+            let mut tolerant = p.clone();
+            tolerant.cluster_tolerations.push(Toleration {
+                key: Some(key.into()),
+                operator: Some(TolerationOperator::Exists),
+                effect: Some(TaintEffect::NoSchedule),
+                ..Default::default()
+            });
+            let r = run(&tolerant, &clusters, 12, &prev);
+            let got: BTreeMap<String, i32> = placed(&r).into_iter().collect();
+            assert!(got.get("m00").is_some_and(|r| *r > previous.min(expect) || kind == 3), "{key} {kind}: {got:?}");
+        }
+        // Dynamic weights say why in the verdict.
+        let r = run(&strategy_placement(2, false, &[]), &clusters, 12, &[("m00", 2), ("m01", 2), ("m02", 2)]);
+        let all = full(&r, &clusters);
+        assert!(
+            all[0].reasons.iter().any(|r| r.contains("member not Ready") && r.contains("keeps its 2 replicas")),
+            "{:?}",
+            all[0].reasons
+        );
+    }
+}
+
+/// Static weights with a member that takes no new replicas: the others share the rest by their
+/// weights; when nobody can take them, the decision says why.
+#[test]
+fn static_weights_around_a_member_that_takes_no_new_replicas() {
+    let tie = assign::TieBreak::Ascending;
+    let w: BTreeMap<String, i64> = [("a", 1), ("b", 1), ("c", 2)].iter().map(|(n, w)| (n.to_string(), *w)).collect();
+    let caps: BTreeMap<String, i64> = [("a".to_string(), 1)].into();
+    let got = assign::webster_capped(12, &w, &caps, tie).expect("fits");
+    assert_eq!(got.get("a"), Some(&1), "{got:?}");
+    assert_eq!(got.values().sum::<i64>(), 12);
+    assert!(got["c"] >= got["b"], "{got:?}");
+    assert_eq!(assign::webster_capped(12, &w, &BTreeMap::new(), tie), Some(assign::webster(12, &w, tie)));
+    let only: BTreeMap<String, i64> = [("a".to_string(), 1)].into();
+    assert_eq!(assign::webster_capped(4, &only, &caps, tie), None);
+    assert_eq!(assign::webster_capped(1, &only, &caps, tie), Some(only.clone()));
+}
+
 #[test]
 fn affinity_groups_first_fitting_term_and_stickiness() {
     let clusters = vec![cluster(0, 2, false, true), cluster(1, 20, false, false)];

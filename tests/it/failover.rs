@@ -160,6 +160,38 @@ fn outage_evicts_after_the_toleration_purges_after_the_replacement_and_moves_bac
     );
 }
 
+/// Issue 46, invariant 4: a member seen NotReady gets no new replicas from that moment
+/// (Karmada's `NoSchedule` taint on detection), long before its toleration: a scale-up 6 → 12
+/// five seconds after the loss leaves it its 2 and puts the 6 new ones on the Ready members;
+/// after the toleration it is evicted as before.
+#[test]
+fn a_member_not_ready_gets_no_new_replicas_before_its_toleration() {
+    let s = Scratch::new();
+    s.write("apps.yaml", POLICY);
+    s.write("clusters.yaml", &clusters("True"));
+    let mut d = InProcess::start(&s, "", false);
+    d.passes(1);
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
+    s.write("clusters.yaml", &clusters("False"));
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    d.passes(2);
+    s.write("apps.yaml", &POLICY.replace("replicas: 6", "replicas: 12"));
+    d.clock.advance_ms(5_000);
+    d.send(Control::PolicyChanged);
+    d.passes(3);
+    assert_eq!(replicas(&s, "m1"), Some(2), "the member not Ready got new replicas");
+    assert_eq!(replicas(&s, "m2").unwrap_or(0) + replicas(&s, "m3").unwrap_or(0), 10);
+    // Ready again: it takes its share of the next scale-up.
+    s.write("clusters.yaml", &clusters("True"));
+    s.write("apps.yaml", &POLICY.replace("replicas: 6", "replicas: 15"));
+    d.clock.advance_ms(5_000);
+    d.send(Control::PolicyChanged);
+    d.passes(4);
+    assert!(replicas(&s, "m1").is_some_and(|r| r > 2), "{:?}", replicas(&s, "m1"));
+    d.stop();
+}
+
 #[test]
 fn a_member_flapping_every_20s_for_10_minutes_moves_nothing() {
     let s = Scratch::new();
