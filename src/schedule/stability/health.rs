@@ -5,11 +5,18 @@
 //! observation ends an unhealthy spell, so a member that flaps faster than the toleration is
 //! never evicted, and one that flaps faster than `stable_for` never gets workloads back.
 //!
-//! The storm guard (Kubernetes' node lifecycle controller's idea, per fleet): when more than
-//! `unhealthy_threshold` of the live members went unhealthy within one toleration window,
-//! fedsched's own view is more likely partitioned than the fleet lost: it starts holding every
-//! eviction, reschedule, purge and move-back, and releases when the share of live members
-//! unhealthy (whenever they went) is at or below the threshold again.
+//! The storm guard (Kubernetes' node lifecycle controller's rule, per fleet): the share of the
+//! live members unhealthy is judged at each pass, whenever each went — as Kubernetes judges a
+//! zone's share of NotReady nodes at each moment (`ComputeZoneState`). Above
+//! `unhealthy_threshold` (Kubernetes' partial disruption; all of them: its full disruption) the
+//! fleet is in a storm: fedsched's own view is more likely partitioned than the fleet lost, and a
+//! fleet most of whose members are down could not take their workloads anyway. It holds every
+//! eviction, reschedule, purge and move-back (Kubernetes stops evictions in a partial disruption
+//! of a zone of at most `--large-cluster-size-threshold` nodes and slows them to
+//! `--secondary-node-eviction-rate` in a larger one; fedsched stops at any fleet size), and
+//! releases when the share is at or below the threshold again. Members lost a few seconds apart
+//! are a storm from the pass the share passes the threshold, however long the losses took in
+//! all; those failed over before it (while the share was below) stay where they went.
 
 use std::collections::BTreeMap;
 
@@ -130,13 +137,11 @@ pub fn storm(
 ) -> Option<Storm> {
     let live_n = clusters.values().filter(|t| t.live).count();
     let unhealthy = clusters.values().filter(|t| t.live && !t.condition.is_ready()).count();
-    let window = settings.default_toleration_ms;
-    let recent = clusters.values().filter(|t| t.live && t.unhealthy_for(now_ms).is_some_and(|d| d <= window)).count();
-    let share = |n: usize| if live_n == 0 { 0.0 } else { n as f64 / live_n as f64 };
+    let share = if live_n == 0 { 0.0 } else { unhealthy as f64 / live_n as f64 };
     let threshold = settings.unhealthy_threshold;
-    let rule = format!("unhealthy_threshold {threshold} of {live_n} live members within {}", super::secs(window));
+    let rule = format!("unhealthy_threshold {threshold} of {live_n} live members");
     match old {
-        Some(s) if share(unhealthy) > threshold => Some(s.clone()),
+        Some(s) if share > threshold => Some(s.clone()),
         Some(s) => {
             for t in clusters.values_mut().filter(|t| t.live && !t.condition.is_ready()) {
                 t.unhealthy_since_ms = Some(now_ms);
@@ -154,13 +159,13 @@ pub fn storm(
             });
             None
         }
-        None if share(recent) > threshold => {
+        None if share > threshold => {
             actions.push(Action {
                 workload: None,
                 cluster: String::new(),
                 kind: ActionKind::StormStarted { unhealthy, live: live_n },
                 cause: Cause {
-                    condition: format!("{recent} of {} live members went unhealthy", live_n),
+                    condition: format!("{unhealthy} of {live_n} live members unhealthy"),
                     since_ms: now_ms,
                     for_ms: 0,
                     rule,

@@ -27,9 +27,9 @@
 //!   and the cluster's capacity for that request shape is distrusted until its figure changes;
 //! - an evicted-from member healthy for `stable_for` gets its workload back when the policy
 //!   prefers it (at most `max_moves_per_pass` per pass, never before `min_stay`);
-//! - evictions, reschedules and purges together are limited per minute; when more than
-//!   `unhealthy_threshold` of the live members went unhealthy within one toleration window
-//!   the storm guard holds them all until the unhealthy share falls to the threshold again.
+//! - evictions, reschedules and purges together are limited per minute; while more than
+//!   `unhealthy_threshold` of the live members are unhealthy (whenever each went: Kubernetes'
+//!   disruption rule, [`health`]) the storm guard holds them all.
 
 pub mod health;
 pub mod taints;
@@ -65,7 +65,7 @@ pub struct StabilitySettings {
     /// Share of live members unhealthy at once above which nothing is evicted (default 0.55).
     pub unhealthy_threshold: f64,
     /// Toleration of the not-ready / unreachable taints when the policy has none (default
-    /// 300 s, Karmada's webhook default); also the storm guard's window.
+    /// 300 s, Karmada's webhook default).
     pub default_toleration_ms: u64,
     /// Grace period of a cluster failover's graceful eviction (default 10 minutes, Karmada's
     /// `--graceful-eviction-timeout`).
