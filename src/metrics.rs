@@ -41,7 +41,7 @@ pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CON
 pub const PHASES: [&str; 7] = ["load", "poll", "schedule", "decide", "render", "publish", "record"];
 
 /// Workload states (label `state`).
-pub const STATES: [&str; 3] = ["scheduled", "unschedulable", "pending_failover"];
+pub const STATES: [&str; 4] = ["scheduled", "unschedulable", "pending_failover", "kept_past_grace"];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct HaLabels {
@@ -224,7 +224,7 @@ impl Metrics {
         );
         r.register(
             "workloads",
-            "Workloads by state after the last good pass (scheduled, unschedulable, pending_failover)",
+            "Workloads by state after the last good pass (scheduled, unschedulable, pending_failover, kept_past_grace: an old copy kept past its grace period, nothing Ready elsewhere)",
             m.workloads.clone(),
         );
         r.register(
@@ -337,7 +337,7 @@ impl Metrics {
             }
         }
         self.failover_suppressed.set(i64::from(st.storm.is_some()));
-        let states = [report.scheduled, report.unschedulable.len(), st.pending_failover];
+        let states = [report.scheduled, report.unschedulable.len(), st.pending_failover, st.kept_past_grace];
         for (state, n) in STATES.iter().zip(states) {
             self.workloads.get_or_create(&StateLabels { state }).set(n as i64);
         }
@@ -469,6 +469,7 @@ mod tests {
                     event("storm-started", "", "storm"),
                 ],
                 pending_failover: 2,
+                kept_past_grace: 1,
                 storm: Some("storm".into()),
                 held: 0,
             },
@@ -487,6 +488,17 @@ mod tests {
             "fedsched_reschedules_total{reason=\"unschedulable\"} 1\n",
             "fedsched_failover_suppressed 1\n",
         ] {
+            assert!(text.contains(line), "{line}{text}");
+        }
+        // The workloads by state, once the view has the pass's report.
+        let mut with_report = view(&[]);
+        with_report.last_report = Some(report.clone());
+        let m = Metrics::new();
+        m.record_pass("ok", Some(&report));
+        let text = m.refresh_and_encode(&with_report, 0, 0, None).expect("encode");
+        for line in
+            ["fedsched_workloads{state=\"pending_failover\"} 2\n", "fedsched_workloads{state=\"kept_past_grace\"} 1\n"]
+        {
             assert!(text.contains(line), "{line}{text}");
         }
         // Another value starts from zero: there is no shared registry.

@@ -458,6 +458,7 @@ async fn status(State(s): State<ApiState>, headers: HeaderMap) -> Response {
         "failover": view.last_report.as_ref().map(|r| json!({
             "stormGuard": r.stability.storm,
             "pendingFailover": r.stability.pending_failover,
+            "keptPastGrace": r.stability.kept_past_grace,
             "held": r.stability.held,
             "lastEvents": r.stability.events.iter().map(|e| json!({
                 "workload": e.workload.as_ref().map(|w| w.to_string()),

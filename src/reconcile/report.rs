@@ -126,6 +126,9 @@ pub struct StabilityReport {
     pub events: Vec<StabilityEvent>,
     /// Workloads with an eviction due but held, or a graceful eviction not purged yet.
     pub pending_failover: usize,
+    /// Workloads whose old copy stays past its grace period because no replica of theirs is
+    /// Ready anywhere else.
+    pub kept_past_grace: usize,
     /// While the storm guard holds: why.
     pub storm: Option<String>,
     /// Due actions held this pass (rate limit, storm guard, `max_moves_per_pass`, `min_stay`).
@@ -139,8 +142,8 @@ pub struct StabilityEvent {
     pub workload: Option<ObjectKey>,
     /// The member (empty for the storm guard).
     pub cluster: String,
-    /// `eviction`, `purge`, `reschedule`, `cannot-move`, `move-back`, `storm-started`,
-    /// `storm-ended`.
+    /// `eviction`, `purge`, `reschedule`, `cannot-move`, `move-back`, `rebalance`,
+    /// `grace-expired`, `storm-started`, `storm-ended`.
     pub kind: &'static str,
     /// The metric reason (`cluster-unreachable`, `unschedulable`, `move-back`…).
     pub reason: String,

@@ -90,6 +90,7 @@ impl StabilityPass {
                     ActionKind::CannotMove { .. } => "cannot-move",
                     ActionKind::MoveBack { .. } => "move-back",
                     ActionKind::Rebalance { .. } => "rebalance",
+                    ActionKind::GraceExpired { .. } => "grace-expired",
                     ActionKind::StormStarted { .. } => "storm-started",
                     _ => "storm-ended",
                 },
@@ -106,6 +107,7 @@ impl StabilityPass {
         StabilityReport {
             events,
             pending_failover: self.pending_failover.len(),
+            kept_past_grace: self.state.kept_past_grace(),
             storm,
             held: self.actions.iter().filter(|a| !a.is_event()).count(),
         }
@@ -295,6 +297,9 @@ pub(super) fn run(
         match (&a.kind, &a.workload) {
             (ActionKind::StormStarted { .. }, _) => {
                 tracing::warn!(action = %a, "stability: storm guard holds every eviction")
+            }
+            (ActionKind::GraceExpired { .. }, Some(w)) => {
+                tracing::warn!(workload = %w, cluster = %a.cluster, action = %a, "stability: old copy kept past its grace period")
             }
             (_, Some(w)) => tracing::info!(workload = %w, cluster = %a.cluster, action = %a, "stability"),
             (_, None) => tracing::info!(action = %a, "stability"),
@@ -899,5 +904,136 @@ mod storm_tests {
         let blob = rec.store.blob(last.inputs.stability).expect("blob").expect("stored");
         let used: crate::schedule::stability::StabilityState = crate::store::codec::decode(&blob).expect("state");
         assert!(used.storm.is_none() && used.clusters["m1"].unhealthy_since_ms == Some(t0 + 20 * 60_000));
+    }
+}
+
+#[cfg(test)]
+mod grace_tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use crate::model::snapshot::{Health, OwnerState, PodFacts};
+    use crate::reconcile::{Inputs, Reconciler, Settings, load_inputs};
+    use crate::store::Store;
+
+    /// One Aggregated Deployment of 2 replicas: it fits on one member and runs nowhere else.
+    const REPO: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web}
+  placement:
+    replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Aggregated}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
+"#;
+
+    fn cluster(name: &str, cpu: u32) -> String {
+        format!(
+            "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec: {{syncMode: Push}}\n\
+             status:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n\
+             \x20   allocatable: {{cpu: \"{cpu}\", memory: 80Gi, pods: \"110\"}}\n"
+        )
+    }
+
+    /// The workload's pods on a member: `pods` of them, `ready` Ready.
+    fn pods(pods: u32, ready: u32) -> Arc<PodFacts> {
+        let owner = "ReplicaSet/shop/web-5d8f9".to_string();
+        let state = OwnerState { pods, bound: pods, running: pods, ready, ..OwnerState::default() };
+        Arc::new(PodFacts {
+            bound: pods,
+            by_owner: BTreeMap::from([(owner.clone(), pods)]),
+            owners: BTreeMap::from([(owner, state)]),
+            ..PodFacts::default()
+        })
+    }
+
+    /// Issue 46, bug 2: a grace period that passes while no replica of the workload is Ready
+    /// anywhere else purges nothing ("never while it runs nowhere else"): the old copy stays and
+    /// the operator is told — a history note (once), explain and status, the report's count
+    /// (`fedsched_workloads{state="kept_past_grace"}`). The first Ready replica elsewhere purges
+    /// it. Before the fix the purge fired at the grace period with 0 of 2 Ready.
+    #[test]
+    fn a_grace_period_that_passes_with_nothing_ready_elsewhere_keeps_the_old_copy_and_says_so() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("apps.yaml"), REPO).expect("write");
+        let clusters = [cluster("m1", 40), cluster("m2", 20), cluster("m3", 20)];
+        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
+        let out = dir.path().join("out");
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let web = |c: &str| out.join(c).join("shop/apps_deployment_web.yaml").exists();
+        // m1 lost; the others' pods of the workload `(pods, ready)`.
+        let world = |lost: bool, others: (u32, u32)| -> Inputs {
+            let mut inputs = load_inputs(&repo).expect("inputs");
+            for s in inputs.snapshots.iter_mut() {
+                match s.name.as_str() {
+                    "m1" if lost => s.health = Health::Unreachable { reason: "connection refused".into() },
+                    "m1" => {}
+                    _ => s.pods = Some(pods(others.0, others.1)),
+                }
+            }
+            inputs
+        };
+        let t0 = 1_700_000_000_000;
+        rec.reconcile(&world(false, (0, 0)), &out, "test", t0).expect("pass");
+        assert!(web("m1") && !web("m2") && !web("m3"), "placed on m1 alone");
+        // Lost for the toleration (5 min): evicted; the replacement's pods never get Ready.
+        rec.reconcile(&world(true, (0, 0)), &out, "test", t0 + 10_000).expect("pass");
+        let r = rec.reconcile(&world(true, (0, 0)), &out, "test", t0 + 310_000).expect("pass");
+        assert_eq!(r.stability.events.iter().map(|e| e.kind).collect::<Vec<_>>(), ["eviction"]);
+        assert!(web("m1") && (web("m2") || web("m3")), "the replacement is published, the old copy kept");
+        let grace_end = t0 + 310_000 + 600_000;
+        let r = rec.reconcile(&world(true, (2, 0)), &out, "test", grace_end - 1_000).expect("pass");
+        assert!(r.stability.events.is_empty() && r.stability.kept_past_grace == 0, "{:?}", r.stability);
+        // The grace period passes with 0 of 2 Ready: kept, and said so once.
+        let r = rec.reconcile(&world(true, (2, 0)), &out, "test", grace_end).expect("pass");
+        assert_eq!(r.stability.events.iter().map(|e| e.kind).collect::<Vec<_>>(), ["grace-expired"]);
+        assert_eq!(r.stability.kept_past_grace, 1);
+        assert!(web("m1"), "purged while nothing runs elsewhere");
+        for dt in [10_000, 600_000] {
+            let r = rec.reconcile(&world(true, (2, 0)), &out, "test", grace_end + dt).expect("pass");
+            assert!(r.stability.events.is_empty(), "{dt}: {:?}", r.stability.events);
+            assert_eq!(r.stability.kept_past_grace, 1);
+            assert!(web("m1"));
+        }
+        let key = rec.store.placements().expect("placements")[0].workload.clone();
+        let notes: Vec<String> = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect();
+        let expired: Vec<&String> = notes.iter().filter(|n| n.contains("grace period 10m passed")).collect();
+        assert_eq!(expired.len(), 1, "{notes:#?}");
+        assert!(
+            expired[0].contains("no replica Ready on m") && expired[0].contains("files left on m1 stay"),
+            "{expired:?}"
+        );
+        assert!(notes.iter().all(|n| !n.starts_with("purged")), "{notes:#?}");
+        // explain and status say so.
+        let wr: crate::views::explain::WorkloadRef = "Deployment/shop/web".parse().expect("ref");
+        let inputs = world(true, (2, 0));
+        let doc = crate::views::explain::explain(&inputs, &rec.store, &rec.settings().profiles, &wr, grace_end)
+            .expect("explain");
+        assert!(doc["failover"]["evictions"][0]["graceExpired"].is_string(), "{doc}");
+        let text = crate::views::explain::to_text(&doc);
+        assert!(text.contains("grace period passed at") && text.contains("its files stay until one is"), "{text}");
+        let opts = crate::views::workload_status::Options::default();
+        let st = crate::views::workload_status::workload_document(&rec.store, &wr, grace_end, &opts).expect("status");
+        assert_eq!(st["kept"][0]["cluster"], "m1", "{st}");
+        assert!(crate::views::workload_status::to_text(&st).contains("kept: evicted from m1"), "{st}");
+        // One replica Ready elsewhere: it runs there, the old copy goes.
+        let r = rec.reconcile(&world(true, (2, 1)), &out, "test", grace_end + 700_000).expect("pass");
+        assert_eq!(r.stability.events.iter().map(|e| e.kind).collect::<Vec<_>>(), ["purge"]);
+        assert_eq!(r.stability.kept_past_grace, 0);
+        assert!(!web("m1"));
     }
 }

@@ -3,12 +3,15 @@
 //! under one key, versioned like every record. The reconciler reads it before a pass and
 //! writes the next one before the pass's flush; a missing entry is the empty state.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::codec::{Codec, Versioned, decode, decode_payload, encode};
 use super::{Store, StoreError};
 use crate::policy::ObjectKey;
-use crate::schedule::stability::{ClusterTimeline, StabilityState, Storm, WorkloadStability};
+use crate::schedule::stability::{
+    AddedTaint, CapacityMark, ClusterTimeline, EvictionTask, MovedFrom, Pending, Purge, Reason, Rebalance,
+    StabilityState, Storm, WorkloadStability,
+};
 
 /// The one key of the `stability` tree.
 const STATE_KEY: &[u8] = b"state";
@@ -16,19 +19,29 @@ const STATE_KEY: &[u8] = b"state";
 impl Versioned for StabilityState {
     const WHAT: &'static str = "stability state";
     /// 2: with the taints of ClusterTaintPolicies and the WorkloadRebalancers' generations.
-    const SCHEMA: u16 = 2;
+    /// 3: eviction tasks say when their grace period passed with nothing Ready elsewhere.
+    const SCHEMA: u16 = 3;
 
     fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
-        (schema == 1).then(|| {
-            decode_payload::<StabilityStateV1>(Self::WHAT, codec, payload).map(|v| StabilityState {
+        match schema {
+            1 => Some(decode_payload::<StabilityStateV1>(Self::WHAT, codec, payload).map(|v| StabilityState {
                 clusters: v.clusters,
-                workloads: v.workloads,
+                workloads: upgrade_workloads(v.workloads),
                 recent_removals: v.recent_removals,
                 storm: v.storm,
                 taints: BTreeMap::new(),
                 rebalances: BTreeMap::new(),
-            })
-        })
+            })),
+            2 => Some(decode_payload::<StabilityStateV2>(Self::WHAT, codec, payload).map(|v| StabilityState {
+                clusters: v.clusters,
+                workloads: upgrade_workloads(v.workloads),
+                recent_removals: v.recent_removals,
+                storm: v.storm,
+                taints: v.taints,
+                rebalances: v.rebalances,
+            })),
+            _ => None,
+        }
     }
 }
 
@@ -36,9 +49,73 @@ impl Versioned for StabilityState {
 #[derive(serde::Deserialize)]
 struct StabilityStateV1 {
     clusters: BTreeMap<String, ClusterTimeline>,
-    workloads: BTreeMap<ObjectKey, WorkloadStability>,
+    workloads: BTreeMap<ObjectKey, WorkloadStabilityV2>,
     recent_removals: Vec<u64>,
     storm: Option<Storm>,
+}
+
+/// Schema 2 of [`StabilityState`]: eviction tasks without `grace_expired_ms`.
+#[derive(serde::Deserialize)]
+struct StabilityStateV2 {
+    clusters: BTreeMap<String, ClusterTimeline>,
+    workloads: BTreeMap<ObjectKey, WorkloadStabilityV2>,
+    recent_removals: Vec<u64>,
+    storm: Option<Storm>,
+    taints: BTreeMap<String, Vec<AddedTaint>>,
+    rebalances: BTreeMap<String, Rebalance>,
+}
+
+/// [`WorkloadStability`] of schemas 1 and 2.
+#[derive(serde::Deserialize)]
+struct WorkloadStabilityV2 {
+    tasks: Vec<EvictionTaskV2>,
+    moved_from: BTreeMap<String, MovedFrom>,
+    unschedulable: BTreeMap<String, Pending>,
+    marks: Vec<CapacityMark>,
+    not_ready_since: BTreeMap<String, u64>,
+    stuck: BTreeSet<String>,
+    moved_at_ms: u64,
+}
+
+/// [`EvictionTask`] of schemas 1 and 2.
+#[derive(serde::Deserialize)]
+struct EvictionTaskV2 {
+    cluster: String,
+    replicas: i32,
+    reason: Reason,
+    since_ms: u64,
+    purge: Purge,
+    grace_ms: u64,
+}
+
+fn upgrade_workloads(old: BTreeMap<ObjectKey, WorkloadStabilityV2>) -> BTreeMap<ObjectKey, WorkloadStability> {
+    old.into_iter()
+        .map(|(key, w)| {
+            let tasks = w
+                .tasks
+                .into_iter()
+                .map(|t| EvictionTask {
+                    cluster: t.cluster,
+                    replicas: t.replicas,
+                    reason: t.reason,
+                    since_ms: t.since_ms,
+                    purge: t.purge,
+                    grace_ms: t.grace_ms,
+                    grace_expired_ms: None,
+                })
+                .collect();
+            let w = WorkloadStability {
+                tasks,
+                moved_from: w.moved_from,
+                unschedulable: w.unschedulable,
+                marks: w.marks,
+                not_ready_since: w.not_ready_since,
+                stuck: w.stuck,
+                moved_at_ms: w.moved_at_ms,
+            };
+            (key, w)
+        })
+        .collect()
 }
 
 impl Store {
@@ -63,7 +140,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::policy::types::TaintEffect;
-    use crate::schedule::stability::{AddedTaint, Condition};
+    use crate::schedule::stability::Condition;
 
     /// A state written before the taints (schema 1) reads as the same state without them.
     #[test]
@@ -99,6 +176,74 @@ mod tests {
                 policy: "p".into(),
             }],
         );
+        assert_eq!(decode::<StabilityState>(&encode(&state).expect("encode")).expect("decode"), state);
+    }
+
+    /// A state written before tasks knew when their grace period passed (schema 2) reads as the
+    /// same state, its tasks with none.
+    #[test]
+    fn a_schema_2_state_reads_with_tasks_not_expired() {
+        #[derive(serde::Serialize)]
+        struct Task<'a> {
+            cluster: &'a str,
+            replicas: i32,
+            reason: Reason,
+            since_ms: u64,
+            purge: Purge,
+            grace_ms: u64,
+        }
+        #[derive(serde::Serialize)]
+        struct Workload<'a> {
+            tasks: Vec<Task<'a>>,
+            moved_from: BTreeMap<String, MovedFrom>,
+            unschedulable: BTreeMap<String, Pending>,
+            marks: Vec<CapacityMark>,
+            not_ready_since: BTreeMap<String, u64>,
+            stuck: BTreeSet<String>,
+            moved_at_ms: u64,
+        }
+        #[derive(serde::Serialize)]
+        struct V2<'a> {
+            clusters: BTreeMap<String, ClusterTimeline>,
+            workloads: BTreeMap<ObjectKey, Workload<'a>>,
+            recent_removals: Vec<u64>,
+            storm: Option<Storm>,
+            taints: BTreeMap<String, Vec<AddedTaint>>,
+            rebalances: BTreeMap<String, Rebalance>,
+        }
+        let key = ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let task = Task {
+            cluster: "m1",
+            replicas: 2,
+            reason: Reason::ClusterUnreachable,
+            since_ms: 9,
+            purge: Purge::Gracefully,
+            grace_ms: 600_000,
+        };
+        let w = Workload {
+            tasks: vec![task],
+            moved_from: BTreeMap::new(),
+            unschedulable: BTreeMap::new(),
+            marks: Vec::new(),
+            not_ready_since: BTreeMap::new(),
+            stuck: BTreeSet::new(),
+            moved_at_ms: 9,
+        };
+        let v2 = V2 {
+            clusters: BTreeMap::new(),
+            workloads: BTreeMap::from([(key.clone(), w)]),
+            recent_removals: vec![9],
+            storm: None,
+            taints: BTreeMap::new(),
+            rebalances: BTreeMap::new(),
+        };
+        let payload = bincode::serde::encode_to_vec(v2, super::super::codec::bincode_config()).expect("encode");
+        let mut bytes = vec![super::super::codec::MAGIC, Codec::Bincode as u8, 0, 2];
+        bytes.extend_from_slice(&payload);
+        let state = decode::<StabilityState>(&bytes).expect("decode");
+        let task = &state.workloads[&key].tasks[0];
+        assert_eq!((task.cluster.as_str(), task.since_ms, task.grace_expired_ms), ("m1", 9, None));
+        assert_eq!(state.recent_removals, [9]);
         assert_eq!(decode::<StabilityState>(&encode(&state).expect("encode")).expect("decode"), state);
     }
 

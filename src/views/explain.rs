@@ -148,14 +148,7 @@ fn failover_json(state: &crate::schedule::stability::StabilityState, key: &Objec
     };
     json!({
         "stormGuard": storm,
-        "evictions": w.tasks.iter().map(|t| json!({
-            "cluster": t.cluster,
-            "replicas": t.replicas,
-            "reason": t.reason.to_string(),
-            "since": format_ms(t.since_ms),
-            "purgeMode": format!("{:?}", t.purge),
-            "gracePeriodSeconds": t.grace_ms / 1000,
-        })).collect::<Vec<_>>(),
+        "evictions": w.tasks.iter().map(task_json).collect::<Vec<_>>(),
         "movedFrom": w.moved_from.iter().map(|(c, m)| json!({
             "cluster": c, "replicas": m.replicas, "at": format_ms(m.at_ms), "reason": m.reason.to_string(),
         })).collect::<Vec<_>>(),
@@ -167,6 +160,43 @@ fn failover_json(state: &crate::schedule::stability::StabilityState, key: &Objec
         })).collect::<Vec<_>>(),
         "lastMoved": (w.moved_at_ms > 0).then(|| format_ms(w.moved_at_ms)),
     })
+}
+
+/// One graceful eviction task of a workload (explain's `failover.evictions`, status's `kept`).
+pub fn task_json(t: &crate::schedule::stability::EvictionTask) -> Value {
+    json!({
+        "cluster": t.cluster,
+        "replicas": t.replicas,
+        "reason": t.reason.to_string(),
+        "since": format_ms(t.since_ms),
+        "purgeMode": format!("{:?}", t.purge),
+        "gracePeriodSeconds": t.grace_ms / 1000,
+        "graceExpired": t.grace_expired_ms.map(format_ms),
+    })
+}
+
+/// The text line of one graceful eviction task ([`task_json`]).
+pub fn task_text(e: &Value) -> String {
+    let s = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    let mut line = format!(
+        "evicted from {} ({} replicas, {}, since {}; purge {}, grace {}s)",
+        s(&e["cluster"]),
+        s(&e["replicas"]),
+        s(&e["reason"]),
+        s(&e["since"]),
+        s(&e["purgeMode"]),
+        s(&e["gracePeriodSeconds"])
+    );
+    if let Some(at) = e["graceExpired"].as_str() {
+        line.push_str(&format!(
+            "; grace period passed at {at} with no replica Ready elsewhere: its files stay until one is"
+        ));
+    }
+    line
 }
 
 fn dry_run(
@@ -349,15 +379,7 @@ pub fn to_text(doc: &Value) -> String {
         ));
     }
     for e in f["evictions"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "failover: evicted from {} ({} replicas, {}, since {}; purge {}, grace {}s)\n",
-            s(&e["cluster"]),
-            s(&e["replicas"]),
-            s(&e["reason"]),
-            s(&e["since"]),
-            s(&e["purgeMode"]),
-            s(&e["gracePeriodSeconds"])
-        ));
+        out.push_str(&format!("failover: {}\n", task_text(e)));
     }
     for m in f["movedFrom"].as_array().into_iter().flatten() {
         out.push_str(&format!(

@@ -356,7 +356,18 @@ pub fn workload_document(store: &Store, r: &WorkloadRef, now_ms: u64, opts: &Opt
     })?;
     let mut doc = to_json(&status_of(store, &mut Members::default(), &p, now_ms, opts)?, now_ms);
     doc["rebalances"] = rebalances_of(store, &p.workload)?;
+    doc["kept"] = kept_of(store, &p.workload)?;
     Ok(doc)
+}
+
+/// The files a workload left on clusters it moved away from and that stay until its new
+/// placement is Ready (graceful eviction tasks not purged; `Directly` ones are not kept), with
+/// when the grace period passed while nothing was Ready elsewhere.
+pub fn kept_of(store: &Store, key: &crate::policy::ObjectKey) -> Result<Value, StoreError> {
+    let state = store.stability()?;
+    let tasks = state.workloads.get(key).map(|w| w.tasks.as_slice()).unwrap_or_default();
+    let kept = tasks.iter().filter(|t| t.purge != crate::schedule::stability::Purge::Directly);
+    Ok(Value::Array(kept.map(crate::views::explain::task_json).collect()))
 }
 
 /// The WorkloadRebalancers whose last generation named the workload, with their result
@@ -504,6 +515,9 @@ pub fn to_text(doc: &Value) -> String {
             _ => {}
         }
         out.push('\n');
+    }
+    for e in doc["kept"].as_array().into_iter().flatten() {
+        out.push_str(&format!("  kept: {}\n", crate::views::explain::task_text(e)));
     }
     for r in doc["rebalances"].as_array().into_iter().flatten() {
         let g = r["generation"].as_i64().map(|g| format!(" generation {g}")).unwrap_or_default();

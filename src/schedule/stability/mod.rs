@@ -181,6 +181,9 @@ pub struct EvictionTask {
     pub since_ms: u64,
     pub purge: Purge,
     pub grace_ms: u64,
+    /// Unix ms the grace period was found passed while no replica of the workload was Ready
+    /// anywhere else: the files stay (never purged while it runs nowhere else), said once.
+    pub grace_expired_ms: Option<u64>,
 }
 
 /// A cluster a workload was moved away from by failover (Karmada's `clustersBeforeFailover`).
@@ -431,6 +434,9 @@ pub enum ActionKind {
     StormEnded { unhealthy: usize, live: usize },
     /// A WorkloadRebalancer asked for a fresh decision of the workload.
     Rebalance { rebalancer: String, generation: Option<i64> },
+    /// The grace period of a graceful eviction passed while no replica of the workload is
+    /// Ready anywhere else: its files stay on the cluster until one is (said once).
+    GraceExpired { grace_ms: u64 },
 }
 
 /// One action of a pass.
@@ -461,6 +467,7 @@ impl Action {
             ActionKind::Held { .. } => "held".into(),
             ActionKind::StormStarted { .. } | ActionKind::StormEnded { .. } => "storm".into(),
             ActionKind::Rebalance { .. } => "rebalance".into(),
+            ActionKind::GraceExpired { .. } => "grace-expired".into(),
         }
     }
 }
@@ -511,6 +518,14 @@ impl fmt::Display for Action {
                 let g = generation.map(|g| format!(" generation {g}")).unwrap_or_default();
                 write!(f, "rebalanced by WorkloadRebalancer {rebalancer}{g}: decided afresh ({})", c.rule)
             }
+            ActionKind::GraceExpired { grace_ms } => write!(
+                f,
+                "grace period {} passed with {}: the files left on {} stay until a replica is Ready elsewhere ({})",
+                secs(*grace_ms),
+                c.condition,
+                self.cluster,
+                c.rule
+            ),
         }
     }
 }
@@ -523,6 +538,14 @@ pub struct Step {
     pub actions: Vec<Action>,
     /// Workloads with an eviction due but held, or a graceful eviction not purged yet.
     pub pending_failover: BTreeSet<ObjectKey>,
+}
+
+impl StabilityState {
+    /// Workloads whose files stay on a cluster past their grace period because no replica of
+    /// theirs is Ready anywhere else.
+    pub fn kept_past_grace(&self) -> usize {
+        self.workloads.values().filter(|w| w.tasks.iter().any(|t| t.grace_expired_ms.is_some())).count()
+    }
 }
 
 /// The removals budget of one pass: the rate limit and the storm guard.

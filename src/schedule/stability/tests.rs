@@ -111,19 +111,63 @@ fn grace_period_purges_but_never_leaves_a_workload_nowhere() {
     let (mut state, actions) =
         run([0, 6 * MIN], &settings, |_| Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] });
     assert_eq!(evictions(&actions.iter().map(|(_, a)| a.clone()).collect::<Vec<_>>()), 1);
-    // Nothing else could take it: it stays on a, and its files are never purged.
+    // Nothing else could take it: it stays on a, and its files are never purged; when the
+    // grace period has passed, that is said (once).
     for t in [17 * MIN, 30 * MIN] {
         let s = step(&state, &Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] }, t, &settings);
-        assert!(kinds(&s.actions).is_empty(), "{:?}", s.actions);
+        let expect: &[(String, String)] =
+            if t == 17 * MIN { &[("a".to_string(), "grace-expired".to_string())] } else { &[] };
+        assert_eq!(kinds(&s.actions), expect, "{:?}", s.actions);
         state = s.state;
     }
-    // Moved to b but never Ready there: purged after the grace period from the eviction.
+    assert_eq!(state.workloads[&key("web")].tasks[0].grace_expired_ms, Some(17 * MIN), "said when it passed");
+    // Moved to b but never Ready there: the grace period passed, and still nothing is Ready
+    // elsewhere — kept (issue 46: the purge fired here with 0 of 3 Ready), said once.
     w.placed = placed(&[("b", 3)]);
+    w.ready = placed(&[("b", 0)]);
+    for t in [31 * MIN, 40 * MIN] {
+        let inputs = Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] };
+        let s = step(&state, &inputs, t, &settings);
+        assert!(kinds(&s.actions).is_empty(), "{t}: {:?}", s.actions);
+        assert!(s.pending_failover.contains(&key("web")));
+        assert_eq!(s.state.kept_past_grace(), 1);
+        state = s.state;
+    }
+    // One replica Ready there: it runs elsewhere, the grace period has passed: purged.
+    w.ready = placed(&[("b", 1)]);
     let inputs = Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] };
-    let s = step(&state, &inputs, 31 * MIN, &settings);
+    let s = step(&state, &inputs, 41 * MIN, &settings);
     assert_eq!(kinds(&s.actions), [("a".to_string(), "purge".to_string())]);
     assert!(matches!(s.actions[0].kind, ActionKind::Purge { reason: PurgeReason::GraceElapsed }));
     assert!(s.actions[0].to_string().contains("grace period 10m passed"));
+    assert_eq!(s.state.kept_past_grace(), 0);
+}
+
+/// The grace period passes while the replacement runs nowhere (0 Ready elsewhere): the note
+/// says so once, naming the members it waits for.
+#[test]
+fn a_grace_period_that_passes_with_nothing_ready_elsewhere_is_said_once() {
+    let settings = StabilitySettings { grace_period_ms: 10 * MIN, ..Default::default() };
+    let names = ["a", "b", "c"];
+    let mut w = WorkloadInput::new(key("web"), placed(&[("a", 2)]));
+    w.ready = placed(&[("a", 2)]);
+    let mut state = StabilityState::default();
+    let mut said = Vec::new();
+    for t in [0, 5 * MIN, 6 * MIN, 15 * MIN, 16 * MIN, 30 * MIN] {
+        if t == 6 * MIN {
+            // The scheduler moved it to b and c; their pods never get Ready.
+            w.placed = placed(&[("b", 1), ("c", 1)]);
+            w.ready = placed(&[("b", 0), ("c", 0)]);
+        }
+        let s = step(&state, &Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] }, t, &settings);
+        said.extend(s.actions.iter().filter(|a| a.is_event()).map(|a| (t, a.reason_label(), a.to_string())));
+        state = s.state;
+    }
+    let labels: Vec<(u64, &str)> = said.iter().map(|(t, l, _)| (t / MIN, l.as_str())).collect();
+    assert_eq!(labels, [(5, "cluster-unreachable"), (15, "grace-expired")], "{said:#?}");
+    let note = &said[1].2;
+    assert!(note.contains("grace period 10m passed with no replica Ready on b, c: the files left on a stay"), "{note}");
+    assert_eq!(state.workloads[&key("web")].kept(), BTreeSet::from(["a"]));
 }
 
 #[test]
@@ -223,9 +267,10 @@ fn members_lost_one_by_one_are_failed_over_until_the_share_passes_the_threshold(
         let lost = ((t / (10 * MIN)) as usize).min(4);
         Inputs { clusters: fleet(&names, &names[..lost]), workloads: workloads.clone() }
     });
+    // (Each workload runs nowhere else: its grace period passes with its files kept, said.)
     let events: Vec<(u64, String, String)> = actions
         .iter()
-        .filter(|(_, a)| a.is_event())
+        .filter(|(_, a)| a.is_event() && !matches!(a.kind, ActionKind::GraceExpired { .. }))
         .map(|(t, a)| (t / MIN, a.cluster.clone(), a.reason_label()))
         .collect();
     let e = |m: u64, c: &str, l: &str| (m, c.to_string(), l.to_string());
@@ -400,6 +445,7 @@ fn application_failover_after_its_toleration() {
         rule: FailoverRule { purge: Purge::Gracefully, grace_ms: Some(60_000) },
     });
     w.not_ready = BTreeSet::from(["a".to_string()]);
+    w.ready = placed(&[("b", 1)]);
     let (state, actions) = run((0..5).map(|m| m * MIN), &settings, |_| Inputs {
         clusters: fleet(&names, &[]),
         workloads: vec![w.clone()],

@@ -86,8 +86,10 @@ fn purge(
         .filter(|(c, r)| input.ready.get(*c).copied().unwrap_or(0) < **r)
         .map(|(c, _)| c.as_str())
         .collect();
+    // The availability floor: an old copy is never purged while no replica runs elsewhere.
+    let runs_elsewhere = others.iter().any(|(c, _)| input.ready.get(*c).copied().unwrap_or(0) > 0);
     let mut kept = Vec::new();
-    for task in std::mem::take(&mut next.tasks) {
+    for mut task in std::mem::take(&mut next.tasks) {
         let since = task.since_ms;
         let cause = |condition: String, rule: String| Cause { condition, since_ms: since, for_ms: now - since, rule };
         if !ctx.clusters.contains_key(&task.cluster) {
@@ -104,8 +106,25 @@ fn purge(
             continue;
         }
         let ready = moved && not_ready.is_empty();
-        let grace = moved && now >= since.saturating_add(task.grace_ms);
+        let expired = now >= since.saturating_add(task.grace_ms);
+        let grace = moved && expired && runs_elsewhere;
         if task.purge != Purge::Gracefully || !(ready || grace) {
+            if task.purge == Purge::Gracefully && expired && !ready && !runs_elsewhere {
+                if task.grace_expired_ms.is_none() {
+                    task.grace_expired_ms = Some(now);
+                    let condition = match others.is_empty() {
+                        true => "the workload placed on no other member".to_string(),
+                        false => {
+                            let on: Vec<&str> = others.iter().map(|(c, _)| c.as_str()).collect();
+                            format!("no replica Ready on {}", on.join(", "))
+                        }
+                    };
+                    let c = cause(condition, "never purged while the workload runs nowhere else".into());
+                    actions.push(action(input, &task.cluster, ActionKind::GraceExpired { grace_ms: task.grace_ms }, c));
+                }
+            } else if runs_elsewhere {
+                task.grace_expired_ms = None;
+            }
             pending |= task.purge == Purge::Gracefully;
             kept.push(task);
             continue;
@@ -160,6 +179,7 @@ fn evict(
         since_ms: ctx.now_ms,
         purge: rule.purge,
         grace_ms,
+        grace_expired_ms: None,
     };
     if rule.purge == Purge::Directly {
         let c = Cause { rule: "purgeMode Directly".into(), ..cause };
