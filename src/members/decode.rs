@@ -144,7 +144,8 @@ fn rfc3339_ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> 
             d.deserialize_str(V)
         }
         fn visit_str<E: de::Error>(self, s: &str) -> Result<Option<u64>, E> {
-            let t = humantime::parse_rfc3339_weak(s).map_err(|e| E::custom(format!("timestamp {s:?}: {e}")))?;
+            let t = crate::util::clock::parse_rfc3339(s)
+                .ok_or_else(|| E::custom(format!("timestamp {s:?}: not an RFC 3339 time")))?;
             let ms = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
             Ok(Some(u64::try_from(ms).unwrap_or(u64::MAX)))
         }

@@ -16,6 +16,36 @@ pub fn rfc3339_ms(ms: u64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
 }
 
+/// An RFC 3339 time (`2026-12-02T07:10:00Z`, fractions allowed, `Z` or a `±hh:mm` offset);
+/// `None` when it is not one.
+pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
+    let s = s.trim();
+    if !s.is_ascii() {
+        return None;
+    }
+    let (base, offset) = match s.len().checked_sub(6).map(|i| s.split_at(i)) {
+        Some((base, off))
+            if (off.starts_with('+') || off.starts_with('-'))
+                && off.as_bytes()[3] == b':'
+                && base.len() > 10
+                && base.as_bytes()[10].eq_ignore_ascii_case(&b'T') =>
+        {
+            let hours: u64 = off[1..3].parse().ok()?;
+            let minutes: u64 = off[4..6].parse().ok()?;
+            let secs = std::time::Duration::from_secs(hours * 3600 + minutes * 60);
+            (base, Some((off.starts_with('+'), secs)))
+        }
+        _ => (s, None),
+    };
+    let t = humantime::parse_rfc3339_weak(base.strip_suffix(['Z', 'z']).unwrap_or(base)).ok()?;
+    match offset {
+        // Local time ahead of UTC: UTC is earlier.
+        Some((true, d)) => t.checked_sub(d),
+        Some((false, d)) => t.checked_add(d),
+        None => Some(t),
+    }
+}
+
 /// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`, one system call, no file):
 /// what a phase costs in work, whatever else the machine runs. Figures only, never decisions.
 pub fn thread_cpu() -> std::time::Duration {
@@ -73,6 +103,18 @@ mod tests {
         assert_eq!(c.now_ms(), 1_250);
         c.set_ms(5);
         assert_eq!(d.now_ms(), 5);
+    }
+
+    #[test]
+    fn rfc3339_times_parse_with_zone_offsets() {
+        let ms = |s: &str| parse_rfc3339(s).and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_millis());
+        assert_eq!(ms("2026-12-02T07:10:00Z"), Some(1_796_195_400_000));
+        assert_eq!(ms("2026-12-02T07:10:00.5Z"), Some(1_796_195_400_500));
+        assert_eq!(ms("2026-12-02T08:10:00+01:00"), Some(1_796_195_400_000));
+        assert_eq!(ms("2026-12-02T05:40:00-01:30"), Some(1_796_195_400_000));
+        for bad in ["", "tomorrow", "2026-12-02T07:10:00Zé", "é2026-12-02T07:10:00+01:00", "2026-13-02T07:10:00Z"] {
+            assert_eq!(ms(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod bench;
 mod check_output;
 mod consumers;
 mod crash;
+mod credentials;
 mod daemon;
 mod deps;
 mod discovery;

@@ -244,6 +244,19 @@ pub fn wait_for(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -
     }
 }
 
+/// One `GET` with `Connection: close` to `addr` (`host:port`): (status, body), or None when no
+/// answer came (refused, closed, 10 s without a byte).
+pub fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr.trim()).ok()?;
+    c.set_read_timeout(Some(std::time::Duration::from_secs(10))).ok()?;
+    write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").ok()?;
+    let mut raw = String::new();
+    c.read_to_string(&mut raw).ok()?;
+    let code = raw.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    Some((code, raw.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()))
+}
+
 /// Collects a child's stderr in the background (so a chatty child never blocks on a full pipe).
 pub fn capture_stderr(child: &mut std::process::Child) -> std::sync::Arc<std::sync::Mutex<String>> {
     use std::io::BufRead;

@@ -68,6 +68,15 @@ pub(super) async fn list_all<T: serde::de::DeserializeOwned, S: Sink<T>>(
     }
 }
 
+/// A request that could not be sent: the credentials' error (an access error) when they
+/// refused it, else a transport error.
+pub(super) fn send_error(e: &kube::Error, what: &'static str, context: &str) -> Got {
+    match credential_error(e) {
+        Some(c) => Got::Failed(c.clone().into()),
+        None => Got::Failed(PollError::Transport { what, message: format!("{context}{}", chain(e)) }),
+    }
+}
+
 pub(super) async fn get(client: &kube::Client, url: &str, what: &'static str) -> Result<Vec<u8>, Got> {
     get_limited(client, url, what, "application/json", MAX_PAGE_BYTES).await
 }
@@ -84,7 +93,7 @@ pub(super) async fn get_limited(
         .header(http::header::ACCEPT, accept)
         .body(kube::client::Body::from(Vec::new()))
         .map_err(|e| Got::Failed(PollError::Transport { what, message: e.to_string() }))?;
-    let res = client.send(req).await.map_err(|e| Got::Failed(PollError::Transport { what, message: chain(&e) }))?;
+    let res = client.send(req).await.map_err(|e| send_error(&e, what, ""))?;
     let status = res.status();
     let body = http_body_util::Limited::new(res.into_body(), limit)
         .collect()

@@ -2,7 +2,7 @@
 //!
 //! Client: kube-rs (`kube::Client` over rustls, certificate verification on unless the
 //! Cluster object says `insecureSkipTLSVerification`), which brings kubeconfig handling,
-//! client certificates, exec credential plugins, token files re-read on rotation and proxies.
+//! client certificates and proxies.
 //! Pages are fetched raw (`Client::send`) and decoded narrowly ([`super::decode`]).
 //!
 //! Per poll of one cluster: `GET /api/v1/nodes?limit=N` and `GET /api/v1/pods?limit=N`
@@ -12,8 +12,8 @@
 //! once. A cluster that fails is retried after an exponential backoff with jitter (base: the
 //! poll interval, cap: `poll.max_backoff`); meanwhile it keeps its last good observation.
 //!
-//! Tokens: kube keeps them in `SecretString`s and never prints them; this module only ever
-//! names token *files*, and endpoints are shown without user info.
+//! Credentials: [`credentials`] takes them out of the kubeconfig and puts them on each request
+//! (kube sees none); no message quotes one, and endpoints are shown without user info.
 //!
 //! Discovery: the APIs a member serves are read from its discovery documents ([`discovery`]:
 //! `/api` and `/apis`, aggregated, or plain and then each group version's resource list)
@@ -22,11 +22,13 @@
 //! never every round. A discovery that fails keeps the last list (and a group version that
 //! fails keeps its part of it).
 //!
-//! Files: [`access`] (targets and clients), [`poller`] (the round, backoff, discovery),
+//! Files: [`access`] (targets and clients), [`credentials`] (tokens, token files, exec
+//! plugins, the `Authorization` layer, redaction), [`poller`] (the round, backoff, discovery),
 //! [`list`] (paginated lists), [`discovery`] (the API list), [`watch`] (watch tasks and the
 //! watch cache they keep), [`error`].
 
 mod access;
+mod credentials;
 mod discovery;
 mod error;
 mod list;
@@ -56,6 +58,7 @@ pub use error::{PollError, chain};
 pub use poller::Poller;
 
 use access::*;
+use credentials::*;
 use discovery::*;
 use error::*;
 use list::*;

@@ -99,6 +99,13 @@ impl Poller {
         self.next_attempt.retain(|k, _| names.contains(k.as_str()));
         self.discovery.retain(|k, _| names.contains(k.as_str()));
         report.changed |= before != self.view.clusters.len();
+        // A client certificate an exec plugin issued has expired: its clients and watches are
+        // made again (the plugin runs again).
+        let expired: Vec<String> = self.clients.iter().filter(|(_, b)| b.expired()).map(|(k, _)| k.clone()).collect();
+        for name in expired {
+            self.clients.remove(&name);
+            self.watchers.remove(&name);
+        }
 
         let now = Instant::now();
         let mut jobs = Vec::new();
@@ -126,7 +133,10 @@ impl Poller {
                     status.watch_events = sh.events;
                     status.relists = sh.relists;
                     match sh.failed.take() {
-                        Some(e) => Err(e),
+                        Some(e) => Err(match self.clients.get(&t.name) {
+                            Some(b) => b.redactor.error(e),
+                            None => e,
+                        }),
                         None => Ok(live_data(sh.cache.observation(), started.elapsed(), 0, self.clock.now_ms())),
                     }
                 };
@@ -313,7 +323,8 @@ impl Poller {
             list: b.client.clone(),
             watch,
             sending: Arc::default(),
-            own: multiplexes(&b.config).then(|| OwnConnection::new(Arc::clone(&b.config), b.token.clone())),
+            own: multiplexes(&b.config).then(|| OwnConnection::new(Arc::clone(&b.config), b.credentials.clone())),
+            credentials: b.credentials.clone(),
             shared: Arc::clone(&shared),
             poll: self.poll.clone(),
             permits: Arc::clone(&self.permits),
@@ -358,6 +369,12 @@ pub(super) async fn poll_one(
             Some(b) => b,
             None => build(t, poll).await.map_err(|e| (None, e))?,
         };
+        // The credentials first: one that cannot be had is an access error, not a list's.
+        if let Some(c) = &built.credentials
+            && let Err(e) = c.header().await
+        {
+            return Err((Some(built), e.into()));
+        }
         let listed = if poll.watch {
             list_to_cache(&built.client, poll.page_size)
                 .await
@@ -374,7 +391,13 @@ pub(super) async fn poll_one(
         Ok(Ok((built, (obs, pages, start)))) => {
             (Some(built), Ok((live_data(obs, started.elapsed(), pages, clock.now_ms()), start)))
         }
-        Ok(Err((built, e))) => (built, Err(e)),
+        Ok(Err((built, e))) => {
+            let e = match &built {
+                Some(b) => b.redactor.error(e),
+                None => e,
+            };
+            (built, Err(e))
+        }
         Err(_) => (None, Err(PollError::Deadline(poll.timeout))),
     };
     let keep = match &result {

@@ -121,6 +121,10 @@ pub(super) struct Ctx {
     /// How a watch gets a connection of its own when its request finds no room on the shared
     /// one (`None`: the watch client is kube's own, one connection per stream already).
     pub(super) own: Option<OwnConnection>,
+    /// The member's credentials: had before a watch request is sent, so that an exec plugin
+    /// that runs again (its credential expired) runs within its own budget, not the wait for
+    /// the connection's answer.
+    pub(super) credentials: Option<Arc<Credentials>>,
     pub(super) shared: Arc<std::sync::Mutex<Shared>>,
     pub(super) poll: PollSection,
     pub(super) permits: Arc<tokio::sync::Semaphore>,
@@ -133,12 +137,12 @@ pub(super) struct Ctx {
 /// `SETTINGS_MAX_CONCURRENT_STREAMS` below 2, which a proxy in front of an API server may
 /// set), where the second watch's request would wait on the shared connection for good.
 #[derive(Clone)]
-pub(super) struct OwnConnection(Arc<kube::Config>, Option<Arc<TokenFile>>);
+pub(super) struct OwnConnection(Arc<kube::Config>, Option<Arc<Credentials>>);
 
 impl OwnConnection {
-    /// From the member's client configuration (shared with its list client).
-    pub(super) fn new(cfg: Arc<kube::Config>, token: Option<Arc<TokenFile>>) -> Self {
-        OwnConnection(cfg, token)
+    /// From the member's client configuration and credentials (shared with its list client).
+    pub(super) fn new(cfg: Arc<kube::Config>, credentials: Option<Arc<Credentials>>) -> Self {
+        OwnConnection(cfg, credentials)
     }
 
     /// The client, without a read timeout (a watch is idle between events).
@@ -220,6 +224,9 @@ pub(super) async fn watch_once<T: Watched>(
         ctx.timeout_secs
     );
     let failed = |message: String| Got::Failed(PollError::Transport { what, message });
+    if let Some(c) = &ctx.credentials {
+        c.header().await.map_err(|e| Got::Failed(e.into()))?;
+    }
     let sent = loop {
         let req = http::Request::get(url.as_str())
             .header(http::header::ACCEPT, "application/json")
@@ -245,7 +252,7 @@ pub(super) async fn watch_once<T: Watched>(
                 humantime::format_duration(ctx.poll.read_timeout)
             )));
         }
-        Ok(Err(e)) => return Err(failed(format!("watch: {}", chain(&e)))),
+        Ok(Err(e)) => return Err(send_error(&e, what, "watch: ")),
         Ok(Ok(r)) => r,
     };
     let status = res.status();
