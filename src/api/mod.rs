@@ -25,9 +25,17 @@
 //! `http.token_file`, `/api/v1/…` (and `/metrics` if `http.metrics_require_token`) need
 //! `Authorization: Bearer <token>`, compared in constant time; the token is never logged.
 //!
+//! Every request passes [`admit`] before any handler: the token is checked from the headers
+//! (a request without it is answered 401 before a byte of its body is read), a body larger
+//! than its route allows is refused from its `Content-Length` (413), and the bodies held at
+//! once are bounded ([`BODY_BUDGET`], 429 beyond).
+//!
 //! The listener is our own accept loop over hyper's HTTP/1.1 connections ([`Limits`]): a
 //! bounded number of connections, slow headers and idle keep-alive connections closed after
-//! `http.header_timeout`, accept errors (out of file descriptors) survived.
+//! `http.header_timeout`, accept errors (out of file descriptors) survived. When every slot is
+//! taken, a new connection takes the slot of the one that has waited longest without a
+//! request in progress ([`Slots`]): idle and slow-header clients cannot hold `/healthz` and
+//! `/readyz` out, whatever their number.
 
 pub mod client;
 
@@ -64,6 +72,13 @@ pub enum ApiError {
     /// The token file holds no token.
     #[error("http.token_file {}: the file is empty", path.display())]
     TokenEmpty { path: PathBuf },
+    /// The token cannot be sent in a header (no client could present it).
+    #[error(
+        "http.token_file {}: the token contains a character not allowed in an HTTP header (a control character \
+         such as NUL, a newline inside it, or DEL); the token is not shown",
+        path.display()
+    )]
+    TokenInvalid { path: PathBuf },
     /// The listener cannot be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
@@ -93,6 +108,9 @@ impl Token {
         let t = text.trim();
         if t.is_empty() {
             return Err(ApiError::TokenEmpty { path: path.to_path_buf() });
+        }
+        if HeaderValue::from_str(&format!("Bearer {t}")).is_err() {
+            return Err(ApiError::TokenInvalid { path: path.to_path_buf() });
         }
         Ok(Token(Arc::from(t)))
     }
@@ -175,6 +193,13 @@ impl Drop for PlanTurn {
 /// workloads is ≈ 20 MiB.
 pub const PLAN_BODY_LIMIT: usize = 256 << 20;
 
+/// The largest body of a request to any other route (none reads one).
+pub const SMALL_BODY_LIMIT: usize = 64 << 10;
+
+/// The request bodies held at once, in bytes (each request counts its `Content-Length`, or its
+/// route's limit when it does not say): one plan of the largest size.
+pub const BODY_BUDGET: usize = PLAN_BODY_LIMIT;
+
 /// A running listener; [`Server::shutdown`] stops it.
 pub struct Server {
     /// The address actually bound (port 0 resolved).
@@ -238,9 +263,74 @@ pub async fn start_with(addr: SocketAddr, state: ApiState, limits: Limits) -> Re
     Ok(Server { addr: bound, stop, task })
 }
 
+/// The connection slots of a listener (`max_connections` of them). A connection is idle while
+/// no request of it is in progress (waiting for its first request or the next one, or for
+/// the rest of a request's headers); when every slot is taken, a new connection makes the one
+/// idle for longest give its slot up. A client holding connections open therefore cannot keep
+/// another out: a probe's connection sends its request at once and is answered, while the
+/// held ones are the oldest idle ones. A connection with a request in progress is never
+/// closed for another (when every one is busy, a new connection is closed at once).
+struct Slots {
+    permits: Arc<tokio::sync::Semaphore>,
+    open: std::sync::Mutex<std::collections::HashMap<u64, Arc<Slot>>>,
+    started: std::time::Instant,
+    next: std::sync::atomic::AtomicU64,
+}
+
+/// One connection's slot: since when it is idle (µs since the listener started; `u64::MAX`
+/// while a request is in progress) and how it is told to give the slot up.
+struct Slot {
+    idle_since: std::sync::atomic::AtomicU64,
+    evict: tokio::sync::Notify,
+}
+
+impl Slots {
+    fn new(max: usize) -> Arc<Slots> {
+        Arc::new(Slots {
+            permits: Arc::new(tokio::sync::Semaphore::new(max)),
+            open: Default::default(),
+            started: std::time::Instant::now(),
+            next: Default::default(),
+        })
+    }
+
+    fn now(&self) -> u64 {
+        self.started.elapsed().as_micros() as u64
+    }
+
+    /// A slot for a new connection: a free one, or the one of the connection idle for longest
+    /// (told to close, and waited for); `None` when every connection has a request in progress.
+    async fn take(self: &Arc<Self>) -> Option<(u64, Arc<Slot>, tokio::sync::OwnedSemaphorePermit)> {
+        use std::sync::atomic::Ordering;
+        let permit = match Arc::clone(&self.permits).try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                let oldest = {
+                    let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+                    open.values().min_by_key(|s| s.idle_since.load(Ordering::Acquire)).cloned()
+                };
+                let victim = oldest.filter(|s| s.idle_since.load(Ordering::Acquire) != u64::MAX)?;
+                victim.evict.notify_one();
+                tokio::time::timeout(Duration::from_secs(1), Arc::clone(&self.permits).acquire_owned())
+                    .await
+                    .ok()?
+                    .ok()?
+            }
+        };
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let slot = Arc::new(Slot { idle_since: self.now().into(), evict: tokio::sync::Notify::new() });
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(id, Arc::clone(&slot));
+        Some((id, slot, permit))
+    }
+
+    fn release(&self, id: u64) {
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+    }
+}
+
 /// Accepts until `stopped`, then lets the connections finish their request in flight.
 async fn accept_loop(listener: tokio::net::TcpListener, app: Router, limits: Limits, stopped: oneshot::Receiver<()>) {
-    let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let slots = Slots::new(limits.max_connections);
     let (closing, closing_rx) = watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
     tokio::pin!(stopped);
@@ -258,28 +348,41 @@ async fn accept_loop(listener: tokio::net::TcpListener, app: Router, limits: Lim
                 continue;
             }
         };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-            tracing::debug!(max = limits.max_connections, "HTTP listener: too many connections; closing a new one");
+        let Some(slot) = slots.take().await else {
+            tracing::debug!(max = limits.max_connections, "HTTP listener: every connection is busy; closing a new one");
             drop(stream);
             continue;
         };
-        connections.spawn(serve_connection(stream, app.clone(), limits, closing_rx.clone(), permit));
+        connections.spawn(serve_connection(stream, app.clone(), limits, closing_rx.clone(), Arc::clone(&slots), slot));
     }
     let _ = closing.send(true);
     while connections.join_next().await.is_some() {}
 }
 
-/// Serves one connection (HTTP/1.1) until the client closes it, a timeout closes it, or the
-/// listener stops (after the request in flight).
+/// Serves one connection (HTTP/1.1) until the client closes it, a timeout closes it, the
+/// listener stops (after the request in flight), or a new connection takes its slot while it
+/// is idle.
 async fn serve_connection(
     stream: tokio::net::TcpStream,
     app: Router,
     limits: Limits,
     mut closing: watch::Receiver<bool>,
-    _permit: tokio::sync::OwnedSemaphorePermit,
+    slots: Arc<Slots>,
+    (id, slot, _permit): (u64, Arc<Slot>, tokio::sync::OwnedSemaphorePermit),
 ) {
     use hyper_util::rt::{TokioIo, TokioTimer};
-    let service = hyper_util::service::TowerToHyperService::new(app);
+    use std::sync::atomic::Ordering;
+    use tower::ServiceExt;
+    let (marks, clock) = (Arc::clone(&slot), Arc::clone(&slots));
+    let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+        marks.idle_since.store(u64::MAX, Ordering::Release);
+        let (marks, clock, answer) = (Arc::clone(&marks), Arc::clone(&clock), app.clone().oneshot(req));
+        async move {
+            let res = answer.await;
+            marks.idle_since.store(clock.now(), Ordering::Release);
+            res
+        }
+    });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout).keep_alive(true);
     let conn = builder.serve_connection(TokioIo::new(stream), service);
@@ -290,7 +393,17 @@ async fn serve_connection(
             conn.as_mut().graceful_shutdown();
             conn.as_mut().await
         }
+        () = async {
+            // Told to give the slot up: only while idle (a request that began since goes on).
+            loop {
+                slot.evict.notified().await;
+                if slot.idle_since.load(Ordering::Acquire) != u64::MAX {
+                    break;
+                }
+            }
+        } => Ok(()),
     };
+    slots.release(id);
     if let Err(error) = result {
         tracing::debug!(%error, "HTTP connection ended with an error");
     }
@@ -313,7 +426,47 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/v1/workloads/status", get(unhealthy_workloads))
         .route("/api/v1/plan", post(plan).layer(axum::extract::DefaultBodyLimit::max(PLAN_BODY_LIMIT)))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such endpoint") })
+        .layer(axum::middleware::from_fn_with_state(
+            (state.clone(), Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET))),
+            admit,
+        ))
         .with_state(state)
+}
+
+/// Before any handler: the token of `/api/…` (and of `/metrics` with
+/// `metrics_require_token`) from the headers alone, so that a request without it is refused
+/// before its body is read; a body its route does not allow (`Content-Length` over
+/// [`PLAN_BODY_LIMIT`] for the plan, [`SMALL_BODY_LIMIT`] elsewhere) refused before it is read;
+/// and the bytes of the bodies held at once bounded by `budget` (a request holds what it says
+/// it sends, or its route's limit, until it is answered).
+async fn admit(
+    State((s, budget)): State<(ApiState, Arc<tokio::sync::Semaphore>)>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    use hyper::body::Body as _;
+    let path = req.uri().path();
+    if (path.starts_with("/api/") || (path == "/metrics" && s.metrics_require_token))
+        && let Err(r) = authorize(&s, req.headers())
+    {
+        return r.into_response();
+    }
+    let limit = if path == "/api/v1/plan" { PLAN_BODY_LIMIT } else { SMALL_BODY_LIMIT };
+    let size = req.body().size_hint();
+    let held = size.exact().map_or(limit as u64, |n| n);
+    if held > limit as u64 {
+        return error(StatusCode::PAYLOAD_TOO_LARGE, &format!("the body is larger than this endpoint's {limit} bytes"));
+    }
+    let _permit = match u32::try_from(held).ok().filter(|n| *n > 0) {
+        None => None,
+        Some(n) => match Arc::clone(&budget).try_acquire_many_owned(n) {
+            Ok(p) => Some(p),
+            Err(_) => {
+                return error(StatusCode::TOO_MANY_REQUESTS, "other request bodies fill the listener's budget; retry");
+            }
+        },
+    };
+    next.run(req).await
 }
 
 fn error(code: StatusCode, message: &str) -> Response {
@@ -778,6 +931,19 @@ mod tests {
         assert!(!constant_time_eq(b"secret", b"secret2"));
         assert!(!constant_time_eq(b"", b"x"));
         assert!(constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn a_token_file_whose_token_is_no_header_value_is_refused_without_showing_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("token");
+        for bad in ["SECRET\u{1}def\n", "SECRET\0cd", "SECRET\ncd", "SECRET\u{7f}cd"] {
+            std::fs::write(&path, bad).expect("token");
+            let e = Token::from_file(&path).expect_err(bad).to_string();
+            assert!(e.contains("not allowed in an HTTP header") && !e.contains("SECRET"), "{e}");
+        }
+        std::fs::write(&path, "  s3cret\n").expect("token");
+        assert_eq!(Token::from_file(&path).expect("token").expose(), "s3cret");
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod failover;
 mod fields;
 mod ha;
 mod interpreter;
+mod listener;
 mod live;
 mod logs;
 mod mutants;
