@@ -46,6 +46,30 @@ pub struct ClusterAccess {
     pub token_file: Option<PathBuf>,
     /// CA bundle file for the API endpoint.
     pub ca_file: Option<PathBuf>,
+    /// The age recipient (`age1…`) this cluster's Secrets are encrypted for with `[secrets]
+    /// mode = "sops"` (wins over the Cluster object's `fedsched.io/age-recipient`). An entry
+    /// with only this key configures no live access.
+    pub age_recipient: Option<String>,
+}
+
+impl ClusterAccess {
+    /// Whether the entry configures live access (not only an age recipient).
+    pub fn is_live(&self) -> bool {
+        let ClusterAccess { kubeconfig, context, token_file, ca_file, age_recipient } = self;
+        age_recipient.is_none()
+            || kubeconfig.is_some()
+            || context.is_some()
+            || token_file.is_some()
+            || ca_file.is_some()
+    }
+}
+
+/// `[secrets]`: how Secrets are written to the output (`crate::secrets`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretsSection {
+    /// `"sops"`, `"omit"` or `"plain"`; unset, a Secret is not written (an error naming it).
+    pub mode: Option<crate::secrets::Mode>,
 }
 
 /// `[reconcile]`: when the loop runs.
@@ -597,6 +621,9 @@ pub struct Config {
     pub policy: PolicySection,
     /// High availability: leader election on a Lease (absent: this instance always publishes).
     pub ha: Option<HaSection>,
+    /// How Secrets are written.
+    #[serde(default)]
+    pub secrets: SecretsSection,
 }
 
 /// `[interpreter]`: where else `ResourceInterpreterCustomization`s come from.
@@ -696,6 +723,15 @@ impl Config {
                 if p.is_relative() {
                     *p = base.join(&*p);
                 }
+            }
+        }
+        for (name, access) in &cfg.clusters {
+            if let Some(r) = &access.age_recipient
+                && let Err(e) = r.trim().parse::<age::x25519::Recipient>()
+            {
+                let (key, message) =
+                    (format!("clusters.{name}.age_recipient"), format!("not an age recipient (age1…): {e}"));
+                return Err(ConfigError::Invalid { path: path.to_path_buf(), key, message });
             }
         }
         if let Some(p) = cfg.http.token_file.as_mut()

@@ -14,6 +14,8 @@
 //! - [`members`]: where cluster state comes from (poll): the offline form reads a Cluster
 //!   object's own status; the live poller lists and watches Nodes and Pods.
 //! - [`store`]: sled: versioned snapshots, placements, history, content-addressed inputs.
+//! - [`secrets`]: what a Secret becomes in the output: SOPS-encrypted for each cluster's age
+//!   recipient, left out, or (opted in) clear text; never its data in the store.
 //! - [`publish`]: the output directory: atomic writes, pruning, the mass-deletion guard, git.
 //! - [`reconcile`]: one pass through the whole flow, one module per stage; used by `render`
 //!   and by the daemon.
@@ -46,6 +48,7 @@ pub mod publish;
 pub mod reconcile;
 pub mod render;
 pub mod schedule;
+pub mod secrets;
 pub mod store;
 pub mod telemetry;
 pub mod testbed;

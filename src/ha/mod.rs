@@ -167,6 +167,7 @@ impl KubeLeases {
             context: ha.context.clone(),
             token_file: ha.token_file.clone(),
             ca_file: ha.ca_file.clone(),
+            age_recipient: None,
         };
         let client = crate::members::live::host_client(&access, ha.server.as_deref(), timeout)
             .await

@@ -1086,6 +1086,9 @@ impl DesiredOutput {
 /// See the module documentation.
 #[derive(Default, Clone)]
 pub struct PassCache {
+    /// The Secret files published SOPS-encrypted ([`crate::secrets::SealedFiles`]; read from
+    /// the store when a pass first encrypts).
+    pub sealed: crate::secrets::SealedFiles,
     /// Placements (and the stored decisions that are still valid) were read from the store.
     pub loaded: bool,
     /// Current placement of every workload (as stored).

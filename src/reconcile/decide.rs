@@ -57,6 +57,18 @@ pub(super) struct Context<'a> {
     pub full_check: bool,
     /// What failover asks of each workload ([`super::stability`]).
     pub stability: &'a StabilityPass,
+    /// How Secrets are written ([`crate::secrets`]).
+    pub secrets: Secrets,
+}
+
+/// How a pass writes Secrets: the mode, the recipients (resolved only when the repository has
+/// a Secret and the mode encrypts), their digest (part of a Secret's decision key: a new mode
+/// or recipient renders it again) and the pass's time (sops's `lastmodified`).
+pub(super) struct Secrets {
+    pub mode: Option<crate::secrets::Mode>,
+    pub recipients: crate::secrets::Recipients,
+    pub digest: u64,
+    pub now_ms: u64,
 }
 
 /// What the decide stage hands over.
@@ -192,7 +204,7 @@ pub(super) fn decide_all(
     // (Moved out for the loop; an error ends the pass, and the cache with it.)
     let mut claims = std::mem::take(&mut cache.claims);
     claims.begin(set, ctx.index);
-    let digests = (ctx.inputs.hashes.interpreters, ctx.profiles.digest());
+    let digests = (ctx.inputs.hashes.interpreters, cache::key_of(&(ctx.profiles.digest(), ctx.secrets.digest)));
     cache.keys.begin(set, digests, claims.unchanged(), ctx.full_check);
     for (position, shared) in workloads.into_iter().chain(deps) {
         let t: &Template = shared;
@@ -297,13 +309,37 @@ pub(super) fn decide_all(
     // clusters' facts, which deductions do not change), then in decision order.
     let rendering = Instant::now();
     let renders = batch.renders;
-    let rendered = render_all(&renders, &snapshots.views, &ctx.pass.positions);
+    let mut sealed = std::mem::take(&mut cache.sealed);
+    let sealing = ctx.secrets.mode == Some(crate::secrets::Mode::Sops)
+        && renders.iter().any(|j| crate::secrets::is_secret(&j.template.key));
+    if sealing && !sealed.is_loaded() {
+        sealed = crate::secrets::SealedFiles::new(ctx.store.sealing_key()?, ctx.store.sealed_entries()?);
+    }
+    let secrets = crate::secrets::SecretsPass {
+        mode: ctx.secrets.mode,
+        recipients: &ctx.secrets.recipients,
+        sealed: &sealed,
+        output_dir: ctx.output_dir,
+        lastmodified: crate::secrets::SecretsPass::lastmodified(ctx.secrets.now_ms),
+    };
+    let rendered = render_all(&renders, &snapshots.views, &ctx.pass.positions, &secrets);
     out.render_time += rendering.elapsed();
-    for (job, files) in renders.iter().zip(rendered) {
+    let mut new_sealed = Vec::new();
+    for (job, mut files) in renders.iter().zip(rendered) {
+        for (cluster, path, s) in std::mem::take(&mut files.sealed) {
+            new_sealed.push(((cluster, path), s));
+        }
         if let Some(c) = cache.decisions.get_mut(&job.template.key) {
             files.into_decided(&mut Arc::make_mut(c).decided);
         }
     }
+    let stored: Vec<crate::store::SealedEntry> =
+        new_sealed.iter().map(|((c, p), s)| ((c.clone(), p.clone()), (s.fingerprint, s.hash))).collect();
+    ctx.store.put_sealed(&stored, &[])?;
+    for ((cluster, path), s) in new_sealed {
+        sealed.insert(cluster, path, s);
+    }
+    cache.sealed = sealed;
     for key in with_problems.iter().filter_map(|i| out.order.get(*i).map(|o| &o.template.key)) {
         let Some(decided) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
         for p in &decided.problems {
@@ -472,6 +508,7 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, (fleet_static, previous)
         (previous, &w.framework.name, w.framework.digest, &w.required),
         overrides_key,
         w.directive,
+        crate::secrets::is_secret(&t.key).then_some(ctx.secrets.digest),
     ))
 }
 
@@ -784,6 +821,12 @@ fn note_blobs<'a>(ctx: &Context<'a>, cache: &mut cache::PassCache, w: &Claimed<'
 fn put_blobs(store: &Store, blobs: &[Blob<'_>]) -> Result<(), StoreError> {
     let stored = crate::util::threads::map_ordered(blobs, crate::util::threads::workers(), |b| {
         let json = match b {
+            // A Secret's data is not stored: its object redacted, under the hash of the whole.
+            Blob::Template(object) if crate::secrets::is_secret_document(object) => {
+                let hash = fnv1a64(&serde_json::to_vec(object).unwrap_or_default());
+                let redacted = serde_json::to_vec(&crate::secrets::redact(object)).unwrap_or_default();
+                return store.put_blob_at(hash, &redacted);
+            }
             Blob::Template(object) => serde_json::to_vec(object).unwrap_or_default(),
             Blob::Policy(spec) => spec.map(|s| serde_json::to_vec(s).unwrap_or_default()).unwrap_or_default(),
         };
@@ -940,12 +983,13 @@ fn render_all(
     jobs: &[RenderJob<'_>],
     views: &[ClusterSnapshot],
     positions: &std::collections::HashMap<String, usize>,
+    secrets: &crate::secrets::SecretsPass<'_>,
 ) -> Vec<RenderedFiles> {
     /// Files per thread below which another thread costs more than it saves.
     const FILES_PER_THREAD: usize = 64;
     let files: usize = jobs.iter().map(|j| j.targets.len()).sum();
     let threads = crate::util::threads::workers().min(files / FILES_PER_THREAD);
-    crate::util::threads::map_ordered(jobs, threads, |job| job.render(views, positions))
+    crate::util::threads::map_ordered(jobs, threads, |job| job.render(views, positions, secrets))
 }
 
 /// One decision's rendered files, before they go into its [`Decided`].
@@ -956,6 +1000,8 @@ struct RenderedFiles {
     keep: Vec<(String, String)>,
     map: BTreeMap<String, String>,
     problems: Vec<Problem>,
+    /// The Secret files encrypted (or whose encryption was kept) for each cluster.
+    sealed: Vec<(String, String, crate::secrets::Sealed)>,
 }
 
 impl RenderedFiles {
@@ -997,8 +1043,15 @@ impl RenderedFiles {
 impl RenderJob<'_> {
     /// The files on every target cluster (a cluster that fails keeps its previous file), then
     /// suspension and graceful eviction's kept files.
-    fn render(&self, views: &[ClusterSnapshot], positions: &std::collections::HashMap<String, usize>) -> RenderedFiles {
+    fn render(
+        &self,
+        views: &[ClusterSnapshot],
+        positions: &std::collections::HashMap<String, usize>,
+        secrets: &crate::secrets::SecretsPass<'_>,
+    ) -> RenderedFiles {
+        use crate::secrets::SecretFile;
         let t = self.template;
+        let secret = crate::secrets::is_secret(&t.key);
         let prev = self.previous.as_deref();
         let path = render::object_path(&t.key);
         let mut out = RenderedFiles::default();
@@ -1018,22 +1071,32 @@ impl RenderJob<'_> {
                 overrides: &self.overrides,
                 preserve_on_deletion: self.preserve_on_deletion,
             };
-            match render::render(&input) {
-                Ok(content) => {
+            let file = match secret {
+                // A Secret as `[secrets]` says: encrypted, left out, clear text or refused.
+                true => render::manifest(&input).map_err(|e| e.to_string()).and_then(|m| {
+                    let plain = format!("{}\n{}", render::GENERATED_HEADER, render::yaml::to_yaml(&m));
+                    secrets.file(cluster, &path, &m, plain)
+                }),
+                false => render::render(&input)
+                    .map(|content| SecretFile::Write { content, sealed: None })
+                    .map_err(|e| e.to_string()),
+            };
+            match file {
+                Ok(SecretFile::Omit) => {}
+                Ok(SecretFile::Write { content, sealed }) => {
+                    if let Some(s) = sealed {
+                        out.sealed.push((cluster.clone(), path.clone(), s));
+                    }
                     out.hashes.push(fnv1a64(content.as_bytes()));
                     out.files.push((cluster.clone(), (path.clone(), content)));
                     out.map.insert(cluster.clone(), path.clone());
                 }
-                Err(e) => {
+                Err(reason) => {
                     if let Some(old) = prev.and_then(|p| p.files.get(cluster)) {
                         out.keep.push((cluster.clone(), old.clone()));
                         out.map.insert(cluster.clone(), old.clone());
                     }
-                    out.problems.push(Problem {
-                        workload: t.key.clone(),
-                        cluster: Some(cluster.clone()),
-                        reason: e.to_string(),
-                    });
+                    out.problems.push(Problem { workload: t.key.clone(), cluster: Some(cluster.clone()), reason });
                 }
             }
         }

@@ -88,6 +88,62 @@ struct Tainted {
     time: Duration,
 }
 
+/// What the decide stage needs to write Secrets ([`crate::secrets`]): the recipients are
+/// read (and parsed) only when the repository has a Secret and the mode encrypts.
+fn secrets_for(settings: &crate::secrets::SecretsSettings, inputs: &Inputs, now_ms: u64) -> decide::Secrets {
+    let has_secret = inputs.set.templates.iter().any(|t| crate::secrets::is_secret(&t.key));
+    let recipients = match has_secret && settings.mode == Some(crate::secrets::Mode::Sops) {
+        true => crate::secrets::Recipients::resolve(settings, &inputs.set),
+        false => crate::secrets::Recipients::default(),
+    };
+    let digest = crate::util::hash::fnv1a64_more(recipients.digest, format!("{:?}", settings.mode).as_bytes());
+    decide::Secrets { mode: settings.mode, recipients, digest, now_ms }
+}
+
+/// At every pass where Secrets are written in clear text (`[secrets] mode = "plain"`) or not
+/// written because no mode is set: one warning naming them (the first 20), their clusters
+/// and the choices.
+fn warn_secrets(mode: Option<crate::secrets::Mode>, cache: &cache::PassCache, decisions: &decide::Decisions) {
+    use crate::secrets::{Mode, is_secret};
+    if !matches!(mode, None | Some(Mode::Plain)) {
+        return;
+    }
+    const NAMED: usize = 20;
+    let mut count = 0usize;
+    let mut named = Vec::new();
+    for key in decisions.keys().filter(|k| is_secret(k)) {
+        let Some(c) = cache.decisions.get(key) else { continue };
+        let clusters: Vec<&str> = match mode {
+            Some(_) => c.decided.record.files.keys().map(String::as_str).collect(),
+            None => c.decided.problems.iter().filter_map(|p| p.cluster.as_deref()).collect(),
+        };
+        if clusters.is_empty() {
+            continue;
+        }
+        count += 1;
+        if named.len() < NAMED {
+            named.push(format!("{} on {}", key.display_ref(), clusters.join(", ")));
+        }
+    }
+    if count == 0 {
+        return;
+    }
+    let more = count.saturating_sub(NAMED);
+    let list = named.join("; ") + &if more > 0 { format!("; and {more} more") } else { String::new() };
+    match mode {
+        Some(_) => tracing::warn!(
+            secrets = count,
+            "{count} Secret(s) written to the output in clear text ([secrets] mode = \"plain\"): {list}; \
+             mode = \"sops\" encrypts them for each cluster's age recipient, mode = \"omit\" leaves them out"
+        ),
+        None => tracing::warn!(
+            secrets = count,
+            "{count} Secret(s) not written: {list}: {}",
+            crate::secrets::unset_message()
+        ),
+    }
+}
+
 /// The parts of a pass that stay the same between passes.
 pub struct Reconciler {
     pub store: Store,
@@ -233,6 +289,7 @@ impl Reconciler {
             output_dir,
             full_check,
             stability: &stability,
+            secrets: secrets_for(&self.settings.secrets, inputs, now_ms),
         };
         // On the pool: a decision's estimates split across its threads.
         let decisions = crate::util::threads::on_pool(|| decide::decide_all(&context, cache, &mut snapshots))?;
@@ -258,6 +315,7 @@ impl Reconciler {
         let Staged { snapshots, pass, stability, decisions, planned, full_check, poll, stability_time } =
             self.stages(cache, staged_inputs, tainted, output_dir, trigger, now_ms)?;
 
+        warn_secrets(self.settings.secrets.mode, cache, &decisions);
         // Publish, then record: a crash in between re-derives the same output next time.
         self.fenced(&decisions, "publish")?;
         let phase = Instant::now();

@@ -93,7 +93,11 @@ pub(super) fn store_pass(
         let mut listed = Vec::with_capacity(entries.len());
         for (path, hash, text) in entries {
             if !cache.blobs.contains(hash) {
-                store.put_blob(text.as_bytes())?;
+                // A file with a Secret is stored with the Secret's data redacted.
+                match text.contains("Secret").then(|| crate::secrets::redact_source(text)).flatten() {
+                    Some(redacted) => store.put_blob_at(*hash, redacted.as_bytes())?,
+                    None => store.put_blob(text.as_bytes())?,
+                };
                 cache.blobs.insert(*hash);
             }
             listed.push((path.to_string_lossy().into_owned(), *hash));

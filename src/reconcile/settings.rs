@@ -22,6 +22,8 @@ pub struct Settings {
     pub stability: StabilitySettings,
     /// How the policy repository is walked (`[policy]`).
     pub walk: crate::policy::load::WalkOptions,
+    /// How Secrets are written (`[secrets]`, `[clusters.*] age_recipient`).
+    pub secrets: crate::secrets::SecretsSettings,
 }
 
 /// What `[interpreter]` gives a pass: the directories' customizations, read once.
@@ -49,6 +51,14 @@ impl Settings {
             },
             stability: cfg.reschedule.settings(),
             walk: cfg.policy.walk_options(),
+            secrets: crate::secrets::SecretsSettings {
+                mode: cfg.secrets.mode,
+                recipients: cfg
+                    .clusters
+                    .iter()
+                    .filter_map(|(c, a)| a.age_recipient.clone().map(|r| (c.clone(), r)))
+                    .collect(),
+            },
         })
     }
 
@@ -60,6 +70,7 @@ impl Settings {
             interpreter: InterpreterSettings::default(),
             stability: StabilitySettings::default(),
             walk: Default::default(),
+            secrets: Default::default(),
         }
     }
 

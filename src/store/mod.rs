@@ -32,6 +32,8 @@ pub mod keys;
 mod parsed;
 mod records;
 mod replay;
+mod sealed;
+pub use sealed::SealedEntry;
 mod stability;
 
 use std::fs::{File, OpenOptions, TryLockError};
@@ -155,6 +157,8 @@ struct Inner {
     stability: sled::Tree,
     /// The repository's parsed documents ([`parsed`]).
     parsed: sled::Tree,
+    /// Fingerprints of the Secrets published encrypted, and their key ([`sealed`]).
+    sealed: sled::Tree,
     db_path: PathBuf,
     /// Holds the exclusive lock; declared last so that it is released after sled closes.
     _lock: File,
@@ -323,6 +327,7 @@ impl Store {
             decisions: tree("decisions")?,
             stability: tree("stability")?,
             parsed: tree("parsed")?,
+            sealed: tree("sealed")?,
             db,
             db_path,
             _lock: lock,
@@ -589,7 +594,13 @@ impl Store {
     /// Stores bytes under their FNV-1a 64 hash and returns it; storing the same bytes again is
     /// a no-op. Different bytes with an existing hash are refused ([`StoreError::BlobCollision`]).
     pub fn put_blob(&self, bytes: &[u8]) -> Result<u64, StoreError> {
-        let hash = fnv1a64(bytes);
+        self.put_blob_at(fnv1a64(bytes), bytes)
+    }
+
+    /// Stores `bytes` under `hash`, the hash of other bytes they stand for: a Secret's object
+    /// or file with its data redacted ([`crate::secrets::redact`]) under the hash of the
+    /// original, which the records name.
+    pub fn put_blob_at(&self, hash: u64, bytes: &[u8]) -> Result<u64, StoreError> {
         let key = keys::blob(hash);
         let same = |stored: &[u8]| -> Result<u64, StoreError> {
             if decode_blob(stored)? == bytes { Ok(hash) } else { Err(StoreError::BlobCollision { hash }) }

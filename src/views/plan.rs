@@ -322,7 +322,11 @@ fn files(after: &PassPreview, before: &Before<'_>, out: &Path, diff: bool) -> (V
         per_cluster.entry(cluster).or_default()[slot].push(rel);
         if diff {
             let text = |b: &Option<Vec<u8>>| b.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
-            let d = crate::util::diff::unified(path, text(&old).as_deref(), text(&new).as_deref());
+            let d = match crate::secrets::is_secret_path(rel) {
+                // A plan is a pull request's comment: a Secret's content never goes there.
+                true => format!("--- {path}\n+++ {path}\n(a Secret: its content is not shown)\n"),
+                false => crate::util::diff::unified(path, text(&old).as_deref(), text(&new).as_deref()),
+            };
             diffs.push(json!({"path": path, "diff": d}));
         }
     }

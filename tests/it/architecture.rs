@@ -27,6 +27,7 @@ const EDGE: &[&str] = &[
     "telemetry",
     "views",
     "ha",
+    "secrets",
 ];
 
 /// Code of one file with comments, literals and `#[cfg(test)]` items blanked out.

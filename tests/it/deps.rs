@@ -44,7 +44,10 @@ metadata: {name: app-runner, namespace: shop}
 fn dependencies_follow_their_workload() {
     let s = Scratch::with_demo();
     s.write("app.yaml", APP);
-    let out = s.render();
+    // The Secret in clear text (an explicit opt-in; tests/it/secrets.rs has the other modes).
+    let config = s.dir.path().join("fedsched.toml");
+    std::fs::write(&config, "[secrets]\nmode = \"plain\"\n").expect("config");
+    let out = s.render_with(&["--config", config.to_str().expect("utf-8")], &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let files = tree(&s.out());
     // Unclaimed dependencies go only where the workload goes.

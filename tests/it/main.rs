@@ -27,6 +27,7 @@ mod render;
 mod replay;
 mod resources;
 mod scoring;
+mod secrets;
 mod status;
 mod support;
 mod systemd;

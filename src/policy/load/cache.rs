@@ -112,8 +112,18 @@ fn parse_kept(
         return (std::sync::Arc::new(docs), Some(digest), None);
     }
     let docs = parse_file(text);
+    // A Secret's data is never stored: a file with one is parsed again after a restart.
+    if docs.iter().any(|(_, d)| d.as_ref().is_ok_and(is_secret)) {
+        return (std::sync::Arc::new(docs), None, None);
+    }
     let kept = persist::encode(&docs);
     (std::sync::Arc::new(docs), Some(digest), Some(kept))
+}
+
+/// Whether a document is a core/v1 Secret.
+fn is_secret(v: &serde_json::Value) -> bool {
+    v.get("apiVersion").and_then(serde_json::Value::as_str) == Some("v1")
+        && v.get("kind").and_then(serde_json::Value::as_str) == Some("Secret")
 }
 
 /// Reads the file at `rel` (its stat taken before the read: `stat`) and says whether its bytes
