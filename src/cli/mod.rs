@@ -582,7 +582,8 @@ fn workload_status(
 
 /// Where a read-only command reads: the store, or a running daemon's API.
 enum Source {
-    Store(Store),
+    /// A private copy: a read-only command writes nothing under the state directory.
+    Store(crate::store::StoreCopy),
     Server(Api),
 }
 
@@ -655,17 +656,19 @@ fn open_source(cfg: &Config, dirs: &DirArgs, server: &ServerArgs) -> Result<Sour
         return Ok(Source::Server(Api::at(cfg, url)?));
     }
     let state = state_dir(cfg, dirs)?;
-    match Store::open(&state) {
-        Ok(store) => Ok(Source::Store(store)),
-        Err(StoreError::Locked { path }) => match Api::of_state(cfg, &state)? {
+    if Store::in_use(&state) {
+        return match Api::of_state(cfg, &state)? {
             Some(api) => {
                 tracing::debug!(url = %api.url, "the store is in use; asking the running daemon");
                 Ok(Source::Server(api))
             }
-            None => Err(anyhow::Error::new(StoreError::Locked { path })
+            None => Err(anyhow::Error::new(StoreError::Locked { path: state })
                 .context("the store is in use and no daemon API is known (give --server URL)")
                 .into()),
-        },
+        };
+    }
+    match Store::open_read_only(&state) {
+        Ok(store) => Ok(Source::Store(store)),
         Err(e) => Err(anyhow::Error::new(e).context("cannot open the store").into()),
     }
 }

@@ -43,9 +43,8 @@ fn run(cfg: &Config, a: &ReplayArgs) -> Result<ExitCode, Failure> {
     Settings::from_config(cfg, false).map_err(|e| invalid(e.into()))?;
     let settings = || Settings::from_config(cfg, false).unwrap_or_default();
     let state = state_dir(cfg, &a.dirs)?;
-    let scratch = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let store = Store::open_copy(&state, &scratch.path().join("state"))
-        .with_context(|| format!("cannot read the store of {}", state.display()))?;
+    let store =
+        Store::open_read_only(&state).with_context(|| format!("cannot read the store of {}", state.display()))?;
     let records = match &a.workload {
         Some(w) => {
             let (name, seq) = match w.rsplit_once('@') {

@@ -48,8 +48,16 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         None => None,
         Some(s) => {
             let read = |field: &str, m: &std::collections::BTreeMap<String, QuantityValue>| {
-                ResourceList::from_quantities(m)
-                    .map_err(|(name, e)| err(format!("status.resourceSummary.{field}.{name}"), e.to_string()))
+                let list = ResourceList::from_quantities(m)
+                    .map_err(|(name, e)| err(format!("status.resourceSummary.{field}.{name}"), e.to_string()))?;
+                match list.first_negative() {
+                    // A negative capacity would make every estimate nonsense: refused.
+                    Some((name, _)) => Err(err(
+                        format!("status.resourceSummary.{field}.{name}"),
+                        "must be greater than or equal to 0 (a negative quantity is refused)".to_string(),
+                    )),
+                    None => Ok(list),
+                }
             };
             Some(ResourceSummary {
                 allocatable: read("allocatable", &s.allocatable)?,

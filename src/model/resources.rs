@@ -115,6 +115,13 @@ impl ResourceList {
         Ok(out)
     }
 
+    /// The first resource with a negative amount (`(name, milli-units)`): Kubernetes refuses
+    /// a negative quantity in a container's requests, limits or overhead and in a node's
+    /// allocatable, and so do the readers of such lists here.
+    pub fn first_negative(&self) -> Option<(&str, i64)> {
+        self.0.iter().find(|(_, v)| **v < 0).map(|(k, v)| (k.as_str(), *v))
+    }
+
     /// Reads a resource map from untyped JSON (a pod's `resources.requests`).
     pub fn from_json(value: Option<&serde_json::Value>) -> Result<ResourceList, (String, QuantityError)> {
         match value.and_then(|v| v.as_object()) {

@@ -417,6 +417,9 @@ pub fn pod_request(
     total
 }
 
+/// Why a negative quantity is refused (the API server's own message).
+const NEGATIVE: &str = "must be greater than or equal to 0 (Kubernetes refuses a negative quantity)";
+
 /// Kubernetes' pod request: Σ containers, max with each init container, plus overhead.
 /// A container without requests falls back to its limits (the API server defaults requests to
 /// limits). Reads only `containers[].resources`, `initContainers[].{resources, restartPolicy}`,
@@ -439,6 +442,13 @@ pub fn pod_requirements(spec: Option<&Value>, at: &str) -> Result<ReplicaRequire
         let limits = ResourceList::from_json(resources.and_then(|r| r.get("limits"))).map_err(|(name, source)| {
             WorkloadError::Quantity { field: format!("{}.resources.limits.{name}", field()), source }
         })?;
+        for (which, list) in [("requests", &requests), ("limits", &limits)] {
+            if let Some((name, _)) = list.first_negative() {
+                let text = resources.and_then(|r| r.pointer(&format!("/{which}/{name}"))).map(ToString::to_string);
+                let source = QuantityError { text: text.unwrap_or_default(), reason: NEGATIVE };
+                return Err(WorkloadError::Quantity { field: format!("{}.resources.{which}.{name}", field()), source });
+            }
+        }
         Ok(container_request(requests, &limits))
     };
     let mut containers = Vec::new();
@@ -456,6 +466,11 @@ pub fn pod_requirements(spec: Option<&Value>, at: &str) -> Result<ReplicaRequire
     }
     let overhead = ResourceList::from_json(spec.get("overhead"))
         .map_err(|(name, source)| WorkloadError::Quantity { field: format!("{at}.overhead.{name}"), source })?;
+    if let Some((name, _)) = overhead.first_negative() {
+        let text = spec.pointer(&format!("/overhead/{name}")).map(ToString::to_string).unwrap_or_default();
+        let source = QuantityError { text, reason: NEGATIVE };
+        return Err(WorkloadError::Quantity { field: format!("{at}.overhead.{name}"), source });
+    }
     let mut total = pod_request(&containers, &inits, &overhead);
     total.0.retain(|_, v| *v > 0);
     req.request = total;

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashSet};
 use super::types::{
     ClusterAffinity, ClusterSpec, ClusterTaintPolicySpec, FieldSelector, LabelSelector, OverrideSpec,
     OverriderOperator, Overriders, Placement, Preemption, PropagationSpec, PurgeMode, QuantityValue,
-    ReplicaDivisionPreference, ReplicaSchedulingType, ResourceSelector, SelectorOperator, SpreadByField,
+    ReplicaDivisionPreference, ReplicaSchedulingType, ResourceSelector, SelectorOperator, SpreadByField, TaintEffect,
     TolerationOperator, WorkloadRebalancerSpec,
 };
 use super::{LoadError, PolicySet, Source};
@@ -78,7 +78,42 @@ pub fn warnings(set: &PolicySet) -> Vec<LoadError> {
         }
     }
     out.extend(super::support::unsupported(set));
+    // A namespace on a cluster-scoped kind: the API server ignores it, and so does fedsched
+    // (the file goes to `_cluster/`, without it), but its author likely meant something else.
+    for t in set.templates.iter().filter(|t| t.key.namespace.is_none()) {
+        if let Some(ns) = t.object.pointer("/metadata/namespace").and_then(serde_json::Value::as_str) {
+            out.push(LoadError::at(
+                &t.source,
+                "metadata.namespace",
+                format!(
+                    "{} is cluster-scoped: the namespace `{ns}` is ignored (as the API server does); remove it, or \
+                     check the kind (a CRD's scope comes from its CustomResourceDefinition)",
+                    t.key.kind
+                ),
+            ));
+        }
+    }
     for p in &set.workload_rebalancers {
+        // The same workload named again: acted on once (one line for any number of copies).
+        let mut seen: HashSet<(&str, &str, Option<&str>, &str)> = HashSet::new();
+        let mut duplicates = Vec::new();
+        for (i, w) in p.spec.workloads.iter().enumerate() {
+            let ns = w.namespace.as_deref().filter(|n| !n.is_empty());
+            if !seen.insert((w.api_version.as_str(), w.kind.as_str(), ns, w.name.as_str())) {
+                duplicates.push(i);
+            }
+        }
+        if let Some(first) = duplicates.first() {
+            out.push(LoadError::at(
+                &p.source,
+                format!("spec.workloads[{first}]"),
+                format!(
+                    "{} of {} entries name a workload listed before: each workload is rebalanced once",
+                    duplicates.len(),
+                    p.spec.workloads.len()
+                ),
+            ));
+        }
         if p.spec.ttl_seconds_after_finished.is_some() {
             out.push(LoadError::at(
                 &p.source,
@@ -531,6 +566,7 @@ fn taint_policy(v: &mut V, spec: &ClusterTaintPolicySpec) {
             v.err(format!("spec.taints[{i}].key"), m);
         }
     }
+    unique_taints(v, spec.taints.iter().map(|t| (t.key.as_str(), t.effect)));
     if spec.add_on_conditions.is_empty() && spec.remove_on_conditions.is_empty() {
         v.err("spec.addOnConditions", "at least one of addOnConditions and removeOnConditions must be set");
     }
@@ -571,7 +607,35 @@ fn cluster(v: &mut V, spec: &ClusterSpec) {
             v.err(format!("spec.zones[{i}]"), m);
         }
     }
+    unique_taints(v, spec.taints.iter().map(|t| (t.key.as_str(), t.effect)));
     resource_models(v, spec);
+}
+
+/// Taints must be unique by key and effect, as Kubernetes requires of a Node's: one error for
+/// the list, naming the first duplicate and how many there are (10,000 copies are one line).
+fn unique_taints<'a>(v: &mut V, taints: impl Iterator<Item = (&'a str, TaintEffect)>) {
+    let mut first: std::collections::HashMap<(&str, TaintEffect), usize> = std::collections::HashMap::new();
+    let mut duplicates = Vec::new();
+    for (i, t) in taints.enumerate() {
+        if let Some(j) = first.get(&t) {
+            duplicates.push((i, *j, t));
+        } else {
+            first.insert(t, i);
+        }
+    }
+    if let Some((i, j, (key, effect))) = duplicates.first() {
+        let more = match duplicates.len() {
+            1 => String::new(),
+            n => format!(" ({n} duplicates in all)"),
+        };
+        v.err(
+            format!("spec.taints[{i}]"),
+            format!(
+                "duplicate of spec.taints[{j}] (key {key:?}, effect {effect:?}): taints must be unique by key and \
+                 effect, as Kubernetes requires{more}"
+            ),
+        );
+    }
 }
 
 fn resource_models(v: &mut V, spec: &ClusterSpec) {

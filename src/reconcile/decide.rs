@@ -309,37 +309,13 @@ pub(super) fn decide_all(
     // clusters' facts, which deductions do not change), then in decision order.
     let rendering = Instant::now();
     let renders = batch.renders;
-    let mut sealed = std::mem::take(&mut cache.sealed);
-    let sealing = ctx.secrets.mode == Some(crate::secrets::Mode::Sops)
-        && renders.iter().any(|j| crate::secrets::is_secret(&j.template.key));
-    if sealing && !sealed.is_loaded() {
-        sealed = crate::secrets::SealedFiles::new(ctx.store.sealing_key()?, ctx.store.sealed_entries()?);
-    }
-    let secrets = crate::secrets::SecretsPass {
-        mode: ctx.secrets.mode,
-        recipients: &ctx.secrets.recipients,
-        sealed: &sealed,
-        output_dir: ctx.output_dir,
-        lastmodified: crate::secrets::SecretsPass::lastmodified(ctx.secrets.now_ms),
-    };
-    let rendered = render_all(&renders, &snapshots.views, &ctx.pass.positions, &secrets);
+    let rendered = render_batch(ctx, &mut cache.sealed, &renders, &snapshots.views)?;
     out.render_time += rendering.elapsed();
-    let mut new_sealed = Vec::new();
-    for (job, mut files) in renders.iter().zip(rendered) {
-        for (cluster, path, s) in std::mem::take(&mut files.sealed) {
-            new_sealed.push(((cluster, path), s));
-        }
+    for (job, files) in renders.iter().zip(rendered) {
         if let Some(c) = cache.decisions.get_mut(&job.template.key) {
             files.into_decided(&mut Arc::make_mut(c).decided);
         }
     }
-    let stored: Vec<crate::store::SealedEntry> =
-        new_sealed.iter().map(|((c, p), s)| ((c.clone(), p.clone()), (s.fingerprint, s.hash))).collect();
-    ctx.store.put_sealed(&stored, &[])?;
-    for ((cluster, path), s) in new_sealed {
-        sealed.insert(cluster, path, s);
-    }
-    cache.sealed = sealed;
     for key in with_problems.iter().filter_map(|i| out.order.get(*i).map(|o| &o.template.key)) {
         let Some(decided) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
         for p in &decided.problems {
@@ -958,6 +934,39 @@ fn decide<'a>(
         schedule_cpu,
     };
     (decided, Some(job))
+}
+
+/// Renders the batch ([`render_all`]) with what Secrets need: the encrypted files kept so far
+/// (read from the store when a pass first encrypts), and the new ones noted in memory and in
+/// the store.
+fn render_batch(
+    ctx: &Context<'_>,
+    sealed: &mut crate::secrets::SealedFiles,
+    renders: &[RenderJob<'_>],
+    views: &[ClusterSnapshot],
+) -> Result<Vec<RenderedFiles>, StoreError> {
+    let sealing = ctx.secrets.mode == Some(crate::secrets::Mode::Sops)
+        && renders.iter().any(|j| crate::secrets::is_secret(&j.template.key));
+    if sealing && !sealed.is_loaded() {
+        *sealed = crate::secrets::SealedFiles::new(ctx.store.sealing_key()?, ctx.store.sealed_entries()?);
+    }
+    let secrets = crate::secrets::SecretsPass {
+        mode: ctx.secrets.mode,
+        recipients: &ctx.secrets.recipients,
+        sealed,
+        output_dir: ctx.output_dir,
+        lastmodified: crate::secrets::SecretsPass::lastmodified(ctx.secrets.now_ms),
+    };
+    let mut rendered = render_all(renders, views, &ctx.pass.positions, &secrets);
+    let new: Vec<(String, String, crate::secrets::Sealed)> =
+        rendered.iter_mut().flat_map(|files| std::mem::take(&mut files.sealed)).collect();
+    let stored: Vec<crate::store::SealedEntry> =
+        new.iter().map(|(c, p, s)| ((c.clone(), p.clone()), (s.fingerprint, s.hash))).collect();
+    ctx.store.put_sealed(&stored, &[])?;
+    for (cluster, path, s) in new {
+        sealed.insert(cluster, path, s);
+    }
+    Ok(rendered)
 }
 
 /// What rendering one decision's files takes, handed from [`decide`] to [`render_all`].

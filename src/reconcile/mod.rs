@@ -316,6 +316,11 @@ impl Reconciler {
             self.stages(cache, staged_inputs, tainted, output_dir, trigger, now_ms)?;
 
         warn_secrets(self.settings.secrets.mode, cache, &decisions);
+        // An emptied repository does not empty every placement without a word.
+        let guard = &self.settings.publish.guard;
+        if decisions.order.is_empty() && !decisions.removed.is_empty() && !guard.allow && guard.max_delete_ratio < 1.0 {
+            return Err(ReconcileError::Emptied { placed: decisions.removed.len() });
+        }
         // Publish, then record: a crash in between re-derives the same output next time.
         self.fenced(&decisions, "publish")?;
         let phase = Instant::now();

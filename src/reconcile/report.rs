@@ -56,6 +56,15 @@ pub enum ReconcileError {
     Publish(#[from] publish::PublishError),
     #[error("git mode: {0}")]
     Git(#[from] publish::git::GitError),
+    /// The repository places no workload any more while the store has placements (every
+    /// template, or every policy, gone: a bad checkout or an emptied branch looks like this):
+    /// held as the mass-deletion guard holds a cluster, until confirmed.
+    #[error(
+        "the policy repository places no workload any more: all {placed} placed workload(s) would be removed from \
+         every cluster; held by the mass-deletion guard, nothing written or recorded (if this is meant, confirm once \
+         with `fedsched render --allow-mass-delete` or set [publish] allow_mass_delete = true)"
+    )]
+    Emptied { placed: usize },
     /// `[ha]`: this instance may not publish (standby, or its lease's renew deadline passed):
     /// the pass decided in shadow and stopped before writing anything.
     #[error("{reason}; decided {workloads} workload(s) in shadow, nothing published")]

@@ -293,7 +293,18 @@ pub(super) fn run(
             directives.entry(key.clone()).or_default().fresh = true;
         }
     }
-    for a in step.actions.iter().filter(|a| a.is_event()) {
+    // One line per action up to a bound, then one line for the rest (a rebalancer naming
+    // 10,000 workloads is not 10,000 log lines; each has its history note).
+    const LOGGED: usize = 20;
+    let events = step.actions.iter().filter(|a| a.is_event()).count();
+    if events > LOGGED {
+        tracing::info!(
+            actions = events,
+            "stability: {events} actions this pass; the first {LOGGED} follow, every one is in the history"
+        );
+    }
+    let storm = |a: &Action| matches!(a.kind, ActionKind::StormStarted { .. });
+    for (_, a) in step.actions.iter().filter(|a| a.is_event()).enumerate().filter(|(i, a)| *i < LOGGED || storm(a)) {
         match (&a.kind, &a.workload) {
             (ActionKind::StormStarted { .. }, _) => {
                 tracing::warn!(action = %a, "stability: storm guard holds every eviction")
@@ -511,9 +522,14 @@ fn rebalance(
             continue;
         }
         let mut workloads = Vec::new();
+        // A workload named twice is rebalanced once (`check` warns about the copies).
+        let mut seen = std::collections::HashSet::new();
         for w in &r.spec.workloads {
             let ns = w.namespace.as_deref().filter(|n| !n.is_empty());
             let key = ObjectKey::new(&w.api_version, &w.kind, ns, &w.name);
+            if !seen.insert((w.api_version.clone(), key.clone())) {
+                continue;
+            }
             let placed = cache.placements.get(&key).is_some_and(|p| p.targets.values().any(Option::is_some));
             let label = format!("{} {key}", w.api_version);
             if !placed {

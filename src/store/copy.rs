@@ -35,8 +35,63 @@ impl Store {
                 {
                     tracing::debug!(error = %e, attempt, "the copy of the store does not open; copying again");
                 }
-                Err(e) => return Err(e),
+                // The user's store is what is damaged, not the private copy: name it.
+                Err(e) => return Err(e.relocated(into, state_dir)),
             }
+        }
+    }
+
+    /// Whether `state_dir` holds a store (sled's `conf`, written when it is created).
+    pub fn exists(state_dir: &Path) -> bool {
+        state_dir.join(DB_DIR).join("conf").is_file()
+    }
+
+    /// For a command that only reads: a copy of the store of `state_dir` in a temporary
+    /// directory of its own ([`Store::open_copy`]), so that nothing under `state_dir` is
+    /// written — opening sled in place recovers, snapshots and flushes its files. A
+    /// `state_dir` without a store is [`StoreError::Missing`].
+    pub fn open_read_only(state_dir: &Path) -> Result<StoreCopy, StoreError> {
+        if !Store::exists(state_dir) {
+            return Err(StoreError::Missing { path: state_dir.to_path_buf() });
+        }
+        let dir = tempfile::tempdir().map_err(|source| StoreError::Io { path: std::env::temp_dir(), source })?;
+        let store = Store::open_copy(state_dir, dir.path())?;
+        Ok(StoreCopy { store, _dir: dir })
+    }
+}
+
+/// A private copy of a store ([`Store::open_read_only`]), removed when dropped (the store
+/// first: fields drop in order).
+pub struct StoreCopy {
+    store: Store,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for StoreCopy {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        &self.store
+    }
+}
+
+impl StoreError {
+    /// The same error with the paths under `from` (a private copy) named under `to` (the
+    /// store it copies).
+    fn relocated(self, from: &Path, to: &Path) -> StoreError {
+        let moved = |p: std::path::PathBuf| match p.strip_prefix(from) {
+            Ok(rest) => to.join(rest),
+            Err(_) => p,
+        };
+        match self {
+            StoreError::Corrupt { path, detail } => StoreError::Corrupt { path: moved(path), detail },
+            StoreError::Unversioned { path, detail } => StoreError::Unversioned { path: moved(path), detail },
+            StoreError::Sled { path, source } => StoreError::Sled { path: moved(path), source },
+            StoreError::NewerStore { path, found, supported } => {
+                StoreError::NewerStore { path: moved(path), found, supported }
+            }
+            StoreError::Io { path, source } => StoreError::Io { path: moved(path), source },
+            StoreError::Locked { path } => StoreError::Locked { path: moved(path) },
+            other => other,
         }
     }
 }

@@ -33,6 +33,7 @@ mod parsed;
 mod records;
 mod replay;
 mod sealed;
+pub use copy::StoreCopy;
 pub use sealed::SealedEntry;
 mod stability;
 
@@ -77,6 +78,9 @@ pub enum StoreError {
     /// Another process holds the state directory's lock.
     #[error("state directory {} is in use by another fedsched process", path.display())]
     Locked { path: PathBuf },
+    /// A command that reads a store found none (`state_dir/db` does not exist).
+    #[error("no store at {}: nothing was recorded there (is --state or state_dir the daemon's?)", path.display())]
+    Missing { path: PathBuf },
     /// A file system operation outside sled failed.
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },

@@ -185,3 +185,32 @@ fn the_daemon_reports_an_unreadable_file_as_a_failed_pass_not_an_invalid_reposit
     }
     assert_eq!(v.policy_errors, 0, "an I/O error counted as a policy error");
 }
+
+/// A `namespace` on a cluster-scoped kind (issue 47): a warning naming file, document and
+/// field, and the file in `_cluster/` without it (the API server ignores it too).
+#[test]
+fn a_namespace_on_a_cluster_scoped_kind_is_warned_about() {
+    let s = scratch();
+    s.write(
+        "rbac.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: reader, namespace: shop}\nrules: []\n",
+    );
+    let out = check(&s, &["-o", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let warned = doc["findings"].as_array().into_iter().flatten().any(|f| {
+        f["file"] == "rbac.yaml"
+            && f["document"] == 1
+            && f["field"] == "metadata.namespace"
+            && f["severity"] == "warning"
+            && f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("ClusterRole is cluster-scoped") && m.contains("`shop`"))
+    });
+    assert!(warned, "{doc:#}");
+    let out = check(&s, &[]);
+    assert!(
+        text(&out.stderr).contains("rbac.yaml: document 1: metadata.namespace: ClusterRole is cluster-scoped"),
+        "{}",
+        text(&out.stderr)
+    );
+}

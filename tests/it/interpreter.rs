@@ -418,3 +418,49 @@ fn interpret_command_runs_karmadactl_example() {
     ]);
     assert!(text(&out.stdout).contains("sample-config"), "{}", text(&out.stderr));
 }
+
+/// A `GetReplicas` that returns a fraction, NaN or an infinity is an error naming the
+/// customization and the operation, saying what came back (Karmada truncates 2.5 to 2
+/// silently; NaN used to read "expected a number, got number"); a whole number in a float
+/// (3.0) is fine.
+#[test]
+fn get_replicas_must_return_a_whole_number() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let object = dir.path().join("deploy.yaml");
+    fs::write(
+        &object,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec: {replicas: 4}\n",
+    )
+    .expect("write");
+    let run = |script: &str| {
+        let custom = dir.path().join("custom.yaml");
+        fs::write(&custom, customization(("apps/v1", "Deployment"), script)).expect("write");
+        fedsched(&[
+            "interpret",
+            "-f",
+            custom.to_str().expect("utf8"),
+            "--operation",
+            "InterpretReplica",
+            "--desired",
+            object.to_str().expect("utf8"),
+            "-o",
+            "json",
+        ])
+    };
+    for (value, says) in [
+        ("2.5", "got 2.5"),
+        ("0/0", "got NaN (not a number"),
+        ("1/0", "got infinity"),
+        ("-1/0", "got -infinity"),
+        ("'3'", "expected a number, got string"),
+    ] {
+        let out = run(&format!("function GetReplicas(obj)\n  return {value}, nil\nend"));
+        assert_eq!(out.status.code(), Some(1), "{value}: {}", text(&out.stdout));
+        let e = text(&out.stderr);
+        assert!(e.contains("custom") && e.contains("InterpretReplica") && e.contains(says), "{value}: {e}");
+    }
+    let out = run("function GetReplicas(obj)\n  return 6 / 2, nil\nend");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["replica"], 3, "{v}");
+}

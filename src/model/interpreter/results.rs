@@ -127,8 +127,24 @@ pub fn decode(op: Operation, out: Vec<LuaOut>, args: &Args<'_>) -> Result<Outcom
     };
     match op {
         Operation::InterpretReplica => {
+            // A count of replicas is a whole number: Karmada truncates 2.5 to 2 without a word;
+            // fedsched refuses it, and says what a NaN or an infinity is.
             let replicas = match first {
-                LuaOut::Number(n) if n.is_finite() => n.trunc(),
+                LuaOut::Number(n) if n.is_nan() => {
+                    return Err("replicas: expected a whole number, got NaN (not a number, e.g. 0/0)".into());
+                }
+                LuaOut::Number(n) if n.is_infinite() => {
+                    return Err(format!(
+                        "replicas: expected a whole number, got {}infinity (e.g. 1/0)",
+                        if n < 0.0 { "-" } else { "" }
+                    ));
+                }
+                LuaOut::Number(n) if n.fract() != 0.0 => {
+                    return Err(format!(
+                        "replicas: expected a whole number, got {n} (not rounded: return math.floor(x) or math.ceil(x))"
+                    ));
+                }
+                LuaOut::Number(n) => n,
                 other => return Err(format!("replicas: expected a number, got {}", other.type_name())),
             };
             if !(0.0..=f64::from(i32::MAX)).contains(&replicas) {
