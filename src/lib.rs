@@ -29,6 +29,9 @@
 //! - [`testbed`]: simulated member clusters and `fedsched bench`; not part of the product.
 //! - [`config`], [`telemetry`], [`cli`]: the edges.
 
+// Every print goes through `util::stdio` (no panic on a closed pipe); tests may print.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 /// Every program that links fedsched (the daemon, the CLI, the tests and benches) allocates
 /// through mimalloc: parsing, scheduling, rendering and the Lua VM are allocation-heavy, and
 /// glibc's malloc was a fifth of a cold interpreter call (ARCHITECTURE.md, "Crates").

@@ -44,7 +44,7 @@ pub(super) fn check(cfg: &Config, dir: &Path, output: super::OutputFormat) -> Re
     }
     if let Some(inputs) = inputs {
         for n in &inputs.set.notes {
-            eprintln!("note: {n}");
+            crate::errln!("note: {n}");
         }
         if errors.is_empty() {
             report_ok(dir, inputs);
@@ -52,9 +52,9 @@ pub(super) fn check(cfg: &Config, dir: &Path, output: super::OutputFormat) -> Re
         }
     }
     for e in &errors {
-        println!("{e}");
+        crate::outln!("{e}");
     }
-    eprintln!("fedsched: {} error(s) in {}", errors.len(), dir.display());
+    crate::errln!("fedsched: {} error(s) in {}", errors.len(), dir.display());
     Ok(ExitCode::from(1))
 }
 
@@ -253,7 +253,7 @@ pub fn override_errors(inputs: &Inputs) -> Vec<LoadError> {
 
 fn report_ok(dir: &Path, inputs: &Inputs) {
     let s = &inputs.set;
-    println!(
+    crate::outln!(
         "{}: ok: {} templates, {} PropagationPolicies, {} ClusterPropagationPolicies, {} OverridePolicies, {} ClusterOverridePolicies, {} clusters",
         dir.display(),
         s.templates.len(),
@@ -264,14 +264,14 @@ fn report_ok(dir: &Path, inputs: &Inputs) {
         s.clusters.len()
     );
     for w in crate::policy::validate::warnings(s) {
-        eprintln!("warning: {w}");
+        crate::errln!("warning: {w}");
     }
     // Conflict report (from scratch: check reads no store, so it cannot know which policy
     // claimed a template first).
     for t in &s.templates {
         if let Some(c) = crate::policy::matching::claim(s, t) {
             for sh in &c.shadowed {
-                println!(
+                crate::outln!(
                     "{}: {} is claimed by {}; {} is shadowed for it: {}",
                     t.source,
                     t.key,

@@ -83,7 +83,7 @@ pub(super) fn interpret(args: &InterpretArgs) -> Result<ExitCode, Failure> {
     if args.check {
         for c in &customizations {
             let ops: Vec<&str> = c.scripts.keys().map(|o| o.name()).collect();
-            println!("{} ({} {}): valid; {}", c.name, c.api_version, c.kind, ops.join(", "));
+            crate::outln!("{} ({} {}): valid; {}", c.name, c.api_version, c.kind, ops.join(", "));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -117,12 +117,12 @@ pub(super) fn interpret(args: &InterpretArgs) -> Result<ExitCode, Failure> {
         }
     };
     match args.output {
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&outcome.to_json()).unwrap_or_default()),
-        OutputFormat::Yaml => print!("{}", crate::render::yaml::to_yaml(&outcome.to_json())),
+        OutputFormat::Json => crate::outln!("{}", serde_json::to_string_pretty(&outcome.to_json()).unwrap_or_default()),
+        OutputFormat::Yaml => crate::out!("{}", crate::render::yaml::to_yaml(&outcome.to_json())),
         OutputFormat::Text => {
             for (name, value) in outcome.results() {
-                println!("---\n# [RESULT] {name}");
-                print!("{}", crate::render::yaml::to_yaml(&serde_json::json!({ name: value })));
+                crate::outln!("---\n# [RESULT] {name}");
+                crate::out!("{}", crate::render::yaml::to_yaml(&serde_json::json!({ name: value })));
             }
         }
     }

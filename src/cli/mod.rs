@@ -77,9 +77,9 @@ pub enum OutputFormat {
 /// Prints a document as `format` says: JSON or YAML as it is, text through `text`.
 fn print_doc(format: OutputFormat, doc: &serde_json::Value, text: impl FnOnce(&serde_json::Value) -> String) {
     match format {
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(doc).unwrap_or_default()),
-        OutputFormat::Yaml => print!("{}", crate::render::yaml::to_yaml(doc)),
-        OutputFormat::Text => print!("{}", text(doc)),
+        OutputFormat::Json => crate::outln!("{}", serde_json::to_string_pretty(doc).unwrap_or_default()),
+        OutputFormat::Yaml => crate::out!("{}", crate::render::yaml::to_yaml(doc)),
+        OutputFormat::Text => crate::out!("{}", text(doc)),
     }
 }
 
@@ -342,7 +342,7 @@ fn bench(a: &BenchArgs) -> Result<ExitCode, Failure> {
         poll_pods: a.poll_pods,
         passes: a.passes,
     };
-    println!(
+    crate::outln!(
         "fedsched bench: build {}, {} CPUs; C={} N={} P={} W={} runs={}",
         if cfg!(debug_assertions) { "dev (unoptimised: figures are not representative)" } else { "release" },
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
@@ -377,7 +377,7 @@ fn simulate(a: &SimulateArgs) -> Result<ExitCode, Failure> {
             progress.set(i as u64 + 1, Some(n as u64));
         }
         drop(progress);
-        eprintln!("wrote {} clusters ({} nodes, {} pods each) to {}", n, a.nodes, a.pods, out.display());
+        crate::errln!("wrote {} clusters ({} nodes, {} pods each) to {}", n, a.nodes, a.pods, out.display());
         return Ok(ExitCode::SUCCESS);
     }
     let fleet_dir = a.fleet.clone().ok_or_else(|| missing("fleet", "--fleet"))?;
@@ -441,13 +441,16 @@ pub fn main() -> ExitCode {
     };
     if let Command::Completion { shell } = &cli.command {
         use clap::CommandFactory;
-        clap_complete::generate(*shell, &mut Cli::command(), "fedsched", &mut std::io::stdout());
+        // Into memory first: clap_complete panics when its writer fails (a closed pipe).
+        let mut script = Vec::new();
+        clap_complete::generate(*shell, &mut Cli::command(), "fedsched", &mut script);
+        crate::util::stdio::out_bytes(&script);
         return ExitCode::SUCCESS;
     }
     match run(cli) {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("fedsched: {:#}", f.error);
+            crate::errln!("fedsched: {:#}", f.error);
             ExitCode::from(f.code)
         }
     }
@@ -711,7 +714,7 @@ fn load_failure(errors: &[crate::policy::LoadError]) -> Failure {
 
 fn invalid_inputs(errors: &[crate::policy::LoadError]) -> anyhow::Error {
     for e in errors {
-        eprintln!("{e}");
+        crate::errln!("{e}");
     }
     anyhow::anyhow!("{} error(s) in the policy repository; nothing was changed", errors.len())
 }
@@ -735,10 +738,10 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     drop(progress);
     let mut inputs = loaded.map_err(|errs| load_failure(&errs))?;
     for n in &inputs.set.notes {
-        eprintln!("note: {n}");
+        crate::errln!("note: {n}");
     }
     for w in crate::policy::validate::warnings(&inputs.set) {
-        eprintln!("warning: {w}");
+        crate::errln!("warning: {w}");
     }
     let store = Store::open(&paths.state_dir).context("cannot open the store")?;
     // Refused while a daemon (or another render) owns the output directory: exit 2.
@@ -756,18 +759,18 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
         Err(e) => return Err(e.into()),
     };
     for p in &report.unschedulable {
-        eprintln!("unschedulable: {}: {}", p.workload, p.reason);
+        crate::errln!("unschedulable: {}: {}", p.workload, p.reason);
     }
     for p in &report.render_failures {
-        eprintln!("render failed: {} on {}: {}", p.workload, p.cluster.as_deref().unwrap_or("?"), p.reason);
+        crate::errln!("render failed: {} on {}: {}", p.workload, p.cluster.as_deref().unwrap_or("?"), p.reason);
     }
     for h in &report.held_clusters {
-        eprintln!("held: {h}");
+        crate::errln!("held: {h}");
     }
     if let Some(c) = &report.commit {
-        eprintln!("committed {c}");
+        crate::errln!("committed {c}");
     }
-    eprintln!("{}", report.summary());
+    crate::errln!("{}", report.summary());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -776,7 +779,7 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
 fn poll_once(cfg: &Config, inputs: &mut reconcile::Inputs, store: &Store) -> Result<(), Failure> {
     let (targets, unknown) = crate::members::live::targets(cfg, &inputs.set);
     for name in unknown {
-        eprintln!("warning: [clusters.{name}] has no Cluster object in the policy repository; not polled");
+        crate::errln!("warning: [clusters.{name}] has no Cluster object in the policy repository; not polled");
     }
     if targets.is_empty() {
         return Ok(());
@@ -791,7 +794,7 @@ fn poll_once(cfg: &Config, inputs: &mut reconcile::Inputs, store: &Store) -> Res
     let mut poller = crate::members::live::Poller::new(poll, cfg.reconcile.interval);
     let report = rt.block_on(poller.round(&targets));
     for (cluster, error, _) in &report.failed {
-        eprintln!("poll failed: {cluster}: {error}; using its last stored snapshot");
+        crate::errln!("poll failed: {cluster}: {error}; using its last stored snapshot");
     }
     inputs.apply_live(poller.view(), store);
     Ok(())

@@ -66,6 +66,7 @@ pub enum PlanFormat {
     #[default]
     Text,
     Json,
+    Yaml,
     Markdown,
 }
 
@@ -88,7 +89,7 @@ fn run(cfg: &Config, a: &PlanArgs) -> Result<ExitCode, Failure> {
         match on_daemon(&daemon, a, &settings, &paths.policy_dir, base_dir.as_deref())? {
             Asked::Planned(doc) => return Ok(print(&doc, a.output)),
             Asked::Unavailable(why) if !explicit => {
-                eprintln!("fedsched plan: {why}; planning in this process on a copy of the store");
+                crate::errln!("fedsched plan: {why}; planning in this process on a copy of the store");
             }
             Asked::Unavailable(why) => return Err(anyhow::anyhow!("{why}").into()),
         }
@@ -134,9 +135,10 @@ fn run(cfg: &Config, a: &PlanArgs) -> Result<ExitCode, Failure> {
 /// Prints the plan document in `format`; the exit code it gives (0 no change, 2 changes).
 fn print(doc: &serde_json::Value, format: PlanFormat) -> ExitCode {
     match format {
-        PlanFormat::Json => println!("{}", serde_json::to_string_pretty(doc).unwrap_or_default()),
-        PlanFormat::Text => print!("{}", plan::to_text(doc)),
-        PlanFormat::Markdown => print!("{}", plan::to_markdown(doc)),
+        PlanFormat::Json => crate::outln!("{}", serde_json::to_string_pretty(doc).unwrap_or_default()),
+        PlanFormat::Text => crate::out!("{}", plan::to_text(doc)),
+        PlanFormat::Yaml => crate::out!("{}", crate::render::yaml::to_yaml(doc)),
+        PlanFormat::Markdown => crate::out!("{}", plan::to_markdown(doc)),
     }
     ExitCode::from(if doc["changes"] == true { 2 } else { exit::OK })
 }
@@ -156,7 +158,7 @@ fn daemon_of(cfg: &Config, a: &PlanArgs, state_dir: &Path) -> Result<Option<Api>
     match Api::of_state(cfg, state_dir)? {
         Some(api) => Ok(Some(api)),
         None => {
-            eprintln!(
+            crate::errln!(
                 "fedsched plan: a daemon holds {} but its API address is not known; planning in this process",
                 state_dir.display()
             );
@@ -225,7 +227,7 @@ fn on_daemon(
         ))),
         422 => {
             for e in doc["errors"].as_array().into_iter().flatten() {
-                eprintln!("{}", e.as_str().unwrap_or_default());
+                crate::errln!("{}", e.as_str().unwrap_or_default());
             }
             let message = doc["error"].as_str().unwrap_or("invalid policy repository");
             Err(invalid(anyhow::anyhow!("{message}; nothing was changed")))

@@ -143,9 +143,9 @@ impl Progress {
             Some(shown) => {
                 let mut s = shown.state.lock().unwrap_or_else(|p| p.into_inner());
                 clear(&mut s);
-                println!("{line}");
+                crate::outln!("{line}");
             }
-            None => println!("{line}"),
+            None => crate::outln!("{line}"),
         }
     }
 }

@@ -484,7 +484,9 @@ impl Daemon {
         let cfg = self.cfg.clone();
         let load = move || {
             let inputs = reconcile::load_inputs(&dir).ok()?;
-            Some((live_targets(&cfg, &inputs.set), inputs.offline_polls))
+            let targets = live_targets(&cfg, &inputs.set);
+            let polls = offline_only(&inputs.offline_polls, &targets);
+            Some((targets, polls))
         };
         match tokio::task::spawn_blocking(load).await {
             Ok(Some((targets, polls))) => {
@@ -715,8 +717,8 @@ impl Daemon {
                 Ok(inputs) => inputs,
             };
             let findings = repository_findings(&inputs.set);
-            let offline = Some((Arc::clone(&inputs.offline_polls), findings));
             let targets = live_targets(&cfg, &inputs.set);
+            let offline = Some((offline_only(&inputs.offline_polls, &targets), findings));
             inputs.apply_live(&view, &r.store);
             let inputs = Arc::new(inputs);
             let result = r.reconcile(&inputs, &output_dir, trigger, clock.now_ms()).map(|mut report| {
@@ -897,6 +899,9 @@ fn start_round(
 }
 
 fn log_round(report: &RoundReport) {
+    for (cluster, failures) in &report.recovered {
+        tracing::info!(cluster = %cluster, failed_polls = failures, "poll succeeded again; the cluster recovered");
+    }
     for (cluster, error, retry) in &report.failed {
         tracing::warn!(
             cluster = %cluster,
@@ -913,6 +918,14 @@ fn log_round(report: &RoundReport) {
         changed = report.changed,
         "poll round done"
     );
+}
+
+/// The snapshot builds of a load's offline members: a live member's Cluster object is built
+/// too, but the poll is its observation (`fedsched_polls_total{outcome="offline"}` counted
+/// every live member on every pass).
+fn offline_only(polls: &[(String, Duration)], live: &[Target]) -> Vec<(String, Duration)> {
+    let live: std::collections::BTreeSet<&str> = live.iter().map(|t| t.name.as_str()).collect();
+    polls.iter().filter(|(c, _)| !live.contains(c.as_str())).cloned().collect()
 }
 
 fn live_targets(cfg: &Config, set: &crate::policy::PolicySet) -> Vec<Target> {

@@ -400,7 +400,9 @@ impl ClusterSnapshot {
 
     /// A stable content hash (FNV-1a 64 over the canonical JSON), used to version snapshots.
     /// [`ClusterSnapshot::poll`] is not content; an offline snapshot hashes as it did before
-    /// node-level data existed.
+    /// node-level data existed. Of an unhealthy member's reason only its kind counts (the text
+    /// before the first `: `, `transport` of `transport: listing nodes: …`): one outage whose
+    /// error text varies from poll to poll (a reset, then a refused connection) is one version.
     pub fn content_hash(&self) -> u64 {
         #[derive(Serialize)]
         struct Content<'a> {
@@ -422,6 +424,12 @@ impl ClusterSnapshot {
             #[serde(skip_serializing_if = "ClusterConstraints::is_empty")]
             constraints: &'a ClusterConstraints,
         }
+        let kind = |reason: &str| reason.split(": ").next().unwrap_or_default().to_string();
+        let health = match &self.health {
+            Health::Ready => Health::Ready,
+            Health::NotReady { reason } => Health::NotReady { reason: kind(reason) },
+            Health::Unreachable { reason } => Health::Unreachable { reason: kind(reason) },
+        };
         let c = Content {
             name: &self.name,
             labels: &self.labels,
@@ -429,7 +437,7 @@ impl ClusterSnapshot {
             region: &self.region,
             zones: &self.zones,
             taints: &self.taints,
-            health: &self.health,
+            health: &health,
             source: &self.source,
             api_enablements: &self.api_enablements,
             summary: &self.summary,

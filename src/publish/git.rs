@@ -154,20 +154,10 @@ impl Git<'_> {
 pub fn commit_and_push(out: &Path, opts: &GitOptions, trigger: &str) -> Result<GitOutcome, GitError> {
     let dir = out.canonicalize().unwrap_or_else(|_| out.to_path_buf());
     let git = Git { dir: &dir, opts };
+    // Also lists the lock and owner claim in `info/exclude` (naming them in a pathspec too makes
+    // `git add` fail on ignored paths).
     ensure_repository(&git)?;
-    git.run(
-        &[
-            "add",
-            "-A",
-            "--",
-            ".",
-            ":(exclude).fedsched/lock",
-            ":(exclude).fedsched/owner",
-            ":(exclude).fedsched/journal.json",
-            ":(exclude).fedsched/staging",
-        ],
-        None,
-    )?;
+    git.run(&["add", "-A", "--", ".", ":(exclude).fedsched/journal.json", ":(exclude).fedsched/staging"], None)?;
     let staged = git.run(&["diff", "--cached", "--name-status", "--no-renames"], None)?;
     let changes = parse_name_status(&staged);
     let mut outcome = GitOutcome::default();
@@ -231,7 +221,42 @@ fn ensure_repository(git: &Git<'_>) -> Result<(), GitError> {
         git.run(&["init", "-q", "-b", &git.opts.branch], None)?;
         tracing::info!(dir = %git.dir.display(), branch = %git.opts.branch, "initialised a git repository in the output directory");
     }
-    Ok(())
+    exclude_local_files(git)
+}
+
+/// fedsched's own files in the output that are never content: the publish lock and the owner
+/// claim (`flock`ed, present while a publish or a daemon runs). Never committed, never cleaned.
+const LOCAL_FILES: [&str; 2] = [".fedsched/lock", ".fedsched/owner"];
+
+/// Lists [`LOCAL_FILES`] in the repository's `info/exclude` (local to this clone, not a
+/// committed `.gitignore`: the published tree stays exactly what fedsched rendered), so that
+/// `git status` in the output shows nothing of them.
+fn exclude_local_files(git: &Git<'_>) -> Result<(), GitError> {
+    let path = git_dir(git)?.join("info").join("exclude");
+    let io = |source| GitError::Spawn { args: format!("(write {})", path.display()), source };
+    let existing = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(io(e)),
+    };
+    let missing: Vec<String> =
+        LOCAL_FILES.iter().map(|f| format!("/{f}")).filter(|l| !existing.lines().any(|e| e.trim() == l)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut text = existing;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# fedsched's lock and owner claim (never content)\n");
+    for l in missing {
+        text.push_str(&l);
+        text.push('\n');
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    std::fs::write(&path, text).map_err(io)
 }
 
 fn git_dir(git: &Git<'_>) -> Result<PathBuf, GitError> {

@@ -485,6 +485,9 @@ impl Store {
                     Some(mut h) if h.hash == hash => {
                         h.last_seen_ms = h.last_seen_ms.max(observed.at_ms);
                         h.confidence = observed.confidence;
+                        // The same version (an outage's reason text is not content): the head
+                        // says the latest reason.
+                        h.health = snap.health.clone();
                         heads.insert(head_key, abort(encode(&h))?)?;
                         Ok(Some((h.version, false)))
                     }

@@ -98,6 +98,36 @@ fn store_is_send_sync_and_errors_too() {
     check::<StoreError>();
 }
 
+/// One outage is one version (issue 49): the poll's error text varies (a reset stream, then a
+/// refused connection) but the kind does not; another kind, or health back, is a new version.
+/// The head says the latest reason.
+#[test]
+fn an_outage_with_changing_error_text_is_one_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let down = |reason: &str| {
+        let mut c = cluster("m1", 1);
+        c.health = Health::Unreachable { reason: reason.into() };
+        c
+    };
+    assert_eq!(store.record_snapshot(&cluster("m1", 1), seen(100)).unwrap(), (1, true));
+    assert_eq!(
+        store.record_snapshot(&down("transport: listing nodes: watch: stream reset"), seen(100)).unwrap(),
+        (2, true)
+    );
+    assert_eq!(
+        store.record_snapshot(&down("transport: listing nodes: connection refused"), seen(100)).unwrap(),
+        (2, false)
+    );
+    let head = store.snapshot_head("m1").unwrap().unwrap();
+    assert_eq!(head.health, Health::Unreachable { reason: "transport: listing nodes: connection refused".into() });
+    assert_eq!(
+        store.record_snapshot(&down("deadline: poll exceeded its deadline of 5s"), seen(200)).unwrap(),
+        (3, true)
+    );
+    assert_eq!(store.record_snapshot(&cluster("m1", 1), seen(300)).unwrap(), (4, true));
+}
+
 #[test]
 fn snapshot_versioning() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,6 +5,7 @@
 //! - [`clock`]: the wall clock behind a trait, so the daemon can be driven by a test clock.
 //! - [`diff`]: unified diffs of two texts (`fedsched plan --diff`).
 //! - [`percent`]: percent-encoding of URL path segments and query values, and its inverse.
+//! - [`stdio`]: stdout and stderr without a panic when the reader went away (`EPIPE`).
 //! - [`stat`]: a file's stat as proof that its bytes did not change (git's racy rule).
 //! - [`gosort`]: Go's `sort.Sort` ported exactly, to break ties as Karmada's scheduler does.
 //! - [`derived`]: a value derived from its owner's content, kept beside it, not content.
@@ -18,4 +19,5 @@ pub mod gosort;
 pub mod hash;
 pub mod percent;
 pub mod stat;
+pub mod stdio;
 pub mod threads;

@@ -23,6 +23,7 @@ mod listener;
 mod live;
 mod logs;
 mod mutants;
+mod operator;
 mod overrides;
 mod plan;
 mod policy_examples;

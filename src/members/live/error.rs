@@ -47,7 +47,7 @@ impl PollError {
     /// but refused (401/403: the cluster is up, our credentials are not), `Unreachable`
     /// otherwise.
     pub fn health(&self) -> Health {
-        let reason = format!("{}: {self}", self.kind());
+        let reason = readable(&format!("{}: {self}", self.kind()));
         match self {
             PollError::Forbidden { .. } => Health::NotReady { reason },
             _ => Health::Unreachable { reason },
@@ -55,7 +55,7 @@ impl PollError {
     }
 }
 
-/// An error and its sources, `: `-separated.
+/// An error and its sources, `: `-separated, in the words of [`readable`].
 pub fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
@@ -67,7 +67,37 @@ pub fn chain(e: &dyn std::error::Error) -> String {
         }
         cur = c.source();
     }
-    s
+    readable(&s)
+}
+
+/// The wrappers the HTTP and TLS libraries put around an error, which say nothing to someone
+/// who runs fedsched (`ServiceError: client error (SendRequest): …`), dropped; their phrases
+/// said in ours.
+const LIBRARY_WORDS: [(&str, &str); 6] = [
+    ("ServiceError: ", ""),
+    ("client error (SendRequest): ", ""),
+    ("client error (Connect): ", "cannot connect: "),
+    ("connection error: ", "connection: "),
+    ("peer closed connection without sending TLS close_notify", "the server closed the connection without ending TLS"),
+    ("received corrupt message of type InvalidContentType", "the server does not speak TLS"),
+];
+
+/// A library's error text as fedsched shows it (poll errors reach logs, snapshots, history
+/// notes and the eviction log): the wrappers of [`LIBRARY_WORDS`] dropped or said in our
+/// words, and documentation links removed (rustls ends some errors with a `https://docs.rs/…`
+/// URL into its manual).
+pub fn readable(text: &str) -> String {
+    let mut s = text.to_string();
+    for (theirs, ours) in LIBRARY_WORDS {
+        s = s.replace(theirs, ours);
+    }
+    while let Some(at) = s.find("https://docs.rs/") {
+        let end = s[at..].find(char::is_whitespace).map_or(s.len(), |n| at + n);
+        // The separator before the link goes with it (`…close_notify: https://…`).
+        let start = s[..at].trim_end().strip_suffix(':').map_or(at, str::len);
+        s.replace_range(start..end, "");
+    }
+    s.trim_end().to_string()
 }
 
 pub(super) enum Got {
@@ -100,6 +130,19 @@ pub(super) fn status_message(body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn library_wrappers_and_documentation_links_do_not_reach_users() {
+        let raw = "listing nodes: ServiceError: client error (SendRequest): connection error: peer closed \
+                   connection without sending TLS close_notify: \
+                   https://docs.rs/rustls/latest/rustls/manual/_03_howto/index.html#unexpected-eof";
+        assert_eq!(readable(raw), "listing nodes: connection: the server closed the connection without ending TLS");
+        let e = PollError::Transport { what: "nodes", message: raw.into() };
+        let Health::Unreachable { reason } = e.health() else { panic!("unreachable") };
+        assert!(!reason.contains("https://") && !reason.contains("ServiceError"), "{reason}");
+        assert_eq!(readable("a: https://docs.rs/x b"), "a b");
+        assert_eq!(readable("plain words"), "plain words");
+    }
 
     #[test]
     fn forbidden_is_not_unreachable() {

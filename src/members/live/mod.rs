@@ -174,6 +174,8 @@ pub struct RoundReport {
     pub failed: Vec<(String, PollError, Duration)>,
     /// Clusters skipped because they are backing off.
     pub skipped: Vec<String>,
+    /// Clusters polled successfully after failed polls: the name and how many failed in a row.
+    pub recovered: Vec<(String, u32)>,
     /// Whether anything the reconcile reads changed.
     pub changed: bool,
 }

@@ -219,6 +219,7 @@ impl Poller {
                     if status.error.is_some() {
                         // Recovered: what it serves may have changed while it was away.
                         self.discovery.remove(&t.name);
+                        report.recovered.push((t.name.clone(), status.consecutive_failures));
                     }
                     status.last_good = Some(Arc::new(data));
                     status.error = None;
@@ -241,6 +242,7 @@ impl Poller {
         }
         report.ok.sort();
         report.failed.sort_by(|a, b| a.0.cmp(&b.0));
+        report.recovered.sort();
         report.polls.sort_by(|a, b| a.cluster.cmp(&b.cluster));
         report.changed |= self.discover_due(&report.ok).await;
         report

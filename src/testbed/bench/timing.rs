@@ -82,7 +82,7 @@ pub fn bench<T>(name: &str, runs: usize, iters: u64, mut f: impl FnMut() -> T) -
         samples.push(start.elapsed() / u32::try_from(iters).unwrap_or(u32::MAX));
     }
     let s = Sample { name: name.to_string(), per_iter: median(&samples), runs, iters };
-    println!("{}", s.line());
+    crate::outln!("{}", s.line());
     s
 }
 

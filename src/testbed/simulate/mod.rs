@@ -505,7 +505,12 @@ fn write_client_files(
         ));
         let mut cluster = c.fleet.cluster.clone();
         if let Some(o) = cluster.as_object_mut() {
-            o.remove("status");
+            // The status goes (a live member's figures come from its poll), but for the APIs
+            // it serves: a Cluster object without them is warned about at every load.
+            let apis = o.remove("status").and_then(|mut st| st.get_mut("apiEnablements").map(Value::take));
+            if let Some(apis) = apis {
+                o.insert("status".into(), json!({"apiEnablements": apis}));
+            }
             if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
                 for k in ["resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"] {
                     m.remove(k);
