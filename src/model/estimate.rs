@@ -31,14 +31,59 @@ pub fn estimators() -> Vec<Box<dyn Estimator>> {
 }
 
 /// Every built-in estimator, in one list: Karmada's general estimator (summary, or resource
-/// models when they apply), the node-level estimator (live clusters), the cluster reserve.
+/// models when they apply), the node-level estimator (live clusters), the GPU model of members
+/// without node data, the cluster reserve.
 pub fn estimators_with(settings: &Arc<ModelSettings>) -> Vec<Box<dyn Estimator>> {
     vec![
         Box::new(SummaryEstimator),
         Box::new(ResourceModelEstimator),
         Box::new(NodeEstimator::new(settings.clone())),
+        Box::new(GpuModelEstimator),
         Box::new(ReserveEstimator),
     ]
+}
+
+/// The GPU model a replica asks for (`fedsched.io/gpu-product`, `fedsched.io/gpu-memory`) on a
+/// member without node data (offline, or described by resource models): the node-level
+/// estimator enforces it per node on live members; here the Cluster object's own labels
+/// answer, with the same label names as a node's (`nvidia.com/gpu.product`,
+/// `nvidia.com/gpu.memory` in MiB). A member whose labels do not admit the model takes no
+/// replica (a member that declares no model cannot be trusted to have it); one that does, or a
+/// replica without a model constraint, gets no answer from this estimator.
+pub struct GpuModelEstimator;
+
+impl Estimator for GpuModelEstimator {
+    fn name(&self) -> &'static str {
+        "gpu-model"
+    }
+
+    fn max_replicas(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements) -> Option<i64> {
+        (cluster.nodes.is_empty() && req.gpu.is_set() && !req.gpu.admits(&cluster.labels)).then_some(0)
+    }
+
+    fn explain(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements, line: &mut dyn FnMut(&str)) {
+        if self.max_replicas(cluster, req).is_none() {
+            return;
+        }
+        use super::dimensions::{GPU_MEMORY_LABEL, GPU_PRODUCT_LABEL};
+        let mut wants = Vec::new();
+        if !req.gpu.products.is_empty() {
+            wants.push(format!("{GPU_PRODUCT_LABEL} in [{}]", req.gpu.products.join(", ")));
+        }
+        if req.gpu.min_memory_mib > 0 {
+            wants.push(format!("{GPU_MEMORY_LABEL} >= {} MiB", req.gpu.min_memory_mib));
+        }
+        let has = |label: &str| match cluster.labels.get(label) {
+            Some(v) => format!("{label}={v}"),
+            None => format!("no {label} label"),
+        };
+        line(&format!(
+            "GPU model: the replica needs {}; the Cluster object has {}, {}",
+            wants.join(" and "),
+            has(GPU_PRODUCT_LABEL),
+            has(GPU_MEMORY_LABEL)
+        ));
+    }
 }
 
 /// One estimator's answer as a verdict keeps it for explain: the estimator's name (the
@@ -138,6 +183,37 @@ impl Estimator for SummaryEstimator {
             max = max.min(free_of(s, name) / want);
         }
         Some(max)
+    }
+
+    /// Per requested resource its free amount and the request per replica, the limiting one
+    /// marked (`cpu: 14 free, 1 per replica: 14 replicas (limiting)`, `example.com/dpu: 0 free,
+    /// 1 per replica: 0 replicas (limiting)`), and the free pod slots.
+    fn explain(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements, line: &mut dyn FnMut(&str)) {
+        let Some(s) = cluster.summary.as_ref() else {
+            line("resource summary: the Cluster object reports no status.resourceSummary: no replica (as Karmada)");
+            return;
+        };
+        if models_apply(cluster, req) {
+            return;
+        }
+        let fmt = super::quantity::format_milli;
+        let mut rows: Vec<(String, i64)> = req
+            .request
+            .iter()
+            .filter(|(name, want)| *name != "pods" && *want > 0)
+            .map(|(name, want)| {
+                let free = free_of(s, name);
+                let absent = if s.allocatable.0.contains_key(name) { "" } else { " (the cluster has none)" };
+                let text = format!("{name}: {} free{absent}, {} per replica", fmt(name, free), fmt(name, want));
+                (text, free / want)
+            })
+            .collect();
+        rows.push((format!("pods: {} free slots", allowed_pods(s)), allowed_pods(s)));
+        let least = rows.iter().map(|r| r.1).min().unwrap_or(0);
+        for (text, n) in rows {
+            let mark = if n == least { " (limiting)" } else { "" };
+            line(&format!("resource summary: {text}: {n} replicas{mark}"));
+        }
     }
 
     /// The same answers from each view's free amounts by resource id ([`SummaryFree`], made
@@ -304,6 +380,32 @@ impl Estimator for ResourceModelEstimator {
         }
         Some(total.min(allowed_pods(s)))
     }
+
+    /// Per grade with nodes, the replicas a node takes by the grade's lower bounds, and the
+    /// free pod slots that bound the sum.
+    fn explain(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements, line: &mut dyn FnMut(&str)) {
+        let Some(s) = cluster.summary.as_ref().filter(|_| models_apply(cluster, req)) else { return };
+        let fmt = super::quantity::format_milli;
+        for grade in &cluster.resource_models {
+            let count = s.allocatable_modelings.get(&grade.grade).copied().unwrap_or(0);
+            if count <= 0 {
+                continue;
+            }
+            let mut per_node = MODEL_NODE_PODS;
+            let mut parts = Vec::new();
+            for (name, want) in req.request.iter().filter(|(_, w)| *w > 0) {
+                let Some(r) = grade.ranges.iter().find(|r| r.0 == name) else { continue };
+                per_node = per_node.min(r.1 / want);
+                parts.push(format!("{name} {} per node, {} per replica", fmt(name, r.1), fmt(name, want)));
+            }
+            line(&format!(
+                "resource models: grade {}: {count} nodes x {per_node} replicas ({})",
+                grade.grade,
+                parts.join("; ")
+            ));
+        }
+        line(&format!("resource models: pods: {} free slots bound the sum", allowed_pods(s)));
+    }
 }
 
 /// Unbuilt node indexes one request needs before they are built on every core (fewer are
@@ -445,6 +547,34 @@ mod tests {
     }
 
     const GI: i64 = 1 << 30;
+
+    /// Issue 49: `fedsched.io/gpu-product` on members without node data is read from the
+    /// Cluster object's labels; one that declares another model, or none, takes nothing.
+    #[test]
+    fn the_gpu_model_of_a_member_without_nodes_comes_from_its_labels() {
+        let summary = ResourceSummary {
+            allocatable: list(&[("cpu", 64_000), ("nvidia.com/gpu", 8_000), ("pods", 110_000)]),
+            ..Default::default()
+        };
+        let a100 = cluster(summary.clone(), vec![]).with_labels([("nvidia.com/gpu.product", "NVIDIA-A100")]);
+        let t4 = cluster(summary.clone(), vec![]).with_labels([("nvidia.com/gpu.product", "Tesla-T4")]);
+        let silent = cluster(summary, vec![]);
+        let mut req = ReplicaRequirements { request: list(&[("nvidia.com/gpu", 1000)]), ..Default::default() };
+        req.gpu.products = vec!["NVIDIA-A100".into()];
+        let answers = max_available(&estimators(), &[&a100, &t4, &silent], &req);
+        let fits: Vec<Option<i64>> = answers.iter().map(|a| a.0).collect();
+        assert_eq!(fits, [Some(8), Some(0), Some(0)], "{answers:?}");
+        let mut lines = Vec::new();
+        GpuModelEstimator.explain(&t4, &req, &mut |l| lines.push(l.to_string()));
+        assert_eq!(
+            lines,
+            ["GPU model: the replica needs nvidia.com/gpu.product in [NVIDIA-A100]; the Cluster object has \
+              nvidia.com/gpu.product=Tesla-T4, no nvidia.com/gpu.memory label"]
+        );
+        // Without a model constraint the labels do not matter.
+        req.gpu = Default::default();
+        assert_eq!(max_available(&estimators(), &[&t4], &req)[0].0, Some(8));
+    }
 
     #[test]
     fn a_cluster_without_a_resource_summary_takes_no_replica() {

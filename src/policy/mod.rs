@@ -8,6 +8,7 @@
 pub mod defaults;
 pub mod load;
 pub mod matching;
+pub mod references;
 pub mod support;
 pub mod types;
 pub mod validate;

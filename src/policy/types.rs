@@ -28,6 +28,10 @@ pub struct ObjectMeta {
     /// `metadata.generation` (a WorkloadRebalancer acts once per generation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
+    /// Keys of the document's `metadata` that are no field of Kubernetes' `ObjectMeta`
+    /// (`nmae:`), set by the loader: accepted, warned about. Not content (never serialized).
+    #[serde(skip)]
+    pub unknown_fields: Vec<String>,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -93,6 +93,7 @@ pub fn warnings(set: &PolicySet) -> Vec<LoadError> {
             ));
         }
     }
+    out.extend(super::references::warnings(set));
     for p in &set.workload_rebalancers {
         // The same workload named again: acted on once (one line for any number of copies).
         let mut seen: HashSet<(&str, &str, Option<&str>, &str)> = HashSet::new();
@@ -1002,7 +1003,10 @@ mod tests {
             pp("resourceSelectors: [{apiVersion: v1, kind: ConfigMap, namespace: ns}, {apiVersion: v1, kind: Secret}]"),
         )]);
         crate::policy::defaults::apply(&mut set);
-        assert!(warnings(&set).is_empty());
+        let w = warnings(&set);
+        assert!(!w.iter().any(|e| e.field.ends_with(".namespace")), "{w:?}");
+        // (They match no template of this repository, which `references` warns about.)
+        assert!(w.iter().all(|e| e.message.starts_with("matches no template")), "{w:?}");
     }
 
     #[test]
@@ -1125,7 +1129,11 @@ mod tests {
         assert_eq!((r.meta.name.as_str(), r.meta.generation, r.spec.workloads.len()), ("demo", Some(3), 2));
         assert_eq!(r.spec.workloads[1].namespace, None);
         let w = warnings(&set);
-        assert_eq!(w.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(), ["spec.ttlSecondsAfterFinished"]);
+        // Both workloads are absent from this repository (`references`), and the TTL.
+        assert_eq!(
+            w.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(),
+            ["spec.workloads[0]", "spec.workloads[1]", "spec.ttlSecondsAfterFinished"]
+        );
         let bad = "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: demo}\n\
                    spec:\n  workloads:\n  - {apiVersion: apps/v1, name: web, namespace: Shop_}\n";
         assert_eq!(fields(bad), vec!["spec.workloads[0].kind", "spec.workloads[0].namespace"]);

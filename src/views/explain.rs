@@ -405,6 +405,9 @@ pub fn to_text(doc: &Value) -> String {
             s(&m["cap"])
         ));
     }
+    if doc["clusters"].as_array().is_some_and(|c| !c.is_empty()) {
+        out.push_str("clusters (+ selected, x filtered out, blank: feasible but not selected):\n");
+    }
     for c in doc["clusters"].as_array().into_iter().flatten() {
         let mark = if c["selected"].as_bool() == Some(true) {
             "+"

@@ -184,3 +184,233 @@ fn a_live_outage_reads_as_one_version_in_our_words_and_its_recovery_is_logged() 
     let history = t.s.cmd("history", &["Deployment/shop/web", "-o", "json"]);
     assert!(!text(&history.stdout).contains("docs.rs"), "{}", text(&history.stdout));
 }
+
+/// Item 3: `check` reports every structural error of a document, not the first (serde stops
+/// at the first, and a mapping's keys come in name order), and never the YAML parser's advice
+/// to programmers.
+#[test]
+fn check_reports_every_structural_error_of_a_document() {
+    let s = Scratch::new();
+    s.write(
+        "pp.yaml",
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: web, namespace: shop}\n\
+         spec:\n  resourceSelecters:\n  - {apiVersion: apps/v1, kind: Deployment, name: web}\n  placement:\n    \
+         replicaScheduling:\n      replicaSchedulingType: Divded\n      replicaDivisionPreference: Wieghted\n",
+    );
+    s.write(
+        "dup.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\ndata: {a: \"1\", a: \"2\"}\n",
+    );
+    s.write(
+        "cluster.yaml",
+        "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: m1}\nspec: {syncMode: Push, zonez: [a]}\n\
+         status: {kubernetesVersion: 1, resourceSummary: {allocatable: {cpu: lots}}}\n",
+    );
+    let p = s.policies();
+    let o = fedsched(&["check", "--policies", p.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for line in [
+        "pp.yaml: document 1: spec: missing field `resourceSelectors`",
+        "pp.yaml: document 1: spec.resourceSelecters: unknown field `resourceSelecters` (did you mean `resourceSelectors`?)",
+        "pp.yaml: document 1: spec.placement.replicaScheduling.replicaSchedulingType: unknown variant `Divded`",
+        "pp.yaml: document 1: spec.placement.replicaScheduling.replicaDivisionPreference: unknown variant `Wieghted`",
+        "cluster.yaml: document 1: spec.zonez: unknown field `zonez` (did you mean `zones`?)",
+        "cluster.yaml: document 1: status.kubernetesVersion: invalid type",
+        "dup.yaml: document 1: invalid YAML at line 4, column 16: duplicate mapping key `a`",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+    assert!(!out.contains("Options") && !out.contains("DuplicateKeyPolicy"), "{out}");
+    // The JSON form lists the same findings.
+    let o = fedsched(&["check", "--policies", p.to_str().expect("utf8"), "-o", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let pp = doc["findings"].as_array().expect("findings").iter().filter(|f| f["file"] == "pp.yaml").count();
+    assert_eq!(pp, 4, "{doc:#}");
+}
+
+/// The demo repository with `extra` added as `apps/extra.yaml`, checked; (exit code, stderr,
+/// the JSON findings).
+fn check_demo_with(extra: &str) -> (Option<i32>, String, Vec<serde_json::Value>) {
+    let s = Scratch::with_demo();
+    s.write("apps/extra.yaml", extra);
+    let p = s.policies();
+    let o = fedsched(&["check", "--policies", p.to_str().expect("utf8")]);
+    let j = fedsched(&["check", "--policies", p.to_str().expect("utf8"), "-o", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&j.stdout).expect("json");
+    (o.status.code(), text(&o.stderr), doc["findings"].as_array().cloned().unwrap_or_default())
+}
+
+/// Item 8: a cluster name no Cluster has (placement, static weight, override target), selectors
+/// matching no template, a WorkloadRebalancer naming no workload, an unknown key of `metadata`:
+/// accepted (exit 0, as Karmada accepts them), each a warning naming file, document and field.
+#[test]
+fn typos_that_karmada_accepts_are_warned_about_not_silent() {
+    let extra = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  nmae: typo
+  name: api2
+  namespace: shop
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: api2}}
+  template:
+    metadata: {labels: {app: api2}}
+    spec: {containers: [{name: a, image: nginx}]}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: api2, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: api3}
+  placement:
+    clusterAffinity: {clusterNames: [eu-west-a, eu-wset-b]}
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference:
+        staticWeightList:
+        - targetCluster: {clusterNames: [eu-west-z]}
+          weight: 1
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: api2, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: api2}
+  overrideRules:
+  - targetCluster: {clusterNames: [us-esat-gpu]}
+    overriders:
+      labelsOverrider: [{operator: add, value: {a: b}}]
+---
+apiVersion: apps.karmada.io/v1alpha1
+kind: WorkloadRebalancer
+metadata: {name: rb}
+spec:
+  workloads:
+  - {apiVersion: apps/v1, kind: Deployment, name: nope, namespace: shop}
+"#;
+    let (code, err, findings) = check_demo_with(extra);
+    assert_eq!(code, Some(0), "accepted: {err}");
+    for (document, field, words) in [
+        (1, "metadata.nmae", "did you mean `name`"),
+        (2, "spec.resourceSelectors[0]", "matches no template"),
+        (2, "spec.placement.clusterAffinity.clusterNames[1]", "did you mean `eu-west-b`"),
+        (
+            2,
+            "spec.placement.replicaScheduling.weightPreference.staticWeightList[0].targetCluster.clusterNames[0]",
+            "`eu-west-z` names no Cluster",
+        ),
+        (3, "spec.overrideRules[0].targetCluster.clusterNames[0]", "did you mean `us-east-gpu`"),
+        (4, "spec.workloads[0]", "names no template"),
+    ] {
+        let line = format!("warning: apps/extra.yaml: document {document}: {field}: ");
+        assert!(err.lines().any(|l| l.starts_with(&line) && l.contains(words)), "no {line}…{words} in:\n{err}");
+        assert!(
+            findings.iter().any(|f| f["file"] == "apps/extra.yaml"
+                && f["document"] == document
+                && f["field"] == field
+                && f["severity"] == "warning"),
+            "{field} not in the JSON findings"
+        );
+    }
+    // The demo itself has no such typo.
+    let (_, err, _) = check_demo_with("");
+    assert!(!err.contains("names no Cluster") && !err.contains("matches no template"), "{err}");
+}
+
+const GPU_FLEET: &str = r#"apiVersion: cluster.karmada.io/v1alpha1
+kind: Cluster
+metadata:
+  name: a100
+  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+spec: {syncMode: Push}
+status:
+  conditions: [{type: Ready, status: "True"}]
+  resourceSummary:
+    allocatable: {cpu: "64", memory: 256Gi, nvidia.com/gpu: "8", pods: "110"}
+---
+apiVersion: cluster.karmada.io/v1alpha1
+kind: Cluster
+metadata:
+  name: t4
+  labels: {nvidia.com/gpu.product: Tesla-T4}
+spec: {syncMode: Push}
+status:
+  conditions: [{type: Ready, status: "True"}]
+  resourceSummary:
+    allocatable: {cpu: "64", memory: 256Gi, nvidia.com/gpu: "16", pods: "110"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: train
+  namespace: ml
+  annotations: {fedsched.io/gpu-product: NVIDIA-A100-SXM4-80GB}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: train}}
+  template:
+    metadata: {labels: {app: train}}
+    spec:
+      containers:
+      - {name: t, image: trainer, resources: {limits: {nvidia.com/gpu: 1}, requests: {cpu: "1"}}}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: train, namespace: ml}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: train}]
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference: {dynamicWeight: AvailableReplicas}
+"#;
+
+/// Item 9: `fedsched.io/gpu-product` on offline members is honoured from the Cluster object's
+/// labels (`nvidia.com/gpu.product`, as on nodes): an A100-only workload goes to the A100
+/// cluster only (it was split 2/1 with a T4 cluster), and explain says why the T4 one took none.
+#[test]
+fn gpu_product_is_honoured_on_offline_members() {
+    let s = Scratch::new();
+    s.write("fleet.yaml", GPU_FLEET);
+    let o = s.render();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(s.out().join("a100/ml/apps_deployment_train.yaml").is_file());
+    assert!(!s.out().join("t4/ml/apps_deployment_train.yaml").exists(), "an A100-only workload on a T4 cluster");
+    let rendered = std::fs::read_to_string(s.out().join("a100/ml/apps_deployment_train.yaml")).expect("read");
+    assert!(rendered.contains("replicas: 3"), "{rendered}");
+    let e = s.cmd("explain", &["Deployment/ml/train"]);
+    let shown = text(&e.stdout);
+    assert!(
+        shown.contains("estimator gpu-model: 0 more replicas fit")
+            && shown.contains("GPU model: the replica needs nvidia.com/gpu.product in [NVIDIA-A100-SXM4-80GB]; the Cluster object has nvidia.com/gpu.product=Tesla-T4"),
+        "{shown}"
+    );
+}
+
+/// Item 6: explain names the limiting dimension of an offline member (`cpu: … free, … per
+/// replica`), and the text view says what its `+` and `x` marks mean.
+#[test]
+fn explain_names_the_limiting_dimension_and_its_marks() {
+    let s = Scratch::with_demo();
+    assert!(s.render().status.success());
+    let e = s.cmd("explain", &["Deployment/ml/reindex"]);
+    assert!(e.status.success(), "{}", text(&e.stderr));
+    let shown = text(&e.stdout);
+    assert!(shown.contains("clusters (+ selected, x filtered out, blank: feasible but not selected):"), "{shown}");
+    // eu-west-a: 64 CPU, 24 allocated: 40 free, 40 per replica; memory 172Gi free of 64Gi each.
+    assert!(shown.contains("model: resource summary: cpu: 40 free, 40 per replica: 1 replicas (limiting)"), "{shown}");
+    assert!(shown.contains("model: resource summary: memory: 172Gi free, 64Gi per replica: 2 replicas\n"), "{shown}");
+    // The trainer asks for a GPU: a member without any says so.
+    let e = s.cmd("explain", &["Job/ml/trainer"]);
+    let shown = text(&e.stdout);
+    assert!(
+        shown.contains("model: resource summary: nvidia.com/gpu: 0 free (the cluster has none), 1 per replica: 0 replicas (limiting)"),
+        "{shown}"
+    );
+}

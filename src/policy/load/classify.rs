@@ -260,10 +260,13 @@ impl Loader {
                 return None;
             }
         }
-        match decode(&meta_value) {
-            Ok(m) => Some(m),
-            Err((field, msg)) => {
-                self.err(item, &join_path("metadata", &field), msg);
+        match decode::<ObjectMeta>(&meta_value) {
+            Ok(mut m) => {
+                m.unknown_fields = unknown_metadata_fields(&meta_value);
+                Some(m)
+            }
+            Err(errors) => {
+                self.errs(item, "metadata", errors);
                 None
             }
         }
@@ -330,7 +333,7 @@ impl Loader {
         meta.namespace = None;
         let spec: WorkloadInterpreterSpec = match decode(&spec_or_empty(&item.value)) {
             Ok(s) => s,
-            Err((field, msg)) => return self.err(&item, &join_path("spec", &field), msg),
+            Err(errors) => return self.errs(&item, "spec", errors),
         };
         for (field, path) in [
             ("spec.replicasPath", &spec.replicas_path),
@@ -370,18 +373,23 @@ impl Loader {
         }
         meta.namespace = None;
         let spec_value = spec_or_empty(&item.value);
-        let spec: ClusterSpec = match decode(&spec_value) {
-            Ok(s) => s,
-            Err((field, msg)) => return self.err(&item, &join_path("spec", &field), msg),
+        let spec = decode::<ClusterSpec>(&spec_value);
+        let status: Result<Option<ClusterStatus>, _> = match item.value.get("status") {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => decode(&strip_nulls(v.clone())).map(Some),
         };
-        let status: Option<ClusterStatus> = match item.value.get("status") {
-            None | Some(Value::Null) => None,
-            Some(v) => match decode(&strip_nulls(v.clone())) {
-                Ok(s) => Some(s),
-                Err((field, msg)) => {
-                    return self.err(&item, &join_path("status", &field), msg);
+        // Both parts' errors, not only the spec's.
+        let (spec, status) = match (spec, status) {
+            (Ok(spec), Ok(status)) => (spec, status),
+            (spec, status) => {
+                if let Err(errors) = spec {
+                    self.errs(&item, "spec", errors);
                 }
-            },
+                if let Err(errors) = status {
+                    self.errs(&item, "status", errors);
+                }
+                return;
+            }
         };
         let key = key_of(&api_version, &kind, None, &meta.name);
         if self.duplicate(&item, &group, &key) {
@@ -468,10 +476,17 @@ impl Loader {
     fn decode_spec<T: DeserializeOwned>(&mut self, item: &Item, spec: &Value) -> Option<T> {
         match decode(spec) {
             Ok(s) => Some(s),
-            Err((field, msg)) => {
-                self.err(item, &join_path("spec", &field), msg);
+            Err(errors) => {
+                self.errs(item, "spec", errors);
                 None
             }
+        }
+    }
+
+    /// Every error of a typed decode of the document's `part` (`spec`, `status`, `metadata`).
+    fn errs(&mut self, item: &Item, part: &str, errors: Vec<super::decode::FieldError>) {
+        for (field, message) in errors {
+            self.err(item, &join_path(part, &field), message);
         }
     }
 
@@ -564,13 +579,39 @@ fn strip_nulls(value: Value) -> Value {
     }
 }
 
-/// Typed decode; on error returns (field path relative to `value`, message).
-fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, (String, String)> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let path = if path == "." { String::new() } else { path };
-        (path, e.into_inner().to_string())
-    })
+/// Typed decode; on error every structural error found (field path relative to `value`,
+/// message): [`super::decode::typed`].
+fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, Vec<super::decode::FieldError>> {
+    super::decode::typed(value)
+}
+
+/// The fields of Kubernetes' `ObjectMeta` (`metav1.ObjectMeta`): the keys a `metadata` may
+/// have. fedsched reads a few of them ([`ObjectMeta`]) and accepts the others.
+pub(crate) const OBJECT_META_FIELDS: [&str; 15] = [
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+/// The keys of a `metadata` mapping that are no field of Kubernetes' `ObjectMeta` (`nmae:`):
+/// accepted, as Karmada's API server without strict validation does, and warned about by
+/// [`crate::policy::validate::warnings`].
+pub(crate) fn unknown_metadata_fields(meta: &Value) -> Vec<String> {
+    meta.as_object()
+        .map(|m| m.keys().filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str())).cloned().collect())
+        .unwrap_or_default()
 }
 
 pub(super) fn sort_set(set: &mut PolicySet) {

@@ -27,6 +27,7 @@
 
 mod cache;
 mod classify;
+mod decode;
 mod error;
 mod incremental;
 mod names;
@@ -40,10 +41,12 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 pub use cache::{ParseCache, RACY_NS};
+pub(crate) use classify::{OBJECT_META_FIELDS, unknown_metadata_fields};
+pub(crate) use decode::nearest;
 pub use error::LoadError;
 pub use incremental::{Spliced, load_repository_incremental, load_repository_spliced};
 pub use names::{check_api_version, check_dns1123_label, check_dns1123_subdomain, check_kind, check_template_name};
-pub use parse::{RawDocument, parse_document, split_documents, yaml_options};
+pub use parse::{RawDocument, parse_document, split_documents, yaml_error, yaml_options};
 pub use persist::{ParseStore, digest as parse_digest};
 pub use scope::is_namespaced;
 pub use walk::{IGNORE_FILE, Symlinks, WalkOptions};

@@ -21,8 +21,14 @@ pub(super) fn apply_field(obj: &mut Value, f: &FieldOverrider) -> Result<(), Fai
         Ok(())
     };
     let new = if !f.yaml.is_empty() {
-        let mut doc: Value = serde_saphyr::from_str_with_options(text, crate::policy::load::yaml_options())
-            .map_err(|e| whole(format!("{} does not hold a YAML document: {e}", f.field_path)))?;
+        let mut doc: Value =
+            serde_saphyr::from_str_with_options(text, crate::policy::load::yaml_options()).map_err(|e| {
+                whole(format!(
+                    "{} does not hold a YAML document: {}",
+                    f.field_path,
+                    crate::policy::load::yaml_error(&e)
+                ))
+            })?;
         patch_all(&mut doc, "yaml", &f.yaml)?;
         crate::render::yaml::to_yaml(&doc)
     } else if !f.json.is_empty() {
