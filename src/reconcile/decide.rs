@@ -1022,21 +1022,28 @@ impl RenderedFiles {
         let mut clusters: BTreeSet<String> = self.map.keys().cloned().collect();
         clusters.extend(prev.into_iter().flat_map(|p| p.files.keys().cloned()));
         for cluster in clusters.into_iter().filter(|c| suspension.suspends(c)) {
-            let mut i = 0;
-            while i < self.files.len() {
-                if self.files[i].0 == cluster {
-                    self.files.remove(i);
-                    self.hashes.remove(i);
-                } else {
-                    i += 1;
-                }
+            self.hold(&cluster, prev);
+        }
+    }
+
+    /// The workload's file on `cluster` stays exactly as the previous decision left it (none
+    /// written, changed or removed; none where it had none): suspension, and a member a move
+    /// shrinks on while it hands over.
+    fn hold(&mut self, cluster: &str, prev: Option<&PlacementRecord>) {
+        let mut i = 0;
+        while i < self.files.len() {
+            if self.files[i].0 == cluster {
+                self.files.remove(i);
+                self.hashes.remove(i);
+            } else {
+                i += 1;
             }
-            self.keep.retain(|(c, _)| *c != cluster);
-            self.map.remove(&cluster);
-            if let Some(old) = prev.and_then(|p| p.files.get(&cluster)) {
-                self.keep.push((cluster.clone(), old.clone()));
-                self.map.insert(cluster, old.clone());
-            }
+        }
+        self.keep.retain(|(c, _)| c != cluster);
+        self.map.remove(cluster);
+        if let Some(old) = prev.and_then(|p| p.files.get(cluster)) {
+            self.keep.push((cluster.to_string(), old.clone()));
+            self.map.insert(cluster.to_string(), old.clone());
         }
     }
 
@@ -1113,9 +1120,21 @@ impl RenderJob<'_> {
             out.suspend(suspension, prev);
         }
         if let Some(d) = self.directive {
-            // Graceful eviction: the files on the clusters it left stay until purged.
-            out.keep
-                .extend(d.kept.iter().filter(|c| !self.targets.contains_key(*c)).map(|c| (c.clone(), path.clone())));
+            // Make before break: the files on the clusters it left stay until purged (graceful
+            // eviction, a hand-over), and those on the clusters it shrinks on stay as they are
+            // until the hand-over ends; a move decided afresh (move-back, rebalance) hands over
+            // from this pass on.
+            let handover = match (d.fresh, prev) {
+                (true, Some(p)) => super::stability::handover_clusters(&p.targets, &self.targets),
+                _ => BTreeMap::new(),
+            };
+            let kept: BTreeSet<&String> = d.kept.iter().chain(handover.keys()).collect();
+            for c in kept {
+                match self.targets.contains_key(c) {
+                    true => out.hold(c, prev),
+                    false => out.keep.push((c.clone(), path.clone())),
+                }
+            }
         }
         out
     }

@@ -269,7 +269,7 @@ impl Reconciler {
         cache.cluster_digests = Some(pass.digests.start_digests());
         let index = PolicyIndex::kept(&inputs.set, &mut cache.policy_index);
         let phase = Instant::now();
-        let stability = stability::run(
+        let mut stability = stability::run(
             &self.store,
             cache,
             inputs,
@@ -293,6 +293,18 @@ impl Reconciler {
         };
         // On the pool: a decision's estimates split across its threads.
         let decisions = crate::util::threads::on_pool(|| decide::decide_all(&context, cache, &mut snapshots))?;
+        // The moves decided afresh hand over from the members they leave or shrink on.
+        let moves = decisions
+            .fresh
+            .iter()
+            .filter(|k| stability.directives.get(*k).is_some_and(|d| d.fresh))
+            .filter_map(|k| {
+                let (prev, c) = (cache.placements.get(k)?, cache.decisions.get(k)?);
+                let scheduled = matches!(c.decided.record.result.outcome, crate::schedule::Outcome::Scheduled { .. });
+                scheduled.then(|| (k.clone(), prev.targets.clone(), c.decided.record.targets.clone()))
+            })
+            .collect();
+        stability.hand_over(moves, now_ms, self.settings.stability.grace_period_ms);
 
         let namespaces = self.settings.publish.namespaces;
         let planned = plan::plan(cache, &inputs.set, &decisions, full_check, namespaces);

@@ -36,6 +36,9 @@ use super::Inputs;
 use super::cache::PassCache;
 use super::report::{StabilityEvent, StabilityReport};
 
+/// A placement's targets (replicas per cluster; `None`: an object without replicas).
+pub(crate) type PlacementTargets = BTreeMap<String, Option<i32>>;
+
 /// What failover asks of one workload's decision.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Directive {
@@ -74,6 +77,58 @@ impl StabilityPass {
         notes
     }
 
+    /// Starts the hand-overs of the moves decided afresh this pass (`moves`: per workload, its
+    /// previous and its new targets): per member it leaves or shrinks on
+    /// ([`handover_clusters`]) a task that keeps its previous files until the new placement is
+    /// Ready or the grace period passes with a replica Ready elsewhere (the engine's purge
+    /// rules), and a history note. The reason is the action that decided it afresh.
+    pub fn hand_over(
+        &mut self,
+        moves: Vec<(ObjectKey, PlacementTargets, PlacementTargets)>,
+        now_ms: u64,
+        grace_ms: u64,
+    ) {
+        for (key, prev, new) in moves {
+            let reason = match self
+                .actions
+                .iter()
+                .any(|a| a.workload.as_ref() == Some(&key) && matches!(a.kind, ActionKind::Rebalance { .. }))
+            {
+                true => stability::Reason::Rebalance,
+                false => stability::Reason::MoveBack,
+            };
+            let handover = handover_clusters(&prev, &new);
+            if handover.is_empty() {
+                continue;
+            }
+            let ws = self.state.workloads.entry(key.clone()).or_default();
+            for (cluster, replicas) in handover {
+                ws.tasks.retain(|t| t.cluster != cluster);
+                ws.tasks.push(stability::EvictionTask {
+                    cluster: cluster.clone(),
+                    replicas,
+                    reason,
+                    since_ms: now_ms,
+                    purge: Purge::Gracefully,
+                    grace_ms,
+                    grace_expired_ms: None,
+                });
+                let cause = stability::Cause {
+                    condition: format!("{} decided afresh", key),
+                    since_ms: 0,
+                    for_ms: 0,
+                    rule: "make before break".into(),
+                };
+                let kind = ActionKind::Handover { replicas, reason, grace_ms };
+                let action = Action { workload: Some(key.clone()), cluster, kind, cause };
+                tracing::info!(workload = %key, cluster = %action.cluster, action = %action, "stability");
+                self.actions.push(action);
+            }
+            ws.tasks.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+            self.pending_failover.insert(key);
+        }
+    }
+
     /// What the report says of this pass.
     pub fn report(&self) -> StabilityReport {
         let events = self
@@ -91,6 +146,7 @@ impl StabilityPass {
                     ActionKind::MoveBack { .. } => "move-back",
                     ActionKind::Rebalance { .. } => "rebalance",
                     ActionKind::GraceExpired { .. } => "grace-expired",
+                    ActionKind::Handover { .. } => "handover",
                     ActionKind::StormStarted { .. } => "storm-started",
                     _ => "storm-ended",
                 },
@@ -112,6 +168,24 @@ impl StabilityPass {
             held: self.actions.iter().filter(|a| !a.is_event()).count(),
         }
     }
+}
+
+/// The members a move decided afresh (move-back, rebalance) leaves or shrinks on, with the
+/// replicas they had: from the previous placement's `prev` targets to `new`. Each hands over
+/// (make before break): its previous files stay as they are until the new placement is Ready
+/// (render: [`super::decide`]; the engine's hand-over task: [`StabilityPass::hand_over`]).
+/// Objects without replicas hand over nothing.
+pub(crate) fn handover_clusters(
+    prev: &BTreeMap<String, Option<i32>>,
+    new: &BTreeMap<String, Option<i32>>,
+) -> BTreeMap<String, i32> {
+    prev.iter()
+        .filter_map(|(c, r)| {
+            let had = r.filter(|r| *r > 0)?;
+            let has = new.get(c).copied().flatten().unwrap_or(0);
+            (has < had).then(|| (c.clone(), had))
+        })
+        .collect()
 }
 
 /// The taints the repository's ClusterTaintPolicies leave on each member this pass
@@ -924,7 +998,7 @@ mod storm_tests {
 }
 
 #[cfg(test)]
-mod grace_tests {
+pub(super) mod grace_tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
@@ -955,7 +1029,7 @@ spec:
       - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
 "#;
 
-    fn cluster(name: &str, cpu: u32) -> String {
+    pub(super) fn cluster(name: &str, cpu: u32) -> String {
         format!(
             "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec: {{syncMode: Push}}\n\
              status:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n\
@@ -964,7 +1038,7 @@ spec:
     }
 
     /// The workload's pods on a member: `pods` of them, `ready` Ready.
-    fn pods(pods: u32, ready: u32) -> Arc<PodFacts> {
+    pub(super) fn pods(pods: u32, ready: u32) -> Arc<PodFacts> {
         let owner = "ReplicaSet/shop/web-5d8f9".to_string();
         let state = OwnerState { pods, bound: pods, running: pods, ready, ..OwnerState::default() };
         Arc::new(PodFacts {
@@ -1051,5 +1125,216 @@ spec:
         assert_eq!(r.stability.events.iter().map(|e| e.kind).collect::<Vec<_>>(), ["purge"]);
         assert_eq!(r.stability.kept_past_grace, 0);
         assert!(!web("m1"));
+    }
+}
+
+#[cfg(test)]
+mod handover_tests {
+    use std::collections::BTreeMap;
+
+    use super::grace_tests::{cluster, pods};
+    use crate::model::snapshot::Health;
+    use crate::reconcile::{Inputs, Reconciler, Settings, load_inputs};
+    use crate::store::Store;
+
+    /// A Deployment of 6 replicas on a primary member, a backup for failover.
+    const REPO: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web}
+  placement:
+    clusterAffinities:
+    - {affinityName: primary, clusterNames: [m1]}
+    - {affinityName: backup, clusterNames: [m2]}
+    replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Aggregated}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
+"#;
+
+    fn replicas(out: &std::path::Path, c: &str) -> Option<i64> {
+        let text = std::fs::read_to_string(out.join(c).join("shop/apps_deployment_web.yaml")).ok()?;
+        text.lines().find_map(|l| l.trim().strip_prefix("replicas: ")).and_then(|v| v.parse().ok())
+    }
+
+    /// Issue 46, bug 1: a move-back is make before break. The workload failed over from its
+    /// primary to the backup; when the primary has been Ready for `stable_for` it moves back,
+    /// and the backup's files stay as they are until the primary's replicas are Ready (not in
+    /// the same publish: the workload had 0 Ready pods while the primary's started). The
+    /// history, explain and status say what is kept and why; the release is a note too.
+    #[test]
+    fn a_move_back_keeps_the_backup_until_the_primary_is_ready() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("apps.yaml"), REPO).expect("write");
+        let clusters = [cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)];
+        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
+        let out = dir.path().join("out");
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        // m1 lost or not; the workload's pods `(pods, ready)` on m1 and m2.
+        let world = |lost: bool, m1: (u32, u32), m2: (u32, u32)| -> Inputs {
+            // With the repository's files, as a daemon loads it: the passes store replay inputs.
+            let files: Vec<(std::path::PathBuf, std::sync::Arc<str>)> = ["apps.yaml", "clusters.yaml"]
+                .map(|f| (f.into(), std::fs::read_to_string(repo.join(f)).expect("read").into()))
+                .to_vec();
+            let mut inputs = crate::reconcile::load_inputs_from_sources(&files, &Settings::builtin()).expect("inputs");
+            for s in inputs.snapshots.iter_mut() {
+                match s.name.as_str() {
+                    "m1" if lost => s.health = Health::Unreachable { reason: "connection refused".into() },
+                    "m1" => s.pods = Some(pods(m1.0, m1.1)),
+                    "m2" => s.pods = Some(pods(m2.0, m2.1)),
+                    _ => {}
+                }
+            }
+            inputs
+        };
+        let at = |out: &std::path::Path| (replicas(out, "m1"), replicas(out, "m2"));
+        let t0 = 1_700_000_000_000;
+        rec.reconcile(&world(false, (6, 6), (0, 0)), &out, "test", t0).expect("pass");
+        assert_eq!(at(&out), (Some(6), None));
+        // Failover: evicted after the toleration, purged once the backup runs.
+        rec.reconcile(&world(true, (0, 0), (0, 0)), &out, "test", t0 + 10_000).expect("pass");
+        rec.reconcile(&world(true, (0, 0), (0, 0)), &out, "test", t0 + 310_000).expect("pass");
+        assert_eq!(at(&out), (Some(6), Some(6)), "failover keeps the primary until the backup is Ready");
+        rec.reconcile(&world(true, (0, 0), (6, 6)), &out, "test", t0 + 320_000).expect("pass");
+        assert_eq!(at(&out), (None, Some(6)));
+        // The primary is back: after stable_for (5 min) the workload moves back, and the backup
+        // keeps its 6 replicas while the primary's pods start.
+        rec.reconcile(&world(false, (0, 0), (6, 6)), &out, "test", t0 + 400_000).expect("pass");
+        let r = rec.reconcile(&world(false, (0, 0), (6, 6)), &out, "test", t0 + 700_000).expect("pass");
+        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        assert_eq!(kinds, [("move-back", "m1"), ("handover", "m2")]);
+        assert_eq!(at(&out), (Some(6), Some(6)), "the backup went in the publish that added the primary");
+        for (dt, ready) in [(10_000, 0), (20_000, 5)] {
+            let r = rec.reconcile(&world(false, (6, ready), (6, 6)), &out, "test", t0 + 700_000 + dt).expect("pass");
+            assert!(r.stability.events.is_empty(), "{dt}: {:?}", r.stability.events);
+            assert_eq!(at(&out), (Some(6), Some(6)), "{dt}: released before the primary is Ready");
+        }
+        // explain and status say what is kept, and why.
+        let wr: crate::views::explain::WorkloadRef = "Deployment/shop/web".parse().expect("ref");
+        let opts = crate::views::workload_status::Options::default();
+        let st = crate::views::workload_status::workload_document(&rec.store, &wr, t0 + 730_000, &opts).expect("st");
+        let text = crate::views::workload_status::to_text(&st);
+        assert!(
+            text.contains("kept: previous files kept on m2 for the move-back (6 replicas")
+                && text.contains("until the new placement is Ready"),
+            "{text}"
+        );
+        let inputs = world(false, (6, 5), (6, 6));
+        let doc = crate::views::explain::explain(&inputs, &rec.store, &rec.settings().profiles, &wr, t0 + 730_000)
+            .expect("explain");
+        assert_eq!(doc["failover"]["evictions"][0]["kind"], "handover", "{doc}");
+        // Ready on the primary: the backup's files go.
+        let r = rec.reconcile(&world(false, (6, 6), (6, 6)), &out, "test", t0 + 740_000).expect("pass");
+        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        assert_eq!(kinds, [("purge", "m2")]);
+        assert_eq!(at(&out), (Some(6), None));
+        let r = rec.reconcile(&world(false, (6, 6), (0, 0)), &out, "test", t0 + 750_000).expect("pass");
+        assert!(r.stability.events.is_empty() && r.stability.pending_failover == 0, "{:?}", r.stability);
+        let key = rec.store.placements().expect("placements")[0].workload.clone();
+        let notes: Vec<String> = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect();
+        let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+        assert_eq!(count("moved back to m1"), 1, "{notes:#?}");
+        assert_eq!(count("kept the previous files on m2 (6 replicas) until the new placement is Ready (move-back"), 1);
+        assert_eq!(
+            count("released the previous files kept on m2 for the move-back (ReplacementReady"),
+            1,
+            "{notes:#?}"
+        );
+        // The move-back's and the release's records replay identical (the failover's before them
+        // cannot: this test sets m1's health on an offline snapshot, which no poll stored).
+        let history: Vec<_> =
+            rec.store.history(&key).expect("history").into_iter().filter(|h| h.at_ms >= t0 + 700_000).collect();
+        let doc = crate::views::replay::document(&rec.store, &history, &Settings::builtin).expect("replay");
+        assert!(history.len() >= 2 && doc["identical"] == history.len() && doc["different"] == 0, "{doc:#}");
+    }
+
+    /// A Divided workload of 6 replicas on three members, dynamic weights.
+    const DIVIDED: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web}
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference: {dynamicWeight: AvailableReplicas}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
+"#;
+
+    /// Issue 46, bug 1: a WorkloadRebalancer is make before break. 3 + 3 on m2 and m3,
+    /// rebalanced to 2 + 2 + 2: m2 and m3 keep their 3 until m1's 2 are Ready (they were
+    /// scaled down in the publish that added m1's: 4 of 6 Ready).
+    #[test]
+    fn a_rebalance_shrinks_the_members_it_leaves_only_once_the_new_ones_are_ready() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("apps.yaml"), DIVIDED).expect("write");
+        // m1 full at first: the workload goes to m2 and m3.
+        let clusters = |m1: u32| [cluster("m1", m1), cluster("m2", 20), cluster("m3", 20)].join("---\n");
+        std::fs::write(repo.join("clusters.yaml"), clusters(0)).expect("write");
+        let out = dir.path().join("out");
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let world = |m1: (u32, u32)| -> Inputs {
+            let mut inputs = load_inputs(&repo).expect("inputs");
+            for s in inputs.snapshots.iter_mut() {
+                s.pods = Some(if s.name == "m1" { pods(m1.0, m1.1) } else { pods(3, 3) });
+            }
+            inputs
+        };
+        let at = |out: &std::path::Path| -> Vec<Option<i64>> { ["m1", "m2", "m3"].map(|c| replicas(out, c)).to_vec() };
+        let t0 = 1_700_000_000_000;
+        rec.reconcile(&world((0, 0)), &out, "test", t0).expect("pass");
+        assert_eq!(at(&out), [None, Some(3), Some(3)]);
+        std::fs::write(repo.join("clusters.yaml"), clusters(20)).expect("write");
+        rec.reconcile(&world((0, 0)), &out, "test", t0 + 10_000).expect("pass");
+        assert_eq!(at(&out), [None, Some(3), Some(3)], "a steady Divided workload stays");
+        std::fs::write(
+            repo.join("rebalance.yaml"),
+            "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: r, generation: 1}\n\
+             spec:\n  workloads:\n  - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: shop}\n",
+        )
+        .expect("write");
+        let r = rec.reconcile(&world((0, 0)), &out, "test", t0 + 20_000).expect("pass");
+        let mut kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        kinds.sort();
+        assert_eq!(kinds, [("handover", "m2"), ("handover", "m3"), ("rebalance", "")]);
+        assert_eq!(at(&out), [Some(2), Some(3), Some(3)], "m2 and m3 shrank before m1 ran");
+        let placed = rec.store.placements().expect("placements")[0].targets.clone();
+        let placed: BTreeMap<String, i32> = placed.into_iter().map(|(c, r)| (c, r.unwrap_or(0))).collect();
+        assert_eq!(placed, BTreeMap::from([("m1".into(), 2), ("m2".into(), 2), ("m3".into(), 2)]));
+        for (dt, ready) in [(10_000, 0), (20_000, 1)] {
+            rec.reconcile(&world((2, ready)), &out, "test", t0 + 20_000 + dt).expect("pass");
+            assert_eq!(at(&out), [Some(2), Some(3), Some(3)], "{dt}");
+        }
+        let r = rec.reconcile(&world((2, 2)), &out, "test", t0 + 50_000).expect("pass");
+        assert_eq!(r.stability.events.iter().filter(|e| e.kind == "purge").count(), 2, "{:?}", r.stability.events);
+        assert_eq!(at(&out), [Some(2), Some(2), Some(2)]);
     }
 }

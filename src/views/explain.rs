@@ -162,9 +162,11 @@ fn failover_json(state: &crate::schedule::stability::StabilityState, key: &Objec
     })
 }
 
-/// One graceful eviction task of a workload (explain's `failover.evictions`, status's `kept`).
+/// One graceful eviction task or hand-over of a workload (explain's `failover.evictions`,
+/// status's `kept`).
 pub fn task_json(t: &crate::schedule::stability::EvictionTask) -> Value {
     json!({
+        "kind": if t.is_handover() { "handover" } else { "eviction" },
         "cluster": t.cluster,
         "replicas": t.replicas,
         "reason": t.reason.to_string(),
@@ -182,15 +184,25 @@ pub fn task_text(e: &Value) -> String {
         Value::Null => "-".into(),
         other => other.to_string(),
     };
-    let mut line = format!(
-        "evicted from {} ({} replicas, {}, since {}; purge {}, grace {}s)",
-        s(&e["cluster"]),
-        s(&e["replicas"]),
-        s(&e["reason"]),
-        s(&e["since"]),
-        s(&e["purgeMode"]),
-        s(&e["gracePeriodSeconds"])
-    );
+    let mut line = match e["kind"].as_str() {
+        Some("handover") => format!(
+            "previous files kept on {} for the {} ({} replicas, since {}; grace {}s) until the new placement is Ready",
+            s(&e["cluster"]),
+            s(&e["reason"]),
+            s(&e["replicas"]),
+            s(&e["since"]),
+            s(&e["gracePeriodSeconds"])
+        ),
+        _ => format!(
+            "evicted from {} ({} replicas, {}, since {}; purge {}, grace {}s)",
+            s(&e["cluster"]),
+            s(&e["replicas"]),
+            s(&e["reason"]),
+            s(&e["since"]),
+            s(&e["purgeMode"]),
+            s(&e["gracePeriodSeconds"])
+        ),
+    };
     if let Some(at) = e["graceExpired"].as_str() {
         line.push_str(&format!(
             "; grace period passed at {at} with no replica Ready elsewhere: its files stay until one is"

@@ -140,11 +140,17 @@ fn outage_evicts_after_the_toleration_purges_after_the_replacement_and_moves_bac
     d.clock.advance_ms(60_000);
     d.send(Control::Tick);
     d.passes(8);
+    // Make before break: m2 and m3 keep their 3 while m1's 2 start (offline members count
+    // their replicas as running: released on the next pass).
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(3), Some(3)));
+    d.clock.advance_ms(10_000);
+    d.send(Control::Tick);
+    d.passes(9);
     assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
     // Quiet afterwards.
     d.clock.advance_ms(60_000);
     d.send(Control::Tick);
-    d.passes(9);
+    d.passes(10);
     assert_eq!(replicas(&s, "m1"), Some(2));
     d.stop();
 
@@ -153,6 +159,11 @@ fn outage_evicts_after_the_toleration_purges_after_the_replacement_and_moves_bac
     assert_eq!(count("evicted 2 replicas from m1"), 1, "{notes:#?}");
     assert_eq!(count("purged the files left on m1"), 1, "{notes:#?}");
     assert_eq!(count("moved back to m1"), 1, "{notes:#?}");
+    for c in ["m2", "m3"] {
+        let kept = format!("kept the previous files on {c} (3 replicas) until the new placement is Ready (move-back");
+        assert_eq!(count(&kept), 1, "{notes:#?}");
+        assert_eq!(count(&format!("released the previous files kept on {c} for the move-back")), 1, "{notes:#?}");
+    }
     let eviction = notes.iter().find(|n| n.contains("evicted")).cloned().unwrap_or_default();
     assert!(
         eviction.contains("NotReady") && eviction.contains("toleration 5m of cluster.karmada.io/not-ready"),
@@ -670,9 +681,14 @@ fn a_workload_rebalancer_decides_afresh_once_per_generation() {
     d.clock.advance_ms(10_000);
     d.send(Control::PolicyChanged);
     d.passes(7);
+    // Make before break: m2 and m3 keep their 3 until m1's 2 run (next pass, offline).
+    assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(3), Some(3)));
+    d.clock.advance_ms(10_000);
+    d.send(Control::Tick);
+    d.passes(8);
     assert_eq!((replicas(&s, "m1"), replicas(&s, "m2"), replicas(&s, "m3")), (Some(2), Some(2), Some(2)));
     // Same generation: nothing more.
-    for n in 8..10 {
+    for n in 9..11 {
         d.clock.advance_ms(10_000);
         d.send(Control::Tick);
         d.passes(n);
@@ -681,7 +697,7 @@ fn a_workload_rebalancer_decides_afresh_once_per_generation() {
     s.write("rebalance.yaml", &rebalancer(2, &["web"]));
     d.clock.advance_ms(10_000);
     d.send(Control::PolicyChanged);
-    d.passes(10);
+    d.passes(11);
     assert_eq!(d.metric("fedsched_reschedules_total{reason=\"rebalance\"}"), Some(2.0));
     d.stop();
 

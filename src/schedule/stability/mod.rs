@@ -157,6 +157,11 @@ pub enum Reason {
     /// A ClusterTaintPolicy put a `NoExecute` taint on the member that the workload does not
     /// tolerate (for longer than its toleration).
     ClusterTainted,
+    /// A move-back decided the workload afresh: a member it left or shrank on keeps its previous
+    /// files until the new placement is Ready (a hand-over, not an eviction).
+    MoveBack,
+    /// A WorkloadRebalancer decided the workload afresh (a hand-over, as [`Reason::MoveBack`]).
+    Rebalance,
 }
 
 impl fmt::Display for Reason {
@@ -166,11 +171,16 @@ impl fmt::Display for Reason {
             Reason::ClusterUnreachable => "cluster-unreachable",
             Reason::ApplicationFailover => "application-failover",
             Reason::ClusterTainted => "cluster-tainted",
+            Reason::MoveBack => "move-back",
+            Reason::Rebalance => "rebalance",
         })
     }
 }
 
-/// A graceful eviction task: the workload left `cluster`, whose files stay until purged.
+/// A graceful eviction task: the workload left `cluster`, whose files stay until purged. A
+/// hand-over ([`EvictionTask::is_handover`]: reason `MoveBack` or `Rebalance`) is the same for a
+/// move decided afresh: the member it left or shrank on keeps its previous files, as they are,
+/// until the new placement is Ready (make before break); the member is not evicted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EvictionTask {
     pub cluster: String,
@@ -184,6 +194,13 @@ pub struct EvictionTask {
     /// Unix ms the grace period was found passed while no replica of the workload was Ready
     /// anywhere else: the files stay (never purged while it runs nowhere else), said once.
     pub grace_expired_ms: Option<u64>,
+}
+
+impl EvictionTask {
+    /// A move-back's or a rebalance's hand-over, not a failover's eviction.
+    pub fn is_handover(&self) -> bool {
+        matches!(self.reason, Reason::MoveBack | Reason::Rebalance)
+    }
 }
 
 /// A cluster a workload was moved away from by failover (Karmada's `clustersBeforeFailover`).
@@ -255,11 +272,12 @@ impl WorkloadStability {
     /// eviction task, and those failover moved it away from until it moves back (or, with
     /// `move_back = false`, until they have been healthy for `stable_for`).
     pub fn evicted(&self) -> BTreeSet<&str> {
-        self.tasks.iter().map(|t| t.cluster.as_str()).chain(self.moved_from.keys().map(String::as_str)).collect()
+        let tasks = self.tasks.iter().filter(|t| !t.is_handover()).map(|t| t.cluster.as_str());
+        tasks.chain(self.moved_from.keys().map(String::as_str)).collect()
     }
 
-    /// Clusters whose previous files are kept although the workload left them (tasks not
-    /// purged; `Directly` tasks are never kept).
+    /// Clusters whose previous files are kept although the workload left them or shrank there
+    /// (tasks and hand-overs not purged; `Directly` tasks are never kept).
     pub fn kept(&self) -> BTreeSet<&str> {
         self.tasks.iter().filter(|t| t.purge != Purge::Directly).map(|t| t.cluster.as_str()).collect()
     }
@@ -418,8 +436,9 @@ pub enum Held {
 pub enum ActionKind {
     /// The workload leaves the cluster; a graceful eviction task starts.
     Evict { replicas: i32, reason: Reason, purge: Purge, grace_ms: u64 },
-    /// The cluster's kept files for the workload go.
-    Purge { reason: PurgeReason },
+    /// The cluster's kept files for the workload go (`of`: the task's reason; a hand-over's
+    /// files are replaced by the new placement's).
+    Purge { reason: PurgeReason, of: Reason },
     /// Unschedulable replicas leave the cluster; the cluster keeps `cap`.
     Reschedule { replicas: u32, cap: i32 },
     /// Unschedulable replicas of a workload that cannot move (reported once).
@@ -437,6 +456,9 @@ pub enum ActionKind {
     /// The grace period of a graceful eviction passed while no replica of the workload is
     /// Ready anywhere else: its files stay on the cluster until one is (said once).
     GraceExpired { grace_ms: u64 },
+    /// A move decided afresh left or shrank the workload on the cluster: its previous files
+    /// (`replicas`) stay until the new placement is Ready (`reason`: `MoveBack`, `Rebalance`).
+    Handover { replicas: i32, reason: Reason, grace_ms: u64 },
 }
 
 /// One action of a pass.
@@ -468,6 +490,7 @@ impl Action {
             ActionKind::StormStarted { .. } | ActionKind::StormEnded { .. } => "storm".into(),
             ActionKind::Rebalance { .. } => "rebalance".into(),
             ActionKind::GraceExpired { .. } => "grace-expired".into(),
+            ActionKind::Handover { .. } => "handover".into(),
         }
     }
 }
@@ -489,7 +512,12 @@ impl fmt::Display for Action {
                 c.rule,
                 secs(*grace_ms)
             ),
-            ActionKind::Purge { reason } => {
+            ActionKind::Purge { reason, of: of @ (Reason::MoveBack | Reason::Rebalance) } => write!(
+                f,
+                "released the previous files kept on {} for the {of} ({reason:?}: {}; {})",
+                self.cluster, c.condition, c.rule
+            ),
+            ActionKind::Purge { reason, .. } => {
                 write!(f, "purged the files left on {} ({reason:?}: {}; {})", self.cluster, c.condition, c.rule)
             }
             ActionKind::Reschedule { replicas, cap } => write!(
@@ -518,6 +546,12 @@ impl fmt::Display for Action {
                 let g = generation.map(|g| format!(" generation {g}")).unwrap_or_default();
                 write!(f, "rebalanced by WorkloadRebalancer {rebalancer}{g}: decided afresh ({})", c.rule)
             }
+            ActionKind::Handover { replicas, reason, grace_ms } => write!(
+                f,
+                "kept the previous files on {} ({replicas} replicas) until the new placement is Ready ({reason}; grace {})",
+                self.cluster,
+                secs(*grace_ms)
+            ),
             ActionKind::GraceExpired { grace_ms } => write!(
                 f,
                 "grace period {} passed with {}: the files left on {} stay until a replica is Ready elsewhere ({})",

@@ -95,7 +95,7 @@ fn outage_evicts_after_the_toleration_and_purges_when_the_replacement_is_ready()
     let ready = Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] };
     let s = step(&state, &ready, t0 + 330_000, &settings);
     assert_eq!(kinds(&s.actions), [("a".to_string(), "purge".to_string())]);
-    assert!(matches!(s.actions[0].kind, ActionKind::Purge { reason: PurgeReason::ReplacementReady }));
+    assert!(matches!(s.actions[0].kind, ActionKind::Purge { reason: PurgeReason::ReplacementReady, .. }));
     assert!(s.pending_failover.is_empty());
     state = s.state;
     let s = step(&state, &ready, t0 + 340_000, &settings);
@@ -138,7 +138,7 @@ fn grace_period_purges_but_never_leaves_a_workload_nowhere() {
     let inputs = Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] };
     let s = step(&state, &inputs, 41 * MIN, &settings);
     assert_eq!(kinds(&s.actions), [("a".to_string(), "purge".to_string())]);
-    assert!(matches!(s.actions[0].kind, ActionKind::Purge { reason: PurgeReason::GraceElapsed }));
+    assert!(matches!(s.actions[0].kind, ActionKind::Purge { reason: PurgeReason::GraceElapsed, .. }));
     assert!(s.actions[0].to_string().contains("grace period 10m passed"));
     assert_eq!(s.state.kept_past_grace(), 0);
 }

@@ -79,7 +79,7 @@ fn purge(
 ) -> bool {
     let now = ctx.now_ms;
     let mut pending = false;
-    let evicted: Vec<String> = next.tasks.iter().map(|t| t.cluster.clone()).collect();
+    let evicted: Vec<String> = next.tasks.iter().filter(|t| !t.is_handover()).map(|t| t.cluster.clone()).collect();
     let others: Vec<(&String, &i32)> = input.placed.iter().filter(|(c, _)| !evicted.contains(c)).collect();
     let not_ready: Vec<&str> = others
         .iter()
@@ -92,12 +92,15 @@ fn purge(
     for mut task in std::mem::take(&mut next.tasks) {
         let since = task.since_ms;
         let cause = |condition: String, rule: String| Cause { condition, since_ms: since, for_ms: now - since, rule };
+        let of = task.reason;
         if !ctx.clusters.contains_key(&task.cluster) {
             let c = cause("the member left the fleet".into(), "nothing to purge".into());
-            actions.push(action(input, &task.cluster, ActionKind::Purge { reason: PurgeReason::ClusterGone }, c));
+            actions.push(action(input, &task.cluster, ActionKind::Purge { reason: PurgeReason::ClusterGone, of }, c));
             continue;
         }
-        let moved = !input.placed.contains_key(&task.cluster) && !others.is_empty();
+        // An eviction is done once the workload left the cluster for others; a hand-over once
+        // the workload is placed (it may stay on the cluster with fewer replicas).
+        let moved = (task.is_handover() || !input.placed.contains_key(&task.cluster)) && !others.is_empty();
         if task.purge == Purge::Directly {
             // Purged when it started; it only kept the member out until the workload left.
             if !moved {
@@ -141,7 +144,7 @@ fn purge(
             (PurgeReason::GraceElapsed, c)
         };
         match budget.take() {
-            Ok(()) => actions.push(action(input, &task.cluster, ActionKind::Purge { reason }, c)),
+            Ok(()) => actions.push(action(input, &task.cluster, ActionKind::Purge { reason, of }, c)),
             Err(by) => {
                 let held = ActionKind::Held { action: "purge".into(), by };
                 actions.push(action(input, &task.cluster, held, c));
@@ -183,8 +186,10 @@ fn evict(
     };
     if rule.purge == Purge::Directly {
         let c = Cause { rule: "purgeMode Directly".into(), ..cause };
-        actions.push(action(input, cluster, ActionKind::Purge { reason: PurgeReason::Directly }, c));
+        actions.push(action(input, cluster, ActionKind::Purge { reason: PurgeReason::Directly, of: reason }, c));
     }
+    // An eviction replaces a hand-over of the same cluster (its files are kept either way).
+    next.tasks.retain(|t| t.cluster != cluster);
     next.tasks.push(task);
     next.tasks.sort_by(|a, b| a.cluster.cmp(&b.cluster));
     next.moved_from.insert(cluster.to_string(), MovedFrom { replicas, at_ms: ctx.now_ms, reason });
@@ -207,7 +212,7 @@ fn cluster_failover(
     }
     let mut pending = false;
     for (cluster, &replicas) in &input.placed {
-        if next.tasks.iter().any(|t| &t.cluster == cluster) {
+        if next.tasks.iter().any(|t| &t.cluster == cluster && !t.is_handover()) {
             continue;
         }
         let Some(t) = ctx.clusters.get(cluster) else { continue };
@@ -253,7 +258,7 @@ fn tainted(
     let mut pending = false;
     for (cluster, &replicas) in &input.placed {
         let Some(taints) = ctx.no_execute.get(cluster.as_str()) else { continue };
-        if next.tasks.iter().any(|t| &t.cluster == cluster) {
+        if next.tasks.iter().any(|t| &t.cluster == cluster && !t.is_handover()) {
             continue;
         }
         let due = taints
@@ -292,7 +297,7 @@ fn application_failover(
     let mut pending = false;
     let old = std::mem::take(&mut next.not_ready_since);
     for (cluster, &replicas) in &input.placed {
-        if !input.not_ready.contains(cluster) || next.tasks.iter().any(|t| &t.cluster == cluster) {
+        if !input.not_ready.contains(cluster) || next.tasks.iter().any(|t| &t.cluster == cluster && !t.is_handover()) {
             continue;
         }
         let since = old.get(cluster).copied().unwrap_or(now);
@@ -308,7 +313,7 @@ fn application_failover(
         };
         let reason = Reason::ApplicationFailover;
         pending |= evict(ctx, next, input, (cluster, replicas, reason, app.rule), cause, budget, actions);
-        if next.tasks.iter().all(|t| &t.cluster != cluster) {
+        if next.tasks.iter().all(|t| &t.cluster != cluster || t.is_handover()) {
             next.not_ready_since.insert(cluster.clone(), since);
         }
     }
@@ -331,7 +336,7 @@ fn unschedulable(
     next.stuck.retain(|c| input.unschedulable.get(c).is_some_and(|u| u.replicas > 0));
     for (cluster, u) in &input.unschedulable {
         let Some(&placed) = input.placed.get(cluster) else { continue };
-        if u.replicas == 0 || next.tasks.iter().any(|t| &t.cluster == cluster) {
+        if u.replicas == 0 || next.tasks.iter().any(|t| &t.cluster == cluster && !t.is_handover()) {
             continue;
         }
         let since = old.get(cluster).map_or(now, |p| p.since_ms);
@@ -383,7 +388,7 @@ fn move_back(
     actions: &mut Vec<Action>,
 ) {
     let now = ctx.now_ms;
-    let tasks: Vec<String> = next.tasks.iter().map(|t| t.cluster.clone()).collect();
+    let tasks: Vec<String> = next.tasks.iter().filter(|t| !t.is_handover()).map(|t| t.cluster.clone()).collect();
     next.moved_from.retain(|c, _| ctx.clusters.contains_key(c) && (tasks.contains(c) || !input.placed.contains_key(c)));
     let candidates: Vec<(String, MovedFrom)> = next.moved_from.iter().map(|(c, m)| (c.clone(), m.clone())).collect();
     for (cluster, m) in candidates {
