@@ -37,10 +37,10 @@ pub(super) fn check(cfg: &Config, dir: &Path, output: super::OutputFormat) -> Re
         return Ok(if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
     for w in &secrets.warnings {
-        eprintln!("warning: {w}");
+        crate::errln!("warning: {w}");
     }
     for n in &secrets.notes {
-        eprintln!("note: {n}");
+        crate::errln!("note: {n}");
     }
     if let Some(inputs) = inputs {
         for n in &inputs.set.notes {
