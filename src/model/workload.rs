@@ -24,7 +24,7 @@ use crate::policy::types::WorkloadInterpreterSpec;
 /// What one replica needs and where it may run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ReplicaRequirements {
-    /// Per-replica resource request (containers summed, init containers maxed, overhead added).
+    /// Per-replica resource request (Kubernetes' formula, [`pod_request`]).
     pub request: ResourceList,
     pub node_selector: BTreeMap<String, String>,
     /// The pod's tolerations and required node affinity, kept as canonical JSON text (they only
@@ -394,9 +394,14 @@ pub fn container_request(requests: ResourceList, limits: &ResourceList) -> Resou
     out
 }
 
-/// The one implementation of Kubernetes' pod request (Karmada's `AddPodRequest`): Σ containers,
-/// each init container maxed in (a sidecar init container, `restartPolicy: Always`, runs
-/// alongside and adds up), plus the pod overhead. Used for templates and for live pods alike.
+/// The one implementation of Kubernetes' pod request (`k8s.io/component-helpers`
+/// `resource.PodRequests`, KEP-753), what a member's scheduler requires of a node: Σ containers
+/// plus every sidecar init container (`restartPolicy: Always`, it runs alongside them), maxed
+/// with each init container's start-up need — a regular init container's request plus the
+/// sidecars started before it (list order), a sidecar's the sidecars up to itself — then the pod
+/// overhead added. Used for templates and for live pods alike. Karmada's `AddPodRequest` differs
+/// when sidecars are listed: it maxes every init container alone (sidecars neither add up nor
+/// count before a later init container).
 pub fn pod_request(
     containers: &[ResourceList],
     inits: &[(ResourceList, bool)],
@@ -406,13 +411,20 @@ pub fn pod_request(
     for c in containers {
         total.add(c);
     }
+    let mut sidecars = ResourceList::new();
+    let mut starting = ResourceList::new();
     for (r, sidecar) in inits {
         if *sidecar {
-            total.add(r);
+            sidecars.add(r);
+            starting.max_with(&sidecars);
         } else {
-            total.max_with(r);
+            let mut with = r.clone();
+            with.add(&sidecars);
+            starting.max_with(&with);
         }
     }
+    total.add(&sidecars);
+    total.max_with(&starting);
     total.add(overhead);
     total
 }
@@ -420,7 +432,8 @@ pub fn pod_request(
 /// Why a negative quantity is refused (the API server's own message).
 const NEGATIVE: &str = "must be greater than or equal to 0 (Kubernetes refuses a negative quantity)";
 
-/// Kubernetes' pod request: Σ containers, max with each init container, plus overhead.
+/// Kubernetes' pod request ([`pod_request`]): Σ containers and sidecars, max with each init
+/// container's start-up need, plus overhead.
 /// A container without requests falls back to its limits (the API server defaults requests to
 /// limits). Reads only `containers[].resources`, `initContainers[].{resources, restartPolicy}`,
 /// `overhead`, `nodeSelector`, `tolerations`,
@@ -554,6 +567,44 @@ mod tests {
         assert_eq!(w.requirements.request.get("memory"), 64 * 1024 * 1024 * 1000);
         assert_eq!(w.requirements.request.get("nvidia.com/gpu"), 1000);
         assert_eq!(w.requirements.node_selector.get("gpu").map(String::as_str), Some("a100"));
+    }
+
+    /// Issue 48: sidecar init containers (`restartPolicy: Always`) under Kubernetes' formula,
+    /// both orders, the overhead added once. Karmada's `AddPodRequest` (the max of every init
+    /// container alone) gives 3 CPU + overhead in both orders.
+    #[test]
+    fn sidecar_init_containers_follow_kubernetes_formula_in_either_order() {
+        let pod = |inits: serde_json::Value| {
+            json!({"spec": {"replicas": 1, "template": {"spec": {
+                "containers": [{"name": "app", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
+                "initContainers": inits,
+                "overhead": {"cpu": "100m", "memory": "64Mi"}
+            }}}})
+        };
+        let init = json!({"name": "migrate", "resources": {"requests": {"cpu": "3", "memory": "512Mi"}}});
+        let sidecar = json!({"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1", "memory": "2Gi"}}});
+        let mib = 1024 * 1024 * 1000;
+        let request = |inits| {
+            let w = interpret("apps", "Deployment", &pod(inits), &none()).expect("valid");
+            (w.requirements.request.get("cpu"), w.requirements.request.get("memory"))
+        };
+        // Init first: it starts alone (3 CPU, 512Mi); then the app runs beside the sidecar
+        // (1.5 CPU, 3Gi). Kubernetes: max per resource, plus the overhead.
+        assert_eq!(request(json!([init.clone(), sidecar.clone()])), (3100, (3072 + 64) * mib));
+        // Sidecar first: the init container starts beside it (4 CPU, 2.5Gi).
+        assert_eq!(request(json!([sidecar.clone(), init.clone()])), (4100, (3072 + 64) * mib));
+        // Two sidecars and an init container between them: only the first counts for it.
+        let second = json!({"name": "log", "restartPolicy": "Always", "resources": {"requests": {"cpu": "250m"}}});
+        assert_eq!(request(json!([sidecar.clone(), init.clone(), second])).0, 4100);
+        // The same formula for a live pod (the node-level estimator's usage).
+        let live: crate::members::decode::PodItem = serde_json::from_value(json!({"spec": {
+            "containers": [{"resources": {"requests": {"cpu": "500m"}}}],
+            "initContainers": [
+                {"restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
+                {"resources": {"requests": {"cpu": "3"}}}],
+            "overhead": {"cpu": "100m"}}}))
+        .expect("a pod");
+        assert_eq!(live.request().get("cpu"), 4100);
     }
 
     #[test]

@@ -544,7 +544,10 @@ fn availability_verdicts(
     req: &ScheduleRequest<'_>,
     sorted: &[&ClusterSnapshot],
 ) -> Vec<ClusterVerdict> {
-    let answers = match req.workload.replicas {
+    // Karmada makes no estimate for zero replicas (`calAvailableReplicas`): every cluster is
+    // taken to fit, so a spread constraint chooses among clusters of equal score by name.
+    let desired = req.workload.replicas.filter(|r| *r > 0);
+    let answers = match desired {
         Some(_) => fw.estimators.len(),
         None => 0,
     };
@@ -562,7 +565,7 @@ fn availability_verdicts(
             estimates: Vec::with_capacity(answers),
         })
         .collect();
-    if let Some(desired) = req.workload.replicas {
+    if let Some(desired) = desired {
         // Each cluster's verdict is its own: runs of clusters on the pool's threads give the
         // same verdicts as one run.
         crate::util::threads::split_zip(sorted, &mut verdicts, PARALLEL_VERDICTS, |run, verdicts| {
@@ -737,6 +740,16 @@ fn decide_on(
             selecting_reads,
         );
     };
+    if replicas == 0 {
+        // Every selected cluster keeps the object at 0 replicas, whatever the division: Karmada's
+        // path for a workload without requirements, and its `--enable-empty-workload-propagation`
+        // for one with them (by default it drops the zero clusters, and the object disappears
+        // from every member; a deliberate difference, see the README).
+        return (
+            Outcome::Scheduled { targets: selected.iter().map(|v| (v.name.clone(), Some(0))).collect() },
+            selecting_reads,
+        );
+    }
     // The divisions that start from the previous placement read it by name, in replicas.
     let previous: BTreeMap<String, i64> = match strategy {
         Strategy::Duplicated | Strategy::StaticWeight => BTreeMap::new(),
@@ -784,11 +797,6 @@ fn divide(
         }
         Strategy::StaticWeight => {
             let weights = static_weights(req.placement, selected, clusters);
-            if weights.is_empty() {
-                return Outcome::Unschedulable {
-                    reason: "no selected cluster matches any staticWeightList entry".into(),
-                };
-            }
             let held = health_caps(req, selected, clusters);
             match assign::webster_capped(i64::from(replicas), &weights, &held, tie) {
                 Some(m) => to_targets(m),
@@ -855,9 +863,10 @@ impl Strategy {
     }
 }
 
-/// Karmada's static weights: a cluster's weight is the largest weight of the entries whose
-/// `targetCluster` matches it; clusters matching no entry are left out; when every weight is
-/// zero (or no list is given) each candidate weighs 1.
+/// Karmada's static weights (`getStaticWeightInfoList`): a cluster's weight is the largest
+/// weight of the entries whose `targetCluster` matches it; clusters matching no entry, or only
+/// entries of weight 0, are left out; when that leaves none (no list, an entry matching no
+/// selected cluster, every weight zero) each selected cluster weighs 1.
 fn static_weights(
     placement: &Placement,
     selected: &[&ClusterVerdict],
@@ -879,14 +888,12 @@ fn static_weights(
         let Some(p) = clusters.fleet.position(&v.name) else { continue };
         let matched = |m: &std::sync::Arc<[bool]>| m.get(p as usize).copied().unwrap_or(false);
         let w = list.iter().zip(&matches).filter(|(_, m)| matched(m)).map(|(e, _)| e.weight).max();
-        if let Some(w) = w {
+        if let Some(w) = w.filter(|w| *w > 0) {
             out.insert(v.name.clone(), w);
         }
     }
-    if !out.is_empty() && out.values().all(|w| *w == 0) {
-        for w in out.values_mut() {
-            *w = 1;
-        }
+    if out.is_empty() {
+        return selected.iter().map(|v| (v.name.clone(), 1)).collect();
     }
     out
 }

@@ -1059,3 +1059,149 @@ fn a_decision_split_across_threads_is_the_decision_made_on_one() {
         assert!(verdicts.iter().all(|v| !v.estimates.is_empty()), "every cluster estimated");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 48: static weights that match nobody, zero replicas.
+
+/// A static weight list with one entry, `weight` for the clusters `names`.
+fn weighted_to(names: &[&str], weight: i64) -> StaticClusterWeight {
+    StaticClusterWeight {
+        target_cluster: ClusterAffinity {
+            cluster_names: names.iter().map(|n| n.to_string()).collect(),
+            ..Default::default()
+        },
+        weight,
+    }
+}
+
+fn static_placement(list: Vec<StaticClusterWeight>) -> Placement {
+    let mut p = strategy_placement(1, false, &[]);
+    if let Some(w) = p.replica_scheduling.as_mut().and_then(|r| r.weight_preference.as_mut()) {
+        w.static_weight_list = list;
+    }
+    p
+}
+
+/// Karmada's `getStaticWeightInfoList`: when no candidate has a positive weight (an entry for
+/// clusters the affinity left out, or only weights 0), every candidate weighs 1.
+#[test]
+fn a_static_weight_list_that_matches_no_candidate_divides_equally() {
+    let clusters: Vec<ClusterSnapshot> = (0..4).map(|i| cluster(i, 100, false, i < 3)).collect();
+    let affinity =
+        ClusterAffinity { cluster_names: vec!["m00".into(), "m01".into(), "m02".into()], ..Default::default() };
+    // The affinity keeps m00..m02 (region r1); the one entry weighs m03 (region r2).
+    let mut p = static_placement(vec![weighted_to(&["m03"], 2)]);
+    p.cluster_affinity = Some(affinity.clone());
+    let r = run(&p, &clusters, 3, &[]);
+    assert_eq!(placed(&r), pairs(&[("m00", 1), ("m01", 1), ("m02", 1)]), "{:?}", r.outcome);
+    // An entry of weight 0 gives its cluster no weight: none positive, every candidate 1.
+    let mut p = static_placement(vec![weighted_to(&["m00"], 0)]);
+    p.cluster_affinity = Some(affinity.clone());
+    let r = run(&p, &clusters, 3, &[]);
+    assert_eq!(placed(&r), pairs(&[("m00", 1), ("m01", 1), ("m02", 1)]), "{:?}", r.outcome);
+    // A positive weight somewhere: only the clusters with one take part.
+    let mut p = static_placement(vec![weighted_to(&["m00"], 0), weighted_to(&["m01"], 2)]);
+    p.cluster_affinity = Some(affinity);
+    let r = run(&p, &clusters, 3, &[]);
+    assert_eq!(placed(&r), pairs(&[("m01", 3)]), "{:?}", r.outcome);
+}
+
+/// The placement kinds of [`strategy_placement`] with their names.
+fn every_division() -> Vec<(&'static str, Placement)> {
+    vec![
+        ("duplicated", strategy_placement(0, false, &[])),
+        ("static weights", strategy_placement(1, false, &[2, 1, 0])),
+        ("dynamic weights", strategy_placement(2, false, &[])),
+        ("aggregated", strategy_placement(3, false, &[])),
+    ]
+}
+
+/// A workload of `replicas` replicas, requesting 1 CPU each or nothing.
+fn zero_run(
+    placement: &Placement,
+    clusters: &[ClusterSnapshot],
+    requests: bool,
+    previous: &[(&str, i32)],
+) -> ScheduleResult {
+    let key = key();
+    let mut w = workload(0);
+    if !requests {
+        w.requirements = Default::default();
+    }
+    let previous: BTreeMap<String, i32> = previous.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let req = ScheduleRequest {
+        key: &key,
+        uid: None,
+        workload: &w,
+        placement,
+        previous: &previous,
+        previous_affinity: None,
+        failover: &NO_FAILOVER,
+    };
+    schedule(&Framework::karmada_default(), &req, clusters)
+}
+
+/// `replicas: 0` without resource requests: Karmada's non-workload path (`AssignReplicas`),
+/// every selected candidate keeps the object at 0 replicas, whatever the division. The same
+/// here.
+#[test]
+fn zero_replicas_without_requests_stay_at_zero_on_every_candidate() {
+    let clusters: Vec<ClusterSnapshot> = (0..3).map(|i| cluster(i, 10 + i as i64, false, true)).collect();
+    for (what, p) in every_division() {
+        for previous in [&[][..], &[("m01", 4), ("m02", 2)][..]] {
+            let r = zero_run(&p, &clusters, false, previous);
+            assert_eq!(
+                placed(&r),
+                pairs(&[("m00", 0), ("m01", 0), ("m02", 0)]),
+                "{what} {previous:?}: {:?}",
+                r.outcome
+            );
+        }
+    }
+}
+
+/// `replicas: 0` with resource requests: Karmada assigns (every candidate 0) and by default
+/// drops the zero clusters, so the object disappears from every member; fedsched keeps it at 0
+/// on every selected candidate, as Karmada does with `--enable-empty-workload-propagation`
+/// (deliberate difference, README "Deliberate differences from Karmada").
+#[test]
+fn zero_replicas_with_requests_stay_at_zero_on_every_candidate() {
+    let clusters: Vec<ClusterSnapshot> = (0..3).map(|i| cluster(i, 10 + i as i64, false, true)).collect();
+    for (what, p) in every_division() {
+        for previous in [&[][..], &[("m01", 4), ("m02", 2)][..]] {
+            let r = zero_run(&p, &clusters, true, previous);
+            assert_eq!(
+                placed(&r),
+                pairs(&[("m00", 0), ("m01", 0), ("m02", 0)]),
+                "{what} {previous:?}: {:?}",
+                r.outcome
+            );
+        }
+    }
+}
+
+/// With 0 replicas Karmada makes no estimate (`calAvailableReplicas`): every cluster is taken
+/// to fit, so a cluster spread constraint picks among clusters of equal score by name, not by
+/// free capacity.
+#[test]
+fn zero_replicas_make_no_estimate_so_a_cluster_spread_picks_by_name() {
+    // m02 has the most free CPU, m00 the least.
+    let clusters: Vec<ClusterSnapshot> = (0..3).map(|i| cluster(i, 10 + 10 * i as i64, false, true)).collect();
+    for (what, mut p) in every_division() {
+        p.spread_constraints = vec![spread(SpreadByField::Cluster, 1, 1)];
+        let r = zero_run(&p, &clusters, true, &[]);
+        let want: &[(&str, i32)] =
+            if what == "static weights" { &[("m00", 0), ("m01", 0), ("m02", 0)] } else { &[("m00", 0)] };
+        assert_eq!(placed(&r), pairs(want), "{what}: {:?}", r.outcome);
+        let verdicts = full(&r, &clusters);
+        assert!(
+            verdicts.iter().all(|v| v.estimates.is_empty() && v.available_replicas.is_none()),
+            "{what}: {verdicts:?}"
+        );
+        // One replica is estimated, and the spread takes the cluster with the most room.
+        if what != "static weights" && what != "duplicated" {
+            let one = run(&p, &clusters, 1, &[]);
+            assert_eq!(placed(&one), pairs(&[("m02", 1)]), "{what}: {:?}", one.outcome);
+        }
+    }
+}
