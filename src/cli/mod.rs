@@ -494,7 +494,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             check::check(&cfg, &dir, *output)
         }
         Command::Explain { dirs, workload, output, server } => {
-            let doc = match open_source(&cfg, dirs, server)? {
+            // Explain decides afresh from the repository: without a store it explains with
+            // nothing recorded (no previous placement, no history), as before the first render.
+            let doc = match open_source_or_empty(&cfg, dirs, server)? {
                 Source::Server(api) => api.get(&workload_path(workload, "explain"))?,
                 Source::Store(store) => {
                     let (inputs, profiles) = read_inputs(&cfg, dirs)?;
@@ -674,6 +676,17 @@ fn open_source(cfg: &Config, dirs: &DirArgs, server: &ServerArgs) -> Result<Sour
         Ok(store) => Ok(Source::Store(store)),
         Err(e) => Err(anyhow::Error::new(e).context("cannot open the store").into()),
     }
+}
+
+/// [`open_source`], or an empty private store when the state directory has none.
+fn open_source_or_empty(cfg: &Config, dirs: &DirArgs, server: &ServerArgs) -> Result<Source, Failure> {
+    if server.server.is_none() && !Store::exists(&state_dir(cfg, dirs)?) {
+        return match crate::store::StoreCopy::empty() {
+            Ok(store) => Ok(Source::Store(store)),
+            Err(e) => Err(anyhow::Error::new(e).context("cannot open an empty store").into()),
+        };
+    }
+    open_source(cfg, dirs, server)
 }
 
 /// The validated inputs and the profiles the read-only commands (`explain`, `resources`) use

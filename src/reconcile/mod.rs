@@ -311,6 +311,17 @@ impl Reconciler {
         Ok(Staged { snapshots, pass, stability, decisions, planned, full_check, poll, stability_time })
     }
 
+    /// An emptied repository does not empty every placement without a word: a pass whose
+    /// repository places no workload any more while the store has placements is held
+    /// ([`ReconcileError::Emptied`]) unless the mass-deletion guard is off or overridden. The
+    /// pass and the plan (which predicts the hold) ask here.
+    fn emptied(&self, decisions: &decide::Decisions) -> Option<ReconcileError> {
+        let guard = &self.settings.publish.guard;
+        let emptied = decisions.order.is_empty() && !decisions.removed.is_empty();
+        (emptied && !guard.allow && guard.max_delete_ratio < 1.0)
+            .then(|| ReconcileError::Emptied { placed: decisions.removed.len() })
+    }
+
     /// The stages of one pass, with this process's cache.
     fn reconcile_cached(
         &self,
@@ -328,10 +339,8 @@ impl Reconciler {
             self.stages(cache, staged_inputs, tainted, output_dir, trigger, now_ms)?;
 
         warn_secrets(self.settings.secrets.mode, cache, &decisions);
-        // An emptied repository does not empty every placement without a word.
-        let guard = &self.settings.publish.guard;
-        if decisions.order.is_empty() && !decisions.removed.is_empty() && !guard.allow && guard.max_delete_ratio < 1.0 {
-            return Err(ReconcileError::Emptied { placed: decisions.removed.len() });
+        if let Some(held) = self.emptied(&decisions) {
+            return Err(held);
         }
         // Publish, then record: a crash in between re-derives the same output next time.
         self.fenced(&decisions, "publish")?;

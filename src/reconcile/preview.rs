@@ -36,6 +36,9 @@ pub struct PassPreview {
     pub stability: StabilityReport,
     /// Whether the pass compared the whole output directory (always on a new reconciler).
     pub full_check: bool,
+    /// Why the pass would write and record nothing at all: the repository places no workload
+    /// any more ([`ReconcileError::Emptied`], the message the pass would fail with).
+    pub emptied: Option<String>,
 }
 
 /// One workload's decision in a [`PassPreview`]: the reconciler's own decision, shared with
@@ -133,6 +136,7 @@ impl Reconciler {
         let with_taints = tainted.inputs.take();
         let staged_inputs = with_taints.as_ref().unwrap_or(inputs);
         let staged = self.stages(cache, staged_inputs, tainted, output_dir, "plan", now_ms)?;
+        let emptied = self.emptied(&staged.decisions).map(|e| e.to_string());
         let files = publish::preview(output_dir, &staged.planned.plan, &self.settings.publish.guard)?;
         // The placements and decisions are moved into the preview, not copied (the stages
         // leave the placements as the pass started from them; only the record stage changes
@@ -152,6 +156,7 @@ impl Reconciler {
             files,
             stability: staged.stability.report(),
             full_check: staged.full_check,
+            emptied,
         })
     }
 }

@@ -60,6 +60,17 @@ impl Store {
     }
 }
 
+impl StoreCopy {
+    /// An empty store in a temporary directory of its own: for a command that only reads and
+    /// can answer without anything recorded (`explain` before the first render), when the
+    /// state directory has no store. Nothing is created under the state directory.
+    pub fn empty() -> Result<StoreCopy, StoreError> {
+        let dir = tempfile::tempdir().map_err(|source| StoreError::Io { path: std::env::temp_dir(), source })?;
+        let store = Store::open(dir.path())?;
+        Ok(StoreCopy { store, _dir: dir })
+    }
+}
+
 /// A private copy of a store ([`Store::open_read_only`]), removed when dropped (the store
 /// first: fields drop in order).
 pub struct StoreCopy {

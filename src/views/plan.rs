@@ -164,7 +164,13 @@ pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: 
     let count = |what: &str| workloads.iter().filter(|w| w["change"] == what).count();
     let files_count = |what: &str| clusters.iter().map(|c| c[what].as_array().map_or(0, Vec::len)).sum::<usize>();
     let claim_changes = workloads.iter().filter(|w| !w["claim"].is_null()).count();
-    let changes = !workloads.is_empty() || !clusters.is_empty() || !held.is_empty() || summary_changed;
+    // A repository that places nothing any more: the pass would write nothing at all.
+    let emptied = after.emptied.as_ref().filter(|_| match before {
+        Before::Published => true,
+        Before::Base(b) => b.emptied.is_none(),
+    });
+    let changes =
+        !workloads.is_empty() || !clusters.is_empty() || !held.is_empty() || emptied.is_some() || summary_changed;
     let mut doc = json!({
         "changes": changes,
         "base": matches!(before, Before::Base(_)),
@@ -186,6 +192,7 @@ pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: 
         },
         "workloads": workloads,
         "held": held,
+        "emptied": emptied,
         "clusters": clusters,
         "stability": stability,
         "interruptedPublish": after.files.interrupted,
@@ -431,6 +438,9 @@ pub fn to_text(doc: &Value) -> String {
             out.push_str(&format!("  {l}\n"));
         }
     }
+    if let Some(m) = doc["emptied"].as_str() {
+        out.push_str(&format!("\nheld: {m}\n"));
+    }
     for h in doc["held"].as_array().into_iter().flatten() {
         out.push_str(&format!("\nheld: {}\n", h["message"].as_str().unwrap_or("")));
     }
@@ -494,6 +504,9 @@ pub fn to_markdown(doc: &Value) -> String {
             ));
         }
         out.push_str("\n</details>\n");
+    }
+    if let Some(m) = doc["emptied"].as_str() {
+        out.push_str(&format!("\n> **held**: {}\n", md(m)));
     }
     for h in doc["held"].as_array().into_iter().flatten() {
         out.push_str(&format!("\n> **held**: {}\n", md(h["message"].as_str().unwrap_or(""))));

@@ -48,3 +48,15 @@ fn unknown_workload_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("no resource template Deployment/shop/nope"), "{}", text(&out.stderr));
 }
+
+/// Before the first render there is no store: explain decides from the repository with
+/// nothing recorded, and creates nothing under the state directory (it only reads).
+#[test]
+fn explain_before_the_first_render_answers_and_writes_nothing() {
+    let s = Scratch::with_demo();
+    let out = s.cmd("explain", &["Deployment/shop/web", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["state"], "Scheduled", "{v}");
+    assert!(!s.state().exists(), "explain created the state directory");
+}

@@ -214,6 +214,32 @@ fn the_mass_deletion_guard_holds_are_planned() {
     }
 }
 
+/// A repository that places no workload any more: the render writes and records nothing
+/// (the emptied-repository hold), and the plan says so beforehand, in each of its forms.
+#[test]
+fn an_emptied_repository_is_planned_as_held() {
+    let s = Scratch::with_demo();
+    rendered(&s);
+    let apps = s.policies().join("apps");
+    for e in std::fs::read_dir(&apps).expect("apps") {
+        std::fs::remove_file(e.expect("entry").path()).expect("rm");
+    }
+    let (code, doc) = plan_json(&s, &[]);
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(doc["changes"], true);
+    let held = doc["emptied"].as_str().unwrap_or_else(|| panic!("no emptied hold planned: {doc:#}"));
+    assert!(held.contains("places no workload any more"), "{held}");
+    let (_, txt, _) = plan(&s, &[]);
+    assert!(txt.contains(&format!("held: {held}")), "{txt}");
+    let (_, md, _) = plan(&s, &["-o", "markdown"]);
+    assert!(md.contains("**held**: the policy repository places no workload"), "{md}");
+    let before = tree(&s.out());
+    let o = s.render();
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains(held), "{}", text(&o.stderr));
+    assert_eq!(tree(&s.out()), before, "the held render wrote the output");
+}
+
 /// While a daemon holds the store, plan reads a copy of it and answers.
 #[test]
 fn plan_works_while_the_daemon_holds_the_store() {
@@ -436,6 +462,13 @@ proptest! {
         prop_assert_eq!(code == 2, doc["changes"] == true);
         prop_assert_eq!(&tree(&s.out()), &before, "plan wrote the output");
         let o = s.render();
+        if let Some(held) = doc["emptied"].as_str() {
+            // The plan said the pass writes nothing: the repository places no workload any more.
+            prop_assert!(!o.status.success(), "render of an emptied repository succeeded");
+            prop_assert!(text(&o.stderr).contains(held), "render: {}\nplan: {held}", text(&o.stderr));
+            prop_assert_eq!(&tree(&s.out()), &before, "the held render wrote the output");
+            return Ok(());
+        }
         prop_assert!(o.status.success(), "render: {}", text(&o.stderr));
         assert_predicted(&doc, &before, &tree(&s.out()), &text(&o.stderr));
         // What the plan said of the placements is what the render recorded.
