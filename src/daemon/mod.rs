@@ -160,12 +160,12 @@ impl HaRuntime {
         let identity = section.identity();
         let timing = ha::timing(section);
         let api = ha::KubeLeases::connect(section, timing.renew_deadline).await.map_err(anyhow::Error::msg)?;
-        let handle = ha::Handle::new(identity.clone());
+        let handle = ha::Handle::new(identity.clone(), timing);
         let (roles_tx, roles) = mpsc::unbounded_channel();
         let (stop, stop_rx) = status_watch::channel(false);
         let elector =
             ha::Elector::new(identity.clone(), section.lease_namespace.clone(), section.lease_name.clone(), timing);
-        let task = tokio::spawn(ha::run(elector, api, Arc::clone(&handle), roles_tx, stop_rx, timing));
+        let task = tokio::spawn(ha::run(elector, api, Arc::clone(&handle), roles_tx, stop_rx));
         tracing::info!(
             identity = %identity,
             lease = %format!("{}/{}", section.lease_namespace, section.lease_name),

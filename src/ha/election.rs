@@ -12,9 +12,21 @@
 //!
 //! Fencing: we are the leader until `renew_deadline` after the *start* of our last successful
 //! attempt (before its request was sent, so before any other could have observed it). Another
-//! instance can take over no sooner than `lease_duration` after it observed that renewal, and
-//! `lease_duration > renew_deadline`: the old leader's authority ends first, by at least
-//! `lease_duration - renew_deadline` (clock *rates* assumed equal, as client-go assumes).
+//! instance can take over no sooner than `lease_duration` after it observed that renewal — the
+//! observation is stamped when the read *returned* (client-go's `setObservedRecord`), never
+//! earlier, so a slow read cannot age a record — and `lease_duration > renew_deadline`: the old
+//! leader's authority ends first, by at least `lease_duration - renew_deadline` (clock *rates*
+//! assumed equal, as client-go assumes).
+//!
+//! Scheduling ([`Elector::attempt_bound`], [`Elector::next_attempt`]), shared by the task and
+//! the tests: an attempt is bounded by the time left before our renew deadline while we lead,
+//! otherwise by `renew_deadline` (the host client's request timeout) — never by a deadline that
+//! has passed, so an instance that was paused (SIGSTOP, a GC stall, a slow host API) is never
+//! blind afterwards. The next attempt is due `retry_period` after the *start* of the last one
+//! (jittered by up to 20 % while not leading, as client-go's `wait.JitterUntil`), at once when
+//! that time passed during a pause or a slow attempt, at our renew deadline at the latest while
+//! leading (so the role reported is exact), and at the expiry of another holder's record when
+//! that comes first (a takeover is not late by a whole retry period).
 
 use std::time::Duration;
 
@@ -61,6 +73,17 @@ pub enum Attempt {
     Failed(ApiError),
 }
 
+/// A lease record as last seen.
+#[derive(Debug, Clone)]
+struct Observed {
+    spec: LeaseSpec,
+    /// Its `resourceVersion`: any write changes it, so a renewal is seen even when its
+    /// `renewTime` is the same as the last one's (a wall clock stuck or stepped back).
+    version: Option<String>,
+    /// When we first saw this record (monotonic; when the read returned).
+    at: Duration,
+}
+
 /// One candidate's view of the election.
 #[derive(Debug, Clone)]
 pub struct Elector {
@@ -69,7 +92,7 @@ pub struct Elector {
     name: String,
     timing: Timing,
     /// The lease record last seen, and when we saw it change (monotonic).
-    observed: Option<(LeaseSpec, Duration)>,
+    observed: Option<Observed>,
     /// Start (monotonic) of our last successful acquire or renew, while the record is ours.
     renewed_at: Option<Duration>,
 }
@@ -97,17 +120,24 @@ impl Elector {
 
     /// The holder of the last record seen (`None`: none seen, or nobody holds it).
     pub fn holder(&self) -> Option<&str> {
-        self.observed.as_ref().and_then(|(s, _)| s.holder_identity.as_deref()).filter(|h| !h.is_empty())
+        self.observed.as_ref().and_then(|o| o.spec.holder_identity.as_deref()).filter(|h| !h.is_empty())
     }
 
     /// `leaseTransitions` of the last record seen.
     pub fn transitions(&self) -> i32 {
-        self.observed.as_ref().and_then(|(s, _)| s.lease_transitions).unwrap_or(0)
+        self.observed.as_ref().and_then(|o| o.spec.lease_transitions).unwrap_or(0)
     }
 
-    /// client-go's `tryAcquireOrRenew`; `now` is monotonic, `wall_ms` the wall clock written
-    /// into the record (`acquireTime`, `renewTime`: for people, not for the decision).
-    pub async fn try_acquire_or_renew(&mut self, api: &impl LeaseApi, now: Duration, wall_ms: u64) -> Attempt {
+    /// client-go's `tryAcquireOrRenew`; `clock` reads the monotonic clock (read at the start,
+    /// when the read returned and when the write returned), `wall_ms` the wall clock written into
+    /// the record (`acquireTime`, `renewTime`: for people, not for the decision).
+    pub async fn try_acquire_or_renew(
+        &mut self,
+        api: &impl LeaseApi,
+        clock: &(dyn Fn() -> Duration + Sync),
+        wall_ms: u64,
+    ) -> Attempt {
+        let now = clock();
         let mut record = LeaseSpec {
             holder_identity: Some(self.identity.clone()),
             lease_duration_seconds: Some(duration_seconds(self.timing.lease_duration)),
@@ -121,8 +151,9 @@ impl Elector {
             Ok(None) => {
                 let lease = self.lease(record.clone(), None);
                 return match api.create(&lease).await {
-                    Ok(_) => {
-                        self.observed = Some((record, now));
+                    Ok(created) => {
+                        self.observed =
+                            Some(Observed { spec: record, version: created.metadata.resource_version, at: clock() });
                         self.renewed_at = Some(now);
                         Attempt::Held
                     }
@@ -132,18 +163,16 @@ impl Elector {
             Ok(Some(lease)) => lease,
         };
         let old_spec = old.spec.clone().unwrap_or_default();
-        if self.observed.as_ref().is_none_or(|(seen, _)| *seen != old_spec) {
-            self.observed = Some((old_spec.clone(), now));
+        let version = old.metadata.resource_version.clone();
+        if self.observed.as_ref().is_none_or(|o| o.spec != old_spec || o.version != version) {
+            // Stamped now that the read returned: the record is at least this fresh.
+            self.observed = Some(Observed { spec: old_spec.clone(), version, at: clock() });
         }
         let old_holder = old_spec.holder_identity.as_deref().unwrap_or("");
         let ours = old_holder == self.identity;
         if !old_holder.is_empty() && !ours {
-            let seen_at = self.observed.as_ref().map(|(_, t)| *t).unwrap_or(now);
-            let valid = old_spec
-                .lease_duration_seconds
-                .map(|s| Duration::from_secs(u64::try_from(s).unwrap_or(0)))
-                .unwrap_or(self.timing.lease_duration);
-            if seen_at + valid > now {
+            let seen_at = self.observed.as_ref().map_or(now, |o| o.at);
+            if seen_at + self.record_duration(&old_spec) > now {
                 self.renewed_at = None;
                 return Attempt::HeldBy(old_holder.to_string());
             }
@@ -156,13 +185,62 @@ impl Elector {
         }
         let lease = self.lease(record.clone(), old.metadata.resource_version.clone());
         match api.replace(&lease).await {
-            Ok(_) => {
-                self.observed = Some((record, now));
+            Ok(written) => {
+                self.observed =
+                    Some(Observed { spec: record, version: written.metadata.resource_version, at: clock() });
                 self.renewed_at = Some(now);
                 Attempt::Held
             }
             Err(e) => Attempt::Failed(e),
         }
+    }
+
+    /// How long the attempt starting at `now` may take: while we lead, the time left before our
+    /// renew deadline (past it we are no leader, whatever the answer); otherwise
+    /// `renew_deadline`. Never a deadline that has passed: after a pause the next attempt has
+    /// its full time.
+    pub fn attempt_bound(&self, now: Duration) -> Duration {
+        match self.valid_until() {
+            Some(until) if until > now => until - now,
+            _ => self.timing.renew_deadline,
+        }
+    }
+
+    /// When (monotonic) the next attempt is due, the last one having started at `started`;
+    /// `now` is when it ended, `jitter` a number in [0, 1) (spreads the standbys' attempts).
+    pub fn next_attempt(&self, started: Duration, now: Duration, jitter: f64) -> Duration {
+        let retry = self.timing.retry_period;
+        let jitter = jitter.clamp(0.0, 1.0);
+        let mut at = match self.valid_until() {
+            Some(until) if until > now => (started + retry).min(until),
+            _ => started + retry.mul_f64(1.0 + 0.2 * jitter),
+        };
+        // Another's record that expires (by our observation) before then: try at its expiry.
+        // Only once per expiry: an attempt that started after it keeps the usual cadence.
+        if let Some(expiry) = self.expires_at()
+            && expiry >= started
+        {
+            at = at.min(expiry + retry.mul_f64(0.2 * jitter)).max(started + retry / 10);
+        }
+        at.max(now)
+    }
+
+    /// When (monotonic) another holder's record expires by our observation: seen at + its
+    /// `leaseDurationSeconds`. `None` when we hold it, nobody does or none was seen.
+    pub fn expires_at(&self) -> Option<Duration> {
+        let Observed { spec, at: seen, .. } = self.observed.as_ref()?;
+        let holder = spec.holder_identity.as_deref().filter(|h| !h.is_empty())?;
+        if holder == self.identity {
+            return None;
+        }
+        Some(*seen + self.record_duration(spec))
+    }
+
+    /// A record's `leaseDurationSeconds` (ours when it has none).
+    fn record_duration(&self, spec: &LeaseSpec) -> Duration {
+        spec.lease_duration_seconds
+            .map(|s| Duration::from_secs(u64::try_from(s).unwrap_or(0)))
+            .unwrap_or(self.timing.lease_duration)
     }
 
     /// client-go's `ReleaseOnCancel`: when we hold the lease, write it back with no holder and
@@ -186,11 +264,13 @@ impl Elector {
             lease_transitions: spec.lease_transitions,
             ..Default::default()
         };
-        let ok = api.replace(&self.lease(record.clone(), old.metadata.resource_version.clone())).await.is_ok();
-        if ok {
-            self.observed = Some((record, now));
+        match api.replace(&self.lease(record.clone(), old.metadata.resource_version.clone())).await {
+            Ok(written) => {
+                self.observed = Some(Observed { spec: record, version: written.metadata.resource_version, at: now });
+                true
+            }
+            Err(_) => false,
         }
-        ok
     }
 
     fn lease(&self, spec: LeaseSpec, resource_version: Option<String>) -> Lease {
@@ -217,6 +297,9 @@ fn micro_time(wall_ms: u64) -> MicroTime {
         .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
     MicroTime(ts)
 }
+
+#[cfg(test)]
+mod sim;
 
 #[cfg(test)]
 mod tests {
@@ -296,22 +379,22 @@ mod tests {
         run(async {
             let api = Memory::default();
             let (mut a, mut b) = (elector("a"), elector("b"));
-            assert_eq!(a.try_acquire_or_renew(&api, s(0), 0).await, Attempt::Held);
+            assert_eq!(a.try_acquire_or_renew(&api, &|| s(0), 0).await, Attempt::Held);
             assert!(a.is_leader(s(0)));
-            assert_eq!(b.try_acquire_or_renew(&api, s(1), 1000).await, Attempt::HeldBy("a".into()));
+            assert_eq!(b.try_acquire_or_renew(&api, &|| s(1), 1000).await, Attempt::HeldBy("a".into()));
             // a renews every retry period: b keeps seeing a changed record, never expiry.
             for t in [2, 4, 6, 8, 10, 12, 14, 16, 18, 20] {
-                assert_eq!(a.try_acquire_or_renew(&api, s(t), t * 1000).await, Attempt::Held);
-                assert_eq!(b.try_acquire_or_renew(&api, s(t + 1), t * 1000).await, Attempt::HeldBy("a".into()));
+                assert_eq!(a.try_acquire_or_renew(&api, &|| s(t), t * 1000).await, Attempt::Held);
+                assert_eq!(b.try_acquire_or_renew(&api, &|| s(t + 1), t * 1000).await, Attempt::HeldBy("a".into()));
             }
             // a stops (killed). b saw its last renewal at 21 s: it takes over at 21 + 15.
-            assert_eq!(b.try_acquire_or_renew(&api, s(35), 35000).await, Attempt::HeldBy("a".into()));
-            assert_eq!(b.try_acquire_or_renew(&api, s(36), 36000).await, Attempt::Held);
+            assert_eq!(b.try_acquire_or_renew(&api, &|| s(35), 35000).await, Attempt::HeldBy("a".into()));
+            assert_eq!(b.try_acquire_or_renew(&api, &|| s(36), 36000).await, Attempt::Held);
             assert_eq!(api.holder().as_deref(), Some("b"));
             assert_eq!(b.transitions(), 1);
             // a comes back: its own record is gone; it sees b's, fresh.
             assert!(!a.is_leader(s(36)), "a's renew deadline passed long ago");
-            assert_eq!(a.try_acquire_or_renew(&api, s(37), 37000).await, Attempt::HeldBy("b".into()));
+            assert_eq!(a.try_acquire_or_renew(&api, &|| s(37), 37000).await, Attempt::HeldBy("b".into()));
             assert!(!a.is_leader(s(37)));
         });
     }
@@ -321,8 +404,8 @@ mod tests {
         run(async {
             let api = Memory::default();
             let mut a = elector("a");
-            a.try_acquire_or_renew(&api, s(0), 1000).await;
-            a.try_acquire_or_renew(&api, s(2), 3000).await;
+            a.try_acquire_or_renew(&api, &|| s(0), 1000).await;
+            a.try_acquire_or_renew(&api, &|| s(2), 3000).await;
             let spec = api.lease.lock().expect("lock").clone().and_then(|l| l.spec).expect("spec");
             assert_eq!(spec.acquire_time, Some(micro_time(1000)));
             assert_eq!(spec.renew_time, Some(micro_time(3000)));
@@ -336,11 +419,11 @@ mod tests {
         run(async {
             let api = Memory::default();
             let (mut a, mut b) = (elector("a"), elector("b"));
-            assert_eq!(a.try_acquire_or_renew(&api, s(0), 0).await, Attempt::Held);
-            assert_eq!(b.try_acquire_or_renew(&api, s(0), 0).await, Attempt::HeldBy("a".into()));
+            assert_eq!(a.try_acquire_or_renew(&api, &|| s(0), 0).await, Attempt::Held);
+            assert_eq!(b.try_acquire_or_renew(&api, &|| s(0), 0).await, Attempt::HeldBy("a".into()));
             *api.down.lock().expect("lock") = true;
             for t in [2, 4, 6, 8] {
-                assert!(matches!(a.try_acquire_or_renew(&api, s(t), 0).await, Attempt::Failed(_)));
+                assert!(matches!(a.try_acquire_or_renew(&api, &|| s(t), 0).await, Attempt::Failed(_)));
                 assert!(a.is_leader(s(t)), "still within the renew deadline at {t} s");
             }
             let until = a.valid_until().expect("ours");
@@ -348,8 +431,8 @@ mod tests {
             assert!(!a.is_leader(s(10)));
             *api.down.lock().expect("lock") = false;
             // b may not take over before 15 s: a stopped at 10 s.
-            assert_eq!(b.try_acquire_or_renew(&api, s(14), 0).await, Attempt::HeldBy("a".into()));
-            assert_eq!(b.try_acquire_or_renew(&api, s(15), 0).await, Attempt::Held);
+            assert_eq!(b.try_acquire_or_renew(&api, &|| s(14), 0).await, Attempt::HeldBy("a".into()));
+            assert_eq!(b.try_acquire_or_renew(&api, &|| s(15), 0).await, Attempt::Held);
             assert!(until < s(15));
         });
     }
@@ -359,19 +442,19 @@ mod tests {
         run(async {
             let api = Memory::default();
             let (mut a, mut b) = (elector("a"), elector("b"));
-            a.try_acquire_or_renew(&api, s(0), 0).await;
+            a.try_acquire_or_renew(&api, &|| s(0), 0).await;
             // Both saw a's record at 0 and a is gone: at 15 s both try to take over.
-            b.try_acquire_or_renew(&api, s(0), 0).await;
+            b.try_acquire_or_renew(&api, &|| s(0), 0).await;
             let mut c = elector("c");
-            c.try_acquire_or_renew(&api, s(0), 0).await;
+            c.try_acquire_or_renew(&api, &|| s(0), 0).await;
             // b reads, then c wins between b's read and b's replace.
             let stale = api.get().await.expect("get").expect("lease");
-            assert_eq!(c.try_acquire_or_renew(&api, s(15), 0).await, Attempt::Held);
+            assert_eq!(c.try_acquire_or_renew(&api, &|| s(15), 0).await, Attempt::Held);
             let mut lease = stale.clone();
             lease.spec.as_mut().expect("spec").holder_identity = Some("b".into());
             assert!(matches!(api.replace(&lease).await, Err(ApiError::Conflict(_))));
             // b's own attempt now sees c's fresh record.
-            assert_eq!(b.try_acquire_or_renew(&api, s(15), 0).await, Attempt::HeldBy("c".into()));
+            assert_eq!(b.try_acquire_or_renew(&api, &|| s(15), 0).await, Attempt::HeldBy("c".into()));
             assert!(!b.is_leader(s(15)));
             assert_eq!(api.holder().as_deref(), Some("c"));
         });
@@ -384,7 +467,7 @@ mod tests {
             let mut a = elector("a");
             let b = elector("b");
             // b's view is that no lease exists; a creates it first.
-            assert_eq!(a.try_acquire_or_renew(&api, s(0), 0).await, Attempt::Held);
+            assert_eq!(a.try_acquire_or_renew(&api, &|| s(0), 0).await, Attempt::Held);
             let lease = b.lease(LeaseSpec { holder_identity: Some("b".into()), ..Default::default() }, None);
             assert!(matches!(api.create(&lease).await, Err(ApiError::Conflict(_))));
         });
@@ -395,11 +478,11 @@ mod tests {
         run(async {
             let api = Memory::default();
             let (mut a, mut b) = (elector("a"), elector("b"));
-            a.try_acquire_or_renew(&api, s(0), 0).await;
-            b.try_acquire_or_renew(&api, s(1), 0).await;
+            a.try_acquire_or_renew(&api, &|| s(0), 0).await;
+            b.try_acquire_or_renew(&api, &|| s(1), 0).await;
             assert!(a.release(&api, s(2), 0).await);
             assert!(!a.is_leader(s(2)));
-            assert_eq!(b.try_acquire_or_renew(&api, s(3), 0).await, Attempt::Held);
+            assert_eq!(b.try_acquire_or_renew(&api, &|| s(3), 0).await, Attempt::Held);
             assert_eq!(b.transitions(), 1);
             assert!(!a.release(&api, s(4), 0).await, "not ours any more");
         });

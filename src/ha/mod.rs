@@ -6,12 +6,13 @@
 //!   with the clock passed in.
 //! - [`KubeLeases`]: that API on `kube`'s `Api<Lease>` (the host client is built like a
 //!   member's: [`crate::members::live::host_client`]).
-//! - [`run`]: the election task: an attempt every `retry_period` (jittered by up to 20 % while
-//!   not leading, as client-go's `wait.JitterUntil`), each bounded by the time left before the
-//!   renew deadline; a change of role is sent to the daemon loop.
+//! - [`run`]: the election task: attempts scheduled and bounded by the elector
+//!   ([`Elector::next_attempt`], [`Elector::attempt_bound`]: never blind after a pause); a
+//!   change of role is sent to the daemon loop.
 //! - [`Handle`]: what the daemon shares with the task: the role, the holder, the transitions,
-//!   and the fence ([`Handle::fence`]): "is the lease ours, and has the renew deadline not
-//!   passed?", read on the monotonic clock before every publish.
+//!   and the fence ([`Handle::fence`]): "is the lease ours, with its renewals on time?",
+//!   read on the monotonic clock immediately before every write that publishes, and answering
+//!   the renew deadline by which that write must be over (git mode kills a push at it).
 //!
 //! Imports `config`, `members` (the client) and `util` only.
 
@@ -61,6 +62,8 @@ pub struct HaStatus {
 #[derive(Debug)]
 pub struct Handle {
     state: Mutex<Shared>,
+    /// `[ha] retry_period`: the least time before the renew deadline for a write to start.
+    retry_period: Duration,
 }
 
 #[derive(Debug)]
@@ -76,8 +79,9 @@ struct Shared {
 }
 
 impl Handle {
-    pub fn new(identity: String) -> Arc<Handle> {
+    pub fn new(identity: String, timing: Timing) -> Arc<Handle> {
         Arc::new(Handle {
+            retry_period: timing.retry_period,
             state: Mutex::new(Shared {
                 status: HaStatus { role: Role::Standby, identity, holder: None, transitions: 0 },
                 valid_until: None,
@@ -117,16 +121,24 @@ impl Handle {
         (leading && s.adopted != s.term).then_some(s.term)
     }
 
-    /// Ok when this instance may publish now: it holds the lease, the renew deadline of its
-    /// last successful renewal has not passed, and the takeover of this term adopted the
-    /// published state. Otherwise why not.
-    pub fn fence(&self) -> Result<(), String> {
+    /// Ok when this instance may start a write that publishes now, with the instant by which
+    /// that write must be over (its renew deadline): it holds the lease, the takeover of this
+    /// term adopted the published state, and its renewals are on time — the renew deadline is
+    /// at least one `retry_period` away (a leader renews every retry period, so less means its
+    /// renewals are failing, and a write started now could outlive its authority). Otherwise
+    /// why not.
+    pub fn fence(&self) -> Result<Instant, String> {
         let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
         match s.valid_until {
-            Some(until) if Instant::now() < until && s.adopted == s.term => Ok(()),
-            Some(until) if Instant::now() < until => {
+            Some(until) if now < until && s.adopted != s.term => {
                 Err("leader, but the takeover has not adopted the published state yet".to_string())
             }
+            Some(until) if now + self.retry_period <= until => Ok(until),
+            Some(until) if now < until => Err(format!(
+                "leader, but its renewals are late: {} ms left before the renew deadline, less than the retry period",
+                until.duration_since(now).as_millis()
+            )),
             Some(_) => Err(format!(
                 "not the leader: the lease {} could not be renewed before its renew deadline",
                 s.status.identity
@@ -135,6 +147,15 @@ impl Handle {
                 Some(h) => format!("standby: the lease is held by {h}"),
                 None => "standby: the lease is not held by this instance".to_string(),
             }),
+        }
+    }
+
+    /// The daemon could not publish on what it adopted (git mode: the remote moved under it):
+    /// the fence closes until the takeover of this term is done again ([`Handle::takeover_due`]).
+    pub fn readopt(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if s.term > 0 && s.adopted == s.term {
+            s.adopted = s.term - 1;
         }
     }
 
@@ -210,18 +231,16 @@ pub async fn run(
     handle: Arc<Handle>,
     roles: mpsc::UnboundedSender<Role>,
     mut stop: watch::Receiver<bool>,
-    timing: Timing,
 ) {
     let base = Instant::now();
+    let clock = move || base.elapsed();
     let mut role = Role::Standby;
     let mut last_failure: Option<String> = None;
     loop {
-        let now = base.elapsed();
-        // As leader, an attempt may take until the renew deadline; otherwise one deadline.
-        let bound = elector.valid_until().map(|u| u.saturating_sub(now)).unwrap_or(timing.renew_deadline);
-        let bound = bound.max(Duration::from_millis(10));
+        let started = clock();
+        let bound = elector.attempt_bound(started);
         let attempt = tokio::select! {
-            a = tokio::time::timeout(bound, elector.try_acquire_or_renew(&api, now, crate::util::clock::now_ms())) => {
+            a = tokio::time::timeout(bound, elector.try_acquire_or_renew(&api, &clock, crate::util::clock::now_ms())) => {
                 a.unwrap_or_else(|_| Attempt::Failed(ApiError::Other(format!("no answer within {bound:?}"))))
             }
             _ = stop.changed() => break,
@@ -236,38 +255,16 @@ pub async fn run(
             }
             _ => last_failure = None,
         }
-        let next = handle.update(&elector, base);
-        if next != role {
-            match next {
-                Role::Leader => tracing::info!(
-                    identity = elector.identity(),
-                    transitions = elector.transitions(),
-                    "lease acquired: this instance is the leader"
-                ),
-                Role::Standby => tracing::warn!(
-                    identity = elector.identity(),
-                    holder = elector.holder().unwrap_or(""),
-                    "leadership lost: publishing stops"
-                ),
-            }
-            role = next;
-            let _ = roles.send(next);
-        }
-        let mut wait = timing.retry_period;
-        if role == Role::Standby {
-            wait = wait.mul_f64(1.0 + 0.2 * jitter());
-        }
-        // A leader wakes at its deadline at the latest, so the role it reports is exact.
-        if let Some(until) = elector.valid_until() {
-            let left = until.saturating_sub(base.elapsed());
-            if left > Duration::ZERO {
-                wait = wait.min(left);
-            }
-        }
+        report_role(&mut role, handle.update(&elector, base), &elector, &roles);
+        // Due a retry period after this attempt's start (at once if that passed while the
+        // process was paused or the attempt was slow), at the renew deadline at the latest.
+        let due = base + elector.next_attempt(started, clock(), jitter());
         tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
+            _ = tokio::time::sleep_until(due.into()) => {}
             _ = stop.changed() => break,
         }
+        // A leader woken at its deadline reports the loss before its next attempt.
+        report_role(&mut role, handle.update(&elector, base), &elector, &roles);
     }
     let released = elector.release(&api, base.elapsed(), crate::util::clock::now_ms()).await;
     handle.update(&elector, base);
@@ -277,6 +274,27 @@ pub async fn run(
     if role == Role::Leader {
         let _ = roles.send(Role::Standby);
     }
+}
+
+/// Logs and sends a change of role.
+fn report_role(role: &mut Role, next: Role, elector: &Elector, roles: &mpsc::UnboundedSender<Role>) {
+    if next == *role {
+        return;
+    }
+    match next {
+        Role::Leader => tracing::info!(
+            identity = elector.identity(),
+            transitions = elector.transitions(),
+            "lease acquired: this instance is the leader"
+        ),
+        Role::Standby => tracing::warn!(
+            identity = elector.identity(),
+            holder = elector.holder().unwrap_or(""),
+            "leadership lost: publishing stops"
+        ),
+    }
+    *role = next;
+    let _ = roles.send(next);
 }
 
 /// A number in [0, 1) that differs between instances and attempts (spreads the candidates'

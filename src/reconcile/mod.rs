@@ -162,7 +162,7 @@ pub struct Reconciler {
 }
 
 /// Whether this instance may publish now (`Err`: why not). See [`Reconciler::with_fence`].
-pub type Fence = std::sync::Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+pub type Fence = std::sync::Arc<dyn Fn() -> Result<std::time::Instant, String> + Send + Sync>;
 
 impl Reconciler {
     /// A reconciler over `store`, configured by `settings` ([`Settings::builtin`]: the
