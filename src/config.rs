@@ -203,6 +203,10 @@ pub struct GitSection {
     pub branch: String,
     /// Push after each commit (with retry) when a remote is set.
     pub push: bool,
+    /// A fetch or push still running after this is killed (with `[ha]`, at the lease's renew
+    /// deadline if that comes first).
+    #[serde(deserialize_with = "duration")]
+    pub push_timeout: Duration,
 }
 
 impl Default for GitSection {
@@ -215,6 +219,7 @@ impl Default for GitSection {
             remote: None,
             branch: d.branch,
             push: d.push,
+            push_timeout: d.push_timeout,
         }
     }
 }

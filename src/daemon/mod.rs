@@ -512,12 +512,17 @@ impl Daemon {
         let store = self.store.clone();
         let out = self.paths.output_dir.clone();
         let git = self.current.reconciler.settings().publish.git.clone();
+        let fence_handle = Arc::clone(&handle);
+        let identity = handle.status().identity;
         let adopted = tokio::task::spawn_blocking(move || {
             match &git {
                 Some(git) => {
-                    crate::publish::git::sync_from_remote(&out, git).map_err(|e| reconcile::AdoptError::Read {
-                        path: out.display().to_string(),
-                        message: format!("git mode: {e}"),
+                    let fence = move || fence_handle.takeover_fence();
+                    crate::publish::git::sync_from_remote(&out, git, &fence, &identity).map_err(|e| {
+                        reconcile::AdoptError::Read {
+                            path: out.display().to_string(),
+                            message: format!("git mode: {e}"),
+                        }
                     })?;
                 }
                 // A publish the previous leader left half-done is finished first, so that the
@@ -851,6 +856,14 @@ impl Daemon {
             }
             Ok(Err(error)) => {
                 tracing::error!(trigger, %error, duration_ms, "reconcile failed; output left as it was");
+                // Git mode: the remote moved under this leader. Fetch, adopt and decide again
+                // (the takeover, once), rather than push the same rejected commit every pass.
+                if let (reconcile::ReconcileError::Git(crate::publish::git::GitError::Rejected { .. }), Some(ha)) =
+                    (&error, &self.ha)
+                {
+                    tracing::warn!("the remote moved: syncing from it and deciding again before the next publish");
+                    ha.handle.readopt();
+                }
                 systemd::status(&format!("reconcile failed: {error}"));
                 metrics.record_pass("failed", None);
                 publish_failure(status, pass(PassOutcome::Failed { message: error.to_string() }), None);

@@ -129,11 +129,23 @@ impl Handle {
     /// why not.
     pub fn fence(&self) -> Result<Instant, String> {
         let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let until = self.deadline(&s)?;
+        if s.adopted != s.term {
+            return Err("leader, but the takeover has not adopted the published state yet".to_string());
+        }
+        Ok(until)
+    }
+
+    /// [`Handle::fence`] for the takeover's own writes (git mode's claim of the remote): the
+    /// lease held with its renewals on time, before the adoption is done.
+    pub fn takeover_fence(&self) -> Result<Instant, String> {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.deadline(&s)
+    }
+
+    fn deadline(&self, s: &Shared) -> Result<Instant, String> {
         let now = Instant::now();
         match s.valid_until {
-            Some(until) if now < until && s.adopted != s.term => {
-                Err("leader, but the takeover has not adopted the published state yet".to_string())
-            }
             Some(until) if now + self.retry_period <= until => Ok(until),
             Some(until) if now < until => Err(format!(
                 "leader, but its renewals are late: {} ms left before the renew deadline, less than the retry period",

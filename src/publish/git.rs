@@ -7,19 +7,44 @@
 //! the publish report, so changes left uncommitted by a crash are committed by the next pass;
 //! nothing staged means no commit. fedsched's own transient files (`.fedsched/lock`, `.fedsched/owner`, the
 //! journal and staging area) are never added. A failed push leaves a marker in `.git/` and is
-//! retried by the next pass even when it has nothing new to commit.
+//! retried by the next pass even when it has nothing new to commit. A fetch or a push is killed
+//! (with every process it started) after `push_timeout`.
+//!
+//! `[ha]` ([`Fence`]): the commit and every push attempt ask the lease's fence immediately before
+//! they start, and are killed at the renew deadline it answers, so a push that began inside the
+//! lease either ends inside it or not at all — as far as this host can tell: a network remote may
+//! still apply a push whose client was killed, or one sent just before a pause of this process.
+//! What closes that gap is a fencing token on the remote, [`LEADER_REF`]: a new leader's takeover
+//! ([`sync_from_remote`]) fetches the branch and the token, then moves the token to a commit of
+//! its own, conditionally on the value it fetched (`--force-with-lease`); every push of a leader
+//! moves the branch and the token together (`--atomic`), conditionally on the token being the one
+//! it last set. Once the new leader's claim landed, no push of an earlier leader can land: the
+//! remote compares the token under its ref lock. A push that landed before the claim is in what
+//! the new leader fetched (a claim that raced it fails, and the takeover fetches again). A push
+//! the remote rejects because it moved (`[rejected]`: not a fast-forward, or the token is not
+//! ours) is [`GitError::Rejected`]: never retried; the daemon fetches, adopts and decides again.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Longest commit subject.
 pub const MAX_SUBJECT: usize = 72;
 
 /// Marker (inside `.git/`) of a commit that still has to be pushed.
 const PUSH_PENDING: &str = "fedsched-push-pending";
+
+/// The fencing token on the remote (`[ha]`): the commit the current leader set last.
+pub const LEADER_REF: &str = "refs/fedsched/leader";
+
+/// File (inside `.git/`) with the value this instance expects [`LEADER_REF`] to have.
+const LEADER_TOKEN: &str = "fedsched-leader-token";
+
+/// `[ha]`: asked immediately before each write that publishes: `Ok(deadline)` — this instance
+/// leads and the write must be over by `deadline` (it is killed then) — or why not.
+pub type Fence<'a> = &'a (dyn Fn() -> Result<Instant, String> + Sync);
 
 /// How to commit and push.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +63,8 @@ pub struct GitOptions {
     pub push_attempts: u32,
     /// Pause before the first retry; doubled for each further retry.
     pub retry_delay: Duration,
+    /// A fetch or a push still running after this is killed.
+    pub push_timeout: Duration,
 }
 
 impl Default for GitOptions {
@@ -50,6 +77,7 @@ impl Default for GitOptions {
             push: true,
             push_attempts: 3,
             retry_delay: Duration::from_secs(1),
+            push_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -65,6 +93,27 @@ pub enum GitError {
         /// The underlying error.
         #[source]
         source: std::io::Error,
+    },
+    /// `git` was killed at its deadline.
+    #[error("git {args} did not finish within {} ms and was killed{why}", .after.as_millis())]
+    TimedOut {
+        /// The arguments.
+        args: String,
+        /// How long it ran.
+        after: Duration,
+        /// What the deadline was (`push_timeout`, or the lease's renew deadline).
+        why: &'static str,
+    },
+    /// `[ha]`: the fence refused the write; nothing was written or pushed.
+    #[error("{0}")]
+    Fenced(String),
+    /// The remote refused the push because it moved: the branch is not an ancestor of ours, or
+    /// (`[ha]`) the leader's token is not the one this instance set. Someone else published;
+    /// retrying cannot help.
+    #[error("the remote rejected the push: it moved since this instance last synced ({detail})")]
+    Rejected {
+        /// git's report of the refused refs.
+        detail: String,
     },
     /// `git` exited with an error.
     #[error("git {args} failed ({status}): {stderr}")]
@@ -117,12 +166,31 @@ impl Git<'_> {
 
     /// Runs git; returns (exit status, stdout, stderr).
     fn try_run(&self, args: &[&str], input: Option<&str>) -> Result<(ExitStatus, String, String), GitError> {
+        self.try_run_until(args, input, None)
+    }
+
+    /// [`Git::try_run`], killed with every process it started (its own process group) at
+    /// `deadline` (`(instant, why)`).
+    fn try_run_until(
+        &self,
+        args: &[&str],
+        input: Option<&str>,
+        deadline: Option<(Instant, &'static str)>,
+    ) -> Result<(ExitStatus, String, String), GitError> {
+        use std::os::unix::process::CommandExt;
         let shown = args.join(" ");
+        let started = Instant::now();
+        if let Some((at, why)) = deadline
+            && started >= at
+        {
+            return Err(GitError::TimedOut { args: shown, after: Duration::ZERO, why });
+        }
         let mut cmd = self.command(args);
         if input.is_some() {
             cmd.stdin(Stdio::piped());
         }
         let mut child = cmd
+            .process_group(0)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -130,12 +198,38 @@ impl Git<'_> {
         if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
             stdin.write_all(text.as_bytes()).map_err(|source| GitError::Spawn { args: shown.clone(), source })?;
         }
-        let out = child.wait_with_output().map_err(|source| GitError::Spawn { args: shown, source })?;
-        Ok((
-            out.status,
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        ))
+        let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                if let Some(mut r) = r {
+                    let _ = r.read_to_end(&mut buf);
+                }
+                buf
+            })
+        };
+        let out = drain(child.stdout.take().map(|r| Box::new(r) as Box<dyn std::io::Read + Send>));
+        let err = drain(child.stderr.take().map(|r| Box::new(r) as Box<dyn std::io::Read + Send>));
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(|source| GitError::Spawn { args: shown.clone(), source })? {
+                break status;
+            }
+            if let Some((at, why)) = deadline
+                && Instant::now() >= at
+            {
+                let _ = rustix::process::kill_process_group(
+                    rustix::process::Pid::from_child(&child),
+                    rustix::process::Signal::KILL,
+                );
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = (out.join(), err.join());
+                return Err(GitError::TimedOut { args: shown, after: started.elapsed(), why });
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let stdout = out.join().unwrap_or_default();
+        let stderr = err.join().unwrap_or_default();
+        Ok((status, String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).trim().to_owned()))
     }
 
     fn run(&self, args: &[&str], input: Option<&str>) -> Result<String, GitError> {
@@ -150,8 +244,15 @@ impl Git<'_> {
 
 /// Commits whatever the last publish changed in `out` (creating the repository with
 /// `git init -b <branch>` if `out` is not the top of a work tree) and pushes if configured.
-/// `trigger` (render, policy-change, timer, …) goes into the message body.
-pub fn commit_and_push(out: &Path, opts: &GitOptions, trigger: &str) -> Result<GitOutcome, GitError> {
+/// `trigger` (render, policy-change, timer, …) goes into the message body. With `fence`
+/// (`[ha]`), the commit and each push attempt are fenced, and pushes carry the leader's token
+/// (see the module's documentation).
+pub fn commit_and_push(
+    out: &Path,
+    opts: &GitOptions,
+    trigger: &str,
+    fence: Option<Fence<'_>>,
+) -> Result<GitOutcome, GitError> {
     let dir = out.canonicalize().unwrap_or_else(|_| out.to_path_buf());
     let git = Git { dir: &dir, opts };
     // Also lists the lock and owner claim in `info/exclude` (naming them in a pathspec too makes
@@ -164,7 +265,13 @@ pub fn commit_and_push(out: &Path, opts: &GitOptions, trigger: &str) -> Result<G
     let marker = git_dir(&git)?.join(PUSH_PENDING);
     if !changes.is_empty() {
         let (subject, body) = message(&changes, trigger);
-        git.run(&["commit", "-q", "--no-verify", "-F", "-"], Some(&format!("{subject}\n\n{body}")))?;
+        let deadline = fenced(fence, "the commit")?.map(|d| (d, LEASE_DEADLINE));
+        let args = ["commit", "-q", "--no-verify", "-F", "-"];
+        let text = format!("{subject}\n\n{body}");
+        let (status, _, stderr) = git.try_run_until(&args, Some(&text), deadline)?;
+        if !status.success() {
+            return Err(GitError::Failed { args: args.join(" "), status: status.to_string(), stderr });
+        }
         let sha = git.run(&["rev-parse", "HEAD"], None)?.trim().to_owned();
         tracing::info!(commit = %sha, subject = %subject, "committed the output");
         outcome.commit = Some(sha);
@@ -177,39 +284,124 @@ pub fn commit_and_push(out: &Path, opts: &GitOptions, trigger: &str) -> Result<G
     if let Some(remote) = opts.remote.as_deref().filter(|_| opts.push)
         && marker.exists()
     {
-        push(&git, remote, &opts.branch)?;
+        push(&git, remote, &opts.branch, fence)?;
         let _ = std::fs::remove_file(&marker);
         outcome.pushed = true;
     }
     Ok(outcome)
 }
 
+/// Why a write was killed at the fence's deadline.
+const LEASE_DEADLINE: &str = " at the lease's renew deadline";
+
+/// The fence's answer before `what`: `Ok(None)` without a fence, `Ok(Some(deadline))` when it
+/// holds.
+fn fenced(fence: Option<Fence<'_>>, what: &str) -> Result<Option<Instant>, GitError> {
+    match fence {
+        None => Ok(None),
+        Some(f) => f().map(Some).map_err(|reason| GitError::Fenced(format!("{reason} (before {what})"))),
+    }
+}
+
 /// `[ha]` takeover in git mode: makes `out` the remote branch as the last leader pushed it
-/// (`git fetch`, `git reset --hard`, `git clean` of files no commit has, a pending push
-/// forgotten), so that the new leader adopts and commits on top of the old leader's history
-/// and pushes fast-forward. What this instance may have committed or written while it led
-/// before is discarded: a later leader published since. Returns whether the tree was synced
-/// (false: no remote or no push configured, or the branch does not exist on the remote yet).
-pub fn sync_from_remote(out: &Path, opts: &GitOptions) -> Result<bool, GitError> {
+/// (`git fetch` of the leader's token, then of the branch; `git reset --hard`, `git clean` of
+/// files no commit has, a pending push forgotten), then claims the remote for this leader: moves
+/// [`LEADER_REF`] to a new commit naming `identity`, on condition that it still is what was
+/// fetched, fenced like a push. From then on no push of an earlier leader can land, and this
+/// instance commits on top of the history it fetched. What it may have committed or written
+/// while it led before is discarded: a later leader published since. Returns whether the tree
+/// was synced (false: no remote or no push configured — nothing to claim —, or the branch does
+/// not exist on the remote yet: the tree is left as it is, and the claim made). A claim the
+/// remote rejects (another push landed since the fetch) is [`GitError::Rejected`]: the takeover
+/// is tried again.
+pub fn sync_from_remote(out: &Path, opts: &GitOptions, fence: Fence<'_>, identity: &str) -> Result<bool, GitError> {
     let Some(remote) = opts.remote.as_deref().filter(|_| opts.push) else { return Ok(false) };
     std::fs::create_dir_all(out)
         .map_err(|source| GitError::Spawn { args: format!("(mkdir {})", out.display()), source })?;
     let dir = out.canonicalize().unwrap_or_else(|_| out.to_path_buf());
     let git = Git { dir: &dir, opts };
     ensure_repository(&git)?;
+    let timeout = Some((Instant::now() + opts.push_timeout, PUSH_TIMEOUT));
+    // The token first: a push landing between the two fetches moves it, and the claim fails.
+    let token_spec = format!("+{LEADER_REF}:refs/fedsched/fetched-leader");
+    let (status, _, stderr) = git.try_run_until(&["fetch", "-q", "--no-tags", remote, &token_spec], None, timeout)?;
+    let token = if status.success() {
+        Some(git.run(&["rev-parse", "--verify", "refs/fedsched/fetched-leader"], None)?.trim().to_owned())
+    } else if stderr.contains("couldn't find remote ref") {
+        None
+    } else {
+        return Err(GitError::Failed {
+            args: format!("fetch {remote} {LEADER_REF}"),
+            status: status.to_string(),
+            stderr,
+        });
+    };
     let refspec = format!("refs/heads/{}", opts.branch);
-    let (status, _, stderr) = git.try_run(&["fetch", "-q", "--no-tags", remote, &refspec], None)?;
-    if !status.success() {
-        if stderr.contains("couldn't find remote ref") {
-            return Ok(false);
-        }
+    let (status, _, stderr) = git.try_run_until(&["fetch", "-q", "--no-tags", remote, &refspec], None, timeout)?;
+    let synced = if status.success() {
+        git.run(&["reset", "-q", "--hard", "FETCH_HEAD"], None)?;
+        git.run(&["clean", "-fdq", "-e", ".fedsched/lock", "-e", ".fedsched/owner"], None)?;
+        tracing::info!(remote, branch = %opts.branch, "takeover: the output is the remote branch as the last leader pushed it");
+        true
+    } else if stderr.contains("couldn't find remote ref") {
+        false
+    } else {
         return Err(GitError::Failed { args: format!("fetch {remote} {refspec}"), status: status.to_string(), stderr });
-    }
-    git.run(&["reset", "-q", "--hard", "FETCH_HEAD"], None)?;
-    git.run(&["clean", "-fdq", "-e", ".fedsched/lock", "-e", ".fedsched/owner"], None)?;
+    };
     let _ = std::fs::remove_file(git_dir(&git)?.join(PUSH_PENDING));
-    tracing::info!(remote, branch = %opts.branch, "takeover: the output is the remote branch as the last leader pushed it");
-    Ok(true)
+    claim(&git, remote, token.as_deref(), fence, identity)?;
+    Ok(synced)
+}
+
+/// Moves [`LEADER_REF`] on `remote` from `expected` (`None`: absent) to a new commit naming
+/// `identity`, and remembers it as this instance's token.
+fn claim(
+    git: &Git<'_>,
+    remote: &str,
+    expected: Option<&str>,
+    fence: Fence<'_>,
+    identity: &str,
+) -> Result<(), GitError> {
+    let tree = git.run(&["mktree"], Some(""))?.trim().to_owned();
+    let message =
+        format!("fedsched: {identity} leads from here\n\nNo push of an earlier leader lands after this claim.\n");
+    let token = git.run(&["commit-tree", &tree, "-F", "-"], Some(&message))?.trim().to_owned();
+    let lease = format!("--force-with-lease={LEADER_REF}:{}", expected.unwrap_or(""));
+    let refspec = format!("{token}:{LEADER_REF}");
+    let args = ["push", "--no-verify", "--porcelain", &lease, remote, &refspec];
+    let deadline = bounded(git, fenced(Some(fence), "the claim of the remote")?);
+    let (status, stdout, stderr) = git.try_run_until(&args, None, Some(deadline))?;
+    if !status.success() {
+        return Err(push_error(&args, &status, &stdout, stderr));
+    }
+    std::fs::write(git_dir(git)?.join(LEADER_TOKEN), &token)
+        .map_err(|source| GitError::Spawn { args: format!("(write .git/{LEADER_TOKEN})"), source })?;
+    tracing::info!(remote, token = %token, "takeover: claimed the remote ({LEADER_REF}); no earlier leader's push lands from here");
+    Ok(())
+}
+
+/// Why a fetch or a push was killed at `push_timeout`.
+const PUSH_TIMEOUT: &str = " (push_timeout)";
+
+/// The deadline of a fetch or push: `push_timeout` from now, or the fence's deadline if sooner.
+fn bounded(git: &Git<'_>, fence: Option<Instant>) -> (Instant, &'static str) {
+    let own = Instant::now() + git.opts.push_timeout;
+    match fence {
+        Some(d) if d < own => (d, LEASE_DEADLINE),
+        _ => (own, PUSH_TIMEOUT),
+    }
+}
+
+/// The error of a failed push: [`GitError::Rejected`] when git's porcelain report has a ref
+/// `[rejected]` (the remote moved: not a fast-forward, or a stale lease), else `Failed`.
+fn push_error(args: &[&str], status: &ExitStatus, stdout: &str, stderr: String) -> GitError {
+    let rejected: Vec<&str> =
+        stdout.lines().filter(|l| l.starts_with('!') && l.contains("[rejected]")).map(str::trim).collect();
+    if rejected.is_empty() {
+        GitError::Failed { args: args.join(" "), status: status.to_string(), stderr }
+    } else {
+        GitError::Rejected { detail: rejected.join("; ") }
+    }
 }
 
 fn ensure_repository(git: &Git<'_>) -> Result<(), GitError> {
@@ -264,16 +456,52 @@ fn git_dir(git: &Git<'_>) -> Result<PathBuf, GitError> {
     Ok(d)
 }
 
-fn push(git: &Git<'_>, remote: &str, branch: &str) -> Result<(), GitError> {
+/// Pushes HEAD to `branch`, retrying transient failures (`push_attempts`, `retry_delay`
+/// doubling), each attempt fenced and bounded. With a fence, the leader's token moves with the
+/// branch, atomically. A rejection is not retried.
+fn push(git: &Git<'_>, remote: &str, branch: &str, fence: Option<Fence<'_>>) -> Result<(), GitError> {
     let refspec = format!("HEAD:refs/heads/{branch}");
+    let token_path = git_dir(git)?.join(LEADER_TOKEN);
     let attempts = git.opts.push_attempts.max(1);
     let mut delay = git.opts.retry_delay;
     let mut last = None;
     for attempt in 1..=attempts {
-        match git.run(&["push", "--no-verify", "--porcelain", remote, &refspec], None) {
-            Ok(_) => {
+        let fence_deadline = fenced(fence, "the push")?;
+        let token = match fence {
+            Some(_) => Some(
+                std::fs::read_to_string(&token_path)
+                    .map(|t| t.trim().to_owned())
+                    .map_err(|_| GitError::Fenced("this instance has not claimed the remote (no takeover)".into()))?,
+            ),
+            None => None,
+        };
+        let lease = token.as_ref().map(|t| format!("--force-with-lease={LEADER_REF}:{t}"));
+        let token_refspec = format!("HEAD:{LEADER_REF}");
+        let mut args = vec!["push", "--no-verify", "--porcelain"];
+        if let Some(lease) = &lease {
+            args.extend(["--atomic", lease.as_str()]);
+        }
+        args.extend([remote, refspec.as_str()]);
+        if lease.is_some() {
+            args.push(&token_refspec);
+        }
+        let result = match git.try_run_until(&args, None, Some(bounded(git, fence_deadline))) {
+            Ok((status, _, _)) if status.success() => Ok(()),
+            Ok((status, stdout, stderr)) => Err(push_error(&args, &status, &stdout, stderr)),
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(()) => {
+                if token.is_some() {
+                    let head = git.run(&["rev-parse", "HEAD"], None)?;
+                    let _ = std::fs::write(&token_path, head.trim());
+                }
                 tracing::info!(remote, branch, attempt, "pushed the output");
                 return Ok(());
+            }
+            Err(e @ GitError::Rejected { .. }) => {
+                tracing::warn!(remote, branch, attempt, error = %e, "push rejected: the remote moved");
+                return Err(e);
             }
             Err(e) => {
                 tracing::warn!(remote, branch, attempt, error = %e, "push failed");
@@ -411,5 +639,154 @@ mod tests {
     #[test]
     fn name_status_parsing() {
         assert_eq!(parse_name_status("A\ta/b.yaml\nD\tc.yaml\n\n"), vec![ch('A', "a/b.yaml"), ch('D', "c.yaml")]);
+    }
+}
+
+#[cfg(test)]
+mod fencing {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let o = Command::new("git").arg("-C").arg(dir).args(args).output().expect("git");
+        assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).trim().to_owned()
+    }
+
+    struct World {
+        _tmp: tempfile::TempDir,
+        remote: PathBuf,
+        root: PathBuf,
+    }
+
+    impl World {
+        fn new() -> World {
+            let tmp = tempfile::tempdir().expect("tmp");
+            let remote = tmp.path().join("remote.git");
+            let o =
+                Command::new("git").args(["init", "-q", "--bare", "-b", "main"]).arg(&remote).output().expect("git");
+            assert!(o.status.success());
+            let root = tmp.path().to_path_buf();
+            World { _tmp: tmp, remote, root }
+        }
+        fn opts(&self) -> GitOptions {
+            GitOptions {
+                remote: Some(self.remote.display().to_string()),
+                push_attempts: 2,
+                retry_delay: Duration::from_millis(10),
+                ..Default::default()
+            }
+        }
+        /// The remote branch's commit ("" while it does not exist).
+        fn head(&self) -> String {
+            let o = Command::new("git")
+                .arg("-C")
+                .arg(&self.remote)
+                .args(["rev-parse", "-q", "--verify", "main"])
+                .output()
+                .expect("git");
+            String::from_utf8_lossy(&o.stdout).trim().to_owned()
+        }
+        fn out(&self, name: &str) -> PathBuf {
+            self.root.join(name)
+        }
+    }
+
+    fn leading() -> Result<Instant, String> {
+        Ok(Instant::now() + Duration::from_secs(60))
+    }
+
+    fn write(out: &Path, file: &str, text: &str) {
+        std::fs::create_dir_all(out.join("member")).expect("mkdir");
+        std::fs::write(out.join("member").join(file), text).expect("write");
+    }
+
+    #[test]
+    fn a_former_leaders_push_never_lands_after_the_new_leaders_claim() {
+        let w = World::new();
+        let (a, b) = (w.out("a"), w.out("b"));
+        let opts = w.opts();
+        assert!(!sync_from_remote(&a, &opts, &leading, "a").expect("a's takeover"), "no branch yet");
+        write(&a, "one.yaml", "1");
+        let pushed = commit_and_push(&a, &opts, "timer", Some(&leading)).expect("a's push");
+        assert!(pushed.pushed);
+        let first = w.head();
+        // b takes over; it has published nothing yet, so a's next push would be a fast-forward.
+        assert!(sync_from_remote(&b, &opts, &leading, "b").expect("b's takeover"));
+        assert_eq!(git(&b, &["rev-parse", "HEAD"]), first, "b continues a's history");
+        write(&a, "two.yaml", "2");
+        let stale = commit_and_push(&a, &opts, "timer", Some(&leading));
+        assert!(matches!(stale, Err(GitError::Rejected { .. })), "{stale:?}");
+        assert_eq!(w.head(), first, "the former leader's fast-forward landed");
+        // b publishes on top of what it adopted.
+        write(&b, "three.yaml", "3");
+        commit_and_push(&b, &opts, "timer", Some(&leading)).expect("b's push");
+        assert_eq!(git(&w.remote, &["rev-parse", "main~1"]), first);
+        assert_eq!(git(&w.remote, &["rev-parse", LEADER_REF]), w.head(), "the token moves with the branch");
+        // a, rejected, syncs (it would only if it led again): it adopts b's history.
+        assert!(sync_from_remote(&a, &opts, &leading, "a").expect("a again"));
+        assert_eq!(git(&a, &["rev-parse", "HEAD"]), w.head());
+        assert!(!a.join("member/two.yaml").exists(), "a's rejected change was discarded");
+    }
+
+    #[test]
+    fn a_push_landing_during_a_takeover_fails_the_claim_and_the_next_sync_adopts_it() {
+        let w = World::new();
+        let (a, b) = (w.out("a"), w.out("b"));
+        let opts = w.opts();
+        sync_from_remote(&a, &opts, &leading, "a").expect("a's takeover");
+        write(&a, "one.yaml", "1");
+        commit_and_push(&a, &opts, "timer", Some(&leading)).expect("a's push");
+        write(&a, "two.yaml", "2");
+        // a's second push lands after b fetched, just before b's claim (the fence b asks
+        // immediately before the claim is where it lands).
+        let late = || {
+            commit_and_push(&a, &opts, "timer", Some(&leading)).expect("a's late push");
+            leading()
+        };
+        let raced = sync_from_remote(&b, &opts, &late, "b");
+        assert!(matches!(raced, Err(GitError::Rejected { .. })), "{raced:?}");
+        let landed = w.head();
+        assert!(sync_from_remote(&b, &opts, &leading, "b").expect("b again"));
+        assert_eq!(git(&b, &["rev-parse", "HEAD"]), landed, "b adopted the push that landed");
+        assert!(b.join("member/two.yaml").exists());
+        write(&a, "three.yaml", "3");
+        assert!(matches!(commit_and_push(&a, &opts, "timer", Some(&leading)), Err(GitError::Rejected { .. })));
+        assert_eq!(w.head(), landed);
+    }
+
+    #[test]
+    fn every_write_asks_the_fence_and_a_push_is_killed_at_its_deadline() {
+        let w = World::new();
+        let a = w.out("a");
+        let opts = w.opts();
+        sync_from_remote(&a, &opts, &leading, "a").expect("takeover");
+        // Not leading: no commit, no push.
+        write(&a, "one.yaml", "1");
+        let lost = || Err::<Instant, _>("not the leader".to_string());
+        let refused = commit_and_push(&a, &opts, "timer", Some(&lost));
+        assert!(matches!(&refused, Err(GitError::Fenced(r)) if r.contains("before the commit")), "{refused:?}");
+        assert_eq!(git(&a, &["rev-list", "--all", "--count"]), "0", "a commit was made");
+        // A commit made, then the lease lost before the push: nothing pushed, the push pending.
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let once = || match calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => leading(),
+            _ => Err("not the leader".to_string()),
+        };
+        let refused = commit_and_push(&a, &opts, "timer", Some(&once));
+        assert!(matches!(&refused, Err(GitError::Fenced(r)) if r.contains("before the push")), "{refused:?}");
+        assert!(w.head().is_empty(), "pushed without the lease");
+        // A remote that takes longer than the lease has left: the push is killed at the deadline.
+        let slow = w.root.join("slow-receive-pack");
+        std::fs::write(&slow, "#!/bin/sh\nsleep 30\nexec git-receive-pack \"$@\"\n").expect("script");
+        let o = Command::new("chmod").arg("+x").arg(&slow).output().expect("chmod");
+        assert!(o.status.success());
+        git(&a, &["config", "remote.origin.url", &w.remote.display().to_string()]);
+        git(&a, &["config", "remote.origin.receivepack", &slow.display().to_string()]);
+        let slow_opts = GitOptions { remote: Some("origin".into()), push_attempts: 1, ..w.opts() };
+        let soon = || Ok(Instant::now() + Duration::from_millis(300));
+        let killed = commit_and_push(&a, &slow_opts, "timer", Some(&soon));
+        assert!(matches!(&killed, Err(GitError::TimedOut { why, .. }) if why.contains("renew deadline")), "{killed:?}");
+        assert!(w.head().is_empty(), "the killed push landed");
     }
 }

@@ -161,7 +161,13 @@ pub struct Reconciler {
     fence: Option<Fence>,
 }
 
-/// Whether this instance may publish now (`Err`: why not). See [`Reconciler::with_fence`].
+/// A pass that ended in shadow at the fence.
+fn fenced_error(decisions: &decide::Decisions, reason: String) -> ReconcileError {
+    ReconcileError::Fenced { reason, workloads: decisions.order.len(), scheduled: decisions.scheduled }
+}
+
+/// `Ok(deadline)` when this instance may start a write that publishes now, which must be over
+/// by `deadline`; `Err`: why not. See [`Reconciler::with_fence`].
 pub type Fence = std::sync::Arc<dyn Fn() -> Result<std::time::Instant, String> + Send + Sync>;
 
 impl Reconciler {
@@ -183,17 +189,10 @@ impl Reconciler {
         self
     }
 
-    /// The fence's answer before `stage` (`publish`, `commit`).
-    fn fenced(&self, decisions: &decide::Decisions, stage: &str) -> Result<(), ReconcileError> {
+    /// The fence's answer before the publish.
+    fn fenced(&self, decisions: &decide::Decisions) -> Result<(), ReconcileError> {
         match self.fence.as_ref().map(|f| f()) {
-            Some(Err(reason)) => Err(ReconcileError::Fenced {
-                reason: match stage {
-                    "publish" => reason,
-                    _ => format!("{reason} (before the {stage}: the files were written; the next leader commits them)"),
-                },
-                workloads: decisions.order.len(),
-                scheduled: decisions.scheduled,
-            }),
+            Some(Err(reason)) => Err(fenced_error(decisions, reason)),
             _ => Ok(()),
         }
     }
@@ -343,7 +342,7 @@ impl Reconciler {
             return Err(held);
         }
         // Publish, then record: a crash in between re-derives the same output next time.
-        self.fenced(&decisions, "publish")?;
+        self.fenced(&decisions)?;
         let phase = Instant::now();
         let published = publish::publish_guarded(output_dir, &planned.plan, &self.settings.publish.guard)?;
         let publish_time = phase.elapsed();
@@ -372,8 +371,18 @@ impl Reconciler {
 
         let commit = match &self.settings.publish.git {
             Some(git) => {
-                self.fenced(&decisions, "commit")?;
-                publish::git::commit_and_push(output_dir, git, trigger)?.commit
+                // The commit and each push attempt ask the fence again, immediately before.
+                let fence = self.fence.as_deref().map(|f| f as publish::git::Fence<'_>);
+                match publish::git::commit_and_push(output_dir, git, trigger, fence) {
+                    Ok(outcome) => outcome.commit,
+                    Err(publish::git::GitError::Fenced(reason)) => {
+                        return Err(fenced_error(
+                            &decisions,
+                            format!("{reason}: the files were written; the next leader commits them"),
+                        ));
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             }
             None => None,
         };

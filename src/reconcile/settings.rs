@@ -111,6 +111,7 @@ impl PublishSettings {
                 remote: g.remote.clone(),
                 branch: g.branch.clone(),
                 push: g.push,
+                push_timeout: g.push_timeout,
                 ..Default::default()
             }),
             namespaces: cfg.publish.namespaces,
