@@ -247,6 +247,7 @@ pub async fn run(
     let base = Instant::now();
     let clock = move || base.elapsed();
     let mut role = Role::Standby;
+    let mut holder: Option<String> = None;
     let mut last_failure: Option<String> = None;
     loop {
         let started = clock();
@@ -266,6 +267,14 @@ pub async fn run(
                 last_failure = Some(text);
             }
             _ => last_failure = None,
+        }
+        if elector.holder() != holder.as_deref() {
+            holder = elector.holder().map(str::to_string);
+            tracing::info!(
+                identity = elector.identity(),
+                holder = holder.as_deref().unwrap_or(""),
+                "lease holder observed"
+            );
         }
         report_role(&mut role, handle.update(&elector, base), &elector, &roles);
         // Due a retry period after this attempt's start (at once if that passed while the

@@ -11,9 +11,10 @@
 //! (with every process it started) after `push_timeout`.
 //!
 //! `[ha]` ([`Fence`]): the commit and every push attempt ask the lease's fence immediately before
-//! they start, and are killed at the renew deadline it answers, so a push that began inside the
-//! lease either ends inside it or not at all — as far as this host can tell: a network remote may
-//! still apply a push whose client was killed, or one sent just before a pause of this process.
+//! they start, and are killed at the renew deadline it answers — by coreutils' `timeout` around
+//! git's process group, so even while fedsched itself is stopped or dead —, so a push that began
+//! inside the lease either ends inside it or not at all, as far as this host can tell: a network
+//! remote may still apply a push whose client was killed.
 //! What closes that gap is a fencing token on the remote, [`LEADER_REF`]: a new leader's takeover
 //! ([`sync_from_remote`]) fetches the branch and the token, then moves the token to a commit of
 //! its own, conditionally on the value it fetched (`--force-with-lease`); every push of a leader
@@ -143,6 +144,23 @@ struct Git<'a> {
     opts: &'a GitOptions,
 }
 
+/// Whether coreutils' `timeout` can be run (checked once).
+fn timeout_tool() -> bool {
+    static FOUND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(|| {
+        let found = Command::new("timeout")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            tracing::warn!("git mode: no `timeout` command; a push is killed at its deadline only while fedsched runs");
+        }
+        found
+    })
+}
+
 impl Git<'_> {
     fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new("git");
@@ -185,7 +203,26 @@ impl Git<'_> {
         {
             return Err(GitError::TimedOut { args: shown, after: Duration::ZERO, why });
         }
-        let mut cmd = self.command(args);
+        let mut cmd = match deadline {
+            // Bounded by coreutils' `timeout` as well: it kills git's process group at the
+            // deadline even while this process is stopped (SIGSTOP, a stall) or dead.
+            Some((at, _)) if timeout_tool() => {
+                let left = at.saturating_duration_since(Instant::now());
+                let mut c = Command::new("timeout");
+                c.args(["--signal=KILL", &format!("{}.{:03}", left.as_secs(), left.subsec_millis())]);
+                let git = self.command(args);
+                c.arg(git.get_program()).args(git.get_args());
+                for (k, v) in git.get_envs() {
+                    match v {
+                        Some(v) => c.env(k, v),
+                        None => c.env_remove(k),
+                    };
+                }
+                c.stdin(Stdio::null());
+                c
+            }
+            _ => self.command(args),
+        };
         if input.is_some() {
             cmd.stdin(Stdio::piped());
         }
@@ -227,6 +264,15 @@ impl Git<'_> {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
+        // Killed by `timeout` at the deadline (it signals its whole group, itself included).
+        let killed = std::os::unix::process::ExitStatusExt::signal(&status) == Some(9) || status.code() == Some(137);
+        if let Some((at, why)) = deadline
+            && killed
+            && Instant::now() >= at
+        {
+            let _ = (out.join(), err.join());
+            return Err(GitError::TimedOut { args: shown, after: started.elapsed(), why });
+        }
         let stdout = out.join().unwrap_or_default();
         let stderr = err.join().unwrap_or_default();
         Ok((status, String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).trim().to_owned()))

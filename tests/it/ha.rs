@@ -522,3 +522,447 @@ fn a_leader_does_not_publish_into_an_output_directory_another_daemon_owns() {
     wait_for("a's takeover pass", Duration::from_secs(30), || !a.logged("reconcile done").is_empty());
     assert_eq!(owner(&t), canonical(&a.state));
 }
+
+const RETRY_MS: u64 = 300;
+
+/// Wall-clock unix ms (the clock the instances' log lines and the simulator's record use).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+fn signal(pid: u32, sig: &str) {
+    let status = Command::new("kill").args(["-s", sig, &pid.to_string()]).status().expect("kill");
+    assert!(status.success(), "kill -{sig} {pid}");
+}
+
+impl Instance {
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// SIGSTOP: nothing of the process runs (a GC stall, a frozen VM).
+    fn pause(&self) {
+        signal(self.pid(), "STOP");
+    }
+
+    fn resume(&self) {
+        signal(self.pid(), "CONT");
+    }
+
+    /// Log lines with `message` at or after unix ms `from`.
+    fn logged_since(&self, message: &str, from: u64) -> Vec<serde_json::Value> {
+        self.logged(message).into_iter().filter(|l| at_ms(l) >= from).collect()
+    }
+}
+
+/// Every write of the lease the simulator served: (holder, unix ms).
+fn lease_writes(t: &Setup) -> Vec<(String, u64)> {
+    let (code, body) = t.sim.http("GET", "/admin/leases", "");
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+    v["items"][0]["writes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| (h["holder"].as_str().unwrap_or("").to_string(), h["atMs"].as_u64().unwrap_or(0)))
+        .collect()
+}
+
+/// The first write of the lease by a holder at or after `from` (unix ms): a leader renewing or
+/// acquiring then.
+fn leader_since(t: &Setup, from: u64) -> Option<(String, u64)> {
+    lease_writes(t).into_iter().find(|(h, at)| !h.is_empty() && *at >= from)
+}
+
+/// The holder of the lease at unix ms `at`, by the simulator's record.
+fn holder_at(history: &[(String, u64)], at: u64) -> Option<&str> {
+    history.iter().take_while(|(_, from)| *from <= at).last().map(|(h, _)| h.as_str())
+}
+
+/// Every published pass of `all` (its fence check to its publish) lies inside its publisher's
+/// tenure of the lease. Returns the number of passes checked.
+fn assert_passes_inside_tenures(t: &Setup, all: &[&Instance]) -> usize {
+    let h = holders(t);
+    let tenures: Vec<(String, u64, u64)> = h
+        .iter()
+        .enumerate()
+        .map(|(n, (who, from))| (who.clone(), *from, h.get(n + 1).map(|(_, at)| *at).unwrap_or(u64::MAX)))
+        .collect();
+    let mut passes = 0;
+    for i in all {
+        for pass in i.logged("reconcile done") {
+            let end = at_ms(&pass);
+            let started = end - pass["duration_ms"].as_u64().unwrap_or(0);
+            let written = end - pass["record_ms"].as_u64().unwrap_or(0);
+            let inside = tenures.iter().any(|(who, from, to)| *who == i.name && *from <= started + 5 && written <= *to);
+            assert!(inside, "{} published during [{started}, {written}] outside its tenure: {tenures:?}", i.name);
+            passes += 1;
+        }
+    }
+    passes
+}
+
+#[test]
+fn a_leader_paused_past_its_lease_sees_the_new_holder_within_a_retry_period_and_never_publishes_again() {
+    let t = setup_with(2, false, POLL, &[]);
+    let mut a = Instance::new(&t, "a", "member-000");
+    let mut b = Instance::new(&t, "b", "member-001");
+    a.start();
+    wait_role(&a, "leader", Duration::from_secs(30));
+    b.start();
+    wait_for("b's shadow passes", Duration::from_secs(30), || {
+        b.logged("reconcile done in shadow; nothing published").len() >= 2
+    });
+    wait_for("a to publish as leader", Duration::from_secs(20), || a.logged("reconcile done").len() >= 2);
+    let paused = now_ms();
+    a.pause();
+    wait_role(&b, "leader", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis((3 * LEASE_MS).saturating_sub(now_ms() - paused)));
+    let resumed = now_ms();
+    a.resume();
+    wait_for("a to observe b", Duration::from_secs(10), || {
+        a.logged_since("lease holder observed", resumed).iter().any(|l| l["holder"] == "b")
+    });
+    let seen = a.logged_since("lease holder observed", resumed).into_iter().find(|l| l["holder"] == "b").expect("seen");
+    let took = at_ms(&seen) - resumed;
+    eprintln!("paused {} ms; a saw b {took} ms after its resumption", resumed - paused);
+    assert!(took <= RETRY_MS, "a saw the new holder {took} ms after its resumption (retry period {RETRY_MS} ms)");
+    // a goes on in shadow and never published after b took the lease.
+    let shadow = a.logged("reconcile done in shadow; nothing published").len();
+    wait_for("a's shadow passes", Duration::from_secs(20), || {
+        a.logged("reconcile done in shadow; nothing published").len() > shadow
+    });
+    assert_eq!(a.role(), "standby");
+    assert_eq!(a.status()["ha"]["holder"], "b");
+    let b_took = holders(&t).iter().find(|(h, _)| h == "b").map(|(_, at)| *at).expect("b took the lease");
+    assert!(a.logged("reconcile done").iter().all(|p| at_ms(p) < b_took), "a published after b took the lease");
+    assert!(assert_passes_inside_tenures(&t, &[&a, &b]) >= 2);
+}
+
+#[test]
+fn a_sole_instance_paused_past_its_lease_takes_it_back_and_publishes() {
+    let t = setup_with(1, false, POLL, &[]);
+    let mut a = Instance::new(&t, "a", "member-000");
+    a.start();
+    wait_role(&a, "leader", Duration::from_secs(30));
+    wait_for("a's first publish", Duration::from_secs(30), || !a.logged("reconcile done").is_empty());
+    a.pause();
+    std::thread::sleep(Duration::from_millis(3 * LEASE_MS));
+    let resumed = now_ms();
+    a.resume();
+    wait_for("a to lead again", Duration::from_secs(20), || {
+        !a.logged_since("lease acquired: this instance is the leader", resumed).is_empty()
+    });
+    let again = at_ms(&a.logged_since("lease acquired: this instance is the leader", resumed)[0]) - resumed;
+    eprintln!("a sole instance paused {} ms took its lease back {again} ms after its resumption", 3 * LEASE_MS);
+    let bound = LEASE_MS + 2 * RETRY_MS;
+    assert!(again <= bound, "the sole instance led again {again} ms after its resumption (bound {bound} ms)");
+    wait_for("a's pass as the leader again", Duration::from_secs(20), || {
+        a.logged_since("reconcile done", resumed).iter().any(|p| p["trigger"] == "takeover")
+    });
+    assert_eq!(a.role(), "leader");
+}
+
+#[test]
+fn the_host_api_stopped_past_the_lease_leaves_a_leader_within_the_bound_of_its_return() {
+    let t = setup_with(2, false, POLL, &[]);
+    let mut a = Instance::new(&t, "a", "member-000");
+    let mut b = Instance::new(&t, "b", "member-001");
+    a.start();
+    wait_role(&a, "leader", Duration::from_secs(30));
+    b.start();
+    wait_for("b's shadow passes", Duration::from_secs(30), || {
+        !b.logged("reconcile done in shadow; nothing published").is_empty()
+    });
+    let stopped = now_ms();
+    signal(t.sim.pid(), "STOP");
+    std::thread::sleep(Duration::from_millis(3 * LEASE_MS));
+    let back = now_ms();
+    signal(t.sim.pid(), "CONT");
+    // a stopped publishing at its renew deadline, while the API was stopped.
+    wait_for("a to log the loss", Duration::from_secs(10), || {
+        !a.logged_since("leadership lost: publishing stops", stopped).is_empty()
+    });
+    let lost = at_ms(&a.logged_since("leadership lost: publishing stops", stopped)[0]);
+    assert!(lost < back, "a stepped down at {lost}, after the API came back at {back}");
+    assert!(a.logged("reconcile done").iter().all(|p| at_ms(p) <= lost), "a published after its renew deadline");
+    wait_for("a leader again", Duration::from_secs(20), || leader_since(&t, back).is_some());
+    let (who, at) = leader_since(&t, back).expect("leader");
+    let after = at - back;
+    eprintln!("host API stopped {} ms: {who} led again {after} ms after it came back", back - stopped);
+    let bound = LEASE_MS + 2 * RETRY_MS;
+    assert!(after <= bound, "{who} led {after} ms after the host API came back (bound {bound} ms)");
+    assert!(assert_passes_inside_tenures(&t, &[&a, &b]) >= 1);
+}
+
+/// A bare remote whose `reference-transaction` hook records every ref update it commits, with
+/// the time (unix ns) it did: the remote's own account of what landed when.
+struct Remote {
+    path: PathBuf,
+    log: PathBuf,
+}
+
+impl Remote {
+    fn new(t: &Setup) -> Remote {
+        let path = t.s.dir.path().join("remote.git");
+        let log = t.s.dir.path().join("remote-updates.log");
+        git(&["init", "-q", "--bare", "-b", "main", &path.display().to_string()]);
+        let hook = path.join("hooks/reference-transaction");
+        std::fs::create_dir_all(hook.parent().expect("hooks")).expect("mkdir");
+        std::fs::write(
+            &hook,
+            format!(
+                "#!/bin/sh\n[ \"$1\" = committed ] || exit 0\nnow=$(date +%s%N)\nwhile read old new ref; do echo \"$now $old $new $ref\" >> {:?}; done\n",
+                log.display().to_string()
+            ),
+        )
+        .expect("hook");
+        git(&["-C", &path.display().to_string(), "config", "core.logAllRefUpdates", "false"]);
+        let o = Command::new("chmod").arg("+x").arg(&hook).output().expect("chmod");
+        assert!(o.status.success());
+        Remote { path, log }
+    }
+
+    fn gd(&self) -> String {
+        format!("--git-dir={}", self.path.display())
+    }
+
+    /// The branch's commit ("" before the first push).
+    fn head(&self) -> String {
+        let o = Command::new("git")
+            .args([self.gd().as_str(), "rev-parse", "-q", "--verify", "main"])
+            .output()
+            .expect("git");
+        text(&o.stdout).trim().to_string()
+    }
+
+    fn author(&self, sha: &str) -> String {
+        git(&[&self.gd(), "log", "-1", "--format=%an", sha])
+    }
+
+    /// Every update of the branch the remote committed: (unix ms, old, new), in order.
+    fn updates(&self) -> Vec<(u64, String, String)> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                (f.len() == 4 && f[3] == "refs/heads/main")
+                    .then(|| (f[0].parse::<u64>().unwrap_or(0) / 1_000_000, f[1].to_string(), f[2].to_string()))
+            })
+            .collect()
+    }
+
+    /// Every update of the branch landed while its author held the lease (by the simulator's
+    /// record), and the remote's account is whole (each update starts where the last ended, the
+    /// last is the branch). Returns the number of updates.
+    fn assert_every_update_by_the_holder(&self, t: &Setup) -> usize {
+        let history = holders(t);
+        let updates = self.updates();
+        let mut last = "0".repeat(40);
+        for (at, old, new) in &updates {
+            assert_eq!(*old, last, "an update of the branch the remote's log does not have, before {new}");
+            let author = self.author(new);
+            let holder = holder_at(&history, *at).unwrap_or("");
+            assert_eq!(
+                author.strip_prefix("fedsched-").unwrap_or(&author),
+                holder,
+                "{new} by {author} landed at {at} while the lease was {holder:?}'s: {history:?}"
+            );
+            last = new.clone();
+        }
+        assert_eq!(last, self.head(), "the branch moved without the remote's log");
+        updates.len()
+    }
+}
+
+/// A git-mode instance: its own work tree, the shared remote, its own author name.
+fn git_instance(t: &Setup, name: &str, via: &str, remote: &str) -> Instance {
+    let out = t.s.dir.path().join(format!("out-{name}"));
+    let cfg = format!(
+        "[git]\nenabled = true\nremote = {remote:?}\nbranch = \"main\"\npush = true\nauthor_name = \"fedsched-{name}\"\n"
+    );
+    Instance::with(t, name, via, Some(&out), &cfg)
+}
+
+/// A ConfigMap whose data changes with `n`: each change is a commit to push.
+fn churn(n: u64) -> String {
+    EXTRA.replace("data: {k: v}", &format!("data: {{k: \"{n}\"}}"))
+}
+
+#[test]
+fn a_push_in_flight_when_the_lease_moves_is_killed_and_never_lands() {
+    let t = setup_with(2, false, POLL, &[]);
+    let remote = Remote::new(&t);
+    // a reaches the remote through a receive-pack that waits while a flag file exists.
+    let (flag, started) = (t.s.dir.path().join("hold-pushes"), t.s.dir.path().join("push-started"));
+    let slow = t.s.dir.path().join("slow-receive-pack");
+    std::fs::write(
+        &slow,
+        format!(
+            "#!/bin/sh\nif [ -e {flag:?} ]; then touch {started:?}; while [ -e {flag:?} ]; do sleep 0.05; done; fi\nexec git-receive-pack \"$@\"\n",
+            flag = flag.display().to_string(),
+            started = started.display().to_string()
+        ),
+    )
+    .expect("script");
+    assert!(Command::new("chmod").arg("+x").arg(&slow).status().expect("chmod").success());
+    let out_a = t.s.dir.path().join("out-a");
+    let oa = out_a.display().to_string();
+    git(&["init", "-q", "-b", "main", &oa]);
+    git(&["-C", &oa, "remote", "add", "origin", &remote.path.display().to_string()]);
+    git(&["-C", &oa, "config", "remote.origin.receivepack", &slow.display().to_string()]);
+    let mut a = git_instance(&t, "a", "member-000", "origin");
+    let mut b = git_instance(&t, "b", "member-001", &remote.path.display().to_string());
+    a.start();
+    wait_role(&a, "leader", Duration::from_secs(30));
+    wait_for("a's first push", Duration::from_secs(30), || !remote.head().is_empty());
+    b.start();
+    wait_for("b's shadow passes", Duration::from_secs(30), || {
+        b.logged("reconcile done in shadow; nothing published").len() >= 2
+    });
+    let before = remote.head();
+    // a's next push hangs in the remote; then a is cut off from the lease.
+    std::fs::write(&flag, "").expect("flag");
+    t.s.write("apps/extra.yaml", EXTRA);
+    wait_for("a's push in flight", Duration::from_secs(30), || started.exists());
+    let (code, body) = t.sim.http("PUT", "/admin/clusters/member-000/leases/fault", r#"{"timeout": true}"#);
+    assert_eq!(code, 200, "{body}");
+    wait_role(&b, "leader", Duration::from_secs(30));
+    wait_for("b's push of the change", Duration::from_secs(30), || {
+        let head = remote.head();
+        head != before && remote.author(&head) == "fedsched-b"
+    });
+    // The push a started inside its lease was killed at its renew deadline, before b took over.
+    let killed: Vec<serde_json::Value> = a
+        .logged("push failed")
+        .into_iter()
+        .filter(|l| l["error"].as_str().is_some_and(|e| e.contains("renew deadline")))
+        .collect();
+    assert!(!killed.is_empty(), "a's push was not killed at its deadline: {:?}", a.logged("push failed"));
+    let b_took = holders(&t).iter().find(|(h, _)| h == "b").map(|(_, at)| *at).expect("b took the lease");
+    assert!(at_ms(&killed[0]) < b_took, "a's push outlived its lease");
+    // Release what a's push was waiting for: nothing of a lands, now or later.
+    std::fs::remove_file(&flag).expect("flag");
+    t.s.write("apps/extra.yaml", &churn(1));
+    wait_for("b's next push", Duration::from_secs(30), || remote.updates().len() >= 3);
+    let a_head = git(&["-C", &oa, "rev-parse", "HEAD"]);
+    let o = Command::new("git").args([remote.gd().as_str(), "cat-file", "-e", &a_head]).output().expect("git");
+    assert!(!o.status.success() || a_head == before, "a's commit reached the remote");
+    assert!(remote.assert_every_update_by_the_holder(&t) >= 3);
+    assert!(b.logged("push rejected: the remote moved").is_empty(), "b was rejected");
+    assert!(b.logged("push failed").is_empty(), "b's pushes failed");
+}
+
+/// One fault of a seeded schedule.
+#[derive(Debug, Clone)]
+enum Fault {
+    Kill(usize),
+    Pause(usize),
+    /// The lease endpoints under `via` (one instance's path, or all of them) fail this way.
+    Outage(Vec<usize>, &'static str),
+}
+
+#[test]
+fn seeded_schedules_of_kills_pauses_and_host_api_outages_keep_one_publisher_and_a_leader() {
+    let t = setup_with(3, false, POLL, &[]);
+    let remote = Remote::new(&t);
+    let r = remote.path.display().to_string();
+    let vias = ["member-000", "member-001", "member-002"];
+    let mut all: Vec<Instance> = ["a", "b", "c"].iter().zip(vias).map(|(n, v)| git_instance(&t, n, v, &r)).collect();
+    for i in &mut all {
+        i.start();
+    }
+    wait_for("a first leader", Duration::from_secs(40), || all.iter().any(|i| i.role() == "leader"));
+    wait_for("a first push", Duration::from_secs(40), || !remote.head().is_empty());
+    // A policy that changes every ~700 ms: every leader pass has something to push.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, dir) = (Arc::clone(&stop), t.s.policies().join("apps"));
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                n += 1;
+                let _ = std::fs::write(dir.join("extra.yaml"), churn(n));
+                std::thread::sleep(Duration::from_millis(700));
+            }
+        })
+    };
+    let seed: u64 = std::env::var("FEDSCHED_HA_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_0050);
+    let mut rng = Rng(seed | 1);
+    let bound = LEASE_MS + 2 * RETRY_MS;
+    let mut faults: Vec<(Fault, u64, u64)> = Vec::new();
+    for _ in 0..16 {
+        let k = rng.next(3) as usize;
+        let len = 200 + rng.next(4800);
+        let fault = match rng.next(6) {
+            0 | 1 => Fault::Kill(k),
+            2 | 3 => Fault::Pause(k),
+            4 => Fault::Outage(vec![0, 1, 2], ["timeout", "status", "latency"][rng.next(3) as usize]),
+            _ => Fault::Outage(vec![k], ["timeout", "status", "latency"][rng.next(3) as usize]),
+        };
+        let start = now_ms();
+        match &fault {
+            Fault::Kill(k) => all[*k].kill9(),
+            Fault::Pause(k) => all[*k].pause(),
+            Fault::Outage(on, mode) => {
+                let body = match *mode {
+                    "timeout" => r#"{"timeout": true}"#,
+                    "status" => r#"{"status": 503}"#,
+                    _ => r#"{"latencyMs": 1200}"#,
+                };
+                for v in on {
+                    let (code, b) = t.sim.http("PUT", &format!("/admin/clusters/{}/leases/fault", vias[*v]), body);
+                    assert_eq!(code, 200, "{b}");
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(len));
+        match &fault {
+            Fault::Kill(k) => all[*k].start(),
+            Fault::Pause(k) => all[*k].resume(),
+            Fault::Outage(on, _) => {
+                for v in on {
+                    let (code, b) = t.sim.http("DELETE", &format!("/admin/clusters/{}/leases/fault", vias[*v]), "");
+                    assert_eq!(code, 200, "{b}");
+                }
+            }
+        }
+        faults.push((fault, start, now_ms()));
+        // Quiet for a while: often longer than the bound, so that it is checked.
+        std::thread::sleep(Duration::from_millis(rng.next(2 * bound + 1000)));
+    }
+    std::thread::sleep(Duration::from_millis(bound + 500));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = writer.join();
+    let ended = now_ms();
+    for i in &mut all {
+        i.terminate();
+    }
+
+    // Never two publishers, never a push landing after its author lost the lease: the remote's
+    // own account of every update against the simulator's record of the lease.
+    let updates = remote.assert_every_update_by_the_holder(&t);
+    // A leader within lease_duration + 2 × retry_period after every fault that was followed by
+    // that much quiet.
+    let mut checked = 0;
+    for (n, (fault, _, end)) in faults.iter().enumerate() {
+        let quiet_until = faults.get(n + 1).map_or(ended, |f| f.1);
+        if *end + bound > quiet_until {
+            continue;
+        }
+        let led = lease_writes(&t).iter().find(|(h, at)| !h.is_empty() && *at >= *end).map(|(h, at)| (h.clone(), *at));
+        let (who, at) = led.unwrap_or_else(|| panic!("no leader after {fault:?} (ended {end})"));
+        assert!(at <= end + bound, "{who} led {} ms after {fault:?} ended (bound {bound} ms)", at - end);
+        checked += 1;
+    }
+    let h = holders(&t);
+    eprintln!(
+        "seed {seed:#x}: {} faults, {checked} followed by a leader within {bound} ms, {updates} pushes landed, {} changes of holder",
+        faults.len(),
+        h.len()
+    );
+    assert!(checked >= 4, "too few faults were followed by quiet: {faults:?}");
+    assert!(h.len() >= 3, "the faults never moved the lease: {h:?}");
+    assert!(updates >= 5, "too few pushes");
+}

@@ -48,6 +48,11 @@ impl Sim {
         self.fleet.join(".simulator")
     }
 
+    /// The simulator's process id (to stop it: a host API that hangs).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     fn kubeconfig(&self) -> PathBuf {
         self.meta().join("kubeconfig")
     }

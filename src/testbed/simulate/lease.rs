@@ -10,7 +10,8 @@
 //! [`Fault`] on the lease endpoints under `<c>`'s path only (the member API goes on: a leader
 //! cut off from its host, not from its members); `DELETE` clears it. `GET /admin/leases` lists every lease with its history of
 //! holders (`{"holder", "atMs", "transitions"}` per change of holder), for tests that check
-//! that no two instances held one lease at once.
+//! that no two instances held one lease at once, and its last [`WRITES_KEPT`] writes
+//! (`writes`: `{"holder", "atMs"}`, renewals included: when a leader last proved itself).
 
 use std::collections::BTreeMap;
 use std::sync::RwLock;
@@ -20,12 +21,17 @@ use serde_json::{Value, json};
 
 use super::server::{Fault, Resp, ok, respond, status};
 
+/// Writes of a lease kept for `GET /admin/leases`.
+pub const WRITES_KEPT: usize = 100_000;
+
 /// One stored lease and who held it.
 #[derive(Debug, Clone)]
 struct Stored {
     object: Value,
     /// (holder, unix ms, leaseTransitions) at each change of holder.
     holders: Vec<(String, u64, i64)>,
+    /// (holder, unix ms) of every write, the last [`WRITES_KEPT`].
+    writes: std::collections::VecDeque<(String, u64)>,
 }
 
 /// Every cluster's leases and the faults on their endpoints.
@@ -65,7 +71,8 @@ impl Leases {
             .iter()
             .map(|((ns, n), s)| {
                 json!({"namespace": ns, "name": n, "lease": s.object,
-                    "holders": s.holders.iter().map(|(h, at, t)| json!({"holder": h, "atMs": at, "transitions": t})).collect::<Vec<_>>()})
+                    "holders": s.holders.iter().map(|(h, at, t)| json!({"holder": h, "atMs": at, "transitions": t})).collect::<Vec<_>>(),
+                    "writes": s.writes.iter().map(|(h, at)| json!({"holder": h, "atMs": at})).collect::<Vec<_>>()})
             })
             .collect();
         ok(&json!({"items": items}))
@@ -124,7 +131,7 @@ impl Leases {
         object["metadata"]["resourceVersion"] = json!(self.next_rv());
         object["metadata"]["uid"] = json!(format!("lease-{ns}-{name}-{}", self.next_rv()));
         object["metadata"]["creationTimestamp"] = json!(crate::util::clock::rfc3339_ms(now));
-        let mut s = Stored { object, holders: Vec::new() };
+        let mut s = Stored { object, holders: Vec::new(), writes: Default::default() };
         note_holder(&mut s, now);
         let answer = s.object.clone();
         stored.insert(key, s);
@@ -171,10 +178,14 @@ impl Leases {
     }
 }
 
-/// Appends the lease's holder to its history when it changed.
+/// Records a write, and appends the lease's holder to its history when it changed.
 fn note_holder(s: &mut Stored, now_ms: u64) {
     let holder = s.object.pointer("/spec/holderIdentity").and_then(Value::as_str).unwrap_or("").to_string();
     let transitions = s.object.pointer("/spec/leaseTransitions").and_then(Value::as_i64).unwrap_or(0);
+    if s.writes.len() == WRITES_KEPT {
+        s.writes.pop_front();
+    }
+    s.writes.push_back((holder.clone(), now_ms));
     if s.holders.last().is_none_or(|(h, _, _)| *h != holder) {
         s.holders.push((holder, now_ms, transitions));
     }
@@ -239,5 +250,12 @@ mod tests {
             .filter_map(|h| h["holder"].as_str())
             .collect();
         assert_eq!(holders, ["a", "b"]);
+        let writes: Vec<&str> = listed["items"][0]["writes"]
+            .as_array()
+            .expect("writes")
+            .iter()
+            .filter_map(|h| h["holder"].as_str())
+            .collect();
+        assert_eq!(writes, ["a", "b"], "the conflicting write is not one");
     }
 }
