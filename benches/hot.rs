@@ -36,12 +36,7 @@ fn main() {
     let spec = RepoSpec { fleet: FleetSpec { clusters, nodes: 100, pods: 300, seed: 1 }, workloads: 40 };
     let mut live = LiveView::default();
     write_repo(dir.path(), &spec, |_, c, obs| {
-        let data = LiveData {
-            nodes: std::sync::Arc::new(obs.nodes),
-            unbound: obs.unbound,
-            pods: std::sync::Arc::new(obs.pods),
-            poll: Default::default(),
-        };
+        let data = LiveData::of(obs, Default::default());
         live.clusters.insert(
             c.name.clone(),
             LiveStatus { endpoint: "bench".into(), last_good: Some(Arc::new(data)), ..Default::default() },

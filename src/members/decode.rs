@@ -550,13 +550,16 @@ pub struct Observation {
     pub unbound: ResourceList,
     /// Pod counts.
     pub pods: PodFacts,
+    /// Σ requests of the non-terminated pods bound to a node that is not listed, with their
+    /// count as `pods` (Karmada counts them in `allocated`).
+    pub unlisted: ResourceList,
     /// Pods listed, terminated ones included.
     pub listed_pods: u32,
 }
 
 /// Accumulates list pages into an [`Observation`]. Nodes first, then pods; a pod bound to a
-/// node that was not listed (created between the two lists) is counted as bound but its
-/// requests have no node to go to and are dropped, like that node's capacity.
+/// node that was not listed (created between the two lists, or deleted before its pods) is
+/// counted as bound and its requests go to [`Observation::unlisted`], as Karmada counts them.
 #[derive(Debug, Default)]
 pub struct Fold {
     nodes: BTreeMap<String, NodeView>,
@@ -593,9 +596,16 @@ impl Fold {
         match p.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
             Some(node) => {
                 self.obs.pods.bound = self.obs.pods.bound.saturating_add(1);
-                if let Some(n) = self.nodes.get_mut(node) {
-                    n.requested.add(&request);
-                    n.pods = n.pods.saturating_add(1);
+                match self.nodes.get_mut(node) {
+                    Some(n) => {
+                        n.requested.add(&request);
+                        n.pods = n.pods.saturating_add(1);
+                    }
+                    None => {
+                        self.obs.unlisted.add(&request);
+                        let pods = self.obs.unlisted.get("pods");
+                        self.obs.unlisted.set("pods", pods.saturating_add(1000));
+                    }
                 }
             }
             None => {
@@ -1132,10 +1142,20 @@ impl WatchCache {
                 v
             })
             .collect();
+        let mut unlisted = ResourceList::new();
+        for (node, (requested, pods)) in &self.pods.per_node {
+            let name: &str = std::borrow::Borrow::borrow(node);
+            if *pods > 0 && !self.nodes.nodes.contains_key(name) {
+                unlisted.add(requested);
+                let count = unlisted.get("pods");
+                unlisted.set("pods", count.saturating_add(i64::from(*pods).saturating_mul(1000)));
+            }
+        }
         Observation {
             nodes,
             unbound: self.pods.unbound.clone(),
             pods: self.pods.facts.clone(),
+            unlisted,
             listed_pods: u32::try_from(self.pods.pods.len()).unwrap_or(u32::MAX),
         }
     }
@@ -1188,6 +1208,48 @@ mod tests {
         assert_eq!((o.pods.bound, o.pods.unbound, o.listed_pods), (1, 1, 3));
         assert_eq!(o.unbound.get("cpu"), 500);
         assert_eq!(o.pods.unschedulable.get("ReplicaSet/ns/web-1"), Some(&1));
+    }
+
+    /// Karmada's `getAllocatedResource` counts every non-terminated pod with a `spec.nodeName`,
+    /// whether or not its node is listed: so does `allocated`, through `unlisted`, by a list and
+    /// by the watch cache alike.
+    #[test]
+    fn a_pod_bound_to_a_node_not_listed_counts_as_allocated_as_karmada_counts_it() {
+        let nodes = || decode_page::<NodeItem>(NODES.as_bytes()).expect("nodes").items;
+        let orphan = PODS
+            .replace(
+                r#""name":"b","namespace":"ns"},"spec":{"nodeName":"n1""#,
+                r#""name":"b","namespace":"ns"},"spec":{"nodeName":"gone""#,
+            )
+            .replace(r#""status":{"phase":"Succeeded"}"#, r#""status":{"phase":"Running"}"#);
+        let pods = decode_page::<PodItem>(orphan.as_bytes()).expect("pods").items;
+        let mut f = Fold::default();
+        f.nodes(nodes());
+        for p in &pods {
+            f.pod(p);
+        }
+        let o = f.finish();
+        assert_eq!((o.pods.bound, o.nodes[0].pods), (2, 1));
+        assert_eq!((o.unlisted.get("cpu"), o.unlisted.get("pods")), (2000, 1000));
+        let summary = crate::model::snapshot::ResourceSummary::from_nodes(&o.nodes, &o.unbound, o.pods.unbound, &[])
+            .with_unlisted(&o.unlisted);
+        assert_eq!(summary.allocated.get("cpu"), 1010 + 2000, "the listed node's pod and the other");
+        assert_eq!(summary.allocated.get("pods"), 2000);
+        assert_eq!(summary.unlisted(&o.nodes), o.unlisted, "read back from a stored summary");
+        // The watch cache: the same, and the part goes when the node is listed after all.
+        let mut w = WatchCache::default();
+        for n in nodes() {
+            w.nodes.upsert(n);
+        }
+        for p in &pods {
+            w.pods.upsert(p);
+        }
+        assert_eq!(w.observation(), o);
+        let gone = NODES.replace(r#""name":"n1""#, r#""name":"gone""#);
+        for n in decode_page::<NodeItem>(gone.as_bytes()).expect("nodes").items {
+            w.nodes.upsert(n);
+        }
+        assert_eq!(w.observation().unlisted, ResourceList::new());
     }
 
     #[test]

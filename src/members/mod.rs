@@ -53,6 +53,7 @@ struct Summarised {
     nodes: Arc<Vec<crate::model::NodeView>>,
     unbound: crate::model::ResourceList,
     unbound_pods: u32,
+    unlisted: crate::model::ResourceList,
     models: Vec<crate::model::snapshot::ModelGrade>,
     summary: Arc<ResourceSummary>,
 }
@@ -68,16 +69,20 @@ impl SummaryMemo {
             && Arc::ptr_eq(&m.nodes, &data.nodes)
             && m.unbound.0.iter().eq(unbound_requests())
             && m.unbound_pods == data.pods.unbound
+            && m.unlisted == data.unlisted
             && m.models == models
         {
             return Arc::clone(&m.summary);
         }
         let unbound = crate::model::ResourceList(unbound_requests().map(|(k, v)| (k.clone(), *v)).collect());
-        let summary = Arc::new(ResourceSummary::from_nodes(&data.nodes, &unbound, data.pods.unbound, models));
+        let summary = Arc::new(
+            ResourceSummary::from_nodes(&data.nodes, &unbound, data.pods.unbound, models).with_unlisted(&data.unlisted),
+        );
         *memo = Some(Summarised {
             nodes: Arc::clone(&data.nodes),
             unbound,
             unbound_pods: data.pods.unbound,
+            unlisted: data.unlisted.clone(),
             models: models.to_vec(),
             summary: Arc::clone(&summary),
         });
@@ -106,11 +111,16 @@ pub fn apply_live(
             .filter(|s| matches!(s.source, SnapshotSource::Live { .. }));
         let (stored_data, stored_apis) = match stored_live {
             Some(s) => (
-                Some(Arc::new(LiveData {
-                    nodes: s.nodes,
-                    unbound: s.summary.map(|x| Arc::unwrap_or_clone(x).allocating).unwrap_or_default(),
-                    pods: s.pods.unwrap_or_default(),
-                    poll: s.poll.unwrap_or_default(),
+                Some(Arc::new({
+                    let summary = s.summary.map(Arc::unwrap_or_clone).unwrap_or_default();
+                    let unlisted = summary.unlisted(&s.nodes);
+                    LiveData {
+                        nodes: s.nodes,
+                        unbound: summary.allocating,
+                        pods: s.pods.unwrap_or_default(),
+                        unlisted,
+                        poll: s.poll.unwrap_or_default(),
+                    }
                 })),
                 Some(s.api_enablements).filter(|a| !a.is_empty()),
             ),
@@ -204,6 +214,7 @@ mod tests {
             nodes,
             unbound: ResourceList::of(&[("cpu", unbound), ("pods", 7000)]),
             pods: Arc::new(PodFacts { unbound: pending, ..Default::default() }),
+            unlisted: ResourceList::of(&[("cpu", 300), ("pods", 2000)]),
             poll: PollFacts::default(),
         };
         let grades = |min: i64| {
@@ -215,7 +226,7 @@ mod tests {
         let fresh = |d: &LiveData, models: &[ModelGrade]| {
             let mut unbound = d.unbound.clone();
             unbound.0.remove("pods");
-            ResourceSummary::from_nodes(&d.nodes, &unbound, d.pods.unbound, models)
+            ResourceSummary::from_nodes(&d.nodes, &unbound, d.pods.unbound, models).with_unlisted(&d.unlisted)
         };
         let memo = SummaryMemo::default();
         let nodes = Arc::new(vec![node("a", 4000), node("b", 1000)]);

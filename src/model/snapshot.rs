@@ -72,7 +72,8 @@ pub struct ResourceSummary {
 impl ResourceSummary {
     /// Karmada's cluster status controller (`cluster_status_controller.go`): `allocatable` =
     /// Σ node allocatable; `allocated` = Σ requests of the non-terminated pods bound to a node,
-    /// plus their count as `pods`; `allocating` = Σ requests of the pods not bound yet
+    /// plus their count as `pods` (here the listed nodes' pods; those of a node that is not
+    /// listed are added by [`ResourceSummary::with_unlisted`]); `allocating` = Σ requests of the pods not bound yet
     /// (`unbound`, with `unbound_pods`), plus their count; `allocatableModelings` per the
     /// cluster's resource models (see [`allocatable_modelings`]).
     pub fn from_nodes(
@@ -98,6 +99,35 @@ impl ResourceSummary {
             allocating,
             allocatable_modelings: allocatable_modelings(nodes, models),
         }
+    }
+
+    /// Adds to `allocated` the requests (and the `pods` count) of the non-terminated pods bound
+    /// to a node that is not listed: Karmada's `getAllocatedResource` counts every pod with a
+    /// `spec.nodeName`, whether or not that node is in its node list (a node deleted while its
+    /// pods are not yet, a node created between the two lists).
+    pub fn with_unlisted(mut self, unlisted: &ResourceList) -> ResourceSummary {
+        self.allocated.add(unlisted);
+        self
+    }
+
+    /// What [`ResourceSummary::with_unlisted`] added to `allocated`, read back from a stored
+    /// summary and its `nodes`: `allocated` less the listed nodes' pods.
+    pub fn unlisted(&self, nodes: &[NodeView]) -> ResourceList {
+        let mut listed = ResourceList::new();
+        let mut pods: i64 = 0;
+        for n in nodes {
+            listed.add(&n.requested);
+            pods = pods.saturating_add(i64::from(n.pods));
+        }
+        listed.set("pods", pods.saturating_mul(1000));
+        let mut out = ResourceList::new();
+        for (name, v) in &self.allocated.0 {
+            let rest = v.saturating_sub(listed.get(name));
+            if rest > 0 {
+                out.set(name, rest);
+            }
+        }
+        out
     }
 }
 

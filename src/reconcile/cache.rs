@@ -1700,7 +1700,7 @@ mod tests {
         let mut view = LiveView::default();
         repo::write_repo(policies, &spec, |_, c, obs| {
             let poll = PollFacts { at_ms: 500, duration_ms: 1, pages: 2, nodes: 4, pods: obs.listed_pods };
-            let data = LiveData { nodes: Arc::new(obs.nodes), unbound: obs.unbound, pods: Arc::new(obs.pods), poll };
+            let data = LiveData::of(obs, poll);
             let status = LiveStatus { endpoint: "sim".into(), last_good: Some(Arc::new(data)), ..Default::default() };
             view.clusters.insert(c.name.clone(), status);
         })

@@ -81,8 +81,25 @@ pub struct LiveData {
     pub unbound: ResourceList,
     /// Pod counts (shared with the snapshots built from them).
     pub pods: Arc<PodFacts>,
+    /// Σ requests of the non-terminated pods bound to a node that is not listed, with their
+    /// count as `pods`: Karmada counts them in `allocated`
+    /// ([`crate::model::snapshot::ResourceSummary::with_unlisted`]).
+    pub unlisted: ResourceList,
     /// How the poll went.
     pub poll: PollFacts,
+}
+
+impl LiveData {
+    /// What a poll's observation becomes.
+    pub fn of(obs: Observation, poll: PollFacts) -> LiveData {
+        LiveData {
+            nodes: Arc::new(obs.nodes),
+            unbound: obs.unbound,
+            pods: Arc::new(obs.pods),
+            unlisted: obs.unlisted,
+            poll,
+        }
+    }
 }
 
 /// What the poller knows of one cluster.

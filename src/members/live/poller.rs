@@ -37,7 +37,7 @@ pub(super) fn live_data(obs: Observation, duration: Duration, pages: u32, at_ms:
         pods: obs.listed_pods,
         at_ms,
     };
-    LiveData { nodes: Arc::new(obs.nodes), unbound: obs.unbound, pods: Arc::new(obs.pods), poll }
+    LiveData::of(obs, poll)
 }
 
 impl Poller {

@@ -243,8 +243,7 @@ fn fixture(o: &Options) -> Result<Fixture, BenchError> {
             nodes: obs.nodes.len() as u32,
             pods: obs.listed_pods,
         };
-        let data =
-            LiveData { nodes: std::sync::Arc::new(obs.nodes), unbound: obs.unbound, pods: Arc::new(obs.pods), poll };
+        let data = LiveData::of(obs, poll);
         live.clusters.insert(
             c.name.clone(),
             LiveStatus {

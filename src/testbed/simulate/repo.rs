@@ -97,7 +97,7 @@ pub fn observe(c: &FleetCluster) -> Result<Observation, SimError> {
 
 /// The summary Karmada's status controller would report for an observation.
 pub fn summary_of(obs: &Observation) -> ResourceSummary {
-    ResourceSummary::from_nodes(&obs.nodes, &obs.unbound, obs.pods.unbound, &[])
+    ResourceSummary::from_nodes(&obs.nodes, &obs.unbound, obs.pods.unbound, &[]).with_unlisted(&obs.unlisted)
 }
 
 fn quantities(list: &ResourceList) -> Value {
