@@ -39,7 +39,6 @@
 
 pub mod client;
 
-use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -627,11 +626,13 @@ async fn clusters(State(s): State<ApiState>, headers: HeaderMap) -> Response {
     if let Err(r) = authorize(&s, &headers) {
         return r.into_response();
     }
-    let current: Option<BTreeSet<String>> =
-        s.status.borrow().inputs.as_ref().map(|i| i.snapshots.iter().map(|c| c.name.clone()).collect());
+    let current = s.status.borrow().inputs.clone();
     let store = s.store.clone();
     let now = s.clock.now_ms();
-    blocking(move || report::clusters_json(&store, current.as_ref(), now).map_err(store_error)).await
+    blocking(move || {
+        report::clusters_json(&store, current.as_ref().map(|i| i.snapshots.as_slice()), now).map_err(store_error)
+    })
+    .await
 }
 
 async fn snapshots(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Response {

@@ -404,6 +404,15 @@ impl ClusterSnapshot {
         self.freshness.map_or(1.0, |f| f.confidence())
     }
 
+    /// Unix ms as of which this view is known to be current: the later of its own observation
+    /// (a live member's poll, or with watches the last event, bookmark or list received) and
+    /// `recorded_ms` (the store's `last_seen_ms` of its content, refreshed only every minute
+    /// while nothing changes; later than the observation a stored copy carries). What every
+    /// reported age counts from.
+    pub fn observed_at_ms(&self, recorded_ms: u64) -> u64 {
+        self.freshness.map_or(0, |f| f.polled_at_ms).max(recorded_ms)
+    }
+
     /// Whether node-level data is known (a live cluster polled at least once).
     pub fn is_live(&self) -> bool {
         matches!(self.source, SnapshotSource::Live { .. })

@@ -108,11 +108,14 @@ pub fn explain(
             _ => versions.last(),
         };
         if let Some(m) = meta {
+            // The head version is current as of the live view's last observation.
+            let head = versions.last().is_some_and(|h| h.version == m.version);
+            let observed = if head { snap.observed_at_ms(m.last_seen_ms) } else { m.last_seen_ms };
             data.insert(
                 snap.name.clone(),
                 json!({
                     "snapshotVersion": m.version,
-                    "observedAt": format_ms(m.last_seen_ms),
+                    "observedAt": format_ms(observed),
                     "firstSeen": format_ms(m.first_seen_ms),
                     "confidence": m.confidence,
                     "ageAtDecisionMs": decided_at.map(|d| d.saturating_sub(m.last_seen_ms)),

@@ -7,13 +7,13 @@
 //! Text renderings are made from the JSON documents, so that the CLI prints the same text
 //! whether it read the store itself or asked a running daemon.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::model::Health;
 use crate::model::quantity::format_milli;
 use crate::model::resources::ResourceList;
+use crate::model::{ClusterSnapshot, Health};
 use crate::schedule::Outcome;
 use crate::store::{HistoryRecord, PlacementRecord, SnapshotMeta, Store, StoreError};
 use crate::views::explain::{WorkloadRef, format_ms};
@@ -180,16 +180,26 @@ fn resources_json(list: &ResourceList) -> Value {
     Value::Object(list.iter().map(|(k, v)| (k.to_string(), Value::String(format_milli(k, v)))).collect())
 }
 
-/// `/api/v1/clusters`: every member cluster with a stored snapshot (restricted to `current`
-/// when given): state, capacity, confidence, snapshot age and the replicas placed on it.
-pub fn clusters_json(store: &Store, current: Option<&BTreeSet<String>>, now_ms: u64) -> Result<Value, StoreError> {
+/// `/api/v1/clusters`: every member cluster with a stored snapshot (restricted to the
+/// snapshots of the last good pass, `current`, when given): state, capacity, confidence,
+/// snapshot age and the replicas placed on it. The age counts from the observation of the
+/// pass's snapshot (a watched member: its last event or bookmark), not from the store's
+/// `lastSeen`, which an unchanged snapshot refreshes only every minute.
+pub fn clusters_json(store: &Store, current: Option<&[ClusterSnapshot]>, now_ms: u64) -> Result<Value, StoreError> {
     let replicas = replicas_by_cluster(&store.placements()?);
     let mut items = Vec::new();
     for name in store.clusters()? {
-        if current.is_some_and(|c| !c.contains(&name)) {
-            continue;
-        }
+        let observed = match current {
+            Some(c) => match c.iter().find(|s| s.name == name) {
+                Some(s) => s.freshness.map_or(0, |f| f.polled_at_ms),
+                None => continue,
+            },
+            None => 0,
+        };
         let Some((meta, snap)) = store.latest_snapshot(&name)? else { continue };
+        // The pass's observation, when it is of this content (the stored head's).
+        let observed = if observed >= meta.first_seen_ms { observed } else { 0 };
+        let observed_at = snap.observed_at_ms(meta.last_seen_ms.max(observed));
         let (state, reason) = health_parts(&snap.health);
         let capacity = snap.summary.as_ref().map(|s| {
             json!({
@@ -219,7 +229,8 @@ pub fn clusters_json(store: &Store, current: Option<&BTreeSet<String>>, now_ms: 
                 "hash": format!("{:016x}", meta.hash),
                 "firstSeen": format_ms(meta.first_seen_ms),
                 "lastSeen": format_ms(meta.last_seen_ms),
-                "ageSeconds": now_ms.saturating_sub(meta.last_seen_ms) as f64 / 1000.0,
+                "observedAt": format_ms(observed_at),
+                "ageSeconds": now_ms.saturating_sub(observed_at) as f64 / 1000.0,
             },
             "replicas": replicas.get(&name).copied().unwrap_or(0),
         }));

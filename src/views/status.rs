@@ -146,7 +146,7 @@ pub fn cluster_statuses(
                 name: snap.name.clone(),
                 ready: snap.health.is_ready(),
                 confidence: meta.confidence,
-                last_seen_ms: meta.last_seen_ms,
+                last_seen_ms: snap.observed_at_ms(meta.last_seen_ms),
                 snapshot_version: meta.version,
                 replicas: replicas.get(&snap.name).copied().unwrap_or(0),
             },

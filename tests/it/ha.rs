@@ -125,7 +125,7 @@ impl Drop for Instance {
     }
 }
 
-fn get(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String)> {
+pub(crate) fn get(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String)> {
     use std::io::{Read, Write};
     let mut c = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     c.set_read_timeout(Some(Duration::from_secs(5))).ok()?;

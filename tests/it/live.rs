@@ -707,3 +707,47 @@ fn with_watch_off_every_round_lists() {
     child.kill().expect("kill");
     let _ = child.wait();
 }
+
+/// With watches, a member's reported age counts from the last event or bookmark received,
+/// not from the store's `lastSeen` (refreshed once a minute while nothing changes): the
+/// simulator sends a bookmark every 5 s, so the age stays under two of those however long the
+/// member is quiet. (Before, it climbed to 60 s between refreshes.)
+#[test]
+fn a_watched_members_age_counts_from_its_last_event_or_bookmark() {
+    let t = setup(1, false, WATCHED);
+    let (mut child, _log) = daemon(&t, "info");
+    wait_until_watching(&t, &["member-000"]);
+    let addr: std::net::SocketAddr =
+        std::fs::read_to_string(t.s.state().join("http.addr")).expect("http.addr").trim().parse().expect("addr");
+    let member = || {
+        let (code, body) = crate::ha::get(addr, "/api/v1/clusters").expect("clusters");
+        assert_eq!(code, 200, "{body}");
+        let doc: serde_json::Value = serde_json::from_str(&body).expect("json");
+        doc["clusters"].as_array().expect("list").iter().find(|c| c["name"] == "member-000").cloned().expect("member")
+    };
+    let first = member();
+    let last_seen = first["snapshot"]["lastSeen"].clone();
+    // Quiet for longer than two bookmarks: nothing changes, the store's lastSeen stays.
+    let bookmark = fedsched::testbed::simulate::watch::BOOKMARK_EVERY;
+    std::thread::sleep(bookmark * 3);
+    let later = member();
+    assert_eq!(later["snapshot"]["lastSeen"], last_seen, "the content changed: {later}");
+    let age = later["snapshot"]["ageSeconds"].as_f64().expect("age");
+    assert!(
+        age < 2.0 * bookmark.as_secs_f64(),
+        "age {age} s after {} s without a change: {later}",
+        3 * bookmark.as_secs()
+    );
+    assert_ne!(later["snapshot"]["observedAt"], last_seen, "observedAt follows the bookmarks: {later}");
+    // The metric counts from the same observation.
+    let (code, metrics) = crate::ha::get(addr, "/metrics").expect("metrics");
+    assert_eq!(code, 200, "{metrics}");
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("fedsched_snapshot_age_seconds{cluster=\"member-000\"}"))
+        .unwrap_or_else(|| panic!("no age metric: {metrics}"));
+    let metric: f64 = line.rsplit(' ').next().and_then(|v| v.parse().ok()).expect("a number");
+    assert!(metric < 2.0 * bookmark.as_secs_f64(), "{line} after {} s without a change", 3 * bookmark.as_secs());
+    let _ = child.kill();
+    let _ = child.wait();
+}

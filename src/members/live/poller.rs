@@ -137,7 +137,8 @@ impl Poller {
                             Some(b) => b.redactor.error(e),
                             None => e,
                         }),
-                        None => Ok(live_data(sh.cache.observation(), started.elapsed(), 0, self.clock.now_ms())),
+                        // As current as the last event or bookmark (or list) received.
+                        None => Ok(live_data(sh.cache.observation(), started.elapsed(), 0, sh.heard_ms)),
                     }
                 };
                 // A watch that failed is an error of this round, whatever stopped it.
@@ -186,7 +187,7 @@ impl Poller {
                         if let Ok(c) = b.rebuild() {
                             b.client = c;
                         }
-                        self.start_watch(b, start);
+                        self.start_watch(b, start, data.poll.at_ms);
                     }
                     Ok(data)
                 }
@@ -316,10 +317,11 @@ impl Poller {
         changed
     }
 
-    /// Starts the watches of a cluster just listed.
-    fn start_watch(&mut self, b: &Built, start: Start) {
+    /// Starts the watches of a member listed at unix ms `listed_ms` into `start`.
+    fn start_watch(&mut self, b: &Built, start: Start, listed_ms: u64) {
         let Some(watch) = b.watch_client.clone() else { return };
-        let shared = Arc::new(std::sync::Mutex::new(Shared { cache: start.cache, ..Default::default() }));
+        let shared =
+            Arc::new(std::sync::Mutex::new(Shared { cache: start.cache, heard_ms: listed_ms, ..Default::default() }));
         let jitter = crate::util::hash::fnv1a64(b.target.name.as_bytes()) % (WATCH_TIMEOUT_SECS / 2 + 1);
         let ctx = Ctx {
             list: b.client.clone(),
@@ -332,6 +334,7 @@ impl Poller {
             permits: Arc::clone(&self.permits),
             timeout_secs: WATCH_TIMEOUT_SECS + jitter,
             cluster: b.target.name.clone(),
+            clock: Arc::clone(&self.clock),
         };
         let nodes = tokio::spawn(watch_loop::<NodeItem>(ctx.clone(), "/api/v1/nodes", "nodes", start.nodes_rv));
         let pods = tokio::spawn(watch_loop::<PodItem>(ctx, "/api/v1/pods", "pods", start.pods_rv));

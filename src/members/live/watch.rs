@@ -14,6 +14,9 @@ pub(super) struct Shared {
     pub(super) failed: Option<PollError>,
     pub(super) events: u64,
     pub(super) relists: u64,
+    /// Unix ms of the last event or bookmark received, or of the last list: how current the
+    /// cache is known to be (a round served from it is stamped with this, not with its own time).
+    pub(super) heard_ms: u64,
 }
 
 /// The watches of one cluster: a task per resource keeping [`Shared::cache`] up to date.
@@ -130,6 +133,8 @@ pub(super) struct Ctx {
     pub(super) permits: Arc<tokio::sync::Semaphore>,
     pub(super) timeout_secs: u64,
     pub(super) cluster: String,
+    /// Stamps [`Shared::heard_ms`].
+    pub(super) clock: Arc<dyn Clock>,
 }
 
 /// A watch's own HTTP/1.1 connection (kube's client, made when first needed): for a server
@@ -200,6 +205,7 @@ pub(super) async fn relist<T: Watched>(ctx: &Ctx, path: &str, what: &'static str
     let mut sh = lock(&ctx.shared);
     T::replace(&mut sh.cache, part);
     sh.relists += 1;
+    sh.heard_ms = ctx.clock.now_ms();
     Ok(rv)
 }
 
@@ -315,6 +321,8 @@ pub(super) async fn watch_once<T: Watched>(
             let mut n = 0;
             let ended = apply_events(&mut sh.cache, events, rv, &mut n);
             sh.events += n;
+            // An event or a bookmark: the cache is current as of now.
+            sh.heard_ms = ctx.clock.now_ms();
             applied += n;
             ended
         };
