@@ -55,6 +55,13 @@ pub struct Workload {
     /// place of `replica_path`.
     #[serde(default)]
     pub revision: Option<Revision>,
+    /// A multi-template workload (`componentResource`: FlinkDeployment, Volcano Job…): one
+    /// replica stands for one whole set of its components. Karmada's multi-template scheduling
+    /// places it whole: into one cluster that fits a set when a `cluster` spread constraint
+    /// pins `minGroups = maxGroups = 1`, otherwise into every selected cluster
+    /// ([`crate::schedule`]).
+    #[serde(default)]
+    pub multi_template: bool,
 }
 
 impl Workload {
@@ -66,6 +73,7 @@ impl Workload {
             requirements: Default::default(),
             replica_path: None,
             revision: None,
+            multi_template: false,
         }
     }
 }
@@ -180,6 +188,7 @@ fn interpret_declared(spec: &WorkloadInterpreterSpec, object: &Value) -> Result<
         requirements,
         replica_path: Some(replica_path.clone()),
         revision: None,
+        multi_template: false,
     })
 }
 
@@ -253,6 +262,7 @@ fn interpret_customized(
                 requirements: requires.unwrap_or_default(),
                 replica_path: None,
                 revision,
+                multi_template: false,
             })
         }
         Ok(_) => Err(WorkloadError::Interpreter(format!("{kind}: InterpretReplica gave no replicas"))),
@@ -261,9 +271,10 @@ fn interpret_customized(
 }
 
 /// A multi-template workload (`componentResource`: FlinkDeployment, Volcano Job…) is
-/// scheduled as one unit into one cluster, as Karmada does: one "replica" that needs every
-/// component's replicas × requests together. Node constraints are the first constrained
-/// component's. The object is rendered unchanged (no replica revision).
+/// scheduled whole, as Karmada's multi-template scheduling does ([`Workload::multi_template`]):
+/// one "replica" that needs every component's replicas × requests together. Node constraints
+/// are the first constrained component's. The object is rendered unchanged (no replica
+/// revision).
 fn interpret_components(
     api_version: &str,
     kind: &str,
@@ -296,7 +307,14 @@ fn interpret_components(
                     requirements.priority_class_name = r.priority_class_name.clone();
                 }
             }
-            Ok(Workload { replicas: Some(1), completions: None, requirements, replica_path: None, revision: None })
+            Ok(Workload {
+                replicas: Some(1),
+                completions: None,
+                requirements,
+                replica_path: None,
+                revision: None,
+                multi_template: true,
+            })
         }
         Ok(_) => Err(WorkloadError::Interpreter(format!("{kind}: InterpretComponent gave no components"))),
         Err(e) => Err(WorkloadError::Interpreter(e.to_string())),
@@ -344,6 +362,7 @@ fn interpret_kind(
                 requirements,
                 replica_path: Some("/spec/replicas".into()),
                 revision: None,
+                multi_template: false,
             })
         }
         ("batch", "Job") => {
@@ -360,11 +379,19 @@ fn interpret_kind(
                 requirements,
                 replica_path: Some("/spec/parallelism".into()),
                 revision: None,
+                multi_template: false,
             })
         }
         ("", "Pod") => {
             let requirements = pod_requirements(object.pointer("/spec"), "spec")?;
-            Ok(Workload { replicas: Some(1), completions: None, requirements, replica_path: None, revision: None })
+            Ok(Workload {
+                replicas: Some(1),
+                completions: None,
+                requirements,
+                replica_path: None,
+                revision: None,
+                multi_template: false,
+            })
         }
         _ => Ok(Workload::non_workload()),
     }

@@ -734,7 +734,11 @@ fn decide_on(
         Ok(s) => s,
         Err(reason) => return (Outcome::Unschedulable { reason }, selecting_reads),
     };
-    let Some(replicas) = req.workload.replicas else {
+    // A multi-template workload not pinned to one cluster goes whole to every selected cluster
+    // (Karmada's `AssignReplicas`: no replica division for several components); pinned, it is
+    // one replica (one set of its components) in the one cluster selected.
+    let whole = req.workload.multi_template && !select::pins_one_cluster(req.placement, strategy);
+    let Some(replicas) = req.workload.replicas.filter(|_| !whole) else {
         return (
             Outcome::Scheduled { targets: selected.iter().map(|v| (v.name.clone(), None)).collect() },
             selecting_reads,

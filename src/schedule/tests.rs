@@ -1205,3 +1205,43 @@ fn zero_replicas_make_no_estimate_so_a_cluster_spread_picks_by_name() {
         }
     }
 }
+
+/// Issue 48: Karmada's multi-template scheduling (`AssignReplicas`, f8fdd02): a workload of
+/// several components goes whole to every selected cluster, whatever the division, unless a
+/// `cluster` spread constraint in force pins minGroups = maxGroups = 1: then to the one
+/// cluster that best fits one set of its components.
+#[test]
+fn a_multi_template_workload_goes_whole_to_every_cluster_unless_pinned_to_one() {
+    // m02 has the most room.
+    let clusters: Vec<ClusterSnapshot> = (0..3).map(|i| cluster(i, 10 + 10 * i as i64, false, true)).collect();
+    let key = key();
+    let mut w = workload(1);
+    w.multi_template = true;
+    w.requirements.request = ResourceList([("cpu".to_string(), 12_000)].into());
+    let none = BTreeMap::new();
+    let decide = |p: &Placement| {
+        let req = ScheduleRequest {
+            key: &key,
+            uid: None,
+            workload: &w,
+            placement: p,
+            previous: &none,
+            previous_affinity: None,
+            failover: &NO_FAILOVER,
+        };
+        schedule(&Framework::karmada_default(), &req, &clusters)
+    };
+    let every = pairs(&[("m00", -1), ("m01", -1), ("m02", -1)]);
+    for (what, mut p) in every_division() {
+        let r = decide(&p);
+        assert_eq!(placed(&r), every, "{what}: {:?}", r.outcome);
+        p.spread_constraints = vec![spread(SpreadByField::Cluster, 1, 1)];
+        let r = decide(&p);
+        let want = match what {
+            // Static weights ignore spread constraints: every cluster still.
+            "static weights" => every.clone(),
+            _ => pairs(&[("m02", 1)]),
+        };
+        assert_eq!(placed(&r), want, "{what}, pinned: {:?}", r.outcome);
+    }
+}

@@ -183,6 +183,7 @@ fn policy(kind_api: (&str, &str), name: &str, scheduling: &str) -> String {
 
 const DIVIDED: &str = "{replicaSchedulingType: Divided, replicaDivisionPreference: Weighted}";
 const DUPLICATED: &str = "{replicaSchedulingType: Duplicated}";
+const AGGREGATED: &str = "{replicaSchedulingType: Divided, replicaDivisionPreference: Aggregated}";
 
 const CLONESET: &str = r#"apiVersion: apps.kruise.io/v1alpha1
 kind: CloneSet
@@ -279,13 +280,20 @@ fn multi_template(file: &str, kind: (&str, &str), rendered_name: &str) {
     let Some(root) = crate::support::karmada_examples() else { return };
     let cr = fs::read_to_string(root.join("e2e-manifests").join(file)).expect("read CR");
     let cr = cr.replace("name: to-be-defined", "name: job\n  namespace: shop");
-    for (scheduling, clusters) in [(DIVIDED, 1), (DUPLICATED, 2)] {
+    // Karmada's multi-template scheduling (f8fdd02, `AssignReplicas`): the components are not
+    // divided, the object goes whole to every selected cluster; a `cluster` spread constraint
+    // with minGroups = maxGroups = 1 (as its e2e test `[ScheduleMultiTemplate]`) selects one,
+    // except under static weights (plain `Weighted`), which ignore spread constraints.
+    let pinned = "    spreadConstraints: [{spreadByField: cluster, minGroups: 1, maxGroups: 1}]\n";
+    for (scheduling, spread, clusters) in
+        [(DIVIDED, "", 2), (DUPLICATED, "", 2), (AGGREGATED, "", 2), (AGGREGATED, pinned, 1), (DIVIDED, pinned, 2)]
+    {
         let s = Scratch::with_demo_serving(kind.0, kind.1);
-        s.write("apps/job.yaml", &format!("{}---\n{cr}", policy(kind, "job", scheduling)));
+        s.write("apps/job.yaml", &format!("{}{spread}---\n{cr}", policy(kind, "job", scheduling)));
         let out = render_with(&s, Some(&root.join("resourcecustomizations")));
         assert!(out.status.success(), "{}", text(&out.stderr));
         let files = rendered(&s, rendered_name);
-        assert_eq!(files.len(), clusters, "{scheduling}: {:?}", files.keys());
+        assert_eq!(files.len(), clusters, "{scheduling} {spread}: {:?}", files.keys());
         // Rendered whole: the object is not revised.
         let want: Value = serde_saphyr::from_str(&cr).expect("yaml");
         for y in files.values() {
@@ -296,7 +304,7 @@ fn multi_template(file: &str, kind: (&str, &str), rendered_name: &str) {
 }
 
 #[test]
-fn flinkdeployment_is_scheduled_as_one_unit() {
+fn flinkdeployment_goes_whole_to_every_cluster_unless_pinned_to_one() {
     multi_template(
         "flinkdeployment-cr.yaml",
         ("flink.apache.org/v1beta1", "FlinkDeployment"),
@@ -305,7 +313,7 @@ fn flinkdeployment_is_scheduled_as_one_unit() {
 }
 
 #[test]
-fn volcano_job_is_scheduled_as_one_unit() {
+fn volcano_job_goes_whole_to_every_cluster_unless_pinned_to_one() {
     multi_template("volcanojob-cr.yaml", ("batch.volcano.sh/v1alpha1", "Job"), "batch.volcano.sh_job_job.yaml");
 }
 

@@ -197,6 +197,14 @@ pub fn reads_capacity(placement: &Placement, strategy: Strategy) -> bool {
     !matches!(constraints_in_force(placement, strategy), (None, None))
 }
 
+/// Whether the placement pins its workload to one cluster, as Karmada's multi-template
+/// scheduling reads it (`isMultiTemplateSchedulingApplicable`): a `cluster` spread constraint
+/// with `minGroups = maxGroups = 1`, in force ([`select_clusters`] applies it: static weights
+/// ignore spread constraints, and select every cluster).
+pub fn pins_one_cluster(placement: &Placement, strategy: Strategy) -> bool {
+    constraints_in_force(placement, strategy).1.is_some_and(|sc| sc.min_groups == 1 && sc.max_groups == 1)
+}
+
 /// The spread constraints [`select_clusters`] applies: the topology level (region, zone,
 /// provider, then a label) with its constraint, and the cluster constraint. None with static
 /// weights (Karmada ignores spread constraints for them).
