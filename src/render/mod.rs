@@ -27,8 +27,16 @@ pub use output::GENERATED_HEADER;
 pub const ANNOTATION_POLICY: &str = "fedsched.io/policy";
 /// Annotation naming the template an object was rendered from.
 pub const ANNOTATION_TEMPLATE: &str = "fedsched.io/template";
-/// Annotation naming the source file of the template in the policy repository.
+/// Annotation naming the source file of the template in the policy repository: the file
+/// only (`apps/nginx.yaml`), not the document's position in it, which changes when another
+/// document of the file is removed or reordered and would rewrite this object in every
+/// cluster; [`ANNOTATION_TEMPLATE`] names the object.
 pub const ANNOTATION_SOURCE: &str = "fedsched.io/source";
+
+/// The value of [`ANNOTATION_SOURCE`] for an object from `source`.
+fn provenance(source: &crate::policy::Source) -> Value {
+    Value::String(source.file.to_string_lossy().into_owned())
+}
 /// Argo CD's per-object sync options; `Prune=false` keeps the object in the member when its
 /// file is removed (`preserveResourcesOnDeletion`).
 pub const ANNOTATION_ARGOCD_SYNC_OPTIONS: &str = "argocd.argoproj.io/sync-options";
@@ -189,7 +197,7 @@ pub fn namespace(name: &str, object: Option<&Template>) -> Option<(String, Strin
     let ann = m.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
     if let Some(ann) = ann.as_object_mut() {
         if let Some(t) = object {
-            ann.insert(ANNOTATION_SOURCE.into(), Value::String(t.source.to_string()));
+            ann.insert(ANNOTATION_SOURCE.into(), provenance(&t.source));
         }
         prune_opt_outs(ann);
     }
@@ -316,7 +324,7 @@ fn add_provenance(obj: &mut Value, input: &RenderInput<'_>) {
                 }
             )),
         );
-        ann.insert(ANNOTATION_SOURCE.into(), Value::String(input.template.source.to_string()));
+        ann.insert(ANNOTATION_SOURCE.into(), provenance(&input.template.source));
         if input.preserve_on_deletion {
             prune_opt_outs(ann);
         }

@@ -414,3 +414,46 @@ fn explain_names_the_limiting_dimension_and_its_marks() {
         "{shown}"
     );
 }
+
+/// Every rendered file of the output directory (relative path → content), but the
+/// kustomizations and fedsched's own bookkeeping.
+fn rendered_files(root: &std::path::Path) -> std::collections::BTreeMap<String, String> {
+    fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut std::collections::BTreeMap<String, String>) {
+        for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(root).expect("prefix").to_string_lossy().into_owned();
+            if rel.starts_with('.') {
+                continue;
+            }
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else if !rel.ends_with("kustomization.yaml") {
+                out.insert(rel, std::fs::read_to_string(&p).expect("read"));
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// Item 14: an object's provenance names its file, not its position among the file's
+/// documents: reordering the demo's `apps/web.yaml` (the Service moved last) rewrites no
+/// rendered file in any cluster (each `document N` moved before, so Argo CD synced them again).
+#[test]
+fn provenance_does_not_depend_on_the_position_of_other_documents() {
+    let s = Scratch::with_demo();
+    assert!(s.render().status.success());
+    let before = rendered_files(&s.out());
+    let web = std::fs::read_to_string(s.policies().join("apps/web.yaml")).expect("read");
+    let docs: Vec<&str> = web.split("\n---\n").collect();
+    assert_eq!(docs.len(), 3);
+    s.write("apps/web.yaml", &[docs[0], docs[2], docs[1]].join("\n---\n"));
+    let o = s.render();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let after = rendered_files(&s.out());
+    let changed: Vec<&String> = before.keys().filter(|k| before.get(*k) != after.get(*k)).collect();
+    assert!(changed.is_empty() && before.len() == after.len(), "rewritten: {changed:?}");
+    let config = after.iter().find(|(k, _)| k.ends_with("shop/core_configmap_web-config.yaml")).expect("rendered");
+    assert!(config.1.contains("fedsched.io/source: apps/web.yaml\n"), "{}", config.1);
+}
