@@ -19,6 +19,7 @@ mod fields;
 mod ha;
 mod interpreter;
 mod invalid_manifests;
+mod karmada_placements;
 mod listener;
 mod live;
 mod logs;
