@@ -121,6 +121,22 @@ fn a_crd_workload_goes_only_where_its_group_is_served_and_a_failed_discovery_kee
 fn a_member_whose_discovery_never_succeeded_is_taken_to_serve_every_api() {
     let t = setup(2, false, POLL);
     t.s.write("apps/clones.yaml", CLONES);
+    // Nothing known of member-001's APIs: its Cluster object lists none either (the
+    // simulator's files keep status.apiEnablements, the second fallback).
+    let file = t.s.policies().join("clusters/member-001.yaml");
+    let body = std::fs::read_to_string(&file).expect("cluster file");
+    let mut in_status = false;
+    let kept: Vec<&str> = body
+        .lines()
+        .filter(|l| {
+            if !l.starts_with(' ') && !l.starts_with('-') {
+                in_status = l.starts_with("status:");
+            }
+            !in_status
+        })
+        .collect();
+    assert!(kept.len() < body.lines().count() && body.contains("apiEnablements"), "{body}");
+    std::fs::write(&file, kept.join("\n") + "\n").expect("write");
     t.sim.fault("member-001", r#"{"discoveryStatus": 503}"#);
     let o = fedsched(&["render", "-c", t.config.to_str().expect("utf8")]);
     assert!(o.status.success(), "{}", text(&o.stderr));
