@@ -188,7 +188,8 @@ pub enum Command {
     Interpret(interpret::InterpretArgs),
     /// What the members run of a workload: per cluster desired, ready, pending (with reasons),
     /// missing, and its state (Healthy, Progressing, Degraded, Unknown). Without a workload:
-    /// every workload that is not Healthy.
+    /// every workload that is not Healthy. Exit 0 Healthy, 3 Progressing, 4 Degraded, 5 Unknown
+    /// (a list: its most severe state).
     Status {
         #[command(flatten)]
         dirs: DirArgs,
@@ -198,6 +199,11 @@ pub enum Command {
         /// Unschedulable or not Ready (or pods missing) longer than this ⇒ Degraded.
         #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
         stuck_after: std::time::Duration,
+        /// Wait up to this long for Healthy (`kubectl rollout status --timeout`): asks again
+        /// every 2 s; ends at once on Healthy (0) or Degraded (4), else at the timeout with the
+        /// last state's code.
+        #[arg(long, value_name = "TIMEOUT", value_parser = humantime::parse_duration)]
+        wait: Option<std::time::Duration>,
         #[command(flatten)]
         server: ServerArgs,
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
@@ -537,8 +543,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             print_doc(*output, &doc, crate::views::resources::to_text);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Status { dirs, workload, stuck_after, server, output } => {
-            workload_status(&cfg, dirs, workload.as_ref(), *stuck_after, server, *output)
+        Command::Status { dirs, workload, stuck_after, wait, server, output } => {
+            workload_status(&cfg, dirs, workload.as_ref(), *stuck_after, *wait, server, *output)
         }
         Command::Snapshots { dirs, cluster, output, server } => {
             let doc = match open_source(&cfg, dirs, server)? {
@@ -556,19 +562,58 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     }
 }
 
-/// `fedsched status [KIND/NS/NAME]`: from the store, or the daemon's API when it holds it.
+/// `fedsched status [KIND/NS/NAME]`: from the store, or the daemon's API when it holds it. The
+/// exit code is the state's ([`crate::views::workload_status::WorkloadState::exit_code`]);
+/// `--wait` asks again until Healthy, Degraded or the timeout.
 fn workload_status(
     cfg: &Config,
     dirs: &DirArgs,
     workload: Option<&WorkloadRef>,
     stuck_after: std::time::Duration,
+    wait: Option<std::time::Duration>,
     server: &ServerArgs,
     output: OutputFormat,
 ) -> Result<ExitCode, Failure> {
+    use crate::views::workload_status::{self as ws, WorkloadState};
+    let deadline = wait.map(|w| std::time::Instant::now() + w);
+    let (doc, state) = loop {
+        let doc = status_document(cfg, dirs, workload, stuck_after, server)?;
+        let state = WorkloadState::of_document(&doc);
+        let done = matches!(state, WorkloadState::Healthy | WorkloadState::Degraded);
+        match deadline {
+            Some(d) if !done && std::time::Instant::now() < d => {
+                std::thread::sleep(STATUS_WAIT_STEP.min(d.saturating_duration_since(std::time::Instant::now())));
+            }
+            Some(_) if !done => {
+                let timeout = humantime::format_duration(wait.unwrap_or_default());
+                crate::errln!("fedsched: timed out after {timeout} waiting for Healthy: {}", state.as_str());
+                break (doc, state);
+            }
+            _ => break (doc, state),
+        }
+    };
+    match workload {
+        Some(_) => print_doc(output, &doc, ws::to_text),
+        None => print_doc(output, &doc, ws::list_to_text),
+    }
+    Ok(ExitCode::from(state.exit_code()))
+}
+
+/// How often `status --wait` asks again.
+const STATUS_WAIT_STEP: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// One status document: a workload's, or the list of those not Healthy.
+fn status_document(
+    cfg: &Config,
+    dirs: &DirArgs,
+    workload: Option<&WorkloadRef>,
+    stuck_after: std::time::Duration,
+    server: &ServerArgs,
+) -> Result<serde_json::Value, Failure> {
     use crate::views::workload_status as ws;
     let opts = ws::Options { stuck_after };
     let query = format!("?stuckAfter={}s", stuck_after.as_secs());
-    let doc = match (open_source(cfg, dirs, server)?, workload) {
+    Ok(match (open_source(cfg, dirs, server)?, workload) {
         (Source::Server(api), Some(w)) => api.get(&format!("{}{query}", workload_path(w, "status")))?,
         (Source::Server(api), None) => api.get(&format!("/api/v1/workloads/status{query}"))?,
         (Source::Store(store), Some(w)) => ws::workload_document(&store, w, crate::util::clock::now_ms(), &opts)
@@ -577,12 +622,7 @@ fn workload_status(
                 e => e.into(),
             })?,
         (Source::Store(store), None) => ws::unhealthy_document(&store, crate::util::clock::now_ms(), &opts)?,
-    };
-    match workload {
-        Some(_) => print_doc(output, &doc, ws::to_text),
-        None => print_doc(output, &doc, ws::list_to_text),
-    }
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
 /// Where a read-only command reads: the store, or a running daemon's API.

@@ -87,6 +87,43 @@ pub enum WorkloadState {
 }
 
 impl WorkloadState {
+    /// Every state, in the order of [`WorkloadState::exit_code`]'s severity for a list.
+    pub const ALL: [WorkloadState; 4] =
+        [WorkloadState::Degraded, WorkloadState::Unknown, WorkloadState::Progressing, WorkloadState::Healthy];
+
+    /// The state named `name` (`as_str`'s inverse).
+    pub fn parse(name: &str) -> Option<WorkloadState> {
+        Self::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// `fedsched status`'s exit code for this state, to gate CI as `kubectl rollout status`
+    /// does: 0 Healthy; 3 Progressing, 4 Degraded, 5 Unknown (1, 2 and 64 are the codes of
+    /// every command: invalid input, failure, usage).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            WorkloadState::Healthy => 0,
+            WorkloadState::Progressing => 3,
+            WorkloadState::Degraded => 4,
+            WorkloadState::Unknown => 5,
+        }
+    }
+
+    /// The state a status document stands for: one workload's (`workload_document`), or for a
+    /// list (`unhealthy_document`) the most severe of its workloads — Degraded, then Unknown,
+    /// then Progressing; Healthy when none is listed.
+    pub fn of_document(doc: &Value) -> WorkloadState {
+        if let Some(s) = doc["state"].as_str() {
+            return Self::parse(s).unwrap_or(WorkloadState::Unknown);
+        }
+        let listed: Vec<WorkloadState> = doc["workloads"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|w| w["state"].as_str().and_then(Self::parse).unwrap_or(WorkloadState::Unknown))
+            .collect();
+        Self::ALL.into_iter().find(|s| listed.contains(s)).unwrap_or(WorkloadState::Healthy)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             WorkloadState::Healthy => "Healthy",
@@ -551,6 +588,20 @@ pub fn list_to_text(doc: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 49 item 11: the exit code of a status document, one workload or a list.
+    #[test]
+    fn a_document_states_its_exit_code() {
+        let one = |s: &str| WorkloadState::of_document(&json!({"state": s})).exit_code();
+        assert_eq!([one("Healthy"), one("Progressing"), one("Degraded"), one("Unknown")], [0, 3, 4, 5]);
+        let list = |states: &[&str]| {
+            let w: Vec<Value> = states.iter().map(|s| json!({"state": s})).collect();
+            WorkloadState::of_document(&json!({"counts": {}, "workloads": w})).exit_code()
+        };
+        assert_eq!(list(&[]), 0);
+        assert_eq!(list(&["Progressing", "Unknown"]), 5);
+        assert_eq!(list(&["Unknown", "Degraded", "Progressing"]), 4);
+    }
 
     const NOW: u64 = 1_800_000_000_000;
     const MIN: u64 = 60_000;

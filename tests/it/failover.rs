@@ -706,7 +706,8 @@ fn a_workload_rebalancer_decides_afresh_once_per_generation() {
     assert_eq!(count("rebalanced by WorkloadRebalancer rebalance-web generation 1: decided afresh"), 1, "{notes:#?}");
     assert_eq!(count("rebalanced by WorkloadRebalancer rebalance-web generation 2"), 1, "{notes:#?}");
     let st = s.cmd("status", &["Deployment/shop/web", "-o", "json"]);
-    assert!(st.status.success(), "{}", text(&st.stderr));
+    // The demo's members are offline, so not observed: Unknown, exit 5 (issue 49 item 11).
+    assert_eq!(st.status.code(), Some(5), "{}", text(&st.stderr));
     let v: serde_json::Value = serde_json::from_slice(&st.stdout).expect("json");
     assert_eq!(v["rebalances"][0]["rebalancer"], "rebalance-web", "{v:#}");
     assert_eq!(v["rebalances"][0]["generation"], 2);

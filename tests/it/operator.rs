@@ -457,3 +457,32 @@ fn provenance_does_not_depend_on_the_position_of_other_documents() {
     let config = after.iter().find(|(k, _)| k.ends_with("shop/core_configmap_web-config.yaml")).expect("rendered");
     assert!(config.1.contains("fedsched.io/source: apps/web.yaml\n"), "{}", config.1);
 }
+
+/// Item 11: `status` gates CI as `kubectl rollout status` does: its exit code is the state's
+/// (the demo's members are offline, not observed: Unknown, 5; the list: its most severe
+/// state, Degraded, 4), and `--wait` gives up at its timeout with the last state's code.
+#[test]
+fn status_exit_codes_gate_ci_and_wait_has_a_timeout() {
+    let s = Scratch::with_demo();
+    assert!(s.render().status.success());
+    let o = s.cmd("status", &["Deployment/shop/web"]);
+    assert!(
+        text(&o.stdout).starts_with("apps/v1 Deployment/shop/web: Unknown (no target cluster is observed)\n"),
+        "{}",
+        text(&o.stdout)
+    );
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o.stderr));
+    let o = s.cmd("status", &["-o", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    // The list: its most severe state, the demo's unschedulable ml/reindex (Degraded), before
+    // the Unknown others.
+    assert_eq!((doc["counts"]["Degraded"].as_u64(), doc["counts"]["Unknown"].as_u64().is_some()), (Some(1), true));
+    assert_eq!(o.status.code(), Some(4), "{doc:#}");
+    let started = std::time::Instant::now();
+    let o = s.cmd("status", &["Deployment/shop/web", "--wait", "3s"]);
+    assert!(started.elapsed() >= std::time::Duration::from_secs(3), "did not wait");
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("timed out after 3s waiting for Healthy: Unknown"), "{}", text(&o.stderr));
+    // An unknown workload stays invalid input.
+    assert_eq!(s.cmd("status", &["Deployment/shop/none"]).status.code(), Some(1));
+}
