@@ -12,7 +12,7 @@ use super::disk::{Kind, kind_of};
 use super::error::io_err;
 use super::names::object_path_problem;
 use super::{
-    ClusterFiles, DeleteGuard, HeldCluster, HeldMove, KUSTOMIZATION_FILE, PublishError, PublishPlan,
+    ClusterFiles, DeleteGuard, HeldCluster, HeldMove, HeldRemoval, KUSTOMIZATION_FILE, PublishError, PublishPlan,
     legacy_summary_path, summary_shard_path,
 };
 use crate::render::output::{GENERATED_HEADER, has_header, kustomization};
@@ -76,6 +76,9 @@ pub(super) struct Changes {
     pub(super) held: Vec<HeldCluster>,
     /// Workloads whose changes were held with a held cluster's.
     pub(super) held_moves: Vec<HeldMove>,
+    /// Removals of files no placed workload owns (a template or policy deleted) that a held
+    /// cluster holds, and so every cluster holds.
+    pub(super) held_removals: Vec<HeldRemoval>,
 }
 
 /// `rel` (`cluster/path`, relative to the output root) relative to its cluster directory.
@@ -90,9 +93,12 @@ fn touched_path(changes: &Changes, cluster: &str, path: &str) -> bool {
 }
 
 /// Compares the plan with the disk (read-only). Clusters the guard holds contribute nothing;
-/// the guard counts only removals of files no placed workload owns ([`PublishPlan::owners`]),
-/// and a workload with a change in a held cluster keeps its files as they are in every other
-/// cluster too ([`HeldMove`]: a move is all or nothing).
+/// the guard counts only removals of files no placed workload owns ([`PublishPlan::owners`]).
+/// A workload's change is published whole or not at all: one with a change in a held cluster,
+/// or a file kept there (a graceful eviction's copy, whose purge the hold would keep), keeps
+/// its files as they are in every other cluster too ([`HeldMove`]); and an object no workload
+/// owns any more (its template or policy deleted) whose removal a held cluster holds stays on
+/// every cluster ([`HeldRemoval`]).
 pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> Result<Changes, PublishError> {
     // Path → owners, built when a cluster is held (rare).
     let owned_map: std::cell::OnceCell<HashMap<&str, Vec<&str>>> = std::cell::OnceCell::new();
@@ -111,6 +117,8 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
     let mut passed: Vec<(&str, Changes)> = Vec::new();
     // Per owner with a change in a held cluster: the held clusters.
     let mut held_owners: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    // Per object no placed workload owns, removed in a held cluster: the held clusters.
+    let mut held_unowned: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let results = every_cluster_changes(out, plan);
     // The removed paths (relative to their cluster directory) that a still-placed workload
     // owns: a decision's removals, which the guard does not count. Found in one scan of the
@@ -138,10 +146,21 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
             tracing::warn!(cluster = %cluster, objects, removals = held.removals, "mass-deletion guard: cluster held");
             changes.held.push(held);
             let owned = owned();
-            for rel in mine.writes.keys().chain(&mine.deletions) {
-                for owner in owned.get(relative(cluster, rel)).into_iter().flatten() {
+            // Its kept files (not planned): a graceful eviction's copy stays until its purge,
+            // a removal the hold would keep, so the workload's additions wait with it.
+            let kept = plan
+                .clusters
+                .get(cluster)
+                .into_iter()
+                .flat_map(|f| f.keep.iter().filter(|k| !f.files.contains_key(*k)));
+            let paths = mine.writes.keys().chain(&mine.deletions).map(|rel| relative(cluster, rel));
+            for path in paths.chain(kept.map(String::as_str)) {
+                for owner in owned.get(path).into_iter().flatten() {
                     held_owners.entry(owner).or_default().insert(cluster.to_owned());
                 }
+            }
+            for d in mine.deletions.iter().map(|d| relative(cluster, d)).filter(|d| !owned_removed.contains(d)) {
+                held_unowned.entry(d.to_owned()).or_default().insert(cluster.to_owned());
             }
             continue;
         }
@@ -150,15 +169,28 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
     let held_paths: BTreeSet<&str> =
         held_owners.keys().flat_map(|o| plan.owners.get(*o).into_iter().flatten().map(String::as_str)).collect();
     let mut waiting: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    let mut removal_waiting: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (cluster, mut mine) in passed {
+        let unowned: Vec<String> = mine
+            .deletions
+            .iter()
+            .map(|d| relative(cluster, d))
+            .filter(|d| held_unowned.contains_key(*d))
+            .map(str::to_owned)
+            .collect();
         let touched = mine.writes.keys().chain(&mine.deletions).any(|rel| held_paths.contains(relative(cluster, rel)));
-        if touched {
-            // Its files of held workloads stay exactly as they are on the disk.
+        if touched || !unowned.is_empty() {
+            // Its files of held workloads, and the objects whose removal a held cluster holds,
+            // stay exactly as they are on the disk.
             let mut files = plan.clusters.get(cluster).cloned().unwrap_or_default();
             for p in &held_paths {
                 if files.files.remove(*p).is_some() || touched_path(&mine, cluster, p) {
                     files.keep.insert((*p).to_owned());
                 }
+            }
+            for p in unowned {
+                files.keep.insert(p.clone());
+                removal_waiting.entry(p).or_default().insert(cluster.to_owned());
             }
             for (owner, paths) in plan.owners.iter() {
                 if held_owners.contains_key(owner.as_str()) && paths.iter().any(|p| touched_path(&mine, cluster, p)) {
@@ -181,6 +213,14 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
             let waiting = waiting.remove(owner)?;
             tracing::warn!(workload = owner, waiting = waiting.len(), "mass-deletion guard: move held whole");
             Some(HeldMove { owner: owner.to_owned(), held, waiting })
+        })
+        .collect();
+    changes.held_removals = held_unowned
+        .into_iter()
+        .filter_map(|(path, held)| {
+            let waiting = removal_waiting.remove(&path)?;
+            tracing::warn!(path, waiting = waiting.len(), "mass-deletion guard: removal held on every cluster");
+            Some(HeldRemoval { path, held, waiting })
         })
         .collect();
     if let Some(summary) = &plan.summary {

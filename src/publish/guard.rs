@@ -237,4 +237,57 @@ spec: {}
         assert!(report.held.is_empty() && report.held_moves.is_empty());
         assert!(!out.join("a").join(W).exists() && out.join("b").join(W).exists());
     }
+    /// Issue 46, bug 3: an object no workload owns any more (its template deleted) whose
+    /// removal a held cluster holds stays on every cluster (a deletion applies to all or
+    /// none); and a workload whose file a held cluster keeps (a graceful eviction's copy, whose
+    /// purge the hold would keep) has its additions elsewhere held with it.
+    #[test]
+    fn a_held_cluster_holds_a_deletion_everywhere_and_the_additions_of_what_it_keeps() {
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path();
+        let (x, y, z) =
+            ("default/core_configmap_x.yaml", "default/core_configmap_y.yaml", "default/core_configmap_z.yaml");
+        let (p, q) = ("default/core_configmap_p.yaml", "default/core_configmap_q.yaml");
+        let first = plan(
+            vec![
+                ("a", cluster(&[(W, "replicas: 2\n"), (x, "x\n"), (y, "y\n")], &[])),
+                (
+                    "b",
+                    cluster(&[(W, "replicas: 2\n"), (x, "x\n"), (y, "y\n"), (z, "z\n"), (p, "p\n"), (q, "q\n")], &[]),
+                ),
+            ],
+            None,
+        );
+        publish(out, &first).expect("first publish");
+        let before = snapshot(out);
+        // x and y deleted (2 of a's 3: held; 2 of b's 6: not), w evicted from a (its copy kept
+        // there) and grown on b.
+        let mut next = plan(
+            vec![
+                ("a", cluster(&[], &[W])),
+                ("b", cluster(&[(W, "replicas: 4\n"), (z, "z\n"), (p, "p\n"), (q, "q\n")], &[])),
+            ],
+            None,
+        );
+        owned(&mut next, "Deployment/default/w", &[W]);
+        let report = publish_guarded(out, &next, &DeleteGuard::default()).expect("publish");
+        assert_eq!(report.held, vec![HeldCluster { cluster: "a".into(), objects: 3, removals: 2 }]);
+        let removals: Vec<(&str, Vec<&str>)> = report
+            .held_removals
+            .iter()
+            .map(|h| (h.path.as_str(), h.waiting.iter().map(String::as_str).collect()))
+            .collect();
+        assert_eq!(removals, [(x, vec!["b"]), (y, vec!["b"])], "{report:?}");
+        assert!(report.held_removals[0].to_string().contains("its removal from b waits for held a"));
+        assert_eq!(report.held_moves.len(), 1, "{report:?}");
+        assert_eq!(snapshot(out), before, "nothing changed: {report:?}");
+        // Confirmed: all of it.
+        let report =
+            publish_guarded(out, &next, &DeleteGuard { allow: true, ..DeleteGuard::default() }).expect("publish");
+        assert!(report.held.is_empty() && report.held_removals.is_empty() && report.held_moves.is_empty());
+        for c in ["a", "b"] {
+            assert!(!out.join(c).join(x).exists() && !out.join(c).join(y).exists(), "{c}");
+        }
+        assert_eq!(read(out, &format!("b/{W}")), super::super::test_fixtures::object("replicas: 4\n"));
+    }
 }

@@ -60,7 +60,7 @@ pub use error::PublishError;
 pub use guard::{DEFAULT_MAX_DELETE_RATIO, DeleteGuard, HeldCluster};
 pub use names::check_segment;
 pub use owner::{OutputClaim, Owner, claim_output};
-pub use plan::{ClusterFiles, HeldMove, Owners, PublishPlan, PublishReport, SummaryPlan};
+pub use plan::{ClusterFiles, HeldMove, HeldRemoval, Owners, PublishPlan, PublishReport, SummaryPlan};
 pub use preview::{Preview, preview};
 pub use recovery::recover;
 
@@ -144,6 +144,7 @@ pub fn publish_guarded(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> R
         stats: std::mem::take(&mut changes.stats),
         held: std::mem::take(&mut changes.held),
         held_moves: std::mem::take(&mut changes.held_moves),
+        held_removals: std::mem::take(&mut changes.held_removals),
         ..PublishReport::default()
     };
     if changes.writes.is_empty() && changes.deletions.is_empty() {

@@ -75,6 +75,34 @@ pub struct PublishReport {
     /// Workloads with a change in a held cluster, whose changes in other clusters were held
     /// with it (all or nothing), in key order.
     pub held_moves: Vec<HeldMove>,
+    /// Objects no placed workload owns any more whose removal a held cluster held, kept on
+    /// the other clusters too (a deletion applies to every cluster or none), in path order.
+    pub held_removals: Vec<HeldRemoval>,
+}
+
+/// The removal of an object no placed workload owns (its template or policy deleted) that a
+/// held cluster held, and so every other cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeldRemoval {
+    /// The object's file, relative to a cluster directory.
+    pub path: String,
+    /// The held clusters that hold its removal.
+    pub held: BTreeSet<String>,
+    /// The other clusters where its removal waited with them.
+    pub waiting: BTreeSet<String>,
+}
+
+impl std::fmt::Display for HeldRemoval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let join = |s: &BTreeSet<String>| s.iter().map(String::as_str).collect::<Vec<_>>().join(", ");
+        write!(
+            f,
+            "{}: its removal from {} waits for held {} (a deletion applies to every cluster or none)",
+            self.path,
+            join(&self.waiting),
+            join(&self.held)
+        )
+    }
 }
 
 /// A workload's move held whole because one of its clusters was held.

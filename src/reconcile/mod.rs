@@ -334,7 +334,7 @@ impl Reconciler {
         let mut tainted = self.taint(inputs, now_ms)?;
         let with_taints = tainted.inputs.take();
         let staged_inputs = with_taints.as_ref().unwrap_or(inputs);
-        let Staged { snapshots, pass, stability, decisions, planned, full_check, poll, stability_time } =
+        let Staged { snapshots, pass, mut stability, decisions, planned, full_check, poll, stability_time } =
             self.stages(cache, staged_inputs, tainted, output_dir, trigger, now_ms)?;
 
         warn_secrets(self.settings.secrets.mode, cache, &decisions);
@@ -347,6 +347,8 @@ impl Reconciler {
         let published = publish::publish_guarded(output_dir, &planned.plan, &self.settings.publish.guard)?;
         let publish_time = phase.elapsed();
         let files_unchanged = published.unchanged + planned.unchanged;
+        // A purge the guard held did not happen: its task stays (history records what was published).
+        stability.hold_purges(&published);
         planned.published(cache, &published, full_check, now_ms);
 
         let phase = Instant::now();
@@ -361,6 +363,7 @@ impl Reconciler {
             store: &self.store,
             held: &published.held,
             held_moves: &published.held_moves,
+            held_removals: &published.held_removals,
             versions: pass.versions,
             trigger,
             now_ms,

@@ -221,7 +221,7 @@ fn from_scratch(cache: &cache::PassCache, set: &Arc<PolicySet>, namespaces: bool
 
 impl PlannedPublish<'_> {
     /// Tells the cache what was published: a cluster's digest unless the mass-deletion guard
-    /// held it or changes of a held move waited in it (`report`), the summary's bytes, and the
+    /// held it or changes of a held move or removal waited in it (`report`), the summary's bytes, and the
     /// time of a full check.
     pub fn published(
         self,
@@ -235,6 +235,7 @@ impl PlannedPublish<'_> {
             .iter()
             .map(|h| h.cluster.as_str())
             .chain(report.held_moves.iter().flat_map(|m| m.waiting.iter().map(String::as_str)))
+            .chain(report.held_removals.iter().flat_map(|m| m.waiting.iter().map(String::as_str)))
             .collect();
         if full_check {
             cache.published.clear();

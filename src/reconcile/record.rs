@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::policy::ObjectKey;
-use crate::publish::{HeldCluster, HeldMove};
+use crate::publish::{HeldCluster, HeldMove, HeldRemoval};
 use crate::schedule::{Outcome, ScheduleResult};
 use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
 
@@ -41,6 +41,8 @@ pub(super) struct Recording<'a> {
     pub held: &'a [HeldCluster],
     /// Moves held whole with a held cluster this pass.
     pub held_moves: &'a [HeldMove],
+    /// Removals of objects no workload owns held on every cluster with a held one this pass.
+    pub held_removals: &'a [HeldRemoval],
     /// Blob hash of the pass's snapshot versions map.
     pub versions: u64,
     pub trigger: &'a str,
@@ -108,6 +110,16 @@ fn held_notes(held: &[HeldCluster], files: &[&BTreeMap<String, String>]) -> Vec<
     let held: BTreeMap<&str, &HeldCluster> = held.iter().map(|h| (h.cluster.as_str(), h)).collect();
     let clusters: BTreeSet<&str> = files.iter().flat_map(|f| f.keys().map(String::as_str)).collect();
     clusters.into_iter().filter_map(|c| held.get(c)).map(|h| h.to_string()).collect()
+}
+
+/// Whether the mass-deletion guard held the removal of a workload no longer propagated (`old`:
+/// its placement) on one of its clusters, and so on all of them.
+fn removal_held(r: &Recording<'_>, old: &PlacementRecord) -> bool {
+    (!r.held.is_empty() || !r.held_removals.is_empty())
+        && old.files.iter().any(|(c, p)| {
+            r.held.iter().any(|h| &h.cluster == c)
+                || r.held_removals.iter().any(|h| &h.path == p && h.waiting.contains(c))
+        })
 }
 
 /// The note of a workload whose move the guard held whole, if it is one.
@@ -269,6 +281,10 @@ fn record_removed(
     let mut out = Vec::with_capacity(removed.len());
     for key in removed {
         let Some(old) = cache.placements.get(key).cloned() else { continue };
+        if removal_held(r, &old) {
+            // Not published: its placement stays, and the removal is recorded once it is.
+            continue;
+        }
         let notes: Vec<String> =
             std::iter::once("template removed from the policy repository or no longer claimed by a policy".into())
                 .chain(held_notes(r.held, &[&old.files]))

@@ -62,6 +62,9 @@ pub(crate) struct StabilityPass {
     /// Blob hash of the state this pass's decisions used (the stored state before the step,
     /// as JSON), for replay ([`crate::store::DecisionInputs::stability`]).
     pub state_blob: u64,
+    /// The graceful tasks (eviction, hand-over) this pass's purges ended, as they were: a
+    /// purge the publish did not carry out is undone ([`StabilityPass::hold_purges`]).
+    pub purged: Vec<(ObjectKey, stability::EvictionTask)>,
 }
 
 impl StabilityPass {
@@ -124,6 +127,40 @@ impl StabilityPass {
                 tracing::info!(workload = %key, cluster = %action.cluster, action = %action, "stability");
                 self.actions.push(action);
             }
+            ws.tasks.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+            self.pending_failover.insert(key);
+        }
+    }
+
+    /// Undoes the purges whose removal the publish's mass-deletion guard held (`report`: the
+    /// purge's cluster held, or the workload's changes there waiting for a held cluster): the
+    /// task stays as it was, due again next pass, and the action becomes a held one — the
+    /// history records no purge that was not published.
+    pub fn hold_purges(&mut self, report: &crate::publish::PublishReport) {
+        if report.held.is_empty() && report.held_moves.is_empty() {
+            self.purged.clear();
+            return;
+        }
+        let held: BTreeSet<&str> = report.held.iter().map(|h| h.cluster.as_str()).collect();
+        for (key, task) in std::mem::take(&mut self.purged) {
+            let owner = key.to_string();
+            let moved = report.held_moves.iter().find(|m| m.owner == owner);
+            let kept = held.contains(task.cluster.as_str())
+                || moved.is_some_and(|m| m.held.contains(&task.cluster) || m.waiting.contains(&task.cluster));
+            if !kept {
+                continue;
+            }
+            for a in self.actions.iter_mut().filter(|a| {
+                a.workload.as_ref() == Some(&key)
+                    && a.cluster == task.cluster
+                    && matches!(a.kind, ActionKind::Purge { .. })
+            }) {
+                a.kind = ActionKind::Held { action: "purge".into(), by: stability::Held::MassDeletionGuard };
+                tracing::warn!(workload = %key, cluster = %a.cluster, "stability: purge held by the mass-deletion guard");
+            }
+            let ws = self.state.workloads.entry(key.clone()).or_default();
+            ws.tasks.retain(|t| t.cluster != task.cluster);
+            ws.tasks.push(task);
             ws.tasks.sort_by(|a, b| a.cluster.cmp(&b.cluster));
             self.pending_failover.insert(key);
         }
@@ -390,12 +427,24 @@ pub(super) fn run(
             (_, None) => tracing::info!(action = %a, "stability"),
         }
     }
+    // The graceful tasks the purges end (a `Directly` one was purged when it started).
+    let purged = step
+        .actions
+        .iter()
+        .filter(|a| matches!(a.kind, ActionKind::Purge { .. }))
+        .filter_map(|a| {
+            let key = a.workload.as_ref()?;
+            let task = old.workloads.get(key)?.tasks.iter().find(|t| t.cluster == a.cluster)?;
+            (task.purge != Purge::Directly).then(|| (key.clone(), task.clone()))
+        })
+        .collect();
     Ok(StabilityPass {
         state: step.state,
         actions: step.actions,
         pending_failover: step.pending_failover,
         directives,
         state_blob,
+        purged,
     })
 }
 

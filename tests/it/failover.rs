@@ -532,6 +532,101 @@ fn the_guard_holds_a_move_whole_and_never_a_decisions_removal() {
     assert!(s.out().join("m3/kustomization.yaml").exists());
 }
 
+/// Issue 46, bug 3: under the mass-deletion guard a workload's change is published whole or
+/// not at all. m1 holds 9 objects (web's 2 replicas, the settings, the shop Namespace, 6
+/// ConfigMaps); it is lost at the moment the 6 ConfigMaps' templates are deleted: their
+/// removal (6 of 9) holds m1, and so their removal from m2 and m3 (a deletion is applied to
+/// every cluster or none). After the toleration web is evicted from m1, whose copy the hold
+/// would keep: its replacement waits too (never 8 replicas of 6). Its purge, due with the
+/// replacement counted Ready, is held and not recorded. `allow_mass_delete` applies it all.
+#[test]
+fn the_guard_holds_a_failover_and_a_deletion_whole() {
+    let names: Vec<String> = (0..6).map(|i| format!("gone-{i}")).collect();
+    let stay: Vec<String> = (0..6).map(|i| format!("stay-{i}")).collect();
+    let selectors = |names: &[String]| {
+        names.iter().map(|n| format!("  - {{apiVersion: v1, kind: ConfigMap, name: {n}}}\n")).collect::<String>()
+    };
+    let cm = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: shop}}\ndata: {{k: v}}\n")
+    };
+    let s = Scratch::new();
+    s.write("apps.yaml", POLICY);
+    s.write("clusters.yaml", &clusters("True"));
+    s.write(
+        "gone.yaml",
+        &format!(
+            "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: gone, namespace: shop}}\n\
+             spec:\n  resourceSelectors:\n{}",
+            selectors(&names)
+        ),
+    );
+    // m2 and m3 hold 6 more objects each: removing 6 of their 15 is not held.
+    s.write(
+        "stay.yaml",
+        &format!(
+            "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: stay, namespace: shop}}\n\
+             spec:\n  resourceSelectors:\n{}  placement:\n    clusterAffinity: {{clusterNames: [m2, m3]}}\n",
+            selectors(&stay)
+        ),
+    );
+    for n in names.iter().chain(&stay) {
+        s.write(&format!("cm-{n}.yaml"), &cm(n));
+    }
+    let mut d = InProcess::start(&s, "", false);
+    d.passes(1);
+    let web = || ["m1", "m2", "m3"].map(|c| replicas(&s, c));
+    let gone_on = |c: &str| {
+        names.iter().filter(|n| s.out().join(c).join(format!("shop/core_configmap_{n}.yaml")).exists()).count()
+    };
+    assert_eq!(web(), [Some(2), Some(2), Some(2)]);
+    assert_eq!(["m1", "m2", "m3"].map(gone_on), [6, 6, 6]);
+
+    // m1 lost, the 6 templates deleted at the same time: held on m1, so on m2 and m3 too.
+    s.write("clusters.yaml", &clusters("False"));
+    for n in &names {
+        std::fs::remove_file(s.policies().join(format!("cm-{n}.yaml"))).expect("rm");
+    }
+    d.clock.advance_ms(10_000);
+    d.send(Control::PolicyChanged);
+    let v = d.passes(2);
+    assert_eq!(["m1", "m2", "m3"].map(gone_on), [6, 6, 6], "a deletion half applied: {:?}", v.last_pass);
+
+    // Past the toleration: evicted from m1, whose copy stays (held); the additions wait.
+    d.clock.advance_ms(300_000);
+    d.send(Control::Tick);
+    d.passes(3);
+    assert_eq!(web(), [Some(2), Some(2), Some(2)], "the eviction's additions went out while m1 is held");
+    // The purge falls due (offline members count as Ready) and is held: not recorded.
+    for n in 4..6 {
+        d.clock.advance_ms(10_000);
+        d.send(Control::Tick);
+        d.passes(n);
+        assert_eq!(web().iter().map(|r| r.unwrap_or(0)).sum::<i64>(), 6, "{n}: {:?}", web());
+    }
+    let notes = history_notes(&s);
+    let count = |notes: &[String], needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    assert_eq!(count(&notes, "evicted 2 replicas from m1"), 1, "{notes:#?}");
+    assert_eq!(count(&notes, "purged the files left on m1"), 0, "a purge recorded that never happened: {notes:#?}");
+    assert!(count(&notes, "its changes on m2, m3 wait for held m1") >= 1, "{notes:#?}");
+    assert_eq!(d.metric("fedsched_workloads{state=\"pending_failover\"}"), Some(1.0));
+    let removed = |s: &Scratch| count(&history_notes_of(s, "ConfigMap/shop/gone-0"), "template removed");
+    assert_eq!(removed(&s), 0, "a removal recorded that was not published");
+
+    // Confirmed: the deletion everywhere, the move whole.
+    let config = s.dir.path().join("fedsched.toml");
+    let text = std::fs::read_to_string(&config).expect("config") + "[publish]\nallow_mass_delete = true\n";
+    std::fs::write(&config, text).expect("config");
+    d.clock.advance_ms(10_000);
+    d.send(Control::Reload);
+    d.passes(6);
+    assert_eq!(["m1", "m2", "m3"].map(gone_on), [0, 0, 0]);
+    assert_eq!(web(), [None, Some(3), Some(3)]);
+    d.stop();
+    let notes = history_notes(&s);
+    assert_eq!(count(&notes, "purged the files left on m1"), 1, "{notes:#?}");
+    assert_eq!(removed(&s), 1);
+}
+
 /// Waits for two more passes to finish (a pass publishes before it records: a test that stops
 /// the daemon right after seeing a file change may stop it before the history has the move).
 fn two_more_passes(log: &std::sync::Arc<std::sync::Mutex<String>>) {

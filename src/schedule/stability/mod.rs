@@ -429,6 +429,8 @@ pub enum Held {
     MovesPerPass,
     /// `min_stay`: the workload moved too recently.
     MinStay,
+    /// The publish's mass-deletion guard held the removal (a purge stays due until it goes).
+    MassDeletionGuard,
 }
 
 /// What an action does.
