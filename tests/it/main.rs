@@ -17,6 +17,7 @@ mod explain;
 mod failover;
 mod fields;
 mod ha;
+mod interpret_corpus;
 mod interpreter;
 mod invalid_manifests;
 mod karmada_placements;
