@@ -233,6 +233,8 @@ enum Event {
     Shutdown(&'static str),
     Heartbeat,
     Role(ha::Role),
+    /// A member's watch stopped with an error: a round reports it now.
+    WatchLost,
 }
 
 impl Daemon {
@@ -337,6 +339,9 @@ impl Daemon {
         let mut poller: Option<Box<Poller>> = Some(Box::new(
             Poller::new(self.cfg.poll.clone(), self.cfg.reconcile.interval).with_clock(Arc::clone(&self.clock)),
         ));
+        let watch_lost = poller.as_ref().map(|p| p.watch_lost()).unwrap_or_default();
+        // A watch stopped while the poller was away: a round as soon as it is home.
+        let mut round_again = false;
         let mut view = LiveView::default();
         let mut live_targets: Vec<Target> =
             if self.cfg.clusters.is_empty() { Vec::new() } else { self.initial_targets().await };
@@ -385,6 +390,7 @@ impl Daemon {
                 _ = ticker.tick() => Event::Tick,
                 _ = beat.tick() => Event::Heartbeat,
                 Some(role) = next_role(&mut self.ha) => Event::Role(role),
+                _ = watch_lost.notified() => Event::WatchLost,
                 c = control.next() => match c {
                     Some(Control::Reload) => Event::Reload,
                     Some(Control::PolicyChanged) => Event::PolicyChanged,
@@ -404,6 +410,16 @@ impl Daemon {
                         Some(trigger) => pending = Some(trigger),
                         None if report.changed => pending = Some("cluster-change"),
                         None => {}
+                    }
+                    if std::mem::take(&mut round_again) && start_round(&mut poller, &live_targets, &poll_tx) {
+                        after_round = Some("cluster-change");
+                    }
+                }
+                Event::WatchLost => {
+                    if after_round.is_none() && start_round(&mut poller, &live_targets, &poll_tx) {
+                        after_round = Some("cluster-change");
+                    } else {
+                        round_again = true;
                     }
                 }
                 Event::PolicyChanged => {

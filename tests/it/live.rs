@@ -751,3 +751,47 @@ fn a_watched_members_age_counts_from_its_last_event_or_bookmark() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A member's API server that hangs (SIGSTOP: its connections stay open, new ones are
+/// accepted and never answered) is Unreachable within one `watch_ping_interval` and
+/// `read_timeout` (the ping that goes unanswered), plus a pass. Before, the watches first
+/// tried a new connection (`read_timeout`), then one of their own (`read_timeout` again), and
+/// the failure waited for the next round: Ready at confidence 1.0 for 21.5 s against a real
+/// API server.
+#[test]
+fn a_hung_api_server_is_unreachable_within_a_ping_and_the_read_timeout() {
+    let (ping, read_timeout) = (2, 8);
+    let t = setup(
+        1,
+        false,
+        &format!(
+            "timeout = \"5s\"\nread_timeout = \"{read_timeout}s\"\npage_size = 4\nwatch_ping_interval = \"{ping}s\"\n\
+             [http]\nlisten = \"127.0.0.1:0\""
+        ),
+    );
+    let (mut child, log) = daemon(&t, "info");
+    wait_until_watching(&t, &["member-000"]);
+    let addr: std::net::SocketAddr =
+        std::fs::read_to_string(t.s.state().join("http.addr")).expect("http.addr").trim().parse().expect("addr");
+    let state = || {
+        let (code, body) = crate::ha::get(addr, "/api/v1/clusters").expect("clusters");
+        assert_eq!(code, 200, "{body}");
+        let doc: serde_json::Value = serde_json::from_str(&body).expect("json");
+        let member = doc["clusters"].as_array().expect("list").iter().find(|c| c["name"] == "member-000").cloned();
+        member.expect("member")["state"].as_str().expect("state").to_string()
+    };
+    assert_eq!(state(), "Ready");
+    let (code, body) = t.sim.http("POST", "/admin/connections/stop", "");
+    assert_eq!(code, 200, "{body}");
+    let stopped = std::time::Instant::now();
+    wait_for("the member to be Unreachable", Duration::from_secs(40), || state() == "Unreachable");
+    let took = stopped.elapsed();
+    // One ping (sent at most `ping` after the last read), its `read_timeout`, and 3 s for the
+    // round and the pass on a loaded machine.
+    let bound = Duration::from_secs(ping + read_timeout + 3);
+    assert!(took <= bound, "Unreachable after {took:?}, more than {bound:?}");
+    let l = log.lock().expect("lock").clone();
+    assert!(l.contains("not even a ping"), "the error names the unanswered ping: {l}");
+    child.kill().expect("kill");
+    let _ = child.wait();
+}

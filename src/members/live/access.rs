@@ -61,6 +61,8 @@ pub(super) struct Built {
     /// The client of watch streams: no read timeout (a watch is idle between events); the
     /// watcher bounds the wait for headers and for the next event itself.
     pub(super) watch_client: Option<kube::Client>,
+    /// When `watch_client`'s connection last read anything ([`Wire`]).
+    pub(super) wire: Arc<Wire>,
     /// What `client` was built from (a watched cluster's list client is rebuilt after its
     /// list, so that the pooled connection and its large read buffer are let go).
     pub(super) config: Arc<kube::Config>,
@@ -106,10 +108,15 @@ pub(super) fn client_of(cfg: kube::Config, credentials: Option<Arc<Credentials>>
 ///
 /// Behind a proxy (`spec.proxyURL`) the member's client is kube's own, HTTP/1.1 only: kube's
 /// client handles proxy tunnels, which this stack does not repeat.
+///
+/// Every read of its connections stamps `wire`: with the pings, a connection that answers is
+/// read at least every `watch_ping_interval`, so a stream that breaks after a longer silence
+/// broke because the ping went unanswered ([`Wire::quiet_for`]).
 fn watch_client_of(
     cfg: kube::Config,
     credentials: Option<Arc<Credentials>>,
     poll: &PollSection,
+    wire: &Arc<Wire>,
 ) -> Result<kube::Client, PollError> {
     use kube::client::ConfigExt;
     use tower::ServiceBuilder;
@@ -133,6 +140,7 @@ fn watch_client_of(
     connector.set_connect_timeout(cfg.connect_timeout);
     connector.set_write_timeout(cfg.write_timeout);
     connector.set_read_timeout(cfg.read_timeout);
+    let connector = Stamping { inner: connector, wire: Arc::clone(wire) };
     let ping = Some(poll.watch_ping_interval).filter(|d| !d.is_zero());
     let http = hyper_util::client::legacy::Builder::new(hyper_util::rt::TokioExecutor::new())
         .timer(hyper_util::rt::TokioTimer::new())
@@ -147,6 +155,128 @@ fn watch_client_of(
         .map_err(tower::BoxError::from)
         .service(http);
     Ok(kube::Client::new(service, cfg.default_namespace))
+}
+
+/// When a member's watch connection last read anything from the server (an event, a bookmark,
+/// the answer to a ping, a TLS record): what tells a server that stopped answering from a
+/// connection that was closed.
+#[derive(Debug)]
+pub(super) struct Wire {
+    base: Instant,
+    /// Milliseconds since `base` of the last read, plus one (0: never read).
+    read: std::sync::atomic::AtomicU64,
+}
+
+impl Default for Wire {
+    fn default() -> Self {
+        Wire { base: Instant::now(), read: std::sync::atomic::AtomicU64::new(0) }
+    }
+}
+
+impl Wire {
+    fn stamp(&self) {
+        let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1;
+        self.read.fetch_max(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How long nothing was read (`None`: never, or not a connection this stamps).
+    pub(super) fn quiet_for(&self) -> Option<Duration> {
+        match self.read.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => None,
+            ms => Some(self.base.elapsed().saturating_sub(Duration::from_millis(ms - 1))),
+        }
+    }
+}
+
+/// A connector whose connections stamp a [`Wire`] at every read.
+#[derive(Clone)]
+struct Stamping<C> {
+    inner: C,
+    wire: Arc<Wire>,
+}
+
+impl<C> tower::Service<http::Uri> for Stamping<C>
+where
+    C: tower::Service<http::Uri>,
+    C::Future: Send + 'static,
+{
+    type Response = Stamped<C::Response>;
+    type Error = C::Error;
+    type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, uri: http::Uri) -> Self::Future {
+        let wire = Arc::clone(&self.wire);
+        let connecting = self.inner.call(uri);
+        Box::pin(async move { connecting.await.map(|io| Stamped { io, wire }) })
+    }
+}
+
+/// A connection of [`Stamping`].
+struct Stamped<S> {
+    io: S,
+    wire: Arc<Wire>,
+}
+
+impl<S: hyper::rt::Read + Unpin> hyper::rt::Read for Stamped<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let read = std::pin::Pin::new(&mut self.io).poll_read(cx, buf);
+        if matches!(read, std::task::Poll::Ready(Ok(()))) {
+            self.wire.stamp();
+        }
+        read
+    }
+}
+
+impl<S: hyper::rt::Write + Unpin> hyper::rt::Write for Stamped<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+}
+
+impl<S: hyper_util::client::legacy::connect::Connection> hyper_util::client::legacy::connect::Connection
+    for Stamped<S>
+{
+    fn connected(&self) -> hyper_util::client::legacy::connect::Connected {
+        self.io.connected()
+    }
 }
 
 /// Whether [`watch_client_of`] builds its own client for `cfg` (one that may carry both
@@ -352,10 +482,11 @@ async fn configure(
     cfg.reset_reader_on_write = true;
     // Our own backoff decides when to try again; kube's retry would hide 503s inside a poll.
     cfg.default_retry = false;
+    let wire = Arc::default();
     let watch_client = if poll.watch {
         let mut w = cfg.clone();
         w.read_timeout = None;
-        Some(watch_client_of(w, credentials.clone(), poll)?)
+        Some(watch_client_of(w, credentials.clone(), poll, &wire)?)
     } else {
         None
     };
@@ -365,6 +496,7 @@ async fn configure(
         target: t.clone(),
         client,
         watch_client,
+        wire,
         config,
         endpoint,
         credentials,
@@ -477,7 +609,7 @@ mod tests {
             let mut cfg = kube::Config::new(format!("https://{addr}").parse().expect("URI"));
             cfg.root_cert = Some(read_ca(ca).expect("CA"));
             cfg.accept_invalid_certs = insecure;
-            let client = watch_client_of(cfg, None, &PollSection::default());
+            let client = watch_client_of(cfg, None, &PollSection::default(), &Arc::default());
             async move {
                 let req = http::Request::get("/version").body(kube::client::Body::from(Vec::new())).expect("request");
                 let res = client.expect("client").send(req).await.map_err(|e| chain(&e))?;
@@ -549,7 +681,10 @@ mod tests {
         let mut cfg = kube::Config::new("https://127.0.0.1:6443".parse().expect("URI"));
         cfg.auth_info =
             kube::config::AuthInfo { client_key_data: Some(base64_encode(key_pem.as_bytes()).into()), ..auth };
-        for e in [client_of(cfg.clone(), None).err(), watch_client_of(cfg, None, &PollSection::default()).err()] {
+        for e in [
+            client_of(cfg.clone(), None).err(),
+            watch_client_of(cfg, None, &PollSection::default(), &Arc::default()).err(),
+        ] {
             let e = e.expect("no client with a v1 certificate").to_string();
             assert!(e.contains("X.509 v1"), "{e}");
         }

@@ -27,6 +27,8 @@ pub struct Poller {
     seed: u64,
     /// Stamps each observation (`PollFacts::at_ms`).
     clock: Arc<dyn Clock>,
+    /// [`Poller::watch_lost`].
+    lost: Arc<tokio::sync::Notify>,
 }
 
 pub(super) fn live_data(obs: Observation, duration: Duration, pages: u32, at_ms: u64) -> LiveData {
@@ -58,7 +60,14 @@ impl Poller {
             view: LiveView::default(),
             seed,
             clock: Arc::new(SystemClock),
+            lost: Arc::default(),
         }
+    }
+
+    /// Told when a member's watch stops with an error (the server hangs, refuses, …): what a
+    /// round reports at once, without waiting for the next `reconcile.interval`.
+    pub fn watch_lost(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.lost)
     }
 
     /// Stamps observations with `clock` instead of the system clock.
@@ -335,6 +344,8 @@ impl Poller {
             timeout_secs: WATCH_TIMEOUT_SECS + jitter,
             cluster: b.target.name.clone(),
             clock: Arc::clone(&self.clock),
+            wire: Arc::clone(&b.wire),
+            lost: Arc::clone(&self.lost),
         };
         let nodes = tokio::spawn(watch_loop::<NodeItem>(ctx.clone(), "/api/v1/nodes", "nodes", start.nodes_rv));
         let pods = tokio::spawn(watch_loop::<PodItem>(ctx, "/api/v1/pods", "pods", start.pods_rv));

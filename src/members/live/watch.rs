@@ -135,6 +135,10 @@ pub(super) struct Ctx {
     pub(super) cluster: String,
     /// Stamps [`Shared::heard_ms`].
     pub(super) clock: Arc<dyn Clock>,
+    /// When the shared watch connection last read anything.
+    pub(super) wire: Arc<Wire>,
+    /// Told when a watch stops with an error ([`Poller::watch_lost`]).
+    pub(super) lost: Arc<tokio::sync::Notify>,
 }
 
 /// A watch's own HTTP/1.1 connection (kube's client, made when first needed): for a server
@@ -187,6 +191,7 @@ pub(super) async fn watch_loop<T: Watched>(ctx: Ctx, path: &'static str, what: &
         };
         tracing::debug!(cluster = %ctx.cluster, what, error = %failed, "watch stopped");
         lock(&ctx.shared).failed = Some(failed);
+        ctx.lost.notify_one();
         return;
     }
 }
@@ -289,6 +294,24 @@ pub(super) async fn watch_once<T: Watched>(
                 return Ok(applied);
             }
             Ok(Some(Err(e))) => {
+                // A connection that answers is read at least every `watch_ping_interval` (the
+                // pings): one that broke after a silence longer than that and most of
+                // `read_timeout` was closed for a ping left unanswered. The server hangs
+                // (stopped, or the path to it): this round's error, not a wait on a new
+                // connection that would hang as well.
+                let ping = ctx.poll.watch_ping_interval;
+                let hung = match ctx.wire.quiet_for() {
+                    Some(quiet) if own.is_none() && !ping.is_zero() && quiet >= ping + ctx.poll.read_timeout / 2 => {
+                        Some(quiet)
+                    }
+                    _ => None,
+                };
+                if let Some(quiet) = hung {
+                    return Err(failed(format!(
+                        "watch: the server answered nothing, not even a ping, for {}",
+                        humantime::format_duration(Duration::from_secs(quiet.as_secs()))
+                    )));
+                }
                 tracing::debug!(cluster = %ctx.cluster, what, error = %chain(&e), "watch stream broke; re-watching");
                 return Ok(applied);
             }

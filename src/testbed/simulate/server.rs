@@ -19,7 +19,8 @@
 //! (the APIs it serves, as `status.apiEnablements`); `PUT|DELETE
 //! /admin/clusters/{name}/leases/fault` and `GET /admin/leases` ([`super::lease`]); `POST /admin/apply` runs the GitOps
 //! agent now; `POST /admin/connections/freeze` stops every HTTPS connection open now for good
-//! (it neither reads nor writes again); `POST /admin/connections/goaway` shuts every HTTPS
+//! (it neither reads nor writes again); `POST /admin/connections/stop` freezes those and every
+//! later one (a SIGSTOPped server); `POST /admin/connections/goaway` shuts every HTTPS
 //! connection open now down gracefully (HTTP/2's GOAWAY: its streams go on, no new one); `GET /admin/stats` and `GET /admin/requests`. The member's own troubles:
 //! `PUT /admin/clusters/{name}/nodes/{node}/ready` (`{"ready": false}`: the node and its pods
 //! NotReady; `true`: back), `PUT …/nodes/{node}/allocatable` (`{"cpu": "2"}`: the node
@@ -190,6 +191,13 @@ impl Connections {
         let n = self.serials.load(Ordering::Relaxed);
         self.frozen_below.fetch_max(n, Ordering::Relaxed);
         n
+    }
+
+    /// Freezes every connection, those accepted later too (their TLS handshake never ends):
+    /// an API server stopped with SIGSTOP, whose kernel still accepts connections and
+    /// acknowledges what the client sends.
+    fn stop(&self) {
+        self.frozen_below.store(u64::MAX, Ordering::Relaxed);
     }
 
     /// `{"accepted": {"http/1.1": n, "h2": n}, "open": {…}}`.
@@ -797,6 +805,10 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             watches(state, name, action == &"close")
         }
         (Method::POST, ["connections", "freeze"]) => ok(&json!({"frozen": state.connections.freeze()})),
+        (Method::POST, ["connections", "stop"]) => {
+            state.connections.stop();
+            ok(&json!({"stopped": true}))
+        }
         (Method::POST, ["connections", "goaway"]) => ok(&json!({"told": state.connections.send_goaway()})),
         (Method::GET, ["stats"]) => ok(&json!({
             "requests": &*state.requests.read().unwrap_or_else(|p| p.into_inner()),
