@@ -363,17 +363,41 @@ fn generate_cluster(g: &Generate, ci: usize, rng: &mut Rng) -> FleetCluster {
                     }},
             }));
         }
+        // What each node has left, as a scheduler sees it: the pods are bound only where they
+        // fit (requests within allocatable, at most 110 pods, no untolerated taint), so the
+        // fleet is physically possible; a pod that fits nowhere stays Pending, Unschedulable.
+        let mut room: Vec<Option<(u64, u64, u32)>> = nodes
+            .iter()
+            .map(|n| {
+                let tainted = n["spec"]["taints"].as_array().is_some_and(|t| !t.is_empty());
+                let a = &n["status"]["allocatable"];
+                let cpu = a["cpu"].as_str().and_then(|c| c.strip_suffix('m')).and_then(|c| c.parse().ok());
+                let mem = a["memory"].as_str().and_then(|m| m.strip_suffix("Mi")).and_then(|m| m.parse().ok());
+                cpu.zip(mem).filter(|_| !tainted).map(|(c, m)| (c, m, 110))
+            })
+            .collect();
+        // Requests sized to the member: on average at most 60 % of what its untainted nodes
+        // allocate is requested (a member's pods as a cluster runs them), the rest free.
+        let total = |i: usize| room.iter().flatten().map(|r| if i == 0 { r.0 } else { r.1 }).sum::<u64>() as f64;
+        let expected = g.pods.max(1) as f64;
+        let cpu_scale = (0.6 * total(0) / (expected * 450.0)).min(1.0);
+        let mem_scale = (0.6 * total(1) / (expected * 576.0)).min(1.0);
         let mut pods = Vec::with_capacity(g.pods);
         for pi in 0..g.pods {
             let app = format!("app-{}", pi % 7);
-            let cpu_m = 100 * (1 + rng.next() % 8);
-            let mem_mi = 128 * (1 + rng.next() % 8);
-            let bound = !nodes.is_empty() && pi % 20 != 19;
-            let node = if bound {
-                nodes[(rng.next() % nodes.len() as u64) as usize]["metadata"]["name"].clone()
-            } else {
-                Value::Null
-            };
+            let cpu_m = ((100 * (1 + rng.next() % 8)) as f64 * cpu_scale).round().max(1.0) as u64;
+            let mem_mi = ((128 * (1 + rng.next() % 8)) as f64 * mem_scale).round().max(1.0) as u64;
+            let wanted = !nodes.is_empty() && pi % 20 != 19;
+            // First fit from a random node, as the generator picked one before.
+            let start = if wanted { (rng.next() % nodes.len() as u64) as usize } else { 0 };
+            let fits = |r: &Option<(u64, u64, u32)>| r.is_some_and(|(c, m, p)| c >= cpu_m && m >= mem_mi && p > 0);
+            let at =
+                wanted.then(|| (0..nodes.len()).map(|k| (start + k) % nodes.len()).find(|&k| fits(&room[k]))).flatten();
+            if let Some(Some((c, m, p))) = at.map(|k| &mut room[k]) {
+                (*c, *m, *p) = (*c - cpu_m, *m - mem_mi, *p - 1);
+            }
+            let bound = at.is_some();
+            let node = at.map_or(Value::Null, |k| nodes[k]["metadata"]["name"].clone());
             let phase = if !bound {
                 "Pending"
             } else if pi % 50 == 7 {
@@ -389,6 +413,9 @@ fn generate_cluster(g: &Generate, ci: usize, rng: &mut Rng) -> FleetCluster {
             });
             let conditions = if bound {
                 json!([{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}])
+            } else if wanted {
+                json!([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                    "message": format!("0/{} nodes are available: Insufficient cpu, Insufficient memory or too many pods.", nodes.len())}])
             } else {
                 spec["nodeSelector"] = json!({"disktype": "nvme"});
                 json!([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
@@ -432,4 +459,50 @@ pub fn write(dir: &Path, fleet: &[FleetCluster]) -> Result<(), SimError> {
 /// Counts per cluster, for messages.
 pub fn summary(fleet: &[FleetCluster]) -> BTreeMap<String, (usize, usize)> {
     fleet.iter().map(|c| (c.name.clone(), (c.nodes.len(), c.pods.len()))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn number(v: &Value, suffix: &str) -> u64 {
+        v.as_str().and_then(|s| s.strip_suffix(suffix)).and_then(|s| s.parse().ok()).unwrap_or(u64::MAX)
+    }
+
+    /// Issue 49 item 7: the README's `simulate --generate 20 --nodes 50 --pods 2000` bound 852
+    /// CPU of requests on 695 CPU of nodes in one member. Every node holds what fits on it
+    /// (requests within allocatable, at most 110 pods, none on a tainted GPU node without a
+    /// toleration), so every member keeps free capacity.
+    #[test]
+    fn the_generated_fleet_is_physically_possible() {
+        let fleet = generate(&Generate { clusters: 20, nodes: 50, pods: 2000, seed: 1 });
+        for c in &fleet {
+            let mut used: HashMap<&str, (u64, u64, u64)> = HashMap::new();
+            for p in &c.pods {
+                let Some(node) = p["spec"]["nodeName"].as_str() else { continue };
+                let r = &p["spec"]["containers"][0]["resources"]["requests"];
+                let u = used.entry(node).or_default();
+                *u = (u.0 + number(&r["cpu"], "m"), u.1 + number(&r["memory"], "Mi"), u.2 + 1);
+            }
+            let (mut free_cpu, mut bound) = (0, 0);
+            for n in &c.nodes {
+                let name = n["metadata"]["name"].as_str().unwrap_or_default();
+                let a = &n["status"]["allocatable"];
+                let (cpu, mem) = (number(&a["cpu"], "m"), number(&a["memory"], "Mi"));
+                let u = used.get(name).copied().unwrap_or_default();
+                assert!(u.0 <= cpu && u.1 <= mem && u.2 <= 110, "{}/{name}: {u:?} on {cpu}m {mem}Mi", c.name);
+                if n["spec"]["taints"].as_array().is_some_and(|t| !t.is_empty()) {
+                    assert_eq!(u.2, 0, "{}/{name}: pods on a tainted node", c.name);
+                } else {
+                    free_cpu += cpu - u.0;
+                }
+                bound += u.2;
+            }
+            // Most pods still run (the generator's load), and a 9 × 1 CPU Deployment fits.
+            assert!(bound > 1000, "{}: only {bound} pods bound", c.name);
+            assert!(free_cpu >= 9_000, "{}: {free_cpu}m free", c.name);
+        }
+    }
 }
