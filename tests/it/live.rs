@@ -748,6 +748,19 @@ fn a_watched_members_age_counts_from_its_last_event_or_bookmark() {
         .unwrap_or_else(|| panic!("no age metric: {metrics}"));
     let metric: f64 = line.rsplit(' ').next().and_then(|v| v.parse().ok()).expect("a number");
     assert!(metric < 2.0 * bookmark.as_secs_f64(), "{line} after {} s without a change", 3 * bookmark.as_secs());
+    // And explain's observedAt of the data the decision used (the same version).
+    let (code, body) = crate::ha::get(addr, "/api/v1/workloads/shop/Deployment/web/explain").expect("explain");
+    assert_eq!(code, 200, "{body}");
+    let doc: serde_json::Value = serde_json::from_str(&body).expect("json");
+    let data = doc["clusters"]
+        .as_array()
+        .expect("clusters")
+        .iter()
+        .find(|c| c["name"] == "member-000")
+        .expect("member")["data"]
+        .clone();
+    assert_eq!(data["snapshotVersion"], later["snapshot"]["version"], "{data}");
+    assert_ne!(data["observedAt"], last_seen, "explain's observedAt follows the bookmarks: {data}");
     let _ = child.kill();
     let _ = child.wait();
 }
