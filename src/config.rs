@@ -124,8 +124,9 @@ pub struct PollSection {
     #[serde(deserialize_with = "duration")]
     pub discovery_interval: Duration,
     /// How long a member's HTTP/2 watch connection may stay silent before it is pinged; a ping
-    /// not answered within `read_timeout` closes the connection and both its watches are
-    /// made again (a peer that hangs with the connection open). 0: no pings.
+    /// not answered within `read_timeout` closes the connection and fails both its watches:
+    /// the member is Unreachable at once (a peer that hangs with the connection open). 0: no
+    /// pings.
     #[serde(deserialize_with = "duration")]
     pub watch_ping_interval: Duration,
 }
