@@ -630,6 +630,25 @@ pub struct Config {
     /// How Secrets are written.
     #[serde(default)]
     pub secrets: SecretsSection,
+    /// The self-audit.
+    #[serde(default)]
+    pub audit: AuditSection,
+}
+
+/// `[audit]`: the daemon's self-audit (issue 46): every `interval` it decides afresh on a copy
+/// of its store, as `fedsched plan` does, and compares with what it kept between passes.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditSection {
+    /// How often (`"0s"`: never).
+    #[serde(deserialize_with = "duration")]
+    pub interval: Duration,
+}
+
+impl Default for AuditSection {
+    fn default() -> Self {
+        AuditSection { interval: Duration::from_secs(3600) }
+    }
 }
 
 /// `[interpreter]`: where else `ResourceInterpreterCustomization`s come from.

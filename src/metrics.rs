@@ -14,7 +14,8 @@
 //! - [`Metrics::record_offline`]: the offline clusters of a load (snapshot builds);
 //! - [`Metrics::record_pass`]: the loop finished a pass (outcome; for a completed pass its
 //!   phase timings, files, workloads by state and the clusters whose mass deletion was held);
-//! - [`Metrics::record_policy_errors`]: a load of the policy repository found errors.
+//! - [`Metrics::record_policy_errors`]: a load of the policy repository found errors;
+//! - [`Metrics::record_audit`]: a self-audit (`[audit] interval`) finished.
 //!
 //! Gauges that describe the present (snapshot age, confidence, replicas per cluster, store
 //! size, readiness) are set from the daemon's [`StatusView`] at scrape time.
@@ -123,6 +124,9 @@ pub struct Metrics {
     heartbeat_age: FloatGauge,
     ha_leader: Family<HaLabels, Gauge>,
     ha_transitions: Family<HaLabels, Gauge>,
+    audits: Counter,
+    audit_differences: Counter,
+    audit_duration: FloatGauge,
     /// Serializes refresh + encode so that a scrape never sees a half-refreshed family.
     scrape: Mutex<()>,
 }
@@ -169,6 +173,9 @@ impl Metrics {
             heartbeat_age: FloatGauge::default(),
             ha_leader: Family::default(),
             ha_transitions: Family::default(),
+            audits: Counter::default(),
+            audit_differences: Counter::default(),
+            audit_duration: FloatGauge::default(),
             scrape: Mutex::new(()),
         };
         r.register(
@@ -259,6 +266,18 @@ impl Metrics {
             "1 while the storm guard holds every eviction (too many members unhealthy at once)",
             m.failover_suppressed.clone(),
         );
+        r.register("audits", "Self-audits done ([audit] interval)", m.audits.clone());
+        r.register(
+            "audit_differences",
+            "Differences a self-audit found between what the daemon kept and a fresh decision (each one: the fresh decision won at the next pass)",
+            m.audit_differences.clone(),
+        );
+        r.register_with_unit(
+            "audit_duration",
+            "Wall time of the last self-audit (the copy of the store, the fresh and the kept decisions, the comparison)",
+            Unit::Seconds,
+            m.audit_duration.clone(),
+        );
         r.register_with_unit("store_size", "Bytes the sled store uses on disk", Unit::Bytes, m.store_size.clone());
         r.register("ready", "1 once a pass completed and the last pass did not fail", m.ready.clone());
         r.register_with_unit(
@@ -309,6 +328,13 @@ impl Metrics {
     pub fn record_policy_errors(&self, errors: usize) {
         self.policy_load_errors.inc_by(errors as u64);
         self.policy_errors.set(errors as i64);
+    }
+
+    /// Records a self-audit: the differences it found and how long it took.
+    pub fn record_audit(&self, differences: usize, took: Duration) {
+        self.audits.inc();
+        self.audit_differences.inc_by(differences as u64);
+        self.audit_duration.set(took.as_secs_f64());
     }
 
     /// Records the end of a pass: its outcome, and for a completed pass its report (phase

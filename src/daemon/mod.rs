@@ -223,6 +223,9 @@ pub struct Daemon {
     output_claim: Option<crate::publish::OutputClaim>,
     /// `[ha]`: the last term whose takeover was refused the output directory (logged once).
     claim_refused_term: u64,
+    /// When the last self-audit ran (`[audit] interval`; the first is due an interval after
+    /// the first pass).
+    last_audit_ms: Option<u64>,
 }
 
 enum Event {
@@ -287,6 +290,7 @@ impl Daemon {
             problems: Default::default(),
             output_claim,
             claim_refused_term: 0,
+            last_audit_ms: None,
         })
     }
 
@@ -371,6 +375,9 @@ impl Daemon {
                 let (ok, new_targets) = self.reconcile_once(trigger, &view, changed).await;
                 self.heartbeat.beat(self.clock.now_ms());
                 systemd::watchdog();
+                if ok && self.audit_if_due(&view).await {
+                    pending = Some("audit");
+                }
                 if ok && !ready {
                     ready = true;
                     systemd::ready("first reconcile done");
@@ -530,27 +537,17 @@ impl Daemon {
         let git = self.current.reconciler.settings().publish.git.clone();
         let fence_handle = Arc::clone(&handle);
         let identity = handle.status().identity;
-        let adopted = tokio::task::spawn_blocking(move || {
-            match &git {
-                Some(git) => {
-                    let fence = move || fence_handle.takeover_fence();
-                    crate::publish::git::sync_from_remote(&out, git, &fence, &identity).map_err(|e| {
-                        reconcile::AdoptError::Read {
-                            path: out.display().to_string(),
-                            message: format!("git mode: {e}"),
-                        }
-                    })?;
-                }
-                // A publish the previous leader left half-done is finished first, so that the
-                // placements adopted are the last ones it published.
-                None => {
-                    crate::publish::recover(&out).map_err(|e| reconcile::AdoptError::Read {
-                        path: out.display().to_string(),
-                        message: format!("cannot finish the previous leader's publish: {e}"),
-                    })?;
-                }
+        let adopted = tokio::task::spawn_blocking(move || match &git {
+            Some(git) => {
+                let fence = move || fence_handle.takeover_fence();
+                crate::publish::git::sync_from_remote(&out, git, &fence, &identity).map_err(|e| {
+                    reconcile::AdoptError::Read { path: out.display().to_string(), message: format!("git mode: {e}") }
+                })?;
+                reconcile::adopt_published(&store, &out)
             }
-            reconcile::adopt_published(&store, &out)
+            // A publish the previous leader left half-done is finished first, so that the
+            // placements adopted are the last ones it published.
+            None => reconcile::take_over(&store, &out),
         })
         .await;
         let adopted = match adopted {
@@ -624,6 +621,70 @@ impl Daemon {
                 false
             }
         }
+    }
+
+    /// The self-audit, when `[audit] interval` (not 0) passed since the last one: what the
+    /// reconciler kept against a fresh decision on a copy of the store, with the inputs and
+    /// the live view of the last pass ([`Reconciler::audit`], on a blocking thread; the loop
+    /// waits as for a pass). Each difference is logged with its workload and the memo
+    /// involved and counted (`fedsched_audit_differences_total`); then the reconciler forgets
+    /// what it kept, so the fresh decision wins. Returns whether it found differences (a pass
+    /// should follow).
+    async fn audit_if_due(&mut self, view: &LiveView) -> bool {
+        let every = u64::try_from(self.cfg.audit.interval.as_millis()).unwrap_or(u64::MAX);
+        let now = self.clock.now_ms();
+        if every == 0 || now < self.last_audit_ms.get_or_insert(now).saturating_add(every) {
+            return false;
+        }
+        self.last_audit_ms = Some(now);
+        let Some(inputs) = self.status_tx.borrow().inputs.clone() else { return false };
+        let settings = match reconcile::Settings::from_config(&self.cfg, false) {
+            Ok(s) => s,
+            Err(error) => {
+                tracing::warn!(%error, "audit: cannot build the settings; skipped");
+                return false;
+            }
+        };
+        let (r, out, view) = (Arc::clone(&self.current.reconciler), self.paths.output_dir.clone(), view.clone());
+        let audited = tokio::task::spawn_blocking(move || {
+            let scratch = tempfile::Builder::new().prefix("fedsched-audit-").tempdir().map_err(|e| e.to_string())?;
+            let audit = r.audit(settings, &inputs, &view, &out, scratch.path(), now).map_err(|e| e.to_string())?;
+            if !audit.differences.is_empty() {
+                r.forget();
+            }
+            Ok::<_, String>(audit)
+        })
+        .await;
+        let audit = match audited {
+            Ok(Ok(a)) => a,
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "audit failed; what the daemon kept stays in use");
+                return false;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "audit task failed");
+                return false;
+            }
+        };
+        for d in &audit.differences {
+            tracing::warn!(
+                workload = %d.workload.as_ref().map(ToString::to_string).unwrap_or_default(),
+                what = d.what,
+                memo = d.memo,
+                kept = %d.kept,
+                fresh = %d.fresh,
+                "audit: what the daemon kept differs from a fresh decision; the fresh decision wins at the next pass"
+            );
+        }
+        tracing::info!(
+            workloads = audit.workloads,
+            differences = audit.differences.len(),
+            duration_ms = audit.took.as_millis() as u64,
+            fresh_ms = audit.fresh.as_millis() as u64,
+            "audit done"
+        );
+        self.metrics.record_audit(audit.differences.len(), audit.took);
+        !audit.differences.is_empty()
     }
 
     /// Reads the configuration file again and puts its settings in force (a new reconciler).
@@ -777,6 +838,7 @@ impl Daemon {
                     scheduled = report.scheduled,
                     unschedulable = report.unschedulable.len(),
                     decided = report.decided,
+                    full_check = report.full_check,
                     decided_new = report.redecided.new,
                     decided_inputs = report.redecided.inputs,
                     decided_capacity = report.redecided.capacity,
@@ -978,7 +1040,7 @@ pub const WALK_AT_LEAST_EVERY_MS: u64 = 10 * 60 * 1000;
 /// the last good inputs again: a quiet daemon does not stat every file of the repository on
 /// every pass; a watch event whose changes an earlier pass took walks, as before), the files
 /// it named (read without a walk when they are all files the last walk read), or not known.
-fn reading(
+pub fn reading(
     changes: Option<reconcile::Changed>,
     trigger: &str,
     last_walk_ms: Option<u64>,

@@ -84,6 +84,13 @@ pub enum PublishError {
         /// Its owner, when its owner file names it.
         owner: Option<super::Owner>,
     },
+    /// Fault injection ([`super::KillSwitch`]): the publish stopped right after its step
+    /// `step`, as a SIGKILL there would stop it (nothing after that step ran).
+    #[error("killed by fault injection after publish step {step}")]
+    Killed {
+        /// The step it stopped after (counted from 1 over the switch's life).
+        step: usize,
+    },
     /// An I/O operation failed.
     #[error("cannot {action} {path}")]
     Io {

@@ -183,7 +183,11 @@ pub(super) fn write_journal(out: &Path, journal: &Journal) -> Result<(), Publish
 /// 100,000 files). Returns the paths written and removed, in the journal's order (sorted, as
 /// [`stage`] writes it). A recovery applies the same order, whatever order the journal lists
 /// its entries in.
-pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBuf>, Vec<PathBuf>), PublishError> {
+pub(super) fn apply_journal(
+    out: &Path,
+    journal: &Journal,
+    kill: &super::KillSwitch,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), PublishError> {
     let staging = staging_dir(out);
     let mut removed = Vec::new();
     let mut done = vec![false; journal.renames.len()];
@@ -194,7 +198,7 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
         let (from, to) = (staging.join(&dir.staged), out.join(&dir.target));
         if kind_of(&from)? == Kind::Dir && kind_of(&to)? == Kind::Missing {
             fs::rename(&from, &to).map_err(io_err("rename into", &to))?;
-            super::crash_point();
+            super::crash_point(kill)?;
             moved_dirs.insert(dir.staged.as_str());
         }
     }
@@ -206,11 +210,13 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
     // Cluster directories are independent: each one's renames run in order on one core, the
     // clusters on every core; the summary's shards only once every cluster is done.
     let (clusters, last) = cluster_runs(&journal.renames, &done);
-    let applied = crate::util::threads::map_ordered(&clusters, crate::util::threads::workers(), |run| {
+    // Under an armed kill switch on one thread: the step it stops at is the same every run.
+    let threads = if kill.armed() { 1 } else { crate::util::threads::workers() };
+    let applied = crate::util::threads::map_ordered(&clusters, threads, |run| {
         let mut known_dirs = std::collections::HashSet::new();
         let mut moved = Vec::with_capacity(run.len());
         for &i in run {
-            if apply_rename(out, &staging, &journal.renames[i], &mut known_dirs)? {
+            if apply_rename(out, &staging, &journal.renames[i], &mut known_dirs, kill)? {
                 moved.push(i);
             }
         }
@@ -223,7 +229,7 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
         }
     }
     for i in last {
-        if apply_rename(out, &staging, &journal.renames[i], &mut known_dirs)? {
+        if apply_rename(out, &staging, &journal.renames[i], &mut known_dirs, kill)? {
             done[i] = true;
         }
     }
@@ -243,7 +249,7 @@ pub(super) fn apply_journal(out: &Path, journal: &Journal) -> Result<(Vec<PathBu
         match fs::remove_file(&path) {
             Ok(()) => {
                 removed.push(path.clone());
-                super::crash_point();
+                super::crash_point(kill)?;
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err("remove", &path)(e)),
@@ -275,6 +281,7 @@ fn apply_rename(
     staging: &Path,
     rename: &Rename,
     known_dirs: &mut std::collections::HashSet<PathBuf>,
+    kill: &super::KillSwitch,
 ) -> Result<bool, PublishError> {
     let from = staging.join(&rename.staged);
     let to = out.join(&rename.target);
@@ -291,7 +298,7 @@ fn apply_rename(
         return Err(PublishError::InTheWay { path: to, expected: "a regular file" });
     }
     fs::rename(&from, &to).map_err(io_err("rename into", &to))?;
-    super::crash_point();
+    super::crash_point(kill)?;
     Ok(true)
 }
 

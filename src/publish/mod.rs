@@ -62,7 +62,7 @@ pub use names::check_segment;
 pub use owner::{OutputClaim, Owner, claim_output};
 pub use plan::{ClusterFiles, HeldMove, HeldRemoval, Owners, PublishPlan, PublishReport, SummaryPlan};
 pub use preview::{Preview, preview};
-pub use recovery::recover;
+pub use recovery::{recover, recover_killable};
 
 use diff::compute_changes;
 use disk::{Kind, kind_of, lock};
@@ -132,12 +132,26 @@ pub fn publish(out: &Path, plan: &PublishPlan) -> Result<PublishReport, PublishE
 /// exactly as it is (no file written or removed, its kustomization untouched) and listed in
 /// [`PublishReport::held`]; every other cluster and the summary are published as usual.
 pub fn publish_guarded(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> Result<PublishReport, PublishError> {
+    publish_killable(out, plan, guard, &KillSwitch::OFF)
+}
+
+/// [`publish_guarded`] under a [`KillSwitch`] (fault injection): each step of the publish —
+/// the recovery of an interrupted one included — counts, and the step the switch stops at
+/// returns [`PublishError::Killed`] with nothing after it done, as a SIGKILL there would
+/// leave the directory. While the switch is armed, the clusters' renames run on one thread,
+/// so that the N-th step is the same step on every run.
+pub fn publish_killable(
+    out: &Path,
+    plan: &PublishPlan,
+    guard: &DeleteGuard,
+    kill: &KillSwitch,
+) -> Result<PublishReport, PublishError> {
     validate(plan)?;
     if kind_of(out)? == Kind::Missing {
         fs::create_dir_all(out).map_err(io_err("create directory", out))?;
     }
     let _lock = lock(out)?;
-    recover_locked(out)?;
+    recover_locked(out, kill)?;
     let mut changes = compute_changes(out, plan, guard)?;
     let mut report = PublishReport {
         unchanged: changes.unchanged,
@@ -151,11 +165,11 @@ pub fn publish_guarded(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> R
         return Ok(report);
     }
     let journal = stage(out, &changes)?;
-    crash_point();
+    crash_point(kill)?;
     write_journal(out, &journal)?;
-    crash_point();
-    let (written, removed) = apply_journal(out, &journal)?;
-    crash_point();
+    crash_point(kill)?;
+    let (written, removed) = apply_journal(out, &journal, kill)?;
+    crash_point(kill)?;
     finish_journal(out)?;
     report.written = written;
     report.removed = removed;
@@ -168,26 +182,75 @@ pub fn publish_guarded(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> R
     Ok(report)
 }
 
-/// Test hook (debug builds only): with `FEDSCHED_TEST_CRASH_AFTER_STEP=N` the process kills
-/// itself with SIGKILL right after the N-th step of its publishes (counted from 1 across the
-/// process's life): the staged files written, the journal committed, each rename, each
-/// deletion (in the order [`journal::apply_order`] applies them, recovery included), the
-/// final `syncfs` before the journal is removed. `tests/it/crash.rs` kills a render at every
-/// step in turn.
-fn crash_point() {
+/// Fault injection for the deterministic simulation (`testbed::dst`): once armed, stops the
+/// publishes of its holders right after their N-th step from then (see [`crash_point`] for
+/// the steps), shared by its clones. [`KillSwitch::OFF`] is never armed.
+#[derive(Debug, Clone, Default)]
+pub struct KillSwitch(Option<std::sync::Arc<KillCount>>);
+
+#[derive(Debug, Default)]
+struct KillCount {
+    /// The step to stop after (0: not armed).
+    at: std::sync::atomic::AtomicUsize,
+    /// Steps since it was armed.
+    steps: std::sync::atomic::AtomicUsize,
+}
+
+impl KillSwitch {
+    /// Never stops a publish.
+    pub const OFF: KillSwitch = KillSwitch(None);
+
+    /// A switch not armed yet ([`KillSwitch::arm`]).
+    pub fn new() -> KillSwitch {
+        KillSwitch(Some(std::sync::Arc::default()))
+    }
+
+    /// Stops right after the `after`-th step from now (1 = the next one; 0 disarms).
+    pub fn arm(&self, after: usize) {
+        if let Some(k) = &self.0 {
+            k.steps.store(0, std::sync::atomic::Ordering::SeqCst);
+            k.at.store(after, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// Whether it will stop a publish (then the renames run on one thread).
+    pub fn armed(&self) -> bool {
+        self.0.as_ref().is_some_and(|k| k.at.load(std::sync::atomic::Ordering::SeqCst) > 0)
+    }
+
+    /// Counts one step; [`PublishError::Killed`] when it is the one to stop after (and every
+    /// step after it: a killed process does nothing more).
+    pub fn step(&self) -> Result<(), PublishError> {
+        let Some(k) = &self.0 else { return Ok(()) };
+        let at = k.at.load(std::sync::atomic::Ordering::SeqCst);
+        if at == 0 {
+            return Ok(());
+        }
+        let step = k.steps.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if step >= at { Err(PublishError::Killed { step: at }) } else { Ok(()) }
+    }
+}
+
+/// A step of a publish is done: the staged files written, the journal committed, each rename,
+/// each deletion (in the order [`journal::apply_order`] applies them, recovery included), the
+/// final `syncfs` before the journal is removed. Two ways to stop there: a [`KillSwitch`]
+/// (in process: [`PublishError::Killed`]), and the test hook of debug builds
+/// `FEDSCHED_TEST_CRASH_AFTER_STEP=N`, with which the process kills itself with SIGKILL right
+/// after the N-th step of its publishes (counted from 1 across the process's life;
+/// `tests/it/crash.rs` kills a render at every step in turn).
+fn crash_point(kill: &KillSwitch) -> Result<(), PublishError> {
     #[cfg(debug_assertions)]
     {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static STEPS: AtomicUsize = AtomicUsize::new(0);
-        let Some(at) = std::env::var("FEDSCHED_TEST_CRASH_AFTER_STEP").ok().and_then(|v| v.parse::<usize>().ok())
-        else {
-            return;
-        };
-        if STEPS.fetch_add(1, Ordering::SeqCst) + 1 == at {
+        if let Some(at) = std::env::var("FEDSCHED_TEST_CRASH_AFTER_STEP").ok().and_then(|v| v.parse::<usize>().ok())
+            && STEPS.fetch_add(1, Ordering::SeqCst) + 1 == at
+        {
             let _ = signal_hook::low_level::raise(signal_hook::consts::signal::SIGKILL);
             std::process::abort();
         }
     }
+    kill.step()
 }
 
 /// Fixtures shared by the tests of the publisher.

@@ -88,14 +88,19 @@ fn clean_staging(out: &Path) -> Result<(), PublishError> {
 /// idempotently, removes it, and discards stale staged files. Returns whether a journal was
 /// found and applied. Does nothing (and creates nothing) when `out` does not exist.
 pub fn recover(out: &Path) -> Result<bool, PublishError> {
+    recover_killable(out, &super::KillSwitch::OFF)
+}
+
+/// [`recover`] under a [`super::KillSwitch`]: the recovery's renames and deletions are steps.
+pub fn recover_killable(out: &Path, kill: &super::KillSwitch) -> Result<bool, PublishError> {
     if kind_of(out)? == Kind::Missing {
         return Ok(false);
     }
     let _lock = lock(out)?;
-    recover_locked(out)
+    recover_locked(out, kill)
 }
 
-pub(super) fn recover_locked(out: &Path) -> Result<bool, PublishError> {
+pub(super) fn recover_locked(out: &Path, kill: &super::KillSwitch) -> Result<bool, PublishError> {
     let path = journal_path(out);
     let applied = match kind_of(&path)? {
         Kind::File => {
@@ -103,7 +108,7 @@ pub(super) fn recover_locked(out: &Path) -> Result<bool, PublishError> {
             let journal: Journal = serde_json::from_slice(&bytes)
                 .map_err(|source| PublishError::JournalParse { path: path.clone(), source })?;
             check_journal(&path, &journal)?;
-            let (written, removed) = apply_journal(out, &journal)?;
+            let (written, removed) = apply_journal(out, &journal, kill)?;
             tracing::warn!(
                 journal = %path.display(),
                 written = written.len(),
@@ -166,7 +171,7 @@ mod tests {
                 deletions: journal.deletions.iter().take(applied).cloned().collect(),
                 ..journal.clone()
             };
-            apply_journal(out, &partial).expect("partial apply");
+            apply_journal(out, &partial, &crate::publish::KillSwitch::OFF).expect("partial apply");
             // A stale staged file from an even earlier, uncommitted attempt.
             fs::write(out.join(".fedsched/staging/stage-stale.tmp"), "junk").expect("write");
             assert!(recover(out).expect("recover"), "journal applied");
@@ -220,7 +225,7 @@ mod tests {
         assert!(dirs.len() >= 4, "3,304 files in directories of 1,024: {dirs:?}");
         // The first cluster's renames and part of the second's happened before the crash.
         let partial = Journal { renames: journal.renames[..1500].to_vec(), deletions: vec![], ..journal.clone() };
-        apply_journal(out, &partial).expect("partial apply");
+        apply_journal(out, &partial, &crate::publish::KillSwitch::OFF).expect("partial apply");
         assert!(recover(out).expect("recover"), "journal applied");
         assert_eq!(snapshot(out), expected);
         assert_eq!(fs::read_dir(out.join(".fedsched/staging")).expect("staging").count(), 0);
@@ -246,7 +251,7 @@ mod tests {
         assert!(journal.renames.iter().all(|r| r.target.starts_with(".fedsched/") || r.staged.starts_with("n-")));
         // The first directory was moved before the crash; someone made the second one.
         let first = Journal { new_dirs: journal.new_dirs[..1].to_vec(), renames: vec![], ..journal.clone() };
-        apply_journal(out, &first).expect("partial apply");
+        apply_journal(out, &first, &crate::publish::KillSwitch::OFF).expect("partial apply");
         assert!(out.join("member1/kustomization.yaml").is_file());
         fs::create_dir_all(out.join("member2")).expect("mkdir");
         fs::write(out.join("member2/notes.txt"), "mine").expect("write");

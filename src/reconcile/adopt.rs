@@ -37,6 +37,20 @@ pub enum AdoptError {
     Store(#[from] StoreError),
 }
 
+/// The takeover of a new leader's term without git mode, before its first pass: a publish
+/// the previous leader left half-done is finished ([`crate::publish::recover`]), so that the
+/// placements adopted are the last ones it published, then [`adopt_published`]. The caller
+/// holds the output directory ([`crate::publish::claim_output`]) and starts a new reconciler
+/// on `store` afterwards. (Git mode syncs its work tree to the remote under the lease's fence
+/// instead: `daemon`.)
+pub fn take_over(store: &Store, output_dir: &Path) -> Result<Adopted, AdoptError> {
+    crate::publish::recover(output_dir).map_err(|e| AdoptError::Read {
+        path: output_dir.display().to_string(),
+        message: format!("cannot finish the previous leader's publish: {e}"),
+    })?;
+    adopt_published(store, output_dir)
+}
+
 /// Adopts the summary of `output_dir` (its shards under `.fedsched/placements/`, else the
 /// `placements.json` of an earlier version) into `store` (neither: nothing published yet,
 /// nothing to adopt).

@@ -1774,20 +1774,10 @@ mod tests {
             planner.preview(&inputs, &daemon_out, now).expect("cold preview")
         };
         assert!(!warm.full_check && cold.full_check);
-        let side = |p: &crate::reconcile::PassPreview| -> Vec<String> {
-            p.decisions
-                .iter()
-                .map(|(k, d)| {
-                    let files: Vec<(&str, &str, u64)> = d.files().collect();
-                    format!("{k} {:?} {} {:?} {files:?}", d.record().targets, d.scheduled(), d.problems())
-                })
-                .collect()
-        };
-        assert_eq!(side(&warm), side(&cold));
-        assert_eq!(warm.removed, cold.removed);
+        // The self-audit's comparison: decisions, removals, the publish, the stability actions.
+        assert_eq!(crate::reconcile::audit::compare(&warm, &cold), vec![]);
+        assert_eq!(warm.decisions.len(), cold.decisions.len());
         assert_eq!(warm.removed.len(), 1);
-        assert_eq!(warm.files.writes, cold.files.writes);
-        assert_eq!(warm.files.deletions, cold.files.deletions);
         assert!(!warm.files.writes.is_empty() && !warm.files.deletions.is_empty(), "the edit shows");
         let before = |p: &crate::reconcile::PassPreview| {
             format!("{:?}", p.before.values().map(|r| &r.targets).collect::<Vec<_>>())
@@ -1810,6 +1800,60 @@ mod tests {
             assert!(tree(&daemon_out) == tree(&twin_out), "pass at {now}: outputs differ");
             assert_eq!(store_digest(&daemon.store), store_digest(&twin.store), "pass at {now}: stores differ");
         }
+    }
+
+    /// The self-audit on a reconciler that kept what it decided: nothing differs from a fresh
+    /// decision on a copy of its store (the copy is its own: the reconciler's store and output
+    /// are as before); and `compare` tells an edited workload from the others and names the
+    /// decision key as the memo involved.
+    #[test]
+    fn the_audit_finds_nothing_kept_wrong_and_names_the_memo_of_a_difference() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let view = live_repo(&policies, 12);
+        let daemon = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let out = dir.path().join("out");
+        let inputs = |r: &Reconciler| {
+            let mut inputs = r.load_inputs(&policies, &mut super::super::PhaseTimings::default()).expect("inputs");
+            inputs.apply_live(&view, &r.store);
+            inputs
+        };
+        for now in [1_000u64, 2_000] {
+            daemon.reconcile(&inputs(&daemon), &out, "timer", now).expect("pass");
+        }
+        let (store_before, out_before) = (store_digest(&daemon.store), tree(&out));
+        let audit = daemon
+            .audit(Settings::builtin(), &inputs(&daemon), &view, &out, &dir.path().join("scratch"), 2_000)
+            .expect("audit");
+        assert_eq!(audit.differences, vec![]);
+        assert_eq!(audit.workloads, 12);
+        assert_eq!(store_digest(&daemon.store), store_before, "the audit wrote to the store");
+        assert!(tree(&out) == out_before, "the audit wrote to the output");
+        // Another workload's replicas: the kept side is the edit, the fresh one the original.
+        let kept = daemon.preview_warm(&inputs(&daemon), &out, 3_000).expect("preview");
+        std::fs::write(policies.join(repo::workload_file(3)), repo::workload_yaml(3, 17, 6)).expect("edit");
+        let edited = daemon.preview_warm(&inputs(&daemon), &out, 3_000).expect("preview");
+        let differences = crate::reconcile::audit::compare(&edited, &kept);
+        let workloads: std::collections::BTreeSet<String> =
+            differences.iter().filter_map(|d| d.workload.as_ref().map(|w| w.name.to_string())).collect();
+        assert!(workloads.contains(&repo::workload_name(3)), "{differences:#?}");
+        let own = differences.iter().find(|d| d.workload.as_ref().is_some_and(|w| w.name == repo::workload_name(3)));
+        assert_eq!(own.map(|d| d.memo), Some(crate::reconcile::audit::MEMO_KEY), "{differences:#?}");
+        assert!(differences.iter().any(|d| d.what == "publish"), "{differences:#?}");
+        assert_eq!(crate::reconcile::audit::compare(&kept, &kept), vec![]);
+        // What the daemon does on a difference: it forgets what it kept; its next pass starts
+        // as a new process's does (every file checked), and decides as the fresh side did.
+        assert!(!kept.full_check);
+        daemon.forget();
+        let after = daemon.preview_warm(&inputs(&daemon), &out, 3_000).expect("preview");
+        assert!(after.full_check, "forget drops what the reconciler kept");
+        let fresh = Reconciler::new(
+            Store::open_copy(&dir.path().join("state"), &dir.path().join("copy")).expect("copy"),
+            Settings::builtin(),
+        )
+        .preview(&inputs(&daemon), &out, 3_000)
+        .expect("cold preview");
+        assert_eq!(crate::reconcile::audit::compare(&after, &fresh), vec![]);
     }
 
     /// Live members (node data, assumed replicas, confidence by age): a warm reconciler and a

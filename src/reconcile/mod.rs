@@ -29,6 +29,7 @@
 //! records them from [`Inputs::offline_polls`] and [`ReconcileReport::held_clusters`].
 
 mod adopt;
+pub mod audit;
 mod cache;
 mod decide;
 mod deps;
@@ -50,7 +51,7 @@ use crate::policy::matching::PolicyIndex;
 use crate::publish;
 use crate::store::Store;
 
-pub use adopt::{AdoptError, Adopted, adopt_published};
+pub use adopt::{AdoptError, Adopted, adopt_published, take_over};
 use decide::Decided;
 pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
 use inputs::LoadCache;
@@ -159,6 +160,10 @@ pub struct Reconciler {
     /// or the lease's renew deadline passed) ends the pass there ([`ReconcileError::Fenced`]):
     /// decided in shadow, nothing written, nothing recorded.
     fence: Option<Fence>,
+    /// Fault injection (the deterministic simulation): stops a pass's publish after a step,
+    /// or right after the publish, before the record stage, as a SIGKILL there would
+    /// ([`publish::KillSwitch`]). Off unless set by [`Reconciler::with_kill_switch`].
+    kill: publish::KillSwitch,
 }
 
 /// A pass that ended in shadow at the fence.
@@ -180,7 +185,18 @@ impl Reconciler {
             settings: std::sync::Arc::new(settings),
             cache: Mutex::new(cache::PassCache::default()),
             fence: None,
+            kill: publish::KillSwitch::OFF,
         }
+    }
+
+    /// Fault injection: every publish step of this reconciler's passes counts on `kill`, and
+    /// so does the moment between the publish and the record stage; the step it stops at ends
+    /// the pass there with [`publish::PublishError::Killed`], as a SIGKILL would (the
+    /// caller then drops the reconciler and its store, and starts again on the same
+    /// directories).
+    pub fn with_kill_switch(mut self, kill: publish::KillSwitch) -> Self {
+        self.kill = kill;
+        self
     }
 
     /// Publishes (and records) only while `fence` says so (`[ha]`: the lease is held).
@@ -344,8 +360,10 @@ impl Reconciler {
         // Publish, then record: a crash in between re-derives the same output next time.
         self.fenced(&decisions)?;
         let phase = Instant::now();
-        let published = publish::publish_guarded(output_dir, &planned.plan, &self.settings.publish.guard)?;
+        let published = publish::publish_killable(output_dir, &planned.plan, &self.settings.publish.guard, &self.kill)?;
         let publish_time = phase.elapsed();
+        // Published, not recorded yet: the next pass re-derives the same output.
+        self.kill.step()?;
         let files_unchanged = published.unchanged + planned.unchanged;
         // A purge the guard held did not happen: its task stays (history records what was published).
         stability.hold_purges(&published);
@@ -394,6 +412,7 @@ impl Reconciler {
             workloads: decisions.order.len(),
             scheduled: decisions.scheduled,
             decided: decisions.decided,
+            full_check,
             redecided: decisions.redecided,
             unschedulable: decisions.unschedulable,
             render_failures: decisions.render_failures,

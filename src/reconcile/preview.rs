@@ -52,6 +52,23 @@ impl PlannedDecision {
         &self.0.decided.record
     }
 
+    /// The cached decision (its key, the filtered clusters' state: the self-audit names the
+    /// memo a difference comes from).
+    pub(super) fn cached(&self) -> &cache::CachedDecision {
+        &self.0
+    }
+
+    /// The files of clusters it left that it keeps (graceful eviction): (cluster, path).
+    pub fn kept_files(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.decided.keep.iter().map(|(c, p)| (c.as_str(), p.as_str()))
+    }
+
+    /// Test hook of the self-audit (debug builds): one cluster more in its targets.
+    #[cfg(debug_assertions)]
+    pub(super) fn skew_for_test(&mut self) {
+        Arc::make_mut(&mut self.0).decided.record.targets.insert("audit-test-skew".into(), Some(1));
+    }
+
     /// Whether it was scheduled (else its previous files stay).
     pub fn scheduled(&self) -> bool {
         self.0.decided.scheduled
@@ -108,6 +125,7 @@ impl Reconciler {
             cache: Mutex::new(cache::PassCache::default()),
             load_cache: Mutex::new(Default::default()),
             fence: None,
+            kill: publish::KillSwitch::OFF,
         };
         let result = dry.preview_cached(&mut fork, inputs, output_dir, now_ms);
         drop(guard);
@@ -115,7 +133,7 @@ impl Reconciler {
     }
 
     /// The cache, reset when a pass panicked while holding it (what it left is not trusted).
-    fn lock_cache(&self) -> std::sync::MutexGuard<'_, cache::PassCache> {
+    pub(super) fn lock_cache(&self) -> std::sync::MutexGuard<'_, cache::PassCache> {
         self.cache.lock().unwrap_or_else(|poisoned| {
             let mut g = poisoned.into_inner();
             *g = cache::PassCache::default();

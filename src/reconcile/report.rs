@@ -87,6 +87,9 @@ pub struct ReconcileReport {
     pub scheduled: usize,
     /// Workloads scheduled and rendered this pass (the others reused a cached decision).
     pub decided: usize,
+    /// The pass compared every file with the disk, as a new process's first pass does (the
+    /// first pass, a periodic check, or the first after [`crate::reconcile::Reconciler::forget`]).
+    pub full_check: bool,
     /// Why they were decided again: see [`Redecided`].
     pub redecided: Redecided,
     pub unschedulable: Vec<Problem>,

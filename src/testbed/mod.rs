@@ -5,6 +5,9 @@
 //!   output like a GitOps agent), for the demo, the tests and the benchmarks.
 //! - [`bench`]: `fedsched bench` (the scenarios at fleet scale) and the timing helper of the
 //!   micro-benchmarks.
+//! - [`dst`]: `fedsched dst`, the deterministic simulation of the whole daemon under a
+//!   seeded fault schedule, with the invariants checked at every step.
 
 pub mod bench;
+pub mod dst;
 pub mod simulate;

@@ -406,3 +406,68 @@ fn systemd_hears_ready_after_the_first_reconcile_and_watchdog_from_the_loop() {
     let (code, stderr) = d.wait(Duration::from_secs(10));
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// `[audit] interval`: the daemon decides afresh on a copy of its store an interval after the
+/// last audit (the first an interval after its first pass) and, being correct, finds nothing
+/// kept wrong: audits counted, no difference; not due, nothing runs.
+#[test]
+fn the_self_audit_runs_every_interval_and_finds_nothing_on_a_correct_daemon() {
+    let s = Scratch::with_demo();
+    let mut d = InProcess::start(&s, "[audit]\ninterval = \"10m\"\n", false);
+    d.passes(1);
+    let audits = |d: &InProcess| d.metric("fedsched_audits_total");
+    d.clock.advance_ms(60_000);
+    d.send(Control::Tick);
+    d.passes(2);
+    d.send(Control::Tick);
+    d.passes(3);
+    assert_eq!(audits(&d), Some(0.0), "not due a minute after the first pass");
+    d.clock.advance_ms(600_000);
+    d.send(Control::Tick);
+    d.passes(4);
+    // The audit follows the pass that found it due; the next pass comes after it.
+    d.send(Control::Tick);
+    d.passes(5);
+    assert_eq!(audits(&d), Some(1.0));
+    assert_eq!(d.metric("fedsched_audit_differences_total"), Some(0.0));
+    assert!(d.metric("fedsched_audit_duration_seconds").is_some_and(|s| s > 0.0));
+    d.stop();
+}
+
+/// A difference the audit finds (here made by the debug builds' test hook
+/// `FEDSCHED_TEST_AUDIT_SKEW`: the kept side's first decision targets one cluster more, as a
+/// stale memo would) is logged with its workload and the memo involved, counted in
+/// `fedsched_audit_differences_total`, and the fresh decision wins: the daemon forgets what it
+/// kept and its next pass (trigger `audit`) starts from the store as a new process's first
+/// pass does (a full check of every file).
+#[test]
+fn an_audit_difference_is_logged_counted_and_the_fresh_decision_wins() {
+    let s = Scratch::with_demo();
+    let d = Daemon::start(&s, "[audit]\ninterval = \"1s\"\n", &[("FEDSCHED_TEST_AUDIT_SKEW", "1")]);
+    wait_for("the startup reconcile", Duration::from_secs(30), || d.stderr().contains("reconcile done"));
+    std::thread::sleep(Duration::from_millis(1_100));
+    let web = std::fs::read_to_string(s.policies().join("apps/web.yaml")).expect("read");
+    s.write("apps/web.yaml", &web.replace("replicas: 9", "replicas: 8"));
+    wait_for("the audit's pass", Duration::from_secs(30), || d.stderr().contains("\"trigger\":\"audit\""));
+    let log = d.stderr();
+    let found = log.lines().find(|l| l.contains("audit: what the daemon kept differs")).expect("a difference logged");
+    assert!(found.contains("\"workload\":\"") && found.contains("audit-test-skew"), "{found}");
+    assert!(found.contains(fedsched::reconcile::audit::MEMO_DECISION), "{found}");
+    let audit_pass = log
+        .lines()
+        .find(|l| l.contains("\"trigger\":\"audit\"") && l.contains("reconcile done"))
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .expect("the audit's pass");
+    // Nothing kept: the pass starts as a new process's first pass (every file checked).
+    assert_eq!(audit_pass["full_check"].as_bool(), Some(true), "decided afresh: {audit_pass}");
+    let addr: std::net::SocketAddr =
+        std::fs::read_to_string(s.state().join("http.addr")).expect("address file").trim().parse().expect("address");
+    let (_, metrics) = get(addr, "/metrics");
+    let differences = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("fedsched_audit_differences_total "))
+        .and_then(|v| v.parse::<f64>().ok());
+    assert!(differences.is_some_and(|n| n >= 1.0), "{metrics}");
+    let (code, log) = d.stop();
+    assert_eq!(code, Some(0), "{log}");
+}

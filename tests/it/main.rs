@@ -11,6 +11,7 @@ mod credentials;
 mod daemon;
 mod deps;
 mod discovery;
+mod dst;
 mod duplicates;
 mod emptied;
 mod explain;

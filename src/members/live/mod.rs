@@ -55,7 +55,7 @@ use crate::util::clock::{Clock, SystemClock};
 pub use access::{Target, describe_endpoint, host_client, targets};
 pub use discovery::{Discovered, MAX_DISCOVERY_BYTES, MAX_ENTRIES, MAX_GROUP_VERSIONS};
 pub use error::{PollError, chain};
-pub use poller::Poller;
+pub use poller::{Poller, live_data};
 
 use access::*;
 use credentials::*;
@@ -135,6 +135,43 @@ pub struct LiveStatus {
     /// The resource summary last computed from this member's nodes, shared by the view's
     /// copies ([`crate::members::SummaryMemo`]).
     pub summary: crate::members::SummaryMemo,
+}
+
+impl LiveStatus {
+    /// Takes the outcome of one poll of the member (the poller's round, or a simulated
+    /// member's): a success becomes the last good observation — keeping the last one's node
+    /// list (the same `Arc`) when its nodes are equal, so what is kept per list (the
+    /// snapshot's node digest, the member's summary) is not computed again — and clears the
+    /// error; a failure keeps the last observation and counts. Returns whether anything the
+    /// reconcile reads changed.
+    pub fn observe(&mut self, result: Result<LiveData, PollError>) -> bool {
+        self.polls_total += 1;
+        match result {
+            Ok(mut data) => {
+                // A watch round builds a new node list from its cache.
+                let same = match self.last_good.as_deref() {
+                    Some(old) if old.nodes == data.nodes => {
+                        data.nodes = Arc::clone(&old.nodes);
+                        old.pods == data.pods && old.unbound == data.unbound
+                    }
+                    _ => false,
+                };
+                let changed = !same || self.error.is_some();
+                self.last_good = Some(Arc::new(data));
+                self.error = None;
+                self.consecutive_failures = 0;
+                changed
+            }
+            Err(e) => {
+                self.watching = false;
+                let changed = self.error.as_ref() != Some(&e);
+                self.consecutive_failures = self.consecutive_failures.saturating_add(1);
+                *self.failures_total.entry(e.kind()).or_insert(0) += 1;
+                self.error = Some(e);
+                changed
+            }
+        }
+    }
 }
 
 /// Per-cluster live state, as the reconcile consumes it.

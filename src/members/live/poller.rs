@@ -31,7 +31,8 @@ pub struct Poller {
     lost: Arc<tokio::sync::Notify>,
 }
 
-pub(super) fn live_data(obs: Observation, duration: Duration, pages: u32, at_ms: u64) -> LiveData {
+/// What a poll saw, as the view keeps it: the observation, with how the poll went.
+pub fn live_data(obs: Observation, duration: Duration, pages: u32, at_ms: u64) -> LiveData {
     let poll = PollFacts {
         duration_ms: duration.as_millis() as u64,
         pages,
@@ -208,41 +209,24 @@ impl Poller {
 
         for (t, built, result) in results {
             let status = self.view.clusters.entry(t.name.clone()).or_default();
-            status.polls_total += 1;
             if let Some(b) = built {
                 status.endpoint = b.endpoint.clone();
                 self.clients.insert(t.name.clone(), b);
             }
-            match result {
-                Ok(mut data) => {
-                    // Nodes as they were keep their list (a watch round builds a new one from
-                    // its cache): what is kept per list (the snapshot's node digest, the
-                    // member's summary) is then not computed again.
-                    let same = match status.last_good.as_deref() {
-                        Some(old) if old.nodes == data.nodes => {
-                            data.nodes = Arc::clone(&old.nodes);
-                            old.pods == data.pods && old.unbound == data.unbound
-                        }
-                        _ => false,
-                    };
-                    report.changed |= !same || status.error.is_some();
-                    if status.error.is_some() {
+            let recovered = status.error.is_some();
+            let failed = result.as_ref().err().cloned();
+            report.changed |= status.observe(result);
+            match failed {
+                None => {
+                    if recovered {
                         // Recovered: what it serves may have changed while it was away.
                         self.discovery.remove(&t.name);
                         report.recovered.push((t.name.clone(), status.consecutive_failures));
                     }
-                    status.last_good = Some(Arc::new(data));
-                    status.error = None;
-                    status.consecutive_failures = 0;
                     self.next_attempt.remove(&t.name);
                     report.ok.push(t.name.clone());
                 }
-                Err(e) => {
-                    status.watching = false;
-                    report.changed |= status.error.as_ref() != Some(&e);
-                    status.consecutive_failures = status.consecutive_failures.saturating_add(1);
-                    *status.failures_total.entry(e.kind()).or_insert(0) += 1;
-                    status.error = Some(e.clone());
+                Some(e) => {
                     let failures = status.consecutive_failures;
                     let delay = self.backoff(&t.name, failures);
                     self.next_attempt.insert(t.name.clone(), Instant::now() + delay);

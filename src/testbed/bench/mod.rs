@@ -25,10 +25,13 @@
 //!   10 % of the live clusters lost at once: the passes and the time from loss + toleration
 //!   until no workload is placed on a lost cluster.
 //!
+//! - S11: the daemon's self-audit (issue 46; `audit.rs`), beside a no-change pass.
+//!
 //! Every figure is the median of `runs` runs; ratios are of figures of the same invocation.
 //! Peak RSS is the process's high-water mark, so a scenario's RSS is meaningful when it runs
 //! in its own invocation.
 
+mod audit;
 pub mod marks;
 mod plan;
 pub mod timing;
@@ -61,6 +64,7 @@ pub enum Scenario {
     S7,
     S9,
     S10,
+    S11,
 }
 
 impl std::str::FromStr for Scenario {
@@ -76,7 +80,8 @@ impl std::str::FromStr for Scenario {
             "S7" => Scenario::S7,
             "S9" => Scenario::S9,
             "S10" => Scenario::S10,
-            _ => return Err(format!("unknown scenario {s:?} (S1..S7, S9, S10)")),
+            "S11" => Scenario::S11,
+            _ => return Err(format!("unknown scenario {s:?} (S1..S7, S9, S10, S11)")),
         })
     }
 }
@@ -537,8 +542,16 @@ fn run_scenarios(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figur
     if wants(Scenario::S5) {
         sink.put_all(poll_scenario(o)?);
     }
-    let reconciling =
-        [Scenario::S2, Scenario::S3, Scenario::S4, Scenario::S6, Scenario::S7, Scenario::S9, Scenario::S10];
+    let reconciling = [
+        Scenario::S2,
+        Scenario::S3,
+        Scenario::S4,
+        Scenario::S6,
+        Scenario::S7,
+        Scenario::S9,
+        Scenario::S10,
+        Scenario::S11,
+    ];
     if !wants(Scenario::S1) && !reconciling.iter().any(|s| wants(*s)) {
         return Ok(sink.all);
     }
@@ -565,6 +578,9 @@ fn run_scenarios(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figur
     }
     if wants(Scenario::S9) {
         b.s9_plan(&rec, &mut sink)?;
+    }
+    if wants(Scenario::S11) {
+        b.s11_audit(&rec, &mut sink)?;
     }
     if wants(Scenario::S7) {
         b.s7_restart(rec, &mut sink)?;

@@ -1,15 +1,24 @@
-//! The simulator as GitOps agent: "applies" a cluster's output directory by creating the pods
-//! of each workload (with a `creationTimestamp`) and binding them first-fit to nodes by
-//! requests, node selector, required node affinity and taints; pods that fit nowhere stay
-//! Pending with `PodScheduled=False, reason=Unschedulable` and the `lastTransitionTime` of when
-//! they were first found unschedulable (kept while they stay so).
+//! The simulator as GitOps agent: "applies" a cluster's output directory as kustomize would
+//! read it (the files its `kustomization.yaml` lists; every YAML file when there is none) by
+//! creating the pods of each workload (with a `creationTimestamp`) and binding them first-fit
+//! to nodes by requests, node selector, required node affinity and taints; pods that fit
+//! nowhere stay Pending with `PodScheduled=False, reason=Unschedulable` and the
+//! `lastTransitionTime` of when they were first found unschedulable (kept while they stay so).
+//! A workload's pods are those of its controller (a Deployment's ReplicaSet `<name>-sim`); a
+//! pod template that changed replaces them; a scale-down deletes the pods a ReplicaSet
+//! controller would delete first (unbound, then not running, then not Ready, then the
+//! newest), and a scale-up creates pods under the lowest free indexes.
 //!
-//! A bound pod is `Running`; it is `Ready` at once, or, with [`Agent::ready_after`], first
-//! `Ready=False, reason=ContainersNotReady` and Ready once the delay has passed
-//! ([`promote`], called by the agent's loop). The member's own troubles: [`set_node_ready`]
-//! (a node NotReady turns its pods `Ready=False, reason=NodeNotReady`, and back) and
-//! [`set_node_allocatable`] (a node shrinks: the agent's pods that no longer fit are evicted
-//! and placed again, elsewhere or Unschedulable).
+//! A bound pod starts ([`Agent::start_after`]: `Pending` until then) and is `Ready` at once,
+//! or, with [`Agent::ready_after`], first `Ready=False, reason=ContainersNotReady` and Ready
+//! once the delay has passed ([`promote`], called by the agent's loop). The member's own
+//! troubles: [`set_node_ready`] (a node NotReady turns its pods `Ready=False,
+//! reason=NodeNotReady`, and back), [`set_node_allocatable`] (a node shrinks: the agent's pods
+//! that no longer fit are evicted and placed again, elsewhere or Unschedulable) and
+//! [`set_crashing`] (a workload's pods crash in a loop: never Ready while it lasts).
+//!
+//! [`apply`] reads the directory; [`desired`] and [`apply_desired`] are its two halves, for a
+//! caller that keeps what it read (the deterministic simulation, `testbed::dst`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -29,16 +38,26 @@ pub const APPLIED: &str = "simulator.fedsched.io/applied";
 pub const TEMPLATE_HASH: &str = "simulator.fedsched.io/template-hash";
 /// Annotation with the Unix ms at which a bound pod turns Ready ([`Agent::ready_after`]).
 pub const READY_AT: &str = "simulator.fedsched.io/ready-at";
+/// Annotation with the Unix ms at which a bound pod starts running ([`Agent::start_after`]).
+pub const START_AT: &str = "simulator.fedsched.io/start-at";
+/// Annotation on pods that crash in a loop ([`set_crashing`]): never Ready while it is there.
+pub const CRASHING: &str = "simulator.fedsched.io/crashing";
 
 /// How the agent behaves.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Agent {
     /// A bound pod turns Ready this long after it started (0: at once).
     pub ready_after: std::time::Duration,
+    /// A bound pod starts running this long after it was bound (0: at once).
+    pub start_after: std::time::Duration,
 }
 
 fn annotation<'a>(p: &'a Value, key: &str) -> Option<&'a Value> {
     p.pointer(&format!("/metadata/annotations/{}", key.replace('/', "~1")))
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 /// What an apply pass did.
@@ -52,6 +71,9 @@ pub struct ApplyReport {
     pub bound: usize,
     /// Pods left Pending as unschedulable.
     pub unschedulable: usize,
+    /// Ready pods deleted because their workload is gone from the directory or asks for fewer
+    /// replicas (not because its pod template changed), per pod owner (`namespace/name`).
+    pub ready_removed: BTreeMap<String, usize>,
 }
 
 impl ApplyReport {
@@ -61,20 +83,54 @@ impl ApplyReport {
     }
 }
 
-/// The pods a cluster directory asks for: (namespace, name) → pod.
-pub fn desired_pods(dir: &Path) -> Result<BTreeMap<(String, String), Value>, SimError> {
-    let mut out = BTreeMap::new();
+/// The pods one workload object asks for: its controller's, from one pod template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodGroup {
+    /// Pods wanted.
+    pub count: i64,
+    /// Hash of the pod template ([`TEMPLATE_HASH`]).
+    pub hash: String,
+    /// Pod names are `<prefix>-<index>`.
+    pub prefix: String,
+    /// A pod of the group (without name and creation time).
+    pub pod: Value,
+}
+
+/// What a cluster directory asks for: per pod owner (`namespace/name` of the controller), its
+/// pods.
+pub type Desired = BTreeMap<String, PodGroup>;
+
+/// The pods a cluster directory asks for, read as kustomize reads it: the files its
+/// `kustomization.yaml` lists (every YAML file below it when there is none).
+pub fn desired(dir: &Path) -> Result<Desired, SimError> {
+    let io = |path: &Path, source: std::io::Error| SimError::Io { path: path.to_path_buf(), source };
+    let kustomization = dir.join("kustomization.yaml");
     let mut files = Vec::new();
-    collect(dir, &mut files)?;
+    match std::fs::read_to_string(&kustomization) {
+        Ok(text) => {
+            let listed = split_documents(&text).into_iter().filter_map(|d| parse_document(&d).ok()).next();
+            for r in listed.iter().flat_map(|k| k.get("resources").and_then(Value::as_array)).flatten() {
+                if let Some(r) = r.as_str() {
+                    files.push(dir.join(r));
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => collect(dir, &mut files)?,
+        Err(e) => return Err(io(&kustomization, e)),
+    }
     files.sort();
+    let mut out = Desired::new();
     for f in files {
-        let text = std::fs::read_to_string(&f).map_err(|source| SimError::Io { path: f.clone(), source })?;
+        let text = match std::fs::read_to_string(&f) {
+            Ok(t) => t,
+            // Listed but not there: kustomize would fail the whole build; the agent applies
+            // nothing of this directory (an invariant of the output says it never happens).
+            Err(source) => return Err(io(&f, source)),
+        };
         for doc in split_documents(&text) {
             let Ok(obj) = parse_document(&doc) else { continue };
-            for pod in workload_pods(&obj) {
-                let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_string();
-                let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
-                out.insert((ns, name), pod);
+            if let Some((owner, group)) = pod_group(&obj) {
+                out.insert(owner, group);
             }
         }
     }
@@ -102,110 +158,216 @@ fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> Result<(), SimError
     Ok(())
 }
 
-/// The pods of one workload object (Deployment, StatefulSet, ReplicaSet, Job); none for other
-/// kinds.
-pub fn workload_pods(obj: &Value) -> Vec<Value> {
+/// The pods of one workload object (Deployment, StatefulSet, ReplicaSet, Job), as the pod
+/// owner (`namespace/name` of its controller) and its [`PodGroup`]; none for other kinds.
+pub fn pod_group(obj: &Value) -> Option<(String, PodGroup)> {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = str_at(obj, "/metadata/name");
     let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
     let int = |p: &str| obj.pointer(p).and_then(Value::as_i64);
-    let (count, owner_kind, owner_name, prefix) = match kind {
-        "Deployment" => {
-            (int("/spec/replicas").unwrap_or(1), "ReplicaSet", format!("{name}-sim"), format!("{name}-sim"))
-        }
-        "ReplicaSet" => (int("/spec/replicas").unwrap_or(1), "ReplicaSet", name.to_string(), name.to_string()),
-        "StatefulSet" => (int("/spec/replicas").unwrap_or(1), "StatefulSet", name.to_string(), name.to_string()),
+    let (count, owner_kind, owner_name) = match kind {
+        "Deployment" => (int("/spec/replicas").unwrap_or(1), "ReplicaSet", format!("{name}-sim")),
+        "ReplicaSet" => (int("/spec/replicas").unwrap_or(1), "ReplicaSet", name.to_string()),
+        "StatefulSet" => (int("/spec/replicas").unwrap_or(1), "StatefulSet", name.to_string()),
         "Job" => {
             let p = int("/spec/parallelism").unwrap_or(1);
             let c = int("/spec/completions").unwrap_or(p);
-            (p.min(c), "Job", name.to_string(), name.to_string())
+            (p.min(c), "Job", name.to_string())
         }
-        _ => return Vec::new(),
+        _ => return None,
     };
     if name.is_empty() {
-        return Vec::new();
+        return None;
     }
     let template = obj.pointer("/spec/template").cloned().unwrap_or(Value::Null);
     let hash = format!("{:016x}", crate::util::hash::fnv1a64(template.to_string().as_bytes()));
     let labels = template.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
     let spec = template.get("spec").cloned().unwrap_or_else(|| json!({}));
-    (0..count.clamp(0, 10_000))
-        .map(|i| {
-            json!({
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": format!("{prefix}-{i}"),
-                    "namespace": ns,
-                    "labels": labels,
-                    "annotations": {APPLIED: "true", TEMPLATE_HASH: hash},
-                    "ownerReferences": [{"apiVersion": if owner_kind == "Job" { "batch/v1" } else { "apps/v1" },
-                        "kind": owner_kind, "name": owner_name, "uid": format!("sim-{owner_kind}-{ns}-{owner_name}"),
-                        "controller": true}],
-                },
-                "spec": spec,
-                "status": {"phase": "Pending"},
-            })
-        })
-        .collect()
+    let pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "namespace": ns,
+            "labels": labels,
+            "annotations": {APPLIED: "true", TEMPLATE_HASH: hash},
+            "ownerReferences": [{"apiVersion": if owner_kind == "Job" { "batch/v1" } else { "apps/v1" },
+                "kind": owner_kind, "name": owner_name, "uid": format!("sim-{owner_kind}-{ns}-{owner_name}"),
+                "controller": true}],
+        },
+        "spec": spec,
+        "status": {"phase": "Pending"},
+    });
+    let group = PodGroup { count: count.clamp(0, 10_000), hash, prefix: owner_name.clone(), pod };
+    Some((format!("{ns}/{owner_name}"), group))
+}
+
+/// The pods of one workload object, named (see [`pod_group`]); none for other kinds.
+pub fn workload_pods(obj: &Value) -> Vec<Value> {
+    let Some((_, g)) = pod_group(obj) else { return Vec::new() };
+    (0..g.count).map(|i| named(&g, i)).collect()
+}
+
+fn named(g: &PodGroup, i: i64) -> Value {
+    let mut pod = g.pod.clone();
+    pod["metadata"]["name"] = json!(format!("{}-{i}", g.prefix));
+    pod
+}
+
+/// The controller (`namespace/name`) of a pod the agent created.
+fn owner_of(p: &Value) -> String {
+    let ns = str_at(p, "/metadata/namespace");
+    format!("{ns}/{}", str_at(p, "/metadata/ownerReferences/0/name"))
+}
+
+fn is_ready(p: &Value) -> bool {
+    p.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+}
+
+/// Which pods a ReplicaSet controller deletes first (lower ranks first): unbound, then not
+/// running, then not Ready, then the newest (highest index).
+fn deletion_rank(p: &Value) -> (bool, bool, bool, std::cmp::Reverse<i64>) {
+    let bound = !str_at(p, "/spec/nodeName").is_empty();
+    let running = str_at(p, "/status/phase") == "Running";
+    let index = str_at(p, "/metadata/name").rsplit('-').next().and_then(|i| i.parse().ok()).unwrap_or(0);
+    (bound, running, is_ready(p), std::cmp::Reverse(index))
 }
 
 /// Brings a cluster's pods in line with its output directory, then binds pending pods;
 /// `now_ms` dates what changes.
 pub fn apply(c: &mut FleetCluster, dir: &Path, agent: &Agent, now_ms: u64) -> Result<ApplyReport, SimError> {
-    let desired = desired_pods(dir)?;
-    let mut report = ApplyReport::default();
-    let mut existing = BTreeSet::new();
-    c.pods.retain(|p| {
-        let applied = p.pointer(&format!("/metadata/annotations/{}", APPLIED.replace('/', "~1"))).is_some();
-        if !applied {
-            return true;
-        }
-        let key = (
-            p.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string(),
-            p.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string(),
-        );
-        let hash_ptr = format!("/metadata/annotations/{}", TEMPLATE_HASH.replace('/', "~1"));
-        let keep = desired.get(&key).is_some_and(|d| d.pointer(&hash_ptr) == p.pointer(&hash_ptr));
-        if keep {
-            existing.insert(key);
-        } else {
-            report.deleted += 1;
-        }
-        keep
-    });
-    for (key, mut pod) in desired {
-        if !existing.contains(&key) {
-            pod["metadata"]["creationTimestamp"] = json!(rfc3339_ms(now_ms));
-            c.pods.push(pod);
-            report.created += 1;
-        }
-    }
-    sort_objects(&mut c.pods);
-    bind(c, &mut report, agent, now_ms);
-    Ok(report)
+    Ok(apply_desired(c, &desired(dir)?, agent, now_ms))
 }
 
-/// Pods whose Ready delay has passed turn Ready (unless their node is not Ready). Returns how
-/// many did.
-pub fn promote(c: &mut FleetCluster, now_ms: u64) -> usize {
-    let not_ready = not_ready_nodes(c);
+/// [`apply`] of what a directory asks for ([`desired`]).
+pub fn apply_desired(c: &mut FleetCluster, desired: &Desired, agent: &Agent, now_ms: u64) -> ApplyReport {
+    let mut report = ApplyReport::default();
+    let hash_ptr = format!("/metadata/annotations/{}", TEMPLATE_HASH.replace('/', "~1"));
+    // Per owner, the agent's pods of the wanted template (the others go).
+    let mut kept: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut others = Vec::with_capacity(c.pods.len());
+    for p in std::mem::take(&mut c.pods) {
+        if annotation(&p, APPLIED).is_none() {
+            others.push(p);
+            continue;
+        }
+        let owner = owner_of(&p);
+        match desired.get(&owner) {
+            Some(g) if p.pointer(&hash_ptr).and_then(Value::as_str) == Some(g.hash.as_str()) => {
+                kept.entry(owner).or_default().push(p);
+            }
+            Some(_) => report.deleted += 1,
+            None => {
+                report.deleted += 1;
+                if is_ready(&p) {
+                    *report.ready_removed.entry(owner).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+    for (owner, g) in desired {
+        let mut pods = kept.remove(owner).unwrap_or_default();
+        let want = usize::try_from(g.count).unwrap_or(0);
+        if pods.len() > want {
+            pods.sort_by_key(deletion_rank);
+            for p in pods.drain(..pods.len() - want) {
+                report.deleted += 1;
+                if is_ready(&p) {
+                    *report.ready_removed.entry(owner.clone()).or_insert(0) += 1;
+                }
+            }
+        }
+        let taken: BTreeSet<String> = pods.iter().map(|p| str_at(p, "/metadata/name").to_string()).collect();
+        let mut i = 0;
+        while pods.len() < want {
+            let mut pod = named(g, i);
+            i += 1;
+            if taken.contains(str_at(&pod, "/metadata/name")) {
+                continue;
+            }
+            pod["metadata"]["creationTimestamp"] = json!(rfc3339_ms(now_ms));
+            pods.push(pod);
+            report.created += 1;
+        }
+        others.extend(pods);
+    }
+    c.pods = others;
+    sort_objects(&mut c.pods);
+    bind(c, &mut report, agent, now_ms);
+    report
+}
+
+/// The pods of owner `owner` (`namespace/name`) crash in a loop (`crashing`: `Ready=False,
+/// reason=CrashLoopBackOff`, and never Ready while it lasts) or stop crashing (Ready again,
+/// unless still starting). Returns how many pods changed.
+pub fn set_crashing(c: &mut FleetCluster, owner: &str, crashing: bool, now_ms: u64) -> usize {
     let mut n = 0;
     for p in c.pods.iter_mut() {
-        let Some(at) = annotation(p, READY_AT).and_then(Value::as_str).and_then(|t| t.parse::<u64>().ok()) else {
+        if owner_of(p) != owner || str_at(p, "/spec/nodeName").is_empty() {
             continue;
-        };
-        let node = p.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-        if at > now_ms || not_ready.contains(node) {
+        }
+        let marked = annotation(p, CRASHING).is_some();
+        if crashing == marked {
+            continue;
+        }
+        n += 1;
+        if crashing {
+            p["metadata"]["annotations"][CRASHING] = json!("true");
+            set_ready(p, false, Some("CrashLoopBackOff"), now_ms);
+        } else {
+            if let Some(a) = p.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
+                a.remove(CRASHING);
+            }
+            if annotation(p, READY_AT).is_none() && annotation(p, START_AT).is_none() {
+                set_ready(p, true, None, now_ms);
+            }
+        }
+    }
+    n
+}
+
+/// Pods whose start delay has passed start running, and those whose Ready delay has passed
+/// turn Ready (unless their node is not Ready or they crash). Returns how many changed.
+pub fn promote(c: &mut FleetCluster, now_ms: u64) -> usize {
+    let not_ready = not_ready_nodes(c);
+    let at = |p: &Value, key: &str| annotation(p, key).and_then(Value::as_str).and_then(|t| t.parse::<u64>().ok());
+    let mut n = 0;
+    for p in c.pods.iter_mut() {
+        if let Some(start) = at(p, START_AT)
+            && start <= now_ms
+        {
+            if let Some(a) = p.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
+                a.remove(START_AT);
+            }
+            p["status"]["phase"] = json!("Running");
+            p["status"]["startTime"] = json!(rfc3339_ms(start));
+            n += 1;
+        }
+        let Some(ready) = at(p, READY_AT) else { continue };
+        let node = str_at(p, "/spec/nodeName");
+        if ready > now_ms || annotation(p, START_AT).is_some() || not_ready.contains(node) {
             continue;
         }
         if let Some(a) = p.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
             a.remove(READY_AT);
         }
-        set_ready(p, true, None, now_ms);
+        if annotation(p, CRASHING).is_none() {
+            set_ready(p, true, None, now_ms);
+        }
         n += 1;
     }
     n
+}
+
+/// The earliest start or Ready time of a pod still waiting for one (Unix ms), if any.
+pub fn next_promotion(c: &FleetCluster) -> Option<u64> {
+    c.pods
+        .iter()
+        .flat_map(|p| [START_AT, READY_AT].map(|k| annotation(p, k).and_then(Value::as_str)))
+        .flatten()
+        .filter_map(|t| t.parse::<u64>().ok())
+        .min()
 }
 
 fn not_ready_nodes(c: &FleetCluster) -> BTreeSet<String> {
@@ -264,7 +426,10 @@ pub fn set_node_ready(c: &mut FleetCluster, node: &str, ready: bool, now_ms: u64
         }
         if !ready {
             set_ready(p, false, Some("NodeNotReady"), now_ms);
-        } else if annotation(p, READY_AT).is_none() {
+        } else if annotation(p, READY_AT).is_none()
+            && annotation(p, START_AT).is_none()
+            && annotation(p, CRASHING).is_none()
+        {
             set_ready(p, true, None, now_ms);
         }
     }
@@ -317,6 +482,10 @@ pub fn set_node_allocatable(
         if let Some(spec) = p["spec"].as_object_mut() {
             spec.remove("nodeName");
         }
+        if let Some(a) = p.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
+            a.remove(READY_AT);
+            a.remove(START_AT);
+        }
         p["status"] = json!({"phase": "Pending"});
     }
     let mut report = ApplyReport::default();
@@ -358,15 +527,28 @@ fn bind(c: &mut FleetCluster, report: &mut ApplyReport, agent: &Agent, now_ms: u
                 e.1 += 1;
                 p["spec"]["nodeName"] = json!(node);
                 let t = rfc3339_ms(now_ms);
-                let ready = if agent.ready_after.is_zero() {
+                let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+                let started = now_ms.saturating_add(ms(agent.start_after));
+                let ready_at = started.saturating_add(ms(agent.ready_after));
+                let crashing = annotation(p, CRASHING).is_some();
+                let ready = if ready_at == now_ms && !crashing {
                     json!({"type": "Ready", "status": "True", "lastTransitionTime": t})
                 } else {
-                    let at = now_ms.saturating_add(u64::try_from(agent.ready_after.as_millis()).unwrap_or(u64::MAX));
-                    p["metadata"]["annotations"][READY_AT] = json!(at.to_string());
-                    json!({"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t})
+                    if ready_at > now_ms {
+                        p["metadata"]["annotations"][READY_AT] = json!(ready_at.to_string());
+                    }
+                    let reason = if crashing { "CrashLoopBackOff" } else { "ContainersNotReady" };
+                    json!({"type": "Ready", "status": "False", "reason": reason, "lastTransitionTime": t})
                 };
-                p["status"] = json!({"phase": "Running", "startTime": t, "conditions": [
-                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": t}, ready]});
+                let phase = if started > now_ms {
+                    p["metadata"]["annotations"][START_AT] = json!(started.to_string());
+                    json!({"phase": "Pending", "conditions": [
+                        {"type": "PodScheduled", "status": "True", "lastTransitionTime": t}, ready]})
+                } else {
+                    json!({"phase": "Running", "startTime": t, "conditions": [
+                        {"type": "PodScheduled", "status": "True", "lastTransitionTime": t}, ready]})
+                };
+                p["status"] = phase;
                 report.bound += 1;
             }
             None => {
@@ -544,7 +726,7 @@ mod tests {
             nodes: vec![node("a", "4", false, json!({}))],
             pods: vec![],
         };
-        let agent = Agent { ready_after: std::time::Duration::from_secs(2) };
+        let agent = Agent { ready_after: std::time::Duration::from_secs(2), ..Agent::default() };
         apply(&mut c, dir.path(), &agent, T0).expect("apply");
         let s = decoded(&c);
         assert_eq!((s.pods, s.running, s.ready), (2, 2, 0));

@@ -219,7 +219,7 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
         open_watches: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         connections: Default::default(),
         max_concurrent_streams: opts.max_concurrent_streams,
-        agent: apply::Agent { ready_after: opts.ready_after },
+        agent: apply::Agent { ready_after: opts.ready_after, ..Default::default() },
         leases: Default::default(),
     });
     if opts.churn > 0.0 {

@@ -1,0 +1,346 @@
+//! The invariants (issue 46), checked by the world after every pass and at every simulated
+//! instant, on what a GitOps tool and an operator can see — the output directory, the pods
+//! of the members, the store's placements, history and engine state — not on how fedsched
+//! got there:
+//!
+//! 1. availability floor: an agent applying fedsched's output never takes a workload that has
+//!    Ready replicas to none, unless a replacement was Ready somewhere else after the removal
+//!    was published (make before break); a purge for an elapsed grace period never happens
+//!    while nothing is observed Ready elsewhere. Operator edits are the operator's moves: a
+//!    deleted template, a scale to 0 and the time a policy edit takes to settle are exempt.
+//! 2. no double run beyond the grace period: a Divided workload's published replicas exceed
+//!    its replicas only while it has a graceful eviction task in its grace window (plus a
+//!    minute and a pass: the rate limit), of purge mode `Never`, or with nothing observed
+//!    Ready elsewhere, or while the storm guard holds.
+//! 3. whole or not at all, and the store says what was published: after a pass, every
+//!    workload's files on disk are exactly those of its placement in the store (its targets,
+//!    with their replicas) and the files of its graceful eviction tasks.
+//! 4. a member seen NotReady or Unreachable by a pass gets no new replicas in that pass.
+//! 5. warm equals cold ([`crate::reconcile::audit::compare`]).
+//! 6. every recorded decision replays `identical` ([`crate::views::replay::document`]).
+//! 7. every cluster directory is consistent at every instant, across kill -9: every file its
+//!    kustomization lists exists, and each file is as before the publish or as after it (the
+//!    state a recovery completes).
+//! 8. no flap, truthful causes: a workload is evicted from a member for its health only once
+//!    the passes have seen the member unhealthy for the workload's toleration.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use super::spec::{Settings, Workload};
+use crate::members::live::LiveView;
+use crate::reconcile::ReconcileReport;
+use crate::schedule::stability::{Purge, StabilityState};
+use crate::store::Store;
+
+/// An invariant that did not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// Simulated time (ms since the world's start).
+    pub at_ms: u64,
+    /// The invariant's number (0: the world itself could not go on: a pass failed).
+    pub invariant: u8,
+    pub message: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invariant {} at t={}.{:03}s: {}", self.invariant, self.at_ms / 1000, self.at_ms % 1000, self.message)
+    }
+}
+
+/// One file of the output directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileInfo {
+    pub hash: u64,
+    /// `spec.replicas` of a Deployment.
+    pub replicas: Option<i64>,
+    /// The paths a `kustomization.yaml` lists.
+    pub listed: Option<Vec<String>>,
+}
+
+/// The output directory's cluster directories (not `.fedsched/`): path → file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tree {
+    pub files: BTreeMap<String, FileInfo>,
+}
+
+impl Tree {
+    /// A digest of one cluster directory.
+    pub fn cluster_digest(&self, cluster: &str) -> u64 {
+        let prefix = format!("{cluster}/");
+        let mut h = crate::util::hash::FNV1A64_START;
+        for (p, f) in self.files.range(prefix.clone()..).take_while(|(p, _)| p.starts_with(&prefix)) {
+            h = crate::util::hash::fnv1a64_more(h, p.as_bytes());
+            h = crate::util::hash::fnv1a64_more(h, &f.hash.to_le_bytes());
+        }
+        h
+    }
+
+    /// A digest of everything.
+    pub fn digest(&self) -> u64 {
+        let mut h = crate::util::hash::FNV1A64_START;
+        for (p, f) in &self.files {
+            h = crate::util::hash::fnv1a64_more(h, p.as_bytes());
+            h = crate::util::hash::fnv1a64_more(h, &f.hash.to_le_bytes());
+        }
+        h
+    }
+
+    /// Replicas of `w` per cluster (a file without replicas counts 1).
+    pub fn replicas(&self, w: &Workload, clusters: &[String]) -> BTreeMap<String, i64> {
+        let path = crate::render::object_path(&w.key());
+        clusters
+            .iter()
+            .filter_map(|c| self.files.get(&format!("{c}/{path}")).map(|f| (c.clone(), f.replicas.unwrap_or(1))))
+            .collect()
+    }
+}
+
+/// Reads trees, reading again only the files whose inode, size or modification time changed.
+#[derive(Default)]
+pub struct TreeReader {
+    known: HashMap<String, (u64, u64, i64, i64, FileInfo)>,
+}
+
+fn replicas_of(text: &str) -> Option<i64> {
+    let at = text.find("\nspec:\n  replicas: ")?;
+    let rest = &text[at + "\nspec:\n  replicas: ".len()..];
+    rest.split('\n').next()?.trim().parse().ok()
+}
+
+fn listed_of(text: &str) -> Vec<String> {
+    text.lines().filter_map(|l| l.strip_prefix("- ")).map(str::to_string).collect()
+}
+
+impl TreeReader {
+    /// The tree of `out` now.
+    pub fn read(&mut self, out: &Path) -> Tree {
+        let mut tree = Tree::default();
+        let mut seen = HashMap::with_capacity(self.known.len());
+        let mut stack = vec![(out.to_path_buf(), String::new())];
+        while let Some((dir, rel)) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let path = e.path();
+                let r = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+                let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+                if meta.is_dir() {
+                    if !(rel.is_empty() && name == crate::publish::STATE_DIR) {
+                        stack.push((path, r));
+                    }
+                    continue;
+                }
+                let stamp = (meta.ino(), meta.size(), meta.mtime(), meta.mtime_nsec());
+                let info = match self.known.get(&r) {
+                    Some((ino, size, s, ns, info)) if (*ino, *size, *s, *ns) == stamp => info.clone(),
+                    _ => {
+                        let Ok(bytes) = std::fs::read(&path) else { continue };
+                        let text = String::from_utf8_lossy(&bytes);
+                        FileInfo {
+                            hash: crate::util::hash::fnv1a64(&bytes),
+                            replicas: if name.contains("apps_deployment_") { replicas_of(&text) } else { None },
+                            listed: (name == "kustomization.yaml").then(|| listed_of(&text)),
+                        }
+                    }
+                };
+                seen.insert(r.clone(), (stamp.0, stamp.1, stamp.2, stamp.3, info.clone()));
+                tree.files.insert(r, info);
+            }
+        }
+        self.known = seen;
+        tree
+    }
+}
+
+/// Invariant 7 on `now`: every file a kustomization lists exists, and (with `old` and `new`)
+/// every file is as in the old state or the new one.
+pub fn consistent(now: &Tree, old: Option<&Tree>, new: Option<&Tree>) -> Result<(), String> {
+    for (path, f) in &now.files {
+        if let (Some(old), Some(new)) = (old, new)
+            && old.files.get(path).map(|o| o.hash) != Some(f.hash)
+            && new.files.get(path).map(|n| n.hash) != Some(f.hash)
+        {
+            return Err(format!("{path} is neither as before the publish nor as after it"));
+        }
+        let Some(cluster) = path.strip_suffix("/kustomization.yaml") else { continue };
+        for file in f.listed.iter().flatten() {
+            if !now.files.contains_key(&format!("{cluster}/{file}")) {
+                return Err(format!("{path} lists {file}, which is not there"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Ready replicas of a pod owner per member, as the pass's live view observed them.
+pub fn observed_ready(view: &LiveView, owner: &str) -> BTreeMap<String, u32> {
+    let key = format!("ReplicaSet/{owner}");
+    view.clusters
+        .iter()
+        .filter_map(|(c, s)| {
+            let data = s.last_good.as_ref()?;
+            let ready = data.pods.owners.get(&key).map_or(0, |o| o.ready);
+            Some((c.clone(), ready))
+        })
+        .collect()
+}
+
+/// What the checks after a pass read.
+pub struct PassCtx<'a> {
+    pub now: u64,
+    pub settings: &'a Settings,
+    /// Every workload the world knows, with whether its template is in the repository now.
+    pub workloads: &'a [(Workload, bool)],
+    pub clusters: &'a [String],
+    pub before: &'a Tree,
+    pub after: &'a Tree,
+    pub view: &'a LiveView,
+    pub store: &'a Store,
+    pub report: &'a ReconcileReport,
+    /// Since when each member unhealthy in the passes' views has been so.
+    pub unhealthy_since: &'a BTreeMap<String, u64>,
+}
+
+/// Invariants 1 (purge), 2, 3, 4 and 8 after a completed pass.
+pub fn after_pass(ctx: &PassCtx<'_>) -> Result<(), Violation> {
+    let v = |invariant: u8, message: String| Violation { at_ms: ctx.now, invariant, message };
+    let state = ctx.store.stability().map_err(|e| v(0, format!("cannot read the stability state: {e}")))?;
+    unhealthy_members_get_nothing(ctx).map_err(|m| v(4, m))?;
+    evictions_are_due(ctx).map_err(|m| v(8, m))?;
+    purges_leave_something_ready(ctx).map_err(|m| v(1, m))?;
+    for (w, present) in ctx.workloads {
+        let key = w.key();
+        let disk = ctx.after.replicas(w, ctx.clusters);
+        let placement = ctx.store.placement(&key).map_err(|e| v(0, format!("cannot read a placement: {e}")))?;
+        let ws = state.workloads.get(&key);
+        let kept: BTreeSet<&str> = ws.map(|s| s.kept()).unwrap_or_default();
+        let mut expected: BTreeSet<&str> = kept.clone();
+        if let Some(p) = &placement {
+            expected.extend(p.files.keys().map(String::as_str));
+        }
+        let on_disk: BTreeSet<&str> = disk.keys().map(String::as_str).collect();
+        if on_disk != expected {
+            return Err(v(
+                3,
+                format!(
+                    "{key}: on disk in {on_disk:?}, but the store places it in {:?} and keeps files in {kept:?}",
+                    placement.as_ref().map(|p| p.files.keys().collect::<Vec<_>>()).unwrap_or_default()
+                ),
+            ));
+        }
+        if let Some(p) = &placement {
+            for (c, r) in &p.targets {
+                if let (Some(r), Some(d)) = (r, disk.get(c))
+                    && i64::from(*r) != *d
+                    && !kept.contains(c.as_str())
+                {
+                    return Err(v(3, format!("{key}: {d} replicas on {c} on disk, {r} in the store's placement")));
+                }
+            }
+        }
+        if *present && w.divided() {
+            let published: i64 = disk.values().sum();
+            if published > i64::from(w.replicas) && !double_run_excused(ctx, w, ws, &state) {
+                return Err(v(
+                    2,
+                    format!(
+                        "{key}: {published} replicas published for {} ({disk:?}), no eviction in its grace window",
+                        w.replicas
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn double_run_excused(
+    ctx: &PassCtx<'_>,
+    w: &Workload,
+    ws: Option<&crate::schedule::stability::WorkloadStability>,
+    state: &StabilityState,
+) -> bool {
+    if state.storm.is_some() {
+        return true;
+    }
+    let slack = 60_000 + ctx.settings.interval_ms;
+    let ready = observed_ready(ctx.view, &w.pod_owner());
+    ws.is_some_and(|ws| {
+        ws.tasks.iter().any(|t| {
+            let elsewhere: u32 = ready.iter().filter(|(c, _)| **c != t.cluster).map(|(_, r)| *r).sum();
+            t.purge == Purge::Never || ctx.now < t.since_ms + t.grace_ms + slack || elsewhere == 0
+        })
+    })
+}
+
+/// Invariant 4: no member the pass saw unhealthy gets more replicas of any workload.
+fn unhealthy_members_get_nothing(ctx: &PassCtx<'_>) -> Result<(), String> {
+    let unhealthy: Vec<&String> = ctx.view.clusters.iter().filter(|(_, s)| s.error.is_some()).map(|(c, _)| c).collect();
+    if unhealthy.is_empty() {
+        return Ok(());
+    }
+    for (w, _) in ctx.workloads {
+        let path = crate::render::object_path(&w.key());
+        for c in &unhealthy {
+            let p = format!("{c}/{path}");
+            let before = ctx.before.files.get(&p).map_or(0, |f| f.replicas.unwrap_or(1));
+            let after = ctx.after.files.get(&p).map_or(0, |f| f.replicas.unwrap_or(1));
+            if after > before {
+                let why =
+                    ctx.view.clusters.get(*c).and_then(|s| s.error.as_ref()).map(|e| e.to_string()).unwrap_or_default();
+                return Err(format!(
+                    "{}: {c} ({why}) went from {before} to {after} replicas in a pass that saw it unhealthy",
+                    w.key()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Invariant 8: each eviction for a member's health comes after the member was seen unhealthy
+/// for the workload's toleration.
+fn evictions_are_due(ctx: &PassCtx<'_>) -> Result<(), String> {
+    for e in &ctx.report.stability.events {
+        if e.kind != "eviction" || !matches!(e.reason.as_str(), "cluster-unreachable" | "cluster-not-ready") {
+            continue;
+        }
+        let Some(key) = &e.workload else { continue };
+        let Some((w, _)) = ctx.workloads.iter().find(|(w, _)| w.key() == *key) else { continue };
+        let tol = w.toleration_ms(ctx.settings.toleration_ms);
+        match ctx.unhealthy_since.get(&e.cluster) {
+            None => return Err(format!("{key}: evicted from {} which the passes saw healthy: {}", e.cluster, e.text)),
+            Some(since) if ctx.now < since + tol => {
+                return Err(format!(
+                    "{key}: evicted from {} after {} ms unhealthy, toleration {tol} ms: {}",
+                    e.cluster,
+                    ctx.now - since,
+                    e.text
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Invariant 1, the purge half: a purge for an elapsed grace period only with replicas
+/// observed Ready elsewhere.
+fn purges_leave_something_ready(ctx: &PassCtx<'_>) -> Result<(), String> {
+    for e in &ctx.report.stability.events {
+        if e.kind != "purge" || !e.text.contains("GraceElapsed") {
+            continue;
+        }
+        let Some(key) = &e.workload else { continue };
+        let Some((w, _)) = ctx.workloads.iter().find(|(w, _)| w.key() == *key) else { continue };
+        let ready = observed_ready(ctx.view, &w.pod_owner());
+        let elsewhere: u32 = ready.iter().filter(|(c, _)| **c != e.cluster).map(|(_, r)| *r).sum();
+        if elsewhere == 0 {
+            return Err(format!("{key}: purged from {} with nothing Ready elsewhere: {}", e.cluster, e.text));
+        }
+    }
+    Ok(())
+}

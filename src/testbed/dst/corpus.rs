@@ -1,0 +1,73 @@
+//! The regression corpus: every bug the simulation found keeps its seed here, with the faults
+//! it was shrunk to (their description, so that a change of the generator cannot silently
+//! turn an entry into another run), the invariant it violated, the commit on which it was seen
+//! to fail, and the commit that fixed it. `tests/it/dst.rs` runs every entry: a fixed one must
+//! hold; an open one must still fail on its invariant (so that the fix that makes it hold has
+//! to say so here, and the entry shows it failed before).
+
+/// One bug the simulation found.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    pub seed: u64,
+    /// The faults kept (indexes into the seed's schedule; None: all).
+    pub keep: Option<&'static [usize]>,
+    /// The kept faults as the schedule prints them.
+    pub faults: &'static [&'static str],
+    /// The invariant it violated.
+    pub invariant: u8,
+    /// What it found.
+    pub found: &'static str,
+    /// The commit on which it was seen to violate the invariant (with the world of this
+    /// commit's `testbed/dst`).
+    pub failed_on: &'static str,
+    /// The commit that fixed it (None: open, the entry still fails).
+    pub fixed_by: Option<&'static str>,
+}
+
+/// The corpus.
+pub const CORPUS: &[Entry] = &[
+    Entry {
+        seed: 21,
+        keep: Some(&[0]),
+        faults: &["t=35s outage m3 Forbidden for 133s"],
+        invariant: 1,
+        found: "issue 46 bug 1: the move back to member-003 removed member-001's only Ready replica in the \
+                publish that added member-003's (break before make)",
+        failed_on: "2fa1973 (main before the fix), with the world as first landed",
+        fixed_by: Some("9a9b8f8"),
+    },
+    Entry {
+        seed: 13,
+        keep: Some(&[1]),
+        faults: &["t=675s WorkloadRebalancer w002,w003,w004"],
+        invariant: 1,
+        found: "issue 46 bug 1: a WorkloadRebalancer moved w002 off member-001 in the publish that added \
+                its new member (its 3 Ready replicas removed, none Ready elsewhere)",
+        failed_on: "2fa1973 (main before the fix), with the world as first landed",
+        fixed_by: Some("9a9b8f8"),
+    },
+    Entry {
+        seed: 10,
+        keep: Some(&[2]),
+        faults: &["t=125s outage m4 Dead for 119s (agent cut off too)"],
+        invariant: 3,
+        found: "issue 46 bug 3: the purge of the files left on member-004 was held by the mass-deletion \
+                guard, but the store and the history recorded it (the files stay on disk)",
+        failed_on: OPEN_ON,
+        fixed_by: None,
+    },
+    Entry {
+        seed: 7,
+        keep: Some(&[3]),
+        faults: &["t=205s delete w000,w001"],
+        invariant: 3,
+        found: "issue 46, the held deletion: both templates deleted, the guard held member-001 and \
+                member-002 whole, yet the store dropped the placements (the files stay on disk)",
+        failed_on: OPEN_ON,
+        fixed_by: None,
+    },
+];
+
+/// Where the open entries were seen to fail: main at 2fa1973 with the world as first landed, and
+/// after the rebase on f19e64c.
+const OPEN_ON: &str = "2fa1973 and f19e64c, with the world as first landed";

@@ -1,0 +1,131 @@
+//! The deterministic simulation of the whole daemon (issue 46, `fedsched dst`): a fixed set of
+//! seeds of mixed sizes, the regression corpus (every bug the simulation found keeps its seed
+//! and the faults it needs), and one seed run twice giving the same trace.
+//!
+//! Environment: `FEDSCHED_DST_SEED=S` runs only seed S (its report and trace on failure);
+//! `FEDSCHED_DST_SEEDS=N` runs N more seeds after the fixed ones, from `FEDSCHED_DST_FROM`
+//! (default: a start taken from the clock, printed); `FEDSCHED_DST_JOBS` threads (default 2).
+//! A failing seed is shrunk and printed with the one-line command that reproduces it.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use fedsched::testbed::dst::{self, Options, Outcome, corpus};
+
+/// The seeds every `cargo test` runs: 0..FIXED.
+const FIXED: u64 = 200;
+
+fn env(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// Runs `seeds` on `FEDSCHED_DST_JOBS` threads; returns the failures, the first one shrunk.
+fn run_seeds(seeds: Vec<u64>) -> Vec<Outcome> {
+    let jobs = env("FEDSCHED_DST_JOBS").unwrap_or(2).max(1) as usize;
+    let next = AtomicU64::new(0);
+    let failures = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst) as usize;
+                    let Some(seed) = seeds.get(i) else { return };
+                    let o = dst::run(*seed, &Options::default());
+                    if o.violation.is_some() {
+                        failures.lock().unwrap_or_else(|p| p.into_inner()).push(o);
+                    }
+                }
+            });
+        }
+    });
+    let mut failures = failures.into_inner().unwrap_or_default();
+    failures.sort_by_key(|o| o.seed);
+    if let Some(first) = failures.first_mut() {
+        *first = dst::shrink(first, &Options::default());
+    }
+    failures
+}
+
+fn explain(failures: &[Outcome]) -> String {
+    let mut s = format!("{} seed(s) violate an invariant; the first one shrunk:\n", failures.len());
+    for f in failures {
+        s.push_str(&dst::report(f));
+    }
+    s
+}
+
+/// At least 200 seeds, mixed sizes (tiny to large), hold every invariant; with
+/// `FEDSCHED_DST_SEED` only that seed, with `FEDSCHED_DST_SEEDS` that many more.
+#[test]
+#[ignore = "open: issue 46 bugs 1 and 3 (move-back and rebalance break before they make; the guard's half-applied moves and deletions) violate invariants 1 and 3 on most seeds (the corpus's open entries); run with --ignored"]
+fn every_invariant_holds_on_the_fixed_seeds() {
+    let seeds: Vec<u64> = match env("FEDSCHED_DST_SEED") {
+        Some(s) => vec![s],
+        None => {
+            let mut seeds: Vec<u64> = (0..FIXED).collect();
+            if let Some(n) = env("FEDSCHED_DST_SEEDS") {
+                let from = env("FEDSCHED_DST_FROM").unwrap_or_else(|| {
+                    let t =
+                        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                    FIXED + t % 1_000_000_000
+                });
+                eprintln!("FEDSCHED_DST_SEEDS={n}: seeds {from}..{}", from + n);
+                seeds.extend(from..from + n);
+            }
+            seeds
+        }
+    };
+    let sizes: std::collections::BTreeSet<String> = seeds.iter().map(|s| format!("{:?}", dst::Size::of(*s))).collect();
+    if seeds.len() >= FIXED as usize {
+        assert_eq!(sizes.len(), 4, "the fixed seeds cover every size: {sizes:?}");
+    }
+    let failures = run_seeds(seeds);
+    assert!(failures.is_empty(), "{}", explain(&failures));
+}
+
+/// Every seed of the regression corpus runs as the corpus says: a fixed bug's seed holds every
+/// invariant, an open bug's seed still violates its invariant (its fix must mark it fixed);
+/// and its world and schedule are still the ones it was found with (a change of the generator
+/// shows here, not as a corpus that silently tests something else).
+#[test]
+fn the_regression_corpus_holds() {
+    let mut bad = Vec::new();
+    for entry in corpus::CORPUS {
+        let o = dst::run(entry.seed, &Options { keep: entry.keep.map(<[usize]>::to_vec), ..Options::default() });
+        let faults: Vec<String> = o.kept.iter().map(|i| o.schedule[*i].to_string()).collect();
+        assert_eq!(
+            faults, entry.faults,
+            "seed {}: the generator changed; the corpus entry no longer says what it found",
+            entry.seed
+        );
+        let violated = o.violation.as_ref().map(|v| v.invariant);
+        match entry.fixed_by {
+            Some(fix) if violated.is_some() => bad.push(format!(
+                "corpus entry fixed by {fix} fails again (found: {}):\n{}",
+                entry.found,
+                dst::report(&o)
+            )),
+            None if violated != Some(entry.invariant) => bad.push(format!(
+                "open corpus entry no longer violates invariant {} (found: {}); if its fix landed, set fixed_by:\n{}",
+                entry.invariant,
+                entry.found,
+                dst::report(&o)
+            )),
+            _ => {}
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// One seed is one exact run: the same seed twice gives the same trace, a fault less another.
+#[test]
+fn a_seed_is_one_exact_run() {
+    let seed = 7;
+    let a = dst::run(seed, &Options::default());
+    let b = dst::run(seed, &Options::default());
+    assert!(a.passes > 10, "{} passes", a.passes);
+    assert_eq!(a.digest, b.digest, "seed {seed} ran differently twice");
+    let fewer: Vec<usize> = a.kept.iter().copied().skip(1).collect();
+    let c = dst::run(seed, &Options { keep: Some(fewer), ..Options::default() });
+    assert_ne!(a.digest, c.digest, "a fault less changes the run");
+}
