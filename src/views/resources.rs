@@ -89,13 +89,17 @@ struct Normalised {
     free: f64,
 }
 
+/// A member's amounts. One that is NotReady or Unreachable has nothing free (no new replica
+/// goes there: the scheduler's `cluster-health` filter), whatever its summary says.
 fn cluster_amounts(c: &ClusterSnapshot, dims: &[String]) -> BTreeMap<String, Amounts> {
     let mut out = BTreeMap::new();
     let Some(s) = c.summary.as_ref() else { return out };
+    let ready = c.health.is_ready();
     for d in dims {
         let capacity = s.allocatable.get(d);
         let allocated = s.allocated.get(d).saturating_add(s.allocating.get(d));
-        out.insert(d.clone(), Amounts { capacity, allocated, free: capacity.saturating_sub(allocated).max(0) });
+        let free = if ready { capacity.saturating_sub(allocated).max(0) } else { 0 };
+        out.insert(d.clone(), Amounts { capacity, allocated, free });
     }
     out
 }
@@ -113,7 +117,52 @@ fn cluster_cpu(c: &ClusterSnapshot, settings: &ModelSettings) -> Normalised {
                 + (s.allocated.get("cpu") - fig.requested_raw + s.allocating.get("cpu")) as f64 * fig.mean_factor(),
         )
     };
-    Normalised { capacity, allocated, free: (capacity - allocated).max(0.0) }
+    let free = if c.health.is_ready() { (capacity - allocated).max(0.0) } else { 0.0 };
+    Normalised { capacity, allocated, free }
+}
+
+/// A member's health as the document shows it: `Ready`, `NotReady` or `Unreachable`, and the
+/// reason of the last two.
+fn health_of(c: &ClusterSnapshot) -> (&'static str, Option<&str>) {
+    match &c.health {
+        crate::model::Health::Ready => ("Ready", None),
+        crate::model::Health::NotReady { reason } => ("NotReady", Some(reason)),
+        crate::model::Health::Unreachable { reason } => ("Unreachable", Some(reason)),
+    }
+}
+
+/// A row of amounts (capacity, allocated, free) for people, in one unit: CPU in cores with
+/// decimals (`59.6`), bytes with the largest binary suffix of which the largest amount holds at
+/// least ten (`1024Gi … 233.5Gi`),
+/// anything else as a count. The amounts are the document's Kubernetes quantities; one that does
+/// not parse is shown as it is.
+fn human_row(resource: &str, quantities: [&Value; 3]) -> [String; 3] {
+    let units = quantities.map(|q| q.as_str().and_then(|q| crate::model::quantity::parse_milli(q).ok()));
+    let bytes = resource == "memory" || resource.contains("storage") || resource.starts_with("hugepages-");
+    let largest = units.iter().flatten().map(|m| (*m as f64 / 1000.0).abs()).fold(0.0, f64::max);
+    let (suffix, scale) = match bytes {
+        true => [("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)]
+            .into_iter()
+            .find(|(_, shift)| largest >= 10.0 * (1u64 << shift) as f64)
+            .map_or(("", 1.0), |(s, shift)| (s, (1u64 << shift) as f64)),
+        false => ("", 1.0),
+    };
+    let decimals = if bytes { 1 } else { 2 };
+    let mut out = [String::new(), String::new(), String::new()];
+    for (i, (milli, q)) in units.iter().zip(quantities).enumerate() {
+        out[i] = match milli {
+            Some(m) => {
+                let t = format!("{:.decimals$}", *m as f64 / 1000.0 / scale);
+                let t = if t.contains('.') { t.trim_end_matches('0').trim_end_matches('.').to_string() } else { t };
+                format!("{t}{suffix}")
+            }
+            None => match q {
+                Value::String(q) => q.clone(),
+                _ => "-".into(),
+            },
+        };
+    }
+    out
 }
 
 fn cores(milli: f64) -> f64 {
@@ -174,6 +223,8 @@ pub fn document(views: &[ClusterView], by: &GroupBy, settings: &ModelSettings) -
             clusters.push(json!({
                 "name": v.snapshot.name,
                 "source": if v.snapshot.is_live() { "live" } else { "offline" },
+                "health": health_of(&v.snapshot).0,
+                "reason": health_of(&v.snapshot).1,
                 "confidence": (v.confidence * 1000.0).round() / 1000.0,
                 "ageSeconds": v.age_ms.map(|a| a / 1000),
                 "resources": resources,
@@ -216,25 +267,29 @@ pub fn to_text(doc: &Value) -> String {
         for (d, a) in g["resources"].as_object().into_iter().flatten() {
             let n = &a["normalised"];
             let norm = |k: &str| if n.is_object() { format!(" ({} normalised)", s(&n[k])) } else { String::new() };
+            let [capacity, allocated, free] = human_row(d, [&a["capacity"], &a["allocated"], &a["free"]]);
             out.push_str(&format!(
-                "  {d:<20} capacity {}{}  allocated {}{}  free {}{}\n",
-                s(&a["capacity"]),
+                "  {d:<20} capacity {capacity}{}  allocated {allocated}{}  free {free}{}\n",
                 norm("capacity"),
-                s(&a["allocated"]),
                 norm("allocated"),
-                s(&a["free"]),
                 norm("free"),
             ));
         }
+        // Every member with its health; one that is not Ready counts nothing as free.
         for c in g["clusters"].as_array().into_iter().flatten() {
-            if c["source"] == "live" {
-                out.push_str(&format!(
-                    "  {}: live, data {}s old, confidence {:.2}\n",
-                    s(&c["name"]),
+            let source = match c["source"].as_str() {
+                Some("live") => format!(
+                    "live, data {}s old, confidence {:.2}",
                     s(&c["ageSeconds"]),
                     c["confidence"].as_f64().unwrap_or(1.0)
-                ));
-            }
+                ),
+                _ => "offline".to_string(),
+            };
+            let health = match c["reason"].as_str() {
+                Some(r) => format!("{} ({r}): nothing counted as free", s(&c["health"])),
+                None => s(&c["health"]),
+            };
+            out.push_str(&format!("  {}: {source}, {health}\n", s(&c["name"])));
         }
     }
     if out.is_empty() {

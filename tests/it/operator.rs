@@ -516,3 +516,46 @@ fn the_shipped_binary_is_stripped_with_its_line_tables_beside_it() {
     let v = Command::new(&copy).arg("--version").output().expect("run the stripped binary");
     assert!(v.status.success() && text(&v.stdout).starts_with("fedsched "), "{}", text(&v.stderr));
 }
+
+/// Item 1: `resources` shows one unit per row (cores, binary byte suffixes: the demo's region
+/// us-east-1 showed `memory 1Ti … 328Gi`, and CPU as `59600m` next to `7`), lists every member
+/// with its health, and a NotReady member (the demo's `us-east-legacy`, 40 CPU free) counts nothing
+/// as free.
+#[test]
+fn resources_show_one_unit_per_row_and_count_no_unhealthy_member_as_free() {
+    let s = Scratch::with_demo();
+    assert!(s.render().status.success());
+    let o = s.cmd("resources", &[]);
+    let shown = text(&o.stdout);
+    assert!(shown.contains("  memory               capacity 1024Gi  allocated 328Gi  free 524Gi\n"), "{shown}");
+    assert!(
+        shown.contains(
+            "  cpu                  capacity 160 (160.0 normalised)  allocated 52 (52.0 normalised)  free 68 "
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("  us-east-legacy: offline, NotReady (ClusterNotReachable): nothing counted as free\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("  eu-west-a: offline, Ready\n"), "{shown}");
+    let o = s.cmd("resources", &["-o", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let east = doc["groups"].as_array().and_then(|g| g.iter().find(|g| g["group"] == "us-east-1")).expect("us-east-1");
+    let legacy =
+        east["clusters"].as_array().and_then(|c| c.iter().find(|c| c["name"] == "us-east-legacy")).expect("legacy");
+    assert_eq!((legacy["health"].as_str(), legacy["resources"]["cpu"]["free"].as_str()), (Some("NotReady"), Some("0")));
+    assert_eq!(
+        (legacy["resources"]["cpu"]["capacity"].as_str(), legacy["resources"]["cpu"]["allocated"].as_str()),
+        (Some("48"), Some("8"))
+    );
+    // The group's free CPU is its Ready members' only.
+    let free: f64 = east["clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["health"] == "Ready")
+        .map(|c| c["resources"]["cpu"]["free"].as_str().and_then(|q| q.parse::<f64>().ok()).unwrap_or(-1e9))
+        .sum();
+    assert_eq!(east["resources"]["cpu"]["free"].as_str().and_then(|q| q.parse::<f64>().ok()), Some(free), "{east:#}");
+}
