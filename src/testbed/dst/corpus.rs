@@ -54,7 +54,7 @@ pub const CORPUS: &[Entry] = &[
         found: "issue 46 bug 3: the purge of the files left on member-004 was held by the mass-deletion \
                 guard, but the store and the history recorded it (the files stay on disk)",
         failed_on: OPEN_ON,
-        fixed_by: None,
+        fixed_by: Some("5902e89"),
     },
     Entry {
         seed: 7,
@@ -64,10 +64,10 @@ pub const CORPUS: &[Entry] = &[
         found: "issue 46, the held deletion: both templates deleted, the guard held member-001 and \
                 member-002 whole, yet the store dropped the placements (the files stay on disk)",
         failed_on: OPEN_ON,
-        fixed_by: None,
+        fixed_by: Some("5902e89"),
     },
 ];
 
-/// Where the open entries were seen to fail: main at 2fa1973 with the world as first landed, and
-/// after the rebase on f19e64c.
+/// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
+/// with the world as first landed.
 const OPEN_ON: &str = "2fa1973 and f19e64c, with the world as first landed";
