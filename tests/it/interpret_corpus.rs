@@ -44,7 +44,9 @@ fn karmadactl(k: &Value) -> Result<Vec<(String, Value)>, String> {
 fn fedsched(interpreters: &Interpreters, case: &Value) -> Option<Result<Vec<(String, Value)>, String>> {
     let op = Operation::parse(case["operation"].as_str()?)?;
     let obj = |k: &str| case.get(k).filter(|v| !v.is_null());
-    let items: Option<Vec<Value>> = case["statusItems"].as_array().cloned();
+    // karmadactl reads status items from a file of objects: an empty list reached the script
+    // as nil (the recorded AdvancedCronJob case shows it: its script's nil branch answered).
+    let items: Option<Vec<Value>> = case["statusItems"].as_array().filter(|a| !a.is_empty()).cloned();
     let (desired, observed) = match op {
         Operation::Retain => (obj("desired"), obj("observed")),
         // karmadactl takes the one object as `--observed-file` and hands it to the operation
@@ -131,6 +133,8 @@ fn karmadactl_interpret_corpus_agrees_case_by_case() {
     let mut cache = BTreeMap::new();
     let (mut total, mut differing) = (0, BTreeSet::new());
     let mut report = Vec::new();
+    // FEDSCHED_CORPUS_REPORT=<file>: every differing case, known or not, as JSON lines.
+    let mut all = Vec::new();
     for line in corpus.lines() {
         let case: Value = serde_json::from_str(line).expect("a case");
         let id = case["id"].as_str().expect("id").to_string();
@@ -150,11 +154,16 @@ fn karmadactl_interpret_corpus_agrees_case_by_case() {
             if !known.contains_key(&id) {
                 report.push(format!("{id}: karmadactl {want:?}\n  fedsched {got:?}"));
             }
+            let side = |r: &Result<Vec<(String, Value)>, String>| match r {
+                Ok(v) => serde_json::json!({"ok": v.iter().cloned().collect::<serde_json::Map<String, Value>>()}),
+                Err(e) => serde_json::json!({"error": e}),
+            };
+            all.push(serde_json::json!({"id": id, "known": known.get(&id), "karmadactl": side(&want), "fedsched": side(&got)}).to_string());
             differing.insert(id);
         }
     }
     if let Some(path) = std::env::var_os("FEDSCHED_CORPUS_REPORT") {
-        std::fs::write(path, report.join("\n")).expect("write the report");
+        std::fs::write(path, all.join("\n")).expect("write the report");
     }
     let fixed: Vec<&String> = known.keys().filter(|id| !differing.contains(*id)).collect();
     eprintln!("{} of {total} cases agree with karmadactl; {} known differences", total - differing.len(), known.len());

@@ -3,12 +3,15 @@
 //! Empty tables: Lua cannot tell `{}` from `[]`, so the VM gives `[]`; [`fix_empty`] then does
 //! what Karmada's `ConvertLuaResultInto` does with its references (the objects the script was
 //! given): an empty field whose path (array indices left out) was an empty object in a
-//! reference becomes `{}`, one that was an empty array stays `[]`, any other is removed. A
-//! whole result that is empty is `{}` where an object is expected.
+//! reference becomes `{}`, one that was an empty array stays `[]`, any other is removed (an
+//! element of a list too). A whole result that is empty is `{}` where an object is expected.
+//! `Retain` and `ReviseReplica` have references (their objects); `AggregateStatus` and
+//! `ReflectStatus` have none, so every empty map and list they return is removed.
 //!
 //! [`compare`] is the conformance check of Karmada's test data: each result the test names is
 //! compared (dependencies and components sorted, quantities by value, `{{EXCLUDE}}` fields of
-//! objects left out), and every result the test names must be there.
+//! objects left out, objects strictly: an empty map or list is not a missing one), and every
+//! result the test names must be there.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -162,13 +165,12 @@ pub fn decode(op: Operation, out: Vec<LuaOut>, args: &Args<'_>) -> Result<Outcom
         }
         Operation::ReviseReplica => Ok(Outcome::Revised(object(first, refs(&[args.desired.or(args.observed)]))?)),
         Operation::Retain => Ok(Outcome::Retained(object(first, refs(&[args.desired, args.observed]))?)),
-        Operation::AggregateStatus => Ok(Outcome::AggregatedStatus(object(first, refs(&[args.desired]))?)),
+        // Karmada converts these two without references: every empty table the script
+        // returns is removed (`convertEmptySliceToEmptyStructPartly` with none).
+        Operation::AggregateStatus => Ok(Outcome::AggregatedStatus(object(first, Vec::new())?)),
         Operation::InterpretStatus => match first {
             LuaOut::Nil => Ok(Outcome::Status(None)),
-            v => {
-                let reference = args.desired.or(args.observed).and_then(|o| o.get("status")).cloned();
-                Ok(Outcome::Status(Some(object(v, reference.into_iter().collect())?)))
-            }
+            v => Ok(Outcome::Status(Some(object(v, Vec::new())?))),
         },
         Operation::InterpretHealth => match first {
             LuaOut::Bool(b) => Ok(Outcome::Healthy(b)),
@@ -378,21 +380,9 @@ fn repair(v: Value, path: &mut Vec<String>, slices: &BTreeSet<String>, structs: 
             }
             Value::Object(out)
         }
-        Value::Array(a) => {
-            // Elements keep their place; an empty element that cannot be placed stays `[]`.
-            Value::Array(
-                a.into_iter()
-                    .map(|c| {
-                        let was_empty = matches!(&c, Value::Array(x) if x.is_empty());
-                        child(c, path, slices, structs).unwrap_or(if was_empty {
-                            Value::Array(Vec::new())
-                        } else {
-                            Value::Null
-                        })
-                    })
-                    .collect(),
-            )
-        }
+        // An empty element that cannot be placed is removed from its list, as Karmada's
+        // `sjson.Delete` of its index does.
+        Value::Array(a) => Value::Array(a.into_iter().filter_map(|c| child(c, path, slices, structs)).collect()),
         other => other,
     }
 }
@@ -420,9 +410,9 @@ pub fn compare(outcome: &Outcome, expected: &Value) -> Result<(), String> {
                 let mut excluded = BTreeSet::new();
                 let want = strip_excluded(want, &mut Vec::new(), &mut excluded, true);
                 let got = strip_excluded(&got, &mut Vec::new(), &mut excluded, false);
-                semantic_eq(&want, &got)
+                strict_eq(&want, &got)
             }
-            ("status", _) => semantic_eq(want, &got),
+            ("status", _) => strict_eq(want, &got),
             _ => want == &got,
         };
         if !same {
@@ -481,22 +471,15 @@ fn strip_excluded(v: &Value, path: &mut Vec<String>, excluded: &mut BTreeSet<Str
     }
 }
 
-/// JSON equality where an empty or null map or list equals a missing one (Kubernetes'
-/// semantic equality treats nil and empty alike).
-pub fn semantic_eq(a: &Value, b: &Value) -> bool {
-    let empty = |v: &Value| v.is_null() || empty_object_like(v);
+/// Strict JSON equality, as Karmada's test compares objects: an empty or null map or list is
+/// not a missing one, and an integer is not a float (`3` ≠ `3.0`).
+pub fn strict_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
-            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
-            keys.into_iter().all(|k| match (x.get(k), y.get(k)) {
-                (Some(p), Some(q)) => semantic_eq(p, q),
-                (Some(p), None) | (None, Some(p)) => empty(p),
-                (None, None) => true,
-            })
+            x.len() == y.len() && x.iter().all(|(k, p)| y.get(k).is_some_and(|q| strict_eq(p, q)))
         }
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| semantic_eq(p, q)),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| strict_eq(p, q)),
         (Value::Number(x), Value::Number(y)) => x == y || (x.as_f64() == y.as_f64() && x.is_f64() == y.is_f64()),
-        (p, q) if empty(p) && empty(q) => true,
         (p, q) => p == q,
     }
 }
@@ -516,17 +499,50 @@ mod tests {
         let got = json!({"spec": {"a": [], "b": [], "x": [], "list": [{"c": []}]}});
         assert_eq!(fix_empty(got, &[reference], true), json!({"spec": {"a": {}, "b": [], "list": [{"c": {}}]}}));
         assert_eq!(fix_empty(json!([]), &[], true), json!({}));
+        // An empty element of a list that no reference explains is removed from the list.
+        assert_eq!(fix_empty(json!({"l": [1, [], 2]}), &[], true), json!({"l": [1, 2]}));
+    }
+
+    /// Issue 48 item 5: Karmada converts AggregateStatus and ReflectStatus results without
+    /// references, so every empty map and list the script returns is removed, even where the
+    /// object had one.
+    #[test]
+    fn status_results_lose_every_empty_table() {
+        let object = json!({"apiVersion": "v1", "kind": "X", "spec": {}, "status": {"m": {}, "l": []}});
+        let table = || LuaOut::Table(json!({"spec": [], "status": {"m": [], "l": [], "keep": {"inner": []}, "n": 0}}));
+        let args = Args { desired: Some(&object), status_items: Some(&[]), ..Args::default() };
+        let want = json!({"status": {"keep": {}, "n": 0}});
+        match decode(Operation::AggregateStatus, vec![table()], &args) {
+            Ok(Outcome::AggregatedStatus(v)) => assert_eq!(v, want),
+            other => panic!("{other:?}"),
+        }
+        match decode(Operation::InterpretStatus, vec![LuaOut::Table(json!({"m": [], "l": [], "n": 1}))], &args) {
+            Ok(Outcome::Status(Some(v))) => assert_eq!(v, json!({"n": 1})),
+            other => panic!("{other:?}"),
+        }
+        // Retain keeps its references: the empty map of the object stays a map.
+        let retained = decode(Operation::Retain, vec![table()], &Args { observed: Some(&object), ..args.clone() });
+        match retained {
+            Ok(Outcome::Retained(v)) => assert_eq!(v["status"], json!({"m": {}, "l": [], "keep": {}, "n": 0})),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
-    fn exclusions_and_semantic_equality() {
+    fn exclusions_and_strict_equality() {
         let want = json!({"output": {"aggregatedStatus": {"status": {"t": "{{EXCLUDE}}", "n": 1}}}});
         let got = Outcome::AggregatedStatus(json!({"status": {"t": "2024-01-01", "n": 1}}));
         assert_eq!(compare(&got, &want["output"]), Ok(()));
         let bad = Outcome::AggregatedStatus(json!({"status": {"t": "x", "n": 2}}));
         assert!(compare(&bad, &want["output"]).is_err());
         // An integer must stay an integer.
-        assert!(!semantic_eq(&json!(3), &json!(3.0)));
+        assert!(!strict_eq(&json!(3), &json!(3.0)));
+        // An empty map or list is not a missing one (issue 48 item 5).
+        assert!(!strict_eq(&json!({"a": 1, "b": {}}), &json!({"a": 1})));
+        assert!(!strict_eq(&json!({"a": 1, "b": []}), &json!({"a": 1})));
+        assert!(!strict_eq(&json!({"a": null}), &json!({"a": {}})));
+        let empty = Outcome::AggregatedStatus(json!({"status": {"n": 1, "list": []}}));
+        assert!(compare(&empty, &json!({"aggregatedStatus": {"status": {"n": 1}}})).is_err());
         // A result the test names must be produced.
         assert!(compare(&Outcome::Healthy(true), &json!({"replica": 1})).is_err());
     }
