@@ -214,12 +214,19 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: OutputFormat,
     },
-    /// The stored snapshot versions of a member cluster.
+    /// The stored snapshot versions of a member cluster; `--version N` what one contained,
+    /// `--diff N M` what changed between two.
     Snapshots {
         #[command(flatten)]
         dirs: DirArgs,
         /// Cluster name.
         cluster: String,
+        /// Show what stored version N contained: health, the resource summary, the nodes.
+        #[arg(long, value_name = "N", conflicts_with = "diff")]
+        version: Option<u64>,
+        /// Show what changed from stored version N to version M.
+        #[arg(long, num_args = 2, value_names = ["N", "M"])]
+        diff: Option<Vec<u64>>,
         #[command(flatten)]
         server: ServerArgs,
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
@@ -557,7 +564,31 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Status { dirs, workload, stuck_after, wait, server, output } => {
             workload_status(&cfg, dirs, workload.as_ref(), *stuck_after, *wait, server, *output)
         }
-        Command::Snapshots { dirs, cluster, output, server } => {
+        Command::Snapshots { dirs, cluster, version, diff, output, server } if version.is_some() || diff.is_some() => {
+            let wanted: Vec<u64> = version.iter().copied().chain(diff.iter().flatten().copied()).collect();
+            let Source::Store(store) = open_source(&cfg, dirs, server)? else {
+                return Err(anyhow::anyhow!(
+                    "--version and --diff read the store, which a running daemon holds: stop it, or read a copy"
+                )
+                .into());
+            };
+            let mut docs = Vec::new();
+            for n in wanted {
+                let snap = store.snapshot(cluster, n)?.ok_or_else(|| {
+                    invalid(anyhow::anyhow!(
+                        "cluster {cluster} has no stored snapshot version {n} (see fedsched snapshots {cluster})"
+                    ))
+                })?;
+                docs.push(report::snapshot_version_json(cluster, n, &snap));
+            }
+            let doc = match docs.as_slice() {
+                [a, b] => report::snapshot_diff_json(cluster, a, b),
+                _ => docs.pop().unwrap_or_default(),
+            };
+            print_doc(*output, &doc, report::snapshot_detail_text);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Snapshots { dirs, cluster, output, server, .. } => {
             let doc = match open_source(&cfg, dirs, server)? {
                 Source::Server(api) => {
                     api.get(&format!("/api/v1/clusters/{}/snapshots", crate::util::percent::encode(cluster)))?

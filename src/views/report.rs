@@ -135,6 +135,91 @@ pub fn snapshots_json(cluster: &str, versions: &[SnapshotMeta]) -> Value {
     json!({"cluster": cluster, "versions": v})
 }
 
+/// What stored version `version` of `cluster` contained (`fedsched snapshots CLUSTER --version
+/// N`): health, source, the resource summary (allocatable, allocated, free per resource) and
+/// each node (Ready, schedulable, allocatable, requested, pods), keyed by name so that two
+/// versions compare field by field ([`snapshot_diff_json`]).
+pub fn snapshot_version_json(cluster: &str, version: u64, snap: &crate::model::ClusterSnapshot) -> Value {
+    use crate::model::quantity::format_milli;
+    let list = |l: &crate::model::ResourceList| -> serde_json::Map<String, Value> {
+        l.iter().map(|(k, v)| (k.to_string(), json!(format_milli(k, v)))).collect()
+    };
+    let summary = snap.summary.as_ref().map(|s| {
+        let used = |k: &str| s.allocated.get(k).saturating_add(s.allocating.get(k));
+        let free: serde_json::Map<String, Value> = s
+            .allocatable
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(format_milli(k, v.saturating_sub(used(k)).max(0)))))
+            .collect();
+        json!({"allocatable": list(&s.allocatable), "allocated": list(&s.allocated), "free": free})
+    });
+    let nodes: serde_json::Map<String, Value> = snap
+        .nodes
+        .iter()
+        .map(|n| {
+            (
+                n.name.clone(),
+                json!({"ready": n.ready, "unschedulable": n.unschedulable, "allocatable": list(&n.allocatable),
+                       "requested": list(&n.requested), "pods": n.pods}),
+            )
+        })
+        .collect();
+    json!({
+        "cluster": cluster,
+        "version": version,
+        "health": health_parts(&snap.health).0,
+        "healthReason": health_parts(&snap.health).1,
+        "source": if snap.is_live() { "live" } else { "offline" },
+        "summary": summary,
+        "nodes": nodes,
+    })
+}
+
+/// What changed from stored version `a` to `b` (`fedsched snapshots CLUSTER --diff A B`): every
+/// field of [`snapshot_version_json`] that differs, as `{path, from, to}` (a node or resource
+/// that is only in one of them: `from` or `to` null).
+pub fn snapshot_diff_json(cluster: &str, a: &Value, b: &Value) -> Value {
+    fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<Value>) {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+                for k in keys {
+                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    walk(&p, x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null), out);
+                }
+            }
+            _ if a != b => out.push(json!({"path": path, "from": a, "to": b})),
+            _ => {}
+        }
+    }
+    let mut changes = Vec::new();
+    for field in ["health", "healthReason", "source", "summary", "nodes"] {
+        walk(field, &a[field], &b[field], &mut changes);
+    }
+    json!({"cluster": cluster, "from": a["version"], "to": b["version"], "changes": changes})
+}
+
+/// The text form of [`snapshot_version_json`] (YAML) and [`snapshot_diff_json`] (a line per
+/// change).
+pub fn snapshot_detail_text(doc: &Value) -> String {
+    let Some(changes) = doc["changes"].as_array() else { return crate::render::yaml::to_yaml(doc) };
+    let mut out = format!(
+        "cluster {}: version {} -> {}: {} change(s)\n",
+        s_(&doc["cluster"]),
+        doc["from"],
+        doc["to"],
+        changes.len()
+    );
+    for c in changes {
+        out.push_str(&format!("  {}: {} -> {}\n", s_(&c["path"]), c["from"], c["to"]));
+    }
+    out
+}
+
+fn s_(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
 /// The text form of [`snapshots_json`].
 pub fn snapshots_text(doc: &Value) -> String {
     let versions = doc["versions"].as_array().map(Vec::as_slice).unwrap_or_default();

@@ -559,3 +559,35 @@ fn resources_show_one_unit_per_row_and_count_no_unhealthy_member_as_free() {
         .sum();
     assert_eq!(east["resources"]["cpu"]["free"].as_str().and_then(|q| q.parse::<f64>().ok()), Some(free), "{east:#}");
 }
+
+/// Item 4: `snapshots CLUSTER --version N` shows what a stored version contained, `--diff N M`
+/// what changed between two (here the demo's eu-west-a with 8 more CPU allocated).
+#[test]
+fn snapshots_show_a_version_and_the_difference_of_two() {
+    let s = Scratch::with_demo();
+    assert!(s.render().status.success());
+    let path = s.policies().join("clusters/eu-west.yaml");
+    let text_before = std::fs::read_to_string(&path).expect("read");
+    let changed = text_before.replacen("allocated: {cpu: \"22\",", "allocated: {cpu: \"30\",", 1);
+    assert_ne!(changed, text_before);
+    std::fs::write(&path, changed).expect("write");
+    assert!(s.render().status.success());
+    let o = s.cmd("snapshots", &["eu-west-a", "--version", "2", "-o", "json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!((v["version"].as_u64(), v["health"].as_str()), (Some(2), Some("Ready")), "{v:#}");
+    assert_eq!(
+        (v["summary"]["allocated"]["cpu"].as_str(), v["summary"]["free"]["cpu"].as_str()),
+        (Some("30"), Some("32"))
+    );
+    let o = s.cmd("snapshots", &["eu-west-a", "--diff", "1", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "cluster eu-west-a: version 1 -> 2: 2 change(s)\n  summary.allocated.cpu: \"22\" -> \"30\"\n  \
+         summary.free.cpu: \"40\" -> \"32\"\n"
+    );
+    let o = s.cmd("snapshots", &["eu-west-a", "--version", "9"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("no stored snapshot version 9"), "{}", text(&o.stderr));
+}
