@@ -365,8 +365,9 @@ impl Reconciler {
         // Published, not recorded yet: the next pass re-derives the same output.
         self.kill.step()?;
         let files_unchanged = published.unchanged + planned.unchanged;
-        // A purge the guard held did not happen: its task stays (history records what was published).
-        stability.hold_purges(&published);
+        // What the guard held did not happen: a purge's task stays, an eviction waits to be
+        // noted until its change is published (history records what was published).
+        stability.hold_unpublished(&published);
         planned.published(cache, &published, full_check, now_ms);
 
         let phase = Instant::now();

@@ -63,7 +63,7 @@ pub(crate) struct StabilityPass {
     /// as JSON), for replay ([`crate::store::DecisionInputs::stability`]).
     pub state_blob: u64,
     /// The graceful tasks (eviction, hand-over) this pass's purges ended, as they were: a
-    /// purge the publish did not carry out is undone ([`StabilityPass::hold_purges`]).
+    /// purge the publish did not carry out is undone ([`StabilityPass::hold_unpublished`]).
     pub purged: Vec<(ObjectKey, stability::EvictionTask)>,
 }
 
@@ -132,21 +132,26 @@ impl StabilityPass {
         }
     }
 
-    /// Undoes the purges whose removal the publish's mass-deletion guard held (`report`: the
-    /// purge's cluster held, or the workload's changes there waiting for a held cluster): the
-    /// task stays as it was, due again next pass, and the action becomes a held one — the
-    /// history records no purge that was not published.
-    pub fn hold_purges(&mut self, report: &crate::publish::PublishReport) {
-        if report.held.is_empty() && report.held_moves.is_empty() {
-            self.purged.clear();
-            return;
-        }
+    /// Keeps out of the history what the publish's mass-deletion guard did not let through
+    /// (`report`), and lets in what it now does. A graceful purge whose removal was held (the
+    /// purge's cluster held, or the workload's changes there waiting for a held cluster) is
+    /// undone: the task stays as it was, due again next pass, and the action becomes a held
+    /// one. Any other action of a workload whose change was held (an eviction whose
+    /// replacement waits, a `Directly` purge…) is kept in its state
+    /// ([`stability::WorkloadStability::unpublished`]) instead of becoming a note now; the
+    /// pass that publishes the workload's change makes those actions its notes, before its own.
+    pub fn hold_unpublished(&mut self, report: &crate::publish::PublishReport) {
         let held: BTreeSet<&str> = report.held.iter().map(|h| h.cluster.as_str()).collect();
+        let moves: BTreeMap<&str, &crate::publish::HeldMove> =
+            report.held_moves.iter().map(|m| (m.owner.as_str(), m)).collect();
+        // Whether the workload's change (or its change on `cluster`) waits for a held cluster.
+        let waits = |owner: &str, cluster: &str| held.contains(cluster) || moves.contains_key(owner);
         for (key, task) in std::mem::take(&mut self.purged) {
             let owner = key.to_string();
-            let moved = report.held_moves.iter().find(|m| m.owner == owner);
             let kept = held.contains(task.cluster.as_str())
-                || moved.is_some_and(|m| m.held.contains(&task.cluster) || m.waiting.contains(&task.cluster));
+                || moves
+                    .get(owner.as_str())
+                    .is_some_and(|m| m.held.contains(&task.cluster) || m.waiting.contains(&task.cluster));
             if !kept {
                 continue;
             }
@@ -163,6 +168,49 @@ impl StabilityPass {
             ws.tasks.push(task);
             ws.tasks.sort_by(|a, b| a.cluster.cmp(&b.cluster));
             self.pending_failover.insert(key);
+        }
+        // Published now: the actions kept since the guard held them become this pass's notes,
+        // each workload's before its own actions of this pass.
+        let mut released: Vec<(ObjectKey, Vec<Action>)> = Vec::new();
+        for (key, ws) in self.state.workloads.iter_mut().filter(|(_, ws)| !ws.unpublished.is_empty()) {
+            let owner = key.to_string();
+            if ws.unpublished.iter().any(|a| waits(&owner, &a.cluster)) {
+                self.pending_failover.insert(key.clone());
+                continue;
+            }
+            tracing::info!(workload = %key, actions = ws.unpublished.len(), "stability: held actions published");
+            released.push((key.clone(), std::mem::take(&mut ws.unpublished)));
+        }
+        // Held now: the events of workloads whose change waits are kept, not noted.
+        let mut kept: Vec<Action> = Vec::new();
+        let mut i = 0;
+        while i < self.actions.len() {
+            let a = &self.actions[i];
+            let owner = match (&a.workload, a.is_event()) {
+                (Some(w), true) if !(held.is_empty() && moves.is_empty()) => w.to_string(),
+                _ => {
+                    i += 1;
+                    continue;
+                }
+            };
+            if waits(&owner, &a.cluster) {
+                kept.push(self.actions.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        for a in kept {
+            let Some(key) = a.workload.clone() else { continue };
+            tracing::warn!(workload = %key, cluster = %a.cluster, action = %a, "stability: not published (mass-deletion guard); noted once it is");
+            self.state.workloads.entry(key.clone()).or_default().unpublished.push(a);
+            self.pending_failover.insert(key);
+        }
+        for (key, actions) in released {
+            let at = self.actions.iter().position(|a| a.workload.as_ref() == Some(&key)).unwrap_or(self.actions.len());
+            self.actions.splice(at..at, actions);
+            if self.state.workloads.get(&key).is_some_and(stability::WorkloadStability::is_empty) {
+                self.state.workloads.remove(&key);
+            }
         }
     }
 
@@ -1385,5 +1433,150 @@ spec:
         let r = rec.reconcile(&world((2, 2)), &out, "test", t0 + 50_000).expect("pass");
         assert_eq!(r.stability.events.iter().filter(|e| e.kind == "purge").count(), 2, "{:?}", r.stability.events);
         assert_eq!(at(&out), [Some(2), Some(2), Some(2)]);
+    }
+}
+
+#[cfg(test)]
+mod guard_tests {
+    use super::grace_tests::cluster;
+    use crate::model::snapshot::Health;
+    use crate::reconcile::{Inputs, Reconciler, Settings, load_inputs};
+    use crate::store::Store;
+
+    /// A Deployment of 6 replicas over three members (cluster failover's purge mode `{purge}`),
+    /// and 6 ConfigMaps on m1 alone (their removal holds m1 under the mass-deletion guard).
+    fn repo(purge: &str, configmaps: bool) -> String {
+        let mut repo = format!(
+            r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {{name: web, namespace: shop}}
+spec:
+  resourceSelectors:
+  - {{apiVersion: apps/v1, kind: Deployment, name: web}}
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference: {{dynamicWeight: AvailableReplicas}}
+  failover: {{cluster: {{purgeMode: {purge}}}}}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {{name: gone, namespace: shop}}
+spec:
+  resourceSelectors:
+  - {{apiVersion: v1, kind: ConfigMap}}
+  placement:
+    clusterAffinity: {{clusterNames: [m1]}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: shop}}
+spec:
+  replicas: 6
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+      - {{name: web, image: web:1, resources: {{requests: {{cpu: "1", memory: 1Gi}}}}}}
+"#
+        );
+        if configmaps {
+            for i in 0..6 {
+                repo += &format!(
+                    "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: gone-{i}, namespace: shop}}\ndata: {{k: v}}\n"
+                );
+            }
+        }
+        repo
+    }
+
+    fn replicas(out: &std::path::Path, c: &str) -> Option<i64> {
+        let text = std::fs::read_to_string(out.join(c).join("shop/apps_deployment_web.yaml")).ok()?;
+        text.lines().find_map(|l| l.trim().strip_prefix("replicas: ")).and_then(|v| v.parse().ok())
+    }
+
+    /// Issue 46, invariant 3 ("history records only what was published"): m1 is lost as the 6
+    /// ConfigMaps it alone holds are deleted, so the mass-deletion guard holds m1. After the
+    /// toleration web is evicted from m1, and the eviction is held whole (its additions on m2
+    /// and m3 wait for m1). While held, the history says its changes wait, and neither that it
+    /// was evicted nor (`purgeMode: Directly`) that m1's files were purged: the stability state
+    /// keeps those actions, across a restart, and the pass that publishes the move records them.
+    /// Before the fix "evicted 2 replicas from m1" (both modes) and "purged the files left on m1
+    /// (Directly" were recorded while m1 still ran the old copy and m2, m3 nothing new.
+    #[test]
+    fn an_eviction_held_by_the_guard_is_recorded_only_once_published() {
+        for purge in ["Directly", "Gracefully"] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let repo_dir = dir.path().join("repo");
+            std::fs::create_dir_all(&repo_dir).expect("mkdir");
+            std::fs::write(repo_dir.join("apps.yaml"), repo(purge, true)).expect("write");
+            let clusters = [cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)];
+            std::fs::write(repo_dir.join("clusters.yaml"), clusters.join("---\n")).expect("write");
+            let out = dir.path().join("out");
+            let state = dir.path().join("state");
+            let world = |lost: bool| -> Inputs {
+                let mut inputs = load_inputs(&repo_dir).expect("inputs");
+                for s in inputs.snapshots.iter_mut().filter(|s| lost && s.name == "m1") {
+                    s.health = Health::Unreachable { reason: "connection refused".into() };
+                }
+                inputs
+            };
+            let web = || ["m1", "m2", "m3"].map(|c| replicas(&out, c));
+            let t0 = 1_700_000_000_000;
+            let rec = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
+            rec.reconcile(&world(false), &out, "test", t0).expect("pass");
+            assert_eq!(web(), [Some(2), Some(2), Some(2)], "{purge}");
+            // m1 lost as its ConfigMaps are deleted: held.
+            std::fs::write(repo_dir.join("apps.yaml"), repo(purge, false)).expect("write");
+            let r = rec.reconcile(&world(true), &out, "test", t0 + 10_000).expect("pass");
+            assert_eq!(r.held_clusters.iter().map(|h| h.cluster.as_str()).collect::<Vec<_>>(), ["m1"], "{purge}");
+            // Past the toleration: evicted, the move held whole, twice.
+            for t in [310_000, 320_000] {
+                let r = rec.reconcile(&world(true), &out, "test", t0 + t).expect("pass");
+                assert_eq!(web(), [Some(2), Some(2), Some(2)], "{purge} {t}: the move went out while m1 is held");
+                assert!(r.stability.events.is_empty(), "{purge} {t}: {:?}", r.stability.events);
+            }
+            let key = rec.store.placements().expect("placements").into_iter().find(|p| p.workload.name == "web");
+            let key = key.expect("web placed").workload;
+            let notes = |store: &Store| -> Vec<String> {
+                store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect()
+            };
+            let held_notes = notes(&rec.store);
+            assert!(
+                held_notes.iter().all(|n| !n.starts_with("evicted") && !n.starts_with("purged")),
+                "{purge}: recorded while held: {held_notes:#?}"
+            );
+            assert!(held_notes.iter().any(|n| n.contains("its changes on m2, m3 wait for held m1")), "{held_notes:#?}");
+            let kept = rec.store.stability().expect("state").workloads[&key].unpublished.len();
+            assert_eq!(kept, if purge == "Directly" { 2 } else { 1 }, "{purge}: the state keeps the held actions");
+            drop(rec);
+
+            // Restarted with the removals confirmed: the move goes out whole, and is recorded.
+            let mut settings = Settings::builtin();
+            settings.publish.guard.allow = true;
+            let rec = Reconciler::new(Store::open(&state).expect("store"), settings);
+            let r = rec.reconcile(&world(true), &out, "test", t0 + 330_000).expect("pass");
+            assert_eq!(web(), [None, Some(3), Some(3)], "{purge}");
+            let kinds: Vec<&str> = r.stability.events.iter().map(|e| e.kind).collect();
+            assert_eq!(kinds, ["eviction", "purge"], "{purge}");
+            let notes = notes(&rec.store);
+            let evicted: Vec<usize> =
+                (0..notes.len()).filter(|&i| notes[i].starts_with("evicted 2 replicas from m1")).collect();
+            let purged: Vec<usize> =
+                (0..notes.len()).filter(|&i| notes[i].starts_with("purged the files left on m1")).collect();
+            assert_eq!((evicted.len(), purged.len()), (1, 1), "{purge}: {notes:#?}");
+            assert!(evicted[0] < purged[0], "{notes:#?}");
+            if purge == "Directly" {
+                assert!(notes[purged[0]].contains("(Directly"), "{notes:#?}");
+            }
+            let state = rec.store.stability().expect("state");
+            assert!(state.workloads.get(&key).is_none_or(|w| w.unpublished.is_empty()), "{purge}");
+            // Nothing is recorded twice.
+            rec.reconcile(&world(true), &out, "test", t0 + 340_000).expect("pass");
+            let again = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes);
+            assert_eq!(again.filter(|n| n.starts_with("evicted")).count(), 1, "{purge}");
+        }
     }
 }

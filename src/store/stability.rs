@@ -20,7 +20,8 @@ impl Versioned for StabilityState {
     const WHAT: &'static str = "stability state";
     /// 2: with the taints of ClusterTaintPolicies and the WorkloadRebalancers' generations.
     /// 3: eviction tasks say when their grace period passed with nothing Ready elsewhere.
-    const SCHEMA: u16 = 3;
+    /// 4: workloads keep the actions the mass-deletion guard held until they are published.
+    const SCHEMA: u16 = 4;
 
     fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
         match schema {
@@ -40,7 +41,53 @@ impl Versioned for StabilityState {
                 taints: v.taints,
                 rebalances: v.rebalances,
             })),
+            3 => Some(decode_payload::<StabilityStateV3>(Self::WHAT, codec, payload).map(|v| StabilityState {
+                clusters: v.clusters,
+                workloads: v.workloads.into_iter().map(|(k, w)| (k, w.into())).collect(),
+                recent_removals: v.recent_removals,
+                storm: v.storm,
+                taints: v.taints,
+                rebalances: v.rebalances,
+            })),
             _ => None,
+        }
+    }
+}
+
+/// Schema 3 of [`StabilityState`]: workloads without held actions.
+#[derive(serde::Deserialize)]
+struct StabilityStateV3 {
+    clusters: BTreeMap<String, ClusterTimeline>,
+    workloads: BTreeMap<ObjectKey, WorkloadStabilityV3>,
+    recent_removals: Vec<u64>,
+    storm: Option<Storm>,
+    taints: BTreeMap<String, Vec<AddedTaint>>,
+    rebalances: BTreeMap<String, Rebalance>,
+}
+
+/// [`WorkloadStability`] of schema 3: without `unpublished`.
+#[derive(serde::Deserialize)]
+struct WorkloadStabilityV3 {
+    tasks: Vec<EvictionTask>,
+    moved_from: BTreeMap<String, MovedFrom>,
+    unschedulable: BTreeMap<String, Pending>,
+    marks: Vec<CapacityMark>,
+    not_ready_since: BTreeMap<String, u64>,
+    stuck: BTreeSet<String>,
+    moved_at_ms: u64,
+}
+
+impl From<WorkloadStabilityV3> for WorkloadStability {
+    fn from(w: WorkloadStabilityV3) -> Self {
+        WorkloadStability {
+            tasks: w.tasks,
+            moved_from: w.moved_from,
+            unschedulable: w.unschedulable,
+            marks: w.marks,
+            not_ready_since: w.not_ready_since,
+            stuck: w.stuck,
+            moved_at_ms: w.moved_at_ms,
+            unpublished: Vec::new(),
         }
     }
 }
@@ -112,6 +159,7 @@ fn upgrade_workloads(old: BTreeMap<ObjectKey, WorkloadStabilityV2>) -> BTreeMap<
                 not_ready_since: w.not_ready_since,
                 stuck: w.stuck,
                 moved_at_ms: w.moved_at_ms,
+                unpublished: Vec::new(),
             };
             (key, w)
         })
@@ -244,6 +292,82 @@ mod tests {
         let task = &state.workloads[&key].tasks[0];
         assert_eq!((task.cluster.as_str(), task.since_ms, task.grace_expired_ms), ("m1", 9, None));
         assert_eq!(state.recent_removals, [9]);
+        assert_eq!(decode::<StabilityState>(&encode(&state).expect("encode")).expect("decode"), state);
+    }
+
+    /// A state written before workloads kept the actions the guard held (schema 3) reads as the
+    /// same state with none; one with a held action round-trips.
+    #[test]
+    fn a_schema_3_state_reads_without_held_actions() {
+        #[derive(serde::Serialize)]
+        struct Workload {
+            tasks: Vec<EvictionTask>,
+            moved_from: BTreeMap<String, MovedFrom>,
+            unschedulable: BTreeMap<String, Pending>,
+            marks: Vec<CapacityMark>,
+            not_ready_since: BTreeMap<String, u64>,
+            stuck: BTreeSet<String>,
+            moved_at_ms: u64,
+        }
+        #[derive(serde::Serialize)]
+        struct V3 {
+            clusters: BTreeMap<String, ClusterTimeline>,
+            workloads: BTreeMap<ObjectKey, Workload>,
+            recent_removals: Vec<u64>,
+            storm: Option<Storm>,
+            taints: BTreeMap<String, Vec<AddedTaint>>,
+            rebalances: BTreeMap<String, Rebalance>,
+        }
+        let key = ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let task = EvictionTask {
+            cluster: "m1".into(),
+            replicas: 2,
+            reason: Reason::ClusterUnreachable,
+            since_ms: 9,
+            purge: Purge::Directly,
+            grace_ms: 600_000,
+            grace_expired_ms: None,
+        };
+        let w = Workload {
+            tasks: vec![task.clone()],
+            moved_from: BTreeMap::new(),
+            unschedulable: BTreeMap::new(),
+            marks: Vec::new(),
+            not_ready_since: BTreeMap::new(),
+            stuck: BTreeSet::new(),
+            moved_at_ms: 9,
+        };
+        let v3 = V3 {
+            clusters: BTreeMap::new(),
+            workloads: BTreeMap::from([(key.clone(), w)]),
+            recent_removals: vec![9],
+            storm: None,
+            taints: BTreeMap::new(),
+            rebalances: BTreeMap::new(),
+        };
+        let payload = bincode::serde::encode_to_vec(v3, super::super::codec::bincode_config()).expect("encode");
+        let mut bytes = vec![super::super::codec::MAGIC, Codec::Bincode as u8, 0, 3];
+        bytes.extend_from_slice(&payload);
+        let mut state = decode::<StabilityState>(&bytes).expect("decode");
+        assert_eq!(state.workloads[&key].tasks, [task]);
+        assert!(state.workloads[&key].unpublished.is_empty());
+        let held = crate::schedule::stability::Action {
+            workload: Some(key.clone()),
+            cluster: "m1".into(),
+            kind: crate::schedule::stability::ActionKind::Evict {
+                replicas: 2,
+                reason: Reason::ClusterUnreachable,
+                purge: Purge::Directly,
+                grace_ms: 600_000,
+            },
+            cause: crate::schedule::stability::Cause {
+                condition: "Unreachable".into(),
+                since_ms: 9,
+                for_ms: 300_000,
+                rule: "toleration 5m".into(),
+            },
+        };
+        state.workloads.get_mut(&key).expect("web").unpublished.push(held);
         assert_eq!(decode::<StabilityState>(&encode(&state).expect("encode")).expect("decode"), state);
     }
 

@@ -250,6 +250,11 @@ pub struct WorkloadStability {
     pub stuck: BTreeSet<String>,
     /// Unix ms of its last move (0: never moved).
     pub moved_at_ms: u64,
+    /// Actions of earlier passes (an eviction, its `Directly` purge, a move-back…) whose change
+    /// the publish's mass-deletion guard held whole: history notes once the change is published
+    /// (the history records only what was published), in the order they were taken.
+    #[serde(default)]
+    pub unpublished: Vec<Action>,
 }
 
 impl WorkloadStability {
@@ -261,6 +266,7 @@ impl WorkloadStability {
             && self.marks.is_empty()
             && self.not_ready_since.is_empty()
             && self.stuck.is_empty()
+            && self.unpublished.is_empty()
     }
 
     /// Whether it moved less than `min_stay_ms` before `now_ms` (never moved: false).
