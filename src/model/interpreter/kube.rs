@@ -179,6 +179,26 @@ fn is_byte_resource(name: &str) -> bool {
     name == "memory" || name.contains("storage") || name.starts_with("hugepages-")
 }
 
+/// Tolerations as Karmada's typed `[]corev1.Toleration` keeps them (issue 48 item 7): only
+/// `key`, `operator`, `value`, `effect` and `tolerationSeconds` of each; an unknown field
+/// (`operation:` in Karmada's own Workflow test data) is dropped.
+pub fn typed_tolerations(v: Value) -> Value {
+    const FIELDS: [&str; 5] = ["key", "operator", "value", "effect", "tolerationSeconds"];
+    match v {
+        Value::Array(list) => Value::Array(
+            list.into_iter()
+                .map(|t| match t {
+                    Value::Object(m) => {
+                        Value::Object(m.into_iter().filter(|(k, _)| FIELDS.contains(&k.as_str())).collect())
+                    }
+                    other => other,
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// Requirements in Karmada's `ReplicaRequirements` JSON shape.
 pub fn requirements_to_json(req: &ReplicaRequirements, namespace: Option<&str>) -> Option<Value> {
     let mut claim = Map::new();
@@ -189,7 +209,7 @@ pub fn requirements_to_json(req: &ReplicaRequirements, namespace: Option<&str>) 
         && let Ok(v) = serde_json::from_str::<Value>(&req.tolerations)
         && v.as_array().is_some_and(|a| !a.is_empty())
     {
-        claim.insert("tolerations".into(), v);
+        claim.insert("tolerations".into(), typed_tolerations(v));
     }
     if !req.node_affinity.is_empty()
         && let Ok(v) = serde_json::from_str::<Value>(&req.node_affinity)
@@ -286,6 +306,11 @@ mod tests {
         let out = call(script, "t", "F", &[LuaArg::Json(&template)], 0).expect("runs");
         let want = requirements_json(&template).expect("valid").expect("asks for something");
         assert_eq!(out, vec![LuaOut::Table(want.clone())]);
+        // Issue 48 item 7: a toleration's unknown field is dropped, as Karmada's typed struct does.
+        let mut odd = template.clone();
+        odd["spec"]["tolerations"][0]["operation"] = serde_json::json!("x");
+        let got = requirements_json(&odd).expect("valid").expect("asks for something");
+        assert_eq!(got["nodeClaim"]["tolerations"], want["nodeClaim"]["tolerations"]);
         // Issue 48 item 6: no priorityClassName (Karmada's ResourceQuotaEstimate gate is off).
         assert!(want.get("priorityClassName").is_none(), "{want}");
         assert_eq!(want["namespace"], "team");

@@ -156,7 +156,10 @@ pub fn decode(op: Operation, out: Vec<LuaOut>, args: &Args<'_>) -> Result<Outcom
             let (requires, requires_json) = match it.next().unwrap_or(LuaOut::Nil) {
                 LuaOut::Nil => (None, None),
                 LuaOut::Table(t) => {
-                    let t = fix_empty(t, &[], true);
+                    let mut t = fix_empty(t, &[], true);
+                    if let Some(tol) = t.pointer_mut("/nodeClaim/tolerations") {
+                        *tol = super::kube::typed_tolerations(tol.take());
+                    }
                     (Some(requirements_from_json(&t).map_err(|e| format!("requirements: {e}"))?), Some(t))
                 }
                 other => return Err(format!("requirements: expected a table, got {}", other.type_name())),
@@ -222,7 +225,7 @@ pub fn requirements_from_json(v: &Value) -> Result<ReplicaRequirements, String> 
             }
         }
         if let Some(t) = claim.get("tolerations").filter(|t| !empty_object_like(t)) {
-            req.tolerations = t.to_string();
+            req.tolerations = super::kube::typed_tolerations(t.clone()).to_string();
         }
         if let Some(a) = claim.get("hardNodeAffinity").filter(|a| !empty_object_like(a)) {
             req.node_affinity = a.to_string();
