@@ -82,7 +82,8 @@ pub struct ReconcileSection {
     /// Quiet time after the last file event before reconciling (a git checkout is one event).
     #[serde(deserialize_with = "duration")]
     pub debounce: Duration,
-    /// Longest time a shutdown waits for the reconcile in progress.
+    /// Longest time from SIGTERM to the end of the process: a pass under way is asked to stop
+    /// (a quarter of it), a publish stops at its next safe step, then the listener and the store.
     #[serde(deserialize_with = "duration")]
     pub shutdown_timeout: Duration,
 }
@@ -237,7 +238,9 @@ pub struct HttpSection {
     pub token_file: Option<PathBuf>,
     /// Whether `/metrics` also requires the token (health endpoints never do).
     pub metrics_require_token: bool,
-    /// `/healthz` answers 503 when the loop has not turned for this long.
+    /// `/healthz` answers 503 (and systemd's watchdog is not fed) when the loop has not turned
+    /// for this long, a pass has run for longer, or no pass has finished for twice
+    /// `reconcile.interval` plus this (`views::status::Heartbeat::stalled`).
     #[serde(deserialize_with = "duration")]
     pub heartbeat_timeout: Duration,
     /// Connections served at once; one accepted beyond it is closed at once.

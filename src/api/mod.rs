@@ -3,7 +3,7 @@
 //!
 //! | path | answers |
 //! |---|---|
-//! | `/healthz` | 200 while the event loop turns (heartbeat younger than `http.heartbeat_timeout`), else 503 |
+//! | `/healthz` | 200 while the event loop turns and passes finish ([`Heartbeat::stalled`]), else 503 with the reason |
 //! | `/readyz` | 200 once a pass completed and the last pass did not fail operationally, else 503 |
 //! | `/metrics` | Prometheus text format (the daemon's [`crate::metrics::Metrics`]) |
 //! | `/api/v1/status` | the last pass and readiness |
@@ -527,10 +527,13 @@ fn store_error(e: StoreError) -> Refusal {
 }
 
 async fn healthz(State(s): State<ApiState>) -> Response {
-    let age = s.heartbeat.age_ms(s.clock.now_ms());
+    let now = s.clock.now_ms();
+    let age = s.heartbeat.age_ms(now);
     let limit = s.heartbeat_timeout.as_millis() as u64;
-    let body = json!({"status": if age <= limit { "ok" } else { "stalled" }, "heartbeatAgeMs": age, "limitMs": limit});
-    let code = if age <= limit { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let stalled = s.heartbeat.stalled(now, s.heartbeat_timeout);
+    let status = if stalled.is_none() { "ok" } else { "stalled" };
+    let body = json!({"status": status, "heartbeatAgeMs": age, "limitMs": limit, "reason": stalled});
+    let code = if stalled.is_none() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (code, axum::Json(body)).into_response()
 }
 

@@ -465,7 +465,13 @@ pub fn main() -> ExitCode {
         crate::util::stdio::out_bytes(&script);
         return ExitCode::SUCCESS;
     }
-    match run(cli) {
+    // The scripts of one command share one scope (`interpreter::scope`); the daemon gives each
+    // pass and plan its own, and the bench and simulator run no one's scripts.
+    let scope = match &cli.command {
+        Command::Run { .. } | Command::Bench(_) | Command::Simulate(_) => None,
+        _ => Some(crate::model::interpreter::Scope::new("this command")),
+    };
+    match crate::model::interpreter::Scope::enter(scope, || run(cli)) {
         Ok(code) => code,
         Err(f) => {
             crate::errln!("fedsched: {:#}", f.error);

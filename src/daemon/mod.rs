@@ -62,6 +62,7 @@ use crate::config::{Config, Paths};
 use crate::ha;
 use crate::members::live::{LiveView, Poller, RoundReport, Target, targets};
 use crate::metrics::Metrics;
+use crate::model::interpreter::Scope;
 use crate::reconcile::{self, PhaseTimings, Reconciler};
 use crate::schedule::profile::Profiles;
 use crate::store::Store;
@@ -98,7 +99,7 @@ pub fn run_blocking(cfg: Config, config_path: Option<PathBuf>, paths: Paths) -> 
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(async move {
+    let out = rt.block_on(async move {
         let signals = Signals::new([SIGTERM, SIGINT, SIGHUP]).context("cannot install signal handlers")?;
         let control = signals.map(|sig| match sig {
             SIGHUP => Control::Reload,
@@ -106,7 +107,10 @@ pub fn run_blocking(cfg: Config, config_path: Option<PathBuf>, paths: Paths) -> 
             _ => Control::Shutdown("SIGTERM"),
         });
         run(cfg, config_path, paths, control, Arc::new(SystemClock)).await
-    })
+    });
+    // A pass left computing at the shutdown (it writes nothing more) ends with the process.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    out
 }
 
 /// Starts the daemon ([`Daemon::start`]) and runs its loop until `control` says stop or ends.
@@ -114,10 +118,27 @@ pub async fn run(
     cfg: Config,
     config_path: Option<PathBuf>,
     paths: Paths,
-    control: impl Stream<Item = Control> + Unpin,
+    mut control: impl Stream<Item = Control> + Unpin,
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<()> {
-    Daemon::start(cfg, config_path, paths, clock).await?.run(control).await
+    // A shutdown while the store opens or the election connects ends the start.
+    let start = Daemon::start(cfg, config_path, paths, clock);
+    tokio::pin!(start);
+    let daemon = loop {
+        tokio::select! {
+            daemon = &mut start => break daemon?,
+            c = control.next() => match c {
+                Some(Control::Shutdown(reason)) => {
+                    tracing::info!(signal = reason, "shutting down before the start completed");
+                    return Ok(());
+                }
+                None => return Ok(()),
+                // Nothing to reload or reconcile yet: the start reads everything afresh.
+                Some(_) => {}
+            },
+        }
+    };
+    daemon.run(control).await
 }
 
 /// The settings in force: the reconciler built from them, and the profiles the read side
@@ -132,10 +153,15 @@ struct Current {
 impl Current {
     /// [`reconcile::Settings::from_config`] (the one way settings are built, at start and on
     /// reload) and a new [`Reconciler`] over `store`, fenced by the lease with `[ha]`.
-    fn from_config(cfg: &Config, store: &Store, ha: Option<&Arc<ha::Handle>>) -> anyhow::Result<Current> {
+    fn from_config(
+        cfg: &Config,
+        store: &Store,
+        ha: Option<&Arc<ha::Handle>>,
+        gate: &Arc<reconcile::WriteGate>,
+    ) -> anyhow::Result<Current> {
         let settings = reconcile::Settings::from_config(cfg, false)?;
         let profiles = Arc::new(cfg.profiles()?);
-        let mut reconciler = Reconciler::new(store.clone(), settings);
+        let mut reconciler = Reconciler::new(store.clone(), settings).with_gate(Arc::clone(gate));
         if let Some(h) = ha {
             let h = Arc::clone(h);
             reconciler = reconciler.with_fence(Arc::new(move || h.fence()));
@@ -226,6 +252,10 @@ pub struct Daemon {
     /// When the last self-audit ran (`[audit] interval`; the first is due an interval after
     /// the first pass).
     last_audit_ms: Option<u64>,
+    /// Where every reconciler of this daemon writes: stopped at shutdown.
+    gate: Arc<reconcile::WriteGate>,
+    /// Whether the last heartbeat found the daemon stalled (logged once per stall).
+    stalled: std::sync::atomic::AtomicBool,
 }
 
 enum Event {
@@ -260,11 +290,24 @@ impl Daemon {
             Some(_) => None,
             None => Some(crate::publish::claim_output(&paths.output_dir, &paths.state_dir, "run")?),
         };
+        if output_claim.is_some() {
+            // A publish a shutdown (or a crash) stopped with its journal written is completed
+            // now, whatever the first pass finds in the repository.
+            let out = paths.output_dir.clone();
+            match tokio::task::spawn_blocking(move || crate::publish::recover(&out)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => {
+                    tracing::error!(%error, "cannot complete the interrupted publish; the next pass tries again")
+                }
+                Err(error) => tracing::error!(%error, "the recovery task failed"),
+            }
+        }
         let ha = match &cfg.ha {
             Some(section) => Some(HaRuntime::start(section).await?),
             None => None,
         };
-        let current = Current::from_config(&cfg, &store, ha.as_ref().map(|h| &h.handle))?;
+        let gate = Arc::new(reconcile::WriteGate::default());
+        let current = Current::from_config(&cfg, &store, ha.as_ref().map(|h| &h.handle), &gate)?;
         let heartbeat = Arc::new(Heartbeat::new(clock.now_ms()));
         let metrics = Arc::new(Metrics::new());
         let (status_tx, status_rx) = status_watch::channel(Arc::new(StatusView {
@@ -291,6 +334,8 @@ impl Daemon {
             output_claim,
             claim_refused_term: 0,
             last_audit_ms: None,
+            gate,
+            stalled: Default::default(),
         })
     }
 
@@ -317,7 +362,8 @@ impl Daemon {
     }
 
     /// The event loop, until `control` says stop (or ends); then the listener stops and the
-    /// store is flushed.
+    /// store is flushed. The loop keeps turning while a pass runs (the heartbeat, the
+    /// watchdog, a shutdown); other controls wait for the pass to end.
     pub async fn run(mut self, mut control: impl Stream<Item = Control> + Unpin) -> anyhow::Result<()> {
         let paths = self.paths.clone();
         tracing::info!(
@@ -330,13 +376,16 @@ impl Daemon {
         let ignored = vec![paths.output_dir.clone(), paths.state_dir.clone()];
         let policy_watch = if self.watch_policy_dir { start_watch(&paths, ignored, fs_tx) } else { None };
         let mut ticker = interval(self.cfg.reconcile.interval).await;
-        // One timer pets systemd's watchdog and stamps the heartbeat; both stop while a pass
-        // is stuck, because the loop is waiting for it.
+        self.heartbeat.expect_passes_every(self.cfg.reconcile.interval);
+        // One timer pets systemd's watchdog and stamps the heartbeat, during passes too; the
+        // watchdog is fed only while the daemon is not stalled (`Heartbeat::stalled`).
         let mut beat_every = (self.cfg.http.heartbeat_timeout / 4).max(Duration::from_millis(10));
         if let Some(w) = systemd::watchdog_interval() {
             beat_every = beat_every.min(w / 2);
         }
         let mut beat = tokio::time::interval(beat_every);
+        // Controls that came while a pass ran, in their order.
+        let mut deferred: std::collections::VecDeque<Control> = Default::default();
 
         // Live members: the poller travels to a task for each round and comes back with it.
         let (poll_tx, mut poll_rx) = mpsc::channel::<(Box<Poller>, RoundReport)>(1);
@@ -347,8 +396,15 @@ impl Daemon {
         // A watch stopped while the poller was away: a round as soon as it is home.
         let mut round_again = false;
         let mut view = LiveView::default();
-        let mut live_targets: Vec<Target> =
-            if self.cfg.clusters.is_empty() { Vec::new() } else { self.initial_targets().await };
+        let mut live_targets: Vec<Target> = Vec::new();
+        let mut stopped: Option<Stopping> = None;
+        if !self.cfg.clusters.is_empty() {
+            let mut waits = Waits { control: &mut control, beat: &mut beat, deferred: &mut deferred };
+            match self.initial_targets(&mut waits).await {
+                Ok(t) => live_targets = t,
+                Err(s) => stopped = Some(s),
+            }
+        }
 
         let mut ready = false;
         // When a pass last walked the policy directory ([`reading`]).
@@ -359,7 +415,7 @@ impl Daemon {
         if !start_round(&mut poller, &live_targets, &poll_tx) {
             pending = after_round.take();
         }
-        loop {
+        while stopped.is_none() {
             self.heartbeat.beat(self.clock.now_ms());
             let mut pending_now = pending.take();
             if self.take_over_if_due().await && pending_now.is_none() {
@@ -372,9 +428,15 @@ impl Daemon {
                 if changed == reconcile::Changed::Unknown {
                     last_walk_ms = Some(now_ms);
                 }
-                let (ok, new_targets) = self.reconcile_once(trigger, &view, changed).await;
-                self.heartbeat.beat(self.clock.now_ms());
-                systemd::watchdog();
+                let mut waits = Waits { control: &mut control, beat: &mut beat, deferred: &mut deferred };
+                let (ok, new_targets) = match self.reconcile_once(trigger, &view, changed, &mut waits).await {
+                    Ok(done) => done,
+                    Err(s) => {
+                        stopped = Some(s);
+                        break;
+                    }
+                };
+                self.heartbeat_tick();
                 if ok && self.audit_if_due(&view).await {
                     pending = Some("audit");
                 }
@@ -391,19 +453,16 @@ impl Daemon {
                     }
                 }
             }
-            let event = tokio::select! {
-                Some((p, report)) = poll_rx.recv() => Event::Polled(p, report),
-                Some(()) = fs_rx.recv() => Event::PolicyChanged,
-                _ = ticker.tick() => Event::Tick,
-                _ = beat.tick() => Event::Heartbeat,
-                Some(role) = next_role(&mut self.ha) => Event::Role(role),
-                _ = watch_lost.notified() => Event::WatchLost,
-                c = control.next() => match c {
-                    Some(Control::Reload) => Event::Reload,
-                    Some(Control::PolicyChanged) => Event::PolicyChanged,
-                    Some(Control::Tick) => Event::Tick,
-                    Some(Control::Shutdown(reason)) => Event::Shutdown(reason),
-                    None => Event::Shutdown("control stream ended"),
+            let event = match deferred.pop_front() {
+                Some(c) => Event::from(Some(c)),
+                None => tokio::select! {
+                    Some((p, report)) = poll_rx.recv() => Event::Polled(p, report),
+                    Some(()) = fs_rx.recv() => Event::PolicyChanged,
+                    _ = ticker.tick() => Event::Tick,
+                    _ = beat.tick() => Event::Heartbeat,
+                    Some(role) = next_role(&mut self.ha) => Event::Role(role),
+                    _ = watch_lost.notified() => Event::WatchLost,
+                    c = control.next() => Event::from(c),
                 },
             };
             match event {
@@ -451,7 +510,7 @@ impl Daemon {
                         pending = Some("timer");
                     }
                 }
-                Event::Heartbeat => systemd::watchdog(),
+                Event::Heartbeat => self.heartbeat_tick(),
                 // Becoming the leader: the takeover (adoption, then a pass) runs at the top of
                 // the loop. Losing it: the fence already stops the publish.
                 Event::Role(ha::Role::Leader) => pending = pending.or(Some("takeover")),
@@ -464,60 +523,157 @@ impl Daemon {
                     systemd::reloading();
                     if self.reload() == Some(true) {
                         ticker = interval(self.cfg.reconcile.interval).await;
+                        self.heartbeat.expect_passes_every(self.cfg.reconcile.interval);
                     }
                     systemd::ready("reloaded");
                     pending = Some("sighup");
                 }
                 Event::Shutdown(reason) => {
                     tracing::info!(signal = reason, "shutting down");
-                    break;
+                    stopped = Some(Stopping { at: tokio::time::Instant::now(), pass_running: false });
                 }
             }
         }
-        systemd::stopping();
         drop(policy_watch);
-        let limit = self.cfg.reconcile.shutdown_timeout;
-        // No pass runs any more: the output directory is let go before the lease, so that the
-        // next leader finds it free.
-        self.output_claim = None;
-        if let Some(ha) = self.ha.take() {
-            ha.stop(limit).await;
+        let stopping = stopped.unwrap_or(Stopping { at: tokio::time::Instant::now(), pass_running: false });
+        self.shut_down(stopping).await;
+        Ok(())
+    }
+
+    /// After the loop: no pass writes any more (a publish under way stops at its next safe
+    /// step, [`reconcile::WriteGate`]), then the output directory and the lease are let go, the
+    /// listener stops and the store is flushed, all within `reconcile.shutdown_timeout` of the
+    /// shutdown. A pass still computing is left to the process's exit; a publish that does not
+    /// stop in time keeps the output directory and the lease (released when the process ends,
+    /// the lease when it expires) and its journal completes it at the next start.
+    async fn shut_down(mut self, stopping: Stopping) {
+        systemd::stopping();
+        let paths = self.paths.clone();
+        let deadline = stopping.at + self.cfg.reconcile.shutdown_timeout;
+        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        self.gate.stop();
+        let gate = Arc::clone(&self.gate);
+        let within = left() / 2;
+        let quiet = tokio::task::spawn_blocking(move || gate.quiet(within)).await.unwrap_or(false);
+        if stopping.pass_running {
+            tracing::warn!(
+                "a pass was still running at the shutdown; it stops with the process (nothing more is written)"
+            );
+        }
+        if quiet {
+            // The output directory is let go before the lease, so that the next leader finds
+            // it free.
+            self.output_claim = None;
+            if let Some(ha) = self.ha.take() {
+                ha.stop(left()).await;
+            }
+        } else {
+            tracing::error!(
+                "a publish did not stop in time: the output directory and the lease are kept until the process ends; its journal completes it at the next start"
+            );
+            std::mem::forget(self.output_claim.take());
+            if let Some(ha) = self.ha.take() {
+                std::mem::forget(ha);
+            }
         }
         if let Some(server) = self.api.take() {
-            server.shutdown(limit).await;
+            server.shutdown(left()).await;
             let _ = std::fs::remove_file(paths.state_dir.join(crate::api::ADDR_FILE));
         }
         let store = self.store.clone();
         drop(self);
         let flush = tokio::task::spawn_blocking(move || store.flush());
-        match tokio::time::timeout(limit, flush).await {
+        match tokio::time::timeout(left(), flush).await {
             Ok(Ok(Ok(_))) => {}
             Ok(Ok(Err(error))) => tracing::error!(%error, "store flush failed at shutdown"),
             Ok(Err(error)) => tracing::error!(%error, "store flush task failed"),
             Err(_) => tracing::error!("store flush timed out at shutdown"),
         }
         tracing::info!("fedsched stopped");
-        Ok(())
+    }
+
+    /// Stamps the heartbeat; feeds systemd's watchdog unless the daemon is stalled
+    /// ([`Heartbeat::stalled`], what `/healthz` answers), which is logged once per stall.
+    fn heartbeat_tick(&self) {
+        let now = self.clock.now_ms();
+        self.heartbeat.beat(now);
+        match self.heartbeat.stalled(now, self.cfg.http.heartbeat_timeout) {
+            None => {
+                systemd::watchdog();
+                if self.stalled.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::info!("no longer stalled; feeding systemd's watchdog again");
+                }
+            }
+            Some(reason) => {
+                if !self.stalled.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::error!(%reason, "stalled: /healthz answers 503 and systemd's watchdog is no longer fed");
+                }
+            }
+        }
+    }
+
+    /// Waits for `task` while the loop keeps turning: the heartbeat and the watchdog go on, a
+    /// shutdown stops the wait (the pass is asked to stop writing and given a quarter of
+    /// `reconcile.shutdown_timeout` to end: what it did is still reported), other controls wait
+    /// in `waits.deferred`.
+    async fn wait_for<T>(
+        &self,
+        mut task: tokio::task::JoinHandle<T>,
+        waits: &mut Waits<'_, impl Stream<Item = Control> + Unpin>,
+    ) -> Waited<T> {
+        let mut shutdown: Option<tokio::time::Instant> = None;
+        let grace = self.cfg.reconcile.shutdown_timeout / 4;
+        loop {
+            let until =
+                shutdown.map_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600), |at| at + grace);
+            tokio::select! {
+                joined = &mut task => {
+                    return Waited::Done(joined, shutdown.map(|at| Stopping { at, pass_running: false }));
+                }
+                _ = waits.beat.tick() => self.heartbeat_tick(),
+                c = waits.control.next(), if shutdown.is_none() => {
+                    let reason = match c {
+                        Some(Control::Shutdown(reason)) => reason,
+                        None => "control stream ended",
+                        Some(other) => {
+                            waits.deferred.push_back(other);
+                            continue;
+                        }
+                    };
+                    tracing::info!(signal = reason, "shutting down; stopping the pass under way");
+                    self.gate.stop();
+                    shutdown = Some(tokio::time::Instant::now());
+                }
+                _ = tokio::time::sleep_until(until), if shutdown.is_some() => {
+                    return Waited::Abandoned(Stopping { at: shutdown.unwrap_or(until), pass_running: true });
+                }
+            }
+        }
     }
 
     /// The live targets from the policy repository as it is at start (empty if it is invalid:
     /// the startup reconcile reports why). The load's offline snapshots count as polls.
-    async fn initial_targets(&self) -> Vec<Target> {
+    async fn initial_targets(
+        &self,
+        waits: &mut Waits<'_, impl Stream<Item = Control> + Unpin>,
+    ) -> Result<Vec<Target>, Stopping> {
         let dir = self.paths.policy_dir.clone();
         let cfg = self.cfg.clone();
         let load = move || {
-            let inputs = reconcile::load_inputs(&dir).ok()?;
+            // The load types the repository's objects (their scripts run): a scope of its own.
+            let inputs = Scope::enter(Some(Scope::new("the start")), || reconcile::load_inputs(&dir)).ok()?;
             let targets = live_targets(&cfg, &inputs.set);
             let polls = offline_only(&inputs.offline_polls, &targets);
             Some((targets, polls))
         };
-        match tokio::task::spawn_blocking(load).await {
-            Ok(Some((targets, polls))) => {
+        Ok(match self.wait_for(tokio::task::spawn_blocking(load), waits).await {
+            Waited::Done(_, Some(stopping)) | Waited::Abandoned(stopping) => return Err(stopping),
+            Waited::Done(Ok(Some((targets, polls))), None) => {
                 self.metrics.record_offline(polls.iter().map(|(c, took)| (c.as_str(), *took)));
                 targets
             }
-            _ => Vec::new(),
-        }
+            Waited::Done(_, None) => Vec::new(),
+        })
     }
 
     /// `[ha]`: when this instance holds the lease for a term whose takeover is not done, adopts
@@ -561,7 +717,7 @@ impl Daemon {
                 return false;
             }
         };
-        match Current::from_config(&self.cfg, &self.store, Some(&handle)) {
+        match Current::from_config(&self.cfg, &self.store, Some(&handle), &self.gate) {
             Ok(current) => self.current = current,
             Err(error) => {
                 tracing::error!(%error, "takeover: cannot build the settings; not publishing");
@@ -693,7 +849,8 @@ impl Daemon {
     fn reload(&mut self) -> Option<bool> {
         let path = self.config_path.clone()?;
         let loaded = Config::load(&path).map_err(anyhow::Error::from).and_then(|new| {
-            Current::from_config(&new, &self.store, self.ha.as_ref().map(|h| &h.handle)).map(|current| (new, current))
+            Current::from_config(&new, &self.store, self.ha.as_ref().map(|h| &h.handle), &self.gate)
+                .map(|current| (new, current))
         });
         let (new, current) = match loaded {
             Ok(l) => l,
@@ -782,37 +939,31 @@ impl Daemon {
         trigger: &'static str,
         view: &LiveView,
         changed: reconcile::Changed,
-    ) -> (bool, Option<Vec<Target>>) {
+        waits: &mut Waits<'_, impl Stream<Item = Control> + Unpin>,
+    ) -> Result<(bool, Option<Vec<Target>>), Stopping> {
         let started = Instant::now();
+        self.heartbeat.pass_started(self.clock.now_ms());
         let r = Arc::clone(&self.current.reconciler);
         let profiles = Arc::clone(&self.current.profiles);
-        let policy_dir = self.paths.policy_dir.clone();
-        let output_dir = self.paths.output_dir.clone();
-        let cfg = self.cfg.clone();
-        let view = view.clone();
-        let clock = Arc::clone(&self.clock);
-        let joined = tokio::task::spawn_blocking(move || {
-            test_stall(trigger);
-            let mut timings = PhaseTimings::default();
-            let mut inputs = match r.load_inputs_watched(&policy_dir, &mut timings, &changed) {
-                Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None, None),
-                Ok(inputs) => inputs,
-            };
-            let findings = repository_findings(&inputs.set);
-            let targets = live_targets(&cfg, &inputs.set);
-            let offline = Some((offline_only(&inputs.offline_polls, &targets), findings));
-            inputs.apply_live(&view, &r.store);
-            let inputs = Arc::new(inputs);
-            let result = r.reconcile(&inputs, &output_dir, trigger, clock.now_ms()).map(|mut report| {
-                report.phases.load += timings.load;
-                report.phases.poll += timings.poll;
-                let clusters = crate::views::status::cluster_statuses(&r.store, &inputs);
-                let planner = Arc::new(crate::views::plan::Planner { reconciler: Arc::downgrade(&r), live: view });
-                Done { report, inputs, clusters, planner }
-            });
-            (result, Some(targets), offline)
-        })
-        .await;
+        let job = PassJob {
+            reconciler: Arc::clone(&r),
+            policy_dir: self.paths.policy_dir.clone(),
+            output_dir: self.paths.output_dir.clone(),
+            cfg: self.cfg.clone(),
+            view: view.clone(),
+            clock: Arc::clone(&self.clock),
+            trigger,
+            changed,
+        };
+        let task = tokio::task::spawn_blocking(move || job.run());
+        let waited = self.wait_for(task, waits).await;
+        self.heartbeat.pass_finished(self.clock.now_ms());
+        // A pass that ended after the shutdown was asked for is reported as any other, then
+        // the daemon stops.
+        let (joined, stopping) = match waited {
+            Waited::Done(joined, stopping) => (joined, stopping),
+            Waited::Abandoned(stopping) => return Err(stopping),
+        };
         let (joined, targets) = match joined {
             Ok((r, t, offline)) => {
                 if let Some((polls, findings)) = offline {
@@ -932,6 +1083,13 @@ impl Daemon {
                 });
                 true
             }
+            Ok(Err(
+                error @ (reconcile::ReconcileError::Stopped
+                | reconcile::ReconcileError::Publish(crate::publish::PublishError::Stopped { .. })),
+            )) => {
+                tracing::info!(trigger, %error, duration_ms, "pass stopped for the shutdown");
+                false
+            }
             Ok(Err(error)) => {
                 tracing::error!(trigger, %error, duration_ms, "reconcile failed; output left as it was");
                 // Git mode: the remote moved under this leader. Fetch, adopt and decide again
@@ -958,7 +1116,44 @@ impl Daemon {
                 false
             }
         };
-        (ok, targets)
+        match stopping {
+            Some(stopping) => Err(stopping),
+            None => Ok((ok, targets)),
+        }
+    }
+}
+
+/// How a wait for a pass ([`Daemon::wait_for`]) ended.
+enum Waited<T> {
+    /// The pass ended (and a shutdown was asked for meanwhile, when `Some`).
+    Done(Result<T, tokio::task::JoinError>, Option<Stopping>),
+    /// A shutdown came and the pass did not end within its grace: it is left running.
+    Abandoned(Stopping),
+}
+
+/// What a wait during a pass ([`Daemon::wait_for`]) needs of the loop.
+struct Waits<'a, S> {
+    control: &'a mut S,
+    beat: &'a mut tokio::time::Interval,
+    /// Controls that came meanwhile (the loop takes them after the pass).
+    deferred: &'a mut std::collections::VecDeque<Control>,
+}
+
+/// A shutdown: when it was asked for, and whether a pass was left running.
+struct Stopping {
+    at: tokio::time::Instant,
+    pass_running: bool,
+}
+
+impl From<Option<Control>> for Event {
+    fn from(c: Option<Control>) -> Event {
+        match c {
+            Some(Control::Reload) => Event::Reload,
+            Some(Control::PolicyChanged) => Event::PolicyChanged,
+            Some(Control::Tick) => Event::Tick,
+            Some(Control::Shutdown(reason)) => Event::Shutdown(reason),
+            None => Event::Shutdown("control stream ended"),
+        }
     }
 }
 
@@ -1132,6 +1327,52 @@ fn test_stall(trigger: &str) {
 }
 
 /// A completed pass with what the status view needs.
+/// One pass, as it runs on a blocking thread ([`Daemon::reconcile_once`]).
+struct PassJob {
+    reconciler: Arc<Reconciler>,
+    policy_dir: PathBuf,
+    output_dir: PathBuf,
+    cfg: Config,
+    view: LiveView,
+    clock: Arc<dyn Clock>,
+    trigger: &'static str,
+    changed: reconcile::Changed,
+}
+
+/// What a pass gives back: its outcome, the live targets its repository names, and its
+/// offline polls with the repository's findings (the last two when the repository loaded).
+type PassOutput =
+    (Result<Done, reconcile::ReconcileError>, Option<Vec<Target>>, Option<(Vec<(String, Duration)>, Vec<String>)>);
+
+impl PassJob {
+    fn run(self) -> PassOutput {
+        let PassJob { reconciler: r, policy_dir, output_dir, cfg, view, clock, trigger, changed } = self;
+        // The pass's scripts share one scope (their allowance; a script that keeps running
+        // past its budget is not run again in it).
+        Scope::enter(Some(Scope::new("this pass")), || {
+            test_stall(trigger);
+            let mut timings = PhaseTimings::default();
+            let mut inputs = match r.load_inputs_watched(&policy_dir, &mut timings, &changed) {
+                Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None, None),
+                Ok(inputs) => inputs,
+            };
+            let findings = repository_findings(&inputs.set);
+            let targets = live_targets(&cfg, &inputs.set);
+            let offline = Some((offline_only(&inputs.offline_polls, &targets), findings));
+            inputs.apply_live(&view, &r.store);
+            let inputs = Arc::new(inputs);
+            let result = r.reconcile(&inputs, &output_dir, trigger, clock.now_ms()).map(|mut report| {
+                report.phases.load += timings.load;
+                report.phases.poll += timings.poll;
+                let clusters = crate::views::status::cluster_statuses(&r.store, &inputs);
+                let planner = Arc::new(crate::views::plan::Planner { reconciler: Arc::downgrade(&r), live: view });
+                Done { report, inputs, clusters, planner }
+            });
+            (result, Some(targets), offline)
+        })
+    }
+}
+
 struct Done {
     report: reconcile::ReconcileReport,
     inputs: Arc<reconcile::Inputs>,

@@ -91,6 +91,13 @@ pub enum PublishError {
         /// The step it stopped after (counted from 1 over the switch's life).
         step: usize,
     },
+    /// The process is shutting down: the publish stopped at a safe step (before its journal,
+    /// or with its journal written: the next publish or start completes it).
+    #[error("the publish stopped for a shutdown{}", if *.journaled { "; its journal completes it at the next start" } else { "" })]
+    Stopped {
+        /// Whether the journal was written (the publish is due, not abandoned).
+        journaled: bool,
+    },
     /// An I/O operation failed.
     #[error("cannot {action} {path}")]
     Io {

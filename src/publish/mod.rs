@@ -146,6 +146,24 @@ pub fn publish_killable(
     guard: &DeleteGuard,
     kill: &KillSwitch,
 ) -> Result<PublishReport, PublishError> {
+    publish_until(out, plan, guard, kill, &std::sync::atomic::AtomicBool::new(false))
+}
+
+/// [`publish_killable`] that stops at its next safe step once `stop` is set (a daemon's
+/// shutdown): before writing its journal (the staged files are cleaned up by the next
+/// publish), or with the journal written and not yet applied (the next publish or start
+/// completes it: [`recover`]); [`PublishError::Stopped`] either way.
+pub fn publish_until(
+    out: &Path,
+    plan: &PublishPlan,
+    guard: &DeleteGuard,
+    kill: &KillSwitch,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<PublishReport, PublishError> {
+    let stopped = |journaled| match stop.load(std::sync::atomic::Ordering::Acquire) {
+        true => Err(PublishError::Stopped { journaled }),
+        false => Ok(()),
+    };
     validate(plan)?;
     if kind_of(out)? == Kind::Missing {
         fs::create_dir_all(out).map_err(io_err("create directory", out))?;
@@ -164,10 +182,14 @@ pub fn publish_killable(
     if changes.writes.is_empty() && changes.deletions.is_empty() {
         return Ok(report);
     }
+    stopped(false)?;
     let journal = stage(out, &changes)?;
     crash_point(kill)?;
+    stopped(false)?;
     write_journal(out, &journal)?;
     crash_point(kill)?;
+    test_pause_after_journal();
+    stopped(true)?;
     let (written, removed) = apply_journal(out, &journal, kill)?;
     crash_point(kill)?;
     finish_journal(out)?;
@@ -251,6 +273,17 @@ fn crash_point(kill: &KillSwitch) -> Result<(), PublishError> {
         }
     }
     kill.step()
+}
+
+/// Test hook (debug builds only): `FEDSCHED_TEST_PAUSE_AFTER_JOURNAL_MS` makes a publish wait
+/// that long with its journal written, to show that a shutdown then stops it there and the
+/// next start completes it.
+fn test_pause_after_journal() {
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("FEDSCHED_TEST_PAUSE_AFTER_JOURNAL_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+        tracing::warn!(ms, "test hook: pausing the publish with its journal written");
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
 }
 
 /// Fixtures shared by the tests of the publisher.
@@ -370,6 +403,21 @@ mod tests {
         // No journal and no staged files are left behind.
         assert!(!out.join(".fedsched/journal.json").exists());
         assert_eq!(fs::read_dir(out.join(".fedsched/staging")).expect("staging").count(), 0);
+    }
+
+    /// A publish told to stop writes nothing of its plan (the staged files are cleaned up by
+    /// the next one), and the next publish does all of it.
+    #[test]
+    fn a_stopped_publish_writes_nothing_and_the_next_one_does_it_all() {
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path();
+        let stop = std::sync::atomic::AtomicBool::new(true);
+        let e = publish_until(out, &sample_plan(), &DeleteGuard::OFF, &KillSwitch::OFF, &stop).expect_err("stopped");
+        assert!(matches!(e, PublishError::Stopped { journaled: false }), "{e}");
+        assert!(!out.join("member1/kustomization.yaml").exists());
+        assert!(!out.join(".fedsched/journal.json").exists());
+        let report = publish(out, &sample_plan()).expect("publish");
+        assert_eq!(report.written.len(), 6);
     }
 
     #[test]

@@ -164,6 +164,65 @@ pub struct Reconciler {
     /// or right after the publish, before the record stage, as a SIGKILL there would
     /// ([`publish::KillSwitch`]). Off unless set by [`Reconciler::with_kill_switch`].
     kill: publish::KillSwitch,
+    /// Where its passes write ([`WriteGate`]).
+    gate: std::sync::Arc<WriteGate>,
+}
+
+/// Where a process's passes write the output directory, so that a shutdown stops them at a
+/// safe step ([`WriteGate::stop`]) and knows when none writes ([`WriteGate::quiet`]), and a
+/// preview knows whether a publish ran while it read the directory
+/// ([`WriteGate::generation`]). The daemon gives one to every reconciler it builds.
+#[derive(Debug, Default)]
+pub struct WriteGate {
+    stop: std::sync::atomic::AtomicBool,
+    writing: Mutex<()>,
+    /// Odd while a publish runs; moves on at each start and end.
+    generation: std::sync::atomic::AtomicU64,
+}
+
+/// A pass's turn to write ([`WriteGate::enter`]).
+struct Writing<'a>(&'a WriteGate, #[allow(dead_code)] std::sync::MutexGuard<'a, ()>);
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+impl WriteGate {
+    /// No pass starts writing from now on; a publish under way stops at its next safe step.
+    pub fn stop(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether no pass writes, waiting up to `within` for one that does to stop (after
+    /// [`WriteGate::stop`], none can start again).
+    pub fn quiet(&self, within: Duration) -> bool {
+        let until = Instant::now() + within;
+        loop {
+            match self.writing.try_lock() {
+                Ok(_) | Err(std::sync::TryLockError::Poisoned(_)) => return true,
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => return false,
+            }
+        }
+    }
+
+    /// Odd while a publish runs; different after one ran.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn enter(&self) -> Result<Writing<'_>, ReconcileError> {
+        let guard = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        if self.stop.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(ReconcileError::Stopped);
+        }
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Ok(Writing(self, guard))
+    }
 }
 
 /// A pass that ended in shadow at the fence.
@@ -186,7 +245,14 @@ impl Reconciler {
             cache: Mutex::new(cache::PassCache::default()),
             fence: None,
             kill: publish::KillSwitch::OFF,
+            gate: Default::default(),
         }
+    }
+
+    /// Writes through `gate` (the daemon's: one for all its reconcilers).
+    pub fn with_gate(mut self, gate: std::sync::Arc<WriteGate>) -> Self {
+        self.gate = gate;
+        self
     }
 
     /// Fault injection: every publish step of this reconciler's passes counts on `kill`, and
@@ -359,9 +425,17 @@ impl Reconciler {
         }
         // Publish, then record: a crash in between re-derives the same output next time.
         self.fenced(&decisions)?;
+        let writing = self.gate.enter()?;
         let phase = Instant::now();
-        let published = publish::publish_killable(output_dir, &planned.plan, &self.settings.publish.guard, &self.kill)?;
+        let published = publish::publish_until(
+            output_dir,
+            &planned.plan,
+            &self.settings.publish.guard,
+            &self.kill,
+            &self.gate.stop,
+        )?;
         let publish_time = phase.elapsed();
+        drop(writing);
         // Published, not recorded yet: the next pass re-derives the same output.
         self.kill.step()?;
         let files_unchanged = published.unchanged + planned.unchanged;
@@ -440,5 +514,27 @@ impl Reconciler {
             },
             stability: stability.report(),
         })
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::*;
+
+    /// A stopped gate lets no pass start writing, and `quiet` waits for the one that writes.
+    #[test]
+    fn a_stopped_gate_lets_no_writer_in_and_waits_for_the_one_inside() {
+        let gate = std::sync::Arc::new(WriteGate::default());
+        assert_eq!(gate.generation(), 0);
+        let writing = gate.enter().expect("open");
+        assert_eq!(gate.generation() % 2, 1, "odd while a publish runs");
+        gate.stop();
+        assert!(!gate.quiet(Duration::from_millis(50)), "a writer is inside");
+        let g = std::sync::Arc::clone(&gate);
+        let waiter = std::thread::spawn(move || g.quiet(Duration::from_secs(60)));
+        drop(writing);
+        assert!(waiter.join().expect("waiter"), "quiet once the writer left");
+        assert_eq!(gate.generation(), 2);
+        assert!(matches!(gate.enter(), Err(ReconcileError::Stopped)));
     }
 }

@@ -113,12 +113,12 @@ impl Reconciler {
     /// its API), which it leaves exactly as it was: the stages run on a copy of its cache
     /// ([`cache::PassCache::fork`]: what the last pass decided is reused, so a one-file edit
     /// costs what the edit touches) and on a dry run of its store ([`crate::store::Store::dry_run`]: snapshot
-    /// versions and blobs answered in memory, any other write an error). Holds the cache's
-    /// lock throughout, so a pass and a preview never overlap: the output directory the
-    /// preview compares with is not being published meanwhile.
+    /// versions and blobs answered in memory, any other write an error). Takes the cache's
+    /// lock only to copy it: a pass never waits for a preview (nor for a hostile script a
+    /// preview runs). The output directory is compared again when a publish ran meanwhile
+    /// ([`super::WriteGate::generation`]).
     pub fn preview_warm(&self, inputs: &Inputs, output_dir: &Path, now_ms: u64) -> Result<PassPreview, ReconcileError> {
-        let guard = self.lock_cache();
-        let mut fork = guard.fork();
+        let mut fork = self.lock_cache().fork();
         let dry = Reconciler {
             store: self.store.dry_run(),
             settings: Arc::clone(&self.settings),
@@ -126,10 +126,26 @@ impl Reconciler {
             load_cache: Mutex::new(Default::default()),
             fence: None,
             kill: publish::KillSwitch::OFF,
+            gate: Arc::clone(&self.gate),
         };
-        let result = dry.preview_cached(&mut fork, inputs, output_dir, now_ms);
-        drop(guard);
-        result
+        dry.preview_cached(&mut fork, inputs, output_dir, now_ms)
+    }
+
+    /// [`publish::preview`] while no publish runs: read again when one ran meanwhile (a few
+    /// times; then [`ReconcileError::Busy`]).
+    fn compare(&self, output_dir: &Path, plan: &publish::PublishPlan) -> Result<publish::Preview, ReconcileError> {
+        for _ in 0..10 {
+            let before = self.gate.generation();
+            if before % 2 == 1 {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                continue;
+            }
+            let files = publish::preview(output_dir, plan, &self.settings.publish.guard)?;
+            if self.gate.generation() == before {
+                return Ok(files);
+            }
+        }
+        Err(ReconcileError::Busy)
     }
 
     /// The cache, reset when a pass panicked while holding it (what it left is not trusted).
@@ -155,7 +171,7 @@ impl Reconciler {
         let staged_inputs = with_taints.as_ref().unwrap_or(inputs);
         let staged = self.stages(cache, staged_inputs, tainted, output_dir, "plan", now_ms)?;
         let emptied = self.emptied(&staged.decisions).map(|e| e.to_string());
-        let files = publish::preview(output_dir, &staged.planned.plan, &self.settings.publish.guard)?;
+        let files = self.compare(output_dir, &staged.planned.plan)?;
         // The placements and decisions are moved into the preview, not copied (the stages
         // leave the placements as the pass started from them; only the record stage changes
         // them): the cache is a fork, or is reset after the preview.

@@ -69,6 +69,13 @@ pub enum ReconcileError {
     /// the pass decided in shadow and stopped before writing anything.
     #[error("{reason}; decided {workloads} workload(s) in shadow, nothing published")]
     Fenced { reason: String, workloads: usize, scheduled: usize },
+    /// The process is shutting down ([`super::WriteGate::stop`]): the pass stopped before
+    /// publishing.
+    #[error("the pass stopped before publishing: shutting down")]
+    Stopped,
+    /// A preview's comparison with the output directory met a publish each time it tried.
+    #[error("the daemon kept publishing while the plan compared its output directory; ask again")]
+    Busy,
 }
 
 /// A workload that could not be (fully) placed this pass.

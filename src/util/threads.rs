@@ -14,6 +14,35 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// What the work on a thread hands to the threads it fans out to ([`map_ordered`],
+/// [`map_into_ordered`], [`on_pool`] and its splits): the interpreter's scope
+/// (`model::interpreter::Scope`, which reads and sets it), typed away so that `util` knows
+/// nothing of it.
+pub type Carried = Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>;
+
+std::thread_local! {
+    static CARRIED: std::cell::RefCell<Carried> = const { std::cell::RefCell::new(None) };
+}
+
+/// What this thread carries ([`Carried`]).
+pub fn carried() -> Carried {
+    CARRIED.with(|c| c.borrow().clone())
+}
+
+/// Runs `f` with this thread carrying `value`, then puts back what it carried before.
+pub fn carrying<R>(value: Carried, f: impl FnOnce() -> R) -> R {
+    struct Restore(Carried);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            CARRIED.with(|c| *c.borrow_mut() = previous);
+        }
+    }
+    let previous = CARRIED.with(|c| std::mem::replace(&mut *c.borrow_mut(), value));
+    let _restore = Restore(previous);
+    f()
+}
+
 /// The environment variable that sets the thread count.
 pub const ENV: &str = "FEDSCHED_THREADS";
 
@@ -39,9 +68,12 @@ pub fn map_ordered<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T)
     }
     let chunk = items.len().div_ceil(threads);
     let f = &f;
+    let inherited = &carried();
     std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            items.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>())).collect();
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || carrying(inherited.clone(), || part.iter().map(f).collect::<Vec<R>>())))
+            .collect();
         handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     })
 }
@@ -63,9 +95,14 @@ pub fn map_into_ordered<T: Send, R: Send>(items: Vec<T>, threads: usize, f: impl
         parts.push(part);
     }
     let f = &f;
+    let inherited = &carried();
     std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            parts.into_iter().map(|part| scope.spawn(move || part.into_iter().map(f).collect::<Vec<R>>())).collect();
+        let handles: Vec<_> = parts
+            .into_iter()
+            .map(|part| {
+                scope.spawn(move || carrying(inherited.clone(), || part.into_iter().map(f).collect::<Vec<R>>()))
+            })
+            .collect();
         handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     })
 }
@@ -102,7 +139,10 @@ const NAP: std::time::Duration = std::time::Duration::from_micros(200);
 /// the first no sooner than the second; the reconciler's passes, plans included, hold its
 /// cache's lock and do not overlap).
 pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    let Some(p) = pool().filter(|p| p.current_thread_index().is_none()) else { return f() };
+    let Some(p) = pool().filter(|p| p.current_thread_index().is_none() && !OFF_POOL.with(std::cell::Cell::get)) else {
+        return f();
+    };
+    let inherited = carried();
     p.install(|| {
         let owner = rayon::current_thread_index();
         let done = AtomicBool::new(false);
@@ -118,9 +158,28 @@ pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
                 scope.spawn(|_| keep_awake(&done, owner));
             }
             let _done = Done(&done);
-            f()
+            carrying(inherited, f)
         })
     })
+}
+
+std::thread_local! {
+    /// Set by [`off_pool`].
+    static OFF_POOL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with [`on_pool`] running its stages here, on this thread (their splits too): a
+/// plan on the daemon, which must never hold the pool's threads while a pass waits for them
+/// (a pass's stage that met a plan's keeper thread would end no sooner than the plan).
+pub fn off_pool<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            OFF_POOL.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(OFF_POOL.with(|c| c.replace(true)));
+    f()
 }
 
 /// A pool thread's loop while a stage runs on the pool ([`on_pool`]): takes the runs its
@@ -179,6 +238,7 @@ fn zip_in<T: Sync, U: Send>(items: &[T], outs: &mut [U], runs: usize, f: &(impl 
     // saw taken (a run not taken yet, the join runs here after the left one).
     let (taken, finished) = (AtomicBool::new(false), AtomicBool::new(false));
     let caller = std::thread::current().id();
+    let inherited = carried();
     let ((), helped) = rayon::join(
         || {
             zip_in(left, left_outs, left_runs, f);
@@ -203,7 +263,7 @@ fn zip_in<T: Sync, U: Send>(items: &[T], outs: &mut [U], runs: usize, f: &(impl 
             let _finished = Finished(&finished);
             // The CPU a run took on another thread, for the caller's figures.
             let started = (std::thread::current().id() != caller).then(cpu_with_helpers);
-            zip_in(right, right_outs, runs - left_runs, f);
+            carrying(inherited, || zip_in(right, right_outs, runs - left_runs, f));
             started.map(|s| cpu_with_helpers().saturating_sub(s))
         },
     );
@@ -235,7 +295,30 @@ fn from(var: Option<&str>, cores: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{Ordering, from, map_into_ordered, map_ordered, on_pool, split_zip, zip_in};
+    use super::{Ordering, carried, carrying, from, map_into_ordered, map_ordered, on_pool, split_zip, zip_in};
+
+    /// What a thread carries (the interpreter's scope) is carried by every thread its work
+    /// fans out to, and is put back after.
+    #[test]
+    fn what_a_thread_carries_reaches_every_thread_it_fans_out_to() {
+        fn seen() -> Option<u32> {
+            carried().and_then(|c| c.downcast::<u32>().ok()).map(|v| *v)
+        }
+        let items: Vec<u32> = (0..64).collect();
+        carrying(Some(std::sync::Arc::new(7u32)), || {
+            assert!(map_ordered(&items, 4, |_| seen()).iter().all(|s| *s == Some(7)));
+            assert!(map_into_ordered(items.clone(), 4, |_| seen()).iter().all(|s| *s == Some(7)));
+            assert_eq!(on_pool(seen), Some(7));
+            let mut outs = vec![None; items.len()];
+            on_pool(|| {
+                split_zip(&items, &mut outs, 1, |_, outs: &mut [Option<u32>]| outs.iter_mut().for_each(|o| *o = seen()))
+            });
+            assert!(outs.iter().all(|s| *s == Some(7)), "{outs:?}");
+            carrying(None, || assert_eq!(seen(), None));
+            assert_eq!(seen(), Some(7));
+        });
+        assert_eq!(seen(), None);
+    }
 
     #[test]
     fn mapped_items_keep_their_order_on_any_thread_count() {

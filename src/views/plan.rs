@@ -17,6 +17,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::members::live::LiveView;
+use crate::model::interpreter::Scope;
 use crate::policy::LoadError;
 use crate::policy::load::RepositoryFiles;
 use crate::policy::matching;
@@ -74,6 +75,11 @@ pub enum PlanFailure {
 /// merged as the daemon's pass merges them, previewed on the reconciler's warm cache
 /// ([`Reconciler::preview_warm`]: nothing written, the reconciler left as it was), compared
 /// with what the daemon published (or the base's preview). Costs what the change touches.
+///
+/// Never in a pass's way (a pull request's repository is anyone's): the plan's scripts have a
+/// scope of their own ([`Scope`]: they cannot spend the pass's allowance nor strike out a
+/// script the pass runs), its stages run on this thread, not on the pool the passes use
+/// ([`crate::util::threads::off_pool`]), and it holds the reconciler's cache only to copy it.
 pub fn on_daemon(
     planner: &Planner,
     output_dir: &Path,
@@ -81,7 +87,9 @@ pub fn on_daemon(
     now_ms: u64,
 ) -> Result<Value, PlanFailure> {
     let Some(reconciler) = planner.reconciler.upgrade() else { return Err(PlanFailure::Gone) };
-    on_reconciler(&reconciler, &planner.live, output_dir, request, now_ms)
+    Scope::enter(Some(Scope::new("this plan")), || {
+        crate::util::threads::off_pool(|| on_reconciler(&reconciler, &planner.live, output_dir, request, now_ms))
+    })
 }
 
 /// [`on_daemon`] with the reconciler and the live members given apart.

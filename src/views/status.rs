@@ -109,24 +109,84 @@ impl StatusView {
     }
 }
 
-/// The loop's heartbeat: unix ms of the last turn of the event loop.
+/// The loop's heartbeat and its passes: whether the daemon is alive and getting work done.
+/// `/healthz` and the systemd watchdog ask the same [`Heartbeat::stalled`].
 #[derive(Debug, Default)]
-pub struct Heartbeat(AtomicU64);
+pub struct Heartbeat {
+    /// Unix ms of the last turn of the event loop.
+    beat: AtomicU64,
+    /// Unix ms when the running pass started; 0: none runs.
+    pass_started: AtomicU64,
+    /// Unix ms when the last pass finished (the daemon's start before the first).
+    pass_done: AtomicU64,
+    /// `reconcile.interval` in ms (0: passes are not expected).
+    interval: AtomicU64,
+}
 
 impl Heartbeat {
     /// A heartbeat stamped at `now_ms`.
     pub fn new(now_ms: u64) -> Self {
-        Heartbeat(AtomicU64::new(now_ms))
+        Heartbeat {
+            beat: AtomicU64::new(now_ms),
+            pass_started: AtomicU64::new(0),
+            pass_done: AtomicU64::new(now_ms),
+            interval: AtomicU64::new(0),
+        }
     }
 
     /// Stamps the heartbeat.
     pub fn beat(&self, now_ms: u64) {
-        self.0.store(now_ms, Ordering::Relaxed);
+        self.beat.store(now_ms, Ordering::Relaxed);
     }
 
     /// Milliseconds since the last beat.
     pub fn age_ms(&self, now_ms: u64) -> u64 {
-        now_ms.saturating_sub(self.0.load(Ordering::Relaxed))
+        now_ms.saturating_sub(self.beat.load(Ordering::Relaxed))
+    }
+
+    /// The timer's interval: a pass is expected at least this often.
+    pub fn expect_passes_every(&self, interval: std::time::Duration) {
+        self.interval.store(u64::try_from(interval.as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// A pass starts.
+    pub fn pass_started(&self, now_ms: u64) {
+        self.pass_started.store(now_ms.max(1), Ordering::Relaxed);
+    }
+
+    /// The running pass finished (however it ended).
+    pub fn pass_finished(&self, now_ms: u64) {
+        self.pass_started.store(0, Ordering::Relaxed);
+        self.pass_done.store(now_ms, Ordering::Relaxed);
+    }
+
+    /// Why the daemon is stalled, if it is, with `timeout` as `http.heartbeat_timeout`:
+    /// the loop has not turned for `timeout`; a pass has run for longer than `timeout`; or no
+    /// pass has finished for `2 × reconcile.interval + timeout` (the timer starts one every
+    /// interval; a poll round may come first).
+    pub fn stalled(&self, now_ms: u64, timeout: std::time::Duration) -> Option<String> {
+        let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let seconds = |ms: u64| format!("{:.1} s", ms as f64 / 1000.0);
+        let age = self.age_ms(now_ms);
+        if age > timeout_ms {
+            return Some(format!("the event loop has not turned for {}", seconds(age)));
+        }
+        let started = self.pass_started.load(Ordering::Relaxed);
+        let running = if started == 0 { 0 } else { now_ms.saturating_sub(started) };
+        if running > timeout_ms {
+            return Some(format!("a pass has been running for {}", seconds(running)));
+        }
+        let interval = self.interval.load(Ordering::Relaxed);
+        let since = now_ms.saturating_sub(self.pass_done.load(Ordering::Relaxed));
+        let bound = interval.saturating_mul(2).saturating_add(timeout_ms);
+        if interval > 0 && since > bound {
+            return Some(format!(
+                "no pass has finished for {} (limit {}: twice reconcile.interval and http.heartbeat_timeout)",
+                seconds(since),
+                seconds(bound)
+            ));
+        }
+        None
     }
 }
 
@@ -153,4 +213,37 @@ pub fn cluster_statuses(
         );
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// The three rules `/healthz` and the watchdog share.
+    #[test]
+    fn stalled_when_the_loop_stops_a_pass_runs_long_or_none_finishes() {
+        let timeout = Duration::from_secs(60);
+        let h = Heartbeat::new(0);
+        h.expect_passes_every(Duration::from_secs(30));
+        assert_eq!(h.stalled(50_000, timeout), None);
+        // The loop stopped turning.
+        let stalled = h.stalled(61_000, timeout).expect("loop");
+        assert!(stalled.contains("event loop"), "{stalled}");
+        // A pass runs for longer than the timeout while the loop turns.
+        h.pass_started(10_000);
+        h.beat(70_001);
+        let stalled = h.stalled(70_001, timeout).expect("pass");
+        assert!(stalled.contains("a pass has been running for 60.0 s"), "{stalled}");
+        h.pass_finished(70_001);
+        assert_eq!(h.stalled(70_001, timeout), None);
+        // No pass for 2 × 30 s + 60 s.
+        h.beat(190_002);
+        let stalled = h.stalled(190_002, timeout).expect("no pass");
+        assert!(stalled.contains("no pass has finished for 120.0 s"), "{stalled}");
+        // Without an interval (a bare heartbeat), only the loop counts.
+        let bare = Heartbeat::new(0);
+        bare.beat(1_000_000);
+        assert_eq!(bare.stalled(1_000_000, timeout), None);
+    }
 }

@@ -480,7 +480,7 @@ fn a_stuck_loop_stops_the_watchdog_and_fails_healthz() {
         &[
             ("NOTIFY_SOCKET", sock_path.to_str().expect("utf8")),
             ("WATCHDOG_USEC", "400000"),
-            ("FEDSCHED_TEST_STALL_RECONCILE_MS", "3000"),
+            ("FEDSCHED_TEST_STALL_RECONCILE_MS", "5000"),
         ],
     );
     let addr = addr(&s);
@@ -500,12 +500,13 @@ fn a_stuck_loop_stops_the_watchdog_and_fails_healthz() {
     }
     assert_eq!(request(&addr, "GET", "/healthz", None).0, 200);
 
-    // A policy change starts a pass that stalls for 3 s inside the reconcile.
+    // A policy change starts a pass that stalls for 5 s inside the reconcile (stalled, and the
+    // watchdog unfed, once it has run for the 1 s heartbeat timeout).
     s.write("apps/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: shop\n");
     let touched = Instant::now();
     let mut health: Vec<(Instant, u16)> = Vec::new();
     let mut last_probe = Instant::now();
-    while touched.elapsed() < Duration::from_secs(8) {
+    while touched.elapsed() < Duration::from_secs(10) {
         if let Ok(n) = sock.recv(&mut buf)
             && String::from_utf8_lossy(&buf[..n]).contains("WATCHDOG=1")
         {

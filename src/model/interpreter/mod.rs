@@ -24,7 +24,10 @@
 pub mod builtin;
 pub mod kube;
 pub mod lua;
+pub mod pattern;
 pub mod results;
+pub mod scope;
+mod stdlib;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -35,6 +38,7 @@ use serde_json::Value;
 use crate::util::hash::{encode_json, fnv1a64};
 use lua::{LuaArg, LuaFailure};
 pub use results::{Component, DependencyRef, Outcome};
+pub use scope::Scope;
 
 /// The operations of a customization, by Karmada's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -255,9 +259,41 @@ pub fn run(c: &Customization, op: Operation, args: &Args<'_>) -> Result<Outcome,
     if let Some(hit) = cache_get(key) {
         return hit.map_err(|failure| script_error(c, op, failure));
     }
-    let out = run_uncached(script, &format!("{}/{}", c.name, op.name()), op, args);
+    // The scope's share (`scope`): what is left of its allowance, unless it refuses.
+    let scope = Scope::current();
+    let time = match scope.as_ref().map(|s| s.admit(key.0)) {
+        None => lua::TIME_BUDGET,
+        Some(Ok(left)) => left.min(lua::TIME_BUDGET),
+        Some(Err(refusal)) => return Err(script_error(c, op, refusal.to_string())),
+    };
+    let started = std::time::Instant::now();
+    let out = run_uncached(script, &format!("{}/{}", c.name, op.name()), op, args, time);
+    let spent = match &out {
+        Err(Failed { spent, .. }) => *spent,
+        Ok(_) => None,
+    };
+    if let Some(s) = &scope {
+        s.record(key.0, started.elapsed(), spent.is_some());
+        // Cut short by the scope, not by its own budget: says so, and is not kept.
+        if spent == Some(lua::Spent::Time) && time < lua::TIME_BUDGET {
+            return Err(script_error(c, op, s.cut_short().to_string()));
+        }
+    }
+    let out = out.map_err(|f| f.message);
     cache_put(key, out.clone());
     out.map_err(|failure| script_error(c, op, failure))
+}
+
+/// Why an uncached run failed: the message, and the budget it spent if that was why.
+struct Failed {
+    message: String,
+    spent: Option<lua::Spent>,
+}
+
+impl From<String> for Failed {
+    fn from(message: String) -> Self {
+        Failed { message, spent: None }
+    }
 }
 
 fn script_error(c: &Customization, op: Operation, failure: String) -> InterpreterError {
@@ -271,7 +307,13 @@ fn needs(op: Operation, name: &str, v: Option<&Value>) -> Result<(), String> {
     }
 }
 
-fn run_uncached(script: &str, chunk: &str, op: Operation, args: &Args<'_>) -> Result<Outcome, String> {
+fn run_uncached(
+    script: &str,
+    chunk: &str,
+    op: Operation,
+    args: &Args<'_>,
+    time: std::time::Duration,
+) -> Result<Outcome, Failed> {
     fn json(v: Option<&Value>) -> LuaArg<'_> {
         v.map(LuaArg::Json).unwrap_or(LuaArg::Nil)
     }
@@ -301,9 +343,14 @@ fn run_uncached(script: &str, chunk: &str, op: Operation, args: &Args<'_>) -> Re
             vec![json(args.desired), json(items_value.as_ref())]
         }
     };
-    let out =
-        lua::call(script, chunk, op.function(), &call_args, args.now_ms).map_err(|e: LuaFailure| e.to_string())?;
-    results::decode(op, out, args).map_err(|e| format!("script result cannot be used: {e}"))
+    let out = lua::call_within(script, chunk, op.function(), &call_args, args.now_ms, time).map_err(|e| {
+        let spent = match &e {
+            LuaFailure::Budget(spent) => Some(*spent),
+            _ => None,
+        };
+        Failed { message: e.to_string(), spent }
+    })?;
+    results::decode(op, out, args).map_err(|e| Failed::from(format!("script result cannot be used: {e}")))
 }
 
 type CacheEntry = Result<Outcome, String>;
@@ -551,6 +598,49 @@ mod tests {
         assert!(cache_get(key).is_none());
         run(&c, Operation::InterpretReplica, &args).expect("runs");
         assert!(cache_get(key).is_some(), "an unchanged object is not interpreted again");
+    }
+
+    /// In a scope, a script that ran past its budget three times is not run again (its other
+    /// objects fail at once, naming it), another script still runs, and the refusals are not
+    /// cached: a new scope runs the script again.
+    #[test]
+    fn a_scope_strikes_out_a_runaway_script_and_forgets_it_after() {
+        let mut c = custom("runaway", 1);
+        c.scripts.insert(Operation::InterpretReplica, Arc::from("function GetReplicas(o) while true do end end"));
+        let good = custom("good", 4);
+        let object = |i: usize| json!({"metadata": {"name": format!("strikes-{i}")}});
+        let scope = Scope::new("this test");
+        Scope::enter(Some(Arc::clone(&scope)), || {
+            for i in 0..scope::STRIKES as usize {
+                let e = run(&c, Operation::InterpretReplica, &Args { desired: Some(&object(i)), ..Args::default() })
+                    .expect_err("runaway");
+                assert!(e.to_string().contains("exceeded its budget"), "{e}");
+            }
+            let o = object(99);
+            let e = run(&c, Operation::InterpretReplica, &Args { desired: Some(&o), ..Args::default() })
+                .expect_err("struck out");
+            let text = e.to_string();
+            assert!(
+                text.contains("runaway") && text.contains("InterpretReplica") && text.contains("not run"),
+                "{text}"
+            );
+            let out = run(&good, Operation::InterpretReplica, &Args { desired: Some(&o), ..Args::default() });
+            assert!(out.is_ok(), "{out:?}");
+        });
+        let o = object(99);
+        let key = cache_key(
+            c.script(Operation::InterpretReplica).expect("script"),
+            Operation::InterpretReplica,
+            &Args { desired: Some(&o), ..Args::default() },
+        );
+        assert!(cache_get(key).is_none(), "a refusal is not cached");
+        // Cut short by a scope whose allowance is nearly spent: says so, not cached either.
+        let tight = Scope::with_allowance("this test", std::time::Duration::from_millis(10));
+        let o = object(100);
+        let e = Scope::enter(Some(tight), || {
+            run(&c, Operation::InterpretReplica, &Args { desired: Some(&o), ..Args::default() }).expect_err("cut")
+        });
+        assert!(e.to_string().contains("used their"), "{e}");
     }
 
     #[test]
