@@ -52,6 +52,8 @@ pub enum Passed {
     Done(Box<ReconcileReport>, Arc<Inputs>),
     /// Fenced: a standby's shadow pass.
     Shadow,
+    /// Held whole by the emptied-repository guard: nothing written or recorded.
+    Held,
     /// The kill switch stopped it (the instance is down now).
     Killed,
     /// Not running.
@@ -189,6 +191,9 @@ impl Instance {
                 Ok(Passed::Done(Box::new(report), inputs))
             }
             Err(ReconcileError::Fenced { .. }) => Ok(Passed::Shadow),
+            // Every template deleted while the store has placements: the daemon's guard holds
+            // the pass whole (nothing written or recorded) until the operator confirms.
+            Err(ReconcileError::Emptied { .. }) => Ok(Passed::Held),
             Err(ReconcileError::Publish(crate::publish::PublishError::Killed { .. })) => {
                 self.stop(false);
                 self.restart_at = Some(at + self.restart_after_ms);

@@ -590,7 +590,7 @@ impl World {
             .pass(&self.policy, &self.out, trigger, now, self.now)
             .map_err(|m| self.violation(0, format!("{}: {m}", self.instances[i].name)))?;
         match passed {
-            Passed::Down | Passed::Shadow => Ok(()),
+            Passed::Down | Passed::Shadow | Passed::Held => Ok(()),
             Passed::Killed => {
                 let crashed = self.reader.read(&self.out);
                 let recovered = self.recovered()?;
