@@ -1134,6 +1134,12 @@ spec:
         )
     }
 
+    /// The replicas of web's published Deployment on member `c` (none when no file is there).
+    pub(super) fn replicas(out: &std::path::Path, c: &str) -> Option<i64> {
+        let text = std::fs::read_to_string(out.join(c).join("shop/apps_deployment_web.yaml")).ok()?;
+        text.lines().find_map(|l| l.trim().strip_prefix("replicas: ")).and_then(|v| v.parse().ok())
+    }
+
     /// The workload's pods on a member: `pods` of them, `ready` Ready.
     pub(super) fn pods(pods: u32, ready: u32) -> Arc<PodFacts> {
         let owner = "ReplicaSet/shop/web-5d8f9".to_string();
@@ -1229,7 +1235,7 @@ spec:
 mod handover_tests {
     use std::collections::BTreeMap;
 
-    use super::grace_tests::{cluster, pods};
+    use super::grace_tests::{cluster, pods, replicas};
     use crate::model::snapshot::Health;
     use crate::reconcile::{Inputs, Reconciler, Settings, load_inputs};
     use crate::store::Store;
@@ -1259,11 +1265,6 @@ spec:
       containers:
       - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
 "#;
-
-    fn replicas(out: &std::path::Path, c: &str) -> Option<i64> {
-        let text = std::fs::read_to_string(out.join(c).join("shop/apps_deployment_web.yaml")).ok()?;
-        text.lines().find_map(|l| l.trim().strip_prefix("replicas: ")).and_then(|v| v.parse().ok())
-    }
 
     /// Issue 46, bug 1: a move-back is make before break. The workload failed over from its
     /// primary to the backup; when the primary has been Ready for `stable_for` it moves back,
@@ -1438,7 +1439,7 @@ spec:
 
 #[cfg(test)]
 mod guard_tests {
-    use super::grace_tests::cluster;
+    use super::grace_tests::{cluster, replicas};
     use crate::model::snapshot::Health;
     use crate::reconcile::{Inputs, Reconciler, Settings, load_inputs};
     use crate::store::Store;
@@ -1490,11 +1491,6 @@ spec:
             }
         }
         repo
-    }
-
-    fn replicas(out: &std::path::Path, c: &str) -> Option<i64> {
-        let text = std::fs::read_to_string(out.join(c).join("shop/apps_deployment_web.yaml")).ok()?;
-        text.lines().find_map(|l| l.trim().strip_prefix("replicas: ")).and_then(|v| v.parse().ok())
     }
 
     /// Issue 46, invariant 3 ("history records only what was published"): m1 is lost as the 6

@@ -27,67 +27,21 @@ impl Versioned for StabilityState {
         match schema {
             1 => Some(decode_payload::<StabilityStateV1>(Self::WHAT, codec, payload).map(|v| StabilityState {
                 clusters: v.clusters,
-                workloads: upgrade_workloads(v.workloads),
+                workloads: upgrade_workloads(v.workloads, EvictionTaskV2::upgrade),
                 recent_removals: v.recent_removals,
                 storm: v.storm,
                 taints: BTreeMap::new(),
                 rebalances: BTreeMap::new(),
             })),
-            2 => Some(decode_payload::<StabilityStateV2>(Self::WHAT, codec, payload).map(|v| StabilityState {
-                clusters: v.clusters,
-                workloads: upgrade_workloads(v.workloads),
-                recent_removals: v.recent_removals,
-                storm: v.storm,
-                taints: v.taints,
-                rebalances: v.rebalances,
-            })),
-            3 => Some(decode_payload::<StabilityStateV3>(Self::WHAT, codec, payload).map(|v| StabilityState {
-                clusters: v.clusters,
-                workloads: v.workloads.into_iter().map(|(k, w)| (k, w.into())).collect(),
-                recent_removals: v.recent_removals,
-                storm: v.storm,
-                taints: v.taints,
-                rebalances: v.rebalances,
-            })),
+            2 => Some(
+                decode_payload::<StabilityStateOld<EvictionTaskV2>>(Self::WHAT, codec, payload)
+                    .map(|v| v.upgrade(EvictionTaskV2::upgrade)),
+            ),
+            3 => Some(
+                decode_payload::<StabilityStateOld<EvictionTask>>(Self::WHAT, codec, payload)
+                    .map(|v| v.upgrade(std::convert::identity)),
+            ),
             _ => None,
-        }
-    }
-}
-
-/// Schema 3 of [`StabilityState`]: workloads without held actions.
-#[derive(serde::Deserialize)]
-struct StabilityStateV3 {
-    clusters: BTreeMap<String, ClusterTimeline>,
-    workloads: BTreeMap<ObjectKey, WorkloadStabilityV3>,
-    recent_removals: Vec<u64>,
-    storm: Option<Storm>,
-    taints: BTreeMap<String, Vec<AddedTaint>>,
-    rebalances: BTreeMap<String, Rebalance>,
-}
-
-/// [`WorkloadStability`] of schema 3: without `unpublished`.
-#[derive(serde::Deserialize)]
-struct WorkloadStabilityV3 {
-    tasks: Vec<EvictionTask>,
-    moved_from: BTreeMap<String, MovedFrom>,
-    unschedulable: BTreeMap<String, Pending>,
-    marks: Vec<CapacityMark>,
-    not_ready_since: BTreeMap<String, u64>,
-    stuck: BTreeSet<String>,
-    moved_at_ms: u64,
-}
-
-impl From<WorkloadStabilityV3> for WorkloadStability {
-    fn from(w: WorkloadStabilityV3) -> Self {
-        WorkloadStability {
-            tasks: w.tasks,
-            moved_from: w.moved_from,
-            unschedulable: w.unschedulable,
-            marks: w.marks,
-            not_ready_since: w.not_ready_since,
-            stuck: w.stuck,
-            moved_at_ms: w.moved_at_ms,
-            unpublished: Vec::new(),
         }
     }
 }
@@ -96,26 +50,40 @@ impl From<WorkloadStabilityV3> for WorkloadStability {
 #[derive(serde::Deserialize)]
 struct StabilityStateV1 {
     clusters: BTreeMap<String, ClusterTimeline>,
-    workloads: BTreeMap<ObjectKey, WorkloadStabilityV2>,
+    workloads: BTreeMap<ObjectKey, WorkloadStabilityOld<EvictionTaskV2>>,
     recent_removals: Vec<u64>,
     storm: Option<Storm>,
 }
 
-/// Schema 2 of [`StabilityState`]: eviction tasks without `grace_expired_ms`.
+/// Schemas 2 (eviction tasks `T` = [`EvictionTaskV2`], without `grace_expired_ms`) and 3
+/// (`T` = [`EvictionTask`]) of [`StabilityState`]: workloads without held actions.
 #[derive(serde::Deserialize)]
-struct StabilityStateV2 {
+struct StabilityStateOld<T> {
     clusters: BTreeMap<String, ClusterTimeline>,
-    workloads: BTreeMap<ObjectKey, WorkloadStabilityV2>,
+    workloads: BTreeMap<ObjectKey, WorkloadStabilityOld<T>>,
     recent_removals: Vec<u64>,
     storm: Option<Storm>,
     taints: BTreeMap<String, Vec<AddedTaint>>,
     rebalances: BTreeMap<String, Rebalance>,
 }
 
-/// [`WorkloadStability`] of schemas 1 and 2.
+impl<T> StabilityStateOld<T> {
+    fn upgrade(self, task: impl Fn(T) -> EvictionTask) -> StabilityState {
+        StabilityState {
+            clusters: self.clusters,
+            workloads: upgrade_workloads(self.workloads, task),
+            recent_removals: self.recent_removals,
+            storm: self.storm,
+            taints: self.taints,
+            rebalances: self.rebalances,
+        }
+    }
+}
+
+/// [`WorkloadStability`] of schemas 1 to 3: without `unpublished`, with eviction tasks `T`.
 #[derive(serde::Deserialize)]
-struct WorkloadStabilityV2 {
-    tasks: Vec<EvictionTaskV2>,
+struct WorkloadStabilityOld<T> {
+    tasks: Vec<T>,
     moved_from: BTreeMap<String, MovedFrom>,
     unschedulable: BTreeMap<String, Pending>,
     marks: Vec<CapacityMark>,
@@ -135,24 +103,28 @@ struct EvictionTaskV2 {
     grace_ms: u64,
 }
 
-fn upgrade_workloads(old: BTreeMap<ObjectKey, WorkloadStabilityV2>) -> BTreeMap<ObjectKey, WorkloadStability> {
+impl EvictionTaskV2 {
+    fn upgrade(self) -> EvictionTask {
+        EvictionTask {
+            cluster: self.cluster,
+            replicas: self.replicas,
+            reason: self.reason,
+            since_ms: self.since_ms,
+            purge: self.purge,
+            grace_ms: self.grace_ms,
+            grace_expired_ms: None,
+        }
+    }
+}
+
+fn upgrade_workloads<T>(
+    old: BTreeMap<ObjectKey, WorkloadStabilityOld<T>>,
+    task: impl Fn(T) -> EvictionTask,
+) -> BTreeMap<ObjectKey, WorkloadStability> {
     old.into_iter()
         .map(|(key, w)| {
-            let tasks = w
-                .tasks
-                .into_iter()
-                .map(|t| EvictionTask {
-                    cluster: t.cluster,
-                    replicas: t.replicas,
-                    reason: t.reason,
-                    since_ms: t.since_ms,
-                    purge: t.purge,
-                    grace_ms: t.grace_ms,
-                    grace_expired_ms: None,
-                })
-                .collect();
             let w = WorkloadStability {
-                tasks,
+                tasks: w.tasks.into_iter().map(&task).collect(),
                 moved_from: w.moved_from,
                 unschedulable: w.unschedulable,
                 marks: w.marks,

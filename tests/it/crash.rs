@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use crate::support::*;
 
@@ -104,19 +104,6 @@ fn sigkill_at_every_publish_step_leaves_every_cluster_directory_consistent() {
     eprintln!("{steps} publish steps ({added} files added, {removed} removed), each killed and recovered");
     // Staged, journal, one step per rename and removal, the last syncfs.
     assert!(steps >= 2 + added + removed, "{steps} steps for {added} added and {removed} removed files");
-}
-
-/// Waits for the child to exit within `limit` (killed otherwise) and returns its output.
-fn output_within(mut child: std::process::Child, limit: Duration) -> Output {
-    let start = Instant::now();
-    while child.try_wait().expect("try_wait").is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().expect("output")
 }
 
 #[test]

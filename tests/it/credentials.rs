@@ -96,33 +96,8 @@ fn exec_user(command: &Path) -> String {
     )
 }
 
-/// Runs `fedsched args…` to its end, failing the test after `limit` (the process is killed).
-fn run_bounded(args: &[&str], limit: Duration) -> Output {
-    let child = Command::new(bin())
-        .args(args)
-        .env_remove("FEDSCHED_CONFIG")
-        .env_remove("NOTIFY_SOCKET")
-        .env("FEDSCHED_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let id = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(o) => o.expect("output"),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &id.to_string()]).status();
-            panic!("fedsched {args:?} did not end within {limit:?}");
-        }
-    }
-}
-
 fn render(config: &Path) -> Output {
-    run_bounded(&["render", "-c", config.to_str().expect("utf8")], Duration::from_secs(90))
+    within(fedsched_cmd(&["render", "-c", config.to_str().expect("utf8")]), Duration::from_secs(90))
 }
 
 /// Whether a process is gone (or a zombie nobody reaped: it runs nothing).
@@ -252,7 +227,7 @@ fn a_control_character_in_any_token_source_is_an_error_of_that_member_never_a_pa
         "",
         &format!("[ha]\n{host}lease_namespace = \"fedsched\"\n"),
     );
-    let o = run_bounded(&["run", "-c", config.to_str().expect("utf8")], Duration::from_secs(60));
+    let o = within(fedsched_cmd(&["run", "-c", config.to_str().expect("utf8")]), Duration::from_secs(60));
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("[ha] host cluster") && err.contains("token: contains a character not allowed"), "{err}");

@@ -9,7 +9,6 @@
 //! outer limit ([`within`]).
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -160,36 +159,6 @@ fn hostile_repository() -> Scratch {
         s.write(&format!("attacks/{}.yaml", a.name), &workload(i));
     }
     s
-}
-
-/// Runs `cmd` to its end, or fails the test when it has not ended within `limit` (a hang).
-fn within(mut cmd: Command, limit: Duration) -> Output {
-    let child = cmd
-        .env_remove("FEDSCHED_CONFIG")
-        .env_remove("NOTIFY_SOCKET")
-        .env("FEDSCHED_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn fedsched");
-    let id = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.expect("wait"),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &id.to_string()]).status();
-            panic!("{cmd:?} did not end within {limit:?}: it hangs");
-        }
-    }
-}
-
-fn fedsched_cmd(args: &[&str]) -> Command {
-    let mut c = Command::new(bin());
-    c.args(args);
-    c
 }
 
 /// A failure message names the attack's customization and the operation, and says what it

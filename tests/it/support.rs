@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_fedsched")
@@ -38,15 +39,40 @@ pub fn placements_of(out: &Path) -> std::io::Result<String> {
     })
 }
 
+/// The binary with the given arguments, as a command; no config from the environment.
+pub fn fedsched_cmd(args: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.args(args).env_remove("FEDSCHED_CONFIG").env_remove("NOTIFY_SOCKET").env("FEDSCHED_LOG", "warn");
+    c
+}
+
 /// Runs the binary with the given arguments; no config from the environment.
 pub fn fedsched(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .env_remove("FEDSCHED_CONFIG")
-        .env_remove("NOTIFY_SOCKET")
-        .env("FEDSCHED_LOG", "warn")
-        .output()
-        .expect("run fedsched")
+    fedsched_cmd(args).output().expect("run fedsched")
+}
+
+/// Waits for `child` to end within `limit` and returns its output (read meanwhile, so that a
+/// full pipe cannot stall it); a child still running then is killed and the test fails: it
+/// hangs.
+pub fn output_within(child: Child, limit: Duration) -> Output {
+    let id = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("wait"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &id.to_string()]).status();
+            panic!("process {id} did not end within {limit:?}: it hangs");
+        }
+    }
+}
+
+/// Runs `cmd` with its output piped to its end, within `limit` ([`output_within`]).
+pub fn within(mut cmd: Command, limit: Duration) -> Output {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    output_within(child, limit)
 }
 
 pub fn text(b: &[u8]) -> String {
