@@ -10,7 +10,7 @@
 //! | `/api/v1/clusters` | members: state, capacity, confidence, snapshot age, replicas |
 //! | `/api/v1/clusters/{name}/snapshots` | as `fedsched snapshots -o json` |
 //! | `/api/v1/resources?by=region\|zone\|provider\|label=KEY` | as `fedsched resources -o json` |
-//! | `/api/v1/workloads` | every placement, as the summary's shards (`.fedsched/placements/`) list them |
+//! | `/api/v1/workloads?namespace=&cluster=&selector=&state=` | as `fedsched get -o json`: every placement with the summary's fields (`.fedsched/placements/`), its replicas, `suspended`, `lazyHeld`, labels; filtered (an unknown cluster: 404) |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/explain` | as `fedsched explain -o json` (`ns` = `_` for cluster-scoped), with the profiles of the last good pass |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/history` | as `fedsched history -o json` |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/status?stuckAfter=5m` | as `fedsched status KIND/NS/NAME -o json` |
@@ -676,12 +676,48 @@ async fn resources(
     axum::Json(crate::views::resources::document(&views, &by, model)).into_response()
 }
 
-async fn workloads(State(s): State<ApiState>, headers: HeaderMap) -> Response {
+/// `?namespace=&cluster=&selector=&state=` of `/api/v1/workloads` (as `fedsched get`'s flags).
+#[derive(Debug, serde::Deserialize)]
+struct WorkloadsQuery {
+    namespace: Option<String>,
+    cluster: Option<String>,
+    selector: Option<String>,
+    state: Option<String>,
+}
+
+impl WorkloadsQuery {
+    fn filter(self) -> Result<crate::views::workloads::Filter, Refusal> {
+        let bad = |e: String| Refusal::new(StatusCode::BAD_REQUEST, e);
+        Ok(crate::views::workloads::Filter {
+            namespace: self.namespace,
+            cluster: self.cluster,
+            selector: self.selector.map(|s| s.parse()).transpose().map_err(|e| bad(format!("selector: {e}")))?,
+            state: self.state.map(|s| s.parse()).transpose().map_err(|e| bad(format!("state: {e}")))?,
+        })
+    }
+}
+
+async fn workloads(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    axum::extract::Query(q): axum::extract::Query<WorkloadsQuery>,
+) -> Response {
+    use crate::views::workloads::{GetError, document};
     if let Err(r) = authorize(&s, &headers) {
         return r.into_response();
     }
+    let filter = match q.filter() {
+        Ok(f) => f,
+        Err(r) => return r.into_response(),
+    };
     let store = s.store.clone();
-    blocking(move || Ok(report::workloads_json(&store.placements().map_err(store_error)?))).await
+    blocking(move || {
+        document(&store, &filter).map_err(|e| match e {
+            GetError::UnknownCluster(_) => Refusal::new(StatusCode::NOT_FOUND, e.to_string()),
+            GetError::Store(e) => store_error(e),
+        })
+    })
+    .await
 }
 
 /// The inputs of the last good pass and the profiles it ran with (the configured ones, as the

@@ -5,7 +5,7 @@
 //! `fedsched completion SHELL` prints a shell completion script (clap_complete);
 //! `--version` names the commit (`build.rs`).
 //!
-//! `explain`, `status`, `history` and `snapshots` read the store; while a daemon holds it (sled is
+//! `explain`, `get`, `status`, `history` and `snapshots` read the store; while a daemon holds it (sled is
 //! single-process) they ask the daemon's HTTP API instead (`--server URL`, or found through
 //! `<state>/http.addr` / `[http] listen`). Both paths print the same documents
 //! ([`crate::views::report`], [`crate::views::explain`]).
@@ -71,6 +71,16 @@ pub enum LogFormatArg {
 pub enum OutputFormat {
     #[default]
     Text,
+    Json,
+    Yaml,
+}
+
+/// `-o` of the commands that list (`get`): a table, a wider table, JSON or YAML.
+#[derive(Debug, Clone, Copy, Default, ValueEnum)]
+pub enum ListFormat {
+    #[default]
+    Text,
+    Wide,
     Json,
     Yaml,
 }
@@ -164,6 +174,32 @@ pub enum Command {
         server: ServerArgs,
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: OutputFormat,
+    },
+    /// Every placed workload with its policy, clusters and replicas, state, and whether its
+    /// dispatching is suspended or a Lazy policy holds it (`kubectl get` of the fleet), from the
+    /// store (or a running daemon's API). Exit 0 (none found: said on stderr), 1 an unknown
+    /// cluster, 2 the store or the daemon unreadable.
+    Get {
+        #[command(flatten)]
+        dirs: DirArgs,
+        /// Only the workloads of this namespace.
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// Only the workloads placed on this cluster.
+        #[arg(long)]
+        cluster: Option<String>,
+        /// Only the workloads whose template's labels match (kubectl's syntax: `app=web`,
+        /// `tier!=db`, `env in (prod,stage)`, `gpu`, `!legacy`, comma-separated).
+        #[arg(short = 'l', long, value_name = "SELECTOR")]
+        selector: Option<crate::views::workloads::Selector>,
+        /// Only the workloads in this state: scheduled, unschedulable, suspended, lazy-held.
+        #[arg(long, value_name = "STATE")]
+        only: Option<crate::views::workloads::StateFilter>,
+        #[command(flatten)]
+        server: ServerArgs,
+        /// `wide` adds the decision's time, the affinity term, the labels and the reason.
+        #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+        output: ListFormat,
     },
     /// Serve simulated member clusters over the Kubernetes API (or generate a fleet).
     Simulate(SimulateArgs),
@@ -550,6 +586,34 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             print_doc(*output, &doc, |d| report::history_text(d, workload));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Get { dirs, namespace, cluster, selector, only, server, output } => {
+            use crate::views::workloads::{self, GetError};
+            let filter = workloads::Filter {
+                namespace: namespace.clone(),
+                cluster: cluster.clone(),
+                selector: selector.clone(),
+                state: *only,
+            };
+            let doc = match open_source(&cfg, dirs, server)? {
+                Source::Server(api) => api.get(&format!("/api/v1/workloads{}", filter.to_query()))?,
+                Source::Store(store) => workloads::document(&store, &filter).map_err(|e| match e {
+                    GetError::UnknownCluster(_) => invalid(e.into()),
+                    GetError::Store(e) => e.into(),
+                })?,
+            };
+            match output {
+                ListFormat::Json => print_doc(OutputFormat::Json, &doc, |_| String::new()),
+                ListFormat::Yaml => print_doc(OutputFormat::Yaml, &doc, |_| String::new()),
+                ListFormat::Text | ListFormat::Wide => {
+                    let table = workloads::to_text(&doc, matches!(output, ListFormat::Wide));
+                    match table.is_empty() {
+                        true => crate::errln!("no workloads found"),
+                        false => crate::out!("{table}"),
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Resources { dirs, by, server, output } => {
             let doc = match open_source(&cfg, dirs, server)? {
                 Source::Server(api) => {
@@ -864,6 +928,15 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     }
     for p in &report.render_failures {
         crate::errln!("render failed: {} on {}: {}", p.workload, p.cluster.as_deref().unwrap_or("?"), p.reason);
+    }
+    for (w, clusters) in &report.suspended {
+        crate::errln!(
+            "suspended: {w}: dispatching to {} (its files stay as they were)",
+            reconcile::suspended_on(clusters)
+        );
+    }
+    for w in &report.lazy_held {
+        crate::errln!("lazy-held: {w}: {}", reconcile::LAZY_HELD_NOTE);
     }
     for h in &report.held_clusters {
         crate::errln!("held: {h}");

@@ -70,6 +70,66 @@ pub fn label_selector_matches(sel: &LabelSelector, labels: &BTreeMap<String, Str
         && sel.match_expressions.iter().all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
 }
 
+/// A label selector in `kubectl`'s string form (`-l`, `--selector`): requirements separated
+/// by commas, each `key=value`, `key==value`, `key!=value`, `key in (a,b)`, `key notin (a,b)`,
+/// `key` (exists) or `!key` (does not exist). The error names the requirement it cannot read.
+pub fn parse_label_selector(text: &str) -> Result<LabelSelector, String> {
+    let mut sel = LabelSelector::default();
+    let mut rest = text.trim();
+    let requirement = |key: &str, operator, values: Vec<String>| -> Result<LabelSelectorRequirement, String> {
+        let key = key.trim();
+        if key.is_empty() || key.contains(|c: char| c.is_whitespace() || "=!(),".contains(c)) {
+            return Err(format!("{text:?}: {key:?} is not a label key"));
+        }
+        Ok(LabelSelectorRequirement { key: key.to_string(), operator, values })
+    };
+    while !rest.is_empty() {
+        // One requirement: up to the next comma outside parentheses.
+        let end = rest
+            .char_indices()
+            .scan(0i32, |depth, (i, c)| {
+                *depth += match c {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+                Some((i, c, *depth))
+            })
+            .find(|(_, c, depth)| *c == ',' && *depth == 0)
+            .map_or(rest.len(), |(i, _, _)| i);
+        let part = rest[..end].trim();
+        rest = rest.get(end + 1..).unwrap_or("").trim_start();
+        let set_of = |list: &str| -> Result<Vec<String>, String> {
+            let inner = list.trim().strip_prefix('(').and_then(|l| l.strip_suffix(')'));
+            let inner = inner.ok_or_else(|| format!("{text:?}: {part:?}: the values go in parentheses: (a,b)"))?;
+            Ok(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+        };
+        let words: Vec<&str> = part.splitn(2, char::is_whitespace).collect();
+        let r = if let Some((k, v)) = part.split_once("!=") {
+            requirement(k, SelectorOperator::NotIn, vec![v.trim().to_string()])?
+        } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+            requirement(k, SelectorOperator::In, vec![v.trim().to_string()])?
+        } else if let [key, tail] = words.as_slice()
+            && let Some(list) = tail.trim_start().strip_prefix("notin")
+        {
+            requirement(key, SelectorOperator::NotIn, set_of(list)?)?
+        } else if let [key, tail] = words.as_slice()
+            && let Some(list) = tail.trim_start().strip_prefix("in")
+        {
+            requirement(key, SelectorOperator::In, set_of(list)?)?
+        } else if let Some(key) = part.strip_prefix('!') {
+            requirement(key, SelectorOperator::DoesNotExist, Vec::new())?
+        } else {
+            requirement(part, SelectorOperator::Exists, Vec::new())?
+        };
+        if matches!(r.operator, SelectorOperator::In | SelectorOperator::NotIn) && r.values.is_empty() {
+            return Err(format!("{text:?}: {part:?} has no value"));
+        }
+        sel.match_expressions.push(r);
+    }
+    Ok(sel)
+}
+
 /// One requirement against the value of its key (None = key absent), with node-selector
 /// semantics for `Gt`/`Lt` (integer comparison; absent or non-integer values do not match).
 fn requirement_matches(r: &LabelSelectorRequirement, value: Option<&str>) -> bool {
@@ -533,6 +593,36 @@ mod tests {
     }
 
     use SelectorOperator::{DoesNotExist, Exists, Gt, In, Lt, NotIn};
+
+    #[test]
+    fn kubectl_label_selectors_parse_as_kubectl_reads_them() {
+        let parsed = parse_label_selector("app=web, tier!=back,env in (prod, stage),zone notin (a),gpu,!legacy,x==y")
+            .expect("parses");
+        assert_eq!(
+            parsed.match_expressions,
+            vec![
+                req("app", In, &["web"]),
+                req("tier", NotIn, &["back"]),
+                req("env", In, &["prod", "stage"]),
+                req("zone", NotIn, &["a"]),
+                req("gpu", Exists, &[]),
+                req("legacy", DoesNotExist, &[]),
+                req("x", In, &["y"]),
+            ]
+        );
+        let l = labels(&[("app", "web"), ("env", "prod"), ("gpu", "")]);
+        assert!(label_selector_matches(&parsed, &{
+            let mut l = l.clone();
+            l.insert("x".into(), "y".into());
+            l
+        }));
+        assert!(!label_selector_matches(&parsed, &l), "x==y does not hold");
+        assert_eq!(parse_label_selector("").expect("empty").match_expressions, vec![]);
+        for bad in ["=web", "app in prod", "env in ()", "a b=c"] {
+            let e = parse_label_selector(bad).expect_err(bad);
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+        }
+    }
 
     #[test]
     fn label_selectors() {

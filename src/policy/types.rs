@@ -172,6 +172,16 @@ impl Suspension {
         self.dispatching == Some(true)
             || self.dispatching_on_clusters.as_ref().is_some_and(|s| s.cluster_names.iter().any(|c| c == cluster))
     }
+
+    /// What it suspends, if anything: `None` when no dispatching is suspended, an empty list
+    /// when every cluster's is (`dispatching: true`), else the clusters named.
+    pub fn suspended(&self) -> Option<Vec<String>> {
+        if self.dispatching == Some(true) {
+            return Some(Vec::new());
+        }
+        let named = self.dispatching_on_clusters.as_ref().map(|s| s.cluster_names.clone()).unwrap_or_default();
+        (!named.is_empty()).then_some(named)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -44,6 +44,12 @@ use super::snapshots::{Pass, PassSnapshots};
 use super::stability::{Directive, StabilityPass};
 use super::{Inputs, Problem, cache};
 
+/// The history note of a workload whose `activationPreference: Lazy` policy changed while its
+/// template did not ([`lazy_pin`]): recorded with the decision while the hold lasts, and what
+/// the views read to show the hold (`fedsched get`, `explain`, `history`).
+pub const LAZY_HELD_NOTE: &str = "held by activationPreference: Lazy: the policy changed, the template did not; \
+                                  the policy of the last decision stays in force until the template changes";
+
 /// What every decision of a pass shares.
 pub(super) struct Context<'a> {
     pub store: &'a Store,
@@ -79,8 +85,15 @@ pub(super) struct Decisions {
     pub order: Vec<Ordered>,
     /// Those decided (scheduled and rendered) this pass; the others reused a decision.
     pub fresh: BTreeSet<ObjectKey>,
-    /// Per workload, the notes of its render failures (for its history record).
+    /// Per workload, the notes of its history record: a Lazy policy's hold
+    /// ([`LAZY_HELD_NOTE`]) and its render failures.
     pub notes: BTreeMap<ObjectKey, Vec<String>>,
+    /// The workloads whose policy in force suspends dispatching, with what it suspends
+    /// ([`crate::policy::types::Suspension::suspended`]: empty = every cluster), in decision
+    /// order.
+    pub suspended: Vec<(ObjectKey, Vec<String>)>,
+    /// The workloads a Lazy policy holds on the spec of their last decision, in decision order.
+    pub lazy_held: Vec<ObjectKey>,
     /// Workloads with a placement that this pass did not decide, in store order.
     pub removed: Vec<ObjectKey>,
     /// The output of the earlier decisions this pass replaced (decided again) or dropped (no
@@ -201,6 +214,12 @@ pub(super) fn decide_all(
     // The positions in `out.order` of the decisions that may hold problems.
     let mut with_problems: Vec<usize> = Vec::new();
     let default_placement = Placement::default();
+    // Whether any policy suspends dispatching (else a kept decision looks up no policy for it).
+    let any_suspension = set
+        .propagation_policies
+        .iter()
+        .chain(&set.cluster_propagation_policies)
+        .any(|p| p.spec.suspension.as_ref().is_some_and(|s| s.suspended().is_some()));
     // (Moved out for the loop; an error ends the pass, and the cache with it.)
     let mut claims = std::mem::take(&mut cache.claims);
     claims.begin(set, ctx.index);
@@ -227,7 +246,8 @@ pub(super) fn decide_all(
         };
         let decided_before = out.decided;
         let reused = kept.and_then(|key| reuse_kept(ctx, cache, snapshots, (t, key), &mut out.redecided));
-        let entry = match reused {
+        // What the policy in force suspends, and whether a Lazy policy holds its last spec.
+        let (entry, suspended, held) = match reused {
             Some(entry) => {
                 #[cfg(debug_assertions)]
                 debug_check_kept_key(
@@ -240,7 +260,19 @@ pub(super) fn decide_all(
                     &snapshots.views,
                     entry.key,
                 )?;
-                entry
+                // A kept key is never a Lazy policy's (those are forgotten): the claimer's
+                // current spec is the one in force.
+                let suspended = match any_suspension {
+                    true => entry
+                        .decided
+                        .record
+                        .policy
+                        .as_ref()
+                        .and_then(|r| ctx.index.propagation_policy(r))
+                        .and_then(|p| p.spec.suspension.as_ref()?.suspended()),
+                    false => None,
+                };
+                (entry, suspended, false)
             }
             None => {
                 let Some(mut claimed) =
@@ -267,12 +299,21 @@ pub(super) fn decide_all(
                         cache.keys.keep(shared, claimed.previous.as_ref(), fleet, key)
                     }
                 }
+                let suspended = claimed.spec.and_then(|s| s.suspension.as_ref()?.suspended());
+                let held = pinned.is_some();
                 let Some(entry) = reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out, &mut batch)? else {
                     continue;
                 };
-                entry
+                (entry, suspended, held)
             }
         };
+        if held {
+            out.notes.entry(t.key.clone()).or_default().push(LAZY_HELD_NOTE.to_string());
+            out.lazy_held.push(t.key.clone());
+        }
+        if let Some(clusters) = suspended {
+            out.suspended.push((t.key.clone(), clusters));
+        }
         let decided = &entry.decided;
         seen_placed += usize::from(placed.is_some());
         // Problems come with a decision, or from rendering this pass's.

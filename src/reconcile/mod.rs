@@ -53,6 +53,7 @@ use crate::store::Store;
 
 pub use adopt::{AdoptError, Adopted, adopt_published, take_over};
 use decide::Decided;
+pub use decide::LAZY_HELD_NOTE;
 pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
 use inputs::LoadCache;
 pub use inputs::{
@@ -61,7 +62,9 @@ pub use inputs::{
 };
 pub use preview::{PassPreview, PlannedDecision};
 pub use replay::{RecordedHistory, ReplayError, replay_pass};
-pub use report::{PhaseTimings, Problem, ReconcileError, ReconcileReport, Redecided, StabilityEvent, StabilityReport};
+pub use report::{
+    PhaseTimings, Problem, ReconcileError, ReconcileReport, Redecided, StabilityEvent, StabilityReport, suspended_on,
+};
 pub use settings::{InterpreterSettings, PublishSettings, Settings};
 pub use snapshots::{Assumed, set_confidence};
 
@@ -491,6 +494,8 @@ impl Reconciler {
             redecided: decisions.redecided,
             unschedulable: decisions.unschedulable,
             render_failures: decisions.render_failures,
+            suspended: decisions.suspended,
+            lazy_held: decisions.lazy_held,
             removed_workloads: recorded.removed_workloads,
             files_written: published.written.len(),
             files_removed: published.removed.len(),

@@ -101,6 +101,12 @@ pub struct ReconcileReport {
     pub redecided: Redecided,
     pub unschedulable: Vec<Problem>,
     pub render_failures: Vec<Problem>,
+    /// Workloads whose policy in force suspends dispatching, with the clusters it suspends
+    /// (empty: every cluster): their files stay as they were.
+    pub suspended: Vec<(ObjectKey, Vec<String>)>,
+    /// Workloads a Lazy policy holds on the spec of their last decision (the policy changed,
+    /// the template did not).
+    pub lazy_held: Vec<ObjectKey>,
     pub removed_workloads: Vec<ObjectKey>,
     pub files_written: usize,
     pub files_removed: usize,
@@ -170,6 +176,14 @@ pub struct StabilityEvent {
     pub text: String,
 }
 
+/// How a report names what a suspension suspends ([`ReconcileReport::suspended`]).
+pub fn suspended_on(clusters: &[String]) -> String {
+    match clusters.is_empty() {
+        true => "every cluster".to_string(),
+        false => clusters.join(", "),
+    }
+}
+
 impl ReconcileReport {
     /// One line for logs and systemd's STATUS=.
     pub fn summary(&self) -> String {
@@ -189,8 +203,19 @@ impl ReconcileReport {
             0 => String::new(),
             n => format!("; {n} failover event(s)"),
         };
+        let mut paused = Vec::new();
+        if !self.suspended.is_empty() {
+            paused.push(format!("{} suspended", self.suspended.len()));
+        }
+        if !self.lazy_held.is_empty() {
+            paused.push(format!("{} held by a Lazy policy", self.lazy_held.len()));
+        }
+        let paused = match paused.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", paused.join(", ")),
+        };
         format!(
-            "{} workloads: {} scheduled, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}{assumed}{moves}{storm}; {} ms",
+            "{} workloads: {} scheduled{paused}, {} unschedulable, {} render failures; files: {} written, {} removed, {} unchanged{held}{assumed}{moves}{storm}; {} ms",
             self.workloads,
             self.scheduled,
             self.unschedulable.len(),

@@ -8,7 +8,8 @@
 //! ([`summary_item`], [`summary_into`]) so that only changed decisions are serialised again
 //! and only their shards joined again. Earlier versions wrote one file,
 //! `.fedsched/placements.json`, in the same document format: [`read_published`] reads either.
-//! `/api/v1/workloads` answers the same placements ([`crate::views::report::workloads_json`]).
+//! `/api/v1/workloads` and `fedsched get` answer the same placements with more columns
+//! ([`crate::views::workloads`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -125,6 +125,22 @@ pub fn explain(
     }
     let ctx = Context { set, claim: claim.as_ref(), profile: &profile, required_by: &required_by, data: &data };
     let mut doc = document(&ctx, &t.key, result.as_ref(), &verdicts, source, decided_at, stored.as_ref());
+    // Suspended and Lazy-held as the last recorded decision was (`fedsched get`); a workload
+    // not decided yet: what its claiming policy suspends.
+    let flags = match (&last, source) {
+        (Some(h), "store") => {
+            crate::views::workloads::Flags::of(store, h, &mut Default::default()).map_err(|e| e.to_string())?
+        }
+        _ => crate::views::workloads::Flags {
+            suspended: claim
+                .as_ref()
+                .and_then(|c| set.propagation_policy(&c.policy))
+                .and_then(|p| p.spec.suspension.as_ref()?.suspended()),
+            lazy_held: false,
+        },
+    };
+    doc["suspended"] = flags.suspended_json();
+    doc["lazyHeld"] = json!(flags.lazy_held);
     let stability = store.stability().map_err(|e| e.to_string())?;
     doc["failover"] = failover_json(&stability, &t.key);
     let status = match &stored {
@@ -384,6 +400,12 @@ pub fn to_text(doc: &Value) -> String {
         out.push_str(&format!(" ({r})"));
     }
     out.push_str(&format!("  [decision from {}]\n", s(&doc["source"])));
+    if let Some(on) = crate::views::workloads::suspended_text(&doc["suspended"]) {
+        out.push_str(&format!("suspended: dispatching to {on} (suspension): its files stay as they were\n"));
+    }
+    if doc["lazyHeld"].as_bool() == Some(true) {
+        out.push_str(&format!("{}\n", crate::reconcile::LAZY_HELD_NOTE));
+    }
     let f = &doc["failover"];
     if let Some(storm) = f["stormGuard"].as_object() {
         out.push_str(&format!(

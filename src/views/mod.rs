@@ -8,6 +8,8 @@
 //! - [`resources`]: capacity, allocated and free per group of clusters.
 //! - [`status`]: the daemon's in-memory status (last pass, readiness, cluster health) and
 //!   its loop heartbeat.
+//! - [`workloads`]: `fedsched get` and `/api/v1/workloads`, every placed workload as a row
+//!   (policy, clusters and replicas, state, suspended and Lazy-held), filtered.
 //! - [`workload_status`]: what the members run of a placed workload (desired, ready, pending
 //!   with reasons, missing per cluster) and its aggregated state (`fedsched status`).
 //!
@@ -20,3 +22,4 @@ pub mod report;
 pub mod resources;
 pub mod status;
 pub mod workload_status;
+pub mod workloads;

@@ -1,8 +1,8 @@
 //! The JSON documents fedsched answers with, built in one place for every caller: the CLI
 //! (`history`, `snapshots` with `-o json` or text) and the HTTP API (`/api/v1/…`). The
 //! explain document lives in [`crate::views::explain`]; the output directory's
-//! the summary's shards `.fedsched/placements/` (whose placements `/api/v1/workloads` answers) in
-//! [`crate::render::summary`].
+//! the summary's shards `.fedsched/placements/` in [`crate::render::summary`], whose
+//! placements `/api/v1/workloads` answers with more columns ([`crate::views::workloads`]).
 //!
 //! Text renderings are made from the JSON documents, so that the CLI prints the same text
 //! whether it read the store itself or asked a running daemon.
@@ -17,8 +17,6 @@ use crate::model::{ClusterSnapshot, Health};
 use crate::schedule::Outcome;
 use crate::store::{HistoryRecord, PlacementRecord, SnapshotMeta, Store, StoreError};
 use crate::views::explain::{WorkloadRef, format_ms};
-
-use crate::render::summary::placement_json;
 
 /// The history of the workload a reference names: its current placement's history, or, for
 /// a workload no longer placed, the history that is still kept. Empty when there is none.
@@ -46,9 +44,11 @@ pub fn history_for(store: &Store, r: &WorkloadRef) -> Result<Vec<HistoryRecord>,
 /// compact records reference).
 pub fn history_json(store: &Store, records: &[HistoryRecord]) -> Result<Value, StoreError> {
     let mut out = Vec::with_capacity(records.len());
+    let mut specs = crate::views::workloads::Specs::default();
     for r in records {
         let versions = store.versions(r.inputs.snapshot_versions)?.unwrap_or_default();
         let verdicts = store.expand(&r.result)?;
+        let flags = crate::views::workloads::Flags::of(store, r, &mut specs)?;
         out.push(json!({
                     "seq": r.seq,
                     "at": format_ms(r.at_ms),
@@ -67,12 +67,15 @@ pub fn history_json(store: &Store, records: &[HistoryRecord]) -> Result<Value, S
                     },
                     "clusters": verdicts.iter().map(|v| json!({"name": v.name, "feasible": v.feasible, "reasons": v.reasons, "score": v.score, "availableReplicas": v.available_replicas, "replicas": v.replicas, "estimates": v.estimates.iter().cloned().collect::<BTreeMap<_, _>>()})).collect::<Vec<_>>(),
                     "notes": r.notes,
+                    "suspended": flags.suspended_json(),
+                    "lazyHeld": flags.lazy_held,
         }));
     }
     Ok(Value::Array(out))
 }
 
-/// The text form of [`history_json`]: one line per decision, notes indented.
+/// The text form of [`history_json`]: one line per decision, what its policy suspended and
+/// its notes indented (a Lazy policy's hold is one).
 pub fn history_text(doc: &Value, r: &WorkloadRef) -> String {
     let records = doc.as_array().map(Vec::as_slice).unwrap_or_default();
     if records.is_empty() {
@@ -99,6 +102,9 @@ pub fn history_text(doc: &Value, r: &WorkloadRef) -> String {
             rec["trigger"].as_str().unwrap_or(""),
             outcome
         ));
+        if let Some(on) = crate::views::workloads::suspended_text(&rec["suspended"]) {
+            out.push_str(&format!("    suspended: dispatching to {on} (its files stay as they were)\n"));
+        }
         for n in rec["notes"].as_array().into_iter().flatten() {
             out.push_str(&format!("    {}\n", n.as_str().unwrap_or("")));
         }
@@ -243,11 +249,6 @@ pub fn snapshots_text(doc: &Value) -> String {
             )
         })
         .collect()
-}
-
-/// `/api/v1/workloads`: every current placement, in store order (as the summary's shards list them).
-pub fn workloads_json(placements: &[PlacementRecord]) -> Value {
-    json!({ "placements": placements.iter().map(|p| placement_json(&p.summary())).collect::<Vec<_>>() })
 }
 
 /// Replicas placed per cluster by the current placements.

@@ -410,19 +410,43 @@ fn metrics_parse_and_the_json_api_answers_like_the_cli_behind_a_token() {
     assert_eq!(status["ready"], true, "{status}");
     assert_eq!(status["lastPass"]["outcome"], "ok", "{status}");
 
-    // /api/v1/workloads is what the output's placements.json says.
+    let mut api = BTreeMap::new();
+    // /api/v1/workloads is what the output's placements.json says …
     let sort = |v: &Value| {
         let mut items: Vec<Value> = v["placements"].as_array().expect("placements").clone();
         items.sort_by_key(|i| i["workload"].to_string());
         items
     };
-    let workloads = get_json(&addr, "/api/v1/workloads", Some(TOKEN));
+    let mut workloads = get_json(&addr, "/api/v1/workloads", Some(TOKEN));
     let on_disk: Value = serde_json::from_str(&placements_of(&s.out()).expect("read")).expect("the summary");
+    // … with `fedsched get`'s columns besides the summary's fields.
+    for item in workloads["placements"].as_array_mut().expect("placements") {
+        let o = item.as_object_mut().expect("an object");
+        for column in ["replicas", "suspended", "lazyHeld", "labels", "decidedAt"] {
+            assert!(o.remove(column).is_some(), "no {column} in {o:?}");
+        }
+    }
     assert_eq!(sort(&workloads), sort(&on_disk));
+    // `fedsched get` is the same document, through the fallback; its filters are the query's.
+    let shop = get_json(&addr, "/api/v1/workloads?namespace=shop&selector=app%3Dweb", Some(TOKEN));
+    let names: Vec<&str> =
+        shop["placements"].as_array().expect("rows").iter().filter_map(|r| r["workload"]["name"].as_str()).collect();
+    assert_eq!(names, ["web"], "{shop}");
+    assert_eq!(
+        cli_json(&s, &d.config, "get", "--namespace=shop"),
+        get_json(&addr, "/api/v1/workloads?namespace=shop", Some(TOKEN))
+    );
+    api.insert(
+        ("get", "--namespace=shop".to_string()),
+        get_json(&addr, "/api/v1/workloads?namespace=shop", Some(TOKEN)),
+    );
+    assert_eq!(request(&addr, "GET", "/api/v1/workloads?cluster=nowhere", Some(TOKEN)).0, 404);
+    assert_eq!(request(&addr, "GET", "/api/v1/workloads?state=sleeping", Some(TOKEN)).0, 400);
+    let config = d.config.to_str().expect("utf8");
+    assert_eq!(s.cmd("get", &["--config", config, "--cluster", "nowhere"]).status.code(), Some(1));
 
-    // explain / history / snapshots: API == CLI through the fallback (store locked) now, and
-    // == CLI from the store after the daemon stopped.
-    let mut api = BTreeMap::new();
+    // explain / history / snapshots / get: API == CLI through the fallback (store locked) now,
+    // and == CLI from the store after the daemon stopped.
     for r in WORKLOADS {
         for what in ["explain", "history"] {
             let doc = get_json(&addr, &api_path(r, what), Some(TOKEN));

@@ -591,3 +591,151 @@ fn snapshots_show_a_version_and_the_difference_of_two() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains("no stored snapshot version 9"), "{}", text(&o.stderr));
 }
+
+/// The rows of `fedsched get`'s table: (KIND/NAMESPACE/NAME, POLICY, STATE, CLUSTERS, REPLICAS,
+/// FLAGS), the header checked.
+fn get_rows(s: &Scratch, extra: &[&str]) -> Vec<(String, String, String, String, String, String)> {
+    let o = s.cmd("get", extra);
+    assert_eq!(o.status.code(), Some(0), "get {extra:?}: {}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let mut lines = out.lines();
+    let Some(header) = lines.next() else { return Vec::new() };
+    let columns: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        columns[..8],
+        ["NAMESPACE", "KIND", "NAME", "POLICY", "STATE", "CLUSTERS", "REPLICAS", "FLAGS"],
+        "{out}"
+    );
+    lines
+        .map(|l| {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            let ns = if c[0] == "-" { "" } else { c[0] };
+            let f = |i: usize| c[i].to_string();
+            (format!("{}/{ns}/{}", c[1], c[2]), f(3), f(4), f(5), f(6), f(7))
+        })
+        .collect()
+}
+
+/// Item 13: `fedsched get` lists every placed workload from the store alone (no daemon, no
+/// policy repository read): policy, clusters and replicas, state and the suspended / Lazy-held
+/// flags; filtered by namespace, cluster, label and state; `-o json|yaml|wide`; an unknown
+/// cluster is invalid input (1), a bad filter a usage error (64). Suspended and Lazy-held
+/// workloads are also named by `render`, `explain` and `history`.
+#[test]
+fn get_lists_the_fleet_filtered_and_names_suspended_and_lazy_held_workloads() {
+    let s = Scratch::with_demo();
+    assert!(s.render().status.success());
+    // The repository is not what `get` reads: it answers with the policies gone.
+    std::fs::remove_dir_all(s.policies()).expect("remove the repository");
+    let rows = get_rows(&s, &[]);
+    assert_eq!(rows.len(), 10, "{rows:#?}");
+    let row = |rows: &[(String, String, String, String, String, String)], w: &str| {
+        rows.iter().find(|r| r.0 == w).cloned().unwrap_or_else(|| panic!("no {w} in {rows:#?}"))
+    };
+    let web = row(&rows, "Deployment/shop/web");
+    assert_eq!((web.1.as_str(), web.2.as_str(), web.4.as_str(), web.5.as_str()), ("pp/web", "Scheduled", "9", "-"));
+    let sum: i64 = web.3.split(',').map(|c| c.split_once('=').expect("cluster=n").1.parse::<i64>().expect("n")).sum();
+    assert_eq!(sum, 9, "{web:?}");
+    assert_eq!(row(&rows, "Namespace//shop").1, "cpp/namespaces");
+    assert_eq!(row(&rows, "Deployment/ml/reindex").2, "Unschedulable");
+    let names = |rows: Vec<(String, String, String, String, String, String)>| {
+        let mut n: Vec<String> = rows.into_iter().map(|r| r.0).collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names(get_rows(&s, &["-n", "ml"])), ["Deployment/ml/reindex", "Job/ml/trainer"]);
+    assert_eq!(
+        names(get_rows(&s, &["--cluster", "us-east-edge"])),
+        ["Deployment/edge/edge-cache", "Namespace//edge", "Namespace//ml", "Namespace//shop"]
+    );
+    assert_eq!(names(get_rows(&s, &["-l", "app in (web, api)"])), ["Deployment/shop/api", "Deployment/shop/web"]);
+    assert_eq!(names(get_rows(&s, &["-l", "app!=web", "-n", "shop", "--only", "scheduled"])).len(), 3);
+    assert_eq!(names(get_rows(&s, &["--only", "unschedulable"])), ["Deployment/ml/reindex"]);
+    // Nothing matches: no table, said on stderr, exit 0.
+    let o = s.cmd("get", &["--only", "suspended"]);
+    assert_eq!((o.status.code(), text(&o.stdout)), (Some(0), String::new()));
+    assert!(text(&o.stderr).contains("no workloads found"), "{}", text(&o.stderr));
+    // Exit codes as the other commands'.
+    let o = s.cmd("get", &["--cluster", "nowhere"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("unknown cluster nowhere"), "{}", text(&o.stderr));
+    assert_eq!(s.cmd("get", &["-l", "app in web"]).status.code(), Some(64));
+    assert_eq!(s.cmd("get", &["--only", "sleeping"]).status.code(), Some(64));
+    // JSON, YAML and wide: the same rows.
+    let o = s.cmd("get", &["-o", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let items = doc["placements"].as_array().expect("placements");
+    assert_eq!(items.len(), 10);
+    let web =
+        items.iter().find(|i| i["workload"]["name"] == "web" && i["workload"]["kind"] == "Deployment").expect("web");
+    assert_eq!(
+        (&web["replicas"], &web["suspended"], &web["lazyHeld"]),
+        (&serde_json::json!(9), &serde_json::Value::Null, &serde_json::json!(false))
+    );
+    assert_eq!(web["labels"]["app"], "web", "{web}");
+    let yaml = text(&s.cmd("get", &["-o", "yaml"]).stdout);
+    assert!(yaml.starts_with("placements:\n") && yaml.contains("lazyHeld: false"), "{yaml}");
+    let wide = text(&s.cmd("get", &["-o", "wide"]).stdout);
+    let header: Vec<&str> = wide.lines().next().map(|h| h.split_whitespace().collect()).unwrap_or_default();
+    assert_eq!(header[8..], ["DECIDED", "AFFINITY", "LABELS", "REASON"], "{wide}");
+    assert!(wide.contains("app=web") && wide.contains("are not enough to schedule 4"), "{wide}");
+
+    // api suspended on eu-west-b; batch (ml) turned Lazy, then changed: its workloads stay on
+    // the spec of their last decision.
+    let s = Scratch::with_demo();
+    assert!(s.render().status.success());
+    let shop = std::fs::read_to_string(s.policies().join("policies/shop.yaml")).expect("read");
+    assert!(shop.rsplit("---").next().is_some_and(|last| last.contains("  name: api\n")), "the last policy is api's");
+    s.write(
+        "policies/shop.yaml",
+        &format!("{shop}  suspension:\n    dispatchingOnClusters:\n      clusterNames: [eu-west-b]\n"),
+    );
+    let ml = std::fs::read_to_string(s.policies().join("policies/ml.yaml")).expect("read");
+    s.write("policies/ml.yaml", &ml.replacen("spec:\n", "spec:\n  activationPreference: Lazy\n", 1));
+    assert!(s.render().status.success());
+    s.write(
+        "policies/ml.yaml",
+        &ml.replacen("spec:\n", "spec:\n  activationPreference: Lazy\n", 1).replace("Aggregated", "Weighted"),
+    );
+    let o = s.render();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("suspended: Deployment/shop/api: dispatching to eu-west-b"), "{err}");
+    assert!(err.contains("lazy-held: Job/ml/trainer: held by activationPreference: Lazy"), "{err}");
+    assert!(err.contains("9 scheduled (1 suspended, 2 held by a Lazy policy)"), "{err}");
+    let rows = get_rows(&s, &[]);
+    assert_eq!(row(&rows, "Deployment/shop/api").5, "Suspended");
+    assert_eq!(row(&rows, "Job/ml/trainer").5, "LazyHeld");
+    assert_eq!(row(&rows, "Deployment/shop/web").5, "-");
+    assert_eq!(names(get_rows(&s, &["--only", "suspended"])), ["Deployment/shop/api"]);
+    assert_eq!(names(get_rows(&s, &["--only", "lazy-held"])), ["Deployment/ml/reindex", "Job/ml/trainer"]);
+    assert!(text(&s.cmd("get", &["-o", "wide"]).stdout).contains("Suspended(eu-west-b)"));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&s.cmd("get", &["-o", "json", "-n", "shop", "-l", "app=api"]).stdout).expect("json");
+    assert_eq!(
+        doc["placements"][0]["suspended"],
+        serde_json::json!({"everyCluster": false, "clusters": ["eu-west-b"]})
+    );
+    // explain and history name them too.
+    let explain = text(&s.cmd("explain", &["Deployment/shop/api"]).stdout);
+    assert!(explain.contains("suspended: dispatching to eu-west-b"), "{explain}");
+    let explain = text(&s.cmd("explain", &["Job/ml/trainer"]).stdout);
+    assert!(explain.contains("held by activationPreference: Lazy"), "{explain}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&s.cmd("explain", &["Job/ml/trainer", "-o", "json"]).stdout).expect("json");
+    assert_eq!((&doc["lazyHeld"], &doc["suspended"]), (&serde_json::json!(true), &serde_json::Value::Null));
+    let history = text(&s.cmd("history", &["Deployment/shop/api"]).stdout);
+    assert!(history.lines().last().is_some_and(|l| l.contains("suspended: dispatching to eu-west-b")), "{history}");
+    assert!(!history.lines().nth(1).is_some_and(|l| l.contains("suspended")), "the first decision was not: {history}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&s.cmd("history", &["Job/ml/trainer", "-o", "json"]).stdout).expect("json");
+    let held: Vec<&serde_json::Value> = doc.as_array().expect("records").iter().map(|r| &r["lazyHeld"]).collect();
+    assert_eq!(held.first().copied(), Some(&serde_json::json!(false)), "{doc:#}");
+    assert_eq!(held.last().copied(), Some(&serde_json::json!(true)), "{doc:#}");
+    // The template changes: the hold ends, and the list says so.
+    let trainer = std::fs::read_to_string(s.policies().join("apps/trainer.yaml")).expect("read");
+    s.write("apps/trainer.yaml", &trainer.replacen("metadata:\n", "metadata:\n  annotations: {edited: \"1\"}\n", 1));
+    let o = s.render_with(&["--allow-mass-delete"], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(row(&get_rows(&s, &[]), "Job/ml/trainer").5, "-");
+}
