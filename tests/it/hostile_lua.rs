@@ -109,8 +109,54 @@ const ATTACKS: &[Attack] = &[
         body: "local t = {}\nfor i = 1, 1000000 do t[i] = i end\nwhile true do table.insert(t, 1, 0) table.remove(t, 1) end",
         says: BUDGET,
     },
-    // `pcall` is not in the sandbox today; with it, the loop must still end.
-    Attack { name: "pcall-loop", body: "while true do pcall(function() while true do end end) end", says: "" },
+    // `pcall`, `xpcall` (issue 48) and `coroutine.resume` catch errors, but not the budget.
+    Attack { name: "pcall-loop", body: "while true do pcall(function() while true do end end) end", says: BUDGET },
+    Attack { name: "pcall-catch", body: "local ok = pcall(function() while true do end end)\nreturn 1", says: BUDGET },
+    Attack {
+        name: "xpcall-handler-loop",
+        body: "xpcall(function() while true do end end, function() while true do end end)\nreturn 1",
+        says: BUDGET,
+    },
+    Attack {
+        name: "xpcall-handler-swallows",
+        body: "local ok, e = xpcall(function() while true do end end, function() return 'fine' end)\nreturn 1",
+        says: BUDGET,
+    },
+    Attack {
+        name: "pcall-in-coroutine",
+        body: "coroutine.resume(coroutine.create(function() pcall(function() while true do end end) end))\nreturn 1",
+        says: BUDGET,
+    },
+    Attack {
+        name: "coroutine-in-pcall",
+        body: "pcall(coroutine.wrap(function() while true do end end))\nreturn 1",
+        says: BUDGET,
+    },
+    Attack {
+        name: "pcall-nested",
+        body: "pcall(pcall, xpcall, function() while true do end end, function(e) return e end)\nreturn 1",
+        says: BUDGET,
+    },
+    Attack {
+        name: "pcall-rep-memory",
+        body: "local ok = pcall(string.rep, 'x', 2147483647)\nreturn 1",
+        says: "memory",
+    },
+    Attack {
+        name: "pcall-doubling",
+        body: "pcall(function() local s = 'x' while true do s = s .. s end end)\nreturn 1",
+        says: "memory",
+    },
+    Attack {
+        name: "resume-doubling",
+        body: "coroutine.resume(coroutine.create(function() local s = 'x' while true do s = s .. s end end))\nreturn 1",
+        says: "memory",
+    },
+    Attack {
+        name: "pcall-recursion",
+        body: "local function f() local ok, e = pcall(f) error(e, 0) end\nf()",
+        says: "stack overflow",
+    },
     Attack { name: "error-bomb", body: "error(string.rep('x', 10000000))", says: "bytes in all" },
     Attack { name: "os-execute", body: "os.execute('touch /tmp/fedsched-pwned')\nreturn 1", says: "execute" },
     Attack { name: "io-open", body: "return io.open('/etc/passwd'):read('*a')", says: "io" },

@@ -2,11 +2,13 @@
 //! Karmada's gopher-lua VM is and bounded per call.
 //!
 //! - **Libraries**: base (without `load`, `loadstring`, `dofile`, `loadfile`, `require`,
-//!   `module`, `getfenv`, `setfenv`, `rawset`, `collectgarbage`, `newproxy`, `pcall`,
-//!   `xpcall`), `table`, `string` (without `string.dump`), `math`, an `os` holding only
-//!   `os.date` / `os.time` (answered from the caller's clock, so a call is a function of its
-//!   inputs), and `require("kube")` for the [`super::kube`] helpers. No `io`, no `os.execute`,
-//!   no bytecode. Every library table a script sees is a read-only proxy.
+//!   `module`, `getfenv`, `setfenv`, `rawset`, `collectgarbage`, `newproxy`), `table`,
+//!   `string` (without `string.dump`), `math`, an `os` holding only `os.date` / `os.time`
+//!   (answered from the caller's clock, so a call is a function of its inputs), and
+//!   `require("kube")` for the [`super::kube`] helpers. No `io`, no `os.execute`, no bytecode.
+//!   Every library table a script sees is a read-only proxy. `pcall`, `xpcall`, `tostring`,
+//!   `tonumber`, `string.format` and `math.huge` are gopher-lua's ([`super::stdlib`]); `pcall`
+//!   and `xpcall` cannot catch the budget.
 //! - **Isolation**: each call runs the compiled chunk in a fresh global environment (a copy of
 //!   the sandbox's globals), so globals a script sets or clears (`replica = ...`, `error = ''`)
 //!   never leak into the next object.
@@ -117,6 +119,7 @@ impl From<Exceeded> for Spent {
         match e {
             Exceeded::Instructions => Spent::Instructions,
             Exceeded::Time => Spent::Time,
+            Exceeded::Memory => Spent::Memory,
         }
     }
 }
@@ -264,8 +267,6 @@ impl Vm {
             "rawset",
             "collectgarbage",
             "newproxy",
-            "pcall",
-            "xpcall",
             "gcinfo",
             "print",
         ] {
@@ -422,7 +423,7 @@ impl Vm {
     }
 }
 
-fn is_memory_error(e: &mlua::Error) -> bool {
+pub(super) fn is_memory_error(e: &mlua::Error) -> bool {
     match e {
         mlua::Error::MemoryError(_) => true,
         mlua::Error::CallbackError { cause, .. } => is_memory_error(cause),
@@ -554,13 +555,26 @@ fn text(s: &mlua::LuaString) -> String {
     }
 }
 
-/// A Lua number as JSON: whole numbers as integers.
+/// A Lua number as JSON, as Karmada's JSON round trip of a gopher-lua number gives it: Go
+/// writes a whole float64 below 1e21 as its shortest digits padded with zeros (`2^63` is
+/// `9223372036854776000`), which reads back as an integer where it fits (`int64`, here also
+/// `u64`: the same text); any other number stays a float.
 pub fn number_to_json(n: f64) -> Result<Value, LuaFailure> {
     if !n.is_finite() {
         return Err(LuaFailure::Convert(format!("number {n} is not finite")));
     }
     if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
         return Ok(Value::Number(Number::from(n as i64)));
+    }
+    if n.fract() == 0.0 && n.abs() < 1e21 {
+        // Rust's `{}` of a float is Go's `'f', -1`: the shortest digits, then zeros.
+        let text = format!("{n}");
+        if let Ok(i) = text.parse::<i64>() {
+            return Ok(Value::Number(Number::from(i)));
+        }
+        if let Ok(u) = text.parse::<u64>() {
+            return Ok(Value::Number(Number::from(u)));
+        }
     }
     Number::from_f64(n).map(Value::Number).ok_or_else(|| LuaFailure::Convert(format!("number {n}")))
 }
