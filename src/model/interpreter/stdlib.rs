@@ -454,7 +454,8 @@ return function(f) charge(step) return create(f) end,
 pub fn go_number_text(n: f64) -> String {
     // Go converts with CVTTSD2SI on amd64 (where karmadactl ran): out of range is
     // `int64` min, which is not equal to the number, so the `%v` form.
-    if n.fract() == 0.0 && (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&n) {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if n.fract() == 0.0 && (-TWO_63..TWO_63).contains(&n) {
         return (n as i64).to_string();
     }
     go_g(n)
@@ -476,7 +477,7 @@ pub fn go_g(n: f64) -> String {
     let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
     let exp: i32 = exp.parse().unwrap_or(0);
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         let (first, rest) = digits.split_at(1);
         let dot = if rest.is_empty() { String::new() } else { format!(".{rest}") };
         let esign = if exp < 0 { '-' } else { '+' };
@@ -962,8 +963,8 @@ mod tests {
             (1e15, "1000000000000000"),
             (1e16, "10000000000000000"),
             (9_007_199_254_740_992.0, "9007199254740992"),
-            (-9.223_372_036_854_775_808e18, "-9223372036854775808"),
-            (9.223_372_036_854_775_808e18, "9.223372036854776e+18"),
+            (-(2f64.powi(63)), "-9223372036854775808"),
+            (2f64.powi(63), "9.223372036854776e+18"),
             (1e6, "1000000"),
             (-0.0, "0"),
             (0.5, "0.5"),
