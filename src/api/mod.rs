@@ -38,6 +38,7 @@
 //! `/readyz` out, whatever their number.
 
 pub mod client;
+pub mod ui;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -167,8 +168,9 @@ pub struct ApiState {
 /// Lets one plan run at a time: a plan holds the reconciler's cache, so the daemon's next pass
 /// waits for it, and plans queued behind one another would keep it waiting. Another plan
 /// asked for meanwhile is refused with 429.
+/// It also keeps the last plan answered, for the web view's Plan page.
 #[derive(Clone, Default)]
-pub struct PlanGate(Arc<std::sync::atomic::AtomicBool>);
+pub struct PlanGate(Arc<std::sync::atomic::AtomicBool>, Arc<std::sync::Mutex<Option<Arc<Value>>>>);
 
 impl PlanGate {
     /// Takes the gate; `None` while a plan runs. Released when the guard drops.
@@ -176,6 +178,15 @@ impl PlanGate {
         use std::sync::atomic::Ordering;
         let free = self.0.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok();
         free.then(|| PlanTurn(Arc::clone(&self.0)))
+    }
+
+    /// The last plan document answered, if any.
+    pub fn last(&self) -> Option<Arc<Value>> {
+        self.1.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn keep(&self, doc: &Value) {
+        *self.1.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(doc.clone()));
     }
 }
 
@@ -410,7 +421,7 @@ async fn serve_connection(
 
 /// The routes (public for tests that drive the router without a socket).
 pub fn router(state: ApiState) -> Router {
-    Router::new()
+    let api = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
@@ -424,6 +435,9 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/v1/workloads/{ns}/{kind}/{name}/status", get(workload_status))
         .route("/api/v1/workloads/status", get(unhealthy_workloads))
         .route("/api/v1/plan", post(plan).layer(axum::extract::DefaultBodyLimit::max(PLAN_BODY_LIMIT)))
+        .route("/api/v1/placements", get(placements))
+        .route("/api/v1/clusters/{name}/workloads", get(cluster_workloads));
+    ui::routes(api)
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such endpoint") })
         .layer(axum::middleware::from_fn_with_state(
             (state.clone(), Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET))),
@@ -593,13 +607,10 @@ fn pass_json(p: &crate::views::status::PassStatus) -> Value {
     })
 }
 
-async fn status(State(s): State<ApiState>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
-    let view = s.status.borrow().clone();
+/// `/api/v1/status` (and the web view's banner): readiness, the last pass, HA and failover.
+fn status_json(view: &StatusView) -> Value {
     let pass = view.last_pass.as_ref().map(pass_json);
-    ok_json(json!({
+    json!({
         "ready": view.is_ready(),
         "startedAt": explain::format_ms(view.started_at_ms),
         "lastPass": pass,
@@ -622,7 +633,15 @@ async fn status(State(s): State<ApiState>, headers: HeaderMap) -> Response {
                 "text": e.text,
             })).collect::<Vec<_>>(),
         })),
-    }))
+    })
+}
+
+async fn status(State(s): State<ApiState>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let view = s.status.borrow().clone();
+    ok_json(status_json(&view))
 }
 
 async fn clusters(State(s): State<ApiState>, headers: HeaderMap) -> Response {
@@ -718,6 +737,39 @@ async fn workloads(
         })
     })
     .await
+}
+
+/// `/api/v1/placements` (and the web view's Placements page): one page of the filtered
+/// workload × cluster matrix over the current placements and the last good pass's clusters.
+fn matrix_document(s: &ApiState, q: &crate::views::placements::MatrixQuery) -> Result<Value, StoreError> {
+    let clusters: Vec<(String, std::collections::BTreeMap<String, String>)> = match s.status.borrow().inputs.as_ref() {
+        Some(i) => {
+            let mut c: Vec<_> = i.snapshots.iter().map(|c| (c.name.clone(), c.labels.clone())).collect();
+            c.sort_by(|a, b| a.0.cmp(&b.0));
+            c
+        }
+        None => Vec::new(),
+    };
+    Ok(crate::views::placements::matrix(&s.store.placements()?, &clusters, q))
+}
+
+async fn placements(State(s): State<ApiState>, headers: HeaderMap, uri: axum::http::Uri) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let q = match ui::matrix_query(&uri) {
+        Ok(q) => q,
+        Err((code, message)) => return error(code, &message),
+    };
+    blocking(move || matrix_document(&s, &q).map_err(store_error)).await
+}
+
+async fn cluster_workloads(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let store = s.store.clone();
+    blocking(move || crate::views::placements::cluster_workloads(&store, &name).map_err(store_error)).await
 }
 
 /// The inputs of the last good pass and the profiles it ran with (the configured ones, as the
@@ -875,6 +927,7 @@ async fn plan(State(s): State<ApiState>, headers: HeaderMap, body: axum::body::B
                 duration_ms = started.elapsed().as_millis() as u64,
                 "plan answered"
             );
+            s.plans.keep(&doc);
             ok_json(doc)
         }
         Ok(Err(PlanFailure::Invalid { which, errors })) => {

@@ -354,6 +354,54 @@ pub fn format_ms(ms: u64) -> String {
     crate::util::clock::rfc3339_ms(ms)
 }
 
+/// The failover lines of an explain document (storm guard, evictions, moves away, Unschedulable
+/// replicas, distrusted capacity), for the text form and the web view.
+pub fn failover_lines(doc: &Value) -> Vec<String> {
+    let s = |v: &Value| match v {
+        Value::String(t) => t.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    let mut out = Vec::new();
+    let f = &doc["failover"];
+    if let Some(storm) = f["stormGuard"].as_object() {
+        out.push(format!(
+            "storm guard holds since {} ({} of {} live members unhealthy): nothing is evicted",
+            s(&storm["since"]),
+            s(&storm["unhealthy"]),
+            s(&storm["live"])
+        ));
+    }
+    for e in f["evictions"].as_array().into_iter().flatten() {
+        out.push(task_text(e));
+    }
+    for m in f["movedFrom"].as_array().into_iter().flatten() {
+        out.push(format!(
+            "moved away from {} at {} ({}); returns after stable_for",
+            s(&m["cluster"]),
+            s(&m["at"]),
+            s(&m["reason"])
+        ));
+    }
+    for u in f["unschedulable"].as_array().into_iter().flatten() {
+        out.push(format!(
+            "{} replicas Unschedulable on {} since {}",
+            s(&u["replicas"]),
+            s(&u["cluster"]),
+            s(&u["since"])
+        ));
+    }
+    for m in f["capacityMarks"].as_array().into_iter().flatten() {
+        out.push(format!(
+            "capacity of {} distrusted since {}: at most {} replicas",
+            s(&m["cluster"]),
+            s(&m["since"]),
+            s(&m["cap"])
+        ));
+    }
+    out
+}
+
 /// Renders the explain document for people.
 pub fn to_text(doc: &Value) -> String {
     let s = |v: &Value| match v {
@@ -406,41 +454,8 @@ pub fn to_text(doc: &Value) -> String {
     if doc["lazyHeld"].as_bool() == Some(true) {
         out.push_str(&format!("{}\n", crate::reconcile::LAZY_HELD_NOTE));
     }
-    let f = &doc["failover"];
-    if let Some(storm) = f["stormGuard"].as_object() {
-        out.push_str(&format!(
-            "failover: storm guard holds since {} ({} of {} live members unhealthy): nothing is evicted\n",
-            s(&storm["since"]),
-            s(&storm["unhealthy"]),
-            s(&storm["live"])
-        ));
-    }
-    for e in f["evictions"].as_array().into_iter().flatten() {
-        out.push_str(&format!("failover: {}\n", task_text(e)));
-    }
-    for m in f["movedFrom"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "failover: moved away from {} at {} ({}); returns after stable_for\n",
-            s(&m["cluster"]),
-            s(&m["at"]),
-            s(&m["reason"])
-        ));
-    }
-    for u in f["unschedulable"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "failover: {} replicas Unschedulable on {} since {}\n",
-            s(&u["replicas"]),
-            s(&u["cluster"]),
-            s(&u["since"])
-        ));
-    }
-    for m in f["capacityMarks"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "failover: capacity of {} distrusted since {}: at most {} replicas\n",
-            s(&m["cluster"]),
-            s(&m["since"]),
-            s(&m["cap"])
-        ));
+    for line in failover_lines(doc) {
+        out.push_str(&format!("failover: {line}\n"));
     }
     if doc["clusters"].as_array().is_some_and(|c| !c.is_empty()) {
         out.push_str("clusters (+ selected, x filtered out, blank: feasible but not selected):\n");

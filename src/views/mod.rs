@@ -2,6 +2,7 @@
 //! implementation each, shared by the CLI, the HTTP API and the output summary.
 //!
 //! - [`explain`]: why a workload went where it went (from the store and the policies).
+//! - [`placements`]: the workload × cluster matrix (filtered, paged) and one cluster's workloads.
 //! - [`plan`]: `fedsched plan`, what a change of the policy repository would do.
 //! - [`replay`]: `fedsched replay`, recorded decisions made again and compared.
 //! - [`report`]: `history`, `snapshots`, workloads, clusters and their text forms.
@@ -16,6 +17,7 @@
 //! Views read; they never write the store or the output directory.
 
 pub mod explain;
+pub mod placements;
 pub mod plan;
 pub mod replay;
 pub mod report;

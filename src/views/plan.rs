@@ -377,7 +377,8 @@ fn placement_lines(w: &Value) -> Vec<String> {
         .collect()
 }
 
-fn workload_lines(w: &Value) -> Vec<String> {
+/// The lines that say how one workload of a plan changes (placement, claim, state).
+pub fn workload_lines(w: &Value) -> Vec<String> {
     let mut lines = placement_lines(w);
     if let Some(c) = w["claim"].as_object() {
         let show = |v: &Value| v.as_str().unwrap_or("none").to_string();
@@ -400,7 +401,8 @@ fn workload_lines(w: &Value) -> Vec<String> {
     lines
 }
 
-fn summary_line(doc: &Value) -> String {
+/// The one-line summary of a plan document.
+pub fn summary_line(doc: &Value) -> String {
     let s = &doc["summary"];
     let n = |k: &str| s[k].as_u64().unwrap_or(0);
     if doc["changes"] != true {
@@ -424,7 +426,8 @@ fn summary_line(doc: &Value) -> String {
     )
 }
 
-fn file_lines(c: &Value) -> Vec<String> {
+/// The file changes of one cluster of a plan (`+ added`, `~ changed`, `- removed`).
+pub fn file_lines(c: &Value) -> Vec<String> {
     let mut lines = Vec::new();
     for (key, mark) in [("added", "+"), ("changed", "~"), ("removed", "-")] {
         for p in c[key].as_array().into_iter().flatten() {
@@ -472,6 +475,22 @@ pub fn to_text(doc: &Value) -> String {
     out
 }
 
+/// The counts of a plan's summary, as the Markdown table and the web view show them: (label,
+/// key in `summary`).
+pub const COUNTS: [(&str, &str); 11] = [
+    ("workloads changed", "changed"),
+    ("placement changes", "placementChanged"),
+    ("newly scheduled", "newlyScheduled"),
+    ("newly unschedulable", "newlyUnschedulable"),
+    ("added", "added"),
+    ("removed", "removed"),
+    ("claim changes", "claimChanges"),
+    ("clusters held by the mass-deletion guard", "heldClusters"),
+    ("files added", "filesAdded"),
+    ("files changed", "filesChanged"),
+    ("files removed", "filesRemoved"),
+];
+
 /// The Markdown form, for a pull-request comment: the summary and a table first, the details
 /// folded (`<details>`).
 pub fn to_markdown(doc: &Value) -> String {
@@ -483,19 +502,7 @@ pub fn to_markdown(doc: &Value) -> String {
         return out;
     }
     out.push_str("| | count |\n|---|---:|\n");
-    for (label, key) in [
-        ("workloads changed", "changed"),
-        ("placement changes", "placementChanged"),
-        ("newly scheduled", "newlyScheduled"),
-        ("newly unschedulable", "newlyUnschedulable"),
-        ("added", "added"),
-        ("removed", "removed"),
-        ("claim changes", "claimChanges"),
-        ("clusters held by the mass-deletion guard", "heldClusters"),
-        ("files added", "filesAdded"),
-        ("files changed", "filesChanged"),
-        ("files removed", "filesRemoved"),
-    ] {
+    for (label, key) in COUNTS {
         out.push_str(&format!("| {label} | {} |\n", n(key)));
     }
     let md = |s: &str| s.replace('|', "\\|");

@@ -1,0 +1,546 @@
+//! The pages of the web view, each made from the JSON documents the API answers with (the
+//! same builders in `views/`, called with the same arguments): what a page shows is what
+//! `/api/v1/…` says. Pure functions of those documents, so they are tested without a daemon.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::html::{bar, cluster_link, esc, quantity, state, table, val, workload_link};
+use crate::views::placements::MatrixQuery;
+
+/// The banner of every page: last pass, storm guard, HA role (from `/api/v1/status`).
+pub fn banner(status: &Value) -> String {
+    let mut items = Vec::new();
+    let pass = &status["lastPass"];
+    if pass.is_object() {
+        items.push(format!(
+            "last pass {} at {} ({} ms, {}){}",
+            state(pass["outcome"].as_str().unwrap_or("")),
+            val(&pass["at"]),
+            val(&pass["durationMs"]),
+            val(&pass["trigger"]),
+            pass["message"].as_str().map(|m| format!(": {}", esc(m))).unwrap_or_default()
+        ));
+    } else {
+        items.push("no pass yet".into());
+    }
+    let storm = &status["failover"]["stormGuard"];
+    items.push(match storm {
+        Value::Null => "storm guard: <span class=\"state good\">not holding</span>".into(),
+        other => format!("storm guard: <span class=\"state bad\">holds</span> ({})", val(other)),
+    });
+    if let Some(f) = status["failover"].as_object() {
+        items.push(format!(
+            "pending failover {}, kept past grace {}, held {}",
+            val(&f["pendingFailover"]),
+            val(&f["keptPastGrace"]),
+            val(&f["held"])
+        ));
+    }
+    items.push(match status["ha"].as_object() {
+        None => "HA: single instance".into(),
+        Some(h) => format!("HA: {} ({} holds the lease)", state(h["role"].as_str().unwrap_or("")), val(&h["holder"])),
+    });
+    let mut out = String::from("<section class=\"banner\" aria-label=\"daemon status\"><ul>");
+    for i in items {
+        out.push_str(&format!("<li>{i}</li>"));
+    }
+    out.push_str("</ul>");
+    if let Some(s) = status["lastSummary"].as_str() {
+        out.push_str(&format!("<p>{}</p>", esc(s)));
+    }
+    out.push_str("</section>");
+    out
+}
+
+/// The bars of one cluster of the resources document: every dimension (capacity, allocated,
+/// free) and normalised CPU.
+fn resource_bars(c: &Value, dims: &[Value]) -> String {
+    let mut out = String::from("<dl class=\"dims\">");
+    for d in dims {
+        let Some(d) = d.as_str() else { continue };
+        let r = &c["resources"][d];
+        if r.is_null() {
+            continue;
+        }
+        let text = format!(
+            "{} allocated of {}, {} free",
+            r["allocated"].as_str().unwrap_or("0"),
+            r["capacity"].as_str().unwrap_or("0"),
+            r["free"].as_str().unwrap_or("0")
+        );
+        out.push_str(&format!(
+            "<dt>{}</dt><dd>{}</dd>",
+            esc(d),
+            bar(quantity(&r["allocated"]), quantity(&r["capacity"]), &text)
+        ));
+        if let Some(n) = r["normalised"].as_object() {
+            let f = |k: &str| n.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+            let text = format!("{:.1} allocated of {:.1}, {:.1} free", f("allocated"), f("capacity"), f("free"));
+            out.push_str(&format!(
+                "<dt>{} (normalised)</dt><dd>{}</dd>",
+                esc(d),
+                bar(f("allocated"), f("capacity"), &text)
+            ));
+        }
+    }
+    out.push_str("</dl>");
+    out
+}
+
+/// Fleet: clusters grouped by region, then zone, each with health, data age and confidence,
+/// replicas, taints and its bars (from `/api/v1/clusters` and `/api/v1/resources?by=region`).
+pub fn fleet(clusters: &Value, resources: Option<&Value>) -> String {
+    let listed: BTreeMap<&str, &Value> = clusters["clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| Some((c["name"].as_str()?, c)))
+        .collect();
+    let Some(res) = resources else {
+        return "<p>No good pass yet: no cluster data.</p>".into();
+    };
+    let dims = res["dimensions"].as_array().cloned().unwrap_or_default();
+    let mut out = format!("<p>{} clusters.</p>", listed.len());
+    for g in res["groups"].as_array().into_iter().flatten() {
+        out.push_str(&format!("<section class=\"region\"><h2>Region {}</h2>", val(&g["group"])));
+        let mut zones: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
+        for c in g["clusters"].as_array().into_iter().flatten() {
+            let name = c["name"].as_str().unwrap_or("");
+            let zone = listed
+                .get(name)
+                .and_then(|l| l["zones"].as_array())
+                .map(|z| z.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+                .filter(|z| !z.is_empty())
+                .unwrap_or_else(|| "(no zone)".into());
+            zones.entry(zone).or_default().push(c);
+        }
+        for (zone, members) in zones {
+            out.push_str(&format!("<h3>Zone {}</h3><div class=\"cards\">", esc(&zone)));
+            for c in members {
+                out.push_str(&cluster_card(c, listed.get(c["name"].as_str().unwrap_or("")).copied(), &dims));
+            }
+            out.push_str("</div>");
+        }
+        out.push_str("</section>");
+    }
+    out
+}
+
+fn cluster_card(c: &Value, listed: Option<&Value>, dims: &[Value]) -> String {
+    let name = c["name"].as_str().unwrap_or("");
+    let age = match listed.map(|l| &l["snapshot"]["ageSeconds"]).and_then(Value::as_f64) {
+        Some(a) => format!("{a:.0} s"),
+        None => "-".into(),
+    };
+    let taints = listed
+        .and_then(|l| l["taints"].as_array())
+        .map(|t| {
+            t.iter()
+                .map(|t| format!("{}={}:{}", val(&t["key"]), val(&t["value"]), val(&t["effect"])))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "none".into());
+    let reason = c["reason"].as_str().map(|r| format!(" ({})", esc(r))).unwrap_or_default();
+    format!(
+        "<article class=\"card\"><h4>{}</h4><p>{}{reason} · data age {age} · confidence {} · {} · replicas {}</p><p>taints: {taints}</p>{}</article>",
+        cluster_link(name),
+        state(c["health"].as_str().unwrap_or("")),
+        val(&c["confidence"]),
+        val(&c["source"]),
+        listed.map(|l| val(&l["replicas"])).unwrap_or_else(|| "-".into()),
+        resource_bars(c, dims)
+    )
+}
+
+/// The filter form of the Placements page (a GET form: the filter is in the address, so a
+/// filtered view can be linked).
+fn matrix_form(q: &MatrixQuery) -> String {
+    let field = |name: &str, label: &str, v: &Option<String>, hint: &str| {
+        format!(
+            "<label>{label} <input name=\"{name}\" value=\"{}\" placeholder=\"{hint}\" size=\"16\" maxlength=\"253\"></label>",
+            esc(v.as_deref().unwrap_or(""))
+        )
+    };
+    let st = |s: &str| if q.state.as_deref() == Some(s) { " selected" } else { "" };
+    format!(
+        "<form method=\"get\" action=\"/ui/placements\" class=\"filters\" aria-label=\"filter\">{}{}{}<label>state <select name=\"state\"><option value=\"\">any</option><option{}>Scheduled</option><option{}>Unschedulable</option></select></label>\
+         <input type=\"hidden\" name=\"perPage\" value=\"{}\"><input type=\"hidden\" name=\"clustersPerPage\" value=\"{}\"><button type=\"submit\">Filter</button></form>",
+        field("namespace", "namespace", &q.namespace, "shop or _"),
+        field("policy", "policy", &q.policy, "name or ns/name"),
+        field("label", "cluster label", &q.label, "key or key=value"),
+        st("Scheduled"),
+        st("Unschedulable"),
+        q.per_page,
+        q.clusters_per_page
+    )
+}
+
+/// Page links of one axis: previous and next, with where we are.
+fn pager(what: &str, page: u64, pages: u64, href: impl Fn(u64) -> String) -> String {
+    let mut out = format!("<p class=\"pager\">{what} page {page} of {pages}");
+    if page > 1 {
+        out.push_str(&format!(" · <a href=\"{}\" rel=\"prev\">previous</a>", esc(&href(page - 1))));
+    }
+    if page < pages {
+        out.push_str(&format!(" · <a href=\"{}\" rel=\"next\">next</a>", esc(&href(page + 1))));
+    }
+    out.push_str("</p>");
+    out
+}
+
+/// Placements: one page of rows and one window of columns of `/api/v1/placements`.
+pub fn placements(m: &Value, q: &MatrixQuery) -> String {
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let (w, c) = (&m["workloads"], &m["clusters"]);
+    let (page, cpage) = (n(&w["page"]), n(&c["page"]));
+    let mut out = matrix_form(q);
+    out.push_str(&format!(
+        "<p>{} workloads × {} clusters match.</p>",
+        n(&w["total"]),
+        n(&c["total"])
+    ));
+    out.push_str(&pager("workloads", page, n(&w["pages"]).max(1), |p| {
+        format!("/ui/placements?{}", q.to_query(p as usize, cpage as usize))
+    }));
+    out.push_str(&pager("clusters", cpage, n(&c["pages"]).max(1), |p| {
+        format!("/ui/placements?{}", q.to_query(page as usize, p as usize))
+    }));
+    let names: Vec<&str> = c["names"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    out.push_str("<div class=\"scroll\"><table class=\"matrix\"><caption>replicas per workload and cluster (✓: placed without replicas)</caption><thead><tr><th scope=\"col\">workload</th><th scope=\"col\">state</th>");
+    for name in &names {
+        out.push_str(&format!("<th scope=\"col\">{}</th>", cluster_link(name)));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in m["rows"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "<tr><th scope=\"row\">{}</th><td>{}</td>",
+            workload_link(&r["workload"]),
+            state(r["state"].as_str().unwrap_or(""))
+        ));
+        for cell in r["cells"].as_array().into_iter().flatten() {
+            let text = match &cell["replicas"] {
+                _ if cell.is_null() => String::new(),
+                Value::Null => "✓".into(),
+                v => val(v),
+            };
+            out.push_str(&format!("<td class=\"num\">{text}</td>"));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table></div>");
+    out
+}
+
+/// Workload: policy and claim, per cluster the verdict (estimate bars), the observed status,
+/// the failover state, the history as a timeline, and the rendered file per cluster.
+pub fn workload(explain: &Value, history: &Value, files: &[(String, String, Option<String>)]) -> String {
+    let policy = &explain["policy"];
+    let mut out = format!(
+        "<section><h2>Policy</h2><p>{} {} · claimed because {} · state {}{} · decided {} · profile {}</p></section>",
+        val(&policy["kind"]),
+        esc(&format!("{}/{}", policy["namespace"].as_str().unwrap_or(""), policy["name"].as_str().unwrap_or(""))),
+        val(&explain["claim"]["reason"]),
+        state(explain["state"].as_str().unwrap_or("")),
+        explain["reason"].as_str().map(|r| format!(" ({})", esc(r))).unwrap_or_default(),
+        val(&explain["decidedAt"]),
+        val(&explain["profile"]),
+    );
+    out.push_str(&verdicts(explain));
+    out.push_str(&observed(&explain["status"]));
+    let lines = crate::views::explain::failover_lines(explain);
+    out.push_str("<section><h2>Failover and eviction</h2>");
+    if lines.is_empty() {
+        out.push_str("<p>Nothing in progress.</p>");
+    } else {
+        out.push_str("<ul>");
+        for l in lines {
+            out.push_str(&format!("<li>{}</li>", esc(&l)));
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str("</section>");
+    out.push_str(&timeline(history));
+    out.push_str("<section><h2>Rendered files</h2>");
+    if files.is_empty() {
+        out.push_str("<p>No file is published for it.</p>");
+    }
+    for (cluster, path, text) in files {
+        out.push_str(&format!(
+            "<details><summary>{} — {}</summary><pre>{}</pre></details>",
+            esc(cluster),
+            esc(path),
+            esc(text.as_deref().unwrap_or("(cannot be read from the output directory)"))
+        ));
+    }
+    out.push_str("</section>");
+    out
+}
+
+fn verdicts(explain: &Value) -> String {
+    let clusters: Vec<&Value> = explain["clusters"].as_array().into_iter().flatten().collect();
+    let rows: Vec<Vec<String>> = clusters
+        .iter()
+        .map(|c| {
+            let verdict = if c["selected"] == true {
+                "selected"
+            } else if c["feasible"] == true {
+                "feasible, not selected"
+            } else {
+                "filtered out"
+            };
+            let fit = match c["availableReplicas"].as_f64() {
+                Some(a) => bar(
+                    c["replicas"].as_f64().unwrap_or(0.0),
+                    c["replicas"].as_f64().unwrap_or(0.0) + a,
+                    &format!("{} placed, {} more fit", val(&c["replicas"]), a),
+                ),
+                None => "-".into(),
+            };
+            let reasons: Vec<String> = c["reasons"].as_array().into_iter().flatten().map(val).collect();
+            vec![
+                cluster_link(c["name"].as_str().unwrap_or("")),
+                esc(verdict),
+                val(&c["replicas"]),
+                fit,
+                val(&c["data"]["confidence"]),
+                reasons.join("<br>"),
+            ]
+        })
+        .collect();
+    format!(
+        "<section><h2>Why each cluster</h2>{}</section>",
+        table(
+            "the last decision per cluster (bars: replicas placed against placed + the replicas the estimators let fit more)",
+            &["cluster", "verdict", "replicas", "placed / fit", "confidence", "reasons"],
+            &rows
+        )
+    )
+}
+
+fn observed(status: &Value) -> String {
+    let rows: Vec<Vec<String>> = status["clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            vec![
+                cluster_link(c["name"].as_str().unwrap_or("")),
+                state(c["state"].as_str().unwrap_or("")),
+                val(&c["desired"]),
+                val(&c["ready"]),
+                val(&c["pending"]),
+                val(&c["reason"]),
+            ]
+        })
+        .collect();
+    format!(
+        "<section><h2>Observed</h2><p>{}{}</p>{}</section>",
+        state(status["state"].as_str().unwrap_or("")),
+        status["reason"].as_str().map(|r| format!(": {}", esc(r))).unwrap_or_default(),
+        table("what the members run", &["cluster", "state", "desired", "ready", "pending", "reason"], &rows)
+    )
+}
+
+fn timeline(history: &Value) -> String {
+    let mut out = String::from("<section><h2>History</h2><ol class=\"timeline\" reversed>");
+    let records: Vec<&Value> = history.as_array().into_iter().flatten().collect();
+    for r in records.iter().rev() {
+        let outcome = match r["outcome"].as_object() {
+            Some(o) if o.contains_key("scheduled") => {
+                let t = o["scheduled"].as_object().map(|t| {
+                    t.iter().map(|(c, n)| format!("{}: {}", esc(c), val(n))).collect::<Vec<_>>().join(", ")
+                });
+                format!("scheduled to {}", t.unwrap_or_default())
+            }
+            Some(o) => format!("unschedulable: {}", val(&o["unschedulable"])),
+            None => String::new(),
+        };
+        out.push_str(&format!(
+            "<li><time>{}</time> <strong>{}</strong> #{} — {outcome}",
+            val(&r["at"]),
+            val(&r["trigger"]),
+            val(&r["seq"])
+        ));
+        let notes: Vec<&Value> = r["notes"].as_array().into_iter().flatten().collect();
+        if !notes.is_empty() {
+            out.push_str("<ul>");
+            for n in notes {
+                out.push_str(&format!("<li>{}</li>", val(n)));
+            }
+            out.push_str("</ul>");
+        }
+        out.push_str("</li>");
+    }
+    if records.is_empty() {
+        out.push_str("<li>No decision recorded.</li>");
+    }
+    out.push_str("</ol></section>");
+    out
+}
+
+/// One point of a cluster's chart: version, when first seen, capacity and free of a dimension.
+pub struct Point {
+    pub version: u64,
+    pub at: String,
+    pub capacity: f64,
+    pub free: f64,
+}
+
+/// A small line chart (inline SVG: attributes, no style) of capacity and free over versions,
+/// with a table as its text equivalent.
+fn chart(dim: &str, points: &[Point]) -> String {
+    if points.is_empty() {
+        return String::new();
+    }
+    let (w, h) = (480.0, 120.0);
+    let top = points.iter().map(|p| p.capacity.max(p.free)).fold(0.0_f64, f64::max).max(1.0);
+    let x = |i: usize| if points.len() == 1 { w / 2.0 } else { i as f64 * w / (points.len() - 1) as f64 };
+    let y = |v: f64| h - v / top * h;
+    let line = |f: &dyn Fn(&Point) -> f64| {
+        points.iter().enumerate().map(|(i, p)| format!("{:.1},{:.1}", x(i), y(f(p)))).collect::<Vec<_>>().join(" ")
+    };
+    let label = format!("{dim} capacity and free over {} snapshot versions (table below)", points.len());
+    let mut out = format!(
+        "<figure><svg viewBox=\"-4 -4 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\"><title>{}</title>\
+         <polyline fill=\"none\" stroke=\"#1f4e99\" stroke-width=\"2\" points=\"{}\"/><polyline fill=\"none\" stroke=\"#1b6e3a\" stroke-width=\"2\" stroke-dasharray=\"6 3\" points=\"{}\"/></svg>",
+        w + 8.0,
+        h + 8.0,
+        w + 8.0,
+        h + 8.0,
+        esc(&label),
+        esc(&label),
+        line(&|p| p.capacity),
+        line(&|p| p.free),
+    );
+    out.push_str(&format!(
+        "<figcaption>{}: capacity (solid) and free (dashed)</figcaption></figure>",
+        esc(dim)
+    ));
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .map(|p| vec![p.version.to_string(), esc(&p.at), format!("{}", p.capacity), format!("{}", p.free)])
+        .collect();
+    out.push_str(&table(&format!("{dim} per snapshot version"), &["version", "first seen", "capacity", "free"], &rows));
+    out
+}
+
+/// Cluster: health and conditions, taints, its snapshots over time (chart and table), what
+/// runs on it and what was refused there (`/api/v1/clusters`, `…/snapshots`, `…/workloads`).
+pub fn cluster(listed: Option<&Value>, snapshots: &Value, points: &[Point], workloads: &Value) -> String {
+    let mut out = String::new();
+    match listed {
+        None => out.push_str("<p>Not in the last good pass's fleet.</p>"),
+        Some(c) => {
+            let taints: Vec<Vec<String>> = c["taints"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| vec![val(&t["key"]), val(&t["value"]), val(&t["effect"])])
+                .collect();
+            out.push_str(&format!(
+                "<section><h2>Conditions</h2><p>{}{} · region {} · zones {} · provider {} · confidence {} · data age {} s · replicas {}</p>{}</section>",
+                state(c["state"].as_str().unwrap_or("")),
+                c["reason"].as_str().map(|r| format!(" ({})", esc(r))).unwrap_or_default(),
+                val(&c["region"]),
+                esc(&c["zones"].as_array().map(|z| z.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default()),
+                val(&c["provider"]),
+                val(&c["confidence"]),
+                c["snapshot"]["ageSeconds"].as_f64().map(|a| format!("{a:.0}")).unwrap_or_else(|| "-".into()),
+                val(&c["replicas"]),
+                table("taints", &["key", "value", "effect"], &taints)
+            ));
+        }
+    }
+    out.push_str("<section><h2>Snapshots</h2>");
+    out.push_str(&chart("cpu", points));
+    let versions: Vec<Vec<String>> = snapshots["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| vec![val(&v["version"]), val(&v["firstSeen"]), val(&v["lastSeen"]), val(&v["confidence"])])
+        .collect();
+    out.push_str(&table("stored versions", &["version", "first seen", "last seen", "confidence"], &versions));
+    out.push_str("</section>");
+    out.push_str(&cluster_workloads(workloads));
+    out
+}
+
+fn cluster_workloads(w: &Value) -> String {
+    let runs: Vec<Vec<String>> = w["runs"]["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let replicas = if r["replicas"].is_null() { "✓".into() } else { val(&r["replicas"]) };
+            vec![workload_link(&r["workload"]), replicas, val(&r["file"])]
+        })
+        .collect();
+    let refused: Vec<Vec<String>> = w["refused"]["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let reasons: Vec<String> = r["reasons"].as_array().into_iter().flatten().map(val).collect();
+            vec![workload_link(&r["workload"]), reasons.join("<br>")]
+        })
+        .collect();
+    format!(
+        "<section><h2>Runs here</h2><p>{} workloads, {} replicas.</p>{}</section><section><h2>Refused here</h2><p>{} workloads.</p>{}</section>",
+        val(&w["runs"]["total"]),
+        val(&w["runs"]["replicas"]),
+        table("workloads placed on this cluster", &["workload", "replicas", "file"], &runs),
+        val(&w["refused"]["total"]),
+        table("workloads whose last decision filtered this cluster out", &["workload", "reasons"], &refused)
+    )
+}
+
+/// Plan: the last plan posted to the daemon, as the Markdown output's tables and diffs.
+pub fn plan(doc: Option<&Value>) -> String {
+    use crate::views::plan::{COUNTS, file_lines, summary_line, workload_lines};
+    let Some(doc) = doc else {
+        return "<p>No plan was posted to this daemon since it started. <code>fedsched plan</code> against a running daemon (or <code>POST /api/v1/plan</code>) shows here.</p>".into();
+    };
+    let mut out = format!("<p>{}</p>", esc(&summary_line(doc)));
+    if doc["changes"] != true {
+        return out;
+    }
+    let counts: Vec<Vec<String>> =
+        COUNTS.iter().map(|(label, key)| vec![esc(label), val(&doc["summary"][*key])]).collect();
+    out.push_str(&table("counts", &["", "count"], &counts));
+    let workloads: Vec<Vec<String>> = doc["workloads"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|w| {
+            let lines: Vec<String> = workload_lines(w).iter().map(|l| esc(l)).collect();
+            vec![val(&w["workload"]), val(&w["change"]), lines.join("<br>")]
+        })
+        .collect();
+    out.push_str(&table("workloads", &["workload", "change", "details"], &workloads));
+    if let Some(m) = doc["emptied"].as_str() {
+        out.push_str(&format!("<p class=\"bad\"><strong>held</strong>: {}</p>", esc(m)));
+    }
+    for h in doc["held"].as_array().into_iter().flatten() {
+        out.push_str(&format!("<p class=\"bad\"><strong>held</strong>: {}</p>", val(&h["message"])));
+    }
+    for c in doc["clusters"].as_array().into_iter().flatten() {
+        out.push_str(&format!("<details><summary>files in {}</summary><ul>", val(&c["cluster"])));
+        for l in file_lines(c) {
+            out.push_str(&format!("<li><code>{}</code></li>", esc(&l)));
+        }
+        out.push_str("</ul></details>");
+    }
+    let diffs: Vec<&Value> = doc["diffs"].as_array().into_iter().flatten().collect();
+    if !diffs.is_empty() {
+        out.push_str("<details open><summary>Diff</summary><pre class=\"diff\">");
+        for d in diffs {
+            out.push_str(&esc(d["diff"].as_str().unwrap_or("")));
+        }
+        out.push_str("</pre></details>");
+    }
+    out
+}
