@@ -307,6 +307,7 @@ pub fn clusters_json(store: &Store, current: Option<&[ClusterSnapshot]>, now_ms:
             "region": snap.region,
             "provider": snap.provider,
             "zones": snap.zones,
+            "labels": snap.labels,
             "taints": snap.taints.iter().map(|t| json!({"key": t.key, "value": t.value, "effect": format!("{:?}", t.effect)})).collect::<Vec<_>>(),
             "capacity": capacity,
             "confidence": meta.confidence,

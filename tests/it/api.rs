@@ -4,8 +4,6 @@
 //! watchdog pings and turns `/healthz` to 503.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -15,7 +13,7 @@ use crate::support::*;
 const TOKEN: &str = "t0ps3cret-7d1f2a";
 
 /// The daemon's bound HTTP address, from `<state>/http.addr`.
-fn addr(s: &Scratch) -> String {
+pub fn addr(s: &Scratch) -> String {
     let file = s.state().join("http.addr");
     wait_for("the HTTP address file", Duration::from_secs(30), || file.exists());
     std::fs::read_to_string(&file).expect("read http.addr").trim().to_string()
@@ -26,32 +24,13 @@ fn start_with_http(s: &Scratch, http: &str, env: &[(&str, &str)]) -> Daemon {
     Daemon::start(s, &format!("[http]\nlisten = \"127.0.0.1:0\"\n{http}"), env)
 }
 
-/// A minimal HTTP/1.1 client: GET (or another method), `Connection: close`, body by
-/// `Content-Length` or to the end. Returns (status, headers lower-cased, body).
+/// One request ([`http_request`]) with the bearer token if given. Returns (status, headers
+/// lower-cased, body).
 fn request(addr: &str, method: &str, path: &str, token: Option<&str>) -> (u16, BTreeMap<String, String>, String) {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Length: 0\r\n\r\n")
-        .expect("write request");
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("read response");
-    let text = String::from_utf8(raw).expect("utf8 response");
-    let (head, body) = text.split_once("\r\n\r\n").expect("header end");
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().expect("status line");
-    let mut parts = status_line.splitn(3, ' ');
-    assert_eq!(parts.next(), Some("HTTP/1.1"), "{status_line}");
-    let code: u16 = parts.next().and_then(|c| c.parse().ok()).expect("status code");
-    let headers: BTreeMap<String, String> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    assert!(!headers.get("transfer-encoding").is_some_and(|v| v.contains("chunked")), "unexpected chunked body");
-    if let Some(len) = headers.get("content-length") {
-        assert_eq!(len.parse::<usize>().expect("length"), body.len(), "content-length of {path}");
-    }
-    (code, headers, body.to_string())
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("Authorization", a.as_str())).collect();
+    let a = http_request(addr, method, path, &headers, b"");
+    (a.code, a.headers, a.body)
 }
 
 fn get_json(addr: &str, path: &str, token: Option<&str>) -> Value {

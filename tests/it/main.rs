@@ -44,3 +44,4 @@ mod systemd;
 mod ties;
 mod tools;
 mod unsafe_input;
+mod web;

@@ -283,6 +283,75 @@ pub fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
     Some((code, raw.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()))
 }
 
+/// An HTTP answer of [`http_request`]: status, headers (names lower-cased; a repeated header's
+/// values joined with `\n`), body.
+#[derive(Debug)]
+pub struct HttpAnswer {
+    pub code: u16,
+    pub headers: std::collections::BTreeMap<String, String>,
+    pub body: String,
+}
+
+/// One HTTP/1.1 request with `Connection: close` and a `Content-Length` body; the answer is read
+/// to the end (20 s without a byte: a panic). The body must be UTF-8 and not chunked.
+pub fn http_request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> HttpAnswer {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr.trim()).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20))).expect("timeout");
+    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).expect("write request");
+    // A server may answer (413) and close before it read a large body.
+    let _ = s.write_all(body);
+    // Read to the end of the body its Content-Length announces (a server may keep the
+    // connection open whatever the request said), or to the end of the stream.
+    let mut raw = Vec::new();
+    let mut chunk = [0u8; 64 << 10];
+    let end_of = |raw: &[u8]| raw.windows(4).position(|w| w == b"\r\n\r\n");
+    loop {
+        if let Some(at) = end_of(&raw) {
+            let head = String::from_utf8_lossy(&raw[..at]).into_owned();
+            let announced = head
+                .lines()
+                .filter_map(|l| l.split_once(':'))
+                .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+                .and_then(|(_, v)| v.trim().parse::<usize>().ok());
+            if announced.is_some_and(|n| raw.len() - at - 4 >= n) {
+                break;
+            }
+        }
+        let n = s.read(&mut chunk).expect("read response");
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8(raw).expect("utf8 response");
+    let (head, body) = text.split_once("\r\n\r\n").expect("header end");
+    let (head, body) = (head.to_string(), body.to_string());
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().expect("status line");
+    let mut parts = status_line.splitn(3, ' ');
+    assert_eq!(parts.next(), Some("HTTP/1.1"), "{status_line}");
+    let code: u16 = parts.next().and_then(|c| c.parse().ok()).expect("status code");
+    let mut headers = std::collections::BTreeMap::<String, String>::new();
+    for (k, v) in lines.filter_map(|l| l.split_once(':')) {
+        let e = headers.entry(k.trim().to_ascii_lowercase()).or_default();
+        if !e.is_empty() {
+            e.push('\n');
+        }
+        e.push_str(v.trim());
+    }
+    assert!(!headers.get("transfer-encoding").is_some_and(|v| v.contains("chunked")), "unexpected chunked body");
+    if let Some(len) = headers.get("content-length") {
+        assert_eq!(len.parse::<usize>().expect("length"), body.len(), "content-length of {path}");
+    }
+    HttpAnswer { code, headers, body }
+}
+
 /// Collects a child's stderr in the background (so a chatty child never blocks on a full pipe).
 pub fn capture_stderr(child: &mut std::process::Child) -> std::sync::Arc<std::sync::Mutex<String>> {
     use std::io::BufRead;

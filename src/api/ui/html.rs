@@ -122,8 +122,12 @@ pub fn page(title: &str, active: &str, logout: bool, banner: &str, body: &str) -
     )
 }
 
-/// A table from a header row and rows of cells (cells are HTML already).
+/// A table from a header row and rows of cells (cells are HTML already); no rows: a line
+/// that says so.
 pub fn table(caption: &str, head: &[&str], rows: &[Vec<String>]) -> String {
+    if rows.is_empty() {
+        return format!("<p class=\"empty\">{}: none.</p>", esc(caption));
+    }
     let mut out = format!("<table><caption>{}</caption><thead><tr>", esc(caption));
     for h in head {
         out.push_str(&format!("<th scope=\"col\">{}</th>", esc(h)));

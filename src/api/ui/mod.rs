@@ -133,7 +133,7 @@ fn admitted(s: &ApiState, headers: &HeaderMap) -> bool {
         .any(|(k, v)| k == COOKIE && super::constant_time_eq(v.as_bytes(), want.as_bytes()))
 }
 
-/// The login form (401 when shown in place of a page).
+/// The login form (401 after a wrong token).
 fn login_form(s: &ApiState, code: StatusCode, message: Option<&str>) -> Response {
     let note = message.map(|m| format!("<p class=\"bad\" role=\"alert\">{}</p>", html::esc(m))).unwrap_or_default();
     let body = format!(
@@ -213,14 +213,15 @@ pub fn matrix_query(uri: &Uri) -> Result<MatrixQuery, (StatusCode, String)> {
     MatrixQuery::from_pairs(&pairs).map_err(|e| (StatusCode::BAD_REQUEST, e))
 }
 
-/// Renders a page for an admitted request: `make` runs on a blocking thread (it reads the
+/// Renders a page for an admitted request (another is sent to the login form, with nothing
+/// of the page): `make` runs on a blocking thread (it reads the
 /// store) and returns the title and body; the banner comes from the loop's status.
 async fn render<F>(s: ApiState, headers: &HeaderMap, active: &'static str, make: F) -> Response
 where
     F: FnOnce(&ApiState) -> Result<(String, String), (StatusCode, String)> + Send + 'static,
 {
     if !admitted(&s, headers) {
-        return login_form(&s, StatusCode::UNAUTHORIZED, None);
+        return see_other("/ui/login");
     }
     let status = status_json(&s.status.borrow());
     let logout = s.token.is_some();
@@ -257,7 +258,7 @@ async fn placements(State(s): State<ApiState>, headers: HeaderMap, uri: Uri) -> 
     let q = match matrix_query(&uri) {
         Ok(q) => q,
         Err((code, m)) if admitted(&s, &headers) => return refuse(&s, code, &m),
-        Err(_) => return login_form(&s, StatusCode::UNAUTHORIZED, None),
+        Err(_) => return see_other("/ui/login"),
     };
     render(s, &headers, "Placements", move |s| {
         let m = super::matrix_document(s, &q).map_err(store_failed)?;
@@ -321,10 +322,10 @@ async fn cluster(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): U
             crate::views::report::clusters_json(&s.store, current.as_ref().map(|i| i.snapshots.as_slice()), s.clock.now_ms())
                 .map_err(store_failed)?;
         let listed = clusters["clusters"].as_array().into_iter().flatten().find(|c| c["name"] == name.as_str()).cloned();
-        let versions = s.store.snapshot_versions(&name).map_err(store_failed)?;
-        if listed.is_none() && versions.is_empty() {
+        if listed.is_none() && !s.store.clusters().map_err(store_failed)?.contains(&name) {
             return Err((StatusCode::NOT_FOUND, format!("no cluster {name:?} is known")));
         }
+        let versions = s.store.snapshot_versions(&name).map_err(store_failed)?;
         let snapshots = crate::views::report::snapshots_json(&name, &versions);
         let mut points = Vec::new();
         // The chart reads the last 48 versions (one snapshot each).

@@ -30,7 +30,8 @@ pub fn banner(status: &Value) -> String {
         Value::Null => "storm guard: <span class=\"state good\">not holding</span>".into(),
         other => format!("storm guard: <span class=\"state bad\">holds</span> ({})", val(other)),
     });
-    if let Some(f) = status["failover"].as_object() {
+    let f = &status["failover"];
+    if f.is_object() {
         items.push(format!(
             "pending failover {}, kept past grace {}, held {}",
             val(&f["pendingFailover"]),
@@ -38,9 +39,10 @@ pub fn banner(status: &Value) -> String {
             val(&f["held"])
         ));
     }
-    items.push(match status["ha"].as_object() {
-        None => "HA: single instance".into(),
-        Some(h) => format!("HA: {} ({} holds the lease)", state(h["role"].as_str().unwrap_or("")), val(&h["holder"])),
+    let h = &status["ha"];
+    items.push(match h.is_object() {
+        false => "HA: single instance".into(),
+        true => format!("HA: {} ({} holds the lease)", state(h["role"].as_str().unwrap_or("")), val(&h["holder"])),
     });
     let mut out = String::from("<section class=\"banner\" aria-label=\"daemon status\"><ul>");
     for i in items {
@@ -128,6 +130,13 @@ pub fn fleet(clusters: &Value, resources: Option<&Value>) -> String {
     out
 }
 
+/// A label map as `key=value, …` (escaped).
+fn labels(l: &Value) -> String {
+    let text: Vec<String> =
+        l.as_object().into_iter().flatten().map(|(k, v)| format!("{}={}", esc(k), val(v))).collect();
+    if text.is_empty() { "none".into() } else { text.join(", ") }
+}
+
 fn cluster_card(c: &Value, listed: Option<&Value>, dims: &[Value]) -> String {
     let name = c["name"].as_str().unwrap_or("");
     let age = match listed.map(|l| &l["snapshot"]["ageSeconds"]).and_then(Value::as_f64) {
@@ -145,8 +154,9 @@ fn cluster_card(c: &Value, listed: Option<&Value>, dims: &[Value]) -> String {
         .filter(|t| !t.is_empty())
         .unwrap_or_else(|| "none".into());
     let reason = c["reason"].as_str().map(|r| format!(" ({})", esc(r))).unwrap_or_default();
+    let labels = listed.map(|l| labels(&l["labels"])).unwrap_or_default();
     format!(
-        "<article class=\"card\"><h4>{}</h4><p>{}{reason} · data age {age} · confidence {} · {} · replicas {}</p><p>taints: {taints}</p>{}</article>",
+        "<article class=\"card\"><h4>{}</h4><p>{}{reason} · data age {age} · confidence {} · {} · replicas {}</p><p>labels: {labels}</p><p>taints: {taints}</p>{}</article>",
         cluster_link(name),
         state(c["health"].as_str().unwrap_or("")),
         val(&c["confidence"]),
@@ -349,14 +359,13 @@ fn timeline(history: &Value) -> String {
     let mut out = String::from("<section><h2>History</h2><ol class=\"timeline\" reversed>");
     let records: Vec<&Value> = history.as_array().into_iter().flatten().collect();
     for r in records.iter().rev() {
-        let outcome = match r["outcome"].as_object() {
-            Some(o) if o.contains_key("scheduled") => {
-                let t = o["scheduled"].as_object().map(|t| {
-                    t.iter().map(|(c, n)| format!("{}: {}", esc(c), val(n))).collect::<Vec<_>>().join(", ")
-                });
-                format!("scheduled to {}", t.unwrap_or_default())
+        let o = &r["outcome"];
+        let outcome = match o["scheduled"].as_object() {
+            Some(t) => {
+                let t = t.iter().map(|(c, n)| format!("{}: {}", esc(c), val(n))).collect::<Vec<_>>().join(", ");
+                format!("scheduled to {t}")
             }
-            Some(o) => format!("unschedulable: {}", val(&o["unschedulable"])),
+            None if o.is_object() => format!("unschedulable: {}", val(&o["unschedulable"])),
             None => String::new(),
         };
         out.push_str(&format!(
@@ -416,6 +425,21 @@ fn chart(dim: &str, points: &[Point]) -> String {
         line(&|p| p.capacity),
         line(&|p| p.free),
     );
+    // A mark at every version (a single version draws no line).
+    let marks: String = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            format!(
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1f4e99\"/><circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1b6e3a\"/>",
+                x(i),
+                y(p.capacity),
+                x(i),
+                y(p.free)
+            )
+        })
+        .collect();
+    out = out.replacen("</svg>", &format!("{marks}</svg>"), 1);
     out.push_str(&format!(
         "<figcaption>{}: capacity (solid) and free (dashed)</figcaption></figure>",
         esc(dim)
@@ -442,7 +466,7 @@ pub fn cluster(listed: Option<&Value>, snapshots: &Value, points: &[Point], work
                 .map(|t| vec![val(&t["key"]), val(&t["value"]), val(&t["effect"])])
                 .collect();
             out.push_str(&format!(
-                "<section><h2>Conditions</h2><p>{}{} · region {} · zones {} · provider {} · confidence {} · data age {} s · replicas {}</p>{}</section>",
+                "<section><h2>Conditions</h2><p>{}{} · region {} · zones {} · provider {} · confidence {} · data age {} s · replicas {}</p><p>labels: {}</p>{}</section>",
                 state(c["state"].as_str().unwrap_or("")),
                 c["reason"].as_str().map(|r| format!(" ({})", esc(r))).unwrap_or_default(),
                 val(&c["region"]),
@@ -451,6 +475,7 @@ pub fn cluster(listed: Option<&Value>, snapshots: &Value, points: &[Point], work
                 val(&c["confidence"]),
                 c["snapshot"]["ageSeconds"].as_f64().map(|a| format!("{a:.0}")).unwrap_or_else(|| "-".into()),
                 val(&c["replicas"]),
+                labels(&c["labels"]),
                 table("taints", &["key", "value", "effect"], &taints)
             ));
         }
