@@ -9,6 +9,8 @@
 //! | `/api/v1/status` | the last pass and readiness |
 //! | `/api/v1/clusters` | members: state, capacity, confidence, snapshot age, replicas |
 //! | `/api/v1/clusters/{name}/snapshots` | as `fedsched snapshots -o json` |
+//! | `/api/v1/clusters/{name}/workloads` | what runs on the cluster and what was refused there ([`crate::views::placements::cluster_workloads`]) |
+//! | `/api/v1/placements?namespace=&policy=&label=&state=&page=&perPage=&clusterPage=&clustersPerPage=` | one page of the workload × cluster matrix ([`crate::views::placements::matrix`]) |
 //! | `/api/v1/resources?by=region\|zone\|provider\|label=KEY` | as `fedsched resources -o json` |
 //! | `/api/v1/workloads?namespace=&cluster=&selector=&state=` | as `fedsched get -o json`: every placement with the summary's fields (`.fedsched/placements/`), its replicas, `suspended`, `lazyHeld`, labels; filtered (an unknown cluster: 404) |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/explain` | as `fedsched explain -o json` (`ns` = `_` for cluster-scoped), with the profiles of the last good pass |
@@ -17,7 +19,9 @@
 //! | `/api/v1/workloads/status?stuckAfter=5m` | every workload that is not Healthy, as `fedsched status -o json` |
 //! | `POST /api/v1/plan` | `fedsched plan` on the daemon: the body is a [`PlanRequest`] (the changed repository's files, the base's), the answer the plan document (as `fedsched plan -o json`); 422 with `errors` for an invalid repository, 503 before the first good pass, 429 while another plan runs |
 //!
-//! Every route but the plan is GET; nothing here writes (a plan previews on a copy of the
+//! | `/ui/…` | the read-only web view ([`ui`]): the same documents as HTML |
+//!
+//! Every route but the plan (and the web view's login and logout) is GET; nothing here writes (a plan previews on a copy of the
 //! reconciler's cache and a dry run of the store: [`crate::reconcile::Reconciler::preview_warm`]). The store is read through the daemon's
 //! [`Store`] handle (sled allows one process), on blocking threads; the loop's state comes
 //! from a `watch` of [`StatusView`] (the last good inputs and the profiles they ran with), the

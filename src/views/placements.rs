@@ -88,7 +88,9 @@ impl MatrixQuery {
     /// The query string of this filter at another page (`page`, `cluster_page`), for links.
     pub fn to_query(&self, page: usize, cluster_page: usize) -> String {
         let mut parts = Vec::new();
-        for (k, v) in [("namespace", &self.namespace), ("policy", &self.policy), ("label", &self.label), ("state", &self.state)] {
+        for (k, v) in
+            [("namespace", &self.namespace), ("policy", &self.policy), ("label", &self.label), ("state", &self.state)]
+        {
             if let Some(v) = v {
                 parts.push(format!("{k}={}", crate::util::percent::encode(v)));
             }
@@ -149,7 +151,11 @@ pub fn workload_path(w: &crate::policy::ObjectKey) -> (String, String, String) {
 /// one window of the filtered clusters, with the totals. `clusters` are the fleet's clusters
 /// (name, labels) in name order; a cluster that holds a placement but is not among them (it
 /// left the fleet) is a column too when no label filter is set.
-pub fn matrix(placements: &[PlacementRecord], clusters: &[(String, BTreeMap<String, String>)], q: &MatrixQuery) -> Value {
+pub fn matrix(
+    placements: &[PlacementRecord],
+    clusters: &[(String, BTreeMap<String, String>)],
+    q: &MatrixQuery,
+) -> Value {
     let mut names: Vec<&str> = clusters.iter().filter(|(_, l)| q.label_matches(l)).map(|(n, _)| n.as_str()).collect();
     if q.label.is_none() {
         let mut extra: Vec<&str> = placements
@@ -239,7 +245,8 @@ pub fn cluster_workloads(store: &Store, cluster: &str) -> Result<Value, StoreErr
                     pos
                 }
             };
-            position.and_then(|pos| p.result.rejected.iter().find(|g| g.clusters.contains(pos)).map(|g| g.reasons.clone()))
+            position
+                .and_then(|pos| p.result.rejected.iter().find(|g| g.clusters.contains(pos)).map(|g| g.reasons.clone()))
         };
         if let Some(reasons) = reasons {
             refused_total += 1;

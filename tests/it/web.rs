@@ -51,13 +51,8 @@ fn login(a: &str, token: &str) -> HttpAnswer {
     http_request(a, "POST", "/ui/login", &[("Content-Type", "application/x-www-form-urlencoded")], body.as_bytes())
 }
 
-const PAGES: [&str; 5] = [
-    "/ui/",
-    "/ui/placements",
-    "/ui/workloads/shop/Deployment/web",
-    "/ui/clusters/eu-west-a",
-    "/ui/plan",
-];
+const PAGES: [&str; 5] =
+    ["/ui/", "/ui/placements", "/ui/workloads/shop/Deployment/web", "/ui/clusters/eu-west-a", "/ui/plan"];
 
 /// With `[http] token_file`: a page without the token sends the browser to the login form and
 /// shows nothing; the form takes the token in its body and answers with an HttpOnly,
@@ -139,8 +134,11 @@ fn hostile_text_reaches_the_pages_as_text() {
         .expect("write");
     let eu = s.policies().join("clusters/eu-west.yaml");
     let text = std::fs::read_to_string(&eu).expect("eu-west.yaml");
-    std::fs::write(&eu, text.replacen("    tier: general\n", "    tier: general\n    note: \"<img src=x onerror=alert(2)>\"\n", 1))
-        .expect("write");
+    std::fs::write(
+        &eu,
+        text.replacen("    tier: general\n", "    tier: general\n    note: \"<img src=x onerror=alert(2)>\"\n", 1),
+    )
+    .expect("write");
     let (_d, a) = daemon(&s, false);
     let hostile = [
         ("/ui/workloads/shop/ConfigMap/web-config", "&lt;script&gt;alert(1)&lt;/script&gt;"),
@@ -196,14 +194,16 @@ fn placements_are_paged_within_bounds() {
 /// `chromedriver` on the PATH with `chromium` beside it; `None`: skipped, and said so.
 fn chromedriver() -> Option<(PathBuf, PathBuf)> {
     let on_path = |name: &str| {
-        std::env::var_os("PATH")
-            .and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|f| f.is_file()))
+        std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|f| f.is_file()))
     };
     let browser = std::env::var_os("FEDSCHED_CHROMIUM").map(PathBuf::from).or_else(|| on_path("chromium"));
     match std::env::var_os("FEDSCHED_CHROMEDRIVER").map(PathBuf::from) {
         Some(d) => {
             assert!(d.is_file(), "FEDSCHED_CHROMEDRIVER={} does not exist", d.display());
-            Some((d, browser.expect("FEDSCHED_CHROMEDRIVER is set but there is no chromium (FEDSCHED_CHROMIUM or PATH)")))
+            Some((
+                d,
+                browser.expect("FEDSCHED_CHROMEDRIVER is set but there is no chromium (FEDSCHED_CHROMIUM or PATH)"),
+            ))
         }
         None => match (on_path("chromedriver"), browser) {
             (Some(d), Some(b)) => Some((d, b)),
@@ -393,7 +393,8 @@ fn the_web_view_in_a_real_browser() {
         "-o",
         "json",
     ]);
-    let plan_doc: Value = serde_json::from_slice(&plan.stdout).unwrap_or_else(|e| panic!("{e}: {}", text_of_output(&plan)));
+    let plan_doc: Value =
+        serde_json::from_slice(&plan.stdout).unwrap_or_else(|e| panic!("{e}: {}", text_of_output(&plan)));
     wait_for("the daemon's log of the plan", Duration::from_secs(10), || d.stderr().contains("plan answered"));
     let shots = screenshot_dir();
     let b = Browser::start(&driver, &chromium);
@@ -416,7 +417,8 @@ fn the_web_view_in_a_real_browser() {
     let cards = b.rows(".card");
     for c in clusters["clusters"].as_array().expect("clusters") {
         let name = c["name"].as_str().expect("name");
-        let card = cards.iter().find(|card| card.first().map(String::as_str) == Some(name)).expect("a card per cluster");
+        let card =
+            cards.iter().find(|card| card.first().map(String::as_str) == Some(name)).expect("a card per cluster");
         let text = card.join(" ");
         assert!(text.contains(&format!("replicas {}", c["replicas"])), "{name}: {text}");
         let r = resources["groups"]
@@ -427,7 +429,12 @@ fn the_web_view_in_a_real_browser() {
             .find(|x| x["name"] == name)
             .expect("in resources");
         let cpu = &r["resources"]["cpu"];
-        let want = format!("{} allocated of {}, {} free", shown(&cpu["allocated"]), shown(&cpu["capacity"]), shown(&cpu["free"]));
+        let want = format!(
+            "{} allocated of {}, {} free",
+            shown(&cpu["allocated"]),
+            shown(&cpu["capacity"]),
+            shown(&cpu["free"])
+        );
         assert!(text.contains(&want), "{name}: {want} in {text}");
     }
     b.screenshot(&shots, "fleet");
@@ -498,7 +505,13 @@ fn the_web_view_in_a_real_browser() {
     assert_eq!(b.title(), "Plan · fedsched");
     b.assert_no_console_errors("plan");
     let summary = b.text_of("main > p");
-    assert!(summary.contains(&format!("{} of {} workloads change", plan_doc["summary"]["changed"], plan_doc["summary"]["workloads"])), "{summary}");
+    assert!(
+        summary.contains(&format!(
+            "{} of {} workloads change",
+            plan_doc["summary"]["changed"], plan_doc["summary"]["workloads"]
+        )),
+        "{summary}"
+    );
     b.screenshot(&shots, "plan");
     drop(b);
     let (_, log) = d.stop();

@@ -94,7 +94,10 @@ fn html(code: StatusCode, body: String) -> Response {
 fn refuse(s: &ApiState, code: StatusCode, message: &str) -> Response {
     let status = status_json(&s.status.borrow());
     let body = format!("<p class=\"bad\">{}</p>", html::esc(message));
-    html(code, html::page(code.canonical_reason().unwrap_or("Error"), "", s.token.is_some(), &pages::banner(&status), &body))
+    html(
+        code,
+        html::page(code.canonical_reason().unwrap_or("Error"), "", s.token.is_some(), &pages::banner(&status), &body),
+    )
 }
 
 /// The key the session cookie is made with: random, drawn once per process.
@@ -227,7 +230,9 @@ where
     let logout = s.token.is_some();
     let state = s.clone();
     match tokio::task::spawn_blocking(move || make(&state)).await {
-        Ok(Ok((title, body))) => html(StatusCode::OK, html::page(&title, active, logout, &pages::banner(&status), &body)),
+        Ok(Ok((title, body))) => {
+            html(StatusCode::OK, html::page(&title, active, logout, &pages::banner(&status), &body))
+        }
         Ok(Err((code, message))) => refuse(&s, code, &message),
         Err(e) => refuse(&s, StatusCode::INTERNAL_SERVER_ERROR, &format!("request task failed: {e}")),
     }
@@ -242,8 +247,9 @@ async fn fleet(State(s): State<ApiState>, headers: HeaderMap) -> Response {
     render(s, &headers, "Fleet", |s| {
         let current = s.status.borrow().inputs.clone();
         let now = s.clock.now_ms();
-        let clusters = crate::views::report::clusters_json(&s.store, current.as_ref().map(|i| i.snapshots.as_slice()), now)
-            .map_err(store_failed)?;
+        let clusters =
+            crate::views::report::clusters_json(&s.store, current.as_ref().map(|i| i.snapshots.as_slice()), now)
+                .map_err(store_failed)?;
         let resources = good_pass(s).map(|(inputs, profiles)| {
             let model = profiles.model();
             let views = crate::views::resources::views(&inputs.snapshots, model, now);
@@ -274,7 +280,8 @@ async fn workload(
 ) -> Response {
     render(s, &headers, "", move |s| {
         let r = workload_ref(&ns, &kind, &name);
-        let title = format!("{}/{}{}", r.kind, r.namespace.as_deref().map(|n| format!("{n}/")).unwrap_or_default(), r.name);
+        let title =
+            format!("{}/{}{}", r.kind, r.namespace.as_deref().map(|n| format!("{n}/")).unwrap_or_default(), r.name);
         let Some((inputs, profiles)) = good_pass(s) else {
             return Err((StatusCode::SERVICE_UNAVAILABLE, "no good reconcile yet: nothing to explain from".into()));
         };
@@ -318,10 +325,14 @@ fn read_output(out: &std::path::Path, cluster: &str, file: &str) -> Option<Strin
 async fn cluster(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Response {
     render(s, &headers, "", move |s| {
         let current = s.status.borrow().inputs.clone();
-        let clusters =
-            crate::views::report::clusters_json(&s.store, current.as_ref().map(|i| i.snapshots.as_slice()), s.clock.now_ms())
-                .map_err(store_failed)?;
-        let listed = clusters["clusters"].as_array().into_iter().flatten().find(|c| c["name"] == name.as_str()).cloned();
+        let clusters = crate::views::report::clusters_json(
+            &s.store,
+            current.as_ref().map(|i| i.snapshots.as_slice()),
+            s.clock.now_ms(),
+        )
+        .map_err(store_failed)?;
+        let listed =
+            clusters["clusters"].as_array().into_iter().flatten().find(|c| c["name"] == name.as_str()).cloned();
         if listed.is_none() && !s.store.clusters().map_err(store_failed)?.contains(&name) {
             return Err((StatusCode::NOT_FOUND, format!("no cluster {name:?} is known")));
         }

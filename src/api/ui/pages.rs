@@ -94,12 +94,8 @@ fn resource_bars(c: &Value, dims: &[Value]) -> String {
 /// Fleet: clusters grouped by region, then zone, each with health, data age and confidence,
 /// replicas, taints and its bars (from `/api/v1/clusters` and `/api/v1/resources?by=region`).
 pub fn fleet(clusters: &Value, resources: Option<&Value>) -> String {
-    let listed: BTreeMap<&str, &Value> = clusters["clusters"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| Some((c["name"].as_str()?, c)))
-        .collect();
+    let listed: BTreeMap<&str, &Value> =
+        clusters["clusters"].as_array().into_iter().flatten().filter_map(|c| Some((c["name"].as_str()?, c))).collect();
     let Some(res) = resources else {
         return "<p>No good pass yet: no cluster data.</p>".into();
     };
@@ -208,11 +204,7 @@ pub fn placements(m: &Value, q: &MatrixQuery) -> String {
     let (w, c) = (&m["workloads"], &m["clusters"]);
     let (page, cpage) = (n(&w["page"]), n(&c["page"]));
     let mut out = matrix_form(q);
-    out.push_str(&format!(
-        "<p>{} workloads × {} clusters match.</p>",
-        n(&w["total"]),
-        n(&c["total"])
-    ));
+    out.push_str(&format!("<p>{} workloads × {} clusters match.</p>", n(&w["total"]), n(&c["total"])));
     out.push_str(&pager("workloads", page, n(&w["pages"]).max(1), |p| {
         format!("/ui/placements?{}", q.to_query(p as usize, cpage as usize))
     }));
@@ -440,10 +432,7 @@ fn chart(dim: &str, points: &[Point]) -> String {
         })
         .collect();
     out = out.replacen("</svg>", &format!("{marks}</svg>"), 1);
-    out.push_str(&format!(
-        "<figcaption>{}: capacity (solid) and free (dashed)</figcaption></figure>",
-        esc(dim)
-    ));
+    out.push_str(&format!("<figcaption>{}: capacity (solid) and free (dashed)</figcaption></figure>", esc(dim)));
     let rows: Vec<Vec<String>> = points
         .iter()
         .map(|p| vec![p.version.to_string(), esc(&p.at), format!("{}", p.capacity), format!("{}", p.free)])

@@ -11,7 +11,10 @@ fn assert_inert(html: &str, what: &str) {
     for bad in ["<script", "<img", "onerror=alert(2)>", "alert(2)>'"] {
         assert!(!html.contains(bad), "{what}: {bad:?} reached the page:\n{html}");
     }
-    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{what}: the hostile text is shown, escaped:\n{html}");
+    assert!(
+        html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{what}: the hostile text is shown, escaped:\n{html}"
+    );
 }
 
 fn hostile_workload() -> serde_json::Value {
