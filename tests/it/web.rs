@@ -278,6 +278,12 @@ impl Browser {
         self.cmd("GET", "url", None).as_str().unwrap_or_default().to_string()
     }
 
+    /// Waits until the address ends with `tail` (a key press that follows a link or submits a
+    /// form returns before the navigation it starts).
+    fn wait_url(&self, what: &str, cond: impl Fn(&str) -> bool) {
+        wait_for(what, Duration::from_secs(30), || cond(&self.url()));
+    }
+
     fn title(&self) -> String {
         self.cmd("GET", "title", None).as_str().unwrap_or_default().to_string()
     }
@@ -407,7 +413,8 @@ fn the_web_view_in_a_real_browser() {
     b.screenshot(&shots, "login");
     b.type_into("#token", TOKEN);
     b.click("form.login button");
-    assert!(b.url().ends_with("/ui/") && !b.url().contains(TOKEN), "{}", b.url());
+    b.wait_url("the Fleet page after the login", |u| u.ends_with("/ui/"));
+    assert!(!b.url().contains(TOKEN), "{}", b.url());
 
     // Fleet: each cluster's replicas and CPU figures as /api/v1/clusters and /api/v1/resources.
     assert_eq!(b.title(), "Fleet · fedsched");
@@ -445,7 +452,7 @@ fn the_web_view_in_a_real_browser() {
     b.keys("\u{E004}\u{E004}");
     assert_eq!(b.focused_text(), "Placements");
     b.keys("\u{E007}");
-    assert!(b.url().ends_with("/ui/placements"), "Enter followed the link: {}", b.url());
+    b.wait_url("Enter to follow the link", |u| u.ends_with("/ui/placements"));
 
     // Placements: the matrix as /api/v1/placements; the namespace filter from the keyboard.
     b.assert_no_console_errors("placements");
@@ -469,7 +476,7 @@ fn the_web_view_in_a_real_browser() {
     }
     b.screenshot(&shots, "placements");
     b.type_into("input[name=namespace]", "ml\u{E007}");
-    assert!(b.url().contains("namespace=ml"), "{}", b.url());
+    b.wait_url("Enter to submit the filter", |u| u.contains("namespace=ml"));
     let filtered = api(&a, "/api/v1/placements?namespace=ml");
     assert_eq!(b.rows("table.matrix tbody tr").len() as u64, filtered["workloads"]["total"].as_u64().expect("total"));
     b.assert_no_console_errors("placements, filtered");
@@ -477,6 +484,7 @@ fn the_web_view_in_a_real_browser() {
     // A link to a workload: its verdicts as /…/explain.
     b.go(&format!("{base}/ui/placements"));
     b.click("a[href=\"/ui/workloads/shop/Deployment/web\"]");
+    b.wait_url("the workload's page", |u| u.ends_with("/ui/workloads/shop/Deployment/web"));
     assert_eq!(b.title(), "Deployment/shop/web · fedsched");
     b.assert_no_console_errors("workload");
     let explain = api(&a, "/api/v1/workloads/shop/Deployment/web/explain");
@@ -493,6 +501,7 @@ fn the_web_view_in_a_real_browser() {
 
     // A link to a cluster: what runs there as /api/v1/clusters/{name}/workloads.
     b.click("a[href=\"/ui/clusters/eu-west-a\"]");
+    b.wait_url("the cluster's page", |u| u.ends_with("/ui/clusters/eu-west-a"));
     assert_eq!(b.title(), "Cluster eu-west-a · fedsched");
     b.assert_no_console_errors("cluster");
     let on = api(&a, "/api/v1/clusters/eu-west-a/workloads");
@@ -502,6 +511,7 @@ fn the_web_view_in_a_real_browser() {
 
     // The plan posted above.
     b.click("nav a[href=\"/ui/plan\"]");
+    b.wait_url("the Plan page", |u| u.ends_with("/ui/plan"));
     assert_eq!(b.title(), "Plan · fedsched");
     b.assert_no_console_errors("plan");
     let summary = b.text_of("main > p");
