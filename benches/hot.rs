@@ -152,6 +152,8 @@ fn main() {
         cluster,
         overrides: &overrides,
         preserve_on_deletion: false,
+        replicas_owned_by_hpa: false,
+        hpa_bounds: None,
     };
     let text = render::render(&input).unwrap_or_else(|e| panic!("render: {e}"));
     bench(&format!("render one Deployment ({} bytes of YAML)", text.len()), 7, 200, || render::render(&input));

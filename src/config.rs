@@ -427,6 +427,10 @@ pub struct ModelSection {
     /// How long decisions not yet running in a live member are deducted from it.
     #[serde(deserialize_with = "duration")]
     pub assumed_ttl: Duration,
+    /// Whether replicas a pass places on an offline member are deducted from what the pass's
+    /// later decisions see there (`false`: every decision reads the Cluster status as declared,
+    /// as Karmada's general estimator does).
+    pub offline_deductions: bool,
 }
 
 // Every float is checked finite when parsed, so equality is reflexive.
@@ -445,6 +449,7 @@ impl Default for ModelSection {
             failure_penalty: d.failure_penalty,
             min_confidence: d.min_confidence,
             assumed_ttl: Duration::from_millis(d.assumed_ttl_ms),
+            offline_deductions: d.offline_deductions,
         }
     }
 }
@@ -489,6 +494,7 @@ impl ModelSection {
             failure_penalty: self.failure_penalty,
             min_confidence: self.min_confidence,
             assumed_ttl_ms: self.assumed_ttl.as_millis() as u64,
+            offline_deductions: self.offline_deductions,
         }
     }
 }

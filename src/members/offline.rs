@@ -108,6 +108,7 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         freshness: None,
         index: Default::default(),
         summary_free: Default::default(),
+        taken: Default::default(),
     })
 }
 

@@ -1,8 +1,9 @@
 //! Assumed workloads (Karmada's scheduling overcommit protection): replicas fedsched has
 //! decided for a live member but that the member does not run yet (rendered, not yet applied
 //! and started) are deducted from that member's capacity until they appear or expire, so
-//! back-to-back passes do not promise the same room twice. Offline members are taken as
-//! declared: nothing is deducted from them.
+//! back-to-back passes do not promise the same room twice. An offline member (no nodes, no
+//! pods) is deducted from as well when the pass asks (its decisions of the pass, all pending:
+//! `allocating`), never across passes: its Cluster status is what it declares.
 //!
 //! Observed replicas are counted from the member's pods by controlling owner
 //! ([`PodFacts::by_owner`]): a Deployment's pods belong to its ReplicaSets (`<name>-<hash>`),
@@ -136,7 +137,8 @@ pub fn pending(decided: i64, observed: i64) -> i64 {
 }
 
 /// Deducts `count` assumed replicas of `req` (`compiled`: its compiled form, with the
-/// dimensions `dims`) from a live snapshot: placed first-fit on the nodes that admit them
+/// dimensions `dims`) from a snapshot (an offline one has no nodes: all pending), noted in
+/// its [`ClusterSnapshot::taken`]: placed first-fit on the nodes that admit them
 /// (their requests added to the node and to the summary's `allocated`), the rest added to the
 /// summary's `allocating` (pending pods). Returns how many went on nodes. Keeps the
 /// snapshot's node index up to date (regrouping only the nodes that changed) when it was
@@ -148,8 +150,12 @@ pub fn deduct(
     count: i64,
     dims: &Dimensions,
 ) -> i64 {
-    if count <= 0 || !snap.is_live() {
+    if count <= 0 {
         return 0;
+    }
+    snap.taken.replicas = snap.taken.replicas.saturating_add(count);
+    for (name, want) in req.request.iter().filter(|(name, _)| *name != "pods") {
+        snap.taken.request.add_amount(name, want.saturating_mul(count));
     }
     // Where they go, from the node groups when the view has its index (a deduction walks
     // past the nodes earlier ones filled: no resource looked up by name for those).
@@ -391,8 +397,15 @@ mod tests {
                 );
             }
         }
-        // Offline snapshots are taken as declared.
-        snap.source = SnapshotSource::Offline { file: "c.yaml".into() };
-        assert_eq!(deduct(&mut snap, &req, &CompiledRequest::compile(u64::MAX, &req, &dims), 5, &dims), 0);
+        // An offline snapshot (no nodes): every replica pending, noted as taken.
+        let mut offline = ClusterSnapshot::offline("o", "o.yaml").with_summary(ResourceSummary {
+            allocatable: ResourceList::of(&[("cpu", 14_000), ("pods", 110_000)]),
+            ..Default::default()
+        });
+        assert_eq!(deduct(&mut offline, &req, &CompiledRequest::compile(u64::MAX, &req, &dims), 5, &dims), 0);
+        let s = offline.summary.as_ref().expect("summary");
+        assert_eq!((s.allocating.get("cpu"), s.allocating.get("pods")), (5000, 5000));
+        assert_eq!((offline.taken.replicas, offline.taken.request.get("cpu")), (5, 5000));
+        assert!(!matches!(offline.source, SnapshotSource::Live { .. }));
     }
 }

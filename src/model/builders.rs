@@ -40,6 +40,7 @@ impl ClusterSnapshot {
             freshness: None,
             index: Default::default(),
             summary_free: Default::default(),
+            taken: Default::default(),
         }
     }
 

@@ -68,6 +68,10 @@ pub struct ModelSettings {
     pub min_confidence: f64,
     /// How long a decision not yet visible in a live member is deducted from its capacity.
     pub assumed_ttl_ms: u64,
+    /// Whether a pass's decisions deduct what they place on offline members from the views
+    /// the pass's later decisions see (within the pass only; `false`: the Cluster status as
+    /// declared for every decision, as Karmada's general estimator reads it).
+    pub offline_deductions: bool,
 }
 
 impl Default for ModelSettings {
@@ -85,6 +89,7 @@ impl Default for ModelSettings {
             failure_penalty: 0.8,
             min_confidence: 0.2,
             assumed_ttl_ms: 5 * 60_000,
+            offline_deductions: true,
         }
     }
 }

@@ -193,10 +193,24 @@ impl Estimator for SummaryEstimator {
             line("resource summary: the Cluster object reports no status.resourceSummary: no replica (as Karmada)");
             return;
         };
+        let fmt = super::quantity::format_milli;
+        if cluster.taken.replicas > 0 {
+            let by = if cluster.is_live() {
+                "earlier decisions, not running there yet"
+            } else {
+                "earlier decisions of this pass (offline member: the Cluster status is as declared)"
+            };
+            let took: Vec<String> =
+                cluster.taken.request.iter().map(|(name, n)| format!("{name} {}", fmt(name, n))).collect();
+            line(&format!(
+                "assumed: {} replicas of {by} deducted ({}): the free amounts below are what is left",
+                cluster.taken.replicas,
+                took.join(", ")
+            ));
+        }
         if models_apply(cluster, req) {
             return;
         }
-        let fmt = super::quantity::format_milli;
         let mut rows: Vec<(String, i64)> = req
             .request
             .iter()

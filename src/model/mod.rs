@@ -5,13 +5,14 @@
 //! ([`snapshot`]), workloads and their per-replica requirements ([`workload`]), and the
 //! replica estimators registered in one list ([`estimate::estimators`]), the resource
 //! dimensions registered in one list ([`dimensions::Dimensions::new`]), node-level estimation
-//! ([`nodes`]) and assumed workloads ([`assumed`]). Pure: no I/O, no clock.
+//! ([`nodes`]), assumed workloads ([`assumed`]) and autoscaled workloads ([`autoscaling`]). Pure: no I/O, no clock.
 //!
 //! `builders.rs` adds constructors and `with_*` methods to [`ClusterSnapshot`], [`NodeView`]
 //! and [`ResourceList`] (`ResourceList::of`), so that tests, benches and the testbed build
 //! fixtures without repeating every field.
 
 pub mod assumed;
+pub mod autoscaling;
 mod builders;
 pub mod deps;
 pub mod dimensions;

@@ -396,6 +396,33 @@ pub struct ClusterSnapshot {
     /// The summary's free amounts for the summary estimator (not content, not stored).
     #[serde(skip)]
     pub summary_free: super::estimate::SummaryCache,
+    /// What assumed-replica deductions took from this view (the summary and nodes above hold
+    /// the result; this says how much of it is assumed, for explain). Not content, not stored.
+    #[serde(skip)]
+    pub taken: Taken,
+}
+
+/// Replicas deducted from a view as assumed ([`crate::model::assumed::deduct`]) and their
+/// requests. Not content: it compares equal and hashes to nothing (the deducted figures are
+/// content); a clone keeps it.
+#[derive(Debug, Clone, Default)]
+pub struct Taken {
+    /// Replicas deducted.
+    pub replicas: i64,
+    /// Their requests summed (milli-units), `pods` left out.
+    pub request: ResourceList,
+}
+
+impl PartialEq for Taken {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Taken {}
+
+impl std::hash::Hash for Taken {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 impl ClusterSnapshot {
@@ -411,6 +438,23 @@ impl ClusterSnapshot {
     /// reported age counts from.
     pub fn observed_at_ms(&self, recorded_ms: u64) -> u64 {
         self.freshness.map_or(0, |f| f.polled_at_ms).max(recorded_ms)
+    }
+
+    /// The member's CPU performance factor where CPU is compared across members (the price of
+    /// a normalised core in `cost-first`, the normalised division): the mean factor of its
+    /// nodes' allocatable CPU (from the node index when it is built), else that of the Cluster
+    /// object's labels (offline members); 1 without a performance table.
+    pub fn cpu_factor(&self, settings: &super::dimensions::ModelSettings) -> f64 {
+        if settings.cpu_performance.is_empty() {
+            return 1.0;
+        }
+        if self.nodes.is_empty() {
+            return settings.cpu_factor(&self.labels);
+        }
+        match self.index.built() {
+            Some(index) => index.cpu_mean_factor(),
+            None => super::nodes::cpu_figures(&self.nodes, settings).mean_factor(),
+        }
     }
 
     /// Whether node-level data is known (a live cluster polled at least once).

@@ -94,6 +94,22 @@ pub fn warnings(set: &PolicySet) -> Vec<LoadError> {
         }
     }
     out.extend(super::references::warnings(set));
+    // Karmada's FederatedHPA scales the template in Karmada's control plane from metrics
+    // fedsched does not read (`model::autoscaling`: member HPAs instead).
+    for t in set.templates.iter().filter(|t| t.key.kind == "FederatedHPA" && t.key.group() == "autoscaling.karmada.io")
+    {
+        let target = t.object.pointer("/spec/scaleTargetRef/name").and_then(serde_json::Value::as_str).unwrap_or("?");
+        out.push(LoadError::at(
+            &t.source,
+            "kind",
+            format!(
+                "FederatedHPA is not run by fedsched (Karmada scales the template from its metrics adapter, which \
+                 fedsched does not read): `{target}` keeps its declared replicas. Write an autoscaling/v2 \
+                 HorizontalPodAutoscaler with the same scaleTargetRef, minReplicas and maxReplicas instead and \
+                 propagate it: each member gets its share of the bounds and its own HPA scales the workload"
+            ),
+        ));
+    }
     for p in &set.workload_rebalancers {
         // The same workload named again: acted on once (one line for any number of copies).
         let mut seen: HashSet<(&str, &str, Option<&str>, &str)> = HashSet::new();

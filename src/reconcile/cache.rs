@@ -1276,6 +1276,18 @@ mod tests {
     use crate::reconcile::{Changed, Inputs, Reconciler, Settings, load_inputs};
     use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
 
+    /// The built-in settings with `[model] offline_deductions = false`: each decision on the
+    /// generated (offline) fleet independent of the pass's others, for the tests that compare
+    /// passes with different histories (a warm reconciler after an edit and a cold one that
+    /// saw the edit from its first pass: with deductions, the earlier decisions' previous
+    /// placements differ, and so may what the later ones see).
+    fn independent() -> Settings {
+        let model = crate::model::dimensions::ModelSettings { offline_deductions: false, ..Default::default() };
+        let mut s = Settings::builtin();
+        s.profiles = crate::schedule::profile::Profiles::builtin().with_model(std::sync::Arc::new(model));
+        s
+    }
+
     #[test]
     fn the_clusters_that_changed_since_the_last_pass_are_told_from_a_decisions_state() {
         let views: Vec<ClusterSnapshot> =
@@ -2037,7 +2049,7 @@ mod tests {
         let policies = dir.path().join("repo");
         let spec = RepoSpec { fleet: FleetSpec { clusters: 8, nodes: 3, pods: 10, seed: 5 }, workloads: 40 };
         repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
-        let warm = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let warm = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), independent());
         let out = dir.path().join("out");
         let pass = |r: &Reconciler, out: &Path, trigger: &str, now: u64| {
             let inputs = load_inputs(&policies).expect("inputs");
@@ -2057,7 +2069,7 @@ mod tests {
         let edited = pass(&warm, &out, "policy-change", 4_000);
         assert!(edited.files_written > 0 && edited.history_records > 0, "{}", edited.summary());
         let cold_out = dir.path().join("cold-out");
-        let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"), Settings::builtin());
+        let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"), independent());
         pass(&cold, &cold_out, "startup", 1_000);
         pass(&cold, &cold_out, "timer", 2_000);
         let a = tree(&out);
@@ -2276,7 +2288,7 @@ mod tests {
         let state = dir.path().join("state");
         let out = dir.path().join("out");
         let restart = |trigger: &str, now: u64| {
-            let r = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
+            let r = Reconciler::new(Store::open(&state).expect("store"), independent());
             r.reconcile(&load_inputs(&policies).expect("inputs"), &out, trigger, now).expect("reconcile")
         };
         let first = restart("startup", 1_000);
@@ -2329,7 +2341,7 @@ mod tests {
         assert_eq!(edited.decided, 1, "{}", edited.summary());
         assert!(edited.files_written > 0 && edited.history_records == 1, "{}", edited.summary());
         let cold_out = dir.path().join("cold-out");
-        let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"), Settings::builtin());
+        let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"), independent());
         cold.reconcile(&load_inputs(&policies).expect("inputs"), &cold_out, "startup", 1_000).expect("reconcile");
         assert!(tree(&out) == tree(&cold_out), "restarted and cold outputs differ");
 

@@ -65,6 +65,20 @@ pub(super) struct Context<'a> {
     pub stability: &'a StabilityPass,
     /// How Secrets are written ([`crate::secrets`]).
     pub secrets: Secrets,
+    /// The templates an HPA of the repository scales ([`crate::model::autoscaling`]).
+    pub autoscaled: crate::model::autoscaling::Autoscaled,
+}
+
+/// Who owns a decision's replicas in the members (part of its key).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Autoscale {
+    /// The rendered files say how many (the scheduler's division).
+    Declared,
+    /// A member HPA: the rendered workload leaves `spec.replicas` out.
+    OwnedByHpa,
+    /// This is the HPA of a workload decided in this pass: its bounds per member, divided by
+    /// that placement ([`crate::model::autoscaling::divide_bounds`]); rendered only there.
+    Bounds(BTreeMap<String, (i64, i64)>),
 }
 
 /// How a pass writes Secrets: the mode, the recipients (resolved only when the repository has
@@ -179,6 +193,8 @@ struct Claimed<'a, 's> {
     overrides: Vec<render::ApplicableOverride<'a>>,
     /// What failover asks of this decision.
     directive: Option<&'a Directive>,
+    /// Who owns its replicas in the members.
+    autoscale: Autoscale,
 }
 
 /// Decides (or reuses the decision of) every claimed template, deducting the replicas of
@@ -203,6 +219,11 @@ pub(super) fn decide_all(
     type Indexed<'a> = Vec<(usize, &'a Arc<Template>)>;
     let (deps, workloads): (Indexed<'_>, Indexed<'_>) =
         set.templates.iter().enumerate().partition(|(_, t)| required_by.contains_key(&t.key));
+    // The HPAs after the workloads they scale: their bounds follow those placements.
+    let (hpas, workloads): (Indexed<'_>, Indexed<'_>) =
+        workloads.into_iter().partition(|(_, t)| crate::model::autoscaling::scale_target(t).is_some());
+    // The placement (per member its replicas, whether duplicated) of each HPA target decided.
+    let mut scaled: BTreeMap<ObjectKey, (BTreeMap<String, i64>, bool)> = BTreeMap::new();
     if ctx.full_check {
         cache::verify_restored(&mut cache.decisions, ctx.output_dir);
     }
@@ -223,9 +244,11 @@ pub(super) fn decide_all(
     // (Moved out for the loop; an error ends the pass, and the cache with it.)
     let mut claims = std::mem::take(&mut cache.claims);
     claims.begin(set, ctx.index);
-    let digests = (ctx.inputs.hashes.interpreters, cache::key_of(&(ctx.profiles.digest(), ctx.secrets.digest)));
+    // Which templates HPAs scale is in their keys: a change re-keys every template.
+    let digests =
+        (ctx.inputs.hashes.interpreters, cache::key_of(&(ctx.profiles.digest(), ctx.secrets.digest, &ctx.autoscaled)));
     cache.keys.begin(set, digests, claims.unchanged(), ctx.full_check);
-    for (position, shared) in workloads.into_iter().chain(deps) {
+    for (position, shared) in workloads.into_iter().chain(hpas).chain(deps) {
         let t: &Template = shared;
         let required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)> = required_by
             .get(&t.key)
@@ -238,7 +261,8 @@ pub(super) fn decide_all(
         // The decision key kept from an earlier pass (nothing it read changed), and the
         // decision it keys still standing: reused without claiming the template again.
         let directed = !ctx.stability.directives.is_empty() && ctx.stability.directives.contains_key(&t.key);
-        let kept = match required.is_empty() && !directed {
+        let bounds = hpa_bounds(t, &scaled);
+        let kept = match required.is_empty() && !directed && bounds.is_none() {
             true => cache
                 .keys
                 .kept(shared, previous.as_ref(), |bits| fleet_statics.key(&snapshots.views, f64::from_bits(bits))),
@@ -281,6 +305,9 @@ pub(super) fn decide_all(
                     cache.keys.forget(shared);
                     continue;
                 };
+                if let Some(b) = bounds {
+                    claimed.autoscale = Autoscale::Bounds(b);
+                }
                 let lazy = claimed.spec.is_some_and(|s| s.activation_preference == Some(ActivationPreference::Lazy));
                 let pinned = lazy_pin(ctx, cache, &claimed)?;
                 if let Some((policy_hash, spec)) = &pinned {
@@ -337,6 +364,16 @@ pub(super) fn decide_all(
                     snapshots.deduct(&t.key, req, &decided.record.targets);
                 }
             }
+        }
+        if decided.scheduled && ctx.autoscaled.is_target(&t.key) {
+            let replicas = decided.record.targets.iter().map(|(c, r)| (c.clone(), i64::from(r.unwrap_or(0)))).collect();
+            let duplicated = decided
+                .record
+                .policy
+                .as_ref()
+                .and_then(|p| ctx.index.propagation_policy(p))
+                .is_some_and(|p| Strategy::of(&p.spec.placement) == Strategy::Duplicated);
+            scaled.insert(t.key.clone(), (replicas, duplicated));
         }
         if let Some(p) = &decided.record.policy
             && dependents.contains(&t.key)
@@ -444,7 +481,23 @@ fn claim<'a>(
     );
     let overrides = render::overrides::applicable_indexed(index, t);
     let directive = ctx.stability.directives.get(&t.key);
-    Some(Claimed { template: t, previous, policy, placement, spec, framework, required, hashes, overrides, directive })
+    let autoscale = match ctx.autoscaled.owns_replicas(t) {
+        true => Autoscale::OwnedByHpa,
+        false => Autoscale::Declared,
+    };
+    Some(Claimed {
+        template: t,
+        previous,
+        policy,
+        placement,
+        spec,
+        framework,
+        required,
+        hashes,
+        overrides,
+        directive,
+        autoscale,
+    })
 }
 
 /// `activationPreference: Lazy` (Karmada's lazy activation): a change of the policy takes
@@ -506,6 +559,24 @@ impl FleetStatics {
     }
 }
 
+/// An HPA's bounds per member when its target was decided in this pass (`scaled`): divided
+/// by the target's replicas per member (Webster, ties by the HPA's uid), or the declared ones
+/// on every member of a duplicated target. None for any other template.
+fn hpa_bounds(
+    t: &Template,
+    scaled: &BTreeMap<ObjectKey, (BTreeMap<String, i64>, bool)>,
+) -> Option<BTreeMap<String, (i64, i64)>> {
+    use crate::model::autoscaling;
+    let target = autoscaling::scale_target(t)?;
+    let (replicas, duplicated) = scaled.iter().find(|(k, _)| autoscaling::names(&target, k)).map(|(_, v)| v)?;
+    let (min, max) = autoscaling::bounds(t)?;
+    if *duplicated {
+        return Some(replicas.iter().filter(|(_, r)| **r > 0).map(|(c, _)| (c.clone(), (min, max))).collect());
+    }
+    let tie = assign::TieBreak::for_uid(t.meta.uid.as_deref());
+    Some(autoscaling::divide_bounds((min, max), replicas, |total, w| assign::webster(total, w, tie)))
+}
+
 /// The key of everything static a decision reads: the template and policy hashes, the
 /// template's source, the claim, the fleet's static facts, the interpreters, the previous
 /// placement, the profile, the dependents and the overrides.
@@ -522,7 +593,7 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, (fleet_static, previous)
         .collect();
     cache::key_of(&(
         (w.hashes, &t.source.file, t.source.document, w.policy.as_ref(), fleet_static, ctx.inputs.hashes.interpreters),
-        (previous, &w.framework.name, w.framework.digest, &w.required),
+        (previous, &w.framework.name, w.framework.digest, &w.required, &w.autoscale),
         overrides_key,
         w.directive,
         crate::secrets::is_secret(&t.key).then_some(ctx.secrets.digest),
@@ -948,6 +1019,7 @@ fn decide<'a>(
         suspension: render_spec.and_then(|s| s.suspension.clone()),
         previous: w.previous.clone(),
         directive: w.directive,
+        autoscale: w.autoscale.clone(),
         workload,
     };
     let decided = Decided {
@@ -1024,6 +1096,7 @@ struct RenderJob<'a> {
     suspension: Option<crate::policy::types::Suspension>,
     previous: Option<Arc<PlacementRecord>>,
     directive: Option<&'a Directive>,
+    autoscale: Autoscale,
 }
 
 /// Renders every job's files, on [`crate::util::threads::workers`] threads when there are
@@ -1114,7 +1187,17 @@ impl RenderJob<'_> {
         let mut out = RenderedFiles::default();
         for (cluster, replicas) in &self.targets {
             let Some(snapshot) = positions.get(cluster).and_then(|i| views.get(*i)) else { continue };
+            let hpa_bounds = match &self.autoscale {
+                // An HPA goes only where its target has replicas.
+                Autoscale::Bounds(b) => match b.get(cluster) {
+                    Some(b) => Some(*b),
+                    None => continue,
+                },
+                _ => None,
+            };
             let input = RenderInput {
+                replicas_owned_by_hpa: self.autoscale == Autoscale::OwnedByHpa,
+                hpa_bounds,
                 template: t,
                 workload: &self.workload,
                 policy: &self.policy,

@@ -374,6 +374,7 @@ impl Reconciler {
             full_check,
             stability: &stability,
             secrets: secrets_for(&self.settings.secrets, inputs, now_ms),
+            autoscaled: crate::model::autoscaling::Autoscaled::of(inputs.set.templates.iter().map(|t| &**t)),
         };
         // On the pool: a decision's estimates split across its threads.
         let decisions = crate::util::threads::on_pool(|| decide::decide_all(&context, cache, &mut snapshots))?;

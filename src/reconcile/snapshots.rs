@@ -56,6 +56,11 @@ pub(super) struct PassSnapshots {
     /// are recent, so already deducted ([`PassSnapshots::already_deducted`]).
     now_ms: u64,
     assumed_ttl_ms: u64,
+    /// `[model] offline_deductions`: the pass's decisions deduct from offline members' views
+    /// too ([`Assumed::plan`]).
+    offline: bool,
+    /// Whether any member is offline.
+    any_offline: bool,
 }
 
 /// Versions every snapshot of `inputs` and builds (or reuses) the deducted member views.
@@ -120,6 +125,8 @@ pub(super) fn version(
         fingerprints: recorded.fingerprints,
         now_ms,
         assumed_ttl_ms: model.assumed_ttl_ms,
+        offline: model.offline_deductions,
+        any_offline: inputs.snapshots.iter().any(|s| !s.is_live()),
     })
 }
 
@@ -159,7 +166,7 @@ fn rebuild_views(
     {
         let mut sequential = Assumed::default();
         for (p, req) in &work {
-            let plan = sequential.plan(&inputs.snapshots, &p.workload, &p.targets);
+            let plan = sequential.plan(&inputs.snapshots, &p.workload, &p.targets, false);
             sequential.record(&p.workload, req, &plan);
         }
         debug_assert_eq!(sequential.deducted, assumed.deducted);
@@ -235,18 +242,34 @@ impl PassSnapshots {
     /// planned from the targets and the member's pods alone, so the plan would find every
     /// replica deducted. A quiet pass of a large fleet skips the plan of each of its decisions
     /// this way.
+    ///
+    /// Never for a placement with replicas on an offline member (with `[model]
+    /// offline_deductions`): those are deducted by each pass's own decisions, not before them.
     pub fn already_deducted(
         &self,
         placement: Option<&Arc<PlacementRecord>>,
         same_targets: impl FnOnce(&Arc<PlacementRecord>) -> bool,
     ) -> bool {
-        placement.is_some_and(|p| self.now_ms.saturating_sub(p.decided_at_ms) < self.assumed_ttl_ms && same_targets(p))
+        placement.is_some_and(|p| {
+            self.now_ms.saturating_sub(p.decided_at_ms) < self.assumed_ttl_ms
+                && same_targets(p)
+                && !(self.offline && self.on_offline(&p.targets))
+        })
+    }
+
+    /// Whether `targets` put replicas on an offline member (the pass has any: else no lookup).
+    fn on_offline(&self, targets: &BTreeMap<String, Option<i32>>) -> bool {
+        self.any_offline
+            && targets.iter().any(|(c, r)| {
+                r.is_some_and(|r| r > 0)
+                    && position_of(&self.views, c).and_then(|i| self.views.get(i)).is_some_and(|s| !s.is_live())
+            })
     }
 
     /// Whether [`PassSnapshots::deduct`] would deduct nothing (checked in debug builds where
     /// [`PassSnapshots::already_deducted`] skips it).
     pub fn deducts_nothing(&self, workload: &ObjectKey, targets: &BTreeMap<String, Option<i32>>) -> bool {
-        self.assumed.plan(&self.views, workload, targets).is_empty()
+        self.assumed.plan(&self.views, workload, targets, self.offline).is_empty()
     }
 
     /// Lets later workloads of the pass see a decision's replicas as assumed: deducts them
@@ -255,7 +278,7 @@ impl PassSnapshots {
     /// ([`PassSnapshots::save_views`] puts them back): only the views the pass deducts from
     /// are copied, not every member's.
     pub fn deduct(&mut self, workload: &ObjectKey, req: &ReplicaRequirements, targets: &BTreeMap<String, Option<i32>>) {
-        let plan = self.assumed.plan(&self.views, workload, targets);
+        let plan = self.assumed.plan(&self.views, workload, targets, self.offline);
         if plan.is_empty() {
             return;
         }
@@ -367,7 +390,7 @@ impl PlannedDeductions {
         let fresh = Assumed::default();
         let made = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |&k| {
             let (p, req) = work[k];
-            let plan = fresh.plan(snapshots, &p.workload, &p.targets);
+            let plan = fresh.plan(snapshots, &p.workload, &p.targets, false);
             let owned: Vec<(usize, String, i64)> =
                 plan.iter().map(|(i, c, want, _)| (*i, (*c).clone(), *want)).collect();
             let what = match owned.is_empty() {
@@ -962,17 +985,22 @@ impl Assumed {
         targets: &BTreeMap<String, Option<i32>>,
         dims: &Dimensions,
     ) {
-        let plan = self.plan(snapshots, workload, targets);
+        let plan = self.plan(snapshots, workload, targets, false);
         self.apply_logged(snapshots, workload, req, plan, dims, None);
     }
 
     /// What [`Assumed::update`] would deduct, without changing anything: per target live
     /// cluster where more is pending than was deducted, (position, cluster, pending, deducted).
+    ///
+    /// `offline`: offline members too (a decision of this pass on one: its replicas, none of
+    /// which a member's pods show; the views are built without them, so what a pass deducts
+    /// from an offline member ends with the pass).
     pub fn plan<'t>(
         &self,
         snapshots: &[ClusterSnapshot],
         workload: &ObjectKey,
         targets: &'t BTreeMap<String, Option<i32>>,
+        offline: bool,
     ) -> Vec<(usize, &'t String, i64, i64)> {
         let mut owner = None;
         let mut plan = Vec::new();
@@ -981,9 +1009,14 @@ impl Assumed {
             let Some((i, snap)) = position_of(snapshots, cluster).and_then(|i| snapshots.get(i).map(|s| (i, s))) else {
                 continue;
             };
-            let Some(pods) = snap.pods.as_ref().filter(|_| snap.is_live()) else { continue };
-            let owner = owner.get_or_insert_with(|| assumed::Owner::of(workload));
-            let want = assumed::pending(i64::from(*r), owner.observed(pods));
+            let want = match snap.pods.as_ref().filter(|_| snap.is_live()) {
+                Some(pods) => {
+                    let owner = owner.get_or_insert_with(|| assumed::Owner::of(workload));
+                    assumed::pending(i64::from(*r), owner.observed(pods))
+                }
+                None if offline && !snap.is_live() => i64::from(*r),
+                None => continue,
+            };
             let done = self.deducted.get(workload).and_then(|m| m.get(cluster)).copied().unwrap_or(0);
             if want > done {
                 plan.push((i, cluster, want, done));
@@ -1249,7 +1282,7 @@ pub(super) mod tests {
             ("api", targets(&[("m2", 5), ("m1", 1)])),
             ("db", targets(&[("m3", 2), ("m2", 1)])),
         ] {
-            let plan = assumed.plan(&views, &key(name), &t);
+            let plan = assumed.plan(&views, &key(name), &t, false);
             assert!(!plan.is_empty());
             assumed.apply_logged(&mut views, &key(name), &req, plan, &dims, Some(&mut log));
         }

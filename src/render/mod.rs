@@ -82,6 +82,13 @@ pub struct RenderInput<'a> {
     /// opt-outs ([`ANNOTATION_ARGOCD_SYNC_OPTIONS`] `Prune=false`, [`ANNOTATION_FLUX_PRUNE`]
     /// `disabled`), so that when its file is removed the member keeps it.
     pub preserve_on_deletion: bool,
+    /// A member HPA owns the workload's replicas: the replica field is left out (the
+    /// workload's `replicaPath`, `spec.replicas` for the native kinds), so the GitOps tool
+    /// neither sets nor resets it.
+    pub replicas_owned_by_hpa: bool,
+    /// An HPA's bounds on this member (`minReplicas`, `maxReplicas`): its share of the
+    /// declared ones.
+    pub hpa_bounds: Option<(i64, i64)>,
 }
 
 /// Path of an object's file inside its cluster directory:
@@ -118,12 +125,23 @@ pub fn manifest(input: &RenderInput<'_>) -> Result<Value, RenderError> {
             path: "replicaRevision".into(),
             reason: e.to_string(),
         })?;
+    } else if let (Some(path), true) = (&input.workload.replica_path, input.replicas_owned_by_hpa) {
+        remove_pointer(&mut obj, path);
     } else if let (Some(path), Some(r)) = (&input.workload.replica_path, input.replicas) {
         set_pointer(&mut obj, path, Value::from(r)).map_err(|reason| RenderError::Replicas {
             object: object_name.clone(),
             path: path.clone(),
             reason,
         })?;
+    }
+    if let Some((min, max)) = input.hpa_bounds {
+        for (path, v) in [("/spec/minReplicas", min), ("/spec/maxReplicas", max)] {
+            set_pointer(&mut obj, path, Value::from(v)).map_err(|reason| RenderError::Replicas {
+                object: object_name.clone(),
+                path: path.into(),
+                reason,
+            })?;
+        }
     }
     if let Some(c) = input.completions {
         set_pointer(&mut obj, "/spec/completions", Value::from(c)).map_err(|reason| RenderError::Replicas {
@@ -220,6 +238,15 @@ fn set_pointer(obj: &mut Value, pointer: &str, value: Value) -> Result<(), Strin
         }
     }
     Ok(())
+}
+
+/// Removes the field at `pointer` (`/a/b`), if there is one.
+fn remove_pointer(obj: &mut Value, pointer: &str) {
+    let Some((parent, last)) = pointer.rsplit_once('/') else { return };
+    let parent = if parent.is_empty() { Some(obj) } else { obj.pointer_mut(parent) };
+    if let Some(map) = parent.and_then(Value::as_object_mut) {
+        map.remove(last);
+    }
 }
 
 const PRUNED_METADATA: &[&str] = &[

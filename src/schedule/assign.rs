@@ -191,9 +191,14 @@ pub enum AssignError {
 
 /// Dynamic weight (steady mode): keep what is placed, scale up by free capacity, scale down
 /// proportionally. `available` = free replicas per candidate; `previous` = last assignment.
+///
+/// `weights`, when given (one per candidate, in its order): the new replicas go by these
+/// weights instead of the free replicas, each candidate taking at most its free replicas (the
+/// normalised CPU division).
 pub fn dynamic_steady(
     replicas: i64,
     available: &[(&str, i64)],
+    weights: Option<&[i64]>,
     previous: &BTreeMap<String, i64>,
     tie: TieBreak,
 ) -> Result<BTreeMap<String, i64>, AssignError> {
@@ -209,7 +214,13 @@ pub fn dynamic_steady(
             if total_free < delta {
                 return Err(AssignError::NotEnough { available: total_free + assigned, wanted: replicas });
             }
-            Ok(add(prev, webster_of(delta, available.iter().copied(), tie)))
+            match weights {
+                None => Ok(add(prev, webster_of(delta, available.iter().copied(), tie))),
+                Some(w) => {
+                    let chosen: BTreeMap<String, i64> = available.iter().map(|(n, a)| (n.to_string(), *a)).collect();
+                    Ok(add(prev, weighted_within(delta, &chosen, available, w, tie)))
+                }
+            }
         }
     }
 }
@@ -229,9 +240,14 @@ pub fn dynamic_steady(
 /// - scale down: the previous clusters, by name (the order of Karmada's own results, which
 ///   Webster lists by name), sorted by previous replicas descending with Go's `sort.Sort`; the
 ///   shortest prefix covering the target keeps it (Webster over the previous replicas).
+///
+/// `weights`, when given (one per candidate, in its order): a scale-up orders the candidates
+/// by these instead of their free replicas and divides by them, each taking at most its free
+/// replicas (the normalised CPU division).
 pub fn aggregated(
     replicas: i64,
     candidates: &[(&str, i64)],
+    weights: Option<&[i64]>,
     previous: &BTreeMap<String, i64>,
     tie: TieBreak,
 ) -> Result<BTreeMap<String, i64>, AssignError> {
@@ -256,7 +272,13 @@ pub fn aggregated(
         Ordering::Less => {
             let delta = replicas - assigned;
             let mut order: Vec<(&str, i64)> = candidates.to_vec();
-            gosort::sort_by(&mut order, |a, b| a.1 > b.1);
+            match weights {
+                None => gosort::sort_by(&mut order, |a, b| a.1 > b.1),
+                Some(w) => {
+                    let weight_of = |n: &str| candidates.iter().position(|(c, _)| *c == n).and_then(|k| w.get(k));
+                    order.sort_by(|a, b| weight_of(b.0).cmp(&weight_of(a.0)));
+                }
+            }
             // The clusters already used first, each part in its order (Karmada's
             // resortAvailableClusters).
             let (mut order, rest): (Vec<_>, Vec<_>) = order.into_iter().partition(|(n, _)| prev.contains_key(*n));
@@ -275,9 +297,31 @@ pub fn aggregated(
             if cap < delta {
                 return Err(AssignError::NotEnough { available: cap + assigned, wanted: replicas });
             }
-            Ok(add(prev, webster(delta, &chosen, tie)))
+            match weights {
+                None => Ok(add(prev, webster(delta, &chosen, tie))),
+                Some(w) => Ok(add(prev, weighted_within(delta, &chosen, candidates, w, tie))),
+            }
         }
     }
+}
+
+/// `delta` new replicas over the `chosen` clusters (name → free replicas) by the `weights`
+/// of `candidates` (in their order), each within its free replicas: Webster with caps. The
+/// caller checked the free replicas cover `delta`.
+fn weighted_within(
+    delta: i64,
+    chosen: &BTreeMap<String, i64>,
+    candidates: &[(&str, i64)],
+    weights: &[i64],
+    tie: TieBreak,
+) -> BTreeMap<String, i64> {
+    let by: BTreeMap<String, i64> = candidates
+        .iter()
+        .zip(weights)
+        .filter(|((n, _), _)| chosen.contains_key(*n))
+        .map(|((n, _), w)| (n.to_string(), *w))
+        .collect();
+    webster_capped(delta, &by, chosen, tie).unwrap_or_else(|| webster(delta, chosen, tie))
 }
 
 /// Whether [`dynamic_steady`] and [`aggregated`] read the free replicas for this target and
@@ -401,10 +445,13 @@ mod tests {
         let asc = TieBreak::Ascending;
         let prev = m(&[("m1", 2), ("m2", 4), ("m3", 6)]);
         let free = [("m1", 10), ("m2", 10), ("m3", 10)];
-        assert_eq!(dynamic_steady(6, &free, &prev, asc), Ok(m(&[("m1", 1), ("m2", 2), ("m3", 3)])));
-        assert_eq!(dynamic_steady(24, &free, &prev, asc), Ok(m(&[("m1", 6), ("m2", 8), ("m3", 10)])));
-        assert_eq!(dynamic_steady(12, &free, &prev, asc), Ok(prev.clone()));
-        assert_eq!(dynamic_steady(100, &free, &prev, asc), Err(AssignError::NotEnough { available: 42, wanted: 100 }));
+        assert_eq!(dynamic_steady(6, &free, None, &prev, asc), Ok(m(&[("m1", 1), ("m2", 2), ("m3", 3)])));
+        assert_eq!(dynamic_steady(24, &free, None, &prev, asc), Ok(m(&[("m1", 6), ("m2", 8), ("m3", 10)])));
+        assert_eq!(dynamic_steady(12, &free, None, &prev, asc), Ok(prev.clone()));
+        assert_eq!(
+            dynamic_steady(100, &free, None, &prev, asc),
+            Err(AssignError::NotEnough { available: 42, wanted: 100 })
+        );
     }
 
     fn list<'a>(items: &[(&'a str, i64)]) -> Vec<(&'a str, i64)> {
@@ -415,10 +462,30 @@ mod tests {
     fn aggregated_vectors() {
         let asc = TieBreak::Ascending;
         let free = list(&[("m3", 10), ("m2", 8), ("m1", 6)]);
-        assert_eq!(aggregated(12, &free, &BTreeMap::new(), asc), Ok(m(&[("m2", 5), ("m3", 7)])));
+        assert_eq!(aggregated(12, &free, None, &BTreeMap::new(), asc), Ok(m(&[("m2", 5), ("m3", 7)])));
         let free = list(&[("m3", 20), ("m1", 6), ("m2", 6)]);
         let prev = m(&[("m1", 4), ("m2", 8)]);
-        assert_eq!(aggregated(24, &free, &prev, asc), Ok(m(&[("m1", 10), ("m2", 14)])));
+        assert_eq!(aggregated(24, &free, None, &prev, asc), Ok(m(&[("m1", 10), ("m2", 14)])));
+    }
+
+    /// The normalised CPU division: equal free replicas, weights 1.0 and 1.2 (in
+    /// thousandths): the faster member gets about 20 % more, never more than it has free.
+    #[test]
+    fn weighted_divisions_follow_the_weights_within_the_free_replicas() {
+        let asc = TieBreak::Ascending;
+        let none = BTreeMap::new();
+        let free = list(&[("a-xeon", 20), ("z-epyc", 20)]);
+        let w = [20_000, 24_000];
+        assert_eq!(dynamic_steady(22, &free, None, &none, asc), Ok(m(&[("a-xeon", 11), ("z-epyc", 11)])));
+        assert_eq!(dynamic_steady(22, &free, Some(&w), &none, asc), Ok(m(&[("a-xeon", 10), ("z-epyc", 12)])));
+        // 38: 17.3 / 20.7 by the weights, but z-epyc has 20 free in raw cores.
+        assert_eq!(dynamic_steady(38, &free, Some(&w), &none, asc), Ok(m(&[("a-xeon", 18), ("z-epyc", 20)])));
+        assert!(dynamic_steady(41, &free, Some(&w), &none, asc).is_err(), "raw capacity bounds it");
+        // Aggregated: the heavier first (raw: the candidate order among equals).
+        assert_eq!(aggregated(15, &free, None, &none, asc), Ok(m(&[("a-xeon", 15)])));
+        assert_eq!(aggregated(15, &free, Some(&w), &none, asc), Ok(m(&[("z-epyc", 15)])));
+        // Both needed: 30 × 20/44 = 13.6 and 30 × 24/44 = 16.4.
+        assert_eq!(aggregated(30, &free, Some(&w), &none, asc), Ok(m(&[("a-xeon", 14), ("z-epyc", 16)])));
     }
 
     #[test]
@@ -427,13 +494,13 @@ mod tests {
         // the candidates keep their (selection) order, whatever their names.
         let asc = TieBreak::Ascending;
         let free = list(&[("z", 10), ("m", 10), ("a", 10)]);
-        assert_eq!(aggregated(15, &free, &BTreeMap::new(), asc), Ok(m(&[("m", 8), ("z", 7)])));
+        assert_eq!(aggregated(15, &free, None, &BTreeMap::new(), asc), Ok(m(&[("m", 8), ("z", 7)])));
         let free = list(&[("a", 10), ("m", 10), ("z", 10)]);
-        assert_eq!(aggregated(15, &free, &BTreeMap::new(), asc), Ok(m(&[("a", 8), ("m", 7)])));
+        assert_eq!(aggregated(15, &free, None, &BTreeMap::new(), asc), Ok(m(&[("a", 8), ("m", 7)])));
         // A scale-up puts the used clusters first, in that order too.
         let free = list(&[("z", 4), ("m", 4), ("a", 4), ("b", 9)]);
         let prev = m(&[("a", 1), ("z", 1)]);
-        assert_eq!(aggregated(6, &free, &prev, asc), Ok(m(&[("a", 1), ("z", 5)])));
+        assert_eq!(aggregated(6, &free, None, &prev, asc), Ok(m(&[("a", 1), ("z", 5)])));
     }
 
     #[test]
@@ -449,10 +516,10 @@ mod tests {
         let reps = [2, 2, 2, 2, 2, 1, 2, 1, 2, 2, 1, 1, 1];
         let prev: BTreeMap<String, i64> = reps.iter().enumerate().map(|(i, r)| (format!("m{i:02}"), *r)).collect();
         let free: Vec<(&str, i64)> = prev.keys().map(|k| (k.as_str(), 100)).collect();
-        assert_eq!(aggregated(5, &free, &prev, asc), Ok(m(&[("m01", 2), ("m02", 2), ("m06", 1)])));
+        assert_eq!(aggregated(5, &free, None, &prev, asc), Ok(m(&[("m01", 2), ("m02", 2), ("m06", 1)])));
         // 12 clusters (the last dropped): insertion sort, stable — name order among equals.
         let free12 = &free[..12];
-        assert_eq!(aggregated(5, free12, &prev, asc), Ok(m(&[("m00", 2), ("m01", 2), ("m02", 1)])));
+        assert_eq!(aggregated(5, free12, None, &prev, asc), Ok(m(&[("m00", 2), ("m01", 2), ("m02", 1)])));
     }
 
     #[test]

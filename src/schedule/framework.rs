@@ -45,6 +45,23 @@ pub struct ScoreSettings {
     pub round_robin_weights: BTreeMap<String, i64>,
     /// The resource model settings (`[model]`): CPU performance, confidence threshold.
     pub model: std::sync::Arc<crate::model::dimensions::ModelSettings>,
+    /// How dynamic weights and Aggregated divide a workload that requests CPU
+    /// (`[profiles.<name>] cpu_division`).
+    pub cpu_division: CpuDivision,
+}
+
+/// How dynamic weights and Aggregated weigh a cluster's free replicas of a workload that
+/// requests CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuDivision {
+    /// By free replicas in raw cores, as Karmada (the default).
+    #[default]
+    Raw,
+    /// By free replicas times the member's CPU performance factor (normalised cores): a
+    /// member 20 % faster gets 20 % more of a throughput-bound service's replicas, never more
+    /// than fit in raw cores.
+    Normalised,
 }
 
 /// A raw score meaning "this plugin cannot tell for this cluster"; normalised to 0.
@@ -109,8 +126,9 @@ pub trait ScorePlugin: Send + Sync {
     /// (region, labels) — and never its free capacity, nodes, deductions or freshness: then
     /// every cluster's score stays while only capacity changes, and a decision is checked by
     /// the verdicts of the clusters that changed alone ([`crate::schedule::outcome_stands`]).
+    /// `settings`: the profile's (a scorer may read static facts under some settings only).
     /// Default: no.
-    fn static_only(&self) -> bool {
+    fn static_only(&self, _settings: &ScoreSettings) -> bool {
         false
     }
     /// Maps raw scores to 0..=100 across clusters. Default: clamp (for scores already 0..=100).
@@ -196,7 +214,7 @@ pub struct Framework {
 impl Framework {
     /// Whether every score plugin reads only static facts ([`ScorePlugin::static_only`]).
     pub fn scores_static(&self) -> bool {
-        self.scorers.iter().all(|(p, _)| p.static_only())
+        self.scorers.iter().all(|(p, _)| p.static_only(&self.settings))
     }
 
     /// Karmada's default profile: every filter, locality as the only score (weight 1); ties

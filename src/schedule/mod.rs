@@ -371,7 +371,7 @@ pub fn outcome_stands(
                 *slot = n;
             }
         }
-        return decide_on(req, (feasible, positions.as_deref()), &view, fleet.len()).0 == result.outcome;
+        return decide_on(fw, req, (feasible, positions.as_deref()), &view, fleet.len()).0 == result.outcome;
     }
     let mut sorted = Vec::with_capacity(held.len());
     for (k, v) in held.iter().enumerate() {
@@ -386,7 +386,7 @@ pub fn outcome_stands(
         return false;
     }
     now.iter().zip(held.iter()).all(|(n, h)| same(n, h))
-        || decide_on(req, (now.iter().collect(), positions.as_deref()), &view, fleet.len()).0 == result.outcome
+        || decide_on(fw, req, (now.iter().collect(), positions.as_deref()), &view, fleet.len()).0 == result.outcome
 }
 
 /// Which clusters pass the filters: feasible positions (ascending) and the rejected groups.
@@ -495,7 +495,7 @@ fn schedule_term(
     let sorted: Vec<&ClusterSnapshot> = feasible.iter().map(|p| fleet.cluster(clusters, *p)).collect();
     let mut verdicts = feasible_verdicts(fw, req, affinity, &sorted);
     let view = FleetView { fleet, clusters };
-    let (outcome, reads) = decide(req, (&verdicts, &feasible), &view, fleet.len());
+    let (outcome, reads) = decide(fw, req, (&verdicts, &feasible), &view, fleet.len());
     if let Outcome::Scheduled { targets } = &outcome {
         mark_selected(&mut verdicts, targets);
     }
@@ -636,8 +636,27 @@ fn availability_run(
             ));
             avail = i64::from(cap);
         }
+        if let Some(factor) = normalised_factor(fw, req, cluster) {
+            reasons.push(format!(
+                "{MODEL_PREFIX}CPU performance {factor:.2}: its free replicas weigh {factor:.2}x in the division (profile {}: cpu_division = \"normalised\"; fitting stays in raw cores)",
+                fw.name
+            ));
+        }
         v.available_replicas = Some(avail);
     }
+}
+
+/// The CPU performance factor a normalised division weighs `cluster`'s free replicas by
+/// (`[profiles.<name>] cpu_division = "normalised"`, a workload that requests CPU, divided by
+/// dynamic weights or Aggregated, a performance table); None when the division is in raw
+/// replicas.
+fn normalised_factor(fw: &Framework, req: &ScheduleRequest<'_>, cluster: &ClusterSnapshot) -> Option<f64> {
+    let model = &fw.settings.model;
+    let applies = fw.settings.cpu_division == framework::CpuDivision::Normalised
+        && !model.cpu_performance.is_empty()
+        && req.workload.requirements.request.get("cpu") > 0
+        && matches!(Strategy::of(req.placement), Strategy::DynamicWeight | Strategy::Aggregated);
+    applies.then(|| cluster.cpu_factor(model))
 }
 
 /// Marks the verdicts of the clusters `targets` names as selected, with their replicas. The
@@ -705,6 +724,7 @@ fn health_caps(
 /// read their capacity or scores ([`schedule_reads`]). `positions`: the fleet positions of
 /// the verdicts, one each when all are feasible.
 fn decide(
+    fw: &Framework,
     req: &ScheduleRequest<'_>,
     (verdicts, positions): (&[ClusterVerdict], &[u32]),
     clusters: &FleetView<'_>,
@@ -712,12 +732,13 @@ fn decide(
 ) -> (Outcome, bool) {
     let feasible: Vec<&ClusterVerdict> = verdicts.iter().filter(|v| v.feasible).collect();
     let positions = (feasible.len() == verdicts.len()).then_some(positions);
-    decide_on(req, (feasible, positions), clusters, total)
+    decide_on(fw, req, (feasible, positions), clusters, total)
 }
 
 /// [`decide`] on the verdicts of the feasible clusters (in the fleet's order), with their
 /// fleet positions where known.
 fn decide_on(
+    fw: &Framework,
     req: &ScheduleRequest<'_>,
     (feasible, positions): (Vec<&ClusterVerdict>, Option<&[u32]>),
     clusters: &FleetView<'_>,
@@ -768,13 +789,14 @@ fn decide_on(
             assign::reads_free(i64::from(replicas), &previous, in_selection)
         }
     };
-    let outcome = divide(req, strategy, (replicas, &previous), &selected, clusters);
+    let outcome = divide(fw, req, strategy, (replicas, &previous), &selected, clusters);
     (outcome, selecting_reads || dividing_reads)
 }
 
 /// Divides `replicas` over the selected clusters by the placement's strategy; `previous` is
 /// the previous placement for dynamic weights and Aggregated (empty for the others).
 fn divide(
+    fw: &Framework,
     req: &ScheduleRequest<'_>,
     strategy: Strategy,
     (replicas, previous): (i32, &BTreeMap<String, i64>),
@@ -823,10 +845,20 @@ fn divide(
                     (v.name.as_str(), (avail - already).max(0))
                 })
                 .collect();
+            // A normalised division weighs each one by its CPU performance (in thousandths),
+            // within its free replicas.
+            let weights: Option<Vec<i64>> = selected
+                .iter()
+                .zip(&free)
+                .map(|(v, (_, f))| {
+                    let cluster = clusters.fleet.get(clusters.clusters, &v.name)?;
+                    normalised_factor(fw, req, cluster).map(|x| (*f as f64 * x * 1000.0).round() as i64)
+                })
+                .collect();
             let r = if strategy == Strategy::Aggregated {
-                assign::aggregated(i64::from(replicas), &free, previous, tie)
+                assign::aggregated(i64::from(replicas), &free, weights.as_deref(), previous, tie)
             } else {
-                assign::dynamic_steady(i64::from(replicas), &free, previous, tie)
+                assign::dynamic_steady(i64::from(replicas), &free, weights.as_deref(), previous, tie)
             };
             match r {
                 Ok(m) => to_targets(m),

@@ -60,6 +60,10 @@ pub struct ProfileConfig {
     /// Cluster → weight for `weighted-round-robin` (default 1).
     #[serde(default)]
     pub round_robin_weights: BTreeMap<String, i64>,
+    /// `raw` (default, Karmada) or `normalised`: dynamic weights and Aggregated weigh a
+    /// member's free replicas of a workload requesting CPU by its CPU performance factor.
+    #[serde(default)]
+    pub cpu_division: super::framework::CpuDivision,
 }
 
 /// Every profile, built.
@@ -111,6 +115,7 @@ impl Profiles {
                 cost: cost.clone(),
                 round_robin_weights: p.round_robin_weights.clone(),
                 model: Default::default(),
+                cpu_division: p.cpu_division,
             };
             let fw = Framework::build(name, p.filters.as_deref(), &p.scores, settings)
                 .map_err(|e| (format!("profiles.{name}"), e))?;

@@ -201,6 +201,7 @@ impl ClusterSnapshotV3 {
             freshness: self.freshness,
             index: Default::default(),
             summary_free: Default::default(),
+            taken: Default::default(),
         }
     }
 }
@@ -280,6 +281,7 @@ impl ClusterSnapshotV2 {
             freshness: None,
             index: Default::default(),
             summary_free: Default::default(),
+            taken: Default::default(),
         }
     }
 }
@@ -322,6 +324,7 @@ impl ClusterSnapshotV1 {
             freshness: None,
             index: Default::default(),
             summary_free: Default::default(),
+            taken: Default::default(),
         }
     }
 }

@@ -26,6 +26,7 @@ mod karmada_placements;
 mod listener;
 mod live;
 mod logs;
+mod model;
 mod mutants;
 mod operator;
 mod overrides;

@@ -81,10 +81,16 @@ fn every_decision_of_offline_passes_replays_identical() {
 fn a_profile_that_scores_differently_makes_replay_report_differences() {
     let s = Scratch::with_demo();
     s.write("probe.yaml", &probe(Some("probe-score")));
+    // Each decision on the declared status of the demo's offline members (`offline_deductions =
+    // false`): the probe's new placement does not change what the pass's later decisions see
+    // there, so they stay identical (with the deductions, they would read other free amounts).
+    let model = "[model]\noffline_deductions = false\n";
     let recorded = s.dir.path().join("recorded.toml");
-    std::fs::write(&recorded, "[profiles.probe-score]\nscores = { least-allocated = 1 }\n").expect("config");
+    std::fs::write(&recorded, format!("{model}[profiles.probe-score]\nscores = {{ least-allocated = 1 }}\n"))
+        .expect("config");
     let changed = s.dir.path().join("changed.toml");
-    std::fs::write(&changed, "[profiles.probe-score]\nscores = { most-allocated = 1 }\n").expect("config");
+    std::fs::write(&changed, format!("{model}[profiles.probe-score]\nscores = {{ most-allocated = 1 }}\n"))
+        .expect("config");
     let (p, o, st) =
         (s.policies().display().to_string(), s.out().display().to_string(), s.state().display().to_string());
     let r = fedsched(&["-c", &recorded.display().to_string(), "render", "--policies", &p, "--out", &o, "--state", &st]);

@@ -10,7 +10,7 @@ pub const NAME: &str = "cluster-locality";
 
 impl ScorePlugin for ClusterLocality {
     /// Reads the previous placement only.
-    fn static_only(&self) -> bool {
+    fn static_only(&self, _settings: &crate::schedule::framework::ScoreSettings) -> bool {
         true
     }
 

@@ -5,6 +5,11 @@
 //! `(1 + spot_risk)` times its prices (the interruption risk the operator puts on spot
 //! capacity). A workload without requests is priced as 1 core + 1 GiB. Clusters without a
 //! price entry score 0; the others are normalised min-max (cheapest 100, dearest 0).
+//!
+//! CPU is priced per normalised core: with `[model.cpu_performance]`, a replica's cores cost
+//! their price divided by the member's CPU performance factor
+//! ([`crate::model::ClusterSnapshot::cpu_factor`]), so at the same price per core a member 20 %
+//! faster does a replica's work for 1/1.2 of the price. The request itself stays in raw cores.
 
 use crate::schedule::framework::{PluginContext, ScorePlugin, UNKNOWN_SCORE, min_max_normalize};
 
@@ -27,6 +32,8 @@ pub fn replica_cost_micros(ctx: &PluginContext<'_>) -> Option<i64> {
         let Some(price) = entry.prices.get(name) else { continue };
         let units = if name == "memory" || name.contains("storage") || name.starts_with("hugepages-") {
             milli as f64 / 1000.0 / f64::from(1u32 << 30)
+        } else if name == "cpu" {
+            milli as f64 / 1000.0 / ctx.cluster.cpu_factor(&ctx.settings.model)
         } else {
             milli as f64 / 1000.0
         };
@@ -39,9 +46,11 @@ pub fn replica_cost_micros(ctx: &PluginContext<'_>) -> Option<i64> {
 }
 
 impl ScorePlugin for CostFirst {
-    /// Reads the profile's price table, the cluster's name and region, and the request only.
-    fn static_only(&self) -> bool {
-        true
+    /// Reads the profile's price table, the cluster's name and region, and the request only;
+    /// with a CPU performance table also the member's nodes (their CPU factors), which are not
+    /// static facts.
+    fn static_only(&self, settings: &crate::schedule::framework::ScoreSettings) -> bool {
+        settings.model.cpu_performance.is_empty()
     }
 
     fn name(&self) -> &'static str {

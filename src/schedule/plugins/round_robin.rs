@@ -12,7 +12,7 @@ pub struct WeightedRoundRobin;
 
 impl ScorePlugin for WeightedRoundRobin {
     /// Reads the profile's weights, the workload's and the cluster's names only.
-    fn static_only(&self) -> bool {
+    fn static_only(&self, _settings: &crate::schedule::framework::ScoreSettings) -> bool {
         true
     }
 

@@ -7,7 +7,10 @@
 //! A workload's pods are those of its controller (a Deployment's ReplicaSet `<name>-sim`); a
 //! pod template that changed replaces them; a scale-down deletes the pods a ReplicaSet
 //! controller would delete first (unbound, then not running, then not Ready, then the
-//! newest), and a scale-up creates pods under the lowest free indexes.
+//! newest), and a scale-up creates pods under the lowest free indexes. A
+//! HorizontalPodAutoscaler of the directory holds its target at its `maxReplicas` (a
+//! sustained load) when the target's file leaves `spec.replicas` out; a file that sets it
+//! wins, as a GitOps tool's sync resets what the HPA scaled.
 //!
 //! A bound pod starts ([`Agent::start_after`]: `Pending` until then) and is `Ready` at once,
 //! or, with [`Agent::ready_after`], first `Ready=False, reason=ContainersNotReady` and Ready
@@ -119,7 +122,7 @@ pub fn desired(dir: &Path) -> Result<Desired, SimError> {
         Err(e) => return Err(io(&kustomization, e)),
     }
     files.sort();
-    let mut out = Desired::new();
+    let mut objects = Vec::new();
     for f in files {
         let text = match std::fs::read_to_string(&f) {
             Ok(t) => t,
@@ -127,14 +130,46 @@ pub fn desired(dir: &Path) -> Result<Desired, SimError> {
             // nothing of this directory (an invariant of the output says it never happens).
             Err(source) => return Err(io(&f, source)),
         };
-        for doc in split_documents(&text) {
-            let Ok(obj) = parse_document(&doc) else { continue };
-            if let Some((owner, group)) = pod_group(&obj) {
-                out.insert(owner, group);
+        objects.extend(split_documents(&text).iter().filter_map(|doc| parse_document(doc).ok()));
+    }
+    let scaled = hpa_replicas(&objects);
+    let mut out = Desired::new();
+    for obj in &objects {
+        if let Some((owner, mut group)) = pod_group(obj) {
+            // A workload whose file leaves `spec.replicas` out, with an HPA of the directory:
+            // the member's HPA sets it (the GitOps agent does not). One that sets it gets it
+            // back on every sync: the GitOps tool and the HPA fight, and the file wins.
+            if obj.pointer("/spec/replicas").is_none()
+                && let Some(n) = scaled.get(&target_id(obj))
+            {
+                group.count = *n;
             }
+            out.insert(owner, group);
         }
     }
     Ok(out)
+}
+
+/// The simulated members' HorizontalPodAutoscalers: each holds its target (`kind/namespace/
+/// name`) at its `maxReplicas`, as under a sustained load (the simulator has no metrics).
+fn hpa_replicas(objects: &[Value]) -> BTreeMap<String, i64> {
+    objects
+        .iter()
+        .filter(|o| o.get("kind").and_then(Value::as_str) == Some("HorizontalPodAutoscaler"))
+        .filter_map(|o| {
+            let ns = o.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
+            let kind = o.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str)?;
+            let name = o.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str)?;
+            let max = o.pointer("/spec/maxReplicas").and_then(Value::as_i64)?;
+            Some((format!("{kind}/{ns}/{name}"), max.clamp(0, 10_000)))
+        })
+        .collect()
+}
+
+/// `kind/namespace/name` of an object, as [`hpa_replicas`] keys its targets.
+fn target_id(obj: &Value) -> String {
+    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
+    format!("{}/{ns}/{}", str_at(obj, "/kind"), str_at(obj, "/metadata/name"))
 }
 
 fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> Result<(), SimError> {

@@ -1,0 +1,389 @@
+//! Issue 54, the resource model finished: offline members are never promised the same room
+//! twice in one pass; CPU performance in every decision that compares CPU across clusters;
+//! autoscaled workloads that GitOps does not fight. The real binary (and the daemon in
+//! process) on real files.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::daemon::InProcess;
+use crate::support::*;
+use fedsched::daemon::Control;
+
+/// An offline Cluster object: `cpu` allocatable and `allocated` cores committed, `labels`
+/// added.
+pub(crate) fn offline_cluster(name: &str, cpu: u32, allocated: u32, labels: &str) -> String {
+    format!(
+        "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\n  labels: {{env: prod{labels}}}\n\
+         spec: {{syncMode: Push, region: r1}}\nstatus:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n    \
+         allocatable: {{cpu: \"{cpu}\", memory: 512Gi, pods: \"1100\"}}\n    allocated: {{cpu: \"{allocated}\", memory: 0, pods: \"0\"}}\n"
+    )
+}
+
+/// A Deployment of `replicas` × `cpu` and its PropagationPolicy with `placement`.
+pub(crate) fn deployment(name: &str, replicas: u32, cpu: &str, placement: &str, annotations: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: shop}}\nspec:\n  replicas: {replicas}\n  \
+         selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      \
+         containers: [{{name: c, image: nginx, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}]\n---\n\
+         apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: {name}, namespace: shop{annotations}}}\n\
+         spec:\n  resourceSelectors: [{{apiVersion: apps/v1, kind: Deployment, name: {name}}}]\n  placement:\n    {placement}\n"
+    )
+}
+
+const AGGREGATED: &str = "replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Aggregated}";
+
+/// The published placements: workload name → cluster → replicas.
+pub(crate) fn placed(s: &Scratch) -> BTreeMap<String, BTreeMap<String, i64>> {
+    let doc: Value = serde_json::from_str(&placements_of(&s.out()).expect("summary")).expect("json");
+    let mut out = BTreeMap::new();
+    for p in doc["placements"].as_array().expect("placements") {
+        if p["workload"]["kind"] != "Deployment" {
+            continue;
+        }
+        let clusters = p["clusters"]
+            .as_array()
+            .expect("clusters")
+            .iter()
+            .map(|c| (c["name"].as_str().expect("name").to_string(), c["replicas"].as_i64().unwrap_or(-1)))
+            .collect();
+        out.insert(p["workload"]["name"].as_str().expect("name").to_string(), clusters);
+    }
+    out
+}
+
+fn explain(s: &Scratch, what: &str) -> Value {
+    let out = s.cmd("explain", &[what, "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+fn cluster<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["clusters"].as_array().and_then(|a| a.iter().find(|c| c["name"] == name)).expect("cluster in explain")
+}
+
+fn two_offline_members(s: &Scratch) {
+    // big: 14 cores free (20 − 6); small: 12 free.
+    s.write(
+        "clusters.yaml",
+        &format!("{}---\n{}", offline_cluster("big", 20, 6, ""), offline_cluster("small", 12, 0, "")),
+    );
+    s.write(
+        "shop.yaml",
+        &format!(
+            "{}---\n{}",
+            deployment("first", 10, "1", AGGREGATED, ""),
+            deployment("second", 10, "1", AGGREGATED, "")
+        ),
+    );
+}
+
+/// Two Aggregated Deployments of 10 × 1 CPU and an offline member with 14 CPU free: the
+/// first takes 10 of them, the second sees the 4 left (explain says so) and goes to the other
+/// member; the next pass starts from the Cluster status again and decides the same.
+#[test]
+fn offline_members_are_not_promised_the_same_room_twice_in_one_pass() {
+    let s = Scratch::new();
+    two_offline_members(&s);
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let want: BTreeMap<String, BTreeMap<String, i64>> = [
+        ("first".to_string(), [("big".to_string(), 10)].into()),
+        ("second".to_string(), [("small".to_string(), 10)].into()),
+    ]
+    .into();
+    assert_eq!(placed(&s), want);
+    let first = explain(&s, "Deployment/shop/first");
+    assert_eq!(cluster(&first, "big")["availableReplicas"], 14, "{first}");
+    let second = explain(&s, "Deployment/shop/second");
+    let big = cluster(&second, "big");
+    assert_eq!(big["availableReplicas"], 4, "{big}");
+    let reasons = big["reasons"].to_string();
+    assert!(
+        reasons.contains("assumed: 10 replicas of earlier decisions of this pass") && reasons.contains("cpu 10"),
+        "{reasons}"
+    );
+    assert!(reasons.contains("cpu: 4 free"), "{reasons}");
+    // Text form as a user reads it.
+    let t = text(&s.cmd("explain", &["Deployment/shop/second"]).stdout);
+    assert!(t.contains("assumed: 10 replicas"), "{t}");
+
+    // The deduction ends with the pass: a second render decides the same.
+    let again = s.render();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(placed(&s), want);
+
+    // `[model] offline_deductions = false`: Karmada's general estimator, both on `big`.
+    let karmada = Scratch::new();
+    two_offline_members(&karmada);
+    let config = karmada.dir.path().join("fedsched.toml");
+    std::fs::write(&config, "[model]\noffline_deductions = false\n").expect("config");
+    let out = karmada.render_with(&["--config", config.to_str().expect("utf8")], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let both = placed(&karmada);
+    assert_eq!((both["first"].get("big"), both["second"].get("big")), (Some(&10), Some(&10)), "{both:?}");
+}
+
+/// The daemon keeps the rule pass after pass (its decisions reused from memory) and after an
+/// edit that decides one of them again.
+#[test]
+fn the_daemon_deducts_offline_decisions_within_each_pass_only() {
+    let s = Scratch::new();
+    two_offline_members(&s);
+    let mut d = InProcess::start(&s, "", false);
+    d.passes(1);
+    let want = placed(&s);
+    assert_eq!(want["second"].keys().collect::<Vec<_>>(), ["small"], "{want:?}");
+    d.send(Control::Tick);
+    d.passes(2);
+    assert_eq!(placed(&s), want, "a quiet pass decides the same");
+    // The first one grows to 12: it still fits on big (14); the second still sees what is left.
+    let path = s.policies().join("shop.yaml");
+    let edited = std::fs::read_to_string(&path).expect("read").replacen("replicas: 10", "replicas: 12", 1);
+    std::fs::write(&path, edited).expect("write");
+    d.send(Control::PolicyChanged);
+    d.passes(3);
+    let now = placed(&s);
+    assert_eq!((now["first"].get("big"), now["second"].get("small")), (Some(&12), Some(&10)), "{now:?}");
+    d.send(Control::Tick);
+    d.passes(4);
+    assert_eq!(placed(&s), now);
+    d.stop();
+}
+
+const DYNAMIC: &str = "replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Weighted, weightPreference: {dynamicWeight: AvailableReplicas}}";
+
+/// The founding example: two members each with 20 cores free, a Xeon (factor 1.0) and an EPYC
+/// 20 % faster (1.2, `[model.cpu_performance]` on NFD's vendor label), and what each profile
+/// does with a 1-CPU replica. Each decision on the declared status (`offline_deductions =
+/// false`) so the profiles compare side by side.
+#[test]
+fn the_xeon_and_the_epyc_per_profile() {
+    let s = Scratch::new();
+    let vendor = |v: &str| format!(", feature.node.kubernetes.io/cpu-model.vendor_id: {v}");
+    s.write(
+        "clusters.yaml",
+        &format!(
+            "{}---\n{}",
+            offline_cluster("a-xeon", 20, 0, &vendor("GenuineIntel")),
+            offline_cluster("z-epyc", 20, 0, &vendor("AuthenticAMD"))
+        ),
+    );
+    let profile = |p: &str| format!(", annotations: {{fedsched.io/profile: {p}}}");
+    let apps = [
+        deployment("dynamic", 22, "1", DYNAMIC, ""),
+        deployment("dynamic-throughput", 22, "1", DYNAMIC, &profile("throughput")),
+        deployment("dynamic-throughput-full", 38, "1", DYNAMIC, &profile("throughput")),
+        deployment("aggregated", 15, "1", AGGREGATED, ""),
+        deployment("aggregated-throughput", 15, "1", AGGREGATED, &profile("throughput")),
+        deployment("aggregated-cheap", 15, "1", AGGREGATED, &profile("cheap")),
+    ];
+    s.write("shop.yaml", &apps.join("---\n"));
+    let config = s.dir.path().join("fedsched.toml");
+    std::fs::write(
+        &config,
+        "[model]\noffline_deductions = false\n[model.cpu_performance]\nAuthenticAMD = 1.2\nGenuineIntel = 1.0\n\
+         [profiles.throughput]\nscores = { cluster-locality = 1 }\ncpu_division = \"normalised\"\n\
+         [profiles.cheap]\nscores = { cost-first = 1 }\n[cost.regions.r1]\ncpu = 0.04\n",
+    )
+    .expect("config");
+    let cfg = config.to_str().expect("utf8");
+    let out = s.render_with(&["--config", cfg], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let got = placed(&s);
+    let on = |w: &str| -> Vec<(String, i64)> { got[w].iter().map(|(c, r)| (c.clone(), *r)).collect() };
+    let pair = |x: i64, e: i64| vec![("a-xeon".to_string(), x), ("z-epyc".to_string(), e)];
+    // Karmada's division: raw free replicas, 20 and 20.
+    assert_eq!(on("dynamic"), pair(11, 11));
+    // Normalised: 20 × 1.0 against 20 × 1.2, within the 20 that fit in raw cores.
+    assert_eq!(on("dynamic-throughput"), pair(10, 12));
+    assert_eq!(on("dynamic-throughput-full"), pair(18, 20));
+    assert_eq!(on("aggregated"), vec![("a-xeon".to_string(), 15)]);
+    assert_eq!(on("aggregated-throughput"), vec![("z-epyc".to_string(), 15)]);
+    // cost-first: the same price per core, so the EPYC's normalised core is cheaper.
+    assert_eq!(on("aggregated-cheap"), vec![("z-epyc".to_string(), 15)]);
+    // Requests stay raw: every rendered replica asks for 1 CPU.
+    let manifest =
+        std::fs::read_to_string(s.out().join("z-epyc/shop/apps_deployment_dynamic-throughput.yaml")).expect("manifest");
+    assert!(manifest.contains("replicas: 12") && manifest.contains("cpu: \"1\""), "{manifest}");
+    // explain shows the effect.
+    let e = {
+        let o = s.cmd("explain", &["Deployment/shop/dynamic-throughput", "-o", "json", "--config", cfg]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        serde_json::from_slice::<Value>(&o.stdout).expect("json")
+    };
+    let reasons = cluster(&e, "z-epyc")["reasons"].to_string();
+    assert!(reasons.contains("CPU performance 1.20: its free replicas weigh 1.20x"), "{reasons}");
+    let cheap = explain_with(&s, "Deployment/shop/aggregated-cheap", cfg);
+    assert_eq!(
+        (
+            cluster(&cheap, "z-epyc")["scores"]["cost-first"].as_i64(),
+            cluster(&cheap, "a-xeon")["scores"]["cost-first"].as_i64()
+        ),
+        (Some(100), Some(0)),
+        "{cheap}"
+    );
+}
+
+fn explain_with(s: &Scratch, what: &str, config: &str) -> Value {
+    let out = s.cmd("explain", &[what, "-o", "json", "--config", config]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+const STATIC_2_1: &str = "replicaScheduling:\n      replicaSchedulingType: Divided\n      replicaDivisionPreference: Weighted\n      weightPreference:\n        staticWeightList:\n        - {targetCluster: {clusterNames: [big]}, weight: 2}\n        - {targetCluster: {clusterNames: [small]}, weight: 1}";
+
+/// An autoscaling/v2 HPA of `target` (a Deployment of namespace shop) with these bounds.
+pub(crate) fn hpa(target: &str, min: u32, max: u32) -> String {
+    format!(
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {{name: {target}, namespace: shop}}\nspec:\n  \
+         scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: {target}}}\n  minReplicas: {min}\n  maxReplicas: {max}\n  \
+         metrics: [{{type: Resource, resource: {{name: cpu, target: {{type: Utilization, averageUtilization: 70}}}}}}]\n"
+    )
+}
+
+fn read(s: &Scratch, rel: &str) -> String {
+    std::fs::read_to_string(s.out().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// An HPA in the repository that targets a propagated Deployment: the Deployment is rendered
+/// without `spec.replicas` (the members' HPAs own it) while the scheduler still divides the
+/// declared 6 (4 and 2); the HPA is rendered per member with its bounds divided by that
+/// placement (min 3 → 2 + 1, max 30 → 20 + 10), and follows it when the placement changes.
+#[test]
+fn an_hpa_is_divided_over_its_targets_members_and_owns_their_replicas() {
+    let s = Scratch::new();
+    s.write(
+        "clusters.yaml",
+        &format!("{}---\n{}", offline_cluster("big", 64, 0, ""), offline_cluster("small", 64, 0, "")),
+    );
+    let web = deployment("web", 6, "100m", STATIC_2_1, "");
+    // The same policy propagates the HPA (an object without replicas goes to every selected member).
+    let web = web.replace(
+        "resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]",
+        "resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}, {apiVersion: autoscaling/v2, kind: HorizontalPodAutoscaler, name: web}]",
+    );
+    s.write("shop.yaml", &web);
+    s.write("hpa.yaml", &hpa("web", 3, 30));
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(placed(&s)["web"], [("big".to_string(), 4), ("small".to_string(), 2)].into());
+    for c in ["big", "small"] {
+        let d = read(&s, &format!("{c}/shop/apps_deployment_web.yaml"));
+        assert!(!d.contains("replicas:"), "{c}: the member's HPA owns spec.replicas:\n{d}");
+    }
+    let bounds = |c: &str| {
+        let h = read(&s, &format!("{c}/shop/autoscaling_horizontalpodautoscaler_web.yaml"));
+        let v: Value = serde_saphyr::from_str(h.split_once('\n').map_or("", |x| x.1)).expect("yaml");
+        (
+            v["spec"]["minReplicas"].as_i64(),
+            v["spec"]["maxReplicas"].as_i64(),
+            v["spec"]["scaleTargetRef"]["name"].clone(),
+        )
+    };
+    assert_eq!(bounds("big"), (Some(2), Some(20), Value::from("web")));
+    assert_eq!(bounds("small"), (Some(1), Some(10), Value::from("web")));
+
+    // The placement changes (1:1): the bounds follow on the next pass.
+    s.write("shop.yaml", &web.replace("weight: 2}", "weight: 1}"));
+    assert!(s.render().status.success());
+    assert_eq!(placed(&s)["web"], [("big".to_string(), 3), ("small".to_string(), 3)].into());
+    let (b, m) = (bounds("big"), bounds("small"));
+    assert_eq!((b.1, m.1), (Some(15), Some(15)));
+    assert_eq!(b.0.unwrap_or(0) + m.0.unwrap_or(0), 3, "{b:?} {m:?}");
+
+    // Without the HPA the Deployment says how many again.
+    std::fs::remove_file(s.policies().join("hpa.yaml")).expect("rm");
+    assert!(s.render().status.success());
+    assert!(read(&s, "big/shop/apps_deployment_web.yaml").contains("replicas: 3"));
+}
+
+/// Karmada's retain-replicas label keeps the member's replicas too; Karmada's FederatedHPA is
+/// named in a warning and its target keeps its declared replicas.
+#[test]
+fn karmadas_retain_label_and_federated_hpa() {
+    let s = Scratch::new();
+    s.write("clusters.yaml", &offline_cluster("big", 64, 0, ""));
+    let retained = deployment("kept", 3, "100m", "replicaScheduling: {replicaSchedulingType: Duplicated}", "")
+        .replacen(
+            "metadata: {name: kept, namespace: shop}",
+            "metadata: {name: kept, namespace: shop, labels: {resourcetemplate.karmada.io/retain-replicas: \"true\"}}",
+            1,
+        );
+    let plain = deployment("fed", 3, "100m", "replicaScheduling: {replicaSchedulingType: Duplicated}", "");
+    let fhpa = "apiVersion: autoscaling.karmada.io/v1alpha1\nkind: FederatedHPA\nmetadata: {name: fed, namespace: shop}\nspec:\n  \
+                scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: fed}\n  minReplicas: 1\n  maxReplicas: 10\n";
+    s.write("shop.yaml", &format!("{retained}---\n{plain}---\n{fhpa}"));
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!read(&s, "big/shop/apps_deployment_kept.yaml").contains("\n  replicas:"));
+    assert!(read(&s, "big/shop/apps_deployment_fed.yaml").contains("replicas: 3"));
+    let check = fedsched(&["check", "--policies", s.policies().to_str().expect("utf8")]);
+    let all = format!("{}{}", text(&check.stdout), text(&check.stderr));
+    assert!(
+        all.contains("FederatedHPA is not run by fedsched") && all.contains("`fed` keeps its declared replicas"),
+        "{all}"
+    );
+}
+
+/// The daemon on the simulator: an HPA-managed Deployment whose members' HPAs scale it (the
+/// simulated HPA holds its target at its share of `maxReplicas`, 8 in all against 6 declared),
+/// and fedsched's next passes do not undo it: its files never set `spec.replicas`.
+#[test]
+fn the_members_hpas_scale_and_the_next_passes_do_not_undo_it() {
+    let t = crate::live::setup_with(2, true, crate::live::WATCHED, &[]);
+    let policy = "---\napiVersion: policy.karmada.io/v1alpha1\nkind: ClusterPropagationPolicy\nmetadata: {name: web-hpa}\nspec:\n  \
+                  resourceSelectors: [{apiVersion: autoscaling/v2, kind: HorizontalPodAutoscaler, name: web, namespace: shop}]\n  \
+                  placement: {replicaScheduling: {replicaSchedulingType: Duplicated}}\n";
+    t.s.write("apps/hpa.yaml", &format!("{}{policy}", hpa("web", 2, 8)));
+    let (mut child, log) = crate::live::daemon(&t, "info");
+    let config = t.config.to_str().expect("utf8");
+    let pods = || -> BTreeMap<String, i64> {
+        let o = fedsched(&["status", "-c", config, "Deployment/shop/web", "-o", "json"]);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        v["clusters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| Some((c["name"].as_str()?.to_string(), c["pods"].as_i64()?)))
+            .collect()
+    };
+    let max_of = |c: &str| -> Option<i64> {
+        let h = std::fs::read_to_string(t.s.out().join(c).join("shop/autoscaling_horizontalpodautoscaler_web.yaml"))
+            .ok()?;
+        let v: Value = serde_saphyr::from_str(h.split_once('\n')?.1).ok()?;
+        v["spec"]["maxReplicas"].as_i64()
+    };
+    let members = ["member-000", "member-001"];
+    let scaled = || {
+        let p = pods();
+        members.iter().all(|c| max_of(c).is_some_and(|m| p.get(*c) == Some(&m)))
+    };
+    let started = std::time::Instant::now();
+    while !scaled() {
+        let l = log.lock().expect("lock").clone();
+        assert!(started.elapsed() < Duration::from_secs(90), "the members' HPAs did not scale web: {:?}\n{l}", pods());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let total: i64 = members.iter().filter_map(|c| max_of(c)).sum();
+    assert_eq!(total, 8, "the HPA's maxReplicas divided over the members");
+    let before = pods();
+    // Passes go on (every second): nothing resets what the HPAs scaled.
+    let passes = |s: &str| s.matches("reconcile done").count();
+    let seen = passes(&log.lock().expect("lock"));
+    let started = std::time::Instant::now();
+    while passes(&log.lock().expect("lock")) < seen + 3 {
+        assert!(started.elapsed() < Duration::from_secs(60), "no more passes");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(pods(), before, "a pass undid the HPAs' scaling");
+    for c in members {
+        let d = std::fs::read_to_string(t.s.out().join(c).join("shop/apps_deployment_web.yaml")).expect("web");
+        assert!(!d.contains("replicas:"), "{c}:\n{d}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
