@@ -162,6 +162,65 @@ const DYNAMIC: &str = "replicaScheduling: {replicaSchedulingType: Divided, repli
 #[test]
 fn the_xeon_and_the_epyc_per_profile() {
     let s = Scratch::new();
+    let config = s.dir.path().join("fedsched.toml");
+    std::fs::write(&config, xeon_and_epyc(&s)).expect("config");
+    let cfg = config.to_str().expect("utf8");
+    let out = s.render_with(&["--config", cfg], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_xeon_and_epyc(&s);
+    // Requests stay raw: every rendered replica asks for 1 CPU.
+    let manifest =
+        std::fs::read_to_string(s.out().join("z-epyc/shop/apps_deployment_dynamic-throughput.yaml")).expect("manifest");
+    assert!(manifest.contains("replicas: 12") && manifest.contains("cpu: \"1\""), "{manifest}");
+    // explain shows the effect.
+    let e = explain_with(&s, "Deployment/shop/dynamic-throughput", cfg);
+    let reasons = cluster(&e, "z-epyc")["reasons"].to_string();
+    assert!(reasons.contains("CPU performance 1.20: its free replicas weigh 1.20x"), "{reasons}");
+    let cheap = explain_with(&s, "Deployment/shop/aggregated-cheap", cfg);
+    assert_eq!(
+        (
+            cluster(&cheap, "z-epyc")["scores"]["cost-first"].as_i64(),
+            cluster(&cheap, "a-xeon")["scores"]["cost-first"].as_i64()
+        ),
+        (Some(100), Some(0)),
+        "{cheap}"
+    );
+}
+
+/// The same in the daemon, pass after pass (decisions reused from memory); after a reload that
+/// makes the EPYC as fast as the Xeon, the placed replicas stay (steady division) and a new
+/// workload is divided evenly.
+#[test]
+fn the_daemon_keeps_the_xeon_and_the_epyc_apart_and_follows_a_new_factor() {
+    let s = Scratch::new();
+    let config = xeon_and_epyc(&s);
+    let mut d = InProcess::start(&s, &config, false);
+    d.passes(1);
+    assert_xeon_and_epyc(&s);
+    d.send(Control::Tick);
+    d.passes(2);
+    assert_xeon_and_epyc(&s);
+    let path = s.dir.path().join("fedsched.toml");
+    let text = std::fs::read_to_string(&path).expect("config").replace("AuthenticAMD = 1.2", "AuthenticAMD = 1.0");
+    std::fs::write(&path, text).expect("config");
+    d.send(Control::Reload);
+    d.passes(3);
+    // Steady division (Karmada's): the placed replicas stay where they are...
+    assert_xeon_and_epyc(&s);
+    // ...and a new workload is divided evenly.
+    let profile = ", annotations: {fedsched.io/profile: throughput}";
+    s.write("more.yaml", &deployment("dynamic-throughput-new", 22, "1", DYNAMIC, profile));
+    d.send(Control::PolicyChanged);
+    d.passes(4);
+    assert_eq!(placed(&s)["dynamic-throughput-new"], [("a-xeon".to_string(), 11), ("z-epyc".to_string(), 11)].into());
+    d.stop();
+}
+
+/// Writes the founding example (two offline members with 20 cores free each, a Xeon and an
+/// EPYC, and six Deployments of 1-CPU replicas under three profiles) and returns its config
+/// (the EPYC's factor 1.2; each decision on the declared status so the profiles compare side
+/// by side).
+fn xeon_and_epyc(s: &Scratch) -> String {
     let vendor = |v: &str| format!(", feature.node.kubernetes.io/cpu-model.vendor_id: {v}");
     s.write(
         "clusters.yaml",
@@ -181,50 +240,28 @@ fn the_xeon_and_the_epyc_per_profile() {
         deployment("aggregated-cheap", 15, "1", AGGREGATED, &profile("cheap")),
     ];
     s.write("shop.yaml", &apps.join("---\n"));
-    let config = s.dir.path().join("fedsched.toml");
-    std::fs::write(
-        &config,
-        "[model]\noffline_deductions = false\n[model.cpu_performance]\nAuthenticAMD = 1.2\nGenuineIntel = 1.0\n\
-         [profiles.throughput]\nscores = { cluster-locality = 1 }\ncpu_division = \"normalised\"\n\
-         [profiles.cheap]\nscores = { cost-first = 1 }\n[cost.regions.r1]\ncpu = 0.04\n",
-    )
-    .expect("config");
-    let cfg = config.to_str().expect("utf8");
-    let out = s.render_with(&["--config", cfg], &[]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let got = placed(&s);
+    "[model]\noffline_deductions = false\n[model.cpu_performance]\nAuthenticAMD = 1.2\nGenuineIntel = 1.0\n\
+     [profiles.throughput]\nscores = { cluster-locality = 1 }\ncpu_division = \"normalised\"\n\
+     [profiles.cheap]\nscores = { cost-first = 1 }\n[cost.regions.r1]\ncpu = 0.04\n"
+        .to_string()
+}
+
+/// What each profile does with the founding example (the EPYC's factor 1.2).
+fn assert_xeon_and_epyc(s: &Scratch) {
+    let got = placed(s);
     let on = |w: &str| -> Vec<(String, i64)> { got[w].iter().map(|(c, r)| (c.clone(), *r)).collect() };
     let pair = |x: i64, e: i64| vec![("a-xeon".to_string(), x), ("z-epyc".to_string(), e)];
+    let xeon = vec![("a-xeon".to_string(), 15)];
+    let epyc_15 = vec![("z-epyc".to_string(), 15)];
     // Karmada's division: raw free replicas, 20 and 20.
     assert_eq!(on("dynamic"), pair(11, 11));
+    assert_eq!(on("aggregated"), xeon);
     // Normalised: 20 × 1.0 against 20 × 1.2, within the 20 that fit in raw cores.
     assert_eq!(on("dynamic-throughput"), pair(10, 12));
     assert_eq!(on("dynamic-throughput-full"), pair(18, 20));
-    assert_eq!(on("aggregated"), vec![("a-xeon".to_string(), 15)]);
-    assert_eq!(on("aggregated-throughput"), vec![("z-epyc".to_string(), 15)]);
+    assert_eq!(on("aggregated-throughput"), epyc_15);
     // cost-first: the same price per core, so the EPYC's normalised core is cheaper.
-    assert_eq!(on("aggregated-cheap"), vec![("z-epyc".to_string(), 15)]);
-    // Requests stay raw: every rendered replica asks for 1 CPU.
-    let manifest =
-        std::fs::read_to_string(s.out().join("z-epyc/shop/apps_deployment_dynamic-throughput.yaml")).expect("manifest");
-    assert!(manifest.contains("replicas: 12") && manifest.contains("cpu: \"1\""), "{manifest}");
-    // explain shows the effect.
-    let e = {
-        let o = s.cmd("explain", &["Deployment/shop/dynamic-throughput", "-o", "json", "--config", cfg]);
-        assert!(o.status.success(), "{}", text(&o.stderr));
-        serde_json::from_slice::<Value>(&o.stdout).expect("json")
-    };
-    let reasons = cluster(&e, "z-epyc")["reasons"].to_string();
-    assert!(reasons.contains("CPU performance 1.20: its free replicas weigh 1.20x"), "{reasons}");
-    let cheap = explain_with(&s, "Deployment/shop/aggregated-cheap", cfg);
-    assert_eq!(
-        (
-            cluster(&cheap, "z-epyc")["scores"]["cost-first"].as_i64(),
-            cluster(&cheap, "a-xeon")["scores"]["cost-first"].as_i64()
-        ),
-        (Some(100), Some(0)),
-        "{cheap}"
-    );
+    assert_eq!(on("aggregated-cheap"), epyc_15);
 }
 
 fn explain_with(s: &Scratch, what: &str, config: &str) -> Value {
