@@ -156,8 +156,9 @@ impl SharedDigests {
 /// and their copies, and a list or facts that change are new ones (a change copies before it
 /// writes: `Arc::make_mut`), so the same ones are hashed once, not on every pass: hashing 100
 /// nodes of 1,000 members was most of a quiet pass's snapshot stage (issue 17, S3: the benchmark
-/// journal, `git show 18d1f28:BENCHMARKS.md`), and the pods' owner maps most of the rest. The entry holds what it was computed from,
-/// so an address cannot be reused by another list or facts while it is here.
+/// journal, `git show 18d1f28:BENCHMARKS.md`), and the pods' owner maps most of the rest. The
+/// entry holds what it was computed from, so an address cannot be reused by another list or
+/// facts while it is here.
 #[derive(Default, Clone)]
 pub struct NodeDigests(HashMap<String, Kept>);
 
