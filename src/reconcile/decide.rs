@@ -383,11 +383,28 @@ pub(super) fn decide_all(
     }
     cache.claims = claims;
     put_blobs(ctx.store, &batch.blobs)?;
-    // The files of this pass's decisions, in one batch on every core (a render reads the
-    // clusters' facts, which deductions do not change), then in decision order.
+    render_decided(ctx, cache, &snapshots.views, batch, &with_problems, &mut out)?;
+    cache.cluster_digests_end = Some(ctx.pass.digests.end_digests(&snapshots.views, &snapshots.assumed));
+    snapshots.save_views(&mut cache.views);
+    forget_unclaimed(cache, seen_placed, &mut out);
+    out.decide_time = started.elapsed().saturating_sub(out.schedule_time).saturating_sub(out.render_time);
+    Ok(out)
+}
+
+/// Renders the files of this pass's decisions, in one batch on every core (a render reads the
+/// clusters' facts, which deductions do not change), then collects, in decision order, the
+/// problems of the decisions at `with_problems` (positions in `out.order`).
+fn render_decided(
+    ctx: &Context<'_>,
+    cache: &mut cache::PassCache,
+    views: &[ClusterSnapshot],
+    batch: Batch,
+    with_problems: &[usize],
+    out: &mut Decisions,
+) -> Result<(), StoreError> {
     let rendering = Instant::now();
     let renders = batch.renders;
-    let rendered = render_batch(ctx, &mut cache.sealed, &renders, &snapshots.views)?;
+    let rendered = render_batch(ctx, &mut cache.sealed, &renders, views)?;
     out.render_time += rendering.elapsed();
     for (job, files) in renders.iter().zip(rendered) {
         if let Some(c) = cache.decisions.get_mut(&job.template.key) {
@@ -406,8 +423,13 @@ pub(super) fn decide_all(
             }
         }
     }
-    cache.cluster_digests_end = Some(ctx.pass.digests.end_digests(&snapshots.views, &snapshots.assumed));
-    snapshots.save_views(&mut cache.views);
+    Ok(())
+}
+
+/// The placements of workloads no longer in the pass (`out.removed`) and the decisions of
+/// templates no longer claimed (forgotten: `out.replaced`, `out.dropped`). `seen_placed` is how
+/// many of the pass's workloads have a placement.
+fn forget_unclaimed(cache: &mut cache::PassCache, seen_placed: usize, out: &mut Decisions) {
     // Every workload of the pass has a decision: with as many decisions, none is gone; with
     // as many placements of the pass's workloads as placements, none was removed.
     let quiet = seen_placed == cache.placements.len() && out.order.len() == cache.decisions.len();
@@ -432,8 +454,6 @@ pub(super) fn decide_all(
         }
         out.dropped.push(k);
     }
-    out.decide_time = started.elapsed().saturating_sub(out.schedule_time).saturating_sub(out.render_time);
-    Ok(out)
 }
 
 /// The claim of a template (with the stored previous claimer) and what its decision reads:
