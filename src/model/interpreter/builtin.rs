@@ -171,8 +171,21 @@ fn deps(list: impl IntoIterator<Item = (&'static str, String)>, ns: &str) -> Out
 fn pod_template_workload(op: Operation, args: &Args<'_>) -> Option<Result<Outcome, InterpreterError>> {
     let run = || -> Result<Outcome, InterpreterError> {
         let obj = desired(op, args)?;
-        let empty = Value::Null;
-        let template = obj.pointer("/spec/template").unwrap_or(&empty);
+        // Without a pod template the object is malformed (its CRD requires one): an error, as
+        // Karmada's scripts for these kinds give (`accuratePodRequirements` and
+        // `getPodDependencies` of nil), not an answer without requirements.
+        let template = match obj.pointer("/spec/template") {
+            Some(t @ Value::Object(_)) => t,
+            _ if op == ReviseReplica => &Value::Null,
+            other => {
+                let got = match other {
+                    None | Some(Value::Null) => "nil",
+                    Some(Value::Array(_)) => "a list",
+                    Some(_) => "a scalar",
+                };
+                return Err(arg_error(op, format!("spec.template: expected a pod template, got {got}")));
+            }
+        };
         match op {
             InterpretReplica => {
                 let Some(r) = obj.pointer("/spec/replicas").filter(|v| !v.is_null()) else {
@@ -307,16 +320,30 @@ fn components(op: Operation, list: Vec<Value>) -> Result<Outcome, InterpreterErr
 /// FlinkDeployment: a `jobmanager` (`spec.jobManager.replicas`, default 1) and a `taskmanager`
 /// (`spec.taskManager.replicas`, else ⌈`job.parallelism` / `taskmanager.numberOfTaskSlots`⌉,
 /// else 1), each requesting its `resource.cpu` / `resource.memory`, with the node selector,
-/// tolerations and priority class of `spec.podTemplate`.
+/// tolerations and priority class of `spec.podTemplate`. The memory is handed on as a number
+/// of its base units, as Karmada's customization does (`kube.getResourceQuantity`), so it is
+/// written as Karmada writes it (`2048m` → `2.048`, `2Gi` → `2147483648`: the same amounts).
 fn flink_deployment(op: Operation, args: &Args<'_>) -> Option<Result<Outcome, InterpreterError>> {
     let run = || -> Result<Outcome, InterpreterError> {
         let obj = args.desired.or(args.observed).ok_or_else(|| arg_error(op, "needs an object"))?;
         let pod = obj.pointer("/spec/podTemplate/spec");
-        let requires = |manager: &str| -> Value {
+        let as_number = |field: &str, q: &Value| -> Result<Value, InterpreterError> {
+            let milli = match q {
+                Value::String(s) => {
+                    crate::model::quantity::parse_milli(s).map_err(|e| arg_error(op, format!("{field}: {e}")))?
+                }
+                Value::Number(n) => (n.as_f64().unwrap_or(0.0) * 1000.0) as i64,
+                _ => return Err(arg_error(op, format!("{field}: expected a quantity"))),
+            };
+            super::lua::number_to_json(milli as f64 / 1000.0).map_err(|e| arg_error(op, format!("{field}: {e}")))
+        };
+        let requires = |manager: &str| -> Result<Value, InterpreterError> {
             let mut request = serde_json::Map::new();
             for r in ["cpu", "memory"] {
+                let field = format!("spec.{manager}.resource.{r}");
                 if let Some(q) = obj.pointer(&format!("/spec/{manager}/resource/{r}")).filter(|q| !q.is_null()) {
-                    request.insert(r.into(), q.clone());
+                    let q = if r == "memory" { as_number(&field, q)? } else { q.clone() };
+                    request.insert(r.into(), q);
                 }
             }
             let mut out = serde_json::Map::new();
@@ -335,7 +362,7 @@ fn flink_deployment(op: Operation, args: &Args<'_>) -> Option<Result<Outcome, In
                     out.insert("priorityClassName".into(), json!(p));
                 }
             }
-            Value::Object(out)
+            Ok(Value::Object(out))
         };
         let jm = number(obj.pointer("/spec/jobManager/replicas")).unwrap_or(1.0);
         let tm = match number(obj.pointer("/spec/taskManager/replicas")) {
@@ -354,8 +381,8 @@ fn flink_deployment(op: Operation, args: &Args<'_>) -> Option<Result<Outcome, In
         components(
             op,
             vec![
-                json!({"name": "jobmanager", "replicas": super::lua::number_to_json(jm).map_err(|e| arg_error(op, e.to_string()))?, "replicaRequirements": requires("jobManager")}),
-                json!({"name": "taskmanager", "replicas": super::lua::number_to_json(tm).map_err(|e| arg_error(op, e.to_string()))?, "replicaRequirements": requires("taskManager")}),
+                json!({"name": "jobmanager", "replicas": super::lua::number_to_json(jm).map_err(|e| arg_error(op, e.to_string()))?, "replicaRequirements": requires("jobManager")?}),
+                json!({"name": "taskmanager", "replicas": super::lua::number_to_json(tm).map_err(|e| arg_error(op, e.to_string()))?, "replicaRequirements": requires("taskManager")?}),
             ],
         )
     };

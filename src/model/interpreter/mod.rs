@@ -571,6 +571,27 @@ mod tests {
         assert_eq!(replicas(&two), Some(3));
     }
 
+    /// Issue 48 item 10: a CloneSet without a pod template is an error for the built-in, as
+    /// for Karmada's script (`accuratePodRequirements(nil)`), not replicas without requirements.
+    #[test]
+    fn a_cloneset_without_a_template_is_an_error() {
+        let builtin = Interpreters::new(vec![], vec![]);
+        let run = |obj: &Value, op: Operation| {
+            let args = Args { desired: Some(obj), observed: Some(obj), ..Args::default() };
+            builtin.run("apps.kruise.io/v1alpha1", "CloneSet", op, &args).expect("an interpreter")
+        };
+        // A CloneSet without a pod template: no replicas without requirements, an error (as
+        // Karmada's script gives, `accuratePodRequirements(nil)`); revising it still works.
+        let bare = json!({"metadata": {"name": "a"}, "spec": {"replicas": 2}});
+        for op in [Operation::InterpretReplica, Operation::InterpretDependency] {
+            let e = run(&bare, op).expect_err("no template");
+            assert!(e.to_string().contains("spec.template: expected a pod template, got nil"), "{e}");
+        }
+        let args = Args { desired: Some(&bare), replicas: 3, ..Args::default() };
+        let revised = builtin.run("apps.kruise.io/v1alpha1", "CloneSet", Operation::ReviseReplica, &args);
+        assert!(matches!(revised, Some(Ok(Outcome::Revised(ref o))) if o["spec"]["replicas"] == 3), "{revised:?}");
+    }
+
     #[test]
     fn bad_customizations_name_the_field() {
         let mut doc = json!({

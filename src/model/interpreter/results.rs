@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 
 use super::lua::LuaOut;
 use super::{Args, Operation};
+use crate::model::quantity::go_quantity_value;
 use crate::model::resources::ResourceList;
 use crate::model::workload::ReplicaRequirements;
 
@@ -40,6 +41,9 @@ pub struct Component {
     pub name: String,
     pub replicas: i32,
     pub requirements: Option<ReplicaRequirements>,
+    /// Its `replicaRequirements` as Karmada writes them back ([`karmada_requirements`], JSON
+    /// text): what `fedsched interpret` prints; `requirements` is what scheduling reads.
+    pub requirements_json: Option<String>,
 }
 
 /// The result of one operation.
@@ -108,7 +112,9 @@ fn component_json(c: &Component) -> Value {
     let mut m = Map::new();
     m.insert("name".into(), json!(c.name));
     m.insert("replicas".into(), json!(c.replicas));
-    if let Some(r) = c.requirements.as_ref().and_then(|r| super::kube::requirements_to_json(r, None)) {
+    let written = c.requirements_json.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok());
+    if let Some(r) = written.or_else(|| c.requirements.as_ref().and_then(|r| super::kube::requirements_to_json(r, None)))
+    {
         m.insert("replicaRequirements".into(), r);
     }
     Value::Object(m)
@@ -156,10 +162,7 @@ pub fn decode(op: Operation, out: Vec<LuaOut>, args: &Args<'_>) -> Result<Outcom
             let (requires, requires_json) = match it.next().unwrap_or(LuaOut::Nil) {
                 LuaOut::Nil => (None, None),
                 LuaOut::Table(t) => {
-                    let mut t = fix_empty(t, &[], true);
-                    if let Some(tol) = t.pointer_mut("/nodeClaim/tolerations") {
-                        *tol = super::kube::typed_tolerations(tol.take());
-                    }
+                    let t = karmada_requirements(t).map_err(|e| format!("requirements: {e}"))?;
                     (Some(requirements_from_json(&t).map_err(|e| format!("requirements: {e}"))?), Some(t))
                 }
                 other => return Err(format!("requirements: expected a table, got {}", other.type_name())),
@@ -190,6 +193,32 @@ pub fn decode(op: Operation, out: Vec<LuaOut>, args: &Args<'_>) -> Result<Outcom
             other => Err(format!("expected a table, got {}", other.type_name())),
         },
     }
+}
+
+/// A `ReplicaRequirements` a script returned (`requires`, a component's
+/// `replicaRequirements`) as Karmada's conversion into its Go type writes it back: every empty
+/// table removed (an emptied one kept as `{}`), tolerations with Kubernetes' fields only, an
+/// empty `namespace` or `priorityClassName` left out (`omitempty`), each quantity in
+/// Kubernetes' text for it ([`crate::model::quantity::go_canonical`]: `1` → `"1"`, `1.5` →
+/// `"1500m"`, `"2.048"` as it is).
+pub fn karmada_requirements(t: Value) -> Result<Value, String> {
+    let mut t = fix_empty(t, &[], true);
+    if let Some(tol) = t.pointer_mut("/nodeClaim/tolerations") {
+        *tol = super::kube::typed_tolerations(tol.take());
+    }
+    if let Some(o) = t.as_object_mut() {
+        for k in ["namespace", "priorityClassName"] {
+            if o.get(k).is_some_and(|v| v.as_str() == Some("")) {
+                o.remove(k);
+            }
+        }
+    }
+    if let Some(Value::Object(request)) = t.get_mut("resourceRequest") {
+        for (k, v) in request.iter_mut() {
+            *v = Value::String(go_quantity_value(v).map_err(|e| format!("resourceRequest.{k}: {e}"))?);
+        }
+    }
+    Ok(t)
 }
 
 fn empty_object_like(v: &Value) -> bool {
@@ -280,17 +309,28 @@ pub fn components_from_json(v: &Value) -> Result<Vec<Component>, String> {
                 .ok_or_else(|| format!("components[{i}].replicas: expected a non-negative 32-bit integer"))?,
             Some(_) => return Err(format!("components[{i}].replicas: expected a number")),
         };
+        // An empty table is no requirements (Karmada removes it); one whose members are all
+        // empty is requirements of nothing, written `{}` as Karmada writes it.
         let requirements = match m.get("replicaRequirements") {
             None | Some(Value::Null) => None,
+            Some(r) if empty_object_like(r) => None,
             Some(r) => {
                 Some(requirements_from_json(r).map_err(|e| format!("components[{i}].replicaRequirements: {e}"))?)
-                    .filter(|r| *r != ReplicaRequirements::default())
             }
+        };
+        let requirements_json = match (&requirements, m.get("replicaRequirements")) {
+            (Some(_), Some(r)) => Some(
+                karmada_requirements(r.clone())
+                    .map_err(|e| format!("components[{i}].replicaRequirements.{e}"))?
+                    .to_string(),
+            ),
+            _ => None,
         };
         out.push(Component {
             name: text(m, "name").map_err(|e| format!("components[{i}].{e}"))?,
             replicas,
             requirements,
+            requirements_json,
         });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -404,9 +444,16 @@ pub fn compare(outcome: &Outcome, expected: &Value) -> Result<(), String> {
                 Value::Null => d.is_empty(),
                 w => &dependencies_from_json(w)? == d,
             },
+            // Quantities by value, as Karmada's test compares them (its data says `2048m` where
+            // its conversion writes `2.048`).
             ("components", Outcome::Components(c)) => match want {
                 Value::Null => c.is_empty(),
-                w => &components_from_json(w)? == c,
+                w => {
+                    let by_value = |list: &[Component]| -> Vec<Component> {
+                        list.iter().map(|c| Component { requirements_json: None, ..c.clone() }).collect()
+                    };
+                    by_value(&components_from_json(w)?) == by_value(c)
+                }
             },
             ("requires", Outcome::Replica { requires, .. }) => Some(requirements_from_json(want)?) == *requires,
             ("revised" | "retained" | "aggregatedStatus", _) => {
