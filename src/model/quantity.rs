@@ -195,7 +195,7 @@ pub fn go_canonical(text: &str) -> Result<String, QuantityError> {
     // Kubernetes' fast path: an amount that fits an int64 exactly at nano-units or coarser.
     let fits = match format {
         Format::BinarySi if exponent >= 0 && denom.is_empty() => {
-            15 - num.len() as i32 - (exponent as f32 * 3.0 / 10.0) as i32 - 1 >= 0
+            15 - num.len() as i32 - (exponent as f32 * 3.0 / 10.0) as i32 > 0
         }
         Format::BinarySi => false,
         _ => 18 - (num.len() + denom.len()) as i32 >= 0,
@@ -455,7 +455,7 @@ mod tests {
             (json!(2.0), Some("2")),
             (json!(0.001), Some("1m")),
             (json!("1.5Gi"), Some("1536Mi")),
-            (json!(3.14159), Some("3141590u")),
+            (json!(3.14158), Some("3141580u")),
             (json!(12345678901234567890u64), Some("12345678901234567890")),
             (json!(9223372036854776000u64), Some("9223372036854776k")),
             (json!(0.1), Some("100m")),

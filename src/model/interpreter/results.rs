@@ -113,7 +113,8 @@ fn component_json(c: &Component) -> Value {
     m.insert("name".into(), json!(c.name));
     m.insert("replicas".into(), json!(c.replicas));
     let written = c.requirements_json.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok());
-    if let Some(r) = written.or_else(|| c.requirements.as_ref().and_then(|r| super::kube::requirements_to_json(r, None)))
+    if let Some(r) =
+        written.or_else(|| c.requirements.as_ref().and_then(|r| super::kube::requirements_to_json(r, None)))
     {
         m.insert("replicaRequirements".into(), r);
     }
