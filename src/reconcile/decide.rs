@@ -959,8 +959,18 @@ fn decide<'a>(
     let (previous, previous_affinity) = previous_for(prev, w.directive);
     let dec_inputs = decision_inputs(prev, (template_hash, policy_hash), pass.versions, &fw.name);
     let keep_previous = |reason: String, result: ScheduleResult| -> Decided {
-        let keep: Vec<(String, String)> =
+        let mut keep: Vec<(String, String)> =
             prev.map(|p| p.files.iter().map(|(c, f)| (c.clone(), f.clone())).collect()).unwrap_or_default();
+        // The files graceful eviction keeps on the clusters the workload left stay too (a
+        // workload evicted from its last member keeps its previous placement and those).
+        if let Some(d) = w.directive {
+            let path = render::object_path(&t.key);
+            for c in &d.kept {
+                if !keep.iter().any(|(k, _)| k == c) {
+                    keep.push((c.clone(), path.clone()));
+                }
+            }
+        }
         Decided {
             record: PlacementRecord {
                 workload: t.key.clone(),

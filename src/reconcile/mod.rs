@@ -502,6 +502,7 @@ impl Reconciler {
             files_removed: published.removed.len(),
             files_unchanged,
             held_clusters: published.held,
+            held_moves: published.held_moves,
             commit,
             new_snapshot_versions: snapshots.new_versions,
             assumed_replicas: snapshots.assumed_replicas,

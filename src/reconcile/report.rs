@@ -113,6 +113,9 @@ pub struct ReconcileReport {
     pub files_unchanged: usize,
     /// Clusters the mass-deletion guard held this pass (their directories did not change).
     pub held_clusters: Vec<publish::HeldCluster>,
+    /// Workloads whose change the guard held whole this pass (their files stayed as they were
+    /// on every cluster; the store has the decision that waits).
+    pub held_moves: Vec<publish::HeldMove>,
     /// The commit git mode made, if any.
     pub commit: Option<String>,
     pub new_snapshot_versions: usize,

@@ -363,8 +363,16 @@ pub(super) fn run(
     // Capacity figures and request shapes are computed only for the workloads the engine sees.
     let mut capacity: HashMap<&str, u64> = HashMap::new();
     let mut workloads = Vec::new();
+    // A workload whose template left the repository while the mass-deletion guard holds its
+    // removal is not placed by anything this pass: it neither fails over nor moves back, and
+    // its state stays as published (its eviction tasks keep their files) until the removal is.
+    let mut frozen: Vec<&ObjectKey> = Vec::new();
     for key in keys {
         let Some(p) = cache.placements.get(key) else { continue };
+        if inputs.set.template(key).is_none() {
+            frozen.push(key);
+            continue;
+        }
         let placed: BTreeMap<String, i32> = p.targets.iter().filter_map(|(c, r)| r.map(|r| (c.clone(), r))).collect();
         if placed.is_empty() && !old.workloads.contains_key(key) {
             continue;
@@ -435,6 +443,11 @@ pub(super) fn run(
         }
     }
     let mut step = stability::step(&old, &stability::Inputs { clusters, workloads }, now_ms, settings);
+    for key in frozen {
+        if let Some(ws) = old.workloads.get(key) {
+            step.state.workloads.insert(key.clone(), ws.clone());
+        }
+    }
     step.state.taints = taints;
     step.state.rebalances = rebalance(&old, inputs, cache, now_ms, &mut step.actions);
     let mut directives = BTreeMap::new();
@@ -1228,6 +1241,82 @@ spec:
         assert_eq!(r.stability.events.iter().map(|e| e.kind).collect::<Vec<_>>(), ["purge"]);
         assert_eq!(r.stability.kept_past_grace, 0);
         assert!(!web("m1"));
+    }
+    /// A Deployment duplicated to m1 and m2; application failover after 60 s of pods not
+    /// Ready, its old copies kept (`purgeMode: Never`).
+    const NEVER: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web}
+  propagateDeps: true
+  placement:
+    clusterAffinity: {clusterNames: [m1, m2]}
+    replicaScheduling: {replicaSchedulingType: Duplicated}
+  failover:
+    application:
+      decisionConditions: {tolerationSeconds: 60}
+      purgeMode: Never
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
+"#;
+
+    /// A workload evicted from its last member keeps its previous placement (nothing is left to
+    /// schedule it on), and the files its earlier evictions keep stay with it: seen by the
+    /// simulation (`fedsched dst --seed 2 --keep none`, w037: the store kept the `Never` tasks
+    /// of three evictions, the disk had one of their files). Before the fix the unschedulable
+    /// decision kept only its placement's files and the publish removed m1's.
+    #[test]
+    fn a_workload_evicted_from_its_last_member_keeps_the_files_of_its_earlier_evictions() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("apps.yaml"), NEVER).expect("write");
+        std::fs::write(repo.join("clusters.yaml"), [cluster("m1", 40), cluster("m2", 40)].join("---\n"))
+            .expect("write");
+        let out = dir.path().join("out");
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let web = |c: &str| out.join(c).join("shop/apps_deployment_web.yaml").exists();
+        // The members where the workload's pods are not Ready.
+        let world = |not_ready: &[&str]| -> Inputs {
+            let mut inputs = load_inputs(&repo).expect("inputs");
+            for s in inputs.snapshots.iter_mut() {
+                let ready = if not_ready.contains(&s.name.as_str()) { 0 } else { 2 };
+                s.pods = Some(pods(2, ready));
+            }
+            inputs
+        };
+        let evictions = |r: &crate::reconcile::ReconcileReport| -> Vec<String> {
+            r.stability.events.iter().filter(|e| e.kind == "eviction").map(|e| e.cluster.clone()).collect()
+        };
+        let t0 = 1_700_000_000_000;
+        rec.reconcile(&world(&["m1"]), &out, "test", t0).expect("pass");
+        assert!(web("m1") && web("m2"));
+        rec.reconcile(&world(&["m1"]), &out, "test", t0 + 10_000).expect("pass");
+        let r = rec.reconcile(&world(&["m1"]), &out, "test", t0 + 80_000).expect("pass");
+        assert_eq!(evictions(&r), ["m1"]);
+        assert!(web("m1") && web("m2"), "m1's copy kept (purgeMode Never)");
+        rec.reconcile(&world(&["m1", "m2"]), &out, "test", t0 + 90_000).expect("pass");
+        let r = rec.reconcile(&world(&["m1", "m2"]), &out, "test", t0 + 160_000).expect("pass");
+        assert_eq!(evictions(&r), ["m2"]);
+        let state = rec.store.stability().expect("state");
+        let kept: Vec<&str> = state.workloads.values().flat_map(|w| w.kept()).collect();
+        assert_eq!(kept, ["m1", "m2"]);
+        assert!(web("m1") && web("m2"), "the files of both evictions stay");
+        let r = rec.reconcile(&world(&["m1", "m2"]), &out, "test", t0 + 170_000).expect("pass");
+        assert_eq!(r.files_removed, 0);
+        assert!(web("m1") && web("m2"));
     }
 }
 

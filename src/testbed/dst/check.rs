@@ -211,6 +211,8 @@ pub fn after_pass(ctx: &PassCtx<'_>) -> Result<(), Violation> {
     unhealthy_members_get_nothing(ctx).map_err(|m| v(4, m))?;
     evictions_are_due(ctx).map_err(|m| v(8, m))?;
     purges_leave_something_ready(ctx).map_err(|m| v(1, m))?;
+    let held_moves: BTreeSet<&str> = ctx.report.held_moves.iter().map(|m| m.owner.as_str()).collect();
+    let held: BTreeSet<&str> = ctx.report.held_clusters.iter().map(|h| h.cluster.as_str()).collect();
     for (w, present) in ctx.workloads {
         let key = w.key();
         let disk = ctx.after.replicas(w, ctx.clusters);
@@ -222,6 +224,23 @@ pub fn after_pass(ctx: &PassCtx<'_>) -> Result<(), Violation> {
             expected.extend(p.files.keys().map(String::as_str));
         }
         let on_disk: BTreeSet<&str> = disk.keys().map(String::as_str).collect();
+        let held_whole = held_moves.contains(key.to_string().as_str())
+            || (on_disk != expected && expected.union(&on_disk).any(|c| held.contains(c)));
+        if held_whole {
+            // Its change waits for a held cluster, whole: nothing of it changed on any cluster
+            // (the store has the decision that waits; it is compared once published).
+            let path = crate::render::object_path(&key);
+            for c in ctx.clusters {
+                let p = format!("{c}/{path}");
+                if ctx.before.files.get(&p).map(|f| f.hash) != ctx.after.files.get(&p).map(|f| f.hash) {
+                    return Err(v(
+                        3,
+                        format!("{key}: its change waits for a held cluster, yet its file on {c} changed"),
+                    ));
+                }
+            }
+            continue;
+        }
         if on_disk != expected {
             return Err(v(
                 3,
@@ -338,8 +357,16 @@ fn purges_leave_something_ready(ctx: &PassCtx<'_>) -> Result<(), String> {
         let Some((w, _)) = ctx.workloads.iter().find(|(w, _)| w.key() == *key) else { continue };
         let ready = observed_ready(ctx.view, &w.pod_owner());
         let elsewhere: u32 = ready.iter().filter(|(c, _)| **c != e.cluster).map(|(_, r)| *r).sum();
-        if elsewhere == 0 {
-            return Err(format!("{key}: purged from {} with nothing Ready elsewhere: {}", e.cluster, e.text));
+        // A hand-over that leaves the workload on the member with fewer replicas (a move-back
+        // or rebalance that shrinks it) keeps those of its Ready replicas the placement keeps.
+        let placed = ctx.store.placement(key).ok().flatten().map(|p| p.targets).unwrap_or_default();
+        let stays = placed.get(&e.cluster).copied().flatten().map_or(0, |r| u32::try_from(r).unwrap_or(0));
+        let left_here = stays.min(ready.get(&e.cluster).copied().unwrap_or(0));
+        if elsewhere + left_here == 0 {
+            return Err(format!(
+                "{key}: purged from {} with nothing Ready elsewhere (observed Ready {ready:?}, placed {placed:?}): {}",
+                e.cluster, e.text
+            ));
         }
     }
     Ok(())

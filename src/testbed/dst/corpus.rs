@@ -66,6 +66,17 @@ pub const CORPUS: &[Entry] = &[
         failed_on: OPEN_ON,
         fixed_by: Some("5902e89"),
     },
+    Entry {
+        seed: 6,
+        keep: Some(&[0, 3]),
+        faults: &["t=85s outage m7 Forbidden for 239s", "t=320s delete w000,w001,w003,w004,w005, back after 237s"],
+        invariant: 3,
+        found: "a deleted template whose removal the guard held was still failed over and moved back: w005 \
+                'moved back to member-007' and dropped the eviction task whose files stay on member-007 (the \
+                store kept no task for files on disk, the history a move nothing published)",
+        failed_on: "55edf95 with this commit's checker, before the stability stage froze a held deletion's state",
+        fixed_by: Some("this commit: reconcile::stability::run leaves a workload without a template as it was"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),

@@ -120,6 +120,8 @@ struct Repo {
 #[derive(Debug, Clone, Copy)]
 struct Break {
     ready_elsewhere: bool,
+    /// A `purgeMode: Directly` purge: the policy's own rule removes the old copy at once.
+    directly: bool,
 }
 
 /// The run's trace: one line per thing that happened, and their digest.
@@ -163,6 +165,11 @@ pub struct World {
     pub trace: Trace,
     /// Check warm = cold after every n-th completed pass (0: never).
     warm_cold_every: u64,
+    /// `FEDSCHED_DST_WATCH`: a workload whose disk, store placement and tasks the trace shows
+    /// after every pass (a debugging aid; the trace's digest changes with it).
+    watch: Option<String>,
+    /// After a kill mid-publish: the output as the next start's recovery completes it.
+    completed: Option<Tree>,
     scratch_seq: u64,
     pub passes: u64,
 }
@@ -239,6 +246,8 @@ impl World {
             breaks: BTreeMap::new(),
             trace: Trace { digest: crate::util::hash::FNV1A64_START, lines: trace.then(Vec::new) },
             warm_cold_every,
+            watch: std::env::var("FEDSCHED_DST_WATCH").ok().filter(|w| !w.is_empty()),
+            completed: None,
             scratch_seq: 0,
             passes: 0,
         };
@@ -596,8 +605,11 @@ impl World {
                 let recovered = self.recovered()?;
                 check::consistent(&crashed, Some(&before), Some(&recovered))
                     .map_err(|m| self.violation(7, format!("killed mid-publish: {m}")))?;
+                // The next pass completes the interrupted publish first: what it changes is
+                // judged from the completed state.
+                self.completed = Some(recovered);
                 self.trace.note(self.now, format!("{} killed in its {trigger} pass", self.instances[i].name));
-                self.published(&before, crashed);
+                self.published(&before, crashed, &[]);
                 Ok(())
             }
             Passed::Done(report, inputs) => {
@@ -613,12 +625,28 @@ impl World {
                         report.files_written,
                         report.files_removed,
                         report.held_clusters.iter().map(|h| h.cluster.clone()).collect::<Vec<_>>(),
-                        report.stability.events.iter().map(|e| e.text.clone()).collect::<Vec<_>>(),
+                        report
+                            .stability
+                            .events
+                            .iter()
+                            .map(|e| match &e.workload {
+                                Some(w) => format!("{}: {}", w.name, e.text),
+                                None => e.text.clone(),
+                            })
+                            .collect::<Vec<_>>(),
                         after.digest()
                     ),
                 );
-                self.check_pass(i, &before, &after, &report)?;
-                self.published(&before, after);
+                let completed = self.completed.take();
+                self.check_pass(i, completed.as_ref().unwrap_or(&before), &after, &report)?;
+                let directly: Vec<(String, String)> = report
+                    .stability
+                    .events
+                    .iter()
+                    .filter(|e| e.kind == "purge" && e.text.contains("(Directly"))
+                    .filter_map(|e| Some((e.workload.as_ref()?.name.to_string(), e.cluster.clone())))
+                    .collect();
+                self.published(&before, after, &directly);
                 self.warm_equals_cold(i, &inputs)?;
                 Ok(())
             }
@@ -627,7 +655,7 @@ impl World {
 
     /// The output after a publish: agents of the clusters that changed are due, and the
     /// removals of replicas start being watched (invariant 1).
-    fn published(&mut self, before: &Tree, after: Tree) {
+    fn published(&mut self, before: &Tree, after: Tree, directly: &[(String, String)]) {
         let now = self.now;
         for (mi, m) in self.members.iter_mut().enumerate() {
             let name = &self.names[mi];
@@ -642,7 +670,8 @@ impl World {
                 if ra < rb {
                     let elsewhere = self.ready_total(&w.pod_owner())
                         > self.members[mi].ready.get(&w.pod_owner()).copied().unwrap_or(0);
-                    self.breaks.insert((mi, wi), Break { ready_elsewhere: elsewhere });
+                    let directly = directly.iter().any(|(w2, c)| *w2 == w.name && c == name);
+                    self.breaks.insert((mi, wi), Break { ready_elsewhere: elsewhere, directly });
                 } else if ra > rb {
                     self.breaks.remove(&(mi, wi));
                 }
@@ -699,6 +728,19 @@ impl World {
 
     fn check_pass(&mut self, i: usize, before: &Tree, after: &Tree, report: &ReconcileReport) -> Result<(), Violation> {
         let Some(r) = self.instances[i].reconciler.clone() else { return Ok(()) };
+        if let Some(watch) = &self.watch {
+            for w in self.repo.workloads.iter().filter(|w| w.name == *watch) {
+                let tasks = r.store.stability().ok().and_then(|s| s.workloads.get(&w.key()).map(|s| s.tasks.clone()));
+                let line = format!(
+                    "watch {}: disk {:?}, store places {:?}, tasks {:?}",
+                    w.name,
+                    after.replicas(w, &self.names),
+                    r.store.placement(&w.key()).ok().flatten().map(|p| p.targets),
+                    tasks.unwrap_or_default()
+                );
+                self.trace.note(self.now, line);
+            }
+        }
         let workloads: Vec<(Workload, bool)> =
             self.repo.workloads.iter().cloned().zip(self.repo.present.iter().copied()).collect();
         let ctx = PassCtx {
@@ -762,7 +804,7 @@ impl World {
             let here_before = before.get(owner).copied().unwrap_or(0);
             let total_after = self.ready_total(owner);
             let total_before = total_after - self.members[m].ready.get(owner).copied().unwrap_or(0) + here_before;
-            let made = self.breaks.get(&(m, wi)).is_none_or(|b| b.ready_elsewhere);
+            let made = self.breaks.get(&(m, wi)).is_none_or(|b| b.ready_elsewhere || b.directly);
             if total_before > 0 && total_after == 0 && !made && !self.exempt(wi) {
                 let w = &self.repo.workloads[wi];
                 return Err(self.violation(1, format!(
