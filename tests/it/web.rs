@@ -330,6 +330,13 @@ impl Browser {
         serde_json::from_value(v).expect("rows")
     }
 
+    /// The text of every element a selector finds.
+    fn texts(&self, css: &str) -> Vec<String> {
+        let script = "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent.trim())";
+        let v = self.cmd("POST", "execute/sync", Some(json!({"script": script, "args": [css]})));
+        serde_json::from_value(v).expect("texts")
+    }
+
     fn text_of(&self, css: &str) -> String {
         let e = self.find(css);
         self.cmd("GET", &format!("element/{e}/text"), None).as_str().unwrap_or_default().to_string()
@@ -541,4 +548,138 @@ fn announced_body(a: &str, path: &str, len: usize) -> u16 {
 
 fn text_of_output(o: &std::process::Output) -> String {
     format!("{}{}", text(&o.stdout), text(&o.stderr))
+}
+
+/// The pages during a failover of a live simulated fleet: one member of three stops
+/// answering, its replicas are evicted and its files purged once the replacement is Ready; the
+/// Fleet page then shows each member's state as `/api/v1/clusters` says it, the banner the
+/// failover counts of `/api/v1/status`, and the Workload page the replicas of `…/explain`, its
+/// failover lines and the eviction in the history — in a real browser, without a console error.
+#[test]
+fn a_live_failover_in_a_real_browser() {
+    let Some((driver, chromium)) = chromedriver() else { return };
+    let t = crate::live::setup(3, true, "timeout = \"2s\"\nread_timeout = \"1s\"\nmax_backoff = \"1s\"");
+    let mut cfg = std::fs::read_to_string(&t.config).expect("config");
+    cfg.push_str(
+        "\n[reschedule]\ntoleration = \"3s\"\nstable_for = \"1h\"\nmin_stay = \"1s\"\ngrace_period = \"10m\"\n",
+    );
+    std::fs::write(&t.config, cfg).expect("config");
+    let (mut child, log) = crate::live::daemon(&t, "info");
+    let a = addr(&t.s);
+    let web = |c: &str| t.s.out().join(c).join("shop/apps_deployment_web.yaml");
+    wait_for("the first live reconcile", Duration::from_secs(30), || {
+        ["member-000", "member-001", "member-002"].iter().all(|c| web(c).exists())
+    });
+    t.sim.fault("member-000", r#"{"status": 503}"#);
+    wait_for("the purge after the replacement is Ready", Duration::from_secs(60), || !web("member-000").exists());
+    wait_for("the eviction recorded", Duration::from_secs(20), || {
+        api(&a, "/api/v1/workloads/shop/Deployment/web/history").to_string().contains("evicted")
+    });
+    let b = Browser::start(&driver, &chromium);
+    let shots = screenshot_dir();
+    // The daemon passes every second: compare a page with the API's answers read before and
+    // after it, when those agree (the figures did not move while the page was read).
+    let steady = |paths: &[&str], read: &dyn Fn() -> Vec<Vec<String>>| {
+        for _ in 0..20 {
+            let before: Vec<Value> = paths.iter().map(|p| api(&a, p)).collect();
+            let page = read();
+            let after: Vec<Value> = paths.iter().map(|p| api(&a, p)).collect();
+            let stable = |v: &[Value]| v.iter().map(|d| strip_ages(d.clone())).collect::<Vec<_>>();
+            if stable(&before) == stable(&after) {
+                return (after, page);
+            }
+        }
+        panic!("the API's answers kept changing: {paths:?}");
+    };
+    let (docs, cards) = steady(&["/api/v1/clusters", "/api/v1/status"], &|| {
+        b.go(&format!("http://{a}/ui/"));
+        let mut rows = b.rows(".card");
+        rows.push(vec![b.text_of(".banner")]);
+        rows
+    });
+    b.assert_no_console_errors("fleet during a failover");
+    let banner = cards.last().expect("banner")[0].clone();
+    let f = &docs[1]["failover"];
+    let counts = format!(
+        "pending failover {}, kept past grace {}, held {}",
+        f["pendingFailover"], f["keptPastGrace"], f["held"]
+    );
+    assert!(banner.contains(&counts), "{counts} in {banner}");
+    for c in docs[0]["clusters"].as_array().expect("clusters") {
+        let name = c["name"].as_str().expect("name");
+        let card = cards.iter().find(|r| r.first().map(String::as_str) == Some(name)).expect("a card");
+        let line = &card[1];
+        assert!(line.starts_with(c["state"].as_str().expect("state")), "{name}: {line} against {c}");
+        assert!(line.contains(&format!("replicas {}", c["replicas"])), "{name}: {line} against {c}");
+    }
+    assert!(
+        docs[0]["clusters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["name"] == "member-000" && c["state"] != "Ready"),
+        "member-000 is down: {}",
+        docs[0]
+    );
+    b.screenshot(&shots, "failover-fleet");
+    let (docs, sections) = steady(&["/api/v1/workloads/shop/Deployment/web/explain"], &|| {
+        b.go(&format!("http://{a}/ui/workloads/shop/Deployment/web"));
+        let mut rows = b.rows("main > section:nth-of-type(2) table tbody tr");
+        rows.push(b.texts("main > section:nth-of-type(4) li"));
+        rows.push(vec![b.text_of("ol.timeline")]);
+        rows
+    });
+    b.assert_no_console_errors("workload during a failover");
+    let explain = &docs[0];
+    let (timeline, lines) = (&sections[sections.len() - 1][0], &sections[sections.len() - 2]);
+    let want: BTreeMap<String, String> = explain["clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| (shown(&c["name"]), shown(&c["replicas"])))
+        .collect();
+    let got: BTreeMap<String, String> =
+        sections[..sections.len() - 2].iter().map(|r| (r[0].clone(), r[2].clone())).collect();
+    assert_eq!(got, want, "replicas per cluster as explain says");
+    assert_eq!(got.get("member-000").map(String::as_str), Some("-"), "nothing left on the lost member");
+    assert_eq!(lines, &fedsched::views::explain::failover_lines(explain), "the failover lines of explain");
+    assert!(timeline.contains("evicted"), "{timeline}");
+    b.screenshot(&shots, "failover-workload");
+    drop(b);
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+    assert!(!l.contains("panicked"), "{l}");
+}
+
+/// A document without the fields that change by themselves between two reads (ages, times of
+/// observation), for comparing two reads of the API.
+fn strip_ages(mut v: Value) -> Value {
+    match &mut v {
+        Value::Object(o) => {
+            for k in [
+                "ageSeconds",
+                "observedAgeSeconds",
+                "observedAt",
+                "lastSeen",
+                "heartbeatAgeMs",
+                "lastPass",
+                "lastSuccess",
+                "lastSummary",
+                "ageAtDecisionMs",
+            ] {
+                o.remove(k);
+            }
+            for x in o.values_mut() {
+                *x = strip_ages(x.take());
+            }
+        }
+        Value::Array(a) => {
+            for x in a.iter_mut() {
+                *x = strip_ages(x.take());
+            }
+        }
+        _ => {}
+    }
+    v
 }

@@ -244,7 +244,10 @@ pub fn workload(explain: &Value, history: &Value, files: &[(String, String, Opti
     let mut out = format!(
         "<section><h2>Policy</h2><p>{} {} · claimed because {} · state {}{} · decided {} · profile {}</p></section>",
         val(&policy["kind"]),
-        esc(&format!("{}/{}", policy["namespace"].as_str().unwrap_or(""), policy["name"].as_str().unwrap_or(""))),
+        esc(&match policy["namespace"].as_str() {
+            Some(ns) => format!("{ns}/{}", policy["name"].as_str().unwrap_or("")),
+            None => policy["name"].as_str().unwrap_or("").to_string(),
+        }),
         val(&explain["claim"]["reason"]),
         state(explain["state"].as_str().unwrap_or("")),
         explain["reason"].as_str().map(|r| format!(" ({})", esc(r))).unwrap_or_default(),
@@ -282,6 +285,44 @@ pub fn workload(explain: &Value, history: &Value, files: &[(String, String, Opti
     out
 }
 
+/// The replicas each requested dimension lets fit, as bars, from the resource-summary
+/// estimator's lines in a verdict's reasons (the scheduler writes them when a cluster cannot
+/// take every replica: `model: resource summary: cpu: 14 free, 1 per replica: 14 replicas
+/// (limiting)`); the limiting dimension is the shortest bar, and says so.
+fn dimension_bars(reasons: &Value) -> String {
+    let prefix = format!("{}resource summary: ", crate::schedule::MODEL_PREFIX);
+    let rows: Vec<(String, i64, bool)> = reasons
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter_map(|r| r.strip_prefix(prefix.as_str()))
+        .filter_map(|r| {
+            let (what, fit) = r.rsplit_once(": ")?;
+            let limiting = fit.ends_with(" (limiting)");
+            let n: i64 = fit.split(' ').next()?.parse().ok()?;
+            Some((what.to_string(), n, limiting))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let most = rows.iter().map(|r| r.1).max().unwrap_or(0).max(1) as f64;
+    let mut out = String::from("<dl class=\"dims\">");
+    for (what, n, limiting) in rows {
+        let dim = what.split(':').next().unwrap_or("");
+        let mark = if limiting { " (limiting)" } else { "" };
+        out.push_str(&format!(
+            "<dt{}>{}{mark}</dt><dd>{}</dd>",
+            if limiting { " class=\"bad\"" } else { "" },
+            esc(dim),
+            bar(n as f64, most, &format!("{what}: {n} replicas"))
+        ));
+    }
+    out.push_str("</dl>");
+    out
+}
+
 fn verdicts(explain: &Value) -> String {
     let clusters: Vec<&Value> = explain["clusters"].as_array().into_iter().flatten().collect();
     let rows: Vec<Vec<String>> = clusters
@@ -302,6 +343,7 @@ fn verdicts(explain: &Value) -> String {
                 ),
                 None => "-".into(),
             };
+            let fit = format!("{fit}{}", dimension_bars(&c["reasons"]));
             let reasons: Vec<String> = c["reasons"].as_array().into_iter().flatten().map(val).collect();
             vec![
                 cluster_link(c["name"].as_str().unwrap_or("")),
@@ -323,6 +365,24 @@ fn verdicts(explain: &Value) -> String {
     )
 }
 
+/// A cluster's pending pods of the status document: the count, then the count per reason and
+/// the oldest one's age.
+fn pending(p: &Value) -> String {
+    if !p.is_object() {
+        return val(p);
+    }
+    let mut out = val(&p["count"]);
+    let reasons: Vec<String> =
+        p["reasons"].as_object().into_iter().flatten().map(|(r, n)| format!("{}: {}", esc(r), val(n))).collect();
+    if !reasons.is_empty() {
+        out.push_str(&format!(" ({})", reasons.join(", ")));
+    }
+    if let Some(age) = p["oldestAgeSeconds"].as_f64() {
+        out.push_str(&format!(", oldest {age:.0} s"));
+    }
+    out
+}
+
 fn observed(status: &Value) -> String {
     let rows: Vec<Vec<String>> = status["clusters"]
         .as_array()
@@ -334,7 +394,7 @@ fn observed(status: &Value) -> String {
                 state(c["state"].as_str().unwrap_or("")),
                 val(&c["desired"]),
                 val(&c["ready"]),
-                val(&c["pending"]),
+                pending(&c["pending"]),
                 val(&c["reason"]),
             ]
         })

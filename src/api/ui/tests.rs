@@ -40,7 +40,7 @@ fn hostile_names_and_labels_are_text_on_every_page() {
         "policy": {"kind": "PropagationPolicy", "namespace": HOSTILE, "name": HOSTILE},
         "claim": {"reason": HOSTILE}, "state": "Scheduled", "reason": HOSTILE, "decidedAt": HOSTILE, "profile": HOSTILE,
         "clusters": [{"name": HOSTILE, "selected": true, "feasible": true, "replicas": 2, "availableReplicas": 3, "reasons": [HOSTILE], "data": {"confidence": 1.0}}],
-        "status": {"state": "Healthy", "reason": HOSTILE, "clusters": [{"name": HOSTILE, "state": HOSTILE, "desired": 1, "reason": HOSTILE}]},
+        "status": {"state": "Healthy", "reason": HOSTILE, "clusters": [{"name": HOSTILE, "state": HOSTILE, "desired": 1, "reason": HOSTILE, "pending": {"count": 1, "reasons": {HOSTILE: 1}, "oldestAgeSeconds": 3.0}}]},
         "failover": {"movedFrom": [{"cluster": HOSTILE, "at": HOSTILE, "reason": HOSTILE}]},
     });
     let history = json!([{"at": HOSTILE, "trigger": HOSTILE, "seq": 1, "outcome": {"scheduled": {HOSTILE: 2}}, "notes": [HOSTILE]}]);
@@ -113,4 +113,21 @@ fn the_palette_has_enough_contrast() {
     // The focus ring against the page (WCAG 2.2's 3:1 for non-text contrast).
     assert!(contrast(&var("focus"), &var("bg")) >= 3.0);
     assert!((contrast("#000000", "#ffffff") - 21.0).abs() < 1e-9, "the formula itself");
+}
+
+#[test]
+fn the_limiting_dimension_is_drawn_from_the_estimators_lines() {
+    let explain = json!({"clusters": [{"name": "a", "feasible": true, "selected": true, "replicas": 2, "availableReplicas": 2,
+        "reasons": ["model: resource summary: cpu: 14 free, 1 per replica: 14 replicas",
+                    "model: resource summary: memory: 4Gi free, 2Gi per replica: 2 replicas (limiting)",
+                    "model: resource summary: pods: 110 free slots: 110 replicas",
+                    "estimator resource-summary: 2 more replicas fit"]}]});
+    let html = pages::workload(&explain, &json!([]), &[]);
+    assert!(html.contains("<dt class=\"bad\">memory (limiting)</dt>"), "{html}");
+    assert!(html.contains("<dt>cpu</dt>"), "{html}");
+    assert!(
+        html.contains("value=\"2\"") && html.contains("max=\"110\""),
+        "bars scaled to the dimension that lets most fit: {html}"
+    );
+    assert!(html.contains("memory: 4Gi free, 2Gi per replica: 2 replicas"), "the figures beside the bar: {html}");
 }
