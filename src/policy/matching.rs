@@ -742,6 +742,7 @@ mod tests {
             },
             object: serde_json::Value::Null,
             source: Source { file: PathBuf::from("t.yaml"), document: 1 },
+            unknown_fields: Vec::new(),
         }
     }
 

@@ -111,6 +111,9 @@ pub struct Template {
     pub meta: ObjectMeta,
     pub object: serde_json::Value,
     pub source: Source,
+    /// Fields of the object that Kubernetes' schema for its kind does not have (built-in kinds
+    /// only, `load::schema`), set by the loader: written as they are, warned about.
+    pub unknown_fields: Vec<load::UnknownField>,
 }
 
 /// A policy object of one of Karmada's policy kinds.

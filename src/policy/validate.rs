@@ -93,6 +93,24 @@ pub fn warnings(set: &PolicySet) -> Vec<LoadError> {
             ));
         }
     }
+    // A field Kubernetes' schema for the kind does not have: written as it is (the API server's
+    // default drops it with a warning; strict validation — kubectl's and Argo CD's — refuses
+    // the manifest). A warning, not an error: the schema is one Kubernetes version's, and a
+    // field a newer member knows must not stop the workload (ARCHITECTURE.md).
+    for t in &set.templates {
+        for u in &t.unknown_fields {
+            let hint = u.nearest.map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
+            out.push(LoadError::at(
+                &t.source,
+                u.path.clone(),
+                format!(
+                    "unknown field of {} in Kubernetes {}'s schema{hint}: written as it is — the API server drops                      it (or, with strict field validation as kubectl and Argo CD apply, refuses the manifest)",
+                    t.key.kind,
+                    super::load::SCHEMA_VERSION
+                ),
+            ));
+        }
+    }
     out.extend(super::references::warnings(set));
     // Karmada's FederatedHPA scales the template in Karmada's control plane from metrics
     // fedsched does not read (`model::autoscaling`: member HPAs instead).

@@ -58,3 +58,34 @@ fn a_negative_allocatable_in_a_cluster_object_is_refused() {
     assert!(!s.render().status.success());
     assert!(!s.out().join("a").exists(), "written from an invalid Cluster object");
 }
+
+/// A field Kubernetes' schema for the kind does not have (a typo of `replicas`, of
+/// `imagePullPolicy`): named by file, document and field with the nearest real field, in
+/// `check` and in the pass (`render`'s log, the daemon's findings are the same function); the
+/// workload is still written (a newer Kubernetes may know the field: a warning, not an error).
+#[test]
+fn an_unknown_template_field_is_named_in_check_and_in_every_pass() {
+    let s = Scratch::new();
+    s.write("clusters.yaml", TWO_CLUSTERS);
+    s.write(
+        "typo.yaml",
+        &app("typo", "250m")
+            .replace("  replicas: 2\n", "  replicas: 2\n  replica: 3\n")
+            .replace("image: nginx,", "image: nginx, imagePulPolicy: Always,"),
+    );
+    let out = check(&s);
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    for field in ["spec.replica:", "spec.template.spec.containers[0].imagePulPolicy:"] {
+        assert!(said.contains(&format!("typo.yaml: document 2: {field}")), "{field} not named: {said}");
+    }
+    assert!(said.contains("did you mean `replicas`") && said.contains("did you mean `imagePullPolicy`"), "{said}");
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("typo.yaml: document 2: spec.template.spec.containers[0].imagePulPolicy:"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(tree(&s.out()).keys().any(|k| k.ends_with("apps_deployment_typo.yaml")));
+}

@@ -307,7 +307,14 @@ impl Loader {
         if self.duplicate(&item, &group, &key) {
             return;
         }
-        self.set.templates.push(std::sync::Arc::new(Template { key, meta, object: item.value, source: item.source }));
+        let unknown_fields = super::schema::unknown_fields(&key.api_version, &key.kind, &item.value);
+        self.set.templates.push(std::sync::Arc::new(Template {
+            key,
+            meta,
+            object: item.value,
+            source: item.source,
+            unknown_fields,
+        }));
     }
 
     /// A resource interpreter object of `config.karmada.io`, kept raw.

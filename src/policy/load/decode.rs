@@ -125,9 +125,17 @@ fn readable(message: &str) -> String {
     }
 }
 
+/// Words longer than this have no "did you mean" (field and object names are far shorter).
+const MAX_NAME_FOR_NEAREST: usize = 256;
+
 /// The candidate nearest to `word` (case-insensitive edit distance), when it is close: at most
 /// a third of its length away (one edit for short names). A typo's "did you mean".
 pub(crate) fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    // The distance is quadratic in memory and time: a word longer than any name it could be a
+    // typo of (a fuzzed key of a megabyte) has no nearest.
+    if word.len() > MAX_NAME_FOR_NEAREST {
+        return None;
+    }
     let w = word.to_ascii_lowercase();
     candidates
         .into_iter()

@@ -33,6 +33,7 @@ mod incremental;
 mod names;
 mod parse;
 mod persist;
+mod schema;
 mod scope;
 mod walk;
 
@@ -48,6 +49,7 @@ pub use incremental::{Spliced, load_repository_incremental, load_repository_spli
 pub use names::{check_api_version, check_dns1123_label, check_dns1123_subdomain, check_kind, check_template_name};
 pub use parse::{RawDocument, parse_document, split_documents, yaml_error, yaml_options};
 pub use persist::{ParseStore, digest as parse_digest};
+pub use schema::{SCHEMA_VERSION, UnknownField, known_kinds as schema_kinds, unknown_fields as schema_unknown_fields};
 pub use scope::is_namespaced;
 pub use walk::{IGNORE_FILE, Symlinks, WalkOptions};
 

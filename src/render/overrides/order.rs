@@ -117,6 +117,7 @@ mod tests {
             },
             object: deployment(),
             source: Source { file: "d.yaml".into(), document: 1 },
+            unknown_fields: Vec::new(),
         };
         let sel = |name: Option<&str>, labels: bool| ResourceSelector {
             api_version: "apps/v1".into(),
