@@ -33,6 +33,7 @@ pub mod audit;
 mod cache;
 mod decide;
 mod deps;
+mod findings;
 mod inputs;
 mod plan;
 mod preview;
@@ -55,6 +56,7 @@ pub use adopt::{AdoptError, Adopted, adopt_published, take_over};
 use decide::Decided;
 pub use decide::LAZY_HELD_NOTE;
 pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
+pub use findings::{override_errors, template_errors};
 use inputs::LoadCache;
 pub use inputs::{
     Changed, InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_for, load_inputs_from_sources,

@@ -7,7 +7,10 @@
 //!   micro-benchmarks.
 //! - [`dst`]: `fedsched dst`, the deterministic simulation of the whole daemon under a
 //!   seeded fault schedule, with the invariants checked at every step.
+//! - [`fuzz`]: `fedsched fuzz`, structure-aware fuzzing of the policy repository, kubeconfigs
+//!   and Lua customizations through the real entry points.
 
 pub mod bench;
 pub mod dst;
+pub mod fuzz;
 pub mod simulate;

@@ -17,6 +17,7 @@ mod emptied;
 mod explain;
 mod failover;
 mod fields;
+mod fuzz;
 mod ha;
 mod hostile_lua;
 mod interpret_corpus;

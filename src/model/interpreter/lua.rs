@@ -179,6 +179,19 @@ struct Vm {
 
 thread_local! {
     static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+    /// [`unbounded_for_benchmarks`].
+    static UNBOUNDED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// For `benches/interpreter` only (BENCHMARKS.md, the bounding's cost as a same-run ratio):
+/// the VMs this thread makes from now on run without the instruction hook and with Lua's own
+/// C `string.find`, `match`, `gmatch`, `gsub`, `rep`, `table.sort` and coroutine functions,
+/// as before issue 47 (the memory budget stays). A script can then run forever: fedsched
+/// never calls this, and nothing but a benchmark of known scripts may.
+#[doc(hidden)]
+pub fn unbounded_for_benchmarks(on: bool) {
+    UNBOUNDED.with(|u| u.set(on));
+    VM.with(|cell| *cell.borrow_mut() = None);
 }
 
 /// A script's key in the in-memory caches (compiled chunks, results): SipHash with fixed keys,
@@ -244,18 +257,18 @@ impl Vm {
         lua.gc_set_mode(LuaGcMode::Incremental(LuaGcIncParams::default().pause(GC_PAUSE)));
         let budget = Budget::new();
         let now_ms = Rc::new(Cell::new(0u64));
-        {
+        if !UNBOUNDED.with(Cell::get) {
             // The VM's global hook: every coroutine a script creates inherits it (a hook set
             // on the main thread alone is removed from each new coroutine by mlua).
-            let budget = budget.clone();
+            let b = budget.clone();
             lua.set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
-                match budget.spend(u64::from(HOOK_EVERY)) {
+                match b.spend(u64::from(HOOK_EVERY)) {
                     true => Ok(VmState::Continue),
                     false => Err(stdlib::budget_error()),
                 }
             })?;
+            stdlib::install(&lua, &budget)?;
         }
-        stdlib::install(&lua, &budget)?;
         // Strings' metatable would hand out the real `string` table: hide it.
         lua.load("getmetatable('').__metatable = false").exec()?;
         let g = lua.globals();

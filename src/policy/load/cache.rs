@@ -45,6 +45,11 @@ pub struct ParseCache {
     /// changed more than bytes (a file added, removed or unreadable, other notes) or stopped
     /// half-way: then only a merge makes the set.
     pub(super) replaced: Option<Vec<super::incremental::ReplacedFile>>,
+    /// Made for one load ([`ParseCache::one_shot`]): the load moves the documents out instead of
+    /// copying them.
+    one_shot: bool,
+    /// The documents were moved out ([`ParseCache::take_parsed`]): the next refresh starts afresh.
+    taken: bool,
 }
 
 impl std::fmt::Debug for ParseCache {
@@ -155,6 +160,34 @@ impl ParseCache {
         ParseCache { options, ..Default::default() }
     }
 
+    /// A cache for one load that keeps nothing for another (`check`, `render`): the load moves
+    /// every document out of it into the set instead of copying it (a copy of every parsed
+    /// document was a third of `check`'s peak memory on a large repository, BENCHMARKS.md); the
+    /// files' texts stay ([`ParseCache::sources`]).
+    pub fn one_shot(options: WalkOptions) -> Self {
+        ParseCache { options, one_shot: true, ..Default::default() }
+    }
+
+    /// The documents of the last refresh for a load: moved out of a one-shot cache, else copied.
+    pub(super) fn parsed_for_load(&mut self) -> Vec<(PathBuf, Parsed)> {
+        if self.one_shot { self.take_parsed() } else { self.parsed() }
+    }
+
+    /// [`ParseCache::parsed`], moved out of the cache: each file keeps its text and stat but not
+    /// its documents, and the next refresh reads and parses everything again.
+    fn take_parsed(&mut self) -> Vec<(PathBuf, Parsed)> {
+        self.taken = true;
+        let files = &mut self.files;
+        self.order
+            .iter()
+            .filter_map(|rel| {
+                let c = files.get_mut(rel)?;
+                let docs = std::mem::take(&mut c.docs);
+                Some((rel.clone(), std::sync::Arc::try_unwrap(docs).unwrap_or_else(|shared| (*shared).clone())))
+            })
+            .collect()
+    }
+
     /// Whether the last walk reached the repository through a symbolic link (one followed in
     /// it, or one on its path): a watch of the directory does not see such a link swapped.
     pub fn through_links(&self) -> bool {
@@ -183,6 +216,10 @@ impl ParseCache {
     /// other bytes; always true on the first refresh and when a file could not be read) and
     /// the walk and read errors.
     pub fn refresh(&mut self, dir: &Path) -> (bool, Vec<LoadError>) {
+        if std::mem::take(&mut self.taken) {
+            self.files.clear();
+            self.order.clear();
+        }
         let first = self.order.is_empty() && self.files.is_empty();
         let walk = walk_dir(dir, &self.options);
         let (walked, mut errors) = (walk.files, walk.errors);
@@ -250,7 +287,7 @@ impl ParseCache {
     /// regular file (a link now), one that cannot be read, no refresh before, or a repository
     /// the last walk reached through a symbolic link.
     pub fn refresh_files(&mut self, dir: &Path, changed: &[PathBuf]) -> Option<(bool, Vec<LoadError>)> {
-        if self.order.is_empty() || self.links {
+        if self.order.is_empty() || self.links || self.taken {
             return None;
         }
         let mut stats = Vec::with_capacity(changed.len());
@@ -401,6 +438,28 @@ mod tests {
     use super::*;
     use crate::policy::load::load_repository_refreshed;
     use std::fs;
+
+    /// A one-shot cache's load takes the documents (no copy of each) and gives the same set; its
+    /// sources stay, and a refresh after the take reads and parses everything again.
+    #[test]
+    fn a_one_shot_load_moves_the_documents_out_and_loads_the_same_set() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cm = |name: &str| {
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: a}}\ndata: {{k: v}}\n")
+        };
+        fs::write(dir.path().join("a.yaml"), cm("one") + "---\n" + &cm("two")).expect("write");
+        let mut kept = ParseCache::default();
+        let (want, _) = crate::policy::load::load_dir_cached(dir.path(), Some(&mut kept));
+        assert!(kept.files.values().all(|c| !c.docs.is_empty()), "a kept cache keeps its documents");
+        let mut once = ParseCache::one_shot(WalkOptions::default());
+        let (got, errors) = crate::policy::load::load_dir_cached(dir.path(), Some(&mut once));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(got.templates, want.templates);
+        assert!(once.files.values().all(|c| c.docs.is_empty()), "the documents were copied, not moved");
+        assert_eq!(once.sources().len(), 1);
+        let (again, _) = crate::policy::load::load_dir_cached(dir.path(), Some(&mut once));
+        assert_eq!(again.templates, want.templates);
+    }
 
     #[test]
     fn refresh_reports_changes_and_reads_only_what_stat_cannot_vouch_for() {

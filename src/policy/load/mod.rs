@@ -81,7 +81,7 @@ pub fn load_dir(dir: &Path) -> (PolicySet, Vec<LoadError>) {
 pub fn load_dir_cached(dir: &Path, cache: Option<&mut ParseCache>) -> (PolicySet, Vec<LoadError>) {
     let Some(cache) = cache else { return load_dir_walked(dir, &WalkOptions::default()) };
     let (_, mut errors) = cache.refresh(dir);
-    let (mut set, mut more) = load_parsed(cache.parsed());
+    let (mut set, mut more) = load_parsed(cache.parsed_for_load());
     set.notes = cache.notes.clone();
     errors.append(&mut more);
     (set, errors)
