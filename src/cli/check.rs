@@ -25,10 +25,16 @@ pub(super) fn check(cfg: &Config, dir: &Path, output: super::OutputFormat) -> Re
     };
     let secrets = inputs.map(|i| secret_findings(i, &settings.secrets)).unwrap_or_default();
     let errors: Vec<LoadError> = errors.into_iter().chain(secrets.errors).collect();
+    // RolloutPolicy stages with offline members: how their gates pass (approval or time).
+    let rollout_notes = inputs
+        .map(|i| {
+            crate::policy::validate::rollout_offline_notes(&i.set, |n| cfg.clusters.get(n).is_some_and(|a| a.is_live()))
+        })
+        .unwrap_or_default();
     if !matches!(output, super::OutputFormat::Text) {
         let mut doc = findings_document(dir, inputs, &errors);
         if let Some(findings) = doc["findings"].as_array_mut() {
-            for (list, severity) in [(&secrets.warnings, "warning"), (&secrets.notes, "note")] {
+            for (list, severity) in [(&secrets.warnings, "warning"), (&secrets.notes, "note"), (&rollout_notes, "note")] {
                 findings.extend(list.iter().map(|e| finding(e, severity)));
             }
         }
@@ -38,7 +44,7 @@ pub(super) fn check(cfg: &Config, dir: &Path, output: super::OutputFormat) -> Re
     for w in &secrets.warnings {
         crate::errln!("warning: {w}");
     }
-    for n in &secrets.notes {
+    for n in secrets.notes.iter().chain(&rollout_notes) {
         crate::errln!("note: {n}");
     }
     if let Some(inputs) = inputs {
@@ -83,6 +89,7 @@ fn findings_document(dir: &Path, inputs: Option<&Inputs>, errors: &[LoadError]) 
             "overridePolicies": s.override_policies.len(),
             "clusterOverridePolicies": s.cluster_override_policies.len(),
             "clusters": s.clusters.len(),
+            "rolloutPolicies": s.rollout_policies.len(),
         });
     }
     json!({

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use super::types::{
     ClusterAffinity, LabelSelector, LabelSelectorRequirement, OverrideSpec, Preemption, PropagationSpec,
-    ResourceSelector, SelectorOperator,
+    ResourceSelector, RolloutSpec, SelectorOperator,
 };
 use super::validate::selector_requirement_problem;
 use super::{ClusterObject, Policy, PolicyKind, PolicyRef, PolicySet, Template};
@@ -249,6 +249,27 @@ pub fn selector_priority(sel: &ResourceSelector, t: &Template) -> Option<Implici
 /// The best implicit priority over all selectors; None when none matches.
 pub fn policy_priority(selectors: &[ResourceSelector], t: &Template) -> Option<ImplicitPriority> {
     selectors.iter().filter_map(|s| selector_priority(s, t)).max()
+}
+
+/// The RolloutPolicy that rolls out `t`: of its namespace's RolloutPolicies (a namespaced
+/// template only, as a PropagationPolicy selects), the one whose selectors match it most
+/// specifically ([`policy_priority`]), the first by name on a tie. `None`: none selects it,
+/// and its changes reach every cluster at once, as without rollouts.
+pub fn rollout_policy_for<'a>(set: &'a PolicySet, t: &Template) -> Option<&'a Policy<RolloutSpec>> {
+    if set.rollout_policies.is_empty() {
+        return None;
+    }
+    let ns = t.key.namespace.as_deref()?;
+    let mut best: Option<(ImplicitPriority, &Policy<RolloutSpec>)> = None;
+    // Sorted by (namespace, name): the first of the best priority is the first by name.
+    for p in set.rollout_policies.iter().filter(|p| p.namespace() == Some(ns)) {
+        if let Some(prio) = policy_priority(&p.spec.resource_selectors, t)
+            && best.is_none_or(|(b, _)| prio > b)
+        {
+            best = Some((prio, p));
+        }
+    }
+    best.map(|(_, p)| p)
 }
 
 /// The policy that claims a template, and every other policy that matches it.

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use load::{LoadError, load_dir};
 use types::{
-    ClusterSpec, ClusterStatus, ClusterTaintPolicySpec, ObjectMeta, OverrideSpec, PropagationSpec,
+    ClusterSpec, ClusterStatus, ClusterTaintPolicySpec, ObjectMeta, OverrideSpec, PropagationSpec, RolloutSpec,
     WorkloadInterpreterSpec, WorkloadRebalancerSpec,
 };
 
@@ -29,7 +29,7 @@ pub const POLICY_GROUP: &str = "policy.karmada.io";
 pub const CLUSTER_GROUP: &str = "cluster.karmada.io";
 pub const CONFIG_GROUP: &str = "config.karmada.io";
 pub const APPS_GROUP: &str = "apps.karmada.io";
-/// Group of fedsched's own repository kinds (`WorkloadInterpreter`).
+/// Group of fedsched's own repository kinds (`WorkloadInterpreter`, `RolloutPolicy`).
 pub const FEDSCHED_GROUP: &str = "fedsched.io";
 
 /// Where a document came from: a path relative to the policy directory and its 1-based
@@ -205,6 +205,8 @@ pub struct PolicySet {
     pub interpreter_objects: Vec<RawObject>,
     /// fedsched's declarative interpreters (`fedsched.io/v1alpha1 WorkloadInterpreter`).
     pub workload_interpreters: Vec<Policy<WorkloadInterpreterSpec>>,
+    /// fedsched's progressive rollouts (`fedsched.io/v1alpha1 RolloutPolicy`, namespaced).
+    pub rollout_policies: Vec<Policy<RolloutSpec>>,
     /// Scope of custom resource kinds declared by CustomResourceDefinitions in the repository:
     /// (group, kind) → namespaced?
     pub crd_scopes: BTreeMap<(String, String), bool>,
@@ -270,3 +272,6 @@ impl PolicySet {
         list.iter().find(|p| p.meta.name == r.name && p.meta.namespace == r.namespace).map(|p| &**p)
     }
 }
+
+#[cfg(test)]
+mod rollout_tests;

@@ -831,3 +831,132 @@ pub struct InterpreterTarget {
     pub api_version: String,
     pub kind: String,
 }
+
+// ---------------------------------------------------------------------------------------------
+// RolloutPolicy (fedsched.io/v1alpha1): a template change reaches its clusters in stages
+
+/// How long a stage's clusters must be observed Healthy on the new version before its gate
+/// passes, when `minSuccessTime` is not set. Non-zero: a stage whose clusters cannot be
+/// observed (offline members) passes only by approval or after this long, never at once.
+pub const DEFAULT_MIN_SUCCESS_TIME: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// `fedsched.io/v1alpha1 RolloutPolicy` `spec` (namespaced, like a PropagationPolicy): the
+/// templates it selects reach their clusters stage by stage, each stage released only when
+/// the one before passed its gate. The CRD-style schema is `config/crds/rolloutpolicies.fedsched.io.yaml`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RolloutSpec {
+    /// The templates it rolls out: a PropagationPolicy's selectors, in the policy's namespace.
+    pub resource_selectors: Vec<ResourceSelector>,
+    /// Ordered stages; the workload's clusters no stage names form a final stage.
+    pub stages: Vec<RolloutStage>,
+    /// Healthy this long (humantime: `5m`, `90s`) before a stage's gate passes; default
+    /// [`DEFAULT_MIN_SUCCESS_TIME`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_success_time: Option<String>,
+    /// A stage not Healthy this long after it was released has failed; unset: no deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_deadline: Option<String>,
+    /// Clusters (a number, or a percentage of the workload's clusters) that may fail before the
+    /// rollout stops; default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_failures: Option<IntOrPercent>,
+    /// Approvals, each a stage name: a commit to the policy repository that adds a name
+    /// approves that stage's gate for the rollout under way (names present when a rollout
+    /// started do not count for it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approved_stages: Vec<String>,
+    /// What a failed stage does: `Halt` (default) or `Rollback`.
+    #[serde(default)]
+    pub on_failure: OnFailure,
+}
+
+/// One stage of a [`RolloutSpec`]: its clusters named by a Karmada `ClusterAffinity`, or the
+/// next `maxConcurrency` of the workload's clusters not in an earlier stage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RolloutStage {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_affinity: Option<ClusterAffinity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<IntOrPercent>,
+    /// The gate after this stage also needs the stage's name in `spec.approvedStages`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_approval: bool,
+}
+
+/// A count written as a number (`2`) or a percentage (`"25%"`), as Kubernetes' IntOrString.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum IntOrPercent {
+    Int(i64),
+    Text(String),
+}
+
+impl IntOrPercent {
+    /// The percentage of a `"N%"` text (`None`: a number, or text that is no percentage).
+    pub fn percent(&self) -> Option<Result<u32, String>> {
+        match self {
+            IntOrPercent::Int(_) => None,
+            IntOrPercent::Text(t) => Some(
+                t.strip_suffix('%')
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .ok_or_else(|| format!("`{t}` is neither a number nor a percentage (`25%`)")),
+            ),
+        }
+    }
+
+    /// The count out of `total`: a number as it is (at least 0), a percentage rounded up
+    /// (`roundUp` of Kubernetes' IntOrString, as OCM's maxConcurrency), unreadable text 0.
+    pub fn of(&self, total: usize) -> usize {
+        match self {
+            IntOrPercent::Int(n) => usize::try_from(*n).unwrap_or(0),
+            IntOrPercent::Text(_) => match self.percent() {
+                Some(Ok(p)) => (total * p as usize).div_ceil(100),
+                _ => 0,
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for IntOrPercent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IntOrPercent::Int(i) => write!(f, "{i}"),
+            IntOrPercent::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// What a [`RolloutSpec`] does when a stage fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OnFailure {
+    /// The rollout stops: the failed stage keeps the new version, the later stages the
+    /// previous one.
+    #[default]
+    Halt,
+    /// The failed stage goes back to the previous version; the later stages keep it.
+    Rollback,
+}
+
+/// A duration of a [`RolloutSpec`] (`5m`, `90s`, `1h 30m`), read with humantime.
+pub fn rollout_duration(text: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("`{text}` is not a duration (write 5m, 90s or 1h): {e}"))
+}
+
+impl RolloutSpec {
+    /// `minSuccessTime` ([`DEFAULT_MIN_SUCCESS_TIME`] when unset or unreadable: validation
+    /// refuses the latter).
+    pub fn min_success_time(&self) -> std::time::Duration {
+        self.min_success_time
+            .as_deref()
+            .and_then(|t| rollout_duration(t).ok())
+            .unwrap_or(DEFAULT_MIN_SUCCESS_TIME)
+    }
+
+    /// `progressDeadline` (`None`: no deadline).
+    pub fn progress_deadline(&self) -> Option<std::time::Duration> {
+        self.progress_deadline.as_deref().and_then(|t| rollout_duration(t).ok())
+    }
+}

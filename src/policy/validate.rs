@@ -49,6 +49,10 @@ pub fn validate(set: &PolicySet) -> Vec<LoadError> {
         let mut v = V::new(&c.source, &mut errors);
         cluster(&mut v, &c.spec);
     }
+    for p in &set.rollout_policies {
+        let mut v = V::new(&p.source, &mut errors);
+        rollout(&mut v, &p.spec);
+    }
     errors
 }
 
@@ -161,6 +165,61 @@ pub fn warnings(set: &PolicySet) -> Vec<LoadError> {
     out
 }
 
+/// What `check` says of each RolloutPolicy stage whose clusters cannot be observed (offline
+/// members: no live access, `is_live` false): its gate passes only by approval (the stage's
+/// name added to `spec.approvedStages`) or after `minSuccessTime`, never at once. A stage by
+/// `clusterAffinity` names the offline Cluster objects it matches; a stage by
+/// `maxConcurrency` and the final stage, whose clusters depend on the placement, are named
+/// when any Cluster of the repository is offline.
+pub fn rollout_offline_notes(set: &PolicySet, is_live: impl Fn(&str) -> bool) -> Vec<LoadError> {
+    let mut out = Vec::new();
+    let offline: Vec<&super::ClusterObject> = set.clusters.iter().filter(|c| !is_live(&c.meta.name)).collect();
+    if offline.is_empty() {
+        return out;
+    }
+    for p in &set.rollout_policies {
+        let min = humantime::format_duration(p.spec.min_success_time());
+        let rule = format!(
+            "its gate passes only by approval (add the stage to spec.approvedStages) or after minSuccessTime \
+             ({min}) without a failure observed, never at once"
+        );
+        let matches = |aff: &ClusterAffinity, c: &super::ClusterObject| {
+            super::matching::cluster_matches(aff, &super::matching::ClusterFacts::of(c))
+        };
+        // The offline clusters no stage names by affinity: a maxConcurrency stage's or the
+        // final stage's, depending on the placement.
+        let unnamed: Vec<&str> = offline
+            .iter()
+            .filter(|c| !p.spec.stages.iter().any(|s| s.cluster_affinity.as_ref().is_some_and(|a| matches(a, c))))
+            .map(|c| c.meta.name.as_str())
+            .collect();
+        for (i, stage) in p.spec.stages.iter().enumerate() {
+            let names: Vec<&str> = match &stage.cluster_affinity {
+                Some(aff) => offline.iter().filter(|c| matches(aff, c)).map(|c| c.meta.name.as_str()).collect(),
+                None => unnamed.clone(),
+            };
+            if !names.is_empty() {
+                out.push(LoadError::at(
+                    &p.source,
+                    format!("spec.stages[{i}]"),
+                    format!("stage `{}` may hold offline clusters ({}): {rule}", stage.name, names.join(", ")),
+                ));
+            }
+        }
+        if !unnamed.is_empty() {
+            out.push(LoadError::at(
+                &p.source,
+                "spec.stages",
+                format!(
+                    "the final stage (the clusters no stage names) may hold offline clusters ({}): {rule}",
+                    unnamed.join(", ")
+                ),
+            ));
+        }
+    }
+    out
+}
+
 /// Collects errors of one object.
 struct V<'a> {
     source: &'a Source,
@@ -244,6 +303,84 @@ fn propagation(v: &mut V, spec: &PropagationSpec) {
         && sp.priority_class_source.as_deref() != Some("KubePriorityClass")
     {
         v.err("spec.schedulePriority.priorityClassSource", "must be KubePriorityClass");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// RolloutPolicy (fedsched.io/v1alpha1)
+
+/// A RolloutPolicy: its selectors as a PropagationPolicy's, stages named (DNS-1123 labels,
+/// unique) with exactly one of `clusterAffinity` and `maxConcurrency`, durations readable,
+/// counts in range, approvals naming stages.
+fn rollout(v: &mut V, spec: &super::types::RolloutSpec) {
+    use super::types::rollout_duration;
+    if spec.resource_selectors.is_empty() {
+        v.err("spec.resourceSelectors", "must not be empty (an empty list never means \"all resources\")");
+    }
+    for (i, sel) in spec.resource_selectors.iter().enumerate() {
+        resource_selector(v, &format!("spec.resourceSelectors[{i}]"), sel);
+    }
+    if spec.stages.is_empty() {
+        v.err("spec.stages", "must name at least one stage (the clusters no stage names form a final stage)");
+    }
+    let mut names = HashSet::new();
+    for (i, stage) in spec.stages.iter().enumerate() {
+        let path = format!("spec.stages[{i}]");
+        if let Err(m) = super::load::check_dns1123_label(&stage.name, 63) {
+            v.err(format!("{path}.name"), m);
+        } else if !names.insert(stage.name.as_str()) {
+            v.err(format!("{path}.name"), format!("duplicate stage name `{}`", stage.name));
+        }
+        match (&stage.cluster_affinity, &stage.max_concurrency) {
+            (Some(aff), None) => affinity(v, &format!("{path}.clusterAffinity"), aff),
+            (None, Some(n)) => count(v, &format!("{path}.maxConcurrency"), n, 1),
+            (Some(_), Some(_)) => v.err(path, "clusterAffinity and maxConcurrency cannot both be set"),
+            (None, None) => v.err(path, "one of clusterAffinity and maxConcurrency is required"),
+        }
+    }
+    let mut durations = [None, None];
+    for (slot, (field, text)) in
+        durations.iter_mut().zip([("minSuccessTime", &spec.min_success_time), ("progressDeadline", &spec.progress_deadline)])
+    {
+        if let Some(text) = text {
+            match rollout_duration(text) {
+                Ok(d) => *slot = Some(d),
+                Err(m) => v.err(format!("spec.{field}"), m),
+            }
+        }
+    }
+    if let [min, Some(deadline)] = durations {
+        let min = min.unwrap_or(super::types::DEFAULT_MIN_SUCCESS_TIME);
+        if deadline <= min {
+            v.err(
+                "spec.progressDeadline",
+                format!(
+                    "must be longer than minSuccessTime ({}): a stage could never pass its gate in time",
+                    humantime::format_duration(min)
+                ),
+            );
+        }
+    }
+    if let Some(n) = &spec.max_failures {
+        count(v, "spec.maxFailures", n, 0);
+    }
+    for (i, name) in spec.approved_stages.iter().enumerate() {
+        if !spec.stages.iter().any(|s| &s.name == name) {
+            let known: Vec<&str> = spec.stages.iter().map(|s| s.name.as_str()).collect();
+            v.err(format!("spec.approvedStages[{i}]"), format!("`{name}` is no stage of this policy ({known:?})"));
+        }
+    }
+}
+
+/// A number of at least `min`, or a percentage from `min` to 100.
+fn count(v: &mut V, path: &str, n: &super::types::IntOrPercent, min: i64) {
+    match (n, n.percent()) {
+        (super::types::IntOrPercent::Int(i), _) if *i < min => v.err(path, format!("must be at least {min}, got {i}")),
+        (_, Some(Err(m))) => v.err(path, m),
+        (_, Some(Ok(p))) if i64::from(p) < min || p > 100 => {
+            v.err(path, format!("a percentage must be from {min}% to 100%, got {p}%"))
+        }
+        _ => {}
     }
 }
 

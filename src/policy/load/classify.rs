@@ -85,6 +85,7 @@ enum Class {
     Cluster,
     Interpreter,
     WorkloadInterpreter,
+    RolloutPolicy,
 }
 
 /// What every classified document has: its type and its metadata.
@@ -111,7 +112,9 @@ impl Loader {
             Class::Interpreter => self.interpreter(item, head),
             Class::WorkloadInterpreter => self.workload_interpreter(item, head),
             Class::Cluster => self.cluster(item, head),
-            Class::PropagationPolicy | Class::OverridePolicy => self.namespaced_policy(item, class, head),
+            Class::PropagationPolicy | Class::OverridePolicy | Class::RolloutPolicy => {
+                self.namespaced_policy(item, class, head)
+            }
             Class::ClusterPropagationPolicy
             | Class::ClusterOverridePolicy
             | Class::ClusterTaintPolicy
@@ -218,19 +221,21 @@ impl Loader {
                 }
                 Class::WorkloadRebalancer
             }
-            FEDSCHED_GROUP => {
-                if version != "v1alpha1" || kind != "WorkloadInterpreter" {
+            FEDSCHED_GROUP => match (version, kind) {
+                ("v1alpha1", "WorkloadInterpreter") => Class::WorkloadInterpreter,
+                ("v1alpha1", "RolloutPolicy") => Class::RolloutPolicy,
+                _ => {
                     self.err(
                         item,
                         "kind",
                         format!(
-                            "unknown kind {api_version} {kind} (expected {FEDSCHED_GROUP}/v1alpha1 WorkloadInterpreter)"
+                            "unknown kind {api_version} {kind} (expected {FEDSCHED_GROUP}/v1alpha1 WorkloadInterpreter \
+                             or RolloutPolicy)"
                         ),
                     );
                     return None;
                 }
-                Class::WorkloadInterpreter
-            }
+            },
             _ => Class::Template,
         };
         Some(class)
@@ -410,7 +415,7 @@ impl Loader {
         });
     }
 
-    /// A PropagationPolicy or OverridePolicy: namespaced (`default` when absent).
+    /// A PropagationPolicy, OverridePolicy or RolloutPolicy: namespaced (`default` when absent).
     fn namespaced_policy(&mut self, item: Item, class: Class, head: Head) {
         let Head { api_version, kind, group, mut meta } = head;
         let ns = meta.namespace.clone().unwrap_or_else(|| "default".to_string());
@@ -423,6 +428,10 @@ impl Loader {
         if matches!(class, Class::PropagationPolicy) {
             if let Some(p) = self.policy(item, &group, &key, meta, &spec_value) {
                 self.set.propagation_policies.push(std::sync::Arc::new(p));
+            }
+        } else if matches!(class, Class::RolloutPolicy) {
+            if let Some(p) = self.policy(item, &group, &key, meta, &spec_value) {
+                self.set.rollout_policies.push(p);
             }
         } else if let Some(p) = self.policy(item, &group, &key, meta, &spec_value) {
             self.set.override_policies.push(std::sync::Arc::new(p));
@@ -633,6 +642,7 @@ pub(super) fn sort_set(set: &mut PolicySet) {
     std::sync::Arc::make_mut(&mut set.clusters).sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
     set.interpreter_objects.sort_by(|a, b| a.key.cmp(&b.key));
     set.workload_interpreters.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
+    set.rollout_policies.sort_by_key(|p| by_ns_name(&p.meta));
 }
 
 #[cfg(test)]

@@ -126,7 +126,7 @@ pub struct Spliced {
 /// objects there are. `None` (the caller merges) unless every changed file was typed before
 /// with `previous`'s CRD scopes, defines no CRD before or after, types again without an error,
 /// holds the same objects (kind, namespace, name) in the same order, and the same clusters,
-/// interpreters, taint policies and rebalancers; and each object it held before is the one in
+/// interpreters, taint policies, rebalancers and rollout policies; and each object it held before is the one in
 /// `previous` (the same `Arc`). The result equals a merge (checked in debug builds; tested).
 pub fn load_repository_spliced(cache: &mut ParseCache, previous: &PolicySet) -> Option<(PolicySet, Spliced)> {
     let replaced = cache.replaced.as_mut().map(std::mem::take)?;
@@ -183,7 +183,8 @@ fn splice(set: &mut PolicySet, old: &PolicySet, new: &mut PolicySet, out: &mut S
         && old.workload_rebalancers == new.workload_rebalancers
         && old.clusters == new.clusters
         && old.interpreter_objects == new.interpreter_objects
-        && old.workload_interpreters == new.workload_interpreters;
+        && old.workload_interpreters == new.workload_interpreters
+        && old.rollout_policies == new.rollout_policies;
     if !same_rest {
         return None;
     }
@@ -331,6 +332,7 @@ fn extend_set(out: &mut PolicySet, part: &PolicySet) {
     Arc::make_mut(&mut out.clusters).extend(part.clusters.iter().cloned());
     out.interpreter_objects.extend(part.interpreter_objects.iter().cloned());
     out.workload_interpreters.extend(part.workload_interpreters.iter().cloned());
+    out.rollout_policies.extend(part.rollout_policies.iter().cloned());
 }
 
 #[cfg(test)]
