@@ -34,7 +34,8 @@ pub(super) fn check(cfg: &Config, dir: &Path, output: super::OutputFormat) -> Re
     if !matches!(output, super::OutputFormat::Text) {
         let mut doc = findings_document(dir, inputs, &errors);
         if let Some(findings) = doc["findings"].as_array_mut() {
-            for (list, severity) in [(&secrets.warnings, "warning"), (&secrets.notes, "note"), (&rollout_notes, "note")] {
+            for (list, severity) in [(&secrets.warnings, "warning"), (&secrets.notes, "note"), (&rollout_notes, "note")]
+            {
                 findings.extend(list.iter().map(|e| finding(e, severity)));
             }
         }

@@ -949,10 +949,7 @@ impl RolloutSpec {
     /// `minSuccessTime` ([`DEFAULT_MIN_SUCCESS_TIME`] when unset or unreadable: validation
     /// refuses the latter).
     pub fn min_success_time(&self) -> std::time::Duration {
-        self.min_success_time
-            .as_deref()
-            .and_then(|t| rollout_duration(t).ok())
-            .unwrap_or(DEFAULT_MIN_SUCCESS_TIME)
+        self.min_success_time.as_deref().and_then(|t| rollout_duration(t).ok()).unwrap_or(DEFAULT_MIN_SUCCESS_TIME)
     }
 
     /// `progressDeadline` (`None`: no deadline).

@@ -339,8 +339,9 @@ fn rollout(v: &mut V, spec: &super::types::RolloutSpec) {
         }
     }
     let mut durations = [None, None];
-    for (slot, (field, text)) in
-        durations.iter_mut().zip([("minSuccessTime", &spec.min_success_time), ("progressDeadline", &spec.progress_deadline)])
+    for (slot, (field, text)) in durations
+        .iter_mut()
+        .zip([("minSuccessTime", &spec.min_success_time), ("progressDeadline", &spec.progress_deadline)])
     {
         if let Some(text) = text {
             match rollout_duration(text) {
