@@ -1,7 +1,7 @@
 //! Autoscaled workloads (issue 54): which templates a HorizontalPodAutoscaler of the
 //! repository scales, and how its `minReplicas` / `maxReplicas` are divided over the members
 //! its target runs on, so that each member's HPA scales its own share and GitOps does not
-//! fight it (the target's rendered `spec.replicas` is left out, see README "Autoscaled
+//! fight it (the target's rendered `spec.replicas` is left out, see docs/guide/resource-model.md "Autoscaled
 //! workloads").
 //!
 //! - An `autoscaling/v2` (or `v1`) `HorizontalPodAutoscaler` names its target in

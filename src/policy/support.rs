@@ -193,7 +193,7 @@ mod tests {
         Tested(&'static str),
         /// Accepted and named in a warning by [`unsupported`] when set.
         Warned,
-        /// Accepted and meaningless for a writer of GitOps files; README says why.
+        /// Accepted and meaningless for a writer of GitOps files; docs/guide/karmada.md says why.
         NotApplicable(&'static str),
     }
     use Support::*;

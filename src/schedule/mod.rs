@@ -769,7 +769,7 @@ fn decide_on(
         // Every selected cluster keeps the object at 0 replicas, whatever the division: Karmada's
         // path for a workload without requirements, and its `--enable-empty-workload-propagation`
         // for one with them (by default it drops the zero clusters, and the object disappears
-        // from every member; a deliberate difference, see the README).
+        // from every member; a deliberate difference, see docs/guide/karmada.md).
         return (
             Outcome::Scheduled { targets: selected.iter().map(|v| (v.name.clone(), Some(0))).collect() },
             selecting_reads,

@@ -1163,7 +1163,7 @@ fn zero_replicas_without_requests_stay_at_zero_on_every_candidate() {
 /// `replicas: 0` with resource requests: Karmada assigns (every candidate 0) and by default
 /// drops the zero clusters, so the object disappears from every member; fedsched keeps it at 0
 /// on every selected candidate, as Karmada does with `--enable-empty-workload-propagation`
-/// (deliberate difference, README "Deliberate differences from Karmada").
+/// (deliberate difference, docs/guide/karmada.md).
 #[test]
 fn zero_replicas_with_requests_stay_at_zero_on_every_candidate() {
     let clusters: Vec<ClusterSnapshot> = (0..3).map(|i| cluster(i, 10 + i as i64, false, true)).collect();

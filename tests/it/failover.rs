@@ -1,4 +1,4 @@
-//! Failover, descheduling and move-back (README "Failures and recovery").
+//! Failover, descheduling and move-back (docs/guide/failures.md).
 //!
 //! On the in-process daemon with a manual clock (no sleeps): a member lost for the toleration
 //! has its workload evicted, the files it left are kept until the replacement runs and then
@@ -469,7 +469,7 @@ fn simulated_cluster_taint_policy_evicts_from_observed_conditions() {
     assert_eq!(count("unreachable:NoExecute"), 0, "the built-in toleration fired: {notes:#?}");
 }
 
-/// The mass-deletion guard and moves (README "Failures and recovery", the guard): removals of
+/// The mass-deletion guard and moves (docs/guide/failures.md, the guard and moves): removals of
 /// files whose inputs went are held by the ratio, and a workload moving through a held cluster
 /// moves whole or not at all; a decision that moves a workload off a cluster (here emptying
 /// it) is not held by the ratio.

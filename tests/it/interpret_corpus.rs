@@ -139,7 +139,7 @@ fn karmadactl_interpret_corpus_agrees_case_by_case() {
             .collect()
     };
     let mut known = list("known-differences.txt");
-    // The deliberate ones (README's table) must keep differing, as the known ones until fixed.
+    // The deliberate ones (docs/guide/karmada.md) must keep differing, as the known ones until fixed.
     let deliberate = list("deliberate-differences.txt");
     let n_deliberate = deliberate.len();
     for (id, why) in deliberate {

@@ -362,7 +362,7 @@ impl Browser {
 }
 
 /// Where the screenshots go: `FEDSCHED_UI_SCREENSHOTS`, else `target/web-screenshots` (kept as
-/// CI artefacts; the README's come from `FEDSCHED_UI_SCREENSHOTS=docs/ui`).
+/// CI artefacts; the guide's come from `FEDSCHED_UI_SCREENSHOTS=docs/guide/ui`).
 fn screenshot_dir() -> PathBuf {
     std::env::var_os("FEDSCHED_UI_SCREENSHOTS")
         .map(PathBuf::from)

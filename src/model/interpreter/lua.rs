@@ -12,7 +12,7 @@
 //! - **Isolation**: each call runs the compiled chunk in a fresh global environment (a copy of
 //!   the sandbox's globals), so globals a script sets or clears (`replica = ...`, `error = ''`)
 //!   never leak into the next object.
-//! - **Deliberate difference** (README): `pairs` visits a table's string keys in C Lua 5.1's
+//! - **Deliberate difference** (docs/guide/karmada.md): `pairs` visits a table's string keys in C Lua 5.1's
 //!   hash order, where gopher-lua visits them in insertion order; a script that builds a list
 //!   from `pairs` over a table it filled may order it differently than Karmada (the MPIJob
 //!   conditions of one case of Karmada's test data). The order is a function of the keys and
@@ -958,7 +958,7 @@ mod tests {
     }
 
     /// `pairs` order is C Lua's hash order (a deliberate difference from gopher-lua's insertion
-    /// order, README), and the same in every VM: a fresh thread's VM gives the same list.
+    /// order, docs/guide/karmada.md), and the same in every VM: a fresh thread's VM gives the same list.
     #[test]
     fn pairs_order_is_the_same_in_every_vm() {
         let script = "function F() local t = {} t.zeta = 1 t.alpha = 2 t.mid = 3 t.beta = 4 t.omega = 5 \

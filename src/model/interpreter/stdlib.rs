@@ -1019,7 +1019,7 @@ mod tests {
                 "string.format('%G', 1e-7), string.format('%x', 255), ('%g'):format(1e15)",
                 json!(["1E-07", "ff", "1e+15"]),
             ),
-            // Deliberately C's (README, deliberate differences): the VM's own conversion.
+            // Deliberately C's (docs/guide/karmada.md, deliberate differences): the VM's own conversion.
             (
                 "'v' .. 1/3, table.concat({1e15}), tostring(1/3)",
                 json!(["v0.33333333333333", "1e+15", "0.3333333333333333"]),

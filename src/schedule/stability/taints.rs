@@ -12,7 +12,7 @@
 //! (its own `spec.taints` included: those are never added twice, and never removed — they are
 //! the repository's).
 //!
-//! Where fedsched differs (README "Failures and recovery"): policies apply in name order (the
+//! Where fedsched differs (docs/guide/failures.md): policies apply in name order (the
 //! repository has no creation times), and an added taint lives only while its policy exists
 //! and lists it (Karmada leaves it on the Cluster object when the policy goes; in a GitOps
 //! repository there would be no way to take it off).

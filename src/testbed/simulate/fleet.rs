@@ -484,7 +484,7 @@ mod tests {
         v.as_str().and_then(|s| s.strip_suffix(suffix)).and_then(|s| s.parse().ok()).unwrap_or(u64::MAX)
     }
 
-    /// Issue 49 item 7: the README's `simulate --generate 20 --nodes 50 --pods 2000` bound 852
+    /// Issue 49 item 7: the guide's (then the README's) `simulate --generate 20 --nodes 50 --pods 2000` bound 852
     /// CPU of requests on 695 CPU of nodes in one member. Every node holds what fits on it
     /// (requests within allocatable, at most 110 pods, none on a tainted GPU node without a
     /// toleration), so every member keeps free capacity.
