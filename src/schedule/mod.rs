@@ -12,6 +12,7 @@ pub mod fleet;
 pub mod framework;
 pub mod plugins;
 pub mod profile;
+pub mod rollout;
 pub mod select;
 pub mod stability;
 

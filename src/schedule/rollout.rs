@@ -1,0 +1,522 @@
+//! The progressive rollout engine (issue 52): a `RolloutPolicy`'s stages and gates as one pure
+//! function, [`step`], over a workload's stored [`RolloutState`], what its members show of the
+//! new version ([`ClusterHealth`] per cluster) and the time. No I/O, no clock: the reconciler
+//! reads and writes the state (`reconcile::rollout`), renders each cluster's files from the
+//! version its stage has reached ([`RolloutState::runs_new`]) and records each transition.
+//!
+//! Rules:
+//! - A change (another template content) starts a rollout: stage 1 is released at once, the
+//!   other clusters keep the previous version — the last one that completed a rollout
+//!   ([`RolloutState::stable`]).
+//! - **Supersede**: a change while a rollout is under way (progressing, halted or rolled back)
+//!   replaces its target and starts again at stage 1; the previous version stays the last one
+//!   that completed, so a version that never passed a gate never reaches a later stage.
+//! - A stage's gate passes when every cluster of the stage is observed Healthy on the new
+//!   version for `minSuccessTime` without a break, and, with `requireApproval`, the stage is
+//!   approved. A cluster that cannot be observed (offline, unreachable, a kind whose pods are not
+//!   attributed) makes its stage pass only by approval or once `minSuccessTime` has passed since
+//!   the release — never at once.
+//! - A cluster fails when its new pods crash in a loop (or cannot pull their image), or when
+//!   it is not Healthy `progressDeadline` after its stage's release. More failed clusters than
+//!   `maxFailures` stop the rollout: `Halt` keeps the failed stage on the new version and every
+//!   later one on the previous; `Rollback` also puts the failed stage back on the previous.
+//! - An approval is a stage name in `spec.approvedStages` that was not there when the rollout
+//!   started (the commit that adds it is the approval, reviewed and recorded in git).
+//! - The clusters no stage names form a final stage; the rollout is complete when its gate
+//!   passes, and the new version becomes the previous one of the next rollout.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::matching::{ClusterFacts, cluster_matches};
+use crate::policy::types::{OnFailure, RolloutSpec};
+
+/// Transitions kept per workload (the oldest go first).
+pub const MAX_TRANSITIONS: usize = 64;
+
+/// Where a rollout is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    /// Stages `0..released` run the new version; the last released one is gated.
+    Progressing,
+    /// Stopped at a failed stage: it keeps the new version, the later stages the previous.
+    Halted,
+    /// Stopped at a failed stage, which went back to the previous version.
+    RolledBack,
+    /// Every cluster runs the new version.
+    Complete,
+}
+
+impl Phase {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Phase::Progressing => "Progressing",
+            Phase::Halted => "Halted",
+            Phase::RolledBack => "RolledBack",
+            Phase::Complete => "Complete",
+        }
+    }
+}
+
+/// One stage transition with its cause (the rollout's own history).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transition {
+    pub at_ms: u64,
+    /// The stage concerned (its name; `final` for the clusters no stage names).
+    pub stage: String,
+    /// `released`, `passed`, `halted`, `rolled-back`, `complete`, `superseded`.
+    pub event: String,
+    pub cause: String,
+}
+
+/// A workload's rollout, kept in the store between passes (and across restarts and
+/// takeovers: a new leader continues where the state says, never at stage 1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RolloutState {
+    /// The RolloutPolicy (`namespace/name`).
+    pub policy: String,
+    /// Hash of the version every cluster not released runs (the last completed one).
+    pub stable_hash: u64,
+    /// That version's template object (JSON text), so that it can be rendered after a restart.
+    pub stable: String,
+    /// Hash of the version being rolled out (equal to `stable_hash` when complete).
+    pub target_hash: u64,
+    pub phase: Phase,
+    /// Stages released (1 = the first stage runs the new version); the stage at
+    /// `released - 1` is the one gated.
+    pub released: usize,
+    /// When the gated stage was released.
+    pub released_at_ms: u64,
+    /// Since when every observed cluster of the gated stage has been Healthy.
+    pub healthy_since_ms: Option<u64>,
+    /// Clusters that failed in this rollout, with why.
+    pub failed: BTreeMap<String, String>,
+    /// `approvedStages` when the rollout started: those names do not approve it.
+    pub approvals_at_start: BTreeSet<String>,
+    pub transitions: Vec<Transition>,
+}
+
+/// What one member shows of the new version of a workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterHealth {
+    /// Every desired replica Ready, none other, observed after the release.
+    Healthy,
+    /// Not there yet (pods starting, not observed since the release).
+    Progressing,
+    /// Cannot be observed (offline, unreachable, pods not attributed for the kind).
+    NotObserved,
+    /// Crash-looping or failing to start, with the reason.
+    Failed(String),
+}
+
+/// The name of the final stage (the clusters no stage names).
+pub const FINAL_STAGE: &str = "final";
+
+impl RolloutState {
+    /// The state of a workload first seen under a RolloutPolicy: complete on its version.
+    pub fn settled(policy: String, hash: u64, object: String) -> Self {
+        RolloutState {
+            policy,
+            stable_hash: hash,
+            stable: object,
+            target_hash: hash,
+            phase: Phase::Complete,
+            released: 0,
+            released_at_ms: 0,
+            healthy_since_ms: None,
+            failed: BTreeMap::new(),
+            approvals_at_start: BTreeSet::new(),
+            transitions: Vec::new(),
+        }
+    }
+
+    /// Whether a cluster of stage `stage` runs the new version.
+    pub fn runs_new(&self, stage: usize) -> bool {
+        match self.phase {
+            Phase::Complete => true,
+            Phase::Progressing | Phase::Halted => stage < self.released,
+            Phase::RolledBack => stage + 1 < self.released,
+        }
+    }
+
+    /// The stage gated (or stopped at): its index.
+    pub fn current(&self) -> Option<usize> {
+        (self.phase != Phase::Complete && self.released > 0).then(|| self.released - 1)
+    }
+
+    fn note(&mut self, at_ms: u64, stage: &str, event: &str, cause: String) {
+        self.transitions.push(Transition { at_ms, stage: stage.to_string(), event: event.to_string(), cause });
+        if self.transitions.len() > MAX_TRANSITIONS {
+            let extra = self.transitions.len() - MAX_TRANSITIONS;
+            self.transitions.drain(..extra);
+        }
+    }
+
+    /// A new version `hash` (template object `object`, the policy's approvals `approved`):
+    /// starts a rollout at stage 1, or supersedes the one under way (see the module).
+    pub fn change(&mut self, spec: &RolloutSpec, hash: u64, now_ms: u64) {
+        if hash == self.target_hash {
+            return;
+        }
+        let first = stage_name(spec, 0).to_string();
+        let cause = match self.phase {
+            Phase::Complete => format!("a new version ({hash:016x}) replaces {:016x}", self.stable_hash),
+            _ => {
+                let cause = format!(
+                    "superseded by a new version ({hash:016x}): {:016x} stops, the previous version stays {:016x}",
+                    self.target_hash, self.stable_hash
+                );
+                let stage = self.current().map(|s| stage_name(spec, s).to_string()).unwrap_or_default();
+                self.note(now_ms, &stage, "superseded", cause.clone());
+                cause
+            }
+        };
+        self.target_hash = hash;
+        self.phase = Phase::Progressing;
+        self.released = 1;
+        self.released_at_ms = now_ms;
+        self.healthy_since_ms = None;
+        self.failed.clear();
+        self.approvals_at_start = spec.approved_stages.iter().cloned().collect();
+        self.note(now_ms, &first, "released", cause);
+    }
+
+    /// Whether `stage` is approved for this rollout.
+    pub fn approved(&self, spec: &RolloutSpec, stage: usize) -> bool {
+        let name = stage_name(spec, stage);
+        spec.approved_stages.iter().any(|a| a == name) && !self.approvals_at_start.contains(name)
+    }
+}
+
+/// The name of stage `i` of `spec` (`final` past the named ones).
+pub fn stage_name(spec: &RolloutSpec, i: usize) -> &str {
+    spec.stages.get(i).map_or(FINAL_STAGE, |s| s.name.as_str())
+}
+
+/// The workload's clusters by stage (`spec.stages.len() + 1` lists, the last the final stage):
+/// a stage by `clusterAffinity` takes the clusters it matches, a stage by `maxConcurrency` the
+/// next ones in name order, each cluster in its first stage only. `facts` gives a cluster's
+/// labels and fields (`None`: matched by name only).
+pub fn partition<'a>(
+    spec: &RolloutSpec,
+    clusters: &[&'a str],
+    facts: impl Fn(&str) -> Option<ClusterFacts<'a>>,
+) -> Vec<Vec<&'a str>> {
+    let mut sorted: Vec<&'a str> = clusters.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let total = sorted.len();
+    let mut taken: BTreeSet<&str> = BTreeSet::new();
+    let mut out = Vec::with_capacity(spec.stages.len() + 1);
+    for stage in &spec.stages {
+        let mut members = Vec::new();
+        match (&stage.cluster_affinity, &stage.max_concurrency) {
+            (Some(aff), _) => {
+                for c in sorted.iter().filter(|c| !taken.contains(*c)) {
+                    let empty = BTreeMap::new();
+                    let f = facts(c).unwrap_or(ClusterFacts { name: c, labels: &empty, provider: None, region: None, zones: &[] });
+                    if cluster_matches(aff, &f) {
+                        members.push(*c);
+                    }
+                }
+            }
+            (None, Some(n)) => {
+                let n = n.of(total).max(1);
+                members.extend(sorted.iter().filter(|c| !taken.contains(*c)).take(n).copied());
+            }
+            (None, None) => {}
+        }
+        taken.extend(members.iter().copied());
+        out.push(members);
+    }
+    out.push(sorted.iter().filter(|c| !taken.contains(*c)).copied().collect());
+    out
+}
+
+/// One gate evaluation: the state after observing the gated stage's clusters (`health`, by
+/// cluster; a cluster without an entry is not observed) at `now_ms`, given the workload's
+/// clusters by stage (`stages`, from [`partition`]).
+pub fn step(
+    state: &mut RolloutState,
+    spec: &RolloutSpec,
+    stages: &[Vec<&str>],
+    health: &BTreeMap<String, ClusterHealth>,
+    now_ms: u64,
+) {
+    let Some(current) = state.current().filter(|_| state.phase == Phase::Progressing) else { return };
+    let name = stage_name(spec, current).to_string();
+    let members: &[&str] = stages.get(current).map_or(&[], Vec::as_slice);
+    let min_ms = spec.min_success_time().as_millis() as u64;
+    let since_release = now_ms.saturating_sub(state.released_at_ms);
+    let deadline_passed = spec.progress_deadline().is_some_and(|d| since_release >= d.as_millis() as u64);
+    let (mut healthy, mut unobserved) = (true, false);
+    for c in members {
+        if state.failed.contains_key(*c) {
+            continue;
+        }
+        match health.get(*c).unwrap_or(&ClusterHealth::NotObserved) {
+            ClusterHealth::Healthy => {}
+            ClusterHealth::NotObserved => unobserved = true,
+            ClusterHealth::Failed(why) => {
+                state.failed.insert(c.to_string(), why.clone());
+                healthy = false;
+            }
+            ClusterHealth::Progressing if deadline_passed => {
+                let why = format!("not Healthy within progressDeadline ({})", spec.progress_deadline.as_deref().unwrap_or(""));
+                state.failed.insert(c.to_string(), why);
+                healthy = false;
+            }
+            ClusterHealth::Progressing => healthy = false,
+        }
+    }
+    let total: usize = stages.iter().map(Vec::len).sum();
+    let allowed = spec.max_failures.as_ref().map_or(0, |m| m.of(total));
+    if state.failed.len() > allowed {
+        let list: Vec<String> = state.failed.iter().map(|(c, why)| format!("{c}: {why}")).collect();
+        let cause = format!("{} cluster(s) failed, maxFailures {allowed}: {}", state.failed.len(), list.join("; "));
+        let (phase, event) = match spec.on_failure {
+            OnFailure::Halt => (Phase::Halted, "halted"),
+            OnFailure::Rollback => (Phase::RolledBack, "rolled-back"),
+        };
+        state.phase = phase;
+        state.healthy_since_ms = None;
+        state.note(now_ms, &name, event, cause);
+        return;
+    }
+    if !healthy {
+        state.healthy_since_ms = None;
+        return;
+    }
+    let since = *state.healthy_since_ms.get_or_insert(now_ms);
+    let approved = state.approved(spec, current);
+    let needs_approval = spec.stages.get(current).is_some_and(|s| s.require_approval);
+    let timed = now_ms.saturating_sub(since) >= min_ms && (!unobserved || since_release >= min_ms);
+    let min = humantime::format_duration(spec.min_success_time());
+    let cause = if needs_approval && !approved {
+        return;
+    } else if unobserved && approved {
+        format!("stage `{name}` approved in approvedStages; some clusters cannot be observed")
+    } else if !timed {
+        return;
+    } else if unobserved {
+        format!("minSuccessTime ({min}) passed since the release; some clusters cannot be observed")
+    } else if needs_approval {
+        format!("Healthy for minSuccessTime ({min}) and approved in approvedStages")
+    } else {
+        format!("Healthy for minSuccessTime ({min})")
+    };
+    state.note(now_ms, &name, "passed", cause);
+    if current >= spec.stages.len() {
+        state.phase = Phase::Complete;
+        state.stable_hash = state.target_hash;
+        state.healthy_since_ms = None;
+        state.note(now_ms, FINAL_STAGE, "complete", "every cluster runs the new version".into());
+        return;
+    }
+    state.released += 1;
+    state.released_at_ms = now_ms;
+    state.healthy_since_ms = None;
+    let next = stage_name(spec, current + 1).to_string();
+    state.note(now_ms, &next, "released", format!("stage `{name}` passed its gate"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::types::{ClusterAffinity, IntOrPercent, RolloutStage};
+
+    const MIN: u64 = 60_000;
+
+    fn spec(on_failure: OnFailure) -> RolloutSpec {
+        let stage = |name: &str, aff: Option<Vec<&str>>, n: Option<i64>| RolloutStage {
+            name: name.into(),
+            cluster_affinity: aff.map(|names| ClusterAffinity {
+                cluster_names: names.into_iter().map(String::from).collect(),
+                ..ClusterAffinity::default()
+            }),
+            max_concurrency: n.map(IntOrPercent::Int),
+            require_approval: false,
+        };
+        RolloutSpec {
+            resource_selectors: Vec::new(),
+            stages: vec![stage("canary", Some(vec!["m1"]), None), stage("wave", None, Some(2))],
+            min_success_time: Some("1m".into()),
+            progress_deadline: Some("10m".into()),
+            max_failures: None,
+            approved_stages: Vec::new(),
+            on_failure,
+        }
+    }
+
+    const FLEET: [&str; 5] = ["m1", "m2", "m3", "m4", "m5"];
+
+    fn all(h: ClusterHealth) -> BTreeMap<String, ClusterHealth> {
+        FLEET.iter().map(|c| (c.to_string(), h.clone())).collect()
+    }
+
+    /// Which clusters run the new version.
+    fn new_on(s: &RolloutState, stages: &[Vec<&str>]) -> Vec<String> {
+        let mut out: Vec<String> = stages
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| s.runs_new(*i))
+            .flat_map(|(_, cs)| cs.iter().map(|c| c.to_string()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn started(spec: &RolloutSpec) -> RolloutState {
+        let mut s = RolloutState::settled("shop/web".into(), 1, "{}".into());
+        s.change(spec, 2, 0);
+        s
+    }
+
+    #[test]
+    fn stages_by_affinity_then_concurrency_then_the_rest() {
+        let sp = spec(OnFailure::Halt);
+        let p = partition(&sp, &["m5", "m3", "m1", "m4", "m2"], |_| None);
+        assert_eq!(p, vec![vec!["m1"], vec!["m2", "m3"], vec!["m4", "m5"]]);
+    }
+
+    #[test]
+    fn a_good_change_goes_through_every_stage_after_min_success_time_each() {
+        let sp = spec(OnFailure::Halt);
+        let stages = partition(&sp, &FLEET, |_| None);
+        let mut s = started(&sp);
+        assert_eq!(new_on(&s, &stages), ["m1"]);
+        // Healthy, but not for a minute yet: still stage 1.
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 1_000);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), MIN);
+        assert_eq!(new_on(&s, &stages), ["m1"]);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), MIN + 1_000);
+        assert_eq!(new_on(&s, &stages), ["m1", "m2", "m3"]);
+        // A break in health restarts the minute.
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), MIN + 2_000);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Progressing), MIN + 30_000);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), MIN + 40_000);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 2 * MIN + 10_000);
+        assert_eq!(s.released, 2, "passed without a minute of health");
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 2 * MIN + 40_000);
+        assert_eq!(new_on(&s, &stages), FLEET);
+        assert_eq!(s.phase, Phase::Progressing, "the final stage is gated too");
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 3 * MIN + 40_000);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 4 * MIN + 40_000);
+        assert_eq!((s.phase.clone(), s.stable_hash), (Phase::Complete, 2));
+        let events: Vec<(&str, &str)> = s.transitions.iter().map(|t| (t.stage.as_str(), t.event.as_str())).collect();
+        assert_eq!(
+            events,
+            [
+                ("canary", "released"),
+                ("canary", "passed"),
+                ("wave", "released"),
+                ("wave", "passed"),
+                ("final", "released"),
+                ("final", "passed"),
+                ("final", "complete")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_crash_looping_canary_halts_with_later_stages_on_the_previous_version() {
+        let sp = spec(OnFailure::Halt);
+        let stages = partition(&sp, &FLEET, |_| None);
+        let mut s = started(&sp);
+        let mut h = all(ClusterHealth::Healthy);
+        h.insert("m1".into(), ClusterHealth::Failed("CrashLoopBackOff on 2 pods".into()));
+        step(&mut s, &sp, &stages, &h, 5_000);
+        assert_eq!(s.phase, Phase::Halted);
+        assert_eq!(new_on(&s, &stages), ["m1"], "Halt keeps the failed stage, nothing else moves");
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 10 * MIN);
+        assert_eq!((s.phase.clone(), new_on(&s, &stages)), (Phase::Halted, vec!["m1".to_string()]));
+        assert!(s.transitions.last().is_some_and(|t| t.event == "halted" && t.cause.contains("CrashLoopBackOff")));
+        // Rollback: the failed stage goes back too.
+        let sp = spec(OnFailure::Rollback);
+        let mut s = started(&sp);
+        step(&mut s, &sp, &stages, &h, 5_000);
+        assert_eq!((s.phase.clone(), new_on(&s, &stages)), (Phase::RolledBack, Vec::<String>::new()));
+        // A fix supersedes: stage 1 again, the previous version still the completed one.
+        s.change(&sp, 3, 6_000);
+        assert_eq!((s.phase.clone(), s.released, s.stable_hash, s.target_hash), (Phase::Progressing, 1, 1, 3));
+        assert_eq!(new_on(&s, &stages), ["m1"]);
+    }
+
+    #[test]
+    fn never_ready_fails_at_the_deadline_and_max_failures_tolerates() {
+        let mut sp = spec(OnFailure::Halt);
+        sp.max_failures = Some(IntOrPercent::Int(1));
+        let stages = partition(&sp, &FLEET, |_| None);
+        let mut s = started(&sp);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Progressing), 9 * MIN);
+        assert!(s.failed.is_empty());
+        // One failure is tolerated, and the stage with nothing else in it passes.
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Progressing), 10 * MIN);
+        assert_eq!((s.failed.len(), s.phase.clone()), (1, Phase::Progressing));
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Progressing), 10 * MIN + 1);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Progressing), 11 * MIN + 2);
+        assert_eq!(s.released, 2);
+        // The second one stops it.
+        let mut h = all(ClusterHealth::Healthy);
+        h.insert("m2".into(), ClusterHealth::Failed("ImagePullBackOff".into()));
+        step(&mut s, &sp, &stages, &h, 12 * MIN);
+        assert_eq!(s.phase, Phase::Halted);
+    }
+
+    #[test]
+    fn an_approval_commit_releases_a_stage_that_requires_one_and_old_approvals_do_not() {
+        let mut sp = spec(OnFailure::Halt);
+        sp.stages[0].require_approval = true;
+        sp.approved_stages = vec!["canary".into()]; // there before the rollout: does not count
+        let stages = partition(&sp, &FLEET, |_| None);
+        let mut s = started(&sp);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 0);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 30 * MIN);
+        assert_eq!(s.released, 1, "released without a new approval");
+        // The commit: taken out, then added again (or added for the first time).
+        sp.approved_stages.clear();
+        s.approvals_at_start.clear();
+        sp.approved_stages.push("canary".into());
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 31 * MIN);
+        assert_eq!(s.released, 2);
+        assert!(s.transitions.iter().any(|t| t.event == "passed" && t.cause.contains("approved")));
+    }
+
+    #[test]
+    fn an_unobservable_stage_passes_only_by_time_or_approval_never_at_once() {
+        let sp = spec(OnFailure::Halt);
+        let stages = partition(&sp, &FLEET, |_| None);
+        let mut s = started(&sp);
+        let none = BTreeMap::new();
+        step(&mut s, &sp, &stages, &none, 0);
+        step(&mut s, &sp, &stages, &none, MIN - 1);
+        assert_eq!(s.released, 1);
+        step(&mut s, &sp, &stages, &none, MIN);
+        assert_eq!(s.released, 2);
+        // By approval: at once.
+        let mut sp = spec(OnFailure::Halt);
+        let mut s = started(&sp);
+        sp.approved_stages.push("canary".into());
+        step(&mut s, &sp, &stages, &none, 1);
+        assert_eq!(s.released, 2);
+    }
+
+    #[test]
+    fn a_stored_state_continues_where_it_was() {
+        let sp = spec(OnFailure::Halt);
+        let stages = partition(&sp, &FLEET, |_| None);
+        let mut s = started(&sp);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 1_000);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), MIN + 1_000);
+        let json = serde_json::to_string(&s).expect("encode");
+        let mut back: RolloutState = serde_json::from_str(&json).expect("decode");
+        assert_eq!(back, s);
+        // The healthy-since time of the second stage is kept: no gate is skipped or restarted.
+        step(&mut back, &sp, &stages, &all(ClusterHealth::Healthy), MIN + 2_000);
+        step(&mut back, &sp, &stages, &all(ClusterHealth::Healthy), 2 * MIN + 1_000);
+        assert_eq!(back.released, 2);
+        step(&mut back, &sp, &stages, &all(ClusterHealth::Healthy), 2 * MIN + 2_001);
+        assert_eq!(back.released, 3);
+    }
+}
