@@ -1153,6 +1153,10 @@ pub struct PassCache {
     /// The members' pod owners in trouble, as the stability stage last read them
     /// (`reconcile/stability.rs`; shared with a fork until either changes it).
     pub troubled: Arc<super::stability::TroubledOwners>,
+    /// Progressive rollouts' states by workload store key, read from the store on the first
+    /// pass that has a RolloutPolicy (or a stored rollout) and kept as the passes record them
+    /// (`reconcile/rollout.rs`); `None`: not read yet.
+    pub rollouts: Option<Arc<std::collections::BTreeMap<String, crate::schedule::rollout::RolloutState>>>,
 }
 
 impl PassCache {

@@ -67,6 +67,8 @@ pub(super) struct Context<'a> {
     pub secrets: Secrets,
     /// The templates an HPA of the repository scales ([`crate::model::autoscaling`]).
     pub autoscaled: crate::model::autoscaling::Autoscaled,
+    /// What progressive rollouts ask of each workload ([`super::rollout`]).
+    pub rollout: &'a super::rollout::RolloutPass,
 }
 
 /// Who owns a decision's replicas in the members (part of its key).
@@ -260,7 +262,8 @@ pub(super) fn decide_all(
         let placed = previous.clone();
         // The decision key kept from an earlier pass (nothing it read changed), and the
         // decision it keys still standing: reused without claiming the template again.
-        let directed = !ctx.stability.directives.is_empty() && ctx.stability.directives.contains_key(&t.key);
+        let directed = (!ctx.stability.directives.is_empty() && ctx.stability.directives.contains_key(&t.key))
+            || ctx.rollout.touches(&t.key);
         let bounds = hpa_bounds(t, &scaled);
         let kept = match required.is_empty() && !directed && bounds.is_none() {
             true => cache
@@ -319,7 +322,8 @@ pub(super) fn decide_all(
                 let fleet_static = fleet_statics.key(&snapshots.views, confidence);
                 let previous = cache.previous_digests.of(claimed.previous.as_ref());
                 let key = decision_key(ctx, &claimed, (fleet_static, previous));
-                match lazy || !claimed.required.is_empty() || claimed.directive.is_some() {
+                let rolled = ctx.rollout.touches(&t.key);
+                match lazy || !claimed.required.is_empty() || claimed.directive.is_some() || rolled {
                     true => cache.keys.forget(shared),
                     false => {
                         let fleet = (confidence.to_bits(), fleet_static);
@@ -615,7 +619,7 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, (fleet_static, previous)
         (w.hashes, &t.source.file, t.source.document, w.policy.as_ref(), fleet_static, ctx.inputs.hashes.interpreters),
         (previous, &w.framework.name, w.framework.digest, &w.required, &w.autoscale),
         overrides_key,
-        w.directive,
+        (w.directive, ctx.rollout.digest(&t.key)),
         crate::secrets::is_secret(&t.key).then_some(ctx.secrets.digest),
     ))
 }
@@ -1050,6 +1054,7 @@ fn decide<'a>(
         previous: w.previous.clone(),
         directive: w.directive,
         autoscale: w.autoscale.clone(),
+        rollout: ctx.rollout.directives.get(&t.key),
         workload,
     };
     let decided = Decided {
@@ -1127,6 +1132,8 @@ struct RenderJob<'a> {
     previous: Option<Arc<PlacementRecord>>,
     directive: Option<&'a Directive>,
     autoscale: Autoscale,
+    /// A rollout under way: the clusters not in `new_on` get the previous version.
+    rollout: Option<&'a super::rollout::RolloutDirective>,
 }
 
 /// Renders every job's files, on [`crate::util::threads::workers`] threads when there are
@@ -1225,10 +1232,15 @@ impl RenderJob<'_> {
                 },
                 _ => None,
             };
+            // A rollout under way: the version this cluster's stage has reached.
+            let template = match self.rollout {
+                Some(r) if !r.new_on.contains(cluster) => &*r.stable,
+                _ => t,
+            };
             let input = RenderInput {
                 replicas_owned_by_hpa: self.autoscale == Autoscale::OwnedByHpa,
                 hpa_bounds,
-                template: t,
+                template,
                 workload: &self.workload,
                 policy: &self.policy,
                 replicas: *replicas,

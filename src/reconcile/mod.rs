@@ -40,6 +40,7 @@ mod preview;
 mod record;
 mod replay;
 mod report;
+mod rollout;
 mod settings;
 mod snapshots;
 mod stability;
@@ -75,6 +76,8 @@ struct Staged<'a> {
     snapshots: snapshots::PassSnapshots,
     pass: snapshots::Pass,
     stability: stability::StabilityPass,
+    /// The rollout stage's result: its states are stored with the pass.
+    rollout: rollout::RolloutPass,
     decisions: decide::Decisions,
     planned: plan::PlannedPublish<'a>,
     full_check: bool,
@@ -366,6 +369,7 @@ impl Reconciler {
             now_ms,
         )?;
         stability_time += phase.elapsed();
+        let rollout = rollout::run(&self.store, cache, inputs, (&snapshots.views, &pass.positions), now_ms)?;
         let context = decide::Context {
             store: &self.store,
             profiles: &self.settings.profiles,
@@ -377,9 +381,13 @@ impl Reconciler {
             stability: &stability,
             secrets: secrets_for(&self.settings.secrets, inputs, now_ms),
             autoscaled: crate::model::autoscaling::Autoscaled::of(inputs.set.templates.iter().map(|t| &**t)),
+            rollout: &rollout,
         };
         // On the pool: a decision's estimates split across its threads.
-        let decisions = crate::util::threads::on_pool(|| decide::decide_all(&context, cache, &mut snapshots))?;
+        let mut decisions = crate::util::threads::on_pool(|| decide::decide_all(&context, cache, &mut snapshots))?;
+        for (key, notes) in &rollout.notes {
+            decisions.notes.entry(key.clone()).or_default().extend(notes.iter().cloned());
+        }
         // The moves decided afresh hand over from the members they leave or shrink on.
         let moves = decisions
             .fresh
@@ -395,7 +403,7 @@ impl Reconciler {
 
         let namespaces = self.settings.publish.namespaces;
         let planned = plan::plan(cache, &inputs.set, &decisions, full_check, namespaces);
-        Ok(Staged { snapshots, pass, stability, decisions, planned, full_check, poll, stability_time })
+        Ok(Staged { snapshots, pass, stability, rollout, decisions, planned, full_check, poll, stability_time })
     }
 
     /// An emptied repository does not empty every placement without a word: a pass whose
@@ -422,7 +430,7 @@ impl Reconciler {
         let mut tainted = self.taint(inputs, now_ms)?;
         let with_taints = tainted.inputs.take();
         let staged_inputs = with_taints.as_ref().unwrap_or(inputs);
-        let Staged { snapshots, pass, mut stability, decisions, planned, full_check, poll, stability_time } =
+        let Staged { snapshots, pass, mut stability, rollout, decisions, planned, full_check, poll, stability_time } =
             self.stages(cache, staged_inputs, tainted, output_dir, trigger, now_ms)?;
 
         warn_secrets(self.settings.secrets.mode, cache, &decisions);
@@ -468,6 +476,8 @@ impl Reconciler {
             now_ms,
             stability: &stability,
         };
+        // The rollouts' states, flushed with the record stage's.
+        rollout.record(&self.store, cache)?;
         let recorded = record::record(&recording, cache, &decisions)?;
         let record_time = phase.elapsed();
 

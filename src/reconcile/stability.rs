@@ -1108,7 +1108,7 @@ mod storm_tests {
 }
 
 #[cfg(test)]
-pub(super) mod grace_tests {
+pub(crate) mod grace_tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
@@ -1139,7 +1139,7 @@ spec:
       - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
 "#;
 
-    pub(super) fn cluster(name: &str, cpu: u32) -> String {
+    pub(crate) fn cluster(name: &str, cpu: u32) -> String {
         format!(
             "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec: {{syncMode: Push}}\n\
              status:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n\

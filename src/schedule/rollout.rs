@@ -215,7 +215,13 @@ pub fn partition<'a>(
             (Some(aff), _) => {
                 for c in sorted.iter().filter(|c| !taken.contains(*c)) {
                     let empty = BTreeMap::new();
-                    let f = facts(c).unwrap_or(ClusterFacts { name: c, labels: &empty, provider: None, region: None, zones: &[] });
+                    let f = facts(c).unwrap_or(ClusterFacts {
+                        name: c,
+                        labels: &empty,
+                        provider: None,
+                        region: None,
+                        zones: &[],
+                    });
                     if cluster_matches(aff, &f) {
                         members.push(*c);
                     }
@@ -263,7 +269,10 @@ pub fn step(
                 healthy = false;
             }
             ClusterHealth::Progressing if deadline_passed => {
-                let why = format!("not Healthy within progressDeadline ({})", spec.progress_deadline.as_deref().unwrap_or(""));
+                let why = format!(
+                    "not Healthy within progressDeadline ({})",
+                    spec.progress_deadline.as_deref().unwrap_or("")
+                );
                 state.failed.insert(c.to_string(), why);
                 healthy = false;
             }

@@ -13,6 +13,7 @@
 //! | `placements`     | `store_key`                           | [`PlacementRecord`]     |
 //! | `history`        | `store_key 0x00 seq`                  | [`HistoryRecord`]       |
 //! | `blobs`          | `fnv1a64`                             | blob envelope: template and policy JSON, a pass's versions map, a universe of cluster names |
+//! | `rollouts`       | `store_key`                           | `RolloutState` (a progressive rollout) |
 //!
 //! [`SnapshotMeta`]: super::SnapshotMeta
 //! [`PlacementRecord`]: super::PlacementRecord

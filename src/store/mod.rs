@@ -35,6 +35,7 @@ mod replay;
 mod sealed;
 pub use copy::StoreCopy;
 pub use sealed::SealedEntry;
+mod rollouts;
 mod stability;
 
 use std::fs::{File, OpenOptions, TryLockError};
@@ -159,6 +160,8 @@ struct Inner {
     decisions: sled::Tree,
     /// The stability engine's state ([`stability`]).
     stability: sled::Tree,
+    /// Progressive rollouts' state, per workload ([`rollouts`]).
+    rollouts: sled::Tree,
     /// The repository's parsed documents ([`parsed`]).
     parsed: sled::Tree,
     /// Fingerprints of the Secrets published encrypted, and their key ([`sealed`]).
@@ -330,6 +333,7 @@ impl Store {
             blobs: tree("blobs")?,
             decisions: tree("decisions")?,
             stability: tree("stability")?,
+            rollouts: tree("rollouts")?,
             parsed: tree("parsed")?,
             sealed: tree("sealed")?,
             db,

@@ -1,0 +1,473 @@
+//! Stage "rollout", before decide (issue 52): for each template a `RolloutPolicy` selects
+//! ([`crate::policy::matching::rollout_policy_for`]), its stored [`RolloutState`] is brought up
+//! to date — a new content starts (or supersedes) a rollout, the gated stage's clusters are
+//! observed and the pure engine ([`crate::schedule::rollout::step`]) passes, halts or rolls
+//! back — and, while a rollout is under way, the decide stage gets a [`RolloutDirective`]: the
+//! previous version's template and the clusters that run the new one. Every other cluster's
+//! file is rendered from the previous version (with this pass's placement: scheduling goes on,
+//! and a cluster a failover adds gets the version its stage has reached — the previous one
+//! unless its stage passed). The directive's digest is part of the decision key, so a stage
+//! that passes decides the workload again.
+//!
+//! What a member shows ([`ClusterHealth`]), from its latest snapshot — nothing more is
+//! polled: the workload's pods (its owner's, [`Owner::state`], as `fedsched status` reads
+//! them) observed after the stage's release; Healthy when every desired replica is Ready and
+//! no other pod is left; Failed when a pod crash-loops or cannot pull or run its image. An
+//! offline or unreachable member, or a kind whose pods are not attributed, is not observed.
+//!
+//! The states are stored by the record stage ([`RolloutPass::changed`]), so a preview stores
+//! nothing; a restart (or a takeover) reads them back and continues. Templates that no
+//! RolloutPolicy selects cost one check of an empty list per pass.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use crate::model::assumed::Owner;
+use crate::model::{ClusterSnapshot, Health, SnapshotSource};
+use crate::policy::matching::{ClusterFacts, rollout_policy_for};
+use crate::policy::{ObjectKey, Template};
+use crate::schedule::rollout::{ClusterHealth, Phase, RolloutState, partition, step};
+use crate::store::{Store, StoreError};
+use crate::util::hash::fnv1a64;
+
+use super::{Inputs, cache};
+
+/// Pod reasons that mean the new version does not run (the container crash-loops, its image
+/// cannot be pulled, or it cannot be created).
+pub const FAILING_REASONS: [&str; 6] = [
+    "CrashLoopBackOff",
+    "Error",
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "CreateContainerConfigError",
+    "RunContainerError",
+];
+
+/// What the decide stage renders differently for one workload while its rollout is under way.
+#[derive(Debug, Clone)]
+pub(crate) struct RolloutDirective {
+    /// The previous version: the template with the stored object of the last completed version.
+    pub stable: Arc<Template>,
+    /// The clusters that run the new version (every other one runs `stable`).
+    pub new_on: BTreeSet<String>,
+    /// Part of the decision key.
+    pub digest: u64,
+}
+
+/// What the rollout stage hands over.
+#[derive(Default)]
+pub(crate) struct RolloutPass {
+    pub directives: BTreeMap<ObjectKey, RolloutDirective>,
+    /// States that changed this pass (stored by the record stage), by workload.
+    pub changed: Vec<(ObjectKey, RolloutState)>,
+    /// Workloads no RolloutPolicy selects any more: their states are forgotten.
+    pub forgotten: Vec<(ObjectKey, String)>,
+    /// This pass's transitions, as history notes of their workloads.
+    pub notes: BTreeMap<ObjectKey, Vec<String>>,
+}
+
+impl RolloutPass {
+    /// Whether the stage has something for a workload this pass (a rollout under way, or a
+    /// state that changed): its decision key is computed, never kept from a pass before.
+    pub fn touches(&self, key: &ObjectKey) -> bool {
+        self.directives.contains_key(key) || self.changed.iter().any(|(k, _)| k == key)
+    }
+
+    /// The directive's digest for a workload's decision key (0: none).
+    pub fn digest(&self, key: &ObjectKey) -> u64 {
+        self.directives.get(key).map_or(0, |d| d.digest)
+    }
+
+    /// Stores the changed states and forgets the others; the cache learns them.
+    pub fn record(&self, store: &Store, cache: &mut cache::PassCache) -> Result<(), StoreError> {
+        if self.changed.is_empty() && self.forgotten.is_empty() {
+            return Ok(());
+        }
+        let map = Arc::make_mut(cache.rollouts.get_or_insert_with(Default::default));
+        for (key, state) in &self.changed {
+            store.put_rollout(key, state)?;
+            map.insert(key.store_key(), state.clone());
+        }
+        for (key, sk) in &self.forgotten {
+            store.remove_rollout(key)?;
+            map.remove(sk);
+        }
+        Ok(())
+    }
+}
+
+/// The content hash of a template's object (what a rollout calls a version).
+fn version_of(t: &Template) -> (u64, String) {
+    let text = serde_json::to_string(&t.object).unwrap_or_default();
+    (fnv1a64(text.as_bytes()), text)
+}
+
+/// Runs the stage (see the module): `views` are the pass's member views by `positions`.
+pub(crate) fn run(
+    store: &Store,
+    cache: &mut cache::PassCache,
+    inputs: &Inputs,
+    (views, positions): (&[ClusterSnapshot], &std::collections::HashMap<String, usize>),
+    now_ms: u64,
+) -> Result<RolloutPass, StoreError> {
+    let set = &inputs.set;
+    if set.rollout_policies.is_empty() && cache.rollouts.as_ref().is_some_and(|m| m.is_empty()) {
+        return Ok(RolloutPass::default());
+    }
+    if cache.rollouts.is_none() {
+        cache.rollouts = Some(Arc::new(store.rollouts()?.into_iter().collect()));
+    }
+    let stored = Arc::clone(cache.rollouts.as_ref().expect("just read"));
+    let mut out = RolloutPass::default();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    for t in &set.templates {
+        let Some(policy) = rollout_policy_for(set, t) else { continue };
+        let spec = &policy.spec;
+        let sk = t.key.store_key();
+        let (hash, text) = version_of(t);
+        let name = format!("{}/{}", policy.namespace().unwrap_or(""), policy.name());
+        let old = stored.get(&sk);
+        let mut state = old.cloned().unwrap_or_else(|| RolloutState::settled(name.clone(), hash, text));
+        state.policy = name;
+        state.change(spec, hash, now_ms);
+        let targets: BTreeMap<String, Option<i32>> =
+            cache.placements.get(&t.key).map(|p| p.targets.clone()).unwrap_or_default();
+        let clusters: Vec<&str> = targets.keys().map(String::as_str).collect();
+        let facts = |c: &str| set.cluster(c).map(ClusterFacts::of);
+        let stages = partition(spec, &clusters, facts);
+        if state.phase == Phase::Progressing
+            && let Some(current) = state.current()
+        {
+            let owner = Owner::of(&t.key);
+            let health: BTreeMap<String, ClusterHealth> = stages
+                .get(current)
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    let view = positions.get(*c).and_then(|i| views.get(*i));
+                    let desired = targets.get(*c).copied().flatten();
+                    (c.to_string(), observe(view, &owner, desired, state.released_at_ms))
+                })
+                .collect();
+            step(&mut state, spec, &stages, &health, now_ms);
+        }
+        let fresh = state
+            .transitions
+            .iter()
+            .filter(|tr| tr.at_ms == now_ms && !old.is_some_and(|o| o.transitions.contains(tr)))
+            .map(|tr| format!("rollout: stage {} {}: {}", tr.stage, tr.event, tr.cause))
+            .collect::<Vec<_>>();
+        if !fresh.is_empty() {
+            out.notes.entry(t.key.clone()).or_default().extend(fresh);
+        }
+        if state.phase != Phase::Complete {
+            let new_on: BTreeSet<String> = stages
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| state.runs_new(*i))
+                .flat_map(|(_, cs)| cs.iter().map(|c| c.to_string()))
+                .collect();
+            let object = serde_json::from_str(&state.stable).unwrap_or(serde_json::Value::Null);
+            let stable = Arc::new(Template { object, ..(**t).clone() });
+            let digest = fnv1a64(format!("{:x} {:x} {new_on:?}", state.stable_hash, state.target_hash).as_bytes());
+            out.directives.insert(t.key.clone(), RolloutDirective { stable, new_on, digest });
+        }
+        if old != Some(&state) {
+            out.changed.push((t.key.clone(), state));
+        }
+        seen.insert(sk);
+    }
+    for (sk, _) in stored.iter().filter(|(sk, _)| !seen.contains(*sk)) {
+        if let Some(key) = key_of(sk) {
+            out.forgotten.push((key, sk.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// The object key of a store key (`group 0x1f kind 0x1f namespace 0x1f name`), as far as the
+/// store needs it to forget the entry: the store key is all [`Store::remove_rollout`] reads.
+fn key_of(sk: &str) -> Option<ObjectKey> {
+    let parts: Vec<&str> = sk.split('\u{1f}').collect();
+    let [group, kind, ns, name] = parts.as_slice() else { return None };
+    let api_version = if group.is_empty() { "v1".to_string() } else { format!("{group}/v1") };
+    let key = ObjectKey::new(&api_version, kind, (!ns.is_empty()).then_some(*ns), name);
+    (key.store_key() == sk).then_some(key)
+}
+
+/// What one member shows of the workload's new version (see the module).
+pub(crate) fn observe(
+    view: Option<&ClusterSnapshot>,
+    owner: &Owner,
+    desired: Option<i32>,
+    released_at_ms: u64,
+) -> ClusterHealth {
+    let Some(view) = view else { return ClusterHealth::NotObserved };
+    if matches!(view.source, SnapshotSource::Offline { .. }) || *owner == Owner::Unknown || view.health != Health::Ready
+    {
+        return ClusterHealth::NotObserved;
+    }
+    let Some(pods) = view.pods.as_deref() else { return ClusterHealth::NotObserved };
+    let polled = view.freshness.as_ref().map_or(0, |f| f.polled_at_ms);
+    if polled <= released_at_ms {
+        return ClusterHealth::Progressing;
+    }
+    let state = owner.state(pods);
+    if let Some((reason, n)) =
+        state.pending_reasons.iter().find(|(r, n)| **n > 0 && FAILING_REASONS.contains(&r.as_str()))
+    {
+        return ClusterHealth::Failed(format!("{reason} on {n} pod(s)"));
+    }
+    let desired = desired.map_or(i64::from(state.pods.max(1)), i64::from);
+    match i64::from(state.ready) == desired && i64::from(state.pods) == desired {
+        true => ClusterHealth::Healthy,
+        false => ClusterHealth::Progressing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use crate::model::snapshot::{Freshness, OwnerState, PodFacts, SnapshotSource};
+    use crate::reconcile::stability::grace_tests::cluster;
+    use crate::reconcile::{Inputs, Reconciler, Settings, load_inputs};
+    use crate::store::Store;
+
+    const FLEET: [&str; 5] = ["m1", "m2", "m3", "m4", "m5"];
+
+    /// web, duplicated to the five members, and its RolloutPolicy: canary m1, then two, then
+    /// the rest; a minute of health each.
+    fn repo(image: &str, policy_extra: &str) -> String {
+        format!(
+            r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {{name: web, namespace: shop}}
+spec:
+  resourceSelectors: [{{apiVersion: apps/v1, kind: Deployment, name: web}}]
+  placement:
+    replicaScheduling: {{replicaSchedulingType: Duplicated}}
+---
+apiVersion: fedsched.io/v1alpha1
+kind: RolloutPolicy
+metadata: {{name: web, namespace: shop}}
+spec:
+  resourceSelectors: [{{apiVersion: apps/v1, kind: Deployment, name: web}}]
+  stages:
+  - {{name: canary, clusterAffinity: {{clusterNames: [m1]}}}}
+  - {{name: wave, maxConcurrency: 2}}
+  minSuccessTime: 1m
+  progressDeadline: 10m
+{policy_extra}---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: shop}}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+      - {{name: web, image: "{image}", resources: {{requests: {{cpu: 100m, memory: 64Mi}}}}}}
+"#
+        )
+    }
+
+    /// What a member's pods of web do.
+    #[derive(Clone, Copy)]
+    enum Pods {
+        Ready,
+        Crashing,
+    }
+
+    fn facts(p: Pods) -> Arc<PodFacts> {
+        let owner = "ReplicaSet/shop/web-5d8f9".to_string();
+        let state = match p {
+            Pods::Ready => OwnerState { pods: 2, bound: 2, running: 2, ready: 2, ..OwnerState::default() },
+            Pods::Crashing => OwnerState {
+                pods: 2,
+                bound: 2,
+                running: 2,
+                ready: 0,
+                not_ready_since: vec![1, 1],
+                pending_reasons: BTreeMap::from([("CrashLoopBackOff".to_string(), 2)]),
+                ..OwnerState::default()
+            },
+        };
+        Arc::new(PodFacts {
+            bound: 2,
+            by_owner: BTreeMap::from([(owner.clone(), 2)]),
+            owners: BTreeMap::from([(owner, state)]),
+            ..PodFacts::default()
+        })
+    }
+
+    struct World {
+        dir: tempfile::TempDir,
+    }
+
+    impl World {
+        fn new(image: &str, extra: &str) -> World {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let repo = dir.path().join("repo");
+            std::fs::create_dir_all(&repo).expect("mkdir");
+            let clusters: Vec<String> = FLEET.iter().map(|c| cluster(c, 40)).collect();
+            std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
+            let w = World { dir };
+            w.commit(image, extra);
+            w
+        }
+        fn repo(&self) -> std::path::PathBuf {
+            self.dir.path().join("repo")
+        }
+        fn out(&self) -> std::path::PathBuf {
+            self.dir.path().join("out")
+        }
+        fn commit(&self, image: &str, extra: &str) {
+            std::fs::write(self.repo().join("apps.yaml"), repo(image, extra)).expect("write");
+        }
+        fn reconciler(&self) -> Reconciler {
+            Reconciler::new(Store::open(&self.dir.path().join("state")).expect("store"), Settings::builtin())
+        }
+        /// The members as polled at `now`, every one's pods as `pods` says (default Ready).
+        fn inputs(&self, now: u64, pods: &dyn Fn(&str) -> Pods) -> Inputs {
+            let mut inputs = load_inputs(&self.repo()).expect("inputs");
+            for s in inputs.snapshots.iter_mut() {
+                s.source = SnapshotSource::Live { endpoint: format!("https://{}", s.name) };
+                s.freshness = Some(Freshness {
+                    polled_at_ms: now,
+                    consecutive_failures: 0,
+                    age_ms: 0,
+                    confidence_ppm: 1_000_000,
+                });
+                s.pods = Some(facts(pods(&s.name)));
+            }
+            inputs
+        }
+        fn pass(&self, rec: &Reconciler, now: u64, pods: &dyn Fn(&str) -> Pods) {
+            rec.reconcile(&self.inputs(now, pods), &self.out(), "test", now).expect("pass");
+        }
+        /// Each member's image of web.
+        fn images(&self) -> Vec<String> {
+            FLEET.iter().map(|c| image(&self.out(), c)).collect()
+        }
+    }
+
+    fn image(out: &Path, c: &str) -> String {
+        let text = std::fs::read_to_string(out.join(c).join("shop/apps_deployment_web.yaml")).unwrap_or_default();
+        text.lines().find_map(|l| l.split("image: ").nth(1)).unwrap_or("-").trim_matches('"').to_string()
+    }
+
+    const T0: u64 = 1_700_000_000_000;
+    const MIN: u64 = 60_000;
+    fn ready(_: &str) -> Pods {
+        Pods::Ready
+    }
+
+    #[test]
+    fn a_good_change_goes_through_three_stages_and_a_restart_continues_where_it_was() {
+        let w = World::new("web:1", "");
+        let rec = w.reconciler();
+        w.pass(&rec, T0, &ready);
+        assert_eq!(w.images(), ["web:1"; 5], "a first deploy goes everywhere");
+        w.commit("web:2", "");
+        w.pass(&rec, T0 + 1_000, &ready);
+        assert_eq!(w.images(), ["web:2", "web:1", "web:1", "web:1", "web:1"], "the canary alone");
+        w.pass(&rec, T0 + 2_000, &ready);
+        w.pass(&rec, T0 + 2_000 + MIN - 1, &ready);
+        assert_eq!(w.images()[1], "web:1", "the gate passed before a minute of health");
+        w.pass(&rec, T0 + 2_000 + MIN, &ready);
+        assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"], "the wave");
+        // A restart (the store reopened, as a takeover does) continues with the wave.
+        drop(rec);
+        let rec = w.reconciler();
+        let t1 = T0 + 2_000 + MIN;
+        w.pass(&rec, t1 + 1_000, &ready);
+        assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"], "restarted at another stage");
+        w.pass(&rec, t1 + 1_000 + MIN, &ready);
+        assert_eq!(w.images(), ["web:2"; 5], "the final stage");
+        w.pass(&rec, t1 + 2_000 + MIN, &ready);
+        w.pass(&rec, t1 + 2_000 + 2 * MIN, &ready);
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let state = rec.store.rollout(&key).expect("read").expect("state");
+        assert_eq!(state.phase, crate::schedule::rollout::Phase::Complete, "{state:#?}");
+        // Each transition is a history note of the workload, with its cause.
+        let notes: Vec<String> = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect();
+        for n in [
+            "stage canary released",
+            "stage canary passed: Healthy for minSuccessTime",
+            "stage wave released",
+            "stage final passed",
+            "stage final complete",
+        ] {
+            assert!(notes.iter().any(|x| x.contains(n)), "{n}: {notes:#?}");
+        }
+    }
+
+    #[test]
+    fn a_bad_image_halts_after_the_canary_and_rollback_restores_it() {
+        let w = World::new("web:1", "");
+        let rec = w.reconciler();
+        w.pass(&rec, T0, &ready);
+        w.commit("web:bad", "");
+        let before: Vec<Vec<u8>> = FLEET[1..]
+            .iter()
+            .map(|c| std::fs::read(w.out().join(c).join("shop/apps_deployment_web.yaml")).expect("file"))
+            .collect();
+        w.pass(&rec, T0 + 1_000, &ready);
+        let crash = |c: &str| if c == "m1" { Pods::Crashing } else { Pods::Ready };
+        for dt in [2_000, 2_000 + MIN, 2_000 + 20 * MIN] {
+            w.pass(&rec, T0 + dt, &crash);
+        }
+        assert_eq!(w.images(), ["web:bad", "web:1", "web:1", "web:1", "web:1"], "halted after the canary");
+        let after: Vec<Vec<u8>> = FLEET[1..]
+            .iter()
+            .map(|c| std::fs::read(w.out().join(c).join("shop/apps_deployment_web.yaml")).expect("file"))
+            .collect();
+        assert_eq!(before, after, "a later stage's file changed");
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let state = rec.store.rollout(&key).expect("read").expect("state");
+        assert_eq!(state.phase, crate::schedule::rollout::Phase::Halted);
+        assert!(state.failed["m1"].contains("CrashLoopBackOff"), "{state:#?}");
+
+        // Rollback: the canary goes back to the previous version.
+        let w = World::new("web:1", "  onFailure: Rollback\n");
+        let rec = w.reconciler();
+        w.pass(&rec, T0, &ready);
+        w.commit("web:bad", "  onFailure: Rollback\n");
+        w.pass(&rec, T0 + 1_000, &ready);
+        assert_eq!(w.images()[0], "web:bad");
+        w.pass(&rec, T0 + 2_000, &crash);
+        assert_eq!(w.images(), ["web:1"; 5], "rolled back");
+        // A fix supersedes: the canary first again.
+        w.commit("web:3", "  onFailure: Rollback\n");
+        w.pass(&rec, T0 + 3_000, &ready);
+        assert_eq!(w.images(), ["web:3", "web:1", "web:1", "web:1", "web:1"]);
+    }
+
+    #[test]
+    fn an_approval_commit_releases_the_next_stage() {
+        let w = World::new("web:1", "");
+        // The canary needs an approval: written into its stage; `approved`: the list's names.
+        let with_approval = |image: &str, approved: &str| {
+            let text = repo(image, &format!("  approvedStages: [{approved}]\n"))
+                .replace("clusterNames: [m1]}}", "clusterNames: [m1]}, requireApproval: true}");
+            std::fs::write(w.repo().join("apps.yaml"), text).expect("write");
+        };
+        with_approval("web:1", "");
+        let rec = w.reconciler();
+        w.pass(&rec, T0, &ready);
+        with_approval("web:2", "");
+        w.pass(&rec, T0 + 1_000, &ready);
+        for dt in [2_000, 2_000 + MIN, 2_000 + 30 * MIN] {
+            w.pass(&rec, T0 + dt, &ready);
+        }
+        assert_eq!(w.images(), ["web:2", "web:1", "web:1", "web:1", "web:1"], "released without approval");
+        with_approval("web:2", "canary");
+        w.pass(&rec, T0 + 31 * MIN, &ready);
+        assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"], "the approval released the wave");
+    }
+}
