@@ -949,6 +949,9 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     for h in &report.held_clusters {
         crate::errln!("held: {h}");
     }
+    for m in &report.held_moves {
+        crate::errln!("held whole: {m}");
+    }
     if let Some(c) = &report.commit {
         crate::errln!("committed {c}");
     }

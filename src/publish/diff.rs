@@ -96,7 +96,8 @@ fn touched_path(changes: &Changes, cluster: &str, path: &str) -> bool {
 /// the guard counts only removals of files no placed workload owns ([`PublishPlan::owners`]).
 /// A workload's change is published whole or not at all: one with a change in a held cluster,
 /// or a file kept there (a graceful eviction's copy, whose purge the hold would keep), keeps
-/// its files as they are in every other cluster too ([`HeldMove`]); and an object no workload
+/// its files as they are in every other cluster too ([`HeldMove`], also for a change only on
+/// held clusters: the record stage keeps such a workload's published placement); and an object no workload
 /// owns any more (its template or policy deleted) whose removal a held cluster holds stays on
 /// every cluster ([`HeldRemoval`]).
 pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> Result<Changes, PublishError> {
@@ -115,8 +116,10 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
     };
     let mut changes = Changes::default();
     let mut passed: Vec<(&str, Changes)> = Vec::new();
-    // Per owner with a change in a held cluster: the held clusters.
+    // Per owner with a change (or a kept file) in a held cluster: the held clusters.
     let mut held_owners: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    // The owners with a write or a deletion in a held cluster (not only a kept file there).
+    let mut changed_in_held: BTreeSet<&str> = BTreeSet::new();
     // Per object no placed workload owns, removed in a held cluster: the held clusters.
     let mut held_unowned: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let results = every_cluster_changes(out, plan);
@@ -153,9 +156,14 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
                 .get(cluster)
                 .into_iter()
                 .flat_map(|f| f.keep.iter().filter(|k| !f.files.contains_key(*k)));
-            let paths = mine.writes.keys().chain(&mine.deletions).map(|rel| relative(cluster, rel));
-            for path in paths.chain(kept.map(String::as_str)) {
+            for path in mine.writes.keys().chain(&mine.deletions).map(|rel| relative(cluster, rel)) {
                 for owner in owned.get(path).into_iter().flatten() {
+                    held_owners.entry(owner).or_default().insert(cluster.to_owned());
+                    changed_in_held.insert(owner);
+                }
+            }
+            for path in kept {
+                for owner in owned.get(path.as_str()).into_iter().flatten() {
                     held_owners.entry(owner).or_default().insert(cluster.to_owned());
                 }
             }
@@ -210,7 +218,13 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
     changes.held_moves = held_owners
         .into_iter()
         .filter_map(|(owner, held)| {
-            let waiting = waiting.remove(owner)?;
+            // A change that waits elsewhere, or one only on held clusters: either is not
+            // published, so the workload's change is held whole.
+            let waiting = match waiting.remove(owner) {
+                Some(w) => w,
+                None if changed_in_held.contains(owner) => BTreeSet::new(),
+                None => return None,
+            };
             tracing::warn!(workload = owner, waiting = waiting.len(), "mass-deletion guard: move held whole");
             Some(HeldMove { owner: owner.to_owned(), held, waiting })
         })

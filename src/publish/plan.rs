@@ -105,20 +105,30 @@ impl std::fmt::Display for HeldRemoval {
     }
 }
 
-/// A workload's move held whole because one of its clusters was held.
+/// A workload's change held whole because one of its clusters was held: nothing of it was
+/// published (its placement, history and engine state stay as last published).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HeldMove {
     /// The workload's key ([`PublishPlan::owners`]).
     pub owner: String,
-    /// The held clusters where it had a change.
+    /// The held clusters where it had a change (or a kept file).
     pub held: BTreeSet<String>,
-    /// The other clusters where its changes waited with them.
+    /// The other clusters where its changes waited with them (empty: its change was only on
+    /// held clusters).
     pub waiting: BTreeSet<String>,
 }
 
 impl std::fmt::Display for HeldMove {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let join = |s: &BTreeSet<String>| s.iter().map(String::as_str).collect::<Vec<_>>().join(", ");
+        if self.waiting.is_empty() {
+            return write!(
+                f,
+                "{}: its change on held {} waits (a move is all or nothing)",
+                self.owner,
+                join(&self.held)
+            );
+        }
         write!(
             f,
             "{}: its changes on {} wait for held {} (a move is all or nothing)",

@@ -504,6 +504,11 @@ pub struct CachedDecision {
     pub rendered: bool,
     /// The placement `history_seq` its [`crate::store::StoredDecision`] was written with.
     pub persisted_seq: Option<u64>,
+    /// The mass-deletion guard held its change whole ([`crate::publish::HeldMove`]): it was
+    /// not published, so not recorded nor persisted (the workload's placement stays the
+    /// published one), and it is not reused: the next pass decides the workload again from
+    /// that placement, as a reconciler started empty would.
+    pub unpublished: bool,
     /// For a restored decision on a full check: whether its files were found on the disk with
     /// their hashes ([`verify_restored`], ahead of the decisions), taken by the decision.
     pub on_disk: Option<bool>,
@@ -872,6 +877,7 @@ impl CachedDecision {
             summary_item: None,
             rendered: false,
             persisted_seq: Some(stored.history_seq),
+            unpublished: false,
             on_disk: None,
             stats: if stored.stats.len() == stored.files.len() { stored.stats } else { Vec::new() },
             same_targets: SameTargets::default(),

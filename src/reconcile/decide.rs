@@ -638,7 +638,7 @@ fn reuse_kept(
 ) -> Option<Arc<cache::CachedDecision>> {
     let workload = &template.key;
     let c = cache.decisions.get(workload)?;
-    if c.key != key {
+    if c.key != key || c.unpublished {
         return None;
     }
     if !c.decided.reads_capacity {
@@ -711,7 +711,7 @@ fn reuse_or_decide<'a>(
             why.new += 1;
             false
         }
-        Some(c) if c.key != key => {
+        Some(c) if c.key != key || c.unpublished => {
             why.inputs += 1;
             false
         }
@@ -800,6 +800,7 @@ fn reuse_or_decide<'a>(
         summary_item: None,
         rendered: true,
         persisted_seq: None,
+        unpublished: false,
         on_disk: None,
         stats: Vec::new(),
         same_targets: cache::SameTargets::default(),

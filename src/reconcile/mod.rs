@@ -453,8 +453,13 @@ impl Reconciler {
         // Published, not recorded yet: the next pass re-derives the same output.
         self.kill.step()?;
         let files_unchanged = published.unchanged + planned.unchanged;
-        // What the guard held did not happen: a purge's task stays, an eviction waits to be
-        // noted until its change is published (history records what was published).
+        // What the guard held did not happen: a workload whose change it held whole keeps the
+        // engine state it was published with (the state this pass began from, still the
+        // stored one), a purge's task stays, an eviction waits to be noted until its change is
+        // published (history records what was published).
+        if !published.held_moves.is_empty() {
+            stability.keep_published(&published.held_moves, &self.store.stability()?);
+        }
         stability.hold_unpublished(&published);
         planned.published(cache, &published, full_check, now_ms);
 

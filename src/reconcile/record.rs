@@ -7,8 +7,10 @@
 //!
 //! A note names each cluster the mass-deletion guard held among a workload's clusters (its
 //! new and its previous files); each eviction, purge, reschedule and move-back of the pass is
-//! a note of its workload's record (recorded once, in that pass). The stability state is
-//! stored before the flush.
+//! a note of its workload's record (recorded once, in that pass). A workload whose change the
+//! guard held whole ([`HeldMove`]) records nothing: its placement and history stay what was
+//! published (its engine state too: [`StabilityPass::keep_published`]). The stability state
+//! is stored before the flush.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -84,14 +86,16 @@ pub(super) fn record(
     };
     for key in candidates {
         let (Some(c), Some(p)) = (cache.decisions.get_mut(key), cache.placements.get(key)) else { continue };
-        if c.persisted_seq != Some(p.history_seq) {
+        if c.persisted_seq != Some(p.history_seq) && !c.unpublished {
             stored.push(c.to_stored(key, p.history_seq, cache.history.get(key)));
             Arc::make_mut(c).persisted_seq = Some(p.history_seq);
         }
     }
     #[cfg(debug_assertions)]
     for key in decisions.keys() {
-        if let (Some(c), Some(p)) = (cache.decisions.get(key), cache.placements.get(key)) {
+        if let (Some(c), Some(p)) = (cache.decisions.get(key), cache.placements.get(key))
+            && !c.unpublished
+        {
             debug_assert_eq!(c.persisted_seq, Some(p.history_seq), "{key}: persisted with another seq");
         }
     }
@@ -122,13 +126,13 @@ fn removal_held(r: &Recording<'_>, old: &PlacementRecord) -> bool {
         })
 }
 
-/// The note of a workload whose move the guard held whole, if it is one.
-fn held_move_note(moves: &[HeldMove], key: &ObjectKey) -> Option<String> {
+/// Whether the guard held the workload's change whole ([`HeldMove`]; `moves` in owner order).
+fn held_whole(moves: &[HeldMove], key: &ObjectKey) -> bool {
     if moves.is_empty() {
-        return None;
+        return false;
     }
     let owner = key.to_string();
-    moves.binary_search_by(|m| m.owner.as_str().cmp(owner.as_str())).ok().map(|i| moves[i].to_string())
+    moves.binary_search_by(|m| m.owner.as_str().cmp(owner.as_str())).is_ok()
 }
 
 /// Writes the changed decisions in batches of [`RECORD_BATCH`], one transaction each
@@ -160,13 +164,20 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
         {
             continue;
         }
+        if held_whole(r.held_moves, key) {
+            // Not published: its placement and history stay as last published, its decision
+            // is neither persisted nor reused (decided again next pass from that placement).
+            if let Some(c) = cache.decisions.get_mut(key) {
+                Arc::make_mut(c).unpublished = true;
+            }
+            continue;
+        }
         let Some(d) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
         let prev = cache.placements.get(key).cloned();
         let mut notes = decisions.notes.get(key).cloned().unwrap_or_default();
         let mut with_files = vec![&d.record.files];
         with_files.extend(prev.as_ref().map(|p| &p.files));
         notes.extend(held_notes(r.held, &with_files));
-        notes.extend(held_move_note(r.held_moves, key));
         if !cache.history.contains_key(key) {
             let last = r.store.last_history(key)?.map(|h| cache::LastHistory {
                 template_hash: h.inputs.template_hash,

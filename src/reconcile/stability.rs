@@ -39,6 +39,11 @@ use super::report::{StabilityEvent, StabilityReport};
 /// A placement's targets (replicas per cluster; `None`: an object without replicas).
 pub(crate) type PlacementTargets = BTreeMap<String, Option<i32>>;
 
+/// A WorkloadRebalancer's result for a workload decided afresh whose change the mass-deletion
+/// guard held ([`StabilityPass::keep_published`]): decided afresh again each pass until
+/// published (then `Successful`).
+pub(crate) const REBALANCE_PENDING: &str = "Pending";
+
 /// What failover asks of one workload's decision.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Directive {
@@ -128,6 +133,50 @@ impl StabilityPass {
                 self.actions.push(action);
             }
             ws.tasks.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+            self.pending_failover.insert(key);
+        }
+    }
+
+    /// A workload whose change the mass-deletion guard held whole (`moves`) keeps the engine
+    /// state it was published with (`old`: the state the pass began from): its tasks, move-back
+    /// candidates and timers as they were, none of this pass's hand-overs (their previous
+    /// placement was never replaced on disk), its WorkloadRebalancers' request still to carry
+    /// out (`Pending`: decided afresh again next pass). Its actions of this pass did not happen:
+    /// they become held ones (no history note, no report event), and the engine decides them
+    /// again on the next pass, from what was published, until one publishes them.
+    pub fn keep_published(&mut self, moves: &[crate::publish::HeldMove], old: &StabilityState) {
+        if moves.is_empty() {
+            return;
+        }
+        let owners: BTreeSet<&str> = moves.iter().map(|m| m.owner.as_str()).collect();
+        let held = |k: &ObjectKey| owners.contains(k.to_string().as_str());
+        let keys: BTreeSet<ObjectKey> = self
+            .state
+            .workloads
+            .keys()
+            .chain(old.workloads.keys())
+            .chain(self.actions.iter().filter_map(|a| a.workload.as_ref()))
+            .filter(|k| held(k))
+            .cloned()
+            .collect();
+        for key in keys {
+            match old.workloads.get(&key) {
+                Some(ws) => self.state.workloads.insert(key.clone(), ws.clone()),
+                None => self.state.workloads.remove(&key),
+            };
+            self.purged.retain(|(k, _)| *k != key);
+            for a in self.actions.iter_mut().filter(|a| a.workload.as_ref() == Some(&key) && a.is_event()) {
+                if let ActionKind::Rebalance { rebalancer, .. } = &a.kind
+                    && let Some(r) = self.state.rebalances.get_mut(rebalancer)
+                {
+                    let label = format!("{} {key}", key.api_version);
+                    for (_, result) in r.workloads.iter_mut().filter(|(w, _)| *w == label) {
+                        *result = REBALANCE_PENDING.to_string();
+                    }
+                }
+                tracing::warn!(workload = %key, cluster = %a.cluster, action = %a, "stability: not published (mass-deletion guard held the workload's change whole); decided again next pass");
+                a.kind = ActionKind::Held { action: a.reason_label(), by: stability::Held::MassDeletionGuard };
+            }
             self.pending_failover.insert(key);
         }
     }
@@ -701,7 +750,8 @@ fn rebalance(
     for r in &inputs.set.workload_rebalancers {
         let name = r.meta.name.clone();
         let generation_hash = fnv1a64(&serde_json::to_vec(&(r.meta.generation, &r.spec)).unwrap_or_default());
-        if let Some(done) = old.rebalances.get(&name).filter(|d| d.generation_hash == generation_hash) {
+        let done = old.rebalances.get(&name).filter(|d| d.generation_hash == generation_hash);
+        if let Some(done) = done.filter(|d| d.workloads.iter().all(|(_, r)| r != REBALANCE_PENDING)) {
             out.insert(name, done.clone());
             continue;
         }
@@ -716,6 +766,14 @@ fn rebalance(
             }
             let placed = cache.placements.get(&key).is_some_and(|p| p.targets.values().any(Option::is_some));
             let label = format!("{} {key}", w.api_version);
+            // This generation acted already: only the workloads whose change was held act again.
+            if let Some(done) = done
+                && let Some((_, result)) = done.workloads.iter().find(|(l, _)| *l == label)
+                && result != REBALANCE_PENDING
+            {
+                workloads.push((label, result.clone()));
+                continue;
+            }
             if !placed {
                 workloads.push((label, "NotFound".to_string()));
                 continue;
@@ -731,10 +789,8 @@ fn rebalance(
             workloads.push((label, "Successful".to_string()));
         }
         tracing::info!(rebalancer = %name, workloads = workloads.len(), "WorkloadRebalancer acted");
-        out.insert(
-            name,
-            stability::Rebalance { generation_hash, generation: r.meta.generation, at_ms: now_ms, workloads },
-        );
+        let at_ms = done.map_or(now_ms, |d| d.at_ms);
+        out.insert(name, stability::Rebalance { generation_hash, generation: r.meta.generation, at_ms, workloads });
     }
     out
 }
@@ -1582,14 +1638,94 @@ spec:
         repo
     }
 
+    /// Issue 46, invariant 3 (seed 6 of the simulation): a WorkloadRebalancer whose change goes
+    /// only to a member the mass-deletion guard holds (m1, whose 6 ConfigMaps are deleted at
+    /// the same time) publishes nothing, so records nothing: web's placement stays the published
+    /// 3 + 3, its history gets no record, its engine state no hand-over (the members it would
+    /// shrink on were never replaced), and the rebalancer's result for it is `Pending`, not
+    /// `Successful`. Confirmed, the next pass carries the rebalance out (make before break).
+    /// Before the fix the store recorded the held 2 + 2 + 2 with hand-over tasks, and the next
+    /// move decided from that placement handed over from a member nothing was published on.
+    #[test]
+    fn a_rebalance_held_by_the_guard_keeps_the_published_placement_and_state() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo_dir = dir.path().join("repo");
+        std::fs::create_dir_all(&repo_dir).expect("mkdir");
+        std::fs::write(repo_dir.join("apps.yaml"), repo("Gracefully", true)).expect("write");
+        let clusters = |m1: u32| [cluster("m1", m1), cluster("m2", 20), cluster("m3", 20)].join("---\n");
+        std::fs::write(repo_dir.join("clusters.yaml"), clusters(0)).expect("write");
+        let out = dir.path().join("out");
+        let state = dir.path().join("state");
+        let web = || ["m1", "m2", "m3"].map(|c| replicas(&out, c));
+        let inputs = || load_inputs(&repo_dir).expect("inputs");
+        let t0 = 1_700_000_000_000;
+        let rec = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
+        rec.reconcile(&inputs(), &out, "test", t0).expect("pass");
+        assert_eq!(web(), [None, Some(3), Some(3)]);
+        std::fs::write(repo_dir.join("clusters.yaml"), clusters(20)).expect("write");
+        rec.reconcile(&inputs(), &out, "test", t0 + 10_000).expect("pass");
+        assert_eq!(web(), [None, Some(3), Some(3)], "a steady Divided workload stays");
+        let key = rec.store.placements().expect("placements").into_iter().find(|p| p.workload.name == "web");
+        let key = key.expect("web placed").workload;
+        let published = rec.store.placement(&key).expect("placement");
+        let records = rec.store.history(&key).expect("history").len();
+        // Rebalanced as m1's ConfigMaps go: m1 held, and web's change is all on m1.
+        std::fs::write(repo_dir.join("apps.yaml"), repo("Gracefully", false)).expect("write");
+        std::fs::write(
+            repo_dir.join("rebalance.yaml"),
+            "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: r, generation: 1}\n\
+             spec:\n  workloads:\n  - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: shop}\n",
+        )
+        .expect("write");
+        let result = |store: &Store| -> Vec<String> {
+            let r = store.stability().expect("state").rebalances.get("r").cloned().unwrap_or_default();
+            r.workloads.into_iter().map(|(_, result)| result).collect()
+        };
+        for t in [20_000, 30_000] {
+            let r = rec.reconcile(&inputs(), &out, "test", t0 + t).expect("pass");
+            assert_eq!(r.held_clusters.iter().map(|h| h.cluster.as_str()).collect::<Vec<_>>(), ["m1"], "{t}");
+            let moves: Vec<String> = r.held_moves.iter().map(ToString::to_string).collect();
+            assert!(moves.iter().any(|m| m.contains("its change on held m1 waits")), "{t}: {moves:?}");
+            assert_eq!(web(), [None, Some(3), Some(3)], "{t}");
+            assert!(r.stability.events.is_empty(), "{t}: {:?}", r.stability.events);
+            assert_eq!(
+                rec.store.placement(&key).expect("placement"),
+                published,
+                "{t}: the store keeps what was published"
+            );
+            assert_eq!(rec.store.history(&key).expect("history").len(), records, "{t}: recorded while held");
+            let ws = rec.store.stability().expect("state").workloads.get(&key).cloned().unwrap_or_default();
+            assert!(ws.tasks.is_empty(), "{t}: hand-overs from a placement never replaced: {:?}", ws.tasks);
+            assert_eq!(result(&rec.store), ["Pending"], "{t}");
+        }
+        drop(rec);
+        let mut settings = Settings::builtin();
+        settings.publish.guard.allow = true;
+        let rec = Reconciler::new(Store::open(&state).expect("store"), settings);
+        let r = rec.reconcile(&inputs(), &out, "test", t0 + 40_000).expect("pass");
+        let mut kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        kinds.sort();
+        assert_eq!(kinds, [("handover", "m2"), ("handover", "m3"), ("rebalance", "")]);
+        assert_eq!(web(), [Some(2), Some(3), Some(3)], "m2 and m3 keep their 3 until m1 is Ready");
+        let placed = rec.store.placement(&key).expect("placement").expect("placed").targets;
+        let placed: Vec<(String, Option<i32>)> = placed.into_iter().collect();
+        assert_eq!(placed, [("m1".into(), Some(2)), ("m2".into(), Some(2)), ("m3".into(), Some(2))]);
+        assert_eq!(result(&rec.store), ["Successful"]);
+        // Once per generation: carried out, it does not act again.
+        let r = rec.reconcile(&inputs(), &out, "test", t0 + 50_000).expect("pass");
+        assert!(r.stability.events.iter().all(|e| e.kind != "rebalance"), "{:?}", r.stability.events);
+    }
+
     /// Issue 46, invariant 3 ("history records only what was published"): m1 is lost as the 6
     /// ConfigMaps it alone holds are deleted, so the mass-deletion guard holds m1. After the
     /// toleration web is evicted from m1, and the eviction is held whole (its additions on m2
-    /// and m3 wait for m1). While held, the history says its changes wait, and neither that it
-    /// was evicted nor (`purgeMode: Directly`) that m1's files were purged: the stability state
-    /// keeps those actions, across a restart, and the pass that publishes the move records them.
-    /// Before the fix "evicted 2 replicas from m1" (both modes) and "purged the files left on m1
-    /// (Directly" were recorded while m1 still ran the old copy and m2, m3 nothing new.
+    /// and m3 wait for m1). While held nothing of it is recorded: its placement, its history and
+    /// its engine state stay what was published (no eviction task for files never moved), the
+    /// report says its changes wait, and neither that it was evicted nor (`purgeMode: Directly`)
+    /// that m1's files were purged is noted. The pass that publishes the move (after a restart
+    /// with the removals confirmed) records the eviction, then its purge. Before 06f0fb3
+    /// "evicted 2 replicas from m1" (both modes) and "purged the files left on m1 (Directly"
+    /// were recorded while m1 still ran the old copy and m2, m3 nothing new.
     #[test]
     fn an_eviction_held_by_the_guard_is_recorded_only_once_published() {
         for purge in ["Directly", "Gracefully"] {
@@ -1617,35 +1753,46 @@ spec:
             std::fs::write(repo_dir.join("apps.yaml"), repo(purge, false)).expect("write");
             let r = rec.reconcile(&world(true), &out, "test", t0 + 10_000).expect("pass");
             assert_eq!(r.held_clusters.iter().map(|h| h.cluster.as_str()).collect::<Vec<_>>(), ["m1"], "{purge}");
+            let key = rec.store.placements().expect("placements").into_iter().find(|p| p.workload.name == "web");
+            let key = key.expect("web placed").workload;
+            let published = rec.store.placement(&key).expect("placement");
+            let records = rec.store.history(&key).expect("history").len();
             // Past the toleration: evicted, the move held whole, twice.
             for t in [310_000, 320_000] {
                 let r = rec.reconcile(&world(true), &out, "test", t0 + t).expect("pass");
                 assert_eq!(web(), [Some(2), Some(2), Some(2)], "{purge} {t}: the move went out while m1 is held");
                 assert!(r.stability.events.is_empty(), "{purge} {t}: {:?}", r.stability.events);
+                let moves: Vec<String> = r.held_moves.iter().map(ToString::to_string).collect();
+                assert!(moves.iter().any(|m| m.contains("its changes on m2, m3 wait for held m1")), "{moves:?}");
             }
-            let key = rec.store.placements().expect("placements").into_iter().find(|p| p.workload.name == "web");
-            let key = key.expect("web placed").workload;
-            let notes = |store: &Store| -> Vec<String> {
-                store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect()
-            };
-            let held_notes = notes(&rec.store);
-            assert!(
-                held_notes.iter().all(|n| !n.starts_with("evicted") && !n.starts_with("purged")),
-                "{purge}: recorded while held: {held_notes:#?}"
+            assert_eq!(
+                rec.store.placement(&key).expect("placement"),
+                published,
+                "{purge}: the store keeps what was published"
             );
-            assert!(held_notes.iter().any(|n| n.contains("its changes on m2, m3 wait for held m1")), "{held_notes:#?}");
-            let kept = rec.store.stability().expect("state").workloads[&key].unpublished.len();
-            assert_eq!(kept, if purge == "Directly" { 2 } else { 1 }, "{purge}: the state keeps the held actions");
+            assert_eq!(rec.store.history(&key).expect("history").len(), records, "{purge}: recorded while held");
+            let ws = rec.store.stability().expect("state").workloads.get(&key).cloned().unwrap_or_default();
+            assert!(
+                ws.tasks.is_empty() && ws.unpublished.is_empty(),
+                "{purge}: the engine state is the published one: {ws:?}"
+            );
             drop(rec);
 
-            // Restarted with the removals confirmed: the move goes out whole, and is recorded.
+            // Restarted with the removals confirmed: the move goes out whole, and is recorded,
+            // then (Gracefully: once the replacement is Ready) the purge.
             let mut settings = Settings::builtin();
             settings.publish.guard.allow = true;
             let rec = Reconciler::new(Store::open(&state).expect("store"), settings);
-            let r = rec.reconcile(&world(true), &out, "test", t0 + 330_000).expect("pass");
+            let mut kinds: Vec<&str> = Vec::new();
+            for t in [330_000, 340_000] {
+                let r = rec.reconcile(&world(true), &out, "test", t0 + t).expect("pass");
+                kinds.extend(r.stability.events.iter().map(|e| e.kind));
+            }
             assert_eq!(web(), [None, Some(3), Some(3)], "{purge}");
-            let kinds: Vec<&str> = r.stability.events.iter().map(|e| e.kind).collect();
             assert_eq!(kinds, ["eviction", "purge"], "{purge}");
+            let notes = |store: &Store| -> Vec<String> {
+                store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect()
+            };
             let notes = notes(&rec.store);
             let evicted: Vec<usize> =
                 (0..notes.len()).filter(|&i| notes[i].starts_with("evicted 2 replicas from m1")).collect();
@@ -1659,7 +1806,7 @@ spec:
             let state = rec.store.stability().expect("state");
             assert!(state.workloads.get(&key).is_none_or(|w| w.unpublished.is_empty()), "{purge}");
             // Nothing is recorded twice.
-            rec.reconcile(&world(true), &out, "test", t0 + 340_000).expect("pass");
+            rec.reconcile(&world(true), &out, "test", t0 + 350_000).expect("pass");
             let again = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes);
             assert_eq!(again.filter(|n| n.starts_with("evicted")).count(), 1, "{purge}");
         }

@@ -123,7 +123,9 @@ pub struct Rebalance {
     /// Unix ms it acted.
     pub at_ms: u64,
     /// Per named workload (`apiVersion Kind/namespace/name`, in its order): whether it was
-    /// decided afresh (`Successful`) or not found (`NotFound`: no placed workload of that name).
+    /// decided afresh (`Successful`), not found (`NotFound`: no placed workload of that name),
+    /// or decided afresh but its change held whole by the mass-deletion guard (`Pending`: it
+    /// is decided afresh again each pass until published).
     pub workloads: Vec<(String, String)>,
 }
 

@@ -14,7 +14,8 @@
 //!    Ready elsewhere, or while the storm guard holds.
 //! 3. whole or not at all, and the store says what was published: after a pass, every
 //!    workload's files on disk are exactly those of its placement in the store (its targets,
-//!    with their replicas) and the files of its graceful eviction tasks.
+//!    with their replicas) and the files of its graceful eviction tasks — also while the
+//!    mass-deletion guard holds its change (then none of its files changed either).
 //! 4. a member seen NotReady or Unreachable by a pass gets no new replicas in that pass.
 //! 5. warm equals cold ([`crate::reconcile::audit::compare`]).
 //! 6. every recorded decision replays `identical` ([`crate::views::replay::document`]).
@@ -228,7 +229,7 @@ pub fn after_pass(ctx: &PassCtx<'_>) -> Result<(), Violation> {
             || (on_disk != expected && expected.union(&on_disk).any(|c| held.contains(c)));
         if held_whole {
             // Its change waits for a held cluster, whole: nothing of it changed on any cluster
-            // (the store has the decision that waits; it is compared once published).
+            // (and the store keeps what was published: compared below like any other).
             let path = crate::render::object_path(&key);
             for c in ctx.clusters {
                 let p = format!("{c}/{path}");
@@ -239,7 +240,6 @@ pub fn after_pass(ctx: &PassCtx<'_>) -> Result<(), Violation> {
                     ));
                 }
             }
-            continue;
         }
         if on_disk != expected {
             return Err(v(

@@ -77,6 +77,25 @@ pub const CORPUS: &[Entry] = &[
         failed_on: "55edf95 with this commit's checker, before the stability stage froze a held deletion's state",
         fixed_by: Some("this commit: reconcile::stability::run leaves a workload without a template as it was"),
     },
+    Entry {
+        seed: 6,
+        keep: Some(&[0, 3, 6]),
+        faults: &[
+            "t=85s outage m7 Forbidden for 239s",
+            "t=320s delete w000,w001,w003,w004,w005, back after 237s",
+            "t=416s WorkloadRebalancer w002,w005",
+        ],
+        invariant: 3,
+        found: "the store recorded a rebalance the guard held (w002 {001:2, 002:1, 004:1}, its change only on \
+                held member-004) with a hand-over task on member-001; the move-back decided from that placement \
+                then handed over from member-004, where nothing was ever published (state keeps files on 004, \
+                disk has none)",
+        failed_on: "c0b6884 (main) with this commit's checker",
+        fixed_by: Some(
+            "this commit (dst-b): a workload whose change the guard holds whole records nothing and keeps its \
+             published engine state (StabilityPass::keep_published); its WorkloadRebalancer result is Pending",
+        ),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
