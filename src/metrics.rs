@@ -86,6 +86,14 @@ struct StateLabels {
     state: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WorkloadLabels {
+    workload: String,
+}
+
+/// Rollout states (label `state` of `fedsched_rollouts`).
+pub const ROLLOUT_STATES: [&str; 4] = ["Progressing", "Halted", "RolledBack", "Complete"];
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
 
@@ -111,6 +119,8 @@ pub struct Metrics {
     policy_load_errors: Counter,
     policy_errors: Gauge,
     workloads: Family<StateLabels, Gauge>,
+    rollouts: Family<StateLabels, Gauge>,
+    rollout_stage: Family<WorkloadLabels, Gauge>,
     replicas: Family<ClusterLabels, Gauge>,
     snapshot_age: Family<ClusterLabels, FloatGauge>,
     confidence: Family<ClusterLabels, FloatGauge>,
@@ -160,6 +170,8 @@ impl Metrics {
             policy_load_errors: Counter::default(),
             policy_errors: Gauge::default(),
             workloads: Family::default(),
+            rollouts: Family::default(),
+            rollout_stage: Family::default(),
             replicas: Family::default(),
             snapshot_age: Family::default(),
             confidence: Family::default(),
@@ -233,6 +245,16 @@ impl Metrics {
             "workloads",
             "Workloads by state after the last good pass (scheduled, unschedulable, pending_failover, kept_past_grace: an old copy kept past its grace period, nothing Ready elsewhere)",
             m.workloads.clone(),
+        );
+        r.register(
+            "rollouts",
+            "Workloads under a RolloutPolicy by rollout state after the last good pass (Progressing, Halted, RolledBack, Complete)",
+            m.rollouts.clone(),
+        );
+        r.register(
+            "rollout_stage",
+            "Per workload under a RolloutPolicy: the index of the stage gated or stopped at (0 = the first), the number of stages when complete",
+            m.rollout_stage.clone(),
         );
         r.register(
             "replicas_placed",
@@ -370,6 +392,14 @@ impl Metrics {
         for h in &report.held_clusters {
             self.record_hold(&h.cluster);
         }
+        self.rollout_stage.clear();
+        for state in ROLLOUT_STATES {
+            let n = report.rollouts.iter().filter(|(_, s, _)| *s == state).count();
+            self.rollouts.get_or_create(&StateLabels { state }).set(n as i64);
+        }
+        for (workload, _, stage) in &report.rollouts {
+            self.rollout_stage.get_or_create(&WorkloadLabels { workload: workload.clone() }).set(*stage as i64);
+        }
     }
 
     /// Sets the gauges that describe the present from the daemon's status and encodes every
@@ -463,6 +493,35 @@ mod tests {
         // A cluster that left the view leaves the present-tense gauges.
         let text = m.refresh_and_encode(&view(&["unit-a"]), 3_500, 0, None).expect("encode");
         assert!(!text.contains("fedsched_snapshot_age_seconds{cluster=\"unit-b\"}"), "{text}");
+    }
+
+    #[test]
+    fn rollouts_are_counted_by_state_and_their_stage_follows_the_last_pass() {
+        let m = Metrics::new();
+        let report = |rollouts: Vec<(String, &'static str, usize)>| ReconcileReport { rollouts, ..Default::default() };
+        m.record_pass(
+            "ok",
+            Some(&report(vec![
+                ("apps/Deployment/shop/web".into(), "Progressing", 1),
+                ("apps/Deployment/shop/db".into(), "Halted", 0),
+            ])),
+        );
+        let text = m.refresh_and_encode(&view(&[]), 0, 0, None).expect("encode");
+        for line in [
+            "fedsched_rollouts{state=\"Progressing\"} 1\n",
+            "fedsched_rollouts{state=\"Halted\"} 1\n",
+            "fedsched_rollouts{state=\"Complete\"} 0\n",
+            "fedsched_rollout_stage{workload=\"apps/Deployment/shop/web\"} 1\n",
+            "fedsched_rollout_stage{workload=\"apps/Deployment/shop/db\"} 0\n",
+        ] {
+            assert!(text.contains(line), "{line}{text}");
+        }
+        // db left its RolloutPolicy: its stage goes.
+        m.record_pass("ok", Some(&report(vec![("apps/Deployment/shop/web".into(), "Complete", 3)])));
+        let text = m.refresh_and_encode(&view(&[]), 0, 0, None).expect("encode");
+        assert!(text.contains("fedsched_rollouts{state=\"Complete\"} 1\n"), "{text}");
+        assert!(text.contains("fedsched_rollout_stage{workload=\"apps/Deployment/shop/web\"} 3\n"), "{text}");
+        assert!(!text.contains("shop/db"), "{text}");
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/history` | as `fedsched history -o json` |
 //! | `/api/v1/workloads/{ns}/{kind}/{name}/status?stuckAfter=5m` | as `fedsched status KIND/NS/NAME -o json` |
 //! | `/api/v1/workloads/status?stuckAfter=5m` | every workload that is not Healthy, as `fedsched status -o json` |
+//! | `/api/v1/workloads/{ns}/{name}/rollout` | its progressive rollout: stage, gate, time left, failures, transitions |
 //! | `POST /api/v1/plan` | `fedsched plan` on the daemon: the body is a [`PlanRequest`] (the changed repository's files, the base's), the answer the plan document (as `fedsched plan -o json`); 422 with `errors` for an invalid repository, 503 before the first good pass, 429 while another plan runs |
 //!
 //! | `/ui/…` | the read-only web view ([`ui`]): the same documents as HTML |
@@ -438,6 +439,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/v1/workloads/{ns}/{kind}/{name}/history", get(history))
         .route("/api/v1/workloads/{ns}/{kind}/{name}/status", get(workload_status))
         .route("/api/v1/workloads/status", get(unhealthy_workloads))
+        .route("/api/v1/workloads/{ns}/{name}/rollout", get(workload_rollout))
         .route("/api/v1/plan", post(plan).layer(axum::extract::DefaultBodyLimit::max(PLAN_BODY_LIMIT)))
         .route("/api/v1/placements", get(placements))
         .route("/api/v1/clusters/{name}/workloads", get(cluster_workloads));
@@ -884,6 +886,28 @@ async fn workload_status(
     .await
 }
 
+/// `/api/v1/workloads/{ns}/{name}/rollout`: the progressive rollout of the workload(s) of
+/// that namespace and name ([`crate::views::rollout`]); 404 when none is under a RolloutPolicy.
+async fn workload_rollout(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    UrlPath((ns, name)): UrlPath<(String, String)>,
+) -> Response {
+    if let Err(r) = authorize(&s, &headers) {
+        return r.into_response();
+    }
+    let (store, now) = (s.store.clone(), s.clock.now_ms());
+    blocking(move || {
+        let mut docs = crate::views::rollout::rollouts_named(&store, &ns, &name, now).map_err(store_error)?;
+        match docs.len() {
+            0 => Err(Refusal::new(StatusCode::NOT_FOUND, format!("{ns}/{name}: no RolloutPolicy selects it"))),
+            1 => Ok(docs.remove(0)),
+            _ => Ok(serde_json::json!({ "rollouts": docs })),
+        }
+    })
+    .await
+}
+
 async fn unhealthy_workloads(
     State(s): State<ApiState>,
     headers: HeaderMap,
@@ -999,6 +1023,47 @@ mod tests {
         assert!(state_gate.enter().is_some(), "free again");
         let (code, _) = client::get(&url, "/api/v1/plan", Some("s3cret"), t).expect("answer");
         assert_eq!(code, 405, "GET is not a plan");
+        rt.block_on(server.shutdown(Duration::from_secs(5)));
+    }
+
+    /// `GET /api/v1/workloads/{ns}/{name}/rollout`: the stored rollout's document; 404 for a
+    /// workload no RolloutPolicy selects.
+    #[test]
+    fn the_rollout_endpoint_serves_the_stored_rollout() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("state")).expect("store");
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let mut rollout = crate::schedule::rollout::RolloutState::settled("shop/web".into(), 1, "{}".into());
+        rollout.phase = crate::schedule::rollout::Phase::Halted;
+        rollout.released = 1;
+        rollout.stages = vec![("canary".into(), vec!["m1".into()]), ("final".into(), vec!["m2".into()])];
+        rollout.failed.insert("m1".into(), "CrashLoopBackOff on 2 pod(s)".into());
+        store.put_rollout(&key, &rollout).expect("put");
+        let (_tx, status) = watch::channel(Arc::new(StatusView::default()));
+        let state = ApiState {
+            store,
+            status,
+            heartbeat: Arc::new(Heartbeat::new(0)),
+            heartbeat_timeout: Duration::from_secs(3600),
+            token: None,
+            metrics_require_token: false,
+            metrics: Arc::new(crate::metrics::Metrics::new()),
+            clock: Arc::new(crate::util::clock::SystemClock),
+            output_dir: dir.path().join("out"),
+            plans: PlanGate::default(),
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+        let server = rt.block_on(start("127.0.0.1:0".parse().expect("addr"), state)).expect("listen");
+        let url = client::ServerUrl::from_addr(server.addr).expect("url");
+        let t = Duration::from_secs(10);
+        let (code, body) = client::get(&url, "/api/v1/workloads/shop/web/rollout", None, t).expect("answer");
+        assert_eq!(code, 200, "{body}");
+        let doc: Value = serde_json::from_str(&body).expect("json");
+        assert_eq!((doc["state"].as_str(), doc["stage"].as_str()), (Some("Halted"), Some("canary")), "{doc:#}");
+        assert_eq!(doc["failures"]["clusters"]["m1"], "CrashLoopBackOff on 2 pod(s)");
+        assert_eq!(doc["stages"][1]["version"], "previous");
+        let (code, _) = client::get(&url, "/api/v1/workloads/shop/db/rollout", None, t).expect("answer");
+        assert_eq!(code, 404);
         rt.block_on(server.shutdown(Duration::from_secs(5)));
     }
 

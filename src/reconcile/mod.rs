@@ -537,6 +537,12 @@ impl Reconciler {
                 record: record_time,
             },
             stability: stability.report(),
+            rollouts: cache
+                .rollouts
+                .iter()
+                .flat_map(|m| m.iter())
+                .map(|(sk, r)| (sk.replace('\u{1f}', "/"), r.phase.as_str(), r.current().unwrap_or(r.stages.len())))
+                .collect(),
         })
     }
 }

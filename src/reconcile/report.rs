@@ -127,6 +127,10 @@ pub struct ReconcileReport {
     pub phases: PhaseTimings,
     /// What failover did this pass (evictions, purges, reschedules, move-backs, storm guard).
     pub stability: StabilityReport,
+    /// Every workload under a RolloutPolicy after the pass: (workload, state — Progressing,
+    /// Halted, RolledBack, Complete —, the index of the stage gated or stopped at, or the
+    /// number of stages passed when complete).
+    pub rollouts: Vec<(String, &'static str, usize)>,
 }
 
 /// Why a pass decided workloads again instead of reusing their cached decisions.

@@ -160,6 +160,14 @@ pub(crate) fn run(
         if !fresh.is_empty() {
             out.notes.entry(t.key.clone()).or_default().extend(fresh);
         }
+        state.stages = stages
+            .iter()
+            .enumerate()
+            .map(|(i, cs)| {
+                (crate::schedule::rollout::stage_name(spec, i).to_string(), cs.iter().map(|c| c.to_string()).collect())
+            })
+            .collect();
+        state.gate = crate::schedule::rollout::GateFigures::of(spec, &stages, state.current());
         if state.phase != Phase::Complete {
             let new_on: BTreeSet<String> = stages
                 .iter()
@@ -381,6 +389,40 @@ spec:
         assert_eq!(w.images()[1], "web:1", "the gate passed before a minute of health");
         w.pass(&rec, T0 + 2_000 + MIN, &ready);
         assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"], "the wave");
+        // Visible: status (text and JSON) and the API's document say the stage, gate and time left.
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let wr: crate::views::explain::WorkloadRef = "Deployment/shop/web".parse().expect("ref");
+        let now = T0 + 2_000 + MIN + 20_000;
+        let opts = crate::views::workload_status::Options::default();
+        let st = crate::views::workload_status::workload_document(&rec.store, &wr, now, &opts).expect("status");
+        let r = &st["rollout"];
+        assert_eq!(
+            (r["state"].as_str(), r["stage"].as_str(), r["stageIndex"].as_u64()),
+            (Some("Progressing"), Some("wave"), Some(1)),
+            "{r:#}"
+        );
+        assert_eq!(r["stages"][1]["clusters"], serde_json::json!(["m2", "m3"]), "{r:#}");
+        assert_eq!(
+            (r["stages"][1]["version"].as_str(), r["stages"][2]["version"].as_str()),
+            (Some("new"), Some("previous"))
+        );
+        assert_eq!(r["gate"]["deadlineLeft"], "9m 40s", "{r:#}");
+        assert_eq!(r["failures"], serde_json::json!({"count": 0, "max": 0, "clusters": {}}));
+        let text = crate::views::workload_status::to_text(&st);
+        assert!(
+            text.contains("rollout (shop/web): Progressing at stage wave")
+                && text.contains("stage final (previous): m4, m5"),
+            "{text}"
+        );
+        let named = crate::views::rollout::rollouts_named(&rec.store, "shop", "web", now).expect("named");
+        assert_eq!(named.len(), 1);
+        assert_eq!(named[0]["workload"]["kind"], "Deployment");
+        let doc =
+            crate::views::explain::explain(&w.inputs(now, &ready), &rec.store, &rec.settings().profiles, &wr, now)
+                .expect("explain");
+        assert_eq!(doc["rollout"]["stage"], "wave", "{doc:#}");
+        assert!(crate::views::explain::to_text(&doc).contains("rollout:\n  rollout (shop/web): Progressing"));
+        let _ = key;
         // A restart (the store reopened, as a takeover does) continues with the wave.
         drop(rec);
         let rec = w.reconciler();

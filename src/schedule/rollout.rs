@@ -95,6 +95,36 @@ pub struct RolloutState {
     /// `approvedStages` when the rollout started: those names do not approve it.
     pub approvals_at_start: BTreeSet<String>,
     pub transitions: Vec<Transition>,
+    /// What the views show (set by the reconciler from the policy and the placement): the
+    /// workload's clusters by stage, named.
+    #[serde(default)]
+    pub stages: Vec<(String, Vec<String>)>,
+    /// The gate's figures: minSuccessTime and progressDeadline in ms, maxFailures as a count,
+    /// and whether the gated stage needs an approval.
+    #[serde(default)]
+    pub gate: GateFigures,
+}
+
+/// The figures of a rollout's gates, as the policy said them at the last pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateFigures {
+    pub min_success_ms: u64,
+    pub deadline_ms: Option<u64>,
+    pub max_failures: usize,
+    pub needs_approval: bool,
+}
+
+impl GateFigures {
+    /// The figures of `spec` for `stages` (the workload's clusters by stage) at stage `current`.
+    pub fn of(spec: &RolloutSpec, stages: &[Vec<&str>], current: Option<usize>) -> Self {
+        let total: usize = stages.iter().map(Vec::len).sum();
+        GateFigures {
+            min_success_ms: spec.min_success_time().as_millis() as u64,
+            deadline_ms: spec.progress_deadline().map(|d| d.as_millis() as u64),
+            max_failures: spec.max_failures.as_ref().map_or(0, |m| m.of(total)),
+            needs_approval: current.and_then(|c| spec.stages.get(c)).is_some_and(|s| s.require_approval),
+        }
+    }
 }
 
 /// What one member shows of the new version of a workload.
@@ -128,6 +158,8 @@ impl RolloutState {
             failed: BTreeMap::new(),
             approvals_at_start: BTreeSet::new(),
             transitions: Vec::new(),
+            stages: Vec::new(),
+            gate: GateFigures::default(),
         }
     }
 

@@ -143,6 +143,7 @@ pub fn explain(
     doc["lazyHeld"] = json!(flags.lazy_held);
     let stability = store.stability().map_err(|e| e.to_string())?;
     doc["failover"] = failover_json(&stability, &t.key);
+    doc["rollout"] = crate::views::rollout::rollout_of(store, &t.key, now_ms).map_err(|e| e.to_string())?;
     let status = match &stored {
         Some(p) => Some(
             crate::views::workload_status::placement_document(store, p, now_ms, &Default::default())
@@ -495,6 +496,10 @@ pub fn to_text(doc: &Value) -> String {
         for r in c["reasons"].as_array().into_iter().flatten() {
             out.push_str(&format!("      {}\n", s(r)));
         }
+    }
+    if !doc["rollout"].is_null() {
+        out.push_str("rollout:\n");
+        out.push_str(&crate::views::rollout::to_text(&doc["rollout"]));
     }
     if doc["status"].is_object() {
         out.push_str("status: ");

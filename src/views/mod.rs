@@ -22,6 +22,7 @@ pub mod plan;
 pub mod replay;
 pub mod report;
 pub mod resources;
+pub mod rollout;
 pub mod status;
 pub mod workload_status;
 pub mod workloads;

@@ -394,6 +394,7 @@ pub fn workload_document(store: &Store, r: &WorkloadRef, now_ms: u64, opts: &Opt
     let mut doc = to_json(&status_of(store, &mut Members::default(), &p, now_ms, opts)?, now_ms);
     doc["rebalances"] = rebalances_of(store, &p.workload)?;
     doc["kept"] = kept_of(store, &p.workload)?;
+    doc["rollout"] = crate::views::rollout::rollout_of(store, &p.workload, now_ms)?;
     Ok(doc)
 }
 
@@ -565,6 +566,7 @@ pub fn to_text(doc: &Value) -> String {
             s(&r["at"])
         ));
     }
+    out.push_str(&crate::views::rollout::to_text(&doc["rollout"]));
     out
 }
 

@@ -1,0 +1,140 @@
+//! A workload's progressive rollout (issue 52) as a document: its policy, state, the stage
+//! gated (or stopped at) with the gate's figures and the time left, each stage's clusters and
+//! the version they run, the failures, and the transitions with their causes. One
+//! implementation for `fedsched status`, `explain`, and `/api/v1/workloads/{ns}/{name}/rollout`;
+//! from the store alone ([`crate::store::Store::rollout`]), so it works on a stopped daemon's
+//! state directory.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::policy::ObjectKey;
+use crate::schedule::rollout::{Phase, RolloutState};
+use crate::store::{Store, StoreError};
+use crate::util::clock::rfc3339_ms;
+
+fn dur(ms: u64) -> String {
+    humantime::format_duration(Duration::from_secs(ms / 1000)).to_string()
+}
+
+/// The rollout document of `state` at `now_ms`.
+pub fn document(state: &RolloutState, now_ms: u64) -> Value {
+    let current = state.current();
+    let stages: Vec<Value> = state
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(i, (name, clusters))| {
+            let version = if state.runs_new(i) { "new" } else { "previous" };
+            json!({"name": name, "clusters": clusters, "version": version})
+        })
+        .collect();
+    let gate = match (current, &state.phase) {
+        (Some(i), Phase::Progressing) => {
+            let g = &state.gate;
+            let since_release = now_ms.saturating_sub(state.released_at_ms);
+            let left = match state.healthy_since_ms {
+                Some(since) => json!(dur(g.min_success_ms.saturating_sub(now_ms.saturating_sub(since)))),
+                None => Value::Null,
+            };
+            json!({
+                "stage": state.stages.get(i).map(|s| s.0.clone()),
+                "releasedAt": rfc3339_ms(state.released_at_ms),
+                "minSuccessTime": dur(g.min_success_ms),
+                "healthySince": state.healthy_since_ms.map(rfc3339_ms),
+                "timeLeft": left,
+                "deadlineLeft": g.deadline_ms.map(|d| dur(d.saturating_sub(since_release))),
+                "approvalRequired": g.needs_approval,
+            })
+        }
+        _ => Value::Null,
+    };
+    json!({
+        "policy": state.policy,
+        "state": state.phase.as_str(),
+        "stage": current.and_then(|i| state.stages.get(i)).map(|s| s.0.clone()),
+        "stageIndex": current,
+        "versions": {"previous": format!("{:016x}", state.stable_hash), "new": format!("{:016x}", state.target_hash)},
+        "gate": gate,
+        "failures": {
+            "count": state.failed.len(),
+            "max": state.gate.max_failures,
+            "clusters": state.failed,
+        },
+        "stages": stages,
+        "history": state.transitions.iter().map(|t| json!({
+            "at": rfc3339_ms(t.at_ms), "stage": t.stage, "event": t.event, "cause": t.cause,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The rollout document of a workload, `Null` when no RolloutPolicy selects it.
+pub fn rollout_of(store: &Store, key: &ObjectKey, now_ms: u64) -> Result<Value, StoreError> {
+    Ok(store.rollout(key)?.map_or(Value::Null, |s| document(&s, now_ms)))
+}
+
+/// The rollouts of the workloads named `name` in namespace `ns` (any kind), each with its
+/// workload: what `/api/v1/workloads/{ns}/{name}/rollout` answers.
+pub fn rollouts_named(store: &Store, ns: &str, name: &str, now_ms: u64) -> Result<Vec<Value>, StoreError> {
+    let mut out = Vec::new();
+    for (sk, state) in store.rollouts()? {
+        let parts: Vec<&str> = sk.split('\u{1f}').collect();
+        if let [group, kind, n, nm] = parts.as_slice()
+            && *n == ns
+            && *nm == name
+        {
+            let mut doc = document(&state, now_ms);
+            doc["workload"] = json!({"group": group, "kind": kind, "namespace": ns, "name": name});
+            out.push(doc);
+        }
+    }
+    Ok(out)
+}
+
+/// The text lines of a rollout document (indented, for `status` and `explain`).
+pub fn to_text(doc: &Value) -> String {
+    if doc.is_null() {
+        return String::new();
+    }
+    let s = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+    let mut out = format!("  rollout ({}): {}", s(&doc["policy"]), s(&doc["state"]));
+    if let Some(stage) = doc["stage"].as_str() {
+        out.push_str(&format!(" at stage {stage}"));
+    }
+    let g = &doc["gate"];
+    if !g.is_null() {
+        match g["timeLeft"].as_str() {
+            Some(left) => out.push_str(&format!(
+                ", Healthy since {}, {left} left of {}",
+                s(&g["healthySince"]),
+                s(&g["minSuccessTime"])
+            )),
+            None => out.push_str(&format!(", waiting for Healthy ({} needed)", s(&g["minSuccessTime"]))),
+        }
+        if let Some(d) = g["deadlineLeft"].as_str() {
+            out.push_str(&format!(", deadline in {d}"));
+        }
+        if g["approvalRequired"] == true {
+            out.push_str(", approval required");
+        }
+    }
+    out.push_str(&format!(", failures {}/{}\n", s(&doc["failures"]["count"]), s(&doc["failures"]["max"])));
+    for st in doc["stages"].as_array().into_iter().flatten() {
+        let clusters: Vec<String> = st["clusters"].as_array().into_iter().flatten().map(s).collect();
+        out.push_str(&format!("    stage {} ({}): {}\n", s(&st["name"]), s(&st["version"]), clusters.join(", ")));
+    }
+    for (c, why) in doc["failures"]["clusters"].as_object().into_iter().flatten() {
+        out.push_str(&format!("    failed: {c}: {}\n", s(why)));
+    }
+    if let Some(last) = doc["history"].as_array().and_then(|h| h.last()) {
+        out.push_str(&format!(
+            "    last: {} stage {} {}: {}\n",
+            s(&last["at"]),
+            s(&last["stage"]),
+            s(&last["event"]),
+            s(&last["cause"])
+        ));
+    }
+    out
+}
