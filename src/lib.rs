@@ -34,7 +34,7 @@
 
 /// Every program that links fedsched (the daemon, the CLI, the tests and benches) allocates
 /// through mimalloc: parsing, scheduling, rendering and the Lua VM are allocation-heavy, and
-/// glibc's malloc was a fifth of a cold interpreter call (ARCHITECTURE.md, "Crates").
+/// glibc's malloc was a fifth of a cold interpreter call (docs/design.md, "Crate choices").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -19,6 +19,17 @@
 //!
 //! Gauges that describe the present (snapshot age, confidence, replicas per cluster, store
 //! size, readiness) are set from the daemon's [`StatusView`] at scrape time.
+//!
+//! # Where the figures come from
+//!
+//! The daemon records metrics from what the stages return (the poller's `RoundReport`, the pass's
+//! `ReconcileReport`, `Inputs::offline_polls`); nothing below it reaches a metrics registry.
+//!
+//! # In detail
+//!
+//! `Metrics`: the Prometheus registry as a value owned by the daemon and shared with the API
+//! (`record_round`, `record_offline`, `record_pass`, `record_policy_errors`; present-tense gauges
+//! are set from the status view at scrape time). No HTTP, no global.
 
 use std::sync::Mutex;
 use std::time::Duration;

@@ -41,6 +41,25 @@
 //! taken, a new connection takes the slot of the one that has waited longest without a
 //! request in progress ([`Slots`]): idle and slow-header clients cannot hold `/healthz` and
 //! `/readyz` out, whatever their number.
+//!
+//! # In detail
+//!
+//! **The only module that knows HTTP**: the axum listener (`/healthz`, `/readyz`, `/metrics`,
+//! read-only `/api/v1/…`, `POST /api/v1/plan`, optional bearer token) in `mod.rs`, every request
+//! through `admit` first (the token from the headers before any body is read, body sizes from
+//! `Content-Length`, a byte budget for the bodies held at once), connections in `Slots` (at
+//! capacity, a new connection takes the slot of the one idle for longest, so held connections
+//! cannot keep probes out); `client.rs`: the small client the CLI uses to ask a running daemon when
+//! the store is locked (hyper-util's legacy client on a per-call current-thread runtime; GET, and
+//! POST of a JSON body for `plan`). Reads the store through the daemon's `Store` handle on blocking
+//! threads; never writes (the plan previews on a dry run of the store: `Store::dry_run`). Explain
+//! uses the profiles of the daemon's last good pass, so the API and the CLI answer alike. `ui/`
+//! (issue 53): the read-only web view under `/ui/` — `mod.rs` (routes, the login form and session
+//! cookie, the Content-Security-Policy and other headers of every answer, bounded query parsing;
+//! each page handler calls the same `views/` builder as its `/api/v1/…` route, on a blocking
+//! thread), `pages.rs` (pure functions from those JSON documents to HTML, so the page shows what
+//! the API says), `html.rs` (escaping, the page frame, bars as `<meter>`, tables), `style.css` and
+//! `icon.svg` (`include_str!`: nothing fetched, no script, no build step).
 
 pub mod client;
 pub mod ui;

@@ -9,6 +9,21 @@
 //! single-process) they ask the daemon's HTTP API instead (`--server URL`, or found through
 //! `<state>/http.addr` / `[http] listen`). Both paths print the same documents
 //! ([`crate::views::report`], [`crate::views::explain`]).
+//!
+//! # In detail
+//!
+//! Clap definitions and dispatch; exit codes (0 ok, 1 invalid input or unknown object, 2
+//! operational failure, 64 usage). The only module that prints for people. `check.rs`: `fedsched
+//! check` and the CLI's one way to load a repository (`check::load`: load errors, template errors a
+//! pass could not read, overrides that fail or leave an invalid object for some cluster, notes and
+//! warnings; `-o json|yaml`: every finding with its severity); `interpret.rs`: `fedsched interpret`
+//! (one customization operation on objects from files, as `karmadactl interpret`); `progress.rs`:
+//! the progress line of long work (`simulate --generate`, `render`, `bench`) on stderr, drawn by a
+//! small thread only when stdout and stderr are terminals and not under systemd (no crate:
+//! `std::io::IsTerminal`). Read-only commands (`explain`, `history`, `snapshots`, `resources`) read
+//! the store, or a running daemon's API when the store is locked; every `-o json` document also
+//! prints as `-o yaml` (`print_doc`, our YAML emitter). A repository file that cannot be read
+//! (`LoadError::io`) is an operational failure (exit 2), never an invalid repository.
 
 mod check;
 mod dst;

@@ -44,6 +44,38 @@
 //! One writer per output directory ([`crate::publish::claim_output`]): without `[ha]` the
 //! daemon claims it at start and holds it for its life; a start on a directory another
 //! fedsched owns fails (exit 2), naming the directory and the owner's pid and state directory.
+//!
+//! # In detail
+//!
+//! The event loop (single writer): `run(cfg, config_path, paths, control, clock)` over a stream of
+//! `Control` (`Reload`, `PolicyChanged`, `Tick`, `Shutdown`); production (`run_blocking`) maps
+//! SIGHUP / SIGTERM / SIGINT to controls and uses `SystemClock`; tests use `control_channel()`, a
+//! `ManualClock` and `Daemon::start` in-process. A reload reads the config again and builds
+//! `Settings::from_config` and a new `Reconciler` (profiles, `[cost]`, `[model]`, `[publish]`,
+//! `[git]`, `[clusters]`, `[poll]`, `reconcile.interval`); directories and `[http]` need a restart.
+//! An HTTP listener that cannot start fails the start, and so does an output directory another
+//! fedsched owns (`publish::claim_output`; with `[ha]` the claim is made at the takeover, after
+//! which a publish the previous leader left half-done is finished, and dropped on losing the
+//! lease). Workload problems (unschedulable, render failures) and the repository's findings are
+//! logged when they change, not every pass. Owns the daemon's `metrics::Metrics` and records them
+//! from the reports; `watch.rs` (the policy watch: a debounced trigger, and what it saw — nothing,
+//! the paths of the files that changed, or "walk" after a queue overflow, a watch error or more
+//! than 256 paths — which `reading` turns into the pass's `reconcile::Changed` before the pass: a
+//! timer or poll-round pass takes the last good inputs while the watch saw nothing, a pass reads
+//! only the files the watch named while they are all files the last walk read
+//! (`ParseCache::refresh_files`; anything else — a new or removed file, a directory, the ignore
+//! file — walks), and a pass walks the directory after an overflow or an error, on start, SIGHUP
+//! and a takeover, or when the last walk is 10 minutes old), `systemd.rs` (sd_notify). After each
+//! pass it publishes a `views::status::StatusView` (with the inputs and profiles of the last good
+//! pass). The loop keeps turning while a pass runs on a blocking thread (`Daemon::wait_for`): it
+//! stamps the heartbeat and feeds WATCHDOG=1 unless `Heartbeat::stalled` (the loop silent, a pass
+//! running longer than `http.heartbeat_timeout`, or no pass finished for 2 × interval + that
+//! timeout — what `/healthz` answers), and a SIGTERM stops the pass's writing
+//! (`reconcile::WriteGate`: a publish stops before its journal or right after it; `Daemon::start`
+//! completes a journal left behind) and ends the process within `reconcile.shutdown_timeout`. With
+//! `[ha]` it starts the election task (`ha::run`), hands the lease's fence to its reconciler, runs
+//! the takeover on a new term (`take_over_if_due`) and releases the lease at shutdown; a fenced
+//! pass is a shadow pass (status `shadow`, still ready).
 
 pub mod systemd;
 pub mod watch;

@@ -15,6 +15,28 @@
 //!   the renew deadline by which that write must be over (git mode kills a push at it).
 //!
 //! Imports `config`, `members` (the client) and `util` only.
+//!
+//! # In detail
+//!
+//! High availability (issue 18): `election.rs` is client-go's leader election (`tryAcquireOrRenew`,
+//! release on shutdown) as a state machine over a `LeaseApi` trait with the monotonic clock passed
+//! in, and the schedule of attempts (`attempt_bound`, `next_attempt`: never a deadline that passed,
+//! so never blind after a pause); unit tests drive it with an in-memory API and a manual clock, and
+//! `election/sim.rs` with three candidates, a host API with latencies and seeded kills, pauses and
+//! outages (the invariants over 256 seeds); `mod.rs` has `KubeLeases` (that trait on `kube`'s
+//! `Api<Lease>`), the election task `run` and the `Handle` the daemon shares with it: role, holder,
+//! transitions, terms, and `fence()` — the renew deadline, only while the lease is ours with at
+//! least a `retry_period` left and this term's takeover adopted the published state. The daemon
+//! hands `fence` to its `Reconciler` (`Reconciler::with_fence`): the pass asks it before the
+//! publish, git mode before the commit and each push attempt (each killed at the deadline; the
+//! remote's fencing token `refs/fedsched/leader` moves with every push, so no former leader's push
+//! lands after a takeover's claim; a push rejected because the remote moved reopens the takeover,
+//! `Handle::readopt`), and a closed fence ends the pass there as `ReconcileError::Fenced` (a shadow
+//! pass: decided, nothing written or recorded, the reconciler's cache kept). On a new term the loop
+//! first runs the takeover (`Daemon::take_over_if_due`: git mode's
+//! `publish::git::sync_from_remote`, then `reconcile::adopt_published`, which writes the summary's
+//! claims, targets, files and affinity terms into the store as previous placements, then a new
+//! `Reconciler`), then opens the fence and runs a pass.
 
 pub mod election;
 

@@ -19,6 +19,63 @@
 //! and its API list, with health `Unreachable` (or
 //! `NotReady` for a 401/403: the API answered but refused) and Karmada's matching
 //! `NoSchedule` taint, so it receives nothing new but keeps what it has.
+//!
+//! # Its stage of the pass
+//!
+//! **Poll → snapshot** (`members`): each member becomes a `model::ClusterSnapshot`. Offline
+//! clusters (no live access configured) are described by their Cluster object's own status; live
+//! clusters by their last poll (`members::live::LiveView`, merged by `members::apply_live`). The
+//! daemon polls on its timer in a task and receives the round (`RoundReport`, with each poll's
+//! outcome for the metrics) as an event; `render` polls once before its pass. The store keeps a new
+//! snapshot version only when the content hash changes (poll timings are not content); the members
+//! this process has not recorded yet are hashed, and encoded when a new version is due, on every
+//! core before their writes (`store::PreparedSnapshot`).
+//!
+//! # In detail
+//!
+//! Where cluster state comes from. `offline.rs`: a Cluster object's own status. `live/`: the poller
+//! — `credentials.rs` (**the one home of credentials**: every source of the `Authorization` header
+//! — token, token file, basic auth, exec plugin, oidc `id-token` — taken out of the kubeconfig
+//! before kube sees it and put on each request by a tower layer, `Authorize`; values checked as
+//! header values when read; exec plugins run asynchronously in their own process group within
+//! `poll.timeout`, killed with it, their credential cached per configuration until it expires or is
+//! answered 401; kubeconfig errors by position only, and the `Redactor` that removes a cluster's
+//! credential values from every message of its build and poll), `access.rs` (targets: kubeconfig,
+//! or `spec.apiEndpoint` + token file + CA; the kube clients: kube's own for lists, and for watches
+//! one built from kube's layers on hyper-util's client with ALPN `h2`, so both watches of a member
+//! share one HTTP/2 connection, pinged after `[poll] watch_ping_interval` of silence and given up
+//! after `read_timeout` without an answer; its connector stamps every read (`Wire`), so that a
+//! stream broken after a longer silence is known as an unanswered ping: the server hangs, the watch
+//! fails at once and `Poller::watch_lost` has the daemon start a round then —
+//! `live::a_hung_api_server_is_unreachable_within_a_ping_and_the_read_timeout`), `poller.rs`
+//! (`Poller::round`: bounded concurrency, a per-poll deadline, backoff with jitter, the
+//! `RoundReport` with each poll's outcome and duration; after it, the discovery of the members due:
+//! first success, recovery, `[poll] discovery_interval`), `list.rs` (raw paginated `GET`s with a
+//! read timeout, 410 restarts), `discovery.rs` (the APIs a member serves, from `/api` and `/apis` —
+//! aggregated, or plain and then each group version's resource list —, as `group/version/Kind`
+//! entries; bounded sizes and counts, a group version that fails keeps its last entries),
+//! `watch.rs` (with `[poll] watch`, the default: a member is listed once, then two tasks per member
+//! watch nodes and pods from the list's resource version and apply the events to the member's
+//! `WatchCache`; a member's watch requests are sent one at a time (each until its answer), so that
+//! the second finds the first one's HTTP/2 connection instead of opening its own; a request the
+//! shared connection does not answer within `read_timeout` is sent once more on the watch's own
+//! HTTP/1.1 connection (`OwnConnection`: a server that allows one stream per connection); a stream
+//! that ends is re-watched, 410 relists, a failed watch is the next round's failed poll; every
+//! event, bookmark and relist stamps `Shared::heard_ms`, the time a round served from the cache is
+//! observed at), `error.rs` (typed `PollError`s; 401/403 → `NotReady`, the rest → `Unreachable`).
+//! `decode.rs`: narrow serde structs for list pages and watch events (only the fields the model
+//! needs, quantities parsed in place), `Fold` (pages → node views, pod counts, unbound requests)
+//! and the watch caches (`NodeCache`, `PodCache`: per pod its node, request, owner and state,
+//! interned per cluster — strings one pointer wide, `Interned`, so a pod's entry stays within 64
+//! bytes (a compile-time check; the pods table is the largest part of the poller's memory) —, with
+//! the fold's sums kept up to date per event; equal to a fresh `Fold` of the same objects, tested
+//! over random event sequences). `mod.rs`: `apply_live`, the one place live data becomes a snapshot
+//! (Karmada's summary via `ResourceSummary::from_nodes`, kept per member node list in
+//! `SummaryMemo`, which the view's copies share; the snapshot holds the kept summary itself, an
+//! `Arc` — a pass's deduction copies it, `Arc::make_mut` — so a round does not copy 1,000
+//! summaries; the poller keeps a member's node list — the same `Arc` — while its nodes are equal,
+//! synthetic taints, last-known data on failure, the API enablements from discovery — else the last
+//! stored live list, else the Cluster object's).
 
 pub mod decode;
 pub mod live;

@@ -4,6 +4,51 @@
 //! Owns: the Karmada API types ([`types`]), loading and classifying documents ([`load`]),
 //! Karmada's webhook defaults ([`defaults`]), validation ([`validate`]) and which policy claims
 //! which template ([`matching`]). Knows nothing of sled, of the output directory or of HTTP.
+//!
+//! # Its stage of the pass
+//!
+//! **Load** (`policy::load` — `load_dir`, `defaults::apply`, `validate::validate`; then
+//! `reconcile::inputs` checks profile names and builds the offline snapshots): every YAML document
+//! of the repository, classified, typed, defaulted as Karmada's webhook would, validated. All
+//! errors are collected (`file: document n: field: message`). Any error stops the pass before
+//! anything is written. Findings that do not make the repository invalid
+//! (`policy::validate::warnings`) are printed by `check`.
+//!
+//! # In detail
+//!
+//! **The one home of policy types.** `types.rs` mirrors Karmada's API field for field; `load/`
+//! reads the repository, one file per concept: `walk.rs` (the walk and its skip rules: links that
+//! leave the repository are not followed, Helm charts, `values*.yaml` and `kustomization.yaml` are
+//! skipped with a note, `[policy] ignore` and `.fedschedignore`), `parse.rs` (documents,
+//! `yaml_options`), `classify.rs` (a document → a kind: one function per class), `scope.rs`
+//! (namespaced or not, CRDs), `names.rs` (DNS-1123 checks), `cache.rs` (`ParseCache`: stat cache
+//! with git's racy rule; `ParseCache::one_shot` for a command's single load — `check`, `render` —,
+//! whose documents move into the set instead of being copied), `schema.rs` (the fields of the
+//! built-in kinds in Kubernetes 1.33's schema, from k8s-openapi's generated field lists, walked by
+//! a probing deserializer: a template's unknown field is a warning naming it, with the nearest real
+//! one), `persist.rs` (`ParseStore`: the parsed documents kept across restarts, keyed by SHA-256 of
+//! the parser's version and the file's bytes, in a compact encoding that gives back exactly the
+//! values parsed; the store implements it in `store/parsed.rs`, the `parsed` tree),
+//! `incremental.rs` (only changed files typed again; the templates and the (cluster) propagation
+//! and override policies of a `PolicySet` are `Arc`s, so those of unchanged files enter the new set
+//! shared, not copied, and so is the list of Cluster objects; an edit that changes what a file's
+//! objects say, not which objects there are, is spliced into the last merged set —
+//! `load_repository_spliced`: the file typed again, each changed object put in place of its old
+//! one, an equal one kept as the old object — and `reconcile/inputs.rs` hashes only the spliced
+//! objects and keeps the rest of the last inputs, taking their hashes and file list over, not
+//! copying them, once the last pass let go of them; a splice equals a merge, compared in debug
+//! builds), `error.rs` (`LoadError`; `io` marks a file or directory that could not be read, which
+//! the daemon and `render` report as an operational failure); `defaults.rs`, `validate.rs` (errors,
+//! and `warnings` for what Karmada accepts but likely does not do what its author meant, and
+//! `support.rs`'s warnings for every accepted Karmada field fedsched does not implement — its unit
+//! test walks every field of `types.rs` and fails on one neither implemented with a named test nor
+//! warned about, and `references.rs`'s warnings for names that point at nothing in the repository —
+//! a cluster name no Cluster has, a selector no template matches, an unknown `metadata` key);
+//! `load/decode.rs` is the one typed decode of a document part: every structural error, not serde's
+//! first (the offending key taken out and the decode repeated, bounded), with `nearest`, the one
+//! "did you mean" of the crate; `matching.rs` (selectors, cluster affinity, which policy claims a
+//! template — from scratch, or with the previous claimer and `preemption` — and why the others are
+//! shadowed). Knows nothing of the store, the output directory or the scheduler.
 
 pub mod defaults;
 pub mod load;

@@ -100,7 +100,7 @@ pub fn warnings(set: &PolicySet) -> Vec<LoadError> {
     // A field Kubernetes' schema for the kind does not have: written as it is (the API server's
     // default drops it with a warning; strict validation — kubectl's and Argo CD's — refuses
     // the manifest). A warning, not an error: the schema is one Kubernetes version's, and a
-    // field a newer member knows must not stop the workload (ARCHITECTURE.md).
+    // field a newer member knows must not stop the workload (docs/guide/commands.md, `check`).
     for t in &set.templates {
         for u in &t.unknown_fields {
             let hint = u.nearest.map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();

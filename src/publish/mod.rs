@@ -40,6 +40,41 @@
 //! guard; `journal.rs` staging, the journal, the renames and `syncfs`; `recovery.rs` the recovery
 //! of an interrupted journal; `disk.rs` file-system helpers; `error.rs` [`PublishError`]. The
 //! bytes written (object files, `kustomization.yaml`, the header) come from [`crate::render`].
+//!
+//! # Its stage of the pass
+//!
+//! **Publish** (`publish::publish`): diff against the output directory, write only what changed,
+//! atomically (journal + staged files + rename), remove only files fedsched wrote. The journal is
+//! applied in an order that keeps every cluster directory consistent at every instant
+//! (`publish::journal::apply_order`): a cluster directory that did not exist appears whole (staged
+//! as a directory, one rename); per existing cluster its object files, then its
+//! `kustomization.yaml`; then the summary's shards (an index, like a kustomization: written once
+//! every file they list is in place); then all removals. Recovery applies the same order, so it
+//! stays idempotent. The output directory has one owner (`publish::claim_output`, a `flock` of
+//! `.fedsched/owner`): the daemon for its life — with `[ha]` the leader from its takeover until it
+//! loses the lease — and `render` for its pass; `plan` takes none.
+//!
+//! # In detail
+//!
+//! The only module that writes the output directory: `plan.rs` (`PublishPlan`, `ClusterFiles`,
+//! `PublishReport`), `names.rs` (path segment checks, a whole plan validated before the disk is
+//! touched), `diff.rs` (the plan against the directory), `journal.rs` (staged files written on
+//! every core, 1,024 to a staging directory so the cores do not queue on one directory's lock —
+//! except a cluster directory that does not exist yet, every cluster of a first publish, staged
+//! whole as `n-<cluster>` and moved into place by one rename, file by file if the directory
+//! appeared in between —, and made durable by one `syncfs`, then a journal, the renames and
+//! removals in `apply_order` — per cluster objects, then its kustomization, the clusters on every
+//! core; then the summary; then the removals —, a second `syncfs` before the journal goes: no fsync
+//! per file or directory; each step a crash point: a `KillSwitch` stops a publish after step N in
+//! process, as SIGKILL would — the simulation's kill -9), `recovery.rs` (an interrupted journal
+//! finished at the next start), `owner.rs` (the ownership of the output directory: `claim_output`,
+//! refused with `OutputInUse` naming the owner's pid and state directory), `guard.rs` (the
+//! mass-deletion guard: a cluster whose removals exceed the ratio is held whole; only removals of
+//! paths no placed workload owns — `PublishPlan::owners`, filled by `reconcile/plan.rs` — count,
+//! and a workload with a change in a held cluster keeps its files everywhere, `HeldMove`),
+//! `disk.rs`, `error.rs`; `git.rs`: git mode (commit and push by shelling out to `git`, each fetch
+//! or push bounded by `timeout(1)` around its own process group; `[ha]`'s fencing token on the
+//! remote). File names live here, file content in `render`.
 
 mod diff;
 mod disk;

@@ -20,6 +20,12 @@
 //! facts), another state of the clusters that passed its filters (the per-cluster digests, the
 //! deducted views), or the same key and state (the kept decision itself, or the check that its
 //! outcome stands).
+//!
+//! # In detail
+//!
+//! The self-audit (`[audit] interval`, `Reconciler::audit`): the warm preview against a cold one on
+//! a store copy, compared by `audit::compare` (also the simulation's "warm equals cold"), each
+//! difference naming the memo involved; `forget` drops the cache so the fresh decision wins.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -48,6 +48,117 @@
 //!
 //! Any error during a pass clears the cache: the next pass starts cold (as `fedsched render`
 //! always does).
+//!
+//! # In detail
+//!
+//! `cache.rs`: what a `Reconciler` keeps between passes of one process: decisions keyed by every
+//! static input they read (template, policy, claim, previous placement, profile name and digest,
+//! overrides, interpreters, dependents, and the fleet's filter-relevant facts: `fleet_static_key`)
+//! plus the state of only the clusters that passed their filters (snapshot version, freshness, the
+//! digest of the assumed-replica deductions made from that cluster's view so far:
+//! `clusters_state`), so an edit re-decides only the workloads that share a cluster with a changed
+//! deduction — and of those only the ones whose outcome read capacity: the scheduler says so with
+//! each result (`schedule::schedule_reads`; Duplicated, static weights and a steady or shrinking
+//! Divided placement without spread constraints do not), and such a decision is reused on its key
+//! alone, so a failover's moves do not re-decide the fleet; one that read capacity is checked
+//! before it is made again (`decide::capacity_stands`, `schedule::outcome_stands`): its feasible
+//! clusters' verdicts computed again — only those of the clusters whose digest changed since the
+//! last pass started or since its decisions left them (`cache::ClusterDigests`: the state is a sum
+//! of per-cluster digests, so the changed ones are found against the previous pass's start digests,
+//! or against its end digests for a decision confirmed after that pass's deductions — every
+//! workload after an edited one, `ClusterDigests::end_digests`) while every score reads static
+//! facts only (`ScorePlugin::static_only`) — and, where they differ, selection and division run on
+//! them (the clusters found by the positions the cached decision keeps, `Fleet::positions_of`, and
+//! selection ordering and grouping them by position, `select::select_clusters_at`, not by name);
+//! the same outcome keeps the decision with its figures (debug builds schedule it again and
+//! compare); the claim of each template, kept while the template, its previous claimer and the
+//! PropagationPolicies that could claim it (its namespace's, every ClusterPropagationPolicy) are
+//! the same objects (`ClaimMemo`: an edit claims again the templates of the namespaces it changed);
+//! the decision key of each template (`KeyMemo`), given again without claiming it while no
+//! (cluster) propagation or override policy, interpreter or profile changed and the template, its
+//! previous placement and the fleet's static facts are the same objects and values (compared with a
+//! fresh key in debug builds; a kept key whose decision read capacity is checked against the
+//! changed state there, with the placement and profile of the policy that claimed it, without
+//! claiming again); the member views after the deductions of the recent placements (reused while
+//! the snapshots' content and the recent placements are unchanged, and otherwise per cluster whose
+//! snapshot and own deduction sequence are: `snapshots::rebuild_views`, which plans the recent
+//! placements' deductions on every core — each plan kept per placement object while it, its
+//! requirements and the snapshots it read are the same, `snapshots::PlannedDeductions` —, then
+//! chains the digests by position in store order (`Assumed::of_plans`; after an edit, the last
+//! rebuild's bookkeeping with the replaced placements' deductions exchanged and only their
+//! clusters' chains made again: `PlannedDeductions::assumed`, from the plans kept per cluster,
+//! `PlannedDeductions::touching`, which also give a rebuilt view its deductions without a scan of
+//! every plan); a pass lists the recent placements by patching the last pass's list with the
+//! placements this process set or removed since — `PassCache::set_placement`, `remove_placement`,
+//! `placements_changed` — while none of the listed ones expired, looks again at the requirements
+//! only where a placement or template is another object (both compared with a list made from
+//! scratch in debug builds), and hashes again only the placements it replaced; one memo,
+//! `cache::RecentPlacements`, holds the list, its store keys, requirements and digests). The pass
+//! saves the views it started from: moved at its end, with each view it deducted from replaced by
+//! its copy from before that view's first deduction (sharing the node index, so the next pass does
+//! not group the members' nodes again) and its deductions' bookkeeping undone
+//! (`PassSnapshots::save_views`); placements and last history heads; snapshot fingerprints; digests
+//! of the published files. A reused decision skips schedule and render; only clusters whose file
+//! digest changed are published; the whole output directory is compared on the first pass, on
+//! `sighup`, every 10 minutes and after a failed pass. Restart (S7): every pass persists, in the
+//! same store flush as the placements, a `StoredDecision` for each decision whose placement
+//! `history_seq` changed or that was decided again (looked for among the pass's fresh decisions and
+//! the placements it recorded, among all of them on a full check, whose proven stats also change
+//! entries); a new reconciler loads those whose seq equals their placement's (a crash between the
+//! two writes leaves a mismatch: ignored) as decisions that hold their files by hash only. On a
+//! full check (the first pass is one), such a decision whose key and cluster state match is reused
+//! if every one of its files is on disk with its hash; otherwise it is decided and rendered again,
+//! so hand edits are restored. A file whose stat is the one kept with its decision (proven by an
+//! earlier read at least a second after the file's last change: `CachedDecision::check_files`,
+//! `util/stat.rs`) is stat'ed instead of read; the stats of the files a check reads, and those of
+//! the rendered files a full check's publish finds right (`PublishReport::stats`,
+//! `plan::keep_stats`), are kept with the decisions, whose entries the record stage then writes
+//! again. The restart's other costs are spread over the cores (the members' node digests, content
+//! hashes and store heads; the summary's fragments; the templates' hashes) or shared instead of
+//! copied (a result's verdicts are an `Arc`, shared by the placement, its decision and its history
+//! record). Between full checks a hand edit of such a file in a cluster published for another
+//! reason waits for the next full check. `Reconciler::load_inputs` keeps the parsed files
+//! (`policy::load::ParseCache`) and hands out the previous validated `Inputs` again (shared `Arc`s)
+//! when no file was added, removed or changed; when some did, only those files are typed, defaulted
+//! and validated again (a whole load whenever there is an error, so errors are exactly a whole
+//! load's); `Reconciler::load_inputs_watched` hands them out without walking the directory when the
+//! caller vouches that nothing changed (the daemon's watch), unless the last walk reached the
+//! repository through a symbolic link (`ParseCache::through_links`: a swapped ConfigMap `..data` or
+//! git-sync worktree link changes it with no event in the watched directory). What a quiet pass
+//! would otherwise compute again from unchanged objects is kept with the objects it came from,
+//! compared by `Arc` identity (issue 17, S3): each member's node-list digest for the fingerprints
+//! (`NodeDigests`, with its pod facts' and API list's digests), the recent placements in store
+//! order and their digest for the views key (`RecentPlacements`; the next pass matches its list
+//! with the last one by object, `snapshots::align`, so a placement that became recent keeps the
+//! others' requirements and digests), each previous placement's digest for its workload's decision
+//! key (`PreviousDigests`, keyed by the placement object's address: no object key hashed per
+//! workload); the summary is 256 shards (`render::summary::Shards`, each an `Arc` shared between
+//! the pass, the cache and the publish): a pass joins again only the shards of the workloads it
+//! decided afresh or removed, a shard equal to before keeps its `Arc`, and the shards that differ
+//! from those last published are written without their copy on the disk read back
+//! (`SummaryPlan::compare` false; an edit wrote the whole 11 MB `placements.json` before, and two
+//! `syncfs` flushed it); the desired output's per-cluster digests and Namespace files are kept and
+//! brought up to date from the decisions a pass replaced, dropped or made afresh (`DesiredOutput`,
+//! sums and counts, and per cluster the workloads that have paths there, so a publish of a few
+//! clusters reads only their decisions; built from scratch on a full check, and compared with one
+//! built from scratch in debug builds); the pods' facts are shared (`Arc`) like the node lists, and
+//! both are hashed once per object (`NodeDigests`); and a decision whose recent placement the views
+//! already hold is not planned as a deduction again (`PassSnapshots::already_deducted`); each
+//! member's static facts are hashed again only when its snapshot's fingerprint changed
+//! (`cache::StaticDigests`, which `fleet_static_key` reads), and the fingerprints themselves use
+//! foldhash's fixed-seed hasher (in memory only; what is stored or compared across processes keeps
+//! `KeyHasher`); the policy index's lookups are positions in the set's lists, kept while the set
+//! holds the same policy objects (`PolicyIndex::kept`, `IndexPositions`); a member's API list is
+//! shared (`Arc`) between the kept inputs and every pass's snapshot; the assumed replicas' total is
+//! kept as deductions change (`Assumed::total`). Object keys hold their parts inline
+//! (`policy::KeyPart`, compact_str), so the per-workload map lookups of the decide loop, the plan,
+//! the record stage and stability read no other allocation. The decide stage hands its order over
+//! as the templates themselves, each noted with whether it was decided afresh and had a placement
+//! (`decide::Ordered`, `Decisions::keys`), which the record stage's quiet path reads instead of
+//! looking the key up; the set's Namespace objects are a range of its sorted templates
+//! (`PolicySet::namespace_objects`), which the desired output's Namespace files read without a scan
+//! of every template, and each cluster's Namespace files carry their digest
+//! (`cache::NamespaceFiles`).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};

@@ -27,6 +27,17 @@
 //! (it keeps its previous output). Inputs that are invalid stop the pass before anything is
 //! written: the output and the store stay as they were. Records no metrics: the caller
 //! records them from [`Inputs::offline_polls`] and [`ReconcileReport::held_clusters`].
+//!
+//! # In detail
+//!
+//! The pass, one file per stage (see the table above), and what happens to a workload when a stage
+//! fails for it (it keeps its previous output). `decide.rs`: a `Context` (what the whole pass
+//! shares: store, profiles, inputs, policy index, the `Pass`, the output directory, whether this is
+//! a full check) and a `Claimed` workload (template, previous placement, policy, placement,
+//! profile, dependents, hashes, overrides) instead of eleven parameters; `decision_key`,
+//! `reuse_or_decide`. `settings.rs`: `Settings`, `PublishSettings`. `findings.rs`: what `check`
+//! finds per workload beyond loading (`template_errors`, `override_errors`), here so that `check`
+//! and the fuzzer run the same code.
 
 mod adopt;
 pub mod audit;

@@ -10,6 +10,32 @@
 //! its cache is reset afterwards), and [`Reconciler::preview_warm`] for a running reconciler
 //! (the daemon's): the stages run on a copy of its cache and a dry run of its store, so the
 //! daemon's next pass and its store are exactly as without the preview.
+//!
+//! # In detail
+//!
+//! `Reconciler::preview` (`reconcile/preview.rs`): `Reconciler::stages` — the same function
+//! `reconcile` calls: version snapshots, stability, decide, plan the publish — then
+//! `publish::preview` (`publish/preview.rs`: the publisher's `compute_changes`, guard included, no
+//! lock, no write) instead of the publish, and no record stage. The stages write what they write on
+//! the way (snapshot versions, template and policy blobs), so this preview runs on a private copy
+//! of the store: `Store::open_copy` (`store/copy.rs`: the sled directory copied, then opened;
+//! retried when caught mid-write). Its cache is reset afterwards. The `PassPreview` holds the
+//! placements the pass started from and every decision (`PlannedDecision`: the cache's decision,
+//! shared by `Arc`), removed workloads, the file changes, the stability actions. A preview on a new
+//! reconciler is a full check: the files of the restored decisions are verified
+//! (`cache::verify_restored`) and the cluster directories compared (`publish::diff`, each directory
+//! listed once) on every core.
+//!
+//! `Reconciler::preview_warm`: the same stages on a running reconciler (the daemon's), which it
+//! leaves exactly as it was — on `PassCache::fork` (a copy whose decisions are shared by `Arc` and
+//! copied by `Arc::make_mut` only when the preview changes them) and on a reconciler sharing the
+//! settings over `Store::dry_run` (`store/mod.rs`: reads the store; blobs and snapshot versions are
+//! answered in memory; every other write is `StoreError::DryRun`, so a preview that tried to record
+//! would fail rather than change the daemon's store). It holds the cache's lock throughout: a pass
+//! and a preview never overlap. The repository comes as its files (`policy::load::RepositoryFiles`,
+//! read by the command) and is loaded by `Reconciler::load_preview_inputs` through
+//! `ParseCache::overlay` (a file with the path and bytes of the daemon's last load keeps its parsed
+//! and typed documents, shared; the daemon's load cache does not change).
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -14,6 +14,26 @@
 //! stability state, and runs the stages of a pass ([`super::Reconciler::preview`]) with the
 //! current scheduler, renderer and profiles at the recorded time. Nothing is guessed: an input
 //! that is not in the store makes the replay fail with [`ReplayError::NotRecorded`].
+//!
+//! # In detail
+//!
+//! What a replay needs is stored by the pass (`reconcile/replay.rs`, `store/replay.rs`): a
+//! `ReplayPass` blob per pass that records decisions (the clock, the repository's files as blobs —
+//! `Inputs::sources`, kept by the `ParseCache` —, the last history seq before the pass, each
+//! member's input freshness) — the file list in runs cut by content (a run ends after a file whose
+//! content hash is a multiple of 64), each run a blob, so a pass that changed one file stores one
+//! run and the pass (`StoredPass`, schema 2; `StoredRuns` in the cache finds the runs equal to the
+//! last pass's by their first path; a schema 1 pass, the list inline, is still read) — and a
+//! `ReplayRef` per history record in the `replay` tree (keyed by sequence number: the pass blob,
+//! the placement's targets, affinity term and files with content hashes; no history schema change,
+//! and a record without one is "not replayable"). The placements a pass started from are rebuilt
+//! from the records before it (`RecordedHistory::placements_at`), not stored per pass (10,000
+//! placements of 17 KB would be 170 MB a pass). The stability state blob of each record is in the
+//! store's codec. `reconcile::replay_pass` rebuilds the inputs (`load_inputs_from_sources`, the
+//! stored snapshots at the recorded versions for live members), seeds a scratch store with those
+//! placements and the stability state and runs `preview` at the recorded time; `views/replay.rs`
+//! compares each record with it (result, policy, file hashes), one replay per pass.
+//! `cli/replay.rs`: the command.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;

@@ -14,6 +14,29 @@
 //! without replicas (ConfigMaps, Services…) do not fail over: their dependents pull them
 //! where they go. What the engine reads of a workload's pods is `model::OwnerState` on live
 //! members; an offline member (no pods observed) counts its placed replicas as Ready.
+//!
+//! # Its stage of the pass
+//!
+//! **Stability** (`reconcile/stability.rs`, `schedule/stability/`): the members' health timelines
+//! (unhealthy since / healthy since), what their pods do (`model::OwnerState`: ready, Unschedulable
+//! and not-Ready pods with the member's transition times) and the stored engine state go through
+//! one pure `step(state, inputs, now_ms, settings)`: cluster failover after Karmada's toleration
+//! (graceful eviction: the old files kept until the replacement is Ready elsewhere or the grace
+//! period passes; purge modes), Unschedulable replicas taken off a member after `[reschedule]
+//! unschedulable_after` (its capacity for that pod template distrusted until its figures change),
+//! application failover, move-back after `stable_for`, rate limits and the storm guard. Its
+//! directives enter the decision key and the decision (`cluster-eviction` filter, caps, kept
+//! files); its actions are history notes and metrics; its state is stored with the pass and
+//! referenced by every history record (replay; the blob is written only when the state changed). A
+//! quiet pass stays cheap: `Attention` (one place) lets only workloads that may have something to
+//! do — state of their own, replicas on an unhealthy or NoExecute-tainted member, their own
+//! Unschedulable pods, not-Ready pods under `failover.application` — reach the engine; the others
+//! are skipped before their engine input is built, with one lookup each in a fleet-wide map of
+//! troubled pod owners (`assumed::Owner::claimants` inverts the attribution), kept between passes
+//! and updated only for the members whose pod facts are another `Arc` (`stability::TroubledOwners`;
+//! a quiet fleet costs a pointer comparison per member). ClusterTaintPolicy taints are computed
+//! before the stages (`Reconciler::taint`) and put on the pass's snapshots, so filters, versions,
+//! plan and replay all see them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;

@@ -8,6 +8,28 @@
 //! header and `kustomization.yaml`; [`summary`] the text of the summary's shards (`.fedsched/placements/`). The
 //! publisher imports them and only decides where the bytes go (render never imports the
 //! publisher).
+//!
+//! # Its stage of the pass
+//!
+//! **Render** (`render::render`): the template with replicas revised, server fields pruned,
+//! provenance added, as YAML from our own emitter (`render::yaml`). The text of every file fedsched
+//! writes lives here: manifests, the generated-by header and `kustomization.yaml`
+//! (`render::output`), the summary's shards `.fedsched/placements/<xx>.json` (`render::summary`).
+//! The decide stage renders the files of a pass's fresh decisions in one batch after the last
+//! decision, on `util::threads::workers()` threads (`FEDSCHED_THREADS`; a render reads only the
+//! cluster's facts, and each answer returns to its decision by position: same bytes on any count).
+//!
+//! # In detail
+//!
+//! The text of every file fedsched writes. `mod.rs`: the manifest for one (template, cluster):
+//! replica revision, pruning, provenance, file naming (`object_path`); `overrides/` (OverridePolicy
+//! / ClusterOverridePolicy): `order.rs` (which policies apply, in Karmada's order), `patch.rs` (RFC
+//! 6902 and the plaintext overrider), `image.rs`, `command_args.rs`, `labels.rs`, `field.rs` (one
+//! overrider family each), `error.rs`; `output.rs` (the generated-by header, `has_header`, the
+//! `kustomization.yaml` text); `summary.rs` (the summary's 256 shards from a borrowed
+//! `summary::Placement` view, a workload's shard a stable hash of its key (`shard_of`), its
+//! per-workload fragments: one compact line each; `read_published` reads the shards, or an earlier
+//! version's single file); `yaml.rs` (the emitter). Pure.
 
 pub mod output;
 pub mod overrides;

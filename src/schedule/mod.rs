@@ -6,6 +6,52 @@
 //! [`ScheduleRequest::failover`] carries its directives into one decision). Pure and synchronous: no I/O,
 //! no clock, no store. Same inputs ⇒ same decision. "Cannot schedule" is an outcome with
 //! reasons, not an error.
+//!
+//! # Its stage of the pass
+//!
+//! **Schedule** (`schedule::schedule_in`, with the pass's `schedule::Fleet`): for each template
+//! claimed by a policy (`policy::matching::claim`): filter plugins, score plugins, estimators
+//! (`model::estimate`), cluster selection, replica assignment (Webster). Pure and deterministic.
+//! The fleet is built once per pass (clusters in name order, positions by name) and memoises
+//! filters: a filter with a memo key (`FilterPlugin::memo_key`: a hash of the projection of the
+//! workload its answer depends on — affinity term, tolerations, GVK, spread constraints, duplicated
+//! replicas, the confidence threshold) is evaluated once per (key, cluster); identical answers
+//! share an id, and each distinct combination of answers is ANDed and its rejections grouped once.
+//! Per workload: the combination's feasible list and groups are copied, clusters of the previous
+//! placement are evaluated per pair, and estimators, scorers and selection run on the feasible
+//! clusters only. The result is compact: verdicts of feasible clusters (with typed estimates),
+//! rejected clusters grouped by identical reasons as position ranges in the result's universe (the
+//! sorted cluster names, stored as a blob under `ScheduleResult::universe`). Webster costs
+//! O(clusters · log replicas), not O(replicas) (`schedule::assign::webster`: a binary search on the
+//! divisor, then at most one heap step per cluster; up to two seats per cluster, every seat from
+//! the heap), over the selected clusters in any order (`assign::webster_of`: dynamic and aggregated
+//! division weigh them in selection order, no map by name). Karmada's cluster order breaks ties by
+//! fleet position, which is name order; the selected verdicts are marked in one walk of the
+//! verdicts and the name-ordered targets (`mark_selected`; a lookup per verdict when they come in
+//! another order). The fleet also memoises which clusters match a cluster affinity
+//! (`Fleet::affinity_matches`, keyed like the filters): static weight lists read it per entry, not
+//! per cluster; and the groups of each position at a topology level (`Fleet::level_index`,
+//! `select::LevelIndex`): selection by groups finds a verdict's groups by its position, not in its
+//! cluster's snapshot.
+//!
+//! # In detail
+//!
+//! `fleet.rs`: the per-pass `Fleet` (name order, filter memo, `Send + Sync`) and `ClusterSet`
+//! (compact position ranges); the plugin framework (`framework.rs`: `FilterPlugin` with its
+//! optional memo key, `ScorePlugin` with per-plugin normalisation, a context struct, **the one list
+//! of plugins** `registry()`, `Framework::build` with its content `digest` — part of every decision
+//! key, so a profile changed under the same name decides again), profiles (`profile.rs`:
+//! `[profiles.*]` and `[cost]` built into `Framework`s, the `fedsched.io/profile` annotation), one
+//! file per plugin in `plugins/`, cluster selection (`select/`: spread constraints; `groups.rs` has
+//! Karmada's group score and group search), replica assignment (`assign.rs`: Webster — capped,
+//! `webster_capped`, for a member that takes no new replicas: `schedule::health_taint`, an
+//! untolerated not-ready / unreachable taint —, static, dynamic steady, aggregated — aggregated
+//! takes the candidates in selection order and breaks ties with `util::gosort` as Karmada does).
+//! `stability/`: the stability engine — `health.rs` (per-member timelines: NotReady and Unreachable
+//! are one spell, one healthy observation resets it; the storm guard; Karmada's taint names),
+//! `workload.rs` (purge, cluster and application failover, Unschedulable rescheduling, move-back,
+//! Karmada's toleration rules), `mod.rs` (`StabilityState`, `Action` with its `Cause`, `step`).
+//! Pure and synchronous; "cannot schedule" is an `Outcome`, not an error.
 
 pub mod assign;
 pub mod fleet;

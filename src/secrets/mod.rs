@@ -17,6 +17,16 @@
 //! The store never holds a Secret's data: the template blob and the repository file a replay
 //! reads are stored with the values replaced ([`redact`], [`redact_source`]), and the parse
 //! cache does not persist files with Secrets (`policy::load::persist`).
+//!
+//! # In detail
+//!
+//! What a Secret becomes in the output (`[secrets] mode`): `sops.rs` (a Secret SOPS-encrypted for
+//! one age recipient, the format Flux decrypts: AES-256-GCM per value with its path as additional
+//! data, the MAC, the data key wrapped by the `age` crate), `mod.rs` (the recipients from the
+//! config and the Cluster objects, `SealedFiles`: the ciphertext kept while an HMAC fingerprint of
+//! recipient and clear text is unchanged — the fingerprints and their key in the store's `sealed`
+//! tree —, `redact`/`redact_source` for what the store keeps of a Secret). The decide stage's
+//! render batch calls it per (Secret, cluster).
 
 pub mod sops;
 

@@ -23,6 +23,36 @@
 //! or [`Store::flush`], which callers use as a barrier before any externally visible effect.
 //! Multi-record updates (a snapshot version with its head, a history record with its
 //! placement) are single sled transactions.
+//!
+//! # Its stage of the pass
+//!
+//! **Record** (`store`): changed decisions are appended to the history with their inputs (snapshot
+//! versions, content hashes of template and policy, previous placement), and the placement is
+//! updated, in batches of 256 decisions per store transaction (`Store::record_decisions`; same
+//! sequence numbers and records as one-by-one writes: the records are encoded on every core before
+//! the transaction, with the numbers the counter will hand out, which the transaction checks). Then
+//! the store is flushed.
+//!
+//! # In detail
+//!
+//! The only module that knows sled: versioned envelope codec (a decode may allocate at most
+//! `codec::DECODE_LIMIT`: a damaged length is an error, not an abort), record types (layout 2:
+//! compact results, the versions map of a pass and its sorted cluster names as content-addressed
+//! blobs, written once per distinct content; a layout 1 store is rewritten on open,
+//! `Store::upgrade_to_2`; history schema 4 and placement schema 3 write a result's verdicts as
+//! rows, `store/compact.rs`: plugin and estimator names once per result, cluster names sharing
+//! their prefix with the previous one, about a third of the plain form's bytes; older schemas
+//! decode), keys, and the `decisions` tree (`store/decisions.rs`, `StoredDecision`: per workload
+//! the decision cache key, the filtered clusters and their state, its files as (cluster, path,
+//! content hash), kept files, problems, requirements, the placement `history_seq` it was written
+//! with, the workload's last history record (so a restart decodes no history record to compare
+//! notes), each file's proven stat, and whether its outcome read capacity (so a restart reuses a
+//! decision that did not whatever the rebuilt views' states, as the daemon does); schema 3, 1 and 2
+//! upgraded in memory), the `parsed` tree (`store/parsed.rs`: the repository's parsed documents, a
+//! cache), and the `stability` tree (`store/stability.rs`: the engine state, versioned; history
+//! records of schema 3 carry the state blob their pass started from). Snapshots are schema 4 (pods
+//! per owner with readiness and transition times); older schemas are read and upgraded. Knows
+//! nothing of YAML, HTTP or the output directory.
 
 pub mod codec;
 mod compact;

@@ -10,6 +10,22 @@
 //! [`matching::shadow_reason`]), removed workloads; the clusters the mass-deletion guard would
 //! hold; per cluster the files added, changed and removed; with `diff`, the unified diff of
 //! each changed file ([`crate::util::diff::unified`]).
+//!
+//! # In detail
+//!
+//! `views/plan.rs`: the plan document from a `PassPreview` against the published state or a base
+//! preview on the same store; text, JSON, Markdown; `util/diff.rs` the unified diff; and
+//! `on_daemon`, what `POST /api/v1/plan` runs (`PlanRequest` in, the document out) with the
+//! `Planner` the daemon publishes in its `StatusView` after every good pass (its reconciler and the
+//! live view that pass merged). `cli/plan.rs`: the command (`--base-ref` by `git archive | tar
+//! -x`). It asks the daemon holding `--state` (`Store::in_use` probes the lock without creating
+//! anything; the address from `<state>/http.addr`) or `--server`; otherwise, with `--local`, or
+//! when the daemon cannot answer, it plans in process: each repository loaded by the reconciler of
+//! a copy of the store (through the parse cache the copy holds), a cold `preview` on that copy, the
+//! previews left to the process exit. Why the daemon and not only the persisted parse cache (which
+//! a restart uses): measured (BENCHMARKS.md, S9), YAML parsing is about a tenth of a cold plan; a
+//! cold plan is a cold restart (full check of the output, cold deducted views, every decision
+//! restored), a warm one costs what the change touches.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;

@@ -499,3 +499,64 @@ fn no_function_is_over_200_lines() {
     // The measure sees long functions (the longest today is about 140 lines).
     assert!(!long_functions(100).is_empty());
 }
+
+/// The files of `src/` (unit-test files left out) whose code names the crate `name`
+/// (`name::…`, `use name`), as paths under `src/`.
+fn files_naming_crate(name: &str) -> Vec<String> {
+    let src = repo_root().join("src");
+    let mut found = Vec::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).expect("read src") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let rel = path.strip_prefix(&src).expect("under src").display().to_string();
+            if !rel.ends_with(".rs") || rel.ends_with("tests.rs") {
+                continue;
+            }
+            let code = code_only(&fs::read_to_string(&path).expect("read source"));
+            if names_crate(&code, name) {
+                found.push(rel);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Whether `code` names the crate `name` as a path's first segment (`name::x`, `use name;`).
+fn names_crate(code: &str, name: &str) -> bool {
+    let mut rest = code;
+    while let Some(at) = rest.find(name) {
+        let before = rest[..at].chars().next_back();
+        let after = &rest[at + name.len()..];
+        rest = after;
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let after = after.trim_start();
+        if after.starts_with("::") || after.starts_with(';') {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn one_module_is_the_home_of_each_outside_store_and_protocol() {
+    // The scanner itself: a path names the crate, a word or another crate's path does not.
+    assert!(names_crate("use sled::Db;", "sled"));
+    assert!(names_crate("fn f() { let t = sled::Config::new(); }", "sled"));
+    assert!(!names_crate("fn sled_size() {} let x = my::sled::y; let sleds = 1;", "sled"));
+    // Only `store` knows sled, and only `api` knows axum (ARCHITECTURE.md, "Invariants").
+    let outside = |name: &str, home: &str| -> Vec<String> {
+        files_naming_crate(name).into_iter().filter(|f| !f.starts_with(&format!("{home}/"))).collect()
+    };
+    assert!(!files_naming_crate("sled").is_empty(), "the scanner finds the store's use of sled");
+    assert_eq!(outside("sled", "store"), Vec::<String>::new(), "sled outside store/");
+    assert!(!files_naming_crate("axum").is_empty(), "the scanner finds the API's use of axum");
+    assert_eq!(outside("axum", "api"), Vec::<String>::new(), "axum outside api/");
+}
