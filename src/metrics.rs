@@ -35,11 +35,12 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::{Metric, Registry, Unit};
 
 pub use crate::members::live::PollOutcome;
 use crate::members::live::{PollRecord, RoundReport};
@@ -116,9 +117,43 @@ fn phase_histogram() -> Histogram {
     Histogram::new([0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0])
 }
 
+/// A registry that notes each family it registers: its name as scraped and its type (an
+/// empty family is left out of an encoding, so the encoding cannot list them all).
+struct Registering {
+    registry: Registry,
+    families: Vec<(String, String)>,
+}
+
+impl Registering {
+    fn register<M: Metric>(&mut self, name: &str, help: &str, metric: M) {
+        self.note(name, None, &metric);
+        self.registry.register(name, help, metric);
+    }
+
+    fn register_with_unit<M: Metric>(&mut self, name: &str, help: &str, unit: Unit, metric: M) {
+        self.note(name, Some(&unit), &metric);
+        self.registry.register_with_unit(name, help, unit, metric);
+    }
+
+    fn note(&mut self, name: &str, unit: Option<&Unit>, metric: &impl Metric) {
+        let kind = metric.metric_type();
+        let mut full = format!("fedsched_{name}");
+        if let Some(unit) = unit {
+            full.push('_');
+            full.push_str(unit.as_str());
+        }
+        if matches!(kind, MetricType::Counter) {
+            full.push_str("_total");
+        }
+        self.families.push((full, kind.as_str().to_string()));
+    }
+}
+
 /// The daemon's metrics: every family, registered once in its own registry.
 pub struct Metrics {
     registry: Registry,
+    /// Every family registered, as (name as scraped, type): see [`Metrics::families`].
+    families: Vec<(String, String)>,
     polls: Family<PollLabels, Counter>,
     poll_duration: HistogramFamily<ClusterLabels>,
     reconciles: Family<OutcomeLabels, Counter>,
@@ -167,9 +202,10 @@ impl std::fmt::Debug for Metrics {
 impl Metrics {
     /// Every family at zero.
     pub fn new() -> Metrics {
-        let mut r = Registry::with_prefix("fedsched");
+        let mut r = Registering { registry: Registry::with_prefix("fedsched"), families: Vec::new() };
         let m = Metrics {
             registry: Registry::default(),
+            families: Vec::new(),
             polls: Family::default(),
             poll_duration: Family::new_with_constructor(poll_histogram),
             reconciles: Family::default(),
@@ -325,7 +361,7 @@ impl Metrics {
             Unit::Seconds,
             m.heartbeat_age.clone(),
         );
-        Metrics { registry: r, ..m }
+        Metrics { registry: r.registry, families: r.families, ..m }
     }
 
     /// Records one poll of a member cluster: its duration and how it ended. Offline clusters
@@ -411,6 +447,13 @@ impl Metrics {
         for (workload, _, stage) in &report.rollouts {
             self.rollout_stage.get_or_create(&WorkloadLabels { workload: workload.clone() }).set(*stage as i64);
         }
+    }
+
+    /// Every metric family the registry exports, as (name as scraped, type): a counter by its
+    /// `_total` name. The guide's metrics reference (`docs/guide/reference/metrics.md`) is
+    /// checked against it.
+    pub fn families(&self) -> Vec<(String, String)> {
+        self.families.clone()
     }
 
     /// Sets the gauges that describe the present from the daemon's status and encodes every

@@ -35,6 +35,7 @@ use std::process::ExitCode;
 mod interpret;
 mod plan;
 mod progress;
+pub mod reference;
 mod replay;
 
 use anyhow::Context;

@@ -34,6 +34,7 @@ mod overrides;
 mod plan;
 mod policy_examples;
 mod read_only;
+mod reference;
 mod render;
 mod replay;
 mod resources;
