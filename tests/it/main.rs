@@ -18,6 +18,7 @@ mod explain;
 mod failover;
 mod fields;
 mod fuzz;
+mod guide;
 mod ha;
 mod hostile_lua;
 mod interpret_corpus;
