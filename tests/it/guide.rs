@@ -106,6 +106,7 @@ fn run(dir: &Path, command: &str) -> String {
         .current_dir(dir)
         .env("PATH", path)
         .env("FEDSCHED_LOG", "error")
+        .env("LC_ALL", "C")
         .env_remove("FEDSCHED_CONFIG")
         .env_remove("NOTIFY_SOCKET")
         .env_remove("JOURNAL_STREAM")
