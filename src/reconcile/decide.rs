@@ -11,7 +11,9 @@
 //! A decision is reused when its key (everything static it read: template, policy, claim,
 //! previous placement, profile, overrides, interpreters, dependents, the fleet's
 //! filter-relevant facts) and the state of the clusters that passed its filters are
-//! unchanged. A decision restored from the store holds its files by hash only: on a full
+//! unchanged — never that of a workload whose history record notes a failover action this
+//! pass ([`StabilityPass::noted`]): a record holds a decision of its own pass, made on the
+//! inputs it stores, so that it replays. A decision restored from the store holds its files by hash only: on a full
 //! check it is reused only if every file is on the disk with its hash. A workload that fails
 //! to schedule (or to render for a cluster) keeps its previous files. The replicas of each
 //! scheduled decision are deducted from the live views before the next workload
@@ -250,8 +252,13 @@ pub(super) fn decide_all(
     let digests =
         (ctx.inputs.hashes.interpreters, cache::key_of(&(ctx.profiles.digest(), ctx.secrets.digest, &ctx.autoscaled)));
     cache.keys.begin(set, digests, claims.unchanged(), ctx.full_check);
+    // The workloads whose record this pass notes an action of: decided afresh, never reused
+    // (a kept decision's figures are those of the pass that made it, not of the inputs the
+    // record stores with the note: the record would not replay).
+    let noted = ctx.stability.noted();
     for (position, shared) in workloads.into_iter().chain(hpas).chain(deps) {
         let t: &Template = shared;
+        let renote = !noted.is_empty() && noted.contains(&t.key);
         let required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)> = required_by
             .get(&t.key)
             .into_iter()
@@ -265,7 +272,7 @@ pub(super) fn decide_all(
         let directed = (!ctx.stability.directives.is_empty() && ctx.stability.directives.contains_key(&t.key))
             || ctx.rollout.touches(&t.key);
         let bounds = hpa_bounds(t, &scaled);
-        let kept = match required.is_empty() && !directed && bounds.is_none() {
+        let kept = match required.is_empty() && !directed && !renote && bounds.is_none() {
             true => cache
                 .keys
                 .kept(shared, previous.as_ref(), |bits| fleet_statics.key(&snapshots.views, f64::from_bits(bits))),
@@ -332,7 +339,9 @@ pub(super) fn decide_all(
                 }
                 let suspended = claimed.spec.and_then(|s| s.suspension.as_ref()?.suspended());
                 let held = pinned.is_some();
-                let Some(entry) = reuse_or_decide(ctx, cache, snapshots, &claimed, key, &mut out, &mut batch)? else {
+                let Some(entry) =
+                    reuse_or_decide(ctx, cache, snapshots, &claimed, (key, renote), &mut out, &mut batch)?
+                else {
                     continue;
                 };
                 (entry, suspended, held)
@@ -688,14 +697,14 @@ fn debug_check_kept_key<'a>(
 
 /// Reuses the cached decision of a claimed template when its key and the state of its
 /// clusters match (a restored one, on a full check, only if its files are on the disk), or
-/// decides it again and caches that. The decision is in the cache's decisions afterwards
-/// (returned).
+/// decides it again and caches that. `renote`: decided again whatever it kept (its record
+/// notes an action this pass). The decision is in the cache's decisions afterwards (returned).
 fn reuse_or_decide<'a>(
     ctx: &Context<'a>,
     cache: &mut cache::PassCache,
     snapshots: &PassSnapshots,
     w: &Claimed<'a, '_>,
-    key: u64,
+    (key, renote): (u64, bool),
     out: &mut Decisions,
     batch: &mut Batch<'a>,
 ) -> Result<Option<Arc<cache::CachedDecision>>, StoreError> {
@@ -709,6 +718,10 @@ fn reuse_or_decide<'a>(
     let mut hit = match cached.as_deref() {
         None => {
             why.new += 1;
+            false
+        }
+        Some(_) if renote => {
+            why.noted += 1;
             false
         }
         Some(c) if c.key != key || c.unpublished => {

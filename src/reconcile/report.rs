@@ -149,6 +149,9 @@ pub struct Redecided {
     pub outcome_stood: usize,
     /// A restored decision whose files were not on the disk as recorded (a full check).
     pub files: usize,
+    /// Its history record notes a failover action this pass: decided again so that the
+    /// record holds the figures of the inputs it stores (and replays).
+    pub noted: usize,
 }
 
 /// What the stability engine did in one pass (for metrics, logs and status).

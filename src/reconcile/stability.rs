@@ -108,6 +108,16 @@ impl StabilityPass {
         notes
     }
 
+    /// The workloads this pass's record will note an action of, as known before the decide
+    /// stage: those with an event this pass, and those with actions kept unpublished (noted
+    /// once their change is published). Their decisions are made afresh this pass, so that the
+    /// record carrying the note holds the figures of the inputs it records (it replays).
+    pub fn noted(&self) -> BTreeSet<&ObjectKey> {
+        let events = self.actions.iter().filter(|a| a.is_event()).filter_map(|a| a.workload.as_ref());
+        let unpublished = self.state.workloads.iter().filter(|(_, ws)| !ws.unpublished.is_empty()).map(|(k, _)| k);
+        events.chain(unpublished).collect()
+    }
+
     /// Starts the hand-overs of the moves decided afresh this pass (`moves`: per workload, its
     /// previous and its new targets): per member it leaves or shrinks on
     /// ([`handover_clusters`]) a task that keeps its previous files until the new placement is
@@ -972,6 +982,81 @@ spec:
             notes.iter().filter(|n| n.contains("rescheduled 1 Unschedulable replicas off m1")).count(),
             1,
             "{notes:?}"
+        );
+    }
+
+    /// Issue 46, invariant 6 (seed 16 of `fedsched dst`, no fault): a pass that notes an
+    /// action of a workload whose decision it would reuse (here "cannot move": a Duplicated
+    /// workload's replica Unschedulable for `unschedulable_after`) decides it afresh, so the
+    /// history record holds the figures of the inputs it stores with the note and replays
+    /// `identical`. Before, the record carried the figures of the pass that made the decision
+    /// (m2's room before it shrank) with this pass's inputs: the replay gave another room.
+    #[test]
+    fn a_noted_action_records_a_decision_of_its_own_pass_that_replays() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        let duplicated = REPO
+            .replace(
+                "      replicaSchedulingType: Divided\n      replicaDivisionPreference: Weighted\n      weightPreference: {dynamicWeight: AvailableReplicas}\n",
+                "      replicaSchedulingType: Duplicated\n",
+            )
+            .replace("replicas: 6", "replicas: 2");
+        assert!(duplicated.contains("Duplicated"));
+        std::fs::write(repo.join("apps.yaml"), &duplicated).expect("write");
+        let write_clusters = |m2_cpu: u32| {
+            let m2 = cluster("m2").replace("cpu: \"20\"", &format!("cpu: \"{m2_cpu}\""));
+            std::fs::write(repo.join("clusters.yaml"), [cluster("m1"), m2].join("---\n")).expect("write");
+        };
+        write_clusters(20);
+        let out = dir.path().join("out");
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let t0 = 1_700_000_000_000;
+        // One of m1's two pods cannot be scheduled there.
+        let owner = "ReplicaSet/shop/web-5d8f9".to_string();
+        let state = OwnerState {
+            pods: 2,
+            bound: 1,
+            running: 1,
+            ready: 1,
+            unschedulable_since: vec![t0],
+            not_ready_since: vec![t0],
+            pending_reasons: BTreeMap::from([("Unschedulable".to_string(), 1)]),
+        };
+        let stuck = std::sync::Arc::new(PodFacts {
+            bound: 1,
+            unbound: 1,
+            unschedulable: BTreeMap::from([(owner.clone(), 1)]),
+            by_owner: BTreeMap::from([(owner.clone(), 2)]),
+            owners: BTreeMap::from([(owner, state)]),
+        });
+        let inputs = |stuck: Option<&std::sync::Arc<PodFacts>>| {
+            // As the daemon loads (the repository's files kept for the replay).
+            let mut inputs = rec.load_inputs(&repo, &mut Default::default()).expect("inputs");
+            if let (Some(m1), Some(p)) = (inputs.snapshots.iter_mut().find(|s| s.name == "m1"), stuck) {
+                m1.pods = Some(std::sync::Arc::clone(p));
+            }
+            inputs
+        };
+        rec.reconcile(&inputs(None), &out, "test", t0).expect("pass");
+        let r = rec.reconcile(&inputs(Some(&stuck)), &out, "test", t0 + 60_000).expect("pass");
+        assert!(r.stability.events.is_empty(), "{:?}", r.stability.events);
+        // m2 shrinks: the Duplicated decision stands (nothing recorded).
+        write_clusters(10);
+        let r = rec.reconcile(&inputs(Some(&stuck)), &out, "test", t0 + 120_000).expect("pass");
+        assert_eq!(r.history_records, 0, "{r:?}");
+        let r = rec.reconcile(&inputs(Some(&stuck)), &out, "test", t0 + 240_000).expect("pass");
+        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        assert_eq!(kinds, [("cannot-move", "m1")]);
+        let key = rec.store.placements().expect("placements")[0].workload.clone();
+        let history = rec.store.history(&key).expect("history");
+        let last = history.last().expect("a record");
+        assert!(last.notes.iter().any(|n| n.contains("cannot move")), "{:?}", last.notes);
+        let doc = crate::views::replay::document(&rec.store, &history, &Settings::builtin).expect("replay");
+        assert_eq!(
+            (doc["replayed"].as_u64(), doc["different"].as_u64()),
+            (Some(history.len() as u64), Some(0)),
+            "{doc:#}"
         );
     }
 }

@@ -105,7 +105,10 @@ fn compare(r: &HistoryRecord, rr: &ReplayRef, p: &PassPreview) -> Vec<String> {
     }
     out.extend(outcome_diff(&r.result.outcome, &d.record().result.outcome));
     if out.is_empty() && d.record().result != r.result {
-        out.push("the result differs: cluster verdicts, scores or reasons".into());
+        out.extend(verdicts_diff(&r.result, &d.record().result));
+        if out.is_empty() {
+            out.push("the result differs: cluster verdicts, scores or reasons".into());
+        }
     }
     let recorded: BTreeMap<(&str, &str), u64> =
         rr.files.iter().map(|(c, f, h)| ((c.as_str(), f.as_str()), *h)).collect();
@@ -123,6 +126,48 @@ fn compare(r: &HistoryRecord, rr: &ReplayRef, p: &PassPreview) -> Vec<String> {
             (None, Some(_)) => out.push(format!("+ {}/{}: rendered only by the replay", f.0, f.1)),
             _ => {}
         }
+    }
+    out
+}
+
+/// Which cluster verdicts differ between two results with the same outcome, and how: the
+/// first field that differs per cluster (room, estimates, score, reasons), or a cluster only
+/// one of them judged.
+fn verdicts_diff(
+    recorded: &crate::schedule::ScheduleResult,
+    replayed: &crate::schedule::ScheduleResult,
+) -> Vec<String> {
+    let by_name = |r: &crate::schedule::ScheduleResult| -> BTreeMap<String, crate::schedule::ClusterVerdict> {
+        r.verdicts.iter().map(|v| (v.name.clone(), v.clone())).collect()
+    };
+    let (a, b) = (by_name(recorded), by_name(replayed));
+    let clusters: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let mut out = Vec::new();
+    for c in clusters {
+        match (a.get(c), b.get(c)) {
+            (Some(x), Some(y)) if x != y => {
+                let what = if x.available_replicas != y.available_replicas {
+                    format!("room {:?} → {:?}", x.available_replicas, y.available_replicas)
+                } else if x.estimates != y.estimates {
+                    format!("estimates {:?} → {:?}", x.estimates, y.estimates)
+                } else if x.feasible != y.feasible {
+                    format!("feasible {} → {}", x.feasible, y.feasible)
+                } else if x.score != y.score || x.scores != y.scores {
+                    format!("score {} {:?} → {} {:?}", x.score, x.scores, y.score, y.scores)
+                } else if x.reasons != y.reasons {
+                    format!("reasons {:?} → {:?}", x.reasons, y.reasons)
+                } else {
+                    format!("replicas {:?} → {:?}", x.replicas, y.replicas)
+                };
+                out.push(format!("verdict on {c}: {what}"));
+            }
+            (Some(_), None) => out.push(format!("verdict on {c}: not judged by the replay")),
+            (None, Some(_)) => out.push(format!("verdict on {c}: judged only by the replay")),
+            _ => {}
+        }
+    }
+    if out.is_empty() && recorded.rejected != replayed.rejected {
+        out.push("the rejected clusters or their reasons differ".into());
     }
     out
 }

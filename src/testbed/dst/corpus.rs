@@ -96,6 +96,17 @@ pub const CORPUS: &[Entry] = &[
              published engine state (StabilityPass::keep_published); its WorkloadRebalancer result is Pending",
         ),
     },
+    Entry {
+        seed: 16,
+        keep: Some(&[]),
+        faults: &[],
+        invariant: 6,
+        found: "a history record noting an action ('1 replicas Unschedulable on member-003 cannot move') carried \
+                the figures of the pass that first decided w001 (member-002's room 2) with the inputs of the pass \
+                that noted it (room 1): it replayed `different`",
+        failed_on: "c0b6884 (main), no fault at all",
+        fixed_by: Some("this commit: a workload whose record notes an action is decided afresh in that pass"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
