@@ -127,9 +127,9 @@ pub(crate) fn run(
         let (hash, text) = version_of(t);
         let name = format!("{}/{}", policy.namespace().unwrap_or(""), policy.name());
         let old = stored.get(&sk);
-        let mut state = old.cloned().unwrap_or_else(|| RolloutState::settled(name.clone(), hash, text));
+        let mut state = old.cloned().unwrap_or_else(|| RolloutState::settled(name.clone(), hash, text.clone()));
         state.policy = name;
-        state.change(spec, hash, now_ms);
+        state.change(spec, (hash, &text), now_ms);
         let targets: BTreeMap<String, Option<i32>> =
             cache.placements.get(&t.key).map(|p| p.targets.clone()).unwrap_or_default();
         let clusters: Vec<&str> = targets.keys().map(String::as_str).collect();
@@ -438,6 +438,10 @@ spec:
         assert_eq!(state.phase, crate::schedule::rollout::Phase::Complete, "{state:#?}");
         // Each transition is a history note of the workload, with its cause.
         let notes: Vec<String> = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect();
+        // The next change starts from the completed version, not the one before it.
+        w.commit("web:3", "");
+        w.pass(&rec, t1 + 3_000 + 2 * MIN, &ready);
+        assert_eq!(w.images(), ["web:3", "web:2", "web:2", "web:2", "web:2"], "the previous version is web:2");
         for n in [
             "stage canary released",
             "stage canary passed: Healthy for minSuccessTime",

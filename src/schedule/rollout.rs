@@ -82,6 +82,10 @@ pub struct RolloutState {
     pub stable: String,
     /// Hash of the version being rolled out (equal to `stable_hash` when complete).
     pub target_hash: u64,
+    /// That version's template object (JSON text): the previous version of the next rollout
+    /// once this one completes.
+    #[serde(default)]
+    pub target: String,
     pub phase: Phase,
     /// Stages released (1 = the first stage runs the new version); the stage at
     /// `released - 1` is the one gated.
@@ -149,6 +153,7 @@ impl RolloutState {
         RolloutState {
             policy,
             stable_hash: hash,
+            target: object.clone(),
             stable: object,
             target_hash: hash,
             phase: Phase::Complete,
@@ -187,7 +192,7 @@ impl RolloutState {
 
     /// A new version `hash` (template object `object`, the policy's approvals `approved`):
     /// starts a rollout at stage 1, or supersedes the one under way (see the module).
-    pub fn change(&mut self, spec: &RolloutSpec, hash: u64, now_ms: u64) {
+    pub fn change(&mut self, spec: &RolloutSpec, (hash, object): (u64, &str), now_ms: u64) {
         if hash == self.target_hash {
             return;
         }
@@ -205,6 +210,7 @@ impl RolloutState {
             }
         };
         self.target_hash = hash;
+        self.target = object.to_string();
         self.phase = Phase::Progressing;
         self.released = 1;
         self.released_at_ms = now_ms;
@@ -351,6 +357,7 @@ pub fn step(
     if current >= spec.stages.len() {
         state.phase = Phase::Complete;
         state.stable_hash = state.target_hash;
+        state.stable = state.target.clone();
         state.healthy_since_ms = None;
         state.note(now_ms, FINAL_STAGE, "complete", "every cluster runs the new version".into());
         return;
@@ -410,7 +417,7 @@ mod tests {
 
     fn started(spec: &RolloutSpec) -> RolloutState {
         let mut s = RolloutState::settled("shop/web".into(), 1, "{}".into());
-        s.change(spec, 2, 0);
+        s.change(spec, (2, "{\"v\":2}"), 0);
         s
     }
 
@@ -444,7 +451,7 @@ mod tests {
         assert_eq!(s.phase, Phase::Progressing, "the final stage is gated too");
         step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 3 * MIN + 40_000);
         step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 4 * MIN + 40_000);
-        assert_eq!((s.phase.clone(), s.stable_hash), (Phase::Complete, 2));
+        assert_eq!((s.phase.clone(), s.stable_hash, s.stable.as_str()), (Phase::Complete, 2, "{\"v\":2}"));
         let events: Vec<(&str, &str)> = s.transitions.iter().map(|t| (t.stage.as_str(), t.event.as_str())).collect();
         assert_eq!(
             events,
@@ -479,7 +486,7 @@ mod tests {
         step(&mut s, &sp, &stages, &h, 5_000);
         assert_eq!((s.phase.clone(), new_on(&s, &stages)), (Phase::RolledBack, Vec::<String>::new()));
         // A fix supersedes: stage 1 again, the previous version still the completed one.
-        s.change(&sp, 3, 6_000);
+        s.change(&sp, (3, "{\"v\":3}"), 6_000);
         assert_eq!((s.phase.clone(), s.released, s.stable_hash, s.target_hash), (Phase::Progressing, 1, 1, 3));
         assert_eq!(new_on(&s, &stages), ["m1"]);
     }

@@ -39,6 +39,7 @@ mod reference;
 mod render;
 mod replay;
 mod resources;
+mod rollout;
 mod scoring;
 mod secrets;
 mod stall;

@@ -362,6 +362,33 @@ pub fn set_crashing(c: &mut FleetCluster, owner: &str, crashing: bool, now_ms: u
     n
 }
 
+/// Images that go bad on a member ([`mark_bad_images`]): by image, whether its pods crash in
+/// a loop (`true`, `CrashLoopBackOff`) or never turn Ready (`false`, `ContainersNotReady`).
+pub type BadImages = BTreeMap<String, bool>;
+
+/// Marks the pods of `c` one of whose containers runs an image of `bad`: not Ready while the
+/// mark lasts ([`CRASHING`]: [`promote`] and node recoveries leave them so), with the reason of
+/// its kind; a pod already marked is left as it is. Returns how many were marked.
+pub fn mark_bad_images(c: &mut FleetCluster, bad: &BadImages, now_ms: u64) -> usize {
+    if bad.is_empty() {
+        return 0;
+    }
+    let mut n = 0;
+    for p in c.pods.iter_mut() {
+        if annotation(p, CRASHING).is_some() {
+            continue;
+        }
+        let images = p.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default();
+        let Some(crash) = images.iter().find_map(|ct| bad.get(str_at(ct, "/image"))).copied() else { continue };
+        p["metadata"]["annotations"][CRASHING] = json!("true");
+        if !str_at(p, "/spec/nodeName").is_empty() {
+            set_ready(p, false, Some(if crash { "CrashLoopBackOff" } else { "ContainersNotReady" }), now_ms);
+        }
+        n += 1;
+    }
+    n
+}
+
 /// Pods whose start delay has passed start running, and those whose Ready delay has passed
 /// turn Ready (unless their node is not Ready or they crash). Returns how many changed.
 pub fn promote(c: &mut FleetCluster, now_ms: u64) -> usize {

@@ -402,7 +402,8 @@ async fn agent(state: Arc<State>, out: PathBuf, every: Duration, mut now: tokio:
             let before = c.fleet.pods.clone();
             match apply::apply(&mut c.fleet, &dir, &state.agent, now_ms) {
                 Ok(r) => {
-                    if r.changed() {
+                    let marked = apply::mark_bad_images(&mut c.fleet, &c.bad_images, now_ms);
+                    if r.changed() || marked > 0 {
                         record_changes(&mut c.log, watch::Resource::Pods, &before, &mut c.fleet.pods);
                         tracing::info!(cluster = %name, created = r.created, deleted = r.deleted, bound = r.bound, unschedulable = r.unschedulable, "applied");
                     }

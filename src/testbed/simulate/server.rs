@@ -26,7 +26,9 @@
 //! NotReady; `true`: back), `PUT …/nodes/{node}/allocatable` (`{"cpu": "2"}`: the node
 //! shrinks, the agent's pods that no longer fit are placed again), `PUT|DELETE
 //! /admin/clusters/{name}/outage` (`{"mode": "refused"}`: every connection is closed unanswered;
-//! `"hung"`: never answered; DELETE: back, every fault cleared).
+//! `"hung"`: never answered; DELETE: back, every fault cleared), `PUT
+//! /admin/clusters/{name}/images` (`{"crash": ["web:2"], "neverReady": [...]}`: the pods of
+//! those images crash in a loop, or never turn Ready, there: a bad version on chosen members).
 //!
 //! Layout: [`handle`] routes; `cluster_api` authenticates, applies the faults
 //! (`injected_fault` before, `damage` after) and serves a watch or a GET (`api`:
@@ -89,13 +91,15 @@ pub struct Served {
     pub fault: Fault,
     /// The APIs it serves, by group version ([`super::fleet::served_apis`]).
     pub apis: BTreeMap<String, Vec<(String, String)>>,
+    /// Images whose pods go bad here (`PUT /admin/clusters/{name}/images`).
+    pub bad_images: super::apply::BadImages,
 }
 
 impl Served {
     /// A served cluster: its objects, token and watch log; the APIs of its Cluster object.
     pub fn new(fleet: FleetCluster, token: String, log: WatchLog) -> Served {
         let apis = super::fleet::served_apis(&fleet.cluster);
-        Served { fleet, token, log, fault: Fault::default(), apis }
+        Served { fleet, token, log, fault: Fault::default(), apis, bad_images: Default::default() }
     }
 }
 
@@ -826,6 +830,13 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             node_trouble(state, name, node, what, &body)
         }
         (Method::PUT, ["clusters", name, "outage"]) => outage(state, req, name).await,
+        (Method::PUT, ["clusters", name, "images"]) => {
+            let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
+            };
+            bad_images(state, name, &body)
+        }
         (Method::PUT, ["clusters", name, "apis"]) => {
             let body = match Limited::new(req.into_body(), 4 << 20).collect().await {
                 Ok(b) => b.to_bytes(),
@@ -851,6 +862,34 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
         }
         _ => status(StatusCode::NOT_FOUND, "NotFound", "unknown admin endpoint"),
     }
+}
+
+/// `PUT /admin/clusters/{name}/images` `{"crash": [images], "neverReady": [images]}`: the pods
+/// of those images crash in a loop, or never turn Ready, on this member (those running now
+/// and those the agent creates), until another list replaces this one.
+fn bad_images(state: &State, name: &str, body: &[u8]) -> Resp {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Body {
+        #[serde(default)]
+        crash: Vec<String>,
+        #[serde(default)]
+        never_ready: Vec<String>,
+    }
+    let b: Body = match serde_json::from_slice(body) {
+        Ok(b) => b,
+        Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("images: {e}")),
+    };
+    let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = clusters.get_mut(name) else { return status(StatusCode::NOT_FOUND, "NotFound", name) };
+    c.bad_images =
+        b.crash.into_iter().map(|i| (i, true)).chain(b.never_ready.into_iter().map(|i| (i, false))).collect();
+    let before = c.fleet.pods.clone();
+    let marked = super::apply::mark_bad_images(&mut c.fleet, &c.bad_images, crate::util::clock::now_ms());
+    if marked > 0 {
+        super::record_changes(&mut c.log, Resource::Pods, &before, &mut c.fleet.pods);
+    }
+    ok(&json!({"marked": marked}))
 }
 
 /// `GET /admin/clusters/{name}/fault`.
