@@ -14,6 +14,11 @@ const MEMBERS: [&str; 3] = ["member-000", "member-001", "member-002"];
 /// `api` duplicated to the three members, and its RolloutPolicy: canary member-000, then one
 /// more, then the last; 3 s of health each.
 fn app(image: &str) -> String {
+    app_with(image, "", "")
+}
+
+/// [`app`] with more for the canary stage (`, requireApproval: true`) and the spec.
+fn app_with(image: &str, canary: &str, spec: &str) -> String {
     format!(
         r#"apiVersion: apps/v1
 kind: Deployment
@@ -42,11 +47,11 @@ metadata: {{name: api, namespace: shop}}
 spec:
   resourceSelectors: [{{apiVersion: apps/v1, kind: Deployment, name: api}}]
   stages:
-  - {{name: canary, clusterAffinity: {{clusterNames: [member-000]}}}}
+  - {{name: canary, clusterAffinity: {{clusterNames: [member-000]}}{canary}}}
   - {{name: next, maxConcurrency: 1}}
   minSuccessTime: 3s
   progressDeadline: 2m
-"#
+{spec}"#
     )
 }
 
@@ -106,6 +111,49 @@ fn a_good_change_goes_through_three_stages_and_a_bad_image_halts_after_the_canar
     assert_eq!(images(&t), ["api:bad", "api:2", "api:2"]);
     let after: Vec<Vec<u8>> = MEMBERS[1..].iter().map(|m| file(m)).collect();
     assert_eq!(before, after, "a later stage's file changed");
+    child.kill().expect("kill");
+    let _ = child.wait();
+    assert!(!l().contains("panicked"), "{}", l());
+}
+
+#[test]
+fn rollback_restores_the_canary_and_an_approval_commit_releases_the_next_stage() {
+    let t = setup_with(3, true, WATCHED, &[]);
+    let approval = ", requireApproval: true";
+    let write = |image: &str, spec: &str| t.s.write("apps/api.yaml", &app_with(image, approval, spec));
+    write("api:1", "  onFailure: Rollback\n");
+    let (mut child, log) = daemon(&t, "info");
+    let l = || log.lock().expect("lock").clone();
+    wait_for("api:1 everywhere", Duration::from_secs(90), || images(&t) == ["api:1"; 3]);
+    let (code, body) = t.sim.http("PUT", "/admin/clusters/member-000/images", r#"{"crash": ["api:bad"]}"#);
+    assert_eq!(code, 200, "{body}");
+
+    // A bad image rolls back: the canary runs the previous version again.
+    write("api:bad", "  onFailure: Rollback\n");
+    wait_for("the roll-back", Duration::from_secs(90), || rollout(&t)["state"] == "RolledBack");
+    wait_for("api:1 on the canary again", Duration::from_secs(30), || images(&t) == ["api:1"; 3]);
+
+    // A good one waits at the canary for its approval, Healthy or not.
+    write("api:2", "  onFailure: Rollback\n");
+    wait_for("the canary", Duration::from_secs(60), || image(&t, "member-000") == "api:2");
+    wait_for("the gate to ask for approval", Duration::from_secs(30), || {
+        let r = rollout(&t);
+        r["gate"]["approvalRequired"] == true && r["gate"]["healthySince"].is_string()
+    });
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(images(&t), ["api:2", "api:1", "api:1"], "released without approval:\n{}", l());
+    // The approval is a commit to the policy repository.
+    write("api:2", "  onFailure: Rollback\n  approvedStages: [canary]\n");
+    wait_for("the next stage", Duration::from_secs(60), || image(&t, "member-001") == "api:2");
+    let history = rollout(&t)["history"].clone();
+    assert!(
+        history
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|h| h["event"] == "passed" && h["cause"].as_str().is_some_and(|c| c.contains("approved"))),
+        "{history:#}"
+    );
     child.kill().expect("kill");
     let _ = child.wait();
     assert!(!l().contains("panicked"), "{}", l());
