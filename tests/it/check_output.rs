@@ -214,3 +214,42 @@ fn a_namespace_on_a_cluster_scoped_kind_is_warned_about() {
         text(&out.stderr)
     );
 }
+
+/// Issue 52: `check` says how a RolloutPolicy stage of offline members passes its gate (text:
+/// a `note:` on stderr; JSON: a finding of severity `note`), and names a RolloutPolicy's
+/// errors by file, document and field.
+#[test]
+fn check_says_how_an_offline_rollout_stage_passes_and_names_rollout_errors() {
+    let s = scratch();
+    let policy = "apiVersion: fedsched.io/v1alpha1\nkind: RolloutPolicy\nmetadata: {name: web, namespace: shop}\nspec:\n  \
+                  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]\n  \
+                  stages: [{name: canary, clusterAffinity: {clusterNames: [a]}}]\n  minSuccessTime: 2m\n";
+    s.write("rollout.yaml", policy);
+    let out = check(&s, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("note: rollout.yaml: document 1: spec.stages[0]: stage `canary` may hold offline clusters (a)")
+            && err.contains("only by approval")
+            && err.contains("2m"),
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&check(&s, &["-o", "json"]).stdout).expect("json");
+    assert_eq!(doc["counts"]["rolloutPolicies"], 1, "{doc:#}");
+    assert!(
+        doc["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|f| f["file"] == "rollout.yaml" && f["field"] == "spec.stages[0]" && f["severity"] == "note"),
+        "{doc:#}"
+    );
+    s.write("rollout.yaml", &policy.replace("minSuccessTime: 2m", "minSuccessTime: soon"));
+    let out = check(&s, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("rollout.yaml: document 1: spec.minSuccessTime: `soon` is not a duration"),
+        "{}",
+        text(&out.stdout)
+    );
+}
