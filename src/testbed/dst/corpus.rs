@@ -107,6 +107,23 @@ pub const CORPUS: &[Entry] = &[
         failed_on: "c0b6884 (main), no fault at all",
         fixed_by: Some("this commit: a workload whose record notes an action is decided afresh in that pass"),
     },
+    Entry {
+        seed: 24,
+        keep: Some(&[14, 18, 20]),
+        faults: &[
+            "t=715s delete w000",
+            "t=894s outage m2 Hung for 113s (agent cut off too)",
+            "t=1052s delete w000,w001, back after 51s",
+        ],
+        invariant: 8,
+        found: "w001 'evicted 1 replicas from member-002 (cluster-unreachable: … for 30s)' at t=1104 while every \
+                pass had seen member-002 healthy since its outage ended at t=1007: an action kept unpublished under \
+                the mass-deletion guard was noted when the hold ended, with its old cause",
+        failed_on: "c0b6884 + 22be9da (dst-a), before e1bbeae",
+        fixed_by: Some(
+            "e1bbeae (dst-b: a workload whose change the guard holds whole records nothing, its actions decided again)",
+        ),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
