@@ -621,11 +621,19 @@ where
 #[derive(Default)]
 pub(super) struct Redactor {
     whole: Vec<String>,
-    runs: std::collections::HashSet<Vec<u8>>,
+    /// Every [`RUN`]-byte window of the values, as a number: no allocation per window and
+    /// foldhash, not SipHash — a kubeconfig's megabyte credential (a megabyte of windows) took
+    /// 1 s per client build as `HashSet<Vec<u8>>` in a debug build.
+    runs: crate::util::hash::KeySet<u128>,
 }
 
-/// The length of the runs [`Redactor`] looks for.
+/// The length of the runs [`Redactor`] looks for (the width of a `u128`).
 const RUN: usize = 16;
+
+/// The [`RUN`]-byte windows of `bytes`, as numbers.
+fn windows(bytes: &[u8]) -> impl Iterator<Item = u128> + '_ {
+    bytes.windows(RUN).filter_map(|w| <[u8; RUN]>::try_from(w).ok()).map(u128::from_le_bytes)
+}
 
 impl Redactor {
     /// The values of `auth` and of the URLs.
@@ -657,9 +665,7 @@ impl Redactor {
                 if part.len() >= 6 && !r.whole.iter().any(|w| w == part) {
                     r.whole.push(part.to_string());
                 }
-                for w in part.as_bytes().windows(RUN) {
-                    r.runs.insert(w.to_vec());
-                }
+                r.runs.extend(windows(part.as_bytes()));
             }
         }
         // Longest first: a value that contains another is removed whole.
@@ -703,8 +709,8 @@ impl Redactor {
         }
         let bytes = out.as_bytes();
         let mut hidden = vec![false; bytes.len()];
-        for (i, w) in bytes.windows(RUN).enumerate() {
-            if self.runs.contains(w) {
+        for (i, w) in windows(bytes).enumerate() {
+            if self.runs.contains(&w) {
                 hidden[i..i + RUN].iter_mut().for_each(|h| *h = true);
             }
         }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::mutate::{Rng, mutate_bytes, mutate_value, string};
+use super::mutate::{MAX_TEXT, Rng, mutate_bytes, mutate_value, string, to_text};
 use crate::config::{ClusterAccess, PollSection};
 use crate::members::live::{Poller, Target};
 
@@ -130,11 +130,18 @@ pub(crate) fn generate(rng: &mut Rng) -> KubeconfigCase {
         }
     }
     make_safe(&mut doc);
+    // As the repository target writes its documents (`to_text`): a deep nesting as block YAML
+    // is quadratic in its depth (a 2,000-level one was a 54 MB kubeconfig, 8 s per case to
+    // generate, write and parse again, and refused unread by the size limit anyway).
     let mut text = if rng.chance(25) {
-        serde_json::to_string_pretty(&doc).unwrap_or_default()
+        serde_json::to_string_pretty(&doc)
+            .ok()
+            .filter(|t| t.len() <= MAX_TEXT)
+            .or_else(|| serde_json::to_string(&doc).ok())
     } else {
-        crate::render::yaml::to_yaml(&doc)
+        to_text(rng, &doc)
     }
+    .unwrap_or_default()
     .into_bytes();
     if rng.chance(30) {
         mutate_bytes(rng, &mut text, 3);

@@ -34,6 +34,8 @@ const SEEDS: &[(&str, &str)] = &[
 /// The seed files, with extra ones read from `--corpus` directories.
 pub struct Corpus {
     files: Vec<(String, String)>,
+    /// Each file's documents, parsed once (not once per case that mutates the file).
+    parsed: Vec<Vec<Value>>,
     /// Every seed document, parsed (subtrees of them are spliced into others).
     docs: Vec<Value>,
 }
@@ -42,8 +44,9 @@ impl Corpus {
     pub fn new(extra: &[(String, String)]) -> Corpus {
         let files: Vec<(String, String)> =
             SEEDS.iter().map(|(n, t)| (n.to_string(), t.to_string())).chain(extra.iter().cloned()).collect();
-        let docs = files.iter().flat_map(|(_, t)| parse_all(t)).collect();
-        Corpus { files, docs }
+        let parsed: Vec<Vec<Value>> = files.iter().map(|(_, t)| parse_all(t)).collect();
+        let docs = parsed.iter().flatten().cloned().collect();
+        Corpus { files, parsed, docs }
     }
 
     pub(super) fn docs(&self) -> &[Value] {
@@ -81,14 +84,14 @@ const ODD_NAMES: &[&str] = &[
 
 pub(crate) fn generate(rng: &mut Rng, corpus: &Corpus) -> RepoCase {
     let mut files = Vec::new();
-    for (name, text) in &corpus.files {
+    for ((name, text), parsed) in corpus.files.iter().zip(&corpus.parsed) {
         // The clusters are usually kept: without them nothing is placed.
         let keep = if name.starts_with("clusters/") { 90 } else { 70 };
         if !rng.chance(keep) {
             continue;
         }
         let mut bytes = if rng.chance(45) {
-            let mut docs = parse_all(text);
+            let mut docs = parsed.clone();
             let n = docs.len() as u64;
             for _ in 0..rng.range(1, 3) {
                 if n > 0 {
