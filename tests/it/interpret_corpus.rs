@@ -113,11 +113,33 @@ fn interpreters_for(case: &Value, root: &Path, cache: &mut BTreeMap<String, Arc<
 /// Components and dependencies are sets, as Karmada's own test of its customizations compares
 /// them (`sortComponents`, `sortDependencies`): a script that builds them with `pairs` over an
 /// object's map gives them in Go's random map order (two runs of the same case differ).
+/// And a `conditions` list of objects keyed by `type` is a map, as Kubernetes declares it
+/// (`+listType=map`, `+listMapKey=type`) and merges it: its order carries nothing
+/// ([`conditions_as_maps`]; the deliberate difference of `pairs` order, issue 48 item 8).
 fn as_sets(results: &mut [(String, Value)]) {
     for (name, v) in results {
-        if let ("components" | "dependencies", Value::Array(items)) = (name.as_str(), v) {
+        if let ("components" | "dependencies", Value::Array(items)) = (name.as_str(), &mut *v) {
             items.sort_by_key(|x| x.to_string());
         }
+        conditions_as_maps(v);
+    }
+}
+
+/// Every `conditions` list below `v` whose items all have a string `type`, sorted by it.
+fn conditions_as_maps(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m.iter_mut() {
+                if let ("conditions", Value::Array(items)) = (k.as_str(), &mut *child)
+                    && items.iter().all(|c| c.get("type").is_some_and(Value::is_string))
+                {
+                    items.sort_by(|a, b| a["type"].as_str().cmp(&b["type"].as_str()));
+                }
+                conditions_as_maps(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(conditions_as_maps),
+        _ => {}
     }
 }
 
@@ -231,4 +253,65 @@ fn builtins_agree_with_karmadactl_where_they_answer() {
     eprintln!("the built-ins agree with karmadactl on {} of {total} cases", total - report.len());
     assert!(total > 50, "the built-ins answer the corpus: {total} cases");
     assert!(report.is_empty(), "{} cases differ:\n{}", report.len(), report[..report.len().min(10)].join("\n"));
+}
+
+/// Issue 48 item 8: gopher-lua's `pairs` visits a table's keys in insertion order, C Lua's in
+/// its hash order. Every script of the corpus (Karmada's 27 third-party customizations on all
+/// their cases, and the probes) runs again under a `pairs` that visits keys in an order
+/// shuffled by a seed, for several seeds: each result equals the one of the real `pairs`,
+/// compared as the corpus test compares (components and dependencies as sets, `conditions` as
+/// the list-map Kubernetes makes of it) — so no script's answer depends on `pairs` order beyond
+/// the order of a `conditions` list. Only the probe that prints `pairs` order itself differs;
+/// and, compared raw, the MPIJob aggregation's conditions do (the shuffle reaches them).
+#[test]
+fn pairs_order_changes_no_corpus_result_beyond_the_order_of_conditions() {
+    use fedsched::model::interpreter::lua::shuffle_pairs_for_tests;
+    const PROBE: &str = "probe/pairs-insertion-order";
+    let Some(root) = crate::support::karmada_examples() else { return };
+    let root = root.join("resourcecustomizations");
+    let corpus = std::fs::read_to_string(repo_root().join(FIXTURE).join("cases.jsonl")).expect("cases.jsonl");
+    let cases: Vec<Value> = corpus.lines().map(|l| serde_json::from_str(l).expect("a case")).collect();
+    let mut cache = BTreeMap::new();
+    let run = |cache: &mut BTreeMap<String, Arc<Interpreters>>, case: &Value| {
+        let interpreters = interpreters_for(case, &root, cache);
+        fedsched(&interpreters, case).unwrap_or_else(|| Err("no interpreter answered".into()))
+    };
+    shuffle_pairs_for_tests(None);
+    let real: Vec<_> = cases.iter().map(|c| run(&mut cache, c)).collect();
+    let (mut differing, mut reordered, mut probe_moved) = (Vec::new(), BTreeSet::new(), false);
+    for seed in [1, 2, 3, 47, 48] {
+        shuffle_pairs_for_tests(Some(seed));
+        for (case, want) in cases.iter().zip(&real) {
+            let id = case["id"].as_str().expect("id");
+            let got = run(&mut cache, case);
+            if &got == want {
+                continue;
+            }
+            if id == PROBE {
+                probe_moved = true;
+                continue;
+            }
+            let (mut w, mut g) = (want.clone(), got.clone());
+            for r in [&mut w, &mut g].into_iter().flatten() {
+                as_sets(r);
+            }
+            if w == g {
+                reordered.insert(id.to_string());
+            } else {
+                differing.push(format!("seed {seed}, {id}:\n  real pairs {want:?}\n  shuffled   {got:?}"));
+            }
+        }
+    }
+    shuffle_pairs_for_tests(None);
+    eprintln!(
+        "{} cases x 5 seeds: {} differ only in the order of a list compared as a set or list-map: {reordered:?}",
+        cases.len(),
+        reordered.len()
+    );
+    assert!(probe_moved, "the shuffled pairs changes the order the probe prints (the shuffle is in force)");
+    assert!(
+        reordered.iter().any(|id| id.contains("MPIJob")),
+        "the MPIJob aggregation builds its conditions with pairs: the shuffle reorders them"
+    );
+    assert!(differing.is_empty(), "{} results depend on pairs order:\n{}", differing.len(), differing.join("\n"));
 }
