@@ -15,7 +15,10 @@
 //! - **Deliberate difference** (docs/guide/karmada.md): `pairs` visits a table's string keys in C Lua 5.1's
 //!   hash order, where gopher-lua visits them in insertion order; a script that builds a list
 //!   from `pairs` over a table it filled may order it differently than Karmada (the MPIJob
-//!   conditions of one case of Karmada's test data). The order is a function of the keys and
+//!   aggregation's conditions, a list Kubernetes treats as a map keyed by `type`): under a
+//!   `pairs` shuffled by seed ([`shuffle_pairs_for_tests`]) every corpus script gives the same
+//!   results but for that order (`it::interpret_corpus::
+//!   pairs_order_changes_no_corpus_result_beyond_the_order_of_conditions`). The order is a function of the keys and
 //!   the table's history (Lua 5.1 seeds no hash), so the same call gives the same list in
 //!   every VM and run. Insertion order would need Lua's C table changed (`ltable.c`, built by
 //!   mlua-sys): no hook sees a table's insertions.
