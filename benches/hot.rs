@@ -160,6 +160,20 @@ fn main() {
     let manifest = render::manifest(&input).unwrap_or_else(|e| panic!("manifest: {e}"));
     bench("  YAML emitter only", 7, 200, || render::yaml::to_yaml(&manifest));
     bench("object_path", 7, 1000, || render::object_path(&t.key));
+    // The unknown-field check every load runs on each template it types (issue 47 item 9).
+    let (api, kind) = (t.key.api_version.to_string(), t.key.kind.to_string());
+    bench("schema: unknown fields of one Deployment", 7, 500, || {
+        fedsched::policy::load::schema_unknown_fields(&api, &kind, &t.object)
+    });
+    // The same with a wrong-typed value: the walk skips that field and walks again, and on that
+    // walk every optional field looks its path up among the skipped ones.
+    let mut wrong = t.object.clone();
+    if let Some(spec) = wrong.get_mut("spec").and_then(serde_json::Value::as_object_mut) {
+        spec.insert("paused".into(), serde_json::json!("yes"));
+    }
+    bench("  with a wrong-typed field (two walks, the second looks up every field)", 7, 500, || {
+        fedsched::policy::load::schema_unknown_fields(&api, &kind, &wrong)
+    });
 
     // Store writes.
     let snap = &inputs.snapshots[0];
