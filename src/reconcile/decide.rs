@@ -1311,7 +1311,15 @@ impl RenderJob<'_> {
             let kept: BTreeSet<&String> = d.kept.iter().chain(handover.keys()).collect();
             for c in kept {
                 match self.targets.contains_key(c) {
-                    true => out.hold(c, prev),
+                    true => {
+                        out.hold(c, prev);
+                        // A file an earlier task keeps there (not the previous placement's: it
+                        // had left the member) stays as it is too.
+                        if d.kept.contains(c) && !out.map.contains_key(c) {
+                            out.keep.push((c.clone(), path.clone()));
+                            out.map.insert(c.clone(), path.clone());
+                        }
+                    }
                     false => out.keep.push((c.clone(), path.clone())),
                 }
             }

@@ -495,6 +495,9 @@ impl Reconciler {
         // The rollouts' states, flushed with the record stage's.
         rollout.record(&self.store, cache)?;
         let recorded = record::record(&recording, cache, &decisions)?;
+        for k in &recorded.removed_workloads {
+            stability.state.workloads.remove(k);
+        }
         let record_time = phase.elapsed();
 
         let commit = match &self.settings.publish.git {

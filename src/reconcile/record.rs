@@ -101,7 +101,20 @@ pub(super) fn record(
     }
     r.store.put_stored_decisions(&stored)?;
     r.store.remove_stored_decisions(&removed_workloads)?;
-    r.store.put_stability(&r.stability.state)?;
+    // A workload whose removal was published leaves nothing behind: the stability stage kept
+    // its state as published while the removal could be held (`stability::run`'s frozen
+    // workloads); its files are gone now, and so are its tasks.
+    let state = &r.stability.state;
+    match removed_workloads.iter().any(|k| state.workloads.contains_key(k)) {
+        false => r.store.put_stability(state)?,
+        true => {
+            let mut state = state.clone();
+            for k in &removed_workloads {
+                state.workloads.remove(k);
+            }
+            r.store.put_stability(&state)?;
+        }
+    }
     r.store.flush()?;
     Ok(Recorded { history_records, removed_workloads })
 }

@@ -1519,6 +1519,57 @@ spec:
       - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
 "#;
 
+    /// Issue 46, invariant 3 (dst seed 6, t=930): a decision that places the workload again on
+    /// a member a hand-over keeps its previous files on (the member it moved back from) keeps
+    /// that file as it is. Here the move back to m1 hands over from m2 (m1's pods not Ready
+    /// yet), then a policy edit makes m2 the primary: m2's file stays (the hand-over's) and the
+    /// placement says so. Before the fix the decision's hold of m2 found no file in the previous
+    /// placement (m1's) and kept none: the placement recorded no file on m2 (in seed 6 the
+    /// publish removed the file there while the hand-over task still kept it).
+    #[test]
+    fn a_decision_back_onto_a_member_a_handover_keeps_keeps_its_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        std::fs::write(repo.join("apps.yaml"), REPO).expect("write");
+        let clusters = [cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)];
+        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
+        let out = dir.path().join("out");
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let world = |lost: bool, m1: (u32, u32), m2: (u32, u32)| -> Inputs {
+            let mut inputs = load_inputs(&repo).expect("inputs");
+            for s in inputs.snapshots.iter_mut() {
+                match s.name.as_str() {
+                    "m1" if lost => s.health = Health::Unreachable { reason: "connection refused".into() },
+                    "m1" => s.pods = Some(pods(m1.0, m1.1)),
+                    "m2" => s.pods = Some(pods(m2.0, m2.1)),
+                    _ => {}
+                }
+            }
+            inputs
+        };
+        let at = |out: &std::path::Path| (replicas(out, "m1"), replicas(out, "m2"));
+        let t0 = 1_700_000_000_000;
+        rec.reconcile(&world(false, (6, 6), (0, 0)), &out, "test", t0).expect("pass");
+        rec.reconcile(&world(true, (0, 0), (0, 0)), &out, "test", t0 + 10_000).expect("pass");
+        rec.reconcile(&world(true, (0, 0), (0, 0)), &out, "test", t0 + 310_000).expect("pass");
+        rec.reconcile(&world(true, (0, 0), (6, 6)), &out, "test", t0 + 320_000).expect("pass");
+        rec.reconcile(&world(false, (0, 0), (6, 6)), &out, "test", t0 + 400_000).expect("pass");
+        rec.reconcile(&world(false, (0, 0), (6, 6)), &out, "test", t0 + 700_000).expect("pass");
+        assert_eq!(at(&out), (Some(6), Some(6)), "moved back to m1, m2 handing over");
+        // m2 made the primary while its hand-over holds.
+        let swapped = REPO.replace(
+            "[m1]}\n    - {affinityName: backup, clusterNames: [m2]",
+            "[m2]}\n    - {affinityName: backup, clusterNames: [m1]",
+        );
+        assert_ne!(swapped, REPO);
+        std::fs::write(repo.join("apps.yaml"), swapped).expect("write");
+        rec.reconcile(&world(false, (6, 0), (6, 6)), &out, "test", t0 + 710_000).expect("pass");
+        assert_eq!(at(&out).1, Some(6), "m2's file went although the decision places the workload there");
+        let placed = rec.store.placements().expect("placements")[0].clone();
+        assert!(placed.files.contains_key("m2"), "{placed:?}");
+    }
+
     /// Issue 46, bug 1: a move-back is make before break. The workload failed over from its
     /// primary to the backup; when the primary has been Ready for `stable_for` it moves back,
     /// and the backup's files stay as they are until the primary's replicas are Ready (not in
@@ -1744,6 +1795,52 @@ spec:
             }
         }
         repo
+    }
+
+    /// Issue 46, invariant 3 (seed 11 of the simulation): a workload evicted gracefully (its
+    /// copy kept on the lost m1) whose template is then deleted leaves nothing behind once its
+    /// removal is published: no file, no placement, and no eviction task in the stored engine
+    /// state for a file that is gone. Before the fix the state the stability stage keeps for a
+    /// template-less workload (while its removal could be held) was stored in the pass that
+    /// published the removal: a task keeping files on m1 where none was.
+    #[test]
+    fn a_deleted_workload_leaves_no_task_once_its_removal_is_published() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo_dir = dir.path().join("repo");
+        std::fs::create_dir_all(&repo_dir).expect("mkdir");
+        let with_web = repo("Gracefully", false);
+        std::fs::write(repo_dir.join("apps.yaml"), &with_web).expect("write");
+        let clusters = [cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)];
+        std::fs::write(repo_dir.join("clusters.yaml"), clusters.join("---\n")).expect("write");
+        let out = dir.path().join("out");
+        let world = || -> Inputs {
+            let mut inputs = load_inputs(&repo_dir).expect("inputs");
+            for s in inputs.snapshots.iter_mut().filter(|s| s.name == "m1") {
+                s.health = Health::Unreachable { reason: "connection refused".into() };
+            }
+            inputs
+        };
+        let web = || ["m1", "m2", "m3"].map(|c| replicas(&out, c));
+        let t0 = 1_700_000_000_000;
+        let mut settings = Settings::builtin();
+        settings.publish.guard.allow = true;
+        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), settings);
+        rec.reconcile(&load_inputs(&repo_dir).expect("inputs"), &out, "test", t0).expect("pass");
+        assert_eq!(web(), [Some(2), Some(2), Some(2)]);
+        let key = rec.store.placements().expect("placements").into_iter().find(|p| p.workload.name == "web");
+        let key = key.expect("web placed").workload;
+        rec.reconcile(&world(), &out, "test", t0 + 10_000).expect("pass");
+        rec.reconcile(&world(), &out, "test", t0 + 310_000).expect("pass");
+        assert_eq!(web(), [Some(2), Some(3), Some(3)], "evicted from m1, its copy kept");
+        let tasks = |rec: &Reconciler| rec.store.stability().expect("state").workloads.get(&key).map(|w| w.tasks.len());
+        assert_eq!(tasks(&rec), Some(1));
+        // The template deleted: its removal published everywhere, m1's kept copy with it.
+        let without_web = &with_web[..with_web.find("---\napiVersion: apps/v1").expect("the Deployment")];
+        std::fs::write(repo_dir.join("apps.yaml"), without_web).expect("write");
+        rec.reconcile(&world(), &out, "test", t0 + 320_000).expect("pass");
+        assert_eq!(web(), [None, None, None]);
+        assert_eq!(rec.store.placement(&key).expect("placement"), None);
+        assert_eq!(tasks(&rec), None, "the stored state keeps a task for files that are gone");
     }
 
     /// Issue 46, invariant 3 (seed 6 of the simulation): a WorkloadRebalancer whose change goes
