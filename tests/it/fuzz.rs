@@ -9,11 +9,15 @@ use std::time::Duration;
 use fedsched::testbed::fuzz::{self, Options, Target};
 
 fn run(targets: Vec<Target>, seed: u64, cases: u64) -> fuzz::Report {
+    run_from(targets, seed, 0, cases)
+}
+
+fn run_from(targets: Vec<Target>, seed: u64, first: u64, cases: u64) -> fuzz::Report {
     let work = tempfile::tempdir().expect("temp dir");
     let o = Options {
         targets,
         seed,
-        first: 0,
+        first,
         cases,
         bound: Duration::from_secs(60),
         jobs: 2,
@@ -44,5 +48,19 @@ fn a_case_is_the_same_input_on_every_run() {
         let a = fuzz::show(&fuzz::generate(target, 9, 1, &corpus));
         let b = fuzz::show(&fuzz::generate(target, 9, 2, &corpus));
         assert_ne!(a, b, "{}: two cases, one input", target.name());
+    }
+}
+
+/// Cases the release soak found panicking inside kube's client (seed 2 of 150,000 cases): a
+/// kubeconfig that starts with a UTF-16 byte-order mark and has an odd number of bytes (case
+/// 1228), and a server URL without a scheme, `"127.0.0.1:1"` (case 110545). Each is now an
+/// error for its member.
+#[test]
+fn the_kubeconfig_cases_the_soak_found_panicking_are_errors_now() {
+    for case in [1228, 110545] {
+        let report = run_from(vec![Target::Kubeconfig], 2, case, 1);
+        let failed: Vec<String> = report.failures.iter().chain(&report.hung).map(ToString::to_string).collect();
+        assert!(failed.is_empty(), "case {case}: {}", failed.join("\n"));
+        assert_eq!(report.ran, 1);
     }
 }

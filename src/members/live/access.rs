@@ -412,6 +412,15 @@ fn read_kubeconfig(path: &Path) -> Result<kube::config::Kubeconfig, PollError> {
     if size > MAX_KUBECONFIG_BYTES {
         return Err(access(format!("kubeconfig {}: larger than {MAX_KUBECONFIG_BYTES} bytes", path.display())));
     }
+    // kube decodes a file that starts with a UTF-16 byte-order mark two bytes at a time and
+    // panics on an odd count: refuse such a file here (found by `fedsched fuzz`, seed 2).
+    let head = std::fs::read(path).map_err(|e| access(format!("kubeconfig {}: {e}", path.display())))?;
+    if matches!(head.get(..2), Some([0xFF, 0xFE] | [0xFE, 0xFF])) && head.len() % 2 == 1 {
+        return Err(access(format!(
+            "kubeconfig {}: starts with a UTF-16 byte-order mark but has an odd number of bytes",
+            path.display()
+        )));
+    }
     kube::config::Kubeconfig::read_from(path).map_err(|e| {
         let text = std::fs::read_to_string(path).ok();
         access(kubeconfig_error(path, text.as_deref(), &e))
@@ -442,6 +451,14 @@ async fn load_kubeconfig(
     let cfg = kube::Config::from_custom_kubeconfig(kc, &opts)
         .await
         .map_err(|e| PollError::Access(kubeconfig_error(path, None, &e)))?;
+    // kube's client panics on a server URL without a scheme or host ("127.0.0.1:1"): an error
+    // for this member instead (found by `fedsched fuzz`, seed 2).
+    if !matches!(cfg.cluster_url.scheme_str(), Some("http" | "https")) || cfg.cluster_url.host().is_none() {
+        return Err(PollError::Access(format!(
+            "kubeconfig {}: the cluster's server must be an http:// or https:// URL with a host",
+            path.display()
+        )));
+    }
     let endpoint = strip_userinfo(&cfg.cluster_url.to_string());
     Ok(Loaded { cfg, endpoint, user, base: path.parent().map(Path::to_path_buf) })
 }
