@@ -480,7 +480,7 @@ impl Reconciler {
                 true => 0,
                 false => replay::store_pass(&self.store, cache, inputs, now_ms)?,
             };
-        let recording = record::Recording {
+        let mut recording = record::Recording {
             replay,
             full_check,
             store: &self.store,
@@ -490,14 +490,11 @@ impl Reconciler {
             versions: pass.versions,
             trigger,
             now_ms,
-            stability: &stability,
+            stability: &mut stability,
         };
         // The rollouts' states, flushed with the record stage's.
         rollout.record(&self.store, cache)?;
-        let recorded = record::record(&recording, cache, &decisions)?;
-        for k in &recorded.removed_workloads {
-            stability.state.workloads.remove(k);
-        }
+        let recorded = record::record(&mut recording, cache, &decisions)?;
         let record_time = phase.elapsed();
 
         let commit = match &self.settings.publish.git {

@@ -49,9 +49,9 @@ pub(super) struct Recording<'a> {
     pub versions: u64,
     pub trigger: &'a str,
     pub now_ms: u64,
-    /// The stability stage's result: its state is stored with the pass, its actions are
-    /// history notes of their workloads.
-    pub stability: &'a StabilityPass,
+    /// The stability stage's result: its state is stored with the pass (without the workloads
+    /// whose removal this pass recorded), its actions are history notes of their workloads.
+    pub stability: &'a mut StabilityPass,
     /// Blob hash of the pass's replay inputs ([`crate::store::ReplayPass`]); 0: not stored.
     pub replay: u64,
     /// A full check: the output's stats may have proven files of any decision, and the first
@@ -61,7 +61,7 @@ pub(super) struct Recording<'a> {
 
 /// Records the pass's decisions and removals, persists the reusable decisions, and flushes.
 pub(super) fn record(
-    r: &Recording<'_>,
+    r: &mut Recording<'_>,
     cache: &mut cache::PassCache,
     decisions: &Decisions,
 ) -> Result<Recorded, StoreError> {
@@ -103,18 +103,12 @@ pub(super) fn record(
     r.store.remove_stored_decisions(&removed_workloads)?;
     // A workload whose removal was published leaves nothing behind: the stability stage kept
     // its state as published while the removal could be held (`stability::run`'s frozen
-    // workloads); its files are gone now, and so are its tasks.
-    let state = &r.stability.state;
-    match removed_workloads.iter().any(|k| state.workloads.contains_key(k)) {
-        false => r.store.put_stability(state)?,
-        true => {
-            let mut state = state.clone();
-            for k in &removed_workloads {
-                state.workloads.remove(k);
-            }
-            r.store.put_stability(&state)?;
-        }
+    // workloads); its files are gone now, and so are its tasks (in the state stored and in the
+    // one the pass reports).
+    for k in &removed_workloads {
+        r.stability.state.workloads.remove(k);
     }
+    r.store.put_stability(&r.stability.state)?;
     r.store.flush()?;
     Ok(Recorded { history_records, removed_workloads })
 }

@@ -856,13 +856,73 @@ fn capacity_figure(s: &ClusterSnapshot) -> u64 {
     fnv1a64(&serde_json::to_vec(&(summary, nodes)).unwrap_or_default())
 }
 
+/// What the reconciler tests of this stage share: a repository in a temporary directory, the
+/// output and store directories a reconciler of it uses, and its members.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use std::path::PathBuf;
+
+    use crate::reconcile::{Inputs, Reconciler, Settings, load_inputs};
+    use crate::store::Store;
+
+    /// A repository of `apps.yaml` and `clusters.yaml` (more files with [`Fixture::write`]),
+    /// with `out` and `state` beside it; all removed when dropped.
+    pub(crate) struct Fixture {
+        _dir: tempfile::TempDir,
+        pub repo: PathBuf,
+        pub out: PathBuf,
+        pub state: PathBuf,
+    }
+
+    impl Fixture {
+        pub(crate) fn new(apps: &str, clusters: &[String]) -> Fixture {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let repo = dir.path().join("repo");
+            std::fs::create_dir_all(&repo).expect("mkdir");
+            let f = Fixture { out: dir.path().join("out"), state: dir.path().join("state"), repo, _dir: dir };
+            f.write("apps.yaml", apps);
+            f.clusters(clusters);
+            f
+        }
+
+        /// Writes (or replaces) a file of the repository.
+        pub(crate) fn write(&self, file: &str, text: &str) {
+            std::fs::write(self.repo.join(file), text).expect("write");
+        }
+
+        /// Replaces the repository's members.
+        pub(crate) fn clusters(&self, clusters: &[String]) {
+            self.write("clusters.yaml", &clusters.join("---\n"));
+        }
+
+        /// A reconciler on the store (opened again after a drop: a restart).
+        pub(crate) fn reconciler(&self, settings: Settings) -> Reconciler {
+            Reconciler::new(Store::open(&self.state).expect("store"), settings)
+        }
+
+        /// The repository as loaded now.
+        pub(crate) fn inputs(&self) -> Inputs {
+            load_inputs(&self.repo).expect("inputs")
+        }
+    }
+
+    /// A Ready member with `cpu` cores, 80 GiB and 110 pods allocatable.
+    pub(crate) fn cluster(name: &str, cpu: u32) -> String {
+        format!(
+            "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec: {{syncMode: Push}}\n\
+             status:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n\
+             \x20   allocatable: {{cpu: \"{cpu}\", memory: 80Gi, pods: \"110\"}}\n"
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
+    use super::fixture::{Fixture, cluster};
     use crate::model::snapshot::{OwnerState, PodFacts};
-    use crate::reconcile::{Reconciler, Settings, load_inputs};
-    use crate::store::Store;
+    use crate::reconcile::{Reconciler, Settings};
 
     pub(super) const REPO: &str = r#"apiVersion: policy.karmada.io/v1alpha1
 kind: PropagationPolicy
@@ -889,29 +949,15 @@ spec:
       - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
 "#;
 
-    pub(super) fn cluster(name: &str) -> String {
-        format!(
-            "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec: {{syncMode: Push}}\n\
-             status:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n\
-             \x20   allocatable: {{cpu: \"20\", memory: 80Gi, pods: \"110\"}}\n"
-        )
-    }
-
     /// Replicas of a Divided workload Unschedulable on a member for `unschedulable_after`
     /// leave it (it keeps those that run) and go to the others; the member's capacity is
     /// distrusted, so the next decisions do not send them back.
     #[test]
     fn unschedulable_replicas_are_rescheduled_and_not_sent_back() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().join("repo");
-        std::fs::create_dir_all(&repo).expect("mkdir");
-        std::fs::write(repo.join("apps.yaml"), REPO).expect("write");
-        let clusters: Vec<String> = ["m1", "m2", "m3"].iter().map(|n| cluster(n)).collect();
-        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
-        let out = dir.path().join("out");
-        let store = Store::open(&dir.path().join("state")).expect("store");
-        let rec = Reconciler::new(store, Settings::builtin());
-        let mut inputs = load_inputs(&repo).expect("inputs");
+        let f = Fixture::new(REPO, &["m1", "m2", "m3"].map(|n| cluster(n, 20)));
+        let out = &f.out;
+        let rec = f.reconciler(Settings::builtin());
+        let mut inputs = f.inputs();
         let t0 = 1_700_000_000_000;
         let targets = |rec: &Reconciler| -> BTreeMap<String, i32> {
             let p = rec.store.placements().expect("placements");
@@ -967,9 +1013,9 @@ spec:
         let text = crate::views::explain::to_text(&doc);
         assert!(text.contains("failover: capacity of m1 distrusted since"), "{text}");
         // A scale-up decides again: the distrusted member gets none of the new replicas.
-        std::fs::write(repo.join("apps.yaml"), REPO.replace("replicas: 6", "replicas: 9")).expect("write");
+        f.write("apps.yaml", &REPO.replace("replicas: 6", "replicas: 9"));
         let pods = inputs.snapshots.iter().find(|s| s.name == "m1").and_then(|s| s.pods.clone());
-        let mut inputs = load_inputs(&repo).expect("inputs");
+        let mut inputs = f.inputs();
         if let Some(m1) = inputs.snapshots.iter_mut().find(|s| s.name == "m1") {
             m1.pods = pods;
         }
@@ -993,9 +1039,6 @@ spec:
     /// (m2's room before it shrank) with this pass's inputs: the replay gave another room.
     #[test]
     fn a_noted_action_records_a_decision_of_its_own_pass_that_replays() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().join("repo");
-        std::fs::create_dir_all(&repo).expect("mkdir");
         let duplicated = REPO
             .replace(
                 "      replicaSchedulingType: Divided\n      replicaDivisionPreference: Weighted\n      weightPreference: {dynamicWeight: AvailableReplicas}\n",
@@ -1003,14 +1046,10 @@ spec:
             )
             .replace("replicas: 6", "replicas: 2");
         assert!(duplicated.contains("Duplicated"));
-        std::fs::write(repo.join("apps.yaml"), &duplicated).expect("write");
-        let write_clusters = |m2_cpu: u32| {
-            let m2 = cluster("m2").replace("cpu: \"20\"", &format!("cpu: \"{m2_cpu}\""));
-            std::fs::write(repo.join("clusters.yaml"), [cluster("m1"), m2].join("---\n")).expect("write");
-        };
-        write_clusters(20);
-        let out = dir.path().join("out");
-        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let fleet = |m2_cpu: u32| [cluster("m1", 20), cluster("m2", m2_cpu)];
+        let f = Fixture::new(&duplicated, &fleet(20));
+        let (repo, out) = (&f.repo, &f.out);
+        let rec = f.reconciler(Settings::builtin());
         let t0 = 1_700_000_000_000;
         // One of m1's two pods cannot be scheduled there.
         let owner = "ReplicaSet/shop/web-5d8f9".to_string();
@@ -1042,7 +1081,7 @@ spec:
         let r = rec.reconcile(&inputs(Some(&stuck)), &out, "test", t0 + 60_000).expect("pass");
         assert!(r.stability.events.is_empty(), "{:?}", r.stability.events);
         // m2 shrinks: the Duplicated decision stands (nothing recorded).
-        write_clusters(10);
+        f.clusters(&fleet(10));
         let r = rec.reconcile(&inputs(Some(&stuck)), &out, "test", t0 + 120_000).expect("pass");
         assert_eq!(r.history_records, 0, "{r:?}");
         let r = rec.reconcile(&inputs(Some(&stuck)), &out, "test", t0 + 240_000).expect("pass");
@@ -1065,10 +1104,11 @@ spec:
 mod attention_tests {
     use std::collections::BTreeMap;
 
+    use super::fixture::{Fixture, cluster};
     use super::{Attention, TroubledOwners};
     use crate::model::snapshot::{Health, OwnerState, PodFacts};
     use crate::policy::matching::PolicyIndex;
-    use crate::reconcile::{Reconciler, Settings, load_inputs};
+    use crate::reconcile::Settings;
     use crate::schedule::stability::StabilityState;
     use crate::store::Store;
 
@@ -1097,15 +1137,10 @@ mod attention_tests {
     /// workload's trouble, or not-Ready pods without `failover.application`, do not.
     #[test]
     fn only_workloads_with_something_to_do_reach_the_engine() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().join("repo");
-        std::fs::create_dir_all(&repo).expect("mkdir");
-        std::fs::write(repo.join("apps.yaml"), super::tests::REPO).expect("write");
-        let clusters: Vec<String> = ["m1", "m2", "m3"].iter().map(|n| super::tests::cluster(n)).collect();
-        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
-        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
-        let inputs = load_inputs(&repo).expect("inputs");
-        rec.reconcile(&inputs, &dir.path().join("out"), "test", 1_700_000_000_000).expect("pass");
+        let f = Fixture::new(super::tests::REPO, &["m1", "m2", "m3"].map(|n| cluster(n, 20)));
+        let rec = f.reconciler(Settings::builtin());
+        let inputs = f.inputs();
+        rec.reconcile(&inputs, &f.out, "test", 1_700_000_000_000).expect("pass");
         let placement = rec.store.placements().expect("placements").remove(0);
         let key = placement.workload.clone();
         let index = PolicyIndex::new(&inputs.set);
@@ -1207,26 +1242,22 @@ mod attention_tests {
 
 #[cfg(test)]
 mod storm_tests {
+    use super::fixture::{Fixture, cluster};
     use crate::model::snapshot::{Health, SnapshotSource};
-    use crate::reconcile::{Reconciler, Settings, load_inputs};
-    use crate::store::Store;
+    use crate::reconcile::Settings;
 
     /// 60 % of the live members unreachable at once: nothing is evicted, the report says so;
     /// when most come back, the guard releases and the one still lost is evicted.
     #[test]
     fn storm_guard_evicts_nothing_while_most_members_are_down() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().join("repo");
-        std::fs::create_dir_all(&repo).expect("mkdir");
-        std::fs::write(repo.join("apps.yaml"), super::tests::REPO.replace("replicas: 6", "replicas: 10")).expect("w");
         let names = ["m1", "m2", "m3", "m4", "m5"];
-        let clusters: Vec<String> = names.iter().map(|n| super::tests::cluster(n)).collect();
-        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
-        let out = dir.path().join("out");
-        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let f =
+            Fixture::new(&super::tests::REPO.replace("replicas: 6", "replicas: 10"), &names.map(|n| cluster(n, 20)));
+        let out = &f.out;
+        let rec = f.reconciler(Settings::builtin());
         let t0 = 1_700_000_000_000;
         let with_down = |down: &[&str]| {
-            let mut inputs = load_inputs(&repo).expect("inputs");
+            let mut inputs = f.inputs();
             for s in inputs.snapshots.iter_mut() {
                 s.source = SnapshotSource::Live { endpoint: format!("https://{}", s.name) };
                 if down.contains(&s.name.as_str()) {
@@ -1276,9 +1307,10 @@ pub(crate) mod grace_tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
+    use super::fixture::Fixture;
+    pub(crate) use super::fixture::cluster;
     use crate::model::snapshot::{Health, OwnerState, PodFacts};
-    use crate::reconcile::{Inputs, Reconciler, Settings, load_inputs};
-    use crate::store::Store;
+    use crate::reconcile::{Inputs, Settings};
 
     /// One Aggregated Deployment of 2 replicas: it fits on one member and runs nowhere else.
     const REPO: &str = r#"apiVersion: policy.karmada.io/v1alpha1
@@ -1302,14 +1334,6 @@ spec:
       containers:
       - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
 "#;
-
-    pub(crate) fn cluster(name: &str, cpu: u32) -> String {
-        format!(
-            "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec: {{syncMode: Push}}\n\
-             status:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n\
-             \x20   allocatable: {{cpu: \"{cpu}\", memory: 80Gi, pods: \"110\"}}\n"
-        )
-    }
 
     /// The replicas of web's published Deployment on member `c` (none when no file is there).
     pub(super) fn replicas(out: &std::path::Path, c: &str) -> Option<i64> {
@@ -1336,18 +1360,13 @@ spec:
     /// it. Before the fix the purge fired at the grace period with 0 of 2 Ready.
     #[test]
     fn a_grace_period_that_passes_with_nothing_ready_elsewhere_keeps_the_old_copy_and_says_so() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().join("repo");
-        std::fs::create_dir_all(&repo).expect("mkdir");
-        std::fs::write(repo.join("apps.yaml"), REPO).expect("write");
-        let clusters = [cluster("m1", 40), cluster("m2", 20), cluster("m3", 20)];
-        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
-        let out = dir.path().join("out");
-        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let f = Fixture::new(REPO, &[cluster("m1", 40), cluster("m2", 20), cluster("m3", 20)]);
+        let out = &f.out;
+        let rec = f.reconciler(Settings::builtin());
         let web = |c: &str| out.join(c).join("shop/apps_deployment_web.yaml").exists();
         // m1 lost; the others' pods of the workload `(pods, ready)`.
         let world = |lost: bool, others: (u32, u32)| -> Inputs {
-            let mut inputs = load_inputs(&repo).expect("inputs");
+            let mut inputs = f.inputs();
             for s in inputs.snapshots.iter_mut() {
                 match s.name.as_str() {
                     "m1" if lost => s.health = Health::Unreachable { reason: "connection refused".into() },
@@ -1443,18 +1462,13 @@ spec:
     /// decision kept only its placement's files and the publish removed m1's.
     #[test]
     fn a_workload_evicted_from_its_last_member_keeps_the_files_of_its_earlier_evictions() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().join("repo");
-        std::fs::create_dir_all(&repo).expect("mkdir");
-        std::fs::write(repo.join("apps.yaml"), NEVER).expect("write");
-        std::fs::write(repo.join("clusters.yaml"), [cluster("m1", 40), cluster("m2", 40)].join("---\n"))
-            .expect("write");
-        let out = dir.path().join("out");
-        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let f = Fixture::new(NEVER, &[cluster("m1", 40), cluster("m2", 40)]);
+        let out = &f.out;
+        let rec = f.reconciler(Settings::builtin());
         let web = |c: &str| out.join(c).join("shop/apps_deployment_web.yaml").exists();
         // The members where the workload's pods are not Ready.
         let world = |not_ready: &[&str]| -> Inputs {
-            let mut inputs = load_inputs(&repo).expect("inputs");
+            let mut inputs = f.inputs();
             for s in inputs.snapshots.iter_mut() {
                 let ready = if not_ready.contains(&s.name.as_str()) { 0 } else { 2 };
                 s.pods = Some(pods(2, ready));
@@ -1488,10 +1502,10 @@ spec:
 mod handover_tests {
     use std::collections::BTreeMap;
 
-    use super::grace_tests::{cluster, pods, replicas};
+    use super::fixture::{Fixture, cluster};
+    use super::grace_tests::{pods, replicas};
     use crate::model::snapshot::Health;
-    use crate::reconcile::{Inputs, Reconciler, Settings, load_inputs};
-    use crate::store::Store;
+    use crate::reconcile::{Inputs, Settings};
 
     /// A Deployment of 6 replicas on a primary member, a backup for failover.
     const REPO: &str = r#"apiVersion: policy.karmada.io/v1alpha1
@@ -1528,16 +1542,11 @@ spec:
     /// publish removed the file there while the hand-over task still kept it).
     #[test]
     fn a_decision_back_onto_a_member_a_handover_keeps_keeps_its_file() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().join("repo");
-        std::fs::create_dir_all(&repo).expect("mkdir");
-        std::fs::write(repo.join("apps.yaml"), REPO).expect("write");
-        let clusters = [cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)];
-        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
-        let out = dir.path().join("out");
-        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let f = Fixture::new(REPO, &[cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)]);
+        let out = &f.out;
+        let rec = f.reconciler(Settings::builtin());
         let world = |lost: bool, m1: (u32, u32), m2: (u32, u32)| -> Inputs {
-            let mut inputs = load_inputs(&repo).expect("inputs");
+            let mut inputs = f.inputs();
             for s in inputs.snapshots.iter_mut() {
                 match s.name.as_str() {
                     "m1" if lost => s.health = Health::Unreachable { reason: "connection refused".into() },
@@ -1563,7 +1572,7 @@ spec:
             "[m2]}\n    - {affinityName: backup, clusterNames: [m1]",
         );
         assert_ne!(swapped, REPO);
-        std::fs::write(repo.join("apps.yaml"), swapped).expect("write");
+        f.write("apps.yaml", &swapped);
         rec.reconcile(&world(false, (6, 0), (6, 6)), &out, "test", t0 + 710_000).expect("pass");
         assert_eq!(at(&out).1, Some(6), "m2's file went although the decision places the workload there");
         let placed = rec.store.placements().expect("placements")[0].clone();
@@ -1577,14 +1586,9 @@ spec:
     /// history, explain and status say what is kept and why; the release is a note too.
     #[test]
     fn a_move_back_keeps_the_backup_until_the_primary_is_ready() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().join("repo");
-        std::fs::create_dir_all(&repo).expect("mkdir");
-        std::fs::write(repo.join("apps.yaml"), REPO).expect("write");
-        let clusters = [cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)];
-        std::fs::write(repo.join("clusters.yaml"), clusters.join("---\n")).expect("write");
-        let out = dir.path().join("out");
-        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let f = Fixture::new(REPO, &[cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)]);
+        let (repo, out) = (&f.repo, &f.out);
+        let rec = f.reconciler(Settings::builtin());
         // m1 lost or not; the workload's pods `(pods, ready)` on m1 and m2.
         let world = |lost: bool, m1: (u32, u32), m2: (u32, u32)| -> Inputs {
             // With the repository's files, as a daemon loads it: the passes store replay inputs.
@@ -1694,17 +1698,13 @@ spec:
     /// scaled down in the publish that added m1's: 4 of 6 Ready).
     #[test]
     fn a_rebalance_shrinks_the_members_it_leaves_only_once_the_new_ones_are_ready() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().join("repo");
-        std::fs::create_dir_all(&repo).expect("mkdir");
-        std::fs::write(repo.join("apps.yaml"), DIVIDED).expect("write");
         // m1 full at first: the workload goes to m2 and m3.
-        let clusters = |m1: u32| [cluster("m1", m1), cluster("m2", 20), cluster("m3", 20)].join("---\n");
-        std::fs::write(repo.join("clusters.yaml"), clusters(0)).expect("write");
-        let out = dir.path().join("out");
-        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
+        let clusters = |m1: u32| [cluster("m1", m1), cluster("m2", 20), cluster("m3", 20)];
+        let f = Fixture::new(DIVIDED, &clusters(0));
+        let out = &f.out;
+        let rec = f.reconciler(Settings::builtin());
         let world = |m1: (u32, u32)| -> Inputs {
-            let mut inputs = load_inputs(&repo).expect("inputs");
+            let mut inputs = f.inputs();
             for s in inputs.snapshots.iter_mut() {
                 s.pods = Some(if s.name == "m1" { pods(m1.0, m1.1) } else { pods(3, 3) });
             }
@@ -1714,15 +1714,14 @@ spec:
         let t0 = 1_700_000_000_000;
         rec.reconcile(&world((0, 0)), &out, "test", t0).expect("pass");
         assert_eq!(at(&out), [None, Some(3), Some(3)]);
-        std::fs::write(repo.join("clusters.yaml"), clusters(20)).expect("write");
+        f.clusters(&clusters(20));
         rec.reconcile(&world((0, 0)), &out, "test", t0 + 10_000).expect("pass");
         assert_eq!(at(&out), [None, Some(3), Some(3)], "a steady Divided workload stays");
-        std::fs::write(
-            repo.join("rebalance.yaml"),
+        f.write(
+            "rebalance.yaml",
             "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: r, generation: 1}\n\
              spec:\n  workloads:\n  - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: shop}\n",
-        )
-        .expect("write");
+        );
         let r = rec.reconcile(&world((0, 0)), &out, "test", t0 + 20_000).expect("pass");
         let mut kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
         kinds.sort();
@@ -1743,9 +1742,10 @@ spec:
 
 #[cfg(test)]
 mod guard_tests {
-    use super::grace_tests::{cluster, replicas};
+    use super::fixture::{Fixture, cluster};
+    use super::grace_tests::replicas;
     use crate::model::snapshot::Health;
-    use crate::reconcile::{Inputs, Reconciler, Settings, load_inputs};
+    use crate::reconcile::{Inputs, Reconciler, Settings};
     use crate::store::Store;
 
     /// A Deployment of 6 replicas over three members (cluster failover's purge mode `{purge}`),
@@ -1805,16 +1805,11 @@ spec:
     /// published the removal: a task keeping files on m1 where none was.
     #[test]
     fn a_deleted_workload_leaves_no_task_once_its_removal_is_published() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo_dir = dir.path().join("repo");
-        std::fs::create_dir_all(&repo_dir).expect("mkdir");
         let with_web = repo("Gracefully", false);
-        std::fs::write(repo_dir.join("apps.yaml"), &with_web).expect("write");
-        let clusters = [cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)];
-        std::fs::write(repo_dir.join("clusters.yaml"), clusters.join("---\n")).expect("write");
-        let out = dir.path().join("out");
+        let f = Fixture::new(&with_web, &[cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)]);
+        let out = &f.out;
         let world = || -> Inputs {
-            let mut inputs = load_inputs(&repo_dir).expect("inputs");
+            let mut inputs = f.inputs();
             for s in inputs.snapshots.iter_mut().filter(|s| s.name == "m1") {
                 s.health = Health::Unreachable { reason: "connection refused".into() };
             }
@@ -1824,8 +1819,8 @@ spec:
         let t0 = 1_700_000_000_000;
         let mut settings = Settings::builtin();
         settings.publish.guard.allow = true;
-        let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), settings);
-        rec.reconcile(&load_inputs(&repo_dir).expect("inputs"), &out, "test", t0).expect("pass");
+        let rec = f.reconciler(settings);
+        rec.reconcile(&f.inputs(), &out, "test", t0).expect("pass");
         assert_eq!(web(), [Some(2), Some(2), Some(2)]);
         let key = rec.store.placements().expect("placements").into_iter().find(|p| p.workload.name == "web");
         let key = key.expect("web placed").workload;
@@ -1836,7 +1831,7 @@ spec:
         assert_eq!(tasks(&rec), Some(1));
         // The template deleted: its removal published everywhere, m1's kept copy with it.
         let without_web = &with_web[..with_web.find("---\napiVersion: apps/v1").expect("the Deployment")];
-        std::fs::write(repo_dir.join("apps.yaml"), without_web).expect("write");
+        f.write("apps.yaml", without_web);
         rec.reconcile(&world(), &out, "test", t0 + 320_000).expect("pass");
         assert_eq!(web(), [None, None, None]);
         assert_eq!(rec.store.placement(&key).expect("placement"), None);
@@ -1853,21 +1848,16 @@ spec:
     /// move decided from that placement handed over from a member nothing was published on.
     #[test]
     fn a_rebalance_held_by_the_guard_keeps_the_published_placement_and_state() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo_dir = dir.path().join("repo");
-        std::fs::create_dir_all(&repo_dir).expect("mkdir");
-        std::fs::write(repo_dir.join("apps.yaml"), repo("Gracefully", true)).expect("write");
-        let clusters = |m1: u32| [cluster("m1", m1), cluster("m2", 20), cluster("m3", 20)].join("---\n");
-        std::fs::write(repo_dir.join("clusters.yaml"), clusters(0)).expect("write");
-        let out = dir.path().join("out");
-        let state = dir.path().join("state");
-        let web = || ["m1", "m2", "m3"].map(|c| replicas(&out, c));
-        let inputs = || load_inputs(&repo_dir).expect("inputs");
+        let clusters = |m1: u32| [cluster("m1", m1), cluster("m2", 20), cluster("m3", 20)];
+        let f = Fixture::new(&repo("Gracefully", true), &clusters(0));
+        let out = &f.out;
+        let web = || ["m1", "m2", "m3"].map(|c| replicas(out, c));
+        let inputs = || f.inputs();
         let t0 = 1_700_000_000_000;
-        let rec = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
+        let rec = f.reconciler(Settings::builtin());
         rec.reconcile(&inputs(), &out, "test", t0).expect("pass");
         assert_eq!(web(), [None, Some(3), Some(3)]);
-        std::fs::write(repo_dir.join("clusters.yaml"), clusters(20)).expect("write");
+        f.clusters(&clusters(20));
         rec.reconcile(&inputs(), &out, "test", t0 + 10_000).expect("pass");
         assert_eq!(web(), [None, Some(3), Some(3)], "a steady Divided workload stays");
         let key = rec.store.placements().expect("placements").into_iter().find(|p| p.workload.name == "web");
@@ -1875,13 +1865,12 @@ spec:
         let published = rec.store.placement(&key).expect("placement");
         let records = rec.store.history(&key).expect("history").len();
         // Rebalanced as m1's ConfigMaps go: m1 held, and web's change is all on m1.
-        std::fs::write(repo_dir.join("apps.yaml"), repo("Gracefully", false)).expect("write");
-        std::fs::write(
-            repo_dir.join("rebalance.yaml"),
+        f.write("apps.yaml", &repo("Gracefully", false));
+        f.write(
+            "rebalance.yaml",
             "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: r, generation: 1}\n\
              spec:\n  workloads:\n  - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: shop}\n",
-        )
-        .expect("write");
+        );
         let result = |store: &Store| -> Vec<String> {
             let r = store.stability().expect("state").rebalances.get("r").cloned().unwrap_or_default();
             r.workloads.into_iter().map(|(_, result)| result).collect()
@@ -1906,7 +1895,7 @@ spec:
         drop(rec);
         let mut settings = Settings::builtin();
         settings.publish.guard.allow = true;
-        let rec = Reconciler::new(Store::open(&state).expect("store"), settings);
+        let rec = f.reconciler(settings);
         let r = rec.reconcile(&inputs(), &out, "test", t0 + 40_000).expect("pass");
         let mut kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
         kinds.sort();
@@ -1934,16 +1923,10 @@ spec:
     #[test]
     fn an_eviction_held_by_the_guard_is_recorded_only_once_published() {
         for purge in ["Directly", "Gracefully"] {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let repo_dir = dir.path().join("repo");
-            std::fs::create_dir_all(&repo_dir).expect("mkdir");
-            std::fs::write(repo_dir.join("apps.yaml"), repo(purge, true)).expect("write");
-            let clusters = [cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)];
-            std::fs::write(repo_dir.join("clusters.yaml"), clusters.join("---\n")).expect("write");
-            let out = dir.path().join("out");
-            let state = dir.path().join("state");
+            let f = Fixture::new(&repo(purge, true), &[cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)]);
+            let out = &f.out;
             let world = |lost: bool| -> Inputs {
-                let mut inputs = load_inputs(&repo_dir).expect("inputs");
+                let mut inputs = f.inputs();
                 for s in inputs.snapshots.iter_mut().filter(|s| lost && s.name == "m1") {
                     s.health = Health::Unreachable { reason: "connection refused".into() };
                 }
@@ -1951,11 +1934,11 @@ spec:
             };
             let web = || ["m1", "m2", "m3"].map(|c| replicas(&out, c));
             let t0 = 1_700_000_000_000;
-            let rec = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
+            let rec = f.reconciler(Settings::builtin());
             rec.reconcile(&world(false), &out, "test", t0).expect("pass");
             assert_eq!(web(), [Some(2), Some(2), Some(2)], "{purge}");
             // m1 lost as its ConfigMaps are deleted: held.
-            std::fs::write(repo_dir.join("apps.yaml"), repo(purge, false)).expect("write");
+            f.write("apps.yaml", &repo(purge, false));
             let r = rec.reconcile(&world(true), &out, "test", t0 + 10_000).expect("pass");
             assert_eq!(r.held_clusters.iter().map(|h| h.cluster.as_str()).collect::<Vec<_>>(), ["m1"], "{purge}");
             let key = rec.store.placements().expect("placements").into_iter().find(|p| p.workload.name == "web");
@@ -1987,7 +1970,7 @@ spec:
             // then (Gracefully: once the replacement is Ready) the purge.
             let mut settings = Settings::builtin();
             settings.publish.guard.allow = true;
-            let rec = Reconciler::new(Store::open(&state).expect("store"), settings);
+            let rec = f.reconciler(settings);
             let mut kinds: Vec<&str> = Vec::new();
             for t in [330_000, 340_000] {
                 let r = rec.reconcile(&world(true), &out, "test", t0 + t).expect("pass");

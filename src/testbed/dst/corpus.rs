@@ -74,8 +74,8 @@ pub const CORPUS: &[Entry] = &[
         found: "a deleted template whose removal the guard held was still failed over and moved back: w005 \
                 'moved back to member-007' and dropped the eviction task whose files stay on member-007 (the \
                 store kept no task for files on disk, the history a move nothing published)",
-        failed_on: "55edf95 with this commit's checker, before the stability stage froze a held deletion's state",
-        fixed_by: Some("this commit: reconcile::stability::run leaves a workload without a template as it was"),
+        failed_on: "55edf95 with f3e2c5c's checker, before the stability stage froze a held deletion's state",
+        fixed_by: Some("f3e2c5c: reconcile::stability::run leaves a workload without a template as it was"),
     },
     Entry {
         seed: 6,
@@ -90,9 +90,9 @@ pub const CORPUS: &[Entry] = &[
                 held member-004) with a hand-over task on member-001; the move-back decided from that placement \
                 then handed over from member-004, where nothing was ever published (state keeps files on 004, \
                 disk has none)",
-        failed_on: "c0b6884 (main) with this commit's checker",
+        failed_on: "c0b6884 (main) with e1bbeae's checker",
         fixed_by: Some(
-            "this commit (dst-b): a workload whose change the guard holds whole records nothing and keeps its \
+            "e1bbeae (dst-b): a workload whose change the guard holds whole records nothing and keeps its \
              published engine state (StabilityPass::keep_published); its WorkloadRebalancer result is Pending",
         ),
     },
@@ -105,7 +105,7 @@ pub const CORPUS: &[Entry] = &[
                 the figures of the pass that first decided w001 (member-002's room 2) with the inputs of the pass \
                 that noted it (room 1): it replayed `different`",
         failed_on: "c0b6884 (main), no fault at all",
-        fixed_by: Some("this commit: a workload whose record notes an action is decided afresh in that pass"),
+        fixed_by: Some("22be9da: a workload whose record notes an action is decided afresh in that pass"),
     },
     Entry {
         seed: 24,
