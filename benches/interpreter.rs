@@ -150,18 +150,7 @@ fn main() {
         None => 10_000,
     };
     let objects: Vec<Value> = (0..n).map(object).collect();
-    let scripted = Interpreters::new(
-        Vec::new(),
-        parse_customizations(CUSTOMIZATION, "bench")
-            .unwrap_or_else(|e| panic!("{e}"))
-            .into_iter()
-            .map(Arc::new)
-            .collect(),
-    );
-    let plain = Interpreters::new(
-        Vec::new(),
-        parse_customizations(PLAIN, "bench").unwrap_or_else(|e| panic!("{e}")).into_iter().map(Arc::new).collect(),
-    );
+    let (scripted, plain) = (interpreters(CUSTOMIZATION), interpreters(PLAIN));
     let builtin = Interpreters::new(Vec::new(), Vec::new());
     if cold_only.is_some() {
         // `--builtin`: the Rust built-in instead, for what Lua adds.

@@ -549,6 +549,30 @@ mod tests {
         assert!(!text.contains("fedsched_snapshot_age_seconds{cluster=\"unit-b\"}"), "{text}");
     }
 
+    /// [`Metrics::families`] names each family as the registry encodes it (the prefix, a unit's
+    /// suffix, a counter's `_total`): every `# TYPE` line of an encoding is one of them, with
+    /// its type — what the guide's metrics reference is checked against.
+    #[test]
+    fn the_families_noted_at_registration_are_those_the_registry_encodes() {
+        let m = Metrics::new();
+        m.record_poll("unit-a", Duration::from_millis(20), PollOutcome::Timeout);
+        m.record_hold("unit-a");
+        let text = m.refresh_and_encode(&view(&["unit-a"]), 3_500, 0, Some(42)).expect("encode");
+        let noted: std::collections::BTreeSet<(String, String)> = m.families().into_iter().collect();
+        let mut encoded = 0;
+        for line in text.lines().filter_map(|l| l.strip_prefix("# TYPE ")) {
+            let (name, kind) = line.split_once(' ').expect("# TYPE name type");
+            let scraped = if kind == "counter" { format!("{name}_total") } else { name.to_string() };
+            assert!(noted.contains(&(scraped.clone(), kind.to_string())), "{scraped} ({kind}) not noted: {noted:?}");
+            encoded += 1;
+        }
+        // Counters, gauges, histograms, with and without a unit.
+        assert!(encoded >= 10, "{encoded} families encoded:\n{text}");
+        for name in ["fedsched_polls_total", "fedsched_store_size_bytes", "fedsched_snapshot_age_seconds"] {
+            assert!(text.contains(name) && noted.iter().any(|(n, _)| n == name), "{name}");
+        }
+    }
+
     #[test]
     fn rollouts_are_counted_by_state_and_their_stage_follows_the_last_pass() {
         let m = Metrics::new();

@@ -119,14 +119,16 @@ pub(super) fn fuzz(a: &FuzzArgs) -> Result<ExitCode, Failure> {
         report.ran,
         a.seed,
         first,
-        first + cases,
+        first.saturating_add(cases),
         report.failures.len(),
         usize::from(report.hung.is_some()),
         report.ran as f64 / secs.max(1e-9),
         a.jobs.max(1)
     );
     if report.hung.is_some() {
-        // The hung case's thread cannot be stopped: end the process (stdout is flushed).
+        // The hung case's thread cannot be stopped: end the process (stdout is flushed), the
+        // work directory removed first (`exit` runs no destructor).
+        drop(temp);
         std::process::exit(2);
     }
     Ok(ExitCode::from(if report.failures.is_empty() { 0 } else { 2 }))

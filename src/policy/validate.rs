@@ -108,7 +108,8 @@ pub fn warnings(set: &PolicySet) -> Vec<LoadError> {
                 &t.source,
                 u.path.clone(),
                 format!(
-                    "unknown field of {} in Kubernetes {}'s schema{hint}: written as it is — the API server drops                      it (or, with strict field validation as kubectl and Argo CD apply, refuses the manifest)",
+                    "unknown field of {} in Kubernetes {}'s schema{hint}: written as it is — the API server drops \
+                     it (or, with strict field validation as kubectl and Argo CD apply, refuses the manifest)",
                     t.key.kind,
                     super::load::SCHEMA_VERSION
                 ),

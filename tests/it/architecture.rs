@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::support::repo_root;
 
@@ -204,10 +204,11 @@ fn named_modules(code: &str) -> BTreeSet<String> {
     found
 }
 
-/// Top-level module → the other top-level modules its code names, and in which files.
-fn module_graph() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+/// Every `.rs` file under `src/` but those that hold only unit tests (`tests.rs`), as its path
+/// under `src/` and its code ([`code_only`]), in path order.
+fn source_files() -> Vec<(PathBuf, String)> {
     let src = repo_root().join("src");
-    let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    let mut found = Vec::new();
     let mut stack = vec![src.clone()];
     while let Some(dir) = stack.pop() {
         for entry in fs::read_dir(&dir).expect("read src") {
@@ -216,28 +217,30 @@ fn module_graph() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
                 stack.push(path);
                 continue;
             }
-            if path.extension().and_then(|e| e.to_str()) != Some("rs") {
+            if path.extension().and_then(|e| e.to_str()) != Some("rs")
+                || path.file_name().and_then(|n| n.to_str()) == Some("tests.rs")
+            {
                 continue;
             }
-            let rel = path.strip_prefix(&src).expect("under src");
-            let Some(module) = top_module(rel) else { continue };
-            // Files that hold only unit tests.
-            if rel.file_name().and_then(|n| n.to_str()) == Some("tests.rs") {
-                continue;
-            }
-            let text = fs::read_to_string(&path).expect("read source");
-            for named in named_modules(&code_only(&text)) {
-                if named != module {
-                    graph
-                        .entry(module.clone())
-                        .or_default()
-                        .entry(named)
-                        .or_default()
-                        .insert(rel.display().to_string());
-                }
-            }
-            graph.entry(module).or_default();
+            let rel = path.strip_prefix(&src).expect("under src").to_path_buf();
+            found.push((rel, code_only(&fs::read_to_string(&path).expect("read source"))));
         }
+    }
+    found.sort();
+    found
+}
+
+/// Top-level module → the other top-level modules its code names, and in which files.
+fn module_graph() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for (rel, code) in source_files() {
+        let Some(module) = top_module(&rel) else { continue };
+        for named in named_modules(&code) {
+            if named != module {
+                graph.entry(module.clone()).or_default().entry(named).or_default().insert(rel.display().to_string());
+            }
+        }
+        graph.entry(module).or_default();
     }
     graph
 }
@@ -436,55 +439,39 @@ fn top_level_modules_form_no_cycle() {
 /// The longest function bodies (outside unit tests) in lines, from the code without comments
 /// and literals: `fn name` to its balanced closing brace.
 fn long_functions(limit: usize) -> Vec<String> {
-    let src = repo_root().join("src");
     let mut found = Vec::new();
-    let mut stack = vec![src.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).expect("read src") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path);
+    for (rel, code) in source_files() {
+        let mut rest = code.as_str();
+        let mut offset = 0;
+        while let Some(at) = rest.find("fn ") {
+            let start = offset + at;
+            let before = code[..start].chars().next_back();
+            offset = start + 3;
+            rest = &code[offset..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
                 continue;
             }
-            if path.extension().and_then(|e| e.to_str()) != Some("rs")
-                || path.file_name().and_then(|n| n.to_str()) == Some("tests.rs")
-            {
-                continue;
-            }
-            let code = code_only(&fs::read_to_string(&path).expect("read source"));
-            let mut rest = code.as_str();
-            let mut offset = 0;
-            while let Some(at) = rest.find("fn ") {
-                let start = offset + at;
-                let before = code[..start].chars().next_back();
-                offset = start + 3;
-                rest = &code[offset..];
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                    continue;
-                }
-                let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                // The body: the first `{` before any `;` (a declaration without body has none).
-                let Some(open) = rest.find(['{', ';']).filter(|i| rest.as_bytes()[*i] == b'{') else { continue };
-                let mut depth = 0usize;
-                let mut end = rest.len();
-                for (k, ch) in rest[open..].char_indices() {
-                    match ch {
-                        '{' => depth += 1,
-                        '}' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                end = open + k;
-                                break;
-                            }
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            // The body: the first `{` before any `;` (a declaration without body has none).
+            let Some(open) = rest.find(['{', ';']).filter(|i| rest.as_bytes()[*i] == b'{') else { continue };
+            let mut depth = 0usize;
+            let mut end = rest.len();
+            for (k, ch) in rest[open..].char_indices() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = open + k;
+                            break;
                         }
-                        _ => {}
                     }
+                    _ => {}
                 }
-                let lines = rest[..end].matches('\n').count() + 1;
-                if lines > limit {
-                    let rel = path.strip_prefix(&src).expect("under src").display().to_string();
-                    found.push(format!("{rel}: fn {name}: {lines} lines"));
-                }
+            }
+            let lines = rest[..end].matches('\n').count() + 1;
+            if lines > limit {
+                found.push(format!("{}: fn {name}: {lines} lines", rel.display()));
             }
         }
     }
@@ -501,44 +488,40 @@ fn no_function_is_over_200_lines() {
 }
 
 /// The files of `src/` (unit-test files left out) whose code names the crate `name`
-/// (`name::…`, `use name`), as paths under `src/`.
+/// (`name::…`, `::name::…`, `use name;`, `use name as …;`), as paths under `src/`.
 fn files_naming_crate(name: &str) -> Vec<String> {
-    let src = repo_root().join("src");
-    let mut found = Vec::new();
-    let mut stack = vec![src.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).expect("read src") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            let rel = path.strip_prefix(&src).expect("under src").display().to_string();
-            if !rel.ends_with(".rs") || rel.ends_with("tests.rs") {
-                continue;
-            }
-            let code = code_only(&fs::read_to_string(&path).expect("read source"));
-            if names_crate(&code, name) {
-                found.push(rel);
-            }
-        }
-    }
-    found.sort();
-    found
+    source_files()
+        .into_iter()
+        .filter(|(_, code)| names_crate(code, name))
+        .map(|(rel, _)| rel.display().to_string())
+        .collect()
 }
 
-/// Whether `code` names the crate `name` as a path's first segment (`name::x`, `use name;`).
+/// Whether `code` names the crate `name` as a path's first segment: `name::x`, `::name::x`,
+/// `use name;`, `use name as n;`, `extern crate name;` — not a word that contains it, nor a
+/// later segment of a path (`my::name::x`, `crate::name`).
 fn names_crate(code: &str, name: &str) -> bool {
-    let mut rest = code;
-    while let Some(at) = rest.find(name) {
-        let before = rest[..at].chars().next_back();
-        let after = &rest[at + name.len()..];
-        rest = after;
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+    let mut from = 0;
+    while let Some(found) = code[from..].find(name) {
+        let at = from + found;
+        from = at + name.len();
+        let (before, after) = (&code[..at], &code[from..]);
+        // Part of a longer word (`sled_size`, `sleds`).
+        if is_ident(before.chars().next_back().as_ref()) || is_ident(after.chars().next().as_ref()) {
+            continue;
+        }
+        // A field (`x.sled`), a later segment of a path; a leading `::` (`::sled::x`) is none.
+        let before = before.trim_end();
+        if before.ends_with('.')
+            || before.strip_suffix("::").is_some_and(|b| is_ident(b.trim_end().chars().next_back().as_ref()))
+        {
             continue;
         }
         let after = after.trim_start();
-        if after.starts_with("::") || after.starts_with(';') {
+        if after.starts_with("::")
+            || after.starts_with(';')
+            || after.strip_prefix("as").is_some_and(|a| a.starts_with(char::is_whitespace))
+        {
             return true;
         }
     }
@@ -551,6 +534,13 @@ fn one_module_is_the_home_of_each_outside_store_and_protocol() {
     assert!(names_crate("use sled::Db;", "sled"));
     assert!(names_crate("fn f() { let t = sled::Config::new(); }", "sled"));
     assert!(!names_crate("fn sled_size() {} let x = my::sled::y; let sleds = 1;", "sled"));
+    assert!(!names_crate("use crate::sled::x; use self::sled; let a = b.sled;", "sled"));
+    // And every other way of naming it.
+    for code in
+        ["use ::sled::Db;", "use sled as kv;", "extern crate sled;", "use {sled::Db, std::io};", "<T as sled::X>"]
+    {
+        assert!(names_crate(code, "sled"), "{code}");
+    }
     // Only `store` knows sled, and only `api` knows axum (ARCHITECTURE.md, "Invariants").
     let outside = |name: &str, home: &str| -> Vec<String> {
         files_naming_crate(name).into_iter().filter(|f| !f.starts_with(&format!("{home}/"))).collect()

@@ -78,7 +78,14 @@ fn fedsched(interpreters: &Interpreters, case: &Value) -> Option<Result<Vec<(Str
     }))
 }
 
-fn interpreters_for(case: &Value, root: &Path, cache: &mut BTreeMap<String, Arc<Interpreters>>) -> Arc<Interpreters> {
+/// The interpreters of a case's customization, each script with `prefix` put before it on its
+/// first line (`""`: as written), kept in `cache` by customization.
+fn interpreters_for(
+    case: &Value,
+    root: &Path,
+    prefix: &str,
+    cache: &mut BTreeMap<String, Arc<Interpreters>>,
+) -> Arc<Interpreters> {
     let (key, text, file) = match case["customization"].as_str() {
         Some(rel) => {
             let path = root.join(rel).join("customizations.yaml");
@@ -102,7 +109,10 @@ fn interpreters_for(case: &Value, root: &Path, cache: &mut BTreeMap<String, Arc<
     cache
         .entry(key)
         .or_insert_with(|| {
-            let c = parse_customizations(&text, &file).unwrap_or_else(|e| panic!("{e}"));
+            let mut c = parse_customizations(&text, &file).unwrap_or_else(|e| panic!("{e}"));
+            for script in c.iter_mut().flat_map(|c| c.scripts.values_mut()) {
+                *script = format!("{prefix}{script}").into();
+            }
             let mut i = Interpreters::new(Vec::new(), c.into_iter().map(Arc::new).collect());
             i.builtins_off = true;
             Arc::new(i)
@@ -175,7 +185,7 @@ fn karmadactl_interpret_corpus_agrees_case_by_case() {
     for line in corpus.lines() {
         let case: Value = serde_json::from_str(line).expect("a case");
         let id = case["id"].as_str().expect("id").to_string();
-        let interpreters = interpreters_for(&case, &root, &mut cache);
+        let interpreters = interpreters_for(&case, &root, "", &mut cache);
         let mut want = karmadactl(&case["karmadactl"]);
         let mut got = fedsched(&interpreters, &case).unwrap_or_else(|| Err("no interpreter answered".into()));
         for r in [&mut want, &mut got].into_iter().flatten() {
@@ -255,6 +265,20 @@ fn builtins_agree_with_karmadactl_where_they_answer() {
     assert!(report.is_empty(), "{} cases differ:\n{}", report.len(), report[..report.len().min(10)].join("\n"));
 }
 
+/// Lua put before a script on its first line (its line numbers stay): a global `pairs` that
+/// visits a table's keys in an order shuffled by `seed` — the keys collected with the raw
+/// `next`, then a Fisher–Yates shuffle driven by a Park–Miller generator (exact in doubles)
+/// whose state runs on across the `pairs` calls of one call of the script.
+fn shuffled_pairs(seed: u64) -> String {
+    format!(
+        "pairs = (function(nxt, rawget, s) return function(t) local keys = {{}} for k in nxt, t do \
+         keys[#keys + 1] = k end for i = #keys, 2, -1 do s = (s * 16807) % 2147483647 local j = s % i + 1 \
+         keys[i], keys[j] = keys[j], keys[i] end local i = 0 return function() i = i + 1 local k = keys[i] \
+         if k ~= nil then return k, rawget(t, k) end end, t, nil end end)(next, rawget, {}); ",
+        seed % 2_147_483_646 + 1
+    )
+}
+
 /// Issue 48 item 8: gopher-lua's `pairs` visits a table's keys in insertion order, C Lua's in
 /// its hash order. Every script of the corpus (Karmada's 27 third-party customizations on all
 /// their cases, and the probes) runs again under a `pairs` that visits keys in an order
@@ -265,25 +289,24 @@ fn builtins_agree_with_karmadactl_where_they_answer() {
 /// and, compared raw, the MPIJob aggregation's conditions do (the shuffle reaches them).
 #[test]
 fn pairs_order_changes_no_corpus_result_beyond_the_order_of_conditions() {
-    use fedsched::model::interpreter::lua::shuffle_pairs_for_tests;
     const PROBE: &str = "probe/pairs-insertion-order";
     let Some(root) = crate::support::karmada_examples() else { return };
     let root = root.join("resourcecustomizations");
     let corpus = std::fs::read_to_string(repo_root().join(FIXTURE).join("cases.jsonl")).expect("cases.jsonl");
     let cases: Vec<Value> = corpus.lines().map(|l| serde_json::from_str(l).expect("a case")).collect();
-    let mut cache = BTreeMap::new();
-    let run = |cache: &mut BTreeMap<String, Arc<Interpreters>>, case: &Value| {
-        let interpreters = interpreters_for(case, &root, cache);
+    let run = |prefix: &str, cache: &mut BTreeMap<String, Arc<Interpreters>>, case: &Value| {
+        let interpreters = interpreters_for(case, &root, prefix, cache);
         fedsched(&interpreters, case).unwrap_or_else(|| Err("no interpreter answered".into()))
     };
-    shuffle_pairs_for_tests(None);
-    let real: Vec<_> = cases.iter().map(|c| run(&mut cache, c)).collect();
+    let mut cache = BTreeMap::new();
+    let real: Vec<_> = cases.iter().map(|c| run("", &mut cache, c)).collect();
     let (mut differing, mut reordered, mut probe_moved) = (Vec::new(), BTreeSet::new(), false);
     for seed in [1, 2, 3, 47, 48] {
-        shuffle_pairs_for_tests(Some(seed));
+        // Other scripts: neither the interpreter's caches nor another test see them.
+        let (prefix, mut cache) = (shuffled_pairs(seed), BTreeMap::new());
         for (case, want) in cases.iter().zip(&real) {
             let id = case["id"].as_str().expect("id");
-            let got = run(&mut cache, case);
+            let got = run(&prefix, &mut cache, case);
             if &got == want {
                 continue;
             }
@@ -302,7 +325,6 @@ fn pairs_order_changes_no_corpus_result_beyond_the_order_of_conditions() {
             }
         }
     }
-    shuffle_pairs_for_tests(None);
     eprintln!(
         "{} cases x 5 seeds: {} differ only in the order of a list compared as a set or list-map: {reordered:?}",
         cases.len(),

@@ -80,6 +80,15 @@ fn an_unknown_template_field_is_named_in_check_and_in_every_pass() {
         assert!(said.contains(&format!("typo.yaml: document 2: {field}")), "{field} not named: {said}");
     }
     assert!(said.contains("did you mean `replicas`") && said.contains("did you mean `imagePullPolicy`"), "{said}");
+    // The whole message, as a reader sees it.
+    assert!(
+        said.contains(
+            "typo.yaml: document 2: spec.replica: unknown field of Deployment in Kubernetes 1.33's schema (did you \
+             mean `replicas`?): written as it is — the API server drops it (or, with strict field validation as \
+             kubectl and Argo CD apply, refuses the manifest)\n"
+        ),
+        "{said}"
+    );
     let out = s.render();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(

@@ -413,9 +413,13 @@ fn read_kubeconfig(path: &Path) -> Result<kube::config::Kubeconfig, PollError> {
         return Err(access(format!("kubeconfig {}: larger than {MAX_KUBECONFIG_BYTES} bytes", path.display())));
     }
     // kube decodes a file that starts with a UTF-16 byte-order mark two bytes at a time and
-    // panics on an odd count: refuse such a file here (found by `fedsched fuzz`, seed 2).
-    let head = std::fs::read(path).map_err(|e| access(format!("kubeconfig {}: {e}", path.display())))?;
-    if matches!(head.get(..2), Some([0xFF, 0xFE] | [0xFE, 0xFF])) && head.len() % 2 == 1 {
+    // panics on an odd count: refuse such a file here (found by `fedsched fuzz`, seed 2). Its
+    // first two bytes are enough (kube reads the whole file next).
+    let mut head = Vec::with_capacity(2);
+    std::fs::File::open(path)
+        .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, 2), &mut head))
+        .map_err(|e| access(format!("kubeconfig {}: {e}", path.display())))?;
+    if matches!(head[..], [0xFF, 0xFE] | [0xFE, 0xFF]) && size % 2 == 1 {
         return Err(access(format!(
             "kubeconfig {}: starts with a UTF-16 byte-order mark but has an odd number of bytes",
             path.display()
@@ -451,14 +455,6 @@ async fn load_kubeconfig(
     let cfg = kube::Config::from_custom_kubeconfig(kc, &opts)
         .await
         .map_err(|e| PollError::Access(kubeconfig_error(path, None, &e)))?;
-    // kube's client panics on a server URL without a scheme or host ("127.0.0.1:1"): an error
-    // for this member instead (found by `fedsched fuzz`, seed 2).
-    if !matches!(cfg.cluster_url.scheme_str(), Some("http" | "https")) || cfg.cluster_url.host().is_none() {
-        return Err(PollError::Access(format!(
-            "kubeconfig {}: the cluster's server must be an http:// or https:// URL with a host",
-            path.display()
-        )));
-    }
     let endpoint = strip_userinfo(&cfg.cluster_url.to_string());
     Ok(Loaded { cfg, endpoint, user, base: path.parent().map(Path::to_path_buf) })
 }
@@ -472,6 +468,16 @@ async fn configure(
     redactor: &Arc<Redactor>,
 ) -> Result<Built, PollError> {
     let Loaded { mut cfg, endpoint, user, base } = loaded?;
+    // kube's client panics on a server URL without a scheme or host ("127.0.0.1:1", found by
+    // `fedsched fuzz` in a kubeconfig, seed 2; a Cluster's `spec.apiEndpoint` and `[ha]
+    // server` are the same URL): an error for this target instead.
+    if !matches!(cfg.cluster_url.scheme_str(), Some("http" | "https")) || cfg.cluster_url.host().is_none() {
+        let server = match &t.access.kubeconfig {
+            Some(path) => format!("kubeconfig {}: the cluster's server", path.display()),
+            None => "the server (spec.apiEndpoint, or [ha] server)".to_string(),
+        };
+        return Err(PollError::Access(format!("{server} must be an http:// or https:// URL with a host")));
+    }
     if let Some(proxy) = &cfg.proxy_url
         && !matches!(proxy.scheme_str(), Some("http" | "https" | "socks5"))
     {
@@ -589,6 +595,57 @@ pub(super) fn read_ca(path: &Path) -> Result<Vec<Vec<u8>>, PollError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The inputs kube's client panics on (`fedsched fuzz`, seed 2, cases 1228 and 110545) are
+    /// errors for their target, however the server URL arrives: a kubeconfig starting with a
+    /// UTF-16 byte-order mark and an odd number of bytes; a server without a scheme in a
+    /// kubeconfig, in a Cluster's `spec.apiEndpoint` and in `[ha] server`.
+    #[tokio::test]
+    async fn a_server_url_or_kubeconfig_kube_would_panic_on_is_an_error_for_its_target() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token = dir.path().join("token");
+        std::fs::write(&token, "abc\n").expect("token");
+        let poll = PollSection { watch: false, ..PollSection::default() };
+        let kubeconfig = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).expect("kubeconfig");
+            Target {
+                name: name.into(),
+                access: ClusterAccess { kubeconfig: Some(path), ..Default::default() },
+                api_endpoint: None,
+                insecure_skip_tls_verification: false,
+                proxy_url: None,
+            }
+        };
+        let odd_bom = kubeconfig("bom", &[0xFF, 0xFE, b'a', 0, b'b']);
+        let schemeless = kubeconfig(
+            "schemeless",
+            b"apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: a, cluster: {server: '127.0.0.1:1'}}]\n\
+              users: [{name: u, user: {token: abc}}]\ncontexts: [{name: c, context: {cluster: a, user: u}}]\n",
+        );
+        let endpoint = Target {
+            name: "endpoint".into(),
+            access: ClusterAccess { token_file: Some(token.clone()), ..Default::default() },
+            api_endpoint: Some("127.0.0.1:1".into()),
+            insecure_skip_tls_verification: false,
+            proxy_url: None,
+        };
+        for (t, says) in [
+            (&odd_bom, "byte-order mark"),
+            (&schemeless, "the cluster's server must be an http:// or https:// URL with a host"),
+            (&endpoint, "must be an http:// or https:// URL with a host"),
+        ] {
+            match build(t, &poll).await {
+                Ok(_) => panic!("{}: built", t.name),
+                Err(e) => assert!(e.to_string().contains(says), "{}: {e}", t.name),
+            }
+        }
+        let ha = ClusterAccess { token_file: Some(token), ..Default::default() };
+        match host_client(&ha, Some("127.0.0.1:1"), Duration::from_secs(1)).await {
+            Ok(_) => panic!("[ha] server: a host client"),
+            Err(e) => assert!(e.to_string().contains("must be an http:// or https:// URL with a host"), "{e}"),
+        }
+    }
 
     /// A TLS server with the simulator's throwaway CA, offering HTTP/2 and HTTP/1.1, that
     /// answers every request with the HTTP version it came in.

@@ -16,8 +16,8 @@
 //!   hash order, where gopher-lua visits them in insertion order; a script that builds a list
 //!   from `pairs` over a table it filled may order it differently than Karmada (the MPIJob
 //!   aggregation's conditions, a list Kubernetes treats as a map keyed by `type`): under a
-//!   `pairs` shuffled by seed ([`shuffle_pairs_for_tests`]) every corpus script gives the same
-//!   results but for that order (`it::interpret_corpus::
+//!   `pairs` shuffled by seed (the test puts it before each script) every corpus script gives
+//!   the same results but for that order (`it::interpret_corpus::
 //!   pairs_order_changes_no_corpus_result_beyond_the_order_of_conditions`). The order is a function of the keys and
 //!   the table's history (Lua 5.1 seeds no hash), so the same call gives the same list in
 //!   every VM and run. Insertion order would need Lua's C table changed (`ltable.c`, built by
@@ -185,44 +185,7 @@ thread_local! {
     static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
     /// [`unbounded_for_benchmarks`].
     static UNBOUNDED: Cell<bool> = const { Cell::new(false) };
-    /// [`shuffle_pairs_for_tests`].
-    static SHUFFLED_PAIRS: Cell<Option<u64>> = const { Cell::new(None) };
 }
-
-/// For tests of order independence only (issue 48 item 8: gopher-lua's `pairs` visits keys in
-/// insertion order, C Lua's in hash order): with `Some(seed)`, the VMs this thread makes from
-/// now on have a `pairs` that visits a table's keys in an order shuffled by `seed` (each call
-/// another permutation), and [`super::run`] neither reads nor fills its result cache on this
-/// thread. `None` restores the real `pairs`. fedsched never calls this.
-#[doc(hidden)]
-pub fn shuffle_pairs_for_tests(seed: Option<u64>) {
-    SHUFFLED_PAIRS.with(|s| s.set(seed));
-    VM.with(|cell| *cell.borrow_mut() = None);
-}
-
-/// Whether this thread's `pairs` is shuffled ([`shuffle_pairs_for_tests`]).
-pub(super) fn pairs_shuffled() -> bool {
-    SHUFFLED_PAIRS.with(Cell::get).is_some()
-}
-
-/// The shuffled `pairs`: the keys collected with the raw `next`, then a Fisher–Yates shuffle
-/// driven by a Park–Miller generator (exact in doubles) whose state runs on across calls.
-const SHUFFLED_PAIRS_LUA: &str = "local nxt, rawget, s = ...
-return function(t)
-  local keys = {}
-  for k in nxt, t do keys[#keys + 1] = k end
-  for i = #keys, 2, -1 do
-    s = (s * 16807) % 2147483647
-    local j = s % i + 1
-    keys[i], keys[j] = keys[j], keys[i]
-  end
-  local i = 0
-  return function()
-    i = i + 1
-    local k = keys[i]
-    if k ~= nil then return k, rawget(t, k) end
-  end, t, nil
-end";
 
 /// For `benches/interpreter` only (BENCHMARKS.md, the bounding's cost as a same-run ratio):
 /// the VMs this thread makes from now on run without the instruction hook and with Lua's own
@@ -366,14 +329,6 @@ impl Vm {
                 }
             })?,
         )?;
-        if let Some(seed) = SHUFFLED_PAIRS.with(Cell::get) {
-            let shuffled: Function = lua.load(SHUFFLED_PAIRS_LUA).set_mode(ChunkMode::Text).call((
-                g.get::<Function>("next")?,
-                g.get::<Function>("rawget")?,
-                (seed % 2_147_483_646 + 1) as f64,
-            ))?;
-            g.raw_set("pairs", shuffled)?;
-        }
         let globals = g.pairs::<LuaValue, LuaValue>().count();
         let fresh_env: Function = lua
             .load(

@@ -46,10 +46,8 @@ pub struct ParseCache {
     /// half-way: then only a merge makes the set.
     pub(super) replaced: Option<Vec<super::incremental::ReplacedFile>>,
     /// Made for one load ([`ParseCache::one_shot`]): the load moves the documents out instead of
-    /// copying them.
+    /// copying them, so every refresh starts afresh.
     one_shot: bool,
-    /// The documents were moved out ([`ParseCache::take_parsed`]): the next refresh starts afresh.
-    taken: bool,
 }
 
 impl std::fmt::Debug for ParseCache {
@@ -174,9 +172,8 @@ impl ParseCache {
     }
 
     /// [`ParseCache::parsed`], moved out of the cache: each file keeps its text and stat but not
-    /// its documents, and the next refresh reads and parses everything again.
+    /// its documents (a one-shot cache's next refresh reads and parses everything again).
     fn take_parsed(&mut self) -> Vec<(PathBuf, Parsed)> {
-        self.taken = true;
         let files = &mut self.files;
         self.order
             .iter()
@@ -216,7 +213,7 @@ impl ParseCache {
     /// other bytes; always true on the first refresh and when a file could not be read) and
     /// the walk and read errors.
     pub fn refresh(&mut self, dir: &Path) -> (bool, Vec<LoadError>) {
-        if std::mem::take(&mut self.taken) {
+        if self.one_shot {
             self.files.clear();
             self.order.clear();
         }
@@ -285,9 +282,9 @@ impl ParseCache {
     /// walks ([`ParseCache::refresh`]): a path that is not a file the last walk read (added,
     /// or not a YAML file: a directory, the ignore file), a file that is gone or no longer a
     /// regular file (a link now), one that cannot be read, no refresh before, or a repository
-    /// the last walk reached through a symbolic link.
+    /// the last walk reached through a symbolic link, or a one-shot cache.
     pub fn refresh_files(&mut self, dir: &Path, changed: &[PathBuf]) -> Option<(bool, Vec<LoadError>)> {
-        if self.order.is_empty() || self.links || self.taken {
+        if self.order.is_empty() || self.links || self.one_shot {
             return None;
         }
         let mut stats = Vec::with_capacity(changed.len());

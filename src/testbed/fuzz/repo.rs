@@ -150,13 +150,17 @@ pub fn run(case: &RepoCase, work: &Path) -> Result<(), String> {
         let _ = std::os::unix::fs::symlink(to, &path);
     }
     let settings = settings()?;
-    // What `check` runs.
-    let inputs = match reconcile::load_inputs_for(&dir, &settings, None) {
+    // What `check` runs, but its Secret findings (private to `cli::check`, which the test bed
+    // cannot name: `cli` dispatches into it).
+    let mut cache = crate::policy::load::ParseCache::one_shot(Config::default().policy.walk_options());
+    let inputs = match reconcile::load_inputs_for(&dir, &settings, Some(&mut cache)) {
         Ok(inputs) => inputs,
         Err(_) => return Ok(()),
     };
     let _ = reconcile::template_errors(&inputs);
     let _ = crate::policy::validate::warnings(&inputs.set);
+    // Every Cluster offline (the default configuration has no live access): every stage named.
+    let _ = crate::policy::validate::rollout_offline_notes(&inputs.set, |_| false);
     for t in &inputs.set.templates {
         if let Some(c) = crate::policy::matching::claim(&inputs.set, t) {
             for sh in &c.shadowed {
