@@ -96,10 +96,10 @@ impl RolloutPass {
     }
 }
 
-/// The content hash of a template's object (what a rollout calls a version).
-fn version_of(t: &Template) -> (u64, String) {
-    let text = serde_json::to_string(&t.object).unwrap_or_default();
-    (fnv1a64(text.as_bytes()), text)
+/// A template's object as JSON text: what a rollout keeps of a version, to render it after a
+/// restart. Its hash is the template's content hash ([`super::inputs::InputHashes`]).
+fn object_text(t: &Template) -> String {
+    serde_json::to_string(&t.object).unwrap_or_default()
 }
 
 /// Runs the stage (see the module): `views` are the pass's member views by `positions`.
@@ -111,25 +111,39 @@ pub(crate) fn run(
     now_ms: u64,
 ) -> Result<RolloutPass, StoreError> {
     let set = &inputs.set;
-    if set.rollout_policies.is_empty() && cache.rollouts.as_ref().is_some_and(|m| m.is_empty()) {
+    let stored = match &cache.rollouts {
+        Some(map) => Arc::clone(map),
+        None => {
+            let map = Arc::new(store.rollouts()?.into_iter().collect());
+            cache.rollouts = Some(Arc::clone(&map));
+            map
+        }
+    };
+    if set.rollout_policies.is_empty() && stored.is_empty() {
         return Ok(RolloutPass::default());
     }
-    if cache.rollouts.is_none() {
-        cache.rollouts = Some(Arc::new(store.rollouts()?.into_iter().collect()));
-    }
-    let stored = Arc::clone(cache.rollouts.as_ref().expect("just read"));
     let mut out = RolloutPass::default();
     let mut seen: BTreeSet<String> = BTreeSet::new();
-    for t in &set.templates {
+    for (position, t) in set.templates.iter().enumerate() {
         let Some(policy) = rollout_policy_for(set, t) else { continue };
         let spec = &policy.spec;
         let sk = t.key.store_key();
-        let (hash, text) = version_of(t);
+        // The version is the content hash the load computed; the object is serialised only
+        // for a version the state does not hold yet.
+        let hash = match inputs.hashes.templates.get(position) {
+            Some(h) => *h,
+            None => fnv1a64(object_text(t).as_bytes()),
+        };
         let name = format!("{}/{}", policy.namespace().unwrap_or(""), policy.name());
         let old = stored.get(&sk);
-        let mut state = old.cloned().unwrap_or_else(|| RolloutState::settled(name.clone(), hash, text.clone()));
+        let mut state = match old {
+            Some(o) => o.clone(),
+            None => RolloutState::settled(name.clone(), hash, object_text(t)),
+        };
         state.policy = name;
-        state.change(spec, (hash, &text), now_ms);
+        if hash != state.target_hash {
+            state.change(spec, (hash, &object_text(t)), now_ms);
+        }
         let targets: BTreeMap<String, Option<i32>> =
             cache.placements.get(&t.key).map(|p| p.targets.clone()).unwrap_or_default();
         let clusters: Vec<&str> = targets.keys().map(String::as_str).collect();
