@@ -492,8 +492,8 @@ impl Reconciler {
             now_ms,
             stability: &stability,
         };
-        // The rollouts' states, flushed with the record stage's.
-        rollout.record(&self.store, cache)?;
+        // The rollouts' states, flushed with the record stage's (a held change's stays).
+        rollout.record(&self.store, cache, &published.held_moves)?;
         let recorded = record::record(&recording, cache, &decisions)?;
         for k in &recorded.removed_workloads {
             stability.state.workloads.remove(k);

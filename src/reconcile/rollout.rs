@@ -78,13 +78,21 @@ impl RolloutPass {
         self.directives.get(key).map_or(0, |d| d.digest)
     }
 
-    /// Stores the changed states and forgets the others; the cache learns them.
-    pub fn record(&self, store: &Store, cache: &mut cache::PassCache) -> Result<(), StoreError> {
+    /// Stores the changed states and forgets the others; the cache learns them. The state of
+    /// a workload whose change the mass-deletion guard held whole (`held_moves`) stays the
+    /// stored one: nothing of its change was published, so no stage was released (or passed)
+    /// on the members, and the next pass evaluates again from what was published.
+    pub fn record(
+        &self,
+        store: &Store,
+        cache: &mut cache::PassCache,
+        held_moves: &[crate::publish::HeldMove],
+    ) -> Result<(), StoreError> {
         if self.changed.is_empty() && self.forgotten.is_empty() {
             return Ok(());
         }
         let map = Arc::make_mut(cache.rollouts.get_or_insert_with(Default::default));
-        for (key, state) in &self.changed {
+        for (key, state) in self.changed.iter().filter(|(key, _)| !super::record::held_whole(held_moves, key)) {
             store.put_rollout(key, state)?;
             map.insert(key.store_key(), state.clone());
         }
@@ -506,6 +514,44 @@ spec:
         w.commit("web:3", "  onFailure: Rollback\n");
         w.pass(&rec, T0 + 3_000, &ready);
         assert_eq!(w.images(), ["web:3", "web:1", "web:1", "web:1", "web:1"]);
+    }
+
+    /// The mass-deletion guard holds web's change whole (its canary m1 is held: the
+    /// ConfigMaps there are going): no stage was released on the members, so the rollout does
+    /// not advance. Before the fix the state released the canary, observed the old version's
+    /// Ready pods as Healthy, passed its gate and released the wave, all while held — and the
+    /// publish that followed the hold put web:2 on m1, m2 and m3 at once.
+    #[test]
+    fn a_change_the_mass_deletion_guard_holds_does_not_advance_the_rollout() {
+        let w = World::new("web:1", "");
+        let configmaps = w.repo().join("configmaps.yaml");
+        let mut text = "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\n\
+                        metadata: {name: cms, namespace: shop}\nspec:\n  \
+                        resourceSelectors: [{apiVersion: v1, kind: ConfigMap}]\n  \
+                        placement: {clusterAffinity: {clusterNames: [m1]}}\n"
+            .to_string();
+        for i in 0..6 {
+            text += &format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm-{i}, namespace: shop}}\n");
+        }
+        std::fs::write(&configmaps, &text).expect("write");
+        let rec = w.reconciler();
+        w.pass(&rec, T0, &ready);
+        assert_eq!(w.images(), ["web:1"; 5]);
+        // web:2, and the ConfigMaps deleted: m1 would lose most of its objects, held.
+        std::fs::remove_file(&configmaps).expect("remove");
+        w.commit("web:2", "");
+        for dt in [1_000, 2_000, 2_000 + MIN, 3_000 + 2 * MIN] {
+            let report = rec.reconcile(&w.inputs(T0 + dt, &ready), &w.out(), "test", T0 + dt).expect("pass");
+            assert!(report.held_moves.iter().any(|m| m.owner == "Deployment/shop/web"), "{:?}", report.held_moves);
+        }
+        assert_eq!(w.images(), ["web:1"; 5], "the guard held web's change");
+        // The ConfigMaps back: the hold ends, and web:2 reaches the canary alone.
+        std::fs::write(&configmaps, &text).expect("write");
+        w.pass(&rec, T0 + 4_000 + 2 * MIN, &ready);
+        assert_eq!(w.images(), ["web:2", "web:1", "web:1", "web:1", "web:1"], "a gate passed while held");
+        w.pass(&rec, T0 + 5_000 + 2 * MIN, &ready);
+        w.pass(&rec, T0 + 5_000 + 3 * MIN, &ready);
+        assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"], "the wave after its gate");
     }
 
     #[test]
