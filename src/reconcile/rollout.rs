@@ -60,8 +60,8 @@ pub(crate) struct RolloutPass {
     pub directives: BTreeMap<ObjectKey, RolloutDirective>,
     /// States that changed this pass (stored by the record stage), by workload.
     pub changed: Vec<(ObjectKey, RolloutState)>,
-    /// Workloads no RolloutPolicy selects any more: their states are forgotten.
-    pub forgotten: Vec<(ObjectKey, String)>,
+    /// Workloads no RolloutPolicy selects any more, by store key: their states are forgotten.
+    pub forgotten: Vec<String>,
     /// This pass's transitions, as history notes of their workloads.
     pub notes: BTreeMap<ObjectKey, Vec<String>>,
 }
@@ -96,8 +96,8 @@ impl RolloutPass {
             store.put_rollout(key, state)?;
             map.insert(key.store_key(), state.clone());
         }
-        for (key, sk) in &self.forgotten {
-            store.remove_rollout(key)?;
+        for sk in &self.forgotten {
+            store.remove_rollout(sk)?;
             map.remove(sk);
         }
         Ok(())
@@ -207,22 +207,8 @@ pub(crate) fn run(
         }
         seen.insert(sk);
     }
-    for (sk, _) in stored.iter().filter(|(sk, _)| !seen.contains(*sk)) {
-        if let Some(key) = key_of(sk) {
-            out.forgotten.push((key, sk.clone()));
-        }
-    }
+    out.forgotten = stored.keys().filter(|sk| !seen.contains(*sk)).cloned().collect();
     Ok(out)
-}
-
-/// The object key of a store key (`group 0x1f kind 0x1f namespace 0x1f name`), as far as the
-/// store needs it to forget the entry: the store key is all [`Store::remove_rollout`] reads.
-fn key_of(sk: &str) -> Option<ObjectKey> {
-    let parts: Vec<&str> = sk.split('\u{1f}').collect();
-    let [group, kind, ns, name] = parts.as_slice() else { return None };
-    let api_version = if group.is_empty() { "v1".to_string() } else { format!("{group}/v1") };
-    let key = ObjectKey::new(&api_version, kind, (!ns.is_empty()).then_some(*ns), name);
-    (key.store_key() == sk).then_some(key)
 }
 
 /// What one member shows of the workload's new version (see the module).
@@ -514,6 +500,29 @@ spec:
         w.commit("web:3", "  onFailure: Rollback\n");
         w.pass(&rec, T0 + 3_000, &ready);
         assert_eq!(w.images(), ["web:3", "web:1", "web:1", "web:1", "web:1"]);
+    }
+
+    /// A workload whose RolloutPolicy is deleted: its state is forgotten, and the version
+    /// held back from the later stages reaches them at once.
+    #[test]
+    fn a_workload_no_rollout_policy_selects_any_more_forgets_its_rollout() {
+        let w = World::new("web:1", "");
+        let rec = w.reconciler();
+        w.pass(&rec, T0, &ready);
+        w.commit("web:2", "");
+        w.pass(&rec, T0 + 1_000, &ready);
+        assert_eq!(w.images(), ["web:2", "web:1", "web:1", "web:1", "web:1"]);
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        assert!(rec.store.rollout(&key).expect("read").is_some());
+        let without: Vec<String> =
+            repo("web:2", "").split("---\n").filter(|d| !d.contains("RolloutPolicy")).map(String::from).collect();
+        std::fs::write(w.repo().join("apps.yaml"), without.join("---\n")).expect("write");
+        w.pass(&rec, T0 + 2_000, &ready);
+        assert_eq!(w.images(), ["web:2"; 5]);
+        assert_eq!(rec.store.rollout(&key).expect("read"), None, "the state stays");
+        assert!(rec.store.rollouts().expect("all").is_empty());
+        w.pass(&rec, T0 + 3_000, &ready);
+        assert_eq!(w.images(), ["web:2"; 5]);
     }
 
     /// The mass-deletion guard holds web's change whole (its canary m1 is held: the
