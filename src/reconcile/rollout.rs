@@ -59,7 +59,7 @@ pub(crate) struct RolloutDirective {
 pub(crate) struct RolloutPass {
     pub directives: BTreeMap<ObjectKey, RolloutDirective>,
     /// States that changed this pass (stored by the record stage), by workload.
-    pub changed: Vec<(ObjectKey, RolloutState)>,
+    pub changed: BTreeMap<ObjectKey, RolloutState>,
     /// Workloads no RolloutPolicy selects any more, by store key: their states are forgotten.
     pub forgotten: Vec<String>,
     /// This pass's transitions, as history notes of their workloads.
@@ -70,7 +70,7 @@ impl RolloutPass {
     /// Whether the stage has something for a workload this pass (a rollout under way, or a
     /// state that changed): its decision key is computed, never kept from a pass before.
     pub fn touches(&self, key: &ObjectKey) -> bool {
-        self.directives.contains_key(key) || self.changed.iter().any(|(k, _)| k == key)
+        self.directives.contains_key(key) || self.changed.contains_key(key)
     }
 
     /// The directive's digest for a workload's decision key (0: none).
@@ -203,7 +203,7 @@ pub(crate) fn run(
             out.directives.insert(t.key.clone(), RolloutDirective { stable, new_on, digest });
         }
         if old != Some(&state) {
-            out.changed.push((t.key.clone(), state));
+            out.changed.insert(t.key.clone(), state);
         }
         seen.insert(sk);
     }
