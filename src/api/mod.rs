@@ -1000,6 +1000,25 @@ pub fn write_addr_file(state_dir: &Path, addr: SocketAddr) -> std::io::Result<()
 mod tests {
     use super::*;
 
+    /// An API over `store` before any pass (the status's sender is returned: keep it), with
+    /// `token`, its output directory under `dir`.
+    fn state_on(store: Store, dir: &Path, token: Option<Token>) -> (watch::Sender<Arc<StatusView>>, ApiState) {
+        let (tx, status) = watch::channel(Arc::new(StatusView::default()));
+        let state = ApiState {
+            store,
+            status,
+            heartbeat: Arc::new(Heartbeat::new(0)),
+            heartbeat_timeout: Duration::from_secs(3600),
+            token,
+            metrics_require_token: false,
+            metrics: Arc::new(crate::metrics::Metrics::new()),
+            clock: Arc::new(crate::util::clock::SystemClock),
+            output_dir: dir.join("out"),
+            plans: PlanGate::default(),
+        };
+        (tx, state)
+    }
+
     /// `POST /api/v1/plan` refuses what it cannot plan: no token (401), a body that is not a
     /// plan request (400), a daemon without a good pass yet (503); and it is POST only.
     #[test]
@@ -1008,19 +1027,7 @@ mod tests {
         let store = Store::open(&dir.path().join("state")).expect("store");
         let token_file = dir.path().join("token");
         std::fs::write(&token_file, "s3cret\n").expect("token");
-        let (_tx, status) = watch::channel(Arc::new(StatusView::default()));
-        let state = ApiState {
-            store,
-            status,
-            heartbeat: Arc::new(Heartbeat::new(0)),
-            heartbeat_timeout: Duration::from_secs(3600),
-            token: Some(Token::from_file(&token_file).expect("token")),
-            metrics_require_token: false,
-            metrics: Arc::new(crate::metrics::Metrics::new()),
-            clock: Arc::new(crate::util::clock::SystemClock),
-            output_dir: dir.path().join("out"),
-            plans: PlanGate::default(),
-        };
+        let (_tx, state) = state_on(store, dir.path(), Some(Token::from_file(&token_file).expect("token")));
         let state_gate = state.plans.clone();
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
         let server = rt.block_on(start("127.0.0.1:0".parse().expect("addr"), state)).expect("listen");
@@ -1058,19 +1065,7 @@ mod tests {
         rollout.stages = vec![("canary".into(), vec!["m1".into()]), ("final".into(), vec!["m2".into()])];
         rollout.failed.insert("m1".into(), "CrashLoopBackOff on 2 pod(s)".into());
         store.put_rollout(&key, &rollout).expect("put");
-        let (_tx, status) = watch::channel(Arc::new(StatusView::default()));
-        let state = ApiState {
-            store,
-            status,
-            heartbeat: Arc::new(Heartbeat::new(0)),
-            heartbeat_timeout: Duration::from_secs(3600),
-            token: None,
-            metrics_require_token: false,
-            metrics: Arc::new(crate::metrics::Metrics::new()),
-            clock: Arc::new(crate::util::clock::SystemClock),
-            output_dir: dir.path().join("out"),
-            plans: PlanGate::default(),
-        };
+        let (_tx, state) = state_on(store, dir.path(), None);
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
         let server = rt.block_on(start("127.0.0.1:0".parse().expect("addr"), state)).expect("listen");
         let url = client::ServerUrl::from_addr(server.addr).expect("url");

@@ -113,6 +113,13 @@ spec:
     ] {
         assert!(fields.contains(f), "no error at {f}: {errors:#?}");
     }
+    // A Secret is not rolled out: its data would be kept in the state store.
+    let secret = GOOD.replace("{apiVersion: apps/v1, kind: Deployment,", "{apiVersion: v1, kind: Secret,");
+    let (_, errors) = load(&secret);
+    assert!(
+        errors.iter().any(|e| e.field == "spec.resourceSelectors[0].kind" && e.message.contains("Secret")),
+        "{errors:?}"
+    );
     // A deadline shorter than the (default) success time can never be met.
     let short = GOOD.replace("minSuccessTime: 2m", "minSuccessTime: 20m");
     let (_, errors) = load(&short);

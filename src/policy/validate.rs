@@ -320,6 +320,15 @@ fn rollout(v: &mut V, spec: &super::types::RolloutSpec) {
     }
     for (i, sel) in spec.resource_selectors.iter().enumerate() {
         resource_selector(v, &format!("spec.resourceSelectors[{i}]"), sel);
+        // A rollout keeps the previous and the new version's object in the state store, and
+        // no Secret data goes there (history blobs hold a Secret redacted).
+        if sel.api_version == "v1" && sel.kind == "Secret" {
+            v.err(
+                format!("spec.resourceSelectors[{i}].kind"),
+                "a Secret is not rolled out (its versions would be kept in the state store, which holds no Secret \
+                 data): roll out the workload that mounts it",
+            );
+        }
     }
     if spec.stages.is_empty() {
         v.err("spec.stages", "must name at least one stage (the clusters no stage names form a final stage)");

@@ -492,8 +492,8 @@ impl Reconciler {
             now_ms,
             stability: &mut stability,
         };
-        // The rollouts' states, flushed with the record stage's.
-        rollout.record(&self.store, cache)?;
+        // The rollouts' states, flushed with the record stage's (a held change's stays).
+        rollout.record(&self.store, cache, &published.held_moves)?;
         let recorded = record::record(&mut recording, cache, &decisions)?;
         let record_time = phase.elapsed();
 

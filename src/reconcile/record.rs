@@ -134,7 +134,7 @@ fn removal_held(r: &Recording<'_>, old: &PlacementRecord) -> bool {
 }
 
 /// Whether the guard held the workload's change whole ([`HeldMove`]; `moves` in owner order).
-fn held_whole(moves: &[HeldMove], key: &ObjectKey) -> bool {
+pub(super) fn held_whole(moves: &[HeldMove], key: &ObjectKey) -> bool {
     if moves.is_empty() {
         return false;
     }

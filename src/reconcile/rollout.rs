@@ -59,9 +59,9 @@ pub(crate) struct RolloutDirective {
 pub(crate) struct RolloutPass {
     pub directives: BTreeMap<ObjectKey, RolloutDirective>,
     /// States that changed this pass (stored by the record stage), by workload.
-    pub changed: Vec<(ObjectKey, RolloutState)>,
-    /// Workloads no RolloutPolicy selects any more: their states are forgotten.
-    pub forgotten: Vec<(ObjectKey, String)>,
+    pub changed: BTreeMap<ObjectKey, RolloutState>,
+    /// Workloads no RolloutPolicy selects any more, by store key: their states are forgotten.
+    pub forgotten: Vec<String>,
     /// This pass's transitions, as history notes of their workloads.
     pub notes: BTreeMap<ObjectKey, Vec<String>>,
 }
@@ -70,7 +70,7 @@ impl RolloutPass {
     /// Whether the stage has something for a workload this pass (a rollout under way, or a
     /// state that changed): its decision key is computed, never kept from a pass before.
     pub fn touches(&self, key: &ObjectKey) -> bool {
-        self.directives.contains_key(key) || self.changed.iter().any(|(k, _)| k == key)
+        self.directives.contains_key(key) || self.changed.contains_key(key)
     }
 
     /// The directive's digest for a workload's decision key (0: none).
@@ -78,28 +78,36 @@ impl RolloutPass {
         self.directives.get(key).map_or(0, |d| d.digest)
     }
 
-    /// Stores the changed states and forgets the others; the cache learns them.
-    pub fn record(&self, store: &Store, cache: &mut cache::PassCache) -> Result<(), StoreError> {
+    /// Stores the changed states and forgets the others; the cache learns them. The state of
+    /// a workload whose change the mass-deletion guard held whole (`held_moves`) stays the
+    /// stored one: nothing of its change was published, so no stage was released (or passed)
+    /// on the members, and the next pass evaluates again from what was published.
+    pub fn record(
+        &self,
+        store: &Store,
+        cache: &mut cache::PassCache,
+        held_moves: &[crate::publish::HeldMove],
+    ) -> Result<(), StoreError> {
         if self.changed.is_empty() && self.forgotten.is_empty() {
             return Ok(());
         }
         let map = Arc::make_mut(cache.rollouts.get_or_insert_with(Default::default));
-        for (key, state) in &self.changed {
+        for (key, state) in self.changed.iter().filter(|(key, _)| !super::record::held_whole(held_moves, key)) {
             store.put_rollout(key, state)?;
             map.insert(key.store_key(), state.clone());
         }
-        for (key, sk) in &self.forgotten {
-            store.remove_rollout(key)?;
+        for sk in &self.forgotten {
+            store.remove_rollout(sk)?;
             map.remove(sk);
         }
         Ok(())
     }
 }
 
-/// The content hash of a template's object (what a rollout calls a version).
-fn version_of(t: &Template) -> (u64, String) {
-    let text = serde_json::to_string(&t.object).unwrap_or_default();
-    (fnv1a64(text.as_bytes()), text)
+/// A template's object as JSON text: what a rollout keeps of a version, to render it after a
+/// restart. Its hash is the template's content hash ([`super::inputs::InputHashes`]).
+fn object_text(t: &Template) -> String {
+    serde_json::to_string(&t.object).unwrap_or_default()
 }
 
 /// Runs the stage (see the module): `views` are the pass's member views by `positions`.
@@ -111,25 +119,39 @@ pub(crate) fn run(
     now_ms: u64,
 ) -> Result<RolloutPass, StoreError> {
     let set = &inputs.set;
-    if set.rollout_policies.is_empty() && cache.rollouts.as_ref().is_some_and(|m| m.is_empty()) {
+    let stored = match &cache.rollouts {
+        Some(map) => Arc::clone(map),
+        None => {
+            let map = Arc::new(store.rollouts()?.into_iter().collect());
+            cache.rollouts = Some(Arc::clone(&map));
+            map
+        }
+    };
+    if set.rollout_policies.is_empty() && stored.is_empty() {
         return Ok(RolloutPass::default());
     }
-    if cache.rollouts.is_none() {
-        cache.rollouts = Some(Arc::new(store.rollouts()?.into_iter().collect()));
-    }
-    let stored = Arc::clone(cache.rollouts.as_ref().expect("just read"));
     let mut out = RolloutPass::default();
     let mut seen: BTreeSet<String> = BTreeSet::new();
-    for t in &set.templates {
+    for (position, t) in set.templates.iter().enumerate() {
         let Some(policy) = rollout_policy_for(set, t) else { continue };
         let spec = &policy.spec;
         let sk = t.key.store_key();
-        let (hash, text) = version_of(t);
+        // The version is the content hash the load computed; the object is serialised only
+        // for a version the state does not hold yet.
+        let hash = match inputs.hashes.templates.get(position) {
+            Some(h) => *h,
+            None => fnv1a64(object_text(t).as_bytes()),
+        };
         let name = format!("{}/{}", policy.namespace().unwrap_or(""), policy.name());
         let old = stored.get(&sk);
-        let mut state = old.cloned().unwrap_or_else(|| RolloutState::settled(name.clone(), hash, text.clone()));
+        let mut state = match old {
+            Some(o) => o.clone(),
+            None => RolloutState::settled(name.clone(), hash, object_text(t)),
+        };
         state.policy = name;
-        state.change(spec, (hash, &text), now_ms);
+        if hash != state.target_hash {
+            state.change(spec, (hash, &object_text(t)), now_ms);
+        }
         let targets: BTreeMap<String, Option<i32>> =
             cache.placements.get(&t.key).map(|p| p.targets.clone()).unwrap_or_default();
         let clusters: Vec<&str> = targets.keys().map(String::as_str).collect();
@@ -181,26 +203,12 @@ pub(crate) fn run(
             out.directives.insert(t.key.clone(), RolloutDirective { stable, new_on, digest });
         }
         if old != Some(&state) {
-            out.changed.push((t.key.clone(), state));
+            out.changed.insert(t.key.clone(), state);
         }
         seen.insert(sk);
     }
-    for (sk, _) in stored.iter().filter(|(sk, _)| !seen.contains(*sk)) {
-        if let Some(key) = key_of(sk) {
-            out.forgotten.push((key, sk.clone()));
-        }
-    }
+    out.forgotten = stored.keys().filter(|sk| !seen.contains(*sk)).cloned().collect();
     Ok(out)
-}
-
-/// The object key of a store key (`group 0x1f kind 0x1f namespace 0x1f name`), as far as the
-/// store needs it to forget the entry: the store key is all [`Store::remove_rollout`] reads.
-fn key_of(sk: &str) -> Option<ObjectKey> {
-    let parts: Vec<&str> = sk.split('\u{1f}').collect();
-    let [group, kind, ns, name] = parts.as_slice() else { return None };
-    let api_version = if group.is_empty() { "v1".to_string() } else { format!("{group}/v1") };
-    let key = ObjectKey::new(&api_version, kind, (!ns.is_empty()).then_some(*ns), name);
-    (key.store_key() == sk).then_some(key)
 }
 
 /// What one member shows of the workload's new version (see the module).
@@ -492,6 +500,67 @@ spec:
         w.commit("web:3", "  onFailure: Rollback\n");
         w.pass(&rec, T0 + 3_000, &ready);
         assert_eq!(w.images(), ["web:3", "web:1", "web:1", "web:1", "web:1"]);
+    }
+
+    /// A workload whose RolloutPolicy is deleted: its state is forgotten, and the version
+    /// held back from the later stages reaches them at once.
+    #[test]
+    fn a_workload_no_rollout_policy_selects_any_more_forgets_its_rollout() {
+        let w = World::new("web:1", "");
+        let rec = w.reconciler();
+        w.pass(&rec, T0, &ready);
+        w.commit("web:2", "");
+        w.pass(&rec, T0 + 1_000, &ready);
+        assert_eq!(w.images(), ["web:2", "web:1", "web:1", "web:1", "web:1"]);
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        assert!(rec.store.rollout(&key).expect("read").is_some());
+        let without: Vec<String> =
+            repo("web:2", "").split("---\n").filter(|d| !d.contains("RolloutPolicy")).map(String::from).collect();
+        std::fs::write(w.repo().join("apps.yaml"), without.join("---\n")).expect("write");
+        w.pass(&rec, T0 + 2_000, &ready);
+        assert_eq!(w.images(), ["web:2"; 5]);
+        assert_eq!(rec.store.rollout(&key).expect("read"), None, "the state stays");
+        assert!(rec.store.rollouts().expect("all").is_empty());
+        w.pass(&rec, T0 + 3_000, &ready);
+        assert_eq!(w.images(), ["web:2"; 5]);
+    }
+
+    /// The mass-deletion guard holds web's change whole (its canary m1 is held: the
+    /// ConfigMaps there are going): no stage was released on the members, so the rollout does
+    /// not advance. Before the fix the state released the canary, observed the old version's
+    /// Ready pods as Healthy, passed its gate and released the wave, all while held — and the
+    /// publish that followed the hold put web:2 on m1, m2 and m3 at once.
+    #[test]
+    fn a_change_the_mass_deletion_guard_holds_does_not_advance_the_rollout() {
+        let w = World::new("web:1", "");
+        let configmaps = w.repo().join("configmaps.yaml");
+        let mut text = "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\n\
+                        metadata: {name: cms, namespace: shop}\nspec:\n  \
+                        resourceSelectors: [{apiVersion: v1, kind: ConfigMap}]\n  \
+                        placement: {clusterAffinity: {clusterNames: [m1]}}\n"
+            .to_string();
+        for i in 0..6 {
+            text += &format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm-{i}, namespace: shop}}\n");
+        }
+        std::fs::write(&configmaps, &text).expect("write");
+        let rec = w.reconciler();
+        w.pass(&rec, T0, &ready);
+        assert_eq!(w.images(), ["web:1"; 5]);
+        // web:2, and the ConfigMaps deleted: m1 would lose most of its objects, held.
+        std::fs::remove_file(&configmaps).expect("remove");
+        w.commit("web:2", "");
+        for dt in [1_000, 2_000, 2_000 + MIN, 3_000 + 2 * MIN] {
+            let report = rec.reconcile(&w.inputs(T0 + dt, &ready), &w.out(), "test", T0 + dt).expect("pass");
+            assert!(report.held_moves.iter().any(|m| m.owner == "Deployment/shop/web"), "{:?}", report.held_moves);
+        }
+        assert_eq!(w.images(), ["web:1"; 5], "the guard held web's change");
+        // The ConfigMaps back: the hold ends, and web:2 reaches the canary alone.
+        std::fs::write(&configmaps, &text).expect("write");
+        w.pass(&rec, T0 + 4_000 + 2 * MIN, &ready);
+        assert_eq!(w.images(), ["web:2", "web:1", "web:1", "web:1", "web:1"], "a gate passed while held");
+        w.pass(&rec, T0 + 5_000 + 2 * MIN, &ready);
+        w.pass(&rec, T0 + 5_000 + 3 * MIN, &ready);
+        assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"], "the wave after its gate");
     }
 
     #[test]

@@ -40,10 +40,11 @@ impl Store {
         Ok(())
     }
 
-    /// Forgets a workload's rollout (its template left every RolloutPolicy).
-    pub fn remove_rollout(&self, key: &ObjectKey) -> Result<(), StoreError> {
+    /// Forgets a workload's rollout (its template left every RolloutPolicy), by its store key
+    /// as [`Store::rollouts`] gives it.
+    pub fn remove_rollout(&self, store_key: &str) -> Result<(), StoreError> {
         self.writable("rollout state")?;
-        self.inner.rollouts.remove(keys::workload(key)?).map_err(|e| self.err(e))?;
+        self.inner.rollouts.remove(store_key.as_bytes()).map_err(|e| self.err(e))?;
         Ok(())
     }
 }
@@ -67,7 +68,7 @@ mod tests {
         let store = Store::open(dir.path()).expect("reopen");
         assert_eq!(store.rollout(&key).expect("read"), Some(state.clone()));
         assert_eq!(store.rollouts().expect("all").len(), 1);
-        store.remove_rollout(&key).expect("remove");
+        store.remove_rollout(&key.store_key()).expect("remove");
         assert_eq!(store.rollout(&key).expect("read"), None);
     }
 }
