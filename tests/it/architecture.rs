@@ -497,6 +497,16 @@ fn files_naming_crate(name: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether the code before a `::` ends in a path segment (`my`, `crate`, `self`), not a keyword
+/// that can stand before a leading `::` (`use ::sled::x`, `dyn ::sled::X`).
+fn follows_a_path_segment(before: &str) -> bool {
+    let before = before.trim_end();
+    let word: String =
+        before.chars().rev().take_while(|c| is_ident(Some(c))).collect::<Vec<_>>().into_iter().rev().collect();
+    const KEYWORDS: [&str; 10] = ["use", "dyn", "impl", "mut", "as", "in", "return", "ref", "const", "static"];
+    !word.is_empty() && !KEYWORDS.contains(&word.as_str())
+}
+
 /// Whether `code` names the crate `name` as a path's first segment: `name::x`, `::name::x`,
 /// `use name;`, `use name as n;`, `extern crate name;` — not a word that contains it, nor a
 /// later segment of a path (`my::name::x`, `crate::name`).
@@ -510,11 +520,10 @@ fn names_crate(code: &str, name: &str) -> bool {
         if is_ident(before.chars().next_back().as_ref()) || is_ident(after.chars().next().as_ref()) {
             continue;
         }
-        // A field (`x.sled`), a later segment of a path; a leading `::` (`::sled::x`) is none.
+        // A field (`x.sled`), a later segment of a path (`my::sled`); a leading `::` after a
+        // keyword or punctuation (`use ::sled::x`, `= ::sled::open()`) is none.
         let before = before.trim_end();
-        if before.ends_with('.')
-            || before.strip_suffix("::").is_some_and(|b| is_ident(b.trim_end().chars().next_back().as_ref()))
-        {
+        if before.ends_with('.') || before.strip_suffix("::").is_some_and(|b| follows_a_path_segment(b)) {
             continue;
         }
         let after = after.trim_start();

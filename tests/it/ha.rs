@@ -758,7 +758,20 @@ impl Remote {
     /// last is the branch). Returns the number of updates.
     fn assert_every_update_by_the_holder(&self, t: &Setup) -> usize {
         let history = holders(t);
-        let updates = self.updates();
+        // The hooks of two pushes that land one after the other run concurrently and may append
+        // out of order: the remote's account is the chain of updates from the first push on.
+        let mut logged = self.updates();
+        let mut updates = Vec::with_capacity(logged.len());
+        let mut tip = "0".repeat(40);
+        while let Some(i) = logged.iter().position(|(_, old, _)| *old == tip) {
+            let update = logged.remove(i);
+            tip = update.2.clone();
+            updates.push(update);
+        }
+        assert!(
+            logged.is_empty(),
+            "updates of the branch the remote's log does not chain: {logged:?} after {updates:?}"
+        );
         let mut last = "0".repeat(40);
         for (at, old, new) in &updates {
             assert_eq!(*old, last, "an update of the branch the remote's log does not have, before {new}");
