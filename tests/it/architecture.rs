@@ -523,7 +523,7 @@ fn names_crate(code: &str, name: &str) -> bool {
         // A field (`x.sled`), a later segment of a path (`my::sled`); a leading `::` after a
         // keyword or punctuation (`use ::sled::x`, `= ::sled::open()`) is none.
         let before = before.trim_end();
-        if before.ends_with('.') || before.strip_suffix("::").is_some_and(|b| follows_a_path_segment(b)) {
+        if before.ends_with('.') || before.strip_suffix("::").is_some_and(follows_a_path_segment) {
             continue;
         }
         let after = after.trim_start();
