@@ -93,7 +93,9 @@ fn touched_path(changes: &Changes, cluster: &str, path: &str) -> bool {
 }
 
 /// Compares the plan with the disk (read-only). Clusters the guard holds contribute nothing;
-/// the guard counts only removals of files no placed workload owns ([`PublishPlan::owners`]).
+/// the guard counts only removals of files no placed workload owns ([`PublishPlan::owners`]),
+/// and not the Namespace files that leave with those a placed workload owns
+/// ([`following_namespaces`]).
 /// A workload's change is published whole or not at all: one with a change in a held cluster,
 /// or a file kept there (a graceful eviction's copy, whose purge the hold would keep), keeps
 /// its files as they are in every other cluster too ([`HeldMove`], also for a change only on
@@ -143,7 +145,9 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
     };
     for (cluster, result) in results {
         let (objects, mine) = result?;
-        let counted = mine.deletions.iter().filter(|d| !owned_removed.contains(relative(cluster, d))).count();
+        let follows = following_namespaces(cluster, &mine.deletions, &owned_removed);
+        let decided = |d: &str| owned_removed.contains(d) || follows.contains(d);
+        let counted = mine.deletions.iter().filter(|d| !decided(relative(cluster, d))).count();
         if guard.holds(objects, counted) {
             let held = HeldCluster { cluster: cluster.to_owned(), objects, removals: counted };
             tracing::warn!(cluster = %cluster, objects, removals = held.removals, "mass-deletion guard: cluster held");
@@ -167,7 +171,7 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
                     held_owners.entry(owner).or_default().insert(cluster.to_owned());
                 }
             }
-            for d in mine.deletions.iter().map(|d| relative(cluster, d)).filter(|d| !owned_removed.contains(d)) {
+            for d in mine.deletions.iter().map(|d| relative(cluster, d)).filter(|d| !decided(d)) {
                 held_unowned.entry(d.to_owned()).or_default().insert(cluster.to_owned());
             }
             continue;
@@ -271,6 +275,41 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
         }
     }
     Ok(changes)
+}
+
+/// The Namespace files (paths relative to `cluster`'s directory) among `deletions` that follow
+/// a decision out of the cluster: a namespace's file goes when its last object leaves the
+/// cluster, so when a still-placed workload's file in that namespace is removed in the same
+/// publish (`owned_removed`), its Namespace file's removal is that decision's, not a removal
+/// the guard counts. (It deletes nothing on the member either: the file carries the GitOps
+/// tools' prune opt-outs, [`crate::render::namespace`].) Namespace files removed with objects
+/// no placed workload owns still count, as those objects do.
+fn following_namespaces<'d>(
+    cluster: &str,
+    deletions: &'d BTreeSet<String>,
+    owned_removed: &HashSet<&str>,
+) -> HashSet<&'d str> {
+    let namespaces: BTreeSet<&str> = deletions
+        .iter()
+        .map(|d| relative(cluster, d))
+        .filter(|d| owned_removed.contains(d))
+        .filter_map(|d| d.split_once('/').map(|(ns, _)| ns))
+        .collect();
+    if namespaces.is_empty() {
+        return HashSet::new();
+    }
+    let files: HashSet<String> = namespaces
+        .into_iter()
+        .map(|ns| {
+            crate::render::object_path(&crate::policy::ObjectKey {
+                api_version: "v1".into(),
+                kind: "Namespace".into(),
+                namespace: None,
+                name: ns.into(),
+            })
+        })
+        .collect();
+    deletions.iter().map(|d| relative(cluster, d)).filter(|d| files.contains(*d)).collect()
 }
 
 /// What [`cluster_changes`] gives for one cluster: its generated object files and changes.

@@ -177,6 +177,36 @@ spec: {}
         assert!(!out.join("a").join(W).exists() && out.join("b").join(W).exists());
     }
 
+    /// The Namespace file that goes with a workload's last object in that namespace follows
+    /// the decision: a move that empties a cluster of its one workload is not held, whatever
+    /// the ratio (issue 46, seed 24: at 0.3 the Namespace file's removal, 1 of 2, held the
+    /// move, and after a kill -9 between publish and record the store never caught up with
+    /// the disk). The same Namespace file removed with objects no workload owns still counts.
+    #[test]
+    fn the_namespace_file_of_a_workload_moving_off_a_cluster_is_not_held_by_the_ratio() {
+        let ns = "_cluster/core_namespace_shop.yaml";
+        let w = "shop/apps_deployment_w.yaml";
+        let guard = DeleteGuard { max_delete_ratio: 0.3, allow: false };
+        for owned_by_a_workload in [true, false] {
+            let dir = TempDir::new().expect("tempdir");
+            let out = dir.path();
+            let first = plan(vec![("a", cluster(&[(w, "replicas: 2\n"), (ns, "kind: Namespace\n")], &[]))], None);
+            publish(out, &first).expect("first publish");
+            let mut next = plan(vec![("a", cluster(&[], &[])), ("b", cluster(&[(w, "replicas: 2\n")], &[]))], None);
+            if owned_by_a_workload {
+                owned(&mut next, "Deployment/shop/w", &[w]);
+            }
+            let report = publish_guarded(out, &next, &guard).expect("publish");
+            if owned_by_a_workload {
+                assert!(report.held.is_empty() && report.held_moves.is_empty(), "{report:?}");
+                assert!(!out.join("a").join(w).exists() && !out.join("a").join(ns).exists());
+            } else {
+                assert_eq!(report.held, vec![HeldCluster { cluster: "a".into(), objects: 2, removals: 2 }]);
+                assert!(out.join("a").join(w).exists() && out.join("a").join(ns).exists());
+            }
+        }
+    }
+
     /// Removals of files no placed workload owns (their templates or policies went) are held
     /// by the ratio; a workload with a change in the held cluster keeps every other cluster
     /// as it was (no addition, no scale-up, no removal) until the hold ends.

@@ -70,8 +70,9 @@
 //! finished at the next start), `owner.rs` (the ownership of the output directory: `claim_output`,
 //! refused with `OutputInUse` naming the owner's pid and state directory), `guard.rs` (the
 //! mass-deletion guard: a cluster whose removals exceed the ratio is held whole; only removals of
-//! paths no placed workload owns — `PublishPlan::owners`, filled by `reconcile/plan.rs` — count,
-//! and a workload with a change in a held cluster keeps its files everywhere, `HeldMove`),
+//! paths no placed workload owns — `PublishPlan::owners`, filled by `reconcile/plan.rs` — count
+//! (not the Namespace file leaving with a placed workload's last object in its namespace, `diff.rs`
+//! `following_namespaces`), and a workload with a change in a held cluster keeps its files everywhere, `HeldMove`),
 //! `disk.rs`, `error.rs`; `git.rs`: git mode (commit and push by shelling out to `git`, each fetch
 //! or push bounded by `timeout(1)` around its own process group; `[ha]`'s fencing token on the
 //! remote). File names live here, file content in `render`.

@@ -124,6 +124,25 @@ pub const CORPUS: &[Entry] = &[
             "e1bbeae (dst-b: a workload whose change the guard holds whole records nothing, its actions decided again)",
         ),
     },
+    Entry {
+        seed: 24,
+        keep: Some(&[2, 3]),
+        faults: &[
+            "t=182s kill -9 after publish step 8, restart 3s later",
+            "t=202s outage m2 Refused for 41s (agent cut off too)",
+        ],
+        invariant: 3,
+        found: "the pass at t=240 evicted w001 from unreachable member-002 to member-001 and was killed between \
+                publish and record; at the restart member-002 was back, the decision (w001 on member-002 alone) \
+                removed w001's file and the Namespace file from member-001, and the guard (ratio 0.3) counted the \
+                Namespace file's removal (1 of 2): the move was held whole while the store, never told of the \
+                completed publish, placed w001 on member-002 only (disk {001, 002})",
+        failed_on: "4f6d039 (main)",
+        fixed_by: Some(
+            "dst-b5: the guard does not count the removal of a Namespace file that follows a placed workload's \
+             removal out of the cluster (publish::diff::following_namespaces)",
+        ),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
