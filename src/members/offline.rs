@@ -64,6 +64,7 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
                 allocated: read("allocated", &s.allocated)?,
                 allocating: read("allocating", &s.allocating)?,
                 allocatable_modelings: s.allocatable_modelings.iter().map(|m| (m.grade, m.count)).collect(),
+                modelled_taken: Vec::new(),
             })
         }
     };

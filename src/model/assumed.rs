@@ -3,7 +3,10 @@
 //! and started) are deducted from that member's capacity until they appear or expire, so
 //! back-to-back passes do not promise the same room twice. An offline member (no nodes, no
 //! pods) is deducted from as well when the pass asks (its decisions of the pass, all pending:
-//! `allocating`), never across passes: its Cluster status is what it declares.
+//! `allocating`), never across passes: its Cluster status is what it declares. A member with
+//! resource models has its deducted replicas placed on its modelled nodes as the resource-model
+//! estimator counts them ([`super::estimate::deduct_from_models`]); a live member with models
+//! has its nodes graded again.
 //!
 //! Observed replicas are counted from the member's pods by controlling owner
 //! ([`PodFacts::by_owner`]): a Deployment's pods belong to its ReplicaSets (`<name>-<hash>`),
@@ -188,6 +191,16 @@ pub fn deduct(
         }
         s.allocated.add_amount("pods", placed.saturating_mul(1000));
         s.allocating.add_amount("pods", left.saturating_mul(1000));
+        // Resource models count nodes by grade: an offline member's replicas go on its
+        // modelled nodes (what the resource models' estimator reads), a live member's nodes
+        // are graded again from what they have free now.
+        if !snap.resource_models.is_empty() && !s.allocatable_modelings.is_empty() {
+            if snap.nodes.is_empty() {
+                super::estimate::deduct_from_models(s, &snap.resource_models, req, left);
+            } else if !changed.is_empty() {
+                s.allocatable_modelings = super::snapshot::allocatable_modelings(&snap.nodes, &snap.resource_models);
+            }
+        }
     }
     snap.summary_free.deducted(snap.summary.as_deref(), req);
     // The index follows the nodes: in place when this view alone holds it (every deduction

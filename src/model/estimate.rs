@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use super::dimensions::{Dimensions, ModelSettings};
 use super::nodes::Compiler;
-use super::snapshot::ClusterSnapshot;
+use super::resources::ResourceList;
+use super::snapshot::{ClusterSnapshot, ModelGrade};
 use super::workload::ReplicaRequirements;
 
 /// A replica estimator. Registered in [`estimators`].
@@ -358,10 +359,115 @@ impl SummaryCache {
 /// per-node floors), bounded by the summary's free pod slots. None when the models do not
 /// apply ([`models_apply`]). The `allocatableModelings` it reads are counted without the
 /// upstream quirk of stopping at the first full node ([`super::snapshot::allocatable_modelings`]).
+/// Modelled nodes that earlier decisions of the pass took replicas on
+/// ([`ResourceSummary::modelled_taken`](super::snapshot::ResourceSummary), placed by
+/// [`deduct_from_models`]) offer what is left of those bounds.
 pub struct ResourceModelEstimator;
 
 /// Pods a modelled virtual node holds (Karmada's assumption).
 const MODEL_NODE_PODS: i64 = 110;
+
+/// The requested resources that some grade models, with the request per replica.
+fn modelled_request<'a>(models: &[ModelGrade], req: &'a ReplicaRequirements) -> Vec<(&'a str, i64)> {
+    req.request.iter().filter(|(n, w)| *w > 0 && models.iter().any(|g| g.ranges.iter().any(|r| r.0 == *n))).collect()
+}
+
+/// Replicas of `modelled` one node of `grade` takes when `taken` of its lower bounds and
+/// `pods` of its 110 pod slots are taken already.
+fn per_model_node(grade: &ModelGrade, modelled: &[(&str, i64)], taken: &ResourceList, pods: i64) -> i64 {
+    let mut per_node = (MODEL_NODE_PODS - pods).max(0);
+    for (name, want) in modelled {
+        let min = grade.ranges.iter().find(|r| r.0 == *name).map(|r| r.1).unwrap_or(0);
+        per_node = per_node.min((min.saturating_sub(taken.get(name)) / want).max(0));
+    }
+    per_node
+}
+
+/// The nodes of each grade (in the models' order) as the estimator sees them: per group of
+/// nodes, (grade, nodes, what each took, pod slots each took) — the groups that earlier
+/// deductions placed replicas on first (first-fit order), then the grade's untouched nodes.
+fn model_nodes<'a>(
+    models: &'a [ModelGrade],
+    s: &'a super::snapshot::ResourceSummary,
+) -> impl Iterator<Item = (&'a ModelGrade, i64, std::borrow::Cow<'a, ResourceList>, i64)> + 'a {
+    models.iter().flat_map(move |grade| {
+        let mut left = s.allocatable_modelings.get(&grade.grade).copied().unwrap_or(0).max(0);
+        let mut groups = Vec::new();
+        for t in s.modelled_taken.iter().filter(|t| t.grade == grade.grade) {
+            let n = t.nodes.min(left);
+            if n > 0 {
+                groups.push((grade, n, std::borrow::Cow::Borrowed(&t.taken), t.pods));
+                left -= n;
+            }
+        }
+        if left > 0 {
+            groups.push((grade, left, std::borrow::Cow::Owned(ResourceList::new()), 0));
+        }
+        groups
+    })
+}
+
+/// Places `count` assumed replicas of `req` first-fit on the modelled nodes of `s` (the
+/// grades in `models`' order, each grade's nodes in [`model_nodes`] order), as
+/// [`ResourceModelEstimator`] counts them: a node takes replicas while the grade's lower bound
+/// of every modelled resource the replica requests, less what it took already, and its 110
+/// pod slots allow. Notes them in `s.modelled_taken`; returns how many were placed (the rest
+/// fit on no modelled node). The summary's `allocating` is the caller's.
+pub fn deduct_from_models(
+    s: &mut super::snapshot::ResourceSummary,
+    models: &[ModelGrade],
+    req: &ReplicaRequirements,
+    count: i64,
+) -> i64 {
+    use super::snapshot::ModelledTaken;
+    if count <= 0 || models.is_empty() || s.allocatable_modelings.is_empty() {
+        return 0;
+    }
+    let modelled = modelled_request(models, req);
+    let mut left = count;
+    let mut out: Vec<ModelledTaken> = Vec::with_capacity(s.modelled_taken.len() + 2);
+    // Adjacent groups with the same state are one.
+    let push = |out: &mut Vec<ModelledTaken>, t: ModelledTaken| {
+        if t.nodes <= 0 {
+            return;
+        }
+        match out.last_mut() {
+            Some(last) if (last.grade, &last.taken, last.pods) == (t.grade, &t.taken, t.pods) => last.nodes += t.nodes,
+            _ => out.push(t),
+        }
+    };
+    for (grade, nodes, taken, pods) in model_nodes(models, s) {
+        let untouched = taken.is_empty() && pods == 0;
+        let group = |nodes: i64, k: i64| {
+            let mut taken = taken.clone().into_owned();
+            for (name, want) in &modelled {
+                taken.add_amount(name, want.saturating_mul(k));
+            }
+            ModelledTaken { grade: grade.grade, nodes, taken, pods: pods.saturating_add(k) }
+        };
+        let fit = per_model_node(grade, &modelled, &taken, pods);
+        if left == 0 || fit == 0 {
+            if !untouched {
+                push(&mut out, group(nodes, 0));
+            }
+            continue;
+        }
+        let full = (left / fit).min(nodes);
+        push(&mut out, group(full, fit));
+        left -= full * fit;
+        let mut rest = nodes - full;
+        if rest > 0 && left > 0 {
+            push(&mut out, group(1, left));
+            left = 0;
+            rest -= 1;
+        }
+        if !untouched {
+            push(&mut out, group(rest, 0));
+        }
+    }
+    s.modelled_taken = out;
+    count - left
+}
 
 impl Estimator for ResourceModelEstimator {
     fn name(&self) -> &'static str {
@@ -374,46 +480,37 @@ impl Estimator for ResourceModelEstimator {
             return None;
         }
         // Only resources that are both requested and modelled constrain this estimate.
-        let modelled: Vec<(&str, i64)> = req
-            .request
-            .iter()
-            .filter(|(n, w)| *w > 0 && cluster.resource_models.iter().any(|g| g.ranges.iter().any(|r| r.0 == *n)))
-            .collect();
-        let mut total: i64 = 0;
-        for grade in &cluster.resource_models {
-            let count = s.allocatable_modelings.get(&grade.grade).copied().unwrap_or(0);
-            if count <= 0 {
-                continue;
-            }
-            let mut per_node = MODEL_NODE_PODS;
-            for (name, want) in &modelled {
-                let min = grade.ranges.iter().find(|r| r.0 == *name).map(|r| r.1).unwrap_or(0);
-                per_node = per_node.min(min / want);
-            }
-            total = total.saturating_add(per_node.saturating_mul(count));
-        }
+        let modelled = modelled_request(&cluster.resource_models, req);
+        let total = model_nodes(&cluster.resource_models, s).fold(0i64, |total, (grade, nodes, taken, pods)| {
+            total.saturating_add(per_model_node(grade, &modelled, &taken, pods).saturating_mul(nodes))
+        });
         Some(total.min(allowed_pods(s)))
     }
 
-    /// Per grade with nodes, the replicas a node takes by the grade's lower bounds, and the
-    /// free pod slots that bound the sum.
+    /// Per grade with nodes, the replicas a node takes by the grade's lower bounds (less what
+    /// earlier decisions of the pass took there), and the free pod slots that bound the sum.
     fn explain(&self, cluster: &ClusterSnapshot, req: &ReplicaRequirements, line: &mut dyn FnMut(&str)) {
         let Some(s) = cluster.summary.as_ref().filter(|_| models_apply(cluster, req)) else { return };
         let fmt = super::quantity::format_milli;
-        for grade in &cluster.resource_models {
-            let count = s.allocatable_modelings.get(&grade.grade).copied().unwrap_or(0);
-            if count <= 0 {
-                continue;
-            }
-            let mut per_node = MODEL_NODE_PODS;
-            let mut parts = Vec::new();
-            for (name, want) in req.request.iter().filter(|(_, w)| *w > 0) {
-                let Some(r) = grade.ranges.iter().find(|r| r.0 == name) else { continue };
-                per_node = per_node.min(r.1 / want);
-                parts.push(format!("{name} {} per node, {} per replica", fmt(name, r.1), fmt(name, want)));
-            }
+        let modelled = modelled_request(&cluster.resource_models, req);
+        for (grade, count, taken, pods) in model_nodes(&cluster.resource_models, s) {
+            let per_node = per_model_node(grade, &modelled, &taken, pods);
+            let parts: Vec<String> = modelled
+                .iter()
+                .filter_map(|(name, want)| {
+                    let r = grade.ranges.iter().find(|r| r.0 == *name)?;
+                    Some(format!("{name} {} per node, {} per replica", fmt(name, r.1), fmt(name, *want)))
+                })
+                .collect();
+            let took = if pods > 0 {
+                let mut what: Vec<String> = taken.iter().map(|(name, n)| format!("{name} {}", fmt(name, n))).collect();
+                what.push(format!("{pods} pods"));
+                format!(", earlier decisions of this pass took {} of each", what.join(", "))
+            } else {
+                String::new()
+            };
             line(&format!(
-                "resource models: grade {}: {count} nodes x {per_node} replicas ({})",
+                "resource models: grade {}: {count} nodes x {per_node} replicas ({}{took})",
                 grade.grade,
                 parts.join("; ")
             ));
@@ -549,8 +646,7 @@ pub fn discount(free: i64, confidence: f64) -> i64 {
 mod tests {
 
     use super::*;
-    use crate::model::ResourceList;
-    use crate::model::snapshot::{ModelGrade, ResourceSummary};
+    use crate::model::snapshot::ResourceSummary;
 
     fn list(items: &[(&str, i64)]) -> ResourceList {
         ResourceList::of(items)
@@ -724,5 +820,144 @@ mod tests {
             ReplicaRequirements { request: list(&[("cpu", 1500), ("nvidia.com/gpu", 1000)]), ..Default::default() };
         assert_eq!(ResourceModelEstimator.max_replicas(&c, &gpu), None);
         assert_eq!(SummaryEstimator.max_replicas(&c, &gpu), Some(0));
+    }
+
+    /// Grades by CPU: g0 [0, 2), g1 [2, 4) two nodes, g2 [4, ∞) one node (and memory
+    /// [0, ∞) everywhere, so a memory request is modelled), with plenty of pod slots.
+    fn modelled_member() -> ClusterSnapshot {
+        let g = |grade: u32, cpu: i64| ModelGrade {
+            grade,
+            ranges: vec![("cpu".into(), cpu, i64::MAX), ("memory".into(), 8 * GI * 1000, i64::MAX)],
+        };
+        cluster(
+            ResourceSummary {
+                allocatable: list(&[("cpu", 14_000), ("memory", 64 * GI * 1000), ("pods", 1_100_000)]),
+                allocatable_modelings: [(0, 1), (1, 2), (2, 1)].into_iter().collect(),
+                ..Default::default()
+            },
+            vec![g(0, 0), g(1, 2000), g(2, 4000)],
+        )
+    }
+
+    /// An offline member described by resource models: what one decision of the pass places
+    /// there is taken from its modelled nodes (first-fit, in the estimator's own terms), so the
+    /// next decision sees what is left of them — not only fewer pod slots — and explain says
+    /// what earlier decisions took per node.
+    #[test]
+    fn resource_models_follow_what_earlier_decisions_took() {
+        let dims = Dimensions::new(&ModelSettings::default());
+        let cpu = |milli| ReplicaRequirements { request: list(&[("cpu", milli)]), ..Default::default() };
+        let mut c = modelled_member();
+        // 1 CPU: g1 2 nodes x 2 + g2 4 = 8.
+        assert_eq!(ResourceModelEstimator.max_replicas(&c, &cpu(1000)), Some(8));
+        let deduct = |c: &mut ClusterSnapshot, req: &ReplicaRequirements, n| {
+            let compiled = super::super::nodes::CompiledRequest::compile(u64::MAX, req, &dims);
+            crate::model::assumed::deduct(c, req, &compiled, n, &dims)
+        };
+        deduct(&mut c, &cpu(1000), 5);
+        // First fit: both g1 nodes full, 1 CPU of g2's 4 taken.
+        assert_eq!(ResourceModelEstimator.max_replicas(&c, &cpu(1000)), Some(3));
+        assert_eq!(ResourceModelEstimator.max_replicas(&c, &cpu(2000)), Some(1), "3 CPU left on g2's node");
+        let mut lines = Vec::new();
+        ResourceModelEstimator.explain(&c, &cpu(1000), &mut |l| lines.push(l.to_string()));
+        assert!(
+            lines.iter().any(|l| l.contains("grade 2: 1 nodes x 3 replicas")
+                && l.contains("earlier decisions of this pass took cpu 1, 1 pods of each")),
+            "{lines:?}"
+        );
+        assert!(lines.iter().any(|l| l.contains("grade 1: 2 nodes x 0 replicas")), "{lines:?}");
+        // Two decisions that together exceed the member's modelled room: the second gets 3.
+        deduct(&mut c, &cpu(1000), 3);
+        assert_eq!(ResourceModelEstimator.max_replicas(&c, &cpu(1000)), Some(0));
+        // A request no grade models all of (a GPU) is not estimated by the models, but its
+        // replicas still take their modelled part (CPU) of the nodes.
+        let mut c = modelled_member();
+        let gpu =
+            ReplicaRequirements { request: list(&[("cpu", 2000), ("nvidia.com/gpu", 1000)]), ..Default::default() };
+        assert!(!models_apply(&c, &gpu));
+        deduct(&mut c, &gpu, 2);
+        assert_eq!(ResourceModelEstimator.max_replicas(&c, &cpu(2000)), Some(2), "g2's node: 4 CPU left");
+    }
+
+    /// The grouped first-fit equals a first fit node by node over the modelled nodes listed
+    /// one by one, for sequences of mixed requests (CPU, memory, both).
+    #[test]
+    fn modelled_deductions_equal_a_node_by_node_first_fit() {
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        for _ in 0..200 {
+            let mut c = modelled_member();
+            let grades = c.resource_models.clone();
+            // The nodes one by one: (grade index, cpu left, memory left, pods left).
+            let mut nodes: Vec<(usize, i64, i64, i64)> = Vec::new();
+            for (gi, g) in grades.iter().enumerate() {
+                let n = c.summary.as_ref().and_then(|s| s.allocatable_modelings.get(&g.grade).copied()).unwrap_or(0);
+                for _ in 0..n {
+                    nodes.push((gi, g.ranges[0].1, g.ranges[1].1, MODEL_NODE_PODS));
+                }
+            }
+            for _ in 0..6 {
+                let (cpu, mem) = match next(3) {
+                    0 => (500 * (1 + next(4) as i64), 0),
+                    1 => (0, GI * 1000 * (1 + next(3) as i64)),
+                    _ => (1000 * (1 + next(2) as i64), GI * 500 * (1 + next(4) as i64)),
+                };
+                let mut items = Vec::new();
+                if cpu > 0 {
+                    items.push(("cpu", cpu));
+                }
+                if mem > 0 {
+                    items.push(("memory", mem));
+                }
+                let req = ReplicaRequirements { request: list(&items), ..Default::default() };
+                let fits = |n: &(usize, i64, i64, i64)| {
+                    let by = |left: i64, want: i64| if want > 0 { left / want } else { i64::MAX };
+                    by(n.1, cpu).min(by(n.2, mem)).min(n.3)
+                };
+                let want: i64 = nodes.iter().map(fits).sum();
+                assert_eq!(ResourceModelEstimator.max_replicas(&c, &req), Some(want), "{req:?}");
+                let count = next(want as u64 + 3) as i64;
+                let mut left = count;
+                for n in nodes.iter_mut() {
+                    let k = fits(n).min(left);
+                    *n = (n.0, n.1 - k * cpu, n.2 - k * mem, n.3 - k);
+                    left -= k;
+                }
+                let placed = {
+                    let s = std::sync::Arc::make_mut(c.summary.as_mut().expect("summary"));
+                    deduct_from_models(s, &grades, &req, count)
+                };
+                assert_eq!(placed, count - left);
+            }
+        }
+    }
+
+    /// A live member's nodes are graded again after a deduction, as its status would report.
+    #[test]
+    fn a_live_members_modelings_follow_a_deduction() {
+        let dims = Dimensions::new(&ModelSettings::default());
+        let grades = vec![
+            ModelGrade { grade: 0, ranges: vec![("cpu".into(), 0, 2000)] },
+            ModelGrade { grade: 1, ranges: vec![("cpu".into(), 2000, i64::MAX)] },
+        ];
+        let node = |n: &str| crate::model::NodeView::ready(n, list(&[("cpu", 4000), ("pods", 110_000)]));
+        let nodes = vec![node("a"), node("b")];
+        let mut live = ClusterSnapshot::live("m", "https://x")
+            .with_summary(ResourceSummary::from_nodes(&nodes, &ResourceList::new(), 0, &grades))
+            .with_nodes(nodes)
+            .with_pods(crate::model::PodFacts::default())
+            .with_resource_models(grades);
+        let req = ReplicaRequirements { request: list(&[("cpu", 1500)]), ..Default::default() };
+        assert_eq!(ResourceModelEstimator.max_replicas(&live, &req), Some(2), "two nodes of grade 1: 2 CPU each");
+        let compiled = super::super::nodes::CompiledRequest::compile(u64::MAX, &req, &dims);
+        assert_eq!(crate::model::assumed::deduct(&mut live, &req, &compiled, 1, &dims), 1);
+        assert_eq!(ResourceModelEstimator.max_replicas(&live, &req), Some(2), "node a has 2.5 CPU free: still grade 1");
+        assert_eq!(crate::model::assumed::deduct(&mut live, &req, &compiled, 1, &dims), 1);
+        assert_eq!(ResourceModelEstimator.max_replicas(&live, &req), Some(1), "node a has 1 CPU free: grade 0");
     }
 }

@@ -67,6 +67,26 @@ pub struct ResourceSummary {
     pub allocating: ResourceList,
     /// grade → number of nodes in that grade.
     pub allocatable_modelings: BTreeMap<u32, i64>,
+    /// Modelled nodes of `allocatable_modelings` that assumed replicas were placed on
+    /// ([`crate::model::assumed::deduct`] on a member without node data: an offline member's
+    /// decisions of this pass), in first-fit order per grade; the grade's other nodes are
+    /// untouched. Empty as declared or polled; not stored (a deduction lasts one pass, and the
+    /// store's binary records have no place for it).
+    #[serde(skip)]
+    pub modelled_taken: Vec<ModelledTaken>,
+}
+
+/// `nodes` modelled nodes of one grade that assumed replicas were placed on, and what they
+/// took of each (milli-units of the grade's modelled resources, and pod slots): the resource
+/// models' estimator reads what is left of the grade's lower bounds and of 110 pod slots.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ModelledTaken {
+    pub grade: u32,
+    pub nodes: i64,
+    /// Taken on each of these nodes, milli-units (`pods` left out).
+    pub taken: ResourceList,
+    /// Pod slots taken on each of these nodes.
+    pub pods: i64,
 }
 
 impl ResourceSummary {
@@ -98,6 +118,7 @@ impl ResourceSummary {
             allocated,
             allocating,
             allocatable_modelings: allocatable_modelings(nodes, models),
+            modelled_taken: Vec::new(),
         }
     }
 

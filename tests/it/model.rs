@@ -153,6 +153,67 @@ fn the_daemon_deducts_offline_decisions_within_each_pass_only() {
     d.stop();
 }
 
+/// An offline Cluster object described by resource models: grade 0 CPU [0, 4), grade 1 CPU
+/// [4, ∞) with `nodes` nodes of grade 1 and one of grade 0; its summary has 40 CPU free, more
+/// than the models hold.
+fn modelled_cluster(name: &str, nodes: u32) -> String {
+    format!(
+        "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\n  labels: {{env: prod}}\n\
+         spec:\n  syncMode: Push\n  region: r1\n  resourceModels:\n  - grade: 0\n    ranges: [{{name: cpu, min: \"0\", max: \"4\"}}]\n  \
+         - grade: 1\n    ranges: [{{name: cpu, min: \"4\", max: \"1000\"}}]\n\
+         status:\n  conditions: [{{type: Ready, status: \"True\"}}]\n  resourceSummary:\n    \
+         allocatable: {{cpu: \"40\", memory: 512Gi, pods: \"1100\"}}\n    allocated: {{cpu: \"0\", memory: 0, pods: \"0\"}}\n    \
+         allocatableModelings: [{{grade: 0, count: 1}}, {{grade: 1, count: {nodes}}}]\n"
+    )
+}
+
+/// Offline members with resource models: the first Aggregated Deployment of 8 × 1 CPU takes
+/// 8 of the 12 replicas the modelled member's three 4-CPU nodes hold (first fit: two nodes
+/// full); the second sees the 4 left there — in the models' own terms, not only 8 fewer of
+/// its 1,100 pod slots — and goes to the other member; explain shows what the first took per
+/// modelled node.
+#[test]
+fn offline_members_with_resource_models_are_not_promised_the_same_nodes_twice() {
+    let s = Scratch::new();
+    s.write(
+        "clusters.yaml",
+        &format!("{}---\n{}", modelled_cluster("modelled", 3), offline_cluster("other", 10, 0, "")),
+    );
+    s.write(
+        "shop.yaml",
+        &format!(
+            "{}---\n{}",
+            deployment("first", 8, "1", AGGREGATED, ""),
+            deployment("second", 8, "1", AGGREGATED, "")
+        ),
+    );
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let want: BTreeMap<String, BTreeMap<String, i64>> = [
+        ("first".to_string(), [("modelled".to_string(), 8)].into()),
+        ("second".to_string(), [("other".to_string(), 8)].into()),
+    ]
+    .into();
+    assert_eq!(placed(&s), want);
+    let first = explain(&s, "Deployment/shop/first");
+    assert_eq!(cluster(&first, "modelled")["availableReplicas"], 12, "{first}");
+    let second = explain(&s, "Deployment/shop/second");
+    let modelled = cluster(&second, "modelled");
+    assert_eq!(modelled["availableReplicas"], 4, "{modelled}");
+    let reasons = modelled["reasons"].to_string();
+    assert!(reasons.contains("assumed: 8 replicas of earlier decisions of this pass"), "{reasons}");
+    assert!(
+        reasons.contains("grade 1: 2 nodes x 0 replicas")
+            && reasons.contains("earlier decisions of this pass took cpu 4, 4 pods of each"),
+        "{reasons}"
+    );
+    assert!(reasons.contains("grade 1: 1 nodes x 4 replicas"), "{reasons}");
+    // The deduction ends with the pass: a second render decides the same.
+    let again = s.render();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(placed(&s), want);
+}
+
 const DYNAMIC: &str = "replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Weighted, weightPreference: {dynamicWeight: AvailableReplicas}}";
 
 /// The founding example: two members each with 20 cores free, a Xeon (factor 1.0) and an EPYC
