@@ -288,6 +288,8 @@ pub struct Daemon {
     gate: Arc<reconcile::WriteGate>,
     /// Whether the last heartbeat found the daemon stalled (logged once per stall).
     stalled: std::sync::atomic::AtomicBool,
+    /// The workload objects the last pass asked the poller to read (progressive rollouts).
+    rollout_objects: std::sync::Mutex<std::collections::BTreeMap<String, Vec<crate::policy::ObjectKey>>>,
 }
 
 enum Event {
@@ -368,6 +370,7 @@ impl Daemon {
             last_audit_ms: None,
             gate,
             stalled: Default::default(),
+            rollout_objects: Default::default(),
         })
     }
 
@@ -476,6 +479,9 @@ impl Daemon {
                     ready = true;
                     systemd::ready("first reconcile done");
                 }
+                if let Some(p) = poller.as_mut() {
+                    p.want_objects(self.rollout_objects.lock().unwrap_or_else(|p| p.into_inner()).clone());
+                }
                 if let Some(t) = new_targets
                     && t != live_targets
                 {
@@ -502,6 +508,7 @@ impl Daemon {
                     log_round(&report);
                     self.metrics.record_round(&report);
                     p.reconfigure(self.cfg.poll.clone(), self.cfg.reconcile.interval);
+                    p.want_objects(self.rollout_objects.lock().unwrap_or_else(|p| p.into_inner()).clone());
                     view = p.view().clone();
                     poller = Some(p);
                     match after_round.take() {
@@ -1045,6 +1052,7 @@ impl Daemon {
                 }
                 metrics.record_policy_errors(0);
                 metrics.record_pass("ok", Some(&report));
+                *self.rollout_objects.lock().unwrap_or_else(|p| p.into_inner()) = report.rollout_objects.clone();
                 let clusters = clusters.unwrap_or_else(|error| {
                     tracing::warn!(%error, "cannot read cluster status from the store");
                     Default::default()

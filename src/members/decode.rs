@@ -21,7 +21,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use crate::model::quantity::parse_milli;
 use crate::model::workload::{container_request, pod_request};
-use crate::model::{ClusterTaint, NodeView, OwnerState, PodFacts, ResourceList};
+use crate::model::{ClusterTaint, NodeView, ObjectStatus, OwnerState, PodFacts, ResourceList};
 use crate::policy::types::TaintEffect;
 
 /// One page of a list response (`NodeList`, `PodList`).
@@ -539,6 +539,96 @@ pub fn decode_page<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<ListP
             }
         }
     }
+}
+
+/// A member's Deployment, StatefulSet or DaemonSet, as far as its rollout goes (see
+/// [`ObjectStatus`]); the rest of the object is skipped.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct WorkloadObject {
+    kind: String,
+    metadata: ObjectMeta,
+    spec: ObjectSpec,
+    #[serde(deserialize_with = "null_as_default")]
+    status: ObjectStatusFields,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ObjectMeta {
+    generation: i64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ObjectSpec {
+    replicas: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ObjectStatusFields {
+    observed_generation: i64,
+    replicas: i64,
+    updated_replicas: i64,
+    ready_replicas: i64,
+    available_replicas: i64,
+    desired_number_scheduled: i64,
+    current_number_scheduled: i64,
+    updated_number_scheduled: i64,
+    number_ready: i64,
+    number_available: i64,
+    #[serde(deserialize_with = "null_as_default")]
+    conditions: Vec<ObjectCondition>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ObjectCondition {
+    #[serde(rename = "type")]
+    kind: String,
+    reason: String,
+    message: String,
+}
+
+/// Decodes a member's Deployment, StatefulSet or DaemonSet (a `GET` of the object) into what
+/// a rollout judges ([`ObjectStatus::rolled_out`]).
+pub fn decode_object_status(bytes: &[u8]) -> Result<ObjectStatus, DecodeError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let o: WorkloadObject = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| DecodeError { path: e.path().to_string(), message: e.into_inner().to_string() })?;
+    let s = o.status;
+    let stalled = s
+        .conditions
+        .iter()
+        .find(|c| c.kind == "Progressing" && c.reason == "ProgressDeadlineExceeded")
+        .map(|c| c.message.clone());
+    Ok(match o.kind.as_str() {
+        "DaemonSet" => ObjectStatus {
+            generation: o.metadata.generation,
+            observed_generation: s.observed_generation,
+            desired: s.desired_number_scheduled,
+            current: s.current_number_scheduled,
+            updated: s.updated_number_scheduled,
+            ready: s.number_ready,
+            available: s.number_available,
+            stalled,
+        },
+        kind => ObjectStatus {
+            generation: o.metadata.generation,
+            observed_generation: s.observed_generation,
+            desired: o.spec.replicas.unwrap_or(1),
+            current: s.replicas,
+            updated: s.updated_replicas,
+            ready: s.ready_replicas,
+            // A StatefulSet's availableReplicas is recent (1.22): its readyReplicas before.
+            available: match kind {
+                "StatefulSet" if s.available_replicas == 0 => s.ready_replicas,
+                _ => s.available_replicas,
+            },
+            stalled,
+        },
+    })
 }
 
 /// What one successful poll saw of a cluster.
@@ -1164,6 +1254,30 @@ impl WatchCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Deployment, a DaemonSet and a stalled Deployment, as a member's API serves them.
+    #[test]
+    fn a_workload_objects_status_decodes_per_kind() {
+        let d = br#"{"kind":"Deployment","metadata":{"name":"web","generation":4},"spec":{"replicas":3},
+            "status":{"observedGeneration":4,"replicas":4,"updatedReplicas":3,"readyReplicas":3,"availableReplicas":2}}"#;
+        let o = decode_object_status(d).expect("decode");
+        assert_eq!(
+            (o.generation, o.observed_generation, o.desired, o.current, o.updated, o.ready, o.available),
+            (4, 4, 3, 4, 3, 3, 2)
+        );
+        let ds = br#"{"kind":"DaemonSet","metadata":{"generation":2},"spec":{},"status":{"observedGeneration":1,
+            "desiredNumberScheduled":5,"currentNumberScheduled":5,"updatedNumberScheduled":2,"numberReady":5,"numberAvailable":5}}"#;
+        let o = decode_object_status(ds).expect("decode");
+        assert_eq!((o.desired, o.current, o.updated, o.available), (5, 5, 2, 5));
+        assert!(matches!(o.rolled_out(), crate::model::RolledOut::Waiting(_)));
+        let stalled = br#"{"kind":"Deployment","metadata":{"generation":1},"status":{"conditions":[
+            {"type":"Progressing","status":"False","reason":"ProgressDeadlineExceeded","message":"timed out"}]}}"#;
+        let o = decode_object_status(stalled).expect("decode");
+        assert_eq!((o.desired, o.stalled.as_deref()), (1, Some("timed out")));
+        let bad = decode_object_status(br#"{"metadata":{"generation":"x"}}"#).expect_err("a string generation");
+        assert_eq!(bad.path, "metadata.generation");
+        assert!(decode_object_status(br#"{"kind":"Deployment","status":null}"#).is_ok());
+    }
 
     const NODES: &str = r#"{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"7","continue":""},
       "items":[{"metadata":{"name":"n1","labels":{"zone":"a"},"annotations":{"x":"y"}},

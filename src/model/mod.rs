@@ -94,7 +94,7 @@ pub mod workload;
 
 pub use resources::ResourceList;
 pub use snapshot::{
-    ClusterConstraints, ClusterSnapshot, ClusterTaint, Freshness, Health, NodeView, Observed, OwnerState, PodFacts,
-    PollFacts, Reserve, SnapshotSource,
+    ClusterConstraints, ClusterSnapshot, ClusterTaint, Freshness, Health, NodeView, ObjectStatus, Observed, OwnerState,
+    PodFacts, PollFacts, Reserve, RolledOut, SnapshotSource,
 };
 pub use workload::{ReplicaRequirements, Workload};

@@ -225,6 +225,68 @@ pub struct PodFacts {
     /// What the non-terminated pods of each controlling owner are doing, keyed as `by_owner`
     /// (same keys: `owners[k].pods == by_owner[k]`).
     pub owners: BTreeMap<String, OwnerState>,
+    /// The status of the member's own workload objects the poller was asked to read (a
+    /// progressive rollout's gated stage, [`crate::members::live::Poller::want_objects`]), by
+    /// `Kind/namespace/name`; empty when none was asked for or the member has none of them.
+    /// Not stored (the store's snapshots keep what scheduling reads; the rollout keeps what it
+    /// decided from these in its own state).
+    #[serde(skip)]
+    pub objects: BTreeMap<String, ObjectStatus>,
+}
+
+/// What a member's Deployment, StatefulSet or DaemonSet says of its own rollout: its
+/// `metadata.generation`, `status.observedGeneration` and replica counts (a DaemonSet's
+/// `desiredNumberScheduled`, `updatedNumberScheduled`, `numberReady`, `numberAvailable`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ObjectStatus {
+    pub generation: i64,
+    pub observed_generation: i64,
+    /// Replicas wanted (`spec.replicas`, 1 when unset; a DaemonSet's `desiredNumberScheduled`).
+    pub desired: i64,
+    /// Replicas of any version (`status.replicas`; a DaemonSet's `currentNumberScheduled`).
+    pub current: i64,
+    /// Replicas of the latest pod template (`status.updatedReplicas`).
+    pub updated: i64,
+    pub ready: i64,
+    /// Ready for `minReadySeconds` (`status.availableReplicas`; a StatefulSet's as well).
+    pub available: i64,
+    /// Why the member's controller gave up on the rollout: a Deployment's `Progressing`
+    /// condition with reason `ProgressDeadlineExceeded` (its message).
+    pub stalled: Option<String>,
+}
+
+/// Whether a member's object has rolled out its latest spec, as `kubectl rollout status`
+/// judges it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RolledOut {
+    Done,
+    /// Not yet, with what it waits for.
+    Waiting(String),
+    /// The member's controller gave up (`ProgressDeadlineExceeded`).
+    Failed(String),
+}
+
+impl ObjectStatus {
+    /// `kubectl rollout status`'s rule: the controller observed the latest generation; every
+    /// wanted replica is of the latest template; no replica of an older one is left; every
+    /// updated replica is available.
+    pub fn rolled_out(&self) -> RolledOut {
+        if let Some(why) = &self.stalled {
+            return RolledOut::Failed(format!("ProgressDeadlineExceeded: {why}"));
+        }
+        let waiting = if self.observed_generation < self.generation {
+            format!("generation {} not observed yet (observed {})", self.generation, self.observed_generation)
+        } else if self.updated < self.desired {
+            format!("{} of {} replicas updated", self.updated, self.desired)
+        } else if self.current > self.updated {
+            format!("{} old replicas pending termination", self.current - self.updated)
+        } else if self.available < self.updated {
+            format!("{} of {} updated replicas available", self.available, self.updated)
+        } else {
+            return RolledOut::Done;
+        };
+        RolledOut::Waiting(waiting)
+    }
 }
 
 /// The state of one owner's non-terminated pods on a member (or of a workload's owners summed,
@@ -567,6 +629,29 @@ pub struct Observed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `kubectl rollout status`'s rule, each way of not being done.
+    #[test]
+    fn an_object_is_rolled_out_when_its_controller_has_every_replica_of_the_latest_spec_available() {
+        let done = ObjectStatus {
+            generation: 3,
+            observed_generation: 3,
+            desired: 2,
+            current: 2,
+            updated: 2,
+            ready: 2,
+            available: 2,
+            stalled: None,
+        };
+        assert_eq!(done.rolled_out(), RolledOut::Done);
+        let waiting = |o: ObjectStatus| matches!(o.rolled_out(), RolledOut::Waiting(_));
+        assert!(waiting(ObjectStatus { observed_generation: 2, ..done.clone() }), "generation not observed");
+        assert!(waiting(ObjectStatus { updated: 1, available: 1, ..done.clone() }), "one replica not updated");
+        assert!(waiting(ObjectStatus { current: 3, ..done.clone() }), "an old replica left");
+        assert!(waiting(ObjectStatus { available: 1, ..done.clone() }), "an updated replica not available");
+        let stalled = ObjectStatus { stalled: Some("ReplicaSet web-1 has timed out".into()), ..done };
+        assert!(matches!(stalled.rolled_out(), RolledOut::Failed(why) if why.contains("ProgressDeadlineExceeded")));
+    }
 
     fn node(name: &str, cpu: i64, mem: i64, req_cpu: i64, req_mem: i64, pods: u32) -> NodeView {
         let allocatable = ResourceList::of(&[("cpu", cpu), ("memory", mem), ("pods", 110_000)]);

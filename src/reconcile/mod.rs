@@ -548,6 +548,7 @@ impl Reconciler {
                 record: record_time,
             },
             stability: stability.report(),
+            rollout_objects: rollout.objects.clone(),
             rollouts: cache
                 .rollouts
                 .iter()

@@ -131,6 +131,9 @@ pub struct ReconcileReport {
     /// Halted, RolledBack, Complete —, the index of the stage gated or stopped at, or the
     /// number of stages passed when complete).
     pub rollouts: Vec<(String, &'static str, usize)>,
+    /// The workload objects the poller should read on each member for the next pass (the
+    /// rollouts' stages gated and next; empty without a RolloutPolicy).
+    pub rollout_objects: std::collections::BTreeMap<String, Vec<crate::policy::ObjectKey>>,
 }
 
 /// Why a pass decided workloads again instead of reusing their cached decisions.

@@ -9,11 +9,16 @@
 //! unless its stage passed). The directive's digest is part of the decision key, so a stage
 //! that passes decides the workload again.
 //!
-//! What a member shows ([`ClusterHealth`]), from its latest snapshot — nothing more is
-//! polled: the workload's pods (its owner's, [`Owner::state`], as `fedsched status` reads
-//! them) observed after the stage's release; Healthy when every desired replica is Ready and
-//! no other pod is left; Failed when a pod crash-loops or cannot pull or run its image. An
-//! offline or unreachable member, or a kind whose pods are not attributed, is not observed.
+//! What a member shows ([`ClusterHealth`], [`observe`]), from its latest snapshot, polled
+//! after the stage's release: the workload's object on the member, when the poller read it
+//! ([`RolloutPass::objects`] asks for the gated stage's and the next stage's members): not the
+//! new version while its `metadata.generation` is not above the one read at the release
+//! ([`RolloutState::generations`]), then rolled out as `kubectl rollout status` judges
+//! ([`crate::model::ObjectStatus::rolled_out`]); and the workload's pods (its owner's,
+//! [`Owner::state`], as `fedsched status` reads them): Healthy when every desired replica is
+//! Ready and no other pod is left; Failed when a pod crash-loops or cannot pull or run its
+//! image. An offline or unreachable member, or a kind whose pods are not attributed and whose
+//! object was not read, is not observed.
 //!
 //! The states are stored by the record stage ([`RolloutPass::changed`]), so a preview stores
 //! nothing; a restart (or a takeover) reads them back and continues. Templates that no
@@ -23,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::model::assumed::Owner;
-use crate::model::{ClusterSnapshot, Health, SnapshotSource};
+use crate::model::{ClusterSnapshot, Health, RolledOut, SnapshotSource};
 use crate::policy::matching::{ClusterFacts, rollout_policy_for};
 use crate::policy::{ObjectKey, Template};
 use crate::schedule::rollout::{ClusterHealth, Phase, RolloutState, partition, step};
@@ -64,6 +69,10 @@ pub(crate) struct RolloutPass {
     pub forgotten: Vec<String>,
     /// This pass's transitions, as history notes of their workloads.
     pub notes: BTreeMap<ObjectKey, Vec<String>>,
+    /// The workload objects the poller reads on each member for the next pass
+    /// ([`crate::members::live::Poller::want_objects`]): per rollout, the clusters of the stage
+    /// gated and of the next one to be released (the first one when no rollout is under way).
+    pub objects: BTreeMap<String, Vec<ObjectKey>>,
 }
 
 impl RolloutPass {
@@ -157,6 +166,8 @@ pub(crate) fn run(
         let clusters: Vec<&str> = targets.keys().map(String::as_str).collect();
         let facts = |c: &str| set.cluster(c).map(ClusterFacts::of);
         let stages = partition(spec, &clusters, facts);
+        let view_of = |c: &str| positions.get(c).and_then(|i| views.get(*i));
+        let object = t.key.display_ref();
         if state.phase == Phase::Progressing
             && let Some(current) = state.current()
         {
@@ -166,19 +177,49 @@ pub(crate) fn run(
                 .into_iter()
                 .flatten()
                 .map(|c| {
-                    let view = positions.get(*c).and_then(|i| views.get(*i));
-                    let desired = targets.get(*c).copied().flatten();
-                    (c.to_string(), observe(view, &owner, desired, state.released_at_ms))
+                    let seen = Seen {
+                        owner: &owner,
+                        object: &object,
+                        desired: targets.get(*c).copied().flatten(),
+                        released_at_ms: state.released_at_ms,
+                        generation_at_release: state.generations.get(*c).copied(),
+                    };
+                    (c.to_string(), observe(view_of(c), &seen))
                 })
                 .collect();
             step(&mut state, spec, &stages, &health, now_ms);
         }
-        let fresh = state
-            .transitions
-            .iter()
-            .filter(|tr| tr.at_ms == now_ms && !old.is_some_and(|o| o.transitions.contains(tr)))
+        let fresh_transitions = || {
+            state.transitions.iter().filter(|tr| tr.at_ms == now_ms && !old.is_some_and(|o| o.transitions.contains(tr)))
+        };
+        // A stage released this pass: its members' objects' generations now (this pass's poll
+        // was before its publish), which the new version's apply raises. Only when the spec
+        // changed: a change of metadata alone raises no generation.
+        if state.phase == Phase::Progressing
+            && let Some(current) = state.current()
+            && fresh_transitions().any(|tr| tr.event == "released")
+        {
+            state.generations.clear();
+            let stable_spec = serde_json::from_str::<serde_json::Value>(&state.stable).ok();
+            if stable_spec.as_ref().and_then(|o| o.get("spec")) != t.object.get("spec") {
+                for c in stages.get(current).into_iter().flatten() {
+                    let seen = view_of(c).and_then(|v| v.pods.as_deref()).and_then(|p| p.objects.get(&object));
+                    if let Some(o) = seen {
+                        state.generations.insert(c.to_string(), o.generation);
+                    }
+                }
+            }
+        }
+        let fresh = fresh_transitions()
             .map(|tr| format!("rollout: stage {} {}: {}", tr.stage, tr.event, tr.cause))
             .collect::<Vec<_>>();
+        let watched = match state.current().filter(|_| state.phase == Phase::Progressing) {
+            Some(current) => current..current + 2,
+            None => 0..1,
+        };
+        for c in stages.get(watched).into_iter().flatten().flatten() {
+            out.objects.entry(c.to_string()).or_default().push(t.key.clone());
+        }
         if !fresh.is_empty() {
             out.notes.entry(t.key.clone()).or_default().extend(fresh);
         }
@@ -211,30 +252,58 @@ pub(crate) fn run(
     Ok(out)
 }
 
+/// What the rollout looks for on one member.
+pub(crate) struct Seen<'a> {
+    /// The workload's pods.
+    pub owner: &'a Owner,
+    /// The workload's object on the member (`Kind/namespace/name`, [`crate::model::PodFacts::objects`]).
+    pub object: &'a str,
+    /// Its replicas there (None: as many as it runs).
+    pub desired: Option<i32>,
+    pub released_at_ms: u64,
+    /// The object's `metadata.generation` on the member when the stage was released (before
+    /// the new version was published), if it was read.
+    pub generation_at_release: Option<i64>,
+}
+
 /// What one member shows of the workload's new version (see the module).
-pub(crate) fn observe(
-    view: Option<&ClusterSnapshot>,
-    owner: &Owner,
-    desired: Option<i32>,
-    released_at_ms: u64,
-) -> ClusterHealth {
+pub(crate) fn observe(view: Option<&ClusterSnapshot>, seen: &Seen<'_>) -> ClusterHealth {
     let Some(view) = view else { return ClusterHealth::NotObserved };
-    if matches!(view.source, SnapshotSource::Offline { .. }) || *owner == Owner::Unknown || view.health != Health::Ready
+    let object = view.pods.as_deref().and_then(|p| p.objects.get(seen.object));
+    if matches!(view.source, SnapshotSource::Offline { .. })
+        || (*seen.owner == Owner::Unknown && object.is_none())
+        || view.health != Health::Ready
     {
         return ClusterHealth::NotObserved;
     }
     let Some(pods) = view.pods.as_deref() else { return ClusterHealth::NotObserved };
     let polled = view.freshness.as_ref().map_or(0, |f| f.polled_at_ms);
-    if polled <= released_at_ms {
+    if polled <= seen.released_at_ms {
         return ClusterHealth::Progressing;
     }
-    let state = owner.state(pods);
-    if let Some((reason, n)) =
-        state.pending_reasons.iter().find(|(r, n)| **n > 0 && FAILING_REASONS.contains(&r.as_str()))
+    // Not the new version yet: its apply raises the generation the object had at the release.
+    if let Some(o) = object
+        && seen.generation_at_release.is_some_and(|g| o.generation <= g)
+    {
+        return ClusterHealth::Progressing;
+    }
+    let state = (*seen.owner != Owner::Unknown).then(|| seen.owner.state(pods));
+    if let Some((reason, n)) = state
+        .iter()
+        .flat_map(|s| s.pending_reasons.iter())
+        .find(|(r, n)| **n > 0 && FAILING_REASONS.contains(&r.as_str()))
     {
         return ClusterHealth::Failed(format!("{reason} on {n} pod(s)"));
     }
-    let desired = desired.map_or(i64::from(state.pods.max(1)), i64::from);
+    if let Some(o) = object {
+        match o.rolled_out() {
+            RolledOut::Done => {}
+            RolledOut::Waiting(_) => return ClusterHealth::Progressing,
+            RolledOut::Failed(why) => return ClusterHealth::Failed(why),
+        }
+    }
+    let Some(state) = state else { return ClusterHealth::Healthy };
+    let desired = seen.desired.map_or(i64::from(state.pods.max(1)), i64::from);
     match i64::from(state.ready) == desired && i64::from(state.pods) == desired {
         true => ClusterHealth::Healthy,
         false => ClusterHealth::Progressing,
@@ -561,6 +630,61 @@ spec:
         w.pass(&rec, T0 + 5_000 + 2 * MIN, &ready);
         w.pass(&rec, T0 + 5_000 + 3 * MIN, &ready);
         assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"], "the wave after its gate");
+    }
+
+    /// The member's object says whether the new version runs there: m1's pods stay Ready,
+    /// but its Deployment keeps the generation it had at the release (the GitOps agent has not
+    /// applied web:2 yet), then has one replica of two updated. Judged on the pods alone, the
+    /// canary passed its gate on the previous version's health a minute after the release.
+    #[test]
+    fn the_members_object_status_tells_whether_the_new_version_runs_there() {
+        use crate::model::ObjectStatus;
+        let w = World::new("web:1", "");
+        let rec = w.reconciler();
+        let object = |generation: i64, updated: i64| ObjectStatus {
+            generation,
+            observed_generation: generation,
+            desired: 2,
+            current: 2,
+            updated,
+            ready: 2,
+            available: updated,
+            stalled: None,
+        };
+        let pass = |now: u64, o: ObjectStatus| {
+            let mut inputs = w.inputs(now, &ready);
+            for s in inputs.snapshots.iter_mut() {
+                if let Some(p) = s.pods.as_mut() {
+                    Arc::make_mut(p).objects = BTreeMap::from([("Deployment/shop/web".to_string(), o.clone())]);
+                }
+            }
+            rec.reconcile(&inputs, &w.out(), "test", now).expect("pass")
+        };
+        pass(T0, object(1, 2));
+        let report = pass(T0 + 500, object(1, 2));
+        assert_eq!(report.rollout_objects.keys().collect::<Vec<_>>(), ["m1"], "no rollout: the first stage's");
+        w.commit("web:2", "");
+        let report = pass(T0 + 1_000, object(1, 2));
+        assert_eq!(w.images(), ["web:2", "web:1", "web:1", "web:1", "web:1"]);
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let state = rec.store.rollout(&key).expect("read").expect("state");
+        assert_eq!(state.generations, BTreeMap::from([("m1".to_string(), 1)]), "{state:#?}");
+        // The poller reads the gated stage's and the next one's objects, no other.
+        let read: Vec<&str> = report.rollout_objects.keys().map(String::as_str).collect();
+        assert_eq!(read, ["m1", "m2", "m3"]);
+        // Not applied: the previous version's pods are Ready, the object is as it was.
+        for dt in [2_000, 2_000 + MIN, 2_000 + 2 * MIN] {
+            pass(T0 + dt, object(1, 2));
+        }
+        assert_eq!(w.images()[1], "web:1", "the gate passed on the previous version's health");
+        // Applied, one replica of two updated: not yet.
+        pass(T0 + 3 * MIN, object(2, 1));
+        pass(T0 + 4 * MIN + 1_000, object(2, 1));
+        assert_eq!(w.images()[1], "web:1", "the gate passed before the member's rollout was done");
+        // Rolled out: a minute of health, and the wave.
+        pass(T0 + 5 * MIN, object(2, 2));
+        pass(T0 + 6 * MIN, object(2, 2));
+        assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"]);
     }
 
     #[test]

@@ -107,6 +107,11 @@ pub struct RolloutState {
     /// and whether the gated stage needs an approval.
     #[serde(default)]
     pub gate: GateFigures,
+    /// The workload object's `metadata.generation` on each member of the gated stage when it
+    /// was released, as read before the new version was published (set by the reconciler):
+    /// the member runs the new version once its object's generation is above it.
+    #[serde(default)]
+    pub generations: BTreeMap<String, i64>,
 }
 
 /// The figures of a rollout's gates, as the policy said them at the last pass.
@@ -165,6 +170,7 @@ impl RolloutState {
             transitions: Vec::new(),
             stages: Vec::new(),
             gate: GateFigures::default(),
+            generations: BTreeMap::new(),
         }
     }
 

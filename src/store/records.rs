@@ -194,6 +194,7 @@ impl ClusterSnapshotV3 {
                     unschedulable: p.unschedulable,
                     by_owner: p.by_owner,
                     owners: BTreeMap::new(),
+                    objects: BTreeMap::new(),
                 })
             }),
             poll: self.poll,
@@ -268,6 +269,7 @@ impl ClusterSnapshotV2 {
                     unschedulable: p.unschedulable,
                     by_owner: BTreeMap::new(),
                     owners: BTreeMap::new(),
+                    objects: BTreeMap::new(),
                 })
             }),
             poll: self.poll.map(|p| PollFacts {

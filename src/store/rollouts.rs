@@ -4,14 +4,84 @@
 //! that a restart or a takeover continues the rollout where it was (never at stage 1, never
 //! past a gate it did not pass).
 
-use super::codec::{Versioned, decode, encode};
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::codec::{Codec, Versioned, decode, decode_payload, encode};
 use super::{Store, StoreError, keys};
 use crate::policy::ObjectKey;
-use crate::schedule::rollout::RolloutState;
+use crate::schedule::rollout::{GateFigures, Phase, RolloutState, Transition};
 
 impl Versioned for RolloutState {
     const WHAT: &'static str = "rollout state";
-    const SCHEMA: u16 = 1;
+    /// 2: the members' object generations at the gated stage's release
+    /// ([`RolloutState::generations`]).
+    const SCHEMA: u16 = 2;
+
+    fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
+        match schema {
+            1 => Some(decode_payload::<RolloutStateV1>(Self::WHAT, codec, payload).map(RolloutStateV1::upgrade)),
+            _ => None,
+        }
+    }
+}
+
+/// Schema 1 of [`RolloutState`] (before its generations): a stage released then is judged
+/// without them, from its members' object status and pods.
+#[derive(serde::Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct RolloutStateV1 {
+    policy: String,
+    stable_hash: u64,
+    stable: String,
+    target_hash: u64,
+    target: String,
+    phase: Phase,
+    released: usize,
+    released_at_ms: u64,
+    healthy_since_ms: Option<u64>,
+    failed: BTreeMap<String, String>,
+    approvals_at_start: BTreeSet<String>,
+    transitions: Vec<Transition>,
+    stages: Vec<(String, Vec<String>)>,
+    gate: GateFigures,
+}
+
+impl RolloutStateV1 {
+    fn upgrade(self) -> RolloutState {
+        let RolloutStateV1 {
+            policy,
+            stable_hash,
+            stable,
+            target_hash,
+            target,
+            phase,
+            released,
+            released_at_ms,
+            healthy_since_ms,
+            failed,
+            approvals_at_start,
+            transitions,
+            stages,
+            gate,
+        } = self;
+        RolloutState {
+            policy,
+            stable_hash,
+            stable,
+            target_hash,
+            target,
+            phase,
+            released,
+            released_at_ms,
+            healthy_since_ms,
+            failed,
+            approvals_at_start,
+            transitions,
+            stages,
+            gate,
+            generations: BTreeMap::new(),
+        }
+    }
 }
 
 impl Store {
@@ -70,5 +140,37 @@ mod tests {
         assert_eq!(store.rollouts().expect("all").len(), 1);
         store.remove_rollout(&key.store_key()).expect("remove");
         assert_eq!(store.rollout(&key).expect("read"), None);
+    }
+
+    /// A state written by schema 1 (before the generations) reads back with none.
+    #[test]
+    fn a_schema_1_rollout_state_reads_back_without_generations() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let key = ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let mut state = RolloutState::settled("shop/web".into(), 7, "{}".into());
+        state.released = 2;
+        state.failed.insert("m1".into(), "CrashLoopBackOff".into());
+        let s = state.clone();
+        let v1 = RolloutStateV1 {
+            policy: s.policy,
+            stable_hash: s.stable_hash,
+            stable: s.stable,
+            target_hash: s.target_hash,
+            target: s.target,
+            phase: s.phase,
+            released: s.released,
+            released_at_ms: s.released_at_ms,
+            healthy_since_ms: s.healthy_since_ms,
+            failed: s.failed,
+            approvals_at_start: s.approvals_at_start,
+            transitions: s.transitions,
+            stages: s.stages,
+            gate: s.gate,
+        };
+        let mut bytes = vec![0xF5, 1, 0, 1];
+        bytes.extend(bincode::serde::encode_to_vec(&v1, super::super::codec::bincode_config()).expect("encode"));
+        store.inner.rollouts.insert(keys::workload(&key).expect("key"), bytes).expect("insert");
+        assert_eq!(store.rollout(&key).expect("read"), Some(state));
     }
 }

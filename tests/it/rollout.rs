@@ -97,6 +97,13 @@ fn a_good_change_goes_through_three_stages_and_a_bad_image_halts_after_the_canar
     // Stage by stage: never the last member before the middle one.
     assert!(seen.iter().all(|s| s[2] != "api:2" || s[1] == "api:2"), "{seen:?}");
     wait_for("the rollout to complete", Duration::from_secs(60), || rollout(&t)["state"] == "Complete");
+    // The gates read the members' Deployment (its generation and status), not only the pods.
+    let (code, stats) = t.sim.http("GET", "/admin/stats", "");
+    assert_eq!(code, 200, "{stats}");
+    let stats: serde_json::Value = serde_json::from_str(&stats).expect("stats");
+    for m in MEMBERS {
+        assert!(stats["objectReads"][m].as_u64().is_some_and(|n| n > 0), "{m}: {stats:#}");
+    }
 
     // A bad image: the canary's pods crash-loop; halted, the later stages' files untouched.
     let file = |m: &str| std::fs::read(t.s.out().join(m).join("shop/apps_deployment_api.yaml")).expect("file");

@@ -29,6 +29,8 @@ pub struct Poller {
     clock: Arc<dyn Clock>,
     /// [`Poller::watch_lost`].
     lost: Arc<tokio::sync::Notify>,
+    /// The workload objects to read per member ([`Poller::want_objects`]).
+    objects: BTreeMap<String, Vec<crate::policy::ObjectKey>>,
 }
 
 /// What a poll saw, as the view keeps it: the observation, with how the poll went.
@@ -62,6 +64,45 @@ impl Poller {
             seed,
             clock: Arc::new(SystemClock),
             lost: Arc::default(),
+            objects: BTreeMap::new(),
+        }
+    }
+
+    /// The workload objects (Deployments, StatefulSets, DaemonSets) each member's rounds read
+    /// besides its nodes and pods: one `GET` per object and round, their status in the
+    /// member's [`PodFacts::objects`]. A progressive rollout asks for its gated stage's
+    /// members ([`crate::reconcile::PassReport::rollout_objects`]); nothing is read when none is
+    /// under way. Other kinds are not read.
+    pub fn want_objects(&mut self, objects: BTreeMap<String, Vec<crate::policy::ObjectKey>>) {
+        self.objects = objects;
+    }
+
+    /// Reads the objects [`Poller::want_objects`] asked for on a member this round's poll
+    /// reached, into its data. An object the member does not have, or cannot give (an error, a
+    /// timeout), is left out: the rollout then judges from the pods alone.
+    async fn read_objects(&self, name: &str, client: &kube::Client, data: &mut LiveData) {
+        let Some(keys) = self.objects.get(name) else { return };
+        let mut read = BTreeMap::new();
+        for key in keys {
+            let Some(url) = object_url(key) else { continue };
+            let got = tokio::time::timeout(self.poll.timeout, get(client, &url, "workload object")).await;
+            match got {
+                Ok(Ok(bytes)) => match crate::members::decode::decode_object_status(&bytes) {
+                    Ok(status) => {
+                        read.insert(key.display_ref(), status);
+                    }
+                    Err(e) => {
+                        tracing::debug!(cluster = name, object = %key.display_ref(), error = %e, "workload object not decoded")
+                    }
+                },
+                Ok(Err(Got::Failed(PollError::Http { status: 404, .. }))) => {}
+                Ok(Err(_)) | Err(_) => {
+                    tracing::debug!(cluster = name, object = %key.display_ref(), "workload object not read")
+                }
+            }
+        }
+        if !read.is_empty() {
+            Arc::make_mut(&mut data.pods).objects = read;
         }
     }
 
@@ -207,6 +248,13 @@ impl Poller {
             results.push((t, built, result));
         }
 
+        for (t, built, result) in &mut results {
+            let Ok(data) = result else { continue };
+            let client = built.as_ref().or_else(|| self.clients.get(&t.name)).map(|b| b.client.clone());
+            if let Some(client) = client {
+                self.read_objects(&t.name, &client, data).await;
+            }
+        }
         for (t, built, result) in results {
             let status = self.view.clusters.entry(t.name.clone()).or_default();
             if let Some(b) = built {
@@ -352,6 +400,18 @@ impl Poller {
 
 /// Keeps a client after this error? A client whose connection misbehaved is rebuilt next time
 /// (fresh connections).
+/// The API path of a namespaced workload object of `apps/v1` (None for another kind).
+fn object_url(key: &crate::policy::ObjectKey) -> Option<String> {
+    let plural = match (key.group(), key.kind.as_str()) {
+        ("apps", "Deployment") => "deployments",
+        ("apps", "StatefulSet") => "statefulsets",
+        ("apps", "DaemonSet") => "daemonsets",
+        _ => return None,
+    };
+    let ns = key.namespace.as_deref()?;
+    Some(format!("/apis/apps/v1/namespaces/{ns}/{plural}/{}", key.name))
+}
+
 pub(super) fn keeps_client(e: &PollError) -> bool {
     matches!(e, PollError::Forbidden { .. } | PollError::Http { .. })
 }

@@ -59,6 +59,7 @@ impl Sim {
                 cluster: m.cluster.clone(),
                 nodes: m.nodes.clone(),
                 pods: Vec::new(),
+                workloads: Default::default(),
             },
             agent: Agent { ready_after: ms(m.ready_ms), start_after: ms(m.start_ms) },
             base_lag_ms: m.lag_ms,

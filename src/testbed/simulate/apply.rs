@@ -97,6 +97,22 @@ pub struct PodGroup {
     pub prefix: String,
     /// A pod of the group (without name and creation time).
     pub pod: Value,
+    /// The workload object: `Kind/namespace/name`.
+    pub workload: String,
+}
+
+/// A workload object as the agent applied it: what its served status is made from
+/// ([`workload_object`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// `metadata.generation`: 1 when first applied, one more for each change of its pod
+    /// template or replicas.
+    pub generation: i64,
+    /// Its pods' owner (`namespace/name` of the controller).
+    pub owner: String,
+    /// The pod template's hash ([`TEMPLATE_HASH`]).
+    pub hash: String,
+    pub replicas: i64,
 }
 
 /// What a cluster directory asks for: per pod owner (`namespace/name` of the controller), its
@@ -232,7 +248,8 @@ pub fn pod_group(obj: &Value) -> Option<(String, PodGroup)> {
         "spec": spec,
         "status": {"phase": "Pending"},
     });
-    let group = PodGroup { count: count.clamp(0, 10_000), hash, prefix: owner_name.clone(), pod };
+    let workload = format!("{kind}/{ns}/{name}");
+    let group = PodGroup { count: count.clamp(0, 10_000), hash, prefix: owner_name.clone(), pod, workload };
     Some((format!("{ns}/{owner_name}"), group))
 }
 
@@ -330,7 +347,43 @@ pub fn apply_desired(c: &mut FleetCluster, desired: &Desired, agent: &Agent, now
     c.pods = others;
     sort_objects(&mut c.pods);
     bind(c, &mut report, agent, now_ms);
+    let before = std::mem::take(&mut c.workloads);
+    for (owner, g) in desired {
+        let mut a = Applied { generation: 1, owner: owner.clone(), hash: g.hash.clone(), replicas: g.count };
+        if let Some(b) = before.get(&g.workload) {
+            a.generation = b.generation + i64::from(b.hash != a.hash || b.replicas != a.replicas);
+        }
+        c.workloads.insert(g.workload.clone(), a);
+    }
     report
+}
+
+/// A workload object the agent applied (`Kind/namespace/name`), as the member's API serves
+/// it: its generation, observed at once (the simulated controller does not lag), and the
+/// status its pods make — `replicas` (every pod of the owner), `updatedReplicas` (those of
+/// the current template), `readyReplicas` and `availableReplicas` (those of them Ready).
+pub fn workload_object(c: &FleetCluster, workload: &str) -> Option<Value> {
+    let a = c.workloads.get(workload)?;
+    let mut parts = workload.splitn(3, '/');
+    let (kind, ns, name) = (parts.next()?, parts.next()?, parts.next()?);
+    let hash_ptr = format!("/metadata/annotations/{}", TEMPLATE_HASH.replace('/', "~1"));
+    let pods: Vec<&Value> = c.pods.iter().filter(|p| owner_of(p) == a.owner).collect();
+    let updated: Vec<&&Value> =
+        pods.iter().filter(|p| p.pointer(&hash_ptr).and_then(Value::as_str) == Some(a.hash.as_str())).collect();
+    let ready = updated.iter().filter(|p| is_ready(p)).count();
+    Some(json!({
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": ns, "generation": a.generation},
+        "spec": {"replicas": a.replicas},
+        "status": {
+            "observedGeneration": a.generation,
+            "replicas": pods.len(),
+            "updatedReplicas": updated.len(),
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+        },
+    }))
 }
 
 /// The pods of owner `owner` (`namespace/name`) crash in a loop (`crashing`: `Ready=False,
@@ -739,6 +792,7 @@ mod tests {
                 node("d", "1", false, json!({"disk": "ssd"})),
             ],
             pods: vec![],
+            ..FleetCluster::default()
         };
         let r = apply(&mut c, dir.path(), &Agent::default(), T0).expect("apply");
         assert_eq!((r.created, r.bound, r.unschedulable), (3, 2, 1));
@@ -778,6 +832,35 @@ mod tests {
         f.finish().pods.owners.get("ReplicaSet/shop/web-sim").cloned().unwrap_or_default()
     }
 
+    /// The Deployment the agent applied is served with its generation (one more per change of
+    /// the pod template or replicas) and a status its pods make, which the daemon's decoder
+    /// reads as `kubectl rollout status` does.
+    #[test]
+    fn an_applied_deployment_is_served_with_its_generation_and_status() {
+        let dir = tempfile::tempdir().expect("tmp");
+        web(dir.path(), 2, "100m");
+        let mut c = FleetCluster { nodes: vec![node("a", "4", false, json!({}))], ..FleetCluster::default() };
+        let agent = Agent { ready_after: std::time::Duration::from_secs(2), ..Agent::default() };
+        let status = |c: &FleetCluster| {
+            let o = workload_object(c, "Deployment/shop/web").expect("served");
+            crate::members::decode::decode_object_status(o.to_string().as_bytes()).expect("decode")
+        };
+        apply(&mut c, dir.path(), &agent, T0).expect("apply");
+        let s = status(&c);
+        assert_eq!((s.generation, s.desired, s.updated, s.available), (1, 2, 2, 0));
+        assert!(matches!(s.rolled_out(), crate::model::RolledOut::Waiting(_)));
+        promote(&mut c, T0 + 2_000);
+        assert_eq!(status(&c).rolled_out(), crate::model::RolledOut::Done);
+        // The same files again: the same generation. Another template: the next one.
+        apply(&mut c, dir.path(), &agent, T0 + 3_000).expect("apply");
+        assert_eq!(status(&c).generation, 1);
+        web(dir.path(), 2, "200m");
+        apply(&mut c, dir.path(), &agent, T0 + 4_000).expect("apply");
+        let s = status(&c);
+        assert_eq!((s.generation, s.observed_generation, s.updated, s.available), (2, 2, 2, 0));
+        assert_eq!(workload_object(&c, "Deployment/shop/other"), None);
+    }
+
     #[test]
     fn pods_turn_ready_after_the_delay() {
         let dir = tempfile::tempdir().expect("tmp");
@@ -787,6 +870,7 @@ mod tests {
             cluster: Value::Null,
             nodes: vec![node("a", "4", false, json!({}))],
             pods: vec![],
+            ..FleetCluster::default()
         };
         let agent = Agent { ready_after: std::time::Duration::from_secs(2), ..Agent::default() };
         apply(&mut c, dir.path(), &agent, T0).expect("apply");
@@ -809,6 +893,7 @@ mod tests {
             cluster: Value::Null,
             nodes: vec![node("a", "4", false, json!({}))],
             pods: vec![],
+            ..FleetCluster::default()
         };
         apply(&mut c, dir.path(), &Agent::default(), T0).expect("apply");
         assert!(set_node_ready(&mut c, "a", false, T0 + 1000));
@@ -837,6 +922,7 @@ mod tests {
             cluster: Value::Null,
             nodes: vec![node("a", "4", false, json!({})), node("b", "1", false, json!({}))],
             pods: vec![],
+            ..FleetCluster::default()
         };
         let r = apply(&mut c, dir.path(), &Agent::default(), T0).expect("apply");
         assert_eq!((r.bound, r.unschedulable), (4, 0));

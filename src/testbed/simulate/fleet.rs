@@ -16,7 +16,7 @@ use super::SimError;
 use crate::policy::load::{parse_document, split_documents};
 
 /// One simulated member cluster's objects.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct FleetCluster {
     /// Cluster name.
     pub name: String,
@@ -26,6 +26,9 @@ pub struct FleetCluster {
     pub nodes: Vec<Value>,
     /// Pods, sorted by namespace and name.
     pub pods: Vec<Value>,
+    /// The workload objects the GitOps agent applied (`--apply`), by `Kind/namespace/name`:
+    /// served with a status made from their pods ([`super::apply::workload_object`]).
+    pub workloads: std::collections::BTreeMap<String, super::apply::Applied>,
 }
 
 /// Loads every cluster of a fleet directory.
@@ -45,6 +48,7 @@ pub fn load(dir: &Path) -> Result<Vec<FleetCluster>, SimError> {
             cluster: Value::Null,
             nodes: Vec::new(),
             pods: Vec::new(),
+            workloads: Default::default(),
         };
         let mut files: Vec<PathBuf> = std::fs::read_dir(&sub)
             .map_err(|e| io(&sub, e))?
@@ -449,7 +453,7 @@ fn generate_cluster(g: &Generate, ci: usize, rng: &mut Rng) -> FleetCluster {
         }
         sort_objects(&mut nodes);
         sort_objects(&mut pods);
-        FleetCluster { name, cluster, nodes, pods }
+        FleetCluster { name, cluster, nodes, pods, workloads: Default::default() }
     }
 }
 

@@ -214,6 +214,7 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
         requests: RwLock::new(BTreeMap::new()),
         user_agents: RwLock::default(),
         discovery_requests: RwLock::default(),
+        object_reads: RwLock::default(),
         apply_now: opts.apply.as_ref().map(|_| apply_tx),
         events,
         open_watches: Arc::new(std::sync::atomic::AtomicU64::new(0)),

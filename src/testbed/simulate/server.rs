@@ -21,7 +21,7 @@
 //! agent now; `POST /admin/connections/freeze` stops every HTTPS connection open now for good
 //! (it neither reads nor writes again); `POST /admin/connections/stop` freezes those and every
 //! later one (a SIGSTOPped server); `POST /admin/connections/goaway` shuts every HTTPS
-//! connection open now down gracefully (HTTP/2's GOAWAY: its streams go on, no new one); `GET /admin/stats` and `GET /admin/requests`. The member's own troubles:
+//! connection open now down gracefully (HTTP/2's GOAWAY: its streams go on, no new one); `GET /admin/stats` (with `objectReads`: the workload objects read, by cluster) and `GET /admin/requests`. The member's own troubles:
 //! `PUT /admin/clusters/{name}/nodes/{node}/ready` (`{"ready": false}`: the node and its pods
 //! NotReady; `true`: back), `PUT …/nodes/{node}/allocatable` (`{"cpu": "2"}`: the node
 //! shrinks, the agent's pods that no longer fit are placed again), `PUT|DELETE
@@ -114,6 +114,8 @@ pub struct State {
     pub requests: RwLock<BTreeMap<String, u64>>,
     /// Discovery documents requested, by cluster.
     pub discovery_requests: RwLock<BTreeMap<String, u64>>,
+    /// Workload objects (`/apis/apps/v1/namespaces/…`) requested, by cluster.
+    pub object_reads: RwLock<BTreeMap<String, u64>>,
     /// Every `User-Agent` seen on an authenticated cluster request ("" for none).
     pub user_agents: RwLock<std::collections::BTreeSet<String>>,
     /// Runs the GitOps agent (set when `--apply` is given).
@@ -323,6 +325,9 @@ async fn cluster_api(
     if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
         return Ok(watch(state, cluster, api_path, &query, &fault));
     }
+    if api_path.starts_with("/apis/apps/v1/namespaces/") {
+        *state.object_reads.write().unwrap_or_else(|p| p.into_inner()).entry(cluster.to_string()).or_insert(0) += 1;
+    }
     let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let aggregated = !fault.legacy_discovery && accept.contains("as=APIGroupDiscoveryList");
     let resp = {
@@ -446,7 +451,8 @@ fn watch(state: &Arc<State>, cluster: &str, path: &str, q: &BTreeMap<String, Str
 }
 
 /// A GET of the cluster's API: discovery ([`discovery`]), then nodes and pods (lists and
-/// single objects).
+/// single objects), and a Deployment or StatefulSet the agent applied (`--apply`), with its
+/// status ([`super::apply::workload_object`]).
 fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name: &str, aggregated: bool) -> Resp {
     let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
@@ -455,6 +461,13 @@ fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name:
         ["api", "v1", "pods"] => list(c, "PodList", &c.fleet.pods, None, q, name),
         ["api", "v1", "namespaces", ns, "pods"] => list(c, "PodList", &c.fleet.pods, Some(ns), q, name),
         ["api", "v1", "namespaces", ns, "pods", n] => get(&c.fleet.pods, Some(ns), n, "pods"),
+        ["apis", "apps", "v1", "namespaces", ns, plural @ ("deployments" | "statefulsets"), n] => {
+            let kind = if *plural == "deployments" { "Deployment" } else { "StatefulSet" };
+            match super::apply::workload_object(&c.fleet, &format!("{kind}/{ns}/{n}")) {
+                Some(o) => ok(&o),
+                None => status(StatusCode::NOT_FOUND, "NotFound", &format!("{plural} \"{n}\" not found")),
+            }
+        }
         segs => discovery(c, segs, server, aggregated).unwrap_or_else(|| {
             status(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource")
         }),
@@ -821,6 +834,7 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             "connections": state.connections.stats(),
             "userAgents": &*state.user_agents.read().unwrap_or_else(|p| p.into_inner()),
             "discovery": &*state.discovery_requests.read().unwrap_or_else(|p| p.into_inner()),
+            "objectReads": &*state.object_reads.read().unwrap_or_else(|p| p.into_inner()),
         })),
         (Method::PUT, ["clusters", name, "nodes", node, what @ ("ready" | "allocatable")]) => {
             let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
