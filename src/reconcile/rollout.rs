@@ -161,14 +161,31 @@ pub(crate) fn run(
         if hash != state.target_hash {
             state.change(spec, (hash, &object_text(t)), now_ms);
         }
-        let targets: BTreeMap<String, Option<i32>> =
-            cache.placements.get(&t.key).map(|p| p.targets.clone()).unwrap_or_default();
+        let placement = cache.placements.get(&t.key);
+        let targets: BTreeMap<String, Option<i32>> = placement.map(|p| p.targets.clone()).unwrap_or_default();
+        // Dispatching suspended by the PropagationPolicy in force (Karmada's `suspension`).
+        let suspension = placement
+            .and_then(|p| p.policy.as_ref())
+            .and_then(|r| set.propagation_policy(r))
+            .and_then(|p| p.spec.suspension.as_ref());
         let clusters: Vec<&str> = targets.keys().map(String::as_str).collect();
         let facts = |c: &str| set.cluster(c).map(ClusterFacts::of);
         let stages = partition(spec, &clusters, facts);
         let view_of = |c: &str| positions.get(c).and_then(|i| views.get(*i));
         let object = t.key.display_ref();
+        // A gated stage with a member whose dispatching is suspended is paused: it got no new
+        // file there, so nothing there is evidence; its release counts from when dispatching
+        // resumes (so does its progressDeadline), its members' generations read again then.
+        let paused = state.phase == Phase::Progressing
+            && state.current().is_some_and(|current| {
+                stages.get(current).into_iter().flatten().any(|c| suspension.is_some_and(|s| s.suspends(c)))
+            });
+        if paused {
+            state.released_at_ms = now_ms;
+            state.healthy_since_ms = None;
+        }
         if state.phase == Phase::Progressing
+            && !paused
             && let Some(current) = state.current()
         {
             let owner = Owner::of(&t.key);
@@ -197,7 +214,7 @@ pub(crate) fn run(
         // changed: a change of metadata alone raises no generation.
         if state.phase == Phase::Progressing
             && let Some(current) = state.current()
-            && fresh_transitions().any(|tr| tr.event == "released")
+            && (paused || fresh_transitions().any(|tr| tr.event == "released"))
         {
             state.generations.clear();
             let stable_spec = serde_json::from_str::<serde_json::Value>(&state.stable).ok();
@@ -684,6 +701,48 @@ spec:
         // Rolled out: a minute of health, and the wave.
         pass(T0 + 5 * MIN, object(2, 2));
         pass(T0 + 6 * MIN, object(2, 2));
+        assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"]);
+    }
+
+    /// Dispatching to the canary suspended (the PropagationPolicy's `suspension`): m1 keeps
+    /// web:1, whose Ready pods are no evidence of web:2; the rollout waits at the canary, its
+    /// deadline paused too, and goes on once dispatching resumes. Before, the canary passed on
+    /// the previous version's pods a minute after its release and the wave got web:2 first.
+    #[test]
+    fn a_suspended_canary_pauses_the_rollout_until_dispatching_resumes() {
+        let w = World::new("web:1", "");
+        let rec = w.reconciler();
+        let write = |image: &str, suspended: bool| {
+            let mut text = repo(image, "");
+            if suspended {
+                text = text.replace(
+                    "replicaScheduling: {replicaSchedulingType: Duplicated}\n",
+                    "replicaScheduling: {replicaSchedulingType: Duplicated}\n  suspension: {dispatchingOnClusters: {clusterNames: [m1]}}\n",
+                );
+                assert!(text.contains("suspension"), "{text}");
+            }
+            std::fs::write(w.repo().join("apps.yaml"), text).expect("write");
+        };
+        w.pass(&rec, T0, &ready);
+        write("web:2", true);
+        for dt in [1_000, 2_000, 2_000 + MIN, 2_000 + 2 * MIN, 2_000 + 20 * MIN] {
+            w.pass(&rec, T0 + dt, &ready);
+        }
+        assert_eq!(w.images(), ["web:1"; 5], "the rollout went on while the canary was suspended");
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let state = rec.store.rollout(&key).expect("read").expect("state");
+        assert_eq!(
+            (state.phase.clone(), state.released),
+            (crate::schedule::rollout::Phase::Progressing, 1),
+            "{state:#?}"
+        );
+        // Dispatching resumes: the canary gets web:2, the wave a minute of health later.
+        write("web:2", false);
+        let t = T0 + 3_000 + 20 * MIN;
+        w.pass(&rec, t, &ready);
+        assert_eq!(w.images(), ["web:2", "web:1", "web:1", "web:1", "web:1"]);
+        w.pass(&rec, t + 1_000, &ready);
+        w.pass(&rec, t + 1_000 + MIN, &ready);
         assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"]);
     }
 
