@@ -23,7 +23,10 @@
 //!    kustomization lists exists, and each file is as before the publish or as after it (the
 //!    state a recovery completes).
 //! 8. no flap, truthful causes: a workload is evicted from a member for its health only once
-//!    the passes have seen the member unhealthy for the workload's toleration.
+//!    the passes have seen the member unhealthy for the workload's toleration; never in a pass
+//!    whose view has more than `unhealthy_threshold` of the members unhealthy (the storm rule,
+//!    judged at each pass: members lost a few seconds apart are a storm from the pass they are
+//!    a majority), and after a storm only a toleration after its end.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::fs::MetadataExt;
@@ -203,6 +206,19 @@ pub struct PassCtx<'a> {
     pub report: &'a ReconcileReport,
     /// Since when each member unhealthy in the passes' views has been so.
     pub unhealthy_since: &'a BTreeMap<String, u64>,
+    /// The storm rule: the share of members unhealthy above which nothing is evicted
+    /// (`[reschedule] unhealthy_threshold`), and when the passes' views last fell to it
+    /// from above (a storm's end).
+    pub storm_threshold: f64,
+    pub storm_ended: Option<u64>,
+}
+
+/// Whether a pass's view has more than `threshold` of its members unhealthy (the storm rule,
+/// judged at each pass whenever each went).
+pub fn storm_in(view: &LiveView, threshold: f64) -> bool {
+    let n = view.clusters.len();
+    let unhealthy = view.clusters.values().filter(|s| s.error.is_some()).count();
+    n > 0 && unhealthy as f64 / n as f64 > threshold
 }
 
 /// Invariants 1 (purge), 2, 3, 4 and 8 after a completed pass.
@@ -321,14 +337,28 @@ fn unhealthy_members_get_nothing(ctx: &PassCtx<'_>) -> Result<(), String> {
 }
 
 /// Invariant 8: each eviction for a member's health comes after the member was seen unhealthy
-/// for the workload's toleration.
+/// for the workload's toleration; none in a pass whose view has more than the storm threshold
+/// of the members unhealthy (Kubernetes' partial-disruption rule, judged at each pass: a
+/// majority lost a few seconds apart is a storm from the pass it is a majority); and after a
+/// storm, a member still unhealthy is evicted only a toleration after the storm's end.
 fn evictions_are_due(ctx: &PassCtx<'_>) -> Result<(), String> {
+    let storm = storm_in(ctx.view, ctx.storm_threshold);
     for e in &ctx.report.stability.events {
         if e.kind != "eviction" || !matches!(e.reason.as_str(), "cluster-unreachable" | "cluster-not-ready") {
             continue;
         }
         let Some(key) = &e.workload else { continue };
         let Some((w, _)) = ctx.workloads.iter().find(|(w, _)| w.key() == *key) else { continue };
+        if storm {
+            let unhealthy = ctx.view.clusters.values().filter(|s| s.error.is_some()).count();
+            return Err(format!(
+                "{key}: evicted from {} in a pass that saw {unhealthy} of {} members unhealthy (storm threshold {}): {}",
+                e.cluster,
+                ctx.view.clusters.len(),
+                ctx.storm_threshold,
+                e.text
+            ));
+        }
         let tol = w.toleration_ms(ctx.settings.toleration_ms);
         match ctx.unhealthy_since.get(&e.cluster) {
             None => return Err(format!("{key}: evicted from {} which the passes saw healthy: {}", e.cluster, e.text)),
@@ -337,6 +367,14 @@ fn evictions_are_due(ctx: &PassCtx<'_>) -> Result<(), String> {
                     "{key}: evicted from {} after {} ms unhealthy, toleration {tol} ms: {}",
                     e.cluster,
                     ctx.now - since,
+                    e.text
+                ));
+            }
+            Some(since) if ctx.storm_ended.is_some_and(|end| end > *since && ctx.now < end + tol) => {
+                return Err(format!(
+                    "{key}: evicted from {} {} ms after the storm ended (unhealthy since before it), toleration {tol} ms: {}",
+                    e.cluster,
+                    ctx.now - ctx.storm_ended.unwrap_or_default(),
                     e.text
                 ));
             }

@@ -143,6 +143,47 @@ pub const CORPUS: &[Entry] = &[
              removal out of the cluster (publish::diff::following_namespaces)",
         ),
     },
+    Entry {
+        seed: 9,
+        keep: Some(&[11, 20]),
+        faults: &["t=389s w005 policy -> Static([(1, 2), (2, 3), (3, 3)])", "t=742s outage m2 Dead for 115s"],
+        invariant: 1,
+        found: "issue 46 bug 2: w005 evicted (Gracefully) from dead member-002 onto member-001 and member-003, \
+                whose replicas were not Ready when the grace period (1m) ended: purged from member-002 \
+                (GraceElapsed) with nothing Ready anywhere",
+        failed_on: "2210dcf with 2fa1973's rule switched off (schedule/stability/workload.rs: `runs_elsewhere` \
+                    forced to true)",
+        fixed_by: Some("2fa1973: a grace period that ends with nothing Ready elsewhere keeps the old copy"),
+    },
+    Entry {
+        seed: 18,
+        keep: Some(&[22, 23]),
+        faults: &["t=1177s outage m2 Refused for 70s (agent cut off too)", "t=1194s w001 scaled to 4"],
+        invariant: 4,
+        found: "issue 46 bug 4: a scale-up 17 s after member-002 went Unreachable gave it new replicas (1 -> 4) \
+                before its toleration ended",
+        failed_on: "2210dcf with de67ef1's rule switched off (schedule::health_taint returning None)",
+        fixed_by: Some("de67ef1: a member seen NotReady or Unreachable keeps its replicas and takes no new ones"),
+    },
+    Entry {
+        seed: 60,
+        keep: Some(&[18, 22, 23]),
+        faults: &[
+            "t=531s outage m1 Forbidden for 293s",
+            "t=790s outage m4 Forbidden for 167s",
+            "t=791s outage m0 Hung for 202s",
+        ],
+        invariant: 1,
+        found: "a staggered storm (m1 lost at 531 s, m4 and m0 260 s later: 3 of 5, more than one toleration \
+                apart) is held from the pass it is a majority and released at 830 s when m1 answers (invariant 8 \
+                holds; with c6abb91's rule switched off — a storm only when the majority went within one \
+                toleration — member-004 is evicted at 830 s, 0 s after the storm's end, and the check fails). \
+                Then w002 (purgeMode Directly) is evicted from member-004 at 950 s ('purged … Directly' noted, \
+                nothing removed: no other member fits); member-004 is Ready again at 957 s, yet at 1050 s the \
+                stale task moves w002 off it, removing its 6 Ready replicas with none Ready elsewhere",
+        failed_on: "2210dcf (main)",
+        fixed_by: None,
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),

@@ -161,6 +161,11 @@ pub struct World {
     tree: Tree,
     reader: TreeReader,
     unhealthy_since: BTreeMap<String, u64>,
+    /// The storm rule as the daemon's settings give it, whether the last pass's view was in a
+    /// storm, and when the last storm ended (invariant 8).
+    storm_threshold: f64,
+    in_storm: bool,
+    storm_ended: Option<u64>,
     breaks: BTreeMap<(usize, usize), Break>,
     pub trace: Trace,
     /// Check warm = cold after every n-th completed pass (0: never).
@@ -243,6 +248,9 @@ impl World {
             tree: Tree::default(),
             reader: TreeReader::default(),
             unhealthy_since: BTreeMap::new(),
+            storm_threshold: 0.0,
+            in_storm: false,
+            storm_ended: None,
             breaks: BTreeMap::new(),
             trace: Trace { digest: crate::util::hash::FNV1A64_START, lines: trace.then(Vec::new) },
             warm_cold_every,
@@ -251,6 +259,10 @@ impl World {
             scratch_seq: 0,
             passes: 0,
         };
+        world.storm_threshold = crate::reconcile::Settings::from_config(&world.cfg, false)
+            .map_err(|e| Violation { at_ms: 0, invariant: 0, message: format!("settings: {e}") })?
+            .stability
+            .unhealthy_threshold;
         world.write_repo()?;
         for m in &mut world.members {
             m.changed();
@@ -714,6 +726,11 @@ impl World {
     /// The members' health as the pass of instance `i` saw it (invariant 8's timelines).
     fn observed(&mut self, i: usize) {
         let now = self.now;
+        let storm = check::storm_in(&self.instances[i].view, self.storm_threshold);
+        if self.in_storm && !storm {
+            self.storm_ended = Some(now);
+        }
+        self.in_storm = storm;
         for (name, status) in &self.instances[i].view.clusters {
             match status.error {
                 Some(_) => {
@@ -754,6 +771,8 @@ impl World {
             store: &r.store,
             report,
             unhealthy_since: &self.unhealthy_since,
+            storm_threshold: self.storm_threshold,
+            storm_ended: self.storm_ended,
         };
         check::after_pass(&ctx)
     }
