@@ -153,6 +153,7 @@ fn main() {
         overrides: &overrides,
         preserve_on_deletion: false,
         replicas_owned_by_hpa: false,
+        hpa_read_fields: &[],
         hpa_bounds: None,
     };
     let text = render::render(&input).unwrap_or_else(|e| panic!("render: {e}"));

@@ -8,6 +8,10 @@
 //!   `spec.scaleTargetRef` (apiVersion, kind, name; the HPA's namespace). The target is
 //!   autoscaled; the HPA is rendered per member with its bounds divided
 //!   ([`divide_bounds`]).
+//! - The fields an autoscaled workload's files leave out ([`replica_fields`]): its replica
+//!   path, what its `replicaRevision` writes (found by revising to two counts and comparing),
+//!   and for a kind whose `replicaResource` script only reads its count, the field it reads it
+//!   from ([`read_fields`]: each whole number equal to the count changed in turn).
 //! - Karmada's label `resourcetemplate.karmada.io/retain-replicas: "true"` on a template
 //!   (which Karmada's hpa-scale-target-marker sets on an HPA's target) marks it autoscaled too:
 //!   Karmada then keeps the member's `spec.replicas`, as leaving the field out does here.
@@ -133,6 +137,127 @@ pub fn divide_bounds(
         .collect()
 }
 
+/// Two replica counts that no template declares, to find by difference the fields a
+/// script writes the replicas to or reads them from.
+const PROBES: (i32, i32) = (7919, 104_729);
+
+/// The fields a workload's replicas are written to, which an HPA-managed workload's files
+/// leave out: what its `replicaRevision` (script or built-in) writes — every field whose value
+/// differs between two revisions of `object` to different replica counts —, its replica path,
+/// and `read` (the fields its `replicaResource` reads them from: [`read_fields`]). JSON
+/// pointers.
+pub fn replica_fields(
+    workload: &crate::model::Workload,
+    object: &serde_json::Value,
+    read: &[String],
+) -> Result<Vec<String>, crate::model::interpreter::InterpreterError> {
+    let mut out: Vec<String> = workload.replica_path.iter().chain(read).cloned().collect();
+    if let Some(revision) = &workload.revision {
+        let a = revision.apply(object, PROBES.0)?;
+        let b = revision.apply(object, PROBES.1)?;
+        differing_fields(&a, &b, &mut String::new(), &mut out);
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// The fields of `object` (a kind read by a `replicaResource` script, `GetReplicas`) that the
+/// script reads its replica count from: the whole numbers equal to the count it answers
+/// (`declared`) that, changed, change its answer. Empty when none does (the template does not
+/// set its replicas, or the script computes them). At most 32 candidates are tried.
+pub fn read_fields(
+    table: &crate::model::workload::InterpreterTable,
+    object: &serde_json::Value,
+    declared: i32,
+) -> Vec<String> {
+    use crate::model::interpreter::{Args, Operation, Outcome};
+    const CANDIDATES: usize = 32;
+    let api_version = object.get("apiVersion").and_then(serde_json::Value::as_str).unwrap_or("");
+    let kind = object.get("kind").and_then(serde_json::Value::as_str).unwrap_or("");
+    let mut candidates = Vec::new();
+    numbers_equal_to(object, i64::from(declared), &mut String::new(), &mut candidates);
+    let probe = if declared == PROBES.0 { PROBES.1 } else { PROBES.0 };
+    candidates
+        .into_iter()
+        .take(CANDIDATES)
+        .filter(|path| {
+            let mut changed = object.clone();
+            let Some(slot) = changed.pointer_mut(path) else { return false };
+            *slot = serde_json::Value::from(probe);
+            let args = Args { desired: Some(&changed), ..Args::default() };
+            matches!(
+                table.customizations.run(api_version, kind, Operation::InterpretReplica, &args),
+                Some(Ok(Outcome::Replica { replicas, .. })) if replicas != declared
+            )
+        })
+        .collect()
+}
+
+/// Appends to `out` the pointers (below `at`) where `a` and `b` differ: into objects, and into
+/// arrays of the same length, element by element; elsewhere the whole value.
+fn differing_fields(a: &serde_json::Value, b: &serde_json::Value, at: &mut String, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for key in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
+                let len = at.len();
+                push_segment(at, key);
+                match (x.get(key), y.get(key)) {
+                    (Some(p), Some(q)) => differing_fields(p, q, at, out),
+                    _ => out.push(at.clone()),
+                }
+                at.truncate(len);
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                let len = at.len();
+                push_segment(at, &i.to_string());
+                differing_fields(p, q, at, out);
+                at.truncate(len);
+            }
+        }
+        _ if a != b => out.push(at.clone()),
+        _ => {}
+    }
+}
+
+/// Appends to `out` the pointers (below `at`) of the whole numbers in `v` equal to `n`, the
+/// object's `metadata` and `status` left out.
+fn numbers_equal_to(v: &serde_json::Value, n: i64, at: &mut String, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match v {
+        Value::Object(map) => {
+            for (key, child) in map {
+                if at.is_empty() && (key == "metadata" || key == "status") {
+                    continue;
+                }
+                let len = at.len();
+                push_segment(at, key);
+                numbers_equal_to(child, n, at, out);
+                at.truncate(len);
+            }
+        }
+        Value::Array(list) => {
+            for (i, child) in list.iter().enumerate() {
+                let len = at.len();
+                push_segment(at, &i.to_string());
+                numbers_equal_to(child, n, at, out);
+                at.truncate(len);
+            }
+        }
+        Value::Number(x) if x.as_i64() == Some(n) => out.push(at.clone()),
+        _ => {}
+    }
+}
+
+/// Appends `/segment` to a JSON pointer, escaped (RFC 6901: `~` as `~0`, `/` as `~1`).
+fn push_segment(at: &mut String, segment: &str) {
+    at.push('/');
+    at.push_str(&segment.replace('~', "~0").replace('/', "~1"));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,5 +288,24 @@ mod tests {
         let got = divide_bounds((1, 2), &placement, proportional);
         assert_eq!(got, [("a".to_string(), (1, 1)), ("b".to_string(), (1, 1))].into());
         assert!(divide_bounds((1, 5), &m(&[("a", 0)]), proportional).is_empty());
+    }
+
+    #[test]
+    fn the_fields_that_differ_between_two_objects() {
+        let a = serde_json::json!({"spec": {"replicas": 1, "keep": 3, "a/b": 1, "list": [{"n": 1}, {"n": 5}],
+            "short": [1], "only_a": true}, "kind": "X"});
+        let b = serde_json::json!({"spec": {"replicas": 2, "keep": 3, "a/b": 2, "list": [{"n": 2}, {"n": 5}],
+            "short": [1, 2], "only_b": 1}, "kind": "X"});
+        let mut out = Vec::new();
+        differing_fields(&a, &b, &mut String::new(), &mut out);
+        out.sort();
+        assert_eq!(
+            out,
+            ["/spec/a~1b", "/spec/list/0/n", "/spec/only_a", "/spec/only_b", "/spec/replicas", "/spec/short"]
+        );
+        let mut numbers = Vec::new();
+        let v = serde_json::json!({"metadata": {"generation": 4}, "spec": {"replicas": 4, "x": [4, "4", 3]}, "status": {"replicas": 4}});
+        numbers_equal_to(&v, 4, &mut String::new(), &mut numbers);
+        assert_eq!(numbers, ["/spec/replicas", "/spec/x/0"]);
     }
 }

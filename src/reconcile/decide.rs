@@ -1067,6 +1067,13 @@ fn decide<'a>(
         suspension: render_spec.and_then(|s| s.suspension.clone()),
         previous: w.previous.clone(),
         directive: w.directive,
+        hpa_read_fields: match (&w.autoscale, &*workload) {
+            (
+                Autoscale::OwnedByHpa,
+                Workload { replicas: Some(r), replica_path: None, revision: None, multi_template: false, .. },
+            ) => crate::model::autoscaling::read_fields(&inputs.interpreters, &t.object, *r),
+            _ => Vec::new(),
+        },
         autoscale: w.autoscale.clone(),
         rollout: ctx.rollout.directives.get(&t.key),
         workload,
@@ -1146,6 +1153,9 @@ struct RenderJob<'a> {
     previous: Option<Arc<PlacementRecord>>,
     directive: Option<&'a Directive>,
     autoscale: Autoscale,
+    /// Owned by a member HPA, a kind whose replicas only a `replicaResource` script reads:
+    /// the fields it reads them from ([`crate::model::autoscaling::read_fields`]).
+    hpa_read_fields: Vec<String>,
     /// A rollout under way: the clusters not in `new_on` get the previous version.
     rollout: Option<&'a super::rollout::RolloutDirective>,
 }
@@ -1253,6 +1263,7 @@ impl RenderJob<'_> {
             };
             let input = RenderInput {
                 replicas_owned_by_hpa: self.autoscale == Autoscale::OwnedByHpa,
+                hpa_read_fields: &self.hpa_read_fields,
                 hpa_bounds,
                 template,
                 workload: &self.workload,

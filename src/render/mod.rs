@@ -104,10 +104,15 @@ pub struct RenderInput<'a> {
     /// opt-outs ([`ANNOTATION_ARGOCD_SYNC_OPTIONS`] `Prune=false`, [`ANNOTATION_FLUX_PRUNE`]
     /// `disabled`), so that when its file is removed the member keeps it.
     pub preserve_on_deletion: bool,
-    /// A member HPA owns the workload's replicas: the replica field is left out (the
-    /// workload's `replicaPath`, `spec.replicas` for the native kinds), so the GitOps tool
-    /// neither sets nor resets it.
+    /// A member HPA owns the workload's replicas: the replica fields are left out (the
+    /// workload's `replicaPath`, `spec.replicas` for the native kinds; what its
+    /// `replicaRevision` writes; [`RenderInput::hpa_read_fields`]), so the GitOps tool neither
+    /// sets nor resets them ([`crate::model::autoscaling::replica_fields`]).
     pub replicas_owned_by_hpa: bool,
+    /// For a kind whose replicas a `replicaResource` script reads and no revision writes: the
+    /// fields it reads them from ([`crate::model::autoscaling::read_fields`]), left out too
+    /// when a member HPA owns the replicas.
+    pub hpa_read_fields: &'a [String],
     /// An HPA's bounds on this member (`minReplicas`, `maxReplicas`): its share of the
     /// declared ones.
     pub hpa_bounds: Option<(i64, i64)>,
@@ -140,15 +145,25 @@ pub fn manifest(input: &RenderInput<'_>) -> Result<Value, RenderError> {
     if !obj.is_object() {
         return Err(RenderError::NotAnObject { object: object_name });
     }
-    if let (Some(revision), Some(r)) = (&input.workload.revision, input.replicas) {
+    if input.replicas_owned_by_hpa && input.workload.replicas.is_some() {
+        let fields =
+            crate::model::autoscaling::replica_fields(input.workload, &obj, input.hpa_read_fields).map_err(|e| {
+                RenderError::Replicas {
+                    object: object_name.clone(),
+                    path: "replicaRevision".into(),
+                    reason: e.to_string(),
+                }
+            })?;
+        for path in &fields {
+            remove_pointer(&mut obj, path);
+        }
+    } else if let (Some(revision), Some(r)) = (&input.workload.revision, input.replicas) {
         // A customization's replicaRevision (or a built-in CRD interpreter) writes the replicas.
         obj = revision.apply(&obj, r).map_err(|e| RenderError::Replicas {
             object: object_name.clone(),
             path: "replicaRevision".into(),
             reason: e.to_string(),
         })?;
-    } else if let (Some(path), true) = (&input.workload.replica_path, input.replicas_owned_by_hpa) {
-        remove_pointer(&mut obj, path);
     } else if let (Some(path), Some(r)) = (&input.workload.replica_path, input.replicas) {
         set_pointer(&mut obj, path, Value::from(r)).map_err(|reason| RenderError::Replicas {
             object: object_name.clone(),
@@ -267,7 +282,7 @@ fn remove_pointer(obj: &mut Value, pointer: &str) {
     let Some((parent, last)) = pointer.rsplit_once('/') else { return };
     let parent = if parent.is_empty() { Some(obj) } else { obj.pointer_mut(parent) };
     if let Some(map) = parent.and_then(Value::as_object_mut) {
-        map.remove(last);
+        map.remove(&last.replace("~1", "/").replace("~0", "~"));
     }
 }
 

@@ -426,6 +426,92 @@ fn karmadas_retain_label_and_federated_hpa() {
     );
 }
 
+/// A custom kind of `example.io/v1` whose replicas `customization` interprets: `size`
+/// replicas of 100m, `shards: 7` beside them; its policy divides it 2:1 over big and small.
+fn custom_workload(kind: &str, customization: &str) -> String {
+    format!(
+        "apiVersion: example.io/v1\nkind: {kind}\nmetadata: {{name: cache, namespace: shop}}\nspec:\n  size: 6\n  shards: 7\n  \
+         template: {{spec: {{containers: [{{name: c, image: redis}}]}}}}\n---\n{customization}---\n\
+         apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: cache, namespace: shop}}\nspec:\n  \
+         resourceSelectors: [{{apiVersion: example.io/v1, kind: {kind}, name: cache}}]\n  placement:\n    {STATIC_2_1}\n---\n\
+         apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {{name: cache, namespace: shop}}\nspec:\n  \
+         scaleTargetRef: {{apiVersion: example.io/v1, kind: {kind}, name: cache}}\n  minReplicas: 3\n  maxReplicas: 30\n---\n\
+         apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: cache-hpa, namespace: shop}}\nspec:\n  \
+         resourceSelectors: [{{apiVersion: autoscaling/v2, kind: HorizontalPodAutoscaler, name: cache}}]\n  \
+         placement: {{replicaScheduling: {{replicaSchedulingType: Duplicated}}}}\n"
+    )
+}
+
+/// A ResourceInterpreterCustomization of `kind` with these Lua scripts (each a `field: script`
+/// pair, the script's lines indented by the caller).
+fn customization(kind: &str, scripts: &[(&str, &str)]) -> String {
+    let mut out = format!(
+        "apiVersion: config.karmada.io/v1alpha1\nkind: ResourceInterpreterCustomization\nmetadata: {{name: {}}}\nspec:\n  \
+         target: {{apiVersion: example.io/v1, kind: {kind}}}\n  customizations:\n",
+        kind.to_lowercase()
+    );
+    for (field, script) in scripts {
+        out.push_str(&format!("    {field}:\n      luaScript: |\n"));
+        for line in script.lines() {
+            out.push_str(&format!("        {line}\n"));
+        }
+    }
+    out
+}
+
+const GET_SIZE: &str = "function GetReplicas(obj)\n  return obj.spec.size, {resourceRequest = {cpu = '100m'}}\nend";
+
+/// Kinds whose replicas Lua customizations read (`replicaResource`) and write
+/// (`replicaRevision`), under an HPA: their rendered files leave out what the revision writes
+/// (`spec.size`, and `spec.pods` it derives from the count) or, without a revision, the field
+/// the script reads the count from — as `spec.replicas` is left out of a Deployment's — and
+/// keep the rest; without the HPA the revision writes each member's share again.
+#[test]
+fn an_hpa_owns_the_replicas_of_kinds_a_script_reads_and_writes() {
+    let s = Scratch::new();
+    s.write(
+        "clusters.yaml",
+        &format!("{}---\n{}", offline_cluster("big", 64, 0, ""), offline_cluster("small", 64, 0, "")),
+    );
+    let revise = "function ReviseReplica(obj, desired)\n  obj.spec.size = desired\n  obj.spec.pods = desired * 2\n  return obj\nend";
+    let revised = customization("Revised", &[("replicaResource", GET_SIZE), ("replicaRevision", revise)]);
+    s.write("revised.yaml", &custom_workload("Revised", &revised));
+    let read_only = customization("ReadOnly", &[("replicaResource", GET_SIZE)]);
+    s.write("read-only.yaml", &custom_workload("ReadOnly", &read_only).replace("name: cache", "name: store"));
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = |rel: &str| -> Value {
+        let t = read(&s, rel);
+        serde_saphyr::from_str(t.split_once('\n').expect("header").1).expect("yaml")
+    };
+    for c in ["big", "small"] {
+        let revised = doc(&format!("{c}/shop/example.io_revised_cache.yaml"));
+        assert_eq!(revised["spec"].get("size"), None, "{c}: {revised}");
+        assert_eq!(revised["spec"].get("pods"), None, "{c}: {revised}");
+        assert_eq!(revised["spec"]["shards"], 7, "{c}: {revised}");
+        let read_only = doc(&format!("{c}/shop/example.io_readonly_store.yaml"));
+        assert_eq!(read_only["spec"].get("size"), None, "{c}: {read_only}");
+        assert_eq!(read_only["spec"]["shards"], 7, "{c}: {read_only}");
+    }
+    // The scheduler still divides the declared 6, and the HPAs' bounds follow (3..30: 2..20, 1..10).
+    let hpa = doc("big/shop/autoscaling_horizontalpodautoscaler_cache.yaml");
+    assert_eq!((hpa["spec"]["minReplicas"].as_i64(), hpa["spec"]["maxReplicas"].as_i64()), (Some(2), Some(20)));
+
+    // Without the HPAs the revision writes each member's share; the read-only kind keeps its
+    // template's count (no revision to write it, as Karmada).
+    for f in ["revised.yaml", "read-only.yaml"] {
+        let path = s.policies().join(f);
+        let text = std::fs::read_to_string(&path).expect("read");
+        let without: Vec<&str> = text.split("---\n").filter(|d| !d.contains("HorizontalPodAutoscaler")).collect();
+        std::fs::write(&path, without.join("---\n")).expect("write");
+    }
+    let out = s.render();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let big = doc("big/shop/example.io_revised_cache.yaml");
+    assert_eq!((big["spec"]["size"].as_i64(), big["spec"]["pods"].as_i64()), (Some(4), Some(8)), "{big}");
+    assert_eq!(doc("small/shop/example.io_readonly_store.yaml")["spec"]["size"], 6);
+}
+
 /// The daemon on the simulator: an HPA-managed Deployment whose members' HPAs scale it (the
 /// simulated HPA holds its target at its share of `maxReplicas`, 8 in all against 6 declared),
 /// and fedsched's next passes do not undo it: its files never set `spec.replicas`.
