@@ -19,7 +19,7 @@ pub(crate) struct Sim {
 }
 
 impl Sim {
-    fn start(fleet: &Path, apply: Option<&Path>, extra: &[&str]) -> Sim {
+    pub(crate) fn start(fleet: &Path, apply: Option<&Path>, extra: &[&str]) -> Sim {
         let mut cmd = Command::new(bin());
         cmd.args(["simulate", "--fleet"])
             .arg(fleet)

@@ -325,6 +325,133 @@ fn assert_xeon_and_epyc(s: &Scratch) {
     assert_eq!(on("aggregated-cheap"), epyc_15);
 }
 
+/// A simulated member with two Ready nodes of 10 cores (no pods), labelled with NFD's CPU
+/// vendor `vendor`.
+fn live_member(fleet: &std::path::Path, name: &str, vendor: &str) {
+    let dir = fleet.join(name);
+    std::fs::create_dir_all(&dir).expect("member dir");
+    let mut text = format!(
+        "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}, labels: {{env: prod}}}}\n\
+         spec: {{syncMode: Push, region: r1}}\n"
+    );
+    for n in 0..2 {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {name}-{n}\n  labels: {{kubernetes.io/hostname: {name}-{n}, \
+             feature.node.kubernetes.io/cpu-model.vendor_id: {vendor}}}\nspec: {{}}\nstatus:\n  \
+             allocatable: {{cpu: \"10\", memory: 64Gi, pods: \"110\"}}\n  capacity: {{cpu: \"10\", memory: 64Gi, pods: \"110\"}}\n  \
+             conditions: [{{type: Ready, status: \"True\"}}]\n"
+        ));
+    }
+    std::fs::write(dir.join("member.yaml"), text).expect("member");
+}
+
+/// The founding example on the simulator's live members (node data polled over HTTPS): two
+/// members with 20 raw cores free each on two 10-core nodes, the Xeon's nodes labelled
+/// GenuineIntel (factor 1.0), the EPYC's AuthenticAMD (1.2). Each workload is rendered on its
+/// own (a repository, output and store of its own), so what each profile does is seen alone:
+/// Karmada's division 11/11, the normalised division 10/12 (18/20 when the EPYC is full in raw
+/// cores), Aggregated on the EPYC with the normalised division or `cost-first`; least- and
+/// most-allocated compare utilisation, which one factor for a whole member does not change (the
+/// two score alike); fitting stays raw (a 12-core replica fits no 10-core node, EPYC or not,
+/// and explain shows both figures).
+#[test]
+fn the_xeon_and_the_epyc_on_live_members_per_profile() {
+    let s = Scratch::new();
+    let fleet = s.dir.path().join("fleet");
+    live_member(&fleet, "a-xeon", "GenuineIntel");
+    live_member(&fleet, "z-epyc", "AuthenticAMD");
+    let sim = crate::live::Sim::start(&fleet, None, &[]);
+    let access = std::fs::read_to_string(sim.meta().join("fedsched.toml")).expect("access");
+    let profile = |p: &str| format!(", annotations: {{fedsched.io/profile: {p}}}");
+    let cases: Vec<(&str, String)> = vec![
+        ("dynamic", deployment("dynamic", 22, "1", DYNAMIC, "")),
+        ("dynamic-throughput", deployment("dynamic-throughput", 22, "1", DYNAMIC, &profile("throughput"))),
+        ("dynamic-throughput-full", deployment("dynamic-throughput-full", 38, "1", DYNAMIC, &profile("throughput"))),
+        ("aggregated-throughput", deployment("aggregated-throughput", 15, "1", AGGREGATED, &profile("throughput"))),
+        ("aggregated-cheap", deployment("aggregated-cheap", 15, "1", AGGREGATED, &profile("cheap"))),
+        ("aggregated-least", deployment("aggregated-least", 15, "1", AGGREGATED, &profile("least"))),
+        ("aggregated-most", deployment("aggregated-most", 15, "1", AGGREGATED, &profile("most"))),
+        ("oversized", deployment("oversized", 1, "12", AGGREGATED, "")),
+    ];
+    let mut got: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
+    let mut explained: BTreeMap<String, Value> = BTreeMap::new();
+    for (name, app) in &cases {
+        let case = s.dir.path().join(name);
+        let policies = case.join("policies");
+        copy_dir(&sim.meta().join("clusters"), &policies.join("clusters"));
+        std::fs::write(policies.join("app.yaml"), app).expect("app");
+        let config = case.join("fedsched.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "policy_dir = {:?}\noutput_dir = {:?}\nstate_dir = {:?}\n[model.cpu_performance]\nAuthenticAMD = 1.2\n\
+                 GenuineIntel = 1.0\n[profiles.throughput]\nscores = {{ cluster-locality = 1 }}\ncpu_division = \"normalised\"\n\
+                 [profiles.cheap]\nscores = {{ cost-first = 1 }}\n[profiles.least]\nscores = {{ least-allocated = 1 }}\n\
+                 [profiles.most]\nscores = {{ most-allocated = 1 }}\n[cost.regions.r1]\ncpu = 0.04\n{access}",
+                policies.display().to_string(),
+                case.join("out").display().to_string(),
+                case.join("state").display().to_string(),
+            ),
+        )
+        .expect("config");
+        let cfg = config.to_str().expect("utf8");
+        let out = fedsched(&["render", "-c", cfg]);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        let doc: Value = serde_json::from_str(&placements_of(&case.join("out")).expect("summary")).expect("json");
+        for p in doc["placements"].as_array().expect("placements") {
+            let clusters = p["clusters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| (c["name"].as_str().expect("name").to_string(), c["replicas"].as_i64().unwrap_or(-1)))
+                .collect();
+            got.insert(p["workload"]["name"].as_str().expect("name").to_string(), clusters);
+        }
+        let e = fedsched(&["explain", &format!("Deployment/shop/{name}"), "-o", "json", "-c", cfg]);
+        assert!(e.status.success(), "{name}: {}", text(&e.stderr));
+        explained.insert(name.to_string(), serde_json::from_slice(&e.stdout).expect("json"));
+    }
+    let pair =
+        |x: i64, e: i64| -> BTreeMap<String, i64> { [("a-xeon".to_string(), x), ("z-epyc".to_string(), e)].into() };
+    let epyc = |n: i64| -> BTreeMap<String, i64> { [("z-epyc".to_string(), n)].into() };
+    // Karmada's division: raw free replicas, 20 and 20.
+    assert_eq!(got["dynamic"], pair(11, 11), "{got:?}");
+    // Normalised: 20 × 1.0 against 20 × 1.2, within the 20 that fit in raw cores.
+    assert_eq!(got["dynamic-throughput"], pair(10, 12), "{got:?}");
+    assert_eq!(got["dynamic-throughput-full"], pair(18, 20), "{got:?}");
+    assert_eq!(got["aggregated-throughput"], epyc(15), "{got:?}");
+    let reasons = cluster(&explained["dynamic-throughput"], "z-epyc")["reasons"].to_string();
+    assert!(reasons.contains("CPU performance 1.20: its free replicas weigh 1.20x"), "{reasons}");
+    // cost-first: the same price per core, so the EPYC's normalised core is cheaper.
+    assert_eq!(got["aggregated-cheap"], epyc(15), "{got:?}");
+    let cheap = &explained["aggregated-cheap"];
+    assert_eq!(
+        (
+            cluster(cheap, "z-epyc")["scores"]["cost-first"].as_i64(),
+            cluster(cheap, "a-xeon")["scores"]["cost-first"].as_i64()
+        ),
+        (Some(100), Some(0)),
+        "{cheap}"
+    );
+    // Least- and most-allocated: one factor for all of a member's nodes changes no
+    // utilisation ratio; the two members score alike, and 15 go whole to one of them.
+    for (name, scorer) in [("aggregated-least", "least-allocated"), ("aggregated-most", "most-allocated")] {
+        let e = &explained[name];
+        let (x, z) = (&cluster(e, "a-xeon")["scores"][scorer], &cluster(e, "z-epyc")["scores"][scorer]);
+        assert!(x.is_i64() && x == z, "{name}: {e}");
+        assert_eq!(got[name].values().sum::<i64>(), 15, "{got:?}");
+        assert_eq!(got[name].len(), 1, "{got:?}");
+    }
+    // Fitting stays raw: no 10-core node takes a 12-core replica, however fast.
+    assert!(got.get("oversized").is_none_or(|c| c.values().all(|r| *r <= 0)), "{got:?}");
+    let reasons = cluster(&explained["oversized"], "z-epyc")["reasons"].to_string();
+    assert!(
+        reasons.contains("normalised cores (12 raw) needed per replica")
+            && reasons.contains("normalised (10 raw) free"),
+        "{reasons}"
+    );
+}
+
 fn explain_with(s: &Scratch, what: &str, config: &str) -> Value {
     let out = s.cmd("explain", &[what, "-o", "json", "--config", config]);
     assert!(out.status.success(), "{}", text(&out.stderr));
