@@ -16,7 +16,7 @@ use fedsched::model::Observed;
 use fedsched::model::estimate::max_available;
 use fedsched::model::workload::interpret;
 use fedsched::policy::matching;
-use fedsched::reconcile::load_inputs;
+use fedsched::reconcile::{Repository, Settings, load_inputs};
 use fedsched::render::{self, RenderInput};
 use fedsched::schedule::assign::{TieBreak, webster};
 use fedsched::schedule::framework::{Fit, PluginContext};
@@ -43,7 +43,8 @@ fn main() {
         );
     })
     .unwrap_or_else(|e| panic!("generate: {e}"));
-    let mut inputs = load_inputs(dir.path()).unwrap_or_else(|e| panic!("load: {e:?}"));
+    let mut inputs =
+        load_inputs(Repository::Dir(dir.path()), &Settings::builtin()).unwrap_or_else(|e| panic!("load: {e:?}"));
     let state = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let store = Store::open(state.path()).unwrap_or_else(|e| panic!("store: {e}"));
     inputs.apply_live(&live, &store);

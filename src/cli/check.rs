@@ -10,7 +10,6 @@ use std::process::ExitCode;
 
 use crate::config::Config;
 use crate::policy::LoadError;
-use crate::policy::load::ParseCache;
 use crate::reconcile::{self, Inputs, template_errors};
 
 /// Runs `fedsched check` on `dir`. Text: errors on stdout (`file: document n: field:
@@ -18,7 +17,7 @@ use crate::reconcile::{self, Inputs, template_errors};
 /// finding ([`findings_document`]). Exit 1 when there is an error.
 pub(super) fn check(cfg: &Config, dir: &Path, output: super::OutputFormat) -> Result<ExitCode, super::Failure> {
     let settings = reconcile::Settings::from_config(cfg, false).map_err(|e| super::invalid(e.into()))?;
-    let loaded = load(cfg, dir, &settings);
+    let loaded = load(dir, &settings);
     let (errors, inputs) = match &loaded {
         Ok(inputs) => (template_errors(inputs), Some(inputs)),
         Err(errors) => (errors.clone(), None),
@@ -195,9 +194,8 @@ fn secret_findings(inputs: &Inputs, settings: &crate::secrets::SecretsSettings) 
 
 /// The inputs of `dir` walked as `[policy]` says, with the profiles and `[interpreter]`
 /// customizations of `settings` (the CLI's one way to load a repository).
-pub(super) fn load(cfg: &Config, dir: &Path, settings: &reconcile::Settings) -> Result<Inputs, Vec<LoadError>> {
-    let mut cache = ParseCache::one_shot(cfg.policy.walk_options());
-    reconcile::load_inputs_for(dir, settings, Some(&mut cache))
+pub(super) fn load(dir: &Path, settings: &reconcile::Settings) -> Result<Inputs, Vec<LoadError>> {
+    reconcile::load_inputs(reconcile::Repository::Dir(dir), settings)
 }
 
 fn report_ok(dir: &Path, inputs: &Inputs) {

@@ -877,7 +877,7 @@ fn read_inputs(
         .or_else(|| cfg.policy_dir.clone())
         .ok_or_else(|| missing("policy_dir", "--policies"))?;
     let settings = reconcile::Settings::from_config(cfg, false).map_err(|e| invalid(e.into()))?;
-    let inputs = check::load(cfg, &policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
+    let inputs = check::load(&policy_dir, &settings).map_err(|errs| invalid(invalid_inputs(&errs)))?;
     Ok((inputs, settings.profiles))
 }
 
@@ -923,7 +923,7 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     let paths = cfg.paths(&dirs.overrides()).map_err(|e| invalid(e.into()))?;
     let settings = reconcile::Settings::from_config(cfg, allow_mass_delete).map_err(|e| invalid(e.into()))?;
     let progress = progress::Progress::start("render: loading the policy repository");
-    let loaded = check::load(cfg, &paths.policy_dir, &settings);
+    let loaded = check::load(&paths.policy_dir, &settings);
     drop(progress);
     let mut inputs = loaded.map_err(|errs| load_failure(&errs))?;
     for n in &inputs.set.notes {

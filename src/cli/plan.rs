@@ -101,7 +101,7 @@ fn run(cfg: &Config, a: &PlanArgs) -> Result<ExitCode, Failure> {
     let reconciler = Reconciler::new(store, settings);
     let load = |dir: &Path| -> Result<Inputs, Failure> {
         let mut inputs = reconciler
-            .load_inputs(dir, &mut reconcile::PhaseTimings::default())
+            .load_inputs(dir, &mut reconcile::PhaseTimings::default(), &reconcile::Changed::Unknown)
             .map_err(|errs| invalid(invalid_inputs(&errs)))?;
         let store = &reconciler.store;
         if a.live {

@@ -691,16 +691,20 @@ impl Daemon {
     }
 
     /// The live targets from the policy repository as it is at start (empty if it is invalid:
-    /// the startup reconcile reports why). The load's offline snapshots count as polls.
+    /// the startup reconcile reports why), loaded by the reconciler of the first pass — its
+    /// settings (a policy naming a configured profile is valid) and its load cache (the first
+    /// pass finds the files parsed). The load's offline snapshots count as polls.
     async fn initial_targets(
         &self,
         waits: &mut Waits<'_, impl Stream<Item = Control> + Unpin>,
     ) -> Result<Vec<Target>, Stopping> {
         let dir = self.paths.policy_dir.clone();
         let cfg = self.cfg.clone();
+        let reconciler = Arc::clone(&self.current.reconciler);
         let load = move || {
             // The load types the repository's objects (their scripts run): a scope of its own.
-            let inputs = Scope::enter(Some(Scope::new("the start")), || reconcile::load_inputs(&dir)).ok()?;
+            let load = || reconciler.load_inputs(&dir, &mut PhaseTimings::default(), &reconcile::Changed::Unknown);
+            let inputs = Scope::enter(Some(Scope::new("the start")), load).ok()?;
             let targets = live_targets(&cfg, &inputs.set);
             let polls = offline_only(&inputs.offline_polls, &targets);
             Some((targets, polls))
@@ -1267,7 +1271,7 @@ fn live_targets(cfg: &Config, set: &crate::policy::PolicySet) -> Vec<Target> {
 pub const WALK_AT_LEAST_EVERY_MS: u64 = 10 * 60 * 1000;
 
 /// What the pass of `trigger` takes as changed in the policy directory (how it reads it:
-/// [`reconcile::Reconciler::load_inputs_watched`]). `changes`: what the watch saw since the last
+/// [`reconcile::Reconciler::load_inputs`]). `changes`: what the watch saw since the last
 /// pass ([`watch::PolicyWatch::take_changes`], taken before the read); `None`: no watch.
 /// Without a watch, for every trigger but a watch event (`policy-change`), the timer and a
 /// poll round (`cluster-change`), and when the last walk is [`WALK_AT_LEAST_EVERY_MS`] old:
@@ -1392,7 +1396,7 @@ impl PassJob {
         Scope::enter(Some(Scope::new("this pass")), || {
             test_stall(trigger);
             let mut timings = PhaseTimings::default();
-            let mut inputs = match r.load_inputs_watched(&policy_dir, &mut timings, &changed) {
+            let mut inputs = match r.load_inputs(&policy_dir, &mut timings, &changed) {
                 Err(errors) => return (Err(reconcile::ReconcileError::Invalid(errors)), None, None),
                 Ok(inputs) => inputs,
             };

@@ -37,7 +37,7 @@ use crate::policy::ObjectKey;
 use crate::store::Store;
 
 use super::preview::{PassPreview, PlannedDecision};
-use super::{Inputs, ReconcileError, Reconciler, load_inputs_from_sources};
+use super::{Inputs, ReconcileError, Reconciler, Repository, load_inputs};
 
 /// One way the kept state and a fresh decision differ.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,7 +230,7 @@ impl Reconciler {
         let copy = Store::open_copy(state_dir, scratch)?;
         let sources: Vec<(std::path::PathBuf, Arc<str>)> =
             inputs.sources.iter().map(|(p, _, text)| (p.clone(), Arc::clone(text))).collect();
-        let mut fresh_inputs = load_inputs_from_sources(&sources, &settings).map_err(ReconcileError::Invalid)?;
+        let mut fresh_inputs = load_inputs(Repository::Files(&sources), &settings).map_err(ReconcileError::Invalid)?;
         let fresh_reconciler = Reconciler::new(copy, settings);
         fresh_inputs.apply_live(&without_memos(live), &fresh_reconciler.store);
         let fresh = fresh_reconciler.preview(&fresh_inputs, output_dir, now_ms)?;

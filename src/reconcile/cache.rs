@@ -121,7 +121,7 @@
 //! (`policy::load::ParseCache`) and hands out the previous validated `Inputs` again (shared `Arc`s)
 //! when no file was added, removed or changed; when some did, only those files are typed, defaulted
 //! and validated again (a whole load whenever there is an error, so errors are exactly a whole
-//! load's); `Reconciler::load_inputs_watched` hands them out without walking the directory when the
+//! load's); `Reconciler::load_inputs` hands them out without walking the directory when the
 //! caller vouches that nothing changed (the daemon's watch), unless the last walk reached the
 //! repository through a symbolic link (`ParseCache::through_links`: a swapped ConfigMap `..data` or
 //! git-sync worktree link changes it with no event in the watched directory). What a quiet pass
@@ -1395,7 +1395,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::reconcile::{Changed, Inputs, Reconciler, Settings, load_inputs};
+    use crate::reconcile::{Changed, Inputs, Reconciler, Repository, Settings, load_inputs};
     use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
 
     /// The built-in settings with `[model] offline_deductions = false`: each decision on the
@@ -1546,7 +1546,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (policies, first) = small_repo(dir.path());
         let out = dir.path().join("out");
-        let inputs = load_inputs(&policies).expect("inputs");
+        let inputs = load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs");
         first.reconcile(&inputs, &out, "startup", 1_000).expect("pass");
         let names: Vec<String> = inputs.snapshots.iter().map(|s| s.name.clone()).collect();
         let heads = |store: &Store| -> Vec<(u64, u64)> {
@@ -1561,7 +1561,14 @@ mod tests {
         assert!(before.iter().all(|&(v, seen)| v == 1 && seen == 1_000), "{before:?}");
         let restart = |now: u64| {
             let r = Reconciler::new(store.clone(), Settings::builtin());
-            let report = r.reconcile(&load_inputs(&policies).expect("inputs"), &out, "startup", now).expect("pass");
+            let report = r
+                .reconcile(
+                    &load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs"),
+                    &out,
+                    "startup",
+                    now,
+                )
+                .expect("pass");
             assert_eq!(report.new_snapshot_versions, 0);
             assert_eq!(report.files_written, 0);
         };
@@ -1582,7 +1589,7 @@ mod tests {
 
         let dir = tempfile::tempdir().expect("tempdir");
         let (policies, r) = small_repo(dir.path());
-        let load = || r.load_inputs(&policies, &mut PhaseTimings::default()).expect("inputs");
+        let load = || r.load_inputs(&policies, &mut PhaseTimings::default(), &Changed::Unknown).expect("inputs");
         let (a, b) = (load(), load());
         assert!(Arc::ptr_eq(&a.set, &b.set) && Arc::ptr_eq(&a.hashes, &b.hashes));
         assert_eq!(a.hashes.templates.len(), a.set.templates.len());
@@ -1591,7 +1598,7 @@ mod tests {
         let c = load();
         assert!(!Arc::ptr_eq(&b.set, &c.set));
         assert_ne!(b.hashes.templates, c.hashes.templates);
-        let fresh = load_inputs(&policies).expect("inputs");
+        let fresh = load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs");
         assert_eq!(c.hashes.templates, fresh.hashes.templates);
         assert_eq!(c.hashes.policies, fresh.hashes.policies);
         assert_eq!(c.hashes.overrides, fresh.hashes.overrides);
@@ -1610,7 +1617,7 @@ mod tests {
 
         let dir = tempfile::tempdir().expect("tempdir");
         let (policies, r) = small_repo(dir.path());
-        let load = |changed: Changed| r.load_inputs_watched(&policies, &mut PhaseTimings::default(), &changed);
+        let load = |changed: Changed| r.load_inputs(&policies, &mut PhaseTimings::default(), &changed);
         let a = load(Changed::Nothing).expect("the first load reads the directory");
         std::fs::write(policies.join(repo::workload_file(2)), repo::workload_yaml(2, 41, 3)).expect("edit");
         let trusted = load(Changed::Nothing).expect("inputs");
@@ -1621,15 +1628,15 @@ mod tests {
         let other = dir.path().join("other");
         let spec = RepoSpec { fleet: FleetSpec { clusters: 3, nodes: 2, pods: 4, seed: 2 }, workloads: 6 };
         repo::write_repo(&other, &spec, |_, _, _| {}).expect("generate");
-        let there = r.load_inputs_watched(&other, &mut PhaseTimings::default(), &Changed::Nothing).expect("inputs");
+        let there = r.load_inputs(&other, &mut PhaseTimings::default(), &Changed::Nothing).expect("inputs");
         assert!(!Arc::ptr_eq(&read.set, &there.set));
         // A broken file: the load fails, and the next one reads the directory again.
         std::fs::write(other.join(repo::workload_file(1)), "kind: [unterminated\n").expect("break");
-        assert!(r.load_inputs_watched(&other, &mut PhaseTimings::default(), &Changed::Unknown).is_err());
-        let again = r.load_inputs_watched(&other, &mut PhaseTimings::default(), &Changed::Nothing);
+        assert!(r.load_inputs(&other, &mut PhaseTimings::default(), &Changed::Unknown).is_err());
+        let again = r.load_inputs(&other, &mut PhaseTimings::default(), &Changed::Nothing);
         assert!(again.is_err(), "not the old inputs");
         let named = Changed::Files(vec![repo::workload_file(1).into()]);
-        assert!(r.load_inputs_watched(&other, &mut PhaseTimings::default(), &named).is_err(), "nor with files named");
+        assert!(r.load_inputs(&other, &mut PhaseTimings::default(), &named).is_err(), "nor with files named");
     }
 
     /// With the paths a watch saw, a load reads those files only (a change elsewhere is not
@@ -1643,8 +1650,8 @@ mod tests {
 
         let dir = tempfile::tempdir().expect("tempdir");
         let (policies, r) = small_repo(dir.path());
-        let load = |changed: Changed| r.load_inputs_watched(&policies, &mut PhaseTimings::default(), &changed);
-        let walked = || load_inputs(&policies).expect("a whole load");
+        let load = |changed: Changed| r.load_inputs(&policies, &mut PhaseTimings::default(), &changed);
+        let walked = || load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("a whole load");
         let files = |paths: &[String]| Changed::Files(paths.iter().map(Into::into).collect());
         let a = load(Changed::Unknown).expect("the first load");
         // Two files edited, one named: only the named one is read.
@@ -1708,14 +1715,14 @@ mod tests {
         std::fs::write(second.join(repo::workload_file(2)), repo::workload_yaml(2, 41, 3)).expect("edit");
         let current = dir.path().join("current");
         std::os::unix::fs::symlink(&first, &current).expect("link");
-        let load = || r.load_inputs_watched(&current, &mut PhaseTimings::default(), &Changed::Nothing).expect("inputs");
+        let load = || r.load_inputs(&current, &mut PhaseTimings::default(), &Changed::Nothing).expect("inputs");
         let a = load();
         // Swapped as git-sync swaps it: a new link renamed over the old one.
         std::os::unix::fs::symlink(&second, dir.path().join("next")).expect("link");
         std::fs::rename(dir.path().join("next"), &current).expect("swap");
         let b = load();
         assert!(!Arc::ptr_eq(&a.set, &b.set), "the swapped repository was not read");
-        assert!(*b.set == *load_inputs(&second).expect("inputs").set);
+        assert!(*b.set == *load_inputs(Repository::Dir(&second), &Settings::builtin()).expect("inputs").set);
     }
 
     /// A node list's, pod facts' and API list's digests are kept per list, facts and set: the
@@ -1789,7 +1796,7 @@ mod tests {
         let (policies, warm) = small_repo(dir.path());
         let (warm_out, cold_out) = (dir.path().join("warm-out"), dir.path().join("cold-out"));
         let pass = |r: &Reconciler, out: &Path, now: u64| {
-            let inputs = r.load_inputs(&policies, &mut PhaseTimings::default()).expect("inputs");
+            let inputs = r.load_inputs(&policies, &mut PhaseTimings::default(), &Changed::Unknown).expect("inputs");
             r.reconcile(&inputs, out, "timer", now).expect("reconcile")
         };
         pass(&warm, &warm_out, 1_000);
@@ -1876,7 +1883,9 @@ mod tests {
         let (daemon, twin) = (open("daemon-state"), open("twin-state"));
         let (daemon_out, twin_out) = (dir.path().join("daemon-out"), dir.path().join("twin-out"));
         let inputs = |r: &Reconciler| {
-            let mut inputs = r.load_inputs(&policies, &mut super::super::PhaseTimings::default()).expect("inputs");
+            let mut inputs = r
+                .load_inputs(&policies, &mut super::super::PhaseTimings::default(), &Changed::Unknown)
+                .expect("inputs");
             inputs.apply_live(&view, &r.store);
             inputs
         };
@@ -1948,7 +1957,9 @@ mod tests {
         let daemon = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
         let out = dir.path().join("out");
         let inputs = |r: &Reconciler| {
-            let mut inputs = r.load_inputs(&policies, &mut super::super::PhaseTimings::default()).expect("inputs");
+            let mut inputs = r
+                .load_inputs(&policies, &mut super::super::PhaseTimings::default(), &Changed::Unknown)
+                .expect("inputs");
             inputs.apply_live(&view, &r.store);
             inputs
         };
@@ -2020,7 +2031,9 @@ mod tests {
                     .expect("edit");
             }
             let pass = |r: &Reconciler, out: &Path| {
-                let mut inputs = r.load_inputs(&policies, &mut super::super::PhaseTimings::default()).expect("inputs");
+                let mut inputs = r
+                    .load_inputs(&policies, &mut super::super::PhaseTimings::default(), &Changed::Unknown)
+                    .expect("inputs");
                 inputs.apply_live(&view, &r.store);
                 r.reconcile(&inputs, out, "timer", now).expect("reconcile")
             };
@@ -2078,7 +2091,9 @@ mod tests {
         let policies = dir.path().join("repo");
         let view = live_repo(&policies, 40);
         let pass = |r: &Reconciler, out: &Path, now: u64| {
-            let mut inputs = r.load_inputs(&policies, &mut super::super::PhaseTimings::default()).expect("inputs");
+            let mut inputs = r
+                .load_inputs(&policies, &mut super::super::PhaseTimings::default(), &Changed::Unknown)
+                .expect("inputs");
             inputs.apply_live(&view, &r.store);
             r.reconcile(&inputs, out, "timer", now).expect("reconcile")
         };
@@ -2153,7 +2168,13 @@ mod tests {
         let spec = RepoSpec { fleet: FleetSpec { clusters: 4, nodes: 2, pods: 4, seed: 2 }, workloads: 12 };
         repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
         let r = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
-        r.reconcile(&load_inputs(&policies).expect("inputs"), &dir.path().join("out"), "t", 1).expect("reconcile");
+        r.reconcile(
+            &load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs"),
+            &dir.path().join("out"),
+            "t",
+            1,
+        )
+        .expect("reconcile");
         let placements = r.store.placements().expect("placements");
         assert!(!placements.is_empty());
         let items: Vec<String> =
@@ -2174,7 +2195,7 @@ mod tests {
         let warm = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), independent());
         let out = dir.path().join("out");
         let pass = |r: &Reconciler, out: &Path, trigger: &str, now: u64| {
-            let inputs = load_inputs(&policies).expect("inputs");
+            let inputs = load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs");
             r.reconcile(&inputs, out, trigger, now).expect("reconcile")
         };
         let first = pass(&warm, &out, "startup", 1_000);
@@ -2231,7 +2252,13 @@ mod tests {
         };
         let pass = |settings: Settings, now: u64| {
             let r = Reconciler::new(Store::open(&state).expect("store"), settings);
-            r.reconcile(&load_inputs(&policies).expect("inputs"), &out, "startup", now).expect("reconcile")
+            r.reconcile(
+                &load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs"),
+                &out,
+                "startup",
+                now,
+            )
+            .expect("reconcile")
         };
         pass(settings(""), 1_000);
         pass(settings(""), 2_000);
@@ -2314,7 +2341,7 @@ mod tests {
         let spec = RepoSpec { fleet: FleetSpec { clusters: 4, nodes: 2, pods: 4, seed: 3 }, workloads: 8 };
         repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
         let (state, out) = (dir.path().join("state"), dir.path().join("out"));
-        let inputs = load_inputs(&policies).expect("inputs");
+        let inputs = load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs");
         let daemon = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
         daemon.reconcile(&inputs, &out, "startup", 1_000).expect("first pass");
         daemon.reconcile(&inputs, &out, "timer", 2_000).expect("second pass");
@@ -2335,7 +2362,13 @@ mod tests {
         let before = tree(&out);
         let restart = |now: u64| {
             let r = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
-            r.reconcile(&load_inputs(&policies).expect("inputs"), &out, "startup", now).expect("reconcile")
+            r.reconcile(
+                &load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs"),
+                &out,
+                "startup",
+                now,
+            )
+            .expect("reconcile")
         };
         let quiet = restart(4_000);
         assert_eq!((quiet.decided, quiet.files_written, quiet.history_records), (0, 0, 0), "{}", quiet.summary());
@@ -2367,7 +2400,9 @@ mod tests {
         let view = live_repo(&policies, 40);
         let (state, out) = (dir.path().join("state"), dir.path().join("out"));
         let inputs = |r: &Reconciler| {
-            let mut inputs = r.load_inputs(&policies, &mut super::super::PhaseTimings::default()).expect("inputs");
+            let mut inputs = r
+                .load_inputs(&policies, &mut super::super::PhaseTimings::default(), &Changed::Unknown)
+                .expect("inputs");
             inputs.apply_live(&view, &r.store);
             inputs
         };
@@ -2411,7 +2446,13 @@ mod tests {
         let out = dir.path().join("out");
         let restart = |trigger: &str, now: u64| {
             let r = Reconciler::new(Store::open(&state).expect("store"), independent());
-            r.reconcile(&load_inputs(&policies).expect("inputs"), &out, trigger, now).expect("reconcile")
+            r.reconcile(
+                &load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs"),
+                &out,
+                trigger,
+                now,
+            )
+            .expect("reconcile")
         };
         let first = restart("startup", 1_000);
         assert_eq!(first.decided, first.workloads);
@@ -2464,7 +2505,13 @@ mod tests {
         assert!(edited.files_written > 0 && edited.history_records == 1, "{}", edited.summary());
         let cold_out = dir.path().join("cold-out");
         let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"), independent());
-        cold.reconcile(&load_inputs(&policies).expect("inputs"), &cold_out, "startup", 1_000).expect("reconcile");
+        cold.reconcile(
+            &load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs"),
+            &cold_out,
+            "startup",
+            1_000,
+        )
+        .expect("reconcile");
         assert!(tree(&out) == tree(&cold_out), "restarted and cold outputs differ");
 
         // A store written before decisions were persisted: a cold pass, which writes nothing.

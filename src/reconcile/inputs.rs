@@ -23,11 +23,9 @@ use crate::policy::load::{
 };
 use crate::policy::{LoadError, ObjectKey, PolicyRef, PolicySet};
 use crate::render;
-use crate::schedule::profile::Profiles;
 use crate::store::Store;
 use crate::util::hash::{KeyMap, fnv1a64};
 
-use super::settings::InterpreterSettings;
 use super::{PhaseTimings, Reconciler, cache};
 
 /// Everything a pass reads from the policy repository, validated. Cloning is cheap: what does
@@ -212,91 +210,57 @@ mod erased_json {
     }
 }
 
-/// [`load_inputs_with`] the built-in profile only (no config).
-pub fn load_inputs(policy_dir: &Path) -> Result<Inputs, Vec<LoadError>> {
-    load_inputs_with(policy_dir, &Profiles::builtin())
+/// Where [`load_inputs`] reads a policy repository.
+#[derive(Debug, Clone, Copy)]
+pub enum Repository<'a> {
+    /// A directory, walked as the settings' `[policy]` says (every file read and parsed once).
+    Dir(&'a Path),
+    /// A repository given as its files (path relative to it, text, in walk order): what a
+    /// replay rebuilds from the files a pass stored.
+    Files(&'a [(std::path::PathBuf, Arc<str>)]),
 }
 
-/// Loads, defaults and validates the policy repository and builds the offline snapshots; a
-/// policy naming a profile that `profiles` does not have is an error. Returns every problem
-/// found, or inputs that are safe to act on.
-pub fn load_inputs_with(policy_dir: &Path, profiles: &Profiles) -> Result<Inputs, Vec<LoadError>> {
-    load_inputs_timed(policy_dir, profiles, &mut PhaseTimings::default())
-}
-
-/// [`load_inputs_with`], adding the time spent loading and building snapshots to `timings`.
-pub fn load_inputs_timed(
-    policy_dir: &Path,
-    profiles: &Profiles,
-    timings: &mut PhaseTimings,
-) -> Result<Inputs, Vec<LoadError>> {
-    load_inputs_cached(policy_dir, profiles, timings, None)
-}
-
-/// [`load_inputs_with`] with the profiles and the `[interpreter]` customizations of `settings`
-/// (what the CLI's one-shot commands use).
-pub fn load_inputs_for(
-    policy_dir: &Path,
-    settings: &super::Settings,
-    cache: Option<&mut ParseCache>,
-) -> Result<Inputs, Vec<LoadError>> {
+/// Loads, defaults and validates a policy repository with `settings` — its profiles (a policy
+/// naming a profile they do not have is an error), its `[interpreter]` customizations and its
+/// walk — and builds the offline snapshots. Returns every problem found, or inputs that are
+/// safe to act on, their files kept as the sources. The one load that keeps nothing between
+/// calls (the CLI's one-shot commands, replay, the audit's cold side, tests);
+/// [`Reconciler::load_inputs`] is the same load with the reconciler's settings, kept warm.
+pub fn load_inputs(from: Repository<'_>, settings: &super::Settings) -> Result<Inputs, Vec<LoadError>> {
     let started = Instant::now();
-    let mut cache = cache;
-    let (set, errors) = load_repository_cached(policy_dir, cache.as_deref_mut());
     let mut timings = PhaseTimings::default();
-    let mut inputs = build_inputs(set, errors, &settings.profiles, &settings.interpreter, &mut timings, started, None)?;
-    if let Some(c) = cache {
-        inputs.sources = Arc::new(c.sources());
+    match from {
+        Repository::Dir(policy_dir) => {
+            let mut cache = ParseCache::one_shot(settings.walk.clone());
+            let (set, errors) = load_repository_cached(policy_dir, Some(&mut cache));
+            let mut inputs = build_inputs(set, errors, settings, &mut timings, started, None)?;
+            inputs.sources = Arc::new(cache.sources());
+            Ok(inputs)
+        }
+        Repository::Files(files) => {
+            let texts = files.iter().map(|(p, t)| (p.clone(), t.to_string()));
+            let (mut set, mut errors) = crate::policy::load::load_sources(texts);
+            crate::policy::defaults::apply(&mut set);
+            errors.extend(crate::policy::validate::validate(&set));
+            let mut inputs = build_inputs(set, errors, settings, &mut timings, started, None)?;
+            inputs.sources =
+                Arc::new(files.iter().map(|(p, t)| (p.clone(), fnv1a64(t.as_bytes()), t.clone())).collect());
+            Ok(inputs)
+        }
     }
-    Ok(inputs)
-}
-
-/// [`load_inputs_timed`], reusing (and updating) a parse cache of the repository's files.
-pub fn load_inputs_cached(
-    policy_dir: &Path,
-    profiles: &Profiles,
-    timings: &mut PhaseTimings,
-    cache: Option<&mut ParseCache>,
-) -> Result<Inputs, Vec<LoadError>> {
-    let started = Instant::now();
-    let mut cache = cache;
-    let (set, errors) = load_repository_cached(policy_dir, cache.as_deref_mut());
-    let mut inputs = build_inputs(set, errors, profiles, &InterpreterSettings::default(), timings, started, None)?;
-    if let Some(c) = cache {
-        inputs.sources = Arc::new(c.sources());
-    }
-    Ok(inputs)
-}
-
-/// The inputs of a repository given as its files (path relative to the repository, text, in
-/// walk order), loaded, defaulted and validated as a load of the directory would: what a
-/// replay rebuilds from the files a pass stored.
-pub fn load_inputs_from_sources(
-    files: &[(std::path::PathBuf, Arc<str>)],
-    settings: &super::Settings,
-) -> Result<Inputs, Vec<LoadError>> {
-    let started = Instant::now();
-    let texts = files.iter().map(|(p, t)| (p.clone(), t.to_string()));
-    let (mut set, mut errors) = crate::policy::load::load_sources(texts);
-    crate::policy::defaults::apply(&mut set);
-    errors.extend(crate::policy::validate::validate(&set));
-    let mut timings = PhaseTimings::default();
-    let mut inputs = build_inputs(set, errors, &settings.profiles, &settings.interpreter, &mut timings, started, None)?;
-    inputs.sources = Arc::new(files.iter().map(|(p, t)| (p.clone(), fnv1a64(t.as_bytes()), t.clone())).collect());
-    Ok(inputs)
 }
 
 /// Validates the profiles `set` names and builds the offline snapshots and the hashes.
 fn build_inputs(
     set: PolicySet,
     mut errors: Vec<LoadError>,
-    profiles: &Profiles,
-    interpreter: &InterpreterSettings,
+    settings: &super::Settings,
     timings: &mut PhaseTimings,
     started: Instant,
     previous: Option<&Inputs>,
 ) -> Result<Inputs, Vec<LoadError>> {
-    errors.extend(profiles.validate(&set));
+    let interpreter = &settings.interpreter;
+    errors.extend(settings.profiles.validate(&set));
     let mut hashes = match errors.is_empty() {
         true => InputHashes::of_reusing(&set, previous.map(|p| (&*p.set, &*p.hashes))),
         false => InputHashes::default(),
@@ -375,7 +339,7 @@ pub(super) struct LoadCache {
 }
 
 /// What a watch of the policy directory saw since the reconciler last loaded it
-/// ([`Reconciler::load_inputs_watched`]).
+/// ([`Reconciler::load_inputs`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Changed {
     /// No event: the last good inputs hold.
@@ -397,22 +361,26 @@ impl LoadCache {
 }
 
 impl Reconciler {
-    /// [`Reconciler::load_inputs`] for a caller that knows what may have changed in the
-    /// directory since its last load (the daemon's watch of it): with [`Changed::Nothing`], the
-    /// last good inputs of the same directory are handed out again without walking it; with
-    /// [`Changed::Files`], only those files are read again ([`ParseCache::refresh_files`]),
-    /// without a walk. Without last good inputs (the first load, a failed one, another
-    /// directory), for a repository the last walk reached through a symbolic link, when the
-    /// files are not all files the last walk read, and with [`Changed::Unknown`], the directory
-    /// is walked as [`Reconciler::load_inputs`] walks it.
-    pub fn load_inputs_watched(
+    /// Loads the repository at `policy_dir` as [`load_inputs`] does, with this reconciler's
+    /// settings, reusing the parsed documents of files whose bytes did not change since the
+    /// previous call and handing out the previous inputs again (shared, not rebuilt) when no
+    /// file was added, removed or changed. `changed`: what the caller knows may have changed in
+    /// the directory since its last load (the daemon's watch of it). With
+    /// [`Changed::Nothing`], the last good inputs of the same directory are handed out again
+    /// without walking it; with [`Changed::Files`], only those files are read again
+    /// ([`ParseCache::refresh_files`]), without a walk. Without last good inputs (the first
+    /// load, a failed one, another directory), for a repository the last walk reached through
+    /// a symbolic link, when the files are not all files the last walk read, and with
+    /// [`Changed::Unknown`], the directory is walked ([`ParseCache::refresh`]: unchanged stats
+    /// are trusted, except for files modified within a second of being read).
+    pub fn load_inputs(
         &self,
         policy_dir: &Path,
         timings: &mut PhaseTimings,
         changed: &Changed,
     ) -> Result<Inputs, Vec<LoadError>> {
         if matches!(changed, Changed::Unknown) {
-            return self.load_inputs(policy_dir, timings);
+            return self.load_walked(policy_dir, timings);
         }
         let started = Instant::now();
         let mut cache = self.locked_load_cache();
@@ -421,7 +389,7 @@ impl Reconciler {
         let trusted = cache.last_dir.as_deref() == Some(policy_dir) && !cache.parse.through_links();
         if !trusted || cache.last.is_none() {
             drop(cache);
-            return self.load_inputs(policy_dir, timings);
+            return self.load_walked(policy_dir, timings);
         }
         let refreshed = match changed {
             Changed::Files(files) => {
@@ -434,13 +402,9 @@ impl Reconciler {
         self.load_refreshed(&mut cache, policy_dir, refreshed, timings, started)
     }
 
-    /// [`load_inputs_timed`] with this reconciler's profiles, reusing the parsed documents of
-    /// files whose bytes did not change since the previous call. When no file was added,
-    /// removed or changed ([`ParseCache::refresh`]: unchanged stats are trusted, except for
-    /// files modified within a second of being read), the previous inputs are returned again
-    /// (shared, not rebuilt): the set, its validation and the offline snapshots depend on
-    /// nothing else (the profiles are this reconciler's).
-    pub fn load_inputs(&self, policy_dir: &Path, timings: &mut PhaseTimings) -> Result<Inputs, Vec<LoadError>> {
+    /// [`Reconciler::load_inputs`] of a directory walked: the set, its validation and the
+    /// offline snapshots depend on nothing else (the profiles are this reconciler's).
+    fn load_walked(&self, policy_dir: &Path, timings: &mut PhaseTimings) -> Result<Inputs, Vec<LoadError>> {
         let mut cache = self.locked_load_cache();
         let started = Instant::now();
         cache.parse.set_options(&self.settings.walk);
@@ -591,9 +555,7 @@ impl Reconciler {
         started: Instant,
         previous: Option<&Inputs>,
     ) -> Result<Inputs, Vec<LoadError>> {
-        let settings = &self.settings;
-        let mut inputs =
-            build_inputs(set, errors, &settings.profiles, &settings.interpreter, timings, started, previous)?;
+        let mut inputs = build_inputs(set, errors, &self.settings, timings, started, previous)?;
         inputs.sources = Arc::new(parse.sources());
         Ok(inputs)
     }
@@ -633,7 +595,7 @@ mod tests {
         write(&repo, "clusters/b.yaml", &cluster("b", "16"));
         write(&repo, "apps/web.yaml", &deploy("web", 2));
         let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
-        let first = rec.load_inputs(&repo, &mut PhaseTimings::default()).expect("first load");
+        let first = rec.load_inputs(&repo, &mut PhaseTimings::default(), &Changed::Unknown).expect("first load");
         assert_eq!(first.snapshots.len(), 2);
         let steps: [&dyn Fn(); 3] = [
             &|| write(&repo, "apps/web.yaml", &deploy("web", 3)),
@@ -647,15 +609,15 @@ mod tests {
             // Past the parse cache's one-second window for files modified as they are read.
             std::thread::sleep(std::time::Duration::from_millis(1100));
             step();
-            let warm = rec.load_inputs(&repo, &mut PhaseTimings::default()).expect("warm load");
-            let cold = load_inputs(&repo).expect("cold load");
+            let warm = rec.load_inputs(&repo, &mut PhaseTimings::default(), &Changed::Unknown).expect("warm load");
+            let cold = load_inputs(Repository::Dir(&repo), &Settings::builtin()).expect("cold load");
             assert_eq!(warm.snapshots, cold.snapshots, "step {i}");
             // The first step's edit is spliced into the last set: the same set and hashes.
             assert!(*warm.set == *cold.set, "step {i}");
             assert_eq!(warm.hashes.templates, cold.hashes.templates, "step {i}");
             assert_eq!(warm.hashes.policies, cold.hashes.policies, "step {i}");
         }
-        let last = rec.load_inputs(&repo, &mut PhaseTimings::default()).expect("last");
+        let last = rec.load_inputs(&repo, &mut PhaseTimings::default(), &Changed::Unknown).expect("last");
         let names: Vec<&str> = last.snapshots.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["b", "c"]);
         let cpu = |s: &ClusterSnapshot| s.summary.as_ref().map(|r| r.allocatable.get("cpu"));
@@ -677,7 +639,8 @@ mod tests {
             write(d, "chart/Chart.yaml", "apiVersion: v2\nname: x\n");
         }
         let rec = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), Settings::builtin());
-        let daemon_before = rec.load_inputs(&daemon_dir, &mut PhaseTimings::default()).expect("daemon load");
+        let daemon_before =
+            rec.load_inputs(&daemon_dir, &mut PhaseTimings::default(), &Changed::Unknown).expect("daemon load");
         // The pull request: one file edited, one added, one removed.
         write(&pr, "apps/web.yaml", &deploy("web", 5));
         write(&pr, "apps/new.yaml", &deploy("new", 1));
@@ -687,7 +650,7 @@ mod tests {
         assert!(errors.is_empty(), "{errors:?}");
         assert!(!files.notes.is_empty(), "Chart.yaml is skipped with a note");
         let sent = rec.load_preview_inputs(files, &mut PhaseTimings::default()).expect("sent");
-        let cold = load_inputs(&pr).expect("cold");
+        let cold = load_inputs(Repository::Dir(&pr), &Settings::builtin()).expect("cold");
         assert!(*sent.set == *cold.set, "sets differ");
         assert_eq!(sent.set.notes, cold.set.notes);
         assert_eq!(sent.hashes.templates, cold.hashes.templates);
@@ -697,11 +660,12 @@ mod tests {
         write(&pr, "apps/bad.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: Bad_Name\n");
         let (files, _) = read_repository(&pr, &settings.walk);
         let sent = rec.load_preview_inputs(files, &mut PhaseTimings::default()).err();
-        let cold = load_inputs(&pr).err();
+        let cold = load_inputs(Repository::Dir(&pr), &Settings::builtin()).err();
         assert!(cold.as_ref().is_some_and(|e| !e.is_empty()), "the name is invalid");
         assert_eq!(sent, cold);
         // The reconciler's own repository loads as before.
-        let daemon_after = rec.load_inputs(&daemon_dir, &mut PhaseTimings::default()).expect("daemon load");
+        let daemon_after =
+            rec.load_inputs(&daemon_dir, &mut PhaseTimings::default(), &Changed::Unknown).expect("daemon load");
         assert!(*daemon_after.set == *daemon_before.set);
         assert_eq!(daemon_after.sources.len(), 3);
     }

@@ -70,10 +70,7 @@ pub use decide::LAZY_HELD_NOTE;
 pub use deps::{REQUIRED_BY_PREFIX, dependency_map};
 pub use findings::{override_errors, template_errors};
 use inputs::LoadCache;
-pub use inputs::{
-    Changed, InputHashes, Inputs, load_inputs, load_inputs_cached, load_inputs_for, load_inputs_from_sources,
-    load_inputs_timed, load_inputs_with,
-};
+pub use inputs::{Changed, InputHashes, Inputs, Repository, load_inputs};
 pub use preview::{PassPreview, PlannedDecision};
 pub use replay::{RecordedHistory, ReplayError, replay_pass};
 pub use report::{

@@ -29,7 +29,7 @@
 //! and a record without one is "not replayable"). The placements a pass started from are rebuilt
 //! from the records before it (`RecordedHistory::placements_at`), not stored per pass (10,000
 //! placements of 17 KB would be 170 MB a pass). The stability state blob of each record is in the
-//! store's codec. `reconcile::replay_pass` rebuilds the inputs (`load_inputs_from_sources`, the
+//! store's codec. `reconcile::replay_pass` rebuilds the inputs (`load_inputs` of `Repository::Files`, the
 //! stored snapshots at the recorded versions for live members), seeds a scratch store with those
 //! placements and the stability state and runs `preview` at the recorded time; `views/replay.rs`
 //! compares each record with it (result, policy, file hashes), one replay per pass.
@@ -218,7 +218,7 @@ pub fn replay_pass(
         let text = String::from_utf8(bytes).map_err(|_| ReplayError::NotRecorded(format!("the text of {path}")))?;
         files.push((PathBuf::from(path), Arc::<str>::from(text)));
     }
-    let mut inputs = super::load_inputs_from_sources(&files, &settings).map_err(ReplayError::Invalid)?;
+    let mut inputs = super::load_inputs(super::Repository::Files(&files), &settings).map_err(ReplayError::Invalid)?;
     let versions: BTreeMap<String, u64> = match versions {
         0 => return Err(ReplayError::NotRecorded("the snapshot versions".into())),
         v => store.versions(v)?.ok_or_else(|| ReplayError::NotRecorded("the snapshot versions".into()))?,
@@ -284,11 +284,11 @@ mod tests {
         let store = Store::open(&dir.path().join("state")).expect("open");
         let settings = || Settings::builtin();
         let mut files: Vec<(PathBuf, Arc<str>)> = (0..600).map(|i| file(i, 0)).collect();
-        let inputs = super::super::load_inputs_from_sources(&files, &settings()).expect("inputs");
+        let inputs = super::super::load_inputs(super::super::Repository::Files(&files), &settings()).expect("inputs");
         let mut cache = cache::PassCache::default();
         let first = store_pass(&store, &mut cache, &inputs, 1_000).expect("store");
         files[300] = file(300, 1);
-        let edited = super::super::load_inputs_from_sources(&files, &settings()).expect("inputs");
+        let edited = super::super::load_inputs(super::super::Repository::Files(&files), &settings()).expect("inputs");
         let second = store_pass(&store, &mut cache, &edited, 2_000).expect("store");
 
         let (before, after) = (runs_of(&store, first), runs_of(&store, second));

@@ -9,7 +9,7 @@ use crate::publish;
 use crate::store::StoreError;
 
 /// Wall time of each phase of a pass. `load` and `poll` (snapshot building) are measured by
-/// [`super::load_inputs_timed`]; `poll` also covers recording the snapshots; `record` is the store
+/// [`super::Reconciler::load_inputs`]; `poll` also covers recording the snapshots; `record` is the store
 /// writes after publishing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PhaseTimings {
@@ -123,7 +123,7 @@ pub struct ReconcileReport {
     pub assumed_replicas: i64,
     pub history_records: usize,
     pub duration_ms: u128,
-    /// Time per phase (the caller adds `load` and `poll` from [`super::load_inputs_timed`]).
+    /// Time per phase (the caller adds `load` and `poll` from [`super::Reconciler::load_inputs`]).
     pub phases: PhaseTimings,
     /// What failover did this pass (evictions, purges, reschedules, move-backs, storm guard).
     pub stability: StabilityReport,

@@ -335,7 +335,7 @@ mod tests {
 
     use crate::model::snapshot::{Freshness, OwnerState, PodFacts, SnapshotSource};
     use crate::reconcile::stability::grace_tests::cluster;
-    use crate::reconcile::{Inputs, Reconciler, Settings, load_inputs};
+    use crate::reconcile::{Inputs, Reconciler, Repository, Settings, load_inputs};
     use crate::store::Store;
 
     const FLEET: [&str; 5] = ["m1", "m2", "m3", "m4", "m5"];
@@ -436,7 +436,7 @@ spec:
         }
         /// The members as polled at `now`, every one's pods as `pods` says (default Ready).
         fn inputs(&self, now: u64, pods: &dyn Fn(&str) -> Pods) -> Inputs {
-            let mut inputs = load_inputs(&self.repo()).expect("inputs");
+            let mut inputs = load_inputs(Repository::Dir(&self.repo()), &Settings::builtin()).expect("inputs");
             for s in inputs.snapshots.iter_mut() {
                 s.source = SnapshotSource::Live { endpoint: format!("https://{}", s.name) };
                 s.freshness = Some(Freshness {

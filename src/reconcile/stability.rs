@@ -862,7 +862,7 @@ fn capacity_figure(s: &ClusterSnapshot) -> u64 {
 pub(crate) mod fixture {
     use std::path::PathBuf;
 
-    use crate::reconcile::{Inputs, Reconciler, Settings, load_inputs};
+    use crate::reconcile::{Inputs, Reconciler, Repository, Settings, load_inputs};
     use crate::store::Store;
 
     /// A repository of `apps.yaml` and `clusters.yaml` (more files with [`Fixture::write`]),
@@ -902,7 +902,7 @@ pub(crate) mod fixture {
 
         /// The repository as loaded now.
         pub(crate) fn inputs(&self) -> Inputs {
-            load_inputs(&self.repo).expect("inputs")
+            load_inputs(Repository::Dir(&self.repo), &Settings::builtin()).expect("inputs")
         }
     }
 
@@ -1073,7 +1073,8 @@ spec:
         });
         let inputs = |stuck: Option<&std::sync::Arc<PodFacts>>| {
             // As the daemon loads (the repository's files kept for the replay).
-            let mut inputs = rec.load_inputs(repo, &mut Default::default()).expect("inputs");
+            let mut inputs =
+                rec.load_inputs(repo, &mut Default::default(), &crate::reconcile::Changed::Unknown).expect("inputs");
             if let (Some(m1), Some(p)) = (inputs.snapshots.iter_mut().find(|s| s.name == "m1"), stuck) {
                 m1.pods = Some(std::sync::Arc::clone(p));
             }
@@ -1598,7 +1599,9 @@ spec:
             let files: Vec<(std::path::PathBuf, std::sync::Arc<str>)> = ["apps.yaml", "clusters.yaml"]
                 .map(|f| (f.into(), std::fs::read_to_string(repo.join(f)).expect("read").into()))
                 .to_vec();
-            let mut inputs = crate::reconcile::load_inputs_from_sources(&files, &Settings::builtin()).expect("inputs");
+            let mut inputs =
+                crate::reconcile::load_inputs(crate::reconcile::Repository::Files(&files), &Settings::builtin())
+                    .expect("inputs");
             for s in inputs.snapshots.iter_mut() {
                 match s.name.as_str() {
                     "m1" if lost => s.health = Health::Unreachable { reason: "connection refused".into() },

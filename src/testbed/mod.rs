@@ -29,7 +29,7 @@
 //! `dst/`: `fedsched dst`, the deterministic simulation (issue 46) — `spec.rs` (a seed's world:
 //! members from the fleet generator, a repository, settings), `faults.rs` (its fault schedule),
 //! `member.rs` (members and GitOps agents on `simulate/apply.rs`), `daemon.rs` (an instance: the
-//! daemon's pass — `daemon::reading`, `load_inputs_watched`, `apply_live`, `reconcile` — on its own
+//! daemon's pass — `daemon::reading`, `Reconciler::load_inputs`, `apply_live`, `reconcile` — on its own
 //! store, with restart, kill switch, `[ha]` fence and takeover), `world.rs` (the event loop on an
 //! injected clock), `check.rs` (the invariants: the project's definition of correct), `corpus.rs`
 //! (every bug found, by seed), shrinking in `mod.rs`; `tests/it/dst.rs` runs the seeds. `fuzz/`:
@@ -37,7 +37,7 @@
 //! random walk to a node, then a field removed, misspelt, retyped, set at a limit, a subtree of
 //! another document spliced in, a list made long, a nesting made deep — and byte mutation of the
 //! written text: YAML fragments, aliases, truncation, indentation, invalid UTF-8), `repo.rs` (the
-//! demo repository and `seeds.yaml` mutated, through `check`'s path — `reconcile::load_inputs_for`,
+//! demo repository and `seeds.yaml` mutated, through `check`'s path — `reconcile::load_inputs`,
 //! `reconcile::template_errors`, warnings, claims — and one case in eight a whole pass),
 //! `kubeconfig.rs` (every authentication and cluster field, canary credentials, a poll round and
 //! the `[ha]` host client; servers forced local, exec plugins harmless), `lua.rs` (scripts mutated

@@ -559,3 +559,47 @@ fn one_module_is_the_home_of_each_outside_store_and_protocol() {
     assert!(!files_naming_crate("axum").is_empty(), "the scanner finds the API's use of axum");
     assert_eq!(outside("axum", "api"), Vec::<String>::new(), "axum outside api/");
 }
+
+/// Every function of the code (unit tests left out): its file under `src/`, its name and its
+/// signature (from `fn` to the body's `{`, or to the `;` of a declaration).
+fn functions() -> Vec<(String, String, String)> {
+    let mut found = Vec::new();
+    for (rel, code) in source_files() {
+        let mut from = 0;
+        while let Some(at) = code[from..].find("fn ") {
+            let start = from + at;
+            from = start + 3;
+            if is_ident(code[..start].chars().next_back().as_ref()) {
+                continue;
+            }
+            let rest = &code[from..];
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            let end = rest.find(['{', ';']).unwrap_or(rest.len());
+            let signature = rest[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+            found.push((rel.display().to_string(), name, signature));
+        }
+    }
+    found
+}
+
+/// One settings path (issue 51): a repository is loaded in one place, `reconcile/inputs.rs` —
+/// the free `load_inputs` (one-shot) and `Reconciler::load_inputs` (warm) — and every load takes
+/// the settings (a load with the built-in profile only, beside the configured ones, is how the
+/// daemon's start once found no live member of a policy naming a configured profile).
+#[test]
+fn every_load_of_the_repository_is_one_of_two_and_takes_the_settings() {
+    let loads: Vec<(String, String, String)> =
+        functions().into_iter().filter(|(_, name, _)| name.starts_with("load_inputs")).collect();
+    let places: Vec<String> = loads.iter().map(|(file, name, _)| format!("{file}: fn {name}")).collect();
+    assert_eq!(
+        places,
+        ["reconcile/inputs.rs: fn load_inputs", "reconcile/inputs.rs: fn load_inputs"],
+        "a load of the repository beside the two"
+    );
+    for (_, _, signature) in &loads {
+        assert!(
+            signature.contains("settings: &super::Settings") || signature.contains("&self"),
+            "a load that does not take the settings: {signature}"
+        );
+    }
+}

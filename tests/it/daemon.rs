@@ -285,7 +285,10 @@ fn the_api_explains_with_the_configured_profiles_like_the_cli() {
     let cfg = Config::parse("[profiles.spread]\nscores = { least-allocated = 1 }\n", Path::new("fedsched.toml"))
         .expect("config");
     let profiles = Arc::new(cfg.profiles().expect("profiles"));
-    let inputs = Arc::new(fedsched::reconcile::load_inputs_with(&s.policies(), &profiles).expect("inputs"));
+    let settings = fedsched::reconcile::Settings::from_config(&cfg, false).expect("settings");
+    let policies = s.policies();
+    let inputs = fedsched::reconcile::load_inputs(fedsched::reconcile::Repository::Dir(&policies), &settings);
+    let inputs = Arc::new(inputs.expect("inputs"));
     // Nothing decided yet: explain schedules the probe now, with the policy's profile.
     let store = fedsched::store::Store::open(&s.state()).expect("store");
     let r = WorkloadRef { kind: "Deployment".into(), namespace: Some("shop".into()), name: "probe".into() };

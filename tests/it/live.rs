@@ -808,3 +808,31 @@ fn a_hung_api_server_is_unreachable_within_a_ping_and_the_read_timeout() {
     child.kill().expect("kill");
     let _ = child.wait();
 }
+
+/// The daemon loads the repository at start with its configured settings, as every pass does
+/// (issue 51): a policy naming a profile only the config defines is valid there, so the live
+/// members are polled before the first pass, and that pass places on what they report. (With
+/// the built-in profile only, the start's load failed, no member was a target, and the first
+/// pass placed on the Cluster objects' offline status.)
+#[test]
+fn the_first_pass_polls_the_live_members_of_a_policy_naming_a_configured_profile() {
+    let t = setup(2, false, "timeout = \"5s\"\nread_timeout = \"5s\"");
+    let named = "kind: ClusterPropagationPolicy\nmetadata: {name: web, annotations: {fedsched.io/profile: spread}}";
+    t.s.write("apps/web.yaml", &APP.replace("kind: ClusterPropagationPolicy\nmetadata: {name: web}", named));
+    let access = std::fs::read_to_string(t.sim.meta().join("fedsched.toml")).expect("access");
+    let extra = format!(
+        "[poll]\ntimeout = \"5s\"\nread_timeout = \"5s\"\n[profiles.spread]\nscores = {{ least-allocated = 1 }}\n{access}"
+    );
+    let mut d = crate::daemon::InProcess::start(&t.s, &extra, false);
+    let v = d.passes(1);
+    let pass = v.last_pass.as_ref().expect("a pass");
+    assert_eq!(pass.trigger, "startup");
+    assert_eq!(pass.outcome, fedsched::views::status::PassOutcome::Ok, "{:?}", pass.outcome);
+    let inputs = v.inputs.as_ref().expect("inputs");
+    for c in ["member-000", "member-001"] {
+        let snapshot = inputs.snapshots.iter().find(|s| s.name == c).expect("member");
+        assert!(snapshot.is_live(), "{c} was not polled before the first pass: {:?}", snapshot.source);
+        assert!(web_replicas(&t.s, c) > 0, "the first pass placed nothing on {c}");
+    }
+    d.stop();
+}

@@ -285,7 +285,7 @@ fn load(fix: &Fixture, rec: &Reconciler, t: &mut PhaseTimings, now_ms: u64) -> R
 
 /// [`load`] as the daemon loads after its watch of the directory saw `changed`: nothing (the
 /// last good inputs, no walk), events on some files (those read, no walk), or not known (a
-/// walk): [`Reconciler::load_inputs_watched`].
+/// walk): [`Reconciler::load_inputs`].
 fn load_watched(
     fix: &Fixture,
     rec: &Reconciler,
@@ -294,7 +294,7 @@ fn load_watched(
     changed: &Changed,
 ) -> Result<Inputs, BenchError> {
     let store = &rec.store;
-    let mut inputs = rec.load_inputs_watched(&fix.repo, t, changed).map_err(|errors| {
+    let mut inputs = rec.load_inputs(&fix.repo, t, changed).map_err(|errors| {
         let shown: Vec<String> = errors.iter().take(5).map(ToString::to_string).collect();
         BenchError::Invalid(format!("{} error(s): {}", errors.len(), shown.join("; ")))
     })?;
@@ -1175,7 +1175,8 @@ fn poll_rounds(
     let text = format!("[poll]\ntimeout = \"120s\"\nread_timeout = \"60s\"\n{access}");
     let cfg_path = o.dir.join("s5.toml");
     let cfg = crate::config::Config::parse(&text, &cfg_path).map_err(|e| BenchError::Check(e.to_string()))?;
-    let inputs = reconcile::load_inputs(&policies).map_err(|e| BenchError::Invalid(format!("{} error(s)", e.len())))?;
+    let inputs = reconcile::load_inputs(reconcile::Repository::Dir(&policies), &Settings::builtin())
+        .map_err(|e| BenchError::Invalid(format!("{} error(s)", e.len())))?;
     let (targets, _) = crate::members::live::targets(&cfg, &inputs.set);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

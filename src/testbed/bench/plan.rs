@@ -34,10 +34,12 @@ impl Bench {
             let phase = Instant::now();
             // As the command loads: by the copy's reconciler, through the copy's parse cache.
             let planner = Reconciler::new(store, Settings::builtin());
-            let mut inputs = planner.load_inputs(&fix.repo, &mut PhaseTimings::default()).map_err(|errors| {
-                let shown: Vec<String> = errors.iter().take(5).map(ToString::to_string).collect();
-                BenchError::Invalid(format!("{} error(s): {}", errors.len(), shown.join("; ")))
-            })?;
+            let mut inputs = planner
+                .load_inputs(&fix.repo, &mut PhaseTimings::default(), &crate::reconcile::Changed::Unknown)
+                .map_err(|errors| {
+                    let shown: Vec<String> = errors.iter().take(5).map(ToString::to_string).collect();
+                    BenchError::Invalid(format!("{} error(s): {}", errors.len(), shown.join("; ")))
+                })?;
             with_live(fix, &mut inputs, &planner.store, &mut PhaseTimings::default(), self.now);
             loads.push(phase.elapsed());
             let phase = Instant::now();

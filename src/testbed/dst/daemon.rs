@@ -1,5 +1,5 @@
 //! A daemon instance in the world: the pass as `daemon::run`'s loop runs it — what the
-//! policy watch saw ([`crate::daemon::reading`]), `Reconciler::load_inputs_watched`, the
+//! policy watch saw ([`crate::daemon::reading`]), `Reconciler::load_inputs`, the
 //! live view merged (`Inputs::apply_live`), `Reconciler::reconcile` — on its own store, with
 //! the output directory claimed for its life (or, under `[ha]`, for its terms), the lease's
 //! fence, and a kill switch in its publish. Start, stop, kill -9 and takeover are the
@@ -180,7 +180,7 @@ impl Instance {
             self.last_walk_ms = Some(now_ms);
         }
         let mut inputs = r
-            .load_inputs_watched(policy, &mut PhaseTimings::default(), &changed)
+            .load_inputs(policy, &mut PhaseTimings::default(), &changed)
             .map_err(|errors| format!("the repository is invalid: {}", errors[0]))?;
         inputs.apply_live(&self.view, &r.store);
         let inputs = Arc::new(inputs);

@@ -152,8 +152,7 @@ pub fn run(case: &RepoCase, work: &Path) -> Result<(), String> {
     let settings = settings()?;
     // What `check` runs, but its Secret findings (private to `cli::check`, which the test bed
     // cannot name: `cli` dispatches into it).
-    let mut cache = crate::policy::load::ParseCache::one_shot(Config::default().policy.walk_options());
-    let inputs = match reconcile::load_inputs_for(&dir, &settings, Some(&mut cache)) {
+    let inputs = match reconcile::load_inputs(reconcile::Repository::Dir(&dir), &settings) {
         Ok(inputs) => inputs,
         Err(_) => return Ok(()),
     };

@@ -358,7 +358,11 @@ mod tests {
         .expect("write");
         assert_eq!(seen, 12);
         assert_eq!(stats.files, 12 + 80);
-        let inputs = crate::reconcile::load_inputs(dir.path()).unwrap_or_else(|e| panic!("{e:?}"));
+        let inputs = crate::reconcile::load_inputs(
+            crate::reconcile::Repository::Dir(dir.path()),
+            &crate::reconcile::Settings::builtin(),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
         assert_eq!(inputs.set.templates.len(), 80);
         assert_eq!(inputs.set.propagation_policies.len(), 80);
         assert_eq!(inputs.set.override_policies.len(), 20);
