@@ -30,10 +30,11 @@
 //! `http.token_file`, `/api/v1/…` (and `/metrics` if `http.metrics_require_token`) need
 //! `Authorization: Bearer <token>`, compared in constant time; the token is never logged.
 //!
-//! Every request passes [`admit`] before any handler: the token is checked from the headers
-//! (a request without it is answered 401 before a byte of its body is read), a body larger
-//! than its route allows is refused from its `Content-Length` (413), and the bodies held at
-//! once are bounded ([`BODY_BUDGET`], 429 beyond).
+//! Every route of the JSON API is in one list ([`api_v1`]) served behind one authentication
+//! layer ([`authenticate`]): the token is checked from the headers (a request without it is
+//! answered 401 before a byte of its body is read); no handler checks it. Every request then
+//! passes [`admit`]: a body larger than its route allows is refused from its `Content-Length`
+//! (413), and the bodies held at once are bounded ([`BODY_BUDGET`], 429 beyond).
 //!
 //! The listener is our own accept loop over hyper's HTTP/1.1 connections ([`Limits`]): a
 //! bounded number of connections, slow headers and idle keep-alive connections closed after
@@ -45,9 +46,10 @@
 //! # In detail
 //!
 //! **The only module that knows HTTP**: the axum listener (`/healthz`, `/readyz`, `/metrics`,
-//! read-only `/api/v1/…`, `POST /api/v1/plan`, optional bearer token) in `mod.rs`, every request
-//! through `admit` first (the token from the headers before any body is read, body sizes from
-//! `Content-Length`, a byte budget for the bodies held at once), connections in `Slots` (at
+//! read-only `/api/v1/…`, `POST /api/v1/plan`, optional bearer token) in `mod.rs`, the API's
+//! routes behind `authenticate` (the token from the headers before any body is read), every
+//! request through `admit` (body sizes from `Content-Length`, a byte budget for the bodies held
+//! at once), connections in `Slots` (at
 //! capacity, a new connection takes the slot of the one idle for longest, so held connections
 //! cannot keep probes out); `client.rs`: the small client the CLI uses to ask a running daemon when
 //! the store is locked (hyper-util's legacy client on a per-call current-thread runtime; GET, and
@@ -71,9 +73,9 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Path as UrlPath, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 
@@ -443,53 +445,114 @@ async fn serve_connection(
     }
 }
 
-/// The routes (public for tests that drive the router without a socket).
-pub fn router(state: ApiState) -> Router {
-    let api = Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .route("/api/v1/status", get(status))
-        .route("/api/v1/clusters", get(clusters))
-        .route("/api/v1/clusters/{name}/snapshots", get(snapshots))
-        .route("/api/v1/resources", get(resources))
-        .route("/api/v1/workloads", get(workloads))
-        .route("/api/v1/workloads/{ns}/{kind}/{name}/explain", get(explain_workload))
-        .route("/api/v1/workloads/{ns}/{kind}/{name}/history", get(history))
-        .route("/api/v1/workloads/{ns}/{kind}/{name}/status", get(workload_status))
-        .route("/api/v1/workloads/status", get(unhealthy_workloads))
-        .route("/api/v1/workloads/{ns}/{name}/rollout", get(workload_rollout))
-        .route("/api/v1/plan", post(plan).layer(axum::extract::DefaultBodyLimit::max(PLAN_BODY_LIMIT)))
-        .route("/api/v1/placements", get(placements))
-        .route("/api/v1/clusters/{name}/workloads", get(cluster_workloads));
-    ui::routes(api)
-        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such endpoint") })
-        .layer(axum::middleware::from_fn_with_state(
-            (state.clone(), Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET))),
-            admit,
-        ))
-        .with_state(state)
+/// A route of the JSON API: its method, its path under `/api/v1` and its handler. Every one is
+/// behind [`authenticate`] ([`router`]); [`api_v1`] lists them all.
+struct ApiRoute {
+    method: Method,
+    path: &'static str,
+    handler: MethodRouter<ApiState>,
+    /// The largest body it takes ([`admit`]).
+    body_limit: usize,
 }
 
-/// Before any handler: the token of `/api/…` (and of `/metrics` with
-/// `metrics_require_token`) from the headers alone, so that a request without it is refused
-/// before its body is read; a body its route does not allow (`Content-Length` over
+impl ApiRoute {
+    fn get<H: axum::handler::Handler<T, ApiState>, T: 'static>(path: &'static str, handler: H) -> Self {
+        ApiRoute { method: Method::GET, path, handler: get(handler), body_limit: SMALL_BODY_LIMIT }
+    }
+}
+
+/// The routes of the JSON API (`/api/v1/…`), the one list [`router`] serves behind
+/// [`authenticate`] and [`api_routes`] names.
+fn api_v1() -> Vec<ApiRoute> {
+    let plan = post(plan).layer(axum::extract::DefaultBodyLimit::max(PLAN_BODY_LIMIT));
+    let plan = ApiRoute { method: Method::POST, path: "/plan", handler: plan, body_limit: PLAN_BODY_LIMIT };
+    vec![
+        ApiRoute::get("/status", status),
+        ApiRoute::get("/clusters", clusters),
+        ApiRoute::get("/clusters/{name}/snapshots", snapshots),
+        ApiRoute::get("/clusters/{name}/workloads", cluster_workloads),
+        ApiRoute::get("/resources", resources),
+        ApiRoute::get("/workloads", workloads),
+        ApiRoute::get("/workloads/{ns}/{kind}/{name}/explain", explain_workload),
+        ApiRoute::get("/workloads/{ns}/{kind}/{name}/history", history),
+        ApiRoute::get("/workloads/{ns}/{kind}/{name}/status", workload_status),
+        ApiRoute::get("/workloads/status", unhealthy_workloads),
+        ApiRoute::get("/workloads/{ns}/{name}/rollout", workload_rollout),
+        ApiRoute::get("/placements", placements),
+        plan,
+    ]
+}
+
+/// Every route of the JSON API as (method, path), `{…}` for a path parameter: what
+/// [`router`] serves behind [`authenticate`] (tests ask every one without and with the token).
+pub fn api_routes() -> Vec<(Method, String)> {
+    api_v1().into_iter().map(|r| (r.method, format!("{API_V1}{}", r.path))).collect()
+}
+
+/// Where the JSON API is served.
+pub const API_V1: &str = "/api/v1";
+
+/// The routes (public for tests that drive the router without a socket): `/healthz` and
+/// `/readyz` open, `/metrics` behind the token with `metrics_require_token`, the web view
+/// ([`ui`], its own login), and the JSON API ([`api_v1`], every path under `/api/v1`) behind
+/// one authentication layer ([`authenticate`]), which answers before the body is read and
+/// before [`admit`] counts it. Every request passes [`admit`] once.
+pub fn router(state: ApiState) -> Router {
+    let budget = Arc::new(tokio::sync::Semaphore::new(BODY_BUDGET));
+    let admitting = |limit: usize| axum::middleware::from_fn_with_state((Arc::clone(&budget), limit), admit);
+    let guarded = |guard: Guard| axum::middleware::from_fn_with_state((state.clone(), guard), authenticate);
+    let api = api_v1()
+        .into_iter()
+        .fold(Router::new(), |r, route| r.route(route.path, route.handler.layer(admitting(route.body_limit))))
+        .fallback(not_found)
+        .layer(guarded(Guard::Always));
+    let open = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics).layer(guarded(Guard::Metrics)));
+    ui::routes(open).fallback(not_found).layer(admitting(SMALL_BODY_LIMIT)).nest(API_V1, api).with_state(state)
+}
+
+async fn not_found() -> Response {
+    error(StatusCode::NOT_FOUND, "no such endpoint")
+}
+
+/// Which requests of a route [`authenticate`] asks for the token.
+#[derive(Debug, Clone, Copy)]
+enum Guard {
+    /// Every request (the JSON API).
+    Always,
+    /// When `http.metrics_require_token` says so (`/metrics`).
+    Metrics,
+}
+
+/// The authentication layer: the bearer token, from the headers alone (a request without it
+/// is answered 401 before a byte of its body is read), when the token is configured.
+async fn authenticate(
+    State((s, guard)): State<(ApiState, Guard)>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let asked = match guard {
+        Guard::Always => true,
+        Guard::Metrics => s.metrics_require_token,
+    };
+    if asked && let Err(r) = authorize(&s, req.headers()) {
+        return r.into_response();
+    }
+    next.run(req).await
+}
+
+/// Before any handler: a body its route does not allow (`Content-Length` over `limit`:
 /// [`PLAN_BODY_LIMIT`] for the plan, [`SMALL_BODY_LIMIT`] elsewhere) refused before it is read;
 /// and the bytes of the bodies held at once bounded by `budget` (a request holds what it says
 /// it sends, or its route's limit, until it is answered).
 async fn admit(
-    State((s, budget)): State<(ApiState, Arc<tokio::sync::Semaphore>)>,
+    State((budget, limit)): State<(Arc<tokio::sync::Semaphore>, usize)>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
     use hyper::body::Body as _;
-    let path = req.uri().path();
-    if (path.starts_with("/api/") || (path == "/metrics" && s.metrics_require_token))
-        && let Err(r) = authorize(&s, req.headers())
-    {
-        return r.into_response();
-    }
-    let limit = if path == "/api/v1/plan" { PLAN_BODY_LIMIT } else { SMALL_BODY_LIMIT };
     let size = req.body().size_hint();
     let held = size.exact().map_or(limit as u64, |n| n);
     if held > limit as u64 {
@@ -588,12 +651,7 @@ async fn readyz(State(s): State<ApiState>) -> Response {
     (code, axum::Json(body)).into_response()
 }
 
-async fn metrics(State(s): State<ApiState>, headers: HeaderMap) -> Response {
-    if s.metrics_require_token
-        && let Err(r) = authorize(&s, &headers)
-    {
-        return r.into_response();
-    }
+async fn metrics(State(s): State<ApiState>) -> Response {
     let view = s.status.borrow().clone();
     let now = s.clock.now_ms();
     let age = s.heartbeat.age_ms(now);
@@ -661,18 +719,12 @@ fn status_json(view: &StatusView) -> Value {
     })
 }
 
-async fn status(State(s): State<ApiState>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
+async fn status(State(s): State<ApiState>) -> Response {
     let view = s.status.borrow().clone();
     ok_json(status_json(&view))
 }
 
-async fn clusters(State(s): State<ApiState>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
+async fn clusters(State(s): State<ApiState>) -> Response {
     let current = s.status.borrow().inputs.clone();
     let store = s.store.clone();
     let now = s.clock.now_ms();
@@ -682,10 +734,7 @@ async fn clusters(State(s): State<ApiState>, headers: HeaderMap) -> Response {
     .await
 }
 
-async fn snapshots(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
+async fn snapshots(State(s): State<ApiState>, UrlPath(name): UrlPath<String>) -> Response {
     let store = s.store.clone();
     blocking(move || {
         let versions = store.snapshot_versions(&name).map_err(store_error)?;
@@ -702,12 +751,8 @@ struct ResourcesQuery {
 
 async fn resources(
     State(s): State<ApiState>,
-    headers: HeaderMap,
     axum::extract::Query(q): axum::extract::Query<ResourcesQuery>,
 ) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
     let by: crate::views::resources::GroupBy = match q.by.as_deref().unwrap_or("region").parse() {
         Ok(b) => b,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("by={e}")),
@@ -743,13 +788,9 @@ impl WorkloadsQuery {
 
 async fn workloads(
     State(s): State<ApiState>,
-    headers: HeaderMap,
     axum::extract::Query(q): axum::extract::Query<WorkloadsQuery>,
 ) -> Response {
     use crate::views::workloads::{GetError, document};
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
     let filter = match q.filter() {
         Ok(f) => f,
         Err(r) => return r.into_response(),
@@ -778,10 +819,7 @@ fn matrix_document(s: &ApiState, q: &crate::views::placements::MatrixQuery) -> R
     Ok(crate::views::placements::matrix(&s.store.placements()?, &clusters, q))
 }
 
-async fn placements(State(s): State<ApiState>, headers: HeaderMap, uri: axum::http::Uri) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
+async fn placements(State(s): State<ApiState>, uri: axum::http::Uri) -> Response {
     let q = match ui::matrix_query(&uri) {
         Ok(q) => q,
         Err((code, message)) => return error(code, &message),
@@ -789,10 +827,7 @@ async fn placements(State(s): State<ApiState>, headers: HeaderMap, uri: axum::ht
     blocking(move || matrix_document(&s, &q).map_err(store_error)).await
 }
 
-async fn cluster_workloads(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
+async fn cluster_workloads(State(s): State<ApiState>, UrlPath(name): UrlPath<String>) -> Response {
     let store = s.store.clone();
     blocking(move || crate::views::placements::cluster_workloads(&store, &name).map_err(store_error)).await
 }
@@ -815,12 +850,8 @@ pub fn workload_ref(ns: &str, kind: &str, name: &str) -> WorkloadRef {
 
 async fn explain_workload(
     State(s): State<ApiState>,
-    headers: HeaderMap,
     UrlPath((ns, kind, name)): UrlPath<(String, String, String)>,
 ) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
     let Some((inputs, profiles)) = good_pass(&s) else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "no good reconcile yet: nothing to explain from");
     };
@@ -845,14 +876,7 @@ async fn explain_workload(
     .await
 }
 
-async fn history(
-    State(s): State<ApiState>,
-    headers: HeaderMap,
-    UrlPath((ns, kind, name)): UrlPath<(String, String, String)>,
-) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
+async fn history(State(s): State<ApiState>, UrlPath((ns, kind, name)): UrlPath<(String, String, String)>) -> Response {
     let r = workload_ref(&ns, &kind, &name);
     let store = s.store.clone();
     blocking(move || {
@@ -882,14 +906,10 @@ impl StatusQuery {
 
 async fn workload_status(
     State(s): State<ApiState>,
-    headers: HeaderMap,
     UrlPath((ns, kind, name)): UrlPath<(String, String, String)>,
     axum::extract::Query(q): axum::extract::Query<StatusQuery>,
 ) -> Response {
     use crate::views::workload_status::{StatusError, workload_document};
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
     let opts = match q.options() {
         Ok(o) => o,
         Err(r) => return r.into_response(),
@@ -907,14 +927,7 @@ async fn workload_status(
 
 /// `/api/v1/workloads/{ns}/{name}/rollout`: the progressive rollout of the workload(s) of
 /// that namespace and name ([`crate::views::rollout`]); 404 when none is under a RolloutPolicy.
-async fn workload_rollout(
-    State(s): State<ApiState>,
-    headers: HeaderMap,
-    UrlPath((ns, name)): UrlPath<(String, String)>,
-) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
+async fn workload_rollout(State(s): State<ApiState>, UrlPath((ns, name)): UrlPath<(String, String)>) -> Response {
     let (store, now) = (s.store.clone(), s.clock.now_ms());
     blocking(move || {
         let mut docs = crate::views::rollout::rollouts_named(&store, &ns, &name, now).map_err(store_error)?;
@@ -929,12 +942,8 @@ async fn workload_rollout(
 
 async fn unhealthy_workloads(
     State(s): State<ApiState>,
-    headers: HeaderMap,
     axum::extract::Query(q): axum::extract::Query<StatusQuery>,
 ) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
     let opts = match q.options() {
         Ok(o) => o,
         Err(r) => return r.into_response(),
@@ -944,10 +953,7 @@ async fn unhealthy_workloads(
 }
 
 /// `POST /api/v1/plan`: [`crate::views::plan::on_daemon`] on the last good pass's reconciler.
-async fn plan(State(s): State<ApiState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
-    if let Err(r) = authorize(&s, &headers) {
-        return r.into_response();
-    }
+async fn plan(State(s): State<ApiState>, body: axum::body::Bytes) -> Response {
     let request: PlanRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("the body is not a plan request: {e}")),

@@ -560,9 +560,19 @@ fn one_module_is_the_home_of_each_outside_store_and_protocol() {
     assert_eq!(outside("axum", "api"), Vec::<String>::new(), "axum outside api/");
 }
 
-/// Every function of the code (unit tests left out): its file under `src/`, its name and its
-/// signature (from `fn` to the body's `{`, or to the `;` of a declaration).
-fn functions() -> Vec<(String, String, String)> {
+/// One function of the code ([`functions`]).
+struct Function {
+    /// Its file under `src/`.
+    file: String,
+    name: String,
+    /// From `fn` to the body's `{` (or to the `;` of a declaration), spaces collapsed.
+    signature: String,
+    /// Its body, braces included (empty for a declaration).
+    body: String,
+}
+
+/// Every function of the code (unit tests, comments and literals left out), in file order.
+fn functions() -> Vec<Function> {
     let mut found = Vec::new();
     for (rel, code) in source_files() {
         let mut from = 0;
@@ -576,7 +586,22 @@ fn functions() -> Vec<(String, String, String)> {
             let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
             let end = rest.find(['{', ';']).unwrap_or(rest.len());
             let signature = rest[..end].split_whitespace().collect::<Vec<_>>().join(" ");
-            found.push((rel.display().to_string(), name, signature));
+            let mut body = String::new();
+            if rest[end..].starts_with('{') {
+                let mut depth = 0usize;
+                for ch in rest[end..].chars() {
+                    body.push(ch);
+                    match ch {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        break;
+                    }
+                }
+            }
+            found.push(Function { file: rel.display().to_string(), name, signature, body });
         }
     }
     found
@@ -588,18 +613,45 @@ fn functions() -> Vec<(String, String, String)> {
 /// daemon's start once found no live member of a policy naming a configured profile).
 #[test]
 fn every_load_of_the_repository_is_one_of_two_and_takes_the_settings() {
-    let loads: Vec<(String, String, String)> =
-        functions().into_iter().filter(|(_, name, _)| name.starts_with("load_inputs")).collect();
-    let places: Vec<String> = loads.iter().map(|(file, name, _)| format!("{file}: fn {name}")).collect();
+    let loads: Vec<Function> = functions().into_iter().filter(|f| f.name.starts_with("load_inputs")).collect();
+    let places: Vec<String> = loads.iter().map(|f| format!("{}: fn {}", f.file, f.name)).collect();
     assert_eq!(
         places,
         ["reconcile/inputs.rs: fn load_inputs", "reconcile/inputs.rs: fn load_inputs"],
         "a load of the repository beside the two"
     );
-    for (_, _, signature) in &loads {
+    for f in &loads {
         assert!(
-            signature.contains("settings: &super::Settings") || signature.contains("&self"),
-            "a load that does not take the settings: {signature}"
+            f.signature.contains("settings: &super::Settings") || f.signature.contains("&self"),
+            "a load that does not take the settings: {}",
+            f.signature
         );
     }
+}
+
+/// One authentication layer (issue 51): the JSON API's token is checked in one function,
+/// `api::authenticate`, the layer every `/api/v1` route is served behind (`api::router` nests
+/// the one list, `api::api_v1`) — no handler checks it by hand, and no route of the API is
+/// added beside the list — and in the web view's session check (`api::ui::admitted`, which
+/// also takes the token). `it::listener::every_api_route_is_behind_the_token_and_the_probes_are_open`
+/// asks every route of the list.
+#[test]
+fn the_api_token_is_checked_by_one_layer_not_by_handlers() {
+    let checking: Vec<String> = functions()
+        .into_iter()
+        .filter(|f| f.file.starts_with("api/") && f.body.contains("authorize("))
+        .map(|f| format!("{}: fn {}", f.file, f.name))
+        .collect();
+    assert_eq!(checking, ["api/mod.rs: fn authenticate", "api/ui/mod.rs: fn admitted"], "the token checked by hand");
+    let api = repo_root().join("src/api");
+    let mut beside = Vec::new();
+    for file in [api.join("mod.rs"), api.join("ui/mod.rs")] {
+        let text = fs::read_to_string(&file).expect("read");
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            if line.contains(".route(\"/api") || line.contains(".nest(\"/api") {
+                beside.push(format!("{}: {}", file.display(), line.trim()));
+            }
+        }
+    }
+    assert_eq!(beside, Vec::<String>::new(), "an API route beside the list `api_v1`");
 }

@@ -90,6 +90,46 @@ fn a_request_without_the_token_is_refused_before_its_body_is_read() {
     }
 }
 
+/// Sends `head` (and no body) with `Connection: close`; returns the answer's status and body.
+fn answer(addr: SocketAddr, head: &str) -> (u16, String) {
+    let mut c = TcpStream::connect(addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    c.write_all(format!("{head}\r\nConnection: close\r\n\r\n").as_bytes()).expect("request");
+    let mut raw = String::new();
+    let _ = c.read_to_string(&mut raw);
+    let code = raw.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (code, raw.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
+}
+
+/// Every route of the JSON API — the router's own list (`api::api_routes`), not one kept here —
+/// is behind the token (issue 51): 401 without it or with a wrong one, and, with it, an answer
+/// of the route itself (neither 401 nor "no such endpoint"). A path under `/api/v1` that no route
+/// serves is behind it too; `/healthz` and `/readyz` need no token.
+#[test]
+fn every_api_route_is_behind_the_token_and_the_probes_are_open() {
+    let l = Listener::start(fedsched::api::Limits::default());
+    let addr = l.addr();
+    let routes = fedsched::api::api_routes();
+    assert!(routes.len() >= 13, "{routes:?}");
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    for (method, path) in &routes {
+        let path = path.replace("{ns}", "shop").replace("{kind}", "Deployment").replace("{name}", "web");
+        let head = |auth: &str| format!("{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: 0");
+        let (code, body) = answer(addr, &head(""));
+        assert_eq!(code, 401, "{method} {path} without the token: {body}");
+        assert_eq!(answer(addr, &head("Authorization: Bearer wrong\r\n")).0, 401, "{method} {path}, a wrong token");
+        let (code, body) = answer(addr, &head(&auth));
+        assert!(code != 401 && !body.contains("no such endpoint"), "{method} {path} with the token: {code} {body}");
+    }
+    let (code, body) = answer(addr, &format!("GET /api/v1/nothing-here HTTP/1.1\r\nHost: x\r\n{auth}"));
+    assert!(code == 404 && body.contains("no such endpoint"), "{code} {body}");
+    assert_eq!(answer(addr, "GET /api/v1/nothing-here HTTP/1.1\r\nHost: x").0, 401);
+    assert_eq!(answer(addr, "GET /healthz HTTP/1.1\r\nHost: x").0, 200);
+    // Not ready before a first pass: 503, its own answer, not a refusal.
+    assert_eq!(answer(addr, "GET /readyz HTTP/1.1\r\nHost: x").0, 503);
+    assert_eq!(answer(addr, "GET /metrics HTTP/1.1\r\nHost: x").0, 200, "metrics_require_token is off");
+}
+
 #[test]
 fn bodies_are_bounded_for_clients_with_the_token_too() {
     let l = Listener::start(fedsched::api::Limits::default());
