@@ -628,6 +628,24 @@ pub struct CachedDecision {
     pub stats: Vec<Option<crate::util::stat::FileStat>>,
     /// The placement object last found to have this decision's targets.
     pub same_targets: SameTargets,
+    /// The pass that made this decision (set by its record stage), for the record of a later
+    /// pass that reuses it with a new note: None for one restored from the store (made by the
+    /// pass of its placement's history record) or not yet recorded.
+    pub origin: Option<Origin>,
+}
+
+/// The inputs of the pass that made a decision, as its history record stores them: a record
+/// of the decision in a later pass that reuses it (a note changed, nothing else) stores these,
+/// not its own pass's, since the decision's figures (verdicts, room, scores) are those it was
+/// made with: its replay is the pass that made it ([`crate::reconcile::replay_pass`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Origin {
+    /// Blob hash of that pass's replay inputs (0: none stored).
+    pub pass: u64,
+    /// Blob hash of that pass's snapshot versions.
+    pub versions: u64,
+    /// Blob hash of the stability state that pass began with.
+    pub stability: u64,
 }
 
 /// Whether a placement has a decision's targets ([`SameTargets::equal`]), remembered for the
@@ -992,6 +1010,7 @@ impl CachedDecision {
             on_disk: None,
             stats: if stored.stats.len() == stored.files.len() { stored.stats } else { Vec::new() },
             same_targets: SameTargets::default(),
+            origin: None,
         }
     }
 }

@@ -817,6 +817,7 @@ fn reuse_or_decide<'a>(
         on_disk: None,
         stats: Vec::new(),
         same_targets: cache::SameTargets::default(),
+        origin: None,
     };
     let entry = Arc::new(entry);
     if let Some(old) = cache.decisions.insert(t.key.clone(), Arc::clone(&entry)) {

@@ -11,6 +11,14 @@
 //! guard held whole ([`HeldMove`]) records nothing: its placement and history stay what was
 //! published (its engine state too: [`StabilityPass::keep_published`]). The stability state
 //! is stored before the flush.
+//!
+//! A record holds the inputs its decision was made on, so that it replays `identical`: a
+//! decision made this pass stores this pass's (its replay inputs, snapshot versions, the
+//! stability state it began with); a decision reused from an earlier pass and recorded again
+//! for a note (a held cluster) stores those of the pass that made it
+//! ([`cache::CachedDecision::origin`], stamped here on every decision made this pass; for one
+//! restored from the store, its placement's history record's), since its figures are that
+//! pass's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -148,7 +156,7 @@ pub(super) fn held_whole(moves: &[HeldMove], key: &ObjectKey) -> bool {
 /// by its own iteration, so deferring them changes nothing. Returns how many it recorded.
 fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &Decisions) -> Result<usize, StoreError> {
     let mut batch: Vec<(HistoryRecord, PlacementRecord)> = Vec::new();
-    let mut pending: Vec<(ObjectKey, cache::LastHistory)> = Vec::new();
+    let mut pending: Vec<(ObjectKey, cache::LastHistory, u64)> = Vec::new();
     let mut recorded = 0;
     let mut stability_notes = r.stability.notes_by_workload();
     // A decision reused from an earlier pass, with a placement and a last record without
@@ -179,7 +187,14 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
             }
             continue;
         }
-        let Some(d) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
+        // A decision made this pass is made on this pass's inputs: a later pass that reuses it
+        // and records it again (a new note) stores these with it.
+        if is_fresh && let Some(c) = cache.decisions.get_mut(key) {
+            let versions = c.decided.inputs.snapshot_versions;
+            Arc::make_mut(c).origin =
+                Some(cache::Origin { pass: r.replay, versions, stability: r.stability.state_blob });
+        }
+        let Some((d, origin)) = cache.decisions.get(key).map(|c| (&c.decided, c.origin)) else { continue };
         let prev = cache.placements.get(key).cloned();
         let mut notes = decisions.notes.get(key).cloned().unwrap_or_default();
         let mut with_files = vec![&d.record.files];
@@ -203,19 +218,32 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &D
         let mut record = d.record.clone();
         record.decided_at_ms = r.now_ms;
         record.history_seq = 0;
+        // The inputs the decision was made on: this pass's for one made afresh; for one reused
+        // (recorded again for a note) those of the pass that made it, whose replay gives it.
+        let (inputs, pass) = match (is_fresh, origin) {
+            (true, _) => (DecisionInputs { stability: r.stability.state_blob, ..d.inputs.clone() }, r.replay),
+            (false, Some(o)) => {
+                (DecisionInputs { snapshot_versions: o.versions, stability: o.stability, ..d.inputs.clone() }, o.pass)
+            }
+            (false, None) => match prev.as_deref() {
+                Some(p) => recorded_origin(r.store, key, p)?,
+                None => None,
+            }
+            .unwrap_or_else(|| (DecisionInputs { stability: r.stability.state_blob, ..d.inputs.clone() }, 0)),
+        };
         let history = HistoryRecord {
             seq: 0,
             at_ms: r.now_ms,
             trigger: r.trigger.to_string(),
             workload: record.workload.clone(),
             policy: record.policy.clone(),
-            inputs: DecisionInputs { stability: r.stability.state_blob, ..d.inputs.clone() },
+            inputs,
             result: record.result.clone(),
             notes: notes.iter().chain(&events).cloned().collect(),
         };
         let last =
             cache::LastHistory { template_hash: d.inputs.template_hash, policy_hash: d.inputs.policy_hash, notes };
-        pending.push((key.clone(), last));
+        pending.push((key.clone(), last, pass));
         batch.push((history, record));
         if batch.len() >= RECORD_BATCH {
             recorded += record_batch(r, &mut batch, &mut pending, cache)?;
@@ -258,6 +286,23 @@ fn changed(
     }
 }
 
+/// The inputs and replay pass of the history record of `placement` (a decision restored from
+/// the store is the decision of that record: its result is the placement's), or None when the
+/// record or its replay reference is not in the store.
+fn recorded_origin(
+    store: &Store,
+    key: &ObjectKey,
+    placement: &PlacementRecord,
+) -> Result<Option<(DecisionInputs, u64)>, StoreError> {
+    let seq = placement.history_seq;
+    let record = match store.last_history(key)? {
+        Some(h) if h.seq == seq => Some(h),
+        _ => store.history(key)?.into_iter().rev().find(|h| h.seq == seq),
+    };
+    let Some(record) = record else { return Ok(None) };
+    Ok(store.replay_ref(seq)?.map(|rr| (record.inputs, rr.pass)))
+}
+
 /// Writes the batched changed decisions of a pass in one transaction
 /// ([`Store::record_decisions`]) and then tells the cache: each workload's placement (with
 /// its assigned history sequence number) and its last history. Empties both vectors;
@@ -265,7 +310,7 @@ fn changed(
 fn record_batch(
     r: &Recording<'_>,
     batch: &mut Vec<(HistoryRecord, PlacementRecord)>,
-    pending: &mut Vec<(ObjectKey, cache::LastHistory)>,
+    pending: &mut Vec<(ObjectKey, cache::LastHistory, u64)>,
     cache: &mut cache::PassCache,
 ) -> Result<usize, StoreError> {
     if batch.is_empty() {
@@ -278,10 +323,10 @@ fn record_batch(
         .iter()
         .zip(batch.iter())
         .zip(&seqs)
-        .map(|(((key, _), (_, placement)), seq)| (*seq, super::replay::replay_ref(cache, key, r.replay, placement)))
+        .map(|(((key, _, pass), (_, placement)), seq)| (*seq, super::replay::replay_ref(cache, key, *pass, placement)))
         .collect();
     r.store.put_replay_refs(&refs)?;
-    for ((_, record), (key, last)) in batch.drain(..).zip(pending.drain(..)) {
+    for ((_, record), (key, last, _)) in batch.drain(..).zip(pending.drain(..)) {
         debug_assert_eq!(key, record.workload);
         cache.history.insert(key, Some(last));
         cache.set_placement(Arc::new(record));

@@ -184,6 +184,20 @@ pub const CORPUS: &[Entry] = &[
         failed_on: "2210dcf (main)",
         fixed_by: None,
     },
+    Entry {
+        seed: 25,
+        keep: Some(&[0]),
+        faults: &["t=124s delete w000,w002,w003,w005,w009, back after 80s"],
+        invariant: 6,
+        found: "the guard held member-003 (5 of 11 templates deleted) and w001, on member-003, was recorded again for \
+                its 'held' note with the decision an earlier pass made (and this one reused) but this pass's replay \
+                inputs: the replay gave member-003 room 59 where the record says 49",
+        failed_on: "4f6d039 (main)",
+        fixed_by: Some(
+            "dst-a5: a reused decision recorded for a note stores the inputs of the pass that made it \
+             (CachedDecision::origin; restored: its placement's record)",
+        ),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
