@@ -57,7 +57,7 @@ fn explain(failures: &[Outcome]) -> String {
 /// At least 200 seeds, mixed sizes (tiny to large), hold every invariant; with
 /// `FEDSCHED_DST_SEED` only that seed, with `FEDSCHED_DST_SEEDS` that many more.
 #[test]
-#[ignore = "open (issue 46): of seeds 0..27, 10 still fail: invariant 6 (a replay differs from its record) on seeds 6, 8, 11, 12, 17, 20, 25, 27; invariant 4 on seed 5 (an unhealthy member given replicas); invariant 3 on seed 24 at t=243; seeds 28..99 not surveyed; run with --ignored"]
+#[ignore = "open (issue 46): of seeds 0..27, still failing on f3951b1: invariant 6 (a replay differs from its record, in targets) on seeds 6, 8, 11, 12, 17, 27 (20 and 25 hold since f3951b1); as last surveyed before 2210dcf and c49ed49: invariant 4 on seed 5, invariant 3 on seed 24 at t=243; seeds 28..99 not surveyed; run with --ignored"]
 fn every_invariant_holds_on_the_fixed_seeds() {
     let seeds: Vec<u64> = match env("FEDSCHED_DST_SEED") {
         Some(s) => vec![s],
