@@ -65,6 +65,9 @@ pub struct PassPreview {
     /// Why the pass would write and record nothing at all: the repository places no workload
     /// any more ([`ReconcileError::Emptied`], the message the pass would fail with).
     pub emptied: Option<String>,
+    /// The progressive rollouts the pass would start, move or keep under way: each workload's
+    /// state after the pass, and whether the pass changes it.
+    pub rollouts: Vec<(ObjectKey, crate::schedule::rollout::RolloutState, bool)>,
 }
 
 /// One workload's decision in a [`PassPreview`]: the reconciler's own decision, shared with
@@ -203,6 +206,21 @@ impl Reconciler {
         // them): the cache is a fork, or is reset after the preview.
         let before: BTreeMap<ObjectKey, Arc<PlacementRecord>> =
             std::mem::take(&mut cache.placements).into_iter().collect();
+        let rollout = &staged.rollout;
+        let rollouts = rollout
+            .changed
+            .keys()
+            .chain(rollout.directives.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .filter_map(|k| {
+                let (state, changed) = match rollout.changed.get(k) {
+                    Some(s) => (s.clone(), true),
+                    None => (cache.rollouts.as_ref()?.get(&k.store_key())?.clone(), false),
+                };
+                Some((k.clone(), state, changed))
+            })
+            .collect();
         let mut decisions = BTreeMap::new();
         for key in staged.decisions.keys() {
             if let Some(c) = cache.decisions.remove(key) {
@@ -217,6 +235,7 @@ impl Reconciler {
             stability: staged.stability.report(),
             full_check: staged.full_check,
             emptied,
+            rollouts,
         })
     }
 }

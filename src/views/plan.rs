@@ -185,6 +185,7 @@ pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: 
         .iter()
         .map(|e| json!({"workload": e.workload.as_ref().map(|w| w.display_ref()), "cluster": e.cluster, "kind": e.kind, "text": e.text}))
         .collect();
+    let rollouts = rollouts(after, before);
     let count = |what: &str| workloads.iter().filter(|w| w["change"] == what).count();
     let files_count = |what: &str| clusters.iter().map(|c| c[what].as_array().map_or(0, Vec::len)).sum::<usize>();
     let claim_changes = workloads.iter().filter(|w| !w["claim"].is_null()).count();
@@ -193,8 +194,12 @@ pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: 
         Before::Published => true,
         Before::Base(b) => b.emptied.is_none(),
     });
-    let changes =
-        !workloads.is_empty() || !clusters.is_empty() || !held.is_empty() || emptied.is_some() || summary_changed;
+    let changes = !workloads.is_empty()
+        || !clusters.is_empty()
+        || !held.is_empty()
+        || emptied.is_some()
+        || summary_changed
+        || !rollouts.is_empty();
     let mut doc = json!({
         "changes": changes,
         "base": matches!(before, Before::Base(_)),
@@ -213,8 +218,10 @@ pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: 
             "filesChanged": files_count("changed"),
             "filesRemoved": files_count("removed"),
             "placementsJsonChanged": summary_changed,
+            "rollouts": rollouts.len(),
         },
         "workloads": workloads,
+        "rollouts": rollouts,
         "held": held,
         "emptied": emptied,
         "clusters": clusters,
@@ -225,6 +232,76 @@ pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: 
         doc["diffs"] = Value::Array(diffs);
     }
     doc
+}
+
+/// The progressive rollouts this plan starts or moves (against the stored states, or the base
+/// preview's): per workload its state after the pass and, per stage, its clusters and the
+/// version they get this pass — the new one, or the previous one until the gates before the
+/// stage pass (`gatesBefore`, each at least `minSuccessTime`: `earliestIn`).
+fn rollouts(after: &PassPreview, before: &Before<'_>) -> Vec<Value> {
+    use crate::schedule::rollout::Phase;
+    let dur = |ms: u64| humantime::format_duration(std::time::Duration::from_secs(ms / 1000)).to_string();
+    after
+        .rollouts
+        .iter()
+        .filter(|(key, state, changed)| match before {
+            Before::Published => *changed,
+            Before::Base(b) => !b.rollouts.iter().any(|(k, s, _)| k == key && s == state),
+        })
+        .map(|(key, state, _)| {
+            let current = state.current();
+            let stages: Vec<Value> = state
+                .stages
+                .iter()
+                .enumerate()
+                .map(|(i, (name, clusters))| {
+                    let new = state.runs_new(i);
+                    let gates = match (new, &state.phase, current) {
+                        (false, Phase::Progressing, Some(c)) => Some(i.saturating_sub(c)),
+                        _ => None,
+                    };
+                    json!({
+                        "name": name,
+                        "clusters": clusters,
+                        "version": if new { "new" } else { "previous" },
+                        "gatesBefore": gates,
+                        "earliestIn": gates.map(|g| dur(g as u64 * state.gate.min_success_ms)),
+                    })
+                })
+                .collect();
+            json!({
+                "workload": key.display_ref(),
+                "policy": state.policy,
+                "state": state.phase.as_str(),
+                "stage": current.and_then(|i| state.stages.get(i)).map(|s| s.0.clone()),
+                "minSuccessTime": dur(state.gate.min_success_ms),
+                "stages": stages,
+            })
+        })
+        .collect()
+}
+
+/// The lines of one rollout of a plan: its state, then per stage the version its clusters get.
+pub fn rollout_lines(r: &Value) -> Vec<String> {
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let mut lines = vec![format!(
+        "rollout ({}): {}{}",
+        s(&r["policy"]),
+        s(&r["state"]),
+        r["stage"].as_str().map(|st| format!(" at stage {st}")).unwrap_or_default()
+    )];
+    for st in r["stages"].as_array().into_iter().flatten() {
+        let clusters: Vec<String> = st["clusters"].as_array().into_iter().flatten().map(s).collect();
+        let when = match (st["version"].as_str(), st["gatesBefore"].as_u64()) {
+            (Some("new"), _) => "the new version this pass".to_string(),
+            (_, Some(g)) => {
+                format!("the previous version until {g} more gate(s) pass (at least {})", s(&st["earliestIn"]))
+            }
+            _ => "the previous version".to_string(),
+        };
+        lines.push(format!("stage {} ({}): {when}", s(&st["name"]), clusters.join(", ")));
+    }
+    lines
 }
 
 /// The workloads whose placement, schedulability or claim differ between the two sides.
@@ -465,6 +542,12 @@ pub fn to_text(doc: &Value) -> String {
             out.push_str(&format!("  {l}\n"));
         }
     }
+    for r in doc["rollouts"].as_array().into_iter().flatten() {
+        out.push_str(&format!("\n{}\n", r["workload"].as_str().unwrap_or("")));
+        for l in rollout_lines(r) {
+            out.push_str(&format!("  {l}\n"));
+        }
+    }
     if let Some(m) = doc["emptied"].as_str() {
         out.push_str(&format!("\nheld: {m}\n"));
     }
@@ -532,6 +615,19 @@ pub fn to_markdown(doc: &Value) -> String {
                 w["workload"].as_str().unwrap_or(""),
                 w["change"].as_str().unwrap_or(""),
                 md(&workload_lines(w).join("<br>"))
+            ));
+        }
+        out.push_str("\n</details>\n");
+    }
+    let rollouts = doc["rollouts"].as_array().into_iter().flatten().collect::<Vec<_>>();
+    if !rollouts.is_empty() {
+        out.push_str(&format!("\n<details open><summary>Rollouts ({})</summary>\n\n", rollouts.len()));
+        out.push_str("| workload | rollout |\n|---|---|\n");
+        for r in rollouts {
+            out.push_str(&format!(
+                "| `{}` | {} |\n",
+                r["workload"].as_str().unwrap_or(""),
+                md(&rollout_lines(r).join("<br>"))
             ));
         }
         out.push_str("\n</details>\n");

@@ -486,3 +486,60 @@ proptest! {
         }
     }
 }
+
+/// A template change under a RolloutPolicy: the plan says, per stage, which clusters get the
+/// new version this pass (the canary) and which stay on the previous one until how many gates
+/// pass — in text, JSON and Markdown, through the binary — and its files are the canary's only.
+#[test]
+fn a_change_under_a_rollout_policy_is_planned_stage_by_stage() {
+    let s = Scratch::with_demo();
+    s.write(
+        "policies/web-rollout.yaml",
+        "apiVersion: fedsched.io/v1alpha1\nkind: RolloutPolicy\nmetadata: {name: web, namespace: shop}\nspec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]\n  stages:\n  - {name: canary, clusterAffinity: {clusterNames: [eu-west-b]}}\n  minSuccessTime: 10m\n",
+    );
+    rendered(&s);
+    rendered(&s);
+    let (code, _, _) = plan(&s, &[]);
+    assert_eq!(code, 0, "a RolloutPolicy with no change under way plans nothing");
+    edit(&s, "apps/web.yaml", "shop/web:1.4.2", "shop/web:1.5.0");
+
+    let (code, doc) = plan_json(&s, &[]);
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(doc["summary"]["rollouts"], 1, "{doc:#}");
+    let r = &doc["rollouts"][0];
+    assert_eq!(
+        (r["workload"].as_str(), r["state"].as_str(), r["stage"].as_str()),
+        (Some("Deployment/shop/web"), Some("Progressing"), Some("canary")),
+        "{r:#}"
+    );
+    assert_eq!(r["stages"][0]["clusters"], serde_json::json!(["eu-west-b"]));
+    assert_eq!(
+        (r["stages"][0]["version"].as_str(), r["stages"][1]["version"].as_str()),
+        (Some("new"), Some("previous"))
+    );
+    assert_eq!((r["stages"][1]["gatesBefore"].as_u64(), r["stages"][1]["earliestIn"].as_str()), (Some(1), Some("10m")));
+    let rest: Vec<&str> =
+        r["stages"][1]["clusters"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    assert!(!rest.is_empty() && !rest.contains(&"eu-west-b"), "{r:#}");
+    // The files: web's on the canary alone.
+    let web_files: Vec<&str> = doc["clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["changed"].as_array().into_iter().flatten().any(|p| p == "shop/apps_deployment_web.yaml"))
+        .filter_map(|c| c["cluster"].as_str())
+        .collect();
+    assert_eq!(web_files, ["eu-west-b"], "{doc:#}");
+
+    let (_, stdout, _) = plan(&s, &[]);
+    assert!(stdout.contains("  stage canary (eu-west-b): the new version this pass\n"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "  stage final ({}): the previous version until 1 more gate(s) pass (at least 10m)\n",
+            rest.join(", ")
+        )),
+        "{stdout}"
+    );
+    let (_, md, _) = plan(&s, &["-o", "markdown"]);
+    assert!(md.contains("<summary>Rollouts (1)</summary>") && md.contains("| `Deployment/shop/web` | rollout (shop/web): Progressing at stage canary<br>stage canary (eu-west-b): the new version this pass<br>"), "{md}");
+}
