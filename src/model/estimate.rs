@@ -383,14 +383,17 @@ fn per_model_node(grade: &ModelGrade, modelled: &[(&str, i64)], taken: &Resource
     per_node
 }
 
-/// The nodes of each grade (in the models' order) as the estimator sees them: per group of
-/// nodes, (grade, nodes, what each took, pod slots each took) — the groups that earlier
-/// deductions placed replicas on first (first-fit order), then the grade's untouched nodes.
+/// The nodes of each grade (grades in ascending order, as Karmada's overcommit protection lists
+/// its model nodes, `buildModelNodes`) as the estimator sees them: per group of nodes, (grade,
+/// nodes, what each took, pod slots each took) — the groups that earlier deductions placed
+/// replicas on first (first-fit order), then the grade's untouched nodes.
 fn model_nodes<'a>(
     models: &'a [ModelGrade],
     s: &'a super::snapshot::ResourceSummary,
 ) -> impl Iterator<Item = (&'a ModelGrade, i64, std::borrow::Cow<'a, ResourceList>, i64)> + 'a {
-    models.iter().flat_map(move |grade| {
+    let mut sorted: Vec<&'a ModelGrade> = models.iter().collect();
+    sorted.sort_by_key(|g| g.grade);
+    sorted.into_iter().flat_map(move |grade| {
         let mut left = s.allocatable_modelings.get(&grade.grade).copied().unwrap_or(0).max(0);
         let mut groups = Vec::new();
         for t in s.modelled_taken.iter().filter(|t| t.grade == grade.grade) {
@@ -407,8 +410,9 @@ fn model_nodes<'a>(
     })
 }
 
-/// Places `count` assumed replicas of `req` first-fit on the modelled nodes of `s` (the
-/// grades in `models`' order, each grade's nodes in [`model_nodes`] order), as
+/// Places `count` assumed replicas of `req` first-fit on the modelled nodes of `s` (in
+/// [`model_nodes`] order: Karmada's `SchedulingOvercommitProtection` simulates its assumed
+/// workloads on its model nodes the same way), as
 /// [`ResourceModelEstimator`] counts them: a node takes replicas while the grade's lower bound
 /// of every modelled resource the replica requests, less what it took already, and its 110
 /// pod slots allow. Notes them in `s.modelled_taken`; returns how many were placed (the rest
@@ -835,7 +839,8 @@ mod tests {
                 allocatable_modelings: [(0, 1), (1, 2), (2, 1)].into_iter().collect(),
                 ..Default::default()
             },
-            vec![g(0, 0), g(1, 2000), g(2, 4000)],
+            // Declared out of order: deductions go to the grades in ascending order.
+            vec![g(2, 4000), g(0, 0), g(1, 2000)],
         )
     }
 
@@ -893,9 +898,11 @@ mod tests {
         for _ in 0..200 {
             let mut c = modelled_member();
             let grades = c.resource_models.clone();
+            let mut ascending = grades.clone();
+            ascending.sort_by_key(|g| g.grade);
             // The nodes one by one: (grade index, cpu left, memory left, pods left).
             let mut nodes: Vec<(usize, i64, i64, i64)> = Vec::new();
-            for (gi, g) in grades.iter().enumerate() {
+            for (gi, g) in ascending.iter().enumerate() {
                 let n = c.summary.as_ref().and_then(|s| s.allocatable_modelings.get(&g.grade).copied()).unwrap_or(0);
                 for _ in 0..n {
                     nodes.push((gi, g.ranges[0].1, g.ranges[1].1, MODEL_NODE_PODS));
