@@ -197,6 +197,28 @@ fn purge_modes_directly_and_never() {
     }
 }
 
+/// A `Directly` eviction whose workload could not leave (nothing else fit: it stays placed on
+/// the member) ends when the member is Ready again: the eviction never took effect, and a
+/// stale task moved the workload off the healthy member later, removing its Ready replicas at
+/// once with none Ready elsewhere (issue 46, simulation seed 60). Until then it stays.
+#[test]
+fn a_directly_eviction_whose_workload_never_left_ends_when_its_member_is_ready_again() {
+    let settings = StabilitySettings::default();
+    let names = ["a", "b"];
+    let mut w = WorkloadInput::new(key("web"), placed(&[("a", 2)]));
+    w.cluster_rule.purge = Purge::Directly;
+    w.ready = placed(&[("a", 2)]);
+    let down = |_| Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] };
+    let (state, actions) = run([0, 5 * MIN, 6 * MIN], &settings, down);
+    assert_eq!(evictions(&actions.iter().map(|(_, a)| a.clone()).collect::<Vec<_>>()), 1);
+    assert_eq!(state.workloads[&key("web")].evicted(), BTreeSet::from(["a"]), "a stays out while it is down");
+    let up = Inputs { clusters: fleet(&names, &[]), workloads: vec![w.clone()] };
+    let s = step(&state, &up, 7 * MIN, &settings);
+    let ws = s.state.workloads.get(&key("web"));
+    assert!(ws.is_none_or(|ws| ws.evicted().is_empty()), "the stale task stays: {ws:?}");
+    assert!(kinds(&s.actions).is_empty(), "{:?}", s.actions);
+}
+
 fn tol(key: Option<&str>, op: TolerationOperator, effect: Option<TaintEffect>, seconds: Option<i64>) -> Toleration {
     Toleration { key: key.map(str::to_string), operator: Some(op), value: None, effect, toleration_seconds: seconds }
 }

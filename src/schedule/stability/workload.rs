@@ -102,8 +102,15 @@ fn purge(
         // the workload is placed (it may stay on the cluster with fewer replicas).
         let moved = (task.is_handover() || !input.placed.contains_key(&task.cluster)) && !others.is_empty();
         if task.purge == Purge::Directly {
-            // Purged when it started; it only kept the member out until the workload left.
-            if !moved {
+            // Purged when it started; it only kept the member out until the workload left. A
+            // workload that never left (nothing else fit, it stayed placed there) forgets an
+            // eviction for the member's health once the member is Ready again: the eviction never
+            // took effect, and kept it would move the workload off a healthy member later,
+            // removing its Ready replicas at once with none Ready elsewhere.
+            let recovered = matches!(task.reason, Reason::ClusterNotReady | Reason::ClusterUnreachable)
+                && input.placed.contains_key(&task.cluster)
+                && ctx.clusters.get(&task.cluster).is_some_and(|c| c.condition.is_ready());
+            if !moved && !recovered {
                 kept.push(task);
             }
             continue;

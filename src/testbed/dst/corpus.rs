@@ -182,7 +182,10 @@ pub const CORPUS: &[Entry] = &[
                 nothing removed: no other member fits); member-004 is Ready again at 957 s, yet at 1050 s the \
                 stale task moves w002 off it, removing its 6 Ready replicas with none Ready elsewhere",
         failed_on: "2210dcf (main)",
-        fixed_by: None,
+        fixed_by: Some(
+            "dst-b5: a Directly eviction for the member's health whose workload never left ends when the member is \
+             Ready again (schedule/stability/workload.rs purge)",
+        ),
     },
     Entry {
         seed: 25,
