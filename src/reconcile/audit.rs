@@ -210,7 +210,6 @@ impl Reconciler {
     /// caller, as at start: the profiles' compilers are memos too). Reads the store and the output directory,
     /// writes nothing of either; this reconciler's cache is left as it was. Call
     /// [`Reconciler::forget`] when it found differences: the next pass then decides afresh.
-    #[allow(clippy::too_many_arguments)]
     pub fn audit(
         &self,
         settings: Settings,

@@ -344,7 +344,6 @@ impl Reconciler {
     /// The stages of a pass up to "plan the publish" (version snapshots, stability, decide,
     /// plan) on `inputs` with `tainted`'s taints on them, with this process's cache: what both
     /// a pass and a preview run.
-    #[allow(clippy::too_many_arguments)]
     fn stages<'a>(
         &self,
         cache: &mut cache::PassCache,

@@ -84,9 +84,9 @@ pub fn select_groups(mut groups: Vec<GroupInfo>, min: usize, max: usize, target:
         return Vec::new();
     }
     groups.sort_by(|a, b| a.value.cmp(&b.value).then(b.weight.cmp(&a.weight)).then(a.name.cmp(&b.name)));
-    let mut paths: Vec<Path> = Vec::new();
-    let mut stack: Vec<usize> = Vec::new();
-    dfs(&groups, min, max, target, 0, 0, &mut stack, &mut paths);
+    let mut search = Search { groups: &groups, min, max, target, stack: Vec::new(), paths: Vec::new() };
+    search.dfs(0, 0);
+    let mut paths = search.paths;
     if paths.is_empty() {
         return Vec::new();
     }
@@ -101,37 +101,43 @@ pub fn select_groups(mut groups: Vec<GroupInfo>, min: usize, max: usize, target:
     paths.swap_remove(best).groups
 }
 
-#[allow(clippy::too_many_arguments)]
-fn dfs(
-    groups: &[GroupInfo],
+/// The depth-first search of [`select_groups`]: what every step shares (the groups sorted,
+/// the bounds and the target), the groups on the current path and the feasible paths found.
+struct Search<'a> {
+    groups: &'a [GroupInfo],
     min: usize,
     max: usize,
     target: i64,
-    sum: i64,
-    begin: usize,
-    stack: &mut Vec<usize>,
-    paths: &mut Vec<Path>,
-) {
-    if paths.len() >= MAX_PATHS {
-        return;
-    }
-    if sum >= target && stack.len() >= min && stack.len() <= max {
-        let mut chosen: Vec<GroupInfo> = stack.iter().map(|i| groups[*i].clone()).collect();
-        chosen.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.name.cmp(&b.name)));
-        paths.push(Path {
-            id: paths.len(),
-            weight: chosen.iter().map(|g| g.weight).sum(),
-            value: chosen.iter().map(|g| g.value).sum(),
-            groups: chosen,
-        });
-        return;
-    }
-    if stack.len() >= max {
-        return;
-    }
-    for i in begin..groups.len() {
-        stack.push(i);
-        dfs(groups, min, max, target, sum + groups[i].value, i + 1, stack, paths);
-        stack.pop();
+    /// Positions in `groups` of the current path.
+    stack: Vec<usize>,
+    paths: Vec<Path>,
+}
+
+impl Search<'_> {
+    /// Extends the current path (whose values sum to `sum`) by each group from `begin` on.
+    fn dfs(&mut self, sum: i64, begin: usize) {
+        let (groups, stack) = (self.groups, &self.stack);
+        if self.paths.len() >= MAX_PATHS {
+            return;
+        }
+        if sum >= self.target && stack.len() >= self.min && stack.len() <= self.max {
+            let mut chosen: Vec<GroupInfo> = stack.iter().map(|i| groups[*i].clone()).collect();
+            chosen.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.name.cmp(&b.name)));
+            self.paths.push(Path {
+                id: self.paths.len(),
+                weight: chosen.iter().map(|g| g.weight).sum(),
+                value: chosen.iter().map(|g| g.value).sum(),
+                groups: chosen,
+            });
+            return;
+        }
+        if stack.len() >= self.max {
+            return;
+        }
+        for (i, group) in groups.iter().enumerate().skip(begin) {
+            self.stack.push(i);
+            self.dfs(sum + group.value, i + 1);
+            self.stack.pop();
+        }
     }
 }
