@@ -1,6 +1,15 @@
-//! The web view's server time and size at scale (issue 53): the Placements page and the
-//! Cluster page's workloads over a store of W placements across C clusters — what their
-//! handlers do (read every placement from the store, filter, page, render), without a socket.
+//! The web view's server time and size at scale (issue 53), two ways:
+//! - the Placements page and the Cluster page's workloads over a store of W synthetic
+//!   placements across C clusters — what their handlers do (read every placement from the
+//!   store, filter, page, render), without a socket;
+//! - every page (Fleet, Placements, Workload, Cluster, Plan) answered by the daemon's own
+//!   router (`api::router`, the handler, its blocking task, the page and its headers; no
+//!   socket) over a real reconciled fleet: a generated repository of W workloads and C
+//!   clusters with node data (`testbed::simulate::repo`, 100 nodes and 300 pods a cluster as
+//!   the marks' fleet, `FEDSCHED_UI_NODES` to change; 10 in test mode),
+//!   one pass of the reconciler into a store and an output directory, 48 more snapshot
+//!   versions of the cluster whose page is asked for (its chart's whole window), and a plan of
+//!   one edited template and one of every template edited (the Plan page's largest).
 //!
 //! Not a timed test: it prints medians and bytes. Run: `cargo bench --bench ui` (release,
 //! W = 10,000, C = 1,000; `FEDSCHED_UI_WORKLOADS`, `FEDSCHED_UI_CLUSTERS` to change), or quickly
@@ -14,6 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use fedsched::api::ui::pages;
+use fedsched::members::live::{LiveData, LiveStatus, LiveView};
 use fedsched::policy::{ObjectKey, PolicyKind, PolicyRef};
 use fedsched::schedule::fleet::{ClusterSet, Rejection, universe_of};
 use fedsched::schedule::{ClusterVerdict, Outcome, ScheduleResult};
@@ -125,4 +135,145 @@ fn main() {
     };
     let bytes = on(&names[0]);
     bench(&format!("cluster page's workloads (runs, refused): {bytes} bytes of JSON"), 5, 1, || on(&names[0]));
+    drop(store);
+    drop(dir);
+    every_page(w, c, if quick { 10 } else { env("FEDSCHED_UI_NODES", 100) });
+}
+
+/// Every page through the daemon's router over a reconciled fleet of `w` workloads and `c`
+/// clusters of `nodes` nodes (3 pods each): server time (median of 5) and bytes of each answer.
+fn every_page(w: usize, c: usize, nodes: usize) {
+    use fedsched::reconcile::{PhaseTimings, Reconciler, Settings};
+    use fedsched::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let (policies, state, out) = (dir.path().join("repo"), dir.path().join("state"), dir.path().join("out"));
+    let now = fedsched::util::clock::now_ms();
+    let spec = RepoSpec { fleet: FleetSpec { clusters: c, nodes, pods: 3 * nodes, seed: 1 }, workloads: w };
+    let mut live = LiveView::default();
+    repo::write_repo(&policies, &spec, |_, cl, obs| {
+        let mut data = LiveData::of(obs, Default::default());
+        data.poll.at_ms = now;
+        live.clusters.insert(
+            cl.name.clone(),
+            LiveStatus { endpoint: "bench".into(), last_good: Some(Arc::new(data)), ..Default::default() },
+        );
+    })
+    .unwrap_or_else(|e| panic!("generate: {e}"));
+    let rec =
+        Arc::new(Reconciler::new(Store::open(&state).unwrap_or_else(|e| panic!("store: {e}")), Settings::builtin()));
+    let mut inputs = rec
+        .load_inputs(&policies, &mut PhaseTimings::default())
+        .unwrap_or_else(|e| panic!("load: {} error(s), first {:?}", e.len(), e.first().map(ToString::to_string)));
+    inputs.apply_live(&live, &rec.store);
+    let report = rec.reconcile(&inputs, &out, "bench", now).unwrap_or_else(|e| panic!("reconcile: {e}"));
+    println!("every page through the router ({nodes} nodes a cluster): {}", report.summary());
+
+    // The page of a cluster with a chart's whole window: 48 more versions of its snapshot.
+    let cluster = inputs.snapshots.iter().find(|s| s.summary.is_some()).expect("a cluster with a summary").clone();
+    for v in 0..48i64 {
+        let mut snap = cluster.clone();
+        if let Some(sum) = snap.summary.as_mut() {
+            let sum = Arc::make_mut(sum);
+            let cpu = sum.allocated.get("cpu");
+            sum.allocated.set("cpu", (cpu + v * 100).max(0));
+        }
+        rec.store
+            .record_snapshot(&snap, fedsched::model::Observed { at_ms: now + v as u64 * 1000, confidence: 1.0 })
+            .unwrap_or_else(|e| panic!("snapshot: {e}"));
+    }
+    // The workload whose page is asked for: the first placed on the most clusters.
+    let placements = rec.store.placements().unwrap_or_else(|e| panic!("placements: {e}"));
+    let widest = placements.iter().max_by_key(|p| p.targets.len()).expect("a placement");
+    let k = &widest.workload;
+    let workload_page = format!(
+        "/ui/workloads/{}/{}/{}",
+        k.namespace.as_deref().unwrap_or("_"),
+        k.kind,
+        fedsched::util::percent::encode(&k.name)
+    );
+    println!("  the workload page's: {} on {} clusters", k.name, widest.targets.len());
+    drop(placements);
+
+    let (tx, status) = tokio::sync::watch::channel(Arc::new(fedsched::views::status::StatusView::default()));
+    let inputs = Arc::new(inputs);
+    let view = fedsched::views::status::StatusView {
+        ready: true,
+        last_success_ms: Some(now),
+        inputs: Some(inputs.clone()),
+        profiles: Some(Arc::new(fedsched::schedule::profile::Profiles::builtin())),
+        ..Default::default()
+    };
+    tx.send_replace(Arc::new(view));
+    let plans = fedsched::api::PlanGate::default();
+    let state = fedsched::api::ApiState {
+        store: rec.store.clone(),
+        status,
+        heartbeat: Arc::new(fedsched::views::status::Heartbeat::new(now)),
+        heartbeat_timeout: std::time::Duration::from_secs(3600),
+        token: None,
+        metrics_require_token: false,
+        metrics: Arc::new(fedsched::metrics::Metrics::new()),
+        clock: Arc::new(fedsched::util::clock::SystemClock),
+        output_dir: out.clone(),
+        plans: plans.clone(),
+    };
+    let router = fedsched::api::router(state);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let get = |path: &str| -> usize {
+        use tower::ServiceExt as _;
+        let request = axum::http::Request::get(path).body(axum::body::Body::empty()).expect("request");
+        rt.block_on(async {
+            let answer = router.clone().oneshot(request).await.unwrap_or_else(|e| match e {});
+            assert_eq!(answer.status(), 200, "{path}");
+            let body = axum::body::to_bytes(answer.into_body(), 64 << 20).await.expect("body");
+            body.len()
+        })
+    };
+    let cluster_page = format!("/ui/clusters/{}", fedsched::util::percent::encode(&cluster.name));
+    let plan = |edit_all: bool| {
+        let (mut files, errors) = fedsched::policy::load::read_repository(&policies, &Default::default());
+        assert!(errors.is_empty(), "{errors:?}");
+        let edited: Vec<String> =
+            if edit_all { (0..w).map(repo::workload_file).collect() } else { vec![repo::workload_file(w / 2)] };
+        let mut n = 0;
+        for (path, text) in files.files.iter_mut() {
+            if edited.iter().any(|e| path.as_path() == std::path::Path::new(e)) {
+                let before = text.clone();
+                *text = text.replacen("replicas: ", "replicas: 1", 1);
+                n += usize::from(*text != before);
+            }
+        }
+        assert_eq!(n, edited.len(), "every edited file has replicas");
+        let request = fedsched::views::plan::PlanRequest { after: files, base: None, diff: true };
+        let doc = fedsched::views::plan::on_reconciler(&rec, &live, &out, request, now)
+            .unwrap_or_else(|e| panic!("plan: {e}"));
+        plans.keep(&doc);
+        doc["summary"]["changed"].as_u64().unwrap_or(0)
+    };
+    for (label, path) in [
+        ("Fleet /ui/", "/ui/".to_string()),
+        ("Placements /ui/placements (default window)", "/ui/placements".to_string()),
+        ("Placements, widest window (200 × 60)", "/ui/placements?perPage=200&clustersPerPage=60".to_string()),
+        (
+            "Placements, filtered (namespace, label)",
+            "/ui/placements?namespace=team-42&label=tier%3Dbatch&perPage=200&clustersPerPage=60".to_string(),
+        ),
+        ("Workload (the widest placement)", workload_page),
+        ("Cluster (49 snapshot versions, its workloads)", cluster_page),
+    ] {
+        let bytes = get(&path);
+        bench(&format!("page {label}: {bytes} bytes"), 5, 1, || get(&path));
+    }
+    for (label, all) in [("one template edited", false), ("every template edited", true)] {
+        let changed = plan(all);
+        let bytes = get("/ui/plan");
+        bench(&format!("page Plan /ui/plan, {label} ({changed} workloads change): {bytes} bytes"), 5, 1, || {
+            get("/ui/plan")
+        });
+    }
+    drop(rt);
 }

@@ -211,7 +211,8 @@ impl PlanGate {
         self.1.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    fn keep(&self, doc: &Value) {
+    /// Keeps `doc` as the last plan answered (the Plan page shows it).
+    pub fn keep(&self, doc: &Value) {
         *self.1.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(doc.clone()));
     }
 }

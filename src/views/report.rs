@@ -275,52 +275,66 @@ pub fn clusters_json(store: &Store, current: Option<&[ClusterSnapshot]>, now_ms:
     let replicas = replicas_by_cluster(&store.placements()?);
     let mut items = Vec::new();
     for name in store.clusters()? {
-        let observed = match current {
-            Some(c) => match c.iter().find(|s| s.name == name) {
-                Some(s) => s.freshness.map_or(0, |f| f.polled_at_ms),
-                None => continue,
-            },
-            None => 0,
-        };
-        let Some((meta, snap)) = store.latest_snapshot(&name)? else { continue };
-        // The pass's observation, when it is of this content (the stored head's).
-        let observed = if observed >= meta.first_seen_ms { observed } else { 0 };
-        let observed_at = snap.observed_at_ms(meta.last_seen_ms.max(observed));
-        let (state, reason) = health_parts(&snap.health);
-        let capacity = snap.summary.as_ref().map(|s| {
-            json!({
-                "allocatable": resources_json(&s.allocatable),
-                "allocated": resources_json(&s.allocated),
-                "allocating": resources_json(&s.allocating),
-                "available": resources_json(&s.allocatable.free_after(&s.allocated, &s.allocating)),
-            })
-        });
-        let source = match &snap.source {
-            crate::model::SnapshotSource::Offline { file } => json!({"offline": file}),
-            crate::model::SnapshotSource::Live { endpoint } => json!({"live": endpoint}),
-        };
-        items.push(json!({
-            "name": name,
-            "state": state,
-            "reason": reason,
-            "source": source,
-            "region": snap.region,
-            "provider": snap.provider,
-            "zones": snap.zones,
-            "labels": snap.labels,
-            "taints": snap.taints.iter().map(|t| json!({"key": t.key, "value": t.value, "effect": format!("{:?}", t.effect)})).collect::<Vec<_>>(),
-            "capacity": capacity,
-            "confidence": meta.confidence,
-            "snapshot": {
-                "version": meta.version,
-                "hash": format!("{:016x}", meta.hash),
-                "firstSeen": format_ms(meta.first_seen_ms),
-                "lastSeen": format_ms(meta.last_seen_ms),
-                "observedAt": format_ms(observed_at),
-                "ageSeconds": now_ms.saturating_sub(observed_at) as f64 / 1000.0,
-            },
-            "replicas": replicas.get(&name).copied().unwrap_or(0),
-        }));
+        let r = replicas.get(&name).copied().unwrap_or(0);
+        items.extend(cluster_json(store, current, now_ms, &name, r)?);
     }
     Ok(json!({ "clusters": items }))
+}
+
+/// One member of [`clusters_json`], with `replicas` placed on it (what `clusters_json` sums
+/// from the placements); `None` when it has no stored snapshot or is not among `current`.
+/// The Cluster page asks for its one cluster so, without the rest of the fleet.
+pub fn cluster_json(
+    store: &Store,
+    current: Option<&[ClusterSnapshot]>,
+    now_ms: u64,
+    name: &str,
+    replicas: i64,
+) -> Result<Option<Value>, StoreError> {
+    let observed = match current {
+        Some(c) => match c.iter().find(|s| s.name == name) {
+            Some(s) => s.freshness.map_or(0, |f| f.polled_at_ms),
+            None => return Ok(None),
+        },
+        None => 0,
+    };
+    let Some((meta, snap)) = store.latest_snapshot(name)? else { return Ok(None) };
+    // The pass's observation, when it is of this content (the stored head's).
+    let observed = if observed >= meta.first_seen_ms { observed } else { 0 };
+    let observed_at = snap.observed_at_ms(meta.last_seen_ms.max(observed));
+    let (state, reason) = health_parts(&snap.health);
+    let capacity = snap.summary.as_ref().map(|s| {
+        json!({
+            "allocatable": resources_json(&s.allocatable),
+            "allocated": resources_json(&s.allocated),
+            "allocating": resources_json(&s.allocating),
+            "available": resources_json(&s.allocatable.free_after(&s.allocated, &s.allocating)),
+        })
+    });
+    let source = match &snap.source {
+        crate::model::SnapshotSource::Offline { file } => json!({"offline": file}),
+        crate::model::SnapshotSource::Live { endpoint } => json!({"live": endpoint}),
+    };
+    Ok(Some(json!({
+        "name": name,
+        "state": state,
+        "reason": reason,
+        "source": source,
+        "region": snap.region,
+        "provider": snap.provider,
+        "zones": snap.zones,
+        "labels": snap.labels,
+        "taints": snap.taints.iter().map(|t| json!({"key": t.key, "value": t.value, "effect": format!("{:?}", t.effect)})).collect::<Vec<_>>(),
+        "capacity": capacity,
+        "confidence": meta.confidence,
+        "snapshot": {
+            "version": meta.version,
+            "hash": format!("{:016x}", meta.hash),
+            "firstSeen": format_ms(meta.first_seen_ms),
+            "lastSeen": format_ms(meta.last_seen_ms),
+            "observedAt": format_ms(observed_at),
+            "ageSeconds": now_ms.saturating_sub(observed_at) as f64 / 1000.0,
+        },
+        "replicas": replicas,
+    })))
 }

@@ -1,5 +1,5 @@
 //! The `resources` document: capacity, allocated and free per dimension (raw, and CPU also in
-//! normalised cores), with confidence, aggregated over clusters grouped by region, zone,
+//! normalised cores; per member also its GPUs by model, `gpuModels`), with confidence, aggregated over clusters grouped by region, zone,
 //! provider or any cluster label. One builder for `fedsched resources` and
 //! `/api/v1/resources`, JSON and text.
 
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::model::ClusterSnapshot;
-use crate::model::dimensions::{Dimensions, ModelSettings};
+use crate::model::dimensions::{Dimensions, GPU_PRODUCT_LABEL, GPU_RESOURCES, ModelSettings};
 use crate::model::nodes::cpu_figures;
 use crate::model::quantity::format_milli;
 
@@ -165,6 +165,49 @@ fn human_row(resource: &str, quantities: [&Value; 3]) -> [String; 3] {
     out
 }
 
+/// A member's GPUs by model ([`GPU_PRODUCT_LABEL`]), per GPU resource: from its nodes when
+/// it has node-level data (a node's free GPUs count only when it is Ready and schedulable),
+/// else from the Cluster's own `nvidia.com/gpu.product` label and its summary; `(no model
+/// label)` for GPUs of nodes without the label. Nothing is free on a member that is not Ready.
+fn gpu_models(c: &ClusterSnapshot) -> Vec<Value> {
+    let ready = c.health.is_ready();
+    let mut by: BTreeMap<(String, &'static str), Amounts> = BTreeMap::new();
+    if c.nodes.is_empty() {
+        let (Some(model), Some(s)) = (c.labels.get(GPU_PRODUCT_LABEL), c.summary.as_ref()) else { return Vec::new() };
+        for r in GPU_RESOURCES {
+            let capacity = s.allocatable.get(r);
+            if capacity > 0 {
+                let allocated = s.allocated.get(r).saturating_add(s.allocating.get(r));
+                let free = if ready { capacity.saturating_sub(allocated).max(0) } else { 0 };
+                by.insert((model.clone(), r), Amounts { capacity, allocated, free });
+            }
+        }
+    }
+    for n in c.nodes.iter() {
+        for r in GPU_RESOURCES {
+            let capacity = n.allocatable.get(r);
+            if capacity <= 0 {
+                continue;
+            }
+            let model = n.labels.get(GPU_PRODUCT_LABEL).cloned().unwrap_or_else(|| "(no model label)".into());
+            let used = n.requested.get(r);
+            let free = if ready && n.ready && !n.unschedulable { capacity.saturating_sub(used).max(0) } else { 0 };
+            let a = by.entry((model, r)).or_default();
+            a.capacity = a.capacity.saturating_add(capacity);
+            a.allocated = a.allocated.saturating_add(used);
+            a.free = a.free.saturating_add(free);
+        }
+    }
+    by.into_iter()
+        .map(|((model, r), a)| {
+            let mut v = amounts_json(r, &a, None);
+            v["model"] = json!(model);
+            v["resource"] = json!(r);
+            v
+        })
+        .collect()
+}
+
 fn cores(milli: f64) -> f64 {
     (milli / 10.0).round() / 100.0
 }
@@ -220,7 +263,7 @@ pub fn document(views: &[ClusterView], by: &GroupBy, settings: &ModelSettings) -
             cpu_total.free += cpu.free;
             let resources: serde_json::Map<String, Value> =
                 amounts.iter().map(|(d, a)| (d.clone(), amounts_json(d, a, (d == "cpu").then_some(&cpu)))).collect();
-            clusters.push(json!({
+            let mut cluster = json!({
                 "name": v.snapshot.name,
                 "source": if v.snapshot.is_live() { "live" } else { "offline" },
                 "health": health_of(&v.snapshot).0,
@@ -228,7 +271,12 @@ pub fn document(views: &[ClusterView], by: &GroupBy, settings: &ModelSettings) -
                 "confidence": (v.confidence * 1000.0).round() / 1000.0,
                 "ageSeconds": v.age_ms.map(|a| a / 1000),
                 "resources": resources,
-            }));
+            });
+            let gpus = gpu_models(&v.snapshot);
+            if !gpus.is_empty() {
+                cluster["gpuModels"] = json!(gpus);
+            }
+            clusters.push(cluster);
         }
         let confidences: Vec<f64> = members.iter().map(|v| v.confidence).collect();
         let min = confidences.iter().copied().fold(1.0f64, f64::min);
@@ -337,4 +385,54 @@ pub fn with_stored_live(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::snapshot::ResourceSummary;
+    use crate::model::{NodeView, ResourceList};
+
+    /// GPUs by model: from the nodes' `nvidia.com/gpu.product` label (a node's free GPUs only
+    /// when it is Ready and schedulable), or from an offline Cluster's own label and summary.
+    #[test]
+    fn gpus_are_counted_by_model() {
+        let gpu = |n: i64| ResourceList::of(&[("cpu", 8000), ("nvidia.com/gpu", n * 1000)]);
+        let a100 = [(GPU_PRODUCT_LABEL, "A100")];
+        let mut cordoned = NodeView::ready("n3", gpu(4)).with_labels(a100);
+        cordoned.unschedulable = true;
+        let live = ClusterSnapshot::live("m", "https://m").with_nodes(vec![
+            NodeView::ready("n1", gpu(4))
+                .with_labels(a100)
+                .with_requested(ResourceList::of(&[("nvidia.com/gpu", 1000)]), 1),
+            NodeView::ready("n2", gpu(8)).with_labels([(GPU_PRODUCT_LABEL, "H100")]),
+            cordoned,
+            NodeView::ready("n4", gpu(2)),
+            NodeView::ready("n5", ResourceList::of(&[("cpu", 8000)])),
+        ]);
+        let models = gpu_models(&live);
+        let row = |m: &str| models.iter().find(|v| v["model"] == m).cloned().unwrap_or_default();
+        assert_eq!(models.len(), 3, "{models:#?}");
+        assert_eq!(
+            row("A100"),
+            json!({"model": "A100", "resource": "nvidia.com/gpu", "capacity": "8", "allocated": "1", "free": "3"})
+        );
+        assert_eq!(row("H100")["free"], "8");
+        assert_eq!(row("(no model label)")["capacity"], "2");
+        let offline =
+            ClusterSnapshot::offline("o", "clusters/o.yaml").with_labels(a100).with_summary(ResourceSummary {
+                allocatable: gpu(16),
+                allocated: ResourceList::of(&[("nvidia.com/gpu", 10_000)]),
+                ..Default::default()
+            });
+        assert_eq!(
+            gpu_models(&offline),
+            vec![
+                json!({"model": "A100", "resource": "nvidia.com/gpu", "capacity": "16", "allocated": "10", "free": "6"})
+            ]
+        );
+        let down = offline.clone().with_health(crate::model::Health::Unreachable { reason: "x".into() });
+        assert_eq!(gpu_models(&down)[0]["free"], "0", "nothing free on a member that is not Ready");
+        assert!(gpu_models(&ClusterSnapshot::offline("p", "f")).is_empty());
+    }
 }

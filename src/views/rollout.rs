@@ -92,6 +92,28 @@ pub fn rollouts_named(store: &Store, ns: &str, name: &str, now_ms: u64) -> Resul
     Ok(out)
 }
 
+/// The gate of a rollout document in words (`Healthy since …, 2s left of 3s, deadline in 2m,
+/// approval required`); `None` when no stage is gated (complete, halted, rolled back). One
+/// wording for `status`, `explain` and the web view.
+pub fn gate_text(doc: &Value) -> Option<String> {
+    let g = &doc["gate"];
+    if g.is_null() {
+        return None;
+    }
+    let s = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+    let mut out = match g["timeLeft"].as_str() {
+        Some(left) => format!("Healthy since {}, {left} left of {}", s(&g["healthySince"]), s(&g["minSuccessTime"])),
+        None => format!("waiting for Healthy ({} needed)", s(&g["minSuccessTime"])),
+    };
+    if let Some(d) = g["deadlineLeft"].as_str() {
+        out.push_str(&format!(", deadline in {d}"));
+    }
+    if g["approvalRequired"] == true {
+        out.push_str(", approval required");
+    }
+    Some(out)
+}
+
 /// The text lines of a rollout document (indented, for `status` and `explain`).
 pub fn to_text(doc: &Value) -> String {
     if doc.is_null() {
@@ -102,22 +124,8 @@ pub fn to_text(doc: &Value) -> String {
     if let Some(stage) = doc["stage"].as_str() {
         out.push_str(&format!(" at stage {stage}"));
     }
-    let g = &doc["gate"];
-    if !g.is_null() {
-        match g["timeLeft"].as_str() {
-            Some(left) => out.push_str(&format!(
-                ", Healthy since {}, {left} left of {}",
-                s(&g["healthySince"]),
-                s(&g["minSuccessTime"])
-            )),
-            None => out.push_str(&format!(", waiting for Healthy ({} needed)", s(&g["minSuccessTime"]))),
-        }
-        if let Some(d) = g["deadlineLeft"].as_str() {
-            out.push_str(&format!(", deadline in {d}"));
-        }
-        if g["approvalRequired"] == true {
-            out.push_str(", approval required");
-        }
+    if let Some(gate) = gate_text(doc) {
+        out.push_str(&format!(", {gate}"));
     }
     out.push_str(&format!(", failures {}/{}\n", s(&doc["failures"]["count"]), s(&doc["failures"]["max"])));
     for st in doc["stages"].as_array().into_iter().flatten() {

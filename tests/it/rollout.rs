@@ -18,7 +18,7 @@ fn app(image: &str) -> String {
 }
 
 /// [`app`] with more for the canary stage (`, requireApproval: true`) and the spec.
-fn app_with(image: &str, canary: &str, spec: &str) -> String {
+pub(crate) fn app_with(image: &str, canary: &str, spec: &str) -> String {
     format!(
         r#"apiVersion: apps/v1
 kind: Deployment
@@ -56,13 +56,13 @@ spec:
 }
 
 /// The image of api's file on a member ("-": none).
-fn image(t: &crate::live::Setup, member: &str) -> String {
+pub(crate) fn image(t: &crate::live::Setup, member: &str) -> String {
     let text =
         std::fs::read_to_string(t.s.out().join(member).join("shop/apps_deployment_api.yaml")).unwrap_or_default();
     text.lines().find_map(|l| l.split("image: ").nth(1)).unwrap_or("-").trim_matches('"').to_string()
 }
 
-fn images(t: &crate::live::Setup) -> Vec<String> {
+pub(crate) fn images(t: &crate::live::Setup) -> Vec<String> {
     MEMBERS.iter().map(|m| image(t, m)).collect()
 }
 

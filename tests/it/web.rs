@@ -322,6 +322,12 @@ impl Browser {
         self.cmd("GET", &format!("element/{e}/text"), None).as_str().unwrap_or_default().to_string()
     }
 
+    /// Whether what has the focus is inside an element a selector finds.
+    fn focus_is_in(&self, css: &str) -> bool {
+        let script = "return document.activeElement !== null && document.activeElement.closest(arguments[0]) !== null";
+        self.cmd("POST", "execute/sync", Some(json!({"script": script, "args": [css]}))) == json!(true)
+    }
+
     /// The text of every cell of the rows a selector finds (one script, run by the driver
     /// outside the page's CSP).
     fn rows(&self, css: &str) -> Vec<Vec<String>> {
@@ -442,20 +448,43 @@ fn the_web_view_in_a_real_browser() {
             .flat_map(|g| g["clusters"].as_array().into_iter().flatten())
             .find(|x| x["name"] == name)
             .expect("in resources");
-        let cpu = &r["resources"]["cpu"];
-        let want = format!(
-            "{} allocated of {}, {} free",
-            shown(&cpu["allocated"]),
-            shown(&cpu["capacity"]),
-            shown(&cpu["free"])
-        );
+        // A bar with its figures for every dimension of the document (and normalised CPU).
+        let dims: Vec<&str> =
+            resources["dimensions"].as_array().expect("dims").iter().filter_map(Value::as_str).collect();
+        assert!(dims.len() >= 3, "{dims:?}");
+        for d in dims {
+            let a = &r["resources"][d];
+            let want = format!(
+                "{d} {} allocated of {}, {} free",
+                shown(&a["allocated"]),
+                shown(&a["capacity"]),
+                shown(&a["free"])
+            );
+            assert!(text.contains(&want), "{name}: {want} in {text}");
+        }
+        let n = &r["resources"]["cpu"]["normalised"];
+        let f = |k: &str| n[k].as_f64().expect("normalised");
+        let want =
+            format!("cpu (normalised) {:.1} allocated of {:.1}, {:.1} free", f("allocated"), f("capacity"), f("free"));
         assert!(text.contains(&want), "{name}: {want} in {text}");
     }
+    let bars = b.texts(".card meter").len();
+    let figures = b.texts(".card .bar .fig").len();
+    assert!(bars > 0 && bars == figures, "every bar has its figures as text: {bars} bars, {figures} figures");
     b.screenshot(&shots, "fleet");
 
-    // The keyboard: Tab reaches the first link, then the navigation; Enter follows it.
+    // The keyboard: the first Tab reaches the skip link, whose Enter takes the focus past the
+    // navigation and banner into the content; from the top again, Tab reaches the navigation,
+    // and Enter follows a link.
     b.keys("\u{E004}");
-    assert_eq!(b.focused_text(), "fedsched", "Tab focuses the first link");
+    assert_eq!(b.focused_text(), "Skip to the content", "Tab focuses the skip link first");
+    b.keys("\u{E007}");
+    b.wait_url("Enter on the skip link", |u| u.ends_with("/ui/#main"));
+    b.keys("\u{E004}");
+    assert!(b.focus_is_in("main"), "after the skip link, Tab stays in the content");
+    b.go(&format!("{base}/ui/"));
+    b.keys("\u{E004}\u{E004}");
+    assert_eq!(b.focused_text(), "fedsched", "then the first link");
     b.keys("\u{E004}\u{E004}");
     assert_eq!(b.focused_text(), "Placements");
     b.keys("\u{E007}");
@@ -682,4 +711,96 @@ fn strip_ages(mut v: Value) -> Value {
         _ => {}
     }
     v
+}
+
+/// A progressive rollout (issue 52) on a live simulated fleet with `--apply`, in a real
+/// browser: while the canary stage waits for its approval, and again after the approval
+/// commit released the next stage, the Workload page's rollout section shows what
+/// `/api/v1/workloads/shop/api/rollout` says — state, stage, both versions, the gate, each
+/// stage's clusters and the version they run — without a console error.
+#[test]
+fn a_rollout_in_a_real_browser() {
+    let Some((driver, chromium)) = chromedriver() else { return };
+    let t = crate::live::setup_with(3, true, crate::live::WATCHED, &[]);
+    let write = |image: &str, spec: &str| {
+        t.s.write("apps/api.yaml", &crate::rollout::app_with(image, ", requireApproval: true", spec))
+    };
+    write("api:1", "");
+    let (mut child, log) = crate::live::daemon(&t, "info");
+    let a = addr(&t.s);
+    let rollout = || match http_get(&a, "/api/v1/workloads/shop/api/rollout") {
+        Some((200, body)) => serde_json::from_str::<Value>(&body).unwrap_or(Value::Null),
+        _ => Value::Null,
+    };
+    wait_for("api:1 everywhere", Duration::from_secs(90), || crate::rollout::images(&t) == ["api:1"; 3]);
+    write("api:2", "");
+    wait_for("the canary's gate to ask for approval", Duration::from_secs(90), || {
+        let r = rollout();
+        r["stage"] == "canary" && r["gate"]["approvalRequired"] == true && r["gate"]["healthySince"].is_string()
+    });
+    let b = Browser::start(&driver, &chromium);
+    let shots = screenshot_dir();
+    let page = format!("http://{a}/ui/workloads/shop/Deployment/api#rollout");
+    // The page against the API's answers read before and after it, when they agree (the gate's
+    // times left move by themselves: compared without them).
+    let compare = |want_stage: &str| {
+        for _ in 0..20 {
+            let before = rollout();
+            b.go(&page);
+            let state = b.text_of("#rollout .rollout-state");
+            let gate = b.text_of("#rollout .gate");
+            let stages = b.rows("#rollout table:nth-of-type(1) tbody tr");
+            let after = rollout();
+            let fixed =
+                |d: &Value| (d["state"].clone(), d["stage"].clone(), d["stages"].clone(), d["versions"].clone());
+            if fixed(&before) != fixed(&after) {
+                continue;
+            }
+            let doc = after;
+            assert_eq!(doc["stage"], want_stage, "{doc:#}");
+            b.assert_no_console_errors("workload with a rollout");
+            assert!(
+                state.contains(&format!("{} at stage {want_stage}", shown(&doc["state"]))),
+                "{state} against {doc:#}"
+            );
+            assert!(
+                state.contains(&format!(
+                    "previous version {}, new version {}",
+                    shown(&doc["versions"]["previous"]),
+                    shown(&doc["versions"]["new"])
+                )),
+                "{state} against {doc:#}"
+            );
+            assert!(gate.starts_with("gate: "), "{gate}");
+            if doc["gate"]["approvalRequired"] == true {
+                assert!(gate.contains("approval required"), "{gate} against {doc:#}");
+            }
+            let want = doc["stages"].as_array().expect("stages");
+            assert_eq!(stages.len(), want.len(), "{stages:?} against {doc:#}");
+            for (row, st) in stages.iter().zip(want) {
+                let name = shown(&st["name"]);
+                assert!(row[1] == name || row[1] == format!("{name} (current)"), "{row:?} against {st}");
+                assert_eq!(row[1].ends_with("(current)"), name == want_stage, "{row:?}");
+                assert_eq!(row[2], shown(&st["version"]), "{row:?} against {st}");
+                let clusters: Vec<String> = st["clusters"].as_array().into_iter().flatten().map(shown).collect();
+                let shown_clusters: Vec<String> =
+                    row[3].split(", ").map(|c| c.split(" (").next().unwrap_or("").to_string()).collect();
+                assert_eq!(shown_clusters, clusters, "{row:?} against {st}");
+            }
+            return;
+        }
+        panic!("the rollout kept changing");
+    };
+    compare("canary");
+    b.screenshot(&shots, "rollout");
+    // The approval is a commit to the policy repository: the next stage is released.
+    write("api:2", "  approvedStages: [canary]\n");
+    wait_for("the next stage", Duration::from_secs(90), || rollout()["stage"] == "next");
+    compare("next");
+    b.screenshot(&shots, "rollout-next");
+    drop(b);
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+    assert!(!l.contains("panicked"), "{l}");
 }

@@ -107,13 +107,14 @@ fn nav(active: &str, logout: bool) -> String {
     out
 }
 
-/// A whole page: head (the stylesheet and the icon, both served by the daemon), navigation,
-/// the banner, the body.
+/// A whole page: head (the stylesheet and the icon, both served by the daemon), a "skip to
+/// the content" link (the first thing the Tab key reaches: past the navigation and the
+/// banner to `<main id="main" tabindex="-1">`), navigation, the banner, the body.
 pub fn page(title: &str, active: &str, logout: bool, banner: &str, body: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{} · fedsched</title><link rel=\"stylesheet\" href=\"/ui/style.css\"><link rel=\"icon\" href=\"/ui/icon.svg\" type=\"image/svg+xml\"></head>\
-         <body><header><a class=\"brand\" href=\"/ui/\">fedsched</a>{}</header>{}<main id=\"main\"><h1>{}</h1>{}</main></body></html>\n",
+         <body><a class=\"skip\" href=\"#main\">Skip to the content</a><header><a class=\"brand\" href=\"/ui/\">fedsched</a>{}</header>{}<main id=\"main\" tabindex=\"-1\"><h1>{}</h1>{}</main></body></html>\n",
         esc(title),
         nav(active, logout),
         banner,

@@ -4,7 +4,7 @@
 //!
 //! | page | made from |
 //! |---|---|
-//! | `/ui/` (Fleet) | `/api/v1/status`, `/api/v1/clusters`, `/api/v1/resources?by=region` |
+//! | `/ui/?page=&perPage=` (Fleet) | `/api/v1/status`, `/api/v1/clusters`, `/api/v1/resources?by=region` |
 //! | `/ui/placements?namespace=&policy=&label=&state=&page=&perPage=&clusterPage=&clustersPerPage=` | `/api/v1/placements` (same query) |
 //! | `/ui/workloads/{ns}/{kind}/{name}` | `…/explain` (with its `status`), `…/history`, the placement's files in the output directory |
 //! | `/ui/clusters/{name}` | `/api/v1/clusters`, `…/snapshots`, `…/workloads` |
@@ -243,8 +243,15 @@ fn store_failed(e: crate::store::StoreError) -> (StatusCode, String) {
     (r.code, r.message)
 }
 
-async fn fleet(State(s): State<ApiState>, headers: HeaderMap) -> Response {
-    render(s, &headers, "Fleet", |s| {
+async fn fleet(State(s): State<ApiState>, headers: HeaderMap, uri: Uri) -> Response {
+    let window = match query_pairs(&uri)
+        .and_then(|p| pages::FleetWindow::from_pairs(&p).map_err(|e| (StatusCode::BAD_REQUEST, e)))
+    {
+        Ok(w) => w,
+        Err((code, m)) if admitted(&s, &headers) => return refuse(&s, code, &m),
+        Err(_) => return see_other("/ui/login"),
+    };
+    render(s, &headers, "Fleet", move |s| {
         let current = s.status.borrow().inputs.clone();
         let now = s.clock.now_ms();
         let clusters =
@@ -255,7 +262,7 @@ async fn fleet(State(s): State<ApiState>, headers: HeaderMap) -> Response {
             let views = crate::views::resources::views(&inputs.snapshots, model, now);
             crate::views::resources::document(&views, &crate::views::resources::GroupBy::Region, model)
         });
-        Ok(("Fleet".into(), pages::fleet(&clusters, resources.as_ref())))
+        Ok(("Fleet".into(), pages::fleet(&clusters, resources.as_ref(), window)))
     })
     .await
 }
@@ -324,18 +331,22 @@ fn read_output(out: &std::path::Path, cluster: &str, file: &str) -> Option<Strin
 
 async fn cluster(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Response {
     render(s, &headers, "", move |s| {
+        if !s.store.clusters().map_err(store_failed)?.contains(&name) {
+            return Err((StatusCode::NOT_FOUND, format!("no cluster {name:?} is known")));
+        }
         let current = s.status.borrow().inputs.clone();
-        let clusters = crate::views::report::clusters_json(
+        // What runs here (and so the replicas `/api/v1/clusters` sums for it), then this one
+        // cluster's entry of `/api/v1/clusters`: not the whole fleet's.
+        let workloads = crate::views::placements::cluster_workloads(&s.store, &name).map_err(store_failed)?;
+        let replicas = workloads["runs"]["replicas"].as_i64().unwrap_or(0);
+        let listed = crate::views::report::cluster_json(
             &s.store,
             current.as_ref().map(|i| i.snapshots.as_slice()),
             s.clock.now_ms(),
+            &name,
+            replicas,
         )
         .map_err(store_failed)?;
-        let listed =
-            clusters["clusters"].as_array().into_iter().flatten().find(|c| c["name"] == name.as_str()).cloned();
-        if listed.is_none() && !s.store.clusters().map_err(store_failed)?.contains(&name) {
-            return Err((StatusCode::NOT_FOUND, format!("no cluster {name:?} is known")));
-        }
         let versions = s.store.snapshot_versions(&name).map_err(store_failed)?;
         let snapshots = crate::views::report::snapshots_json(&name, &versions);
         let mut points = Vec::new();
@@ -351,7 +362,6 @@ async fn cluster(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): U
                 free: html::quantity(&sum["free"]["cpu"]),
             });
         }
-        let workloads = crate::views::placements::cluster_workloads(&s.store, &name).map_err(store_failed)?;
         Ok((format!("Cluster {name}"), pages::cluster(listed.as_ref(), &snapshots, &points, &workloads)))
     })
     .await

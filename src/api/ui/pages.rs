@@ -57,8 +57,11 @@ pub fn banner(status: &Value) -> String {
 }
 
 /// The bars of one cluster of the resources document: every dimension (capacity, allocated,
-/// free) and normalised CPU.
+/// free), normalised CPU and the GPUs by model, each with its figures written beside it.
 fn resource_bars(c: &Value, dims: &[Value]) -> String {
+    if c["resources"].as_object().is_none_or(|r| r.is_empty()) {
+        return "<p class=\"dims-none\">No capacity reported (no resource summary in its data).</p>".into();
+    }
     let mut out = String::from("<dl class=\"dims\">");
     for d in dims {
         let Some(d) = d.as_str() else { continue };
@@ -87,43 +90,176 @@ fn resource_bars(c: &Value, dims: &[Value]) -> String {
             ));
         }
     }
+    for g in c["gpuModels"].as_array().into_iter().flatten() {
+        let text = format!(
+            "{} allocated of {}, {} free",
+            g["allocated"].as_str().unwrap_or("0"),
+            g["capacity"].as_str().unwrap_or("0"),
+            g["free"].as_str().unwrap_or("0")
+        );
+        out.push_str(&format!(
+            "<dt>{} {}</dt><dd>{}</dd>",
+            val(&g["resource"]),
+            val(&g["model"]),
+            bar(quantity(&g["allocated"]), quantity(&g["capacity"]), &text)
+        ));
+    }
     out.push_str("</dl>");
     out
 }
 
-/// Fleet: clusters grouped by region, then zone, each with health, data age and confidence,
-/// replicas, taints and its bars (from `/api/v1/clusters` and `/api/v1/resources?by=region`).
-pub fn fleet(clusters: &Value, resources: Option<&Value>) -> String {
+/// Clusters per page of the Fleet page: by default, and at most.
+pub const FLEET_PER_PAGE: usize = 100;
+pub const FLEET_MAX_PER_PAGE: usize = 200;
+
+/// The Fleet page's window: `page` (from 1) and `perPage` (at most [`FLEET_MAX_PER_PAGE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FleetWindow {
+    pub page: usize,
+    pub per_page: usize,
+}
+
+impl Default for FleetWindow {
+    fn default() -> Self {
+        FleetWindow { page: 1, per_page: FLEET_PER_PAGE }
+    }
+}
+
+impl FleetWindow {
+    /// From a query's pairs: `page`, `perPage` (numbers from 1); anything else is refused.
+    pub fn from_pairs(pairs: &[(String, String)]) -> Result<FleetWindow, String> {
+        let mut w = FleetWindow::default();
+        for (k, v) in pairs {
+            let n = match v.parse::<usize>() {
+                Ok(n) if n >= 1 => n,
+                _ => {
+                    return Err(format!(
+                        "{k}: expected a number from 1, got {:?}",
+                        v.chars().take(40).collect::<String>()
+                    ));
+                }
+            };
+            match k.as_str() {
+                "page" => w.page = n,
+                "perPage" => w.per_page = n.min(FLEET_MAX_PER_PAGE),
+                other => return Err(format!("unknown parameter {:?}", other.chars().take(40).collect::<String>())),
+            }
+        }
+        Ok(w)
+    }
+}
+
+/// Fleet: the totals of each region (bars per dimension), then every cluster, grouped by
+/// region, then zone, each with health, data age and confidence, replicas, labels, taints and
+/// its bars (from `/api/v1/clusters` and `/api/v1/resources?by=region`); [`FleetWindow`]'s page
+/// of clusters at a time (in region, zone, name order), so a fleet of 1,000 is a light page.
+pub fn fleet(clusters: &Value, resources: Option<&Value>, window: FleetWindow) -> String {
     let listed: BTreeMap<&str, &Value> =
         clusters["clusters"].as_array().into_iter().flatten().filter_map(|c| Some((c["name"].as_str()?, c))).collect();
     let Some(res) = resources else {
         return "<p>No good pass yet: no cluster data.</p>".into();
     };
     let dims = res["dimensions"].as_array().cloned().unwrap_or_default();
-    let mut out = format!("<p>{} clusters.</p>", listed.len());
+    // Every cluster of /api/v1/clusters has a card: one the resources document does not have
+    // (not in the last good pass) is grouped by its own region, without bars.
+    let in_doc: std::collections::BTreeSet<&str> = res["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["clusters"].as_array().into_iter().flatten())
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    let missing: Vec<(String, Value)> = listed
+        .iter()
+        .filter(|(name, _)| !in_doc.contains(*name))
+        .map(|(name, l)| {
+            let region = l["region"].as_str().unwrap_or("(none)").to_string();
+            let card = serde_json::json!({"name": name, "health": l["state"], "reason": l["reason"],
+                "confidence": l["confidence"], "source": "not in the last good pass", "resources": {}});
+            (region, card)
+        })
+        .collect();
+    let zone_of = |c: &Value| {
+        listed
+            .get(c["name"].as_str().unwrap_or(""))
+            .and_then(|l| l["zones"].as_array())
+            .map(|z| z.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+            .filter(|z| !z.is_empty())
+            .unwrap_or_else(|| "(no zone)".into())
+    };
+    // (region, zone, name) → card, in that order.
+    let mut all: BTreeMap<(&str, String, &str), &Value> = BTreeMap::new();
     for g in res["groups"].as_array().into_iter().flatten() {
-        out.push_str(&format!("<section class=\"region\"><h2>Region {}</h2>", val(&g["group"])));
-        let mut zones: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
         for c in g["clusters"].as_array().into_iter().flatten() {
-            let name = c["name"].as_str().unwrap_or("");
-            let zone = listed
-                .get(name)
-                .and_then(|l| l["zones"].as_array())
-                .map(|z| z.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
-                .filter(|z| !z.is_empty())
-                .unwrap_or_else(|| "(no zone)".into());
-            zones.entry(zone).or_default().push(c);
+            all.insert((g["group"].as_str().unwrap_or("(none)"), zone_of(c), c["name"].as_str().unwrap_or("")), c);
         }
-        for (zone, members) in zones {
-            out.push_str(&format!("<h3>Zone {}</h3><div class=\"cards\">", esc(&zone)));
-            for c in members {
-                out.push_str(&cluster_card(c, listed.get(c["name"].as_str().unwrap_or("")).copied(), &dims));
-            }
-            out.push_str("</div>");
-        }
-        out.push_str("</section>");
     }
+    for (region, card) in &missing {
+        all.insert((region.as_str(), zone_of(card), card["name"].as_str().unwrap_or("")), card);
+    }
+    let total = all.len();
+    let pages = total.div_ceil(window.per_page).max(1);
+    let page = window.page.min(pages);
+    let first = (page - 1) * window.per_page;
+    let mut out = format!("<p>{total} clusters.</p>");
+    out.push_str(&region_totals(res, &dims));
+    out.push_str(&format!(
+        "<h2 id=\"clusters-h\">Clusters {}–{} of {total}</h2>",
+        (first + 1).min(total),
+        (first + window.per_page).min(total)
+    ));
+    let href = |p: u64| format!("/ui/?page={p}&perPage={}", window.per_page);
+    out.push_str(&pager("clusters", page as u64, pages as u64, href));
+    let (mut region, mut zone) = (None, None);
+    for ((r, z, _), c) in all.iter().skip(first).take(window.per_page) {
+        if region != Some(*r) {
+            if region.is_some() {
+                out.push_str("</div></section>");
+            }
+            out.push_str(&format!("<section class=\"region\"><h3>Region {}</h3>", esc(r)));
+            region = Some(*r);
+            zone = None;
+        }
+        if zone.as_ref() != Some(z) {
+            if zone.is_some() {
+                out.push_str("</div>");
+            }
+            out.push_str(&format!("<h4 class=\"zone\">Zone {}</h4><div class=\"cards\">", esc(z)));
+            zone = Some(z.clone());
+        }
+        out.push_str(&cluster_card(c, listed.get(c["name"].as_str().unwrap_or("")).copied(), &dims));
+    }
+    if region.is_some() {
+        out.push_str("</div></section>");
+    }
+    out.push_str(&pager("clusters", page as u64, pages as u64, href));
     out
+}
+
+/// The totals of each region of the resources document: one bar per dimension (and
+/// normalised CPU), with its figures.
+fn region_totals(res: &Value, dims: &[Value]) -> String {
+    let rows: Vec<Vec<String>> = res["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| {
+            vec![
+                val(&g["group"]),
+                g["clusters"].as_array().map_or(0, Vec::len).to_string(),
+                format!("min {}, mean {}", val(&g["confidence"]["min"]), val(&g["confidence"]["mean"])),
+                resource_bars(g, dims),
+            ]
+        })
+        .collect();
+    format!(
+        "<section><h2>Regions</h2>{}</section>",
+        table(
+            "capacity, allocated and free of each region",
+            &["region", "clusters", "confidence", "allocated of capacity"],
+            &rows
+        )
+    )
 }
 
 /// A label map as `key=value, …` (escaped).
@@ -152,7 +288,7 @@ fn cluster_card(c: &Value, listed: Option<&Value>, dims: &[Value]) -> String {
     let reason = c["reason"].as_str().map(|r| format!(" ({})", esc(r))).unwrap_or_default();
     let labels = listed.map(|l| labels(&l["labels"])).unwrap_or_default();
     format!(
-        "<article class=\"card\"><h4>{}</h4><p>{}{reason} · data age {age} · confidence {} · {} · replicas {}</p><p>labels: {labels}</p><p>taints: {taints}</p>{}</article>",
+        "<article class=\"card\"><h5>{}</h5><p>{}{reason} · data age {age} · confidence {} · {} · replicas {}</p><p>labels: {labels}</p><p>taints: {taints}</p>{}</article>",
         cluster_link(name),
         state(c["health"].as_str().unwrap_or("")),
         val(&c["confidence"]),
@@ -268,6 +404,7 @@ pub fn workload(explain: &Value, history: &Value, files: &[(String, String, Opti
         out.push_str("</ul>");
     }
     out.push_str("</section>");
+    out.push_str(&rollout(&explain["rollout"], &explain["status"]));
     out.push_str(&timeline(history));
     out.push_str("<section><h2>Rendered files</h2>");
     if files.is_empty() {
@@ -281,6 +418,93 @@ pub fn workload(explain: &Value, history: &Value, files: &[(String, String, Opti
             esc(text.as_deref().unwrap_or("(cannot be read from the output directory)"))
         ));
     }
+    out.push_str("</section>");
+    out
+}
+
+/// The progressive rollout (issue 52) of the explain document's `rollout` — the document of
+/// `/api/v1/workloads/{ns}/{name}/rollout` ([`crate::views::rollout::document`]): its state and
+/// stage, the previous and new versions, the gate in the words of `status`
+/// ([`crate::views::rollout::gate_text`]), each stage's clusters with the version they run and
+/// their observed state (from the explain document's `status`), the failures and the
+/// transitions with their causes.
+fn rollout(doc: &Value, status: &Value) -> String {
+    let mut out =
+        String::from("<section id=\"rollout\" aria-labelledby=\"rollout-h\"><h2 id=\"rollout-h\">Rollout</h2>");
+    if doc.is_null() {
+        out.push_str("<p>No RolloutPolicy selects it.</p></section>");
+        return out;
+    }
+    let observed: BTreeMap<&str, &str> = status["clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| Some((c["name"].as_str()?, c["state"].as_str()?)))
+        .collect();
+    let phase = doc["state"].as_str().unwrap_or("");
+    let phase_class = match phase {
+        "Complete" => "good",
+        "Halted" | "RolledBack" => "bad",
+        _ => "neutral",
+    };
+    out.push_str(&format!(
+        "<p class=\"rollout-state\">RolloutPolicy {} · <span class=\"state {phase_class}\">{}</span>{} · previous version <code>{}</code>, new version <code>{}</code></p>",
+        val(&doc["policy"]),
+        esc(phase),
+        doc["stage"].as_str().map(|s| format!(" at stage <strong>{}</strong>", esc(s))).unwrap_or_default(),
+        val(&doc["versions"]["previous"]),
+        val(&doc["versions"]["new"]),
+    ));
+    out.push_str(&format!(
+        "<p class=\"gate\">gate: {} · failures {} of at most {}</p>",
+        esc(&crate::views::rollout::gate_text(doc).unwrap_or_else(|| "none (no stage is waiting)".into())),
+        val(&doc["failures"]["count"]),
+        val(&doc["failures"]["max"]),
+    ));
+    let current = doc["stageIndex"].as_u64();
+    let stages: Vec<Vec<String>> = doc["stages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, st)| {
+            let clusters: Vec<String> = st["clusters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|c| match observed.get(c) {
+                    Some(o) => format!("{} ({})", cluster_link(c), state(o)),
+                    None => cluster_link(c),
+                })
+                .collect();
+            let name = if current == Some(i as u64) {
+                format!("<strong>{}</strong> (current)", val(&st["name"]))
+            } else {
+                val(&st["name"])
+            };
+            vec![(i + 1).to_string(), name, val(&st["version"]), clusters.join(", ")]
+        })
+        .collect();
+    out.push_str(&table(
+        "stages in order, each cluster with its observed state",
+        &["#", "stage", "runs", "clusters"],
+        &stages,
+    ));
+    let failed: Vec<Vec<String>> = doc["failures"]["clusters"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(c, why)| vec![cluster_link(c), val(why)])
+        .collect();
+    out.push_str(&table("failed clusters", &["cluster", "why"], &failed));
+    let transitions: Vec<Vec<String>> = doc["history"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| vec![val(&t["at"]), val(&t["stage"]), val(&t["event"]), val(&t["cause"])])
+        .collect();
+    out.push_str(&table("stage transitions", &["at", "stage", "event", "cause"], &transitions));
     out.push_str("</section>");
     out
 }
@@ -451,6 +675,13 @@ pub struct Point {
     pub free: f64,
 }
 
+/// The chart's line colours (SVG attributes: the CSP forbids inline style), each at least 3:1
+/// against the page and the cards (WCAG 2's non-text contrast; checked by
+/// `api::ui::tests::the_palette_has_enough_contrast`). The free line is also dashed, so the
+/// two are told apart without colour.
+pub const CHART_CAPACITY: &str = "#1f4e99";
+pub const CHART_FREE: &str = "#1b6e3a";
+
 /// A small line chart (inline SVG: attributes, no style) of capacity and free over versions,
 /// with a table as its text equivalent.
 fn chart(dim: &str, points: &[Point]) -> String {
@@ -467,7 +698,7 @@ fn chart(dim: &str, points: &[Point]) -> String {
     let label = format!("{dim} capacity and free over {} snapshot versions (table below)", points.len());
     let mut out = format!(
         "<figure><svg viewBox=\"-4 -4 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\"><title>{}</title>\
-         <polyline fill=\"none\" stroke=\"#1f4e99\" stroke-width=\"2\" points=\"{}\"/><polyline fill=\"none\" stroke=\"#1b6e3a\" stroke-width=\"2\" stroke-dasharray=\"6 3\" points=\"{}\"/></svg>",
+         <polyline fill=\"none\" stroke=\"{CHART_CAPACITY}\" stroke-width=\"2\" points=\"{}\"/><polyline fill=\"none\" stroke=\"{CHART_FREE}\" stroke-width=\"2\" stroke-dasharray=\"6 3\" points=\"{}\"/></svg>",
         w + 8.0,
         h + 8.0,
         w + 8.0,
@@ -483,7 +714,7 @@ fn chart(dim: &str, points: &[Point]) -> String {
         .enumerate()
         .map(|(i, p)| {
             format!(
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1f4e99\"/><circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1b6e3a\"/>",
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{CHART_CAPACITY}\"/><circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{CHART_FREE}\"/>",
                 x(i),
                 y(p.capacity),
                 x(i),
@@ -572,7 +803,28 @@ fn cluster_workloads(w: &Value) -> String {
     )
 }
 
-/// Plan: the last plan posted to the daemon, as the Markdown output's tables and diffs.
+/// The most workloads the Plan page lists (the rest are counted: `fedsched plan` has them all).
+pub const PLAN_ROWS: usize = 200;
+/// The most clusters whose files the Plan page lists, and files per cluster.
+pub const PLAN_CLUSTERS: usize = 60;
+pub const PLAN_FILES_PER_CLUSTER: usize = 50;
+/// The most diff text the Plan page shows (cut at a file's diff).
+pub const PLAN_DIFF_BYTES: usize = 256 << 10;
+
+/// A line that says how many of `what` a page left out, or nothing.
+fn left_out(n: usize, what: &str) -> String {
+    if n == 0 {
+        return String::new();
+    }
+    format!(
+        "<p class=\"more\">… and {n} more {what}, not shown here: <code>fedsched plan -o markdown</code> (or the JSON of <code>POST /api/v1/plan</code>) has them all.</p>"
+    )
+}
+
+/// Plan: the last plan posted to the daemon, as the Markdown output's tables and diffs; at
+/// most [`PLAN_ROWS`] workloads, [`PLAN_CLUSTERS`] clusters' file lists and
+/// [`PLAN_DIFF_BYTES`] of diff (what is left out is counted), so a plan of the whole fleet is
+/// still a light page.
 pub fn plan(doc: Option<&Value>) -> String {
     use crate::views::plan::{COUNTS, file_lines, summary_line, workload_lines};
     let Some(doc) = doc else {
@@ -585,36 +837,50 @@ pub fn plan(doc: Option<&Value>) -> String {
     let counts: Vec<Vec<String>> =
         COUNTS.iter().map(|(label, key)| vec![esc(label), val(&doc["summary"][*key])]).collect();
     out.push_str(&table("counts", &["", "count"], &counts));
-    let workloads: Vec<Vec<String>> = doc["workloads"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let all: Vec<&Value> = doc["workloads"].as_array().into_iter().flatten().collect();
+    let workloads: Vec<Vec<String>> = all
+        .iter()
+        .take(PLAN_ROWS)
         .map(|w| {
             let lines: Vec<String> = workload_lines(w).iter().map(|l| esc(l)).collect();
             vec![val(&w["workload"]), val(&w["change"]), lines.join("<br>")]
         })
         .collect();
     out.push_str(&table("workloads", &["workload", "change", "details"], &workloads));
+    out.push_str(&left_out(all.len().saturating_sub(PLAN_ROWS), "workloads"));
     if let Some(m) = doc["emptied"].as_str() {
         out.push_str(&format!("<p class=\"bad\"><strong>held</strong>: {}</p>", esc(m)));
     }
     for h in doc["held"].as_array().into_iter().flatten() {
         out.push_str(&format!("<p class=\"bad\"><strong>held</strong>: {}</p>", val(&h["message"])));
     }
-    for c in doc["clusters"].as_array().into_iter().flatten() {
+    let clusters: Vec<&Value> = doc["clusters"].as_array().into_iter().flatten().collect();
+    for c in clusters.iter().take(PLAN_CLUSTERS) {
         out.push_str(&format!("<details><summary>files in {}</summary><ul>", val(&c["cluster"])));
-        for l in file_lines(c) {
-            out.push_str(&format!("<li><code>{}</code></li>", esc(&l)));
+        let lines = file_lines(c);
+        for l in lines.iter().take(PLAN_FILES_PER_CLUSTER) {
+            out.push_str(&format!("<li><code>{}</code></li>", esc(l)));
         }
-        out.push_str("</ul></details>");
+        out.push_str("</ul>");
+        out.push_str(&left_out(lines.len().saturating_sub(PLAN_FILES_PER_CLUSTER), "files"));
+        out.push_str("</details>");
     }
+    out.push_str(&left_out(clusters.len().saturating_sub(PLAN_CLUSTERS), "clusters' files"));
     let diffs: Vec<&Value> = doc["diffs"].as_array().into_iter().flatten().collect();
     if !diffs.is_empty() {
         out.push_str("<details open><summary>Diff</summary><pre class=\"diff\">");
-        for d in diffs {
-            out.push_str(&esc(d["diff"].as_str().unwrap_or("")));
+        let (mut bytes, mut kept) = (0, 0);
+        for d in &diffs {
+            let text = d["diff"].as_str().unwrap_or("");
+            if kept > 0 && bytes + text.len() > PLAN_DIFF_BYTES {
+                break;
+            }
+            out.push_str(&esc(text));
+            bytes += text.len();
+            kept += 1;
         }
         out.push_str("</pre></details>");
+        out.push_str(&left_out(diffs.len() - kept, "files' diffs"));
     }
     out
 }

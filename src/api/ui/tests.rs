@@ -34,7 +34,7 @@ fn hostile_names_and_labels_are_text_on_every_page() {
     let clusters = json!({"clusters": [{"name": HOSTILE, "zones": [HOSTILE], "labels": {HOSTILE: HOSTILE}, "taints": [{"key": HOSTILE, "value": HOSTILE, "effect": "NoSchedule"}], "replicas": 1, "snapshot": {"ageSeconds": 1.0}}]});
     let resources = json!({"dimensions": [HOSTILE, "cpu"], "groups": [{"group": HOSTILE, "clusters": [{"name": HOSTILE, "health": HOSTILE, "reason": HOSTILE, "confidence": 1.0, "source": HOSTILE,
         "resources": {HOSTILE: {"allocated": HOSTILE, "capacity": "1", "free": "1"}, "cpu": {"allocated": "1", "capacity": "2", "free": "1", "normalised": {"allocated": 1.0, "capacity": 2.0, "free": 1.0}}}}]}]});
-    assert_inert(&pages::fleet(&clusters, Some(&resources)), "fleet");
+    assert_inert(&pages::fleet(&clusters, Some(&resources), pages::FleetWindow::default()), "fleet");
 
     let explain = json!({
         "policy": {"kind": "PropagationPolicy", "namespace": HOSTILE, "name": HOSTILE},
@@ -42,6 +42,11 @@ fn hostile_names_and_labels_are_text_on_every_page() {
         "clusters": [{"name": HOSTILE, "selected": true, "feasible": true, "replicas": 2, "availableReplicas": 3, "reasons": [HOSTILE], "data": {"confidence": 1.0}}],
         "status": {"state": "Healthy", "reason": HOSTILE, "clusters": [{"name": HOSTILE, "state": HOSTILE, "desired": 1, "reason": HOSTILE, "pending": {"count": 1, "reasons": {HOSTILE: 1}, "oldestAgeSeconds": 3.0}}]},
         "failover": {"movedFrom": [{"cluster": HOSTILE, "at": HOSTILE, "reason": HOSTILE}]},
+        "rollout": {"policy": HOSTILE, "state": HOSTILE, "stage": HOSTILE, "stageIndex": 0, "versions": {"previous": HOSTILE, "new": HOSTILE},
+            "gate": {"minSuccessTime": HOSTILE, "timeLeft": HOSTILE, "healthySince": HOSTILE, "deadlineLeft": HOSTILE},
+            "failures": {"count": 1, "max": 0, "clusters": {HOSTILE: HOSTILE}},
+            "stages": [{"name": HOSTILE, "version": HOSTILE, "clusters": [HOSTILE]}],
+            "history": [{"at": HOSTILE, "stage": HOSTILE, "event": HOSTILE, "cause": HOSTILE}]},
     });
     let history = json!([{"at": HOSTILE, "trigger": HOSTILE, "seq": 1, "outcome": {"scheduled": {HOSTILE: 2}}, "notes": [HOSTILE]}]);
     let files = vec![(HOSTILE.to_string(), HOSTILE.to_string(), Some(HOSTILE.to_string()))];
@@ -110,8 +115,20 @@ fn the_palette_has_enough_contrast() {
             assert!(r >= 4.5, "--{fg} on --{bg}: {r:.2}:1 is below 4.5:1");
         }
     }
-    // The focus ring against the page (WCAG 2.2's 3:1 for non-text contrast).
-    assert!(contrast(&var("focus"), &var("bg")) >= 3.0);
+    // The focus ring and the chart's lines against the page and the cards (WCAG 2's 3:1 for
+    // non-text contrast).
+    for bg in ["bg", "card-bg"] {
+        for (what, colour) in [
+            ("--focus", var("focus")),
+            ("CHART_CAPACITY", pages::CHART_CAPACITY.into()),
+            ("CHART_FREE", pages::CHART_FREE.into()),
+        ] {
+            let r = contrast(&colour, &var(bg));
+            assert!(r >= 3.0, "{what} on --{bg}: {r:.2}:1 is below 3:1");
+        }
+    }
+    // The skip link is drawn on the page's own background in the link colour.
+    assert!(css.contains(".skip { position: absolute; left: -10000px; top: 0; padding: .4rem .8rem; background: var(--bg); color: var(--link); }"));
     assert!((contrast("#000000", "#ffffff") - 21.0).abs() < 1e-9, "the formula itself");
 }
 
@@ -130,4 +147,148 @@ fn the_limiting_dimension_is_drawn_from_the_estimators_lines() {
         "bars scaled to the dimension that lets most fit: {html}"
     );
     assert!(html.contains("memory: 4Gi free, 2Gi per replica: 2 replicas"), "the figures beside the bar: {html}");
+}
+
+/// The Workload page's rollout section is the rollout document of `/api/v1/…/rollout`
+/// (`views::rollout::document`): state and stage, both versions, the gate in `status`'s words,
+/// each stage's clusters with the version they run and their observed state, failures and
+/// transitions; a workload no RolloutPolicy selects says so.
+#[test]
+fn the_workload_page_shows_the_rollout_document() {
+    use crate::schedule::rollout::{GateFigures, Phase, RolloutState, Transition};
+    let mut r = RolloutState::settled("shop/api".into(), 0xa1, "{}".into());
+    r.target_hash = 0xb2;
+    r.phase = Phase::Progressing;
+    r.released = 1;
+    r.released_at_ms = 1_000;
+    r.healthy_since_ms = Some(2_000);
+    r.stages = vec![
+        ("canary".into(), vec!["m0".into()]),
+        ("next".into(), vec!["m1".into()]),
+        ("final".into(), vec!["m2".into()]),
+    ];
+    r.gate = GateFigures { min_success_ms: 3_000, deadline_ms: Some(120_000), max_failures: 0, needs_approval: true };
+    r.transitions.push(Transition {
+        at_ms: 1_000,
+        stage: "canary".into(),
+        event: "released".into(),
+        cause: "a new version".into(),
+    });
+    let doc = crate::views::rollout::document(&r, 3_000);
+    let explain = json!({"rollout": doc, "status": {"clusters": [
+        {"name": "m0", "state": "Healthy"}, {"name": "m1", "state": "Healthy"}, {"name": "m2", "state": "Progressing"}]}});
+    let html = pages::workload(&explain, &json!([]), &[]);
+    let section = &html[html.find("<section id=\"rollout\"").expect("a rollout section")..];
+    let section = &section[..section.find("</section>").expect("end")];
+    assert!(section.contains("Progressing</span> at stage <strong>canary</strong>"), "{section}");
+    assert!(
+        section.contains("previous version <code>00000000000000a1</code>, new version <code>00000000000000b2</code>"),
+        "{section}"
+    );
+    let gate = crate::views::rollout::gate_text(&doc).expect("a gate");
+    assert!(gate.contains("approval required") && section.contains(&esc_text(&gate)), "{gate} in {section}");
+    assert!(
+        section.contains("<td><strong>canary</strong> (current)</td><td>new</td><td><a href=\"/ui/clusters/m0\">m0</a> (<span class=\"state good\">Healthy</span>)</td>"),
+        "{section}"
+    );
+    assert!(section.contains("<td>next</td><td>previous</td>"), "{section}");
+    assert!(section.contains("<td>released</td><td>a new version</td>"), "{section}");
+    let none = pages::workload(&json!({"rollout": null}), &json!([]), &[]);
+    assert!(none.contains("No RolloutPolicy selects it."), "{none}");
+}
+
+fn esc_text(s: &str) -> String {
+    super::html::esc(s)
+}
+
+/// The Fleet page has a card for every cluster of `/api/v1/clusters`, each with a bar and its
+/// figures for every dimension of the resources document, normalised CPU and GPUs by model; a
+/// cluster the document does not have (not in the last good pass) still has its card, saying
+/// it reports no capacity.
+#[test]
+fn the_fleet_page_has_bars_for_every_cluster_and_dimension() {
+    let clusters = json!({"clusters": [
+        {"name": "a", "region": "eu", "zones": ["eu-1"], "state": "Ready", "replicas": 3},
+        {"name": "b", "region": "us", "state": "Unreachable", "reason": "no answer", "replicas": 0},
+    ]});
+    let resources = json!({"dimensions": ["cpu", "memory", "example.com/fpga"], "groups": [{"group": "eu", "clusters": [{
+        "name": "a", "health": "Ready", "confidence": 1.0, "source": "live",
+        "resources": {
+            "cpu": {"allocated": "6", "capacity": "8", "free": "2", "normalised": {"allocated": 7.2, "capacity": 9.6, "free": 2.4}},
+            "memory": {"allocated": "8Gi", "capacity": "32Gi", "free": "24Gi"},
+            "example.com/fpga": {"allocated": "1", "capacity": "2", "free": "1"}},
+        "gpuModels": [{"model": "A100", "resource": "nvidia.com/gpu", "allocated": "1", "capacity": "4", "free": "3"}]}]}]});
+    let html = pages::fleet(&clusters, Some(&resources), pages::FleetWindow::default());
+    let card = |name: &str| {
+        let at = html
+            .find(&format!("<h5><a href=\"/ui/clusters/{name}\">"))
+            .unwrap_or_else(|| panic!("a card for {name}: {html}"));
+        html[at..at + html[at..].find("</article>").expect("end")].to_string()
+    };
+    let a = card("a");
+    for (dt, text, value, max) in [
+        ("cpu", "6 allocated of 8, 2 free", "6", "8"),
+        ("cpu (normalised)", "7.2 allocated of 9.6, 2.4 free", "7.2", "9.6"),
+        ("memory", "8Gi allocated of 32Gi, 24Gi free", "8589934592", "34359738368"),
+        ("example.com/fpga", "1 allocated of 2, 1 free", "1", "2"),
+        ("nvidia.com/gpu A100", "1 allocated of 4, 3 free", "1", "4"),
+    ] {
+        let row = format!("<dt>{dt}</dt><dd><span class=\"bar\"><meter min=\"0\" max=\"{max}\" value=\"{value}\"");
+        assert!(a.contains(&row), "{row} in {a}");
+        assert!(a.contains(&format!("<span class=\"fig\">{text}</span>")), "{text} in {a}");
+    }
+    let b = card("b");
+    assert!(b.contains("Unreachable") && b.contains("No capacity reported"), "{b}");
+    assert!(html.contains("<h3>Region us</h3>"), "{html}");
+}
+
+/// A plan of the whole fleet is still a light page: at most `PLAN_ROWS` workloads,
+/// `PLAN_CLUSTERS` clusters' file lists and `PLAN_DIFF_BYTES` of diff, and it says how many
+/// it left out (and where they all are).
+#[test]
+fn the_plan_page_is_bounded_and_counts_what_it_leaves_out() {
+    let n = pages::PLAN_ROWS + 50;
+    let workloads: Vec<_> =
+        (0..n).map(|i| json!({"workload": format!("Deployment/ns/w{i}"), "change": "changed"})).collect();
+    let clusters: Vec<_> = (0..pages::PLAN_CLUSTERS + 7)
+        .map(|i| json!({"cluster": format!("c{i}"), "changed": (0..pages::PLAN_FILES_PER_CLUSTER + 3).map(|f| format!("f{f}.yaml")).collect::<Vec<_>>()}))
+        .collect();
+    let diff = "x".repeat(100 << 10);
+    let diffs: Vec<_> = (0..5).map(|_| json!({"diff": diff})).collect();
+    let doc = json!({"changes": true, "summary": {"changed": n, "workloads": n}, "workloads": workloads, "clusters": clusters, "diffs": diffs});
+    let html = pages::plan(Some(&doc));
+    assert_eq!(html.matches("<td>changed</td>").count(), pages::PLAN_ROWS);
+    assert!(html.contains("… and 50 more workloads, not shown here"), "{}", &html[..2000]);
+    assert!(html.contains("… and 7 more clusters' files"));
+    assert_eq!(html.matches("<summary>files in").count(), pages::PLAN_CLUSTERS);
+    assert!(html.contains("… and 3 more files"));
+    assert_eq!(html.matches(&diff).count(), 2, "two diffs of 100 KiB within 256 KiB");
+    assert!(html.contains("… and 3 more files' diffs"));
+    assert!(html.len() < 400 << 10, "{} bytes", html.len());
+}
+
+/// The Fleet page shows a window of clusters (in region, zone, name order) with links to the
+/// others, and every region's totals on every page.
+#[test]
+fn the_fleet_page_is_paged() {
+    let names: Vec<String> = (0..5).map(|i| format!("c{i}")).collect();
+    let clusters = json!({"clusters": names.iter().map(|n| json!({"name": n, "region": "r", "state": "Ready"})).collect::<Vec<_>>()});
+    let cpu = json!({"cpu": {"allocated": "1", "capacity": "2", "free": "1"}});
+    let resources = json!({"dimensions": ["cpu"], "groups": [{"group": "r", "resources": cpu, "confidence": {"min": 1.0, "mean": 1.0},
+        "clusters": names.iter().map(|n| json!({"name": n, "health": "Ready", "resources": cpu})).collect::<Vec<_>>()}]});
+    let html = pages::fleet(&clusters, Some(&resources), pages::FleetWindow { page: 2, per_page: 2 });
+    let cards: Vec<&str> =
+        html.match_indices("<h5><a href=\"/ui/clusters/").map(|(i, _)| &html[i + 26..i + 28]).collect();
+    assert_eq!(cards, ["c2", "c3"], "{html}");
+    assert!(html.contains("clusters page 2 of 3"), "{html}");
+    assert!(html.contains("href=\"/ui/?page=1&amp;perPage=2\" rel=\"prev\""), "{html}");
+    assert!(html.contains("href=\"/ui/?page=3&amp;perPage=2\" rel=\"next\""), "{html}");
+    assert!(html.contains("<td>r</td><td>5</td>"), "the region's totals: {html}");
+    let pairs = |q: &[(&str, &str)]| q.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+    assert_eq!(
+        pages::FleetWindow::from_pairs(&pairs(&[("perPage", "100000")])).map(|w| w.per_page),
+        Ok(pages::FLEET_MAX_PER_PAGE)
+    );
+    assert!(pages::FleetWindow::from_pairs(&pairs(&[("page", "0")])).is_err());
+    assert!(pages::FleetWindow::from_pairs(&pairs(&[("what", "1")])).is_err());
 }
