@@ -162,7 +162,7 @@ fn every_page(w: usize, c: usize, nodes: usize) {
     let rec =
         Arc::new(Reconciler::new(Store::open(&state).unwrap_or_else(|e| panic!("store: {e}")), Settings::builtin()));
     let mut inputs = rec
-        .load_inputs(&policies, &mut PhaseTimings::default())
+        .load_inputs(&policies, &mut PhaseTimings::default(), &fedsched::reconcile::Changed::Unknown)
         .unwrap_or_else(|e| panic!("load: {} error(s), first {:?}", e.len(), e.first().map(ToString::to_string)));
     inputs.apply_live(&live, &rec.store);
     let report = rec.reconcile(&inputs, &out, "bench", now).unwrap_or_else(|e| panic!("reconcile: {e}"));
