@@ -133,9 +133,13 @@ pub(crate) fn generate(rng: &mut Rng) -> KubeconfigCase {
     // As the repository target writes its documents (`to_text`): a deep nesting as block YAML
     // is quadratic in its depth (a 2,000-level one was a 54 MB kubeconfig, 8 s per case to
     // generate, write and parse again, and refused unread by the size limit anyway).
+    // Pretty JSON is quadratic in the depth too (each level indents every line below it): a
+    // deep nesting goes straight to compact JSON, the text its pretty form fell back to
+    // (seed 3 case 14089: 14 s of CPU building a pretty string of gigabytes, to drop it).
     let mut text = if rng.chance(25) {
-        serde_json::to_string_pretty(&doc)
-            .ok()
+        (super::mutate::depth(&doc, 0) <= 200)
+            .then(|| serde_json::to_string_pretty(&doc).ok())
+            .flatten()
             .filter(|t| t.len() <= MAX_TEXT)
             .or_else(|| serde_json::to_string(&doc).ok())
     } else {

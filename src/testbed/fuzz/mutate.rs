@@ -382,7 +382,7 @@ pub(crate) fn mutate_bytes(rng: &mut Rng, bytes: &mut Vec<u8>, max: u64) {
 }
 
 /// How deep `v` nests (counted up to 201).
-fn depth(v: &Value, at: usize) -> usize {
+pub(super) fn depth(v: &Value, at: usize) -> usize {
     if at > 200 {
         return at;
     }
