@@ -658,27 +658,16 @@ fn the_api_token_is_checked_by_one_layer_not_by_handlers() {
 
 /// Typed parameters (issue 51): no function of `src/` silences clippy's `too_many_arguments`
 /// (a context struct says what the arguments are for). Two wait for the reconcile stages'
-/// kept-state redesign (`reconcile/decide.rs`, `reconcile/stability.rs`: /work/wt/PLAN-51.md);
-/// the list may only shrink.
+/// kept-state redesign (`reconcile/decide.rs`, `reconcile/stability.rs`); the list may only shrink.
 #[test]
 fn no_function_silences_too_many_arguments() {
-    let src = repo_root().join("src");
-    let mut found = Vec::new();
-    let mut stack = vec![src.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).expect("read src") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let text = fs::read_to_string(&path).expect("read");
-                let n = text.matches("too_many_arguments").count();
-                if n > 0 {
-                    found.push(format!("{}: {n}", path.strip_prefix(&src).expect("under src").display()));
-                }
-            }
-        }
-    }
+    let mut found: Vec<String> = source_files()
+        .into_iter()
+        .filter_map(|(rel, code)| {
+            let n = code.matches("too_many_arguments").count();
+            (n > 0).then(|| format!("{}: {n}", rel.display()))
+        })
+        .collect();
     found.sort();
     assert_eq!(found, ["reconcile/decide.rs: 1", "reconcile/stability.rs: 1"], "context structs, not allows");
 }
