@@ -240,7 +240,7 @@ pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: 
 /// stage pass (`gatesBefore`, each at least `minSuccessTime`: `earliestIn`).
 fn rollouts(after: &PassPreview, before: &Before<'_>) -> Vec<Value> {
     use crate::schedule::rollout::Phase;
-    let dur = |ms: u64| humantime::format_duration(std::time::Duration::from_secs(ms / 1000)).to_string();
+    use super::rollout::{dur, stage};
     after
         .rollouts
         .iter()
@@ -254,19 +254,15 @@ fn rollouts(after: &PassPreview, before: &Before<'_>) -> Vec<Value> {
                 .stages
                 .iter()
                 .enumerate()
-                .map(|(i, (name, clusters))| {
-                    let new = state.runs_new(i);
-                    let gates = match (new, &state.phase, current) {
+                .map(|(i, _)| {
+                    let gates = match (state.runs_new(i), &state.phase, current) {
                         (false, Phase::Progressing, Some(c)) => Some(i.saturating_sub(c)),
                         _ => None,
                     };
-                    json!({
-                        "name": name,
-                        "clusters": clusters,
-                        "version": if new { "new" } else { "previous" },
-                        "gatesBefore": gates,
-                        "earliestIn": gates.map(|g| dur(g as u64 * state.gate.min_success_ms)),
-                    })
+                    let mut entry = stage(state, i);
+                    entry["gatesBefore"] = json!(gates);
+                    entry["earliestIn"] = json!(gates.map(|g| dur(g as u64 * state.gate.min_success_ms)));
+                    entry
                 })
                 .collect();
             json!({

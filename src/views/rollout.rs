@@ -14,8 +14,16 @@ use crate::schedule::rollout::{Phase, RolloutState};
 use crate::store::{Store, StoreError};
 use crate::util::clock::rfc3339_ms;
 
-fn dur(ms: u64) -> String {
+pub(crate) fn dur(ms: u64) -> String {
     humantime::format_duration(Duration::from_secs(ms / 1000)).to_string()
+}
+
+/// Stage `i` of `state`: its name, clusters and the version they run (the rollout document's
+/// and the plan's stage entry).
+pub(crate) fn stage(state: &RolloutState, i: usize) -> Value {
+    let (name, clusters) = &state.stages[i];
+    let version = if state.runs_new(i) { "new" } else { "previous" };
+    json!({"name": name, "clusters": clusters, "version": version})
 }
 
 /// The rollout document of `state` at `now_ms`.
@@ -25,10 +33,7 @@ pub fn document(state: &RolloutState, now_ms: u64) -> Value {
         .stages
         .iter()
         .enumerate()
-        .map(|(i, (name, clusters))| {
-            let version = if state.runs_new(i) { "new" } else { "previous" };
-            json!({"name": name, "clusters": clusters, "version": version})
-        })
+        .map(|(i, _)| stage(state, i))
         .collect();
     let gate = match (current, &state.phase) {
         (Some(i), Phase::Progressing) => {
