@@ -239,8 +239,8 @@ pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: 
 /// version they get this pass — the new one, or the previous one until the gates before the
 /// stage pass (`gatesBefore`, each at least `minSuccessTime`: `earliestIn`).
 fn rollouts(after: &PassPreview, before: &Before<'_>) -> Vec<Value> {
-    use crate::schedule::rollout::Phase;
     use super::rollout::{dur, stage};
+    use crate::schedule::rollout::Phase;
     after
         .rollouts
         .iter()

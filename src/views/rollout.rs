@@ -29,12 +29,7 @@ pub(crate) fn stage(state: &RolloutState, i: usize) -> Value {
 /// The rollout document of `state` at `now_ms`.
 pub fn document(state: &RolloutState, now_ms: u64) -> Value {
     let current = state.current();
-    let stages: Vec<Value> = state
-        .stages
-        .iter()
-        .enumerate()
-        .map(|(i, _)| stage(state, i))
-        .collect();
+    let stages: Vec<Value> = state.stages.iter().enumerate().map(|(i, _)| stage(state, i)).collect();
     let gate = match (current, &state.phase) {
         (Some(i), Phase::Progressing) => {
             let g = &state.gate;
