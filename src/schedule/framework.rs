@@ -98,7 +98,8 @@ pub trait FilterPlugin: Send + Sync {
     /// the same key get the same [`Fit`], and the answer reads only cluster fields that do not
     /// change within a pass (labels, taints, APIs, topology, constraints, confidence — not free
     /// capacity, which assumed replicas change). [`super::Fleet`] evaluates a keyed filter once
-    /// per (key, cluster) and shares the answer across workloads.
+    /// per (key, cluster) and shares the answer across workloads. Checked for every registered
+    /// filter on generated inputs: `it::architecture::registry`.
     fn memo_key(&self, _ctx: &MemoContext<'_>) -> Option<u64> {
         None
     }
@@ -127,7 +128,8 @@ pub trait ScorePlugin: Send + Sync {
     /// every cluster's score stays while only capacity changes, and a decision is checked by
     /// the verdicts of the clusters that changed alone ([`crate::schedule::outcome_stands`]).
     /// `settings`: the profile's (a scorer may read static facts under some settings only).
-    /// Default: no.
+    /// Default: no. Checked for every registered scorer on generated inputs:
+    /// `it::architecture::registry`.
     fn static_only(&self, _settings: &ScoreSettings) -> bool {
         false
     }

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use super::support::repo_root;
 
+mod registry;
+
 /// The pure core: no I/O, no clock, no knowledge of where inputs come from or output goes.
 const CORE: &[&str] = &["model", "schedule", "render"];
 /// The edges: they do I/O, hold state between passes, or talk to people and other programs.
