@@ -55,6 +55,8 @@ mod rollout;
 mod settings;
 mod snapshots;
 mod stability;
+#[cfg(test)]
+mod warm_cold;
 
 use std::path::Path;
 use std::sync::Mutex;

@@ -1,0 +1,401 @@
+//! The net under every memo of the reconciler (issue 51): **a warm pass decides what a cold one
+//! would**. A property over random sequences of what happens to a daemon — template edits
+//! (replicas, image, deletion and return), policy edits (another replica scheduling, a
+//! PropagationPolicy pinned to one member, an OverridePolicy added or changed), member
+//! capacity changes and polls, clock steps (past the assumed-replica TTL, the full check, the
+//! confidence's decay), SIGHUP and a configuration reload (a new reconciler on the same
+//! store) — compares after every step the warm reconciler's placements and output with those
+//! of a reconciler started fresh on its own store for that one pass (its persisted decisions
+//! forgotten first, so it decides everything from scratch: `Kept::default()`'s path).
+//!
+//! The simulation's invariant 5 (`testbed/dst`) compares the same per pass over a whole world;
+//! this one is the unit-level net a change of kept state runs in seconds
+//! (`cargo test --lib reconcile::warm_cold`). More cases: `FEDSCHED_WARM_COLD_CASES=64`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use crate::members::live::{LiveData, LiveStatus, LiveView};
+use crate::model::snapshot::PollFacts;
+use crate::policy::ObjectKey;
+use crate::reconcile::{Changed, PhaseTimings, Reconciler, Settings};
+use crate::store::Store;
+use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
+
+/// Workloads of the generated repository: Duplicated (0–7, 20–27), Divided by available
+/// replicas (8–15, 28–35), static weights (16–18, 36–38), spread constraints (19) and
+/// ordered affinity groups (39).
+const WORKLOADS: usize = 40;
+/// Live members (4 nodes, 12 pods each).
+const MEMBERS: usize = 6;
+
+/// How a workload's PropagationPolicy is edited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PolicyEdit {
+    /// As generated.
+    Original,
+    /// `replicaScheduling: Duplicated`.
+    Duplicated,
+    /// `clusterAffinity: {clusterNames: [member c]}` (groups and spread constraints dropped).
+    Pinned(usize),
+}
+
+/// One thing that happens to the daemon before a pass.
+#[derive(Debug, Clone)]
+enum Step {
+    Replicas {
+        w: usize,
+        replicas: i64,
+    },
+    /// Another image: the template changes, its replicas do not.
+    Image {
+        w: usize,
+    },
+    /// The workload's file removed, or put back.
+    Toggle {
+        w: usize,
+    },
+    Policy {
+        w: usize,
+        edit: PolicyEdit,
+    },
+    /// An OverridePolicy added (or its label changed) for the workload.
+    Override {
+        w: usize,
+    },
+    /// Member `c`'s nodes' allocatable CPU and memory scaled to `percent`, polled now.
+    Capacity {
+        c: usize,
+        percent: i64,
+    },
+    /// Every member polled again now, nothing changed (the same node lists).
+    Poll,
+    Clock {
+        ms: u64,
+    },
+    /// A pass triggered by SIGHUP (the whole output compared).
+    Sighup,
+    /// A configuration reload: a new reconciler on the same store (the daemon's `reload`).
+    Reload,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let w = 0..WORKLOADS;
+    prop_oneof![
+        3 => (w.clone(), 0i64..12).prop_map(|(w, replicas)| Step::Replicas { w, replicas }),
+        1 => w.clone().prop_map(|w| Step::Image { w }),
+        1 => w.clone().prop_map(|w| Step::Toggle { w }),
+        3 => (w.clone(), prop_oneof![
+            Just(PolicyEdit::Original),
+            Just(PolicyEdit::Duplicated),
+            (0..MEMBERS).prop_map(PolicyEdit::Pinned),
+        ])
+            .prop_map(|(w, edit)| Step::Policy { w, edit }),
+        1 => w.prop_map(|w| Step::Override { w }),
+        2 => (0..MEMBERS, prop_oneof![Just(25i64), Just(50), Just(200)])
+            .prop_map(|(c, percent)| Step::Capacity { c, percent }),
+        1 => Just(Step::Poll),
+        2 => prop_oneof![Just(1_000u64), Just(65_000), Just(400_000), Just(700_000), Just(3_000_000)]
+            .prop_map(|ms| Step::Clock { ms }),
+        1 => Just(Step::Sighup),
+        1 => Just(Step::Reload),
+    ]
+}
+
+/// A workload as the repository has it now.
+#[derive(Debug, Clone)]
+struct Workload {
+    present: bool,
+    replicas: i64,
+    image: u32,
+    policy: PolicyEdit,
+    /// The label value of an added OverridePolicy (0: none added).
+    label: u32,
+}
+
+/// The daemon under test and what happens around it.
+struct World {
+    _dir: tempfile::TempDir,
+    policies: PathBuf,
+    view: LiveView,
+    workloads: Vec<Workload>,
+    now: u64,
+    warm: Reconciler,
+    warm_out: PathBuf,
+    cold_state: PathBuf,
+    cold_out: PathBuf,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policies = dir.path().join("repo");
+        let spec =
+            RepoSpec { fleet: FleetSpec { clusters: MEMBERS, nodes: 4, pods: 12, seed: 9 }, workloads: WORKLOADS };
+        let mut view = LiveView::default();
+        repo::write_repo(&policies, &spec, |_, c, obs| {
+            let poll = PollFacts { at_ms: 500, duration_ms: 1, pages: 2, nodes: 4, pods: obs.listed_pods };
+            let data = LiveData::of(obs, poll);
+            let status = LiveStatus { endpoint: "sim".into(), last_good: Some(Arc::new(data)), ..Default::default() };
+            view.clusters.insert(c.name.clone(), status);
+        })
+        .expect("generate");
+        let workloads = (0..WORKLOADS)
+            .map(|i| Workload {
+                present: true,
+                replicas: repo::replicas_of(i),
+                image: 0,
+                policy: PolicyEdit::Original,
+                label: 0,
+            })
+            .collect();
+        let warm = Reconciler::new(Store::open(&dir.path().join("warm-state")).expect("store"), Settings::builtin());
+        World {
+            policies,
+            view,
+            workloads,
+            now: 1_000,
+            warm,
+            warm_out: dir.path().join("warm-out"),
+            cold_state: dir.path().join("cold-state"),
+            cold_out: dir.path().join("cold-out"),
+            _dir: dir,
+        }
+    }
+
+    /// Writes workload `i`'s file as [`World::workloads`] has it (or removes it).
+    fn write(&self, i: usize) {
+        let path = self.policies.join(repo::workload_file(i));
+        let w = &self.workloads[i];
+        if !w.present {
+            let _ = std::fs::remove_file(&path);
+            return;
+        }
+        let mut deployment = repo::deployment(i, w.replicas);
+        if w.image > 0 {
+            deployment["spec"]["template"]["spec"]["containers"][0]["image"] =
+                json!(format!("registry.example/{}:2.{}.0", repo::workload_name(i), w.image));
+        }
+        let mut policy = repo::propagation_policy(i, MEMBERS);
+        let placement = &mut policy["spec"]["placement"];
+        match w.policy {
+            PolicyEdit::Original => {}
+            PolicyEdit::Duplicated => {
+                placement["replicaScheduling"] = json!({"replicaSchedulingType": "Duplicated"});
+            }
+            PolicyEdit::Pinned(c) => {
+                if let Some(p) = placement.as_object_mut() {
+                    p.remove("clusterAffinities");
+                    p.remove("spreadConstraints");
+                }
+                placement["clusterAffinity"] =
+                    json!({"clusterNames": [crate::testbed::simulate::fleet::cluster_name(c)]});
+            }
+        }
+        let mut docs = vec![deployment, policy];
+        docs.extend(repo::override_policy(i));
+        if w.label > 0 {
+            docs.push(label_override(i, w.label));
+        }
+        let text = docs.iter().map(crate::render::yaml::to_yaml).collect::<Vec<_>>().join("---\n");
+        std::fs::write(&path, text).expect("write a workload");
+    }
+
+    /// Makes `step` happen (before the pass that follows it); the trigger of that pass.
+    fn apply(&mut self, step: &Step) -> &'static str {
+        self.now += 1_000;
+        match *step {
+            Step::Replicas { w, replicas } => {
+                self.workloads[w].replicas = replicas;
+                self.workloads[w].present = true;
+                self.write(w);
+            }
+            Step::Image { w } => {
+                self.workloads[w].image += 1;
+                self.workloads[w].present = true;
+                self.write(w);
+            }
+            Step::Toggle { w } => {
+                self.workloads[w].present = !self.workloads[w].present;
+                self.write(w);
+            }
+            Step::Policy { w, edit } => {
+                self.workloads[w].policy = edit;
+                self.workloads[w].present = true;
+                self.write(w);
+            }
+            Step::Override { w } => {
+                self.workloads[w].label += 1;
+                self.workloads[w].present = true;
+                self.write(w);
+            }
+            Step::Capacity { c, percent } => {
+                let name = crate::testbed::simulate::fleet::cluster_name(c);
+                let now = self.now;
+                if let Some(data) = self.view.clusters.get_mut(&name).and_then(|s| s.last_good.as_mut()) {
+                    let mut nodes = (*data.nodes).clone();
+                    for n in &mut nodes {
+                        let mut allocatable = (*n.allocatable).clone();
+                        for r in ["cpu", "memory"] {
+                            if let Some(v) = allocatable.0.get_mut(r) {
+                                *v = *v * percent / 100;
+                            }
+                        }
+                        n.allocatable = Arc::new(allocatable);
+                    }
+                    let data = Arc::make_mut(data);
+                    data.nodes = Arc::new(nodes);
+                    data.poll.at_ms = now;
+                }
+            }
+            Step::Poll => {
+                for status in self.view.clusters.values_mut() {
+                    if let Some(data) = status.last_good.as_mut() {
+                        Arc::make_mut(data).poll.at_ms = self.now;
+                    }
+                }
+            }
+            Step::Clock { ms } => self.now += ms,
+            Step::Sighup => return "sighup",
+            Step::Reload => {
+                let store = self.warm.store.clone();
+                self.warm = Reconciler::new(store, Settings::builtin());
+                return "sighup";
+            }
+        }
+        "timer"
+    }
+
+    /// One pass of `r` at the world's clock.
+    fn pass(&self, r: &Reconciler, out: &Path, trigger: &str) -> Result<crate::reconcile::ReconcileReport, String> {
+        let mut inputs = r
+            .load_inputs(&self.policies, &mut PhaseTimings::default(), &Changed::Unknown)
+            .map_err(|e| format!("inputs: {e:?}"))?;
+        inputs.apply_live(&self.view, &r.store);
+        r.reconcile(&inputs, out, trigger, self.now).map_err(|e| format!("pass: {e}"))
+    }
+
+    /// A pass of the warm reconciler and one of a fresh reconciler on the cold store, then
+    /// the comparison: the same outcome, the same placements, the same output byte for byte.
+    fn both(&self, trigger: &str, what: &str) -> Result<(), String> {
+        let warm = self.pass(&self.warm, &self.warm_out, trigger);
+        let cold = {
+            let store = Store::open(&self.cold_state).expect("store");
+            let all: Vec<ObjectKey> = store.placements().expect("placements").into_iter().map(|p| p.workload).collect();
+            store.remove_stored_decisions(&all).expect("forget the persisted decisions");
+            self.pass(&Reconciler::new(store, Settings::builtin()), &self.cold_out, trigger)
+        };
+        match (&warm, &cold) {
+            (Ok(_), Ok(_)) | (Err(_), Err(_)) => {}
+            _ => return Err(format!("{what}: warm {warm:?}, cold {cold:?}", warm = warm.map(|r| r.summary()))),
+        }
+        let cold_store = Store::open(&self.cold_state).expect("store");
+        let (w, c) = (placements(&self.warm.store), placements(&cold_store));
+        if w != c {
+            let differ: Vec<String> = w
+                .iter()
+                .zip(&c)
+                .filter(|(a, b)| a != b)
+                .take(3)
+                .map(|(a, b)| format!("warm {a}\n   cold {b}"))
+                .collect();
+            return Err(format!("{what}: placements differ ({} / {}):\n {}", w.len(), c.len(), differ.join("\n ")));
+        }
+        let (w, c) = (tree(&self.warm_out), tree(&self.cold_out));
+        if w != c {
+            let differ: Vec<&String> = w.keys().chain(c.keys()).filter(|k| w.get(*k) != c.get(*k)).take(5).collect();
+            return Err(format!("{what}: the outputs differ at {differ:?}"));
+        }
+        Ok(())
+    }
+}
+
+/// An OverridePolicy that adds the label `rev: <label>` to workload `i` on every member.
+fn label_override(i: usize, label: u32) -> Value {
+    let name = repo::workload_name(i);
+    json!({
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "OverridePolicy",
+        "metadata": {"name": format!("{name}-rev"), "namespace": repo::namespace_of(i)},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}],
+            "overrideRules": [{"overriders": {"labelsOverrider": [
+                {"operator": "add", "value": {"rev": format!("r{label}")}}]}}],
+        },
+    })
+}
+
+/// The placements a store holds, as a pass leaves them: policy, outcome, targets, affinity
+/// term, files, history sequence.
+fn placements(store: &Store) -> Vec<String> {
+    store
+        .placements()
+        .expect("placements")
+        .iter()
+        .map(|p| {
+            let outcome = std::mem::discriminant(&p.result.outcome);
+            format!(
+                "{} {:?} {outcome:?} {:?} {:?} {:?} seq {}",
+                p.workload.display_ref(),
+                p.policy,
+                p.targets,
+                p.affinity_name,
+                p.files,
+                p.history_seq
+            )
+        })
+        .collect()
+}
+
+/// Every file under `dir` (the output lock left out).
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if !p.to_string_lossy().contains(".fedsched/lock") {
+                let rel = p.strip_prefix(dir).expect("prefix").to_string_lossy().into_owned();
+                out.insert(rel, std::fs::read(&p).expect("read"));
+            }
+        }
+    }
+    out
+}
+
+/// Two quiet passes, then `steps`, each followed by a pass compared warm against cold.
+fn run(steps: &[Step]) -> Result<(), String> {
+    let mut world = World::new();
+    world.both("startup", "the first pass")?;
+    world.now += 1_000;
+    world.both("timer", "a quiet pass")?;
+    for (k, step) in steps.iter().enumerate() {
+        let trigger = world.apply(step);
+        world.both(trigger, &format!("step {k} ({step:?}) at {} ms", world.now))?;
+    }
+    Ok(())
+}
+
+fn cases() -> u32 {
+    std::env::var("FEDSCHED_WARM_COLD_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(6)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// After every step of any sequence, the warm reconciler's placements and output are a
+    /// fresh reconciler's.
+    #[test]
+    fn a_warm_pass_decides_what_a_cold_one_would(steps in proptest::collection::vec(step(), 1..9)) {
+        if let Err(difference) = run(&steps) {
+            return Err(TestCaseError::fail(difference));
+        }
+    }
+}
