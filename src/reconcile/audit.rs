@@ -68,7 +68,7 @@ pub const MEMO_KEY: &str = "decision key (KeyMemo, ClaimMemo, PreviousDigests, f
 /// The memo named when the state of the filtered clusters differs.
 pub const MEMO_STATE: &str = "cluster state (ClusterDigests, deducted views: RecentPlacements, PlannedDeductions)";
 /// The memo named when key and state are equal and the decisions still differ.
-pub const MEMO_DECISION: &str = "kept decision (PassCache decisions, outcome_stands)";
+pub const MEMO_DECISION: &str = "kept decision (Kept decisions, outcome_stands)";
 
 fn memo_of(kept: &PlannedDecision, fresh: &PlannedDecision) -> &'static str {
     let (k, f) = (kept.cached(), fresh.cached());
@@ -243,7 +243,7 @@ impl Reconciler {
     /// (a full check of the output directory).
     pub fn forget(&self) {
         let mut guard = self.lock_cache();
-        *guard = super::cache::PassCache::default();
+        *guard = super::cache::Kept::default();
     }
 }
 

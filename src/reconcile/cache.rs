@@ -89,7 +89,7 @@
 //! clusters' chains made again: `PlannedDeductions::assumed`, from the plans kept per cluster,
 //! `PlannedDeductions::touching`, which also give a rebuilt view its deductions without a scan of
 //! every plan); a pass lists the recent placements by patching the last pass's list with the
-//! placements this process set or removed since — `PassCache::set_placement`, `remove_placement`,
+//! placements this process set or removed since — `Kept::set_placement`, `remove_placement`,
 //! `placements_changed` — while none of the listed ones expired, looks again at the requirements
 //! only where a placement or template is another object (both compared with a list made from
 //! scratch in debug builds), and hashes again only the placements it replaced; one memo,
@@ -97,7 +97,7 @@
 //! saves the views it started from: moved at its end, with each view it deducted from replaced by
 //! its copy from before that view's first deduction (sharing the node index, so the next pass does
 //! not group the members' nodes again) and its deductions' bookkeeping undone
-//! (`PassSnapshots::save_views`); placements and last history heads; snapshot fingerprints; digests
+//! (`PassSnapshots::save`); placements and last history heads; snapshot fingerprints; digests
 //! of the published files. A reused decision skips schedule and render; only clusters whose file
 //! digest changed are published; the whole output directory is compared on the first pass, on
 //! `sighup`, every 10 minutes and after a failed pass. Restart (S7): every pass persists, in the
@@ -271,11 +271,11 @@ impl SharedDigests {
 /// entry holds what it was computed from, so an address cannot be reused by another list or
 /// facts while it is here.
 #[derive(Default, Clone)]
-pub struct NodeDigests(HashMap<String, Kept>);
+pub struct NodeDigests(HashMap<String, NodeEntry>);
 
 /// One member's entry of [`NodeDigests`].
 #[derive(Clone)]
-struct Kept {
+struct NodeEntry {
     nodes: Arc<Vec<crate::model::NodeView>>,
     pods: Option<Arc<crate::model::snapshot::PodFacts>>,
     apis: Arc<std::collections::BTreeSet<String>>,
@@ -324,7 +324,7 @@ impl NodeDigests {
     /// Keeps `digests` ([`SharedDigests::of`] `s`, computed by the caller) for `s`'s list and facts.
     pub fn put(&mut self, s: &ClusterSnapshot, digests: SharedDigests) {
         let apis = Arc::clone(&s.api_enablements);
-        self.0.insert(s.name.clone(), Kept { nodes: Arc::clone(&s.nodes), pods: s.pods.clone(), apis, digests });
+        self.0.insert(s.name.clone(), NodeEntry { nodes: Arc::clone(&s.nodes), pods: s.pods.clone(), apis, digests });
     }
 
     /// Forgets the members not in `snapshots` (a member removed from the repository), once
@@ -608,7 +608,7 @@ pub struct CachedDecision {
     pub decided: super::Decided,
     /// Its entry of the summary (a line of its shard), once built.
     pub summary_item: Option<String>,
-    /// False for a decision restored from the store ([`PassCache::loaded`]): its files are
+    /// False for a decision restored from the store ([`Kept::loaded`]): its files are
     /// known by content hash only (their contents are empty strings), and the output holds
     /// them. A full check compares them with the disk, and decides the workload again (so
     /// renders it) when a file is missing or differs.
@@ -1220,82 +1220,61 @@ impl DesiredOutput {
     }
 }
 
-/// See the module documentation.
+/// The kept decisions, by workload ([`CachedDecision`]).
+pub type KeptDecisions = KeyMap<ObjectKey, Arc<CachedDecision>>;
+
+/// A workload's current placement (as stored), by workload.
+pub type Placements = KeyMap<ObjectKey, Arc<PlacementRecord>>;
+
+/// What a [`super::Reconciler`] keeps between passes (see the module documentation): one part
+/// per stage, each taken by its stage only (`reconcile/<stage>.rs`'s `Kept`).
+/// `Kept::default()` is the cold start: a process's first pass, `fedsched render`, and the pass
+/// after a failed one.
 #[derive(Default, Clone)]
-pub struct PassCache {
+pub struct Kept {
+    /// The snapshots stage's: recorded snapshots, node digests, deducted views, recent
+    /// placements, the clusters' state digests.
+    pub snapshots: super::snapshots::Kept,
+    /// The stability stage's: the stored state's blob, the troubled pod owners.
+    pub stability: super::stability::Kept,
+    /// The rollout stage's: the rollouts' states.
+    pub rollout: super::rollout::Kept,
+    /// The plan stage's: what was last published, the summary, the desired output, the owners.
+    pub plan: super::plan::Kept,
+    // Not one stage's yet (issue 51: decide and record take theirs next).
     /// The Secret files published SOPS-encrypted ([`crate::secrets::SealedFiles`]; read from
     /// the store when a pass first encrypts).
     pub sealed: crate::secrets::SealedFiles,
     /// Placements (and the stored decisions that are still valid) were read from the store.
     pub loaded: bool,
     /// Current placement of every workload (as stored).
-    pub placements: KeyMap<ObjectKey, Arc<PlacementRecord>>,
+    pub placements: Placements,
     /// Newest history record per workload; `None` = known to have none.
     pub history: KeyMap<ObjectKey, Option<LastHistory>>,
-    /// Shared, so that a preview works on a copy of the cache ([`PassCache::fork`]) that
-    /// copies only the decisions it changes (`Arc::make_mut`).
-    pub decisions: KeyMap<ObjectKey, Arc<CachedDecision>>,
-    pub snapshots: HashMap<String, SnapshotState>,
-    /// The digest of each member's node list, for the snapshots' fingerprints.
-    pub node_digests: NodeDigests,
+    /// Shared, so that a preview works on a copy ([`Kept::fork`]) that copies only the
+    /// decisions it changes (`Arc::make_mut`).
+    pub decisions: KeptDecisions,
     /// The digest of each workload's previous placement, for the decision keys.
     pub previous_digests: PreviousDigests,
-    /// The deducted views of the last pass ([`DeductedViews`]).
-    pub views: Option<DeductedViews>,
-    /// Per workload, the per-replica requirements its template gives (None: it cannot be
-    /// interpreted), with the key of the template and interpreters they come from.
-    pub requirements: KeyMap<ObjectKey, (u64, Option<Arc<crate::model::ReplicaRequirements>>)>,
     /// Blob hashes known to be stored.
     pub blobs: std::collections::HashSet<u64>,
     /// The runs of the file list the last replay inputs stored ([`super::replay::StoredRuns`]).
     pub replay_runs: super::replay::StoredRuns,
-    /// Digest of the files last published per cluster.
-    pub published: HashMap<String, u64>,
-    /// The summary's shards last published.
-    pub published_summary: Option<crate::render::summary::Shards>,
-    /// The summary's shards of the last pass.
-    pub summary: Option<crate::render::summary::Shards>,
-    /// The last pass's desired output, as the plan of the publish reads it.
-    pub desired: Option<DesiredOutput>,
-    /// The paths each workload's decision owned in the last pass (the publish's guard).
-    pub owners: Option<Arc<crate::publish::Owners>>,
-    /// The last pass's recent placements, their requirements and their digest.
-    pub recent: Option<RecentPlacements>,
     /// The workloads whose placement this process set or removed since the recent placements
     /// were last listed (`None`: not followed; they are listed from scratch).
     pub placements_changed: Option<Vec<ObjectKey>>,
-    /// The clusters' state digests the last pass started from, with the digest of their
-    /// names ([`ClusterDigests::start_digests`]).
-    pub cluster_digests: Option<DigestReference>,
-    /// Those the last pass's decisions left ([`ClusterDigests::end_digests`]).
-    pub cluster_digests_end: Option<DigestReference>,
-    /// The deductions of the recent placements as the last rebuild of the views planned them
-    /// (`reconcile/snapshots.rs`).
-    pub planned: super::snapshots::PlannedDeductions,
     /// Per template, the policy that claimed it ([`ClaimMemo`]).
     pub claims: ClaimMemo,
     /// Per template, the key of its decision ([`KeyMemo`]).
     pub keys: KeyMemo,
-    /// When the whole plan was last published (None: never in this process).
-    pub last_full_check_ms: Option<u64>,
     /// The policy index's positions, kept while the set holds the same policies
     /// ([`crate::policy::matching::PolicyIndex::kept`]).
     pub policy_index: Option<Arc<crate::policy::matching::IndexPositions>>,
     /// Each cluster's static digest, kept while its snapshot's fingerprint is the same.
     pub static_digests: StaticDigests,
-    /// The stability state last stored as a blob, with its hash: a pass that starts from an
-    /// equal state references that blob without encoding and storing it again.
-    pub stability_blob: Option<(crate::schedule::stability::StabilityState, u64)>,
-    /// The members' pod owners in trouble, as the stability stage last read them
-    /// (`reconcile/stability.rs`; shared with a fork until either changes it).
-    pub troubled: Arc<super::stability::TroubledOwners>,
-    /// Progressive rollouts' states by workload store key, read from the store on the first
-    /// pass that has a RolloutPolicy (or a stored rollout) and kept as the passes record them
-    /// (`reconcile/rollout.rs`); `None`: not read yet.
-    pub rollouts: Option<Arc<std::collections::BTreeMap<String, crate::schedule::rollout::RolloutState>>>,
 }
 
-impl PassCache {
+impl Kept {
     /// Sets a workload's placement (noted for the recent placements' list).
     pub fn set_placement(&mut self, p: Arc<PlacementRecord>) {
         if let Some(changed) = self.placements_changed.as_mut() {
@@ -1315,7 +1294,7 @@ impl PassCache {
     /// A copy for a preview of a pass ([`crate::reconcile::Reconciler::preview_warm`]): a pass
     /// on the copy changes nothing here. Cheap: placements, decisions, requirements and the
     /// views' node lists are shared (`Arc`), and a decision the preview changes is copied then.
-    pub fn fork(&self) -> PassCache {
+    pub fn fork(&self) -> Kept {
         self.clone()
     }
 
@@ -1357,12 +1336,6 @@ impl PassCache {
         }
         self.loaded = true;
         Ok(())
-    }
-
-    /// Whether this pass publishes the whole plan.
-    pub fn full_check_due(&self, now_ms: u64, trigger: &str) -> bool {
-        trigger == FULL_CHECK_TRIGGER
-            || self.last_full_check_ms.is_none_or(|at| now_ms.saturating_sub(at) >= FULL_CHECK_EVERY_MS)
     }
 }
 
@@ -2153,8 +2126,8 @@ mod tests {
             .cache
             .lock()
             .expect("cache")
-            .views
-            .as_ref()
+            .snapshots
+            .views()
             .map_or(0, |v| v.snapshots.iter().filter(|s| s.is_live() && s.index.built().is_some()).count());
         assert!(shared > 0, "no saved view kept its index");
         // The pass after it starts from views with the edit's deductions (within the pass

@@ -61,7 +61,7 @@ pub(super) struct Context<'a> {
     pub pass: &'a Pass,
     /// Where the files of restored decisions are checked on a full check.
     pub output_dir: &'a Path,
-    /// Whether this pass compares the whole output directory ([`cache::PassCache::full_check_due`]).
+    /// Whether this pass compares the whole output directory ([`super::plan::Kept::full_check_due`]).
     pub full_check: bool,
     /// What failover asks of each workload ([`super::stability`]).
     pub stability: &'a StabilityPass,
@@ -202,11 +202,11 @@ struct Claimed<'a, 's> {
 }
 
 /// Decides (or reuses the decision of) every claimed template, deducting the replicas of
-/// each from the live views before the next; then puts the views back into the cache and
-/// forgets the decisions of templates no longer claimed.
+/// each from the live views before the next (the snapshots stage saves them after:
+/// [`PassSnapshots::save`]); then forgets the decisions of templates no longer claimed.
 pub(super) fn decide_all(
     ctx: &Context<'_>,
-    cache: &mut cache::PassCache,
+    cache: &mut cache::Kept,
     snapshots: &mut PassSnapshots,
 ) -> Result<Decisions, StoreError> {
     let started = Instant::now();
@@ -397,8 +397,6 @@ pub(super) fn decide_all(
     cache.claims = claims;
     put_blobs(ctx.store, &batch.blobs)?;
     render_decided(ctx, cache, &snapshots.views, batch, &with_problems, &mut out)?;
-    cache.cluster_digests_end = Some(ctx.pass.digests.end_digests(&snapshots.views, &snapshots.assumed));
-    snapshots.save_views(&mut cache.views);
     forget_unclaimed(cache, seen_placed, &mut out);
     out.decide_time = started.elapsed().saturating_sub(out.schedule_time).saturating_sub(out.render_time);
     Ok(out)
@@ -409,7 +407,7 @@ pub(super) fn decide_all(
 /// problems of the decisions at `with_problems` (positions in `out.order`).
 fn render_decided(
     ctx: &Context<'_>,
-    cache: &mut cache::PassCache,
+    cache: &mut cache::Kept,
     views: &[ClusterSnapshot],
     batch: Batch,
     with_problems: &[usize],
@@ -442,7 +440,7 @@ fn render_decided(
 /// The placements of workloads no longer in the pass (`out.removed`) and the decisions of
 /// templates no longer claimed (forgotten: `out.replaced`, `out.dropped`). `seen_placed` is how
 /// many of the pass's workloads have a placement.
-fn forget_unclaimed(cache: &mut cache::PassCache, seen_placed: usize, out: &mut Decisions) {
+fn forget_unclaimed(cache: &mut cache::Kept, seen_placed: usize, out: &mut Decisions) {
     // Every workload of the pass has a decision: with as many decisions, none is gone; with
     // as many placements of the pass's workloads as placements, none was removed.
     let quiet = seen_placed == cache.placements.len() && out.order.len() == cache.decisions.len();
@@ -541,7 +539,7 @@ fn claim<'a>(
 /// is no longer Lazy uses the current spec.
 fn lazy_pin(
     ctx: &Context<'_>,
-    cache: &mut cache::PassCache,
+    cache: &mut cache::Kept,
     w: &Claimed<'_, '_>,
 ) -> Result<Option<(u64, PropagationSpec)>, StoreError> {
     let lazy = w.spec.is_some_and(|s| s.activation_preference == Some(ActivationPreference::Lazy));
@@ -640,7 +638,7 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, (fleet_static, previous)
 /// without the template's claim. `None`: the caller claims the template and decides as usual.
 fn reuse_kept(
     ctx: &Context<'_>,
-    cache: &mut cache::PassCache,
+    cache: &mut cache::Kept,
     snapshots: &PassSnapshots,
     (template, key): (&Template, u64),
     why: &mut super::Redecided,
@@ -676,7 +674,7 @@ fn reuse_kept(
 #[allow(clippy::too_many_arguments)]
 fn debug_check_kept_key<'a>(
     ctx: &Context<'a>,
-    cache: &mut cache::PassCache,
+    cache: &mut cache::Kept,
     claims: &mut cache::ClaimMemo,
     (shared, position): (&'a Arc<Template>, usize),
     default_placement: &'a Placement,
@@ -701,7 +699,7 @@ fn debug_check_kept_key<'a>(
 /// notes an action this pass). The decision is in the cache's decisions afterwards (returned).
 fn reuse_or_decide<'a>(
     ctx: &Context<'a>,
-    cache: &mut cache::PassCache,
+    cache: &mut cache::Kept,
     snapshots: &PassSnapshots,
     w: &Claimed<'a, '_>,
     (key, renote): (u64, bool),
@@ -932,7 +930,7 @@ enum Blob<'a> {
 
 /// Notes the template's and the policy's JSON as blobs to store, once per content in this
 /// process (the set of stored hashes is the cache's, dropped with it when a pass fails).
-fn note_blobs<'a>(ctx: &Context<'a>, cache: &mut cache::PassCache, w: &Claimed<'a, '_>, blobs: &mut Vec<Blob<'a>>) {
+fn note_blobs<'a>(ctx: &Context<'a>, cache: &mut cache::Kept, w: &Claimed<'a, '_>, blobs: &mut Vec<Blob<'a>>) {
     let (template_hash, policy_hash) = w.hashes;
     if cache.blobs.insert(template_hash) {
         blobs.push(Blob::Template(&w.template.object));

@@ -122,7 +122,7 @@ fn secrets_for(settings: &crate::secrets::SecretsSettings, inputs: &Inputs, now_
 /// At every pass where Secrets are written in clear text (`[secrets] mode = "plain"`) or not
 /// written because no mode is set: one warning naming them (the first 20), their clusters
 /// and the choices.
-fn warn_secrets(mode: Option<crate::secrets::Mode>, cache: &cache::PassCache, decisions: &decide::Decisions) {
+fn warn_secrets(mode: Option<crate::secrets::Mode>, cache: &cache::Kept, decisions: &decide::Decisions) {
     use crate::secrets::{Mode, is_secret};
     if !matches!(mode, None | Some(Mode::Plain)) {
         return;
@@ -170,7 +170,7 @@ pub struct Reconciler {
     /// publish settings (shared with the reconciler of a warm preview).
     settings: std::sync::Arc<Settings>,
     /// What this reconciler decided, recorded and published in earlier passes.
-    cache: Mutex<cache::PassCache>,
+    cache: Mutex<cache::Kept>,
     /// The parsed files of the policy repository and the last inputs built from them
     /// ([`Reconciler::load_inputs`]).
     load_cache: Mutex<LoadCache>,
@@ -260,7 +260,7 @@ impl Reconciler {
             load_cache: Mutex::new(LoadCache::kept_in(&store)),
             store,
             settings: std::sync::Arc::new(settings),
-            cache: Mutex::new(cache::PassCache::default()),
+            cache: Mutex::new(cache::Kept::default()),
             fence: None,
             kill: publish::KillSwitch::OFF,
             gate: Default::default(),
@@ -320,7 +320,7 @@ impl Reconciler {
             Err(poisoned) => {
                 // A pass panicked: what it left behind is not trusted.
                 let mut g = poisoned.into_inner();
-                *g = cache::PassCache::default();
+                *g = cache::Kept::default();
                 self.cache.clear_poison();
                 g
             }
@@ -328,7 +328,7 @@ impl Reconciler {
         let result = self.reconcile_cached(&mut guard, inputs, output_dir, trigger, now_ms);
         // A shadow pass (fenced before the publish) wrote nothing: its cache stays warm.
         if result.as_ref().is_err_and(|e| !matches!(e, ReconcileError::Fenced { .. })) {
-            *guard = cache::PassCache::default();
+            *guard = cache::Kept::default();
         }
         result
     }
@@ -348,28 +348,28 @@ impl Reconciler {
     /// a pass and a preview run.
     fn stages<'a>(
         &self,
-        cache: &mut cache::PassCache,
+        cache: &mut cache::Kept,
         inputs: &'a Inputs,
         tainted: Tainted,
         output_dir: &Path,
         trigger: &str,
         now_ms: u64,
     ) -> Result<Staged<'a>, ReconcileError> {
-        let full_check = cache.full_check_due(now_ms, trigger);
+        let full_check = cache.plan.full_check_due(now_ms, trigger);
         cache.load_once(&self.store)?;
         let Tainted { taints, old: old_stability, time: mut stability_time, .. } = tainted;
 
         let phase = Instant::now();
-        let mut snapshots = snapshots::version(&self.store, cache, inputs, self.settings.model(), now_ms)?;
+        let changed = cache.placements_changed.replace(Vec::new());
+        let kept = (&mut cache.snapshots, &cache.placements, changed);
+        let mut snapshots = snapshots::version(&self.store, kept, inputs, self.settings.model(), now_ms)?;
         let poll = phase.elapsed();
-        let last = (cache.cluster_digests.take(), cache.cluster_digests_end.take());
-        let pass = snapshots::Pass::new(&snapshots, &self.store, last)?;
-        cache.cluster_digests = Some(pass.digests.start_digests());
+        let pass = snapshots::Pass::new(&snapshots, &self.store, &mut cache.snapshots)?;
         let index = PolicyIndex::kept(&inputs.set, &mut cache.policy_index);
         let phase = Instant::now();
         let mut stability = stability::run(
             &self.store,
-            cache,
+            (&mut cache.stability, &cache.placements),
             inputs,
             (&snapshots.views, taints),
             &index,
@@ -378,7 +378,8 @@ impl Reconciler {
             now_ms,
         )?;
         stability_time += phase.elapsed();
-        let rollout = rollout::run(&self.store, cache, inputs, (&snapshots.views, &pass.positions), now_ms)?;
+        let kept = (&mut cache.rollout, &cache.placements);
+        let rollout = rollout::run(&self.store, kept, inputs, (&snapshots.views, &pass.positions), now_ms)?;
         let context = decide::Context {
             store: &self.store,
             profiles: &self.settings.profiles,
@@ -394,6 +395,7 @@ impl Reconciler {
         };
         // On the pool: a decision's estimates split across its threads.
         let mut decisions = crate::util::threads::on_pool(|| decide::decide_all(&context, cache, &mut snapshots))?;
+        snapshots.save(&mut cache.snapshots, &pass.digests);
         for (key, notes) in &rollout.notes {
             decisions.notes.entry(key.clone()).or_default().extend(notes.iter().cloned());
         }
@@ -411,7 +413,7 @@ impl Reconciler {
         stability.hand_over(moves, now_ms, self.settings.stability.grace_period_ms);
 
         let namespaces = self.settings.publish.namespaces;
-        let planned = plan::plan(cache, &inputs.set, &decisions, full_check, namespaces);
+        let planned = plan::plan(&mut cache.plan, &mut cache.decisions, &inputs.set, &decisions, full_check, namespaces);
         Ok(Staged { snapshots, pass, stability, rollout, decisions, planned, full_check, poll, stability_time })
     }
 
@@ -429,7 +431,7 @@ impl Reconciler {
     /// The stages of one pass, with this process's cache.
     fn reconcile_cached(
         &self,
-        cache: &mut cache::PassCache,
+        cache: &mut cache::Kept,
         inputs: &Inputs,
         output_dir: &Path,
         trigger: &str,
@@ -470,7 +472,7 @@ impl Reconciler {
             stability.keep_published(&published.held_moves, &self.store.stability()?);
         }
         stability.hold_unpublished(&published);
-        planned.published(cache, &published, full_check, now_ms);
+        planned.published(&mut cache.plan, &mut cache.decisions, &published, full_check, now_ms);
 
         let phase = Instant::now();
         let replay =
@@ -491,7 +493,7 @@ impl Reconciler {
             stability: &mut stability,
         };
         // The rollouts' states, flushed with the record stage's (a held change's stays).
-        rollout.record(&self.store, cache, &published.held_moves)?;
+        rollout.record(&self.store, &mut cache.rollout, &published.held_moves)?;
         let recorded = record::record(&mut recording, cache, &decisions)?;
         let record_time = phase.elapsed();
 
@@ -548,9 +550,8 @@ impl Reconciler {
             stability: stability.report(),
             rollout_objects: rollout.objects.clone(),
             rollouts: cache
-                .rollouts
-                .iter()
-                .flat_map(|m| m.iter())
+                .rollout
+                .states()
                 .map(|(sk, r)| (sk.replace('\u{1f}', "/"), r.phase.as_str(), r.current().unwrap_or(r.stages.len())))
                 .collect(),
         })

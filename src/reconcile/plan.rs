@@ -25,6 +25,32 @@ use crate::render::summary::{SHARDS, Shards, shard_name, shard_of, summary_into,
 use super::cache;
 use super::decide::Decisions;
 
+/// What the plan stage keeps between passes (its part of [`cache::Kept`]).
+#[derive(Default, Clone)]
+pub(super) struct Kept {
+    /// Digest of the files last published per cluster.
+    published: HashMap<String, u64>,
+    /// The summary's shards last published.
+    published_summary: Option<Shards>,
+    /// The summary's shards of the last pass.
+    summary: Option<Shards>,
+    /// The last pass's desired output, as the plan of the publish reads it.
+    desired: Option<cache::DesiredOutput>,
+    /// The paths each workload's decision owned in the last pass (the publish's guard).
+    owners: Option<Arc<publish::Owners>>,
+    /// When the whole plan was last published (None: never in this process).
+    last_full_check_ms: Option<u64>,
+}
+
+impl Kept {
+    /// Whether this pass publishes the whole plan: every [`cache::FULL_CHECK_EVERY_MS`], on
+    /// the first pass of a process and on a `sighup` trigger.
+    pub fn full_check_due(&self, now_ms: u64, trigger: &str) -> bool {
+        trigger == cache::FULL_CHECK_TRIGGER
+            || self.last_full_check_ms.is_none_or(|at| now_ms.saturating_sub(at) >= cache::FULL_CHECK_EVERY_MS)
+    }
+}
+
 /// What the plan stage hands over.
 pub(super) struct PlannedPublish<'a> {
     /// The cluster directories to publish, and the summary's changed shards.
@@ -40,24 +66,25 @@ pub(super) struct PlannedPublish<'a> {
 
 /// Plans the publish of the decisions of the pass (in `decisions.order`, each in the cache).
 pub(super) fn plan<'a>(
-    cache: &mut cache::PassCache,
+    kept: &mut Kept,
+    cached: &mut cache::KeptDecisions,
     set: &'a Arc<PolicySet>,
     decisions: &Decisions,
     full_check: bool,
     namespaces: bool,
 ) -> PlannedPublish<'a> {
-    let summary = summary(cache, decisions);
+    let summary = summary(kept, cached, decisions);
     let order = decisions.keys();
-    let memo = desired(cache, set, decisions, full_check, namespaces);
+    let memo = desired(kept, cached, set, decisions, full_check, namespaces);
     let digests: HashMap<&str, (u64, usize)> =
         set.clusters.iter().map(|c| (c.meta.name.as_str(), memo.digest(&c.meta.name))).collect();
     let dirty: BTreeSet<&str> = digests
         .iter()
-        .filter(|(c, (digest, _))| full_check || cache.published.get(**c) != Some(digest))
+        .filter(|(c, (digest, _))| full_check || kept.published.get(**c) != Some(digest))
         .map(|(c, _)| *c)
         .collect();
     let mut plan =
-        PublishPlan { clusters: BTreeMap::new(), summary: None, owners: owners(cache, decisions, full_check) };
+        PublishPlan { clusters: BTreeMap::new(), summary: None, owners: owners(kept, cached, decisions, full_check) };
     for c in &dirty {
         plan.clusters.insert((*c).to_string(), ClusterFiles::default());
     }
@@ -69,7 +96,7 @@ pub(super) fn plan<'a>(
         (!full_check).then(|| dirty.iter().flat_map(|c| memo.holders_of(c)).collect());
     let holds = |k: &crate::policy::ObjectKey| holders.as_ref().is_none_or(|h| h.contains(k));
     for k in order.filter(|k| !dirty.is_empty() && holds(k)) {
-        let Some(c) = cache.decisions.get(k) else { continue };
+        let Some(c) = cached.get(k) else { continue };
         let d = &c.decided;
         for (cluster, (path, content)) in &d.files {
             if let Some(cf) = plan.clusters.get_mut(cluster) {
@@ -97,13 +124,13 @@ pub(super) fn plan<'a>(
             cf.files.extend(namespaces.files.iter().map(|(path, (content, _))| (path.clone(), content.clone())));
         }
     }
-    cache.desired = Some(memo);
+    kept.desired = Some(memo);
     let skipped_files: usize =
         digests.iter().filter(|(c, _)| !dirty.contains(*c)).map(|(_, (_, files))| files + 1).sum();
     // The summary's shards: every one compared with the disk on a full check and on this
     // process's first publish, else those that differ from the shards last published.
-    let compare = full_check || cache.published_summary.is_none();
-    let changed: Vec<usize> = match &cache.published_summary {
+    let compare = full_check || kept.published_summary.is_none();
+    let changed: Vec<usize> = match &kept.published_summary {
         Some(published) if !compare => summary.changed_from(published),
         _ => (0..SHARDS).collect(),
     };
@@ -123,33 +150,33 @@ pub(super) fn plan<'a>(
 /// and the others kept, so that an edit does not copy every decision's paths. Built from every
 /// decision on a full check and on the first pass. Debug builds check it against one built
 /// from scratch.
-fn owners(cache: &mut cache::PassCache, decisions: &Decisions, full_check: bool) -> Arc<publish::Owners> {
-    let owners = match cache.owners.take() {
+fn owners(kept: &mut Kept, cached: &cache::KeptDecisions, decisions: &Decisions, full_check: bool) -> Arc<publish::Owners> {
+    let owners = match kept.owners.take() {
         Some(mut memo) if !full_check => {
             let m = Arc::make_mut(&mut memo);
             for k in decisions.fresh.iter().chain(&decisions.dropped) {
-                match cache.decisions.get(k).map(|c| owned_paths(&c.decided)).filter(|o| !o.is_empty()) {
+                match cached.get(k).map(|c| owned_paths(&c.decided)).filter(|o| !o.is_empty()) {
                     Some(owned) => m.insert(k.to_string(), owned),
                     None => m.remove(&k.to_string()),
                 };
             }
             memo
         }
-        _ => Arc::new(owners_of(cache, decisions.keys())),
+        _ => Arc::new(owners_of(cached, decisions.keys())),
     };
-    debug_assert!(*owners == owners_of(cache, decisions.keys()), "owners kept between passes differ");
-    cache.owners = Some(Arc::clone(&owners));
+    debug_assert!(*owners == owners_of(cached, decisions.keys()), "owners kept between passes differ");
+    kept.owners = Some(Arc::clone(&owners));
     owners
 }
 
 /// [`owners`] from scratch: every decision of `order` that owns a path.
 fn owners_of<'k>(
-    cache: &cache::PassCache,
+    cached: &cache::KeptDecisions,
     order: impl Iterator<Item = &'k crate::policy::ObjectKey>,
 ) -> publish::Owners {
     order
         .filter_map(|k| {
-            let owned = owned_paths(&cache.decisions.get(k)?.decided);
+            let owned = owned_paths(&cached.get(k)?.decided);
             (!owned.is_empty()).then(|| (k.to_string(), owned))
         })
         .collect()
@@ -169,13 +196,14 @@ fn owned_paths(d: &super::decide::Decided) -> BTreeSet<String> {
 /// on a full check, on the first pass and when `[publish] namespaces` changes. Debug builds
 /// check it against one built from scratch.
 fn desired(
-    cache: &mut cache::PassCache,
+    kept: &mut Kept,
+    cached: &cache::KeptDecisions,
     set: &Arc<PolicySet>,
     decisions: &Decisions,
     full_check: bool,
     namespaces: bool,
 ) -> cache::DesiredOutput {
-    let memo = match cache.desired.take() {
+    let memo = match kept.desired.take() {
         Some(mut memo) if !full_check && memo.namespaces == namespaces => {
             // The clusters whose Namespace files may change.
             let mut touched: BTreeSet<String> = BTreeSet::new();
@@ -183,7 +211,7 @@ fn desired(
                 memo.take_out(r);
                 touched.extend(r.files.iter().map(|(c, _, _)| c).chain(r.keep.iter().map(|(c, _)| c)).cloned());
             }
-            for d in decisions.fresh.iter().filter_map(|k| cache.decisions.get(k)).map(|c| &c.decided) {
+            for d in decisions.fresh.iter().filter_map(|k| cached.get(k)).map(|c| &c.decided) {
                 memo.put_in(d);
                 touched.extend(d.files.iter().map(|(c, _)| c).chain(d.keep.iter().map(|(c, _)| c)).cloned());
             }
@@ -195,10 +223,10 @@ fn desired(
             memo.namespace_files_of(if same_namespaces { Some(&touched) } else { None });
             memo
         }
-        _ => from_scratch(cache, set, namespaces),
+        _ => from_scratch(cached, set, namespaces),
     };
     debug_assert!(
-        memo.same_as(&from_scratch(cache, set, namespaces)),
+        memo.same_as(&from_scratch(cached, set, namespaces)),
         "the desired output kept between passes drifted"
     );
     memo
@@ -210,9 +238,9 @@ fn namespace_objects(set: &PolicySet) -> impl Iterator<Item = usize> + '_ {
 }
 
 /// The desired output built from every decision of the cache ([`desired`]).
-fn from_scratch(cache: &cache::PassCache, set: &Arc<PolicySet>, namespaces: bool) -> cache::DesiredOutput {
+fn from_scratch(cached: &cache::KeptDecisions, set: &Arc<PolicySet>, namespaces: bool) -> cache::DesiredOutput {
     let mut memo = cache::DesiredOutput::new(Arc::clone(set), namespaces);
-    for c in cache.decisions.values() {
+    for c in cached.values() {
         memo.put_in(&c.decided);
     }
     memo.namespace_files_of(None);
@@ -225,7 +253,8 @@ impl PlannedPublish<'_> {
     /// time of a full check.
     pub fn published(
         self,
-        cache: &mut cache::PassCache,
+        kept: &mut Kept,
+        cached: &mut cache::KeptDecisions,
         report: &publish::PublishReport,
         full_check: bool,
         now_ms: u64,
@@ -238,20 +267,20 @@ impl PlannedPublish<'_> {
             .chain(report.held_removals.iter().flat_map(|m| m.waiting.iter().map(String::as_str)))
             .collect();
         if full_check {
-            cache.published.clear();
-            cache.last_full_check_ms = Some(now_ms);
+            kept.published.clear();
+            kept.last_full_check_ms = Some(now_ms);
         }
         for c in self.plan.clusters.keys() {
             match (held.contains(c.as_str()), self.digests.get(c.as_str())) {
-                (false, Some((digest, _))) => cache.published.insert(c.clone(), *digest),
-                _ => cache.published.remove(c),
+                (false, Some((digest, _))) => kept.published.insert(c.clone(), *digest),
+                _ => kept.published.remove(c),
             };
         }
         if self.plan.summary.is_some() {
-            cache.published_summary = Some(self.summary);
+            kept.published_summary = Some(self.summary);
         }
         if full_check {
-            keep_stats(cache, &report.stats);
+            keep_stats(cached, &report.stats);
         }
     }
 }
@@ -260,11 +289,11 @@ impl PlannedPublish<'_> {
 /// the publish found with their bytes, settled), so that a restarted process stats these files
 /// instead of reading them ([`cache::CachedDecision::check_files`]); a decision whose stats
 /// changed is written to the store again by the record stage.
-fn keep_stats(cache: &mut cache::PassCache, stats: &HashMap<String, crate::util::stat::FileStat>) {
+fn keep_stats(cached: &mut cache::KeptDecisions, stats: &HashMap<String, crate::util::stat::FileStat>) {
     if stats.is_empty() {
         return;
     }
-    for c in cache.decisions.values_mut().filter(|c| c.rendered) {
+    for c in cached.values_mut().filter(|c| c.rendered) {
         let now = cache::proven(
             c.decided
                 .files
@@ -284,10 +313,10 @@ fn keep_stats(cache: &mut cache::PassCache, stats: &HashMap<String, crate::util:
 /// from the decisions' fragments (each built once per decision and kept with it), the others
 /// kept. Once a summary was made, every decision then had its fragment: only the pass's fresh
 /// decisions can lack one. Debug builds compare the shards with ones made from scratch.
-fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Shards {
+fn summary(kept: &mut Kept, cached: &mut cache::KeptDecisions, decisions: &Decisions) -> Shards {
     let order = decisions.keys();
     let unchanged = decisions.fresh.is_empty() && decisions.removed.is_empty() && decisions.dropped.is_empty();
-    let shards = match &cache.summary {
+    let shards = match &kept.summary {
         Some(s) if unchanged => s.clone(),
         made => {
             // The missing fragments (every one after a restart) on every core.
@@ -297,12 +326,12 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Shards {
             };
             let missing: Vec<(&crate::policy::ObjectKey, &cache::CachedDecision)> = lacking
                 .into_iter()
-                .filter_map(|k| cache.decisions.get_key_value(k))
+                .filter_map(|k| cached.get_key_value(k))
                 .filter(|(_, c)| c.summary_item.is_none())
                 .map(|(k, c)| (k, &**c))
                 .collect();
             debug_assert!(
-                order.clone().filter_map(|k| cache.decisions.get(k)).filter(|c| c.summary_item.is_none()).count()
+                order.clone().filter_map(|k| cached.get(k)).filter(|c| c.summary_item.is_none()).count()
                     == missing.len(),
                 "a decision that is not fresh lacks its summary fragment"
             );
@@ -311,7 +340,7 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Shards {
             });
             let keys: Vec<crate::policy::ObjectKey> = missing.iter().map(|(k, _)| (*k).clone()).collect();
             for (k, item) in keys.iter().zip(items) {
-                if let Some(c) = cache.decisions.get_mut(k).map(Arc::make_mut) {
+                if let Some(c) = cached.get_mut(k).map(Arc::make_mut) {
                     c.summary_item = Some(item);
                 }
             }
@@ -325,7 +354,7 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Shards {
             for k in order.clone() {
                 let shard = shard_of(k);
                 if dirty[shard]
-                    && let Some(item) = cache.decisions.get(k).and_then(|c| c.summary_item.as_deref())
+                    && let Some(item) = cached.get(k).and_then(|c| c.summary_item.as_deref())
                 {
                     items[shard].push(item);
                 }
@@ -343,9 +372,9 @@ fn summary(cache: &mut cache::PassCache, decisions: &Decisions) -> Shards {
         }
     };
     debug_assert!(
-        shards == Shards::of(order.clone().filter_map(|k| cache.decisions.get(k)).map(|c| c.decided.record.summary())),
+        shards == Shards::of(order.clone().filter_map(|k| cached.get(k)).map(|c| c.decided.record.summary())),
         "the summary's shards kept between passes differ from ones made from scratch"
     );
-    cache.summary = Some(shards.clone());
+    kept.summary = Some(shards.clone());
     shards
 }

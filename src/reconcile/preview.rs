@@ -27,7 +27,7 @@
 //! listed once) on every core.
 //!
 //! `Reconciler::preview_warm`: the same stages on a running reconciler (the daemon's), which it
-//! leaves exactly as it was — on `PassCache::fork` (a copy whose decisions are shared by `Arc` and
+//! leaves exactly as it was — on `Kept::fork` (a copy whose decisions are shared by `Arc` and
 //! copied by `Arc::make_mut` only when the preview changes them) and on a reconciler sharing the
 //! settings over `Store::dry_run` (`store/mod.rs`: reads the store; blobs and snapshot versions are
 //! answered in memory; every other write is `StoreError::DryRun`, so a preview that tried to record
@@ -134,13 +134,13 @@ impl Reconciler {
     pub fn preview(&self, inputs: &Inputs, output_dir: &Path, now_ms: u64) -> Result<PassPreview, ReconcileError> {
         let mut guard = self.lock_cache();
         let result = self.preview_cached(&mut guard, inputs, output_dir, now_ms);
-        *guard = cache::PassCache::default();
+        *guard = cache::Kept::default();
         result
     }
 
     /// [`Reconciler::preview`] on a running reconciler (the daemon's, `fedsched plan` through
     /// its API), which it leaves exactly as it was: the stages run on a copy of its cache
-    /// ([`cache::PassCache::fork`]: what the last pass decided is reused, so a one-file edit
+    /// ([`cache::Kept::fork`]: what the last pass decided is reused, so a one-file edit
     /// costs what the edit touches) and on a dry run of its store ([`crate::store::Store::dry_run`]: snapshot
     /// versions and blobs answered in memory, any other write an error). Takes the cache's
     /// lock only to copy it: a pass never waits for a preview (nor for a hostile script a
@@ -151,7 +151,7 @@ impl Reconciler {
         let dry = Reconciler {
             store: self.store.dry_run(),
             settings: Arc::clone(&self.settings),
-            cache: Mutex::new(cache::PassCache::default()),
+            cache: Mutex::new(cache::Kept::default()),
             load_cache: Mutex::new(Default::default()),
             fence: None,
             kill: publish::KillSwitch::OFF,
@@ -178,10 +178,10 @@ impl Reconciler {
     }
 
     /// The cache, reset when a pass panicked while holding it (what it left is not trusted).
-    pub(super) fn lock_cache(&self) -> std::sync::MutexGuard<'_, cache::PassCache> {
+    pub(super) fn lock_cache(&self) -> std::sync::MutexGuard<'_, cache::Kept> {
         self.cache.lock().unwrap_or_else(|poisoned| {
             let mut g = poisoned.into_inner();
-            *g = cache::PassCache::default();
+            *g = cache::Kept::default();
             self.cache.clear_poison();
             g
         })
@@ -189,7 +189,7 @@ impl Reconciler {
 
     fn preview_cached(
         &self,
-        cache: &mut cache::PassCache,
+        cache: &mut cache::Kept,
         inputs: &Inputs,
         output_dir: &Path,
         now_ms: u64,
@@ -216,7 +216,7 @@ impl Reconciler {
             .filter_map(|k| {
                 let (state, changed) = match rollout.changed.get(k) {
                     Some(s) => (s.clone(), true),
-                    None => (cache.rollouts.as_ref()?.get(&k.store_key())?.clone(), false),
+                    None => (cache.rollout.state(&k.store_key())?.clone(), false),
                 };
                 Some((k.clone(), state, changed))
             })

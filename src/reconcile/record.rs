@@ -70,7 +70,7 @@ pub(super) struct Recording<'a> {
 /// Records the pass's decisions and removals, persists the reusable decisions, and flushes.
 pub(super) fn record(
     r: &mut Recording<'_>,
-    cache: &mut cache::PassCache,
+    cache: &mut cache::Kept,
     decisions: &Decisions,
 ) -> Result<Recorded, StoreError> {
     let mut history_records = record_changed(r, cache, decisions)?;
@@ -154,7 +154,7 @@ pub(super) fn held_whole(moves: &[HeldMove], key: &ObjectKey) -> bool {
 /// (sequence numbers and records as one-by-one writes in this order would give them); the
 /// cache learns of a record once its batch is written. Each workload's entries are read only
 /// by its own iteration, so deferring them changes nothing. Returns how many it recorded.
-fn record_changed(r: &Recording<'_>, cache: &mut cache::PassCache, decisions: &Decisions) -> Result<usize, StoreError> {
+fn record_changed(r: &Recording<'_>, cache: &mut cache::Kept, decisions: &Decisions) -> Result<usize, StoreError> {
     let mut batch: Vec<(HistoryRecord, PlacementRecord)> = Vec::new();
     let mut pending: Vec<(ObjectKey, cache::LastHistory, u64)> = Vec::new();
     let mut recorded = 0;
@@ -311,7 +311,7 @@ fn record_batch(
     r: &Recording<'_>,
     batch: &mut Vec<(HistoryRecord, PlacementRecord)>,
     pending: &mut Vec<(ObjectKey, cache::LastHistory, u64)>,
-    cache: &mut cache::PassCache,
+    cache: &mut cache::Kept,
 ) -> Result<usize, StoreError> {
     if batch.is_empty() {
         return Ok(0);
@@ -338,7 +338,7 @@ fn record_batch(
 /// removed them; records why, and forgets their placements. Returns them.
 fn record_removed(
     r: &Recording<'_>,
-    cache: &mut cache::PassCache,
+    cache: &mut cache::Kept,
     removed: &[ObjectKey],
 ) -> Result<Vec<ObjectKey>, StoreError> {
     let mut out = Vec::with_capacity(removed.len());

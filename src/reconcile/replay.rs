@@ -75,7 +75,7 @@ pub struct StoredRuns(Vec<(Vec<(PathBuf, u64)>, u64)>);
 /// (with the files they list), as [`Store::put_replay_pass`] would write them.
 pub(super) fn store_pass(
     store: &Store,
-    cache: &mut cache::PassCache,
+    cache: &mut cache::Kept,
     inputs: &Inputs,
     now_ms: u64,
 ) -> Result<u64, StoreError> {
@@ -135,7 +135,7 @@ pub(super) fn store_pass(
 
 /// The replay reference of a workload's decision in the cache.
 pub(super) fn replay_ref(
-    cache: &cache::PassCache,
+    cache: &cache::Kept,
     key: &ObjectKey,
     pass: u64,
     placement: &PlacementRecord,
@@ -285,7 +285,7 @@ mod tests {
         let settings = || Settings::builtin();
         let mut files: Vec<(PathBuf, Arc<str>)> = (0..600).map(|i| file(i, 0)).collect();
         let inputs = super::super::load_inputs(super::super::Repository::Files(&files), &settings()).expect("inputs");
-        let mut cache = cache::PassCache::default();
+        let mut cache = cache::Kept::default();
         let first = store_pass(&store, &mut cache, &inputs, 1_000).expect("store");
         files[300] = file(300, 1);
         let edited = super::super::load_inputs(super::super::Repository::Files(&files), &settings()).expect("inputs");
@@ -304,7 +304,7 @@ mod tests {
         assert_eq!(read.now_ms, 2_000);
         assert_eq!(store.replay_pass(first).expect("read").expect("stored").sources, listed(&inputs));
         assert_eq!(store.put_replay_pass(&read).expect("whole"), second, "the bytes of a pass stored whole");
-        let mut restarted = cache::PassCache::default();
+        let mut restarted = cache::Kept::default();
         assert_eq!(store_pass(&store, &mut restarted, &edited, 2_000).expect("store"), second);
         // Each file's bytes are stored for the replay.
         for (path, hash) in &read.sources {

@@ -94,13 +94,13 @@ impl RolloutPass {
     pub fn record(
         &self,
         store: &Store,
-        cache: &mut cache::PassCache,
+        kept: &mut Kept,
         held_moves: &[crate::publish::HeldMove],
     ) -> Result<(), StoreError> {
         if self.changed.is_empty() && self.forgotten.is_empty() {
             return Ok(());
         }
-        let map = Arc::make_mut(cache.rollouts.get_or_insert_with(Default::default));
+        let map = Arc::make_mut(kept.rollouts.get_or_insert_with(Default::default));
         for (key, state) in self.changed.iter().filter(|(key, _)| !super::record::held_whole(held_moves, key)) {
             store.put_rollout(key, state)?;
             map.insert(key.store_key(), state.clone());
@@ -113,6 +113,26 @@ impl RolloutPass {
     }
 }
 
+/// What the rollout stage keeps between passes (its part of [`cache::Kept`]): the rollouts'
+/// states by workload store key, read from the store on the first pass that has a
+/// RolloutPolicy (or a stored rollout) and kept as the passes record them; `None`: not read yet.
+#[derive(Default, Clone)]
+pub(super) struct Kept {
+    rollouts: Option<Arc<BTreeMap<String, RolloutState>>>,
+}
+
+impl Kept {
+    /// The rollouts' states known, by workload store key (none before the stage first ran).
+    pub fn states(&self) -> impl Iterator<Item = (&String, &RolloutState)> {
+        self.rollouts.iter().flat_map(|m| m.iter())
+    }
+
+    /// The state of the workload whose store key is `sk`, if known.
+    pub fn state(&self, sk: &str) -> Option<&RolloutState> {
+        self.rollouts.as_ref()?.get(sk)
+    }
+}
+
 /// A template's object as JSON text: what a rollout keeps of a version, to render it after a
 /// restart. Its hash is the template's content hash ([`super::inputs::InputHashes`]).
 fn object_text(t: &Template) -> String {
@@ -122,17 +142,17 @@ fn object_text(t: &Template) -> String {
 /// Runs the stage (see the module): `views` are the pass's member views by `positions`.
 pub(crate) fn run(
     store: &Store,
-    cache: &mut cache::PassCache,
+    (kept, placements): (&mut Kept, &cache::Placements),
     inputs: &Inputs,
     (views, positions): (&[ClusterSnapshot], &std::collections::HashMap<String, usize>),
     now_ms: u64,
 ) -> Result<RolloutPass, StoreError> {
     let set = &inputs.set;
-    let stored = match &cache.rollouts {
+    let stored = match &kept.rollouts {
         Some(map) => Arc::clone(map),
         None => {
             let map = Arc::new(store.rollouts()?.into_iter().collect());
-            cache.rollouts = Some(Arc::clone(&map));
+            kept.rollouts = Some(Arc::clone(&map));
             map
         }
     };
@@ -161,7 +181,7 @@ pub(crate) fn run(
         if hash != state.target_hash {
             state.change(spec, (hash, &object_text(t)), now_ms);
         }
-        let placement = cache.placements.get(&t.key);
+        let placement = placements.get(&t.key);
         let targets: BTreeMap<String, Option<i32>> = placement.map(|p| p.targets.clone()).unwrap_or_default();
         // Dispatching suspended by the PropagationPolicy in force (Karmada's `suspension`).
         let suspension = placement

@@ -10,7 +10,7 @@
 //! replica requirements): while neither changes, the views the last pass deducted are reused
 //! (keyed by [`views_key`]); they move into the pass and back into the cache as the pass
 //! started from them: a view is copied before the pass's first deduction from it, and the
-//! deductions' bookkeeping is undone ([`PassSnapshots::save_views`]).
+//! deductions' bookkeeping is undone ([`PassSnapshots::save`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -43,7 +43,7 @@ pub(super) struct PassSnapshots {
     pub assumed_replicas: i64,
     dims: Dimensions,
     /// The key the views are put back into the cache under, until they are
-    /// ([`PassSnapshots::save_views`]).
+    /// ([`PassSnapshots::save`]).
     unsaved: Option<u64>,
     /// Until then, each view as it was before the pass's first deduction from it (the views
     /// the pass changed, by position) and how to undo the pass's bookkeeping
@@ -63,28 +63,59 @@ pub(super) struct PassSnapshots {
     any_offline: bool,
 }
 
+/// What the snapshots stage keeps between passes (its part of [`cache::Kept`]).
+#[derive(Default, Clone)]
+pub(super) struct Kept {
+    /// Per member, its snapshot as last recorded by this process.
+    snapshots: HashMap<String, cache::SnapshotState>,
+    /// The digest of each member's node list, for the snapshots' fingerprints.
+    node_digests: cache::NodeDigests,
+    /// The deducted views of the last pass ([`cache::DeductedViews`]).
+    views: Option<cache::DeductedViews>,
+    /// Per workload, the per-replica requirements its template gives (None: it cannot be
+    /// interpreted), with the key of the template and interpreters they come from.
+    requirements: KeyMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
+    /// The last pass's recent placements, their requirements and their digest.
+    recent: Option<cache::RecentPlacements>,
+    /// The deductions of the recent placements as the last rebuild of the views planned them.
+    planned: PlannedDeductions,
+    /// The clusters' state digests the last pass started from, with the digest of their
+    /// names ([`cache::ClusterDigests::start_digests`]).
+    cluster_digests: Option<cache::DigestReference>,
+    /// Those the last pass's decisions left ([`cache::ClusterDigests::end_digests`]).
+    cluster_digests_end: Option<cache::DigestReference>,
+}
+
+impl Kept {
+    /// The deducted views the last pass saved, if any.
+    #[cfg(test)]
+    pub fn views(&self) -> Option<&cache::DeductedViews> {
+        self.views.as_ref()
+    }
+}
+
 /// Versions every snapshot of `inputs` and builds (or reuses) the deducted member views.
+/// `placements`: every workload's current placement; `changed`: the workloads whose placement
+/// was set or removed since the last pass listed the recent ones (`None`: not known).
 pub(super) fn version(
     store: &Store,
-    cache: &mut cache::PassCache,
+    (kept, placements, changed): (&mut Kept, &cache::Placements, Option<Vec<ObjectKey>>),
     inputs: &Inputs,
     model: &ModelSettings,
     now_ms: u64,
 ) -> Result<PassSnapshots, StoreError> {
     let dims = Dimensions::new(model);
-    let recorded = record_snapshots(store, cache, inputs, model, now_ms)?;
+    let recorded = record_snapshots(store, kept, inputs, model, now_ms)?;
     // Assumed workloads: recent decisions a live member does not run yet, deducted from the
     // views in store order.
-    let mut last = cache.recent.take();
-    let changed = cache.placements_changed.replace(Vec::new());
-    let (placements, keys) =
-        recent_placements(&cache.placements, (last.as_mut(), changed), (now_ms, model.assumed_ttl_ms));
+    let mut last = kept.recent.take();
+    let (placements, keys) = recent_placements(placements, (last.as_mut(), changed), (now_ms, model.assumed_ttl_ms));
     // The last list's position of each placement that is the same object (for both below).
     let aligned = last.as_ref().map(|m| align(&m.placements, &placements));
     let last_aligned = last.as_ref().zip(aligned.as_deref());
-    let requirements = recent_requirements(last_aligned, &mut cache.requirements, inputs, (&placements, &keys));
+    let requirements = recent_requirements(last_aligned, &mut kept.requirements, inputs, (&placements, &keys));
     let (entries, digest) = recent_digest(last_aligned, &placements, &requirements);
-    let recent = cache.recent.insert(cache::RecentPlacements {
+    let recent = kept.recent.insert(cache::RecentPlacements {
         oldest_ms: placements.iter().map(|p| p.decided_at_ms).min().unwrap_or(0),
         placements,
         keys,
@@ -95,13 +126,13 @@ pub(super) fn version(
         digest,
     });
     let key = views_key(&recorded.fingerprints, recent.digest);
-    let (mut views, assumed) = match cache.views.take() {
+    let (mut views, assumed) = match kept.views.take() {
         Some(v) if v.key == key && v.snapshots.len() == inputs.snapshots.len() => (v.snapshots, v.assumed),
         cached => rebuild_views(
             inputs,
             &recent.placements,
             &recent.requirements,
-            &mut cache.planned,
+            &mut kept.planned,
             &recorded.fingerprints,
             cached,
             &dims,
@@ -275,7 +306,7 @@ impl PassSnapshots {
     /// Lets later workloads of the pass see a decision's replicas as assumed: deducts them
     /// from the live views ([`Assumed::update`]). Until the views are saved, a view keeps its
     /// state before the pass's first deduction from it, and the bookkeeping its undo
-    /// ([`PassSnapshots::save_views`] puts them back): only the views the pass deducts from
+    /// ([`PassSnapshots::save`] puts them back): only the views the pass deducts from
     /// are copied, not every member's.
     pub fn deduct(&mut self, workload: &ObjectKey, req: &ReplicaRequirements, targets: &BTreeMap<String, Option<i32>>) {
         let plan = self.assumed.plan(&self.views, workload, targets, self.offline);
@@ -305,11 +336,13 @@ impl PassSnapshots {
         self.assumed.apply_logged(&mut self.views, workload, req, plan, &self.dims, undo);
     }
 
-    /// Puts the views as the pass started from them back into `saved` (the cache's deducted
-    /// views), keyed by what they were deducted from: moved, with the views the pass deducted
+    /// Saves what the stage keeps at the pass's end: the clusters' digests as the pass's
+    /// decisions left them (`digests`: the pass's), and the views as the pass started from
+    /// them, keyed by what they were deducted from: moved, with the views the pass deducted
     /// from replaced by their copies from before and the pass's bookkeeping undone (the pass
     /// does not read them after its decisions).
-    pub fn save_views(&mut self, saved: &mut Option<cache::DeductedViews>) {
+    pub fn save(&mut self, kept: &mut Kept, digests: &cache::ClusterDigests) {
+        kept.cluster_digests_end = Some(digests.end_digests(&self.views, &self.assumed));
         if let Some(key) = self.unsaved.take() {
             let mut snapshots = std::mem::take(&mut self.views);
             for (i, original) in self.originals.drain() {
@@ -320,7 +353,7 @@ impl PassSnapshots {
             let mut assumed = std::mem::take(&mut self.assumed);
             assumed.undo(std::mem::take(&mut self.undo));
             let fingerprints = std::mem::take(&mut self.fingerprints);
-            *saved = Some(cache::DeductedViews { key, snapshots, assumed, fingerprints });
+            kept.views = Some(cache::DeductedViews { key, snapshots, assumed, fingerprints });
         }
     }
 }
@@ -562,7 +595,7 @@ struct Recorded {
 /// [`cache::LAST_SEEN_EVERY_MS`] ago) keeps its version without a store write.
 fn record_snapshots(
     store: &Store,
-    cache: &mut cache::PassCache,
+    kept: &mut Kept,
     inputs: &Inputs,
     model: &ModelSettings,
     now_ms: u64,
@@ -577,7 +610,7 @@ fn record_snapshots(
     // digests, content hashes and store heads on every core first (hashing and decoding 1,000
     // members was most of a restart's snapshot stage).
     let cold: Vec<&ClusterSnapshot> =
-        inputs.snapshots.iter().filter(|s| !cache.snapshots.contains_key(&s.name)).collect();
+        inputs.snapshots.iter().filter(|s| !kept.snapshots.contains_key(&s.name)).collect();
     // Each cold member's head with its snapshot's content hash now and, when that is a new
     // version (no head: a first reconcile; another hash), its encoded body: a first
     // reconcile of 1,000 members hashed and encoded each on the main thread.
@@ -592,17 +625,17 @@ fn record_snapshots(
     });
     for (s, r) in cold.iter().zip(read) {
         let (shared, head, prepared) = r?;
-        cache.node_digests.put(s, shared);
+        kept.node_digests.put(s, shared);
         heads.insert(s.name.as_str(), (head, prepared));
     }
     for snap in &inputs.snapshots {
         let (at_ms, fresh) = freshness_at(snap.freshness, now_ms, model);
         let observed = Observed { at_ms, confidence: fresh.map_or(1.0, |f| f.confidence()) };
-        let fingerprint = cache::fingerprint(snap, cache.node_digests.of(snap));
+        let fingerprint = cache::fingerprint(snap, kept.node_digests.of(snap));
         let ppm = fresh.map(|f| f.confidence_ppm);
         out.fingerprints.push(fingerprint);
         out.freshness.push(fresh);
-        let (version, new) = match cache.snapshots.get(&snap.name) {
+        let (version, new) = match kept.snapshots.get(&snap.name) {
             Some(s)
                 if s.fingerprint == fingerprint
                     && s.confidence_ppm == ppm
@@ -637,7 +670,7 @@ fn record_snapshots(
                     }
                 };
                 let state = cache::SnapshotState { fingerprint, confidence_ppm: ppm, version, recorded_ms };
-                cache.snapshots.insert(snap.name.clone(), state);
+                kept.snapshots.insert(snap.name.clone(), state);
                 (version, new)
             }
         };
@@ -646,7 +679,7 @@ fn record_snapshots(
         }
         out.versions.insert(snap.name.clone(), version);
     }
-    cache.node_digests.retain_of(&inputs.snapshots);
+    kept.node_digests.retain_of(&inputs.snapshots);
     Ok(out)
 }
 
@@ -750,7 +783,7 @@ fn requirement_of(
 /// The placements decided less than `ttl_ms` before `now_ms` (those whose replicas are
 /// assumed), in store order, as the store lists them, with their store keys: the last pass's
 /// list patched with the placements this process set or removed since (`changed`:
-/// [`cache::PassCache::placements_changed`]) while none of the listed ones expired, which a
+/// [`cache::Kept::placements_changed`]) while none of the listed ones expired, which a
 /// pass of a large fleet finds without looking at every workload's placement or sorting their
 /// keys; listed from scratch otherwise. The last list's keys are moved out, not copied.
 fn recent_placements(
@@ -909,11 +942,8 @@ impl Pass {
     /// when a previous pass stored the same ones). `last`: the digests the previous pass
     /// started from ([`cache::ClusterDigests::start_digests`]) and `last_end` those its
     /// decisions left ([`cache::ClusterDigests::end_digests`]).
-    pub fn new(
-        snapshots: &PassSnapshots,
-        store: &Store,
-        (last, last_end): (Option<cache::DigestReference>, Option<cache::DigestReference>),
-    ) -> Result<Self, StoreError> {
+    pub fn new(snapshots: &PassSnapshots, store: &Store, kept: &mut Kept) -> Result<Self, StoreError> {
+        let (last, last_end) = (kept.cluster_digests.take(), kept.cluster_digests_end.take());
         let (views, versions) = (&snapshots.views, &snapshots.versions);
         let cluster_states =
             views.iter().map(|s| cache::key_of(&(&s.name, versions.get(&s.name), cache::freshness_key(s)))).collect();
@@ -922,6 +952,7 @@ impl Pass {
         if !fleet.is_empty() {
             store.put_universe(fleet.names())?;
         }
+        kept.cluster_digests = Some(digests.start_digests());
         Ok(Pass {
             positions: views.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect(),
             versions: store.put_versions(versions)?,
@@ -1303,26 +1334,26 @@ pub(super) mod tests {
     /// listed again from scratch.
     #[test]
     fn an_edit_updates_the_recent_list_and_digest_as_a_fresh_pass_computes_them() {
-        let mut cache = cache::PassCache::default();
+        let mut cache = cache::Kept::default();
         for name in ["web", "api", "db", "cache"] {
             cache.set_placement(placement(name, 2, 1_000));
         }
         let req = Some(Arc::new(ReplicaRequirements::default()));
-        let fresh = |cache: &cache::PassCache, now: u64| {
+        let fresh = |cache: &cache::Kept, now: u64| {
             let (recent, _) = recent_placements(&cache.placements, (None, None), (now, 10_000));
             let reqs = vec![req.clone(); recent.len()];
             let (_, digest) = recent_digest(None, &recent, &reqs);
             (recent, digest)
         };
         // As a pass lists them: patched from the last pass's list, which it then keeps.
-        let memo = |cache: &mut cache::PassCache, now: u64| {
-            let mut last = cache.recent.take();
+        let memo = |cache: &mut cache::Kept, now: u64| {
+            let mut last = cache.snapshots.recent.take();
             let changed = cache.placements_changed.replace(Vec::new());
             let (recent, keys) = recent_placements(&cache.placements, (last.as_mut(), changed), (now, 10_000));
             let reqs = vec![req.clone(); recent.len()];
             let aligned = last.as_ref().map(|m| align(&m.placements, &recent));
             let (entries, digest) = recent_digest(last.as_ref().zip(aligned.as_deref()), &recent, &reqs);
-            cache.recent = Some(cache::RecentPlacements {
+            cache.snapshots.recent = Some(cache::RecentPlacements {
                 oldest_ms: recent.iter().map(|p| p.decided_at_ms).min().unwrap_or(0),
                 placements: recent.clone(),
                 keys,

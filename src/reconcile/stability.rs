@@ -56,7 +56,7 @@ use crate::store::{PlacementRecord, Store, StoreError};
 use crate::util::hash::{KeyMap, KeySet, fnv1a64};
 
 use super::Inputs;
-use super::cache::PassCache;
+use super::cache::Placements;
 use super::report::{StabilityEvent, StabilityReport};
 
 /// A placement's targets (replicas per cluster; `None`: an object without replicas).
@@ -408,12 +408,23 @@ pub(super) fn with_taints(inputs: &Inputs, taints: &BTreeMap<String, Vec<AddedTa
     Some(tainted)
 }
 
+/// What the stability stage keeps between passes (its part of [`super::cache::Kept`]).
+#[derive(Default, Clone)]
+pub(super) struct Kept {
+    /// The stability state last stored as a blob, with its hash: a pass that starts from an
+    /// equal state references that blob without encoding and storing it again.
+    stability_blob: Option<(StabilityState, u64)>,
+    /// The members' pod owners in trouble, as the stage last read them (shared with a fork
+    /// until either changes it).
+    troubled: Arc<TroubledOwners>,
+}
+
 /// Runs the engine for this pass over the stored state (`old`), the member views (`views`, in
 /// the inputs' order) and this pass's ClusterTaintPolicy taints.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     store: &Store,
-    cache: &mut PassCache,
+    (kept, placements): (&mut Kept, &Placements),
     inputs: &Inputs,
     (views, taints): (&[ClusterSnapshot], BTreeMap<String, Vec<AddedTaint>>),
     index: &PolicyIndex<'_>,
@@ -421,7 +432,7 @@ pub(super) fn run(
     old: StabilityState,
     now_ms: u64,
 ) -> Result<StabilityPass, StoreError> {
-    let state_blob = state_blob(store, cache, &old)?;
+    let state_blob = state_blob(store, kept, &old)?;
     let mut clusters: Vec<ClusterInput> = views.iter().map(cluster_input).collect();
     for c in &mut clusters {
         if let Some(ts) = taints.get(&c.name) {
@@ -430,13 +441,12 @@ pub(super) fn run(
     }
     let by_name: KeyMap<&str, &ClusterSnapshot> = views.iter().map(|s| (s.name.as_str(), s)).collect();
     // Copied (a preview's fork shares it) only when a member's pods changed.
-    if !cache.troubled.current(views) {
-        Arc::make_mut(&mut cache.troubled).update(views);
+    if !kept.troubled.current(views) {
+        Arc::make_mut(&mut kept.troubled).update(views);
     }
-    let attention = Attention::new(&clusters, &cache.troubled);
+    let attention = Attention::new(&clusters, &kept.troubled);
     let mut owner = String::new();
-    let mut keys: Vec<&ObjectKey> = cache
-        .placements
+    let mut keys: Vec<&ObjectKey> = placements
         .iter()
         .filter(|(key, p)| attention.may_act(key, p, (&old, index), &mut owner))
         .map(|(key, _)| key)
@@ -450,7 +460,7 @@ pub(super) fn run(
     // its state stays as published (its eviction tasks keep their files) until the removal is.
     let mut frozen: Vec<&ObjectKey> = Vec::new();
     for key in keys {
-        let Some(p) = cache.placements.get(key) else { continue };
+        let Some(p) = placements.get(key) else { continue };
         if inputs.set.template(key).is_none() {
             frozen.push(key);
             continue;
@@ -531,7 +541,7 @@ pub(super) fn run(
         }
     }
     step.state.taints = taints;
-    step.state.rebalances = rebalance(&old, inputs, cache, now_ms, &mut step.actions);
+    step.state.rebalances = rebalance(&old, inputs, placements, now_ms, &mut step.actions);
     let mut directives = BTreeMap::new();
     for (key, ws) in &step.state.workloads {
         let shape = shape_of(inputs, key);
@@ -595,14 +605,14 @@ pub(super) fn run(
 /// by workload; an older fedsched stored an empty blob for such states). A state equal to the
 /// one the cache remembers storing is not encoded and stored again: its blob is the same
 /// content, under the same hash.
-fn state_blob(store: &Store, cache: &mut PassCache, old: &StabilityState) -> Result<u64, StoreError> {
-    if let Some((stored, hash)) = &cache.stability_blob
+fn state_blob(store: &Store, kept: &mut Kept, old: &StabilityState) -> Result<u64, StoreError> {
+    if let Some((stored, hash)) = &kept.stability_blob
         && stored == old
     {
         return Ok(*hash);
     }
     let hash = store.put_blob(&crate::store::codec::encode(old)?)?;
-    cache.stability_blob = Some((old.clone(), hash));
+    kept.stability_blob = Some((old.clone(), hash));
     Ok(hash)
 }
 
@@ -775,7 +785,7 @@ impl<'a> Attention<'a> {
 fn rebalance(
     old: &StabilityState,
     inputs: &Inputs,
-    cache: &PassCache,
+    placements: &Placements,
     now_ms: u64,
     actions: &mut Vec<Action>,
 ) -> BTreeMap<String, stability::Rebalance> {
@@ -797,7 +807,7 @@ fn rebalance(
             if !seen.insert((w.api_version.clone(), key.clone())) {
                 continue;
             }
-            let placed = cache.placements.get(&key).is_some_and(|p| p.targets.values().any(Option::is_some));
+            let placed = placements.get(&key).is_some_and(|p| p.targets.values().any(Option::is_some));
             let label = format!("{} {key}", w.api_version);
             // This generation acted already: only the workloads whose change was held act again.
             if let Some(done) = done
@@ -1230,14 +1240,14 @@ mod attention_tests {
     fn an_unchanged_state_keeps_its_blob() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(&dir.path().join("state")).expect("store");
-        let mut cache = crate::reconcile::cache::PassCache::default();
+        let mut kept = super::Kept::default();
         let mut state = StabilityState { recent_removals: vec![7], ..StabilityState::default() };
-        let first = super::state_blob(&store, &mut cache, &state).expect("blob");
-        assert_eq!(super::state_blob(&store, &mut cache, &state).expect("blob"), first);
+        let first = super::state_blob(&store, &mut kept, &state).expect("blob");
+        assert_eq!(super::state_blob(&store, &mut kept, &state).expect("blob"), first);
         let blob = store.blob(first).expect("read").expect("stored");
         assert_eq!(crate::store::codec::decode::<StabilityState>(&blob).expect("state"), state);
         state.recent_removals.push(8);
-        let second = super::state_blob(&store, &mut cache, &state).expect("blob");
+        let second = super::state_blob(&store, &mut kept, &state).expect("blob");
         assert_ne!(second, first);
         let blob = store.blob(second).expect("read").expect("stored");
         assert_eq!(crate::store::codec::decode::<StabilityState>(&blob).expect("state"), state);
