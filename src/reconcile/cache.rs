@@ -1,5 +1,9 @@
 //! What a [`super::Reconciler`] remembers between passes of one process (the daemon's), so that
-//! a pass where nothing changed costs little (issue 8, S3):
+//! a pass where nothing changed costs little (issue 8, S3). It is one [`Kept`], made of one part
+//! per stage (`snapshots::Kept`, `stability::Kept`, `rollout::Kept`, `plan::Kept`: each stage
+//! function takes its own part and reads the others' results through the hand-off types) and
+//! the fields decide and record share until they take theirs (issue 51). `Kept::default()` is
+//! the cold start.
 //!
 //! - **decisions**: per workload, the key of everything static its decision and its rendered
 //!   files depend on (template and policy JSON, the claim, the previous placement, profile,

@@ -20,7 +20,8 @@
 //!    once —, removed workloads, persisted decisions, the stability state, flush) → `Recorded`;
 //!
 //! then git mode's commit, and the [`ReconcileReport`] (`report.rs`) made of what the stages
-//! handed over. What a reconciler keeps between passes is `cache.rs`; what it is configured
+//! handed over. What a reconciler keeps between passes is one `cache::Kept`, a part per
+//! stage that only that stage takes (`<stage>::Kept`); what it is configured
 //! by is [`Settings`] (`settings.rs`).
 //!
 //! Owns: the order of the stages and what happens to a workload when a stage fails for it
@@ -413,7 +414,8 @@ impl Reconciler {
         stability.hand_over(moves, now_ms, self.settings.stability.grace_period_ms);
 
         let namespaces = self.settings.publish.namespaces;
-        let planned = plan::plan(&mut cache.plan, &mut cache.decisions, &inputs.set, &decisions, full_check, namespaces);
+        let planned =
+            plan::plan(&mut cache.plan, &mut cache.decisions, &inputs.set, &decisions, full_check, namespaces);
         Ok(Staged { snapshots, pass, stability, rollout, decisions, planned, full_check, poll, stability_time })
     }
 

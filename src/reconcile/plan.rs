@@ -150,7 +150,12 @@ pub(super) fn plan<'a>(
 /// and the others kept, so that an edit does not copy every decision's paths. Built from every
 /// decision on a full check and on the first pass. Debug builds check it against one built
 /// from scratch.
-fn owners(kept: &mut Kept, cached: &cache::KeptDecisions, decisions: &Decisions, full_check: bool) -> Arc<publish::Owners> {
+fn owners(
+    kept: &mut Kept,
+    cached: &cache::KeptDecisions,
+    decisions: &Decisions,
+    full_check: bool,
+) -> Arc<publish::Owners> {
     let owners = match kept.owners.take() {
         Some(mut memo) if !full_check => {
             let m = Arc::make_mut(&mut memo);
