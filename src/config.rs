@@ -414,6 +414,9 @@ pub struct ModelSection {
     pub cpu_performance: BTreeMap<String, f64>,
     /// Labels looked up in `cpu_performance`, first match wins.
     pub cpu_performance_labels: Vec<String>,
+    /// A built-in table of CPU performance factors by instance type, below `cpu_performance`
+    /// (`"azure-acu"`: Microsoft's Azure Compute Units; none by default).
+    pub cpu_performance_table: Option<String>,
     /// Confidence halves every this long once a live snapshot is older than `fresh_for`.
     #[serde(deserialize_with = "duration")]
     pub confidence_half_life: Duration,
@@ -444,6 +447,7 @@ impl Default for ModelSection {
             label_resources: BTreeMap::new(),
             cpu_performance: d.cpu_performance,
             cpu_performance_labels: d.cpu_performance_labels,
+            cpu_performance_table: None,
             confidence_half_life: Duration::from_millis(d.confidence_half_life_ms),
             fresh_for: Duration::from_millis(d.fresh_for_ms),
             failure_penalty: d.failure_penalty,
@@ -461,6 +465,14 @@ impl ModelSection {
             if !v.is_finite() || *v <= 0.0 {
                 return Err((format!("model.cpu_performance.{k}"), format!("must be a finite number > 0, not {v}")));
             }
+        }
+        if let Some(name) = &self.cpu_performance_table
+            && crate::model::cpu_table::CpuTable::named(name).is_none()
+        {
+            return Err((
+                "model.cpu_performance_table".into(),
+                format!("unknown table {name:?} (known: {})", crate::model::cpu_table::CpuTable::NAMES.join(", ")),
+            ));
         }
         for (key, v) in [("model.failure_penalty", self.failure_penalty), ("model.min_confidence", self.min_confidence)]
         {
@@ -489,6 +501,10 @@ impl ModelSection {
                 .collect(),
             cpu_performance: self.cpu_performance.clone(),
             cpu_performance_labels: self.cpu_performance_labels.clone(),
+            cpu_performance_table: self
+                .cpu_performance_table
+                .as_deref()
+                .and_then(crate::model::cpu_table::CpuTable::named),
             confidence_half_life_ms: self.confidence_half_life.as_millis() as u64,
             fresh_for_ms: self.fresh_for.as_millis() as u64,
             failure_penalty: self.failure_penalty,
@@ -937,6 +953,19 @@ mod tests {
         bad("[ha]\nkubeconfig = \"k\"\nserver = \"https://h\"", "ha.kubeconfig");
         bad("[ha]\nkubeconfig = \"k\"\nlease_name = \"Not_A_Name\"", "ha.lease_name");
         bad("[ha]\nkubeconfig = \"k\"\nleader = true", "ha.leader");
+    }
+
+    #[test]
+    fn the_cpu_performance_table_is_opt_in_and_named() {
+        let model = |text: &str| parse(text).expect(text).model.settings();
+        assert!(!model("").has_cpu_performance(), "no table by default");
+        let on = model("[model]\ncpu_performance_table = \"azure-acu\"");
+        assert_eq!(on.cpu_performance_table, Some(crate::model::cpu_table::CpuTable::AzureAcu));
+        let labels = |v: &str| BTreeMap::from([("node.kubernetes.io/instance-type".to_string(), v.to_string())]);
+        assert_eq!((on.cpu_factor(&labels("Standard_D8as_v4")) * 100.0).round(), 140.0);
+        assert_eq!(on.cpu_factor(&labels("m5.xlarge")), 1.0, "a size the table does not know");
+        let e = parse("[model]\ncpu_performance_table = \"aws\"").expect_err("unknown").to_string();
+        assert!(e.contains("model.cpu_performance_table") && e.contains("azure-acu"), "{e}");
     }
 
     #[test]

@@ -58,6 +58,8 @@ pub struct ModelSettings {
     pub cpu_performance: BTreeMap<String, f64>,
     /// Labels whose value is looked up in `cpu_performance`, first match wins.
     pub cpu_performance_labels: Vec<String>,
+    /// A built-in table of factors by instance type (opt-in), below `cpu_performance`.
+    pub cpu_performance_table: Option<super::cpu_table::CpuTable>,
     /// Confidence halves every this many ms of snapshot age beyond `fresh_for_ms`.
     pub confidence_half_life_ms: u64,
     /// Age up to which a live snapshot counts as fresh (confidence 1).
@@ -84,6 +86,7 @@ impl Default for ModelSettings {
                 "node.kubernetes.io/instance-type".into(),
                 "feature.node.kubernetes.io/cpu-model.vendor_id".into(),
             ],
+            cpu_performance_table: None,
             confidence_half_life_ms: 10 * 60_000,
             fresh_for_ms: 60_000,
             failure_penalty: 0.8,
@@ -95,16 +98,23 @@ impl Default for ModelSettings {
 }
 
 impl ModelSettings {
+    /// Whether CPU performance factors are configured at all (an entry or a built-in table):
+    /// without, every factor is 1 and CPU compares in raw cores.
+    pub fn has_cpu_performance(&self) -> bool {
+        !self.cpu_performance.is_empty() || self.cpu_performance_table.is_some()
+    }
+
     /// CPU performance factor for a label set: the first of `cpu_performance_labels` whose
-    /// value has an entry in `cpu_performance`; 1.0 otherwise.
+    /// value has an entry in `cpu_performance`; else the first whose value the built-in table
+    /// knows (`node.kubernetes.io/instance-type`); 1.0 otherwise.
     pub fn cpu_factor(&self, labels: &BTreeMap<String, String>) -> f64 {
-        if self.cpu_performance.is_empty() {
+        if !self.has_cpu_performance() {
             return 1.0;
         }
-        self.cpu_performance_labels
-            .iter()
-            .filter_map(|k| labels.get(k))
+        let values = || self.cpu_performance_labels.iter().filter_map(|k| labels.get(k));
+        values()
             .find_map(|v| self.cpu_performance.get(v).copied())
+            .or_else(|| self.cpu_performance_table.and_then(|t| values().find_map(|v| t.factor(v))))
             .unwrap_or(1.0)
     }
 

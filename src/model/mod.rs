@@ -82,6 +82,7 @@
 pub mod assumed;
 pub mod autoscaling;
 mod builders;
+pub mod cpu_table;
 pub mod deps;
 pub mod dimensions;
 pub mod estimate;

@@ -528,7 +528,7 @@ impl ClusterSnapshot {
     /// nodes' allocatable CPU (from the node index when it is built), else that of the Cluster
     /// object's labels (offline members); 1 without a performance table.
     pub fn cpu_factor(&self, settings: &super::dimensions::ModelSettings) -> f64 {
-        if settings.cpu_performance.is_empty() {
+        if !settings.has_cpu_performance() {
             return 1.0;
         }
         if self.nodes.is_empty() {

@@ -700,7 +700,7 @@ fn availability_run(
 fn normalised_factor(fw: &Framework, req: &ScheduleRequest<'_>, cluster: &ClusterSnapshot) -> Option<f64> {
     let model = &fw.settings.model;
     let applies = fw.settings.cpu_division == framework::CpuDivision::Normalised
-        && !model.cpu_performance.is_empty()
+        && model.has_cpu_performance()
         && req.workload.requirements.request.get("cpu") > 0
         && matches!(Strategy::of(req.placement), Strategy::DynamicWeight | Strategy::Aggregated);
     applies.then(|| cluster.cpu_factor(model))

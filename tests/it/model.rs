@@ -277,6 +277,56 @@ fn the_daemon_keeps_the_xeon_and_the_epyc_apart_and_follows_a_new_factor() {
     d.stop();
 }
 
+/// The founding example with the built-in `azure-acu` table instead of hand-written factors:
+/// the members' nodes are labelled with their Azure VM size (as AKS labels them), a Dv3 (1.0)
+/// and an AMD Dasv4 (ACU 230–260 against 160–190: 1.40); an entry in `[model.cpu_performance]`
+/// overrides the table for its size.
+#[test]
+fn the_azure_acu_table_tells_the_xeon_and_the_epyc_apart_and_an_entry_overrides_it() {
+    let run = |model: &str| {
+        let s = Scratch::new();
+        let size = |v: &str| format!(", node.kubernetes.io/instance-type: {v}");
+        s.write(
+            "clusters.yaml",
+            &format!(
+                "{}---\n{}",
+                offline_cluster("a-xeon", 20, 0, &size("Standard_D16s_v3")),
+                offline_cluster("z-epyc", 20, 0, &size("Standard_D16as_v4"))
+            ),
+        );
+        let profile = ", annotations: {fedsched.io/profile: throughput}";
+        let apps = [
+            deployment("dynamic", 22, "1", DYNAMIC, ""),
+            deployment("dynamic-throughput", 24, "1", DYNAMIC, profile),
+            deployment("aggregated-throughput", 15, "1", AGGREGATED, profile),
+        ];
+        s.write("shop.yaml", &apps.join("---\n"));
+        let config = s.dir.path().join("fedsched.toml");
+        let toml = format!(
+            "[model]\noffline_deductions = false\ncpu_performance_table = \"azure-acu\"\n{model}\
+             [profiles.throughput]\nscores = {{ cluster-locality = 1 }}\ncpu_division = \"normalised\"\n"
+        );
+        std::fs::write(&config, toml).expect("config");
+        let cfg = config.to_str().expect("utf8").to_string();
+        let out = s.render_with(&["--config", &cfg], &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let e = explain_with(&s, "Deployment/shop/dynamic-throughput", &cfg);
+        (placed(&s), cluster(&e, "z-epyc")["reasons"].to_string())
+    };
+    let pair =
+        |x: i64, e: i64| -> BTreeMap<String, i64> { [("a-xeon".to_string(), x), ("z-epyc".to_string(), e)].into() };
+    let (got, reasons) = run("");
+    // Karmada's division stays raw; the normalised one weighs 20 x 1.0 against 20 x 1.4.
+    assert_eq!(got["dynamic"], pair(11, 11));
+    assert_eq!(got["dynamic-throughput"], pair(10, 14));
+    assert_eq!(got["aggregated-throughput"], BTreeMap::from([("z-epyc".to_string(), 15)]));
+    assert!(reasons.contains("CPU performance 1.40"), "{reasons}");
+    // An entry for the size wins over the table: 1.2 as in the founding example.
+    let (got, reasons) = run("[model.cpu_performance]\n\"Standard_D16as_v4\" = 1.2\n");
+    assert_eq!(got["dynamic-throughput"], pair(11, 13));
+    assert!(reasons.contains("CPU performance 1.20"), "{reasons}");
+}
+
 /// Writes the founding example (two offline members with 20 cores free each, a Xeon and an
 /// EPYC, and six Deployments of 1-CPU replicas under three profiles) and returns its config
 /// (the EPYC's factor 1.2; each decision on the declared status so the profiles compare side

@@ -33,7 +33,7 @@ pub fn utilisation_permille(cluster: &ClusterSnapshot, ctx: &PluginContext<'_>) 
             continue;
         }
         let used = s.allocated.get(name).saturating_add(s.allocating.get(name)).saturating_add(want);
-        if name == "cpu" && !cluster.nodes.is_empty() && !model.cpu_performance.is_empty() {
+        if name == "cpu" && !cluster.nodes.is_empty() && model.has_cpu_performance() {
             // Normalised cores: each node's CPU weighted by its performance factor; requests
             // not on a listed node (pending) at the cluster's mean factor.
             let fig = crate::model::nodes::cpu_figures(&cluster.nodes, model);

@@ -50,7 +50,7 @@ impl ScorePlugin for CostFirst {
     /// with a CPU performance table also the member's nodes (their CPU factors), which are not
     /// static facts.
     fn static_only(&self, settings: &crate::schedule::framework::ScoreSettings) -> bool {
-        settings.model.cpu_performance.is_empty()
+        !settings.model.has_cpu_performance()
     }
 
     fn name(&self) -> &'static str {
