@@ -45,7 +45,8 @@ use prometheus_client::registry::{Metric, Registry, Unit};
 pub use crate::members::live::PollOutcome;
 use crate::members::live::{PollRecord, RoundReport};
 use crate::reconcile::ReconcileReport;
-use crate::views::status::StatusView;
+use crate::schedule::stability::EventKind;
+use crate::views::status::{PassOutcome, StatusView};
 
 /// `Content-Type` of [`encode`]'s output.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
@@ -85,12 +86,53 @@ struct OutcomeLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EvictionLabels {
     cluster: String,
-    reason: String,
+    /// [`EventKind::reason`].
+    reason: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabels {
-    reason: String,
+    /// [`EventKind::reason`].
+    reason: &'static str,
+}
+
+/// A counter of the stability engine's events ([`event_counter`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventCounter {
+    /// `fedsched_evictions_total{cluster,reason}`.
+    Evictions,
+    /// `fedsched_reschedules_total{reason}`.
+    Reschedules,
+}
+
+impl EventCounter {
+    /// The family's name as scraped.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventCounter::Evictions => "fedsched_evictions_total",
+            EventCounter::Reschedules => "fedsched_reschedules_total",
+        }
+    }
+
+    /// Every `reason` label value the counter can carry, in [`EventKind::all`]'s order.
+    pub fn reasons(self) -> Vec<&'static str> {
+        EventKind::all().into_iter().filter(|k| event_counter(*k) == Some(self)).map(EventKind::reason).collect()
+    }
+}
+
+/// The counter an event of the stability engine adds to (its `reason` label:
+/// [`EventKind::reason`]); None for the events no counter counts (the storm guard has its
+/// gauge, a grace expiry and a hand-over their workload states).
+pub fn event_counter(kind: EventKind) -> Option<EventCounter> {
+    match kind {
+        EventKind::Eviction(_) => Some(EventCounter::Evictions),
+        EventKind::Reschedule
+        | EventKind::MoveBack
+        | EventKind::Purge
+        | EventKind::CannotMove
+        | EventKind::Rebalance => Some(EventCounter::Reschedules),
+        EventKind::GraceExpired | EventKind::Handover | EventKind::StormStarted | EventKind::StormEnded => None,
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -322,12 +364,18 @@ impl Metrics {
         r.register("cluster_ready", "1 when the cluster's last snapshot says Ready", m.cluster_ready.clone());
         r.register(
             "evictions",
-            "Workloads evicted from a member by failover, by cluster and reason (cluster-not-ready, cluster-unreachable, application-failover)",
+            &format!(
+                "Workloads evicted from a member by failover, by cluster and reason ({})",
+                EventCounter::Evictions.reasons().join(", ")
+            ),
             m.evictions.clone(),
         );
         r.register(
             "reschedules",
-            "Replicas moved by the stability engine, by reason (unschedulable, move-back, purge, cannot-move)",
+            &format!(
+                "Replicas moved by the stability engine, by reason ({})",
+                EventCounter::Reschedules.reasons().join(", ")
+            ),
             m.reschedules.clone(),
         );
         r.register(
@@ -408,8 +456,8 @@ impl Metrics {
 
     /// Records the end of a pass: its outcome, and for a completed pass its report (phase
     /// timings, files written and removed, workloads by state, held clusters).
-    pub fn record_pass(&self, outcome: &'static str, report: Option<&ReconcileReport>) {
-        self.reconciles.get_or_create(&OutcomeLabels { outcome }).inc();
+    pub fn record_pass(&self, outcome: &PassOutcome, report: Option<&ReconcileReport>) {
+        self.reconciles.get_or_create(&OutcomeLabels { outcome: outcome.label() }).inc();
         let Some(report) = report else { return };
         let p = &report.phases;
         self.reconcile_duration.observe(p.total().as_secs_f64());
@@ -420,15 +468,15 @@ impl Metrics {
         self.files_removed.inc_by(report.files_removed as u64);
         let st = &report.stability;
         for e in &st.events {
-            match e.kind {
-                "eviction" => {
-                    let l = EvictionLabels { cluster: e.cluster.clone(), reason: e.reason.clone() };
-                    self.evictions.get_or_create(&l).inc();
+            let reason = e.kind.reason();
+            match event_counter(e.kind) {
+                Some(EventCounter::Evictions) => {
+                    self.evictions.get_or_create(&EvictionLabels { cluster: e.cluster.clone(), reason }).inc();
                 }
-                "reschedule" | "move-back" | "purge" | "cannot-move" | "rebalance" => {
-                    self.reschedules.get_or_create(&ReasonLabels { reason: e.reason.clone() }).inc();
+                Some(EventCounter::Reschedules) => {
+                    self.reschedules.get_or_create(&ReasonLabels { reason }).inc();
                 }
-                _ => {}
+                None => {}
             }
         }
         self.failover_suppressed.set(i64::from(st.storm.is_some()));
@@ -512,6 +560,7 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedule::stability::Reason;
     use crate::views::status::ClusterStatus;
 
     fn view(clusters: &[&str]) -> StatusView {
@@ -578,7 +627,7 @@ mod tests {
         let m = Metrics::new();
         let report = |rollouts: Vec<(String, &'static str, usize)>| ReconcileReport { rollouts, ..Default::default() };
         m.record_pass(
-            "ok",
+            &PassOutcome::Ok,
             Some(&report(vec![
                 ("apps/Deployment/shop/web".into(), "Progressing", 1),
                 ("apps/Deployment/shop/db".into(), "Halted", 0),
@@ -595,7 +644,7 @@ mod tests {
             assert!(text.contains(line), "{line}{text}");
         }
         // db left its RolloutPolicy: its stage goes.
-        m.record_pass("ok", Some(&report(vec![("apps/Deployment/shop/web".into(), "Complete", 3)])));
+        m.record_pass(&PassOutcome::Ok, Some(&report(vec![("apps/Deployment/shop/web".into(), "Complete", 3)])));
         let text = m.refresh_and_encode(&view(&[]), 0, 0, None).expect("encode");
         assert!(text.contains("fedsched_rollouts{state=\"Complete\"} 1\n"), "{text}");
         assert!(text.contains("fedsched_rollout_stage{workload=\"apps/Deployment/shop/web\"} 3\n"), "{text}");
@@ -614,11 +663,10 @@ mod tests {
         };
         m.record_round(&round);
         m.record_offline([("off-a", Duration::ZERO)]);
-        let event = |kind, cluster: &str, reason: &str| crate::reconcile::StabilityEvent {
+        let event = |kind, cluster: &str| crate::reconcile::StabilityEvent {
             workload: None,
             cluster: cluster.into(),
             kind,
-            reason: reason.into(),
             text: String::new(),
         };
         let report = ReconcileReport {
@@ -626,10 +674,10 @@ mod tests {
             files_written: 3,
             stability: crate::reconcile::StabilityReport {
                 events: vec![
-                    event("eviction", "live-b", "cluster-unreachable"),
-                    event("eviction", "live-b", "cluster-unreachable"),
-                    event("reschedule", "live-a", "unschedulable"),
-                    event("storm-started", "", "storm"),
+                    event(EventKind::Eviction(Reason::ClusterUnreachable), "live-b"),
+                    event(EventKind::Eviction(Reason::ClusterUnreachable), "live-b"),
+                    event(EventKind::Reschedule, "live-a"),
+                    event(EventKind::StormStarted, ""),
                 ],
                 pending_failover: 2,
                 kept_past_grace: 1,
@@ -638,7 +686,7 @@ mod tests {
             },
             ..Default::default()
         };
-        m.record_pass("ok", Some(&report));
+        m.record_pass(&PassOutcome::Ok, Some(&report));
         let text = m.refresh_and_encode(&view(&[]), 0, 0, None).expect("encode");
         for line in [
             "fedsched_polls_total{cluster=\"live-a\",outcome=\"ok\"} 1\n",
@@ -657,7 +705,7 @@ mod tests {
         let mut with_report = view(&[]);
         with_report.last_report = Some(report.clone());
         let m = Metrics::new();
-        m.record_pass("ok", Some(&report));
+        m.record_pass(&PassOutcome::Ok, Some(&report));
         let text = m.refresh_and_encode(&with_report, 0, 0, None).expect("encode");
         for line in
             ["fedsched_workloads{state=\"pending_failover\"} 2\n", "fedsched_workloads{state=\"kept_past_grace\"} 1\n"]
@@ -667,5 +715,30 @@ mod tests {
         // Another value starts from zero: there is no shared registry.
         let other = Metrics::new().refresh_and_encode(&view(&[]), 0, 0, None).expect("encode");
         assert!(!other.contains("live-a"), "{other}");
+    }
+    #[test]
+    fn every_event_kind_is_counted_by_its_reason_and_its_counters_help_names_the_reason() {
+        for kind in EventKind::all() {
+            let m = Metrics::new();
+            let event =
+                crate::reconcile::StabilityEvent { workload: None, cluster: "m1".into(), kind, text: String::new() };
+            let stability = crate::reconcile::StabilityReport { events: vec![event], ..Default::default() };
+            m.record_pass(&PassOutcome::Ok, Some(&ReconcileReport { stability, ..Default::default() }));
+            let text = m.refresh_and_encode(&view(&[]), 0, 0, None).expect("encode");
+            let label = format!("reason=\"{}\"", kind.reason());
+            let counted: Vec<&str> = text.lines().filter(|l| !l.starts_with('#') && l.contains(&label)).collect();
+            match event_counter(kind) {
+                Some(counter) => {
+                    assert!(
+                        counted.len() == 1 && counted[0].starts_with(counter.name()) && counted[0].ends_with(" 1"),
+                        "{kind:?}: {counted:?}"
+                    );
+                    let family = counter.name().trim_end_matches("_total");
+                    let help = text.lines().find(|l| l.starts_with(&format!("# HELP {family}"))).unwrap_or_default();
+                    assert!(help.contains(kind.reason()), "{kind:?}: the help does not name {}: {help}", kind.reason());
+                }
+                None => assert!(counted.is_empty(), "{kind:?} counted: {counted:?}"),
+            }
+        }
     }
 }

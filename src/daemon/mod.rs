@@ -1055,7 +1055,7 @@ impl Daemon {
                     tracing::warn!(%storm, "failover suppressed by the storm guard");
                 }
                 metrics.record_policy_errors(0);
-                metrics.record_pass("ok", Some(&report));
+                metrics.record_pass(&PassOutcome::Ok, Some(&report));
                 *self.rollout_objects.lock().unwrap_or_else(|p| p.into_inner()) = report.rollout_objects.clone();
                 let clusters = clusters.unwrap_or_else(|error| {
                     tracing::warn!(%error, "cannot read cluster status from the store");
@@ -1091,8 +1091,9 @@ impl Daemon {
                     "policy repository unreadable (I/O); output left as it was"
                 );
                 systemd::status(&message);
-                metrics.record_pass("failed", None);
-                publish_failure(status, pass(PassOutcome::Failed { message }), None);
+                let outcome = PassOutcome::Failed { message };
+                metrics.record_pass(&outcome, None);
+                publish_failure(status, pass(outcome), None);
                 false
             }
             Ok(Err(reconcile::ReconcileError::Invalid(errors))) => {
@@ -1108,20 +1109,22 @@ impl Daemon {
                 );
                 systemd::status(&msg);
                 metrics.record_policy_errors(errors.len());
-                metrics.record_pass("invalid", None);
                 let first = errors.first().map(ToString::to_string).unwrap_or_default();
-                publish_failure(status, pass(PassOutcome::Invalid { errors: errors.len(), first }), Some(errors.len()));
+                let outcome = PassOutcome::Invalid { errors: errors.len(), first };
+                metrics.record_pass(&outcome, None);
+                publish_failure(status, pass(outcome), Some(errors.len()));
                 false
             }
             Ok(Err(reconcile::ReconcileError::Fenced { reason, workloads, scheduled })) => {
                 tracing::info!(trigger, workloads, scheduled, duration_ms, reason = %reason, "reconcile done in shadow; nothing published");
                 systemd::status(&format!("standby: {reason}"));
-                metrics.record_pass("shadow", None);
+                let outcome = PassOutcome::Shadow { reason };
+                metrics.record_pass(&outcome, None);
                 status.send_modify(|v| {
                     let mut next = StatusView::clone(&**v);
                     // A standby serves the read API from its own store: ready.
                     next.ready = true;
-                    next.last_pass = Some(pass(PassOutcome::Shadow { reason }));
+                    next.last_pass = Some(pass(outcome));
                     next.passes += 1;
                     *v = Arc::new(next);
                 });
@@ -1145,18 +1148,16 @@ impl Daemon {
                     ha.handle.readopt();
                 }
                 systemd::status(&format!("reconcile failed: {error}"));
-                metrics.record_pass("failed", None);
-                publish_failure(status, pass(PassOutcome::Failed { message: error.to_string() }), None);
+                let outcome = PassOutcome::Failed { message: error.to_string() };
+                metrics.record_pass(&outcome, None);
+                publish_failure(status, pass(outcome), None);
                 false
             }
             Err(error) => {
                 tracing::error!(trigger, %error, duration_ms, "reconcile task panicked");
-                metrics.record_pass("failed", None);
-                publish_failure(
-                    status,
-                    pass(PassOutcome::Failed { message: format!("reconcile task panicked: {error}") }),
-                    None,
-                );
+                let outcome = PassOutcome::Failed { message: format!("reconcile task panicked: {error}") };
+                metrics.record_pass(&outcome, None);
+                publish_failure(status, pass(outcome), None);
                 false
             }
         };

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::policy::{LoadError, ObjectKey};
 use crate::publish;
+use crate::schedule::stability::EventKind;
 use crate::store::StoreError;
 
 /// Wall time of each phase of a pass. `load` and `poll` (snapshot building) are measured by
@@ -180,11 +181,8 @@ pub struct StabilityEvent {
     pub workload: Option<ObjectKey>,
     /// The member (empty for the storm guard).
     pub cluster: String,
-    /// `eviction`, `purge`, `reschedule`, `cannot-move`, `move-back`, `rebalance`,
-    /// `grace-expired`, `storm-started`, `storm-ended`.
-    pub kind: &'static str,
-    /// The metric reason (`cluster-unreachable`, `unschedulable`, `move-back`…).
-    pub reason: String,
+    /// What it is (its name, its metric and its metric reason: [`EventKind`]).
+    pub kind: EventKind,
     /// The history note.
     pub text: String,
 }

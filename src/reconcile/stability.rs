@@ -301,24 +301,13 @@ impl StabilityPass {
         let events = self
             .actions
             .iter()
-            .filter(|a| a.is_event())
-            .map(|a| StabilityEvent {
-                workload: a.workload.clone(),
-                cluster: a.cluster.clone(),
-                kind: match a.kind {
-                    ActionKind::Evict { .. } => "eviction",
-                    ActionKind::Purge { .. } => "purge",
-                    ActionKind::Reschedule { .. } => "reschedule",
-                    ActionKind::CannotMove { .. } => "cannot-move",
-                    ActionKind::MoveBack { .. } => "move-back",
-                    ActionKind::Rebalance { .. } => "rebalance",
-                    ActionKind::GraceExpired { .. } => "grace-expired",
-                    ActionKind::Handover { .. } => "handover",
-                    ActionKind::StormStarted { .. } => "storm-started",
-                    _ => "storm-ended",
-                },
-                reason: a.reason_label(),
-                text: a.to_string(),
+            .filter_map(|a| {
+                Some(StabilityEvent {
+                    workload: a.workload.clone(),
+                    cluster: a.cluster.clone(),
+                    kind: a.event()?,
+                    text: a.to_string(),
+                })
             })
             .collect();
         let storm = self.state.storm.as_ref().map(|s| {
@@ -1003,7 +992,8 @@ spec:
         assert!(r.stability.events.is_empty(), "{:?}", r.stability.events);
         assert_eq!(targets(&rec), even);
         let r = rec.reconcile(&inputs, out, "test", t0 + 60_000 + 180_000).expect("pass");
-        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        let kinds: Vec<(&str, &str)> =
+            r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("reschedule", "m1")]);
         let after = targets(&rec);
         assert_eq!(after.get("m1"), Some(&1), "{after:?}");
@@ -1098,7 +1088,8 @@ spec:
         let r = rec.reconcile(&inputs(Some(&stuck)), out, "test", t0 + 120_000).expect("pass");
         assert_eq!(r.history_records, 0, "{r:?}");
         let r = rec.reconcile(&inputs(Some(&stuck)), out, "test", t0 + 240_000).expect("pass");
-        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        let kinds: Vec<(&str, &str)> =
+            r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("cannot-move", "m1")]);
         let key = rec.store.placements().expect("placements")[0].workload.clone();
         let history = rec.store.history(&key).expect("history");
@@ -1298,11 +1289,13 @@ mod storm_tests {
         // toleration again from the release (a member that answers a moment later is not
         // evicted for the spell the guard held) and is evicted once it has passed.
         let r = rec.reconcile(&with_down(&["m1"]), out, "test", t0 + 20 * 60_000).expect("pass");
-        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        let kinds: Vec<(&str, &str)> =
+            r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("storm-ended", "")]);
         assert_eq!(rec.store.placements().expect("p")[0].targets, before, "nothing moved at the release");
         let r = rec.reconcile(&with_down(&["m1"]), out, "test", t0 + 26 * 60_000).expect("pass");
-        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        let kinds: Vec<(&str, &str)> =
+            r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("eviction", "m1")]);
         let placement = &rec.store.placements().expect("p")[0];
         assert!(!placement.targets.contains_key("m1"));
@@ -1396,14 +1389,14 @@ spec:
         // Lost for the toleration (5 min): evicted; the replacement's pods never get Ready.
         rec.reconcile(&world(true, (0, 0)), out, "test", t0 + 10_000).expect("pass");
         let r = rec.reconcile(&world(true, (0, 0)), out, "test", t0 + 310_000).expect("pass");
-        assert_eq!(r.stability.events.iter().map(|e| e.kind).collect::<Vec<_>>(), ["eviction"]);
+        assert_eq!(r.stability.events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["eviction"]);
         assert!(web("m1") && (web("m2") || web("m3")), "the replacement is published, the old copy kept");
         let grace_end = t0 + 310_000 + 600_000;
         let r = rec.reconcile(&world(true, (2, 0)), out, "test", grace_end - 1_000).expect("pass");
         assert!(r.stability.events.is_empty() && r.stability.kept_past_grace == 0, "{:?}", r.stability);
         // The grace period passes with 0 of 2 Ready: kept, and said so once.
         let r = rec.reconcile(&world(true, (2, 0)), out, "test", grace_end).expect("pass");
-        assert_eq!(r.stability.events.iter().map(|e| e.kind).collect::<Vec<_>>(), ["grace-expired"]);
+        assert_eq!(r.stability.events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["grace-expired"]);
         assert_eq!(r.stability.kept_past_grace, 1);
         assert!(web("m1"), "purged while nothing runs elsewhere");
         for dt in [10_000, 600_000] {
@@ -1435,7 +1428,7 @@ spec:
         assert!(crate::views::workload_status::to_text(&st).contains("kept: evicted from m1"), "{st}");
         // One replica Ready elsewhere: it runs there, the old copy goes.
         let r = rec.reconcile(&world(true, (2, 1)), out, "test", grace_end + 700_000).expect("pass");
-        assert_eq!(r.stability.events.iter().map(|e| e.kind).collect::<Vec<_>>(), ["purge"]);
+        assert_eq!(r.stability.events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["purge"]);
         assert_eq!(r.stability.kept_past_grace, 0);
         assert!(!web("m1"));
     }
@@ -1490,7 +1483,12 @@ spec:
             inputs
         };
         let evictions = |r: &crate::reconcile::ReconcileReport| -> Vec<String> {
-            r.stability.events.iter().filter(|e| e.kind == "eviction").map(|e| e.cluster.clone()).collect()
+            r.stability
+                .events
+                .iter()
+                .filter(|e| matches!(e.kind, crate::schedule::stability::EventKind::Eviction(_)))
+                .map(|e| e.cluster.clone())
+                .collect()
         };
         let t0 = 1_700_000_000_000;
         rec.reconcile(&world(&["m1"]), out, "test", t0).expect("pass");
@@ -1636,7 +1634,8 @@ spec:
         // keeps its 6 replicas while the primary's pods start.
         rec.reconcile(&world(false, (0, 0), (6, 6)), out, "test", t0 + 400_000).expect("pass");
         let r = rec.reconcile(&world(false, (0, 0), (6, 6)), out, "test", t0 + 700_000).expect("pass");
-        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        let kinds: Vec<(&str, &str)> =
+            r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("move-back", "m1"), ("handover", "m2")]);
         assert_eq!(at(out), (Some(6), Some(6)), "the backup went in the publish that added the primary");
         for (dt, ready) in [(10_000, 0), (20_000, 5)] {
@@ -1660,7 +1659,8 @@ spec:
         assert_eq!(doc["failover"]["evictions"][0]["kind"], "handover", "{doc}");
         // Ready on the primary: the backup's files go.
         let r = rec.reconcile(&world(false, (6, 6), (6, 6)), out, "test", t0 + 740_000).expect("pass");
-        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        let kinds: Vec<(&str, &str)> =
+            r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("purge", "m2")]);
         assert_eq!(at(out), (Some(6), None));
         let r = rec.reconcile(&world(false, (6, 6), (0, 0)), out, "test", t0 + 750_000).expect("pass");
@@ -1739,7 +1739,8 @@ spec:
              spec:\n  workloads:\n  - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: shop}\n",
         );
         let r = rec.reconcile(&world((0, 0)), out, "test", t0 + 20_000).expect("pass");
-        let mut kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        let mut kinds: Vec<(&str, &str)> =
+            r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         kinds.sort();
         assert_eq!(kinds, [("handover", "m2"), ("handover", "m3"), ("rebalance", "")]);
         assert_eq!(at(out), [Some(2), Some(3), Some(3)], "m2 and m3 shrank before m1 ran");
@@ -1751,7 +1752,12 @@ spec:
             assert_eq!(at(out), [Some(2), Some(3), Some(3)], "{dt}");
         }
         let r = rec.reconcile(&world((2, 2)), out, "test", t0 + 50_000).expect("pass");
-        assert_eq!(r.stability.events.iter().filter(|e| e.kind == "purge").count(), 2, "{:?}", r.stability.events);
+        assert_eq!(
+            r.stability.events.iter().filter(|e| e.kind == crate::schedule::stability::EventKind::Purge).count(),
+            2,
+            "{:?}",
+            r.stability.events
+        );
         assert_eq!(at(out), [Some(2), Some(2), Some(2)]);
     }
 }
@@ -1913,7 +1919,8 @@ spec:
         settings.publish.guard.allow = true;
         let rec = f.reconciler(settings);
         let r = rec.reconcile(&inputs(), out, "test", t0 + 40_000).expect("pass");
-        let mut kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        let mut kinds: Vec<(&str, &str)> =
+            r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         kinds.sort();
         assert_eq!(kinds, [("handover", "m2"), ("handover", "m3"), ("rebalance", "")]);
         assert_eq!(web(), [Some(2), Some(3), Some(3)], "m2 and m3 keep their 3 until m1 is Ready");
@@ -1923,7 +1930,11 @@ spec:
         assert_eq!(result(&rec.store), ["Successful"]);
         // Once per generation: carried out, it does not act again.
         let r = rec.reconcile(&inputs(), out, "test", t0 + 50_000).expect("pass");
-        assert!(r.stability.events.iter().all(|e| e.kind != "rebalance"), "{:?}", r.stability.events);
+        assert!(
+            r.stability.events.iter().all(|e| e.kind != crate::schedule::stability::EventKind::Rebalance),
+            "{:?}",
+            r.stability.events
+        );
     }
 
     /// Issue 46, invariant 3 ("history records only what was published"): m1 is lost as the 6
@@ -1990,7 +2001,7 @@ spec:
             let mut kinds: Vec<&str> = Vec::new();
             for t in [330_000, 340_000] {
                 let r = rec.reconcile(&world(true), out, "test", t0 + t).expect("pass");
-                kinds.extend(r.stability.events.iter().map(|e| e.kind));
+                kinds.extend(r.stability.events.iter().map(|e| e.kind.as_str()));
             }
             assert_eq!(web(), [None, Some(3), Some(3)], "{purge}");
             assert_eq!(kinds, ["eviction", "purge"], "{purge}");

@@ -141,3 +141,19 @@ fn every_metric_is_documented_with_its_type_and_every_documented_metric_exists()
         "docs/guide/reference/metrics.md lists metrics the registry does not export: {unknown:#?}"
     );
 }
+
+/// Every `reason` an event counter of the stability engine can carry (one per
+/// `schedule::stability::EventKind` it counts) is named in its row.
+#[test]
+fn every_reason_an_event_counter_carries_is_documented_in_its_row() {
+    use fedsched::metrics::EventCounter;
+    let page = page("metrics.md");
+    for counter in [EventCounter::Evictions, EventCounter::Reschedules] {
+        let row = page
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}{{", counter.name())))
+            .unwrap_or_else(|| panic!("no row for {}", counter.name()));
+        let missing: Vec<&str> = counter.reasons().into_iter().filter(|r| !row.contains(&format!("`{r}`"))).collect();
+        assert!(missing.is_empty(), "{}: reasons not in docs/guide/reference/metrics.md: {missing:?}", counter.name());
+    }
+}

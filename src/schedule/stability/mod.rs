@@ -166,16 +166,104 @@ pub enum Reason {
     Rebalance,
 }
 
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Reason {
+    /// The reasons failover evicts for (an [`ActionKind::Evict`]'s; a move-back and a rebalance
+    /// hand over, [`ActionKind::Handover`]).
+    pub const FAILOVER: [Reason; 4] =
+        [Reason::ClusterNotReady, Reason::ClusterUnreachable, Reason::ApplicationFailover, Reason::ClusterTainted];
+
+    /// Kebab-case name (history, explain, the metrics' `reason` label).
+    pub fn as_str(self) -> &'static str {
+        match self {
             Reason::ClusterNotReady => "cluster-not-ready",
             Reason::ClusterUnreachable => "cluster-unreachable",
             Reason::ApplicationFailover => "application-failover",
             Reason::ClusterTainted => "cluster-tainted",
             Reason::MoveBack => "move-back",
             Reason::Rebalance => "rebalance",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an event of the stability engine is — an [`Action`] that goes into the history — as the
+/// report, the API, the plan and the metrics name it: one type from the engine to the metrics'
+/// encoder, so that a new kind is a compile error wherever it must be counted or shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// Failover evicted the workload from the member, for this reason.
+    Eviction(Reason),
+    Purge,
+    Reschedule,
+    CannotMove,
+    MoveBack,
+    Rebalance,
+    GraceExpired,
+    Handover,
+    StormStarted,
+    StormEnded,
+}
+
+impl EventKind {
+    /// Every kind, an eviction with each reason failover evicts for.
+    pub fn all() -> Vec<EventKind> {
+        let mut all: Vec<EventKind> = Reason::FAILOVER.into_iter().map(EventKind::Eviction).collect();
+        all.extend([
+            EventKind::Purge,
+            EventKind::Reschedule,
+            EventKind::CannotMove,
+            EventKind::MoveBack,
+            EventKind::Rebalance,
+            EventKind::GraceExpired,
+            EventKind::Handover,
+            EventKind::StormStarted,
+            EventKind::StormEnded,
+        ]);
+        all
+    }
+
+    /// Kebab-case name (the report's and the API's `kind`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Eviction(_) => "eviction",
+            EventKind::Purge => "purge",
+            EventKind::Reschedule => "reschedule",
+            EventKind::CannotMove => "cannot-move",
+            EventKind::MoveBack => "move-back",
+            EventKind::Rebalance => "rebalance",
+            EventKind::GraceExpired => "grace-expired",
+            EventKind::Handover => "handover",
+            EventKind::StormStarted => "storm-started",
+            EventKind::StormEnded => "storm-ended",
+        }
+    }
+
+    /// The metrics' `reason` label: an eviction's reason, `unschedulable` for a reschedule,
+    /// `storm` for the storm guard, else the kind's name.
+    pub fn reason(self) -> &'static str {
+        match self {
+            EventKind::Eviction(reason) => reason.as_str(),
+            EventKind::Reschedule => "unschedulable",
+            EventKind::StormStarted | EventKind::StormEnded => "storm",
+            other => other.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for EventKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -485,23 +573,30 @@ pub struct Action {
 impl Action {
     /// Whether the action belongs in the history (everything but held actions).
     pub fn is_event(&self) -> bool {
-        !matches!(self.kind, ActionKind::Held { .. })
+        self.event().is_some()
     }
 
-    /// The metric reason label: `cluster-not-ready`, `unschedulable`, `move-back`…
+    /// The event this action is; None for a held action (not history).
+    pub fn event(&self) -> Option<EventKind> {
+        Some(match &self.kind {
+            ActionKind::Evict { reason, .. } => EventKind::Eviction(*reason),
+            ActionKind::Purge { .. } => EventKind::Purge,
+            ActionKind::Reschedule { .. } => EventKind::Reschedule,
+            ActionKind::CannotMove { .. } => EventKind::CannotMove,
+            ActionKind::MoveBack { .. } => EventKind::MoveBack,
+            ActionKind::Held { .. } => return None,
+            ActionKind::StormStarted { .. } => EventKind::StormStarted,
+            ActionKind::StormEnded { .. } => EventKind::StormEnded,
+            ActionKind::Rebalance { .. } => EventKind::Rebalance,
+            ActionKind::GraceExpired { .. } => EventKind::GraceExpired,
+            ActionKind::Handover { .. } => EventKind::Handover,
+        })
+    }
+
+    /// The metric reason label ([`EventKind::reason`]; `held` for a held action):
+    /// `cluster-not-ready`, `unschedulable`, `move-back`…
     pub fn reason_label(&self) -> String {
-        match &self.kind {
-            ActionKind::Evict { reason, .. } => reason.to_string(),
-            ActionKind::Purge { .. } => "purge".into(),
-            ActionKind::Reschedule { .. } => "unschedulable".into(),
-            ActionKind::CannotMove { .. } => "cannot-move".into(),
-            ActionKind::MoveBack { .. } => "move-back".into(),
-            ActionKind::Held { .. } => "held".into(),
-            ActionKind::StormStarted { .. } | ActionKind::StormEnded { .. } => "storm".into(),
-            ActionKind::Rebalance { .. } => "rebalance".into(),
-            ActionKind::GraceExpired { .. } => "grace-expired".into(),
-            ActionKind::Handover { .. } => "handover".into(),
-        }
+        self.event().map_or("held", EventKind::reason).to_string()
     }
 }
 

@@ -997,7 +997,12 @@ impl Bench {
         while left > 0 && walls.len() < 10 {
             self.now += 1000;
             let (report, wall) = pass(&self.fix, &rec, &out, "bench-failover", self.now)?;
-            evictions += report.stability.events.iter().filter(|e| e.kind == "eviction").count();
+            evictions += report
+                .stability
+                .events
+                .iter()
+                .filter(|e| matches!(e.kind, crate::schedule::stability::EventKind::Eviction(_)))
+                .count();
             walls.push(wall);
             let before = left;
             still = on_lost(&rec)?;

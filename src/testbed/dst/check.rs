@@ -35,7 +35,7 @@ use std::path::Path;
 use super::spec::{Settings, Workload};
 use crate::members::live::LiveView;
 use crate::reconcile::ReconcileReport;
-use crate::schedule::stability::{Purge, StabilityState};
+use crate::schedule::stability::{EventKind, Purge, Reason, StabilityState};
 use crate::store::Store;
 
 /// An invariant that did not hold.
@@ -344,7 +344,7 @@ fn unhealthy_members_get_nothing(ctx: &PassCtx<'_>) -> Result<(), String> {
 fn evictions_are_due(ctx: &PassCtx<'_>) -> Result<(), String> {
     let storm = storm_in(ctx.view, ctx.storm_threshold);
     for e in &ctx.report.stability.events {
-        if e.kind != "eviction" || !matches!(e.reason.as_str(), "cluster-unreachable" | "cluster-not-ready") {
+        if !matches!(e.kind, EventKind::Eviction(Reason::ClusterUnreachable | Reason::ClusterNotReady)) {
             continue;
         }
         let Some(key) = &e.workload else { continue };
@@ -388,7 +388,7 @@ fn evictions_are_due(ctx: &PassCtx<'_>) -> Result<(), String> {
 /// observed Ready elsewhere.
 fn purges_leave_something_ready(ctx: &PassCtx<'_>) -> Result<(), String> {
     for e in &ctx.report.stability.events {
-        if e.kind != "purge" || !e.text.contains("GraceElapsed") {
+        if e.kind != EventKind::Purge || !e.text.contains("GraceElapsed") {
             continue;
         }
         let Some(key) = &e.workload else { continue };

@@ -655,7 +655,7 @@ impl World {
                     .stability
                     .events
                     .iter()
-                    .filter(|e| e.kind == "purge" && e.text.contains("(Directly"))
+                    .filter(|e| e.kind == crate::schedule::stability::EventKind::Purge && e.text.contains("(Directly"))
                     .filter_map(|e| Some((e.workload.as_ref()?.name.to_string(), e.cluster.clone())))
                     .collect();
                 self.published(&before, after, &directly);
