@@ -15,6 +15,10 @@ use super::faults::{Cut, Fault, Scheduled};
 use super::member::Sim;
 use super::spec::{Strategy, Workload, WorldSpec};
 use crate::config::Config;
+
+/// Steps the simulation may take at one instant before it is declared stuck (a normal instant
+/// takes a handful: faults, promotions, agent syncs, a pass).
+const STEPS_PER_INSTANT: u32 = 10_000;
 use crate::reconcile::{Changed, Inputs, ReconcileReport};
 
 /// Unix ms of the world's start (2027-01-15).
@@ -506,10 +510,17 @@ impl World {
     }
 
     fn run_loop(&mut self) -> Result<(), Violation> {
+        // Steps taken at the current instant: an event that stays due without being handled
+        // would hold the clock forever; the simulation reports it instead of hanging.
+        let mut at_now = 0u32;
         loop {
             let Some(next) = self.next_event() else { return Ok(()) };
             if next > self.spec.duration_ms {
                 return Ok(());
+            }
+            at_now = if next == self.now { at_now + 1 } else { 0 };
+            if at_now > STEPS_PER_INSTANT {
+                return Err(self.violation(0, format!("the simulation is stuck: {at_now} steps at one instant")));
             }
             self.now = next;
             while self.cursor < self.acts.len() && self.acts[self.cursor].0 <= self.now {

@@ -477,11 +477,19 @@ pub fn promote(c: &mut FleetCluster, now_ms: u64) -> usize {
 
 /// The earliest start or Ready time of a pod still waiting for one (Unix ms), if any.
 pub fn next_promotion(c: &FleetCluster) -> Option<u64> {
+    // The times `promote` would act on, and no other: a pod starts at its start time, turns
+    // Ready only once started and while its node is Ready (a node turning Ready again is an
+    // event of its own). Reporting a Ready time `promote` skips would be a promotion due now
+    // forever: the simulation's clock would never move again.
+    let not_ready = not_ready_nodes(c);
+    let at = |p: &Value, key: &str| annotation(p, key).and_then(Value::as_str).and_then(|t| t.parse::<u64>().ok());
     c.pods
         .iter()
-        .flat_map(|p| [START_AT, READY_AT].map(|k| annotation(p, k).and_then(Value::as_str)))
-        .flatten()
-        .filter_map(|t| t.parse::<u64>().ok())
+        .filter_map(|p| match at(p, START_AT) {
+            Some(start) => Some(start),
+            None if not_ready.contains(str_at(p, "/spec/nodeName")) => None,
+            None => at(p, READY_AT),
+        })
         .min()
 }
 
@@ -772,6 +780,35 @@ mod tests {
         json!({"metadata": {"name": name, "labels": labels},
             "spec": {"taints": if taint { json!([{"key": "gpu", "value": "x", "effect": "NoSchedule"}]) } else { json!([]) }},
             "status": {"allocatable": {"cpu": cpu, "pods": "10"}, "conditions": [{"type": "Ready", "status": "True"}]}})
+    }
+
+    /// `next_promotion` names only times `promote` acts on: a pod whose Ready time has passed
+    /// on a NotReady node, or whose Ready time comes before its start, is not due (seed 29 of
+    /// the simulation looped at one instant forever on such a pod).
+    #[test]
+    fn a_promotion_reported_due_is_one_promote_makes() {
+        let pod = |name: &str, node: &str, annotations: Value| {
+            json!({"metadata": {"name": name, "namespace": "shop", "annotations": annotations},
+                "spec": {"nodeName": node}, "status": {"phase": "Running"}})
+        };
+        let mut c = FleetCluster {
+            nodes: vec![node("a", "4", false, json!({})), node("b", "4", false, json!({}))],
+            pods: vec![
+                pod("p", "b", json!({READY_AT: "100"})),
+                pod("q", "a", json!({START_AT: "300", READY_AT: "200"})),
+            ],
+            ..FleetCluster::default()
+        };
+        set_node_ready(&mut c, "b", false, 50);
+        // p waits for its node, q for its start.
+        assert_eq!(next_promotion(&c), Some(300));
+        assert_eq!(promote(&mut c, 250), 0);
+        assert_eq!(promote(&mut c, 300), 2, "q starts and turns Ready");
+        assert_eq!(next_promotion(&c), None, "p waits for its node to turn Ready, an event of its own");
+        set_node_ready(&mut c, "b", true, 400);
+        assert_eq!(next_promotion(&c), Some(100));
+        assert_eq!(promote(&mut c, 400), 1);
+        assert_eq!(next_promotion(&c), None);
     }
 
     #[test]
