@@ -96,6 +96,16 @@ pub const TAINT_NOT_READY: &str = "cluster.karmada.io/not-ready";
 /// Karmada's taint for clusters that cannot be reached.
 pub const TAINT_UNREACHABLE: &str = "cluster.karmada.io/unreachable";
 
+/// The key of the `NoSchedule` taint a member's health puts on it (Karmada's cluster
+/// controller taints a not-Ready or unreachable cluster at once); None when Ready.
+pub fn health_taint(health: &Health) -> Option<&'static str> {
+    match health {
+        Health::Ready => None,
+        Health::NotReady { .. } => Some(TAINT_NOT_READY),
+        Health::Unreachable { .. } => Some(TAINT_UNREACHABLE),
+    }
+}
+
 /// The resource summary of a member's live data ([`ResourceSummary::from_nodes`], Karmada's
 /// cluster status summary), kept with what it was computed from: the same node list (the same
 /// `Arc`: the poller keeps a member's list while its nodes are unchanged), unbound requests
@@ -197,12 +207,7 @@ pub fn apply_live(
         };
         let spec_taint = |key: &str| cluster.spec.taints.iter().any(|t| t.key == key);
         snap.taints.retain(|t| (t.key != TAINT_NOT_READY && t.key != TAINT_UNREACHABLE) || spec_taint(&t.key));
-        let synthetic = match &health {
-            Health::Ready => None,
-            Health::NotReady { .. } => Some(TAINT_NOT_READY),
-            Health::Unreachable { .. } => Some(TAINT_UNREACHABLE),
-        };
-        if let Some(key) = synthetic
+        if let Some(key) = health_taint(&health)
             && !snap.taints.iter().any(|t| t.key == key)
         {
             snap.taints.push(ClusterTaint { key: key.to_string(), value: None, effect: TaintEffect::NoSchedule });

@@ -8,8 +8,6 @@ use crate::model::{ClusterConstraints, ClusterSnapshot, ClusterTaint, Health, Re
 use crate::policy::types::{QuantityValue, TaintEffect};
 use crate::policy::{ClusterObject, LoadError};
 
-use super::{TAINT_NOT_READY, TAINT_UNREACHABLE};
-
 /// Builds the snapshot of an offline cluster from its Cluster object.
 pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError> {
     let err = |field: String, message: String| LoadError {
@@ -34,12 +32,7 @@ pub fn offline_snapshot(c: &ClusterObject) -> Result<ClusterSnapshot, LoadError>
         .iter()
         .map(|t| ClusterTaint { key: t.key.clone(), value: t.value.clone(), effect: t.effect })
         .collect();
-    let synthetic = match &health {
-        Health::Ready => None,
-        Health::NotReady { .. } => Some(TAINT_NOT_READY),
-        Health::Unreachable { .. } => Some(TAINT_UNREACHABLE),
-    };
-    if let Some(key) = synthetic
+    if let Some(key) = super::health_taint(&health)
         && !taints.iter().any(|t| t.key == key)
     {
         taints.push(ClusterTaint { key: key.to_string(), value: None, effect: TaintEffect::NoSchedule });

@@ -39,6 +39,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::policy::types::TaintEffect;
 use crate::policy::{LoadError, ObjectKey};
 use crate::schedule::stability::StabilityState;
 use crate::store::{HistoryRecord, PlacementRecord, ReplayPass, ReplayRef, Store, StoreError, StoredPass};
@@ -230,6 +231,20 @@ pub fn replay_pass(
             // The repository owns identity and constraints (as when the pass merged its poll).
             snap.labels = offline.labels;
             snap.constraints = offline.constraints;
+            // The stored view is the pass's tainted one (its ClusterTaintPolicy taints are in
+            // its version); the replay's own pass puts them on again from the stored state, as
+            // the pass did, but a taint a member has already is not the policy's (not added,
+            // so no NoExecute eviction). The view the pass started from had the member's own
+            // taints (the Cluster object's and its health's) without the policies'.
+            let own = inputs.set.cluster(&snap.name).map(|c| c.spec.taints.as_slice()).unwrap_or_default();
+            let health = crate::members::health_taint(&snap.health);
+            let policies = &inputs.set.cluster_taint_policies;
+            snap.taints.retain(|t| {
+                let listed =
+                    policies.iter().any(|p| p.spec.taints.iter().any(|s| s.key == t.key && s.effect == t.effect));
+                let own = own.iter().any(|s| s.key == t.key && s.effect == t.effect);
+                !listed || own || (health == Some(t.key.as_str()) && t.effect == TaintEffect::NoSchedule)
+            });
         }
         snap.freshness = freshness.get(snap.name.as_str()).copied().flatten();
     }
@@ -305,6 +320,58 @@ mod tests {
         for (path, hash) in &read.sources {
             assert!(store.blob(*hash).expect("read").is_some(), "{path}");
         }
+    }
+
+    /// A ClusterTaintPolicy taints a live member the moment it is unreachable (NoExecute,
+    /// tolerated by nobody: the workload leaves at once). The pass stores its views with the
+    /// policy's taint on (their versions see it); the replay puts the policy's taints on again
+    /// from the stored state, so it must start from the view without them: with the taint
+    /// already on, the policy would not add it and the replay would keep the workload there.
+    /// Every record replays identical, the eviction's included.
+    #[test]
+    fn an_eviction_by_a_cluster_taint_policy_replays_identical() {
+        use crate::model::snapshot::{Health, SnapshotSource};
+        use crate::reconcile::stability::fixture::{Fixture, cluster};
+
+        let apps = "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: web, namespace: shop}\n\
+                    spec:\n  resourceSelectors:\n  - {apiVersion: apps/v1, kind: Deployment, name: web}\n  placement:\n\
+                    \x20   replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Weighted}\n---\n\
+                    apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterTaintPolicy\nmetadata: {name: lost}\nspec:\n\
+                    \x20 addOnConditions: [{conditionType: Ready, operator: In, statusValues: [\"Unknown\", \"False\"]}]\n\
+                    \x20 removeOnConditions: [{conditionType: Ready, operator: In, statusValues: [\"True\"]}]\n\
+                    \x20 taints: [{key: example.com/lost, effect: NoExecute}]\n---\n\
+                    apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec:\n  replicas: 4\n\
+                    \x20 selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n\
+                    \x20   spec: {containers: [{name: web, image: web:1}]}\n";
+        let f = Fixture::new(apps, &["m1", "m2"].map(|n| cluster(n, 20)));
+        let rec = f.reconciler(Settings::builtin());
+        let inputs = |lost: bool| {
+            let mut inputs = f.inputs();
+            for s in inputs.snapshots.iter_mut() {
+                s.source = SnapshotSource::Live { endpoint: format!("https://{}", s.name) };
+                if lost && s.name == "m1" {
+                    s.health = Health::Unreachable { reason: "connection refused".into() };
+                }
+            }
+            inputs
+        };
+        let t0 = 1_700_000_000_000;
+        rec.reconcile(&inputs(false), &f.out, "test", t0).expect("pass");
+        let r = rec.reconcile(&inputs(true), &f.out, "test", t0 + 10_000).expect("pass");
+        let kinds: Vec<(&str, &str)> = r.stability.events.iter().map(|e| (e.kind, e.cluster.as_str())).collect();
+        assert!(kinds.contains(&("eviction", "m1")), "{kinds:?}");
+        let key = rec.store.placements().expect("placements")[0].workload.clone();
+        let history = rec.store.history(&key).expect("history");
+        assert!(
+            history.len() >= 2
+                && history.last().and_then(|h| h.result.targets()).is_some_and(|t| !t.contains_key("m1"))
+        );
+        let doc = crate::views::replay::document(&rec.store, &history, &Settings::builtin).expect("replay");
+        assert_eq!(
+            (doc["identical"].as_u64(), doc["different"].as_u64()),
+            (Some(history.len() as u64), Some(0)),
+            "{doc:#}"
+        );
     }
 
     /// A pass stored whole by an earlier version (schema 1) reads as it was; a pass one of
