@@ -479,8 +479,16 @@ impl Daemon {
                     ready = true;
                     systemd::ready("first reconcile done");
                 }
+                // The objects a rollout reads changed (a first pass learnt its placement, a
+                // stage was released): a round reads them now, and a pass follows it, so that
+                // the members' objects and GitOps agents are known before a stage's release.
+                let mut read_now = false;
                 if let Some(p) = poller.as_mut() {
-                    p.want_objects(self.rollout_objects.lock().unwrap_or_else(|p| p.into_inner()).clone());
+                    let wanted = self.rollout_objects.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    read_now = ok && p.want_objects(wanted);
+                }
+                if read_now && after_round.is_none() && start_round(&mut poller, &live_targets, &poll_tx) {
+                    after_round = Some("rollout-objects");
                 }
                 if let Some(t) = new_targets
                     && t != live_targets
@@ -508,7 +516,10 @@ impl Daemon {
                     log_round(&report);
                     self.metrics.record_round(&report);
                     p.reconfigure(self.cfg.poll.clone(), self.cfg.reconcile.interval);
-                    p.want_objects(self.rollout_objects.lock().unwrap_or_else(|p| p.into_inner()).clone());
+                    // Objects asked for while this round ran: read by the next one.
+                    if p.want_objects(self.rollout_objects.lock().unwrap_or_else(|p| p.into_inner()).clone()) {
+                        round_again = true;
+                    }
                     view = p.view().clone();
                     poller = Some(p);
                     match after_round.take() {

@@ -631,6 +631,113 @@ pub fn decode_object_status(bytes: &[u8]) -> Result<ObjectStatus, DecodeError> {
     })
 }
 
+/// A member's GitOps agent object (a Flux `Kustomization`, an Argo CD `Application`), as far
+/// as its sync state goes ([`crate::model::AgentStatus`]); the rest is skipped.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct AgentObject {
+    kind: String,
+    #[serde(deserialize_with = "null_as_default")]
+    status: AgentStatusFields,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct AgentStatusFields {
+    // Flux
+    last_applied_revision: String,
+    last_attempted_revision: String,
+    #[serde(deserialize_with = "null_as_default")]
+    conditions: Vec<AgentCondition>,
+    // Argo CD
+    #[serde(deserialize_with = "null_as_default")]
+    sync: ArgoSync,
+    #[serde(deserialize_with = "null_as_default")]
+    health: ArgoHealth,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct AgentCondition {
+    #[serde(rename = "type")]
+    kind: String,
+    status: String,
+    reason: String,
+    message: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ArgoSync {
+    status: String,
+    revision: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ArgoHealth {
+    status: String,
+    message: String,
+}
+
+/// Decodes a member's Flux `Kustomization` or Argo CD `Application` (a `GET` of the object)
+/// into its sync state. Flux: the revision is `lastAppliedRevision`, synced when
+/// `lastAttemptedRevision` is the same (no newer revision being tried or failing to apply),
+/// healthy on `Ready=True`, degraded on `Ready=False, reason=HealthCheckFailed` (or a
+/// `Healthy=False` condition with that reason). Argo CD: `status.sync.revision`, synced on
+/// `status.sync.status: Synced`, health from `status.health.status` (`Degraded` degraded).
+pub fn decode_agent_status(bytes: &[u8]) -> Result<crate::model::AgentStatus, DecodeError> {
+    use crate::model::{AgentHealth, AgentStatus};
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let o: AgentObject = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| DecodeError { path: e.path().to_string(), message: e.into_inner().to_string() })?;
+    let s = o.status;
+    Ok(match o.kind.as_str() {
+        "Application" => AgentStatus {
+            kind: o.kind.clone(),
+            revision: s.sync.revision,
+            synced: s.sync.status == "Synced",
+            health: match s.health.status.as_str() {
+                "Healthy" => AgentHealth::Healthy,
+                "Degraded" => AgentHealth::Degraded,
+                _ => AgentHealth::Progressing,
+            },
+            message: match (s.health.status.as_str(), s.health.message.as_str()) {
+                ("", _) => format!("sync {}", s.sync.status),
+                (h, "") => format!("sync {}, health {h}", s.sync.status),
+                (h, m) => format!("sync {}, health {h}: {m}", s.sync.status),
+            },
+        },
+        "Kustomization" => {
+            let cond = |kind: &str| s.conditions.iter().find(|c| c.kind == kind);
+            let ready = cond("Ready");
+            let failed_check =
+                |c: Option<&AgentCondition>| c.is_some_and(|c| c.status == "False" && c.reason == "HealthCheckFailed");
+            let health = match ready {
+                _ if failed_check(ready) || failed_check(cond("Healthy")) => AgentHealth::Degraded,
+                Some(c) if c.status == "True" => AgentHealth::Healthy,
+                _ => AgentHealth::Progressing,
+            };
+            AgentStatus {
+                kind: o.kind.clone(),
+                synced: !s.last_applied_revision.is_empty() && s.last_attempted_revision == s.last_applied_revision,
+                revision: s.last_applied_revision,
+                health,
+                message: ready.map_or_else(
+                    || "no Ready condition".to_string(),
+                    |c| format!("Ready={} {}: {}", c.status, c.reason, c.message),
+                ),
+            }
+        }
+        other => {
+            return Err(DecodeError {
+                path: "kind".into(),
+                message: format!("`{other}` is no GitOps agent object (Kustomization or Application)"),
+            });
+        }
+    })
+}
+
 /// What one successful poll saw of a cluster.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Observation {
@@ -1277,6 +1384,41 @@ mod tests {
         let bad = decode_object_status(br#"{"metadata":{"generation":"x"}}"#).expect_err("a string generation");
         assert_eq!(bad.path, "metadata.generation");
         assert!(decode_object_status(br#"{"kind":"Deployment","status":null}"#).is_ok());
+    }
+
+    /// Flux and Argo CD objects as their controllers write them: "not synced yet" apart from
+    /// "synced, unhealthy".
+    #[test]
+    fn gitops_agent_objects_decode_into_their_sync_state() {
+        use crate::model::{AgentHealth, AgentVerdict};
+        let flux = br#"{"apiVersion":"kustomize.toolkit.fluxcd.io/v1","kind":"Kustomization",
+          "metadata":{"name":"apps","namespace":"flux-system","generation":3},
+          "status":{"observedGeneration":3,"lastAppliedRevision":"main@sha1:aaa","lastAttemptedRevision":"main@sha1:bbb",
+            "conditions":[{"type":"Ready","status":"False","reason":"ReconciliationFailed","message":"apply failed"},
+              {"type":"Reconciling","status":"True","reason":"ProgressingWithRetry","message":"retrying"}]}}"#;
+        let f = decode_agent_status(flux).expect("flux");
+        assert_eq!((f.revision.as_str(), f.synced, &f.health), ("main@sha1:aaa", false, &AgentHealth::Progressing));
+        assert!(matches!(f.verdict(Some("main@sha1:000")), AgentVerdict::NotSynced(w) if w.contains("apply failed")));
+        let checked = br#"{"kind":"Kustomization","status":{"lastAppliedRevision":"main@sha1:bbb",
+          "lastAttemptedRevision":"main@sha1:bbb","conditions":[{"type":"Ready","status":"False",
+          "reason":"HealthCheckFailed","message":"timeout waiting for: [Deployment/shop/web status: 'InProgress']"}]}}"#;
+        let f = decode_agent_status(checked).expect("flux");
+        assert!(
+            matches!(f.verdict(Some("main@sha1:aaa")), AgentVerdict::SyncedDegraded(w) if w.contains("HealthCheckFailed"))
+        );
+        assert!(matches!(f.verdict(Some("main@sha1:bbb")), AgentVerdict::NotSynced(_)), "the revision of the release");
+        let argo = br#"{"apiVersion":"argoproj.io/v1alpha1","kind":"Application","metadata":{"name":"m1","namespace":"argocd"},
+          "status":{"sync":{"status":"Synced","revision":"0123abcd","comparedTo":{"source":{}}},
+            "health":{"status":"Progressing","message":"Waiting for rollout to finish"},"operationState":{"phase":"Succeeded"}}}"#;
+        let a = decode_agent_status(argo).expect("argo");
+        assert!(matches!(a.verdict(None), AgentVerdict::SyncedProgressing(w) if w.contains("Waiting for rollout")));
+        let out_of_sync = br#"{"kind":"Application","status":{"sync":{"status":"OutOfSync","revision":"0123abcd"},"health":{"status":"Healthy"}}}"#;
+        let a = decode_agent_status(out_of_sync).expect("argo");
+        assert!(matches!(a.verdict(Some("ffff")), AgentVerdict::NotSynced(w) if w.contains("OutOfSync")));
+        assert!(decode_agent_status(br#"{"kind":"Deployment"}"#).is_err());
+        let bad =
+            decode_agent_status(br#"{"kind":"Application","status":{"sync":{"revision":7}}}"#).expect_err("a number");
+        assert_eq!(bad.path, "status.sync.revision");
     }
 
     const NODES: &str = r#"{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"7","continue":""},

@@ -95,7 +95,7 @@ pub mod workload;
 
 pub use resources::ResourceList;
 pub use snapshot::{
-    ClusterConstraints, ClusterSnapshot, ClusterTaint, Freshness, Health, NodeView, ObjectStatus, Observed, OwnerState,
-    PodFacts, PollFacts, Reserve, RolledOut, SnapshotSource,
+    AgentHealth, AgentStatus, AgentVerdict, ClusterConstraints, ClusterSnapshot, ClusterTaint, Freshness, Health,
+    NodeView, ObjectStatus, Observed, OwnerState, PodFacts, PollFacts, Reserve, RolledOut, SnapshotSource,
 };
 pub use workload::{ReplicaRequirements, Workload};

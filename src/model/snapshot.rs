@@ -232,6 +232,92 @@ pub struct PodFacts {
     /// decided from these in its own state).
     #[serde(skip)]
     pub objects: BTreeMap<String, ObjectStatus>,
+    /// The sync state of the member's GitOps agent objects the poller was asked to read (a
+    /// Flux `Kustomization` or an Argo CD `Application` a Cluster names in its
+    /// `rollout.fedsched.io/gitops-agent` annotation, read while a progressive rollout gates
+    /// or is about to release its stage), by `Kind/namespace/name`. Not stored, as `objects`.
+    #[serde(skip)]
+    pub agents: BTreeMap<String, AgentStatus>,
+}
+
+/// What a member's GitOps agent says of the directory it syncs: a Flux `Kustomization`
+/// (`status.lastAppliedRevision`, `lastAttemptedRevision`, the `Ready` condition) or an Argo CD
+/// `Application` (`status.sync.status`, `status.sync.revision`, `status.health`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AgentStatus {
+    /// `Kustomization` or `Application`.
+    pub kind: String,
+    /// The revision the agent applied last (Flux's `lastAppliedRevision`, `main@sha1:…`; Argo
+    /// CD's `status.sync.revision`).
+    pub revision: String,
+    /// Whether the agent is done with that revision: Flux's `lastAttemptedRevision` equals it
+    /// (no newer one being tried or failing); Argo CD's `status.sync.status` is `Synced`.
+    pub synced: bool,
+    /// The agent's health verdict on what it applied.
+    pub health: AgentHealth,
+    /// The agent's own words (the condition's or the health's message, or why the newer
+    /// revision did not apply).
+    pub message: String,
+}
+
+/// The health a GitOps agent reports for what it applied.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentHealth {
+    /// Flux `Ready=True`; Argo CD `Healthy`.
+    Healthy,
+    /// Not yet (Flux `Ready=Unknown`, or `False` for another reason than a failed health
+    /// check; Argo CD `Progressing`, `Suspended`, `Missing`, `Unknown`), with the agent's word.
+    #[default]
+    Progressing,
+    /// The agent judged it failed: Flux `Ready=False, reason=HealthCheckFailed`; Argo CD
+    /// `Degraded`.
+    Degraded,
+}
+
+/// How a member's GitOps agent stands on a rollout's new version ([`AgentStatus::verdict`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentVerdict {
+    /// The agent has not applied a revision after the one it had at the release.
+    NotSynced(String),
+    /// Applied, not healthy yet.
+    SyncedProgressing(String),
+    /// Applied, and the agent judged it failed.
+    SyncedDegraded(String),
+    /// Applied and healthy.
+    SyncedHealthy(String),
+}
+
+impl AgentStatus {
+    /// The agent's stand on a version released when it was at `at_release` (its revision
+    /// then, read before the new files were published; `None`: not read then, the revision
+    /// is not compared): synced once it applied another revision and is done with it.
+    pub fn verdict(&self, at_release: Option<&str>) -> AgentVerdict {
+        let rev = if self.revision.is_empty() { "no revision" } else { self.revision.as_str() };
+        if self.revision.is_empty() || at_release.is_some_and(|r| r == self.revision) {
+            let why = match at_release {
+                Some(_) => format!("still at {rev}, the revision it had at the release"),
+                None => format!("at {rev}"),
+            };
+            return AgentVerdict::NotSynced(self.with_message(why));
+        }
+        if !self.synced {
+            return AgentVerdict::NotSynced(self.with_message(format!("applied {rev}, not done syncing")));
+        }
+        match self.health {
+            AgentHealth::Healthy => AgentVerdict::SyncedHealthy(format!("synced {rev}, healthy")),
+            AgentHealth::Progressing => {
+                AgentVerdict::SyncedProgressing(self.with_message(format!("synced {rev}, not healthy yet")))
+            }
+            AgentHealth::Degraded => AgentVerdict::SyncedDegraded(self.with_message(format!("synced {rev}, degraded"))),
+        }
+    }
+
+    fn with_message(&self, what: String) -> String {
+        match self.message.is_empty() {
+            true => what,
+            false => format!("{what}: {}", self.message),
+        }
+    }
 }
 
 /// What a member's Deployment, StatefulSet or DaemonSet says of its own rollout: its

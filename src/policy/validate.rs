@@ -48,6 +48,12 @@ pub fn validate(set: &PolicySet) -> Vec<LoadError> {
     for c in set.clusters.iter() {
         let mut v = V::new(&c.source, &mut errors);
         cluster(&mut v, &c.spec);
+        let agent = crate::schedule::rollout::GITOPS_AGENT_ANNOTATION;
+        if let Some(value) = c.meta.annotations.get(agent)
+            && let Err(why) = crate::schedule::rollout::agent_object(value)
+        {
+            v.err(format!("metadata.annotations[{agent}]"), why);
+        }
     }
     for p in &set.rollout_policies {
         let mut v = V::new(&p.source, &mut errors);

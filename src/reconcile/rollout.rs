@@ -27,11 +27,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::model::AgentVerdict;
 use crate::model::assumed::Owner;
 use crate::model::{ClusterSnapshot, Health, RolledOut, SnapshotSource};
 use crate::policy::matching::{ClusterFacts, rollout_policy_for};
 use crate::policy::{ObjectKey, Template};
-use crate::schedule::rollout::{ClusterHealth, Phase, RolloutState, partition, step};
+use crate::schedule::rollout::{
+    ClusterHealth, GITOPS_AGENT_ANNOTATION, MemberObserved, Phase, RolloutState, agent_object, partition, step,
+};
 use crate::store::{Store, StoreError};
 use crate::util::hash::fnv1a64;
 
@@ -204,6 +207,18 @@ pub(crate) fn run(
             state.released_at_ms = now_ms;
             state.healthy_since_ms = None;
         }
+        // The GitOps agent object each member's Cluster names (read only for the members
+        // watched below).
+        let agents: BTreeMap<&str, (ObjectKey, String)> = clusters
+            .iter()
+            .filter_map(|c| {
+                let value = set.cluster(c)?.meta.annotations.get(GITOPS_AGENT_ANNOTATION)?;
+                let key = agent_object(value).ok()?;
+                let text = key.display_ref();
+                Some((*c, (key, text)))
+            })
+            .collect();
+        let mut observed = BTreeMap::new();
         if state.phase == Phase::Progressing
             && !paused
             && let Some(current) = state.current()
@@ -220,8 +235,16 @@ pub(crate) fn run(
                         desired: targets.get(*c).copied().flatten(),
                         released_at_ms: state.released_at_ms,
                         generation_at_release: state.generations.get(*c).copied(),
+                        agent: agents
+                            .get(c)
+                            .map(|(_, text)| (text.as_str(), state.agent_revisions.get(*c).map(String::as_str))),
                     };
-                    (c.to_string(), observe(view_of(c), &seen))
+                    let health = observe(view_of(c), &seen);
+                    observed.insert(
+                        c.to_string(),
+                        MemberObserved { state: health.label().to_string(), agent: agent_words(view_of(c), &seen) },
+                    );
+                    (c.to_string(), health)
                 })
                 .collect();
             step(&mut state, spec, &stages, &health, now_ms);
@@ -237,6 +260,17 @@ pub(crate) fn run(
             && (paused || fresh_transitions().any(|tr| tr.event == "released"))
         {
             state.generations.clear();
+            state.agent_revisions.clear();
+            // The agents' revisions now: the new version's commit is another one. Any change
+            // of the template changes the files, so every release is compared.
+            for c in stages.get(current).into_iter().flatten() {
+                let seen = agents
+                    .get(c)
+                    .and_then(|(_, text)| view_of(c).and_then(|v| v.pods.as_deref()).and_then(|p| p.agents.get(text)));
+                if let Some(a) = seen {
+                    state.agent_revisions.insert(c.to_string(), a.revision.clone());
+                }
+            }
             let stable_spec = serde_json::from_str::<serde_json::Value>(&state.stable).ok();
             if stable_spec.as_ref().and_then(|o| o.get("spec")) != t.object.get("spec") {
                 for c in stages.get(current).into_iter().flatten() {
@@ -255,7 +289,20 @@ pub(crate) fn run(
             None => 0..1,
         };
         for c in stages.get(watched).into_iter().flatten().flatten() {
-            out.objects.entry(c.to_string()).or_default().push(t.key.clone());
+            let read = out.objects.entry(c.to_string()).or_default();
+            read.push(t.key.clone());
+            if let Some((key, _)) = agents.get(c)
+                && !read.contains(key)
+            {
+                read.push(key.clone());
+            }
+        }
+        // What the gated stage's members showed this pass (none once no stage is gated; a
+        // paused stage keeps what it showed before).
+        if state.phase != Phase::Progressing {
+            state.observed.clear();
+        } else if !paused {
+            state.observed = observed;
         }
         if !fresh.is_empty() {
             out.notes.entry(t.key.clone()).or_default().extend(fresh);
@@ -301,14 +348,37 @@ pub(crate) struct Seen<'a> {
     /// The object's `metadata.generation` on the member when the stage was released (before
     /// the new version was published), if it was read.
     pub generation_at_release: Option<i64>,
+    /// The member's GitOps agent object (`Kind/namespace/name`, [`crate::model::PodFacts::agents`])
+    /// and the revision it had applied at the release, if read then.
+    pub agent: Option<(&'a str, Option<&'a str>)>,
+}
+
+/// The GitOps agent's stand on the new version on one member (its object read this round).
+fn agent_verdict(view: Option<&ClusterSnapshot>, seen: &Seen<'_>) -> Option<AgentVerdict> {
+    let (object, at_release) = seen.agent?;
+    let status = view?.pods.as_deref()?.agents.get(object)?;
+    Some(status.verdict(at_release))
+}
+
+/// [`agent_verdict`] in words, naming the agent object.
+fn agent_words(view: Option<&ClusterSnapshot>, seen: &Seen<'_>) -> Option<String> {
+    let (object, _) = seen.agent?;
+    let (kind, why) = match agent_verdict(view, seen)? {
+        AgentVerdict::NotSynced(w) => ("not synced yet", w),
+        AgentVerdict::SyncedProgressing(w) => ("synced, not healthy yet", w),
+        AgentVerdict::SyncedDegraded(w) => ("synced, unhealthy", w),
+        AgentVerdict::SyncedHealthy(w) => ("synced, healthy", w),
+    };
+    Some(format!("{kind} ({object}: {why})"))
 }
 
 /// What one member shows of the workload's new version (see the module).
 pub(crate) fn observe(view: Option<&ClusterSnapshot>, seen: &Seen<'_>) -> ClusterHealth {
+    let agent = agent_verdict(view, seen);
     let Some(view) = view else { return ClusterHealth::NotObserved };
     let object = view.pods.as_deref().and_then(|p| p.objects.get(seen.object));
     if matches!(view.source, SnapshotSource::Offline { .. })
-        || (*seen.owner == Owner::Unknown && object.is_none())
+        || (*seen.owner == Owner::Unknown && object.is_none() && agent.is_none())
         || view.health != Health::Ready
     {
         return ClusterHealth::NotObserved;
@@ -318,6 +388,18 @@ pub(crate) fn observe(view: Option<&ClusterSnapshot>, seen: &Seen<'_>) -> Cluste
     if polled <= seen.released_at_ms {
         return ClusterHealth::Progressing;
     }
+    // The GitOps agent first: while it has not synced the new version, what runs there (the
+    // previous version, healthy or crashing) says nothing of the new one; synced and judged
+    // failed by the agent, the member failed.
+    let (object_ref, _) = seen.agent.unwrap_or_default();
+    let agent_healthy = match agent {
+        Some(AgentVerdict::NotSynced(why)) => return ClusterHealth::NotSynced(format!("{object_ref}: {why}")),
+        Some(AgentVerdict::SyncedDegraded(why)) => {
+            return ClusterHealth::Failed(format!("GitOps agent {object_ref}: {why}"));
+        }
+        Some(AgentVerdict::SyncedProgressing(_)) => false,
+        Some(AgentVerdict::SyncedHealthy(_)) | None => true,
+    };
     // Not the new version yet: its apply raises the generation the object had at the release.
     if let Some(o) = object
         && seen.generation_at_release.is_some_and(|g| o.generation <= g)
@@ -338,6 +420,9 @@ pub(crate) fn observe(view: Option<&ClusterSnapshot>, seen: &Seen<'_>) -> Cluste
             RolledOut::Waiting(_) => return ClusterHealth::Progressing,
             RolledOut::Failed(why) => return ClusterHealth::Failed(why),
         }
+    }
+    if !agent_healthy {
+        return ClusterHealth::Progressing;
     }
     let Some(state) = state else { return ClusterHealth::Healthy };
     let desired = seen.desired.map_or(i64::from(state.pods.max(1)), i64::from);
@@ -722,6 +807,117 @@ spec:
         pass(T0 + 5 * MIN, object(2, 2));
         pass(T0 + 6 * MIN, object(2, 2));
         assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"]);
+    }
+
+    /// The canary's Cluster names its Flux Kustomization (`rollout.fedsched.io/gitops-agent`):
+    /// while the agent has not applied a revision after the one it had at the release, m1's
+    /// Ready pods (web:1's) are no evidence of web:2 — the gate waits and the rollout document
+    /// says "not synced yet"; synced but not healthy it says so, apart; synced and healthy, the
+    /// gate passes a minute later. A Kustomization synced and failing its health check fails
+    /// the canary. Without the agent's state, the canary passed on web:1's pods a minute after
+    /// the release (the Deployment's own object not read here).
+    #[test]
+    fn the_gitops_agents_sync_state_tells_not_synced_from_synced_unhealthy() {
+        use crate::model::{AgentHealth, AgentStatus};
+        let setup = |extra: &str| {
+            let w = World::new("web:1", extra);
+            let clusters: Vec<String> = FLEET
+                .iter()
+                .map(|c| {
+                    let text = cluster(c, 40);
+                    match *c {
+                        "m1" => text.replace(
+                            "metadata: {name: m1}",
+                            "metadata: {name: m1, annotations: {rollout.fedsched.io/gitops-agent: Kustomization/flux-system/apps}}",
+                        ),
+                        _ => text,
+                    }
+                })
+                .collect();
+            std::fs::write(w.repo().join("clusters.yaml"), clusters.join("---\n")).expect("write");
+            w
+        };
+        let flux = |rev: &str, attempted: &str, health: AgentHealth| AgentStatus {
+            kind: "Kustomization".into(),
+            revision: rev.into(),
+            synced: rev == attempted,
+            health,
+            message: "Ready=Unknown Progressing: Reconciliation in progress".into(),
+        };
+        let w = setup("");
+        let rec = w.reconciler();
+        let pass = |w: &World, rec: &Reconciler, now: u64, agent: &AgentStatus| {
+            let mut inputs = w.inputs(now, &ready);
+            for s in inputs.snapshots.iter_mut().filter(|s| s.name == "m1") {
+                if let Some(p) = s.pods.as_mut() {
+                    Arc::make_mut(p).agents =
+                        BTreeMap::from([("Kustomization/flux-system/apps".to_string(), agent.clone())]);
+                }
+            }
+            rec.reconcile(&inputs, &w.out(), "test", now).expect("pass")
+        };
+        let at = |rev: &str| flux(rev, rev, AgentHealth::Healthy);
+        pass(&w, &rec, T0, &at("main@sha1:r1"));
+        w.commit("web:2", "");
+        let report = pass(&w, &rec, T0 + 1_000, &at("main@sha1:r1"));
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        // The poller reads the agent's object of the gated stage's member, beside the workload's.
+        let flux_key = crate::policy::ObjectKey::new(
+            "kustomize.toolkit.fluxcd.io/v1",
+            "Kustomization",
+            Some("flux-system"),
+            "apps",
+        );
+        assert!(report.rollout_objects["m1"].contains(&flux_key), "{:?}", report.rollout_objects);
+        assert!(!report.rollout_objects["m2"].contains(&flux_key), "m2 names no agent");
+        let state = rec.store.rollout(&key).expect("read").expect("state");
+        assert_eq!(state.agent_revisions, BTreeMap::from([("m1".to_string(), "main@sha1:r1".to_string())]));
+        // Not synced: the agent is still at the release's revision (then trying the next one).
+        for (dt, agent) in [
+            (2_000, at("main@sha1:r1")),
+            (2_000 + MIN, flux("main@sha1:r1", "main@sha1:r2", AgentHealth::Healthy)),
+            (3_000 + MIN, at("main@sha1:r1")),
+        ] {
+            pass(&w, &rec, T0 + dt, &agent);
+        }
+        assert_eq!(w.images()[1], "web:1", "the gate passed on the previous version's pods");
+        let now = T0 + 3_000 + MIN;
+        let doc = crate::views::rollout::rollout_of(&rec.store, &key, now).expect("doc");
+        let m1 = &doc["gate"]["clusters"]["m1"];
+        assert_eq!(m1["state"], "NotSynced", "{doc:#}");
+        assert!(m1["agent"].as_str().is_some_and(|a| a.starts_with("not synced yet (Kustomization/flux-system/apps: still at main@sha1:r1")), "{doc:#}");
+        assert!(
+            crate::views::rollout::to_text(&doc).contains("m1: NotSynced, GitOps agent not synced yet"),
+            "{}",
+            crate::views::rollout::to_text(&doc)
+        );
+        // Synced, not healthy yet: told apart, and still no gate.
+        pass(&w, &rec, T0 + 4_000 + MIN, &flux("main@sha1:r2", "main@sha1:r2", AgentHealth::Progressing));
+        pass(&w, &rec, T0 + 5_000 + 2 * MIN, &flux("main@sha1:r2", "main@sha1:r2", AgentHealth::Progressing));
+        assert_eq!(w.images()[1], "web:1", "the gate passed while the agent said not healthy");
+        let doc = crate::views::rollout::rollout_of(&rec.store, &key, T0 + 5_000 + 2 * MIN).expect("doc");
+        assert_eq!(doc["gate"]["clusters"]["m1"]["state"], "Progressing", "{doc:#}");
+        assert!(
+            doc["gate"]["clusters"]["m1"]["agent"].as_str().is_some_and(|a| a.starts_with("synced, not healthy yet")),
+            "{doc:#}"
+        );
+        // Synced and healthy: a minute of it, and the wave.
+        pass(&w, &rec, T0 + 6_000 + 2 * MIN, &at("main@sha1:r2"));
+        pass(&w, &rec, T0 + 6_000 + 3 * MIN, &at("main@sha1:r2"));
+        assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"]);
+
+        // Synced, and the agent's health check failed: the canary failed, halted.
+        let w = setup("");
+        let rec = w.reconciler();
+        pass(&w, &rec, T0, &at("main@sha1:r1"));
+        w.commit("web:bad", "");
+        pass(&w, &rec, T0 + 1_000, &at("main@sha1:r1"));
+        let mut failed = flux("main@sha1:r2", "main@sha1:r2", AgentHealth::Degraded);
+        failed.message = "Ready=False HealthCheckFailed: timeout waiting for: [Deployment/shop/web]".into();
+        pass(&w, &rec, T0 + 2_000, &failed);
+        let state = rec.store.rollout(&key).expect("read").expect("state");
+        assert_eq!(state.phase, crate::schedule::rollout::Phase::Halted, "{state:#?}");
+        assert!(state.failed["m1"].contains("HealthCheckFailed"), "{state:#?}");
     }
 
     /// Dispatching to the canary suspended (the PropagationPolicy's `suspension`): m1 keeps

@@ -984,6 +984,7 @@ spec:
             by_owner: BTreeMap::from([(owner.clone(), 2)]),
             owners: BTreeMap::from([(owner, state)]),
             objects: BTreeMap::new(),
+            agents: BTreeMap::new(),
         };
         if let Some(m1) = inputs.snapshots.iter_mut().find(|s| s.name == "m1") {
             m1.pods = Some(std::sync::Arc::new(pods));
@@ -1070,6 +1071,7 @@ spec:
             by_owner: BTreeMap::from([(owner.clone(), 2)]),
             owners: BTreeMap::from([(owner, state)]),
             objects: BTreeMap::new(),
+            agents: BTreeMap::new(),
         });
         let inputs = |stuck: Option<&std::sync::Arc<PodFacts>>| {
             // As the daemon loads (the repository's files kept for the replay).
@@ -1133,6 +1135,7 @@ mod attention_tests {
             by_owner: BTreeMap::from([(owner.to_string(), 2)]),
             owners: BTreeMap::from([(owner.to_string(), state)]),
             objects: BTreeMap::new(),
+            agents: BTreeMap::new(),
         }
     }
 

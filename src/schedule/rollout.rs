@@ -112,6 +112,56 @@ pub struct RolloutState {
     /// the member runs the new version once its object's generation is above it.
     #[serde(default)]
     pub generations: BTreeMap<String, i64>,
+    /// The revision each member's GitOps agent had applied when the gated stage was released
+    /// (read before the new version was published; members a Cluster annotation names an
+    /// agent for, [`GITOPS_AGENT_ANNOTATION`]): the agent has synced the new version once it
+    /// applied another revision and is done with it ([`crate::model::AgentStatus::verdict`]).
+    #[serde(default)]
+    pub agent_revisions: BTreeMap<String, String>,
+    /// What each member of the gated stage showed at the last pass (set by the reconciler;
+    /// empty when no stage is gated): what the views show per cluster.
+    #[serde(default)]
+    pub observed: BTreeMap<String, MemberObserved>,
+}
+
+/// What one member of the gated stage showed at the last pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberObserved {
+    /// `Healthy`, `Progressing`, `NotSynced`, `NotObserved` or `Failed` ([`ClusterHealth::label`]).
+    pub state: String,
+    /// The member's GitOps agent's stand on the new version, in words (`None`: no agent
+    /// named, or its object not read).
+    pub agent: Option<String>,
+}
+
+/// The Cluster annotation that names a member's GitOps agent object, whose sync state a
+/// progressive rollout's gate reads: `Kustomization/<namespace>/<name>` (Flux,
+/// `kustomize.toolkit.fluxcd.io/v1`) or `Application/<namespace>/<name>` (Argo CD,
+/// `argoproj.io/v1alpha1`, in the member itself).
+pub const GITOPS_AGENT_ANNOTATION: &str = "rollout.fedsched.io/gitops-agent";
+
+/// The agent object an annotation value names ([`GITOPS_AGENT_ANNOTATION`]), or why not.
+pub fn agent_object(value: &str) -> Result<crate::policy::ObjectKey, String> {
+    let parts: Vec<&str> = value.split('/').collect();
+    let [kind, ns, name] = parts.as_slice() else {
+        return Err(format!("`{value}` is not `Kustomization/<namespace>/<name>` or `Application/<namespace>/<name>`"));
+    };
+    let api_version = match *kind {
+        "Kustomization" => "kustomize.toolkit.fluxcd.io/v1",
+        "Application" => "argoproj.io/v1alpha1",
+        other => {
+            return Err(format!("`{other}` is no GitOps agent kind: Kustomization (Flux) or Application (Argo CD)"));
+        }
+    };
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 253
+            && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
+    if !valid(ns) || !valid(name) {
+        return Err(format!("`{value}`: the namespace and name must be lowercase DNS names"));
+    }
+    Ok(crate::policy::ObjectKey::new(api_version, kind, Some(ns), name))
 }
 
 /// The figures of a rollout's gates, as the policy said them at the last pass.
@@ -145,8 +195,24 @@ pub enum ClusterHealth {
     Progressing,
     /// Cannot be observed (offline, unreachable, pods not attributed for the kind).
     NotObserved,
+    /// The member's GitOps agent has not synced the new version yet (its words): what the
+    /// member runs is no evidence of the new version, good or bad.
+    NotSynced(String),
     /// Crash-looping or failing to start, with the reason.
     Failed(String),
+}
+
+impl ClusterHealth {
+    /// Its name in the views.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ClusterHealth::Healthy => "Healthy",
+            ClusterHealth::Progressing => "Progressing",
+            ClusterHealth::NotObserved => "NotObserved",
+            ClusterHealth::NotSynced(_) => "NotSynced",
+            ClusterHealth::Failed(_) => "Failed",
+        }
+    }
 }
 
 /// The name of the final stage (the clusters no stage names).
@@ -171,6 +237,8 @@ impl RolloutState {
             stages: Vec::new(),
             gate: GateFigures::default(),
             generations: BTreeMap::new(),
+            agent_revisions: BTreeMap::new(),
+            observed: BTreeMap::new(),
         }
     }
 
@@ -320,7 +388,15 @@ pub fn step(
                 state.failed.insert(c.to_string(), why);
                 healthy = false;
             }
-            ClusterHealth::Progressing => healthy = false,
+            ClusterHealth::NotSynced(why) if deadline_passed => {
+                let why = format!(
+                    "not synced by its GitOps agent within progressDeadline ({}): {why}",
+                    spec.progress_deadline.as_deref().unwrap_or("")
+                );
+                state.failed.insert(c.to_string(), why);
+                healthy = false;
+            }
+            ClusterHealth::Progressing | ClusterHealth::NotSynced(_) => healthy = false,
         }
     }
     let total: usize = stages.iter().map(Vec::len).sum();

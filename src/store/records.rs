@@ -195,6 +195,7 @@ impl ClusterSnapshotV3 {
                     by_owner: p.by_owner,
                     owners: BTreeMap::new(),
                     objects: BTreeMap::new(),
+                    agents: BTreeMap::new(),
                 })
             }),
             poll: self.poll,
@@ -270,6 +271,7 @@ impl ClusterSnapshotV2 {
                     by_owner: BTreeMap::new(),
                     owners: BTreeMap::new(),
                     objects: BTreeMap::new(),
+                    agents: BTreeMap::new(),
                 })
             }),
             poll: self.poll.map(|p| PollFacts {

@@ -14,14 +14,32 @@ use crate::schedule::rollout::{GateFigures, Phase, RolloutState, Transition};
 impl Versioned for RolloutState {
     const WHAT: &'static str = "rollout state";
     /// 2: the members' object generations at the gated stage's release
-    /// ([`RolloutState::generations`]).
-    const SCHEMA: u16 = 2;
+    /// ([`RolloutState::generations`]); 3: their GitOps agents' revisions then
+    /// ([`RolloutState::agent_revisions`]) and what the gated stage's members showed
+    /// ([`RolloutState::observed`]).
+    const SCHEMA: u16 = 3;
 
     fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
         match schema {
             1 => Some(decode_payload::<RolloutStateV1>(Self::WHAT, codec, payload).map(RolloutStateV1::upgrade)),
+            2 => Some(decode_payload::<RolloutStateV2>(Self::WHAT, codec, payload).map(RolloutStateV2::upgrade)),
             _ => None,
         }
+    }
+}
+
+/// Schema 2 of [`RolloutState`] (before the agents' revisions): a stage released then is
+/// judged without its agents' sync state until the next release.
+#[derive(serde::Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct RolloutStateV2 {
+    v1: RolloutStateV1,
+    generations: BTreeMap<String, i64>,
+}
+
+impl RolloutStateV2 {
+    fn upgrade(self) -> RolloutState {
+        RolloutState { generations: self.generations, ..self.v1.upgrade() }
     }
 }
 
@@ -80,6 +98,8 @@ impl RolloutStateV1 {
             stages,
             gate,
             generations: BTreeMap::new(),
+            agent_revisions: BTreeMap::new(),
+            observed: BTreeMap::new(),
         }
     }
 }

@@ -46,6 +46,11 @@ pub fn document(state: &RolloutState, now_ms: u64) -> Value {
                 "timeLeft": left,
                 "deadlineLeft": g.deadline_ms.map(|d| dur(d.saturating_sub(since_release))),
                 "approvalRequired": g.needs_approval,
+                // Per member of the stage: what it showed at the last pass, and its GitOps
+                // agent's stand ("not synced yet" apart from "synced, unhealthy").
+                "clusters": state.observed.iter().map(|(c, o)| {
+                    (c.clone(), json!({"state": o.state, "agent": o.agent}))
+                }).collect::<serde_json::Map<String, Value>>(),
             })
         }
         _ => Value::Null,
@@ -131,6 +136,10 @@ pub fn to_text(doc: &Value) -> String {
     for st in doc["stages"].as_array().into_iter().flatten() {
         let clusters: Vec<String> = st["clusters"].as_array().into_iter().flatten().map(s).collect();
         out.push_str(&format!("    stage {} ({}): {}\n", s(&st["name"]), s(&st["version"]), clusters.join(", ")));
+    }
+    for (c, o) in doc["gate"]["clusters"].as_object().into_iter().flatten() {
+        let agent = o["agent"].as_str().map(|a| format!(", GitOps agent {a}")).unwrap_or_default();
+        out.push_str(&format!("    {c}: {}{agent}\n", s(&o["state"])));
     }
     for (c, why) in doc["failures"]["clusters"].as_object().into_iter().flatten() {
         out.push_str(&format!("    failed: {c}: {}\n", s(why)));

@@ -57,7 +57,7 @@ impl Sim {
         self.meta().join("kubeconfig")
     }
 
-    fn token(&self, cluster: &str) -> String {
+    pub(crate) fn token(&self, cluster: &str) -> String {
         std::fs::read_to_string(self.meta().join("tokens").join(cluster)).expect("token").trim().to_string()
     }
 
@@ -68,7 +68,7 @@ impl Sim {
     }
 
     /// A request to the plain HTTP listener with a bearer token; returns (status, body).
-    fn http_as(&self, method: &str, path: &str, body: &str, token: &str) -> (u16, String) {
+    pub(crate) fn http_as(&self, method: &str, path: &str, body: &str, token: &str) -> (u16, String) {
         let addr = self.endpoints["http"].as_str().expect("http address");
         let mut s = TcpStream::connect(addr).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");

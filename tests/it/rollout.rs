@@ -165,3 +165,86 @@ fn rollback_restores_the_canary_and_an_approval_commit_releases_the_next_stage()
     let _ = child.wait();
     assert!(!l().contains("panicked"), "{}", l());
 }
+
+/// member-000's Cluster names its GitOps agent (`rollout.fedsched.io/gitops-agent`: a Flux
+/// `Kustomization` the simulator serves with the revision of the directory it applied and the
+/// health of what it applied). Paused, the agent has not synced the canary's new version: the
+/// gate waits and `status` says "not synced yet"; resumed, the rollout goes on. A bad image,
+/// synced and crash-looping, is "synced, unhealthy": halted. Only the member that names an
+/// agent has its agent object read.
+#[test]
+fn the_canarys_gitops_agent_tells_not_synced_from_synced_unhealthy() {
+    let t = setup_with(3, true, WATCHED, &[]);
+    let cluster = t.s.policies().join("clusters/member-000.yaml");
+    let yaml = std::fs::read_to_string(&cluster).expect("cluster");
+    assert!(!yaml.contains("annotations:"), "{yaml}");
+    let yaml = yaml.replacen(
+        "metadata:\n",
+        "metadata:\n  annotations:\n    rollout.fedsched.io/gitops-agent: Kustomization/flux-system/apps\n",
+        1,
+    );
+    std::fs::write(&cluster, yaml).expect("write");
+    let agent = |paused: bool| {
+        let body =
+            format!(r#"{{"kind": "Kustomization", "namespace": "flux-system", "name": "apps", "paused": {paused}}}"#);
+        let (code, body) = t.sim.http("PUT", "/admin/clusters/member-000/agent", &body);
+        assert_eq!(code, 200, "{body}");
+    };
+    agent(false);
+    t.s.write("apps/api.yaml", &app("api:1"));
+    let (mut child, log) = daemon(&t, "info");
+    let l = || log.lock().expect("lock").clone();
+    wait_for("api:1 everywhere", Duration::from_secs(90), || images(&t) == ["api:1"; 3]);
+    // The agent applied it on the canary.
+    let token = t.sim.token("member-000");
+    wait_for("api:1 applied on the canary", Duration::from_secs(30), || {
+        t.sim.http_as("GET", "/clusters/member-000/apis/apps/v1/namespaces/shop/deployments/api", "", &token).0 == 200
+    });
+    // fedsched read the agent's object since (before a release it reads the first stage's).
+    let agent_reads = || {
+        let stats: serde_json::Value = serde_json::from_str(&t.sim.http("GET", "/admin/stats", "").1).expect("stats");
+        stats["agentReads"]["member-000"].as_u64().unwrap_or(0)
+    };
+    let before = agent_reads();
+    wait_for("the agent's object read", Duration::from_secs(30), || agent_reads() > before);
+
+    // The canary's agent paused: api:2 is in its directory, not synced.
+    agent(true);
+    t.s.write("apps/api.yaml", &app("api:2"));
+    wait_for("the canary's file", Duration::from_secs(60), || image(&t, "member-000") == "api:2");
+    wait_for("not synced yet", Duration::from_secs(30), || {
+        let r = rollout(&t);
+        let m = &r["gate"]["clusters"]["member-000"];
+        m["state"] == "NotSynced"
+            && m["agent"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("not synced yet (Kustomization/flux-system/apps: still at main@sha1:"))
+    });
+    let o = fedsched(&["status", "-c", t.config.to_str().expect("utf8"), "Deployment/shop/api"]);
+    assert!(text(&o.stdout).contains("member-000: NotSynced, GitOps agent not synced yet"), "{}", text(&o.stdout));
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(images(&t), ["api:2", "api:1", "api:1"], "released while not synced:\n{}", l());
+
+    // Resumed: synced and healthy, the next stage after its gate.
+    agent(false);
+    wait_for("the next stage", Duration::from_secs(60), || image(&t, "member-001") == "api:2");
+
+    // A bad image: synced, crash-looping — "synced, unhealthy", halted.
+    wait_for("the rollout to complete", Duration::from_secs(60), || rollout(&t)["state"] == "Complete");
+    let (code, body) = t.sim.http("PUT", "/admin/clusters/member-000/images", r#"{"crash": ["api:bad"]}"#);
+    assert_eq!(code, 200, "{body}");
+    t.s.write("apps/api.yaml", &app("api:bad"));
+    wait_for("the halt", Duration::from_secs(90), || rollout(&t)["state"] == "Halted");
+    let r = rollout(&t);
+    let why = r["failures"]["clusters"]["member-000"].as_str().unwrap_or_default().to_string();
+    assert!(why.contains("CrashLoopBackOff"), "{r:#}");
+    let (_, stats) = t.sim.http("GET", "/admin/stats", "");
+    let stats: serde_json::Value = serde_json::from_str(&stats).expect("stats");
+    assert!(stats["agentReads"]["member-000"].as_u64().is_some_and(|n| n > 0), "{stats:#}");
+    for m in &MEMBERS[1..] {
+        assert!(stats["agentReads"][m].is_null(), "{m} names no agent: {stats:#}");
+    }
+    child.kill().expect("kill");
+    let _ = child.wait();
+    assert!(!l().contains("panicked"), "{}", l());
+}

@@ -70,11 +70,18 @@ impl Poller {
 
     /// The workload objects (Deployments, StatefulSets, DaemonSets) each member's rounds read
     /// besides its nodes and pods: one `GET` per object and round, their status in the
-    /// member's [`PodFacts::objects`]. A progressive rollout asks for its gated stage's
+    /// member's [`PodFacts::objects`]; a GitOps agent's object (Flux `Kustomization`, Argo CD
+    /// `Application`) the same way, its sync state in [`PodFacts::agents`]. A progressive
+    /// rollout asks for its gated stage's
     /// members ([`crate::reconcile::PassReport::rollout_objects`]); nothing is read when none is
-    /// under way. Other kinds are not read.
-    pub fn want_objects(&mut self, objects: BTreeMap<String, Vec<crate::policy::ObjectKey>>) {
+    /// under way. Other kinds are not read. Returns whether a member has an object to read
+    /// that it had not before.
+    pub fn want_objects(&mut self, objects: BTreeMap<String, Vec<crate::policy::ObjectKey>>) -> bool {
+        let new = objects
+            .iter()
+            .any(|(c, keys)| keys.iter().any(|k| !self.objects.get(c).is_some_and(|had| had.contains(k))));
         self.objects = objects;
+        new
     }
 
     /// Reads the objects [`Poller::want_objects`] asked for on a member this round's poll
@@ -82,11 +89,19 @@ impl Poller {
     /// timeout), is left out: the rollout then judges from the pods alone.
     async fn read_objects(&self, name: &str, client: &kube::Client, data: &mut LiveData) {
         let Some(keys) = self.objects.get(name) else { return };
-        let mut read = BTreeMap::new();
+        let (mut read, mut agents) = (BTreeMap::new(), BTreeMap::new());
         for key in keys {
             let Some(url) = object_url(key) else { continue };
             let got = tokio::time::timeout(self.poll.timeout, get(client, &url, "workload object")).await;
             match got {
+                Ok(Ok(bytes)) if is_agent(key) => match crate::members::decode::decode_agent_status(&bytes) {
+                    Ok(status) => {
+                        agents.insert(key.display_ref(), status);
+                    }
+                    Err(e) => {
+                        tracing::debug!(cluster = name, object = %key.display_ref(), error = %e, "GitOps agent object not decoded")
+                    }
+                },
                 Ok(Ok(bytes)) => match crate::members::decode::decode_object_status(&bytes) {
                     Ok(status) => {
                         read.insert(key.display_ref(), status);
@@ -101,8 +116,10 @@ impl Poller {
                 }
             }
         }
-        if !read.is_empty() {
-            Arc::make_mut(&mut data.pods).objects = read;
+        if !read.is_empty() || !agents.is_empty() {
+            let pods = Arc::make_mut(&mut data.pods);
+            pods.objects = read;
+            pods.agents = agents;
         }
     }
 
@@ -400,16 +417,25 @@ impl Poller {
 
 /// Keeps a client after this error? A client whose connection misbehaved is rebuilt next time
 /// (fresh connections).
-/// The API path of a namespaced workload object of `apps/v1` (None for another kind).
+/// The API path of a namespaced workload object of `apps/v1`, or of a GitOps agent object (a
+/// Flux `Kustomization`, an Argo CD `Application`, at the key's own API version); None for
+/// another kind.
 fn object_url(key: &crate::policy::ObjectKey) -> Option<String> {
     let plural = match (key.group(), key.kind.as_str()) {
         ("apps", "Deployment") => "deployments",
         ("apps", "StatefulSet") => "statefulsets",
         ("apps", "DaemonSet") => "daemonsets",
+        ("kustomize.toolkit.fluxcd.io", "Kustomization") => "kustomizations",
+        ("argoproj.io", "Application") => "applications",
         _ => return None,
     };
     let ns = key.namespace.as_deref()?;
-    Some(format!("/apis/apps/v1/namespaces/{ns}/{plural}/{}", key.name))
+    Some(format!("/apis/{}/namespaces/{ns}/{plural}/{}", key.api_version, key.name))
+}
+
+/// Whether `key` names a GitOps agent object ([`object_url`]).
+fn is_agent(key: &crate::policy::ObjectKey) -> bool {
+    matches!(key.group(), "kustomize.toolkit.fluxcd.io" | "argoproj.io")
 }
 
 pub(super) fn keeps_client(e: &PollError) -> bool {

@@ -386,6 +386,90 @@ pub fn workload_object(c: &FleetCluster, workload: &str) -> Option<Value> {
     }))
 }
 
+/// The GitOps agent's object the simulator serves for a member (`PUT
+/// /admin/clusters/{name}/agent`): a Flux `Kustomization` or an Argo CD `Application` that
+/// says which revision of the member's directory the agent applied and how healthy that is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GitOpsAgent {
+    /// `Kustomization` or `Application`.
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    /// The agent applies nothing new while paused (the member keeps what it runs).
+    #[serde(default)]
+    pub paused: bool,
+}
+
+/// The revision of a directory's content as the simulated agent names it (its fingerprint,
+/// as 40 hex digits like a git commit).
+pub fn revision(print: u64) -> String {
+    format!("{print:016x}{:024x}", 0)
+}
+
+/// What the agent says of the workloads it applied: `Healthy` when every one has its
+/// replicas updated and Ready, `Degraded` when a pod crash-loops, `Progressing` otherwise;
+/// with a message.
+pub fn applied_health(c: &FleetCluster) -> (&'static str, String) {
+    let crashing = c.pods.iter().filter(|p| annotation(p, CRASHING).is_some()).count();
+    if crashing > 0 {
+        return ("Degraded", format!("{crashing} pod(s) in CrashLoopBackOff"));
+    }
+    for w in c.workloads.keys() {
+        let Some(o) = workload_object(c, w) else { continue };
+        let (want, updated, ready) =
+            (&o["spec"]["replicas"], &o["status"]["updatedReplicas"], &o["status"]["readyReplicas"]);
+        if updated != want || ready != want {
+            return (
+                "Progressing",
+                format!("Waiting for rollout to finish: {w} {ready} of {want} updated replicas ready"),
+            );
+        }
+    }
+    ("Healthy", String::new())
+}
+
+/// The agent's object as its controller writes it, for a member whose agent applied
+/// `applied` and last saw `latest` (equal unless paused on a newer one).
+pub fn agent_object(c: &FleetCluster, agent: &GitOpsAgent, applied: &str, latest: &str) -> Value {
+    let (health, message) = applied_health(c);
+    let meta = json!({"name": agent.name, "namespace": agent.namespace, "generation": 1});
+    match agent.kind.as_str() {
+        "Application" => json!({
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Application",
+            "metadata": meta,
+            "status": {
+                "sync": {"status": if applied == latest { "Synced" } else { "OutOfSync" }, "revision": applied},
+                "health": {"status": health, "message": message},
+                "operationState": {"phase": "Succeeded", "syncResult": {"revision": applied}},
+            },
+        }),
+        _ => {
+            let rev = format!("main@sha1:{applied}");
+            let ready = match health {
+                "Healthy" => json!({"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded",
+                    "message": format!("Applied revision: {rev}")}),
+                "Degraded" => json!({"type": "Ready", "status": "False", "reason": "HealthCheckFailed",
+                    "message": format!("health check failed after 30s: {message}")}),
+                _ => json!({"type": "Ready", "status": "Unknown", "reason": "Progressing",
+                    "message": format!("Reconciliation in progress: {message}")}),
+            };
+            json!({
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                "kind": "Kustomization",
+                "metadata": meta,
+                "status": {
+                    "observedGeneration": 1,
+                    "lastAppliedRevision": rev,
+                    "lastAttemptedRevision": rev,
+                    "conditions": [ready],
+                },
+            })
+        }
+    }
+}
+
 /// The pods of owner `owner` (`namespace/name`) crash in a loop (`crashing`: `Ready=False,
 /// reason=CrashLoopBackOff`, and never Ready while it lasts) or stop crashing (Ready again,
 /// unless still starting). Returns how many pods changed.

@@ -215,6 +215,7 @@ pub async fn serve(opts: Options) -> Result<(), SimError> {
         user_agents: RwLock::default(),
         discovery_requests: RwLock::default(),
         object_reads: RwLock::default(),
+        agent_reads: RwLock::default(),
         apply_now: opts.apply.as_ref().map(|_| apply_tx),
         events,
         open_watches: Arc::new(std::sync::atomic::AtomicU64::new(0)),
@@ -400,9 +401,15 @@ async fn agent(state: Arc<State>, out: PathBuf, every: Duration, mut now: tokio:
             }
             let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
             let Some(c) = clusters.get_mut(&name) else { continue };
+            // A paused GitOps agent sees the new revision and applies nothing.
+            c.revisions.1 = apply::revision(print);
+            if c.gitops.as_ref().is_some_and(|a| a.paused) {
+                continue;
+            }
             let before = c.fleet.pods.clone();
             match apply::apply(&mut c.fleet, &dir, &state.agent, now_ms) {
                 Ok(r) => {
+                    c.revisions.0 = c.revisions.1.clone();
                     let marked = apply::mark_bad_images(&mut c.fleet, &c.bad_images, now_ms);
                     if r.changed() || marked > 0 {
                         record_changes(&mut c.log, watch::Resource::Pods, &before, &mut c.fleet.pods);

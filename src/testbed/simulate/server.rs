@@ -21,7 +21,7 @@
 //! agent now; `POST /admin/connections/freeze` stops every HTTPS connection open now for good
 //! (it neither reads nor writes again); `POST /admin/connections/stop` freezes those and every
 //! later one (a SIGSTOPped server); `POST /admin/connections/goaway` shuts every HTTPS
-//! connection open now down gracefully (HTTP/2's GOAWAY: its streams go on, no new one); `GET /admin/stats` (with `objectReads`: the workload objects read, by cluster) and `GET /admin/requests`. The member's own troubles:
+//! connection open now down gracefully (HTTP/2's GOAWAY: its streams go on, no new one); `GET /admin/stats` (with `objectReads`: the workload objects read, by cluster; `agentReads`: the GitOps agent objects read) and `PUT /admin/clusters/{name}/agent` (`{"kind": "Kustomization", "namespace": "flux-system", "name": "apps", "paused": false}`: serve that Flux `Kustomization` or Argo CD `Application` with the revision of the member's directory the agent applied and the health of what it applied, [`super::apply::agent_object`]; paused, the agent applies nothing new) and `GET /admin/requests`. The member's own troubles:
 //! `PUT /admin/clusters/{name}/nodes/{node}/ready` (`{"ready": false}`: the node and its pods
 //! NotReady; `true`: back), `PUT …/nodes/{node}/allocatable` (`{"cpu": "2"}`: the node
 //! shrinks, the agent's pods that no longer fit are placed again), `PUT|DELETE
@@ -93,13 +93,27 @@ pub struct Served {
     pub apis: BTreeMap<String, Vec<(String, String)>>,
     /// Images whose pods go bad here (`PUT /admin/clusters/{name}/images`).
     pub bad_images: super::apply::BadImages,
+    /// The GitOps agent object served here, if any (`PUT /admin/clusters/{name}/agent`).
+    pub gitops: Option<super::apply::GitOpsAgent>,
+    /// The revision of its directory the agent applied last, and the latest it saw
+    /// ([`super::apply::revision`]; the same unless the agent is paused).
+    pub revisions: (String, String),
 }
 
 impl Served {
     /// A served cluster: its objects, token and watch log; the APIs of its Cluster object.
     pub fn new(fleet: FleetCluster, token: String, log: WatchLog) -> Served {
         let apis = super::fleet::served_apis(&fleet.cluster);
-        Served { fleet, token, log, fault: Fault::default(), apis, bad_images: Default::default() }
+        Served {
+            fleet,
+            token,
+            log,
+            fault: Fault::default(),
+            apis,
+            bad_images: Default::default(),
+            gitops: None,
+            revisions: Default::default(),
+        }
     }
 }
 
@@ -116,6 +130,8 @@ pub struct State {
     pub discovery_requests: RwLock<BTreeMap<String, u64>>,
     /// Workload objects (`/apis/apps/v1/namespaces/…`) requested, by cluster.
     pub object_reads: RwLock<BTreeMap<String, u64>>,
+    /// GitOps agent objects (Flux `Kustomization`, Argo CD `Application`) requested, by cluster.
+    pub agent_reads: RwLock<BTreeMap<String, u64>>,
     /// Every `User-Agent` seen on an authenticated cluster request ("" for none).
     pub user_agents: RwLock<std::collections::BTreeSet<String>>,
     /// Runs the GitOps agent (set when `--apply` is given).
@@ -328,6 +344,9 @@ async fn cluster_api(
     if api_path.starts_with("/apis/apps/v1/namespaces/") {
         *state.object_reads.write().unwrap_or_else(|p| p.into_inner()).entry(cluster.to_string()).or_insert(0) += 1;
     }
+    if api_path.starts_with("/apis/kustomize.toolkit.fluxcd.io/") || api_path.starts_with("/apis/argoproj.io/") {
+        *state.agent_reads.write().unwrap_or_else(|p| p.into_inner()).entry(cluster.to_string()).or_insert(0) += 1;
+    }
     let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let aggregated = !fault.legacy_discovery && accept.contains("as=APIGroupDiscoveryList");
     let resp = {
@@ -466,6 +485,16 @@ fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name:
             match super::apply::workload_object(&c.fleet, &format!("{kind}/{ns}/{n}")) {
                 Some(o) => ok(&o),
                 None => status(StatusCode::NOT_FOUND, "NotFound", &format!("{plural} \"{n}\" not found")),
+            }
+        }
+        ["apis", "kustomize.toolkit.fluxcd.io", "v1", "namespaces", ns, "kustomizations", n]
+        | ["apis", "argoproj.io", "v1alpha1", "namespaces", ns, "applications", n] => {
+            let kind = if path.contains("/kustomizations/") { "Kustomization" } else { "Application" };
+            match &c.gitops {
+                Some(a) if a.kind == kind && a.namespace == *ns && a.name == *n => {
+                    ok(&super::apply::agent_object(&c.fleet, a, &c.revisions.0, &c.revisions.1))
+                }
+                _ => status(StatusCode::NOT_FOUND, "NotFound", &format!("{kind} \"{n}\" not found")),
             }
         }
         segs => discovery(c, segs, server, aggregated).unwrap_or_else(|| {
@@ -835,6 +864,7 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             "userAgents": &*state.user_agents.read().unwrap_or_else(|p| p.into_inner()),
             "discovery": &*state.discovery_requests.read().unwrap_or_else(|p| p.into_inner()),
             "objectReads": &*state.object_reads.read().unwrap_or_else(|p| p.into_inner()),
+            "agentReads": &*state.agent_reads.read().unwrap_or_else(|p| p.into_inner()),
         })),
         (Method::PUT, ["clusters", name, "nodes", node, what @ ("ready" | "allocatable")]) => {
             let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
@@ -850,6 +880,23 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
                 Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
             };
             bad_images(state, name, &body)
+        }
+        (Method::PUT, ["clusters", name, "agent"]) => {
+            let body = match Limited::new(req.into_body(), 64 << 10).collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
+            };
+            let agent: super::apply::GitOpsAgent = match serde_json::from_slice(&body) {
+                Ok(a) => a,
+                Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &format!("agent: {e}")),
+            };
+            if !matches!(agent.kind.as_str(), "Kustomization" | "Application") {
+                return status(StatusCode::BAD_REQUEST, "BadRequest", "agent: kind is Kustomization or Application");
+            }
+            let mut clusters = state.clusters.write().unwrap_or_else(|p| p.into_inner());
+            let Some(c) = clusters.get_mut(*name) else { return status(StatusCode::NOT_FOUND, "NotFound", name) };
+            c.gitops = Some(agent);
+            ok(&json!({"revisions": [c.revisions.0, c.revisions.1]}))
         }
         (Method::PUT, ["clusters", name, "apis"]) => {
             let body = match Limited::new(req.into_body(), 4 << 20).collect().await {
