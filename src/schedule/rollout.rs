@@ -504,6 +504,31 @@ mod tests {
     }
 
     #[test]
+    fn a_clusters_gitops_agent_annotation_names_a_flux_or_argo_cd_object() {
+        let k = agent_object("Kustomization/flux-system/apps").expect("flux");
+        assert_eq!(
+            (k.api_version.as_str(), k.display_ref()),
+            ("kustomize.toolkit.fluxcd.io/v1", "Kustomization/flux-system/apps".into())
+        );
+        let a = agent_object("Application/argocd/eu-1").expect("argo");
+        assert_eq!(a.api_version, "argoproj.io/v1alpha1");
+        for bad in ["HelmRelease/flux-system/x", "Kustomization/apps", "Kustomization/Flux/apps", "Application//x"] {
+            assert!(agent_object(bad).is_err(), "{bad}");
+        }
+        // A member not synced past the deadline fails as such.
+        let sp = spec(OnFailure::Halt);
+        let stages = partition(&sp, &FLEET, |_| None);
+        let mut s = started(&sp);
+        let mut h = all(ClusterHealth::Healthy);
+        h.insert("m1".into(), ClusterHealth::NotSynced("still at r1".into()));
+        step(&mut s, &sp, &stages, &h, 9 * MIN);
+        assert_eq!((s.phase.clone(), s.released), (Phase::Progressing, 1));
+        step(&mut s, &sp, &stages, &h, 10 * MIN);
+        assert_eq!(s.phase, Phase::Halted);
+        assert!(s.failed["m1"].starts_with("not synced by its GitOps agent within progressDeadline"), "{:?}", s.failed);
+    }
+
+    #[test]
     fn stages_by_affinity_then_concurrency_then_the_rest() {
         let sp = spec(OnFailure::Halt);
         let p = partition(&sp, &["m5", "m3", "m1", "m4", "m2"], |_| None);

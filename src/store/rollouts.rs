@@ -188,9 +188,26 @@ mod tests {
             stages: s.stages,
             gate: s.gate,
         };
+        let v1_again = |v: &RolloutStateV1| -> RolloutStateV1 {
+            bincode::serde::decode_from_slice(
+                &bincode::serde::encode_to_vec(v, super::super::codec::bincode_config()).expect("encode"),
+                super::super::codec::bincode_config(),
+            )
+            .expect("decode")
+            .0
+        };
+        let v1_copy = v1_again(&v1);
         let mut bytes = vec![0xF5, 1, 0, 1];
         bytes.extend(bincode::serde::encode_to_vec(&v1, super::super::codec::bincode_config()).expect("encode"));
         store.inner.rollouts.insert(keys::workload(&key).expect("key"), bytes).expect("insert");
-        assert_eq!(store.rollout(&key).expect("read"), Some(state));
+        assert_eq!(store.rollout(&key).expect("read"), Some(state.clone()));
+        // Schema 2 (with the generations, before the agents' revisions).
+        let mut with = state.clone();
+        with.generations.insert("m1".into(), 3);
+        let v2 = RolloutStateV2 { v1: v1_copy, generations: with.generations.clone() };
+        let mut bytes = vec![0xF5, 2, 0, 1];
+        bytes.extend(bincode::serde::encode_to_vec(&v2, super::super::codec::bincode_config()).expect("encode"));
+        store.inner.rollouts.insert(keys::workload(&key).expect("key"), bytes).expect("insert");
+        assert_eq!(store.rollout(&key).expect("read"), Some(with));
     }
 }
