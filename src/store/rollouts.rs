@@ -205,7 +205,7 @@ mod tests {
         let mut with = state.clone();
         with.generations.insert("m1".into(), 3);
         let v2 = RolloutStateV2 { v1: v1_copy, generations: with.generations.clone() };
-        let mut bytes = vec![0xF5, 2, 0, 1];
+        let mut bytes = vec![0xF5, 1, 0, 2];
         bytes.extend(bincode::serde::encode_to_vec(&v2, super::super::codec::bincode_config()).expect("encode"));
         store.inner.rollouts.insert(keys::workload(&key).expect("key"), bytes).expect("insert");
         assert_eq!(store.rollout(&key).expect("read"), Some(with));
