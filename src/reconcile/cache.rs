@@ -1,9 +1,9 @@
 //! What a [`super::Reconciler`] remembers between passes of one process (the daemon's), so that
 //! a pass where nothing changed costs little (issue 8, S3). It is one [`Kept`], made of one part
-//! per stage (`snapshots::Kept`, `stability::Kept`, `rollout::Kept`, `plan::Kept`: each stage
-//! function takes its own part and reads the others' results through the hand-off types) and
-//! the fields decide and record share until they take theirs (issue 51). `Kept::default()` is
-//! the cold start.
+//! per stage (`snapshots::Kept`, `stability::Kept`, `rollout::Kept`, `decide::Kept`, `plan::Kept`:
+//! each stage function takes its own part and reads the others' results through the hand-off
+//! types) and the record stage's fields, which it does not own yet (issue 51: placements, last
+//! history records, blobs). `Kept::default()` is the cold start.
 //!
 //! - **decisions**: per workload, the key of everything static its decision and its rendered
 //!   files depend on (template and policy JSON, the claim, the previous placement, profile,
@@ -1245,21 +1245,15 @@ pub struct Kept {
     pub rollout: super::rollout::Kept,
     /// The plan stage's: what was last published, the summary, the desired output, the owners.
     pub plan: super::plan::Kept,
-    // Not one stage's yet (issue 51: decide and record take theirs next).
-    /// The Secret files published SOPS-encrypted ([`crate::secrets::SealedFiles`]; read from
-    /// the store when a pass first encrypts).
-    pub sealed: crate::secrets::SealedFiles,
+    /// The decide stage's: the decisions, claims, keys, digests, the policy index.
+    pub decide: super::decide::Kept,
+    // Not one stage's yet (issue 51: record takes them next).
     /// Placements (and the stored decisions that are still valid) were read from the store.
     pub loaded: bool,
     /// Current placement of every workload (as stored).
     pub placements: Placements,
     /// Newest history record per workload; `None` = known to have none.
     pub history: KeyMap<ObjectKey, Option<LastHistory>>,
-    /// Shared, so that a preview works on a copy ([`Kept::fork`]) that copies only the
-    /// decisions it changes (`Arc::make_mut`).
-    pub decisions: KeptDecisions,
-    /// The digest of each workload's previous placement, for the decision keys.
-    pub previous_digests: PreviousDigests,
     /// Blob hashes known to be stored.
     pub blobs: std::collections::HashSet<u64>,
     /// The runs of the file list the last replay inputs stored ([`super::replay::StoredRuns`]).
@@ -1267,15 +1261,6 @@ pub struct Kept {
     /// The workloads whose placement this process set or removed since the recent placements
     /// were last listed (`None`: not followed; they are listed from scratch).
     pub placements_changed: Option<Vec<ObjectKey>>,
-    /// Per template, the policy that claimed it ([`ClaimMemo`]).
-    pub claims: ClaimMemo,
-    /// Per template, the key of its decision ([`KeyMemo`]).
-    pub keys: KeyMemo,
-    /// The policy index's positions, kept while the set holds the same policies
-    /// ([`crate::policy::matching::PolicyIndex::kept`]).
-    pub policy_index: Option<Arc<crate::policy::matching::IndexPositions>>,
-    /// Each cluster's static digest, kept while its snapshot's fingerprint is the same.
-    pub static_digests: StaticDigests,
 }
 
 impl Kept {
@@ -1336,7 +1321,7 @@ impl Kept {
                 }
                 None => restored.persisted_seq = None,
             }
-            self.decisions.insert(workload, Arc::new(restored));
+            self.decide.decisions.insert(workload, Arc::new(restored));
         }
         self.loaded = true;
         Ok(())

@@ -201,12 +201,53 @@ struct Claimed<'a, 's> {
     autoscale: Autoscale,
 }
 
+/// What the decide stage keeps between passes (its part of [`cache::Kept`]).
+#[derive(Default, Clone)]
+pub(super) struct Kept {
+    /// The kept decision of every workload. Lent to the plan stage (summary fragments, file
+    /// stats) and the record stage (persisted sequence, origin), which note what they learn in
+    /// it, until those notes move into their own parts (issue 51).
+    pub(super) decisions: cache::KeptDecisions,
+    /// The Secret files published SOPS-encrypted ([`crate::secrets::SealedFiles`]; read from
+    /// the store when a pass first encrypts).
+    sealed: crate::secrets::SealedFiles,
+    /// Per template, the policy that claimed it ([`cache::ClaimMemo`]).
+    claims: cache::ClaimMemo,
+    /// Per template, the key of its decision ([`cache::KeyMemo`]).
+    keys: cache::KeyMemo,
+    /// The digest of each workload's previous placement, for the decision keys.
+    previous_digests: cache::PreviousDigests,
+    /// Each cluster's static digest, kept while its snapshot's fingerprint is the same.
+    static_digests: cache::StaticDigests,
+    /// The policy index's positions, kept while the set holds the same policies
+    /// ([`PolicyIndex::kept`]).
+    policy_index: Option<Arc<crate::policy::matching::IndexPositions>>,
+}
+
+impl Kept {
+    /// The pass's policy index over `set`, from the positions kept while it holds the same
+    /// policies.
+    pub fn policy_index<'s>(&mut self, set: &'s crate::policy::PolicySet) -> PolicyIndex<'s> {
+        PolicyIndex::kept(set, &mut self.policy_index)
+    }
+}
+
+/// What the decide stage works on: its own part of what the reconciler keeps, and what it
+/// reads and notes of the record stage's: the placements (read), the workloads' last history
+/// records (read from the store on first use: a Lazy policy's pin) and the blobs known stored.
+pub(super) struct Lent<'k> {
+    pub own: &'k mut Kept,
+    pub placements: &'k cache::Placements,
+    pub history: &'k mut crate::util::hash::KeyMap<ObjectKey, Option<cache::LastHistory>>,
+    pub blobs: &'k mut std::collections::HashSet<u64>,
+}
+
 /// Decides (or reuses the decision of) every claimed template, deducting the replicas of
 /// each from the live views before the next (the snapshots stage saves them after:
 /// [`PassSnapshots::save`]); then forgets the decisions of templates no longer claimed.
 pub(super) fn decide_all(
     ctx: &Context<'_>,
-    cache: &mut cache::Kept,
+    cache: &mut Lent<'_>,
     snapshots: &mut PassSnapshots,
 ) -> Result<Decisions, StoreError> {
     let started = Instant::now();
@@ -229,12 +270,12 @@ pub(super) fn decide_all(
     // The placement (per member its replicas, whether duplicated) of each HPA target decided.
     let mut scaled: BTreeMap<ObjectKey, (BTreeMap<String, i64>, bool)> = BTreeMap::new();
     if ctx.full_check {
-        cache::verify_restored(&mut cache.decisions, ctx.output_dir);
+        cache::verify_restored(&mut cache.own.decisions, ctx.output_dir);
     }
     // The clusters and policy of each workload a dependency follows (only those).
     let dependents: KeySet<&ObjectKey> = required_by.values().flatten().collect();
     let mut targets_of: BTreeMap<ObjectKey, (BTreeSet<String>, PolicyRef)> = BTreeMap::new();
-    let mut fleet_statics = FleetStatics::new(cache.static_digests.of(&snapshots.views, &snapshots.fingerprints));
+    let mut fleet_statics = FleetStatics::new(cache.own.static_digests.of(&snapshots.views, &snapshots.fingerprints));
     let mut batch = Batch::default();
     // The positions in `out.order` of the decisions that may hold problems.
     let mut with_problems: Vec<usize> = Vec::new();
@@ -246,12 +287,12 @@ pub(super) fn decide_all(
         .chain(&set.cluster_propagation_policies)
         .any(|p| p.spec.suspension.as_ref().is_some_and(|s| s.suspended().is_some()));
     // (Moved out for the loop; an error ends the pass, and the cache with it.)
-    let mut claims = std::mem::take(&mut cache.claims);
+    let mut claims = std::mem::take(&mut cache.own.claims);
     claims.begin(set, ctx.index);
     // Which templates HPAs scale is in their keys: a change re-keys every template.
     let digests =
         (ctx.inputs.hashes.interpreters, cache::key_of(&(ctx.profiles.digest(), ctx.secrets.digest, &ctx.autoscaled)));
-    cache.keys.begin(set, digests, claims.unchanged(), ctx.full_check);
+    cache.own.keys.begin(set, digests, claims.unchanged(), ctx.full_check);
     // The workloads whose record this pass notes an action of: decided afresh, never reused
     // (a kept decision's figures are those of the pass that made it, not of the inputs the
     // record stores with the note: the record would not replay).
@@ -274,6 +315,7 @@ pub(super) fn decide_all(
         let bounds = hpa_bounds(t, &scaled);
         let kept = match required.is_empty() && !directed && !renote && bounds.is_none() {
             true => cache
+                .own
                 .keys
                 .kept(shared, previous.as_ref(), |bits| fleet_statics.key(&snapshots.views, f64::from_bits(bits))),
             false => None,
@@ -312,7 +354,7 @@ pub(super) fn decide_all(
                 let Some(mut claimed) =
                     claim(ctx, (shared, position), &mut claims, previous, required, &default_placement)
                 else {
-                    cache.keys.forget(shared);
+                    cache.own.keys.forget(shared);
                     continue;
                 };
                 if let Some(b) = bounds {
@@ -327,14 +369,14 @@ pub(super) fn decide_all(
                 }
                 let confidence = claimed.framework.settings.model.min_confidence;
                 let fleet_static = fleet_statics.key(&snapshots.views, confidence);
-                let previous = cache.previous_digests.of(claimed.previous.as_ref());
+                let previous = cache.own.previous_digests.of(claimed.previous.as_ref());
                 let key = decision_key(ctx, &claimed, (fleet_static, previous));
                 let rolled = ctx.rollout.touches(&t.key);
                 match lazy || !claimed.required.is_empty() || claimed.directive.is_some() || rolled {
-                    true => cache.keys.forget(shared),
+                    true => cache.own.keys.forget(shared),
                     false => {
                         let fleet = (confidence.to_bits(), fleet_static);
-                        cache.keys.keep(shared, claimed.previous.as_ref(), fleet, key)
+                        cache.own.keys.keep(shared, claimed.previous.as_ref(), fleet, key)
                     }
                 }
                 let suspended = claimed.spec.and_then(|s| s.suspension.as_ref()?.suspended());
@@ -394,7 +436,7 @@ pub(super) fn decide_all(
             targets_of.insert(t.key.clone(), (decided.record.targets.keys().cloned().collect(), p.clone()));
         }
     }
-    cache.claims = claims;
+    cache.own.claims = claims;
     put_blobs(ctx.store, &batch.blobs)?;
     render_decided(ctx, cache, &snapshots.views, batch, &with_problems, &mut out)?;
     forget_unclaimed(cache, seen_placed, &mut out);
@@ -407,7 +449,7 @@ pub(super) fn decide_all(
 /// problems of the decisions at `with_problems` (positions in `out.order`).
 fn render_decided(
     ctx: &Context<'_>,
-    cache: &mut cache::Kept,
+    cache: &mut Lent<'_>,
     views: &[ClusterSnapshot],
     batch: Batch,
     with_problems: &[usize],
@@ -415,15 +457,15 @@ fn render_decided(
 ) -> Result<(), StoreError> {
     let rendering = Instant::now();
     let renders = batch.renders;
-    let rendered = render_batch(ctx, &mut cache.sealed, &renders, views)?;
+    let rendered = render_batch(ctx, &mut cache.own.sealed, &renders, views)?;
     out.render_time += rendering.elapsed();
     for (job, files) in renders.iter().zip(rendered) {
-        if let Some(c) = cache.decisions.get_mut(&job.template.key) {
+        if let Some(c) = cache.own.decisions.get_mut(&job.template.key) {
             files.into_decided(&mut Arc::make_mut(c).decided);
         }
     }
     for key in with_problems.iter().filter_map(|i| out.order.get(*i).map(|o| &o.template.key)) {
-        let Some(decided) = cache.decisions.get(key).map(|c| &c.decided) else { continue };
+        let Some(decided) = cache.own.decisions.get(key).map(|c| &c.decided) else { continue };
         for p in &decided.problems {
             if let Some(cluster) = &p.cluster {
                 let note = format!("render failed on {cluster}, previous file kept: {}", p.reason);
@@ -440,10 +482,10 @@ fn render_decided(
 /// The placements of workloads no longer in the pass (`out.removed`) and the decisions of
 /// templates no longer claimed (forgotten: `out.replaced`, `out.dropped`). `seen_placed` is how
 /// many of the pass's workloads have a placement.
-fn forget_unclaimed(cache: &mut cache::Kept, seen_placed: usize, out: &mut Decisions) {
+fn forget_unclaimed(cache: &mut Lent<'_>, seen_placed: usize, out: &mut Decisions) {
     // Every workload of the pass has a decision: with as many decisions, none is gone; with
     // as many placements of the pass's workloads as placements, none was removed.
-    let quiet = seen_placed == cache.placements.len() && out.order.len() == cache.decisions.len();
+    let quiet = seen_placed == cache.placements.len() && out.order.len() == cache.own.decisions.len();
     let seen: KeySet<&ObjectKey> =
         if quiet { KeySet::default() } else { out.order.iter().map(|o| &o.template.key).collect() };
     out.removed = match seen_placed == cache.placements.len() {
@@ -454,13 +496,13 @@ fn forget_unclaimed(cache: &mut cache::Kept, seen_placed: usize, out: &mut Decis
             r.into_iter().cloned().collect()
         }
     };
-    cache.previous_digests.retain_of(&cache.placements);
-    let gone: Vec<ObjectKey> = match out.order.len() == cache.decisions.len() {
+    cache.own.previous_digests.retain_of(cache.placements);
+    let gone: Vec<ObjectKey> = match out.order.len() == cache.own.decisions.len() {
         true => Vec::new(),
-        false => cache.decisions.keys().filter(|k| !seen.contains(*k)).cloned().collect(),
+        false => cache.own.decisions.keys().filter(|k| !seen.contains(*k)).cloned().collect(),
     };
     for k in gone {
-        if let Some(old) = cache.decisions.remove(&k) {
+        if let Some(old) = cache.own.decisions.remove(&k) {
             out.replaced.push(Replaced::of(&old.decided));
         }
         out.dropped.push(k);
@@ -539,7 +581,7 @@ fn claim<'a>(
 /// is no longer Lazy uses the current spec.
 fn lazy_pin(
     ctx: &Context<'_>,
-    cache: &mut cache::Kept,
+    cache: &mut Lent<'_>,
     w: &Claimed<'_, '_>,
 ) -> Result<Option<(u64, PropagationSpec)>, StoreError> {
     let lazy = w.spec.is_some_and(|s| s.activation_preference == Some(ActivationPreference::Lazy));
@@ -638,13 +680,13 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, (fleet_static, previous)
 /// without the template's claim. `None`: the caller claims the template and decides as usual.
 fn reuse_kept(
     ctx: &Context<'_>,
-    cache: &mut cache::Kept,
+    cache: &mut Lent<'_>,
     snapshots: &PassSnapshots,
     (template, key): (&Template, u64),
     why: &mut super::Redecided,
 ) -> Option<Arc<cache::CachedDecision>> {
     let workload = &template.key;
-    let c = cache.decisions.get(workload)?;
+    let c = cache.own.decisions.get(workload)?;
     if c.key != key || c.unpublished {
         return None;
     }
@@ -663,7 +705,7 @@ fn reuse_kept(
         return None;
     }
     why.outcome_stood += 1;
-    let c = cache.decisions.get_mut(workload)?;
+    let c = cache.own.decisions.get_mut(workload)?;
     Arc::make_mut(c).state = state;
     Some(Arc::clone(c))
 }
@@ -674,7 +716,7 @@ fn reuse_kept(
 #[allow(clippy::too_many_arguments)]
 fn debug_check_kept_key<'a>(
     ctx: &Context<'a>,
-    cache: &mut cache::Kept,
+    cache: &mut Lent<'_>,
     claims: &mut cache::ClaimMemo,
     (shared, position): (&'a Arc<Template>, usize),
     default_placement: &'a Placement,
@@ -688,7 +730,7 @@ fn debug_check_kept_key<'a>(
     let Some(claimed) = claimed else { return Ok(()) };
     debug_assert!(lazy_pin(ctx, cache, &claimed)?.is_none(), "a kept key of {}, pinned", shared.key);
     let fleet_static = fleet_statics.key(views, claimed.framework.settings.model.min_confidence);
-    let previous = cache.previous_digests.of(claimed.previous.as_ref());
+    let previous = cache.own.previous_digests.of(claimed.previous.as_ref());
     debug_assert_eq!(decision_key(ctx, &claimed, (fleet_static, previous)), kept, "the kept key of {}", shared.key);
     Ok(())
 }
@@ -699,7 +741,7 @@ fn debug_check_kept_key<'a>(
 /// notes an action this pass). The decision is in the cache's decisions afterwards (returned).
 fn reuse_or_decide<'a>(
     ctx: &Context<'a>,
-    cache: &mut cache::Kept,
+    cache: &mut Lent<'_>,
     snapshots: &PassSnapshots,
     w: &Claimed<'a, '_>,
     (key, renote): (u64, bool),
@@ -710,7 +752,7 @@ fn reuse_or_decide<'a>(
     let state_of =
         |clusters: &[usize]| cache::clusters_state(clusters, &ctx.pass.digests, &snapshots.views, &snapshots.assumed);
     let why = &mut out.redecided;
-    let mut cached = cache.decisions.get(&t.key).cloned();
+    let mut cached = cache.own.decisions.get(&t.key).cloned();
     // The state of its clusters when a decision that read it stands on a changed state.
     let mut restate = None;
     let mut hit = match cached.as_deref() {
@@ -746,7 +788,7 @@ fn reuse_or_decide<'a>(
         Some(_) => true,
     };
     if let Some(state) = restate
-        && let Some(c) = cache.decisions.get_mut(&t.key)
+        && let Some(c) = cache.own.decisions.get_mut(&t.key)
     {
         drop(cached);
         Arc::make_mut(c).state = state;
@@ -761,7 +803,7 @@ fn reuse_or_decide<'a>(
     // them from the disk, and decides again when one is missing or differs.
     if hit
         && ctx.full_check
-        && let Some(c) = cache.decisions.get_mut(&t.key).filter(|c| !c.rendered).map(Arc::make_mut)
+        && let Some(c) = cache.own.decisions.get_mut(&t.key).filter(|c| !c.rendered).map(Arc::make_mut)
     {
         if c.on_disk.is_none() {
             let check = c.check_files(ctx.output_dir);
@@ -779,7 +821,7 @@ fn reuse_or_decide<'a>(
         }
     }
     if hit {
-        return Ok(cache.decisions.get(&t.key).cloned());
+        return Ok(cache.own.decisions.get(&t.key).cloned());
     }
     note_blobs(ctx, cache, w, &mut batch.blobs);
     let (decided, render) = decide(ctx, w, &snapshots.views);
@@ -818,7 +860,7 @@ fn reuse_or_decide<'a>(
         origin: None,
     };
     let entry = Arc::new(entry);
-    if let Some(old) = cache.decisions.insert(t.key.clone(), Arc::clone(&entry)) {
+    if let Some(old) = cache.own.decisions.insert(t.key.clone(), Arc::clone(&entry)) {
         out.replaced.push(Replaced::of(&old.decided));
     }
     out.fresh.insert(t.key.clone());
@@ -930,7 +972,7 @@ enum Blob<'a> {
 
 /// Notes the template's and the policy's JSON as blobs to store, once per content in this
 /// process (the set of stored hashes is the cache's, dropped with it when a pass fails).
-fn note_blobs<'a>(ctx: &Context<'a>, cache: &mut cache::Kept, w: &Claimed<'a, '_>, blobs: &mut Vec<Blob<'a>>) {
+fn note_blobs<'a>(ctx: &Context<'a>, cache: &mut Lent<'_>, w: &Claimed<'a, '_>, blobs: &mut Vec<Blob<'a>>) {
     let (template_hash, policy_hash) = w.hashes;
     if cache.blobs.insert(template_hash) {
         blobs.push(Blob::Template(&w.template.object));

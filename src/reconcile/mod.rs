@@ -63,7 +63,6 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::policy::matching::PolicyIndex;
 use crate::publish;
 use crate::store::Store;
 
@@ -132,7 +131,7 @@ fn warn_secrets(mode: Option<crate::secrets::Mode>, cache: &cache::Kept, decisio
     let mut count = 0usize;
     let mut named = Vec::new();
     for key in decisions.keys().filter(|k| is_secret(k)) {
-        let Some(c) = cache.decisions.get(key) else { continue };
+        let Some(c) = cache.decide.decisions.get(key) else { continue };
         let clusters: Vec<&str> = match mode {
             Some(_) => c.decided.record.files.keys().map(String::as_str).collect(),
             None => c.decided.problems.iter().filter_map(|p| p.cluster.as_deref()).collect(),
@@ -366,7 +365,7 @@ impl Reconciler {
         let mut snapshots = snapshots::version(&self.store, kept, inputs, self.settings.model(), now_ms)?;
         let poll = phase.elapsed();
         let pass = snapshots::Pass::new(&snapshots, &self.store, &mut cache.snapshots)?;
-        let index = PolicyIndex::kept(&inputs.set, &mut cache.policy_index);
+        let index = cache.decide.policy_index(&inputs.set);
         let phase = Instant::now();
         let mut stability = stability::run(
             &self.store,
@@ -395,7 +394,13 @@ impl Reconciler {
             rollout: &rollout,
         };
         // On the pool: a decision's estimates split across its threads.
-        let mut decisions = crate::util::threads::on_pool(|| decide::decide_all(&context, cache, &mut snapshots))?;
+        let mut lent = decide::Lent {
+            own: &mut cache.decide,
+            placements: &cache.placements,
+            history: &mut cache.history,
+            blobs: &mut cache.blobs,
+        };
+        let mut decisions = crate::util::threads::on_pool(|| decide::decide_all(&context, &mut lent, &mut snapshots))?;
         snapshots.save(&mut cache.snapshots, &pass.digests);
         for (key, notes) in &rollout.notes {
             decisions.notes.entry(key.clone()).or_default().extend(notes.iter().cloned());
@@ -406,7 +411,7 @@ impl Reconciler {
             .iter()
             .filter(|k| stability.directives.get(*k).is_some_and(|d| d.fresh))
             .filter_map(|k| {
-                let (prev, c) = (cache.placements.get(k)?, cache.decisions.get(k)?);
+                let (prev, c) = (cache.placements.get(k)?, cache.decide.decisions.get(k)?);
                 let scheduled = matches!(c.decided.record.result.outcome, crate::schedule::Outcome::Scheduled { .. });
                 scheduled.then(|| (k.clone(), prev.targets.clone(), c.decided.record.targets.clone()))
             })
@@ -415,7 +420,7 @@ impl Reconciler {
 
         let namespaces = self.settings.publish.namespaces;
         let planned =
-            plan::plan(&mut cache.plan, &mut cache.decisions, &inputs.set, &decisions, full_check, namespaces);
+            plan::plan(&mut cache.plan, &mut cache.decide.decisions, &inputs.set, &decisions, full_check, namespaces);
         Ok(Staged { snapshots, pass, stability, rollout, decisions, planned, full_check, poll, stability_time })
     }
 
@@ -474,7 +479,7 @@ impl Reconciler {
             stability.keep_published(&published.held_moves, &self.store.stability()?);
         }
         stability.hold_unpublished(&published);
-        planned.published(&mut cache.plan, &mut cache.decisions, &published, full_check, now_ms);
+        planned.published(&mut cache.plan, &mut cache.decide.decisions, &published, full_check, now_ms);
 
         let phase = Instant::now();
         let replay =

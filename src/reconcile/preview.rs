@@ -223,7 +223,7 @@ impl Reconciler {
             .collect();
         let mut decisions = BTreeMap::new();
         for key in staged.decisions.keys() {
-            if let Some(c) = cache.decisions.remove(key) {
+            if let Some(c) = cache.decide.decisions.remove(key) {
                 decisions.insert(key.clone(), PlannedDecision(c));
             }
         }

@@ -93,7 +93,7 @@ pub(super) fn record(
         _ => decisions.keys().collect(),
     };
     for key in candidates {
-        let (Some(c), Some(p)) = (cache.decisions.get_mut(key), cache.placements.get(key)) else { continue };
+        let (Some(c), Some(p)) = (cache.decide.decisions.get_mut(key), cache.placements.get(key)) else { continue };
         if c.persisted_seq != Some(p.history_seq) && !c.unpublished {
             stored.push(c.to_stored(key, p.history_seq, cache.history.get(key)));
             Arc::make_mut(c).persisted_seq = Some(p.history_seq);
@@ -101,7 +101,7 @@ pub(super) fn record(
     }
     #[cfg(debug_assertions)]
     for key in decisions.keys() {
-        if let (Some(c), Some(p)) = (cache.decisions.get(key), cache.placements.get(key))
+        if let (Some(c), Some(p)) = (cache.decide.decisions.get(key), cache.placements.get(key))
             && !c.unpublished
         {
             debug_assert_eq!(c.persisted_seq, Some(p.history_seq), "{key}: persisted with another seq");
@@ -182,19 +182,19 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::Kept, decisions: &Decisi
         if held_whole(r.held_moves, key) {
             // Not published: its placement and history stay as last published, its decision
             // is neither persisted nor reused (decided again next pass from that placement).
-            if let Some(c) = cache.decisions.get_mut(key) {
+            if let Some(c) = cache.decide.decisions.get_mut(key) {
                 Arc::make_mut(c).unpublished = true;
             }
             continue;
         }
         // A decision made this pass is made on this pass's inputs: a later pass that reuses it
         // and records it again (a new note) stores these with it.
-        if is_fresh && let Some(c) = cache.decisions.get_mut(key) {
+        if is_fresh && let Some(c) = cache.decide.decisions.get_mut(key) {
             let versions = c.decided.inputs.snapshot_versions;
             Arc::make_mut(c).origin =
                 Some(cache::Origin { pass: r.replay, versions, stability: r.stability.state_blob });
         }
-        let Some((d, origin)) = cache.decisions.get(key).map(|c| (&c.decided, c.origin)) else { continue };
+        let Some((d, origin)) = cache.decide.decisions.get(key).map(|c| (&c.decided, c.origin)) else { continue };
         let prev = cache.placements.get(key).cloned();
         let mut notes = decisions.notes.get(key).cloned().unwrap_or_default();
         let mut with_files = vec![&d.record.files];

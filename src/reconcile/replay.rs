@@ -137,6 +137,7 @@ pub(super) fn store_pass(
 /// The replay reference of a workload's decision in the cache.
 pub(super) fn replay_ref(cache: &cache::Kept, key: &ObjectKey, pass: u64, placement: &PlacementRecord) -> ReplayRef {
     let files = cache
+        .decide
         .decisions
         .get(key)
         .map(|c| {
