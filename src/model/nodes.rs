@@ -342,7 +342,8 @@ fn cpu_figures_with(nodes: &[NodeView], factor: impl Fn(usize, &NodeView) -> f64
 /// The grouped nodes of one snapshot, with the per-request-shape answers of this snapshot.
 #[derive(Debug)]
 pub struct NodeIndex {
-    settings: usize,
+    /// The model settings it was built with (their identity: it holds them).
+    settings: crate::util::memo::ArcKey<ModelSettings>,
     /// [`Dimensions::id`] of the dimensions the columns came from.
     dims: u64,
     columns: Vec<Arc<dyn Dimension>>,
@@ -463,7 +464,7 @@ impl NodeIndex {
             cpu_allocatable.1 += alloc as f64 * factor;
         }
         NodeIndex {
-            settings: Arc::as_ptr(settings) as usize,
+            settings: crate::util::memo::ArcKey::of(settings),
             dims: dims.id(),
             columns,
             allocatable_columns,
@@ -508,7 +509,7 @@ impl NodeIndex {
     /// backed by labels may have lost its last free node).
     pub fn after_added_pods(&self, nodes: &[NodeView], changed: &[usize]) -> Option<NodeIndex> {
         let mut copy = NodeIndex {
-            settings: self.settings,
+            settings: self.settings.clone(),
             dims: self.dims,
             columns: self.columns.clone(),
             allocatable_columns: self.allocatable_columns,
@@ -978,7 +979,7 @@ impl IndexCache {
     /// The cached index (built on first use) when it was built with these settings.
     fn cached(&self, nodes: &[NodeView], dims: &Dimensions, settings: &Arc<ModelSettings>) -> Option<&Arc<NodeIndex>> {
         let idx = self.get_or_make(|| NodeIndex::build(nodes, dims, settings));
-        (idx.settings == Arc::as_ptr(settings) as usize).then_some(idx)
+        idx.settings.is(settings).then_some(idx)
     }
 
     /// Sets the index (of the current nodes).

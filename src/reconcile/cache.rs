@@ -172,6 +172,7 @@ use crate::model::ClusterSnapshot;
 use crate::policy::ObjectKey;
 use crate::store::{PlacementRecord, Store, StoreError};
 use crate::util::hash::KeyMap;
+use crate::util::memo::{ArcKey, Memo};
 
 /// How often a pass publishes the whole plan (compares every output file with the disk).
 pub const FULL_CHECK_EVERY_MS: u64 = 10 * 60 * 1000;
@@ -542,33 +543,35 @@ impl ClusterDigests {
 /// Per placement object, the digest of the placement as a decision key reads it (targets,
 /// affinity term, files, policy), given again while a workload's placement is that same
 /// object (a quiet pass hashed every workload's file paths again). Keyed by the object's
-/// address, which the entry's own reference keeps from being reused: no object key hashed or
-/// compared per workload.
+/// identity ([`ArcKey`]: it holds the placement), no object key hashed or compared per
+/// workload; [`previous_digest`] is its one compute.
 #[derive(Default, Clone)]
-pub struct PreviousDigests(crate::util::hash::IdMap<usize, (Arc<PlacementRecord>, u64)>);
+pub struct PreviousDigests(Memo<ArcKey<PlacementRecord>, u64, foldhash::fast::RandomState>);
+
+/// The digest of a workload's previous placement as its decision key reads it (`None`: none).
+pub fn previous_digest(previous: Option<&PlacementRecord>) -> u64 {
+    match previous {
+        Some(p) => key_of(&Some((&p.targets, &p.affinity_name, &p.files, &p.policy))),
+        None => key_of(&None::<()>),
+    }
+}
 
 impl PreviousDigests {
     /// The digest of `previous` (the workload's placement the pass started from; `None`: none).
     pub fn of(&mut self, previous: Option<&Arc<PlacementRecord>>) -> u64 {
-        let Some(p) = previous else { return key_of(&None::<()>) };
-        let at = Arc::as_ptr(p) as usize;
-        match self.0.get(&at) {
-            Some((kept, digest)) if Arc::ptr_eq(kept, p) => *digest,
-            _ => {
-                let digest = key_of(&Some((&p.targets, &p.affinity_name, &p.files, &p.policy)));
-                self.0.insert(at, (Arc::clone(p), digest));
-                digest
-            }
+        match previous {
+            Some(p) => *self.0.get_or_compute(ArcKey::of(p), || previous_digest(Some(p))),
+            None => previous_digest(None),
         }
     }
 
     /// Forgets the placements no longer in `placements` (replaced or removed), once they are
     /// more than an eighth of them.
-    pub fn retain_of(&mut self, placements: &KeyMap<ObjectKey, Arc<PlacementRecord>>) {
+    pub fn retain_of(&mut self, placements: &Placements) {
         if self.0.len() > placements.len() + placements.len() / 8 + 64 {
-            let current: crate::util::hash::IdSet<usize> =
-                placements.values().map(|p| Arc::as_ptr(p) as usize).collect();
-            self.0.retain(|at, _| current.contains(at));
+            let current: std::collections::HashSet<ArcKey<PlacementRecord>, foldhash::fast::RandomState> =
+                placements.values().map(ArcKey::of).collect();
+            self.0.retain(|k| current.contains(k));
         }
     }
 }
@@ -707,13 +710,20 @@ pub struct ClaimMemo {
     changed: std::collections::HashSet<String>,
     /// Whether the pass's ClusterPropagationPolicies are not the last pass's objects.
     cluster_wide_changed: bool,
-    /// Per template object (its address; the entry keeps the template, so the address is not
-    /// another's): the previous claimer it was claimed with, and the claim's policy.
-    claims: crate::util::hash::IdMap<usize, ClaimEntry>,
+    /// Per template object (its identity): the previous claimer it was claimed with, and the
+    /// claim's policy.
+    claims: HashMap<ArcKey<crate::policy::Template>, ClaimEntry, foldhash::fast::RandomState>,
 }
 
-/// A kept claim: the template, the previous claimer it was asked with, the claiming policy.
-type ClaimEntry = (Arc<crate::policy::Template>, Option<crate::policy::PolicyRef>, Option<crate::policy::PolicyRef>);
+/// A kept claim: the previous claimer it was asked with, the claiming policy.
+type ClaimEntry = (Option<crate::policy::PolicyRef>, Option<crate::policy::PolicyRef>);
+
+/// The identities of `set`'s templates.
+fn template_keys(
+    set: &crate::policy::PolicySet,
+) -> std::collections::HashSet<ArcKey<crate::policy::Template>, foldhash::fast::RandomState> {
+    set.templates.iter().map(ArcKey::of).collect()
+}
 
 impl ClaimMemo {
     /// Compares the PropagationPolicies of the pass (`index`, grouped by namespace as the
@@ -754,9 +764,8 @@ impl ClaimMemo {
         }
         let templates = set.templates.len();
         if self.claims.len() > templates + templates / 8 + 64 {
-            let current: crate::util::hash::IdSet<usize> =
-                set.templates.iter().map(|t| Arc::as_ptr(t) as usize).collect();
-            self.claims.retain(|at, _| current.contains(at));
+            let current = template_keys(set);
+            self.claims.retain(|t, _| current.contains(t));
         }
     }
 
@@ -776,8 +785,8 @@ impl ClaimMemo {
         if t.key.namespace.as_deref().is_some_and(|ns| self.changed.contains(ns)) {
             return None;
         }
-        let (kept, asked, claimed) = self.claims.get(&(Arc::as_ptr(t) as usize))?;
-        (Arc::ptr_eq(kept, t) && asked.as_ref() == previous).then(|| claimed.clone())
+        let (asked, claimed) = self.claims.get(&ArcKey::of(t))?;
+        (asked.as_ref() == previous).then(|| claimed.clone())
     }
 
     /// Keeps the claim of `t` with `previous` as its previous claimer.
@@ -787,7 +796,7 @@ impl ClaimMemo {
         previous: Option<&crate::policy::PolicyRef>,
         claimed: Option<crate::policy::PolicyRef>,
     ) {
-        self.claims.insert(Arc::as_ptr(t) as usize, (Arc::clone(t), previous.cloned(), claimed));
+        self.claims.insert(ArcKey::of(t), (previous.cloned(), claimed));
     }
 }
 
@@ -803,9 +812,8 @@ impl ClaimMemo {
 /// changed nothing, computes the keys of only the templates it changed.
 #[derive(Default, Clone)]
 pub struct KeyMemo {
-    /// Per template object (its address; the entry keeps the template): the key and what it
-    /// was computed with.
-    keys: crate::util::hash::IdMap<usize, KeptKey>,
+    /// Per template object (its identity): the key and what it was computed with.
+    keys: HashMap<ArcKey<crate::policy::Template>, KeptKey, foldhash::fast::RandomState>,
     /// The override policies of the last pass (both kinds, in the set's order), held so that
     /// their addresses are not another policy's while compared.
     overrides: Vec<Arc<OverridePolicy>>,
@@ -818,8 +826,7 @@ pub struct KeyMemo {
 /// A kept decision key ([`KeyMemo`]).
 #[derive(Clone)]
 struct KeptKey {
-    template: Arc<crate::policy::Template>,
-    previous: Option<Arc<PlacementRecord>>,
+    previous: Option<ArcKey<PlacementRecord>>,
     /// The confidence threshold (its bits) and the fleet's static facts for it.
     fleet: (u64, u64),
     key: u64,
@@ -851,9 +858,8 @@ impl KeyMemo {
         self.digests = (interpreters, profiles);
         let templates = set.templates.len();
         if self.keys.len() > templates + templates / 8 + 64 {
-            let current: crate::util::hash::IdSet<usize> =
-                set.templates.iter().map(|t| Arc::as_ptr(t) as usize).collect();
-            self.keys.retain(|at, _| current.contains(at));
+            let current = template_keys(set);
+            self.keys.retain(|t, _| current.contains(t));
         }
     }
 
@@ -869,13 +875,13 @@ impl KeyMemo {
         if !self.usable {
             return None;
         }
-        let k = self.keys.get(&(Arc::as_ptr(t) as usize))?;
+        let k = self.keys.get(&ArcKey::of(t))?;
         let same_previous = match (&k.previous, previous) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (Some(a), Some(b)) => a.is(b),
             (None, None) => true,
             _ => false,
         };
-        (Arc::ptr_eq(&k.template, t) && same_previous && fleet(k.fleet.0) == k.fleet.1).then_some(k.key)
+        (same_previous && fleet(k.fleet.0) == k.fleet.1).then_some(k.key)
     }
 
     /// Keeps `key`, computed for `t` with `previous` and the fleet's static facts `fleet`
@@ -887,13 +893,13 @@ impl KeyMemo {
         fleet: (u64, u64),
         key: u64,
     ) {
-        let kept = KeptKey { template: Arc::clone(t), previous: previous.cloned(), fleet, key };
-        self.keys.insert(Arc::as_ptr(t) as usize, kept);
+        let kept = KeptKey { previous: previous.map(ArcKey::of), fleet, key };
+        self.keys.insert(ArcKey::of(t), kept);
     }
 
     /// Forgets the key of `t` (its decision read what the memo does not cover).
     pub fn forget(&mut self, t: &Arc<crate::policy::Template>) {
-        self.keys.remove(&(Arc::as_ptr(t) as usize));
+        self.keys.remove(&ArcKey::of(t));
     }
 }
 

@@ -237,9 +237,9 @@ fn desired(
     memo
 }
 
-/// The addresses of the set's Namespace objects, in order.
-fn namespace_objects(set: &PolicySet) -> impl Iterator<Item = usize> + '_ {
-    set.namespace_objects().iter().map(|t| Arc::as_ptr(t) as usize)
+/// The set's Namespace objects (their identities), in order.
+fn namespace_objects(set: &PolicySet) -> impl Iterator<Item = crate::util::memo::ArcKey<crate::policy::Template>> + '_ {
+    set.namespace_objects().iter().map(crate::util::memo::ArcKey::of)
 }
 
 /// The desired output built from every decision of the cache ([`desired`]).

@@ -23,6 +23,7 @@ use crate::policy::{ObjectKey, Template};
 use crate::schedule::Fleet;
 use crate::store::{PlacementRecord, PreparedSnapshot, Store, StoreError};
 use crate::util::hash::KeyMap;
+use crate::util::memo::ArcKey;
 
 use super::{Inputs, cache};
 
@@ -368,9 +369,8 @@ impl PassSnapshots {
 pub struct PlannedDeductions {
     /// The digest of the members' names, in order, the plans were made on.
     names: u64,
-    /// By the placement object's address (the entry holds the object: the address is not
-    /// reused while it is here).
-    by_placement: crate::util::hash::IdMap<usize, Arc<PlanMemo>>,
+    /// By the placement object (its identity, which holds it).
+    by_placement: HashMap<ArcKey<PlacementRecord>, Arc<PlanMemo>, foldhash::fast::RandomState>,
     /// The plans of the last rebuild, in store order ([`PlannedDeductions::assumed`]).
     last: Vec<Arc<PlanMemo>>,
     /// Per cluster position, the indices in `last` of the plans that deduct from it,
@@ -415,10 +415,8 @@ impl PlannedDeductions {
                 && m.read.iter().all(|(i, f)| fingerprints.get(*i) == Some(f))
         };
         // Looked up, not taken out and put back: an edit plans one placement of 10,000.
-        let mut memos: Vec<Option<Arc<PlanMemo>>> = work
-            .iter()
-            .map(|(p, r)| kept.get(&(Arc::as_ptr(p) as usize)).filter(|m| holds(m, p, r)).cloned())
-            .collect();
+        let mut memos: Vec<Option<Arc<PlanMemo>>> =
+            work.iter().map(|(p, r)| kept.get(&ArcKey::of(p)).filter(|m| holds(m, p, r)).cloned()).collect();
         let missing: Vec<usize> = memos.iter().enumerate().filter(|(_, m)| m.is_none()).map(|(k, _)| k).collect();
         let fresh = Assumed::default();
         let made = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |&k| {
@@ -446,7 +444,7 @@ impl PlannedDeductions {
         }
         let out: Vec<Arc<PlanMemo>> = memos.into_iter().flatten().collect();
         for m in &out {
-            let at = Arc::as_ptr(&m.placement) as usize;
+            let at = ArcKey::of(&m.placement);
             if !kept.get(&at).is_some_and(|k| Arc::ptr_eq(k, m)) {
                 kept.insert(at, Arc::clone(m));
             }
@@ -454,8 +452,8 @@ impl PlannedDeductions {
         // The plans of placements no longer listed, forgotten once they are more than an
         // eighth (each holds its placement: an address is not reused while it is here).
         if kept.len() > out.len() + out.len() / 8 + 64 {
-            let current: crate::util::hash::IdSet<usize> =
-                out.iter().map(|m| Arc::as_ptr(&m.placement) as usize).collect();
+            let current: std::collections::HashSet<ArcKey<PlacementRecord>, foldhash::fast::RandomState> =
+                out.iter().map(|m| ArcKey::of(&m.placement)).collect();
             kept.retain(|at, _| current.contains(at));
         }
         self.by_placement = kept;

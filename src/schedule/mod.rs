@@ -858,7 +858,7 @@ fn divide(
         Strategy::Duplicated => {
             // In the verdicts' order (the fleet's, by name) the map is built without sorting.
             let mut by_position = selected.to_vec();
-            by_position.sort_unstable_by_key(|v| std::ptr::from_ref::<ClusterVerdict>(v) as usize);
+            by_position.sort_unstable_by_key(|v| std::ptr::from_ref::<ClusterVerdict>(v));
             let held = health_caps(req, selected, clusters);
             let replicas_on = |name: &str| {
                 let cap = held.get(name).map_or(replicas, |c| i32::try_from(*c).unwrap_or(i32::MAX));

@@ -9,6 +9,8 @@
 //! - [`stat`]: a file's stat as proof that its bytes did not change (git's racy rule).
 //! - [`gosort`]: Go's `sort.Sort` ported exactly, to break ties as Karmada's scheduler does.
 //! - [`derived`]: a value derived from its owner's content, kept beside it, not content.
+//! - [`memo`]: one memo shape: a value per typed key (an `Arc`'s identity holds the `Arc`), one
+//!   compute function, compared with it in debug builds.
 //! - [`threads`]: how many threads a pass's parallel steps use (`FEDSCHED_THREADS`), and the
 //!   one helper that maps a slice on them in order (`map_ordered`).
 //!
@@ -47,6 +49,7 @@ pub mod derived;
 pub mod diff;
 pub mod gosort;
 pub mod hash;
+pub mod memo;
 pub mod percent;
 pub mod stat;
 pub mod stdio;
