@@ -57,6 +57,7 @@ mod settings;
 mod snapshots;
 mod stability;
 #[cfg(test)]
+#[path = "warm_cold/tests.rs"]
 mod warm_cold;
 
 use std::path::Path;
