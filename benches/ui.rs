@@ -165,7 +165,9 @@ fn every_page(w: usize, c: usize, nodes: usize) {
         .load_inputs(&policies, &mut PhaseTimings::default(), &fedsched::reconcile::Changed::Unknown)
         .unwrap_or_else(|e| panic!("load: {} error(s), first {:?}", e.len(), e.first().map(ToString::to_string)));
     inputs.apply_live(&live, &rec.store);
-    let report = rec.reconcile(&inputs, &out, "bench", now).unwrap_or_else(|e| panic!("reconcile: {e}"));
+    let report = rec
+        .reconcile(&inputs, &out, fedsched::publish::Trigger::Timer, now)
+        .unwrap_or_else(|e| panic!("reconcile: {e}"));
     println!("every page through the router ({nodes} nodes a cluster): {}", report.summary());
 
     // The page of a cluster with a chart's whole window: 48 more versions of its snapshot.

@@ -1091,7 +1091,7 @@ mod tests {
     #[test]
     fn an_invalid_pass_says_what_is_wrong_in_the_status() {
         let pass = |outcome| crate::views::status::PassStatus {
-            trigger: "policy-change".into(),
+            trigger: crate::publish::Trigger::PolicyChange,
             at_ms: 0,
             duration_ms: 3,
             outcome,

@@ -940,7 +940,8 @@ fn render(cfg: &Config, dirs: &DirArgs, allow_mass_delete: bool) -> Result<ExitC
     // Live members: one poll round, then the pass.
     poll_once(cfg, &mut inputs, &reconciler.store)?;
     progress.phase("render: scheduling, rendering and publishing");
-    let reconciled = reconciler.reconcile(&inputs, &paths.output_dir, "render", crate::util::clock::now_ms());
+    let reconciled =
+        reconciler.reconcile(&inputs, &paths.output_dir, crate::publish::Trigger::Render, crate::util::clock::now_ms());
     drop(progress);
     let report = match reconciled {
         Ok(r) => r,

@@ -95,6 +95,7 @@ use crate::ha;
 use crate::members::live::{LiveView, Poller, RoundReport, Target, targets};
 use crate::metrics::Metrics;
 use crate::model::interpreter::Scope;
+use crate::publish::Trigger;
 use crate::reconcile::{self, PhaseTimings, Reconciler};
 use crate::schedule::profile::Profiles;
 use crate::store::Store;
@@ -444,9 +445,9 @@ impl Daemon {
         let mut ready = false;
         // When a pass last walked the policy directory ([`reading`]).
         let mut last_walk_ms: Option<u64> = None;
-        let mut pending: Option<&'static str> = None;
+        let mut pending: Option<Trigger> = None;
         // After a round: the trigger of the reconcile that follows it.
-        let mut after_round: Option<&'static str> = Some("startup");
+        let mut after_round: Option<Trigger> = Some(Trigger::Startup);
         if !start_round(&mut poller, &live_targets, &poll_tx) {
             pending = after_round.take();
         }
@@ -454,7 +455,7 @@ impl Daemon {
             self.heartbeat.beat(self.clock.now_ms());
             let mut pending_now = pending.take();
             if self.take_over_if_due().await && pending_now.is_none() {
-                pending_now = Some("takeover");
+                pending_now = Some(Trigger::Takeover);
             }
             if let Some(trigger) = pending_now {
                 let now_ms = self.clock.now_ms();
@@ -473,7 +474,7 @@ impl Daemon {
                 };
                 self.heartbeat_tick();
                 if ok && self.audit_if_due(&view).await {
-                    pending = Some("audit");
+                    pending = Some(Trigger::Audit);
                 }
                 if ok && !ready {
                     ready = true;
@@ -488,14 +489,14 @@ impl Daemon {
                     read_now = ok && p.want_objects(wanted);
                 }
                 if read_now && after_round.is_none() && start_round(&mut poller, &live_targets, &poll_tx) {
-                    after_round = Some("rollout-objects");
+                    after_round = Some(Trigger::RolloutObjects);
                 }
                 if let Some(t) = new_targets
                     && t != live_targets
                 {
                     live_targets = t;
                     if after_round.is_none() && start_round(&mut poller, &live_targets, &poll_tx) {
-                        after_round = Some("cluster-change");
+                        after_round = Some(Trigger::ClusterChange);
                     }
                 }
             }
@@ -524,16 +525,16 @@ impl Daemon {
                     poller = Some(p);
                     match after_round.take() {
                         Some(trigger) => pending = Some(trigger),
-                        None if report.changed => pending = Some("cluster-change"),
+                        None if report.changed => pending = Some(Trigger::ClusterChange),
                         None => {}
                     }
                     if std::mem::take(&mut round_again) && start_round(&mut poller, &live_targets, &poll_tx) {
-                        after_round = Some("cluster-change");
+                        after_round = Some(Trigger::ClusterChange);
                     }
                 }
                 Event::WatchLost => {
                     if after_round.is_none() && start_round(&mut poller, &live_targets, &poll_tx) {
-                        after_round = Some("cluster-change");
+                        after_round = Some(Trigger::ClusterChange);
                     } else {
                         round_again = true;
                     }
@@ -550,20 +551,20 @@ impl Daemon {
                             _ => break,
                         }
                     }
-                    pending = Some("policy-change");
+                    pending = Some(Trigger::PolicyChange);
                 }
                 Event::Tick => {
                     // With live members, poll first and reconcile on the round's return.
                     if after_round.is_some() || start_round(&mut poller, &live_targets, &poll_tx) {
-                        after_round = Some("timer");
+                        after_round = Some(Trigger::Timer);
                     } else {
-                        pending = Some("timer");
+                        pending = Some(Trigger::Timer);
                     }
                 }
                 Event::Heartbeat => self.heartbeat_tick(),
                 // Becoming the leader: the takeover (adoption, then a pass) runs at the top of
                 // the loop. Losing it: the fence already stops the publish.
-                Event::Role(ha::Role::Leader) => pending = pending.or(Some("takeover")),
+                Event::Role(ha::Role::Leader) => pending = pending.or(Some(Trigger::Takeover)),
                 Event::Role(ha::Role::Standby) => {
                     if self.output_claim.take().is_some() {
                         tracing::info!(output_dir = %paths.output_dir.display(), "let go of the output directory");
@@ -576,7 +577,7 @@ impl Daemon {
                         self.heartbeat.expect_passes_every(self.cfg.reconcile.interval);
                     }
                     systemd::ready("reloaded");
-                    pending = Some("sighup");
+                    pending = Some(Trigger::Sighup);
                 }
                 Event::Shutdown(reason) => {
                     tracing::info!(signal = reason, "shutting down");
@@ -990,7 +991,7 @@ impl Daemon {
     /// ([`reading`]).
     async fn reconcile_once(
         &self,
-        trigger: &'static str,
+        trigger: Trigger,
         view: &LiveView,
         changed: reconcile::Changed,
         waits: &mut Waits<'_, impl Stream<Item = Control> + Unpin>,
@@ -1030,7 +1031,7 @@ impl Daemon {
         };
         let duration_ms = started.elapsed().as_millis() as u64;
         let at_ms = self.clock.now_ms();
-        let pass = |outcome: PassOutcome| PassStatus { trigger: trigger.to_string(), at_ms, duration_ms, outcome };
+        let pass = |outcome: PassOutcome| PassStatus { trigger, at_ms, duration_ms, outcome };
         let status = &self.status_tx;
         let metrics = &self.metrics;
         let ok = match joined {
@@ -1038,7 +1039,7 @@ impl Daemon {
                 self.log_problems(&report);
                 let ph = &report.phases;
                 tracing::info!(
-                    trigger,
+                    trigger = %trigger,
                     workloads = report.workloads,
                     scheduled = report.scheduled,
                     unschedulable = report.unschedulable.len(),
@@ -1096,7 +1097,7 @@ impl Daemon {
                 }
                 let message = format!("cannot read the policy repository: {}", io[0]);
                 tracing::error!(
-                    trigger,
+                    trigger = %trigger,
                     errors = io.len(),
                     duration_ms,
                     "policy repository unreadable (I/O); output left as it was"
@@ -1113,7 +1114,7 @@ impl Daemon {
                 }
                 let msg = format!("{} invalid input(s); keeping the last good output", errors.len());
                 tracing::error!(
-                    trigger,
+                    trigger = %trigger,
                     errors = errors.len(),
                     duration_ms,
                     "policy repository invalid; output left as it was"
@@ -1127,7 +1128,7 @@ impl Daemon {
                 false
             }
             Ok(Err(reconcile::ReconcileError::Fenced { reason, workloads, scheduled })) => {
-                tracing::info!(trigger, workloads, scheduled, duration_ms, reason = %reason, "reconcile done in shadow; nothing published");
+                tracing::info!(trigger = %trigger, workloads, scheduled, duration_ms, reason = %reason, "reconcile done in shadow; nothing published");
                 systemd::status(&format!("standby: {reason}"));
                 let outcome = PassOutcome::Shadow { reason };
                 metrics.record_pass(&outcome, None);
@@ -1145,11 +1146,11 @@ impl Daemon {
                 error @ (reconcile::ReconcileError::Stopped
                 | reconcile::ReconcileError::Publish(crate::publish::PublishError::Stopped { .. })),
             )) => {
-                tracing::info!(trigger, %error, duration_ms, "pass stopped for the shutdown");
+                tracing::info!(trigger = %trigger, %error, duration_ms, "pass stopped for the shutdown");
                 false
             }
             Ok(Err(error)) => {
-                tracing::error!(trigger, %error, duration_ms, "reconcile failed; output left as it was");
+                tracing::error!(trigger = %trigger, %error, duration_ms, "reconcile failed; output left as it was");
                 // Git mode: the remote moved under this leader. Fetch, adopt and decide again
                 // (the takeover, once), rather than push the same rejected commit every pass.
                 if let (reconcile::ReconcileError::Git(crate::publish::git::GitError::Rejected { .. }), Some(ha)) =
@@ -1165,7 +1166,7 @@ impl Daemon {
                 false
             }
             Err(error) => {
-                tracing::error!(trigger, %error, duration_ms, "reconcile task panicked");
+                tracing::error!(trigger = %trigger, %error, duration_ms, "reconcile task panicked");
                 let outcome = PassOutcome::Failed { message: format!("reconcile task panicked: {error}") };
                 metrics.record_pass(&outcome, None);
                 publish_failure(status, pass(outcome), None);
@@ -1293,7 +1294,7 @@ pub const WALK_AT_LEAST_EVERY_MS: u64 = 10 * 60 * 1000;
 /// it named (read without a walk when they are all files the last walk read), or not known.
 pub fn reading(
     changes: Option<reconcile::Changed>,
-    trigger: &str,
+    trigger: Trigger,
     last_walk_ms: Option<u64>,
     now_ms: u64,
 ) -> reconcile::Changed {
@@ -1302,8 +1303,8 @@ pub fn reading(
     let stale = last_walk_ms.is_none_or(|at| now_ms.saturating_sub(at) >= WALK_AT_LEAST_EVERY_MS);
     match (trigger, changes) {
         _ if stale => Changed::Unknown,
-        ("timer" | "cluster-change", changes) => changes,
-        ("policy-change", Changed::Files(files)) => Changed::Files(files),
+        (Trigger::Timer | Trigger::ClusterChange, changes) => changes,
+        (Trigger::PolicyChange, Changed::Files(files)) => Changed::Files(files),
         _ => Changed::Unknown,
     }
 }
@@ -1370,9 +1371,9 @@ async fn start_api(
 
 /// Test hook (debug builds only): `FEDSCHED_TEST_STALL_RECONCILE_MS` makes every pass but the
 /// startup pass sleep that long, to show that a stuck pass stops the watchdog and heartbeat.
-fn test_stall(trigger: &str) {
+fn test_stall(trigger: Trigger) {
     #[cfg(debug_assertions)]
-    if trigger != "startup"
+    if trigger != Trigger::Startup
         && let Some(ms) = std::env::var("FEDSCHED_TEST_STALL_RECONCILE_MS").ok().and_then(|v| v.parse::<u64>().ok())
     {
         tracing::warn!(ms, "test hook: stalling the reconcile");
@@ -1391,7 +1392,7 @@ struct PassJob {
     cfg: Config,
     view: LiveView,
     clock: Arc<dyn Clock>,
-    trigger: &'static str,
+    trigger: Trigger,
     changed: reconcile::Changed,
 }
 
@@ -1467,7 +1468,14 @@ mod tests {
         use reconcile::Changed;
         let t = 1_000_000;
         let named = || Changed::Files(vec!["apps/a.yaml".into()]);
-        for trigger in ["timer", "cluster-change", "startup", "policy-change", "sighup", "takeover"] {
+        for trigger in [
+            Trigger::Timer,
+            Trigger::ClusterChange,
+            Trigger::Startup,
+            Trigger::PolicyChange,
+            Trigger::Sighup,
+            Trigger::Takeover,
+        ] {
             assert_eq!(reading(None, trigger, Some(t), t), Changed::Unknown, "{trigger} without a watch");
             assert_eq!(
                 reading(Some(Changed::Unknown), trigger, Some(t), t),
@@ -1482,15 +1490,15 @@ mod tests {
             let stale = t + WALK_AT_LEAST_EVERY_MS;
             assert_eq!(reading(Some(named()), trigger, Some(t), stale), Changed::Unknown, "{trigger} with an old walk");
         }
-        for trigger in ["timer", "cluster-change"] {
+        for trigger in [Trigger::Timer, Trigger::ClusterChange] {
             assert_eq!(reading(Some(Changed::Nothing), trigger, Some(t), t + 1), Changed::Nothing, "{trigger}, quiet");
             let late = t + WALK_AT_LEAST_EVERY_MS - 1;
             assert_eq!(reading(Some(Changed::Nothing), trigger, Some(t), late), Changed::Nothing, "{trigger}, quiet");
             assert_eq!(reading(Some(named()), trigger, Some(t), t + 1), named(), "{trigger}, a file named");
         }
-        assert_eq!(reading(Some(named()), "policy-change", Some(t), t + 1), named());
-        assert_eq!(reading(Some(Changed::Nothing), "policy-change", Some(t), t + 1), Changed::Unknown);
-        for trigger in ["startup", "sighup", "takeover"] {
+        assert_eq!(reading(Some(named()), Trigger::PolicyChange, Some(t), t + 1), named());
+        assert_eq!(reading(Some(Changed::Nothing), Trigger::PolicyChange, Some(t), t + 1), Changed::Unknown);
+        for trigger in [Trigger::Startup, Trigger::Sighup, Trigger::Takeover] {
             assert_eq!(reading(Some(Changed::Nothing), trigger, Some(t), t + 1), Changed::Unknown, "{trigger}, quiet");
             assert_eq!(reading(Some(named()), trigger, Some(t), t + 1), Changed::Unknown, "{trigger}, a file named");
         }

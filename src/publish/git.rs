@@ -290,13 +290,13 @@ impl Git<'_> {
 
 /// Commits whatever the last publish changed in `out` (creating the repository with
 /// `git init -b <branch>` if `out` is not the top of a work tree) and pushes if configured.
-/// `trigger` (render, policy-change, timer, …) goes into the message body. With `fence`
+/// `trigger` goes into the message body. With `fence`
 /// (`[ha]`), the commit and each push attempt are fenced, and pushes carry the leader's token
 /// (see the module's documentation).
 pub fn commit_and_push(
     out: &Path,
     opts: &GitOptions,
-    trigger: &str,
+    trigger: super::Trigger,
     fence: Option<Fence<'_>>,
 ) -> Result<GitOutcome, GitError> {
     let dir = out.canonicalize().unwrap_or_else(|_| out.to_path_buf());
@@ -583,7 +583,7 @@ fn parse_name_status(text: &str) -> Vec<Change> {
 /// The commit message for `changes`: subject `fedsched: <clusters>: <summary>` of at most
 /// [`MAX_SUBJECT`] characters, and a body listing the trigger and, per cluster, every object
 /// file added, changed or removed.
-pub fn message(changes: &[Change], trigger: &str) -> (String, String) {
+pub fn message(changes: &[Change], trigger: super::Trigger) -> (String, String) {
     let mut by_cluster: BTreeMap<&str, Vec<&Change>> = BTreeMap::new();
     let mut other = Vec::new();
     for c in changes {
@@ -663,7 +663,7 @@ mod tests {
             ch('A', ".fedsched/placements/3f.json"),
             ch('D', ".fedsched/placements.json"),
         ];
-        let (subject, body) = message(&changes, "policy-change");
+        let (subject, body) = message(&changes, crate::publish::Trigger::PolicyChange);
         assert_eq!(subject, "fedsched: member1, member2: 1 added, 1 changed, 1 removed objects");
         assert!(subject.len() <= MAX_SUBJECT);
         assert_eq!(
@@ -675,9 +675,9 @@ mod tests {
         );
         let many: Vec<Change> =
             (0..20).map(|i| ch('M', &format!("cluster-number-{i}/default/apps_deployment_web.yaml"))).collect();
-        let (subject, _) = message(&many, "timer");
+        let (subject, _) = message(&many, crate::publish::Trigger::Timer);
         assert_eq!(subject, "fedsched: 20 clusters: 20 changed objects");
-        let (subject, body) = message(&[ch('M', ".fedsched/placements/8c.json")], "timer");
+        let (subject, body) = message(&[ch('M', ".fedsched/placements/8c.json")], crate::publish::Trigger::Timer);
         assert_eq!(subject, "fedsched: summary: placement summary");
         assert_eq!(body, "Trigger: timer\n\nupdated the placement summary (1 shard of .fedsched/placements/)\n");
     }
@@ -754,19 +754,19 @@ mod fencing {
         let opts = w.opts();
         assert!(!sync_from_remote(&a, &opts, &leading, "a").expect("a's takeover"), "no branch yet");
         write(&a, "one.yaml", "1");
-        let pushed = commit_and_push(&a, &opts, "timer", Some(&leading)).expect("a's push");
+        let pushed = commit_and_push(&a, &opts, crate::publish::Trigger::Timer, Some(&leading)).expect("a's push");
         assert!(pushed.pushed);
         let first = w.head();
         // b takes over; it has published nothing yet, so a's next push would be a fast-forward.
         assert!(sync_from_remote(&b, &opts, &leading, "b").expect("b's takeover"));
         assert_eq!(git(&b, &["rev-parse", "HEAD"]), first, "b continues a's history");
         write(&a, "two.yaml", "2");
-        let stale = commit_and_push(&a, &opts, "timer", Some(&leading));
+        let stale = commit_and_push(&a, &opts, crate::publish::Trigger::Timer, Some(&leading));
         assert!(matches!(stale, Err(GitError::Rejected { .. })), "{stale:?}");
         assert_eq!(w.head(), first, "the former leader's fast-forward landed");
         // b publishes on top of what it adopted.
         write(&b, "three.yaml", "3");
-        commit_and_push(&b, &opts, "timer", Some(&leading)).expect("b's push");
+        commit_and_push(&b, &opts, crate::publish::Trigger::Timer, Some(&leading)).expect("b's push");
         assert_eq!(git(&w.remote, &["rev-parse", "main~1"]), first);
         assert_eq!(git(&w.remote, &["rev-parse", LEADER_REF]), w.head(), "the token moves with the branch");
         // a, rejected, syncs (it would only if it led again): it adopts b's history.
@@ -782,12 +782,12 @@ mod fencing {
         let opts = w.opts();
         sync_from_remote(&a, &opts, &leading, "a").expect("a's takeover");
         write(&a, "one.yaml", "1");
-        commit_and_push(&a, &opts, "timer", Some(&leading)).expect("a's push");
+        commit_and_push(&a, &opts, crate::publish::Trigger::Timer, Some(&leading)).expect("a's push");
         write(&a, "two.yaml", "2");
         // a's second push lands after b fetched, just before b's claim (the fence b asks
         // immediately before the claim is where it lands).
         let late = || {
-            commit_and_push(&a, &opts, "timer", Some(&leading)).expect("a's late push");
+            commit_and_push(&a, &opts, crate::publish::Trigger::Timer, Some(&leading)).expect("a's late push");
             leading()
         };
         let raced = sync_from_remote(&b, &opts, &late, "b");
@@ -797,7 +797,10 @@ mod fencing {
         assert_eq!(git(&b, &["rev-parse", "HEAD"]), landed, "b adopted the push that landed");
         assert!(b.join("member/two.yaml").exists());
         write(&a, "three.yaml", "3");
-        assert!(matches!(commit_and_push(&a, &opts, "timer", Some(&leading)), Err(GitError::Rejected { .. })));
+        assert!(matches!(
+            commit_and_push(&a, &opts, crate::publish::Trigger::Timer, Some(&leading)),
+            Err(GitError::Rejected { .. })
+        ));
         assert_eq!(w.head(), landed);
     }
 
@@ -810,7 +813,7 @@ mod fencing {
         // Not leading: no commit, no push.
         write(&a, "one.yaml", "1");
         let lost = || Err::<Instant, _>("not the leader".to_string());
-        let refused = commit_and_push(&a, &opts, "timer", Some(&lost));
+        let refused = commit_and_push(&a, &opts, crate::publish::Trigger::Timer, Some(&lost));
         assert!(matches!(&refused, Err(GitError::Fenced(r)) if r.contains("before the commit")), "{refused:?}");
         assert_eq!(git(&a, &["rev-list", "--all", "--count"]), "0", "a commit was made");
         // A commit made, then the lease lost before the push: nothing pushed, the push pending.
@@ -819,7 +822,7 @@ mod fencing {
             0 => leading(),
             _ => Err("not the leader".to_string()),
         };
-        let refused = commit_and_push(&a, &opts, "timer", Some(&once));
+        let refused = commit_and_push(&a, &opts, crate::publish::Trigger::Timer, Some(&once));
         assert!(matches!(&refused, Err(GitError::Fenced(r)) if r.contains("before the push")), "{refused:?}");
         assert!(w.head().is_empty(), "pushed without the lease");
         // A remote that takes longer than the lease has left: the push is killed at the deadline.
@@ -831,7 +834,7 @@ mod fencing {
         git(&a, &["config", "remote.origin.receivepack", &slow.display().to_string()]);
         let slow_opts = GitOptions { remote: Some("origin".into()), push_attempts: 1, ..w.opts() };
         let soon = || Ok(Instant::now() + Duration::from_millis(300));
-        let killed = commit_and_push(&a, &slow_opts, "timer", Some(&soon));
+        let killed = commit_and_push(&a, &slow_opts, crate::publish::Trigger::Timer, Some(&soon));
         assert!(matches!(&killed, Err(GitError::TimedOut { why, .. }) if why.contains("renew deadline")), "{killed:?}");
         assert!(w.head().is_empty(), "the killed push landed");
     }

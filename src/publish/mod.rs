@@ -88,6 +88,7 @@ mod owner;
 mod plan;
 mod preview;
 mod recovery;
+mod trigger;
 
 use std::fs;
 use std::path::Path;
@@ -99,6 +100,7 @@ pub use owner::{OutputClaim, Owner, claim_output};
 pub use plan::{ClusterFiles, HeldMove, HeldRemoval, Owners, PublishPlan, PublishReport, SummaryPlan};
 pub use preview::{Preview, preview};
 pub use recovery::{recover, recover_killable};
+pub use trigger::Trigger;
 
 use diff::compute_changes;
 use disk::{Kind, kind_of, lock};

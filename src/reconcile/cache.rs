@@ -181,7 +181,7 @@ pub const FULL_CHECK_EVERY_MS: u64 = 10 * 60 * 1000;
 pub const LAST_SEEN_EVERY_MS: u64 = 60 * 1000;
 
 /// The trigger that forces a full check of the output directory.
-pub const FULL_CHECK_TRIGGER: &str = "sighup";
+pub const FULL_CHECK_TRIGGER: crate::publish::Trigger = crate::publish::Trigger::Sighup;
 
 /// A 64-bit hasher (FNV-1a over the bytes `Hash` feeds it): deterministic, so keys are
 /// comparable across passes. In memory only.
@@ -1534,7 +1534,7 @@ mod tests {
         let (policies, first) = small_repo(dir.path());
         let out = dir.path().join("out");
         let inputs = load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs");
-        first.reconcile(&inputs, &out, "startup", 1_000).expect("pass");
+        first.reconcile(&inputs, &out, crate::publish::Trigger::Startup, 1_000).expect("pass");
         let names: Vec<String> = inputs.snapshots.iter().map(|s| s.name.clone()).collect();
         let heads = |store: &Store| -> Vec<(u64, u64)> {
             names
@@ -1552,7 +1552,7 @@ mod tests {
                 .reconcile(
                     &load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs"),
                     &out,
-                    "startup",
+                    crate::publish::Trigger::Startup,
                     now,
                 )
                 .expect("pass");
@@ -1784,7 +1784,7 @@ mod tests {
         let (warm_out, cold_out) = (dir.path().join("warm-out"), dir.path().join("cold-out"));
         let pass = |r: &Reconciler, out: &Path, now: u64| {
             let inputs = r.load_inputs(&policies, &mut PhaseTimings::default(), &Changed::Unknown).expect("inputs");
-            r.reconcile(&inputs, out, "timer", now).expect("reconcile")
+            r.reconcile(&inputs, out, crate::publish::Trigger::Timer, now).expect("reconcile")
         };
         pass(&warm, &warm_out, 1_000);
         assert_eq!(pass(&warm, &warm_out, 2_000).files_written, 0, "a quiet pass");
@@ -1877,8 +1877,8 @@ mod tests {
             inputs
         };
         for now in [1_000u64, 2_000] {
-            daemon.reconcile(&inputs(&daemon), &daemon_out, "timer", now).expect("pass");
-            twin.reconcile(&inputs(&twin), &twin_out, "timer", now).expect("pass");
+            daemon.reconcile(&inputs(&daemon), &daemon_out, crate::publish::Trigger::Timer, now).expect("pass");
+            twin.reconcile(&inputs(&twin), &twin_out, crate::publish::Trigger::Timer, now).expect("pass");
         }
         // The edit under review: replicas of one workload (its deduction changes what later
         // ones see), another workload removed.
@@ -1918,8 +1918,8 @@ mod tests {
             if k == 1 {
                 std::fs::write(&removed, &removed_text).expect("put back");
             }
-            let d = daemon.reconcile(&inputs(&daemon), &daemon_out, "timer", now).expect("pass");
-            let t = twin.reconcile(&inputs(&twin), &twin_out, "timer", now).expect("pass");
+            let d = daemon.reconcile(&inputs(&daemon), &daemon_out, crate::publish::Trigger::Timer, now).expect("pass");
+            let t = twin.reconcile(&inputs(&twin), &twin_out, crate::publish::Trigger::Timer, now).expect("pass");
             assert_eq!(
                 (d.decided, d.history_records, d.files_written, d.files_removed, d.assumed_replicas),
                 (t.decided, t.history_records, t.files_written, t.files_removed, t.assumed_replicas),
@@ -1951,7 +1951,7 @@ mod tests {
             inputs
         };
         for now in [1_000u64, 2_000] {
-            daemon.reconcile(&inputs(&daemon), &out, "timer", now).expect("pass");
+            daemon.reconcile(&inputs(&daemon), &out, crate::publish::Trigger::Timer, now).expect("pass");
         }
         let (store_before, out_before) = (store_digest(&daemon.store), tree(&out));
         let audit = daemon
@@ -2022,7 +2022,7 @@ mod tests {
                     .load_inputs(&policies, &mut super::super::PhaseTimings::default(), &Changed::Unknown)
                     .expect("inputs");
                 inputs.apply_live(&view, &r.store);
-                r.reconcile(&inputs, out, "timer", now).expect("reconcile")
+                r.reconcile(&inputs, out, crate::publish::Trigger::Timer, now).expect("reconcile")
             };
             let w = pass(&warm, &warm_out);
             let c = {
@@ -2082,7 +2082,7 @@ mod tests {
                 .load_inputs(&policies, &mut super::super::PhaseTimings::default(), &Changed::Unknown)
                 .expect("inputs");
             inputs.apply_live(&view, &r.store);
-            r.reconcile(&inputs, out, "timer", now).expect("reconcile")
+            r.reconcile(&inputs, out, crate::publish::Trigger::Timer, now).expect("reconcile")
         };
         let warm = Reconciler::new(Store::open(&dir.path().join("warm")).expect("store"), Settings::builtin());
         let cold_state = dir.path().join("cold");
@@ -2158,7 +2158,7 @@ mod tests {
         r.reconcile(
             &load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs"),
             &dir.path().join("out"),
-            "t",
+            crate::publish::Trigger::Timer,
             1,
         )
         .expect("reconcile");
@@ -2181,27 +2181,27 @@ mod tests {
         repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
         let warm = Reconciler::new(Store::open(&dir.path().join("state")).expect("store"), independent());
         let out = dir.path().join("out");
-        let pass = |r: &Reconciler, out: &Path, trigger: &str, now: u64| {
+        let pass = |r: &Reconciler, out: &Path, trigger: crate::publish::Trigger, now: u64| {
             let inputs = load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs");
             r.reconcile(&inputs, out, trigger, now).expect("reconcile")
         };
-        let first = pass(&warm, &out, "startup", 1_000);
+        let first = pass(&warm, &out, crate::publish::Trigger::Startup, 1_000);
         assert!(first.files_written > 0);
         // Settle (the second pass sees the first placement as previous), then nothing changes.
-        pass(&warm, &out, "timer", 2_000);
-        let quiet = pass(&warm, &out, "timer", 3_000);
+        pass(&warm, &out, crate::publish::Trigger::Timer, 2_000);
+        let quiet = pass(&warm, &out, crate::publish::Trigger::Timer, 3_000);
         assert_eq!((quiet.files_written, quiet.history_records, quiet.new_snapshot_versions), (0, 0, 0));
         assert_eq!(quiet.files_unchanged, first.files_written, "{}", quiet.summary());
 
         // An edit: the warm pass writes exactly what a cold reconciler writes.
         let i = 9;
         std::fs::write(policies.join(repo::workload_file(i)), repo::workload_yaml(i, 17, 8)).expect("edit");
-        let edited = pass(&warm, &out, "policy-change", 4_000);
+        let edited = pass(&warm, &out, crate::publish::Trigger::PolicyChange, 4_000);
         assert!(edited.files_written > 0 && edited.history_records > 0, "{}", edited.summary());
         let cold_out = dir.path().join("cold-out");
         let cold = Reconciler::new(Store::open(&dir.path().join("cold-state")).expect("store"), independent());
-        pass(&cold, &cold_out, "startup", 1_000);
-        pass(&cold, &cold_out, "timer", 2_000);
+        pass(&cold, &cold_out, crate::publish::Trigger::Startup, 1_000);
+        pass(&cold, &cold_out, crate::publish::Trigger::Timer, 2_000);
         let a = tree(&out);
         let b = tree(&cold_out);
         assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
@@ -2215,10 +2215,10 @@ mod tests {
             std::fs::write(out.join(&victim), b"# Generated by fedsched. Do not edit: changes are overwritten.\nx: 1\n")
         };
         tamper().expect("tamper");
-        assert_eq!(pass(&warm, &out, "timer", 5_000).files_written, 0);
+        assert_eq!(pass(&warm, &out, crate::publish::Trigger::Timer, 5_000).files_written, 0);
         assert_eq!(pass(&warm, &out, FULL_CHECK_TRIGGER, 6_000).files_written, 1);
         tamper().expect("tamper");
-        assert_eq!(pass(&warm, &out, "timer", 6_000 + FULL_CHECK_EVERY_MS).files_written, 1);
+        assert_eq!(pass(&warm, &out, crate::publish::Trigger::Timer, 6_000 + FULL_CHECK_EVERY_MS).files_written, 1);
         assert_eq!(tree(&out).get(&victim), b.get(&victim));
     }
 
@@ -2242,7 +2242,7 @@ mod tests {
             r.reconcile(
                 &load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs"),
                 &out,
-                "startup",
+                crate::publish::Trigger::Startup,
                 now,
             )
             .expect("reconcile")
@@ -2330,8 +2330,8 @@ mod tests {
         let (state, out) = (dir.path().join("state"), dir.path().join("out"));
         let inputs = load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs");
         let daemon = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
-        daemon.reconcile(&inputs, &out, "startup", 1_000).expect("first pass");
-        daemon.reconcile(&inputs, &out, "timer", 2_000).expect("second pass");
+        daemon.reconcile(&inputs, &out, crate::publish::Trigger::Startup, 1_000).expect("first pass");
+        daemon.reconcile(&inputs, &out, crate::publish::Trigger::Timer, 2_000).expect("second pass");
         // Files written less than a second before they are read prove nothing by their stat.
         std::thread::sleep(std::time::Duration::from_millis(1_100));
         let check = daemon.reconcile(&inputs, &out, FULL_CHECK_TRIGGER, 3_000).expect("full check");
@@ -2352,7 +2352,7 @@ mod tests {
             r.reconcile(
                 &load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs"),
                 &out,
-                "startup",
+                crate::publish::Trigger::Startup,
                 now,
             )
             .expect("reconcile")
@@ -2394,7 +2394,9 @@ mod tests {
             inputs
         };
         let daemon = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
-        let pass = |now: u64| daemon.reconcile(&inputs(&daemon), &out, "timer", now).expect("reconcile");
+        let pass = |now: u64| {
+            daemon.reconcile(&inputs(&daemon), &out, crate::publish::Trigger::Timer, now).expect("reconcile")
+        };
         let mut now = 1_000;
         for _ in 0..3 {
             pass(now);
@@ -2416,7 +2418,7 @@ mod tests {
         }
         drop(daemon);
         let r = Reconciler::new(Store::open(&state).expect("store"), Settings::builtin());
-        let restarted = r.reconcile(&inputs(&r), &out, "startup", now).expect("restart");
+        let restarted = r.reconcile(&inputs(&r), &out, crate::publish::Trigger::Startup, now).expect("restart");
         assert_eq!((restarted.decided, restarted.files_written), (0, 0), "{}", restarted.summary());
     }
 
@@ -2431,7 +2433,7 @@ mod tests {
         repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
         let state = dir.path().join("state");
         let out = dir.path().join("out");
-        let restart = |trigger: &str, now: u64| {
+        let restart = |trigger: crate::publish::Trigger, now: u64| {
             let r = Reconciler::new(Store::open(&state).expect("store"), independent());
             r.reconcile(
                 &load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs"),
@@ -2441,13 +2443,13 @@ mod tests {
             )
             .expect("reconcile")
         };
-        let first = restart("startup", 1_000);
+        let first = restart(crate::publish::Trigger::Startup, 1_000);
         assert_eq!(first.decided, first.workloads);
         // The first restart sees the first placements as previous: it decides again.
-        restart("startup", 2_000);
+        restart(crate::publish::Trigger::Startup, 2_000);
         let before = tree(&out);
 
-        let quiet = restart("startup", 3_000);
+        let quiet = restart(crate::publish::Trigger::Startup, 3_000);
         assert_eq!(
             (
                 quiet.decided,
@@ -2476,18 +2478,18 @@ mod tests {
             .expect("a file");
         std::fs::write(out.join(victim), b"# Generated by fedsched. Do not edit: changes are overwritten.\nx: 1\n")
             .expect("tamper");
-        let restored = restart("startup", 4_000);
+        let restored = restart(crate::publish::Trigger::Startup, 4_000);
         assert_eq!((restored.decided, restored.files_written, restored.history_records), (1, 1, 0));
         assert!(tree(&out) == before);
         // A removed one too.
         std::fs::remove_file(out.join(victim)).expect("remove");
-        assert_eq!(restart("startup", 5_000).files_written, 1);
+        assert_eq!(restart(crate::publish::Trigger::Startup, 5_000).files_written, 1);
         assert!(tree(&out) == before);
 
         // A workload edit: exactly that workload is decided again, as a cold pass decides it.
         let i = 7;
         std::fs::write(policies.join(repo::workload_file(i)), repo::workload_yaml(i, 13, 6)).expect("edit");
-        let edited = restart("policy-change", 6_000);
+        let edited = restart(crate::publish::Trigger::PolicyChange, 6_000);
         assert_eq!(edited.decided, 1, "{}", edited.summary());
         assert!(edited.files_written > 0 && edited.history_records == 1, "{}", edited.summary());
         let cold_out = dir.path().join("cold-out");
@@ -2495,22 +2497,22 @@ mod tests {
         cold.reconcile(
             &load_inputs(Repository::Dir(&policies), &Settings::builtin()).expect("inputs"),
             &cold_out,
-            "startup",
+            crate::publish::Trigger::Startup,
             1_000,
         )
         .expect("reconcile");
         assert!(tree(&out) == tree(&cold_out), "restarted and cold outputs differ");
 
         // A store written before decisions were persisted: a cold pass, which writes nothing.
-        restart("startup", 7_000);
+        restart(crate::publish::Trigger::Startup, 7_000);
         {
             let store = Store::open(&state).expect("store");
             let all: Vec<ObjectKey> = store.placements().expect("placements").into_iter().map(|p| p.workload).collect();
             store.remove_stored_decisions(&all).expect("forget");
         }
-        let old = restart("startup", 8_000);
+        let old = restart(crate::publish::Trigger::Startup, 8_000);
         assert_eq!((old.decided, old.files_written, old.history_records), (old.workloads, 0, 0), "{}", old.summary());
-        assert_eq!(restart("startup", 9_000).decided, 0);
+        assert_eq!(restart(crate::publish::Trigger::Startup, 9_000).decided, 0);
     }
 
     #[test]

@@ -65,6 +65,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::publish;
+use crate::publish::Trigger;
 use crate::store::Store;
 
 pub use adopt::{AdoptError, Adopted, adopt_published, take_over};
@@ -308,12 +309,12 @@ impl Reconciler {
     /// A reconciler remembers what it decided, recorded and published ([`cache`]); a pass
     /// where nothing changed reuses that instead of scheduling, rendering and comparing every
     /// output file again. Every [`cache::FULL_CHECK_EVERY_MS`], on the first pass, on a
-    /// `sighup` trigger and after a failed pass, the whole output directory is compared.
+    /// [`Trigger::Sighup`] and after a failed pass, the whole output directory is compared.
     pub fn reconcile(
         &self,
         inputs: &Inputs,
         output_dir: &Path,
-        trigger: &str,
+        trigger: Trigger,
         now_ms: u64,
     ) -> Result<ReconcileReport, ReconcileError> {
         let mut guard = match self.cache.lock() {
@@ -353,7 +354,7 @@ impl Reconciler {
         inputs: &'a Inputs,
         tainted: Tainted,
         output_dir: &Path,
-        trigger: &str,
+        trigger: Trigger,
         now_ms: u64,
     ) -> Result<Staged<'a>, ReconcileError> {
         let full_check = cache.plan.full_check_due(now_ms, trigger);
@@ -442,7 +443,7 @@ impl Reconciler {
         cache: &mut cache::Kept,
         inputs: &Inputs,
         output_dir: &Path,
-        trigger: &str,
+        trigger: Trigger,
         now_ms: u64,
     ) -> Result<ReconcileReport, ReconcileError> {
         let started = Instant::now();
@@ -523,7 +524,7 @@ impl Reconciler {
             None => None,
         };
         Ok(ReconcileReport {
-            trigger: trigger.to_string(),
+            trigger,
             workloads: decisions.order.len(),
             scheduled: decisions.scheduled,
             decided: decisions.decided,

@@ -45,7 +45,7 @@ pub(super) struct Kept {
 impl Kept {
     /// Whether this pass publishes the whole plan: every [`cache::FULL_CHECK_EVERY_MS`], on
     /// the first pass of a process and on a `sighup` trigger.
-    pub fn full_check_due(&self, now_ms: u64, trigger: &str) -> bool {
+    pub fn full_check_due(&self, now_ms: u64, trigger: crate::publish::Trigger) -> bool {
         trigger == cache::FULL_CHECK_TRIGGER
             || self.last_full_check_ms.is_none_or(|at| now_ms.saturating_sub(at) >= cache::FULL_CHECK_EVERY_MS)
     }

@@ -198,7 +198,7 @@ impl Reconciler {
         let mut tainted = self.taint(inputs, now_ms)?;
         let with_taints = tainted.inputs.take();
         let staged_inputs = with_taints.as_ref().unwrap_or(inputs);
-        let staged = self.stages(cache, staged_inputs, tainted, output_dir, "plan", now_ms)?;
+        let staged = self.stages(cache, staged_inputs, tainted, output_dir, crate::publish::Trigger::Plan, now_ms)?;
         let emptied = self.emptied(&staged.decisions).map(|e| e.to_string());
         let files = self.compare(output_dir, &staged.planned.plan)?;
         // The placements and decisions are moved into the preview, not copied (the stages

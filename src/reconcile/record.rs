@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::policy::ObjectKey;
-use crate::publish::{HeldCluster, HeldMove, HeldRemoval};
+use crate::publish::{HeldCluster, HeldMove, HeldRemoval, Trigger};
 use crate::schedule::{Outcome, ScheduleResult};
 use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
 
@@ -55,7 +55,7 @@ pub(super) struct Recording<'a> {
     pub held_removals: &'a [HeldRemoval],
     /// Blob hash of the pass's snapshot versions map.
     pub versions: u64,
-    pub trigger: &'a str,
+    pub trigger: Trigger,
     pub now_ms: u64,
     /// The stability stage's result: its state is stored with the pass (without the workloads
     /// whose removal this pass recorded), its actions are history notes of their workloads.

@@ -357,8 +357,8 @@ mod tests {
             inputs
         };
         let t0 = 1_700_000_000_000;
-        rec.reconcile(&inputs(false), &f.out, "test", t0).expect("pass");
-        let r = rec.reconcile(&inputs(true), &f.out, "test", t0 + 10_000).expect("pass");
+        rec.reconcile(&inputs(false), &f.out, crate::publish::Trigger::Timer, t0).expect("pass");
+        let r = rec.reconcile(&inputs(true), &f.out, crate::publish::Trigger::Timer, t0 + 10_000).expect("pass");
         let kinds: Vec<(&str, &str)> =
             r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert!(kinds.contains(&("eviction", "m1")), "{kinds:?}");

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::policy::{LoadError, ObjectKey};
 use crate::publish;
+use crate::publish::Trigger;
 use crate::schedule::stability::EventKind;
 use crate::store::StoreError;
 
@@ -90,7 +91,8 @@ pub struct Problem {
 /// What one pass did.
 #[derive(Debug, Clone, Default)]
 pub struct ReconcileReport {
-    pub trigger: String,
+    /// What caused the pass.
+    pub trigger: Trigger,
     pub workloads: usize,
     pub scheduled: usize,
     /// Workloads scheduled and rendered this pass (the others reused a cached decision).

@@ -555,7 +555,7 @@ spec:
             inputs
         }
         fn pass(&self, rec: &Reconciler, now: u64, pods: &dyn Fn(&str) -> Pods) {
-            rec.reconcile(&self.inputs(now, pods), &self.out(), "test", now).expect("pass");
+            rec.reconcile(&self.inputs(now, pods), &self.out(), crate::publish::Trigger::Timer, now).expect("pass");
         }
         /// Each member's image of web.
         fn images(&self) -> Vec<String> {
@@ -741,7 +741,9 @@ spec:
         std::fs::remove_file(&configmaps).expect("remove");
         w.commit("web:2", "");
         for dt in [1_000, 2_000, 2_000 + MIN, 3_000 + 2 * MIN] {
-            let report = rec.reconcile(&w.inputs(T0 + dt, &ready), &w.out(), "test", T0 + dt).expect("pass");
+            let report = rec
+                .reconcile(&w.inputs(T0 + dt, &ready), &w.out(), crate::publish::Trigger::Timer, T0 + dt)
+                .expect("pass");
             assert!(report.held_moves.iter().any(|m| m.owner == "Deployment/shop/web"), "{:?}", report.held_moves);
         }
         assert_eq!(w.images(), ["web:1"; 5], "the guard held web's change");
@@ -780,7 +782,7 @@ spec:
                     Arc::make_mut(p).objects = BTreeMap::from([("Deployment/shop/web".to_string(), o.clone())]);
                 }
             }
-            rec.reconcile(&inputs, &w.out(), "test", now).expect("pass")
+            rec.reconcile(&inputs, &w.out(), crate::publish::Trigger::Timer, now).expect("pass")
         };
         pass(T0, object(1, 2));
         let report = pass(T0 + 500, object(1, 2));
@@ -854,7 +856,7 @@ spec:
                         BTreeMap::from([("Kustomization/flux-system/apps".to_string(), agent.clone())]);
                 }
             }
-            rec.reconcile(&inputs, &w.out(), "test", now).expect("pass")
+            rec.reconcile(&inputs, &w.out(), crate::publish::Trigger::Timer, now).expect("pass")
         };
         let at = |rev: &str| flux(rev, rev, AgentHealth::Healthy);
         pass(&w, &rec, T0, &at("main@sha1:r1"));

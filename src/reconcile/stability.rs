@@ -962,7 +962,7 @@ spec:
             let p = rec.store.placements().expect("placements");
             p[0].targets.iter().map(|(c, r)| (c.clone(), r.unwrap_or(0))).collect()
         };
-        rec.reconcile(&inputs, out, "test", t0).expect("pass");
+        rec.reconcile(&inputs, out, crate::publish::Trigger::Timer, t0).expect("pass");
         let even = BTreeMap::from([("m1".into(), 2), ("m2".into(), 2), ("m3".into(), 2)]);
         assert_eq!(targets(&rec), even);
 
@@ -989,10 +989,10 @@ spec:
         if let Some(m1) = inputs.snapshots.iter_mut().find(|s| s.name == "m1") {
             m1.pods = Some(std::sync::Arc::new(pods));
         }
-        let r = rec.reconcile(&inputs, out, "test", t0 + 60_000).expect("pass");
+        let r = rec.reconcile(&inputs, out, crate::publish::Trigger::Timer, t0 + 60_000).expect("pass");
         assert!(r.stability.events.is_empty(), "{:?}", r.stability.events);
         assert_eq!(targets(&rec), even);
-        let r = rec.reconcile(&inputs, out, "test", t0 + 60_000 + 180_000).expect("pass");
+        let r = rec.reconcile(&inputs, out, crate::publish::Trigger::Timer, t0 + 60_000 + 180_000).expect("pass");
         let kinds: Vec<(&str, &str)> =
             r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("reschedule", "m1")]);
@@ -1002,7 +1002,7 @@ spec:
         // Still Unschedulable (the agent has not applied yet), capacity unchanged: nothing
         // comes back, nothing moves again.
         for dt in [10_000, 20_000, 400_000] {
-            let r = rec.reconcile(&inputs, out, "test", t0 + 240_000 + dt).expect("pass");
+            let r = rec.reconcile(&inputs, out, crate::publish::Trigger::Timer, t0 + 240_000 + dt).expect("pass");
             assert!(r.stability.events.is_empty(), "{dt}: {:?}", r.stability.events);
             assert_eq!(targets(&rec), after, "{dt}");
         }
@@ -1021,7 +1021,7 @@ spec:
         if let Some(m1) = inputs.snapshots.iter_mut().find(|s| s.name == "m1") {
             m1.pods = pods;
         }
-        rec.reconcile(&inputs, out, "test", t0 + 700_000).expect("pass");
+        rec.reconcile(&inputs, out, crate::publish::Trigger::Timer, t0 + 700_000).expect("pass");
         let scaled = targets(&rec);
         assert_eq!((scaled.get("m1"), scaled.values().sum::<i32>()), (Some(&1), 9), "{scaled:?}");
         let history = rec.store.history(&rec.store.placements().expect("p")[0].workload).expect("history");
@@ -1082,14 +1082,14 @@ spec:
             }
             inputs
         };
-        rec.reconcile(&inputs(None), out, "test", t0).expect("pass");
-        let r = rec.reconcile(&inputs(Some(&stuck)), out, "test", t0 + 60_000).expect("pass");
+        rec.reconcile(&inputs(None), out, crate::publish::Trigger::Timer, t0).expect("pass");
+        let r = rec.reconcile(&inputs(Some(&stuck)), out, crate::publish::Trigger::Timer, t0 + 60_000).expect("pass");
         assert!(r.stability.events.is_empty(), "{:?}", r.stability.events);
         // m2 shrinks: the Duplicated decision stands (nothing recorded).
         f.clusters(&fleet(10));
-        let r = rec.reconcile(&inputs(Some(&stuck)), out, "test", t0 + 120_000).expect("pass");
+        let r = rec.reconcile(&inputs(Some(&stuck)), out, crate::publish::Trigger::Timer, t0 + 120_000).expect("pass");
         assert_eq!(r.history_records, 0, "{r:?}");
-        let r = rec.reconcile(&inputs(Some(&stuck)), out, "test", t0 + 240_000).expect("pass");
+        let r = rec.reconcile(&inputs(Some(&stuck)), out, crate::publish::Trigger::Timer, t0 + 240_000).expect("pass");
         let kinds: Vec<(&str, &str)> =
             r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("cannot-move", "m1")]);
@@ -1148,7 +1148,7 @@ mod attention_tests {
         let f = Fixture::new(super::tests::REPO, &["m1", "m2", "m3"].map(|n| cluster(n, 20)));
         let rec = f.reconciler(Settings::builtin());
         let inputs = f.inputs();
-        rec.reconcile(&inputs, &f.out, "test", 1_700_000_000_000).expect("pass");
+        rec.reconcile(&inputs, &f.out, crate::publish::Trigger::Timer, 1_700_000_000_000).expect("pass");
         let placement = rec.store.placements().expect("placements").remove(0);
         let key = placement.workload.clone();
         let index = PolicyIndex::new(&inputs.set);
@@ -1274,15 +1274,15 @@ mod storm_tests {
             }
             inputs
         };
-        rec.reconcile(&with_down(&[]), out, "test", t0).expect("pass");
+        rec.reconcile(&with_down(&[]), out, crate::publish::Trigger::Timer, t0).expect("pass");
         let before = rec.store.placements().expect("p")[0].targets.clone();
         assert_eq!(before.len(), 5);
         let down = with_down(&["m1", "m2", "m3"]);
-        let r = rec.reconcile(&down, out, "test", t0 + 10_000).expect("pass");
+        let r = rec.reconcile(&down, out, crate::publish::Trigger::Timer, t0 + 10_000).expect("pass");
         assert!(r.stability.storm.is_some(), "{:?}", r.stability);
         assert!(r.summary().contains("storm guard"), "{}", r.summary());
         for m in 1..15 {
-            let r = rec.reconcile(&down, out, "test", t0 + 10_000 + m * 60_000).expect("pass");
+            let r = rec.reconcile(&down, out, crate::publish::Trigger::Timer, t0 + 10_000 + m * 60_000).expect("pass");
             assert!(r.stability.events.is_empty(), "{m}: {:?}", r.stability.events);
             // Past the toleration, the three evictions are due and held.
             assert!(r.stability.storm.is_some() && (m < 5 || r.stability.held == 3), "{m}: {:?}", r.stability);
@@ -1291,12 +1291,14 @@ mod storm_tests {
         // m2 and m3 come back: 1 of 5 down, the guard releases; m1, still down, starts its
         // toleration again from the release (a member that answers a moment later is not
         // evicted for the spell the guard held) and is evicted once it has passed.
-        let r = rec.reconcile(&with_down(&["m1"]), out, "test", t0 + 20 * 60_000).expect("pass");
+        let r =
+            rec.reconcile(&with_down(&["m1"]), out, crate::publish::Trigger::Timer, t0 + 20 * 60_000).expect("pass");
         let kinds: Vec<(&str, &str)> =
             r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("storm-ended", "")]);
         assert_eq!(rec.store.placements().expect("p")[0].targets, before, "nothing moved at the release");
-        let r = rec.reconcile(&with_down(&["m1"]), out, "test", t0 + 26 * 60_000).expect("pass");
+        let r =
+            rec.reconcile(&with_down(&["m1"]), out, crate::publish::Trigger::Timer, t0 + 26 * 60_000).expect("pass");
         let kinds: Vec<(&str, &str)> =
             r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("eviction", "m1")]);
@@ -1387,23 +1389,25 @@ spec:
             inputs
         };
         let t0 = 1_700_000_000_000;
-        rec.reconcile(&world(false, (0, 0)), out, "test", t0).expect("pass");
+        rec.reconcile(&world(false, (0, 0)), out, crate::publish::Trigger::Timer, t0).expect("pass");
         assert!(web("m1") && !web("m2") && !web("m3"), "placed on m1 alone");
         // Lost for the toleration (5 min): evicted; the replacement's pods never get Ready.
-        rec.reconcile(&world(true, (0, 0)), out, "test", t0 + 10_000).expect("pass");
-        let r = rec.reconcile(&world(true, (0, 0)), out, "test", t0 + 310_000).expect("pass");
+        rec.reconcile(&world(true, (0, 0)), out, crate::publish::Trigger::Timer, t0 + 10_000).expect("pass");
+        let r = rec.reconcile(&world(true, (0, 0)), out, crate::publish::Trigger::Timer, t0 + 310_000).expect("pass");
         assert_eq!(r.stability.events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["eviction"]);
         assert!(web("m1") && (web("m2") || web("m3")), "the replacement is published, the old copy kept");
         let grace_end = t0 + 310_000 + 600_000;
-        let r = rec.reconcile(&world(true, (2, 0)), out, "test", grace_end - 1_000).expect("pass");
+        let r =
+            rec.reconcile(&world(true, (2, 0)), out, crate::publish::Trigger::Timer, grace_end - 1_000).expect("pass");
         assert!(r.stability.events.is_empty() && r.stability.kept_past_grace == 0, "{:?}", r.stability);
         // The grace period passes with 0 of 2 Ready: kept, and said so once.
-        let r = rec.reconcile(&world(true, (2, 0)), out, "test", grace_end).expect("pass");
+        let r = rec.reconcile(&world(true, (2, 0)), out, crate::publish::Trigger::Timer, grace_end).expect("pass");
         assert_eq!(r.stability.events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["grace-expired"]);
         assert_eq!(r.stability.kept_past_grace, 1);
         assert!(web("m1"), "purged while nothing runs elsewhere");
         for dt in [10_000, 600_000] {
-            let r = rec.reconcile(&world(true, (2, 0)), out, "test", grace_end + dt).expect("pass");
+            let r =
+                rec.reconcile(&world(true, (2, 0)), out, crate::publish::Trigger::Timer, grace_end + dt).expect("pass");
             assert!(r.stability.events.is_empty(), "{dt}: {:?}", r.stability.events);
             assert_eq!(r.stability.kept_past_grace, 1);
             assert!(web("m1"));
@@ -1430,7 +1434,9 @@ spec:
         assert_eq!(st["kept"][0]["cluster"], "m1", "{st}");
         assert!(crate::views::workload_status::to_text(&st).contains("kept: evicted from m1"), "{st}");
         // One replica Ready elsewhere: it runs there, the old copy goes.
-        let r = rec.reconcile(&world(true, (2, 1)), out, "test", grace_end + 700_000).expect("pass");
+        let r = rec
+            .reconcile(&world(true, (2, 1)), out, crate::publish::Trigger::Timer, grace_end + 700_000)
+            .expect("pass");
         assert_eq!(r.stability.events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["purge"]);
         assert_eq!(r.stability.kept_past_grace, 0);
         assert!(!web("m1"));
@@ -1494,20 +1500,20 @@ spec:
                 .collect()
         };
         let t0 = 1_700_000_000_000;
-        rec.reconcile(&world(&["m1"]), out, "test", t0).expect("pass");
+        rec.reconcile(&world(&["m1"]), out, crate::publish::Trigger::Timer, t0).expect("pass");
         assert!(web("m1") && web("m2"));
-        rec.reconcile(&world(&["m1"]), out, "test", t0 + 10_000).expect("pass");
-        let r = rec.reconcile(&world(&["m1"]), out, "test", t0 + 80_000).expect("pass");
+        rec.reconcile(&world(&["m1"]), out, crate::publish::Trigger::Timer, t0 + 10_000).expect("pass");
+        let r = rec.reconcile(&world(&["m1"]), out, crate::publish::Trigger::Timer, t0 + 80_000).expect("pass");
         assert_eq!(evictions(&r), ["m1"]);
         assert!(web("m1") && web("m2"), "m1's copy kept (purgeMode Never)");
-        rec.reconcile(&world(&["m1", "m2"]), out, "test", t0 + 90_000).expect("pass");
-        let r = rec.reconcile(&world(&["m1", "m2"]), out, "test", t0 + 160_000).expect("pass");
+        rec.reconcile(&world(&["m1", "m2"]), out, crate::publish::Trigger::Timer, t0 + 90_000).expect("pass");
+        let r = rec.reconcile(&world(&["m1", "m2"]), out, crate::publish::Trigger::Timer, t0 + 160_000).expect("pass");
         assert_eq!(evictions(&r), ["m2"]);
         let state = rec.store.stability().expect("state");
         let kept: Vec<&str> = state.workloads.values().flat_map(|w| w.kept()).collect();
         assert_eq!(kept, ["m1", "m2"]);
         assert!(web("m1") && web("m2"), "the files of both evictions stay");
-        let r = rec.reconcile(&world(&["m1", "m2"]), out, "test", t0 + 170_000).expect("pass");
+        let r = rec.reconcile(&world(&["m1", "m2"]), out, crate::publish::Trigger::Timer, t0 + 170_000).expect("pass");
         assert_eq!(r.files_removed, 0);
         assert!(web("m1") && web("m2"));
     }
@@ -1574,12 +1580,12 @@ spec:
         };
         let at = |out: &std::path::Path| (replicas(out, "m1"), replicas(out, "m2"));
         let t0 = 1_700_000_000_000;
-        rec.reconcile(&world(false, (6, 6), (0, 0)), out, "test", t0).expect("pass");
-        rec.reconcile(&world(true, (0, 0), (0, 0)), out, "test", t0 + 10_000).expect("pass");
-        rec.reconcile(&world(true, (0, 0), (0, 0)), out, "test", t0 + 310_000).expect("pass");
-        rec.reconcile(&world(true, (0, 0), (6, 6)), out, "test", t0 + 320_000).expect("pass");
-        rec.reconcile(&world(false, (0, 0), (6, 6)), out, "test", t0 + 400_000).expect("pass");
-        rec.reconcile(&world(false, (0, 0), (6, 6)), out, "test", t0 + 700_000).expect("pass");
+        rec.reconcile(&world(false, (6, 6), (0, 0)), out, crate::publish::Trigger::Timer, t0).expect("pass");
+        rec.reconcile(&world(true, (0, 0), (0, 0)), out, crate::publish::Trigger::Timer, t0 + 10_000).expect("pass");
+        rec.reconcile(&world(true, (0, 0), (0, 0)), out, crate::publish::Trigger::Timer, t0 + 310_000).expect("pass");
+        rec.reconcile(&world(true, (0, 0), (6, 6)), out, crate::publish::Trigger::Timer, t0 + 320_000).expect("pass");
+        rec.reconcile(&world(false, (0, 0), (6, 6)), out, crate::publish::Trigger::Timer, t0 + 400_000).expect("pass");
+        rec.reconcile(&world(false, (0, 0), (6, 6)), out, crate::publish::Trigger::Timer, t0 + 700_000).expect("pass");
         assert_eq!(at(out), (Some(6), Some(6)), "moved back to m1, m2 handing over");
         // m2 made the primary while its hand-over holds.
         let swapped = REPO.replace(
@@ -1588,7 +1594,7 @@ spec:
         );
         assert_ne!(swapped, REPO);
         f.write("apps.yaml", &swapped);
-        rec.reconcile(&world(false, (6, 0), (6, 6)), out, "test", t0 + 710_000).expect("pass");
+        rec.reconcile(&world(false, (6, 0), (6, 6)), out, crate::publish::Trigger::Timer, t0 + 710_000).expect("pass");
         assert_eq!(at(out).1, Some(6), "m2's file went although the decision places the workload there");
         let placed = rec.store.placements().expect("placements")[0].clone();
         assert!(placed.files.contains_key("m2"), "{placed:?}");
@@ -1625,24 +1631,28 @@ spec:
         };
         let at = |out: &std::path::Path| (replicas(out, "m1"), replicas(out, "m2"));
         let t0 = 1_700_000_000_000;
-        rec.reconcile(&world(false, (6, 6), (0, 0)), out, "test", t0).expect("pass");
+        rec.reconcile(&world(false, (6, 6), (0, 0)), out, crate::publish::Trigger::Timer, t0).expect("pass");
         assert_eq!(at(out), (Some(6), None));
         // Failover: evicted after the toleration, purged once the backup runs.
-        rec.reconcile(&world(true, (0, 0), (0, 0)), out, "test", t0 + 10_000).expect("pass");
-        rec.reconcile(&world(true, (0, 0), (0, 0)), out, "test", t0 + 310_000).expect("pass");
+        rec.reconcile(&world(true, (0, 0), (0, 0)), out, crate::publish::Trigger::Timer, t0 + 10_000).expect("pass");
+        rec.reconcile(&world(true, (0, 0), (0, 0)), out, crate::publish::Trigger::Timer, t0 + 310_000).expect("pass");
         assert_eq!(at(out), (Some(6), Some(6)), "failover keeps the primary until the backup is Ready");
-        rec.reconcile(&world(true, (0, 0), (6, 6)), out, "test", t0 + 320_000).expect("pass");
+        rec.reconcile(&world(true, (0, 0), (6, 6)), out, crate::publish::Trigger::Timer, t0 + 320_000).expect("pass");
         assert_eq!(at(out), (None, Some(6)));
         // The primary is back: after stable_for (5 min) the workload moves back, and the backup
         // keeps its 6 replicas while the primary's pods start.
-        rec.reconcile(&world(false, (0, 0), (6, 6)), out, "test", t0 + 400_000).expect("pass");
-        let r = rec.reconcile(&world(false, (0, 0), (6, 6)), out, "test", t0 + 700_000).expect("pass");
+        rec.reconcile(&world(false, (0, 0), (6, 6)), out, crate::publish::Trigger::Timer, t0 + 400_000).expect("pass");
+        let r = rec
+            .reconcile(&world(false, (0, 0), (6, 6)), out, crate::publish::Trigger::Timer, t0 + 700_000)
+            .expect("pass");
         let kinds: Vec<(&str, &str)> =
             r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("move-back", "m1"), ("handover", "m2")]);
         assert_eq!(at(out), (Some(6), Some(6)), "the backup went in the publish that added the primary");
         for (dt, ready) in [(10_000, 0), (20_000, 5)] {
-            let r = rec.reconcile(&world(false, (6, ready), (6, 6)), out, "test", t0 + 700_000 + dt).expect("pass");
+            let r = rec
+                .reconcile(&world(false, (6, ready), (6, 6)), out, crate::publish::Trigger::Timer, t0 + 700_000 + dt)
+                .expect("pass");
             assert!(r.stability.events.is_empty(), "{dt}: {:?}", r.stability.events);
             assert_eq!(at(out), (Some(6), Some(6)), "{dt}: released before the primary is Ready");
         }
@@ -1661,12 +1671,16 @@ spec:
             .expect("explain");
         assert_eq!(doc["failover"]["evictions"][0]["kind"], "handover", "{doc}");
         // Ready on the primary: the backup's files go.
-        let r = rec.reconcile(&world(false, (6, 6), (6, 6)), out, "test", t0 + 740_000).expect("pass");
+        let r = rec
+            .reconcile(&world(false, (6, 6), (6, 6)), out, crate::publish::Trigger::Timer, t0 + 740_000)
+            .expect("pass");
         let kinds: Vec<(&str, &str)> =
             r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("purge", "m2")]);
         assert_eq!(at(out), (Some(6), None));
-        let r = rec.reconcile(&world(false, (6, 6), (0, 0)), out, "test", t0 + 750_000).expect("pass");
+        let r = rec
+            .reconcile(&world(false, (6, 6), (0, 0)), out, crate::publish::Trigger::Timer, t0 + 750_000)
+            .expect("pass");
         assert!(r.stability.events.is_empty() && r.stability.pending_failover == 0, "{:?}", r.stability);
         let key = rec.store.placements().expect("placements")[0].workload.clone();
         let notes: Vec<String> = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect();
@@ -1731,17 +1745,17 @@ spec:
         };
         let at = |out: &std::path::Path| -> Vec<Option<i64>> { ["m1", "m2", "m3"].map(|c| replicas(out, c)).to_vec() };
         let t0 = 1_700_000_000_000;
-        rec.reconcile(&world((0, 0)), out, "test", t0).expect("pass");
+        rec.reconcile(&world((0, 0)), out, crate::publish::Trigger::Timer, t0).expect("pass");
         assert_eq!(at(out), [None, Some(3), Some(3)]);
         f.clusters(&clusters(20));
-        rec.reconcile(&world((0, 0)), out, "test", t0 + 10_000).expect("pass");
+        rec.reconcile(&world((0, 0)), out, crate::publish::Trigger::Timer, t0 + 10_000).expect("pass");
         assert_eq!(at(out), [None, Some(3), Some(3)], "a steady Divided workload stays");
         f.write(
             "rebalance.yaml",
             "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: r, generation: 1}\n\
              spec:\n  workloads:\n  - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: shop}\n",
         );
-        let r = rec.reconcile(&world((0, 0)), out, "test", t0 + 20_000).expect("pass");
+        let r = rec.reconcile(&world((0, 0)), out, crate::publish::Trigger::Timer, t0 + 20_000).expect("pass");
         let mut kinds: Vec<(&str, &str)> =
             r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         kinds.sort();
@@ -1751,10 +1765,10 @@ spec:
         let placed: BTreeMap<String, i32> = placed.into_iter().map(|(c, r)| (c, r.unwrap_or(0))).collect();
         assert_eq!(placed, BTreeMap::from([("m1".into(), 2), ("m2".into(), 2), ("m3".into(), 2)]));
         for (dt, ready) in [(10_000, 0), (20_000, 1)] {
-            rec.reconcile(&world((2, ready)), out, "test", t0 + 20_000 + dt).expect("pass");
+            rec.reconcile(&world((2, ready)), out, crate::publish::Trigger::Timer, t0 + 20_000 + dt).expect("pass");
             assert_eq!(at(out), [Some(2), Some(3), Some(3)], "{dt}");
         }
-        let r = rec.reconcile(&world((2, 2)), out, "test", t0 + 50_000).expect("pass");
+        let r = rec.reconcile(&world((2, 2)), out, crate::publish::Trigger::Timer, t0 + 50_000).expect("pass");
         assert_eq!(
             r.stability.events.iter().filter(|e| e.kind == crate::schedule::stability::EventKind::Purge).count(),
             2,
@@ -1845,19 +1859,19 @@ spec:
         let mut settings = Settings::builtin();
         settings.publish.guard.allow = true;
         let rec = f.reconciler(settings);
-        rec.reconcile(&f.inputs(), out, "test", t0).expect("pass");
+        rec.reconcile(&f.inputs(), out, crate::publish::Trigger::Timer, t0).expect("pass");
         assert_eq!(web(), [Some(2), Some(2), Some(2)]);
         let key = rec.store.placements().expect("placements").into_iter().find(|p| p.workload.name == "web");
         let key = key.expect("web placed").workload;
-        rec.reconcile(&world(), out, "test", t0 + 10_000).expect("pass");
-        rec.reconcile(&world(), out, "test", t0 + 310_000).expect("pass");
+        rec.reconcile(&world(), out, crate::publish::Trigger::Timer, t0 + 10_000).expect("pass");
+        rec.reconcile(&world(), out, crate::publish::Trigger::Timer, t0 + 310_000).expect("pass");
         assert_eq!(web(), [Some(2), Some(3), Some(3)], "evicted from m1, its copy kept");
         let tasks = |rec: &Reconciler| rec.store.stability().expect("state").workloads.get(&key).map(|w| w.tasks.len());
         assert_eq!(tasks(&rec), Some(1));
         // The template deleted: its removal published everywhere, m1's kept copy with it.
         let without_web = &with_web[..with_web.find("---\napiVersion: apps/v1").expect("the Deployment")];
         f.write("apps.yaml", without_web);
-        rec.reconcile(&world(), out, "test", t0 + 320_000).expect("pass");
+        rec.reconcile(&world(), out, crate::publish::Trigger::Timer, t0 + 320_000).expect("pass");
         assert_eq!(web(), [None, None, None]);
         assert_eq!(rec.store.placement(&key).expect("placement"), None);
         assert_eq!(tasks(&rec), None, "the stored state keeps a task for files that are gone");
@@ -1880,10 +1894,10 @@ spec:
         let inputs = || f.inputs();
         let t0 = 1_700_000_000_000;
         let rec = f.reconciler(Settings::builtin());
-        rec.reconcile(&inputs(), out, "test", t0).expect("pass");
+        rec.reconcile(&inputs(), out, crate::publish::Trigger::Timer, t0).expect("pass");
         assert_eq!(web(), [None, Some(3), Some(3)]);
         f.clusters(&clusters(20));
-        rec.reconcile(&inputs(), out, "test", t0 + 10_000).expect("pass");
+        rec.reconcile(&inputs(), out, crate::publish::Trigger::Timer, t0 + 10_000).expect("pass");
         assert_eq!(web(), [None, Some(3), Some(3)], "a steady Divided workload stays");
         let key = rec.store.placements().expect("placements").into_iter().find(|p| p.workload.name == "web");
         let key = key.expect("web placed").workload;
@@ -1901,7 +1915,7 @@ spec:
             r.workloads.into_iter().map(|(_, result)| result).collect()
         };
         for t in [20_000, 30_000] {
-            let r = rec.reconcile(&inputs(), out, "test", t0 + t).expect("pass");
+            let r = rec.reconcile(&inputs(), out, crate::publish::Trigger::Timer, t0 + t).expect("pass");
             assert_eq!(r.held_clusters.iter().map(|h| h.cluster.as_str()).collect::<Vec<_>>(), ["m1"], "{t}");
             let moves: Vec<String> = r.held_moves.iter().map(ToString::to_string).collect();
             assert!(moves.iter().any(|m| m.contains("its change on held m1 waits")), "{t}: {moves:?}");
@@ -1921,7 +1935,7 @@ spec:
         let mut settings = Settings::builtin();
         settings.publish.guard.allow = true;
         let rec = f.reconciler(settings);
-        let r = rec.reconcile(&inputs(), out, "test", t0 + 40_000).expect("pass");
+        let r = rec.reconcile(&inputs(), out, crate::publish::Trigger::Timer, t0 + 40_000).expect("pass");
         let mut kinds: Vec<(&str, &str)> =
             r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         kinds.sort();
@@ -1932,7 +1946,7 @@ spec:
         assert_eq!(placed, [("m1".into(), Some(2)), ("m2".into(), Some(2)), ("m3".into(), Some(2))]);
         assert_eq!(result(&rec.store), ["Successful"]);
         // Once per generation: carried out, it does not act again.
-        let r = rec.reconcile(&inputs(), out, "test", t0 + 50_000).expect("pass");
+        let r = rec.reconcile(&inputs(), out, crate::publish::Trigger::Timer, t0 + 50_000).expect("pass");
         assert!(
             r.stability.events.iter().all(|e| e.kind != crate::schedule::stability::EventKind::Rebalance),
             "{:?}",
@@ -1965,11 +1979,11 @@ spec:
             let web = || ["m1", "m2", "m3"].map(|c| replicas(out, c));
             let t0 = 1_700_000_000_000;
             let rec = f.reconciler(Settings::builtin());
-            rec.reconcile(&world(false), out, "test", t0).expect("pass");
+            rec.reconcile(&world(false), out, crate::publish::Trigger::Timer, t0).expect("pass");
             assert_eq!(web(), [Some(2), Some(2), Some(2)], "{purge}");
             // m1 lost as its ConfigMaps are deleted: held.
             f.write("apps.yaml", &repo(purge, false));
-            let r = rec.reconcile(&world(true), out, "test", t0 + 10_000).expect("pass");
+            let r = rec.reconcile(&world(true), out, crate::publish::Trigger::Timer, t0 + 10_000).expect("pass");
             assert_eq!(r.held_clusters.iter().map(|h| h.cluster.as_str()).collect::<Vec<_>>(), ["m1"], "{purge}");
             let key = rec.store.placements().expect("placements").into_iter().find(|p| p.workload.name == "web");
             let key = key.expect("web placed").workload;
@@ -1977,7 +1991,7 @@ spec:
             let records = rec.store.history(&key).expect("history").len();
             // Past the toleration: evicted, the move held whole, twice.
             for t in [310_000, 320_000] {
-                let r = rec.reconcile(&world(true), out, "test", t0 + t).expect("pass");
+                let r = rec.reconcile(&world(true), out, crate::publish::Trigger::Timer, t0 + t).expect("pass");
                 assert_eq!(web(), [Some(2), Some(2), Some(2)], "{purge} {t}: the move went out while m1 is held");
                 assert!(r.stability.events.is_empty(), "{purge} {t}: {:?}", r.stability.events);
                 let moves: Vec<String> = r.held_moves.iter().map(ToString::to_string).collect();
@@ -2003,7 +2017,7 @@ spec:
             let rec = f.reconciler(settings);
             let mut kinds: Vec<&str> = Vec::new();
             for t in [330_000, 340_000] {
-                let r = rec.reconcile(&world(true), out, "test", t0 + t).expect("pass");
+                let r = rec.reconcile(&world(true), out, crate::publish::Trigger::Timer, t0 + t).expect("pass");
                 kinds.extend(r.stability.events.iter().map(|e| e.kind.as_str()));
             }
             assert_eq!(web(), [None, Some(3), Some(3)], "{purge}");
@@ -2024,7 +2038,7 @@ spec:
             let state = rec.store.stability().expect("state");
             assert!(state.workloads.get(&key).is_none_or(|w| w.unpublished.is_empty()), "{purge}");
             // Nothing is recorded twice.
-            rec.reconcile(&world(true), out, "test", t0 + 350_000).expect("pass");
+            rec.reconcile(&world(true), out, crate::publish::Trigger::Timer, t0 + 350_000).expect("pass");
             let again = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes);
             assert_eq!(again.filter(|n| n.starts_with("evicted")).count(), 1, "{purge}");
         }

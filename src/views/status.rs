@@ -42,8 +42,8 @@ impl PassOutcome {
 /// One pass as the loop saw it.
 #[derive(Debug, Clone)]
 pub struct PassStatus {
-    /// What caused it (`startup`, `timer`, `policy-change`, `sighup`).
-    pub trigger: String,
+    /// What caused it.
+    pub trigger: crate::publish::Trigger,
     /// Unix ms when it finished.
     pub at_ms: u64,
     /// Wall time from loading to the end, in ms.

@@ -206,11 +206,13 @@ fn named_modules(code: &str) -> BTreeSet<String> {
     found
 }
 
-/// Every `.rs` file under `src/` but those that hold only unit tests (`tests.rs`), as its path
-/// under `src/` and its code ([`code_only`]), in path order.
+/// Every `.rs` file under `src/` but those that hold only unit tests (`tests.rs`, and a module
+/// its parent declares under `#[cfg(test)]`), as its path under
+/// `src/` and its code ([`code_only`]), in path order.
 fn source_files() -> Vec<(PathBuf, String)> {
     let src = repo_root().join("src");
     let mut found = Vec::new();
+    let mut test_only = BTreeSet::new();
     let mut stack = vec![src.clone()];
     while let Some(dir) = stack.pop() {
         for entry in fs::read_dir(&dir).expect("read src") {
@@ -225,9 +227,27 @@ fn source_files() -> Vec<(PathBuf, String)> {
                 continue;
             }
             let rel = path.strip_prefix(&src).expect("under src").to_path_buf();
-            found.push((rel, code_only(&fs::read_to_string(&path).expect("read source"))));
+            let text = fs::read_to_string(&path).expect("read source");
+            // `#[cfg(test)] mod name;` in `dir/mod.rs` (or `dir.rs`, `lib.rs`): `dir/name.rs`.
+            let dir = match rel.file_stem().and_then(|s| s.to_str()) {
+                Some("mod" | "lib") => rel.parent().map(Path::to_path_buf).unwrap_or_default(),
+                _ => rel.with_extension(""),
+            };
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find("#[cfg(test)]") {
+                rest = &rest[at + "#[cfg(test)]".len()..];
+                let item = rest.trim_start();
+                let item = item.strip_prefix("pub(super) ").or_else(|| item.strip_prefix("pub ")).unwrap_or(item);
+                if let Some(name) = item.strip_prefix("mod ").and_then(|m| m.split_once(';')).map(|(n, _)| n.trim())
+                    && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+                {
+                    test_only.insert(dir.join(format!("{name}.rs")));
+                }
+            }
+            found.push((rel, code_only(&text)));
         }
     }
+    found.retain(|(rel, _)| !test_only.contains(rel));
     found.sort();
     found
 }
@@ -766,4 +786,27 @@ fn no_pointer_is_kept_as_an_integer() {
     // The scanner sees the forms it looks for.
     let old = "let at = Arc::as_ptr(p) as usize;\nlet k = std::ptr::from_ref::<T>(v) as usize;\nlet a = p.addr();";
     assert_eq!(pointers_as_integers(old).len(), 3);
+}
+
+/// The pass trigger is one type (issue 51), `publish::Trigger`, from the daemon's loop to every
+/// place that names it (the pass, its report, the status, the history record it writes, the git
+/// commit message): no parameter or field of the product's code holds a trigger as a string. The
+/// history's record keeps its name (`store/records.rs`: a stored format, which older records
+/// with other names also read as).
+#[test]
+fn the_pass_trigger_is_an_enum_not_a_string() {
+    let found: Vec<String> = source_files()
+        .into_iter()
+        .filter(|(rel, _)| rel != Path::new("store/records.rs"))
+        .flat_map(|(rel, code)| {
+            code.lines()
+                .filter(|l| {
+                    let l: String = l.chars().filter(|c| !c.is_whitespace()).collect();
+                    l.contains("trigger:&") || l.contains("trigger:String")
+                })
+                .map(|l| format!("{}: {}", rel.display(), l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(found, Vec::<String>::new(), "a trigger as a string, not `publish::Trigger`");
 }

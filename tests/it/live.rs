@@ -826,7 +826,7 @@ fn the_first_pass_polls_the_live_members_of_a_policy_naming_a_configured_profile
     let mut d = crate::daemon::InProcess::start(&t.s, &extra, false);
     let v = d.passes(1);
     let pass = v.last_pass.as_ref().expect("a pass");
-    assert_eq!(pass.trigger, "startup");
+    assert_eq!(pass.trigger, fedsched::publish::Trigger::Startup);
     assert_eq!(pass.outcome, fedsched::views::status::PassOutcome::Ok, "{:?}", pass.outcome);
     let inputs = v.inputs.as_ref().expect("inputs");
     for c in ["member-000", "member-001"] {

@@ -157,3 +157,16 @@ fn every_reason_an_event_counter_carries_is_documented_in_its_row() {
         assert!(missing.is_empty(), "{}: reasons not in docs/guide/reference/metrics.md: {missing:?}", counter.name());
     }
 }
+
+/// Every pass trigger (`publish::Trigger`) is named where the operating guide says what a pass's
+/// `trigger` can be.
+#[test]
+fn every_pass_trigger_is_named_in_the_operating_guide() {
+    let guide = std::fs::read_to_string(repo_root().join("docs/guide/operating.md")).expect("read");
+    let missing: Vec<&str> = fedsched::publish::Trigger::ALL
+        .iter()
+        .map(|t| t.as_str())
+        .filter(|name| !guide.contains(&format!("`{name}`")))
+        .collect();
+    assert!(missing.is_empty(), "triggers not named in docs/guide/operating.md: {missing:?}");
+}

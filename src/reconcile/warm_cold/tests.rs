@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use crate::members::live::{LiveData, LiveStatus, LiveView};
 use crate::model::snapshot::PollFacts;
 use crate::policy::ObjectKey;
+use crate::publish::Trigger;
 use crate::reconcile::{Changed, PhaseTimings, Reconciler, Settings};
 use crate::store::Store;
 use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
@@ -206,7 +207,7 @@ impl World {
     }
 
     /// Makes `step` happen (before the pass that follows it); the trigger of that pass.
-    fn apply(&mut self, step: &Step) -> &'static str {
+    fn apply(&mut self, step: &Step) -> Trigger {
         self.now += 1_000;
         match *step {
             Step::Replicas { w, replicas } => {
@@ -260,18 +261,18 @@ impl World {
                 }
             }
             Step::Clock { ms } => self.now += ms,
-            Step::Sighup => return "sighup",
+            Step::Sighup => return Trigger::Sighup,
             Step::Reload => {
                 let store = self.warm.store.clone();
                 self.warm = Reconciler::new(store, Settings::builtin());
-                return "sighup";
+                return Trigger::Sighup;
             }
         }
-        "timer"
+        Trigger::Timer
     }
 
     /// One pass of `r` at the world's clock.
-    fn pass(&self, r: &Reconciler, out: &Path, trigger: &str) -> Result<crate::reconcile::ReconcileReport, String> {
+    fn pass(&self, r: &Reconciler, out: &Path, trigger: Trigger) -> Result<crate::reconcile::ReconcileReport, String> {
         let mut inputs = r
             .load_inputs(&self.policies, &mut PhaseTimings::default(), &Changed::Unknown)
             .map_err(|e| format!("inputs: {e:?}"))?;
@@ -281,7 +282,7 @@ impl World {
 
     /// A pass of the warm reconciler and one of a fresh reconciler on the cold store, then
     /// the comparison: the same outcome, the same placements, the same output byte for byte.
-    fn both(&self, trigger: &str, what: &str) -> Result<(), String> {
+    fn both(&self, trigger: Trigger, what: &str) -> Result<(), String> {
         let warm = self.pass(&self.warm, &self.warm_out, trigger);
         let cold = {
             let store = Store::open(&self.cold_state).expect("store");
@@ -373,9 +374,9 @@ fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 /// Two quiet passes, then `steps`, each followed by a pass compared warm against cold.
 fn run(steps: &[Step]) -> Result<(), String> {
     let mut world = World::new();
-    world.both("startup", "the first pass")?;
+    world.both(Trigger::Startup, "the first pass")?;
     world.now += 1_000;
-    world.both("timer", "a quiet pass")?;
+    world.both(Trigger::Timer, "a quiet pass")?;
     for (k, step) in steps.iter().enumerate() {
         let trigger = world.apply(step);
         world.both(trigger, &format!("step {k} ({step:?}) at {} ms", world.now))?;

@@ -18,7 +18,8 @@ impl Bench {
         let mut workloads = 0;
         for _ in 0..self.runs {
             self.now += 1000;
-            let (_, wall) = pass_watched(&self.fix, rec, &self.out, ("bench-nochange", self.now), &Changed::Nothing)?;
+            let (_, wall) =
+                pass_watched(&self.fix, rec, &self.out, (crate::publish::Trigger::Timer, self.now), &Changed::Nothing)?;
             passes.push(wall);
             let inputs = load(&self.fix, rec, &mut PhaseTimings::default(), self.now)?;
             let scratch = tempfile::tempdir().map_err(io("create a temporary directory"))?;

@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 
 use crate::members::live::{LiveData, LiveStatus, LiveView};
 use crate::model::snapshot::PollFacts;
+use crate::publish::Trigger;
 use crate::reconcile::{self, Changed, Inputs, PhaseTimings, ReconcileReport, Reconciler, Settings};
 use crate::schedule::profile::Profiles;
 use crate::store::{Store, StoreError};
@@ -321,7 +322,7 @@ fn pass(
     fix: &Fixture,
     rec: &Reconciler,
     out: &Path,
-    trigger: &str,
+    trigger: Trigger,
     now_ms: u64,
 ) -> Result<(ReconcileReport, Duration), BenchError> {
     pass_watched(fix, rec, out, (trigger, now_ms), &Changed::Unknown)
@@ -332,7 +333,7 @@ fn pass_watched(
     fix: &Fixture,
     rec: &Reconciler,
     out: &Path,
-    (trigger, now_ms): (&str, u64),
+    (trigger, now_ms): (Trigger, u64),
     changed: &Changed,
 ) -> Result<(ReconcileReport, Duration), BenchError> {
     let started = Instant::now();
@@ -351,7 +352,7 @@ fn pass_watched(
 fn settle(fix: &Fixture, rec: &Reconciler, out: &Path, now: &mut u64) -> Result<(), BenchError> {
     for _ in 0..5 {
         *now += 1000;
-        let (report, _) = pass(fix, rec, out, "bench-settle", *now)?;
+        let (report, _) = pass(fix, rec, out, Trigger::Timer, *now)?;
         if report.history_records == 0 && report.files_written == 0 {
             return Ok(());
         }
@@ -687,7 +688,7 @@ impl Bench {
             fresh_dir(&self.out)?;
             let r = Reconciler::new(Store::open(&self.state)?, Settings::builtin());
             self.now += 1000;
-            let (report, wall) = pass(&self.fix, &r, &self.out, "bench-first", self.now)?;
+            let (report, wall) = pass(&self.fix, &r, &self.out, Trigger::Startup, self.now)?;
             tracing::info!(summary = %report.summary(), "first reconcile");
             reports.push(report);
             walls.push(wall);
@@ -724,11 +725,11 @@ impl Bench {
         for _ in 0..self.runs {
             self.now += 1000;
             let (report, wall) =
-                pass_watched(&self.fix, rec, &self.out, ("bench-nochange", self.now), &Changed::Nothing)?;
+                pass_watched(&self.fix, rec, &self.out, (Trigger::Timer, self.now), &Changed::Nothing)?;
             reports.push(report);
             walls.push(wall);
             self.now += 1000;
-            walked.push(pass(&self.fix, rec, &self.out, "bench-nochange", self.now)?.1);
+            walked.push(pass(&self.fix, rec, &self.out, Trigger::Timer, self.now)?.1);
         }
         let f = Figure::ms(Scenario::S3, "no-change reconcile, daemon (warm, watch quiet), load → record", &walls);
         let incremental = f.value;
@@ -755,7 +756,7 @@ impl Bench {
         for _ in 0..self.runs.min(3) {
             let cold = Reconciler::new(rec.store.clone(), Settings::builtin());
             self.now += 1000;
-            cold_walls.push(pass(&self.fix, &cold, &self.out, "bench-nochange-cold", self.now)?.1);
+            cold_walls.push(pass(&self.fix, &cold, &self.out, Trigger::Startup, self.now)?.1);
         }
         let c = Figure::ms(Scenario::S3, "  no-change reconcile, cold (`fedsched render`)", &cold_walls);
         let ratio = if c.value > 0.0 { incremental / c.value } else { 0.0 };
@@ -794,7 +795,7 @@ impl Bench {
                 true => Changed::Files(vec![repo::workload_file(i).into()]),
                 false => Changed::Unknown,
             };
-            let (report, wall) = pass_watched(&self.fix, rec, &self.out, ("bench-edit", self.now), &changed)?;
+            let (report, wall) = pass_watched(&self.fix, rec, &self.out, (Trigger::PolicyChange, self.now), &changed)?;
             if report.files_written == 0 {
                 return Err(BenchError::Check(format!("S4: editing workload {i} rewrote no file")));
             }
@@ -840,7 +841,7 @@ impl Bench {
             // 100 ms apart: 1,000 passes stay inside the assumed-replica TTL (5 min), whose
             // expiry would change decisions (the simulated members never run the pods).
             self.now += 100;
-            let (report, _) = pass(&self.fix, rec, &self.out, "bench-repeat", self.now)?;
+            let (report, _) = pass(&self.fix, rec, &self.out, Trigger::Timer, self.now)?;
             if report.files_written != 0 || report.history_records != 0 {
                 return Err(BenchError::Check(format!("S6: a no-change pass changed something: {}", report.summary())));
             }
@@ -884,7 +885,7 @@ impl Bench {
         // A restart from a steady state: one more pass sees the current placements as
         // previous, so the decisions it persists are the ones a restart reuses.
         self.now += 1000;
-        pass(&self.fix, &rec, &self.out, "bench-settle", self.now)?;
+        pass(&self.fix, &rec, &self.out, Trigger::Timer, self.now)?;
         drop(rec);
         let mut walls = Vec::new();
         let mut opens = Vec::new();
@@ -894,7 +895,7 @@ impl Bench {
             let r = Reconciler::new(Store::open(&self.state)?, Settings::builtin());
             opens.push(started.elapsed());
             self.now += 1000;
-            let (report, _) = pass(&self.fix, &r, &self.out, "bench-restart", self.now)?;
+            let (report, _) = pass(&self.fix, &r, &self.out, Trigger::Startup, self.now)?;
             walls.push(started.elapsed());
             tracing::info!(summary = %report.summary(), decided = report.decided, "restart");
             if report.files_written != 0 {
@@ -939,13 +940,13 @@ impl Bench {
         let toleration = settings.stability.default_toleration_ms;
         let rec = Reconciler::new(Store::open(&state)?, settings);
         self.now += 1000;
-        pass(&self.fix, &rec, &out, "bench-first", self.now)?;
+        pass(&self.fix, &rec, &out, Trigger::Startup, self.now)?;
         settle(&self.fix, &rec, &out, &mut self.now)?;
         let mut quiet = Vec::new();
         let mut stage = Vec::new();
         for _ in 0..self.runs {
             self.now += 1000;
-            let (report, wall) = pass(&self.fix, &rec, &out, "bench-quiet", self.now)?;
+            let (report, wall) = pass(&self.fix, &rec, &out, Trigger::Timer, self.now)?;
             quiet.push(wall);
             stage.push(report.phases.stability);
         }
@@ -984,7 +985,7 @@ impl Bench {
             }
         }
         self.now += 1000;
-        pass(&self.fix, &rec, &out, "bench-loss", self.now)?;
+        pass(&self.fix, &rec, &out, Trigger::ClusterChange, self.now)?;
         self.now += toleration;
         let mut walls = Vec::new();
         let mut reports = Vec::new();
@@ -996,7 +997,7 @@ impl Bench {
         // unschedulable, it keeps its placement and files, as any decision that fails).
         while left > 0 && walls.len() < 10 {
             self.now += 1000;
-            let (report, wall) = pass(&self.fix, &rec, &out, "bench-failover", self.now)?;
+            let (report, wall) = pass(&self.fix, &rec, &out, Trigger::ClusterChange, self.now)?;
             evictions += report
                 .stability
                 .events

@@ -172,7 +172,14 @@ impl Instance {
     /// One pass at `now_ms`, triggered by `trigger`.
     /// `now_ms` is the world's clock (Unix ms); `at` its time since the start (a killed
     /// instance starts again `restart_after_ms` after it).
-    pub fn pass(&mut self, policy: &Path, out: &Path, trigger: &str, now_ms: u64, at: u64) -> Result<Passed, String> {
+    pub fn pass(
+        &mut self,
+        policy: &Path,
+        out: &Path,
+        trigger: crate::publish::Trigger,
+        now_ms: u64,
+        at: u64,
+    ) -> Result<Passed, String> {
         let Some(r) = self.reconciler.clone() else { return Ok(Passed::Down) };
         let changes = std::mem::replace(&mut self.changes, Changed::Nothing);
         let changed = crate::daemon::reading(Some(changes), trigger, self.last_walk_ms, now_ms);

@@ -481,7 +481,7 @@ impl World {
         let (cfg, out) = (self.cfg.clone(), self.out.clone());
         self.instances[new].take_over(&cfg, &out).map_err(|e| self.violation(0, format!("takeover: {e:#}")))?;
         self.tree = self.reader.read(&self.out);
-        self.pass(new, "takeover")
+        self.pass(new, crate::publish::Trigger::Takeover)
     }
 
     /// Unix ms now.
@@ -552,7 +552,10 @@ impl World {
                 }
                 if self.instances[i].round.as_ref().is_some_and(|(t, _)| *t <= self.now) {
                     self.instances[i].round_returned();
-                    let trigger = if self.instances[i].passes_since_start == 0 { "startup" } else { "timer" };
+                    let trigger = match self.instances[i].passes_since_start {
+                        0 => crate::publish::Trigger::Startup,
+                        _ => crate::publish::Trigger::Timer,
+                    };
                     self.pass(i, trigger)?;
                 }
             }
@@ -560,7 +563,7 @@ impl World {
                 self.policy_due = None;
                 for i in 0..self.instances.len() {
                     if self.instances[i].passes_since_start > 0 {
-                        self.pass(i, "policy-change")?;
+                        self.pass(i, crate::publish::Trigger::PolicyChange)?;
                     }
                 }
             }
@@ -615,7 +618,7 @@ impl World {
 
 impl World {
     /// A pass of instance `i`, and every check that follows it.
-    fn pass(&mut self, i: usize, trigger: &'static str) -> Result<(), Violation> {
+    fn pass(&mut self, i: usize, trigger: crate::publish::Trigger) -> Result<(), Violation> {
         let before = self.tree.clone();
         let now = self.abs();
         let passed = self.instances[i]

@@ -176,7 +176,7 @@ pub fn run(case: &RepoCase, work: &Path) -> Result<(), String> {
     fresh(&out)?;
     let store = crate::store::Store::open(&state).map_err(|e| format!("store: {e}"))?;
     let reconciler = Reconciler::new(store, settings);
-    let _ = reconciler.reconcile(&inputs, &out, "fuzz", 1_767_225_600_000);
+    let _ = reconciler.reconcile(&inputs, &out, crate::publish::Trigger::Render, 1_767_225_600_000);
     Ok(())
 }
 
