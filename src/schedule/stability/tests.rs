@@ -662,3 +662,44 @@ fn a_policys_no_execute_taint_evicts_after_the_toleration_and_blocks_the_move_ba
     let s = step(&StabilityState::default(), &inputs(&w, true), t0, &off);
     assert_eq!(evictions(&s.actions), 0);
 }
+
+/// Seed 49: a workload whose pods could not run on `a` (application failover, purge `Never`)
+/// was moved back onto `a` as soon as `a` had been healthy for `stable_for` — which it had been
+/// all along — and failed over again every few minutes. An application failover is not undone
+/// by the member's health: `a` stays out while the eviction task lasts (`Never`: for good); a
+/// graceful one lets `a` take part in later decisions once purged, without moving back.
+#[test]
+fn an_application_failover_never_moves_back_onto_the_member_its_pods_failed_on() {
+    let settings = StabilitySettings::default();
+    let names = ["a", "b"];
+    for purge in [Purge::Never, Purge::Gracefully] {
+        let rule = FailoverRule { purge, grace_ms: Some(30_000) };
+        let t0 = 1_000_000;
+        let at = |t: u64| {
+            // On `a` until the failover at 2m, then on `b` (Ready there at once).
+            let t = t - t0;
+            let mut w = match t <= 2 * MIN {
+                true => WorkloadInput::new(key("web"), placed(&[("a", 1)])),
+                false => WorkloadInput::new(key("web"), placed(&[("b", 1)])),
+            };
+            w.application = Some(ApplicationRule { toleration_ms: 120_000, rule });
+            if t <= 2 * MIN {
+                w.not_ready = BTreeSet::from(["a".to_string()]);
+            } else {
+                w.ready = placed(&[("b", 1)]);
+            }
+            Inputs { clusters: fleet(&names, &[]), workloads: vec![w] }
+        };
+        let (state, actions) = run((0..=30).map(|i| t0 + i * MIN / 2), &settings, at);
+        let labels: Vec<(u64, String)> =
+            actions.iter().filter(|(_, a)| a.is_event()).map(|(t, a)| ((t - t0) / 1000, a.reason_label())).collect();
+        let mut want = vec![(120, "application-failover".to_string())];
+        if purge == Purge::Gracefully {
+            want.push((150, "purge".to_string()));
+        }
+        assert_eq!(labels, want, "{purge:?}: no move-back onto a in 15 minutes");
+        let evicted: BTreeSet<&str> = state.workloads.get(&key("web")).map(|ws| ws.evicted()).unwrap_or_default();
+        let out: BTreeSet<&str> = if purge == Purge::Never { BTreeSet::from(["a"]) } else { BTreeSet::new() };
+        assert_eq!(evicted, out, "{purge:?}: a stays out while the task lasts, not after");
+    }
+}

@@ -386,7 +386,8 @@ fn unschedulable(
 
 /// Returns the workload to members it was moved away from once they have been healthy for
 /// `stable_for`, when its policy prefers them and `move_back` is on. Members that left the
-/// fleet, or that the workload is on again, are forgotten.
+/// fleet, or that the workload is on again, are forgotten. An application failover is never
+/// moved back: its member is forgotten once its eviction task ends.
 fn move_back(
     ctx: &Ctx<'_>,
     next: &mut WorkloadStability,
@@ -399,6 +400,18 @@ fn move_back(
     next.moved_from.retain(|c, _| ctx.clusters.contains_key(c) && (tasks.contains(c) || !input.placed.contains_key(c)));
     let candidates: Vec<(String, MovedFrom)> = next.moved_from.iter().map(|(c, m)| (c.clone(), m.clone())).collect();
     for (cluster, m) in candidates {
+        if m.reason == Reason::ApplicationFailover {
+            // The member stayed healthy while the workload's pods did not run there: its health
+            // says nothing about whether they would run now, so nothing moves back on it (it would
+            // flap: back onto the member, not Ready again, failed over again). As Karmada's
+            // ClusterEviction filter, the member is left out of the workload's decisions while
+            // the eviction task lasts (`Never`: until a WorkloadRebalancer decides afresh), then
+            // takes part in them again.
+            if !tasks.contains(&cluster) {
+                next.moved_from.remove(&cluster);
+            }
+            continue;
+        }
         let Some(t) = ctx.clusters.get(&cluster) else { continue };
         let Some(up_for) = t.healthy_for(now) else { continue };
         if up_for < ctx.settings.stable_for_ms {

@@ -201,6 +201,22 @@ pub const CORPUS: &[Entry] = &[
              (CachedDecision::origin; restored: its placement's record)",
         ),
     },
+    Entry {
+        seed: 49,
+        keep: Some(&[11]),
+        faults: &["t=599s w000 scaled to 3"],
+        invariant: 1,
+        found: "w000's replica on member-000 could not run (Unschedulable): application failover (purgeMode Never) \
+                moved it to member-002, and 15 s later it was moved back to member-000 ('Ready for 2m 30s; \
+                stable_for 1m': the member had been healthy all along), failed over again 135 s later, every 150 s; \
+                after the scale-up the pass at 735 s released the hand-over kept on member-002 (GraceElapsed) and \
+                moved back again, with nothing Ready elsewhere",
+        failed_on: "a87f671 (main)",
+        fixed_by: Some(
+            "dst-c6: no move-back after an application failover; its member stays out while the eviction task \
+             lasts, then takes part in decisions again (schedule/stability/workload.rs move_back)",
+        ),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
