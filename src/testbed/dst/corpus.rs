@@ -212,10 +212,9 @@ pub const CORPUS: &[Entry] = &[
                 after the scale-up the pass at 735 s released the hand-over kept on member-002 (GraceElapsed) and \
                 moved back again, with nothing Ready elsewhere",
         failed_on: "a87f671 (main)",
-        fixed_by: Some(
-            "dst-c6: no move-back after an application failover; its member stays out while the eviction task \
-             lasts, then takes part in decisions again (schedule/stability/workload.rs move_back)",
-        ),
+        // 32ef560: no move-back after an application failover; its member stays out while the
+        // eviction task lasts, then takes part in decisions again (stability/workload.rs move_back).
+        fixed_by: Some("32ef560"),
     },
 ];
 
