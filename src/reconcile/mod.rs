@@ -558,6 +558,7 @@ impl Reconciler {
             },
             stability: stability.report(),
             rollout_objects: rollout.objects.clone(),
+            rollout_examined: rollout.examined,
             rollouts: cache
                 .rollout
                 .states()

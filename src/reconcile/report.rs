@@ -137,6 +137,8 @@ pub struct ReconcileReport {
     /// The workload objects the poller should read on each member for the next pass (the
     /// rollouts' stages gated and next; empty without a RolloutPolicy).
     pub rollout_objects: std::collections::BTreeMap<String, Vec<crate::policy::ObjectKey>>,
+    /// Templates the rollout stage looked at (0 without a RolloutPolicy or a stored rollout).
+    pub rollout_examined: usize,
 }
 
 /// Why a pass decided workloads again instead of reusing their cached decisions.

@@ -76,6 +76,9 @@ pub(crate) struct RolloutPass {
     /// ([`crate::members::live::Poller::want_objects`]): per rollout, the clusters of the stage
     /// gated and of the next one to be released (the first one when no rollout is under way).
     pub objects: BTreeMap<String, Vec<ObjectKey>>,
+    /// Templates the stage looked at this pass (0 when no RolloutPolicy exists and no
+    /// rollout is stored: the stage's whole cost is then one check of two empty lists).
+    pub examined: usize,
 }
 
 impl RolloutPass {
@@ -165,6 +168,7 @@ pub(crate) fn run(
     let mut out = RolloutPass::default();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     for (position, t) in set.templates.iter().enumerate() {
+        out.examined += 1;
         let Some(policy) = rollout_policy_for(set, t) else { continue };
         let spec = &policy.spec;
         let sk = t.key.store_key();
@@ -920,6 +924,31 @@ spec:
         let state = rec.store.rollout(&key).expect("read").expect("state");
         assert_eq!(state.phase, crate::schedule::rollout::Phase::Halted, "{state:#?}");
         assert!(state.failed["m1"].contains("HealthCheckFailed"), "{state:#?}");
+    }
+
+    /// The cost without a RolloutPolicy: the stage looks at no template and asks the poller
+    /// for no object (workload or GitOps agent) — pass after pass, with a change of the
+    /// template too. With one, it looks at every template and reads the first stage's object.
+    #[test]
+    fn without_a_rollout_policy_the_stage_does_no_per_workload_work_and_reads_nothing() {
+        let w = World::new("web:1", "");
+        let without: Vec<String> =
+            repo("web:1", "").split("---\n").filter(|d| !d.contains("RolloutPolicy")).map(String::from).collect();
+        std::fs::write(w.repo().join("apps.yaml"), without.join("---\n")).expect("write");
+        let rec = w.reconciler();
+        for (i, image) in ["web:1", "web:1", "web:2", "web:2"].into_iter().enumerate() {
+            let text = without.join("---\n").replace("web:1", image);
+            std::fs::write(w.repo().join("apps.yaml"), text).expect("write");
+            let now = T0 + i as u64 * MIN;
+            let report = rec.reconcile(&w.inputs(now, &ready), &w.out(), "test", now).expect("pass");
+            assert_eq!((report.rollout_examined, report.rollout_objects.len()), (0, 0), "pass {i}");
+        }
+        assert_eq!(w.images(), ["web:2"; 5], "one publish for every cluster");
+        // With the policy: every template looked at, the first stage's object read.
+        w.commit("web:2", "");
+        w.pass(&rec, T0 + 10 * MIN, &ready);
+        let report = rec.reconcile(&w.inputs(T0 + 11 * MIN, &ready), &w.out(), "test", T0 + 11 * MIN).expect("pass");
+        assert_eq!((report.rollout_examined, report.rollout_objects.len()), (1, 1));
     }
 
     /// Dispatching to the canary suspended (the PropagationPolicy's `suspension`): m1 keeps

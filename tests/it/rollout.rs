@@ -104,6 +104,8 @@ fn a_good_change_goes_through_three_stages_and_a_bad_image_halts_after_the_canar
     for m in MEMBERS {
         assert!(stats["objectReads"][m].as_u64().is_some_and(|n| n > 0), "{m}: {stats:#}");
     }
+    // No Cluster names a GitOps agent: no agent object is ever read.
+    assert!(stats["agentReads"].as_object().is_some_and(|m| m.is_empty()), "{stats:#}");
 
     // A bad image: the canary's pods crash-loop; halted, the later stages' files untouched.
     let file = |m: &str| std::fs::read(t.s.out().join(m).join("shop/apps_deployment_api.yaml")).expect("file");
