@@ -833,6 +833,36 @@ pub struct InterpreterTarget {
 }
 
 // ---------------------------------------------------------------------------------------------
+/// The Cluster annotation that names a member's GitOps agent object, whose sync state a
+/// progressive rollout's gate reads: `Kustomization/<namespace>/<name>` (Flux,
+/// `kustomize.toolkit.fluxcd.io/v1`) or `Application/<namespace>/<name>` (Argo CD,
+/// `argoproj.io/v1alpha1`, in the member itself).
+pub const GITOPS_AGENT_ANNOTATION: &str = "rollout.fedsched.io/gitops-agent";
+
+/// The agent object an annotation value names ([`GITOPS_AGENT_ANNOTATION`]), or why not.
+pub fn agent_object(value: &str) -> Result<super::ObjectKey, String> {
+    let parts: Vec<&str> = value.split('/').collect();
+    let [kind, ns, name] = parts.as_slice() else {
+        return Err(format!("`{value}` is not `Kustomization/<namespace>/<name>` or `Application/<namespace>/<name>`"));
+    };
+    let api_version = match *kind {
+        "Kustomization" => "kustomize.toolkit.fluxcd.io/v1",
+        "Application" => "argoproj.io/v1alpha1",
+        other => {
+            return Err(format!("`{other}` is no GitOps agent kind: Kustomization (Flux) or Application (Argo CD)"));
+        }
+    };
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 253
+            && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
+    if !valid(ns) || !valid(name) {
+        return Err(format!("`{value}`: the namespace and name must be lowercase DNS names"));
+    }
+    Ok(super::ObjectKey::new(api_version, kind, Some(ns), name))
+}
+
 // RolloutPolicy (fedsched.io/v1alpha1): a template change reaches its clusters in stages
 
 /// How long a stage's clusters must be observed Healthy on the new version before its gate

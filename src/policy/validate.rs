@@ -48,9 +48,9 @@ pub fn validate(set: &PolicySet) -> Vec<LoadError> {
     for c in set.clusters.iter() {
         let mut v = V::new(&c.source, &mut errors);
         cluster(&mut v, &c.spec);
-        let agent = crate::schedule::rollout::GITOPS_AGENT_ANNOTATION;
+        let agent = super::types::GITOPS_AGENT_ANNOTATION;
         if let Some(value) = c.meta.annotations.get(agent)
-            && let Err(why) = crate::schedule::rollout::agent_object(value)
+            && let Err(why) = super::types::agent_object(value)
         {
             v.err(format!("metadata.annotations[{agent}]"), why);
         }

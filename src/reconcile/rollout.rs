@@ -940,14 +940,17 @@ spec:
             let text = without.join("---\n").replace("web:1", image);
             std::fs::write(w.repo().join("apps.yaml"), text).expect("write");
             let now = T0 + i as u64 * MIN;
-            let report = rec.reconcile(&w.inputs(now, &ready), &w.out(), "test", now).expect("pass");
+            let report =
+                rec.reconcile(&w.inputs(now, &ready), &w.out(), crate::publish::Trigger::Timer, now).expect("pass");
             assert_eq!((report.rollout_examined, report.rollout_objects.len()), (0, 0), "pass {i}");
         }
         assert_eq!(w.images(), ["web:2"; 5], "one publish for every cluster");
         // With the policy: every template looked at, the first stage's object read.
         w.commit("web:2", "");
         w.pass(&rec, T0 + 10 * MIN, &ready);
-        let report = rec.reconcile(&w.inputs(T0 + 11 * MIN, &ready), &w.out(), "test", T0 + 11 * MIN).expect("pass");
+        let report = rec
+            .reconcile(&w.inputs(T0 + 11 * MIN, &ready), &w.out(), crate::publish::Trigger::Timer, T0 + 11 * MIN)
+            .expect("pass");
         assert_eq!((report.rollout_examined, report.rollout_objects.len()), (1, 1));
     }
 
