@@ -565,14 +565,19 @@ pub fn next_promotion(c: &FleetCluster) -> Option<u64> {
     // Ready only once started and while its node is Ready (a node turning Ready again is an
     // event of its own). Reporting a Ready time `promote` skips would be a promotion due now
     // forever: the simulation's clock would never move again.
-    let not_ready = not_ready_nodes(c);
+    // The NotReady nodes are listed only when a started pod still waits for Ready (this runs
+    // for every member at every step of the simulation).
+    let mut not_ready: Option<BTreeSet<String>> = None;
     let at = |p: &Value, key: &str| annotation(p, key).and_then(Value::as_str).and_then(|t| t.parse::<u64>().ok());
     c.pods
         .iter()
         .filter_map(|p| match at(p, START_AT) {
             Some(start) => Some(start),
-            None if not_ready.contains(str_at(p, "/spec/nodeName")) => None,
-            None => at(p, READY_AT),
+            None => {
+                let ready = at(p, READY_AT)?;
+                let waits = not_ready.get_or_insert_with(|| not_ready_nodes(c)).contains(str_at(p, "/spec/nodeName"));
+                (!waits).then_some(ready)
+            }
         })
         .min()
 }
