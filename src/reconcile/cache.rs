@@ -170,6 +170,7 @@ use std::sync::Arc;
 
 use crate::model::ClusterSnapshot;
 use crate::policy::ObjectKey;
+use crate::schedule::{ClusterVerdict, Stands};
 use crate::store::{PlacementRecord, Store, StoreError};
 use crate::util::hash::KeyMap;
 use crate::util::memo::{ArcKey, Memo};
@@ -610,9 +611,16 @@ pub struct CachedDecision {
     pub key: u64,
     /// Positions (in the pass's snapshots) of the clusters that passed its filters.
     pub clusters: Vec<usize>,
-    /// [`clusters_state`] of `clusters` when it was decided.
+    /// [`clusters_state`] of `clusters` when it was decided, or when its outcome last stood on
+    /// their changed state ([`CachedDecision::stood`]): the state [`CachedDecision::held`] are
+    /// the verdicts of.
     pub state: u64,
     pub decided: super::Decided,
+    /// The feasible clusters' verdicts at `state` when they are not the record's: an outcome
+    /// that stood on changed verdicts ([`Stands::On`]) keeps them here, while the record keeps
+    /// the figures it was made with (as its history does). A later check computes again only
+    /// the verdicts of the clusters changed since `state`, and takes the others from these.
+    pub stood_on: Option<Arc<Vec<ClusterVerdict>>>,
     /// Its entry of the summary (a line of its shard), once built.
     pub summary_item: Option<String>,
     /// False for a decision restored from the store ([`Kept::loaded`]): its files are
@@ -916,22 +924,55 @@ pub struct FilesCheck {
     pub stats: Vec<Option<crate::util::stat::FileStat>>,
 }
 
+/// The state a scheduled decision is persisted with when the verdicts a restart restores for it
+/// (its placement's) are not those of its `state`: a fresh decision the record stage did not
+/// record (the same outcome as its placement, other figures), or one whose outcome stood on
+/// changed verdicts. No clusters' state is it (but by a 64-bit collision), so the first check after
+/// the restart computes every held verdict again ([`ClusterDigests::state_since`]: `changed`
+/// unknown) rather than combining new verdicts with stale ones.
+pub const STATE_UNKNOWN: u64 = 0x5354_4154_453f_3f3f;
+
 impl CachedDecision {
-    /// What the store keeps of it for a restart, with the workload's newest history record
-    /// (`last`: `None` when the cache does not know it).
+    /// The verdicts of its feasible clusters at `state`: what a check whether its outcome
+    /// stands on changed state compares with ([`crate::schedule::outcome_stands`]).
+    pub fn held(&self) -> &[ClusterVerdict] {
+        self.stood_on.as_deref().unwrap_or(&self.decided.record.result.verdicts)
+    }
+
+    /// Its outcome stood on its clusters' state `state` ([`crate::schedule::outcome_stands`]):
+    /// the verdicts it stood on are the held ones from now on.
+    pub fn stood(&mut self, state: u64, stands: Stands) {
+        self.state = state;
+        if let Stands::On(verdicts) = stands {
+            self.stood_on = Some(Arc::new(verdicts));
+        }
+    }
+
+    /// What the store keeps of it for a restart, for the workload's `placement` (whose
+    /// `history_seq` it is written with, and whose verdicts a restart restores it with), with
+    /// the workload's newest history record (`last`: `None` when the cache does not know it).
     pub fn to_stored(
         &self,
         workload: &ObjectKey,
-        history_seq: u64,
+        placement: &PlacementRecord,
         last: Option<&Option<LastHistory>>,
     ) -> crate::store::StoredDecision {
         let d = &self.decided;
+        // A decision recorded as its placement (or restored from it) shares its verdicts. Those
+        // of an unscheduled one are not read (its outcome is not checked against them).
+        let (held, restored) = (self.held(), &placement.result.verdicts);
+        let restored_held = !d.scheduled || std::ptr::eq(held, restored.as_slice()) || held == restored.as_slice();
         crate::store::StoredDecision {
             workload: workload.clone(),
-            history_seq,
+            history_seq: placement.history_seq,
             key: self.key,
             clusters: self.clusters.iter().map(|&i| u32::try_from(i).unwrap_or(u32::MAX)).collect(),
-            state: self.state,
+            // The state of the verdicts a restart restores (the placement's): known only when
+            // they are the ones held at `state`.
+            state: match restored_held {
+                true => self.state,
+                false => STATE_UNKNOWN,
+            },
             files: d.files.iter().zip(&d.file_hashes).map(|((c, (p, _)), h)| (c.clone(), p.clone(), *h)).collect(),
             keep: d.keep.clone(),
             problems: d.problems.iter().map(|p| (p.cluster.clone(), p.reason.clone())).collect(),
@@ -1013,6 +1054,7 @@ impl CachedDecision {
             clusters: stored.clusters.into_iter().map(|i| i as usize).collect(),
             state: stored.state,
             decided,
+            stood_on: None,
             summary_item: None,
             rendered: false,
             persisted_seq: Some(stored.history_seq),
@@ -2313,6 +2355,84 @@ mod tests {
         assert!(!check(hash, vec![Some(now)]).found, "another stat: read, and the bytes differ");
         std::fs::remove_file(&file).expect("remove");
         assert!(!check(hash, vec![Some(now)]).found, "missing");
+    }
+
+    /// A kept decision holds the verdicts of its clusters' state (what a later check takes for
+    /// the clusters it does not compute again), and a restart restores it so: its verdicts are
+    /// its placement's, so its state comes back with them only when they are the verdicts of
+    /// that state — not for a decision made again with other figures and not recorded (its
+    /// placement keeps the old ones), nor for one whose outcome stood on other verdicts.
+    #[test]
+    fn a_decision_is_restored_with_the_state_of_the_verdicts_it_comes_back_with() {
+        use crate::schedule::{ClusterVerdict, ScheduleResult, Stands};
+        let workload = ObjectKey {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("default".into()),
+            name: "web".into(),
+        };
+        let verdict = |available| ClusterVerdict {
+            available_replicas: Some(available),
+            ..ClusterVerdict::rejected("m1".into(), Vec::new())
+        };
+        let with = |available| {
+            let mut result = ScheduleResult::unschedulable("");
+            result.verdicts = Arc::new(vec![ClusterVerdict { feasible: true, ..verdict(available) }]);
+            PlacementRecord {
+                workload: workload.clone(),
+                policy: None,
+                result,
+                targets: BTreeMap::from([("m1".to_string(), Some(1))]),
+                affinity_name: None,
+                files: BTreeMap::new(),
+                history_seq: 7,
+                decided_at_ms: 0,
+            }
+        };
+        let stored = crate::store::StoredDecision {
+            workload: workload.clone(),
+            history_seq: 7,
+            key: 1,
+            clusters: vec![0],
+            state: 40,
+            files: Vec::new(),
+            keep: Vec::new(),
+            problems: Vec::new(),
+            scheduled: true,
+            requirements: None,
+            last: None,
+            stats: Vec::new(),
+            reads_capacity: true,
+        };
+        let (placement, figures_40) = (with(40), with(40).result.verdicts);
+        let restart =
+            |c: &CachedDecision| CachedDecision::restored(c.to_stored(&workload, &placement, None), &placement);
+        // Restored from the placement: its verdicts are the placement's, of its state.
+        let restored = CachedDecision::restored(stored, &placement);
+        assert_eq!((restored.state, restored.held()), (40, &figures_40[..]));
+        let again = restart(&restored);
+        assert_eq!((again.state, again.held()), (40, &figures_40[..]), "persisted as it came back");
+        // Its outcome stood on other verdicts at state 41: held with that state, and a restart
+        // (which restores the placement's) does not take them for the verdicts of 41.
+        let mut stood = restored.clone();
+        stood.stood(41, Stands::On(with(13).result.verdicts.to_vec()));
+        assert_eq!((stood.state, stood.held()), (41, &with(13).result.verdicts[..]));
+        let again = restart(&stood);
+        assert_eq!(again.held(), &figures_40[..]);
+        assert_ne!(again.state, 41, "the placement's verdicts are not those of state 41");
+        // Stood on the verdicts it held: the same verdicts are those of the new state.
+        let mut held = restored.clone();
+        held.stood(42, Stands::Held);
+        assert_eq!((held.state, held.held()), (42, &figures_40[..]));
+        assert_eq!(restart(&held).state, 42);
+        // Made again at state 43 with other figures, the same outcome: not recorded, so its
+        // placement keeps the old figures; a restart comes back with those, not with state 43.
+        let mut made = restored.clone();
+        made.decided.record = with(21);
+        made.state = 43;
+        let again = restart(&made);
+        assert_eq!(again.held(), &figures_40[..]);
+        assert_ne!(again.state, 43, "the placement's verdicts are not those of state 43");
     }
 
     /// Files proven by their stat: a daemon's full check keeps the stats of the files it found

@@ -37,7 +37,7 @@ use crate::policy::types::{ActivationPreference, Placement, PropagationSpec};
 use crate::policy::{ObjectKey, PolicyRef, Template};
 use crate::render::{self, RenderInput};
 use crate::schedule::profile::Profiles;
-use crate::schedule::{self, Framework, Outcome, ScheduleRequest, ScheduleResult, Strategy, assign};
+use crate::schedule::{self, Framework, Outcome, ScheduleRequest, ScheduleResult, Stands, Strategy, assign};
 use crate::store::{DecisionInputs, PlacementRecord, Store, StoreError};
 use crate::util::hash::{KeySet, fnv1a64};
 
@@ -701,12 +701,13 @@ fn reuse_kept(
     let framework = ctx.profiles.for_policy(&policy.meta.annotations).unwrap_or_else(|| ctx.profiles.default_profile());
     let claim = (template, &policy.spec.placement, framework);
     let previous = cache.placements.get(workload).map(|p| &**p);
-    if !outcome_stands_on(ctx, claim, (previous, None), c, (&snapshots.views, changed.as_deref())) {
+    let stands = outcome_stands_on(ctx, claim, (previous, None), c, (&snapshots.views, changed.as_deref()));
+    if !stands.stands() {
         return None;
     }
     why.outcome_stood += 1;
     let c = cache.own.decisions.get_mut(workload)?;
-    Arc::make_mut(c).state = state;
+    Arc::make_mut(c).stood(state, stands);
     Some(Arc::clone(c))
 }
 
@@ -753,7 +754,8 @@ fn reuse_or_decide<'a>(
         |clusters: &[usize]| cache::clusters_state(clusters, &ctx.pass.digests, &snapshots.views, &snapshots.assumed);
     let why = &mut out.redecided;
     let mut cached = cache.own.decisions.get(&t.key).cloned();
-    // The state of its clusters when a decision that read it stands on a changed state.
+    // The state of its clusters, and the verdicts, when a decision that read it stands on a
+    // changed state.
     let mut restate = None;
     let mut hit = match cached.as_deref() {
         None => {
@@ -774,24 +776,26 @@ fn reuse_or_decide<'a>(
         Some(c) if c.decided.reads_capacity => {
             match ctx.pass.digests.state_since(&c.clusters, &snapshots.views, &snapshots.assumed, c.state) {
                 (state, _) if state == c.state => true,
-                (state, changed) if capacity_stands(ctx, w, c, &snapshots.views, changed.as_deref()) => {
-                    why.outcome_stood += 1;
-                    restate = Some(state);
-                    true
-                }
-                _ => {
-                    why.capacity += 1;
-                    false
-                }
+                (state, changed) => match capacity_stands(ctx, w, c, &snapshots.views, changed.as_deref()) {
+                    stands @ (Stands::Held | Stands::On(_)) => {
+                        why.outcome_stood += 1;
+                        restate = Some((state, stands));
+                        true
+                    }
+                    Stands::No => {
+                        why.capacity += 1;
+                        false
+                    }
+                },
             }
         }
         Some(_) => true,
     };
-    if let Some(state) = restate
+    if let Some((state, stands)) = restate
         && let Some(c) = cache.own.decisions.get_mut(&t.key)
     {
         drop(cached);
-        Arc::make_mut(c).state = state;
+        Arc::make_mut(c).stood(state, stands);
         cached = Some(Arc::clone(c));
     }
     if hit && !ctx.full_check {
@@ -850,6 +854,7 @@ fn reuse_or_decide<'a>(
         clusters,
         state,
         decided,
+        stood_on: None,
         summary_item: None,
         rendered: true,
         persisted_seq: None,
@@ -880,9 +885,9 @@ fn capacity_stands(
     c: &cache::CachedDecision,
     views: &[ClusterSnapshot],
     changed: Option<&[usize]>,
-) -> bool {
+) -> Stands {
     if !w.required.is_empty() || w.policy.is_none() {
-        return false;
+        return Stands::No;
     }
     let claim = (w.template, w.placement, w.framework);
     outcome_stands_on(ctx, claim, (w.previous.as_deref(), w.directive), c, (views, changed))
@@ -896,16 +901,16 @@ fn outcome_stands_on(
     (previous, directive): (Option<&PlacementRecord>, Option<&Directive>),
     c: &cache::CachedDecision,
     (views, changed): (&[ClusterSnapshot], Option<&[usize]>),
-) -> bool {
+) -> Stands {
     if !c.decided.scheduled {
-        return false;
+        return Stands::No;
     }
     // As this process read the template when it decided it, else read again.
     let workload = match &c.decided.workload {
         Some(w) => Arc::clone(w),
         None => match interpret(t.key.group(), &t.key.kind, &t.object, &ctx.inputs.interpreters) {
             Ok(w) => Arc::new(w),
-            Err(_) => return false,
+            Err(_) => return Stands::No,
         },
     };
     debug_assert!(
@@ -920,11 +925,11 @@ fn outcome_stands_on(
         framework,
         &req,
         views,
-        &c.decided.record.result,
+        (c.held(), &c.decided.record.result.outcome),
         (Some(&c.clusters), changed),
     );
     #[cfg(debug_assertions)]
-    if stands {
+    if stands.stands() {
         let (again, _) = schedule::schedule_reads(&ctx.pass.fleet, framework, &req, views);
         debug_assert_eq!(
             again.outcome, c.decided.record.result.outcome,

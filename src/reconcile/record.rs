@@ -95,7 +95,7 @@ pub(super) fn record(
     for key in candidates {
         let (Some(c), Some(p)) = (cache.decide.decisions.get_mut(key), cache.placements.get(key)) else { continue };
         if c.persisted_seq != Some(p.history_seq) && !c.unpublished {
-            stored.push(c.to_stored(key, p.history_seq, cache.history.get(key)));
+            stored.push(c.to_stored(key, p, cache.history.get(key)));
             Arc::make_mut(c).persisted_seq = Some(p.history_seq);
         }
     }

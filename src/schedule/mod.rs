@@ -342,7 +342,8 @@ pub fn schedule_reads(
 }
 
 /// Whether a result `schedule_reads` gave for `req`, which read capacity, stands on these
-/// clusters as they are now, without filtering, rendering or recording again: its feasible
+/// clusters as they are now (its `held` verdicts, those of its feasible clusters as they were
+/// when it was made or last stood, and its `outcome`), without filtering, rendering or recording again: its feasible
 /// clusters' verdicts (available replicas, the model's notes, scores) are computed again on
 /// their current views and, unless they are the ones it holds, selection and division run on
 /// them and give its outcome again. `changed`, when known, are the indices of the held
@@ -356,18 +357,22 @@ pub fn schedule_reads(
 /// indices in `clusters` of the held verdicts' clusters, ascending (as the reconciler's cache
 /// keeps them, and `changed` indexes them): the clusters are then found by position, not by
 /// name; when they do not match the held verdicts one for one in order, `changed` is not used.
+///
+/// When the outcome stands on verdicts other than the held ones, they are returned
+/// ([`Stands::On`]): a caller that keeps the result for the clusters' new state keeps them with
+/// it, since `changed` next time is counted from that state, and a verdict it does not compute
+/// again must be the one of that state (warm = cold, `reconcile::warm_cold`).
 pub fn outcome_stands(
     fleet: &Fleet,
     fw: &Framework,
     req: &ScheduleRequest<'_>,
     clusters: &[ClusterSnapshot],
-    result: &ScheduleResult,
+    (held, outcome): (&[ClusterVerdict], &Outcome),
     (at, changed): (Option<&[usize]>, Option<&[usize]>),
-) -> bool {
+) -> Stands {
     if clusters.len() != fleet.len() || !req.placement.cluster_affinities.is_empty() {
-        return false;
+        return Stands::No;
     }
-    let held = &result.verdicts;
     // The held verdicts' positions: the indices given, in the fleet's order (by name) as the
     // verdicts are. `changed` indexes the held verdicts only when the indices line up.
     let positions = at.and_then(|at| fleet.positions_of(at)).filter(|p| p.len() == held.len());
@@ -394,8 +399,8 @@ pub fn outcome_stands(
         let mut at = Vec::with_capacity(changed.len());
         let mut sorted = Vec::with_capacity(changed.len());
         for &k in changed {
-            let Some(h) = held.get(k).filter(|h| h.feasible) else { return false };
-            let Some(c) = cluster_of(k, h) else { return false };
+            let Some(h) = held.get(k).filter(|h| h.feasible) else { return Stands::No };
+            let Some(c) = cluster_of(k, h) else { return Stands::No };
             at.push(k);
             sorted.push(c);
         }
@@ -407,33 +412,60 @@ pub fn outcome_stands(
             }
         }
         if now.iter().zip(&at).all(|(n, &k)| held.get(k).is_some_and(|h| same(n, h))) {
-            return true;
+            return Stands::Held;
         }
-        let mut feasible: Vec<&ClusterVerdict> = held.iter().filter(|v| v.feasible).collect();
-        if feasible.len() != held.len() {
-            return false;
+        if held.iter().any(|v| !v.feasible) {
+            return Stands::No;
         }
+        let mut feasible: Vec<&ClusterVerdict> = held.iter().collect();
         for (n, &k) in now.iter().zip(&at) {
             if let Some(slot) = feasible.get_mut(k) {
                 *slot = n;
             }
         }
-        return decide_on(fw, req, (feasible, positions.as_deref()), &view, fleet.len()).0 == result.outcome;
+        if decide_on(fw, req, (feasible.clone(), positions.as_deref()), &view, fleet.len()).0 != *outcome {
+            return Stands::No;
+        }
+        return Stands::On(feasible.into_iter().cloned().collect());
     }
     let mut sorted = Vec::with_capacity(held.len());
     for (k, v) in held.iter().enumerate() {
-        let Some(c) = cluster_of(k, v) else { return false };
+        let Some(c) = cluster_of(k, v) else { return Stands::No };
         if !v.feasible {
-            return false;
+            return Stands::No;
         }
         sorted.push(c);
     }
     let now = feasible_verdicts(fw, req, affinity, &sorted);
     if now.len() != held.len() {
-        return false;
+        return Stands::No;
     }
-    now.iter().zip(held.iter()).all(|(n, h)| same(n, h))
-        || decide_on(fw, req, (now.iter().collect(), positions.as_deref()), &view, fleet.len()).0 == result.outcome
+    if now.iter().zip(held.iter()).all(|(n, h)| same(n, h)) {
+        return Stands::Held;
+    }
+    match decide_on(fw, req, (now.iter().collect(), positions.as_deref()), &view, fleet.len()).0 == *outcome {
+        true => Stands::On(now),
+        false => Stands::No,
+    }
+}
+
+/// Whether a result stands on its clusters' changed state ([`outcome_stands`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stands {
+    /// It does not (or that cannot be told without scheduling again).
+    No,
+    /// It does, on the verdicts it holds (those computed again are the held ones).
+    Held,
+    /// It does, on these verdicts of its feasible clusters now (in the held order), which are
+    /// not all the held ones.
+    On(Vec<ClusterVerdict>),
+}
+
+impl Stands {
+    /// Whether the outcome stands.
+    pub fn stands(&self) -> bool {
+        !matches!(self, Stands::No)
+    }
 }
 
 /// Which clusters pass the filters: feasible positions (ascending) and the rejected groups.

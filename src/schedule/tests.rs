@@ -937,9 +937,27 @@ proptest! {
         let req = ScheduleRequest { key: &key, uid: None, workload: &w, placement: &placement, previous: &previous, previous_affinity: None, failover: &NO_FAILOVER };
         let made = schedule(fw, &req, &before);
         prop_assume!(matches!(made.outcome, Outcome::Scheduled { .. }));
-        let again = schedule(fw, &req, &after).outcome == made.outcome;
+        let scheduled_again = schedule(fw, &req, &after);
+        let again = scheduled_again.outcome == made.outcome;
+        // The verdicts it stands on are those scheduling again computes: what a caller keeps
+        // for the clusters' new state (warm = cold).
+        let figures = |v: &[ClusterVerdict]| -> Vec<_> {
+            v.iter()
+                .filter(|v| v.feasible)
+                .map(|v| (v.name.clone(), v.available_replicas, v.score, v.scores.clone(), v.estimates.clone(), v.reasons.clone()))
+                .collect()
+        };
+        let on = |stands: &Stands| match stands {
+            Stands::No => None,
+            Stands::Held => Some(figures(&made.verdicts)),
+            Stands::On(v) => Some(figures(v)),
+        };
         let fleet = Fleet::new(&after);
-        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, &made, (None, None)), again);
+        let stands = outcome_stands(&fleet, fw, &req, &after, (&made.verdicts, &made.outcome), (None, None));
+        prop_assert_eq!(stands.stands(), again);
+        if let Some(on) = on(&stands) {
+            prop_assert_eq!(on, figures(&scheduled_again.verdicts));
+        }
         let changed: Vec<usize> = made
             .verdicts
             .iter()
@@ -947,7 +965,11 @@ proptest! {
             .filter(|(_, v)| changes.keys().any(|i| format!("m{i:02}") == v.name))
             .map(|(k, _)| k)
             .collect();
-        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, &made, (None, Some(&changed))), again);
+        let stands = outcome_stands(&fleet, fw, &req, &after, (&made.verdicts, &made.outcome), (None, Some(&changed)));
+        prop_assert_eq!(stands.stands(), again);
+        if let Some(on) = on(&stands) {
+            prop_assert_eq!(on, figures(&scheduled_again.verdicts));
+        }
         // The held verdicts' clusters given by index (as the reconciler's cache keeps them).
         let at = |list: &[ClusterSnapshot]| -> Vec<usize> {
             let mut at: Vec<usize> =
@@ -955,8 +977,8 @@ proptest! {
             at.sort_unstable();
             at
         };
-        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, &made, (Some(&at(&after)), Some(&changed))), again);
-        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, &made, (Some(&at(&after)), None)), again);
+        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, (&made.verdicts, &made.outcome), (Some(&at(&after)), Some(&changed))).stands(), again);
+        prop_assert_eq!(outcome_stands(&fleet, fw, &req, &after, (&made.verdicts, &made.outcome), (Some(&at(&after)), None)).stands(), again);
         // Snapshots not in name order: the indices (and the changed ones, which index them as
         // the cache's state does) do not line up with the verdicts one for one.
         let reversed: Vec<ClusterSnapshot> = after.iter().rev().cloned().collect();
@@ -968,10 +990,10 @@ proptest! {
             .map(|(k, _)| k)
             .collect();
         let given = (Some(&reversed_at[..]), Some(&reversed_changed[..]));
-        prop_assert_eq!(outcome_stands(&Fleet::new(&reversed), fw, &req, &reversed, &made, given), again);
+        prop_assert_eq!(outcome_stands(&Fleet::new(&reversed), fw, &req, &reversed, (&made.verdicts, &made.outcome), given).stands(), again);
         // Nothing changed: it stands.
-        prop_assert!(outcome_stands(&Fleet::new(&before), fw, &req, &before, &made, (None, Some(&[]))));
-        prop_assert!(outcome_stands(&Fleet::new(&before), fw, &req, &before, &made, (Some(&at(&before)), Some(&[]))));
+        prop_assert!(outcome_stands(&Fleet::new(&before), fw, &req, &before, (&made.verdicts, &made.outcome), (None, Some(&[]))).stands());
+        prop_assert!(outcome_stands(&Fleet::new(&before), fw, &req, &before, (&made.verdicts, &made.outcome), (Some(&at(&before)), Some(&[]))).stands());
     }
 }
 
@@ -994,7 +1016,8 @@ fn a_result_with_ordered_affinity_terms_is_scheduled_again() {
     let made = schedule(&fw, &req, &clusters);
     assert!(matches!(made.outcome, Outcome::Scheduled { .. }));
     assert!(
-        !outcome_stands(&Fleet::new(&clusters), &fw, &req, &clusters, &made, (None, None)),
+        !outcome_stands(&Fleet::new(&clusters), &fw, &req, &clusters, (&made.verdicts, &made.outcome), (None, None))
+            .stands(),
         "terms are tried in turn"
     );
 }

@@ -394,16 +394,18 @@ fn seed() -> u64 {
     std::env::var("FEDSCHED_WARM_COLD_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(51)
 }
 
-/// Found by the property (a random seed, session 6). Probable cause (not confirmed yet): after
-/// an edit's deductions changed a member's state, a kept decision that read capacity (workload 19, spread constraints) is
-/// confirmed by `outcome_stands` with *other* verdicts for that member (same outcome): its
-/// `state` moves on, its held verdicts do not. The next pass recomputes only the clusters
-/// changed since (member-005, doubled) and combines them with the stale held verdict of the
-/// first: the outcome "stands" where scheduling again moves it (debug builds assert,
-/// `decide::outcome_stands_on`). Open: a decision confirmed on changed verdicts must keep the
-/// state its verdicts were made in (or take the new verdicts).
+/// Found by the property (a random seed, session 6). Workload 19 (spread constraints, so its
+/// outcome reads capacity) is decided on its clusters' state with verdicts V1 and recorded;
+/// the deductions of the first quiet pass decide it again with other figures V2 and the same
+/// outcome, which the record stage does not record (its placement keeps V1) while the decision
+/// is persisted with the state of V2. After the restart the decision came back with V1 and the
+/// state of V2: its first check computed every verdict again and found the outcome standing
+/// on V2' but kept V1 with the new state; member-005's capacity doubled next, only its verdict
+/// was computed again and combined with the stale V1 of the others: the outcome "stood" where
+/// a cold pass moves it. Fixed: a kept decision holds the verdicts of its state
+/// (`CachedDecision::held`: those it last stood on), and is persisted with its state only when
+/// a restart restores those verdicts (`cache::STATE_UNKNOWN` otherwise).
 #[test]
-#[ignore = "open bug: a decision confirmed on changed verdicts advances its state past its held verdicts (issue 51)"]
 fn a_capacity_change_after_a_restart_decides_what_a_cold_pass_would() {
     let steps = [Step::Replicas { w: 23, replicas: 5 }, Step::Reload, Step::Capacity { c: 5, percent: 200 }];
     if let Err(difference) = run(&steps) {
