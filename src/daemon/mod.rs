@@ -787,6 +787,8 @@ impl Daemon {
             published = adopted.published,
             changed = adopted.changed,
             removed = adopted.removed,
+            rollouts = adopted.rollouts,
+            rollouts_removed = adopted.rollouts_removed,
             "takeover: adopted the published placements; publishing as the leader"
         );
         true

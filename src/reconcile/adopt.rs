@@ -7,13 +7,21 @@
 //! with their replicas, the file of each cluster and the `clusterAffinities` term in force:
 //! the inputs a decision reads of its previous placement. Each entry that differs from this
 //! instance's store replaces its placement (its stored decision is dropped: it was made from
-//! another previous placement); placements the output no longer lists are removed. What the
-//! file does not carry stays this instance's own: the history (the old leader's records are in
-//! the old leader's store) and the stability engine's timelines.
+//! another previous placement); placements the output no longer lists are removed.
+//!
+//! The same shards carry each progressive rollout's course (issue 52,
+//! [`crate::render::summary::rollout_item`]): the stage released, when, since when it is
+//! healthy, the failures, the approvals given before it started, the previous and the new
+//! version. Adoption puts each into the store in the same way (the standby's shadow passes
+//! store no rollout state), so the new leader's first pass continues the rollout at its stage
+//! and gate: it neither restarts at stage 1 nor settles it as complete (which would publish the
+//! new version everywhere without the gates). Rollouts the output no longer lists are
+//! forgotten. What the file does not carry stays this instance's own: the history (the old
+//! leader's records are in the old leader's store) and the stability engine's timelines.
 
 use std::path::Path;
 
-use crate::render::summary::{Published, read_published};
+use crate::render::summary::{Published, Summary, read_published};
 use crate::schedule::{Outcome, ScheduleResult};
 use crate::store::{PlacementRecord, Store, StoreError};
 
@@ -26,6 +34,10 @@ pub struct Adopted {
     pub changed: usize,
     /// Placements removed because the output no longer lists them.
     pub removed: usize,
+    /// Rollout states written because they differed from the store's (issue 52).
+    pub rollouts: usize,
+    /// Rollout states removed because the output no longer lists them.
+    pub rollouts_removed: usize,
 }
 
 /// Why the published state could not be adopted.
@@ -55,7 +67,8 @@ pub fn take_over(store: &Store, output_dir: &Path) -> Result<Adopted, AdoptError
 /// `placements.json` of an earlier version) into `store` (neither: nothing published yet,
 /// nothing to adopt).
 pub fn adopt_published(store: &Store, output_dir: &Path) -> Result<Adopted, AdoptError> {
-    let published = match read_published(&output_dir.join(crate::publish::STATE_DIR)) {
+    let Summary { placements: published, rollouts } = match read_published(&output_dir.join(crate::publish::STATE_DIR))
+    {
         Ok(Some(p)) => p,
         Ok(None) => return Ok(Adopted::default()),
         Err((path, message)) => return Err(AdoptError::Read { path: path.display().to_string(), message }),
@@ -81,6 +94,21 @@ pub fn adopt_published(store: &Store, output_dir: &Path) -> Result<Adopted, Adop
         }
     }
     store.remove_stored_decisions(&stale)?;
+    // The rollouts' courses, one path with the placements: a differing one replaces the
+    // store's, one the summary does not list is forgotten.
+    let listed: std::collections::BTreeSet<String> = rollouts.iter().map(|r| r.workload.store_key()).collect();
+    for r in rollouts {
+        if store.rollout(&r.workload)?.is_none_or(|own| !own.same_course(&r.state)) {
+            store.put_rollout(&r.workload, &r.state)?;
+            done.rollouts += 1;
+        }
+    }
+    for (sk, _) in store.rollouts()? {
+        if !listed.contains(&sk) {
+            store.remove_rollout(&sk)?;
+            done.rollouts_removed += 1;
+        }
+    }
     store.flush()?;
     Ok(done)
 }
@@ -176,7 +204,7 @@ mod tests {
         store.put_placement(&record("api", &[("c", 1)], "api", 5)).expect("put");
         store.put_placement(&record("old", &[("a", 1)], "old", 9)).expect("put");
         let done = adopt_published(&store, &out).expect("adopt");
-        assert_eq!(done, Adopted { published: 2, changed: 1, removed: 1 });
+        assert_eq!(done, Adopted { published: 2, changed: 1, removed: 1, ..Default::default() });
         let web = store.placement(&key("web")).expect("read").expect("web");
         assert_eq!(web.targets, published[0].targets);
         assert_eq!(web.policy, published[0].policy, "the first claimer is adopted");
@@ -186,26 +214,77 @@ mod tests {
         assert_eq!(store.placement(&key("api")).expect("read").expect("api").history_seq, 5, "unchanged");
         assert!(store.placement(&key("old")).expect("read").is_none());
         // Adopting again changes nothing.
-        assert_eq!(adopt_published(&store, &out).expect("adopt"), Adopted { published: 2, changed: 0, removed: 0 });
+        assert_eq!(
+            adopt_published(&store, &out).expect("adopt"),
+            Adopted { published: 2, changed: 0, removed: 0, ..Default::default() }
+        );
         std::fs::write(out.join(".fedsched/placements.json"), "{\"placements\": 3}").expect("write");
         let e = adopt_published(&store, &out).expect_err("bad file").to_string();
         assert!(e.contains("placements.json") && e.contains("not a list"), "{e}");
         // This version's shards: read instead of the single file of earlier versions (here
         // unreadable), every shard's entries together.
-        let shards = crate::render::summary::Shards::of(published.iter().map(PlacementRecord::summary));
+        let shards =
+            crate::render::summary::Shards::of(published.iter().map(PlacementRecord::summary), std::iter::empty());
         std::fs::create_dir_all(out.join(".fedsched/placements")).expect("mkdir");
         for (i, text) in shards.0.iter().enumerate() {
             let name = crate::render::summary::shard_name(i);
             std::fs::write(out.join(".fedsched/placements").join(name), text.as_bytes()).expect("write");
         }
-        assert_eq!(adopt_published(&store, &out).expect("adopt"), Adopted { published: 2, changed: 0, removed: 0 });
+        assert_eq!(
+            adopt_published(&store, &out).expect("adopt"),
+            Adopted { published: 2, changed: 0, removed: 0, ..Default::default() }
+        );
         // A shard that lost web: web's placement is removed.
         let web = crate::render::summary::shard_name(crate::render::summary::shard_of(&key("web")));
         std::fs::write(out.join(".fedsched/placements").join(&web), "{\"placements\":[]}\n").expect("write");
-        assert_eq!(adopt_published(&store, &out).expect("adopt"), Adopted { published: 1, changed: 0, removed: 1 });
+        assert_eq!(
+            adopt_published(&store, &out).expect("adopt"),
+            Adopted { published: 1, changed: 0, removed: 1, ..Default::default() }
+        );
         // A bad shard is named.
         std::fs::write(out.join(".fedsched/placements").join(&web), "{\"placements\": [{}]}").expect("write");
         let e = adopt_published(&store, &out).expect_err("bad shard").to_string();
         assert!(e.contains(&format!("placements/{web}")) && e.contains("placements[0]"), "{e}");
+    }
+
+    /// Issue 52: the rollouts' courses the old leader published replace the store's (a
+    /// standby's shadow passes store none), those the summary does not list are forgotten.
+    #[test]
+    fn the_published_rollouts_replace_the_stores() {
+        use crate::render::summary::{Shards, rollout_item, shard_name, shard_of};
+        use crate::schedule::rollout::{Phase, RolloutState};
+        let dir = tempfile::tempdir().expect("tmp");
+        let (state, out) = (dir.path().join("state"), dir.path().join("out"));
+        let store = Store::open(&state).expect("store");
+        let mut course = RolloutState::settled("shop/waves".into(), 1, "{}".into());
+        (course.target_hash, course.target, course.phase, course.released) =
+            (2, "{\"v\":2}".into(), Phase::Progressing, 2);
+        course.released_at_ms = 1_000;
+        course.approvals_at_start.insert("next".into());
+        let item = rollout_item(&key("api"), &course);
+        let publish = |items: &[(usize, &str)]| {
+            let shards = Shards::of(std::iter::empty(), items.iter().copied());
+            std::fs::create_dir_all(out.join(".fedsched/placements")).expect("mkdir");
+            for (i, text) in shards.0.iter().enumerate() {
+                std::fs::write(out.join(".fedsched/placements").join(shard_name(i)), text.as_bytes()).expect("write");
+            }
+        };
+        publish(&[(shard_of(&key("api")), &item)]);
+        // The standby's own: api settled on the new version (what its shadow passes would
+        // conclude), and a rollout the old leader no longer has.
+        store
+            .put_rollout(&key("api"), &RolloutState::settled("shop/waves".into(), 2, "{\"v\":2}".into()))
+            .expect("put");
+        store.put_rollout(&key("old"), &RolloutState::settled("shop/waves".into(), 7, "{}".into())).expect("put");
+        let done = adopt_published(&store, &out).expect("adopt");
+        assert_eq!((done.rollouts, done.rollouts_removed), (1, 1));
+        assert_eq!(store.rollout(&key("api")).expect("read"), Some(course.clone()), "the stage and its gate adopted");
+        assert_eq!(store.rollout(&key("old")).expect("read"), None);
+        // Adopting again changes nothing; a summary without the rollout forgets it.
+        let again = adopt_published(&store, &out).expect("adopt");
+        assert_eq!((again.rollouts, again.rollouts_removed), (0, 0));
+        publish(&[]);
+        assert_eq!(adopt_published(&store, &out).expect("adopt").rollouts_removed, 1);
+        assert_eq!(store.rollouts().expect("read"), vec![]);
     }
 }

@@ -2188,7 +2188,7 @@ mod tests {
     fn summary_fragments_give_the_same_bytes_as_the_whole_document() {
         let joined = |items: &[&str]| {
             let mut s = String::new();
-            crate::render::summary::summary_into(&mut s, items);
+            crate::render::summary::summary_into(&mut s, items, &[]);
             s
         };
         assert_eq!(joined(&[]), crate::render::summary::summary_json(std::iter::empty()));

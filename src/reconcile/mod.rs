@@ -421,8 +421,14 @@ impl Reconciler {
         stability.hand_over(moves, now_ms, self.settings.stability.grace_period_ms);
 
         let namespaces = self.settings.publish.namespaces;
-        let planned =
-            plan::plan(&mut cache.plan, &mut cache.decide.decisions, &inputs.set, &decisions, full_check, namespaces);
+        let planned = plan::plan(
+            &mut cache.plan,
+            &mut cache.decide.decisions,
+            &inputs.set,
+            (&decisions, &rollout.summary),
+            full_check,
+            namespaces,
+        );
         Ok(Staged { snapshots, pass, stability, rollout, decisions, planned, full_check, poll, stability_time })
     }
 

@@ -24,6 +24,7 @@ use crate::render::summary::{SHARDS, Shards, shard_name, shard_of, summary_into,
 
 use super::cache;
 use super::decide::Decisions;
+use super::rollout::RolloutSummary;
 
 /// What the plan stage keeps between passes (its part of [`cache::Kept`]).
 #[derive(Default, Clone)]
@@ -69,11 +70,11 @@ pub(super) fn plan<'a>(
     kept: &mut Kept,
     cached: &mut cache::KeptDecisions,
     set: &'a Arc<PolicySet>,
-    decisions: &Decisions,
+    (decisions, rollouts): (&Decisions, &RolloutSummary),
     full_check: bool,
     namespaces: bool,
 ) -> PlannedPublish<'a> {
-    let summary = summary(kept, cached, decisions);
+    let summary = summary(kept, cached, decisions, rollouts);
     let order = decisions.keys();
     let memo = desired(kept, cached, set, decisions, full_check, namespaces);
     let digests: HashMap<&str, (u64, usize)> =
@@ -317,10 +318,20 @@ fn keep_stats(cached: &mut cache::KeptDecisions, stats: &HashMap<String, crate::
 /// workload was removed, else the shards of the changed and removed workloads joined again
 /// from the decisions' fragments (each built once per decision and kept with it), the others
 /// kept. Once a summary was made, every decision then had its fragment: only the pass's fresh
-/// decisions can lack one. Debug builds compare the shards with ones made from scratch.
-fn summary(kept: &mut Kept, cached: &mut cache::KeptDecisions, decisions: &Decisions) -> Shards {
+/// decisions can lack one. The rollouts' entries follow each shard's placements; a shard whose
+/// rollout entries changed is joined again too. Debug builds compare the shards with ones made
+/// from scratch.
+fn summary(
+    kept: &mut Kept,
+    cached: &mut cache::KeptDecisions,
+    decisions: &Decisions,
+    rollouts: &RolloutSummary,
+) -> Shards {
     let order = decisions.keys();
-    let unchanged = decisions.fresh.is_empty() && decisions.removed.is_empty() && decisions.dropped.is_empty();
+    let unchanged = decisions.fresh.is_empty()
+        && decisions.removed.is_empty()
+        && decisions.dropped.is_empty()
+        && rollouts.dirty.is_empty();
     let shards = match &kept.summary {
         Some(s) if unchanged => s.clone(),
         made => {
@@ -355,6 +366,15 @@ fn summary(kept: &mut Kept, cached: &mut cache::KeptDecisions, decisions: &Decis
             for k in decisions.fresh.iter().chain(&decisions.removed).chain(&decisions.dropped) {
                 dirty[shard_of(k)] = true;
             }
+            for shard in &rollouts.dirty {
+                dirty[*shard] = true;
+            }
+            let mut courses: Vec<Vec<&str>> = vec![Vec::new(); SHARDS];
+            for (shard, item) in rollouts.items.values() {
+                if dirty[*shard] {
+                    courses[*shard].push(item);
+                }
+            }
             let mut items: Vec<Vec<&str>> = vec![Vec::new(); SHARDS];
             for k in order.clone() {
                 let shard = shard_of(k);
@@ -367,7 +387,7 @@ fn summary(kept: &mut Kept, cached: &mut cache::KeptDecisions, decisions: &Decis
             let mut shards = made.clone().unwrap_or_else(Shards::empty);
             for (i, list) in items.iter().enumerate().filter(|(i, _)| dirty[*i]) {
                 let mut text = String::new();
-                summary_into(&mut text, list);
+                summary_into(&mut text, list, &courses[i]);
                 // An equal shard keeps its `Arc`: the plan finds it unchanged by address.
                 if *shards.0[i] != text {
                     shards.0[i] = Arc::new(text);
@@ -377,7 +397,11 @@ fn summary(kept: &mut Kept, cached: &mut cache::KeptDecisions, decisions: &Decis
         }
     };
     debug_assert!(
-        shards == Shards::of(order.clone().filter_map(|k| cached.get(k)).map(|c| c.decided.record.summary())),
+        shards
+            == Shards::of(
+                order.clone().filter_map(|k| cached.get(k)).map(|c| c.decided.record.summary()),
+                rollouts.items.values().map(|(shard, item)| (*shard, &**item)),
+            ),
         "the summary's shards kept between passes differ from ones made from scratch"
     );
     kept.summary = Some(shards.clone());

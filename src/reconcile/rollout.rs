@@ -21,7 +21,10 @@
 //! object was not read, is not observed.
 //!
 //! The states are stored by the record stage ([`RolloutPass::changed`]), so a preview stores
-//! nothing; a restart (or a takeover) reads them back and continues. Templates that no
+//! nothing; a restart reads them back and continues. Each state's course is also published
+//! with the placements, in the summary's shards ([`RolloutSummary`],
+//! [`crate::render::summary::rollout_item`]): a standby stores no state, and a takeover adopts
+//! the courses from there ([`super::adopt_published`]) and continues. Templates that no
 //! RolloutPolicy selects cost one check of an empty list per pass.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,6 +35,7 @@ use crate::model::assumed::Owner;
 use crate::model::{ClusterSnapshot, Health, RolledOut, SnapshotSource};
 use crate::policy::matching::{ClusterFacts, rollout_policy_for};
 use crate::policy::{ObjectKey, Template};
+use crate::render::summary::{rollout_item, shard_of};
 use crate::schedule::rollout::{
     ClusterHealth, GITOPS_AGENT_ANNOTATION, MemberObserved, Phase, RolloutState, agent_object, partition, step,
 };
@@ -79,6 +83,18 @@ pub(crate) struct RolloutPass {
     /// Templates the stage looked at this pass (0 when no RolloutPolicy exists and no
     /// rollout is stored: the stage's whole cost is then one check of two empty lists).
     pub examined: usize,
+    /// The summary's rollout entries of this pass.
+    pub summary: RolloutSummary,
+}
+
+/// The rollouts' entries of the summary's shards ([`crate::render::summary::rollout_item`]):
+/// what a takeover adopts. Each is built again only when its course changed.
+#[derive(Default, Clone)]
+pub(crate) struct RolloutSummary {
+    /// Every rollout's entry, with its shard, by workload store key.
+    pub items: Arc<BTreeMap<String, (usize, Arc<str>)>>,
+    /// The shards whose rollout entries differ from the last recorded pass's.
+    pub dirty: BTreeSet<usize>,
 }
 
 impl RolloutPass {
@@ -103,6 +119,17 @@ impl RolloutPass {
         kept: &mut Kept,
         held_moves: &[crate::publish::HeldMove],
     ) -> Result<(), StoreError> {
+        // The summary's entries as published; a held change's entry is built again next pass
+        // (from the state that stays).
+        kept.items = Arc::clone(&self.summary.items);
+        let held: Vec<&ObjectKey> =
+            self.changed.keys().filter(|key| super::record::held_whole(held_moves, key)).collect();
+        if !held.is_empty() {
+            let items = Arc::make_mut(&mut kept.items);
+            for key in held {
+                items.remove(&key.store_key());
+            }
+        }
         if self.changed.is_empty() && self.forgotten.is_empty() {
             return Ok(());
         }
@@ -125,6 +152,8 @@ impl RolloutPass {
 #[derive(Default, Clone)]
 pub(super) struct Kept {
     rollouts: Option<Arc<BTreeMap<String, RolloutState>>>,
+    /// The summary's rollout entries of the last recorded pass ([`RolloutSummary::items`]).
+    items: Arc<BTreeMap<String, (usize, Arc<str>)>>,
 }
 
 impl Kept {
@@ -167,6 +196,7 @@ pub(crate) fn run(
     }
     let mut out = RolloutPass::default();
     let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut items = BTreeMap::new();
     for (position, t) in set.templates.iter().enumerate() {
         out.examined += 1;
         let Some(policy) = rollout_policy_for(set, t) else { continue };
@@ -331,13 +361,46 @@ pub(crate) fn run(
             let digest = fnv1a64(format!("{:x} {:x} {new_on:?}", state.stable_hash, state.target_hash).as_bytes());
             out.directives.insert(t.key.clone(), RolloutDirective { stable, new_on, digest });
         }
+        items.insert(sk.clone(), summary_entry(&kept.items, (&t.key, &sk), (old, &state), &mut out.summary.dirty));
         if old != Some(&state) {
             out.changed.insert(t.key.clone(), state);
         }
         seen.insert(sk);
     }
     out.forgotten = stored.keys().filter(|sk| !seen.contains(*sk)).cloned().collect();
+    out.summary.close(items, &kept.items);
     Ok(out)
+}
+
+/// A rollout's entry of the summary this pass: the last one again while its course is the
+/// same, else built again; its shard is dirty when the entry differs from the last one.
+fn summary_entry(
+    last: &BTreeMap<String, (usize, Arc<str>)>,
+    (key, sk): (&ObjectKey, &str),
+    (old, state): (Option<&RolloutState>, &RolloutState),
+    dirty: &mut BTreeSet<usize>,
+) -> (usize, Arc<str>) {
+    let item = match (last.get(sk), old) {
+        (Some(last), Some(o)) if o.same_course(state) => last.clone(),
+        _ => (shard_of(key), Arc::from(rollout_item(key, state))),
+    };
+    if last.get(sk).is_none_or(|last| last.1 != item.1) {
+        dirty.insert(item.0);
+    }
+    item
+}
+
+impl RolloutSummary {
+    /// Ends the pass's summary with its `items`: the shards of the entries the last
+    /// recorded pass had and this one has not are dirty too.
+    fn close(&mut self, items: BTreeMap<String, (usize, Arc<str>)>, last: &BTreeMap<String, (usize, Arc<str>)>) {
+        for (sk, (shard, _)) in last {
+            if !items.contains_key(sk) {
+                self.dirty.insert(*shard);
+            }
+        }
+        self.items = Arc::new(items);
+    }
 }
 
 /// What the rollout looks for on one member.

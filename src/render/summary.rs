@@ -10,15 +10,24 @@
 //! `.fedsched/placements.json`, in the same document format: [`read_published`] reads either.
 //! `/api/v1/workloads` and `fedsched get` answer the same placements with more columns
 //! ([`crate::views::workloads`]).
+//!
+//! A shard also lists, after its placements, the progressive rollouts of its workloads
+//! (`"rollouts"`, one [`rollout_item`] a line; absent from a shard that has none, so a fleet
+//! without a RolloutPolicy publishes the same bytes as before): each rollout's course (stage
+//! released, gate timings, failures, approvals at its start, the previous and the new
+//! version's object), so that a new leader adopts it with the placements
+//! ([`crate::reconcile::adopt_published`]) and continues at the same stage and gate.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::policy::{ObjectKey, PolicyRef};
 use crate::schedule::Outcome;
+use crate::schedule::rollout::RolloutState;
 
 /// What the summary shows of one decision (borrowed from the stored placement:
 /// `store::PlacementRecord::summary`).
@@ -79,18 +88,27 @@ impl Shards {
         Shards(vec![empty; SHARDS])
     }
 
-    /// The shards of `placements` (in store order; each shard lists its own in that order).
-    pub fn of<'a>(placements: impl Iterator<Item = Placement<'a>>) -> Self {
+    /// The shards of `placements` (in store order; each shard lists its own in that order)
+    /// and of `rollouts` ([`rollout_item`]s with their shard, in the order given).
+    pub fn of<'a, 'r>(
+        placements: impl Iterator<Item = Placement<'a>>,
+        rollouts: impl Iterator<Item = (usize, &'r str)>,
+    ) -> Self {
         let mut items: Vec<Vec<String>> = vec![Vec::new(); SHARDS];
         for p in placements {
             items[shard_of(p.workload)].push(summary_item(&p));
         }
+        let mut courses: Vec<Vec<&str>> = vec![Vec::new(); SHARDS];
+        for (shard, item) in rollouts {
+            courses[shard].push(item);
+        }
         Shards(
             items
                 .iter()
-                .map(|list| {
+                .zip(&courses)
+                .map(|(list, courses)| {
                     let mut text = String::new();
-                    summary_into(&mut text, &list.iter().map(String::as_str).collect::<Vec<_>>());
+                    summary_into(&mut text, &list.iter().map(String::as_str).collect::<Vec<_>>(), courses);
                     Arc::new(text)
                 })
                 .collect(),
@@ -108,11 +126,27 @@ impl Shards {
 /// An empty shard's bytes.
 const EMPTY: &str = "{\"placements\":[]}\n";
 
+/// What a summary lists: the placements, and the rollouts of the workloads a RolloutPolicy
+/// selects.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub placements: Vec<Published>,
+    pub rollouts: Vec<PublishedRollout>,
+}
+
+/// One workload's rollout as a new leader reads it back from the summary: its course
+/// ([`RolloutState::course`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedRollout {
+    pub workload: ObjectKey,
+    pub state: RolloutState,
+}
+
 /// What an output directory's summary holds, read back for a takeover or a test: the
 /// documents of the shard directory (`state_dir/placements/*.json`, by name), else the one
 /// file of earlier versions (`state_dir/placements.json`); `None` when neither exists
 /// (nothing published). An error names the file and the entry.
-pub fn read_published(state_dir: &Path) -> Result<Option<Vec<Published>>, (PathBuf, String)> {
+pub fn read_published(state_dir: &Path) -> Result<Option<Summary>, (PathBuf, String)> {
     let dir = state_dir.join(SHARD_DIR);
     // The publish never writes through a symlink; a takeover does not read through one.
     if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -148,10 +182,12 @@ pub fn read_published(state_dir: &Path) -> Result<Option<Vec<Published>>, (PathB
         }
         Err(e) => return Err((dir, e.to_string())),
     };
-    let mut all = Vec::new();
+    let mut all = Summary::default();
     for path in files {
         let text = std::fs::read_to_string(&path).map_err(|e| (path.clone(), e.to_string()))?;
-        all.extend(parse_summary(&text).map_err(|e| (path.clone(), e))?);
+        let doc = parse_summary(&text).map_err(|e| (path.clone(), e))?;
+        all.placements.extend(doc.placements);
+        all.rollouts.extend(doc.rollouts);
     }
     Ok(Some(all))
 }
@@ -196,28 +232,59 @@ pub struct Published {
 }
 
 /// Reads a summary document (a shard, or the `placements.json` of earlier versions) back
-/// ([`placement_json`]'s fields). An error names the entry and
-/// the field.
-pub fn parse_summary(text: &str) -> Result<Vec<Published>, String> {
+/// ([`placement_json`]'s fields, and the [`rollout_item`]s of a shard that lists rollouts).
+/// An error names the entry and the field.
+pub fn parse_summary(text: &str) -> Result<Summary, String> {
     let doc: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     let items = doc.get("placements").and_then(Value::as_array).ok_or("placements: not a list")?;
-    items.iter().enumerate().map(|(i, item)| parse_item(item).map_err(|e| format!("placements[{i}]: {e}"))).collect()
+    let placements = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| parse_item(item).map_err(|e| format!("placements[{i}]: {e}")))
+        .collect::<Result<_, _>>()?;
+    let rollouts = match doc.get("rollouts") {
+        None => Vec::new(),
+        Some(list) => list
+            .as_array()
+            .ok_or("rollouts: not a list")?
+            .iter()
+            .enumerate()
+            .map(|(i, item)| parse_rollout(item).map_err(|e| format!("rollouts[{i}]: {e}")))
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(Summary { placements, rollouts })
 }
 
-fn parse_item(item: &Value) -> Result<Published, String> {
-    let text = |v: &Value, path: &str| -> Result<String, String> {
-        v.pointer(path)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| format!("{}: missing", path.trim_start_matches('/')))
-    };
-    let optional = |v: &Value, path: &str| v.pointer(path).and_then(Value::as_str).map(str::to_string);
-    let workload = ObjectKey {
+fn text(v: &Value, path: &str) -> Result<String, String> {
+    v.pointer(path)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| format!("{}: missing", path.trim_start_matches('/')))
+}
+
+fn optional(v: &Value, path: &str) -> Option<String> {
+    v.pointer(path).and_then(Value::as_str).map(str::to_string)
+}
+
+/// The `workload` of a summary entry.
+fn workload_of(item: &Value) -> Result<ObjectKey, String> {
+    Ok(ObjectKey {
         api_version: text(item, "/workload/apiVersion")?.into(),
         kind: text(item, "/workload/kind")?.into(),
         namespace: optional(item, "/workload/namespace").map(Into::into),
         name: text(item, "/workload/name")?.into(),
-    };
+    })
+}
+
+fn parse_rollout(item: &Value) -> Result<PublishedRollout, String> {
+    let workload = workload_of(item)?;
+    let state = item.get("state").ok_or("state: missing")?;
+    let state = RolloutState::deserialize(state).map_err(|e| format!("state: {e}"))?;
+    Ok(PublishedRollout { workload, state: state.course() })
+}
+
+fn parse_item(item: &Value) -> Result<Published, String> {
+    let workload = workload_of(item)?;
     let policy = match item.get("policy").filter(|p| !p.is_null()) {
         None => None,
         Some(p) => Some(PolicyRef {
@@ -274,24 +341,52 @@ pub fn summary_item(p: &Placement<'_>) -> String {
     serde_json::to_string(&placement_json(p)).unwrap_or_default()
 }
 
-/// A summary document from [`summary_item`]s (the bytes [`summary_json`] gives), written into
-/// `out` (cleared first).
-pub fn summary_into(out: &mut String, items: &[&str]) {
+/// One workload's rollout as a summary lists it: compact JSON on one line, the workload and
+/// its course ([`RolloutState::course`]: without what each pass sets again for the views, so
+/// that the line changes only at a transition of the rollout).
+pub fn rollout_item(workload: &ObjectKey, state: &RolloutState) -> String {
+    let v = json!({
+        "workload": {
+            "apiVersion": workload.api_version,
+            "kind": workload.kind,
+            "namespace": workload.namespace,
+            "name": workload.name,
+        },
+        "state": state.course(),
+    });
+    serde_json::to_string(&v).unwrap_or_default()
+}
+
+/// A summary document from [`summary_item`]s and [`rollout_item`]s (the bytes
+/// [`summary_json`] gives when there is no rollout), written into `out` (cleared first).
+pub fn summary_into(out: &mut String, items: &[&str], rollouts: &[&str]) {
     out.clear();
-    if items.is_empty() {
+    if items.is_empty() && rollouts.is_empty() {
         out.push_str(EMPTY);
         return;
     }
-    let len: usize = items.iter().map(|i| i.len() + 2).sum();
-    out.reserve(len + 32);
-    out.push_str("{\"placements\":[\n");
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push_str(",\n");
+    let len: usize = items.iter().chain(rollouts).map(|i| i.len() + 2).sum();
+    out.reserve(len + 48);
+    let list = |out: &mut String, items: &[&str]| {
+        if items.is_empty() {
+            return;
         }
-        out.push_str(item);
+        out.push('\n');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push_str(",\n");
+            }
+            out.push_str(item);
+        }
+        out.push('\n');
+    };
+    out.push_str("{\"placements\":[");
+    list(out, items);
+    if !rollouts.is_empty() {
+        out.push_str("],\"rollouts\":[");
+        list(out, rollouts);
     }
-    out.push_str("\n]}\n");
+    out.push_str("]}\n");
 }
 
 #[cfg(test)]
@@ -352,14 +447,14 @@ mod tests {
             files: &files,
             affinity: None,
         };
-        let shards = Shards::of(keys.iter().map(p));
+        let shards = Shards::of(keys.iter().map(p), std::iter::empty());
         assert_eq!(shards.0.len(), SHARDS);
         let dir = tempfile::tempdir().expect("tmp");
         assert_eq!(read_published(dir.path()), Ok(None), "nothing published");
         std::fs::create_dir_all(dir.path().join(SHARD_DIR)).expect("mkdir");
         for (i, text) in shards.0.iter().enumerate() {
             // Each shard is a document of its own, its workloads in store order.
-            let back = parse_summary(text).expect("shard parses");
+            let back = parse_summary(text).expect("shard parses").placements;
             assert!(back.iter().all(|b| shard_of(&b.workload) == i));
             assert!(back.windows(2).all(|w| w[0].workload.name < w[1].workload.name));
             std::fs::write(dir.path().join(SHARD_DIR).join(shard_name(i)), text.as_bytes()).expect("write");
@@ -379,13 +474,14 @@ mod tests {
         let mut back: Vec<String> = read_published(dir.path())
             .expect("read")
             .expect("published")
+            .placements
             .into_iter()
             .map(|b| b.workload.name.to_string())
             .collect();
         back.sort();
         assert_eq!(back, keys.iter().map(|k| k.name.to_string()).collect::<Vec<_>>());
         // An unchanged shard compares equal; one with another workload differs.
-        let fewer = Shards::of(keys[1..].iter().map(p));
+        let fewer = Shards::of(keys[1..].iter().map(p), std::iter::empty());
         assert_eq!(fewer.changed_from(&shards), vec![shard_of(&keys[0])]);
         assert_eq!(shards.changed_from(&shards), Vec::<usize>::new());
     }
@@ -413,7 +509,7 @@ mod tests {
             affinity,
         };
         let text = summary_json([p(&scheduled, Some("primary")), p(&unschedulable, None)].into_iter());
-        let back = parse_summary(&text).expect("parses");
+        let back = parse_summary(&text).expect("parses").placements;
         assert_eq!(back.len(), 2);
         assert_eq!(back[0].workload, workload);
         assert_eq!(back[0].policy.as_ref(), Some(&policy));
@@ -426,7 +522,7 @@ mod tests {
         assert_eq!(text.lines().count(), 4, "{text}");
         let indented: Value = serde_json::from_str(&text).expect("json");
         let indented = serde_json::to_string_pretty(&indented).expect("pretty");
-        assert_eq!(parse_summary(&indented).expect("parses"), back);
+        assert_eq!(parse_summary(&indented).expect("parses").placements, back);
         // Without a term the entry has no affinityTerm key: documents without terms are unchanged.
         assert!(!text.split("\"state\": \"Unschedulable\"").nth(1).unwrap_or("").contains("affinityTerm"));
         let e = parse_summary("{\"placements\": [{\"workload\": {}}]}").expect_err("bad");
@@ -435,9 +531,78 @@ mod tests {
         let items = [summary_item(&p(&scheduled, Some("primary"))), summary_item(&p(&unschedulable, None))];
         let items: Vec<&str> = items.iter().map(String::as_str).collect();
         let mut buffer = "stale bytes of an earlier, longer summary".repeat(100);
-        summary_into(&mut buffer, &items);
+        summary_into(&mut buffer, &items, &[]);
         assert_eq!(buffer, text);
-        summary_into(&mut buffer, &[]);
+        summary_into(&mut buffer, &[], &[]);
         assert_eq!(buffer, summary_json(std::iter::empty()));
+    }
+
+    /// A rollout's course is listed after the placements of its shard and reads back whole
+    /// (issue 52: what a takeover adopts); what each pass sets again for the views is not
+    /// published, so a shard changes only at a transition.
+    #[test]
+    fn rollouts_read_back_as_published_after_the_placements() {
+        use crate::schedule::rollout::{GateFigures, MemberObserved, Phase, Transition};
+        let workload = ObjectKey {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("shop".into()),
+            name: "api".into(),
+        };
+        let mut state = RolloutState::settled("shop/waves".into(), 1, "{\"spec\":{\"image\":\"api:1\"}}".into());
+        state.target_hash = 2;
+        state.target = "{\"spec\":{\"image\":\"api:2\"}}".into();
+        state.phase = Phase::Progressing;
+        state.released = 2;
+        state.released_at_ms = 1_000;
+        state.healthy_since_ms = Some(5_000);
+        state.failed.insert("member-009".into(), "CrashLoopBackOff on 1 pod(s)".into());
+        state.approvals_at_start.insert("next".into());
+        state.transitions.push(Transition {
+            at_ms: 1_000,
+            stage: "next".into(),
+            event: "released".into(),
+            cause: "c".into(),
+        });
+        state.generations.insert("member-001".into(), 3);
+        state.agent_revisions.insert("member-001".into(), "main@sha1:abc".into());
+        let course = state.clone();
+        state.stages = vec![("canary".into(), vec!["member-000".into()])];
+        state.gate = GateFigures { min_success_ms: 10, deadline_ms: None, max_failures: 1, needs_approval: true };
+        state.observed.insert("member-001".into(), MemberObserved { state: "Healthy".into(), agent: None });
+        let item = rollout_item(&workload, &state);
+        assert!(!item.contains('\n'), "one line: {item}");
+        assert!(!item.contains("Healthy") && !item.contains("canary"), "the views' part is published: {item}");
+        assert_eq!(item, rollout_item(&workload, &course), "what the views show changes no byte");
+        let outcome = Outcome::Scheduled { targets: BTreeMap::new() };
+        let (targets, files) = (BTreeMap::new(), BTreeMap::new());
+        let placement = Placement {
+            workload: &workload,
+            policy: None,
+            outcome: &outcome,
+            targets: &targets,
+            files: &files,
+            affinity: None,
+        };
+        let placed = summary_item(&placement);
+        let mut text = String::new();
+        summary_into(&mut text, &[&placed], &[&item]);
+        let back = parse_summary(&text).expect("parses");
+        assert_eq!(back.placements.len(), 1);
+        assert_eq!(back.rollouts, vec![PublishedRollout { workload: workload.clone(), state: course.clone() }]);
+        // A shard without placements lists its rollouts; without either it is the empty one.
+        summary_into(&mut text, &[], &[&item]);
+        let back = parse_summary(&text).expect("parses");
+        assert!(back.placements.is_empty());
+        assert_eq!(back.rollouts.len(), 1);
+        assert_eq!(
+            Shards::of(std::iter::empty(), [(shard_of(&workload), item.as_str())].into_iter()).0[shard_of(&workload)]
+                .as_str(),
+            text
+        );
+        // A damaged entry is named.
+        let e = parse_summary("{\"placements\":[],\"rollouts\":[{\"workload\":{\"apiVersion\":\"v1\",\"kind\":\"K\",\"name\":\"n\"},\"state\":{}}]}")
+            .expect_err("bad");
+        assert!(e.starts_with("rollouts[0]: state: missing field"), "{e}");
     }
 }

@@ -216,6 +216,52 @@ impl RolloutState {
         }
     }
 
+    /// The state without what each pass sets again for the views (`stages`, `gate`,
+    /// `observed`): what the leader publishes in the summary for a takeover
+    /// ([`crate::render::summary::rollout_item`]) and what a new leader adopts.
+    pub fn course(&self) -> RolloutState {
+        RolloutState { stages: Vec::new(), gate: GateFigures::default(), observed: BTreeMap::new(), ..self.clone() }
+    }
+
+    /// Whether two states have the same course ([`RolloutState::course`]): they differ at
+    /// most in what the views show.
+    pub fn same_course(&self, other: &RolloutState) -> bool {
+        // Destructured whole: a new field is compared or named here as a view's.
+        let RolloutState {
+            policy,
+            stable_hash,
+            stable,
+            target_hash,
+            target,
+            phase,
+            released,
+            released_at_ms,
+            healthy_since_ms,
+            failed,
+            approvals_at_start,
+            transitions,
+            stages: _,
+            gate: _,
+            generations,
+            agent_revisions,
+            observed: _,
+        } = self;
+        *policy == other.policy
+            && *stable_hash == other.stable_hash
+            && *target_hash == other.target_hash
+            && *phase == other.phase
+            && *released == other.released
+            && *released_at_ms == other.released_at_ms
+            && *healthy_since_ms == other.healthy_since_ms
+            && *failed == other.failed
+            && *approvals_at_start == other.approvals_at_start
+            && *transitions == other.transitions
+            && *generations == other.generations
+            && *agent_revisions == other.agent_revisions
+            && *stable == other.stable
+            && *target == other.target
+    }
+
     /// Whether a cluster of stage `stage` runs the new version.
     pub fn runs_new(&self, stage: usize) -> bool {
         match self.phase {

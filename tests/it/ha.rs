@@ -979,3 +979,60 @@ fn seeded_schedules_of_kills_pauses_and_host_api_outages_keep_one_publisher_and_
     assert!(h.len() >= 3, "the faults never moved the lease: {h:?}");
     assert!(updates >= 5, "too few pushes");
 }
+
+/// A takeover in the middle of a progressive rollout (issue 52): the leader `a` holds api's
+/// rollout at its second stage (`next`, waiting for its approval); `a` is killed and `b`
+/// takes over. `b` continues at `next`: the canary and `next` keep the new version (no restart
+/// at the first stage), the last member keeps the previous one (no stage skipped, no gate
+/// skipped), until the approval commit releases it.
+#[test]
+fn a_takeover_in_the_middle_of_a_rollout_continues_at_its_stage() {
+    let t = setup_with(3, true, POLL, &[]);
+    let write = |image: &str, approved: &str| {
+        let text = crate::rollout::app_with(image, "", approved)
+            .replace("{name: next, maxConcurrency: 1}", "{name: next, maxConcurrency: 1, requireApproval: true}");
+        assert!(text.contains("requireApproval"), "{text}");
+        t.s.write("apps/api.yaml", &text);
+    };
+    write("api:1", "");
+    let mut a = Instance::new(&t, "a", "member-000");
+    let mut b = Instance::new(&t, "b", "member-001");
+    a.start();
+    wait_role(&a, "leader", Duration::from_secs(30));
+    wait_for("api:1 everywhere", Duration::from_secs(60), || crate::rollout::images(&t) == ["api:1"; 3]);
+    b.start();
+    wait_for("b's shadow passes", Duration::from_secs(30), || {
+        b.logged("reconcile done in shadow; nothing published").len() >= 2
+    });
+    write("api:2", "");
+    wait_for("the rollout at its second stage", Duration::from_secs(60), || {
+        crate::rollout::images(&t) == ["api:2", "api:2", "api:1"]
+    });
+    let rollout = |i: &Instance| {
+        let addr = std::fs::read_to_string(i.state.join("http.addr")).ok()?;
+        let (code, body) = get(addr.trim().parse().ok()?, "/api/v1/workloads/shop/api/rollout")?;
+        (code == 200).then(|| serde_json::from_str::<serde_json::Value>(&body).ok()).flatten()
+    };
+    wait_for("a's gate asks for the approval", Duration::from_secs(30), || {
+        rollout(&a).is_some_and(|r| r.to_string().contains("\"approvalRequired\":true"))
+    });
+
+    a.kill9();
+    wait_role(&b, "leader", Duration::from_secs(30));
+    let n = b.logged("reconcile done").len();
+    wait_for("three passes of b as the leader", Duration::from_secs(30), || b.logged("reconcile done").len() >= n + 3);
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(
+        crate::rollout::images(&t),
+        ["api:2", "api:2", "api:1"],
+        "b restarted the rollout or skipped a stage:\n{}",
+        b.lines().iter().map(|l| l.to_string()).collect::<Vec<_>>().join("\n")
+    );
+    let r = rollout(&b).expect("b's rollout document");
+    let doc = r.to_string();
+    assert!(doc.contains("\"stage\":\"next\"") && doc.contains("\"state\":\"Progressing\""), "{r:#}");
+
+    // The approval commit: b releases the last stage.
+    write("api:2", "  approvedStages: [next]\n");
+    wait_for("the last stage", Duration::from_secs(60), || crate::rollout::images(&t) == ["api:2"; 3]);
+}

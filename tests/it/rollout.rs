@@ -154,15 +154,18 @@ fn rollback_restores_the_canary_and_an_approval_commit_releases_the_next_stage()
     // The approval is a commit to the policy repository.
     write("api:2", "  onFailure: Rollback\n  approvedStages: [canary]\n");
     wait_for("the next stage", Duration::from_secs(60), || image(&t, "member-001") == "api:2");
-    let history = rollout(&t)["history"].clone();
-    assert!(
+    // The pass publishes, then records: the member can run the file before the document
+    // shows the transition that released it.
+    let approved = |history: &serde_json::Value| {
         history
             .as_array()
             .into_iter()
             .flatten()
-            .any(|h| h["event"] == "passed" && h["cause"].as_str().is_some_and(|c| c.contains("approved"))),
-        "{history:#}"
-    );
+            .any(|h| h["event"] == "passed" && h["cause"].as_str().is_some_and(|c| c.contains("approved")))
+    };
+    wait_for("the approval's transition in the rollout's history", Duration::from_secs(10), || {
+        approved(&rollout(&t)["history"])
+    });
     child.kill().expect("kill");
     let _ = child.wait();
     assert!(!l().contains("panicked"), "{}", l());
