@@ -1,9 +1,10 @@
 //! What a [`super::Reconciler`] remembers between passes of one process (the daemon's), so that
 //! a pass where nothing changed costs little (issue 8, S3). It is one [`Kept`], made of one part
-//! per stage (`snapshots::Kept`, `stability::Kept`, `rollout::Kept`, `decide::Kept`, `plan::Kept`:
-//! each stage function takes its own part and reads the others' results through the hand-off
-//! types) and the record stage's fields, which it does not own yet (issue 51: placements, last
-//! history records, blobs). `Kept::default()` is the cold start.
+//! per stage (`snapshots::Kept`, `stability::Kept`, `rollout::Kept`, `decide::Kept`, `plan::Kept`,
+//! `record::Kept`: each stage function takes its own part and reads the others' results through
+//! the hand-off types; the placements, which the record stage owns, through
+//! `record::Kept::placements`, and decide through `record::Lent`). `Kept::default()` is the cold
+//! start.
 //!
 //! - **decisions**: per workload, the key of everything static its decision and its rendered
 //!   files depend on (template and policy JSON, the claim, the previous placement, profile,
@@ -1295,39 +1296,12 @@ pub struct Kept {
     pub plan: super::plan::Kept,
     /// The decide stage's: the decisions, claims, keys, digests, the policy index.
     pub decide: super::decide::Kept,
-    // Not one stage's yet (issue 51: record takes them next).
-    /// Placements (and the stored decisions that are still valid) were read from the store.
-    pub loaded: bool,
-    /// Current placement of every workload (as stored).
-    pub placements: Placements,
-    /// Newest history record per workload; `None` = known to have none.
-    pub history: KeyMap<ObjectKey, Option<LastHistory>>,
-    /// Blob hashes known to be stored.
-    pub blobs: std::collections::HashSet<u64>,
-    /// The runs of the file list the last replay inputs stored ([`super::replay::StoredRuns`]).
-    pub replay_runs: super::replay::StoredRuns,
-    /// The workloads whose placement this process set or removed since the recent placements
-    /// were last listed (`None`: not followed; they are listed from scratch).
-    pub placements_changed: Option<Vec<ObjectKey>>,
+    /// The record stage's: the placements, the last history records, the blobs known stored,
+    /// the replay inputs' runs; the other stages read the placements through it.
+    pub record: super::record::Kept,
 }
 
 impl Kept {
-    /// Sets a workload's placement (noted for the recent placements' list).
-    pub fn set_placement(&mut self, p: Arc<PlacementRecord>) {
-        if let Some(changed) = self.placements_changed.as_mut() {
-            changed.push(p.workload.clone());
-        }
-        self.placements.insert(p.workload.clone(), p);
-    }
-
-    /// Removes a workload's placement (noted for the recent placements' list).
-    pub fn remove_placement(&mut self, workload: &ObjectKey) -> Option<Arc<PlacementRecord>> {
-        if let Some(changed) = self.placements_changed.as_mut() {
-            changed.push(workload.clone());
-        }
-        self.placements.remove(workload)
-    }
-
     /// A copy for a preview of a pass ([`crate::reconcile::Reconciler::preview_warm`]): a pass
     /// on the copy changes nothing here. Cheap: placements, decisions, requirements and the
     /// views' node lists are shared (`Arc`), and a decision the preview changes is copied then.
@@ -1339,18 +1313,16 @@ impl Kept {
     /// persisted that are still valid (written with their placement's `history_seq`; their
     /// files are compared with the disk on a full check).
     pub fn load_once(&mut self, store: &Store) -> Result<(), StoreError> {
-        if self.loaded {
+        if !self.record.load(store)? {
             return Ok(());
         }
-        for p in store.placements()? {
-            self.placements.insert(p.workload.clone(), Arc::new(p));
-        }
+        let placements = self.record.placements();
         // Restored on every core (each on its own), inserted in the store's order.
         let valid: Vec<(crate::store::StoredDecision, Arc<PlacementRecord>)> = store
             .stored_decisions()?
             .into_iter()
             .filter_map(|stored| {
-                let p = self.placements.get(&stored.workload).filter(|p| p.history_seq == stored.history_seq)?;
+                let p = placements.get(&stored.workload).filter(|p| p.history_seq == stored.history_seq)?;
                 Some((stored, Arc::clone(p)))
             })
             .collect();
@@ -1364,14 +1336,11 @@ impl Kept {
             // not read it from the history. An entry that does not say (an older version's)
             // is written again by the first pass, with it.
             match last {
-                Some(last) => {
-                    self.history.insert(workload.clone(), last);
-                }
+                Some(last) => self.record.restored_history(workload.clone(), last),
                 None => restored.persisted_seq = None,
             }
             self.decide.decisions.insert(workload, Arc::new(restored));
         }
-        self.loaded = true;
         Ok(())
     }
 }

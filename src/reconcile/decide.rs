@@ -232,14 +232,12 @@ impl Kept {
     }
 }
 
-/// What the decide stage works on: its own part of what the reconciler keeps, and what it
-/// reads and notes of the record stage's: the placements (read), the workloads' last history
-/// records (read from the store on first use: a Lazy policy's pin) and the blobs known stored.
+/// What the decide stage works on: its own part of what the reconciler keeps, and what the
+/// record stage lends it ([`super::record::Lent`]): the placements the pass began with (read),
+/// the workloads' last history records (a Lazy policy's pin) and the blobs known stored.
 pub(super) struct Lent<'k> {
     pub own: &'k mut Kept,
-    pub placements: &'k cache::Placements,
-    pub history: &'k mut crate::util::hash::KeyMap<ObjectKey, Option<cache::LastHistory>>,
-    pub blobs: &'k mut std::collections::HashSet<u64>,
+    pub record: super::record::Lent<'k>,
 }
 
 /// Decides (or reuses the decision of) every claimed template, deducting the replicas of
@@ -257,8 +255,9 @@ pub(super) fn decide_all(
     // placements do, none was removed: no set of the workloads is needed).
     let mut seen_placed = 0usize;
     // propagateDeps: dependency → the claimed workloads that reference it.
-    let required_by =
-        dependency_map_indexed(ctx.inputs, ctx.index, |t| cache.placements.get(&t.key).and_then(|p| p.policy.clone()));
+    let required_by = dependency_map_indexed(ctx.inputs, ctx.index, |t| {
+        cache.record.placements().get(&t.key).and_then(|p| p.policy.clone())
+    });
     // Workloads first, then their dependencies (which take the union of their dependents'
     // clusters); dependencies never have dependencies of their own.
     type Indexed<'a> = Vec<(usize, &'a Arc<Template>)>;
@@ -306,7 +305,7 @@ pub(super) fn decide_all(
             .flatten()
             .filter_map(|k| targets_of.get(k).map(|(c, p)| (k.clone(), c.clone(), p.clone())))
             .collect();
-        let previous = cache.placements.get(&t.key).cloned();
+        let previous = cache.record.placements().get(&t.key).cloned();
         let placed = previous.clone();
         // The decision key kept from an earlier pass (nothing it read changed), and the
         // decision it keys still standing: reused without claiming the template again.
@@ -485,18 +484,19 @@ fn render_decided(
 fn forget_unclaimed(cache: &mut Lent<'_>, seen_placed: usize, out: &mut Decisions) {
     // Every workload of the pass has a decision: with as many decisions, none is gone; with
     // as many placements of the pass's workloads as placements, none was removed.
-    let quiet = seen_placed == cache.placements.len() && out.order.len() == cache.own.decisions.len();
+    let placements = cache.record.placements();
+    let quiet = seen_placed == placements.len() && out.order.len() == cache.own.decisions.len();
     let seen: KeySet<&ObjectKey> =
         if quiet { KeySet::default() } else { out.order.iter().map(|o| &o.template.key).collect() };
-    out.removed = match seen_placed == cache.placements.len() {
+    out.removed = match seen_placed == placements.len() {
         true => Vec::new(),
         false => {
-            let mut r: Vec<&ObjectKey> = cache.placements.keys().filter(|k| !seen.contains(*k)).collect();
+            let mut r: Vec<&ObjectKey> = placements.keys().filter(|k| !seen.contains(*k)).collect();
             r.sort_by_cached_key(|k| k.store_key());
             r.into_iter().cloned().collect()
         }
     };
-    cache.own.previous_digests.retain_of(cache.placements);
+    cache.own.previous_digests.retain_of(placements);
     let gone: Vec<ObjectKey> = match out.order.len() == cache.own.decisions.len() {
         true => Vec::new(),
         false => cache.own.decisions.keys().filter(|k| !seen.contains(*k)).cloned().collect(),
@@ -590,15 +590,7 @@ fn lazy_pin(
         return Ok(None);
     }
     let key = &w.template.key;
-    if !cache.history.contains_key(key) {
-        let last = ctx.store.last_history(key)?.map(|h| cache::LastHistory {
-            template_hash: h.inputs.template_hash,
-            policy_hash: h.inputs.policy_hash,
-            notes: h.notes,
-        });
-        cache.history.insert(key.clone(), last);
-    }
-    let Some(last) = cache.history.get(key).and_then(Option::as_ref) else { return Ok(None) };
+    let Some(last) = cache.record.last_history(ctx.store, key)? else { return Ok(None) };
     let (template_hash, policy_hash) = w.hashes;
     if last.template_hash != template_hash || last.policy_hash == policy_hash {
         return Ok(None);
@@ -700,7 +692,7 @@ fn reuse_kept(
     let policy = c.decided.record.policy.as_ref().and_then(|r| ctx.index.propagation_policy(r))?;
     let framework = ctx.profiles.for_policy(&policy.meta.annotations).unwrap_or_else(|| ctx.profiles.default_profile());
     let claim = (template, &policy.spec.placement, framework);
-    let previous = cache.placements.get(workload).map(|p| &**p);
+    let previous = cache.record.placements().get(workload).map(|p| &**p);
     let stands = outcome_stands_on(ctx, claim, (previous, None), c, (&snapshots.views, changed.as_deref()));
     if !stands.stands() {
         return None;
@@ -725,7 +717,7 @@ fn debug_check_kept_key<'a>(
     views: &[ClusterSnapshot],
     kept: u64,
 ) -> Result<(), StoreError> {
-    let previous = cache.placements.get(&shared.key).cloned();
+    let previous = cache.record.placements().get(&shared.key).cloned();
     let claimed = claim(ctx, (shared, position), claims, previous, Vec::new(), default_placement);
     debug_assert!(claimed.is_some(), "a kept key of {}, which no policy claims", shared.key);
     let Some(claimed) = claimed else { return Ok(()) };
@@ -979,10 +971,10 @@ enum Blob<'a> {
 /// process (the set of stored hashes is the cache's, dropped with it when a pass fails).
 fn note_blobs<'a>(ctx: &Context<'a>, cache: &mut Lent<'_>, w: &Claimed<'a, '_>, blobs: &mut Vec<Blob<'a>>) {
     let (template_hash, policy_hash) = w.hashes;
-    if cache.blobs.insert(template_hash) {
+    if cache.record.note_blob(template_hash) {
         blobs.push(Blob::Template(&w.template.object));
     }
-    if cache.blobs.insert(policy_hash) {
+    if cache.record.note_blob(policy_hash) {
         let spec = w.policy.as_ref().and_then(|r| ctx.index.propagation_policy(r)).map(|p| &p.spec);
         blobs.push(Blob::Policy(spec));
     }

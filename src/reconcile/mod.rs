@@ -362,8 +362,8 @@ impl Reconciler {
         let Tainted { taints, old: old_stability, time: mut stability_time, .. } = tainted;
 
         let phase = Instant::now();
-        let changed = cache.placements_changed.replace(Vec::new());
-        let kept = (&mut cache.snapshots, &cache.placements, changed);
+        let changed = cache.record.take_placements_changed();
+        let kept = (&mut cache.snapshots, cache.record.placements(), changed);
         let mut snapshots = snapshots::version(&self.store, kept, inputs, self.settings.model(), now_ms)?;
         let poll = phase.elapsed();
         let pass = snapshots::Pass::new(&snapshots, &self.store, &mut cache.snapshots)?;
@@ -371,7 +371,7 @@ impl Reconciler {
         let phase = Instant::now();
         let mut stability = stability::run(
             &self.store,
-            (&mut cache.stability, &cache.placements),
+            (&mut cache.stability, cache.record.placements()),
             inputs,
             (&snapshots.views, taints),
             &index,
@@ -380,7 +380,7 @@ impl Reconciler {
             now_ms,
         )?;
         stability_time += phase.elapsed();
-        let kept = (&mut cache.rollout, &cache.placements);
+        let kept = (&mut cache.rollout, cache.record.placements());
         let rollout = rollout::run(&self.store, kept, inputs, (&snapshots.views, &pass.positions), now_ms)?;
         let context = decide::Context {
             store: &self.store,
@@ -396,12 +396,7 @@ impl Reconciler {
             rollout: &rollout,
         };
         // On the pool: a decision's estimates split across its threads.
-        let mut lent = decide::Lent {
-            own: &mut cache.decide,
-            placements: &cache.placements,
-            history: &mut cache.history,
-            blobs: &mut cache.blobs,
-        };
+        let mut lent = decide::Lent { own: &mut cache.decide, record: cache.record.lend() };
         let mut decisions = crate::util::threads::on_pool(|| decide::decide_all(&context, &mut lent, &mut snapshots))?;
         snapshots.save(&mut cache.snapshots, &pass.digests);
         for (key, notes) in &rollout.notes {
@@ -413,7 +408,7 @@ impl Reconciler {
             .iter()
             .filter(|k| stability.directives.get(*k).is_some_and(|d| d.fresh))
             .filter_map(|k| {
-                let (prev, c) = (cache.placements.get(k)?, cache.decide.decisions.get(k)?);
+                let (prev, c) = (cache.record.placements().get(k)?, cache.decide.decisions.get(k)?);
                 let scheduled = matches!(c.decided.record.result.outcome, crate::schedule::Outcome::Scheduled { .. });
                 scheduled.then(|| (k.clone(), prev.targets.clone(), c.decided.record.targets.clone()))
             })

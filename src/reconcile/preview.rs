@@ -204,8 +204,7 @@ impl Reconciler {
         // The placements and decisions are moved into the preview, not copied (the stages
         // leave the placements as the pass started from them; only the record stage changes
         // them): the cache is a fork, or is reset after the preview.
-        let before: BTreeMap<ObjectKey, Arc<PlacementRecord>> =
-            std::mem::take(&mut cache.placements).into_iter().collect();
+        let before: BTreeMap<ObjectKey, Arc<PlacementRecord>> = cache.record.take_placements().into_iter().collect();
         let rollout = &staged.rollout;
         let rollouts = rollout
             .changed

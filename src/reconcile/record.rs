@@ -28,9 +28,10 @@ use crate::publish::{HeldCluster, HeldMove, HeldRemoval, Trigger};
 use crate::schedule::{Outcome, ScheduleResult};
 use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
 
-use super::cache;
+use super::cache::{self, LastHistory, Placements};
 use super::decide::{Decided, Decisions};
 use super::stability::StabilityPass;
+use crate::util::hash::KeyMap;
 
 /// How many changed decisions one store transaction records (a sled transaction costs about
 /// the same whatever its size).
@@ -67,6 +68,149 @@ pub(super) struct Recording<'a> {
     pub full_check: bool,
 }
 
+/// The record stage's part of what the reconciler keeps: the workloads' placements as stored
+/// (the placement each pass begins with, which the other stages read through
+/// [`Kept::placements`] and the decide stage through [`Lent`]), their last history records,
+/// the blobs known stored, the runs of the last replay inputs stored, and the workloads whose
+/// placement changed since the snapshots stage last listed the recent placements. Only this
+/// stage (with the replay inputs it stores, `replay.rs`) changes it.
+#[derive(Default, Clone)]
+pub(super) struct Kept {
+    /// Placements (and the stored decisions that are still valid) were read from the store.
+    loaded: bool,
+    /// Current placement of every workload (as stored).
+    placements: Placements,
+    /// Newest history record per workload; `None` = known to have none.
+    history: KeyMap<ObjectKey, Option<LastHistory>>,
+    /// Blob hashes known to be stored.
+    blobs: std::collections::HashSet<u64>,
+    /// The runs of the file list the last replay inputs stored ([`super::replay::StoredRuns`]).
+    replay_runs: super::replay::StoredRuns,
+    /// The workloads whose placement this process set or removed since the recent placements
+    /// were last listed (`None`: not followed; they are listed from scratch).
+    placements_changed: Option<Vec<ObjectKey>>,
+}
+
+impl Kept {
+    /// Every workload's placement as stored: the one the pass began with until the record
+    /// stage sets it.
+    pub(super) fn placements(&self) -> &Placements {
+        &self.placements
+    }
+
+    /// Sets a workload's placement (noted for the recent placements' list).
+    pub(super) fn set_placement(&mut self, p: Arc<PlacementRecord>) {
+        if let Some(changed) = self.placements_changed.as_mut() {
+            changed.push(p.workload.clone());
+        }
+        self.placements.insert(p.workload.clone(), p);
+    }
+
+    /// Removes a workload's placement (noted for the recent placements' list).
+    pub(super) fn remove_placement(&mut self, workload: &ObjectKey) -> Option<Arc<PlacementRecord>> {
+        if let Some(changed) = self.placements_changed.as_mut() {
+            changed.push(workload.clone());
+        }
+        self.placements.remove(workload)
+    }
+
+    /// The workloads whose placement changed since the last call (`None`: not followed yet),
+    /// followed from now on: what the snapshots stage patches its recent placements with.
+    pub(super) fn take_placements_changed(&mut self) -> Option<Vec<ObjectKey>> {
+        self.placements_changed.replace(Vec::new())
+    }
+
+    /// The placements, taken (a preview's, which drops the copy after).
+    pub(super) fn take_placements(&mut self) -> Placements {
+        std::mem::take(&mut self.placements)
+    }
+
+    /// On the first call: reads the placements from the store (`false`: read already).
+    pub(super) fn load(&mut self, store: &Store) -> Result<bool, StoreError> {
+        if self.loaded {
+            return Ok(false);
+        }
+        for p in store.placements()? {
+            self.placements.insert(p.workload.clone(), Arc::new(p));
+        }
+        self.loaded = true;
+        Ok(true)
+    }
+
+    /// The newest history record of a restored decision's workload (stored with it).
+    pub(super) fn restored_history(&mut self, workload: ObjectKey, last: Option<LastHistory>) {
+        self.history.insert(workload, last);
+    }
+
+    /// The newest history record of `key`, as far as this process knows it.
+    fn known_history(&self, key: &ObjectKey) -> Option<&Option<LastHistory>> {
+        self.history.get(key)
+    }
+
+    /// Whether `hash` is known to be stored as a blob.
+    pub(super) fn knows_blob(&self, hash: u64) -> bool {
+        self.blobs.contains(&hash)
+    }
+
+    /// Notes `hash` as stored; whether it was not known before.
+    pub(super) fn note_blob(&mut self, hash: u64) -> bool {
+        self.blobs.insert(hash)
+    }
+
+    /// The runs of the last replay inputs stored.
+    pub(super) fn replay_runs(&mut self) -> &mut super::replay::StoredRuns {
+        &mut self.replay_runs
+    }
+
+    /// What this stage lends the decide stage for a pass.
+    pub(super) fn lend(&mut self) -> Lent<'_> {
+        Lent { placements: &self.placements, history: &mut self.history, blobs: &mut self.blobs }
+    }
+}
+
+/// The newest history record of `key` in `history`, read from the store on first use.
+fn last_history<'h>(
+    history: &'h mut KeyMap<ObjectKey, Option<LastHistory>>,
+    store: &Store,
+    key: &ObjectKey,
+) -> Result<Option<&'h LastHistory>, StoreError> {
+    if !history.contains_key(key) {
+        let last = store.last_history(key)?.map(|h| LastHistory {
+            template_hash: h.inputs.template_hash,
+            policy_hash: h.inputs.policy_hash,
+            notes: h.notes,
+        });
+        history.insert(key.clone(), last);
+    }
+    Ok(history.get(key).and_then(Option::as_ref))
+}
+
+/// What the record stage lends the decide stage: the placements the pass began with (read),
+/// the workloads' newest history records (read from the store on first use: a Lazy policy's
+/// pin) and the blobs known stored (noted as the decisions name them).
+pub(super) struct Lent<'k> {
+    placements: &'k Placements,
+    history: &'k mut KeyMap<ObjectKey, Option<LastHistory>>,
+    blobs: &'k mut std::collections::HashSet<u64>,
+}
+
+impl<'k> Lent<'k> {
+    /// Every workload's placement as the pass began.
+    pub(super) fn placements(&self) -> &'k Placements {
+        self.placements
+    }
+
+    /// The newest history record of `key`.
+    pub(super) fn last_history(&mut self, store: &Store, key: &ObjectKey) -> Result<Option<&LastHistory>, StoreError> {
+        last_history(self.history, store, key)
+    }
+
+    /// Notes `hash` as a blob to store; whether it was not known (stored or noted) before.
+    pub(super) fn note_blob(&mut self, hash: u64) -> bool {
+        self.blobs.insert(hash)
+    }
+}
+
 /// Records the pass's decisions and removals, persists the reusable decisions, and flushes.
 pub(super) fn record(
     r: &mut Recording<'_>,
@@ -83,7 +227,7 @@ pub(super) fn record(
     // placements noted since the pass listed its recent ones) can be persisted with another
     // seq than its placement's: those are looked at, not every one.
     let mut stored = Vec::new();
-    let candidates: Vec<&ObjectKey> = match (r.full_check, &cache.placements_changed) {
+    let candidates: Vec<&ObjectKey> = match (r.full_check, &cache.record.placements_changed) {
         (false, Some(placed)) => {
             let mut c: Vec<&ObjectKey> = decisions.fresh.iter().chain(placed).collect();
             c.sort_unstable();
@@ -93,15 +237,17 @@ pub(super) fn record(
         _ => decisions.keys().collect(),
     };
     for key in candidates {
-        let (Some(c), Some(p)) = (cache.decide.decisions.get_mut(key), cache.placements.get(key)) else { continue };
+        let (Some(c), Some(p)) = (cache.decide.decisions.get_mut(key), cache.record.placements.get(key)) else {
+            continue;
+        };
         if c.persisted_seq != Some(p.history_seq) && !c.unpublished {
-            stored.push(c.to_stored(key, p, cache.history.get(key)));
+            stored.push(c.to_stored(key, p, cache.record.known_history(key)));
             Arc::make_mut(c).persisted_seq = Some(p.history_seq);
         }
     }
     #[cfg(debug_assertions)]
     for key in decisions.keys() {
-        if let (Some(c), Some(p)) = (cache.decide.decisions.get(key), cache.placements.get(key))
+        if let (Some(c), Some(p)) = (cache.decide.decisions.get(key), cache.record.placements.get(key))
             && !c.unpublished
         {
             debug_assert_eq!(c.persisted_seq, Some(p.history_seq), "{key}: persisted with another seq");
@@ -171,11 +317,11 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::Kept, decisions: &Decisi
     for ordered in &decisions.order {
         let (key, is_fresh) = (&ordered.template.key, ordered.fresh);
         debug_assert_eq!(is_fresh, decisions.fresh.contains(key), "{key}: noted fresh");
-        debug_assert_eq!(ordered.placed, cache.placements.contains_key(key), "{key}: noted placed");
+        debug_assert_eq!(ordered.placed, cache.record.placements.contains_key(key), "{key}: noted placed");
         if quiet
             && !is_fresh
             && ordered.placed
-            && cache.history.get(key).is_some_and(|last| last.as_ref().is_none_or(|h| h.notes.is_empty()))
+            && cache.record.history.get(key).is_some_and(|last| last.as_ref().is_none_or(|h| h.notes.is_empty()))
         {
             continue;
         }
@@ -195,20 +341,12 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::Kept, decisions: &Decisi
                 Some(cache::Origin { pass: r.replay, versions, stability: r.stability.state_blob });
         }
         let Some((d, origin)) = cache.decide.decisions.get(key).map(|c| (&c.decided, c.origin)) else { continue };
-        let prev = cache.placements.get(key).cloned();
+        let prev = cache.record.placements.get(key).cloned();
         let mut notes = decisions.notes.get(key).cloned().unwrap_or_default();
         let mut with_files = vec![&d.record.files];
         with_files.extend(prev.as_ref().map(|p| &p.files));
         notes.extend(held_notes(r.held, &with_files));
-        if !cache.history.contains_key(key) {
-            let last = r.store.last_history(key)?.map(|h| cache::LastHistory {
-                template_hash: h.inputs.template_hash,
-                policy_hash: h.inputs.policy_hash,
-                notes: h.notes,
-            });
-            cache.history.insert(key.clone(), last);
-        }
-        let last = cache.history.get(key).and_then(Option::as_ref);
+        let last = last_history(&mut cache.record.history, r.store, key)?;
         // Failover's actions are recorded once, in the pass they happen; they are not
         // compared with the last record's notes (their absence next pass is no change).
         let events = stability_notes.remove(key).unwrap_or_default();
@@ -328,8 +466,8 @@ fn record_batch(
     r.store.put_replay_refs(&refs)?;
     for ((_, record), (key, last, _)) in batch.drain(..).zip(pending.drain(..)) {
         debug_assert_eq!(key, record.workload);
-        cache.history.insert(key, Some(last));
-        cache.set_placement(Arc::new(record));
+        cache.record.history.insert(key, Some(last));
+        cache.record.set_placement(Arc::new(record));
     }
     Ok(recorded)
 }
@@ -343,7 +481,7 @@ fn record_removed(
 ) -> Result<Vec<ObjectKey>, StoreError> {
     let mut out = Vec::with_capacity(removed.len());
     for key in removed {
-        let Some(old) = cache.placements.get(key).cloned() else { continue };
+        let Some(old) = cache.record.placements.get(key).cloned() else { continue };
         if removal_held(r, &old) {
             // Not published: its placement stays, and the removal is recorded once it is.
             continue;
@@ -382,8 +520,8 @@ fn record_removed(
         };
         r.store.put_replay_refs(&[(seq, removal)])?;
         r.store.remove_placement(&old.workload)?;
-        cache.remove_placement(key);
-        cache.history.insert(key.clone(), Some(cache::LastHistory { template_hash: 0, policy_hash: 0, notes }));
+        cache.record.remove_placement(key);
+        cache.record.history.insert(key.clone(), Some(LastHistory { template_hash: 0, policy_hash: 0, notes }));
         out.push(key.clone());
     }
     Ok(out)

@@ -86,7 +86,7 @@ pub(super) fn store_pass(
     let sources = &inputs.sources;
     let ranges = crate::store::source_runs(sources, |(_, hash, _)| *hash);
     // (Taken for the pass: an error leaves none, and the next pass stores every run.)
-    let mut last = std::mem::take(&mut cache.replay_runs.0);
+    let mut last = std::mem::take(&mut cache.record.replay_runs().0);
     let same: Vec<Option<usize>> = {
         let by_first: HashMap<&std::path::Path, usize> =
             last.iter().enumerate().filter_map(|(i, (run, _))| Some((run.first()?.0.as_path(), i))).collect();
@@ -113,13 +113,13 @@ pub(super) fn store_pass(
         let entries = &sources[r];
         let mut listed = Vec::with_capacity(entries.len());
         for (path, hash, text) in entries {
-            if !cache.blobs.contains(hash) {
+            if !cache.record.knows_blob(*hash) {
                 // A file with a Secret is stored with the Secret's data redacted.
                 match text.contains("Secret").then(|| crate::secrets::redact_source(text)).flatten() {
                     Some(redacted) => store.put_blob_at(*hash, redacted.as_bytes())?,
                     None => store.put_blob(text.as_bytes())?,
                 };
-                cache.blobs.insert(*hash);
+                cache.record.note_blob(*hash);
             }
             listed.push((path.to_string_lossy().into_owned(), *hash));
         }
@@ -130,7 +130,7 @@ pub(super) fn store_pass(
     let after_seq = store.last_history_seq()?;
     let freshness = inputs.snapshots.iter().map(|s| (s.name.clone(), s.freshness)).collect();
     let hash = store.put_stored_pass(&StoredPass { now_ms, runs, after_seq, freshness })?;
-    cache.replay_runs.0 = kept;
+    cache.record.replay_runs().0 = kept;
     Ok(hash)
 }
 

@@ -1334,11 +1334,11 @@ pub(super) mod tests {
     fn an_edit_updates_the_recent_list_and_digest_as_a_fresh_pass_computes_them() {
         let mut cache = cache::Kept::default();
         for name in ["web", "api", "db", "cache"] {
-            cache.set_placement(placement(name, 2, 1_000));
+            cache.record.set_placement(placement(name, 2, 1_000));
         }
         let req = Some(Arc::new(ReplicaRequirements::default()));
         let fresh = |cache: &cache::Kept, now: u64| {
-            let (recent, _) = recent_placements(&cache.placements, (None, None), (now, 10_000));
+            let (recent, _) = recent_placements(cache.record.placements(), (None, None), (now, 10_000));
             let reqs = vec![req.clone(); recent.len()];
             let (_, digest) = recent_digest(None, &recent, &reqs);
             (recent, digest)
@@ -1346,8 +1346,8 @@ pub(super) mod tests {
         // As a pass lists them: patched from the last pass's list, which it then keeps.
         let memo = |cache: &mut cache::Kept, now: u64| {
             let mut last = cache.snapshots.recent.take();
-            let changed = cache.placements_changed.replace(Vec::new());
-            let (recent, keys) = recent_placements(&cache.placements, (last.as_mut(), changed), (now, 10_000));
+            let changed = cache.record.take_placements_changed();
+            let (recent, keys) = recent_placements(cache.record.placements(), (last.as_mut(), changed), (now, 10_000));
             let reqs = vec![req.clone(); recent.len()];
             let aligned = last.as_ref().map(|m| align(&m.placements, &recent));
             let (entries, digest) = recent_digest(last.as_ref().zip(aligned.as_deref()), &recent, &reqs);
@@ -1369,7 +1369,7 @@ pub(super) mod tests {
         assert_eq!((names(&first), d1), (names(&fresh(&cache, 2_000).0), fresh(&cache, 2_000).1));
         // One edit: "db" decided again with other targets.
         let edited = placement("db", 3, 2_500);
-        cache.set_placement(edited.clone());
+        cache.record.set_placement(edited.clone());
         let (second, d2) = memo(&mut cache, 3_000);
         let (want, want_digest) = fresh(&cache, 3_000);
         assert_eq!(names(&second), names(&want));
@@ -1379,8 +1379,8 @@ pub(super) mod tests {
         assert_ne!(d1, d2, "the edit changes the digest");
         // A new workload and a removed one while none expired: the list patched, as listed
         // from scratch.
-        cache.set_placement(placement("mq", 1, 3_500));
-        cache.remove_placement(&placement("api", 1, 0).workload);
+        cache.record.set_placement(placement("mq", 1, 3_500));
+        cache.record.remove_placement(&placement("api", 1, 0).workload);
         let (patched, d4) = memo(&mut cache, 4_000);
         let (want, want_digest) = fresh(&cache, 4_000);
         assert_eq!(names(&patched), ["cache", "db", "mq", "web"]);
@@ -1388,7 +1388,7 @@ pub(super) mod tests {
         assert_eq!(d4, want_digest);
         // A placement that is no longer recent, and a new workload: listed from scratch.
         let late = placement("queue", 1, 20_000);
-        cache.set_placement(late);
+        cache.record.set_placement(late);
         let (third, d3) = memo(&mut cache, 14_000);
         let (want, want_digest) = fresh(&cache, 14_000);
         assert_eq!(names(&third), names(&want));
