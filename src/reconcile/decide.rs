@@ -1021,7 +1021,7 @@ fn decide<'a>(
         // workload evicted from its last member keeps its previous placement and those).
         if let Some(d) = w.directive {
             let path = render::object_path(&t.key);
-            for c in &d.kept {
+            for c in d.kept.iter().chain(&d.returning) {
                 if !keep.iter().any(|(k, _)| k == c) {
                     keep.push((c.clone(), path.clone()));
                 }
@@ -1357,14 +1357,17 @@ impl RenderJob<'_> {
                 (true, Some(p)) => super::stability::handover_clusters(&p.targets, &self.targets),
                 _ => BTreeMap::new(),
             };
-            let kept: BTreeSet<&String> = d.kept.iter().chain(handover.keys()).collect();
+            // A move-back that places nothing on the member it returns to keeps the files its
+            // eviction kept there (the engine gives the task back: `settle_move_backs`).
+            let returning = d.returning.iter().filter(|c| !places(&self.targets, c));
+            let kept: BTreeSet<&String> = d.kept.iter().chain(handover.keys()).chain(returning).collect();
             for c in kept {
                 match self.targets.contains_key(c) {
                     true => {
                         out.hold(c, prev);
                         // A file an earlier task keeps there (not the previous placement's: it
                         // had left the member) stays as it is too.
-                        if d.kept.contains(c) && !out.map.contains_key(c) {
+                        if (d.kept.contains(c) || d.returning.contains(c)) && !out.map.contains_key(c) {
                             out.keep.push((c.clone(), path.clone()));
                             out.map.insert(c.clone(), path.clone());
                         }
@@ -1375,6 +1378,11 @@ impl RenderJob<'_> {
         }
         out
     }
+}
+
+/// Whether `targets` puts replicas on `cluster` (a move-back to it is one).
+pub(crate) fn places(targets: &BTreeMap<String, Option<i32>>, cluster: &str) -> bool {
+    matches!(targets.get(cluster), Some(Some(r)) if *r > 0)
 }
 
 /// The previous placement a decision starts from and its affinity term: without the clusters

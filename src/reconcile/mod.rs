@@ -402,6 +402,10 @@ impl Reconciler {
         for (key, notes) in &rollout.notes {
             decisions.notes.entry(key.clone()).or_default().extend(notes.iter().cloned());
         }
+        // A move-back is one only if its decision puts replicas on the member.
+        stability.settle_move_backs(|k, cluster| {
+            cache.decide.decisions.get(k).is_some_and(|c| decide::places(&c.decided.record.targets, cluster))
+        });
         // The moves decided afresh hand over from the members they leave or shrink on.
         let moves = decisions
             .fresh

@@ -76,6 +76,23 @@ pub(crate) struct Directive {
     pub kept: BTreeSet<String>,
     /// Decide afresh, without the previous placement (a move-back).
     pub fresh: bool,
+    /// Clusters a move-back returns to whose eviction task kept files there: those files stay
+    /// unless the decision places replicas on the cluster (then its own files replace them).
+    /// The engine ended the task; [`StabilityPass::settle_move_backs`] gives it back when the
+    /// decision did not return.
+    pub returning: BTreeSet<String>,
+}
+
+/// A move-back of this pass as the engine took it, with what it ended (the cluster's task,
+/// its move-back candidacy): given back when the decision places nothing on the cluster.
+#[derive(Debug, Clone)]
+pub(crate) struct MoveBack {
+    pub key: ObjectKey,
+    pub cluster: String,
+    pub task: Option<stability::EvictionTask>,
+    pub moved_from: stability::MovedFrom,
+    /// When it was decided (the workload's last move, whether or not it returns).
+    pub at_ms: u64,
 }
 
 /// What the stability stage hands over.
@@ -93,6 +110,8 @@ pub(crate) struct StabilityPass {
     /// The graceful tasks (eviction, hand-over) this pass's purges ended, as they were: a
     /// purge the publish did not carry out is undone ([`StabilityPass::hold_unpublished`]).
     pub purged: Vec<(ObjectKey, stability::EvictionTask)>,
+    /// This pass's move-backs, settled by their decisions ([`StabilityPass::settle_move_backs`]).
+    pub move_backs: Vec<MoveBack>,
 }
 
 impl StabilityPass {
@@ -116,6 +135,45 @@ impl StabilityPass {
         let events = self.actions.iter().filter(|a| a.is_event()).filter_map(|a| a.workload.as_ref());
         let unpublished = self.state.workloads.iter().filter(|(_, ws)| !ws.unpublished.is_empty()).map(|(k, _)| k);
         events.chain(unpublished).collect()
+    }
+
+    /// Settles this pass's move-backs by the decisions made for them: a move-back is one only
+    /// when the decision puts replicas on its cluster (`placed_back`). One whose decision places
+    /// nothing there (no room now, nothing schedulable, its policy preferring others) did not
+    /// happen: the cluster's eviction task and the files it keeps there are given back (they
+    /// were kept by the render: [`Directive::returning`]), the cluster stays a move-back
+    /// candidate, and the action becomes a held one (no "moved back" note). The workload was
+    /// decided afresh all the same (its last move: the next try waits `min_stay`).
+    pub fn settle_move_backs(&mut self, placed_back: impl Fn(&ObjectKey, &str) -> bool) {
+        for m in std::mem::take(&mut self.move_backs) {
+            let back = placed_back(&m.key, &m.cluster);
+            for a in self.actions.iter_mut().filter(|a| {
+                a.workload.as_ref() == Some(&m.key)
+                    && a.cluster == m.cluster
+                    && matches!(a.kind, ActionKind::MoveBack { .. })
+            }) {
+                if back {
+                    tracing::info!(workload = %m.key, cluster = %m.cluster, action = %a, "stability");
+                } else {
+                    tracing::info!(workload = %m.key, cluster = %m.cluster, action = %a, "stability: move-back not made (the decision places nothing there); the member keeps its files");
+                    a.kind = ActionKind::Held { action: "move-back".into(), by: stability::Held::NotPlaced };
+                }
+            }
+            if back {
+                continue;
+            }
+            let ws = self.state.workloads.entry(m.key.clone()).or_default();
+            if let Some(task) = m.task {
+                if task.purge == Purge::Gracefully {
+                    self.pending_failover.insert(m.key.clone());
+                }
+                ws.tasks.retain(|t| t.cluster != task.cluster);
+                ws.tasks.push(task);
+                ws.tasks.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+            }
+            ws.moved_from.insert(m.cluster.clone(), m.moved_from);
+            ws.moved_at_ms = ws.moved_at_ms.max(m.at_ms);
+        }
     }
 
     /// Starts the hand-overs of the moves decided afresh this pass (`moves`: per workload, its
@@ -538,13 +596,29 @@ pub(super) fn run(
             evicted: ws.evicted().into_iter().map(str::to_string).collect(),
             caps: ws.marks.iter().filter(|m| m.shape == shape).map(|m| (m.cluster.clone(), m.cap)).collect(),
         };
-        let d = Directive { failover, kept: ws.kept().into_iter().map(str::to_string).collect(), fresh: false };
+        let kept = ws.kept().into_iter().map(str::to_string).collect();
+        let d = Directive { failover, kept, fresh: false, returning: BTreeSet::new() };
         directives.insert(key.clone(), d);
     }
+    let mut move_backs = Vec::new();
     for a in &step.actions {
         if let (Some(key), ActionKind::MoveBack { .. } | ActionKind::Rebalance { .. }) = (&a.workload, &a.kind) {
             directives.entry(key.clone()).or_default().fresh = true;
         }
+        // What a move-back ended, given back if its decision does not return.
+        let (Some(key), ActionKind::MoveBack { .. }) = (&a.workload, &a.kind) else { continue };
+        let Some(moved_from) = old.workloads.get(key).and_then(|ws| ws.moved_from.get(&a.cluster)) else { continue };
+        // The task the move-back ended: not one this pass purged (its files go either way).
+        let purged = step.actions.iter().any(|p| {
+            p.workload.as_ref() == Some(key) && p.cluster == a.cluster && matches!(p.kind, ActionKind::Purge { .. })
+        });
+        let task = old.workloads.get(key).and_then(|ws| ws.tasks.iter().find(|t| t.cluster == a.cluster)).cloned();
+        let task = task.filter(|_| !purged);
+        if task.as_ref().is_some_and(|t| t.purge != Purge::Directly) {
+            directives.entry(key.clone()).or_default().returning.insert(a.cluster.clone());
+        }
+        let (cluster, moved_from) = (a.cluster.clone(), moved_from.clone());
+        move_backs.push(MoveBack { key: key.clone(), cluster, task, moved_from, at_ms: now_ms });
     }
     // One line per action up to a bound, then one line for the rest (a rebalancer naming
     // 10,000 workloads is not 10,000 log lines; each has its history note).
@@ -559,6 +633,8 @@ pub(super) fn run(
     let storm = |a: &Action| matches!(a.kind, ActionKind::StormStarted { .. });
     for (_, a) in step.actions.iter().filter(|a| a.is_event()).enumerate().filter(|(i, a)| *i < LOGGED || storm(a)) {
         match (&a.kind, &a.workload) {
+            // Said once its decision is known (`StabilityPass::settle_move_backs`).
+            (ActionKind::MoveBack { .. }, _) => {}
             (ActionKind::StormStarted { .. }, _) => {
                 tracing::warn!(action = %a, "stability: storm guard holds every eviction")
             }
@@ -587,6 +663,7 @@ pub(super) fn run(
         directives,
         state_blob,
         purged,
+        move_backs,
     })
 }
 
@@ -1598,6 +1675,60 @@ spec:
         assert_eq!(at(out).1, Some(6), "m2's file went although the decision places the workload there");
         let placed = rec.store.placements().expect("placements")[0].clone();
         assert!(placed.files.contains_key("m2"), "{placed:?}");
+    }
+
+    /// Issue 46, invariant 1 (simulation seed 153): a move-back is one only when its decision
+    /// places replicas on the member. The workload failed over from its primary m1 to the backup
+    /// m2, whose pods never get Ready: m1's copy is kept past the grace period (its replicas the
+    /// only Ready ones). m1 is Ready again but has no room for the workload any more: the
+    /// move-back's fresh decision places nothing there (the backup term). m1 keeps its copy, its
+    /// eviction task and its candidacy, and no "moved back" note is written; before the fix the
+    /// move-back ended the task and the publish removed m1's copy, the last Ready replicas.
+    #[test]
+    fn a_move_back_whose_decision_places_nothing_on_the_member_keeps_its_copy_and_notes_nothing() {
+        let f = Fixture::new(REPO, &[cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)]);
+        let out = &f.out;
+        let rec = f.reconciler(Settings::builtin());
+        let world = |lost: bool, m1: (u32, u32), m2: (u32, u32)| -> Inputs {
+            let mut inputs = f.inputs();
+            for s in inputs.snapshots.iter_mut() {
+                match s.name.as_str() {
+                    "m1" if lost => s.health = Health::Unreachable { reason: "connection refused".into() },
+                    "m1" => s.pods = Some(pods(m1.0, m1.1)),
+                    "m2" => s.pods = Some(pods(m2.0, m2.1)),
+                    _ => {}
+                }
+            }
+            inputs
+        };
+        let at = |out: &std::path::Path| (replicas(out, "m1"), replicas(out, "m2"));
+        let t0 = 1_700_000_000_000;
+        let pass = |w: Inputs, t: u64| rec.reconcile(&w, out, crate::publish::Trigger::Timer, t0 + t).expect("pass");
+        pass(world(false, (6, 6), (0, 0)), 0);
+        pass(world(true, (0, 0), (0, 0)), 10_000);
+        pass(world(true, (0, 0), (0, 0)), 310_000);
+        assert_eq!(at(out), (Some(6), Some(6)), "failover keeps the primary until the backup is Ready");
+        // m1 is back (its 6 replicas Ready), the backup's pods never get Ready.
+        pass(world(false, (6, 6), (6, 0)), 400_000);
+        // No room on m1 any more: the move-back, due after stable_for, places nothing there.
+        f.clusters(&[cluster("m1", 3), cluster("m2", 20), cluster("m3", 20)]);
+        let r = pass(world(false, (6, 6), (6, 0)), 710_000);
+        let kinds: Vec<(&str, &str)> =
+            r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
+        assert_eq!(at(out), (Some(6), Some(6)), "m1's kept copy (the only Ready replicas) went: {kinds:?}");
+        assert!(!kinds.contains(&("move-back", "m1")), "a move-back noted that placed nothing: {kinds:?}");
+        let placed = rec.store.placements().expect("placements")[0].clone();
+        assert_eq!(placed.targets, BTreeMap::from([("m2".to_string(), Some(6))]));
+        // Still kept on the next passes (past the grace period: nothing Ready elsewhere).
+        let r = pass(world(false, (6, 6), (6, 0)), 1_100_000);
+        assert_eq!(at(out), (Some(6), Some(6)), "{:?}", r.stability.events);
+        // The backup Ready at last: m1's copy is purged, never noted as a move-back.
+        let r = pass(world(false, (6, 6), (6, 6)), 1_110_000);
+        assert_eq!(at(out), (None, Some(6)), "{:?} {:?}", r.stability, rec.store.stability());
+        let key = placed.workload.clone();
+        let notes: Vec<String> = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect();
+        assert!(notes.iter().all(|n| !n.contains("moved back")), "{notes:#?}");
+        assert_eq!(notes.iter().filter(|n| n.contains("purged the files left on m1")).count(), 1, "{notes:#?}");
     }
 
     /// Issue 46, bug 1: a move-back is make before break. The workload failed over from its

@@ -527,6 +527,11 @@ pub enum Held {
     MinStay,
     /// The publish's mass-deletion guard held the removal (a purge stays due until it goes).
     MassDeletionGuard,
+    /// A move-back whose fresh decision placed no replica on the member (no room there now,
+    /// nothing schedulable, or its policy preferred others): not a move-back; the member keeps
+    /// the files its eviction kept and stays a move-back candidate (tried again after
+    /// `min_stay`).
+    NotPlaced,
 }
 
 /// What an action does.

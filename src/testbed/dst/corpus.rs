@@ -216,6 +216,21 @@ pub const CORPUS: &[Entry] = &[
         // eviction task lasts, then takes part in decisions again (stability/workload.rs move_back).
         fixed_by: Some("32ef560"),
     },
+    Entry {
+        seed: 153,
+        keep: Some(&[14, 17]),
+        faults: &["t=664s outage m2 Refused for 70s (agent cut off too)", "t=823s node 3 of m1 to 10%"],
+        invariant: 1,
+        found: "w005 evicted from member-002 (unreachable) to member-001 at 720 s, member-002's 3 replicas kept past \
+                their grace (none Ready on member-001); member-001 shrank and w005 failed over off it (application \
+                failover, Never; nowhere else to go) at 870 s. At 900 s member-002 had been Ready for stable_for: \
+                the move-back ended its task and noted 'moved back to member-002', but the decision placed nothing \
+                there (Unschedulable) and the publish removed member-002's kept copy, its last 3 Ready replicas",
+        failed_on: "7038197 (main)",
+        // A move-back is one only when its decision places replicas on the member: otherwise the
+        // task and its kept files are given back, no note (reconcile::stability settle_move_backs).
+        fixed_by: Some("dst-c7"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
