@@ -229,7 +229,7 @@ pub const CORPUS: &[Entry] = &[
         failed_on: "7038197 (main)",
         // A move-back is one only when its decision places replicas on the member: otherwise the
         // task and its kept files are given back, no note (reconcile::stability settle_move_backs).
-        fixed_by: Some("dst-c7"),
+        fixed_by: Some("c7aa089"),
     },
 ];
 
