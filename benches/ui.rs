@@ -1,7 +1,9 @@
 //! The web view's server time and size at scale (issue 53), two ways:
-//! - the Placements page and the Cluster page's workloads over a store of W synthetic
-//!   placements across C clusters — what their handlers do (read every placement from the
-//!   store, filter, page, render), without a socket;
+//! - the Placements page and the Cluster page's workloads over W synthetic placements across
+//!   C clusters held as a pass holds them ([`Placed`]: the daemon publishes its reconciler's
+//!   placements after every good pass; the index is built once per pass, on the first request
+//!   that needs it, and timed apart) — what their handlers do (index, filter, page, render),
+//!   without a socket;
 //! - every page (Fleet, Placements, Workload, Cluster, Plan) answered by the daemon's own
 //!   router (`api::router`, the handler, its blocking task, the page and its headers; no
 //!   socket) over a real reconciled fleet: a generated repository of W workloads and C
@@ -9,7 +11,9 @@
 //!   the marks' fleet, `FEDSCHED_UI_NODES` to change; 10 in test mode),
 //!   one pass of the reconciler into a store and an output directory, 48 more snapshot
 //!   versions of the cluster whose page is asked for (its chart's whole window), and a plan of
-//!   one edited template and one of every template edited (the Plan page's largest).
+//!   one edited template and one of every template edited (the Plan page's largest). Each page
+//!   has its "of which" lines (the views it is made of), and the pages that read the pass's
+//!   placements are also timed as the first request after a pass (its indexes built then).
 //!
 //! Not a timed test: it prints medians and bytes. Run: `cargo bench --bench ui` (release,
 //! W = 10,000, C = 1,000; `FEDSCHED_UI_WORKLOADS`, `FEDSCHED_UI_CLUSTERS` to change), or quickly
@@ -29,6 +33,7 @@ use fedsched::schedule::fleet::{ClusterSet, Rejection, universe_of};
 use fedsched::schedule::{ClusterVerdict, Outcome, ScheduleResult};
 use fedsched::store::{PlacementRecord, Store};
 use fedsched::testbed::bench::timing::{bench, quick_mode};
+use fedsched::views::placed::Placed;
 use fedsched::views::placements::{MatrixQuery, cluster_workloads, matrix};
 
 fn env(name: &str, default: usize) -> usize {
@@ -114,9 +119,11 @@ fn main() {
         "{w} workloads × {c} clusters, build: {}",
         if cfg!(debug_assertions) { "dev (unoptimised)" } else { "optimised" }
     );
+    let held: Vec<Arc<PlacementRecord>> =
+        store.placements().unwrap_or_else(|e| panic!("placements: {e}")).into_iter().map(Arc::new).collect();
+    let placed = Placed::new(held.clone());
     let page = |q: &MatrixQuery| {
-        let placements = store.placements().unwrap_or_else(|e| panic!("placements: {e}"));
-        let m = matrix(&placements, &clusters, q);
+        let m = matrix(&placed, &clusters, q);
         pages::placements(&m, q)
     };
     let default = MatrixQuery::default();
@@ -128,13 +135,24 @@ fn main() {
         let bytes = page(q).len();
         bench(&format!("placements page, {label}: {bytes} bytes"), 5, 1, || page(q));
     }
-    bench("  of which: store.placements()", 5, 1, || store.placements().map(|p| p.len()));
-    let on = |name: &str| {
-        let doc = cluster_workloads(&store, name).unwrap_or_else(|e| panic!("cluster: {e}"));
+    bench("the index of a pass's placements (once per pass, first request)", 5, 1, || {
+        let fresh = Placed::new(held.clone());
+        fresh.positions().len()
+    });
+    bench("  (before: store.placements(), every request)", 5, 1, || store.placements().map(|p| p.len()));
+    let on = |placed: &Placed, name: &str| {
+        let doc = cluster_workloads(&store, placed, name).unwrap_or_else(|e| panic!("cluster: {e}"));
         doc.to_string().len()
     };
-    let bytes = on(&names[0]);
-    bench(&format!("cluster page's workloads (runs, refused): {bytes} bytes of JSON"), 5, 1, || on(&names[0]));
+    let bytes = on(&placed, &names[0]);
+    bench(&format!("cluster page's workloads (runs, refused), kept: {bytes} bytes of JSON"), 5, 1, || {
+        on(&placed, &names[0])
+    });
+    bench("cluster page's workloads, first ask this pass (made: every placement asked)", 5, 1, || {
+        let fresh = Placed::new(held.clone());
+        fresh.positions().len();
+        on(&fresh, &names[0])
+    });
     drop(store);
     drop(dir);
     every_page(w, c, if quick { 10 } else { env("FEDSCHED_UI_NODES", 100) });
@@ -194,18 +212,35 @@ fn every_page(w: usize, c: usize, nodes: usize) {
         fedsched::util::percent::encode(&k.name)
     );
     println!("  the workload page's: {} on {} clusters", k.name, widest.targets.len());
+    let wr = fedsched::views::explain::WorkloadRef {
+        kind: k.kind.to_string(),
+        namespace: k.namespace.as_deref().map(str::to_string),
+        name: k.name.to_string(),
+    };
     drop(placements);
 
     let (tx, status) = tokio::sync::watch::channel(Arc::new(fedsched::views::status::StatusView::default()));
     let inputs = Arc::new(inputs);
+    let profiles = Arc::new(fedsched::schedule::profile::Profiles::builtin());
+    // As the daemon after a pass: the reconciler's own placements, indexed on first use.
+    let held = rec.placements().expect("the reconciler holds its placements after a pass");
     let view = fedsched::views::status::StatusView {
         ready: true,
         last_success_ms: Some(now),
         inputs: Some(inputs.clone()),
-        profiles: Some(Arc::new(fedsched::schedule::profile::Profiles::builtin())),
+        profiles: Some(profiles.clone()),
+        placed: Some(Arc::new(Placed::new(held.clone()))),
         ..Default::default()
     };
     tx.send_replace(Arc::new(view));
+    // A new pass published: the same placements, nothing derived from them yet.
+    let new_pass = || {
+        tx.send_modify(|v| {
+            let mut next = fedsched::views::status::StatusView::clone(v);
+            next.placed = Some(Arc::new(Placed::new(held.clone())));
+            *v = Arc::new(next);
+        })
+    };
     let plans = fedsched::api::PlanGate::default();
     let state = fedsched::api::ApiState {
         store: rec.store.clone(),
@@ -256,19 +291,99 @@ fn every_page(w: usize, c: usize, nodes: usize) {
         plans.keep(&doc);
         doc["summary"]["changed"].as_u64().unwrap_or(0)
     };
-    for (label, path) in [
-        ("Fleet /ui/", "/ui/".to_string()),
-        ("Placements /ui/placements (default window)", "/ui/placements".to_string()),
-        ("Placements, widest window (200 × 60)", "/ui/placements?perPage=200&clustersPerPage=60".to_string()),
+    let placed = || tx.borrow().placed.clone().expect("placed");
+    let model = profiles.model();
+    let fleet_of_which = || {
+        use fedsched::views::resources::{Figures, GroupBy, document_with, views};
+        bench("  of which: the members' figures (every cluster's nodes; once per pass)", 5, 1, || {
+            Figures::of(inputs.snapshots.iter(), model)
+        });
+        let figures = Figures::of(inputs.snapshots.iter(), model);
+        bench("  of which: the resources document (every cluster, by region, with the figures)", 5, 1, || {
+            document_with(&views(&inputs.snapshots, model, now), &GroupBy::Region, &figures, model)
+        });
+        let res = document_with(&views(&inputs.snapshots, model, now), &GroupBy::Region, &figures, model);
+        let zones: BTreeMap<String, String> =
+            inputs.snapshots.iter().map(|c| (c.name.clone(), c.zones.join(", "))).collect();
+        bench("  of which: the page's clusters' entries (stored snapshots, kept per version)", 5, 1, || {
+            let names = pages::fleet_names(&res, &zones, pages::FleetWindow::default());
+            let p = placed();
+            names
+                .iter()
+                .map(|n| {
+                    let r = p.replicas_by_cluster().get(n).copied().unwrap_or(0);
+                    fedsched::views::report::cluster_json(&rec.store, Some(&inputs.snapshots), now, n, r)
+                })
+                .count()
+        });
+    };
+    let matrix_of_which = || {
+        let clusters: Vec<(String, BTreeMap<String, String>)> =
+            inputs.snapshots.iter().map(|c| (c.name.clone(), c.labels.clone())).collect();
+        bench("  of which: the matrix (default window)", 5, 1, || {
+            matrix(&placed(), &clusters, &MatrixQuery::default())
+        });
+    };
+    let workload_of_which = || {
+        bench("  of which: explain", 5, 1, || {
+            let p = placed();
+            let source = fedsched::views::placed::Source::Pass(&p);
+            fedsched::views::explain::explain_from(&inputs, &rec.store, source, &profiles, &wr, now)
+        });
+        bench("  of which: history", 5, 1, || {
+            let p = placed();
+            let source = fedsched::views::placed::Source::Pass(&p);
+            let records = fedsched::views::report::history_from(&rec.store, source, &wr).expect("history");
+            fedsched::views::report::history_json(&rec.store, &records).map(|h| h.to_string().len())
+        });
+    };
+    let cluster_name = cluster.name.clone();
+    let cluster_of_which = || {
+        bench("  of which: its workloads (kept)", 5, 1, || cluster_workloads(&rec.store, &placed(), &cluster_name));
+        bench("  of which: its chart (48 stored versions, kept per version)", 5, 1, || {
+            let versions = rec.store.snapshot_versions(&cluster_name).expect("versions");
+            let store = &rec.store;
+            versions
+                .iter()
+                .rev()
+                .take(48)
+                .filter_map(|m| fedsched::views::report::stored_capacity(store, &cluster_name, m).ok())
+                .count()
+        });
+        bench("  (a stored version decoded: what each was before)", 5, 1, || {
+            let versions = rec.store.snapshot_versions(&cluster_name).expect("versions");
+            versions.last().and_then(|m| rec.store.snapshot(&cluster_name, m.version).ok()).is_some()
+        });
+    };
+    let nothing = || {};
+    let pages_list: [(&str, String, bool, &dyn Fn()); 6] = [
+        ("Fleet /ui/", "/ui/".to_string(), false, &fleet_of_which),
+        ("Placements /ui/placements (default window)", "/ui/placements".to_string(), true, &matrix_of_which),
+        (
+            "Placements, widest window (200 × 60)",
+            "/ui/placements?perPage=200&clustersPerPage=60".to_string(),
+            false,
+            &nothing,
+        ),
         (
             "Placements, filtered (namespace, label)",
             "/ui/placements?namespace=team-42&label=tier%3Dbatch&perPage=200&clustersPerPage=60".to_string(),
+            true,
+            &nothing,
         ),
-        ("Workload (the widest placement)", workload_page),
-        ("Cluster (49 snapshot versions, its workloads)", cluster_page),
-    ] {
+        ("Workload (the widest placement)", workload_page, true, &workload_of_which),
+        ("Cluster (49 snapshot versions, its workloads)", cluster_page, true, &cluster_of_which),
+    ];
+    for (label, path, first, of_which) in pages_list {
         let bytes = get(&path);
         bench(&format!("page {label}: {bytes} bytes"), 5, 1, || get(&path));
+        of_which();
+        if first {
+            bench("  the first request after a pass (its indexes built)", 5, 1, || {
+                new_pass();
+                get(&path)
+            });
+        }
     }
     for (label, all) in [("one template edited", false), ("every template edited", true)] {
         let changed = plan(all);

@@ -81,6 +81,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::store::{Store, StoreError};
 use crate::views::explain::{self, WorkloadRef};
+use crate::views::placed::Source;
 use crate::views::plan::{PlanFailure, PlanRequest};
 use crate::views::report;
 use crate::views::status::{Heartbeat, PassOutcome, StatusView};
@@ -727,12 +728,25 @@ async fn status(State(s): State<ApiState>) -> Response {
 
 async fn clusters(State(s): State<ApiState>) -> Response {
     let current = s.status.borrow().inputs.clone();
-    let store = s.store.clone();
     let now = s.clock.now_ms();
     blocking(move || {
-        report::clusters_json(&store, current.as_ref().map(|i| i.snapshots.as_slice()), now).map_err(store_error)
+        let placed = placed(&s).map_err(store_error)?;
+        let current = current.as_ref().map(|i| i.snapshots.as_slice());
+        report::clusters_json(&s.store, current, placed.replicas_by_cluster(), now).map_err(store_error)
     })
     .await
+}
+
+/// The placements of the last good pass as the daemon holds them (indexed on first use, kept
+/// with that pass: [`crate::views::placed`]); before the first good pass, the store's (read
+/// whole, on this request's blocking thread). Never waits for a pass: the status holds an
+/// `Arc` the pass swaps.
+fn placed(s: &ApiState) -> Result<Arc<crate::views::placed::Placed>, StoreError> {
+    let kept = s.status.borrow().placed.clone();
+    match kept {
+        Some(p) => Ok(p),
+        None => Ok(Arc::new(crate::views::placed::Placed::from_store(&s.store)?)),
+    }
 }
 
 async fn snapshots(State(s): State<ApiState>, UrlPath(name): UrlPath<String>) -> Response {
@@ -817,7 +831,7 @@ fn matrix_document(s: &ApiState, q: &crate::views::placements::MatrixQuery) -> R
         }
         None => Vec::new(),
     };
-    Ok(crate::views::placements::matrix(&s.store.placements()?, &clusters, q))
+    Ok(crate::views::placements::matrix(&*placed(s)?, &clusters, q))
 }
 
 async fn placements(State(s): State<ApiState>, uri: axum::http::Uri) -> Response {
@@ -829,8 +843,12 @@ async fn placements(State(s): State<ApiState>, uri: axum::http::Uri) -> Response
 }
 
 async fn cluster_workloads(State(s): State<ApiState>, UrlPath(name): UrlPath<String>) -> Response {
-    let store = s.store.clone();
-    blocking(move || crate::views::placements::cluster_workloads(&store, &name).map_err(store_error)).await
+    blocking(move || {
+        let placed = placed(&s).map_err(store_error)?;
+        let doc = crate::views::placements::cluster_workloads(&s.store, &placed, &name).map_err(store_error)?;
+        Ok(Value::clone(&doc))
+    })
+    .await
 }
 
 /// The inputs of the last good pass and the profiles it ran with (the configured ones, as the
@@ -857,9 +875,9 @@ async fn explain_workload(
         return error(StatusCode::SERVICE_UNAVAILABLE, "no good reconcile yet: nothing to explain from");
     };
     let r = workload_ref(&ns, &kind, &name);
-    let store = s.store.clone();
     let now = s.clock.now_ms();
     blocking(move || {
+        let placed = placed(&s).map_err(store_error)?;
         if inputs.set.find_template(&r.kind, r.namespace.as_deref(), &r.name).is_none() {
             return Err(Refusal::new(
                 StatusCode::NOT_FOUND,
@@ -871,7 +889,7 @@ async fn explain_workload(
                 ),
             ));
         }
-        explain::explain(&inputs, &store, &profiles, &r, now)
+        explain::explain_from(&inputs, &s.store, Source::Pass(&placed), &profiles, &r, now)
             .map_err(|e| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, e))
     })
     .await
@@ -879,10 +897,10 @@ async fn explain_workload(
 
 async fn history(State(s): State<ApiState>, UrlPath((ns, kind, name)): UrlPath<(String, String, String)>) -> Response {
     let r = workload_ref(&ns, &kind, &name);
-    let store = s.store.clone();
     blocking(move || {
-        let records = report::history_for(&store, &r).map_err(store_error)?;
-        report::history_json(&store, &records).map_err(store_error)
+        let placed = placed(&s).map_err(store_error)?;
+        let records = report::history_from(&s.store, Source::Pass(&placed), &r).map_err(store_error)?;
+        report::history_json(&s.store, &records).map_err(store_error)
     })
     .await
 }
@@ -910,15 +928,16 @@ async fn workload_status(
     UrlPath((ns, kind, name)): UrlPath<(String, String, String)>,
     axum::extract::Query(q): axum::extract::Query<StatusQuery>,
 ) -> Response {
-    use crate::views::workload_status::{StatusError, workload_document};
+    use crate::views::workload_status::{StatusError, workload_document_from};
     let opts = match q.options() {
         Ok(o) => o,
         Err(r) => return r.into_response(),
     };
     let r = workload_ref(&ns, &kind, &name);
-    let (store, now) = (s.store.clone(), s.clock.now_ms());
+    let now = s.clock.now_ms();
     blocking(move || {
-        workload_document(&store, &r, now, &opts).map_err(|e| match e {
+        let placed = placed(&s).map_err(store_error)?;
+        workload_document_from(&s.store, Source::Pass(&placed), &r, now, &opts).map_err(|e| match e {
             StatusError::NotPlaced(_) => Refusal::new(StatusCode::NOT_FOUND, e.to_string()),
             StatusError::Store(e) => store_error(e),
         })

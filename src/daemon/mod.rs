@@ -1037,7 +1037,7 @@ impl Daemon {
         let status = &self.status_tx;
         let metrics = &self.metrics;
         let ok = match joined {
-            Ok(Ok(Done { report, inputs, clusters, planner })) => {
+            Ok(Ok(Done { report, inputs, clusters, planner, placed })) => {
                 self.log_problems(&report);
                 let ph = &report.phases;
                 tracing::info!(
@@ -1086,6 +1086,7 @@ impl Daemon {
                     next.inputs = Some(inputs);
                     next.profiles = Some(profiles);
                     next.planner = Some(planner);
+                    next.placed = placed;
                     next.passes += 1;
                     *v = Arc::new(next);
                 });
@@ -1423,9 +1424,16 @@ impl PassJob {
             let result = r.reconcile(&inputs, &output_dir, trigger, clock.now_ms()).map(|mut report| {
                 report.phases.load += timings.load;
                 report.phases.poll += timings.poll;
-                let clusters = crate::views::status::cluster_statuses(&r.store, &inputs);
+                // The pass's own placements (shared `Arc`s, no store read) for the read side:
+                // the web view and the API index them on their own threads, on first use.
+                use crate::views::{placed::Placed, status::cluster_statuses};
+                let placed = r.placements().map(|p| Arc::new(Placed::new(p)));
+                let clusters = match &placed {
+                    Some(p) => cluster_statuses(&r.store, p, &inputs),
+                    None => Placed::from_store(&r.store).and_then(|p| cluster_statuses(&r.store, &p, &inputs)),
+                };
                 let planner = Arc::new(crate::views::plan::Planner { reconciler: Arc::downgrade(&r), live: view });
-                Done { report, inputs, clusters, planner }
+                Done { report, inputs, clusters, planner, placed }
             });
             (result, Some(targets), offline)
         })
@@ -1437,6 +1445,7 @@ struct Done {
     inputs: Arc<reconcile::Inputs>,
     clusters: Result<std::collections::BTreeMap<String, crate::views::status::ClusterStatus>, crate::store::StoreError>,
     planner: Arc<crate::views::plan::Planner>,
+    placed: Option<Arc<crate::views::placed::Placed>>,
 }
 
 fn publish_failure(status: &status_watch::Sender<Arc<StatusView>>, pass: PassStatus, policy_errors: Option<usize>) {

@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::policy::matching::PolicyIndex;
 use crate::policy::{ObjectKey, PolicyRef, Template};
 use crate::schedule::{ClusterVerdict, Fleet, Outcome, ScheduleResult};
-use crate::store::PlacementRecord;
 
 use super::Inputs;
 
@@ -17,12 +16,13 @@ pub const REQUIRED_BY_PREFIX: &str = "propagateDeps: required by ";
 
 /// Dependencies (templates in the repository) → the workloads that pull them: templates
 /// claimed by a policy with `propagateDeps: true` whose pod template references them. The
-/// claim uses the stored previous claimer (`previous`) like the pass does.
+/// claim uses the stored previous claimer (`previous_policy`: the policy of the template's
+/// placement) like the pass does.
 pub fn dependency_map(
     inputs: &Inputs,
-    previous: impl Fn(&Template) -> Option<PlacementRecord>,
+    previous_policy: impl Fn(&Template) -> Option<PolicyRef>,
 ) -> BTreeMap<ObjectKey, Vec<ObjectKey>> {
-    dependency_map_indexed(inputs, &PolicyIndex::new(&inputs.set), |t| previous(t).and_then(|p| p.policy))
+    dependency_map_indexed(inputs, &PolicyIndex::new(&inputs.set), previous_policy)
 }
 
 /// [`dependency_map`] over an index of the set, with the previous claimer of each template.

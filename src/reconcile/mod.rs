@@ -304,6 +304,15 @@ impl Reconciler {
         &self.settings
     }
 
+    /// The placements this reconciler holds after its last pass (the store's, kept in step
+    /// with what it wrote: [`cache`]), shared, not read again from the store; `None` when it
+    /// holds none it can vouch for (before its first pass, after a failed one). The lock is
+    /// the pass's: the daemon asks on the pass's thread, right after the pass.
+    pub fn placements(&self) -> Option<Vec<std::sync::Arc<crate::store::PlacementRecord>>> {
+        let kept = self.cache.lock().ok()?;
+        kept.record.loaded().then(|| kept.record.placements().values().cloned().collect())
+    }
+
     /// Runs one pass over validated inputs and publishes to `output_dir`.
     ///
     /// A reconciler remembers what it decided, recorded and published ([`cache`]); a pass

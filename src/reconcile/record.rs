@@ -98,6 +98,11 @@ impl Kept {
         &self.placements
     }
 
+    /// Whether the placements were read from the store (a pass ran since the cold start).
+    pub(super) fn loaded(&self) -> bool {
+        self.loaded
+    }
+
     /// Sets a workload's placement (noted for the recent placements' list).
     pub(super) fn set_placement(&mut self, p: Arc<PlacementRecord>) {
         if let Some(changed) = self.placements_changed.as_mut() {

@@ -13,6 +13,7 @@ use crate::schedule::{
     self, ClusterVerdict, ESTIMATOR_PREFIX, Fleet, Framework, Outcome, ScheduleRequest, ScheduleResult,
 };
 use crate::store::{PlacementRecord, Store};
+use crate::views::placed::Source;
 
 /// A parsed `KIND/NAMESPACE/NAME` argument (empty namespace = cluster-scoped).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +58,19 @@ pub fn explain(
     r: &WorkloadRef,
     now_ms: u64,
 ) -> Result<Value, String> {
+    explain_from(inputs, store, Source::Store(store), profiles, r, now_ms)
+}
+
+/// [`explain`] with the placements read from `placed`: the daemon's pass, whose inputs
+/// `inputs` are (its `requiredBy` map is made once per pass and kept with it).
+pub fn explain_from(
+    inputs: &Inputs,
+    store: &Store,
+    placed: Source<'_>,
+    profiles: &Profiles,
+    r: &WorkloadRef,
+    now_ms: u64,
+) -> Result<Value, String> {
     let set = &inputs.set;
     let t = set.find_template(&r.kind, r.namespace.as_deref(), &r.name).ok_or_else(|| {
         format!(
@@ -66,10 +80,17 @@ pub fn explain(
             r.name
         )
     })?;
-    let stored = store.placement(&t.key).map_err(|e| e.to_string())?;
-    let claim = matching::claim_with_previous(set, t, stored.as_ref().and_then(|p| p.policy.as_ref()));
-    let required_by =
-        dependency_map(inputs, |t| store.placement(&t.key).ok().flatten()).remove(&t.key).unwrap_or_default();
+    let stored = placed.placement(&t.key).map_err(|e| e.to_string())?;
+    let stored = stored.as_deref();
+    let claim = matching::claim_with_previous(set, t, stored.and_then(|p| p.policy.as_ref()));
+    let required_by = match placed {
+        Source::Store(_) => dependency_map(inputs, |t| store.placement(&t.key).ok().flatten()?.policy)
+            .remove(&t.key)
+            .unwrap_or_default(),
+        Source::Pass(p) => {
+            p.required_by(|| dependency_map(inputs, |t| p.policy_of(&t.key))).get(&t.key).cloned().unwrap_or_default()
+        }
+    };
     let last = store.last_history(&t.key).map_err(|e| e.to_string())?;
     let propagated = claim.is_some() || !required_by.is_empty();
     let profile = match (&last, &claim) {
@@ -124,7 +145,7 @@ pub fn explain(
         }
     }
     let ctx = Context { set, claim: claim.as_ref(), profile: &profile, required_by: &required_by, data: &data };
-    let mut doc = document(&ctx, &t.key, result.as_ref(), &verdicts, source, decided_at, stored.as_ref());
+    let mut doc = document(&ctx, &t.key, result.as_ref(), &verdicts, source, decided_at, stored);
     // Suspended and Lazy-held as the last recorded decision was (`fedsched get`); a workload
     // not decided yet: what its claiming policy suspends.
     let flags = match (&last, source) {

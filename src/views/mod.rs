@@ -2,6 +2,8 @@
 //! implementation each, shared by the CLI, the HTTP API and the output summary.
 //!
 //! - [`explain`]: why a workload went where it went (from the store and the policies).
+//! - [`placed`]: the current placements as a pass holds them, indexed for the views (the
+//!   daemon's), or read from the store (the CLI's).
 //! - [`placements`]: the workload × cluster matrix (filtered, paged) and one cluster's workloads.
 //! - [`plan`]: `fedsched plan`, what a change of the policy repository would do.
 //! - [`replay`]: `fedsched replay`, recorded decisions made again and compared.
@@ -36,6 +38,7 @@
 //! `replay.rs` (`fedsched plan`, `fedsched replay`: see "Plan and replay"). Views never write.
 
 pub mod explain;
+pub mod placed;
 pub mod placements;
 pub mod plan;
 pub mod replay;

@@ -4,11 +4,13 @@
 //! `/api/v1/clusters/{name}/workloads` and the web view's Placements and Cluster pages.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use crate::schedule::Outcome;
 use crate::store::{PlacementRecord, Store, StoreError};
+use crate::views::placed::Placed;
 
 /// The most rows (workloads) one page of the matrix holds.
 pub const MAX_ROWS: usize = 200;
@@ -151,38 +153,86 @@ pub fn workload_path(w: &crate::policy::ObjectKey) -> (String, String, String) {
 /// one window of the filtered clusters, with the totals. `clusters` are the fleet's clusters
 /// (name, labels) in name order; a cluster that holds a placement but is not among them (it
 /// left the fleet) is a column too when no label filter is set.
-pub fn matrix(
-    placements: &[PlacementRecord],
-    clusters: &[(String, BTreeMap<String, String>)],
-    q: &MatrixQuery,
-) -> Value {
+///
+/// The rows come from `placed`'s indexes: without a filter, the page's rows only are read;
+/// with filters, the rows of the smallest index that applies (the namespace's, the policy
+/// name's, the unschedulable ones, the label's clusters' placements), each checked against
+/// the others.
+pub fn matrix(placed: &Placed, clusters: &[(String, BTreeMap<String, String>)], q: &MatrixQuery) -> Value {
     let mut names: Vec<&str> = clusters.iter().filter(|(_, l)| q.label_matches(l)).map(|(n, _)| n.as_str()).collect();
     if q.label.is_none() {
-        let mut extra: Vec<&str> = placements
+        let extra = placed
+            .targeted()
             .iter()
-            .flat_map(|p| p.targets.keys().map(String::as_str))
-            .filter(|c| clusters.binary_search_by(|(n, _)| n.as_str().cmp(c)).is_err())
-            .collect();
-        extra.sort_unstable();
-        extra.dedup();
+            .map(String::as_str)
+            .filter(|c| clusters.binary_search_by(|(n, _)| n.as_str().cmp(c)).is_err());
         names.extend(extra);
         names.sort_unstable();
     }
-    let label_set: std::collections::HashSet<&str> = names.iter().copied().collect();
-    let rows: Vec<&PlacementRecord> = placements
-        .iter()
-        .filter(|p| q.row_matches(p))
-        .filter(|p| q.label.is_none() || p.targets.keys().any(|c| label_set.contains(c.as_str())))
-        .collect();
-    let pages = rows.len().div_ceil(q.per_page).max(1);
+    let label_set: std::collections::HashSet<&str> =
+        if q.label.is_some() { names.iter().copied().collect() } else { Default::default() };
+    let mut lists: Vec<&[u32]> = Vec::new();
+    if let Some(ns) = &q.namespace {
+        lists.push(placed.in_namespace((ns != "_").then_some(ns.as_str())));
+    }
+    if let Some(policy) = &q.policy {
+        lists.push(placed.of_policy(policy.rsplit('/').next().unwrap_or(policy)));
+    }
+    if q.state.as_deref() == Some("Unschedulable") {
+        lists.push(placed.unschedulable());
+    }
+    let smallest = lists.iter().map(|l| l.len()).min();
+    // The label's rows: the placements on its clusters (made only when that is the smallest).
+    let on_label: Option<Vec<u32>> = q.label.as_ref().and_then(|_| {
+        let size: usize = names.iter().map(|c| placed.on_cluster(c).len()).sum();
+        if smallest.is_some_and(|s| s <= size) || size >= placed.len() {
+            return None;
+        }
+        let mut rows: Vec<u32> = names.iter().flat_map(|c| placed.on_cluster(c).iter().copied()).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        Some(rows)
+    });
+    if let Some(rows) = &on_label {
+        lists.push(rows);
+    }
+    let filtered = q.namespace.is_some() || q.policy.is_some() || q.state.is_some() || q.label.is_some();
+    let rows: Vec<u32> = if !filtered {
+        Vec::new()
+    } else {
+        let all: Vec<u32>;
+        let base: &[u32] = match lists.iter().min_by_key(|l| l.len()) {
+            Some(l) => l,
+            None => {
+                all = placed.positions().collect();
+                &all
+            }
+        };
+        base.iter()
+            .copied()
+            .filter(|&i| {
+                let p = placed.at(i);
+                q.row_matches(p) && (q.label.is_none() || p.targets.keys().any(|c| label_set.contains(c.as_str())))
+            })
+            .collect()
+    };
+    let total = if filtered { rows.len() } else { placed.len() };
+    let pages = total.div_ceil(q.per_page).max(1);
     let page = q.page.min(pages);
     let cluster_pages = names.len().div_ceil(q.clusters_per_page).max(1);
     let cluster_page = q.cluster_page.min(cluster_pages);
     let window: Vec<&str> =
         names.iter().skip((cluster_page - 1) * q.clusters_per_page).take(q.clusters_per_page).copied().collect();
-    let shown = rows.iter().skip((page - 1) * q.per_page).take(q.per_page);
+    let first = (page - 1) * q.per_page;
+    let shown: Vec<u32> = if filtered {
+        rows.iter().skip(first).take(q.per_page).copied().collect()
+    } else {
+        placed.positions().skip(first).take(q.per_page).collect()
+    };
     let rows_json: Vec<Value> = shown
-        .map(|p| {
+        .into_iter()
+        .map(|i| {
+            let p = placed.at(i);
             let (ns, kind, name) = workload_path(&p.workload);
             let (state, reason) = match &p.result.outcome {
                 Outcome::Scheduled { .. } => ("Scheduled", None),
@@ -207,7 +257,7 @@ pub fn matrix(
         })
         .collect();
     json!({
-        "workloads": {"total": rows.len(), "page": page, "pages": pages, "perPage": q.per_page},
+        "workloads": {"total": total, "page": page, "pages": pages, "perPage": q.per_page},
         "clusters": {"total": names.len(), "page": cluster_page, "pages": cluster_pages, "perPage": q.clusters_per_page, "names": window},
         "rows": rows_json,
     })
@@ -216,21 +266,31 @@ pub fn matrix(
 /// `/api/v1/clusters/{name}/workloads`: what runs on a cluster (the placements that target it,
 /// with their replicas) and what was refused there (the placements whose last decision
 /// rejected it, with the filters' reasons), at most [`MAX_CLUSTER_ITEMS`] of each, with the
-/// totals.
-pub fn cluster_workloads(store: &Store, cluster: &str) -> Result<Value, StoreError> {
-    let placements = store.placements()?;
+/// totals. What runs comes from `placed`'s index of the cluster; what was refused asks every
+/// placement (in memory: nothing is decoded), once per pass and cluster: `placed` keeps the
+/// document for the last [`crate::views::placed::ON_CLUSTER_KEPT`] clusters asked for.
+pub fn cluster_workloads(store: &Store, placed: &Placed, cluster: &str) -> Result<Arc<Value>, StoreError> {
+    placed.cluster_document(cluster, || cluster_document(store, placed, cluster))
+}
+
+fn cluster_document(store: &Store, placed: &Placed, cluster: &str) -> Result<Value, StoreError> {
     let mut universes: BTreeMap<u64, Option<u32>> = BTreeMap::new();
     let (mut runs, mut refused) = (Vec::new(), Vec::new());
-    let (mut runs_total, mut refused_total, mut replicas) = (0usize, 0usize, 0i64);
-    for p in &placements {
-        let (ns, kind, name) = workload_path(&p.workload);
-        let w = json!({"namespace": ns, "kind": kind, "name": name});
-        if let Some(r) = p.targets.get(cluster) {
-            runs_total += 1;
-            replicas += i64::from(r.unwrap_or(0));
-            if runs.len() < MAX_CLUSTER_ITEMS {
-                runs.push(json!({"workload": w, "replicas": r, "file": p.files.get(cluster)}));
-            }
+    let (mut refused_total, mut replicas) = (0usize, 0i64);
+    let on = placed.on_cluster(cluster);
+    for &i in on {
+        let p = placed.at(i);
+        let r = p.targets.get(cluster).copied().flatten();
+        replicas += i64::from(r.unwrap_or(0));
+        if runs.len() < MAX_CLUSTER_ITEMS {
+            let (ns, kind, name) = workload_path(&p.workload);
+            let w = json!({"namespace": ns, "kind": kind, "name": name});
+            runs.push(json!({"workload": w, "replicas": r, "file": p.files.get(cluster)}));
+        }
+    }
+    for i in placed.positions() {
+        let p = placed.at(i);
+        if p.targets.contains_key(cluster) {
             continue;
         }
         let reasons = if let Some(v) = p.result.verdicts.iter().find(|v| v.name == cluster) {
@@ -251,13 +311,15 @@ pub fn cluster_workloads(store: &Store, cluster: &str) -> Result<Value, StoreErr
         if let Some(reasons) = reasons {
             refused_total += 1;
             if refused.len() < MAX_CLUSTER_ITEMS {
+                let (ns, kind, name) = workload_path(&p.workload);
+                let w = json!({"namespace": ns, "kind": kind, "name": name});
                 refused.push(json!({"workload": w, "reasons": reasons}));
             }
         }
     }
     Ok(json!({
         "cluster": cluster,
-        "runs": {"total": runs_total, "replicas": replicas, "items": runs},
+        "runs": {"total": on.len(), "replicas": replicas, "items": runs},
         "refused": {"total": refused_total, "items": refused},
     }))
 }

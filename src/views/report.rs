@@ -21,12 +21,19 @@ use crate::views::explain::{WorkloadRef, format_ms};
 /// The history of the workload a reference names: its current placement's history, or, for
 /// a workload no longer placed, the history that is still kept. Empty when there is none.
 pub fn history_for(store: &Store, r: &WorkloadRef) -> Result<Vec<HistoryRecord>, StoreError> {
-    for p in store.placements()? {
-        if r.matches(&p.workload) {
-            let records = store.history(&p.workload)?;
-            if !records.is_empty() {
-                return Ok(records);
-            }
+    history_from(store, crate::views::placed::Source::Store(store), r)
+}
+
+/// [`history_for`] with the current placements read from `placed` (the daemon's pass).
+pub fn history_from(
+    store: &Store,
+    placed: crate::views::placed::Source<'_>,
+    r: &WorkloadRef,
+) -> Result<Vec<HistoryRecord>, StoreError> {
+    for p in placed.matching(r)? {
+        let records = store.history(&p.workload)?;
+        if !records.is_empty() {
+            return Ok(records);
         }
     }
     // A removed workload has no placement any more: its history is still kept.
@@ -252,7 +259,7 @@ pub fn snapshots_text(doc: &Value) -> String {
 }
 
 /// Replicas placed per cluster by the current placements.
-pub fn replicas_by_cluster(placements: &[PlacementRecord]) -> BTreeMap<String, i64> {
+pub fn replicas_by_cluster<'a>(placements: impl IntoIterator<Item = &'a PlacementRecord>) -> BTreeMap<String, i64> {
     let mut out = BTreeMap::new();
     for p in placements {
         for (c, r) in &p.targets {
@@ -271,8 +278,13 @@ fn resources_json(list: &ResourceList) -> Value {
 /// snapshot age and the replicas placed on it. The age counts from the observation of the
 /// pass's snapshot (a watched member: its last event or bookmark), not from the store's
 /// `lastSeen`, which an unchanged snapshot refreshes only every minute.
-pub fn clusters_json(store: &Store, current: Option<&[ClusterSnapshot]>, now_ms: u64) -> Result<Value, StoreError> {
-    let replicas = replicas_by_cluster(&store.placements()?);
+/// `replicas`: per cluster, as [`replicas_by_cluster`] sums them.
+pub fn clusters_json(
+    store: &Store,
+    current: Option<&[ClusterSnapshot]>,
+    replicas: &BTreeMap<String, i64>,
+    now_ms: u64,
+) -> Result<Value, StoreError> {
     let mut items = Vec::new();
     for name in store.clusters()? {
         let r = replicas.get(&name).copied().unwrap_or(0);
@@ -298,10 +310,64 @@ pub fn cluster_json(
         },
         None => 0,
     };
-    let Some((meta, snap)) = store.latest_snapshot(name)? else { return Ok(None) };
+    let Some(meta) = store.snapshot_head(name)? else { return Ok(None) };
+    let Some(stored) = stored_entry(store, name, &meta)? else {
+        return Err(StoreError::Inconsistent(format!(
+            "head of cluster {name} names version {} which is not stored",
+            meta.version
+        )));
+    };
     // The pass's observation, when it is of this content (the stored head's).
     let observed = if observed >= meta.first_seen_ms { observed } else { 0 };
-    let observed_at = snap.observed_at_ms(meta.last_seen_ms.max(observed));
+    let observed_at = stored.polled_at_ms.max(meta.last_seen_ms.max(observed));
+    let mut entry = stored.fields.clone();
+    entry.insert("confidence".into(), json!(meta.confidence));
+    entry.insert(
+        "snapshot".into(),
+        json!({
+            "version": meta.version,
+            "hash": format!("{:016x}", meta.hash),
+            "firstSeen": format_ms(meta.first_seen_ms),
+            "lastSeen": format_ms(meta.last_seen_ms),
+            "observedAt": format_ms(observed_at),
+            "ageSeconds": now_ms.saturating_sub(observed_at) as f64 / 1000.0,
+        }),
+    );
+    entry.insert("replicas".into(), json!(replicas));
+    Ok(Some(Value::Object(entry)))
+}
+
+/// What an entry of `/api/v1/clusters` takes from a stored snapshot's content (the rest is
+/// its head's meta, the pass and the time).
+struct StoredEntry {
+    /// The snapshot's own observation time (its freshness), 0 without one.
+    polled_at_ms: u64,
+    fields: serde_json::Map<String, Value>,
+}
+
+/// The most stored entries [`stored_entry`] keeps.
+const STORED_ENTRIES_KEPT: usize = 8192;
+
+/// A stored version's [`StoredEntry`]: a version never changes once stored (a new content is
+/// a new version), so it is decoded once per process and kept by store, cluster, version and
+/// content hash (at most [`STORED_ENTRIES_KEPT`]; all forgotten when full). The Fleet page
+/// reads a page of clusters per request without decoding their snapshots (nodes and pods)
+/// again.
+fn stored_entry(
+    store: &Store,
+    name: &str,
+    meta: &SnapshotMeta,
+) -> Result<Option<std::sync::Arc<StoredEntry>>, StoreError> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Kept = Mutex<HashMap<(std::path::PathBuf, String, u64, u64), Arc<StoredEntry>>>;
+    static KEPT: OnceLock<Kept> = OnceLock::new();
+    let kept = KEPT.get_or_init(Default::default);
+    let key = (store.db_path().to_path_buf(), name.to_string(), meta.version, meta.hash);
+    if let Some(e) = kept.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(Some(Arc::clone(e)));
+    }
+    let Some(snap) = store.snapshot(name, meta.version)? else { return Ok(None) };
     let (state, reason) = health_parts(&snap.health);
     let capacity = snap.summary.as_ref().map(|s| {
         json!({
@@ -315,7 +381,7 @@ pub fn cluster_json(
         crate::model::SnapshotSource::Offline { file } => json!({"offline": file}),
         crate::model::SnapshotSource::Live { endpoint } => json!({"live": endpoint}),
     };
-    Ok(Some(json!({
+    let fields = match json!({
         "name": name,
         "state": state,
         "reason": reason,
@@ -326,15 +392,22 @@ pub fn cluster_json(
         "labels": snap.labels,
         "taints": snap.taints.iter().map(|t| json!({"key": t.key, "value": t.value, "effect": format!("{:?}", t.effect)})).collect::<Vec<_>>(),
         "capacity": capacity,
-        "confidence": meta.confidence,
-        "snapshot": {
-            "version": meta.version,
-            "hash": format!("{:016x}", meta.hash),
-            "firstSeen": format_ms(meta.first_seen_ms),
-            "lastSeen": format_ms(meta.last_seen_ms),
-            "observedAt": format_ms(observed_at),
-            "ageSeconds": now_ms.saturating_sub(observed_at) as f64 / 1000.0,
-        },
-        "replicas": replicas,
-    })))
+    }) {
+        Value::Object(fields) => fields,
+        _ => serde_json::Map::new(),
+    };
+    let entry = Arc::new(StoredEntry { polled_at_ms: snap.observed_at_ms(0), fields });
+    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+    if kept.len() >= STORED_ENTRIES_KEPT {
+        kept.clear();
+    }
+    kept.insert(key, Arc::clone(&entry));
+    Ok(Some(entry))
+}
+
+/// A stored version's capacity as `/api/v1/clusters` shows it (`allocatable`, `allocated`,
+/// `allocating`, `available`; null without a summary), kept as [`stored_entry`] keeps it;
+/// `None` when the version is not stored. The Cluster page's chart.
+pub fn stored_capacity(store: &Store, name: &str, meta: &SnapshotMeta) -> Result<Option<Value>, StoreError> {
+    Ok(stored_entry(store, name, meta)?.map(|e| e.fields.get("capacity").cloned().unwrap_or(Value::Null)))
 }

@@ -227,19 +227,58 @@ fn amounts_json(name: &str, a: &Amounts, n: Option<&Normalised>) -> Value {
     v
 }
 
+/// What the document takes from the members' snapshots alone, not from the time: the
+/// dimensions it shows and, per member, its amounts, normalised CPU (from its nodes) and GPUs
+/// by model. The web view makes it once per pass ([`crate::views::placed::Placed::figures`]);
+/// [`document`] makes it for its call.
+#[derive(Debug, Default)]
+pub struct Figures {
+    dims: Vec<String>,
+    by_cluster: std::collections::HashMap<String, ClusterFigures>,
+}
+
+#[derive(Debug)]
+struct ClusterFigures {
+    amounts: BTreeMap<String, Amounts>,
+    cpu: Normalised,
+    gpus: Vec<Value>,
+}
+
+impl Figures {
+    /// The figures of `snapshots` (each cluster once: the first of a name).
+    pub fn of<'a>(snapshots: impl Iterator<Item = &'a ClusterSnapshot> + Clone, settings: &ModelSettings) -> Figures {
+        let registered = Dimensions::new(settings);
+        let mut dims: Vec<String> = registered
+            .iter()
+            .filter(|d| d.summary_free(&Default::default()).is_some())
+            .map(|d| d.name().to_string())
+            .filter(|d| snapshots.clone().any(|c| c.summary.as_ref().is_some_and(|s| s.allocatable.get(d) > 0)))
+            .collect();
+        if dims.is_empty() {
+            dims = vec!["cpu".into(), "memory".into(), "pods".into()];
+        }
+        let mut by_cluster = std::collections::HashMap::new();
+        for c in snapshots {
+            by_cluster.entry(c.name.clone()).or_insert_with(|| ClusterFigures {
+                amounts: cluster_amounts(c, &dims),
+                cpu: cluster_cpu(c, settings),
+                gpus: gpu_models(c),
+            });
+        }
+        Figures { dims, by_cluster }
+    }
+}
+
 /// The document: groups in name order, each with its clusters, totals per dimension and
 /// confidence (lowest and mean).
 pub fn document(views: &[ClusterView], by: &GroupBy, settings: &ModelSettings) -> Value {
-    let registered = Dimensions::new(settings);
-    let mut dims: Vec<String> = registered
-        .iter()
-        .filter(|d| d.summary_free(&Default::default()).is_some())
-        .map(|d| d.name().to_string())
-        .filter(|d| views.iter().any(|v| v.snapshot.summary.as_ref().is_some_and(|s| s.allocatable.get(d) > 0)))
-        .collect();
-    if dims.is_empty() {
-        dims = vec!["cpu".into(), "memory".into(), "pods".into()];
-    }
+    document_with(views, by, &Figures::of(views.iter().map(|v| &v.snapshot), settings), settings)
+}
+
+/// [`document`] with the figures of the views' snapshots made already (a member `figures`
+/// does not have is figured here).
+pub fn document_with(views: &[ClusterView], by: &GroupBy, figures: &Figures, settings: &ModelSettings) -> Value {
+    let dims = figures.dims.clone();
     let mut groups: BTreeMap<String, Vec<&ClusterView>> = BTreeMap::new();
     for v in views {
         groups.entry(by.key(&v.snapshot)).or_default().push(v);
@@ -250,9 +289,20 @@ pub fn document(views: &[ClusterView], by: &GroupBy, settings: &ModelSettings) -
         let mut cpu_total = Normalised::default();
         let mut clusters = Vec::new();
         for v in &members {
-            let amounts = cluster_amounts(&v.snapshot, &dims);
-            let cpu = cluster_cpu(&v.snapshot, settings);
-            for (d, a) in &amounts {
+            let made;
+            let f = match figures.by_cluster.get(&v.snapshot.name) {
+                Some(f) => f,
+                None => {
+                    made = ClusterFigures {
+                        amounts: cluster_amounts(&v.snapshot, &dims),
+                        cpu: cluster_cpu(&v.snapshot, settings),
+                        gpus: gpu_models(&v.snapshot),
+                    };
+                    &made
+                }
+            };
+            let (amounts, cpu) = (&f.amounts, f.cpu);
+            for (d, a) in amounts {
                 let t = totals.entry(d.clone()).or_default();
                 t.capacity = t.capacity.saturating_add(a.capacity);
                 t.allocated = t.allocated.saturating_add(a.allocated);
@@ -272,9 +322,8 @@ pub fn document(views: &[ClusterView], by: &GroupBy, settings: &ModelSettings) -
                 "ageSeconds": v.age_ms.map(|a| a / 1000),
                 "resources": resources,
             });
-            let gpus = gpu_models(&v.snapshot);
-            if !gpus.is_empty() {
-                cluster["gpuModels"] = json!(gpus);
+            if !f.gpus.is_empty() {
+                cluster["gpuModels"] = json!(f.gpus);
             }
             clusters.push(cluster);
         }

@@ -92,6 +92,10 @@ pub struct StatusView {
     /// together with `inputs`: the API's explain and resources answer with them, as the CLI
     /// does with the configured ones.
     pub profiles: Option<Arc<Profiles>>,
+    /// The placements of the last good pass, as its reconciler holds them, with the indexes
+    /// the views read them by (set together with `inputs`; `None` before the first good pass:
+    /// the API reads the store then).
+    pub placed: Option<Arc<crate::views::placed::Placed>>,
     /// What `fedsched plan` asks the daemon to plan with: the reconciler and live members of
     /// the last good pass (`POST /api/v1/plan`).
     pub planner: Option<Arc<crate::views::plan::Planner>>,
@@ -192,14 +196,17 @@ impl Heartbeat {
 
 /// The per-cluster status after a good pass: each member of `inputs`, with its stored
 /// snapshot head and the replicas the current placements put on it.
+/// The replicas come from `placed` (the pass's placements, in memory), the heads' metas from
+/// the store (not the snapshots' contents).
 pub fn cluster_statuses(
     store: &crate::store::Store,
+    placed: &crate::views::placed::Placed,
     inputs: &Inputs,
 ) -> Result<BTreeMap<String, ClusterStatus>, crate::store::StoreError> {
-    let replicas = crate::views::report::replicas_by_cluster(&store.placements()?);
+    let replicas = placed.replicas_by_cluster();
     let mut out = BTreeMap::new();
     for snap in &inputs.snapshots {
-        let Some((meta, _)) = store.latest_snapshot(&snap.name)? else { continue };
+        let Some(meta) = store.snapshot_head(&snap.name)? else { continue };
         out.insert(
             snap.name.clone(),
             ClusterStatus {

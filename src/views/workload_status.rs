@@ -388,7 +388,18 @@ pub enum StatusError {
 
 /// The status document of one workload (`fedsched status KIND/NS/NAME -o json`).
 pub fn workload_document(store: &Store, r: &WorkloadRef, now_ms: u64, opts: &Options) -> Result<Value, StatusError> {
-    let p = store.placements()?.into_iter().find(|p| r.matches(&p.workload)).ok_or_else(|| {
+    workload_document_from(store, crate::views::placed::Source::Store(store), r, now_ms, opts)
+}
+
+/// [`workload_document`] with the placement read from `placed` (the daemon's pass).
+pub fn workload_document_from(
+    store: &Store,
+    placed: crate::views::placed::Source<'_>,
+    r: &WorkloadRef,
+    now_ms: u64,
+    opts: &Options,
+) -> Result<Value, StatusError> {
+    let p = placed.matching(r)?.into_iter().next().ok_or_else(|| {
         StatusError::NotPlaced(format!("{}/{}/{}", r.kind, r.namespace.as_deref().unwrap_or(""), r.name))
     })?;
     let mut doc = to_json(&status_of(store, &mut Members::default(), &p, now_ms, opts)?, now_ms);

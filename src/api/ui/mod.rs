@@ -10,6 +10,11 @@
 //! | `/ui/clusters/{name}` | `/api/v1/clusters`, `…/snapshots`, `…/workloads` |
 //! | `/ui/plan` | the last plan `POST /api/v1/plan` answered |
 //!
+//! The placements a page shows are the last good pass's as its reconciler holds them
+//! ([`crate::views::placed::Placed`] in the status, an `Arc` the next pass replaces), indexed
+//! on a page's blocking thread the first time one asks: no page decodes every placement from
+//! the store or takes a lock a pass takes (before the first good pass, the store's).
+//!
 //! Every answer carries a Content-Security-Policy that allows only the daemon's own stylesheet
 //! and icon (no script, no inline style, no frame, forms only to the daemon), `nosniff`,
 //! `no-referrer` and `no-store`.
@@ -33,7 +38,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::Value;
 
-use super::{ApiState, authorize, good_pass, status_json, workload_ref};
+use super::{ApiState, authorize, good_pass, placed, status_json, workload_ref};
 use crate::views::placements::MatrixQuery;
 
 /// The Content-Security-Policy of every `/ui/` answer.
@@ -252,17 +257,29 @@ async fn fleet(State(s): State<ApiState>, headers: HeaderMap, uri: Uri) -> Respo
         Err(_) => return see_other("/ui/login"),
     };
     render(s, &headers, "Fleet", move |s| {
-        let current = s.status.borrow().inputs.clone();
         let now = s.clock.now_ms();
-        let clusters =
-            crate::views::report::clusters_json(&s.store, current.as_ref().map(|i| i.snapshots.as_slice()), now)
+        let Some((inputs, profiles)) = good_pass(s) else {
+            return Ok(("Fleet".into(), pages::fleet(&Value::Null, None, &Default::default(), window)));
+        };
+        use crate::views::resources::{Figures, GroupBy, document_with, views};
+        let model = profiles.model();
+        // The members' figures (their nodes summed) once per pass; the confidences now.
+        let placed = placed(s).map_err(store_failed)?;
+        let figures = placed.figures(|| Figures::of(inputs.snapshots.iter(), model));
+        let resources = document_with(&views(&inputs.snapshots, model, now), &GroupBy::Region, figures, model);
+        let zones: std::collections::BTreeMap<String, String> =
+            inputs.snapshots.iter().map(|c| (c.name.clone(), c.zones.join(", "))).collect();
+        // Only the page's clusters: their entries of `/api/v1/clusters` (one stored snapshot
+        // each), not the fleet's.
+        let mut items = Vec::new();
+        for name in pages::fleet_names(&resources, &zones, window) {
+            let replicas = placed.replicas_by_cluster().get(&name).copied().unwrap_or(0);
+            let entry = crate::views::report::cluster_json(&s.store, Some(&inputs.snapshots), now, &name, replicas)
                 .map_err(store_failed)?;
-        let resources = good_pass(s).map(|(inputs, profiles)| {
-            let model = profiles.model();
-            let views = crate::views::resources::views(&inputs.snapshots, model, now);
-            crate::views::resources::document(&views, &crate::views::resources::GroupBy::Region, model)
-        });
-        Ok(("Fleet".into(), pages::fleet(&clusters, resources.as_ref(), window)))
+            items.extend(entry);
+        }
+        let clusters = serde_json::json!({ "clusters": items });
+        Ok(("Fleet".into(), pages::fleet(&clusters, Some(&resources), &zones, window)))
     })
     .await
 }
@@ -296,11 +313,13 @@ async fn workload(
             return Err((StatusCode::NOT_FOUND, format!("no resource template {title} in the policy repository")));
         };
         let key = template.key.clone();
-        let explain = crate::views::explain::explain(&inputs, &s.store, &profiles, &r, s.clock.now_ms())
+        let placed = placed(s).map_err(store_failed)?;
+        let source = crate::views::placed::Source::Pass(&placed);
+        let explain = crate::views::explain::explain_from(&inputs, &s.store, source, &profiles, &r, s.clock.now_ms())
             .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-        let records = crate::views::report::history_for(&s.store, &r).map_err(store_failed)?;
+        let records = crate::views::report::history_from(&s.store, source, &r).map_err(store_failed)?;
         let history = crate::views::report::history_json(&s.store, &records).map_err(store_failed)?;
-        let files = match s.store.placement(&key).map_err(store_failed)? {
+        let files = match placed.get(&key) {
             Some(p) => p.files.iter().map(|(c, f)| (c.clone(), f.clone(), read_output(&s.output_dir, c, f))).collect(),
             None => Vec::new(),
         };
@@ -331,13 +350,19 @@ fn read_output(out: &std::path::Path, cluster: &str, file: &str) -> Option<Strin
 
 async fn cluster(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Response {
     render(s, &headers, "", move |s| {
-        if !s.store.clusters().map_err(store_failed)?.contains(&name) {
+        let known = match s.store.snapshot_head(&name) {
+            Ok(head) => head.is_some(),
+            Err(crate::store::StoreError::InvalidName { .. }) => false,
+            Err(e) => return Err(store_failed(e)),
+        };
+        if !known {
             return Err((StatusCode::NOT_FOUND, format!("no cluster {name:?} is known")));
         }
         let current = s.status.borrow().inputs.clone();
         // What runs here (and so the replicas `/api/v1/clusters` sums for it), then this one
         // cluster's entry of `/api/v1/clusters`: not the whole fleet's.
-        let workloads = crate::views::placements::cluster_workloads(&s.store, &name).map_err(store_failed)?;
+        let placed = placed(s).map_err(store_failed)?;
+        let workloads = crate::views::placements::cluster_workloads(&s.store, &placed, &name).map_err(store_failed)?;
         let replicas = workloads["runs"]["replicas"].as_i64().unwrap_or(0);
         let listed = crate::views::report::cluster_json(
             &s.store,
@@ -350,16 +375,17 @@ async fn cluster(State(s): State<ApiState>, headers: HeaderMap, UrlPath(name): U
         let versions = s.store.snapshot_versions(&name).map_err(store_failed)?;
         let snapshots = crate::views::report::snapshots_json(&name, &versions);
         let mut points = Vec::new();
-        // The chart reads the last 48 versions (one snapshot each).
+        // The chart reads the last 48 versions (each decoded once per process: a stored
+        // version never changes).
         for meta in versions.iter().rev().take(48).rev() {
-            let Some(snap) = s.store.snapshot(&name, meta.version).map_err(store_failed)? else { continue };
-            let v = crate::views::report::snapshot_version_json(&name, meta.version, &snap);
-            let sum = &v["summary"];
+            let Some(sum) = crate::views::report::stored_capacity(&s.store, &name, meta).map_err(store_failed)? else {
+                continue;
+            };
             points.push(pages::Point {
                 version: meta.version,
                 at: crate::views::explain::format_ms(meta.first_seen_ms),
                 capacity: html::quantity(&sum["allocatable"]["cpu"]),
-                free: html::quantity(&sum["free"]["cpu"]),
+                free: html::quantity(&sum["available"]["cpu"]),
             });
         }
         Ok((format!("Cluster {name}"), pages::cluster(listed.as_ref(), &snapshots, &points, &workloads)))

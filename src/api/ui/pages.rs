@@ -153,7 +153,15 @@ impl FleetWindow {
 /// region, then zone, each with health, data age and confidence, replicas, labels, taints and
 /// its bars (from `/api/v1/clusters` and `/api/v1/resources?by=region`); [`FleetWindow`]'s page
 /// of clusters at a time (in region, zone, name order), so a fleet of 1,000 is a light page.
-pub fn fleet(clusters: &Value, resources: Option<&Value>, window: FleetWindow) -> String {
+///
+/// `zones`: every cluster's zones joined with `, ` (the pass's snapshots: the order needs every
+/// cluster's, while `clusters` need only hold the page's, [`fleet_names`]).
+pub fn fleet(
+    clusters: &Value,
+    resources: Option<&Value>,
+    zones: &BTreeMap<String, String>,
+    window: FleetWindow,
+) -> String {
     let listed: BTreeMap<&str, &Value> =
         clusters["clusters"].as_array().into_iter().flatten().filter_map(|c| Some((c["name"].as_str()?, c))).collect();
     let Some(res) = resources else {
@@ -179,14 +187,7 @@ pub fn fleet(clusters: &Value, resources: Option<&Value>, window: FleetWindow) -
             (region, card)
         })
         .collect();
-    let zone_of = |c: &Value| {
-        listed
-            .get(c["name"].as_str().unwrap_or(""))
-            .and_then(|l| l["zones"].as_array())
-            .map(|z| z.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
-            .filter(|z| !z.is_empty())
-            .unwrap_or_else(|| "(no zone)".into())
-    };
+    let zone_of = |c: &Value| zone_of(c, &listed, zones);
     // (region, zone, name) → card, in that order.
     let mut all: BTreeMap<(&str, String, &str), &Value> = BTreeMap::new();
     for g in res["groups"].as_array().into_iter().flatten() {
@@ -234,6 +235,42 @@ pub fn fleet(clusters: &Value, resources: Option<&Value>, window: FleetWindow) -
     }
     out.push_str(&pager("clusters", page as u64, pages as u64, href));
     out
+}
+
+/// A cluster's zones as the Fleet page groups by them: from `zones`, else from its entry of
+/// `/api/v1/clusters`.
+fn zone_of(c: &Value, listed: &BTreeMap<&str, &Value>, zones: &BTreeMap<String, String>) -> String {
+    let name = c["name"].as_str().unwrap_or("");
+    zones
+        .get(name)
+        .cloned()
+        .or_else(|| {
+            let z = listed.get(name)?["zones"].as_array()?;
+            Some(z.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+        })
+        .filter(|z| !z.is_empty())
+        .unwrap_or_else(|| "(no zone)".into())
+}
+
+/// The names of the clusters [`fleet`] shows on `window`'s page, in its order (region, zone,
+/// name), from the resources document and `zones` alone: the caller reads only these
+/// clusters' stored snapshots.
+pub fn fleet_names(resources: &Value, zones: &BTreeMap<String, String>, window: FleetWindow) -> Vec<String> {
+    let none = BTreeMap::new();
+    let mut all: Vec<(&str, String, &str)> = resources["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| {
+            let region = g["group"].as_str().unwrap_or("(none)");
+            g["clusters"].as_array().into_iter().flatten().map(move |c| (region, c))
+        })
+        .map(|(region, c)| (region, zone_of(c, &none, zones), c["name"].as_str().unwrap_or("")))
+        .collect();
+    all.sort();
+    let pages = all.len().div_ceil(window.per_page).max(1);
+    let first = (window.page.min(pages) - 1) * window.per_page;
+    all.into_iter().skip(first).take(window.per_page).map(|(_, _, n)| n.to_string()).collect()
 }
 
 /// The totals of each region of the resources document: one bar per dimension (and

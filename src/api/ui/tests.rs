@@ -34,7 +34,10 @@ fn hostile_names_and_labels_are_text_on_every_page() {
     let clusters = json!({"clusters": [{"name": HOSTILE, "zones": [HOSTILE], "labels": {HOSTILE: HOSTILE}, "taints": [{"key": HOSTILE, "value": HOSTILE, "effect": "NoSchedule"}], "replicas": 1, "snapshot": {"ageSeconds": 1.0}}]});
     let resources = json!({"dimensions": [HOSTILE, "cpu"], "groups": [{"group": HOSTILE, "clusters": [{"name": HOSTILE, "health": HOSTILE, "reason": HOSTILE, "confidence": 1.0, "source": HOSTILE,
         "resources": {HOSTILE: {"allocated": HOSTILE, "capacity": "1", "free": "1"}, "cpu": {"allocated": "1", "capacity": "2", "free": "1", "normalised": {"allocated": 1.0, "capacity": 2.0, "free": 1.0}}}}]}]});
-    assert_inert(&pages::fleet(&clusters, Some(&resources), pages::FleetWindow::default()), "fleet");
+    assert_inert(
+        &pages::fleet(&clusters, Some(&resources), &Default::default(), pages::FleetWindow::default()),
+        "fleet",
+    );
 
     let explain = json!({
         "policy": {"kind": "PropagationPolicy", "namespace": HOSTILE, "name": HOSTILE},
@@ -218,7 +221,7 @@ fn the_fleet_page_has_bars_for_every_cluster_and_dimension() {
             "memory": {"allocated": "8Gi", "capacity": "32Gi", "free": "24Gi"},
             "example.com/fpga": {"allocated": "1", "capacity": "2", "free": "1"}},
         "gpuModels": [{"model": "A100", "resource": "nvidia.com/gpu", "allocated": "1", "capacity": "4", "free": "3"}]}]}]});
-    let html = pages::fleet(&clusters, Some(&resources), pages::FleetWindow::default());
+    let html = pages::fleet(&clusters, Some(&resources), &Default::default(), pages::FleetWindow::default());
     let card = |name: &str| {
         let at = html
             .find(&format!("<h5><a href=\"/ui/clusters/{name}\">"))
@@ -276,10 +279,20 @@ fn the_fleet_page_is_paged() {
     let cpu = json!({"cpu": {"allocated": "1", "capacity": "2", "free": "1"}});
     let resources = json!({"dimensions": ["cpu"], "groups": [{"group": "r", "resources": cpu, "confidence": {"min": 1.0, "mean": 1.0},
         "clusters": names.iter().map(|n| json!({"name": n, "health": "Ready", "resources": cpu})).collect::<Vec<_>>()}]});
-    let html = pages::fleet(&clusters, Some(&resources), pages::FleetWindow { page: 2, per_page: 2 });
+    let window = pages::FleetWindow { page: 2, per_page: 2 };
+    let html = pages::fleet(&clusters, Some(&resources), &Default::default(), window);
     let cards: Vec<&str> =
         html.match_indices("<h5><a href=\"/ui/clusters/").map(|(i, _)| &html[i + 26..i + 28]).collect();
     assert_eq!(cards, ["c2", "c3"], "{html}");
+    // The handler reads the stored snapshots of these only.
+    assert_eq!(pages::fleet_names(&resources, &Default::default(), window), ["c2", "c3"]);
+    // Zones order clusters within a region: c0 and c4 in zone a come first.
+    let zones = names.iter().map(|c| (c.clone(), if c == "c0" || c == "c4" { "a" } else { "b" }.to_string())).collect();
+    assert_eq!(pages::fleet_names(&resources, &zones, pages::FleetWindow { page: 1, per_page: 3 }), ["c0", "c4", "c1"]);
+    let zoned = pages::fleet(&clusters, Some(&resources), &zones, pages::FleetWindow { page: 1, per_page: 3 });
+    let cards: Vec<&str> =
+        zoned.match_indices("<h5><a href=\"/ui/clusters/").map(|(i, _)| &zoned[i + 26..i + 28]).collect();
+    assert_eq!(cards, ["c0", "c4", "c1"], "the page and the names agree: {zoned}");
     assert!(html.contains("clusters page 2 of 3"), "{html}");
     assert!(html.contains("href=\"/ui/?page=1&amp;perPage=2\" rel=\"prev\""), "{html}");
     assert!(html.contains("href=\"/ui/?page=3&amp;perPage=2\" rel=\"next\""), "{html}");
