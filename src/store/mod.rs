@@ -197,6 +197,9 @@ struct Inner {
     /// Fingerprints of the Secrets published encrypted, and their key ([`sealed`]).
     sealed: sled::Tree,
     db_path: PathBuf,
+    /// Placements decoded from the `placements` tree since the store was opened
+    /// ([`Store::placements_decoded`]).
+    placements_decoded: std::sync::atomic::AtomicU64,
     /// Holds the exclusive lock; declared last so that it is released after sled closes.
     _lock: File,
 }
@@ -368,6 +371,7 @@ impl Store {
             sealed: tree("sealed")?,
             db,
             db_path,
+            placements_decoded: Default::default(),
             _lock: lock,
         };
         let store = Store { inner: Arc::new(inner), dry: None };
@@ -736,9 +740,18 @@ impl Store {
     /// The current placement of a workload.
     pub fn placement(&self, key: &ObjectKey) -> Result<Option<PlacementRecord>, StoreError> {
         match self.inner.placements.get(keys::workload(key)?).map_err(|e| self.err(e))? {
-            Some(v) => Ok(Some(decode::<PlacementRecord>(&v)?)),
+            Some(v) => {
+                self.inner.placements_decoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(Some(decode::<PlacementRecord>(&v)?))
+            }
             None => Ok(None),
         }
+    }
+
+    /// How many placements this store (all its handles) decoded since it was opened: what a
+    /// reader that should use the pass's placements (the web view, the API) must not grow.
+    pub fn placements_decoded(&self) -> u64 {
+        self.inner.placements_decoded.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every placement, ordered by [`ObjectKey::store_key`].
@@ -747,6 +760,7 @@ impl Store {
         for kv in self.inner.placements.iter() {
             values.push(kv.map_err(|e| self.err(e))?.1);
         }
+        self.inner.placements_decoded.fetch_add(values.len() as u64, std::sync::atomic::Ordering::Relaxed);
         decode_all(&values).into_iter().collect()
     }
 

@@ -305,3 +305,124 @@ fn the_fleet_page_is_paged() {
     assert!(pages::FleetWindow::from_pairs(&pairs(&[("page", "0")])).is_err());
     assert!(pages::FleetWindow::from_pairs(&pairs(&[("what", "1")])).is_err());
 }
+
+/// A reconciled fleet of `w` generated workloads on 6 clusters and the daemon's router over
+/// it, its status published as the daemon's loop does after a good pass (the reconciler's own
+/// placements in [`crate::views::placed::Placed`]).
+struct Served {
+    _dir: tempfile::TempDir,
+    _status: tokio::sync::watch::Sender<std::sync::Arc<crate::views::status::StatusView>>,
+    store: crate::store::Store,
+    placed: std::sync::Arc<crate::views::placed::Placed>,
+    router: axum::Router,
+    rt: tokio::runtime::Runtime,
+    workload: String,
+    cluster: String,
+}
+
+fn served(w: usize) -> Served {
+    use std::sync::Arc;
+
+    use crate::reconcile::{Changed, PhaseTimings, Reconciler, Settings};
+    use crate::testbed::simulate::repo::{self, FleetSpec, RepoSpec};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (policies, out) = (dir.path().join("repo"), dir.path().join("out"));
+    let spec = RepoSpec { fleet: FleetSpec { clusters: 6, nodes: 2, pods: 4, seed: 1 }, workloads: w };
+    repo::write_repo(&policies, &spec, |_, _, _| {}).expect("generate");
+    let store = crate::store::Store::open(&dir.path().join("state")).expect("store");
+    let rec = Arc::new(Reconciler::new(store.clone(), Settings::builtin()));
+    let inputs = rec.load_inputs(&policies, &mut PhaseTimings::default(), &Changed::Unknown).expect("inputs");
+    let now = crate::util::clock::now_ms();
+    rec.reconcile(&inputs, &out, crate::publish::Trigger::Timer, now).expect("pass");
+    let placed = Arc::new(crate::views::placed::Placed::new(rec.placements().expect("held after a pass")));
+    assert_eq!(placed.len(), store.placements().expect("placements").len(), "the pass holds what the store has");
+    let target = placed.positions().map(|i| Arc::clone(placed.at(i))).find(|p| !p.targets.is_empty());
+    let target = target.expect("a placed workload");
+    let k = &target.workload;
+    let workload = format!("/ui/workloads/{}/{}/{}", k.namespace.as_deref().unwrap_or("_"), k.kind, k.name);
+    let cluster = format!("/ui/clusters/{}", target.targets.keys().next().expect("a target"));
+    let view = crate::views::status::StatusView {
+        ready: true,
+        last_success_ms: Some(now),
+        inputs: Some(Arc::new(inputs)),
+        profiles: Some(Arc::new(crate::schedule::profile::Profiles::builtin())),
+        placed: Some(Arc::clone(&placed)),
+        ..Default::default()
+    };
+    let (tx, status) = tokio::sync::watch::channel(Arc::new(view));
+    let state = crate::api::ApiState {
+        store: store.clone(),
+        status,
+        heartbeat: Arc::new(crate::views::status::Heartbeat::new(now)),
+        heartbeat_timeout: std::time::Duration::from_secs(3600),
+        token: None,
+        metrics_require_token: false,
+        metrics: Arc::new(crate::metrics::Metrics::new()),
+        clock: Arc::new(crate::util::clock::SystemClock),
+        output_dir: out,
+        plans: crate::api::PlanGate::default(),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    Served { _dir: dir, _status: tx, store, placed, router: crate::api::router(state), rt, workload, cluster }
+}
+
+impl Served {
+    /// Asks for `path`; answers with the placements the store decoded and those the views read
+    /// from the pass's placements for it.
+    fn work_of(&self, path: &str) -> (u64, u64) {
+        use tower::ServiceExt as _;
+        let (decoded, examined) = (self.store.placements_decoded(), self.placed.examined());
+        let request = axum::http::Request::get(path).body(axum::body::Body::empty()).expect("request");
+        let code = self.rt.block_on(async {
+            let answer = self.router.clone().oneshot(request).await.unwrap_or_else(|e| match e {});
+            answer.status()
+        });
+        assert_eq!(code, 200, "{path}");
+        (self.store.placements_decoded() - decoded, self.placed.examined() - examined)
+    }
+}
+
+/// The pages and the API read the pass's placements, never the store's (no placement is
+/// decoded for any of them), and how many of those a page reads does not grow with the number
+/// of workloads: the Placements page its page of rows, the Workload page its own placement;
+/// the Fleet page none; the Cluster page asks every placement once per pass whether it was
+/// refused there, and then reads none (the document is kept with the pass). The indexes are
+/// built once per pass, not per request.
+#[test]
+fn a_pages_work_is_bounded_by_the_page_not_by_the_workloads() {
+    let mut seen = Vec::new();
+    for w in [60, 240] {
+        let s = served(w);
+        let fleet = s.work_of("/ui/");
+        let matrix = s.work_of("/ui/placements");
+        let api_matrix = s.work_of("/api/v1/placements");
+        let filtered = s.work_of("/ui/placements?namespace=team-07");
+        let workload = s.work_of(&s.workload);
+        let cluster_first = s.work_of(&s.cluster);
+        let cluster_again = s.work_of(&s.cluster);
+        for (what, (decoded, _)) in [
+            ("fleet", fleet),
+            ("placements", matrix),
+            ("api placements", api_matrix),
+            ("filtered", filtered),
+            ("workload", workload),
+            ("cluster", cluster_first),
+            ("cluster again", cluster_again),
+        ] {
+            assert_eq!(decoded, 0, "{what} (W={w}): no placement decoded from the store");
+        }
+        assert_eq!(fleet.1, 0, "W={w}");
+        assert_eq!(matrix.1, 50, "W={w}: the default page's 50 rows");
+        assert_eq!(api_matrix.1, 50, "W={w}");
+        let in_namespace = s.placed.in_namespace(Some("team-07")).len();
+        assert_eq!(filtered.1 as usize, 2 * in_namespace, "W={w}: its namespace's rows, checked then shown");
+        assert!(cluster_first.1 >= w as u64, "W={w}: every placement asked once per pass: {cluster_first:?}");
+        assert_eq!(cluster_again.1, 0, "W={w}: kept with the pass");
+        assert_eq!(s.placed.builds(), 4, "W={w}: the index, the replicas, requiredBy and the figures, once each");
+        let before = s.store.placements_decoded();
+        s.store.placements().expect("placements");
+        assert_eq!(s.store.placements_decoded() - before, w as u64, "the counter counts what the store decodes");
+        seen.push((matrix.1, workload.1));
+    }
+    assert_eq!(seen[0], seen[1], "the Placements and Workload pages read as much at W=60 as at W=240");
+}
