@@ -325,16 +325,10 @@ pub(super) fn decide_all(
         let (entry, suspended, held) = match reused {
             Some(entry) => {
                 #[cfg(debug_assertions)]
-                debug_check_kept_key(
-                    ctx,
-                    cache,
-                    &mut claims,
-                    (shared, position),
-                    &default_placement,
-                    &mut fleet_statics,
-                    &snapshots.views,
-                    entry.key,
-                )?;
+                let check =
+                    KeyCheck { claims: &mut claims, fleet_statics: &mut fleet_statics, views: &snapshots.views };
+                #[cfg(debug_assertions)]
+                debug_check_kept_key(ctx, cache, check, (shared, position, &default_placement), entry.key)?;
                 // A kept key is never a Lazy policy's (those are forgotten): the claimer's
                 // current spec is the one in force.
                 let suspended = match any_suspension {
@@ -703,20 +697,27 @@ fn reuse_kept(
     Some(Arc::clone(c))
 }
 
-/// Debug builds: the key a kept key stands for, computed as a template without one computes
-/// it, is the kept one.
+/// What a kept key is checked with in debug builds ([`debug_check_kept_key`]): the pass's
+/// claim memo and fleet statics, and the member views.
 #[cfg(debug_assertions)]
-#[allow(clippy::too_many_arguments)]
+struct KeyCheck<'p> {
+    claims: &'p mut cache::ClaimMemo,
+    fleet_statics: &'p mut FleetStatics,
+    views: &'p [ClusterSnapshot],
+}
+
+/// Debug builds: the key a kept key stands for, computed as a template without one computes
+/// it (the template, its position, the placement of a template no policy claims), is the kept
+/// one.
+#[cfg(debug_assertions)]
 fn debug_check_kept_key<'a>(
     ctx: &Context<'a>,
     cache: &mut Lent<'_>,
-    claims: &mut cache::ClaimMemo,
-    (shared, position): (&'a Arc<Template>, usize),
-    default_placement: &'a Placement,
-    fleet_statics: &mut FleetStatics,
-    views: &[ClusterSnapshot],
+    check: KeyCheck<'_>,
+    (shared, position, default_placement): (&'a Arc<Template>, usize, &'a Placement),
     kept: u64,
 ) -> Result<(), StoreError> {
+    let KeyCheck { claims, fleet_statics, views } = check;
     let previous = cache.record.placements().get(&shared.key).cloned();
     let claimed = claim(ctx, (shared, position), claims, previous, Vec::new(), default_placement);
     debug_assert!(claimed.is_some(), "a kept key of {}, which no policy claims", shared.key);

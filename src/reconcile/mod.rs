@@ -378,16 +378,10 @@ impl Reconciler {
         let pass = snapshots::Pass::new(&snapshots, &self.store, &mut cache.snapshots)?;
         let index = cache.decide.policy_index(&inputs.set);
         let phase = Instant::now();
-        let mut stability = stability::run(
-            &self.store,
-            (&mut cache.stability, cache.record.placements()),
-            inputs,
-            (&snapshots.views, taints),
-            &index,
-            &self.settings.stability,
-            old_stability,
-            now_ms,
-        )?;
+        let engine =
+            stability::Engine { inputs, index: &index, settings: &self.settings.stability, old: old_stability, now_ms };
+        let kept = (&mut cache.stability, cache.record.placements());
+        let mut stability = stability::run(&self.store, kept, (&snapshots.views, taints), engine)?;
         stability_time += phase.elapsed();
         let kept = (&mut cache.rollout, cache.record.placements());
         let rollout = rollout::run(&self.store, kept, inputs, (&snapshots.views, &pass.positions), now_ms)?;

@@ -466,19 +466,27 @@ pub(super) struct Kept {
     troubled: Arc<TroubledOwners>,
 }
 
-/// Runs the engine for this pass over the stored state (`old`), the member views (`views`, in
-/// the inputs' order) and this pass's ClusterTaintPolicy taints.
-#[allow(clippy::too_many_arguments)]
+/// What the stability stage reads of a pass besides the member views: the policies (and
+/// their index), the engine's settings, the stability state stored by the last pass and the
+/// pass's time.
+pub(super) struct Engine<'a, 'i> {
+    pub inputs: &'a Inputs,
+    pub index: &'a PolicyIndex<'i>,
+    pub settings: &'a StabilitySettings,
+    /// The state the pass starts from (as stored).
+    pub old: StabilityState,
+    pub now_ms: u64,
+}
+
+/// Runs the engine for this pass over the stored state (`engine.old`), the member views
+/// (`views`, in the inputs' order) and this pass's ClusterTaintPolicy taints.
 pub(super) fn run(
     store: &Store,
     (kept, placements): (&mut Kept, &Placements),
-    inputs: &Inputs,
     (views, taints): (&[ClusterSnapshot], BTreeMap<String, Vec<AddedTaint>>),
-    index: &PolicyIndex<'_>,
-    settings: &StabilitySettings,
-    old: StabilityState,
-    now_ms: u64,
+    engine: Engine<'_, '_>,
 ) -> Result<StabilityPass, StoreError> {
+    let Engine { inputs, index, settings, old, now_ms } = engine;
     let state_blob = state_blob(store, kept, &old)?;
     let mut clusters: Vec<ClusterInput> = views.iter().map(cluster_input).collect();
     for c in &mut clusters {
