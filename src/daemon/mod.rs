@@ -328,8 +328,9 @@ impl Daemon {
         if output_claim.is_some() {
             // A publish a shutdown (or a crash) stopped with its journal written is completed
             // now, whatever the first pass finds in the repository.
-            let out = paths.output_dir.clone();
-            match tokio::task::spawn_blocking(move || crate::publish::recover(&out)).await {
+            // The record of that publish, left pending, takes its fate (`reconcile::recover`).
+            let (out, store) = (paths.output_dir.clone(), store.clone());
+            match tokio::task::spawn_blocking(move || reconcile::recover(&store, &out)).await {
                 Ok(Ok(_)) => {}
                 Ok(Err(error)) => {
                     tracing::error!(%error, "cannot complete the interrupted publish; the next pass tries again")

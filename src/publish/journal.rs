@@ -26,6 +26,19 @@ pub(super) struct Journal {
     /// done by that one); file by file otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(super) new_dirs: Vec<NewDir>,
+    /// The id under which the caller's record of this publish is pending
+    /// ([`super::publish_recorded`]): the hash of the rest of the journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) record: Option<u64>,
+}
+
+impl Journal {
+    /// The journal's id: the hash of its renames, deletions and new directories.
+    pub(super) fn id(&self) -> Result<u64, PublishError> {
+        let bytes = serde_json::to_vec(&Journal { record: None, ..self.clone() })
+            .map_err(|source| PublishError::JournalParse { path: PathBuf::from(super::JOURNAL_FILE), source })?;
+        Ok(crate::util::hash::fnv1a64(&bytes))
+    }
 }
 
 /// A cluster directory that did not exist, staged whole (`n-<cluster>` in the staging
@@ -107,7 +120,7 @@ pub(super) fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishErr
     // The journal lists the renames sorted by target, as the changes are.
     renames.sort_by(|a, b| a.target.cmp(&b.target));
     let deletions = changes.deletions.iter().cloned().collect();
-    let journal = Journal { version: JOURNAL_VERSION, renames, deletions, new_dirs };
+    let journal = Journal { version: JOURNAL_VERSION, renames, deletions, new_dirs, record: None };
     // One syncfs for every staged file (one fsync per file costs ~0.5 ms each: 70,000 files
     // would take most of a first publish); then the staging directory's entries.
     sync_filesystem(&staging)?;

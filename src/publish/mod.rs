@@ -198,6 +198,28 @@ pub fn publish_until(
     kill: &KillSwitch,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<PublishReport, PublishError> {
+    let (report, ()) = publish_recorded(out, plan, guard, kill, stop, |_, _| Ok::<_, PublishError>(()), || Ok(()))?;
+    Ok(report)
+}
+
+/// [`publish_until`] with the caller's record of the publish made part of it, so that a crash
+/// leaves the record neither behind nor ahead of the directory: `record` runs once the changes
+/// are known and staged, before the journal commits, with the report so far (what the guard
+/// held, the stats) and the id the journal will carry (`None`: nothing to write, no journal);
+/// the caller marks its record pending under that id (`store::Store::begin_record`). Once the
+/// journal is applied, `settle` runs (the caller drops its undo log) before the journal is
+/// removed. After a crash, a journal found with the id settles the record
+/// ([`committed_record`]); none means the publish never committed and the record is rolled back
+/// (`reconcile::recover`).
+pub fn publish_recorded<R, E: From<PublishError>>(
+    out: &Path,
+    plan: &PublishPlan,
+    guard: &DeleteGuard,
+    kill: &KillSwitch,
+    stop: &std::sync::atomic::AtomicBool,
+    record: impl FnOnce(&PublishReport, Option<u64>) -> Result<R, E>,
+    settle: impl FnOnce() -> Result<(), E>,
+) -> Result<(PublishReport, R), E> {
     let stopped = |journaled| match stop.load(std::sync::atomic::Ordering::Acquire) {
         true => Err(PublishError::Stopped { journaled }),
         false => Ok(()),
@@ -218,18 +240,22 @@ pub fn publish_until(
         ..PublishReport::default()
     };
     if changes.writes.is_empty() && changes.deletions.is_empty() {
-        return Ok(report);
+        let recorded = record(&report, None)?;
+        return Ok((report, recorded));
     }
     stopped(false)?;
-    let journal = stage(out, &changes)?;
+    let mut journal = stage(out, &changes)?;
     crash_point(kill)?;
     stopped(false)?;
+    journal.record = Some(journal.id()?);
+    let recorded = record(&report, journal.record)?;
     write_journal(out, &journal)?;
     crash_point(kill)?;
     test_pause_after_journal();
     stopped(true)?;
     let (written, removed) = apply_journal(out, &journal, kill)?;
     crash_point(kill)?;
+    settle()?;
     finish_journal(out)?;
     report.written = written;
     report.removed = removed;
@@ -239,7 +265,13 @@ pub fn publish_until(
         unchanged = report.unchanged,
         "published"
     );
-    Ok(report)
+    Ok((report, recorded))
+}
+
+/// The record id of the committed journal of an interrupted publish (`Some(None)`: a journal
+/// without one; `None`: no journal). Reads only.
+pub fn committed_record(out: &Path) -> Result<Option<Option<u64>>, PublishError> {
+    recovery::read_journal(out).map(|j| j.map(|j| j.record))
 }
 
 /// Fault injection for the deterministic simulation (`testbed::dst`): once armed, stops the

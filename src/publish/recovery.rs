@@ -100,14 +100,26 @@ pub fn recover_killable(out: &Path, kill: &super::KillSwitch) -> Result<bool, Pu
     recover_locked(out, kill)
 }
 
-pub(super) fn recover_locked(out: &Path, kill: &super::KillSwitch) -> Result<bool, PublishError> {
+/// The committed journal of an interrupted publish, checked, if there is one.
+pub(super) fn read_journal(out: &Path) -> Result<Option<Journal>, PublishError> {
     let path = journal_path(out);
-    let applied = match kind_of(&path)? {
+    match kind_of(&path)? {
         Kind::File => {
             let bytes = fs::read(&path).map_err(io_err("read", &path))?;
             let journal: Journal = serde_json::from_slice(&bytes)
                 .map_err(|source| PublishError::JournalParse { path: path.clone(), source })?;
             check_journal(&path, &journal)?;
+            Ok(Some(journal))
+        }
+        Kind::Missing => Ok(None),
+        Kind::Dir | Kind::Other => Err(PublishError::InTheWay { path, expected: "a regular file" }),
+    }
+}
+
+pub(super) fn recover_locked(out: &Path, kill: &super::KillSwitch) -> Result<bool, PublishError> {
+    let path = journal_path(out);
+    let applied = match read_journal(out)? {
+        Some(journal) => {
             let (written, removed) = apply_journal(out, &journal, kill)?;
             tracing::warn!(
                 journal = %path.display(),
@@ -118,10 +130,7 @@ pub(super) fn recover_locked(out: &Path, kill: &super::KillSwitch) -> Result<boo
             finish_journal(out)?;
             true
         }
-        Kind::Missing => false,
-        Kind::Dir | Kind::Other => {
-            return Err(PublishError::InTheWay { path, expected: "a regular file" });
-        }
+        None => false,
     };
     clean_staging(out)?;
     Ok(applied)
@@ -297,6 +306,7 @@ mod tests {
             renames: vec![Rename { staged: "x".to_owned(), target: "../outside.yaml".to_owned() }],
             deletions: vec![],
             new_dirs: vec![],
+            record: None,
         };
         write_journal(out, &evil).expect("journal");
         let err = recover(out).expect_err("evil journal");
@@ -307,6 +317,7 @@ mod tests {
                 renames: vec![Rename { staged: staged.to_owned(), target: "member1/kustomization.yaml".to_owned() }],
                 deletions: vec![],
                 new_dirs: vec![],
+                record: None,
             };
             write_journal(out, &evil).expect("journal");
             let err = recover(out).expect_err(staged);
@@ -327,6 +338,7 @@ mod tests {
                 renames: targets.iter().map(|t| Rename { staged: "x".to_owned(), target: (*t).to_owned() }).collect(),
                 deletions: deletions.iter().map(|d| (*d).to_owned()).collect(),
                 new_dirs: vec![],
+                record: None,
             };
             let err = check_journal(Path::new("j"), &evil).expect_err(&what);
             assert!(matches!(err, PublishError::JournalInvalid { .. }), "{what}: {err}");
@@ -336,6 +348,7 @@ mod tests {
             renames: vec![Rename { staged: "x".to_owned(), target: ".fedsched/placements/3f.json".to_owned() }],
             deletions: vec![".fedsched/placements.json".to_owned()],
             new_dirs: vec![],
+            record: None,
         };
         assert!(check_journal(Path::new("j"), &upgrade).is_ok());
         // A new cluster directory: a plain staged name, a cluster name, and files staged at
@@ -354,7 +367,7 @@ mod tests {
         for (dir, rename) in cases {
             let what = format!("{dir:?} {rename:?}");
             let evil =
-                Journal { version: JOURNAL_VERSION, renames: vec![rename], deletions: vec![], new_dirs: vec![dir] };
+                Journal { version: JOURNAL_VERSION, renames: vec![rename], deletions: vec![], new_dirs: vec![dir], record: None };
             write_journal(out, &evil).expect("journal");
             let err = recover(out).expect_err(&what);
             assert!(matches!(err, PublishError::JournalInvalid { .. }), "{what}: {err}");

@@ -56,7 +56,7 @@ pub enum AdoptError {
 /// on `store` afterwards. (Git mode syncs its work tree to the remote under the lease's fence
 /// instead: `daemon`.)
 pub fn take_over(store: &Store, output_dir: &Path) -> Result<Adopted, AdoptError> {
-    crate::publish::recover(output_dir).map_err(|e| AdoptError::Read {
+    super::recover(store, output_dir).map_err(|e| AdoptError::Read {
         path: output_dir.display().to_string(),
         message: format!("cannot finish the previous leader's publish: {e}"),
     })?;

@@ -15,8 +15,10 @@
 //!    `Decisions`;
 //! 5. plan the publish (`plan.rs`: dirty clusters, kept files, the summary's changed shards) →
 //!    `PlannedPublish`;
-//! 6. publish ([`publish::publish_guarded`]) → [`publish::PublishReport`];
-//! 7. record (`record.rs`: history and placements in batches — failover's actions as notes,
+//! 6. publish ([`publish::publish_recorded`]) → [`publish::PublishReport`];
+//! 7. record (run by the publish once it knows what it changes, before its journal commits,
+//!    pending until the journal is applied: a crash leaves the record with the publish's fate,
+//!    [`recover`]; `record.rs`: history and placements in batches — failover's actions as notes,
 //!    once —, removed workloads, persisted decisions, the stability state, flush) → `Recorded`;
 //!
 //! then git mode's commit, and the [`ReconcileReport`] (`report.rs`) made of what the stages
@@ -445,53 +447,26 @@ impl Reconciler {
             .then(|| ReconcileError::Emptied { placed: decisions.removed.len() })
     }
 
-    /// The stages of one pass, with this process's cache.
-    fn reconcile_cached(
+    /// The record stage of a pass (its publish's [`publish::publish_recorded`] runs it once
+    /// the changes are known, before the journal commits): what the guard held did not happen
+    /// — a workload whose change it held whole keeps the engine state it was published with
+    /// (the state this pass began from, still the stored one), a purge's task stays, an
+    /// eviction waits to be noted until its change is published (history records what was
+    /// published) —; then the replay inputs, the rollouts' states and the records.
+    fn record_pass(
         &self,
         cache: &mut cache::Kept,
         inputs: &Inputs,
-        output_dir: &Path,
-        trigger: Trigger,
-        now_ms: u64,
-    ) -> Result<ReconcileReport, ReconcileError> {
-        let started = Instant::now();
-        let mut tainted = self.taint(inputs, now_ms)?;
-        let with_taints = tainted.inputs.take();
-        let staged_inputs = with_taints.as_ref().unwrap_or(inputs);
-        let Staged { snapshots, pass, mut stability, rollout, decisions, planned, full_check, poll, stability_time } =
-            self.stages(cache, staged_inputs, tainted, output_dir, trigger, now_ms)?;
-
-        warn_secrets(self.settings.secrets.mode, cache, &decisions);
-        if let Some(held) = self.emptied(&decisions) {
-            return Err(held);
-        }
-        // Publish, then record: a crash in between re-derives the same output next time.
-        self.fenced(&decisions)?;
-        let writing = self.gate.enter()?;
-        let phase = Instant::now();
-        let published = publish::publish_until(
-            output_dir,
-            &planned.plan,
-            &self.settings.publish.guard,
-            &self.kill,
-            &self.gate.stop,
-        )?;
-        let publish_time = phase.elapsed();
-        drop(writing);
-        // Published, not recorded yet: the next pass re-derives the same output.
-        self.kill.step()?;
-        let files_unchanged = published.unchanged + planned.unchanged;
-        // What the guard held did not happen: a workload whose change it held whole keeps the
-        // engine state it was published with (the state this pass began from, still the
-        // stored one), a purge's task stays, an eviction waits to be noted until its change is
-        // published (history records what was published).
+        published: &publish::PublishReport,
+        (stability, rollout, decisions): (&mut stability::StabilityPass, &rollout::RolloutPass, &decide::Decisions),
+        (planned, plan): (plan::PlannedPublish<'_>, &publish::PublishPlan),
+        (versions, full_check, trigger, now_ms): (u64, bool, Trigger, u64),
+    ) -> Result<record::Recorded, ReconcileError> {
         if !published.held_moves.is_empty() {
             stability.keep_published(&published.held_moves, &self.store.stability()?);
         }
-        stability.hold_unpublished(&published);
-        planned.published(&mut cache.plan, &mut cache.decide.decisions, &published, full_check, now_ms);
-
-        let phase = Instant::now();
+        stability.hold_unpublished(published);
+        planned.published(plan, &mut cache.plan, &mut cache.decide.decisions, published, full_check, now_ms);
         let replay =
             match decisions.fresh.is_empty() && decisions.removed.is_empty() && stability.report().events.is_empty() {
                 true => 0,
@@ -504,15 +479,83 @@ impl Reconciler {
             held: &published.held,
             held_moves: &published.held_moves,
             held_removals: &published.held_removals,
-            versions: pass.versions,
+            versions,
             trigger,
             now_ms,
-            stability: &mut stability,
+            stability,
         };
         // The rollouts' states, flushed with the record stage's (a held change's stays).
         rollout.record(&self.store, &mut cache.rollout, &published.held_moves)?;
-        let recorded = record::record(&mut recording, cache, &decisions)?;
-        let record_time = phase.elapsed();
+        Ok(record::record(&mut recording, cache, decisions)?)
+    }
+
+    /// The stages of one pass, with this process's cache.
+    fn reconcile_cached(
+        &self,
+        cache: &mut cache::Kept,
+        inputs: &Inputs,
+        output_dir: &Path,
+        trigger: Trigger,
+        now_ms: u64,
+    ) -> Result<ReconcileReport, ReconcileError> {
+        let started = Instant::now();
+        // A record left pending by a crash takes its publish's fate before anything reads it.
+        if self.store.pending_record()?.is_some() {
+            recover_killable(&self.store, output_dir, &self.kill)?;
+        }
+        let mut tainted = self.taint(inputs, now_ms)?;
+        let with_taints = tainted.inputs.take();
+        let staged_inputs = with_taints.as_ref().unwrap_or(inputs);
+        let Staged { snapshots, pass, mut stability, rollout, decisions, mut planned, full_check, poll, stability_time } =
+            self.stages(cache, staged_inputs, tainted, output_dir, trigger, now_ms)?;
+
+        warn_secrets(self.settings.secrets.mode, cache, &decisions);
+        if let Some(held) = self.emptied(&decisions) {
+            return Err(held);
+        }
+        // Publish and record as one: the record is written once the publish knows what it
+        // changes (what the guard held), before its journal commits, and stays pending (an undo
+        // log under the journal's id) until the journal is applied; a crash in between leaves
+        // the record with the publish's fate (`recover`): settled if the journal committed,
+        // rolled back if it did not.
+        self.fenced(&decisions)?;
+        let files_unchanged = planned.unchanged;
+        let writing = self.gate.enter()?;
+        let phase = Instant::now();
+        let mut record_time = Duration::ZERO;
+        let plan = std::mem::take(&mut planned.plan);
+        let (published, recorded) = publish::publish_recorded(
+            output_dir,
+            &plan,
+            &self.settings.publish.guard,
+            &self.kill,
+            &self.gate.stop,
+            |published: &publish::PublishReport, journal: Option<u64>| {
+                let phase = Instant::now();
+                if let Some(id) = journal {
+                    self.store.begin_record(id)?;
+                }
+                let recorded = self.record_pass(
+                    cache,
+                    inputs,
+                    published,
+                    (&mut stability, &rollout, &decisions),
+                    (planned, &plan),
+                    (pass.versions, full_check, trigger, now_ms),
+                );
+                self.store.end_record();
+                record_time = phase.elapsed();
+                recorded
+            },
+            || {
+                // Published, the record pending: the next start settles it.
+                self.kill.step()?;
+                Ok::<_, ReconcileError>(self.store.settle_record()?)
+            },
+        )?;
+        let publish_time = phase.elapsed().saturating_sub(record_time);
+        drop(writing);
+        let files_unchanged = published.unchanged + files_unchanged;
 
         let commit = match &self.settings.publish.git {
             Some(git) => {
@@ -576,6 +619,32 @@ impl Reconciler {
     }
 }
 
+/// Finishes what a crash interrupted, before a process's first pass: the record of a publish
+/// left pending ([`publish::publish_recorded`]) is settled if its journal committed (the
+/// journal carries its id) and rolled back otherwise, then the journal is completed
+/// ([`publish::recover`]). The store then holds what the output directory holds: neither
+/// behind it (a kill after the journal, before the record) nor ahead of it (a record whose
+/// publish never committed). Returns whether a journal was completed.
+pub fn recover(store: &Store, output_dir: &Path) -> Result<bool, ReconcileError> {
+    recover_killable(store, output_dir, &publish::KillSwitch::OFF)
+}
+
+fn recover_killable(store: &Store, output_dir: &Path, kill: &publish::KillSwitch) -> Result<bool, ReconcileError> {
+    if let Some(id) = store.pending_record()? {
+        match publish::committed_record(output_dir)? {
+            Some(Some(journal)) if journal == id => {
+                store.settle_record()?;
+                tracing::warn!(publish = id, "settled the record of an interrupted publish");
+            }
+            _ => {
+                let restored = store.roll_back_record()?;
+                tracing::warn!(publish = id, restored, "rolled back the record of a publish that never committed");
+            }
+        }
+    }
+    Ok(publish::recover_killable(output_dir, kill)?)
+}
+
 #[cfg(test)]
 mod gate_tests {
     use super::*;
@@ -595,5 +664,165 @@ mod gate_tests {
         assert!(waiter.join().expect("waiter"), "quiet once the writer left");
         assert_eq!(gate.generation(), 2);
         assert!(matches!(gate.enter(), Err(ReconcileError::Stopped)));
+    }
+}
+
+#[cfg(test)]
+mod crash_tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use super::stability::fixture::{Fixture, cluster};
+    use super::*;
+    use crate::model::snapshot::Health;
+
+    const REPO: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web}
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference: {dynamicWeight: AvailableReplicas}
+  failover: {cluster: {purgeMode: Directly}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
+"#;
+
+    /// Every file under `dir`, recursively (relative path → bytes).
+    fn walk(dir: &Path, rel: &str, out: &mut BTreeMap<String, Vec<u8>>) {
+        let Ok(entries) = std::fs::read_dir(dir.join(rel)) else { return };
+        for entry in entries.map(|e| e.expect("entry")) {
+            let name = format!("{rel}{}", entry.file_name().to_string_lossy());
+            match entry.file_type().expect("type").is_dir() {
+                true => walk(dir, &format!("{name}/"), out),
+                false => {
+                    out.insert(name, std::fs::read(entry.path()).expect("read"));
+                }
+            }
+        }
+    }
+
+    /// The output's files (the publisher's lock and owner files aside).
+    fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        walk(dir, "", &mut out);
+        out.retain(|k, _| !k.ends_with("/lock") && !k.ends_with("/owner"));
+        out
+    }
+
+    fn copy_dir(from: &Path, to: &Path) {
+        let _ = std::fs::remove_dir_all(to);
+        let mut all = BTreeMap::new();
+        walk(from, "", &mut all);
+        for (rel, bytes) in all {
+            let target = to.join(rel);
+            std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+            std::fs::write(target, bytes).expect("write");
+        }
+    }
+
+    /// What the record stage keeps: placements, every workload's history, the engine state.
+    type Recorded = (Vec<crate::store::PlacementRecord>, Vec<crate::store::HistoryRecord>, String);
+
+    fn recorded(store: &Store) -> Recorded {
+        let mut history = Vec::new();
+        for w in store.workloads_with_history().expect("workloads") {
+            history.extend(store.history(&w).expect("history"));
+        }
+        let state = format!("{:?}", store.stability().expect("state"));
+        (store.placements().expect("placements"), history, state)
+    }
+
+    /// Issue 46, invariant 4 (seed 5 of the simulation): a kill -9 at any step of the publish
+    /// of a pass that evicts web from the lost m1 (purgeMode Directly: its file removed) leaves
+    /// the store with the publish's fate once the next start recovers: the record of an
+    /// uninterrupted run when the journal committed, the store before the pass when it did not,
+    /// never the old placement beside the new files. The pass after the restart then publishes
+    /// what an uninterrupted run publishes: no replica back on the still unreachable m1. Before
+    /// the fix a kill after the journal left the store placing web on m1 while its file was
+    /// gone, and the next pass wrote it back there ("keeps the replicas it has").
+    #[test]
+    fn a_kill_at_any_step_of_a_publish_leaves_the_store_with_the_publishs_fate() {
+        let f = Fixture::new(REPO, &[cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)]);
+        let out = &f.out;
+        let world = |down: bool| {
+            let mut inputs = f.inputs();
+            for s in inputs.snapshots.iter_mut().filter(|s| s.name == "m1" && down) {
+                s.health = Health::Unreachable { reason: "connection refused".into() };
+            }
+            inputs
+        };
+        let t0 = 1_700_000_000_000;
+        let (evict_at, after) = (t0 + 310_000, t0 + 320_000);
+        {
+            let rec = f.reconciler(Settings::builtin());
+            rec.reconcile(&world(false), out, "test", t0).expect("pass");
+            rec.reconcile(&world(true), out, "test", t0 + 10_000).expect("pass");
+        }
+        let base = f.state.with_file_name("base");
+        copy_dir(&f.state, &base.join("state"));
+        copy_dir(out, &base.join("out"));
+        let restore = || {
+            copy_dir(&base.join("state"), &f.state);
+            copy_dir(&base.join("out"), out);
+        };
+        let before = (recorded(&Store::open(&f.state).expect("store")), files(out));
+        // Uninterrupted: the eviction, then a restart and the next pass.
+        let rec = f.reconciler(Settings::builtin());
+        rec.reconcile(&world(true), out, "evict", evict_at).expect("pass");
+        let reference = (recorded(&rec.store), files(out));
+        assert!(!reference.1.keys().any(|p| p.starts_with("m1/shop/")), "web evicted from m1 (Directly)");
+        assert_ne!(reference.0, before.0);
+        drop(rec);
+        let rec = f.reconciler(Settings::builtin());
+        rec.reconcile(&world(true), out, "test", after).expect("pass");
+        let next = (rec.store.placements().expect("placements"), files(out));
+        drop(rec);
+
+        let (mut committed, mut rolled_back) = (0, 0);
+        for step in 1.. {
+            restore();
+            let kill = publish::KillSwitch::new();
+            kill.arm(step);
+            let rec = f.reconciler(Settings::builtin()).with_kill_switch(kill);
+            match rec.reconcile(&world(true), out, "evict", evict_at) {
+                Ok(_) => break,
+                Err(ReconcileError::Publish(publish::PublishError::Killed { .. })) => {}
+                Err(e) => panic!("step {step}: {e}"),
+            }
+            drop(rec);
+            // The next start: the interrupted publish and its record take one fate.
+            let store = Store::open(&f.state).expect("store");
+            recover(&store, out).expect("recover");
+            let now = (recorded(&store), files(out));
+            if now.1 == reference.1 {
+                assert_eq!(now.0, reference.0, "step {step}: published, the store must hold the pass's record");
+                committed += 1;
+            } else {
+                assert_eq!(now, before, "step {step}: not published, the store must be as before the pass");
+                rolled_back += 1;
+            }
+            drop(store);
+            let rec = f.reconciler(Settings::builtin());
+            rec.reconcile(&world(true), out, "test", after).expect("pass");
+            let placements: Vec<_> = rec.store.placements().expect("placements").into_iter().map(|p| p.targets).collect();
+            assert_eq!(placements, next.0.iter().map(|p| p.targets.clone()).collect::<Vec<_>>(), "step {step}");
+            assert_eq!(files(out), next.1, "step {step}: the pass after the restart");
+        }
+        assert!(committed >= 3 && rolled_back >= 1, "kills after the journal {committed}, before it {rolled_back}");
     }
 }

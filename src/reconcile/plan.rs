@@ -259,6 +259,7 @@ impl PlannedPublish<'_> {
     /// time of a full check.
     pub fn published(
         self,
+        plan: &PublishPlan,
         kept: &mut Kept,
         cached: &mut cache::KeptDecisions,
         report: &publish::PublishReport,
@@ -276,13 +277,13 @@ impl PlannedPublish<'_> {
             kept.published.clear();
             kept.last_full_check_ms = Some(now_ms);
         }
-        for c in self.plan.clusters.keys() {
+        for c in plan.clusters.keys() {
             match (held.contains(c.as_str()), self.digests.get(c.as_str())) {
                 (false, Some((digest, _))) => kept.published.insert(c.clone(), *digest),
                 _ => kept.published.remove(c),
             };
         }
-        if self.plan.summary.is_some() {
+        if plan.summary.is_some() {
             kept.published_summary = Some(self.summary);
         }
         if full_check {

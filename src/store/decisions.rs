@@ -153,9 +153,13 @@ impl Store {
     pub fn put_stored_decisions(&self, decisions: &[StoredDecision]) -> Result<(), StoreError> {
         self.writable("stored decisions")?;
         let mut batch = sled::Batch::default();
+        let mut written = Vec::with_capacity(decisions.len());
         for d in decisions {
-            batch.insert(keys::workload(&d.workload)?, encode(d)?);
+            let key = keys::workload(&d.workload)?;
+            batch.insert(key.as_slice(), encode(d)?);
+            written.push(key);
         }
+        self.note_old(&self.inner.decisions, &written)?;
         self.inner.decisions.apply_batch(batch).map_err(|e| self.err(e))
     }
 
@@ -163,9 +167,13 @@ impl Store {
     pub fn remove_stored_decisions(&self, workloads: &[ObjectKey]) -> Result<(), StoreError> {
         self.writable("stored decisions")?;
         let mut batch = sled::Batch::default();
+        let mut removed = Vec::with_capacity(workloads.len());
         for w in workloads {
-            batch.remove(keys::workload(w)?);
+            let key = keys::workload(w)?;
+            batch.remove(key.as_slice());
+            removed.push(key);
         }
+        self.note_old(&self.inner.decisions, &removed)?;
         self.inner.decisions.apply_batch(batch).map_err(|e| self.err(e))
     }
 }

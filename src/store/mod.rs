@@ -60,6 +60,7 @@ mod copy;
 mod decisions;
 pub mod keys;
 mod parsed;
+mod pending;
 mod records;
 mod replay;
 mod sealed;
@@ -196,6 +197,8 @@ struct Inner {
     parsed: sled::Tree,
     /// Fingerprints of the Secrets published encrypted, and their key ([`sealed`]).
     sealed: sled::Tree,
+    /// The keys a pending record wrote so far ([`Store::begin_record`]).
+    capture: std::sync::Mutex<Option<pending::Capture>>,
     db_path: PathBuf,
     /// Placements decoded from the `placements` tree since the store was opened
     /// ([`Store::placements_decoded`]).
@@ -369,6 +372,7 @@ impl Store {
             rollouts: tree("rollouts")?,
             parsed: tree("parsed")?,
             sealed: tree("sealed")?,
+            capture: Default::default(),
             db,
             db_path,
             placements_decoded: Default::default(),
@@ -768,6 +772,7 @@ impl Store {
     pub fn put_placement(&self, rec: &PlacementRecord) -> Result<(), StoreError> {
         self.writable("placement")?;
         let key = keys::workload(&rec.workload)?;
+        self.note_old(&self.inner.placements, [&key])?;
         self.inner.placements.insert(key, encode(rec)?).map_err(|e| self.err(e))?;
         Ok(())
     }
@@ -775,7 +780,9 @@ impl Store {
     /// Forgets a workload's placement (its history stays).
     pub fn remove_placement(&self, key: &ObjectKey) -> Result<(), StoreError> {
         self.writable("placement")?;
-        self.inner.placements.remove(keys::workload(key)?).map_err(|e| self.err(e))?;
+        let key = keys::workload(key)?;
+        self.note_old(&self.inner.placements, [&key])?;
+        self.inner.placements.remove(key).map_err(|e| self.err(e))?;
         Ok(())
     }
 
@@ -786,6 +793,7 @@ impl Store {
     pub fn append_history(&self, mut rec: HistoryRecord) -> Result<u64, StoreError> {
         self.writable("history")?;
         let prefix = keys::history_prefix(&rec.workload)?;
+        self.note_next_seqs(&[&prefix])?;
         let seq = (&self.inner.meta, &self.inner.history)
             .transaction(|(meta, history)| {
                 let seq = next_seq(meta)?;
@@ -811,6 +819,8 @@ impl Store {
         }
         let prefix = keys::history_prefix(&history.workload)?;
         let pkey = keys::workload(&placement.workload)?;
+        self.note_next_seqs(&[&prefix])?;
+        self.note_old(&self.inner.placements, [&pkey])?;
         (&self.inner.meta, &self.inner.history, &self.inner.placements)
             .transaction(|(meta, hist, places)| {
                 let seq = next_seq(meta)?;
@@ -845,6 +855,9 @@ impl Store {
             return Ok(Vec::new());
         }
         let count = u64::try_from(decisions.len()).unwrap_or(u64::MAX);
+        let prefixes: Vec<&[u8]> = keyed.iter().map(|(prefix, _)| prefix.as_slice()).collect();
+        self.note_next_seqs(&prefixes)?;
+        self.note_old(&self.inner.placements, keyed.iter().map(|(_, pkey)| pkey))?;
         for _ in 0..RECORD_ATTEMPTS {
             // The sequence numbers the transaction will hand out (this process is the store's
             // only writer: the counter does not move in between; if it did, start again), so
@@ -882,6 +895,19 @@ impl Store {
         Err(StoreError::Inconsistent(format!(
             "the history sequence counter moved during each of {RECORD_ATTEMPTS} attempts to record a batch: another writer?"
         )))
+    }
+
+    /// Before handing out the next `prefixes.len()` history sequence numbers, in this order:
+    /// while a record is captured ([`Store::begin_record`]), the counter and the history keys
+    /// they make are logged (as absent).
+    fn note_next_seqs(&self, prefixes: &[&[u8]]) -> Result<(), StoreError> {
+        if !self.capturing() {
+            return Ok(());
+        }
+        let last = self.last_history_seq()?;
+        self.note_old(&self.inner.meta, [keys::HISTORY_SEQ])?;
+        let history = prefixes.iter().zip(last + 1..).map(|(prefix, seq)| keys::history(prefix, seq));
+        self.note_old(&self.inner.history, history)
     }
 
     /// The decisions for one workload, oldest first.

@@ -164,6 +164,7 @@ impl Store {
     pub fn put_replay_refs(&self, refs: &[(u64, ReplayRef)]) -> Result<(), StoreError> {
         self.writable("replay references")?;
         let tree = self.inner.db.open_tree(TREE).map_err(|e| self.err(e))?;
+        self.note_old(&tree, refs.iter().map(|(seq, _)| seq.to_be_bytes()))?;
         let mut batch = sled::Batch::default();
         for (seq, r) in refs {
             batch.insert(&seq.to_be_bytes(), encode(r)?);

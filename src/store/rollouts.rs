@@ -126,7 +126,9 @@ impl Store {
     /// Replaces a workload's rollout state (durable with the next [`Store::flush`]).
     pub fn put_rollout(&self, key: &ObjectKey, state: &RolloutState) -> Result<(), StoreError> {
         self.writable("rollout state")?;
-        self.inner.rollouts.insert(keys::workload(key)?, encode(state)?).map_err(|e| self.err(e))?;
+        let key = keys::workload(key)?;
+        self.note_old(&self.inner.rollouts, [&key])?;
+        self.inner.rollouts.insert(key, encode(state)?).map_err(|e| self.err(e))?;
         Ok(())
     }
 
@@ -134,6 +136,7 @@ impl Store {
     /// as [`Store::rollouts`] gives it.
     pub fn remove_rollout(&self, store_key: &str) -> Result<(), StoreError> {
         self.writable("rollout state")?;
+        self.note_old(&self.inner.rollouts, [store_key.as_bytes()])?;
         self.inner.rollouts.remove(store_key.as_bytes()).map_err(|e| self.err(e))?;
         Ok(())
     }

@@ -151,6 +151,7 @@ impl Store {
     /// Replaces the stored stability state (durable with the next [`Store::flush`]).
     pub fn put_stability(&self, state: &StabilityState) -> Result<(), StoreError> {
         self.writable("stability state")?;
+        self.note_old(&self.inner.stability, [STATE_KEY])?;
         self.inner.stability.insert(STATE_KEY, encode(state)?).map_err(|e| self.err(e))?;
         Ok(())
     }

@@ -19,7 +19,7 @@ fn seen(at_ms: u64) -> Observed {
     Observed { at_ms, confidence: 1.0 }
 }
 
-fn workload(name: &str) -> ObjectKey {
+pub(super) fn workload(name: &str) -> ObjectKey {
     ObjectKey {
         api_version: "apps/v1".into(),
         kind: "Deployment".into(),
@@ -52,7 +52,7 @@ fn result(targets: &[(&str, i32)]) -> ScheduleResult {
     }
 }
 
-fn decision(key: &ObjectKey, at_ms: u64, trigger: &str) -> HistoryRecord {
+pub(super) fn decision(key: &ObjectKey, at_ms: u64, trigger: &str) -> HistoryRecord {
     HistoryRecord {
         seq: 0,
         at_ms,
@@ -77,7 +77,7 @@ fn decision(key: &ObjectKey, at_ms: u64, trigger: &str) -> HistoryRecord {
     }
 }
 
-fn placement(key: &ObjectKey) -> PlacementRecord {
+pub(super) fn placement(key: &ObjectKey) -> PlacementRecord {
     let r = result(&[("m1", 2), ("m2", 1)]);
     PlacementRecord {
         workload: key.clone(),
