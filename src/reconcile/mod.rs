@@ -423,6 +423,11 @@ impl Reconciler {
             })
             .collect();
         stability.hand_over(moves, now_ms, self.settings.stability.grace_period_ms);
+        stability.drop_unremoved_purges(|key, cluster| {
+            cache.decisions.get(key).is_some_and(|c| {
+                c.decided.record.files.contains_key(cluster) || c.decided.keep.iter().any(|(k, _)| k == cluster)
+            })
+        });
 
         let namespaces = self.settings.publish.namespaces;
         let planned = plan::plan(

@@ -228,6 +228,22 @@ impl StabilityPass {
         }
     }
 
+    /// A `Directly` purge removes the workload's files from its member at once; one whose
+    /// workload still has its file there once decided (`keeps`: it could not leave — nothing
+    /// else fit, its previous placement kept — so nothing was removed) is no purge: no history
+    /// note, no report event (history records only what was published). Its task stays (it
+    /// keeps the member out until the workload leaves or the member is Ready again).
+    pub fn drop_unremoved_purges(&mut self, keeps: impl Fn(&ObjectKey, &str) -> bool) {
+        self.actions.retain(|a| {
+            let unremoved = matches!(a.kind, ActionKind::Purge { reason: stability::PurgeReason::Directly, .. })
+                && a.workload.as_ref().is_some_and(|w| keeps(w, &a.cluster));
+            if unremoved {
+                tracing::info!(workload = ?a.workload, cluster = %a.cluster, "stability: nothing purged (Directly): the workload could not leave the member");
+            }
+            !unremoved
+        });
+    }
+
     /// A workload whose change the mass-deletion guard held whole (`moves`) keeps the engine
     /// state it was published with (`old`: the state the pass began from): its tasks, move-back
     /// candidates and timers as they were, none of this pass's hand-overs (their previous
@@ -2181,5 +2197,76 @@ spec:
             let again = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes);
             assert_eq!(again.filter(|n| n.starts_with("evicted")).count(), 1, "{purge}");
         }
+    }
+}
+
+#[cfg(test)]
+mod purge_note_tests {
+    use super::fixture::{Fixture, cluster};
+    use crate::model::snapshot::Health;
+    use crate::reconcile::Settings;
+
+    /// A Deployment of 6 replicas, `purgeMode: Directly`.
+    const REPO: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web}
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference: {dynamicWeight: AvailableReplicas}
+  failover: {cluster: {purgeMode: Directly}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
+"#;
+
+    /// Issue 46, invariants 3 and 8 (seed 60 of the simulation): a `Directly` eviction from
+    /// the lost m1 whose workload cannot leave it (m2 has no room: it stays on m1, its file
+    /// kept) removes nothing, so its history notes the eviction but no "purged … (Directly"
+    /// and the report has no purge event; once m2 has room, the workload leaves m1 (the
+    /// eviction's task kept it out). Before the fix the purge was noted though the file stayed.
+    #[test]
+    fn a_directly_eviction_that_removes_nothing_notes_no_purge() {
+        let clusters = |m2: u32| [cluster("m1", 20), cluster("m2", m2)];
+        let f = Fixture::new(REPO, &clusters(0));
+        let out = &f.out;
+        let world = || {
+            let mut inputs = f.inputs();
+            for s in inputs.snapshots.iter_mut().filter(|s| s.name == "m1") {
+                s.health = Health::Unreachable { reason: "connection refused".into() };
+            }
+            inputs
+        };
+        let on = |c: &str| out.join(c).join("shop/apps_deployment_web.yaml").is_file();
+        let t0 = 1_700_000_000_000;
+        let rec = f.reconciler(Settings::builtin());
+        rec.reconcile(&f.inputs(), out, "test", t0).expect("pass");
+        assert!(on("m1") && !on("m2"));
+        let key = rec.store.placements().expect("placements")[0].workload.clone();
+        rec.reconcile(&world(), out, "test", t0 + 10_000).expect("pass");
+        let report = rec.reconcile(&world(), out, "test", t0 + 310_000).expect("pass");
+        assert!(on("m1"), "nothing else fits: web stays on m1");
+        let notes: Vec<String> = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect();
+        assert!(notes.iter().any(|n| n.starts_with("evicted")), "{notes:?}");
+        assert!(!notes.iter().any(|n| n.starts_with("purged")), "nothing was purged: {notes:?}");
+        assert!(!report.stability.events.iter().any(|e| e.kind == "purge"), "{:?}", report.stability.events);
+
+        // Room on m2: the workload leaves m1.
+        f.clusters(&clusters(20));
+        rec.reconcile(&world(), out, "test", t0 + 320_000).expect("pass");
+        assert!(!on("m1") && on("m2"));
     }
 }
