@@ -50,7 +50,10 @@
 //! as a directory, one rename); per existing cluster its object files, then its
 //! `kustomization.yaml`; then the summary's shards (an index, like a kustomization: written once
 //! every file they list is in place); then all removals. Recovery applies the same order, so it
-//! stays idempotent. The output directory has one owner (`publish::claim_output`, a `flock` of
+//! stays idempotent. The caller's record of a publish (`publish_recorded`: the reconciler's
+//! store) is written before the journal commits, and the journal carries its id, so that after a
+//! crash the record is settled when the journal is there and rolled back when it is not
+//! (`reconcile::recover`). The output directory has one owner (`publish::claim_output`, a `flock` of
 //! `.fedsched/owner`): the daemon for its life — with `[ha]` the leader from its takeover until it
 //! loses the lease — and `render` for its pass; `plan` takes none.
 //!

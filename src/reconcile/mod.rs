@@ -424,7 +424,7 @@ impl Reconciler {
             .collect();
         stability.hand_over(moves, now_ms, self.settings.stability.grace_period_ms);
         stability.drop_unremoved_purges(|key, cluster| {
-            cache.decisions.get(key).is_some_and(|c| {
+            cache.decide.decisions.get(key).is_some_and(|c| {
                 c.decided.record.files.contains_key(cluster) || c.decided.keep.iter().any(|(k, _)| k == cluster)
             })
         });
