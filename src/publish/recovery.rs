@@ -366,8 +366,13 @@ mod tests {
         ];
         for (dir, rename) in cases {
             let what = format!("{dir:?} {rename:?}");
-            let evil =
-                Journal { version: JOURNAL_VERSION, renames: vec![rename], deletions: vec![], new_dirs: vec![dir], record: None };
+            let evil = Journal {
+                version: JOURNAL_VERSION,
+                renames: vec![rename],
+                deletions: vec![],
+                new_dirs: vec![dir],
+                record: None,
+            };
             write_journal(out, &evil).expect("journal");
             let err = recover(out).expect_err(&what);
             assert!(matches!(err, PublishError::JournalInvalid { .. }), "{what}: {err}");

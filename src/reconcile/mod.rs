@@ -511,8 +511,17 @@ impl Reconciler {
         let mut tainted = self.taint(inputs, now_ms)?;
         let with_taints = tainted.inputs.take();
         let staged_inputs = with_taints.as_ref().unwrap_or(inputs);
-        let Staged { snapshots, pass, mut stability, rollout, decisions, mut planned, full_check, poll, stability_time } =
-            self.stages(cache, staged_inputs, tainted, output_dir, trigger, now_ms)?;
+        let Staged {
+            snapshots,
+            pass,
+            mut stability,
+            rollout,
+            decisions,
+            mut planned,
+            full_check,
+            poll,
+            stability_time,
+        } = self.stages(cache, staged_inputs, tainted, output_dir, trigger, now_ms)?;
 
         warn_secrets(self.settings.secrets.mode, cache, &decisions);
         if let Some(held) = self.emptied(&decisions) {
@@ -824,7 +833,8 @@ spec:
             drop(store);
             let rec = f.reconciler(Settings::builtin());
             rec.reconcile(&world(true), out, "test", after).expect("pass");
-            let placements: Vec<_> = rec.store.placements().expect("placements").into_iter().map(|p| p.targets).collect();
+            let placements: Vec<_> =
+                rec.store.placements().expect("placements").into_iter().map(|p| p.targets).collect();
             assert_eq!(placements, next.0.iter().map(|p| p.targets.clone()).collect::<Vec<_>>(), "step {step}");
             assert_eq!(files(out), next.1, "step {step}: the pass after the restart");
         }

@@ -2262,7 +2262,11 @@ spec:
         let notes: Vec<String> = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect();
         assert!(notes.iter().any(|n| n.starts_with("evicted")), "{notes:?}");
         assert!(!notes.iter().any(|n| n.starts_with("purged")), "nothing was purged: {notes:?}");
-        assert!(!report.stability.events.iter().any(|e| e.kind == "purge"), "{:?}", report.stability.events);
+        assert!(
+            !report.stability.events.iter().any(|e| matches!(e.kind, crate::schedule::stability::EventKind::Purge)),
+            "{:?}",
+            report.stability.events
+        );
 
         // Room on m2: the workload leaves m1.
         f.clusters(&clusters(20));

@@ -132,13 +132,8 @@ impl Store {
         if self.pending_record()?.is_none() {
             return Ok(());
         }
-        let keys: Vec<sled::IVec> = self
-            .inner
-            .meta
-            .scan_prefix(UNDO_PREFIX)
-            .keys()
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.err(e))?;
+        let keys: Vec<sled::IVec> =
+            self.inner.meta.scan_prefix(UNDO_PREFIX).keys().collect::<Result<_, _>>().map_err(|e| self.err(e))?;
         self.forget_record(keys)
     }
 
@@ -189,7 +184,8 @@ mod tests {
         let before = state(&store);
 
         let write = |store: &Store| {
-            let mut batch = vec![(decision(&web, 2, "second"), placement(&web)), (decision(&api, 2, "new"), placement(&api))];
+            let mut batch =
+                vec![(decision(&web, 2, "second"), placement(&web)), (decision(&api, 2, "new"), placement(&api))];
             store.record_decisions(&mut batch).expect("record");
             store.remove_placement(&web).expect("remove");
             let mut state = crate::schedule::stability::StabilityState::default();
