@@ -784,8 +784,8 @@ spec:
         let (evict_at, after) = (t0 + 310_000, t0 + 320_000);
         {
             let rec = f.reconciler(Settings::builtin());
-            rec.reconcile(&world(false), out, "test", t0).expect("pass");
-            rec.reconcile(&world(true), out, "test", t0 + 10_000).expect("pass");
+            rec.reconcile(&world(false), out, Trigger::Timer, t0).expect("pass");
+            rec.reconcile(&world(true), out, Trigger::Timer, t0 + 10_000).expect("pass");
         }
         let base = f.state.with_file_name("base");
         copy_dir(&f.state, &base.join("state"));
@@ -797,13 +797,13 @@ spec:
         let before = (recorded(&Store::open(&f.state).expect("store")), files(out));
         // Uninterrupted: the eviction, then a restart and the next pass.
         let rec = f.reconciler(Settings::builtin());
-        rec.reconcile(&world(true), out, "evict", evict_at).expect("pass");
+        rec.reconcile(&world(true), out, Trigger::Timer, evict_at).expect("pass");
         let reference = (recorded(&rec.store), files(out));
         assert!(!reference.1.keys().any(|p| p.starts_with("m1/shop/")), "web evicted from m1 (Directly)");
         assert_ne!(reference.0, before.0);
         drop(rec);
         let rec = f.reconciler(Settings::builtin());
-        rec.reconcile(&world(true), out, "test", after).expect("pass");
+        rec.reconcile(&world(true), out, Trigger::Timer, after).expect("pass");
         let next = (rec.store.placements().expect("placements"), files(out));
         drop(rec);
 
@@ -813,7 +813,7 @@ spec:
             let kill = publish::KillSwitch::new();
             kill.arm(step);
             let rec = f.reconciler(Settings::builtin()).with_kill_switch(kill);
-            match rec.reconcile(&world(true), out, "evict", evict_at) {
+            match rec.reconcile(&world(true), out, Trigger::Timer, evict_at) {
                 Ok(_) => break,
                 Err(ReconcileError::Publish(publish::PublishError::Killed { .. })) => {}
                 Err(e) => panic!("step {step}: {e}"),
@@ -832,7 +832,7 @@ spec:
             }
             drop(store);
             let rec = f.reconciler(Settings::builtin());
-            rec.reconcile(&world(true), out, "test", after).expect("pass");
+            rec.reconcile(&world(true), out, Trigger::Timer, after).expect("pass");
             let placements: Vec<_> =
                 rec.store.placements().expect("placements").into_iter().map(|p| p.targets).collect();
             assert_eq!(placements, next.0.iter().map(|p| p.targets.clone()).collect::<Vec<_>>(), "step {step}");

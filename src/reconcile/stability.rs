@@ -2253,11 +2253,11 @@ spec:
         let on = |c: &str| out.join(c).join("shop/apps_deployment_web.yaml").is_file();
         let t0 = 1_700_000_000_000;
         let rec = f.reconciler(Settings::builtin());
-        rec.reconcile(&f.inputs(), out, "test", t0).expect("pass");
+        rec.reconcile(&f.inputs(), out, crate::publish::Trigger::Timer, t0).expect("pass");
         assert!(on("m1") && !on("m2"));
         let key = rec.store.placements().expect("placements")[0].workload.clone();
-        rec.reconcile(&world(), out, "test", t0 + 10_000).expect("pass");
-        let report = rec.reconcile(&world(), out, "test", t0 + 310_000).expect("pass");
+        rec.reconcile(&world(), out, crate::publish::Trigger::Timer, t0 + 10_000).expect("pass");
+        let report = rec.reconcile(&world(), out, crate::publish::Trigger::Timer, t0 + 310_000).expect("pass");
         assert!(on("m1"), "nothing else fits: web stays on m1");
         let notes: Vec<String> = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect();
         assert!(notes.iter().any(|n| n.starts_with("evicted")), "{notes:?}");
@@ -2270,7 +2270,7 @@ spec:
 
         // Room on m2: the workload leaves m1.
         f.clusters(&clusters(20));
-        rec.reconcile(&world(), out, "test", t0 + 320_000).expect("pass");
+        rec.reconcile(&world(), out, crate::publish::Trigger::Timer, t0 + 320_000).expect("pass");
         assert!(!on("m1") && on("m2"));
     }
 }
