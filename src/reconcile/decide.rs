@@ -1352,9 +1352,9 @@ impl RenderJob<'_> {
         if let Some(d) = self.directive {
             // Make before break: the files on the clusters it left stay until purged (graceful
             // eviction, a hand-over), and those on the clusters it shrinks on stay as they are
-            // until the hand-over ends; a move decided afresh (move-back, rebalance) hands over
-            // from this pass on.
-            let handover = match (d.fresh, prev) {
+            // until the hand-over ends; a move decided afresh (move-back, rebalance), or
+            // decided with a member that rejoins its decisions, hands over from this pass on.
+            let handover = match (d.fresh || d.hand_over, prev) {
                 (true, Some(p)) => super::stability::handover_clusters(&p.targets, &self.targets),
                 _ => BTreeMap::new(),
             };

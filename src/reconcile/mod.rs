@@ -411,11 +411,12 @@ impl Reconciler {
         stability.settle_move_backs(|k, cluster| {
             cache.decide.decisions.get(k).is_some_and(|c| decide::places(&c.decided.record.targets, cluster))
         });
-        // The moves decided afresh hand over from the members they leave or shrink on.
+        // The moves decided afresh, and those decided with a member that rejoins the
+        // workload's decisions, hand over from the members they leave or shrink on.
         let moves = decisions
             .fresh
             .iter()
-            .filter(|k| stability.directives.get(*k).is_some_and(|d| d.fresh))
+            .filter(|k| stability.directives.get(*k).is_some_and(|d| d.fresh || d.hand_over))
             .filter_map(|k| {
                 let (prev, c) = (cache.record.placements().get(k)?, cache.decide.decisions.get(k)?);
                 let scheduled = matches!(c.decided.record.result.outcome, crate::schedule::Outcome::Scheduled { .. });

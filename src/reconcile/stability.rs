@@ -81,6 +81,13 @@ pub(crate) struct Directive {
     /// The engine ended the task; [`StabilityPass::settle_move_backs`] gives it back when the
     /// decision did not return.
     pub returning: BTreeSet<String>,
+    /// A member takes part in the workload's decisions again this pass (its eviction ended,
+    /// or failover stopped leaving it out without moving back): the decision, made again
+    /// with it, hands over from the members it leaves or shrinks on as a move decided afresh
+    /// does (make before break). Static weights put replicas back on it by the policy's
+    /// division; without a hand-over they were removed from the member they ran on in the
+    /// publish that added them there (simulation seed 5, `move_back = false`).
+    pub hand_over: bool,
 }
 
 /// A move-back of this pass as the engine took it, with what it ended (the cluster's task,
@@ -621,8 +628,17 @@ pub(super) fn run(
             caps: ws.marks.iter().filter(|m| m.shape == shape).map(|m| (m.cluster.clone(), m.cap)).collect(),
         };
         let kept = ws.kept().into_iter().map(str::to_string).collect();
-        let d = Directive { failover, kept, fresh: false, returning: BTreeSet::new() };
-        directives.insert(key.clone(), d);
+        directives.insert(
+            key.clone(),
+            Directive { failover, kept, fresh: false, returning: BTreeSet::new(), hand_over: false },
+        );
+    }
+    // The members that rejoin a workload's decisions this pass.
+    for (key, was) in &old.workloads {
+        let now = step.state.workloads.get(key).map(|ws| ws.evicted()).unwrap_or_default();
+        if was.evicted().iter().any(|c| !now.contains(c)) {
+            directives.entry(key.clone()).or_default().hand_over = true;
+        }
     }
     let mut move_backs = Vec::new();
     for a in &step.actions {
@@ -1853,6 +1869,89 @@ spec:
             rec.store.history(&key).expect("history").into_iter().filter(|h| h.at_ms >= t0 + 700_000).collect();
         let doc = crate::views::replay::document(&rec.store, &history, &Settings::builtin).expect("replay");
         assert!(history.len() >= 2 && doc["identical"] == history.len() && doc["different"] == 0, "{doc:#}");
+    }
+
+    /// One replica by static weights, m1 weighing 2 and m2 1 (m1 has it), failing over.
+    const STATIC: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web}
+  placement:
+    clusterAffinity: {clusterNames: [m1, m2]}
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference:
+        staticWeightList:
+        - {targetCluster: {clusterNames: [m1]}, weight: 2}
+        - {targetCluster: {clusterNames: [m2]}, weight: 1}
+  failover: {cluster: {purgeMode: Gracefully}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
+"#;
+
+    /// Issue 46, invariant 1 (simulation seed 5, t=630, `move_back = false`): a member that
+    /// takes part in a workload's decisions again after its failover — here m1, Ready for
+    /// `stable_for`, no move-back — gets its replica back by the static weights, and the
+    /// member the replica ran on (m2) keeps its file until m1's replica is Ready: make before
+    /// break, as a move-back. Before the fix m2's only Ready replica was removed in the publish
+    /// that added m1's (no stability event: a plain decision), and the workload ran nowhere.
+    #[test]
+    fn a_member_that_rejoins_a_workloads_decisions_takes_its_replicas_make_before_break() {
+        let f = Fixture::new(STATIC, &[cluster("m1", 20), cluster("m2", 20)]);
+        let out = &f.out;
+        let mut settings = Settings::builtin();
+        settings.stability.move_back = false;
+        let rec = f.reconciler(settings);
+        let world = |lost: bool, m1: (u32, u32), m2: (u32, u32)| -> Inputs {
+            let mut inputs = f.inputs();
+            for s in inputs.snapshots.iter_mut() {
+                match s.name.as_str() {
+                    "m1" if lost => s.health = Health::Unreachable { reason: "connection refused".into() },
+                    "m1" => s.pods = Some(pods(m1.0, m1.1)),
+                    "m2" => s.pods = Some(pods(m2.0, m2.1)),
+                    _ => {}
+                }
+            }
+            inputs
+        };
+        let at = |out: &std::path::Path| (replicas(out, "m1"), replicas(out, "m2"));
+        let pass = |w: Inputs, t: u64| rec.reconcile(&w, out, crate::publish::Trigger::Timer, t).expect("pass");
+        let t0 = 1_700_000_000_000;
+        pass(world(false, (1, 1), (0, 0)), t0);
+        assert_eq!(at(out), (Some(1), None), "weight 2 of 3: m1 has the replica");
+        // Failover to m2, m1's file purged once m2's replica is Ready.
+        pass(world(true, (0, 0), (0, 0)), t0 + 10_000);
+        pass(world(true, (0, 0), (0, 0)), t0 + 310_000);
+        pass(world(true, (0, 0), (1, 1)), t0 + 320_000);
+        assert_eq!(at(out), (None, Some(1)));
+        // m1 Ready again; after stable_for it takes part in the decision again.
+        pass(world(false, (0, 0), (1, 1)), t0 + 400_000);
+        assert_eq!(at(out), (None, Some(1)), "left out until stable_for");
+        let r = pass(world(false, (0, 0), (1, 1)), t0 + 700_000);
+        assert_eq!(at(out), (Some(1), Some(1)), "m2's Ready replica went in the publish that added m1's");
+        let kinds: Vec<(&str, &str)> =
+            r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
+        assert_eq!(kinds, [("handover", "m2")]);
+        pass(world(false, (1, 0), (1, 1)), t0 + 710_000);
+        assert_eq!(at(out), (Some(1), Some(1)), "released before m1's replica is Ready");
+        let r = pass(world(false, (1, 1), (1, 1)), t0 + 720_000);
+        let kinds: Vec<(&str, &str)> =
+            r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
+        assert_eq!(kinds, [("purge", "m2")]);
+        assert_eq!(at(out), (Some(1), None));
     }
 
     /// A Divided workload of 6 replicas on three members, dynamic weights.
