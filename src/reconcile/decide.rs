@@ -1353,10 +1353,11 @@ impl RenderJob<'_> {
             // Make before break: the files on the clusters it left stay until purged (graceful
             // eviction, a hand-over), and those on the clusters it shrinks on stay as they are
             // until the hand-over ends; a move decided afresh (move-back, rebalance), or
-            // decided with a member that rejoins its decisions, hands over from this pass on.
-            let handover = match (d.fresh || d.hand_over, prev) {
-                (true, Some(p)) => super::stability::handover_clusters(&p.targets, &self.targets),
-                _ => BTreeMap::new(),
+            // decided with a member that rejoins its decisions, hands over from this pass on
+            // (`stability::handing_over`).
+            let handover = match prev {
+                Some(p) => super::stability::handing_over(d, &p.targets, &self.targets),
+                None => BTreeMap::new(),
             };
             // A move-back that places nothing on the member it returns to keeps the files its
             // eviction kept there (the engine gives the task back: `settle_move_backs`).

@@ -416,11 +416,11 @@ impl Reconciler {
         let moves = decisions
             .fresh
             .iter()
-            .filter(|k| stability.directives.get(*k).is_some_and(|d| d.fresh || d.hand_over))
             .filter_map(|k| {
+                let d = stability.directives.get(k).filter(|d| d.fresh || d.hand_over)?;
                 let (prev, c) = (cache.record.placements().get(k)?, cache.decide.decisions.get(k)?);
                 let scheduled = matches!(c.decided.record.result.outcome, crate::schedule::Outcome::Scheduled { .. });
-                scheduled.then(|| (k.clone(), prev.targets.clone(), c.decided.record.targets.clone()))
+                scheduled.then(|| (k.clone(), stability::handing_over(d, &prev.targets, &c.decided.record.targets)))
             })
             .collect();
         stability.hand_over(moves, now_ms, self.settings.stability.grace_period_ms);

@@ -83,8 +83,8 @@ pub(crate) struct Directive {
     pub returning: BTreeSet<String>,
     /// A member takes part in the workload's decisions again this pass (its eviction ended,
     /// or failover stopped leaving it out without moving back): the decision, made again
-    /// with it, hands over from the members it leaves or shrinks on as a move decided afresh
-    /// does (make before break). Static weights put replicas back on it by the policy's
+    /// with it, hands over from the members it leaves as a move decided afresh does (make
+    /// before break; [`handing_over`]). Static weights put replicas back on it by the policy's
     /// division; without a hand-over they were removed from the member they ran on in the
     /// publish that added them there (simulation seed 5, `move_back = false`).
     pub hand_over: bool,
@@ -188,13 +188,8 @@ impl StabilityPass {
     /// ([`handover_clusters`]) a task that keeps its previous files until the new placement is
     /// Ready or the grace period passes with a replica Ready elsewhere (the engine's purge
     /// rules), and a history note. The reason is the action that decided it afresh.
-    pub fn hand_over(
-        &mut self,
-        moves: Vec<(ObjectKey, PlacementTargets, PlacementTargets)>,
-        now_ms: u64,
-        grace_ms: u64,
-    ) {
-        for (key, prev, new) in moves {
+    pub fn hand_over(&mut self, moves: Vec<(ObjectKey, BTreeMap<String, i32>)>, now_ms: u64, grace_ms: u64) {
+        for (key, handover) in moves {
             let reason = match self
                 .actions
                 .iter()
@@ -203,7 +198,6 @@ impl StabilityPass {
                 true => stability::Reason::Rebalance,
                 false => stability::Reason::MoveBack,
             };
-            let handover = handover_clusters(&prev, &new);
             if handover.is_empty() {
                 continue;
             }
@@ -405,6 +399,21 @@ impl StabilityPass {
             held: self.actions.iter().filter(|a| !a.is_event()).count(),
         }
     }
+}
+
+/// The members a decision under directive `d` hands over from, with the replicas they had
+/// ([`handover_clusters`]): those a move decided afresh (move-back, rebalance) leaves or
+/// shrinks on; those a decision made with a member that rejoins the workload's decisions
+/// ([`Directive::hand_over`]) leaves (where it shrinks, Ready replicas stay); none otherwise.
+pub(crate) fn handing_over(d: &Directive, prev: &PlacementTargets, new: &PlacementTargets) -> BTreeMap<String, i32> {
+    if !d.fresh && !d.hand_over {
+        return BTreeMap::new();
+    }
+    let mut handover = handover_clusters(prev, new);
+    if !d.fresh {
+        handover.retain(|c, _| new.get(c).copied().flatten().unwrap_or(0) == 0);
+    }
+    handover
 }
 
 /// The members a move decided afresh (move-back, rebalance) leaves or shrinks on, with the
