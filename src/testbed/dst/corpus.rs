@@ -231,6 +231,29 @@ pub const CORPUS: &[Entry] = &[
         // task and its kept files are given back, no note (reconcile::stability settle_move_backs).
         fixed_by: Some("c7aa089"),
     },
+    Entry {
+        seed: 5,
+        keep: Some(&[10, 14]),
+        faults: &[
+            "t=175s storm m127,m116,m112,m32,m14,m54,m17,m70,m125,m68,m122,m120,m108,m91,m28,m52,m124,m\
+             1,m134,m62,m90,m18,m121,m77,m9,m86,m137,m55,m93,m20,m89,m119,m35,m101,m6,m105,m97,m72,m49,\
+             m85,m123,m88,m19,m130,m39,m131,m69,m58,m102,m78,m57,m12,m135,m27,m95,m51,m21,m61,m111,m2,m\
+             36,m40,m25,m48,m29,m100,m4,m31,m41,m16 Refused 3s apart for 108s",
+            "t=201s storm m23,m65,m125,m87,m132,m93,m103,m95,m92,m25,m90,m61,m42,m119,m97,m124,m112,m11\
+             ,m51,m59,m2,m60,m130,m57,m115,m102,m120,m27,m110,m116,m101,m53,m54,m28,m126,m20,m81,m4,m94\
+             ,m14,m84,m72,m40,m55,m79,m17,m16,m19,m73,m111,m7,m77,m69,m44,m52,m47,m38,m85,m63,m129,m10,\
+             m36,m91,m76,m62,m123,m108,m3,m109,m78 Dead 0s apart for 60s",
+        ],
+        invariant: 1,
+        found: "w112 (1 replica, static weights 3:3:3) failed over from member-031 to member-055 in the first storm; \
+                with move_back = false, member-031 took part in its decisions again once Ready for stable_for, and \
+                the decision at 630 s put the replica back there by the weights, removing member-055's only Ready \
+                replica in the same publish (a plain decision: no move-back, no hand-over)",
+        failed_on: "7038197 (main)",
+        // A decision made with a member that rejoins the workload's decisions hands over from
+        // the members it leaves (Directive::hand_over, stability::handing_over).
+        fixed_by: Some("b0e5d29 and 896a14f"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
