@@ -27,6 +27,13 @@
 //!    whose view has more than `unhealthy_threshold` of the members unhealthy (the storm rule,
 //!    judged at each pass: members lost a few seconds apart are a storm from the pass they are
 //!    a majority), and after a storm only a toleration after its end.
+//! 9. progressive rollouts (seeds of [`super::spec::ROLLOUT_SEEDS`], [`RolloutWatch`]): no
+//!    cluster outside a stage that passed its gates runs the new version — every gate takes at
+//!    least `minSuccessTime` (no approvals in the simulation), so a stage `k` first holds a
+//!    version in the output at least `(k - j)` × `minSuccessTime` after the version was first
+//!    published, to stage `j`; checked after every pass, a killed one's partial publish too,
+//!    and across restarts and `[ha]` takeovers (a version a template has when it is created or
+//!    restored goes everywhere at once: not a rollout).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::fs::MetadataExt;
@@ -60,6 +67,8 @@ pub struct FileInfo {
     pub hash: u64,
     /// `spec.replicas` of a Deployment.
     pub replicas: Option<i64>,
+    /// The image tag of a Deployment's container (`registry.example/<name>:<tag>`).
+    pub image: Option<u32>,
     /// The paths a `kustomization.yaml` lists.
     pub listed: Option<Vec<String>>,
 }
@@ -114,6 +123,12 @@ fn replicas_of(text: &str) -> Option<i64> {
     rest.split('\n').next()?.trim().parse().ok()
 }
 
+fn image_of(text: &str) -> Option<u32> {
+    let at = text.find("image: registry.example/")?;
+    let line = text[at..].split('\n').next()?;
+    line.rsplit(':').next()?.trim().trim_matches('"').parse().ok()
+}
+
 fn listed_of(text: &str) -> Vec<String> {
     text.lines().filter_map(|l| l.strip_prefix("- ")).map(str::to_string).collect()
 }
@@ -146,6 +161,7 @@ impl TreeReader {
                         FileInfo {
                             hash: crate::util::hash::fnv1a64(&bytes),
                             replicas: if name.contains("apps_deployment_") { replicas_of(&text) } else { None },
+                            image: if name.contains("apps_deployment_") { image_of(&text) } else { None },
                             listed: (name == "kustomization.yaml").then(|| listed_of(&text)),
                         }
                     }
@@ -211,6 +227,70 @@ pub struct PassCtx<'a> {
     /// from above (a storm's end).
     pub storm_threshold: f64,
     pub storm_ended: Option<u64>,
+}
+
+/// Invariant 9 (issue 52): when each stage of a rollout first held each version of each
+/// workload in the output, and which versions are not rolled out (a template's version when
+/// it is created or restored).
+#[derive(Debug, Clone, Default)]
+pub struct RolloutWatch {
+    /// (workload, image) → when the output first held it, and on which stage (the lowest
+    /// then).
+    first: BTreeMap<(String, u32), (u64, usize)>,
+    /// (workload, image, stage) → when that stage first held it.
+    stages: BTreeMap<(String, u32, usize), u64>,
+    /// Workload → the image it was created or restored with.
+    exempt: BTreeMap<String, u32>,
+}
+
+impl RolloutWatch {
+    /// Workload `name` is created or restored with `image`: that version is not rolled out.
+    pub fn created(&mut self, name: &str, image: u32) {
+        self.exempt.insert(name.to_string(), image);
+    }
+
+    /// Invariant 9 on the output `tree` at `now` (ms): `workloads` as the repository has them
+    /// (with whether each is present), `clusters` the members by index.
+    pub fn check(
+        &mut self,
+        rollout: &super::spec::Rollout,
+        now: u64,
+        workloads: &[(Workload, bool)],
+        clusters: &[String],
+        tree: &Tree,
+    ) -> Result<(), String> {
+        for (w, present) in workloads {
+            if !present || self.exempt.get(&w.name) == Some(&w.image) {
+                continue;
+            }
+            let path = crate::render::object_path(&w.key());
+            let holding: Vec<usize> = (0..clusters.len())
+                .filter(|m| tree.files.get(&format!("{}/{path}", clusters[*m])).and_then(|f| f.image) == Some(w.image))
+                .map(|m| rollout.stage_of(m))
+                .collect();
+            let Some(lowest) = holding.iter().min() else { continue };
+            let &mut (first_at, first_stage) = self.first.entry((w.name.clone(), w.image)).or_insert((now, *lowest));
+            for stage in holding {
+                let at = *self.stages.entry((w.name.clone(), w.image, stage)).or_insert(now);
+                let gates = stage.saturating_sub(first_stage) as u64;
+                if at < first_at + gates * rollout.min_success_ms {
+                    return Err(format!(
+                        "{}: image {} on stage {stage} at t={}.{:03}s, {} ms after it was first published (to stage \
+                         {first_stage} at t={}.{:03}s): {gates} gate(s) of minSuccessTime {} ms cannot have passed",
+                        w.key(),
+                        w.image,
+                        at / 1000,
+                        at % 1000,
+                        at - first_at,
+                        first_at / 1000,
+                        first_at % 1000,
+                        rollout.min_success_ms
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Whether a pass's view has more than `threshold` of its members unhealthy (the storm rule,

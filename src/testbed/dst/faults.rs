@@ -193,6 +193,22 @@ pub fn schedule(spec: &WorldSpec) -> Vec<Scheduled> {
         };
         out.push(Scheduled { at_ms, fault });
     }
+    // A world with a rollout (its own stream): template changes, each followed by a lease
+    // move (or a restart without `[ha]`) within its canary's gate or its wave's.
+    if let Some(r) = &spec.rollout {
+        let mut rng = Rng(spec.seed ^ 0x2011_0a7e_fa17);
+        for _ in 0..rng.range(1, 3) {
+            let at_ms = rng.range(start, end) / 1000 * 1000;
+            let workload = rng.below(w as u64) as usize;
+            out.push(Scheduled { at_ms, fault: Fault::Image { workload } });
+            let after = rng.range(DEBOUNCE_AND_A_PASS_MS, 2 * r.min_success_ms + 30_000) / 1000 * 1000;
+            let fault = if spec.settings.ha { Fault::LeaderChange } else { Fault::Restart };
+            out.push(Scheduled { at_ms: at_ms + after, fault });
+        }
+    }
     out.sort_by_key(|s| s.at_ms);
     out
 }
+
+/// Time from a template edit to its first publish, at most (the watch's debounce, a pass).
+const DEBOUNCE_AND_A_PASS_MS: u64 = 2_000;

@@ -132,6 +132,67 @@ impl Settings {
     }
 }
 
+/// Seeds from here on have a progressive rollout (issue 52): a RolloutPolicy in each
+/// namespace, drawn from a stream of their own (the seeds below keep their worlds and
+/// schedules exactly), `[ha]` one world in two, and pairs of faults that change a template and
+/// move the lease while its rollout is under way.
+pub const ROLLOUT_SEEDS: u64 = 1_000_000;
+
+/// The RolloutPolicy of a world in [`ROLLOUT_SEEDS`]: three stages by member — `canary`
+/// (one member), `wave` (some others), and the final stage (the rest) — over every Deployment
+/// of its namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rollout {
+    pub canary: usize,
+    pub wave: Vec<usize>,
+    pub min_success_ms: u64,
+    pub max_failures: u32,
+    pub on_failure: &'static str,
+}
+
+impl Rollout {
+    fn generate(seed: u64, n: usize) -> Rollout {
+        let mut rng = Rng(seed ^ 0x2011_0a7e_5ea1);
+        let canary = rng.below(n as u64) as usize;
+        let mut wave = some_members(&mut rng, n, (n / 2).max(1));
+        wave.retain(|m| *m != canary);
+        Rollout {
+            canary,
+            wave,
+            min_success_ms: *rng.pick(&[20, 60, 120, 300]) * S,
+            max_failures: *rng.pick(&[0, 0, 1]),
+            on_failure: if rng.chance(50) { "Halt" } else { "Rollback" },
+        }
+    }
+
+    /// The stage of member `m` (0 canary, 1 wave, 2 the final stage).
+    pub fn stage_of(&self, m: usize) -> usize {
+        if m == self.canary {
+            0
+        } else if self.wave.contains(&m) {
+            1
+        } else {
+            2
+        }
+    }
+
+    /// The RolloutPolicy of namespace `ns` as YAML.
+    pub fn policy_yaml(&self, ns: &str, members: &[Member]) -> String {
+        format!(
+            "apiVersion: fedsched.io/v1alpha1\nkind: RolloutPolicy\nmetadata: {{name: waves, namespace: {ns}}}\nspec:\n\
+             \x20 resourceSelectors: [{{apiVersion: apps/v1, kind: Deployment}}]\n\
+             \x20 minSuccessTime: {}s\n  maxFailures: {}\n  onFailure: {}\n  stages:\n\
+             \x20 - {{name: canary, clusterAffinity: {{clusterNames: {}}}}}\n\
+             \x20 - {{name: wave, clusterAffinity: {{clusterNames: {}}}}}\n",
+            self.min_success_ms / S,
+            self.max_failures,
+            self.on_failure,
+            names(members, &[self.canary]),
+            names(members, &self.wave),
+        )
+    }
+}
+
 /// Everything a seed decides before the first fault.
 #[derive(Debug, Clone)]
 pub struct WorldSpec {
@@ -140,6 +201,8 @@ pub struct WorldSpec {
     pub settings: Settings,
     pub members: Vec<Member>,
     pub workloads: Vec<Workload>,
+    /// A seed of [`ROLLOUT_SEEDS`]: its RolloutPolicy.
+    pub rollout: Option<Rollout>,
     /// Simulated time the run lasts.
     pub duration_ms: u64,
 }
@@ -158,7 +221,7 @@ impl WorldSpec {
             Size::Large => (rng.range(60, 200), 1, rng.range(60, 250)),
         };
         let ms = |rng: &mut Rng, choices: &[u64]| *rng.pick(choices) * S;
-        let settings = Settings {
+        let mut settings = Settings {
             interval_ms: ms(&mut rng, &[5, 10, 15, 30]),
             poll_timeout_ms: ms(&mut rng, &[2, 5]),
             toleration_ms: ms(&mut rng, &[20, 30, 60, 120]),
@@ -188,7 +251,11 @@ impl WorldSpec {
         let n = members.len();
         let workloads = (0..workloads as usize).map(|i| workload(&mut rng, i, n)).collect();
         let duration_ms = rng.range(10, 30) * 60 * S;
-        WorldSpec { seed, size, settings, members, workloads, duration_ms }
+        let rollout = (seed >= ROLLOUT_SEEDS).then(|| Rollout::generate(seed, n));
+        if rollout.is_some() {
+            settings.ha = Rng(seed ^ 0x2011_0a7e_00a0).chance(50);
+        }
+        WorldSpec { seed, size, settings, members, workloads, rollout, duration_ms }
     }
 }
 

@@ -181,6 +181,8 @@ pub struct World {
     completed: Option<Tree>,
     scratch_seq: u64,
     pub passes: u64,
+    /// Invariant 9's record of the rollouts (seeds of [`super::spec::ROLLOUT_SEEDS`]).
+    rollouts: check::RolloutWatch,
 }
 
 /// A scratch directory on a memory file system when there is one (the world's publishes and
@@ -262,7 +264,11 @@ impl World {
             completed: None,
             scratch_seq: 0,
             passes: 0,
+            rollouts: check::RolloutWatch::default(),
         };
+        for w in &world.repo.workloads {
+            world.rollouts.created(&w.name, w.image);
+        }
         world.storm_threshold = crate::reconcile::Settings::from_config(&world.cfg, false)
             .map_err(|e| Violation { at_ms: 0, invariant: 0, message: format!("settings: {e}") })?
             .stability
@@ -291,6 +297,14 @@ impl World {
         }
         for w in 0..self.repo.workloads.len() {
             self.write_workload(w)?;
+        }
+        if let Some(r) = &self.spec.rollout {
+            for ns in ["shop", "team-a"] {
+                write(
+                    &self.policy.join(format!("policies/rollout-{ns}.yaml")),
+                    &r.policy_yaml(ns, &self.spec.members),
+                )?;
+            }
         }
         Ok(())
     }
@@ -437,6 +451,10 @@ impl World {
             Act::Delete { workloads, on } => {
                 for w in workloads {
                     self.repo.present[w] = !on;
+                    if !on {
+                        let w = &self.repo.workloads[w];
+                        self.rollouts.created(&w.name, w.image);
+                    }
                     paths.extend(self.write_workload(w)?);
                 }
             }
@@ -635,6 +653,7 @@ impl World {
                 // judged from the completed state.
                 self.completed = Some(recovered);
                 self.trace.note(self.now, format!("{} killed in its {trigger} pass", self.instances[i].name));
+                self.rollouts_hold(&crashed)?;
                 self.published(&before, crashed, &[]);
                 Ok(())
             }
@@ -665,6 +684,7 @@ impl World {
                 );
                 let completed = self.completed.take();
                 self.check_pass(i, completed.as_ref().unwrap_or(&before), &after, &report)?;
+                self.rollouts_hold(&after)?;
                 let directly: Vec<(String, String)> = report
                     .stability
                     .events
@@ -704,6 +724,18 @@ impl World {
             }
         }
         self.tree = after;
+    }
+
+    /// Invariant 9 on an output `tree` (a world with a rollout).
+    fn rollouts_hold(&mut self, tree: &Tree) -> Result<(), Violation> {
+        let Some(rollout) = &self.spec.rollout else { return Ok(()) };
+        let workloads: Vec<(Workload, bool)> =
+            self.repo.workloads.iter().cloned().zip(self.repo.present.iter().copied()).collect();
+        self.rollouts.check(rollout, self.now, &workloads, &self.names, tree).map_err(|m| Violation {
+            at_ms: self.now,
+            invariant: 9,
+            message: m,
+        })
     }
 
     fn ready_total(&self, owner: &str) -> usize {
