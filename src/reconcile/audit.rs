@@ -65,16 +65,21 @@ impl std::fmt::Display for Difference {
 
 /// The memo named when the decision key differs.
 pub const MEMO_KEY: &str = "decision key (KeyMemo, ClaimMemo, PreviousDigests, fleet static facts)";
-/// The memo named when the state of the filtered clusters differs.
+/// The memo named when the clusters that passed the filters differ.
 pub const MEMO_STATE: &str = "cluster state (ClusterDigests, deducted views: RecentPlacements, PlannedDeductions)";
-/// The memo named when key and state are equal and the decisions still differ.
+/// The memo named when key and filtered clusters are equal and the decisions still differ.
 pub const MEMO_DECISION: &str = "kept decision (Kept decisions, outcome_stands)";
 
+/// The memo a difference comes from. A kept decision's `state` is the state of the verdicts
+/// its outcome holds on ([`super::cache::CachedDecision::state`]): one whose outcome stood on
+/// the clusters' changed state keeps the older state by design, so a state unlike the fresh
+/// decision's names no memo by itself — with the same key and the same filtered clusters, it
+/// is the kept decision (its outcome judged to stand) that differs.
 fn memo_of(kept: &PlannedDecision, fresh: &PlannedDecision) -> &'static str {
     let (k, f) = (kept.cached(), fresh.cached());
     if k.key != f.key {
         MEMO_KEY
-    } else if k.state != f.state || k.clusters != f.clusters {
+    } else if k.clusters != f.clusters {
         MEMO_STATE
     } else {
         MEMO_DECISION
