@@ -669,31 +669,7 @@ pub(super) fn run(
         let (cluster, moved_from) = (a.cluster.clone(), moved_from.clone());
         move_backs.push(MoveBack { key: key.clone(), cluster, task, moved_from, at_ms: now_ms });
     }
-    // One line per action up to a bound, then one line for the rest (a rebalancer naming
-    // 10,000 workloads is not 10,000 log lines; each has its history note).
-    const LOGGED: usize = 20;
-    let events = step.actions.iter().filter(|a| a.is_event()).count();
-    if events > LOGGED {
-        tracing::info!(
-            actions = events,
-            "stability: {events} actions this pass; the first {LOGGED} follow, every one is in the history"
-        );
-    }
-    let storm = |a: &Action| matches!(a.kind, ActionKind::StormStarted { .. });
-    for (_, a) in step.actions.iter().filter(|a| a.is_event()).enumerate().filter(|(i, a)| *i < LOGGED || storm(a)) {
-        match (&a.kind, &a.workload) {
-            // Said once its decision is known (`StabilityPass::settle_move_backs`).
-            (ActionKind::MoveBack { .. }, _) => {}
-            (ActionKind::StormStarted { .. }, _) => {
-                tracing::warn!(action = %a, "stability: storm guard holds every eviction")
-            }
-            (ActionKind::GraceExpired { .. }, Some(w)) => {
-                tracing::warn!(workload = %w, cluster = %a.cluster, action = %a, "stability: old copy kept past its grace period")
-            }
-            (_, Some(w)) => tracing::info!(workload = %w, cluster = %a.cluster, action = %a, "stability"),
-            (_, None) => tracing::info!(action = %a, "stability"),
-        }
-    }
+    log_actions(&step.actions);
     // The graceful tasks the purges end (a `Directly` one was purged when it started).
     let purged = step
         .actions
@@ -714,6 +690,34 @@ pub(super) fn run(
         purged,
         move_backs,
     })
+}
+
+/// Logs a pass's actions: one line per action up to a bound, then one line for the rest (a
+/// rebalancer naming 10,000 workloads is not 10,000 log lines; each has its history note).
+fn log_actions(actions: &[Action]) {
+    const LOGGED: usize = 20;
+    let events = actions.iter().filter(|a| a.is_event()).count();
+    if events > LOGGED {
+        tracing::info!(
+            actions = events,
+            "stability: {events} actions this pass; the first {LOGGED} follow, every one is in the history"
+        );
+    }
+    let storm = |a: &Action| matches!(a.kind, ActionKind::StormStarted { .. });
+    for (_, a) in actions.iter().filter(|a| a.is_event()).enumerate().filter(|(i, a)| *i < LOGGED || storm(a)) {
+        match (&a.kind, &a.workload) {
+            // Said once its decision is known (`StabilityPass::settle_move_backs`).
+            (ActionKind::MoveBack { .. }, _) => {}
+            (ActionKind::StormStarted { .. }, _) => {
+                tracing::warn!(action = %a, "stability: storm guard holds every eviction")
+            }
+            (ActionKind::GraceExpired { .. }, Some(w)) => {
+                tracing::warn!(workload = %w, cluster = %a.cluster, action = %a, "stability: old copy kept past its grace period")
+            }
+            (_, Some(w)) => tracing::info!(workload = %w, cluster = %a.cluster, action = %a, "stability"),
+            (_, None) => tracing::info!(action = %a, "stability"),
+        }
+    }
 }
 
 /// The blob hash of the state a pass starts from (the store's codec: JSON cannot key a map
