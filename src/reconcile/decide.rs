@@ -1352,9 +1352,9 @@ impl RenderJob<'_> {
         if let Some(d) = self.directive {
             // Make before break: the files on the clusters it left stay until purged (graceful
             // eviction, a hand-over), and those on the clusters it shrinks on stay as they are
-            // until the hand-over ends; a move decided afresh (move-back, rebalance), or
-            // decided with a member that rejoins its decisions, hands over from this pass on
-            // (`stability::handing_over`).
+            // until the hand-over ends; a move decided afresh (move-back, rebalance), a
+            // failover's decision, or one made with a member that rejoins its decisions, hands
+            // over from this pass on (`stability::handing_over`).
             let handover = match prev {
                 Some(p) => super::stability::handing_over(d, &p.targets, &self.targets),
                 None => BTreeMap::new(),

@@ -411,16 +411,18 @@ impl Reconciler {
         stability.settle_move_backs(|k, cluster| {
             cache.decide.decisions.get(k).is_some_and(|c| decide::places(&c.decided.record.targets, cluster))
         });
-        // The moves decided afresh, and those decided with a member that rejoins the
-        // workload's decisions, hand over from the members they leave or shrink on.
+        // The decisions that hand over (moves decided afresh, failovers' decisions, those made
+        // with a member that rejoins the workload's decisions) start their hand-overs.
         let moves = decisions
             .fresh
             .iter()
             .filter_map(|k| {
-                let d = stability.directives.get(k).filter(|d| d.fresh || d.hand_over)?;
+                let d = stability.directives.get(k)?;
+                let why = d.hand_over?;
                 let (prev, c) = (cache.record.placements().get(k)?, cache.decide.decisions.get(k)?);
                 let scheduled = matches!(c.decided.record.result.outcome, crate::schedule::Outcome::Scheduled { .. });
-                scheduled.then(|| (k.clone(), stability::handing_over(d, &prev.targets, &c.decided.record.targets)))
+                let from = || stability::handing_over(d, &prev.targets, &c.decided.record.targets);
+                scheduled.then(|| (k.clone(), why, from()))
             })
             .collect();
         stability.hand_over(moves, now_ms, self.settings.stability.grace_period_ms);

@@ -74,20 +74,82 @@ pub(crate) struct Directive {
     pub failover: Failover,
     /// Clusters whose files of the workload stay although it left them (graceful eviction).
     pub kept: BTreeSet<String>,
-    /// Decide afresh, without the previous placement (a move-back).
+    /// Decide afresh, without the previous placement (a move-back, a rebalance).
     pub fresh: bool,
     /// Clusters a move-back returns to whose eviction task kept files there: those files stay
     /// unless the decision places replicas on the cluster (then its own files replace them).
     /// The engine ended the task; [`StabilityPass::settle_move_backs`] gives it back when the
     /// decision did not return.
     pub returning: BTreeSet<String>,
-    /// A member takes part in the workload's decisions again this pass (its eviction ended,
-    /// or failover stopped leaving it out without moving back): the decision, made again
-    /// with it, hands over from the members it leaves as a move decided afresh does (make
-    /// before break; [`handing_over`]). Static weights put replicas back on it by the policy's
-    /// division; without a hand-over they were removed from the member they ran on in the
-    /// publish that added them there (simulation seed 5, `move_back = false`).
-    pub hand_over: bool,
+    /// Whether, and why, this pass's decision hands over (make before break) from the
+    /// members it leaves or shrinks on ([`handing_over`]).
+    pub hand_over: Option<HandOver>,
+}
+
+/// Why a workload's decision this pass hands over, make before break, from the members it
+/// leaves or shrinks on: each keeps its previous files, as they are, until the new placement
+/// is Ready or the grace period passes with a replica Ready elsewhere ([`handing_over`] says
+/// from which members; the render keeps their files, [`StabilityPass::hand_over`] starts their
+/// tasks). A member with a task of its own (evicted, returned to) keeps that task instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum HandOver {
+    /// A member takes part in the workload's decisions again (its eviction ended, or failover
+    /// stopped leaving it out without moving back): static weights put replicas back on it by
+    /// the policy's division, which removed them from the member they ran on in the publish
+    /// that added them there (simulation seed 5, `move_back = false`). Hands over from the
+    /// members the decision leaves only: where it shrinks, Ready replicas stay (handing over
+    /// there too kept a 4-replica file under a placement of 1 once a later pass was
+    /// Unschedulable: seed 5 with faults 10, 11, 14).
+    Rejoin,
+    /// A failover's decision (an eviction this pass: the workload decided again without the
+    /// member): from the healthy members it leaves or shrinks on, e.g. the next
+    /// `clusterAffinities` term taking the whole workload off a member whose replicas were its
+    /// only Ready ones (simulation seed 76).
+    Failover,
+    /// A move decided afresh ([`Directive::fresh`]: a move-back, a rebalance): from the
+    /// members it leaves or shrinks on.
+    Afresh(stability::Reason),
+}
+
+impl HandOver {
+    /// The hand-over an engine action of this pass asks of its workload's decision.
+    fn of(kind: &ActionKind) -> Option<HandOver> {
+        match kind {
+            ActionKind::MoveBack { .. } => Some(HandOver::Afresh(stability::Reason::MoveBack)),
+            ActionKind::Rebalance { .. } => Some(HandOver::Afresh(stability::Reason::Rebalance)),
+            ActionKind::Evict { .. } => Some(HandOver::Failover),
+            _ => None,
+        }
+    }
+
+    /// The hand-over tasks' reason (history notes, explain, the metrics' label). A member that
+    /// rejoins is noted as a move-back.
+    pub fn reason(self) -> stability::Reason {
+        match self {
+            HandOver::Rejoin => stability::Reason::MoveBack,
+            HandOver::Failover => stability::Reason::Failover,
+            HandOver::Afresh(r) => r,
+        }
+    }
+
+    /// The stronger of two causes of one pass: a move decided afresh (a rebalance over a
+    /// move-back), then a failover's decision, then a member that rejoins.
+    fn max(a: Option<HandOver>, b: HandOver) -> HandOver {
+        let rank = |h: &HandOver| match h {
+            HandOver::Rejoin => 0,
+            HandOver::Failover => 1,
+            HandOver::Afresh(stability::Reason::Rebalance) => 3,
+            HandOver::Afresh(_) => 2,
+        };
+        a.into_iter().chain([b]).max_by_key(rank).unwrap_or(b)
+    }
+}
+
+impl Directive {
+    /// Its decision hands over for `h` too (the stronger cause stays: [`HandOver::max`]).
+    fn hands_over(&mut self, h: HandOver) {
+        self.hand_over = Some(HandOver::max(self.hand_over, h));
+    }
 }
 
 /// A move-back of this pass as the engine took it, with what it ended (the cluster's task,
@@ -183,21 +245,14 @@ impl StabilityPass {
         }
     }
 
-    /// Starts the hand-overs of the moves decided afresh this pass (`moves`: per workload, its
-    /// previous and its new targets): per member it leaves or shrinks on
-    /// ([`handover_clusters`]) a task that keeps its previous files until the new placement is
-    /// Ready or the grace period passes with a replica Ready elsewhere (the engine's purge
-    /// rules), and a history note. The reason is the action that decided it afresh.
-    pub fn hand_over(&mut self, moves: Vec<(ObjectKey, BTreeMap<String, i32>)>, now_ms: u64, grace_ms: u64) {
-        for (key, handover) in moves {
-            let reason = match self
-                .actions
-                .iter()
-                .any(|a| a.workload.as_ref() == Some(&key) && matches!(a.kind, ActionKind::Rebalance { .. }))
-            {
-                true => stability::Reason::Rebalance,
-                false => stability::Reason::MoveBack,
-            };
+    /// Starts the hand-overs of this pass's decisions that hand over (`moves`: per workload,
+    /// why — [`HandOver`] — and the members it hands over from, with the replicas they had:
+    /// [`handing_over`]): per member a task that keeps its previous files until the new
+    /// placement is Ready or the grace period passes with a replica Ready elsewhere (the
+    /// engine's purge rules), and a history note.
+    pub fn hand_over(&mut self, moves: Vec<(ObjectKey, HandOver, BTreeMap<String, i32>)>, now_ms: u64, grace_ms: u64) {
+        for (key, why, handover) in moves {
+            let reason = why.reason();
             if handover.is_empty() {
                 continue;
             }
@@ -402,17 +457,21 @@ impl StabilityPass {
 }
 
 /// The members a decision under directive `d` hands over from, with the replicas they had
-/// ([`handover_clusters`]): those a move decided afresh (move-back, rebalance) leaves or
-/// shrinks on; those a decision made with a member that rejoins the workload's decisions
-/// ([`Directive::hand_over`]) leaves (where it shrinks, Ready replicas stay); none otherwise.
+/// ([`handover_clusters`]), by [`Directive::hand_over`]: those a move decided afresh
+/// (move-back, rebalance) or a failover's decision leaves or shrinks on; those a decision made
+/// with a member that rejoins the workload's decisions leaves (where it shrinks, Ready
+/// replicas stay); none otherwise. A member with a task of its own keeps it, not a hand-over:
+/// one the workload is evicted from (its eviction task keeps what it keeps; a `Directly` one
+/// nothing), one a move-back returns to. The one rule for the render's kept files
+/// ([`super::decide`]) and the engine's hand-over tasks ([`StabilityPass::hand_over`]).
 pub(crate) fn handing_over(d: &Directive, prev: &PlacementTargets, new: &PlacementTargets) -> BTreeMap<String, i32> {
-    if !d.fresh && !d.hand_over {
-        return BTreeMap::new();
-    }
+    let Some(why) = d.hand_over else { return BTreeMap::new() };
     let mut handover = handover_clusters(prev, new);
-    if !d.fresh {
-        handover.retain(|c, _| new.get(c).copied().flatten().unwrap_or(0) == 0);
-    }
+    handover.retain(|c, _| {
+        let own_task = d.failover.evicted.contains(c) || d.returning.contains(c);
+        let leaves = why != HandOver::Rejoin || new.get(c).copied().flatten().unwrap_or(0) == 0;
+        !own_task && leaves
+    });
     handover
 }
 
@@ -639,20 +698,22 @@ pub(super) fn run(
         let kept = ws.kept().into_iter().map(str::to_string).collect();
         directives.insert(
             key.clone(),
-            Directive { failover, kept, fresh: false, returning: BTreeSet::new(), hand_over: false },
+            Directive { failover, kept, fresh: false, returning: BTreeSet::new(), hand_over: None },
         );
     }
     // The members that rejoin a workload's decisions this pass.
     for (key, was) in &old.workloads {
         let now = step.state.workloads.get(key).map(|ws| ws.evicted()).unwrap_or_default();
         if was.evicted().iter().any(|c| !now.contains(c)) {
-            directives.entry(key.clone()).or_default().hand_over = true;
+            directives.entry(key.clone()).or_default().hands_over(HandOver::Rejoin);
         }
     }
     let mut move_backs = Vec::new();
     for a in &step.actions {
-        if let (Some(key), ActionKind::MoveBack { .. } | ActionKind::Rebalance { .. }) = (&a.workload, &a.kind) {
-            directives.entry(key.clone()).or_default().fresh = true;
+        if let (Some(key), Some(why)) = (&a.workload, HandOver::of(&a.kind)) {
+            let d = directives.entry(key.clone()).or_default();
+            d.fresh |= matches!(why, HandOver::Afresh(_));
+            d.hands_over(why);
         }
         // What a move-back ended, given back if its decision does not return.
         let (Some(key), ActionKind::MoveBack { .. }) = (&a.workload, &a.kind) else { continue };
@@ -1965,6 +2026,86 @@ spec:
             r.stability.events.iter().map(|e| (e.kind.as_str(), e.cluster.as_str())).collect();
         assert_eq!(kinds, [("purge", "m2")]);
         assert_eq!(at(out), (Some(1), None));
+    }
+
+    /// A Divided workload of 6 replicas on a primary pair of members, dynamic weights, a backup.
+    const PAIR: &str = r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: web}
+  placement:
+    clusterAffinities:
+    - {affinityName: primary, clusterNames: [m1, m2]}
+    - {affinityName: backup, clusterNames: [m3]}
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference: {dynamicWeight: AvailableReplicas}
+  failover: {cluster: {purgeMode: Gracefully}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: web:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
+"#;
+
+    /// Issue 46, invariant 1 (simulation seed 76): a failover's decision that leaves a healthy
+    /// member hands over from it. web runs on m1 and m2 (the primary term); m1 is lost and
+    /// evicted, and m2 alone cannot hold 6 replicas, so the decision made without m1 takes the
+    /// backup term: all of web on m3. m2's replica (Ready) stays, its file as it was, until
+    /// m3's replicas are Ready (a hand-over, noted `failover`), as m1's evicted copy does.
+    /// Before the fix the eviction kept only m1's files: the publish that added m3's replicas
+    /// removed m2's, the workload's only Ready one.
+    #[test]
+    fn a_failovers_decision_hands_over_from_the_healthy_member_it_leaves() {
+        let f = Fixture::new(PAIR, &[cluster("m1", 20), cluster("m2", 3), cluster("m3", 20)]);
+        let out = &f.out;
+        let rec = f.reconciler(Settings::builtin());
+        let world = |lost: bool, m2: (u32, u32), m3: (u32, u32)| -> Inputs {
+            let mut inputs = f.inputs();
+            for s in inputs.snapshots.iter_mut() {
+                match s.name.as_str() {
+                    "m1" if lost => s.health = Health::Unreachable { reason: "connection refused".into() },
+                    "m2" => s.pods = Some(pods(m2.0, m2.1)),
+                    "m3" => s.pods = Some(pods(m3.0, m3.1)),
+                    _ => {}
+                }
+            }
+            inputs
+        };
+        let at = |out: &std::path::Path| (replicas(out, "m1"), replicas(out, "m2"), replicas(out, "m3"));
+        let t0 = 1_700_000_000_000;
+        let pass = |w: Inputs, t: u64| rec.reconcile(&w, out, crate::publish::Trigger::Timer, t0 + t).expect("pass");
+        let kinds = |r: &crate::reconcile::ReconcileReport| -> Vec<(String, String)> {
+            r.stability.events.iter().map(|e| (e.kind.as_str().to_string(), e.cluster.clone())).collect()
+        };
+        pass(world(false, (1, 1), (0, 0)), 0);
+        assert_eq!(at(out), (Some(5), Some(1), None), "the primary pair, by available replicas");
+        pass(world(true, (1, 1), (0, 0)), 10_000);
+        let r = pass(world(true, (1, 1), (0, 0)), 310_000);
+        assert_eq!(at(out), (Some(5), Some(1), Some(6)), "m2's Ready replica went in the publish that added m3's");
+        let e = |k: &str, c: &str| (k.to_string(), c.to_string());
+        assert_eq!(kinds(&r), [e("eviction", "m1"), e("handover", "m2")]);
+        let key = rec.store.placements().expect("placements")[0].workload.clone();
+        let notes: Vec<String> = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect();
+        assert!(
+            notes.iter().any(|n| n.starts_with("kept the previous files on m2") && n.contains("(failover")),
+            "{notes:#?}"
+        );
+        pass(world(true, (1, 1), (6, 3)), 320_000);
+        assert_eq!(at(out), (Some(5), Some(1), Some(6)), "released before m3's replicas are Ready");
+        let r = pass(world(true, (1, 1), (6, 6)), 330_000);
+        assert_eq!(kinds(&r), [e("purge", "m1"), e("purge", "m2")]);
+        assert_eq!(at(out), (None, None, Some(6)));
     }
 
     /// A Divided workload of 6 replicas on three members, dynamic weights.

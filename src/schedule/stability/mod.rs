@@ -164,13 +164,23 @@ pub enum Reason {
     MoveBack,
     /// A WorkloadRebalancer decided the workload afresh (a hand-over, as [`Reason::MoveBack`]).
     Rebalance,
+    /// A failover's decision (the workload decided again without the member it was evicted
+    /// from) left or shrank it on another member, still healthy: a hand-over, as
+    /// [`Reason::MoveBack`] (e.g. the next `clusterAffinities` term taking the whole workload).
+    Failover,
 }
 
 impl Reason {
-    /// The reasons failover evicts for (an [`ActionKind::Evict`]'s; a move-back and a rebalance
-    /// hand over, [`ActionKind::Handover`]).
+    /// The reasons failover evicts for (an [`ActionKind::Evict`]'s; the others hand over,
+    /// [`ActionKind::Handover`]).
     pub const FAILOVER: [Reason; 4] =
         [Reason::ClusterNotReady, Reason::ClusterUnreachable, Reason::ApplicationFailover, Reason::ClusterTainted];
+
+    /// A hand-over's reason (make before break from a member the decision left or shrank
+    /// on), not an eviction's.
+    pub fn is_handover(self) -> bool {
+        matches!(self, Reason::MoveBack | Reason::Rebalance | Reason::Failover)
+    }
 
     /// Kebab-case name (history, explain, the metrics' `reason` label).
     pub fn as_str(self) -> &'static str {
@@ -181,6 +191,7 @@ impl Reason {
             Reason::ClusterTainted => "cluster-tainted",
             Reason::MoveBack => "move-back",
             Reason::Rebalance => "rebalance",
+            Reason::Failover => "failover",
         }
     }
 }
@@ -268,8 +279,8 @@ impl Serialize for EventKind {
 }
 
 /// A graceful eviction task: the workload left `cluster`, whose files stay until purged. A
-/// hand-over ([`EvictionTask::is_handover`]: reason `MoveBack` or `Rebalance`) is the same for a
-/// move decided afresh: the member it left or shrank on keeps its previous files, as they are,
+/// hand-over ([`EvictionTask::is_handover`]: reason `MoveBack`, `Rebalance` or `Failover`) is the
+/// same for a move: the member it left or shrank on keeps its previous files, as they are,
 /// until the new placement is Ready (make before break); the member is not evicted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EvictionTask {
@@ -287,9 +298,10 @@ pub struct EvictionTask {
 }
 
 impl EvictionTask {
-    /// A move-back's or a rebalance's hand-over, not a failover's eviction.
+    /// A hand-over (a move-back's, a rebalance's, a failover decision's on a healthy member),
+    /// not a failover's eviction.
     pub fn is_handover(&self) -> bool {
-        matches!(self.reason, Reason::MoveBack | Reason::Rebalance)
+        self.reason.is_handover()
     }
 }
 
@@ -622,7 +634,7 @@ impl fmt::Display for Action {
                 c.rule,
                 secs(*grace_ms)
             ),
-            ActionKind::Purge { reason, of: of @ (Reason::MoveBack | Reason::Rebalance) } => write!(
+            ActionKind::Purge { reason, of } if of.is_handover() => write!(
                 f,
                 "released the previous files kept on {} for the {of} ({reason:?}: {}; {})",
                 self.cluster, c.condition, c.rule

@@ -251,8 +251,24 @@ pub const CORPUS: &[Entry] = &[
                 replica in the same publish (a plain decision: no move-back, no hand-over)",
         failed_on: "7038197 (main)",
         // A decision made with a member that rejoins the workload's decisions hands over from
-        // the members it leaves (Directive::hand_over, stability::handing_over).
+        // the members it leaves (HandOver::Rejoin, stability::handing_over).
         fixed_by: Some("b0e5d29 and 896a14f"),
+    },
+    Entry {
+        seed: 76,
+        keep: Some(&[1]),
+        faults: &["t=230s outage m2 Dead for 135s (agent cut off too)"],
+        invariant: 1,
+        found: "w003 on {member-000: 1, member-002: 4}; member-002 lost and evicted at 300 s: the failover's decision \
+                placed the whole workload on member-004 and the publish that added member-004's 5 replicas removed \
+                member-000's, its only Ready one (the eviction kept only member-002's files)",
+        failed_on: "c7aa089 (main)",
+        // A failover's decision hands over from the healthy members it leaves or shrinks on, as
+        // a move-back does (HandOver::Failover, stability::handing_over; Reason::Failover).
+        fixed_by: Some(
+            "dst-c7 (0a9702c), landed as one rule with seed 5's: reconcile::stability::handing_over by \
+             Directive::hand_over (HandOver::Failover)",
+        ),
     },
 ];
 
