@@ -12,10 +12,11 @@ use super::disk::{Kind, kind_of};
 use super::error::io_err;
 use super::names::object_path_problem;
 use super::{
-    ClusterFiles, DeleteGuard, HeldCluster, HeldMove, HeldRemoval, KUSTOMIZATION_FILE, PublishError, PublishPlan,
-    legacy_summary_path, summary_shard_path,
+    ClusterFiles, DeleteGuard, HeldCluster, HeldMove, HeldRemoval, PublishError, PublishPlan, legacy_summary_path,
+    summary_shard_path,
 };
-use crate::render::output::{GENERATED_HEADER, has_header, kustomization};
+use crate::render::layout::{FileClass, Layout};
+use crate::render::output::{GENERATED_HEADER, has_header};
 use crate::util::stat::{EntryKind, FileStat, list_dir_untouched, open_untouched, read_file, wall_ns};
 
 /// Whether the file at `path` begins with the generated header (reads only its first line).
@@ -65,6 +66,9 @@ impl AsRef<[u8]> for SharedText {
 pub(super) struct Changes {
     /// New or changed files and their bytes, sorted by path.
     pub(super) writes: BTreeMap<String, Bytes>,
+    /// The order class of each of `writes` that is not an object's file (an index file, a
+    /// summary shard).
+    pub(super) classes: HashMap<String, FileClass>,
     /// Generated files to delete, sorted.
     pub(super) deletions: BTreeSet<String>,
     /// Desired files already on disk with the right bytes.
@@ -210,11 +214,12 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
                 }
             }
             mine = Changes::default();
-            cluster_changes(out, cluster, &files, &mut mine)?;
+            cluster_changes(out, cluster, &files, plan.layout, &mut mine)?;
         }
         // `extend`, not `append`: `append` merges the whole accumulated map again for every
         // cluster (quadratic: 1,000 clusters of a first publish took seconds).
         changes.writes.extend(std::mem::take(&mut mine.writes));
+        changes.classes.extend(std::mem::take(&mut mine.classes));
         changes.deletions.extend(std::mem::take(&mut mine.deletions));
         changes.unchanged += mine.unchanged;
         changes.stats.extend(std::mem::take(&mut mine.stats));
@@ -265,6 +270,7 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
                 changes.unchanged += 1;
             } else {
                 // Shared with the plan, not copied.
+                changes.classes.insert(rel.clone(), FileClass::Summary);
                 changes.writes.insert(rel, Bytes::from_owner(SharedText(Arc::clone(bytes))));
             }
         }
@@ -322,16 +328,19 @@ fn every_cluster_changes<'p>(out: &Path, plan: &'p PublishPlan) -> Vec<(&'p str,
     let clusters: Vec<(&String, &ClusterFiles)> = plan.clusters.iter().collect();
     let one = |(cluster, files): &(&'p String, &'p ClusterFiles)| {
         let mut mine = Changes::default();
-        (cluster.as_str(), cluster_changes(out, cluster, files, &mut mine).map(|objects| (objects, mine)))
+        (cluster.as_str(), cluster_changes(out, cluster, files, plan.layout, &mut mine).map(|objects| (objects, mine)))
     };
     crate::util::threads::map_ordered(&clusters, crate::util::threads::workers(), one)
 }
 
-/// The changes of one cluster directory; returns how many generated object files it holds.
+/// The changes of one cluster directory: its object files, then the index files `layout`
+/// renders from the object files it will hold (the planned ones and the kept ones on the
+/// disk); returns how many generated object files it holds.
 fn cluster_changes(
     out: &Path,
     cluster: &str,
     files: &ClusterFiles,
+    layout: Layout,
     changes: &mut Changes,
 ) -> Result<usize, PublishError> {
     let mut objects = 0;
@@ -354,12 +363,17 @@ fn cluster_changes(
             resources.insert(kept);
         }
     }
-    let mut desired: Vec<(&str, Vec<u8>)> =
-        files.files.iter().map(|(path, content)| (path.as_str(), content.as_bytes().to_vec())).collect();
-    desired.push((KUSTOMIZATION_FILE, kustomization(&resources).into_bytes()));
+    let mut desired: Vec<(&str, Vec<u8>, FileClass)> = files
+        .files
+        .iter()
+        .map(|(path, content)| (path.as_str(), content.as_bytes().to_vec(), FileClass::Object))
+        .collect();
+    for (path, text) in layout.index_files(&resources) {
+        desired.push((path, text.into_bytes(), FileClass::Index));
+    }
     // Planned files found on disk, and whether they carry the header (read once, here).
     let mut on_disk: HashMap<&str, bool> = HashMap::new();
-    for (path, bytes) in desired {
+    for (path, bytes, class) in desired {
         let rel = format!("{cluster}/{path}");
         if exists(path)? {
             let full = out.join(&rel);
@@ -374,10 +388,14 @@ fn cluster_changes(
                 continue;
             }
         }
+        if !class.is_object() {
+            changes.classes.insert(rel.clone(), class);
+        }
         changes.writes.insert(rel, Bytes::from(bytes));
     }
+    // Index files (reserved paths) are never an object's, never removed.
     for path in &found {
-        if path == KUSTOMIZATION_FILE || object_path_problem(path).is_some() {
+        if object_path_problem(path).is_some() {
             continue;
         }
         let generated = match on_disk.get(path.as_str()) {

@@ -592,9 +592,9 @@ pub fn message(changes: &[Change], trigger: super::Trigger) -> (String, String) 
             _ => other.push(c),
         }
     }
-    let count = |s: char| {
-        by_cluster.values().flatten().filter(|c| c.status == s && !c.path.ends_with("/kustomization.yaml")).count()
-    };
+    // A cluster directory's index files are not objects ([`crate::render::layout`]).
+    let index_of = |c: &Change| c.path.split_once('/').and_then(|(_, rest)| crate::render::layout::index_layout(rest));
+    let count = |s: char| by_cluster.values().flatten().filter(|c| c.status == s && index_of(c).is_none()).count();
     let (added, modified, deleted) = (count('A'), count('M'), count('D'));
     let mut parts = Vec::new();
     for (n, word) in [(added, "added"), (modified, "changed"), (deleted, "removed")] {
@@ -603,7 +603,10 @@ pub fn message(changes: &[Change], trigger: super::Trigger) -> (String, String) 
         }
     }
     let summary = if parts.is_empty() {
-        if by_cluster.is_empty() { "placement summary".to_owned() } else { "kustomizations".to_owned() }
+        match by_cluster.values().flatten().find_map(|c| index_of(c)) {
+            _ if by_cluster.is_empty() => "placement summary".to_owned(),
+            layout => layout.unwrap_or_default().index_noun().to_owned(),
+        }
     } else {
         format!("{} object{}", parts.join(", "), if added + modified + deleted == 1 { "" } else { "s" })
     };
@@ -679,6 +682,8 @@ mod tests {
         assert_eq!(subject, "fedsched: 20 clusters: 20 changed objects");
         let (subject, body) = message(&[ch('M', ".fedsched/placements/8c.json")], crate::publish::Trigger::Timer);
         assert_eq!(subject, "fedsched: summary: placement summary");
+        let (subject, _) = message(&[ch('M', "member1/kustomization.yaml")], crate::publish::Trigger::Timer);
+        assert_eq!(subject, "fedsched: member1: kustomizations");
         assert_eq!(body, "Trigger: timer\n\nupdated the placement summary (1 shard of .fedsched/placements/)\n");
     }
 

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use super::diff::Changes;
 use super::disk::{Kind, create_dirs, journal_path, kind_of, staging_dir, state_dir, sync_dir, sync_filesystem};
 use super::error::io_err;
-use super::{JOURNAL_VERSION, KUSTOMIZATION_FILE, PublishError, is_summary_path};
+use super::{JOURNAL_VERSION, PublishError};
+use crate::render::layout::FileClass;
 
 /// The commit record of one publish: staged files to rename into place and files to delete.
 /// Paths are relative to the output root; staged names are relative to the staging directory.
@@ -55,10 +56,13 @@ pub(super) struct NewDir {
 pub(super) struct Rename {
     pub(super) staged: String,
     pub(super) target: String,
+    /// The file's order class ([`apply_order`]); an object's (the default) is not written.
+    #[serde(default, skip_serializing_if = "FileClass::is_object")]
+    pub(super) class: FileClass,
 }
 
-/// A file to stage: its target and bytes.
-type Staged<'a> = (&'a String, &'a bytes::Bytes);
+/// A file to stage: its target, bytes and order class.
+type Staged<'a> = (&'a String, &'a bytes::Bytes, FileClass);
 
 /// Files staged in one directory under the staging directory. Creating a file locks its
 /// directory: with every staged file in one directory the cores took turns (no faster on two
@@ -77,8 +81,9 @@ pub(super) fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishErr
     let mut writes: Vec<Staged<'_>> = Vec::with_capacity(changes.writes.len());
     let mut checked: Option<(&str, bool)> = None;
     for (target, bytes) in &changes.writes {
+        let class = changes.classes.get(target).copied().unwrap_or_default();
         let Some((cluster, _)) = target.split_once('/').filter(|(c, _)| *c != super::STATE_DIR) else {
-            writes.push((target, bytes));
+            writes.push((target, bytes, class));
             continue;
         };
         // The writes are sorted by target: a cluster's are together, its directory looked at once.
@@ -90,8 +95,8 @@ pub(super) fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishErr
             checked = Some((cluster, missing));
         }
         match (checked, new_clusters.last_mut()) {
-            (Some((_, true)), Some((_, files))) => files.push((target, bytes)),
-            _ => writes.push((target, bytes)),
+            (Some((_, true)), Some((_, files))) => files.push((target, bytes, class)),
+            _ => writes.push((target, bytes, class)),
         }
     }
     let new_staged =
@@ -112,7 +117,9 @@ pub(super) fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishErr
     let staged = crate::util::threads::map_ordered(&runs, crate::util::threads::workers(), |(k, run)| {
         let dir = format!("s{k}");
         create_dirs(&staging.join(&dir))?;
-        run.iter().map(|(target, bytes)| stage_file(&staging, &dir, target, bytes)).collect::<Result<Vec<_>, _>>()
+        run.iter()
+            .map(|(target, bytes, class)| stage_file(&staging, &dir, target, bytes, *class))
+            .collect::<Result<Vec<_>, _>>()
     });
     for run in staged {
         renames.extend(run?);
@@ -136,7 +143,7 @@ fn stage_cluster(staging: &Path, cluster: &str, files: &[Staged<'_>]) -> Result<
     let root = staging.join(&dir);
     let mut made = std::collections::HashSet::new();
     let mut renames = Vec::with_capacity(files.len());
-    for (target, bytes) in files {
+    for (target, bytes, class) in files {
         let rel = target.strip_prefix(cluster).and_then(|r| r.strip_prefix('/')).unwrap_or(target.as_str());
         let path = root.join(rel);
         if let Some(parent) = path.parent()
@@ -150,13 +157,13 @@ fn stage_cluster(staging: &Path, cluster: &str, files: &[Staged<'_>]) -> Result<
             .open(&path)
             .map_err(io_err("create staged file", &path))?;
         file.write_all(bytes).map_err(io_err("write", &path))?;
-        renames.push(Rename { staged: format!("{dir}/{rel}"), target: target.to_string() });
+        renames.push(Rename { staged: format!("{dir}/{rel}"), target: target.to_string(), class: *class });
     }
     Ok((NewDir { staged: dir, target: cluster.to_string() }, renames))
 }
 
 /// Writes one staged file under `staging/dir` with a fresh name; returns its journal entry.
-fn stage_file(staging: &Path, dir: &str, target: &str, bytes: &[u8]) -> Result<Rename, PublishError> {
+fn stage_file(staging: &Path, dir: &str, target: &str, bytes: &[u8], class: FileClass) -> Result<Rename, PublishError> {
     let in_dir = staging.join(dir);
     let mut tmp = tempfile::Builder::new()
         .prefix("stage-")
@@ -171,7 +178,7 @@ fn stage_file(staging: &Path, dir: &str, target: &str, bytes: &[u8]) -> Result<R
         .and_then(|n| n.to_str())
         .map(str::to_owned)
         .ok_or_else(|| PublishError::InTheWay { path: path.clone(), expected: "a UTF-8 staged file name" })?;
-    Ok(Rename { staged: format!("{dir}/{staged}"), target: target.to_string() })
+    Ok(Rename { staged: format!("{dir}/{staged}"), target: target.to_string(), class })
 }
 
 /// Commits the journal: written to a temporary file, fsynced, renamed to `journal.json`, and
@@ -324,7 +331,7 @@ fn cluster_runs(renames: &[Rename], done: &[bool]) -> (Vec<Vec<usize>>, Vec<usiz
     let mut current: Option<&str> = None;
     for i in apply_order(renames).into_iter().filter(|i| !done.get(*i).copied().unwrap_or(false)) {
         let target = renames[i].target.as_str();
-        if is_summary_path(target) {
+        if renames[i].class == FileClass::Summary {
             last.push(i);
             continue;
         }
@@ -338,22 +345,22 @@ fn cluster_runs(renames: &[Rename], done: &[bool]) -> (Vec<Vec<usize>>, Vec<usiz
     (runs, last)
 }
 
-/// The order renames are applied in, so that every cluster directory is consistent at every
-/// instant (each file its `kustomization.yaml` lists exists, and no generated file is there
-/// that is in neither the old nor the new state): cluster by cluster (in name order), its new
-/// and changed object files first, then its `kustomization.yaml`; then
-/// the summary's shards (`.fedsched/placements/`), once every file they list is in place. The deletions come after
-/// all of it ([`apply_journal`]): a file is removed only once no kustomization and no summary
-/// lists it any more. A GitOps agent that syncs a cluster directory at any moment sees its old
-/// state, its new state, or the new state with some unlisted leftovers still on disk (which
-/// kustomize ignores).
+/// The order renames are applied in, by their class ([`FileClass`]), so that every cluster
+/// directory is consistent at every instant (each file its index files name exists, and no
+/// generated file is there that is in neither the old nor the new state): cluster by cluster
+/// (in name order), its new and changed object files first, then its index files; then the
+/// summary's shards (`.fedsched/placements/`), once every file they list is in place. The
+/// deletions come after all of it ([`apply_journal`]): a file is removed only once no index
+/// and no summary names it any more. A GitOps agent that syncs a cluster directory at any
+/// moment sees its old state, its new state, or the new state with some unnamed leftovers
+/// still on disk (which it ignores).
 pub(super) fn apply_order(renames: &[Rename]) -> Vec<usize> {
-    fn key(r: &Rename) -> (bool, &str, bool) {
-        if is_summary_path(&r.target) {
-            return (true, "", false);
+    fn key(r: &Rename) -> (bool, &str, FileClass) {
+        if r.class == FileClass::Summary {
+            return (true, "", r.class);
         }
-        let (cluster, rest) = r.target.split_once('/').unwrap_or(("", r.target.as_str()));
-        (false, cluster, rest == KUSTOMIZATION_FILE)
+        let cluster = r.target.split_once('/').map_or("", |(cluster, _)| cluster);
+        (false, cluster, r.class)
     }
     let mut order: Vec<usize> = (0..renames.len()).collect();
     order.sort_by(|&a, &b| {
@@ -380,15 +387,17 @@ mod tests {
 
     #[test]
     fn each_cluster_gets_its_objects_before_its_kustomization_and_the_summary_comes_last() {
-        let r = |target: &str| Rename { staged: format!("s-{}", target.len()), target: target.to_owned() };
+        let r =
+            |target: &str, class| Rename { staged: format!("s-{}", target.len()), target: target.to_owned(), class };
+        let (o, i, s) = (FileClass::Object, FileClass::Index, FileClass::Summary);
         let renames = vec![
-            r(".fedsched/placements/3f.json"),
-            r(".fedsched/placements/07.json"),
-            r("member1/_cluster/core_namespace_shop.yaml"),
-            r("member1/kustomization.yaml"),
-            r("member1/shop/apps_deployment_web.yaml"),
-            r("member2/kustomization.yaml"),
-            r("member2/monitoring/core_configmap_a.yaml"),
+            r(".fedsched/placements/3f.json", s),
+            r(".fedsched/placements/07.json", s),
+            r("member1/_cluster/core_namespace_shop.yaml", o),
+            r("member1/kustomization.yaml", i),
+            r("member1/shop/apps_deployment_web.yaml", o),
+            r("member2/kustomization.yaml", i),
+            r("member2/monitoring/core_configmap_a.yaml", o),
         ];
         let order: Vec<&str> = apply_order(&renames).into_iter().map(|i| renames[i].target.as_str()).collect();
         assert_eq!(

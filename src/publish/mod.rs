@@ -1,10 +1,17 @@
 //! The output directory that Argo CD / Flux sync: one directory per member cluster holding one
-//! file per object plus a generated `kustomization.yaml`, written atomically and crash-safely.
+//! file per object plus the index files that name them, written atomically and crash-safely.
+//!
+//! The publisher knows a file by its order class ([`crate::render::layout::FileClass`]): an
+//! object's file, an index file of a cluster directory, a shard of the summary. What the index
+//! files are called and hold is the plan's [`crate::render::layout::Layout`]'s: the publisher
+//! asks it for a cluster's index files once its diff knows which object files the directory
+//! will hold, writes them after those objects, and never removes one; no name of an index file
+//! appears here (`it::architecture` checks it).
 //!
 //! Layout under the output root `OUT`:
 //!
 //! ```text
-//! OUT/<cluster>/kustomization.yaml            lists every object file below, sorted
+//! OUT/<cluster>/<index files>                 the layout's, naming every object file below
 //! OUT/<cluster>/<namespace>/<file>.yaml       namespaced objects (paths chosen by the caller)
 //! OUT/<cluster>/_cluster/<file>.yaml          cluster-scoped objects
 //! OUT/.fedsched/placements/<xx>.json         the summary's 256 shards, outside every cluster dir
@@ -17,10 +24,10 @@
 //! (on every core) and made durable (one `syncfs`) under `.fedsched/staging/`, then a journal of
 //! renames and deletions is committed atomically (fsync), then applied and made durable by a
 //! second `syncfs` before the journal is removed (no fsync per file or per directory). The
-//! journal is applied cluster by cluster, object files first, then the cluster's
-//! `kustomization.yaml`, then the summary's shards, then every removal, so that each cluster
+//! journal is applied by class: cluster by cluster, object files first, then the cluster's
+//! index files, then the summary's shards, then every removal, so that each cluster
 //! directory is consistent at every instant, not only once recovered: whatever moment an Argo CD
-//! or Flux sync reads it, every file its kustomization lists exists. [`recover`] re-applies an
+//! or Flux sync reads it, every file its index names exists. [`recover`] re-applies an
 //! interrupted journal idempotently, in the same order; [`publish`] always recovers first.
 //!
 //! The output directory has one owner at a time ([`claim_output`]): a daemon holds it for its
@@ -35,21 +42,21 @@
 //! exactly as it was, the others proceed. Git mode ([`git`]) turns a publish into a commit.
 //!
 //! Files, one concept each: this file holds [`publish`] and [`publish_guarded`] and the
-//! layout's names; `plan.rs` the plan and report types; `names.rs` the name checks and the
+//! names of fedsched's own state (`.fedsched/`: the summary's shards, the journal, staging); `plan.rs` the plan and report types; `names.rs` the name checks and the
 //! validation of a plan; `diff.rs` the diff against the directory; `guard.rs` the mass-deletion
 //! guard; `journal.rs` staging, the journal, the renames and `syncfs`; `recovery.rs` the recovery
 //! of an interrupted journal; `disk.rs` file-system helpers; `error.rs` [`PublishError`]. The
-//! bytes written (object files, `kustomization.yaml`, the header) come from [`crate::render`].
+//! bytes written (object files, index files, the header, the summary) come from [`crate::render`].
 //!
 //! # Its stage of the pass
 //!
 //! **Publish** (`publish::publish`): diff against the output directory, write only what changed,
 //! atomically (journal + staged files + rename), remove only files fedsched wrote. The journal is
 //! applied in an order that keeps every cluster directory consistent at every instant
-//! (`publish::journal::apply_order`): a cluster directory that did not exist appears whole (staged
-//! as a directory, one rename); per existing cluster its object files, then its
-//! `kustomization.yaml`; then the summary's shards (an index, like a kustomization: written once
-//! every file they list is in place); then all removals. Recovery applies the same order, so it
+//! (`publish::journal::apply_order`, by each file's class, which the journal records): a cluster
+//! directory that did not exist appears whole (staged as a directory, one rename); per existing
+//! cluster its object files, then its index files; then the summary's shards (an index of every
+//! cluster: written once every file they list is in place); then all removals. Recovery applies the same order, so it
 //! stays idempotent. The caller's record of a publish (`publish_recorded`: the reconciler's
 //! store) is written before the journal commits, and the journal carries its id, so that after a
 //! crash the record is settled when the journal is there and rolled back when it is not
@@ -66,7 +73,7 @@
 //! except a cluster directory that does not exist yet, every cluster of a first publish, staged
 //! whole as `n-<cluster>` and moved into place by one rename, file by file if the directory
 //! appeared in between —, and made durable by one `syncfs`, then a journal, the renames and
-//! removals in `apply_order` — per cluster objects, then its kustomization, the clusters on every
+//! removals in `apply_order` — per cluster objects, then its index files, the clusters on every
 //! core; then the summary; then the removals —, a second `syncfs` before the journal goes: no fsync
 //! per file or directory; each step a crash point: a `KillSwitch` stops a publish after step N in
 //! process, as SIGKILL would — the simulation's kill -9), `recovery.rs` (an interrupted journal
@@ -112,10 +119,6 @@ use journal::{apply_journal, finish_journal, stage, write_journal};
 use names::validate;
 use recovery::recover_locked;
 
-/// Name of the generated kustomization in every cluster directory (reserved: no object path
-/// may use it at the top of a cluster directory).
-pub const KUSTOMIZATION_FILE: &str = "kustomization.yaml";
-
 /// Directory under the output root holding fedsched's own state (never a cluster name).
 pub const STATE_DIR: &str = ".fedsched";
 
@@ -152,13 +155,14 @@ const JOURNAL_FILE: &str = "journal.json";
 const LOCK_FILE: &str = "lock";
 /// File under [`STATE_DIR`] whose lock is the ownership of the output directory.
 pub const OWNER_FILE: &str = "owner";
-const JOURNAL_VERSION: u32 = 1;
+/// The journal's format: 2 gives every rename its order class (1 left it to the path).
+const JOURNAL_VERSION: u32 = 2;
 
 /// Makes the output directory match `plan`.
 ///
 /// Validates the whole plan first (a bad plan changes nothing), finishes any interrupted
-/// publish ([`recover`]), then writes new and changed files, writes each cluster's
-/// `kustomization.yaml`, the summary if given, and deletes generated files (first line
+/// publish ([`recover`]), then writes new and changed files, each cluster's index files
+/// (the plan's layout's), the summary if given, and deletes generated files (first line
 /// [`crate::render::GENERATED_HEADER`]) that are neither planned nor kept, all through one journal so a crash
 /// leaves either the old or the new state once recovered. Unchanged files are not touched.
 /// Cluster directories are created as needed and never removed; clusters absent from the plan
@@ -170,7 +174,7 @@ pub fn publish(out: &Path, plan: &PublishPlan) -> Result<PublishReport, PublishE
 }
 
 /// [`publish`] with the mass-deletion guard: a cluster whose removals `guard` holds is left
-/// exactly as it is (no file written or removed, its kustomization untouched) and listed in
+/// exactly as it is (no file written or removed, its index untouched) and listed in
 /// [`PublishReport::held`]; every other cluster and the summary are published as usual.
 pub fn publish_guarded(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> Result<PublishReport, PublishError> {
     publish_killable(out, plan, guard, &KillSwitch::OFF)
@@ -391,6 +395,7 @@ mod test_fixtures {
             clusters: clusters.into_iter().map(|(name, files)| (name.to_owned(), files)).collect(),
             summary: summary.map(summary_plan),
             owners: Default::default(),
+            layout: Default::default(),
         }
     }
 
@@ -669,6 +674,6 @@ mod tests {
         );
         let entries: Vec<_> =
             fs::read_dir(out.join("member1")).expect("read_dir").map(|e| e.expect("entry").file_name()).collect();
-        assert_eq!(entries, vec![std::ffi::OsString::from(KUSTOMIZATION_FILE)]);
+        assert_eq!(entries, vec![std::ffi::OsString::from("kustomization.yaml")]);
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{KUSTOMIZATION_FILE, MAX_SEGMENT_LEN, PublishError, PublishPlan};
+use super::{MAX_SEGMENT_LEN, PublishError, PublishPlan};
 use crate::render::output::has_header;
 
 /// Returns why `s` is not a safe path segment, if it is not.
@@ -42,20 +42,24 @@ pub(super) fn cluster_problem(name: &str) -> Option<String> {
     }
 }
 
-/// Why `path` cannot be an object path inside a cluster directory.
-pub(super) fn object_path_problem(path: &str) -> Option<String> {
+/// Why `path` cannot be a file inside a cluster directory (an object's or an index's).
+pub(super) fn file_path_problem(path: &str) -> Option<String> {
     for segment in path.split('/') {
         if let Some(reason) = segment_problem(segment) {
             return Some(format!("segment {segment:?}: {reason}"));
         }
     }
-    if !path.ends_with(".yaml") {
-        Some("must end in .yaml".to_owned())
-    } else if path == KUSTOMIZATION_FILE {
-        Some("reserved for the generated kustomization".to_owned())
-    } else {
-        None
+    match path.ends_with(".yaml") {
+        false => Some("must end in .yaml".to_owned()),
+        true => None,
     }
+}
+
+/// Why `path` cannot be an object path inside a cluster directory: a file path that is no
+/// layout's index file ([`crate::render::layout::index_layout`]).
+pub(super) fn object_path_problem(path: &str) -> Option<String> {
+    file_path_problem(path)
+        .or_else(|| crate::render::layout::index_layout(path).map(|_| "reserved for a generated index file".to_owned()))
 }
 
 /// Validates the whole plan without touching the disk.
@@ -74,9 +78,9 @@ pub(super) fn validate(plan: &PublishPlan) -> Result<(), PublishError> {
                 return Err(PublishError::MissingHeader { cluster: cluster.clone(), path: path.clone() });
             }
         }
-        // A file may not double as a directory of another file (or of the kustomization).
+        // A file may not double as a directory of another file (or of an index file).
         let all: BTreeSet<&str> =
-            files.files.keys().map(String::as_str).chain(std::iter::once(KUSTOMIZATION_FILE)).collect();
+            files.files.keys().map(String::as_str).chain(plan.layout.index_paths().iter().copied()).collect();
         for file in &all {
             let prefix = format!("{file}/");
             if let Some(other) = all.range(prefix.as_str()..).next()

@@ -22,6 +22,9 @@ pub struct PublishPlan {
     /// every cluster (a move is all or nothing). Empty: every removal counts. Shared: the
     /// reconciler keeps it between passes and changes only the entries of changed decisions.
     pub owners: Arc<Owners>,
+    /// The format of each cluster directory's index files ([`crate::render::layout`]): the
+    /// publisher writes them after the directory's objects and never removes one.
+    pub layout: crate::render::layout::Layout,
 }
 
 /// The shard files of the placement summary a publish writes ([`crate::render::summary`]).
@@ -46,8 +49,8 @@ pub struct ClusterFiles {
     /// Object files by path relative to the cluster directory (`default/apps_deployment_web.yaml`),
     /// each content beginning with [`crate::render::GENERATED_HEADER`] on its own line.
     pub files: BTreeMap<String, String>,
-    /// Relative paths of existing files that must be kept (and stay listed in the
-    /// kustomization) although they are not in `files`, e.g. a workload that failed to
+    /// Relative paths of existing files that must be kept (and stay named by the cluster's
+    /// index) although they are not in `files`, e.g. a workload that failed to
     /// schedule or render keeps its previous output.
     pub keep: BTreeSet<String>,
     /// Paths of `keep` that the caller read on the disk in this pass and found to hold bytes

@@ -7,19 +7,47 @@ use std::path::Path;
 use super::disk::{Kind, journal_path, kind_of, lock, staging_dir, sync_dir};
 use super::error::io_err;
 use super::journal::{Journal, apply_journal, finish_journal};
-use super::names::{cluster_problem, object_path_problem};
-use super::{JOURNAL_VERSION, KUSTOMIZATION_FILE, PublishError, is_summary_path, legacy_summary_path};
+use super::names::{cluster_problem, file_path_problem, object_path_problem};
+use super::{JOURNAL_VERSION, PublishError, is_summary_path, legacy_summary_path};
+use crate::render::layout::{FileClass, index_layout};
 
-/// Checks that a journal only names places a publish could have written.
+/// The journal version whose renames carry no order class (before 2): each one's class is
+/// read from its path, as that version ordered them (a summary shard; a layout's index file;
+/// an object's file otherwise).
+const UNCLASSED_JOURNAL_VERSION: u32 = 1;
+
+/// Gives the renames of a journal of [`UNCLASSED_JOURNAL_VERSION`] their class.
+fn classify_unclassed(journal: &mut Journal) {
+    if journal.version != UNCLASSED_JOURNAL_VERSION {
+        return;
+    }
+    for rename in &mut journal.renames {
+        let in_cluster = rename.target.split_once('/').map(|(_, rest)| rest);
+        rename.class = match (is_summary_path(&rename.target), in_cluster.and_then(index_layout)) {
+            (true, _) => FileClass::Summary,
+            (false, Some(_)) => FileClass::Index,
+            (false, None) => FileClass::Object,
+        };
+    }
+    journal.version = JOURNAL_VERSION;
+}
+
+/// Checks that a journal only names places a publish could have written, each file where
+/// its class goes: an object's file and an index file (a layout's) in a cluster directory, a
+/// summary shard under `.fedsched/placements/`.
 fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
     let invalid = |reason: String| PublishError::JournalInvalid { path: path.to_path_buf(), reason };
     if journal.version != JOURNAL_VERSION {
         return Err(invalid(format!("unsupported version {}", journal.version)));
     }
-    let cluster_path_ok = |target: &str, allow_kustomization: bool| {
+    let cluster_path_ok = |target: &str, class: FileClass| {
         target.split_once('/').is_some_and(|(cluster, rest)| {
             cluster_problem(cluster).is_none()
-                && (object_path_problem(rest).is_none() || (allow_kustomization && rest == KUSTOMIZATION_FILE))
+                && match class {
+                    FileClass::Object => object_path_problem(rest).is_none(),
+                    FileClass::Index => file_path_problem(rest).is_none() && index_layout(rest).is_some(),
+                    FileClass::Summary => false,
+                }
         })
     };
     // A plain name, or a directory of the staging directory and a name (`s12/stage-….tmp`).
@@ -45,13 +73,17 @@ fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
         if !staged_ok {
             return Err(invalid(format!("staged name {:?}", rename.staged)));
         }
-        if !is_summary_path(&rename.target) && !cluster_path_ok(&rename.target, true) {
+        let target_ok = match rename.class {
+            FileClass::Summary => is_summary_path(&rename.target),
+            class => cluster_path_ok(&rename.target, class),
+        };
+        if !target_ok {
             return Err(invalid(format!("target {:?}", rename.target)));
         }
     }
     for deletion in &journal.deletions {
         // A publish deletes no shard of the summary, only the single file of earlier versions.
-        if *deletion != legacy_summary_path() && !cluster_path_ok(deletion, false) {
+        if *deletion != legacy_summary_path() && !cluster_path_ok(deletion, FileClass::Object) {
             return Err(invalid(format!("deletion {deletion:?}")));
         }
     }
@@ -106,8 +138,9 @@ pub(super) fn read_journal(out: &Path) -> Result<Option<Journal>, PublishError> 
     match kind_of(&path)? {
         Kind::File => {
             let bytes = fs::read(&path).map_err(io_err("read", &path))?;
-            let journal: Journal = serde_json::from_slice(&bytes)
+            let mut journal: Journal = serde_json::from_slice(&bytes)
                 .map_err(|source| PublishError::JournalParse { path: path.clone(), source })?;
+            classify_unclassed(&mut journal);
             check_journal(&path, &journal)?;
             Ok(Some(journal))
         }
@@ -270,6 +303,41 @@ mod tests {
         assert_eq!(fs::read_dir(out.join(".fedsched/staging")).expect("staging").count(), 0);
     }
 
+    /// A journal of the version before order classes (its renames carry none) is recovered in
+    /// that version's order: each rename's class read from its path.
+    #[test]
+    fn a_journal_without_classes_is_recovered_in_its_order() {
+        let dir = TempDir::new().expect("tempdir");
+        let out = dir.path();
+        publish(out, &sample_plan()).expect("publish");
+        let mut next = sample_plan();
+        next.summary = Some(summary_plan("v2"));
+        if let Some(c) = next.clusters.get_mut("member1") {
+            c.files.insert("ns2/core_service_svc.yaml".to_owned(), object("kind: Service\n"));
+        }
+        let journal = crash_after_journal(out, &next);
+        let classes = |j: &Journal| j.renames.iter().map(|r| (r.target.clone(), r.class)).collect::<Vec<_>>();
+        let written = classes(&journal);
+        assert!(written.contains(&("member1/kustomization.yaml".to_owned(), FileClass::Index)), "{written:?}");
+        assert!(written.contains(&(".fedsched/placements/00.json".to_owned(), FileClass::Summary)), "{written:?}");
+        // As the version before wrote it: no class anywhere.
+        let mut old = serde_json::to_value(&journal).expect("json");
+        old["version"] = UNCLASSED_JOURNAL_VERSION.into();
+        for r in old["renames"].as_array_mut().expect("renames") {
+            r.as_object_mut().expect("rename").remove("class");
+        }
+        fs::write(out.join(".fedsched/journal.json"), serde_json::to_vec(&old).expect("json")).expect("write");
+        let read_back = read_journal(out).expect("read").expect("a journal");
+        assert_eq!(classes(&read_back), written);
+        assert!(recover(out).expect("recover"));
+        assert!(publish(out, &next).expect("publish").written.is_empty(), "recovered to the plan");
+        // A version nobody wrote is refused.
+        old["version"] = (JOURNAL_VERSION + 1).into();
+        fs::write(out.join(".fedsched/journal.json"), serde_json::to_vec(&old).expect("json")).expect("write");
+        let err = recover(out).expect_err("unknown version");
+        assert!(matches!(err, PublishError::JournalInvalid { .. }), "{err}");
+    }
+
     #[test]
     fn crash_before_journal_commit_keeps_old_state() {
         let dir = TempDir::new().expect("tempdir");
@@ -303,7 +371,11 @@ mod tests {
 
         let evil = Journal {
             version: JOURNAL_VERSION,
-            renames: vec![Rename { staged: "x".to_owned(), target: "../outside.yaml".to_owned() }],
+            renames: vec![Rename {
+                staged: "x".to_owned(),
+                target: "../outside.yaml".to_owned(),
+                class: FileClass::Object,
+            }],
             deletions: vec![],
             new_dirs: vec![],
             record: None,
@@ -314,7 +386,11 @@ mod tests {
         for staged in ["../x", "s1/../x", "s1/x/y", "/x", "s1/", "./x", "s1\\x"] {
             let evil = Journal {
                 version: JOURNAL_VERSION,
-                renames: vec![Rename { staged: staged.to_owned(), target: "member1/kustomization.yaml".to_owned() }],
+                renames: vec![Rename {
+                    staged: staged.to_owned(),
+                    target: "member1/kustomization.yaml".to_owned(),
+                    class: FileClass::Index,
+                }],
                 deletions: vec![],
                 new_dirs: vec![],
                 record: None,
@@ -335,7 +411,10 @@ mod tests {
             let what = format!("{targets:?} {deletions:?}");
             let evil = Journal {
                 version: JOURNAL_VERSION,
-                renames: targets.iter().map(|t| Rename { staged: "x".to_owned(), target: (*t).to_owned() }).collect(),
+                renames: targets
+                    .iter()
+                    .map(|t| Rename { staged: "x".to_owned(), target: (*t).to_owned(), class: FileClass::Summary })
+                    .collect(),
                 deletions: deletions.iter().map(|d| (*d).to_owned()).collect(),
                 new_dirs: vec![],
                 record: None,
@@ -345,7 +424,11 @@ mod tests {
         }
         let upgrade = Journal {
             version: JOURNAL_VERSION,
-            renames: vec![Rename { staged: "x".to_owned(), target: ".fedsched/placements/3f.json".to_owned() }],
+            renames: vec![Rename {
+                staged: "x".to_owned(),
+                target: ".fedsched/placements/3f.json".to_owned(),
+                class: FileClass::Summary,
+            }],
             deletions: vec![".fedsched/placements.json".to_owned()],
             new_dirs: vec![],
             record: None,
@@ -354,7 +437,11 @@ mod tests {
         // A new cluster directory: a plain staged name, a cluster name, and files staged at
         // their place in it.
         let new_dir = |staged: &str, target: &str| NewDir { staged: staged.to_owned(), target: target.to_owned() };
-        let file = |staged: &str, target: &str| Rename { staged: staged.to_owned(), target: target.to_owned() };
+        let file = |staged: &str, target: &str| Rename {
+            staged: staged.to_owned(),
+            target: target.to_owned(),
+            class: if target.ends_with("/kustomization.yaml") { FileClass::Index } else { FileClass::Object },
+        };
         let cases = [
             (new_dir("../n", "member1"), file("s0/x", "member1/kustomization.yaml")),
             (new_dir("n-a/b", "member1"), file("s0/x", "member1/kustomization.yaml")),
@@ -376,6 +463,23 @@ mod tests {
             write_journal(out, &evil).expect("journal");
             let err = recover(out).expect_err(&what);
             assert!(matches!(err, PublishError::JournalInvalid { .. }), "{what}: {err}");
+        }
+        // Each file where its class goes: an index file is a layout's, an object's file is not one.
+        let misplaced = [
+            ("member1/kustomization.yaml", FileClass::Object),
+            ("member1/default/apps_deployment_web.yaml", FileClass::Index),
+            ("member1/default/apps_deployment_web.yaml", FileClass::Summary),
+            (".fedsched/placements/3f.json", FileClass::Object),
+            (".fedsched/placements/3f.json", FileClass::Index),
+        ];
+        for (target, class) in misplaced {
+            let evil = Journal {
+                version: JOURNAL_VERSION,
+                renames: vec![Rename { staged: "x".to_owned(), target: target.to_owned(), class }],
+                ..Journal::default()
+            };
+            let err = check_journal(Path::new("j"), &evil).expect_err(target);
+            assert!(matches!(err, PublishError::JournalInvalid { .. }), "{target} {class:?}: {err}");
         }
         fs::write(out.join(".fedsched/journal.json"), "{not json").expect("write");
         let err = recover(out).expect_err("corrupt journal");

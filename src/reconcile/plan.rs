@@ -84,8 +84,12 @@ pub(super) fn plan<'a>(
         .filter(|(c, (digest, _))| full_check || kept.published.get(**c) != Some(digest))
         .map(|(c, _)| *c)
         .collect();
-    let mut plan =
-        PublishPlan { clusters: BTreeMap::new(), summary: None, owners: owners(kept, cached, decisions, full_check) };
+    let mut plan = PublishPlan {
+        clusters: BTreeMap::new(),
+        summary: None,
+        owners: owners(kept, cached, decisions, full_check),
+        layout: Default::default(),
+    };
     for c in &dirty {
         plan.clusters.insert((*c).to_string(), ClusterFiles::default());
     }

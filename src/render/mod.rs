@@ -4,17 +4,18 @@
 //! pruning of server-populated fields, provenance labels and
 //! annotations, output file naming, and the YAML emitter ([`yaml`]). Pure: no I/O. Overrides
 //! (OverridePolicy / ClusterOverridePolicy, [`overrides`]) apply between revision and pruning.
-//! [`output`] holds the content of the other files of a cluster directory: the generated-file
-//! header and `kustomization.yaml`; [`summary`] the text of the summary's shards (`.fedsched/placements/`). The
-//! publisher imports them and only decides where the bytes go (render never imports the
-//! publisher).
+//! [`output`] holds the generated-file header; [`layout`] the output layout: each cluster
+//! directory's index files (`kustomization.yaml`) and the order class of every published file
+//! (object, index, summary); [`summary`] the text of the summary's shards
+//! (`.fedsched/placements/`). The publisher imports them and only decides where the bytes go
+//! and when, by class (render never imports the publisher).
 //!
 //! # Its stage of the pass
 //!
 //! **Render** (`render::render`): the template with replicas revised, server fields pruned,
 //! provenance added, as YAML from our own emitter (`render::yaml`). The text of every file fedsched
-//! writes lives here: manifests, the generated-by header and `kustomization.yaml`
-//! (`render::output`), the summary's shards `.fedsched/placements/<xx>.json` (`render::summary`).
+//! writes lives here: manifests, the generated-by header (`render::output`), each cluster
+//! directory's index files (`render::layout`: a second output format is a `Layout`), the summary's shards `.fedsched/placements/<xx>.json` (`render::summary`).
 //! The decide stage renders the files of a pass's fresh decisions in one batch after the last
 //! decision, on `util::threads::workers()` threads (`FEDSCHED_THREADS`; a render reads only the
 //! cluster's facts, and each answer returns to its decision by position: same bytes on any count).
@@ -25,12 +26,13 @@
 //! replica revision, pruning, provenance, file naming (`object_path`); `overrides/` (OverridePolicy
 //! / ClusterOverridePolicy): `order.rs` (which policies apply, in Karmada's order), `patch.rs` (RFC
 //! 6902 and the plaintext overrider), `image.rs`, `command_args.rs`, `labels.rs`, `field.rs` (one
-//! overrider family each), `error.rs`; `output.rs` (the generated-by header, `has_header`, the
-//! `kustomization.yaml` text); `summary.rs` (the summary's 256 shards from a borrowed
+//! overrider family each), `error.rs`; `output.rs` (the generated-by header, `has_header`);
+//! `layout.rs` (`FileClass`, `Layout`: the index files' paths and text, `kustomization.yaml`); `summary.rs` (the summary's 256 shards from a borrowed
 //! `summary::Placement` view, a workload's shard a stable hash of its key (`shard_of`), its
 //! per-workload fragments: one compact line each; `read_published` reads the shards, or an earlier
 //! version's single file); `yaml.rs` (the emitter). Pure.
 
+pub mod layout;
 pub mod output;
 pub mod overrides;
 pub mod summary;

@@ -1,13 +1,6 @@
-//! The content of the files fedsched writes besides the objects themselves: the header that
-//! marks a file as generated (and the test for it), and the `kustomization.yaml` of a cluster
-//! directory. Pure: where the files go and how they are written is the publisher's business
-//! (`publish` imports this module, never the reverse).
-
-use std::collections::BTreeSet;
-
-use serde_json::json;
-
-use super::yaml::to_yaml;
+//! The header that marks a file as generated (and the test for it): the first line of every
+//! file fedsched writes into a cluster directory. Pure: where the files go and how they are
+//! written is the publisher's business (`publish` imports this module, never the reverse).
 
 /// First line of every file fedsched writes into a cluster directory. Only files whose first
 /// line is exactly this are ever deleted.
@@ -21,16 +14,6 @@ pub fn has_header(bytes: &[u8]) -> bool {
     }
 }
 
-/// The generated `kustomization.yaml` listing `resources` (already sorted).
-pub fn kustomization(resources: &BTreeSet<&str>) -> String {
-    let doc = json!({
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        "resources": resources.iter().collect::<Vec<_>>(),
-    });
-    format!("{GENERATED_HEADER}\n{}", to_yaml(&doc))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,16 +24,5 @@ mod tests {
         assert!(has_header(format!("{GENERATED_HEADER}\nkind: X\n").as_bytes()));
         assert!(!has_header(format!("{GENERATED_HEADER} extra\n").as_bytes()));
         assert!(!has_header(format!("kind: X\n{GENERATED_HEADER}\n").as_bytes()));
-    }
-
-    #[test]
-    fn kustomization_lists_resources_after_the_header() {
-        let resources: BTreeSet<&str> = ["b/x.yaml", "a/y.yaml"].into_iter().collect();
-        assert_eq!(
-            kustomization(&resources),
-            format!(
-                "{GENERATED_HEADER}\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- a/y.yaml\n- b/x.yaml\n"
-            )
-        );
     }
 }

@@ -809,3 +809,55 @@ fn the_pass_trigger_is_an_enum_not_a_string() {
         .collect();
     assert_eq!(found, Vec::<String>::new(), "a trigger as a string, not `publish::Trigger`");
 }
+
+/// The text of a file before its unit tests: everything up to the first top-level
+/// `#[cfg(test)]` module, checked to be followed by test modules (and comments) only.
+fn before_unit_tests(rel: &Path, text: &str) -> String {
+    let mut cut = text.len();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim_end() == "#[cfg(test)]" {
+            let next = text[at + line.len()..].lines().next().unwrap_or("");
+            if ["mod ", "pub mod ", "pub(super) mod ", "pub(crate) mod "].iter().any(|m| next.starts_with(m)) {
+                cut = at;
+                break;
+            }
+        }
+        at += line.len();
+    }
+    assert!(code_only(&text[cut..]).trim().is_empty(), "{}: code after its first unit-test module", rel.display());
+    text[..cut].to_string()
+}
+
+/// The publisher knows files by class — an object's, an index of a cluster directory, a shard
+/// of the summary — and the output layout (`render::layout`) names and renders the index
+/// files (issue 51, "Open output layout"): no file under `src/publish/` names
+/// `kustomization` outside its unit tests, in code, literals or docs, so a second output
+/// format is a `render::layout::Layout`, not a change of the publisher.
+#[test]
+fn the_publisher_names_no_index_file() {
+    let naming = |dir: &str| -> Vec<String> {
+        let root = repo_root().join("src").join(dir);
+        let mut found = Vec::new();
+        for entry in fs::read_dir(&root).expect("read dir") {
+            let path = entry.expect("entry").path();
+            if path.extension().and_then(|e| e.to_str()) != Some("rs") {
+                continue;
+            }
+            let rel = path.strip_prefix(repo_root().join("src")).expect("under src").to_path_buf();
+            let text = fs::read_to_string(&path).expect("read source");
+            for (n, line) in before_unit_tests(&rel, &text).lines().enumerate() {
+                if line.to_lowercase().contains("kustomiz") {
+                    found.push(format!("{}:{}: {}", rel.display(), n + 1, line.trim()));
+                }
+            }
+        }
+        found.sort();
+        found
+    };
+    assert_eq!(naming("publish"), Vec::<String>::new(), "the publisher names an index file");
+    // The scanner sees the layout's own naming of it, and not a unit test's.
+    assert!(naming("render").iter().any(|l| l.starts_with("render/layout.rs:")), "{:?}", naming("render"));
+    let with_test = "fn a() {}\n#[cfg(test)]\nmod tests {\n    const K: &str = \"kustomization.yaml\";\n}\n";
+    assert!(!before_unit_tests(Path::new("x.rs"), with_test).contains("kustomiz"));
+}
