@@ -1010,7 +1010,7 @@ fn decide<'a>(
     snapshots: &[ClusterSnapshot],
 ) -> (Decided, Option<RenderJob<'a>>) {
     let (t, policy_ref, placement, fw) = (w.template, w.policy.as_ref(), w.placement, w.framework);
-    let (prev, required, overrides) = (w.previous.as_deref(), &w.required[..], &w.overrides[..]);
+    let (prev, required) = (w.previous.as_deref(), &w.required[..]);
     let (template_hash, policy_hash) = w.hashes;
     let (inputs, pass) = (ctx.inputs, ctx.pass);
     let (previous, previous_affinity) = previous_for(prev, w.directive);
@@ -1075,7 +1075,15 @@ fn decide<'a>(
         Outcome::Scheduled { targets } => targets.clone(),
         Outcome::Unschedulable { reason } => {
             let reason = reason.clone();
-            return (Decided { schedule_time, schedule_cpu, reads_capacity, ..keep_previous(reason, result) }, None);
+            let kept = Decided { schedule_time, schedule_cpu, reads_capacity, ..keep_previous(reason, result) };
+            // Its files stay as they are, but on a member whose task ended this pass (a shrink
+            // hand-over kept a file that is not the placement's there) the placement's file.
+            let released = prev.zip(w.directive).map(|(p, d)| released_on(p, d)).filter(|r| !r.is_empty());
+            let job = prev
+                .zip(released)
+                .zip(policy_ref)
+                .map(|((p, only), policy)| render_job(ctx, w, workload, (p.targets.clone(), Some(only)), policy));
+            return (kept, job);
         }
     };
     // propagateDeps: the union with the clusters of the workloads that need this object.
@@ -1086,37 +1094,7 @@ fn decide<'a>(
         let result = ScheduleResult::unschedulable("not claimed by a policy");
         return (keep_previous("not claimed by a policy".into(), result), None);
     };
-    let render_spec = w.spec.or_else(|| ctx.index.propagation_policy(render_policy).map(|p| &p.spec));
-
-    // Job completions follow the division of parallelism.
-    let completions: BTreeMap<String, i32> = match workload.completions {
-        Some(c) if Strategy::of(placement) != Strategy::Duplicated => {
-            let par: BTreeMap<String, i32> = targets.iter().filter_map(|(k, v)| v.map(|v| (k.clone(), v))).collect();
-            assign::split_completions(c, &par, assign::TieBreak::for_uid(t.meta.uid.as_deref()))
-        }
-        _ => BTreeMap::new(),
-    };
-    let job = RenderJob {
-        template: t,
-        targets: targets.clone(),
-        completions,
-        policy: render_policy.clone(),
-        overrides: overrides.to_vec(),
-        preserve_on_deletion: render_spec.and_then(|s| s.preserve_resources_on_deletion) == Some(true),
-        suspension: render_spec.and_then(|s| s.suspension.clone()),
-        previous: w.previous.clone(),
-        directive: w.directive,
-        hpa_read_fields: match (&w.autoscale, &*workload) {
-            (
-                Autoscale::OwnedByHpa,
-                Workload { replicas: Some(r), replica_path: None, revision: None, multi_template: false, .. },
-            ) => crate::model::autoscaling::read_fields(&inputs.interpreters, &t.object, *r),
-            _ => Vec::new(),
-        },
-        autoscale: w.autoscale.clone(),
-        rollout: ctx.rollout.directives.get(&t.key),
-        workload,
-    };
+    let job = render_job(ctx, w, workload, (targets.clone(), None), render_policy);
     let decided = Decided {
         record: PlacementRecord {
             workload: t.key.clone(),
@@ -1142,6 +1120,57 @@ fn decide<'a>(
         schedule_cpu,
     };
     (decided, Some(job))
+}
+
+/// The members of `prev` whose task ended this pass ([`Directive::released`]) and that it
+/// places replicas on: a decision that keeps its previous placement writes the placement's
+/// file there (a shrink hand-over kept an older one), and keeps the others as they are.
+fn released_on(prev: &PlacementRecord, d: &Directive) -> BTreeSet<String> {
+    d.released.iter().filter(|c| places(&prev.targets, c)).cloned().collect()
+}
+
+/// The render of `w`'s files on `targets` (`only`: of those clusters alone, the others' files
+/// kept as they are: a decision that keeps its previous placement, [`released_on`]), by
+/// `render_policy`.
+fn render_job<'a>(
+    ctx: &Context<'a>,
+    w: &Claimed<'a, '_>,
+    workload: Arc<Workload>,
+    (targets, only): (BTreeMap<String, Option<i32>>, Option<BTreeSet<String>>),
+    render_policy: &PolicyRef,
+) -> RenderJob<'a> {
+    let t = w.template;
+    let render_spec = w.spec.or_else(|| ctx.index.propagation_policy(render_policy).map(|p| &p.spec));
+    // Job completions follow the division of parallelism.
+    let completions: BTreeMap<String, i32> = match workload.completions {
+        Some(c) if Strategy::of(w.placement) != Strategy::Duplicated => {
+            let par: BTreeMap<String, i32> = targets.iter().filter_map(|(k, v)| v.map(|v| (k.clone(), v))).collect();
+            assign::split_completions(c, &par, assign::TieBreak::for_uid(t.meta.uid.as_deref()))
+        }
+        _ => BTreeMap::new(),
+    };
+    RenderJob {
+        template: t,
+        targets,
+        only,
+        completions,
+        policy: render_policy.clone(),
+        overrides: w.overrides.clone(),
+        preserve_on_deletion: render_spec.and_then(|s| s.preserve_resources_on_deletion) == Some(true),
+        suspension: render_spec.and_then(|s| s.suspension.clone()),
+        previous: w.previous.clone(),
+        directive: w.directive,
+        hpa_read_fields: match (&w.autoscale, &*workload) {
+            (
+                Autoscale::OwnedByHpa,
+                Workload { replicas: Some(r), replica_path: None, revision: None, multi_template: false, .. },
+            ) => crate::model::autoscaling::read_fields(&ctx.inputs.interpreters, &t.object, *r),
+            _ => Vec::new(),
+        },
+        autoscale: w.autoscale.clone(),
+        rollout: ctx.rollout.directives.get(&t.key),
+        workload,
+    }
 }
 
 /// Renders the batch ([`render_all`]) with what Secrets need: the encrypted files kept so far
@@ -1182,6 +1211,9 @@ struct RenderJob<'a> {
     template: &'a Template,
     workload: Arc<Workload>,
     targets: BTreeMap<String, Option<i32>>,
+    /// A decision that keeps its previous placement (`targets`): only these clusters' files
+    /// are rendered, the others stay as they are ([`released_on`]).
+    only: Option<BTreeSet<String>>,
     /// Job completions per cluster (empty: not divided).
     completions: BTreeMap<String, i32>,
     /// The policy the files name (the claimer, or a dependent's for an unclaimed dependency).
@@ -1266,7 +1298,8 @@ impl RenderedFiles {
         d.files = self.files;
         d.file_hashes = self.hashes;
         d.keep = self.keep;
-        d.problems = self.problems;
+        // After the decision's own (an Unschedulable one's reason).
+        d.problems.extend(self.problems);
     }
 }
 
@@ -1348,6 +1381,13 @@ impl RenderJob<'_> {
         }
         if let Some(suspension) = &self.suspension {
             out.suspend(suspension, prev);
+        }
+        if let Some(only) = &self.only {
+            let clusters = self.targets.keys().chain(prev.into_iter().flat_map(|p| p.files.keys()));
+            let held: BTreeSet<&String> = clusters.filter(|c| !only.contains(*c)).collect();
+            for c in held {
+                out.hold(c, prev);
+            }
         }
         if let Some(d) = self.directive {
             // Make before break: the files on the clusters it left stay until purged (graceful

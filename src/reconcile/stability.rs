@@ -84,6 +84,12 @@ pub(crate) struct Directive {
     /// Whether, and why, this pass's decision hands over (make before break) from the
     /// members it leaves or shrinks on ([`handing_over`]).
     pub hand_over: Option<HandOver>,
+    /// Clusters whose graceful task (an eviction's, a hand-over's) this pass's purge ended. A
+    /// shrink hand-over kept the previous file on a member the workload still runs on, so the
+    /// file there is not its placement's: a decision that keeps its previous placement
+    /// (Unschedulable) writes the placement's file there (simulation seed 106: 3 replicas kept on
+    /// disk under a placement of 2 once the hand-over ended).
+    pub released: BTreeSet<String>,
 }
 
 /// Why a workload's decision this pass hands over, make before break, from the members it
@@ -696,10 +702,8 @@ pub(super) fn run(
             caps: ws.marks.iter().filter(|m| m.shape == shape).map(|m| (m.cluster.clone(), m.cap)).collect(),
         };
         let kept = ws.kept().into_iter().map(str::to_string).collect();
-        directives.insert(
-            key.clone(),
-            Directive { failover, kept, fresh: false, returning: BTreeSet::new(), hand_over: None },
-        );
+        directives
+            .insert(key.clone(), Directive { failover, kept, returning: BTreeSet::new(), ..Directive::default() });
     }
     // The members that rejoin a workload's decisions this pass.
     for (key, was) in &old.workloads {
@@ -741,7 +745,10 @@ pub(super) fn run(
             let task = old.workloads.get(key)?.tasks.iter().find(|t| t.cluster == a.cluster)?;
             (task.purge != Purge::Directly).then(|| (key.clone(), task.clone()))
         })
-        .collect();
+        .collect::<Vec<(ObjectKey, stability::EvictionTask)>>();
+    for (key, task) in &purged {
+        directives.entry(key.clone()).or_default().released.insert(task.cluster.clone());
+    }
     Ok(StabilityPass {
         state: step.state,
         actions: step.actions,

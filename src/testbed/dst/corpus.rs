@@ -270,6 +270,20 @@ pub const CORPUS: &[Entry] = &[
              Directive::hand_over (HandOver::Failover)",
         ),
     },
+    Entry {
+        seed: 106,
+        keep: Some(&[2]),
+        faults: &["t=189s outage m8 Hung for 133s"],
+        invariant: 3,
+        found: "w031 (8 replicas) evicted from member-008; a move-back decided afresh each pass that placed nothing \
+                there, and at 450 s one shrank member-001 from 3 to 2, handing over (its 3-replica file kept); the \
+                hand-over ended at 510 s in a pass whose fresh decision was Unschedulable, which kept the previous \
+                placement's files as they were on disk: 3 replicas on member-001 under a placement of 2",
+        failed_on: "3fb97c3 and 732f281 (main)",
+        // A decision that keeps its previous placement writes the placement's file on the
+        // members whose task ended this pass (Directive::released, decide::released_on).
+        fixed_by: Some("dst8 after 732f281: reconcile::stability::Directive::released, decide::released_on"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
