@@ -13,7 +13,12 @@
 //!   versions of the cluster whose page is asked for (its chart's whole window), and a plan of
 //!   one edited template and one of every template edited (the Plan page's largest). Each page
 //!   has its "of which" lines (the views it is made of), and the pages that read the pass's
-//!   placements are also timed as the first request after a pass (its indexes built then).
+//!   placements are also timed as the first request after a pass (its indexes built then):
+//!   one figure, the publishing of the pass and the whole request. The listener's
+//!   `api::ui::prepare_passes` runs as in the daemon (each pass's members' figures made when
+//!   it is published), and the Fleet page's first request is asked the moment a pass is
+//!   published in which every member was polled again (none of the last pass's figures can
+//!   be taken, and the request waits for those being made): its worst case.
 //!
 //! Not a timed test: it prints medians and bytes. Run: `cargo bench --bench ui` (release,
 //! W = 10,000, C = 1,000; `FEDSCHED_UI_WORKLOADS`, `FEDSCHED_UI_CLUSTERS` to change), or quickly
@@ -233,11 +238,28 @@ fn every_page(w: usize, c: usize, nodes: usize) {
         ..Default::default()
     };
     tx.send_replace(Arc::new(view));
-    // A new pass published: the same placements, nothing derived from them yet.
-    let new_pass = || {
+    // The same members, every one polled again since: the same figures in new summaries and
+    // nodes (nothing of the last pass's can be taken), made once here.
+    let polled_again = {
+        let mut next = fedsched::reconcile::Inputs::clone(&inputs);
+        for snap in &mut next.snapshots {
+            snap.nodes = Arc::new(Vec::clone(&snap.nodes));
+            snap.summary = snap.summary.as_deref().map(|s| Arc::new(s.clone()));
+        }
+        Arc::new(next)
+    };
+    // A new pass published: the same placements, nothing derived from them yet; with
+    // `every_member`, every member polled again since the last pass (the published inputs
+    // alternate between two sets of equal members that share no summary or nodes).
+    let polled = std::cell::Cell::new(false);
+    let new_pass = |every_member: bool| {
         tx.send_modify(|v| {
             let mut next = fedsched::views::status::StatusView::clone(v);
             next.placed = Some(Arc::new(Placed::new(held.clone())));
+            if every_member {
+                polled.set(!polled.get());
+                next.inputs = Some(Arc::clone(if polled.get() { &polled_again } else { &inputs }));
+            }
             *v = Arc::new(next);
         })
     };
@@ -260,6 +282,8 @@ fn every_page(w: usize, c: usize, nodes: usize) {
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("runtime: {e}"));
+    // As the listener (`api::start_with`): each pass's members' figures made when it is published.
+    rt.spawn(fedsched::api::ui::prepare_passes(tx.subscribe()));
     let get = |path: &str| -> usize {
         use tower::ServiceExt as _;
         let request = axum::http::Request::get(path).body(axum::body::Body::empty()).expect("request");
@@ -295,10 +319,16 @@ fn every_page(w: usize, c: usize, nodes: usize) {
     let model = profiles.model();
     let fleet_of_which = || {
         use fedsched::views::resources::{Figures, GroupBy, document_with, views};
-        bench("  of which: the members' figures (every cluster's nodes; once per pass)", 5, 1, || {
-            Figures::of(inputs.snapshots.iter(), model)
-        });
+        bench(
+            "  the members' figures, every member polled again (every node; made when a pass is published)",
+            5,
+            1,
+            || Figures::of(inputs.snapshots.iter(), model),
+        );
         let figures = Figures::of(inputs.snapshots.iter(), model);
+        bench("  the members' figures, no member polled again (taken from the last pass's)", 5, 1, || {
+            Figures::since(inputs.snapshots.iter(), model, Some(&figures))
+        });
         bench("  of which: the resources document (every cluster, by region, with the figures)", 5, 1, || {
             document_with(&views(&inputs.snapshots, model, now), &GroupBy::Region, &figures, model)
         });
@@ -356,34 +386,48 @@ fn every_page(w: usize, c: usize, nodes: usize) {
         });
     };
     let nothing = || {};
-    let pages_list: [(&str, String, bool, &dyn Fn()); 6] = [
-        ("Fleet /ui/", "/ui/".to_string(), false, &fleet_of_which),
-        ("Placements /ui/placements (default window)", "/ui/placements".to_string(), true, &matrix_of_which),
+    // Per page: its label, path, whether it is timed as the first request after a pass (and
+    // whether every member was polled again in that pass), and its "of which" lines.
+    type Case<'a> = (&'a str, String, Option<bool>, &'a dyn Fn());
+    let pages_list: [Case; 6] = [
+        ("Fleet /ui/", "/ui/".to_string(), Some(true), &fleet_of_which),
+        ("Placements /ui/placements (default window)", "/ui/placements".to_string(), Some(false), &matrix_of_which),
         (
             "Placements, widest window (200 × 60)",
             "/ui/placements?perPage=200&clustersPerPage=60".to_string(),
-            false,
+            None,
             &nothing,
         ),
         (
             "Placements, filtered (namespace, label)",
             "/ui/placements?namespace=team-42&label=tier%3Dbatch&perPage=200&clustersPerPage=60".to_string(),
-            true,
+            Some(false),
             &nothing,
         ),
-        ("Workload (the widest placement)", workload_page, true, &workload_of_which),
-        ("Cluster (49 snapshot versions, its workloads)", cluster_page, true, &cluster_of_which),
+        ("Workload (the widest placement)", workload_page, Some(false), &workload_of_which),
+        ("Cluster (49 snapshot versions, its workloads)", cluster_page, Some(false), &cluster_of_which),
     ];
     for (label, path, first, of_which) in pages_list {
         let bytes = get(&path);
         bench(&format!("page {label}: {bytes} bytes"), 5, 1, || get(&path));
         of_which();
-        if first {
-            bench("  the first request after a pass (its indexes built)", 5, 1, || {
-                new_pass();
+        match first {
+            Some(true) => bench(
+                "  the first request after a pass of every member polled again (asked as it is published: \
+                 its figures being made meanwhile)",
+                5,
+                1,
+                || {
+                    new_pass(true);
+                    get(&path)
+                },
+            ),
+            Some(false) => bench("  the first request after a pass (its indexes built)", 5, 1, || {
+                new_pass(false);
                 get(&path)
-            });
-        }
+            }),
+            None => continue,
+        };
     }
     for (label, all) in [("one template edited", false), ("every template edited", true)] {
         let changed = plan(all);

@@ -296,8 +296,12 @@ pub async fn start_with(addr: SocketAddr, state: ApiState, limits: Limits) -> Re
     })?;
     let bound = listener.local_addr().map_err(|source| ApiError::Bind { addr, source })?;
     let (stop, stopped) = oneshot::channel::<()>();
+    let preparing = tokio::spawn(ui::prepare_passes(state.status.clone()));
     let app = router(state);
-    let task = tokio::spawn(accept_loop(listener, app, limits, stopped));
+    let task = tokio::spawn(async move {
+        accept_loop(listener, app, limits, stopped).await;
+        preparing.abort();
+    });
     Ok(Server { addr: bound, stop, task })
 }
 

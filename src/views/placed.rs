@@ -3,7 +3,7 @@
 //! holds in memory (`Reconciler::placements`: the `Arc`s of the pass, not read again from
 //! the store), so that a page or an API answer reads what the pass holds instead of decoding
 //! every placement from sled. What a view needs beyond one placement is derived on first use
-//! and kept with it (one build per pass, on the reader's thread, never on the pass's):
+//! and kept with it (one build per pass, on a reader's thread, never on the pass's):
 //!
 //! - the placements in store order ([`crate::policy::ObjectKey::store_key`]) with an index by
 //!   workload (kind case-insensitive, namespace, name), by namespace, by policy name, by
@@ -12,7 +12,9 @@
 //! - the replicas per cluster (`/api/v1/clusters`, the status);
 //! - which workloads require which (the explain's `requiredBy`, [`Placed::required_by`]);
 //! - the resources document's figures of the pass's snapshots ([`Placed::figures`]: per
-//!   member its amounts, normalised CPU from its nodes, GPUs by model; the Fleet page's);
+//!   member its amounts, normalised CPU from its nodes, GPUs by model; the Fleet page's),
+//!   which the API makes as soon as the pass is published, on its own thread, from the last
+//!   pass's (only the members whose data changed are figured again);
 //! - each cluster's workloads document ([`crate::views::placements::cluster_workloads`]),
 //!   kept for the last [`ON_CLUSTER_KEPT`] clusters asked for.
 //!
@@ -48,7 +50,7 @@ pub struct Placed {
     index: OnceLock<Index>,
     replicas: OnceLock<BTreeMap<String, i64>>,
     required_by: OnceLock<RequiredBy>,
-    figures: OnceLock<crate::views::resources::Figures>,
+    figures: OnceLock<Arc<crate::views::resources::Figures>>,
     on_cluster: Mutex<Vec<(String, Arc<serde_json::Value>)>>,
     examined: AtomicU64,
     builds: AtomicU64,
@@ -201,15 +203,22 @@ impl Placed {
     }
 
     /// The resources document's figures of the pass's snapshots, made by `make` the first
-    /// time (the caller's snapshots are the pass's, as this is).
+    /// time (the caller's snapshots are the pass's, as this is). The API makes them on its own
+    /// blocking thread as soon as a pass is published, from the last pass's
+    /// (`api::prepare_passes`); a reader that asks meanwhile waits for those.
     pub fn figures(
         &self,
         make: impl FnOnce() -> crate::views::resources::Figures,
     ) -> &crate::views::resources::Figures {
         self.figures.get_or_init(|| {
             self.builds.fetch_add(1, Ordering::Relaxed);
-            make()
+            Arc::new(make())
         })
+    }
+
+    /// The figures, when made already.
+    pub fn figures_made(&self) -> Option<Arc<crate::views::resources::Figures>> {
+        self.figures.get().cloned()
     }
 
     /// A cluster's workloads document, kept with this pass for the last [`ON_CLUSTER_KEPT`]

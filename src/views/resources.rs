@@ -229,12 +229,15 @@ fn amounts_json(name: &str, a: &Amounts, n: Option<&Normalised>) -> Value {
 
 /// What the document takes from the members' snapshots alone, not from the time: the
 /// dimensions it shows and, per member, its amounts, normalised CPU (from its nodes) and GPUs
-/// by model. The web view makes it once per pass ([`crate::views::placed::Placed::figures`]);
-/// [`document`] makes it for its call.
+/// by model. The web view makes it once per pass ([`crate::views::placed::Placed::figures`]),
+/// from the last pass's ([`Figures::since`]: only the members whose data changed are figured
+/// again); [`document`] makes it for its call.
 #[derive(Debug, Default)]
 pub struct Figures {
     dims: Vec<String>,
-    by_cluster: std::collections::HashMap<String, ClusterFigures>,
+    settings: Option<ModelSettings>,
+    by_cluster: std::collections::HashMap<String, std::sync::Arc<ClusterFigures>>,
+    figured: usize,
 }
 
 #[derive(Debug)]
@@ -242,11 +245,61 @@ struct ClusterFigures {
     amounts: BTreeMap<String, Amounts>,
     cpu: Normalised,
     gpus: Vec<Value>,
+    /// What they were made from: the member's summary and nodes (by identity: a pass shares
+    /// an unchanged member's with the last one; weak, so they are neither kept nor their
+    /// addresses reused), its health and labels (the CPU factor and GPU model of a member
+    /// without nodes).
+    from: Source,
+}
+
+#[derive(Debug)]
+struct Source {
+    summary: Option<std::sync::Weak<crate::model::snapshot::ResourceSummary>>,
+    nodes: std::sync::Weak<Vec<crate::model::NodeView>>,
+    no_nodes: bool,
+    health: crate::model::Health,
+    labels: BTreeMap<String, String>,
+}
+
+impl Source {
+    fn of(c: &ClusterSnapshot) -> Source {
+        Source {
+            summary: c.summary.as_ref().map(std::sync::Arc::downgrade),
+            nodes: std::sync::Arc::downgrade(&c.nodes),
+            no_nodes: c.nodes.is_empty(),
+            health: c.health.clone(),
+            labels: c.labels.clone(),
+        }
+    }
+
+    /// Whether `c` has the same data (the same shared summary and nodes, or no nodes either).
+    fn same(&self, c: &ClusterSnapshot) -> bool {
+        let summary = match (&self.summary, &c.summary) {
+            (Some(a), Some(b)) => std::ptr::eq(a.as_ptr(), std::sync::Arc::as_ptr(b)),
+            (None, None) => true,
+            _ => false,
+        };
+        let nodes = (self.no_nodes && c.nodes.is_empty())
+            || std::ptr::eq(self.nodes.as_ptr(), std::sync::Arc::as_ptr(&c.nodes));
+        summary && nodes && self.health == c.health && self.labels == c.labels
+    }
 }
 
 impl Figures {
     /// The figures of `snapshots` (each cluster once: the first of a name).
     pub fn of<'a>(snapshots: impl Iterator<Item = &'a ClusterSnapshot> + Clone, settings: &ModelSettings) -> Figures {
+        Figures::since(snapshots, settings, None)
+    }
+
+    /// [`Figures::of`], taking from `last` (the figures of an earlier pass) those of every
+    /// member whose summary and nodes are the ones they were made from (shared, not equal:
+    /// nothing is compared node by node), with the same health and labels, when the settings
+    /// and dimensions are the same too.
+    pub fn since<'a>(
+        snapshots: impl Iterator<Item = &'a ClusterSnapshot> + Clone,
+        settings: &ModelSettings,
+        last: Option<&Figures>,
+    ) -> Figures {
         let registered = Dimensions::new(settings);
         let mut dims: Vec<String> = registered
             .iter()
@@ -257,15 +310,41 @@ impl Figures {
         if dims.is_empty() {
             dims = vec!["cpu".into(), "memory".into(), "pods".into()];
         }
+        let last = last.filter(|l| l.dims == dims && l.settings.as_ref() == Some(settings));
         let mut by_cluster = std::collections::HashMap::new();
+        let mut figured = 0;
         for c in snapshots {
-            by_cluster.entry(c.name.clone()).or_insert_with(|| ClusterFigures {
-                amounts: cluster_amounts(c, &dims),
-                cpu: cluster_cpu(c, settings),
-                gpus: gpu_models(c),
-            });
+            if by_cluster.contains_key(&c.name) {
+                continue;
+            }
+            // Kept: made from this very summary and these very nodes (what `from` names).
+            let kept = last.and_then(|l| l.by_cluster.get(&c.name)).filter(|f| f.from.same(c));
+            let f = match kept {
+                Some(k) => std::sync::Arc::clone(k),
+                None => {
+                    figured += 1;
+                    std::sync::Arc::new(ClusterFigures::of(c, &dims, settings))
+                }
+            };
+            by_cluster.insert(c.name.clone(), f);
         }
-        Figures { dims, by_cluster }
+        Figures { dims, settings: Some(settings.clone()), by_cluster, figured }
+    }
+
+    /// How many members' figures were made here (the others were taken from the last ones).
+    pub fn figured(&self) -> usize {
+        self.figured
+    }
+}
+
+impl ClusterFigures {
+    fn of(c: &ClusterSnapshot, dims: &[String], settings: &ModelSettings) -> ClusterFigures {
+        ClusterFigures {
+            amounts: cluster_amounts(c, dims),
+            cpu: cluster_cpu(c, settings),
+            gpus: gpu_models(c),
+            from: Source::of(c),
+        }
     }
 }
 
@@ -291,13 +370,9 @@ pub fn document_with(views: &[ClusterView], by: &GroupBy, figures: &Figures, set
         for v in &members {
             let made;
             let f = match figures.by_cluster.get(&v.snapshot.name) {
-                Some(f) => f,
+                Some(f) => &**f,
                 None => {
-                    made = ClusterFigures {
-                        amounts: cluster_amounts(&v.snapshot, &dims),
-                        cpu: cluster_cpu(&v.snapshot, settings),
-                        gpus: gpu_models(&v.snapshot),
-                    };
+                    made = ClusterFigures::of(&v.snapshot, &dims, settings);
                     &made
                 }
             };
@@ -441,6 +516,58 @@ mod tests {
     use super::*;
     use crate::model::snapshot::ResourceSummary;
     use crate::model::{NodeView, ResourceList};
+
+    /// A pass's figures made from the last pass's: a member whose summary and nodes are the
+    /// last pass's (shared, as a pass shares an unchanged member's) with the same health and
+    /// labels is taken as it was; one with new data, another health or other labels is
+    /// figured again, and every member is under other settings. The document is the one made
+    /// from nothing.
+    #[test]
+    fn figures_since_the_last_pass_figure_again_only_the_members_that_changed() {
+        let settings = ModelSettings::default();
+        let member = |name: &str, cpu: i64| {
+            ClusterSnapshot::live(name, "https://m")
+                .with_region("eu")
+                .with_summary(ResourceSummary { allocatable: ResourceList::of(&[("cpu", cpu)]), ..Default::default() })
+                .with_nodes(vec![
+                    NodeView::ready("n1", ResourceList::of(&[("cpu", cpu)]))
+                        .with_labels([("node.kubernetes.io/instance-type", "fast")])
+                        .with_requested(ResourceList::of(&[("cpu", 1000)]), 1),
+                ])
+        };
+        let offline = ClusterSnapshot::offline("o", "clusters/o.yaml")
+            .with_region("us")
+            .with_summary(ResourceSummary { allocatable: ResourceList::of(&[("cpu", 4000)]), ..Default::default() });
+        let first = vec![member("a", 8000), member("b", 8000), member("c", 8000), member("d", 8000), offline];
+        let last = Figures::of(first.iter(), &settings);
+        assert_eq!(last.figured(), 5);
+        // The next pass: its snapshots share the last ones' data (a copy shares it), but for b
+        // (polled again: new nodes and summary), c (now NotReady) and d (relabelled).
+        let mut next = first.clone();
+        next[1] = member("b", 16_000);
+        next[2].health = crate::model::Health::NotReady { reason: "down".into() };
+        next[3].labels.insert("tier".into(), "gpu".into());
+        let views = |s: &[ClusterSnapshot]| -> Vec<ClusterView> {
+            s.iter().map(|s| ClusterView { snapshot: s.clone(), confidence: 1.0, age_ms: Some(0) }).collect()
+        };
+        let since = Figures::since(next.iter(), &settings, Some(&last));
+        assert_eq!(since.figured(), 3, "b, c and d");
+        let fresh = document(&views(&next), &GroupBy::Region, &settings);
+        assert_eq!(document_with(&views(&next), &GroupBy::Region, &since, &settings), fresh);
+        assert_ne!(
+            document_with(&views(&next), &GroupBy::Region, &last, &settings),
+            fresh,
+            "the last pass's figures are not this pass's"
+        );
+        let mut faster = settings.clone();
+        faster.cpu_performance.insert("fast".into(), 2.0);
+        let other = Figures::since(next.iter(), &faster, Some(&last));
+        assert_eq!(other.figured(), 5, "other settings: every member figured again");
+        assert_eq!(
+            document_with(&views(&next), &GroupBy::Region, &other, &faster),
+            document(&views(&next), &GroupBy::Region, &faster)
+        );
+    }
 
     /// GPUs by model: from the nodes' `nvidia.com/gpu.product` label (a node's free GPUs only
     /// when it is Ready and schedulable), or from an offline Cluster's own label and summary.

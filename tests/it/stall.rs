@@ -1,5 +1,6 @@
 //! A stalled pass is visible and survivable (issue 47): while a pass is stuck the event loop
-//! keeps turning, `/healthz` says why it fails, and SIGTERM ends the daemon within its
+//! keeps turning, `/healthz` says why it fails, the web view's pages answer (issue 53), and
+//! SIGTERM ends the daemon within its
 //! `reconcile.shutdown_timeout`; a publish stopped by the shutdown with its journal written is
 //! completed by the next start, even when that start's repository is invalid.
 //!
@@ -42,6 +43,11 @@ fn sigterm_ends_the_daemon_during_a_stuck_pass_and_healthz_says_why() {
         code == 503
     });
     assert!(seen["reason"].as_str().is_some_and(|r| r.contains("a pass has been running")), "{seen}");
+    // The web view never waits for a pass: every page answers from the last good one.
+    for page in ["/ui/", "/ui/placements", "/ui/workloads/shop/Deployment/web", "/ui/clusters/eu-west-a", "/ui/plan"] {
+        let (code, body) = get(&url, page, None, Duration::from_secs(10)).expect(page);
+        assert_eq!(code, 200, "{page} during a stuck pass: {body}");
+    }
     d.signal("TERM");
     // `shutdown_timeout` is 5 s: a generous limit on "ends", not a measurement.
     let (code, stderr) = d.wait(Duration::from_secs(20));

@@ -13,7 +13,9 @@
 //! The placements a page shows are the last good pass's as its reconciler holds them
 //! ([`crate::views::placed::Placed`] in the status, an `Arc` the next pass replaces), indexed
 //! on a page's blocking thread the first time one asks: no page decodes every placement from
-//! the store or takes a lock a pass takes (before the first good pass, the store's).
+//! the store or takes a lock a pass takes (before the first good pass, the store's). The
+//! Fleet page's per-member figures are made as soon as a pass is published, by the listener
+//! ([`prepare_passes`]), from the last pass's.
 //!
 //! Every answer carries a Content-Security-Policy that allows only the daemon's own stylesheet
 //! and icon (no script, no inline style, no frame, forms only to the daemon), `nosniff`,
@@ -248,6 +250,42 @@ fn store_failed(e: crate::store::StoreError) -> (StatusCode, String) {
     (r.code, r.message)
 }
 
+/// Makes what the Fleet page needs of each pass the loop publishes and no page could make
+/// in its time, as soon as it is published, on a blocking thread of the listener's runtime
+/// (never the pass's: it has published): every member's figures
+/// ([`crate::views::placed::Placed::figures`]), from the last pass's (only the members whose
+/// data changed are figured again). The page's first request after a pass finds them made, or
+/// waits for these being made (never makes them again). Runs until the status's sender is
+/// gone (the listener ends it when it stops).
+pub async fn prepare_passes(mut status: tokio::sync::watch::Receiver<Arc<crate::views::status::StatusView>>) {
+    use crate::views::resources::Figures;
+    let mut last: Option<Arc<Figures>> = None;
+    let mut seen = std::sync::Weak::new();
+    loop {
+        let view = Arc::clone(&status.borrow_and_update());
+        if let (Some(placed), Some(inputs), Some(profiles)) = (&view.placed, &view.inputs, &view.profiles)
+            && !std::ptr::eq(seen.as_ptr(), Arc::as_ptr(placed))
+        {
+            seen = Arc::downgrade(placed);
+            let (placed, inputs, profiles, since) =
+                (Arc::clone(placed), Arc::clone(inputs), Arc::clone(profiles), last.clone());
+            let made = tokio::task::spawn_blocking(move || {
+                placed.figures(|| Figures::since(inputs.snapshots.iter(), profiles.model(), since.as_deref()));
+                placed.figures_made()
+            })
+            .await;
+            match made {
+                Ok(figures) => last = figures,
+                Err(error) => tracing::warn!(%error, "web view: making the members' figures of a pass failed"),
+            }
+        }
+        drop(view);
+        if status.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 async fn fleet(State(s): State<ApiState>, headers: HeaderMap, uri: Uri) -> Response {
     let window = match query_pairs(&uri)
         .and_then(|p| pages::FleetWindow::from_pairs(&p).map_err(|e| (StatusCode::BAD_REQUEST, e)))
@@ -263,12 +301,15 @@ async fn fleet(State(s): State<ApiState>, headers: HeaderMap, uri: Uri) -> Respo
         };
         use crate::views::resources::{Figures, GroupBy, document_with, views};
         let model = profiles.model();
-        // The members' figures (their nodes summed) once per pass; the confidences now.
-        let placed = placed(s).map_err(store_failed)?;
-        let figures = placed.figures(|| Figures::of(inputs.snapshots.iter(), model));
-        let resources = document_with(&views(&inputs.snapshots, model, now), &GroupBy::Region, figures, model);
+        // The confidences now; the members' figures (their nodes summed) once per pass, made
+        // when the pass was published ([`prepare_passes`]: this waits for them while they are
+        // being made, and makes them only when nothing has yet).
+        let members = views(&inputs.snapshots, model, now);
         let zones: std::collections::BTreeMap<String, String> =
             inputs.snapshots.iter().map(|c| (c.name.clone(), c.zones.join(", "))).collect();
+        let placed = placed(s).map_err(store_failed)?;
+        let figures = placed.figures(|| Figures::of(inputs.snapshots.iter(), model));
+        let resources = document_with(&members, &GroupBy::Region, figures, model);
         // Only the page's clusters: their entries of `/api/v1/clusters` (one stored snapshot
         // each), not the fleet's.
         let mut items = Vec::new();

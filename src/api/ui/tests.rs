@@ -311,7 +311,7 @@ fn the_fleet_page_is_paged() {
 /// placements in [`crate::views::placed::Placed`]).
 struct Served {
     _dir: tempfile::TempDir,
-    _status: tokio::sync::watch::Sender<std::sync::Arc<crate::views::status::StatusView>>,
+    status: tokio::sync::watch::Sender<std::sync::Arc<crate::views::status::StatusView>>,
     store: crate::store::Store,
     placed: std::sync::Arc<crate::views::placed::Placed>,
     router: axum::Router,
@@ -363,22 +363,65 @@ fn served(w: usize) -> Served {
         plans: crate::api::PlanGate::default(),
     };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    Served { _dir: dir, _status: tx, store, placed, router: crate::api::router(state), rt, workload, cluster }
+    // As the listener: each pass's members' figures made when it is published (this one's
+    // by it or by the first Fleet request, whichever asks first).
+    rt.spawn(super::prepare_passes(tx.subscribe()));
+    Served { _dir: dir, status: tx, store, placed, router: crate::api::router(state), rt, workload, cluster }
 }
 
 impl Served {
     /// Asks for `path`; answers with the placements the store decoded and those the views read
     /// from the pass's placements for it.
     fn work_of(&self, path: &str) -> (u64, u64) {
+        self.work_on(&self.placed, path)
+    }
+
+    /// [`Served::work_of`], counting what the views read from `placed` (the status's).
+    fn work_on(&self, placed: &crate::views::placed::Placed, path: &str) -> (u64, u64) {
         use tower::ServiceExt as _;
-        let (decoded, examined) = (self.store.placements_decoded(), self.placed.examined());
+        let (decoded, examined) = (self.store.placements_decoded(), placed.examined());
         let request = axum::http::Request::get(path).body(axum::body::Body::empty()).expect("request");
         let code = self.rt.block_on(async {
             let answer = self.router.clone().oneshot(request).await.unwrap_or_else(|e| match e {});
             answer.status()
         });
         assert_eq!(code, 200, "{path}");
-        (self.store.placements_decoded() - decoded, self.placed.examined() - examined)
+        (self.store.placements_decoded() - decoded, placed.examined() - examined)
+    }
+
+    /// Publishes the next pass as the daemon's loop does: the same placements (a new
+    /// [`crate::views::placed::Placed`], nothing derived yet) and the same members, but
+    /// `polled` of them polled again (their summaries new, equal).
+    fn next_pass(&self, polled: usize) -> std::sync::Arc<crate::views::placed::Placed> {
+        use std::sync::Arc;
+        let placed = Arc::new(crate::views::placed::Placed::new(
+            self.placed.positions().map(|i| Arc::clone(self.placed.at(i))).collect(),
+        ));
+        self.status.send_modify(|v| {
+            let mut next = crate::views::status::StatusView::clone(v);
+            let mut inputs = crate::reconcile::Inputs::clone(next.inputs.as_deref().expect("inputs"));
+            for snap in inputs.snapshots.iter_mut().take(polled) {
+                snap.summary = snap.summary.as_deref().map(|s| Arc::new(s.clone()));
+            }
+            next.inputs = Some(Arc::new(inputs));
+            next.placed = Some(Arc::clone(&placed));
+            *v = Arc::new(next);
+        });
+        placed
+    }
+
+    /// Runs the runtime until `placed`'s figures are made (by the listener's
+    /// [`super::prepare_passes`]; a minute at most).
+    fn figures_made(&self, placed: &crate::views::placed::Placed) -> std::sync::Arc<crate::views::resources::Figures> {
+        self.rt.block_on(async {
+            for _ in 0..12_000 {
+                if let Some(f) = placed.figures_made() {
+                    return f;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            panic!("the members' figures of a published pass were not made")
+        })
     }
 }
 
@@ -387,7 +430,10 @@ impl Served {
 /// of workloads: the Placements page its page of rows, the Workload page its own placement;
 /// the Fleet page none; the Cluster page asks every placement once per pass whether it was
 /// refused there, and then reads none (the document is kept with the pass). The indexes are
-/// built once per pass, not per request.
+/// built once per pass, not per request. The members' figures of the Fleet page are made when
+/// a pass is published, by the listener ([`super::prepare_passes`]), from the last pass's:
+/// the Fleet page's first request after a pass finds them made and figures no member, and
+/// only the members polled again are figured again.
 #[test]
 fn a_pages_work_is_bounded_by_the_page_not_by_the_workloads() {
     let mut seen = Vec::new();
@@ -419,6 +465,21 @@ fn a_pages_work_is_bounded_by_the_page_not_by_the_workloads() {
         assert!(cluster_first.1 >= w as u64, "W={w}: every placement asked once per pass: {cluster_first:?}");
         assert_eq!(cluster_again.1, 0, "W={w}: kept with the pass");
         assert_eq!(s.placed.builds(), 4, "W={w}: the index, the replicas, requiredBy and the figures, once each");
+        assert_eq!(s.figures_made(&s.placed).figured(), 6, "W={w}: the first pass's, every member");
+        for polled in [1, 0, 6] {
+            let next = s.next_pass(polled);
+            let figures = s.figures_made(&next);
+            assert_eq!(figures.figured(), polled, "W={w}: made when published, of the members polled again only");
+            let (decoded, examined) = s.work_on(&next, "/ui/");
+            assert_eq!((decoded, examined), (0, 0), "W={w}");
+            let after = next.figures_made().expect("made");
+            assert!(std::sync::Arc::ptr_eq(&after, &figures), "W={w}: the first request after the pass made none");
+            assert_eq!(
+                next.builds(),
+                2,
+                "W={w}: the figures (the listener's) and the replicas (the page's), once each"
+            );
+        }
         let before = s.store.placements_decoded();
         s.store.placements().expect("placements");
         assert_eq!(s.store.placements_decoded() - before, w as u64, "the counter counts what the store decodes");
