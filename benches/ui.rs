@@ -332,11 +332,11 @@ fn every_page(w: usize, c: usize, nodes: usize) {
         bench("  of which: the resources document (every cluster, by region, with the figures)", 5, 1, || {
             document_with(&views(&inputs.snapshots, model, now), &GroupBy::Region, &figures, model)
         });
-        let res = document_with(&views(&inputs.snapshots, model, now), &GroupBy::Region, &figures, model);
         let zones: BTreeMap<String, String> =
             inputs.snapshots.iter().map(|c| (c.name.clone(), c.zones.join(", "))).collect();
-        bench("  of which: the page's clusters' entries (stored snapshots, kept per version)", 5, 1, || {
-            let names = pages::fleet_names(&res, &zones, pages::FleetWindow::default());
+        bench("  of which: the page's clusters and their entries (stored snapshots, kept per version)", 5, 1, || {
+            let regions = inputs.snapshots.iter().map(|c| (GroupBy::Region.key(c), c.name.as_str()));
+            let names = pages::fleet_names(regions, &zones, pages::FleetWindow::default());
             let p = placed();
             names
                 .iter()

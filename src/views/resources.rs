@@ -52,7 +52,8 @@ impl GroupBy {
         }
     }
 
-    fn key(&self, c: &ClusterSnapshot) -> String {
+    /// The group of a member (`(none)` without the field or label).
+    pub fn key(&self, c: &ClusterSnapshot) -> String {
         let v = match self {
             GroupBy::Region => c.region.clone(),
             GroupBy::Zone => (!c.zones.is_empty()).then(|| c.zones.join(",")),

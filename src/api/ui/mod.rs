@@ -301,24 +301,25 @@ async fn fleet(State(s): State<ApiState>, headers: HeaderMap, uri: Uri) -> Respo
         };
         use crate::views::resources::{Figures, GroupBy, document_with, views};
         let model = profiles.model();
-        // The confidences now; the members' figures (their nodes summed) once per pass, made
-        // when the pass was published ([`prepare_passes`]: this waits for them while they are
-        // being made, and makes them only when nothing has yet).
+        // What needs no figures first: the confidences now, and the page's clusters (in region,
+        // zone, name order, from the snapshots alone) with their entries of `/api/v1/clusters`
+        // (one stored snapshot each, not the fleet's); then the members' figures (their nodes
+        // summed) once per pass, made when the pass was published ([`prepare_passes`]: asked
+        // while they are being made, this waits for them; it makes them only when nothing has).
         let members = views(&inputs.snapshots, model, now);
         let zones: std::collections::BTreeMap<String, String> =
             inputs.snapshots.iter().map(|c| (c.name.clone(), c.zones.join(", "))).collect();
         let placed = placed(s).map_err(store_failed)?;
-        let figures = placed.figures(|| Figures::of(inputs.snapshots.iter(), model));
-        let resources = document_with(&members, &GroupBy::Region, figures, model);
-        // Only the page's clusters: their entries of `/api/v1/clusters` (one stored snapshot
-        // each), not the fleet's.
+        let regions = inputs.snapshots.iter().map(|c| (GroupBy::Region.key(c), c.name.as_str()));
         let mut items = Vec::new();
-        for name in pages::fleet_names(&resources, &zones, window) {
+        for name in pages::fleet_names(regions, &zones, window) {
             let replicas = placed.replicas_by_cluster().get(&name).copied().unwrap_or(0);
             let entry = crate::views::report::cluster_json(&s.store, Some(&inputs.snapshots), now, &name, replicas)
                 .map_err(store_failed)?;
             items.extend(entry);
         }
+        let figures = placed.figures(|| Figures::of(inputs.snapshots.iter(), model));
+        let resources = document_with(&members, &GroupBy::Region, figures, model);
         let clusters = serde_json::json!({ "clusters": items });
         Ok(("Fleet".into(), pages::fleet(&clusters, Some(&resources), &zones, window)))
     })

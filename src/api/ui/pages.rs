@@ -240,7 +240,11 @@ pub fn fleet(
 /// A cluster's zones as the Fleet page groups by them: from `zones`, else from its entry of
 /// `/api/v1/clusters`.
 fn zone_of(c: &Value, listed: &BTreeMap<&str, &Value>, zones: &BTreeMap<String, String>) -> String {
-    let name = c["name"].as_str().unwrap_or("");
+    zone_named(c["name"].as_str().unwrap_or(""), listed, zones)
+}
+
+/// [`zone_of`] the cluster of this name.
+fn zone_named(name: &str, listed: &BTreeMap<&str, &Value>, zones: &BTreeMap<String, String>) -> String {
     zones
         .get(name)
         .cloned()
@@ -253,24 +257,22 @@ fn zone_of(c: &Value, listed: &BTreeMap<&str, &Value>, zones: &BTreeMap<String, 
 }
 
 /// The names of the clusters [`fleet`] shows on `window`'s page, in its order (region, zone,
-/// name), from the resources document and `zones` alone: the caller reads only these
-/// clusters' stored snapshots.
-pub fn fleet_names(resources: &Value, zones: &BTreeMap<String, String>, window: FleetWindow) -> Vec<String> {
+/// name), from each member's region (its group in the resources document by region) and name,
+/// and `zones`, alone: the caller reads only these clusters' stored snapshots, and needs no
+/// figures for it.
+pub fn fleet_names(
+    members: impl Iterator<Item = (String, impl AsRef<str>)>,
+    zones: &BTreeMap<String, String>,
+    window: FleetWindow,
+) -> Vec<String> {
     let none = BTreeMap::new();
-    let mut all: Vec<(&str, String, &str)> = resources["groups"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|g| {
-            let region = g["group"].as_str().unwrap_or("(none)");
-            g["clusters"].as_array().into_iter().flatten().map(move |c| (region, c))
-        })
-        .map(|(region, c)| (region, zone_of(c, &none, zones), c["name"].as_str().unwrap_or("")))
+    let mut all: Vec<(String, String, String)> = members
+        .map(|(region, name)| (region, zone_named(name.as_ref(), &none, zones), name.as_ref().to_string()))
         .collect();
     all.sort();
     let pages = all.len().div_ceil(window.per_page).max(1);
     let first = (window.page.min(pages) - 1) * window.per_page;
-    all.into_iter().skip(first).take(window.per_page).map(|(_, _, n)| n.to_string()).collect()
+    all.into_iter().skip(first).take(window.per_page).map(|(_, _, n)| n).collect()
 }
 
 /// The totals of each region of the resources document: one bar per dimension (and

@@ -284,11 +284,13 @@ fn the_fleet_page_is_paged() {
     let cards: Vec<&str> =
         html.match_indices("<h5><a href=\"/ui/clusters/").map(|(i, _)| &html[i + 26..i + 28]).collect();
     assert_eq!(cards, ["c2", "c3"], "{html}");
-    // The handler reads the stored snapshots of these only.
-    assert_eq!(pages::fleet_names(&resources, &Default::default(), window), ["c2", "c3"]);
+    // The handler reads the stored snapshots of these only (from the members' regions and
+    // names, before the figures).
+    let members = || names.iter().rev().map(|n| ("r".to_string(), n));
+    assert_eq!(pages::fleet_names(members(), &Default::default(), window), ["c2", "c3"]);
     // Zones order clusters within a region: c0 and c4 in zone a come first.
     let zones = names.iter().map(|c| (c.clone(), if c == "c0" || c == "c4" { "a" } else { "b" }.to_string())).collect();
-    assert_eq!(pages::fleet_names(&resources, &zones, pages::FleetWindow { page: 1, per_page: 3 }), ["c0", "c4", "c1"]);
+    assert_eq!(pages::fleet_names(members(), &zones, pages::FleetWindow { page: 1, per_page: 3 }), ["c0", "c4", "c1"]);
     let zoned = pages::fleet(&clusters, Some(&resources), &zones, pages::FleetWindow { page: 1, per_page: 3 });
     let cards: Vec<&str> =
         zoned.match_indices("<h5><a href=\"/ui/clusters/").map(|(i, _)| &zoned[i + 26..i + 28]).collect();
