@@ -631,6 +631,25 @@ pub fn decode_object_status(bytes: &[u8]) -> Result<ObjectStatus, DecodeError> {
     })
 }
 
+/// Largest member object kept for a health interpretation ([`decode_raw_object`]).
+pub const MAX_RAW_OBJECT_BYTES: usize = 1 << 20;
+
+/// A member's object of a kind a progressive rollout judges by Karmada's health interpretation
+/// (`healthInterpretation`): the object as JSON, without `metadata.managedFields`, and its
+/// `metadata.generation`.
+pub fn decode_raw_object(bytes: &[u8]) -> Result<crate::model::RawObject, DecodeError> {
+    let invalid = |message: String| DecodeError { path: ".".into(), message };
+    let mut v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
+    if !v.is_object() {
+        return Err(invalid("expected an object".into()));
+    }
+    if let Some(m) = v.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
+        m.remove("managedFields");
+    }
+    let generation = v.pointer("/metadata/generation").and_then(serde_json::Value::as_i64).unwrap_or(0);
+    Ok(crate::model::RawObject { generation, text: std::sync::Arc::from(v.to_string()) })
+}
+
 /// A member's GitOps agent object (a Flux `Kustomization`, an Argo CD `Application`), as far
 /// as its sync state goes ([`crate::model::AgentStatus`]); the rest is skipped.
 #[derive(Debug, Default, Deserialize)]

@@ -96,6 +96,6 @@ pub mod workload;
 pub use resources::ResourceList;
 pub use snapshot::{
     AgentHealth, AgentStatus, AgentVerdict, ClusterConstraints, ClusterSnapshot, ClusterTaint, Freshness, Health,
-    NodeView, ObjectStatus, Observed, OwnerState, PodFacts, PollFacts, Reserve, RolledOut, SnapshotSource,
+    NodeView, ObjectStatus, Observed, OwnerState, PodFacts, PollFacts, RawObject, Reserve, RolledOut, SnapshotSource,
 };
 pub use workload::{ReplicaRequirements, Workload};

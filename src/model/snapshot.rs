@@ -238,6 +238,21 @@ pub struct PodFacts {
     /// or is about to release its stage), by `Kind/namespace/name`. Not stored, as `objects`.
     #[serde(skip)]
     pub agents: BTreeMap<String, AgentStatus>,
+    /// The member's own objects of the kinds a progressive rollout judges by Karmada's health
+    /// interpretation (not a Deployment, StatefulSet, DaemonSet or Job: a custom kind with a
+    /// `healthInterpretation` script, a native kind Karmada's default judges), as the poller
+    /// read them, by `Kind/namespace/name`. Not stored, as `objects`.
+    #[serde(skip)]
+    pub interpreted: BTreeMap<String, RawObject>,
+}
+
+/// A member's object as read (`metadata.managedFields` left out), for an interpreter.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RawObject {
+    /// `metadata.generation` (0 when absent).
+    pub generation: i64,
+    /// The object, JSON.
+    pub text: Arc<str>,
 }
 
 /// What a member's GitOps agent says of the directory it syncs: a Flux `Kustomization`
@@ -353,6 +368,13 @@ pub enum RolledOut {
 }
 
 impl ObjectStatus {
+    /// Whether the poller reads `key`'s kind into an [`ObjectStatus`] (a Deployment,
+    /// StatefulSet or DaemonSet); an object of another kind is kept whole ([`RawObject`]) for
+    /// its health interpretation.
+    pub fn of_kind(key: &crate::policy::ObjectKey) -> bool {
+        key.group() == "apps" && matches!(key.kind.as_str(), "Deployment" | "StatefulSet" | "DaemonSet")
+    }
+
     /// `kubectl rollout status`'s rule: the controller observed the latest generation; every
     /// wanted replica is of the latest template; no replica of an older one is left; every
     /// updated replica is available.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::load::load_sources;
-use super::types::{IntOrPercent, OnFailure, RolloutSpec};
+use super::types::{IntOrPercent, OnFailure, OnNewVersion, RolloutSpec};
 use super::{LoadError, PolicySet, defaults, matching, validate};
 
 const SCHEMA: &str = "config/crds/rolloutpolicies.fedsched.io.yaml";
@@ -39,6 +39,7 @@ spec:
   maxFailures: 1
   approvedStages: [canary]
   onFailure: Rollback
+  onNewVersion: Queue
 ";
 
 #[test]
@@ -54,7 +55,7 @@ fn a_rollout_policy_parses_with_its_stages_gates_and_failure_mode() {
     assert_eq!(s.stages[1].max_concurrency.as_ref().map(|m| m.of(5)), Some(3), "50% of 5 rounds up");
     assert_eq!(s.min_success_time(), std::time::Duration::from_secs(120));
     assert_eq!(s.progress_deadline(), Some(std::time::Duration::from_secs(900)));
-    assert_eq!(s.on_failure, OnFailure::Rollback);
+    assert_eq!((s.on_failure, s.on_new_version), (OnFailure::Rollback, OnNewVersion::Queue));
     // Defaults: 5 minutes, no deadline, Halt.
     let minimal = "apiVersion: fedsched.io/v1alpha1\nkind: RolloutPolicy\nmetadata: {name: m}\nspec:\n  \
                    resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n  stages: [{name: a, maxConcurrency: 1}]\n";
@@ -64,6 +65,7 @@ fn a_rollout_policy_parses_with_its_stages_gates_and_failure_mode() {
     assert_eq!(s.min_success_time(), super::types::DEFAULT_MIN_SUCCESS_TIME);
     assert!(s.min_success_time() > std::time::Duration::ZERO);
     assert_eq!((s.progress_deadline(), s.on_failure), (None, OnFailure::Halt));
+    assert_eq!(s.on_new_version, OnNewVersion::Supersede, "a new version supersedes by default");
     assert_eq!(set.rollout_policies[0].namespace(), Some("default"));
 }
 
@@ -113,6 +115,10 @@ spec:
     ] {
         assert!(fields.contains(f), "no error at {f}: {errors:#?}");
     }
+    // onNewVersion is Supersede or Queue, named by file, document and field.
+    let (_, errors) = load(&GOOD.replace("onNewVersion: Queue", "onNewVersion: Later"));
+    let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert!(text.iter().any(|e| e.starts_with("r.yaml: document 1: spec.onNewVersion:")), "{text:#?}");
     // A Secret is not rolled out: its data would be kept in the state store.
     let secret = GOOD.replace("{apiVersion: apps/v1, kind: Deployment,", "{apiVersion: v1, kind: Secret,");
     let (_, errors) = load(&secret);

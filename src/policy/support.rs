@@ -146,9 +146,9 @@ fn clusters(out: &mut Vec<LoadError>, set: &PolicySet) {
 }
 
 /// Customization operations that need the status of the workload in its members (which the
-/// passes do not read) or that concern objects the members changed (which fedsched never sees).
+/// passes do not read; `healthInterpretation` is read by a progressive rollout's gates) or
+/// that concern objects the members changed (which fedsched never sees).
 const UNUSED_OPERATIONS: &[(&str, &str)] = &[
-    ("healthInterpretation", "the passes do not judge the health of workloads with scripts"),
     ("statusAggregation", "fedsched writes no status back into the templates"),
     ("statusReflection", "fedsched writes no status back into the templates"),
     (

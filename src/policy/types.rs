@@ -899,6 +899,10 @@ pub struct RolloutSpec {
     /// What a failed stage does: `Halt` (default) or `Rollback`.
     #[serde(default)]
     pub on_failure: OnFailure,
+    /// What a new version does while a rollout is progressing: `Supersede` (default) or
+    /// `Queue`.
+    #[serde(default)]
+    pub on_new_version: OnNewVersion,
 }
 
 /// One stage of a [`RolloutSpec`]: its clusters named by a Karmada `ClusterAffinity`, or the
@@ -968,6 +972,18 @@ pub enum OnFailure {
     Halt,
     /// The failed stage goes back to the previous version; the later stages keep it.
     Rollback,
+}
+
+/// What a [`RolloutSpec`] does with a new version (another template content) while a rollout
+/// is progressing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OnNewVersion {
+    /// The new version replaces the one under way and starts at the first stage.
+    #[default]
+    Supersede,
+    /// The new version waits until the rollout under way completes (or halts, or rolls
+    /// back), then starts at the first stage; of several that wait, the newest alone.
+    Queue,
 }
 
 /// A duration of a [`RolloutSpec`] (`5m`, `90s`, `1h 30m`), read with humantime.

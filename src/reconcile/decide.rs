@@ -1331,6 +1331,7 @@ impl RenderJob<'_> {
             // A rollout under way: the version this cluster's stage has reached.
             let template = match self.rollout {
                 Some(r) if !r.new_on.contains(cluster) => &*r.stable,
+                Some(r) => r.target.as_deref().unwrap_or(t),
                 _ => t,
             };
             let input = RenderInput {

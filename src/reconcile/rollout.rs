@@ -60,6 +60,9 @@ pub const FAILING_REASONS: [&str; 6] = [
 pub(crate) struct RolloutDirective {
     /// The previous version: the template with the stored object of the last completed version.
     pub stable: Arc<Template>,
+    /// The new version, when it is not the template's content (another version waits for
+    /// this rollout, `onNewVersion: Queue`); `None`: the template.
+    pub target: Option<Arc<Template>>,
     /// The clusters that run the new version (every other one runs `stable`).
     pub new_on: BTreeSet<String>,
     /// Part of the decision key.
@@ -215,7 +218,10 @@ pub(crate) fn run(
             None => RolloutState::settled(name.clone(), hash, object_text(t)),
         };
         state.policy = name;
-        if hash != state.target_hash {
+        // Another version than the one under way (and than the one waiting, under Queue), or
+        // the one under way again while another waits.
+        let waiting = state.queued.as_ref().map(|q| q.hash);
+        if (hash != state.target_hash && waiting != Some(hash)) || (hash == state.target_hash && waiting.is_some()) {
             state.change(spec, (hash, &object_text(t)), now_ms);
         }
         let placement = placements.get(&t.key);
@@ -272,6 +278,9 @@ pub(crate) fn run(
                         agent: agents
                             .get(c)
                             .map(|(_, text)| (text.as_str(), state.agent_revisions.get(*c).map(String::as_str))),
+                        interpreted: (!judged_natively(&t.key))
+                            .then(|| interpreted(inputs, &t.key, view_of(c), &object, now_ms))
+                            .flatten(),
                     };
                     let health = observe(view_of(c), &seen);
                     observed.insert(
@@ -283,48 +292,38 @@ pub(crate) fn run(
                 .collect();
             step(&mut state, spec, &stages, &health, now_ms);
         }
-        let fresh_transitions = || {
-            state.transitions.iter().filter(|tr| tr.at_ms == now_ms && !old.is_some_and(|o| o.transitions.contains(tr)))
+        let fresh_transitions = |state: &RolloutState| -> Vec<crate::schedule::rollout::Transition> {
+            let fresh = |tr: &&crate::schedule::rollout::Transition| {
+                tr.at_ms == now_ms && !old.is_some_and(|o| o.transitions.contains(tr))
+            };
+            state.transitions.iter().filter(fresh).cloned().collect()
         };
         // A stage released this pass: its members' objects' generations now (this pass's poll
         // was before its publish), which the new version's apply raises. Only when the spec
         // changed: a change of metadata alone raises no generation.
         if state.phase == Phase::Progressing
             && let Some(current) = state.current()
-            && (paused || fresh_transitions().any(|tr| tr.event == "released"))
+            && (paused || fresh_transitions(&state).iter().any(|tr| tr.event == "released"))
         {
-            state.generations.clear();
-            state.agent_revisions.clear();
-            // The agents' revisions now: the new version's commit is another one. Any change
-            // of the template changes the files, so every release is compared.
-            for c in stages.get(current).into_iter().flatten() {
-                let seen = agents
-                    .get(c)
-                    .and_then(|(_, text)| view_of(c).and_then(|v| v.pods.as_deref()).and_then(|p| p.agents.get(text)));
-                if let Some(a) = seen {
-                    state.agent_revisions.insert(c.to_string(), a.revision.clone());
-                }
-            }
-            let stable_spec = serde_json::from_str::<serde_json::Value>(&state.stable).ok();
-            if stable_spec.as_ref().and_then(|o| o.get("spec")) != t.object.get("spec") {
-                for c in stages.get(current).into_iter().flatten() {
-                    let seen = view_of(c).and_then(|v| v.pods.as_deref()).and_then(|p| p.objects.get(&object));
-                    if let Some(o) = seen {
-                        state.generations.insert(c.to_string(), o.generation);
-                    }
-                }
-            }
+            let members: &[&str] = stages.get(current).map_or(&[], Vec::as_slice);
+            read_at_release(&mut state, members, &agents, &view_of, &object);
         }
-        let fresh = fresh_transitions()
+        let fresh = fresh_transitions(&state)
+            .iter()
             .map(|tr| format!("rollout: stage {} {}: {}", tr.stage, tr.event, tr.cause))
             .collect::<Vec<_>>();
         let watched = match state.current().filter(|_| state.phase == Phase::Progressing) {
             Some(current) => current..current + 2,
             None => 0..1,
         };
+        let read_object = crate::model::ObjectStatus::of_kind(&t.key)
+            || (!judged_natively(&t.key)
+                && inputs.interpreters.customizations.judges_health(&t.key.api_version, &t.key.kind));
         for c in stages.get(watched).into_iter().flatten().flatten() {
             let read = out.objects.entry(c.to_string()).or_default();
-            read.push(t.key.clone());
+            if read_object {
+                read.push(t.key.clone());
+            }
             if let Some((key, _)) = agents.get(c)
                 && !read.contains(key)
             {
@@ -350,16 +349,7 @@ pub(crate) fn run(
             .collect();
         state.gate = crate::schedule::rollout::GateFigures::of(spec, &stages, state.current());
         if state.phase != Phase::Complete {
-            let new_on: BTreeSet<String> = stages
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| state.runs_new(*i))
-                .flat_map(|(_, cs)| cs.iter().map(|c| c.to_string()))
-                .collect();
-            let object = serde_json::from_str(&state.stable).unwrap_or(serde_json::Value::Null);
-            let stable = Arc::new(Template { object, ..(**t).clone() });
-            let digest = fnv1a64(format!("{:x} {:x} {new_on:?}", state.stable_hash, state.target_hash).as_bytes());
-            out.directives.insert(t.key.clone(), RolloutDirective { stable, new_on, digest });
+            out.directives.insert(t.key.clone(), directive(&state, &stages, t));
         }
         items.insert(sk.clone(), summary_entry(&kept.items, (&t.key, &sk), (old, &state), &mut out.summary.dirty));
         if old != Some(&state) {
@@ -370,6 +360,87 @@ pub(crate) fn run(
     out.forgotten = stored.keys().filter(|sk| !seen.contains(*sk)).cloned().collect();
     out.summary.close(items, &kept.items);
     Ok(out)
+}
+
+/// The directive of a rollout under way: the clusters that run the new version, the previous
+/// version's template and, while another version waits (`onNewVersion: Queue`), the new
+/// version's (the template is the one that waits).
+fn directive(state: &RolloutState, stages: &[Vec<&str>], t: &Arc<Template>) -> RolloutDirective {
+    let new_on: BTreeSet<String> = stages
+        .iter()
+        .enumerate()
+        .flat_map(|(i, cs)| cs.iter().filter(move |c| state.runs_new_on(i, c)).map(|c| c.to_string()))
+        .collect();
+    let version = |text: &str| {
+        let object = serde_json::from_str(text).unwrap_or(serde_json::Value::Null);
+        Arc::new(Template { object, ..(**t).clone() })
+    };
+    let stable = version(&state.stable);
+    let target = state.queued.as_ref().map(|_| version(&state.target));
+    let digest = fnv1a64(format!("{:x} {:x} {new_on:?}", state.stable_hash, state.target_hash).as_bytes());
+    RolloutDirective { stable, target, new_on, digest }
+}
+
+/// A stage released this pass (`members`): what its members showed before the new version
+/// was published (this pass's poll was before its publish) — each GitOps agent's revision
+/// (the new version's commit is another one: every release is compared) and, when the spec
+/// changed (a change of metadata alone raises no generation), each workload object's
+/// generation, which the new version's apply raises.
+fn read_at_release<'v>(
+    state: &mut RolloutState,
+    members: &[&str],
+    agents: &BTreeMap<&str, (ObjectKey, String)>,
+    view_of: &dyn Fn(&str) -> Option<&'v ClusterSnapshot>,
+    object: &str,
+) {
+    state.generations.clear();
+    state.agent_revisions.clear();
+    for c in members {
+        let pods = view_of(c).and_then(|v| v.pods.as_deref());
+        let seen = agents.get(c).and_then(|(_, text)| pods.and_then(|p| p.agents.get(text)));
+        if let Some(a) = seen {
+            state.agent_revisions.insert(c.to_string(), a.revision.clone());
+        }
+    }
+    let spec_of =
+        |text: &str| serde_json::from_str::<serde_json::Value>(text).ok().and_then(|o| o.get("spec").cloned());
+    if spec_of(&state.stable) == spec_of(&state.target) {
+        return;
+    }
+    for c in members {
+        let pods = view_of(c).and_then(|v| v.pods.as_deref());
+        let generation = pods.and_then(|p| {
+            p.objects.get(object).map(|o| o.generation).or_else(|| p.interpreted.get(object).map(|o| o.generation))
+        });
+        if let Some(g) = generation {
+            state.generations.insert(c.to_string(), g);
+        }
+    }
+}
+
+/// Whether the rollout judges `key`'s kind by its own object status and pods (those of
+/// [`crate::model::ObjectStatus::of_kind`], and a Job by its pods); every other kind by Karmada's health
+/// interpretation ([`interpreted`]), where something interprets it.
+fn judged_natively(key: &ObjectKey) -> bool {
+    crate::model::ObjectStatus::of_kind(key) || (key.group() == "batch" && key.kind == "Job")
+}
+
+/// Karmada's health interpretation of the workload's object on a member, as the poller read
+/// it ([`crate::model::PodFacts::interpreted`]): the `healthInterpretation` script of a
+/// customization for its kind, else Karmada's default for a native kind
+/// ([`crate::model::interpreter::Interpreters::health`]); with the object's generation.
+/// `None`: not read, or nothing interprets the kind.
+fn interpreted(
+    inputs: &Inputs,
+    key: &ObjectKey,
+    view: Option<&ClusterSnapshot>,
+    object: &str,
+    now_ms: u64,
+) -> Option<(i64, Result<bool, String>)> {
+    let raw = view?.pods.as_deref()?.interpreted.get(object)?;
+    let value: serde_json::Value = serde_json::from_str(&raw.text).ok()?;
+    let verdict = inputs.interpreters.customizations.health(&key.api_version, &key.kind, &value, now_ms)?;
+    Some((raw.generation, verdict.map_err(|e| e.to_string())))
 }
 
 /// A rollout's entry of the summary this pass: the last one again while its course is the
@@ -418,6 +489,10 @@ pub(crate) struct Seen<'a> {
     /// The member's GitOps agent object (`Kind/namespace/name`, [`crate::model::PodFacts::agents`])
     /// and the revision it had applied at the release, if read then.
     pub agent: Option<(&'a str, Option<&'a str>)>,
+    /// Karmada's health interpretation of the workload's object there (a kind the rollout
+    /// does not judge by its own status and pods), with the object's generation: healthy or
+    /// not, or why the script failed. `None`: not read, or nothing interprets the kind.
+    pub interpreted: Option<(i64, Result<bool, String>)>,
 }
 
 /// The GitOps agent's stand on the new version on one member (its object read this round).
@@ -445,7 +520,7 @@ pub(crate) fn observe(view: Option<&ClusterSnapshot>, seen: &Seen<'_>) -> Cluste
     let Some(view) = view else { return ClusterHealth::NotObserved };
     let object = view.pods.as_deref().and_then(|p| p.objects.get(seen.object));
     if matches!(view.source, SnapshotSource::Offline { .. })
-        || (*seen.owner == Owner::Unknown && object.is_none() && agent.is_none())
+        || (*seen.owner == Owner::Unknown && object.is_none() && agent.is_none() && seen.interpreted.is_none())
         || view.health != Health::Ready
     {
         return ClusterHealth::NotObserved;
@@ -468,10 +543,18 @@ pub(crate) fn observe(view: Option<&ClusterSnapshot>, seen: &Seen<'_>) -> Cluste
         Some(AgentVerdict::SyncedHealthy(_)) | None => true,
     };
     // Not the new version yet: its apply raises the generation the object had at the release.
-    if let Some(o) = object
-        && seen.generation_at_release.is_some_and(|g| o.generation <= g)
+    let generation = object.map(|o| o.generation).or(seen.interpreted.as_ref().map(|(g, _)| *g));
+    if let Some(g) = generation
+        && seen.generation_at_release.is_some_and(|at| g <= at)
     {
         return ClusterHealth::Progressing;
+    }
+    // Karmada's health interpretation: healthy, or not yet (it does not tell failing from
+    // starting: progressDeadline fails it); a script that fails leaves the member unobserved.
+    match &seen.interpreted {
+        Some((_, Ok(false))) => return ClusterHealth::Progressing,
+        Some((_, Err(_))) if *seen.owner == Owner::Unknown && object.is_none() => return ClusterHealth::NotObserved,
+        _ => {}
     }
     let state = (*seen.owner != Owner::Unknown).then(|| seen.owner.state(pods));
     if let Some((reason, n)) = state
@@ -508,6 +591,7 @@ mod tests {
     use crate::model::snapshot::{Freshness, OwnerState, PodFacts, SnapshotSource};
     use crate::reconcile::stability::grace_tests::cluster;
     use crate::reconcile::{Inputs, Reconciler, Repository, Settings, load_inputs};
+    use crate::schedule::rollout::Phase;
     use crate::store::Store;
 
     const FLEET: [&str; 5] = ["m1", "m2", "m3", "m4", "m5"];
@@ -1080,5 +1164,305 @@ spec:
         with_approval("web:2", "canary");
         w.pass(&rec, T0 + 31 * MIN, &ready);
         assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"], "the approval released the wave");
+    }
+
+    /// `onNewVersion: Queue` through the reconciler: web:3 committed while web:2 is at the
+    /// canary waits — the canary keeps web:2 (not the template's web:3), web:2 goes on through
+    /// the wave and the final stage, and the pass that completes it releases web:3 to the
+    /// canary with web:2 as its previous version. Without the queue's target, the canary and
+    /// every released stage would render the template (web:3) at once.
+    #[test]
+    fn a_queued_version_waits_for_the_rollout_under_way_and_then_starts_at_the_canary() {
+        let queue = "  onNewVersion: Queue\n";
+        let w = World::new("web:1", queue);
+        let rec = w.reconciler();
+        w.pass(&rec, T0, &ready);
+        w.commit("web:2", queue);
+        w.pass(&rec, T0 + 1_000, &ready);
+        w.commit("web:3", queue);
+        w.pass(&rec, T0 + 2_000, &ready);
+        assert_eq!(w.images(), ["web:2", "web:1", "web:1", "web:1", "web:1"], "web:3 did not wait");
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let doc = crate::views::rollout::rollout_of(&rec.store, &key, T0 + 2_000).expect("doc");
+        assert!(doc["queued"]["version"].is_string(), "{doc:#}");
+        assert!(crate::views::rollout::to_text(&doc).contains("queued: version"), "{doc:#}");
+        w.pass(&rec, T0 + 2_000 + MIN, &ready);
+        assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"], "web:2's wave");
+        w.pass(&rec, T0 + 3_000 + MIN, &ready);
+        w.pass(&rec, T0 + 3_000 + 2 * MIN, &ready);
+        assert_eq!(w.images(), ["web:2"; 5]);
+        w.pass(&rec, T0 + 4_000 + 2 * MIN, &ready);
+        w.pass(&rec, T0 + 4_000 + 3 * MIN, &ready);
+        assert_eq!(w.images(), ["web:3", "web:2", "web:2", "web:2", "web:2"], "web:3 after web:2 completed");
+        let state = rec.store.rollout(&key).expect("read").expect("state");
+        assert_eq!((state.phase.clone(), state.released, state.queued.clone()), (Phase::Progressing, 1, None));
+        let notes: Vec<String> = rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect();
+        assert!(notes.iter().any(|n| n.contains("stage canary queued: a new version")), "{notes:#?}");
+    }
+
+    /// A failover during a halted rollout: web is on three of the five members (spread to
+    /// three clusters), the canary is its first by name (`maxConcurrency: 1`), web:bad
+    /// crash-loops there and the rollout halts. The canary member is lost; after the
+    /// toleration its replicas move to a member new to the workload, and the canary stage by
+    /// `maxConcurrency` now names another member. Every member the workload runs on gets
+    /// web:1, the version of the clusters it moved from: never web:bad, which failed its gate.
+    /// Before the stage's clusters were fixed at its release, the member that moved into the
+    /// halted canary stage got web:bad.
+    #[test]
+    fn a_failover_during_a_halted_rollout_moves_the_previous_version_never_the_failed_one() {
+        let spread = |image: &str| {
+            repo(image, "")
+                .replace(
+                    "    replicaScheduling: {replicaSchedulingType: Duplicated}\n",
+                    "    replicaScheduling: {replicaSchedulingType: Duplicated}\n    \
+                     spreadConstraints: [{spreadByField: cluster, minGroups: 3, maxGroups: 3}]\n",
+                )
+                .replace("{name: canary, clusterAffinity: {clusterNames: [m1]}}", "{name: canary, maxConcurrency: 1}")
+        };
+        let w = World::new("web:1", "");
+        let write = |image: &str| std::fs::write(w.repo().join("apps.yaml"), spread(image)).expect("write");
+        write("web:1");
+        let rec = w.reconciler();
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let placed = || -> Vec<String> {
+            let p = rec.store.placements().expect("placements").into_iter().find(|p| p.workload == key);
+            p.map(|p| p.targets.keys().cloned().collect()).unwrap_or_default()
+        };
+        w.pass(&rec, T0, &ready);
+        let before = placed();
+        assert_eq!(before.len(), 3, "{before:?}");
+        let canary = before[0].clone();
+        write("web:bad");
+        w.pass(&rec, T0 + 1_000, &ready);
+        let crash = |c: &str| if c == canary { Pods::Crashing } else { Pods::Ready };
+        w.pass(&rec, T0 + 2_000, &crash);
+        let state = rec.store.rollout(&key).expect("read").expect("state");
+        assert_eq!(state.phase, Phase::Halted, "{state:#?}");
+        assert_eq!(image(&w.out(), &canary), "web:bad");
+        // The canary member is lost; its replicas leave after the toleration.
+        let lost = |now: u64| {
+            let mut inputs = w.inputs(now, &crash);
+            for s in inputs.snapshots.iter_mut().filter(|s| s.name == canary) {
+                s.health = crate::model::Health::Unreachable { reason: "connection refused".into() };
+            }
+            rec.reconcile(&inputs, &w.out(), crate::publish::Trigger::Timer, now).expect("pass");
+        };
+        for dt in [10_000, 310_000, 320_000, 320_000 + 2 * MIN] {
+            lost(T0 + dt);
+        }
+        let after = placed();
+        let moved: Vec<&String> = after.iter().filter(|c| !before.contains(c)).collect();
+        assert!(!after.contains(&canary) && moved.len() == 1, "{before:?} -> {after:?}");
+        for c in &after {
+            assert_eq!(image(&w.out(), c), "web:1", "{c} ({before:?} -> {after:?})");
+        }
+        let state = rec.store.rollout(&key).expect("read").expect("state");
+        assert_eq!(state.phase, Phase::Halted, "{state:#?}");
+        let doc = crate::views::rollout::document(&state, T0 + 320_000 + 2 * MIN);
+        assert_eq!(doc["stages"][0]["previousOn"], serde_json::json!([after[0]]), "{doc:#}");
+    }
+
+    /// What a member's Widget (a custom kind) shows: `(generation, observedGeneration, phase)`.
+    type WidgetState = (i64, i64, &'static str);
+
+    /// "What the new version runs means" for a custom kind: a Widget (`example.io/v1`), whose
+    /// pods fedsched does not attribute, is judged by its `ResourceInterpreterCustomization`'s
+    /// `healthInterpretation` (Lua: Running at its observed generation) on the object the
+    /// member shows: not the new version while its generation is the one read at the release,
+    /// then not Healthy while the script says no, Healthy when it says yes. Before, a Widget
+    /// was not observed and its canary passed `minSuccessTime` after the release whatever it
+    /// did; the rollout also asks the poller for the Widget object on the gated and next stage.
+    #[test]
+    fn a_custom_kinds_health_interpretation_decides_its_stage() {
+        let widget = |image: &str| {
+            format!(
+                r#"apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {{name: web, namespace: shop}}
+spec:
+  resourceSelectors: [{{apiVersion: example.io/v1, kind: Widget, name: web}}]
+  placement:
+    replicaScheduling: {{replicaSchedulingType: Duplicated}}
+---
+apiVersion: fedsched.io/v1alpha1
+kind: RolloutPolicy
+metadata: {{name: web, namespace: shop}}
+spec:
+  resourceSelectors: [{{apiVersion: example.io/v1, kind: Widget, name: web}}]
+  stages:
+  - {{name: canary, clusterAffinity: {{clusterNames: [m1]}}}}
+  - {{name: wave, maxConcurrency: 2}}
+  minSuccessTime: 1m
+  progressDeadline: 10m
+---
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterCustomization
+metadata: {{name: widget}}
+spec:
+  target: {{apiVersion: example.io/v1, kind: Widget}}
+  customizations:
+    healthInterpretation:
+      luaScript: |
+        function InterpretHealth(observedObj)
+          return observedObj.status ~= nil and observedObj.status.phase == 'Running'
+            and observedObj.status.observedGeneration == observedObj.metadata.generation
+        end
+---
+apiVersion: example.io/v1
+kind: Widget
+metadata: {{name: web, namespace: shop}}
+spec:
+  image: "{image}"
+"#
+            )
+        };
+        let w = World::new("web:1", "");
+        let write = |image: &str| std::fs::write(w.repo().join("apps.yaml"), widget(image)).expect("write");
+        write("web:1");
+        let rec = w.reconciler();
+        let file = |c: &str| {
+            let text =
+                std::fs::read_to_string(w.out().join(c).join("shop/example.io_widget_web.yaml")).unwrap_or_default();
+            text.lines().find_map(|l| l.split("image: ").nth(1)).unwrap_or("-").trim_matches('"').to_string()
+        };
+        let images = || FLEET.iter().map(|c| file(c)).collect::<Vec<_>>();
+        // A pass where the canary's Widget shows `canary` and every other one generation 1, Running.
+        let pass = |now: u64, canary: WidgetState| {
+            let mut inputs = w.inputs(now, &ready);
+            for s in inputs.snapshots.iter_mut() {
+                let (generation, observed, phase) = if s.name == "m1" { canary } else { (1, 1, "Running") };
+                let text = serde_json::json!({
+                    "apiVersion": "example.io/v1", "kind": "Widget",
+                    "metadata": {"name": "web", "namespace": "shop", "generation": generation},
+                    "status": {"observedGeneration": observed, "phase": phase},
+                });
+                let mut pods = (**s.pods.as_ref().expect("pods")).clone();
+                pods.interpreted.insert(
+                    "Widget/shop/web".into(),
+                    crate::model::RawObject { generation, text: Arc::from(text.to_string()) },
+                );
+                s.pods = Some(Arc::new(pods));
+            }
+            rec.reconcile(&inputs, &w.out(), crate::publish::Trigger::Timer, now).expect("pass")
+        };
+        pass(T0, (1, 1, "Running"));
+        assert_eq!(images(), ["web:1"; 5], "a first deploy goes everywhere");
+        write("web:2");
+        let r = pass(T0 + 1_000, (1, 1, "Running"));
+        assert_eq!(images(), ["web:2", "web:1", "web:1", "web:1", "web:1"], "the canary alone");
+        // The poller is asked for the Widget on the gated stage and the next one only.
+        let key = crate::policy::ObjectKey::new("example.io/v1", "Widget", Some("shop"), "web");
+        let asked: Vec<&String> =
+            r.rollout_objects.iter().filter(|(_, keys)| keys.contains(&key)).map(|(c, _)| c).collect();
+        assert_eq!(asked, ["m1", "m2", "m3"], "{:?}", r.rollout_objects);
+        // The Widget still at the generation read at the release: the previous version.
+        pass(T0 + 2_000, (1, 1, "Running"));
+        pass(T0 + 2_000 + MIN, (1, 1, "Running"));
+        assert_eq!(images()[1], "web:1", "passed on the previous version's Widget");
+        // The new version applied, not Running yet: the script says no.
+        pass(T0 + 3_000 + MIN, (2, 2, "Pending"));
+        pass(T0 + 3_000 + 3 * MIN, (2, 2, "Pending"));
+        assert_eq!(images()[1], "web:1", "passed while its healthInterpretation says unhealthy");
+        let wr: crate::views::explain::WorkloadRef = "Widget/shop/web".parse().expect("ref");
+        let opts = crate::views::workload_status::Options::default();
+        let now = T0 + 3_000 + 3 * MIN;
+        let st = crate::views::workload_status::workload_document(&rec.store, &wr, now, &opts).expect("status");
+        assert_eq!(st["rollout"]["gate"]["clusters"]["m1"]["state"], "Progressing", "{st:#}");
+        // Running at its observed generation: Healthy, the wave a minute later.
+        pass(T0 + 4_000 + 3 * MIN, (2, 2, "Running"));
+        pass(T0 + 4_000 + 4 * MIN, (2, 2, "Running"));
+        assert_eq!(images(), ["web:2", "web:2", "web:2", "web:1", "web:1"], "the wave");
+        // A version whose Widget never runs fails at the deadline.
+        write("web:3");
+        let t = T0 + 5_000 + 4 * MIN;
+        pass(t, (2, 2, "Running"));
+        for dt in [1_000, 5 * MIN, 10 * MIN] {
+            pass(t + dt, (3, 3, "Failed"));
+        }
+        let state = rec.store.rollout(&key).expect("read").expect("state");
+        assert_eq!(state.phase, Phase::Halted, "{state:#?}");
+        assert!(state.failed["m1"].contains("progressDeadline"), "{state:#?}");
+    }
+
+    /// Visible everywhere: each transition of the rollout (released, passed, complete, halted,
+    /// superseded, with its cause) is exactly one history record of the workload — passes in
+    /// between that change nothing add none — and the stage, the gate with its time left, and
+    /// the failures are in `fedsched status` (JSON and text), `explain` and the document the
+    /// API answers (`/api/v1/workloads/{ns}/{name}/rollout`, [`crate::views::rollout::rollouts_named`]).
+    #[test]
+    fn each_stage_transition_is_one_history_record_and_every_view_shows_stage_gate_and_failures() {
+        let w = World::new("web:1", "");
+        let rec = w.reconciler();
+        w.pass(&rec, T0, &ready);
+        w.commit("web:2", "");
+        let mut t = T0 + 1_000;
+        w.pass(&rec, t, &ready);
+        // Passes every 20 s until web:2 completes (a minute of health per stage, three stages),
+        // and two more that change nothing.
+        for _ in 0..14 {
+            t += 20_000;
+            w.pass(&rec, t, &ready);
+        }
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let state = rec.store.rollout(&key).expect("read").expect("state");
+        assert_eq!(state.phase, Phase::Complete, "{state:#?}");
+        // A bad image halts at the canary; a view at 30 s after its release, then the halt.
+        w.commit("web:bad", "");
+        t += 1_000;
+        w.pass(&rec, t, &ready);
+        let wr: crate::views::explain::WorkloadRef = "Deployment/shop/web".parse().expect("ref");
+        let opts = crate::views::workload_status::Options::default();
+        w.pass(&rec, t + 1_000, &ready);
+        let st = crate::views::workload_status::workload_document(&rec.store, &wr, t + 31_000, &opts).expect("status");
+        let r = &st["rollout"];
+        assert_eq!((r["state"].as_str(), r["stage"].as_str()), (Some("Progressing"), Some("canary")), "{r:#}");
+        assert_eq!((r["gate"]["timeLeft"].as_str(), r["gate"]["deadlineLeft"].as_str()), (Some("30s"), Some("9m 29s")));
+        let gate = crate::views::rollout::gate_text(r).expect("gate");
+        assert!(gate.contains("30s left of 1m") && gate.contains("deadline in 9m 29s"), "{gate}");
+        let crash = |c: &str| if c == "m1" { Pods::Crashing } else { Pods::Ready };
+        w.pass(&rec, t + 40_000, &crash);
+        for _ in 0..3 {
+            w.pass(&rec, t + 60_000, &crash);
+        }
+        let now = t + 61_000;
+        let st = crate::views::workload_status::workload_document(&rec.store, &wr, now, &opts).expect("status");
+        let api = crate::views::rollout::rollouts_named(&rec.store, "shop", "web", now).expect("api");
+        let doc =
+            crate::views::explain::explain(&w.inputs(now, &crash), &rec.store, &rec.settings().profiles, &wr, now)
+                .expect("explain");
+        for r in [&st["rollout"], &api[0], &doc["rollout"]] {
+            assert_eq!((r["state"].as_str(), r["stage"].as_str()), (Some("Halted"), Some("canary")), "{r:#}");
+            assert_eq!((r["failures"]["count"].as_u64(), r["failures"]["max"].as_u64()), (Some(1), Some(0)), "{r:#}");
+            assert!(r["failures"]["clusters"]["m1"].as_str().is_some_and(|w| w.contains("CrashLoopBackOff")), "{r:#}");
+        }
+        for text in [crate::views::workload_status::to_text(&st), crate::views::explain::to_text(&doc)] {
+            assert!(
+                text.contains("rollout (shop/web): Halted at stage canary, failures 1/0")
+                    && text.contains("failed: m1: CrashLoopBackOff on 2 pod(s)"),
+                "{text}"
+            );
+        }
+        // One history record per transition, each with its cause.
+        let state = rec.store.rollout(&key).expect("read").expect("state");
+        let notes: Vec<String> = rec
+            .store
+            .history(&key)
+            .expect("history")
+            .into_iter()
+            .flat_map(|h| h.notes)
+            .filter(|n| n.starts_with("rollout: "))
+            .collect();
+        let events: Vec<&str> = state.transitions.iter().map(|tr| tr.event.as_str()).collect();
+        assert_eq!(
+            events,
+            ["released", "passed", "released", "passed", "released", "passed", "complete", "released", "halted"],
+            "{state:#?}"
+        );
+        assert_eq!(notes.len(), state.transitions.len(), "{notes:#?}");
+        for tr in &state.transitions {
+            assert!(!tr.cause.is_empty(), "{tr:?}");
+            let note = format!("rollout: stage {} {}: {}", tr.stage, tr.event, tr.cause);
+            assert_eq!(notes.iter().filter(|n| **n == note).count(), 1, "{note}: {notes:#?}");
+        }
     }
 }

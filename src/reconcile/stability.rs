@@ -1183,6 +1183,7 @@ spec:
             owners: BTreeMap::from([(owner, state)]),
             objects: BTreeMap::new(),
             agents: BTreeMap::new(),
+            interpreted: BTreeMap::new(),
         };
         if let Some(m1) = inputs.snapshots.iter_mut().find(|s| s.name == "m1") {
             m1.pods = Some(std::sync::Arc::new(pods));
@@ -1270,6 +1271,7 @@ spec:
             owners: BTreeMap::from([(owner, state)]),
             objects: BTreeMap::new(),
             agents: BTreeMap::new(),
+            interpreted: BTreeMap::new(),
         });
         let inputs = |stuck: Option<&std::sync::Arc<PodFacts>>| {
             // As the daemon loads (the repository's files kept for the replay).
@@ -1334,6 +1336,7 @@ mod attention_tests {
             owners: BTreeMap::from([(owner.to_string(), state)]),
             objects: BTreeMap::new(),
             agents: BTreeMap::new(),
+            interpreted: BTreeMap::new(),
         }
     }
 

@@ -8,9 +8,20 @@
 //! - A change (another template content) starts a rollout: stage 1 is released at once, the
 //!   other clusters keep the previous version — the last one that completed a rollout
 //!   ([`RolloutState::stable`]).
-//! - **Supersede**: a change while a rollout is under way (progressing, halted or rolled back)
-//!   replaces its target and starts again at stage 1; the previous version stays the last one
-//!   that completed, so a version that never passed a gate never reaches a later stage.
+//! - **Supersede** (`onNewVersion: Supersede`, the default): a change while a rollout is under
+//!   way (progressing, halted or rolled back) replaces its target and starts again at stage 1;
+//!   the previous version stays the last one that completed, so a version that never passed a
+//!   gate never reaches a later stage.
+//! - **Queue** (`onNewVersion: Queue`): a change while a rollout is progressing waits
+//!   ([`RolloutState::queued`]; of several, the newest) and starts at stage 1 when the rollout
+//!   under way completes (its version is then the previous one), halts or rolls back. A change
+//!   while halted or rolled back starts at once, as with Supersede (a fix is the way out of a
+//!   halt); a template back at the version under way drops the one that waited.
+//! - A stage's clusters are fixed at its release ([`RolloutState::released_to`]): a cluster
+//!   that joins the gated stage later (a failover's replacement, a stage by `maxConcurrency`
+//!   whose share shifts) keeps the previous version until the stage passes its gate, so a
+//!   failover never moves a version onto a cluster before its gate (in a halted rollout:
+//!   never the version that failed).
 //! - A stage's gate passes when every cluster of the stage is observed Healthy on the new
 //!   version for `minSuccessTime` without a break, and, with `requireApproval`, the stage is
 //!   approved. A cluster that cannot be observed (offline, unreachable, a kind whose pods are not
@@ -30,7 +41,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::policy::matching::{ClusterFacts, cluster_matches};
-use crate::policy::types::{OnFailure, RolloutSpec};
+use crate::policy::types::{OnFailure, OnNewVersion, RolloutSpec};
 
 /// Transitions kept per workload (the oldest go first).
 pub const MAX_TRANSITIONS: usize = 64;
@@ -122,6 +133,24 @@ pub struct RolloutState {
     /// empty when no stage is gated): what the views show per cluster.
     #[serde(default)]
     pub observed: BTreeMap<String, MemberObserved>,
+    /// The version that waits for this rollout to end (`onNewVersion: Queue`).
+    #[serde(default)]
+    pub queued: Option<Queued>,
+    /// The clusters of the gated (or stopped) stage when it was released: they alone run the
+    /// new version until the stage passes its gate, and they alone are gated. `None`: not
+    /// fixed yet (set by the first [`step`] after the release; a state stored before this
+    /// field counts the whole stage).
+    #[serde(default)]
+    pub released_to: Option<BTreeSet<String>>,
+}
+
+/// A version that waits for the rollout under way (`onNewVersion: Queue`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Queued {
+    pub hash: u64,
+    /// Its template object (JSON text).
+    pub object: String,
+    pub since_ms: u64,
 }
 
 /// What one member of the gated stage showed at the last pass.
@@ -213,6 +242,8 @@ impl RolloutState {
             generations: BTreeMap::new(),
             agent_revisions: BTreeMap::new(),
             observed: BTreeMap::new(),
+            queued: None,
+            released_to: None,
         }
     }
 
@@ -245,6 +276,8 @@ impl RolloutState {
             generations,
             agent_revisions,
             observed: _,
+            queued,
+            released_to,
         } = self;
         *policy == other.policy
             && *stable_hash == other.stable_hash
@@ -258,6 +291,8 @@ impl RolloutState {
             && *transitions == other.transitions
             && *generations == other.generations
             && *agent_revisions == other.agent_revisions
+            && *queued == other.queued
+            && *released_to == other.released_to
             && *stable == other.stable
             && *target == other.target
     }
@@ -268,6 +303,17 @@ impl RolloutState {
             Phase::Complete => true,
             Phase::Progressing | Phase::Halted => stage < self.released,
             Phase::RolledBack => stage + 1 < self.released,
+        }
+    }
+
+    /// Whether `cluster`, of stage `stage`, runs the new version: as [`RolloutState::runs_new`],
+    /// except that of the gated (or halted) stage only the clusters it was released to do.
+    pub fn runs_new_on(&self, stage: usize, cluster: &str) -> bool {
+        match self.phase {
+            Phase::Progressing | Phase::Halted if stage + 1 == self.released => {
+                self.released_to.as_ref().is_none_or(|to| to.contains(cluster))
+            }
+            _ => self.runs_new(stage),
         }
     }
 
@@ -287,9 +333,33 @@ impl RolloutState {
     /// A new version `hash` (template object `object`, the policy's approvals `approved`):
     /// starts a rollout at stage 1, or supersedes the one under way (see the module).
     pub fn change(&mut self, spec: &RolloutSpec, (hash, object): (u64, &str), now_ms: u64) {
+        let at = self.current().map(|s| stage_name(spec, s).to_string()).unwrap_or_default();
         if hash == self.target_hash {
+            if let Some(q) = self.queued.take() {
+                let cause = format!(
+                    "the template is back at the version under way ({hash:016x}): {:016x} waits no more",
+                    q.hash
+                );
+                self.note(now_ms, &at, "unqueued", cause);
+            }
             return;
         }
+        if spec.on_new_version == OnNewVersion::Queue && self.phase == Phase::Progressing {
+            if self.queued.as_ref().is_some_and(|q| q.hash == hash) {
+                return;
+            }
+            let mut cause = format!(
+                "a new version ({hash:016x}) waits for the rollout of {:016x} (onNewVersion: Queue)",
+                self.target_hash
+            );
+            if let Some(q) = &self.queued {
+                cause.push_str(&format!("; it replaces {:016x}, which waited", q.hash));
+            }
+            self.queued = Some(Queued { hash, object: object.to_string(), since_ms: now_ms });
+            self.note(now_ms, &at, "queued", cause);
+            return;
+        }
+        self.queued = None;
         let first = stage_name(spec, 0).to_string();
         let cause = match self.phase {
             Phase::Complete => format!("a new version ({hash:016x}) replaces {:016x}", self.stable_hash),
@@ -298,8 +368,7 @@ impl RolloutState {
                     "superseded by a new version ({hash:016x}): {:016x} stops, the previous version stays {:016x}",
                     self.target_hash, self.stable_hash
                 );
-                let stage = self.current().map(|s| stage_name(spec, s).to_string()).unwrap_or_default();
-                self.note(now_ms, &stage, "superseded", cause.clone());
+                self.note(now_ms, &at, "superseded", cause.clone());
                 cause
             }
         };
@@ -309,9 +378,18 @@ impl RolloutState {
         self.released = 1;
         self.released_at_ms = now_ms;
         self.healthy_since_ms = None;
+        self.released_to = None;
         self.failed.clear();
         self.approvals_at_start = spec.approved_stages.iter().cloned().collect();
         self.note(now_ms, &first, "released", cause);
+    }
+
+    /// The rollout under way ended (complete, halted, rolled back): the version that waited,
+    /// if any, starts at stage 1.
+    fn start_queued(&mut self, spec: &RolloutSpec, now_ms: u64) {
+        if let Some(q) = self.queued.take() {
+            self.change(spec, (q.hash, &q.object), now_ms);
+        }
     }
 
     /// Whether `stage` is approved for this rollout.
@@ -384,12 +462,16 @@ pub fn step(
 ) {
     let Some(current) = state.current().filter(|_| state.phase == Phase::Progressing) else { return };
     let name = stage_name(spec, current).to_string();
-    let members: &[&str] = stages.get(current).map_or(&[], Vec::as_slice);
+    let stage: &[&str] = stages.get(current).map_or(&[], Vec::as_slice);
+    // The stage's clusters at its release are the ones gated; one that joined since runs the
+    // previous version and is not evidence either way.
+    let to = state.released_to.get_or_insert_with(|| stage.iter().map(|c| c.to_string()).collect());
+    let members: Vec<&str> = stage.iter().copied().filter(|c| to.contains(*c)).collect();
     let min_ms = spec.min_success_time().as_millis() as u64;
     let since_release = now_ms.saturating_sub(state.released_at_ms);
     let deadline_passed = spec.progress_deadline().is_some_and(|d| since_release >= d.as_millis() as u64);
     let (mut healthy, mut unobserved) = (true, false);
-    for c in members {
+    for c in &members {
         if state.failed.contains_key(*c) {
             continue;
         }
@@ -431,6 +513,7 @@ pub fn step(
         state.phase = phase;
         state.healthy_since_ms = None;
         state.note(now_ms, &name, event, cause);
+        state.start_queued(spec, now_ms);
         return;
     }
     if !healthy {
@@ -461,12 +544,15 @@ pub fn step(
         state.stable_hash = state.target_hash;
         state.stable = state.target.clone();
         state.healthy_since_ms = None;
+        state.released_to = None;
         state.note(now_ms, FINAL_STAGE, "complete", "every cluster runs the new version".into());
+        state.start_queued(spec, now_ms);
         return;
     }
     state.released += 1;
     state.released_at_ms = now_ms;
     state.healthy_since_ms = None;
+    state.released_to = stages.get(current + 1).map(|cs| cs.iter().map(|c| c.to_string()).collect());
     let next = stage_name(spec, current + 1).to_string();
     state.note(now_ms, &next, "released", format!("stage `{name}` passed its gate"));
 }
@@ -496,6 +582,7 @@ mod tests {
             max_failures: None,
             approved_stages: Vec::new(),
             on_failure,
+            on_new_version: OnNewVersion::Supersede,
         }
     }
 
@@ -675,6 +762,104 @@ mod tests {
         sp.approved_stages.push("canary".into());
         step(&mut s, &sp, &stages, &none, 1);
         assert_eq!(s.released, 2);
+    }
+
+    /// `onNewVersion: Queue`: a change while progressing waits (the newest of several), the
+    /// rollout under way goes on to complete, then the waiting version starts at the canary
+    /// with the completed one as its previous version; a template back at the version under
+    /// way drops it; a halt starts it at once. Supersede (the default) restarts at once.
+    #[test]
+    fn a_new_version_supersedes_or_waits_for_the_rollout_under_way_as_the_policy_says() {
+        let sp = spec(OnFailure::Halt);
+        let stages = partition(&sp, &FLEET, |_| None);
+        let healthy = all(ClusterHealth::Healthy);
+        // Supersede: v3 restarts at the canary, the wave that ran v2 goes back to v1.
+        let mut s = started(&sp);
+        step(&mut s, &sp, &stages, &healthy, 0);
+        step(&mut s, &sp, &stages, &healthy, MIN);
+        assert_eq!(s.released, 2);
+        s.change(&sp, (3, "{\"v\":3}"), MIN + 1);
+        assert_eq!((s.released, s.target_hash, s.stable_hash, new_on(&s, &stages)), (1, 3, 1, vec!["m1".into()]));
+
+        let mut sp = spec(OnFailure::Halt);
+        sp.on_new_version = OnNewVersion::Queue;
+        let mut s = started(&sp);
+        step(&mut s, &sp, &stages, &healthy, 0);
+        step(&mut s, &sp, &stages, &healthy, MIN);
+        s.change(&sp, (3, "{\"v\":3}"), MIN + 1);
+        s.change(&sp, (4, "{\"v\":4}"), MIN + 2);
+        assert_eq!((s.released, s.target_hash, s.queued.as_ref().map(|q| q.hash)), (2, 2, Some(4)), "{s:#?}");
+        assert_eq!(new_on(&s, &stages), ["m1", "m2", "m3"], "the rollout under way goes on");
+        let queued: Vec<&str> =
+            s.transitions.iter().filter(|t| t.event == "queued").map(|t| t.cause.as_str()).collect();
+        assert_eq!(queued.len(), 2);
+        assert!(queued[1].contains("replaces 0000000000000003, which waited"), "{queued:?}");
+        // Back at the version under way: nothing waits.
+        s.change(&sp, (2, "{\"v\":2}"), MIN + 3);
+        assert_eq!(s.queued, None);
+        assert_eq!(s.transitions.last().map(|t| t.event.as_str()), Some("unqueued"));
+        s.change(&sp, (4, "{\"v\":4}"), MIN + 4);
+        for t in [MIN + 5, 2 * MIN + 5, 2 * MIN + 6, 3 * MIN + 6] {
+            step(&mut s, &sp, &stages, &healthy, t);
+        }
+        // v2 completed, and v4 started at the canary on top of it in the same step.
+        assert_eq!((s.phase.clone(), s.released, s.stable_hash, s.target_hash), (Phase::Progressing, 1, 2, 4));
+        assert_eq!((s.stable.as_str(), s.queued.as_ref()), ("{\"v\":2}", None));
+        assert_eq!(new_on(&s, &stages), ["m1"]);
+        let events: Vec<&str> = s.transitions.iter().rev().take(3).map(|t| t.event.as_str()).collect();
+        assert_eq!(events, ["released", "complete", "passed"]);
+        // Queued while the canary halts: it starts at once (a fix is the way out of a halt).
+        s.change(&sp, (5, "{\"v\":5}"), 3 * MIN + 7);
+        let mut h = healthy.clone();
+        h.insert("m1".into(), ClusterHealth::Failed("CrashLoopBackOff on 2 pods".into()));
+        step(&mut s, &sp, &stages, &h, 3 * MIN + 8);
+        assert_eq!((s.phase.clone(), s.released, s.stable_hash, s.target_hash), (Phase::Progressing, 1, 2, 5));
+        // While halted, a change starts at once under Queue too.
+        step(&mut s, &sp, &stages, &h, 3 * MIN + 9);
+        assert_eq!(s.phase, Phase::Halted);
+        s.change(&sp, (6, "{\"v\":6}"), 3 * MIN + 10);
+        assert_eq!((s.phase.clone(), s.target_hash, s.queued.as_ref()), (Phase::Progressing, 6, None));
+    }
+
+    /// The gated stage's clusters are those it was released to: a cluster that joins it later
+    /// (a failover's replacement shifting a `maxConcurrency` stage) runs the previous version
+    /// and is not gated until the stage passes; in a halted rollout it never gets the version
+    /// that failed.
+    #[test]
+    fn a_cluster_that_joins_the_gated_stage_later_keeps_the_previous_version() {
+        let mut sp = spec(OnFailure::Halt);
+        sp.stages[0].cluster_affinity = None;
+        sp.stages[0].max_concurrency = Some(IntOrPercent::Int(1));
+        let stages = partition(&sp, &FLEET, |_| None);
+        assert_eq!(stages[0], ["m1"]);
+        let runs = |s: &RolloutState, stages: &[Vec<&str>]| -> Vec<String> {
+            let mut out: Vec<String> = stages
+                .iter()
+                .enumerate()
+                .flat_map(|(i, cs)| cs.iter().filter(move |c| s.runs_new_on(i, c)).map(|c| c.to_string()))
+                .collect();
+            out.sort();
+            out
+        };
+        let mut s = started(&sp);
+        let mut h = all(ClusterHealth::Healthy);
+        h.insert("m1".into(), ClusterHealth::Failed("CrashLoopBackOff on 2 pods".into()));
+        step(&mut s, &sp, &stages, &h, 1_000);
+        assert_eq!((s.phase.clone(), runs(&s, &stages)), (Phase::Halted, vec!["m1".to_string()]));
+        // m1 is lost, m6 replaces it: the canary by maxConcurrency is now m2, which keeps v1.
+        let after = partition(&sp, &["m2", "m3", "m4", "m5", "m6"], |_| None);
+        assert_eq!(after[0], ["m2"]);
+        assert_eq!(runs(&s, &after), Vec::<String>::new(), "the version that failed moved to a new cluster");
+        // Progressing: the newcomer is not gated, and gets the version once the stage passes.
+        let mut s = started(&sp);
+        step(&mut s, &sp, &stages, &all(ClusterHealth::Healthy), 1_000);
+        let mut h = all(ClusterHealth::Healthy);
+        h.insert("m2".into(), ClusterHealth::Failed("its previous version's pods".into()));
+        step(&mut s, &sp, &after, &h, 2_000);
+        assert_eq!((s.phase.clone(), runs(&s, &after)), (Phase::Progressing, vec![]), "{s:#?}");
+        step(&mut s, &sp, &after, &h, MIN + 1_000);
+        assert_eq!(s.released, 2, "{s:#?}");
+        assert_eq!(runs(&s, &after), ["m2", "m3", "m4"], "the stage passed: m2 gets it, the wave is released");
     }
 
     #[test]

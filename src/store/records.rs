@@ -196,6 +196,7 @@ impl ClusterSnapshotV3 {
                     owners: BTreeMap::new(),
                     objects: BTreeMap::new(),
                     agents: BTreeMap::new(),
+                    interpreted: BTreeMap::new(),
                 })
             }),
             poll: self.poll,
@@ -272,6 +273,7 @@ impl ClusterSnapshotV2 {
                     owners: BTreeMap::new(),
                     objects: BTreeMap::new(),
                     agents: BTreeMap::new(),
+                    interpreted: BTreeMap::new(),
                 })
             }),
             poll: self.poll.map(|p| PollFacts {

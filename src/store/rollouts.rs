@@ -9,22 +9,41 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::codec::{Codec, Versioned, decode, decode_payload, encode};
 use super::{Store, StoreError, keys};
 use crate::policy::ObjectKey;
-use crate::schedule::rollout::{GateFigures, Phase, RolloutState, Transition};
+use crate::schedule::rollout::{GateFigures, MemberObserved, Phase, RolloutState, Transition};
 
 impl Versioned for RolloutState {
     const WHAT: &'static str = "rollout state";
     /// 2: the members' object generations at the gated stage's release
     /// ([`RolloutState::generations`]); 3: their GitOps agents' revisions then
     /// ([`RolloutState::agent_revisions`]) and what the gated stage's members showed
-    /// ([`RolloutState::observed`]).
-    const SCHEMA: u16 = 3;
+    /// ([`RolloutState::observed`]); 4: the version that waits ([`RolloutState::queued`]) and
+    /// the gated stage's clusters at its release ([`RolloutState::released_to`]).
+    const SCHEMA: u16 = 4;
 
     fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
         match schema {
             1 => Some(decode_payload::<RolloutStateV1>(Self::WHAT, codec, payload).map(RolloutStateV1::upgrade)),
             2 => Some(decode_payload::<RolloutStateV2>(Self::WHAT, codec, payload).map(RolloutStateV2::upgrade)),
+            3 => Some(decode_payload::<RolloutStateV3>(Self::WHAT, codec, payload).map(RolloutStateV3::upgrade)),
             _ => None,
         }
+    }
+}
+
+/// Schema 3 of [`RolloutState`] (before the version that waits and the gated stage's clusters
+/// at its release): nothing waits, and the stage gated then counts whole (its clusters are
+/// fixed at the next [`crate::schedule::rollout::step`]).
+#[derive(serde::Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct RolloutStateV3 {
+    v2: RolloutStateV2,
+    agent_revisions: BTreeMap<String, String>,
+    observed: BTreeMap<String, MemberObserved>,
+}
+
+impl RolloutStateV3 {
+    fn upgrade(self) -> RolloutState {
+        RolloutState { agent_revisions: self.agent_revisions, observed: self.observed, ..self.v2.upgrade() }
     }
 }
 
@@ -100,6 +119,8 @@ impl RolloutStateV1 {
             generations: BTreeMap::new(),
             agent_revisions: BTreeMap::new(),
             observed: BTreeMap::new(),
+            queued: None,
+            released_to: None,
         }
     }
 }
@@ -207,9 +228,20 @@ mod tests {
         // Schema 2 (with the generations, before the agents' revisions).
         let mut with = state.clone();
         with.generations.insert("m1".into(), 3);
+        let v1_copy_again = v1_again(&v1_copy);
         let v2 = RolloutStateV2 { v1: v1_copy, generations: with.generations.clone() };
         let mut bytes = vec![0xF5, 1, 0, 2];
         bytes.extend(bincode::serde::encode_to_vec(&v2, super::super::codec::bincode_config()).expect("encode"));
+        store.inner.rollouts.insert(keys::workload(&key).expect("key"), bytes).expect("insert");
+        assert_eq!(store.rollout(&key).expect("read"), Some(with.clone()));
+        // Schema 3 (with the agents' revisions and what the members showed, before the version
+        // that waits and the stage's clusters at its release).
+        with.agent_revisions.insert("m1".into(), "main@sha1:abc".into());
+        with.observed.insert("m1".into(), MemberObserved { state: "Healthy".into(), agent: None });
+        let v2 = RolloutStateV2 { v1: v1_copy_again, generations: with.generations.clone() };
+        let v3 = RolloutStateV3 { v2, agent_revisions: with.agent_revisions.clone(), observed: with.observed.clone() };
+        let mut bytes = vec![0xF5, 1, 0, 3];
+        bytes.extend(bincode::serde::encode_to_vec(&v3, super::super::codec::bincode_config()).expect("encode"));
         store.inner.rollouts.insert(keys::workload(&key).expect("key"), bytes).expect("insert");
         assert_eq!(store.rollout(&key).expect("read"), Some(with));
     }

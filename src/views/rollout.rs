@@ -23,7 +23,14 @@ pub(crate) fn dur(ms: u64) -> String {
 pub(crate) fn stage(state: &RolloutState, i: usize) -> Value {
     let (name, clusters) = &state.stages[i];
     let version = if state.runs_new(i) { "new" } else { "previous" };
-    json!({"name": name, "clusters": clusters, "version": version})
+    let mut doc = json!({"name": name, "clusters": clusters, "version": version});
+    // Clusters that joined the stage after its release keep the previous version until it
+    // passes its gate.
+    let joined: Vec<&String> = clusters.iter().filter(|c| state.runs_new(i) && !state.runs_new_on(i, c)).collect();
+    if !joined.is_empty() {
+        doc["previousOn"] = json!(joined);
+    }
+    doc
 }
 
 /// The rollout document of `state` at `now_ms`.
@@ -62,6 +69,9 @@ pub fn document(state: &RolloutState, now_ms: u64) -> Value {
         "stageIndex": current,
         "versions": {"previous": format!("{:016x}", state.stable_hash), "new": format!("{:016x}", state.target_hash)},
         "gate": gate,
+        "queued": state.queued.as_ref().map(|q| json!({
+            "version": format!("{:016x}", q.hash), "since": rfc3339_ms(q.since_ms),
+        })),
         "failures": {
             "count": state.failed.len(),
             "max": state.gate.max_failures,
@@ -136,10 +146,25 @@ pub fn to_text(doc: &Value) -> String {
     for st in doc["stages"].as_array().into_iter().flatten() {
         let clusters: Vec<String> = st["clusters"].as_array().into_iter().flatten().map(s).collect();
         out.push_str(&format!("    stage {} ({}): {}\n", s(&st["name"]), s(&st["version"]), clusters.join(", ")));
+        if let Some(joined) = st["previousOn"].as_array() {
+            let joined: Vec<String> = joined.iter().map(s).collect();
+            out.push_str(&format!(
+                "      previous version until the stage passes (joined after its release): {}\n",
+                joined.join(", ")
+            ));
+        }
     }
     for (c, o) in doc["gate"]["clusters"].as_object().into_iter().flatten() {
         let agent = o["agent"].as_str().map(|a| format!(", GitOps agent {a}")).unwrap_or_default();
         out.push_str(&format!("    {c}: {}{agent}\n", s(&o["state"])));
+    }
+    if !doc["queued"].is_null() {
+        let q = &doc["queued"];
+        out.push_str(&format!(
+            "    queued: version {} since {} (onNewVersion: Queue)\n",
+            s(&q["version"]),
+            s(&q["since"])
+        ));
     }
     for (c, why) in doc["failures"]["clusters"].as_object().into_iter().flatten() {
         out.push_str(&format!("    failed: {c}: {}\n", s(why)));

@@ -89,11 +89,26 @@ impl Poller {
     /// timeout), is left out: the rollout then judges from the pods alone.
     async fn read_objects(&self, name: &str, client: &kube::Client, data: &mut LiveData) {
         let Some(keys) = self.objects.get(name) else { return };
-        let (mut read, mut agents) = (BTreeMap::new(), BTreeMap::new());
+        let (mut read, mut agents, mut interpreted) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
         for key in keys {
             let Some(url) = object_url(key) else { continue };
-            let got = tokio::time::timeout(self.poll.timeout, get(client, &url, "workload object")).await;
+            let limit = crate::members::decode::MAX_RAW_OBJECT_BYTES;
+            let got = tokio::time::timeout(
+                self.poll.timeout,
+                super::list::get_limited(client, &url, "workload object", "application/json", limit),
+            )
+            .await;
             match got {
+                Ok(Ok(bytes)) if !crate::model::ObjectStatus::of_kind(key) && !is_agent(key) => {
+                    match crate::members::decode::decode_raw_object(&bytes) {
+                        Ok(o) => {
+                            interpreted.insert(key.display_ref(), o);
+                        }
+                        Err(e) => {
+                            tracing::debug!(cluster = name, object = %key.display_ref(), error = %e, "workload object not decoded")
+                        }
+                    }
+                }
                 Ok(Ok(bytes)) if is_agent(key) => match crate::members::decode::decode_agent_status(&bytes) {
                     Ok(status) => {
                         agents.insert(key.display_ref(), status);
@@ -116,10 +131,11 @@ impl Poller {
                 }
             }
         }
-        if !read.is_empty() || !agents.is_empty() {
+        if !read.is_empty() || !agents.is_empty() || !interpreted.is_empty() {
             let pods = Arc::make_mut(&mut data.pods);
             pods.objects = read;
             pods.agents = agents;
+            pods.interpreted = interpreted;
         }
     }
 
@@ -422,15 +438,39 @@ impl Poller {
 /// another kind.
 fn object_url(key: &crate::policy::ObjectKey) -> Option<String> {
     let plural = match (key.group(), key.kind.as_str()) {
-        ("apps", "Deployment") => "deployments",
-        ("apps", "StatefulSet") => "statefulsets",
-        ("apps", "DaemonSet") => "daemonsets",
-        ("kustomize.toolkit.fluxcd.io", "Kustomization") => "kustomizations",
-        ("argoproj.io", "Application") => "applications",
+        ("apps", "Deployment") => "deployments".to_string(),
+        ("apps", "StatefulSet") => "statefulsets".to_string(),
+        ("apps", "DaemonSet") => "daemonsets".to_string(),
+        ("kustomize.toolkit.fluxcd.io", "Kustomization") => "kustomizations".to_string(),
+        ("argoproj.io", "Application") => "applications".to_string(),
+        // Another kind (read for its health interpretation): the resource name as Kubernetes
+        // guesses it from the kind (`UnsafeGuessKindToResource`, the rule CRDs follow unless
+        // they name another plural; a member that serves it elsewhere answers 404: not read).
+        (_, kind) if !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+            let lower = kind.to_ascii_lowercase();
+            match lower.strip_suffix('y') {
+                _ if lower.ends_with('s') => format!("{lower}es"),
+                Some(stem) => format!("{stem}ies"),
+                None => format!("{lower}s"),
+            }
+        }
         _ => return None,
     };
+    let dns = |s: &str| {
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
     let ns = key.namespace.as_deref()?;
-    Some(format!("/apis/{}/namespaces/{ns}/{plural}/{}", key.api_version, key.name))
+    let (group, version) = match key.api_version.split_once('/') {
+        Some((g, v)) => (Some(g), v),
+        None => (None, key.api_version.as_str()),
+    };
+    if !dns(ns) || !dns(&key.name) || !dns(version) || group.is_some_and(|g| !dns(g)) {
+        return None;
+    }
+    Some(match group {
+        Some(_) => format!("/apis/{}/namespaces/{ns}/{plural}/{}", key.api_version, key.name),
+        None => format!("/api/{version}/namespaces/{ns}/{plural}/{}", key.name),
+    })
 }
 
 /// Whether `key` names a GitOps agent object ([`object_url`]).
@@ -505,5 +545,29 @@ mod tests {
             let d = p.backoff("m", n);
             assert!(d >= Duration::from_secs(lo) && d <= Duration::from_secs(hi), "{n}: {d:?}");
         }
+    }
+
+    /// A rollout reads a member's object of another kind at the path its kind's resource name
+    /// has as Kubernetes guesses it; a name that is no DNS name is never put into a URL.
+    #[test]
+    fn another_kinds_object_is_read_at_its_guessed_resource_path() {
+        use crate::policy::ObjectKey;
+        let url =
+            |api: &str, kind: &str, ns: Option<&str>, name: &str| object_url(&ObjectKey::new(api, kind, ns, name));
+        let cases = [
+            ("apps/v1", "Deployment", "/apis/apps/v1/namespaces/shop/deployments/web"),
+            ("example.io/v1", "Widget", "/apis/example.io/v1/namespaces/shop/widgets/web"),
+            ("example.io/v1", "Policy", "/apis/example.io/v1/namespaces/shop/policies/web"),
+            ("networking.k8s.io/v1", "Ingress", "/apis/networking.k8s.io/v1/namespaces/shop/ingresses/web"),
+            ("v1", "Service", "/api/v1/namespaces/shop/services/web"),
+        ];
+        for (api, kind, want) in cases {
+            assert_eq!(url(api, kind, Some("shop"), "web").as_deref(), Some(want), "{kind}");
+        }
+        assert_eq!(url("example.io/v1", "Widget", Some("shop"), "../x"), None);
+        assert_eq!(url("example.io/v1", "Wid/get", Some("shop"), "web"), None);
+        assert_eq!(url("example.io/v1", "Widget", None, "web"), None, "cluster-scoped");
+        assert!(crate::model::ObjectStatus::of_kind(&ObjectKey::new("apps/v1", "StatefulSet", Some("a"), "b")));
+        assert!(!crate::model::ObjectStatus::of_kind(&ObjectKey::new("example.io/v1", "Widget", Some("a"), "b")));
     }
 }

@@ -13,8 +13,11 @@
 //! | `flink.apache.org/v1beta1 FlinkDeployment` | InterpretComponent |
 //! | `batch.volcano.sh/v1alpha1 Job` | InterpretComponent |
 //!
-//! Health, status and retention are not built in: fedsched does not observe member status yet
-//! (a customization script for them still runs in `fedsched interpret`).
+//! Status and retention are not built in (a customization script for them still runs in
+//! `fedsched interpret`). Health is built in for the native kinds Karmada's default
+//! interpreter judges ([`native_health`]); a progressive rollout asks it (or a
+//! `healthInterpretation` script, which wins) for the kinds whose pods and status it does not
+//! read itself.
 
 use std::collections::BTreeSet;
 
@@ -412,4 +415,133 @@ fn volcano_job(op: Operation, args: &Args<'_>) -> Option<Result<Outcome, Interpr
         components(op, list)
     };
     (op == InterpretComponent).then(run)
+}
+
+/// The native kinds whose health Karmada's default interpreter judges
+/// (`pkg/resourceinterpreter/default/native`): `(apiVersion, kind)`.
+pub const NATIVE_HEALTH_KINDS: [(&str, &str); 9] = [
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "ReplicaSet"),
+    ("apps/v1", "DaemonSet"),
+    ("v1", "Service"),
+    ("networking.k8s.io/v1", "Ingress"),
+    ("v1", "PersistentVolumeClaim"),
+    ("v1", "Pod"),
+    ("policy/v1", "PodDisruptionBudget"),
+];
+
+/// Karmada's default health of a native object observed in a member, written from the kinds'
+/// documented fields with Karmada's rules: a workload controller has observed its latest
+/// generation and every wanted replica is updated and available; a `LoadBalancer` Service and
+/// an Ingress have an address; a claim is `Bound`; a Pod has succeeded or runs Ready; a
+/// disruption budget has its desired healthy pods. `None`: a kind it does not judge.
+pub fn native_health(api_version: &str, kind: &str, o: &Value) -> Option<bool> {
+    if !NATIVE_HEALTH_KINDS.contains(&(api_version, kind)) {
+        return None;
+    }
+    let int = |p: &str| o.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+    let text = |p: &str| o.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let observed = int("/status/observedGeneration") == int("/metadata/generation");
+    let wanted = o.pointer("/spec/replicas").and_then(Value::as_i64);
+    let addressed = || {
+        o.pointer("/status/loadBalancer/ingress").and_then(Value::as_array).is_some_and(|list| {
+            list.iter().any(|i| {
+                [i.get("hostname"), i.get("ip")]
+                    .into_iter()
+                    .flatten()
+                    .any(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+            })
+        })
+    };
+    Some(match kind {
+        "Deployment" | "StatefulSet" => {
+            let updated = int("/status/updatedReplicas");
+            observed && wanted.is_none_or(|w| updated >= w) && int("/status/availableReplicas") >= updated
+        }
+        "ReplicaSet" => observed && wanted.is_none_or(|w| int("/status/availableReplicas") >= w),
+        "DaemonSet" => {
+            let updated = int("/status/updatedNumberScheduled");
+            observed && updated >= int("/status/desiredNumberScheduled") && int("/status/numberAvailable") >= updated
+        }
+        "Service" => text("/spec/type") != "LoadBalancer" || addressed(),
+        "Ingress" => addressed(),
+        "PersistentVolumeClaim" => text("/status/phase") == "Bound",
+        "Pod" => {
+            let ready = o.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
+                cs.iter().any(|c| c.get("type") == Some(&json!("Ready")) && c.get("status") == Some(&json!("True")))
+            });
+            text("/status/phase") == "Succeeded" || (text("/status/phase") == "Running" && ready)
+        }
+        _ => int("/status/currentHealthy") >= int("/status/desiredHealthy"),
+    })
+}
+
+#[cfg(test)]
+mod health_tests {
+    use super::native_health;
+    use serde_json::json;
+
+    /// Karmada's default health rules, one healthy and one not per kind.
+    #[test]
+    fn native_kinds_are_judged_healthy_as_karmadas_default_interpreter_does() {
+        let cases = [
+            (
+                "apps/v1",
+                "ReplicaSet",
+                json!({"metadata": {"generation": 2}, "spec": {"replicas": 2},
+                "status": {"observedGeneration": 2, "availableReplicas": 2}}),
+                true,
+            ),
+            (
+                "apps/v1",
+                "ReplicaSet",
+                json!({"metadata": {"generation": 2}, "spec": {"replicas": 2},
+                "status": {"observedGeneration": 1, "availableReplicas": 2}}),
+                false,
+            ),
+            (
+                "apps/v1",
+                "Deployment",
+                json!({"metadata": {"generation": 1}, "spec": {"replicas": 3},
+                "status": {"observedGeneration": 1, "updatedReplicas": 3, "availableReplicas": 2}}),
+                false,
+            ),
+            (
+                "apps/v1",
+                "DaemonSet",
+                json!({"metadata": {"generation": 1}, "status": {"observedGeneration": 1,
+                "desiredNumberScheduled": 2, "updatedNumberScheduled": 2, "numberAvailable": 2}}),
+                true,
+            ),
+            ("v1", "Service", json!({"spec": {"type": "ClusterIP"}}), true),
+            ("v1", "Service", json!({"spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {}}}), false),
+            (
+                "networking.k8s.io/v1",
+                "Ingress",
+                json!({"status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}]}}}),
+                true,
+            ),
+            ("v1", "PersistentVolumeClaim", json!({"status": {"phase": "Pending"}}), false),
+            (
+                "v1",
+                "Pod",
+                json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}),
+                true,
+            ),
+            (
+                "v1",
+                "Pod",
+                json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}}),
+                false,
+            ),
+            ("v1", "Pod", json!({"status": {"phase": "Succeeded"}}), true),
+            ("policy/v1", "PodDisruptionBudget", json!({"status": {"currentHealthy": 1, "desiredHealthy": 2}}), false),
+        ];
+        for (api, kind, o, want) in cases {
+            assert_eq!(native_health(api, kind, &o), Some(want), "{kind} {o}");
+        }
+        assert_eq!(native_health("example.io/v1", "Widget", &json!({})), None);
+        assert_eq!(native_health("v1", "ConfigMap", &json!({})), None);
+    }
 }

@@ -464,6 +464,36 @@ impl Interpreters {
         builtin::find(api_version, kind, op).map(Source::Builtin)
     }
 
+    /// Whether something judges the health of `api_version`/`kind` ([`Interpreters::health`]).
+    pub fn judges_health(&self, api_version: &str, kind: &str) -> bool {
+        self.script(api_version, kind, Operation::InterpretHealth).is_some()
+            || builtin::NATIVE_HEALTH_KINDS.contains(&(api_version, kind))
+    }
+
+    /// Karmada's health interpretation of an object `observed` in a member: the
+    /// `healthInterpretation` script of a customization for its kind, else Karmada's default
+    /// for the native kinds ([`builtin::native_health`]); `None` when nothing judges the kind.
+    pub fn health(
+        &self,
+        api_version: &str,
+        kind: &str,
+        observed: &Value,
+        now_ms: u64,
+    ) -> Option<Result<bool, InterpreterError>> {
+        let op = Operation::InterpretHealth;
+        if let Some((_, c)) = self.script(api_version, kind, op) {
+            let args = Args { observed: Some(observed), now_ms, ..Args::default() };
+            return Some(run(c, op, &args).and_then(|o| match o {
+                Outcome::Healthy(b) => Ok(b),
+                other => Err(InterpreterError::Arguments {
+                    operation: op.name(),
+                    reason: format!("expected a boolean, got {other:?}"),
+                }),
+            }));
+        }
+        builtin::native_health(api_version, kind, observed).map(Ok)
+    }
+
     /// Runs `op` for an object of `api_version`/`kind` through whatever answers it; None when
     /// nothing does (the native kinds are [`crate::model::workload`]'s).
     pub fn run(
