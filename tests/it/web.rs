@@ -176,6 +176,17 @@ fn placements_are_paged_within_bounds() {
     assert_eq!(ml["workloads"]["total"], 2, "{ml:#}");
     let uns = api(&a, "/api/v1/placements?state=Unschedulable");
     assert_eq!(uns["rows"][0]["workload"]["name"], "reindex", "{uns:#}");
+    // The policy filter: a policy's name gives the rows that policy claims, and only those.
+    let of_policy = |r: &Value| r["policy"].as_str().and_then(|p| p.rsplit('/').next()).map(str::to_string);
+    let rows = all["rows"].as_array().expect("rows");
+    let name = of_policy(&rows[0]).expect("a policy");
+    let want = rows.iter().filter(|r| of_policy(r).as_deref() == Some(&name)).count();
+    let by = api(&a, &format!("/api/v1/placements?policy={name}"));
+    assert_eq!(by["workloads"]["total"].as_u64(), Some(want as u64), "{name}: {by:#}");
+    assert!(by["rows"].as_array().into_iter().flatten().all(|r| of_policy(r).as_deref() == Some(&name)), "{by:#}");
+    assert!(want < rows.len(), "the filter leaves some out: {want} of {}", rows.len());
+    let page = get(&a, &format!("/ui/placements?policy={name}"), None).body;
+    assert_eq!(page.matches("<tr><th scope=\"row\">").count(), want, "{page}");
     let gpu = api(&a, "/api/v1/placements?label=tier%3Dgpu");
     assert_eq!(gpu["clusters"]["names"], json!(["us-east-gpu"]), "{gpu:#}");
     for bad in ["page=0", "perPage=x", "state=Odd", "what=1"] {
