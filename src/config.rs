@@ -72,6 +72,88 @@ pub struct SecretsSection {
     pub mode: Option<crate::secrets::Mode>,
 }
 
+/// `[output]`: the format of the output directory (`crate::render::layout`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputSection {
+    /// `"kustomize"` (default): a `kustomization.yaml` per cluster directory; `"flux"`: the
+    /// same, and a Flux `Kustomization` per cluster at `clusters/<cluster>/fedsched.yaml`.
+    pub layout: LayoutName,
+    /// What the Flux `Kustomization`s say (`layout = "flux"`).
+    pub flux: FluxSection,
+}
+
+/// `[output] layout`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LayoutName {
+    #[default]
+    Kustomize,
+    Flux,
+}
+
+/// `[output.flux]`: the Flux `Kustomization` of each cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FluxSection {
+    /// `metadata.namespace` (default `flux-system`).
+    pub namespace: String,
+    /// `spec.interval` (default `10m`).
+    pub interval: String,
+    /// `spec.sourceRef.kind` (default `GitRepository`).
+    pub source_kind: String,
+    /// `spec.sourceRef.name`: the source that holds the output directory (default
+    /// `flux-system`, the one `flux bootstrap` makes).
+    pub source_name: String,
+    /// `spec.sourceRef.namespace` (default: the Kustomization's own).
+    pub source_namespace: Option<String>,
+    /// The output directory's path in the source (default `.`, its root).
+    pub path: String,
+    /// `spec.decryption.secretRef.name` with `[secrets] mode = "sops"` (default: none).
+    pub decryption_secret: Option<String>,
+    /// `spec.kubeConfig.secretRef.name`, `{cluster}` replaced by the cluster's name (default:
+    /// none, the Kustomization applies to the cluster its Flux runs on).
+    pub kubeconfig_secret: Option<String>,
+}
+
+impl Default for FluxSection {
+    fn default() -> Self {
+        let d = crate::render::layout::Flux::default();
+        FluxSection {
+            namespace: d.namespace,
+            interval: d.interval,
+            source_kind: d.source_kind,
+            source_name: d.source_name,
+            source_namespace: d.source_namespace,
+            path: d.base_path,
+            decryption_secret: None,
+            kubeconfig_secret: d.kubeconfig_secret,
+        }
+    }
+}
+
+impl OutputSection {
+    /// The layout a pass publishes with; `secrets` is `[secrets] mode` (`sops`: each Flux
+    /// `Kustomization` decrypts).
+    pub fn layout(&self, secrets: Option<crate::secrets::Mode>) -> crate::render::layout::Layout {
+        use crate::render::layout::{Flux, Layout};
+        let f = &self.flux;
+        match self.layout {
+            LayoutName::Kustomize => Layout::Kustomize,
+            LayoutName::Flux => Layout::Flux(Flux {
+                namespace: f.namespace.clone(),
+                interval: f.interval.clone(),
+                source_kind: f.source_kind.clone(),
+                source_name: f.source_name.clone(),
+                source_namespace: f.source_namespace.clone(),
+                base_path: f.path.clone(),
+                sops: (secrets == Some(crate::secrets::Mode::Sops)).then(|| f.decryption_secret.clone()),
+                kubeconfig_secret: f.kubeconfig_secret.clone(),
+            }),
+        }
+    }
+}
+
 /// `[reconcile]`: when the loop runs.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -637,6 +719,9 @@ pub struct Config {
     pub cost: crate::schedule::profile::CostTable,
     #[serde(default)]
     pub publish: PublishSection,
+    /// The format of the output directory.
+    #[serde(default)]
+    pub output: OutputSection,
     #[serde(default)]
     pub git: GitSection,
     /// The resource model.

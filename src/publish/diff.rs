@@ -15,7 +15,7 @@ use super::{
     ClusterFiles, DeleteGuard, HeldCluster, HeldMove, HeldRemoval, PublishError, PublishPlan, legacy_summary_path,
     summary_shard_path,
 };
-use crate::render::layout::{FileClass, Layout};
+use crate::render::layout::{FileClass, Layout, ROOT_DIR, root_file_cluster, root_file_path};
 use crate::render::output::{GENERATED_HEADER, has_header};
 use crate::util::stat::{EntryKind, FileStat, list_dir_untouched, open_untouched, read_file, wall_ns};
 
@@ -214,7 +214,7 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
                 }
             }
             mine = Changes::default();
-            cluster_changes(out, cluster, &files, plan.layout, &mut mine)?;
+            cluster_changes(out, cluster, &files, &plan.layout, &mut mine)?;
         }
         // `extend`, not `append`: `append` merges the whole accumulated map again for every
         // cluster (quadratic: 1,000 clusters of a first publish took seconds).
@@ -246,6 +246,7 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
             Some(HeldRemoval { path, held, waiting })
         })
         .collect();
+    root_changes(out, plan, &mut changes)?;
     if let Some(summary) = &plan.summary {
         // No symlink on the way (`.fedsched/placements` pointing elsewhere is refused): the
         // directories checked with the first shard, then each shard itself.
@@ -281,6 +282,52 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
         }
     }
     Ok(changes)
+}
+
+/// The layout's root files ([`PublishPlan::roots`]): each cluster of the pass whose directory
+/// exists once published (on the disk, or written by `changes`: the clusters' changes are
+/// known) gets its root files, written after every cluster's ([`FileClass::Root`]), so that a
+/// root file never names a directory not yet there; a generated root file of any other cluster
+/// (one that left, or every one when the layout has none) is removed.
+fn root_changes(out: &Path, plan: &PublishPlan, changes: &mut Changes) -> Result<(), PublishError> {
+    let Some(roots) = &plan.roots else { return Ok(()) };
+    let mut present: BTreeSet<&str> = BTreeSet::new();
+    if plan.layout.reserved_cluster().is_some() {
+        for cluster in roots {
+            let prefix = format!("{cluster}/");
+            let written = changes.writes.range(prefix.clone()..).next().is_some_and(|(p, _)| p.starts_with(&prefix));
+            if written || kind_of(&out.join(cluster))? == Kind::Dir {
+                present.insert(cluster);
+            }
+        }
+    }
+    let desired = plan.layout.root_files(&present);
+    for (rel, text) in &desired {
+        let full = out.join(rel);
+        if check_target(out, rel)? && read_file(&full).map_err(io_err("read", &full))?.1 == text.as_bytes() {
+            changes.unchanged += 1;
+            continue;
+        }
+        changes.classes.insert(rel.clone(), FileClass::Root);
+        changes.writes.insert(rel.clone(), Bytes::from(text.clone().into_bytes()));
+    }
+    // Under a layout without root files, a cluster may be named as their directory.
+    let root_dir = out.join(ROOT_DIR);
+    if roots.contains(ROOT_DIR) || kind_of(&root_dir)? != Kind::Dir {
+        return Ok(());
+    }
+    let wanted: HashSet<&str> = desired.iter().map(|(p, _)| p.as_str()).collect();
+    for (name, kind) in list_dir_untouched(&root_dir).map_err(io_err("list", &root_dir))? {
+        let rel = root_file_path(&name);
+        if kind != EntryKind::Dir || wanted.contains(rel.as_str()) || root_file_cluster(&rel) != Some(name.as_str()) {
+            continue;
+        }
+        let full = out.join(&rel);
+        if kind_of(&full)? == Kind::File && file_has_header(&full)? {
+            changes.deletions.insert(rel);
+        }
+    }
+    Ok(())
 }
 
 /// The Namespace files (paths relative to `cluster`'s directory) among `deletions` that follow
@@ -328,7 +375,7 @@ fn every_cluster_changes<'p>(out: &Path, plan: &'p PublishPlan) -> Vec<(&'p str,
     let clusters: Vec<(&String, &ClusterFiles)> = plan.clusters.iter().collect();
     let one = |(cluster, files): &(&'p String, &'p ClusterFiles)| {
         let mut mine = Changes::default();
-        (cluster.as_str(), cluster_changes(out, cluster, files, plan.layout, &mut mine).map(|objects| (objects, mine)))
+        (cluster.as_str(), cluster_changes(out, cluster, files, &plan.layout, &mut mine).map(|objects| (objects, mine)))
     };
     crate::util::threads::map_ordered(&clusters, crate::util::threads::workers(), one)
 }
@@ -340,7 +387,7 @@ fn cluster_changes(
     out: &Path,
     cluster: &str,
     files: &ClusterFiles,
-    layout: Layout,
+    layout: &Layout,
     changes: &mut Changes,
 ) -> Result<usize, PublishError> {
     let mut objects = 0;

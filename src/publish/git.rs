@@ -588,13 +588,19 @@ pub fn message(changes: &[Change], trigger: super::Trigger) -> (String, String) 
     let mut other = Vec::new();
     for c in changes {
         match c.path.split_once('/') {
-            Some((cluster, _)) if !cluster.starts_with('.') => by_cluster.entry(cluster).or_default().push(c),
+            // A layout's root files (outside every cluster directory) are no cluster's.
+            Some((cluster, _))
+                if !cluster.starts_with('.') && crate::render::layout::root_file_cluster(&c.path).is_none() =>
+            {
+                by_cluster.entry(cluster).or_default().push(c)
+            }
             _ => other.push(c),
         }
     }
     // A cluster directory's index files are not objects ([`crate::render::layout`]).
-    let index_of = |c: &Change| c.path.split_once('/').and_then(|(_, rest)| crate::render::layout::index_layout(rest));
-    let count = |s: char| by_cluster.values().flatten().filter(|c| c.status == s && index_of(c).is_none()).count();
+    let index_of =
+        |c: &Change| c.path.split_once('/').is_some_and(|(_, rest)| crate::render::layout::is_index_path(rest));
+    let count = |s: char| by_cluster.values().flatten().filter(|c| c.status == s && !index_of(c)).count();
     let (added, modified, deleted) = (count('A'), count('M'), count('D'));
     let mut parts = Vec::new();
     for (n, word) in [(added, "added"), (modified, "changed"), (deleted, "removed")] {
@@ -603,9 +609,12 @@ pub fn message(changes: &[Change], trigger: super::Trigger) -> (String, String) 
         }
     }
     let summary = if parts.is_empty() {
-        match by_cluster.values().flatten().find_map(|c| index_of(c)) {
-            _ if by_cluster.is_empty() => "placement summary".to_owned(),
-            layout => layout.unwrap_or_default().index_noun().to_owned(),
+        match by_cluster.is_empty() {
+            true if other.iter().any(|c| crate::render::layout::root_file_cluster(&c.path).is_some()) => {
+                "cluster entry points".to_owned()
+            }
+            true => "placement summary".to_owned(),
+            false => crate::render::layout::Layout::index_noun().to_owned(),
         }
     } else {
         format!("{} object{}", parts.join(", "), if added + modified + deleted == 1 { "" } else { "s" })

@@ -82,7 +82,9 @@ pub(super) fn stage(out: &Path, changes: &Changes) -> Result<Journal, PublishErr
     let mut checked: Option<(&str, bool)> = None;
     for (target, bytes) in &changes.writes {
         let class = changes.classes.get(target).copied().unwrap_or_default();
-        let Some((cluster, _)) = target.split_once('/').filter(|(c, _)| *c != super::STATE_DIR) else {
+        // (A root file or a summary shard is no cluster's: staged on its own.)
+        let in_cluster = matches!(class, FileClass::Object | FileClass::Index);
+        let Some((cluster, _)) = target.split_once('/').filter(|(c, _)| in_cluster && *c != super::STATE_DIR) else {
             writes.push((target, bytes, class));
             continue;
         };
@@ -331,7 +333,7 @@ fn cluster_runs(renames: &[Rename], done: &[bool]) -> (Vec<Vec<usize>>, Vec<usiz
     let mut current: Option<&str> = None;
     for i in apply_order(renames).into_iter().filter(|i| !done.get(*i).copied().unwrap_or(false)) {
         let target = renames[i].target.as_str();
-        if renames[i].class == FileClass::Summary {
+        if matches!(renames[i].class, FileClass::Root | FileClass::Summary) {
             last.push(i);
             continue;
         }
@@ -349,14 +351,14 @@ fn cluster_runs(renames: &[Rename], done: &[bool]) -> (Vec<Vec<usize>>, Vec<usiz
 /// directory is consistent at every instant (each file its index files name exists, and no
 /// generated file is there that is in neither the old nor the new state): cluster by cluster
 /// (in name order), its new and changed object files first, then its index files; then the
-/// summary's shards (`.fedsched/placements/`), once every file they list is in place. The
+/// layout's root files, which name cluster directories; then the summary's shards (`.fedsched/placements/`), once every file they list is in place. The
 /// deletions come after all of it ([`apply_journal`]): a file is removed only once no index
 /// and no summary names it any more. A GitOps agent that syncs a cluster directory at any
 /// moment sees its old state, its new state, or the new state with some unnamed leftovers
 /// still on disk (which it ignores).
 pub(super) fn apply_order(renames: &[Rename]) -> Vec<usize> {
     fn key(r: &Rename) -> (bool, &str, FileClass) {
-        if r.class == FileClass::Summary {
+        if matches!(r.class, FileClass::Root | FileClass::Summary) {
             return (true, "", r.class);
         }
         let cluster = r.target.split_once('/').map_or("", |(cluster, _)| cluster);
@@ -391,6 +393,7 @@ mod tests {
             |target: &str, class| Rename { staged: format!("s-{}", target.len()), target: target.to_owned(), class };
         let (o, i, s) = (FileClass::Object, FileClass::Index, FileClass::Summary);
         let renames = vec![
+            r("clusters/member1/fedsched.yaml", FileClass::Root),
             r(".fedsched/placements/3f.json", s),
             r(".fedsched/placements/07.json", s),
             r("member1/_cluster/core_namespace_shop.yaml", o),
@@ -408,6 +411,7 @@ mod tests {
                 "member1/kustomization.yaml",
                 "member2/monitoring/core_configmap_a.yaml",
                 "member2/kustomization.yaml",
+                "clusters/member1/fedsched.yaml",
                 ".fedsched/placements/07.json",
                 ".fedsched/placements/3f.json",
             ]

@@ -396,6 +396,7 @@ mod test_fixtures {
             summary: summary.map(summary_plan),
             owners: Default::default(),
             layout: Default::default(),
+            roots: None,
         }
     }
 

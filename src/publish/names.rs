@@ -56,14 +56,27 @@ pub(super) fn file_path_problem(path: &str) -> Option<String> {
 }
 
 /// Why `path` cannot be an object path inside a cluster directory: a file path that is no
-/// layout's index file ([`crate::render::layout::index_layout`]).
+/// layout's index file ([`crate::render::layout::is_index_path`]).
 pub(super) fn object_path_problem(path: &str) -> Option<String> {
-    file_path_problem(path)
-        .or_else(|| crate::render::layout::index_layout(path).map(|_| "reserved for a generated index file".to_owned()))
+    file_path_problem(path).or_else(|| {
+        crate::render::layout::is_index_path(path).then(|| "reserved for a generated index file".to_owned())
+    })
 }
 
 /// Validates the whole plan without touching the disk.
 pub(super) fn validate(plan: &PublishPlan) -> Result<(), PublishError> {
+    let reserved = plan.layout.reserved_cluster();
+    for cluster in plan.roots.iter().flatten() {
+        if let Some(reason) = cluster_problem(cluster) {
+            return Err(PublishError::UnsafeCluster { cluster: cluster.clone(), reason });
+        }
+    }
+    for cluster in plan.clusters.keys().chain(plan.roots.iter().flatten()) {
+        if reserved == Some(cluster.as_str()) {
+            let reason = "reserved under [output] layout = \"flux\" for the directory of its root files".to_owned();
+            return Err(PublishError::UnsafeCluster { cluster: cluster.clone(), reason });
+        }
+    }
     for (cluster, files) in &plan.clusters {
         if let Some(reason) = cluster_problem(cluster) {
             return Err(PublishError::UnsafeCluster { cluster: cluster.clone(), reason });

@@ -25,6 +25,11 @@ pub struct PublishPlan {
     /// The format of each cluster directory's index files ([`crate::render::layout`]): the
     /// publisher writes them after the directory's objects and never removes one.
     pub layout: crate::render::layout::Layout,
+    /// Every cluster of the pass, for the layout's root files
+    /// ([`crate::render::layout::Layout::root_files`]): each one whose directory exists once
+    /// published gets its root files, and the generated root files of any other cluster are
+    /// removed. `None` leaves the root files alone.
+    pub roots: Option<BTreeSet<String>>,
 }
 
 /// The shard files of the placement summary a publish writes ([`crate::render::summary`]).

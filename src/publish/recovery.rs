@@ -9,7 +9,7 @@ use super::error::io_err;
 use super::journal::{Journal, apply_journal, finish_journal};
 use super::names::{cluster_problem, file_path_problem, object_path_problem};
 use super::{JOURNAL_VERSION, PublishError, is_summary_path, legacy_summary_path};
-use crate::render::layout::{FileClass, index_layout};
+use crate::render::layout::{FileClass, is_index_path, root_file_cluster};
 
 /// The journal version whose renames carry no order class (before 2): each one's class is
 /// read from its path, as that version ordered them (a summary shard; a layout's index file;
@@ -23,10 +23,10 @@ fn classify_unclassed(journal: &mut Journal) {
     }
     for rename in &mut journal.renames {
         let in_cluster = rename.target.split_once('/').map(|(_, rest)| rest);
-        rename.class = match (is_summary_path(&rename.target), in_cluster.and_then(index_layout)) {
+        rename.class = match (is_summary_path(&rename.target), in_cluster.is_some_and(is_index_path)) {
             (true, _) => FileClass::Summary,
-            (false, Some(_)) => FileClass::Index,
-            (false, None) => FileClass::Object,
+            (false, true) => FileClass::Index,
+            (false, false) => FileClass::Object,
         };
     }
     journal.version = JOURNAL_VERSION;
@@ -34,7 +34,8 @@ fn classify_unclassed(journal: &mut Journal) {
 
 /// Checks that a journal only names places a publish could have written, each file where
 /// its class goes: an object's file and an index file (a layout's) in a cluster directory, a
-/// summary shard under `.fedsched/placements/`.
+/// root file at its place ([`crate::render::layout::root_file_path`]), a summary shard under
+/// `.fedsched/placements/`.
 fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
     let invalid = |reason: String| PublishError::JournalInvalid { path: path.to_path_buf(), reason };
     if journal.version != JOURNAL_VERSION {
@@ -45,11 +46,13 @@ fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
             cluster_problem(cluster).is_none()
                 && match class {
                     FileClass::Object => object_path_problem(rest).is_none(),
-                    FileClass::Index => file_path_problem(rest).is_none() && index_layout(rest).is_some(),
-                    FileClass::Summary => false,
+                    FileClass::Index => file_path_problem(rest).is_none() && is_index_path(rest),
+                    FileClass::Root | FileClass::Summary => false,
                 }
         })
     };
+    // A layout's root file of a cluster that could have a directory.
+    let root_path_ok = |target: &str| root_file_cluster(target).is_some_and(|c| cluster_problem(c).is_none());
     // A plain name, or a directory of the staging directory and a name (`s12/stage-….tmp`).
     let name_ok = |n: &str| !n.is_empty() && n != "." && n != ".." && !n.contains(['/', '\\', '\0']);
     // A whole new cluster directory: a plain name in the staging directory, moved to a
@@ -75,6 +78,7 @@ fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
         }
         let target_ok = match rename.class {
             FileClass::Summary => is_summary_path(&rename.target),
+            FileClass::Root => root_path_ok(&rename.target),
             class => cluster_path_ok(&rename.target, class),
         };
         if !target_ok {
@@ -83,7 +87,10 @@ fn check_journal(path: &Path, journal: &Journal) -> Result<(), PublishError> {
     }
     for deletion in &journal.deletions {
         // A publish deletes no shard of the summary, only the single file of earlier versions.
-        if *deletion != legacy_summary_path() && !cluster_path_ok(deletion, FileClass::Object) {
+        if *deletion != legacy_summary_path()
+            && !cluster_path_ok(deletion, FileClass::Object)
+            && !root_path_ok(deletion)
+        {
             return Err(invalid(format!("deletion {deletion:?}")));
         }
     }
@@ -471,7 +478,22 @@ mod tests {
             ("member1/default/apps_deployment_web.yaml", FileClass::Summary),
             (".fedsched/placements/3f.json", FileClass::Object),
             (".fedsched/placements/3f.json", FileClass::Index),
+            (".fedsched/placements/3f.json", FileClass::Root),
+            ("member1/kustomization.yaml", FileClass::Root),
+            ("clusters/.fedsched/fedsched.yaml", FileClass::Root),
+            ("clusters/../fedsched.yaml", FileClass::Root),
         ];
+        let root = Journal {
+            version: JOURNAL_VERSION,
+            renames: vec![Rename {
+                staged: "x".to_owned(),
+                target: "clusters/member1/fedsched.yaml".to_owned(),
+                class: FileClass::Root,
+            }],
+            deletions: vec!["clusters/member2/fedsched.yaml".to_owned()],
+            ..Journal::default()
+        };
+        assert!(check_journal(Path::new("j"), &root).is_ok(), "a layout's root files written and removed");
         for (target, class) in misplaced {
             let evil = Journal {
                 version: JOURNAL_VERSION,

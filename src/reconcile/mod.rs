@@ -432,14 +432,13 @@ impl Reconciler {
             })
         });
 
-        let namespaces = self.settings.publish.namespaces;
         let planned = plan::plan(
             &mut cache.plan,
             &mut cache.decide.decisions,
             &inputs.set,
             (&decisions, &rollout.summary),
             full_check,
-            namespaces,
+            &self.settings.publish,
         );
         Ok(Staged { snapshots, pass, stability, rollout, decisions, planned, full_check, poll, stability_time })
     }

@@ -33,6 +33,8 @@ pub(super) struct Kept {
     published: HashMap<String, u64>,
     /// The summary's shards last published.
     published_summary: Option<Shards>,
+    /// The clusters whose root files were last published ([`PublishPlan::roots`]).
+    published_roots: Option<BTreeSet<String>>,
     /// The summary's shards of the last pass.
     summary: Option<Shards>,
     /// The last pass's desired output, as the plan of the publish reads it.
@@ -72,8 +74,9 @@ pub(super) fn plan<'a>(
     set: &'a Arc<PolicySet>,
     (decisions, rollouts): (&Decisions, &RolloutSummary),
     full_check: bool,
-    namespaces: bool,
+    settings: &super::settings::PublishSettings,
 ) -> PlannedPublish<'a> {
+    let namespaces = settings.namespaces;
     let summary = summary(kept, cached, decisions, rollouts);
     let order = decisions.keys();
     let memo = desired(kept, cached, set, decisions, full_check, namespaces);
@@ -88,8 +91,15 @@ pub(super) fn plan<'a>(
         clusters: BTreeMap::new(),
         summary: None,
         owners: owners(kept, cached, decisions, full_check),
-        layout: Default::default(),
+        layout: settings.layout.clone(),
+        roots: None,
     };
+    // The layout's root files name every cluster: planned on a full check and when the
+    // clusters differ from those last published with them.
+    let names: BTreeSet<String> = set.clusters.iter().map(|c| c.meta.name.clone()).collect();
+    if full_check || kept.published_roots.as_ref() != Some(&names) {
+        plan.roots = Some(names);
+    }
     for c in &dirty {
         plan.clusters.insert((*c).to_string(), ClusterFiles::default());
     }
@@ -289,6 +299,10 @@ impl PlannedPublish<'_> {
         }
         if plan.summary.is_some() {
             kept.published_summary = Some(self.summary);
+        }
+        // (A held cluster may not have its directory yet: its root files wait for it.)
+        if plan.roots.is_some() {
+            kept.published_roots = plan.roots.clone().filter(|_| report.held.is_empty());
         }
         if full_check {
             keep_stats(cached, &report.stats);

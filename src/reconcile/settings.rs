@@ -88,11 +88,18 @@ pub struct PublishSettings {
     pub git: Option<publish::git::GitOptions>,
     /// `[publish] namespaces`: each cluster directory gets the Namespaces of its objects.
     pub namespaces: bool,
+    /// `[output] layout`: the output directory's index and root files.
+    pub layout: crate::render::layout::Layout,
 }
 
 impl Default for PublishSettings {
     fn default() -> Self {
-        PublishSettings { guard: publish::DeleteGuard::default(), git: None, namespaces: true }
+        PublishSettings {
+            guard: publish::DeleteGuard::default(),
+            git: None,
+            namespaces: true,
+            layout: Default::default(),
+        }
     }
 }
 
@@ -115,6 +122,7 @@ impl PublishSettings {
                 ..Default::default()
             }),
             namespaces: cfg.publish.namespaces,
+            layout: cfg.output.layout(cfg.secrets.mode),
         }
     }
 }

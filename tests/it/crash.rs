@@ -192,3 +192,67 @@ fn no_progress_when_the_output_is_not_a_terminal() {
     );
     assert_eq!(std::fs::read_dir(&fleet).expect("fleet").count(), 20);
 }
+
+/// Under `[output] layout = "flux"`, SIGKILL after every step of a publish that brings a
+/// cluster back (its directory staged whole, its root file new) and changes the others: at
+/// each instant every root file names a cluster directory whose index is in place (a Flux
+/// `Kustomization` never points at a directory not yet written), the cluster directories are
+/// consistent, and the next run converges.
+#[test]
+fn sigkill_at_every_publish_step_never_leaves_a_root_file_naming_a_missing_directory() {
+    let prepared = || {
+        let s = rendered_then_changed();
+        let config = crate::render::flux_config(&s, "");
+        // The first render without us-east-legacy (after the change: the files of the
+        // first render stay the demo's), the second with it.
+        std::fs::copy(s.policies().join("clusters/us-east.yaml"), s.dir.path().join("us-east.yaml")).expect("copy");
+        let _ = std::fs::remove_dir_all(s.out());
+        let _ = std::fs::remove_dir_all(s.state());
+        crate::render::drop_legacy_cluster(&s);
+        let first = s.render_with(&["--config", &config], &[]);
+        assert!(first.status.success(), "{}", text(&first.stderr));
+        std::fs::copy(s.dir.path().join("us-east.yaml"), s.policies().join("clusters/us-east.yaml")).expect("copy");
+        std::fs::write(
+            s.policies().join("apps/more.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: more, namespace: shop}\ndata: {k: v}\n",
+        )
+        .expect("write");
+        (s, config)
+    };
+    let (reference, config) = prepared();
+    let old = published(&reference.out());
+    assert!(!old.contains_key("clusters/us-east-legacy/fedsched.yaml"));
+    let done = reference.render_with(&["--config", &config], &[]);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let new = published(&reference.out());
+    assert!(new.contains_key("clusters/us-east-legacy/fedsched.yaml"), "the cluster is back");
+    let roots_name_written_directories = |now: &Tree| -> Result<(), String> {
+        for path in now.keys() {
+            let Some(cluster) = path.strip_prefix("clusters/").and_then(|p| p.strip_suffix("/fedsched.yaml")) else {
+                continue;
+            };
+            if !now.contains_key(&format!("{cluster}/kustomization.yaml")) {
+                return Err(format!("{path} names {cluster}, which has no kustomization.yaml yet"));
+            }
+        }
+        Ok(())
+    };
+    roots_name_written_directories(&new).expect("the new state");
+    for step in 1.. {
+        assert!(step < 500, "the publish never finished");
+        let (s, config) = prepared();
+        let crashed = s.render_with(&["--config", &config], &[("FEDSCHED_TEST_CRASH_AFTER_STEP", &step.to_string())]);
+        if crashed.status.success() {
+            assert!(step > 3, "the publish has steps to kill");
+            break;
+        }
+        assert_eq!(crashed.status.signal(), Some(9), "step {step}: killed by SIGKILL: {}", text(&crashed.stderr));
+        let now = published(&s.out());
+        if let Err(e) = check_consistent(&now, &old, &new).and_then(|()| roots_name_written_directories(&now)) {
+            panic!("killed after step {step}: {e}");
+        }
+        let next = s.render_with(&["--config", &config], &[]);
+        assert!(next.status.success(), "step {step}: {}", text(&next.stderr));
+        assert_eq!(published(&s.out()), new, "the run after a kill at step {step} converges");
+    }
+}
