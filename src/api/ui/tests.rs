@@ -489,3 +489,19 @@ fn a_pages_work_is_bounded_by_the_page_not_by_the_workloads() {
     }
     assert_eq!(seen[0], seen[1], "the Placements and Workload pages read as much at W=60 as at W=240");
 }
+
+/// The Cluster page's chart has a text equivalent: an accessible name and title on the SVG,
+/// and a table below it with a row per snapshot version holding the same figures.
+#[test]
+fn the_cluster_chart_has_a_table_of_its_figures() {
+    let points: Vec<pages::Point> = (1..=3)
+        .map(|v| pages::Point { version: v, at: format!("t{v}"), capacity: 8.0, free: 8.0 - v as f64 })
+        .collect();
+    let html = pages::cluster(None, &json!({"versions": []}), &points, &json!({}));
+    let label = "cpu capacity and free over 3 snapshot versions (table below)";
+    assert!(html.contains(&format!("role=\"img\" aria-label=\"{label}\"><title>{label}</title>")), "{html}");
+    for p in &points {
+        let row = format!("<td>{}</td><td>t{}</td><td>8</td><td>{}</td>", p.version, p.version, p.free);
+        assert!(html.contains(&row), "{row} in {html}");
+    }
+}
