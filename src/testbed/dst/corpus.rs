@@ -284,6 +284,47 @@ pub const CORPUS: &[Entry] = &[
         // members whose task ended this pass (Directive::released, decide::released_on).
         fixed_by: Some("dst8 after 732f281: reconcile::stability::Directive::released, decide::released_on"),
     },
+    Entry {
+        seed: 106,
+        keep: Some(&[18, 19]),
+        faults: &["t=1214s node 3 of m7 to 25%", "t=1220s w036 scaled to 1"],
+        invariant: 1,
+        found: "w036 on {member-005: 1, member-007: 2}, member-007's replicas not Ready after its node shrank; scaled \
+                from 3 to 1 at 1220 s, the decision {member-007: 1} removed member-005's replica, its only Ready one, \
+                in the publish that shrank member-007 (a plain decision: no hand-over)",
+        failed_on: "a606f1d (main)",
+        // Open. A hand-over from every member a decision leaves (branch dst8-moved, 80eb774:
+        // HandOver::Moved) holds it, but fails reconcile::warm_cold's property.
+        fixed_by: None,
+    },
+    Entry {
+        seed: 112,
+        keep: Some(&[6, 8, 9]),
+        faults: &[
+            "t=548s storm m21,m2,m17,m29,m4,m26,m19,m12,m0,m28,m22,m1,m13,m5,m10,m20 Refused 0s apart for 146s",
+            "t=598s w010 policy -> Affinities { primary: [19], backup: [21], duplicated: false }",
+            "t=654s outage m5 Dead for 165s",
+        ],
+        invariant: 1,
+        found: "w010's policy edited during a storm to clusterAffinities [member-019] then [member-021]; it stayed on \
+                member-017 until member-019 could take it, and the decision at 955 s moved its 8 Ready replicas from \
+                member-017 to member-019 in one publish, none Ready there yet (a plain decision: no hand-over)",
+        failed_on: "3fb97c3 and a606f1d (main)",
+        // Open: as seed 106 [18, 19] (branch dst8-moved holds it).
+        fixed_by: None,
+    },
+    Entry {
+        seed: 127,
+        keep: Some(&[18, 20]),
+        faults: &["t=853s delete w005", "t=1033s leader change"],
+        invariant: 3,
+        found: "[ha] w005's template deleted at 853 s, its removal held by the mass-deletion guard (files stay on \
+                member-001 and member-006, the leader's store keeps its placement), but the published summary \
+                (.fedsched/placements) no longer lists it: the takeover at 1033 s adopted the summary and the new \
+                leader's store places it nowhere while its files stay",
+        failed_on: "3fb97c3 and a606f1d (main)",
+        fixed_by: None,
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
