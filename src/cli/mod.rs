@@ -394,6 +394,28 @@ pub struct BenchArgs {
     /// Work directory (generated repositories and fleets are kept and reused).
     #[arg(long, value_name = "DIR", default_value = "target/fedsched-bench")]
     pub dir: PathBuf,
+    /// For benchmarks only: memos switched off for the whole run (`all`, or names of the
+    /// registry, `crate::util::memo::Name`), each computing every time.
+    #[arg(long = "memo-off", value_name = "NAME[,NAME]|all", value_delimiter = ',')]
+    pub memo_off: Vec<String>,
+    /// The memo ablation (BENCHMARKS.md): S1, S3, S4 and S7 (those asked for) with each of these
+    /// memos off against every memo on, alternating in one run (`all`: every memo).
+    #[arg(long, value_name = "NAME[,NAME]|all", value_delimiter = ',')]
+    pub ablate: Vec<String>,
+}
+
+/// Memo names as `--memo-off` and `--ablate` take them (`all`: every one).
+fn memo_names(names: &[String]) -> Result<Vec<crate::util::memo::Name>, Failure> {
+    use crate::util::memo::Name;
+    let mut out: Vec<Name> = Vec::new();
+    for n in names {
+        let named = match n.as_str() {
+            "all" => Name::ALL.to_vec(),
+            _ => vec![n.parse::<Name>().map_err(|e| invalid(anyhow::anyhow!(e)))?],
+        };
+        out.extend(named.into_iter().filter(|n| !out.contains(n)).collect::<Vec<_>>());
+    }
+    Ok(out)
 }
 
 fn bench(a: &BenchArgs) -> Result<ExitCode, Failure> {
@@ -416,7 +438,9 @@ fn bench(a: &BenchArgs) -> Result<ExitCode, Failure> {
         poll_nodes: a.poll_nodes,
         poll_pods: a.poll_pods,
         passes: a.passes,
+        ablate: memo_names(&a.ablate)?,
     };
+    crate::util::memo::switch_off(&memo_names(&a.memo_off)?);
     crate::outln!(
         "fedsched bench: build {}, {} CPUs; C={} N={} P={} W={} runs={}",
         if cfg!(debug_assertions) { "dev (unoptimised: figures are not representative)" } else { "release" },

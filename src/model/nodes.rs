@@ -673,7 +673,10 @@ impl NodeIndex {
             return self.compute(nodes, req);
         }
         let now = self.moved.len();
-        let cached = self.cache.lock().ok().and_then(|cache| cache.get(&req.id).copied());
+        let cached = match crate::util::memo::on(crate::util::memo::Name::NodeWalks) {
+            true => self.cache.lock().ok().and_then(|cache| cache.get(&req.id).copied()),
+            false => None,
+        };
         let v = match cached {
             Some((v, at)) if at == now => return v,
             Some((v, at)) if at < now && now - at <= MOVES_FOLLOWED => {

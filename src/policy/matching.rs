@@ -543,7 +543,10 @@ impl<'a> PolicyIndex<'a> {
     /// Indexes `set` with the positions `kept` from an earlier pass when they index the same
     /// policies (else indexes it afresh and keeps that).
     pub fn kept(set: &'a PolicySet, kept: &mut Option<Arc<IndexPositions>>) -> Self {
-        let positions = match kept.as_ref().filter(|k| k.indexes(set)) {
+        let positions = match kept
+            .as_ref()
+            .filter(|k| crate::util::memo::on(crate::util::memo::Name::PolicyIndex) && k.indexes(set))
+        {
             Some(k) => Arc::clone(k),
             None => Arc::clone(kept.insert(Arc::new(IndexPositions::of(set)))),
         };

@@ -174,7 +174,7 @@ use crate::policy::ObjectKey;
 use crate::schedule::{ClusterVerdict, Stands};
 use crate::store::{PlacementRecord, Store, StoreError};
 use crate::util::hash::KeyMap;
-use crate::util::memo::{ArcKey, Memo};
+use crate::util::memo::{self, ArcKey, Memo};
 
 /// How often a pass publishes the whole plan (compares every output file with the disk).
 pub const FULL_CHECK_EVERY_MS: u64 = 10 * 60 * 1000;
@@ -297,6 +297,11 @@ impl NodeDigests {
             (None, None) => true,
             _ => false,
         };
+        if !memo::on(memo::Name::NodeDigests) {
+            let digests = SharedDigests::of(s);
+            self.put(s, digests);
+            return digests;
+        }
         match self.0.get_mut(&s.name) {
             Some(k)
                 if Arc::ptr_eq(&k.nodes, &s.nodes)
@@ -395,7 +400,7 @@ impl StaticDigests {
         for (i, s) in snapshots.iter().enumerate() {
             let fingerprint = fingerprints.get(i).copied();
             let digest = match (self.0[i], fingerprint) {
-                (Some((kept, digest)), Some(f)) if kept == f => {
+                (Some((kept, digest)), Some(f)) if kept == f && memo::on(memo::Name::StaticDigests) => {
                     debug_assert_eq!(digest, static_digest(s), "the static digest of {} kept", s.name);
                     digest
                 }
@@ -562,7 +567,7 @@ impl PreviousDigests {
     /// The digest of `previous` (the workload's placement the pass started from; `None`: none).
     pub fn of(&mut self, previous: Option<&Arc<PlacementRecord>>) -> u64 {
         match previous {
-            Some(p) => *self.0.get_or_compute(ArcKey::of(p), || previous_digest(Some(p))),
+            Some(p) => *self.0.get_or_compute(memo::Name::PreviousDigests, ArcKey::of(p), || previous_digest(Some(p))),
             None => previous_digest(None),
         }
     }
@@ -791,7 +796,7 @@ impl ClaimMemo {
         t: &Arc<crate::policy::Template>,
         previous: Option<&crate::policy::PolicyRef>,
     ) -> Option<Option<crate::policy::PolicyRef>> {
-        if t.key.namespace.as_deref().is_some_and(|ns| self.changed.contains(ns)) {
+        if !memo::on(memo::Name::Claims) || t.key.namespace.as_deref().is_some_and(|ns| self.changed.contains(ns)) {
             return None;
         }
         let (asked, claimed) = self.claims.get(&ArcKey::of(t))?;
@@ -881,7 +886,7 @@ impl KeyMemo {
         previous: Option<&Arc<PlacementRecord>>,
         fleet: impl FnOnce(u64) -> u64,
     ) -> Option<u64> {
-        if !self.usable {
+        if !self.usable || !memo::on(memo::Name::DecisionKeys) {
             return None;
         }
         let k = self.keys.get(&ArcKey::of(t))?;

@@ -40,6 +40,7 @@ use crate::schedule::profile::Profiles;
 use crate::schedule::{self, Framework, Outcome, ScheduleRequest, ScheduleResult, Stands, Strategy, assign};
 use crate::store::{DecisionInputs, PlacementRecord, Store, StoreError};
 use crate::util::hash::{KeySet, fnv1a64};
+use crate::util::memo;
 
 use super::deps::{add_required, attached, dependency_map_indexed};
 use super::snapshots::{Pass, PassSnapshots};
@@ -673,7 +674,7 @@ fn reuse_kept(
 ) -> Option<Arc<cache::CachedDecision>> {
     let workload = &template.key;
     let c = cache.own.decisions.get(workload)?;
-    if c.key != key || c.unpublished {
+    if c.key != key || c.unpublished || !memo::on(memo::Name::Decisions) {
         return None;
     }
     if !c.decided.reads_capacity {
@@ -682,6 +683,9 @@ fn reuse_kept(
     let (state, changed) = ctx.pass.digests.state_since(&c.clusters, &snapshots.views, &snapshots.assumed, c.state);
     if state == c.state {
         return Some(Arc::clone(c));
+    }
+    if !memo::on(memo::Name::OutcomeStands) {
+        return None;
     }
     let policy = c.decided.record.policy.as_ref().and_then(|r| ctx.index.propagation_policy(r))?;
     let framework = ctx.profiles.for_policy(&policy.meta.annotations).unwrap_or_else(|| ctx.profiles.default_profile());
@@ -759,6 +763,10 @@ fn reuse_or_decide<'a>(
             why.noted += 1;
             false
         }
+        Some(_) if !memo::on(memo::Name::Decisions) => {
+            why.memo_off += 1;
+            false
+        }
         Some(c) if c.key != key || c.unpublished => {
             why.inputs += 1;
             false
@@ -769,6 +777,10 @@ fn reuse_or_decide<'a>(
         Some(c) if c.decided.reads_capacity => {
             match ctx.pass.digests.state_since(&c.clusters, &snapshots.views, &snapshots.assumed, c.state) {
                 (state, _) if state == c.state => true,
+                _ if !memo::on(memo::Name::OutcomeStands) => {
+                    why.memo_off += 1;
+                    false
+                }
                 (state, changed) => match capacity_stands(ctx, w, c, &snapshots.views, changed.as_deref()) {
                     stands @ (Stands::Held | Stands::On(_)) => {
                         why.outcome_stood += 1;

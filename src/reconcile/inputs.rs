@@ -379,6 +379,12 @@ impl Reconciler {
         timings: &mut PhaseTimings,
         changed: &Changed,
     ) -> Result<Inputs, Vec<LoadError>> {
+        if !crate::util::memo::on(crate::util::memo::Name::ParsedInputs) {
+            // Switched off for a benchmark: every file parsed, typed and validated again
+            // (a load cache made from nothing, in memory only).
+            *self.locked_load_cache() = LoadCache::default();
+            return self.load_walked(policy_dir, timings);
+        }
         if matches!(changed, Changed::Unknown) {
             return self.load_walked(policy_dir, timings);
         }

@@ -84,7 +84,11 @@ pub(super) fn plan<'a>(
         set.clusters.iter().map(|c| (c.meta.name.as_str(), memo.digest(&c.meta.name))).collect();
     let dirty: BTreeSet<&str> = digests
         .iter()
-        .filter(|(c, (digest, _))| full_check || kept.published.get(**c) != Some(digest))
+        .filter(|(c, (digest, _))| {
+            full_check
+                || !crate::util::memo::on(crate::util::memo::Name::PublishedDigests)
+                || kept.published.get(**c) != Some(digest)
+        })
         .map(|(c, _)| *c)
         .collect();
     let mut plan = PublishPlan {
@@ -172,7 +176,7 @@ fn owners(
     full_check: bool,
 ) -> Arc<publish::Owners> {
     let owners = match kept.owners.take() {
-        Some(mut memo) if !full_check => {
+        Some(mut memo) if !full_check && crate::util::memo::on(crate::util::memo::Name::Owners) => {
             let m = Arc::make_mut(&mut memo);
             for k in decisions.fresh.iter().chain(&decisions.dropped) {
                 match cached.get(k).map(|c| owned_paths(&c.decided)).filter(|o| !o.is_empty()) {
@@ -224,7 +228,11 @@ fn desired(
     namespaces: bool,
 ) -> cache::DesiredOutput {
     let memo = match kept.desired.take() {
-        Some(mut memo) if !full_check && memo.namespaces == namespaces => {
+        Some(mut memo)
+            if !full_check
+                && memo.namespaces == namespaces
+                && crate::util::memo::on(crate::util::memo::Name::DesiredOutput) =>
+        {
             // The clusters whose Namespace files may change.
             let mut touched: BTreeSet<String> = BTreeSet::new();
             for r in &decisions.replaced {
@@ -351,8 +359,9 @@ fn summary(
         && decisions.removed.is_empty()
         && decisions.dropped.is_empty()
         && rollouts.dirty.is_empty();
+    let on = crate::util::memo::on(crate::util::memo::Name::SummaryShards);
     let shards = match &kept.summary {
-        Some(s) if unchanged => s.clone(),
+        Some(s) if unchanged && on => s.clone(),
         made => {
             // The missing fragments (every one after a restart) on every core.
             let lacking: Vec<&crate::policy::ObjectKey> = match made {
@@ -381,7 +390,7 @@ fn summary(
             }
             // The shards to join again: every one for a first summary, else those of the
             // workloads decided afresh, removed or dropped.
-            let mut dirty = vec![made.is_none(); SHARDS];
+            let mut dirty = vec![made.is_none() || !on; SHARDS];
             for k in decisions.fresh.iter().chain(&decisions.removed).chain(&decisions.dropped) {
                 dirty[shard_of(k)] = true;
             }

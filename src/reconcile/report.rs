@@ -160,6 +160,9 @@ pub struct Redecided {
     /// Its history record notes a failover action this pass: decided again so that the
     /// record holds the figures of the inputs it stores (and replays).
     pub noted: usize,
+    /// The memo of decisions or of standing outcomes switched off for a benchmark
+    /// ([`crate::util::memo::switch_off`]): decided again whatever it kept.
+    pub memo_off: usize,
 }
 
 /// What the stability engine did in one pass (for metrics, logs and status).

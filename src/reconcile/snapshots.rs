@@ -23,7 +23,7 @@ use crate::policy::{ObjectKey, Template};
 use crate::schedule::Fleet;
 use crate::store::{PlacementRecord, PreparedSnapshot, Store, StoreError};
 use crate::util::hash::KeyMap;
-use crate::util::memo::ArcKey;
+use crate::util::memo::{self, ArcKey};
 
 use super::{Inputs, cache};
 
@@ -109,7 +109,7 @@ pub(super) fn version(
     let recorded = record_snapshots(store, kept, inputs, model, now_ms)?;
     // Assumed workloads: recent decisions a live member does not run yet, deducted from the
     // views in store order.
-    let mut last = kept.recent.take();
+    let mut last = kept.recent.take().filter(|_| memo::on(memo::Name::RecentPlacements));
     let (placements, keys) = recent_placements(placements, (last.as_mut(), changed), (now_ms, model.assumed_ttl_ms));
     // The last list's position of each placement that is the same object (for both below).
     let aligned = last.as_ref().map(|m| align(&m.placements, &placements));
@@ -128,7 +128,11 @@ pub(super) fn version(
     });
     let key = views_key(&recorded.fingerprints, recent.digest);
     let (mut views, assumed) = match kept.views.take() {
-        Some(v) if v.key == key && v.snapshots.len() == inputs.snapshots.len() => (v.snapshots, v.assumed),
+        Some(v)
+            if v.key == key && v.snapshots.len() == inputs.snapshots.len() && memo::on(memo::Name::DeductedViews) =>
+        {
+            (v.snapshots, v.assumed)
+        }
         cached => rebuild_views(
             inputs,
             &recent.placements,
@@ -187,7 +191,8 @@ fn rebuild_views(
     let work: Vec<(&PlacementRecord, &ReplicaRequirements)> = work.iter().map(|(p, r)| (&***p, &***r)).collect();
     // The cached views' digests by position (what a kept view is compared with below), then
     // their bookkeeping brought up to date for this pass's plans.
-    let mut cached = cached.filter(|c| c.snapshots.len() == inputs.snapshots.len());
+    let mut cached =
+        cached.filter(|c| c.snapshots.len() == inputs.snapshots.len() && memo::on(memo::Name::ViewPerCluster));
     let before: Vec<u64> = match &cached {
         Some(c) => (0..inputs.snapshots.len()).map(|i| c.assumed.of_position(i)).collect(),
         None => Vec::new(),
@@ -283,7 +288,8 @@ impl PassSnapshots {
         same_targets: impl FnOnce(&Arc<PlacementRecord>) -> bool,
     ) -> bool {
         placement.is_some_and(|p| {
-            self.now_ms.saturating_sub(p.decided_at_ms) < self.assumed_ttl_ms
+            memo::on(memo::Name::AlreadyDeducted)
+                && self.now_ms.saturating_sub(p.decided_at_ms) < self.assumed_ttl_ms
                 && same_targets(p)
                 && !(self.offline && self.on_offline(&p.targets))
         })
@@ -415,8 +421,9 @@ impl PlannedDeductions {
                 && m.read.iter().all(|(i, f)| fingerprints.get(*i) == Some(f))
         };
         // Looked up, not taken out and put back: an edit plans one placement of 10,000.
+        let on = memo::on(memo::Name::PlannedDeductions);
         let mut memos: Vec<Option<Arc<PlanMemo>>> =
-            work.iter().map(|(p, r)| kept.get(&ArcKey::of(p)).filter(|m| holds(m, p, r)).cloned()).collect();
+            work.iter().map(|(p, r)| kept.get(&ArcKey::of(p)).filter(|m| on && holds(m, p, r)).cloned()).collect();
         let missing: Vec<usize> = memos.iter().enumerate().filter(|(_, m)| m.is_none()).map(|(k, _)| k).collect();
         let fresh = Assumed::default();
         let made = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |&k| {
@@ -767,7 +774,7 @@ fn requirement_of(
     let (i, t) = template?;
     let source = cache::key_of(&(inputs.hashes.templates.get(i), inputs.hashes.interpreters));
     match cached.get(&t.key) {
-        Some((k, req)) if *k == source => req.clone(),
+        Some((k, req)) if *k == source && memo::on(memo::Name::Requirements) => req.clone(),
         _ => {
             let req = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters)
                 .ok()

@@ -189,7 +189,8 @@ impl Fleet {
         for (p, &i) in order.iter().enumerate() {
             rank[i] = p as u32;
         }
-        Fleet { order, rank, names, positions, universe, memoise: true, memo: Mutex::new(Memo::default()) }
+        let memoise = crate::util::memo::on(crate::util::memo::Name::FleetFilters);
+        Fleet { order, rank, names, positions, universe, memoise, memo: Mutex::new(Memo::default()) }
     }
 
     /// A fleet that evaluates every filter for every pair (the reference the memo must equal).

@@ -11,6 +11,170 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+/// Every memo, digest and incremental path a warm pass has, by name: the one registry
+/// (issue 51, "every memo earns its place"). Each has one switch ([`switch_off`]) that makes
+/// it compute every time with its own compute function — never a second implementation — for
+/// benchmarks only (`fedsched bench --ablate`), so that its figure can be measured with and
+/// without it in the same run. Off, a memo still keeps what it computed (a memo switched on
+/// again finds its entries as fresh as the last compute left them).
+///
+/// Not here, and why: the lazily built node index and free-capacity summary of a snapshot
+/// (`model::nodes::IndexCache`, `model::estimate::SummaryCache`: derived structures that every
+/// estimate of a pass reads; off, each of 10⁷ estimates would build its index); the snapshot
+/// fingerprints that keep an unchanged snapshot from being recorded again, the stability
+/// blob and the known blobs (writes avoided, which the S3 mark counts: not computations); the
+/// full check's schedule (a rule of the output directory, not a memo).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Name {
+    /// `policy::load::ParseCache`: the last validated inputs handed out again, and only the
+    /// changed files typed and validated again.
+    ParsedInputs,
+    /// `reconcile::cache::NodeDigests`: each member's node-list, pod-facts and API-list
+    /// digests kept per object.
+    NodeDigests,
+    /// `reconcile::cache::StaticDigests`: each member's static digest kept per fingerprint.
+    StaticDigests,
+    /// `reconcile::cache::RecentPlacements`: the recent placements patched from the last
+    /// pass's list, their requirements and digests matched by object.
+    RecentPlacements,
+    /// The per-replica requirements of each template kept by its hash (`snapshots::Kept`).
+    Requirements,
+    /// `snapshots::PlannedDeductions`: each recent placement's deduction plan kept per object.
+    PlannedDeductions,
+    /// `reconcile::cache::DeductedViews`: the member views after the deductions, whole.
+    DeductedViews,
+    /// The member views kept one by one when the whole is not (`snapshots::rebuild_views`).
+    ViewPerCluster,
+    /// `PassSnapshots::already_deducted`: a decision whose recent placement the views hold is
+    /// not planned as a deduction again.
+    AlreadyDeducted,
+    /// `policy::matching::IndexPositions`: the policy index kept while the set holds the same
+    /// policy objects.
+    PolicyIndex,
+    /// `reconcile::cache::ClaimMemo`: each template's claim.
+    Claims,
+    /// `reconcile::cache::KeyMemo`: each template's decision key.
+    DecisionKeys,
+    /// `reconcile::cache::PreviousDigests`: each previous placement's digest.
+    PreviousDigests,
+    /// The decisions kept by key and clusters' state (`reconcile::cache::CachedDecision`): no
+    /// filter, score, estimate, assignment or render of a workload whose inputs are the same.
+    Decisions,
+    /// A kept decision whose clusters' state changed, kept when its outcome stands on the
+    /// changed verdicts (`schedule::outcome_stands`) instead of decided again.
+    OutcomeStands,
+    /// `schedule::Fleet`'s memo of filter answers within a pass (by filter key and affinity).
+    FleetFilters,
+    /// `model::nodes::NodeIndex`'s answers per compiled request within a pass.
+    NodeWalks,
+    /// `render::summary::Shards`: only the shards of changed decisions joined again.
+    SummaryShards,
+    /// `reconcile::cache::DesiredOutput`: the per-cluster digests and Namespace files brought
+    /// up to date from the decisions a pass changed.
+    DesiredOutput,
+    /// The paths each decision owns (the publish guard's `Owners`), patched per pass.
+    Owners,
+    /// The digest of the files last published per cluster: only clusters whose digest changed
+    /// are published.
+    PublishedDigests,
+}
+
+impl Name {
+    /// Every name, in the registry's order.
+    pub const ALL: [Name; 21] = [
+        Name::ParsedInputs,
+        Name::NodeDigests,
+        Name::StaticDigests,
+        Name::RecentPlacements,
+        Name::Requirements,
+        Name::PlannedDeductions,
+        Name::DeductedViews,
+        Name::ViewPerCluster,
+        Name::AlreadyDeducted,
+        Name::PolicyIndex,
+        Name::Claims,
+        Name::DecisionKeys,
+        Name::PreviousDigests,
+        Name::Decisions,
+        Name::OutcomeStands,
+        Name::FleetFilters,
+        Name::NodeWalks,
+        Name::SummaryShards,
+        Name::DesiredOutput,
+        Name::Owners,
+        Name::PublishedDigests,
+    ];
+
+    /// The name as `--ablate` takes it (kebab case).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Name::ParsedInputs => "parsed-inputs",
+            Name::NodeDigests => "node-digests",
+            Name::StaticDigests => "static-digests",
+            Name::RecentPlacements => "recent-placements",
+            Name::Requirements => "requirements",
+            Name::PlannedDeductions => "planned-deductions",
+            Name::DeductedViews => "deducted-views",
+            Name::ViewPerCluster => "view-per-cluster",
+            Name::AlreadyDeducted => "already-deducted",
+            Name::PolicyIndex => "policy-index",
+            Name::Claims => "claims",
+            Name::DecisionKeys => "decision-keys",
+            Name::PreviousDigests => "previous-digests",
+            Name::Decisions => "decisions",
+            Name::OutcomeStands => "outcome-stands",
+            Name::FleetFilters => "fleet-filters",
+            Name::NodeWalks => "node-walks",
+            Name::SummaryShards => "summary-shards",
+            Name::DesiredOutput => "desired-output",
+            Name::Owners => "owners",
+            Name::PublishedDigests => "published-digests",
+        }
+    }
+
+    fn bit(self) -> u64 {
+        1 << (self as u32)
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Name {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Name::ALL.into_iter().find(|n| n.as_str() == s).ok_or_else(|| {
+            let all: Vec<&str> = Name::ALL.iter().map(|n| n.as_str()).collect();
+            format!("unknown memo {s:?} (one of: {})", all.join(", "))
+        })
+    }
+}
+
+/// The memos switched off (a bit per [`Name`]); none unless a benchmark says.
+static OFF: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Whether memo `name` is on (it is unless a benchmark switched it off: [`switch_off`]).
+#[inline]
+pub fn on(name: Name) -> bool {
+    OFF.load(std::sync::atomic::Ordering::Relaxed) & name.bit() == 0
+}
+
+/// For benchmarks only (`fedsched bench --ablate`, and the test that every memo off decides
+/// and renders what every memo on does): switches exactly `names` off in this process, every
+/// other memo on. Each memo switched off computes every time with its compute function.
+pub fn switch_off(names: &[Name]) {
+    let bits = names.iter().fold(0, |bits, n| bits | n.bit());
+    OFF.store(bits, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The memos switched off now.
+pub fn switched_off() -> Vec<Name> {
+    Name::ALL.into_iter().filter(|n| !on(*n)).collect()
+}
+
 /// An object's identity as a key: the `Arc` itself, equal only to a key of the same allocation
 /// (`Arc::ptr_eq`), hashed by its address. Holding the `Arc` is what makes the identity sound:
 /// while the key is kept, no other object can be at that address.
@@ -76,8 +240,20 @@ impl<K: Clone, V: Clone, S: Clone> Clone for Memo<K, V, S> {
 
 impl<K: Hash + Eq, V: PartialEq + std::fmt::Debug, S: std::hash::BuildHasher> Memo<K, V, S> {
     /// The value kept for `key`, else `compute()` kept for it. Debug builds compare a kept
-    /// value with `compute()`.
-    pub fn get_or_compute(&mut self, key: K, compute: impl Fn() -> V) -> &V {
+    /// value with `compute()`. With memo `name` switched off ([`switch_off`]), `compute()`
+    /// every time (and kept).
+    pub fn get_or_compute(&mut self, name: Name, key: K, compute: impl Fn() -> V) -> &V {
+        if !on(name) {
+            let value = compute();
+            return match self.entries.entry(key) {
+                std::collections::hash_map::Entry::Occupied(kept) => {
+                    let kept = kept.into_mut();
+                    *kept = value;
+                    kept
+                }
+                std::collections::hash_map::Entry::Vacant(slot) => slot.insert(value),
+            };
+        }
         match self.entries.entry(key) {
             std::collections::hash_map::Entry::Occupied(kept) => {
                 let kept = kept.into_mut();
@@ -128,11 +304,11 @@ mod tests {
                 *x * 2
             }
         };
-        assert_eq!(*memo.get_or_compute(ArcKey::of(&a), compute(&a)), 14);
-        assert_eq!(*memo.get_or_compute(ArcKey::of(&b), compute(&b)), 14);
+        assert_eq!(*memo.get_or_compute(Name::PreviousDigests, ArcKey::of(&a), compute(&a)), 14);
+        assert_eq!(*memo.get_or_compute(Name::PreviousDigests, ArcKey::of(&b), compute(&b)), 14);
         assert_eq!(memo.len(), 2, "equal contents, two objects");
         let before = calls.get();
-        assert_eq!(*memo.get_or_compute(ArcKey::of(&a), compute(&a)), 14);
+        assert_eq!(*memo.get_or_compute(Name::PreviousDigests, ArcKey::of(&a), compute(&a)), 14);
         // Debug builds compute again to compare; release builds do not.
         assert_eq!(calls.get(), before + usize::from(cfg!(debug_assertions)));
         assert!(ArcKey::of(&a).is(&a) && !ArcKey::of(&a).is(&b));
@@ -146,7 +322,7 @@ mod tests {
     #[should_panic(expected = "a memo gave a value its compute does not")]
     fn a_key_that_misses_an_input_fails_in_debug_builds() {
         let mut memo: Memo<&str, u32> = Memo::default();
-        memo.get_or_compute("k", || 1);
-        memo.get_or_compute("k", || 2);
+        memo.get_or_compute(Name::PreviousDigests, "k", || 1);
+        memo.get_or_compute(Name::PreviousDigests, "k", || 2);
     }
 }

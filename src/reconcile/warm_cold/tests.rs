@@ -425,3 +425,92 @@ proptest! {
         }
     }
 }
+
+/// What the warm reconciler leaves after each pass of `steps` (two quiet passes first): its
+/// placements and every output file's digest, a line each; and how many workloads the second
+/// quiet pass decided again (the first sees the first pass's placements as previous ones).
+fn transcript(steps: &[Step]) -> (Vec<String>, usize) {
+    let mut world = World::new();
+    let mut lines = Vec::new();
+    let mut decided = Vec::new();
+    let mut note = |world: &World, what: String, trigger: Trigger| {
+        let report = world.pass(&world.warm, &world.warm_out, trigger);
+        decided.push(report.as_ref().map_or(0, |r| r.decided));
+        lines.push(format!("{what}: {}", report.is_ok()));
+        lines.extend(placements(&world.warm.store));
+        let files = tree(&world.warm_out);
+        lines.extend(files.iter().map(|(path, bytes)| format!("{path} {:016x}", crate::util::hash::fnv1a64(bytes))));
+    };
+    note(&world, "the first pass".into(), Trigger::Startup);
+    for _ in 0..2 {
+        world.now += 1_000;
+        note(&world, "a quiet pass".into(), Trigger::Timer);
+    }
+    for (k, step) in steps.iter().enumerate() {
+        let trigger = world.apply(step);
+        note(&world, format!("step {k} ({step:?})"), trigger);
+    }
+    (lines, decided[2])
+}
+
+/// Every memo switched off ([`crate::util::memo::switch_off`], as `fedsched bench --ablate`
+/// does), a warm sequence of passes — edits of templates and policies, an OverridePolicy, a
+/// deletion and its return, capacity changes, polls, clock steps past the assumed-replica TTL
+/// and the full check, SIGHUP, a reload — decides and renders exactly what it does with every
+/// memo on: the same placements (policy, outcome, targets, files, history sequence) and the
+/// same output, byte for byte, after every pass. The switch is the whole process's, so the
+/// side with every memo off runs in a child process of this test binary (this test alone).
+#[test]
+fn every_memo_off_decides_and_renders_what_every_memo_on_does() {
+    const CHILD: &str = "FEDSCHED_TEST_EVERY_MEMO_OFF";
+    const BEGIN: &str = "--- transcript begins ---";
+    const END: &str = "--- transcript ends ---";
+    let steps = [
+        Step::Replicas { w: 9, replicas: 7 },
+        Step::Capacity { c: 2, percent: 50 },
+        Step::Image { w: 3 },
+        Step::Policy { w: 12, edit: PolicyEdit::Pinned(4) },
+        Step::Poll,
+        Step::Override { w: 21 },
+        Step::Clock { ms: 400_000 },
+        Step::Toggle { w: 30 },
+        Step::Capacity { c: 5, percent: 200 },
+        Step::Sighup,
+        Step::Policy { w: 28, edit: PolicyEdit::Duplicated },
+        Step::Toggle { w: 30 },
+        Step::Reload,
+        Step::Capacity { c: 2, percent: 200 },
+        Step::Replicas { w: 19, replicas: 11 },
+        Step::Clock { ms: 700_000 },
+        Step::Policy { w: 12, edit: PolicyEdit::Original },
+    ];
+    if std::env::var_os(CHILD).is_some() {
+        crate::util::memo::switch_off(&crate::util::memo::Name::ALL);
+        let (lines, quiet) = transcript(&steps);
+        // The switch works: the quiet pass decided every workload again.
+        assert_eq!(quiet, WORKLOADS, "every memo off, the quiet pass decided {quiet} workloads again");
+        println!("{BEGIN}\n{}\n{END}", lines.join("\n"));
+        return;
+    }
+    let (on, quiet) = transcript(&steps);
+    assert_eq!(quiet, 0, "every memo on, the quiet pass decided {quiet} workloads again");
+    assert!(on.len() > 40 * 19, "a transcript of every pass: {} lines", on.len());
+    let exe = std::env::current_exe().expect("the test binary");
+    let name = "reconcile::warm_cold::every_memo_off_decides_and_renders_what_every_memo_on_does";
+    let child = std::process::Command::new(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .expect("run the test binary with every memo off");
+    let stdout = String::from_utf8_lossy(&child.stdout);
+    assert!(child.status.success(), "every memo off: {}\n{}", stdout, String::from_utf8_lossy(&child.stderr));
+    let off: Vec<String> = stdout
+        .split_once(BEGIN)
+        .and_then(|(_, rest)| rest.split_once(END))
+        .map(|(body, _)| body.trim_matches('\n').lines().map(str::to_string).collect())
+        .unwrap_or_default();
+    assert_eq!(off.len(), on.len(), "every memo off gave another number of lines");
+    if let Some((a, b)) = on.iter().zip(&off).find(|(a, b)| a != b) {
+        panic!("every memo on:  {a}\nevery memo off: {b}");
+    }
+}

@@ -31,6 +31,7 @@
 //! Peak RSS is the process's high-water mark, so a scenario's RSS is meaningful when it runs
 //! in its own invocation.
 
+mod ablation;
 mod audit;
 pub mod marks;
 mod plan;
@@ -114,6 +115,9 @@ pub struct Options {
     pub poll_pods: usize,
     /// S6: no-change reconciles.
     pub passes: usize,
+    /// Memos to ablate (`--ablate`: [`ablation`]): when any, S1, S3, S4 and S7 (those asked
+    /// for) are measured with each of them off against every memo on, and nothing else runs.
+    pub ablate: Vec<crate::util::memo::Name>,
 }
 
 /// Why a benchmark could not run.
@@ -553,12 +557,18 @@ fn run_scenarios(o: &Options, emit: &mut dyn FnMut(&Figure)) -> Result<Vec<Figur
         Scenario::S10,
         Scenario::S11,
     ];
-    if !wants(Scenario::S1) && !reconciling.iter().any(|s| wants(*s)) {
+    if !wants(Scenario::S1) && !reconciling.iter().any(|s| wants(*s)) && o.ablate.is_empty() {
         return Ok(sink.all);
     }
     let fix = fixture(o)?;
     let mut b =
         Bench { fix, state: o.dir.join("state"), out: o.dir.join("out"), now: crate::util::clock::now_ms(), runs };
+    if !o.ablate.is_empty() {
+        if let Some((rec, _)) = b.s2_first_reconcile(false, &mut sink)? {
+            b.ablation(&rec, &o.ablate, &wants, &mut sink)?;
+        }
+        return Ok(sink.all);
+    }
     if wants(Scenario::S1) {
         b.s1_schedule(&mut sink)?;
     }
