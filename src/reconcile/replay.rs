@@ -129,7 +129,8 @@ pub(super) fn store_pass(
     }
     let after_seq = store.last_history_seq()?;
     let freshness = inputs.snapshots.iter().map(|s| (s.name.clone(), s.freshness)).collect();
-    let hash = store.put_stored_pass(&StoredPass { now_ms, runs, after_seq, freshness })?;
+    let rollouts = Some(super::rollout::store_states(store, &mut cache.rollout)?);
+    let hash = store.put_stored_pass(&StoredPass { now_ms, runs, after_seq, freshness, rollouts })?;
     cache.record.replay_runs().0 = kept;
     Ok(hash)
 }
@@ -265,6 +266,21 @@ pub fn replay_pass(
         }
     };
     seeded.put_stability(&state)?;
+    // The rollouts' states the pass started from: the stage of each cluster's version.
+    match pass.rollouts {
+        Some(0) => {}
+        Some(hash) => {
+            let states =
+                store.rollout_list(hash)?.ok_or_else(|| ReplayError::NotRecorded("the rollouts' states".into()))?;
+            for (sk, state) in &states {
+                seeded.put_rollout_keyed(sk, state)?;
+            }
+        }
+        None if !inputs.set.rollout_policies.is_empty() => {
+            return Err(ReplayError::NotRecorded("the rollouts' states (an older fedsched did not store them)".into()));
+        }
+        None => {}
+    }
     let reconciler = Reconciler::new(seeded, settings);
     Ok(reconciler.preview(&inputs, &scratch.path().join("out"), pass.now_ms)?)
 }
@@ -398,7 +414,8 @@ mod tests {
         let read = store.replay_pass(hash).expect("read").expect("stored");
         assert_eq!((read.now_ms, read.sources, read.after_seq), (7, vec![("a.yaml".to_string(), 42)], 3));
 
-        let broken = StoredPass { now_ms: 1, runs: vec![0xdead_beef], after_seq: 0, freshness: Vec::new() };
+        let broken =
+            StoredPass { now_ms: 1, runs: vec![0xdead_beef], after_seq: 0, freshness: Vec::new(), rollouts: Some(0) };
         let hash = store.put_stored_pass(&broken).expect("put");
         assert!(store.replay_pass(hash).expect("read").is_none());
     }

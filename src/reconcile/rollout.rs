@@ -137,12 +137,16 @@ impl RolloutPass {
             return Ok(());
         }
         let map = Arc::make_mut(kept.rollouts.get_or_insert_with(Default::default));
+        kept.replay.list = None;
         for (key, state) in self.changed.iter().filter(|(key, _)| !super::record::held_whole(held_moves, key)) {
             store.put_rollout(key, state)?;
-            map.insert(key.store_key(), state.clone());
+            let sk = key.store_key();
+            kept.replay.states.remove(&sk);
+            map.insert(sk, state.clone());
         }
         for sk in &self.forgotten {
             store.remove_rollout(sk)?;
+            kept.replay.states.remove(sk);
             map.remove(sk);
         }
         Ok(())
@@ -157,6 +161,42 @@ pub(super) struct Kept {
     rollouts: Option<Arc<BTreeMap<String, RolloutState>>>,
     /// The summary's rollout entries of the last recorded pass ([`RolloutSummary::items`]).
     items: Arc<BTreeMap<String, (usize, Arc<str>)>>,
+    /// The states' blobs for a pass's replay ([`store_states`]), as stored.
+    replay: ReplayBlobs,
+}
+
+/// The rollouts' states as a pass's replay reads them ([`store_states`]): each state's blob
+/// hash, and the list's while no state changed.
+#[derive(Default, Clone)]
+struct ReplayBlobs {
+    states: BTreeMap<String, u64>,
+    list: Option<u64>,
+}
+
+/// Stores the rollouts' states this pass started from (the ones [`run`] read, before
+/// [`RolloutPass::record`] stores this pass's), for its replay (`reconcile/replay.rs`):
+/// returns the list's blob hash ([`Store::put_rollout_list`]), 0 when there is no state. A
+/// state is stored again only after it changed, the list only after one did.
+pub(super) fn store_states(store: &Store, kept: &mut Kept) -> Result<u64, StoreError> {
+    let Some(states) = kept.rollouts.as_ref().filter(|m| !m.is_empty()) else { return Ok(0) };
+    if let Some(hash) = kept.replay.list {
+        return Ok(hash);
+    }
+    let mut list = Vec::with_capacity(states.len());
+    for (sk, state) in states.iter() {
+        let hash = match kept.replay.states.get(sk) {
+            Some(h) => *h,
+            None => {
+                let h = store.put_rollout_blob(state)?;
+                kept.replay.states.insert(sk.clone(), h);
+                h
+            }
+        };
+        list.push((sk.clone(), hash));
+    }
+    let hash = store.put_rollout_list(&list)?;
+    kept.replay.list = Some(hash);
+    Ok(hash)
 }
 
 impl Kept {
@@ -801,6 +841,38 @@ spec:
         ] {
             assert!(notes.iter().any(|x| x.contains(n)), "{n}: {notes:#?}");
         }
+    }
+
+    /// Every decision of a rollout replays identical (`fedsched replay`, the simulation's
+    /// invariant 6): a pass stores the rollouts' states it started from, and the replay renders
+    /// each cluster's stage version from them — without them it rendered the new version
+    /// everywhere (the canary's pass, the wave's, a halt's and the next change's differed).
+    #[test]
+    fn every_decision_of_a_rollout_replays_identical() {
+        let w = World::new("web:1", "");
+        let rec = w.reconciler();
+        w.pass(&rec, T0, &ready);
+        w.commit("web:2", "");
+        w.pass(&rec, T0 + 1_000, &ready);
+        w.pass(&rec, T0 + 2_000, &ready);
+        w.pass(&rec, T0 + 2_000 + MIN, &ready);
+        assert_eq!(w.images(), ["web:2", "web:2", "web:2", "web:1", "web:1"], "the wave");
+        // A bad image supersedes: the canary crash-loops and the rollout halts there.
+        w.commit("web:bad", "");
+        w.pass(&rec, T0 + 3_000 + MIN, &ready);
+        let crash = |c: &str| if c == "m1" { Pods::Crashing } else { Pods::Ready };
+        w.pass(&rec, T0 + 4_000 + MIN, &crash);
+        // (Superseded: the previous version is the last completed one, web:1.)
+        assert_eq!(w.images(), ["web:bad", "web:1", "web:1", "web:1", "web:1"], "halted at the canary");
+        let key = crate::policy::ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        let history = rec.store.history(&key).expect("history");
+        assert!(history.len() >= 4, "{} records", history.len());
+        let doc = crate::views::replay::document(&rec.store, &history, &Settings::builtin).expect("replay");
+        assert_eq!(
+            (doc["identical"].as_u64(), doc["different"].as_u64()),
+            (Some(history.len() as u64), Some(0)),
+            "{doc:#}"
+        );
     }
 
     #[test]

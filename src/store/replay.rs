@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::codec::{Versioned, decode, decode_payload, encode, open_envelope};
+use super::codec::{Codec, Versioned, decode, decode_payload, encode, open_envelope};
 use super::{Store, StoreError, counter, keys};
 use crate::model::Freshness;
 
@@ -61,7 +61,7 @@ impl Versioned for SourceRun {
     const SCHEMA: u16 = 1;
 }
 
-/// A [`ReplayPass`] as stored (schema 2): its file list as the blob hashes of its runs, in
+/// A [`ReplayPass`] as stored (schema 3): its file list as the blob hashes of its runs, in
 /// order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredPass {
@@ -69,11 +69,36 @@ pub struct StoredPass {
     pub runs: Vec<u64>,
     pub after_seq: u64,
     pub freshness: Vec<(String, Option<Freshness>)>,
+    /// [`ReplayPass::rollouts`].
+    pub rollouts: Option<u64>,
 }
 
 impl Versioned for StoredPass {
     const WHAT: &'static str = "replay pass";
-    const SCHEMA: u16 = 2;
+    /// 2: the file list in runs; 3: the rollouts' states the pass started from
+    /// ([`ReplayPass::rollouts`]).
+    const SCHEMA: u16 = 3;
+
+    fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
+        (schema == 2).then(|| {
+            decode_payload::<StoredPassV2>(Self::WHAT, codec, payload).map(|p| StoredPass {
+                now_ms: p.now_ms,
+                runs: p.runs,
+                after_seq: p.after_seq,
+                freshness: p.freshness,
+                rollouts: None,
+            })
+        })
+    }
+}
+
+/// Schema 2 of [`StoredPass`] (before the rollouts' states): its replay has none.
+#[derive(Serialize, Deserialize)]
+struct StoredPassV2 {
+    now_ms: u64,
+    runs: Vec<u64>,
+    after_seq: u64,
+    freshness: Vec<(String, Option<Freshness>)>,
 }
 
 /// The tree of [`ReplayRef`]s, keyed by history sequence number (big-endian).
@@ -92,10 +117,23 @@ pub struct ReplayPass {
     pub after_seq: u64,
     /// Each member's freshness as the pass's inputs had it (before its age at `now_ms`).
     pub freshness: Vec<(String, Option<Freshness>)>,
+    /// Blob hash of the rollouts' states the pass started from
+    /// ([`Store::put_rollout_list`]; 0: no rollout state); `None`: not recorded (a pass
+    /// stored by an earlier fedsched).
+    pub rollouts: Option<u64>,
 }
 
 /// The schema of a [`ReplayPass`] stored whole (by earlier versions).
 const WHOLE_PASS_SCHEMA: u16 = 1;
+
+/// A [`ReplayPass`] stored whole (schema 1).
+#[derive(Serialize, Deserialize)]
+struct WholePass {
+    now_ms: u64,
+    sources: Vec<(String, u64)>,
+    after_seq: u64,
+    freshness: Vec<(String, Option<Freshness>)>,
+}
 
 /// Where a history record's replay inputs are.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,8 +161,13 @@ impl Store {
             .into_iter()
             .map(|r| self.put_source_run(&pass.sources[r]))
             .collect::<Result<Vec<u64>, StoreError>>()?;
-        let stored =
-            StoredPass { now_ms: pass.now_ms, runs, after_seq: pass.after_seq, freshness: pass.freshness.clone() };
+        let stored = StoredPass {
+            now_ms: pass.now_ms,
+            runs,
+            after_seq: pass.after_seq,
+            freshness: pass.freshness.clone(),
+            rollouts: pass.rollouts,
+        };
         self.put_stored_pass(&stored)
     }
 
@@ -144,7 +187,11 @@ impl Store {
         let Some(bytes) = self.blob(hash)? else { return Ok(None) };
         let (header, payload) = open_envelope(StoredPass::WHAT, &bytes)?;
         let stored: StoredPass = match header.schema {
-            WHOLE_PASS_SCHEMA => return decode_payload(StoredPass::WHAT, header.codec, payload).map(Some),
+            WHOLE_PASS_SCHEMA => {
+                let p: WholePass = decode_payload(StoredPass::WHAT, header.codec, payload)?;
+                let WholePass { now_ms, sources, after_seq, freshness } = p;
+                return Ok(Some(ReplayPass { now_ms, sources, after_seq, freshness, rollouts: None }));
+            }
             _ => decode(&bytes)?,
         };
         let mut sources = Vec::new();
@@ -157,6 +204,7 @@ impl Store {
             sources,
             after_seq: stored.after_seq,
             freshness: stored.freshness,
+            rollouts: stored.rollouts,
         }))
     }
 

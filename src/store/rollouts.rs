@@ -125,7 +125,53 @@ impl RolloutStateV1 {
     }
 }
 
+/// The rollouts' states a pass started from, for its replay ([`super::ReplayPass::rollouts`]):
+/// each workload's store key and the blob hash of its state (each state a blob of its own, so
+/// a pass after a change of one state stores that state and this list, not every state again).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RolloutList {
+    states: Vec<(String, u64)>,
+}
+
+impl Versioned for RolloutList {
+    const WHAT: &'static str = "rollout states of a pass";
+    const SCHEMA: u16 = 1;
+}
+
 impl Store {
+    /// Stores a rollout state as a blob (for a pass's replay); returns its hash.
+    pub fn put_rollout_blob(&self, state: &RolloutState) -> Result<u64, StoreError> {
+        self.put_blob(&encode(state)?)
+    }
+
+    /// Stores the list of a pass's rollout states (store key, [`Store::put_rollout_blob`]'s
+    /// hash); returns its blob hash.
+    pub fn put_rollout_list(&self, states: &[(String, u64)]) -> Result<u64, StoreError> {
+        self.put_blob(&encode(&RolloutList { states: states.to_vec() })?)
+    }
+
+    /// The rollout states a [`Store::put_rollout_list`] blob lists, by store key; `None` when
+    /// the list or one of its states is not in the store.
+    pub fn rollout_list(&self, hash: u64) -> Result<Option<Vec<(String, RolloutState)>>, StoreError> {
+        let Some(bytes) = self.blob(hash)? else { return Ok(None) };
+        let list: RolloutList = decode(&bytes)?;
+        let mut out = Vec::with_capacity(list.states.len());
+        for (sk, h) in list.states {
+            let Some(bytes) = self.blob(h)? else { return Ok(None) };
+            out.push((sk, decode(&bytes)?));
+        }
+        Ok(Some(out))
+    }
+
+    /// Replaces the rollout state stored under a workload's store key (as [`Store::rollouts`]
+    /// gives it): a replay's scratch store seeded with a pass's states.
+    pub fn put_rollout_keyed(&self, store_key: &str, state: &RolloutState) -> Result<(), StoreError> {
+        self.writable("rollout state")?;
+        self.note_old(&self.inner.rollouts, [store_key.as_bytes()])?;
+        self.inner.rollouts.insert(store_key.as_bytes(), encode(state)?).map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     /// The rollout state of a workload (`None`: never under a RolloutPolicy, or forgotten).
     pub fn rollout(&self, key: &ObjectKey) -> Result<Option<RolloutState>, StoreError> {
         match self.inner.rollouts.get(keys::workload(key)?).map_err(|e| self.err(e))? {

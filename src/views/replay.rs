@@ -287,6 +287,7 @@ mod tests {
             sources: vec![("apps/web.yaml".into(), 99)],
             after_seq: 0,
             freshness: Vec::new(),
+            rollouts: Some(0),
         };
         let hash = store.put_replay_pass(&pass).expect("pass");
         let r = ReplayRef { pass: hash, targets: BTreeMap::new(), affinity_name: None, files: Vec::new() };

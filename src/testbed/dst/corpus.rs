@@ -325,6 +325,32 @@ pub const CORPUS: &[Entry] = &[
         failed_on: "3fb97c3 and a606f1d (main)",
         fixed_by: None,
     },
+    Entry {
+        seed: 1_000_019,
+        keep: Some(&[2]),
+        faults: &["t=216s w000 never Ready for 73s"],
+        invariant: 6,
+        found: "issue 52: w000's new image rolled out in stages (canary first, the others kept the previous \
+                version); the replay of a pass during the rollout rendered the new version on member-002 too: the scratch \
+                store it replays in had no rollout state, so the rollout stage started from none (the version \
+                settled everywhere)",
+        failed_on: "3fb97c3 and 54734b9 (main)",
+        // A pass stores the rollouts' states it started from (StoredPass::rollouts, a list of
+        // state blobs); the replay seeds its scratch store with them.
+        fixed_by: Some("roll9 after 54734b9: reconcile::rollout::store_states, reconcile::replay::replay_pass"),
+    },
+    Entry {
+        seed: 1_000_013,
+        keep: Some(&[1]),
+        faults: &["t=183s w000 new image"],
+        invariant: 9,
+        found: "issue 52: a world whose wave drew only the canary (wave `clusterNames: []`); fedsched put member-002 \
+                in the wave, as Karmada's ClusterAffinity with no constraint matches every cluster, and released it \
+                after the canary's one gate; the checker's model put it in the final stage (two gates) — the \
+                model, not fedsched, was wrong",
+        failed_on: "3fb97c3 and 54734b9 (main)",
+        fixed_by: Some("roll9 after 54734b9: testbed::dst::spec::Rollout::stage_of (an empty wave takes the rest)"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),

@@ -165,11 +165,13 @@ impl Rollout {
         }
     }
 
-    /// The stage of member `m` (0 canary, 1 wave, 2 the final stage).
+    /// The stage of member `m` (0 canary, 1 wave, 2 the final stage). A wave that names no
+    /// member (its only pick was the canary) is `clusterNames: []`: a ClusterAffinity with no
+    /// constraint, which matches every cluster (Karmada's), so it takes all but the canary.
     pub fn stage_of(&self, m: usize) -> usize {
         if m == self.canary {
             0
-        } else if self.wave.contains(&m) {
+        } else if self.wave.contains(&m) || self.wave.is_empty() {
             1
         } else {
             2
