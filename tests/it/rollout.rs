@@ -253,3 +253,94 @@ fn the_canarys_gitops_agent_tells_not_synced_from_synced_unhealthy() {
     let _ = child.wait();
     assert!(!l().contains("panicked"), "{}", l());
 }
+
+/// Issue 52, "document it with a CRD-style schema so editors and `kubectl apply --dry-run` can
+/// validate it": `config/crds/rolloutpolicies.fedsched.io.yaml` is a CustomResourceDefinition
+/// the real `kubernetes-validate --strict` accepts (Kubernetes 1.33's apiextensions schema),
+/// and RolloutPolicies are checked against its openAPIV3Schema offline by `jsonschema`
+/// (`tests/tools/crd_instances.py`, as the API server reads the schema with strict field
+/// validation): the guide's example and this suite's policy are valid; each of six broken
+/// policies is rejected at the field `fedsched check` also names. kubectl cannot do this
+/// without an API server (`--dry-run=client` asks the server for the kind's mapping and, with
+/// `--validate`, for its OpenAPI document; `--dry-run=server` needs the CRD installed).
+#[test]
+fn the_crd_schema_validates_rollout_policies_as_fedsched_check_does() {
+    let crd = repo_root().join("config/crds/rolloutpolicies.fedsched.io.yaml");
+    let validate = crate::tools::kubernetes_validate();
+    let r = std::process::Command::new(&validate)
+        .args(["--strict", "--quiet", "-k", "1.33"])
+        .arg(&crd)
+        .output()
+        .expect("run kubernetes-validate");
+    assert!(r.status.success(), "kubernetes-validate rejected the CRD:\n{}{}", text(&r.stdout), text(&r.stderr));
+    // Negative control: a field a CustomResourceDefinition has not.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad_crd = dir.path().join("bad-crd.yaml");
+    let crd_text = std::fs::read_to_string(&crd).expect("crd");
+    std::fs::write(&bad_crd, crd_text.replace("  scope: Namespaced\n", "  scope: Namespaced\n  strictness: high\n"))
+        .expect("write");
+    let r = std::process::Command::new(&validate)
+        .args(["--strict", "--quiet", "-k", "1.33"])
+        .arg(&bad_crd)
+        .output()
+        .expect("run kubernetes-validate");
+    assert!(!r.status.success() && text(&r.stdout).contains("strictness"), "{}", text(&r.stdout));
+
+    let python = crate::tools::python_with_kubernetes();
+    let script = repo_root().join("tests/tools/crd_instances.py");
+    let schema_check = |file: &std::path::Path| {
+        let o = std::process::Command::new(&python).arg(&script).arg(&crd).arg(file).output().expect("run python");
+        assert!(o.status.code().is_some_and(|c| c < 2), "{}", text(&o.stderr));
+        (o.status.success(), text(&o.stdout))
+    };
+    let fedsched_check = |dir: &std::path::Path| {
+        let o = fedsched(&["check", "--policies", dir.to_str().expect("utf8")]);
+        (o.status.success() && !text(&o.stderr).contains("error"), text(&o.stdout) + &text(&o.stderr))
+    };
+    let guide = std::fs::read_to_string(repo_root().join("docs/guide/rollouts.md")).expect("guide");
+    let example = guide.split("```yaml\n").nth(1).and_then(|b| b.split("```").next()).expect("the guide's example");
+    assert!(example.contains("kind: RolloutPolicy"), "{example}");
+    let suite = app_with("api:1", ", requireApproval: true", "  approvedStages: [canary]\n  onNewVersion: Queue\n");
+    let suite = suite.split("---\n").find(|d| d.contains("kind: RolloutPolicy")).expect("policy").to_string();
+    for (i, valid) in [example.to_string(), suite].iter().enumerate() {
+        let d = dir.path().join(format!("valid-{i}"));
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join("rollout.yaml"), valid).expect("write");
+        let (ok, out) = schema_check(&d.join("rollout.yaml"));
+        assert!(ok, "the schema rejects a valid RolloutPolicy:\n{out}\n{valid}");
+        let (ok, out) = fedsched_check(&d);
+        assert!(ok, "fedsched check rejects it:\n{out}\n{valid}");
+    }
+
+    let base = "apiVersion: fedsched.io/v1alpha1\nkind: RolloutPolicy\nmetadata: {name: web, namespace: shop}\nspec:\n  \
+                resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]\n  stages:\n  \
+                - {name: canary, clusterAffinity: {clusterNames: [a]}}\n  - {name: wave, maxConcurrency: 25%}\n  \
+                minSuccessTime: 2m\n  maxFailures: 1\n  onFailure: Halt\n";
+    // (edit, the field the schema names, the field fedsched check names)
+    let broken = [
+        (("onFailure: Halt", "onFailure: Explode"), "spec.onFailure", "spec.onFailure"),
+        (("{name: wave, maxConcurrency: 25%}", "{name: wave}"), "spec.stages.1", "spec.stages[1]"),
+        (("minSuccessTime: 2m", "minSucessTime: 2m"), "'minSucessTime' was unexpected", "spec.minSucessTime"),
+        (("name: canary,", "name: Canary_1,"), "spec.stages.0.name", "spec.stages[0].name"),
+        (
+            ("maxConcurrency: 25%", "maxConcurrency: [2]"),
+            "spec.stages.1.maxConcurrency",
+            "spec.stages[1].maxConcurrency",
+        ),
+        (
+            ("clusterNames: [a]", "clusterNames: a"),
+            "spec.stages.0.clusterAffinity.clusterNames",
+            "spec.stages[0].clusterAffinity.clusterNames",
+        ),
+    ];
+    for (i, ((from, to), schema_field, check_field)) in broken.into_iter().enumerate() {
+        assert!(base.contains(from), "{from}");
+        let d = dir.path().join(format!("broken-{i}"));
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join("rollout.yaml"), base.replace(from, to)).expect("write");
+        let (ok, out) = schema_check(&d.join("rollout.yaml"));
+        assert!(!ok && out.contains(schema_field), "the schema accepts `{to}` (or names another field):\n{out}");
+        let (ok, out) = fedsched_check(&d);
+        assert!(!ok && out.contains(check_field), "fedsched check accepts `{to}`:\n{out}");
+    }
+}
