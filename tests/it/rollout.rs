@@ -344,3 +344,75 @@ fn the_crd_schema_validates_rollout_policies_as_fedsched_check_does() {
         assert!(!ok && out.contains(check_field), "fedsched check accepts `{to}`:\n{out}");
     }
 }
+
+/// A Cactus (`example.io/v1`, plural `cacti`: a CRD that names an irregular plural) under a
+/// RolloutPolicy, judged by its `healthInterpretation`.
+const CACTUS: &str = r#"apiVersion: example.io/v1
+kind: Cactus
+metadata: {name: prickly, namespace: shop}
+spec: {image: "cactus:1"}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: prickly, namespace: shop}
+spec:
+  resourceSelectors: [{apiVersion: example.io/v1, kind: Cactus, name: prickly}]
+  placement:
+    clusterAffinity: {clusterNames: [member-000, member-001, member-002]}
+    replicaScheduling: {replicaSchedulingType: Duplicated}
+---
+apiVersion: fedsched.io/v1alpha1
+kind: RolloutPolicy
+metadata: {name: prickly, namespace: shop}
+spec:
+  resourceSelectors: [{apiVersion: example.io/v1, kind: Cactus, name: prickly}]
+  stages:
+  - {name: canary, clusterAffinity: {clusterNames: [member-000]}}
+  minSuccessTime: 3s
+---
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterCustomization
+metadata: {name: cactus}
+spec:
+  target: {apiVersion: example.io/v1, kind: Cactus}
+  customizations:
+    healthInterpretation:
+      luaScript: |
+        function InterpretHealth(observedObj)
+          return observedObj.status ~= nil and observedObj.status.phase == 'Running'
+        end
+"#;
+
+/// Issue 52: the poll of a custom kind's object for its `healthInterpretation` asks for the
+/// resource the member's discovery names — `cacti`, not `cactuses` as Kubernetes would guess
+/// from the kind — and only on the members of the stage the rollout watches (the canary).
+#[test]
+fn a_custom_kinds_object_is_polled_at_the_resource_name_discovery_gives() {
+    let t = setup_with(3, false, WATCHED, &[]);
+    let apis = r#"[{"groupVersion": "v1", "resources": [{"name": "pods", "kind": "Pod"},
+            {"name": "namespaces", "kind": "Namespace"}, {"name": "configmaps", "kind": "ConfigMap"}]},
+        {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]},
+        {"groupVersion": "example.io/v1", "resources": [{"name": "cacti", "kind": "Cactus"}]}]"#;
+    for m in MEMBERS {
+        let (code, body) = t.sim.http("PUT", &format!("/admin/clusters/{m}/apis"), apis);
+        assert_eq!(code, 200, "{body}");
+    }
+    t.s.write("apps/cactus.yaml", CACTUS);
+    let (mut child, log) = daemon(&t, "info");
+    let other_reads = || {
+        let (_, stats) = t.sim.http("GET", "/admin/stats", "");
+        let stats: serde_json::Value = serde_json::from_str(&stats).expect("stats");
+        stats["otherReads"].clone()
+    };
+    let path = "/apis/example.io/v1/namespaces/shop/cacti/prickly";
+    wait_for("the canary's Cactus to be read", Duration::from_secs(60), || {
+        other_reads()["member-000"][path].as_u64().is_some_and(|n| n >= 2)
+    });
+    let reads = other_reads();
+    let paths: Vec<&String> =
+        reads.as_object().into_iter().flatten().flat_map(|(_, p)| p.as_object()).flat_map(|p| p.keys()).collect();
+    assert_eq!(paths, [path], "only the canary's Cactus, at its discovered resource name: {reads:#}");
+    child.kill().expect("kill");
+    let _ = child.wait();
+    assert!(!log.lock().expect("lock").contains("panicked"));
+}

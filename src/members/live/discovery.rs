@@ -22,9 +22,13 @@
 //! [`MAX_ENTRIES`] entries fail the discovery; group versions that are not `group/version`
 //! made of DNS characters are skipped (they are never put into a URL), as are resources
 //! without a name or a kind; missing fields read as empty.
+//!
+//! Each entry's resource name is kept where it is not the one Kubernetes guesses from the kind
+//! ([`guessed_resource`]; a CRD that names an irregular plural): the poller reads an object of
+//! a custom kind at the path discovery gives ([`Discovered::resources`]).
 
 use crate::members::decode::null_as_default;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
@@ -145,8 +149,30 @@ pub(super) struct ApiResourceItem {
 pub struct Discovered {
     /// `group/version/Kind` entries (with the entries kept for the group versions that failed).
     pub apis: BTreeSet<String>,
+    /// The resource name of each entry whose name is not [`guessed_resource`] of its kind
+    /// (`example.io/v1/Cactus` → `cacti`), by entry; the others' is the guess.
+    pub resources: BTreeMap<String, String>,
     /// Group versions whose resource list could not be read, with why.
     pub failed: Vec<(String, String)>,
+}
+
+/// The entries of one group version: `group/version/Kind`, and the resource names that are not
+/// the guess ([`Discovered::resources`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Entries {
+    pub(super) apis: BTreeSet<String>,
+    pub(super) resources: BTreeMap<String, String>,
+}
+
+/// The resource name Kubernetes guesses from a kind (`UnsafeGuessKindToResource`: lower case,
+/// `y` → `ies`, `s` → `ses`, else `s`), the name a CRD has unless it names another plural.
+pub fn guessed_resource(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    match lower.strip_suffix('y') {
+        _ if lower.ends_with('s') => format!("{lower}es"),
+        Some(stem) => format!("{stem}ies"),
+        None => format!("{lower}s"),
+    }
 }
 
 /// Whether `gv` is `version` (core) or `group/version`, made of the characters a DNS
@@ -170,14 +196,14 @@ pub(super) fn valid_group_version(gv: &str) -> bool {
 #[derive(Debug, Default)]
 pub(super) struct Plan {
     /// Group version → its entries, or why they are not known.
-    pub(super) known: Vec<(String, Result<BTreeSet<String>, String>)>,
+    pub(super) known: Vec<(String, Result<Entries, String>)>,
     /// Group versions to read (`/api/<v>`, `/apis/<g>/<v>`).
     pub(super) fetch: Vec<String>,
     seen: BTreeSet<String>,
 }
 
 impl Plan {
-    fn add(&mut self, gv: String, known: Option<Result<BTreeSet<String>, String>>) -> Result<(), String> {
+    fn add(&mut self, gv: String, known: Option<Result<Entries, String>>) -> Result<(), String> {
         if !valid_group_version(&gv) {
             tracing::debug!(group_version = %gv.chars().take(80).collect::<String>(), "discovery: invalid group version skipped");
             return Ok(());
@@ -236,19 +262,27 @@ pub(super) fn plan(core: &[u8], groups: &[u8]) -> Result<Plan, String> {
     Ok(plan)
 }
 
-/// `group/version/Kind` of each `(resource name, Kind)`: subresources and nameless or kindless
-/// resources left out.
-fn kinds(gv: &str, resources: impl Iterator<Item = (String, String)>) -> BTreeSet<String> {
+/// `group/version/Kind` of each `(resource name, Kind)`, with the resource names that are not
+/// the guess: subresources and nameless or kindless resources left out, and names that are not
+/// DNS labels (never put into a URL). Of two resources of one kind, the first one's name.
+fn kinds(gv: &str, resources: impl Iterator<Item = (String, String)>) -> Entries {
     let kind_ok = |k: &str| k.len() <= 253 && k.bytes().all(|b| b.is_ascii_alphanumeric()) && !k.is_empty();
-    resources
-        .filter(|(name, kind)| !name.is_empty() && !name.contains('/') && kind_ok(kind))
-        .map(|(_, kind)| format!("{gv}/{kind}"))
-        .collect()
+    let name_ok = |n: &str| {
+        n.len() <= 253 && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
+    let mut out = Entries::default();
+    for (name, kind) in resources.filter(|(name, kind)| !name.is_empty() && !name.contains('/') && kind_ok(kind)) {
+        let entry = format!("{gv}/{kind}");
+        if out.apis.insert(entry.clone()) && name_ok(&name) && name != guessed_resource(&kind) {
+            out.resources.insert(entry, name);
+        }
+    }
+    out
 }
 
 /// The entries of one resource list of group version `gv` (`group/version/Kind`, sorted,
 /// subresources and nameless or kindless resources left out).
-pub(super) fn entries(gv: &str, body: &[u8]) -> Result<BTreeSet<String>, String> {
+pub(super) fn entries(gv: &str, body: &[u8]) -> Result<Entries, String> {
     let list: ApiResourceList = serde_json::from_slice(body).map_err(|e| e.to_string())?;
     if !list.group_version.is_empty() && list.group_version != gv {
         return Err(format!("the list is of {:?}", list.group_version.chars().take(80).collect::<String>()));
@@ -267,11 +301,11 @@ pub(super) fn entries_of<'a>(previous: &'a BTreeSet<String>, gv: &'a str) -> imp
 }
 
 /// Reads the member's discovery documents with `client` (each request within the client's read
-/// timeout; the caller bounds the whole). `previous` (the last list) fills in the group
-/// versions that fail.
+/// timeout; the caller bounds the whole). `previous` (the last list, and its resource names)
+/// fills in the group versions that fail.
 pub(super) async fn discover(
     client: &kube::Client,
-    previous: Option<&BTreeSet<String>>,
+    previous: (Option<&BTreeSet<String>>, Option<&BTreeMap<String, String>>),
 ) -> Result<Discovered, PollError> {
     const WHAT: &str = "discovery";
     let fetch = |path: String, accept: &'static str| async move {
@@ -284,7 +318,7 @@ pub(super) async fn discover(
     let core = fetch("/api".into(), DISCOVERY_ACCEPT).await?;
     let groups = fetch("/apis".into(), DISCOVERY_ACCEPT).await?;
     let plan = plan(&core, &groups).map_err(|message| PollError::Decode { what: WHAT, message })?;
-    let fetched: Vec<(String, Result<BTreeSet<String>, String>)> = futures_util::stream::iter(plan.fetch)
+    let fetched: Vec<(String, Result<Entries, String>)> = futures_util::stream::iter(plan.fetch)
         .map(|gv| {
             let path = if gv.contains('/') { format!("/apis/{gv}") } else { format!("/api/{gv}") };
             let fetched = fetch(path, "application/json");
@@ -299,10 +333,18 @@ pub(super) async fn discover(
     let mut out = Discovered::default();
     for (gv, found) in plan.known.into_iter().chain(fetched) {
         match found {
-            Ok(found) => out.apis.extend(found),
+            Ok(found) => {
+                out.apis.extend(found.apis);
+                out.resources.extend(found.resources);
+            }
             Err(why) => {
-                if let Some(prev) = previous {
-                    out.apis.extend(entries_of(prev, &gv).cloned());
+                if let Some(prev) = previous.0 {
+                    for e in entries_of(prev, &gv) {
+                        out.apis.insert(e.clone());
+                        if let Some(name) = previous.1.and_then(|r| r.get(e)) {
+                            out.resources.insert(e.clone(), name.clone());
+                        }
+                    }
                 }
                 out.failed.push((gv, why));
             }
@@ -356,7 +398,7 @@ mod tests {
             .known
             .iter()
             .map(|(gv, r)| {
-                (gv.as_str(), r.as_ref().map(|e| e.iter().map(String::as_str).collect()).map_err(String::as_str))
+                (gv.as_str(), r.as_ref().map(|e| e.apis.iter().map(String::as_str).collect()).map_err(String::as_str))
             })
             .collect();
         assert_eq!(known["v1"], Ok(vec!["v1/ConfigMap", "v1/Pod"]));
@@ -423,8 +465,9 @@ mod tests {
             {"name":null,"kind":null}
         ]}"#;
         let e = entries("apps/v1", body).expect("valid");
-        assert_eq!(e.into_iter().collect::<Vec<_>>(), ["apps/v1/Deployment", "apps/v1/StatefulSet"]);
-        assert!(entries("apps/v1", br#"{"resources":null}"#).expect("null").is_empty());
+        assert_eq!(e.apis.into_iter().collect::<Vec<_>>(), ["apps/v1/Deployment", "apps/v1/StatefulSet"]);
+        assert!(e.resources.is_empty(), "every name is the guess: {:?}", e.resources);
+        assert!(entries("apps/v1", br#"{"resources":null}"#).expect("null").apis.is_empty());
         assert!(entries("apps/v1", br#"{"groupVersion":"batch/v1","resources":[]}"#).is_err(), "another list");
         assert!(entries("apps/v1", br#"{"resources":[{"name":"x","kind":5}]}"#).is_err());
         // A large list decodes (bounded by the body limit, not by a count).
@@ -432,7 +475,36 @@ mod tests {
             r#"{{"resources":[{}]}}"#,
             (0..20_000).map(|i| format!(r#"{{"name":"r{i}","kind":"K{i}"}}"#)).collect::<Vec<_>>().join(",")
         );
-        assert_eq!(entries("x.example/v1", big.as_bytes()).expect("big").len(), 20_000);
+        assert_eq!(entries("x.example/v1", big.as_bytes()).expect("big").apis.len(), 20_000);
+    }
+
+    /// A custom kind whose plural is not the guess from its kind keeps the name discovery gives
+    /// (both forms of the documents); a regular one, or a name that is no DNS name, does not.
+    #[test]
+    fn irregular_resource_names_are_kept_from_discovery() {
+        let body = br#"{"groupVersion":"example.io/v1","resources":[
+            {"name":"cacti","kind":"Cactus"},{"name":"cacti/status","kind":"Cactus"},
+            {"name":"widgets","kind":"Widget"},{"name":"policies","kind":"Policy"},
+            {"name":"mice","kind":"Mouse"},{"name":"Bad..Name","kind":"Odd"}]}"#;
+        let e = entries("example.io/v1", body).expect("valid");
+        let want: BTreeMap<String, String> = [("example.io/v1/Cactus", "cacti"), ("example.io/v1/Mouse", "mice")]
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(e.resources, want);
+        assert_eq!(e.apis.len(), 5, "{:?}", e.apis);
+        let groups = br#"{"kind":"APIGroupDiscoveryList","items":[{"metadata":{"name":"example.io"},"versions":[
+            {"version":"v1","resources":[{"resource":"cacti","responseKind":{"kind":"Cactus"}},
+                {"resource":"widgets","responseKind":{"kind":"Widget"}}]}]}]}"#;
+        let p = plan(br#"{"kind":"APIVersions","versions":[]}"#, groups).expect("aggregated");
+        let found = p.known[0].1.as_ref().expect("known");
+        assert_eq!(found.resources.get("example.io/v1/Cactus").map(String::as_str), Some("cacti"));
+        assert_eq!(found.resources.len(), 1);
+        for (kind, guess) in
+            [("Widget", "widgets"), ("Policy", "policies"), ("Ingress", "ingresses"), ("Cactus", "cactuses")]
+        {
+            assert_eq!(guessed_resource(kind), guess);
+        }
     }
 
     #[test]

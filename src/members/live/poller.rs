@@ -31,6 +31,9 @@ pub struct Poller {
     lost: Arc<tokio::sync::Notify>,
     /// The workload objects to read per member ([`Poller::want_objects`]).
     objects: BTreeMap<String, Vec<crate::policy::ObjectKey>>,
+    /// Each member's resource names that are not the guess from their kind, from its last
+    /// discovery ([`Discovered::resources`]).
+    resources: BTreeMap<String, Arc<BTreeMap<String, String>>>,
 }
 
 /// What a poll saw, as the view keeps it: the observation, with how the poll went.
@@ -65,6 +68,7 @@ impl Poller {
             clock: Arc::new(SystemClock),
             lost: Arc::default(),
             objects: BTreeMap::new(),
+            resources: BTreeMap::new(),
         }
     }
 
@@ -89,9 +93,11 @@ impl Poller {
     /// timeout), is left out: the rollout then judges from the pods alone.
     async fn read_objects(&self, name: &str, client: &kube::Client, data: &mut LiveData) {
         let Some(keys) = self.objects.get(name) else { return };
+        let apis = self.view.clusters.get(name).and_then(|s| s.apis.as_deref());
+        let served = apis.map(|a| (a, self.resources.get(name).map(|r| &**r)));
         let (mut read, mut agents, mut interpreted) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
         for key in keys {
-            let Some(url) = object_url(key) else { continue };
+            let Some(url) = object_url(key, served) else { continue };
             let limit = crate::members::decode::MAX_RAW_OBJECT_BYTES;
             let got = tokio::time::timeout(
                 self.poll.timeout,
@@ -329,13 +335,14 @@ impl Poller {
     /// `poll.timeout`. Returns whether a member's API list changed.
     async fn discover_due(&mut self, ok: &[String]) -> bool {
         let now = Instant::now();
-        let due: Vec<(String, kube::Client, Option<Apis>)> = ok
+        type Previous = (Option<Apis>, Option<Arc<BTreeMap<String, String>>>);
+        let due: Vec<(String, kube::Client, Previous)> = ok
             .iter()
             .filter(|name| self.discovery.get(*name).is_none_or(|(at, _)| *at <= now))
             .filter_map(|name| {
                 let client = self.clients.get(name)?.client.clone();
                 let previous = self.view.clusters.get(name).and_then(|s| s.apis.clone());
-                Some((name.clone(), client, previous))
+                Some((name.clone(), client, (previous, self.resources.get(name).cloned())))
             })
             .collect();
         if due.is_empty() {
@@ -344,9 +351,10 @@ impl Poller {
         let timeout = self.poll.timeout;
         let found: Vec<(String, Result<Discovered, PollError>)> = futures_util::stream::iter(due)
             .map(|(name, client, previous)| async move {
-                let r = tokio::time::timeout(timeout, discover(&client, previous.as_deref()))
-                    .await
-                    .unwrap_or(Err(PollError::Deadline(timeout)));
+                let r =
+                    tokio::time::timeout(timeout, discover(&client, (previous.0.as_deref(), previous.1.as_deref())))
+                        .await
+                        .unwrap_or(Err(PollError::Deadline(timeout)));
                 (name, r)
             })
             .buffer_unordered(self.poll.concurrency.max(1))
@@ -361,6 +369,9 @@ impl Poller {
                     for (gv, why) in &d.failed {
                         tracing::warn!(cluster = %name, group_version = %gv, error = %why,
                             "discovery: cannot read the resources of this group version; keeping what was known of it");
+                    }
+                    if self.resources.get(&name).is_none_or(|r| **r != d.resources) {
+                        self.resources.insert(name.clone(), Arc::new(d.resources));
                     }
                     if status.apis.as_deref() != Some(&d.apis) {
                         tracing::info!(cluster = %name, apis = d.apis.len(), "discovery: the member's API list changed");
@@ -433,27 +444,32 @@ impl Poller {
 
 /// Keeps a client after this error? A client whose connection misbehaved is rebuilt next time
 /// (fresh connections).
-/// The API path of a namespaced workload object of `apps/v1`, or of a GitOps agent object (a
-/// Flux `Kustomization`, an Argo CD `Application`, at the key's own API version); None for
-/// another kind.
-fn object_url(key: &crate::policy::ObjectKey) -> Option<String> {
+/// The API path of a namespaced workload object of `apps/v1`, of a GitOps agent object (a
+/// Flux `Kustomization`, an Argo CD `Application`, at the key's own API version), or of
+/// another kind's object (read for its health interpretation) at the resource name the
+/// member's discovery gives (`served`: its `group/version/Kind` entries and the names that are
+/// not the guess, [`Discovered::resources`]): none when the member does not serve the kind;
+/// the name Kubernetes guesses from the kind only before a discovery of the member succeeded.
+fn object_url(key: &crate::policy::ObjectKey, served: Option<Served<'_>>) -> Option<String> {
     let plural = match (key.group(), key.kind.as_str()) {
         ("apps", "Deployment") => "deployments".to_string(),
         ("apps", "StatefulSet") => "statefulsets".to_string(),
         ("apps", "DaemonSet") => "daemonsets".to_string(),
         ("kustomize.toolkit.fluxcd.io", "Kustomization") => "kustomizations".to_string(),
         ("argoproj.io", "Application") => "applications".to_string(),
-        // Another kind (read for its health interpretation): the resource name as Kubernetes
-        // guesses it from the kind (`UnsafeGuessKindToResource`, the rule CRDs follow unless
-        // they name another plural; a member that serves it elsewhere answers 404: not read).
-        (_, kind) if !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_alphanumeric()) => {
-            let lower = kind.to_ascii_lowercase();
-            match lower.strip_suffix('y') {
-                _ if lower.ends_with('s') => format!("{lower}es"),
-                Some(stem) => format!("{stem}ies"),
-                None => format!("{lower}s"),
+        (_, kind) if !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_alphanumeric()) => match served {
+            Some((apis, resources)) => {
+                let entry = format!("{}/{kind}", key.api_version);
+                if !apis.contains(&entry) {
+                    return None;
+                }
+                resources
+                    .and_then(|r| r.get(&entry))
+                    .cloned()
+                    .unwrap_or_else(|| super::discovery::guessed_resource(kind))
             }
-        }
+            None => super::discovery::guessed_resource(kind),
+        },
         _ => return None,
     };
     let dns = |s: &str| {
@@ -472,6 +488,10 @@ fn object_url(key: &crate::policy::ObjectKey) -> Option<String> {
         None => format!("/api/{version}/namespaces/{ns}/{plural}/{}", key.name),
     })
 }
+
+/// What a member's last discovery says it serves: its `group/version/Kind` entries, and the
+/// resource names that are not the guess from their kind ([`Discovered::resources`]).
+type Served<'a> = (&'a std::collections::BTreeSet<String>, Option<&'a BTreeMap<String, String>>);
 
 /// Whether `key` names a GitOps agent object ([`object_url`]).
 fn is_agent(key: &crate::policy::ObjectKey) -> bool {
@@ -547,13 +567,16 @@ mod tests {
         }
     }
 
-    /// A rollout reads a member's object of another kind at the path its kind's resource name
-    /// has as Kubernetes guesses it; a name that is no DNS name is never put into a URL.
+    /// A rollout reads a member's object of another kind at the path its resource has in the
+    /// member's discovery (an irregular plural as the CRD names it), none where the member does
+    /// not serve the kind, and the name Kubernetes guesses only before any discovery; a name that
+    /// is no DNS name is never put into a URL.
     #[test]
-    fn another_kinds_object_is_read_at_its_guessed_resource_path() {
+    fn another_kinds_object_is_read_at_its_discovered_resource_path() {
         use crate::policy::ObjectKey;
-        let url =
-            |api: &str, kind: &str, ns: Option<&str>, name: &str| object_url(&ObjectKey::new(api, kind, ns, name));
+        let url = |api: &str, kind: &str, ns: Option<&str>, name: &str| {
+            object_url(&ObjectKey::new(api, kind, ns, name), None)
+        };
         let cases = [
             ("apps/v1", "Deployment", "/apis/apps/v1/namespaces/shop/deployments/web"),
             ("example.io/v1", "Widget", "/apis/example.io/v1/namespaces/shop/widgets/web"),
@@ -567,6 +590,23 @@ mod tests {
         assert_eq!(url("example.io/v1", "Widget", Some("shop"), "../x"), None);
         assert_eq!(url("example.io/v1", "Wid/get", Some("shop"), "web"), None);
         assert_eq!(url("example.io/v1", "Widget", None, "web"), None, "cluster-scoped");
+        // With the member's discovery: its resource names.
+        let apis: std::collections::BTreeSet<String> =
+            ["example.io/v1/Cactus", "example.io/v1/Widget"].into_iter().map(String::from).collect();
+        let resources: BTreeMap<String, String> = [("example.io/v1/Cactus".to_string(), "cacti".to_string())].into();
+        let served = |kind: &str| {
+            object_url(&ObjectKey::new("example.io/v1", kind, Some("shop"), "web"), Some((&apis, Some(&resources))))
+        };
+        assert_eq!(served("Cactus").as_deref(), Some("/apis/example.io/v1/namespaces/shop/cacti/web"));
+        assert_eq!(
+            url("example.io/v1", "Cactus", Some("shop"), "web").as_deref(),
+            Some("/apis/example.io/v1/namespaces/shop/cactuses/web"),
+            "before any discovery: the guess"
+        );
+        assert_eq!(served("Widget").as_deref(), Some("/apis/example.io/v1/namespaces/shop/widgets/web"));
+        assert_eq!(served("Gadget"), None, "not served: not asked for");
+        let deployment = ObjectKey::new("apps/v1", "Deployment", Some("shop"), "web");
+        assert!(object_url(&deployment, Some((&apis, None))).is_some(), "a workload kind's path is its own");
         assert!(crate::model::ObjectStatus::of_kind(&ObjectKey::new("apps/v1", "StatefulSet", Some("a"), "b")));
         assert!(!crate::model::ObjectStatus::of_kind(&ObjectKey::new("example.io/v1", "Widget", Some("a"), "b")));
     }

@@ -21,7 +21,7 @@
 //! agent now; `POST /admin/connections/freeze` stops every HTTPS connection open now for good
 //! (it neither reads nor writes again); `POST /admin/connections/stop` freezes those and every
 //! later one (a SIGSTOPped server); `POST /admin/connections/goaway` shuts every HTTPS
-//! connection open now down gracefully (HTTP/2's GOAWAY: its streams go on, no new one); `GET /admin/stats` (with `objectReads`: the workload objects read, by cluster; `agentReads`: the GitOps agent objects read) and `PUT /admin/clusters/{name}/agent` (`{"kind": "Kustomization", "namespace": "flux-system", "name": "apps", "paused": false}`: serve that Flux `Kustomization` or Argo CD `Application` with the revision of the member's directory the agent applied and the health of what it applied, [`super::apply::agent_object`]; paused, the agent applies nothing new) and `GET /admin/requests`. The member's own troubles:
+//! connection open now down gracefully (HTTP/2's GOAWAY: its streams go on, no new one); `GET /admin/stats` (with `objectReads`: the workload objects read, by cluster; `agentReads`: the GitOps agent objects read; `otherReads`: other kinds' namespaced objects read, by path; `getBytes`: the GET responses' body bytes, by cluster; `watchBytes`: the watch streams' bytes) and `PUT /admin/clusters/{name}/agent` (`{"kind": "Kustomization", "namespace": "flux-system", "name": "apps", "paused": false}`: serve that Flux `Kustomization` or Argo CD `Application` with the revision of the member's directory the agent applied and the health of what it applied, [`super::apply::agent_object`]; paused, the agent applies nothing new) and `GET /admin/requests`. The member's own troubles:
 //! `PUT /admin/clusters/{name}/nodes/{node}/ready` (`{"ready": false}`: the node and its pods
 //! NotReady; `true`: back), `PUT …/nodes/{node}/allocatable` (`{"cpu": "2"}`: the node
 //! shrinks, the agent's pods that no longer fit are placed again), `PUT|DELETE
@@ -117,6 +117,9 @@ impl Served {
     }
 }
 
+/// Most distinct paths of [`State::other_reads`] kept per cluster.
+pub const MAX_OTHER_PATHS: usize = 100;
+
 /// Everything the server shares between connections.
 #[derive(Debug)]
 pub struct State {
@@ -132,6 +135,15 @@ pub struct State {
     pub object_reads: RwLock<BTreeMap<String, u64>>,
     /// GitOps agent objects (Flux `Kustomization`, Argo CD `Application`) requested, by cluster.
     pub agent_reads: RwLock<BTreeMap<String, u64>>,
+    /// Other kinds' namespaced objects (`/apis/<group>/<version>/namespaces/<ns>/<resource>/<name>`)
+    /// requested, by cluster and path (at most [`MAX_OTHER_PATHS`] paths a cluster): the path a
+    /// client read a custom kind's object at.
+    pub other_reads: RwLock<BTreeMap<String, BTreeMap<String, u64>>>,
+    /// Bytes of the bodies of the GET responses (not watches) to authenticated cluster
+    /// requests, by cluster.
+    pub get_bytes: RwLock<BTreeMap<String, u64>>,
+    /// Bytes of every watch stream's lines sent (every cluster).
+    pub watch_bytes: Arc<AtomicU64>,
     /// Every `User-Agent` seen on an authenticated cluster request ("" for none).
     pub user_agents: RwLock<std::collections::BTreeSet<String>>,
     /// Runs the GitOps agent (set when `--apply` is given).
@@ -346,6 +358,15 @@ async fn cluster_api(
     }
     if api_path.starts_with("/apis/kustomize.toolkit.fluxcd.io/") || api_path.starts_with("/apis/argoproj.io/") {
         *state.agent_reads.write().unwrap_or_else(|p| p.into_inner()).entry(cluster.to_string()).or_insert(0) += 1;
+    } else if api_path.starts_with("/apis/")
+        && !api_path.starts_with("/apis/apps/v1/")
+        && api_path.split('/').filter(|s| !s.is_empty()).nth(3) == Some("namespaces")
+    {
+        let mut reads = state.other_reads.write().unwrap_or_else(|p| p.into_inner());
+        let paths = reads.entry(cluster.to_string()).or_default();
+        if paths.len() < MAX_OTHER_PATHS || paths.contains_key(api_path) {
+            *paths.entry(api_path.to_string()).or_insert(0) += 1;
+        }
     }
     let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let aggregated = !fault.legacy_discovery && accept.contains("as=APIGroupDiscoveryList");
@@ -356,6 +377,9 @@ async fn cluster_api(
             None => status(StatusCode::NOT_FOUND, "NotFound", "cluster removed"),
         }
     };
+    if let Some(n) = hyper::body::Body::size_hint(resp.body()).exact() {
+        *state.get_bytes.write().unwrap_or_else(|p| p.into_inner()).entry(cluster.to_string()).or_insert(0) += n;
+    }
     Ok(damage(resp, &fault).await)
 }
 
@@ -464,7 +488,7 @@ fn watch(state: &Arc<State>, cluster: &str, path: &str, q: &BTreeMap<String, Str
     };
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     tokio::spawn(super::watch::stream(Arc::clone(state), w, tx));
-    let mut r = Response::new(BoxBody::new(ChannelBody(rx)));
+    let mut r = Response::new(BoxBody::new(ChannelBody(rx, Arc::clone(&state.watch_bytes))));
     r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
     r
 }
@@ -865,6 +889,9 @@ async fn admin_rest(state: &State, req: Request<Incoming>, segs: Vec<String>, me
             "discovery": &*state.discovery_requests.read().unwrap_or_else(|p| p.into_inner()),
             "objectReads": &*state.object_reads.read().unwrap_or_else(|p| p.into_inner()),
             "agentReads": &*state.agent_reads.read().unwrap_or_else(|p| p.into_inner()),
+            "otherReads": &*state.other_reads.read().unwrap_or_else(|p| p.into_inner()),
+            "getBytes": &*state.get_bytes.read().unwrap_or_else(|p| p.into_inner()),
+            "watchBytes": state.watch_bytes.load(Ordering::Relaxed),
         })),
         (Method::PUT, ["clusters", name, "nodes", node, what @ ("ready" | "allocatable")]) => {
             let body = match Limited::new(req.into_body(), 64 << 10).collect().await {

@@ -145,15 +145,21 @@ impl WatchLog {
     }
 }
 
-/// A response body fed by a channel: the lines of one watch stream.
-pub struct ChannelBody(pub tokio::sync::mpsc::Receiver<Bytes>);
+/// A response body fed by a channel: the lines of one watch stream, their bytes counted.
+pub struct ChannelBody(pub tokio::sync::mpsc::Receiver<Bytes>, pub Arc<AtomicU64>);
 
 impl hyper::body::Body for ChannelBody {
     type Data = Bytes;
     type Error = Infallible;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.0.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b))))
+        let sent = Arc::clone(&self.1);
+        self.0.poll_recv(cx).map(|o| {
+            o.map(|b| {
+                sent.fetch_add(b.len() as u64, Ordering::Relaxed);
+                Ok(Frame::data(b))
+            })
+        })
     }
 }
 
