@@ -745,8 +745,8 @@ pub struct Config {
     pub audit: AuditSection,
 }
 
-/// `[audit]`: the daemon's self-audit (issue 46): every `interval` it decides afresh on a copy
-/// of its store, as `fedsched plan` does, and compares with what it kept between passes.
+/// `[audit]`: the daemon's self-audit (issue 46): every `interval` it decides afresh on its
+/// store (read only), as `fedsched plan` does, and compares with what it kept between passes.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditSection {

@@ -391,7 +391,7 @@ impl Metrics {
         );
         r.register_with_unit(
             "audit_duration",
-            "Wall time of the last self-audit (the copy of the store, the fresh and the kept decisions, the comparison)",
+            "Wall time of the last self-audit (the fresh and the kept decisions, the comparison)",
             Unit::Seconds,
             m.audit_duration.clone(),
         );

@@ -838,7 +838,7 @@ impl Daemon {
     }
 
     /// The self-audit, when `[audit] interval` (not 0) passed since the last one: what the
-    /// reconciler kept against a fresh decision on a copy of the store, with the inputs and
+    /// reconciler kept against a fresh decision on a dry run of the store, with the inputs and
     /// the live view of the last pass ([`Reconciler::audit`], on a blocking thread; the loop
     /// waits as for a pass). Each difference is logged with its workload and the memo
     /// involved and counted (`fedsched_audit_differences_total`); then the reconciler forgets
@@ -861,8 +861,7 @@ impl Daemon {
         };
         let (r, out, view) = (Arc::clone(&self.current.reconciler), self.paths.output_dir.clone(), view.clone());
         let audited = tokio::task::spawn_blocking(move || {
-            let scratch = tempfile::Builder::new().prefix("fedsched-audit-").tempdir().map_err(|e| e.to_string())?;
-            let audit = r.audit(settings, &inputs, &view, &out, scratch.path(), now).map_err(|e| e.to_string())?;
+            let audit = r.audit(settings, &inputs, &view, &out, now).map_err(|e| e.to_string())?;
             if !audit.differences.is_empty() {
                 r.forget();
             }

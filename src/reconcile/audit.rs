@@ -2,7 +2,8 @@
 //! keys, digests and deducted views ([`super::cache`]) — against what a reconciler started
 //! empty decides on the same store and inputs. The warm side is [`Reconciler::preview_warm`]
 //! (the pass's stages on a fork of the cache, as a warm `fedsched plan`); the cold side is a
-//! new reconciler on a private copy of the store ([`Store::open_copy`]), with the inputs loaded
+//! new reconciler on a dry run of the same store ([`crate::store::Store::dry_run`]: it reads what the store
+//! holds and writes nothing there), with the inputs loaded
 //! again from the pass's repository files and the live view's memos dropped, previewing as a
 //! cold `fedsched plan` does. [`compare`] is the one comparison: the daemon's periodic audit
 //! (`[audit] interval`) and the deterministic simulation's "warm equals cold" invariant
@@ -24,7 +25,7 @@
 //! # In detail
 //!
 //! The self-audit (`[audit] interval`, `Reconciler::audit`): the warm preview against a cold one on
-//! a store copy, compared by `audit::compare` (also the simulation's "warm equals cold"), each
+//! a dry run of the same store, compared by `audit::compare` (also the simulation's "warm equals cold"), each
 //! difference naming the memo involved; `forget` drops the cache so the fresh decision wins.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,7 +35,6 @@ use std::time::{Duration, Instant};
 
 use crate::members::live::LiveView;
 use crate::policy::ObjectKey;
-use crate::store::Store;
 
 use super::preview::{PassPreview, PlannedDecision};
 use super::{Inputs, ReconcileError, Reconciler, Repository, load_inputs};
@@ -191,9 +191,9 @@ pub struct Audit {
     pub differences: Vec<Difference>,
     /// Workloads decided by the fresh reconciler.
     pub workloads: usize,
-    /// Wall time of the whole audit (copy, both previews, comparison).
+    /// Wall time of the whole audit (both previews, comparison).
     pub took: Duration,
-    /// Of which the copy of the store and the fresh preview.
+    /// Of which the cold load and the fresh preview.
     pub fresh: Duration,
 }
 
@@ -210,8 +210,10 @@ fn without_memos(view: &LiveView) -> LiveView {
 impl Reconciler {
     /// The self-audit, on this (running) reconciler: the decisions it would keep for `inputs`
     /// (the inputs of its last pass, with `live` merged) against those of a reconciler started
-    /// empty on a copy of its store (made under `scratch`, which must be empty or missing) with
-    /// the same repository files and live view, configured by `settings` (built afresh by the
+    /// empty on a dry run of its store ([`crate::store::Store::dry_run`]: the same records, none of this
+    /// reconciler's memos; a copy of the store on disk cost the simulation's warm = cold check
+    /// a third of its time and gave the same records, the store being flushed by every record
+    /// stage) with the same repository files and live view, configured by `settings` (built afresh by the
     /// caller, as at start: the profiles' compilers are memos too). Reads the store and the output directory,
     /// writes nothing of either; this reconciler's cache is left as it was. Call
     /// [`Reconciler::forget`] when it found differences: the next pass then decides afresh.
@@ -221,7 +223,6 @@ impl Reconciler {
         inputs: &Inputs,
         live: &LiveView,
         output_dir: &Path,
-        scratch: &Path,
         now_ms: u64,
     ) -> Result<Audit, ReconcileError> {
         let started = Instant::now();
@@ -230,12 +231,10 @@ impl Reconciler {
         #[cfg(debug_assertions)]
         test_skew(&mut kept);
         let cold = Instant::now();
-        let state_dir = self.store.db_path().parent().unwrap_or(Path::new("."));
-        let copy = Store::open_copy(state_dir, scratch)?;
         let sources: Vec<(std::path::PathBuf, Arc<str>)> =
             inputs.sources.iter().map(|(p, _, text)| (p.clone(), Arc::clone(text))).collect();
         let mut fresh_inputs = load_inputs(Repository::Files(&sources), &settings).map_err(ReconcileError::Invalid)?;
-        let fresh_reconciler = Reconciler::new(copy, settings);
+        let fresh_reconciler = Reconciler::new(self.store.dry_run(), settings).with_gate(Arc::clone(&self.gate));
         fresh_inputs.apply_live(&without_memos(live), &fresh_reconciler.store);
         let fresh = fresh_reconciler.preview(&fresh_inputs, output_dir, now_ms)?;
         let fresh_time = cold.elapsed();

@@ -1970,9 +1970,7 @@ mod tests {
             daemon.reconcile(&inputs(&daemon), &out, crate::publish::Trigger::Timer, now).expect("pass");
         }
         let (store_before, out_before) = (store_digest(&daemon.store), tree(&out));
-        let audit = daemon
-            .audit(Settings::builtin(), &inputs(&daemon), &view, &out, &dir.path().join("scratch"), 2_000)
-            .expect("audit");
+        let audit = daemon.audit(Settings::builtin(), &inputs(&daemon), &view, &out, 2_000).expect("audit");
         assert_eq!(audit.differences, vec![]);
         assert_eq!(audit.workloads, 12);
         assert_eq!(store_digest(&daemon.store), store_before, "the audit wrote to the store");

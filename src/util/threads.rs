@@ -46,8 +46,11 @@ pub fn carrying<R>(value: Carried, f: impl FnOnce() -> R) -> R {
 /// The environment variable that sets the thread count.
 pub const ENV: &str = "FEDSCHED_THREADS";
 
-/// Threads for one parallel step (at least 1).
+/// Threads for one parallel step (at least 1; 1 within [`on_this_thread`]).
 pub fn workers() -> usize {
+    if ONE_THREAD.with(std::cell::Cell::get) {
+        return 1;
+    }
     from(std::env::var(ENV).ok().as_deref(), cores())
 }
 
@@ -164,22 +167,38 @@ pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 }
 
 std::thread_local! {
-    /// Set by [`off_pool`].
+    /// Set by [`off_pool`] and [`on_this_thread`].
     static OFF_POOL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set by [`on_this_thread`].
+    static ONE_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Sets `flag` for the length of `f`, then puts back what it was.
+fn with_flag<R>(flag: &'static std::thread::LocalKey<std::cell::Cell<bool>>, f: impl FnOnce() -> R) -> R {
+    struct Restore(&'static std::thread::LocalKey<std::cell::Cell<bool>>, bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            self.0.with(|c| c.set(self.1));
+        }
+    }
+    let _restore = Restore(flag, flag.with(|c| c.replace(true)));
+    f()
+}
+
+/// Runs `f` with every parallel step on this thread: [`on_pool`]'s stages and their splits
+/// (as [`off_pool`]), and [`workers`] 1 (so [`map_ordered`] starts no thread). For a caller
+/// that runs many small reconcilers at once, one per thread (the deterministic simulation's
+/// seeds, `testbed::dst`): a tiny world's pass is shorter than a pool thread's wake-up, and
+/// the pool's kept-awake threads spun for a sixth of a seed's time.
+pub fn on_this_thread<R>(f: impl FnOnce() -> R) -> R {
+    with_flag(&OFF_POOL, || with_flag(&ONE_THREAD, f))
 }
 
 /// Runs `f` with [`on_pool`] running its stages here, on this thread (their splits too): a
 /// plan on the daemon, which must never hold the pool's threads while a pass waits for them
 /// (a pass's stage that met a plan's keeper thread would end no sooner than the plan).
 pub fn off_pool<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            OFF_POOL.with(|c| c.set(self.0));
-        }
-    }
-    let _restore = Restore(OFF_POOL.with(|c| c.replace(true)));
-    f()
+    with_flag(&OFF_POOL, f)
 }
 
 /// A pool thread's loop while a stage runs on the pool ([`on_pool`]): takes the runs its

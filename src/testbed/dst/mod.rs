@@ -66,8 +66,13 @@ pub struct Outcome {
     pub simulated_ms: u64,
 }
 
-/// Runs one seed.
+/// Runs one seed, every step of its passes on this thread ([`crate::util::threads::on_this_thread`]):
+/// seeds run in parallel, one per thread, and a world's pass is too short to share.
 pub fn run(seed: u64, opts: &Options) -> Outcome {
+    crate::util::threads::on_this_thread(|| run_here(seed, opts))
+}
+
+fn run_here(seed: u64, opts: &Options) -> Outcome {
     let spec = WorldSpec::generate(seed, opts.size);
     let schedule = faults::schedule(&spec);
     let kept: Vec<usize> = match &opts.keep {

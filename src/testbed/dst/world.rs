@@ -829,14 +829,11 @@ impl World {
             return Ok(());
         }
         let Some(r) = self.instances[i].reconciler.clone() else { return Ok(()) };
-        self.scratch_seq += 1;
-        let scratch = self.scratch.join(format!("audit-{}", self.scratch_seq));
         let settings = crate::reconcile::Settings::from_config(&self.cfg, false)
             .map_err(|e| self.violation(0, format!("settings: {e}")))?;
         let audit = r
-            .audit(settings, inputs, &self.instances[i].view, &self.out, &scratch, self.abs())
+            .audit(settings, inputs, &self.instances[i].view, &self.out, self.abs())
             .map_err(|e| self.violation(0, format!("the audit failed: {e}")))?;
-        let _ = std::fs::remove_dir_all(&scratch);
         if let Some(first) = audit.differences.first() {
             let more = audit.differences.len() - 1;
             return Err(self.violation(5, format!("warm and cold differ: {first} (and {more} more)")));
