@@ -1402,33 +1402,40 @@ impl RenderJob<'_> {
                 out.hold(c, prev);
             }
         }
-        if let Some(d) = self.directive {
-            // Make before break: the files on the clusters it left stay until purged (graceful
-            // eviction, a hand-over), and those on the clusters it shrinks on stay as they are
-            // until the hand-over ends; a move decided afresh (move-back, rebalance), a
-            // failover's decision, or one made with a member that rejoins its decisions, hands
-            // over from this pass on (`stability::handing_over`).
-            let handover = match prev {
-                Some(p) => super::stability::handing_over(d, &p.targets, &self.targets),
-                None => BTreeMap::new(),
-            };
-            // A move-back that places nothing on the member it returns to keeps the files its
-            // eviction kept there (the engine gives the task back: `settle_move_backs`).
-            let returning = d.returning.iter().filter(|c| !places(&self.targets, c));
-            let kept: BTreeSet<&String> = d.kept.iter().chain(handover.keys()).chain(returning).collect();
-            for c in kept {
-                match self.targets.contains_key(c) {
-                    true => {
-                        out.hold(c, prev);
-                        // A file an earlier task keeps there (not the previous placement's: it
-                        // had left the member) stays as it is too.
-                        if (d.kept.contains(c) || d.returning.contains(c)) && !out.map.contains_key(c) {
-                            out.keep.push((c.clone(), path.clone()));
-                            out.map.insert(c.clone(), path.clone());
-                        }
+        // Make before break: the files on the clusters it left stay until purged (graceful
+        // eviction, a hand-over), and those on the clusters it shrinks on stay as they are
+        // until the hand-over ends; a decision that hands over (a move decided afresh, a
+        // failover's, one with a member that rejoins, any that would leave nothing Ready)
+        // does from this pass on (`stability::handing_over`).
+        let handover = match prev {
+            Some(p) => {
+                let ready = |c: &str| {
+                    let snapshot = positions.get(c).and_then(|i| views.get(*i));
+                    let placed = p.targets.get(c).copied().flatten().unwrap_or(0);
+                    super::stability::observed_ready(&t.key, snapshot, placed)
+                };
+                super::stability::handing_over(self.directive, &p.targets, &self.targets, ready)
+            }
+            None => BTreeMap::new(),
+        };
+        let none = BTreeSet::new();
+        let (tasks, returns) = self.directive.map_or((&none, &none), |d| (&d.kept, &d.returning));
+        // A move-back that places nothing on the member it returns to keeps the files its
+        // eviction kept there (the engine gives the task back: `settle_move_backs`).
+        let returning = returns.iter().filter(|c| !places(&self.targets, c));
+        let kept: BTreeSet<&String> = tasks.iter().chain(handover.keys()).chain(returning).collect();
+        for c in kept {
+            match self.targets.contains_key(c) {
+                true => {
+                    out.hold(c, prev);
+                    // A file an earlier task keeps there (not the previous placement's: it
+                    // had left the member) stays as it is too.
+                    if (tasks.contains(c) || returns.contains(c)) && !out.map.contains_key(c) {
+                        out.keep.push((c.clone(), path.clone()));
+                        out.map.insert(c.clone(), path.clone());
                     }
-                    false => out.keep.push((c.clone(), path.clone())),
                 }
+                false => out.keep.push((c.clone(), path.clone())),
             }
         }
         out

@@ -403,6 +403,27 @@ impl Reconciler {
         // On the pool: a decision's estimates split across its threads.
         let mut lent = decide::Lent { own: &mut cache.decide, record: cache.record.lend() };
         let mut decisions = crate::util::threads::on_pool(|| decide::decide_all(&context, &mut lent, &mut snapshots))?;
+        // The decisions that hand over (moves decided afresh, failovers' decisions, those made
+        // with a member that rejoins the workload's decisions, any other that would leave no
+        // Ready replica: `stability::handing_over`, on the views the render read, before the
+        // cache takes them) start their hand-overs.
+        let moves: Vec<_> = decisions
+            .fresh
+            .iter()
+            .filter_map(|k| {
+                let d = stability.directives.get(k);
+                let why = stability::HandOver::of_decision(d);
+                let (prev, c) = (cache.record.placements().get(k)?, cache.decide.decisions.get(k)?);
+                let scheduled = matches!(c.decided.record.result.outcome, crate::schedule::Outcome::Scheduled { .. });
+                let ready = |cluster: &str| {
+                    let snapshot = pass.positions.get(cluster).and_then(|i| snapshots.views.get(*i));
+                    let placed = prev.targets.get(cluster).copied().flatten().unwrap_or(0);
+                    stability::observed_ready(k, snapshot, placed)
+                };
+                let from = || stability::handing_over(d, &prev.targets, &c.decided.record.targets, ready);
+                scheduled.then(|| (k.clone(), why, from()))
+            })
+            .collect();
         snapshots.save(&mut cache.snapshots, &pass.digests);
         for (key, notes) in &rollout.notes {
             decisions.notes.entry(key.clone()).or_default().extend(notes.iter().cloned());
@@ -411,20 +432,6 @@ impl Reconciler {
         stability.settle_move_backs(|k, cluster| {
             cache.decide.decisions.get(k).is_some_and(|c| decide::places(&c.decided.record.targets, cluster))
         });
-        // The decisions that hand over (moves decided afresh, failovers' decisions, those made
-        // with a member that rejoins the workload's decisions) start their hand-overs.
-        let moves = decisions
-            .fresh
-            .iter()
-            .filter_map(|k| {
-                let d = stability.directives.get(k)?;
-                let why = d.hand_over?;
-                let (prev, c) = (cache.record.placements().get(k)?, cache.decide.decisions.get(k)?);
-                let scheduled = matches!(c.decided.record.result.outcome, crate::schedule::Outcome::Scheduled { .. });
-                let from = || stability::handing_over(d, &prev.targets, &c.decided.record.targets);
-                scheduled.then(|| (k.clone(), why, from()))
-            })
-            .collect();
         stability.hand_over(moves, now_ms, self.settings.stability.grace_period_ms);
         stability.drop_unremoved_purges(|key, cluster| {
             cache.decide.decisions.get(key).is_some_and(|c| {

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use crate::policy::ObjectKey;
 use crate::publish::{HeldCluster, HeldMove, HeldRemoval, Trigger};
+use crate::schedule::stability::Action;
 use crate::schedule::{Outcome, ScheduleResult};
 use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, Store, StoreError};
 
@@ -183,11 +184,19 @@ fn last_history<'h>(
         let last = store.last_history(key)?.map(|h| LastHistory {
             template_hash: h.inputs.template_hash,
             policy_hash: h.inputs.policy_hash,
-            notes: h.notes,
+            notes: own_notes(&h.notes),
         });
         history.insert(key.clone(), last);
     }
     Ok(history.get(key).and_then(Option::as_ref))
+}
+
+/// The decision's own notes of a history record's `notes`: those of its pass's events left out
+/// (a record lists the decision's notes, then the events: [`Action::is_event_note`]). What the
+/// next pass compares its notes with, whether the record is this process's or read from the
+/// store (a restart, a cold pass: warm = cold).
+fn own_notes(notes: &[String]) -> Vec<String> {
+    notes.iter().filter(|n| !Action::is_event_note(n)).cloned().collect()
 }
 
 /// What the record stage lends the decide stage: the placements the pass began with (read),
@@ -384,8 +393,11 @@ fn record_changed(r: &Recording<'_>, cache: &mut cache::Kept, decisions: &Decisi
             result: record.result.clone(),
             notes: notes.iter().chain(&events).cloned().collect(),
         };
-        let last =
-            cache::LastHistory { template_hash: d.inputs.template_hash, policy_hash: d.inputs.policy_hash, notes };
+        let last = cache::LastHistory {
+            template_hash: d.inputs.template_hash,
+            policy_hash: d.inputs.policy_hash,
+            notes: own_notes(&notes),
+        };
         pending.push((key.clone(), last, pass));
         batch.push((history, record));
         if batch.len() >= RECORD_BATCH {
@@ -424,7 +436,7 @@ fn changed(
                     .is_none_or(|h| h.template_hash != d.inputs.template_hash || h.policy_hash != d.inputs.policy_hash)
         }
     }) || match last {
-        Some(h) => h.notes != notes,
+        Some(h) => h.notes.iter().ne(notes.iter().filter(|n| !Action::is_event_note(n))),
         None => !notes.is_empty(),
     }
 }

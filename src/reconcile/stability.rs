@@ -99,6 +99,13 @@ pub(crate) struct Directive {
 /// tasks). A member with a task of its own (evicted, returned to) keeps that task instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum HandOver {
+    /// Any other decision (a scale-down, a policy or template edit, the members' capacity):
+    /// only when the members it keeps would run none of the workload's Ready replicas, from
+    /// the members it leaves that run some, each keeping its copy until the new placement is
+    /// Ready (a policy edit moved w010's 8 Ready replicas from member-017 to member-019, and a
+    /// scale from 3 to 1 removed member-005's only Ready one, each in one publish: simulation
+    /// seeds 112 and 106). A scale-down whose kept members run Ready replicas publishes at once.
+    Moved,
     /// A member takes part in the workload's decisions again (its eviction ended, or failover
     /// stopped leaving it out without moving back): static weights put replicas back on it by
     /// the policy's division, which removed them from the member they ran on in the publish
@@ -118,6 +125,11 @@ pub(crate) enum HandOver {
 }
 
 impl HandOver {
+    /// How a decision under directive `d` hands over (none asked: [`HandOver::Moved`]).
+    pub fn of_decision(d: Option<&Directive>) -> HandOver {
+        d.and_then(|d| d.hand_over).unwrap_or(HandOver::Moved)
+    }
+
     /// The hand-over an engine action of this pass asks of its workload's decision.
     fn of(kind: &ActionKind) -> Option<HandOver> {
         match kind {
@@ -132,6 +144,7 @@ impl HandOver {
     /// rejoins is noted as a move-back.
     pub fn reason(self) -> stability::Reason {
         match self {
+            HandOver::Moved => stability::Reason::Moved,
             HandOver::Rejoin => stability::Reason::MoveBack,
             HandOver::Failover => stability::Reason::Failover,
             HandOver::Afresh(r) => r,
@@ -142,6 +155,7 @@ impl HandOver {
     /// move-back), then a failover's decision, then a member that rejoins.
     fn max(a: Option<HandOver>, b: HandOver) -> HandOver {
         let rank = |h: &HandOver| match h {
+            HandOver::Moved => 0,
             HandOver::Rejoin => 0,
             HandOver::Failover => 1,
             HandOver::Afresh(stability::Reason::Rebalance) => 3,
@@ -463,22 +477,63 @@ impl StabilityPass {
 }
 
 /// The members a decision under directive `d` hands over from, with the replicas they had
-/// ([`handover_clusters`]), by [`Directive::hand_over`]: those a move decided afresh
+/// ([`handover_clusters`]), by [`HandOver::of_decision`]: those a move decided afresh
 /// (move-back, rebalance) or a failover's decision leaves or shrinks on; those a decision made
 /// with a member that rejoins the workload's decisions leaves (where it shrinks, Ready
-/// replicas stay); none otherwise. A member with a task of its own keeps it, not a hand-over:
-/// one the workload is evicted from (its eviction task keeps what it keeps; a `Directly` one
-/// nothing), one a move-back returns to. The one rule for the render's kept files
-/// ([`super::decide`]) and the engine's hand-over tasks ([`StabilityPass::hand_over`]).
-pub(crate) fn handing_over(d: &Directive, prev: &PlacementTargets, new: &PlacementTargets) -> BTreeMap<String, i32> {
-    let Some(why) = d.hand_over else { return BTreeMap::new() };
+/// replicas stay). Any other decision (a scale-down, a policy or template edit, the members'
+/// capacity: [`HandOver::Moved`]) keeps the availability floor only: it publishes at once when
+/// the members it keeps go on running at least one Ready replica of the workload
+/// ([`keeps_ready`]: per member the fewer of its Ready replicas and those the decision leaves
+/// it), else it hands over from the members it leaves that run Ready replicas, each keeping its
+/// files until the new placement is Ready (a scale from 3 to 1 that left member-005, the only
+/// member with a Ready replica; a policy edit that moved 8 Ready replicas to a member with
+/// none: simulation seeds 106 and 112). A workload with nothing Ready hands over nothing. A
+/// member with a task of its own keeps it, not a hand-over: one the workload is evicted from
+/// (its eviction task keeps what it keeps; a `Directly` one nothing), one a move-back returns
+/// to. `ready` gives the workload's Ready replicas on a member as the pass observes them
+/// ([`observed_ready`]); it is asked only when the decision leaves or shrinks on a member. The
+/// one rule for the render's kept files ([`super::decide`]) and the engine's hand-over tasks
+/// ([`StabilityPass::hand_over`]).
+pub(crate) fn handing_over(
+    d: Option<&Directive>,
+    prev: &PlacementTargets,
+    new: &PlacementTargets,
+    ready: impl Fn(&str) -> i32,
+) -> BTreeMap<String, i32> {
+    let why = HandOver::of_decision(d);
     let mut handover = handover_clusters(prev, new);
+    if handover.is_empty() || (why == HandOver::Moved && keeps_ready(new, &ready)) {
+        return BTreeMap::new();
+    }
+    let left = |c: &str| new.get(c).copied().flatten().unwrap_or(0) == 0;
     handover.retain(|c, _| {
-        let own_task = d.failover.evicted.contains(c) || d.returning.contains(c);
-        let leaves = why != HandOver::Rejoin || new.get(c).copied().flatten().unwrap_or(0) == 0;
-        !own_task && leaves
+        let own_task = d.is_some_and(|d| d.failover.evicted.contains(c) || d.returning.contains(c));
+        let hands_over = match why {
+            HandOver::Moved => left(c) && ready(c) > 0,
+            HandOver::Rejoin => left(c),
+            HandOver::Failover | HandOver::Afresh(_) => true,
+        };
+        !own_task && hands_over
     });
     handover
+}
+
+/// Whether the members placement `new` keeps the workload on go on running at least one of
+/// its Ready replicas (`ready`: per member, as the pass observes them): per member the fewer
+/// of its Ready replicas and those `new` leaves it. The availability floor a decision that
+/// hands over for no other cause keeps ([`handing_over`], invariant 1 of issue 46).
+fn keeps_ready(new: &PlacementTargets, ready: &impl Fn(&str) -> i32) -> bool {
+    new.iter().any(|(c, r)| r.is_some_and(|r| r > 0 && ready(c) > 0))
+}
+
+/// The Ready replicas of workload `key` on `cluster` as the pass's `views` observe them (its
+/// owners' pods, [`Owner::state`]); a member whose pods are not observed (offline) counts the
+/// `placed` replicas it had as Ready, as the stability engine does.
+pub(crate) fn observed_ready(key: &ObjectKey, snapshot: Option<&ClusterSnapshot>, placed: i32) -> i32 {
+    match snapshot.and_then(|s| s.pods.as_ref()) {
+        Some(pods) => i32::try_from(Owner::of(key).state(pods).ready).unwrap_or(i32::MAX),
+        None => placed,
+    }
 }
 
 /// The members a move decided afresh (move-back, rebalance) leaves or shrinks on, with the
@@ -2194,6 +2249,71 @@ spec:
             r.stability.events
         );
         assert_eq!(at(out), [Some(2), Some(2), Some(2)]);
+    }
+
+    /// Issue 46, invariant 1, for a plain decision (no failover, no move decided afresh): a
+    /// scale-down hands over only when the members it keeps would run none of the workload's
+    /// Ready replicas (`handing_over`, `HandOver::Moved`). 6 replicas, 1 on m2 and 5 on m3,
+    /// scaled to 1: the decision keeps m3 alone. With m3's replicas Ready it is published at
+    /// once (m2's file goes in that publish, no hand-over); with m2's replica the only Ready
+    /// one, m2 keeps its file until m3's replica is Ready (before the rule, m2's file went in
+    /// the publish that shrank m3: nothing Ready, simulation seed 106).
+    #[test]
+    fn a_scale_down_waits_for_a_ready_replica_only_when_it_leaves_the_last_ones() {
+        for m3_ready in [true, false] {
+            let f = Fixture::new(DIVIDED, &[cluster("m1", 0), cluster("m2", 2), cluster("m3", 20)]);
+            let out = &f.out;
+            let rec = f.reconciler(Settings::builtin());
+            let world = |m2: (u32, u32), m3: (u32, u32)| -> Inputs {
+                let mut inputs = f.inputs();
+                for s in inputs.snapshots.iter_mut() {
+                    match s.name.as_str() {
+                        "m2" => s.pods = Some(pods(m2.0, m2.1)),
+                        "m3" => s.pods = Some(pods(m3.0, m3.1)),
+                        _ => {}
+                    }
+                }
+                inputs
+            };
+            let at =
+                |out: &std::path::Path| -> Vec<Option<i64>> { ["m1", "m2", "m3"].map(|c| replicas(out, c)).to_vec() };
+            let t0 = 1_700_000_000_000;
+            let pass =
+                |w: Inputs, t: u64| rec.reconcile(&w, out, crate::publish::Trigger::Timer, t0 + t).expect("pass");
+            let kinds = |r: &crate::reconcile::ReconcileReport| -> Vec<(String, String)> {
+                r.stability.events.iter().map(|e| (e.kind.as_str().to_string(), e.cluster.clone())).collect()
+            };
+            pass(world((0, 0), (0, 0)), 0);
+            assert_eq!(at(out), [None, Some(1), Some(5)], "by available replicas");
+            let m3 = if m3_ready { 5 } else { 0 };
+            pass(world((1, 1), (5, m3)), 10_000);
+            f.write("apps.yaml", &DIVIDED.replace("replicas: 6", "replicas: 1"));
+            let r = pass(world((1, 1), (5, m3)), 20_000);
+            let placed = rec.store.placements().expect("placements")[0].targets.clone();
+            assert_eq!(placed, BTreeMap::from([("m3".to_string(), Some(1))]), "{m3_ready}");
+            if m3_ready {
+                assert_eq!(kinds(&r), [], "m3 keeps Ready replicas: no hand-over");
+                assert_eq!(at(out), [None, None, Some(1)], "published at once");
+                continue;
+            }
+            let e = |k: &str, c: &str| (k.to_string(), c.to_string());
+            assert_eq!(at(out), [None, Some(1), Some(1)], "m2's Ready replica stays until m3's is Ready");
+            assert_eq!(kinds(&r), [e("handover", "m2")]);
+            let key = rec.store.placements().expect("placements")[0].workload.clone();
+            let notes: Vec<String> =
+                rec.store.history(&key).expect("history").into_iter().flat_map(|h| h.notes).collect();
+            assert!(
+                notes
+                    .iter()
+                    .any(|n| n.starts_with("kept the previous files on m2 (1 replicas)") && n.contains("(move;")),
+                "{notes:#?}"
+            );
+            pass(world((1, 1), (1, 0)), 30_000);
+            assert_eq!(at(out), [None, Some(1), Some(1)], "released before m3's replica is Ready");
+            let r = pass(world((1, 1), (1, 1)), 40_000);
+            assert_eq!(kinds(&r), [e("purge", "m2")]);
+            assert_eq!(at(out), [None, None, Some(1)]);
+        }
     }
 }
 

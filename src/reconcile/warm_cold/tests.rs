@@ -514,3 +514,46 @@ fn every_memo_off_decides_and_renders_what_every_memo_on_does() {
         panic!("every memo on:  {a}\nevery memo off: {b}");
     }
 }
+
+/// A hand-over's history note is an event of its pass: recorded once, in that pass. A cold pass
+/// (or a restart) reads the last record from the store, whose notes list the pass's events
+/// after the decision's own, and compared them all with its own notes: it recorded the
+/// unchanged decision again (warm history seq 42, cold 43). Workload 0 (Duplicated on
+/// member-000, -002 and -004, its replica Ready on each) pinned to member-001 hands over from
+/// the three (`HandOver::Moved`: nothing Ready would be left); the next passes record nothing
+/// more, warm or cold.
+#[test]
+fn a_handovers_note_is_recorded_once_warm_or_cold() {
+    let mut world = World::new();
+    let owner = format!("ReplicaSet/{}/{}-5d8f9", repo::namespace_of(0), repo::workload_name(0));
+    for c in [0, 2, 4] {
+        let name = crate::testbed::simulate::fleet::cluster_name(c);
+        let Some(data) = world.view.clusters.get_mut(&name).and_then(|s| s.last_good.as_mut()) else { continue };
+        let data = Arc::make_mut(data);
+        let pods = Arc::make_mut(&mut data.pods);
+        pods.by_owner.insert(owner.clone(), 1);
+        let ready = crate::model::OwnerState { pods: 1, bound: 1, running: 1, ready: 1, ..Default::default() };
+        pods.owners.insert(owner.clone(), ready);
+    }
+    world.both(Trigger::Startup, "the first pass").expect("warm = cold");
+    let steps = [
+        Step::Policy { w: 0, edit: PolicyEdit::Pinned(1) },
+        Step::Sighup,
+        Step::Clock { ms: 65_000 },
+        Step::Reload,
+        Step::Poll,
+    ];
+    for (k, step) in steps.iter().enumerate() {
+        let trigger = world.apply(step);
+        if let Err(difference) = world.both(trigger, &format!("step {k} ({step:?})")) {
+            panic!("{difference}");
+        }
+    }
+    let key = world.warm.store.placements().expect("placements").remove(0).workload;
+    assert_eq!(key.name, repo::workload_name(0));
+    let notes: Vec<Vec<String>> =
+        world.warm.store.history(&key).expect("history").into_iter().map(|h| h.notes).collect();
+    assert_eq!(notes.len(), 2, "{notes:#?}");
+    assert_eq!(notes[1].len(), 3, "a hand-over from each member: {notes:#?}");
+    assert!(notes[1].iter().all(|n| n.starts_with("kept the previous files on member-00")), "{notes:#?}");
+}

@@ -168,6 +168,9 @@ pub enum Reason {
     /// from) left or shrank it on another member, still healthy: a hand-over, as
     /// [`Reason::MoveBack`] (e.g. the next `clusterAffinities` term taking the whole workload).
     Failover,
+    /// Any other decision left a member (a scale-down, a policy or template edit): a
+    /// hand-over, as [`Reason::MoveBack`].
+    Moved,
 }
 
 impl Reason {
@@ -179,7 +182,7 @@ impl Reason {
     /// A hand-over's reason (make before break from a member the decision left or shrank
     /// on), not an eviction's.
     pub fn is_handover(self) -> bool {
-        matches!(self, Reason::MoveBack | Reason::Rebalance | Reason::Failover)
+        matches!(self, Reason::MoveBack | Reason::Rebalance | Reason::Failover | Reason::Moved)
     }
 
     /// Kebab-case name (history, explain, the metrics' `reason` label).
@@ -192,6 +195,7 @@ impl Reason {
             Reason::MoveBack => "move-back",
             Reason::Rebalance => "rebalance",
             Reason::Failover => "failover",
+            Reason::Moved => "move",
         }
     }
 }
@@ -614,6 +618,35 @@ impl Action {
     /// `cluster-not-ready`, `unschedulable`, `move-back`…
     pub fn reason_label(&self) -> String {
         self.event().map_or("held", EventKind::reason).to_string()
+    }
+}
+
+/// How each event's history note begins ([`Action`]'s `Display`, a held action's excepted): a
+/// history record's notes are the decision's own followed by the pass's events, and only the
+/// former are compared with the next pass's ([`Action::is_event_note`]).
+const EVENT_NOTES: &[&str] = &[
+    "evicted ",
+    "released the previous files kept on ",
+    "purged the files left on ",
+    "rescheduled ",
+    "moved back to ",
+    "storm guard: ",
+    "storm guard released: ",
+    "rebalanced by WorkloadRebalancer ",
+    "kept the previous files on ",
+    "grace period ",
+];
+
+impl Action {
+    /// Whether a history note is an event's (this type's `Display` of an action that is an
+    /// event): the record stage compares a workload's notes with its last record's without
+    /// them (an event is recorded once, in the pass it happens), whether it knows that record
+    /// from its own pass or reads it from the store after a restart (warm = cold).
+    pub fn is_event_note(note: &str) -> bool {
+        EVENT_NOTES.iter().any(|p| note.starts_with(p))
+            || note.split_once(" replicas Unschedulable on ").is_some_and(|(n, rest)| {
+                !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && rest.contains(" cannot move (")
+            })
     }
 }
 

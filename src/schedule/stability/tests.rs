@@ -703,3 +703,47 @@ fn an_application_failover_never_moves_back_onto_the_member_its_pods_failed_on()
         assert_eq!(evicted, out, "{purge:?}: a stays out while the task lasts, not after");
     }
 }
+
+/// Every event's history note is known as one (the record stage leaves them out when it
+/// compares a workload's notes with its last record's, read from the store or kept warm), and
+/// no held action's nor a decision's own note is.
+#[test]
+fn every_events_note_and_only_those_is_known_as_an_events() {
+    let cause =
+        Cause { condition: "Unreachable: refused".into(), since_ms: 5_000, for_ms: 30_000, rule: "toleration".into() };
+    let action =
+        |kind: ActionKind| Action { workload: Some(key("web")), cluster: "m1".into(), kind, cause: cause.clone() };
+    let events = [
+        ActionKind::Evict {
+            replicas: 2,
+            reason: Reason::ClusterUnreachable,
+            purge: Purge::Gracefully,
+            grace_ms: 60_000,
+        },
+        ActionKind::Purge { reason: PurgeReason::ReplacementReady, of: Reason::ClusterUnreachable },
+        ActionKind::Purge { reason: PurgeReason::GraceElapsed, of: Reason::Moved },
+        ActionKind::Reschedule { replicas: 2, cap: 1 },
+        ActionKind::CannotMove { replicas: 12 },
+        ActionKind::MoveBack { replicas: 3 },
+        ActionKind::StormStarted { unhealthy: 3, live: 5 },
+        ActionKind::StormEnded { unhealthy: 1, live: 5 },
+        ActionKind::Rebalance { rebalancer: "r".into(), generation: Some(2) },
+        ActionKind::GraceExpired { grace_ms: 60_000 },
+        ActionKind::Handover { replicas: 1, reason: Reason::Moved, grace_ms: 600_000 },
+    ];
+    for kind in events {
+        let a = action(kind);
+        assert!(a.is_event() && Action::is_event_note(&a.to_string()), "{a}");
+    }
+    let held = action(ActionKind::Held { action: "purge".into(), by: Held::MassDeletionGuard });
+    assert!(!held.is_event() && !Action::is_event_note(&held.to_string()), "{held}");
+    for note in [
+        "m1: would remove 3 of 5 objects; held by the mass-deletion guard (confirm with --allow-mass-delete)",
+        "render failed on m1, previous file kept: bad override",
+        crate::reconcile::LAZY_HELD_NOTE,
+        "rollout: stage 1 released: gate passed",
+        "12 replicas Unschedulable",
+    ] {
+        assert!(!Action::is_event_note(note), "{note}");
+    }
+}
