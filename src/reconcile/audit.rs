@@ -64,7 +64,7 @@ impl std::fmt::Display for Difference {
 }
 
 /// The memo named when the decision key differs.
-pub const MEMO_KEY: &str = "decision key (KeyMemo, ClaimMemo, PreviousDigests, fleet static facts)";
+pub const MEMO_KEY: &str = "decision key (KeyMemo, ClaimMemo, fleet static facts)";
 /// The memo named when the clusters that passed the filters differ.
 pub const MEMO_STATE: &str = "cluster state (ClusterDigests, deducted views: RecentPlacements, PlannedDeductions)";
 /// The memo named when key and filtered clusters are equal and the decisions still differ.

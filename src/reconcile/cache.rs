@@ -135,9 +135,7 @@
 //! (`NodeDigests`, with its pod facts' and API list's digests), the recent placements in store
 //! order and their digest for the views key (`RecentPlacements`; the next pass matches its list
 //! with the last one by object, `snapshots::align`, so a placement that became recent keeps the
-//! others' requirements and digests), each previous placement's digest for its workload's decision
-//! key (`PreviousDigests`, keyed by the placement object's address: no object key hashed per
-//! workload); the summary is 256 shards (`render::summary::Shards`, each an `Arc` shared between
+//! others' requirements and digests); the summary is 256 shards (`render::summary::Shards`, each an `Arc` shared between
 //! the pass, the cache and the publish): a pass joins again only the shards of the workloads it
 //! decided afresh or removed, a shard equal to before keeps its `Arc`, and the shards that differ
 //! from those last published are written without their copy on the disk read back
@@ -174,7 +172,7 @@ use crate::policy::ObjectKey;
 use crate::schedule::{ClusterVerdict, Stands};
 use crate::store::{PlacementRecord, Store, StoreError};
 use crate::util::hash::KeyMap;
-use crate::util::memo::{self, ArcKey, Memo};
+use crate::util::memo::{self, ArcKey};
 
 /// How often a pass publishes the whole plan (compares every output file with the disk).
 pub const FULL_CHECK_EVERY_MS: u64 = 10 * 60 * 1000;
@@ -547,39 +545,11 @@ impl ClusterDigests {
     }
 }
 
-/// Per placement object, the digest of the placement as a decision key reads it (targets,
-/// affinity term, files, policy), given again while a workload's placement is that same
-/// object (a quiet pass hashed every workload's file paths again). Keyed by the object's
-/// identity ([`ArcKey`]: it holds the placement), no object key hashed or compared per
-/// workload; [`previous_digest`] is its one compute.
-#[derive(Default, Clone)]
-pub struct PreviousDigests(Memo<ArcKey<PlacementRecord>, u64, foldhash::fast::RandomState>);
-
 /// The digest of a workload's previous placement as its decision key reads it (`None`: none).
 pub fn previous_digest(previous: Option<&PlacementRecord>) -> u64 {
     match previous {
         Some(p) => key_of(&Some((&p.targets, &p.affinity_name, &p.files, &p.policy))),
         None => key_of(&None::<()>),
-    }
-}
-
-impl PreviousDigests {
-    /// The digest of `previous` (the workload's placement the pass started from; `None`: none).
-    pub fn of(&mut self, previous: Option<&Arc<PlacementRecord>>) -> u64 {
-        match previous {
-            Some(p) => *self.0.get_or_compute(memo::Name::PreviousDigests, ArcKey::of(p), || previous_digest(Some(p))),
-            None => previous_digest(None),
-        }
-    }
-
-    /// Forgets the placements no longer in `placements` (replaced or removed), once they are
-    /// more than an eighth of them.
-    pub fn retain_of(&mut self, placements: &Placements) {
-        if self.0.len() > placements.len() + placements.len() / 8 + 64 {
-            let current: std::collections::HashSet<ArcKey<PlacementRecord>, foldhash::fast::RandomState> =
-                placements.values().map(ArcKey::of).collect();
-            self.0.retain(|k| current.contains(k));
-        }
     }
 }
 

@@ -216,8 +216,6 @@ pub(super) struct Kept {
     claims: cache::ClaimMemo,
     /// Per template, the key of its decision ([`cache::KeyMemo`]).
     keys: cache::KeyMemo,
-    /// The digest of each workload's previous placement, for the decision keys.
-    previous_digests: cache::PreviousDigests,
     /// Each cluster's static digest, kept while its snapshot's fingerprint is the same.
     static_digests: cache::StaticDigests,
     /// The policy index's positions, kept while the set holds the same policies
@@ -363,7 +361,7 @@ pub(super) fn decide_all(
                 }
                 let confidence = claimed.framework.settings.model.min_confidence;
                 let fleet_static = fleet_statics.key(&snapshots.views, confidence);
-                let previous = cache.own.previous_digests.of(claimed.previous.as_ref());
+                let previous = cache::previous_digest(claimed.previous.as_deref());
                 let key = decision_key(ctx, &claimed, (fleet_static, previous));
                 let rolled = ctx.rollout.touches(&t.key);
                 match lazy || !claimed.required.is_empty() || claimed.directive.is_some() || rolled {
@@ -491,7 +489,6 @@ fn forget_unclaimed(cache: &mut Lent<'_>, seen_placed: usize, out: &mut Decision
             r.into_iter().cloned().collect()
         }
     };
-    cache.own.previous_digests.retain_of(placements);
     let gone: Vec<ObjectKey> = match out.order.len() == cache.own.decisions.len() {
         true => Vec::new(),
         false => cache.own.decisions.keys().filter(|k| !seen.contains(*k)).cloned().collect(),
@@ -728,7 +725,7 @@ fn debug_check_kept_key<'a>(
     let Some(claimed) = claimed else { return Ok(()) };
     debug_assert!(lazy_pin(ctx, cache, &claimed)?.is_none(), "a kept key of {}, pinned", shared.key);
     let fleet_static = fleet_statics.key(views, claimed.framework.settings.model.min_confidence);
-    let previous = cache.own.previous_digests.of(claimed.previous.as_ref());
+    let previous = cache::previous_digest(claimed.previous.as_deref());
     debug_assert_eq!(decision_key(ctx, &claimed, (fleet_static, previous)), kept, "the kept key of {}", shared.key);
     Ok(())
 }

@@ -55,8 +55,6 @@ pub enum Name {
     Claims,
     /// `reconcile::cache::KeyMemo`: each template's decision key.
     DecisionKeys,
-    /// `reconcile::cache::PreviousDigests`: each previous placement's digest.
-    PreviousDigests,
     /// The decisions kept by key and clusters' state (`reconcile::cache::CachedDecision`): no
     /// filter, score, estimate, assignment or render of a workload whose inputs are the same.
     Decisions,
@@ -81,7 +79,7 @@ pub enum Name {
 
 impl Name {
     /// Every name, in the registry's order.
-    pub const ALL: [Name; 21] = [
+    pub const ALL: [Name; 20] = [
         Name::ParsedInputs,
         Name::NodeDigests,
         Name::StaticDigests,
@@ -94,7 +92,6 @@ impl Name {
         Name::PolicyIndex,
         Name::Claims,
         Name::DecisionKeys,
-        Name::PreviousDigests,
         Name::Decisions,
         Name::OutcomeStands,
         Name::FleetFilters,
@@ -120,7 +117,6 @@ impl Name {
             Name::PolicyIndex => "policy-index",
             Name::Claims => "claims",
             Name::DecisionKeys => "decision-keys",
-            Name::PreviousDigests => "previous-digests",
             Name::Decisions => "decisions",
             Name::OutcomeStands => "outcome-stands",
             Name::FleetFilters => "fleet-filters",
@@ -304,11 +300,11 @@ mod tests {
                 *x * 2
             }
         };
-        assert_eq!(*memo.get_or_compute(Name::PreviousDigests, ArcKey::of(&a), compute(&a)), 14);
-        assert_eq!(*memo.get_or_compute(Name::PreviousDigests, ArcKey::of(&b), compute(&b)), 14);
+        assert_eq!(*memo.get_or_compute(Name::DecisionKeys, ArcKey::of(&a), compute(&a)), 14);
+        assert_eq!(*memo.get_or_compute(Name::DecisionKeys, ArcKey::of(&b), compute(&b)), 14);
         assert_eq!(memo.len(), 2, "equal contents, two objects");
         let before = calls.get();
-        assert_eq!(*memo.get_or_compute(Name::PreviousDigests, ArcKey::of(&a), compute(&a)), 14);
+        assert_eq!(*memo.get_or_compute(Name::DecisionKeys, ArcKey::of(&a), compute(&a)), 14);
         // Debug builds compute again to compare; release builds do not.
         assert_eq!(calls.get(), before + usize::from(cfg!(debug_assertions)));
         assert!(ArcKey::of(&a).is(&a) && !ArcKey::of(&a).is(&b));
@@ -322,7 +318,7 @@ mod tests {
     #[should_panic(expected = "a memo gave a value its compute does not")]
     fn a_key_that_misses_an_input_fails_in_debug_builds() {
         let mut memo: Memo<&str, u32> = Memo::default();
-        memo.get_or_compute(Name::PreviousDigests, "k", || 1);
-        memo.get_or_compute(Name::PreviousDigests, "k", || 2);
+        memo.get_or_compute(Name::DecisionKeys, "k", || 1);
+        memo.get_or_compute(Name::DecisionKeys, "k", || 2);
     }
 }
