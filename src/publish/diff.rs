@@ -265,14 +265,30 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
                 },
             };
             dirs_checked = true;
-            let same =
-                summary.compare && exists && read_file(&full).map_err(io_err("read", &full))?.1 == bytes.as_bytes();
+            // The entries of removals the guard held: their files stay, so do they.
+            let mut held: Vec<&str> = Vec::new();
+            for (item, files) in summary.removals.get(name).into_iter().flatten() {
+                for f in files.iter().filter(|f| !changes.deletions.contains(*f)) {
+                    if kind_of(&out.join(f))? == Kind::File {
+                        held.push(item);
+                        break;
+                    }
+                }
+            }
+            let bytes = match held.is_empty() {
+                true => Arc::clone(bytes),
+                false => Arc::new(crate::render::summary::with_items(bytes, &held)),
+            };
+            // A shard with removals is compared with the disk: it is planned every pass while
+            // they are pending, and a held one's bytes are on the disk already.
+            let compare = summary.compare || summary.removals.contains_key(name);
+            let same = compare && exists && read_file(&full).map_err(io_err("read", &full))?.1 == bytes.as_bytes();
             if same {
                 changes.unchanged += 1;
             } else {
                 // Shared with the plan, not copied.
                 changes.classes.insert(rel.clone(), FileClass::Summary);
-                changes.writes.insert(rel, Bytes::from_owner(SharedText(Arc::clone(bytes))));
+                changes.writes.insert(rel, Bytes::from_owner(SharedText(bytes)));
             }
         }
         // The single file of earlier versions goes once the shards replace it.

@@ -387,6 +387,7 @@ mod test_fixtures {
         super::SummaryPlan {
             shards: [("00.json".to_owned(), std::sync::Arc::new(text.to_owned()))].into(),
             compare: true,
+            removals: Default::default(),
         }
     }
 

@@ -43,6 +43,13 @@ pub struct SummaryPlan {
     /// publish of a process. Otherwise the shards differ from those this process last
     /// published, which it takes to be on the disk: written without reading the disk.
     pub compare: bool,
+    /// Per shard file name, the entries of the workloads this publish removes (their template
+    /// or policy deleted): each entry's line ([`crate::render::summary::summary_item`]) and
+    /// the files its removal deletes (`cluster/path`). A removal the mass-deletion guard holds
+    /// keeps its files, and so its entry: the shard is published with it, so that a new leader
+    /// adopts the placement whose files stay (`[ha]`, invariant 3 of issue 46). Each such
+    /// shard is in `shards`.
+    pub removals: BTreeMap<String, Vec<(String, Vec<String>)>>,
 }
 
 /// [`PublishPlan::owners`]: per workload key, the paths of its files and kept files.

@@ -443,7 +443,7 @@ impl Reconciler {
             &mut cache.plan,
             &mut cache.decide.decisions,
             &inputs.set,
-            (&decisions, &rollout.summary),
+            (&decisions, &rollout.summary, cache.record.placements()),
             full_check,
             &self.settings.publish,
         );

@@ -72,7 +72,7 @@ pub(super) fn plan<'a>(
     kept: &mut Kept,
     cached: &mut cache::KeptDecisions,
     set: &'a Arc<PolicySet>,
-    (decisions, rollouts): (&Decisions, &RolloutSummary),
+    (decisions, rollouts, placements): (&Decisions, &RolloutSummary, &cache::Placements),
     full_check: bool,
     settings: &super::settings::PublishSettings,
 ) -> PlannedPublish<'a> {
@@ -149,15 +149,32 @@ pub(super) fn plan<'a>(
     // The summary's shards: every one compared with the disk on a full check and on this
     // process's first publish, else those that differ from the shards last published.
     let compare = full_check || kept.published_summary.is_none();
-    let changed: Vec<usize> = match &kept.published_summary {
+    let mut changed: Vec<usize> = match &kept.published_summary {
         Some(published) if !compare => summary.changed_from(published),
         _ => (0..SHARDS).collect(),
     };
+    // The workloads this pass removes keep their entries where the guard holds their
+    // removal (the publish adds them back: `SummaryPlan::removals`): their shards are
+    // published every pass until the removal is.
+    let mut removals: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
+    for (k, p) in decisions.removed.iter().filter_map(|k| Some((k, placements.get(k)?))) {
+        if p.files.is_empty() {
+            continue;
+        }
+        let files = p.files.iter().map(|(c, path)| format!("{c}/{path}")).collect();
+        let shard = shard_of(k);
+        removals.entry(shard_name(shard)).or_default().push((summary_item(&p.summary()), files));
+        if !changed.contains(&shard) {
+            changed.push(shard);
+        }
+    }
+    changed.sort_unstable();
     let shards_unchanged = SHARDS - changed.len();
     if !changed.is_empty() {
         plan.summary = Some(SummaryPlan {
             shards: changed.iter().map(|&i| (shard_name(i), Arc::clone(&summary.0[i]))).collect(),
             compare,
+            removals,
         });
     }
     let unchanged = skipped_files + restored_files + shards_unchanged;

@@ -2415,6 +2415,53 @@ spec:
         assert_eq!(tasks(&rec), None, "the stored state keeps a task for files that are gone");
     }
 
+    /// Issue 46, invariant 3 under `[ha]` (simulation seed 127): a template deletion the
+    /// mass-deletion guard holds keeps the workload's entry in the published summary, as it
+    /// keeps its files and its placement, until the removal is published; a new leader adopts
+    /// the placement whose files stay. Here web and 5 of the 6 ConfigMaps on m1 are deleted
+    /// together: m1 is held, so is web's removal everywhere. Before the fix the summary lost
+    /// web's entry in the pass that held its removal, and the adoption dropped the placement.
+    #[test]
+    fn a_held_deletion_keeps_its_summary_entry_until_it_is_published() {
+        let full = repo("Gracefully", true);
+        let f = Fixture::new(&full, &[cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)]);
+        let out = &f.out;
+        let web = || ["m1", "m2", "m3"].map(|c| replicas(out, c));
+        let listed = || -> Vec<String> {
+            let summary = crate::render::summary::read_published(&out.join(crate::publish::STATE_DIR));
+            let summary = summary.expect("the summary reads").expect("a summary");
+            summary.placements.iter().map(|p| p.workload.name.to_string()).filter(|n| n == "web").collect()
+        };
+        let t0 = 1_700_000_000_000;
+        let rec = f.reconciler(Settings::builtin());
+        let pass = |rec: &Reconciler, t: u64| {
+            rec.reconcile(&f.inputs(), out, crate::publish::Trigger::Timer, t0 + t).expect("pass")
+        };
+        pass(&rec, 0);
+        assert_eq!((web(), listed()), ([Some(2), Some(2), Some(2)], vec!["web".to_string()]));
+        // web and 5 of the 6 ConfigMaps deleted (one left: the repository still places something).
+        let deployment = full.find("---\napiVersion: apps/v1").expect("the Deployment");
+        let last = full.find("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone-5").expect("gone-5");
+        f.write("apps.yaml", &format!("{}{}", &full[..deployment], &full[last..]));
+        for t in [10_000, 20_000] {
+            let r = pass(&rec, t);
+            assert!(!r.held_clusters.is_empty(), "m1 held");
+            assert_eq!(web(), [Some(2), Some(2), Some(2)], "web's removal held whole");
+            assert_eq!(listed(), ["web"], "the held removal's entry stays in the summary");
+        }
+        // A takeover on another store adopts the placement whose files stay.
+        let standby = Store::open(&f.state.with_extension("standby")).expect("store");
+        crate::reconcile::adopt::adopt_published(&standby, out).expect("adopt");
+        let adopted = standby.placements().expect("placements");
+        assert!(adopted.iter().any(|p| p.workload.name == "web"), "{adopted:?}");
+        drop(rec);
+        let mut settings = Settings::builtin();
+        settings.publish.guard.allow = true;
+        let rec = f.reconciler(settings);
+        pass(&rec, 30_000);
+        assert_eq!((web(), listed()), ([None, None, None], Vec::<String>::new()), "removed, and its entry with it");
+    }
+
     /// Issue 46, invariant 3 (seed 6 of the simulation): a WorkloadRebalancer whose change goes
     /// only to a member the mass-deletion guard holds (m1, whose 6 ConfigMaps are deleted at
     /// the same time) publishes nothing, so records nothing: web's placement stays the published

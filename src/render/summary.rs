@@ -389,6 +389,23 @@ pub fn summary_into(out: &mut String, items: &[&str], rollouts: &[&str]) {
     out.push_str("]}\n");
 }
 
+/// A summary document (`shard`, as [`summary_into`] writes it) with `items` added after its
+/// placements: the entries of workloads whose removal the mass-deletion guard held
+/// ([`crate::publish::SummaryPlan::removals`]). Each item is one line, so the list of
+/// placements ends at the first line that starts with `]`.
+pub fn with_items(shard: &str, items: &[&str]) -> String {
+    const HEAD: &str = "{\"placements\":[";
+    let Some(rest) = shard.strip_prefix(HEAD).filter(|_| !items.is_empty()) else { return shard.to_string() };
+    let added = items.join(",\n");
+    match rest.strip_prefix(']') {
+        Some(_) => format!("{HEAD}\n{added}\n{rest}"),
+        None => match rest.find("\n]") {
+            Some(end) => format!("{HEAD}{},\n{added}{}", &rest[..end], &rest[end..]),
+            None => shard.to_string(),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -604,5 +621,25 @@ mod tests {
         let e = parse_summary("{\"placements\":[],\"rollouts\":[{\"workload\":{\"apiVersion\":\"v1\",\"kind\":\"K\",\"name\":\"n\"},\"state\":{}}]}")
             .expect_err("bad");
         assert!(e.starts_with("rollouts[0]: state: missing field"), "{e}");
+    }
+
+    /// A held removal's entries go after a shard's placements, whatever the shard holds: the
+    /// document reads back with them, the other entries and the rollouts as they were.
+    #[test]
+    fn a_held_removals_entries_are_added_to_any_shard() {
+        let (a, b, c) = ("{\"a\":1}", "{\"b\":2}", "{\"c\":3}");
+        let doc = |items: &[&str], rollouts: &[&str]| {
+            let mut out = String::new();
+            summary_into(&mut out, items, rollouts);
+            out
+        };
+        for (items, rollouts) in
+            [(vec![], vec![]), (vec![a], vec![]), (vec![a, b], vec![]), (vec![], vec![c]), (vec![a], vec![c])]
+        {
+            let mut all = items.clone();
+            all.push(b);
+            assert_eq!(with_items(&doc(&items, &rollouts), &[b]), doc(&all, &rollouts), "{items:?} {rollouts:?}");
+        }
+        assert_eq!(with_items(&doc(&[a], &[]), &[]), doc(&[a], &[]));
     }
 }
