@@ -749,17 +749,18 @@ impl Daemon {
         let git = self.current.reconciler.settings().publish.git.clone();
         let fence_handle = Arc::clone(&handle);
         let identity = handle.status().identity;
+        let now_ms = self.clock.now_ms();
         let adopted = tokio::task::spawn_blocking(move || match &git {
             Some(git) => {
                 let fence = move || fence_handle.takeover_fence();
                 crate::publish::git::sync_from_remote(&out, git, &fence, &identity).map_err(|e| {
                     reconcile::AdoptError::Read { path: out.display().to_string(), message: format!("git mode: {e}") }
                 })?;
-                reconcile::adopt_published(&store, &out)
+                reconcile::adopt_published(&store, &out, now_ms)
             }
             // A publish the previous leader left half-done is finished first, so that the
             // placements adopted are the last ones it published.
-            None => reconcile::take_over(&store, &out),
+            None => reconcile::take_over(&store, &out, now_ms),
         })
         .await;
         let adopted = match adopted {

@@ -35,7 +35,8 @@
 //! pass: decided, nothing written or recorded, the reconciler's cache kept). On a new term the loop
 //! first runs the takeover (`Daemon::take_over_if_due`: git mode's
 //! `publish::git::sync_from_remote`, then `reconcile::adopt_published`, which writes the summary's
-//! claims, targets, files and affinity terms into the store as previous placements, then a new
+//! claims, targets, files and affinity terms into the store as previous placements, each with a
+//! history record of trigger `takeover` for the replays of later passes, then a new
 //! `Reconciler`), then opens the fence and runs a pass.
 
 pub mod election;

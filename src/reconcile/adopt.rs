@@ -18,12 +18,39 @@
 //! new version everywhere without the gates). Rollouts the output no longer lists are
 //! forgotten. What the file does not carry stays this instance's own: the history (the old
 //! leader's records are in the old leader's store) and the stability engine's timelines.
+//!
+//! Each placement adoption writes or removes gets a history record of its own (trigger
+//! `takeover`, both input hashes [`ADOPTED`]; a removal's both 0, as `record_removed` writes
+//! them) with a [`crate::store::ReplayRef`] of pass 0: not a decision of this instance, so
+//! `fedsched replay` reports it as not replayable, but the placement it holds is what the new
+//! leader's first pass started from, and the replay of that pass rebuilds it from there
+//! (`RecordedHistory::placements_at`) — without it the replay would start
+//! from this store's older placements (issue 46, invariant 6).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::render::summary::{Published, Summary, read_published};
 use crate::schedule::{Outcome, ScheduleResult};
-use crate::store::{PlacementRecord, Store, StoreError};
+use crate::store::{DecisionInputs, HistoryRecord, PlacementRecord, ReplayRef, Store, StoreError};
+
+/// The template and policy hash of an adoption's history record: not a blob (the summary
+/// carries neither document), never 0 (both 0 is a removal's record).
+pub const ADOPTED: u64 = u64::MAX;
+
+/// The note of an adoption's history record of a placement written.
+const ADOPTED_NOTE: &str = "adopted from the previous leader's published summary at the takeover";
+/// The note of an adoption's history record of a placement removed.
+const UNLISTED_NOTE: &str = "removed at the takeover: the previous leader's published summary no longer lists it";
+
+/// What `fedsched replay` says of an adoption's record.
+pub const ADOPTION_REASON: &str =
+    "adopted at a takeover from the previous leader's published summary: no decision of this instance";
+
+/// Whether a history record is an adoption's (not a decision: no pass of this instance made it).
+pub fn is_adoption(h: &HistoryRecord) -> bool {
+    h.notes.first().is_some_and(|n| n == ADOPTED_NOTE || n == UNLISTED_NOTE)
+}
 
 /// What an adoption changed in the store.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,18 +82,18 @@ pub enum AdoptError {
 /// holds the output directory ([`crate::publish::claim_output`]) and starts a new reconciler
 /// on `store` afterwards. (Git mode syncs its work tree to the remote under the lease's fence
 /// instead: `daemon`.)
-pub fn take_over(store: &Store, output_dir: &Path) -> Result<Adopted, AdoptError> {
+pub fn take_over(store: &Store, output_dir: &Path, now_ms: u64) -> Result<Adopted, AdoptError> {
     super::recover(store, output_dir).map_err(|e| AdoptError::Read {
         path: output_dir.display().to_string(),
         message: format!("cannot finish the previous leader's publish: {e}"),
     })?;
-    adopt_published(store, output_dir)
+    adopt_published(store, output_dir, now_ms)
 }
 
 /// Adopts the summary of `output_dir` (its shards under `.fedsched/placements/`, else the
 /// `placements.json` of an earlier version) into `store` (neither: nothing published yet,
-/// nothing to adopt).
-pub fn adopt_published(store: &Store, output_dir: &Path) -> Result<Adopted, AdoptError> {
+/// nothing to adopt). `now_ms` stamps the history record of each placement written or removed.
+pub fn adopt_published(store: &Store, output_dir: &Path, now_ms: u64) -> Result<Adopted, AdoptError> {
     let Summary { placements: published, rollouts } = match read_published(&output_dir.join(crate::publish::STATE_DIR))
     {
         Ok(Some(p)) => p,
@@ -78,16 +105,19 @@ pub fn adopt_published(store: &Store, output_dir: &Path) -> Result<Adopted, Adop
     let listed: std::collections::BTreeSet<_> = published.iter().map(|p| p.workload.clone()).collect();
     for p in published {
         let existing = store.placement(&p.workload)?;
-        let record = record_of(p, existing.as_ref());
+        let record = record_of(p, now_ms);
         if existing.as_ref().is_some_and(|e| same_decision_inputs(e, &record)) {
             continue;
         }
-        store.put_placement(&record)?;
+        let seq = store.record_decision(adoption_record(&record, now_ms, false), &record)?;
+        store.put_replay_refs(&[(seq, adoption_ref(&record, false))])?;
         stale.push(record.workload.clone());
         done.changed += 1;
     }
     for p in store.placements()? {
         if !listed.contains(&p.workload) {
+            let seq = store.append_history(adoption_record(&p, now_ms, true))?;
+            store.put_replay_refs(&[(seq, adoption_ref(&p, true))])?;
             store.remove_placement(&p.workload)?;
             stale.push(p.workload.clone());
             done.removed += 1;
@@ -113,9 +143,55 @@ pub fn adopt_published(store: &Store, output_dir: &Path) -> Result<Adopted, Adop
     Ok(done)
 }
 
-/// The placement record of a published entry (the history sequence and time of this store's
-/// own record, when it has one: adoption writes no history).
-fn record_of(p: Published, existing: Option<&PlacementRecord>) -> PlacementRecord {
+/// The history record of an adopted placement (`removed`: of one the summary no longer lists).
+fn adoption_record(p: &PlacementRecord, now_ms: u64, removed: bool) -> HistoryRecord {
+    let hash = if removed { 0 } else { ADOPTED };
+    let note = if removed { UNLISTED_NOTE } else { ADOPTED_NOTE };
+    HistoryRecord {
+        seq: 0,
+        at_ms: now_ms,
+        trigger: crate::publish::Trigger::Takeover.as_str().to_string(),
+        workload: p.workload.clone(),
+        policy: p.policy.clone(),
+        inputs: DecisionInputs {
+            template_hash: hash,
+            policy_hash: hash,
+            snapshot_versions: 0,
+            previous: BTreeMap::new(),
+            previous_affinity: None,
+            profile: String::new(),
+            stability: 0,
+        },
+        result: if removed {
+            ScheduleResult {
+                outcome: Outcome::Scheduled { targets: BTreeMap::new() },
+                ..ScheduleResult::unschedulable("")
+            }
+        } else {
+            p.result.clone()
+        },
+        notes: vec![note.to_string()],
+    }
+}
+
+/// The replay reference of an adoption's record: pass 0 (no pass of this instance made it),
+/// the placement the replays of later passes start from (a removal: none).
+fn adoption_ref(p: &PlacementRecord, removed: bool) -> ReplayRef {
+    if removed {
+        return ReplayRef { pass: 0, targets: BTreeMap::new(), affinity_name: None, files: Vec::new() };
+    }
+    ReplayRef {
+        pass: 0,
+        targets: p.targets.clone(),
+        affinity_name: p.affinity_name.clone(),
+        // The summary carries no content hash of the files (a replay reads only the paths).
+        files: p.files.iter().map(|(c, f)| (c.clone(), f.clone(), 0)).collect(),
+    }
+}
+
+/// The placement record of a published entry (its history sequence is set when its adoption
+/// record is written).
+fn record_of(p: Published, now_ms: u64) -> PlacementRecord {
     let outcome = match p.unschedulable {
         None => Outcome::Scheduled { targets: p.targets.clone() },
         Some(reason) => Outcome::Unschedulable { reason },
@@ -133,8 +209,8 @@ fn record_of(p: Published, existing: Option<&PlacementRecord>) -> PlacementRecor
         targets: p.targets,
         affinity_name: p.affinity,
         files: p.files,
-        history_seq: existing.map(|e| e.history_seq).unwrap_or(0),
-        decided_at_ms: existing.map(|e| e.decided_at_ms).unwrap_or(0),
+        history_seq: 0,
+        decided_at_ms: now_ms,
     }
 }
 
@@ -193,7 +269,7 @@ mod tests {
         let (state, out) = (dir.path().join("state"), dir.path().join("out"));
         let store = Store::open(&state).expect("store");
         // Nothing published yet: nothing to adopt.
-        assert_eq!(adopt_published(&store, &out).expect("adopt"), Adopted::default());
+        assert_eq!(adopt_published(&store, &out, 1_000).expect("adopt"), Adopted::default());
         // The old leader's output: web on a+b by `web`, api on c.
         let published = [record("web", &[("a", 4), ("b", 2)], "web", 0), record("api", &[("c", 1)], "api", 0)];
         std::fs::create_dir_all(out.join(".fedsched")).expect("mkdir");
@@ -203,23 +279,25 @@ mod tests {
         store.put_placement(&record("web", &[("c", 6)], "rival", 3)).expect("put");
         store.put_placement(&record("api", &[("c", 1)], "api", 5)).expect("put");
         store.put_placement(&record("old", &[("a", 1)], "old", 9)).expect("put");
-        let done = adopt_published(&store, &out).expect("adopt");
+        let done = adopt_published(&store, &out, 1_000).expect("adopt");
         assert_eq!(done, Adopted { published: 2, changed: 1, removed: 1, ..Default::default() });
         let web = store.placement(&key("web")).expect("read").expect("web");
         assert_eq!(web.targets, published[0].targets);
         assert_eq!(web.policy, published[0].policy, "the first claimer is adopted");
         assert_eq!(web.affinity_name.as_deref(), Some("primary"));
         assert_eq!(web.files, published[0].files);
-        assert_eq!(web.history_seq, 3, "adoption writes no history: the store's sequence stays");
+        let web_history = store.history(&key("web")).expect("history");
+        assert_eq!(web.history_seq, web_history.last().expect("adoption record").seq, "its adoption's record");
+        assert!(is_adoption(&web_history[0]) && web_history[0].trigger == "takeover", "{web_history:?}");
         assert_eq!(store.placement(&key("api")).expect("read").expect("api").history_seq, 5, "unchanged");
         assert!(store.placement(&key("old")).expect("read").is_none());
         // Adopting again changes nothing.
         assert_eq!(
-            adopt_published(&store, &out).expect("adopt"),
+            adopt_published(&store, &out, 1_000).expect("adopt"),
             Adopted { published: 2, changed: 0, removed: 0, ..Default::default() }
         );
         std::fs::write(out.join(".fedsched/placements.json"), "{\"placements\": 3}").expect("write");
-        let e = adopt_published(&store, &out).expect_err("bad file").to_string();
+        let e = adopt_published(&store, &out, 1_000).expect_err("bad file").to_string();
         assert!(e.contains("placements.json") && e.contains("not a list"), "{e}");
         // This version's shards: read instead of the single file of earlier versions (here
         // unreadable), every shard's entries together.
@@ -231,20 +309,64 @@ mod tests {
             std::fs::write(out.join(".fedsched/placements").join(name), text.as_bytes()).expect("write");
         }
         assert_eq!(
-            adopt_published(&store, &out).expect("adopt"),
+            adopt_published(&store, &out, 1_000).expect("adopt"),
             Adopted { published: 2, changed: 0, removed: 0, ..Default::default() }
         );
         // A shard that lost web: web's placement is removed.
         let web = crate::render::summary::shard_name(crate::render::summary::shard_of(&key("web")));
         std::fs::write(out.join(".fedsched/placements").join(&web), "{\"placements\":[]}\n").expect("write");
         assert_eq!(
-            adopt_published(&store, &out).expect("adopt"),
+            adopt_published(&store, &out, 1_000).expect("adopt"),
             Adopted { published: 1, changed: 0, removed: 1, ..Default::default() }
         );
         // A bad shard is named.
         std::fs::write(out.join(".fedsched/placements").join(&web), "{\"placements\": [{}]}").expect("write");
-        let e = adopt_published(&store, &out).expect_err("bad shard").to_string();
+        let e = adopt_published(&store, &out, 1_000).expect_err("bad shard").to_string();
         assert!(e.contains(&format!("placements/{web}")) && e.contains("placements[0]"), "{e}");
+    }
+
+    /// Issue 46, seed 74 / 127 (invariant 6): the placements a replay of the new leader's first
+    /// pass starts from are the adopted ones, rebuilt from the history: each placement adopted
+    /// or removed has a record (not replayable itself), the store's own older records no longer
+    /// the last.
+    #[test]
+    fn a_replay_after_a_takeover_starts_from_the_adopted_placements() {
+        use crate::reconcile::replay::RecordedHistory;
+        let dir = tempfile::tempdir().expect("tmp");
+        let (state, out) = (dir.path().join("state"), dir.path().join("out"));
+        let store = Store::open(&state).expect("store");
+        // This instance's own earlier term: web on c, old on a, each with its decision record.
+        for own in [record("web", &[("c", 6)], "web", 0), record("old", &[("a", 1)], "old", 0)] {
+            let mut h = adoption_record(&own, 5, false);
+            (h.trigger, h.notes, h.inputs.template_hash, h.inputs.policy_hash) = ("timer".into(), vec![], 1, 2);
+            let seq = store.record_decision(h, &own).expect("record");
+            let rr = ReplayRef { pass: 9, ..adoption_ref(&own, false) };
+            store.put_replay_refs(&[(seq, rr)]).expect("ref");
+        }
+        // The old leader published web on a+b only.
+        let published = [record("web", &[("a", 4), ("b", 2)], "web", 0)];
+        std::fs::create_dir_all(out.join(".fedsched")).expect("mkdir");
+        let text = crate::render::summary::summary_json(published.iter().map(PlacementRecord::summary));
+        std::fs::write(out.join(".fedsched/placements.json"), text).expect("write");
+        let done = adopt_published(&store, &out, 1_000).expect("adopt");
+        assert_eq!((done.changed, done.removed), (1, 1));
+        let rebuilt = RecordedHistory::read(&store)
+            .expect("history")
+            .placements_at(&store, store.last_history_seq().expect("seq"))
+            .expect("placements");
+        let stored = store.placements().expect("placements");
+        assert_eq!(rebuilt.len(), 1, "old's removal is recorded: {rebuilt:?}");
+        assert_eq!((&rebuilt[0].workload, &rebuilt[0].targets), (&key("web"), &published[0].targets));
+        assert_eq!((&rebuilt[0].files, rebuilt[0].history_seq), (&stored[0].files, stored[0].history_seq));
+        // `fedsched replay` says the adoption's records are no decisions, never `different`.
+        let records: Vec<_> =
+            [key("old"), key("web")].iter().flat_map(|k| store.history(k).expect("history")).collect();
+        let doc =
+            crate::views::replay::document(&store, &records, &crate::reconcile::Settings::builtin).expect("replay");
+        let adopted: Vec<_> =
+            doc["decisions"].as_array().expect("list").iter().filter(|d| d["trigger"] == "takeover").collect();
+        assert_eq!(adopted.len(), 2, "{doc}");
+        assert!(adopted.iter().all(|d| d["status"] == "not-replayable" && d["reason"] == ADOPTION_REASON), "{doc}");
     }
 
     /// Issue 52: the rollouts' courses the old leader published replace the store's (a
@@ -276,15 +398,15 @@ mod tests {
             .put_rollout(&key("api"), &RolloutState::settled("shop/waves".into(), 2, "{\"v\":2}".into()))
             .expect("put");
         store.put_rollout(&key("old"), &RolloutState::settled("shop/waves".into(), 7, "{}".into())).expect("put");
-        let done = adopt_published(&store, &out).expect("adopt");
+        let done = adopt_published(&store, &out, 1_000).expect("adopt");
         assert_eq!((done.rollouts, done.rollouts_removed), (1, 1));
         assert_eq!(store.rollout(&key("api")).expect("read"), Some(course.clone()), "the stage and its gate adopted");
         assert_eq!(store.rollout(&key("old")).expect("read"), None);
         // Adopting again changes nothing; a summary without the rollout forgets it.
-        let again = adopt_published(&store, &out).expect("adopt");
+        let again = adopt_published(&store, &out, 1_000).expect("adopt");
         assert_eq!((again.rollouts, again.rollouts_removed), (0, 0));
         publish(&[]);
-        assert_eq!(adopt_published(&store, &out).expect("adopt").rollouts_removed, 1);
+        assert_eq!(adopt_published(&store, &out, 1_000).expect("adopt").rollouts_removed, 1);
         assert_eq!(store.rollouts().expect("read"), vec![]);
     }
 }

@@ -70,7 +70,7 @@ use crate::publish;
 use crate::publish::Trigger;
 use crate::store::Store;
 
-pub use adopt::{AdoptError, Adopted, adopt_published, take_over};
+pub use adopt::{ADOPTION_REASON, AdoptError, Adopted, adopt_published, is_adoption, take_over};
 use decide::Decided;
 pub use decide::LAZY_HELD_NOTE;
 pub use deps::{REQUIRED_BY_PREFIX, dependency_map};

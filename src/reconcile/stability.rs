@@ -2451,7 +2451,7 @@ spec:
         }
         // A takeover on another store adopts the placement whose files stay.
         let standby = Store::open(&f.state.with_extension("standby")).expect("store");
-        crate::reconcile::adopt::adopt_published(&standby, out).expect("adopt");
+        crate::reconcile::adopt::adopt_published(&standby, out, 30_000).expect("adopt");
         let adopted = standby.placements().expect("placements");
         assert!(adopted.iter().any(|p| p.workload.name == "web"), "{adopted:?}");
         drop(rec);

@@ -51,6 +51,9 @@ pub fn document(
             json!({"workload": r.workload.display_ref(), "seq": r.seq, "at": format_ms(r.at_ms), "trigger": r.trigger});
         let entry = match rr {
             None => not(base, "its inputs were not recorded (written by an older fedsched)"),
+            Some(rr) if rr.pass == 0 && crate::reconcile::is_adoption(r) => {
+                not(base, crate::reconcile::ADOPTION_REASON)
+            }
             Some(rr) if rr.pass == 0 => not(base, "its pass recorded notes only and stored no replay inputs"),
             Some(rr) => match &passes[&(rr.pass, r.inputs.snapshot_versions, r.inputs.stability)] {
                 Err(e) => not(base, e),

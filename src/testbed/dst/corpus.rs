@@ -328,11 +328,25 @@ pub const CORPUS: &[Entry] = &[
                 summary (.fedsched/placements) no longer lists it: the takeover at 1033 s adopted the summary and the \
                 new leader's store places it nowhere while its files stay. That is fixed (dst9 after 862f24b: \
                 publish::SummaryPlan::removals, render::summary::with_items, the held removal's entry kept); the run \
-                now fails invariant 6 at its end (t=1440 s), seed 74's open bug: the takeover's adopted placements \
-                are in no history record, so the replay rebuilds none (fedsched dst --seed 127 --keep 20 alone)",
-        failed_on: "3fb97c3, a606f1d and 862f24b (main): invariant 3; with dst9's fix: invariant 6",
-        // Open on invariant 6 (seed 74's bug); its invariant 3 holds since dst9.
-        fixed_by: None,
+                now failed invariant 6 at its end (t=1440 s), seed 74's bug: the takeover's adopted placements \
+                were in no history record, so the replay of the new leader's first pass rebuilt none and decided \
+                w000 with member-002's room 29 where the record says 38 (fedsched dst --seed 127 --keep 20 alone)",
+        failed_on: "3fb97c3, a606f1d and 862f24b (main): invariant 3; with dst9's fix, 57559bb (main): invariant 6",
+        // Invariant 3 holds since dst9; invariant 6 since each adopted (or removed) placement
+        // has a history record of its own, the replays of later passes start from it.
+        fixed_by: Some("dst74 after 57559bb: reconcile::adopt::adopt_published, adoption_record"),
+    },
+    Entry {
+        seed: 74,
+        keep: Some(&[13]),
+        faults: &["t=1211s leader change"],
+        invariant: 6,
+        found: "[ha] the takeover at 1211 s adopted the published summary into the new leader's store but wrote no \
+                history record, so the replay of its first pass (trigger takeover) rebuilt the placements it started \
+                from out of this store's records alone (none): 4 decisions replayed different (w000: room on \
+                member-002 37 → 30, its own replicas not deducted)",
+        failed_on: "54734b9 (release, fedsched dst --seed 74 --keep 13) and 57559bb (main)",
+        fixed_by: Some("dst74 after 57559bb: reconcile::adopt::adopt_published, adoption_record"),
     },
     Entry {
         seed: 1_000_019,

@@ -144,12 +144,12 @@ impl Instance {
 
     /// `[ha]`: wins the lease and takes over: claims the output, finishes and adopts what the
     /// previous leader published, starts a new reconciler on its store.
-    pub fn take_over(&mut self, cfg: &Config, out: &Path) -> anyhow::Result<()> {
+    pub fn take_over(&mut self, cfg: &Config, out: &Path, now_ms: u64) -> anyhow::Result<()> {
         let Some(old) = self.reconciler.take() else { return Ok(()) };
         let store = old.store.clone();
         drop(old);
         self.claim = Some(crate::publish::claim_output(out, &self.state_dir, "run")?);
-        crate::reconcile::take_over(&store, out)?;
+        crate::reconcile::take_over(&store, out, now_ms)?;
         self.leader.store(true, Ordering::SeqCst);
         self.reconciler = Some(Arc::new(self.reconciler_on(store, cfg)?));
         self.changes = Changed::Unknown;

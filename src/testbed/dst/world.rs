@@ -496,8 +496,8 @@ impl World {
             return Ok(());
         }
         self.instances[old].lose_lease();
-        let (cfg, out) = (self.cfg.clone(), self.out.clone());
-        self.instances[new].take_over(&cfg, &out).map_err(|e| self.violation(0, format!("takeover: {e:#}")))?;
+        let (cfg, out, now) = (self.cfg.clone(), self.out.clone(), self.abs());
+        self.instances[new].take_over(&cfg, &out, now).map_err(|e| self.violation(0, format!("takeover: {e:#}")))?;
         self.tree = self.reader.read(&self.out);
         self.pass(new, crate::publish::Trigger::Takeover)
     }
