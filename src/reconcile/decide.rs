@@ -1408,8 +1408,7 @@ impl RenderJob<'_> {
             Some(p) => {
                 let ready = |c: &str| {
                     let snapshot = positions.get(c).and_then(|i| views.get(*i));
-                    let placed = p.targets.get(c).copied().flatten().unwrap_or(0);
-                    super::stability::observed_ready(&t.key, snapshot, placed)
+                    super::stability::observed_ready(&t.key, snapshot)
                 };
                 super::stability::handing_over(self.directive, &p.targets, &self.targets, ready)
             }

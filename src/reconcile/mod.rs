@@ -417,8 +417,7 @@ impl Reconciler {
                 let scheduled = matches!(c.decided.record.result.outcome, crate::schedule::Outcome::Scheduled { .. });
                 let ready = |cluster: &str| {
                     let snapshot = pass.positions.get(cluster).and_then(|i| snapshots.views.get(*i));
-                    let placed = prev.targets.get(cluster).copied().flatten().unwrap_or(0);
-                    stability::observed_ready(k, snapshot, placed)
+                    stability::observed_ready(k, snapshot)
                 };
                 let from = || stability::handing_over(d, &prev.targets, &c.decided.record.targets, ready);
                 scheduled.then(|| (k.clone(), why, from()))

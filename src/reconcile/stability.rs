@@ -491,14 +491,18 @@ impl StabilityPass {
 /// member with a task of its own keeps it, not a hand-over: one the workload is evicted from
 /// (its eviction task keeps what it keeps; a `Directly` one nothing), one a move-back returns
 /// to. `ready` gives the workload's Ready replicas on a member as the pass observes them
-/// ([`observed_ready`]); it is asked only when the decision leaves or shrinks on a member. The
-/// one rule for the render's kept files ([`super::decide`]) and the engine's hand-over tasks
+/// ([`observed_ready`]; `None`: its pods are not observed, an offline member). An unobserved
+/// member counts as Ready the replicas it had when the decision leaves it, and those the
+/// decision gives it when it keeps it: no replacement can be seen Ready there, so waiting for
+/// one would keep the old copy a pass longer and prove nothing (a one-shot `fedsched render`
+/// moves a workload between offline members in one publish). The one rule for the render's
+/// kept files ([`super::decide`]) and the engine's hand-over tasks
 /// ([`StabilityPass::hand_over`]).
 pub(crate) fn handing_over(
     d: Option<&Directive>,
     prev: &PlacementTargets,
     new: &PlacementTargets,
-    ready: impl Fn(&str) -> i32,
+    ready: impl Fn(&str) -> Option<i32>,
 ) -> BTreeMap<String, i32> {
     let why = HandOver::of_decision(d);
     let mut handover = handover_clusters(prev, new);
@@ -506,10 +510,11 @@ pub(crate) fn handing_over(
         return BTreeMap::new();
     }
     let left = |c: &str| new.get(c).copied().flatten().unwrap_or(0) == 0;
+    let had = |c: &str| prev.get(c).copied().flatten().unwrap_or(0);
     handover.retain(|c, _| {
         let own_task = d.is_some_and(|d| d.failover.evicted.contains(c) || d.returning.contains(c));
         let hands_over = match why {
-            HandOver::Moved => left(c) && ready(c) > 0,
+            HandOver::Moved => left(c) && ready(c).unwrap_or_else(|| had(c)) > 0,
             HandOver::Rejoin => left(c),
             HandOver::Failover | HandOver::Afresh(_) => true,
         };
@@ -520,20 +525,19 @@ pub(crate) fn handing_over(
 
 /// Whether the members placement `new` keeps the workload on go on running at least one of
 /// its Ready replicas (`ready`: per member, as the pass observes them): per member the fewer
-/// of its Ready replicas and those `new` leaves it. The availability floor a decision that
-/// hands over for no other cause keeps ([`handing_over`], invariant 1 of issue 46).
-fn keeps_ready(new: &PlacementTargets, ready: &impl Fn(&str) -> i32) -> bool {
-    new.iter().any(|(c, r)| r.is_some_and(|r| r > 0 && ready(c) > 0))
+/// of its Ready replicas and those `new` leaves it; a member whose pods are not observed, those
+/// `new` gives it. The availability floor a decision that hands over for no other cause keeps
+/// ([`handing_over`], invariant 1 of issue 46).
+fn keeps_ready(new: &PlacementTargets, ready: &impl Fn(&str) -> Option<i32>) -> bool {
+    new.iter().any(|(c, r)| r.is_some_and(|r| r > 0 && ready(c).is_none_or(|n| n > 0)))
 }
 
-/// The Ready replicas of workload `key` on `cluster` as the pass's `views` observe them (its
-/// owners' pods, [`Owner::state`]); a member whose pods are not observed (offline) counts the
-/// `placed` replicas it had as Ready, as the stability engine does.
-pub(crate) fn observed_ready(key: &ObjectKey, snapshot: Option<&ClusterSnapshot>, placed: i32) -> i32 {
-    match snapshot.and_then(|s| s.pods.as_ref()) {
-        Some(pods) => i32::try_from(Owner::of(key).state(pods).ready).unwrap_or(i32::MAX),
-        None => placed,
-    }
+/// The Ready replicas of workload `key` on a member as the pass's view `snapshot` observes
+/// them (its owners' pods, [`Owner::state`]); `None` for a member whose pods are not observed
+/// (offline: [`handing_over`] says what it counts as Ready).
+pub(crate) fn observed_ready(key: &ObjectKey, snapshot: Option<&ClusterSnapshot>) -> Option<i32> {
+    let pods = snapshot.and_then(|s| s.pods.as_ref())?;
+    Some(i32::try_from(Owner::of(key).state(pods).ready).unwrap_or(i32::MAX))
 }
 
 /// The members a move decided afresh (move-back, rebalance) leaves or shrinks on, with the
