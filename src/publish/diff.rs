@@ -251,6 +251,7 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
         // No symlink on the way (`.fedsched/placements` pointing elsewhere is refused): the
         // directories checked with the first shard, then each shard itself.
         let mut dirs_checked = false;
+        let held_owners: BTreeSet<&str> = changes.held_moves.iter().map(|m| m.owner.as_str()).collect();
         for (name, bytes) in &summary.shards {
             let rel = summary_shard_path(name);
             let full = out.join(&rel);
@@ -275,14 +276,34 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
                     }
                 }
             }
-            let bytes = match held.is_empty() {
+            let mut bytes = match held.is_empty() {
                 true => Arc::clone(bytes),
                 false => Arc::new(crate::render::summary::with_items(bytes, &held)),
             };
+            // The entries of the workloads whose change the guard held whole: as published (the
+            // shard on the disk), like their files (`reconcile::plan` then compares every shard
+            // with the disk until the hold ends).
+            let on_disk = match exists && !held_owners.is_empty() {
+                true => Some(read_file(&full).map_err(io_err("read", &full))?.1),
+                false => None,
+            };
+            if !held_owners.is_empty() {
+                let published = on_disk.as_deref().map(String::from_utf8_lossy);
+                if let Some(kept) =
+                    crate::render::summary::with_published_entries(&bytes, published.as_deref(), &held_owners)
+                {
+                    bytes = Arc::new(kept);
+                }
+            }
             // A shard with removals is compared with the disk: it is planned every pass while
             // they are pending, and a held one's bytes are on the disk already.
-            let compare = summary.compare || summary.removals.contains_key(name);
-            let same = compare && exists && read_file(&full).map_err(io_err("read", &full))?.1 == bytes.as_bytes();
+            let compare = summary.compare || summary.removals.contains_key(name) || on_disk.is_some();
+            let same = compare
+                && exists
+                && match &on_disk {
+                    Some(disk) => *disk == bytes.as_bytes(),
+                    None => read_file(&full).map_err(io_err("read", &full))?.1 == bytes.as_bytes(),
+                };
             if same {
                 changes.unchanged += 1;
             } else {

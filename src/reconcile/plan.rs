@@ -322,7 +322,12 @@ impl PlannedPublish<'_> {
                 _ => kept.published.remove(c),
             };
         }
-        if plan.summary.is_some() {
+        // A change the guard held whole kept its published entry, not the planned one
+        // (`publish::diff`): the next passes compare every shard with the disk until it is
+        // published.
+        if !report.held_moves.is_empty() {
+            kept.published_summary = None;
+        } else if plan.summary.is_some() {
             kept.published_summary = Some(self.summary);
         }
         // (A held cluster may not have its directory yet: its root files wait for it.)

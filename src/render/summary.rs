@@ -18,7 +18,7 @@
 //! version's object), so that a new leader adopts it with the placements
 //! ([`crate::reconcile::adopt_published`]) and continues at the same stage and gate.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -406,6 +406,72 @@ pub fn with_items(shard: &str, items: &[&str]) -> String {
     }
 }
 
+/// A summary document's placement entries (one a line) and what follows them (from the line
+/// that closes the list: `]}` or `],"rollouts":[…`); `None`: not a document [`summary_into`]
+/// writes.
+fn entries(doc: &str) -> Option<(Vec<&str>, &str)> {
+    const HEAD: &str = "{\"placements\":[";
+    let rest = doc.strip_prefix(HEAD)?;
+    if rest.starts_with(']') {
+        return Some((Vec::new(), rest));
+    }
+    let rest = rest.strip_prefix('\n')?;
+    let end = rest.find("\n]")?;
+    let items = rest[..end].split('\n').map(|l| l.strip_suffix(',').unwrap_or(l)).collect();
+    Some((items, &rest[end + 1..]))
+}
+
+/// The workload of a summary entry (one line of [`summary_item`]), as its key displays
+/// (`Deployment/shop/web`); `None` when the line is not an entry.
+fn entry_owner(item: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(item).ok()?;
+    workload_of(&v).ok().map(|k| k.to_string())
+}
+
+/// A summary document (`planned`, as [`summary_into`] writes it) whose entries of the
+/// workloads `held` (by key, as displayed) are those of `published`, the shard as it is on the
+/// disk — none where it has none: the workloads whose change the mass-deletion guard held
+/// whole keep the placement they were published with, files and summary alike, so that a new
+/// leader adopts the placement whose files are on the disk (`[ha]`, invariant 3 of issue 46).
+/// `None`: nothing to change.
+pub fn with_published_entries(planned: &str, published: Option<&str>, held: &BTreeSet<&str>) -> Option<String> {
+    let (items, tail) = entries(planned)?;
+    let old: Vec<(&str, String)> = published
+        .and_then(entries)
+        .map(|(items, _)| items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|i| entry_owner(i).filter(|o| held.contains(o.as_str())).map(|o| (i, o)))
+        .collect();
+    let mut changed = false;
+    let mut out: Vec<&str> = Vec::with_capacity(items.len() + old.len());
+    let mut placed: BTreeSet<&str> = BTreeSet::new();
+    for item in items {
+        let Some(owner) = entry_owner(item).filter(|o| held.contains(o.as_str())) else {
+            out.push(item);
+            continue;
+        };
+        match old.iter().find(|(_, o)| *o == owner) {
+            Some((was, o)) => {
+                changed |= *was != item;
+                out.push(was);
+                placed.insert(o.as_str());
+            }
+            None => changed = true,
+        }
+    }
+    for (was, o) in &old {
+        if !placed.contains(o.as_str()) {
+            out.push(was);
+            changed = true;
+        }
+    }
+    changed.then(|| match out.is_empty() {
+        true => format!("{{\"placements\":[{tail}"),
+        false => format!("{{\"placements\":[\n{}\n{tail}", out.join(",\n")),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -641,5 +707,56 @@ mod tests {
             assert_eq!(with_items(&doc(&items, &rollouts), &[b]), doc(&all, &rollouts), "{items:?} {rollouts:?}");
         }
         assert_eq!(with_items(&doc(&[a], &[]), &[]), doc(&[a], &[]));
+    }
+
+    /// Issue 46, `[ha]` invariant 3 (simulation seed 196): the entries of the workloads whose
+    /// change the guard held whole are those on the disk — the placement published, or none
+    /// for a workload never published —; the other entries and the rollouts are the plan's.
+    #[test]
+    fn a_held_moves_entry_is_the_one_published() {
+        let key = |name: &str| ObjectKey {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("shop".into()),
+            name: name.into(),
+        };
+        let item = |name: &str, cluster: &str| {
+            let targets: BTreeMap<String, Option<i32>> = [(cluster.to_string(), Some(5))].into();
+            let files: BTreeMap<String, String> = [(cluster.to_string(), format!("shop/{name}.yaml"))].into();
+            let outcome = Outcome::Scheduled { targets: targets.clone() };
+            let k = key(name);
+            summary_item(&Placement {
+                workload: &k,
+                policy: None,
+                outcome: &outcome,
+                targets: &targets,
+                files: &files,
+                affinity: None,
+            })
+        };
+        let doc = |items: &[&str], rollouts: &[&str]| {
+            let mut out = String::new();
+            summary_into(&mut out, items, rollouts);
+            out
+        };
+        let (web_5, web_0, api_1, api_2, new_3) =
+            (item("web", "m5"), item("web", "m0"), item("api", "m1"), item("api", "m2"), item("new", "m3"));
+        let course = "{\"workload\":{},\"state\":{}}";
+        let planned = doc(&[&api_2, &new_3, &web_0], &[course]);
+        let disk = doc(&[&api_1, &web_5], &[]);
+        let held: BTreeSet<&str> = ["Deployment/shop/web", "Deployment/shop/new"].into();
+        let kept = with_published_entries(&planned, Some(&disk), &held).expect("changed");
+        assert_eq!(kept, doc(&[&api_2, &web_5], &[course]), "web as published, new not listed, api as planned");
+        let without_course = with_published_entries(&doc(&[&api_2, &new_3, &web_0], &[]), Some(&disk), &held);
+        let read = parse_summary(&without_course.expect("changed")).expect("reads back");
+        assert_eq!(read.placements.iter().map(|p| p.workload.name.as_str()).collect::<Vec<_>>(), ["api", "web"]);
+        // Nothing held, or the held entries as on the disk already: nothing to change.
+        assert_eq!(with_published_entries(&planned, Some(&disk), &BTreeSet::new()), None);
+        let same = doc(&[&api_2, &web_5], &[]);
+        assert_eq!(with_published_entries(&same, Some(&disk), &["Deployment/shop/web"].into()), None);
+        // No shard on the disk: a held workload is not listed.
+        assert_eq!(with_published_entries(&doc(&[&web_0], &[]), None, &held), Some(doc(&[], &[])));
+        // A held workload the plan no longer lists keeps its published entry.
+        assert_eq!(with_published_entries(&doc(&[], &[]), Some(&disk), &held), Some(doc(&[&web_5], &[])));
     }
 }

@@ -374,6 +374,25 @@ pub const CORPUS: &[Entry] = &[
         failed_on: "3fb97c3 and 54734b9 (main)",
         fixed_by: Some("roll9 after 54734b9: testbed::dst::spec::Rollout::stage_of (an empty wave takes the rest)"),
     },
+    Entry {
+        seed: 196,
+        keep: Some(&[3, 6, 8]),
+        faults: &[
+            "t=393s delete w002,w003,w005,w006,w007",
+            "t=606s WorkloadRebalancer w000,w005,w008",
+            "t=653s leader change",
+        ],
+        invariant: 3,
+        found: "[ha] five templates deleted at 393 s, the mass-deletion guard holding five members; the WorkloadRebalancer at \
+                606 s decided w000 afresh onto held member-000 and the guard held its move whole (its file stays on \
+                member-005, the leader's store keeps member-005), but the published summary listed the decision, \
+                member-000: the takeover at 653 s adopted it, and the new leader's store placed w000 where nothing was \
+                published",
+        failed_on: "1422b82 (main, release: fedsched dst --seed 196 --keep 3,6,8)",
+        // A workload whose change the guard held whole keeps its published entry in the
+        // summary, as its files (publish::diff, render::summary::with_published_entries).
+        fixed_by: Some("dst10b after 1422b82: the summary entry of a held move is the one on the disk"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
