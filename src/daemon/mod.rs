@@ -519,18 +519,27 @@ impl Daemon {
                     self.metrics.record_round(&report);
                     p.reconfigure(self.cfg.poll.clone(), self.cfg.reconcile.interval);
                     // Objects asked for while this round ran: read by the next one.
-                    if p.want_objects(self.rollout_objects.lock().unwrap_or_else(|p| p.into_inner()).clone()) {
-                        round_again = true;
-                    }
+                    let asked = p.want_objects(self.rollout_objects.lock().unwrap_or_else(|p| p.into_inner()).clone());
+                    round_again |= asked;
                     view = p.view().clone();
                     poller = Some(p);
-                    match after_round.take() {
-                        Some(trigger) => pending = Some(trigger),
-                        None if report.changed => pending = Some(Trigger::ClusterChange),
-                        None => {}
-                    }
+                    let trigger = match after_round.take() {
+                        Some(trigger) => Some(trigger),
+                        None if report.changed => Some(Trigger::ClusterChange),
+                        None => None,
+                    };
                     if std::mem::take(&mut round_again) && start_round(&mut poller, &live_targets, &poll_tx) {
-                        after_round = Some(Trigger::ClusterChange);
+                        if asked {
+                            // The pass waits for the round that reads them: this one's data,
+                            // polled before they were asked for, must not release a stage
+                            // whose release waits for them (`reconcile::rollout`, held).
+                            after_round = Some(trigger.unwrap_or(Trigger::RolloutObjects));
+                        } else {
+                            pending = trigger;
+                            after_round = Some(Trigger::ClusterChange);
+                        }
+                    } else {
+                        pending = trigger;
                     }
                 }
                 Event::WatchLost => {

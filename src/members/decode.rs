@@ -556,6 +556,7 @@ struct WorkloadObject {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct ObjectMeta {
+    name: String,
     generation: i64,
 }
 
@@ -597,13 +598,39 @@ pub fn decode_object_status(bytes: &[u8]) -> Result<ObjectStatus, DecodeError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let o: WorkloadObject = serde_path_to_error::deserialize(&mut de)
         .map_err(|e| DecodeError { path: e.path().to_string(), message: e.into_inner().to_string() })?;
+    Ok(status_of(o))
+}
+
+/// One page of workload objects: each one's name and status, and the next page's token.
+pub type ObjectStatusPage = (Vec<(String, ObjectStatus)>, Option<String>);
+
+/// One page of a `LIST` of a member's Deployments, StatefulSets or DaemonSets of `kind` in one
+/// namespace (its items carry no `kind`): each object's name with what a rollout judges
+/// ([`decode_object_status`]), and the token of the next page.
+pub fn decode_object_status_page(bytes: &[u8], kind: &str) -> Result<ObjectStatusPage, DecodeError> {
+    let page = decode_page::<WorkloadObject>(bytes)?;
+    let next = page.metadata.next().map(String::from);
+    let items = page
+        .items
+        .into_iter()
+        .map(|mut o| {
+            if o.kind.is_empty() {
+                o.kind = kind.to_string();
+            }
+            (std::mem::take(&mut o.metadata.name), status_of(o))
+        })
+        .collect();
+    Ok((items, next))
+}
+
+fn status_of(o: WorkloadObject) -> ObjectStatus {
     let s = o.status;
     let stalled = s
         .conditions
         .iter()
         .find(|c| c.kind == "Progressing" && c.reason == "ProgressDeadlineExceeded")
         .map(|c| c.message.clone());
-    Ok(match o.kind.as_str() {
+    match o.kind.as_str() {
         "DaemonSet" => ObjectStatus {
             generation: o.metadata.generation,
             observed_generation: s.observed_generation,
@@ -628,7 +655,7 @@ pub fn decode_object_status(bytes: &[u8]) -> Result<ObjectStatus, DecodeError> {
             },
             stalled,
         },
-    })
+    }
 }
 
 /// Largest member object kept for a health interpretation ([`decode_raw_object`]).
@@ -1403,6 +1430,26 @@ mod tests {
         let bad = decode_object_status(br#"{"metadata":{"generation":"x"}}"#).expect_err("a string generation");
         assert_eq!(bad.path, "metadata.generation");
         assert!(decode_object_status(br#"{"kind":"Deployment","status":null}"#).is_ok());
+    }
+
+    /// A page of a namespace's DaemonSets as a `LIST` serves it (items without `kind`): each
+    /// one's name and status as its own `GET` decodes it, and the next page's token.
+    #[test]
+    fn a_list_page_of_workload_objects_decodes_each_by_name() {
+        let page = br#"{"kind":"DaemonSetList","apiVersion":"apps/v1","metadata":{"continue":"t2"},"items":[
+            {"metadata":{"name":"a","generation":2},"spec":{},"status":{"observedGeneration":2,
+             "desiredNumberScheduled":3,"currentNumberScheduled":3,"updatedNumberScheduled":3,"numberReady":3,"numberAvailable":3}},
+            {"metadata":{"name":"b","generation":5},"status":null}]}"#;
+        let (items, next) = decode_object_status_page(page, "DaemonSet").expect("decode");
+        assert_eq!(next.as_deref(), Some("t2"));
+        let names: Vec<&str> = items.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!((items[0].1.desired, items[0].1.updated, items[0].1.generation), (3, 3, 2), "judged as a DaemonSet");
+        assert_eq!(items[1].1.generation, 5);
+        let last = br#"{"metadata":{"continue":""},"items":null}"#;
+        assert_eq!(decode_object_status_page(last, "Deployment").expect("decode"), (Vec::new(), None));
+        let bad = decode_object_status_page(br#"{"items":[{"metadata":{"generation":"x"}}]}"#, "Deployment");
+        assert!(bad.expect_err("a string generation").path.contains("generation"));
     }
 
     /// Flux and Argo CD objects as their controllers write them: "not synced yet" apart from

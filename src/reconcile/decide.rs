@@ -1339,7 +1339,10 @@ impl RenderJob<'_> {
             };
             // A rollout under way: the version this cluster's stage has reached.
             let template = match self.rollout {
-                Some(r) if !r.new_on.contains(cluster) => &*r.stable,
+                Some(r) if !r.new_on.contains(cluster) => match &r.kept {
+                    Some((kept, on)) if on.contains(cluster) => &**kept,
+                    _ => &*r.stable,
+                },
                 Some(r) => r.target.as_deref().unwrap_or(t),
                 _ => t,
             };

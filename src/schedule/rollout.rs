@@ -7,7 +7,10 @@
 //! Rules:
 //! - A change (another template content) starts a rollout: stage 1 is released at once, the
 //!   other clusters keep the previous version — the last one that completed a rollout
-//!   ([`RolloutState::stable`]).
+//!   ([`RolloutState::stable`]). The reconciler may hold a release one poll round, until its
+//!   members' objects are read ([`RolloutState::held`]): the held stage's members keep what
+//!   they ran, no gate is evaluated, and the release is noted (and its gate counts) when it
+//!   goes ahead.
 //! - **Supersede** (`onNewVersion: Supersede`, the default): a change while a rollout is under
 //!   way (progressing, halted or rolled back) replaces its target and starts again at stage 1;
 //!   the previous version stays the last one that completed, so a version that never passed a
@@ -142,6 +145,34 @@ pub struct RolloutState {
     /// field counts the whole stage).
     #[serde(default)]
     pub released_to: Option<BTreeSet<String>>,
+    /// A stage release that waits for its members' objects to be read (set by the reconciler,
+    /// `reconcile::rollout`): the members of the stage at `released - 1` keep the version they
+    /// ran until a poll after the release was due has read what the gate compares with (each
+    /// object's generation, each GitOps agent's revision), so that the gate never judges the
+    /// stage on an observation older than the version change. No gate is evaluated meanwhile.
+    #[serde(default)]
+    pub held: Option<HeldRelease>,
+}
+
+/// A stage's release held until its members' objects are read ([`RolloutState::held`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldRelease {
+    /// The `released` transition, noted (at the time of the release) when the stage gets the
+    /// new version; its `at_ms` is when the release was due.
+    pub release: Transition,
+    /// The version some of the stage's members ran when the release was due, where it is not
+    /// the previous one (a superseded rollout's canary): they keep it until the release.
+    pub keep: Option<KeptVersion>,
+}
+
+/// A version the members of a held stage keep ([`HeldRelease::keep`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptVersion {
+    pub hash: u64,
+    /// Its template object (JSON text).
+    pub object: String,
+    /// The members that run it.
+    pub on: BTreeSet<String>,
 }
 
 /// A version that waits for the rollout under way (`onNewVersion: Queue`).
@@ -244,6 +275,7 @@ impl RolloutState {
             observed: BTreeMap::new(),
             queued: None,
             released_to: None,
+            held: None,
         }
     }
 
@@ -278,6 +310,7 @@ impl RolloutState {
             observed: _,
             queued,
             released_to,
+            held,
         } = self;
         *policy == other.policy
             && *stable_hash == other.stable_hash
@@ -293,12 +326,16 @@ impl RolloutState {
             && *agent_revisions == other.agent_revisions
             && *queued == other.queued
             && *released_to == other.released_to
+            && *held == other.held
             && *stable == other.stable
             && *target == other.target
     }
 
     /// Whether a cluster of stage `stage` runs the new version.
     pub fn runs_new(&self, stage: usize) -> bool {
+        if self.held_stage() == Some(stage) {
+            return false;
+        }
         match self.phase {
             Phase::Complete => true,
             Phase::Progressing | Phase::Halted => stage < self.released,
@@ -309,11 +346,53 @@ impl RolloutState {
     /// Whether `cluster`, of stage `stage`, runs the new version: as [`RolloutState::runs_new`],
     /// except that of the gated (or halted) stage only the clusters it was released to do.
     pub fn runs_new_on(&self, stage: usize, cluster: &str) -> bool {
+        if self.held_stage() == Some(stage) {
+            return false;
+        }
         match self.phase {
             Phase::Progressing | Phase::Halted if stage + 1 == self.released => {
                 self.released_to.as_ref().is_none_or(|to| to.contains(cluster))
             }
             _ => self.runs_new(stage),
+        }
+    }
+
+    /// The stage whose release is held ([`RolloutState::held`]): its index.
+    pub fn held_stage(&self) -> Option<usize> {
+        (self.phase == Phase::Progressing && self.held.is_some() && self.released > 0).then(|| self.released - 1)
+    }
+
+    /// The version `cluster`, of stage `stage`, runs: its hash and template object.
+    pub fn version_on(&self, stage: usize, cluster: &str) -> (u64, &str) {
+        if self.held_stage() == Some(stage)
+            && let Some(k) = self.held.as_ref().and_then(|h| h.keep.as_ref()).filter(|k| k.on.contains(cluster))
+        {
+            return (k.hash, &k.object);
+        }
+        match self.runs_new_on(stage, cluster) {
+            true => (self.target_hash, &self.target),
+            false => (self.stable_hash, &self.stable),
+        }
+    }
+
+    /// The held release goes ahead at `now_ms`: its stage gets the new version, its
+    /// `released` transition is noted now, and its gate counts from now.
+    pub fn release_held(&mut self, now_ms: u64) -> Option<HeldRelease> {
+        let h = self.held.take()?;
+        self.released_at_ms = now_ms;
+        self.healthy_since_ms = None;
+        self.note(now_ms, &h.release.stage, "released", h.release.cause.clone());
+        Some(h)
+    }
+
+    /// Holds the release this pass made (the last transition, `released`) until its members'
+    /// objects are read; the members of `keep` keep that version meanwhile.
+    pub fn hold_release(&mut self, keep: Option<KeptVersion>) {
+        if self.phase != Phase::Progressing || self.transitions.last().is_none_or(|t| t.event != "released") {
+            return;
+        }
+        if let Some(release) = self.transitions.pop() {
+            self.held = Some(HeldRelease { release, keep });
         }
     }
 
@@ -360,6 +439,7 @@ impl RolloutState {
             return;
         }
         self.queued = None;
+        self.held = None;
         let first = stage_name(spec, 0).to_string();
         let cause = match self.phase {
             Phase::Complete => format!("a new version ({hash:016x}) replaces {:016x}", self.stable_hash),
@@ -461,6 +541,9 @@ pub fn step(
     now_ms: u64,
 ) {
     let Some(current) = state.current().filter(|_| state.phase == Phase::Progressing) else { return };
+    if state.held.is_some() {
+        return;
+    }
     let name = stage_name(spec, current).to_string();
     let stage: &[&str] = stages.get(current).map_or(&[], Vec::as_slice);
     // The stage's clusters at its release are the ones gated; one that joined since runs the

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::codec::{Codec, Versioned, decode, decode_payload, encode};
 use super::{Store, StoreError, keys};
 use crate::policy::ObjectKey;
-use crate::schedule::rollout::{GateFigures, MemberObserved, Phase, RolloutState, Transition};
+use crate::schedule::rollout::{GateFigures, MemberObserved, Phase, Queued, RolloutState, Transition};
 
 impl Versioned for RolloutState {
     const WHAT: &'static str = "rollout state";
@@ -17,16 +17,33 @@ impl Versioned for RolloutState {
     /// ([`RolloutState::generations`]); 3: their GitOps agents' revisions then
     /// ([`RolloutState::agent_revisions`]) and what the gated stage's members showed
     /// ([`RolloutState::observed`]); 4: the version that waits ([`RolloutState::queued`]) and
-    /// the gated stage's clusters at its release ([`RolloutState::released_to`]).
-    const SCHEMA: u16 = 4;
+    /// the gated stage's clusters at its release ([`RolloutState::released_to`]); 5: a stage
+    /// release held until its members' objects are read ([`RolloutState::held`]).
+    const SCHEMA: u16 = 5;
 
     fn decode_older(schema: u16, codec: Codec, payload: &[u8]) -> Option<Result<Self, StoreError>> {
         match schema {
             1 => Some(decode_payload::<RolloutStateV1>(Self::WHAT, codec, payload).map(RolloutStateV1::upgrade)),
             2 => Some(decode_payload::<RolloutStateV2>(Self::WHAT, codec, payload).map(RolloutStateV2::upgrade)),
             3 => Some(decode_payload::<RolloutStateV3>(Self::WHAT, codec, payload).map(RolloutStateV3::upgrade)),
+            4 => Some(decode_payload::<RolloutStateV4>(Self::WHAT, codec, payload).map(RolloutStateV4::upgrade)),
             _ => None,
         }
+    }
+}
+
+/// Schema 4 of [`RolloutState`] (before the held release): no release is held.
+#[derive(serde::Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
+struct RolloutStateV4 {
+    v3: RolloutStateV3,
+    queued: Option<Queued>,
+    released_to: Option<BTreeSet<String>>,
+}
+
+impl RolloutStateV4 {
+    fn upgrade(self) -> RolloutState {
+        RolloutState { queued: self.queued, released_to: self.released_to, ..self.v3.upgrade() }
     }
 }
 
@@ -121,6 +138,7 @@ impl RolloutStateV1 {
             observed: BTreeMap::new(),
             queued: None,
             released_to: None,
+            held: None,
         }
     }
 }
@@ -275,6 +293,7 @@ mod tests {
         let mut with = state.clone();
         with.generations.insert("m1".into(), 3);
         let v1_copy_again = v1_again(&v1_copy);
+        let v1_copy_third = v1_again(&v1_copy);
         let v2 = RolloutStateV2 { v1: v1_copy, generations: with.generations.clone() };
         let mut bytes = vec![0xF5, 1, 0, 2];
         bytes.extend(bincode::serde::encode_to_vec(&v2, super::super::codec::bincode_config()).expect("encode"));
@@ -288,6 +307,16 @@ mod tests {
         let v3 = RolloutStateV3 { v2, agent_revisions: with.agent_revisions.clone(), observed: with.observed.clone() };
         let mut bytes = vec![0xF5, 1, 0, 3];
         bytes.extend(bincode::serde::encode_to_vec(&v3, super::super::codec::bincode_config()).expect("encode"));
+        store.inner.rollouts.insert(keys::workload(&key).expect("key"), bytes).expect("insert");
+        assert_eq!(store.rollout(&key).expect("read"), Some(with.clone()));
+        // Schema 4 (with the version that waits and the stage's clusters at its release, before
+        // the held release): no release held.
+        with.released_to = Some(["m1".to_string()].into());
+        let v2 = RolloutStateV2 { v1: v1_copy_third, generations: with.generations.clone() };
+        let v3 = RolloutStateV3 { v2, agent_revisions: with.agent_revisions.clone(), observed: with.observed.clone() };
+        let v4 = RolloutStateV4 { v3, queued: None, released_to: with.released_to.clone() };
+        let mut bytes = vec![0xF5, 1, 0, 4];
+        bytes.extend(bincode::serde::encode_to_vec(&v4, super::super::codec::bincode_config()).expect("encode"));
         store.inner.rollouts.insert(keys::workload(&key).expect("key"), bytes).expect("insert");
         assert_eq!(store.rollout(&key).expect("read"), Some(with));
     }

@@ -69,6 +69,10 @@ pub fn document(state: &RolloutState, now_ms: u64) -> Value {
         "stageIndex": current,
         "versions": {"previous": format!("{:016x}", state.stable_hash), "new": format!("{:016x}", state.target_hash)},
         "gate": gate,
+        // A release that waits for its stage's members' objects to be read (one poll round).
+        "releaseHeld": state.held.as_ref().map(|h| json!({
+            "stage": h.release.stage, "since": rfc3339_ms(h.release.at_ms),
+        })),
         "queued": state.queued.as_ref().map(|q| json!({
             "version": format!("{:016x}", q.hash), "since": rfc3339_ms(q.since_ms),
         })),
@@ -157,6 +161,14 @@ pub fn to_text(doc: &Value) -> String {
     for (c, o) in doc["gate"]["clusters"].as_object().into_iter().flatten() {
         let agent = o["agent"].as_str().map(|a| format!(", GitOps agent {a}")).unwrap_or_default();
         out.push_str(&format!("    {c}: {}{agent}\n", s(&o["state"])));
+    }
+    if !doc["releaseHeld"].is_null() {
+        let h = &doc["releaseHeld"];
+        out.push_str(&format!(
+            "    release of stage {} held since {}: its members' objects are read first (one poll round)\n",
+            s(&h["stage"]),
+            s(&h["since"])
+        ));
     }
     if !doc["queued"].is_null() {
         let q = &doc["queued"];

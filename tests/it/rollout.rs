@@ -205,13 +205,12 @@ fn the_canarys_gitops_agent_tells_not_synced_from_synced_unhealthy() {
     wait_for("api:1 applied on the canary", Duration::from_secs(30), || {
         t.sim.http_as("GET", "/clusters/member-000/apis/apps/v1/namespaces/shop/deployments/api", "", &token).0 == 200
     });
-    // fedsched read the agent's object since (before a release it reads the first stage's).
+    // No rollout under way (api:1 is the first version): the agent's object is not read.
     let agent_reads = || {
         let stats: serde_json::Value = serde_json::from_str(&t.sim.http("GET", "/admin/stats", "").1).expect("stats");
         stats["agentReads"]["member-000"].as_u64().unwrap_or(0)
     };
-    let before = agent_reads();
-    wait_for("the agent's object read", Duration::from_secs(30), || agent_reads() > before);
+    assert_eq!(agent_reads(), 0, "read with no rollout under way");
 
     // The canary's agent paused: api:2 is in its directory, not synced.
     agent(true);
@@ -385,7 +384,8 @@ spec:
 
 /// Issue 52: the poll of a custom kind's object for its `healthInterpretation` asks for the
 /// resource the member's discovery names — `cacti`, not `cactuses` as Kubernetes would guess
-/// from the kind — and only on the members of the stage the rollout watches (the canary).
+/// from the kind — and only on the members of the stage the rollout watches (the canary),
+/// never while no rollout is under way.
 #[test]
 fn a_custom_kinds_object_is_polled_at_the_resource_name_discovery_gives() {
     let t = setup_with(3, false, WATCHED, &[]);
@@ -404,6 +404,14 @@ fn a_custom_kinds_object_is_polled_at_the_resource_name_discovery_gives() {
         let stats: serde_json::Value = serde_json::from_str(&stats).expect("stats");
         stats["otherReads"].clone()
     };
+    let file = t.s.out().join("member-000/shop/example.io_cactus_prickly.yaml");
+    wait_for("the first version published", Duration::from_secs(60), || file.exists());
+    assert!(
+        other_reads().as_object().is_none_or(|m| m.is_empty()),
+        "read with no rollout under way: {:#}",
+        other_reads()
+    );
+    t.s.write("apps/cactus.yaml", &CACTUS.replace("cactus:1", "cactus:2"));
     let path = "/apis/example.io/v1/namespaces/shop/cacti/prickly";
     wait_for("the canary's Cactus to be read", Duration::from_secs(60), || {
         other_reads()["member-000"][path].as_u64().is_some_and(|n| n >= 2)

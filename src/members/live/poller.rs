@@ -73,13 +73,14 @@ impl Poller {
     }
 
     /// The workload objects (Deployments, StatefulSets, DaemonSets) each member's rounds read
-    /// besides its nodes and pods: one `GET` per object and round, their status in the
+    /// besides its nodes and pods: one `LIST` per kind and namespace where a member has two or
+    /// more of them to read, else one `GET` per object, each round; their status in the
     /// member's [`PodFacts::objects`]; a GitOps agent's object (Flux `Kustomization`, Argo CD
-    /// `Application`) the same way, its sync state in [`PodFacts::agents`]. A progressive
-    /// rollout asks for its gated stage's
-    /// members ([`crate::reconcile::PassReport::rollout_objects`]); nothing is read when none is
-    /// under way. Other kinds are not read. Returns whether a member has an object to read
-    /// that it had not before.
+    /// `Application`) by a `GET`, its sync state in [`PodFacts::agents`]; another kind's object
+    /// by a `GET`, as read, in [`PodFacts::interpreted`]. A progressive rollout asks for its
+    /// gated stage's members, or those of the stage whose release waits for them
+    /// ([`crate::reconcile::PassReport::rollout_objects`]); nothing is read when none is under
+    /// way. Returns whether a member has an object to read that it had not before.
     pub fn want_objects(&mut self, objects: BTreeMap<String, Vec<crate::policy::ObjectKey>>) -> bool {
         let new = objects
             .iter()
@@ -91,12 +92,19 @@ impl Poller {
     /// Reads the objects [`Poller::want_objects`] asked for on a member this round's poll
     /// reached, into its data. An object the member does not have, or cannot give (an error, a
     /// timeout), is left out: the rollout then judges from the pods alone.
+    ///
+    /// When every object asked for was answered (read, or not found), the data is stamped as
+    /// current as the round's start of these reads (`poll.at_ms`; with watches it is otherwise
+    /// the last event's time): a rollout holds a stage's release until its members' objects
+    /// were read by a poll not older than the release.
     async fn read_objects(&self, name: &str, client: &kube::Client, data: &mut LiveData) {
-        let Some(keys) = self.objects.get(name) else { return };
+        let Some(keys) = self.objects.get(name).filter(|k| !k.is_empty()) else { return };
+        let started_ms = self.clock.now_ms();
         let apis = self.view.clusters.get(name).and_then(|s| s.apis.as_deref());
         let served = apis.map(|a| (a, self.resources.get(name).map(|r| &**r)));
         let (mut read, mut agents, mut interpreted) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
-        for key in keys {
+        let (listed, mut answered) = self.list_objects(client, keys, served, &mut read).await;
+        for key in keys.iter().filter(|k| !listed.contains(k)) {
             let Some(url) = object_url(key, served) else { continue };
             let limit = crate::members::decode::MAX_RAW_OBJECT_BYTES;
             let got = tokio::time::timeout(
@@ -133,9 +141,13 @@ impl Poller {
                 },
                 Ok(Err(Got::Failed(PollError::Http { status: 404, .. }))) => {}
                 Ok(Err(_)) | Err(_) => {
+                    answered = false;
                     tracing::debug!(cluster = name, object = %key.display_ref(), "workload object not read")
                 }
             }
+        }
+        if answered {
+            data.poll.at_ms = data.poll.at_ms.max(started_ms);
         }
         if !read.is_empty() || !agents.is_empty() || !interpreted.is_empty() {
             let pods = Arc::make_mut(&mut data.pods);
@@ -143,6 +155,56 @@ impl Poller {
             pods.agents = agents;
             pods.interpreted = interpreted;
         }
+    }
+
+    /// Reads with one `LIST` each the workload objects (Deployments, StatefulSets, DaemonSets)
+    /// of `keys` that share their kind and namespace with another one, into `read`, within
+    /// `poll.timeout` each list; returns the keys listed (read, not in the list, or in a list
+    /// that failed: not read by a `GET` either, the next round lists again) and whether every
+    /// list was answered.
+    async fn list_objects<'k>(
+        &self,
+        client: &kube::Client,
+        keys: &'k [crate::policy::ObjectKey],
+        served: Option<Served<'_>>,
+        read: &mut BTreeMap<String, crate::model::ObjectStatus>,
+    ) -> (std::collections::BTreeSet<&'k crate::policy::ObjectKey>, bool) {
+        let mut groups: BTreeMap<String, Vec<&crate::policy::ObjectKey>> = BTreeMap::new();
+        for key in keys.iter().filter(|k| crate::model::ObjectStatus::of_kind(k)) {
+            // The collection's path: the object's, without its name.
+            if let Some(url) = object_url(key, served)
+                && let Some((collection, _)) = url.rsplit_once('/')
+            {
+                groups.entry(collection.to_string()).or_default().push(key);
+            }
+        }
+        let (mut listed, mut answered) = (std::collections::BTreeSet::new(), true);
+        for (collection, members) in groups.into_iter().filter(|(_, m)| m.len() > 1) {
+            let kind = members[0].kind.clone();
+            let got =
+                tokio::time::timeout(self.poll.timeout, list_statuses(client, &collection, &kind, self.poll.page_size))
+                    .await;
+            let mut found = match got {
+                Ok(Ok(found)) => found,
+                Ok(Err(e)) => {
+                    tracing::debug!(collection, error = %e, "workload objects not listed");
+                    answered = false;
+                    BTreeMap::new()
+                }
+                Err(_) => {
+                    tracing::debug!(collection, "workload objects not listed: timeout");
+                    answered = false;
+                    BTreeMap::new()
+                }
+            };
+            for key in members {
+                if let Some(status) = found.remove(key.name.as_str()) {
+                    read.insert(key.display_ref(), status);
+                }
+                listed.insert(key);
+            }
+        }
+        (listed, answered)
     }
 
     /// Told when a member's watch stops with an error (the server hangs, refuses, …): what a
@@ -440,6 +502,41 @@ impl Poller {
         let jitter = 0.5 + (r % 1000) as f64 / 2000.0;
         base.mul_f64(jitter)
     }
+}
+
+/// Most pages one list of workload objects follows ([`list_statuses`]).
+const MAX_OBJECT_PAGES: u32 = 1_000;
+
+/// Every page of a `LIST` of `collection` (a namespace's Deployments, StatefulSets or
+/// DaemonSets, all of `kind`): each object's status by name.
+async fn list_statuses(
+    client: &kube::Client,
+    collection: &str,
+    kind: &str,
+    page_size: u32,
+) -> Result<BTreeMap<String, crate::model::ObjectStatus>, PollError> {
+    let mut out = BTreeMap::new();
+    let mut token: Option<String> = None;
+    for _ in 0..MAX_OBJECT_PAGES {
+        let mut url = format!("{collection}?limit={}", page_size.max(1));
+        if let Some(t) = &token {
+            url.push_str("&continue=");
+            url.push_str(&crate::util::percent::encode(t));
+        }
+        let bytes = match super::list::get(client, &url, "workload objects").await {
+            Ok(b) => b,
+            Err(Got::Failed(e)) => return Err(e),
+            Err(Got::Gone(message)) => return Err(PollError::Http { status: 410, what: "workload objects", message }),
+        };
+        let (items, next) = crate::members::decode::decode_object_status_page(&bytes, kind)
+            .map_err(|e| PollError::Decode { what: "workload objects", message: e.to_string() })?;
+        out.extend(items);
+        match next {
+            Some(t) => token = Some(t),
+            None => return Ok(out),
+        }
+    }
+    Err(PollError::Decode { what: "workload objects", message: format!("more than {MAX_OBJECT_PAGES} pages") })
 }
 
 /// Keeps a client after this error? A client whose connection misbehaved is rebuilt next time

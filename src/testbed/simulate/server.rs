@@ -494,8 +494,8 @@ fn watch(state: &Arc<State>, cluster: &str, path: &str, q: &BTreeMap<String, Str
 }
 
 /// A GET of the cluster's API: discovery ([`discovery`]), then nodes and pods (lists and
-/// single objects), and a Deployment or StatefulSet the agent applied (`--apply`), with its
-/// status ([`super::apply::workload_object`]).
+/// single objects), and the Deployments or StatefulSets the agent applied (`--apply`), with
+/// their status ([`super::apply::workload_object`]): one, or a namespace's list of them.
 fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name: &str, aggregated: bool) -> Resp {
     let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
@@ -504,6 +504,18 @@ fn api(c: &Served, path: &str, q: &BTreeMap<String, String>, server: &str, name:
         ["api", "v1", "pods"] => list(c, "PodList", &c.fleet.pods, None, q, name),
         ["api", "v1", "namespaces", ns, "pods"] => list(c, "PodList", &c.fleet.pods, Some(ns), q, name),
         ["api", "v1", "namespaces", ns, "pods", n] => get(&c.fleet.pods, Some(ns), n, "pods"),
+        ["apis", "apps", "v1", "namespaces", ns, plural @ ("deployments" | "statefulsets")] => {
+            let kind = if *plural == "deployments" { "Deployment" } else { "StatefulSet" };
+            let prefix = format!("{kind}/{ns}/");
+            let items: Vec<Value> = c
+                .fleet
+                .workloads
+                .keys()
+                .filter(|w| w.starts_with(&prefix))
+                .filter_map(|w| super::apply::workload_object(&c.fleet, w))
+                .collect();
+            list(c, &format!("{kind}List"), &items, Some(ns), q, name)
+        }
         ["apis", "apps", "v1", "namespaces", ns, plural @ ("deployments" | "statefulsets"), n] => {
             let kind = if *plural == "deployments" { "Deployment" } else { "StatefulSet" };
             match super::apply::workload_object(&c.fleet, &format!("{kind}/{ns}/{n}")) {
