@@ -169,7 +169,7 @@ use std::sync::Arc;
 
 use crate::model::ClusterSnapshot;
 use crate::policy::ObjectKey;
-use crate::schedule::{ClusterVerdict, Stands};
+use crate::schedule::{ClusterVerdict, HeldIx, Stands, ViewIx};
 use crate::store::{PlacementRecord, Store, StoreError};
 use crate::util::hash::KeyMap;
 use crate::util::memo::{self, ArcKey};
@@ -420,7 +420,7 @@ impl StaticDigests {
 /// A sum, so that the clusters that changed since a reference can be told from it
 /// ([`ClusterDigests::state_since`]).
 pub fn clusters_state(
-    positions: &[usize],
+    positions: &[ViewIx],
     digests: &ClusterDigests,
     snapshots: &[ClusterSnapshot],
     assumed: &super::Assumed,
@@ -468,7 +468,7 @@ impl ClusterDigests {
             .iter()
             .enumerate()
             .map(|(i, state)| {
-                let a = assumed.of_position(i);
+                let a = assumed.of_position(ViewIx::new(i));
                 (a, key_of(&(i, *state, a)))
             })
             .collect();
@@ -488,31 +488,34 @@ impl ClusterDigests {
     /// The digests as they are now (after the pass's deductions so far, `assumed`), for the
     /// next pass's second reference.
     pub fn end_digests(&self, snapshots: &[ClusterSnapshot], assumed: &super::Assumed) -> DigestReference {
-        (self.names, (0..self.start.len()).map(|i| self.of(i, snapshots, assumed)).collect())
+        (self.names, ViewIx::all(self.start.len()).map(|i| self.of(i, snapshots, assumed)).collect())
     }
 
     /// The digest of the cluster at position `i` as a decision sees it now.
-    pub fn of(&self, i: usize, snapshots: &[ClusterSnapshot], assumed: &super::Assumed) -> u64 {
-        let (Some(state), Some(&(a0, d0))) = (self.states.get(i), self.start.get(i)) else { return u64::MAX };
+    pub fn of(&self, i: ViewIx, snapshots: &[ClusterSnapshot], assumed: &super::Assumed) -> u64 {
+        let (Some(state), Some(&(a0, d0))) = (self.states.get(i.index()), self.start.get(i.index())) else {
+            return u64::MAX;
+        };
         let a = assumed.of_position(i);
-        debug_assert_eq!(Some(a), snapshots.get(i).map(|s| assumed.of_cluster(&s.name)), "position {i}");
+        debug_assert_eq!(Some(a), i.of(snapshots).map(|s| assumed.of_cluster(&s.name)), "position {i:?}");
         match a == a0 {
             true => d0,
-            false => key_of(&(i, *state, a)),
+            false => key_of(&(i.index(), *state, a)),
         }
     }
 
     /// The state of the clusters at `positions` now ([`clusters_state`]), and, when `then` (a
     /// state of theirs a decision read) is the state they had as the previous pass started or
-    /// as its decisions left them, which of `positions` (their indices in it) changed their
-    /// digest since (`None`: not known which).
+    /// as its decisions left them, which of `positions` (their indices in it: the held
+    /// verdicts of the decision that keeps them) changed their digest since (`None`: not known
+    /// which).
     pub fn state_since(
         &self,
-        positions: &[usize],
+        positions: &[ViewIx],
         snapshots: &[ClusterSnapshot],
         assumed: &super::Assumed,
         then: u64,
-    ) -> (u64, Option<Vec<usize>>) {
+    ) -> (u64, Option<Vec<HeldIx>>) {
         if self.reference.is_empty() {
             return (clusters_state(positions, self, snapshots, assumed), None);
         }
@@ -524,17 +527,17 @@ impl ClusterDigests {
         let (mut changed, mut changed_end) = (Vec::new(), Vec::new());
         for (k, &i) in positions.iter().enumerate() {
             let d = self.of(i, snapshots, assumed);
-            let r = self.reference.get(i).copied().unwrap_or(u64::MAX);
+            let r = self.reference.get(i.index()).copied().unwrap_or(u64::MAX);
             now = now.wrapping_add(d);
             before = before.wrapping_add(r);
             if d != r {
-                changed.push(k);
+                changed.push(HeldIx::new(k));
             }
             if with_end {
-                let e = self.reference_end.get(i).copied().unwrap_or(u64::MAX);
+                let e = self.reference_end.get(i.index()).copied().unwrap_or(u64::MAX);
                 after = after.wrapping_add(e);
                 if d != e {
-                    changed_end.push(k);
+                    changed_end.push(HeldIx::new(k));
                 }
             }
         }
@@ -585,8 +588,9 @@ pub struct DeductedViews {
 #[derive(Clone)]
 pub struct CachedDecision {
     pub key: u64,
-    /// Positions (in the pass's snapshots) of the clusters that passed its filters.
-    pub clusters: Vec<usize>,
+    /// Positions (in the pass's snapshots) of the clusters that passed its filters, ascending:
+    /// its held verdicts' clusters, one for one.
+    pub clusters: Vec<ViewIx>,
     /// [`clusters_state`] of `clusters` when it was decided, or when its outcome last stood on
     /// their changed state ([`CachedDecision::stood`]): the state [`CachedDecision::held`] are
     /// the verdicts of.
@@ -942,7 +946,7 @@ impl CachedDecision {
             workload: workload.clone(),
             history_seq: placement.history_seq,
             key: self.key,
-            clusters: self.clusters.iter().map(|&i| u32::try_from(i).unwrap_or(u32::MAX)).collect(),
+            clusters: self.clusters.iter().map(|&i| u32::try_from(i.index()).unwrap_or(u32::MAX)).collect(),
             // The state of the verdicts a restart restores (the placement's): known only when
             // they are the ones held at `state`.
             state: match restored_held {
@@ -1027,7 +1031,7 @@ impl CachedDecision {
         );
         CachedDecision {
             key: stored.key,
-            clusters: stored.clusters.into_iter().map(|i| i as usize).collect(),
+            clusters: stored.clusters.into_iter().map(|i| ViewIx::new(i as usize)).collect(),
             state: stored.state,
             decided,
             stood_on: None,
@@ -1389,7 +1393,7 @@ mod tests {
             ["a", "b", "c"].iter().map(|n| ClusterSnapshot::offline(*n, "c.yaml")).collect();
         let none = crate::reconcile::Assumed::default();
         let first = ClusterDigests::new(vec![1, 2, 3], &none, 7, None, None);
-        let all = [0, 1, 2];
+        let all = [0, 1, 2].map(ViewIx::new);
         let then = clusters_state(&all, &first, &views, &none);
         // The first pass has no reference: not known which changed.
         assert_eq!(first.state_since(&all, &views, &none, then), (then, None));
@@ -1397,9 +1401,16 @@ mod tests {
         let now = clusters_state(&all, &second, &views, &none);
         assert_ne!(now, then);
         // Of a decision that read the state as the last pass started: the second cluster.
-        assert_eq!(second.state_since(&all, &views, &none, then), (now, Some(vec![1])));
+        assert_eq!(second.state_since(&all, &views, &none, then), (now, Some(vec![HeldIx::new(1)])));
         assert_eq!(
-            second.state_since(&[0, 2], &views, &none, clusters_state(&[0, 2], &first, &views, &none)).1,
+            second
+                .state_since(
+                    &[0, 2].map(ViewIx::new),
+                    &views,
+                    &none,
+                    clusters_state(&[0, 2].map(ViewIx::new), &first, &views, &none)
+                )
+                .1,
             Some(vec![])
         );
         // A state read at another time: not known.
@@ -1431,7 +1442,7 @@ mod tests {
         // The pass deducts an edited workload's replicas from m1, then a decision reads all three.
         let targets: std::collections::BTreeMap<String, Option<i32>> = [("m1".to_string(), Some(2))].into();
         assumed.update(&mut views, &web, &req, &targets, &dims);
-        let all = [0, 1, 2];
+        let all = [0, 1, 2].map(ViewIx::new);
         let then = clusters_state(&all, &first, &views, &assumed);
         assert_ne!(then, clusters_state(&all, &first, &views, &crate::reconcile::Assumed::default()));
         // The next pass starts from those deductions; m3's snapshot changed.
@@ -1439,9 +1450,16 @@ mod tests {
         let second = ClusterDigests::new(vec![1, 2, 9], &assumed, 7, Some(first.start_digests()), end.clone());
         let (now, changed) = second.state_since(&all, &views, &assumed, then);
         assert_ne!(now, then);
-        assert_eq!(changed, Some(vec![2]));
+        assert_eq!(changed, Some(vec![HeldIx::new(2)]));
         assert_eq!(
-            second.state_since(&[0, 1], &views, &assumed, clusters_state(&[0, 1], &first, &views, &assumed)).1,
+            second
+                .state_since(
+                    &[0, 1].map(ViewIx::new),
+                    &views,
+                    &assumed,
+                    clusters_state(&[0, 1].map(ViewIx::new), &first, &views, &assumed)
+                )
+                .1,
             Some(vec![])
         );
         // With the start reference only: not known which.

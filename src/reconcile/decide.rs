@@ -37,7 +37,9 @@ use crate::policy::types::{ActivationPreference, Placement, PropagationSpec};
 use crate::policy::{ObjectKey, PolicyRef, Template};
 use crate::render::{self, RenderInput};
 use crate::schedule::profile::Profiles;
-use crate::schedule::{self, Framework, Outcome, ScheduleRequest, ScheduleResult, Stands, Strategy, assign};
+use crate::schedule::{
+    self, Framework, HeldIx, Outcome, ScheduleRequest, ScheduleResult, Stands, Strategy, ViewIx, assign,
+};
 use crate::store::{DecisionInputs, PlacementRecord, Store, StoreError};
 use crate::util::hash::{KeySet, fnv1a64};
 use crate::util::memo;
@@ -745,7 +747,7 @@ fn reuse_or_decide<'a>(
 ) -> Result<Option<Arc<cache::CachedDecision>>, StoreError> {
     let t = w.template;
     let state_of =
-        |clusters: &[usize]| cache::clusters_state(clusters, &ctx.pass.digests, &snapshots.views, &snapshots.assumed);
+        |clusters: &[ViewIx]| cache::clusters_state(clusters, &ctx.pass.digests, &snapshots.views, &snapshots.assumed);
     let why = &mut out.redecided;
     let mut cached = cache.own.decisions.get(&t.key).cloned();
     // The state of its clusters, and the verdicts, when a decision that read it stands on a
@@ -837,8 +839,8 @@ fn reuse_or_decide<'a>(
     out.schedule_cpu += decided.schedule_cpu;
     // The clusters whose state the decision read: those that passed the filters (all of
     // them when ordered affinity terms may have been tried in turn).
-    let clusters: Vec<usize> = if w.placement.cluster_affinities.is_empty() {
-        let mut c: Vec<usize> = decided
+    let clusters: Vec<ViewIx> = if w.placement.cluster_affinities.is_empty() {
+        let mut c: Vec<ViewIx> = decided
             .record
             .result
             .feasible_clusters()
@@ -848,7 +850,7 @@ fn reuse_or_decide<'a>(
         c.sort_unstable();
         c
     } else {
-        (0..snapshots.views.len()).collect()
+        ViewIx::all(snapshots.views.len()).collect()
     };
     let state = state_of(&clusters);
     let entry = cache::CachedDecision {
@@ -886,7 +888,7 @@ fn capacity_stands(
     w: &Claimed<'_, '_>,
     c: &cache::CachedDecision,
     views: &[ClusterSnapshot],
-    changed: Option<&[usize]>,
+    changed: Option<&[HeldIx]>,
 ) -> Stands {
     if !w.required.is_empty() || w.policy.is_none() {
         return Stands::No;
@@ -902,7 +904,7 @@ fn outcome_stands_on(
     (t, placement, framework): (&Template, &Placement, &Framework),
     (previous, directive): (Option<&PlacementRecord>, Option<&Directive>),
     c: &cache::CachedDecision,
-    (views, changed): (&[ClusterSnapshot], Option<&[usize]>),
+    (views, changed): (&[ClusterSnapshot], Option<&[HeldIx]>),
 ) -> Stands {
     if !c.decided.scheduled {
         return Stands::No;
@@ -1246,7 +1248,7 @@ struct RenderJob<'a> {
 fn render_all(
     jobs: &[RenderJob<'_>],
     views: &[ClusterSnapshot],
-    positions: &std::collections::HashMap<String, usize>,
+    positions: &std::collections::HashMap<String, ViewIx>,
     secrets: &crate::secrets::SecretsPass<'_>,
 ) -> Vec<RenderedFiles> {
     /// Files per thread below which another thread costs more than it saves.
@@ -1318,7 +1320,7 @@ impl RenderJob<'_> {
     fn render(
         &self,
         views: &[ClusterSnapshot],
-        positions: &std::collections::HashMap<String, usize>,
+        positions: &std::collections::HashMap<String, ViewIx>,
         secrets: &crate::secrets::SecretsPass<'_>,
     ) -> RenderedFiles {
         use crate::secrets::SecretFile;
@@ -1328,7 +1330,7 @@ impl RenderJob<'_> {
         let path = render::object_path(&t.key);
         let mut out = RenderedFiles::default();
         for (cluster, replicas) in &self.targets {
-            let Some(snapshot) = positions.get(cluster).and_then(|i| views.get(*i)) else { continue };
+            let Some(snapshot) = positions.get(cluster).and_then(|i| i.of(views)) else { continue };
             let hpa_bounds = match &self.autoscale {
                 // An HPA goes only where its target has replicas.
                 Autoscale::Bounds(b) => match b.get(cluster) {
@@ -1410,7 +1412,7 @@ impl RenderJob<'_> {
         let handover = match prev {
             Some(p) => {
                 let ready = |c: &str| {
-                    let snapshot = positions.get(c).and_then(|i| views.get(*i));
+                    let snapshot = positions.get(c).and_then(|i| i.of(views));
                     super::stability::observed_ready(&t.key, snapshot)
                 };
                 super::stability::handing_over(self.directive, &p.targets, &self.targets, ready)

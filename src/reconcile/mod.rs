@@ -416,7 +416,7 @@ impl Reconciler {
                 let (prev, c) = (cache.record.placements().get(k)?, cache.decide.decisions.get(k)?);
                 let scheduled = matches!(c.decided.record.result.outcome, crate::schedule::Outcome::Scheduled { .. });
                 let ready = |cluster: &str| {
-                    let snapshot = pass.positions.get(cluster).and_then(|i| snapshots.views.get(*i));
+                    let snapshot = pass.positions.get(cluster).and_then(|i| i.of(&snapshots.views));
                     stability::observed_ready(k, snapshot)
                 };
                 let from = || stability::handing_over(d, &prev.targets, &c.decided.record.targets, ready);

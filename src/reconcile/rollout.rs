@@ -228,7 +228,7 @@ pub(crate) fn run(
     store: &Store,
     (kept, placements): (&mut Kept, &cache::Placements),
     inputs: &Inputs,
-    (views, positions): (&[ClusterSnapshot], &std::collections::HashMap<String, usize>),
+    (views, positions): (&[ClusterSnapshot], &std::collections::HashMap<String, crate::schedule::ViewIx>),
     now_ms: u64,
 ) -> Result<RolloutPass, StoreError> {
     let set = &inputs.set;
@@ -280,7 +280,7 @@ pub(crate) fn run(
         let clusters: Vec<&str> = targets.keys().map(String::as_str).collect();
         let facts = |c: &str| set.cluster(c).map(ClusterFacts::of);
         let stages = partition(spec, &clusters, facts);
-        let view_of = |c: &str| positions.get(c).and_then(|i| views.get(*i));
+        let view_of = |c: &str| positions.get(c).and_then(|i| i.of(views));
         let object = t.key.display_ref();
         // A gated stage with a member whose dispatching is suspended is paused: it got no new
         // file there, so nothing there is evidence; its release counts from when dispatching

@@ -20,7 +20,7 @@ use crate::model::nodes::CompiledRequest;
 use crate::model::workload::interpret;
 use crate::model::{ClusterSnapshot, Freshness, Observed, ReplicaRequirements, assumed};
 use crate::policy::{ObjectKey, Template};
-use crate::schedule::Fleet;
+use crate::schedule::{Fleet, ViewIx};
 use crate::store::{PlacementRecord, PreparedSnapshot, Store, StoreError};
 use crate::util::hash::KeyMap;
 use crate::util::memo::{self, ArcKey};
@@ -194,7 +194,7 @@ fn rebuild_views(
     let mut cached =
         cached.filter(|c| c.snapshots.len() == inputs.snapshots.len() && memo::on(memo::Name::ViewPerCluster));
     let before: Vec<u64> = match &cached {
-        Some(c) => (0..inputs.snapshots.len()).map(|i| c.assumed.of_position(i)).collect(),
+        Some(c) => ViewIx::all(inputs.snapshots.len()).map(|i| c.assumed.of_position(i)).collect(),
         None => Vec::new(),
     };
     let last = cached.as_mut().map(|c| std::mem::take(&mut c.assumed));
@@ -208,7 +208,7 @@ fn rebuild_views(
         }
         debug_assert_eq!(sequential.deducted, assumed.deducted);
         debug_assert_eq!(sequential.per_cluster, assumed.per_cluster);
-        for i in 0..inputs.snapshots.len() {
+        for i in ViewIx::all(inputs.snapshots.len()) {
             debug_assert_eq!(sequential.of_position(i), assumed.of_position(i));
         }
     }
@@ -221,7 +221,7 @@ fn rebuild_views(
             let view = c.snapshots.get_mut(i)?;
             let same = c.fingerprints.get(i) == fingerprints.get(i)
                 && view.name == input.name
-                && before.get(i).copied().unwrap_or(0) == assumed.of_position(i);
+                && before.get(i).copied().unwrap_or(0) == assumed.of_position(ViewIx::new(i));
             same.then(|| std::mem::replace(view, ClusterSnapshot::offline("", "")))
         })
         .collect();
@@ -931,8 +931,8 @@ fn views_key(fingerprints: &[u64], recent: u64) -> u64 {
 
 /// What the pass shares with every decision, built once the snapshots are versioned.
 pub(super) struct Pass {
-    /// Position of each cluster in the pass's snapshots.
-    pub positions: HashMap<String, usize>,
+    /// Position of each cluster in the pass's snapshots (its views).
+    pub positions: HashMap<String, ViewIx>,
     /// The scheduler's fleet context (clusters in name order, filter memo).
     pub fleet: Fleet,
     /// Blob hash of the pass's cluster → snapshot version map ([`Store::put_versions`]).
@@ -959,7 +959,7 @@ impl Pass {
         }
         kept.cluster_digests = Some(digests.start_digests());
         Ok(Pass {
-            positions: views.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect(),
+            positions: views.iter().enumerate().map(|(i, s)| (s.name.clone(), ViewIx::new(i))).collect(),
             versions: store.put_versions(versions)?,
             fleet,
             digests,
@@ -1086,7 +1086,7 @@ impl Assumed {
                     position,
                     deducted: self.deducted.get(workload).and_then(|d| d.get(cluster.as_str())).copied(),
                     digest: self.per_cluster.get(cluster.as_str()).copied(),
-                    by_position: self.of_position(position),
+                    by_position: self.of_position(ViewIx::new(position)),
                 });
             }
         }
@@ -1196,8 +1196,8 @@ impl Assumed {
 
     /// [`Assumed::of_cluster`] of the cluster at position `i` of the views its deductions were
     /// planned on (0: none).
-    pub fn of_position(&self, i: usize) -> u64 {
-        self.by_position.get(i).copied().unwrap_or(0)
+    pub fn of_position(&self, i: ViewIx) -> u64 {
+        self.by_position.get(i.index()).copied().unwrap_or(0)
     }
 
     /// The digest of the deductions from one cluster's view so far (0: none).
@@ -1326,7 +1326,7 @@ pub(super) mod tests {
         assumed.undo(log);
         assert_eq!(assumed.deducted, before.deducted);
         assert_eq!(assumed.per_cluster, before.per_cluster);
-        for (i, v) in views.iter().enumerate() {
+        for (i, v) in views.iter().enumerate().map(|(i, v)| (ViewIx::new(i), v)) {
             assert_eq!(assumed.of_position(i), before.of_position(i), "{}", v.name);
             assert_eq!(assumed.of_position(i), assumed.of_cluster(&v.name));
         }

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::framework::{FilterPlugin, Fit};
+use super::positions::{FleetPos, ViewIx};
 use crate::model::ClusterSnapshot;
 use crate::util::hash::fnv1a64;
 
@@ -133,7 +134,7 @@ struct Answer {
 /// The filters' combined answer for one combination of answers.
 pub(crate) struct Combo {
     /// Positions that pass every filter, ascending.
-    pub(crate) feasible: Vec<u32>,
+    pub(crate) feasible: Vec<FleetPos>,
     /// Group of each position in `groups`; `u32::MAX` for feasible positions.
     pub(crate) group_of: Vec<u32>,
     /// Rejected positions grouped by identical reasons, by first position.
@@ -159,12 +160,12 @@ struct Memo {
 /// the memo is behind a mutex.
 pub struct Fleet {
     /// Index in the pass's snapshots of each cluster, in name order.
-    order: Vec<usize>,
+    order: Vec<ViewIx>,
     /// Position of each snapshot (by its index in the pass's snapshots): `order` inverted.
-    rank: Vec<u32>,
+    rank: Vec<FleetPos>,
     /// Cluster names in order.
     names: Vec<String>,
-    positions: crate::util::hash::KeyMap<String, u32>,
+    positions: crate::util::hash::KeyMap<String, FleetPos>,
     universe: u64,
     /// Whether keyed filters are memoised (false: every filter per pair, the reference path).
     memoise: bool,
@@ -180,14 +181,14 @@ impl std::fmt::Debug for Fleet {
 impl Fleet {
     /// The fleet of a pass's snapshots.
     pub fn new(clusters: &[ClusterSnapshot]) -> Self {
-        let mut order: Vec<usize> = (0..clusters.len()).collect();
-        order.sort_by(|a, b| clusters[*a].name.cmp(&clusters[*b].name));
-        let names: Vec<String> = order.iter().map(|i| clusters[*i].name.clone()).collect();
-        let positions = names.iter().enumerate().map(|(p, n)| (n.clone(), p as u32)).collect();
+        let mut order: Vec<ViewIx> = ViewIx::all(clusters.len()).collect();
+        order.sort_by(|a, b| clusters[a.index()].name.cmp(&clusters[b.index()].name));
+        let names: Vec<String> = order.iter().map(|i| clusters[i.index()].name.clone()).collect();
+        let positions = names.iter().enumerate().map(|(p, n)| (n.clone(), FleetPos::at(p))).collect();
         let universe = universe_of(&names);
-        let mut rank = vec![0u32; order.len()];
+        let mut rank = vec![FleetPos::new(0); order.len()];
         for (p, &i) in order.iter().enumerate() {
-            rank[i] = p as u32;
+            rank[i.index()] = FleetPos::at(p);
         }
         let memoise = crate::util::memo::on(crate::util::memo::Name::FleetFilters);
         Fleet { order, rank, names, positions, universe, memoise, memo: Mutex::new(Memo::default()) }
@@ -217,13 +218,14 @@ impl Fleet {
         self.universe
     }
 
-    /// The positions of the clusters at these indices of the pass's snapshots, when they
-    /// ascend as the indices do (so in name order; the snapshots of a pass are sorted by name,
-    /// so they always do there): `None` if one is not a snapshot's or they do not ascend.
-    pub fn positions_of(&self, indices: &[usize]) -> Option<Vec<u32>> {
+    /// The positions of the clusters at these indices of the pass's snapshots (the pass's
+    /// views), when they ascend as the indices do (so in name order; the snapshots of a pass
+    /// are sorted by name, so they always do there): `None` if one is not a snapshot's or they
+    /// do not ascend. The one conversion from the views' index space to the fleet's.
+    pub fn positions_of(&self, indices: &[ViewIx]) -> Option<Vec<FleetPos>> {
         let mut out = Vec::with_capacity(indices.len());
         for &i in indices {
-            let p = *self.rank.get(i)?;
+            let p = *self.rank.get(i.index())?;
             if out.last().is_some_and(|&last| last >= p) {
                 return None;
             }
@@ -233,13 +235,13 @@ impl Fleet {
     }
 
     /// Position of a cluster in name order.
-    pub fn position(&self, name: &str) -> Option<u32> {
+    pub fn position(&self, name: &str) -> Option<FleetPos> {
         self.positions.get(name).copied()
     }
 
     /// The snapshot at a position.
-    pub fn cluster<'c>(&self, clusters: &'c [ClusterSnapshot], p: u32) -> &'c ClusterSnapshot {
-        &clusters[self.order[p as usize]]
+    pub fn cluster<'c>(&self, clusters: &'c [ClusterSnapshot], p: FleetPos) -> &'c ClusterSnapshot {
+        &clusters[self.order[p.index()].index()]
     }
 
     /// The snapshot of a cluster by name.
@@ -250,7 +252,7 @@ impl Fleet {
     /// Whether `clusters` is (by names and order) the list this fleet was built from.
     pub fn fits(&self, clusters: &[ClusterSnapshot]) -> bool {
         clusters.len() == self.order.len()
-            && self.order.iter().zip(&self.names).all(|(i, n)| clusters.get(*i).is_some_and(|c| &c.name == n))
+            && self.order.iter().zip(&self.names).all(|(i, n)| i.of(clusters).is_some_and(|c| &c.name == n))
     }
 
     pub(crate) fn memoises(&self) -> bool {
@@ -292,8 +294,10 @@ impl Fleet {
         clusters: &[ClusterSnapshot],
     ) -> Arc<[bool]> {
         let evaluate = || -> Arc<[bool]> {
-            (0..self.len() as u32)
-                .map(|p| crate::policy::matching::cluster_matches(affinity, &self.cluster(clusters, p).facts()))
+            (0..self.len())
+                .map(|p| {
+                    crate::policy::matching::cluster_matches(affinity, &self.cluster(clusters, FleetPos::at(p)).facts())
+                })
                 .collect()
         };
         if !self.memoise {
@@ -355,7 +359,7 @@ impl Fleet {
         let mut reasons = Vec::with_capacity(n);
         let mut interned: HashMap<String, Arc<str>> = HashMap::new();
         for p in 0..n {
-            match eval(f, self.cluster(clusters, p as u32)) {
+            match eval(f, self.cluster(clusters, FleetPos::at(p))) {
                 Fit::Pass => {
                     pass[p / 64] |= 1 << (p % 64);
                     reasons.push(None);
@@ -384,7 +388,7 @@ impl Fleet {
         let mut index: HashMap<Vec<Arc<str>>, u32> = HashMap::new();
         for (p, g) in group_of.iter_mut().enumerate() {
             if all[p / 64] & (1 << (p % 64)) != 0 {
-                feasible.push(p as u32);
+                feasible.push(FleetPos::at(p));
                 continue;
             }
             let reasons: Vec<Arc<str>> = answers.iter().filter_map(|a| a.reasons[p].clone()).collect();

@@ -57,6 +57,7 @@ pub mod assign;
 pub mod fleet;
 pub mod framework;
 pub mod plugins;
+pub mod positions;
 pub mod profile;
 pub mod rollout;
 pub mod select;
@@ -75,6 +76,7 @@ use crate::policy::types::{
 
 pub use fleet::{ClusterSet, Fleet, Rejection};
 pub use framework::Framework;
+pub use positions::{FleetPos, HeldIx, ViewIx};
 
 use assign::TieBreak;
 use framework::{Fit, MemoContext, PluginContext};
@@ -275,7 +277,7 @@ impl select::Clusters for FleetView<'_> {
         Some(self.fleet.level_index(&level.key(), build))
     }
 
-    fn position(&self, name: &str) -> Option<u32> {
+    fn position(&self, name: &str) -> Option<FleetPos> {
         self.fleet.position(name)
     }
 }
@@ -343,20 +345,22 @@ pub fn schedule_reads(
 
 /// Whether a result `schedule_reads` gave for `req`, which read capacity, stands on these
 /// clusters as they are now (its `held` verdicts, those of its feasible clusters as they were
-/// when it was made or last stood, and its `outcome`), without filtering, rendering or recording again: its feasible
-/// clusters' verdicts (available replicas, the model's notes, scores) are computed again on
-/// their current views and, unless they are the ones it holds, selection and division run on
-/// them and give its outcome again. `changed`, when known, are the indices of the held
-/// verdicts whose clusters' state changed since the result was made (or last stood): while
-/// every score reads only static facts ([`Framework::scores_static`]) only those verdicts are
-/// computed again. The caller vouches that the request and the fleet's static facts (which
-/// decide the filters, the topology groups and static scores) are those the result was made
-/// from; the result then keeps the figures it was made with, as a decision that did not read
-/// capacity does. `false` whenever that cannot be told this way: ordered `clusterAffinities`
-/// terms, verdicts a dependency added, a fleet of other clusters. `at`, when known, are the
-/// indices in `clusters` of the held verdicts' clusters, ascending (as the reconciler's cache
-/// keeps them, and `changed` indexes them): the clusters are then found by position, not by
-/// name; when they do not match the held verdicts one for one in order, `changed` is not used.
+/// when it was made or last stood, and its `outcome`), without filtering, rendering or
+/// recording again: its feasible clusters' verdicts (available replicas, the model's notes,
+/// scores) are computed again on their current views and, unless they are the ones it holds,
+/// selection and division run on them and give its outcome again. The caller vouches that the
+/// request and the fleet's static facts (which decide the filters, the topology groups and
+/// static scores) are those the result was made from; the result then keeps the figures it
+/// was made with, as a decision that did not read capacity does. `No` whenever that cannot be
+/// told this way: ordered `clusterAffinities` terms, verdicts a dependency added, a fleet of
+/// other clusters.
+///
+/// `at`, when known, are the held verdicts' clusters in the pass's views, ascending ([`ViewIx`]:
+/// as the reconciler keeps them); they are found by their fleet positions then, not by name.
+/// `changed`, when known, are the held verdicts ([`HeldIx`]) whose clusters' state changed
+/// since the result was made or last stood: while every score reads only static facts
+/// ([`Framework::scores_static`]) only those verdicts are computed again (not used when `at`
+/// does not match the held verdicts one for one).
 ///
 /// When the outcome stands on verdicts other than the held ones, they are returned
 /// ([`Stands::On`]): a caller that keeps the result for the clusters' new state keeps them with
@@ -368,7 +372,7 @@ pub fn outcome_stands(
     req: &ScheduleRequest<'_>,
     clusters: &[ClusterSnapshot],
     (held, outcome): (&[ClusterVerdict], &Outcome),
-    (at, changed): (Option<&[usize]>, Option<&[usize]>),
+    (at, changed): (Option<&[ViewIx]>, Option<&[HeldIx]>),
 ) -> Stands {
     if clusters.len() != fleet.len() || !req.placement.cluster_affinities.is_empty() {
         return Stands::No;
@@ -378,11 +382,11 @@ pub fn outcome_stands(
     let positions = at.and_then(|at| fleet.positions_of(at)).filter(|p| p.len() == held.len());
     let changed = changed.filter(|_| at.is_none() || positions.is_some());
     debug_assert!(
-        positions.as_ref().is_none_or(|p| p.iter().zip(held.iter()).all(|(&p, h)| fleet.names()[p as usize] == h.name)),
+        positions.as_ref().is_none_or(|p| p.iter().zip(held.iter()).all(|(&p, h)| fleet.names()[p.index()] == h.name)),
         "the held verdicts' positions"
     );
-    let cluster_of = |k: usize, h: &ClusterVerdict| match &positions {
-        Some(p) => p.get(k).map(|&p| fleet.cluster(clusters, p)),
+    let cluster_of = |k: HeldIx, h: &ClusterVerdict| match &positions {
+        Some(p) => p.get(k.index()).map(|&p| fleet.cluster(clusters, p)),
         None => fleet.get(clusters, &h.name),
     };
     let affinity = req.placement.cluster_affinity.as_ref();
@@ -399,19 +403,19 @@ pub fn outcome_stands(
         let mut at = Vec::with_capacity(changed.len());
         let mut sorted = Vec::with_capacity(changed.len());
         for &k in changed {
-            let Some(h) = held.get(k).filter(|h| h.feasible) else { return Stands::No };
+            let Some(h) = held.get(k.index()).filter(|h| h.feasible) else { return Stands::No };
             let Some(c) = cluster_of(k, h) else { return Stands::No };
             at.push(k);
             sorted.push(c);
         }
         let mut now = availability_verdicts(fw, req, &sorted);
         for (n, &k) in now.iter_mut().zip(&at) {
-            if let Some(h) = held.get(k) {
+            if let Some(h) = held.get(k.index()) {
                 n.score = h.score;
                 n.scores.clone_from(&h.scores);
             }
         }
-        if now.iter().zip(&at).all(|(n, &k)| held.get(k).is_some_and(|h| same(n, h))) {
+        if now.iter().zip(&at).all(|(n, &k)| held.get(k.index()).is_some_and(|h| same(n, h))) {
             return Stands::Held;
         }
         if held.iter().any(|v| !v.feasible) {
@@ -419,7 +423,7 @@ pub fn outcome_stands(
         }
         let mut feasible: Vec<&ClusterVerdict> = held.iter().collect();
         for (n, &k) in now.iter().zip(&at) {
-            if let Some(slot) = feasible.get_mut(k) {
+            if let Some(slot) = feasible.get_mut(k.index()) {
                 *slot = n;
             }
         }
@@ -430,7 +434,7 @@ pub fn outcome_stands(
     }
     let mut sorted = Vec::with_capacity(held.len());
     for (k, v) in held.iter().enumerate() {
-        let Some(c) = cluster_of(k, v) else { return Stands::No };
+        let Some(c) = cluster_of(HeldIx::new(k), v) else { return Stands::No };
         if !v.feasible {
             return Stands::No;
         }
@@ -475,7 +479,7 @@ fn filter_clusters(
     req: &ScheduleRequest<'_>,
     affinity: Option<&ClusterAffinity>,
     clusters: &[ClusterSnapshot],
-) -> (Vec<u32>, Vec<Rejection>) {
+) -> (Vec<FleetPos>, Vec<Rejection>) {
     let no_previous = BTreeMap::new();
     let run = |f: &dyn framework::FilterPlugin, cluster: &ClusterSnapshot, previous: &BTreeMap<String, i32>| {
         f.filter(&PluginContext {
@@ -498,7 +502,7 @@ fn filter_clusters(
             })
             .collect()
     };
-    let mut feasible: Vec<u32>;
+    let mut feasible: Vec<FleetPos>;
     let mut groups: Vec<Rejection>;
     if fleet.memoises() {
         let mctx = MemoContext {
@@ -517,13 +521,13 @@ fn filter_clusters(
         // The previous placement's clusters, per pair (several filters let them pass).
         for name in req.previous.keys() {
             let Some(p) = fleet.position(name) else { continue };
-            match combo.group_of[p as usize] {
+            match combo.group_of[p.index()] {
                 u32::MAX => {
                     if let Ok(i) = feasible.binary_search(&p) {
                         feasible.remove(i);
                     }
                 }
-                g => groups[g as usize].clusters.remove(p),
+                g => groups[g as usize].clusters.remove(p.get()),
             }
             let reasons = per_pair(fleet.cluster(clusters, p));
             if reasons.is_empty() {
@@ -532,8 +536,8 @@ fn filter_clusters(
                 }
             } else {
                 match groups.iter_mut().find(|g| g.reasons == reasons) {
-                    Some(g) => g.clusters.insert(p),
-                    None => groups.push(Rejection { reasons, clusters: fleet::ClusterSet::from_sorted([p]) }),
+                    Some(g) => g.clusters.insert(p.get()),
+                    None => groups.push(Rejection { reasons, clusters: fleet::ClusterSet::from_sorted([p.get()]) }),
                 }
             }
         }
@@ -543,14 +547,14 @@ fn filter_clusters(
         // The reference: every filter for every pair.
         feasible = Vec::new();
         let mut members: Vec<(Vec<String>, Vec<u32>)> = Vec::new();
-        for p in 0..fleet.len() as u32 {
+        for p in (0..fleet.len()).map(FleetPos::at) {
             let reasons = per_pair(fleet.cluster(clusters, p));
             if reasons.is_empty() {
                 feasible.push(p);
             } else {
                 match members.iter_mut().find(|(r, _)| *r == reasons) {
-                    Some((_, m)) => m.push(p),
-                    None => members.push((reasons, vec![p])),
+                    Some((_, m)) => m.push(p.get()),
+                    None => members.push((reasons, vec![p.get()])),
                 }
             }
         }
@@ -805,7 +809,7 @@ fn health_caps(
 fn decide(
     fw: &Framework,
     req: &ScheduleRequest<'_>,
-    (verdicts, positions): (&[ClusterVerdict], &[u32]),
+    (verdicts, positions): (&[ClusterVerdict], &[FleetPos]),
     clusters: &FleetView<'_>,
     total: usize,
 ) -> (Outcome, bool) {
@@ -819,7 +823,7 @@ fn decide(
 fn decide_on(
     fw: &Framework,
     req: &ScheduleRequest<'_>,
-    (feasible, positions): (Vec<&ClusterVerdict>, Option<&[u32]>),
+    (feasible, positions): (Vec<&ClusterVerdict>, Option<&[FleetPos]>),
     clusters: &FleetView<'_>,
     total: usize,
 ) -> (Outcome, bool) {
@@ -1001,7 +1005,7 @@ fn static_weights(
     let mut out = BTreeMap::new();
     for v in selected {
         let Some(p) = clusters.fleet.position(&v.name) else { continue };
-        let matched = |m: &std::sync::Arc<[bool]>| m.get(p as usize).copied().unwrap_or(false);
+        let matched = |m: &std::sync::Arc<[bool]>| m.get(p.index()).copied().unwrap_or(false);
         let w = list.iter().zip(&matches).filter(|(_, m)| matched(m)).map(|(e, _)| e.weight).max();
         if let Some(w) = w.filter(|w| *w > 0) {
             out.insert(v.name.clone(), w);

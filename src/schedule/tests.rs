@@ -958,12 +958,12 @@ proptest! {
         if let Some(on) = on(&stands) {
             prop_assert_eq!(on, figures(&scheduled_again.verdicts));
         }
-        let changed: Vec<usize> = made
+        let changed: Vec<HeldIx> = made
             .verdicts
             .iter()
             .enumerate()
             .filter(|(_, v)| changes.keys().any(|i| format!("m{i:02}") == v.name))
-            .map(|(k, _)| k)
+            .map(|(k, _)| HeldIx::new(k))
             .collect();
         let stands = outcome_stands(&fleet, fw, &req, &after, (&made.verdicts, &made.outcome), (None, Some(&changed)));
         prop_assert_eq!(stands.stands(), again);
@@ -971,9 +971,9 @@ proptest! {
             prop_assert_eq!(on, figures(&scheduled_again.verdicts));
         }
         // The held verdicts' clusters given by index (as the reconciler's cache keeps them).
-        let at = |list: &[ClusterSnapshot]| -> Vec<usize> {
-            let mut at: Vec<usize> =
-                made.verdicts.iter().filter_map(|v| list.iter().position(|c| c.name == v.name)).collect();
+        let at = |list: &[ClusterSnapshot]| -> Vec<ViewIx> {
+            let mut at: Vec<ViewIx> =
+                made.verdicts.iter().filter_map(|v| list.iter().position(|c| c.name == v.name)).map(ViewIx::new).collect();
             at.sort_unstable();
             at
         };
@@ -983,11 +983,11 @@ proptest! {
         // the cache's state does) do not line up with the verdicts one for one.
         let reversed: Vec<ClusterSnapshot> = after.iter().rev().cloned().collect();
         let reversed_at = at(&reversed);
-        let reversed_changed: Vec<usize> = reversed_at
+        let reversed_changed: Vec<HeldIx> = reversed_at
             .iter()
             .enumerate()
-            .filter(|(_, i)| changes.keys().any(|c| format!("m{c:02}") == reversed[**i].name))
-            .map(|(k, _)| k)
+            .filter(|(_, i)| changes.keys().any(|c| format!("m{c:02}") == reversed[i.index()].name))
+            .map(|(k, _)| HeldIx::new(k))
             .collect();
         let given = (Some(&reversed_at[..]), Some(&reversed_changed[..]));
         prop_assert_eq!(outcome_stands(&Fleet::new(&reversed), fw, &req, &reversed, (&made.verdicts, &made.outcome), given).stands(), again);

@@ -787,6 +787,62 @@ fn no_pointer_is_kept_as_an_integer() {
     assert_eq!(pointers_as_integers(old).len(), 3);
 }
 
+/// The words of a signature that name a bare integer index type (`usize`, `u32`), counts
+/// (`total: usize`) left out.
+fn bare_indices(signature: &str) -> Vec<&str> {
+    signature
+        .split(',')
+        .filter(|p| !p.trim_start().starts_with("total:"))
+        .flat_map(|p| p.split(|c: char| !c.is_alphanumeric() && c != '_'))
+        .filter(|w| matches!(*w, "usize" | "u32"))
+        .collect()
+}
+
+/// Typed positions (issue 51): where the reconciler's kept decisions meet the scheduler, a
+/// cluster is named by an index of one space, by its type — `schedule::FleetPos` (the fleet's
+/// name order), `schedule::ViewIx` (the pass's views, as a kept decision names its clusters),
+/// `schedule::HeldIx` (the verdicts a kept result holds: which changed) — never by a bare
+/// integer, so an index of one space is not taken for another's (`Fleet::positions_of` is the
+/// one conversion from the views to the fleet). `outcome_stands` once took two `&[usize]` of
+/// two spaces and needed its doc to tell them apart.
+#[test]
+fn positions_are_typed_where_kept_decisions_meet_the_scheduler() {
+    const TYPED: &[(&str, &str)] = &[
+        ("schedule/mod.rs", "outcome_stands"),
+        ("schedule/mod.rs", "decide"),
+        ("schedule/mod.rs", "decide_on"),
+        ("schedule/fleet.rs", "positions_of"),
+        ("schedule/fleet.rs", "position"),
+        ("schedule/fleet.rs", "cluster"),
+        ("schedule/select/mod.rs", "select_clusters_at"),
+        ("reconcile/cache.rs", "clusters_state"),
+        ("reconcile/cache.rs", "state_since"),
+        ("reconcile/decide.rs", "capacity_stands"),
+        ("reconcile/decide.rs", "outcome_stands_on"),
+        ("reconcile/snapshots.rs", "of_position"),
+    ];
+    let all = functions();
+    let mut bare = Vec::new();
+    for (file, name) in TYPED {
+        let found: Vec<&Function> = all.iter().filter(|f| f.file == *file && f.name == *name).collect();
+        assert!(!found.is_empty(), "{file}: fn {name} not found");
+        for f in found.into_iter().filter(|f| !bare_indices(&f.signature).is_empty()) {
+            bare.push(format!("{file}: fn {}", f.signature));
+        }
+    }
+    assert_eq!(bare, Vec::<String>::new(), "a bare integer where a typed position is meant");
+    // The kept decision's clusters and the pass's positions by name are views' indices.
+    let cache = fs::read_to_string(repo_root().join("src/reconcile/cache.rs")).expect("read");
+    let snapshots = fs::read_to_string(repo_root().join("src/reconcile/snapshots.rs")).expect("read");
+    assert!(cache.contains("pub clusters: Vec<ViewIx>,"), "CachedDecision::clusters");
+    assert!(snapshots.contains("pub positions: HashMap<String, ViewIx>,"), "Pass::positions");
+    // The scanner sees the old form.
+    let old = "outcome_stands(fleet: &Fleet, (at, changed): (Option<&[usize]>, Option<&[usize]>)) -> Stands";
+    assert_eq!(bare_indices(old), ["usize", "usize"]);
+    assert_eq!(bare_indices("position(&self, name: &str) -> Option<FleetPos>"), Vec::<&str>::new());
+    assert_eq!(bare_indices("decide_on(fw: &Framework, total: usize) -> Outcome"), Vec::<&str>::new());
+}
+
 /// The pass trigger is one type (issue 51), `publish::Trigger`, from the daemon's loop to every
 /// place that names it (the pass, its report, the status, the history record it writes, the git
 /// commit message): no parameter or field of the product's code holds a trigger as a string. The

@@ -24,7 +24,7 @@ pub mod groups;
 use crate::model::ClusterSnapshot;
 use crate::policy::types::{Placement, SpreadByField, SpreadConstraint};
 
-use super::{ClusterVerdict, Strategy};
+use super::{ClusterVerdict, FleetPos, Strategy};
 use groups::{GroupInfo, group_score, select_groups};
 
 /// Cluster snapshots by name: a slice (searched in order) or the pass's
@@ -39,7 +39,7 @@ pub trait Clusters {
     }
 
     /// The position of a cluster by name, where [`Clusters::level_index`] gives an index.
-    fn position(&self, _name: &str) -> Option<u32> {
+    fn position(&self, _name: &str) -> Option<FleetPos> {
         None
     }
 }
@@ -56,10 +56,10 @@ pub struct LevelIndex {
 
 impl LevelIndex {
     /// The index of `clusters` (`len` of them, by position) at `level`.
-    pub fn build<'c>(level: Level<'_>, len: usize, cluster: impl Fn(u32) -> &'c ClusterSnapshot) -> Self {
+    pub fn build<'c>(level: Level<'_>, len: usize, cluster: impl Fn(FleetPos) -> &'c ClusterSnapshot) -> Self {
         let mut per: Vec<Vec<&'c str>> = Vec::with_capacity(len);
         let mut keys: Vec<&str> = Vec::new();
-        for p in 0..len as u32 {
+        for p in (0..len).map(FleetPos::at) {
             let mut mine = Vec::new();
             level.for_each_key(cluster(p), |k| mine.push(k));
             keys.extend(&mine);
@@ -77,8 +77,8 @@ impl LevelIndex {
     }
 
     /// The ids of the groups of the cluster at `position`, in the order the level gives them.
-    fn groups_at(&self, position: u32) -> &[u32] {
-        let (start, end) = self.at.get(position as usize).copied().unwrap_or((0, 0));
+    fn groups_at(&self, position: FleetPos) -> &[u32] {
+        let (start, end) = self.at.get(position.index()).copied().unwrap_or((0, 0));
         self.ids.get(start as usize..end as usize).unwrap_or_default()
     }
 }
@@ -163,7 +163,7 @@ pub fn select_clusters<'a, C: Clusters + ?Sized>(
 /// then compares no names and the groups are read by position, not found by name.
 pub fn select_clusters_at<'a, C: Clusters + ?Sized>(
     placement: &Placement,
-    (feasible, positions): (&[&'a ClusterVerdict], Option<&[u32]>),
+    (feasible, positions): (&[&'a ClusterVerdict], Option<&[FleetPos]>),
     clusters: &C,
     strategy: Strategy,
     replicas: Option<i32>,
@@ -180,7 +180,7 @@ pub fn select_clusters_at<'a, C: Clusters + ?Sized>(
     };
     match constraints_in_force(placement, strategy) {
         (Some((level, sc)), cluster_sc) => {
-            let ordered_at: Option<Vec<u32>> = positions.map(|p| at.iter().map(|&i| p[i]).collect());
+            let ordered_at: Option<Vec<FleetPos>> = positions.map(|p| at.iter().map(|&i| p[i]).collect());
             let ordered = (&ordered[..], ordered_at.as_deref());
             by_groups(level, sc, cluster_sc, ordered, clusters, strategy, replicas)
         }
@@ -347,7 +347,7 @@ fn by_groups<'a, C: Clusters + ?Sized>(
     level: Level<'_>,
     sc: &SpreadConstraint,
     cluster_sc: Option<&SpreadConstraint>,
-    (ordered, ordered_at): (&[&'a ClusterVerdict], Option<&[u32]>),
+    (ordered, ordered_at): (&[&'a ClusterVerdict], Option<&[FleetPos]>),
     clusters: &C,
     strategy: Strategy,
     replicas: Option<i32>,

@@ -222,8 +222,8 @@ fn spread_by_region_zone_provider_and_label() {
     by_name.sort_by(|a, b| a.name.cmp(&b.name));
     let fleet = crate::schedule::Fleet::new(&clusters);
     let view = crate::schedule::FleetView { fleet: &fleet, clusters: &clusters };
-    let ascending: Vec<u32> = (0..by_name.len() as u32).collect();
-    let descending: Vec<u32> = ascending.iter().rev().copied().collect();
+    let ascending: Vec<crate::schedule::FleetPos> = (0..by_name.len()).map(crate::schedule::FleetPos::at).collect();
+    let descending: Vec<crate::schedule::FleetPos> = ascending.iter().rev().copied().collect();
     for (what, constraints, strategy, want) in cases {
         let p = dynamic(constraints.clone());
         let got = names(select_clusters(&p, &refs, &clusters, strategy, Some(10)));
