@@ -79,9 +79,9 @@
 //! compare); the claim of each template, kept while the template, its previous claimer and the
 //! PropagationPolicies that could claim it (its namespace's, every ClusterPropagationPolicy) are
 //! the same objects (`ClaimMemo`: an edit claims again the templates of the namespaces it changed);
-//! the decision key of each template (`KeyMemo`), given again without claiming it while no
-//! (cluster) propagation or override policy, interpreter or profile changed and the template, its
-//! previous placement and the fleet's static facts are the same objects and values (compared with a
+//! the decision key of each template (`KeyMemo`, a `MemoMap` keyed by what the key is computed
+//! from: the template, its previous placement, the fleet's static facts, the generation of the
+//! policies, interpreters and profiles), given again without claiming it (compared with a
 //! fresh key in debug builds; a kept key whose decision read capacity is checked against the
 //! changed state there, with the placement and profile of the policy that claimed it, without
 //! claiming again); the member views after the deductions of the recent placements (reused while
@@ -789,41 +789,45 @@ impl ClaimMemo {
 }
 
 /// Per template, the key of its decision ([`crate::reconcile`]'s `decision_key`), given again
-/// without claiming the template, finding its overrides and hashing what the key covers, while
-/// all of that is the same: the pass changes none of what every key reads — no
-/// PropagationPolicy or ClusterPropagationPolicy is another object ([`ClaimMemo::unchanged`]),
-/// nor any override policy, the interpreters or the profiles, and it is not a full check —,
-/// and the template and its previous placement are the objects the key was computed with,
-/// the fleet's static facts for its confidence threshold are the same, and it has no
-/// dependents' targets and no failover directive (now or then). A Lazy policy's template is
-/// not kept (its pin reads the workload's history). An edit of one template, or a pass that
+/// without claiming the template, finding its overrides and hashing what the key covers: a
+/// [`memo::MemoMap`] by template object whose key ([`KeyInputs`]) is what the decision key is
+/// computed from beside the template — its previous placement (the object), the fleet's static
+/// facts for its profile's confidence threshold, and the generation of the pass-wide inputs
+/// every key reads (the PropagationPolicies and ClusterPropagationPolicies, the override
+/// policies, the interpreters and the profiles; a full check starts a generation too). A key
+/// is given again only for the same [`KeyInputs`]. The decide stage keeps only the keys of
+/// decisions that read nothing else (no dependents' targets, failover directive, rollout step
+/// or Lazy pin) and computes them with one function (`decide::claimed_key`), which debug builds
+/// run again to compare with a key given again. An edit of one template, or a pass that
 /// changed nothing, computes the keys of only the templates it changed.
 #[derive(Default, Clone)]
 pub struct KeyMemo {
-    /// Per template object (its identity): the key and what it was computed with.
-    keys: HashMap<ArcKey<crate::policy::Template>, KeptKey, foldhash::fast::RandomState>,
+    keys: memo::MemoMap<ArcKey<crate::policy::Template>, KeyInputs, u64, foldhash::fast::RandomState>,
     /// The override policies of the last pass (both kinds, in the set's order), held so that
     /// their addresses are not another policy's while compared.
     overrides: Vec<Arc<OverridePolicy>>,
     /// The interpreters' and the profiles' digests of the last pass.
     digests: (u64, u64),
-    /// Whether the pass's memo may be read ([`KeyMemo::begin`]).
-    usable: bool,
+    /// The generation of the pass-wide inputs ([`KeyMemo::begin`]).
+    generation: u64,
 }
 
-/// A kept decision key ([`KeyMemo`]).
-#[derive(Clone)]
-struct KeptKey {
+/// What a kept decision key was computed from beside its template ([`KeyMemo`]).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct KeyInputs {
+    /// The generation of the pass-wide inputs it was computed in.
+    generation: u64,
+    /// The previous placement it read (the object).
     previous: Option<ArcKey<PlacementRecord>>,
-    /// The confidence threshold (its bits) and the fleet's static facts for it.
+    /// The confidence threshold of the profile it was claimed with (its bits), and the fleet's
+    /// static facts for it.
     fleet: (u64, u64),
-    key: u64,
 }
 
 impl KeyMemo {
-    /// Whether this pass may give kept keys: `claims_unchanged` ([`ClaimMemo::unchanged`]), not
-    /// a full check, and the override policies, the interpreters' digest and the profiles'
-    /// digest the last pass's.
+    /// Starts a pass: a new generation, in which no key computed before is given again, unless
+    /// `claims_unchanged` ([`ClaimMemo::unchanged`]), it is not a full check, and the override
+    /// policies, the interpreters' digest and the profiles' digest are the last pass's.
     pub fn begin(
         &mut self,
         set: &crate::policy::PolicySet,
@@ -835,9 +839,11 @@ impl KeyMemo {
         let same_overrides = self.overrides.len() == now.clone().count()
             && self.overrides.iter().zip(now.clone()).all(|(a, b)| Arc::ptr_eq(a, b));
         let same = same_overrides && self.digests == (interpreters, profiles);
-        self.usable = same && claims_unchanged && !full_check;
+        if !(same && claims_unchanged && !full_check) {
+            self.generation += 1;
+        }
         if !same {
-            // No key computed before a change of these is given again.
+            // None of them would be given again: their memory back.
             self.keys.clear();
         }
         if !same_overrides {
@@ -847,33 +853,29 @@ impl KeyMemo {
         let templates = set.templates.len();
         if self.keys.len() > templates + templates / 8 + 64 {
             let current = template_keys(set);
-            self.keys.retain(|t, _| current.contains(t));
+            self.keys.retain(|t| current.contains(t));
         }
     }
 
-    /// The kept key of `t`'s decision when this pass may give it, `t` and its `previous`
-    /// placement are the objects it was computed with, and `fleet` (the fleet's static facts
-    /// for a confidence threshold, by the threshold's bits) gives what it gave then.
+    /// The kept key of `t`'s decision when it was computed from what it would be now: in this
+    /// generation, with `previous` (the object), and with the fleet's static facts `fleet` gives
+    /// for the threshold it was computed with (the threshold of the profile of its claim, which
+    /// the generation covers).
     pub fn kept(
         &self,
         t: &Arc<crate::policy::Template>,
         previous: Option<&Arc<PlacementRecord>>,
         fleet: impl FnOnce(u64) -> u64,
     ) -> Option<u64> {
-        if !self.usable || !memo::on(memo::Name::DecisionKeys) {
-            return None;
-        }
-        let k = self.keys.get(&ArcKey::of(t))?;
-        let same_previous = match (&k.previous, previous) {
-            (Some(a), Some(b)) => a.is(b),
-            (None, None) => true,
-            _ => false,
-        };
-        (same_previous && fleet(k.fleet.0) == k.fleet.1).then_some(k.key)
+        let template = ArcKey::of(t);
+        let bits = self.keys.key_of(&template)?.fleet.0;
+        let now =
+            KeyInputs { generation: self.generation, previous: previous.map(ArcKey::of), fleet: (bits, fleet(bits)) };
+        self.keys.get(memo::Name::DecisionKeys, &template, &now).copied()
     }
 
-    /// Keeps `key`, computed for `t` with `previous` and the fleet's static facts `fleet`
-    /// (threshold bits, key).
+    /// Keeps `key`, computed for `t` in this generation with `previous` and the fleet's static
+    /// facts `fleet` (threshold bits, facts).
     pub fn keep(
         &mut self,
         t: &Arc<crate::policy::Template>,
@@ -881,13 +883,13 @@ impl KeyMemo {
         fleet: (u64, u64),
         key: u64,
     ) {
-        let kept = KeptKey { previous: previous.map(ArcKey::of), fleet, key };
-        self.keys.insert(ArcKey::of(t), kept);
+        let inputs = KeyInputs { generation: self.generation, previous: previous.map(ArcKey::of), fleet };
+        self.keys.keep(ArcKey::of(t), inputs, key);
     }
 
     /// Forgets the key of `t` (its decision read what the memo does not cover).
     pub fn forget(&mut self, t: &Arc<crate::policy::Template>) {
-        self.keys.remove(&ArcKey::of(t));
+        self.keys.forget(&ArcKey::of(t));
     }
 }
 
@@ -2715,14 +2717,20 @@ mod tests {
         let t = Arc::clone(&set.templates[0]);
         let fleet = |bits: u64| if bits == 7 { 70 } else { 0 };
         let mut memo = KeyMemo::default();
-        memo.begin(&set, (1, 2), false, false);
-        memo.keep(&t, None, (7, 70), 42);
-        assert_eq!(memo.kept(&t, None, fleet), None, "the claims changed this pass");
         memo.begin(&set, (1, 2), true, false);
+        memo.keep(&t, None, (7, 70), 42);
         assert_eq!(memo.kept(&t, None, fleet), Some(42));
         assert_eq!(memo.kept(&t, None, |_| 71), None, "other static facts");
         let edited = load(3, "a");
         assert_eq!(memo.kept(&edited.templates[0], None, fleet), None, "another template object");
+        memo.begin(&set, (1, 2), false, false);
+        assert_eq!(memo.kept(&t, None, fleet), None, "the claims changed");
+        // A key computed before the claims changed is not given again after them, even when the
+        // pass that changed them did not compute it again (its template was not in that set).
+        memo.begin(&set, (1, 2), true, false);
+        assert_eq!(memo.kept(&t, None, fleet), None, "computed before the claims changed");
+        memo.keep(&t, None, (7, 70), 42);
+        assert_eq!(memo.kept(&t, None, fleet), Some(42), "computed with these claims");
         memo.begin(&set, (1, 2), true, true);
         assert_eq!(memo.kept(&t, None, fleet), None, "a full check");
         memo.begin(&set, (1, 3), true, false);

@@ -361,17 +361,11 @@ pub(super) fn decide_all(
                     claimed.placement = &spec.placement;
                     claimed.hashes.1 = *policy_hash;
                 }
-                let confidence = claimed.framework.settings.model.min_confidence;
-                let fleet_static = fleet_statics.key(&snapshots.views, confidence);
-                let previous = cache::previous_digest(claimed.previous.as_deref());
-                let key = decision_key(ctx, &claimed, (fleet_static, previous));
+                let (key, fleet) = claimed_key(ctx, &mut fleet_statics, &snapshots.views, &claimed);
                 let rolled = ctx.rollout.touches(&t.key);
                 match lazy || !claimed.required.is_empty() || claimed.directive.is_some() || rolled {
                     true => cache.own.keys.forget(shared),
-                    false => {
-                        let fleet = (confidence.to_bits(), fleet_static);
-                        cache.own.keys.keep(shared, claimed.previous.as_ref(), fleet, key)
-                    }
+                    false => cache.own.keys.keep(shared, claimed.previous.as_ref(), fleet, key),
                 }
                 let suspended = claimed.spec.and_then(|s| s.suspension.as_ref()?.suspended());
                 let held = pinned.is_some();
@@ -659,6 +653,20 @@ fn decision_key(ctx: &Context<'_>, w: &Claimed<'_, '_>, (fleet_static, previous)
     ))
 }
 
+/// [`cache::KeyMemo`]'s compute: the key of a claimed template's decision, with the fleet's
+/// static facts it read (its profile's confidence threshold, by its bits, and the facts for it).
+fn claimed_key(
+    ctx: &Context<'_>,
+    fleet_statics: &mut FleetStatics,
+    views: &[ClusterSnapshot],
+    claimed: &Claimed<'_, '_>,
+) -> (u64, (u64, u64)) {
+    let confidence = claimed.framework.settings.model.min_confidence;
+    let fleet_static = fleet_statics.key(views, confidence);
+    let previous = cache::previous_digest(claimed.previous.as_deref());
+    (decision_key(ctx, claimed, (fleet_static, previous)), (confidence.to_bits(), fleet_static))
+}
+
 /// The cached decision of `template` when its key is `key` (kept: [`cache::KeyMemo`]) and the
 /// state of its clusters is the one it read (when it read capacity), or its outcome stands on
 /// their changed state ([`outcome_stands_on`], with the placement and profile of the policy it
@@ -726,9 +734,7 @@ fn debug_check_kept_key<'a>(
     debug_assert!(claimed.is_some(), "a kept key of {}, which no policy claims", shared.key);
     let Some(claimed) = claimed else { return Ok(()) };
     debug_assert!(lazy_pin(ctx, cache, &claimed)?.is_none(), "a kept key of {}, pinned", shared.key);
-    let fleet_static = fleet_statics.key(views, claimed.framework.settings.model.min_confidence);
-    let previous = cache::previous_digest(claimed.previous.as_deref());
-    debug_assert_eq!(decision_key(ctx, &claimed, (fleet_static, previous)), kept, "the kept key of {}", shared.key);
+    debug_assert_eq!(claimed_key(ctx, fleet_statics, views, &claimed).0, kept, "the kept key of {}", shared.key);
     Ok(())
 }
 

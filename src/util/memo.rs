@@ -281,6 +281,75 @@ impl<K: Hash + Eq, V: PartialEq + std::fmt::Debug, S: std::hash::BuildHasher> Me
     }
 }
 
+/// A value kept per entity (`E`: an object's [`ArcKey`], a name) with the key (`K`) of
+/// everything it was computed from, given again only for that key ([`MemoMap::get`]): its
+/// validity is key equality, not a rule in prose. For a value whose compute needs what a miss
+/// goes on to use anyway (a claim, a store read), so cannot run where the value is asked for:
+/// the caller computes it on a miss and keeps it ([`MemoMap::keep`]), and debug builds compare
+/// a value given again with that same compute where the caller can run it.
+#[derive(Debug)]
+pub struct MemoMap<E, K, V, S = std::collections::hash_map::RandomState> {
+    entries: HashMap<E, (K, V), S>,
+}
+
+impl<E, K, V, S: Default> Default for MemoMap<E, K, V, S> {
+    fn default() -> Self {
+        MemoMap { entries: HashMap::default() }
+    }
+}
+
+impl<E: Clone, K: Clone, V: Clone, S: Clone> Clone for MemoMap<E, K, V, S> {
+    fn clone(&self) -> Self {
+        MemoMap { entries: self.entries.clone() }
+    }
+}
+
+impl<E: Hash + Eq, K: PartialEq, V, S: std::hash::BuildHasher> MemoMap<E, K, V, S> {
+    /// The key the value kept for `entity` was computed from.
+    pub fn key_of(&self, entity: &E) -> Option<&K> {
+        self.entries.get(entity).map(|(k, _)| k)
+    }
+
+    /// The value kept for `entity` when it was computed from `key` (and memo `name` is on:
+    /// [`switch_off`]).
+    pub fn get(&self, name: Name, entity: &E, key: &K) -> Option<&V> {
+        if !on(name) {
+            return None;
+        }
+        self.entries.get(entity).filter(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// Keeps `value`, computed from `key`, for `entity` (replacing any).
+    pub fn keep(&mut self, entity: E, key: K, value: V) {
+        self.entries.insert(entity, (key, value));
+    }
+
+    /// Forgets the value of `entity`.
+    pub fn forget(&mut self, entity: &E) {
+        self.entries.remove(entity);
+    }
+
+    /// How many values are kept.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Keeps only the values whose entity `keep` says.
+    pub fn retain(&mut self, mut keep: impl FnMut(&E) -> bool) {
+        self.entries.retain(|e, _| keep(e));
+    }
+
+    /// Forgets every value.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,6 +379,23 @@ mod tests {
         assert!(ArcKey::of(&a).is(&a) && !ArcKey::of(&a).is(&b));
         memo.retain(|k| k.is(&b));
         assert_eq!(memo.len(), 1);
+    }
+
+    /// A value kept per entity is given again only for the key it was computed from.
+    #[test]
+    fn a_memo_map_gives_a_value_for_its_key_only() {
+        let mut memo: MemoMap<&str, (u64, u64), u64> = MemoMap::default();
+        assert_eq!(memo.get(Name::DecisionKeys, &"t", &(1, 2)), None);
+        memo.keep("t", (1, 2), 42);
+        assert_eq!(memo.get(Name::DecisionKeys, &"t", &(1, 2)), Some(&42));
+        assert_eq!(memo.get(Name::DecisionKeys, &"t", &(1, 3)), None, "another key");
+        assert_eq!(memo.get(Name::DecisionKeys, &"u", &(1, 2)), None, "another entity");
+        assert_eq!(memo.key_of(&"t"), Some(&(1, 2)));
+        memo.keep("t", (1, 3), 43);
+        assert_eq!(memo.get(Name::DecisionKeys, &"t", &(1, 2)), None, "replaced");
+        assert_eq!(memo.get(Name::DecisionKeys, &"t", &(1, 3)), Some(&43));
+        memo.forget(&"t");
+        assert!(memo.is_empty());
     }
 
     /// A key that does not cover what the compute reads is caught in debug builds.
