@@ -78,7 +78,7 @@ pub use findings::{override_errors, template_errors};
 use inputs::LoadCache;
 pub use inputs::{Changed, InputHashes, Inputs, Repository, load_inputs};
 pub use preview::{PassPreview, PlannedDecision};
-pub use replay::{RecordedHistory, ReplayError, replay_pass};
+pub use replay::{LoadedRepositories, RecordedHistory, ReplayError, replay_pass};
 pub use report::{
     PhaseTimings, Problem, ReconcileError, ReconcileReport, Redecided, StabilityEvent, StabilityReport, suspended_on,
 };

@@ -199,24 +199,54 @@ impl RecordedHistory {
     }
 }
 
+/// The repositories one replay has loaded, by their file list (each file's path and content
+/// hash, as the pass stored it): a pass whose files are those of a pass replayed before
+/// starts from that load instead of reading and parsing every file again (a repository
+/// changes in few of a daemon's passes). The load is a pure function of the files and the
+/// settings ([`super::load_inputs`] of [`super::Repository::Files`] keeps nothing between
+/// calls), so each pass gets the inputs a load of its own would give; only the inputs as
+/// loaded are shared, each pass applies its own snapshots to a copy. Keep one per replay
+/// (one `settings`).
+#[derive(Default)]
+pub struct LoadedRepositories {
+    loaded: HashMap<Vec<(String, u64)>, Inputs>,
+    /// Loads made (the others were shared).
+    pub loads: usize,
+}
+
+impl LoadedRepositories {
+    /// The inputs of the repository `pass` stored: loaded once per distinct file list.
+    fn inputs(&mut self, store: &Store, settings: &Settings, pass: &ReplayPass) -> Result<Inputs, ReplayError> {
+        if let Some(inputs) = self.loaded.get(&pass.sources) {
+            return Ok(inputs.clone());
+        }
+        let mut files = Vec::with_capacity(pass.sources.len());
+        for (path, hash) in &pass.sources {
+            let bytes = store.blob(*hash)?.ok_or_else(|| ReplayError::NotRecorded(format!("the file {path}")))?;
+            let text = String::from_utf8(bytes).map_err(|_| ReplayError::NotRecorded(format!("the text of {path}")))?;
+            files.push((PathBuf::from(path), Arc::<str>::from(text)));
+        }
+        let inputs = super::load_inputs(super::Repository::Files(&files), settings).map_err(ReplayError::Invalid)?;
+        self.loads += 1;
+        self.loaded.insert(pass.sources.clone(), inputs.clone());
+        Ok(inputs)
+    }
+}
+
 /// Runs a recorded pass again: its stored inputs (the [`ReplayPass`], the snapshot versions
 /// map `versions` and the stability state blob `stability` of its history records) with the
-/// current code and `settings`. Reads `store`, writes only a scratch store of its own.
+/// current code and `settings`. Reads `store`, writes only a scratch store of its own. The
+/// repository is loaded once per distinct file list of the passes replayed with `loaded`.
 pub fn replay_pass(
     store: &Store,
     history: &RecordedHistory,
     settings: Settings,
+    loaded: &mut LoadedRepositories,
     pass: &ReplayPass,
     versions: u64,
     stability: u64,
 ) -> Result<PassPreview, ReplayError> {
-    let mut files = Vec::with_capacity(pass.sources.len());
-    for (path, hash) in &pass.sources {
-        let bytes = store.blob(*hash)?.ok_or_else(|| ReplayError::NotRecorded(format!("the file {path}")))?;
-        let text = String::from_utf8(bytes).map_err(|_| ReplayError::NotRecorded(format!("the text of {path}")))?;
-        files.push((PathBuf::from(path), Arc::<str>::from(text)));
-    }
-    let mut inputs = super::load_inputs(super::Repository::Files(&files), &settings).map_err(ReplayError::Invalid)?;
+    let mut inputs = loaded.inputs(store, &settings, pass)?;
     let versions: BTreeMap<String, u64> = match versions {
         0 => return Err(ReplayError::NotRecorded("the snapshot versions".into())),
         v => store.versions(v)?.ok_or_else(|| ReplayError::NotRecorded("the snapshot versions".into()))?,
@@ -384,6 +414,80 @@ mod tests {
             history.len() >= 2
                 && history.last().and_then(|h| h.result.targets()).is_some_and(|t| !t.contains_key("m1"))
         );
+        let doc = crate::views::replay::document(&rec.store, &history, &Settings::builtin).expect("replay");
+        assert_eq!(
+            (doc["identical"].as_u64(), doc["different"].as_u64()),
+            (Some(history.len() as u64), Some(0)),
+            "{doc:#}"
+        );
+    }
+
+    /// A replay loads each distinct repository once: passes stored with the same files (path
+    /// and content hash) share one load, and each replays as it does with a load of its own
+    /// (the load is a pure function of the files): no difference between the two previews,
+    /// and every record replays identical.
+    #[test]
+    fn passes_with_the_same_files_share_one_load_and_replay_as_with_a_load_of_their_own() {
+        use crate::model::snapshot::{Health, SnapshotSource};
+        use crate::reconcile::stability::fixture::{Fixture, cluster};
+
+        let apps = |replicas: u32| {
+            format!(
+                "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: web, namespace: shop}}\n\
+                 spec:\n  resourceSelectors:\n  - {{apiVersion: apps/v1, kind: Deployment, name: web}}\n  placement:\n\
+                 \x20   replicaScheduling: {{replicaSchedulingType: Divided, replicaDivisionPreference: Weighted}}\n---\n\
+                 apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterTaintPolicy\nmetadata: {{name: lost}}\nspec:\n\
+                 \x20 addOnConditions: [{{conditionType: Ready, operator: In, statusValues: [\"Unknown\", \"False\"]}}]\n\
+                 \x20 removeOnConditions: [{{conditionType: Ready, operator: In, statusValues: [\"True\"]}}]\n\
+                 \x20 taints: [{{key: example.com/lost, effect: NoExecute}}]\n---\n\
+                 apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: shop}}\nspec:\n  replicas: {replicas}\n\
+                 \x20 selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n\
+                 \x20   spec: {{containers: [{{name: web, image: web:1}}]}}\n"
+            )
+        };
+        let f = Fixture::new(&apps(4), &["m1", "m2", "m3"].map(|n| cluster(n, 20)));
+        let rec = f.reconciler(Settings::builtin());
+        let inputs = |lost: bool| {
+            let mut inputs = f.inputs();
+            for s in inputs.snapshots.iter_mut() {
+                s.source = SnapshotSource::Live { endpoint: format!("https://{}", s.name) };
+                if lost && s.name == "m1" {
+                    s.health = Health::Unreachable { reason: "connection refused".into() };
+                }
+            }
+            inputs
+        };
+        let t0 = 1_700_000_000_000;
+        rec.reconcile(&inputs(false), &f.out, crate::publish::Trigger::Timer, t0).expect("pass");
+        // The same files, another view: m1 lost (the policy's NoExecute taint evicts at once).
+        rec.reconcile(&inputs(true), &f.out, crate::publish::Trigger::Timer, t0 + 10_000).expect("pass");
+        // Other files: a scale-up.
+        f.write("apps.yaml", &apps(8));
+        rec.reconcile(&inputs(true), &f.out, crate::publish::Trigger::Timer, t0 + 20_000).expect("pass");
+
+        let key = rec.store.placements().expect("placements")[0].workload.clone();
+        let history = rec.store.history(&key).expect("history");
+        let recorded = RecordedHistory::read(&rec.store).expect("history");
+        let mut shared = LoadedRepositories::default();
+        let mut passes = std::collections::BTreeSet::new();
+        for h in &history {
+            let rr = rec.store.replay_ref(h.seq).expect("read").expect("a replay reference");
+            if !passes.insert(rr.pass) {
+                continue;
+            }
+            let pass = rec.store.replay_pass(rr.pass).expect("read").expect("stored");
+            let (versions, stability) = (h.inputs.snapshot_versions, h.inputs.stability);
+            let replay = |loaded: &mut LoadedRepositories| {
+                replay_pass(&rec.store, &recorded, Settings::builtin(), loaded, &pass, versions, stability)
+                    .expect("replay")
+            };
+            let with_shared = replay(&mut shared);
+            let with_own = replay(&mut LoadedRepositories::default());
+            let differences = crate::reconcile::audit::compare(&with_shared, &with_own);
+            assert!(differences.is_empty(), "record {}: {differences:?}", h.seq);
+        }
+        assert_eq!(passes.len(), 3, "three passes recorded a decision: {history:?}");
+        assert_eq!(shared.loads, 2, "two distinct repositories, each loaded once");
         let doc = crate::views::replay::document(&rec.store, &history, &Settings::builtin).expect("replay");
         assert_eq!(
             (doc["identical"].as_u64(), doc["different"].as_u64()),

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::reconcile::{PassPreview, RecordedHistory, ReplayError, Settings, replay_pass};
+use crate::reconcile::{LoadedRepositories, PassPreview, RecordedHistory, ReplayError, Settings, replay_pass};
 use crate::schedule::Outcome;
 use crate::store::{HistoryRecord, ReplayRef, Store, StoreError};
 use crate::views::explain::format_ms;
@@ -32,6 +32,7 @@ pub fn document(
     let history = RecordedHistory::read(store)?;
     // One replay per (pass, versions, stability state).
     let mut passes: BTreeMap<(u64, u64, u64), Result<PassPreview, String>> = BTreeMap::new();
+    let mut loaded = LoadedRepositories::default();
     for (r, rr) in records.iter().zip(&refs) {
         let Some(rr) = rr.as_ref().filter(|rr| rr.pass != 0) else { continue };
         let key = (rr.pass, r.inputs.snapshot_versions, r.inputs.stability);
@@ -40,7 +41,9 @@ pub fn document(
         }
         let replayed = match store.replay_pass(rr.pass)? {
             None => Err(ReplayError::NotRecorded("the pass's inputs".into()).to_string()),
-            Some(pass) => replay_pass(store, &history, settings(), &pass, key.1, key.2).map_err(|e| e.to_string()),
+            Some(pass) => {
+                replay_pass(store, &history, settings(), &mut loaded, &pass, key.1, key.2).map_err(|e| e.to_string())
+            }
         };
         passes.insert(key, replayed);
     }
