@@ -207,6 +207,15 @@ fn without_memos(view: &LiveView) -> LiveView {
     fresh
 }
 
+/// The audit's cold side's inputs: the pass's repository files (`inputs.sources`) loaded
+/// afresh with `settings`, by the load that keeps nothing between calls ([`load_inputs`] of
+/// [`Repository::Files`]), before the live view is applied.
+pub fn cold_inputs(inputs: &Inputs, settings: &Settings) -> Result<Inputs, ReconcileError> {
+    let sources: Vec<(std::path::PathBuf, Arc<str>)> =
+        inputs.sources.iter().map(|(p, _, text)| (p.clone(), Arc::clone(text))).collect();
+    load_inputs(Repository::Files(&sources), settings).map_err(ReconcileError::Invalid)
+}
+
 impl Reconciler {
     /// The self-audit, on this (running) reconciler: the decisions it would keep for `inputs`
     /// (the inputs of its last pass, with `live` merged) against those of a reconciler started
@@ -225,15 +234,34 @@ impl Reconciler {
         output_dir: &Path,
         now_ms: u64,
     ) -> Result<Audit, ReconcileError> {
+        let load = Instant::now();
+        let cold = cold_inputs(inputs, &settings)?;
+        let loaded = load.elapsed();
+        let mut audit = self.audit_loaded(settings, inputs, cold, live, output_dir, now_ms)?;
+        audit.took += loaded;
+        audit.fresh += loaded;
+        Ok(audit)
+    }
+
+    /// [`Reconciler::audit`] with the cold side's inputs already loaded from the pass's
+    /// repository files ([`cold_inputs`] of these `inputs`, or a load of the same files and
+    /// settings: the load is a pure function of them). The deterministic simulation loads once
+    /// per distinct repository content and audits every pass with it.
+    pub fn audit_loaded(
+        &self,
+        settings: Settings,
+        inputs: &Inputs,
+        mut fresh_inputs: Inputs,
+        live: &LiveView,
+        output_dir: &Path,
+        now_ms: u64,
+    ) -> Result<Audit, ReconcileError> {
         let started = Instant::now();
         #[allow(unused_mut)]
         let mut kept = self.preview_warm(inputs, output_dir, now_ms)?;
         #[cfg(debug_assertions)]
         test_skew(&mut kept);
         let cold = Instant::now();
-        let sources: Vec<(std::path::PathBuf, Arc<str>)> =
-            inputs.sources.iter().map(|(p, _, text)| (p.clone(), Arc::clone(text))).collect();
-        let mut fresh_inputs = load_inputs(Repository::Files(&sources), &settings).map_err(ReconcileError::Invalid)?;
         let fresh_reconciler = Reconciler::new(self.store.dry_run(), settings).with_gate(Arc::clone(&self.gate));
         fresh_inputs.apply_live(&without_memos(live), &fresh_reconciler.store);
         let fresh = fresh_reconciler.preview(&fresh_inputs, output_dir, now_ms)?;

@@ -145,6 +145,9 @@ impl Trace {
     }
 }
 
+/// A repository's files as a load keeps them (path, content hash, text): [`Inputs::sources`].
+type Sources = Vec<(PathBuf, u64, Arc<str>)>;
+
 /// A world, ready to run.
 pub struct World {
     spec: WorldSpec,
@@ -174,6 +177,8 @@ pub struct World {
     pub trace: Trace,
     /// Check warm = cold after every n-th completed pass (0: never).
     warm_cold_every: u64,
+    /// The warm = cold audit's cold load of the last repository audited, with its files.
+    cold: Option<(Arc<Sources>, Inputs)>,
     /// `FEDSCHED_DST_WATCH`: a workload whose disk, store placement and tasks the trace shows
     /// after every pass (a debugging aid; the trace's digest changes with it).
     watch: Option<String>,
@@ -260,6 +265,7 @@ impl World {
             breaks: BTreeMap::new(),
             trace: Trace { digest: crate::util::hash::FNV1A64_START, lines: trace.then(Vec::new) },
             warm_cold_every,
+            cold: None,
             watch: std::env::var("FEDSCHED_DST_WATCH").ok().filter(|w| !w.is_empty()),
             completed: None,
             scratch_seq: 0,
@@ -831,8 +837,19 @@ impl World {
         let Some(r) = self.instances[i].reconciler.clone() else { return Ok(()) };
         let settings = crate::reconcile::Settings::from_config(&self.cfg, false)
             .map_err(|e| self.violation(0, format!("settings: {e}")))?;
+        // The cold side's load, made afresh once per distinct repository content (the same
+        // files, byte for byte): a pure function of the files and the settings.
+        let cold = match &self.cold {
+            Some((files, loaded)) if **files == *inputs.sources => loaded.clone(),
+            _ => {
+                let loaded = crate::reconcile::audit::cold_inputs(inputs, &settings)
+                    .map_err(|e| self.violation(0, format!("the audit's cold load failed: {e}")))?;
+                self.cold = Some((Arc::clone(&inputs.sources), loaded.clone()));
+                loaded
+            }
+        };
         let audit = r
-            .audit(settings, inputs, &self.instances[i].view, &self.out, self.abs())
+            .audit_loaded(settings, inputs, cold, &self.instances[i].view, &self.out, self.abs())
             .map_err(|e| self.violation(0, format!("the audit failed: {e}")))?;
         if let Some(first) = audit.differences.first() {
             let more = audit.differences.len() - 1;
