@@ -18,7 +18,9 @@
 //!    mass-deletion guard holds its change (then none of its files changed either).
 //! 4. a member seen NotReady or Unreachable by a pass gets no new replicas in that pass.
 //! 5. warm equals cold ([`crate::reconcile::audit::compare`]).
-//! 6. every recorded decision replays `identical` ([`crate::views::replay::document`]).
+//! 6. every recorded decision replays `identical` ([`crate::views::replay::document`]); only a
+//!    takeover's adoption records (no decision of this instance: [`crate::reconcile::is_adoption`])
+//!    may be not replayable ([`replays_identical`]).
 //! 7. every cluster directory is consistent at every instant, across kill -9: every file its
 //!    kustomization lists exists, and each file is as before the publish or as after it (the
 //!    state a recovery completes).
@@ -488,4 +490,102 @@ fn purges_leave_something_ready(ctx: &PassCtx<'_>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Invariant 6 on the replay document of `records` ([`crate::views::replay::document`], in
+/// their order): every decision replays `identical`; a record reported not replayable is a
+/// takeover's adoption record ([`crate::reconcile::is_adoption`]) or a violation — a decision
+/// whose inputs were not stored cannot be checked, so it would hide any difference.
+pub fn replays_identical(doc: &serde_json::Value, records: &[crate::store::HistoryRecord]) -> Result<(), String> {
+    let decisions = doc["decisions"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if decisions.len() != records.len() {
+        return Err(format!("the replay lists {} decisions for {} records", decisions.len(), records.len()));
+    }
+    if let Some(first) = decisions.iter().find(|d| d["status"] == "different") {
+        return Err(format!("{} decision(s) replay different; first: {first}", doc["different"]));
+    }
+    let not_replayable = decisions.iter().zip(records).filter(|(d, r)| {
+        d["status"] != "identical" && !(d["status"] == "not-replayable" && crate::reconcile::is_adoption(r))
+    });
+    let mut it = not_replayable.map(|(d, _)| d);
+    if let Some(first) = it.next() {
+        return Err(format!(
+            "{} decision(s) not replayable that are no takeover's adoption; first: {first}",
+            1 + it.count()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{DecisionInputs, HistoryRecord};
+
+    fn record(seq: u64, trigger: &str, notes: &[&str]) -> HistoryRecord {
+        HistoryRecord {
+            seq,
+            at_ms: 0,
+            trigger: trigger.into(),
+            workload: crate::policy::ObjectKey {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: Some("shop".into()),
+                name: "web".into(),
+            },
+            policy: None,
+            inputs: DecisionInputs {
+                template_hash: 1,
+                policy_hash: 1,
+                snapshot_versions: 0,
+                previous: Default::default(),
+                previous_affinity: None,
+                profile: String::new(),
+                stability: 0,
+            },
+            result: crate::schedule::ScheduleResult::unschedulable(""),
+            notes: notes.iter().map(|n| n.to_string()).collect(),
+        }
+    }
+
+    fn doc(statuses: &[&str]) -> serde_json::Value {
+        let decisions: Vec<serde_json::Value> =
+            statuses.iter().map(|s| serde_json::json!({"status": s, "reason": "r"})).collect();
+        let different = statuses.iter().filter(|s| **s == "different").count();
+        serde_json::json!({"different": different, "decisions": decisions})
+    }
+
+    /// Invariant 6: a decision replays `identical`; only a takeover's adoption record may be
+    /// not replayable — a decision marked so (its inputs not stored) fails, as one that
+    /// replays `different` does.
+    #[test]
+    fn only_an_adoption_record_may_be_not_replayable() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let out = dir.path().join("out");
+        // An adoption's record, as a takeover writes it.
+        let store = crate::store::Store::open(&dir.path().join("state")).expect("store");
+        let placed = crate::store::PlacementRecord {
+            workload: record(0, "", &[]).workload,
+            policy: None,
+            result: crate::schedule::ScheduleResult::unschedulable(""),
+            targets: Default::default(),
+            affinity_name: None,
+            files: Default::default(),
+            history_seq: 0,
+            decided_at_ms: 0,
+        };
+        store.put_placement(&placed).expect("put");
+        std::fs::create_dir_all(out.join(".fedsched")).expect("mkdir");
+        std::fs::write(out.join(".fedsched/placements.json"), "{\"placements\":[]}\n").expect("write");
+        crate::reconcile::adopt_published(&store, &out, 5).expect("adopt");
+        let adopted = store.history(&placed.workload).expect("history");
+        assert!(adopted.len() == 1 && crate::reconcile::is_adoption(&adopted[0]), "{adopted:?}");
+        let decision = record(2, "timer", &[]);
+        let records = [adopted[0].clone(), decision.clone()];
+        assert_eq!(replays_identical(&doc(&["not-replayable", "identical"]), &records), Ok(()));
+        let e = replays_identical(&doc(&["not-replayable", "not-replayable"]), &records).expect_err("a decision");
+        assert!(e.starts_with("1 decision(s) not replayable that are no takeover's adoption"), "{e}");
+        let e = replays_identical(&doc(&["identical", "different"]), &records).expect_err("different");
+        assert!(e.starts_with("1 decision(s) replay different"), "{e}");
+    }
 }

@@ -919,16 +919,7 @@ impl World {
             records.sort_by_key(|r| r.seq);
             let doc = crate::views::replay::document(store, &records, &settings)
                 .map_err(|e| self.violation(0, format!("replay: {e}")))?;
-            if doc["different"].as_u64().unwrap_or(0) > 0 {
-                let first = doc["decisions"]
-                    .as_array()
-                    .and_then(|d| d.iter().find(|e| e["status"] == "different"))
-                    .cloned()
-                    .unwrap_or_default();
-                return Err(
-                    self.violation(6, format!("{} decision(s) replay different; first: {first}", doc["different"]))
-                );
-            }
+            check::replays_identical(&doc, &records).map_err(|m| self.violation(6, m))?;
             self.trace.note(self.now, format!("{}: {} records replayed", i.name, doc["replayed"]));
         }
         Ok(())
