@@ -443,7 +443,6 @@ impl Reconciler {
             &mut cache.decide.decisions,
             &inputs.set,
             (&decisions, &rollout.summary, cache.record.placements()),
-            &stability.state,
             full_check,
             &self.settings.publish,
         );

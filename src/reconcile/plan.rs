@@ -18,11 +18,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use crate::policy::ObjectKey;
 use crate::policy::PolicySet;
 use crate::publish::{self, ClusterFiles, PublishPlan, SummaryPlan};
-use crate::render::summary::{Placement, SHARDS, Shards, shard_name, shard_of, summary_into, summary_item};
-use crate::schedule::stability::{EvictionTask, StabilityState};
+use crate::render::summary::{SHARDS, Shards, shard_name, shard_of, summary_into, summary_item};
 
 use super::cache;
 use super::decide::Decisions;
@@ -39,9 +37,6 @@ pub(super) struct Kept {
     published_roots: Option<BTreeSet<String>>,
     /// The summary's shards of the last pass.
     summary: Option<Shards>,
-    /// The graceful eviction tasks the summary entries of the last pass list, per workload
-    /// with any ([`crate::render::summary::Placement::tasks`]).
-    tasks: BTreeMap<ObjectKey, Vec<EvictionTask>>,
     /// The last pass's desired output, as the plan of the publish reads it.
     desired: Option<cache::DesiredOutput>,
     /// The paths each workload's decision owned in the last pass (the publish's guard).
@@ -78,12 +73,11 @@ pub(super) fn plan<'a>(
     cached: &mut cache::KeptDecisions,
     set: &'a Arc<PolicySet>,
     (decisions, rollouts, placements): (&Decisions, &RolloutSummary, &cache::Placements),
-    state: &StabilityState,
     full_check: bool,
     settings: &super::settings::PublishSettings,
 ) -> PlannedPublish<'a> {
     let namespaces = settings.namespaces;
-    let summary = summary(kept, cached, decisions, rollouts, state);
+    let summary = summary(kept, cached, decisions, rollouts);
     let order = decisions.keys();
     let memo = desired(kept, cached, set, decisions, full_check, namespaces);
     let digests: HashMap<&str, (u64, usize)> =
@@ -169,8 +163,7 @@ pub(super) fn plan<'a>(
         }
         let files = p.files.iter().map(|(c, path)| format!("{c}/{path}")).collect();
         let shard = shard_of(k);
-        let item = summary_item(&Placement { tasks: tasks_of(state, k), ..p.summary() });
-        removals.entry(shard_name(shard)).or_default().push((item, files));
+        removals.entry(shard_name(shard)).or_default().push((summary_item(&p.summary()), files));
         if !changed.contains(&shard) {
             changed.push(shard);
         }
@@ -382,44 +375,19 @@ fn summary(
     cached: &mut cache::KeptDecisions,
     decisions: &Decisions,
     rollouts: &RolloutSummary,
-    state: &StabilityState,
 ) -> Shards {
     let order = decisions.keys();
-    // The workloads whose graceful eviction tasks are not those their entry lists: their
-    // entries are made again (a task starts, ends or changes without a fresh decision).
-    if kept.summary.is_none() {
-        kept.tasks.clear();
-    }
-    let retasked: BTreeSet<ObjectKey> = state
-        .workloads
-        .iter()
-        .filter(|(_, w)| !w.tasks.is_empty())
-        .map(|(k, _)| k)
-        .chain(kept.tasks.keys())
-        .filter(|k| kept.tasks.get(*k).map_or(&[][..], Vec::as_slice) != tasks_of(state, k))
-        .cloned()
-        .collect();
-    for k in &retasked {
-        if let Some(c) = cached.get_mut(k) {
-            Arc::make_mut(c).summary_item = None;
-        }
-        match tasks_of(state, k) {
-            [] => kept.tasks.remove(k),
-            tasks => kept.tasks.insert(k.clone(), tasks.to_vec()),
-        };
-    }
     let unchanged = decisions.fresh.is_empty()
         && decisions.removed.is_empty()
         && decisions.dropped.is_empty()
-        && rollouts.dirty.is_empty()
-        && retasked.is_empty();
+        && rollouts.dirty.is_empty();
     let on = crate::util::memo::on(crate::util::memo::Name::SummaryShards);
     let shards = match &kept.summary {
         Some(s) if unchanged && on => s.clone(),
         made => {
             // The missing fragments (every one after a restart) on every core.
             let lacking: Vec<&crate::policy::ObjectKey> = match made {
-                Some(_) => decisions.fresh.iter().chain(retasked.difference(&decisions.fresh)).collect(),
+                Some(_) => decisions.fresh.iter().collect(),
                 None => order.clone().collect(),
             };
             let missing: Vec<(&crate::policy::ObjectKey, &cache::CachedDecision)> = lacking
@@ -433,8 +401,8 @@ fn summary(
                     == missing.len(),
                 "a decision that is not fresh lacks its summary fragment"
             );
-            let items = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |(k, c)| {
-                summary_item(&Placement { tasks: tasks_of(state, k), ..c.decided.record.summary() })
+            let items = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |(_, c)| {
+                summary_item(&c.decided.record.summary())
             });
             let keys: Vec<crate::policy::ObjectKey> = missing.iter().map(|(k, _)| (*k).clone()).collect();
             for (k, item) in keys.iter().zip(items) {
@@ -445,7 +413,7 @@ fn summary(
             // The shards to join again: every one for a first summary, else those of the
             // workloads decided afresh, removed or dropped.
             let mut dirty = vec![made.is_none() || !on; SHARDS];
-            for k in decisions.fresh.iter().chain(&decisions.removed).chain(&decisions.dropped).chain(&retasked) {
+            for k in decisions.fresh.iter().chain(&decisions.removed).chain(&decisions.dropped) {
                 dirty[shard_of(k)] = true;
             }
             for shard in &rollouts.dirty {
@@ -481,19 +449,11 @@ fn summary(
     debug_assert!(
         shards
             == Shards::of(
-                order
-                    .clone()
-                    .filter_map(|k| cached.get_key_value(k))
-                    .map(|(k, c)| Placement { tasks: tasks_of(state, k), ..c.decided.record.summary() }),
+                order.clone().filter_map(|k| cached.get(k)).map(|c| c.decided.record.summary()),
                 rollouts.items.values().map(|(shard, item)| (*shard, &**item)),
             ),
         "the summary's shards kept between passes differ from ones made from scratch"
     );
     kept.summary = Some(shards.clone());
     shards
-}
-
-/// A workload's graceful eviction tasks in the engine's state after the pass (none: `[]`).
-fn tasks_of<'s>(state: &'s StabilityState, key: &ObjectKey) -> &'s [EvictionTask] {
-    state.workloads.get(key).map_or(&[], |w| w.tasks.as_slice())
 }

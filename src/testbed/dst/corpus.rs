@@ -393,24 +393,6 @@ pub const CORPUS: &[Entry] = &[
         // summary, as its files (publish::diff, render::summary::with_published_entries).
         fixed_by: Some("dst10b after 1422b82: the summary entry of a held move is the one on the disk"),
     },
-    Entry {
-        seed: 181,
-        keep: Some(&[5, 6]),
-        faults: &[
-            "t=299s storm m31,m22,m56,m11,m42,m66,m17,m37,m61,m8,m67,m40,m43,m10,m6,m69,m13,m51,m41,m30,m5,m53,m38,m64,m\
-             23,m18,m0,m52,m1,m27,m60,m45,m54,m34,m36,m3 Forbidden 15s apart for 125s",
-            "t=385s leader change",
-        ],
-        invariant: 1,
-        found: "[ha] the leader evicted workloads from the members the staggered storm took, keeping their files (graceful \
-                eviction tasks), some past their grace period with nothing Ready elsewhere; the published summary \
-                carried the placements but not the tasks, so the new leader at 385 s had none, and its first pass removed \
-                every kept copy (36 files), w063's 5 Ready replicas on member-022 (its last ones) among them",
-        failed_on: "1422b82 (main, release: fedsched dst --seed 181 --keep 5,6; the whole seed: w081 on member-056)",
-        // Each summary entry lists the workload's graceful eviction tasks, as a ResourceBinding's
-        // spec.gracefulEvictionTasks; a takeover adopts them (reconcile::adopt::adopt_tasks).
-        fixed_by: Some("dst10b after 1422b82: the summary carries the graceful eviction tasks, a takeover adopts them"),
-    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
