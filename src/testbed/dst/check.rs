@@ -4,8 +4,11 @@
 //! got there:
 //!
 //! 1. availability floor: an agent applying fedsched's output never takes a workload that has
-//!    Ready replicas to none, unless a replacement was Ready somewhere else after the removal
-//!    was published (make before break); a purge for an elapsed grace period never happens
+//!    Ready replicas to none, unless the removal was made before it broke, by what fedsched
+//!    observed ([`Break`]): the pass that published it saw, in a fresh poll, Ready replicas on
+//!    a member the output keeps (a member's pods that stop being Ready between the poll and the
+//!    publish are a race no pass can see, Karmada's too), or a replacement was Ready somewhere
+//!    else after the removal was published; a purge for an elapsed grace period never happens
 //!    while nothing is observed Ready elsewhere. Operator edits are the operator's moves: a
 //!    deleted template, a scale to 0 and the time a policy edit takes to settle are exempt.
 //! 2. no double run beyond the grace period: a Divided workload's published replicas exceed
@@ -43,6 +46,7 @@ use std::path::Path;
 
 use super::spec::{Settings, Workload};
 use crate::members::live::LiveView;
+use crate::model::ClusterSnapshot;
 use crate::reconcile::ReconcileReport;
 use crate::schedule::stability::{EventKind, Purge, Reason, StabilityState};
 use crate::store::Store;
@@ -210,6 +214,76 @@ pub fn observed_ready(view: &LiveView, owner: &str) -> BTreeMap<String, u32> {
         .collect()
 }
 
+/// Invariant 1's judge of one break: a publish that removed replicas of a workload from a
+/// member. The removal is made before it breaks when, at its publish, the pass that decided it
+/// observed Ready replicas of the workload on another member the output keeps it on, in a fresh
+/// observation ([`Break::at_publish`]) — or when the world had Ready replicas of it on
+/// another member at some instant between the publish and the agent's removal (`ready_elsewhere`,
+/// kept up to date by the world) — or when the policy's own `purgeMode: Directly` removed it.
+/// The agent's removal of a workload's last Ready replicas breaks invariant 1 unless one of
+/// these holds ([`Break::violated_by`]).
+///
+/// Why the observation counts: fedsched decides on what its poll saw, and a member's pods can
+/// stop being Ready between that poll and the publish (a node that shrinks, a crash); no rule
+/// on what a pass observes can see that, and Karmada's controllers race the same way. The
+/// promise is "by what fedsched observed": a removal the pass published while its own view
+/// showed nothing Ready on the members it keeps still fails (so does one decided on a member's
+/// stale observation — older than a poll round can be, or of a member whose last poll failed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Break {
+    /// The pass's view showed Ready replicas on a member the output keeps the workload on.
+    pub observed_elsewhere: bool,
+    /// Replicas were Ready on another member at some instant since the publish (the world's
+    /// truth).
+    pub ready_elsewhere: bool,
+    /// A `purgeMode: Directly` purge: the policy's own rule removes the old copy at once.
+    pub directly: bool,
+}
+
+impl Break {
+    /// The break of a publish that removed replicas of pods `owner` from `member`: `view` is
+    /// the view of the pass that published it, `now_ms` (Unix ms) its time, `max_age_ms` how
+    /// old an observation may be and still count (a poll round's interval and timeout),
+    /// `kept` the workload's replicas per member in the published output, `ready_elsewhere`
+    /// whether the world runs Ready replicas of it elsewhere now.
+    pub fn at_publish(
+        view: &LiveView,
+        (now_ms, max_age_ms): (u64, u64),
+        (owner, member): (&str, &str),
+        kept: &BTreeMap<String, i64>,
+        ready_elsewhere: bool,
+        directly: bool,
+    ) -> Break {
+        let observed_elsewhere = fresh_ready(view, owner, now_ms, max_age_ms)
+            .iter()
+            .any(|(c, r)| c != member && *r > 0 && kept.get(c).is_some_and(|k| *k > 0));
+        Break { observed_elsewhere, ready_elsewhere, directly }
+    }
+
+    /// Whether an agent's removal that took the workload from `total_before` Ready replicas
+    /// in the world to `total_after` breaks invariant 1 (an operator's own move is exempt by
+    /// the caller).
+    pub fn violated_by(this: Option<&Break>, total_before: usize, total_after: usize) -> bool {
+        let made = this.is_none_or(|b| b.observed_elsewhere || b.ready_elsewhere || b.directly);
+        total_before > 0 && total_after == 0 && !made
+    }
+}
+
+/// Ready replicas of pods `owner` per member in the fresh observations of `view`: members
+/// whose last poll succeeded at most `max_age_ms` before `now_ms` (Unix ms).
+pub fn fresh_ready(view: &LiveView, owner: &str, now_ms: u64, max_age_ms: u64) -> BTreeMap<String, u32> {
+    let key = format!("ReplicaSet/{owner}");
+    view.clusters
+        .iter()
+        .filter(|(_, s)| s.error.is_none())
+        .filter_map(|(c, s)| {
+            let data = s.last_good.as_ref()?;
+            (data.poll.at_ms.saturating_add(max_age_ms) >= now_ms)
+                .then(|| (c.clone(), data.pods.owners.get(&key).map_or(0, |o| o.ready)))
+        })
+        .collect()
+}
+
 /// What the checks after a pass read.
 pub struct PassCtx<'a> {
     pub now: u64,
@@ -220,6 +294,9 @@ pub struct PassCtx<'a> {
     pub before: &'a Tree,
     pub after: &'a Tree,
     pub view: &'a LiveView,
+    /// The members as the pass decided on them: the view's observations, or for a member this
+    /// process has not polled successfully yet, the last one in the store.
+    pub snapshots: &'a [ClusterSnapshot],
     pub store: &'a Store,
     pub report: &'a ReconcileReport,
     /// Since when each member unhealthy in the passes' views has been so.
@@ -466,8 +543,19 @@ fn evictions_are_due(ctx: &PassCtx<'_>) -> Result<(), String> {
     Ok(())
 }
 
+/// Ready replicas of a pod owner per member, as the pass decided on them (its snapshots: the
+/// view's observations, or the store's last one of a member this process has not polled
+/// successfully yet); a member whose pods nothing observed counts none.
+pub fn decided_ready(snapshots: &[ClusterSnapshot], owner: &str) -> BTreeMap<String, u32> {
+    let key = format!("ReplicaSet/{owner}");
+    snapshots
+        .iter()
+        .map(|s| (s.name.clone(), s.pods.as_ref().and_then(|p| p.owners.get(&key)).map_or(0, |o| o.ready)))
+        .collect()
+}
+
 /// Invariant 1, the purge half: a purge for an elapsed grace period only with replicas
-/// observed Ready elsewhere.
+/// Ready elsewhere (or left on the member) in what the pass decided on.
 fn purges_leave_something_ready(ctx: &PassCtx<'_>) -> Result<(), String> {
     for e in &ctx.report.stability.events {
         if e.kind != EventKind::Purge || !e.text.contains("GraceElapsed") {
@@ -475,7 +563,7 @@ fn purges_leave_something_ready(ctx: &PassCtx<'_>) -> Result<(), String> {
         }
         let Some(key) = &e.workload else { continue };
         let Some((w, _)) = ctx.workloads.iter().find(|(w, _)| w.key() == *key) else { continue };
-        let ready = observed_ready(ctx.view, &w.pod_owner());
+        let ready = decided_ready(ctx.snapshots, &w.pod_owner());
         let elsewhere: u32 = ready.iter().filter(|(c, _)| **c != e.cluster).map(|(_, r)| *r).sum();
         // A hand-over that leaves the workload on the member with fewer replicas (a move-back
         // or rebalance that shrinks it) keeps those of its Ready replicas the placement keeps.
@@ -587,5 +675,82 @@ mod tests {
         assert!(e.starts_with("1 decision(s) not replayable that are no takeover's adoption"), "{e}");
         let e = replays_identical(&doc(&["identical", "different"]), &records).expect_err("different");
         assert!(e.starts_with("1 decision(s) replay different"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod observation_tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use super::{Break, fresh_ready};
+    use crate::members::live::{LiveData, LiveStatus, LiveView, PollError};
+    use crate::model::{OwnerState, PodFacts};
+
+    const OWNER: &str = "shop/w036-sim";
+    const NOW: u64 = 1_800_001_221_000;
+    /// A poll round's interval and timeout (30 s and 5 s).
+    const MAX_AGE: u64 = 35_000;
+
+    /// A member polled at `at_ms` running `ready` Ready replicas of `OWNER`.
+    fn polled(at_ms: u64, ready: u32) -> LiveStatus {
+        let mut pods = PodFacts::default();
+        let state = OwnerState { pods: 2, bound: 2, running: 2, ready, ..OwnerState::default() };
+        pods.owners.insert(format!("ReplicaSet/{OWNER}"), state);
+        let mut data = LiveData { pods: Arc::new(pods), ..LiveData::default() };
+        data.poll.at_ms = at_ms;
+        LiveStatus { last_good: Some(Arc::new(data)), ..LiveStatus::default() }
+    }
+
+    fn view(members: Vec<(&str, LiveStatus)>) -> LiveView {
+        LiveView { clusters: members.into_iter().map(|(c, s)| (c.to_string(), s)).collect() }
+    }
+
+    fn kept(members: &[(&str, i64)]) -> BTreeMap<String, i64> {
+        members.iter().map(|(c, r)| (c.to_string(), *r)).collect()
+    }
+
+    /// The removal of member-005's replica, published by a pass whose view is `v`, the output
+    /// keeping member-007 with 1; the world runs nothing Ready elsewhere at the publish (seed
+    /// 106: member-007's pods crashed after the poll). Whether the agent's removal of the last
+    /// Ready replica then breaks invariant 1.
+    fn breaks(v: &LiveView, kept_on: &[(&str, i64)]) -> bool {
+        let b = Break::at_publish(v, (NOW, MAX_AGE), (OWNER, "member-005"), &kept(kept_on), false, false);
+        Break::violated_by(Some(&b), 1, 0)
+    }
+
+    #[test]
+    fn a_removal_is_judged_by_what_the_pass_that_published_it_observed() {
+        // The pass saw member-007's 2 replicas Ready 21 s before: made before break by what
+        // fedsched observed, though they stopped being Ready before the publish.
+        let seen = view(vec![("member-005", polled(NOW - 21_000, 1)), ("member-007", polled(NOW - 21_000, 2))]);
+        assert!(!breaks(&seen, &[("member-007", 1)]));
+        // Its own view showed nothing Ready elsewhere: a real break.
+        let none = view(vec![("member-005", polled(NOW - 21_000, 1)), ("member-007", polled(NOW - 21_000, 0))]);
+        assert!(breaks(&none, &[("member-007", 1)]));
+        // Ready only on a member the output leaves: nothing Ready stays.
+        assert!(breaks(&seen, &[("member-003", 1)]));
+        // Ready only in the removed member's own observation.
+        assert!(breaks(&view(vec![("member-005", polled(NOW - 1_000, 1))]), &[("member-007", 1)]));
+    }
+
+    #[test]
+    fn a_stale_or_failed_observation_proves_nothing() {
+        // Older than a poll round can be.
+        let stale = view(vec![("member-007", polled(NOW - MAX_AGE - 1, 2))]);
+        assert!(fresh_ready(&stale, OWNER, NOW, MAX_AGE).is_empty());
+        assert!(breaks(&stale, &[("member-007", 1)]));
+        // The member's last poll failed: its last good observation is no evidence.
+        let mut failed = polled(NOW - 1_000, 2);
+        failed.error = Some(PollError::Deadline(std::time::Duration::from_secs(5)));
+        assert!(breaks(&view(vec![("member-007", failed)]), &[("member-007", 1)]));
+        // The world's truth still makes it: replicas Ready elsewhere since the publish.
+        let b =
+            Break::at_publish(&stale, (NOW, MAX_AGE), (OWNER, "member-005"), &kept(&[("member-007", 1)]), true, false);
+        assert!(!Break::violated_by(Some(&b), 1, 0));
+        // Only the removal of the last Ready replicas breaks.
+        let b = Break::at_publish(&stale, (NOW, MAX_AGE), (OWNER, "member-005"), &kept(&[]), false, false);
+        assert!(!Break::violated_by(Some(&b), 2, 1));
+        assert!(Break::violated_by(Some(&b), 2, 0));
     }
 }

@@ -292,15 +292,18 @@ pub const CORPUS: &[Entry] = &[
         found: "w036 on {member-005: 1, member-007: 2}, member-007's replicas not Ready after its node shrank; scaled \
                 from 3 to 1 at 1220 s, the decision {member-007: 1} removed member-005's replica, its only Ready one, \
                 in the publish that shrank member-007 (a plain decision: no hand-over)",
-        failed_on: "a606f1d and 54734b9 (main), and dst9 with the availability floor",
-        // Open, a race of observation: the pass at 1221 s (the scale's policy-change pass) read
-        // the poll of 1200 s, member-007's 2 replicas Ready; its node shrank at 1214 s and they
+        failed_on: "a606f1d, 54734b9 and 1422b82 (main), and dst9 with the availability floor",
+        // A race of observation: the pass at 1221 s (the scale's policy-change pass) read the
+        // poll of 1200 s, member-007's 2 replicas Ready; its node shrank at 1214 s and they
         // crashed, unseen until the poll of 1230 s. The floor of stability::handing_over
         // (HandOver::Moved: hand over only when the kept members run no Ready replica) saw
-        // min(2, 1) Ready kept and published at once. No rule on what a pass observes holds it;
-        // a hand-over from every member a decision leaves does (branch dst8-moved), at the cost
-        // of every scale-down waiting for Ready.
-        fixed_by: None,
+        // min(2, 1) Ready kept and published at once. No rule on what a pass observes holds it
+        // (a hand-over from every member a decision leaves would, branch dst8-moved, at the cost
+        // of every scale-down waiting for Ready; Karmada races the same way). The promise is by
+        // what fedsched observed (docs/guide/failures.md): the checker judges a removal by the
+        // fresh observation of the pass that published it (check::Break), and still fails one
+        // published while that view showed nothing Ready on the members it keeps.
+        fixed_by: Some("dst10a after 1422b82: the checker, check::Break::at_publish (what the pass observed)"),
     },
     Entry {
         seed: 112,
@@ -392,6 +395,28 @@ pub const CORPUS: &[Entry] = &[
         // A workload whose change the guard held whole keeps its published entry in the
         // summary, as its files (publish::diff, render::summary::with_published_entries).
         fixed_by: Some("dst10b after 1422b82: the summary entry of a held move is the one on the disk"),
+    },
+    Entry {
+        seed: 170,
+        keep: Some(&[2, 3, 4, 5, 6, 7]),
+        faults: &[
+            "t=129s storm m2,m0,m3 Hung 14s apart for 195s",
+            "t=157s WorkloadRebalancer w002,w003",
+            "t=199s delete w001,w007, back after 79s",
+            "t=306s outage m1 Refused for 227s (agent cut off too)",
+            "t=323s w003 crashes on m0 for 210s",
+            "t=330s kill -9 after publish step 11, restart 8s later",
+        ],
+        invariant: 1,
+        found: "w003 rebalanced to {member-001: 7, member-003: 1}, member-002 handing over; the daemon killed at 342 s \
+                and started again at 350 s with member-001 (Refused) and member-003 (Hung) unreachable: its first pass \
+                released member-002's hand-over (GraceElapsed) on member-001's Ready replicas as the store's last \
+                snapshot of it has them (this process had not polled it yet); the checker read only the process's \
+                live view, which had no observation of member-001, and saw nothing Ready elsewhere",
+        failed_on: "3fb97c3, 3e74e9d and 1422b82 (main; release, the seed whole)",
+        // The checker was wrong: the grace rule (never purged while it runs nowhere else) held by
+        // what the pass decided on. It reads the pass's snapshots now (check::decided_ready).
+        fixed_by: Some("dst10a after 1422b82: the checker, check::decided_ready (the pass's own snapshots)"),
     },
 ];
 

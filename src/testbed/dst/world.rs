@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::check::{self, PassCtx, Tree, TreeReader, Violation};
+use super::check::{self, Break, PassCtx, Tree, TreeReader, Violation};
 use super::daemon::{Instance, Passed, merge};
 use super::faults::{Cut, Fault, Scheduled};
 use super::member::Sim;
@@ -117,15 +117,6 @@ struct Repo {
     never_ready: Vec<bool>,
     rebalance: Option<(u32, Vec<usize>)>,
     taint: bool,
-}
-
-/// Where a break (a removal of replicas from a member) stands: published at `since`, and
-/// whether replicas of the workload were Ready outside that member at some instant since.
-#[derive(Debug, Clone, Copy)]
-struct Break {
-    ready_elsewhere: bool,
-    /// A `purgeMode: Directly` purge: the policy's own rule removes the old copy at once.
-    directly: bool,
 }
 
 /// The run's trace: one line per thing that happened, and their digest.
@@ -660,7 +651,7 @@ impl World {
                 self.completed = Some(recovered);
                 self.trace.note(self.now, format!("{} killed in its {trigger} pass", self.instances[i].name));
                 self.rollouts_hold(&crashed)?;
-                self.published(&before, crashed, &[]);
+                self.published(i, &before, crashed, &[]);
                 Ok(())
             }
             Passed::Done(report, inputs) => {
@@ -689,7 +680,7 @@ impl World {
                     ),
                 );
                 let completed = self.completed.take();
-                self.check_pass(i, completed.as_ref().unwrap_or(&before), &after, &report)?;
+                self.check_pass(i, (completed.as_ref().unwrap_or(&before), &after), &report, &inputs)?;
                 self.rollouts_hold(&after)?;
                 let directly: Vec<(String, String)> = report
                     .stability
@@ -698,17 +689,19 @@ impl World {
                     .filter(|e| e.kind == crate::schedule::stability::EventKind::Purge && e.text.contains("(Directly"))
                     .filter_map(|e| Some((e.workload.as_ref()?.name.to_string(), e.cluster.clone())))
                     .collect();
-                self.published(&before, after, &directly);
+                self.published(i, &before, after, &directly);
                 self.warm_equals_cold(i, &inputs)?;
                 Ok(())
             }
         }
     }
 
-    /// The output after a publish: agents of the clusters that changed are due, and the
-    /// removals of replicas start being watched (invariant 1).
-    fn published(&mut self, before: &Tree, after: Tree, directly: &[(String, String)]) {
+    /// The output after a publish of instance `i`: agents of the clusters that changed are due,
+    /// and the removals of replicas start being watched (invariant 1, judged by what the pass
+    /// observed: [`Break`]).
+    fn published(&mut self, i: usize, before: &Tree, after: Tree, directly: &[(String, String)]) {
         let now = self.now;
+        let fresh = (self.abs(), self.spec.settings.interval_ms + self.spec.settings.poll_timeout_ms);
         for (mi, m) in self.members.iter_mut().enumerate() {
             let name = &self.names[mi];
             if before.cluster_digest(name) != after.cluster_digest(name) {
@@ -723,7 +716,10 @@ impl World {
                     let elsewhere = self.ready_total(&w.pod_owner())
                         > self.members[mi].ready.get(&w.pod_owner()).copied().unwrap_or(0);
                     let directly = directly.iter().any(|(w2, c)| *w2 == w.name && c == name);
-                    self.breaks.insert((mi, wi), Break { ready_elsewhere: elsewhere, directly });
+                    let owner = w.pod_owner();
+                    let view = &self.instances[i].view;
+                    let b = Break::at_publish(view, fresh, (&owner, name), &a, elsewhere, directly);
+                    self.breaks.insert((mi, wi), b);
                 } else if ra > rb {
                     self.breaks.remove(&(mi, wi));
                 }
@@ -795,7 +791,13 @@ impl World {
         }
     }
 
-    fn check_pass(&mut self, i: usize, before: &Tree, after: &Tree, report: &ReconcileReport) -> Result<(), Violation> {
+    fn check_pass(
+        &mut self,
+        i: usize,
+        (before, after): (&Tree, &Tree),
+        report: &ReconcileReport,
+        inputs: &Inputs,
+    ) -> Result<(), Violation> {
         let Some(r) = self.instances[i].reconciler.clone() else { return Ok(()) };
         if let Some(watch) = &self.watch {
             for w in self.repo.workloads.iter().filter(|w| w.name == *watch) {
@@ -804,7 +806,7 @@ impl World {
                     "watch {}: disk {:?}, store places {:?}, tasks {:?}",
                     w.name,
                     after.replicas(w, &self.names),
-                    r.store.placement(&w.key()).ok().flatten().map(|p| p.targets),
+                    r.store.placement(&w.key()).ok().flatten().map(|p| (p.targets, p.result.outcome)),
                     tasks.unwrap_or_default()
                 );
                 self.trace.note(self.now, line);
@@ -820,6 +822,7 @@ impl World {
             before,
             after,
             view: &self.instances[i].view,
+            snapshots: &inputs.snapshots,
             store: &r.store,
             report,
             unhealthy_since: &self.unhealthy_since,
@@ -883,11 +886,10 @@ impl World {
             let here_before = before.get(owner).copied().unwrap_or(0);
             let total_after = self.ready_total(owner);
             let total_before = total_after - self.members[m].ready.get(owner).copied().unwrap_or(0) + here_before;
-            let made = self.breaks.get(&(m, wi)).is_none_or(|b| b.ready_elsewhere || b.directly);
-            if total_before > 0 && total_after == 0 && !made && !self.exempt(wi) {
+            if Break::violated_by(self.breaks.get(&(m, wi)), total_before, total_after) && !self.exempt(wi) {
                 let w = &self.repo.workloads[wi];
                 return Err(self.violation(1, format!(
-                    "{}: the agent of {name} removed {removed} Ready replicas, its last ones, and none was Ready elsewhere since the removal was published",
+                    "{}: the agent of {name} removed {removed} Ready replicas, its last ones: the pass that published the removal observed none Ready on the members it keeps, and none was Ready elsewhere since",
                     w.key()
                 )));
             }
