@@ -14,7 +14,9 @@
 //! 2. no double run beyond the grace period: a Divided workload's published replicas exceed
 //!    its replicas only while it has a graceful eviction task in its grace window (plus a
 //!    minute and a pass: the rate limit), of purge mode `Never`, or with nothing observed
-//!    Ready elsewhere, or while the storm guard holds.
+//!    Ready elsewhere, or while the storm guard holds, or while the mass-deletion guard holds
+//!    its change whole (`held_moves`: its files stay as last published — a scale-down held
+//!    on a held cluster — which invariant 3 checks).
 //! 3. whole or not at all, and the store says what was published: after a pass, every
 //!    workload's files on disk are exactly those of its placement in the store (its targets,
 //!    with their replicas) and the files of its graceful eviction tasks — also while the
@@ -437,7 +439,11 @@ pub fn after_pass(ctx: &PassCtx<'_>) -> Result<(), Violation> {
         }
         if *present && w.divided() {
             let published: i64 = disk.values().sum();
-            if published > i64::from(w.replicas) && !double_run_excused(ctx, w, ws, &state) {
+            // A change the guard holds whole (a scale-down on a held cluster) leaves the
+            // workload as last published, for its previous count: nothing of it changed (checked
+            // above), so nothing runs twice that did not before.
+            let held = held_moves.contains(key.to_string().as_str());
+            if published > i64::from(w.replicas) && !held && !double_run_excused(ctx, w, ws, &state) {
                 return Err(v(
                     2,
                     format!(

@@ -418,6 +418,29 @@ pub const CORPUS: &[Entry] = &[
         // what the pass decided on. It reads the pass's snapshots now (check::decided_ready).
         fixed_by: Some("dst10a after 1422b82: the checker, check::decided_ready (the pass's own snapshots)"),
     },
+    Entry {
+        seed: 165,
+        keep: Some(&[16, 20]),
+        faults: &["t=922s delete w000,w004,w005,w006,w008,w009", "t=1115s w003 scaled to 2"],
+        invariant: 2,
+        found: "six templates deleted at 922 s, the mass-deletion guard holding member-004 and member-005 whole; w003 \
+                (5 replicas on them) scaled to 2 at 1115 s: the scale-down is held whole with them (held_moves; the \
+                store keeps the published placement), and the checker called its 5 of 2 a double run",
+        failed_on: "3fb97c3, 3e74e9d and 1422b82 (main; release, the seed whole at 1112 s: w001 9 of 3)",
+        // Not a double run: nothing of the workload changed (invariant 3 checks it). The checker
+        // excuses a change the guard holds whole (check::after_pass, held_moves).
+        fixed_by: Some("dst10a after 1422b82: the checker, a change held whole by the guard (invariant 2)"),
+    },
+    Entry {
+        seed: 1_000_020,
+        keep: Some(&[7, 30]),
+        faults: &["t=344s delete w002,w003,w004,w005", "t=1323s w001 scaled to 6"],
+        invariant: 2,
+        found: "four of six templates deleted, the guard holding every member; w001 scaled from 9 to 6 at 1323 s, the \
+                scale-down held whole (seed 165's case on a world with a rollout)",
+        failed_on: "1422b82 (main, release)",
+        fixed_by: Some("dst10a after 1422b82: the checker, a change held whole by the guard (invariant 2)"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
