@@ -427,9 +427,14 @@ impl Reconciler {
         for (key, notes) in &rollout.notes {
             decisions.notes.entry(key.clone()).or_default().extend(notes.iter().cloned());
         }
-        // A move-back is one only if its decision puts replicas on the member.
+        // A move-back is one only if its decision puts replicas on the member: a decision that
+        // failed keeps the previous placement, which may still name the member (a workload
+        // evicted from its last member stays placed there), and decided nothing.
         stability.settle_move_backs(|k, cluster| {
-            cache.decide.decisions.get(k).is_some_and(|c| decide::places(&c.decided.record.targets, cluster))
+            cache.decide.decisions.get(k).is_some_and(|c| {
+                matches!(c.decided.record.result.outcome, crate::schedule::Outcome::Scheduled { .. })
+                    && decide::places(&c.decided.record.targets, cluster)
+            })
         });
         stability.hand_over(moves, now_ms, self.settings.stability.grace_period_ms);
         stability.drop_unremoved_purges(|key, cluster| {

@@ -101,18 +101,25 @@ fn purge(
         // An eviction is done once the workload left the cluster for others; a hand-over once
         // the workload is placed (it may stay on the cluster with fewer replicas).
         let moved = (task.is_handover() || !input.placed.contains_key(&task.cluster)) && !others.is_empty();
+        // A workload that never left (nothing else fit, it stayed placed there) forgets an
+        // eviction for the member's health once the member is Ready again: the eviction never
+        // took effect. Kept, a `Directly` one would move the workload off a healthy member
+        // later, removing its Ready replicas at once with none Ready elsewhere; a `Gracefully`
+        // one would keep the member out of the workload's decisions until a move-back — decided
+        // afresh, its own pods filling the member — found room (a scale-down meanwhile never
+        // published: simulation seed 199).
+        let recovered = !moved
+            && matches!(task.reason, Reason::ClusterNotReady | Reason::ClusterUnreachable)
+            && input.placed.contains_key(&task.cluster)
+            && ctx.clusters.get(&task.cluster).is_some_and(|c| c.condition.is_ready());
         if task.purge == Purge::Directly {
-            // Purged when it started; it only kept the member out until the workload left. A
-            // workload that never left (nothing else fit, it stayed placed there) forgets an
-            // eviction for the member's health once the member is Ready again: the eviction never
-            // took effect, and kept it would move the workload off a healthy member later,
-            // removing its Ready replicas at once with none Ready elsewhere.
-            let recovered = matches!(task.reason, Reason::ClusterNotReady | Reason::ClusterUnreachable)
-                && input.placed.contains_key(&task.cluster)
-                && ctx.clusters.get(&task.cluster).is_some_and(|c| c.condition.is_ready());
+            // Purged when it started; it only kept the member out until the workload left.
             if !moved && !recovered {
                 kept.push(task);
             }
+            continue;
+        }
+        if task.purge == Purge::Gracefully && recovered {
             continue;
         }
         let ready = moved && not_ready.is_empty();

@@ -441,6 +441,30 @@ pub const CORPUS: &[Entry] = &[
         failed_on: "1422b82 (main, release)",
         fixed_by: Some("dst10a after 1422b82: the checker, a change held whole by the guard (invariant 2)"),
     },
+    Entry {
+        seed: 199,
+        keep: Some(&[1, 2, 3, 7]),
+        faults: &[
+            "t=91s node 1 of m0 to 50%",
+            "t=170s outage m0 Hung for 163s",
+            "t=224s storm m0,m1 Dead 14s apart for 218s",
+            "t=491s w000 scaled to 7",
+        ],
+        invariant: 2,
+        found: "w000 (10 replicas, all on member-000) evicted from member-000 at 225 s with nowhere else to go: it \
+                stayed placed there, its task kept past the grace; scaled to 7 at 491 s, every decision failed (0/3 \
+                clusters: member-000 left out of its decisions by the task), so 10 ran for 7 with the excuse of a \
+                kept task; member-000 Ready again, the move-back decided afresh, its own 10 pods filling member-000 \
+                ('available replicas 5 are not enough to schedule 7'), kept the previous placement and was noted \
+                'moved back' all the same (the task ended, 10 of 7 published with no task: invariant 2 at 510 s)",
+        failed_on: "3fb97c3, 3e74e9d and 1422b82 (main; release, the seed whole at 720 s: 10 of 6)",
+        // A graceful eviction whose workload never left ends once the member is Ready again, as a
+        // Directly one did (stability::workload::purge, `recovered`): the member takes part in
+        // the workload's decisions again and the scale-down is published (member-000: 7 at
+        // 510 s). And a move-back whose decision failed is no move-back (settle_move_backs:
+        // Scheduled only), as docs/guide/failures.md step 4 says.
+        fixed_by: Some("dst10a after 1422b82: stability::workload::purge (recovered), reconcile settle_move_backs"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
