@@ -247,78 +247,85 @@ pub(super) fn compute_changes(out: &Path, plan: &PublishPlan, guard: &DeleteGuar
         })
         .collect();
     root_changes(out, plan, &mut changes)?;
-    if let Some(summary) = &plan.summary {
-        // No symlink on the way (`.fedsched/placements` pointing elsewhere is refused): the
-        // directories checked with the first shard, then each shard itself.
-        let mut dirs_checked = false;
-        let held_owners: BTreeSet<&str> = changes.held_moves.iter().map(|m| m.owner.as_str()).collect();
-        for (name, bytes) in &summary.shards {
-            let rel = summary_shard_path(name);
-            let full = out.join(&rel);
-            let exists = match dirs_checked {
-                false => check_target(out, &rel)?,
-                true => match kind_of(&full)? {
-                    Kind::File => true,
-                    Kind::Missing => false,
-                    Kind::Dir | Kind::Other => {
-                        return Err(PublishError::InTheWay { path: full, expected: "a regular file" });
-                    }
-                },
-            };
-            dirs_checked = true;
-            // The entries of removals the guard held: their files stay, so do they.
-            let mut held: Vec<&str> = Vec::new();
-            for (item, files) in summary.removals.get(name).into_iter().flatten() {
-                for f in files.iter().filter(|f| !changes.deletions.contains(*f)) {
-                    if kind_of(&out.join(f))? == Kind::File {
-                        held.push(item);
-                        break;
-                    }
+    summary_changes(out, plan, &mut changes)?;
+    Ok(changes)
+}
+
+/// The published summary's shards ([`PublishPlan::summary`]): each shard written unless the
+/// disk holds its bytes; the entries of removals the guard held, and of workloads whose change
+/// it held whole, kept as published; the single file of earlier versions removed.
+fn summary_changes(out: &Path, plan: &PublishPlan, changes: &mut Changes) -> Result<(), PublishError> {
+    let Some(summary) = &plan.summary else { return Ok(()) };
+    // No symlink on the way (`.fedsched/placements` pointing elsewhere is refused): the
+    // directories checked with the first shard, then each shard itself.
+    let mut dirs_checked = false;
+    let held_owners: BTreeSet<&str> = changes.held_moves.iter().map(|m| m.owner.as_str()).collect();
+    for (name, bytes) in &summary.shards {
+        let rel = summary_shard_path(name);
+        let full = out.join(&rel);
+        let exists = match dirs_checked {
+            false => check_target(out, &rel)?,
+            true => match kind_of(&full)? {
+                Kind::File => true,
+                Kind::Missing => false,
+                Kind::Dir | Kind::Other => {
+                    return Err(PublishError::InTheWay { path: full, expected: "a regular file" });
                 }
-            }
-            let mut bytes = match held.is_empty() {
-                true => Arc::clone(bytes),
-                false => Arc::new(crate::render::summary::with_items(bytes, &held)),
-            };
-            // The entries of the workloads whose change the guard held whole: as published (the
-            // shard on the disk), like their files (`reconcile::plan` then compares every shard
-            // with the disk until the hold ends).
-            let on_disk = match exists && !held_owners.is_empty() {
-                true => Some(read_file(&full).map_err(io_err("read", &full))?.1),
-                false => None,
-            };
-            if !held_owners.is_empty() {
-                let published = on_disk.as_deref().map(String::from_utf8_lossy);
-                if let Some(kept) =
-                    crate::render::summary::with_published_entries(&bytes, published.as_deref(), &held_owners)
-                {
-                    bytes = Arc::new(kept);
+            },
+        };
+        dirs_checked = true;
+        // The entries of removals the guard held: their files stay, so do they.
+        let mut held: Vec<&str> = Vec::new();
+        for (item, files) in summary.removals.get(name).into_iter().flatten() {
+            for f in files.iter().filter(|f| !changes.deletions.contains(*f)) {
+                if kind_of(&out.join(f))? == Kind::File {
+                    held.push(item);
+                    break;
                 }
-            }
-            // A shard with removals is compared with the disk: it is planned every pass while
-            // they are pending, and a held one's bytes are on the disk already.
-            let compare = summary.compare || summary.removals.contains_key(name) || on_disk.is_some();
-            let same = compare
-                && exists
-                && match &on_disk {
-                    Some(disk) => *disk == bytes.as_bytes(),
-                    None => read_file(&full).map_err(io_err("read", &full))?.1 == bytes.as_bytes(),
-                };
-            if same {
-                changes.unchanged += 1;
-            } else {
-                // Shared with the plan, not copied.
-                changes.classes.insert(rel.clone(), FileClass::Summary);
-                changes.writes.insert(rel, Bytes::from_owner(SharedText(bytes)));
             }
         }
-        // The single file of earlier versions goes once the shards replace it.
-        let legacy = legacy_summary_path();
-        if summary.compare && kind_of(&out.join(&legacy))? == Kind::File {
-            changes.deletions.insert(legacy);
+        let mut bytes = match held.is_empty() {
+            true => Arc::clone(bytes),
+            false => Arc::new(crate::render::summary::with_items(bytes, &held)),
+        };
+        // The entries of the workloads whose change the guard held whole: as published (the
+        // shard on the disk), like their files (`reconcile::plan` then compares every shard
+        // with the disk until the hold ends).
+        let on_disk = match exists && !held_owners.is_empty() {
+            true => Some(read_file(&full).map_err(io_err("read", &full))?.1),
+            false => None,
+        };
+        if !held_owners.is_empty() {
+            let published = on_disk.as_deref().map(String::from_utf8_lossy);
+            if let Some(kept) =
+                crate::render::summary::with_published_entries(&bytes, published.as_deref(), &held_owners)
+            {
+                bytes = Arc::new(kept);
+            }
+        }
+        // A shard with removals is compared with the disk: it is planned every pass while
+        // they are pending, and a held one's bytes are on the disk already.
+        let compare = summary.compare || summary.removals.contains_key(name) || on_disk.is_some();
+        let same = compare
+            && exists
+            && match &on_disk {
+                Some(disk) => *disk == bytes.as_bytes(),
+                None => read_file(&full).map_err(io_err("read", &full))?.1 == bytes.as_bytes(),
+            };
+        if same {
+            changes.unchanged += 1;
+        } else {
+            // Shared with the plan, not copied.
+            changes.classes.insert(rel.clone(), FileClass::Summary);
+            changes.writes.insert(rel, Bytes::from_owner(SharedText(bytes)));
         }
     }
-    Ok(changes)
+    // The single file of earlier versions goes once the shards replace it.
+    let legacy = legacy_summary_path();
+    if summary.compare && kind_of(&out.join(&legacy))? == Kind::File {
+        changes.deletions.insert(legacy);
+    }
+    Ok(())
 }
 
 /// The layout's root files ([`PublishPlan::roots`]): each cluster of the pass whose directory

@@ -20,6 +20,9 @@ pub struct Preview {
     pub unchanged: usize,
     /// Clusters the mass-deletion guard would hold (nothing in them changes).
     pub held: Vec<HeldCluster>,
+    /// Workloads whose change the guard would hold whole (their files and summary entry stay
+    /// as published in every cluster).
+    pub held_moves: Vec<super::HeldMove>,
     /// Whether an interrupted publish (a journal) waits in the directory: the next publish
     /// finishes it first, so the directory is not yet what this preview compared with.
     pub interrupted: bool,
@@ -36,6 +39,7 @@ pub fn preview(out: &Path, plan: &PublishPlan, guard: &DeleteGuard) -> Result<Pr
         deletions: changes.deletions,
         unchanged: changes.unchanged,
         held: changes.held,
+        held_moves: changes.held_moves,
         interrupted,
     })
 }

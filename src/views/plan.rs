@@ -179,6 +179,17 @@ pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: 
         })
         .map(|h| json!({"cluster": h.cluster, "objects": h.objects, "removals": h.removals, "message": h.to_string()}))
         .collect();
+    // Workloads whose change the guard would hold whole: not published, their placement stays.
+    let held_moves: Vec<Value> = after
+        .files
+        .held_moves
+        .iter()
+        .filter(|m| match before {
+            Before::Published => true,
+            Before::Base(b) => !b.files.held_moves.iter().any(|o| o.owner == m.owner),
+        })
+        .map(|m| json!({"workload": m.owner, "held": m.held, "waiting": m.waiting}))
+        .collect();
     let stability: Vec<Value> = after
         .stability
         .events
@@ -197,6 +208,7 @@ pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: 
     let changes = !workloads.is_empty()
         || !clusters.is_empty()
         || !held.is_empty()
+        || !held_moves.is_empty()
         || emptied.is_some()
         || summary_changed
         || !rollouts.is_empty();
@@ -223,6 +235,7 @@ pub fn document(after: &PassPreview, before: &Before<'_>, set: &PolicySet, out: 
         "workloads": workloads,
         "rollouts": rollouts,
         "held": held,
+        "heldMoves": held_moves,
         "emptied": emptied,
         "clusters": clusters,
         "stability": stability,
@@ -550,6 +563,12 @@ pub fn to_text(doc: &Value) -> String {
     for h in doc["held"].as_array().into_iter().flatten() {
         out.push_str(&format!("\nheld: {}\n", h["message"].as_str().unwrap_or("")));
     }
+    for m in doc["heldMoves"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "\nheld whole: {} (its placement stays as published)\n",
+            m["workload"].as_str().unwrap_or("")
+        ));
+    }
     for e in doc["stability"].as_array().into_iter().flatten() {
         out.push_str(&format!("\nstability: {}\n", e["text"].as_str().unwrap_or("")));
     }
@@ -633,6 +652,12 @@ pub fn to_markdown(doc: &Value) -> String {
     }
     for h in doc["held"].as_array().into_iter().flatten() {
         out.push_str(&format!("\n> **held**: {}\n", md(h["message"].as_str().unwrap_or(""))));
+    }
+    for m in doc["heldMoves"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "\n> **held whole**: {} (its placement stays as published)\n",
+            md(m["workload"].as_str().unwrap_or(""))
+        ));
     }
     let clusters = doc["clusters"].as_array().into_iter().flatten().collect::<Vec<_>>();
     if !clusters.is_empty() {
