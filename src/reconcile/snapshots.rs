@@ -73,9 +73,6 @@ pub(super) struct Kept {
     node_digests: cache::NodeDigests,
     /// The deducted views of the last pass ([`cache::DeductedViews`]).
     views: Option<cache::DeductedViews>,
-    /// Per workload, the per-replica requirements its template gives (None: it cannot be
-    /// interpreted), with the key of the template and interpreters they come from.
-    requirements: KeyMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
     /// The last pass's recent placements, their requirements and their digest.
     recent: Option<cache::RecentPlacements>,
     /// The deductions of the recent placements as the last rebuild of the views planned them.
@@ -114,7 +111,7 @@ pub(super) fn version(
     // The last list's position of each placement that is the same object (for both below).
     let aligned = last.as_ref().map(|m| align(&m.placements, &placements));
     let last_aligned = last.as_ref().zip(aligned.as_deref());
-    let requirements = recent_requirements(last_aligned, &mut kept.requirements, inputs, (&placements, &keys));
+    let requirements = recent_requirements(last_aligned, inputs, (&placements, &keys));
     let (entries, digest) = recent_digest(last_aligned, &placements, &requirements);
     let recent = kept.recent.insert(cache::RecentPlacements {
         oldest_ms: placements.iter().map(|p| p.decided_at_ms).min().unwrap_or(0),
@@ -689,14 +686,12 @@ fn record_snapshots(
 }
 
 /// The per-replica requirements of each recent placement's template, in `recent`'s order
-/// (kept in `cached`, the cache's requirements; interpreted again only when the template or
-/// the interpreters changed; `None`: the template is gone or cannot be interpreted). With the
+/// (`None`: the template is gone or cannot be interpreted). With the
 /// last pass's ([`cache::RecentPlacements`]) for the same workloads in the same order, the same
 /// interpreters and as many templates, only the entries whose placement or template is
 /// another object are looked at again (`keys`: the recent placements' store keys).
 fn recent_requirements(
     last: Option<(&cache::RecentPlacements, &[Option<usize>])>,
-    cached: &mut KeyMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
     inputs: &Inputs,
     (recent, keys): (&[Arc<PlacementRecord>], &[String]),
 ) -> Vec<Option<Arc<ReplicaRequirements>>> {
@@ -737,7 +732,7 @@ fn recent_requirements(
         }
         for i in again {
             if let (Some(slot), Some(p)) = (out.get_mut(i), recent.get(i)) {
-                *slot = requirement_of(cached, inputs, inputs.set.template_at(&p.workload));
+                *slot = requirement_of(inputs, inputs.set.template(&p.workload));
             }
         }
         Some(out)
@@ -745,44 +740,26 @@ fn recent_requirements(
     match patched {
         Some(out) => {
             #[cfg(debug_assertions)]
-            debug_assert!(out == all_requirements(cached, inputs, recent), "patched requirements differ");
+            debug_assert!(out == all_requirements(inputs, recent), "patched requirements differ");
             out
         }
-        None => all_requirements(cached, inputs, recent),
+        None => all_requirements(inputs, recent),
     }
 }
 
 /// [`recent_requirements`] of every recent placement.
-fn all_requirements(
-    cached: &mut KeyMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
-    inputs: &Inputs,
-    recent: &[Arc<PlacementRecord>],
-) -> Vec<Option<Arc<ReplicaRequirements>>> {
-    if cached.len() > inputs.set.templates.len() {
-        cached.retain(|k, _| inputs.set.template(k).is_some());
-    }
-    recent.iter().map(|p| requirement_of(cached, inputs, inputs.set.template_at(&p.workload))).collect()
+fn all_requirements(inputs: &Inputs, recent: &[Arc<PlacementRecord>]) -> Vec<Option<Arc<ReplicaRequirements>>> {
+    recent.iter().map(|p| requirement_of(inputs, inputs.set.template(&p.workload))).collect()
 }
 
-/// The per-replica requirements of one template (at its position), kept in `cached` by the
-/// template's hash and the interpreters'.
-fn requirement_of(
-    cached: &mut KeyMap<ObjectKey, (u64, Option<Arc<ReplicaRequirements>>)>,
-    inputs: &Inputs,
-    template: Option<(usize, &Template)>,
-) -> Option<Arc<ReplicaRequirements>> {
-    let (i, t) = template?;
-    let source = cache::key_of(&(inputs.hashes.templates.get(i), inputs.hashes.interpreters));
-    match cached.get(&t.key) {
-        Some((k, req)) if *k == source && memo::on(memo::Name::Requirements) => req.clone(),
-        _ => {
-            let req = interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters)
-                .ok()
-                .map(|w| Arc::new(w.requirements));
-            cached.insert(t.key.clone(), (source, req.clone()));
-            req
-        }
-    }
+/// The per-replica requirements of one template, as the interpreters read it (`None`: no
+/// template, or it cannot be interpreted). Not kept by template between passes: the recent
+/// placements' list keeps each placement's while it is the same object
+/// ([`recent_requirements`]), and a memo by the template's hash earned nothing beyond that
+/// (issue 51's ablation: off against on within the noise on S1, S3, S4 and S7).
+fn requirement_of(inputs: &Inputs, template: Option<&Template>) -> Option<Arc<ReplicaRequirements>> {
+    let t = template?;
+    interpret(t.key.group(), &t.key.kind, &t.object, &inputs.interpreters).ok().map(|w| Arc::new(w.requirements))
 }
 
 /// The placements decided less than `ttl_ms` before `now_ms` (those whose replicas are

@@ -37,8 +37,6 @@ pub enum Name {
     /// `reconcile::cache::RecentPlacements`: the recent placements patched from the last
     /// pass's list, their requirements and digests matched by object.
     RecentPlacements,
-    /// The per-replica requirements of each template kept by its hash (`snapshots::Kept`).
-    Requirements,
     /// `snapshots::PlannedDeductions`: each recent placement's deduction plan kept per object.
     PlannedDeductions,
     /// `reconcile::cache::DeductedViews`: the member views after the deductions, whole.
@@ -79,12 +77,11 @@ pub enum Name {
 
 impl Name {
     /// Every name, in the registry's order.
-    pub const ALL: [Name; 20] = [
+    pub const ALL: [Name; 19] = [
         Name::ParsedInputs,
         Name::NodeDigests,
         Name::StaticDigests,
         Name::RecentPlacements,
-        Name::Requirements,
         Name::PlannedDeductions,
         Name::DeductedViews,
         Name::ViewPerCluster,
@@ -109,7 +106,6 @@ impl Name {
             Name::NodeDigests => "node-digests",
             Name::StaticDigests => "static-digests",
             Name::RecentPlacements => "recent-placements",
-            Name::Requirements => "requirements",
             Name::PlannedDeductions => "planned-deductions",
             Name::DeductedViews => "deducted-views",
             Name::ViewPerCluster => "view-per-cluster",
