@@ -136,8 +136,8 @@
 //! order and their digest for the views key (`RecentPlacements`; the next pass matches its list
 //! with the last one by object, `snapshots::align`, so a placement that became recent keeps the
 //! others' requirements and digests); the summary is 256 shards (`render::summary::Shards`, each an `Arc` shared between
-//! the pass, the cache and the publish): a pass joins again only the shards of the workloads it
-//! decided afresh or removed, a shard equal to before keeps its `Arc`, and the shards that differ
+//! the pass, the cache and the publish): a pass joins every shard from the decisions' kept
+//! fragments, a shard equal to before keeps its `Arc`, and the shards that differ
 //! from those last published are written without their copy on the disk read back
 //! (`SummaryPlan::compare` false; an edit wrote the whole 11 MB `placements.json` before, and two
 //! `syncfs` flushed it); the desired output's per-cluster digests and Namespace files are kept and

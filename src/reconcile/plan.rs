@@ -363,13 +363,12 @@ fn keep_stats(cached: &mut cache::KeptDecisions, stats: &HashMap<String, crate::
     }
 }
 
-/// The summary's shards of the pass: the last ones again when no decision changed and no
-/// workload was removed, else the shards of the changed and removed workloads joined again
-/// from the decisions' fragments (each built once per decision and kept with it), the others
-/// kept. Once a summary was made, every decision then had its fragment: only the pass's fresh
-/// decisions can lack one. The rollouts' entries follow each shard's placements; a shard whose
-/// rollout entries changed is joined again too. Debug builds compare the shards with ones made
-/// from scratch.
+/// The summary's shards of the pass, every shard joined from the decisions' fragments (each
+/// built once per decision and kept with it; an equal shard keeps the last one's `Arc`). Once a
+/// summary was made, every decision then had its fragment: only the pass's fresh decisions can
+/// lack one. The rollouts' entries follow each shard's placements. Debug builds compare the
+/// shards with ones made from scratch. (Joining only the shards of changed decisions, a memo
+/// of its own, earned nothing beyond the noise: issue 51's ablation.)
 fn summary(
     kept: &mut Kept,
     cached: &mut cache::KeptDecisions,
@@ -377,74 +376,52 @@ fn summary(
     rollouts: &RolloutSummary,
 ) -> Shards {
     let order = decisions.keys();
-    let unchanged = decisions.fresh.is_empty()
-        && decisions.removed.is_empty()
-        && decisions.dropped.is_empty()
-        && rollouts.dirty.is_empty();
-    let on = crate::util::memo::on(crate::util::memo::Name::SummaryShards);
-    let shards = match &kept.summary {
-        Some(s) if unchanged && on => s.clone(),
-        made => {
-            // The missing fragments (every one after a restart) on every core.
-            let lacking: Vec<&crate::policy::ObjectKey> = match made {
-                Some(_) => decisions.fresh.iter().collect(),
-                None => order.clone().collect(),
-            };
-            let missing: Vec<(&crate::policy::ObjectKey, &cache::CachedDecision)> = lacking
-                .into_iter()
-                .filter_map(|k| cached.get_key_value(k))
-                .filter(|(_, c)| c.summary_item.is_none())
-                .map(|(k, c)| (k, &**c))
-                .collect();
-            debug_assert!(
-                order.clone().filter_map(|k| cached.get(k)).filter(|c| c.summary_item.is_none()).count()
-                    == missing.len(),
-                "a decision that is not fresh lacks its summary fragment"
-            );
-            let items = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |(_, c)| {
-                summary_item(&c.decided.record.summary())
-            });
-            let keys: Vec<crate::policy::ObjectKey> = missing.iter().map(|(k, _)| (*k).clone()).collect();
-            for (k, item) in keys.iter().zip(items) {
-                if let Some(c) = cached.get_mut(k).map(Arc::make_mut) {
-                    c.summary_item = Some(item);
-                }
+    let made = &kept.summary;
+    let shards = {
+        // The missing fragments (every one after a restart) on every core.
+        let lacking: Vec<&crate::policy::ObjectKey> = match made {
+            Some(_) => decisions.fresh.iter().collect(),
+            None => order.clone().collect(),
+        };
+        let missing: Vec<(&crate::policy::ObjectKey, &cache::CachedDecision)> = lacking
+            .into_iter()
+            .filter_map(|k| cached.get_key_value(k))
+            .filter(|(_, c)| c.summary_item.is_none())
+            .map(|(k, c)| (k, &**c))
+            .collect();
+        debug_assert!(
+            order.clone().filter_map(|k| cached.get(k)).filter(|c| c.summary_item.is_none()).count() == missing.len(),
+            "a decision that is not fresh lacks its summary fragment"
+        );
+        let items = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |(_, c)| {
+            summary_item(&c.decided.record.summary())
+        });
+        let keys: Vec<crate::policy::ObjectKey> = missing.iter().map(|(k, _)| (*k).clone()).collect();
+        for (k, item) in keys.iter().zip(items) {
+            if let Some(c) = cached.get_mut(k).map(Arc::make_mut) {
+                c.summary_item = Some(item);
             }
-            // The shards to join again: every one for a first summary, else those of the
-            // workloads decided afresh, removed or dropped.
-            let mut dirty = vec![made.is_none() || !on; SHARDS];
-            for k in decisions.fresh.iter().chain(&decisions.removed).chain(&decisions.dropped) {
-                dirty[shard_of(k)] = true;
-            }
-            for shard in &rollouts.dirty {
-                dirty[*shard] = true;
-            }
-            let mut courses: Vec<Vec<&str>> = vec![Vec::new(); SHARDS];
-            for (shard, item) in rollouts.items.values() {
-                if dirty[*shard] {
-                    courses[*shard].push(item);
-                }
-            }
-            let mut items: Vec<Vec<&str>> = vec![Vec::new(); SHARDS];
-            for k in order.clone() {
-                let shard = shard_of(k);
-                if dirty[shard]
-                    && let Some(item) = cached.get(k).and_then(|c| c.summary_item.as_deref())
-                {
-                    items[shard].push(item);
-                }
-            }
-            let mut shards = made.clone().unwrap_or_else(Shards::empty);
-            for (i, list) in items.iter().enumerate().filter(|(i, _)| dirty[*i]) {
-                let mut text = String::new();
-                summary_into(&mut text, list, &courses[i]);
-                // An equal shard keeps its `Arc`: the plan finds it unchanged by address.
-                if *shards.0[i] != text {
-                    shards.0[i] = Arc::new(text);
-                }
-            }
-            shards
         }
+        let mut courses: Vec<Vec<&str>> = vec![Vec::new(); SHARDS];
+        for (shard, item) in rollouts.items.values() {
+            courses[*shard].push(item);
+        }
+        let mut items: Vec<Vec<&str>> = vec![Vec::new(); SHARDS];
+        for k in order.clone() {
+            if let Some(item) = cached.get(k).and_then(|c| c.summary_item.as_deref()) {
+                items[shard_of(k)].push(item);
+            }
+        }
+        let mut shards = made.clone().unwrap_or_else(Shards::empty);
+        for (i, list) in items.iter().enumerate() {
+            let mut text = String::new();
+            summary_into(&mut text, list, &courses[i]);
+            // An equal shard keeps its `Arc`: the plan finds it unchanged by address.
+            if *shards.0[i] != text {
+                shards.0[i] = Arc::new(text);
+            }
+        }
+        shards
     };
     debug_assert!(
         shards

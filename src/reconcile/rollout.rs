@@ -102,8 +102,6 @@ pub(crate) struct RolloutPass {
 pub(crate) struct RolloutSummary {
     /// Every rollout's entry, with its shard, by workload store key.
     pub items: Arc<BTreeMap<String, (usize, Arc<str>)>>,
-    /// The shards whose rollout entries differ from the last recorded pass's.
-    pub dirty: BTreeSet<usize>,
 }
 
 impl RolloutPass {
@@ -407,14 +405,14 @@ pub(crate) fn run(
         if state.phase != Phase::Complete {
             out.directives.insert(t.key.clone(), directive(&state, &stages, t));
         }
-        items.insert(sk.clone(), summary_entry(&kept.items, (&t.key, &sk), (old, &state), &mut out.summary.dirty));
+        items.insert(sk.clone(), summary_entry(&kept.items, (&t.key, &sk), (old, &state)));
         if old != Some(&state) {
             out.changed.insert(t.key.clone(), state);
         }
         seen.insert(sk);
     }
     out.forgotten = stored.keys().filter(|sk| !seen.contains(*sk)).cloned().collect();
-    out.summary.close(items, &kept.items);
+    out.summary.items = Arc::new(items);
     Ok(out)
 }
 
@@ -622,33 +620,15 @@ fn interpreted(
 }
 
 /// A rollout's entry of the summary this pass: the last one again while its course is the
-/// same, else built again; its shard is dirty when the entry differs from the last one.
+/// same, else built again.
 fn summary_entry(
     last: &BTreeMap<String, (usize, Arc<str>)>,
     (key, sk): (&ObjectKey, &str),
     (old, state): (Option<&RolloutState>, &RolloutState),
-    dirty: &mut BTreeSet<usize>,
 ) -> (usize, Arc<str>) {
-    let item = match (last.get(sk), old) {
+    match (last.get(sk), old) {
         (Some(last), Some(o)) if o.same_course(state) => last.clone(),
         _ => (shard_of(key), Arc::from(rollout_item(key, state))),
-    };
-    if last.get(sk).is_none_or(|last| last.1 != item.1) {
-        dirty.insert(item.0);
-    }
-    item
-}
-
-impl RolloutSummary {
-    /// Ends the pass's summary with its `items`: the shards of the entries the last
-    /// recorded pass had and this one has not are dirty too.
-    fn close(&mut self, items: BTreeMap<String, (usize, Arc<str>)>, last: &BTreeMap<String, (usize, Arc<str>)>) {
-        for (sk, (shard, _)) in last {
-            if !items.contains_key(sk) {
-                self.dirty.insert(*shard);
-            }
-        }
-        self.items = Arc::new(items);
     }
 }
 

@@ -63,8 +63,6 @@ pub enum Name {
     FleetFilters,
     /// `model::nodes::NodeIndex`'s answers per compiled request within a pass.
     NodeWalks,
-    /// `render::summary::Shards`: only the shards of changed decisions joined again.
-    SummaryShards,
     /// `reconcile::cache::DesiredOutput`: the per-cluster digests and Namespace files brought
     /// up to date from the decisions a pass changed.
     DesiredOutput,
@@ -77,7 +75,7 @@ pub enum Name {
 
 impl Name {
     /// Every name, in the registry's order.
-    pub const ALL: [Name; 19] = [
+    pub const ALL: [Name; 18] = [
         Name::ParsedInputs,
         Name::NodeDigests,
         Name::StaticDigests,
@@ -93,7 +91,6 @@ impl Name {
         Name::OutcomeStands,
         Name::FleetFilters,
         Name::NodeWalks,
-        Name::SummaryShards,
         Name::DesiredOutput,
         Name::Owners,
         Name::PublishedDigests,
@@ -117,7 +114,6 @@ impl Name {
             Name::OutcomeStands => "outcome-stands",
             Name::FleetFilters => "fleet-filters",
             Name::NodeWalks => "node-walks",
-            Name::SummaryShards => "summary-shards",
             Name::DesiredOutput => "desired-output",
             Name::Owners => "owners",
             Name::PublishedDigests => "published-digests",
