@@ -27,8 +27,7 @@
 //! - **deducted views**: the member views after the deductions of the recent placements
 //!   ([`DeductedViews`]), reused while the snapshots' content and the recent placements (and
 //!   their per-replica requirements) are unchanged; they move into a pass and back, cloned
-//!   only before the pass's first new deduction. When they are not, each cluster's view is
-//!   still reused when its snapshot and its own deduction sequence are unchanged.
+//!   only before the pass's first new deduction. When they are not, every view is built again.
 //! - **claims**: per template, the policy that claims it ([`ClaimMemo`]), kept while the
 //!   template, its previous claimer and the PropagationPolicies that could claim it (those of
 //!   its namespace, every ClusterPropagationPolicy) are the same objects.
@@ -85,15 +84,11 @@
 //! fresh key in debug builds; a kept key whose decision read capacity is checked against the
 //! changed state there, with the placement and profile of the policy that claimed it, without
 //! claiming again); the member views after the deductions of the recent placements (reused while
-//! the snapshots' content and the recent placements are unchanged, and otherwise per cluster whose
-//! snapshot and own deduction sequence are: `snapshots::rebuild_views`, which plans the recent
-//! placements' deductions on every core — each plan kept per placement object while it, its
-//! requirements and the snapshots it read are the same, `snapshots::PlannedDeductions` —, then
-//! chains the digests by position in store order (`Assumed::of_plans`; after an edit, the last
-//! rebuild's bookkeeping with the replaced placements' deductions exchanged and only their
-//! clusters' chains made again: `PlannedDeductions::assumed`, from the plans kept per cluster,
-//! `PlannedDeductions::touching`, which also give a rebuilt view its deductions without a scan of
-//! every plan); a pass lists the recent placements by patching the last pass's list with the
+//! the snapshots' content and the recent placements are unchanged, and otherwise built again:
+//! `snapshots::rebuild_views`, which plans the recent placements' deductions on every core —
+//! each plan kept per placement object while it, its requirements and the snapshots it read are
+//! the same, `snapshots::PlannedDeductions` —, then chains the digests by position in store order
+//! (`Assumed::of_plans`) and deducts every view on every core); a pass lists the recent placements by patching the last pass's list with the
 //! placements this process set or removed since — `Kept::set_placement`, `remove_placement`,
 //! `placements_changed` — while none of the listed ones expired, looks again at the requirements
 //! only where a placement or template is another object (both compared with a list made from
@@ -577,9 +572,6 @@ pub struct DeductedViews {
     pub key: u64,
     pub snapshots: Vec<ClusterSnapshot>,
     pub assumed: super::Assumed,
-    /// The snapshots' fingerprints (in the views' order): a view whose snapshot and deduction
-    /// sequence are unchanged is reused on its own when the key as a whole differs.
-    pub fingerprints: Vec<u64>,
 }
 
 /// A decision with the key of its inputs: `key` covers everything static it read (template,

@@ -51,7 +51,7 @@ pub(super) struct PassSnapshots {
     /// ([`PassSnapshots::deduct`]): the cache gets the views the pass started from.
     originals: HashMap<usize, ClusterSnapshot>,
     undo: Vec<Undo>,
-    /// The fingerprints of the snapshots the views were deducted from (saved with them).
+    /// The fingerprints of the snapshots the views were deducted from.
     pub(super) fingerprints: Vec<u64>,
     /// The pass's time and the assumed-replica TTL: which placements the pass started from
     /// are recent, so already deducted ([`PassSnapshots::already_deducted`]).
@@ -130,13 +130,11 @@ pub(super) fn version(
         {
             (v.snapshots, v.assumed)
         }
-        cached => rebuild_views(
+        _ => rebuild_views(
             inputs,
-            &recent.placements,
-            &recent.requirements,
+            (&recent.placements, &recent.requirements),
             &mut kept.planned,
             &recorded.fingerprints,
-            cached,
             &dims,
         ),
     };
@@ -166,36 +164,23 @@ pub(super) fn version(
 /// The member views after the recent placements' deductions, in store order, when the cached
 /// ones do not fit the pass as a whole. A deduction touches only its own cluster's view, and
 /// what it deducts (pending = decided − observed) reads pods, which deductions do not change:
-/// so every deduction is planned first (the [`Assumed`] bookkeeping, in store order), and a
-/// cluster whose snapshot (its fingerprint) and deduction sequence (its
-/// [`Assumed::of_cluster`] digest) equal those of the cached views takes its cached view; only
-/// the others are copied and deducted again. One edited workload, or one member whose data
-/// changed, redoes those clusters, not the fleet. A placement's plan is made again only when
-/// the placement or its requirements are other objects, or a snapshot it read changed
-/// ([`PlannedDeductions`]).
+/// so every deduction is planned first (the [`Assumed`] bookkeeping, in store order), then
+/// every view is copied and deducted on its own, on every core. (Keeping a view whose snapshot
+/// and deduction sequence were unchanged, a memo of its own, earned nothing beyond the noise:
+/// issue 51's ablation.) A placement's plan is made again only when the placement or its
+/// requirements are other objects, or a snapshot it read changed ([`PlannedDeductions`]).
 fn rebuild_views(
     inputs: &Inputs,
-    recent: &[Arc<PlacementRecord>],
-    requirements: &[Option<Arc<ReplicaRequirements>>],
+    (recent, requirements): (&[Arc<PlacementRecord>], &[Option<Arc<ReplicaRequirements>>]),
     memo: &mut PlannedDeductions,
     fingerprints: &[u64],
-    cached: Option<cache::DeductedViews>,
     dims: &Dimensions,
 ) -> (Vec<ClusterSnapshot>, Assumed) {
     let work: Vec<(&Arc<PlacementRecord>, &Arc<ReplicaRequirements>)> =
         recent.iter().zip(requirements).filter_map(|(p, req)| Some((p, req.as_ref()?))).collect();
     let planned = memo.plan_all(&inputs.snapshots, fingerprints, &work);
     let work: Vec<(&PlacementRecord, &ReplicaRequirements)> = work.iter().map(|(p, r)| (&***p, &***r)).collect();
-    // The cached views' digests by position (what a kept view is compared with below), then
-    // their bookkeeping brought up to date for this pass's plans.
-    let mut cached =
-        cached.filter(|c| c.snapshots.len() == inputs.snapshots.len() && memo::on(memo::Name::ViewPerCluster));
-    let before: Vec<u64> = match &cached {
-        Some(c) => ViewIx::all(inputs.snapshots.len()).map(|i| c.assumed.of_position(i)).collect(),
-        None => Vec::new(),
-    };
-    let last = cached.as_mut().map(|c| std::mem::take(&mut c.assumed));
-    let assumed = memo.assumed(&inputs.snapshots, &planned, last);
+    let assumed = Assumed::of_plans(&inputs.snapshots, &planned);
     #[cfg(debug_assertions)]
     {
         let mut sequential = Assumed::default();
@@ -209,62 +194,23 @@ fn rebuild_views(
             debug_assert_eq!(sequential.of_position(i), assumed.of_position(i));
         }
     }
-    let kept: Vec<Option<ClusterSnapshot>> = inputs
-        .snapshots
-        .iter()
-        .enumerate()
-        .map(|(i, input)| {
-            let c = cached.as_mut()?;
-            let view = c.snapshots.get_mut(i)?;
-            let same = c.fingerprints.get(i) == fingerprints.get(i)
-                && view.name == input.name
-                && before.get(i).copied().unwrap_or(0) == assumed.of_position(ViewIx::new(i));
-            same.then(|| std::mem::replace(view, ClusterSnapshot::offline("", "")))
-        })
-        .collect();
-    // The others are copied and deducted again, each on its own: on every core (a restart
-    // builds every member's view).
-    let rebuilt: Vec<usize> = kept.iter().enumerate().filter(|(_, k)| k.is_none()).map(|(i, _)| i).collect();
-    // Their deductions, in store order (the others' are not gathered: an edit rebuilds a few
-    // views of a thousand).
+    // Each view's deductions, in store order.
     let mut deductions: Vec<Vec<(&ReplicaRequirements, i64)>> = vec![Vec::new(); inputs.snapshots.len()];
-    for &i in &rebuilt {
-        // The plans that deduct from the view, in store order ([`PlannedDeductions::touching`]).
-        for &k in memo.touching_of(i) {
-            let (Some((_, req)), Some(m)) = (work.get(k as usize), planned.get(k as usize)) else { continue };
-            for (_, _, want) in m.plan.iter().filter(|(j, ..)| *j == i) {
-                if let Some(d) = deductions.get_mut(i) {
-                    d.push((req, *want));
-                }
+    for ((_, req), m) in work.iter().zip(&planned) {
+        for (i, _, want) in &m.plan {
+            if let Some(d) = deductions.get_mut(*i) {
+                d.push((req, *want));
             }
         }
     }
-    #[cfg(debug_assertions)]
-    {
-        let mut scanned: Vec<Vec<(&ReplicaRequirements, i64)>> = vec![Vec::new(); inputs.snapshots.len()];
-        for ((_, req), m) in work.iter().zip(&planned) {
-            for (i, _, want) in &m.plan {
-                if kept.get(*i).is_some_and(Option::is_none)
-                    && let Some(d) = scanned.get_mut(*i)
-                {
-                    d.push((req, *want));
-                }
-            }
-        }
-        debug_assert!(scanned == deductions, "the deductions found by cluster differ from a scan of every plan");
-    }
-    let mut built = crate::util::threads::map_ordered(&rebuilt, crate::util::threads::workers(), |&i| {
+    let positions: Vec<usize> = (0..inputs.snapshots.len()).collect();
+    let views = crate::util::threads::map_ordered(&positions, crate::util::threads::workers(), |&i| {
         let mut view = inputs.snapshots[i].clone();
         for (req, n) in deductions.get(i).into_iter().flatten() {
             assumed::deduct(&mut view, req, &CompiledRequest::compile_labelled(u64::MAX, req, dims), *n, dims);
         }
         view
-    })
-    .into_iter();
-    let views = kept
-        .into_iter()
-        .map(|k| k.or_else(|| built.next()).unwrap_or_else(|| ClusterSnapshot::offline("", "")))
-        .collect();
+    });
     (views, assumed)
 }
 
@@ -356,8 +302,7 @@ impl PassSnapshots {
             }
             let mut assumed = std::mem::take(&mut self.assumed);
             assumed.undo(std::mem::take(&mut self.undo));
-            let fingerprints = std::mem::take(&mut self.fingerprints);
-            kept.views = Some(cache::DeductedViews { key, snapshots, assumed, fingerprints });
+            kept.views = Some(cache::DeductedViews { key, snapshots, assumed });
         }
     }
 }
@@ -374,12 +319,6 @@ pub struct PlannedDeductions {
     names: u64,
     /// By the placement object (its identity, which holds it).
     by_placement: HashMap<ArcKey<PlacementRecord>, Arc<PlanMemo>, foldhash::fast::RandomState>,
-    /// The plans of the last rebuild, in store order ([`PlannedDeductions::assumed`]).
-    last: Vec<Arc<PlanMemo>>,
-    /// Per cluster position, the indices in `last` of the plans that deduct from it,
-    /// ascending (`None`: not made for `last`): a cluster's digest chain and its view's
-    /// deductions are found from its plans, not from a scan of every plan.
-    touching: Option<Vec<Vec<u32>>>,
 }
 
 #[derive(Clone)]
@@ -408,8 +347,6 @@ impl PlannedDeductions {
         let mut kept = std::mem::take(&mut self.by_placement);
         if self.names != names {
             kept.clear();
-            self.last.clear();
-            self.touching = None;
         }
         self.names = names;
         let holds = |m: &PlanMemo, p: &Arc<PlacementRecord>, r: &Arc<ReplicaRequirements>| {
@@ -462,110 +399,6 @@ impl PlannedDeductions {
         }
         self.by_placement = kept;
         out
-    }
-
-    /// The indices (in the last rebuild's plans, ascending) of the plans that deduct from the
-    /// cluster at `position`.
-    fn touching_of(&self, position: usize) -> &[u32] {
-        self.touching.as_ref().and_then(|t| t.get(position)).map_or(&[], Vec::as_slice)
-    }
-
-    /// [`PlannedDeductions::touching`] made from `plans`.
-    fn touching_from(clusters: usize, plans: &[Arc<PlanMemo>]) -> Vec<Vec<u32>> {
-        let mut touching = vec![Vec::new(); clusters];
-        for (k, m) in plans.iter().enumerate() {
-            for (i, ..) in &m.plan {
-                if let Some(t) = touching.get_mut(*i)
-                    && t.last() != Some(&(k as u32))
-                {
-                    t.push(k as u32);
-                }
-            }
-        }
-        touching
-    }
-
-    /// The bookkeeping of `plans` (this rebuild's, in store order) on `views`: what
-    /// [`Assumed::of_plans`] gives. When `last` (the bookkeeping the cached views started from)
-    /// was made of the last rebuild's plans and few of them are other plans now (an edit's
-    /// decision replaced a placement), `last` is brought up to date instead: the replaced
-    /// workloads' deductions exchanged, and the digests of the clusters they deduct from
-    /// chained again in store order. A fleet's bookkeeping is not copied for one edit.
-    fn assumed(&mut self, views: &[ClusterSnapshot], plans: &[Arc<PlanMemo>], last: Option<Assumed>) -> Assumed {
-        let before = std::mem::replace(&mut self.last, plans.to_vec());
-        let touching = self.touching.take().filter(|t| t.len() == views.len());
-        let Some(mut a) = last.filter(|_| before.len() == plans.len() && !plans.is_empty()) else {
-            self.touching = Some(Self::touching_from(views.len(), plans));
-            return Assumed::of_plans(views, plans);
-        };
-        let changed: Vec<usize> = (0..plans.len()).filter(|&k| !Arc::ptr_eq(&before[k], &plans[k])).collect();
-        if changed.len() * 8 > plans.len() {
-            self.touching = Some(Self::touching_from(views.len(), plans));
-            return Assumed::of_plans(views, plans);
-        }
-        // The plans by cluster, brought up to date from `before`'s for the changed plans.
-        let mut touching = touching.unwrap_or_else(|| Self::touching_from(views.len(), &before));
-        for &k in &changed {
-            for (i, ..) in &before[k].plan {
-                if let Some(t) = touching.get_mut(*i)
-                    && let Ok(at) = t.binary_search(&(k as u32))
-                {
-                    t.remove(at);
-                }
-            }
-            for (i, ..) in &plans[k].plan {
-                if let Some(t) = touching.get_mut(*i)
-                    && let Err(at) = t.binary_search(&(k as u32))
-                {
-                    t.insert(at, k as u32);
-                }
-            }
-        }
-        debug_assert!(touching == Self::touching_from(views.len(), plans), "the plans by cluster drifted");
-        let mut touched = vec![false; views.len()];
-        for &k in &changed {
-            let old = &before[k];
-            a.take_workload(&old.placement.workload);
-            for (i, ..) in &old.plan {
-                if let Some(t) = touched.get_mut(*i) {
-                    *t = true;
-                }
-            }
-        }
-        for &k in &changed {
-            let new = &plans[k];
-            if !new.plan.is_empty() {
-                let deducted = new.plan.iter().map(|(_, c, want)| (c.clone(), *want)).collect();
-                a.put_workload(new.placement.workload.clone(), deducted);
-            }
-            for (i, ..) in &new.plan {
-                if let Some(t) = touched.get_mut(*i) {
-                    *t = true;
-                }
-            }
-        }
-        // Each touched cluster's chain, in store order, from the plans that deduct from it.
-        let mut chains = vec![0u64; views.len()];
-        for (i, own) in chains.iter_mut().enumerate().filter(|(i, _)| touched[*i]) {
-            for m in touching.get(i).into_iter().flatten().filter_map(|&k| plans.get(k as usize)) {
-                for (_, _, want) in m.plan.iter().filter(|(j, ..)| *j == i) {
-                    *own = cache::key_of(&(*own, m.what, *want));
-                }
-            }
-        }
-        self.touching = Some(touching);
-        for (i, view) in views.iter().enumerate().filter(|(i, _)| touched[*i]) {
-            let digest = chains[i];
-            if a.by_position.len() <= i {
-                a.by_position.resize(i + 1, 0);
-            }
-            a.by_position[i] = digest;
-            match digest {
-                0 => a.per_cluster.remove(&view.name),
-                d => a.per_cluster.insert(view.name.clone(), d),
-            };
-        }
-        a
     }
 }
 
@@ -1186,13 +1019,6 @@ impl Assumed {
     fn put_workload(&mut self, workload: ObjectKey, deducted: HashMap<String, i64>) {
         self.total += deducted.values().sum::<i64>();
         if let Some(old) = self.deducted.insert(workload, deducted) {
-            self.total -= old.values().sum::<i64>();
-        }
-    }
-
-    /// Takes one workload's deductions out, keeping the total.
-    fn take_workload(&mut self, workload: &ObjectKey) {
-        if let Some(old) = self.deducted.remove(workload) {
             self.total -= old.values().sum::<i64>();
         }
     }

@@ -41,8 +41,6 @@ pub enum Name {
     PlannedDeductions,
     /// `reconcile::cache::DeductedViews`: the member views after the deductions, whole.
     DeductedViews,
-    /// The member views kept one by one when the whole is not (`snapshots::rebuild_views`).
-    ViewPerCluster,
     /// `PassSnapshots::already_deducted`: a decision whose recent placement the views hold is
     /// not planned as a deduction again.
     AlreadyDeducted,
@@ -75,14 +73,13 @@ pub enum Name {
 
 impl Name {
     /// Every name, in the registry's order.
-    pub const ALL: [Name; 18] = [
+    pub const ALL: [Name; 17] = [
         Name::ParsedInputs,
         Name::NodeDigests,
         Name::StaticDigests,
         Name::RecentPlacements,
         Name::PlannedDeductions,
         Name::DeductedViews,
-        Name::ViewPerCluster,
         Name::AlreadyDeducted,
         Name::PolicyIndex,
         Name::Claims,
@@ -105,7 +102,6 @@ impl Name {
             Name::RecentPlacements => "recent-placements",
             Name::PlannedDeductions => "planned-deductions",
             Name::DeductedViews => "deducted-views",
-            Name::ViewPerCluster => "view-per-cluster",
             Name::AlreadyDeducted => "already-deducted",
             Name::PolicyIndex => "policy-index",
             Name::Claims => "claims",
