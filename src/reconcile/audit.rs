@@ -66,7 +66,7 @@ impl std::fmt::Display for Difference {
 /// The memo named when the decision key differs.
 pub const MEMO_KEY: &str = "decision key (KeyMemo, ClaimMemo, fleet static facts)";
 /// The memo named when the clusters that passed the filters differ.
-pub const MEMO_STATE: &str = "cluster state (ClusterDigests, deducted views: RecentPlacements, PlannedDeductions)";
+pub const MEMO_STATE: &str = "cluster state (ClusterDigests, deducted views: RecentPlacements)";
 /// The memo named when key and filtered clusters are equal and the decisions still differ.
 pub const MEMO_DECISION: &str = "kept decision (Kept decisions, outcome_stands)";
 

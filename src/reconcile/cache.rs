@@ -85,10 +85,9 @@
 //! changed state there, with the placement and profile of the policy that claimed it, without
 //! claiming again); the member views after the deductions of the recent placements (reused while
 //! the snapshots' content and the recent placements are unchanged, and otherwise built again:
-//! `snapshots::rebuild_views`, which plans the recent placements' deductions on every core —
-//! each plan kept per placement object while it, its requirements and the snapshots it read are
-//! the same, `snapshots::PlannedDeductions` —, then chains the digests by position in store order
-//! (`Assumed::of_plans`) and deducts every view on every core); a pass lists the recent placements by patching the last pass's list with the
+//! `snapshots::rebuild_views`, which plans the recent placements' deductions on every core, then
+//! chains the digests by position in store order (`Assumed::of_plans`) and deducts every view on
+//! every core); a pass lists the recent placements by patching the last pass's list with the
 //! placements this process set or removed since — `Kept::set_placement`, `remove_placement`,
 //! `placements_changed` — while none of the listed ones expired, looks again at the requirements
 //! only where a placement or template is another object (both compared with a list made from

@@ -23,7 +23,7 @@ use crate::policy::{ObjectKey, Template};
 use crate::schedule::{Fleet, ViewIx};
 use crate::store::{PlacementRecord, PreparedSnapshot, Store, StoreError};
 use crate::util::hash::KeyMap;
-use crate::util::memo::{self, ArcKey};
+use crate::util::memo;
 
 use super::{Inputs, cache};
 
@@ -75,8 +75,6 @@ pub(super) struct Kept {
     views: Option<cache::DeductedViews>,
     /// The last pass's recent placements, their requirements and their digest.
     recent: Option<cache::RecentPlacements>,
-    /// The deductions of the recent placements as the last rebuild of the views planned them.
-    planned: PlannedDeductions,
     /// The clusters' state digests the last pass started from, with the digest of their
     /// names ([`cache::ClusterDigests::start_digests`]).
     cluster_digests: Option<cache::DigestReference>,
@@ -130,13 +128,7 @@ pub(super) fn version(
         {
             (v.snapshots, v.assumed)
         }
-        _ => rebuild_views(
-            inputs,
-            (&recent.placements, &recent.requirements),
-            &mut kept.planned,
-            &recorded.fingerprints,
-            &dims,
-        ),
+        _ => rebuild_views(inputs, (&recent.placements, &recent.requirements), &dims),
     };
     // What is not content comes from this pass's inputs.
     for ((snap, input), fresh) in views.iter_mut().zip(&inputs.snapshots).zip(recorded.freshness) {
@@ -167,19 +159,15 @@ pub(super) fn version(
 /// so every deduction is planned first (the [`Assumed`] bookkeeping, in store order), then
 /// every view is copied and deducted on its own, on every core. (Keeping a view whose snapshot
 /// and deduction sequence were unchanged, a memo of its own, earned nothing beyond the noise:
-/// issue 51's ablation.) A placement's plan is made again only when the placement or its
-/// requirements are other objects, or a snapshot it read changed ([`PlannedDeductions`]).
+/// issue 51's ablation.)
 fn rebuild_views(
     inputs: &Inputs,
     (recent, requirements): (&[Arc<PlacementRecord>], &[Option<Arc<ReplicaRequirements>>]),
-    memo: &mut PlannedDeductions,
-    fingerprints: &[u64],
     dims: &Dimensions,
 ) -> (Vec<ClusterSnapshot>, Assumed) {
-    let work: Vec<(&Arc<PlacementRecord>, &Arc<ReplicaRequirements>)> =
-        recent.iter().zip(requirements).filter_map(|(p, req)| Some((p, req.as_ref()?))).collect();
-    let planned = memo.plan_all(&inputs.snapshots, fingerprints, &work);
-    let work: Vec<(&PlacementRecord, &ReplicaRequirements)> = work.iter().map(|(p, r)| (&***p, &***r)).collect();
+    let work: Vec<(&PlacementRecord, &ReplicaRequirements)> =
+        recent.iter().zip(requirements).filter_map(|(p, req)| Some((&**p, &**req.as_ref()?))).collect();
+    let planned = plan_all(&inputs.snapshots, &work);
     let assumed = Assumed::of_plans(&inputs.snapshots, &planned);
     #[cfg(debug_assertions)]
     {
@@ -307,99 +295,29 @@ impl PassSnapshots {
     }
 }
 
-/// The recent placements' deductions as the last rebuild of the views planned them
-/// ([`rebuild_views`]), by placement object: a plan reads the placement's targets, its
-/// requirements and the snapshots of its target clusters (found by name: liveness, the
-/// workload's pods), so it holds while the placement and requirements are the same objects,
-/// the members are the same clusters in the same order, and the snapshots it read have the
-/// same fingerprints. An edit's rebuild plans the edited placement, not all of them.
-#[derive(Default, Clone)]
-pub struct PlannedDeductions {
-    /// The digest of the members' names, in order, the plans were made on.
-    names: u64,
-    /// By the placement object (its identity, which holds it).
-    by_placement: HashMap<ArcKey<PlacementRecord>, Arc<PlanMemo>, foldhash::fast::RandomState>,
-}
-
-#[derive(Clone)]
+/// One recent placement's deductions as [`Assumed::plan`] gives them with nothing deducted
+/// yet, and the digest of what it deducts (its workload and requirements; 0: nothing).
 struct PlanMemo {
-    placement: Arc<PlacementRecord>,
-    requirements: Arc<ReplicaRequirements>,
-    /// The position and fingerprint of each snapshot the plan read.
-    read: Vec<(usize, u64)>,
+    workload: ObjectKey,
     what: u64,
     plan: Vec<(usize, String, i64)>,
 }
 
-impl PlannedDeductions {
-    /// The plan of each of `work`'s placements (with nothing deducted yet) on `snapshots`
-    /// (whose fingerprints are `fingerprints`), in `work`'s order: kept ones given again, the
-    /// others made on every core (a workload has one placement, so the plans do not depend on
-    /// each other; the digests are chained in store order afterwards). Keeps the plans of
-    /// `work` only.
-    fn plan_all(
-        &mut self,
-        snapshots: &[ClusterSnapshot],
-        fingerprints: &[u64],
-        work: &[(&Arc<PlacementRecord>, &Arc<ReplicaRequirements>)],
-    ) -> Vec<Arc<PlanMemo>> {
-        let names = cache::key_of(&snapshots.iter().map(|s| s.name.as_str()).collect::<Vec<_>>());
-        let mut kept = std::mem::take(&mut self.by_placement);
-        if self.names != names {
-            kept.clear();
-        }
-        self.names = names;
-        let holds = |m: &PlanMemo, p: &Arc<PlacementRecord>, r: &Arc<ReplicaRequirements>| {
-            Arc::ptr_eq(&m.placement, p)
-                && Arc::ptr_eq(&m.requirements, r)
-                && m.read.iter().all(|(i, f)| fingerprints.get(*i) == Some(f))
+/// The plan of each of `work`'s placements (with nothing deducted yet) on `snapshots`, in
+/// `work`'s order, made on every core (a workload has one placement, so the plans do not depend
+/// on each other; the digests are chained in store order afterwards). (Keeping each plan per
+/// placement object, a memo of its own, earned nothing beyond the noise: issue 51's ablation.)
+fn plan_all(snapshots: &[ClusterSnapshot], work: &[(&PlacementRecord, &ReplicaRequirements)]) -> Vec<PlanMemo> {
+    let fresh = Assumed::default();
+    crate::util::threads::map_ordered(work, crate::util::threads::workers(), |&(p, req)| {
+        let plan = fresh.plan(snapshots, &p.workload, &p.targets, false);
+        let owned: Vec<(usize, String, i64)> = plan.iter().map(|(i, c, want, _)| (*i, (*c).clone(), *want)).collect();
+        let what = match owned.is_empty() {
+            true => 0,
+            false => cache::key_of(&(&p.workload, req)),
         };
-        // Looked up, not taken out and put back: an edit plans one placement of 10,000.
-        let on = memo::on(memo::Name::PlannedDeductions);
-        let mut memos: Vec<Option<Arc<PlanMemo>>> =
-            work.iter().map(|(p, r)| kept.get(&ArcKey::of(p)).filter(|m| on && holds(m, p, r)).cloned()).collect();
-        let missing: Vec<usize> = memos.iter().enumerate().filter(|(_, m)| m.is_none()).map(|(k, _)| k).collect();
-        let fresh = Assumed::default();
-        let made = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |&k| {
-            let (p, req) = work[k];
-            let plan = fresh.plan(snapshots, &p.workload, &p.targets, false);
-            let owned: Vec<(usize, String, i64)> =
-                plan.iter().map(|(i, c, want, _)| (*i, (*c).clone(), *want)).collect();
-            let what = match owned.is_empty() {
-                true => 0,
-                false => cache::key_of(&(&p.workload, &**req)),
-            };
-            let read = p
-                .targets
-                .iter()
-                .filter(|(_, r)| r.is_some())
-                .filter_map(|(c, _)| position_of(snapshots, c))
-                .map(|i| (i, fingerprints.get(i).copied().unwrap_or(0)))
-                .collect();
-            Arc::new(PlanMemo { placement: Arc::clone(p), requirements: Arc::clone(req), read, what, plan: owned })
-        });
-        for (k, m) in missing.into_iter().zip(made) {
-            if let Some(slot) = memos.get_mut(k) {
-                *slot = Some(m);
-            }
-        }
-        let out: Vec<Arc<PlanMemo>> = memos.into_iter().flatten().collect();
-        for m in &out {
-            let at = ArcKey::of(&m.placement);
-            if !kept.get(&at).is_some_and(|k| Arc::ptr_eq(k, m)) {
-                kept.insert(at, Arc::clone(m));
-            }
-        }
-        // The plans of placements no longer listed, forgotten once they are more than an
-        // eighth (each holds its placement: an address is not reused while it is here).
-        if kept.len() > out.len() + out.len() / 8 + 64 {
-            let current: std::collections::HashSet<ArcKey<PlacementRecord>, foldhash::fast::RandomState> =
-                out.iter().map(|m| ArcKey::of(&m.placement)).collect();
-            kept.retain(|at, _| current.contains(at));
-        }
-        self.by_placement = kept;
-        out
-    }
+        PlanMemo { workload: p.workload.clone(), what, plan: owned }
+    })
 }
 
 /// What one deduction's bookkeeping changed for one cluster ([`Assumed::undo`]).
@@ -907,7 +825,7 @@ impl Assumed {
     /// plan ((position, cluster, replicas) as [`Assumed::plan`] gives it with nothing deducted
     /// yet) with `what` the digest of its workload and requirements: what [`Assumed::record`]
     /// of each in turn gives, with the digests chained by position and named once at the end.
-    fn of_plans(views: &[ClusterSnapshot], plans: &[Arc<PlanMemo>]) -> Assumed {
+    fn of_plans(views: &[ClusterSnapshot], plans: &[PlanMemo]) -> Assumed {
         let mut assumed = Assumed::default();
         for m in plans {
             if m.plan.is_empty() {
@@ -923,7 +841,7 @@ impl Assumed {
                 }
                 deducted.insert(cluster.clone(), *want);
             }
-            assumed.put_workload(m.placement.workload.clone(), deducted);
+            assumed.put_workload(m.workload.clone(), deducted);
         }
         for (view, digest) in views.iter().zip(&assumed.by_position) {
             if *digest != 0 {

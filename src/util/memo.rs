@@ -37,8 +37,6 @@ pub enum Name {
     /// `reconcile::cache::RecentPlacements`: the recent placements patched from the last
     /// pass's list, their requirements and digests matched by object.
     RecentPlacements,
-    /// `snapshots::PlannedDeductions`: each recent placement's deduction plan kept per object.
-    PlannedDeductions,
     /// `reconcile::cache::DeductedViews`: the member views after the deductions, whole.
     DeductedViews,
     /// `PassSnapshots::already_deducted`: a decision whose recent placement the views hold is
@@ -73,12 +71,11 @@ pub enum Name {
 
 impl Name {
     /// Every name, in the registry's order.
-    pub const ALL: [Name; 17] = [
+    pub const ALL: [Name; 16] = [
         Name::ParsedInputs,
         Name::NodeDigests,
         Name::StaticDigests,
         Name::RecentPlacements,
-        Name::PlannedDeductions,
         Name::DeductedViews,
         Name::AlreadyDeducted,
         Name::PolicyIndex,
@@ -100,7 +97,6 @@ impl Name {
             Name::NodeDigests => "node-digests",
             Name::StaticDigests => "static-digests",
             Name::RecentPlacements => "recent-placements",
-            Name::PlannedDeductions => "planned-deductions",
             Name::DeductedViews => "deducted-views",
             Name::AlreadyDeducted => "already-deducted",
             Name::PolicyIndex => "policy-index",
