@@ -465,6 +465,23 @@ pub const CORPUS: &[Entry] = &[
         // Scheduled only), as docs/guide/failures.md step 4 says.
         fixed_by: Some("dst10a after 1422b82: stability::workload::purge (recovered), reconcile settle_move_backs"),
     },
+    Entry {
+        seed: 1_000_046,
+        keep: Some(&[5, 6]),
+        faults: &[
+            "t=222s kill -9 after publish step 6, restart 6s later",
+            "t=256s storm m5,m10,m1,m13,m9,m12,m0,m3 Refused 12s apart for 67s",
+        ],
+        invariant: 8,
+        found: "the daemon killed in its pass at 300 s (after publish step 6), whose poll saw member-013 Refused (cut at \
+                292 s); it started again at 306 s and evicted w000 from member-013 at 330 s 'for 30s', counted from the \
+                killed pass's observation, which the recovery completed into the store; the checker counted from the \
+                restart's first pass (306 s) and called it 24 s of a 30 s toleration",
+        failed_on: "1422b82 (the seed whole, at 300 s) and 0b69d8a (main; --keep 5,6, at 330 s)",
+        // The checker was wrong, not fedsched: a killed pass observed its members too. The world
+        // counts its view in the members' health timelines (World::pass, Passed::Killed).
+        fixed_by: Some("dst11b after 0b69d8a: the world, a killed pass's view counts for invariant 8"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),

@@ -642,6 +642,9 @@ impl World {
         match passed {
             Passed::Down | Passed::Shadow | Passed::Held => Ok(()),
             Passed::Killed => {
+                // The killed pass saw its view (its stability state may be stored before the
+                // publish step the kill hit): a member it saw unhealthy counts from then.
+                self.observed(i);
                 let crashed = self.reader.read(&self.out);
                 let recovered = self.recovered()?;
                 check::consistent(&crashed, Some(&before), Some(&recovered))
