@@ -85,7 +85,7 @@ fn placement(i: usize, names: &[String], universe: u64) -> PlacementRecord {
                 reasons: vec![
                     "cluster-affinity: cluster does not match the clusterAffinity label or field selector".into(),
                 ],
-                clusters: ClusterSet::from_sorted(rest),
+                clusters: ClusterSet::from_sorted(rest.into_iter().map(fedsched::schedule::UniversePos::new)),
             }],
             universe,
             affinity_name: None,

@@ -353,7 +353,7 @@ pub struct NodeIndex {
     /// The groups, in no particular order: every answer is the same whatever their order.
     groups: Vec<NodeGroup>,
     /// Per node (by position), its group.
-    group_of: Vec<u32>,
+    group_of: Vec<NodeGroupIx>,
     /// CPU figures for explain ([`NodeIndex::cpu`]), computed on first use: a deduction
     /// changes them, and explain is asked of few of the views a pass deducts from.
     cpu: OnceLock<CpuFigures>,
@@ -374,6 +374,24 @@ pub struct NodeIndex {
     /// ([`NodeIndex::explain_shared`]) for the nodes as they are. Forgotten when pods are
     /// added (the lines read the free amounts); a copy starts without them.
     explained: Mutex<IdMap<u64, Arc<[String]>>>,
+}
+
+/// The index of a node group among a [`NodeIndex`]'s groups, as the index keeps each node's
+/// (`group_of`) while pods move nodes between groups (a node's position, the other index the
+/// index keeps, is a `u32` of the snapshot's node list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct NodeGroupIx(u32);
+
+impl NodeGroupIx {
+    /// The group at this index of the groups.
+    fn at(index: usize) -> Self {
+        NodeGroupIx(u32::try_from(index).unwrap_or(u32::MAX))
+    }
+
+    /// Its index in the groups.
+    const fn index(self) -> usize {
+        self.0 as usize
+    }
 }
 
 /// A node pods were added to: its free amounts (per column) and pod slots before and after.
@@ -446,10 +464,10 @@ impl NodeIndex {
             match by_key.get(&key) {
                 Some(g) => {
                     groups[*g].nodes.push(idx);
-                    group_of.push(u32::try_from(*g).unwrap_or(u32::MAX));
+                    group_of.push(NodeGroupIx::at(*g));
                 }
                 None => {
-                    group_of.push(u32::try_from(groups.len()).unwrap_or(u32::MAX));
+                    group_of.push(NodeGroupIx::at(groups.len()));
                     by_key.insert(key.clone(), groups.len());
                     let (free, pods_free, taints, usable, _) = key;
                     groups.push(NodeGroup { free, pods_free, taints, usable, cpu_factor: factor, nodes: vec![idx] });
@@ -459,7 +477,7 @@ impl NodeIndex {
         let mut cpu_allocatable = (0i64, 0f64);
         for (n, &g) in nodes.iter().zip(&group_of) {
             let alloc = n.allocatable.get("cpu");
-            let factor = groups.get(g as usize).map_or(1.0, |g| g.cpu_factor);
+            let factor = groups.get(g.index()).map_or(1.0, |g| g.cpu_factor);
             cpu_allocatable.0 = cpu_allocatable.0.saturating_add(alloc);
             cpu_allocatable.1 += alloc as f64 * factor;
         }
@@ -543,7 +561,7 @@ impl NodeIndex {
         }
         for &i in changed {
             let figures = |idx: &NodeIndex| {
-                let g = idx.group_of.get(i).and_then(|g| idx.groups.get(*g as usize));
+                let g = idx.group_of.get(i).and_then(|g| idx.groups.get(g.index()));
                 g.map(|g| (g.free.clone().into_boxed_slice(), g.pods_free))
             };
             let before = if logged { figures(self) } else { None };
@@ -579,7 +597,7 @@ impl NodeIndex {
     /// group takes its place). `false` when the node is not in the index.
     fn move_node(&mut self, nodes: &[NodeView], i: usize) -> bool {
         let (Some(n), Some(&old)) = (nodes.get(i), self.group_of.get(i)) else { return false };
-        let old = old as usize;
+        let old = old.index();
         let idx = u32::try_from(i).unwrap_or(u32::MAX);
         let free: Vec<i64> = self.columns.iter().map(|d| d.node_free(n)).collect();
         let pods_free = super::dimensions::PodSlots.node_free(n) / 1000;
@@ -624,12 +642,12 @@ impl NodeIndex {
         let g = &mut groups[to];
         let at = g.nodes.partition_point(|x| *x < idx);
         g.nodes.insert(at, idx);
-        self.group_of[i] = u32::try_from(to).unwrap_or(u32::MAX);
+        self.group_of[i] = NodeGroupIx::at(to);
         if emptied && to != old {
             // The last group fills the emptied one's place.
             groups.swap_remove(old);
             if let Some(moved) = groups.get(old) {
-                let slot = u32::try_from(old).unwrap_or(u32::MAX);
+                let slot = NodeGroupIx::at(old);
                 for &m in &moved.nodes {
                     if let Some(x) = self.group_of.get_mut(m as usize) {
                         *x = slot;
@@ -648,7 +666,7 @@ impl NodeIndex {
         for (gi, g) in self.groups.iter().enumerate() {
             assert!(!g.nodes.is_empty(), "an empty group is kept");
             for &n in &g.nodes {
-                assert_eq!(self.group_of[n as usize] as usize, gi, "node {n}");
+                assert_eq!(self.group_of[n as usize].index(), gi, "node {n}");
             }
         }
         let mut groups: Vec<&NodeGroup> = self.groups.iter().collect();
@@ -708,7 +726,7 @@ impl NodeIndex {
         let admitted = self.admission(nodes, req);
         for m in moved {
             let i = m.node as usize;
-            let group = self.groups.get(*self.group_of.get(i)? as usize)?;
+            let group = self.groups.get(self.group_of.get(i)?.index())?;
             let admits = admitted.as_ref().is_none_or(|bits| bits.get(i).copied().unwrap_or(false));
             if !group.usable || !tolerates_all(&req.tolerations, &group.taints) || !admits {
                 continue;
@@ -802,7 +820,7 @@ impl NodeIndex {
             if admitted.as_ref().is_some_and(|bits| !bits.get(i).copied().unwrap_or(false)) {
                 continue;
             }
-            let (Some(slot), Some(group)) = (per_group.get_mut(g as usize), self.groups.get(g as usize)) else {
+            let (Some(slot), Some(group)) = (per_group.get_mut(g.index()), self.groups.get(g.index())) else {
                 return None;
             };
             let per = *slot.get_or_insert_with(|| {

@@ -22,7 +22,7 @@ use super::types::{
     ResourceSelector, RolloutSpec, SelectorOperator,
 };
 use super::validate::selector_requirement_problem;
-use super::{ClusterObject, Policy, PolicyKind, PolicyRef, PolicySet, Template};
+use super::{ClusterObject, Policy, PolicyKind, PolicyRef, PolicySet, SetPos, Template};
 
 /// Namespaces whose templates no ClusterPropagationPolicy may claim.
 pub const RESERVED_NAMESPACES: &[&str] = &["karmada-system", "karmada-cluster"];
@@ -454,6 +454,9 @@ fn compare_candidates(a: &Candidate, b: &Candidate) -> Ordering {
         .then_with(|| a.policy.name.as_bytes().cmp(b.policy.name.as_bytes()))
 }
 
+/// The position of a PropagationPolicy or ClusterPropagationPolicy in its list of the set.
+type PropagationAt = SetPos<Policy<PropagationSpec>>;
+
 /// Lookups of one [`PolicySet`] by namespace and by reference, built once per pass so that
 /// claiming and overriding every template is not quadratic in the number of policies. Gives
 /// exactly the answers of [`claim_with_previous`], [`PolicySet::propagation_policy`] and
@@ -474,26 +477,26 @@ pub struct IndexPositions {
     cluster_propagation: Vec<Arc<Policy<PropagationSpec>>>,
     override_policies: Vec<Arc<Policy<OverrideSpec>>>,
     /// Per namespace, its PropagationPolicies' positions in the set's order.
-    pps: KeyMap<String, Vec<usize>>,
+    pps: KeyMap<String, Vec<PropagationAt>>,
     /// Per policy name, the (kind, namespace, position in its kind's list) of the policies of
     /// that name, the first of each reference only.
-    by_name: KeyMap<String, Vec<(PolicyKind, Option<String>, usize)>>,
+    by_name: KeyMap<String, Vec<(PolicyKind, Option<String>, PropagationAt)>>,
     /// Per namespace, its OverridePolicies' positions in the set's order.
-    overrides: KeyMap<String, Vec<usize>>,
+    overrides: KeyMap<String, Vec<SetPos<Policy<OverrideSpec>>>>,
 }
 
 impl IndexPositions {
     fn of(set: &PolicySet) -> Self {
-        let mut pps: KeyMap<String, Vec<usize>> = KeyMap::default();
-        let mut by_name: KeyMap<String, Vec<(PolicyKind, Option<String>, usize)>> =
+        let mut pps: KeyMap<String, Vec<PropagationAt>> = KeyMap::default();
+        let mut by_name: KeyMap<String, Vec<(PolicyKind, Option<String>, PropagationAt)>> =
             KeyMap::with_capacity_and_hasher(set.propagation_policies.len(), Default::default());
-        let mut name = |kind: PolicyKind, p: &Policy<PropagationSpec>, i: usize| {
+        let mut name = |kind: PolicyKind, p: &Policy<PropagationSpec>, i: PropagationAt| {
             let same = by_name.entry(p.name().to_string()).or_default();
             if !same.iter().any(|(k, ns, _)| *k == kind && ns.as_deref() == p.namespace()) {
                 same.push((kind, p.namespace().map(str::to_string), i));
             }
         };
-        for (i, p) in set.propagation_policies.iter().enumerate() {
+        for (i, p) in SetPos::all(set.propagation_policies.len()).zip(&set.propagation_policies) {
             if let Some(ns) = p.namespace() {
                 match pps.get_mut(ns) {
                     Some(list) => list.push(i),
@@ -504,11 +507,11 @@ impl IndexPositions {
             }
             name(PolicyKind::PropagationPolicy, p, i);
         }
-        for (i, p) in set.cluster_propagation_policies.iter().enumerate() {
+        for (i, p) in SetPos::all(set.cluster_propagation_policies.len()).zip(&set.cluster_propagation_policies) {
             name(PolicyKind::ClusterPropagationPolicy, p, i);
         }
-        let mut overrides: KeyMap<String, Vec<usize>> = KeyMap::default();
-        for (i, p) in set.override_policies.iter().enumerate() {
+        let mut overrides: KeyMap<String, Vec<SetPos<Policy<OverrideSpec>>>> = KeyMap::default();
+        for (i, p) in SetPos::all(set.override_policies.len()).zip(&set.override_policies) {
             if let Some(ns) = p.namespace() {
                 overrides.entry(ns.to_string()).or_default().push(i);
             }
@@ -561,7 +564,7 @@ impl<'a> PolicyIndex<'a> {
     /// [`claim_with_previous`].
     pub fn claim_with_previous(&self, t: &Template, previous: Option<&PolicyRef>) -> Option<Claim> {
         let at = t.key.namespace.as_deref().and_then(|ns| self.positions.pps.get(ns));
-        let pps = at.into_iter().flatten().filter_map(|&i| self.set.propagation_policies.get(i)).map(|p| &**p);
+        let pps = at.into_iter().flatten().filter_map(|i| i.of(&self.set.propagation_policies));
         with_previous(self.set, claim_among(self.set, pps, t)?, previous)
     }
 
@@ -573,7 +576,7 @@ impl<'a> PolicyIndex<'a> {
             PolicyKind::ClusterPropagationPolicy => &self.set.cluster_propagation_policies,
             _ => &self.set.propagation_policies,
         };
-        list.get(*i).map(|p| &**p)
+        i.of(list)
     }
 
     /// Every namespace with PropagationPolicies, with them in the set's order (the namespaces
@@ -582,9 +585,10 @@ impl<'a> PolicyIndex<'a> {
         &self,
     ) -> impl Iterator<Item = (&str, impl Iterator<Item = &'a Policy<PropagationSpec>> + '_)> {
         let set = self.set;
-        self.positions.pps.iter().map(move |(ns, at)| {
-            (ns.as_str(), at.iter().filter_map(move |&i| set.propagation_policies.get(i)).map(|p| &**p))
-        })
+        self.positions
+            .pps
+            .iter()
+            .map(move |(ns, at)| (ns.as_str(), at.iter().filter_map(move |i| i.of(&set.propagation_policies))))
     }
 
     /// The OverridePolicies of a namespace, in the set's order (none for a cluster-scoped
@@ -592,7 +596,7 @@ impl<'a> PolicyIndex<'a> {
     pub fn override_policies(&self, namespace: Option<&str>) -> impl Iterator<Item = &'a Policy<OverrideSpec>> + '_ {
         let set = self.set;
         let at = namespace.and_then(|ns| self.positions.overrides.get(ns));
-        at.into_iter().flatten().filter_map(move |&i| set.override_policies.get(i)).map(|p| &**p)
+        at.into_iter().flatten().filter_map(move |i| i.of(&set.override_policies))
     }
 }
 

@@ -53,6 +53,7 @@
 pub mod defaults;
 pub mod load;
 pub mod matching;
+pub mod positions;
 pub mod references;
 pub mod support;
 pub mod types;
@@ -65,6 +66,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use load::{LoadError, load_dir};
+pub use positions::SetPos;
 use types::{
     ClusterSpec, ClusterStatus, ClusterTaintPolicySpec, ObjectMeta, OverrideSpec, PropagationSpec, RolloutSpec,
     WorkloadInterpreterSpec, WorkloadRebalancerSpec,
@@ -276,10 +278,15 @@ impl PolicySet {
 
     /// The template of `key` with its position in the set's templates: a search of the list,
     /// sorted by key as every set is.
-    pub fn template_at(&self, key: &ObjectKey) -> Option<(usize, &Template)> {
-        let found = self.templates.binary_search_by(|t| t.key.cmp(key)).ok();
+    pub fn template_at(&self, key: &ObjectKey) -> Option<(SetPos<Template>, &Template)> {
+        let found = self.templates.binary_search_by(|t| t.key.cmp(key)).ok().map(SetPos::new);
         debug_assert!(found.is_some() || !self.templates.iter().any(|t| &t.key == key), "templates not sorted");
-        found.and_then(|i| self.templates.get(i).map(|t| (i, &**t)))
+        found.and_then(|i| i.of(&self.templates).map(|t| (i, t)))
+    }
+
+    /// Each template with its position, in the set's order.
+    pub fn templates_at(&self) -> impl Iterator<Item = (SetPos<Template>, &std::sync::Arc<Template>)> {
+        SetPos::all(self.templates.len()).zip(&self.templates)
     }
 
     /// The set's Namespace objects (`v1` `Namespace`) in key order: a range of the templates,

@@ -304,7 +304,7 @@ mod tests {
         let shards =
             crate::render::summary::Shards::of(published.iter().map(PlacementRecord::summary), std::iter::empty());
         std::fs::create_dir_all(out.join(".fedsched/placements")).expect("mkdir");
-        for (i, text) in shards.0.iter().enumerate() {
+        for (i, text) in crate::render::summary::Shard::all().zip(&shards.0) {
             let name = crate::render::summary::shard_name(i);
             std::fs::write(out.join(".fedsched/placements").join(name), text.as_bytes()).expect("write");
         }
@@ -373,7 +373,7 @@ mod tests {
     /// standby's shadow passes store none), those the summary does not list are forgotten.
     #[test]
     fn the_published_rollouts_replace_the_stores() {
-        use crate::render::summary::{Shards, rollout_item, shard_name, shard_of};
+        use crate::render::summary::{Shard, Shards, rollout_item, shard_name, shard_of};
         use crate::schedule::rollout::{Phase, RolloutState};
         let dir = tempfile::tempdir().expect("tmp");
         let (state, out) = (dir.path().join("state"), dir.path().join("out"));
@@ -384,10 +384,10 @@ mod tests {
         course.released_at_ms = 1_000;
         course.approvals_at_start.insert("next".into());
         let item = rollout_item(&key("api"), &course);
-        let publish = |items: &[(usize, &str)]| {
+        let publish = |items: &[(Shard, &str)]| {
             let shards = Shards::of(std::iter::empty(), items.iter().copied());
             std::fs::create_dir_all(out.join(".fedsched/placements")).expect("mkdir");
-            for (i, text) in shards.0.iter().enumerate() {
+            for (i, text) in Shard::all().zip(&shards.0) {
                 std::fs::write(out.join(".fedsched/placements").join(shard_name(i)), text.as_bytes()).expect("write");
             }
         };

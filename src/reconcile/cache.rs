@@ -939,7 +939,7 @@ impl CachedDecision {
             workload: workload.clone(),
             history_seq: placement.history_seq,
             key: self.key,
-            clusters: self.clusters.iter().map(|&i| u32::try_from(i.index()).unwrap_or(u32::MAX)).collect(),
+            clusters: self.clusters.iter().map(|i| i.stored()).collect(),
             // The state of the verdicts a restart restores (the placement's): known only when
             // they are the ones held at `state`.
             state: match restored_held {
@@ -1024,7 +1024,7 @@ impl CachedDecision {
         );
         CachedDecision {
             key: stored.key,
-            clusters: stored.clusters.into_iter().map(|i| ViewIx::new(i as usize)).collect(),
+            clusters: stored.clusters.into_iter().map(ViewIx::from_stored).collect(),
             state: stored.state,
             decided,
             stood_on: None,

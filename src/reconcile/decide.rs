@@ -34,7 +34,7 @@ use crate::model::workload::interpret;
 use crate::model::{ClusterSnapshot, ReplicaRequirements, Workload};
 use crate::policy::matching::PolicyIndex;
 use crate::policy::types::{ActivationPreference, Placement, PropagationSpec};
-use crate::policy::{ObjectKey, PolicyRef, Template};
+use crate::policy::{ObjectKey, PolicyRef, SetPos, Template};
 use crate::render::{self, RenderInput};
 use crate::schedule::profile::Profiles;
 use crate::schedule::{
@@ -151,7 +151,24 @@ pub(super) struct Ordered {
     pub placed: bool,
 }
 
+/// A workload's position in the pass's decision order ([`Decisions::order`]), by which the
+/// stage notes the decisions to look at again after the pass's renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) struct OrderIx(usize);
+
+impl OrderIx {
+    /// The workload at this position of `order` (the pass's, [`Decisions::order`]).
+    fn of(self, order: &[Ordered]) -> Option<&Ordered> {
+        order.get(self.0)
+    }
+}
+
 impl Decisions {
+    /// The position the next workload of the order takes.
+    fn next_position(&self) -> OrderIx {
+        OrderIx(self.order.len())
+    }
+
     /// The keys of the pass's workloads, in decision order.
     pub fn keys(&self) -> impl ExactSizeIterator<Item = &ObjectKey> + Clone {
         self.order.iter().map(|o| &o.template.key)
@@ -261,9 +278,9 @@ pub(super) fn decide_all(
     });
     // Workloads first, then their dependencies (which take the union of their dependents'
     // clusters); dependencies never have dependencies of their own.
-    type Indexed<'a> = Vec<(usize, &'a Arc<Template>)>;
+    type Indexed<'a> = Vec<(SetPos<Template>, &'a Arc<Template>)>;
     let (deps, workloads): (Indexed<'_>, Indexed<'_>) =
-        set.templates.iter().enumerate().partition(|(_, t)| required_by.contains_key(&t.key));
+        set.templates_at().partition(|(_, t)| required_by.contains_key(&t.key));
     // The HPAs after the workloads they scale: their bounds follow those placements.
     let (hpas, workloads): (Indexed<'_>, Indexed<'_>) =
         workloads.into_iter().partition(|(_, t)| crate::model::autoscaling::scale_target(t).is_some());
@@ -278,7 +295,7 @@ pub(super) fn decide_all(
     let mut fleet_statics = FleetStatics::new(cache.own.static_digests.of(&snapshots.views, &snapshots.fingerprints));
     let mut batch = Batch::default();
     // The positions in `out.order` of the decisions that may hold problems.
-    let mut with_problems: Vec<usize> = Vec::new();
+    let mut with_problems: Vec<OrderIx> = Vec::new();
     let default_placement = Placement::default();
     // Whether any policy suspends dispatching (else a kept decision looks up no policy for it).
     let any_suspension = set
@@ -388,7 +405,7 @@ pub(super) fn decide_all(
         seen_placed += usize::from(placed.is_some());
         // Problems come with a decision, or from rendering this pass's.
         if out.decided != decided_before || !decided.problems.is_empty() {
-            with_problems.push(out.order.len());
+            with_problems.push(out.next_position());
         }
         out.order.push(Ordered {
             template: Arc::clone(shared),
@@ -440,7 +457,7 @@ fn render_decided(
     cache: &mut Lent<'_>,
     views: &[ClusterSnapshot],
     batch: Batch,
-    with_problems: &[usize],
+    with_problems: &[OrderIx],
     out: &mut Decisions,
 ) -> Result<(), StoreError> {
     let rendering = Instant::now();
@@ -452,7 +469,7 @@ fn render_decided(
             files.into_decided(&mut Arc::make_mut(c).decided);
         }
     }
-    for key in with_problems.iter().filter_map(|i| out.order.get(*i).map(|o| &o.template.key)) {
+    for key in with_problems.iter().filter_map(|i| i.of(&out.order).map(|o| &o.template.key)) {
         let Some(decided) = cache.own.decisions.get(key).map(|c| &c.decided) else { continue };
         for p in &decided.problems {
             if let Some(cluster) = &p.cluster {
@@ -502,7 +519,7 @@ fn forget_unclaimed(cache: &mut Lent<'_>, seen_placed: usize, out: &mut Decision
 /// claims it and no workload needs it.
 fn claim<'a>(
     ctx: &Context<'a>,
-    (shared, position): (&'a Arc<Template>, usize),
+    (shared, position): (&'a Arc<Template>, SetPos<Template>),
     claims: &mut cache::ClaimMemo,
     previous: Option<Arc<PlacementRecord>>,
     required: Vec<(ObjectKey, BTreeSet<String>, PolicyRef)>,
@@ -537,7 +554,7 @@ fn claim<'a>(
     };
     let empty_hash = fnv1a64(&[]);
     let hashes = (
-        ctx.inputs.hashes.templates.get(position).copied().unwrap_or(empty_hash),
+        ctx.inputs.hashes.template(position).unwrap_or(empty_hash),
         policy.as_ref().and_then(|r| ctx.inputs.hashes.policies.get(r)).copied().unwrap_or(empty_hash),
     );
     let overrides = render::overrides::applicable_indexed(index, t);
@@ -725,7 +742,7 @@ fn debug_check_kept_key<'a>(
     ctx: &Context<'a>,
     cache: &mut Lent<'_>,
     check: KeyCheck<'_>,
-    (shared, position, default_placement): (&'a Arc<Template>, usize, &'a Placement),
+    (shared, position, default_placement): (&'a Arc<Template>, SetPos<Template>, &'a Placement),
     kept: u64,
 ) -> Result<(), StoreError> {
     let KeyCheck { claims, fleet_statics, views } = check;

@@ -91,8 +91,9 @@ pub(super) fn add_required(
             let i = match result.verdicts.binary_search_by(|v| v.name.as_str().cmp(c)) {
                 Ok(i) => i,
                 Err(i) => {
-                    let Some(g) = result.rejected.iter_mut().find(|g| g.clusters.contains(p.get())) else { continue };
-                    g.clusters.remove(p.get());
+                    let at = p.in_universe();
+                    let Some(g) = result.rejected.iter_mut().find(|g| g.clusters.contains(at)) else { continue };
+                    g.clusters.remove(at);
                     let verdict = ClusterVerdict::rejected(c.clone(), g.reasons.clone());
                     std::sync::Arc::make_mut(&mut result.verdicts).insert(i, verdict);
                     i

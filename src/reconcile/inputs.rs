@@ -155,6 +155,11 @@ impl InputHashes {
         InputHashes { templates, policies, overrides, interpreters }
     }
 
+    /// The hash of the template at `at` in the set's templates.
+    pub fn template(&self, at: crate::policy::SetPos<crate::policy::Template>) -> Option<u64> {
+        self.templates.get(at.index()).copied()
+    }
+
     /// These hashes after a splice ([`load_repository_spliced`]): those of the replaced objects
     /// of `set` computed, the others kept.
     fn spliced(self, set: &PolicySet, spliced: &Spliced) -> Self {
@@ -162,7 +167,7 @@ impl InputHashes {
         use render::overrides::OverrideKind;
         let mut out = self;
         for &i in &spliced.templates {
-            if let (Some(h), Some(t)) = (out.templates.get_mut(i), set.templates.get(i)) {
+            if let (Some(h), Some(t)) = (out.templates.get_mut(i.index()), i.of(&set.templates)) {
                 *h = json_hash(&t.object);
             }
         }
@@ -175,7 +180,7 @@ impl InputHashes {
             ),
         ];
         for (kind, list, positions) in propagation {
-            for p in positions.iter().filter_map(|&i| list.get(i)) {
+            for p in positions.iter().filter_map(|i| i.of(list)) {
                 let r = PolicyRef { kind, namespace: p.meta.namespace.clone(), name: p.meta.name.clone() };
                 out.policies.insert(r, json_hash(&p.spec));
             }
@@ -185,7 +190,7 @@ impl InputHashes {
             (OverrideKind::ClusterOverridePolicy, &set.cluster_override_policies, &spliced.cluster_override_policies),
         ];
         for (kind, list, positions) in overriding {
-            for p in positions.iter().filter_map(|&i| list.get(i)) {
+            for p in positions.iter().filter_map(|i| i.of(list)) {
                 out.overrides.insert((kind, p.meta.namespace.clone(), p.meta.name.clone()), json_hash(&p.spec));
             }
         }
@@ -482,8 +487,9 @@ impl Reconciler {
     ) -> Option<Inputs> {
         let (set, spliced) = load_repository_spliced(parse, &previous.set)?;
         let profiles = &self.settings.profiles;
-        let named = |list: &[Arc<crate::policy::Policy<crate::policy::types::PropagationSpec>>], at: &[usize]| {
-            at.iter().filter_map(|&i| list.get(i)).all(|p| profiles.for_policy(&p.meta.annotations).is_some())
+        type Propagation = crate::policy::Policy<crate::policy::types::PropagationSpec>;
+        let named = |list: &[Arc<Propagation>], at: &[crate::policy::SetPos<Propagation>]| {
+            at.iter().filter_map(|i| i.of(list)).all(|p| profiles.for_policy(&p.meta.annotations).is_some())
         };
         if !named(&set.propagation_policies, &spliced.propagation_policies)
             || !named(&set.cluster_propagation_policies, &spliced.cluster_propagation_policies)

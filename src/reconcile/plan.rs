@@ -1,8 +1,8 @@
 //! Stage "plan the publish": which cluster directories this pass publishes and with what
 //! files — all of them on a full check, else those whose desired files (paths and content
 //! hashes, summed as a digest per cluster) differ from what this process last published —
-//! and the summary's shards (`.fedsched/placements/`), those of changed decisions joined
-//! again from per-workload fragments ([`crate::render::summary`]). Hands over a [`PlannedPublish`]: the
+//! and the summary's shards (`.fedsched/placements/`), joined from per-workload fragments
+//! ([`crate::render::summary`]). Hands over a [`PlannedPublish`]: the
 //! [`PublishPlan`] for [`publish::publish_guarded`], and what the cache learns once it is
 //! published ([`PlannedPublish::published`]).
 //!
@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use crate::policy::PolicySet;
 use crate::publish::{self, ClusterFiles, PublishPlan, SummaryPlan};
-use crate::render::summary::{SHARDS, Shards, shard_name, shard_of, summary_into, summary_item};
+use crate::render::summary::{SHARDS, Shard, Shards, shard_name, shard_of, summary_into, summary_item};
 
 use super::cache;
 use super::decide::Decisions;
@@ -149,9 +149,9 @@ pub(super) fn plan<'a>(
     // The summary's shards: every one compared with the disk on a full check and on this
     // process's first publish, else those that differ from the shards last published.
     let compare = full_check || kept.published_summary.is_none();
-    let mut changed: Vec<usize> = match &kept.published_summary {
+    let mut changed: Vec<Shard> = match &kept.published_summary {
         Some(published) if !compare => summary.changed_from(published),
-        _ => (0..SHARDS).collect(),
+        _ => Shard::all().collect(),
     };
     // The workloads this pass removes keep their entries where the guard holds their
     // removal (the publish adds them back: `SummaryPlan::removals`): their shards are
@@ -172,7 +172,7 @@ pub(super) fn plan<'a>(
     let shards_unchanged = SHARDS - changed.len();
     if !changed.is_empty() {
         plan.summary = Some(SummaryPlan {
-            shards: changed.iter().map(|&i| (shard_name(i), Arc::clone(&summary.0[i]))).collect(),
+            shards: changed.iter().map(|&i| (shard_name(i), Arc::clone(&summary.0[i.index()]))).collect(),
             compare,
             removals,
         });
@@ -404,12 +404,12 @@ fn summary(
         }
         let mut courses: Vec<Vec<&str>> = vec![Vec::new(); SHARDS];
         for (shard, item) in rollouts.items.values() {
-            courses[*shard].push(item);
+            courses[shard.index()].push(item);
         }
         let mut items: Vec<Vec<&str>> = vec![Vec::new(); SHARDS];
         for k in order.clone() {
             if let Some(item) = cached.get(k).and_then(|c| c.summary_item.as_deref()) {
-                items[shard_of(k)].push(item);
+                items[shard_of(k).index()].push(item);
             }
         }
         let mut shards = made.clone().unwrap_or_else(Shards::empty);

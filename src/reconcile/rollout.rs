@@ -37,7 +37,7 @@ use crate::model::assumed::Owner;
 use crate::model::{ClusterSnapshot, Health, RolledOut, SnapshotSource};
 use crate::policy::matching::{ClusterFacts, rollout_policy_for};
 use crate::policy::{ObjectKey, Template};
-use crate::render::summary::{rollout_item, shard_of};
+use crate::render::summary::{Shard, rollout_item, shard_of};
 use crate::schedule::rollout::{
     ClusterHealth, GITOPS_AGENT_ANNOTATION, KeptVersion, MemberObserved, Phase, RolloutState, Transition, agent_object,
     partition, step,
@@ -101,7 +101,7 @@ pub(crate) struct RolloutPass {
 #[derive(Default, Clone)]
 pub(crate) struct RolloutSummary {
     /// Every rollout's entry, with its shard, by workload store key.
-    pub items: Arc<BTreeMap<String, (usize, Arc<str>)>>,
+    pub items: Arc<BTreeMap<String, (Shard, Arc<str>)>>,
 }
 
 impl RolloutPass {
@@ -164,7 +164,7 @@ impl RolloutPass {
 pub(super) struct Kept {
     rollouts: Option<Arc<BTreeMap<String, RolloutState>>>,
     /// The summary's rollout entries of the last recorded pass ([`RolloutSummary::items`]).
-    items: Arc<BTreeMap<String, (usize, Arc<str>)>>,
+    items: Arc<BTreeMap<String, (Shard, Arc<str>)>>,
     /// The states' blobs for a pass's replay ([`store_states`]), as stored.
     replay: ReplayBlobs,
 }
@@ -244,15 +244,15 @@ pub(crate) fn run(
     let mut out = RolloutPass::default();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut items = BTreeMap::new();
-    for (position, t) in set.templates.iter().enumerate() {
+    for (position, t) in set.templates_at() {
         out.examined += 1;
         let Some(policy) = rollout_policy_for(set, t) else { continue };
         let spec = &policy.spec;
         let sk = t.key.store_key();
         // The version is the content hash the load computed; the object is serialised only
         // for a version the state does not hold yet.
-        let hash = match inputs.hashes.templates.get(position) {
-            Some(h) => *h,
+        let hash = match inputs.hashes.template(position) {
+            Some(h) => h,
             None => fnv1a64(object_text(t).as_bytes()),
         };
         let name = format!("{}/{}", policy.namespace().unwrap_or(""), policy.name());
@@ -622,10 +622,10 @@ fn interpreted(
 /// A rollout's entry of the summary this pass: the last one again while its course is the
 /// same, else built again.
 fn summary_entry(
-    last: &BTreeMap<String, (usize, Arc<str>)>,
+    last: &BTreeMap<String, (Shard, Arc<str>)>,
     (key, sk): (&ObjectKey, &str),
     (old, state): (Option<&RolloutState>, &RolloutState),
-) -> (usize, Arc<str>) {
+) -> (Shard, Arc<str>) {
     match (last.get(sk), old) {
         (Some(last), Some(o)) if o.same_course(state) => last.clone(),
         _ => (shard_of(key), Arc::from(rollout_item(key, state))),

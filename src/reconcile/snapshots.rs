@@ -49,7 +49,7 @@ pub(super) struct PassSnapshots {
     /// Until then, each view as it was before the pass's first deduction from it (the views
     /// the pass changed, by position) and how to undo the pass's bookkeeping
     /// ([`PassSnapshots::deduct`]): the cache gets the views the pass started from.
-    originals: HashMap<usize, ClusterSnapshot>,
+    originals: HashMap<ViewIx, ClusterSnapshot>,
     undo: Vec<Undo>,
     /// The fingerprints of the snapshots the views were deducted from.
     pub(super) fingerprints: Vec<u64>,
@@ -186,15 +186,15 @@ fn rebuild_views(
     let mut deductions: Vec<Vec<(&ReplicaRequirements, i64)>> = vec![Vec::new(); inputs.snapshots.len()];
     for ((_, req), m) in work.iter().zip(&planned) {
         for (i, _, want) in &m.plan {
-            if let Some(d) = deductions.get_mut(*i) {
+            if let Some(d) = deductions.get_mut(i.index()) {
                 d.push((req, *want));
             }
         }
     }
-    let positions: Vec<usize> = (0..inputs.snapshots.len()).collect();
+    let positions: Vec<ViewIx> = ViewIx::all(inputs.snapshots.len()).collect();
     let views = crate::util::threads::map_ordered(&positions, crate::util::threads::workers(), |&i| {
-        let mut view = inputs.snapshots[i].clone();
-        for (req, n) in deductions.get(i).into_iter().flatten() {
+        let mut view = inputs.snapshots[i.index()].clone();
+        for (req, n) in deductions.get(i.index()).into_iter().flatten() {
             assumed::deduct(&mut view, req, &CompiledRequest::compile_labelled(u64::MAX, req, dims), *n, dims);
         }
         view
@@ -231,7 +231,7 @@ impl PassSnapshots {
         self.any_offline
             && targets.iter().any(|(c, r)| {
                 r.is_some_and(|r| r > 0)
-                    && position_of(&self.views, c).and_then(|i| self.views.get(i)).is_some_and(|s| !s.is_live())
+                    && position_of(&self.views, c).and_then(|i| i.of(&self.views)).is_some_and(|s| !s.is_live())
             })
     }
 
@@ -255,7 +255,7 @@ impl PassSnapshots {
             Some(_) => {
                 for (i, ..) in &plan {
                     if let (std::collections::hash_map::Entry::Vacant(e), Some(view)) =
-                        (self.originals.entry(*i), self.views.get(*i))
+                        (self.originals.entry(*i), i.of(&self.views))
                     {
                         // The copy shares the view's node index (a clone starts without one):
                         // the next pass estimates on it without grouping its nodes again. A
@@ -284,7 +284,7 @@ impl PassSnapshots {
         if let Some(key) = self.unsaved.take() {
             let mut snapshots = std::mem::take(&mut self.views);
             for (i, original) in self.originals.drain() {
-                if let Some(view) = snapshots.get_mut(i) {
+                if let Some(view) = snapshots.get_mut(i.index()) {
                     *view = original;
                 }
             }
@@ -300,7 +300,7 @@ impl PassSnapshots {
 struct PlanMemo {
     workload: ObjectKey,
     what: u64,
-    plan: Vec<(usize, String, i64)>,
+    plan: Vec<(ViewIx, String, i64)>,
 }
 
 /// The plan of each of `work`'s placements (with nothing deducted yet) on `snapshots`, in
@@ -311,7 +311,7 @@ fn plan_all(snapshots: &[ClusterSnapshot], work: &[(&PlacementRecord, &ReplicaRe
     let fresh = Assumed::default();
     crate::util::threads::map_ordered(work, crate::util::threads::workers(), |&(p, req)| {
         let plan = fresh.plan(snapshots, &p.workload, &p.targets, false);
-        let owned: Vec<(usize, String, i64)> = plan.iter().map(|(i, c, want, _)| (*i, (*c).clone(), *want)).collect();
+        let owned: Vec<(ViewIx, String, i64)> = plan.iter().map(|(i, c, want, _)| (*i, (*c).clone(), *want)).collect();
         let what = match owned.is_empty() {
             true => 0,
             false => cache::key_of(&(&p.workload, req)),
@@ -324,7 +324,7 @@ fn plan_all(snapshots: &[ClusterSnapshot], work: &[(&PlacementRecord, &ReplicaRe
 struct Undo {
     workload: ObjectKey,
     cluster: String,
-    position: usize,
+    position: ViewIx,
     /// The workload's deduction from the cluster before (`None`: none).
     deducted: Option<i64>,
     /// The cluster's digest before (`None`: no deduction from it yet).
@@ -442,7 +442,7 @@ fn record_snapshots(
 /// interpreters and as many templates, only the entries whose placement or template is
 /// another object are looked at again (`keys`: the recent placements' store keys).
 fn recent_requirements(
-    last: Option<(&cache::RecentPlacements, &[Option<usize>])>,
+    last: Option<(&cache::RecentPlacements, &[Option<StoreIx>])>,
     inputs: &Inputs,
     (recent, keys): (&[Arc<PlacementRecord>], &[String]),
 ) -> Vec<Option<Arc<ReplicaRequirements>>> {
@@ -462,7 +462,7 @@ fn recent_requirements(
         let mut out: Vec<Option<Arc<ReplicaRequirements>>> = Vec::with_capacity(recent.len());
         let mut again = Vec::new();
         for (i, at) in aligned.iter().enumerate() {
-            match at.and_then(|j| m.requirements.get(j)) {
+            match at.and_then(|j| m.requirements.get(j.index())) {
                 Some(req) => out.push(req.clone()),
                 None => {
                     out.push(None);
@@ -576,7 +576,7 @@ fn list_recent(
 /// objects, each placement's kept while it and its requirements are the same objects at the
 /// same place.
 fn recent_digest(
-    last: Option<(&cache::RecentPlacements, &[Option<usize>])>,
+    last: Option<(&cache::RecentPlacements, &[Option<StoreIx>])>,
     recent: &[Arc<PlacementRecord>],
     requirements: &[Option<Arc<ReplicaRequirements>>],
 ) -> (Vec<u64>, u64) {
@@ -587,7 +587,7 @@ fn recent_digest(
     };
     if let Some((m, aligned)) = last
         && m.placements.len() == recent.len()
-        && aligned.iter().enumerate().all(|(i, at)| *at == Some(i))
+        && aligned.iter().zip(StoreIx::all(recent.len())).all(|(at, i)| *at == Some(i))
         && m.requirements.len() == requirements.len()
         && m.requirements.iter().zip(requirements).all(|(a, b)| same_requirement(a, b))
     {
@@ -603,8 +603,8 @@ fn recent_digest(
         .map(|(i, (p, req))| {
             let same = last.and_then(|(m, aligned)| {
                 let j = aligned.get(i).copied().flatten().filter(|_| m.entries.len() == m.placements.len())?;
-                let r = m.requirements.get(j)?;
-                same_requirement(req, r).then(|| m.entries.get(j).copied()).flatten()
+                let r = m.requirements.get(j.index())?;
+                same_requirement(req, r).then(|| m.entries.get(j.index()).copied()).flatten()
             });
             same.unwrap_or_else(|| cache::key_of(&(&p.workload, &p.targets, req.as_deref())))
         })
@@ -617,7 +617,7 @@ fn recent_digest(
 /// order (the recent placements of two passes): a merge that compares addresses, and store
 /// keys only where they differ (a placement that became recent, stopped being one or was
 /// replaced: a few per pass).
-fn align(was: &[Arc<PlacementRecord>], now: &[Arc<PlacementRecord>]) -> Vec<Option<usize>> {
+fn align(was: &[Arc<PlacementRecord>], now: &[Arc<PlacementRecord>]) -> Vec<Option<StoreIx>> {
     let mut out = Vec::with_capacity(now.len());
     let mut j = 0;
     for p in now {
@@ -627,7 +627,7 @@ fn align(was: &[Arc<PlacementRecord>], now: &[Arc<PlacementRecord>]) -> Vec<Opti
                 break;
             };
             if Arc::ptr_eq(w, p) {
-                out.push(Some(j));
+                out.push(Some(StoreIx(j)));
                 j += 1;
                 break;
             }
@@ -649,6 +649,24 @@ fn align(was: &[Arc<PlacementRecord>], now: &[Arc<PlacementRecord>]) -> Vec<Opti
         }
     }
     out
+}
+
+/// The position of a recent placement in a pass's list of them, in store order (the order
+/// the store lists the placements by key: [`recent_placements`]), as a placement of the next
+/// pass's list is matched to the last one's ([`align`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct StoreIx(usize);
+
+impl StoreIx {
+    /// Its index in the list.
+    const fn index(self) -> usize {
+        self.0
+    }
+
+    /// The positions of a list of `len`, in order.
+    fn all(len: usize) -> impl Iterator<Item = StoreIx> {
+        (0..len).map(StoreIx)
+    }
 }
 
 /// The key of the deducted views: the snapshots' fingerprints and the digest of the recent
@@ -715,10 +733,10 @@ fn freshness_at(fresh: Option<Freshness>, now_ms: u64, model: &ModelSettings) ->
 
 /// The position of the snapshot of `cluster` in `snapshots` (the pass's, sorted by name as
 /// the set's clusters are; searched in order if they are not): what a deduction's plan reads.
-fn position_of(snapshots: &[ClusterSnapshot], cluster: &str) -> Option<usize> {
+fn position_of(snapshots: &[ClusterSnapshot], cluster: &str) -> Option<ViewIx> {
     match snapshots.binary_search_by(|s| s.name.as_str().cmp(cluster)) {
-        Ok(i) => Some(i),
-        Err(_) => snapshots.iter().position(|s| s.name == cluster),
+        Ok(i) => Some(ViewIx::new(i)),
+        Err(_) => snapshots.iter().position(|s| s.name == cluster).map(ViewIx::new),
     }
 }
 
@@ -765,12 +783,12 @@ impl Assumed {
         workload: &ObjectKey,
         targets: &'t BTreeMap<String, Option<i32>>,
         offline: bool,
-    ) -> Vec<(usize, &'t String, i64, i64)> {
+    ) -> Vec<(ViewIx, &'t String, i64, i64)> {
         let mut owner = None;
         let mut plan = Vec::new();
         for (cluster, replicas) in targets {
             let Some(r) = replicas else { continue };
-            let Some((i, snap)) = position_of(snapshots, cluster).and_then(|i| snapshots.get(i).map(|s| (i, s))) else {
+            let Some((i, snap)) = position_of(snapshots, cluster).and_then(|i| i.of(snapshots).map(|s| (i, s))) else {
                 continue;
             };
             let want = match snap.pods.as_ref().filter(|_| snap.is_live()) {
@@ -796,13 +814,13 @@ impl Assumed {
         snapshots: &mut [ClusterSnapshot],
         workload: &ObjectKey,
         req: &ReplicaRequirements,
-        plan: Vec<(usize, &String, i64, i64)>,
+        plan: Vec<(ViewIx, &String, i64, i64)>,
         dims: &Dimensions,
         undo: Option<&mut Vec<Undo>>,
     ) {
         let compiled = CompiledRequest::compile_labelled(u64::MAX, req, dims);
         for (i, _, want, done) in &plan {
-            if let Some(snap) = snapshots.get_mut(*i) {
+            if let Some(snap) = snapshots.get_mut(i.index()) {
                 assumed::deduct(snap, req, &compiled, want - done, dims);
             }
         }
@@ -814,7 +832,7 @@ impl Assumed {
                     position,
                     deducted: self.deducted.get(workload).and_then(|d| d.get(cluster.as_str())).copied(),
                     digest: self.per_cluster.get(cluster.as_str()).copied(),
-                    by_position: self.of_position(ViewIx::new(position)),
+                    by_position: self.of_position(position),
                 });
             }
         }
@@ -833,10 +851,10 @@ impl Assumed {
             }
             let mut deducted = HashMap::with_capacity(m.plan.len());
             for (i, cluster, want) in &m.plan {
-                if assumed.by_position.len() <= *i {
-                    assumed.by_position.resize(i + 1, 0);
+                if assumed.by_position.len() <= i.index() {
+                    assumed.by_position.resize(i.index() + 1, 0);
                 }
-                if let Some(own) = assumed.by_position.get_mut(*i) {
+                if let Some(own) = assumed.by_position.get_mut(i.index()) {
                     *own = cache::key_of(&(*own, m.what, *want));
                 }
                 deducted.insert(cluster.clone(), *want);
@@ -877,7 +895,7 @@ impl Assumed {
                     self.per_cluster.remove(u.cluster.as_str());
                 }
             }
-            if let Some(p) = self.by_position.get_mut(u.position) {
+            if let Some(p) = self.by_position.get_mut(u.position.index()) {
                 *p = u.by_position;
             }
         }
@@ -885,7 +903,7 @@ impl Assumed {
 
     /// The bookkeeping of an applied [`Assumed::plan`] (what was deducted, the digests),
     /// without touching any view.
-    fn record(&mut self, workload: &ObjectKey, req: &ReplicaRequirements, plan: &[(usize, &String, i64, i64)]) {
+    fn record(&mut self, workload: &ObjectKey, req: &ReplicaRequirements, plan: &[(ViewIx, &String, i64, i64)]) {
         if plan.is_empty() {
             return;
         }
@@ -913,10 +931,10 @@ impl Assumed {
                 None => self.per_cluster.entry(cluster.clone()).or_insert(0),
             };
             *own = cache::key_of(&(*own, what, want));
-            if self.by_position.len() <= i {
-                self.by_position.resize(i + 1, 0);
+            if self.by_position.len() <= i.index() {
+                self.by_position.resize(i.index() + 1, 0);
             }
-            if let Some(p) = self.by_position.get_mut(i) {
+            if let Some(p) = self.by_position.get_mut(i.index()) {
                 *p = *own;
             }
         }
@@ -985,12 +1003,13 @@ pub(super) mod tests {
             Arc::clone(&was[3]),
             placement("z", 1, 0),
         ];
-        assert_eq!(align(&was, &now), vec![None, Some(0), None, None, Some(3), None]);
-        assert_eq!(align(&was, &was), vec![Some(0), Some(1), Some(2), Some(3)]);
+        let at = |i: usize| Some(StoreIx(i));
+        assert_eq!(align(&was, &now), vec![None, at(0), None, None, at(3), None]);
+        assert_eq!(align(&was, &was), vec![at(0), at(1), at(2), at(3)]);
         assert_eq!(align(&[], &was), vec![None; 4]);
         assert!(align(&was, &[]).is_empty());
         // Everything gone but the last one.
-        assert_eq!(align(&was, &was[3..]), vec![Some(3)]);
+        assert_eq!(align(&was, &was[3..]), vec![at(3)]);
     }
 
     /// Live views of `members`, each with the nodes `nodes` (64 CPUs, 110 pods each) and no

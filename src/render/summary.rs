@@ -58,16 +58,36 @@ pub const LEGACY_FILE: &str = "placements.json";
 /// The shard of a workload: the top byte of the FNV-1a hash (64 bit) of its API group, kind,
 /// namespace and name, each followed by a unit separator (0x1f). Stable across builds,
 /// platforms and releases.
-pub fn shard_of(key: &ObjectKey) -> usize {
+pub fn shard_of(key: &ObjectKey) -> Shard {
     use crate::util::hash::{FNV1A64_START, fnv1a64_more};
     let parts = [key.group(), key.kind.as_str(), key.namespace.as_deref().unwrap_or(""), key.name.as_str()];
     let h = parts.iter().fold(FNV1A64_START, |h, part| fnv1a64_more(fnv1a64_more(h, part.as_bytes()), &[0x1f]));
-    (h >> 56) as usize
+    Shard((h >> 56) as u8)
+}
+
+/// A shard of the summary, by number: the index of its document in [`Shards`] (one space,
+/// `0..SHARDS`, whatever keeps a shard: the plan's changed and dirty shards, a rollout's entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Shard(u8);
+
+// A shard is a byte: the top byte of a workload's hash.
+const _: () = assert!(SHARDS == 1 << u8::BITS);
+
+impl Shard {
+    /// Every shard, in order.
+    pub fn all() -> impl Iterator<Item = Shard> {
+        (0..=u8::MAX).map(Shard)
+    }
+
+    /// Its index in [`Shards`].
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
 }
 
 /// The file name of shard `i` (`00.json` … `ff.json`).
-pub fn shard_name(i: usize) -> String {
-    format!("{i:02x}.json")
+pub fn shard_name(i: Shard) -> String {
+    format!("{:02x}.json", i.0)
 }
 
 /// Whether `name` is a shard's file name ([`shard_name`]: two lowercase hex digits, `.json`).
@@ -92,15 +112,15 @@ impl Shards {
     /// and of `rollouts` ([`rollout_item`]s with their shard, in the order given).
     pub fn of<'a, 'r>(
         placements: impl Iterator<Item = Placement<'a>>,
-        rollouts: impl Iterator<Item = (usize, &'r str)>,
+        rollouts: impl Iterator<Item = (Shard, &'r str)>,
     ) -> Self {
         let mut items: Vec<Vec<String>> = vec![Vec::new(); SHARDS];
         for p in placements {
-            items[shard_of(p.workload)].push(summary_item(&p));
+            items[shard_of(p.workload).index()].push(summary_item(&p));
         }
         let mut courses: Vec<Vec<&str>> = vec![Vec::new(); SHARDS];
         for (shard, item) in rollouts {
-            courses[shard].push(item);
+            courses[shard.index()].push(item);
         }
         Shards(
             items
@@ -116,9 +136,11 @@ impl Shards {
     }
 
     /// The shards whose bytes differ from `other`'s (by position; all when the counts differ).
-    pub fn changed_from(&self, other: &Shards) -> Vec<usize> {
-        (0..self.0.len())
-            .filter(|&i| other.0.get(i).is_none_or(|o| !Arc::ptr_eq(o, &self.0[i]) && **o != *self.0[i]))
+    pub fn changed_from(&self, other: &Shards) -> Vec<Shard> {
+        Shard::all()
+            .zip(&self.0)
+            .filter(|(i, mine)| other.0.get(i.index()).is_none_or(|o| !Arc::ptr_eq(o, mine) && **o != ***mine))
+            .map(|(i, _)| i)
             .collect()
     }
 }
@@ -166,7 +188,7 @@ pub fn read_published(state_dir: &Path) -> Result<Option<Summary>, (PathBuf, Str
             // Every shard is always published: one missing is a damaged summary, not an empty
             // part of the fleet (adopting it would drop those workloads' placements).
             if files.len() != SHARDS {
-                let missing = (0..SHARDS).map(shard_name).find(|n| !files.iter().any(|f| f.ends_with(n)));
+                let missing = Shard::all().map(shard_name).find(|n| !files.iter().any(|f| f.ends_with(n)));
                 let what = missing.map_or_else(|| "a shard".to_string(), |n| format!("shard {n}"));
                 return Err((dir, format!("{what} is missing (the summary has {SHARDS})")));
             }
@@ -489,8 +511,8 @@ mod tests {
         };
         // FNV-1a of "apps␟Deployment␟shop␟web␟", its top byte.
         let h = crate::util::hash::fnv1a64(b"apps\x1fDeployment\x1fshop\x1fweb\x1f");
-        assert_eq!(shard_of(&key(Some("shop"), "web")), (h >> 56) as usize);
-        assert_eq!(shard_of(&key(Some("shop"), "web")), 0x8c, "a workload's shard changed: the layout moved");
+        assert_eq!(shard_of(&key(Some("shop"), "web")).index(), (h >> 56) as usize);
+        assert_eq!(shard_of(&key(Some("shop"), "web")).index(), 0x8c, "a workload's shard changed: the layout moved");
         // The API version is not part of it (the group is): v1beta1 → v1 keeps the shard.
         let mut beta = key(Some("shop"), "web");
         beta.api_version = "apps/v1beta1".into();
@@ -499,13 +521,14 @@ mod tests {
         assert_ne!(shard_of(&key(None, "web")), shard_of(&key(Some("shop"), "web")));
         let mut counts = vec![0usize; SHARDS];
         for i in 0..25_600 {
-            counts[shard_of(&key(Some(&format!("ns-{}", i % 37)), &format!("app-{i}")))] += 1;
+            counts[shard_of(&key(Some(&format!("ns-{}", i % 37)), &format!("app-{i}"))).index()] += 1;
         }
         let (min, max) = (counts.iter().min().copied(), counts.iter().max().copied());
         assert!(min.is_some_and(|m| m >= 60) && max.is_some_and(|m| m <= 150), "{min:?}..{max:?}");
-        assert_eq!(shard_name(0), "00.json");
-        assert_eq!(shard_name(0xff), "ff.json");
-        assert!((0..SHARDS).all(|i| is_shard_name(&shard_name(i))));
+        assert_eq!(shard_name(Shard(0)), "00.json");
+        assert_eq!(shard_name(Shard(0xff)), "ff.json");
+        assert_eq!(Shard::all().count(), SHARDS);
+        assert!(Shard::all().all(|i| is_shard_name(&shard_name(i))));
         for other in ["FF.json", "0g.json", "é.json", "000.json", "00.yaml", "00.json~", ""] {
             assert!(!is_shard_name(other), "{other}");
         }
@@ -535,7 +558,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         assert_eq!(read_published(dir.path()), Ok(None), "nothing published");
         std::fs::create_dir_all(dir.path().join(SHARD_DIR)).expect("mkdir");
-        for (i, text) in shards.0.iter().enumerate() {
+        for (i, text) in Shard::all().zip(&shards.0) {
             // Each shard is a document of its own, its workloads in store order.
             let back = parse_summary(text).expect("shard parses").placements;
             assert!(back.iter().all(|b| shard_of(&b.workload) == i));
@@ -566,7 +589,7 @@ mod tests {
         // An unchanged shard compares equal; one with another workload differs.
         let fewer = Shards::of(keys[1..].iter().map(p), std::iter::empty());
         assert_eq!(fewer.changed_from(&shards), vec![shard_of(&keys[0])]);
-        assert_eq!(shards.changed_from(&shards), Vec::<usize>::new());
+        assert_eq!(shards.changed_from(&shards), Vec::<Shard>::new());
     }
 
     #[test]
@@ -679,8 +702,9 @@ mod tests {
         assert!(back.placements.is_empty());
         assert_eq!(back.rollouts.len(), 1);
         assert_eq!(
-            Shards::of(std::iter::empty(), [(shard_of(&workload), item.as_str())].into_iter()).0[shard_of(&workload)]
-                .as_str(),
+            Shards::of(std::iter::empty(), [(shard_of(&workload), item.as_str())].into_iter()).0
+                [shard_of(&workload).index()]
+            .as_str(),
             text
         );
         // A damaged entry is named.

@@ -23,20 +23,21 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::framework::{FilterPlugin, Fit};
-use super::positions::{FleetPos, ViewIx};
+use super::positions::{FleetPos, GroupIx, UniversePos, ViewIx};
 use crate::model::ClusterSnapshot;
 use crate::util::hash::fnv1a64;
 
 /// Sorted, disjoint, non-adjacent ranges `[start, end)` of positions in a sorted list of
-/// cluster names (a result's universe).
+/// cluster names (a result's universe: [`UniversePos`]). The ranges keep the positions' numbers
+/// (the stored form); every member given or taken is a [`UniversePos`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ClusterSet(Vec<(u32, u32)>);
 
 impl ClusterSet {
     /// From positions in ascending order.
-    pub fn from_sorted(positions: impl IntoIterator<Item = u32>) -> Self {
+    pub fn from_sorted(positions: impl IntoIterator<Item = UniversePos>) -> Self {
         let mut out: Vec<(u32, u32)> = Vec::new();
-        for p in positions {
+        for p in positions.into_iter().map(UniversePos::get) {
             match out.last_mut() {
                 Some((_, end)) if *end == p => *end = p + 1,
                 _ => out.push((p, p + 1)),
@@ -55,19 +56,21 @@ impl ClusterSet {
     }
 
     /// Positions in ascending order.
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.0.iter().flat_map(|(a, b)| *a..*b)
+    pub fn iter(&self) -> impl Iterator<Item = UniversePos> + '_ {
+        self.0.iter().flat_map(|(a, b)| *a..*b).map(UniversePos::new)
     }
 
-    pub fn contains(&self, p: u32) -> bool {
+    pub fn contains(&self, p: UniversePos) -> bool {
+        let p = p.get();
         let i = self.0.partition_point(|(_, end)| *end <= p);
         self.0.get(i).is_some_and(|(start, _)| *start <= p)
     }
 
-    pub fn insert(&mut self, p: u32) {
-        if self.contains(p) {
+    pub fn insert(&mut self, at: UniversePos) {
+        if self.contains(at) {
             return;
         }
+        let p = at.get();
         let i = self.0.partition_point(|(_, end)| *end < p);
         // Ranges before i end before p; the one at i (if any) ends at p or starts after p.
         let joins_left = self.0.get(i).is_some_and(|(_, end)| *end == p);
@@ -84,7 +87,8 @@ impl ClusterSet {
         }
     }
 
-    pub fn remove(&mut self, p: u32) {
+    pub fn remove(&mut self, at: UniversePos) {
+        let p = at.get();
         let i = self.0.partition_point(|(_, end)| *end <= p);
         let Some(&(start, end)) = self.0.get(i) else { return };
         if start > p {
@@ -135,20 +139,24 @@ struct Answer {
 pub(crate) struct Combo {
     /// Positions that pass every filter, ascending.
     pub(crate) feasible: Vec<FleetPos>,
-    /// Group of each position in `groups`; `u32::MAX` for feasible positions.
-    pub(crate) group_of: Vec<u32>,
+    /// Group of each position in `groups`; `None` for feasible positions.
+    pub(crate) group_of: Vec<Option<GroupIx>>,
     /// Rejected positions grouped by identical reasons, by first position.
     pub(crate) groups: Vec<Rejection>,
 }
 
+/// The id of a distinct answer of a filter over the fleet: its index in [`Memo::answers`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct AnswerId(u32);
+
 #[derive(Default)]
 struct Memo {
     /// (filter, memo key) → answer id.
-    keyed: HashMap<(&'static str, u64), u32>,
+    keyed: HashMap<(&'static str, u64), AnswerId>,
     answers: Vec<Arc<Answer>>,
     /// Content hash of an answer → ids with that hash.
-    by_content: HashMap<u64, Vec<u32>>,
-    combos: HashMap<Vec<u32>, Arc<Combo>>,
+    by_content: HashMap<u64, Vec<AnswerId>>,
+    combos: HashMap<Vec<AnswerId>, Arc<Combo>>,
     /// Memo key of a cluster affinity ([`crate::schedule::framework::memo_hash`]) → whether
     /// each position matches it ([`Fleet::affinity_matches`]).
     affinities: HashMap<u64, Arc<[bool]>>,
@@ -342,7 +350,7 @@ impl Fleet {
         if let Some(c) = memo.combos.get(&ids) {
             return c.clone();
         }
-        let answers: Vec<Arc<Answer>> = ids.iter().map(|i| memo.answers[*i as usize].clone()).collect();
+        let answers: Vec<Arc<Answer>> = ids.iter().map(|i| memo.answers[i.0 as usize].clone()).collect();
         let combo = Arc::new(self.combine(&answers));
         memo.combos.insert(ids, combo.clone());
         combo
@@ -383,9 +391,9 @@ impl Fleet {
             }
         }
         let mut feasible = Vec::new();
-        let mut group_of = vec![u32::MAX; n];
-        let mut groups: Vec<(Vec<Arc<str>>, Vec<u32>)> = Vec::new();
-        let mut index: HashMap<Vec<Arc<str>>, u32> = HashMap::new();
+        let mut group_of = vec![None; n];
+        let mut groups: Vec<(Vec<Arc<str>>, Vec<UniversePos>)> = Vec::new();
+        let mut index: HashMap<Vec<Arc<str>>, GroupIx> = HashMap::new();
         for (p, g) in group_of.iter_mut().enumerate() {
             if all[p / 64] & (1 << (p % 64)) != 0 {
                 feasible.push(FleetPos::at(p));
@@ -394,10 +402,10 @@ impl Fleet {
             let reasons: Vec<Arc<str>> = answers.iter().filter_map(|a| a.reasons[p].clone()).collect();
             let id = *index.entry(reasons).or_insert_with_key(|r| {
                 groups.push((r.clone(), Vec::new()));
-                (groups.len() - 1) as u32
+                GroupIx::at(groups.len() - 1)
             });
-            groups[id as usize].1.push(p as u32);
-            *g = id;
+            groups[id.index()].1.push(FleetPos::at(p).in_universe());
+            *g = Some(id);
         }
         let groups = groups
             .into_iter()
@@ -412,20 +420,20 @@ impl Fleet {
 
 impl Memo {
     /// The id of an answer, shared with an identical earlier one.
-    fn intern(&mut self, a: Answer) -> u32 {
+    fn intern(&mut self, a: Answer) -> AnswerId {
         let h = {
             let reasons: Vec<Option<&str>> = a.reasons.iter().map(|r| r.as_deref()).collect();
             super::framework::memo_hash(&(&a.pass, reasons))
         };
         if let Some(ids) = self.by_content.get(&h) {
             for id in ids {
-                let b = &self.answers[*id as usize];
+                let b = &self.answers[id.0 as usize];
                 if b.pass == a.pass && b.reasons == a.reasons {
                     return *id;
                 }
             }
         }
-        let id = self.answers.len() as u32;
+        let id = AnswerId(u32::try_from(self.answers.len()).unwrap_or(u32::MAX));
         self.answers.push(Arc::new(a));
         self.by_content.entry(h).or_default().push(id);
         id
@@ -449,12 +457,13 @@ mod tests {
             let mut set = ClusterSet::default();
             let mut model = std::collections::BTreeSet::new();
             for (insert, p) in ops {
-                if insert { set.insert(p); model.insert(p); } else { set.remove(p); model.remove(&p); }
-                prop_assert_eq!(set.iter().collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
-                prop_assert_eq!(&set, &ClusterSet::from_sorted(model.iter().copied()), "canonical form");
+                let at = UniversePos::new(p);
+                if insert { set.insert(at); model.insert(p); } else { set.remove(at); model.remove(&p); }
+                prop_assert_eq!(set.iter().map(UniversePos::get).collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
+                prop_assert_eq!(&set, &ClusterSet::from_sorted(model.iter().copied().map(UniversePos::new)), "canonical form");
                 prop_assert_eq!(set.len(), model.len());
                 for q in 0..40 {
-                    prop_assert_eq!(set.contains(q), model.contains(&q));
+                    prop_assert_eq!(set.contains(UniversePos::new(q)), model.contains(&q));
                 }
             }
         }

@@ -76,7 +76,7 @@ use crate::policy::types::{
 
 pub use fleet::{ClusterSet, Fleet, Rejection};
 pub use framework::Framework;
-pub use positions::{FleetPos, HeldIx, ViewIx};
+pub use positions::{FleetPos, GroupIx, HeldIx, UniversePos, ViewIx};
 
 use assign::TieBreak;
 use framework::{Fit, MemoContext, PluginContext};
@@ -242,7 +242,7 @@ impl ScheduleResult {
         let mut out: Vec<ClusterVerdict> = self.verdicts.to_vec();
         for g in &self.rejected {
             for p in g.clusters.iter() {
-                if let Some(n) = names.get(p as usize) {
+                if let Some(n) = p.of(names) {
                     out.push(ClusterVerdict::rejected(n.clone(), g.reasons.clone()));
                 }
             }
@@ -522,12 +522,12 @@ fn filter_clusters(
         for name in req.previous.keys() {
             let Some(p) = fleet.position(name) else { continue };
             match combo.group_of[p.index()] {
-                u32::MAX => {
+                None => {
                     if let Ok(i) = feasible.binary_search(&p) {
                         feasible.remove(i);
                     }
                 }
-                g => groups[g as usize].clusters.remove(p.get()),
+                Some(g) => groups[g.index()].clusters.remove(p.in_universe()),
             }
             let reasons = per_pair(fleet.cluster(clusters, p));
             if reasons.is_empty() {
@@ -536,8 +536,10 @@ fn filter_clusters(
                 }
             } else {
                 match groups.iter_mut().find(|g| g.reasons == reasons) {
-                    Some(g) => g.clusters.insert(p.get()),
-                    None => groups.push(Rejection { reasons, clusters: fleet::ClusterSet::from_sorted([p.get()]) }),
+                    Some(g) => g.clusters.insert(p.in_universe()),
+                    None => {
+                        groups.push(Rejection { reasons, clusters: fleet::ClusterSet::from_sorted([p.in_universe()]) })
+                    }
                 }
             }
         }
@@ -546,15 +548,15 @@ fn filter_clusters(
     } else {
         // The reference: every filter for every pair.
         feasible = Vec::new();
-        let mut members: Vec<(Vec<String>, Vec<u32>)> = Vec::new();
+        let mut members: Vec<(Vec<String>, Vec<UniversePos>)> = Vec::new();
         for p in (0..fleet.len()).map(FleetPos::at) {
             let reasons = per_pair(fleet.cluster(clusters, p));
             if reasons.is_empty() {
                 feasible.push(p);
             } else {
                 match members.iter_mut().find(|(r, _)| *r == reasons) {
-                    Some((_, m)) => m.push(p.get()),
-                    None => members.push((reasons, vec![p.get()])),
+                    Some((_, m)) => m.push(p.in_universe()),
+                    None => members.push((reasons, vec![p.in_universe()])),
                 }
             }
         }

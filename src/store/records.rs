@@ -15,7 +15,7 @@ use crate::model::{
 };
 use crate::policy::{ObjectKey, PolicyRef};
 use crate::schedule::fleet::{names_blob, universe_of};
-use crate::schedule::{ClusterSet, ClusterVerdict, ESTIMATOR_PREFIX, Outcome, Rejection, ScheduleResult};
+use crate::schedule::{ClusterSet, ClusterVerdict, ESTIMATOR_PREFIX, Outcome, Rejection, ScheduleResult, UniversePos};
 use crate::util::hash::fnv1a64;
 
 /// One version of a cluster's snapshot: when its content was first and last seen.
@@ -539,7 +539,7 @@ impl ScheduleResultV1 {
             blobs.push(names_blob(&names));
         }
         let mut verdicts = Vec::new();
-        let mut groups: Vec<(Vec<String>, Vec<u32>)> = Vec::new();
+        let mut groups: Vec<(Vec<String>, Vec<UniversePos>)> = Vec::new();
         for (p, v) in all.into_iter().enumerate() {
             if v.feasible || v.selected {
                 let mut estimates = Vec::new();
@@ -564,8 +564,8 @@ impl ScheduleResultV1 {
                 continue;
             }
             match groups.iter_mut().find(|(r, _)| *r == v.reasons) {
-                Some((_, m)) => m.push(p as u32),
-                None => groups.push((v.reasons, vec![p as u32])),
+                Some((_, m)) => m.push(UniversePos::at(p)),
+                None => groups.push((v.reasons, vec![UniversePos::at(p)])),
             }
         }
         ScheduleResult {

@@ -508,7 +508,7 @@ fn layout_1_records_are_upgraded_on_open() {
 
 #[test]
 fn compact_records_are_small_and_expand_to_every_cluster() {
-    use crate::schedule::{ClusterSet, Rejection};
+    use crate::schedule::{ClusterSet, Rejection, UniversePos};
     let names: Vec<String> = (0..1000).map(|i| format!("member-{i:04}")).collect();
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
@@ -518,7 +518,7 @@ fn compact_records_are_small_and_expand_to_every_cluster() {
     r.universe = universe;
     r.rejected = vec![Rejection {
         reasons: vec!["cluster-affinity: cluster does not match".into()],
-        clusters: ClusterSet::from_sorted((0..1000).filter(|p| *p != 7)),
+        clusters: ClusterSet::from_sorted((0..1000).filter(|p| *p != 7).map(UniversePos::new)),
     }];
     let bytes = bincode::serde::encode_to_vec(&r, codec::bincode_config()).unwrap().len();
     assert!(bytes < 400, "{bytes} bytes");

@@ -274,7 +274,7 @@ pub fn cluster_workloads(store: &Store, placed: &Placed, cluster: &str) -> Resul
 }
 
 fn cluster_document(store: &Store, placed: &Placed, cluster: &str) -> Result<Value, StoreError> {
-    let mut universes: BTreeMap<u64, Option<u32>> = BTreeMap::new();
+    let mut universes: BTreeMap<u64, Option<crate::schedule::UniversePos>> = BTreeMap::new();
     let (mut runs, mut refused) = (Vec::new(), Vec::new());
     let (mut refused_total, mut replicas) = (0usize, 0i64);
     let on = placed.on_cluster(cluster);
@@ -300,7 +300,8 @@ fn cluster_document(store: &Store, placed: &Placed, cluster: &str) -> Result<Val
                 Some(pos) => *pos,
                 None => {
                     let names = store.universe(p.result.universe)?.unwrap_or_default();
-                    let pos = names.binary_search_by(|n| n.as_str().cmp(cluster)).ok().map(|i| i as u32);
+                    let pos =
+                        names.binary_search_by(|n| n.as_str().cmp(cluster)).ok().map(crate::schedule::UniversePos::at);
                     universes.insert(p.result.universe, pos);
                     pos
                 }

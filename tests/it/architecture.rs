@@ -843,6 +843,129 @@ fn positions_are_typed_where_kept_decisions_meet_the_scheduler() {
     assert_eq!(bare_indices("decide_on(fw: &Framework, total: usize) -> Outcome"), Vec::<&str>::new());
 }
 
+/// The declaration of field `field` of `struct name` in `code` (from the field's name to the
+/// end of its line), if the struct has it.
+fn field_declaration(code: &str, name: &str, field: &str) -> Option<String> {
+    let head = format!("struct {name}");
+    let start = code
+        .match_indices(&head)
+        .find(|(i, _)| !is_ident(code[i + head.len()..].chars().next().as_ref()))
+        .map(|(i, _)| i + head.len())?;
+    let body = &code[start..];
+    let open = body.find('{')?;
+    let mut depth = 0usize;
+    let mut end = body.len();
+    for (i, ch) in body[open..].char_indices() {
+        match ch {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    end = open + i;
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    body[open + 1..end].lines().map(str::trim).find_map(|l| {
+        let rest = match l.strip_prefix("pub") {
+            Some(r) => r.trim_start_matches(|c: char| c != ' ').trim_start(),
+            None => l,
+        };
+        rest.strip_prefix(field).filter(|r| r.starts_with(':')).map(|_| rest.to_string())
+    })
+}
+
+/// Typed index spaces (issue 51), beyond where the kept decisions meet the scheduler: an index
+/// into a vector kept across calls or passes is of its space's type, never a bare `usize` or
+/// `u32`, so that no index of one space is used in another without a conversion made in one
+/// place. The spaces: a result's universe (`schedule::UniversePos`, as a `ClusterSet` gives and
+/// takes its members; `FleetPos::in_universe` the one conversion from the fleet's order); a
+/// filter combination's groups of rejected clusters (`schedule::GroupIx`) and the fleet memo's
+/// distinct answers (`AnswerId`); a topology level's groups (`LevelGroupId`); a node index's
+/// groups (`NodeGroupIx`); the policy set's lists (`policy::SetPos<T>`: the templates and the
+/// policies, as the policy index kept between passes, the templates' content hashes and a
+/// splice's replaced objects name them); the recent placements in store order
+/// (`snapshots::StoreIx`: the last pass's list matched to this one's); the views
+/// (`schedule::ViewIx`: what a deduction plan reads and deducts from, its undo, the views a
+/// pass copied); the pass's decision order (`decide::OrderIx`); and the summary's shards
+/// (`render::summary::Shard`: the plan's changed shards, a rollout's entry kept between passes).
+#[test]
+fn index_spaces_are_typed_where_kept() {
+    const TYPED: &[(&str, &str)] = &[
+        ("schedule/fleet.rs", "from_sorted"),
+        ("schedule/fleet.rs", "contains"),
+        ("schedule/fleet.rs", "insert"),
+        ("schedule/fleet.rs", "remove"),
+        ("schedule/fleet.rs", "intern"),
+        ("schedule/select/mod.rs", "groups_at"),
+        ("policy/mod.rs", "template_at"),
+        ("reconcile/inputs.rs", "template"),
+        ("reconcile/decide.rs", "claim"),
+        ("reconcile/decide.rs", "debug_check_kept_key"),
+        ("reconcile/decide.rs", "render_decided"),
+        ("reconcile/snapshots.rs", "align"),
+        ("reconcile/snapshots.rs", "position_of"),
+        ("reconcile/snapshots.rs", "plan"),
+        ("reconcile/snapshots.rs", "apply_logged"),
+        ("reconcile/snapshots.rs", "record"),
+        ("reconcile/snapshots.rs", "recent_requirements"),
+        ("reconcile/snapshots.rs", "recent_digest"),
+        ("reconcile/snapshots.rs", "requirement_of"),
+        ("render/summary.rs", "shard_of"),
+        ("render/summary.rs", "shard_name"),
+        ("render/summary.rs", "changed_from"),
+        ("reconcile/rollout.rs", "summary_entry"),
+    ];
+    const FIELDS: &[(&str, &str, &str)] = &[
+        ("schedule/fleet.rs", "Combo", "group_of"),
+        ("schedule/fleet.rs", "Memo", "keyed"),
+        ("schedule/fleet.rs", "Memo", "by_content"),
+        ("schedule/fleet.rs", "Memo", "combos"),
+        ("schedule/select/mod.rs", "LevelIndex", "ids"),
+        ("model/nodes.rs", "NodeIndex", "group_of"),
+        ("policy/matching.rs", "IndexPositions", "pps"),
+        ("policy/matching.rs", "IndexPositions", "by_name"),
+        ("policy/matching.rs", "IndexPositions", "overrides"),
+        ("policy/load/incremental.rs", "Spliced", "templates"),
+        ("policy/load/incremental.rs", "Spliced", "propagation_policies"),
+        ("policy/load/incremental.rs", "Spliced", "cluster_propagation_policies"),
+        ("policy/load/incremental.rs", "Spliced", "override_policies"),
+        ("policy/load/incremental.rs", "Spliced", "cluster_override_policies"),
+        ("reconcile/snapshots.rs", "PassSnapshots", "originals"),
+        ("reconcile/snapshots.rs", "PlanMemo", "plan"),
+        ("reconcile/snapshots.rs", "Undo", "position"),
+        ("reconcile/rollout.rs", "RolloutSummary", "items"),
+    ];
+    let all = functions();
+    let mut bare = Vec::new();
+    for (file, name) in TYPED {
+        let found: Vec<&Function> = all.iter().filter(|f| f.file == *file && f.name == *name).collect();
+        assert!(!found.is_empty(), "{file}: fn {name} not found");
+        for f in found.into_iter().filter(|f| !bare_indices(&f.signature).is_empty()) {
+            bare.push(format!("{file}: fn {}", f.signature));
+        }
+    }
+    let files: BTreeMap<String, String> =
+        source_files().into_iter().map(|(rel, code)| (rel.display().to_string(), code)).collect();
+    for (file, strukt, field) in FIELDS {
+        let code = files.get(*file).unwrap_or_else(|| panic!("{file} not found"));
+        let declared = field_declaration(code, strukt, field).unwrap_or_else(|| panic!("{file}: {strukt}::{field}"));
+        if !bare_indices(&declared).is_empty() {
+            bare.push(format!("{file}: {strukt}::{declared}"));
+        }
+    }
+    assert_eq!(bare, Vec::<String>::new(), "a bare integer where an index space's type is meant");
+    // The scanner sees the old forms.
+    let old = "struct IndexPositions {\n    /// Per namespace.\n    pps: KeyMap<String, Vec<usize>>,\n    x: u8,\n}";
+    assert_eq!(field_declaration(old, "IndexPositions", "pps").as_deref(), Some("pps: KeyMap<String, Vec<usize>>,"));
+    assert_eq!(bare_indices("pps: KeyMap<String, Vec<usize>>,"), ["usize"]);
+    assert_eq!(bare_indices("touching: Option<Vec<Vec<u32>>>,"), ["u32"]);
+    assert_eq!(bare_indices("fn contains(&self, p: u32) -> bool"), ["u32"]);
+    assert_eq!(field_declaration(old, "IndexPosition", "pps"), None, "another struct");
+}
+
 /// The pass trigger is one type (issue 51), `publish::Trigger`, from the daemon's loop to every
 /// place that names it (the pass, its report, the status, the history record it writes, the git
 /// commit message): no parameter or field of the product's code holds a trigger as a string. The

@@ -11,7 +11,8 @@ use super::classify::{Loader, expand_lists, sort_set};
 use super::parse::Parsed;
 use super::scope::crd_scope;
 use super::{LoadError, ParseCache, load_repository_refreshed};
-use crate::policy::{Policy, PolicySet, Source};
+use crate::policy::types::{OverrideSpec, PropagationSpec};
+use crate::policy::{Policy, PolicySet, SetPos, Source, Template};
 
 /// the whole repository they were typed with.
 #[derive(Debug, Clone)]
@@ -111,11 +112,11 @@ impl ReplacedFile {
 /// ([`load_repository_spliced`]): what the caller hashes again.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Spliced {
-    pub templates: Vec<usize>,
-    pub propagation_policies: Vec<usize>,
-    pub cluster_propagation_policies: Vec<usize>,
-    pub override_policies: Vec<usize>,
-    pub cluster_override_policies: Vec<usize>,
+    pub templates: Vec<SetPos<Template>>,
+    pub propagation_policies: Vec<SetPos<Policy<PropagationSpec>>>,
+    pub cluster_propagation_policies: Vec<SetPos<Policy<PropagationSpec>>>,
+    pub override_policies: Vec<SetPos<Policy<OverrideSpec>>>,
+    pub cluster_override_policies: Vec<SetPos<Policy<OverrideSpec>>>,
     /// The files whose bytes changed.
     pub files: Vec<PathBuf>,
 }
@@ -231,7 +232,7 @@ fn replace_in<T: PartialEq>(
     old: &[Arc<T>],
     new: &mut [Arc<T>],
     cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
-    positions: &mut Vec<usize>,
+    positions: &mut Vec<SetPos<T>>,
 ) -> Option<()> {
     if old.len() != new.len() {
         return None;
@@ -250,7 +251,7 @@ fn replace_in<T: PartialEq>(
             continue;
         }
         *slot = Arc::clone(n);
-        positions.push(at);
+        positions.push(SetPos::new(at));
     }
     Some(())
 }
@@ -474,14 +475,14 @@ mod tests {
             if whole.1.is_empty() {
                 if let Some(p) = &positions {
                     // The objects of unchanged files are the last set's.
-                    let kept = set.templates.iter().enumerate().filter(|(i, _)| !p.templates.contains(i));
-                    assert!(kept.into_iter().all(|(i, t)| Arc::ptr_eq(t, &last.templates[i])), "{what}");
+                    let kept = set.templates_at().filter(|(i, _)| !p.templates.contains(i));
+                    assert!(kept.into_iter().all(|(i, t)| Arc::ptr_eq(t, &last.templates[i.index()])), "{what}");
                 }
                 *last = set;
             }
             positions
         };
-        let web_at = |set: &PolicySet| set.templates.iter().position(|t| t.key.name == "web");
+        let web_at = |set: &PolicySet| set.templates.iter().position(|t| t.key.name == "web").map(SetPos::new);
         put("c-deploy.yaml", &deploys("web", 5));
         let spliced = step(&mut cache, &mut last, true, "replicas edited").expect("spliced");
         assert_eq!(spliced.files, [PathBuf::from("c-deploy.yaml")]);

@@ -51,7 +51,23 @@ pub struct LevelIndex {
     keys: Vec<String>,
     /// Per position, the range of `ids` holding its groups' ids.
     at: Vec<(u32, u32)>,
-    ids: Vec<u32>,
+    ids: Vec<LevelGroupId>,
+}
+
+/// A group's id at a topology level: its key's index in [`LevelIndex::keys`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LevelGroupId(u32);
+
+impl LevelGroupId {
+    /// The group whose key is at this index of the keys.
+    fn at(index: usize) -> Self {
+        LevelGroupId(u32::try_from(index).unwrap_or(u32::MAX))
+    }
+
+    /// Its key's index in the keys.
+    const fn index(self) -> usize {
+        self.0 as usize
+    }
 }
 
 impl LevelIndex {
@@ -70,14 +86,14 @@ impl LevelIndex {
         let (mut at, mut ids) = (Vec::with_capacity(len), Vec::new());
         for mine in per {
             let start = ids.len() as u32;
-            ids.extend(mine.iter().filter_map(|k| keys.binary_search(k).ok()).map(|i| i as u32));
+            ids.extend(mine.iter().filter_map(|k| keys.binary_search(k).ok()).map(LevelGroupId::at));
             at.push((start, ids.len() as u32));
         }
         LevelIndex { keys: keys.into_iter().map(str::to_string).collect(), at, ids }
     }
 
     /// The ids of the groups of the cluster at `position`, in the order the level gives them.
-    fn groups_at(&self, position: FleetPos) -> &[u32] {
+    fn groups_at(&self, position: FleetPos) -> &[LevelGroupId] {
         let (start, end) = self.at.get(position.index()).copied().unwrap_or((0, 0));
         self.ids.get(start as usize..end as usize).unwrap_or_default()
     }
@@ -369,7 +385,7 @@ fn by_groups<'a, C: Clusters + ?Sized>(
                 let Some(p) = p else { continue };
                 debug_assert_eq!(Some(p), clusters.position(&v.name), "the position given for {}", v.name);
                 for &id in index.groups_at(p) {
-                    if let Some(ats) = by_id.get_mut(id as usize) {
+                    if let Some(ats) = by_id.get_mut(id.index()) {
                         ats.push(at);
                     }
                 }
