@@ -13,6 +13,7 @@
 //! - [`shadow_reason`]: why a matching policy lost, for `check`'s conflict report.
 
 use crate::util::hash::KeyMap;
+use crate::util::memo::ArcKey;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -466,16 +467,11 @@ pub struct PolicyIndex<'a> {
     positions: std::sync::Arc<IndexPositions>,
 }
 
-/// What a [`PolicyIndex`] looks up, by position in the set's lists, with the policies it was
-/// built from: kept between passes ([`PolicyIndex::kept`]) and used again while the set holds
-/// the same policy objects in the same order (an edit of a template leaves them so).
-#[derive(Debug, Default)]
+/// What a [`PolicyIndex`] looks up, by position in the set's lists: kept between passes
+/// ([`PolicyIndex::kept`], a [`KeptIndex`]) and used again while the set holds the same policy
+/// objects in the same order (an edit of a template leaves them so).
+#[derive(Debug, Default, PartialEq)]
 pub struct IndexPositions {
-    /// The policies indexed (Propagation, ClusterPropagation, Override), kept so that their
-    /// addresses stay theirs.
-    propagation: Vec<Arc<Policy<PropagationSpec>>>,
-    cluster_propagation: Vec<Arc<Policy<PropagationSpec>>>,
-    override_policies: Vec<Arc<Policy<OverrideSpec>>>,
     /// Per namespace, its PropagationPolicies' positions in the set's order.
     pps: KeyMap<String, Vec<PropagationAt>>,
     /// Per policy name, the (kind, namespace, position in its kind's list) of the policies of
@@ -485,7 +481,32 @@ pub struct IndexPositions {
     overrides: KeyMap<String, Vec<SetPos<Policy<OverrideSpec>>>>,
 }
 
+/// The policy index kept between passes: a [`crate::util::memo::MemoMap`] of one entry keyed by
+/// the policies it indexes ([`IndexedPolicies`]), computed by [`IndexPositions::of`].
+pub type KeptIndex = crate::util::memo::MemoMap<(), IndexedPolicies, Arc<IndexPositions>>;
+
+/// The policies an index is built from — the PropagationPolicies, ClusterPropagationPolicies
+/// and OverridePolicies of a set, in its order — by identity (each [`ArcKey`] holds its policy,
+/// so its address stays its own while the key is kept).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedPolicies {
+    propagation: Vec<ArcKey<Policy<PropagationSpec>>>,
+    cluster_propagation: Vec<ArcKey<Policy<PropagationSpec>>>,
+    override_policies: Vec<ArcKey<Policy<OverrideSpec>>>,
+}
+
+impl IndexedPolicies {
+    fn of(set: &PolicySet) -> Self {
+        IndexedPolicies {
+            propagation: set.propagation_policies.iter().map(ArcKey::of).collect(),
+            cluster_propagation: set.cluster_propagation_policies.iter().map(ArcKey::of).collect(),
+            override_policies: set.override_policies.iter().map(ArcKey::of).collect(),
+        }
+    }
+}
+
 impl IndexPositions {
+    /// The index of `set` (the one compute of [`KeptIndex`]).
     fn of(set: &PolicySet) -> Self {
         let mut pps: KeyMap<String, Vec<PropagationAt>> = KeyMap::default();
         let mut by_name: KeyMap<String, Vec<(PolicyKind, Option<String>, PropagationAt)>> =
@@ -516,24 +537,7 @@ impl IndexPositions {
                 overrides.entry(ns.to_string()).or_default().push(i);
             }
         }
-        IndexPositions {
-            propagation: set.propagation_policies.clone(),
-            cluster_propagation: set.cluster_propagation_policies.clone(),
-            override_policies: set.override_policies.clone(),
-            pps,
-            by_name,
-            overrides,
-        }
-    }
-
-    /// Whether this index was built from `set`'s policies: the same objects, in the same order.
-    fn indexes(&self, set: &PolicySet) -> bool {
-        fn same<T>(kept: &[Arc<T>], now: &[Arc<T>]) -> bool {
-            kept.len() == now.len() && kept.iter().zip(now).all(|(k, n)| Arc::ptr_eq(k, n))
-        }
-        same(&self.propagation, &set.propagation_policies)
-            && same(&self.cluster_propagation, &set.cluster_propagation_policies)
-            && same(&self.override_policies, &set.override_policies)
+        IndexPositions { pps, by_name, overrides }
     }
 }
 
@@ -545,14 +549,9 @@ impl<'a> PolicyIndex<'a> {
 
     /// Indexes `set` with the positions `kept` from an earlier pass when they index the same
     /// policies (else indexes it afresh and keeps that).
-    pub fn kept(set: &'a PolicySet, kept: &mut Option<Arc<IndexPositions>>) -> Self {
-        let positions = match kept
-            .as_ref()
-            .filter(|k| crate::util::memo::on(crate::util::memo::Name::PolicyIndex) && k.indexes(set))
-        {
-            Some(k) => Arc::clone(k),
-            None => Arc::clone(kept.insert(Arc::new(IndexPositions::of(set)))),
-        };
+    pub fn kept(set: &'a PolicySet, kept: &mut KeptIndex) -> Self {
+        let name = crate::util::memo::Name::PolicyIndex;
+        let positions = kept.get_or_compute(name, &(), IndexedPolicies::of(set), || Arc::new(IndexPositions::of(set)));
         PolicyIndex { set, positions }
     }
 

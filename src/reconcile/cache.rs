@@ -255,88 +255,71 @@ pub struct SharedDigests {
 }
 
 impl SharedDigests {
-    /// Both digests computed.
+    /// The three digests computed (each with its memo's compute: [`NodeDigests`]).
     pub fn of(s: &ClusterSnapshot) -> Self {
-        SharedDigests { nodes: key_of(&*s.nodes), pods: key_of(&s.pods), apis: key_of(&*s.api_enablements) }
+        SharedDigests { nodes: nodes_digest(s), pods: pods_digest(s), apis: apis_digest(s) }
     }
 }
 
-/// The digests of each member's node list and pod facts, kept with the list and the facts
-/// they were computed from. Both are shared (`Arc`) between the poller's data, the snapshots
-/// and their copies, and a list or facts that change are new ones (a change copies before it
-/// writes: `Arc::make_mut`), so the same ones are hashed once, not on every pass: hashing 100
-/// nodes of 1,000 members was most of a quiet pass's snapshot stage (issue 17, S3: the benchmark
-/// journal, `git show 18d1f28:BENCHMARKS.md`), and the pods' owner maps most of the rest. The
-/// entry holds what it was computed from, so an address cannot be reused by another list or
-/// facts while it is here.
-#[derive(Default, Clone)]
-pub struct NodeDigests(HashMap<String, NodeEntry>);
+/// [`NodeDigests`]' compute of a member's node list digest.
+fn nodes_digest(s: &ClusterSnapshot) -> u64 {
+    key_of(&*s.nodes)
+}
 
-/// One member's entry of [`NodeDigests`].
-#[derive(Clone)]
-struct NodeEntry {
-    nodes: Arc<Vec<crate::model::NodeView>>,
-    pods: Option<Arc<crate::model::snapshot::PodFacts>>,
-    apis: Arc<std::collections::BTreeSet<String>>,
-    digests: SharedDigests,
+/// [`NodeDigests`]' compute of a member's pod facts digest.
+fn pods_digest(s: &ClusterSnapshot) -> u64 {
+    key_of(&s.pods)
+}
+
+/// [`NodeDigests`]' compute of a member's API list digest.
+fn apis_digest(s: &ClusterSnapshot) -> u64 {
+    key_of(&*s.api_enablements)
+}
+
+/// The digests of each member's node list, pod facts and API list, kept with the list, the
+/// facts and the API list they were computed from: three [`memo::MemoMap`]s by member name,
+/// each keyed by the identity of what it hashes ([`ArcKey`], which holds it, so an address
+/// cannot be reused by another list while it is here), each with one compute
+/// ([`nodes_digest`], [`pods_digest`], [`apis_digest`]). All three are shared (`Arc`) between
+/// the poller's data, the snapshots and their copies, and a list or facts that change are new
+/// ones (a change copies before it writes: `Arc::make_mut`), so the same ones are hashed once,
+/// not on every pass: hashing 100 nodes of 1,000 members was most of a quiet pass's snapshot
+/// stage (issue 17, S3: the benchmark journal, `git show 18d1f28:BENCHMARKS.md`), and the pods'
+/// owner maps most of the rest. (Three memos, not one: a member's pods change more often than
+/// its nodes.)
+#[derive(Default, Clone)]
+pub struct NodeDigests {
+    nodes: memo::MemoMap<String, ArcKey<Vec<crate::model::NodeView>>, u64, foldhash::fast::RandomState>,
+    pods: memo::MemoMap<String, Option<ArcKey<crate::model::snapshot::PodFacts>>, u64, foldhash::fast::RandomState>,
+    apis: memo::MemoMap<String, ArcKey<std::collections::BTreeSet<String>>, u64, foldhash::fast::RandomState>,
 }
 
 impl NodeDigests {
-    /// The digests of `s`'s node list and pod facts: the kept ones for the same list and facts.
+    /// The digests of `s`'s node list, pod facts and API list: the kept ones for the same ones.
     pub fn of(&mut self, s: &ClusterSnapshot) -> SharedDigests {
-        let same_pods = |kept: &Option<Arc<_>>| match (kept, &s.pods) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        };
-        if !memo::on(memo::Name::NodeDigests) {
-            let digests = SharedDigests::of(s);
-            self.put(s, digests);
-            return digests;
-        }
-        match self.0.get_mut(&s.name) {
-            Some(k)
-                if Arc::ptr_eq(&k.nodes, &s.nodes)
-                    && same_pods(&k.pods)
-                    && Arc::ptr_eq(&k.apis, &s.api_enablements) =>
-            {
-                k.digests
-            }
-            Some(k) => {
-                if !Arc::ptr_eq(&k.nodes, &s.nodes) {
-                    k.digests.nodes = key_of(&*s.nodes);
-                    k.nodes = Arc::clone(&s.nodes);
-                }
-                if !same_pods(&k.pods) {
-                    k.digests.pods = key_of(&s.pods);
-                    k.pods = s.pods.clone();
-                }
-                if !Arc::ptr_eq(&k.apis, &s.api_enablements) {
-                    k.digests.apis = key_of(&*s.api_enablements);
-                    k.apis = Arc::clone(&s.api_enablements);
-                }
-                k.digests
-            }
-            None => {
-                let digests = SharedDigests::of(s);
-                self.put(s, digests);
-                digests
-            }
+        let name = memo::Name::NodeDigests;
+        SharedDigests {
+            nodes: self.nodes.get_or_compute(name, &s.name, ArcKey::of(&s.nodes), || nodes_digest(s)),
+            pods: self.pods.get_or_compute(name, &s.name, s.pods.as_ref().map(ArcKey::of), || pods_digest(s)),
+            apis: self.apis.get_or_compute(name, &s.name, ArcKey::of(&s.api_enablements), || apis_digest(s)),
         }
     }
 
     /// Keeps `digests` ([`SharedDigests::of`] `s`, computed by the caller) for `s`'s list and facts.
     pub fn put(&mut self, s: &ClusterSnapshot, digests: SharedDigests) {
-        let apis = Arc::clone(&s.api_enablements);
-        self.0.insert(s.name.clone(), NodeEntry { nodes: Arc::clone(&s.nodes), pods: s.pods.clone(), apis, digests });
+        self.nodes.keep(s.name.clone(), ArcKey::of(&s.nodes), digests.nodes);
+        self.pods.keep(s.name.clone(), s.pods.as_ref().map(ArcKey::of), digests.pods);
+        self.apis.keep(s.name.clone(), ArcKey::of(&s.api_enablements), digests.apis);
     }
 
     /// Forgets the members not in `snapshots` (a member removed from the repository), once
     /// each of them has its entry ([`NodeDigests::of`]): then an entry more is a stale one.
     pub fn retain_of(&mut self, snapshots: &[ClusterSnapshot]) {
-        if self.0.len() > snapshots.len() {
+        if self.nodes.len() > snapshots.len() {
             let names: std::collections::HashSet<&str> = snapshots.iter().map(|s| s.name.as_str()).collect();
-            self.0.retain(|name, _| names.contains(name.as_str()));
+            self.nodes.retain(|name| names.contains(name.as_str()));
+            self.pods.retain(|name| names.contains(name.as_str()));
+            self.apis.retain(|name| names.contains(name.as_str()));
         }
     }
 }
@@ -378,33 +361,30 @@ pub fn static_digest(s: &ClusterSnapshot) -> u64 {
     h.finish()
 }
 
-/// Each cluster's [`static_digest`] by position, kept between passes with the snapshot
-/// [`fingerprint`] it was computed from: the fingerprint covers every static fact, so a
-/// cluster whose fingerprint is the same keeps its digest and only the others are hashed again.
-#[derive(Debug, Default, Clone)]
-pub struct StaticDigests(Vec<Option<(u64, u64)>>);
+/// Each cluster's [`static_digest`] (the one compute) by position, kept between passes with
+/// the snapshot [`fingerprint`] it was computed from: a [`memo::MemoMap`] by the view's
+/// position keyed by the fingerprint, which covers every static fact, so a cluster whose
+/// fingerprint is the same keeps its digest and only the others are hashed again.
+#[derive(Default, Clone)]
+pub struct StaticDigests(memo::MemoMap<ViewIx, u64, u64, foldhash::fast::RandomState>);
 
 impl StaticDigests {
     /// The digests of `snapshots` (whose fingerprints are `fingerprints`), by position.
     pub fn of(&mut self, snapshots: &[ClusterSnapshot], fingerprints: &[u64]) -> Vec<u64> {
-        self.0.resize(snapshots.len(), None);
-        let mut out = Vec::with_capacity(snapshots.len());
-        for (i, s) in snapshots.iter().enumerate() {
-            let fingerprint = fingerprints.get(i).copied();
-            let digest = match (self.0[i], fingerprint) {
-                (Some((kept, digest)), Some(f)) if kept == f && memo::on(memo::Name::StaticDigests) => {
-                    debug_assert_eq!(digest, static_digest(s), "the static digest of {} kept", s.name);
-                    digest
-                }
-                _ => {
-                    let digest = static_digest(s);
-                    self.0[i] = fingerprint.map(|f| (f, digest));
-                    digest
-                }
-            };
-            out.push(digest);
+        if self.0.len() > snapshots.len() {
+            self.0.retain(|i| i.index() < snapshots.len());
         }
-        out
+        let name = memo::Name::StaticDigests;
+        ViewIx::all(snapshots.len())
+            .zip(snapshots)
+            .map(|(i, s)| match fingerprints.get(i.index()) {
+                Some(&f) => self.0.get_or_compute(name, &i, f, || static_digest(s)),
+                None => {
+                    self.0.forget(&i);
+                    static_digest(s)
+                }
+            })
+            .collect()
     }
 }
 
@@ -672,13 +652,15 @@ impl SameTargets {
 type PropagationPolicy = crate::policy::Policy<crate::policy::types::PropagationSpec>;
 type OverridePolicy = crate::policy::Policy<crate::policy::types::OverrideSpec>;
 
-/// Per template, the policy that claims it (Karmada's claim: [`crate::policy::matching`]),
-/// kept while the answer cannot change: the template is the same object, asked with the same
-/// previous claimer, and the PropagationPolicies that could claim it — those of its namespace
-/// and every ClusterPropagationPolicy — are the same objects in the same order as when it was
-/// claimed. A pass after an edit of one file claims again the templates of the namespaces
-/// whose policies that file holds, not the fleet's (each claim tries every policy of the
-/// namespace). [`ClaimMemo::begin`] finds, once per pass, which namespaces' policies changed.
+/// Per template, the policy that claims it (Karmada's claim: [`crate::policy::matching`]): a
+/// [`memo::MemoMap`] by template object whose key ([`ClaimInputs`]) is what the claim reads
+/// beside the template — the previous claimer it is asked with, and the generation of the
+/// PropagationPolicies that could claim it (those of its namespace, and every
+/// ClusterPropagationPolicy) — with one compute function, [`claim_of`]. A generation is
+/// taken again when its policies are not the same objects in the same order as the last pass's
+/// ([`ClaimMemo::begin`]), so a pass after an edit of one file claims again the templates of the
+/// namespaces whose policies that file holds, not the fleet's (each claim tries every policy of
+/// the namespace).
 #[derive(Default, Clone)]
 pub struct ClaimMemo {
     /// Per namespace, its PropagationPolicies as of the pass (in the set's order); only the
@@ -689,13 +671,38 @@ pub struct ClaimMemo {
     changed: std::collections::HashSet<String>,
     /// Whether the pass's ClusterPropagationPolicies are not the last pass's objects.
     cluster_wide_changed: bool,
-    /// Per template object (its identity): the previous claimer it was claimed with, and the
-    /// claim's policy.
-    claims: HashMap<ArcKey<crate::policy::Template>, ClaimEntry, foldhash::fast::RandomState>,
+    /// The generation of each namespace's PropagationPolicies (none: 0, never changed), of the
+    /// ClusterPropagationPolicies, and the last generation given.
+    generations: HashMap<String, u64>,
+    cluster_wide_generation: u64,
+    last_generation: u64,
+    /// Per template object (its identity): its claim's policy.
+    claims: memo::MemoMap<
+        ArcKey<crate::policy::Template>,
+        ClaimInputs,
+        Option<crate::policy::PolicyRef>,
+        foldhash::fast::RandomState,
+    >,
 }
 
-/// A kept claim: the previous claimer it was asked with, the claiming policy.
-type ClaimEntry = (Option<crate::policy::PolicyRef>, Option<crate::policy::PolicyRef>);
+/// What a kept claim was computed from beside its template ([`ClaimMemo`]).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ClaimInputs {
+    /// The generations of the ClusterPropagationPolicies and of the PropagationPolicies of the
+    /// template's namespace.
+    policies: (u64, u64),
+    /// The previous claimer it was asked with.
+    previous: Option<crate::policy::PolicyRef>,
+}
+
+/// [`ClaimMemo`]'s compute: the policy that claims `t` when `previous` claimed it before.
+pub fn claim_of(
+    index: &crate::policy::matching::PolicyIndex<'_>,
+    t: &crate::policy::Template,
+    previous: Option<&crate::policy::PolicyRef>,
+) -> Option<crate::policy::PolicyRef> {
+    index.claim_with_previous(t, previous).map(|c| c.policy)
+}
 
 /// The identities of `set`'s templates.
 fn template_keys(
@@ -706,9 +713,9 @@ fn template_keys(
 
 impl ClaimMemo {
     /// Compares the PropagationPolicies of the pass (`index`, grouped by namespace as the
-    /// claims read them) with those the kept claims were made with; the kept claims of a
-    /// namespace that changed (of every namespace, when the ClusterPropagationPolicies changed)
-    /// are not given again.
+    /// claims read them) with those of the last pass; the namespaces that changed (and the
+    /// ClusterPropagationPolicies, when they did) take a new generation, so that no claim
+    /// computed from their policies before is given again.
     pub fn begin(&mut self, set: &crate::policy::PolicySet, index: &crate::policy::matching::PolicyIndex<'_>) {
         // A kept list is the same as the pass's when it holds the same objects in the same
         // order (the kept `Arc`s keep their addresses from being another policy's).
@@ -734,17 +741,24 @@ impl ClaimMemo {
                     self.namespaces.entry(ns.to_string()).or_default().push(Arc::clone(p));
                 }
             }
+            for ns in &changed {
+                self.last_generation += 1;
+                self.generations.insert(ns.clone(), self.last_generation);
+            }
         }
         self.changed = changed;
         self.cluster_wide_changed = !same(&self.cluster_wide, set.cluster_propagation_policies.iter().map(|p| &**p));
         if self.cluster_wide_changed {
             self.cluster_wide = set.cluster_propagation_policies.clone();
+            self.last_generation += 1;
+            self.cluster_wide_generation = self.last_generation;
+            // None of them would be given again: their memory back.
             self.claims.clear();
         }
         let templates = set.templates.len();
         if self.claims.len() > templates + templates / 8 + 64 {
             let current = template_keys(set);
-            self.claims.retain(|t, _| current.contains(t));
+            self.claims.retain(|t| current.contains(t));
         }
     }
 
@@ -754,28 +768,33 @@ impl ClaimMemo {
         self.changed.is_empty() && !self.cluster_wide_changed
     }
 
-    /// The kept policy that claims `t` when `previous` claimed it before (`Some(None)`: kept
-    /// as claimed by none); `None` when it must be claimed again ([`ClaimMemo::keep`] it).
-    pub fn kept(
+    /// What the claim of `t` asked with `previous` reads beside the template.
+    fn inputs(&self, t: &crate::policy::Template, previous: Option<&crate::policy::PolicyRef>) -> ClaimInputs {
+        let namespace = t.key.namespace.as_deref().and_then(|ns| self.generations.get(ns)).copied().unwrap_or(0);
+        ClaimInputs { policies: (self.cluster_wide_generation, namespace), previous: previous.cloned() }
+    }
+
+    /// The policy that claims `t` when `previous` claimed it before ([`claim_of`] on `index`,
+    /// the pass's): the kept claim when it was computed from the same inputs.
+    pub fn claim(
+        &mut self,
+        index: &crate::policy::matching::PolicyIndex<'_>,
+        t: &Arc<crate::policy::Template>,
+        previous: Option<&crate::policy::PolicyRef>,
+    ) -> Option<crate::policy::PolicyRef> {
+        let inputs = self.inputs(t, previous);
+        self.claims.get_or_compute(memo::Name::Claims, &ArcKey::of(t), inputs, || claim_of(index, t, previous))
+    }
+
+    /// The claim of `t` with `previous` that [`ClaimMemo::claim`] would give without computing
+    /// (`None`: it would compute).
+    #[cfg(test)]
+    fn kept(
         &self,
         t: &Arc<crate::policy::Template>,
         previous: Option<&crate::policy::PolicyRef>,
-    ) -> Option<Option<crate::policy::PolicyRef>> {
-        if !memo::on(memo::Name::Claims) || t.key.namespace.as_deref().is_some_and(|ns| self.changed.contains(ns)) {
-            return None;
-        }
-        let (asked, claimed) = self.claims.get(&ArcKey::of(t))?;
-        (asked.as_ref() == previous).then(|| claimed.clone())
-    }
-
-    /// Keeps the claim of `t` with `previous` as its previous claimer.
-    pub fn keep(
-        &mut self,
-        t: &Arc<crate::policy::Template>,
-        previous: Option<&crate::policy::PolicyRef>,
-        claimed: Option<crate::policy::PolicyRef>,
-    ) {
-        self.claims.insert(ArcKey::of(t), (previous.cloned(), claimed));
+    ) -> Option<&Option<crate::policy::PolicyRef>> {
+        self.claims.get(memo::Name::Claims, &ArcKey::of(t), &self.inputs(t, previous))
     }
 }
 
@@ -1765,7 +1784,7 @@ mod tests {
         assert_eq!(more_apis, SharedDigests::of(&snap));
         // A member gone from the fleet is forgotten.
         digests.retain_of(&[]);
-        assert!(digests.0.is_empty());
+        assert!(digests.nodes.is_empty() && digests.pods.is_empty() && digests.apis.is_empty());
     }
 
     /// The desired output the plan of the publish keeps between passes is made again when the
@@ -2629,13 +2648,13 @@ mod tests {
         };
         // The index's positions kept between the passes too: used again while the set holds the
         // same policy objects, made again when a policy changes; the lookups answer as the set's.
-        let positions = std::cell::RefCell::new(None);
+        let positions = std::cell::RefCell::new(crate::policy::matching::KeptIndex::default());
         let made = std::cell::Cell::new(0);
         let claims_of = |memo: &mut ClaimMemo, set: &crate::policy::PolicySet, asked: &mut Vec<String>| {
             let mut kept = positions.borrow_mut();
-            let before = kept.clone();
+            let before = kept.key_of(&()).cloned();
             let index = crate::policy::matching::PolicyIndex::kept(set, &mut kept);
-            if !before.is_some_and(|b| kept.as_ref().is_some_and(|k| Arc::ptr_eq(&b, k))) {
+            if kept.key_of(&()) != before.as_ref() {
                 made.set(made.get() + 1);
             }
             for p in &set.propagation_policies {
@@ -2650,15 +2669,11 @@ mod tests {
             memo.begin(set, &index);
             let mut out = Vec::new();
             for t in &set.templates {
-                let claimed = match memo.kept(t, None) {
-                    Some(kept) => kept,
-                    None => {
-                        asked.push(t.key.namespace.as_deref().unwrap_or_default().to_string());
-                        let fresh = index.claim_with_previous(t, None).map(|c| c.policy);
-                        memo.keep(t, None, fresh.clone());
-                        fresh
-                    }
-                };
+                if memo.kept(t, None).is_none() {
+                    asked.push(t.key.namespace.as_deref().unwrap_or_default().to_string());
+                }
+                let claimed = memo.claim(&index, t, None);
+                assert_eq!(claimed, claim_of(&index, t, None), "{}", t.key);
                 out.push(claimed.map(|p| p.name));
             }
             out

@@ -239,7 +239,7 @@ pub(super) struct Kept {
     static_digests: cache::StaticDigests,
     /// The policy index's positions, kept while the set holds the same policies
     /// ([`PolicyIndex::kept`]).
-    policy_index: Option<Arc<crate::policy::matching::IndexPositions>>,
+    policy_index: crate::policy::matching::KeptIndex,
 }
 
 impl Kept {
@@ -528,18 +528,7 @@ fn claim<'a>(
     let index = ctx.index;
     let t: &'a Template = shared;
     let claimer = previous.as_ref().and_then(|p| p.policy.as_ref());
-    let fresh = || index.claim_with_previous(t, claimer).map(|c| c.policy);
-    let claim = match claims.kept(shared, claimer) {
-        Some(kept) => {
-            debug_assert_eq!(kept, fresh(), "the kept claim of {}", t.key);
-            kept
-        }
-        None => {
-            let claim = fresh();
-            claims.keep(shared, claimer, claim.clone());
-            claim
-        }
-    };
+    let claim = claims.claim(index, shared, claimer);
     let policy = claim.and_then(|c| index.propagation_policy(&c).map(|p| (c, p)));
     let (policy, spec, placement, framework) = match policy {
         // Unknown profiles were rejected when loading.

@@ -27,45 +27,66 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Name {
     /// `policy::load::ParseCache`: the last validated inputs handed out again, and only the
-    /// changed files typed and validated again.
+    /// changed files typed and validated again. Not a [`MemoMap`]: its validity is each file's
+    /// stat and bytes, found by a walk of the repository (a file's entry is also where the next
+    /// load finds what an edit replaced); debug builds compare a splice of the changed files
+    /// with a merge of every file (`reconcile::inputs`).
     ParsedInputs,
     /// `reconcile::cache::NodeDigests`: each member's node-list, pod-facts and API-list
-    /// digests kept per object.
+    /// digests kept per object (three [`MemoMap`]s).
     NodeDigests,
-    /// `reconcile::cache::StaticDigests`: each member's static digest kept per fingerprint.
+    /// `reconcile::cache::StaticDigests`: each member's static digest kept per fingerprint (a
+    /// [`MemoMap`]).
     StaticDigests,
     /// `reconcile::cache::RecentPlacements`: the recent placements patched from the last
-    /// pass's list, their requirements and digests matched by object.
+    /// pass's list, their requirements and digests matched by object. Not a [`MemoMap`]: a list
+    /// patched with the placements set or removed since, not a value per key; its from-scratch
+    /// computation (`snapshots::list_recent`) is compared in debug builds.
     RecentPlacements,
-    /// `reconcile::cache::DeductedViews`: the member views after the deductions, whole.
+    /// `reconcile::cache::DeductedViews`: the member views after the deductions, whole. Not a
+    /// [`Memo`]: the views are moved into the pass, deducted from and put back with the pass's
+    /// deductions undone (a copy of 1,000 views is what it saves); its key is compared whole.
     DeductedViews,
     /// `PassSnapshots::already_deducted`: a decision whose recent placement the views hold is
-    /// not planned as a deduction again.
+    /// not planned as a deduction again. Not a [`Memo`]: it keeps no value (a plan known to be
+    /// empty is skipped); debug builds check that it is (`PassSnapshots::deducts_nothing`).
     AlreadyDeducted,
-    /// `policy::matching::IndexPositions`: the policy index kept while the set holds the same
-    /// policy objects.
+    /// `policy::matching::KeptIndex`: the policy index kept while the set holds the same
+    /// policy objects (a [`MemoMap`] of one entry).
     PolicyIndex,
-    /// `reconcile::cache::ClaimMemo`: each template's claim.
+    /// `reconcile::cache::ClaimMemo`: each template's claim (a [`MemoMap`]).
     Claims,
-    /// `reconcile::cache::KeyMemo`: each template's decision key.
+    /// `reconcile::cache::KeyMemo`: each template's decision key (a [`MemoMap`]).
     DecisionKeys,
     /// The decisions kept by key and clusters' state (`reconcile::cache::CachedDecision`): no
     /// filter, score, estimate, assignment or render of a workload whose inputs are the same.
+    /// Not a [`MemoMap`]: a decision is kept across a change of its clusters' state when its
+    /// outcome stands (below), and carries what later stages note in it; a cold pass is its
+    /// compute (the audit and `reconcile::warm_cold`).
     Decisions,
     /// A kept decision whose clusters' state changed, kept when its outcome stands on the
-    /// changed verdicts (`schedule::outcome_stands`) instead of decided again.
+    /// changed verdicts (`schedule::outcome_stands`) instead of decided again. Not a [`Memo`]:
+    /// a check of a kept decision, not a kept value.
     OutcomeStands,
     /// `schedule::Fleet`'s memo of filter answers within a pass (by filter key and affinity).
+    /// Not a [`Memo`]: answers are interned (identical ones share an id) and combined; it lives
+    /// one pass, and the registry's contract test checks every filter's key.
     FleetFilters,
-    /// `model::nodes::NodeIndex`'s answers per compiled request within a pass.
+    /// `model::nodes::NodeIndex`'s answers per compiled request within a pass. Not a [`Memo`]:
+    /// a kept walk is brought up to date through the nodes pods moved since (debug builds
+    /// compare it with a walk of every group).
     NodeWalks,
     /// `reconcile::cache::DesiredOutput`: the per-cluster digests and Namespace files brought
-    /// up to date from the decisions a pass changed.
+    /// up to date from the decisions a pass changed. Not a [`MemoMap`]: patched from the
+    /// pass's changes (a fold over the decisions, not a value per key); debug builds compare
+    /// it with one made from every decision.
     DesiredOutput,
-    /// The paths each decision owns (the publish guard's `Owners`), patched per pass.
+    /// The paths each decision owns (the publish guard's `Owners`), patched per pass. Not a
+    /// [`MemoMap`]: patched as the desired output is (debug builds compare it with every
+    /// decision's).
     Owners,
     /// The digest of the files last published per cluster: only clusters whose digest changed
-    /// are published.
+    /// are published. Not a [`MemoMap`]: a record of what was written, not a computed value.
     PublishedDigests,
 }
 
@@ -303,6 +324,33 @@ impl<E: Hash + Eq, K: PartialEq, V, S: std::hash::BuildHasher> MemoMap<E, K, V, 
         self.entries.get(entity).filter(|(k, _)| k == key).map(|(_, v)| v)
     }
 
+    /// The value kept for `entity` when it was computed from `key` (and memo `name` is on),
+    /// else `compute()`, kept for `entity` with `key`: the memo's one compute function, which
+    /// debug builds also run for a value given again, to compare. The value is given as a
+    /// copy (a digest, a reference to a policy, an `Arc`).
+    pub fn get_or_compute(&mut self, name: Name, entity: &E, key: K, compute: impl FnOnce() -> V) -> V
+    where
+        E: Clone,
+        V: Clone + PartialEq + std::fmt::Debug,
+    {
+        if on(name)
+            && let Some((k, v)) = self.entries.get(entity)
+            && *k == key
+        {
+            let v = v.clone();
+            debug_assert_eq!(v, compute(), "a memo gave a value its compute does not");
+            return v;
+        }
+        let value = compute();
+        match self.entries.get_mut(entity) {
+            Some(slot) => *slot = (key, value.clone()),
+            None => {
+                self.entries.insert(entity.clone(), (key, value.clone()));
+            }
+        }
+        value
+    }
+
     /// Keeps `value`, computed from `key`, for `entity` (replacing any).
     pub fn keep(&mut self, entity: E, key: K, value: V) {
         self.entries.insert(entity, (key, value));
@@ -380,6 +428,27 @@ mod tests {
         assert_eq!(memo.get(Name::DecisionKeys, &"t", &(1, 3)), Some(&43));
         memo.forget(&"t");
         assert!(memo.is_empty());
+    }
+
+    /// A memo map's one compute runs for a new entity or another key, and (in debug builds
+    /// only, to compare) for a value given again; switched off, it runs every time.
+    #[test]
+    fn a_memo_map_computes_with_its_one_function() {
+        let mut memo: MemoMap<String, u64, u64> = MemoMap::default();
+        let calls = std::cell::Cell::new(0);
+        let ask = |memo: &mut MemoMap<String, u64, u64>, key: u64| {
+            memo.get_or_compute(Name::Claims, &"t".to_string(), key, || {
+                calls.set(calls.get() + 1);
+                key * 10
+            })
+        };
+        assert_eq!(ask(&mut memo, 1), 10);
+        assert_eq!(calls.get(), 1);
+        assert_eq!(ask(&mut memo, 1), 10);
+        assert_eq!(calls.get(), 1 + usize::from(cfg!(debug_assertions)), "given again");
+        assert_eq!(ask(&mut memo, 2), 20, "another key");
+        assert_eq!(memo.len(), 1, "one value per entity");
+        assert_eq!(memo.get(Name::Claims, &"t".to_string(), &2), Some(&20));
     }
 
     /// A key that does not cover what the compute reads is caught in debug builds.

@@ -966,6 +966,108 @@ fn index_spaces_are_typed_where_kept() {
     assert_eq!(field_declaration(old, "IndexPosition", "pps"), None, "another struct");
 }
 
+/// The text of the item `struct name` or `type name` in `code`: to the end of its body (a
+/// struct with fields) or to its `;`.
+fn item_text(code: &str, name: &str) -> Option<String> {
+    let start = ["struct ", "type "].iter().find_map(|kw| {
+        let head = format!("{kw}{name}");
+        code.match_indices(&head)
+            .find(|(i, _)| !is_ident(code[i + head.len()..].chars().next().as_ref()))
+            .map(|(i, _)| i)
+    })?;
+    let rest = &code[start..];
+    let (semi, open) = (rest.find(';'), rest.find('{'));
+    let end = match (semi, open) {
+        (Some(s), Some(o)) if s < o => s,
+        (Some(s), None) => s,
+        (_, Some(o)) => {
+            let mut depth = 0usize;
+            let mut end = rest.len();
+            for (i, ch) in rest[o..].char_indices() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = o + i;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            end
+        }
+        (None, None) => rest.len(),
+    };
+    Some(rest[..end].to_string())
+}
+
+/// The variants of `util::memo::Name` (the memo registry) with their doc comments.
+fn memo_registry() -> Vec<(String, String)> {
+    let text = fs::read_to_string(repo_root().join("src/util/memo.rs")).expect("read memo.rs");
+    let body = &text[text.find("pub enum Name {").expect("enum Name")..];
+    let body = &body[..body.find("\n}").expect("end of Name")];
+    let mut out = Vec::new();
+    let mut doc = String::new();
+    for line in body.lines().skip(1).map(str::trim) {
+        if let Some(d) = line.strip_prefix("///") {
+            doc.push_str(d.trim());
+            doc.push(' ');
+        } else if let Some(name) = line.strip_suffix(',').filter(|n| n.chars().all(char::is_alphanumeric)) {
+            out.push((name.to_string(), std::mem::take(&mut doc)));
+        }
+    }
+    out
+}
+
+/// One memo shape (issue 51): every memo of the registry (`util::memo::Name`) is a `Memo` or a
+/// `MemoMap` — validity by key equality, one compute function, compared in debug builds with a
+/// value given again — or its entry says why it cannot take the shape ("Not a [`Memo`]: …").
+/// Those on the shape are named here with their type, whose definition holds the shape, and
+/// whose file computes through it (`get_or_compute`; `KeyMemo`'s compute needs what a miss goes
+/// on to use, so it keeps what the caller computed: `keep`).
+#[test]
+fn every_memo_is_on_the_one_shape_or_says_why_not() {
+    const ALL_MEMOS: usize = fedsched::util::memo::Name::ALL.len();
+    const ON_THE_SHAPE: &[(&str, &str, &str)] = &[
+        ("NodeDigests", "reconcile/cache.rs", "NodeDigests"),
+        ("StaticDigests", "reconcile/cache.rs", "StaticDigests"),
+        ("PolicyIndex", "policy/matching.rs", "KeptIndex"),
+        ("Claims", "reconcile/cache.rs", "ClaimMemo"),
+        ("DecisionKeys", "reconcile/cache.rs", "KeyMemo"),
+    ];
+    let registry = memo_registry();
+    assert_eq!(registry.len(), ALL_MEMOS, "the registry's variants read (ARCHITECTURE.md counts them)");
+    let files: BTreeMap<String, String> =
+        source_files().into_iter().map(|(rel, code)| (rel.display().to_string(), code)).collect();
+    let mut wrong = Vec::new();
+    for (name, doc) in &registry {
+        match ON_THE_SHAPE.iter().find(|(n, ..)| n == name) {
+            Some((_, file, ty)) => {
+                let code = &files[*file];
+                let item = item_text(code, ty).unwrap_or_default();
+                if !(item.contains("MemoMap<") || item.contains("Memo<")) {
+                    wrong.push(format!("{name}: {file}: {ty} is not a Memo or MemoMap"));
+                }
+                if !(code.contains(".get_or_compute(") || code.contains(".keep(")) {
+                    wrong.push(format!("{name}: {file} computes nothing through it"));
+                }
+            }
+            None if doc.contains("Not a [`Memo`]:") || doc.contains("Not a [`MemoMap`]:") => {}
+            None => wrong.push(format!("{name}: neither on the shape nor saying why not")),
+        }
+    }
+    assert_eq!(wrong, Vec::<String>::new(), "one memo shape");
+    // The scanner reads the old ClaimMemo as what it was.
+    let old = "pub struct ClaimMemo {\n    claims: HashMap<ArcKey<Template>, ClaimEntry>,\n}";
+    assert!(!item_text(old, "ClaimMemo").is_some_and(|t| t.contains("MemoMap<")));
+    assert_eq!(
+        item_text("pub struct S(memo::MemoMap<u32, u64, u64>);", "S").as_deref(),
+        Some("struct S(memo::MemoMap<u32, u64, u64>)")
+    );
+}
+
 /// The pass trigger is one type (issue 51), `publish::Trigger`, from the daemon's loop to every
 /// place that names it (the pass, its report, the status, the history record it writes, the git
 /// commit message): no parameter or field of the product's code holds a trigger as a string. The
