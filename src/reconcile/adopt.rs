@@ -16,8 +16,11 @@
 //! store no rollout state), so the new leader's first pass continues the rollout at its stage
 //! and gate: it neither restarts at stage 1 nor settles it as complete (which would publish the
 //! new version everywhere without the gates). Rollouts the output no longer lists are
-//! forgotten. What the file does not carry stays this instance's own: the history (the old
-//! leader's records are in the old leader's store) and the stability engine's timelines.
+//! forgotten. Each entry also lists the workload's graceful eviction tasks (the files kept on
+//! a member it left until their purge, as a ResourceBinding's `spec.gracefulEvictionTasks`):
+//! they replace the engine's tasks in the store ([`adopt_tasks`]). What the file does not
+//! carry stays this instance's own: the history (the old leader's records are in the old
+//! leader's store) and the rest of the stability engine's state (the members' timelines).
 //!
 //! Each placement adoption writes or removes gets a history record of its own (trigger
 //! `takeover`, both input hashes [`ADOPTED`]; a removal's both 0, as `record_removed` writes
@@ -65,6 +68,8 @@ pub struct Adopted {
     pub rollouts: usize,
     /// Rollout states removed because the output no longer lists them.
     pub rollouts_removed: usize,
+    /// Workloads whose graceful eviction tasks were replaced by the published ones.
+    pub tasks: usize,
 }
 
 /// Why the published state could not be adopted.
@@ -101,6 +106,7 @@ pub fn adopt_published(store: &Store, output_dir: &Path, now_ms: u64) -> Result<
         Err((path, message)) => return Err(AdoptError::Read { path: path.display().to_string(), message }),
     };
     let mut done = Adopted { published: published.len(), ..Default::default() };
+    done.tasks = adopt_tasks(store, &published)?;
     let mut stale = Vec::new();
     let listed: std::collections::BTreeSet<_> = published.iter().map(|p| p.workload.clone()).collect();
     for p in published {
@@ -141,6 +147,41 @@ pub fn adopt_published(store: &Store, output_dir: &Path, now_ms: u64) -> Result<
     }
     store.flush()?;
     Ok(done)
+}
+
+/// The graceful eviction tasks of the published entries replace the store's (the engine's
+/// state): a workload's files kept on a member it left stay until the new leader purges them,
+/// by the same rules, from the same eviction time and grace period — without them its first
+/// pass removed every kept copy at once, a workload's last Ready replicas among them (issue
+/// 46, `[ha]` invariant 1, simulation seeds 181 and 196). A workload the summary lists without
+/// tasks, or does not list, has none. The summary lists the tasks whose files stay
+/// ([`crate::schedule::stability::WorkloadStability::kept_tasks`]), never a `Directly` one
+/// (its files went in the pass that started it): this instance's own of an earlier term go
+/// too. The rest of the state (the members' timelines, the storm guard, failover's memory)
+/// stays this instance's. Returns how many workloads' tasks changed.
+fn adopt_tasks(store: &Store, published: &[Published]) -> Result<usize, StoreError> {
+    let mut state = store.stability()?;
+    let mut changed = 0;
+    for p in published {
+        let own = state.workloads.get(&p.workload).map_or(&[][..], |w| w.tasks.as_slice());
+        if own != p.tasks.as_slice() {
+            state.workloads.entry(p.workload.clone()).or_default().tasks = p.tasks.clone();
+            changed += 1;
+        }
+    }
+    let with_tasks: std::collections::BTreeSet<&crate::policy::ObjectKey> =
+        published.iter().filter(|p| !p.tasks.is_empty()).map(|p| &p.workload).collect();
+    for (key, w) in &mut state.workloads {
+        if !w.tasks.is_empty() && !with_tasks.contains(key) {
+            w.tasks.clear();
+            changed += 1;
+        }
+    }
+    if changed > 0 {
+        state.workloads.retain(|_, w| !w.is_empty());
+        store.put_stability(&state)?;
+    }
+    Ok(changed)
 }
 
 /// The history record of an adopted placement (`removed`: of one the summary no longer lists).
@@ -367,6 +408,43 @@ mod tests {
             doc["decisions"].as_array().expect("list").iter().filter(|d| d["trigger"] == "takeover").collect();
         assert_eq!(adopted.len(), 2, "{doc}");
         assert!(adopted.iter().all(|d| d["status"] == "not-replayable" && d["reason"] == ADOPTION_REASON), "{doc}");
+    }
+
+    /// Issue 46, `[ha]` invariant 1 (simulation seed 181): the graceful eviction tasks the old
+    /// leader published replace the store's, so that the new leader keeps the files they keep
+    /// (here web's on m9, its only Ready replicas) instead of removing them in its first pass;
+    /// a stale task of this instance's own earlier term goes.
+    #[test]
+    fn the_published_eviction_tasks_replace_the_stores() {
+        use crate::schedule::stability::{EvictionTask, Purge, Reason, WorkloadStability};
+        let dir = tempfile::tempdir().expect("tmp");
+        let (state, out) = (dir.path().join("state"), dir.path().join("out"));
+        let store = Store::open(&state).expect("store");
+        let task = |cluster: &str, since_ms| EvictionTask {
+            cluster: cluster.into(),
+            replicas: 5,
+            reason: Reason::ClusterUnreachable,
+            since_ms,
+            purge: Purge::Gracefully,
+            grace_ms: 30_000,
+            grace_expired_ms: Some(since_ms + 30_000),
+        };
+        let (web, api) = (record("web", &[("a", 5)], "web", 0), record("api", &[("c", 1)], "api", 0));
+        let web_tasks = [task("m9", 300_000)];
+        let placements = [crate::render::summary::Placement { tasks: &web_tasks, ..web.summary() }, api.summary()];
+        std::fs::create_dir_all(out.join(".fedsched")).expect("mkdir");
+        let text = crate::render::summary::summary_json(placements.into_iter());
+        std::fs::write(out.join(".fedsched/placements.json"), text).expect("write");
+        // This instance's own earlier term: a task for api that ended since.
+        let mut own = store.stability().expect("state");
+        own.workloads.insert(key("api"), WorkloadStability { tasks: vec![task("m1", 5_000)], ..Default::default() });
+        store.put_stability(&own).expect("put");
+        let done = adopt_published(&store, &out, 1_000).expect("adopt");
+        assert_eq!(done.tasks, 2, "{done:?}");
+        let adopted = store.stability().expect("state");
+        assert_eq!(adopted.workloads.get(&key("web")).map(|w| w.tasks.clone()), Some(web_tasks.to_vec()));
+        assert!(!adopted.workloads.contains_key(&key("api")), "{adopted:?}");
+        assert_eq!(adopt_published(&store, &out, 1_000).expect("adopt").tasks, 0, "adopting again changes nothing");
     }
 
     /// Issue 52: the rollouts' courses the old leader published replace the store's (a

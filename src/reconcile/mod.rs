@@ -448,6 +448,7 @@ impl Reconciler {
             &mut cache.decide.decisions,
             &inputs.set,
             (&decisions, &rollout.summary, cache.record.placements()),
+            &stability.state,
             full_check,
             &self.settings.publish,
         );

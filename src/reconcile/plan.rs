@@ -18,9 +18,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+use crate::policy::ObjectKey;
 use crate::policy::PolicySet;
 use crate::publish::{self, ClusterFiles, PublishPlan, SummaryPlan};
-use crate::render::summary::{SHARDS, Shard, Shards, shard_name, shard_of, summary_into, summary_item};
+use crate::render::summary::{Placement, SHARDS, Shard, Shards, shard_name, shard_of, summary_into, summary_item};
+use crate::schedule::stability::{EvictionTask, StabilityState, WorkloadStability};
 
 use super::cache;
 use super::decide::Decisions;
@@ -37,6 +39,10 @@ pub(super) struct Kept {
     published_roots: Option<BTreeSet<String>>,
     /// The summary's shards of the last pass.
     summary: Option<Shards>,
+    /// The graceful eviction tasks the summary entries of the pass list, per workload with
+    /// any ([`crate::render::summary::Placement::tasks`]): those the engine's state leaves
+    /// after the pass ([`WorkloadStability::kept_tasks`], brought up to date by [`retask`]).
+    tasks: BTreeMap<ObjectKey, Vec<EvictionTask>>,
     /// The last pass's desired output, as the plan of the publish reads it.
     desired: Option<cache::DesiredOutput>,
     /// The paths each workload's decision owned in the last pass (the publish's guard).
@@ -73,11 +79,12 @@ pub(super) fn plan<'a>(
     cached: &mut cache::KeptDecisions,
     set: &'a Arc<PolicySet>,
     (decisions, rollouts, placements): (&Decisions, &RolloutSummary, &cache::Placements),
+    state: &StabilityState,
     full_check: bool,
     settings: &super::settings::PublishSettings,
 ) -> PlannedPublish<'a> {
     let namespaces = settings.namespaces;
-    let summary = summary(kept, cached, decisions, rollouts);
+    let summary = summary(kept, cached, decisions, rollouts, state);
     let order = decisions.keys();
     let memo = desired(kept, cached, set, decisions, full_check, namespaces);
     let digests: HashMap<&str, (u64, usize)> =
@@ -163,7 +170,8 @@ pub(super) fn plan<'a>(
         }
         let files = p.files.iter().map(|(c, path)| format!("{c}/{path}")).collect();
         let shard = shard_of(k);
-        removals.entry(shard_name(shard)).or_default().push((summary_item(&p.summary()), files));
+        let item = summary_item(&Placement { tasks: tasks_of(&kept.tasks, k), ..p.summary() });
+        removals.entry(shard_name(shard)).or_default().push((item, files));
         if !changed.contains(&shard) {
             changed.push(shard);
         }
@@ -365,22 +373,35 @@ fn keep_stats(cached: &mut cache::KeptDecisions, stats: &HashMap<String, crate::
 
 /// The summary's shards of the pass, every shard joined from the decisions' fragments (each
 /// built once per decision and kept with it; an equal shard keeps the last one's `Arc`). Once a
-/// summary was made, every decision then had its fragment: only the pass's fresh decisions can
-/// lack one. The rollouts' entries follow each shard's placements. Debug builds compare the
-/// shards with ones made from scratch. (Joining only the shards of changed decisions, a memo
-/// of its own, earned nothing beyond the noise: issue 51's ablation.)
+/// summary was made, every decision then had its fragment: only the pass's fresh decisions and
+/// those whose graceful eviction tasks changed ([`retask`]) can lack one. The rollouts' entries
+/// follow each shard's placements. Debug builds compare the shards with ones made from scratch.
+/// (Joining only the shards of changed decisions, a memo of its own, earned nothing beyond the
+/// noise: issue 51's ablation.)
 fn summary(
     kept: &mut Kept,
     cached: &mut cache::KeptDecisions,
     decisions: &Decisions,
     rollouts: &RolloutSummary,
+    state: &StabilityState,
 ) -> Shards {
     let order = decisions.keys();
-    let made = &kept.summary;
+    // The workloads whose graceful eviction tasks are not those their entry lists: their
+    // fragments are made again (a task starts, ends or changes without a fresh decision).
+    if kept.summary.is_none() {
+        kept.tasks.clear();
+    }
+    let retasked = retask(&mut kept.tasks, state);
+    for k in &retasked {
+        if let Some(c) = cached.get_mut(k) {
+            Arc::make_mut(c).summary_item = None;
+        }
+    }
+    let (made, tasks) = (&kept.summary, &kept.tasks);
     let shards = {
         // The missing fragments (every one after a restart) on every core.
         let lacking: Vec<&crate::policy::ObjectKey> = match made {
-            Some(_) => decisions.fresh.iter().collect(),
+            Some(_) => decisions.fresh.iter().chain(retasked.difference(&decisions.fresh)).collect(),
             None => order.clone().collect(),
         };
         let missing: Vec<(&crate::policy::ObjectKey, &cache::CachedDecision)> = lacking
@@ -393,8 +414,8 @@ fn summary(
             order.clone().filter_map(|k| cached.get(k)).filter(|c| c.summary_item.is_none()).count() == missing.len(),
             "a decision that is not fresh lacks its summary fragment"
         );
-        let items = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |(_, c)| {
-            summary_item(&c.decided.record.summary())
+        let items = crate::util::threads::map_ordered(&missing, crate::util::threads::workers(), |(k, c)| {
+            summary_item(&Placement { tasks: tasks_of(tasks, k), ..c.decided.record.summary() })
         });
         let keys: Vec<crate::policy::ObjectKey> = missing.iter().map(|(k, _)| (*k).clone()).collect();
         for (k, item) in keys.iter().zip(items) {
@@ -423,14 +444,50 @@ fn summary(
         }
         shards
     };
-    debug_assert!(
-        shards
-            == Shards::of(
-                order.clone().filter_map(|k| cached.get(k)).map(|c| c.decided.record.summary()),
-                rollouts.items.values().map(|(shard, item)| (*shard, &**item)),
-            ),
-        "the summary's shards kept between passes differ from ones made from scratch"
-    );
+    #[cfg(debug_assertions)]
+    {
+        let scratch: BTreeMap<ObjectKey, Vec<EvictionTask>> =
+            state.workloads.iter().map(|(k, w)| (k.clone(), w.kept_tasks().cloned().collect())).collect();
+        debug_assert!(
+            shards
+                == Shards::of(
+                    order
+                        .clone()
+                        .filter_map(|k| cached.get_key_value(k))
+                        .map(|(k, c)| Placement { tasks: tasks_of(&scratch, k), ..c.decided.record.summary() }),
+                    rollouts.items.values().map(|(shard, item)| (*shard, &**item)),
+                ),
+            "the summary's shards kept between passes differ from ones made from scratch"
+        );
+    }
     kept.summary = Some(shards.clone());
     shards
+}
+
+/// Brings `listed` (per workload with any, the graceful eviction tasks its summary entry
+/// lists) to the tasks the engine's state leaves after the pass — what the render keeps
+/// ([`WorkloadStability::kept_tasks`]: not a `Directly` task, whose files the pass that
+/// started it removed) — and returns the workloads whose tasks changed. Walks the state
+/// without copying what did not change.
+fn retask(listed: &mut BTreeMap<ObjectKey, Vec<EvictionTask>>, state: &StabilityState) -> BTreeSet<ObjectKey> {
+    let left = |k: &ObjectKey| state.workloads.get(k).map(WorkloadStability::kept_tasks);
+    let mut changed: BTreeSet<ObjectKey> = state
+        .workloads
+        .iter()
+        .filter(|(k, w)| !w.kept_tasks().eq(tasks_of(listed, k)))
+        .map(|(k, _)| k.clone())
+        .collect();
+    changed.extend(listed.keys().filter(|k| !state.workloads.contains_key(*k)).cloned());
+    for k in &changed {
+        match left(k).map(|t| t.cloned().collect::<Vec<_>>()).filter(|t| !t.is_empty()) {
+            Some(tasks) => listed.insert(k.clone(), tasks),
+            None => listed.remove(k),
+        };
+    }
+    changed
+}
+
+/// A workload's graceful eviction tasks as its summary entry lists them (none: `[]`).
+fn tasks_of<'t>(listed: &'t BTreeMap<ObjectKey, Vec<EvictionTask>>, key: &ObjectKey) -> &'t [EvictionTask] {
+    listed.get(key).map_or(&[], Vec::as_slice)
 }

@@ -1701,6 +1701,59 @@ spec:
         assert_eq!(r.stability.kept_past_grace, 0);
         assert!(!web("m1"));
     }
+
+    /// Issue 46, `[ha]` invariant 1 (simulation seeds 181 and 196): a new leader keeps the copy
+    /// an eviction of the old leader keeps. The old leader evicts web from the lost m1
+    /// (`purgeMode: Gracefully`, the default) and keeps m1's file while the replacement's pods
+    /// are not Ready; its summary lists the task, the standby (a store of its own) adopts it at
+    /// the takeover, and its passes keep m1's file until the replacement is Ready, then purge
+    /// it by the same rule. Before the fix the summary listed no task, and the new leader's
+    /// first pass removed m1's file — the workload's last copy that ran — at once.
+    #[test]
+    fn a_takeover_keeps_the_copy_an_eviction_of_the_old_leader_keeps() {
+        use crate::publish::Trigger::Timer;
+        let f = Fixture::new(REPO, &[cluster("m1", 40), cluster("m2", 20), cluster("m3", 20)]);
+        let out = &f.out;
+        let web = |c: &str| out.join(c).join("shop/apps_deployment_web.yaml").exists();
+        // m1 lost; the others' pods of the workload `(pods, ready)`.
+        let world = |lost: bool, others: (u32, u32)| -> Inputs {
+            let mut inputs = f.inputs();
+            for s in inputs.snapshots.iter_mut() {
+                match s.name.as_str() {
+                    "m1" if lost => s.health = Health::Unreachable { reason: "connection refused".into() },
+                    "m1" => {}
+                    _ => s.pods = Some(pods(others.0, others.1)),
+                }
+            }
+            inputs
+        };
+        let t0 = 1_700_000_000_000;
+        {
+            let old = f.reconciler(Settings::builtin());
+            old.reconcile(&world(false, (0, 0)), out, Timer, t0).expect("pass");
+            old.reconcile(&world(true, (0, 0)), out, Timer, t0 + 10_000).expect("pass");
+            let r = old.reconcile(&world(true, (2, 0)), out, Timer, t0 + 310_000).expect("pass");
+            assert_eq!(r.stability.events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["eviction"]);
+            assert!(web("m1") && (web("m2") || web("m3")), "the replacement is published, the old copy kept");
+        }
+        let standby = crate::store::Store::open(&f.state.with_file_name("standby")).expect("store");
+        let adopted = crate::reconcile::adopt::take_over(&standby, out, t0 + 315_000).expect("takeover");
+        assert_eq!((adopted.published, adopted.tasks), (1, 1), "{adopted:?}");
+        let state = standby.stability().expect("state");
+        let kept: Vec<&str> = state.workloads.values().flat_map(|w| w.kept()).collect();
+        assert_eq!(kept, ["m1"], "the old leader's task, adopted");
+        let new = crate::reconcile::Reconciler::new(standby, Settings::builtin());
+        for at in [t0 + 320_000, t0 + 330_000] {
+            let r = new.reconcile(&world(true, (2, 0)), out, Timer, at).expect("pass");
+            assert!(web("m1"), "{at}: the new leader removed the copy the old one kept");
+            assert!(r.stability.events.is_empty() && r.files_removed == 0, "{at}: {r:?}");
+        }
+        // The replacement Ready: the new leader purges the copy, as the old one would have.
+        let r = new.reconcile(&world(true, (2, 2)), out, Timer, t0 + 340_000).expect("pass");
+        assert_eq!(r.stability.events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["purge"]);
+        assert!(!web("m1"));
+    }
+
     /// A Deployment duplicated to m1 and m2; application failover after 60 s of pods not
     /// Ready, its old copies kept (`purgeMode: Never`).
     const NEVER: &str = r#"apiVersion: policy.karmada.io/v1alpha1

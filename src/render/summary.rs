@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use crate::policy::{ObjectKey, PolicyRef};
 use crate::schedule::Outcome;
 use crate::schedule::rollout::RolloutState;
+use crate::schedule::stability::EvictionTask;
 
 /// What the summary shows of one decision (borrowed from the stored placement:
 /// `store::PlacementRecord::summary`).
@@ -42,6 +43,10 @@ pub struct Placement<'a> {
     pub files: &'a BTreeMap<String, String>,
     /// The `clusterAffinities` term in force (shown only when the placement has one).
     pub affinity: Option<&'a str>,
+    /// Its graceful eviction tasks (evictions and hand-overs whose files stay until purged),
+    /// as a ResourceBinding's `spec.gracefulEvictionTasks` carries them (shown only when it
+    /// has some): a new leader adopts them with the placement (`[ha]`, issue 46).
+    pub tasks: &'a [EvictionTask],
 }
 
 /// Number of shard files of the summary. Fixed (not a function of the fleet's size), so that
@@ -236,6 +241,9 @@ pub fn placement_json(p: &Placement<'_>) -> Value {
     if let (Some(term), Some(o)) = (p.affinity, v.as_object_mut()) {
         o.insert("affinityTerm".into(), json!(term));
     }
+    if let (false, Some(o)) = (p.tasks.is_empty(), v.as_object_mut()) {
+        o.insert("gracefulEvictionTasks".into(), json!(p.tasks));
+    }
     v
 }
 
@@ -251,6 +259,8 @@ pub struct Published {
     pub targets: BTreeMap<String, Option<i32>>,
     pub files: BTreeMap<String, String>,
     pub affinity: Option<String>,
+    /// Its graceful eviction tasks ([`Placement::tasks`]).
+    pub tasks: Vec<EvictionTask>,
 }
 
 /// Reads a summary document (a shard, or the `placements.json` of earlier versions) back
@@ -341,7 +351,11 @@ fn parse_item(item: &Value) -> Result<Published, String> {
         }
         targets.insert(name, replicas);
     }
-    Ok(Published { workload, policy, unschedulable, targets, files, affinity: optional(item, "/affinityTerm") })
+    let tasks = match item.get("gracefulEvictionTasks") {
+        None => Vec::new(),
+        Some(t) => Vec::<EvictionTask>::deserialize(t).map_err(|e| format!("gracefulEvictionTasks: {e}"))?,
+    };
+    Ok(Published { workload, policy, unschedulable, targets, files, affinity: optional(item, "/affinityTerm"), tasks })
 }
 
 /// One summary document at once (a shard's, or the whole of an earlier version's
@@ -552,6 +566,7 @@ mod tests {
             targets: &targets,
             files: &files,
             affinity: None,
+            tasks: &[],
         };
         let shards = Shards::of(keys.iter().map(p), std::iter::empty());
         assert_eq!(shards.0.len(), SHARDS);
@@ -613,6 +628,7 @@ mod tests {
             targets: &targets,
             files: &files,
             affinity,
+            tasks: &[],
         };
         let text = summary_json([p(&scheduled, Some("primary")), p(&unschedulable, None)].into_iter());
         let back = parse_summary(&text).expect("parses").placements;
@@ -641,6 +657,22 @@ mod tests {
         assert_eq!(buffer, text);
         summary_into(&mut buffer, &[], &[]);
         assert_eq!(buffer, summary_json(std::iter::empty()));
+        // A placement's graceful eviction tasks read back whole (a new leader adopts them);
+        // without any, the entry has no such key.
+        assert!(!text.contains("gracefulEvictionTasks"), "{text}");
+        use crate::schedule::stability::{Purge, Reason};
+        let task = EvictionTask {
+            cluster: "c".into(),
+            replicas: 3,
+            reason: Reason::ClusterUnreachable,
+            since_ms: 1_000,
+            purge: Purge::Gracefully,
+            grace_ms: 60_000,
+            grace_expired_ms: Some(61_000),
+        };
+        let with_task = Placement { tasks: std::slice::from_ref(&task), ..p(&scheduled, None) };
+        let back = parse_summary(&summary_json(std::iter::once(with_task))).expect("parses").placements;
+        assert_eq!(back[0].tasks, vec![task]);
     }
 
     /// A rollout's course is listed after the placements of its shard and reads back whole
@@ -689,6 +721,7 @@ mod tests {
             targets: &targets,
             files: &files,
             affinity: None,
+            tasks: &[],
         };
         let placed = summary_item(&placement);
         let mut text = String::new();
@@ -756,6 +789,7 @@ mod tests {
                 targets: &targets,
                 files: &files,
                 affinity: None,
+                tasks: &[],
             })
         };
         let doc = |items: &[&str], rollouts: &[&str]| {

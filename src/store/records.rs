@@ -113,6 +113,8 @@ impl PlacementRecord {
             targets: &self.targets,
             files: &self.files,
             affinity: self.affinity_name.as_deref(),
+            // The engine's state holds them (the summary adds them: `reconcile::plan`).
+            tasks: &[],
         }
     }
 }

@@ -388,10 +388,19 @@ impl WorkloadStability {
         tasks.chain(self.moved_from.keys().map(String::as_str)).collect()
     }
 
+    /// The tasks whose files stay after the pass: graceful evictions and hand-overs not purged.
+    /// A `Directly` task's files went in the pass that started it (it only keeps the member
+    /// out of the workload's decisions until the workload left), so it is none of them. The
+    /// one definition of what a pass leaves: the files the render keeps ([`Self::kept`]), the
+    /// summary's `gracefulEvictionTasks` and what a takeover adopts (`reconcile::adopt`).
+    pub fn kept_tasks(&self) -> impl Iterator<Item = &EvictionTask> + Clone {
+        self.tasks.iter().filter(|t| t.purge != Purge::Directly)
+    }
+
     /// Clusters whose previous files are kept although the workload left them or shrank there
-    /// (tasks and hand-overs not purged; `Directly` tasks are never kept).
+    /// (the clusters of [`Self::kept_tasks`]).
     pub fn kept(&self) -> BTreeSet<&str> {
-        self.tasks.iter().filter(|t| t.purge != Purge::Directly).map(|t| t.cluster.as_str()).collect()
+        self.kept_tasks().map(|t| t.cluster.as_str()).collect()
     }
 
     /// The replica cap of `cluster` for request shape `shape`, while a mark distrusts it.

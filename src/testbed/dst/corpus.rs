@@ -482,6 +482,72 @@ pub const CORPUS: &[Entry] = &[
         // counts its view in the members' health timelines (World::pass, Passed::Killed).
         fixed_by: Some("dst11b after 0b69d8a: the world, a killed pass's view counts for invariant 8"),
     },
+    Entry {
+        seed: 181,
+        keep: None,
+        faults: &[
+            "t=178s outage m66 Dead for 180s",
+            "t=182s m46 gets a node",
+            "t=197s w024 never Ready for 157s",
+            "t=203s storm m1,m67,m32,m56,m68,m40,m17,m43,m34,m51,m12,m24,m59,m60,m49,m23,m13,m27,m16,m25,m0,m5,m4,m15,m\
+             69,m18,m2,m39,m44,m26,m7,m57,m3,m63,m6,m35 Dead 8s apart for 135s",
+            "t=298s node 0 of m34 NotReady for 83s",
+            "t=299s storm m31,m22,m56,m11,m42,m66,m17,m37,m61,m8,m67,m40,m43,m10,m6,m69,m13,m51,m41,m30,m5,m53,m38,m64,m\
+             23,m18,m0,m52,m1,m27,m60,m45,m54,m34,m36,m3 Forbidden 15s apart for 125s",
+            "t=385s leader change",
+            "t=437s delete w000,w001,w002,w003,w004,w005,w006,w007,w008,w009,w010,w011,w012,w013,w014,w015,w016,w017,w0\
+             18,w020,w021,w022,w023,w024,w026,w027,w028,w029,w030,w031,w032,w033,w034,w035,w036,w037,w038,w039,w040,w04\
+             1,w042,w043,w044,w045,w046,w047,w048,w049,w051,w054,w055,w056,w057,w058,w059,w060,w061,w062,w063,w064,w065\
+             ,w066,w067,w068,w069,w070,w071,w072,w073,w075,w076,w078,w079,w080,w081,w082,w083,w084,w085,w086,w087,w088,\
+             w089,w090,w091,w092,w093,w094,w095,w096,w097,w098,w099,w100,w101,w102,w103,w105,w106,w107,w108,w109",
+            "t=477s leader change",
+            "t=530s outage m23 Dead for 153s (agent cut off too)",
+            "t=540s kill -9 after publish step 6, restart 5s later",
+            "t=817s w095 scaled to 4",
+            "t=836s outage m37 Dead for 100s (agent cut off too)",
+            "t=862s node 1 of m2 to 25%",
+            "t=998s outage m21 Refused for 227s (agent cut off too)",
+            "t=1021s delete w029,w033,w034,w046,w062,w071,w075,w086,w091,w092,w094,w095,w097",
+            "t=1272s ClusterTaintPolicy for 426s",
+            "t=1448s ClusterTaintPolicy for 332s",
+            "t=1555s node 1 of m53 to 25%",
+        ],
+        invariant: 1,
+        found: "[ha] the leader evicted workloads from the members the staggered storms took, keeping their files \
+                (graceful eviction tasks), some past their grace period with nothing Ready elsewhere; the published \
+                summary carried the placements but not the tasks, so the new leader at 385 s had none, and its first \
+                pass removed every kept copy: w081's 5 Ready replicas on member-056, its last ones (invariant 1 at \
+                395 s; shrunk to --keep 5,6, the takeover removed 36 files, w063's last 5 Ready replicas on member-022 \
+                among them, invariant 1 at 405 s)",
+        failed_on: "1422b82 and 0b69d8a (main; release, fedsched dst --seed 181, and --keep 5,6)",
+        // Each summary entry lists the graceful eviction tasks the pass leaves (those whose files
+        // stay: WorkloadStability::kept_tasks, as a ResourceBinding's spec.gracefulEvictionTasks);
+        // a takeover adopts them (reconcile::adopt::adopt_tasks).
+        fixed_by: Some("dst11a after 0b69d8a: the summary carries the kept eviction tasks, a takeover adopts them"),
+    },
+    Entry {
+        seed: 196,
+        keep: None,
+        faults: &[
+            "t=67s storm m1,m3,m2,m4 Hung 13s apart for 116s",
+            "t=297s w001 policy -> Static([(0, 2), (5, 3)])",
+            "t=348s w007 policy -> Aggregated",
+            "t=393s delete w002,w003,w005,w006,w007",
+            "t=431s WorkloadRebalancer w006,w008",
+            "t=500s kill -9 after publish step 12, restart 10s later",
+            "t=606s WorkloadRebalancer w000,w005,w008",
+            "t=625s kill -9 after publish step 11, restart 0s later",
+            "t=653s leader change",
+        ],
+        invariant: 3,
+        found: "[ha] the whole seed, once its [3, 6, 8] entry was fixed: w006 moved back to member-004 at 340 s, the \
+                hand-over keeping its previous file on member-006 (2 replicas, the placement 1 there); its template \
+                deleted at 393 s, the mass-deletion guard held the removal, the old leader's store keeping the task; \
+                the takeover at 653 s adopted the published placement without the task, so the new leader's store \
+                placed 1 replica on member-006 where the disk has 2",
+        failed_on: "0b69d8a (main; release, fedsched dst --seed 196)",
+        fixed_by: Some("dst11a after 0b69d8a: the summary carries the kept eviction tasks, a takeover adopts them"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
