@@ -548,6 +548,44 @@ pub const CORPUS: &[Entry] = &[
         failed_on: "0b69d8a (main; release, fedsched dst --seed 196)",
         fixed_by: Some("dst11a after 0b69d8a: the summary carries the kept eviction tasks, a takeover adopts them"),
     },
+    Entry {
+        seed: 1_000_025,
+        keep: None,
+        faults: &[
+            "t=122s w026 new image",
+            "t=139s w018 policy -> Affinities { primary: [6], backup: [8, 15], duplicated: true }",
+            "t=214s leader change",
+            "t=224s outage m14 Hung for 73s (agent cut off too)",
+            "t=339s w017 new image",
+            "t=366s outage m15 Refused for 87s (agent cut off too)",
+            "t=530s kill -9 after publish step 1, restart 10s later",
+            "t=572s WorkloadRebalancer w010,w017",
+            "t=605s delete w021",
+            "t=617s leader change",
+            "t=635s kill -9 after publish step 4, restart 5s later",
+            "t=641s outage m3 Forbidden for 91s",
+            "t=668s leader change",
+            "t=700s agent of m13 lags 67s for 92s",
+            "t=707s ClusterTaintPolicy for 136s",
+        ],
+        invariant: 3,
+        found: "[ha] w018's move at 140 s (instance a leading) kept its previous files on member-004, -010, -013, -014 \
+                and -016 (hand-overs: its pods never Ready on member-006); b led from 214 s without those tasks (the \
+                summary carried none) and the copies left the disk; at a's takeover at 617 s its store still held its \
+                own stale tasks of its first term: it said the files 'stay' and its store kept files the disk no longer \
+                had (invariant 3). With the tasks in the summary (adopted, a's own replaced) the seed then failed \
+                invariant 8 at 665 s: w017 evicted from member-003 'for 20s' of a 16 s toleration, counted from the pass \
+                killed at 645 s, whose poll saw member-003 Forbidden (cut at 641 s); the checker counted from the \
+                restart's first pass (650 s) — seed 1000046's checker error",
+        failed_on: "0b69d8a (main; release, the seed whole: invariant 3 at 617 s); invariant 8 at 665 s with dst11a's \
+                    tasks fix before c93754e (debug)",
+        // Invariant 3: the summary carries the kept eviction tasks, a takeover replaces its own
+        // by them (reconcile::adopt::adopt_tasks). Invariant 8: the checker, a killed pass's view
+        // counts (c93754e, World::pass, Passed::Killed).
+        fixed_by: Some(
+            "dst11a after 0b69d8a (the summary's eviction tasks) with dst11b's c93754e (a killed pass's view)",
+        ),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
