@@ -11,8 +11,9 @@
 //!    else after the removal was published; a purge for an elapsed grace period never happens
 //!    while nothing is observed Ready elsewhere. Operator edits are the operator's moves: a
 //!    deleted template, a scale to 0 and the time a policy edit takes to settle are exempt.
-//! 2. no double run beyond the grace period: a Divided workload's published replicas exceed
-//!    its replicas only while it has a graceful eviction task in its grace window (plus a
+//! 2. no double run beyond the grace period: a Divided workload's published replicas (less
+//!    those its members' polls saw Pending Unschedulable: they run nowhere) exceed its
+//!    replicas only while it has a graceful eviction task in its grace window (plus a
 //!    minute and a pass: the rate limit), of purge mode `Never`, or with nothing observed
 //!    Ready elsewhere, or while the storm guard holds, or while the mass-deletion guard holds
 //!    its change whole (`held_moves`: its files stay as last published — a scale-down held
@@ -438,16 +439,17 @@ pub fn after_pass(ctx: &PassCtx<'_>) -> Result<(), Violation> {
             }
         }
         if *present && w.divided() {
-            let published: i64 = disk.values().sum();
+            // Published, less those observed Unschedulable ([`unschedulable_published`]).
+            let runs: i64 = disk.values().sum::<i64>() - unschedulable_published(ctx.view, w, &disk);
             // A change the guard holds whole (a scale-down on a held cluster) leaves the
             // workload as last published, for its previous count: nothing of it changed (checked
             // above), so nothing runs twice that did not before.
             let held = held_moves.contains(key.to_string().as_str());
-            if published > i64::from(w.replicas) && !held && !double_run_excused(ctx, w, ws, &state) {
+            if runs > i64::from(w.replicas) && !held && !double_run_excused(ctx, w, ws, &state) {
                 return Err(v(
                     2,
                     format!(
-                        "{key}: {published} replicas published for {} ({disk:?}), no eviction in its grace window",
+                        "{key}: {runs} replicas published (not Unschedulable) for {} ({disk:?}), no eviction in its grace window",
                         w.replicas
                     ),
                 ));
@@ -455,6 +457,24 @@ pub fn after_pass(ctx: &PassCtx<'_>) -> Result<(), Violation> {
         }
     }
     Ok(())
+}
+
+/// The replicas of `w` published on members (`disk`) that run nowhere: on each member whose
+/// last poll succeeded, those of its pods the poll saw Pending with `PodScheduled=False,
+/// reason=Unschedulable` (at most the replicas published there). A workload that cannot be
+/// scheduled keeps its previous files (docs/guide/output.md), so an operator's edit that
+/// cannot be carried out leaves the previous copies as they were — a `Duplicated` placement
+/// under a policy now `Divided` (simulation seed 171): the copies on a member without room
+/// are no second run of the workload; once they run, they count.
+fn unschedulable_published(view: &LiveView, w: &Workload, disk: &BTreeMap<String, i64>) -> i64 {
+    let key = format!("ReplicaSet/{}", w.pod_owner());
+    disk.iter()
+        .filter_map(|(c, published)| {
+            let s = view.clusters.get(c).filter(|s| s.error.is_none())?;
+            let o = s.last_good.as_ref()?.pods.owners.get(&key)?;
+            Some(i64::try_from(o.unschedulable_since.len()).unwrap_or(i64::MAX).min(*published))
+        })
+        .sum()
 }
 
 fn double_run_excused(

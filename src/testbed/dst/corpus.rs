@@ -586,6 +586,29 @@ pub const CORPUS: &[Entry] = &[
             "dst11a after 0b69d8a (the summary's eviction tasks) with dst11b's c93754e (a killed pass's view)",
         ),
     },
+    Entry {
+        seed: 171,
+        keep: Some(&[0, 8, 14, 18]),
+        faults: &[
+            "t=41s node 2 of m7 to 50%",
+            "t=299s w005 policy -> Duplicated([0, 2])",
+            "t=515s w044 policy -> Dynamic([4, 7])",
+            "t=577s w005 policy -> Affinities { primary: [1, 4], backup: [6, 8], duplicated: false }",
+        ],
+        invariant: 2,
+        found: "w005 Duplicated on member-000 and member-002 (10 each; member-000's 10 Pending Unschedulable since \
+                330 s: no room), its policy edited at 577 s to Divided clusterAffinities [member-001, member-004] then \
+                [member-006, member-008], none of which has room: the decision is Unschedulable ('clusters available \
+                replicas 0 are not enough to schedule 10', Karmada's message and rule: a binding too few of whose \
+                replicas fit keeps its clusters) and the workload keeps its previous files (docs/guide/output.md); the checker \
+                counted 20 published replicas for 10 as a double run, though member-000's 10 run nowhere. No kill, no \
+                hand-over task: the whole seed's kill and restart at 570-580 s are not needed",
+        failed_on: "1422b82 and 0b69d8a (main; release, the seed whole at 580 s: 20 of 10)",
+        // The checker was wrong: invariant 2 counts the replicas a workload runs, its published
+        // ones less those its members' polls saw Pending Unschedulable
+        // (check::unschedulable_published). The copies count once they run.
+        fixed_by: Some("dst11b after 0b69d8a: the checker, invariant 2 counts what runs"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
