@@ -219,6 +219,34 @@ fn a_directly_eviction_whose_workload_never_left_ends_when_its_member_is_ready_a
     assert!(kinds(&s.actions).is_empty(), "{:?}", s.actions);
 }
 
+/// An eviction the mass-deletion guard held (its note kept unpublished, as
+/// `reconcile::stability` keeps it) whose workload never left ends when the member is Ready
+/// again, and its note with it: noted once the hold ended, it named an outage long over
+/// (issue 46, invariant 8, simulation seed 1000045). Another member's note stays.
+#[test]
+fn a_held_eviction_that_never_took_effect_leaves_no_note_once_its_member_is_ready_again() {
+    let settings = StabilitySettings::default();
+    let names = ["a", "b"];
+    for purge in [Purge::Gracefully, Purge::Directly] {
+        let mut w = WorkloadInput::new(key("web"), placed(&[("a", 2)]));
+        w.cluster_rule.purge = purge;
+        w.ready = placed(&[("a", 2)]);
+        let down = |_| Inputs { clusters: fleet(&names, &["a"]), workloads: vec![w.clone()] };
+        let (mut state, actions) = run([0, 5 * MIN, 6 * MIN], &settings, down);
+        let held: Vec<Action> = actions.into_iter().map(|(_, a)| a).filter(|a| a.is_event()).collect();
+        assert_eq!(evictions(&held), 1, "{purge:?}");
+        let ws = state.workloads.get_mut(&key("web")).expect("its task");
+        ws.unpublished = held.clone();
+        let other = Action { cluster: "b".into(), ..held[0].clone() };
+        ws.unpublished.push(other.clone());
+        let up = Inputs { clusters: fleet(&names, &[]), workloads: vec![w.clone()] };
+        let s = step(&state, &up, 7 * MIN, &settings);
+        let ws = s.state.workloads.get(&key("web"));
+        assert!(ws.is_some_and(|ws| ws.evicted().is_empty()), "{purge:?}: the task ends: {ws:?}");
+        assert_eq!(ws.map(|ws| ws.unpublished.clone()), Some(vec![other]), "{purge:?}");
+    }
+}
+
 fn tol(key: Option<&str>, op: TolerationOperator, effect: Option<TaintEffect>, seconds: Option<i64>) -> Toleration {
     Toleration { key: key.map(str::to_string), operator: Some(op), value: None, effect, toleration_seconds: seconds }
 }

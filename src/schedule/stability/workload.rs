@@ -112,6 +112,15 @@ fn purge(
             && matches!(task.reason, Reason::ClusterNotReady | Reason::ClusterUnreachable)
             && input.placed.contains_key(&task.cluster)
             && ctx.clusters.get(&task.cluster).is_some_and(|c| c.condition.is_ready());
+        if recovered && task.purge != Purge::Never {
+            // The eviction never took effect and ends now: a note of it the mass-deletion guard
+            // kept unpublished (its eviction, its `Directly` purge) will never be true; noted when
+            // the hold ended, it named an outage long over (simulation seed 1000045: member-004
+            // healthy for 9 minutes).
+            next.unpublished.retain(|a| {
+                a.cluster != task.cluster || !matches!(a.kind, ActionKind::Evict { .. } | ActionKind::Purge { .. })
+            });
+        }
         if task.purge == Purge::Directly {
             // Purged when it started; it only kept the member out until the workload left.
             if !moved && !recovered {

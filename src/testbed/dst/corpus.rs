@@ -609,6 +609,29 @@ pub const CORPUS: &[Entry] = &[
         // (check::unschedulable_published). The copies count once they run.
         fixed_by: Some("dst11b after 0b69d8a: the checker, invariant 2 counts what runs"),
     },
+    Entry {
+        seed: 1_000_045,
+        keep: Some(&[2, 13, 23]),
+        faults: &[
+            "t=275s delete w000,w001,w002,w003,w006,w007,w008",
+            "t=558s outage m4 Hung for 128s",
+            "t=1149s delete w000,w001,w002,w003,w004,w005,w006,w007,w008, back after 98s",
+        ],
+        invariant: 8,
+        found: "seven of nine templates deleted at 275 s, the mass-deletion guard holding every member; member-004 lost \
+                at 558 s, w004 evicted from it at 605 s with nowhere to go (Unschedulable: it stayed placed there), the \
+                eviction's note kept unpublished under the guard; member-004 Ready again at 686 s, the eviction task \
+                ended at 690 s (it never took effect) but its note stayed, and when the templates came back at 1247 s \
+                the hold ended and the history noted 'evicted 7 replicas from member-004 (… for 30s)' at 1248 s, a \
+                member every pass had seen healthy for 9 minutes",
+        failed_on: "1422b82 and 0b69d8a (main; release, the seed whole at 1248 s)",
+        // An eviction that ends because its member is Ready again before the workload left
+        // drops the notes the guard kept unpublished for it (stability::workload::purge,
+        // `recovered`).
+        fixed_by: Some(
+            "dst11b after 0b69d8a: stability::workload::purge drops a recovered eviction's unpublished notes",
+        ),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
