@@ -751,6 +751,7 @@ pub(super) fn run(
             step.state.workloads.insert(key.clone(), ws.clone());
         }
     }
+    hold_releases_onto_unready(&old, &mut step, placements, index, &by_name);
     step.state.taints = taints;
     step.state.rebalances = rebalance(&old, inputs, placements, now_ms, &mut step.actions);
     let mut directives = BTreeMap::new();
@@ -817,6 +818,57 @@ pub(super) fn run(
         purged,
         move_backs,
     })
+}
+
+/// A graceful task (a hand-over's) keeps an older file on a member that its workload's placement
+/// gives more replicas than that file runs (a later decision placed the workload there again
+/// while the task held): ending it writes the placement's file there, new replicas. On a member
+/// that takes none now — not Ready or unreachable, as the scheduler judges it
+/// ([`crate::schedule::health_taint`]: Karmada's `NoSchedule` taint from the moment the member
+/// is seen so) — this pass's purge of such a task is held: the task and its file stay as they
+/// are (a held action, no history note), and the purge is due again once the member is Ready
+/// (issue 46 invariant 4, simulation seed 106: a hand-over kept member-005's 1-replica file
+/// under a placement of 2, and its grace period passed after member-005 was lost).
+fn hold_releases_onto_unready(
+    old: &StabilityState,
+    step: &mut stability::Step,
+    placements: &Placements,
+    index: &PolicyIndex<'_>,
+    by_name: &KeyMap<&str, &ClusterSnapshot>,
+) {
+    let mut held: Vec<(ObjectKey, stability::EvictionTask)> = Vec::new();
+    for a in step.actions.iter_mut() {
+        let (Some(key), ActionKind::Purge { .. }) = (&a.workload, &a.kind) else { continue };
+        let Some(task) = old.workloads.get(key).and_then(|ws| ws.tasks.iter().find(|t| t.cluster == a.cluster)) else {
+            continue;
+        };
+        let Some(p) = placements.get(key) else { continue };
+        let placed = p.targets.get(&a.cluster).copied().flatten().unwrap_or(0);
+        // A task of this pass on the member (an eviction replaces a hand-over) keeps its file.
+        let replaced = step.state.workloads.get(key).is_some_and(|ws| ws.tasks.iter().any(|t| t.cluster == a.cluster));
+        if task.purge == Purge::Directly || placed <= task.replicas || replaced {
+            continue;
+        }
+        let Some(snapshot) = by_name.get(a.cluster.as_str()) else { continue };
+        let placement = p.policy.as_ref().and_then(|r| index.propagation_policy(r)).map(|p| &p.spec.placement);
+        let unready = match placement {
+            Some(placement) => crate::schedule::health_taint(snapshot, placement).is_some(),
+            None => !matches!(snapshot.health, Health::Ready),
+        };
+        if !unready {
+            continue;
+        }
+        tracing::info!(workload = %key, cluster = %a.cluster, action = %a, "stability: release held: the member is not Ready and its placement there has more replicas than the kept file ({} < {placed})", task.replicas);
+        a.kind = ActionKind::Held { action: "purge".into(), by: stability::Held::MemberNotReady };
+        held.push((key.clone(), task.clone()));
+    }
+    for (key, task) in held {
+        let ws = step.state.workloads.entry(key.clone()).or_default();
+        ws.tasks.retain(|t| t.cluster != task.cluster);
+        ws.tasks.push(task);
+        ws.tasks.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+        step.pending_failover.insert(key);
+    }
 }
 
 /// Logs a pass's actions: one line per action up to a bound, then one line for the rest (a
@@ -2371,6 +2423,88 @@ spec:
             assert_eq!(kinds(&r), [e("purge", "m2")]);
             assert_eq!(at(out), [None, None, Some(1)]);
         }
+    }
+
+    /// Issue 46, invariant 4 (simulation seed 106 at t=1260): a hand-over task keeps an older
+    /// file on a member that a later decision placed more replicas on; its end writes the
+    /// placement's file there. Ended while the member is unreachable, that put new replicas on
+    /// it (Karmada's `NoSchedule` taint: none from the moment it is seen so). Here a policy edit
+    /// moves the workload from m1 to m2 (m1 hands over, keeping its 6-replica file), the edit
+    /// back with a scale to 8 places 8 on m1 while the task keeps 6 there, m1 is lost, and the
+    /// grace period passes: the release is held (m1 keeps 6, the task stays, no history note)
+    /// until m1 is Ready again, then m1 gets its 8. Before the fix m1 went from 6 to 8 replicas
+    /// in the pass that saw it unreachable.
+    #[test]
+    fn a_handover_is_not_released_onto_a_member_that_is_not_ready() {
+        use crate::model::snapshot::ClusterTaint;
+        use crate::policy::types::TaintEffect;
+        let f = Fixture::new(REPO, &[cluster("m1", 20), cluster("m2", 20), cluster("m3", 20)]);
+        let out = &f.out;
+        let mut settings = Settings::builtin();
+        settings.stability.grace_period_ms = 60_000;
+        let rec = f.reconciler(settings);
+        let world = |lost: bool, m1: (u32, u32), m2: (u32, u32)| -> Inputs {
+            let mut inputs = f.inputs();
+            for s in inputs.snapshots.iter_mut() {
+                match s.name.as_str() {
+                    "m1" => {
+                        // A lost member's view: its last pods, Unreachable and tainted as a
+                        // failed poll leaves it (members::health_taint).
+                        s.pods = Some(pods(m1.0, m1.1));
+                        if lost {
+                            s.health = Health::Unreachable { reason: "connection refused".into() };
+                            s.taints.push(ClusterTaint {
+                                key: crate::schedule::stability::TAINT_UNREACHABLE.into(),
+                                value: None,
+                                effect: TaintEffect::NoSchedule,
+                            });
+                        }
+                    }
+                    "m2" => s.pods = Some(pods(m2.0, m2.1)),
+                    _ => {}
+                }
+            }
+            inputs
+        };
+        let at = |out: &std::path::Path| (replicas(out, "m1"), replicas(out, "m2"));
+        let t0 = 1_700_000_000_000;
+        let pass = |w: Inputs, t: u64| rec.reconcile(&w, out, crate::publish::Trigger::Timer, t0 + t).expect("pass");
+        let kinds = |r: &crate::reconcile::ReconcileReport| -> Vec<(String, String)> {
+            r.stability.events.iter().map(|e| (e.kind.as_str().to_string(), e.cluster.clone())).collect()
+        };
+        pass(world(false, (6, 6), (0, 0)), 0);
+        assert_eq!(at(out), (Some(6), None));
+        let swap = |text: &str, a: &str, b: &str| {
+            let swapped = text.replace(
+                &format!("[{a}]}}\n    - {{affinityName: backup, clusterNames: [{b}]"),
+                &format!("[{b}]}}\n    - {{affinityName: backup, clusterNames: [{a}]"),
+            );
+            assert_ne!(swapped, text);
+            swapped
+        };
+        // m2 made the primary: m1's Ready replicas stay until m2's are Ready.
+        f.write("apps.yaml", &swap(REPO, "m1", "m2"));
+        let r = pass(world(false, (6, 6), (0, 0)), 10_000);
+        assert_eq!(kinds(&r), [("handover".to_string(), "m1".to_string())]);
+        assert_eq!(at(out), (Some(6), Some(6)));
+        // Back to m1, scaled to 8: the placement puts 8 on m1, the task keeps its 6 there.
+        f.write("apps.yaml", &REPO.replace("replicas: 6", "replicas: 8"));
+        pass(world(false, (6, 6), (6, 0)), 20_000);
+        assert_eq!(at(out).0, Some(6), "the hand-over keeps m1's file as it was");
+        let placed = rec.store.placements().expect("placements")[0].targets.clone();
+        assert_eq!(placed, BTreeMap::from([("m1".to_string(), Some(8))]));
+        // m1 lost; the grace period passes while it is unreachable.
+        pass(world(true, (6, 6), (0, 0)), 30_000);
+        let r = pass(world(true, (6, 6), (0, 0)), 80_000);
+        assert_eq!(at(out).0, Some(6), "m1 got new replicas in a pass that saw it unreachable");
+        assert!(!kinds(&r).iter().any(|(k, _)| k == "purge"), "{:?}", kinds(&r));
+        let state = rec.store.stability().expect("state");
+        let tasks: Vec<&str> = state.workloads.values().flat_map(|ws| ws.kept()).collect();
+        assert_eq!(tasks, ["m1"], "the task stays while its release is held");
+        // Ready again: released, m1 gets the placement's 8.
+        let r = pass(world(false, (6, 6), (0, 0)), 90_000);
+        assert_eq!(kinds(&r), [("purge".to_string(), "m1".to_string())]);
+        assert_eq!(at(out).0, Some(8));
     }
 }
 

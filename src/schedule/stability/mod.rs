@@ -557,6 +557,10 @@ pub enum Held {
     /// the files its eviction kept and stays a move-back candidate (tried again after
     /// `min_stay`).
     NotPlaced,
+    /// The end of a graceful task whose member is not Ready or unreachable while the workload's
+    /// placement gives it more replicas than the kept file: ending it would put new replicas
+    /// on the member (Karmada's `NoSchedule` taint); due again once the member is Ready.
+    MemberNotReady,
 }
 
 /// What an action does.

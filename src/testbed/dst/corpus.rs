@@ -632,6 +632,36 @@ pub const CORPUS: &[Entry] = &[
             "dst11b after 0b69d8a: stability::workload::purge drops a recovered eviction's unpublished notes",
         ),
     },
+    Entry {
+        seed: 106,
+        keep: Some(&[2, 4, 7, 9, 10, 11, 12, 14, 15, 16, 18, 19, 20]),
+        faults: &[
+            "t=189s outage m8 Hung for 133s",
+            "t=509s outage m5 Refused for 88s",
+            "t=665s delete w000,w002,w003,w005,w006,w007,w009,w010,w011,w013,w015,w016,w018,w019,w022,w024,w026,w027,w030,w032,w033,w034,w035,w037,w038,w039, back after 92s",
+            "t=722s w032 policy -> Dynamic([])",
+            "t=730s outage m0 Dead for 82s (agent cut off too)",
+            "t=896s restart",
+            "t=966s restart",
+            "t=991s w033 scaled to 7",
+            "t=1074s node 3 of m2 NotReady for 66s",
+            "t=1115s restart",
+            "t=1214s node 3 of m7 to 25%",
+            "t=1220s w036 scaled to 1",
+            "t=1236s outage m5 Dead for 38s (agent cut off too)",
+        ],
+        invariant: 4,
+        found: "w033's move-back to member-008 was decided afresh every pass and placed nothing there; at 1200 s one \
+                left member-005, handing over (its 1-replica file kept), at 1230 s the next placed 2 there while the \
+                task kept the file; member-005 was lost at 1236 s and at 1260 s the task's grace period passed: the \
+                release wrote the placement's 2-replica file on member-005, unreachable (the fresh decision was \
+                Unschedulable, decide::released_on)",
+        failed_on: "0b69d8a (main, release; the seed whole at 1260 s)",
+        // The end of a graceful task whose member takes no new replicas now (not Ready or
+        // unreachable, schedule::health_taint) while its placement there has more replicas than
+        // the kept file is held until the member is Ready (Held::MemberNotReady).
+        fixed_by: Some("dst11c after 0b69d8a: reconcile::stability::hold_releases_onto_unready"),
+    },
 ];
 
 /// Where the bug-3 entries were seen to fail: main at 2fa1973 and at f19e64c (before 5902e89),
