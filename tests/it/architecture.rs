@@ -122,6 +122,25 @@ fn is_ident(c: Option<&char>) -> bool {
     c.is_some_and(|c| c.is_alphanumeric() || *c == '_')
 }
 
+/// The position of the `}` that closes the `{` at `open` in `text` (on code without comments or
+/// literals, so braces balance), or `text.len()` when it is not closed.
+fn matching_brace(text: &str, open: usize) -> usize {
+    let mut depth = 0usize;
+    for (i, ch) in text[open..].char_indices() {
+        match ch {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return open + i;
+                }
+            }
+            _ => {}
+        }
+    }
+    text.len()
+}
+
 /// Removes every item that follows `#[cfg(test)]`: up to the end of its balanced braces, or to
 /// its `;` (on code without comments or literals, so braces balance).
 fn strip_cfg_test(code: &str) -> String {
@@ -476,21 +495,7 @@ fn long_functions(limit: usize) -> Vec<String> {
             let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
             // The body: the first `{` before any `;` (a declaration without body has none).
             let Some(open) = rest.find(['{', ';']).filter(|i| rest.as_bytes()[*i] == b'{') else { continue };
-            let mut depth = 0usize;
-            let mut end = rest.len();
-            for (k, ch) in rest[open..].char_indices() {
-                match ch {
-                    '{' => depth += 1,
-                    '}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            end = open + k;
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            let end = matching_brace(rest, open);
             let lines = rest[..end].matches('\n').count() + 1;
             if lines > limit {
                 found.push(format!("{}: fn {name}: {lines} lines", rel.display()));
@@ -608,21 +613,10 @@ fn functions() -> Vec<Function> {
             let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
             let end = rest.find(['{', ';']).unwrap_or(rest.len());
             let signature = rest[..end].split_whitespace().collect::<Vec<_>>().join(" ");
-            let mut body = String::new();
-            if rest[end..].starts_with('{') {
-                let mut depth = 0usize;
-                for ch in rest[end..].chars() {
-                    body.push(ch);
-                    match ch {
-                        '{' => depth += 1,
-                        '}' => depth -= 1,
-                        _ => {}
-                    }
-                    if depth == 0 {
-                        break;
-                    }
-                }
-            }
+            let body = match rest[end..].starts_with('{') {
+                true => rest[end..(matching_brace(rest, end) + 1).min(rest.len())].to_string(),
+                false => String::new(),
+            };
             found.push(Function { file: rel.display().to_string(), name, signature, body });
         }
     }
@@ -853,21 +847,7 @@ fn field_declaration(code: &str, name: &str, field: &str) -> Option<String> {
         .map(|(i, _)| i + head.len())?;
     let body = &code[start..];
     let open = body.find('{')?;
-    let mut depth = 0usize;
-    let mut end = body.len();
-    for (i, ch) in body[open..].char_indices() {
-        match ch {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    end = open + i;
-                    break;
-                }
-            }
-            _ => {}
-        }
-    }
+    let end = matching_brace(body, open);
     body[open + 1..end].lines().map(str::trim).find_map(|l| {
         let rest = match l.strip_prefix("pub") {
             Some(r) => r.trim_start_matches(|c: char| c != ' ').trim_start(),
@@ -980,24 +960,7 @@ fn item_text(code: &str, name: &str) -> Option<String> {
     let end = match (semi, open) {
         (Some(s), Some(o)) if s < o => s,
         (Some(s), None) => s,
-        (_, Some(o)) => {
-            let mut depth = 0usize;
-            let mut end = rest.len();
-            for (i, ch) in rest[o..].char_indices() {
-                match ch {
-                    '{' => depth += 1,
-                    '}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            end = o + i;
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            end
-        }
+        (_, Some(o)) => matching_brace(rest, o),
         (None, None) => rest.len(),
     };
     Some(rest[..end].to_string())
